@@ -1,0 +1,48 @@
+"""copyhead_jax: Bayesian copy-head emergence in one attention head, in JAX.
+
+Code map, in data-flow order:
+
+- ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
+                   SweepConfig, SGLDConfig) and presets ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``
+- ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
+- ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior
+- ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
+- ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
+- ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
+- ``results``      ``SweepResult`` (save/load, atomic), environment metadata
+- ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
+- ``plots``        figures from results
+- ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
+- ``cli``          the ``copyhead`` command
+"""
+
+from . import config as config
+from .config import PAPER as PAPER
+from .config import PLAIN as PLAIN
+from .config import PRESETS as PRESETS
+from .config import SMALL as SMALL
+from .config import TINY as TINY
+from .config import Config as Config
+from .config import ModelConfig as ModelConfig
+from .config import PosteriorConfig as PosteriorConfig
+from .config import SGLDConfig as SGLDConfig
+from .config import SweepConfig as SweepConfig
+from .config import TaskConfig as TaskConfig
+from .config import TrainConfig as TrainConfig
+from .config import preset as preset
+from .data import copy_targets as copy_targets
+from .data import one_hot as one_hot
+from .data import sample_tokens as sample_tokens
+from .models import AbstractHead as AbstractHead
+from .models import LinearHead as LinearHead
+from .models import SoftmaxHead as SoftmaxHead
+from .models import init_head as init_head
+from .observables import measure as measure
+from .observables import order_parameters as order_parameters
+from .observables import shift_operator as shift_operator
+from .posterior import Objective as Objective
+from .posterior import neg_log_posterior as neg_log_posterior
+from .results import SweepResult as SweepResult
+from .sweep import run_sweep as run_sweep
+
+__version__ = "0.1.0"

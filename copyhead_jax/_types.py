@@ -1,0 +1,13 @@
+"""Array aliases named after THEORY.md's symbols (shapes documented in the annotation)."""
+
+from jaxtyping import Array, Float, Int
+
+Scalar = Float[Array, ""]
+Tokens = Int[Array, "L"]  # token index of each position, 0 <= t < V
+OneHotSeq = Float[Array, "L V"]  # X: rows x^a are one-hot tokens
+TargetSeq = Float[Array, "L V"]  # Y = G* X, y^a = x^{a-1}
+TokenBatch = Int[Array, "P L"]
+Mask = Float[Array, "P"]  # 1 for samples in the training set, 0 for padding
+AttnMatrix = Float[Array, "L L"]  # A_ab: query a attends to key b
+LogitMatrix = Float[Array, "L L"]  # s_ab (or the theory's G)
+Gram = Float[Array, "D D"]  # D = V + L feature space (tokens, positions)

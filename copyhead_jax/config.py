@@ -1,0 +1,278 @@
+"""Frozen, validated configuration dataclasses and the presets.
+
+A :class:`Config` bundles what one sweep needs: the task (THEORY.md §1), the network and its
+prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols follow THEORY.md:
+``L`` positions, ``V`` tokens, ``width`` = N = d_model, ``sigma2`` = sigma^2, ``chi``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ._checks import check_choice, check_float, check_int, check_P_grid
+
+Attention = Literal["linear", "softmax"]
+ATTENTIONS = ("linear", "softmax")
+LIKELIHOODS = ("per_sequence", "per_position")
+LINEAR_SCALES = ("none", "inv_L")
+SCHEDULES = ("constant", "cosine")
+LR_SCALINGS = ("raw", "mup")
+MAX_WIDTH = 65_536
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Copy task: i.i.d. uniform one-hot tokens, target ``y^a = x^{a-1}`` (periodic)."""
+
+    L: int = 25  # sequence length
+    V: int = 5  # vocabulary size
+    n_test: int = 512  # held-out sequences per seed (test loss, copy accuracy)
+
+    def __post_init__(self):
+        check_int("TaskConfig.L", self.L, lo=2, hi=4096)
+        check_int("TaskConfig.V", self.V, lo=2, hi=4096)
+        check_int("TaskConfig.n_test", self.n_test, lo=1, hi=10**6)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Single-head attention, its prior scales and the muP readout scaling (THEORY.md §2)."""
+
+    attention: Attention = "softmax"
+    width: int = 10_000  # N = d_model
+    sigma_e: float = 1.0  # token-embedding prior std
+    sigma_p: float = 1.0  # positional-bias prior std
+    sigma_G: float = 1.0  # key-query prior std
+    sigma_O: float = 1.0  # readout prior std (times 1/sqrt(chi N))
+    linear_scale: Literal["none", "inv_L"] = "inv_L"  # linear attention A = s or A = s / L
+
+    def __post_init__(self):
+        check_choice("ModelConfig.attention", self.attention, ATTENTIONS)
+        check_int("ModelConfig.width", self.width, lo=1, hi=MAX_WIDTH)
+        for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
+            check_float(f"ModelConfig.{name}", getattr(self, name), lo=0.0, hi=1e6)
+        check_choice("ModelConfig.linear_scale", self.linear_scale, LINEAR_SCALES)
+
+
+@dataclass(frozen=True)
+class PosteriorConfig:
+    """Likelihood ``y ~ N(f, sigma^2/chi)`` per sequence entry, or ``N(f, L sigma^2/chi)``
+    (``per_position``: the loss averaged over positions)."""
+
+    sigma2: float = 30.0
+    chi: float = 30.0
+    likelihood: Literal["per_sequence", "per_position"] = "per_position"
+
+    def __post_init__(self):
+        check_float("PosteriorConfig.sigma2", self.sigma2, lo=0.0, hi=1e12)
+        check_float("PosteriorConfig.chi", self.chi, lo=0.0, hi=1e12)
+        check_choice("PosteriorConfig.likelihood", self.likelihood, LIKELIHOODS)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Full-batch Adam on the negative log posterior U, with the paper's protocol.
+
+    ``lr_scaling='raw'`` applies ``lr`` to every weight in the raw parametrisation (the paper's
+    protocol); ``'mup'`` scales it per block with the width so that one ``lr`` works across
+    widths (see ``train.block_lr_factors``).
+    """
+
+    lr: float = 1e-5
+    lr_scaling: Literal["raw", "mup"] = "raw"  # per-block lr factors, see train.block_lr_factors
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    schedule: Literal["constant", "cosine"] = "constant"  # after warm-up
+    final_lr_frac: float = 0.01  # cosine: lr decays to lr * final_lr_frac at max_epochs
+    warmup_frac_softmax: float = 0.1  # paper: linear lr warm-up over the first 10% (softmax)
+    warmup_frac_linear: float = 0.0
+    min_epochs: int = 2000  # paper: 2,000 warm-up epochs before early stopping may trigger
+    max_epochs: int = 20_000
+    patience: int = 100  # stop after this many epochs without improvement of U
+    rel_tol: float = 1e-7  # an improvement must exceed rel_tol * |best U|
+    train_embeddings: bool = True  # False = quenched MAP protocol (THEORY.md §2)
+    log_every: int = 10  # loss curves are kept every log_every epochs
+
+    def __post_init__(self):
+        check_float("TrainConfig.lr", self.lr, lo=0.0, hi=10.0)
+        check_choice("TrainConfig.lr_scaling", self.lr_scaling, LR_SCALINGS)
+        check_float("TrainConfig.b1", self.b1, lo=0.0, hi=1.0, lo_open=False)
+        check_float("TrainConfig.b2", self.b2, lo=0.0, hi=1.0, lo_open=False)
+        check_float("TrainConfig.eps", self.eps, lo=0.0, hi=1.0)
+        check_choice("TrainConfig.schedule", self.schedule, SCHEDULES)
+        check_float("TrainConfig.final_lr_frac", self.final_lr_frac, lo=0.0, hi=1.0, lo_open=False)
+        for name in ("warmup_frac_softmax", "warmup_frac_linear"):
+            check_float(f"TrainConfig.{name}", getattr(self, name), lo=0.0, hi=1.0, lo_open=False)
+        check_int("TrainConfig.max_epochs", self.max_epochs, lo=1, hi=10**8)
+        check_int("TrainConfig.min_epochs", self.min_epochs, lo=0, hi=self.max_epochs)
+        check_int("TrainConfig.patience", self.patience, lo=1, hi=10**8)
+        check_float("TrainConfig.rel_tol", self.rel_tol, lo=0.0, hi=1.0, lo_open=False)
+        if not isinstance(self.train_embeddings, bool):
+            raise ValueError(
+                f"TrainConfig.train_embeddings must be a bool, got {self.train_embeddings!r}"
+            )
+        check_int("TrainConfig.log_every", self.log_every, lo=1, hi=self.max_epochs)
+
+    def warmup_frac(self, attention: str) -> float:
+        return self.warmup_frac_softmax if attention == "softmax" else self.warmup_frac_linear
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """The grid of runs: every training-set size ``P`` times ``n_seeds`` seeds."""
+
+    P: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    n_seeds: int = 10  # paper: 10 seeds per point
+    seed: int = 0  # seed s uses jax.random.key(seed + s)
+    chunk_runs: int = 0  # runs per compiled chunk; 0 = automatic from the memory budget
+    memory_budget_gb: float = 0.0  # 0 = automatic (free device memory, or 4 GB on CPU)
+
+    def __post_init__(self):
+        object.__setattr__(self, "P", check_P_grid("SweepConfig.P", self.P))
+        check_int("SweepConfig.n_seeds", self.n_seeds, lo=1, hi=100_000)
+        check_int("SweepConfig.seed", self.seed, lo=0, hi=2**31 - 1)
+        check_int("SweepConfig.chunk_runs", self.chunk_runs, lo=0, hi=10**7)
+        check_float("SweepConfig.memory_budget_gb", self.memory_budget_gb, lo=0.0, lo_open=False)
+
+    @property
+    def P_max(self) -> int:
+        return self.P[-1]
+
+
+@dataclass(frozen=True)
+class SGLDConfig:
+    """SGLD in THEORY.md §2 convention: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
+
+    step_size: float = 1e-6  # eta, in units of U
+    n_steps: int = 2000
+    burn_in: int = 500
+    thin: int = 10
+    n_chains: int = 4
+    seed: int = 1
+
+    def __post_init__(self):
+        check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
+        check_int("SGLDConfig.n_steps", self.n_steps, lo=1, hi=10**9)
+        check_int("SGLDConfig.burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
+        check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)
+        check_int("SGLDConfig.n_chains", self.n_chains, lo=1, hi=100_000)
+        check_int("SGLDConfig.seed", self.seed, lo=0, hi=2**31 - 1)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything one sweep needs."""
+
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    posterior: PosteriorConfig = field(default_factory=PosteriorConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+
+    def __post_init__(self):
+        for name, cls in _SECTIONS.items():
+            if not isinstance(getattr(self, name), cls):
+                raise ValueError(f"Config.{name} must be a {cls.__name__}")
+
+    def replace(self, **sections: Any) -> Config:
+        """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object."""
+        new = {}
+        for name, value in sections.items():
+            if name not in _SECTIONS:
+                raise ValueError(f"Config has no section {name!r}; sections: {list(_SECTIONS)}")
+            new[name] = replace(getattr(self, name), **value) if isinstance(value, dict) else value
+        return replace(self, **new)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {k: _section_dict(getattr(self, k)) for k in _SECTIONS}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, dict[str, Any]]) -> Config:
+        unknown = set(d) - set(_SECTIONS)
+        if unknown:
+            raise ValueError(f"unknown config sections {sorted(unknown)}; known: {list(_SECTIONS)}")
+        kw = {}
+        for name, sec_cls in _SECTIONS.items():
+            values = dict(d.get(name, {}))
+            fields = {f.name for f in dataclasses.fields(sec_cls)}
+            bad = set(values) - fields
+            if bad:
+                raise ValueError(f"unknown {sec_cls.__name__} fields {sorted(bad)}")
+            if "P" in values:
+                values["P"] = tuple(values["P"])
+            kw[name] = sec_cls(**values)
+        return cls(**kw)
+
+
+_SECTIONS = {
+    "task": TaskConfig,
+    "model": ModelConfig,
+    "posterior": PosteriorConfig,
+    "train": TrainConfig,
+    "sweep": SweepConfig,
+}
+
+
+def _section_dict(sec) -> dict[str, Any]:
+    d = dataclasses.asdict(sec)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Presets. Comments mark the values that differ from the dataclass defaults.
+
+PAPER = Config(
+    task=TaskConfig(L=25, V=5),
+    model=ModelConfig(width=10_000),  # d_model = 10,000; sigma^2 = chi = 30 are the defaults
+    posterior=PosteriorConfig(likelihood="per_position"),  # paper preset of THEORY.md §2b
+    train=TrainConfig(lr=1e-5, train_embeddings=True),  # paper: every weight trained, lr 1e-5
+    sweep=SweepConfig(
+        P=(4, 8, 16, 23, 32, 64, 128, 200, 256, 300, 322, 400, 512, 640, 800, 1000), n_seeds=10
+    ),
+)
+
+#: The plain reading of the loss 1/2 sum ||f - y||^2 (THEORY.md §2b): per-sequence noise, A = s.
+PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
+
+#: Laptop-sized: quenched embeddings (the MAP protocol the theory describes exactly) at width 128.
+SMALL = PAPER.replace(
+    model=dict(width=128),
+    train=dict(
+        lr=2e-2,  # base lr of the muP per-block scaling
+        lr_scaling="mup",
+        schedule="cosine",
+        min_epochs=500,
+        max_epochs=3000,
+        patience=100,
+        train_embeddings=False,  # quenched embeddings (THEORY.md §2)
+    ),
+    sweep=dict(P=(4, 8, 16, 32, 64, 128, 256, 512, 1024), n_seeds=3),
+)
+
+#: Seconds-sized, for tests and smoke runs.
+TINY = Config(
+    task=TaskConfig(L=6, V=3, n_test=64),
+    model=ModelConfig(width=16),
+    posterior=PosteriorConfig(),
+    train=TrainConfig(
+        lr=2e-2,
+        lr_scaling="mup",
+        schedule="cosine",
+        min_epochs=20,
+        max_epochs=200,
+        patience=20,
+        log_every=5,
+        train_embeddings=False,
+    ),
+    sweep=SweepConfig(P=(2, 4, 8), n_seeds=2),
+)
+
+PRESETS = {"paper": PAPER, "plain": PLAIN, "small": SMALL, "tiny": TINY}
+
+
+def preset(name: str) -> Config:
+    """The named preset (``paper``, ``plain``, ``small``, ``tiny``)."""
+    return PRESETS[check_choice("preset", name, PRESETS)]

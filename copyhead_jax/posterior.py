@@ -1,0 +1,72 @@
+r"""The one objective that Adam and SGLD share: the negative log posterior of THEORY.md §2,
+
+$$U(\Theta)=\frac{\chi}{2\sigma^2_{\rm eff}}\sum_\alpha m_\alpha\|f_\alpha-y_\alpha\|^2
++\frac{\|W^E\|^2}{2\sigma_e^2}+\frac{\|b\|^2}{2\sigma_p^2}+\frac{\|W^G\|^2}{2\sigma_G^2}
++\frac{\|\hat W^O\|^2}{2\sigma_O^2},$$
+
+with $\sigma^2_{\rm eff}=\sigma^2$ (``likelihood='per_sequence'``) or $L\sigma^2$
+(``'per_position'``),
+$m_\alpha\in\{0,1\}$ the padding mask, and $\hat W^O=\sqrt{\chi N}\,W^O$ (constant Jacobian,
+so the posterior is unchanged). L2 terms are coupled: they are part of $U$ and of its gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from ._types import Mask, Scalar, TokenBatch
+from .config import Config
+from .data import copy_targets, one_hot
+from .models import AbstractHead
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Constants of U: the likelihood weight and the prior scales (hashable, static under jit)."""
+
+    likelihood_weight: float  # chi / (2 sigma2_eff)
+    sigma_e: float = 1.0
+    sigma_p: float = 1.0
+    sigma_G: float = 1.0
+    sigma_O: float = 1.0
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> Objective:
+        post, m = cfg.posterior, cfg.model
+        noise = post.sigma2 * (cfg.task.L if post.likelihood == "per_position" else 1.0)
+        return cls(post.chi / (2.0 * noise), m.sigma_e, m.sigma_p, m.sigma_G, m.sigma_O)
+
+
+def predictions(head: AbstractHead, tokens: TokenBatch, V: int) -> jax.Array:
+    """``f[P, L, V]``; ``M`` and ``R`` are computed once and shared by all sequences."""
+    M, R = head.logit_gram(), head.readout_map()
+    return jax.vmap(lambda t: head(one_hot(t, V), M, R))(tokens)
+
+
+def squared_errors(head: AbstractHead, tokens: TokenBatch, V: int) -> jax.Array:
+    """``||f_alpha - y_alpha||^2`` per sequence, shape ``[P]``."""
+    x = one_hot(tokens, V)
+    f = predictions(head, tokens, V)
+    return jnp.sum((f - copy_targets(x)) ** 2, axis=(-2, -1))
+
+
+def log_prior_energy(head: AbstractHead, obj: Objective) -> Scalar:
+    """The L2 (Gaussian prior) part of U."""
+    sq = lambda w: jnp.sum(w**2)
+    return (
+        sq(head.W_E) / (2 * obj.sigma_e**2)
+        + sq(head.b) / (2 * obj.sigma_p**2)
+        + sq(head.W_G) / (2 * obj.sigma_G**2)
+        + sq(head.W_O_hat) / (2 * obj.sigma_O**2)
+    )
+
+
+def neg_log_posterior(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective) -> Scalar:
+    """``U(Theta)`` on the masked training set (padding rows contribute exactly nothing)."""
+    V = head.W_E.shape[1]
+    err = squared_errors(head, tokens, V)
+    data = jnp.sum(jnp.where(mask > 0, err, 0.0))
+    return obj.likelihood_weight * data + log_prior_energy(head, obj)

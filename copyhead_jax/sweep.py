@@ -1,0 +1,262 @@
+"""``run_sweep``: every (P, seed) run of a config, in chunks of one compiled program.
+
+Data flow: config -> per-seed data (nested P) -> chunks of runs -> compiled Adam segments ->
+measurements -> :class:`SweepResult`. Runs are ordered P-major (run ``i * n_seeds + s`` is
+``P[i]``, seed ``s``). All chunks have the same size (the last is padded with repeats) so the
+whole sweep compiles once. With an output path, each finished chunk is checkpointed next to it
+(``OUT.chunks/``) and an interrupted sweep resumes from the finished chunks with identical
+results; the final file is written atomically and the checkpoints removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from .config import Config
+from .data import nested_mask, seed_data
+from .results import SweepResult, atomic_save_npz, environment, load_npz
+from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
+
+_CHUNK_KIND = "copyhead_jax.SweepChunk"
+SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
+
+
+def per_run_bytes(cfg: Config) -> int:
+    """Estimated peak device bytes of one run: weights, gradient, two Adam moments, one
+    temporary of each trained block, plus the per-sequence activations of a step."""
+    N, L, V, P = cfg.model.width, cfg.task.L, cfg.task.V, cfg.sweep.P_max
+    trained = N * N + V * N + (N * (V + L) if cfg.train.train_embeddings else 0)
+    weights = N * N + V * N + N * (V + L)
+    activations = P * L * L * 8 + P * L * V * 6
+    return 4 * (weights + 4 * trained + activations)
+
+
+def available_bytes(cfg: Config) -> int:
+    """Memory budget for one chunk: the config's, else free device memory (70%), else 4 GB."""
+    if cfg.sweep.memory_budget_gb > 0:
+        return int(cfg.sweep.memory_budget_gb * 2**30)
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+        free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+        return int(0.7 * free)
+    except (KeyError, AttributeError, RuntimeError):
+        return 4 * 2**30
+
+
+def chunk_size(cfg: Config, n_runs: int) -> int:
+    """Runs per compiled chunk: ``cfg.sweep.chunk_runs`` or the memory budget's worth."""
+    if cfg.sweep.chunk_runs > 0:
+        return min(cfg.sweep.chunk_runs, n_runs)
+    return max(1, min(n_runs, available_bytes(cfg) // per_run_bytes(cfg)))
+
+
+def segment_logs(cfg: Config) -> int:
+    """Log points per compiled segment (fixed per config, so one compilation serves all)."""
+    t = cfg.train
+    total = math.ceil(t.max_epochs / t.log_every)
+    return max(1, min(total, round(SEGMENT_EPOCHS / t.log_every)))
+
+
+def _fingerprint(cfg: Config, chunk: int) -> str:
+    blob = json.dumps({"config": cfg.to_dict(), "chunk": chunk}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _all_inputs(cfg: Config, lr_mult: np.ndarray | None) -> RunInputs:
+    """Host-side per-run inputs for the whole sweep (run axis first, P-major order)."""
+    sw, task = cfg.sweep, cfg.task
+    keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
+    data = [seed_data(k[0], P_max=sw.P_max, n_test=task.n_test, L=task.L, V=task.V) for k in keys]
+    init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
+    train = jnp.stack([d.train for d in data])
+    test = jnp.stack([d.test for d in data])
+    nP, nS = len(sw.P), sw.n_seeds
+    seed_of = np.tile(np.arange(nS), nP)
+    P_of = np.repeat(np.asarray(sw.P), nS)
+    lr = np.ones(nP * nS, np.float32) if lr_mult is None else np.asarray(lr_mult, np.float32)
+    if lr.shape != (nP * nS,):
+        raise ValueError(f"lr_mult must have one entry per run ({nP * nS}), got {lr.shape}")
+    return RunInputs(
+        key=init_keys[seed_of],
+        train=train[seed_of],
+        mask=jax.vmap(lambda p: nested_mask(p, sw.P_max))(jnp.asarray(P_of)),
+        test=test[seed_of],
+        lr_mult=jnp.asarray(lr),
+    )
+
+
+def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict[str, np.ndarray]:
+    """Train one chunk to completion and return its per-run arrays (host numpy)."""
+    cfg = trainer.cfg
+    n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
+    seg = segment_logs(cfg)
+    n_segments = math.ceil(n_logs_total / seg)
+    state = init_runs(trainer, inp._replace(key=jax.random.wrap_key_data(inp.key)))
+    kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
+    curves = []
+    for i in range(n_segments):
+        state, c = run_segment(trainer, state, kinp, seg)
+        curves.append(np.asarray(c))
+        if bar is not None:
+            bar.update(1)
+        if bool(np.all(np.asarray(state.stopped))):
+            if bar is not None:
+                bar.update(n_segments - i - 1)
+            break
+    m = measure_runs(trainer, state, kinp)
+    curve = np.concatenate(curves, axis=1)[:, :n_logs_total]  # [runs, logs, 2]
+    pad = n_logs_total - curve.shape[1]
+    curve = np.pad(curve, ((0, 0), (0, pad), (0, 0)), constant_values=np.nan)
+    epochs = (np.arange(n_logs_total) + 1) * cfg.train.log_every
+    stop = np.asarray(state.stop_epoch)
+    after = epochs[None, :] > np.where(stop > 0, stop, cfg.train.max_epochs)[:, None]
+    curve[after] = np.nan
+    n_train = np.maximum(np.asarray(inp.mask).sum(1), 1)
+    o = m.order
+    out = {
+        "c1": o.c1, "cG": o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
+        "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
+        "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": state.U,
+        "grad_norm": state.grad_norm, "stop_epoch": state.stop_epoch,
+        "mean_attention": m.mean_attention, "positional_logits": m.positional_logits,
+    }  # fmt: skip
+    out = {k: np.asarray(v) for k, v in out.items()}
+    measured_ok = np.all(np.isfinite(out["mean_attention"]), axis=(1, 2)) & np.isfinite(
+        out["train_loss"]
+    )
+    out["finite"] = np.asarray(state.finite) & measured_ok
+    out["curve_U"] = curve[:, :, 0]
+    out["curve_loss"] = curve[:, :, 1] / n_train[:, None]
+    if keep_params:
+        import equinox as eqx
+
+        head = eqx.combine(state.params, state.frozen)
+        for k in ("W_E", "b", "W_G", "W_O_hat"):
+            out[f"params/{k}"] = np.asarray(getattr(head, k))
+    return out
+
+
+def run_sweep(
+    cfg: Config,
+    *,
+    out: str | Path | None = None,
+    progress: bool = True,
+    keep_params: bool | None = None,
+    lr_mult: np.ndarray | None = None,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Fit every (P, seed) run of ``cfg`` with Adam and measure it.
+
+    Args:
+        cfg: the sweep's configuration (``ch.preset('small')``, ``cfg.replace(...)``).
+        out: save the result here (atomic ``.npz``); checkpoints finished chunks in
+            ``OUT.chunks/`` and resumes from them when run again with the same config.
+        progress: show a progress bar (stderr) over compiled segments.
+        keep_params: keep the fitted weights (to warm-start a sampler); default: when they take
+            under 2 GB.
+        lr_mult: per-run learning-rate multipliers (P-major order), e.g. to probe stability.
+        on_chunk: called as ``on_chunk(i, n_chunks)`` after chunk ``i`` is done and saved.
+
+    Returns:
+        A :class:`SweepResult`; a diverged run has ``finite=False`` and the others are kept.
+    """
+    if not isinstance(cfg, Config):
+        raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
+    t0 = time.time()
+    sw = cfg.sweep
+    nP, nS = len(sw.P), sw.n_seeds
+    n_runs = nP * nS
+    N = cfg.model.width
+    if keep_params is None:
+        keep_params = n_runs * 4 * (N * N + N * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
+    C = chunk_size(cfg, n_runs)
+    n_chunks = math.ceil(n_runs / C)
+    ckpt = Path(str(out) + ".chunks") if out is not None else None
+    if out is not None:
+        _check_writable(Path(out))
+    inputs = _all_inputs(cfg, lr_mult)
+    trainer = Trainer(cfg)
+    n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
+    bar = tqdm(
+        total=n_chunks * n_seg,
+        desc=f"sweep {cfg.model.attention} N={N} ({n_runs} runs, {n_chunks} chunk(s))",
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+    )
+    chunks = []
+    for c in range(n_chunks):
+        idx = np.arange(c * C, (c + 1) * C)
+        valid = idx < n_runs
+        idx = np.where(valid, idx, n_runs - 1)  # pad the last chunk by repeating a run
+        fp = _fingerprint(cfg, C) + f"-{c}-{int(keep_params)}-{_lr_tag(lr_mult)}"
+        path = ckpt / f"chunk_{c:05d}.npz" if ckpt is not None else None
+        if path is not None and path.exists():
+            arrays, meta = load_npz(path, kind=_CHUNK_KIND)
+            if meta.get("fingerprint") == fp:
+                chunks.append(arrays)
+                bar.update(n_seg)
+                continue
+        arrays = _run_chunk(
+            trainer, jax.tree_util.tree_map(lambda a: a[idx], inputs), keep_params, bar
+        )
+        arrays = {k: v[valid] for k, v in arrays.items()}
+        if path is not None:
+            atomic_save_npz(path, arrays, {"kind": _CHUNK_KIND, "schema": 1, "fingerprint": fp})
+        chunks.append(arrays)
+        if on_chunk is not None:
+            on_chunk(c, n_chunks)
+    bar.close()
+    merged = {k: np.concatenate([ch[k] for ch in chunks]) for k in chunks[0]}
+    arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
+    n_logs = arrays["curve_U"].shape[-1]
+    arrays["curve_epoch"] = (np.arange(n_logs) + 1) * cfg.train.log_every
+    meta = {
+        "environment": environment(),
+        "wall_seconds": time.time() - t0,
+        "chunk_runs": C,
+        "n_chunks": n_chunks,
+        "kept_params": bool(keep_params),
+    }
+    result = SweepResult(config=cfg, arrays=arrays, meta=meta)
+    n_bad = int((~arrays["finite"].astype(bool)).sum())
+    if n_bad:
+        print(f"warning: {n_bad} of {n_runs} runs diverged (finite=False)", file=sys.stderr)
+    if out is not None:
+        result.save(out)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return result
+
+
+def _lr_tag(lr_mult) -> str:
+    if lr_mult is None:
+        return "1"
+    return hashlib.sha256(np.asarray(lr_mult, np.float32).tobytes()).hexdigest()[:8]
+
+
+def _check_writable(path: Path) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
+    if not folder.is_dir() or not _can_write(folder):
+        raise ValueError(f"output path {str(path)!r} is not writable")
+
+
+def _can_write(folder: Path) -> bool:
+    import os
+
+    return os.access(folder, os.W_OK)

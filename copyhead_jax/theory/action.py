@@ -1,0 +1,286 @@
+r"""General actions ``S(G)`` on a full ``L x L`` matrix (THEORY.md §2b, §3).
+
+One code path serves every form. The data enter only through two sufficient statistics of the
+one-hot tokens, ``S4[b,v,c,w] = mean_alpha x^b_v x^c_w`` and ``S2[b,v] = mean_alpha x^b_v``:
+
+* EK / data-averaged form (ii): their expectations, ``S4 = delta_bc (I/V - J/V^2) + J/V^2``,
+  ``S2 = 1/V`` (THEORY.md §1 moments);
+* exact finite-P form (i): their values on a training set (:func:`dataset_stats`).
+
+With ``Z = [X, I_L]`` (``L x D``, ``D = V + L``) and ``B = A^T A``, ``C = A^T G*``, the moments are
+``M = mean Z^T B Z`` and ``m = mean Z^T C X`` (because ``Y = G* X``). A Gram matrix
+``Gamma = R R^T`` of the ``D`` features turns them into ``calA = R^T M R``, ``b = R^T m``: the prior
+Gram ``diag(sigma_e^2 I_V, sigma_p^2 I_L)`` gives THEORY.md §3 (``Psi = Z R``); a realised
+embedding Gram ``U U^T / N`` gives the finite-width theory of §2b. The logit prior covariance is
+``Cbar = Zh Gamma Zh^T`` with rows ``zh_a = (1_V/V, e_a)`` (the token-independent part of
+``h^a``), which is ``sigma_p^2 I + sigma_e^2 J/V`` for the prior Gram.
+
+These functions compute in the dtype of their inputs: call them under ``jax.enable_x64(True)``
+(or with float64 arrays) for the identities of §7.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_factor, cho_solve
+
+from .._checks import check_choice
+from .._types import AttnMatrix, Gram, LogitMatrix, Scalar, TokenBatch
+from ._common import ATTENTIONS, OBJECTIVES, as_float, p_eff, sigma_G_lin
+from .params import TheoryParams
+
+# ---------------------------------------------------------------------------------------------
+# Basis, projections
+
+
+def shift_matrix(L: int) -> AttnMatrix:
+    """``G*_{ab} = delta_{a-1,b}`` (indices mod L): the copy pattern."""
+    return jnp.roll(jnp.eye(L), -1, axis=1)
+
+
+def basis(L: int) -> tuple[AttnMatrix, AttnMatrix]:
+    """The unit-Frobenius (non-orthogonal) basis ``B1 = J/L``, ``B2 = G*/sqrt(L)`` (§4)."""
+    return jnp.ones((L, L)) / L, shift_matrix(L) / jnp.sqrt(L)
+
+
+def from_coefficients(c1, cG, L: int) -> AttnMatrix:
+    """``c1 B1 + cG B2``."""
+    B1, B2 = basis(L)
+    return c1 * B1 + cG * B2
+
+
+def project(G: AttnMatrix) -> dict[str, Scalar]:
+    """Least-squares coefficients on ``{B1, B2}`` and the subspace cosine (THEORY.md §6).
+
+    Returns ``c1, cG`` and ``cosine = <G, Pi G>/(||G|| ||Pi G||) = ||Pi G||/||G||`` (nan for G=0).
+    """
+    L = G.shape[0]
+    B1, B2 = basis(L)
+    rhs = jnp.stack([jnp.sum(G * B1), jnp.sum(G * B2)])
+    g = 1.0 / jnp.sqrt(as_float(L))
+    c1, cG = jnp.linalg.solve(jnp.array([[1.0, g], [g, 1.0]]), rhs)
+    proj = c1 * B1 + cG * B2
+    return {"c1": c1, "cG": cG, "cosine": jnp.linalg.norm(proj) / jnp.linalg.norm(G)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Feature Grams
+
+
+def prior_gram(params: TheoryParams) -> Gram:
+    """``diag(sigma_e^2 I_V, sigma_p^2 I_L)``: the ``N -> infinity`` embedding Gram (§3.1)."""
+    return jnp.diag(
+        jnp.concatenate(
+            [
+                jnp.full((params.V,), params.sigma_e**2),
+                jnp.full((params.L,), params.sigma_p**2),
+            ]
+        )
+    )
+
+
+def embedding_gram(W_E, b) -> Gram:
+    """``U U^T / N`` with ``U = [W_E^T ; b^T]`` (``W_E: N x V``, ``b: N x L``), THEORY.md §2b."""
+    U = jnp.concatenate([W_E.T, b.T], axis=0)
+    return U @ U.T / W_E.shape[0]
+
+
+def _gram_root(gram: Gram):
+    """``R`` with ``R R^T = gram`` (symmetric eigen-root; a rank-deficient Gram is allowed)."""
+    w, Qm = jnp.linalg.eigh(0.5 * (gram + gram.T))
+    return Qm * jnp.sqrt(jnp.clip(w, 0.0))
+
+
+def logit_cov(gram: Gram, L: int) -> AttnMatrix:
+    """``Cbar = Zh Gram Zh^T``: prior covariance factor of the token-independent logits (§3.2)."""
+    V = gram.shape[0] - L
+    Zh = jnp.concatenate([jnp.full((L, V), 1.0 / V), jnp.eye(L)], axis=1)
+    return Zh @ gram @ Zh.T
+
+
+# ---------------------------------------------------------------------------------------------
+# Data statistics
+
+
+class DatasetStats(NamedTuple):
+    """Sufficient statistics of a training set of one-hot sequences (P is a float array)."""
+
+    S4: jax.Array  # [L, V, L, V]: mean_alpha x^b_v x^c_w
+    S2: jax.Array  # [L, V]: mean_alpha x^b_v
+    P: jax.Array  # number of sequences
+
+
+def dataset_stats(tokens: TokenBatch, V: int) -> DatasetStats:
+    """Statistics of a token batch ``[P, L]`` (ints in ``[0, V)``), for the finite-P form (i)."""
+    tokens = jnp.asarray(tokens)
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must be an int array [P, L], got shape {tokens.shape}")
+    X = jax.nn.one_hot(tokens, V, dtype=jnp.result_type(float))
+    P = tokens.shape[0]
+    return DatasetStats(
+        S4=jnp.einsum("pbv,pcw->bvcw", X, X) / P, S2=jnp.mean(X, axis=0), P=as_float(P)
+    )
+
+
+def ek_stats(L: int, V: int) -> tuple[jax.Array, jax.Array]:
+    """Expected ``S4, S2`` under i.i.d. uniform tokens (THEORY.md §1)."""
+    eye_L, eye_V = jnp.eye(L), jnp.eye(V)
+    S4 = (
+        eye_L[:, None, :, None] * (eye_V / V - 1.0 / V**2)[None, :, None, :]
+        + jnp.ones((L, V, L, V)) / V**2
+    )
+    return S4, jnp.full((L, V), 1.0 / V)
+
+
+def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``M = mean Z^T A^T A Z`` ``[D, D]``, ``m = mean Z^T A^T G* X`` ``[D, V]`` and mean ``||Y||^2``."""
+    L = A.shape[0]
+    B = A.T @ A
+    C = A.T @ shift_matrix(L)
+    M_XX = jnp.einsum("bc,bvcw->vw", B, S4)
+    M_XI = S2.T @ B
+    M = jnp.block([[M_XX, M_XI], [M_XI.T, B]])
+    m = jnp.concatenate([jnp.einsum("bc,bvcw->vw", C, S4), C @ S2], axis=0)
+    ysq = jnp.einsum("bvbv->", S4)  # = L for one-hot tokens
+    return M, m, ysq
+
+
+# ---------------------------------------------------------------------------------------------
+# Terms of the action
+
+
+def _QD(M, m, ysq, *, R, P, params: TheoryParams):
+    """``Q`` and ``D`` of THEORY.md §3 (i)/(ii) from the moments (per-position: ``P -> P/L``)."""
+    Pe = p_eff(P, params.L, params.likelihood)
+    lam = params.sigma2 / (Pe * params.sigma_O**2)
+    calA = R.T @ M @ R
+    bvec = R.T @ m
+    K = calA + lam * jnp.eye(calA.shape[0])
+    cf = cho_factor(K)
+    fit = jnp.sum(bvec * cho_solve(cf, bvec))
+    Q = params.chi * Pe / (2.0 * params.sigma2) * (ysq - fit)
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(cf[0])))
+    D = 0.5 * params.V * (logdet - calA.shape[0] * jnp.log(lam))
+    return Q, D
+
+
+def R_lin(A: AttnMatrix, *, cbar, sigma_G) -> Scalar:
+    r"""``R_lin = tr(Cbar^{-1} A Cbar^{-1} A^T) / (2 sigma_G^2)`` (THEORY.md §3)."""
+    cf = cho_factor(cbar)
+    return jnp.sum(cho_solve(cf, A) * cho_solve(cf, A.T).T) / (2.0 * sigma_G**2)
+
+
+def R_soft(G: LogitMatrix, *, cbar, sigma_G) -> Scalar:
+    r"""Gauge-fixed softmax prior ``tr(Cbar^{-1} G (Pi Cbar Pi)^+ G^T) / (2 sigma_G^2)`` (§3).
+
+    For the prior Gram ``(Pi Cbar Pi)^+ = Pi / sigma_p^2``, THEORY.md's ``R_soft``; the general
+    pseudo-inverse is the exact marginal over the row-constant gauge for any ``Cbar``.
+    """
+    L = G.shape[0]
+    J = jnp.ones((L, L)) / L
+    Pi = jnp.eye(L) - J
+    Kp = Pi @ jnp.linalg.solve(Pi @ cbar @ Pi + J, Pi)
+    return jnp.sum(cho_solve(cho_factor(cbar), G) * (G @ Kp)) / (2.0 * sigma_G**2)
+
+
+def J_term(G: LogitMatrix) -> Scalar:
+    r"""``J(A) = sum_ab log A_ab``, ``A = softmax_b(G)``: pushforward to the density of A (§3)."""
+    return jnp.sum(jax.nn.log_softmax(G, axis=1))
+
+
+def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[str, Scalar]:
+    L = params.L
+    if G.shape != (L, L):
+        raise ValueError(f"G must have shape (L, L) = ({L}, {L}), got {G.shape}")
+    check_choice("attention", attention, ATTENTIONS)
+    if gram is None:
+        gram = prior_gram(params)
+        R = jnp.diag(jnp.sqrt(jnp.diag(gram)))
+    else:
+        gram = jnp.asarray(gram)
+        if gram.shape != (params.V + L, params.V + L):
+            raise ValueError(f"gram must have shape (V+L, V+L) = {(params.V + L,) * 2}")
+        R = _gram_root(gram)
+    cbar = logit_cov(gram, L)
+    A = G if attention == "linear" else jax.nn.softmax(G, axis=1)
+    Q, D = _QD(*moments(A, S4, S2), R=R, P=P, params=params)
+    if attention == "linear":
+        sG = sigma_G_lin(params.sigma_G, L, params.linear_scale)
+        return {"Q": Q, "D": D, "R": R_lin(A, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
+    return {"Q": Q, "D": D, "R": R_soft(G, cbar=cbar, sigma_G=params.sigma_G), "J": J_term(G)}
+
+
+def _combine(t, objective: str, pushforward: bool) -> Scalar:
+    check_choice("objective", objective, OBJECTIVES)
+    out = t["Q"] + t["R"]
+    if objective == "post":
+        out = out + t["D"]
+    return out + t["J"] if pushforward else out
+
+
+def ek_terms(
+    G: LogitMatrix, *, P, params: TheoryParams, attention: str = "linear", gram: Gram | None = None
+) -> dict[str, Scalar]:
+    """``Q, D, R, J`` of the EK form (ii) at ``G`` (``A = G`` linear, ``softmax_b(G)`` softmax)."""
+    S4, S2 = ek_stats(params.L, params.V)
+    return _terms(G, S4, S2, P, gram=gram, params=params, attention=attention)
+
+
+def ek_action(
+    G: LogitMatrix,
+    *,
+    P,
+    params: TheoryParams,
+    attention: str = "linear",
+    objective: str = "map",
+    pushforward: bool = False,
+    gram: Gram | None = None,
+) -> Scalar:
+    r"""EK action (ii): ``Q + R`` (map) or ``Q + D + R`` (post), ``[+ J]`` (THEORY.md §3).
+
+    For linear attention ``G`` is the attention matrix ``A`` (with ``linear_scale='inv_L'`` its
+    prior scale is ``sigma_G / L``); for softmax ``G`` is the logit matrix.
+    """
+    t = ek_terms(G, P=P, params=params, attention=attention, gram=gram)
+    return _combine(t, objective, pushforward)
+
+
+def _as_stats(tokens, V: int) -> DatasetStats:
+    return tokens if isinstance(tokens, DatasetStats) else dataset_stats(tokens, V)
+
+
+def finite_terms(
+    G: LogitMatrix,
+    *,
+    tokens: TokenBatch | DatasetStats,
+    params: TheoryParams,
+    attention: str = "linear",
+    gram: Gram | None = None,
+) -> dict[str, Scalar]:
+    """``Q, D, R, J`` of the exact finite-P form (i) on a training set (THEORY.md §3, §2b)."""
+    st = _as_stats(tokens, params.V)
+    return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention)
+
+
+def finite_action(
+    G: LogitMatrix,
+    *,
+    tokens: TokenBatch | DatasetStats,
+    gram: Gram | None = None,
+    params: TheoryParams,
+    attention: str = "linear",
+    objective: str = "map",
+    pushforward: bool = False,
+) -> Scalar:
+    r"""Exact finite-P action (i) on a training set, at finite width if ``gram`` is given.
+
+    ``tokens``: int ``[P, L]`` token indices (or their :func:`dataset_stats`); ``gram``: the
+    realised embedding Gram ``U U^T / N`` ``[(V+L), (V+L)]`` (rows: V tokens, then L positions), or
+    ``None`` for the ``N -> infinity`` prior Gram. Under A1 this is the exact objective of the
+    quenched MAP protocol (THEORY.md §2, §2b).
+    """
+    t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram)
+    return _combine(t, objective, pushforward)

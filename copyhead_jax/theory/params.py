@@ -1,0 +1,92 @@
+"""``TheoryParams``: the frozen, validated inputs of the theory (THEORY.md §2, §2b)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .._checks import check_choice, check_float, check_int
+from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
+from ._common import Scales, make_scales
+
+
+@dataclass(frozen=True)
+class TheoryParams:
+    """Task size, prior scales and convention switches of the Bayesian copy-head theory.
+
+    Defaults are the paper preset of THEORY.md §2b (``per_position``, ``inv_L``,
+    ``sigma2 = chi = 30``, unit prior scales), matching :mod:`copyhead_jax.config`.
+    """
+
+    L: int = 25
+    V: int = 5
+    sigma_e: float = 1.0
+    sigma_p: float = 1.0
+    sigma_G: float = 1.0
+    sigma_O: float = 1.0
+    sigma2: float = 30.0
+    chi: float = 30.0
+    likelihood: str = "per_position"
+    linear_scale: str = "inv_L"
+
+    def __post_init__(self):
+        check_int("TheoryParams.L", self.L, lo=2, hi=10**6)
+        check_int("TheoryParams.V", self.V, lo=2, hi=10**6)
+        for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
+            check_float(f"TheoryParams.{name}", getattr(self, name), lo=0.0, hi=1e6)
+        check_float("TheoryParams.sigma2", self.sigma2, lo=0.0, hi=1e12)
+        check_float("TheoryParams.chi", self.chi, lo=0.0, hi=1e12)
+        check_choice("TheoryParams.likelihood", self.likelihood, LIKELIHOODS)
+        check_choice("TheoryParams.linear_scale", self.linear_scale, LINEAR_SCALES)
+        for name in ("L", "V"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O", "sigma2", "chi"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> TheoryParams:
+        """The theory of a :class:`~copyhead_jax.config.Config` (task, model prior, posterior)."""
+        if not isinstance(cfg, Config):
+            raise ValueError(f"cfg must be a copyhead_jax.config.Config, got {type(cfg).__name__}")
+        m, p = cfg.model, cfg.posterior
+        return cls(
+            L=cfg.task.L,
+            V=cfg.task.V,
+            sigma_e=m.sigma_e,
+            sigma_p=m.sigma_p,
+            sigma_G=m.sigma_G,
+            sigma_O=m.sigma_O,
+            sigma2=p.sigma2,
+            chi=p.chi,
+            likelihood=p.likelihood,
+            linear_scale=m.linear_scale,
+        )
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> TheoryParams:
+        """``TheoryParams.preset('plain', L=40)``: a config preset's theory, fields overridden."""
+        return dataclasses.replace(
+            cls.from_config(PRESETS[check_choice("preset", name, PRESETS)]), **overrides
+        )
+
+    def replace(self, **kw: Any) -> TheoryParams:
+        return dataclasses.replace(self, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def switches(self) -> dict[str, str]:
+        return {"likelihood": self.likelihood, "linear_scale": self.linear_scale}
+
+    def keywords(self) -> dict[str, Any]:
+        """Keyword arguments of the closed-form functions (``linear_potential(..., **kw)``)."""
+        return self.to_dict()
+
+    def scales(self) -> Scales:
+        """The numeric fields as arrays (a vmappable pytree)."""
+        return make_scales(**{k: getattr(self, k) for k in Scales._fields})
+
+
+__all__ = ["TheoryParams", "LIKELIHOODS", "LINEAR_SCALES"]

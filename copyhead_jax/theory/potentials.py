@@ -1,0 +1,218 @@
+r"""Closed-form reduced potentials on the ansatz ``G = c1 B1 + cG B2`` (THEORY.md §4).
+
+Every function is pure and elementwise in all numeric arguments (``c1, cG, beta, P, L, V`` and the
+prior scales), so ``jax.vmap`` / broadcasting over any of them works; it computes in the dtype of
+its inputs (wrap calls in ``jax.enable_x64(True)`` or pass float64 for double precision). The
+defaults of the convention switches are the paper preset (THEORY.md §2b).
+
+Numerically stable forms used (exact rewrites of §4):
+``L - s_e^2 g1^2/(s_e^2 g2 + lam V) = (s_e^2 (L-1) c1^2 + L lam V)/(s_e^2 g2 + lam V)`` (because
+``L g2 - g1^2 = (L-1) c1^2``), ``g2 = r^2 + (1-1/L) cG^2``, and ``p = sigmoid(beta - log(L-1))``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._checks import check_choice
+from .._types import Scalar
+from ._common import OBJECTIVES, Scales, check_switches, make_scales, p_eff, sigma_G_lin
+
+_DEFAULT_SCALES = dict(sigma_e=1.0, sigma_p=1.0, sigma_G=1.0, sigma_O=1.0, sigma2=30.0, chi=30.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Core (Scales in, arrays out). ``P`` is the raw number of sequences; switches are applied here.
+
+
+def lam1_of(sc: Scales):
+    """Top eigenvalue of ``Cbar = sigma_p^2 I + sigma_e^2 J/V`` (on the all-ones vector)."""
+    return sc.sigma_p**2 + sc.L * sc.sigma_e**2 / sc.V
+
+
+def invariants(c1, cG, L):
+    """``r = c1 + cG/sqrt(L)`` (row sum), ``g1 = tr(G^T G*)``, ``g2 = ||G||^2`` (THEORY.md §4)."""
+    r = c1 + cG / jnp.sqrt(L)
+    g1 = c1 + jnp.sqrt(L) * cG
+    g2 = r**2 + (1.0 - 1.0 / L) * cG**2
+    return r, g1, g2
+
+
+def _bracket(c1, cG, L, V, lam, sigma_e, sigma_p):
+    lam1 = sigma_p**2 + L * sigma_e**2 / V
+    r, _, g2 = invariants(c1, cG, L)
+    mean = (L / V) * lam / (lam + lam1 * r**2)
+    fluct = (1.0 - 1.0 / V) * (sigma_e**2 * (L - 1.0) * c1**2 + L * lam * V) / (
+        sigma_e**2 * g2 + lam * V
+    )
+    return mean + fluct
+
+
+def _c0_lam(P, sc: Scales, likelihood: str):
+    Pe = p_eff(P, sc.L, likelihood)
+    return sc.chi * Pe / (2.0 * sc.sigma2), sc.sigma2 / (Pe * sc.sigma_O**2)
+
+
+def _QD(c1, cG, P, sc: Scales, likelihood: str):
+    c0, lam = _c0_lam(P, sc, likelihood)
+    Q = c0 * _bracket(c1, cG, sc.L, sc.V, lam, sc.sigma_e, sc.sigma_p)
+    r, _, g2 = invariants(c1, cG, sc.L)
+    D = 0.5 * sc.V * (
+        (sc.V - 1.0) * jnp.log1p(sc.sigma_e**2 * g2 / (sc.V * lam))
+        + jnp.log1p(lam1_of(sc) * r**2 / lam)
+        + (sc.L - 1.0) * jnp.log1p(sc.sigma_p**2 * cG**2 / (sc.L * lam))
+    )
+    return Q, D
+
+
+def _R_lin(c1, cG, sc: Scales, linear_scale: str):
+    sG = sigma_G_lin(sc.sigma_G, sc.L, linear_scale)
+    r, _, _ = invariants(c1, cG, sc.L)
+    return (r**2 / lam1_of(sc) ** 2 + (1.0 - 1.0 / sc.L) * cG**2 / sc.sigma_p**4) / (2.0 * sG**2)
+
+
+def lin_V(c1, cG, P, sc: Scales, *, likelihood, linear_scale, objective="map"):
+    """``V_lin = Q + R_lin [+ D]`` (THEORY.md §4)."""
+    Q, D = _QD(c1, cG, P, sc, likelihood)
+    out = Q + _R_lin(c1, cG, sc, linear_scale)
+    return out + D if objective == "post" else out
+
+
+def ansatz(beta, L):
+    """``softmax_b(beta G*)`` on the ansatz: ``p, a1, aG`` (THEORY.md §4, softmax)."""
+    p = jax.nn.sigmoid(beta - jnp.log(L - 1.0))
+    q = jax.nn.sigmoid(jnp.log(L - 1.0) - beta)  # 1 - p without cancellation
+    a1 = L * q / (L - 1.0)
+    aG = jnp.sqrt(L) * (p * L - 1.0) / (L - 1.0)
+    return p, a1, aG
+
+
+def J_of(beta, L):
+    """Pushforward term ``J = L [log p + (L-1) log((1-p)/(L-1))]`` (density of A, THEORY.md §3)."""
+    t = beta - jnp.log(L - 1.0)
+    return L * (jax.nn.log_sigmoid(t) + (L - 1.0) * (jax.nn.log_sigmoid(-t) - jnp.log(L - 1.0)))
+
+
+def soft_V(beta, P, sc: Scales, *, likelihood, objective="map", pushforward=False):
+    """``V_soft(beta) = Q(a1, aG) + (L-1) beta^2 / (2 sG^2 sp^4) [+ D] [+ J]`` (THEORY.md §4)."""
+    _, a1, aG = ansatz(beta, sc.L)
+    Q, D = _QD(a1, aG, P, sc, likelihood)
+    out = Q + (sc.L - 1.0) * beta**2 / (2.0 * sc.sigma_G**2 * sc.sigma_p**4)
+    if objective == "post":
+        out = out + D
+    if pushforward:
+        out = out + J_of(beta, sc.L)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Public keyword API (STYLE.md convention 8).
+
+
+def _scales(L, V, kw) -> Scales:
+    bad = set(kw) - set(_DEFAULT_SCALES)
+    if bad:
+        raise ValueError(f"unknown scale arguments {sorted(bad)}; allowed: {list(_DEFAULT_SCALES)}")
+    return make_scales(L=L, V=V, **{**_DEFAULT_SCALES, **kw})
+
+
+def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Scalar:
+    r"""Population MSE per sequence of the best ridge readout, the bracket of ``Q`` (§4).
+
+    From ``L`` (no attention) through ``(1-1/V)(L-1)`` (pooling, ``lam -> 0``) to ``0`` (copying).
+    """
+    return _bracket(c1, cG, L, V, lam, sigma_e, sigma_p)
+
+
+def reduced_terms(
+    c1,
+    cG,
+    *,
+    P,
+    L,
+    V,
+    likelihood: str = "per_position",
+    linear_scale: str = "inv_L",
+    **scales,
+) -> dict[str, Scalar]:
+    r"""``Q``, ``D``, ``R_lin`` of THEORY.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
+    check_switches(likelihood, linear_scale)
+    sc = _scales(L, V, scales)
+    Q, D = _QD(c1, cG, P, sc, likelihood)
+    return {"Q": Q, "D": D, "R": _R_lin(c1, cG, sc, linear_scale)}
+
+
+def linear_potential(
+    c1,
+    cG,
+    *,
+    P,
+    L,
+    V,
+    objective: str = "map",
+    likelihood: str = "per_position",
+    linear_scale: str = "inv_L",
+    **scales,
+) -> Scalar:
+    r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), THEORY.md §4.
+
+    ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
+    30, 30).
+    """
+    check_switches(likelihood, linear_scale)
+    _check_objective(objective)
+    sc = _scales(L, V, scales)
+    return lin_V(c1, cG, P, sc, likelihood=likelihood, linear_scale=linear_scale, objective=objective)
+
+
+def softmax_ansatz(beta, *, L) -> dict[str, Scalar]:
+    r"""``A = softmax_b(beta G*) = a1 B1 + aG B2``: ``p = A_{a,a-1}``, ``a1``, ``aG`` (§4)."""
+    p, a1, aG = ansatz(beta, L)
+    return {"p": p, "a1": a1, "aG": aG}
+
+
+def pushforward_term(beta, *, L) -> Scalar:
+    r"""``J(A) = sum_ab log A_ab`` at ``A = softmax(beta G*)`` (THEORY.md §3-4)."""
+    return J_of(beta, L)
+
+
+def softmax_potential(
+    beta,
+    *,
+    P,
+    L,
+    V,
+    objective: str = "map",
+    likelihood: str = "per_position",
+    pushforward: bool = False,
+    **scales,
+) -> Scalar:
+    r"""``V_soft(beta)`` on logits ``beta G*`` (THEORY.md §4): ``Q + R_soft [+ D] [+ J]``.
+
+    ``pushforward=True`` adds ``J``, the mode in A-coordinates; never use it to predict Adam/SGLD
+    order parameters (THEORY.md §3).
+    """
+    check_switches(likelihood, "none")
+    _check_objective(objective)
+    sc = _scales(L, V, scales)
+    return soft_V(beta, P, sc, likelihood=likelihood, objective=objective, pushforward=pushforward)
+
+
+def beta_of_aG(aG, *, L):
+    """Inverse of the ansatz: ``beta(aG) = log(p (L-1)/(1-p))``, ``p = (1 + (L-1) aG/sqrt L)/L``."""
+    p = (1.0 + (L - 1.0) * aG / jnp.sqrt(L)) / L
+    return jnp.log(p * (L - 1.0)) - jnp.log1p(-p)
+
+
+def softmax_potential_aG(aG, **kwargs) -> Scalar:
+    r"""``V_soft(aG)`` (THEORY.md §4): the same potential in the ``aG`` coordinate.
+
+    Defined for ``-sqrt(L)/(L-1) < aG < sqrt(L)``; prefer :func:`softmax_potential` (``beta`` is the
+    stable coordinate).
+    """
+    return softmax_potential(beta_of_aG(aG, L=kwargs["L"]), **kwargs)
+
+
+def _check_objective(objective: str) -> None:
+    check_choice("objective", objective, OBJECTIVES)

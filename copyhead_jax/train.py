@@ -1,0 +1,221 @@
+r"""MAP fits: full-batch Adam on the negative log posterior U, many runs in one compiled program.
+
+A *run* is one (seed, P) pair. Every run of a chunk trains in the same compiled program:
+``vmap`` over runs, the dataset of each run padded to ``P_max`` with a 0/1 mask, early stopping
+per run inside the compiled loop (a stopped run is frozen, the others go on). The host calls one
+compiled *segment* of ``segment_logs * log_every`` epochs at a time, which gives a progress bar
+and an early exit once every run has stopped, without recompiling.
+
+Adam (Kingma & Ba 2015) with coupled L2: the gradient is that of U itself, prior included, so
+the fixed point is the MAP (AdamW's decoupled decay would not be).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Bool, Float, Int
+
+from ._types import Mask, TokenBatch
+from .config import Config, TrainConfig
+from .models import AbstractHead, init_head, trainable_filter
+from .observables import Measurement, measure
+from .posterior import Objective, log_prior_energy, neg_log_posterior
+
+
+def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
+    r"""Per-block multipliers of ``lr`` (a head-shaped pytree of floats).
+
+    ``raw``: the same Adam step for every weight of the raw network, i.e. $\hat W^O$ moves
+    $\sqrt{\chi N}$ times faster because $W^O=\hat W^O/\sqrt{\chi N}$ (the paper's protocol).
+    ``mup``: Adam-muP for this network: a coherent step on $W^G$ moves the logits by
+    $O(N\,\eta)$ and a step on $\hat W^O$, $W^E$ or $b$ moves outputs/logits by
+    $O(\sqrt N\,\eta)$, so the factors are $1/N$ and $1/\sqrt N$.
+    """
+    N = head.width
+    if train.lr_scaling == "raw":
+        f = dict(W_E=1.0, b=1.0, W_G=1.0, W_O_hat=math.sqrt(head.chi * N))
+    else:
+        f = dict(W_E=N**-0.5, b=N**-0.5, W_G=1.0 / N, W_O_hat=N**-0.5)
+    return eqx.tree_at(
+        lambda h: (h.W_E, h.b, h.W_G, h.W_O_hat),
+        head,
+        (f["W_E"], f["b"], f["W_G"], f["W_O_hat"]),
+    )
+
+
+def lr_schedule(train: TrainConfig, attention: str) -> Callable[[Array], Array]:
+    """Linear warm-up over ``warmup_frac * max_epochs``, then constant or cosine decay."""
+    T = train.max_epochs
+    warm = max(int(round(train.warmup_frac(attention) * T)), 0)
+    if train.schedule == "constant":
+        decay = optax.constant_schedule(train.lr)
+    else:
+        decay = optax.cosine_decay_schedule(train.lr, max(T - warm, 1), alpha=train.final_lr_frac)
+    if warm == 0:
+        return decay
+    return optax.join_schedules([optax.linear_schedule(0.0, train.lr, warm), decay], [warm])
+
+
+class RunState(NamedTuple):
+    """The state of one run (a batch of runs carries a leading run axis on every leaf)."""
+
+    params: AbstractHead  # trainable leaves (None where frozen)
+    frozen: AbstractHead  # frozen leaves (quenched embeddings) and static fields
+    opt_state: optax.OptState
+    epoch: Int[Array, ""]
+    U: Float[Array, ""]  # U at the last evaluated parameters
+    train_sq: Float[Array, ""]  # sum of squared errors at the same parameters
+    best: Float[Array, ""]
+    since_best: Int[Array, ""]
+    grad_norm: Float[Array, ""]
+    stopped: Bool[Array, ""]
+    finite: Bool[Array, ""]
+    stop_epoch: Int[Array, ""]
+
+
+class RunInputs(NamedTuple):
+    """Per-run inputs of a chunk (leading run axis)."""
+
+    key: Array  # init key of the run's seed
+    train: TokenBatch  # [P_max, L], the seed's nested training pool
+    mask: Mask  # [P_max], first P rows
+    test: TokenBatch  # [n_test, L]
+    lr_mult: Float[Array, ""]  # multiplies the learning rate of this run (1 by default)
+
+
+class Trainer(eqx.Module):
+    """Everything static about a fit: the config, optimiser and objective constants."""
+
+    cfg: Config = eqx.field(static=True)
+
+    @property
+    def objective(self) -> Objective:
+        return Objective.from_config(self.cfg)
+
+    def optimizer(self, head: AbstractHead) -> optax.GradientTransformation:
+        t, m = self.cfg.train, self.cfg.model
+        spec = trainable_filter(head, train_embeddings=t.train_embeddings)
+        factors, _ = eqx.partition(block_lr_factors(head, t), spec)
+        sched = lr_schedule(t, m.attention)
+        return optax.chain(
+            optax.scale_by_adam(b1=t.b1, b2=t.b2, eps=t.eps),
+            _scale_by_tree(factors),
+            optax.scale_by_schedule(lambda c: -sched(c)),
+        )
+
+    def init(self, key: Array) -> tuple[AbstractHead, AbstractHead, optax.GradientTransformation]:
+        c = self.cfg
+        head = init_head(key, c.model, L=c.task.L, V=c.task.V, chi=c.posterior.chi)
+        spec = trainable_filter(head, train_embeddings=c.train.train_embeddings)
+        params, frozen = eqx.partition(head, spec)
+        return params, frozen, self.optimizer(head)
+
+    def init_state(self, inp: RunInputs) -> RunState:
+        params, frozen, opt = self.init(inp.key)
+        zero_f, zero_i = jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32)
+        return RunState(
+            params=params,
+            frozen=frozen,
+            opt_state=opt.init(params),
+            epoch=zero_i,
+            U=jnp.full((), jnp.inf, jnp.float32),
+            train_sq=zero_f,
+            best=jnp.full((), jnp.inf, jnp.float32),
+            since_best=zero_i,
+            grad_norm=zero_f,
+            stopped=jnp.zeros((), bool),
+            finite=jnp.ones((), bool),
+            stop_epoch=zero_i,
+        )
+
+    def step(self, s: RunState, inp: RunInputs) -> RunState:
+        """One full-batch Adam epoch with early-stopping bookkeeping; frozen once stopped."""
+        t, obj = self.cfg.train, self.objective
+        head = eqx.combine(s.params, s.frozen)
+        opt = self.optimizer(head)
+
+        def energy(p):
+            h = eqx.combine(p, s.frozen)
+            U = neg_log_posterior(h, inp.train, inp.mask, obj)
+            return U, (U - log_prior_energy(h, obj)) / obj.likelihood_weight
+
+        (U, sq), g = jax.value_and_grad(energy, has_aux=True)(s.params)
+        updates, opt_state = opt.update(g, s.opt_state, s.params)
+        updates = jax.tree_util.tree_map(lambda u: u * inp.lr_mult, updates)
+        new_params = optax.apply_updates(s.params, updates)
+        gnorm = optax.global_norm(g)
+
+        active = ~s.stopped
+        ok = jnp.isfinite(U) & jnp.isfinite(gnorm)
+        # the first finite U always counts as an improvement (best starts at +inf)
+        improved = ~jnp.isfinite(s.best) | (U < s.best - t.rel_tol * jnp.abs(s.best))
+        epoch = s.epoch + 1
+        since = jnp.where(improved, 0, s.since_best + 1)
+        converged = (since >= t.patience) & (epoch >= t.min_epochs)
+        stop = active & (~ok | converged | (epoch >= t.max_epochs))
+        move = active & ok
+        sel = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), new, old)
+        return RunState(
+            params=sel(new_params, s.params),
+            frozen=s.frozen,
+            opt_state=sel(opt_state, s.opt_state),
+            epoch=jnp.where(active, epoch, s.epoch),
+            U=jnp.where(active, U, s.U),
+            train_sq=jnp.where(active, sq, s.train_sq),
+            best=jnp.where(active & ok & improved, U, s.best),
+            since_best=jnp.where(active, since, s.since_best),
+            grad_norm=jnp.where(active, gnorm, s.grad_norm),
+            stopped=s.stopped | stop,
+            finite=s.finite & (ok | ~active),
+            stop_epoch=jnp.where(stop, epoch, s.stop_epoch),
+        )
+
+    def segment(self, s: RunState, inp: RunInputs, n_logs: int) -> tuple[RunState, Array]:
+        """``n_logs * log_every`` epochs; returns ``(U, sum sq err)`` after each ``log_every``."""
+
+        def outer(state, _):
+            state = jax.lax.fori_loop(
+                0, self.cfg.train.log_every, lambda _, st: self.step(st, inp), state
+            )
+            return state, jnp.stack([state.U, state.train_sq])
+
+        return jax.lax.scan(outer, s, None, length=n_logs)
+
+    def measure(self, s: RunState, inp: RunInputs) -> Measurement:
+        return measure(eqx.combine(s.params, s.frozen), inp.train, inp.mask, inp.test)
+
+
+def _scale_by_tree(factors) -> optax.GradientTransformation:
+    """Multiply each update leaf by a constant from a matching pytree (None leaves skipped)."""
+
+    def update(updates, state, params=None):
+        return jax.tree_util.tree_map(lambda u, f: u * f, updates, factors), state
+
+    return optax.GradientTransformation(lambda _: optax.EmptyState(), update)
+
+
+# ---- the compiled programs: one per Trainer (config), reused for every chunk and segment ----
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def init_runs(trainer: Trainer, inp: RunInputs) -> RunState:
+    return jax.vmap(trainer.init_state)(inp)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3), donate_argnums=1)
+def run_segment(trainer: Trainer, state: RunState, inp: RunInputs, n_logs: int):
+    # the state is donated (updated in place, no second copy of W^G and the Adam moments)
+    return jax.vmap(trainer.segment, in_axes=(0, 0, None))(state, inp, n_logs)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def measure_runs(trainer: Trainer, state: RunState, inp: RunInputs) -> Measurement:
+    return jax.vmap(trainer.measure)(state, inp)
