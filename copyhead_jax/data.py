@@ -17,8 +17,13 @@ from ._types import Mask, OneHotSeq, TargetSeq, TokenBatch, Tokens
 
 
 def sample_tokens(key: Array, *, n: int, L: int, V: int) -> TokenBatch:
-    """``n`` sequences of ``L`` i.i.d. uniform tokens in ``{0..V-1}``."""
-    return jax.random.randint(key, (n, L), 0, V, dtype=jnp.int32)
+    """``n`` sequences of ``L`` i.i.d. uniform tokens in ``{0..V-1}``.
+
+    Sequence ``alpha`` is drawn from ``fold_in(key, alpha)``, so the first ``P`` sequences do
+    not depend on ``n``: datasets are nested across P grids and across sweeps.
+    """
+    draw = lambda i: jax.random.randint(jax.random.fold_in(key, i), (L,), 0, V, dtype=jnp.int32)
+    return jax.vmap(draw)(jnp.arange(n))
 
 
 def one_hot(tokens: Tokens, V: int) -> OneHotSeq:

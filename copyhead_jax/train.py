@@ -151,7 +151,7 @@ class Trainer(eqx.Module):
         updates, opt_state = opt.update(g, s.opt_state, s.params)
         updates = jax.tree_util.tree_map(lambda u: u * inp.lr_mult, updates)
         new_params = optax.apply_updates(s.params, updates)
-        gnorm = optax.global_norm(g)
+        gnorm = jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree_util.tree_leaves(g)))
 
         active = ~s.stopped
         ok = jnp.isfinite(U) & jnp.isfinite(gnorm)

@@ -1,0 +1,119 @@
+"""run_sweep: one compilation, per-run independence, failure flags, determinism, resume."""
+
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+from copyhead_jax import train
+
+CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, chunk_runs=2))
+PER_RUN = ("c1", "cG", "coverage", "train_loss", "test_loss", "U", "stop_epoch", "params/W_G")
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return ch.run_sweep(CFG, progress=False)
+
+
+def _same(a, b, keys=PER_RUN, index=np.s_[:]):
+    for k in keys:
+        assert np.array_equal(a[k][index], b[k][index], equal_nan=True), k
+
+
+def test_result_shapes_and_metadata(baseline):
+    nP, nS, L = 3, 2, CFG.task.L
+    assert baseline["c1"].shape == (nP, nS)
+    assert baseline["mean_attention"].shape == (nP, nS, L, L)
+    assert baseline["curve_U"].shape[:2] == (nP, nS)
+    assert baseline["params/W_G"].shape == (nP, nS, CFG.model.width, CFG.model.width)
+    assert baseline.meta["n_chunks"] == 3 and baseline["finite"].all()
+    assert "jax" in baseline.meta["environment"]["versions"]
+
+
+def test_sweep_compiles_once():
+    # 4 chunks of 2 runs and several segments each: one compiled segment program serves all
+    cfg = CFG.replace(train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 3, 5, 9)))
+    before = train.run_segment._cache_size()
+    res = ch.run_sweep(cfg, progress=False)
+    assert res.meta["n_chunks"] == 4
+    assert train.run_segment._cache_size() == before + 1
+
+
+def test_deterministic(baseline):
+    _same(baseline, ch.run_sweep(CFG, progress=False), PER_RUN + ("curve_U",))
+
+
+def test_run_alone_equals_run_in_batch(baseline):
+    # same seed, same P, same padding, but a chunk of one run instead of two: vmap lanes are
+    # independent, so the numbers agree to float32 rounding of a differently batched program
+    alone = ch.run_sweep(CFG.replace(sweep=dict(chunk_runs=1)), progress=False)
+    for k in ("c1", "cG", "train_loss", "U"):
+        np.testing.assert_allclose(alone[k], baseline[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    # the same run in a sweep of its own (P_max = 4, seed 1): the data are nested prefixes so
+    # it sees the same 4 sequences and the same init; only the padding length differs
+    own = ch.run_sweep(CFG.replace(sweep=dict(P=(4,), seed=CFG.sweep.seed + 1, n_seeds=1)),
+                       progress=False)  # fmt: skip
+    for k in ("c1", "cG", "train_loss"):
+        np.testing.assert_allclose(own[k][0, 0], baseline[k][1, 1], rtol=2e-3, err_msg=k)
+
+
+def test_forced_divergence_is_flagged_and_others_kept(baseline, capsys):
+    lr = np.ones(6, np.float32)
+    lr[3] = 1e30  # P=4, seed 1: parameters overflow at the first step
+    res = ch.run_sweep(CFG, progress=False, lr_mult=lr)
+    assert not res["finite"][1, 1] and res["finite"].sum() == 5
+    assert "1 of 6 runs diverged" in capsys.readouterr().err
+    keep = np.ones((3, 2), bool)
+    keep[1, 1] = False
+    _same(res, baseline, index=keep)
+
+
+def test_early_stopping_per_run():
+    cfg = CFG.replace(train=dict(min_epochs=10, patience=3, rel_tol=0.05, max_epochs=200))
+    res = ch.run_sweep(cfg, progress=False)
+    stop = res["stop_epoch"]
+    assert np.all(stop >= 10) and np.all(stop < 200)  # every run stopped early on its own
+    ep = res["curve_epoch"]
+    for i in range(3):
+        for s in range(2):
+            after = ep > stop[i, s]
+            assert np.all(np.isnan(res["curve_U"][i, s, after]))
+            assert np.all(np.isfinite(res["curve_U"][i, s, ~after]))
+
+
+def test_resume_equals_uninterrupted(baseline, tmp_path):
+    out = tmp_path / "sweep.npz"
+
+    def interrupt(i, n):
+        if i == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ch.run_sweep(CFG, out=out, progress=False, on_chunk=interrupt)
+    assert not out.exists() and len(list((tmp_path / "sweep.npz.chunks").iterdir())) == 2
+    done = []
+    res = ch.run_sweep(CFG, out=out, progress=False, on_chunk=lambda i, n: done.append(i))
+    assert done == [2]  # only the unfinished chunk was recomputed
+    _same(res, baseline, PER_RUN + ("curve_U", "mean_attention"))
+    loaded = ch.SweepResult.load(out)
+    _same(loaded, baseline)
+    assert loaded.config == CFG
+    assert not (tmp_path / "sweep.npz.chunks").exists()
+
+
+def test_bad_files_and_paths(tmp_path):
+    junk = tmp_path / "junk.npz"
+    junk.write_text("not a result")
+    with pytest.raises(ValueError, match="not a readable copyhead_jax result"):
+        ch.SweepResult.load(junk)
+    with pytest.raises(ValueError, match="does not exist"):
+        ch.SweepResult.load(tmp_path / "missing.npz")
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, x=np.zeros(3))
+    with pytest.raises(ValueError, match="no metadata"):
+        ch.SweepResult.load(foreign)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="not writable"):
+        ch.run_sweep(CFG, out=tmp_path / "file" / "x.npz", progress=False)
+    with pytest.raises(ValueError, match="lr_mult must have one entry per run"):
+        ch.run_sweep(CFG, lr_mult=np.ones(2), progress=False)
