@@ -116,6 +116,7 @@ def _print_table(res) -> None:
         ("cover", "coverage", "{:>7.3f}"), ("train", "train_loss", "{:>8.3f}"),
         ("test", "test_loss", "{:>8.3f}"), ("acc", "copy_accuracy", "{:>6.3f}"),
         ("epochs", "stop_epoch", "{:>7.0f}"), ("|grad|", "grad_norm", "{:>8.2e}"),
+        ("|g_span|", "grad_norm_span", "{:>8.2e}"),
         ("ok", "n_finite", "{:>3d}"),
     ]  # fmt: skip
     print(f"# {att} attention, N={res.config.model.width}, seeds={res.config.sweep.n_seeds}")

@@ -19,6 +19,7 @@ LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_L")
 SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")
+MONITORS = ("loss", "U")
 MAX_WIDTH = 65_536
 
 
@@ -91,8 +92,12 @@ class TrainConfig:
     warmup_frac_linear: float = 0.0
     min_epochs: int = 2000  # paper: 2,000 warm-up epochs before early stopping may trigger
     max_epochs: int = 20_000
-    patience: int = 100  # stop after this many epochs without improvement of U
-    rel_tol: float = 1e-7  # an improvement must exceed rel_tol * |best U|
+    patience: int = 100  # stop after this many epochs without improvement of the monitor
+    rel_tol: float = 1e-7  # an improvement must exceed rel_tol * |best|
+    # early stopping watches the training loss (the paper's protocol) or U; the part of W^G
+    # outside the span of the embeddings only decays under the prior and never changes the
+    # attention, but it dominates U at large width, so U keeps improving long after A settled
+    monitor: Literal["loss", "U"] = "loss"
     train_embeddings: bool = True  # False = quenched MAP protocol (THEORY.md §2)
     log_every: int = 10  # loss curves are kept every log_every epochs
 
@@ -109,6 +114,7 @@ class TrainConfig:
         check_int("TrainConfig.max_epochs", self.max_epochs, lo=1, hi=10**8)
         check_int("TrainConfig.min_epochs", self.min_epochs, lo=0, hi=self.max_epochs)
         check_int("TrainConfig.patience", self.patience, lo=1, hi=10**8)
+        check_choice("TrainConfig.monitor", self.monitor, MONITORS)
         check_float("TrainConfig.rel_tol", self.rel_tol, lo=0.0, hi=1.0, lo_open=False)
         if not isinstance(self.train_embeddings, bool):
             raise ValueError(

@@ -97,7 +97,7 @@ def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarra
 #: Per-run scalar fields of a sweep, each stored as an array indexed ``[P, seed]``.
 SCALARS = (
     "c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss",
-    "copy_accuracy", "U", "grad_norm", "stop_epoch", "finite",
+    "copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch", "finite",
 )  # fmt: skip
 
 

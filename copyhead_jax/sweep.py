@@ -115,7 +115,7 @@ def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict
             if bar is not None:
                 bar.update(n_segments - i - 1)
             break
-    m = measure_runs(trainer, state, kinp)
+    m, span_gn = measure_runs(trainer, state, kinp)
     curve = np.concatenate(curves, axis=1)[:, :n_logs_total]  # [runs, logs, 2]
     pad = n_logs_total - curve.shape[1]
     curve = np.pad(curve, ((0, 0), (0, pad), (0, 0)), constant_values=np.nan)
@@ -129,7 +129,7 @@ def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict
         "c1": o.c1, "cG": o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
         "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
         "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": state.U,
-        "grad_norm": state.grad_norm, "stop_epoch": state.stop_epoch,
+        "grad_norm": state.grad_norm, "grad_norm_span": span_gn, "stop_epoch": state.stop_epoch,
         "mean_attention": m.mean_attention, "positional_logits": m.positional_logits,
     }  # fmt: skip
     out = {k: np.asarray(v) for k, v in out.items()}

@@ -73,7 +73,7 @@ class RunState(NamedTuple):
     epoch: Int[Array, ""]
     U: Float[Array, ""]  # U at the last evaluated parameters
     train_sq: Float[Array, ""]  # sum of squared errors at the same parameters
-    best: Float[Array, ""]
+    best: Float[Array, ""]  # best value of the early-stopping monitor
     since_best: Int[Array, ""]
     grad_norm: Float[Array, ""]
     stopped: Bool[Array, ""]
@@ -155,8 +155,9 @@ class Trainer(eqx.Module):
 
         active = ~s.stopped
         ok = jnp.isfinite(U) & jnp.isfinite(gnorm)
-        # the first finite U always counts as an improvement (best starts at +inf)
-        improved = ~jnp.isfinite(s.best) | (U < s.best - t.rel_tol * jnp.abs(s.best))
+        watched = U if t.monitor == "U" else sq
+        # the first finite value always counts as an improvement (best starts at +inf)
+        improved = ~jnp.isfinite(s.best) | (watched < s.best - t.rel_tol * jnp.abs(s.best))
         epoch = s.epoch + 1
         since = jnp.where(improved, 0, s.since_best + 1)
         converged = (since >= t.patience) & (epoch >= t.min_epochs)
@@ -170,7 +171,7 @@ class Trainer(eqx.Module):
             epoch=jnp.where(active, epoch, s.epoch),
             U=jnp.where(active, U, s.U),
             train_sq=jnp.where(active, sq, s.train_sq),
-            best=jnp.where(active & ok & improved, U, s.best),
+            best=jnp.where(active & ok & improved, watched, s.best),
             since_best=jnp.where(active, since, s.since_best),
             grad_norm=jnp.where(active, gnorm, s.grad_norm),
             stopped=s.stopped | stop,
@@ -189,8 +190,28 @@ class Trainer(eqx.Module):
 
         return jax.lax.scan(outer, s, None, length=n_logs)
 
-    def measure(self, s: RunState, inp: RunInputs) -> Measurement:
-        return measure(eqx.combine(s.params, s.frozen), inp.train, inp.mask, inp.test)
+    def measure(self, s: RunState, inp: RunInputs) -> tuple[Measurement, Array]:
+        """Observables of the fitted head, and the norm of grad U in the attention-relevant
+        subspace (see ``span_grad_norm``)."""
+        head = eqx.combine(s.params, s.frozen)
+        return measure(head, inp.train, inp.mask, inp.test), self.span_grad_norm(s, inp)
+
+    def span_grad_norm(self, s: RunState, inp: RunInputs) -> Array:
+        r"""$\|\nabla U\|$ restricted to the directions that can change the network's function.
+
+        With $Q$ an orthonormal basis of the embeddings' row space (rank $D = V + L$), the logits
+        and outputs see $W^G$ only through $Q^\top W^G Q$ and $\hat W^O$ only through
+        $\hat W^O Q$; the rest of $W^G$, $\hat W^O$ only decays under the prior. This is the
+        stationarity measure of the fitted attention (embedding gradients count in full).
+        """
+        obj = self.objective
+        g = jax.grad(
+            lambda p: neg_log_posterior(eqx.combine(p, s.frozen), inp.train, inp.mask, obj)
+        )(s.params)
+        Q, _ = jnp.linalg.qr(eqx.combine(s.params, s.frozen).embeddings().T)  # [N, D]
+        parts = [Q.T @ g.W_G @ Q, g.W_O_hat @ Q]
+        parts += [x for x in (g.W_E, g.b) if x is not None]
+        return jnp.sqrt(sum(jnp.sum(x**2) for x in parts))
 
 
 def _scale_by_tree(factors) -> optax.GradientTransformation:
@@ -217,5 +238,5 @@ def run_segment(trainer: Trainer, state: RunState, inp: RunInputs, n_logs: int):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def measure_runs(trainer: Trainer, state: RunState, inp: RunInputs) -> Measurement:
+def measure_runs(trainer: Trainer, state: RunState, inp: RunInputs) -> tuple[Measurement, Array]:
     return jax.vmap(trainer.measure)(state, inp)
