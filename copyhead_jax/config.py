@@ -134,7 +134,8 @@ class SweepConfig:
     n_seeds: int = 10  # paper: 10 seeds per point
     seed: int = 0  # seed s uses jax.random.key(seed + s)
     chunk_runs: int = 0  # runs per compiled chunk; 0 = automatic from the memory budget
-    memory_budget_gb: float = 0.0  # 0 = automatic (free device memory, or 4 GB on CPU)
+    memory_budget_gb: float = 0.0  # per device; 0 = automatic (free device memory, or 4 GB on CPU)
+    n_devices: int = 0  # devices the run axis is sharded over; 0 = all
 
     def __post_init__(self):
         object.__setattr__(self, "P", check_P_grid("SweepConfig.P", self.P))
@@ -142,6 +143,7 @@ class SweepConfig:
         check_int("SweepConfig.seed", self.seed, lo=0, hi=2**31 - 1)
         check_int("SweepConfig.chunk_runs", self.chunk_runs, lo=0, hi=10**7)
         check_float("SweepConfig.memory_budget_gb", self.memory_budget_gb, lo=0.0, lo_open=False)
+        check_int("SweepConfig.n_devices", self.n_devices, lo=0, hi=100_000)
 
     @property
     def P_max(self) -> int:

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._devices import run_mesh, shard_runs, to_host
 from .config import Config
 from .data import nested_mask, seed_data
 from .results import SweepResult, atomic_save_npz, environment, load_npz
@@ -55,11 +56,14 @@ def available_bytes(cfg: Config) -> int:
         return 4 * 2**30
 
 
-def chunk_size(cfg: Config, n_runs: int) -> int:
-    """Runs per compiled chunk: ``cfg.sweep.chunk_runs`` or the memory budget's worth."""
+def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1) -> int:
+    """Runs per compiled chunk: ``cfg.sweep.chunk_runs`` or as many as the memory budget of
+    each device holds, rounded up to a multiple of the device count."""
     if cfg.sweep.chunk_runs > 0:
-        return min(cfg.sweep.chunk_runs, n_runs)
-    return max(1, min(n_runs, available_bytes(cfg) // per_run_bytes(cfg)))
+        c = min(cfg.sweep.chunk_runs, n_runs)
+    else:
+        c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run_bytes(cfg))))
+    return n_devices * math.ceil(c / n_devices)
 
 
 def segment_logs(cfg: Config) -> int:
@@ -97,21 +101,24 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None) -> RunInputs:
     )
 
 
-def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict[str, np.ndarray]:
-    """Train one chunk to completion and return its per-run arrays (host numpy)."""
+def _run_chunk(
+    trainer: Trainer, inp: RunInputs, keep_params: bool, bar, mesh
+) -> dict[str, np.ndarray]:
+    """Train one chunk (run axis sharded over ``mesh``) and return its per-run host arrays."""
     cfg = trainer.cfg
     n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
     seg = segment_logs(cfg)
     n_segments = math.ceil(n_logs_total / seg)
-    state = init_runs(trainer, inp._replace(key=jax.random.wrap_key_data(inp.key)))
+    inp = shard_runs(inp, mesh)
     kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
+    state = init_runs(trainer, kinp)
     curves = []
     for i in range(n_segments):
         state, c = run_segment(trainer, state, kinp, seg)
-        curves.append(np.asarray(c))
+        curves.append(to_host(c))
         if bar is not None:
             bar.update(1)
-        if bool(np.all(np.asarray(state.stopped))):
+        if bool(np.all(to_host(state.stopped))):
             if bar is not None:
                 bar.update(n_segments - i - 1)
             break
@@ -120,7 +127,7 @@ def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict
     pad = n_logs_total - curve.shape[1]
     curve = np.pad(curve, ((0, 0), (0, pad), (0, 0)), constant_values=np.nan)
     epochs = (np.arange(n_logs_total) + 1) * cfg.train.log_every
-    stop = np.asarray(state.stop_epoch)
+    stop = to_host(state.stop_epoch)
     after = epochs[None, :] > np.where(stop > 0, stop, cfg.train.max_epochs)[:, None]
     curve[after] = np.nan
     n_train = np.maximum(np.asarray(inp.mask).sum(1), 1)
@@ -132,11 +139,11 @@ def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict
         "grad_norm": state.grad_norm, "grad_norm_span": span_gn, "stop_epoch": state.stop_epoch,
         "mean_attention": m.mean_attention, "positional_logits": m.positional_logits,
     }  # fmt: skip
-    out = {k: np.asarray(v) for k, v in out.items()}
+    out = {k: to_host(v) for k, v in out.items()}
     measured_ok = np.all(np.isfinite(out["mean_attention"]), axis=(1, 2)) & np.isfinite(
         out["train_loss"]
     )
-    out["finite"] = np.asarray(state.finite) & measured_ok
+    out["finite"] = to_host(state.finite) & measured_ok
     out["curve_U"] = curve[:, :, 0]
     out["curve_loss"] = curve[:, :, 1] / n_train[:, None]
     if keep_params:
@@ -144,7 +151,7 @@ def _run_chunk(trainer: Trainer, inp: RunInputs, keep_params: bool, bar) -> dict
 
         head = eqx.combine(state.params, state.frozen)
         for k in ("W_E", "b", "W_G", "W_O_hat"):
-            out[f"params/{k}"] = np.asarray(getattr(head, k))
+            out[f"params/{k}"] = to_host(getattr(head, k))
     return out
 
 
@@ -181,7 +188,8 @@ def run_sweep(
     N = cfg.model.width
     if keep_params is None:
         keep_params = n_runs * 4 * (N * N + N * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
-    C = chunk_size(cfg, n_runs)
+    mesh = run_mesh(cfg.sweep.n_devices)
+    C = chunk_size(cfg, n_runs, mesh.size)
     n_chunks = math.ceil(n_runs / C)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     if out is not None:
@@ -209,9 +217,8 @@ def run_sweep(
                 chunks.append(arrays)
                 bar.update(n_seg)
                 continue
-        arrays = _run_chunk(
-            trainer, jax.tree_util.tree_map(lambda a: a[idx], inputs), keep_params, bar
-        )
+        chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
+        arrays = _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
         arrays = {k: v[valid] for k, v in arrays.items()}
         if path is not None:
             atomic_save_npz(path, arrays, {"kind": _CHUNK_KIND, "schema": 1, "fingerprint": fp})
