@@ -20,6 +20,7 @@ LINEAR_SCALES = ("none", "inv_L")
 SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")
 MONITORS = ("loss", "U")
+INITS = ("prior", "zero", "copy")
 MAX_WIDTH = 65_536
 
 
@@ -99,6 +100,10 @@ class TrainConfig:
     # attention, but it dominates U at large width, so U keeps improving long after A settled
     monitor: Literal["loss", "U"] = "loss"
     train_embeddings: bool = True  # False = quenched MAP protocol (THEORY.md §2)
+    # where Adam starts W^G: a prior draw, zero logits (the pooling branch), or logits
+    # init_copy_logit * G* on the positional block (the copy branch; hysteresis studies)
+    init_attention: Literal["prior", "zero", "copy"] = "prior"
+    init_copy_logit: float = 5.0
     log_every: int = 10  # loss curves are kept every log_every epochs
 
     def __post_init__(self):
@@ -120,6 +125,8 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.train_embeddings must be a bool, got {self.train_embeddings!r}"
             )
+        check_choice("TrainConfig.init_attention", self.init_attention, INITS)
+        check_float("TrainConfig.init_copy_logit", self.init_copy_logit, lo=-1e4, hi=1e4)
         check_int("TrainConfig.log_every", self.log_every, lo=1, hi=self.max_epochs)
 
     def warmup_frac(self, attention: str) -> float:

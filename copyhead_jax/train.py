@@ -26,7 +26,7 @@ from jaxtyping import Array, Bool, Float, Int
 from ._types import Mask, TokenBatch
 from .config import Config, TrainConfig
 from .models import AbstractHead, init_head, trainable_filter
-from .observables import Measurement, measure
+from .observables import Measurement, measure, shift_operator
 from .posterior import Objective, log_prior_energy, neg_log_posterior
 
 
@@ -114,9 +114,22 @@ class Trainer(eqx.Module):
     def init(self, key: Array) -> tuple[AbstractHead, AbstractHead, optax.GradientTransformation]:
         c = self.cfg
         head = init_head(key, c.model, L=c.task.L, V=c.task.V, chi=c.posterior.chi)
+        if c.train.init_attention != "prior":
+            head = eqx.tree_at(lambda h: h.W_G, head, self._initial_W_G(head))
         spec = trainable_filter(head, train_embeddings=c.train.train_embeddings)
         params, frozen = eqx.partition(head, spec)
         return params, frozen, self.optimizer(head)
+
+    def _initial_W_G(self, head: AbstractHead) -> Array:
+        r"""``0`` (zero logits) or the minimum-norm $W^G$ with logits $\beta G^*$ on the
+        positional block and zero elsewhere: $W^G = N\,U^+ M^* U^{+\top}$."""
+        if self.cfg.train.init_attention == "zero":
+            return jnp.zeros_like(head.W_G)
+        V, L = self.cfg.task.V, self.cfg.task.L
+        M = jnp.zeros((V + L, V + L), jnp.float32)
+        M = M.at[V:, V:].set(self.cfg.train.init_copy_logit * shift_operator(L))
+        U_pinv = jnp.linalg.pinv(head.embeddings())  # [N, D]
+        return head.width * U_pinv @ M @ U_pinv.T
 
     def init_state(self, inp: RunInputs) -> RunState:
         params, frozen, opt = self.init(inp.key)

@@ -98,3 +98,19 @@ def test_quenched_embeddings_stay_at_prior_draw(tiny):
     assert np.array_equal(res["params/b"][0, 0], head0.b)
     assert not np.array_equal(res["params/W_G"][0, 0], head0.W_G)
     assert eqx.is_array(head0.W_G)
+
+
+def test_branch_initialisations():
+    import equinox as eqx
+
+    from copyhead_jax.train import Trainer
+
+    L, V = ch.TINY.task.L, ch.TINY.task.V
+    cfg = ch.TINY.replace(train=dict(init_attention="copy", init_copy_logit=4.0))
+    params, frozen, _ = Trainer(cfg).init(jax.random.key(0))
+    M = eqx.combine(params, frozen).logit_gram()
+    # N = 16 >= D = 9: the minimum-norm W^G reproduces the logits up to float32 pinv error
+    np.testing.assert_allclose(M[V:, V:], 4.0 * shift_operator(L), atol=1e-4)
+    np.testing.assert_allclose(M[:V], 0.0, atol=1e-4)
+    params, _, _ = Trainer(cfg.replace(train=dict(init_attention="zero"))).init(jax.random.key(0))
+    assert not np.any(params.W_G)
