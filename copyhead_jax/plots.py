@@ -11,12 +11,14 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from .results import SweepResult  # noqa: E402
 
+COLORS = {"linear": ("tab:blue", "tab:cyan"), "softmax": ("tab:red", "tab:orange")}
 
-def _band(ax, x, y, label, marker="o", color=None):
+
+def _band(ax, x, y, label, marker="o", color=None, ls="-"):
     """Mean +- sd over seeds (columns), NaNs (diverged runs) ignored."""
     with np.errstate(all="ignore"):
         m, s = np.nanmean(y, axis=1), np.nanstd(y, axis=1)
-    line = ax.plot(x, m, marker=marker, ms=4, label=label, color=color)[0]
+    line = ax.plot(x, m, marker=marker, ms=4, label=label, color=color, ls=ls)[0]
     ax.fill_between(x, m - s, m + s, alpha=0.2, color=line.get_color())
     return line
 
@@ -24,8 +26,8 @@ def _band(ax, x, y, label, marker="o", color=None):
 def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None) -> Figure:
     """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps.
 
-    ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or "a1"/"aG": [...]}}`` curves
-    drawn as lines over the measured points.
+    ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or "a1"/"aG", "mse": [...]}}``
+    curves (e.g. ``theory.theory_curve``) drawn as dashed lines over the measured points.
     """
     results = [results] if isinstance(results, SweepResult) else list(results)
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
@@ -36,18 +38,21 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
         get = lambda k: np.where(ok, res[k].astype(float), np.nan)
         P = res.P
         n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
-        _band(ax_o, P, get("c1"), f"{att}: {n1}", marker="s")
-        _band(ax_o, P, get("cG"), f"{att}: {nG}")
-        _band(ax_c, P, get("coverage"), f"{att}: mean-A cosine")
-        _band(ax_c, P, get("sample_coverage"), f"{att}: per-sample cosine", marker="^")
-        _band(ax_l, P, get("train_loss"), f"{att}: train")
-        _band(ax_l, P, get("test_loss"), f"{att}: test", marker="^")
-        _band(ax_a, P, get("copy_accuracy"), f"{att}")
+        c_main, c_alt = COLORS.get(att, ("k", "gray"))
+        _band(ax_o, P, get("c1"), f"{att}: {n1}", marker="s", color=c_alt)
+        _band(ax_o, P, get("cG"), f"{att}: {nG}", color=c_main)
+        _band(ax_c, P, get("coverage"), f"{att}: mean-A cosine", color=c_main)
+        _band(ax_c, P, get("sample_coverage"), f"{att}: per-sample", marker="^", color=c_alt)
+        _band(ax_l, P, get("train_loss"), f"{att}: train", color=c_main)
+        _band(ax_l, P, get("test_loss"), f"{att}: test", marker="^", color=c_alt, ls=":")
+        _band(ax_a, P, get("copy_accuracy"), f"{att}", color=c_main)
         if theory and att in theory:
             th = theory[att]
-            for k in (n1, nG):
+            for k, col in ((n1, c_alt), (nG, c_main)):
                 if k in th:
-                    ax_o.plot(th["P"], th[k], "--", lw=1, label=f"theory {att}: {k}")
+                    ax_o.plot(th["P"], th[k], "--", lw=1.2, color=col, label=f"theory: {k}")
+            if "mse" in th:
+                ax_l.plot(th["P"], th["mse"], "--", lw=1.2, color=c_main, label="theory: loss")
     L = results[0].config.task.L
     V = results[0].config.task.V
     ax_l.axhline(L, color="gray", lw=0.8, ls=":", label="no attention (L)")
