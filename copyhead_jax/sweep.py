@@ -24,13 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from .config import Config
 from .data import nested_mask, seed_data
-from .results import SweepResult, atomic_save_npz, environment, load_npz
+from .results import SweepResult, environment
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
-_CHUNK_KIND = "copyhead_jax.SweepChunk"
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
 
 
@@ -204,32 +204,26 @@ def run_sweep(
         file=sys.stderr,
         leave=False,
     )
-    chunks = []
-    for c in range(n_chunks):
-        idx = np.arange(c * C, (c + 1) * C)
-        valid = idx < n_runs
-        idx = np.where(valid, idx, n_runs - 1)  # pad the last chunk by repeating a run
-        fp = _fingerprint(cfg, C) + f"-{c}-{int(keep_params)}-{_lr_tag(lr_mult)}"
-        path = ckpt / f"chunk_{c:05d}.npz" if ckpt is not None else None
-        if path is not None and path.exists():
-            arrays, meta = load_npz(path, kind=_CHUNK_KIND)
-            if meta.get("fingerprint") == fp:
-                chunks.append(arrays)
-                bar.update(n_seg)
-                continue
+
+    def compute(idx):
         chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
-        arrays = _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
-        arrays = {k: v[valid] for k, v in arrays.items()}
-        if path is not None:
-            atomic_save_npz(path, arrays, {"kind": _CHUNK_KIND, "schema": 1, "fingerprint": fp})
-        chunks.append(arrays)
-        if on_chunk is not None:
-            on_chunk(c, n_chunks)
-    bar.close()
-    merged = {k: np.concatenate([ch[k] for ch in chunks]) for k in chunks[0]}
+        return _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
+
+    def done(c, n, loaded):
+        if loaded:
+            bar.update(n_seg)
+        elif on_chunk is not None:
+            on_chunk(c, n)
+
+    fingerprint = _fingerprint(cfg, C) + f"-{int(keep_params)}-{_lr_tag(lr_mult)}"
+    merged = run_chunked(
+        n_runs=n_runs, chunk=C, compute=compute, fingerprint=fingerprint, ckpt_dir=ckpt,
+        on_done=done,
+    )  # fmt: skip
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_logs = arrays["curve_U"].shape[-1]
     arrays["curve_epoch"] = (np.arange(n_logs) + 1) * cfg.train.log_every
+    bar.close()
     meta = {
         "environment": environment(),
         "wall_seconds": time.time() - t0,

@@ -1,0 +1,57 @@
+"""Chunked, checkpointed execution of a run axis: the resume machinery of sweeps and samplers.
+
+``run_chunked`` splits ``n_runs`` runs into equal chunks (the last padded by repeating a run, so
+one compiled program serves every chunk), computes each with ``compute(idx)``, checkpoints it
+atomically in ``ckpt_dir/chunk_XXXXX.npz`` tagged with a fingerprint of everything that
+determines it, and on a rerun loads the chunks whose fingerprint matches instead of recomputing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .results import atomic_save_npz, load_npz
+
+_CHUNK_KIND = "copyhead_jax.Chunk"
+
+
+def run_chunked(
+    *,
+    n_runs: int,
+    chunk: int,
+    compute: Callable[[np.ndarray], dict[str, np.ndarray]],
+    fingerprint: str,
+    ckpt_dir: Path | None,
+    on_done: Callable[[int, int, bool], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per-run arrays of all runs (leading axis ``n_runs``), chunk by chunk.
+
+    ``on_done(i, n_chunks, loaded)`` is called after chunk ``i`` is computed and saved (or
+    loaded from its checkpoint).
+    """
+    n_chunks = math.ceil(n_runs / chunk)
+    parts = []
+    for c in range(n_chunks):
+        idx = np.arange(c * chunk, (c + 1) * chunk)
+        valid = idx < n_runs
+        fp = f"{fingerprint}-{c}"
+        path = ckpt_dir / f"chunk_{c:05d}.npz" if ckpt_dir is not None else None
+        if path is not None and path.exists():
+            arrays, meta = load_npz(path, kind=_CHUNK_KIND)
+            if meta.get("fingerprint") == fp:
+                parts.append(arrays)
+                if on_done is not None:
+                    on_done(c, n_chunks, True)
+                continue
+        arrays = compute(np.where(valid, idx, n_runs - 1))
+        arrays = {k: np.asarray(v)[valid] for k, v in arrays.items()}
+        if path is not None:
+            atomic_save_npz(path, arrays, {"kind": _CHUNK_KIND, "schema": 1, "fingerprint": fp})
+        parts.append(arrays)
+        if on_done is not None:
+            on_done(c, n_chunks, False)
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
