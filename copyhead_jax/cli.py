@@ -140,17 +140,38 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _kind(path: str) -> str | None:
+    import json
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return json.loads(str(z["__meta__"])).get("kind")
+    except Exception:  # noqa: BLE001 - the loaders below give the precise error
+        return None
+
+
 def cmd_plot(args) -> int:
     from .plots import curves_figure, sweep_figure
     from .results import SweepResult
 
-    results = [SweepResult.load(f) for f in args.files]
     out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        sweep_figure(results).savefig(out, dpi=110)
     except OSError as e:
         raise ValueError(f"output path {str(out)!r} is not writable: {e}") from None
+    if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
+        from .plots import posterior_figure, trace_figure
+        from .sample import PosteriorResult
+
+        post = PosteriorResult.load(args.files[0])
+        sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None
+        posterior_figure(post, sweep).savefig(out, dpi=110)
+        trace = out.with_name(out.stem + "_traces.png")
+        trace_figure(post).savefig(trace, dpi=110)
+        print(f"saved {out}\nsaved {trace}")
+        return 0
+    results = [SweepResult.load(f) for f in args.files]
+    sweep_figure(results).savefig(out, dpi=110)
     print(f"saved {out}")
     if args.curves:
         for res in results:
@@ -177,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("plot", help="order parameters, coverage and loss versus P, to PNG")
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
     p.add_argument("--out", default=None, help="PNG path (default: next to the first file)")
     p.add_argument("--curves", action="store_true", help="also plot training curves")
     p.set_defaults(func=cmd_plot)

@@ -85,3 +85,52 @@ def curves_figure(res: SweepResult) -> Figure:
     ax.legend(fontsize=6, ncol=2)
     ax.set_title(f"{res.config.model.attention}: training curves (seed 0)")
     return fig
+
+
+def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
+    """Posterior mean +- sd of the order parameters versus P (MAP overlaid), the
+    susceptibility var(cG), and the training loss."""
+    fig, (ax_o, ax_v, ax_l) = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
+    att = post.config.model.attention
+    c_main, c_alt = COLORS.get(att, ("k", "gray"))
+    n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
+    P = post.P
+    for name, label, col in (("c1", n1, c_alt), ("cG", nG, c_main)):
+        m, v = post.moments(name)
+        _band(ax_o, P, m, f"SGLD {label}", color=col)
+        if sweep is not None:
+            ok = sweep["finite"].astype(bool)
+            ax_o.plot(P, np.nanmean(np.where(ok, sweep[name], np.nan), 1), "k--", lw=1,
+                      marker="x", label=f"MAP {label}")  # fmt: skip
+    _, vG = post.moments("cG")
+    _band(ax_v, P, vG, f"var({nG})", color=c_main)
+    ax_v.set_yscale("log")
+    mL, _ = post.moments("train_loss")
+    _band(ax_l, P, mL, "SGLD train loss", color=c_main)
+    for ax, t in zip((ax_o, ax_v, ax_l), ("posterior order parameters", "susceptibility",
+                                         "loss per sequence")):  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("P")
+        ax.set_title(t)
+        ax.legend(fontsize=7)
+    s = post.sgld
+    fig.suptitle(f"{att}: SGLD eta={s.step_size:g}, {s.n_steps} steps, {s.n_chains} chains")
+    return fig
+
+
+def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
+    """Per-chain traces of ``field`` at every P (one panel per P) for one seed."""
+    n = len(post.P)
+    cols = min(n, 4)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False,
+                             constrained_layout=True)  # fmt: skip
+    x = post["draw_step"]
+    for i, P in enumerate(post.P):
+        ax = axes.flat[i]
+        ax.plot(x, post[field][i, seed].T, lw=0.8)
+        ax.set_title(f"P={P}", fontsize=8)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    fig.suptitle(f"{field} traces (seed {seed}, one line per chain)")
+    return fig

@@ -1,0 +1,293 @@
+r"""Posterior sampling of a whole sweep: SGLD chains warm-started from the MAP fits.
+
+Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains on the same
+energy U as Adam (``posterior.neg_log_posterior``, THEORY.md §2), all weights sampled, embeddings
+included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x ``scan`` over
+draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are never stored: each
+draw records U, the training loss, the order parameters and the coverage of the mean attention
+matrix. Per run, the posterior mean and variance of each recorded quantity are kept: the variance
+of the order parameters is the susceptibility, the paper's early-warning signal.
+
+Update (T = 1 on U): $\Theta_{t+1}=\Theta_t-\eta\nabla U+\sqrt{2\eta}\,\xi_t$. In loss units
+($U=\frac{\chi}{\sigma^2}\mathcal L$) this is
+$\Theta-\eta'\nabla\mathcal L+\sqrt{2\eta'\sigma^2/\chi}\,\xi$ with $\eta=\eta'\sigma^2/\chi$.
+The paper's setting (lr $5\cdot10^{-10}$ on the loss, noise $\sigma^2=30$, $\chi=30$) is
+therefore $\eta=5\cdot10^{-10}\cdot30/30=5\cdot10^{-10}$ here: the ``PAPER_SGLD`` preset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from ._chunks import run_chunked
+from ._devices import run_mesh, shard_runs, to_host
+from .config import Config, SGLDConfig
+from .data import masked_mean
+from .models import AbstractHead, head_class
+from .observables import attention_matrices, order_parameters
+from .posterior import Objective, neg_log_posterior, squared_errors
+from .results import SCHEMA_VERSION, SweepResult, atomic_save_npz, environment, load_npz
+from .sgld import sgld_kernel
+from .sgld_diagnostics import chain_health, health_warnings
+from .sweep import _all_inputs, _check_writable
+
+POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
+
+#: The paper's SGLD protocol translated to eta on U (see the module docstring).
+PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
+
+#: Quantities recorded at every draw, in this order.
+DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
+
+
+class DrawStats(NamedTuple):
+    """One chain's record: per-draw observables and running health counters."""
+
+    draws: jax.Array  # [S, len(DRAW_FIELDS)]
+    accept: jax.Array  # [S] mean MALA acceptance proxy over the thin steps before each draw
+    distance: jax.Array  # [S] || Theta_draw - Theta_0 ||
+    U0: jax.Array  # U at the warm start
+    finite: jax.Array  # no non-finite U along the chain
+
+
+class Sampler(eqx.Module):
+    """Static description of a sweep's sampling program."""
+
+    cfg: Config = eqx.field(static=True)
+    sgld: SGLDConfig = eqx.field(static=True)
+
+    def observe(self, head: AbstractHead, train, mask) -> jax.Array:
+        V = self.cfg.task.V
+        A = masked_mean(attention_matrices(head, train), mask)
+        o = order_parameters(A, gauge_fix=self.cfg.model.attention == "linear")
+        U = neg_log_posterior(head, train, mask, Objective.from_config(self.cfg))
+        loss = masked_mean(squared_errors(head, train, V), mask)
+        return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
+
+    def chain(self, key, head0: AbstractHead, train, mask) -> DrawStats:
+        s = self.sgld
+        obj = Objective.from_config(self.cfg)
+        kernel = sgld_kernel(lambda h, t, m: neg_log_posterior(h, t, m, obj), step_size=s.step_size)
+        state = kernel.init(key, head0, train, mask)
+        U0 = state.potential_energy
+        flat0 = _flat(head0)
+
+        def advance(st, n):
+            def body(_, carry):
+                st, acc, bad = carry
+                st = kernel.step(st, train, mask)
+                return st, acc + st.accept_prob, bad | st.diverging
+
+            return jax.lax.fori_loop(0, n, body, (st, jnp.zeros(()), jnp.zeros((), bool)))
+
+        state, _, bad0 = advance(state, s.burn_in)
+        n_draws = (s.n_steps - s.burn_in) // s.thin
+
+        def draw(carry, _):
+            st, bad = carry
+            st, acc, b = advance(st, s.thin)
+            head = st.z
+            rec = self.observe(head, train, mask)
+            dist = jnp.sqrt(jnp.sum((_flat(head) - flat0) ** 2))
+            return (st, bad | b), (rec, acc / s.thin, dist)
+
+        (state, bad), (rec, acc, dist) = jax.lax.scan(draw, (state, bad0), None, length=n_draws)
+        finite = ~bad & jnp.all(jnp.isfinite(rec[:, 0]))
+        return DrawStats(rec, acc, dist, U0, finite)
+
+    def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
+        """All chains of one run (``keys``: one per chain, ``head0`` shared warm start)."""
+        return jax.vmap(self.chain, in_axes=(0, None, None, None))(keys, head0, train, mask)
+
+
+def _flat(head: AbstractHead) -> jax.Array:
+    return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(head)])
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def sample_runs(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
+    """``vmap`` over runs of :meth:`Sampler.run`: the one compiled program of a sweep."""
+    return jax.vmap(sampler.run)(keys, heads, train, mask)
+
+
+@dataclass
+class PosteriorResult:
+    """SGLD draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
+    per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...)."""
+
+    config: Config
+    sgld: SGLDConfig
+    arrays: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)
+    fields: tuple[str, ...] = DRAW_FIELDS
+
+    @property
+    def P(self) -> np.ndarray:
+        return np.asarray(self.config.sweep.P)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.fields:
+            return self.arrays["draws"][..., self.fields.index(name)]
+        if name not in self.arrays:
+            raise KeyError(f"PosteriorResult has no {name!r}; fields {self.fields}, "
+                           f"arrays {sorted(self.arrays)}")  # fmt: skip
+        return self.arrays[name]
+
+    def moments(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of ``name`` per run ``[P, seed]`` over finite chains."""
+        x = np.where(self.arrays["finite"][..., None], self[name], np.nan)
+        with np.errstate(all="ignore"):
+            return np.nanmean(x, axis=(-2, -1)), np.nanvar(x, axis=(-2, -1))
+
+    def save(self, path) -> Path:
+        meta = dict(self.meta)
+        meta.update(
+            kind=POSTERIOR_KIND, schema=SCHEMA_VERSION, config=self.config.to_dict(),
+            sgld=dataclasses.asdict(self.sgld), fields=list(self.fields),
+        )  # fmt: skip
+        return atomic_save_npz(path, self.arrays, meta)
+
+    @classmethod
+    def load(cls, path) -> PosteriorResult:
+        arrays, meta = load_npz(path, kind=POSTERIOR_KIND)
+        try:
+            cfg, sg = Config.from_dict(meta["config"]), SGLDConfig(**meta["sgld"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
+        return cls(cfg, sg, arrays, meta, tuple(meta["fields"]))
+
+
+def run_sampler(
+    sweep: SweepResult,
+    sgld: SGLDConfig,
+    *,
+    out: str | Path | None = None,
+    progress: bool = True,
+    chunk_runs: int = 0,
+    on_chunk=None,
+) -> PosteriorResult:
+    """Sample the posterior of every run of ``sweep``, warm-started from its fitted weights.
+
+    Chunks of runs are compiled once, checkpointed next to ``out`` and resumed like sweeps.
+    Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy) are reported by name on stderr
+    and recorded in ``meta["warnings"]``.
+    """
+    if not isinstance(sweep, SweepResult):
+        raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
+    if not sweep.has_params:
+        raise ValueError(
+            "sweep has no fitted weights to warm-start from; rerun it with keep_params=True"
+        )
+    if not isinstance(sgld, SGLDConfig):
+        raise ValueError(f"sgld must be an SGLDConfig, got {type(sgld).__name__}")
+    t0 = time.time()
+    cfg = sweep.config
+    nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
+    n_runs, C = nP * nS, sgld.n_chains
+    if out is not None:
+        _check_writable(Path(out))
+    inputs = _all_inputs(cfg, None)
+    heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
+             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)
+    chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
+    mesh = run_mesh(cfg.sweep.n_devices)
+    chunk = chunk_runs or max(1, min(n_runs, cfg.sweep.chunk_runs or n_runs))
+    chunk = mesh.size * math.ceil(chunk / mesh.size)
+    sampler = Sampler(cfg, sgld)
+    cls = head_class(cfg.model.attention)
+    extra = {"scale": 1.0 / cfg.task.L if cfg.model.linear_scale == "inv_L" else 1.0}
+    extra = extra if cls.__name__ == "LinearHead" else {}
+    n_chunks = math.ceil(n_runs / chunk)
+    bar = tqdm(total=n_chunks, desc=f"sgld {cfg.model.attention} ({n_runs} runs x {C} chains)",
+               disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
+
+    def compute(idx):
+        data = shard_runs(
+            dict(keys=chain_keys[idx], train=np.asarray(inputs.train)[idx],
+                 mask=np.asarray(inputs.mask)[idx], **{k: v[idx] for k, v in heads.items()}),
+            mesh,
+        )  # fmt: skip
+        head = cls(**{k: data[k] for k in heads}, chi=cfg.posterior.chi, **extra)
+        keys = jax.random.wrap_key_data(data["keys"])
+        st = sample_runs(sampler, keys, head, data["train"], data["mask"])
+        return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
+
+    def done(c, n, loaded):
+        bar.update(1)
+        if on_chunk is not None and not loaded:
+            on_chunk(c, n)
+
+    blob = json.dumps([cfg.to_dict(), dataclasses.asdict(sgld), chunk], sort_keys=True)
+    fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    ckpt = Path(str(out) + ".chunks") if out is not None else None
+    merged = run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
+                         ckpt_dir=ckpt, on_done=done)  # fmt: skip
+    bar.close()
+    arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
+    arrays["draw_step"] = sgld.burn_in + sgld.thin * (np.arange(arrays["draws"].shape[-2]) + 1)
+    arrays.update(_health_arrays(arrays))
+    res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()})
+    res.meta["warnings"] = warnings = _warnings(res)
+    res.meta["wall_seconds"] = time.time() - t0
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if out is not None:
+        res.save(out)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return res
+
+
+class _HealthInput(NamedTuple):
+    potential: np.ndarray
+    accept_prob: np.ndarray
+    finite: np.ndarray
+    draw_distance: np.ndarray
+    draw_potential: np.ndarray
+    init_potential: np.ndarray
+
+
+def _health_arrays(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Split R-hat and ESS of U and of cG over each run's chains, acceptance, distance, ..."""
+    U = a["draws"][..., 0]
+    h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
+    hG = chain_health(
+        _HealthInput(a["draws"][..., 3], a["accept"], a["finite"], a["distance"], U, a["U0"])
+    )
+    return {
+        "rhat": h.rhat, "ess": h.ess, "rhat_cG": hG.rhat, "ess_cG": hG.ess,
+        "accept_mean": h.accept_prob, "distance_mean": h.distance,
+        "frac_below_start": h.frac_below_start,
+    }  # fmt: skip
+
+
+def _warnings(res: PosteriorResult) -> list[str]:
+    a = res.arrays
+    U = a["draws"][..., 0]
+    h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
+    msgs = health_warnings(h)
+    # name runs by (P, seed) rather than by array index
+    P = res.P
+    out = []
+    for m in msgs:
+        for i, p in enumerate(P):
+            for s in range(res.config.sweep.n_seeds):
+                m = m.replace(f"run ({i}, {s})", f"run P={p} seed={s}")
+        out.append(m)
+    return out
