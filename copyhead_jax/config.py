@@ -143,6 +143,10 @@ class SweepConfig:
     chunk_runs: int = 0  # runs per compiled chunk; 0 = automatic from the memory budget
     memory_budget_gb: float = 0.0  # per device; 0 = automatic (free device memory, or 4 GB on CPU)
     n_devices: int = 0  # devices the run axis is sharded over; 0 = all
+    # "max": every run padded to P_max, one compiled program for the sweep; "pow2": runs
+    # grouped by P rounded up to a power of two, one program per group (<= log2 P_max of them),
+    # which on a wide log grid does several times less padded work
+    padding: Literal["max", "pow2"] = "max"
 
     def __post_init__(self):
         object.__setattr__(self, "P", check_P_grid("SweepConfig.P", self.P))
@@ -151,6 +155,7 @@ class SweepConfig:
         check_int("SweepConfig.chunk_runs", self.chunk_runs, lo=0, hi=10**7)
         check_float("SweepConfig.memory_budget_gb", self.memory_budget_gb, lo=0.0, lo_open=False)
         check_int("SweepConfig.n_devices", self.n_devices, lo=0, hi=100_000)
+        check_choice("SweepConfig.padding", self.padding, ("max", "pow2"))
 
     @property
     def P_max(self) -> int:

@@ -34,10 +34,11 @@ from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
 
 
-def per_run_bytes(cfg: Config) -> int:
+def per_run_bytes(cfg: Config, P: int | None = None) -> int:
     """Estimated peak device bytes of one run: weights, gradient, two Adam moments, one
     temporary of each trained block, plus the per-sequence activations of a step."""
-    N, L, V, P = cfg.model.width, cfg.task.L, cfg.task.V, cfg.sweep.P_max
+    N, L, V = cfg.model.width, cfg.task.L, cfg.task.V
+    P = cfg.sweep.P_max if P is None else P
     trained = N * N + V * N + (N * (V + L) if cfg.train.train_embeddings else 0)
     weights = N * N + V * N + N * (V + L)
     activations = P * L * L * 8 + P * L * V * 6
@@ -56,13 +57,14 @@ def available_bytes(cfg: Config) -> int:
         return 4 * 2**30
 
 
-def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1) -> int:
+def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = None) -> int:
     """Runs per compiled chunk: ``cfg.sweep.chunk_runs`` or as many as the memory budget of
-    each device holds, rounded up to a multiple of the device count."""
+    each device holds (datasets padded to ``P``), rounded up to a multiple of the device count."""
     if cfg.sweep.chunk_runs > 0:
         c = min(cfg.sweep.chunk_runs, n_runs)
     else:
-        c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run_bytes(cfg))))
+        per_run = per_run_bytes(cfg, P)
+        c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run)))
     return n_devices * math.ceil(c / n_devices)
 
 
@@ -78,11 +80,24 @@ def _fingerprint(cfg: Config, chunk: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _all_inputs(cfg: Config, lr_mult: np.ndarray | None) -> RunInputs:
-    """Host-side per-run inputs for the whole sweep (run axis first, P-major order)."""
+def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
+    """Padded dataset length -> the runs (P-major indices) trained at that length."""
+    sw = cfg.sweep
+    P_of = np.repeat(np.asarray(sw.P), sw.n_seeds)
+    if sw.padding == "max":
+        return {sw.P_max: np.arange(len(P_of))}
+    pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
+    return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
+
+
+def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = None) -> RunInputs:
+    """Host-side per-run inputs for the whole sweep (run axis first, P-major order), with the
+    training pools cut to ``P_pad`` rows (default ``P_max``); runs with ``P > P_pad`` are not
+    meaningful in the result."""
     sw, task = cfg.sweep, cfg.task
+    P_pad = sw.P_max if P_pad is None else P_pad
     keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    data = [seed_data(k[0], P_max=sw.P_max, n_test=task.n_test, L=task.L, V=task.V) for k in keys]
+    data = [seed_data(k[0], P_max=P_pad, n_test=task.n_test, L=task.L, V=task.V) for k in keys]
     init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
     train = jnp.stack([d.train for d in data])
     test = jnp.stack([d.test for d in data])
@@ -95,7 +110,7 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None) -> RunInputs:
     return RunInputs(
         key=init_keys[seed_of],
         train=train[seed_of],
-        mask=jax.vmap(lambda p: nested_mask(p, sw.P_max))(jnp.asarray(P_of)),
+        mask=jax.vmap(lambda p: nested_mask(p, P_pad))(jnp.asarray(np.minimum(P_of, P_pad))),
         test=test[seed_of],
         lr_mult=jnp.asarray(lr),
     )
@@ -189,12 +204,12 @@ def run_sweep(
     if keep_params is None:
         keep_params = n_runs * 4 * (N * N + N * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
     mesh = run_mesh(cfg.sweep.n_devices)
-    C = chunk_size(cfg, n_runs, mesh.size)
-    n_chunks = math.ceil(n_runs / C)
+    groups = padding_groups(cfg)
+    sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
+    n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     if out is not None:
         _check_writable(Path(out))
-    inputs = _all_inputs(cfg, lr_mult)
     trainer = Trainer(cfg)
     n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
     bar = tqdm(
@@ -204,22 +219,31 @@ def run_sweep(
         file=sys.stderr,
         leave=False,
     )
-
-    def compute(idx):
-        chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
-        return _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
+    chunks_done = [0]
 
     def done(c, n, loaded):
         if loaded:
             bar.update(n_seg)
         elif on_chunk is not None:
-            on_chunk(c, n)
+            on_chunk(chunks_done[0], n_chunks)
+        chunks_done[0] += 1
 
-    fingerprint = _fingerprint(cfg, C) + f"-{int(keep_params)}-{_lr_tag(lr_mult)}"
-    merged = run_chunked(
-        n_runs=n_runs, chunk=C, compute=compute, fingerprint=fingerprint, ckpt_dir=ckpt,
-        on_done=done,
-    )  # fmt: skip
+    merged: dict[str, np.ndarray] = {}
+    for pad, runs in groups.items():
+        inputs = jax.tree_util.tree_map(lambda a: a[runs], _all_inputs(cfg, lr_mult, pad))
+
+        def compute(idx, inputs=inputs):
+            chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
+            return _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
+
+        fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_params)}-{_lr_tag(lr_mult)}"
+        part = run_chunked(
+            n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
+            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done,
+        )  # fmt: skip
+        for k, v in part.items():
+            merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
+    C = max(sizes.values())
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_logs = arrays["curve_U"].shape[-1]
     arrays["curve_epoch"] = (np.arange(n_logs) + 1) * cfg.train.log_every
