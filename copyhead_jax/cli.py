@@ -101,10 +101,24 @@ def cmd_sweep(args) -> int:
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         _print_table(res)
     if not args.no_plot:
+        theory = None if args.no_theory else theory_overlay(results)
         png = out / "sweep.png"
-        sweep_figure(results).savefig(png, dpi=110)
+        sweep_figure(results, theory).savefig(png, dpi=110)
         print(f"saved {png}")
     return 0
+
+
+def theory_overlay(results, n: int = 80) -> dict:
+    """EK MAP theory curves (THEORY.md §4, N -> infinity) over each sweep's P range."""
+    from .theory.minima import theory_curve
+    from .theory.params import TheoryParams
+
+    out = {}
+    for res in results:
+        P = np.geomspace(res.P[0], res.P[-1], n)
+        att = res.config.model.attention
+        out[att] = theory_curve(TheoryParams.from_config(res.config), P, att)
+    return out
 
 
 def _print_table(res) -> None:
@@ -189,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="small", help=f"one of {', '.join(PRESETS)}")
     p.add_argument("--out", default=None, help="output folder (default results/PRESET)")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--no-theory", action="store_true", help="plot without the EK theory curves")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_config_flags(p)
     p.set_defaults(func=cmd_sweep)

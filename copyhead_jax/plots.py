@@ -50,9 +50,16 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
             th = theory[att]
             for k, col in ((n1, c_alt), (nG, c_main)):
                 if k in th:
-                    ax_o.plot(th["P"], th[k], "--", lw=1.2, color=col, label=f"theory: {k}")
+                    ax_o.plot(th["P"], th[k], "--", lw=1.2, color=col, label=f"EK theory: {k}")
             if "mse" in th:
-                ax_l.plot(th["P"], th["mse"], "--", lw=1.2, color=c_main, label="theory: loss")
+                ax_l.plot(
+                    th["P"],
+                    th["mse"],
+                    "--",
+                    lw=1.2,
+                    color=c_main,
+                    label="EK theory: population loss",
+                )
     L = results[0].config.task.L
     V = results[0].config.task.V
     ax_l.axhline(L, color="gray", lw=0.8, ls=":", label="no attention (L)")
