@@ -10,7 +10,9 @@ Code map, in data-flow order:
 - ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
 - ``results``      ``SweepResult`` (save/load, atomic), environment metadata
+- ``sgld``         SGLD kernel (NumPyro ``MCMCKernel`` adapter ``SGLD``), ``run_chains``
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
+- ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
 - ``cli``          the ``copyhead`` command
@@ -43,6 +45,12 @@ from .observables import shift_operator as shift_operator
 from .posterior import Objective as Objective
 from .posterior import neg_log_posterior as neg_log_posterior
 from .results import SweepResult as SweepResult
+from .sample import PAPER_SGLD as PAPER_SGLD
+from .sample import PosteriorResult as PosteriorResult
+from .sample import run_sampler as run_sampler
+from .sgld import SGLD as SGLD
+from .sgld import run_chains as run_chains
+from .sgld import sgld_kernel as sgld_kernel
 from .sweep import run_sweep as run_sweep
 
 __version__ = "0.1.0"
