@@ -43,7 +43,7 @@ from .models import AbstractHead, head_class
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective, neg_log_posterior, squared_errors
 from .results import SCHEMA_VERSION, SweepResult, atomic_save_npz, environment, load_npz
-from .sgld import sgld_kernel
+from .sgld import draw_steps, run_chains
 from .sgld_diagnostics import chain_health, health_warnings
 from .sweep import _all_inputs, _check_writable
 
@@ -59,11 +59,11 @@ DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
 class DrawStats(NamedTuple):
     """One chain's record: per-draw observables and running health counters."""
 
-    draws: jax.Array  # [S, len(DRAW_FIELDS)]
-    accept: jax.Array  # [S] mean MALA acceptance proxy over the thin steps before each draw
-    distance: jax.Array  # [S] || Theta_draw - Theta_0 ||
-    U0: jax.Array  # U at the warm start
-    finite: jax.Array  # no non-finite U along the chain
+    draws: jax.Array  # [C, S, len(DRAW_FIELDS)]
+    accept: jax.Array  # [C, S] mean MALA acceptance proxy over the thin steps before each draw
+    distance: jax.Array  # [C, S] || Theta_draw - Theta_0 ||
+    U0: jax.Array  # [C] U at the warm start
+    finite: jax.Array  # [C] no non-finite U or MALA log-ratio along the chain
 
 
 class Sampler(eqx.Module):
@@ -80,44 +80,25 @@ class Sampler(eqx.Module):
         loss = masked_mean(squared_errors(head, train, V), mask)
         return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
 
-    def chain(self, key, head0: AbstractHead, train, mask) -> DrawStats:
+    def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
+        """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start),
+        through :func:`sgld.run_chains` with the observables as ``draw_fn``."""
         s = self.sgld
         obj = Objective.from_config(self.cfg)
-        kernel = sgld_kernel(lambda h, t, m: neg_log_posterior(h, t, m, obj), step_size=s.step_size)
-        state = kernel.init(key, head0, train, mask)
-        U0 = state.potential_energy
-        flat0 = _flat(head0)
-
-        def advance(st, n):
-            def body(_, carry):
-                st, acc, bad = carry
-                st = kernel.step(st, train, mask)
-                return st, acc + st.accept_prob, bad | st.diverging
-
-            return jax.lax.fori_loop(0, n, body, (st, jnp.zeros(()), jnp.zeros((), bool)))
-
-        state, _, bad0 = advance(state, s.burn_in)
-        n_draws = (s.n_steps - s.burn_in) // s.thin
-
-        def draw(carry, _):
-            st, bad = carry
-            st, acc, b = advance(st, s.thin)
-            head = st.z
-            rec = self.observe(head, train, mask)
-            dist = jnp.sqrt(jnp.sum((_flat(head) - flat0) ** 2))
-            return (st, bad | b), (rec, acc / s.thin, dist)
-
-        (state, bad), (rec, acc, dist) = jax.lax.scan(draw, (state, bad0), None, length=n_draws)
-        finite = ~bad & jnp.all(jnp.isfinite(rec[:, 0]))
-        return DrawStats(rec, acc, dist, U0, finite)
-
-    def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
-        """All chains of one run (``keys``: one per chain, ``head0`` shared warm start)."""
-        return jax.vmap(self.chain, in_axes=(0, None, None, None))(keys, head0, train, mask)
-
-
-def _flat(head: AbstractHead) -> jax.Array:
-    return jnp.concatenate([jnp.ravel(x) for x in jax.tree_util.tree_leaves(head)])
+        res = run_chains(
+            keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
+            n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
+            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
+        )  # fmt: skip
+        n_draws = res.draws.shape[1]
+        acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws
+        return DrawStats(
+            draws=res.draws,
+            accept=acc.reshape(s.n_chains, n_draws, s.thin).mean(-1),
+            distance=res.draw_distance,
+            U0=res.init_potential,
+            finite=res.finite & jnp.all(jnp.isfinite(res.draws), axis=(1, 2)),
+        )
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -241,7 +222,7 @@ def run_sampler(
                          ckpt_dir=ckpt, on_done=done)  # fmt: skip
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
-    arrays["draw_step"] = sgld.burn_in + sgld.thin * (np.arange(arrays["draws"].shape[-2]) + 1)
+    arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
     arrays.update(_health_arrays(arrays))
     res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()})
     res.meta["warnings"] = warnings = _warnings(res)
