@@ -19,7 +19,6 @@ import jax.numpy as jnp
 
 from ._types import Mask, Scalar, TokenBatch
 from .config import Config
-from .data import copy_targets, one_hot
 from .models import AbstractHead
 
 
@@ -42,15 +41,12 @@ class Objective:
 
 def predictions(head: AbstractHead, tokens: TokenBatch, V: int) -> jax.Array:
     """``f[P, L, V]``; ``M`` and ``R`` are computed once and shared by all sequences."""
-    M, R = head.logit_gram(), head.readout_map()
-    return jax.vmap(lambda t: head(one_hot(t, V), M, R))(tokens)
+    return head.outputs(tokens)
 
 
 def squared_errors(head: AbstractHead, tokens: TokenBatch, V: int) -> jax.Array:
     """``||f_alpha - y_alpha||^2`` per sequence, shape ``[P]``."""
-    x = one_hot(tokens, V)
-    f = predictions(head, tokens, V)
-    return jnp.sum((f - copy_targets(x)) ** 2, axis=(-2, -1))
+    return head.squared_errors(tokens)
 
 
 def log_prior_energy(head: AbstractHead, obj: Objective) -> Scalar:
@@ -65,8 +61,10 @@ def log_prior_energy(head: AbstractHead, obj: Objective) -> Scalar:
 
 
 def neg_log_posterior(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective) -> Scalar:
-    """``U(Theta)`` on the masked training set (padding rows contribute exactly nothing)."""
-    V = head.W_E.shape[1]
-    err = squared_errors(head, tokens, V)
-    data = jnp.sum(jnp.where(mask > 0, err, 0.0))
+    """``U(Theta)`` on the masked training set (padding rows contribute exactly nothing).
+
+    The data term goes through the head's fused path (value and hand-written gradient with
+    respect to ``M``, ``R`` in one pass over the ``P x L x L`` block, see ``models._head``); it
+    equals ``sum(where(mask > 0, squared_errors(...), 0))`` to float32 rounding."""
+    data = head.squared_error_sum(tokens, mask)
     return obj.likelihood_weight * data + log_prior_energy(head, obj)

@@ -1,0 +1,175 @@
+"""Heads: the batched one-hot compute path against the naive network of THEORY.md §2.
+
+The reference is the literal forward pass, ``h^a = W^E x^a + b^a``, ``s = h W^G h^T / N``,
+``A = act(s)``, ``f = W^O A h``, in float64 NumPy (``O(P L N)`` per sequence, no ``M``/``R``
+shortcut). The engine runs in float32, so the tolerances below are float32 rounding bounds.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+from copyhead_jax.data import sample_tokens
+from copyhead_jax.posterior import Objective, log_prior_energy, neg_log_posterior
+
+HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
+SHAPES = [(6, 3, 16), (25, 5, 64)]  # (L, V, N): the TINY shape and the paper's L, V
+
+# float32 relative tolerances, against max |reference|. The fast path sums the same products
+# in another order (N-term dot products folded into M, R; D-term contractions per sequence):
+# each output is a sum of ~N + L*D terms of float32 products, so the rounding error is about
+# eps * sqrt(#terms) ~ 6e-8 * 30 ~ 2e-6 relative; the softmax adds the logits' relative error
+# times |s| (O(1) at init). 2e-5 leaves an order of magnitude of margin, and is ~1e4 times
+# smaller than any modelling mistake (a wrong block of M or R changes f at O(1)).
+RTOL_F = 2e-5
+# gradients: both sides float32 (autodiff of the naive form vs the hand-written backward), sums
+# over P*L*L terms of O(1) products: eps * sqrt(P L^2) ~ 6e-8 * 300 ~ 2e-5 relative.
+RTOL_G = 1e-4
+
+
+def make_head(attention: str, linear_scale: str, L: int, V: int, N: int, seed: int = 0):
+    model = ch.ModelConfig(attention=attention, width=N, linear_scale=linear_scale)
+    return ch.init_head(jax.random.key(seed), model, L=L, V=V, chi=30.0)
+
+
+def naive_outputs(head, tokens) -> np.ndarray:
+    """``f[P, L, V]`` by the literal forward pass, float64."""
+    W_E, b, W_G, W_O_hat = (np.asarray(w, np.float64) for w in (head.W_E, head.b, head.W_G,
+                                                                 head.W_O_hat))  # fmt: skip
+    N, V = W_G.shape[0], W_E.shape[1]
+    W_O = W_O_hat / np.sqrt(head.chi * N)
+    X = np.eye(V)[np.asarray(tokens)]  # [P, L, V]
+    h = X @ W_E.T + b.T[None]  # h^a = W^E x^a + b^a, [P, L, N]
+    s = np.einsum("pan,nm,pbm->pab", h, W_G, h) / N
+    if isinstance(head, ch.SoftmaxHead):
+        A = np.exp(s - s.max(-1, keepdims=True))
+        A /= A.sum(-1, keepdims=True)
+    else:
+        A = head.scale * s
+    return np.einsum("pab,pbn,vn->pav", A, h, W_O)
+
+
+def naive_energy(head, tokens, mask, obj):
+    """U by the literal forward pass in float32 JAX, differentiated by plain autodiff."""
+    N, V = head.width, head.W_E.shape[1]
+    X = jax.nn.one_hot(tokens, V, dtype=jnp.float32)
+    h = X @ head.W_E.T + head.b.T[None]
+    s = jnp.einsum("pan,nm,pbm->pab", h, head.W_G, h) / N
+    A = jax.nn.softmax(s, -1) if isinstance(head, ch.SoftmaxHead) else head.scale * s
+    f = jnp.einsum("pab,pbn,vn->pav", A, h, head.W_O_hat) / jnp.sqrt(head.chi * N)
+    err = jnp.sum((f - jnp.roll(X, 1, axis=1)) ** 2, axis=(1, 2))
+    return obj.likelihood_weight * jnp.sum(jnp.where(mask > 0, err, 0.0)) + log_prior_energy(
+        head, obj
+    )
+
+
+def rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def objective(head) -> Objective:
+    L = head.b.shape[1]
+    return Objective(likelihood_weight=30.0 / (2 * L * 30.0))  # per-position, sigma^2 = chi = 30
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+@pytest.mark.parametrize("L,V,N", SHAPES)
+def test_outputs_equal_naive_forward(attention, linear_scale, L, V, N):
+    head = make_head(attention, linear_scale, L, V, N)
+    t = sample_tokens(jax.random.key(1), n=12, L=L, V=V)
+    ref = naive_outputs(head, t)
+    assert rel(head.outputs(t), ref) < RTOL_F
+    # the one-sequence API (M, R shared) agrees too
+    M, R = head.logit_gram(), head.readout_map()
+    assert rel(head(jax.nn.one_hot(t[3], V), M, R), ref[3]) < RTOL_F
+    err = np.sum((ref - np.eye(V)[np.roll(np.asarray(t), 1, axis=1)]) ** 2, axis=(1, 2))
+    assert rel(head.squared_errors(t), err) < RTOL_F
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+@pytest.mark.parametrize("L,V,N", SHAPES)
+def test_energy_and_gradient_equal_naive_autodiff(attention, linear_scale, L, V, N):
+    head = make_head(attention, linear_scale, L, V, N, seed=2)
+    t = sample_tokens(jax.random.key(3), n=20, L=L, V=V)
+    mask = (jnp.arange(20) < 13).astype(jnp.float32)
+    obj = objective(head)
+    U0, g0 = jax.value_and_grad(naive_energy)(head, t, mask, obj)
+    U1, g1 = jax.jit(jax.value_and_grad(neg_log_posterior), static_argnums=3)(head, t, mask, obj)
+    np.testing.assert_allclose(U1, U0, rtol=RTOL_F)
+    for name in ("W_E", "b", "W_G", "W_O_hat"):
+        assert rel(getattr(g1, name), getattr(g0, name)) < RTOL_G, name
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+def test_padding_rows_contribute_exactly_nothing(attention, linear_scale):
+    L, V, N, P = 8, 3, 16, 10
+    head = make_head(attention, linear_scale, L, V, N, seed=4)
+    obj = objective(head)
+    t = sample_tokens(jax.random.key(5), n=P, L=L, V=V)
+    mask = (jnp.arange(P) < 6).astype(jnp.float32)
+    other = t.at[6:].set(sample_tokens(jax.random.key(6), n=P - 6, L=L, V=V))
+    vg = jax.jit(jax.value_and_grad(neg_log_posterior), static_argnums=3)
+    U_a, g_a = vg(head, t, mask, obj)
+    U_b, g_b = vg(head, other, mask, obj)
+    # same program, different padding content: bit-identical value and gradient
+    assert float(U_a) == float(U_b)
+    for x, y in zip(jax.tree_util.tree_leaves(g_a), jax.tree_util.tree_leaves(g_b)):
+        np.testing.assert_array_equal(x, y)
+    # and the same as the unpadded dataset (different program: float32 summation order)
+    U_c, g_c = vg(head, t[:6], jnp.ones(6), obj)
+    np.testing.assert_allclose(U_a, U_c, rtol=RTOL_F)
+    for x, y in zip(jax.tree_util.tree_leaves(g_a), jax.tree_util.tree_leaves(g_c)):
+        assert rel(x, y) < RTOL_G
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+def test_forward_mode_and_second_derivatives(attention, linear_scale):
+    """The fused gradient is a JVP rule: Hessian-vector products still match plain autodiff."""
+    L, V, N = 6, 3, 16
+    head = make_head(attention, linear_scale, L, V, N, seed=8)
+    t = sample_tokens(jax.random.key(9), n=8, L=L, V=V)
+    mask = jnp.ones(8, jnp.float32)
+    obj = objective(head)
+    direction = jax.grad(naive_energy)(head, t, mask, obj)
+    hvp = lambda f: jax.jvp(lambda h: jax.grad(f)(h, t, mask, obj), (head,), (direction,))[1]
+    for x, y in zip(
+        jax.tree_util.tree_leaves(hvp(neg_log_posterior)),
+        jax.tree_util.tree_leaves(hvp(naive_energy)),
+    ):
+        assert rel(x, y) < RTOL_G
+
+
+def test_vmap_over_runs_matches_each_run():
+    L, V, N = 6, 3, 16
+    heads = [make_head("softmax", "inv_L", L, V, N, seed=s) for s in range(3)]
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *heads)
+    t = sample_tokens(jax.random.key(10), n=8, L=L, V=V)
+    mask = jnp.ones(8, jnp.float32)
+    obj = objective(heads[0])
+    grad = jax.grad(neg_log_posterior)
+    batched = jax.vmap(grad, in_axes=(0, None, None, None))(stacked, t, mask, obj)
+    for r, h in enumerate(heads):
+        g = grad(h, t, mask, obj)
+        assert rel(batched.W_G[r], g.W_G) < 1e-6  # same maths, batched: rounding only
+
+
+def test_sequence_blocks_change_nothing(monkeypatch):
+    """The fused data term scans over blocks of sequences; the result is the unblocked one."""
+    import copyhead_jax.models._head as head_module
+
+    L, V, N, P = 6, 3, 16, 150  # 150 = 2 full blocks of 64 and a padded one
+    head = make_head("softmax", "inv_L", L, V, N, seed=11)
+    t = sample_tokens(jax.random.key(12), n=P, L=L, V=V)
+    mask = (jnp.arange(P) < 140).astype(jnp.float32)
+    obj = objective(head)
+    vg = jax.value_and_grad(neg_log_posterior)
+    monkeypatch.setattr(head_module, "SEQ_BLOCK", 64)
+    U_b, g_b = vg(head, t, mask, obj)
+    monkeypatch.setattr(head_module, "SEQ_BLOCK", None)
+    U_a, g_a = vg(head, t, mask, obj)
+    np.testing.assert_allclose(U_b, U_a, rtol=RTOL_F)  # float32 summation order only
+    for x, y in zip(jax.tree_util.tree_leaves(g_b), jax.tree_util.tree_leaves(g_a)):
+        assert rel(x, y) < RTOL_G
