@@ -32,7 +32,12 @@ def x64(fn):
 
 
 class Scales(NamedTuple):
-    """The numeric inputs of every closed form, as arrays (a pytree: vmap over any field)."""
+    """The numeric inputs of every closed form, as arrays (a pytree: vmap over any field).
+
+    The convention switches and the objective are 0/1 floats, so one compiled program serves
+    every preset: ``per_position`` (likelihood), ``inv_L`` (linear_scale), ``w_D`` (1 for the
+    posterior objective, which adds D) and ``w_J`` (1 adds the pushforward term J, softmax).
+    """
 
     L: jax.Array
     V: jax.Array
@@ -42,6 +47,13 @@ class Scales(NamedTuple):
     sigma_O: jax.Array
     sigma2: jax.Array
     chi: jax.Array
+    per_position: jax.Array
+    inv_L: jax.Array
+    w_D: jax.Array
+    w_J: jax.Array
+
+
+NUMERIC_FIELDS = Scales._fields[:8]
 
 
 def as_float(x) -> jax.Array:
@@ -49,20 +61,37 @@ def as_float(x) -> jax.Array:
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
-def make_scales(**kw) -> Scales:
-    return Scales(**{k: as_float(kw[k]) for k in Scales._fields})
-
-
-def check_switches(likelihood: str, linear_scale: str) -> None:
+def make_scales(
+    *,
+    likelihood: str = "per_position",
+    linear_scale: str = "inv_L",
+    objective: str = "map",
+    pushforward: bool = False,
+    dtype=None,
+    **numeric,
+) -> Scales:
+    """``Scales`` from the numeric fields and the switches (validated)."""
     check_choice("likelihood", likelihood, LIKELIHOODS)
     check_choice("linear_scale", linear_scale, LINEAR_SCALES)
+    check_choice("objective", objective, OBJECTIVES)
+    bad = set(numeric) - set(NUMERIC_FIELDS)
+    if bad:
+        raise ValueError(f"unknown arguments {sorted(bad)}; allowed: {list(NUMERIC_FIELDS)}")
+    flags = dict(
+        per_position=float(likelihood == "per_position"),
+        inv_L=float(linear_scale == "inv_L"),
+        w_D=float(objective == "post"),
+        w_J=float(bool(pushforward)),
+    )
+    conv = as_float if dtype is None else (lambda x: jnp.asarray(x, dtype=dtype))
+    return Scales(**{k: conv(v) for k, v in {**numeric, **flags}.items()})
 
 
-def p_eff(P, L, likelihood: str):
+def p_eff(P, sc: Scales):
     """THEORY.md §2b: the per-position likelihood replaces ``P`` by ``P/L`` in Q and lambda."""
-    return P / L if likelihood == "per_position" else P
+    return P / (1.0 + sc.per_position * (sc.L - 1.0))
 
 
-def sigma_G_lin(sigma_G, L, linear_scale: str):
+def sigma_G_lin(sc: Scales):
     """THEORY.md §2b: ``A = s/L`` replaces ``sigma_G^2`` by ``sigma_G^2/L^2`` (linear only)."""
-    return sigma_G / L if linear_scale == "inv_L" else sigma_G
+    return sc.sigma_G / (1.0 + sc.inv_L * (sc.L - 1.0))

@@ -29,7 +29,7 @@ from jax.scipy.linalg import cho_factor, cho_solve
 
 from .._checks import check_choice
 from .._types import AttnMatrix, Gram, LogitMatrix, Scalar, TokenBatch
-from ._common import ATTENTIONS, OBJECTIVES, as_float, p_eff, sigma_G_lin
+from ._common import ATTENTIONS, OBJECTIVES, as_float
 from .params import TheoryParams
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def embedding_gram(W_E, b) -> Gram:
 def _gram_root(gram: Gram):
     """``R`` with ``R R^T = gram`` (symmetric eigen-root; a rank-deficient Gram is allowed)."""
     w, Qm = jnp.linalg.eigh(0.5 * (gram + gram.T))
-    return Qm * jnp.sqrt(jnp.clip(w, 0.0))
+    return Qm * jnp.sqrt(jnp.clip(w, 0.0))[None, :]
 
 
 def logit_cov(gram: Gram, L: int) -> AttnMatrix:
@@ -136,7 +136,7 @@ def ek_stats(L: int, V: int) -> tuple[jax.Array, jax.Array]:
 
 
 def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``M = mean Z^T A^T A Z`` ``[D, D]``, ``m = mean Z^T A^T G* X`` ``[D, V]`` and mean ``||Y||^2``."""
+    """``M = mean Z^T A^T A Z`` ``[D, D]``, ``m = mean Z^T A^T G* X`` ``[D, V]``, mean ``|Y|^2``."""
     L = A.shape[0]
     B = A.T @ A
     C = A.T @ shift_matrix(L)
@@ -154,7 +154,7 @@ def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 def _QD(M, m, ysq, *, R, P, params: TheoryParams):
     """``Q`` and ``D`` of THEORY.md §3 (i)/(ii) from the moments (per-position: ``P -> P/L``)."""
-    Pe = p_eff(P, params.L, params.likelihood)
+    Pe = P / params.L if params.likelihood == "per_position" else P  # §2b
     lam = params.sigma2 / (Pe * params.sigma_O**2)
     calA = R.T @ M @ R
     bvec = R.T @ m
@@ -208,7 +208,7 @@ def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[
     A = G if attention == "linear" else jax.nn.softmax(G, axis=1)
     Q, D = _QD(*moments(A, S4, S2), R=R, P=P, params=params)
     if attention == "linear":
-        sG = sigma_G_lin(params.sigma_G, L, params.linear_scale)
+        sG = params.sigma_G / L if params.linear_scale == "inv_L" else params.sigma_G  # §2b
         return {"Q": Q, "D": D, "R": R_lin(A, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
     return {"Q": Q, "D": D, "R": R_soft(G, cbar=cbar, sigma_G=params.sigma_G), "J": J_term(G)}
 

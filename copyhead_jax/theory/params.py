@@ -8,7 +8,7 @@ from typing import Any
 
 from .._checks import check_choice, check_float, check_int
 from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
-from ._common import Scales, make_scales
+from ._common import NUMERIC_FIELDS, Scales, make_scales
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,15 @@ class TheoryParams:
         """Keyword arguments of the closed-form functions (``linear_potential(..., **kw)``)."""
         return self.to_dict()
 
-    def scales(self) -> Scales:
-        """The numeric fields as arrays (a vmappable pytree)."""
-        return make_scales(**{k: getattr(self, k) for k in Scales._fields})
+    def scales(self, objective: str = "map", pushforward: bool = False) -> Scales:
+        """The numeric fields and switches as arrays (a vmappable pytree)."""
+        return make_scales(
+            **{k: getattr(self, k) for k in NUMERIC_FIELDS},
+            likelihood=self.likelihood,
+            linear_scale=self.linear_scale,
+            objective=objective,
+            pushforward=pushforward,
+        )
 
 
 __all__ = ["TheoryParams", "LIKELIHOODS", "LINEAR_SCALES"]

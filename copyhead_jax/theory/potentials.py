@@ -1,7 +1,7 @@
 r"""Closed-form reduced potentials on the ansatz ``G = c1 B1 + cG B2`` (THEORY.md §4).
 
 Every function is pure and elementwise in all numeric arguments (``c1, cG, beta, P, L, V`` and the
-prior scales), so ``jax.vmap`` / broadcasting over any of them works; it computes in the dtype of
+prior scales), so broadcasting and ``jax.vmap`` over any of them work; it computes in the dtype of
 its inputs (wrap calls in ``jax.enable_x64(True)`` or pass float64 for double precision). The
 defaults of the convention switches are the paper preset (THEORY.md §2b).
 
@@ -15,15 +15,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._checks import check_choice
 from .._types import Scalar
-from ._common import OBJECTIVES, Scales, check_switches, make_scales, p_eff, sigma_G_lin
+from ._common import Scales, make_scales, p_eff, sigma_G_lin
 
 _DEFAULT_SCALES = dict(sigma_e=1.0, sigma_p=1.0, sigma_G=1.0, sigma_O=1.0, sigma2=30.0, chi=30.0)
 
 
 # ---------------------------------------------------------------------------------------------
-# Core (Scales in, arrays out). ``P`` is the raw number of sequences; switches are applied here.
+# Core (Scales in, arrays out). ``P`` is the raw number of sequences; switches live in ``sc``.
 
 
 def lam1_of(sc: Scales):
@@ -43,40 +42,49 @@ def _bracket(c1, cG, L, V, lam, sigma_e, sigma_p):
     lam1 = sigma_p**2 + L * sigma_e**2 / V
     r, _, g2 = invariants(c1, cG, L)
     mean = (L / V) * lam / (lam + lam1 * r**2)
-    fluct = (1.0 - 1.0 / V) * (sigma_e**2 * (L - 1.0) * c1**2 + L * lam * V) / (
-        sigma_e**2 * g2 + lam * V
+    fluct = (
+        (1.0 - 1.0 / V)
+        * (sigma_e**2 * (L - 1.0) * c1**2 + L * lam * V)
+        / (sigma_e**2 * g2 + lam * V)
     )
     return mean + fluct
 
 
-def _c0_lam(P, sc: Scales, likelihood: str):
-    Pe = p_eff(P, sc.L, likelihood)
+def c0_lam(P, sc: Scales):
+    """Prefactor ``chi P/(2 sigma^2)`` of Q and the ridge ``lambda = sigma^2/(P sigma_O^2)``."""
+    Pe = p_eff(P, sc)
     return sc.chi * Pe / (2.0 * sc.sigma2), sc.sigma2 / (Pe * sc.sigma_O**2)
 
 
-def _QD(c1, cG, P, sc: Scales, likelihood: str):
-    c0, lam = _c0_lam(P, sc, likelihood)
+def QD(c1, cG, P, sc: Scales):
+    """Boxed ``Q`` and ``D`` of THEORY.md §4."""
+    c0, lam = c0_lam(P, sc)
     Q = c0 * _bracket(c1, cG, sc.L, sc.V, lam, sc.sigma_e, sc.sigma_p)
     r, _, g2 = invariants(c1, cG, sc.L)
-    D = 0.5 * sc.V * (
-        (sc.V - 1.0) * jnp.log1p(sc.sigma_e**2 * g2 / (sc.V * lam))
-        + jnp.log1p(lam1_of(sc) * r**2 / lam)
-        + (sc.L - 1.0) * jnp.log1p(sc.sigma_p**2 * cG**2 / (sc.L * lam))
+    D = (
+        0.5
+        * sc.V
+        * (
+            (sc.V - 1.0) * jnp.log1p(sc.sigma_e**2 * g2 / (sc.V * lam))
+            + jnp.log1p(lam1_of(sc) * r**2 / lam)
+            + (sc.L - 1.0) * jnp.log1p(sc.sigma_p**2 * cG**2 / (sc.L * lam))
+        )
     )
     return Q, D
 
 
-def _R_lin(c1, cG, sc: Scales, linear_scale: str):
-    sG = sigma_G_lin(sc.sigma_G, sc.L, linear_scale)
+def R_lin_of(c1, cG, sc: Scales):
+    """``R_lin = [r^2/lam1^2 + (1-1/L) cG^2/sigma_p^4] / (2 sigma_G^2)`` (§4; inv_L: sG/L)."""
     r, _, _ = invariants(c1, cG, sc.L)
-    return (r**2 / lam1_of(sc) ** 2 + (1.0 - 1.0 / sc.L) * cG**2 / sc.sigma_p**4) / (2.0 * sG**2)
+    return (r**2 / lam1_of(sc) ** 2 + (1.0 - 1.0 / sc.L) * cG**2 / sc.sigma_p**4) / (
+        2.0 * sigma_G_lin(sc) ** 2
+    )
 
 
-def lin_V(c1, cG, P, sc: Scales, *, likelihood, linear_scale, objective="map"):
-    """``V_lin = Q + R_lin [+ D]`` (THEORY.md §4)."""
-    Q, D = _QD(c1, cG, P, sc, likelihood)
-    out = Q + _R_lin(c1, cG, sc, linear_scale)
-    return out + D if objective == "post" else out
+def lin_V(c1, cG, P, sc: Scales):
+    """``V_lin = Q + R_lin [+ D]`` (THEORY.md §4; ``sc.w_D`` selects the posterior)."""
+    Q, D = QD(c1, cG, P, sc)
+    return Q + R_lin_of(c1, cG, sc) + sc.w_D * D
 
 
 def ansatz(beta, L):
@@ -94,27 +102,29 @@ def J_of(beta, L):
     return L * (jax.nn.log_sigmoid(t) + (L - 1.0) * (jax.nn.log_sigmoid(-t) - jnp.log(L - 1.0)))
 
 
-def soft_V(beta, P, sc: Scales, *, likelihood, objective="map", pushforward=False):
-    """``V_soft(beta) = Q(a1, aG) + (L-1) beta^2 / (2 sG^2 sp^4) [+ D] [+ J]`` (THEORY.md §4)."""
+def soft_cost(sc: Scales):
+    """``R_soft = cost * beta^2`` with ``cost = (L-1)/(2 sigma_G^2 sigma_p^4)`` (§4)."""
+    return (sc.L - 1.0) / (2.0 * sc.sigma_G**2 * sc.sigma_p**4)
+
+
+def soft_V(beta, P, sc: Scales):
+    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (THEORY.md §4; ``sc.w_D``, ``sc.w_J``)."""
     _, a1, aG = ansatz(beta, sc.L)
-    Q, D = _QD(a1, aG, P, sc, likelihood)
-    out = Q + (sc.L - 1.0) * beta**2 / (2.0 * sc.sigma_G**2 * sc.sigma_p**4)
-    if objective == "post":
-        out = out + D
-    if pushforward:
-        out = out + J_of(beta, sc.L)
-    return out
+    Q, D = QD(a1, aG, P, sc)
+    return Q + soft_cost(sc) * beta**2 + sc.w_D * D + sc.w_J * J_of(beta, sc.L)
 
 
 # ---------------------------------------------------------------------------------------------
 # Public keyword API (STYLE.md convention 8).
 
 
-def _scales(L, V, kw) -> Scales:
-    bad = set(kw) - set(_DEFAULT_SCALES)
+def keyword_scales(L, V, scales, **switches) -> Scales:
+    """``Scales`` from keyword arguments (prior scales default to 1, ``sigma2 = chi = 30``)."""
+    bad = set(scales) - set(_DEFAULT_SCALES)
     if bad:
         raise ValueError(f"unknown scale arguments {sorted(bad)}; allowed: {list(_DEFAULT_SCALES)}")
-    return make_scales(L=L, V=V, **{**_DEFAULT_SCALES, **kw})
+    dtype = jnp.result_type(L, V, *scales.values(), float)
+    return make_scales(L=L, V=V, **{**_DEFAULT_SCALES, **scales}, **switches, dtype=dtype)
 
 
 def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Scalar:
@@ -137,10 +147,9 @@ def reduced_terms(
     **scales,
 ) -> dict[str, Scalar]:
     r"""``Q``, ``D``, ``R_lin`` of THEORY.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
-    check_switches(likelihood, linear_scale)
-    sc = _scales(L, V, scales)
-    Q, D = _QD(c1, cG, P, sc, likelihood)
-    return {"Q": Q, "D": D, "R": _R_lin(c1, cG, sc, linear_scale)}
+    sc = keyword_scales(L, V, scales, likelihood=likelihood, linear_scale=linear_scale)
+    Q, D = QD(c1, cG, P, sc)
+    return {"Q": Q, "D": D, "R": R_lin_of(c1, cG, sc)}
 
 
 def linear_potential(
@@ -160,10 +169,10 @@ def linear_potential(
     ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
     30, 30).
     """
-    check_switches(likelihood, linear_scale)
-    _check_objective(objective)
-    sc = _scales(L, V, scales)
-    return lin_V(c1, cG, P, sc, likelihood=likelihood, linear_scale=linear_scale, objective=objective)
+    sc = keyword_scales(
+        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective
+    )
+    return lin_V(c1, cG, P, sc)
 
 
 def softmax_ansatz(beta, *, L) -> dict[str, Scalar]:
@@ -193,10 +202,10 @@ def softmax_potential(
     ``pushforward=True`` adds ``J``, the mode in A-coordinates; never use it to predict Adam/SGLD
     order parameters (THEORY.md §3).
     """
-    check_switches(likelihood, "none")
-    _check_objective(objective)
-    sc = _scales(L, V, scales)
-    return soft_V(beta, P, sc, likelihood=likelihood, objective=objective, pushforward=pushforward)
+    sc = keyword_scales(
+        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
+    )
+    return soft_V(beta, P, sc)
 
 
 def beta_of_aG(aG, *, L):
@@ -212,7 +221,3 @@ def softmax_potential_aG(aG, **kwargs) -> Scalar:
     stable coordinate).
     """
     return softmax_potential(beta_of_aG(aG, L=kwargs["L"]), **kwargs)
-
-
-def _check_objective(objective: str) -> None:
-    check_choice("objective", objective, OBJECTIVES)

@@ -1,0 +1,118 @@
+r"""Bayesian copy-head theory (THEORY.md §2b-§5): pure JAX functions, float64 entry points.
+
+Code map, in data-flow order:
+
+* ``params``      :class:`TheoryParams` (L, V, prior scales, sigma^2, chi, the two convention
+                  switches; ``from_config``, ``preset``).
+* ``action``      general actions on a full ``L x L`` matrix: EK form (ii) :func:`ek_action`,
+                  exact finite-P form (i) :func:`finite_action` on a token set and an embedding
+                  Gram (finite-width theory); the terms ``Q, D, R_lin, R_soft, J``; basis and
+                  projection on ``{B1, B2}``.
+* ``potentials``  closed forms ``V_lin(c1, cG)``, ``V_soft(beta)``, ``V_soft(aG)`` (§4),
+                  elementwise in every argument.
+* ``minima``      every local minimum (grid, then Newton; vmappable), :func:`theory_curve`
+                  versus P with metastable branches, :func:`full_minimum` (identity 7),
+                  :func:`finite_theory_minimum` (one realised run), :func:`landscape`.
+* ``points``      :func:`transition_points`: ``P_c1, P_cG, P_cG_half, P_aG``, spinodals.
+* ``scaling``     :func:`scaling_table`, :func:`scaling_fits`, :func:`fit_power_law`,
+                  :func:`fit_law`, :func:`phase_diagram`.
+* ``plots``       figures (result in, ``Figure`` out); ``cli``: ``copyhead theory ...``.
+
+Precision: the closed forms and actions follow the dtype of their inputs; the entry points
+(minima, curves, points, scaling) run inside ``jax.enable_x64(True)``, a scoped context that
+leaves the caller's ``jax_enable_x64`` unchanged, and return NumPy float64.
+"""
+
+from .action import (
+    DatasetStats,
+    basis,
+    dataset_stats,
+    ek_action,
+    ek_terms,
+    embedding_gram,
+    finite_action,
+    finite_terms,
+    from_coefficients,
+    logit_cov,
+    prior_gram,
+    project,
+    shift_matrix,
+)
+from .minima import (
+    copy_fraction,
+    finite_theory_minimum,
+    full_minimum,
+    landscape,
+    linear_minima,
+    softmax_minima,
+    theory_curve,
+)
+from .params import TheoryParams
+from .points import (
+    p_aG_estimate,
+    p_c1_asymptotic,
+    p_c1_closed_form,
+    points_batch,
+    transition_points,
+)
+from .potentials import (
+    beta_of_aG,
+    linear_potential,
+    pushforward_term,
+    q_bracket,
+    reduced_terms,
+    softmax_ansatz,
+    softmax_potential,
+    softmax_potential_aG,
+)
+from .scaling import (
+    PAPER_LAWS,
+    fit_law,
+    fit_power_law,
+    phase_diagram,
+    scaling_fits,
+    scaling_table,
+)
+
+__all__ = [
+    "basis",
+    "beta_of_aG",
+    "copy_fraction",
+    "dataset_stats",
+    "DatasetStats",
+    "ek_action",
+    "ek_terms",
+    "embedding_gram",
+    "finite_action",
+    "finite_terms",
+    "finite_theory_minimum",
+    "fit_law",
+    "fit_power_law",
+    "from_coefficients",
+    "full_minimum",
+    "landscape",
+    "linear_minima",
+    "linear_potential",
+    "logit_cov",
+    "p_aG_estimate",
+    "p_c1_asymptotic",
+    "p_c1_closed_form",
+    "PAPER_LAWS",
+    "phase_diagram",
+    "points_batch",
+    "prior_gram",
+    "project",
+    "pushforward_term",
+    "q_bracket",
+    "reduced_terms",
+    "scaling_fits",
+    "scaling_table",
+    "shift_matrix",
+    "softmax_ansatz",
+    "softmax_minima",
+    "softmax_potential",
+    "softmax_potential_aG",
+    "theory_curve",
+    "TheoryParams",
+    "transition_points",
+]

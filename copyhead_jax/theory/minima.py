@@ -1,0 +1,549 @@
+r"""Every local minimum of the reduced potentials, the theory curves, and full-matrix minimisers.
+
+* :func:`linear_minima` / :func:`softmax_minima`: all local minima of ``V_lin(c1, cG)`` /
+  ``V_soft(beta)`` at one ``P`` (dense grid, then Newton; pure JAX, vmappable over ``P`` and every
+  scale). The grids cover every minimum whose value is below ``V(G=0)``: since ``Q, D >= 0``, such
+  a minimum has ``R(c) <= V(0)``, which bounds ``|r|``, ``|s|``, ``|beta|`` (THEORY.md §4).
+* :func:`theory_curve`: global minimiser, action and all local minima versus ``P`` (float64),
+  with each metastable branch continued along ``P``.
+* :func:`landscape`: the reduced potential on a grid at a few ``P`` (the two wells).
+* :func:`full_minimum`: the minimiser of the full ``L x L`` EK action from random starts
+  (identity 7 of THEORY.md §7).
+* :func:`finite_theory_minimum`: the minimiser of the finite-width, finite-P action (i) of a
+  realised run (quenched embeddings, same training set).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .._checks import check_choice, check_int
+from ._common import ATTENTIONS, OBJECTIVES, Scales, as_float, sigma_G_lin, x64
+from ._solvers import asinh_grid, minima_1d, minima_2d, refine_minima
+from .action import DatasetStats, _as_stats, basis, ek_action, finite_action, project, shift_matrix
+from .params import TheoryParams
+from .potentials import (
+    J_of,
+    ansatz,
+    c0_lam,
+    invariants,
+    keyword_scales,
+    lam1_of,
+    lin_V,
+    q_bracket,
+    soft_cost,
+    soft_V,
+)
+
+N_KEEP = 4  # local-minimum slots returned per P
+N_R, N_S = 48, 97  # linear grid in (r, s): r >= 0 (Z2), s symmetric
+N_BETA = 513  # softmax grid in beta
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear attention: (r, s) coordinates, r = c1 + cG/sqrt(L) (row sum), s = sqrt(1-1/L) cG.
+
+
+def _to_c(r, s, L):
+    cG = s / jnp.sqrt(1.0 - 1.0 / L)
+    return r - cG / jnp.sqrt(L), cG
+
+
+def _lin_f(P, sc: Scales):
+    def f(x):
+        c1, cG = _to_c(x[0], x[1], sc.L)
+        return lin_V(c1, cG, P, sc)
+
+    return f
+
+
+def _lin_grids(P, sc: Scales, *, n_r: int, n_s: int):
+    gam = sigma_G_lin(sc) ** 2
+    c0, _ = c0_lam(P, sc)
+    V0 = c0 * sc.L  # V_lin(0) = Q(0) (D(0) = 0)
+    lam1 = lam1_of(sc)
+    r_max = 1.05 * lam1 * jnp.sqrt(2.0 * gam * V0)
+    s_max = 1.05 * sc.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
+    # natural amplitudes of the pooled and copying states (large-P balance of Q against R)
+    r_nat = (gam * lam1 * sc.chi * sc.L / (sc.sigma_O**2 * sc.V)) ** 0.25
+    s_nat = (
+        sc.chi * (sc.L - 1.0) * sc.V * gam * sc.sigma_p**4 / (2.0 * sc.sigma_O**2 * sc.sigma_e**2)
+    ) ** 0.25
+    r_grid = asinh_grid(0.0, r_max, 0.5 * jnp.minimum(r_max, r_nat), n_r)
+    s_grid = asinh_grid(-s_max, s_max, 0.5 * jnp.minimum(s_max, s_nat), n_s)
+    return r_grid, s_grid
+
+
+@functools.partial(jax.jit, static_argnames=("n_keep", "n_r", "n_s", "n_iter"))
+def lin_minima_core(
+    P, sc: Scales, *, n_keep=N_KEEP, n_r=N_R, n_s=N_S, n_iter=30
+) -> dict[str, jax.Array]:
+    """All local minima of ``V_lin`` at one ``P``: ``c1, cG, value, valid [n_keep]``, ``n_min``."""
+    r_grid, s_grid = _lin_grids(P, sc, n_r=n_r, n_s=n_s)
+    x, fx, valid, n_min = minima_2d(_lin_f(P, sc), r_grid, s_grid, n_keep=n_keep, n_iter=n_iter)
+    c1, cG = _to_c(x[:, 0], x[:, 1], sc.L)
+    return {"c1": c1, "cG": cG, "value": fx, "valid": valid, "n_min": n_min}
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax attention: logits beta G*
+
+
+def _soft_f(P, sc: Scales):
+    return lambda x: soft_V(x[0], P, sc)
+
+
+def _beta_grid(P, sc: Scales, n: int):
+    V0 = soft_V(jnp.zeros_like(P), P, sc) - sc.w_J * J_of(0.0, sc.L)
+    b_max = 1.05 * jnp.sqrt(jnp.maximum(V0, 0.0) / soft_cost(sc)) + 1.0
+    # J <= 0 falls like -L (L-1) beta: its mode sits at beta = O(L sigma_G^2 sigma_p^4)
+    b_max = b_max + sc.w_J * (2.0 * sc.L * sc.sigma_G**2 * sc.sigma_p**4 + 2.0 * jnp.log(sc.L))
+    return asinh_grid(-b_max, b_max, 2.0, n)
+
+
+@functools.partial(jax.jit, static_argnames=("n_keep", "n_grid"))
+def soft_minima_core(P, sc: Scales, *, n_keep=N_KEEP, n_grid=N_BETA) -> dict[str, jax.Array]:
+    """All local minima of ``V_soft(beta)`` at one ``P`` (``beta, value, valid``, ``n_min``)."""
+    beta, fx, valid, n_min = minima_1d(
+        lambda b: soft_V(b, P, sc), _beta_grid(P, sc, n_grid), n_keep=n_keep
+    )
+    return {"beta": beta, "value": fx, "valid": valid, "n_min": n_min}
+
+
+# ---------------------------------------------------------------------------------------------
+# Public keyword API (pure JAX; vmappable over P and the scales; dtype of the inputs).
+
+
+def linear_minima(
+    P,
+    *,
+    L,
+    V,
+    objective: str = "map",
+    likelihood: str = "per_position",
+    linear_scale: str = "inv_L",
+    n_keep: int = N_KEEP,
+    **scales,
+) -> dict[str, jax.Array]:
+    r"""Every local minimum of ``V_lin(c1, cG)`` at ``P`` (THEORY.md §4-5), sorted by value.
+
+    Returns ``c1, cG, value, valid`` (``[n_keep]``; slot 0 is the global minimiser, gauge
+    ``r >= 0``) and ``n_min``. Pass float64 inputs (or run under ``jax.enable_x64``) for accuracy.
+    """
+    sc = keyword_scales(
+        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective
+    )
+    return lin_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
+
+
+def softmax_minima(
+    P,
+    *,
+    L,
+    V,
+    objective: str = "map",
+    likelihood: str = "per_position",
+    pushforward: bool = False,
+    n_keep: int = N_KEEP,
+    **scales,
+) -> dict[str, jax.Array]:
+    r"""Every local minimum of ``V_soft(beta)`` at ``P`` (THEORY.md §4-5), sorted by value."""
+    sc = keyword_scales(
+        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
+    )
+    return soft_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
+
+
+# ---------------------------------------------------------------------------------------------
+# Theory curves
+
+
+def copy_fraction(c1, cG, L):
+    r"""``psi = (1-1/L) cG^2 / (r^2 + (1-1/L) cG^2)`` (THEORY.md §5); 0 at ``G = 0``."""
+    _, _, g2 = invariants(c1, cG, L)
+    num = (1.0 - 1.0 / L) * cG**2
+    return jnp.where(g2 > 0, num / jnp.where(g2 > 0, g2, 1.0), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("attention", "n_keep"))
+def _curve_minima(P, sc, *, attention, n_keep=N_KEEP):
+    """Minima at every ``P`` (sorted 1-d), then continuation of each branch to the neighbours.
+
+    A grid can miss a metastable minimum whose basin is narrow at some ``P``; Newton from the
+    minima of ``P[i-1]`` (forward sweep) and ``P[i+1]`` (backward sweep) recovers it. Both sweeps
+    run in one scan (one copy of the Newton body in the compiled program).
+    """
+    if attention == "linear":
+        m = jax.vmap(lambda p: lin_minima_core(p, sc, n_keep=n_keep))(P)
+        r, _, _ = invariants(m["c1"], m["cG"], sc.L)
+        x = jnp.stack([r, jnp.sqrt(1.0 - 1.0 / sc.L) * m["cG"]], axis=-1)
+        f_of, z2 = _lin_f, True
+    else:
+        m = jax.vmap(lambda p: soft_minima_core(p, sc, n_keep=n_keep))(P)
+        x = m["beta"][..., None]
+        f_of, z2 = _soft_f, False
+
+    n = P.shape[0]
+    steps = jnp.concatenate([jnp.arange(n), jnp.arange(n - 1, -1, -1)])  # forward, then back
+
+    def sweep(carry, i):
+        x_all, v_all, x_prev, v_prev = carry
+        xn, _, vn = refine_minima(
+            f_of(P[i], sc),
+            jnp.concatenate([x_all[i], x_prev]),
+            jnp.concatenate([v_all[i], v_prev]),
+            1e-2,
+            n_keep=n_keep,
+            z2=z2,
+        )
+        return (x_all.at[i].set(xn), v_all.at[i].set(vn), xn, vn), None
+
+    (x, valid, _, _), _ = jax.lax.scan(sweep, (x, m["valid"], x[0], m["valid"][0]), steps)
+    fx = jax.vmap(lambda p, xs: jax.vmap(f_of(p, sc))(xs))(P, x)  # rows sorted by refine_minima
+    return x, fx, valid, jnp.maximum(m["n_min"], jnp.sum(valid, axis=-1))
+
+
+def _mse(c1, cG, P, sc):
+    _, lam = c0_lam(P, sc)
+    return q_bracket(c1, cG, L=sc.L, V=sc.V, lam=lam, sigma_e=sc.sigma_e, sigma_p=sc.sigma_p)
+
+
+@x64
+def theory_curve(
+    params: TheoryParams,
+    P_grid,
+    attention: str = "linear",
+    objective: str = "map",
+    *,
+    pushforward: bool = False,
+    n_keep: int = N_KEEP,
+) -> dict[str, Any]:
+    r"""Global minimiser, action and every local minimum versus ``P`` (float64, NumPy out).
+
+    Linear: ``c1, cG, r, psi`` (copy fraction), ``action``, ``mse`` (population MSE per sequence
+    of the best readout, the bracket of Q), ``n_min`` and ``minima_{c1,cG,value,valid}[P, k]``.
+    Softmax: ``beta, aG, a1, p, action, mse, n_min, minima_{beta,aG,value,valid}``. Slot 0 of
+    ``minima_*`` is the global minimiser; the others are metastable branches (found on the grid
+    at each ``P`` and continued along ``P``).
+    """
+    check_choice("attention", attention, ATTENTIONS)
+    check_int("n_keep", n_keep, lo=1, hi=64)
+    P_in = np.atleast_1d(np.asarray(P_grid, dtype=np.float64))
+    if P_in.ndim != 1 or not np.all(P_in > 0):
+        raise ValueError("P_grid must be a 1-d array of numbers > 0")
+    order = np.argsort(P_in)
+    sc = params.scales(objective, pushforward)
+    # pad to a bucket (32, 64, 128, ...) by repeating the largest P: one compile serves many grids
+    n = P_in.size
+    bucket = max(32, 1 << (n - 1).bit_length())
+    P_pad = np.concatenate([P_in[order], np.full(bucket - n, P_in[order][-1])])
+    out = _curve_minima(jnp.asarray(P_pad), sc, attention=attention, n_keep=n_keep)
+    undo = np.argsort(order)
+    x, fx, valid, n_min = (np.asarray(a)[:n][undo] for a in out)
+    P = jnp.asarray(P_in)
+    res: dict[str, Any] = {}
+    if attention == "linear":
+        cG = x[..., 1] / np.sqrt(1.0 - 1.0 / params.L)
+        c1 = x[..., 0] - cG / np.sqrt(params.L)
+        res.update(
+            c1=c1[:, 0],
+            cG=cG[:, 0],
+            r=x[:, 0, 0],
+            psi=np.asarray(copy_fraction(c1[:, 0], cG[:, 0], sc.L)),
+            mse=np.asarray(_mse(c1[:, 0], cG[:, 0], P, sc)),
+            minima_c1=c1,
+            minima_cG=cG,
+        )
+    else:
+        beta = x[..., 0]
+        p, a1, aG = (np.asarray(a) for a in ansatz(jnp.asarray(beta), sc.L))
+        res.update(
+            beta=beta[:, 0],
+            aG=aG[:, 0],
+            a1=a1[:, 0],
+            p=p[:, 0],
+            mse=np.asarray(_mse(a1[:, 0], aG[:, 0], P, sc)),
+            minima_beta=beta,
+            minima_aG=aG,
+        )
+    res.update(
+        action=fx[:, 0],
+        n_min=n_min,
+        minima_value=fx,
+        minima_valid=valid,
+        P=P_in,
+        attention=attention,
+        objective=objective,
+        params=params.to_dict(),
+    )
+    return res
+
+
+@x64
+def landscape(
+    params: TheoryParams,
+    P_values,
+    attention: str = "softmax",
+    objective: str = "map",
+    *,
+    n: int = 161,
+    beta_range: tuple[float, float] = (-2.0, 8.0),
+    c_range: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    r"""The reduced potential on a grid at each of ``P_values``, with its local minima.
+
+    Softmax: ``beta[n]`` and ``V[nP, n]`` (``V_soft(beta) - V_soft(0)``, so the wells compare).
+    Linear: ``c1[n], cG[n]`` and ``V[nP, n, n]`` (``V_lin - V_lin(0)``) on ``[-c, c]^2``, ``c`` from
+    the minima unless ``c_range`` is given. ``minima`` is :func:`theory_curve` at ``P_values``.
+    """
+    check_choice("attention", attention, ATTENTIONS)
+    P = np.atleast_1d(np.asarray(P_values, dtype=np.float64))
+    sc = params.scales(objective)
+    curve = theory_curve(params, P, attention, objective)
+    out: dict[str, Any] = {"P": P, "attention": attention, "minima": curve}
+    if attention == "softmax":
+        beta = jnp.linspace(*beta_range, n)
+        Vg = jax.vmap(lambda p: soft_V(beta, p, sc) - soft_V(0.0, p, sc))(jnp.asarray(P))
+        out.update(beta=np.asarray(beta), V=np.asarray(Vg))
+        return out
+    if c_range is None:
+        ok = curve["minima_valid"]
+        c = 1.5 * max(
+            np.max(np.abs(curve["minima_c1"][ok]), initial=0.1),
+            np.max(np.abs(curve["minima_cG"][ok]), initial=0.1),
+        )
+        c_range = (-c, c)
+    c1 = jnp.linspace(*c_range, n)
+    C1, CG = jnp.meshgrid(c1, c1, indexing="ij")
+    Vg = jax.vmap(lambda p: lin_V(C1, CG, p, sc) - lin_V(0.0, 0.0, p, sc))(jnp.asarray(P))
+    out.update(c1=np.asarray(c1), cG=np.asarray(c1), V=np.asarray(Vg))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Full L x L minimisers
+
+
+def _lbfgs_minimise(f, x0, n_steps: int):
+    """``n_steps`` of optax L-BFGS (zoom line search). Call under standard dtype promotion:
+    optax mixes int32/int64 step counters, which strict promotion rejects under x64."""
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(f)
+
+    def body(carry, _):
+        x, state = carry
+        value, grad = vg(x, state=state)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=f)
+        return (optax.apply_updates(x, updates), state), None
+
+    (x, _), _ = jax.lax.scan(body, (x0, opt.init(x0)), None, length=n_steps)
+    return x
+
+
+def _summarise_full(f, G, attention):
+    A = G if attention == "linear" else jax.nn.softmax(G, axis=-1)
+    pr = jax.vmap(project)(A)
+    c1, cG = pr["c1"], pr["cG"]
+    if attention == "linear":  # Z2 gauge r > 0 (THEORY.md §6)
+        sgn = jnp.where(c1 + cG / jnp.sqrt(as_float(G.shape[-1])) < 0, -1.0, 1.0)
+        c1, cG, G, A = c1 * sgn, cG * sgn, G * sgn[:, None, None], A * sgn[:, None, None]
+    return {
+        "G": G,
+        "A": A,
+        "c1": c1,
+        "cG": cG,
+        "cosine": pr["cosine"],
+        "value": jax.vmap(f)(G),
+        "grad_norm": jax.vmap(lambda x: jnp.linalg.norm(jax.grad(f)(x)))(G),
+    }
+
+
+_STATIC = ("params", "attention", "objective")
+
+
+@functools.partial(jax.jit, static_argnames=(*_STATIC, "n_steps"))
+def _full_ek_core(G0, P, *, params, attention, objective, n_steps):
+    def f(x):
+        return ek_action(x, P=P, params=params, attention=attention, objective=objective)
+
+    G = jax.vmap(lambda x0: _lbfgs_minimise(f, x0, n_steps))(G0)
+    return _summarise_full(f, G, attention)
+
+
+@x64
+def full_minimum(
+    params: TheoryParams,
+    P,
+    attention: str = "linear",
+    objective: str = "map",
+    *,
+    key: jax.Array,
+    n_starts: int = 4,
+    init_scale: float = 1.0,
+    n_steps: int = 500,
+) -> dict[str, np.ndarray]:
+    r"""Minimise the full ``L x L`` EK action (ii) from ``n_starts`` random starts (identity 7).
+
+    Starts: ``G0 ~ init_scale * N(0, 1)`` entries (linear: the attention matrix; softmax: the
+    logits). L-BFGS (optax), ``n_steps`` steps. Returns per start the minimiser ``G``, the attention
+    ``A``, its coefficients ``c1, cG`` on ``{B1, B2}`` (gauge ``r >= 0`` for linear), the subspace
+    ``cosine``, the action ``value`` and the final gradient norm ``grad_norm``.
+    """
+    check_choice("attention", attention, ATTENTIONS)
+    check_choice("objective", objective, OBJECTIVES)
+    check_int("n_starts", n_starts, lo=1, hi=10_000)
+    G0 = init_scale * jax.random.normal(key, (n_starts, params.L, params.L))
+    with jax.numpy_dtype_promotion("standard"):  # optax mixes int32/int64 counters under x64
+        out = _full_ek_core(
+            G0,
+            as_float(P),
+            params=params,
+            attention=attention,
+            objective=objective,
+            n_steps=n_steps,
+        )
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite-width, finite-P theory (THEORY.md §2b)
+
+
+def _finite_S(st, gram, params, attention, objective):
+    def S(G):
+        return finite_action(
+            G, tokens=st, gram=gram, params=params, attention=attention, objective=objective
+        )
+
+    return S
+
+
+@functools.partial(jax.jit, static_argnames=(*_STATIC, "n_keep"))
+def _finite_span_core(st, gram, *, params, attention, objective, n_keep):
+    """Every local minimum of the finite action on the ansatz (grids from the EK scales)."""
+    S = _finite_S(st, gram, params, attention, objective)
+    sc = params.scales(objective)
+    if attention == "linear":
+        B1, B2 = basis(params.L)
+
+        def f(x):
+            c1, cG = _to_c(x[0], x[1], sc.L)
+            return S(c1 * B1 + cG * B2)
+
+        x, fx, valid, n_min = minima_2d(f, *_lin_grids(st.P, sc, n_r=N_R, n_s=N_S), n_keep=n_keep)
+        c1, cG = _to_c(x[:, 0], x[:, 1], sc.L)
+        return {"c1": c1, "cG": cG, "value": fx, "valid": valid, "n_min": n_min}
+    Gs = shift_matrix(params.L)
+    beta, fx, valid, n_min = minima_1d(
+        lambda b: S(b * Gs), _beta_grid(st.P, sc, N_BETA), n_keep=n_keep
+    )
+    return {"beta": beta, "value": fx, "valid": valid, "n_min": n_min}
+
+
+@functools.partial(jax.jit, static_argnames=(*_STATIC, "n_steps"))
+def _finite_full_core(G0, st, gram, *, params, attention, objective, n_steps):
+    S = _finite_S(st, gram, params, attention, objective)
+    G = jax.vmap(lambda g: _lbfgs_minimise(S, g, n_steps))(G0)
+    return _summarise_full(S, G, attention)
+
+
+@x64
+def finite_theory_minimum(
+    *,
+    tokens,
+    gram=None,
+    params: TheoryParams,
+    attention: str = "linear",
+    objective: str = "map",
+    space: str = "span",
+    key: jax.Array | None = None,
+    n_starts: int = 2,
+    n_steps: int = 500,
+    n_keep: int = N_KEEP,
+) -> dict[str, Any]:
+    r"""Minimiser of the exact finite-P action (i) of one run: same tokens, same embedding Gram.
+
+    ``tokens``: int ``[P, L]`` (or :func:`dataset_stats`); ``gram``: ``U U^T / N``
+    ``[V+L, V+L]`` (rows: V tokens then L positions) or ``None`` (prior Gram, ``N -> infinity``).
+    ``space='span'`` (default): minimise over the ansatz (linear: ``A = c1 B1 + cG B2``, 2-d grid
+    + Newton; softmax: logits ``beta G*``, 1-d grid + Newton) and return every local minimum, like
+    :func:`theory_curve`. The finite dataset breaks the cyclic symmetry, so the exact minimiser
+    leaves the span slightly; ``space='full'`` then also minimises over the full ``L x L`` matrix
+    by L-BFGS, started from the span minimiser and ``n_starts`` perturbations of it, and reports
+    the best one (``full``: ``G, A, c1, cG, cosine, value, grad_norm``). Compiles once per
+    ``(params, attention, objective)`` and data shape.
+    """
+    check_choice("attention", attention, ATTENTIONS)
+    check_choice("objective", objective, OBJECTIVES)
+    check_choice("space", space, ("span", "full"))
+    L, V = params.L, params.V
+    if not isinstance(tokens, DatasetStats):
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2 or tokens.shape[1] != L:
+            raise ValueError(f"tokens must be an int array [P, L={L}], got {tokens.shape}")
+        if tokens.min() < 0 or tokens.max() >= V:
+            raise ValueError(f"tokens must lie in [0, V-1] = [0, {V - 1}]")
+        tokens = jnp.asarray(tokens)
+    st = _as_stats(tokens, V)
+    if gram is not None:
+        gram = jnp.asarray(gram, dtype=jnp.float64)
+        if gram.shape != (V + L, V + L):
+            raise ValueError(f"gram must have shape (V+L, V+L) = {(V + L,) * 2}, got {gram.shape}")
+    static = dict(params=params, attention=attention, objective=objective)
+    m = {k: np.asarray(v) for k, v in _finite_span_core(st, gram, n_keep=n_keep, **static).items()}
+    out: dict[str, Any] = {"P": float(st.P), "attention": attention, "objective": objective}
+    if attention == "linear":
+        c1, cG = m["c1"], m["cG"]
+        G_span = c1[0] * basis(L)[0] + cG[0] * basis(L)[1]
+        out.update(
+            c1=float(c1[0]),
+            cG=float(cG[0]),
+            psi=float(copy_fraction(c1[0], cG[0], L)),
+            minima_c1=c1,
+            minima_cG=cG,
+        )
+    else:
+        beta = m["beta"]
+        p, a1, aG = (np.asarray(a) for a in ansatz(jnp.asarray(beta), as_float(L)))
+        G_span = beta[0] * shift_matrix(L)
+        out.update(
+            beta=float(beta[0]),
+            a1=float(a1[0]),
+            aG=float(aG[0]),
+            p=float(p[0]),
+            minima_beta=beta,
+            minima_aG=aG,
+        )
+    out.update(
+        action=float(m["value"][0]),
+        n_min=int(m["n_min"]),
+        minima_value=m["value"],
+        minima_valid=m["valid"],
+    )
+    if space == "full":
+        key = jax.random.key(0) if key is None else key
+        scale = jnp.std(G_span) + 1e-3
+        G0 = G_span[None] + scale * jax.random.normal(key, (n_starts + 1, L, L))
+        G0 = G0.at[0].set(G_span)
+        with jax.numpy_dtype_promotion("standard"):  # optax counters, see _lbfgs_minimise
+            full = _finite_full_core(G0, st, gram, n_steps=n_steps, **static)
+        best = int(np.argmin(np.asarray(full["value"])))
+        out["full"] = {k: np.asarray(v)[best] for k, v in full.items()}
+    return out
+
+
+__all__ = [
+    "copy_fraction",
+    "finite_theory_minimum",
+    "full_minimum",
+    "landscape",
+    "linear_minima",
+    "softmax_minima",
+    "theory_curve",
+]

@@ -1,0 +1,373 @@
+r"""Transition points ``P*`` on the EK potentials (THEORY.md §5), batched over sets of scales.
+
+* ``P_c1`` (linear pooling onset, 2nd order): ``mu_max^{-1/2}`` of the generalised eigenproblem
+  ``(A, B)`` of the Hessian at ``G = 0`` (closed form, MAP), and the numeric root of
+  ``lambda_min(hess V(0)) = 0`` (any objective; the only definition for ``post``).
+* ``P_cG`` (linear copy crossover): ``argmax_P dpsi/dlog P`` of the global minimiser, with the
+  implicit derivative ``dc/dlogP = -H^{-1} d_logP grad V``; ``P_cG_half``: ``psi = 1/2``.
+* ``P_aG`` (softmax copy transition, 1st order): the jump of the global minimiser ``beta``,
+  located by bisection on ``1[beta_glob > (beta_left + beta_right)/2]`` across the largest jump of
+  a log-P scan. It is first order iff two local minima coexist at the jump; otherwise ``P_aG`` is
+  ``None`` (no first-order transition at this ``L``). The spinodals bound the coexistence window:
+  bisection on ``n_min >= 2``, then Newton on the fold ``V' = V'' = 0`` in ``(beta, log P)``.
+
+Every search is a scan over ``log P`` followed by k-section refinement (each round evaluates
+the same number of points inside the current bracket), so one compiled kernel per attention serves
+all rounds and a batch of parameter sets (``L`` and ``V`` grids) at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_choice
+from ._common import OBJECTIVES, Scales, sigma_G_lin, x64
+from .minima import copy_fraction, lin_minima_core, soft_minima_core
+from .params import TheoryParams
+from .potentials import lam1_of, lin_V, soft_V
+
+LIN_GRID = dict(n_r=16, n_s=33, n_keep=3, n_iter=15)  # global minimiser only (tested vs 96 x 193)
+SOFT_GRID = dict(n_grid=257, n_keep=3)
+N_SCAN_LIN = 81  # psi scan: 8 decades above P_c1, 0.1 decade steps
+N_SCAN_SOFT = 141  # beta scan: 7 decades around the ln^2 L estimate, 0.05 decade steps
+N_ROUNDS = 5  # k-section refinement rounds after a scan (bracket / ~K^5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms
+
+
+def p_c1_closed_form(sc: Scales):
+    r"""``P*_c1 = mu_max^{-1/2}``, ``mu_max`` the top generalised eigenvalue of ``(A, B)`` (§5)."""
+    L, V = sc.L, sc.V
+    lam1 = lam1_of(sc)
+    gam = sigma_G_lin(sc) ** 2
+    kappa = sc.chi * sc.sigma_O**2 / (sc.sigma2**2 * V)
+    u2, w2 = 1.0 / jnp.sqrt(L), jnp.sqrt(L)  # u = (1, L^-1/2), w = (1, sqrt L)
+    ka, kb = kappa * L * lam1, kappa * sc.sigma_e**2 * (1.0 - 1.0 / V)
+    a11, a12, a22 = ka + kb, ka * u2 + kb * w2, ka * u2**2 + kb * w2**2
+    b0, be = 1.0 / (gam * lam1**2), (L - 1.0) / (L * gam * sc.sigma_p**4)
+    b11, b12, b22 = b0, b0 * u2, b0 * u2**2 + be
+    # det(A - mu B) = detB mu^2 - t mu + detA
+    detA, detB = a11 * a22 - a12**2, b11 * b22 - b12**2
+    t = a11 * b22 + a22 * b11 - 2.0 * a12 * b12
+    mu = (t + jnp.sqrt(t**2 - 4.0 * detA * detB)) / (2.0 * detB)
+    return mu**-0.5 * (1.0 + sc.per_position * (L - 1.0))
+
+
+def p_c1_asymptotic(sc: Scales):
+    r"""Mean-sector estimate ``sigma^2/(sigma_O sigma_G) sqrt(V/(chi L lam1^3))`` (§5)."""
+    Pe = (
+        sc.sigma2
+        / (sc.sigma_O * sigma_G_lin(sc))
+        * jnp.sqrt(sc.V / (sc.chi * sc.L * lam1_of(sc) ** 3))
+    )
+    return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+
+
+def p_aG_estimate(sc: Scales):
+    r"""Leading-order ``sigma^2 ln^2 L / (chi sigma_G^2 sigma_p^4 (1 - 1/V))`` (§5)."""
+    Pe = (
+        sc.sigma2
+        * jnp.log(sc.L) ** 2
+        / (sc.chi * sc.sigma_G**2 * sc.sigma_p**4 * (1.0 - 1.0 / sc.V))
+    )
+    return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: t = log P of shape [B, K], scales with leaves [B]; one compile per (shape, switches).
+
+
+def _hess0_min_eig(logP, sc):
+    def f(c):
+        return lin_V(c[0], c[1], jnp.exp(logP), sc)
+
+    return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(2, dtype=logP.dtype)))[0]
+
+
+def _psi_slope(logP, sc):
+    """``psi`` of the global minimiser and ``dpsi/dlog P`` by implicit differentiation."""
+    m = lin_minima_core(jnp.exp(logP), sc, **LIN_GRID)
+    c = jnp.stack([m["c1"][0], m["cG"][0]])
+
+    def grad_c(c, t):
+        return jax.grad(lambda z: lin_V(z[0], z[1], jnp.exp(t), sc))(c)
+
+    dc = -jnp.linalg.solve(
+        jax.jacobian(grad_c, argnums=0)(c, logP), jax.jacobian(grad_c, argnums=1)(c, logP)
+    )
+    moved = jnp.sum(c**2) > 0
+    c_safe = jnp.where(moved, c, jnp.ones_like(c))
+    psi, dpsi = jax.value_and_grad(lambda z: copy_fraction(z[0], z[1], sc.L))(c_safe)
+    return jnp.where(moved, psi, 0.0), jnp.where(moved, dpsi @ dc, 0.0)
+
+
+def _soft_glob(logP, sc):
+    m = soft_minima_core(jnp.exp(logP), sc, **SOFT_GRID)
+    valid = m["valid"]
+    return {
+        "beta": m["beta"][0],
+        "n_min": m["n_min"],
+        "beta_max": jnp.max(jnp.where(valid, m["beta"], -jnp.inf)),
+        "beta_min": jnp.min(jnp.where(valid, m["beta"], jnp.inf)),
+    }
+
+
+def _fold_newton(beta0, t0, sc, n=30):
+    """Newton on ``(V'(beta; e^t), V''(beta; e^t)) = 0``: a fold (spinodal) of ``V_soft``."""
+
+    def F(z):
+        d1 = jax.grad(lambda b: soft_V(b, jnp.exp(z[1]), sc))
+        return jnp.stack([d1(z[0]), jax.grad(d1)(z[0])])
+
+    def body(_, z):
+        step = jnp.linalg.solve(jax.jacobian(F)(z), F(z))
+        return jnp.where(jnp.all(jnp.isfinite(step)), z - step, z)
+
+    z = jax.lax.fori_loop(0, n, body, jnp.stack([beta0, t0]))
+    return z, F(z)
+
+
+def _batched(fn):
+    """``fn(t, sc)`` for one point -> jitted over ``t[B, K]`` and scales with leaves ``[B]``."""
+
+    @jax.jit
+    def kernel(t, sc):
+        return jax.vmap(lambda tb, sb: jax.vmap(lambda x: fn(x, sb))(tb))(t, sc)
+
+    return kernel
+
+
+_hess_kernel = _batched(_hess0_min_eig)
+_lin_kernel = _batched(_psi_slope)
+_soft_kernel = _batched(_soft_glob)
+_fold_kernel = jax.jit(jax.vmap(_fold_newton))
+
+
+# ---------------------------------------------------------------------------------------------
+# Scan + k-section refinement (host loop over a fixed number of rounds; arrays [B, K])
+
+
+def _grid(lo, hi, K):
+    return lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, K)[None, :]
+
+
+def _take(t, j):
+    return t[np.arange(t.shape[0]), j]
+
+
+def _first_true(run, searches, K, rounds=N_ROUNDS):
+    """k-section for the first ``t`` in each ``[lo, hi]`` where ``pred(out)`` turns true.
+
+    ``searches``: ``(lo, hi, pred)`` triples sharing each kernel call ``run(t[B, K])`` (``K``
+    split between them); ``pred(hi)`` is assumed true. Returns per search ``(lo, hi, out_lo,
+    out_hi)``: the final bracket and the kernel outputs at its ends.
+    """
+    m = len(searches)
+    sizes = [K // m] * (m - 1) + [K - (K // m) * (m - 1)]
+    offs = np.cumsum([0, *sizes])
+    state = [(lo, hi, None, None) for lo, hi, _ in searches]
+    for _ in range(rounds):
+        ts = [_grid(lo, hi, n) for (lo, hi, _, _), n in zip(state, sizes)]
+        out = run(np.concatenate(ts, axis=1))
+        for k, ((_, _, pred), t) in enumerate(zip(searches, ts)):
+            sub = {key: v[:, offs[k] : offs[k + 1]] for key, v in out.items()}
+            p = np.asarray(pred(sub))
+            n = sizes[k]
+            j = np.clip(np.where(p.any(axis=1), np.argmax(p, axis=1), n - 1), 1, n - 1)
+            state[k] = (
+                _take(t, j - 1),
+                _take(t, j),
+                {key: _take(v, j - 1) for key, v in sub.items()},
+                {key: _take(v, j) for key, v in sub.items()},
+            )
+    return state
+
+
+def _stack_scales(scales: list[Scales]) -> Scales:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *scales)
+
+
+def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
+    """Linear ``P*`` for a batch of scales (leaves ``[B]``); NumPy arrays ``[B]`` out."""
+    cf = np.asarray(p_c1_closed_form(sc))
+    K = N_SCAN_LIN
+
+    # numeric root of lambda_min(hess V(0)): D only adds curvature, so it lies above cf
+    def hess(t):
+        return {"eig": np.asarray(_hess_kernel(jnp.asarray(t), sc))}
+
+    t_scan = _grid(np.log(cf) - 1.0, np.log(cf) + 30.0, K)
+    neg = hess(t_scan)["eig"] < 0
+    j = np.clip(np.argmax(neg, axis=1), 1, K - 1)
+    [(a, b, _, _)] = _first_true(
+        hess, [(_take(t_scan, j - 1), _take(t_scan, j), lambda o: o["eig"] < 0)], K, N_ROUNDS + 1
+    )
+    num = np.where(~neg[:, 0] & neg[:, -1], np.exp(0.5 * (a + b)), np.nan)
+    P_c1 = cf if objective == "map" else num
+
+    lin = functools.partial(_lin_kernel, sc=sc)
+    t0 = np.log(P_c1) + 1e-3
+    t_scan = _grid(t0, t0 + 8.0 * np.log(10.0), K)
+    psi, slope = (np.asarray(a) for a in lin(jnp.asarray(t_scan)))
+    psi_step = np.max(np.abs(np.diff(psi, axis=1)), axis=1)
+    step = t_scan[:, 1] - t_scan[:, 0]
+    i = np.argmax(slope, axis=1)
+    a_lo, a_hi = _take(t_scan, i) - step, _take(t_scan, i) + step  # argmax of the slope
+    above = psi >= 0.5
+    has_half = above.any(axis=1) & ~above[:, 0]
+    j = np.clip(np.argmax(above, axis=1), 1, K - 1)
+    h_lo, h_hi = _take(t_scan, j - 1), _take(t_scan, j)  # first psi >= 1/2
+    # both searches share each kernel call: half of the K points each
+    k1 = K // 2
+    for _ in range(N_ROUNDS + 1):
+        t = np.concatenate([_grid(a_lo, a_hi, k1), _grid(h_lo, h_hi, K - k1)], axis=1)
+        psi, slope = (np.asarray(a) for a in lin(jnp.asarray(t)))
+        i = np.argmax(slope[:, :k1], axis=1)
+        best_slope = _take(slope, i)
+        a_lo, a_hi = _take(t, np.maximum(i - 1, 0)), _take(t, np.minimum(i + 1, k1 - 1))
+        p = psi[:, k1:] >= 0.5
+        j = np.clip(np.where(p.any(axis=1), np.argmax(p, axis=1), K - k1 - 1), 1, K - k1 - 1)
+        h_lo, h_hi = _take(t[:, k1:], j - 1), _take(t[:, k1:], j)
+    t_cG = 0.5 * (a_lo + a_hi)
+    half = np.where(has_half, np.exp(0.5 * (h_lo + h_hi)), np.nan)
+    return {
+        "P_c1": P_c1,
+        "P_c1_closed_form": cf,
+        "P_c1_numeric": num,
+        "P_c1_asymptotic": np.asarray(p_c1_asymptotic(sc)),
+        "P_cG": np.exp(t_cG),
+        "P_cG_half": half,
+        "psi_slope_max": best_slope,
+        "psi_max_step": psi_step,
+    }
+
+
+def softmax_points_batch(sc: Scales) -> dict[str, np.ndarray]:
+    """Softmax ``P*``, first-order flag and spinodals for a batch of scales; NumPy ``[B]`` out."""
+
+    def run(t):
+        return {k: np.asarray(v) for k, v in _soft_kernel(jnp.asarray(t), sc).items()}
+
+    K = N_SCAN_SOFT
+    est = np.asarray(p_aG_estimate(sc))
+    t_scan = _grid(np.log(est) - 3.0 * np.log(10.0), np.log(est) + 4.0 * np.log(10.0), K)
+    m = run(t_scan)
+    beta = m["beta"]
+    i = np.argmax(np.diff(beta, axis=1), axis=1)
+    mid = 0.5 * (_take(beta, i) + _take(beta, i + 1))
+    [(a, b, end_a, end_b)] = _first_true(
+        run, [(_take(t_scan, i), _take(t_scan, i + 1), lambda o: o["beta"] > mid[:, None])], K
+    )
+    first = (end_a["n_min"] >= 2) & (end_b["n_min"] >= 2)
+    t_aG = 0.5 * (a + b)
+
+    # spinodals: nearest scan points outside the window, then k-section on n_min >= 2
+    two = m["n_min"] >= 2
+    idx = np.arange(K)[None, :]
+    lo_i = np.max(np.where(~two & (t_scan < t_aG[:, None]), idx, 0), axis=1)
+    hi_i = np.min(np.where(~two & (t_scan > t_aG[:, None]), idx, K - 1), axis=1)
+    (_, l_in, _, l_out), (u_in, _, u_out, _) = _first_true(
+        run,
+        [
+            (_take(t_scan, lo_i), t_aG, lambda o: o["n_min"] >= 2),
+            (t_aG, _take(t_scan, hi_i), lambda o: o["n_min"] < 2),
+        ],
+        K,
+    )
+    # the strong (largest-beta) minimum is born at P_s-, the weak (smallest-beta) dies at P_s+
+    z, res = _fold_kernel(
+        jnp.asarray(np.concatenate([l_out["beta_max"], u_out["beta_min"]])),
+        jnp.asarray(np.concatenate([l_in, u_in])),
+        jax.tree.map(lambda x: jnp.concatenate([x, x]), sc),
+    )
+    z, res = np.asarray(z), np.asarray(res)
+    t_in = np.concatenate([l_in, u_in])
+    # keep the Newton polish only where it converged next to the k-section result
+    ok = np.all(np.abs(res) < 1e-8 * (1.0 + est.max()), axis=1) & (np.abs(z[:, 1] - t_in) < 0.05)
+    t_sp = np.where(ok, z[:, 1], t_in)
+    B = t_aG.shape[0]
+    nan = np.full(B, np.nan)
+    return {
+        "P_aG": np.where(first, np.exp(t_aG), nan),
+        "first_order": first,
+        "spinodal_lo": np.where(first, np.exp(t_sp[:B]), nan),
+        "spinodal_hi": np.where(first, np.exp(t_sp[B:]), nan),
+        "beta_weak": np.where(first, end_a["beta"], nan),
+        "beta_strong": np.where(first, end_b["beta"], nan),
+        "P_aG_crossover": np.exp(t_aG),
+        "P_aG_estimate": est,
+        "scan_lo": np.exp(t_scan[:, 0]),
+        "scan_hi": np.exp(t_scan[:, -1]),
+    }
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+@x64
+def points_batch(
+    params: list[TheoryParams], attention: str = "both", objective: str = "map"
+) -> dict[str, np.ndarray]:
+    """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``)."""
+    check_choice("attention", attention, ("linear", "softmax", "both"))
+    check_choice("objective", objective, OBJECTIVES)
+    sc = _stack_scales([p.scales(objective) for p in params])
+    out: dict[str, np.ndarray] = {}
+    if attention in ("linear", "both"):
+        out.update(linear_points_batch(sc, objective=objective))
+    if attention in ("softmax", "both"):
+        out.update(softmax_points_batch(sc))
+    return out
+
+
+def transition_points(
+    params: TheoryParams, attention: str = "both", objective: str = "map"
+) -> dict[str, Any]:
+    r"""Every ``P*`` and the spinodals of THEORY.md §5 (float64; JSON-ready: ``None`` = none).
+
+    Keys: ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals = [P_s-, P_s+]``,
+    ``first_order`` (softmax), diagnostics (``P_c1_closed_form, P_c1_numeric, P_c1_asymptotic,
+    P_aG_estimate, beta_weak, beta_strong``, ...), ``notes`` and ``inputs``.
+    """
+    b = points_batch([params], attention, objective)
+    out: dict[str, Any] = {
+        "inputs": {**params.to_dict(), "attention": attention, "objective": objective},
+        "P_c1": None,
+        "P_cG": None,
+        "P_cG_half": None,
+        "P_aG": None,
+        "spinodals": None,
+        "notes": [],
+    }
+    for k, v in b.items():
+        out[k] = bool(v[0]) if v.dtype == bool else _num(v[0])
+    if attention in ("linear", "both") and out["P_cG_half"] is None:
+        out["notes"].append("psi never reaches 1/2 in the scan (8 decades above P_c1)")
+    if attention in ("softmax", "both"):
+        if out["first_order"]:
+            out["spinodals"] = [out["spinodal_lo"], out["spinodal_hi"]]
+        else:
+            out["notes"].append(
+                f"no first-order transition at L={params.L}: the coexistence window is empty; "
+                "P_aG_crossover is where the global beta crosses its mid-value"
+            )
+        del out["spinodal_lo"], out["spinodal_hi"]
+    return out
+
+
+__all__ = [
+    "p_aG_estimate",
+    "p_c1_asymptotic",
+    "p_c1_closed_form",
+    "points_batch",
+    "transition_points",
+]

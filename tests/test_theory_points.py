@@ -1,0 +1,147 @@
+"""Transition points (THEORY.md §5) and identities 9-11 of §7."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from copyhead_jax import theory as th
+from copyhead_jax.theory.potentials import keyword_scales
+
+
+@pytest.fixture(autouse=True)
+def _strict():
+    with jax.numpy_dtype_promotion("strict"), jax.numpy_rank_promotion("raise"):
+        yield
+
+
+N_CURVE = 24  # <= 32 points: shares the compiled curve program with test_theory_minima
+PLAIN = th.TheoryParams.preset("plain")
+PAPER = th.TheoryParams.preset("paper")
+
+
+def test_identity9_hessian_criterion_equals_numeric_root():
+    rng = np.random.default_rng(0)
+    cases = [PLAIN, PAPER]
+    for pre in ("paper", "plain"):
+        s = np.exp(rng.normal(0, 0.5, size=6))
+        cases.append(
+            th.TheoryParams.preset(
+                pre,
+                L=int(rng.integers(4, 60)),
+                V=int(rng.integers(2, 12)),
+                sigma_e=s[0],
+                sigma_p=s[1],
+                sigma_G=s[2],
+                sigma_O=s[3],
+                sigma2=10 * s[4],
+                chi=10 * s[5],
+            )
+        )
+    for p in cases:
+        r = th.transition_points(p, "linear")
+        # bisection to ~1e-11 in log P; the closed form is exact to rounding
+        assert abs(r["P_c1_numeric"] / r["P_c1_closed_form"] - 1) < 1e-8
+
+
+def test_identity9_order_parameter_grows_like_a_square_root_above_P_c1():
+    r = th.transition_points(PLAIN, "linear")
+    eps = np.geomspace(1e-7, 1e-4, N_CURVE)
+    cur = th.theory_curve(PLAIN, r["P_c1"] * (1 + eps), "linear")
+    amp = np.hypot(cur["c1"], cur["cG"])
+    slope = np.polyfit(np.log(eps), np.log(amp), 1)[0]
+    # Landau pitchfork: |c| ~ (P - P*)^{1/2}; corrections O(eps) over this range
+    assert abs(slope - 0.5) < 1e-3
+    below = th.theory_curve(PLAIN, r["P_c1"] * (1 - eps), "linear")
+    assert np.all(below["c1"] == 0) and np.all(below["cG"] == 0)
+
+
+def test_identity10_two_minima_inside_the_window_one_outside():
+    r = th.transition_points(PLAIN, "softmax")
+    assert r["first_order"]
+    lo, hi = r["spinodals"]
+    Ps = r["P_aG"]
+    assert lo < Ps < hi
+    inside = np.concatenate([np.geomspace(lo, hi, N_CURVE // 2 + 2)[1:-1], [Ps]])
+    outside = np.concatenate(
+        [np.geomspace(lo / 3, lo * 0.995, N_CURVE // 4), np.geomspace(hi * 1.005, hi * 3, 5)]
+    )
+    cur = th.theory_curve(PLAIN, np.sort(np.concatenate([inside, outside])), "softmax")
+    n = dict(zip(cur["P"], cur["n_min"]))
+    assert all(n[p] == 2 for p in inside)
+    assert all(n[p] == 1 for p in outside)
+    # at P_aG the two wells are equally deep, and beta jumps by O(log L)
+    i = int(np.argmin(np.abs(cur["P"] - Ps)))
+    v = cur["minima_value"][i][cur["minima_valid"][i]]
+    assert abs(v[0] - v[1]) < 1e-6 * abs(v[0])
+    jump = r["beta_strong"] - r["beta_weak"]
+    assert 0.5 * np.log(PLAIN.L) < jump < 2.0 * np.log(PLAIN.L)
+
+
+def test_spinodals_bound_the_window_sharply():
+    """The strong well is born at P_s- and the weak one dies at P_s+ (folds, Newton-polished)."""
+    lo, hi = th.transition_points(PLAIN, "softmax")["spinodals"]
+    f = np.array([1 - 1e-5, 1 + 1e-5, 1.01])
+    P = np.concatenate([lo * f, hi / f[::-1]])
+    cur = th.theory_curve(PLAIN, P, "softmax")  # continuation follows each well to its fold
+    assert list(cur["n_min"]) == [1, 2, 2, 2, 2, 1]
+
+
+def test_empty_window_gives_a_clear_result():
+    r = th.transition_points(PLAIN.replace(L=6), "softmax")
+    assert r["first_order"] is False
+    assert r["P_aG"] is None and r["spinodals"] is None
+    assert any("no first-order transition" in n for n in r["notes"])
+    assert r["P_aG_crossover"] is not None
+
+
+def test_identity11_per_position_multiplies_every_P_star_by_exactly_L():
+    a = th.transition_points(PLAIN, "both")
+    b = th.transition_points(PLAIN.replace(likelihood="per_position"), "both")
+    L = PLAIN.L
+    for k in ("P_c1", "P_c1_numeric", "P_cG", "P_cG_half", "P_aG"):
+        # searches run in log P, so the factor L is exact up to their tolerance (~1e-9)
+        assert abs(b[k] / (L * a[k]) - 1) < 1e-7, k
+    for x, y in zip(a["spinodals"], b["spinodals"]):
+        assert abs(y / (L * x) - 1) < 1e-7
+
+
+def test_inv_L_multiplies_linear_map_P_star_by_exactly_L():
+    a = th.transition_points(PLAIN, "linear")
+    b = th.transition_points(PLAIN.replace(linear_scale="inv_L"), "linear")
+    for k in ("P_c1", "P_cG", "P_cG_half"):
+        assert abs(b[k] / (PLAIN.L * a[k]) - 1) < 1e-7, k
+
+
+def test_identity11_asymptotic_laws():
+    # P_c1 sqrt(chi L lam1^3 / V) -> sigma^2/(sigma_O sigma_G): mean sector dominates at L >> V
+    errs = []
+    for L in (10, 100, 1000, 10000):
+        with jax.enable_x64(True):
+            sc = keyword_scales(L, 5, {}, likelihood="per_sequence", linear_scale="none")
+            P = float(th.p_c1_closed_form(sc))
+            lam1 = 1.0 + L / 5
+        errs.append(abs(P * np.sqrt(30.0 * L * lam1**3 / 5) / 30.0 - 1))
+    assert all(b < a for a, b in zip(errs, errs[1:])) and errs[-1] < 1e-3
+    # P_aG / ln^2 L stays bounded as L grows (here it even decreases)
+    ratio = []
+    for L in (10, 20, 40, 80, 160):
+        r = th.transition_points(PLAIN.replace(L=L), "softmax")
+        assert r["first_order"]
+        ratio.append(r["P_aG"] / np.log(L) ** 2)
+    assert max(ratio) < 2 * ratio[0]
+
+
+def test_posterior_occam_term_moves_onsets_up():
+    m = th.transition_points(PLAIN, "both")
+    p = th.transition_points(PLAIN, "both", objective="post")
+    assert p["P_c1"] > m["P_c1"] and p["P_aG"] > m["P_aG"]
+    assert p["P_c1"] == p["P_c1_numeric"]
+
+
+def test_x64_scope_leaves_the_callers_precision_alone():
+    before = jax.config.jax_enable_x64
+    r = th.transition_points(PLAIN, "softmax")
+    assert jax.config.jax_enable_x64 == before is False
+    assert jnp.ones(2).dtype == jnp.float32
+    assert isinstance(r["P_aG"], float)
