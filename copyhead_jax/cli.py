@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        rc = args.func(args)
+        return rc if isinstance(rc, int) else 0  # some subcommands return their result
     except ValueError as e:
         print(f"copyhead: error: {e}", file=sys.stderr)
         return 2
