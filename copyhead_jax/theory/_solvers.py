@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 _INF = jnp.inf
-N_ALPHA = 24  # backtracking steps 1, 1/2, ..., 2^-23
+N_ALPHA = 16  # backtracking steps 1, 1/2, ..., 2^-15
 
 
 def _sort_by_value(x, fx, valid):
@@ -72,35 +72,37 @@ def minima_1d(f, grid, *, n_keep: int = 3, n_iter: int = 40):
 
 
 def _newton(f, x0, step_scale, n_iter: int):
-    """Saddle-free Newton, a negative-curvature step of length ``step_scale``, backtracking."""
+    """Saddle-free Newton, a negative-curvature step of length ``step_scale``, backtracking.
+
+    Returns the end point and whether it is a minimum: the last iteration's Hessian is PSD and
+    its Newton decrement is at rounding level (so the step it then took is negligible).
+    """
     g_f = jax.grad(f)
     h_f = jax.hessian(f)
     alphas = 2.0 ** -jnp.arange(float(N_ALPHA))
 
-    def body(_, x):
-        g, H = g_f(x), h_f(x)
+    def body(_, carry):
+        x, _ = carry
+        fx, g, H = f(x), g_f(x), h_f(x)
         w, U = jnp.linalg.eigh(0.5 * (H + H.T))
-        wabs = jnp.maximum(jnp.abs(w), 1e-13 * jnp.max(jnp.abs(w)) + 1e-300)
-        d = -U @ ((U.T @ g) / wabs)
+        scale = jnp.max(jnp.abs(w))
+        wabs = jnp.maximum(jnp.abs(w), 1e-13 * scale + 1e-300)
+        gu = U.T @ g
+        d = -U @ (gu / wabs)
+        is_min = (w[0] >= -1e-7 * scale) & (jnp.sum(gu**2 / wabs) <= 1e-10 * (1.0 + jnp.abs(fx)))
         u0 = U[:, 0]
         sgn = jnp.where(u0 @ g > 0, -1.0, 1.0)
         d = d + jnp.where(w[0] < 0, sgn * step_scale, 0.0) * u0
         cand = x[None, :] + alphas[:, None] * d[None, :]
-        ok = jax.vmap(f)(cand) < f(x)
-        # near a minimum the decrease drops below the rounding of f: take the Newton step
-        tiny = (w[0] > 0) & (jnp.linalg.norm(d) <= 1e-6 * (1.0 + jnp.linalg.norm(x)))
-        return jnp.where(jnp.any(ok), cand[jnp.argmax(ok)], jnp.where(tiny, x + d, x))
+        fc = jax.vmap(f)(cand)
+        ok = fc < fx
+        # near a flat minimum the decrease drops below the rounding of f: with a positive
+        # definite Hessian take the Newton step unless f rises beyond rounding
+        flat = (w[0] > 0) & (fc[0] <= fx + 16.0 * jnp.finfo(fx.dtype).eps * jnp.abs(fx))
+        x_new = jnp.where(jnp.any(ok), cand[jnp.argmax(ok)], jnp.where(flat, cand[0], x))
+        return x_new, is_min
 
-    return jax.lax.fori_loop(0, n_iter, body, x0)
-
-
-def _is_min(f, x):
-    g = jax.grad(f)(x)
-    w, U = jnp.linalg.eigh(jax.hessian(f)(x))
-    scale = jnp.max(jnp.abs(w))
-    psd = w[0] >= -1e-7 * scale
-    dec = jnp.sum((U.T @ g) ** 2 / jnp.maximum(jnp.abs(w), 1e-13 * scale + 1e-300))
-    return psd & (dec <= 1e-10 * (1.0 + jnp.abs(f(x))))
+    return jax.lax.fori_loop(0, n_iter, body, (x0, jnp.zeros((), dtype=bool)))
 
 
 def refine_minima(f, x0, started, step_scale, *, n_keep: int, z2: bool = False, n_iter: int = 30):
@@ -109,12 +111,12 @@ def refine_minima(f, x0, started, step_scale, *, n_keep: int, z2: bool = False, 
     Returns ``x[n_keep, n], f(x), valid[n_keep]`` sorted by value. With ``z2``, ``f(-x) = f(x)``
     and minima are reported with ``x[0] >= 0``.
     """
-    x = jax.vmap(lambda z: _newton(f, z, step_scale, n_iter))(x0)
+    x, is_min = jax.vmap(lambda z: _newton(f, z, step_scale, n_iter))(x0)
     if z2:
         flip = (x[:, 0] < 0) | ((x[:, 0] == 0) & (x[:, 1] < 0))
         x = jnp.where(flip[:, None], -x, x)
     fx = jax.vmap(f)(x)
-    valid = started & jax.vmap(lambda z: _is_min(f, z))(x) & jnp.isfinite(fx)
+    valid = started & is_min & jnp.isfinite(fx)
     x, fx, valid = _sort_by_value(x, fx, valid)
     dist = jnp.linalg.norm(x[:, None, :] - x[None, :, :], axis=-1)
     near = dist <= 1e-6 * (1.0 + jnp.linalg.norm(x, axis=-1))[None, :]

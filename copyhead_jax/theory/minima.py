@@ -107,11 +107,13 @@ def _beta_grid(P, sc: Scales, n: int):
     return asinh_grid(-b_max, b_max, 2.0, n)
 
 
-@functools.partial(jax.jit, static_argnames=("n_keep", "n_grid"))
-def soft_minima_core(P, sc: Scales, *, n_keep=N_KEEP, n_grid=N_BETA) -> dict[str, jax.Array]:
+@functools.partial(jax.jit, static_argnames=("n_keep", "n_grid", "n_iter"))
+def soft_minima_core(
+    P, sc: Scales, *, n_keep=N_KEEP, n_grid=N_BETA, n_iter=40
+) -> dict[str, jax.Array]:
     """All local minima of ``V_soft(beta)`` at one ``P`` (``beta, value, valid``, ``n_min``)."""
     beta, fx, valid, n_min = minima_1d(
-        lambda b: soft_V(b, P, sc), _beta_grid(P, sc, n_grid), n_keep=n_keep
+        lambda b: soft_V(b, P, sc), _beta_grid(P, sc, n_grid), n_keep=n_keep, n_iter=n_iter
     )
     return {"beta": beta, "value": fx, "valid": valid, "n_min": n_min}
 

@@ -6,9 +6,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._checks import check_choice, check_float, check_int
 from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
-from ._common import NUMERIC_FIELDS, Scales, make_scales
+from ._common import NUMERIC_FIELDS, OBJECTIVES, Scales, as_float, make_scales
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,6 @@ class TheoryParams:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    @property
-    def switches(self) -> dict[str, str]:
-        return {"likelihood": self.likelihood, "linear_scale": self.linear_scale}
-
-    def keywords(self) -> dict[str, Any]:
-        """Keyword arguments of the closed-form functions (``linear_potential(..., **kw)``)."""
-        return self.to_dict()
-
     def scales(self, objective: str = "map", pushforward: bool = False) -> Scales:
         """The numeric fields and switches as arrays (a vmappable pytree)."""
         return make_scales(
@@ -95,4 +89,15 @@ class TheoryParams:
         )
 
 
-__all__ = ["TheoryParams", "LIKELIHOODS", "LINEAR_SCALES"]
+def scales_batch(params: list[TheoryParams], objective: str = "map") -> Scales:
+    """``Scales`` with leaves ``[B]`` for a list of parameter sets (one array per field)."""
+    check_choice("objective", objective, OBJECTIVES)
+    cols = {k: [getattr(p, k) for p in params] for k in NUMERIC_FIELDS}
+    cols["per_position"] = [float(p.likelihood == "per_position") for p in params]
+    cols["inv_L"] = [float(p.linear_scale == "inv_L") for p in params]
+    cols["w_D"] = [float(objective == "post")] * len(params)
+    cols["w_J"] = [0.0] * len(params)
+    return Scales(**{k: as_float(np.asarray(cols[k], dtype=np.float64)) for k in Scales._fields})
+
+
+__all__ = ["TheoryParams", "scales_batch"]

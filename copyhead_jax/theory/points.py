@@ -28,11 +28,11 @@ import numpy as np
 from .._checks import check_choice
 from ._common import OBJECTIVES, Scales, sigma_G_lin, x64
 from .minima import copy_fraction, lin_minima_core, soft_minima_core
-from .params import TheoryParams
+from .params import TheoryParams, scales_batch
 from .potentials import lam1_of, lin_V, soft_V
 
 LIN_GRID = dict(n_r=16, n_s=33, n_keep=3, n_iter=15)  # global minimiser only (tested vs 96 x 193)
-SOFT_GRID = dict(n_grid=257, n_keep=3)
+SOFT_GRID = dict(n_grid=257, n_keep=3, n_iter=25)  # bracketed Newton: 25 steps suffice
 N_SCAN_LIN = 81  # psi scan: 8 decades above P_c1, 0.1 decade steps
 N_SCAN_SOFT = 141  # beta scan: 7 decades around the ln^2 L estimate, 0.05 decade steps
 N_ROUNDS = 5  # k-section refinement rounds after a scan (bracket / ~K^5)
@@ -190,10 +190,6 @@ def _first_true(run, searches, K, rounds=N_ROUNDS):
     return state
 
 
-def _stack_scales(scales: list[Scales]) -> Scales:
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *scales)
-
-
 def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
     """Linear ``P*`` for a batch of scales (leaves ``[B]``); NumPy arrays ``[B]`` out."""
     cf = np.asarray(p_c1_closed_form(sc))
@@ -320,7 +316,7 @@ def points_batch(
     """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``)."""
     check_choice("attention", attention, ("linear", "softmax", "both"))
     check_choice("objective", objective, OBJECTIVES)
-    sc = _stack_scales([p.scales(objective) for p in params])
+    sc = scales_batch(params, objective)
     out: dict[str, np.ndarray] = {}
     if attention in ("linear", "both"):
         out.update(linear_points_batch(sc, objective=objective))

@@ -23,7 +23,7 @@ from jax.scipy.special import betainc
 from .._checks import check_choice
 from ._common import Scales, x64
 from .minima import copy_fraction, lin_minima_core, soft_minima_core
-from .params import TheoryParams
+from .params import TheoryParams, scales_batch
 from .points import LIN_GRID, SOFT_GRID, points_batch
 from .potentials import ansatz
 
@@ -190,7 +190,7 @@ def phase_diagram(
     axis, values = ("L", L_values) if V_values is None else ("V", V_values)
     vals = np.atleast_1d(np.asarray(values, dtype=int))
     plist = [params.replace(**{axis: int(v)}) for v in vals]
-    sc = jax.tree.map(lambda *xs: jnp.stack(xs), *[p.scales(objective) for p in plist])
+    sc = scales_batch(plist, objective)
     P = np.asarray(P_values, dtype=np.float64)
     out = _phase_kernel(jnp.asarray(P), sc, attention=attention)
     res = {k: np.asarray(v) for k, v in out.items()}
