@@ -492,7 +492,7 @@ def finite_theory_minimum(
         if tokens.min() < 0 or tokens.max() >= V:
             raise ValueError(f"tokens must lie in [0, V-1] = [0, {V - 1}]")
         tokens = jnp.asarray(tokens)
-    st = _as_stats(tokens, V)
+    st = DatasetStats(*(jnp.asarray(x, dtype=jnp.float64) for x in _as_stats(tokens, V)))
     if gram is not None:
         gram = jnp.asarray(gram, dtype=jnp.float64)
         if gram.shape != (V + L, V + L):

@@ -31,7 +31,7 @@ from .minima import copy_fraction, lin_minima_core, soft_minima_core
 from .params import TheoryParams, scales_batch
 from .potentials import lam1_of, lin_V, soft_V
 
-LIN_GRID = dict(n_r=16, n_s=33, n_keep=3, n_iter=15)  # global minimiser only (tested vs 96 x 193)
+LIN_GRID = dict(n_r=16, n_s=33, n_keep=3, n_iter=15)  # global minimum only (tested vs 48 x 97)
 SOFT_GRID = dict(n_grid=257, n_keep=3, n_iter=25)  # bracketed Newton: 25 steps suffice
 N_SCAN_LIN = 81  # psi scan: 8 decades above P_c1, 0.1 decade steps
 N_SCAN_SOFT = 141  # beta scan: 7 decades around the ln^2 L estimate, 0.05 decade steps
