@@ -1,0 +1,823 @@
+"""Shared machinery of the reproduction experiments (``experiments/*.py``).
+
+* :class:`Spec` and :func:`load_spec`: an artefact's settings for a mode (``configs/*.py``) and a
+  preset, with the engine config built from the preset plus the mode's overrides.
+* :class:`Runs` and :func:`measure`: MAP sweeps at any set of ``P``, grouped into few compiled
+  programs by a cost model, cached on disk by content hash, merged by ``P`` (the datasets of a
+  seed are nested prefixes, so sweeps over different ``P`` subsets are one experiment).
+* :func:`adaptive`: measure, locate, refine the grid near each feature, measure again.
+* :func:`finite_theory`: the finite-width, finite-P theory (THEORY.md §2b) of each seed's realised
+  embeddings and training set, batched (one compiled program for any number of ``P``).
+* :func:`ek_curves`, :func:`posterior`: EK theory curves, SGLD posterior moments.
+* JSON output and timing helpers.
+
+Experiments import the public API (``import copyhead_jax as ch``), ``copyhead_jax.locate`` and the
+theory package; nothing here edits engine or theory code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import json
+import math
+import pickle
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax import locate as loc
+from copyhead_jax.theory.params import TheoryParams
+
+HERE = Path(__file__).resolve().parent
+CONFIG_DIR = HERE / "configs"
+MODES = ("quick", "full", "tiny")
+PRESET_NAMES = ("plain", "paper")
+ARTEFACTS = ("main", "coverage", "scaling-L", "scaling-V", "hysteresis")
+
+
+def log(msg: str) -> None:
+    print(f"[reproduce {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Specs
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One artefact's settings: mode, preset, engine config, SGLD, cost model, cache folder."""
+
+    mode: str
+    preset: str
+    artefact: str
+    engine: ch.Config  # the preset with the mode's overrides (L, V of the preset)
+    settings: dict[str, Any]  # the artefact's own settings (grids, rounds, ...)
+    softmax_train: dict[str, Any]  # TrainConfig overrides for softmax sweeps
+    sgld: dict[str, Any] | None  # SGLD settings (None: no posterior sampling)
+    cost: dict[str, float]  # cost model for grouping P into compiled programs
+    cache_dir: Path
+
+    def engine_for(self, attention: str, **task) -> ch.Config:
+        """The engine config of one attention (softmax gets its train overrides)."""
+        cfg = self.engine.replace(model=dict(attention=attention))
+        if task:
+            cfg = cfg.replace(task=task)
+        if attention == "softmax" and self.softmax_train:
+            cfg = cfg.replace(train=self.softmax_train)
+        return cfg
+
+    def theory_params(self, **task) -> TheoryParams:
+        p = TheoryParams.from_config(self.engine)
+        return p.replace(**task) if task else p
+
+
+def _load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_copyhead_cfg_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def mode_config(mode: str) -> dict[str, Any]:
+    """The ``CONFIG`` dict of ``configs/{mode}.py``."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return _load_module(CONFIG_DIR / f"{mode}.py").CONFIG
+
+
+def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path) -> Spec:
+    """The :class:`Spec` of ``artefact`` for ``preset`` (``plain``/``paper``) in ``mode``."""
+    if preset not in PRESET_NAMES:
+        raise ValueError(f"preset must be one of {', '.join(PRESET_NAMES)}; got {preset!r}")
+    if artefact not in ARTEFACTS:
+        raise ValueError(f"artefact must be one of {', '.join(ARTEFACTS)}; got {artefact!r}")
+    c = mode_config(mode)
+    per = c["presets"][preset]
+    over = _merge(c.get("engine", {}), per.get("engine", {}))
+    engine = ch.preset(preset).replace(**over)
+    settings = per.get(artefact.replace("-", "_"), {})
+    return Spec(
+        mode=mode,
+        preset=preset,
+        artefact=artefact,
+        engine=engine,
+        settings=settings,
+        softmax_train=_merge(c.get("softmax_train", {}), per.get("softmax_train", {})),
+        sgld=None if c.get("sgld") is None else _merge(c["sgld"], per.get("sgld", {})),
+        cost=dict(c.get("cost", {})),
+        cache_dir=Path(cache_dir),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cached sweeps, merged by P
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def code_version(part: str) -> str:
+    """Hash of the source of the engine (``'engine'``) or of the theory (``'theory'``): cached
+    results are keyed by it, so editing either recomputes what depends on it."""
+    root = Path(ch.__file__).resolve().parent
+    if part == "exp":  # the experiments' own analysis code (the finite-width minimiser)
+        files = [HERE / "common.py"]
+    elif part == "theory":
+        files = sorted((root / "theory").glob("*.py"))
+    else:
+        skip = {"locate.py", "reproduce_cli.py", "cli.py", "plots.py", "sample_cli.py"}
+        files = sorted(f for f in root.glob("*.py") if f.name not in skip)
+        files += sorted((root / "models").glob("*.py"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def cached(cache_dir: Path, name: str, key: Any, fn, *, part: str = "theory"):
+    """``fn()`` stored under ``name`` and a hash of ``key`` and the code version of ``part``."""
+    path = Path(cache_dir) / f"{name}-{_digest([key, code_version(part), code_version('exp')])}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    out = fn()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(out, f)
+    tmp.replace(path)
+    return out
+
+
+def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
+    """``run_sweep(cfg)`` with fitted weights kept, stored under a hash of the config and the
+    engine's code (a rerun loads it; an interrupted one resumes from its checkpointed chunks)."""
+    key = _digest([cfg.to_dict(), code_version("engine")])
+    path = Path(cache_dir) / f"sweep-{cfg.model.attention}-{key}.npz"
+    if path.exists():
+        return ch.SweepResult.load(path)
+    t0 = time.time()
+    res = ch.run_sweep(cfg, out=path, progress=False, keep_params=True)
+    log(
+        f"  swept {cfg.model.attention} L={cfg.task.L} V={cfg.task.V} P={list(cfg.sweep.P)} "
+        f"x {cfg.sweep.n_seeds} seeds in {time.time() - t0:.0f} s"
+    )
+    return res
+
+
+def group_P(P_values, *, n_seeds: int, epochs: int, L: int, cost: dict[str, float]) -> list:
+    """Split sorted ``P`` into consecutive groups, one compiled program each, minimising
+    ``sum(compile_s + n_seeds * n * P_group_max * epochs * seq_epoch_us * (L/25)^2)``."""
+    P = sorted(int(p) for p in P_values)
+    if not P:
+        return []
+    c0 = float(cost.get("compile_s", 8.0))
+    c1 = float(cost.get("seq_epoch_us", 8.0)) * 1e-6 * epochs * n_seeds * (L / 25.0) ** 2
+    n = len(P)
+    best = [0.0] + [math.inf] * n
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):
+            c = best[i] + c0 + c1 * (j - i) * P[j - 1]
+            if c < best[j]:
+                best[j], cut[j] = c, i
+    groups, j = [], n
+    while j > 0:
+        groups.append(P[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]
+
+
+class Runs:
+    """MAP runs of one engine config at a growing set of ``P`` (all seeds of each ``P``);
+    ``P_cap``: the largest ``P`` in reach (see :func:`reach_cap`)."""
+
+    def __init__(self, cfg: ch.Config, label: str = "", P_cap: int | None = None):
+        self.cfg = cfg
+        self.label = label
+        self.P_cap = P_cap
+        self.parts: list[ch.SweepResult] = []
+        self._where: dict[int, tuple[int, int]] = {}
+
+    def add(self, res: ch.SweepResult) -> None:
+        k = len(self.parts)
+        self.parts.append(res)
+        for i, p in enumerate(res.P):
+            self._where[int(p)] = (k, i)
+
+    @property
+    def P(self) -> np.ndarray:
+        return np.asarray(sorted(self._where), dtype=int)
+
+    def __contains__(self, P) -> bool:
+        return int(P) in self._where
+
+    def get(self, key: str, P=None) -> np.ndarray:
+        """``key`` at the given ``P`` (default all, sorted): ``[nP, n_seeds, ...]``."""
+        P = self.P if P is None else np.atleast_1d(P)
+        rows = []
+        for p in P:
+            k, i = self._where[int(p)]
+            rows.append(self.parts[k][key][i])
+        return np.stack(rows)
+
+    def masked(self, key: str, P=None) -> np.ndarray:
+        """``key`` as float with diverged runs set to NaN."""
+        x = self.get(key, P).astype(float)
+        ok = self.get("finite", P).astype(bool)
+        return np.where(ok.reshape(ok.shape + (1,) * (x.ndim - 2)), x, np.nan)
+
+    def part_of(self, P) -> tuple[ch.SweepResult, int]:
+        k, i = self._where[int(P)]
+        return self.parts[k], i
+
+    def wall_seconds(self) -> float:
+        return float(sum(p.meta.get("wall_seconds", 0.0) for p in self.parts))
+
+
+def reach_cap(cfg: ch.Config, max_run_s: float, cost: dict[str, float]) -> int:
+    """The largest ``P`` whose estimated run time (cost model, ``max_epochs``) is ``max_run_s``."""
+    per = float(cost.get("seq_epoch_us", 8.0)) * 1e-6 * cfg.train.max_epochs
+    return max(1, int(max_run_s / (per * (cfg.task.L / 25.0) ** 2)))
+
+
+def measure(runs: Runs, P_new, spec: Spec, *, P_cap: int | None = None) -> list[int]:
+    """Sweep ``runs.cfg`` at the ``P_new`` not measured yet (up to ``P_cap``, default
+    ``runs.P_cap``); returns them."""
+    new = sorted({int(p) for p in np.atleast_1d(P_new) if int(p) >= 1 and int(p) not in runs})
+    P_cap = runs.P_cap if P_cap is None else P_cap
+    if P_cap is not None:
+        new = [p for p in new if p <= P_cap]
+    cfg = runs.cfg
+    groups = group_P(
+        new, n_seeds=cfg.sweep.n_seeds, epochs=cfg.train.max_epochs, L=cfg.task.L, cost=spec.cost
+    )
+    for g in groups:
+        runs.add(cached_sweep(cfg.replace(sweep=dict(P=tuple(g), padding="max")), spec.cache_dir))
+    return new
+
+
+@dataclass
+class Feature:
+    """A feature to locate on a :class:`Runs`: ``fn(runs) -> Located``."""
+
+    name: str
+    fn: Any
+    runs: list[Runs] = field(default_factory=list)
+
+
+def adaptive(
+    features: list[Feature], spec: Spec, *, rounds: int, n_new: int, factor: float = 2.0
+) -> dict[str, loc.Located]:
+    """Locate every feature, then for ``rounds`` rounds measure new ``P`` inside each bracket
+    (or beyond the grid edge for an unbracketed feature, up to the runs' ``P_cap``) and locate
+    again."""
+    found = {f.name: f.fn() for f in features}
+    for r in range(rounds):
+        todo: dict[int, set[int]] = {}
+        for f in features:
+            L = found[f.name]
+            if L.bracketed:
+                P_all = np.unique(np.concatenate([x.P for x in f.runs]))
+                new = loc.refine_grid(L.bracket, n_new=n_new, existing=P_all)
+            else:
+                caps = [x.P_cap for x in f.runs if x.P_cap is not None]
+                new = loc.extend_grid(L, factor=factor, P_max=min(caps) if caps else math.inf)
+            for x in f.runs:
+                todo.setdefault(id(x), set()).update(int(p) for p in new)
+        runs_by_id = {id(x): x for f in features for x in f.runs}
+        added = 0
+        for key, P_new in todo.items():
+            added += len(measure(runs_by_id[key], sorted(P_new), spec))
+        if not added:
+            break
+        log(f"  refinement round {r + 1}: {added} new runs")
+        found = {f.name: f.fn() for f in features}
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# The run's own data and embeddings
+
+
+def seed_tokens(cfg: ch.Config, seed_index: int, P: int) -> np.ndarray:
+    """The first ``P`` training sequences of seed ``seed_index`` of a sweep of ``cfg``
+    (``run_sweep`` draws seed ``s`` from ``key(sweep.seed + s)``, data from its first half)."""
+    k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
+    d = ch.data.seed_data(k[0], P_max=int(P), n_test=1, L=cfg.task.L, V=cfg.task.V)
+    return np.asarray(d.train)
+
+
+def seed_gram(cfg: ch.Config, seed_index: int) -> np.ndarray:
+    """The embedding Gram ``U U^T / N`` of seed ``seed_index``'s initial (quenched) embeddings."""
+    k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
+    head = ch.init_head(k[1], cfg.model, L=cfg.task.L, V=cfg.task.V, chi=cfg.posterior.chi)
+    U = np.asarray(head.embeddings(), dtype=np.float64)
+    return U @ U.T / cfg.model.width
+
+
+def run_gram(runs: Runs, P: int, seed_index: int) -> np.ndarray:
+    """The embedding Gram of a fitted run (differs from :func:`seed_gram` if embeddings train)."""
+    res, i = runs.part_of(P)
+    W_E = np.asarray(res["params/W_E"][i, seed_index], np.float64)
+    b = np.asarray(res["params/b"][i, seed_index], np.float64)
+    U = np.concatenate([W_E.T, b.T], axis=0)
+    return U @ U.T / W_E.shape[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite-width, finite-P theory (THEORY.md §2b), batched
+
+
+def _stats_for(tokens: np.ndarray, P_values, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """``S4[P], S2[P]`` of the nested prefixes of ``tokens`` (incremental sums, float64)."""
+    X = np.eye(V)[tokens]  # [P_max, L, V]
+    S4s, S2s = [], []
+    acc4 = np.zeros((X.shape[1], V, X.shape[1], V))
+    acc2 = np.zeros((X.shape[1], V))
+    done = 0
+    for p in sorted(int(q) for q in P_values):
+        blk = X[done:p]
+        acc4 += np.einsum("pbv,pcw->bvcw", blk, blk)
+        acc2 += blk.sum(0)
+        done = p
+        S4s.append(acc4 / p)
+        S2s.append(acc2 / p)
+    return np.stack(S4s), np.stack(S2s)
+
+
+def _asinh_grid(lo, hi, width, n):
+    u = np.linspace(np.arcsinh(lo / width), np.arcsinh(hi / width), n)
+    return width * np.sinh(u)
+
+
+N_R, N_S, N_BETA, N_KEEP = 48, 97, 513, 4  # grids of the reduced minimisation, minima kept
+N_ZOOM = 24  # zoom rounds polishing each grid minimum (each shrinks the cell 3-fold)
+
+
+class SpanAction:
+    r"""The exact finite-P, finite-width MAP action (THEORY.md §3 (i), §2b) restricted to the
+    ansatz ``A = c1 B1 + cG B2``, from precomputed quadratic structure.
+
+    ``M = mean Z^T A^T A Z`` is quadratic and ``m = mean Z^T A^T G* X`` linear in ``(c1, cG)``,
+    so three calls of the theory's :func:`moments` give both for every ``c``; the prior term is a
+    quadratic form (linear: in ``c``; softmax: ``R(beta G*) = beta^2 R(G*)``, and
+    ``softmax(beta G*) = a1 B1 + aG B2`` exactly). Each evaluation is then one ``D x D`` solve.
+    :func:`tests.test_experiments` checks ``S`` against ``theory.action.finite_action``.
+    """
+
+    def __init__(self, S4, S2, P, gram, params: TheoryParams, attention: str):
+        from copyhead_jax.theory.action import (
+            DatasetStats,
+            basis,
+            finite_terms,
+            moments,
+            shift_matrix,
+        )
+
+        with jax.enable_x64(True):
+            B1, B2 = (np.asarray(b) for b in basis(params.L))
+            S4, S2 = jnp.asarray(S4, jnp.float64), jnp.asarray(S2, jnp.float64)
+
+            def mom(A):
+                M, m, ysq = moments(jnp.asarray(A), S4, S2)
+                return np.asarray(M), np.asarray(m), float(ysq)
+
+            M1, m1, ysq = mom(B1)
+            M2, m2, _ = mom(B2)
+            M12, _, _ = mom(B1 + B2)
+            st = DatasetStats(S4, S2, jnp.asarray(float(P)))
+            g = jnp.asarray(gram, jnp.float64)
+
+            def R_of(G):
+                t = finite_terms(
+                    jnp.asarray(G), tokens=st, gram=g, params=params, attention=attention
+                )
+                return float(t["R"])
+
+            if attention == "linear":
+                r1, r2, r12 = R_of(B1), R_of(B2), R_of(B1 + B2)
+                self.R2 = (r1, r2, r12 - r1 - r2)  # R(c) = r1 c1^2 + r2 cG^2 + rx c1 cG
+            else:
+                self.R_beta = R_of(shift_matrix(params.L))  # R(beta G*) = R_beta beta^2
+        w, Qm = np.linalg.eigh(0.5 * (gram + gram.T))
+        Rt = Qm * np.sqrt(np.clip(w, 0.0, None))  # Gram root, as in theory.action
+        self.A1, self.A2 = Rt.T @ M1 @ Rt, Rt.T @ M2 @ Rt
+        self.Ax = Rt.T @ (M12 - M1 - M2) @ Rt
+        self.b1, self.b2 = Rt.T @ m1, Rt.T @ m2
+        Pe = P / params.L if params.likelihood == "per_position" else float(P)
+        self.lam = params.sigma2 / (Pe * params.sigma_O**2)
+        self.c0 = params.chi * Pe / (2.0 * params.sigma2)
+        self.ysq = ysq
+        self.L = params.L
+        self.attention = attention
+
+    def Q(self, c1, cG):
+        """``Q`` at arrays ``c1, cG`` (any common shape)."""
+        c1, cG = np.broadcast_arrays(np.asarray(c1, float), np.asarray(cG, float))
+        sh = c1.shape
+        a, b = c1.reshape(-1, 1, 1), cG.reshape(-1, 1, 1)
+        K = a**2 * self.A1 + b**2 * self.A2 + a * b * self.Ax
+        K = K + self.lam * np.eye(K.shape[-1])
+        rhs = a * self.b1 + b * self.b2
+        fit = np.sum(rhs * np.linalg.solve(K, rhs), axis=(1, 2))
+        return (self.c0 * (self.ysq - fit)).reshape(sh)
+
+    def linear(self, c1, cG):
+        r1, r2, rx = self.R2
+        return self.Q(c1, cG) + r1 * c1**2 + r2 * cG**2 + rx * c1 * cG
+
+    def softmax(self, beta):
+        beta = np.asarray(beta, float)
+        L = self.L
+        p = 1.0 / (1.0 + (L - 1.0) * np.exp(-beta))
+        aG = np.sqrt(L) * (p * L - 1.0) / (L - 1.0)
+        return self.Q(1.0 - aG / np.sqrt(L), aG) + self.R_beta * beta**2
+
+
+def _zoom(f, x0, h, n_round=N_ZOOM, k=5):
+    """Polish a grid minimum ``x0`` (1-d or 2-d) by repeated local grids of ``k`` points per
+    axis spanning ``+-h``, shrinking ``h`` 3-fold per round (``f`` takes an array of points)."""
+    x, h = np.asarray(x0, float).copy(), np.asarray(h, float).copy()
+    u = np.linspace(-1.0, 1.0, k)
+    for _ in range(n_round):
+        if x.size == 1:
+            pts = x + h * u[:, None]
+        else:
+            U, W = np.meshgrid(u, u, indexing="ij")
+            pts = x + h * np.stack([U.ravel(), W.ravel()], axis=1)
+        v = f(pts)
+        x = pts[int(np.nanargmin(v))]
+        h = h / 3.0
+    return x, float(f(x[None])[0])
+
+
+def _dedupe(xs, vals, tol):
+    order = np.argsort(vals)
+    keep = []
+    for i in order:
+        if all(np.linalg.norm(xs[i] - xs[j]) > tol * (1 + np.linalg.norm(xs[j])) for j in keep):
+            keep.append(i)
+    return keep
+
+
+def span_minima(act: SpanAction, S0: float) -> dict[str, np.ndarray]:
+    """Every local minimum of the action on the span whose value is below ``S(0) = S0``
+    (slot 0 the global one), found on a grid and polished by zooming."""
+    if act.attention == "linear":
+        r1, r2, rx = act.R2
+        # (r, s) coordinates: r = c1 + cG/sqrt(L) (row sum), s = sqrt(1 - 1/L) cG; f(-x) = f(x)
+        L = act.L
+        k = np.sqrt(1.0 - 1.0 / L)
+        T = np.array([[1.0, -1.0 / (k * np.sqrt(L))], [0.0, 1.0 / k]])  # (r, s) -> (c1, cG)
+        H = T.T @ np.array([[2 * r1, rx], [rx, 2 * r2]]) @ T  # R = x^T H x / 2
+        Hi = np.linalg.inv(H)
+        # a minimum below S0 has R <= S0 (Q >= 0): |x_i| <= sqrt(2 S0 (H^-1)_ii)
+        r_max, s_max = (1.05 * np.sqrt(2.0 * S0 * Hi[i, i]) for i in (0, 1))
+
+        def f(x):
+            c = x @ T.T
+            return act.linear(c[:, 0], c[:, 1])
+
+        rg = _asinh_grid(0.0, r_max, r_max / 60.0, N_R)
+        sg = _asinh_grid(-s_max, s_max, s_max / 60.0, N_S)
+        Rg, Sg = np.meshgrid(rg, sg, indexing="ij")
+        v = f(np.stack([Rg.ravel(), Sg.ravel()], 1)).reshape(Rg.shape)
+        mirror = v[1, ::-1][None]  # the row r = -rg[1] is row 1 mirrored (Z2)
+        vp = np.concatenate([mirror, v, np.full_like(mirror, -np.inf)], 0)
+        vp = np.pad(vp, ((0, 0), (1, 1)), constant_values=-np.inf)
+        win = np.min(np.stack([vp[1 + i : 1 + i + v.shape[0], 1 + j : 1 + j + v.shape[1]]
+                               for i in (-1, 0, 1) for j in (-1, 0, 1)]), 0)  # fmt: skip
+        cand = np.argwhere((v <= win) & (v < S0 + 1e-12 * abs(S0)))
+        xs, vals = [], []
+        for i, j in cand:
+            h = np.array([rg[min(i + 1, N_R - 1)] - rg[max(i - 1, 0)],
+                          sg[min(j + 1, N_S - 1)] - sg[max(j - 1, 0)]]) / 2  # fmt: skip
+            x, val = _zoom(f, [rg[i], sg[j]], h)
+            if x[0] < 0:  # fold into r >= 0
+                x = -x
+            xs.append(x)
+            vals.append(val)
+        if not xs:
+            xs, vals = [np.zeros(2)], [S0]
+        xs, vals = np.array(xs), np.array(vals)
+        keep = _dedupe(xs, vals, 1e-5)[:N_KEEP]
+        c = xs[keep] @ T.T
+        out = {"c1": c[:, 0], "cG": c[:, 1], "value": vals[keep], "n_min": len(keep)}
+    else:
+        cost = act.R_beta
+        b_max = 1.05 * np.sqrt(S0 / cost) + 1.0
+        bg = _asinh_grid(-b_max, b_max, 2.0, N_BETA)
+        v = act.softmax(bg)
+        inner = (v[1:-1] <= v[:-2]) & (v[1:-1] <= v[2:])
+        cand = np.flatnonzero(inner) + 1
+        xs, vals = [], []
+        for i in cand:
+            x, val = _zoom(lambda b: act.softmax(b[:, 0]), [bg[i]], [(bg[i + 1] - bg[i - 1]) / 2])
+            xs.append(x)
+            vals.append(val)
+        if not xs:
+            i = int(np.argmin(v))
+            xs, vals = [np.array([bg[i]])], [float(v[i])]
+        xs, vals = np.array(xs), np.array(vals)
+        keep = _dedupe(xs, vals, 1e-6)[:N_KEEP]
+        out = {"beta": xs[keep, 0], "value": vals[keep], "n_min": len(keep)}
+    n = len(out["value"])
+    pad = N_KEEP - n
+    for key in [k for k in out if k != "n_min"]:
+        out[key] = np.concatenate([out[key], np.full(pad, np.nan)])
+    out["valid"] = np.arange(N_KEEP) < n
+    return out
+
+
+def finite_theory(
+    params: TheoryParams,
+    attention: str,
+    tokens: list[np.ndarray],
+    grams: list[np.ndarray],
+    P_values,
+) -> dict[str, np.ndarray]:
+    """Every local minimum of the exact finite-P action (i) at finite width (MAP) on the ansatz,
+    for each seed (its ``tokens`` and embedding ``gram``) and each ``P`` (nested prefixes).
+
+    Returns arrays ``[nP, n_seeds]`` of the global minimiser (linear: ``c1, cG, r, psi``;
+    softmax: ``beta, aG, a1``), ``n_min``, and ``minima_*[nP, n_seeds, k]`` (value, valid, and
+    ``c1, cG`` or ``beta, aG``), slot 0 the global one.
+    """
+    P = np.asarray(sorted(int(p) for p in P_values))
+    nS = len(tokens)
+    res: list[list[dict]] = []
+    for s in range(nS):
+        S4, S2 = _stats_for(tokens[s][: P[-1]], P, params.V)
+        row = []
+        for i, p in enumerate(P):
+            act = SpanAction(S4[i], S2[i], p, grams[s], params, attention)
+            S0 = float(act.Q(0.0, 0.0))
+            row.append(span_minima(act, S0))
+        res.append(row)
+    o = {k: np.array([[res[s][i][k] for s in range(nS)] for i in range(len(P))])
+         for k in res[0][0]}  # fmt: skip
+    L = params.L
+    out: dict[str, np.ndarray] = {"P": P, "n_min": o["n_min"], "minima_value": o["value"],
+                                  "minima_valid": o["valid"]}  # fmt: skip
+    if attention == "linear":
+        c1, cG = o["c1"], o["cG"]
+        r = c1 + cG / np.sqrt(L)
+        w = (1.0 - 1.0 / L) * cG**2
+        with np.errstate(all="ignore"):
+            psi = np.where(r**2 + w > 0, w / (r**2 + w), 0.0)
+        out.update(c1=c1[..., 0], cG=cG[..., 0], r=r[..., 0], psi=psi[..., 0],
+                   minima_c1=c1, minima_cG=cG)  # fmt: skip
+    else:
+        beta = o["beta"]
+        p = 1.0 / (1.0 + (L - 1.0) * np.exp(-beta))
+        aG = np.sqrt(L) * (p * L - 1.0) / (L - 1.0)
+        out.update(beta=beta[..., 0], aG=aG[..., 0], a1=(1.0 - aG / np.sqrt(L))[..., 0],
+                   minima_beta=beta, minima_aG=aG)  # fmt: skip
+    return out
+
+
+def finite_branch_values(ft: dict[str, np.ndarray], *, split: float) -> tuple[np.ndarray, ...]:
+    """Softmax finite theory: the action of the weak (``aG < split``) and strong (``aG >=
+    split``) local minima, ``[nP, n_seeds]`` (NaN where a branch does not exist)."""
+    aG, val, ok = ft["minima_aG"], ft["minima_value"], ft["minima_valid"].astype(bool)
+    weak = np.where(ok & (aG < split), val, np.inf).min(-1)
+    strong = np.where(ok & (aG >= split), val, np.inf).min(-1)
+    return np.where(np.isinf(weak), np.nan, weak), np.where(np.isinf(strong), np.nan, strong)
+
+
+# ---------------------------------------------------------------------------------------------
+# EK theory
+
+
+def ek_curves(
+    params: TheoryParams, P_grid, attention: str, objectives=("map",), cache_dir: Path | None = None
+) -> dict:
+    """``theory_curve`` for each objective (float64, NumPy), keyed by objective."""
+    from copyhead_jax.theory.minima import theory_curve
+
+    def fn():
+        return {o: theory_curve(params, P_grid, attention, o) for o in objectives}
+
+    if cache_dir is None:
+        return fn()
+    key = [params.to_dict(), np.asarray(P_grid, float).tolist(), attention, list(objectives)]
+    return cached(cache_dir, "ek-curve", key, fn)
+
+
+def ek_points(params: TheoryParams, objective: str = "map", cache_dir: Path | None = None):
+    """Every EK ``P*`` of THEORY.md §5 (``transition_points``, both attentions)."""
+    from copyhead_jax.theory.points import transition_points
+
+    def fn():
+        return transition_points(params, "both", objective)
+
+    if cache_dir is None:
+        return fn()
+    return cached(cache_dir, "ek-points", [params.to_dict(), objective], fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# SGLD posterior of selected runs
+
+
+def _sub_sweep(runs: Runs, P_list, seed_index: int) -> ch.SweepResult:
+    """The runs at ``P_list`` (one seed) as a sweep of their own (for ``run_sampler``)."""
+    P_list = sorted(int(p) for p in P_list)
+    arrays: dict[str, list] = {}
+    for p in P_list:
+        res, i = runs.part_of(p)
+        for k, v in res.arrays.items():
+            if k == "curve_epoch":
+                continue
+            arrays.setdefault(k, []).append(v[i, seed_index : seed_index + 1])
+    arr = {k: np.stack(v) for k, v in arrays.items()}
+    arr["curve_epoch"] = runs.parts[0]["curve_epoch"]
+    c = runs.cfg
+    cfg = c.replace(sweep=dict(P=tuple(P_list), n_seeds=1, seed=c.sweep.seed + seed_index))
+    return ch.SweepResult(config=cfg, arrays=arr, meta={})
+
+
+def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.ndarray]:
+    """SGLD posterior moments at ``P_list`` (warm-started from the fits), ``[nP, n_seeds]``:
+    mean and variance of ``c1, cG, r, psi, coverage, train_loss, U`` and chain health.
+
+    The step size of each compiled group is ``min(eta_max, eta_seq / P_eff)`` with ``P_eff``
+    the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
+    likelihood curvature grows like ``P_eff``.
+    """
+    from copyhead_jax.sample import PosteriorResult, run_sampler
+
+    sg = dict(spec.sgld)
+    eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")
+    P_list = sorted(int(p) for p in P_list if int(p) in runs)
+    cfg = runs.cfg
+    groups = group_P(
+        P_list, n_seeds=1, epochs=sg["n_steps"] * sg["n_chains"], L=cfg.task.L, cost=spec.cost
+    )
+    fields = ("c1", "cG", "r", "psi", "coverage", "train_loss", "U")
+    out = {
+        f"{f}_{m}": np.full((len(P_list), len(seeds)), np.nan)
+        for f in fields
+        for m in ("mean", "var")
+    }
+    for h in ("rhat_cG", "ess_cG", "accept_mean", "step_size"):
+        out[h] = np.full((len(P_list), len(seeds)), np.nan)
+    index = {p: i for i, p in enumerate(P_list)}
+    for j, s in enumerate(seeds):
+        for g in groups:
+            P_eff = g[-1] / (cfg.task.L if cfg.posterior.likelihood == "per_position" else 1)
+            eta = float(min(eta_max, eta_seq / max(P_eff, 1e-12)))
+            sgld = ch.SGLDConfig(step_size=eta, **sg)
+            sub = _sub_sweep(runs, g, s)
+            key = _digest([sub.config.to_dict(), dataclasses.asdict(sgld), code_version("engine")])
+            path = spec.cache_dir / f"post-{cfg.model.attention}-{key}.npz"
+            if path.exists():
+                post = PosteriorResult.load(path)
+            else:
+                t0 = time.time()
+                with _quiet_stderr():
+                    post = run_sampler(sub, sgld, out=path, progress=False)
+                log(
+                    f"  sampled {cfg.model.attention} P={g} seed {s} (eta={eta:.2g}) in "
+                    f"{time.time() - t0:.0f} s"
+                )
+            for f in fields:
+                m, v = post.moments(f)
+                for i, p in enumerate(g):
+                    out[f"{f}_mean"][index[p], j] = m[i, 0]
+                    out[f"{f}_var"][index[p], j] = v[i, 0]
+            for h in ("rhat_cG", "ess_cG", "accept_mean"):
+                a = np.asarray(post[h], float).reshape(len(g), 1, -1).mean(-1)
+                for i, p in enumerate(g):
+                    out[h][index[p], j] = a[i, 0]
+            for p in g:
+                out["step_size"][index[p], j] = eta
+    out["P"] = np.asarray(P_list)
+    return out
+
+
+@contextlib.contextmanager
+def quiet_nan():
+    """Ignore NumPy's all-NaN / empty-slice warnings (diverged or absent runs are NaN)."""
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Chain-health warnings are kept in the result (R-hat, ESS, acceptance), not printed."""
+    import io
+
+    old = sys.stderr
+    sys.stderr = io.StringIO()
+    try:
+        yield
+    finally:
+        sys.stderr = old
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def jsonable(x: Any) -> Any:
+    """NumPy/JAX values to JSON (NaN and inf become ``None``)."""
+    if isinstance(x, loc.Located):
+        return jsonable(x.to_dict())
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, Path):
+        return str(x)
+    if isinstance(x, np.ndarray | jax.Array):
+        return jsonable(np.asarray(x).tolist())
+    if isinstance(x, np.bool_ | bool):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(float(x)) else None
+    return x
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(jsonable(obj), indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def save_figure(fig, path: Path, dpi: int = 80) -> Path:
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def rel_err(measured, theory) -> float | None:
+    """``(measured - theory) / theory`` or ``None``."""
+    if measured is None or theory is None:
+        return None
+    m, t = float(measured), float(theory)
+    if not (math.isfinite(m) and math.isfinite(t)) or t == 0:
+        return None
+    return (m - t) / t
+
+
+def header(spec: Spec, t0: float) -> dict[str, Any]:
+    """Provenance of an artefact: mode, preset, engine config, settings, runtime, environment."""
+    from copyhead_jax.results import environment
+
+    return {
+        "artefact": spec.artefact,
+        "mode": spec.mode,
+        "preset": spec.preset,
+        "engine": spec.engine.to_dict(),
+        "softmax_train": spec.softmax_train,
+        "sgld": spec.sgld,
+        "settings": spec.settings,
+        "runtime_s": time.time() - t0,
+        "environment": environment(),
+        "command": f"copyhead reproduce {spec.artefact} --{spec.mode} --preset {spec.preset}",
+    }
+
+
+def P_grid_dense(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n`` log-spaced ``P`` in ``[lo, hi]`` (floats; the theory takes continuous ``P``)."""
+    return np.geomspace(lo, hi, n)
+
+
+def integer_grid(lo: float, hi: float, n: int) -> np.ndarray:
+    """About ``n`` distinct log-spaced integers in ``[max(lo, 1), hi]``."""
+    return np.unique(np.round(np.geomspace(max(lo, 1.0), max(hi, 1.0), n)).astype(int))

@@ -1,0 +1,49 @@
+"""``--tiny``: seconds-sized smoke runs (the test suite runs every artefact with this).
+
+L = 6, V = 3, width 16, 200 epochs, 1 seed, tiny grids and chains: it exercises every code path
+(sweeps, refinement, SGLD, finite-width and EK theory, tables, figures), not the physics. At
+L = 6 the softmax theory has no first-order transition; the artefacts must report that.
+"""
+
+ENGINE = dict(
+    task=dict(L=6, V=3, n_test=64),  # paper: L = 25, V = 5
+    model=dict(width=16),  # paper: 10,000
+    train=dict(
+        lr=2e-2,  # TINY's protocol
+        lr_scaling="mup",
+        schedule="cosine",
+        min_epochs=20,
+        max_epochs=200,
+        patience=20,
+        log_every=5,
+        train_embeddings=False,  # quenched (THEORY.md §2)
+    ),
+    sweep=dict(n_seeds=1, padding="max"),  # paper: 10 seeds
+)
+
+_SCALING = dict(n_seeds=1, rounds=0, n_new=1, max_run_s=5.0, n_grid=3)
+
+_PRESET = dict(
+    main=dict(
+        P_linear=[1, 2, 4, 8],
+        P_pool=[2, 4, 8],
+        P_copy=[4, 8],
+        sgld_linear=[2, 8],
+        sgld_softmax=[4, 8],
+        rounds=1,
+        n_new=1,
+        max_run_s=5.0,
+        theory_P=[0.1, 200.0],
+    ),
+    hysteresis=dict(rounds=1, n_new=1, P_linear_copy=[2, 8]),
+    scaling_L=dict(values=[5, 6], measure=["P_aG"], **_SCALING),  # L = 6 comes from main
+    scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
+)
+
+CONFIG = dict(
+    engine=ENGINE,
+    softmax_train=dict(max_epochs=100, min_epochs=20),
+    sgld=dict(eta_max=1e-3, eta_seq=5e-3, n_steps=40, burn_in=10, thin=5, n_chains=2, seed=1),
+    cost=dict(compile_s=10.0, seq_epoch_us=8.0),
+    presets=dict(plain=_PRESET, paper=_PRESET),
+)

@@ -1,0 +1,205 @@
+"""Artefact 2 (coverage ablation): how much of the measured attention matrices the two-parameter
+ansatz ``span{B1, B2}`` captures (THEORY.md §6 subspace cosine), for Adam (mean attention over
+the training set, and per sample) and SGLD, in the paper's P ranges: softmax over the whole grid,
+linear below, inside and above the copy crossover (regimes from the EK copy fraction psi); next
+to it, the theory-boundary agreement error; and where approximation A1 (token-independent
+logits) fails, with numbers.
+
+Reuses the main artefact's runs and posterior (same cache). Output:
+``results/coverage_{preset}.json``, ``figures/coverage_{preset}.png``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import common as C
+from . import main as M
+
+#: The paper's coverage claims (its ablation table), for the comparison column.
+PAPER_CLAIMS = {
+    "softmax": "> 99.8% (Adam and SGLD), boundary error < 2%",
+    "linear, outside the crossover": "> 98.5%, boundary error < 3%",
+    "linear, crossover (SGLD)": "82.4% - 91.0%",
+}
+A1_SAMPLE_COVERAGE = 0.9  # per-sample cosine below this: the attention is token-dependent (A1 off)
+
+
+def regimes(psi_ek, r_ek) -> list[str]:
+    """Linear regime of each ``P`` from the EK global minimiser."""
+    out = []
+    for psi, r in zip(psi_ek, r_ek):
+        if abs(r) < 1e-9 and psi == 0:
+            out.append("no attention (P < P_c1)")
+        elif psi < 0.1:
+            out.append("pooling (psi < 0.1)")
+        elif psi <= 0.9:
+            out.append("crossover (0.1 <= psi <= 0.9)")
+        else:
+            out.append("copying (psi > 0.9)")
+    return out
+
+
+def _stats(x) -> dict[str, float | None]:
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"min": None, "mean": None, "max": None, "n": 0}
+    return {"min": float(x.min()), "mean": float(x.mean()), "max": float(x.max()), "n": int(x.size)}
+
+
+def table_rows(res_main: dict, ek_lin: dict) -> list[dict[str, Any]]:
+    cur = res_main["curves"]
+    lin, pool = cur["linear"], cur["pool"]
+    pl, ps = cur.get("sgld_linear"), cur.get("sgld_softmax")
+    table = {r["key"]: r for r in res_main["table"]}
+    rows = []
+
+    def sgld_at(post, P):
+        if not post:
+            return np.full(len(P), np.nan)
+        Pp = np.asarray(post["P"])
+        cm = np.asarray(post["coverage_mean"], float).reshape(len(Pp), -1).mean(1)
+        return np.array([cm[Pp == p][0] if (Pp == p).any() else np.nan for p in P])
+
+    P = np.asarray(pool["P"])
+    t = table["P_aG"]
+    rows.append(
+        {
+            "attention": "softmax",
+            "regime": "whole grid",
+            "P_range": [int(P.min()), int(P.max())],
+            "adam_mean_A": _stats(pool["coverage"]),
+            "adam_per_sample": _stats(pool["sample_coverage"]),
+            "sgld": _stats(sgld_at(ps, P)),
+            "boundary": "P_aG",
+            "boundary_err_ek": t["rel_err_ek"],
+            "boundary_err_finite": t["rel_err_finite"],
+            "paper": PAPER_CLAIMS["softmax"],
+        }
+    )
+    P = np.asarray(lin["P"])
+    reg = np.asarray(regimes(ek_lin["psi"], ek_lin["r"]))
+    sg = sgld_at(pl, P)
+    for name in dict.fromkeys(reg):
+        idx = reg == name
+        key = "P_c1" if name.startswith(("no attention", "pooling")) else "P_cG"
+        t = table[key]
+        paper = (
+            PAPER_CLAIMS["linear, crossover (SGLD)"]
+            if name.startswith("crossover")
+            else PAPER_CLAIMS["linear, outside the crossover"]
+        )
+        rows.append(
+            {
+                "attention": "linear",
+                "regime": name,
+                "P_range": [int(P[idx].min()), int(P[idx].max())],
+                "adam_mean_A": _stats(np.asarray(lin["coverage"])[idx]),
+                "adam_per_sample": _stats(np.asarray(lin["sample_coverage"])[idx]),
+                "sgld": _stats(sg[idx]),
+                "boundary": key,
+                "boundary_err_ek": t["rel_err_ek"],
+                "boundary_err_finite": t["rel_err_finite"],
+                "paper": paper,
+            }
+        )
+    return rows
+
+
+def a1_failures(res_main: dict) -> list[dict[str, Any]]:
+    """Every measured ``P`` whose per-sample coverage is below ``A1_SAMPLE_COVERAGE``."""
+    out = []
+    for att, key in (("linear", "linear"), ("softmax", "pool")):
+        c = res_main["curves"][key]
+        for p, sc, mc in zip(c["P"], c["sample_coverage"], c["coverage"]):
+            if sc is not None and np.isfinite(sc) and sc < A1_SAMPLE_COVERAGE:
+                out.append(
+                    {"attention": att, "P": int(p), "per_sample": float(sc), "mean_A": float(mc)}
+                )
+    return out
+
+
+def figure(res: dict[str, Any], res_main: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    cur = res_main["curves"]
+    for a, att, key, post in (
+        (ax[0], "linear", "linear", "sgld_linear"),
+        (ax[1], "softmax", "pool", "sgld_softmax"),
+    ):
+        c = cur[key]
+        a.errorbar(
+            c["P"],
+            c["coverage"],
+            yerr=c["coverage_sd"],
+            fmt="o-",
+            ms=4,
+            capsize=2,
+            label="Adam, mean attention",
+        )
+        a.errorbar(
+            c["P"],
+            c["sample_coverage"],
+            yerr=c["sample_coverage_sd"],
+            fmt="x:",
+            ms=4,
+            capsize=2,
+            label="Adam, per sample",
+        )
+        p = cur.get(post)
+        if p:
+            a.plot(
+                p["P"],
+                np.asarray(p["coverage_mean"], float),
+                "^--",
+                mfc="none",
+                label="SGLD, mean attention",
+            )
+        a.axhline(A1_SAMPLE_COVERAGE, color="gray", lw=0.7, ls=":", label="A1 threshold")
+        a.set_xscale("log")
+        a.set_xlabel("P")
+        a.set_ylabel("subspace cosine")
+        a.set_title(f"{att} attention")
+        a.legend(fontsize=7)
+    lin = res["linear_regimes"]
+    colors = {"no": "0.9", "poo": "tab:green", "cro": "tab:orange", "cop": "tab:purple"}
+    for P, name in zip(lin["P"], lin["regime"]):
+        ax[0].axvline(P, color=colors.get(name[:3], "0.8"), alpha=0.25, lw=6)
+    h = res["header"]
+    fig.suptitle(
+        f"coverage, {h['preset']} preset, {h['mode']} (bands: linear regime from EK psi: "
+        "green pooling, orange crossover, purple copying)"
+    )
+    return fig
+
+
+def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    ms = C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
+    res_main = M.load_or_run(ms, out_dir)
+    th = spec.theory_params()
+    P_lin = np.asarray(res_main["curves"]["linear"]["P"], float)
+    ek_lin = C.ek_curves(th, P_lin, "linear", ("map",), spec.cache_dir)["map"]
+    res = {
+        "table": table_rows(res_main, ek_lin),
+        "a1_failures": a1_failures(res_main),
+        "a1_threshold": A1_SAMPLE_COVERAGE,
+        "linear_regimes": {"P": P_lin, "regime": regimes(ek_lin["psi"], ek_lin["r"])},
+    }
+    res["header"] = C.header(spec, t0)
+    png = C.save_figure(figure(res, res_main), out_dir / "figures" / f"coverage_{spec.preset}.png")
+    res["figure"] = str(png.relative_to(out_dir))
+    res["header"]["runtime_s"] = time.time() - t0
+    path = C.write_json(out_dir / "results" / f"coverage_{spec.preset}.json", res)
+    C.log(f"coverage {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
+    return res

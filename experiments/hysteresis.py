@@ -1,0 +1,168 @@
+"""Artefact 4 (hysteresis): first-order evidence. Near P*_aG, softmax runs started on the pooling
+branch (zero logits) and on the copy branch (logits ``init_copy_logit * G*``) end in different
+minima inside a window of P; the measured window is compared with the theory's spinodals (EK and
+finite width). Linear attention, started from the prior and from the copy pattern, shows none.
+
+Reuses the main artefact's runs (same configs, same cache) and refines the two window edges.
+Output: ``results/hysteresis_{preset}.json``, ``figures/hysteresis_{preset}.png``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import common as C
+from . import main as M
+
+
+def window_features(pool: C.Runs, copy: C.Runs) -> list[C.Feature]:
+    return [
+        C.Feature("lower", lambda: M.copy_fallback(pool, copy), [pool, copy]),
+        C.Feature("upper", lambda: M.window_top(pool, copy), [pool, copy]),
+        C.Feature("single", lambda: M.single_jump(pool), [pool]),
+        C.Feature("window", lambda: M.window_interior(pool, copy), [pool, copy]),
+    ]
+
+
+def figure(res: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
+    b = res["softmax"]
+    a = ax[0]
+    ek = res["theory_ek_softmax"]
+    mv = np.asarray(ek["minima_valid"], bool)
+    maG = np.where(mv, np.asarray(ek["minima_aG"], float), np.nan)
+    for k in range(maG.shape[1]):
+        a.plot(
+            ek["P"],
+            maG[:, k],
+            ".",
+            ms=2,
+            color="tab:red",
+            alpha=0.6,
+            label="EK local minima" if k == 0 else None,
+        )
+    for name, fmt, col in (("pool", "o", "tab:orange"), ("copy", "v", "tab:brown")):
+        a.errorbar(
+            b["P"],
+            b[f"aG_{name}"],
+            yerr=b[f"aG_{name}_sd"],
+            fmt=fmt,
+            color=col,
+            ms=4,
+            capsize=2,
+            label=f"Adam, {name} start",
+        )
+    sp = res["theory_ek_spinodals"]
+    if sp:
+        a.axvspan(sp[0], sp[1], color="tab:red", alpha=0.1, label="EK spinodal window")
+    w = res["measured_window"]
+    if w["lower"] and w["upper"]:
+        a.axvspan(w["lower"], w["upper"], color="tab:blue", alpha=0.1, label="measured window")
+    a.set_title("softmax: a_G from both starts")
+    a = ax[1]
+    a.plot(b["P"], b["dU_per_seq"], "o-", color="tab:red", label="(U_pool - U_copy)/P")
+    a.axhline(0, color="k", lw=0.6)
+    a.set_title("softmax: objective gap between the two starts")
+    a = ax[2]
+    lin = res["linear"]
+    if lin:
+        a.plot(lin["P"], lin["cG_prior"], "o-", label="Adam cG, prior start")
+        a.plot(lin["P"], lin["cG_copy"], "v--", label="Adam cG, copy start")
+        a.plot(
+            res["theory_ek_linear"]["P"], res["theory_ek_linear"]["cG"], "k:", label="EK theory cG"
+        )
+    a.set_title(
+        f"linear: both starts (max |dcG| = {(lin or {}).get('max_abs_dcG', float('nan')):.3g})"
+    )
+    for a in ax:
+        a.set_xscale("log")
+        a.set_xlabel("P")
+        a.legend(fontsize=7)
+    h = res["header"]
+    fig.suptitle(f"hysteresis, {h['preset']} preset, {h['mode']}")
+    return fig
+
+
+def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    s = spec.settings
+    ms = C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
+    m = M.collect(ms)
+    lin, pool, copy = m["lin"], m["pool"], m["copy"]
+    C.log(f"hysteresis {spec.preset}: refining the coexistence window")
+    found = C.adaptive(window_features(pool, copy), spec, rounds=s["rounds"], n_new=s["n_new"])
+    # linear: the same runs started from the copy pattern
+    lin_copy = C.Runs(lin.cfg.replace(train=dict(init_attention="copy")), "linear-copy", lin.P_cap)
+    C.measure(lin_copy, [p for p in s["P_linear_copy"] if p in lin], spec)
+    gap = M.linear_hysteresis_gap(lin, lin_copy)
+    th = spec.theory_params()
+    ek_pts = C.ek_points(th, "map", spec.cache_dir)
+    P_th = C.P_grid_dense(ms.settings["theory_P"][0], ms.settings["theory_P"][1], 120)
+    ek_soft = C.ek_curves(th, P_th, "softmax", ("map",), spec.cache_dir)["map"]
+    ek_lin = C.ek_curves(th, P_th, "linear", ("map",), spec.cache_dir)["map"]
+    lo, hi = max(1.0, ms.settings["theory_P"][0]), ms.settings["theory_P"][1]
+    fin = M.finite_width(ms, pool, "softmax", C.integer_grid(lo, hi, M.FINITE_DENSE))
+    fs = fin["summary"]
+    P = M.common_P(pool, copy)
+    with C.quiet_nan():
+        softmax = {
+            "P": P,
+            "aG_pool": np.nanmean(pool.masked("cG", P), 1),
+            "aG_pool_sd": np.nanstd(pool.masked("cG", P), 1),
+            "aG_copy": np.nanmean(copy.masked("cG", P), 1),
+            "aG_copy_sd": np.nanstd(copy.masked("cG", P), 1),
+            "dU_per_seq": np.nanmean((pool.masked("U", P) - copy.masked("U", P)) / P[:, None], 1),
+            "distinct": M.distinct_branches(pool, copy, P).mean(1),
+            "grad_norm_span_pool": np.nanmax(pool.masked("grad_norm_span", P), 1),
+            "grad_norm_span_copy": np.nanmax(copy.masked("grad_norm_span", P), 1),
+        }
+    w_lo, w_hi = found["lower"], found["upper"]
+    sp = ek_pts.get("spinodals")
+    fin_sp = [fs.get("spinodal_lo", {}).get("mean"), fs.get("spinodal_hi", {}).get("mean")]
+    n_min_lin = int(np.max(ek_lin["n_min"]))
+    res = {
+        "measured_window": {"lower": w_lo.P_star, "upper": w_hi.P_star},
+        "measured_window_located": {"lower": w_lo.to_dict(), "upper": w_hi.to_dict()},
+        "single_start_jump": found["single"].to_dict(),
+        "theory_ek_spinodals": sp,
+        "theory_ek_P_aG": ek_pts.get("P_aG"),
+        "theory_finite_spinodals": fin_sp,
+        "theory_finite_P_aG": fs.get("P_aG", {}).get("mean"),
+        "rel_err": {
+            "lower_vs_ek": C.rel_err(w_lo.P_star, sp[0] if sp else None),
+            "upper_vs_ek": C.rel_err(w_hi.P_star, sp[1] if sp else None),
+            "lower_vs_finite": C.rel_err(w_lo.P_star, fin_sp[0]),
+            "upper_vs_finite": C.rel_err(w_hi.P_star, fin_sp[1]),
+            "single_vs_ek_upper_spinodal": C.rel_err(found["single"].P_star, sp[1] if sp else None),
+        },
+        "softmax": softmax,
+        "linear": None
+        if gap is None
+        else {
+            "P": gap["P"],
+            "max_abs_dcG": gap["max_abs_dcG"],
+            "dU_per_seq": gap["dU_per_seq"],
+            "cG_prior": np.nanmean(lin.masked("cG", gap["P"]), 1),
+            "cG_copy": np.nanmean(lin_copy.masked("cG", gap["P"]), 1),
+            "theory_ek_max_local_minima": n_min_lin,
+        },
+        "theory_ek_softmax": {k: ek_soft[k] for k in ("P", "aG", "minima_aG", "minima_valid")},
+        "theory_ek_linear": {k: ek_lin[k] for k in ("P", "cG", "n_min")},
+    }
+    res["header"] = C.header(spec, t0)
+    png = C.save_figure(figure(res), out_dir / "figures" / f"hysteresis_{spec.preset}.png")
+    res["figure"] = str(png.relative_to(out_dir))
+    res["header"]["runtime_s"] = time.time() - t0
+    path = C.write_json(out_dir / "results" / f"hysteresis_{spec.preset}.json", res)
+    C.log(f"hysteresis {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
+    return res

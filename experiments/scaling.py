@@ -1,0 +1,341 @@
+"""Artefact 3 (scaling): the transition points versus L at fixed V (``scaling-L``) and versus V
+at fixed L (``scaling-V``): EK theory, finite-width theory and measurement (each P* located and
+refined as in the main artefact, on a grid placed around the theory's value and widened when the
+feature is not bracketed), power-law exponents fitted to each and compared with the paper's laws
+``P*_c1 ~ V^2``, ``P*_cG ~ L^{3/2} V^{1/2}``, ``P*_aG ~ L ln^2 L``; phase diagrams in (L, P) and
+(V, P) with the theory boundaries and the measured points.
+
+A P* whose grid would need runs longer than ``max_run_s`` is reported as out of reach.
+Output: ``results/scaling-{L,V}_{preset}.json``, ``figures/scaling-{L,V}_{preset}.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import common as C
+from . import main as M
+
+#: The paper's laws as functions of (L, V); P_aG's V dependence is not stated (taken as none).
+LAWS = {
+    "P_c1": ("V^2", lambda L, V: np.asarray(V, float) ** 2 + 0.0 * np.asarray(L, float)),
+    "P_cG": (
+        "L^{3/2} V^{1/2}",
+        lambda L, V: np.asarray(L, float) ** 1.5 * np.asarray(V, float) ** 0.5,
+    ),
+    "P_aG": (
+        "L ln^2 L",
+        lambda L, V: np.asarray(L, float) * np.log(L) ** 2 + 0.0 * np.asarray(V, float),
+    ),
+}
+KEYS = ("P_c1", "P_cG", "P_aG")
+
+
+def _theory_row(table: dict, i: int) -> dict[str, Any]:
+    row = {}
+    for k in ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodal_lo", "spinodal_hi", "P_aG_crossover"):
+        if k in table:
+            v = float(np.asarray(table[k]).ravel()[i])
+            row[k] = v if np.isfinite(v) else None
+    fo = np.asarray(table.get("first_order", np.ones(1, bool))).ravel()
+    row["first_order"] = bool(fo[i]) if fo.size > i else None
+    return row
+
+
+def grids(th: dict[str, Any], which, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Coarse grids around the theory's P*: linear over [P_c1/3, 3 P_cG] (the measured parts),
+    softmax over [P_s-/1.5, 1.5 P_s+] (or around the crossover if not first order)."""
+    lo, hi = [], []
+    if "P_c1" in which and th.get("P_c1"):
+        lo.append(th["P_c1"] / 3.0)
+        hi.append(th["P_c1"] * 3.0)
+    if "P_cG" in which and th.get("P_cG"):
+        lo.append(th["P_cG"] / 3.0)
+        hi.append(th["P_cG"] * 3.0)
+    lin = C.integer_grid(min(lo), max(hi), n) if lo else np.zeros(0, int)
+    soft = np.zeros(0, int)
+    if "P_aG" in which:
+        a = th.get("P_aG") or th.get("P_aG_crossover")
+        s_lo = min(x for x in (th.get("spinodal_lo"), a) if x) / 1.5
+        s_hi = max(x for x in (th.get("spinodal_hi"), a) if x) * 1.5
+        soft = C.integer_grid(s_lo, s_hi, n)
+    return lin, soft
+
+
+def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
+    s = spec.settings
+    which = tuple(s["measure"])
+    lin, pool, copy = M.branch_runs(spec, **{axis: int(value)})
+    g_lin, g_soft = grids(th, which, s["n_grid"])
+    C.log(
+        f"{spec.artefact} {spec.preset}: {axis}={value} (caps: linear {lin.P_cap}, "
+        f"softmax {pool.P_cap})"
+    )
+    C.measure(lin, g_lin, spec)
+    C.measure(pool, g_soft, spec)
+    C.measure(copy, g_soft, spec)
+    feats = [f for f in M.features(lin, pool, copy, which) if len(f.runs[0].P) >= 2]
+    found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
+    out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
+    for k in KEYS:
+        if k not in which:
+            out["measured"][k] = None
+            continue
+        L_ = found.get(k)
+        runs = lin if k != "P_aG" else pool
+        need = (th.get(k) or th.get("P_aG_crossover") or 0) * 1.5
+        out["reach"][k] = {"P_cap": runs.P_cap, "in_reach": bool(need <= runs.P_cap)}
+        out["measured"][k] = None if L_ is None else L_.to_dict()
+    if s.get("finite", True):
+        fin = {}
+        if len(lin.P):
+            fin.update(
+                M.finite_width(
+                    spec,
+                    lin,
+                    "linear",
+                    C.integer_grid(max(1, g_lin.min() / 3), g_lin.max() * 3, M.FINITE_DENSE),
+                )["summary"]
+            )
+        if len(pool.P):
+            fin.update(
+                M.finite_width(
+                    spec,
+                    pool,
+                    "softmax",
+                    C.integer_grid(max(1, g_soft.min() / 2), g_soft.max() * 2, M.FINITE_DENSE),
+                )["summary"]
+            )
+        out["theory_finite"] = {
+            k: (fin.get(k) or {}).get("mean")
+            for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
+        }
+    out["n_seeds"] = lin.cfg.sweep.n_seeds
+    return out
+
+
+def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
+    """The main artefact's measurement at the preset's (L, V), if it is in ``out_dir``."""
+    path = out_dir / "results" / f"main_{spec.preset}.json"
+    if not path.exists():
+        return None
+    res = json.loads(path.read_text())
+    if res.get("header", {}).get("mode") != spec.mode:
+        return None
+    meas = {k: res["measured"].get(k) for k in KEYS}
+    fin = {
+        k: (
+            res["theory_finite"]["linear"].get(k) or res["theory_finite"]["softmax"].get(k) or {}
+        ).get("mean")
+        for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
+    }
+    return {
+        "measured": meas,
+        "theory_finite": fin,
+        "from_main": True,
+        "n_seeds": res["header"]["engine"]["sweep"]["n_seeds"],
+        "reach": {k: {"P_cap": None, "in_reach": True} for k in KEYS},
+    }
+
+
+def fits(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:
+    from copyhead_jax.theory.scaling import fit_power_law
+
+    x = np.asarray(values, float)
+    out = {}
+    for k in KEYS:
+        law_name, law = LAWS[k]
+        L = x if axis == "L" else np.full_like(x, base["L"])
+        V = x if axis == "V" else np.full_like(x, base["V"])
+        # no first-order transition at some (L, V): the softmax crossover stands in (flagged)
+        ek_of = lambda r: (
+            r["theory_ek"].get(k)
+            or (  # noqa: E731
+                r["theory_ek"].get("P_aG_crossover") if k == "P_aG" else None
+            )
+        )
+        ek = np.array([ek_of(r) or np.nan for r in rows], float)
+        fin = np.array([(r.get("theory_finite") or {}).get(k) or np.nan for r in rows], float)
+        me = np.array(
+            [
+                np.nan
+                if not (r["measured"].get(k) or {}).get("bracketed")
+                else r["measured"][k]["P_star"]
+                for r in rows
+            ],
+            float,
+        )
+        out[k] = {
+            "paper_law": law_name,
+            "paper_exponent": fit_power_law(x, law(L, V))["exponent"],
+            "theory_ek": fit_power_law(x, ek),
+            "theory_finite": fit_power_law(x, fin),
+            "measured": fit_power_law(x, me),
+            "measured_points": int(np.isfinite(me).sum()),
+            "theory_uses_crossover": [
+                bool(k == "P_aG" and r["theory_ek"].get(k) is None) for r in rows
+            ],
+        }
+    return out
+
+
+def figure(res: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axis = res["axis"]
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
+    pd = res["phase"]
+    colors = {"P_c1": "tab:green", "P_cG": "tab:blue", "P_aG": "tab:red"}
+    for a, att, field, title in (
+        (ax[0], "linear", "psi", "linear: EK copy fraction psi"),
+        (ax[1], "softmax", "aG", "softmax: EK a_G"),
+    ):
+        d = pd[att]
+        z = np.asarray(d[field], float)
+        m = a.pcolormesh(d["values"], d["P"], z.T, shading="nearest", cmap="viridis")
+        fig.colorbar(m, ax=a)
+        keys = ("P_c1", "P_cG") if att == "linear" else ("P_aG", "spinodal_lo", "spinodal_hi")
+        for k in keys:
+            y = np.asarray([np.nan if v is None else v for v in pd["boundaries"][k]], float)
+            a.plot(pd["boundary_values"], y, "--" if "spin" in k else "-", color="w", lw=1.2)
+        for k in ("P_c1", "P_cG") if att == "linear" else ("P_aG",):
+            for r in res["rows"]:
+                mk = r["measured"].get(k)
+                if mk and mk.get("bracketed"):
+                    lo, hi = mk["bracket"]
+                    a.errorbar(
+                        [r["value"]],
+                        [mk["P_star"]],
+                        yerr=[[mk["P_star"] - lo], [hi - mk["P_star"]]],
+                        fmt="o",
+                        color=colors[k],
+                        mec="w",
+                        capsize=3,
+                    )
+        a.set_yscale("log")
+        a.set_xlabel(axis)
+        a.set_ylabel("P")
+        a.set_title(title + " (lines: EK P*, dots: measured)")
+    a = ax[2]
+    x = np.asarray(res["values"], float)
+    for k in KEYS:
+        ek = [r["theory_ek"].get(k) for r in res["rows"]]
+        a.plot(
+            x,
+            [np.nan if v is None else v for v in ek],
+            "-",
+            color=colors[k],
+            label=f"{k} EK (k={_fmt(res['fits'][k]['theory_ek']['exponent'])})",
+        )
+        fin = [(r.get("theory_finite") or {}).get(k) for r in res["rows"]]
+        a.plot(
+            x,
+            [np.nan if v is None else v for v in fin],
+            ":",
+            color=colors[k],
+            label=f"{k} finite width",
+        )
+        me = [(r["measured"].get(k) or {}) for r in res["rows"]]
+        y = [m["P_star"] if m.get("bracketed") else np.nan for m in me]
+        a.plot(
+            x,
+            y,
+            "o",
+            color=colors[k],
+            label=f"{k} measured (k={_fmt(res['fits'][k]['measured']['exponent'])}; "
+            f"paper {res['fits'][k]['paper_law']}: "
+            f"{_fmt(res['fits'][k]['paper_exponent'])})",
+        )
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xlabel(axis)
+    a.set_ylabel("P*")
+    a.legend(fontsize=6)
+    a.set_title("P* and fitted exponents")
+    h = res["header"]
+    fig.suptitle(f"{h['artefact']}, {h['preset']} preset, {h['mode']}")
+    return fig
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    from copyhead_jax.theory.scaling import phase_diagram, scaling_table
+
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    axis = {"scaling-L": "L", "scaling-V": "V"}[spec.artefact]
+    s = spec.settings
+    values = [int(v) for v in s["values"]]
+    base = {"L": spec.engine.task.L, "V": spec.engine.task.V}
+    th0 = spec.theory_params()
+    kw = {"L_values" if axis == "L" else "V_values": values}
+    table = C.cached(
+        spec.cache_dir,
+        "scaling-table",
+        [th0.to_dict(), axis, values],
+        lambda: scaling_table(th0, **kw),
+    )
+    rows = []
+    for i, v in enumerate(values):
+        th = _theory_row(table, i)
+        got = from_main(spec, out_dir) if v == base[axis] else None
+        row = got if got is not None else measure_point(spec, axis, v, th)
+        row.update(value=v, theory_ek=th)
+        rows.append(row)
+    # phase diagrams on a dense axis
+    dense = list(range(min(values), max(values) + 1))
+    lo = min(
+        min(x for x in (r["theory_ek"].get("P_c1"), r["theory_ek"].get("P_aG")) if x) for r in rows
+    )
+    hi = max(
+        max(x for x in (r["theory_ek"].get("P_cG"), r["theory_ek"].get("spinodal_hi")) if x)
+        for r in rows
+    )
+    P_pd = C.P_grid_dense(lo / 4.0, hi * 4.0, 60)
+    kwd = {"L_values" if axis == "L" else "V_values": dense}
+
+    def phase():
+        out = {a: phase_diagram(th0, P_pd, attention=a, **kwd) for a in ("linear", "softmax")}
+        return {
+            a: {k: out[a][k] for k in ("P", "values", "psi" if a == "linear" else "aG")}
+            for a in out
+        }
+
+    pdg = C.cached(spec.cache_dir, "phase", [th0.to_dict(), axis, dense, P_pd.tolist()], phase)
+    dtab = C.cached(
+        spec.cache_dir,
+        "scaling-table",
+        [th0.to_dict(), axis, dense],
+        lambda: scaling_table(th0, **kwd),
+    )
+    pdg["boundary_values"] = dense
+    pdg["boundaries"] = {
+        k: [_theory_row(dtab, i).get(k) for i in range(len(dense))]
+        for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
+    }
+    res = {
+        "axis": axis,
+        "values": values,
+        "fixed": {k: v for k, v in base.items() if k != axis},
+        "rows": rows,
+        "fits": fits(values, rows, axis, base),
+        "phase": pdg,
+    }
+    res["header"] = C.header(spec, t0)
+    png = C.save_figure(figure(res), out_dir / "figures" / f"{spec.artefact}_{spec.preset}.png")
+    res["figure"] = str(png.relative_to(out_dir))
+    res["header"]["runtime_s"] = time.time() - t0
+    path = C.write_json(out_dir / "results" / f"{spec.artefact}_{spec.preset}.json", res)
+    C.log(f"{spec.artefact} {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
+    return res

@@ -1,0 +1,241 @@
+"""Every reproduction artefact runs end to end on the tiny config and writes its table and figure.
+
+The artefacts share one cache (main's runs are reused by coverage, hysteresis and scaling, as in
+``copyhead reproduce all``), so the module runs main once.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from experiments import common as C  # noqa: E402
+from experiments import coverage, hysteresis, report, scaling  # noqa: E402
+from experiments import main as M  # noqa: E402
+
+MAX_PNG = 300 * 1024
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("reproduce")
+    return base / "out", base / "cache"
+
+
+def spec(dirs, artefact, preset="plain"):
+    return C.load_spec("tiny", preset, artefact, dirs[1])
+
+
+@pytest.fixture(scope="module")
+def main_result(dirs):
+    return M.main(spec(dirs, "main"), dirs[0])
+
+
+def _written(out, name):
+    js, png = out / "results" / f"{name}.json", out / "figures" / f"{name}.png"
+    assert js.is_file() and png.is_file()
+    assert 0 < png.stat().st_size < MAX_PNG
+    return json.loads(js.read_text())
+
+
+def test_main_writes_table_and_figure(main_result, dirs):
+    res = _written(dirs[0], "main_plain")
+    keys = [r["key"] for r in res["table"]]
+    assert keys == ["P_c1", "P_cG", "P_aG"]
+    for r in res["table"]:
+        assert r["theory_ek"] is not None and r["theory_ek"] > 0
+        assert r["measured_text"]
+    # each measured P* is a located record: bracketed with a bracket, or says where it lies
+    for k, m in res["measured"].items():
+        assert m["bracketed"] == (m["bracket"] is not None), k
+        if not m["bracketed"] and m["P_star"] is None:
+            assert m["side"] in ("below", "above", None)
+    lin = res["curves"]["linear"]
+    assert len(lin["P"]) >= len(spec(dirs, "main").settings["P_linear"])
+    assert all(0 <= c <= 1.0 + 1e-6 for c in lin["coverage"] if c is not None)
+    # the tiny task (L = 6) has no first-order transition: the theory says so, nothing crashes
+    assert res["theory_ek_points"]["first_order"] is False
+    assert res["header"]["environment"]["versions"]["jax"]
+    assert res["curves"]["sgld_linear"]["P"]
+
+
+def test_coverage_reuses_main(main_result, dirs):
+    res = coverage.main(spec(dirs, "coverage"), dirs[0])
+    written = _written(dirs[0], "coverage_plain")
+    atts = {r["attention"] for r in written["table"]}
+    assert atts == {"linear", "softmax"}
+    for r in res["table"]:
+        assert r["adam_mean_A"]["n"] > 0
+    assert res["header"]["runtime_s"] < 120  # main's runs were reused, not redone
+
+
+def test_hysteresis(main_result, dirs):
+    res = hysteresis.main(spec(dirs, "hysteresis"), dirs[0])
+    written = _written(dirs[0], "hysteresis_plain")
+    assert set(written["measured_window"]) == {"lower", "upper"}
+    assert written["linear"]["max_abs_dcG"] >= 0
+    assert len(res["softmax"]["P"]) >= 2
+
+
+@pytest.mark.parametrize("artefact", ["scaling-L", "scaling-V"])
+def test_scaling(main_result, dirs, artefact):
+    res = scaling.main(spec(dirs, artefact), dirs[0])
+    written = _written(dirs[0], f"{artefact}_plain")
+    axis = artefact[-1]
+    assert written["axis"] == axis
+    assert [r["value"] for r in written["rows"]] == spec(dirs, artefact).settings["values"]
+    for k in ("P_c1", "P_cG", "P_aG"):
+        fit = written["fits"][k]
+        assert fit["theory_ek"]["n"] >= 1 and fit["paper_exponent"] is not None
+    # the preset's own (L, V) point is taken from main's measurement, not measured again
+    base = {"L": 6, "V": 3}[axis]
+    row = next(r for r in res["rows"] if r["value"] == base)
+    assert row.get("from_main") is True
+
+
+def test_report_renders_every_section(main_result, dirs):
+    for a in ("coverage", "hysteresis", "scaling-L", "scaling-V"):
+        if not (dirs[0] / "results" / f"{a}_plain.json").exists():
+            pytest.skip("needs the other artefacts of this module")
+    path = report.main(dirs[0], mode="tiny")
+    text = path.read_text()
+    for heading in (
+        "## 1. Main",
+        "## 2. Coverage",
+        "## 3. Scaling",
+        "## 4. Hysteresis",
+        "## 5. Disagreements",
+        "## 6. Out of reach",
+    ):
+        assert heading in text
+    assert "| mechanism |" in text and "figures/main_plain.png" in text
+
+
+def test_cli_reuses_the_cache(main_result, dirs):
+    from copyhead_jax.cli import main as cli
+
+    rc = cli(
+        [
+            "reproduce",
+            "main",
+            "--tiny",
+            "--preset",
+            "plain",
+            "--out",
+            str(dirs[0]),
+            "--cache",
+            str(dirs[1]),
+        ]
+    )
+    assert rc == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces
+
+
+def test_seed_data_and_embeddings_match_the_sweep(main_result, dirs):
+    # the finite-width theory must see exactly the run's training set and embeddings
+    from copyhead_jax.sweep import _all_inputs
+
+    lin, _, _ = M.branch_runs(spec(dirs, "main"))
+    C.measure(lin, [4], spec(dirs, "main"))
+    cfg = lin.cfg.replace(sweep=dict(P=(4,)))
+    inp = _all_inputs(cfg, None)
+    assert np.array_equal(C.seed_tokens(cfg, 0, 4), np.asarray(inp.train[0]))
+    np.testing.assert_allclose(C.seed_gram(cfg, 0), C.run_gram(lin, 4, 0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["plain", "paper"])
+def test_span_action_equals_the_theory_action(preset):
+    # the reduced (precomputed quadratic) action is the theory's finite action on the ansatz,
+    # to float64 rounding, for both attentions and both convention switches
+    from copyhead_jax.theory.action import basis, finite_action, shift_matrix
+
+    cfg = ch.TINY.replace(sweep=dict(seed=5))
+    th = C.load_spec("tiny", preset, "main", ".").theory_params()
+    toks, gram = C.seed_tokens(cfg, 0, 7), C.seed_gram(cfg, 0)
+    S4, S2 = C._stats_for(toks, [7], th.V)
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        B1, B2 = basis(th.L)
+        lin = C.SpanAction(S4[0], S2[0], 7, gram, th, "linear")
+        soft = C.SpanAction(S4[0], S2[0], 7, gram, th, "softmax")
+        for c1, cG, beta in rng.normal(0, 2, (4, 3)):
+            ref = finite_action(c1 * B1 + cG * B2, tokens=toks, gram=gram, params=th)
+            assert lin.linear(np.array([c1]), np.array([cG]))[0] == pytest.approx(
+                float(ref), rel=1e-10
+            )
+            ref = finite_action(beta * shift_matrix(th.L), tokens=toks, gram=gram, params=th,
+                                attention="softmax")  # fmt: skip
+            assert soft.softmax(np.array([beta]))[0] == pytest.approx(float(ref), rel=1e-10)
+
+
+def test_finite_theory_matches_the_public_minimiser():
+    from copyhead_jax.theory.minima import finite_theory_minimum
+
+    cfg = ch.TINY.replace(sweep=dict(seed=3))
+    th = C.Spec.theory_params(C.load_spec("tiny", "plain", "main", "."))
+    toks, gram = C.seed_tokens(cfg, 0, 8), C.seed_gram(cfg, 0)
+    mine = C.finite_theory(th, "linear", [toks], [gram], [8])
+    ref = finite_theory_minimum(tokens=toks, gram=gram, params=th, attention="linear")
+    # same action and minimiser; only the grid differs (tolerance: Newton convergence)
+    np.testing.assert_allclose(
+        [mine["c1"][0, 0], mine["cG"][0, 0]], [ref["c1"], ref["cG"]], rtol=1e-5, atol=1e-7
+    )
+
+
+def test_group_P_partitions_and_beats_single_groups():
+    P = [1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024]
+    cost = dict(compile_s=10.0, seq_epoch_us=8.0)
+    g = C.group_P(P, n_seeds=2, epochs=4000, L=25, cost=cost)
+    assert [p for grp in g for p in grp] == P
+
+    def total(groups):
+        return sum(10.0 + 8e-6 * 4000 * 2 * len(x) * max(x) for x in groups)
+
+    assert total(g) <= total([P]) + 1e-9
+    assert total(g) <= total([[p] for p in P]) + 1e-9
+    assert C.group_P([], n_seeds=1, epochs=1, L=25, cost=cost) == []
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (("fast", "plain", "main"), "mode must be one of"),
+        (("tiny", "gpt", "main"), "preset must be one of"),
+        (("tiny", "plain", "table"), "artefact must be one of"),
+    ],
+)
+def test_load_spec_names_bad_input(args, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        C.load_spec(*args, tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["quick", "full", "tiny"])
+def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
+    for preset in ("plain", "paper"):
+        for a in C.ARTEFACTS:
+            s = C.load_spec(mode, preset, a, tmp_path)
+            for att in ("linear", "softmax"):
+                assert s.engine_for(att).model.attention == att
+            if a == "main":
+                for k in ("P_linear", "P_pool", "P_copy", "rounds", "max_run_s", "theory_P"):
+                    assert k in s.settings, (mode, preset, k)
+    full = C.load_spec("full", "paper", "main", tmp_path).engine
+    # --full is the paper's configuration
+    assert full.model.width == 10_000 and full.sweep.n_seeds == 10
+    assert full.train.lr == 1e-5 and full.train.train_embeddings
+
+
+def test_jsonable_handles_nan_and_arrays():
+    out = C.jsonable({"a": np.array([1.0, np.nan]), "b": np.float32(2.5), "c": jax.numpy.ones(2)})
+    assert out == {"a": [1.0, None], "b": 2.5, "c": [1.0, 1.0]}
