@@ -15,7 +15,9 @@ Same potential (Bayesian logistic regression, full batch), same chains, same loo
 Prints the ratios (blackjax time / candidate time) and writes
 ``benchmarks/results/bench_sgld.json``.
 
-    python benchmarks/bench_sgld.py [--chains 1 16 64] [--steps 2000] [--repeats 7]
+    python benchmarks/bench_sgld.py [--quick] [--chains 1 16 64] [--steps 2000] [--repeats 7]
+
+``--quick``: 500 steps and 5 rounds unless given.
 
 ``blackjax`` is a benchmark-only extra (``pip install blackjax``); the package never imports it.
 """
@@ -23,6 +25,7 @@ Prints the ratios (blackjax time / candidate time) and writes
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import json
 import os
@@ -158,13 +161,16 @@ def maxrss_mb() -> float:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--chains", type=int, nargs="+", default=[1, 16, 64])
-    p.add_argument("--steps", type=int, default=2000)
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--steps", type=int, default=None, help="default 2000 (500 with --quick)")
+    p.add_argument("--repeats", type=int, default=None, help="default 7 (5 with --quick)")
+    p.add_argument("--quick", action="store_true", help="fewer steps and rounds")
     p.add_argument("--n-data", type=int, default=1000)
     p.add_argument("--n-features", type=int, default=299)
     p.add_argument("--step-size", type=float, default=1e-3)
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
+    a.steps = a.steps or (500 if a.quick else 2000)
+    a.repeats = a.repeats or (5 if a.quick else 7)
 
     load0 = os.getloadavg()
     potential, init = make_problem(a.n_data, a.n_features)
@@ -213,11 +219,14 @@ def main(argv=None) -> dict:
             "dtype": "float32",
             "step_size": a.step_size,
         },
+        "quick": a.quick,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "target_ratio": 1.2,
         "ratio": "blackjax time / candidate time: best wall of the repeats (ratio_vs_blackjax), "
         "median wall, best process CPU time (robust to a loaded machine)",
         "load_average": {"start": load0, "end": os.getloadavg()},  # others' jobs on the machine
         "results": rows,
+        "maxrss_mb": maxrss_mb(),
         "platform": {
             "system": platform.platform(),
             "machine": platform.machine(),

@@ -23,6 +23,8 @@ with 4x the bytes of W^G (weights, gradient, two Adam moments).
 
     python benchmarks/bench_sweep.py [--quick] [--widths 64 256 1024] [--runs 1 16 64]
 
+``--quick``: widths 64 and 1024, 1 and 64 runs, 2 rounds (a couple of minutes on 2 cores).
+
 Writes ``benchmarks/results/bench_sweep.json`` (with platform and package versions) and prints a
 markdown table. Every figure is the minimum over ``--repeats`` rounds (medians are saved too).
 torch is a benchmark-only extra.
@@ -31,8 +33,10 @@ torch is a benchmark-only extra.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import resource
 import sys
 import time
 from pathlib import Path
@@ -314,7 +318,7 @@ def main(argv=None) -> dict:
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
     widths = a.widths or ([64, 1024] if a.quick else [64, 256, 1024])
-    runs_grid = a.runs or ([1, 16] if a.quick else [1, 16, 64])
+    runs_grid = a.runs or ([1, 64] if a.quick else [1, 16, 64])
     atts = a.attention or ["softmax", "linear"]
     repeats = a.repeats or (2 if a.quick else 3)
     n_logs = 1  # LOG_EVERY run-steps per timed segment and run
@@ -367,11 +371,13 @@ def main(argv=None) -> dict:
         "kind": "copyhead_jax.bench_sweep",
         "environment": {**environment(), "torch": _torch_version()},
         "quick": a.quick,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "peaks": peaks,
         "protocol": "SMALL preset (quenched embeddings, muP Adam), L=25, V=5, all P rows valid",
         "rows": rows,
         "per_run_memory": memory,
         "memory_target_met": big["ratio_to_4_W_G"] <= 1.0,
+        "maxrss_mb": maxrss_mb(),  # this process's peak resident memory (host)
     }
     print()
     print(markdown_table(rows))
@@ -380,6 +386,11 @@ def main(argv=None) -> dict:
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def maxrss_mb() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return kb / 1024 / (1024 if sys.platform == "darwin" else 1)
 
 
 def _torch_version():
