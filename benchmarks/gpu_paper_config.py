@@ -37,7 +37,9 @@ def train_stage(cfg, attention: str) -> dict:
     """One sweep of the paper grid; per-chunk wall times separate compilation from steady state."""
     c = cfg.replace(model=dict(attention=attention))
     stamps = [time.perf_counter()]
-    res = ch.run_sweep(c, keep_params=False, on_chunk=lambda i, n: stamps.append(time.perf_counter()))
+    res = ch.run_sweep(
+        c, keep_params=False, on_chunk=lambda i, n: stamps.append(time.perf_counter())
+    )
     wall = time.perf_counter() - stamps[0]
     chunk_s = np.diff(stamps)
     C = res.meta["chunk_runs"]
