@@ -81,10 +81,18 @@ def machine_peaks(quick: bool) -> dict:
         flops[f"jax_{n}"] = 2 * n**3 / _best_time(lambda: mm(a, b).block_until_ready(), rep)
     try:
         import torch
+        from torch_baseline import device
 
+        dev = device()
+        sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
         for n in (1024, 2048):
-            a, b = torch.randn(n, n), torch.randn(n, n)
-            flops[f"torch_{n}"] = 2 * n**3 / _best_time(lambda: a @ b, rep)
+            a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+
+            def mm_torch(a=a, b=b):
+                a @ b
+                sync()
+
+            flops[f"torch_{n}"] = 2 * n**3 / _best_time(mm_torch, rep)
     except ImportError:
         pass
     n = 64 * 2**20  # 256 MiB of float32

@@ -31,6 +31,14 @@ def lr_at(step: int, *, lr: float, warm: int, total: int, schedule: str, final_f
     return lr * ((1 - final_frac) * cos + final_frac)
 
 
+def device() -> torch.device:
+    """CUDA when JAX runs on a GPU too (the comparison is then GPU against GPU), else CPU."""
+    import jax
+
+    gpu = torch.cuda.is_available() and jax.default_backend() == "gpu"
+    return torch.device("cuda" if gpu else "cpu")
+
+
 class TorchRun:
     """One run: weights (from the JAX init, so both start from the same point), Adam, data."""
 
@@ -39,7 +47,8 @@ class TorchRun:
             torch.set_num_threads(threads)
         t, m = cfg.train, cfg.model
         self.cfg = cfg
-        f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32)
+        dev = self.device = device()
+        f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32, device=dev)
         self.W_E, self.b = f32(head.W_E), f32(head.b)
         self.W_G, self.W_O_hat = f32(head.W_G), f32(head.W_O_hat)
         self.N, self.V = self.W_G.shape[0], self.W_E.shape[1]
@@ -65,8 +74,8 @@ class TorchRun:
             self.opt = torch.optim.Adam(groups, betas=(t.b1, t.b2), eps=t.eps, fused=True)
         except (RuntimeError, TypeError):
             self.opt = torch.optim.Adam(groups, betas=(t.b1, t.b2), eps=t.eps, foreach=True)
-        self.t = torch.tensor(np.asarray(tokens), dtype=torch.long)  # [P, L]
-        self.keep = torch.tensor(np.asarray(mask) > 0)
+        self.t = torch.tensor(np.asarray(tokens), dtype=torch.long, device=dev)  # [P, L]
+        self.keep = torch.tensor(np.asarray(mask) > 0, device=dev)
         P, L, V = self.t.shape[0], self.L, self.V
         # data-only index tensors, built once
         self.X = torch.nn.functional.one_hot(self.t, V).float()  # [P, L, V]

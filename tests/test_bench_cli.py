@@ -90,7 +90,7 @@ def test_ratios_are_recomputed_from_raw_timings():
     assert "| 3.00x | >= 3x | yes |" in _line(out, "| sweep: fused vs eager PyTorch, width <= 256")
     assert "| 25% | >= 25% | yes |" in _line(out, "| sweep: roofline efficiency, width <= 256")
     # per-run memory: 8 x the bytes of W^G, target 4x
-    assert "8.0x the bytes of W^G | <= 4x | **no** |" in _line(out, "| sweep: per-run memory")
+    assert "8.00x the bytes of W^G | <= 4x | **no** |" in _line(out, "| sweep: per-run memory")
     # SGLD: best blackjax wall 2.0 / best copyhead wall 1.0 = 2.00x; lean 2.0 / 0.8 = 2.50x
     assert "| 4 | 10 | 20 | 2.00x | 2.50x | 4.00x | 4.00x | 1.0 MiB |" in out
     assert "2.00x at 4 | >= 1.2x | yes |" in _line(out, "| SGLD:")
@@ -165,6 +165,31 @@ def test_render_only_writes_table_and_readme(tmp_path):
     text = readme.read_text()
     assert text.startswith(f"head\n{bc.START}\n") and text.endswith(f"{bc.END}\nfoot\n")
     assert args.func(args) == 0 and readme.read_text() == text
+
+
+def test_device_subfolder_gets_its_own_table_and_readme_block(tmp_path):
+    # results measured on another machine (benchmarks/results/h200/) render separately, with
+    # their own ratios, into README's bench:h200 block; the main block keeps the main results
+    bench_dir = tmp_path / "benchmarks"
+    sub = bench_dir / "results" / "h200"
+    sub.mkdir(parents=True)
+    for name, d in _results().items():
+        (bench_dir / "results" / f"{name}.json").write_text(json.dumps(d))
+    gpu = _results(bench_sweep=_sweep(fused_ms=1.0, loop_ms=5.0, torch_ms=50.0, width=4096))
+    for name, d in gpu.items():
+        (sub / f"{name}.json").write_text(json.dumps(d))
+    s0, e0 = bc.markers("h200")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"a\n{bc.START}\n{bc.END}\nb\n{s0}\n{e0}\nc\n")
+    bc.write_outputs(bench_dir, readme)
+    text = readme.read_text()
+    main_block = text[text.index(bc.START) : text.index(bc.END)]
+    gpu_block = text[text.index(s0) : text.index(e0)]
+    assert "| 2.00x |" in main_block and "5.00x" not in main_block
+    assert "5.00x - 5.00x" not in gpu_block and "| 5.00x | 50.00x |" in gpu_block
+    assert "benchmarks/results/h200/*.json" in gpu_block
+    assert (sub / "README.md").read_text().startswith("# Benchmark results")
+    assert text.startswith("a\n") and text.endswith(f"{e0}\nc\n")
 
 
 def test_parser_accepts_the_flags():
