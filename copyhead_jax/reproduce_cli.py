@@ -134,6 +134,7 @@ def cmd_reproduce(args) -> int:
             timings[f"{a}/{preset}"] = time.time() - t0
             print(f"{a} ({preset}, {args.mode}): {timings[f'{a}/{preset}']:.0f} s")
     if args.artefact in ("all", "report"):
+        load_experiments()
         report = importlib.import_module("experiments.report")
         path = report.main(out, mode=args.mode)
         print(f"wrote {path}")

@@ -131,6 +131,8 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     fin_sp = [fs.get("spinodal_lo", {}).get("mean"), fs.get("spinodal_hi", {}).get("mean")]
     n_min_lin = int(np.max(ek_lin["n_min"]))
     res = {
+        # Adam wall time of every run used here, cached ones included (main's runs too)
+        "sweep_seconds": pool.wall_seconds() + copy.wall_seconds() + lin_copy.wall_seconds(),
         "measured_window": {"lower": w_lo.P_star, "upper": w_hi.P_star},
         "measured_window_located": {"lower": w_lo.to_dict(), "upper": w_hi.to_dict()},
         "single_start_jump": found["single"].to_dict(),
@@ -151,10 +153,22 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         else {
             "P": gap["P"],
             "max_abs_dcG": gap["max_abs_dcG"],
+            "max_abs_dcG_same_branch": gap["max_abs_dcG_same_branch"],
+            "anti_copy_landings": [[int(gap["P"][i]), s] for i, s in gap["anti_copy_landings"]],
+            "dcG": gap["dcG"],
             "dU_per_seq": gap["dU_per_seq"],
             "cG_prior": np.nanmean(lin.masked("cG", gap["P"]), 1),
             "cG_copy": np.nanmean(lin_copy.masked("cG", gap["P"]), 1),
             "theory_ek_max_local_minima": n_min_lin,
+            # the EK metastable linear branch (slot 1 where two minima exist): anti-copy cG < 0
+            "theory_ek_second_minimum": {
+                "P": ek_lin["P"],
+                "cG": np.where(
+                    np.asarray(ek_lin["minima_valid"])[:, 1],
+                    np.asarray(ek_lin["minima_cG"])[:, 1],
+                    np.nan,
+                ),
+            },
         },
         "theory_ek_softmax": {k: ek_soft[k] for k in ("P", "aG", "minima_aG", "minima_valid")},
         "theory_ek_linear": {k: ek_lin[k] for k in ("P", "cG", "n_min")},

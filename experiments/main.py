@@ -27,9 +27,6 @@ from copyhead_jax import locate as loc
 
 from . import common as C
 
-SCALING_LAWS = {"P_c1": "V^2", "P_cG": "L^{3/2} V^{1/2}", "P_aG": "L ln^2 L"}
-
-
 # ---------------------------------------------------------------------------------------------
 # Measurement
 
@@ -429,40 +426,53 @@ def build_table(ek, fin_lin, fin_soft, found, ew, loss_text, orders) -> list[dic
 
 def loss_patterns(lin_s, pool_s, found, L: int, V: int) -> dict[str, str]:
     out = {}
-    P, lo = lin_s["P"], lin_s["train_loss"]
+    P, lo = lin_s["P"], lin_s["test_loss"]
     if P.size:
-        mid = int(np.argmin(np.abs(np.log(P) - np.log(np.sqrt(P[0] * P[-1])))))
+        idx = sorted({0, *np.round(np.linspace(0, P.size - 1, 5)).astype(int).tolist()})
+        steps = " -> ".join(f"{lo[i]:.1f} (P={P[i]})" for i in idx)
         out["P_c1"] = out["P_cG"] = (
-            f"continuous: {lo[0]:.2f} (P={P[0]}) -> {lo[mid]:.2f} (P={P[mid]}) -> "
-            f"{lo[-1]:.2f} (P={P[-1]}) per sequence [no attention L = {L}, pooling "
-            f"(1-1/V)(L-1) = {(1 - 1 / V) * (L - 1):.1f}, copying 0]"
+            f"test loss {steps} [no attention L = {L}, pooling (1-1/V)(L-1) = "
+            f"{(1 - 1 / V) * (L - 1):.1f}, copying 0]"
         )
     j = found.get("P_aG_single")
     if j is not None and j.bracketed:
-        Pp, lp = pool_s["P"], pool_s["train_loss"]
+        Pp, lp, lt = pool_s["P"], pool_s["train_loss"], pool_s["test_loss"]
         i0 = int(np.flatnonzero(Pp == j.bracket[0])[0])
         i1 = int(np.flatnonzero(Pp == j.bracket[1])[0])
         out["P_aG"] = (
-            f"drop {lp[i0]:.2f} -> {lp[i1]:.2f} per sequence between P = "
-            f"{Pp[i0]} and {Pp[i1]} (single start)"
+            f"jump: train {lp[i0]:.1f} -> {lp[i1]:.1f}, test {lt[i0]:.1f} -> {lt[i1]:.1f} per "
+            f"sequence between P = {Pp[i0]} and {Pp[i1]} (single start, seed mean); "
+            f"{lt[0]:.1f} at P = {Pp[0]}"
         )
     return out
 
 
 def linear_hysteresis_gap(lin: C.Runs, lin_copy: C.Runs | None) -> dict[str, Any] | None:
+    """Linear attention from the prior and from the copy pattern: the gap in ``cG`` per ``P``.
+
+    The linear potential is Z2-symmetric and, in the copying regime, also has a metastable
+    anti-copy minimum (``cG < 0`` at ``r > 0``); a prior start that lands there is counted
+    separately, so ``max_abs_dcG_same_branch`` measures hysteresis of the copy transition itself.
+    """
     if lin_copy is None:
         return None
     P = common_P(lin, lin_copy)
     if P.size == 0:
         return None
-    d = np.abs(lin.masked("cG", P) - lin_copy.masked("cG", P))
+    a, b = lin.masked("cG", P), lin_copy.masked("cG", P)
+    d = np.abs(a - b)
+    anti = (a < 0) & (b > 0)
     dU = (lin.masked("U", P) - lin_copy.masked("U", P)) / P[:, None]
-    return {
-        "P": P,
-        "max_abs_dcG": float(np.nanmax(d)),
-        "dcG": np.nanmean(d, 1),
-        "dU_per_seq": np.nanmean(dU, 1),
-    }
+    with C.quiet_nan():
+        same = np.where(anti, np.nan, d)
+        return {
+            "P": P,
+            "max_abs_dcG": float(np.nanmax(d)),
+            "max_abs_dcG_same_branch": float(np.nanmax(same)) if np.isfinite(same).any() else None,
+            "anti_copy_landings": [[int(i), int(s)] for i, s in zip(*np.nonzero(anti))],  # P index
+            "dcG": np.nanmean(d, 1),
+            "dU_per_seq": np.nanmean(dU, 1),
+        }
 
 
 # ---------------------------------------------------------------------------------------------

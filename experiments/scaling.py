@@ -34,6 +34,9 @@ LAWS = {
     ),
 }
 KEYS = ("P_c1", "P_cG", "P_aG")
+# the single-start jump of the pooling branch, measured against the theory's upper spinodal
+SINGLE = "P_aG_single"
+THEORY_KEY = {"P_c1": "P_c1", "P_cG": "P_cG", "P_aG": "P_aG", SINGLE: "spinodal_hi"}
 
 
 def _theory_row(table: dict, i: int) -> dict[str, Any]:
@@ -82,6 +85,8 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     feats = [f for f in M.features(lin, pool, copy, which) if len(f.runs[0].P) >= 2]
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
+    if "P_aG" in which and found.get(SINGLE) is not None:
+        out["measured"][SINGLE] = found[SINGLE].to_dict()
     for k in KEYS:
         if k not in which:
             out["measured"][k] = None
@@ -111,11 +116,15 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
                     C.integer_grid(max(1, g_soft.min() / 2), g_soft.max() * 2, M.FINITE_DENSE),
                 )["summary"]
             )
+        # a finite-width P* counts only where its grid was built to cover it (a key not measured
+        # here would be the edge of a grid around another transition, not a located point)
+        covered = set(which) | ({"spinodal_lo", "spinodal_hi"} if "P_aG" in which else set())
         out["theory_finite"] = {
-            k: (fin.get(k) or {}).get("mean")
+            k: (fin.get(k) or {}).get("mean") if k in covered else None
             for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
         }
     out["n_seeds"] = lin.cfg.sweep.n_seeds
+    out["sweep_seconds"] = lin.wall_seconds() + pool.wall_seconds() + copy.wall_seconds()
     return out
 
 
@@ -127,7 +136,7 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
     res = json.loads(path.read_text())
     if res.get("header", {}).get("mode") != spec.mode:
         return None
-    meas = {k: res["measured"].get(k) for k in KEYS}
+    meas = {k: res["measured"].get(k) for k in (*KEYS, SINGLE)}
     fin = {
         k: (
             res["theory_finite"]["linear"].get(k) or res["theory_finite"]["softmax"].get(k) or {}
@@ -144,34 +153,33 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
 
 
 def fits(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:
+    """Power-law exponents of every P* versus ``axis``: EK theory, finite-width theory,
+    measured, and the paper's law over the same range (its effective exponent)."""
     from copyhead_jax.theory.scaling import fit_power_law
 
     x = np.asarray(values, float)
+    L = x if axis == "L" else np.full_like(x, base["L"])
+    V = x if axis == "V" else np.full_like(x, base["V"])
     out = {}
-    for k in KEYS:
-        law_name, law = LAWS[k]
-        L = x if axis == "L" else np.full_like(x, base["L"])
-        V = x if axis == "V" else np.full_like(x, base["V"])
-        # no first-order transition at some (L, V): the softmax crossover stands in (flagged)
-        ek_of = lambda r: (
-            r["theory_ek"].get(k)
-            or (  # noqa: E731
-                r["theory_ek"].get("P_aG_crossover") if k == "P_aG" else None
-            )
-        )
+    for k in (*KEYS, SINGLE):
+        law_name, law = LAWS["P_aG" if k == SINGLE else k]
+        tk = THEORY_KEY[k]
+
+        def ek_of(r, k=k, tk=tk):
+            # no first-order transition at some (L, V): the softmax crossover stands in
+            v = r["theory_ek"].get(tk)
+            return v if v is not None or k != "P_aG" else r["theory_ek"].get("P_aG_crossover")
+
+        def measured(r, k=k):
+            m = r["measured"].get(k) or {}
+            return m["P_star"] if m.get("bracketed") else np.nan
+
         ek = np.array([ek_of(r) or np.nan for r in rows], float)
-        fin = np.array([(r.get("theory_finite") or {}).get(k) or np.nan for r in rows], float)
-        me = np.array(
-            [
-                np.nan
-                if not (r["measured"].get(k) or {}).get("bracketed")
-                else r["measured"][k]["P_star"]
-                for r in rows
-            ],
-            float,
-        )
+        fin = np.array([(r.get("theory_finite") or {}).get(tk) or np.nan for r in rows], float)
+        me = np.array([measured(r) for r in rows], float)
         out[k] = {
             "paper_law": law_name,
+            "theory_key": tk,
             "paper_exponent": fit_power_law(x, law(L, V))["exponent"],
             "theory_ek": fit_power_law(x, ek),
             "theory_finite": fit_power_law(x, fin),
@@ -226,29 +234,31 @@ def figure(res: dict[str, Any]):
         a.set_title(title + " (lines: EK P*, dots: measured)")
     a = ax[2]
     x = np.asarray(res["values"], float)
-    for k in KEYS:
-        ek = [r["theory_ek"].get(k) for r in res["rows"]]
+    colors[SINGLE] = "tab:orange"
+    for k in (*KEYS, SINGLE):
+        tk = THEORY_KEY[k]
+        ek = [r["theory_ek"].get(tk) for r in res["rows"]]
         a.plot(
             x,
             [np.nan if v is None else v for v in ek],
-            "-",
+            "-" if k != SINGLE else "--",
             color=colors[k],
-            label=f"{k} EK (k={_fmt(res['fits'][k]['theory_ek']['exponent'])})",
+            label=f"{tk} EK (k={_fmt(res['fits'][k]['theory_ek']['exponent'])})",
         )
-        fin = [(r.get("theory_finite") or {}).get(k) for r in res["rows"]]
+        fin = [(r.get("theory_finite") or {}).get(tk) for r in res["rows"]]
         a.plot(
             x,
             [np.nan if v is None else v for v in fin],
             ":",
             color=colors[k],
-            label=f"{k} finite width",
+            label=f"{tk} finite width",
         )
         me = [(r["measured"].get(k) or {}) for r in res["rows"]]
         y = [m["P_star"] if m.get("bracketed") else np.nan for m in me]
         a.plot(
             x,
             y,
-            "o",
+            "o" if k != SINGLE else "x",
             color=colors[k],
             label=f"{k} measured (k={_fmt(res['fits'][k]['measured']['exponent'])}; "
             f"paper {res['fits'][k]['paper_law']}: "

@@ -15,8 +15,10 @@ ENGINE = dict(
         lr=1.0,  # SMALL's muP base lr (the paper's raw lr 1e-5 needs width 10,000 and a GPU)
         lr_scaling="mup",
         schedule="cosine",
-        min_epochs=1000,
-        max_epochs=4000,  # linear attention needs ~4k epochs to settle at lr 1, width 128
+        # linear attention needs ~4k epochs to settle at lr 1, width 128, and longer next to
+        # P*_c1 (critical slowing down): no early stopping, every linear run gets all 4k epochs
+        min_epochs=4000,
+        max_epochs=4000,
         patience=200,
         rel_tol=1e-5,
         train_embeddings=False,  # quenched embeddings: the MAP protocol of THEORY.md §2
@@ -33,7 +35,7 @@ CONFIG = dict(
     # leaves the MAP at width 128, so the quick mode uses the largest stable step instead
     sgld=dict(eta_max=1e-3, eta_seq=5e-3, n_steps=1500, burn_in=500, thin=10, n_chains=2, seed=1),
     # grouping P into compiled programs: compile time vs padded work (this 2-core CPU, L = 25)
-    cost=dict(compile_s=10.0, seq_epoch_us=8.0),
+    cost=dict(compile_s=10.0, seq_epoch_us=3.0),
     presets=dict(
         plain=dict(
             main=dict(
@@ -70,14 +72,15 @@ CONFIG = dict(
         paper=dict(
             engine=dict(sweep=dict(n_seeds=1)),  # P* up to ~2500: one seed to fit the budget
             main=dict(
-                P_linear=[16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048],  # P_c1 ~ 104
+                # P_c1 ~ 104, P_cG ~ 2125 (psi = 1/2 at ~2448)
+                P_linear=[16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192],
                 P_pool=[128, 256, 384, 512, 640, 768, 896, 1024, 1280],  # P_aG ~ 613
                 P_copy=[256, 384, 512, 640, 768, 896, 1024],  # spinodals ~ [543, 853]
                 sgld_linear=[16, 32, 64, 96, 128, 256, 512, 1024],
                 sgld_softmax=[128, 256, 384, 512, 640],
                 rounds=2,
                 n_new=2,
-                max_run_s=80.0,  # P_cG ~ 2125 needs P ~ 8000: out of reach (reported)
+                max_run_s=120.0,  # P = 8192 (linear, 4k epochs) is ~100 s on this CPU
                 theory_P=[2.0, 20000.0],
             ),
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[64, 128, 256, 512, 1024]),
@@ -92,7 +95,7 @@ CONFIG = dict(
             ),
             scaling_V=dict(
                 values=[2, 3, 5, 8, 12],
-                measure=["P_c1"],  # P_aG ~ 600-800 x 5: no
+                measure=["P_c1", "P_aG"],  # P_cG ~ 1850-2730 at every V: out of the budget
                 n_seeds=1,
                 rounds=1,
                 n_new=2,

@@ -239,3 +239,16 @@ def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
 def test_jsonable_handles_nan_and_arrays():
     out = C.jsonable({"a": np.array([1.0, np.nan]), "b": np.float32(2.5), "c": jax.numpy.ones(2)})
     assert out == {"a": [1.0, None], "b": 2.5, "c": [1.0, 1.0]}
+
+
+def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(dirs):
+    # --full trains the embeddings: the finite-width theory must then use every run's own
+    # embedding Gram (which has moved away from the prior draw)
+    s = spec(dirs, "main")
+    cfg = s.engine_for("linear").replace(train=dict(train_embeddings=True, max_epochs=60))
+    runs = C.Runs(cfg, "trained")
+    C.measure(runs, [2, 4], s)
+    assert not np.allclose(C.run_gram(runs, 4, 0), C.seed_gram(cfg, 0))
+    fin = M.finite_width(s, runs, "linear", [2, 4])
+    assert fin["curve"]["P"].tolist() == [2, 4]
+    assert fin["curve"]["c1"].shape == (2, cfg.sweep.n_seeds)
