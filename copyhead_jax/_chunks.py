@@ -27,11 +27,14 @@ def run_chunked(
     fingerprint: str,
     ckpt_dir: Path | None,
     on_done: Callable[[int, int, bool], None] | None = None,
+    snapshots: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per-run arrays of all runs (leading axis ``n_runs``), chunk by chunk.
 
     ``on_done(i, n_chunks, loaded)`` is called after chunk ``i`` is computed and saved (or
-    loaded from its checkpoint).
+    loaded from its checkpoint). With ``snapshots``, ``compute(idx, snapshot)`` also gets
+    ``(path, fingerprint)`` (or ``None`` without ``ckpt_dir``) where it may keep the state of the
+    chunk in progress; the file is removed once the chunk is checkpointed.
     """
     n_chunks = math.ceil(n_runs / chunk)
     parts = []
@@ -47,10 +50,16 @@ def run_chunked(
                 if on_done is not None:
                     on_done(c, n_chunks, True)
                 continue
-        arrays = compute(np.where(valid, idx, n_runs - 1))
+        safe_idx = np.where(valid, idx, n_runs - 1)
+        partial = ckpt_dir / f"chunk_{c:05d}.partial.npz" if ckpt_dir is not None else None
+        if snapshots:
+            arrays = compute(safe_idx, None if partial is None else (partial, fp))
+        else:
+            arrays = compute(safe_idx)
         arrays = {k: np.asarray(v)[valid] for k, v in arrays.items()}
         if path is not None:
             atomic_save_npz(path, arrays, {"kind": _CHUNK_KIND, "schema": 1, "fingerprint": fp})
+            partial.unlink(missing_ok=True)
         parts.append(arrays)
         if on_done is not None:
             on_done(c, n_chunks, False)

@@ -28,7 +28,7 @@ from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from .config import Config
 from .data import nested_mask, seed_data
-from .results import SweepResult, environment
+from .results import SweepResult, atomic_save_npz, environment, load_npz
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
@@ -116,10 +116,49 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = Non
     )
 
 
+_SNAPSHOT_KIND = "copyhead_jax.ChunkSnapshot"
+
+
+def _save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int) -> None:
+    """The state of a chunk in progress (every leaf on the host) and its curves so far."""
+    path, fp = snapshot
+    arrays = {f"leaf_{i:04d}": to_host(x) for i, x in enumerate(jax.tree_util.tree_leaves(state))}
+    arrays["curves"] = np.concatenate(curves, axis=1)
+    meta = {"kind": _SNAPSHOT_KIND, "schema": 1, "fingerprint": fp, "segments_done": n_done}
+    atomic_save_npz(path, arrays, meta)
+
+
+def _load_snapshot(snapshot: tuple[Path, str] | None, fresh):
+    """``(state, curves, segments_done)`` from a matching snapshot, else ``None``; the leaves go
+    back onto the devices with the sharding of ``fresh`` (a just-initialised state)."""
+    if snapshot is None or not snapshot[0].exists():
+        return None
+    arrays, meta = load_npz(snapshot[0], kind=_SNAPSHOT_KIND)
+    leaves, treedef = jax.tree_util.tree_flatten(fresh)
+    n = sum(k.startswith("leaf_") for k in arrays)
+    if meta.get("fingerprint") != snapshot[1] or n != len(leaves):
+        return None
+    new = [
+        jax.device_put(arrays[f"leaf_{i:04d}"].astype(x.dtype), x.sharding)
+        for i, x in enumerate(leaves)
+    ]
+    return treedef.unflatten(new), [arrays["curves"]], int(meta["segments_done"])
+
+
 def _run_chunk(
-    trainer: Trainer, inp: RunInputs, keep_params: bool, bar, mesh
+    trainer: Trainer,
+    inp: RunInputs,
+    keep_params: bool,
+    bar,
+    mesh,
+    snapshot: tuple[Path, str] | None = None,
+    snapshot_every_s: float = 600.0,
 ) -> dict[str, np.ndarray]:
-    """Train one chunk (run axis sharded over ``mesh``) and return its per-run host arrays."""
+    """Train one chunk (run axis sharded over ``mesh``) and return its per-run host arrays.
+
+    With ``snapshot = (path, fingerprint)`` the chunk's state is saved there at most every
+    ``snapshot_every_s`` seconds of training, and a matching snapshot is resumed from, so a crash
+    inside a long chunk loses at most that much work."""
     cfg = trainer.cfg
     n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
     seg = segment_logs(cfg)
@@ -127,16 +166,25 @@ def _run_chunk(
     inp = shard_runs(inp, mesh)
     kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
     state = init_runs(trainer, kinp)
-    curves = []
-    for i in range(n_segments):
+    curves, start = [], 0
+    resumed = _load_snapshot(snapshot, state)
+    if resumed is not None:
+        state, curves, start = resumed
+        if bar is not None:
+            bar.update(start)
+    last_save = time.time()
+    for i in range(start, n_segments):
+        if bool(np.all(to_host(state.stopped))):
+            if bar is not None:
+                bar.update(n_segments - i)
+            break
         state, c = run_segment(trainer, state, kinp, seg)
         curves.append(to_host(c))
         if bar is not None:
             bar.update(1)
-        if bool(np.all(to_host(state.stopped))):
-            if bar is not None:
-                bar.update(n_segments - i - 1)
-            break
+        if snapshot is not None and time.time() - last_save >= snapshot_every_s:
+            _save_snapshot(snapshot, state, curves, i + 1)
+            last_save = time.time()
     m, span_gn = measure_runs(trainer, state, kinp)
     curve = np.concatenate(curves, axis=1)[:, :n_logs_total]  # [runs, logs, 2]
     pad = n_logs_total - curve.shape[1]
@@ -178,6 +226,7 @@ def run_sweep(
     keep_params: bool | None = None,
     lr_mult: np.ndarray | None = None,
     on_chunk: Callable[[int, int], None] | None = None,
+    snapshot_every_s: float = 600.0,
 ) -> SweepResult:
     """Fit every (P, seed) run of ``cfg`` with Adam and measure it.
 
@@ -190,12 +239,19 @@ def run_sweep(
             under 2 GB.
         lr_mult: per-run learning-rate multipliers (P-major order), e.g. to probe stability.
         on_chunk: called as ``on_chunk(i, n_chunks)`` after chunk ``i`` is done and saved.
+        snapshot_every_s: with ``out``, the state of the chunk in training is also saved (next
+            to the chunk checkpoints) at most this often, and resumed from, so a crash inside
+            a long chunk loses at most this much work; ``inf`` turns it off.
 
     Returns:
         A :class:`SweepResult`; a diverged run has ``finite=False`` and the others are kept.
     """
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
+    if not snapshot_every_s >= 0:  # also rejects NaN
+        raise ValueError(
+            f"snapshot_every_s must be >= 0 seconds (inf: off), got {snapshot_every_s}"
+        )
     t0 = time.time()
     sw = cfg.sweep
     nP, nS = len(sw.P), sw.n_seeds
@@ -232,14 +288,16 @@ def run_sweep(
     for pad, runs in groups.items():
         inputs = jax.tree_util.tree_map(lambda a: a[runs], _all_inputs(cfg, lr_mult, pad))
 
-        def compute(idx, inputs=inputs):
+        def compute(idx, snapshot, inputs=inputs):
             chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
-            return _run_chunk(trainer, chunk_inputs, keep_params, bar, mesh)
+            return _run_chunk(
+                trainer, chunk_inputs, keep_params, bar, mesh, snapshot, snapshot_every_s
+            )
 
         fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_params)}-{_lr_tag(lr_mult)}"
         part = run_chunked(
             n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
-            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done,
+            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done, snapshots=True,
         )  # fmt: skip
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v

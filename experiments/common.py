@@ -181,7 +181,7 @@ def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
     if path.exists():
         return ch.SweepResult.load(path)
     t0 = time.time()
-    res = ch.run_sweep(cfg, out=path, progress=False, keep_params=True)
+    res = ch.run_sweep(cfg, out=path, progress=sys.stderr.isatty(), keep_params=True)
     log(
         f"  swept {cfg.model.attention} L={cfg.task.L} V={cfg.task.V} P={list(cfg.sweep.P)} "
         f"x {cfg.sweep.n_seeds} seeds in {time.time() - t0:.0f} s"

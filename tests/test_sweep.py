@@ -101,6 +101,42 @@ def test_resume_equals_uninterrupted(baseline, tmp_path):
     assert not (tmp_path / "sweep.npz.chunks").exists()
 
 
+def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
+    # one chunk of several segments; a snapshot after every segment; the run "crashes" in the
+    # middle of the chunk and a rerun resumes from the snapshot: every number is the same as
+    # an uninterrupted run (the state, Adam moments and stopping counters all travel)
+    import copyhead_jax.sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
+    cfg = CFG.replace(
+        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+    )
+    ref = ch.run_sweep(cfg, progress=False)
+    out = tmp_path / "s.npz"
+    real, calls = train.run_segment, []
+
+    def crash_on_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(sweep_mod, "run_segment", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        ch.run_sweep(cfg, out=out, progress=False, snapshot_every_s=0.0)
+    snaps = list((tmp_path / "s.npz.chunks").rglob("chunk_*.partial.npz"))
+    assert len(snaps) == 1
+    calls.clear()
+    res = ch.run_sweep(cfg, out=out, progress=False, snapshot_every_s=0.0)
+    n_seg = -(-120 // (cfg.train.log_every * sweep_mod.segment_logs(cfg)))
+    assert n_seg == 3
+    assert len(calls) == n_seg - 2  # the two segments saved before the crash were not redone
+    _same(res, ref, PER_RUN + ("curve_U", "mean_attention"))
+    assert not (tmp_path / "s.npz.chunks").exists()
+    with pytest.raises(ValueError, match="snapshot_every_s must be >= 0"):
+        ch.run_sweep(cfg, snapshot_every_s=-1.0)
+
+
 def test_bad_files_and_paths(tmp_path):
     junk = tmp_path / "junk.npz"
     junk.write_text("not a result")
