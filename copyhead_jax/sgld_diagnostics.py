@@ -60,22 +60,23 @@ class ChainHealth(NamedTuple):
     finite: np.ndarray  # (..., C) the chain never produced a non-finite U or MALA log-ratio
 
 
-def split_rhat(x: np.ndarray) -> float:
-    """Split R-hat of a scalar trace ``x[chain, draw]`` (needs ``>= 4`` draws, else NaN)."""
+def _trace_stat(stat, x: np.ndarray) -> float:
+    """``stat`` of a scalar trace ``x[chain, draw]`` in float64; NaN unless ``>= 4`` draws."""
     x = np.asarray(x, np.float64)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 4:
         return float("nan")
     with np.errstate(all="ignore"):
-        return float(split_gelman_rubin(x))
+        return float(stat(x))
+
+
+def split_rhat(x: np.ndarray) -> float:
+    """Split R-hat of a scalar trace ``x[chain, draw]`` (needs ``>= 4`` draws, else NaN)."""
+    return _trace_stat(split_gelman_rubin, x)
 
 
 def ess(x: np.ndarray) -> float:
     """Effective sample size of a scalar trace ``x[chain, draw]``, chains pooled (NaN if < 4)."""
-    x = np.asarray(x, np.float64)
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 4:
-        return float("nan")
-    with np.errstate(all="ignore"):
-        return float(effective_sample_size(x))
+    return _trace_stat(effective_sample_size, x)
 
 
 def chain_health(result, *, burn_in: int = 0) -> ChainHealth:

@@ -816,6 +816,23 @@ def header(spec: Spec, t0: float) -> dict[str, Any]:
     }
 
 
+def save_artefact(
+    spec: Spec, res: dict[str, Any], figure, out_dir: Path, t0: float, drop: tuple = ()
+) -> dict[str, Any]:
+    """Stamp ``res`` with its provenance, draw ``figure(res)`` into ``figures/``, drop the keys
+    only the figure needed, and write ``results/ARTEFACT_PRESET.json``."""
+    name = f"{spec.artefact}_{spec.preset}"
+    res["header"] = header(spec, t0)
+    png = save_figure(figure(res), out_dir / "figures" / f"{name}.png")
+    for k in drop:
+        res.pop(k)
+    res["figure"] = str(png.relative_to(out_dir))
+    res["header"]["runtime_s"] = time.time() - t0
+    path = write_json(out_dir / "results" / f"{name}.json", res)
+    log(f"{spec.artefact} {spec.preset}: wrote {path} and {png} ({time.time() - t0:.0f} s)")
+    return res
+
+
 def P_grid_dense(lo: float, hi: float, n: int) -> np.ndarray:
     """``n`` log-spaced ``P`` in ``[lo, hi]`` (floats; the theory takes continuous ``P``)."""
     return np.geomspace(lo, hi, n)

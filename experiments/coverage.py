@@ -196,10 +196,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "a1_threshold": A1_SAMPLE_COVERAGE,
         "linear_regimes": {"P": P_lin, "regime": regimes(ek_lin["psi"], ek_lin["r"])},
     }
-    res["header"] = C.header(spec, t0)
-    png = C.save_figure(figure(res, res_main), out_dir / "figures" / f"coverage_{spec.preset}.png")
-    res["figure"] = str(png.relative_to(out_dir))
-    res["header"]["runtime_s"] = time.time() - t0
-    path = C.write_json(out_dir / "results" / f"coverage_{spec.preset}.json", res)
-    C.log(f"coverage {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
-    return res
+    return C.save_artefact(spec, res, lambda r: figure(r, res_main), out_dir, t0)

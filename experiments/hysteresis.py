@@ -173,10 +173,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "theory_ek_softmax": {k: ek_soft[k] for k in ("P", "aG", "minima_aG", "minima_valid")},
         "theory_ek_linear": {k: ek_lin[k] for k in ("P", "cG", "n_min")},
     }
-    res["header"] = C.header(spec, t0)
-    png = C.save_figure(figure(res), out_dir / "figures" / f"hysteresis_{spec.preset}.png")
-    res["figure"] = str(png.relative_to(out_dir))
-    res["header"]["runtime_s"] = time.time() - t0
-    path = C.write_json(out_dir / "results" / f"hysteresis_{spec.preset}.json", res)
-    C.log(f"hysteresis {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
-    return res
+    return C.save_artefact(spec, res, figure, out_dir, t0)

@@ -766,14 +766,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     m = collect(spec)
     res = analyse(spec, m)
-    res["header"] = C.header(spec, t0)
-    fig = figure(res)
-    png = C.save_figure(fig, out_dir / "figures" / f"main_{spec.preset}.png")
-    res.pop("measured_located")
-    res["figure"] = str(png.relative_to(out_dir))
-    res["header"]["runtime_s"] = time.time() - t0
-    path = C.write_json(out_dir / "results" / f"main_{spec.preset}.json", res)
-    C.log(f"main {spec.preset}: wrote {path} and {png} ({time.time() - t0:.0f} s)")
+    C.save_artefact(spec, res, figure, out_dir, t0, drop=("measured_located",))
     return res
 
 

@@ -342,10 +342,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "fits": fits(values, rows, axis, base),
         "phase": pdg,
     }
-    res["header"] = C.header(spec, t0)
-    png = C.save_figure(figure(res), out_dir / "figures" / f"{spec.artefact}_{spec.preset}.png")
-    res["figure"] = str(png.relative_to(out_dir))
-    res["header"]["runtime_s"] = time.time() - t0
-    path = C.write_json(out_dir / "results" / f"{spec.artefact}_{spec.preset}.json", res)
-    C.log(f"{spec.artefact} {spec.preset}: wrote {path} ({time.time() - t0:.0f} s)")
-    return res
+    return C.save_artefact(spec, res, figure, out_dir, t0)

@@ -130,15 +130,20 @@ def cmd_curve(args) -> dict[str, Any]:
         curve = theory_curve(params, P, att, args.objective)
         out[att] = curve
         if not args.no_plot:
-            path = _save(
-                plot_curve(curve, pts),
-                f"{args.out}_{att}.png" if args.out else None,
-                f"theory_curve_{args.preset}_{att}.png",
-            )
-            print(f"wrote {path}", file=sys.stderr)
+            _save_attention_plot(args, att, "curve", lambda: plot_curve(curve, pts))
     if args.json:
         print(json.dumps(_jsonable(out)))
     return out
+
+
+def _save_attention_plot(args, att: str, kind: str, draw) -> None:
+    """``draw()``'s figure to ``OUT_ATT.png`` (or the default name of ``kind``), announced."""
+    path = _save(
+        draw(),
+        f"{args.out}_{att}.png" if args.out else None,
+        f"theory_{kind}_{args.preset}_{att}.png",
+    )
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def cmd_landscape(args) -> dict[str, Any]:
@@ -162,12 +167,7 @@ def cmd_landscape(args) -> dict[str, Any]:
         data = landscape(params, P, att, args.objective)
         out[att] = data
         if not args.no_plot:
-            path = _save(
-                plot_landscape(data),
-                f"{args.out}_{att}.png" if args.out else None,
-                f"theory_landscape_{args.preset}_{att}.png",
-            )
-            print(f"wrote {path}", file=sys.stderr)
+            _save_attention_plot(args, att, "landscape", lambda: plot_landscape(data))
     if args.json:
         print(json.dumps(_jsonable(out)))
     return out
