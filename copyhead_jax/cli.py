@@ -16,7 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .compare.overlay import theory_overlay
 from .config import ATTENTIONS, PRESETS, Config, preset
+from .sample_cli import add_sample_subparser
+from .theory.cli import add_theory_subparser
 
 _SECTIONS = ("task", "model", "posterior", "train", "sweep")
 
@@ -106,19 +109,6 @@ def cmd_sweep(args) -> int:
         sweep_figure(results, theory).savefig(png, dpi=110)
         print(f"saved {png}")
     return 0
-
-
-def theory_overlay(results, n: int = 80) -> dict:
-    """EK MAP theory curves (THEORY.md §4, N -> infinity) over each sweep's P range."""
-    from .theory.minima import theory_curve
-    from .theory.params import TheoryParams
-
-    out = {}
-    for res in results:
-        P = np.geomspace(res.P[0], res.P[-1], n)
-        att = res.config.model.attention
-        out[att] = theory_curve(TheoryParams.from_config(res.config), P, att)
-    return out
 
 
 def _print_table(res) -> None:
@@ -218,28 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curves", action="store_true", help="also plot training curves")
     p.set_defaults(func=cmd_plot)
 
-    for name in ("theory", "sample", "reproduce", "bench"):
-        _add_optional(sub, name)
+    add_theory_subparser(sub)
+    add_sample_subparser(sub)
     return parser
-
-
-def _add_optional(sub, name: str) -> None:
-    """Subcommands that live in their own modules register themselves when present."""
-    import importlib
-
-    module = {
-        "theory": "copyhead_jax.theory.cli",
-        "sample": "copyhead_jax.sample_cli",
-        "reproduce": "copyhead_jax.reproduce_cli",
-        "bench": "copyhead_jax.bench_cli",
-    }[name]
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name and module.startswith(e.name):
-            return
-        raise
-    getattr(mod, f"add_{name}_subparser")(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

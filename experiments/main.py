@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax import locate as loc
+from copyhead_jax.compare import locate as loc
 
 from . import common as C
 

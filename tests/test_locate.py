@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from copyhead_jax import locate as loc
+from copyhead_jax.compare import locate as loc
 
 
 def _refine_until_resolved(P, fn, locate, *, rounds=12, n_new=3):

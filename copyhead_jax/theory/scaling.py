@@ -27,7 +27,9 @@ from .params import TheoryParams, scales_batch
 from .points import LIN_GRID, SOFT_GRID, points_batch
 from .potentials import ansatz
 
-#: The paper's laws (THEORY.md §2b, §5), as functions of ``(L, V)``.
+#: The paper's laws (THEORY.md §2b, §5), as functions of ``(L, V)``; written only here (the
+#: theory fits need them), and published with the paper's numbers as
+#: ``copyhead_jax.compare.paper.PAPER_LAWS``.
 PAPER_LAWS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
     "P_c1": ("V^2", lambda L, V: V**2.0),
     "P_cG": ("L^{3/2} V^{1/2}", lambda L, V: L**1.5 * V**0.5),

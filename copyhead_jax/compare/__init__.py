@@ -1,0 +1,19 @@
+"""Where theory and measurement meet (the only such place in the package).
+
+- ``locate``   measured transition points ``P*`` on a grid of ``P`` (THEORY.md §5's definitions)
+- ``overlay``  theory curves over measured sweeps
+- ``errors``   relative errors and the thresholds that make one a disagreement
+- ``paper``    the paper's reported numbers and laws, written once
+"""
+
+from . import locate as locate
+from . import paper as paper
+from .errors import GROWTH_TOL as GROWTH_TOL
+from .errors import REL_TOL as REL_TOL
+from .errors import disagrees as disagrees
+from .errors import rel_err as rel_err
+from .locate import Located as Located
+from .overlay import theory_overlay as theory_overlay
+from .paper import PAPER_CLAIMS as PAPER_CLAIMS
+from .paper import PAPER_LAWS as PAPER_LAWS
+from .paper import PAPER_MEASURED as PAPER_MEASURED

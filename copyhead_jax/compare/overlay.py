@@ -1,0 +1,18 @@
+"""Theory curves laid over measured sweeps (the ``copyhead sweep`` figure)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory.minima import theory_curve
+from ..theory.params import TheoryParams
+
+
+def theory_overlay(results, n: int = 80) -> dict:
+    """EK MAP theory curves (THEORY.md §4, N -> infinity) over each sweep's P range."""
+    out = {}
+    for res in results:
+        P = np.geomspace(res.P[0], res.P[-1], n)
+        att = res.config.model.attention
+        out[att] = theory_curve(TheoryParams.from_config(res.config), P, att)
+    return out

@@ -1,0 +1,22 @@
+"""What the paper reports, written once: its measured transition points, its coverage claims and
+its scaling laws. Experiments and reports compare against these names only."""
+
+from __future__ import annotations
+
+from ..theory.scaling import PAPER_LAWS as LAWS
+
+#: The paper's main table, L = 25, V = 5: the reported P of each transition.
+PAPER_MEASURED = {"P_c1": 23.0, "P_cG": 322.0, "P_aG": 300.0}
+
+#: The paper's coverage claims (its ablation table).
+PAPER_CLAIMS = {
+    "softmax": "> 99.8% (Adam and SGLD), boundary error < 2%",
+    "linear, outside the crossover": "> 98.5%, boundary error < 3%",
+    "linear, crossover (SGLD)": "82.4% - 91.0%",
+}
+
+#: The paper's laws, ``{key: (name, f(L, V))}``; P_aG's V dependence is not stated (none).
+#: Defined with the theory's fits (``copyhead_jax.theory.scaling``), which may not import this.
+PAPER_LAWS = LAWS
+
+__all__ = ["LAWS", "PAPER_CLAIMS", "PAPER_LAWS", "PAPER_MEASURED"]
