@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax import locate as loc
+from copyhead_jax.compare import locate as loc
 from copyhead_jax.theory.params import TheoryParams
 
 HERE = Path(__file__).resolve().parent
