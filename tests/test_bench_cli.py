@@ -1,14 +1,20 @@
-"""``copyhead bench``: the table renderer (ratios from raw timings), the README block, the flags.
+"""``python -m benchmarks``: the table renderer (ratios from raw timings), the README block, the
+flags, the suite runner.
 
-No benchmark is run: the renderer is fed small synthetic result dictionaries.
+No benchmark is run: the renderer is fed small synthetic result dictionaries, the runner tiny
+stand-in scripts.
 """
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
-from copyhead_jax import bench_cli as bc
-from copyhead_jax.cli import build_parser
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import __main__ as bc  # noqa: E402
+from benchmarks.render import render  # noqa: E402
 
 
 def _sweep(fused_ms=2.0, loop_ms=4.0, torch_ms=6.0, roofline_ms=0.5, width=128, runs=64):
@@ -82,7 +88,7 @@ def _line(text, start):
 
 
 def test_ratios_are_recomputed_from_raw_timings():
-    out = bc.render(_results())
+    out = render(_results())
     # sweep: loop 4 / fused 2 = 2.00x, torch 6 / 2 = 3.00x, roofline 0.5 / 2 = 25%
     row = _line(out, "| softmax | 128 | 64 |")
     assert "| 2.000 | 2.00x | 3.00x | 25% (12%, 8%) | 3.0 MiB |" in row
@@ -104,7 +110,7 @@ def test_ratios_are_recomputed_from_raw_timings():
 
 
 def test_readme_block_is_the_short_form():
-    full, short = bc.render(_results()), bc.render(_results(), detail=False)
+    full, short = render(_results()), render(_results(), detail=False)
     assert "**SGLD**" in full and "**SGLD**" not in short and "| linear | 0.250 |" not in short
     for start in ("| sweep: fused vs per-run", "| SGLD:", "| theory:", "| softmax | 128 |"):
         assert _line(short, start) == _line(full, start)
@@ -113,7 +119,7 @@ def test_readme_block_is_the_short_form():
 
 def test_targets_missed_are_flagged_and_platform_and_date_shown():
     slow = _sweep(fused_ms=4.0, loop_ms=2.0, torch_ms=4.0, roofline_ms=0.4)
-    out = bc.render(_results(bench_sweep=slow))
+    out = render(_results(bench_sweep=slow))
     assert "0.50x" in _line(out, "| sweep: fused vs per-run JAX loop")
     assert "| 1.00x | >= 3x | **no** |" in _line(
         out, "| sweep: fused vs eager PyTorch, width <= 256"
@@ -127,7 +133,7 @@ def test_missing_and_failed_benchmarks_are_reported():
     res = _results(bench_theory=None)
     runs = {"bench_sgld": {"ok": False, "returncode": 3}, "bench_theory": {"ok": False,
             "returncode": 1}}  # fmt: skip
-    out = bc.render(res, runs)
+    out = render(res, runs)
     assert "| theory:" not in out
     assert "**failed** (exit 3); figures above: previous run" in _line(out, "| bench_sgld |")
     assert _line(out, "| bench_theory |").endswith("| **failed** (exit 1) |")
@@ -139,7 +145,7 @@ def test_readme_block_replacement_is_idempotent_and_local():
     before = "# Title\n\ntext before\n\n## Benchmarks\n\nprose\n\n"
     after = "\nmore prose\n\n## Next\n\ntail <!-- not a marker -->\n"
     text = before + bc.START + "\nold table\n" + bc.END + after
-    block = bc.render(_results())
+    block = render(_results())
     once = bc.replace_block(text, block)
     assert once.startswith(before) and once.endswith(bc.END + after)
     assert "old table" not in once and block.strip() in once
@@ -158,13 +164,13 @@ def test_render_only_writes_table_and_readme(tmp_path):
         (bench_dir / "results" / f"{name}.json").write_text(json.dumps(d))
     readme = tmp_path / "README.md"
     readme.write_text(f"head\n{bc.START}\n{bc.END}\nfoot\n")
-    args = build_parser().parse_args(["bench", "--render-only", "--bench-dir", str(bench_dir)])
-    assert args.func(args) == 0
+    args = bc.build_parser().parse_args(["--render-only", "--bench-dir", str(bench_dir)])
+    assert bc.cmd_bench(args) == 0
     table = (bench_dir / "results" / "README.md").read_text()
     assert table.startswith("# Benchmark results") and "| 2.00x |" in table
     text = readme.read_text()
     assert text.startswith(f"head\n{bc.START}\n") and text.endswith(f"{bc.END}\nfoot\n")
-    assert args.func(args) == 0 and readme.read_text() == text
+    assert bc.cmd_bench(args) == 0 and readme.read_text() == text
 
 
 def test_device_subfolder_gets_its_own_table_and_readme_block(tmp_path):
@@ -193,13 +199,13 @@ def test_device_subfolder_gets_its_own_table_and_readme_block(tmp_path):
 
 
 def test_parser_accepts_the_flags():
-    p = build_parser()
-    a = p.parse_args(["bench"])
+    p = bc.build_parser()
+    a = p.parse_args([])
     assert (a.quick, a.render_only, a.only, a.no_readme) == (False, False, None, False)
-    a = p.parse_args(["bench", "--quick", "--only", "sweep", "sgld", "--no-readme"])
-    assert a.quick and a.only == ["sweep", "sgld"] and a.no_readme and a.func is bc.cmd_bench
+    a = p.parse_args(["--quick", "--only", "sweep", "sgld", "--no-readme"])
+    assert a.quick and a.only == ["sweep", "sgld"] and a.no_readme
     with pytest.raises(SystemExit):
-        p.parse_args(["bench", "--only", "nonsense"])
+        p.parse_args(["--only", "nonsense"])
 
 
 def test_suite_reports_a_failing_benchmark_and_runs_the_others(tmp_path, capsys):
@@ -220,14 +226,16 @@ def test_suite_reports_a_failing_benchmark_and_runs_the_others(tmp_path, capsys)
     )
     readme = tmp_path / "README.md"
     readme.write_text(f"{bc.START}\n{bc.END}\n")
-    argv = ["bench", "--quick", "--bench-dir", str(bench_dir)]
-    args = build_parser().parse_args(argv)
-    assert args.func(args) == 1  # not every benchmark succeeded
+    argv = ["--quick", "--bench-dir", str(bench_dir)]
+    args = bc.build_parser().parse_args(argv)
+    assert bc.cmd_bench(args) == 1  # not every benchmark succeeded
     log = capsys.readouterr().out
     assert "[4/4] bench_sample_sweep: ok" in log and "suite: 2/4 ok" in log
     sweep = json.loads((bench_dir / "results" / "bench_sweep.json").read_text())
     run = sweep["bench_run"]
-    assert run["returncode"] == 0 and run["quick"] and run["maxrss_mb"] > 0 and run["wall_s"] > 0
+    assert run["returncode"] == 0 and run["quick"] and run["ok"] is True
+    assert run["command"] == ["python", "benchmarks/bench_sweep.py", "--quick"]
+    assert sweep["rows"] == _sweep()["rows"]  # the script's own results are kept beside the record
     assert len(run["load_average_1min"]) == 2
     text = readme.read_text()
     assert "| bench_sgld |" in text and "**failed** (exit 3)" in text

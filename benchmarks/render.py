@@ -1,182 +1,12 @@
-"""``copyhead bench [--quick]``: run the benchmark suite, tabulate it, regenerate README's section.
-
-Each script in ``benchmarks/`` runs as its own subprocess from the repository root (so that one
-failing benchmark is reported and the others still run) and writes
-``benchmarks/results/<name>.json``; this command adds to each file a ``bench_run`` record (wall
-time, the subprocess's peak resident memory from ``wait4``, exit status, date, arguments). It then
-renders one markdown summary, ``benchmarks/results/README.md``, from the JSON files and copies it
-between the ``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers of the top-level README.
-Every ratio is recomputed here from the raw timings in the JSON files (baseline time / our time,
-so > 1 means copyhead_jax is faster). ``--render-only`` re-renders from the existing files.
-"""
+"""Markdown tables from ``benchmarks/results/*.json``: every ratio is recomputed from the raw
+timings (baseline time / our time, so > 1 means copyhead_jax is faster)."""
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-
-
-@dataclass(frozen=True)
-class Bench:
-    name: str  # results/<name>.json
-    script: str
-    what: str
-    full_args: tuple[str, ...] = ()
-    quick_args: tuple[str, ...] = ("--quick",)
-
-
-BENCHES = (
-    Bench("bench_sweep", "bench_sweep.py", "sweep: fused vs per-run JAX loop vs eager PyTorch"),
-    Bench("bench_sgld", "bench_sgld.py", "SGLD: run_chains vs blackjax.sgld"),
-    Bench("bench_theory", "bench_theory.py", "theory phase diagram vs a scipy loop"),
-    Bench("bench_sample_sweep", "bench_sample_sweep.py", "sweep sampler: one run vs all at once"),
-)
-NAMES = tuple(b.name.removeprefix("bench_") for b in BENCHES)
-
-
-def add_bench_subparser(sub) -> None:
-    p = sub.add_parser(
-        "bench",
-        help="run the benchmark suite, write benchmarks/results/*.json and the README table",
-        description=__doc__.split("\n")[0],
-    )
-    p.add_argument("--quick", action="store_true", help="the small settings (< 10 min, 2 cores)")
-    p.add_argument(
-        "--render-only",
-        action="store_true",
-        help="run nothing: re-render the table and README block from existing JSON",
-    )
-    p.add_argument(
-        "--only",
-        nargs="+",
-        choices=NAMES,
-        default=None,
-        metavar="NAME",
-        help=f"run only these benchmarks ({', '.join(NAMES)})",
-    )
-    p.add_argument(
-        "--bench-dir",
-        type=Path,
-        default=None,
-        help="the benchmarks folder (default: the repository's, else ./benchmarks)",
-    )
-    p.add_argument(
-        "--readme",
-        type=Path,
-        default=None,
-        help="README with the bench markers (default: next to benchmarks/)",
-    )
-    p.add_argument("--no-readme", action="store_true", help="do not touch the README")
-    p.set_defaults(func=cmd_bench)
-
-
-def find_bench_dir(given: Path | None = None) -> Path:
-    if given is not None:
-        cands = [Path(given)]
-    else:
-        cands = [Path(__file__).resolve().parent.parent / "benchmarks", Path.cwd() / "benchmarks"]
-    for c in cands:
-        if (c / BENCHES[0].script).exists():
-            return c
-    raise ValueError(
-        f"no benchmarks folder with {BENCHES[0].script} found (tried "
-        f"{', '.join(map(str, cands))}); run from the repository checkout or pass --bench-dir"
-    )
-
-
-# ---- running -------------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _load() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
-
-
-def run_one(bench: Bench, bench_dir: Path, quick: bool) -> dict:
-    """Run one script as a subprocess from the repository root, streaming its output with a
-    prefix; return wall time, peak RSS (``wait4``, this child only), exit status."""
-    args = list(bench.quick_args if quick else bench.full_args)
-    cmd = [sys.executable, "-u", str(bench_dir / bench.script), *args]
-    root = bench_dir.parent
-    load0 = _load()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)  # fmt: skip
-    assert proc.stdout is not None
-    with proc.stdout:
-        for line in proc.stdout:
-            print(f"  [{bench.name} {time.perf_counter() - t0:6.0f}s] {line.rstrip()}", flush=True)
-    maxrss = None
-    if hasattr(os, "wait4"):  # POSIX: this child's own resource usage
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        maxrss = usage.ru_maxrss / 1024 / (1024 if sys.platform == "darwin" else 1)  # KiB/bytes
-    else:
-        proc.wait()
-    return {
-        "returncode": proc.returncode,
-        "wall_s": time.perf_counter() - t0,
-        "maxrss_mb": maxrss,
-        "load_average_1min": [load0, _load()],  # other jobs on the machine, start and end
-        "date": _now(),
-        "quick": quick,
-        "command": ["python", f"benchmarks/{bench.script}", *args],
-    }
-
-
-def run_suite(bench_dir: Path, quick: bool, only=None) -> dict[str, dict]:
-    results_dir = bench_dir / "results"
-    todo = [b for b in BENCHES if only is None or b.name.removeprefix("bench_") in only]
-    runs = {}
-    t_start = time.perf_counter()
-    for i, b in enumerate(todo, 1):
-        print(f"[{i}/{len(todo)}] {b.name}: {b.what} "
-              f"(elapsed {time.perf_counter() - t_start:.0f} s)", flush=True)  # fmt: skip
-        path = results_dir / f"{b.name}.json"
-        before = path.stat().st_mtime_ns if path.exists() else None
-        try:
-            run = run_one(b, bench_dir, quick)
-        except OSError as e:
-            run = {"returncode": None, "error": str(e), "wall_s": 0.0, "date": _now()}
-        fresh = path.exists() and path.stat().st_mtime_ns != before
-        ok = run["returncode"] == 0 and fresh
-        if run["returncode"] == 0 and not fresh:
-            run["error"] = f"exited 0 but did not write {path.name}"
-        if ok:
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError) as e:
-                ok, run["error"] = False, f"unreadable {path.name}: {e}"
-            else:
-                data["bench_run"] = {**run, "ok": True}
-                path.write_text(json.dumps(data, indent=2) + "\n")
-        run["ok"] = ok
-        runs[b.name] = run
-        state = "ok" if ok else f"FAILED ({run.get('error') or 'exit ' + str(run['returncode'])})"
-        rss = run.get("maxrss_mb")
-        rss_s = "" if rss is None else f", peak RSS {rss:.0f} MB"
-        print(f"[{i}/{len(todo)}] {b.name}: {state} in {run['wall_s']:.0f} s{rss_s}", flush=True)
-    total = time.perf_counter() - t_start
-    print(f"suite: {sum(r['ok'] for r in runs.values())}/{len(runs)} ok in {total:.0f} s",
-          flush=True)  # fmt: skip
-    return runs
-
-
-# ---- rendering -----------------------------------------------------------------------------
+from .suite import BENCHES
 
 
 def load_results(results_dir: Path) -> dict[str, dict | None]:
@@ -359,7 +189,7 @@ def render(
     )
     when = dates[-1][:10] if dates else "unknown date"
     L = [
-        f"_Generated by `copyhead bench` from `{source}/*.json` (last measured {when}, "
+        f"_Generated by `python -m benchmarks` from `{source}/*.json` (last measured {when}, "
         f"{mode}); do not edit by hand._",
         "",
         f"Platform: {platform_line(res)}.",
@@ -541,61 +371,6 @@ def paper_config_lines(pc: dict) -> list[str]:
 def render_file(body: str) -> str:
     return (
         "# Benchmark results\n\n"
-        "Written by `copyhead bench` (see `copyhead bench --help`); the top-level README's "
-        "benchmark section is a copy of this table.\n\n" + body
+        "Written by `python -m benchmarks` (see `python -m benchmarks --help`); the top-level "
+        "README's benchmark section is a copy of this table.\n\n" + body
     )
-
-
-def markers(tag: str | None = None) -> tuple[str, str]:
-    """README markers of the main block (``tag=None``) or of a device's block (``bench:TAG``)."""
-    if tag is None:
-        return START, END
-    return f"<!-- bench:{tag}:start -->", f"<!-- bench:{tag}:end -->"
-
-
-def replace_block(text: str, block: str, tag: str | None = None) -> str:
-    """Replace what lies between the bench markers with ``block``; the rest is kept as is."""
-    START, END = markers(tag)
-    i, j = text.find(START), text.find(END)
-    if i < 0 or j < 0 or j < i:
-        raise ValueError(f"README has no {START} ... {END} block to regenerate")
-    if text.find(START, i + 1) >= 0 or text.find(END, j + 1) >= 0:
-        raise ValueError("README has more than one bench block")
-    return text[: i + len(START)] + "\n" + block.strip("\n") + "\n" + text[j:]
-
-
-def write_outputs(bench_dir: Path, readme: Path | None, runs=None) -> tuple[Path, Path | None]:
-    results_dir = bench_dir / "results"
-    res = load_results(results_dir)
-    table = results_dir / "README.md"
-    table.write_text(render_file(render(res, runs)))
-    text = readme.read_text() if readme is not None else ""
-    new = text if readme is None else replace_block(text, render(res, runs, detail=False))
-    # results measured elsewhere (benchmarks/results/<device>/, e.g. h200): their own table, and
-    # README's <!-- bench:<device>:start/end --> block where README has one
-    for sub in sorted(d for d in results_dir.iterdir() if d.is_dir()):
-        res_sub = load_results(sub)
-        if not any(res_sub.values()):
-            continue
-        src = f"benchmarks/results/{sub.name}"
-        (sub / "README.md").write_text(render_file(render(res_sub, source=src)))
-        if readme is not None and markers(sub.name)[0] in new:
-            new = replace_block(new, render(res_sub, detail=False, source=src), sub.name)
-    if readme is None:
-        return table, None
-    if new != text:
-        readme.write_text(new)
-    return table, readme
-
-
-def cmd_bench(args) -> int:
-    bench_dir = find_bench_dir(args.bench_dir)
-    runs = None
-    if not args.render_only:
-        runs = run_suite(bench_dir, args.quick, args.only)
-    readme = None if args.no_readme else (args.readme or bench_dir.parent / "README.md")
-    if readme is not None and not readme.exists():
-        raise ValueError(f"README {readme} does not exist (pass --readme or --no-readme)")
-    table, rd = write_outputs(bench_dir, readme, runs)
-    print(f"wrote {table}" + (f"\nupdated the bench block of {rd}" if rd else ""))
-    return 0 if runs is None or all(r["ok"] for r in runs.values()) else 1
