@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.sgld import run_chains
+import copyhead_jax as ch
 
 OUT = Path(__file__).parent / "results" / "bench_sgld.json"
 
@@ -86,11 +86,11 @@ def lax_scan(body, carry, n):
     return jax.lax.scan(body, carry, None, length=n)
 
 
-def ours_loop(potential, init, *, n_chains, n_steps, step_size, record_potential=True):
+def ours_loop(potential, init, *, n_chains, n_steps, step_size, record_potential=True, **opts):
     def run(key):
-        return run_chains(
+        return ch.run_chains(
             key, init, potential, n_steps=n_steps, thin=n_steps, n_chains=n_chains,
-            step_size=step_size, record_potential=record_potential,
+            step_size=step_size, record_potential=record_potential, **opts,
         )  # fmt: skip
 
     return run

@@ -10,7 +10,7 @@ Code map, in data-flow order:
 - ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
 - ``results``      ``SweepResult`` (save/load, atomic), environment metadata
-- ``sgld``         SGLD kernel (NumPyro ``MCMCKernel`` adapter ``SGLD``), ``run_chains``
+- ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
 - ``plots``        figures from results
@@ -48,9 +48,16 @@ from .results import SweepResult as SweepResult
 from .sample import PAPER_SGLD as PAPER_SGLD
 from .sample import PosteriorResult as PosteriorResult
 from .sample import run_sampler as run_sampler
-from .sgld import SGLD as SGLD
 from .sgld import run_chains as run_chains
 from .sgld import sgld_kernel as sgld_kernel
 from .sweep import run_sweep as run_sweep
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name == "SGLD":  # lazily: the NumPyro adapter imports numpyro
+        from .sgld import SGLD
+
+        return SGLD
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,8 +43,7 @@ from .models import AbstractHead, head_class
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective, neg_log_posterior, squared_errors
 from .results import SCHEMA_VERSION, SweepResult, atomic_save_npz, environment, load_npz
-from .sgld import draw_steps, run_chains
-from .sgld_diagnostics import chain_health, health_warnings
+from .sgld import chain_health, draw_steps, health_warnings, run_chains
 from .sweep import _all_inputs, _check_writable
 
 POSTERIOR_KIND = "copyhead_jax.PosteriorResult"

@@ -1,7 +1,7 @@
-"""SGLD kernel, chain runner, NumPyro adapter and health diagnostics (copyhead_jax.sgld*).
+"""SGLD kernel, chain runner, NumPyro adapter and health diagnostics (copyhead_jax.sgld).
 
 Monte Carlo checks compare a sample average with its exact value in units of its standard error
-``sd / sqrt(ESS)``, the ESS from ``numpyro.diagnostics.effective_sample_size`` (so the
+``sd / sqrt(ESS)``, the ESS from ``copyhead_jax.sgld.ess`` (checked against NumPyro's; so the
 autocorrelation of the chains is accounted for). By the CLT the z-score is ~ N(0, 1); ``|z| < 3``
 fails with probability 0.27% per comparison for a correct sampler, and every key is fixed, so a
 pass is reproducible. Where there is a plausible wrong answer (the continuous-time covariance,
@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.stats
-from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC
 
 from copyhead_jax.sgld import (
     SGLD,
-    _standard_normal,
+    chain_health,
     draw_steps,
+    health_warnings,
     minibatch_potential,
     polynomial_step_size,
     run_chains,
     sgld_kernel,
 )
-from copyhead_jax.sgld_diagnostics import chain_health, health_warnings
+from copyhead_jax.sgld import ess as effective_sample_size
 
 Z_MAX = 3.0  # see the module docstring
 
@@ -38,7 +38,7 @@ RUN = jax.jit(
     static_argnums=2,
     static_argnames=(
         "n_steps", "burn_in", "thin", "n_chains", "step_size", "batch_fn", "per_chain_init",
-        "noise_block", "record_potential", "draw_fn",
+        "noise_block", "noise", "record_potential", "draw_fn",
     ),
 )  # fmt: skip
 
@@ -243,8 +243,8 @@ def test_numpyro_adapter_reproduces_the_runner(capsys):
         "b": jnp.asarray([0.1, -1.0, 0.3], jnp.float32),
     }
     mcmc = MCMC(
-        SGLD(U, step_size=0.1), num_warmup=30, num_samples=60, num_chains=3, thinning=4,
-        chain_method="vectorized", progress_bar=False,
+        SGLD(potential_fn=U, step_size=0.1), num_warmup=30, num_samples=60, num_chains=3,
+        thinning=4, chain_method="vectorized", progress_bar=False,
     )  # fmt: skip
     mcmc.run(key, init_params=z0, extra_fields=("potential_energy", "accept_prob"))
     samples = mcmc.get_samples(group_by_chain=True)
@@ -264,7 +264,7 @@ def test_numpyro_adapter_reproduces_the_runner(capsys):
 
 def test_numpyro_refresh_recomputes_the_cached_gradient():
     U = lambda z, c: 0.5 * jnp.sum((z["a"] - c) ** 2) + 0.5 * z["b"] ** 2
-    kernel, key = SGLD(U, step_size=0.1), jax.random.key(14)
+    kernel, key = SGLD(potential_fn=U, step_size=0.1), jax.random.key(14)
     state = kernel.init(key, 0, Z0, (1.0,), {})
     fresh = kernel.init(key, 0, Z0, (2.0,), {})
     new = kernel.refresh(state, (2.0,), {})
@@ -276,13 +276,25 @@ def test_numpyro_refresh_recomputes_the_cached_gradient():
 # Pieces: noise, MALA proxy, schedules, minibatches
 
 
-def test_noise_is_jax_normal_without_partitionable_threefry():
+def first_noise(key, n: int, noise: str):
+    """xi_0 of the chain keyed ``key``: one step on U = 0 from 0 with eta = 1/2 is exactly xi_0."""
+    kernel = sgld_kernel(lambda z: 0.0 * jnp.sum(z), step_size=0.5, noise=noise)
+    step = jax.jit(lambda k: kernel.step(kernel.init(k, jnp.zeros(n, jnp.float32))).z)
+    return step(key)
+
+
+def test_noise_is_jax_normal_of_the_step_key():
     key = jax.random.key(6)
-    x = jax.jit(_standard_normal, static_argnums=(1, 2))(key, 20_001, jnp.float32)
-    with jax.threefry_partitionable(False):
-        ref = jax.jit(lambda k: jax.random.normal(k, (20_001,)))(key)
+    step0 = jax.random.fold_in(key, 0)  # step t = 0 draws from fold_in(k_c, 2t)
+    x = first_noise(key, 20_001, "threefry")
+    with jax.threefry_partitionable(False):  # the same stream as the default generator
+        ref = jax.jit(lambda k: jax.random.normal(k, (20_001,)))(step0)
     np.testing.assert_array_equal(x, ref)
     assert scipy.stats.kstest(np.asarray(x), "norm").pvalue > 1e-3
+    # noise="jax": jax.random.normal as configured (partitionable by default), same step key.
+    y = first_noise(key, 20_001, "jax")
+    np.testing.assert_array_equal(y, jax.jit(lambda k: jax.random.normal(k, (20_001,)))(step0))
+    assert not np.array_equal(x, y) and scipy.stats.kstest(np.asarray(y), "norm").pvalue > 1e-3
     # Other key implementations fall back to jax.random.normal.
     rbg = RUN(jax.random.key(6, impl="rbg"), Z0, U_CORR, n_steps=20, n_chains=2,
               step_size=0.1)  # fmt: skip
@@ -450,6 +462,7 @@ def test_health_flags_low_acceptance_and_disagreeing_chains():
         (dict(args=[1]), "args"),
         (dict(draw_fn=3), "draw_fn"),
         (dict(record_potential=1), "record_potential"),
+        (dict(noise="philox"), "noise"),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_parameter(kwargs, match):
@@ -465,9 +478,9 @@ def test_bad_input_elsewhere():
     with pytest.raises(ValueError, match="gamma"):
         polynomial_step_size(0.1, 1.0, 2.0)
     with pytest.raises(ValueError, match="step_size"):
-        SGLD(U, step_size=-1.0)
+        SGLD(potential_fn=U, step_size=-1.0)
     with pytest.raises(ValueError, match="init_params"):
-        SGLD(U, step_size=0.1).init(jax.random.key(0), 0, None, (), {})
+        SGLD(potential_fn=U, step_size=0.1).init(jax.random.key(0), 0, None, (), {})
     with pytest.raises(ValueError, match="potential_fn must return a real scalar"):
         run_chains(jax.random.key(0), jnp.zeros(2), lambda z: z, n_steps=3, step_size=0.1)
     with pytest.raises(ValueError, match="floating"):
