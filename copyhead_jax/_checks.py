@@ -23,6 +23,8 @@ def check_float(
     """``value`` must be a finite real in ``(lo, hi]`` (``[lo, hi]`` if ``lo_open=False``)."""
     left = "(" if lo_open else "["
     rng = f"in {left}{lo}, {hi}]" if hi < math.inf else (f"> {lo}" if lo_open else f">= {lo}")
+    if isinstance(value, str | bytes):  # float("30") would pass: a typo, not a number
+        raise ValueError(f"{name} must be a real number {rng}, got the string {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -55,6 +57,18 @@ def check_P_grid(name: str, values: Any, *, lo: int = 1, hi: int = 10**7) -> tup
     if any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError(f"{name} must be strictly increasing, got {grid}")
     return tuple(int(p) for p in grid)
+
+
+def python_scalar(value: Any) -> Any:
+    """numpy scalars (``np.int64(4)``, ``np.float32(0.1)``, ``np.bool_``) as Python numbers, so
+    that configs compare, hash and serialise to JSON like hand-written ones."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return tuple(python_scalar(v) for v in value)
+    return value
 
 
 def _np_int() -> type:

@@ -9,6 +9,7 @@ determines it, and on a rerun loads the chunks whose fingerprint matches instead
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,18 @@ import numpy as np
 from .results import atomic_save_npz, load_npz
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
+
+
+def load_checkpoint(path: Path, kind: str) -> tuple[dict[str, np.ndarray], dict]:
+    """A checkpoint's arrays and meta; an unreadable one is deleted, said on stderr, and
+    returned empty (no fingerprint), so that its work is recomputed instead of blocking."""
+    try:
+        return load_npz(path, kind=kind)
+    except ValueError as e:
+        print(f"warning: checkpoint {str(path)!r} is unreadable, recomputing it ({e})",
+              file=sys.stderr)  # fmt: skip
+        path.unlink(missing_ok=True)
+        return {}, {}
 
 
 def run_chunked(
@@ -44,7 +57,7 @@ def run_chunked(
         fp = f"{fingerprint}-{c}"
         path = ckpt_dir / f"chunk_{c:05d}.npz" if ckpt_dir is not None else None
         if path is not None and path.exists():
-            arrays, meta = load_npz(path, kind=_CHUNK_KIND)
+            arrays, meta = load_checkpoint(path, _CHUNK_KIND)
             if meta.get("fingerprint") == fp:
                 parts.append(arrays)
                 if on_done is not None:

@@ -71,7 +71,25 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
                 g.add_argument("--P", type=_P_arg, default=None, help="e.g. 4:1000:24log")
             else:
                 typ = {bool: _bool, int: int, float: float}.get(type(f.default), str)
-                g.add_argument(flag, type=typ, default=None, metavar=f.name.upper())
+                g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
+                               help=_flag_help(sec, f.name))  # fmt: skip
+
+
+def _flag_help(sec: str, name: str) -> str:
+    """``allowed values; default per preset``, the allowed values read off the validator."""
+    base = getattr(preset("small"), sec)
+    try:
+        dataclasses.replace(base, **{name: "?"})
+        allowed = "any"
+    except (ValueError, TypeError) as e:
+        m = re.search(r"must be (.*?)(?:,|;) got", str(e))
+        allowed = m[1] if m else "see the config docs"
+    values = {k: getattr(getattr(c, sec), name) for k, c in PRESETS.items()}
+    if len(set(map(str, values.values()))) == 1:
+        default = f"default {next(iter(values.values()))}"
+    else:
+        default = "default by preset: " + ", ".join(f"{k} {v}" for k, v in values.items())
+    return f"{allowed}; {default}".replace("%", "%%")
 
 
 def config_from_args(args: argparse.Namespace, attention: str | None = None) -> Config:
@@ -95,20 +113,64 @@ def cmd_sweep(args) -> int:
     if args.attention is None:
         attentions = (preset(args.preset).model.attention,)
     configs = [config_from_args(args, a) for a in attentions]  # validate all before running
-    out = Path(args.out or f"results/{args.preset}")
+    paths, png = sweep_paths(args.out, args.preset, configs)
+    args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
-    for cfg in configs:
-        path = out / f"sweep_{cfg.model.attention}.npz"
-        res = run_sweep(cfg, out=path, progress=not args.quiet)
+    for cfg, path in zip(configs, paths):
+        res = run_sweep(cfg, out=path, progress=not args.quiet, keep_params=args.keep_params)
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         _print_table(res)
     if not args.no_plot:
         theory = None if args.no_theory else theory_overlay(results)
-        png = out / "sweep.png"
-        sweep_figure(results, theory).savefig(png, dpi=110)
-        print(f"saved {png}")
+        save_figure(sweep_figure(results, theory), png)
     return 0
+
+
+def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
+    """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
+    file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/PRESET``,
+    or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
+    changed fields), so that a sweep with other flags never overwrites another."""
+    if out is not None and out.endswith(".npz"):
+        if len(configs) > 1:
+            raise ValueError(
+                "--out FILE.npz holds one attention; give a folder for --attention both"
+            )
+        return [Path(out)], Path(out).with_suffix(".png")
+    if out is None:
+        import hashlib
+        import json
+
+        base, new = preset(preset_name).to_dict(), configs[0].to_dict()
+        diff = {s: {k: v for k, v in new[s].items() if v != base[s][k] and k != "attention"}
+                for s in new}  # fmt: skip
+        diff = {s: d for s, d in diff.items() if d}
+        tag = hashlib.sha256(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
+        out = f"results/{preset_name}" + (f"-{tag}" if diff else "")
+    folder = Path(out)
+    return [folder / f"sweep_{c.model.attention}.npz" for c in configs], folder / "sweep.png"
+
+
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def save_figure(fig, path: Path, dpi: int = 150) -> Path:
+    """``fig`` to ``path`` (PNG, PDF or SVG by suffix); errors name the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"figure path {str(path)!r} must end in one of {FIGURE_SUFFIXES}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=dpi)
+    except OSError as e:
+        raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+    print(f"saved {path}")
+    return path
 
 
 def _print_table(res) -> None:
@@ -121,7 +183,7 @@ def _print_table(res) -> None:
         ("test", "test_loss", "{:>8.3f}"), ("acc", "copy_accuracy", "{:>6.3f}"),
         ("epochs", "stop_epoch", "{:>7.0f}"), ("|grad|", "grad_norm", "{:>8.2e}"),
         ("|g_span|", "grad_norm_span", "{:>8.2e}"),
-        ("ok", "n_finite", "{:>3d}"),
+        ("ok", "n_ok", "{:>3d}"), ("div", "n_diverged", "{:>3d}"),
     ]  # fmt: skip
     print(f"# {att} attention, N={res.config.model.width}, seeds={res.config.sweep.n_seeds}")
     print(" ".join(f"{h:>{len(fmt.format(0))}}" for h, _, fmt in cols))
@@ -131,12 +193,22 @@ def _print_table(res) -> None:
             v = s[k][i]
             row.append(fmt.format(int(v)) if "d}" in fmt else fmt.format(float(v)))
         print(" ".join(row))
+    n_div = int(s["n_diverged"].sum())
+    print(f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
+          "blown up past its start and the zero-output loss) excluded from the means")  # fmt: skip
 
 
 def cmd_show(args) -> int:
     from .results import SweepResult
 
     for f in args.files:
+        if _kind(f) == "copyhead_jax.PosteriorResult":
+            from .sample import PosteriorResult
+            from .sample_cli import _print_posterior
+
+            print(f"{f}: posterior")
+            _print_posterior(PosteriorResult.load(f), None)
+            continue
         res = SweepResult.load(f)
         print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
               f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
@@ -159,39 +231,54 @@ def cmd_plot(args) -> int:
     from .results import SweepResult
 
     out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"output path {str(out)!r} is not writable: {e}") from None
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
         from .plots import posterior_figure, trace_figure
         from .sample import PosteriorResult
 
         post = PosteriorResult.load(args.files[0])
         sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None
-        posterior_figure(post, sweep).savefig(out, dpi=110)
-        trace = out.with_name(out.stem + "_traces.png")
-        trace_figure(post).savefig(trace, dpi=110)
-        print(f"saved {out}\nsaved {trace}")
+        save_figure(posterior_figure(post, sweep), out)
+        save_figure(trace_figure(post), out.with_name(out.stem + "_traces" + out.suffix))
         return 0
     results = [SweepResult.load(f) for f in args.files]
-    sweep_figure(results).savefig(out, dpi=110)
-    print(f"saved {out}")
+    theory = theory_overlay(results) if args.theory else None
+    save_figure(sweep_figure(results, theory), out)
     if args.curves:
         for res in results:
-            c = out.with_name(f"{out.stem}_curves_{res.config.model.attention}.png")
-            curves_figure(res).savefig(c, dpi=110)
-            print(f"saved {c}")
+            att = res.config.model.attention
+            save_figure(curves_figure(res), out.with_name(f"{out.stem}_curves_{att}{out.suffix}"))
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reads ``--lr -1e-3`` like ``--lr=-1e-3`` (its own test for negative
+    numbers misses exponents and so takes ``-1e-3`` for an option); subparsers inherit it."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="copyhead", description=__doc__.split("\n")[0])
+    from . import __version__
+
+    parser = _Parser(prog="copyhead", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"copyhead_jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("sweep", help="MAP (Adam) sweep over P and seeds")
     p.add_argument("--preset", default="small", help=f"one of {', '.join(PRESETS)}")
-    p.add_argument("--out", default=None, help="output folder (default results/PRESET)")
+    p.add_argument(
+        "--out", default=None,
+        help="output folder (sweep_ATT.npz + sweep.png), or FILE.npz for one attention; default "
+        "results/PRESET, or results/PRESET-HASH when flags change the preset (HASH: 8 hex digits "
+        "of the changed fields), so sweeps with other flags never overwrite each other",
+    )  # fmt: skip
+    p.add_argument("--keep-params", action="store_const", const=True, default=None,
+                   help="keep the fitted weights (needed by 'copyhead sample'); default: "
+                   "when they take under 2 GB")  # fmt: skip
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--no-theory", action="store_true", help="plot without the EK theory curves")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -204,8 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plot", help="order parameters, coverage and loss versus P, to PNG")
     p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
-    p.add_argument("--out", default=None, help="PNG path (default: next to the first file)")
+    p.add_argument("--out", default=None, help="figure path, .png, .pdf or .svg (default: PNG "
+                   "next to the first file)")  # fmt: skip
     p.add_argument("--curves", action="store_true", help="also plot training curves")
+    p.add_argument("--theory", action="store_true", help="overlay the EK theory curves")
     p.set_defaults(func=cmd_plot)
 
     add_theory_subparser(sub)
@@ -219,9 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         print(f"copyhead: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
+        said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
+                if kept else "nothing was kept")  # fmt: skip
+        print(f"\ncopyhead: interrupted; {said}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._checks import check_choice, check_float, check_int, check_P_grid
+from ._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
 
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")
@@ -194,8 +194,11 @@ class Config:
 
     def __post_init__(self):
         for name, cls in _SECTIONS.items():
-            if not isinstance(getattr(self, name), cls):
+            sec = getattr(self, name)
+            if not isinstance(sec, cls):
                 raise ValueError(f"Config.{name} must be a {cls.__name__}")
+            for f in dataclasses.fields(sec):  # np.int64(4) -> 4: JSON, hashing, fingerprints
+                object.__setattr__(sec, f.name, python_scalar(getattr(sec, f.name)))
 
     def replace(self, **sections: Any) -> Config:
         """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object."""
@@ -203,7 +206,10 @@ class Config:
         for name, value in sections.items():
             if name not in _SECTIONS:
                 raise ValueError(f"Config has no section {name!r}; sections: {list(_SECTIONS)}")
-            new[name] = replace(getattr(self, name), **value) if isinstance(value, dict) else value
+            if isinstance(value, dict):
+                _check_fields(_SECTIONS[name], value)
+                value = replace(getattr(self, name), **value)
+            new[name] = value
         return replace(self, **new)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -217,10 +223,7 @@ class Config:
         kw = {}
         for name, sec_cls in _SECTIONS.items():
             values = dict(d.get(name, {}))
-            fields = {f.name for f in dataclasses.fields(sec_cls)}
-            bad = set(values) - fields
-            if bad:
-                raise ValueError(f"unknown {sec_cls.__name__} fields {sorted(bad)}")
+            _check_fields(sec_cls, values)
             if "P" in values:
                 values["P"] = tuple(values["P"])
             kw[name] = sec_cls(**values)
@@ -234,6 +237,16 @@ _SECTIONS = {
     "train": TrainConfig,
     "sweep": SweepConfig,
 }
+
+
+def _check_fields(sec_cls, values: dict) -> None:
+    """Unknown field names (typos) raise a ValueError listing the valid ones."""
+    fields = [f.name for f in dataclasses.fields(sec_cls)]
+    bad = sorted(set(values) - set(fields))
+    if bad:
+        raise ValueError(
+            f"{sec_cls.__name__} has no field(s) {', '.join(bad)}; valid fields: {', '.join(fields)}"
+        )
 
 
 def _section_dict(sec) -> dict[str, Any]:

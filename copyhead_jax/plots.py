@@ -1,4 +1,11 @@
-"""Figures: a result in, a matplotlib ``Figure`` out (Agg backend, nothing shown)."""
+"""Figures: a result in, a matplotlib ``Figure`` out (Agg backend, nothing shown).
+
+Conventions, for every figure: one colour per attention (linear blue, softmax red) in every
+panel, the quantity told apart by marker and line style, the EK theory dashed in the colour of
+its attention, references grey; shaded bands are +-1 sd over seeds and say so in the legend;
+axes carry symbol and unit; legends are at least 8 pt; a P axis spanning under two decades is
+ticked at (a spread of) the measured P, so that labels never collide.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +14,74 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from .results import SweepResult  # noqa: E402
 
-COLORS = {"linear": ("tab:blue", "tab:cyan"), "softmax": ("tab:red", "tab:orange")}
+COLORS = {"linear": "tab:blue", "softmax": "tab:red"}
+LEGEND_PT = 8  # legends stay readable at column width
+P_LABEL = "training set size $P$ (sequences)"
+BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
+
+
+def order_names(attention: str) -> tuple[str, str]:
+    """Display names of the two order parameters: (a1, aG) for softmax, (c1, cG) for linear."""
+    return ("a1", "aG") if attention == "softmax" else ("c1", "cG")
+
+
+def _tex(name: str) -> str:
+    return f"${name[0]}_{{{name[1:]}}}$"
 
 
 def _band(ax, x, y, label, marker="o", color=None, ls="-"):
-    """Mean +- sd over seeds (columns), NaNs (diverged runs) ignored."""
+    """Mean +- sd over seeds (columns), NaNs (excluded runs) ignored."""
     with np.errstate(all="ignore"):
         m, s = np.nanmean(y, axis=1), np.nanstd(y, axis=1)
     line = ax.plot(x, m, marker=marker, ms=4, label=label, color=color, ls=ls)[0]
-    ax.fill_between(x, m - s, m + s, alpha=0.2, color=line.get_color())
+    ax.fill_between(x, m - s, m + s, alpha=0.2, color=line.get_color(), lw=0)
     return line
 
 
+def _spread(P: np.ndarray, n: int = 7) -> list[float]:
+    """At most ~``n`` of the values ``P``, spread evenly in log P, first and last kept."""
+    P = np.unique(np.asarray(P, float))
+    if len(P) <= 1:
+        return list(P)
+    gap = np.log(P[-1] / P[0]) / n
+    keep = [P[0]]
+    for p in P[1:-1]:
+        if np.log(p / keep[-1]) >= gap and np.log(P[-1] / p) >= gap:
+            keep.append(p)
+    return [*keep, P[-1]]
+
+
+def log_P_axis(ax, P, axis: str = "x") -> None:
+    """Log scale for a P axis; under two decades, ticks at a spread of the measured P (the
+    default would label minor ticks too, and they collide)."""
+    P = np.asarray(P, float)
+    P = P[np.isfinite(P) & (P > 0)]
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    if len(P) and P.max() / P.min() < 100:
+        a.set_major_locator(FixedLocator(_spread(P)))
+        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.set_minor_formatter(NullFormatter())
+
+
+def _legend(ax, band: bool = True, **kw) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if band:
+        handles.append(Patch(color="gray", alpha=0.3, lw=0))
+        labels.append(BAND_LABEL)
+    ax.legend(handles, labels, fontsize=LEGEND_PT, **kw)
+
+
 def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None) -> Figure:
-    """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps.
+    """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps
+    (diverged runs excluded).
 
     ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or "a1"/"aG", "mse": [...]}}``
     curves (e.g. ``theory.theory_curve``) drawn as dashed lines over the measured points.
@@ -32,64 +89,76 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
     results = [results] if isinstance(results, SweepResult) else list(results)
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
     (ax_o, ax_c), (ax_l, ax_a) = axes
+    n_out = 0
     for res in results:
         att = res.config.model.attention
-        ok = res["finite"].astype(bool)
+        ok = res.ok
+        n_out += int((~ok).sum())
         get = lambda k: np.where(ok, res[k].astype(float), np.nan)
         P = res.P
-        n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
-        c_main, c_alt = COLORS.get(att, ("k", "gray"))
-        _band(ax_o, P, get("c1"), f"{att}: {n1}", marker="s", color=c_alt)
-        _band(ax_o, P, get("cG"), f"{att}: {nG}", color=c_main)
-        _band(ax_c, P, get("coverage"), f"{att}: mean-A cosine", color=c_main)
-        _band(ax_c, P, get("sample_coverage"), f"{att}: per-sample", marker="^", color=c_alt)
-        _band(ax_l, P, get("train_loss"), f"{att}: train", color=c_main)
-        _band(ax_l, P, get("test_loss"), f"{att}: test", marker="^", color=c_alt, ls=":")
-        _band(ax_a, P, get("copy_accuracy"), f"{att}", color=c_main)
+        n1, nG = order_names(att)
+        col = COLORS.get(att, "k")
+        _band(ax_o, P, get("cG"), f"{att}: {_tex(nG)}", color=col)
+        _band(ax_o, P, get("c1"), f"{att}: {_tex(n1)}", marker="s", color=col, ls=":")
+        _band(ax_c, P, get("coverage"), f"{att}: mean-A cosine", color=col)
+        _band(ax_c, P, get("sample_coverage"), f"{att}: per-sample", marker="^", color=col, ls=":")
+        _band(ax_l, P, get("train_loss"), f"{att}: train", color=col)
+        _band(ax_l, P, get("test_loss"), f"{att}: test", marker="^", color=col, ls=":")
+        _band(ax_a, P, get("copy_accuracy"), f"{att}", color=col)
         if theory and att in theory:
             th = theory[att]
-            for k, col in ((n1, c_alt), (nG, c_main)):
+            for k, ls in ((nG, "--"), (n1, "-.")):
                 if k in th:
-                    ax_o.plot(th["P"], th[k], "--", lw=1.2, color=col, label=f"EK theory: {k}")
+                    ax_o.plot(th["P"], th[k], ls, lw=1.2, color=col, label=f"EK theory {_tex(k)}")
             if "mse" in th:
-                ax_l.plot(
-                    th["P"],
-                    th["mse"],
-                    "--",
-                    lw=1.2,
-                    color=c_main,
-                    label="EK theory: population loss",
-                )
-    L = results[0].config.task.L
-    V = results[0].config.task.V
-    ax_l.axhline(L, color="gray", lw=0.8, ls=":", label="no attention (L)")
-    ax_l.axhline((1 - 1 / V) * (L - 1), color="gray", lw=0.8, ls="-.", label="pooling")
-    ax_a.axhline(1 / V, color="gray", lw=0.8, ls=":", label="chance 1/V")
-    titles = ["order parameters", "subspace coverage", "loss per sequence", "copy accuracy (test)"]
-    for ax, t in zip(axes.flat, titles):
-        ax.set_xscale("log")
-        ax.set_xlabel("P (training sequences)")
-        ax.set_title(t)
-        ax.legend(fontsize=7)
+                ax_l.plot(th["P"], th["mse"], "--", lw=1.2, color=col,
+                          label="EK theory: population loss")  # fmt: skip
     c = results[0].config
+    L, V = c.task.L, c.task.V
+    ax_l.axhline(L, color="gray", lw=0.8, ls=":", label=f"zero output ($L$ = {L})")
+    ax_l.axhline((1 - 1 / V) * (L - 1), color="gray", lw=0.8, ls="-.", label="pooling")
+    ax_a.axhline(1 / V, color="gray", lw=0.8, ls=":", label="chance $1/V$")
+    ylabels = [
+        "order parameter (dimensionless)",
+        "subspace coverage (cosine, 0 to 1)",
+        "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
+        "copy accuracy (fraction of positions)",
+    ]
+    titles = ["order parameters", "subspace coverage", "loss", "copy accuracy (test)"]
+    P_all = np.concatenate([r.P for r in results])
+    for ax, t, yl in zip(axes.flat, titles, ylabels):
+        log_P_axis(ax, P_all)
+        ax.set_xlabel(P_LABEL)
+        ax.set_ylabel(yl)
+        ax.set_title(t)
+        _legend(ax)
+    excluded = f"; {n_out} diverged run(s) excluded" if n_out else ""
     fig.suptitle(
-        f"L={L}, V={V}, N={c.model.width}, sigma2={c.posterior.sigma2}, chi={c.posterior.chi}, "
-        f"{c.posterior.likelihood}, seeds={c.sweep.n_seeds}"
+        f"$L$={L}, $V$={V}, $N$={c.model.width}, $\\sigma^2$={c.posterior.sigma2:g}, "
+        f"$\\chi$={c.posterior.chi:g}, {c.posterior.likelihood}, seeds={c.sweep.n_seeds}{excluded}"
     )
     return fig
 
 
 def curves_figure(res: SweepResult) -> Figure:
-    """Training curves U(epoch) per P (seed 0) — did each run converge?"""
+    """Training loss per sequence versus epoch, one line per P (seed 0), coloured by P."""
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     ep = res["curve_epoch"]
+    P = res.P.astype(float)
+    norm = LogNorm(P.min(), P.max()) if P.max() > P.min() else Normalize(P.min() - 1, P.max() + 1)
     cmap = plt.get_cmap("viridis")
-    for i, P in enumerate(res.P):
-        ax.plot(ep, res["curve_loss"][i, 0], color=cmap(i / max(len(res.P) - 1, 1)), label=f"P={P}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("train loss per sequence")
+    for i, p in enumerate(P):
+        ax.plot(ep, res["curve_loss"][i, 0], color=cmap(norm(p)), lw=1)
+    sm = matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap)
+    cb = fig.colorbar(sm, ax=ax)
+    cb.set_label(P_LABEL)
+    if isinstance(norm, LogNorm):
+        log_P_axis(cb.ax, P, axis="y")
+    ax.axhline(res.config.task.L, color="gray", lw=0.8, ls=":", label="zero output ($L$)")
+    ax.set_xlabel("epoch (Adam steps, full batch)")
+    ax.set_ylabel("train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$")
     ax.set_xscale("log")
-    ax.legend(fontsize=6, ncol=2)
+    _legend(ax, band=False)
     ax.set_title(f"{res.config.model.attention}: training curves (seed 0)")
     return fig
 
@@ -99,45 +168,53 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     susceptibility var(cG), and the training loss."""
     fig, (ax_o, ax_v, ax_l) = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
     att = post.config.model.attention
-    c_main, c_alt = COLORS.get(att, ("k", "gray"))
-    n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
+    col = COLORS.get(att, "k")
+    n1, nG = order_names(att)
     P = post.P
-    for name, label, col in (("c1", n1, c_alt), ("cG", nG, c_main)):
-        m, v = post.moments(name)
-        _band(ax_o, P, m, f"SGLD {label}", color=col)
+    for name, label, ls, mk in (("cG", nG, "-", "o"), ("c1", n1, ":", "s")):
+        m, _ = post.moments(name)
+        _band(ax_o, P, m, f"SGLD {_tex(label)}", color=col, ls=ls, marker=mk)
         if sweep is not None:
-            ok = sweep["finite"].astype(bool)
-            ax_o.plot(P, np.nanmean(np.where(ok, sweep[name], np.nan), 1), "k--", lw=1,
-                      marker="x", label=f"MAP {label}")  # fmt: skip
+            ax_o.plot(P, np.nanmean(np.where(sweep.ok, sweep[name], np.nan), 1), "k", ls=ls,
+                      lw=1, marker="x", label=f"MAP {_tex(label)}")  # fmt: skip
     _, vG = post.moments("cG")
-    _band(ax_v, P, vG, f"var({nG})", color=c_main)
+    _band(ax_v, P, vG, f"var({_tex(nG)})", color=col)
     ax_v.set_yscale("log")
     mL, _ = post.moments("train_loss")
-    _band(ax_l, P, mL, "SGLD train loss", color=c_main)
-    for ax, t in zip((ax_o, ax_v, ax_l), ("posterior order parameters", "susceptibility",
-                                         "loss per sequence")):  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_xlabel("P")
+    _band(ax_l, P, mL, "SGLD train loss", color=col)
+    ax_l.axhline(post.config.task.L, color="gray", lw=0.8, ls=":", label="zero output ($L$)")
+    ylabels = ("order parameter (dimensionless)", f"susceptibility var({_tex(nG)}) over draws",
+               "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$")  # fmt: skip
+    titles = ("posterior order parameters", "susceptibility", "loss")
+    for ax, t, yl in zip((ax_o, ax_v, ax_l), titles, ylabels):
+        log_P_axis(ax, P)
+        ax.set_xlabel(P_LABEL)
+        ax.set_ylabel(yl)
         ax.set_title(t)
-        ax.legend(fontsize=7)
+        _legend(ax)
     s = post.sgld
-    fig.suptitle(f"{att}: SGLD eta={s.step_size:g}, {s.n_steps} steps, {s.n_chains} chains")
+    fig.suptitle(f"{att}: SGLD $\\eta$={s.step_size:g}, {s.n_steps} steps, {s.n_chains} chains")
     return fig
 
 
 def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
-    """Per-chain traces of ``field`` at every P (one panel per P) for one seed."""
+    """Per-chain traces of ``field`` at every P (one panel per P) for one seed; the order
+    parameters are named for the attention (aG, a1 for softmax)."""
     n = len(post.P)
     cols = min(n, 4)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False,
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False,
                              constrained_layout=True)  # fmt: skip
+    names = dict(zip(("c1", "cG"), order_names(post.config.model.attention)))
+    label = _tex(names[field]) if field in names else field
     x = post["draw_step"]
     for i, P in enumerate(post.P):
         ax = axes.flat[i]
         ax.plot(x, post[field][i, seed].T, lw=0.8)
-        ax.set_title(f"P={P}", fontsize=8)
+        ax.set_title(f"$P$={P}", fontsize=9)
+        ax.set_xlabel("SGLD step")
+        ax.set_ylabel(label)
     for ax in axes.flat[n:]:
         ax.axis("off")
-    fig.suptitle(f"{field} traces (seed {seed}, one line per chain)")
+    fig.suptitle(f"{label} traces (seed {seed}, one line per chain)")
     return fig

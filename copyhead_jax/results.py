@@ -7,6 +7,7 @@ same folder followed by ``os.replace``, so a crash never leaves a half-written r
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import io
 import json
@@ -57,6 +58,7 @@ def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta
     except OSError as e:
         raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; honour the umask like open()
         buf = io.BytesIO()
         np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
         with os.fdopen(fd, "wb") as f:
@@ -69,6 +71,80 @@ def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta
             os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def tmp_orphans(path: str | os.PathLike) -> list[Path]:
+    """Temporary files that a killed :func:`atomic_save_npz` of ``path`` (or of anything in
+    the folder ``path``) left behind."""
+    path = Path(path)
+    found = list(path.parent.glob(f".{path.name}.*.tmp")) if path.parent.is_dir() else []
+    if path.is_dir():
+        found += list(path.rglob(".*.npz.*.tmp"))
+    return found
+
+
+def remove_tmp_orphans(*paths: str | os.PathLike) -> int:
+    """Delete the orphans of :func:`tmp_orphans`; call only while holding the path's lock."""
+    n = 0
+    for p in paths:
+        for f in tmp_orphans(p):
+            f.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+def acquire_lock(path: str | os.PathLike) -> Path:
+    """Take ``PATH.lock`` (holding this process's pid) so that one process at a time writes
+    ``path``; a lock of a live process is refused naming its pid, one of a dead process (or of
+    this process) is taken over. Released by :func:`release_lock`, or at interpreter exit."""
+    lock = Path(str(path) + ".lock")
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _alive(pid):
+                raise ValueError(
+                    f"{str(path)!r} is being written by another process (pid {pid}, lock file "
+                    f"{str(lock)!r}); wait for it to finish, or delete the lock if it is stale"
+                ) from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        except OSError as e:
+            raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        atexit.register(release_lock, lock)
+        return lock
+    raise ValueError(f"could not take the lock {str(lock)!r}")
+
+
+def release_lock(lock: Path) -> None:
+    """Remove ``lock`` if this process holds it."""
+    try:
+        if int(lock.read_text().strip() or 0) == os.getpid():
+            lock.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
 
 
 def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarray], dict]:
@@ -99,6 +175,35 @@ SCALARS = (
     "c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss",
     "copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch", "finite",
 )  # fmt: skip
+#: Arrays every sweep file must hold (checked at load); ``diverged`` is optional (older files).
+REQUIRED = (*SCALARS, "mean_attention", "positional_logits", "curve_U", "curve_loss")
+
+#: A run is diverged if its final loss exceeds this many times the larger of the zero-output
+#: loss and its first logged loss, or its final U exceeds its first logged U by this factor of |U|.
+DIVERGENCE_FACTOR = 2.0
+
+
+def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
+    """Runs that blew up while staying finite: ``[..]`` bool, same shape as ``train_loss``.
+
+    Adam lowers U from its start, and the zero-output network (f = 0) scores a train loss of
+    ``L`` per sequence (sum over positions of ``||y^a||^2 = 1``); a run whose final loss is more
+    than ``DIVERGENCE_FACTOR`` times ``max(L, first logged loss)``, or whose U rose above its
+    first logged value by more than ``DIVERGENCE_FACTOR - 1`` times ``|U|``, has diverged.
+    Non-finite runs are flagged too.
+    """
+    loss = np.asarray(arrays["train_loss"], float)
+    bad = ~np.asarray(arrays["finite"], bool) | ~np.isfinite(loss)
+    k = DIVERGENCE_FACTOR
+    ref = np.full_like(loss, float(L))
+    if "curve_loss" in arrays and arrays["curve_loss"].shape[-1] > 0:
+        ref = np.fmax(ref, np.asarray(arrays["curve_loss"], float)[..., 0])
+    bad |= loss > k * ref
+    if "curve_U" in arrays and "U" in arrays and arrays["curve_U"].shape[-1] > 0:
+        U0, U = np.asarray(arrays["curve_U"], float)[..., 0], np.asarray(arrays["U"], float)
+        with np.errstate(invalid="ignore"):
+            bad |= np.isfinite(U0) & (U > U0 + (k - 1) * np.abs(U0))
+    return bad
 
 
 @dataclass
@@ -130,13 +235,29 @@ class SweepResult:
     def has_params(self) -> bool:
         return "params/W_G" in self.arrays
 
+    @property
+    def diverged(self) -> np.ndarray:
+        """``[P, seed]`` bool: non-finite or blown-up runs (:func:`divergence_flags`); files
+        written before the flag existed get it computed from their arrays."""
+        if "diverged" in self.arrays:
+            return self.arrays["diverged"].astype(bool)
+        return divergence_flags(self.arrays, self.config.task.L)
+
+    @property
+    def ok(self) -> np.ndarray:
+        """``[P, seed]`` bool: the runs that enter means (finite and not diverged)."""
+        return self.arrays["finite"].astype(bool) & ~self.diverged
+
     def summary(self) -> dict[str, np.ndarray]:
-        """Mean and sd over finite seeds of each scalar, per P."""
+        """Mean and sd over the ``ok`` seeds (finite, not diverged) of each scalar, per P;
+        ``n_ok``, ``n_finite`` and ``n_diverged`` count the runs."""
         out: dict[str, np.ndarray] = {"P": self.P}
-        ok = self.arrays["finite"].astype(bool)
+        ok = self.ok
+        out["n_ok"] = ok.sum(1)
+        out["n_diverged"] = self.diverged.sum(1)
         for k in SCALARS:
             if k == "finite":
-                out["n_finite"] = ok.sum(1)
+                out["n_finite"] = self.arrays["finite"].astype(bool).sum(1)
                 continue
             x = np.where(ok, self.arrays[k].astype(float), np.nan)
             with np.errstate(all="ignore"):
@@ -156,6 +277,13 @@ class SweepResult:
             cfg = Config.from_dict(meta["config"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
+        shape = (len(cfg.sweep.P), cfg.sweep.n_seeds)
+        missing = [k for k in REQUIRED if k not in arrays]
+        if missing:
+            raise ValueError(f"{str(path)!r} is incomplete: it lacks the arrays {missing}")
+        wrong = [k for k in (*REQUIRED, "diverged") if k in arrays and arrays[k].shape[:2] != shape]
+        if wrong:
+            raise ValueError(f"{str(path)!r} is corrupt: arrays {wrong} are not [P, seed] {shape}")
         return cls(config=cfg, arrays=arrays, meta=meta)
 
     def replace(self, **kw) -> SweepResult:

@@ -37,20 +37,27 @@ def cmd_sample(args) -> int:
                 step_size=args.step_size, seed=args.seed)  # fmt: skip
     sgld = dataclasses.replace(base, **{k: v for k, v in over.items() if v is not None})
     sweep = SweepResult.load(args.result)
+    if not sweep.has_params:
+        raise ValueError(
+            f"{args.result!r} has no fitted weights to warm-start from; rerun its sweep with "
+            "'copyhead sweep ... --keep-params' (Python: run_sweep(..., keep_params=True))"
+        )
     out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
+    args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
     post = run_sampler(sweep, sgld, out=out, progress=not args.quiet, chunk_runs=args.chunk_runs)
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )
     _print_posterior(post, sweep)
     if not args.no_plot:
-        png = out.with_suffix(".png")
-        posterior_figure(post, sweep).savefig(png, dpi=110)
-        print(f"saved {png}")
+        from .cli import save_figure
+
+        save_figure(posterior_figure(post, sweep), out.with_suffix(".png"))
     return 0
 
 
-def _print_posterior(post, sweep) -> None:
+def _print_posterior(post, sweep=None) -> None:
+    """The posterior as a table; MAP columns from ``sweep`` if given, else ``-``."""
     import warnings
 
     with warnings.catch_warnings():
@@ -70,8 +77,9 @@ def _print_rows(post, sweep) -> None:
     print(f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
           f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}")  # fmt: skip
     for i, P in enumerate(post.P):
-        print(f"{P:>6d} {np.nanmean(m1[i]):>9.3f} {np.nanmean(sweep['c1'][i]):>8.3f} "
-              f"{np.nanmean(mG[i]):>9.3f} {np.nanmean(sweep['cG'][i]):>8.3f} "
+        map1, mapG = (f"{np.nanmean(sweep[k][i]):>8.3f}" if sweep is not None else f"{'-':>8}"
+                      for k in ("c1", "cG"))  # fmt: skip
+        print(f"{P:>6d} {np.nanmean(m1[i]):>9.3f} {map1} {np.nanmean(mG[i]):>9.3f} {mapG} "
               f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
               f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
               f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip

@@ -24,11 +24,19 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._chunks import run_chunked
+from ._chunks import load_checkpoint, run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from .config import Config
 from .data import nested_mask, seed_data
-from .results import SweepResult, atomic_save_npz, environment, load_npz
+from .results import (
+    SweepResult,
+    acquire_lock,
+    atomic_save_npz,
+    divergence_flags,
+    environment,
+    release_lock,
+    remove_tmp_orphans,
+)
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
@@ -133,7 +141,7 @@ def _load_snapshot(snapshot: tuple[Path, str] | None, fresh):
     back onto the devices with the sharding of ``fresh`` (a just-initialised state)."""
     if snapshot is None or not snapshot[0].exists():
         return None
-    arrays, meta = load_npz(snapshot[0], kind=_SNAPSHOT_KIND)
+    arrays, meta = load_checkpoint(snapshot[0], _SNAPSHOT_KIND)  # unreadable: {} and a warning
     leaves, treedef = jax.tree_util.tree_flatten(fresh)
     n = sum(k.startswith("leaf_") for k in arrays)
     if meta.get("fingerprint") != snapshot[1] or n != len(leaves):
@@ -171,6 +179,7 @@ def _run_chunk(
     if resumed is not None:
         state, curves, start = resumed
         if bar is not None:
+            bar.set_postfix_str("resumed from a snapshot", refresh=False)
             bar.update(start)
     last_save = time.time()
     for i in range(start, n_segments):
@@ -263,9 +272,13 @@ def run_sweep(
     groups = padding_groups(cfg)
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
     n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
+    if getattr(cfg.model, "engine", "full") == "full":
+        _check_memory(cfg, groups)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     if out is not None:
         _check_writable(Path(out))
+        lock = acquire_lock(out)  # one writer per output; released after the final save
+        remove_tmp_orphans(out, ckpt)  # left by a final write that was killed
     trainer = Trainer(cfg)
     n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
     bar = tqdm(
@@ -279,6 +292,7 @@ def run_sweep(
 
     def done(c, n, loaded):
         if loaded:
+            bar.set_postfix_str(f"resumed {chunks_done[0] + 1} chunk(s) from checkpoints")
             bar.update(n_seg)
         elif on_chunk is not None:
             on_chunk(chunks_done[0], n_chunks)
@@ -313,13 +327,16 @@ def run_sweep(
         "n_chunks": n_chunks,
         "kept_params": bool(keep_params),
     }
+    arrays["diverged"] = divergence_flags(arrays, cfg.task.L)
     result = SweepResult(config=cfg, arrays=arrays, meta=meta)
-    n_bad = int((~arrays["finite"].astype(bool)).sum())
+    n_bad = int(arrays["diverged"].sum())
     if n_bad:
-        print(f"warning: {n_bad} of {n_runs} runs diverged (finite=False)", file=sys.stderr)
+        print(f"warning: {n_bad} of {n_runs} runs diverged (non-finite or blown up: "
+              "diverged=True; excluded from means)", file=sys.stderr)  # fmt: skip
     if out is not None:
         result.save(out)
         shutil.rmtree(ckpt, ignore_errors=True)
+        release_lock(lock)
     return result
 
 
@@ -329,7 +346,22 @@ def _lr_tag(lr_mult) -> str:
     return hashlib.sha256(np.asarray(lr_mult, np.float32).tobytes()).hexdigest()[:8]
 
 
+def _check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
+    """Refuse, before compiling, a run that alone exceeds the memory budget (it would swap
+    or hang, not fail)."""
+    need, have = per_run_bytes(cfg, max(groups)), available_bytes(cfg)
+    if need > have:
+        raise ValueError(
+            f"one run at width {cfg.model.width} needs about {need / 2**30:.1f} GiB of memory, "
+            f"but {have / 2**30:.1f} GiB is available (SweepConfig.memory_budget_gb, else 70% of "
+            "free device memory, else 4 GiB); use engine='reduced' (--engine reduced), a "
+            "smaller width, or a larger memory_budget_gb"
+        )
+
+
 def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise ValueError(f"output path {str(path)!r} is a folder; give a file path (*.npz)")
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -122,11 +122,20 @@ def cmd_curve(args) -> dict[str, Any]:
     from .minima import theory_curve
     from .plots import plot_curve
 
+    check_int("--n-P", args.n_P, lo=2, hi=10**6)
+    for name in ("P_min", "P_max"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    if args.P_min is not None and args.P_max is not None and not args.P_min < args.P_max:
+        raise ValueError(f"--P-min ({args.P_min:g}) must be below --P-max ({args.P_max:g})")
     params = _params(args)
     out: dict[str, Any] = {}
     for att in _attentions(args.attention):
         pts, lo, hi = _default_P(params, att, args.objective)
-        P = np.geomspace(args.P_min or lo, args.P_max or hi, args.n_P)
+        lo, hi = args.P_min or lo, args.P_max or hi
+        if not lo < hi:
+            raise ValueError(f"--P-min ({lo:g}) must be below --P-max ({hi:g})")
+        P = np.geomspace(lo, hi, args.n_P)
         curve = theory_curve(params, P, att, args.objective)
         out[att] = curve
         if not args.no_plot:
