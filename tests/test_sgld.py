@@ -492,3 +492,79 @@ def test_bad_input_elsewhere():
         health_warnings(chain_health(res), rhat_max=0.5)
     with pytest.raises(ValueError, match="burn_in"):
         chain_health(res, burn_in=97)
+
+
+# ----------------------------------------------------------------------------------------------
+# Own split R-hat / ESS (the package does not import numpyro), and SGLD(model=...)
+
+
+def test_split_rhat_and_ess_equal_numpyros():
+    from numpyro.diagnostics import effective_sample_size as np_ess
+    from numpyro.diagnostics import split_gelman_rubin
+
+    from copyhead_jax.sgld import split_rhat
+
+    rng = np.random.default_rng(15)
+    x = np.zeros((4, 501))  # AR(1) with rho = 0.9 (ESS well below C N) and a shifted chain
+    for t in range(1, 501):
+        x[:, t] = 0.9 * x[:, t - 1] + rng.normal(size=4)
+    x[3] += 2.0
+    for trace in (x, x[:1], x[:3, :7]):
+        # the same float64 formulas; only FFT lengths and summation order differ
+        np.testing.assert_allclose(effective_sample_size(trace), np_ess(trace), rtol=1e-9)
+        np.testing.assert_allclose(split_rhat(trace), split_gelman_rubin(trace), rtol=1e-12)
+    assert split_rhat(x) > 1.1 and effective_sample_size(x[:3]) < 0.2 * 3 * 501
+    assert np.isnan(split_rhat(x[:, :3])) and np.isnan(effective_sample_size(x[:, :3]))
+
+
+def gaussian_model(y):
+    import numpyro
+    import numpyro.distributions as dist
+
+    # mu: conjugate, posterior N(sum y / (N + 1), 1 / (N + 1)); sigma: no data, its posterior is
+    # the LogNormal(0, 1) prior, sampled as log sigma ~ N(0, 1) in unconstrained space.
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    numpyro.sample("sigma", dist.LogNormal(0.0, 1.0))
+    numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+def test_numpyro_model_mode_recovers_a_conjugate_posterior_and_converts_to_arviz():
+    from numpyro.infer import init_to_value
+
+    n = 20
+    y = jnp.asarray(np.random.default_rng(16).normal(1.0, 1.0, size=n), jnp.float32)
+    prec = np.array([n + 1.0, 1.0])  # posterior precision of (mu, log sigma)
+    eps, m = 0.05, 1 / prec  # eta M A = 0.05 on both coordinates
+    mean = np.array([float(y.sum()) / (n + 1), 0.0])
+    var = 1 / (prec * (1 - eps / 2))  # SGLD's stationary variance [A (1 - eta M A / 2)]^{-1}
+    kernel = SGLD(model=gaussian_model, step_size=eps, preconditioner={"mu": m[0], "sigma": m[1]})
+    mcmc = MCMC(kernel, num_warmup=200, num_samples=3000, num_chains=4,
+                chain_method="vectorized", progress_bar=False)  # fmt: skip
+    mcmc.run(jax.random.key(16), y, extra_fields=("potential_energy", "accept_prob"))
+    s = mcmc.get_samples(group_by_chain=True)  # constrained space (postprocess_fn)
+    assert set(s) == {"mu", "sigma"} and s["mu"].shape == (4, 3000)
+    assert (s["sigma"] > 0).all()
+    theta = np.stack([np.asarray(s["mu"]), np.log(np.asarray(s["sigma"]))], axis=-1)
+    assert (moment_z_scores(theta, mean, np.diag(var)) < Z_MAX).all()
+
+    az = pytest.importorskip("arviz")
+    idata = az.from_numpyro(mcmc)
+    assert dict(idata.posterior.sizes) == {"chain": 4, "draw": 3000}
+    np.testing.assert_array_equal(idata.posterior["mu"].values, s["mu"])
+    assert idata.log_likelihood["y"].shape == (4, 3000, n)
+    assert not idata.sample_stats["diverging"].values.any()
+
+    # init_strategy sets the warm start, in unconstrained space (log sigma).
+    start = SGLD(model=gaussian_model, step_size=eps,
+                 init_strategy=init_to_value(values={"mu": 3.0, "sigma": 2.0}))  # fmt: skip
+    state = start.init(jax.random.key(0), 0, None, (y,), {})
+    np.testing.assert_allclose([state.z["mu"], state.z["sigma"]], [3.0, np.log(2.0)], rtol=1e-6)
+
+
+def test_sgld_refuses_a_positional_or_missing_target():
+    with pytest.raises(ValueError, match="by keyword"):
+        SGLD(U_CORR, step_size=0.1)
+    with pytest.raises(ValueError, match="exactly one of model= or potential_fn="):
+        SGLD(step_size=0.1)
+    with pytest.raises(ValueError, match="exactly one of model= or potential_fn="):
+        SGLD(model=gaussian_model, potential_fn=U_CORR, step_size=0.1)
