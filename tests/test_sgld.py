@@ -528,30 +528,31 @@ def gaussian_model(y):
     numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
 
 
+@pytest.mark.slow  # ~12 s: MCMC compile, 6400 steps and the arviz import
 def test_numpyro_model_mode_recovers_a_conjugate_posterior_and_converts_to_arviz():
     from numpyro.infer import init_to_value
 
     n = 20
     y = jnp.asarray(np.random.default_rng(16).normal(1.0, 1.0, size=n), jnp.float32)
     prec = np.array([n + 1.0, 1.0])  # posterior precision of (mu, log sigma)
-    eps, m = 0.05, 1 / prec  # eta M A = 0.05 on both coordinates
+    eps, m = 0.1, 1 / prec  # eta M A = 0.1 on both coordinates
     mean = np.array([float(y.sum()) / (n + 1), 0.0])
     var = 1 / (prec * (1 - eps / 2))  # SGLD's stationary variance [A (1 - eta M A / 2)]^{-1}
     kernel = SGLD(model=gaussian_model, step_size=eps, preconditioner={"mu": m[0], "sigma": m[1]})
-    mcmc = MCMC(kernel, num_warmup=200, num_samples=3000, num_chains=4,
+    mcmc = MCMC(kernel, num_warmup=100, num_samples=1500, num_chains=4,
                 chain_method="vectorized", progress_bar=False)  # fmt: skip
     mcmc.run(jax.random.key(16), y, extra_fields=("potential_energy", "accept_prob"))
     s = mcmc.get_samples(group_by_chain=True)  # constrained space (postprocess_fn)
-    assert set(s) == {"mu", "sigma"} and s["mu"].shape == (4, 3000)
+    assert set(s) == {"mu", "sigma"} and s["mu"].shape == (4, 1500)
     assert (s["sigma"] > 0).all()
     theta = np.stack([np.asarray(s["mu"]), np.log(np.asarray(s["sigma"]))], axis=-1)
     assert (moment_z_scores(theta, mean, np.diag(var)) < Z_MAX).all()
 
     az = pytest.importorskip("arviz")
     idata = az.from_numpyro(mcmc)
-    assert dict(idata.posterior.sizes) == {"chain": 4, "draw": 3000}
+    assert dict(idata.posterior.sizes) == {"chain": 4, "draw": 1500}
     np.testing.assert_array_equal(idata.posterior["mu"].values, s["mu"])
-    assert idata.log_likelihood["y"].shape == (4, 3000, n)
+    assert idata.log_likelihood["y"].shape == (4, 1500, n)
     assert not idata.sample_stats["diverging"].values.any()
 
     # init_strategy sets the warm start, in unconstrained space (log sigma).
