@@ -11,8 +11,8 @@
 * :func:`ek_curves`, :func:`posterior`: EK theory curves, SGLD posterior moments.
 * JSON output and timing helpers.
 
-Experiments import the public API (``import copyhead_jax as ch``), ``copyhead_jax.locate`` and the
-theory package; nothing here edits engine or theory code.
+Experiments import the public API (``import copyhead_jax as ch``), ``copyhead_jax.compare`` and
+the theory package; nothing here edits engine or theory code.
 """
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ def code_version(part: str) -> str:
     elif part == "theory":
         files = sorted((root / "theory").glob("*.py"))
     else:
-        # modules that cannot change a number: the command lines, plots and the locator
-        skip = {"locate.py", "cli.py", "plots.py"}
+        # modules that cannot change a number: the command lines and plots
+        skip = {"cli.py", "plots.py"}
         files = sorted(
             f for f in root.glob("*.py") if f.name not in skip and not f.name.endswith("_cli.py")
         )
@@ -788,16 +788,6 @@ def save_figure(fig, path: Path, dpi: int = 80) -> Path:
     return path
 
 
-def rel_err(measured, theory) -> float | None:
-    """``(measured - theory) / theory`` or ``None``."""
-    if measured is None or theory is None:
-        return None
-    m, t = float(measured), float(theory)
-    if not (math.isfinite(m) and math.isfinite(t)) or t == 0:
-        return None
-    return (m - t) / t
-
-
 def header(spec: Spec, t0: float) -> dict[str, Any]:
     """Provenance of an artefact: mode, preset, engine config, settings, runtime, environment."""
     from copyhead_jax.results import environment
@@ -812,7 +802,7 @@ def header(spec: Spec, t0: float) -> dict[str, Any]:
         "settings": spec.settings,
         "runtime_s": time.time() - t0,
         "environment": environment(),
-        "command": f"copyhead reproduce {spec.artefact} --{spec.mode} --preset {spec.preset}",
+        "command": f"python -m experiments {spec.artefact} --{spec.mode} --preset {spec.preset}",
     }
 
 

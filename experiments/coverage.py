@@ -17,15 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from . import common as C
-from . import main as M
+from copyhead_jax.compare.paper import PAPER_CLAIMS
 
-#: The paper's coverage claims (its ablation table), for the comparison column.
-PAPER_CLAIMS = {
-    "softmax": "> 99.8% (Adam and SGLD), boundary error < 2%",
-    "linear, outside the crossover": "> 98.5%, boundary error < 3%",
-    "linear, crossover (SGLD)": "82.4% - 91.0%",
-}
+from . import common as C
+from .analysis import load_or_run
+from .figures import coverage_figure
+
 A1_SAMPLE_COVERAGE = 0.9  # per-sample cosine below this: the attention is token-dependent (A1 off)
 
 
@@ -124,69 +121,11 @@ def a1_failures(res_main: dict) -> list[dict[str, Any]]:
     return out
 
 
-def figure(res: dict[str, Any], res_main: dict[str, Any]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
-    cur = res_main["curves"]
-    for a, att, key, post in (
-        (ax[0], "linear", "linear", "sgld_linear"),
-        (ax[1], "softmax", "pool", "sgld_softmax"),
-    ):
-        c = cur[key]
-        a.errorbar(
-            c["P"],
-            c["coverage"],
-            yerr=c["coverage_sd"],
-            fmt="o-",
-            ms=4,
-            capsize=2,
-            label="Adam, mean attention",
-        )
-        a.errorbar(
-            c["P"],
-            c["sample_coverage"],
-            yerr=c["sample_coverage_sd"],
-            fmt="x:",
-            ms=4,
-            capsize=2,
-            label="Adam, per sample",
-        )
-        p = cur.get(post)
-        if p:
-            a.plot(
-                p["P"],
-                np.asarray(p["coverage_mean"], float),
-                "^--",
-                mfc="none",
-                label="SGLD, mean attention",
-            )
-        a.axhline(A1_SAMPLE_COVERAGE, color="gray", lw=0.7, ls=":", label="A1 threshold")
-        a.set_xscale("log")
-        a.set_xlabel("P")
-        a.set_ylabel("subspace cosine")
-        a.set_title(f"{att} attention")
-        a.legend(fontsize=7)
-    lin = res["linear_regimes"]
-    colors = {"no": "0.9", "poo": "tab:green", "cro": "tab:orange", "cop": "tab:purple"}
-    for P, name in zip(lin["P"], lin["regime"]):
-        ax[0].axvline(P, color=colors.get(name[:3], "0.8"), alpha=0.25, lw=6)
-    h = res["header"]
-    fig.suptitle(
-        f"coverage, {h['preset']} preset, {h['mode']} (bands: linear regime from EK psi: "
-        "green pooling, orange crossover, purple copying)"
-    )
-    return fig
-
-
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     t0 = time.time()
     out_dir = Path(out_dir)
     ms = C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
-    res_main = M.load_or_run(ms, out_dir)
+    res_main = load_or_run(ms, out_dir)
     th = spec.theory_params()
     P_lin = np.asarray(res_main["curves"]["linear"]["P"], float)
     ek_lin = C.ek_curves(th, P_lin, "linear", ("map",), spec.cache_dir)["map"]
@@ -196,4 +135,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "a1_threshold": A1_SAMPLE_COVERAGE,
         "linear_regimes": {"P": P_lin, "regime": regimes(ek_lin["psi"], ek_lin["r"])},
     }
-    return C.save_artefact(spec, res, lambda r: figure(r, res_main), out_dir, t0)
+    return C.save_artefact(spec, res, lambda r: coverage_figure(r, res_main), out_dir, t0)

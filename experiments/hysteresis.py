@@ -15,81 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare import rel_err
+
 from . import common as C
-from . import main as M
+from . import features as F
+from .figures import hysteresis_figure
+from .finite import FINITE_DENSE, finite_width
 
 
 def window_features(pool: C.Runs, copy: C.Runs) -> list[C.Feature]:
     return [
-        C.Feature("lower", lambda: M.copy_fallback(pool, copy), [pool, copy]),
-        C.Feature("upper", lambda: M.window_top(pool, copy), [pool, copy]),
-        C.Feature("single", lambda: M.single_jump(pool), [pool]),
-        C.Feature("window", lambda: M.window_interior(pool, copy), [pool, copy]),
+        C.Feature("lower", lambda: F.copy_fallback(pool, copy), [pool, copy]),
+        C.Feature("upper", lambda: F.window_top(pool, copy), [pool, copy]),
+        C.Feature("single", lambda: F.single_jump(pool), [pool]),
+        C.Feature("window", lambda: F.window_interior(pool, copy), [pool, copy]),
     ]
-
-
-def figure(res: dict[str, Any]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
-    b = res["softmax"]
-    a = ax[0]
-    ek = res["theory_ek_softmax"]
-    mv = np.asarray(ek["minima_valid"], bool)
-    maG = np.where(mv, np.asarray(ek["minima_aG"], float), np.nan)
-    for k in range(maG.shape[1]):
-        a.plot(
-            ek["P"],
-            maG[:, k],
-            ".",
-            ms=2,
-            color="tab:red",
-            alpha=0.6,
-            label="EK local minima" if k == 0 else None,
-        )
-    for name, fmt, col in (("pool", "o", "tab:orange"), ("copy", "v", "tab:brown")):
-        a.errorbar(
-            b["P"],
-            b[f"aG_{name}"],
-            yerr=b[f"aG_{name}_sd"],
-            fmt=fmt,
-            color=col,
-            ms=4,
-            capsize=2,
-            label=f"Adam, {name} start",
-        )
-    sp = res["theory_ek_spinodals"]
-    if sp:
-        a.axvspan(sp[0], sp[1], color="tab:red", alpha=0.1, label="EK spinodal window")
-    w = res["measured_window"]
-    if w["lower"] and w["upper"]:
-        a.axvspan(w["lower"], w["upper"], color="tab:blue", alpha=0.1, label="measured window")
-    a.set_title("softmax: a_G from both starts")
-    a = ax[1]
-    a.plot(b["P"], b["dU_per_seq"], "o-", color="tab:red", label="(U_pool - U_copy)/P")
-    a.axhline(0, color="k", lw=0.6)
-    a.set_title("softmax: objective gap between the two starts")
-    a = ax[2]
-    lin = res["linear"]
-    if lin:
-        a.plot(lin["P"], lin["cG_prior"], "o-", label="Adam cG, prior start")
-        a.plot(lin["P"], lin["cG_copy"], "v--", label="Adam cG, copy start")
-        a.plot(
-            res["theory_ek_linear"]["P"], res["theory_ek_linear"]["cG"], "k:", label="EK theory cG"
-        )
-    a.set_title(
-        f"linear: both starts (max |dcG| = {(lin or {}).get('max_abs_dcG', float('nan')):.3g})"
-    )
-    for a in ax:
-        a.set_xscale("log")
-        a.set_xlabel("P")
-        a.legend(fontsize=7)
-    h = res["header"]
-    fig.suptitle(f"hysteresis, {h['preset']} preset, {h['mode']}")
-    return fig
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
@@ -97,23 +37,23 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     s = spec.settings
     ms = C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
-    m = M.collect(ms)
+    m = F.collect(ms)
     lin, pool, copy = m["lin"], m["pool"], m["copy"]
     C.log(f"hysteresis {spec.preset}: refining the coexistence window")
     found = C.adaptive(window_features(pool, copy), spec, rounds=s["rounds"], n_new=s["n_new"])
     # linear: the same runs started from the copy pattern
     lin_copy = C.Runs(lin.cfg.replace(train=dict(init_attention="copy")), "linear-copy", lin.P_cap)
     C.measure(lin_copy, [p for p in s["P_linear_copy"] if p in lin], spec)
-    gap = M.linear_hysteresis_gap(lin, lin_copy)
+    gap = F.linear_hysteresis_gap(lin, lin_copy)
     th = spec.theory_params()
     ek_pts = C.ek_points(th, "map", spec.cache_dir)
     P_th = C.P_grid_dense(ms.settings["theory_P"][0], ms.settings["theory_P"][1], 120)
     ek_soft = C.ek_curves(th, P_th, "softmax", ("map",), spec.cache_dir)["map"]
     ek_lin = C.ek_curves(th, P_th, "linear", ("map",), spec.cache_dir)["map"]
     lo, hi = max(1.0, ms.settings["theory_P"][0]), ms.settings["theory_P"][1]
-    fin = M.finite_width(ms, pool, "softmax", C.integer_grid(lo, hi, M.FINITE_DENSE))
+    fin = finite_width(ms, pool, "softmax", C.integer_grid(lo, hi, FINITE_DENSE))
     fs = fin["summary"]
-    P = M.common_P(pool, copy)
+    P = F.common_P(pool, copy)
     with C.quiet_nan():
         softmax = {
             "P": P,
@@ -122,7 +62,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
             "aG_copy": np.nanmean(copy.masked("cG", P), 1),
             "aG_copy_sd": np.nanstd(copy.masked("cG", P), 1),
             "dU_per_seq": np.nanmean((pool.masked("U", P) - copy.masked("U", P)) / P[:, None], 1),
-            "distinct": M.distinct_branches(pool, copy, P).mean(1),
+            "distinct": F.distinct_branches(pool, copy, P).mean(1),
             "grad_norm_span_pool": np.nanmax(pool.masked("grad_norm_span", P), 1),
             "grad_norm_span_copy": np.nanmax(copy.masked("grad_norm_span", P), 1),
         }
@@ -141,11 +81,11 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "theory_finite_spinodals": fin_sp,
         "theory_finite_P_aG": fs.get("P_aG", {}).get("mean"),
         "rel_err": {
-            "lower_vs_ek": C.rel_err(w_lo.P_star, sp[0] if sp else None),
-            "upper_vs_ek": C.rel_err(w_hi.P_star, sp[1] if sp else None),
-            "lower_vs_finite": C.rel_err(w_lo.P_star, fin_sp[0]),
-            "upper_vs_finite": C.rel_err(w_hi.P_star, fin_sp[1]),
-            "single_vs_ek_upper_spinodal": C.rel_err(found["single"].P_star, sp[1] if sp else None),
+            "lower_vs_ek": rel_err(w_lo.P_star, sp[0] if sp else None),
+            "upper_vs_ek": rel_err(w_hi.P_star, sp[1] if sp else None),
+            "lower_vs_finite": rel_err(w_lo.P_star, fin_sp[0]),
+            "upper_vs_finite": rel_err(w_hi.P_star, fin_sp[1]),
+            "single_vs_ek_upper_spinodal": rel_err(found["single"].P_star, sp[1] if sp else None),
         },
         "softmax": softmax,
         "linear": None
@@ -173,4 +113,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "theory_ek_softmax": {k: ek_soft[k] for k in ("P", "aG", "minima_aG", "minima_valid")},
         "theory_ek_linear": {k: ek_lin[k] for k in ("P", "cG", "n_min")},
     }
-    return C.save_artefact(spec, res, figure, out_dir, t0)
+    return C.save_artefact(spec, res, hysteresis_figure, out_dir, t0)

@@ -18,25 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from . import common as C
-from . import main as M
+from copyhead_jax.compare.paper import PAPER_LAWS
 
-#: The paper's laws as functions of (L, V); P_aG's V dependence is not stated (taken as none).
-LAWS = {
-    "P_c1": ("V^2", lambda L, V: np.asarray(V, float) ** 2 + 0.0 * np.asarray(L, float)),
-    "P_cG": (
-        "L^{3/2} V^{1/2}",
-        lambda L, V: np.asarray(L, float) ** 1.5 * np.asarray(V, float) ** 0.5,
-    ),
-    "P_aG": (
-        "L ln^2 L",
-        lambda L, V: np.asarray(L, float) * np.log(L) ** 2 + 0.0 * np.asarray(V, float),
-    ),
-}
-KEYS = ("P_c1", "P_cG", "P_aG")
-# the single-start jump of the pooling branch, measured against the theory's upper spinodal
-SINGLE = "P_aG_single"
-THEORY_KEY = {"P_c1": "P_c1", "P_cG": "P_cG", "P_aG": "P_aG", SINGLE: "spinodal_hi"}
+from . import common as C
+from . import features as F
+from .features import KEYS, SINGLE, THEORY_KEY
+from .figures import scaling_figure
+from .finite import FINITE_DENSE, finite_width
 
 
 def _theory_row(table: dict, i: int) -> dict[str, Any]:
@@ -73,7 +61,7 @@ def grids(th: dict[str, Any], which, n: int) -> tuple[np.ndarray, np.ndarray]:
 def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
     s = spec.settings
     which = tuple(s["measure"])
-    lin, pool, copy = M.branch_runs(spec, **{axis: int(value)})
+    lin, pool, copy = F.branch_runs(spec, **{axis: int(value)})
     g_lin, g_soft = grids(th, which, s["n_grid"])
     C.log(
         f"{spec.artefact} {spec.preset}: {axis}={value} (caps: linear {lin.P_cap}, "
@@ -82,7 +70,7 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     C.measure(lin, g_lin, spec)
     C.measure(pool, g_soft, spec)
     C.measure(copy, g_soft, spec)
-    feats = [f for f in M.features(lin, pool, copy, which) if len(f.runs[0].P) >= 2]
+    feats = [f for f in F.features(lin, pool, copy, which) if len(f.runs[0].P) >= 2]
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
     if "P_aG" in which and found.get(SINGLE) is not None:
@@ -100,20 +88,20 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
         fin = {}
         if len(lin.P):
             fin.update(
-                M.finite_width(
+                finite_width(
                     spec,
                     lin,
                     "linear",
-                    C.integer_grid(max(1, g_lin.min() / 3), g_lin.max() * 3, M.FINITE_DENSE),
+                    C.integer_grid(max(1, g_lin.min() / 3), g_lin.max() * 3, FINITE_DENSE),
                 )["summary"]
             )
         if len(pool.P):
             fin.update(
-                M.finite_width(
+                finite_width(
                     spec,
                     pool,
                     "softmax",
-                    C.integer_grid(max(1, g_soft.min() / 2), g_soft.max() * 2, M.FINITE_DENSE),
+                    C.integer_grid(max(1, g_soft.min() / 2), g_soft.max() * 2, FINITE_DENSE),
                 )["summary"]
             )
         # a finite-width P* counts only where its grid was built to cover it (a key not measured
@@ -162,7 +150,7 @@ def fits(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:
     V = x if axis == "V" else np.full_like(x, base["V"])
     out = {}
     for k in (*KEYS, SINGLE):
-        law_name, law = LAWS["P_aG" if k == SINGLE else k]
+        law_name, law = PAPER_LAWS["P_aG" if k == SINGLE else k]
         tk = THEORY_KEY[k]
 
         def ek_of(r, k=k, tk=tk):
@@ -190,93 +178,6 @@ def fits(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:
             ],
         }
     return out
-
-
-def figure(res: dict[str, Any]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    axis = res["axis"]
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
-    pd = res["phase"]
-    colors = {"P_c1": "tab:green", "P_cG": "tab:blue", "P_aG": "tab:red"}
-    for a, att, field, title in (
-        (ax[0], "linear", "psi", "linear: EK copy fraction psi"),
-        (ax[1], "softmax", "aG", "softmax: EK a_G"),
-    ):
-        d = pd[att]
-        z = np.asarray(d[field], float)
-        m = a.pcolormesh(d["values"], d["P"], z.T, shading="nearest", cmap="viridis")
-        fig.colorbar(m, ax=a)
-        keys = ("P_c1", "P_cG") if att == "linear" else ("P_aG", "spinodal_lo", "spinodal_hi")
-        for k in keys:
-            y = np.asarray([np.nan if v is None else v for v in pd["boundaries"][k]], float)
-            a.plot(pd["boundary_values"], y, "--" if "spin" in k else "-", color="w", lw=1.2)
-        for k in ("P_c1", "P_cG") if att == "linear" else ("P_aG",):
-            for r in res["rows"]:
-                mk = r["measured"].get(k)
-                if mk and mk.get("bracketed"):
-                    lo, hi = mk["bracket"]
-                    a.errorbar(
-                        [r["value"]],
-                        [mk["P_star"]],
-                        yerr=[[mk["P_star"] - lo], [hi - mk["P_star"]]],
-                        fmt="o",
-                        color=colors[k],
-                        mec="w",
-                        capsize=3,
-                    )
-        a.set_yscale("log")
-        a.set_xlabel(axis)
-        a.set_ylabel("P")
-        a.set_title(title + " (lines: EK P*, dots: measured)")
-    a = ax[2]
-    x = np.asarray(res["values"], float)
-    colors[SINGLE] = "tab:orange"
-    for k in (*KEYS, SINGLE):
-        tk = THEORY_KEY[k]
-        ek = [r["theory_ek"].get(tk) for r in res["rows"]]
-        a.plot(
-            x,
-            [np.nan if v is None else v for v in ek],
-            "-" if k != SINGLE else "--",
-            color=colors[k],
-            label=f"{tk} EK (k={_fmt(res['fits'][k]['theory_ek']['exponent'])})",
-        )
-        fin = [(r.get("theory_finite") or {}).get(tk) for r in res["rows"]]
-        a.plot(
-            x,
-            [np.nan if v is None else v for v in fin],
-            ":",
-            color=colors[k],
-            label=f"{tk} finite width",
-        )
-        me = [(r["measured"].get(k) or {}) for r in res["rows"]]
-        y = [m["P_star"] if m.get("bracketed") else np.nan for m in me]
-        a.plot(
-            x,
-            y,
-            "o" if k != SINGLE else "x",
-            color=colors[k],
-            label=f"{k} measured (k={_fmt(res['fits'][k]['measured']['exponent'])}; "
-            f"paper {res['fits'][k]['paper_law']}: "
-            f"{_fmt(res['fits'][k]['paper_exponent'])})",
-        )
-    a.set_xscale("log")
-    a.set_yscale("log")
-    a.set_xlabel(axis)
-    a.set_ylabel("P*")
-    a.legend(fontsize=6)
-    a.set_title("P* and fitted exponents")
-    h = res["header"]
-    fig.suptitle(f"{h['artefact']}, {h['preset']} preset, {h['mode']}")
-    return fig
-
-
-def _fmt(x) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
@@ -342,4 +243,4 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "fits": fits(values, rows, axis, base),
         "phase": pdg,
     }
-    return C.save_artefact(spec, res, figure, out_dir, t0)
+    return C.save_artefact(spec, res, scaling_figure, out_dir, t0)

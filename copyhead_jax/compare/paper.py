@@ -3,7 +3,7 @@ its scaling laws. Experiments and reports compare against these names only."""
 
 from __future__ import annotations
 
-from ..theory.scaling import PAPER_LAWS as LAWS
+from ..theory.scaling import PAPER_LAWS as PAPER_LAWS
 
 #: The paper's main table, L = 25, V = 5: the reported P of each transition.
 PAPER_MEASURED = {"P_c1": 23.0, "P_cG": 322.0, "P_aG": 300.0}
@@ -15,8 +15,7 @@ PAPER_CLAIMS = {
     "linear, crossover (SGLD)": "82.4% - 91.0%",
 }
 
-#: The paper's laws, ``{key: (name, f(L, V))}``; P_aG's V dependence is not stated (none).
-#: Defined with the theory's fits (``copyhead_jax.theory.scaling``), which may not import this.
-PAPER_LAWS = LAWS
+# PAPER_LAWS, ``{key: (name, f(L, V))}`` (P_aG's V dependence is not stated: none), is defined
+# with the theory's fits in ``copyhead_jax.theory.scaling``, which may not import this module.
 
-__all__ = ["LAWS", "PAPER_CLAIMS", "PAPER_LAWS", "PAPER_MEASURED"]
+__all__ = ["PAPER_CLAIMS", "PAPER_LAWS", "PAPER_MEASURED"]

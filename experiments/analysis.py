@@ -1,0 +1,287 @@
+"""The main artefact's analysis: EK and finite-width theory next to the measurements, the P*
+table, seed summaries, SGLD early-warning growth; :func:`run_main` runs the whole artefact and
+:func:`load_or_run` reuses its JSON (coverage does)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from copyhead_jax.compare import locate as loc
+from copyhead_jax.compare import rel_err
+
+from . import common as C
+from .features import (
+    P_star,
+    collect,
+    common_P,
+    copy_fallback,
+    distinct_branches,
+    window_top,
+)
+from .figures import main_figure
+from .finite import FINITE_DENSE, finite_width
+
+
+def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
+    out: dict[str, Any] = {"P": runs.P}
+    for k in keys:
+        x = runs.masked(k)
+        with C.quiet_nan():
+            out[k] = np.nanmean(x, axis=1)
+            out[k + "_sd"] = np.nanstd(x, axis=1)
+    return out
+
+
+RUN_KEYS = (
+    "c1",
+    "cG",
+    "r",
+    "psi",
+    "coverage",
+    "sample_coverage",
+    "train_loss",
+    "test_loss",
+    "copy_accuracy",
+    "U",
+    "grad_norm",
+    "grad_norm_span",
+    "stop_epoch",
+)
+
+
+def post_summary(post: dict | None) -> dict | None:
+    """SGLD moments averaged over the sampled seeds (``[nP]`` per key)."""
+    if post is None:
+        return None
+    with C.quiet_nan():
+        return {k: (np.nanmean(v, axis=1) if np.ndim(v) == 2 else v) for k, v in post.items()}
+
+
+def early_warning(post: dict | None, field: str, P_star: float | None) -> dict[str, Any]:
+    """Growth of the SGLD susceptibility ``var(field)`` on approach to ``P_star``: its value at
+    the largest sampled ``P`` below ``P_star`` over its value at the smallest sampled ``P``."""
+    if post is None or P_star is None:
+        return {"growth": None, "reason": "no posterior or no P*"}
+    P = post["P"]
+    v = np.nanmean(post[f"{field}_var"], axis=1)
+    below = np.flatnonzero((P < P_star) & np.isfinite(v))
+    if below.size < 2:
+        return {"growth": None, "reason": f"fewer than 2 sampled P below P* = {P_star:.4g}"}
+    first, last = below[0], below[-1]
+    return {
+        "field": field,
+        "P_first": int(P[first]),
+        "P_last_below": int(P[last]),
+        "var_first": float(v[first]),
+        "var_last_below": float(v[last]),
+        "growth": float(v[last] / v[first]) if v[first] > 0 else None,
+        "max_growth_below": float(np.max(v[below]) / v[first]) if v[first] > 0 else None,
+    }
+
+
+def located_text(L_: loc.Located) -> str:
+    if L_.P_star is not None and L_.bracketed:
+        lo, hi = L_.bracket
+        return f"{L_.P_star:.4g} [{lo:.4g}, {hi:.4g}]"
+    if L_.side is not None:
+        edge = L_.detail.get("edge")
+        return f"{'<' if L_.side == 'below' else '>'} {edge:.4g} (outside the measured grid)"
+    return f"none ({L_.detail.get('reason', 'not found')})"
+
+
+def build_table(ek, fin_lin, fin_soft, found, ew, loss_text, orders) -> list[dict[str, Any]]:
+    rows = []
+    spec_rows = [
+        ("linear", "pooling onset (c1)", "P_c1", "V^2", "2nd order (Z2 pitchfork)", fin_lin),
+        ("linear", "copy crossover (cG)", "P_cG", "L^{3/2} V^{1/2}", "crossover", fin_lin),
+        ("softmax", "copy transition (aG)", "P_aG", "L ln^2 L", "1st order", fin_soft),
+    ]
+    for att, mech, key, law, order, fin in spec_rows:
+        th = ek.get(key)
+        if key == "P_aG" and th is None:
+            th = ek.get("P_aG_crossover")
+        m = found.get(key)
+        fin_P = fin["summary"].get(key, {}).get("mean") if fin else None
+        rows.append(
+            {
+                "attention": att,
+                "mechanism": mech,
+                "key": key,
+                "scaling_law": law,
+                "theory_ek": th,
+                "theory_finite": fin_P,
+                "measured": P_star(m),
+                "measured_text": located_text(m) if m else "n/a",
+                "bracket": None if m is None else m.bracket,
+                "bracketed": bool(m and m.bracketed),
+                "rel_err_ek": rel_err(P_star(m), th),
+                "rel_err_finite": rel_err(P_star(m), fin_P),
+                "order_theory": order,
+                "order_measured": orders.get(key),
+                "loss_pattern": loss_text.get(key),
+                "early_warning": ew.get(key),
+            }
+        )
+    return rows
+
+
+def loss_patterns(lin_s, pool_s, found, L: int, V: int) -> dict[str, str]:
+    out = {}
+    P, lo = lin_s["P"], lin_s["test_loss"]
+    if P.size:
+        idx = sorted({0, *np.round(np.linspace(0, P.size - 1, 5)).astype(int).tolist()})
+        steps = " -> ".join(f"{lo[i]:.1f} (P={P[i]})" for i in idx)
+        out["P_c1"] = out["P_cG"] = (
+            f"test loss {steps} [no attention L = {L}, pooling (1-1/V)(L-1) = "
+            f"{(1 - 1 / V) * (L - 1):.1f}, copying 0]"
+        )
+    j = found.get("P_aG_single")
+    if j is not None and j.bracketed:
+        Pp, lp, lt = pool_s["P"], pool_s["train_loss"], pool_s["test_loss"]
+        i0 = int(np.flatnonzero(Pp == j.bracket[0])[0])
+        i1 = int(np.flatnonzero(Pp == j.bracket[1])[0])
+        out["P_aG"] = (
+            f"jump: train {lp[i0]:.1f} -> {lp[i1]:.1f}, test {lt[i0]:.1f} -> {lt[i1]:.1f} per "
+            f"sequence between P = {Pp[i0]} and {Pp[i1]} (single start, seed mean); "
+            f"{lt[0]:.1f} at P = {Pp[0]}"
+        )
+    return out
+
+
+def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
+    """Theory (EK, finite width), tables and curves from the measurements ``m`` of
+    :func:`collect`."""
+    s = spec.settings
+    lin, pool, copy, found = m["lin"], m["pool"], m["copy"], m["found"]
+    th = spec.theory_params()
+    C.log(f"main {spec.preset}: theory")
+    cd = spec.cache_dir
+    ek_pts = C.ek_points(th, "map", cd)
+    ek_post = C.ek_points(th, "post", cd)
+    P_th = C.P_grid_dense(s["theory_P"][0], s["theory_P"][1], 120)
+    ek = {a: C.ek_curves(th, P_th, a, ("map", "post"), cd) for a in ("linear", "softmax")}
+    lo, hi = max(1.0, s["theory_P"][0]), s["theory_P"][1]
+    P_fin = C.integer_grid(lo, hi, FINITE_DENSE)
+    fin_lin = finite_width(spec, lin, "linear", P_fin)
+    fin_soft = finite_width(spec, pool, "softmax", P_fin)
+    # finite theory: action gap between its weak and strong minima (the theory of U_pool-U_copy)
+    ft = fin_soft["curve"]
+    split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
+    w, st = C.finite_branch_values(ft, split=split)
+    with C.quiet_nan():
+        dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
+    # measured branch gap
+    Pb = common_P(pool, copy)
+    dist = distinct_branches(pool, copy, Pb)
+    dU = (pool.masked("U", Pb) - copy.masked("U", Pb)) / Pb[:, None]
+    with C.quiet_nan():
+        branches = {"P": Pb, "dU_per_seq": np.nanmean(dU, 1), "distinct": dist.mean(1)}
+    window = {"lower": copy_fallback(pool, copy), "upper": window_top(pool, copy)}
+    post_lin, post_soft = m.get("post_lin"), m.get("post_soft")
+    ek_map = dict(ek_pts)
+    mp = {k: v.P_star for k, v in found.items()}
+    ref = lambda k: mp.get(k) if mp.get(k) is not None else ek_map.get(k)
+    ew = {
+        "P_c1": early_warning(post_lin, "r", ref("P_c1")),
+        "P_cG": early_warning(post_lin, "cG", ref("P_cG")),
+        "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
+    }
+    lin_s, pool_s, copy_s = (seed_stats(r, RUN_KEYS) for r in (lin, pool, copy))
+    orders = {
+        "P_c1": "continuous onset of r" if found["P_c1"].bracketed else None,
+        "P_cG": (
+            f"smooth: max dpsi/dlogP = {found['P_cG'].detail.get('slope_max', float('nan')):.2f}"
+            if found["P_cG"].bracketed
+            else None
+        ),
+        "P_aG": (
+            f"jump of aG by {found['P_aG_single'].detail.get('jump', float('nan')):.2f} "
+            f"(sharpness {found['P_aG_single'].detail.get('sharpness', float('nan')):.2f}); "
+            f"coexistence window {located_text(window['lower'])} .. "
+            f"{located_text(window['upper'])}"
+        ),
+    }
+    L, V = spec.engine.task.L, spec.engine.task.V
+    table = build_table(
+        ek_map, fin_lin, fin_soft, found, ew, loss_patterns(lin_s, pool_s, found, L, V), orders
+    )
+    fl = fin_lin["curve"]
+    with C.quiet_nan():
+        finite_linear = {
+            "P": fl["P"],
+            **{k: np.nanmean(fl[k], 1) for k in ("c1", "cG", "psi", "r")},
+        }
+        finite_softmax = {
+            "P": ft["P"],
+            "aG": np.nanmean(ft["aG"], 1),
+            "dS_per_seq": dS,
+            "n_min_max": ft["n_min"].max(1),
+        }
+    curves = {
+        "linear": lin_s,
+        "pool": pool_s,
+        "copy": copy_s,
+        "branches": branches,
+        "finite_linear": finite_linear,
+        "finite_softmax": finite_softmax,
+        "sgld_linear": post_summary(post_lin),
+        "sgld_softmax": post_summary(post_soft),
+    }
+    ek_small = {
+        a: {
+            o: {
+                k: v
+                for k, v in c.items()
+                if k in ("P", "c1", "cG", "psi", "aG", "mse", "n_min", "minima_aG", "minima_valid")
+            }
+            for o, c in ek[a].items()
+        }
+        for a in ek
+    }
+    return {
+        "theory_ek_points": ek_map,
+        "theory_ek_points_post": ek_post,
+        "theory_ek_curves": ek_small,
+        "theory_finite": {"linear": fin_lin["summary"], "softmax": fin_soft["summary"]},
+        "measured": {k: v.to_dict() for k, v in found.items()},
+        "measured_located": found,
+        "window": {k: v.to_dict() for k, v in window.items()},
+        "early_warning": ew,
+        "table": table,
+        "curves": curves,
+        "reach": {"linear_P_cap": lin.P_cap, "softmax_P_cap": pool.P_cap},
+        "sweep_seconds": lin.wall_seconds() + pool.wall_seconds() + copy.wall_seconds(),
+    }
+
+
+def run_main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    """Run (or reload) every measurement, compare with the theory, write JSON and PNG."""
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    m = collect(spec)
+    res = analyse(spec, m)
+    C.save_artefact(spec, res, main_figure, out_dir, t0, drop=("measured_located",))
+    return res
+
+
+def load_or_run(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    """The main artefact's result in ``out_dir`` if it was made with ``spec``'s configuration,
+    else run it (its runs are cached, so a rerun only redoes the analysis)."""
+    import json
+
+    path = Path(out_dir) / "results" / f"main_{spec.preset}.json"
+    if path.exists():
+        res = json.loads(path.read_text())
+        h = res.get("header", {})
+        same = (
+            h.get("mode") == spec.mode
+            and h.get("engine") == spec.engine.to_dict()
+            and h.get("settings") == C.jsonable(spec.settings)
+        )
+        if same:
+            return res
+    return run_main(spec, out_dir)

@@ -1,0 +1,390 @@
+"""The artefacts' figures: result dict in, matplotlib Figure out (``common.save_artefact`` saves
+and closes them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .features import KEYS, SINGLE, THEORY_KEY, P_star
+
+
+def main_figure(res: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(2, 3, figsize=(15, 8.5), constrained_layout=True)
+    ek, th = res["theory_ek_curves"], res["theory_ek_points"]
+    cur = res["curves"]
+    mp = {k: P_star(v) for k, v in res["measured_located"].items()}
+
+    def band(a, x, m, s, label, **kw):
+        x, m = np.asarray(x, float), np.asarray(m, float)
+        line = a.errorbar(
+            x,
+            m,
+            yerr=None if s is None else np.asarray(s, float),
+            ms=4,
+            capsize=2,
+            label=label,
+            **kw,
+        )
+        return line
+
+    def vlines(a, keys):
+        for k, col in keys:
+            if th.get(k):
+                a.axvline(th[k], color=col, ls="--", lw=0.9)
+            if mp.get(k):
+                a.axvline(mp[k], color=col, ls="-", lw=0.9, alpha=0.7)
+
+    # (0,0) linear order parameters
+    a = ax[0, 0]
+    e = ek["linear"]["map"]
+    a.plot(e["P"], e["c1"], "--", color="tab:cyan", label="EK theory c1")
+    a.plot(e["P"], e["cG"], "--", color="tab:blue", label="EK theory cG")
+    f = cur["finite_linear"]
+    a.plot(f["P"], f["c1"], ":", color="tab:cyan", label="finite-width theory c1")
+    a.plot(f["P"], f["cG"], ":", color="tab:blue", label="finite-width theory cG")
+    lin = cur["linear"]
+    band(a, lin["P"], lin["c1"], lin["c1_sd"], "Adam c1", fmt="s", color="tab:cyan")
+    band(a, lin["P"], lin["cG"], lin["cG_sd"], "Adam cG", fmt="o", color="tab:blue")
+    if cur.get("sgld_linear"):
+        pl = cur["sgld_linear"]
+        band(
+            a,
+            pl["P"],
+            pl["cG_mean"],
+            np.sqrt(pl["cG_var"]),
+            "SGLD cG",
+            fmt="^",
+            color="k",
+            mfc="none",
+        )
+    vlines(a, (("P_c1", "tab:green"), ("P_cG", "tab:purple")))
+    a.set_title("linear: order parameters (dashed: theory P*, solid: measured)")
+
+    # (1,0) softmax aG
+    a = ax[1, 0]
+    e = ek["softmax"]["map"]
+    a.plot(e["P"], e["aG"], "--", color="tab:red", label="EK theory aG (global)")
+    mv = np.asarray(e["minima_valid"], bool)
+    maG = np.where(mv, e["minima_aG"], np.nan)
+    for k in range(1, maG.shape[1]):
+        a.plot(e["P"], maG[:, k], ".", ms=1.5, color="tab:red", alpha=0.5)
+    f = cur["finite_softmax"]
+    a.plot(f["P"], f["aG"], ":", color="tab:red", label="finite-width theory aG")
+    for name, fmt, col in (("pool", "o", "tab:orange"), ("copy", "v", "tab:brown")):
+        c = cur[name]
+        band(a, c["P"], c["cG"], c["cG_sd"], f"Adam aG ({name} start)", fmt=fmt, color=col)
+    if cur.get("sgld_softmax"):
+        ps = cur["sgld_softmax"]
+        band(
+            a,
+            ps["P"],
+            ps["cG_mean"],
+            np.sqrt(ps["cG_var"]),
+            "SGLD aG",
+            fmt="^",
+            color="k",
+            mfc="none",
+        )
+    sp = th.get("spinodals")
+    if sp:
+        a.axvspan(sp[0], sp[1], color="tab:red", alpha=0.08, label="theory coexistence")
+    vlines(a, (("P_aG", "tab:red"),))
+    a.set_title("softmax: aG, both starts (shaded: theory spinodals)")
+
+    # (0,1) losses
+    a = ax[0, 1]
+    for name, col, key in (("linear", "tab:blue", "linear"), ("softmax", "tab:red", "pool")):
+        c = cur[key]
+        band(
+            a, c["P"], c["train_loss"], c["train_loss_sd"], f"Adam {name} train", fmt="o", color=col
+        )
+        band(
+            a,
+            c["P"],
+            c["test_loss"],
+            c["test_loss_sd"],
+            f"Adam {name} test",
+            fmt="x",
+            color=col,
+            alpha=0.5,
+        )
+        e = ek[name]["map"]
+        a.plot(e["P"], e["mse"], "--", color=col, label=f"EK population MSE ({name})")
+    a.set_title("loss per sequence")
+
+    # (1,1) branch objective difference
+    a = ax[1, 1]
+    br = cur["branches"]
+    if len(br["P"]):
+        a.plot(br["P"], br["dU_per_seq"], "o-", color="tab:red", label="Adam: (U_pool - U_copy)/P")
+        dist = np.asarray(br["distinct"], float) > 0
+        a.plot(
+            np.asarray(br["P"])[~dist],
+            np.asarray(br["dU_per_seq"])[~dist],
+            "x",
+            color="gray",
+            label="branches merged (excluded)",
+        )
+    f = cur["finite_softmax"]
+    if "dS_per_seq" in f:
+        a.plot(
+            f["P"], f["dS_per_seq"], ":", color="tab:red", label="finite theory (S_weak-S_strong)/P"
+        )
+    a.axhline(0, color="k", lw=0.6)
+    vlines(a, (("P_aG", "tab:red"),))
+    a.set_title("softmax: objective gap between branches")
+
+    # (0,2) susceptibility
+    a = ax[0, 2]
+    for key, fld, col, lab in (
+        ("sgld_linear", "r", "tab:green", "linear var(r)"),
+        ("sgld_linear", "cG", "tab:blue", "linear var(cG)"),
+        ("sgld_softmax", "cG", "tab:red", "softmax var(aG)"),
+    ):
+        p = cur.get(key)
+        if p:
+            a.plot(p["P"], p[f"{fld}_var"], "o-", color=col, label=lab)
+    a.set_yscale("log")
+    vlines(a, (("P_c1", "tab:green"), ("P_cG", "tab:purple"), ("P_aG", "tab:red")))
+    a.set_title("SGLD susceptibility (early-warning signal)")
+
+    # (1,2) coverage
+    a = ax[1, 2]
+    for key, col, lab in (("linear", "tab:blue", "linear"), ("pool", "tab:red", "softmax")):
+        c = cur[key]
+        band(a, c["P"], c["coverage"], c["coverage_sd"], f"Adam {lab} mean-A", fmt="o", color=col)
+        a.plot(c["P"], c["sample_coverage"], "x:", color=col, label=f"Adam {lab} per-sample")
+    for key, col, lab in (
+        ("sgld_linear", "tab:blue", "linear"),
+        ("sgld_softmax", "tab:red", "softmax"),
+    ):
+        p = cur.get(key)
+        if p:
+            a.plot(p["P"], p["coverage_mean"], "^--", color=col, mfc="none", label=f"SGLD {lab}")
+    a.set_title("subspace coverage")
+    for a in ax.flat:
+        a.set_xscale("log")
+        a.set_xlabel("P (training sequences)")
+        a.legend(fontsize=6)
+    e = res["header"]["engine"]
+    fig.suptitle(
+        f"main, {res['header']['preset']} preset, {res['header']['mode']}: L={e['task']['L']}, "
+        f"V={e['task']['V']}, N={e['model']['width']}, seeds={e['sweep']['n_seeds']}"
+    )
+    return fig
+
+
+def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    cur = res_main["curves"]
+    for a, att, key, post in (
+        (ax[0], "linear", "linear", "sgld_linear"),
+        (ax[1], "softmax", "pool", "sgld_softmax"),
+    ):
+        c = cur[key]
+        a.errorbar(
+            c["P"],
+            c["coverage"],
+            yerr=c["coverage_sd"],
+            fmt="o-",
+            ms=4,
+            capsize=2,
+            label="Adam, mean attention",
+        )
+        a.errorbar(
+            c["P"],
+            c["sample_coverage"],
+            yerr=c["sample_coverage_sd"],
+            fmt="x:",
+            ms=4,
+            capsize=2,
+            label="Adam, per sample",
+        )
+        p = cur.get(post)
+        if p:
+            a.plot(
+                p["P"],
+                np.asarray(p["coverage_mean"], float),
+                "^--",
+                mfc="none",
+                label="SGLD, mean attention",
+            )
+        a.axhline(res["a1_threshold"], color="gray", lw=0.7, ls=":", label="A1 threshold")
+        a.set_xscale("log")
+        a.set_xlabel("P")
+        a.set_ylabel("subspace cosine")
+        a.set_title(f"{att} attention")
+        a.legend(fontsize=7)
+    lin = res["linear_regimes"]
+    colors = {"no": "0.9", "poo": "tab:green", "cro": "tab:orange", "cop": "tab:purple"}
+    for P, name in zip(lin["P"], lin["regime"]):
+        ax[0].axvline(P, color=colors.get(name[:3], "0.8"), alpha=0.25, lw=6)
+    h = res["header"]
+    fig.suptitle(
+        f"coverage, {h['preset']} preset, {h['mode']} (bands: linear regime from EK psi: "
+        "green pooling, orange crossover, purple copying)"
+    )
+    return fig
+
+
+def hysteresis_figure(res: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
+    b = res["softmax"]
+    a = ax[0]
+    ek = res["theory_ek_softmax"]
+    mv = np.asarray(ek["minima_valid"], bool)
+    maG = np.where(mv, np.asarray(ek["minima_aG"], float), np.nan)
+    for k in range(maG.shape[1]):
+        a.plot(
+            ek["P"],
+            maG[:, k],
+            ".",
+            ms=2,
+            color="tab:red",
+            alpha=0.6,
+            label="EK local minima" if k == 0 else None,
+        )
+    for name, fmt, col in (("pool", "o", "tab:orange"), ("copy", "v", "tab:brown")):
+        a.errorbar(
+            b["P"],
+            b[f"aG_{name}"],
+            yerr=b[f"aG_{name}_sd"],
+            fmt=fmt,
+            color=col,
+            ms=4,
+            capsize=2,
+            label=f"Adam, {name} start",
+        )
+    sp = res["theory_ek_spinodals"]
+    if sp:
+        a.axvspan(sp[0], sp[1], color="tab:red", alpha=0.1, label="EK spinodal window")
+    w = res["measured_window"]
+    if w["lower"] and w["upper"]:
+        a.axvspan(w["lower"], w["upper"], color="tab:blue", alpha=0.1, label="measured window")
+    a.set_title("softmax: a_G from both starts")
+    a = ax[1]
+    a.plot(b["P"], b["dU_per_seq"], "o-", color="tab:red", label="(U_pool - U_copy)/P")
+    a.axhline(0, color="k", lw=0.6)
+    a.set_title("softmax: objective gap between the two starts")
+    a = ax[2]
+    lin = res["linear"]
+    if lin:
+        a.plot(lin["P"], lin["cG_prior"], "o-", label="Adam cG, prior start")
+        a.plot(lin["P"], lin["cG_copy"], "v--", label="Adam cG, copy start")
+        a.plot(
+            res["theory_ek_linear"]["P"], res["theory_ek_linear"]["cG"], "k:", label="EK theory cG"
+        )
+    a.set_title(
+        f"linear: both starts (max |dcG| = {(lin or {}).get('max_abs_dcG', float('nan')):.3g})"
+    )
+    for a in ax:
+        a.set_xscale("log")
+        a.set_xlabel("P")
+        a.legend(fontsize=7)
+    h = res["header"]
+    fig.suptitle(f"hysteresis, {h['preset']} preset, {h['mode']}")
+    return fig
+
+
+def scaling_figure(res: dict[str, Any]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axis = res["axis"]
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
+    pd = res["phase"]
+    colors = {"P_c1": "tab:green", "P_cG": "tab:blue", "P_aG": "tab:red"}
+    for a, att, field, title in (
+        (ax[0], "linear", "psi", "linear: EK copy fraction psi"),
+        (ax[1], "softmax", "aG", "softmax: EK a_G"),
+    ):
+        d = pd[att]
+        z = np.asarray(d[field], float)
+        m = a.pcolormesh(d["values"], d["P"], z.T, shading="nearest", cmap="viridis")
+        fig.colorbar(m, ax=a)
+        keys = ("P_c1", "P_cG") if att == "linear" else ("P_aG", "spinodal_lo", "spinodal_hi")
+        for k in keys:
+            y = np.asarray([np.nan if v is None else v for v in pd["boundaries"][k]], float)
+            a.plot(pd["boundary_values"], y, "--" if "spin" in k else "-", color="w", lw=1.2)
+        for k in ("P_c1", "P_cG") if att == "linear" else ("P_aG",):
+            for r in res["rows"]:
+                mk = r["measured"].get(k)
+                if mk and mk.get("bracketed"):
+                    lo, hi = mk["bracket"]
+                    a.errorbar(
+                        [r["value"]],
+                        [mk["P_star"]],
+                        yerr=[[mk["P_star"] - lo], [hi - mk["P_star"]]],
+                        fmt="o",
+                        color=colors[k],
+                        mec="w",
+                        capsize=3,
+                    )
+        a.set_yscale("log")
+        a.set_xlabel(axis)
+        a.set_ylabel("P")
+        a.set_title(title + " (lines: EK P*, dots: measured)")
+    a = ax[2]
+    x = np.asarray(res["values"], float)
+    colors[SINGLE] = "tab:orange"
+    for k in (*KEYS, SINGLE):
+        tk = THEORY_KEY[k]
+        ek = [r["theory_ek"].get(tk) for r in res["rows"]]
+        a.plot(
+            x,
+            [np.nan if v is None else v for v in ek],
+            "-" if k != SINGLE else "--",
+            color=colors[k],
+            label=f"{tk} EK (k={_fmt(res['fits'][k]['theory_ek']['exponent'])})",
+        )
+        fin = [(r.get("theory_finite") or {}).get(tk) for r in res["rows"]]
+        a.plot(
+            x,
+            [np.nan if v is None else v for v in fin],
+            ":",
+            color=colors[k],
+            label=f"{tk} finite width",
+        )
+        me = [(r["measured"].get(k) or {}) for r in res["rows"]]
+        y = [m["P_star"] if m.get("bracketed") else np.nan for m in me]
+        a.plot(
+            x,
+            y,
+            "o" if k != SINGLE else "x",
+            color=colors[k],
+            label=f"{k} measured (k={_fmt(res['fits'][k]['measured']['exponent'])}; "
+            f"paper {res['fits'][k]['paper_law']}: "
+            f"{_fmt(res['fits'][k]['paper_exponent'])})",
+        )
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xlabel(axis)
+    a.set_ylabel("P*")
+    a.legend(fontsize=6)
+    a.set_title("P* and fitted exponents")
+    h = res["header"]
+    fig.suptitle(f"{h['artefact']}, {h['preset']} preset, {h['mode']}")
+    return fig
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"

@@ -1,0 +1,101 @@
+"""The package stands alone: it never imports experiments/ or benchmarks/, never edits
+``sys.path``, and theory/ stays below compare/; artefact scripts import the library, not each
+other; the paper's numbers are written once."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "copyhead_jax"
+ARTEFACT_SCRIPTS = ("main", "coverage", "hysteresis", "scaling", "report")
+
+
+def _sources(folder: Path):
+    files = sorted(folder.rglob("*.py"))
+    assert files, folder
+    return [(f, f.read_text()) for f in files]
+
+
+OUTSIDE = re.compile(
+    r"^\s*(from|import)\s+(experiments|benchmarks)\b"
+    r"|import_module\(\s*[\"'](experiments|benchmarks)"
+    r"|sys\.path",
+    re.M,
+)
+
+
+def test_package_sources_never_reach_outside_the_package():
+    bad = [f"{f.relative_to(ROOT)}: {m.group(0).strip()}"
+           for f, text in _sources(PKG) for m in OUTSIDE.finditer(text)]  # fmt: skip
+    assert bad == []
+
+
+def test_the_pattern_catches_what_it_should():
+    for line in (
+        "from experiments import main",
+        "import benchmarks.render",
+        'importlib.import_module("experiments.common")',
+        "sys.path.insert(0, root)",
+    ):
+        assert OUTSIDE.search(line), line
+    assert not OUTSIDE.search("# the experiments import this package")
+
+
+def test_importing_the_package_and_its_command_loads_nothing_outside():
+    code = (
+        "import sys, copyhead_jax, copyhead_jax.cli, copyhead_jax.compare\n"
+        "copyhead_jax.cli.build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('experiments', 'benchmarks')))"
+    )
+    # run from the package's parent's parent: the repository root is not on sys.path there
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
+def test_theory_does_not_import_compare():
+    hits = [str(f.relative_to(ROOT)) for f, text in _sources(PKG / "theory")
+            if re.search(r"^\s*from\s+(\.\.|copyhead_jax\.)compare\b", text, re.M)]  # fmt: skip
+    assert hits == []
+
+
+def _imports_artefact(text: str, others: str) -> bool:
+    pat = (
+        rf"^\s*from\s+(\.|experiments)\s+import\s+.*\b({others})\b"
+        rf"|^\s*from\s+(\.|experiments\.)({others})\s+import"
+    )
+    return re.search(pat, text, re.M) is not None
+
+
+@pytest.mark.parametrize("name", ARTEFACT_SCRIPTS)
+def test_artefact_scripts_do_not_import_each_other(name):
+    text = (ROOT / "experiments" / f"{name}.py").read_text()
+    others = "|".join(a for a in ARTEFACT_SCRIPTS if a != name)
+    assert not _imports_artefact(text, others)
+    # the check itself: the imports the scripts used to have are caught
+    assert _imports_artefact("from . import main as M\n", "main|report")
+    assert _imports_artefact("from .report import f\n", "main|report")
+
+
+def test_the_papers_numbers_are_written_once():
+    defs = re.compile(r"^(PAPER_MEASURED|PAPER_CLAIMS|PAPER_LAWS|LAWS)\s*[:=]", re.M)
+    where = sorted(
+        f"{f.relative_to(ROOT)}:{m.group(1)}"
+        for folder in (PKG, ROOT / "experiments")
+        for f, text in _sources(folder)
+        for m in defs.finditer(text)
+    )
+    # PAPER_LAWS: the law functions live with the theory's fits; compare.paper re-exports them
+    assert where == [
+        "copyhead_jax/compare/paper.py:PAPER_CLAIMS",
+        "copyhead_jax/compare/paper.py:PAPER_MEASURED",
+        "copyhead_jax/theory/scaling.py:PAPER_LAWS",
+    ]
+    from copyhead_jax.compare import paper
+    from copyhead_jax.theory.scaling import PAPER_LAWS
+
+    assert paper.PAPER_LAWS is PAPER_LAWS
