@@ -1,0 +1,25 @@
+r"""Posterior-science estimators, generic over a potential $n\beta L_n+\Phi$ (issue 12).
+
+- ``stats``        split R-hat, ESS, MCSE of a mean, susceptibility $n\,\mathrm{Var}$ with errors
+- ``llc``          the local learning coefficient $\hat\lambda$ (devinterp's conventions)
+- ``free_energy``  $F=-\log Z$ by thermodynamic integration over $\beta$; WBIC
+
+$L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ the prior energy
+(``prior_fn(w)``); every sampler is :func:`copyhead_jax.sgld.run_chains` at temperature 1.
+"""
+
+from ._tempered import ChainSummary as ChainSummary
+from .free_energy import TIResult as TIResult
+from .free_energy import WBICResult as WBICResult
+from .free_energy import beta_ladder as beta_ladder
+from .free_energy import thermodynamic_integration as thermodynamic_integration
+from .free_energy import ti_quadrature as ti_quadrature
+from .free_energy import wbic as wbic
+from .llc import LLCResult as LLCResult
+from .llc import default_nbeta as default_nbeta
+from .llc import local_learning_coefficient as local_learning_coefficient
+from .stats import Susceptibility as Susceptibility
+from .stats import ess as ess
+from .stats import mcse_mean as mcse_mean
+from .stats import split_rhat as split_rhat
+from .stats import susceptibility as susceptibility
