@@ -1,4 +1,4 @@
-"""``copyhead reproduce ... --quick``: a 2-core CPU, at most ~15 minutes per artefact and preset.
+"""``python -m experiments ... --quick``: a 2-core CPU, at most ~15 minutes per artefact and preset.
 
 Smaller width, fewer seeds, a coarse P grid refined near each transition, SGLD chains of a few
 thousand steps; every measured point is compared with the finite-width theory of THEORY.md §2b on
