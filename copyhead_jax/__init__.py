@@ -13,12 +13,20 @@ Code map, in data-flow order:
 - ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
+- ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
+- ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
 - ``cli``          the ``copyhead`` command
 """
 
+from . import bayes as bayes
 from . import config as config
+from .arviz_io import to_arviz as to_arviz
+from .bayes import local_learning_coefficient as local_learning_coefficient
+from .bayes import susceptibility as susceptibility
+from .bayes import thermodynamic_integration as thermodynamic_integration
+from .bayes import wbic as wbic
 from .config import PAPER as PAPER
 from .config import PLAIN as PLAIN
 from .config import PRESETS as PRESETS

@@ -152,6 +152,12 @@ class PosteriorResult:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
         return cls(cfg, sg, arrays, meta, tuple(meta["fields"]))
 
+    def to_arviz(self):
+        """ArviZ InferenceData (ArviZ < 1) or DataTree (>= 1): :func:`arviz_io.to_arviz`."""
+        from .arviz_io import to_arviz
+
+        return to_arviz(self)
+
 
 def run_sampler(
     sweep: SweepResult,

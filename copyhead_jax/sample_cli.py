@@ -22,6 +22,8 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--step-size", type=float, default=None, help=f"eta on U, default {d.step_size}")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
+    p.add_argument("--netcdf", default=None, metavar="FILE",
+                   help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_sample)
@@ -48,6 +50,10 @@ def cmd_sample(args) -> int:
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )
+    if args.netcdf:
+        from .arviz_io import save_netcdf
+
+        print(f"saved {save_netcdf(post, args.netcdf)}")
     _print_posterior(post, sweep)
     if not args.no_plot:
         from .cli import save_figure
