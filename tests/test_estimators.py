@@ -84,6 +84,35 @@ def test_standard_errors_cover_the_truth_at_the_nominal_rate(phi):
     assert abs(np.std(m) / np.mean(mcse_mean(x)) - 1) < 0.1
 
 
+def test_per_run_estimators_use_p_and_only_the_finite_chains():
+    import copyhead_jax as ch
+    from copyhead_jax.bayes import run_mean, run_susceptibility
+    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+
+    rng = np.random.default_rng(5)
+    cfg = ch.TINY.replace(sweep=dict(P=(2, 8), n_seeds=2))
+    draws = np.stack([_ar1(rng, (2, 2, 3, 50), 0.5)] * len(DRAW_FIELDS), -1)
+    finite = np.ones((2, 2, 3), bool)
+    finite[0, 1, 1] = False  # one diverged chain: left out
+    finite[1, 0] = False  # a run with none: NaN
+    draws[0, 1, 1] = np.nan
+    post = PosteriorResult(cfg, ch.SGLDConfig(), dict(draws=draws, finite=finite))
+    chi = run_susceptibility(post, "cG")
+    ok = draws[0, 1, [0, 2], :, DRAW_FIELDS.index("cG")]
+    np.testing.assert_allclose(chi.value[0, 1], 2 * ok.var(ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(chi.mcse[0, 1], susceptibility(ok, 2).mcse, rtol=1e-12)
+    x = draws[1, 1, ..., DRAW_FIELDS.index("cG")]
+    np.testing.assert_allclose(chi.value[1, 1], 8 * x.var(ddof=1), rtol=1e-12)  # n = P = 8
+    assert np.isnan(chi.value[1, 0]) and np.isfinite(chi.value).sum() == 3
+    mean, se, n_eff = run_mean(post, "cG")
+    np.testing.assert_allclose(mean[0, 1], ok.mean(), rtol=1e-12)
+    np.testing.assert_allclose(se[0, 1], mcse_mean(ok), rtol=1e-12)
+    assert np.isnan(mean[1, 0]) and n_eff[1, 1] == pytest.approx(ess(x))
+    # an array n broadcasts against the leading axes: the same as P per row
+    both = susceptibility(draws[..., 0][:, 1:], np.array([2.0, 8.0])[:, None])
+    np.testing.assert_allclose(both.value[1, 0], 8 * x.var(ddof=1), rtol=1e-12)
+
+
 def test_stats_reject_bad_shapes_and_n():
     with pytest.raises(ValueError, match="draws must have shape"):
         susceptibility(np.zeros(10), 1.0)
@@ -91,6 +120,8 @@ def test_stats_reject_bad_shapes_and_n():
         ess(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="n must be"):
         susceptibility(np.zeros((2, 10)), -1.0)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        susceptibility(np.zeros((3, 2, 10)), np.ones(2))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ r"""Posterior-science estimators, generic over a potential $n\beta L_n+\Phi$ (is
 - ``stats``        split R-hat, ESS, MCSE of a mean, susceptibility $n\,\mathrm{Var}$ with errors
 - ``llc``          the local learning coefficient $\hat\lambda$ (devinterp's conventions)
 - ``free_energy``  $F=-\log Z$ by thermodynamic integration over $\beta$; WBIC
+- ``runs``         per run ``[P, seed]`` of a ``PosteriorResult``: susceptibility, mean, MCSE
 
 $L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ the prior energy
 (``prior_fn(w)``); every sampler is :func:`copyhead_jax.sgld.run_chains` at temperature 1.
@@ -18,6 +19,8 @@ from .free_energy import wbic as wbic
 from .llc import LLCResult as LLCResult
 from .llc import default_nbeta as default_nbeta
 from .llc import local_learning_coefficient as local_learning_coefficient
+from .runs import run_mean as run_mean
+from .runs import run_susceptibility as run_susceptibility
 from .stats import Susceptibility as Susceptibility
 from .stats import ess as ess
 from .stats import mcse_mean as mcse_mean

@@ -97,6 +97,18 @@ def mcse_mean(x) -> np.ndarray:
         return flat.std(-1, ddof=1) / np.sqrt(ess(x))
 
 
+def _check_n(n, lead: tuple[int, ...]) -> np.ndarray:
+    if np.ndim(n) == 0:
+        return np.float64(check_float("n", n, lo=0.0))
+    arr = np.asarray(n, np.float64)
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"n must hold finite real numbers > 0, got {n!r}")
+    try:
+        return np.broadcast_to(arr, lead)
+    except ValueError:
+        raise ValueError(f"n of shape {arr.shape} does not broadcast to the runs {lead}") from None
+
+
 class Susceptibility(NamedTuple):
     """``n`` times the posterior variance of an observable, per leading index."""
 
@@ -106,16 +118,17 @@ class Susceptibility(NamedTuple):
     ess_sq: np.ndarray  # ESS of q = (x - mean)^2, the one that sets the error
 
 
-def susceptibility(draws, n: float = 1.0) -> Susceptibility:
+def susceptibility(draws, n=1.0) -> Susceptibility:
     r"""$\chi=n\,\widehat{\mathrm{Var}}_{\rm post}(x)$ from ``draws[..., chain, draw]``.
 
     The error bar is the delta-method MCSE of the variance, $n\,s_q/\sqrt{\mathrm{ESS}(q)}$ with
     $q=(x-\bar x)^2$: the variance is the mean of $q$, whose autocorrelation (not that of $x$)
     sets the error; for Gaussian AR(1) draws with coefficient $\phi$, $q$ has $\phi^2$. ``n`` is
-    the sample size the issue scales by (the number of training sequences P).
+    the sample size to scale by (the number of training sequences P): a number, or an array
+    that broadcasts against the leading axes (e.g. ``P[:, None]`` for ``draws[P, seed, c, s]``).
     """
     x = _trace(draws, "draws", 4)
-    n = check_float("n", n, lo=0.0)
+    n = _check_n(n, x.shape[:-2])
     flat = x.reshape(*x.shape[:-2], -1)
     m = flat.mean(-1)
     q = np.square(x - m[..., None, None])
