@@ -66,13 +66,21 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
         for f in dataclasses.fields(getattr(base, sec)):
             flag = "--" + f.name.replace("_", "-")
             if f.name == "attention":
-                g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None)
+                g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None,
+                               help="both: one sweep each; " + _flag_help(sec, f.name))  # fmt: skip
             elif f.name == "P":
-                g.add_argument("--P", type=_P_arg, default=None, help="e.g. 4:1000:24log")
+                g.add_argument("--P", type=_P_arg, default=None, help="training-set sizes: "
+                               "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
+                               "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
+                                                         for k, c in PRESETS.items()))  # fmt: skip
             else:
                 typ = {bool: _bool, int: int, float: float}.get(type(f.default), str)
                 g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
                                help=_flag_help(sec, f.name))  # fmt: skip
+
+
+def _grid(P) -> str:
+    return ",".join(map(str, P)) if len(P) <= 8 else f"{P[0]},...,{P[-1]} ({len(P)} values)"
 
 
 def _flag_help(sec: str, name: str) -> str:

@@ -9,6 +9,8 @@ ticked at (a spread of) the measured P, so that labels never collide.
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -38,7 +40,8 @@ def _tex(name: str) -> str:
 
 def _band(ax, x, y, label, marker="o", color=None, ls="-"):
     """Mean +- sd over seeds (columns), NaNs (excluded runs) ignored."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a P with no ok run: a gap
         m, s = np.nanmean(y, axis=1), np.nanstd(y, axis=1)
     line = ax.plot(x, m, marker=marker, ms=4, label=label, color=color, ls=ls)[0]
     ax.fill_between(x, m - s, m + s, alpha=0.2, color=line.get_color(), lw=0)
@@ -175,8 +178,10 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
         m, _ = post.moments(name)
         _band(ax_o, P, m, f"SGLD {_tex(label)}", color=col, ls=ls, marker=mk)
         if sweep is not None:
-            ax_o.plot(P, np.nanmean(np.where(sweep.ok, sweep[name], np.nan), 1), "k", ls=ls,
-                      lw=1, marker="x", label=f"MAP {_tex(label)}")  # fmt: skip
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a P with no ok run: a gap
+                m_map = np.nanmean(np.where(sweep.ok, sweep[name], np.nan), 1)
+            ax_o.plot(P, m_map, "k", ls=ls, lw=1, marker="x", label=f"MAP {_tex(label)}")
     _, vG = post.moments("cG")
     _band(ax_v, P, vG, f"var({_tex(nG)})", color=col)
     ax_v.set_yscale("log")

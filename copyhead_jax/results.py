@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,7 @@ def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarra
     if not path.is_file():
         raise ValueError(f"result file {str(path)!r} does not exist")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # no handle leaks
             arrays = {k: z[k] for k in z.files}
     except Exception as e:  # noqa: BLE001 - any decoding failure means "not a result file"
         raise ValueError(f"{str(path)!r} is not a readable copyhead_jax result ({e})") from None
@@ -179,7 +180,7 @@ SCALARS = (
 REQUIRED = (*SCALARS, "mean_attention", "positional_logits", "curve_U", "curve_loss")
 
 #: A run is diverged if its final loss exceeds this many times the larger of the zero-output
-#: loss and its first logged loss, or its final U exceeds its first logged U by this factor of |U|.
+#: loss and its initial loss, or its U rose above its first logged U by this factor - 1 of |U|.
 DIVERGENCE_FACTOR = 2.0
 
 
@@ -188,16 +189,16 @@ def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
 
     Adam lowers U from its start, and the zero-output network (f = 0) scores a train loss of
     ``L`` per sequence (sum over positions of ``||y^a||^2 = 1``); a run whose final loss is more
-    than ``DIVERGENCE_FACTOR`` times ``max(L, first logged loss)``, or whose U rose above its
-    first logged value by more than ``DIVERGENCE_FACTOR - 1`` times ``|U|``, has diverged.
-    Non-finite runs are flagged too.
+    than ``DIVERGENCE_FACTOR`` times ``max(L, loss_init)`` (``loss_init``: before the first
+    step; files without it use ``L``), or whose U rose above its first logged value by more than
+    ``DIVERGENCE_FACTOR - 1`` times ``|U|``, has diverged. Non-finite runs are flagged too.
     """
     loss = np.asarray(arrays["train_loss"], float)
     bad = ~np.asarray(arrays["finite"], bool) | ~np.isfinite(loss)
     k = DIVERGENCE_FACTOR
     ref = np.full_like(loss, float(L))
-    if "curve_loss" in arrays and arrays["curve_loss"].shape[-1] > 0:
-        ref = np.fmax(ref, np.asarray(arrays["curve_loss"], float)[..., 0])
+    if "loss_init" in arrays:
+        ref = np.fmax(ref, np.asarray(arrays["loss_init"], float))
     bad |= loss > k * ref
     if "curve_U" in arrays and "U" in arrays and arrays["curve_U"].shape[-1] > 0:
         U0, U = np.asarray(arrays["curve_U"], float)[..., 0], np.asarray(arrays["U"], float)
@@ -212,7 +213,8 @@ class SweepResult:
 
     ``arrays`` holds the ``SCALARS`` (each ``[nP, n_seeds]``), ``mean_attention`` and
     ``positional_logits`` (``[nP, n_seeds, L, L]``), ``curve_U`` and ``curve_loss``
-    (``[nP, n_seeds, n_logs]``, NaN after a run stopped) with ``curve_epoch`` (``[n_logs]``), and,
+    (``[nP, n_seeds, n_logs]``, NaN after a run stopped) with ``curve_epoch`` (``[n_logs]``),
+    ``loss_init`` and ``diverged`` (``[nP, n_seeds]``; absent from older files), and,
     if kept, ``params/W_E``, ``params/b``, ``params/W_G``, ``params/W_O_hat``
     (``[nP, n_seeds, ...]``) for warm-starting a sampler. For linear heads ``(c1, cG)`` are
     gauge fixed (``r > 0``); for softmax heads they are ``(a1, aG)``.
@@ -260,7 +262,8 @@ class SweepResult:
                 out["n_finite"] = self.arrays["finite"].astype(bool).sum(1)
                 continue
             x = np.where(ok, self.arrays[k].astype(float), np.nan)
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a P with no ok run: NaN
                 out[k] = np.nanmean(x, axis=1)
                 out[k + "_sd"] = np.nanstd(x, axis=1)
         return out
@@ -281,7 +284,8 @@ class SweepResult:
         missing = [k for k in REQUIRED if k not in arrays]
         if missing:
             raise ValueError(f"{str(path)!r} is incomplete: it lacks the arrays {missing}")
-        wrong = [k for k in (*REQUIRED, "diverged") if k in arrays and arrays[k].shape[:2] != shape]
+        optional = ("diverged", "loss_init")
+        wrong = [k for k in (*REQUIRED, *optional) if k in arrays and arrays[k].shape[:2] != shape]
         if wrong:
             raise ValueError(f"{str(path)!r} is corrupt: arrays {wrong} are not [P, seed] {shape}")
         return cls(config=cfg, arrays=arrays, meta=meta)

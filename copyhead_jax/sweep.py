@@ -174,6 +174,7 @@ def _run_chunk(
     inp = shard_runs(inp, mesh)
     kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
     state = init_runs(trainer, kinp)
+    loss_init = to_host(measure_runs(trainer, state, kinp)[0].train_loss)  # divergence reference
     curves, start = [], 0
     resumed = _load_snapshot(snapshot, state)
     if resumed is not None:
@@ -218,6 +219,7 @@ def _run_chunk(
     out["finite"] = to_host(state.finite) & measured_ok
     out["curve_U"] = curve[:, :, 0]
     out["curve_loss"] = curve[:, :, 1] / n_train[:, None]
+    out["loss_init"] = loss_init  # train loss before the first step
     if keep_params:
         import equinox as eqx
 
