@@ -282,6 +282,7 @@ def test_jsonable_handles_nan_and_arrays():
     assert out == {"a": [1.0, None], "b": 2.5, "c": [1.0, 1.0]}
 
 
+@pytest.mark.slow
 def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(dirs):
     # --full trains the embeddings: the finite-width theory must then use every run's own
     # embedding Gram (which has moved away from the prior draw)
