@@ -160,7 +160,7 @@ def curves_figure(res: SweepResult) -> Figure:
     ax.axhline(res.config.task.L, color="gray", lw=0.8, ls=":", label="zero output ($L$)")
     ax.set_xlabel("epoch (Adam steps, full batch)")
     ax.set_ylabel("train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$")
-    ax.set_xscale("log")
+    log_P_axis(ax, ep)  # any log axis: no colliding minor labels
     _legend(ax, band=False)
     ax.set_title(f"{res.config.model.attention}: training curves (seed 0)")
     return fig

@@ -1,9 +1,13 @@
 """The copyhead command: P-grid parsing, errors with exit code 2, sweep/show/plot round trip."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from copyhead_jax.cli import main, parse_P_grid
+import copyhead_jax as ch
+from copyhead_jax.cli import build_parser, main, parse_P_grid, sweep_paths
 
 
 def test_P_grid_forms():
@@ -61,3 +65,58 @@ def test_sweep_show_plot_round_trip(tmp_path, capsys):
                  "--out", str(png), "--curves"]) == 0  # fmt: skip
     assert png.stat().st_size > 0
     assert (tmp_path / "fig_curves_softmax.png").exists()
+
+
+# issue 14, item 7 -------------------------------------------------------------------------------
+
+
+def _sweep_parser():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return parser, sub.choices["sweep"]
+
+
+def test_every_sweep_flag_has_help_with_default_and_allowed_values():
+    _, p = _sweep_parser()
+    config_flags = [a for g in p._action_groups if g.title.endswith("config")
+                    for a in g._group_actions]  # fmt: skip
+    assert len(config_flags) > 30
+    for a in config_flags:
+        if a.dest in ("attention",):
+            assert a.choices
+            continue
+        assert a.help and "default" in a.help, a.option_strings
+    helps = {a.dest: a.help for a in config_flags}
+    assert "an int in [1, 65536]" in helps["width"] and "small 128" in helps["width"]
+    assert "one of 'raw', 'mup'" in helps["lr_scaling"]
+    assert p.format_help()  # every help string formats (no stray %)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and ch.__version__ in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["-1e-3", "-1E+2", "-.5", "-2"])
+def test_negative_numbers_are_values(value):
+    parser, _ = _sweep_parser()
+    a = parser.parse_args(["sweep", "--init-copy-logit", value, "--lr", value])
+    assert a.init_copy_logit == a.lr == float(value)
+
+
+def test_out_paths():
+    tiny = ch.TINY
+    paths, png = sweep_paths("x/r.npz", "tiny", [tiny])
+    assert paths == [Path("x/r.npz")] and png == Path("x/r.png")
+    with pytest.raises(ValueError, match="one attention"):
+        sweep_paths("r.npz", "tiny", [tiny, tiny.replace(model=dict(attention="linear"))])
+    paths, _ = sweep_paths(None, "tiny", [tiny])
+    assert paths[0].parent == Path("results/tiny")  # the preset as it is: plain name
+    a, _ = sweep_paths(None, "tiny", [tiny.replace(sweep=dict(n_seeds=3))])
+    b, _ = sweep_paths(None, "tiny", [tiny.replace(sweep=dict(n_seeds=4))])
+    c, _ = sweep_paths(None, "tiny", [tiny.replace(sweep=dict(n_seeds=3))])
+    assert a[0].parent != b[0].parent and a == c
+    assert re.fullmatch(r"tiny-[0-9a-f]{8}", a[0].parent.name)
+    lin, _ = sweep_paths(None, "tiny", [tiny.replace(model=dict(attention="linear"))])
+    assert lin[0].parent == Path("results/tiny")  # the attention is in the file name
