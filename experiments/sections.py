@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from copyhead_jax.compare import GROWTH_TOL, REL_TOL, rel_err
+from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
 from copyhead_jax.compare.paper import PAPER_MEASURED
 
 
@@ -99,7 +99,7 @@ def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> st
         )
         key = r["key"]
         for which, err in (("EK", r["rel_err_ek"]), ("finite-width", r["rel_err_finite"])):
-            if err is not None and abs(err) > REL_TOL:
+            if disagrees(err):
                 dis.append(
                     f"**{preset}, {key}**: measured {f(r['measured'])} vs {which} theory "
                     f"{f(r['theory_ek'] if which == 'EK' else r['theory_finite'])} "
@@ -145,7 +145,7 @@ def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> st
     if preset == "paper":
         for k, pm in PAPER_MEASURED.items():
             t = res["theory_ek_points"].get(k)
-            if t is not None and abs(rel_err(pm, t)) > REL_TOL:
+            if t is not None and disagrees(rel_err(pm, t)):
                 dis.append(
                     f"**paper's table vs this theory (paper preset), {k}**: the paper "
                     f"reports P ~ {pm:g}, the EK theory of THEORY.md gives {f(t)} "
@@ -342,7 +342,7 @@ def section_hysteresis(res: dict, preset: str, dis: list[str]) -> str:
         ],
     ]
     for k, err in res["rel_err"].items():
-        if err is not None and abs(err) > REL_TOL and k != "single_vs_ek_upper_spinodal":
+        if disagrees(err) and k != "single_vs_ek_upper_spinodal":
             dis.append(f"**{preset}, hysteresis {k}**: {pct(err)}.")
     lin = res.get("linear")
     lin_txt = "not measured"

@@ -20,9 +20,8 @@ def rel_err(measured, theory) -> float | None:
     return (m - t) / t
 
 
-def disagrees(measured, theory, tol: float = REL_TOL) -> bool:
-    """``|rel_err(measured, theory)| > tol`` (``False`` when the error is undefined)."""
+def disagrees(err: float | None, tol: float = REL_TOL) -> bool:
+    """A relative error ``err`` (from :func:`rel_err`) beyond ``tol``; an undefined one is not."""
     if not (tol >= 0):
         raise ValueError(f"tol must be a float >= 0, got {tol!r}")
-    err = rel_err(measured, theory)
     return err is not None and abs(err) > tol
