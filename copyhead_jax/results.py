@@ -100,6 +100,9 @@ def remove_tmp_orphans(*paths: str | os.PathLike) -> int:
     return n
 
 
+_HELD: set[Path] = set()
+
+
 def acquire_lock(path: str | os.PathLike) -> Path:
     """Take ``PATH.lock`` (holding this process's pid) so that one process at a time writes
     ``path``; a lock of a live process is refused naming its pid, one of a dead process (or of
@@ -124,7 +127,9 @@ def acquire_lock(path: str | os.PathLike) -> Path:
             raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
         with os.fdopen(fd, "w") as f:
             f.write(f"{os.getpid()}\n")
-        atexit.register(release_lock, lock)
+        if lock not in _HELD:  # one exit hook per path, however often it is taken
+            _HELD.add(lock)
+            atexit.register(release_lock, lock)
         return lock
     raise ValueError(f"could not take the lock {str(lock)!r}")
 
