@@ -180,7 +180,7 @@ def _run_chunk(
     if resumed is not None:
         state, curves, start = resumed
         if bar is not None:
-            bar.set_postfix_str("resumed from a snapshot", refresh=False)
+            bar.set_postfix_str(f"resumed from a snapshot ({start} segment(s) done)")
             bar.update(start)
     last_save = time.time()
     for i in range(start, n_segments):

@@ -374,6 +374,27 @@ def test_progress_bar_says_resumed(tmp_path, capsys):
     assert "resumed 1 chunk(s) from checkpoints" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 10)  # 2 segments of 10 epochs
+    cfg = ch.TINY.replace(train=dict(max_epochs=20, min_epochs=20),
+                          sweep=dict(P=(2,), n_seeds=1))  # fmt: skip
+    real, calls = sweep_mod.run_segment, []
+
+    def crash_on_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(sweep_mod, "run_segment", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        ch.run_sweep(cfg, out=tmp_path / "r.npz", progress=False, snapshot_every_s=0.0)
+    capsys.readouterr()
+    ch.run_sweep(cfg, out=tmp_path / "r.npz", progress=True, snapshot_every_s=0.0)
+    assert "resumed from a snapshot (1 segment(s) done)" in capsys.readouterr().err
+
+
 # 8. figures -------------------------------------------------------------------------------------
 
 
