@@ -8,6 +8,7 @@ prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols foll
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -21,7 +22,14 @@ SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")
 MONITORS = ("loss", "U")
 INITS = ("prior", "zero", "copy")
-MAX_WIDTH = 65_536
+ENGINES = ("full", "reduced")
+GRAMS = ("realised", "wishart")
+SOLVERS = ("auto", "adam", "exact")
+MAX_WIDTH = 65_536  # full engine: W^G is N x N
+MAX_REDUCED_WIDTH = 10**15  # reduced engine: any width (math.inf: the N -> infinity limit)
+#: largest N * (V + L) for which the reduced engine draws the embeddings themselves
+#: (``gram='realised'``); beyond it use ``gram='wishart'``
+MAX_REALISED_ELEMENTS = 2**27
 
 
 @dataclass(frozen=True)
@@ -40,19 +48,34 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Single-head attention, its prior scales and the muP readout scaling (THEORY.md §2)."""
+    """Single-head attention, its prior scales and the muP readout scaling (THEORY.md §2).
+
+    ``engine='reduced'`` trains the exact width-``D = V + L`` image of the width-``N`` head
+    (THEORY.md §2c; quenched embeddings only): ``width`` is then any int ``>= V + L`` or
+    ``math.inf``, and the embedding Gram ``C`` is the realised Gram of embeddings drawn as the
+    full engine draws them (``gram='realised'``, same seed, same embeddings) or a Wishart draw
+    ``N C ~ W(N, Sigma)`` that never forms an ``N``-sized array (``gram='wishart'``); at
+    ``width=inf``, ``C = Sigma``.
+    """
 
     attention: Attention = "softmax"
-    width: int = 10_000  # N = d_model
+    width: int | float = 10_000  # N = d_model (reduced engine: also math.inf)
     sigma_e: float = 1.0  # token-embedding prior std
     sigma_p: float = 1.0  # positional-bias prior std
     sigma_G: float = 1.0  # key-query prior std
     sigma_O: float = 1.0  # readout prior std (times 1/sqrt(chi N))
     linear_scale: Literal["none", "inv_L"] = "inv_L"  # linear attention A = s or A = s / L
+    engine: Literal["full", "reduced"] = "full"  # reduced: exact width-(V+L) image, §2c
+    gram: Literal["realised", "wishart"] = "realised"  # reduced engine: source of the Gram C
 
     def __post_init__(self):
         check_choice("ModelConfig.attention", self.attention, ATTENTIONS)
-        check_int("ModelConfig.width", self.width, lo=1, hi=MAX_WIDTH)
+        check_choice("ModelConfig.engine", self.engine, ENGINES)
+        check_choice("ModelConfig.gram", self.gram, GRAMS)
+        if self.engine == "full":
+            check_int("ModelConfig.width", self.width, lo=1, hi=MAX_WIDTH)
+        else:
+            object.__setattr__(self, "width", check_width(self.width))
         for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
             check_float(f"ModelConfig.{name}", getattr(self, name), lo=0.0, hi=1e6)
         check_choice("ModelConfig.linear_scale", self.linear_scale, LINEAR_SCALES)
@@ -105,6 +128,11 @@ class TrainConfig:
     init_attention: Literal["prior", "zero", "copy"] = "prior"
     init_copy_logit: float = 5.0
     log_every: int = 10  # loss curves are kept every log_every epochs
+    # "exact": float64 quasi-Newton to a stationary point (reduced engine only); "adam": the
+    # protocol above; "auto": exact under the reduced engine, adam under the full one
+    solver: Literal["auto", "adam", "exact"] = "auto"
+    exact_gtol: float = 1e-9  # exact solver: stop at |grad U| <= exact_gtol * max(1, |U|)
+    exact_max_steps: int = 5000  # exact solver: quasi-Newton iterations at most
 
     def __post_init__(self):
         check_float("TrainConfig.lr", self.lr, lo=0.0, hi=10.0)
@@ -128,6 +156,9 @@ class TrainConfig:
         check_choice("TrainConfig.init_attention", self.init_attention, INITS)
         check_float("TrainConfig.init_copy_logit", self.init_copy_logit, lo=-1e4, hi=1e4)
         check_int("TrainConfig.log_every", self.log_every, lo=1, hi=self.max_epochs)
+        check_choice("TrainConfig.solver", self.solver, SOLVERS)
+        check_float("TrainConfig.exact_gtol", self.exact_gtol, lo=0.0, hi=1.0)
+        check_int("TrainConfig.exact_max_steps", self.exact_max_steps, lo=1, hi=10**7)
 
     def warmup_frac(self, attention: str) -> float:
         return self.warmup_frac_softmax if attention == "softmax" else self.warmup_frac_linear
@@ -199,6 +230,44 @@ class Config:
                 raise ValueError(f"Config.{name} must be a {cls.__name__}")
             for f in dataclasses.fields(sec):  # np.int64(4) -> 4: JSON, hashing, fingerprints
                 object.__setattr__(sec, f.name, python_scalar(getattr(sec, f.name)))
+        m, t = self.model, self.train
+        if m.engine == "reduced":
+            D = self.task.V + self.task.L
+            if t.train_embeddings:
+                raise ValueError(
+                    "ModelConfig.engine='reduced' needs quenched embeddings "
+                    "(TrainConfig.train_embeddings=False, CLI --train-embeddings false): "
+                    "trained embeddings move the Gram and break the exact width reduction"
+                )
+            if m.width < D:
+                raise ValueError(
+                    f"ModelConfig.width must be >= V + L = {D} under engine='reduced' (the "
+                    f"embedding Gram must have full rank), got {m.width}"
+                )
+            if (
+                m.gram == "realised"
+                and math.isfinite(m.width)
+                and m.width * D > MAX_REALISED_ELEMENTS
+            ):
+                raise ValueError(
+                    f"ModelConfig.width={m.width} is too large to draw the embeddings "
+                    f"(N (V+L) = {m.width * D:.3g} > {MAX_REALISED_ELEMENTS}); use "
+                    "ModelConfig.gram='wishart' (CLI --gram wishart), which draws the Gram "
+                    "directly"
+                )
+        elif t.solver == "exact":
+            raise ValueError(
+                "TrainConfig.solver='exact' needs ModelConfig.engine='reduced' (the exact "
+                "solver works on the width-(V+L) image of the head); use solver='adam' or "
+                "engine='reduced'"
+            )
+
+    @property
+    def solver(self) -> str:
+        """The MAP solver in use: ``exact`` or ``adam`` (``auto`` resolved by the engine)."""
+        if self.train.solver != "auto":
+            return self.train.solver
+        return "exact" if self.model.engine == "reduced" else "adam"
 
     def replace(self, **sections: Any) -> Config:
         """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object."""
@@ -239,13 +308,25 @@ _SECTIONS = {
 }
 
 
+def check_width(value: Any) -> int | float:
+    """A reduced-engine width: an int in ``[1, MAX_REDUCED_WIDTH]``, or ``inf`` / ``"inf"``."""
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    if isinstance(value, float) and value == math.inf:
+        return math.inf
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return check_int("ModelConfig.width", value, lo=1, hi=MAX_REDUCED_WIDTH)
+
+
 def _check_fields(sec_cls, values: dict) -> None:
     """Unknown field names (typos) raise a ValueError listing the valid ones."""
     fields = [f.name for f in dataclasses.fields(sec_cls)]
     bad = sorted(set(values) - set(fields))
     if bad:
         raise ValueError(
-            f"{sec_cls.__name__} has no field(s) {', '.join(bad)}; valid fields: {', '.join(fields)}"
+            f"{sec_cls.__name__} has no field(s) {', '.join(bad)}; "
+            f"valid fields: {', '.join(fields)}"
         )
 
 

@@ -47,9 +47,13 @@ def per_run_bytes(cfg: Config, P: int | None = None) -> int:
     temporary of each trained block, plus the per-sequence activations of a step."""
     N, L, V = cfg.model.width, cfg.task.L, cfg.task.V
     P = cfg.sweep.P_max if P is None else P
+    if cfg.model.engine == "reduced":  # the width-(V+L) image; exact solver: float64, L-BFGS
+        N = V + L
     trained = N * N + V * N + (N * (V + L) if cfg.train.train_embeddings else 0)
     weights = N * N + V * N + N * (V + L)
     activations = P * L * L * 8 + P * L * V * 6
+    if cfg.model.engine == "reduced" and cfg.solver == "exact":
+        return 8 * (weights + 48 * trained + 3 * activations)  # 20 L-BFGS pairs + line search
     return 4 * (weights + 4 * trained + activations)
 
 
@@ -168,6 +172,14 @@ def _run_chunk(
     ``snapshot_every_s`` seconds of training, and a matching snapshot is resumed from, so a crash
     inside a long chunk loses at most that much work."""
     cfg = trainer.cfg
+    if cfg.solver == "exact":
+        from .fit_exact import run_exact_chunk
+
+        out = run_exact_chunk(cfg, inp, keep_params, mesh)
+        if bar is not None:
+            bar.update(math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every)
+                                 / segment_logs(cfg)))  # fmt: skip
+        return out
     n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
     seg = segment_logs(cfg)
     n_segments = math.ceil(n_logs_total / seg)
@@ -269,7 +281,8 @@ def run_sweep(
     n_runs = nP * nS
     N = cfg.model.width
     if keep_params is None:
-        keep_params = n_runs * 4 * (N * N + N * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
+        Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
+        keep_params = n_runs * 8 * (Nw * Nw + Nw * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
     mesh = run_mesh(cfg.sweep.n_devices)
     groups = padding_groups(cfg)
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
@@ -285,7 +298,8 @@ def run_sweep(
     n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
     bar = tqdm(
         total=n_chunks * n_seg,
-        desc=f"sweep {cfg.model.attention} N={N} ({n_runs} runs, {n_chunks} chunk(s))",
+        desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver} "
+        f"({n_runs} runs, {n_chunks} chunk(s))",
         disable=not progress,
         file=sys.stderr,
         leave=False,
@@ -321,6 +335,8 @@ def run_sweep(
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_logs = arrays["curve_U"].shape[-1]
     arrays["curve_epoch"] = (np.arange(n_logs) + 1) * cfg.train.log_every
+    if cfg.solver == "exact":  # one point: the solver's last iterate
+        arrays["curve_epoch"] = np.asarray(arrays["stop_epoch"]).max(keepdims=True).ravel()
     bar.close()
     meta = {
         "environment": environment(),

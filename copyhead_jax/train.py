@@ -25,7 +25,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._types import Mask, TokenBatch
 from .config import Config, TrainConfig
-from .models import AbstractHead, init_head, trainable_filter
+from .models import AbstractHead, head_template, init_head, init_reduced, trainable_filter
 from .observables import Measurement, measure, shift_operator
 from .posterior import Objective, log_prior_energy, neg_log_posterior
 
@@ -38,6 +38,10 @@ def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
     ``mup``: Adam-muP for this network: a coherent step on $W^G$ moves the logits by
     $O(N\,\eta)$ and a step on $\hat W^O$, $W^E$ or $b$ moves outputs/logits by
     $O(\sqrt N\,\eta)$, so the factors are $1/N$ and $1/\sqrt N$.
+
+    Under the reduced engine ``head.width`` is $D=V+L$: the factors are those of the width-$D$
+    image. Adam is coordinate-wise, so its path does not map between widths (its fixed points
+    do, THEORY.md §2c); the full engine stays the reference for Adam dynamics.
     """
     N = head.width
     if train.lr_scaling == "raw":
@@ -113,6 +117,11 @@ class Trainer(eqx.Module):
 
     def init(self, key: Array) -> tuple[AbstractHead, AbstractHead, optax.GradientTransformation]:
         c = self.cfg
+        if c.model.engine == "reduced":  # Adam on the width-(V+L) image (float32), §2c
+            head = init_reduced(key, c, head_template(c), dtype=jnp.float32)
+            spec = trainable_filter(head, train_embeddings=False)
+            params, frozen = eqx.partition(head, spec)
+            return params, frozen, self.optimizer(head)
         head = init_head(key, c.model, L=c.task.L, V=c.task.V, chi=c.posterior.chi)
         if c.train.init_attention != "prior":
             head = eqx.tree_at(lambda h: h.W_G, head, self._initial_W_G(head))

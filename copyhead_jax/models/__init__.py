@@ -6,3 +6,14 @@ from ._head import SoftmaxHead as SoftmaxHead
 from ._head import head_class as head_class
 from ._head import init_head as init_head
 from ._head import trainable_filter as trainable_filter
+from ._reduce import Reduction as Reduction
+from ._reduce import embedding_root as embedding_root
+from ._reduce import expand_head as expand_head
+from ._reduce import head_template as head_template
+from ._reduce import init_reduced as init_reduced
+from ._reduce import prior_root as prior_root
+from ._reduce import realised_root as realised_root
+from ._reduce import reduce_head as reduce_head
+from ._reduce import reduced_head as reduced_head
+from ._reduce import root_of as root_of
+from ._reduce import wishart_root as wishart_root
