@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from .._checks import check_int
@@ -101,9 +102,13 @@ class Core(NamedTuple):
 
     def move(
         self, layout: Layout, m: Array | None, z: Array, u: Scalar, g: Array, xi: Array,
-        t: Int[Array, ""], key: Array, args: tuple,
+        t: Int[Array, ""], key: Array, args: tuple, value: Bool[Array, ""] | None = None,
     ) -> _Move:  # fmt: skip
         r"""One step from ``(z, U(z), grad U(z))`` with the standard normal ``xi``.
+
+        ``value`` (traced, with ``with_value``): evaluate ``U`` at the new state only where it
+        is true (a ``lax.cond``); elsewhere ``U`` is NaN, and the MALA proxy is NaN unless
+        ``U`` is known at both ends.
 
         Also the MALA log-ratio $\log\alpha=U(\Theta)-U(\Theta')+\tfrac12|\xi|^2-\big|\tfrac12
         \sqrt{\eta M}(\nabla U(\Theta)+\nabla U(\Theta'))-\xi/\sqrt2\big|^2$, which equals
@@ -115,9 +120,11 @@ class Core(NamedTuple):
         drift = -em * g
         noise = jnp.sqrt(2 * em) * xi
         z1 = z + drift + noise
-        u1, g1 = self.value_and_grad(layout, z1, key, t + 1, args)
         sd = jnp.result_type(u)
         sq = lambda x: jnp.sum(jnp.square(x)).astype(sd)
+        if self.with_value and value is not None:
+            return self._move_sometimes(layout, em, z1, u, g, xi, drift, noise, t, key, args, value)
+        u1, g1 = self.value_and_grad(layout, z1, key, t + 1, args)
         if self.with_value:
             r = jnp.sqrt(em) * (g + g1) * 0.5 - xi * _INV_SQRT2
             log_alpha = (u - u1.astype(sd)) + 0.5 * sq(xi) - sq(r)
@@ -133,6 +140,37 @@ class Core(NamedTuple):
             drift_norm=jnp.sqrt(sq(drift)),
             noise_norm=jnp.sqrt(sq(noise)),
             accept_prob=accept.astype(sd),
+            diverging=diverging,
+        )
+
+    def _move_sometimes(self, layout, em, z1, u, g, xi, drift, noise, t, key, args, value):
+        """``move``'s end when ``U`` (and so the MALA proxy) is evaluated only where ``value``."""
+        sd = jnp.result_type(u)
+        sq = lambda x: jnp.sum(jnp.square(x)).astype(sd)
+        lean = self._replace(with_value=False)
+
+        def at(core):
+            def fn(z):
+                u1, g1 = core.value_and_grad(layout, z, key, t + 1, args)
+                return u1.astype(sd), g1
+
+            return fn
+
+        u1, g1 = lax.cond(value, at(self), at(lean), z1)  # t is unbatched: a real branch
+        r = jnp.sqrt(em) * (g + g1) * 0.5 - xi * _INV_SQRT2
+        log_alpha = (u - u1) + 0.5 * sq(xi) - sq(r)
+        known = value & ~jnp.isnan(u)
+        accept = jnp.where(jnp.isnan(log_alpha), 0.0, jnp.exp(jnp.minimum(log_alpha, 0.0)))
+        diverging = jnp.where(
+            value, ~jnp.isfinite(u1) | (known & ~jnp.isfinite(log_alpha)), ~jnp.isfinite(sq(g1))
+        )
+        return _Move(
+            z=z1,
+            u=u1,
+            g=g1,
+            drift_norm=jnp.sqrt(sq(drift)),
+            noise_norm=jnp.sqrt(sq(noise)),
+            accept_prob=jnp.where(known, accept, jnp.nan).astype(sd),
             diverging=diverging,
         )
 

@@ -11,7 +11,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from ._noise import standard_normal, step_key
+from ._noise import step_normal
 
 PyTree = Any
 
@@ -58,7 +58,7 @@ class Layout(NamedTuple):
 
     def noise(self, key: Array, t: Int[Array, ""], impl: str = "threefry") -> Float[Array, " D"]:
         """xi_t, the standard normal of step ``t`` for chain key ``key``."""
-        return standard_normal(step_key(key, t, 0), self.size, self.dtype, impl)
+        return step_normal(key, t, self.size, self.dtype, impl)
 
 
 def check_preconditioner(preconditioner: PyTree | None) -> PyTree | None:

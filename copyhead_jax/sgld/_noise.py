@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.random import threefry_2x32
 from jaxtyping import Array, Float, Int
 
 NOISE = ("threefry", "jax")  # the noise generators run_chains / sgld_kernel / SGLD accept
@@ -43,19 +42,71 @@ def step_key(key: Array, t: Int[Array, ""], stream: int) -> Array:
     return jax.random.fold_in(key, t * jnp.uint32(2) + jnp.uint32(stream))
 
 
-def standard_normal(key: Array, n: int, dtype: Any, noise: str = "threefry") -> Float[Array, " n"]:
-    """``n`` i.i.d. N(0, 1) draws; counter-mode Threefry using both words of each block."""
-    if (
-        noise == "jax"
-        or jnp.dtype(dtype) != jnp.float32
-        or str(jax.random.key_impl(key)) != "threefry2x32"
-        or n >= 2**32 - 1
-    ):
-        return jax.random.normal(key, (n,), dtype)
-    k = jax.random.key_data(key)
-    bits = threefry_2x32((k[0], k[1]), lax.iota(jnp.uint32, n))
-    # jax.random.uniform(minval=nextafter(-1, 0), maxval=1) then sqrt(2) erfinv, bit for bit.
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k0: Array, k1: Array, x0: Array, x1: Array) -> tuple[Array, Array]:
+    """Threefry-2x32 (20 rounds) on uint32 words, unrolled.
+
+    Bit-identical to JAX's ``threefry2x32`` primitive, which on the CPU is lowered as a 5-step
+    loop that XLA cannot fuse with anything; unrolled, the hash, the normal transform and the
+    SGLD update become one elementwise fusion (Salmon et al., SC'11, Random123).
+    """
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r)))
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def _bits_to_normal(bits: Array) -> Float[Array, " n"]:
+    """``jax.random.normal``'s transform: uniform on (-1, 1) from 23 bits, then sqrt(2) erfinv."""
     f = lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32)
     lo = np.nextafter(np.float32(-1.0), np.float32(0.0))
     u = jnp.maximum(lo, (f - np.float32(1.0)) * (np.float32(1.0) - lo) + lo)
     return np.float32(np.sqrt(2.0)) * lax.erf_inv(u)
+
+
+def _counter_normals(k0: Array, k1: Array, n: int) -> Float[Array, " n"]:
+    """Normals from ``threefry_2x32((k0, k1), iota(n))``, both words of each block used."""
+    h = (n + 1) // 2  # jax.extend.random.threefry_2x32's split of the counters into two halves
+    i = lax.iota(jnp.uint32, h)
+    x1 = i + np.uint32(h)
+    if n % 2:  # an odd count is padded with one zero counter
+        x1 = jnp.where(i < np.uint32(h - 1), x1, np.uint32(0))
+    y0, y1 = threefry2x32(k0, k1, i, x1)
+    return _bits_to_normal(jnp.concatenate([y0, y1])[:n])
+
+
+def _fast_path(key: Array, n: int, dtype: Any, noise: str) -> bool:
+    return (
+        noise == "threefry"
+        and jnp.dtype(dtype) == jnp.float32
+        and str(jax.random.key_impl(key)) == "threefry2x32"
+        and n < 2**32 - 1
+    )
+
+
+def standard_normal(key: Array, n: int, dtype: Any, noise: str = "threefry") -> Float[Array, " n"]:
+    """``n`` i.i.d. N(0, 1) draws; counter-mode Threefry using both words of each block."""
+    if not _fast_path(key, n, dtype, noise):
+        return jax.random.normal(key, (n,), dtype)
+    k = jax.random.key_data(key)
+    return _counter_normals(k[0], k[1], n)
+
+
+def step_normal(
+    key: Array, t: Int[Array, ""], n: int, dtype: Any, noise: str = "threefry"
+) -> Float[Array, " n"]:
+    """xi_t of the chain keyed ``key``: ``standard_normal(fold_in(key, 2 t), n)``, one fusion."""
+    if not _fast_path(key, n, dtype, noise):
+        return standard_normal(step_key(key, t, 0), n, dtype, noise)
+    k = jax.random.key_data(key)
+    # fold_in(key, d) is threefry_2x32(key, (0, d)) (jax.random's threefry_seed of a uint32 d)
+    d = lax.convert_element_type(t, jnp.uint32) * jnp.uint32(2)
+    s0, s1 = threefry2x32(k[0], k[1], jnp.zeros((), jnp.uint32), d)
+    return _counter_normals(s0, s1, n)
