@@ -68,6 +68,11 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
             if f.name == "attention":
                 g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None,
                                help="both: one sweep each; " + _flag_help(sec, f.name))  # fmt: skip
+            elif f.name == "width":
+                g.add_argument("--width", type=_widths_arg, default=None, metavar="N[,N...]",
+                               help="d_model N; a comma list runs one sweep per width (e.g. "
+                               "128,1024,10000,inf); 'inf' needs --engine reduced; "
+                               + _flag_help(sec, f.name))  # fmt: skip
             elif f.name == "P":
                 g.add_argument("--P", type=_P_arg, default=None, help="training-set sizes: "
                                "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
@@ -100,7 +105,23 @@ def _flag_help(sec: str, name: str) -> str:
     return f"{allowed}; {default}".replace("%", "%%")
 
 
-def config_from_args(args: argparse.Namespace, attention: str | None = None) -> Config:
+def _widths_arg(text: str) -> tuple:
+    """``"128,1024,inf"`` -> ``(128, 1024, inf)``."""
+    out = []
+    for w in text.split(","):
+        w = w.strip().lower()
+        try:
+            out.append(float("inf") if w in ("inf", "infinity") else int(w))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--width must be ints >= 1 or 'inf', comma separated; got {text!r}"
+            ) from None
+    return tuple(out)
+
+
+def config_from_args(
+    args: argparse.Namespace, attention: str | None = None, width=None
+) -> Config:
     cfg = preset(args.preset)
     updates: dict[str, dict] = {}
     for sec in _SECTIONS:
@@ -108,6 +129,8 @@ def config_from_args(args: argparse.Namespace, attention: str | None = None) -> 
             v = getattr(args, f.name, None)
             if f.name == "attention":
                 v = attention
+            if f.name == "width":
+                v = width if width is not None else (v[0] if v else None)
             if v is not None:
                 updates.setdefault(sec, {})[f.name] = v
     return cfg.replace(**updates)
@@ -120,7 +143,8 @@ def cmd_sweep(args) -> int:
     attentions = ATTENTIONS if args.attention == "both" else (args.attention,)
     if args.attention is None:
         attentions = (preset(args.preset).model.attention,)
-    configs = [config_from_args(args, a) for a in attentions]  # validate all before running
+    widths = args.width or (None,)
+    configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
     paths, png = sweep_paths(args.out, args.preset, configs)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
@@ -157,7 +181,11 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
         tag = hashlib.sha256(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
         out = f"results/{preset_name}" + (f"-{tag}" if diff else "")
     folder = Path(out)
-    return [folder / f"sweep_{c.model.attention}.npz" for c in configs], folder / "sweep.png"
+    widths = {c.model.width for c in configs}
+    tag = (lambda c: f"_N{c.model.width}") if len(widths) > 1 else (lambda c: "")
+    return [folder / f"sweep_{c.model.attention}{tag(c)}.npz" for c in configs], folder / (
+        "sweep.png"
+    )
 
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -221,6 +249,22 @@ def cmd_show(args) -> int:
         print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
               f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
         _print_table(res)
+        if "polish/U" in res.arrays:
+            from .polish import polish_table
+
+            print(polish_table(res))
+    return 0
+
+
+def cmd_polish(args) -> int:
+    from .polish import polish, polish_table
+    from .results import SweepResult
+
+    res = SweepResult.load(args.result)
+    out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_polished.npz"))
+    res = polish(res, out=out)
+    print(f"saved {out}")
+    print(polish_table(res))
     return 0
 
 
@@ -292,6 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_config_flags(p)
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser(
+        "polish",
+        help="exact MAP (float64 L-BFGS on the width-(V+L) image) from every Adam fit of a "
+        "quenched sweep: how far was each fit from its own minimum",
+    )
+    p.add_argument("result", help="a sweep file with kept weights (copyhead sweep --keep-params)")
+    p.add_argument("--out", default=None, help="default: RESULT_polished.npz")
+    p.set_defaults(func=cmd_polish)
 
     p = sub.add_parser("show", help="print a result file as a table")
     p.add_argument("files", nargs="+")

@@ -41,8 +41,9 @@ from .config import Config, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class
 from .observables import attention_matrices, order_parameters
-from .posterior import Objective, neg_log_posterior, squared_errors
+from .posterior import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .results import SCHEMA_VERSION, SweepResult, atomic_save_npz, environment, load_npz
+from .sample_reduced import whitened_potential, whitening
 from .sgld import chain_health, draw_steps, health_warnings, run_chains
 from .sweep import _all_inputs, _check_writable
 
@@ -50,6 +51,18 @@ POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
+
+#: Reduced sweeps: eta in whitened coordinates (unit curvature at the fit). The stationary
+#: variance of a quadratic well is inflated by 1 / (1 - eta / 2) = 1.053 (the bias measured
+#: against NUTS); the lag-10 autocorrelation of a unit-curvature direction is (1 - eta)^10 =
+#: 0.35, so 4 chains x 500 draws give ESS ~ 1,000 in a quadratic well.
+REDUCED_SGLD = SGLDConfig(step_size=0.1, n_steps=6000, burn_in=1000, thin=10, n_chains=4)
+
+
+def default_sgld(sweep) -> SGLDConfig:
+    """The default SGLD protocol for a sweep: ``REDUCED_SGLD`` under the reduced engine."""
+    return REDUCED_SGLD if sweep.config.model.engine == "reduced" else SGLDConfig()
+
 
 #: Quantities recorded at every draw, in this order.
 DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
@@ -76,19 +89,34 @@ class Sampler(eqx.Module):
         A = masked_mean(attention_matrices(head, train), mask)
         o = order_parameters(A, gauge_fix=self.cfg.model.attention == "linear")
         U = neg_log_posterior(head, train, mask, Objective.from_config(self.cfg))
+        if self.cfg.model.engine == "reduced":  # quenched U, as the exact fits report it
+            U = U - embedding_prior_energy(head, Objective.from_config(self.cfg))
         loss = masked_mean(squared_errors(head, train, V), mask)
         return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
 
-    def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
+    def run(self, keys, head0: AbstractHead, train, mask, theta=None, C=None) -> DrawStats:
         """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start),
-        through :func:`sgld.run_chains` with the observables as ``draw_fn``."""
+        through :func:`sgld.run_chains` with the observables as ``draw_fn``.
+
+        Reduced sweeps: only ``(W^G, W_O_hat)`` are sampled (the embeddings are quenched), in
+        the whitened coordinates of :mod:`copyhead_jax.sample_reduced` (a constant
+        preconditioner, the inverse Hessian at the fit)."""
         s = self.sgld
         obj = Objective.from_config(self.cfg)
-        res = run_chains(
-            keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
-            n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
-        )  # fmt: skip
+        if C is not None:  # reduced sweep: (theta*, C) from whiten_runs
+            U_w, head_of = whitened_potential(head0, obj)
+            res = run_chains(
+                keys, jnp.zeros_like(theta), U_w,
+                n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
+                n_chains=s.n_chains, args=(theta, C, train, mask),
+                draw_fn=lambda w, th, c, t, m: self.observe(head_of(w, th, c), t, m),
+            )  # fmt: skip
+        else:
+            res = run_chains(
+                keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
+                n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
+                n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
+            )  # fmt: skip
         n_draws = res.draws.shape[1]
         acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws
         return DrawStats(
@@ -101,9 +129,16 @@ class Sampler(eqx.Module):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def sample_runs(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
+def sample_runs(sampler: Sampler, keys, heads, train, mask, theta=None, C=None) -> DrawStats:
     """``vmap`` over runs of :meth:`Sampler.run`: the one compiled program of a sweep."""
-    return jax.vmap(sampler.run)(keys, heads, train, mask)
+    return jax.vmap(sampler.run)(keys, heads, train, mask, theta, C)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def whiten_runs(cfg: Config, heads, train, mask):
+    """``(theta*, C)`` of every run of a reduced sweep (call inside ``jax.enable_x64``)."""
+    obj = Objective.from_config(cfg)
+    return jax.vmap(lambda h, t, m: whitening(h, t, m, obj))(heads, train, mask)
 
 
 @dataclass
@@ -212,7 +247,14 @@ def run_sampler(
         )  # fmt: skip
         head = cls(**{k: data[k] for k in heads}, chi=cfg.posterior.chi, **extra)
         keys = jax.random.wrap_key_data(data["keys"])
-        st = sample_runs(sampler, keys, head, data["train"], data["mask"])
+        theta = C = None
+        if cfg.model.engine == "reduced":  # whitening: dense Hessian at the fit, float64
+            with jax.enable_x64(True):
+                h64 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), head)
+                theta, C = whiten_runs(cfg, h64, data["train"], data["mask"])
+                theta, C = np.asarray(theta, np.float32), np.asarray(C, np.float32)
+            head = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), head)
+        st = sample_runs(sampler, keys, head, data["train"], data["mask"], theta, C)
         return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
 
     def done(c, n, loaded):

@@ -14,12 +14,17 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--out", default=None, help="posterior file (default: RESULT_posterior.npz)")
     p.add_argument("--preset", choices=("default", "paper"), default="default",
                    help="paper: eta = 5e-10 (lr 5e-10, sigma^2 = chi = 30)")  # fmt: skip
+    from .sample import REDUCED_SGLD as r
+
     d = SGLDConfig()
-    p.add_argument("--steps", type=int, default=None, help=f"default {d.n_steps}")
-    p.add_argument("--burn-in", type=int, default=None, help=f"default {d.burn_in}")
-    p.add_argument("--thin", type=int, default=None, help=f"default {d.thin}")
-    p.add_argument("--chains", type=int, default=None, help=f"default {d.n_chains}")
-    p.add_argument("--step-size", type=float, default=None, help=f"eta on U, default {d.step_size}")
+    both = lambda k: f"default {getattr(d, k)} (reduced sweeps: {getattr(r, k)})"
+    p.add_argument("--steps", type=int, default=None, help=both("n_steps"))
+    p.add_argument("--burn-in", type=int, default=None, help=both("burn_in"))
+    p.add_argument("--thin", type=int, default=None, help=both("thin"))
+    p.add_argument("--chains", type=int, default=None, help=both("n_chains"))
+    p.add_argument("--step-size", type=float, default=None,
+                   help="eta on U; reduced sweeps: eta in the whitened coordinates of the "
+                   "constant preconditioner H^-1 at the fit; " + both("step_size"))  # fmt: skip
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",
@@ -32,13 +37,13 @@ def add_sample_subparser(sub) -> None:
 def cmd_sample(args) -> int:
     from .plots import posterior_figure
     from .results import SweepResult
-    from .sample import PAPER_SGLD, run_sampler
+    from .sample import PAPER_SGLD, default_sgld, run_sampler
 
-    base = PAPER_SGLD if args.preset == "paper" else SGLDConfig()
+    sweep = SweepResult.load(args.result)
+    base = PAPER_SGLD if args.preset == "paper" else default_sgld(sweep)
     over = dict(n_steps=args.steps, burn_in=args.burn_in, thin=args.thin, n_chains=args.chains,
                 step_size=args.step_size, seed=args.seed)  # fmt: skip
     sgld = dataclasses.replace(base, **{k: v for k, v in over.items() if v is not None})
-    sweep = SweepResult.load(args.result)
     if not sweep.has_params:
         raise ValueError(
             f"{args.result!r} has no fitted weights to warm-start from; rerun its sweep with "
