@@ -38,7 +38,7 @@ RUN = jax.jit(
     static_argnums=2,
     static_argnames=(
         "n_steps", "burn_in", "thin", "n_chains", "step_size", "batch_fn", "per_chain_init",
-        "noise_block", "noise", "record_potential", "diagnostics_every", "draw_fn",
+        "noise_block", "noise", "record_potential", "draw_fn",
     ),
 )  # fmt: skip
 
@@ -229,21 +229,6 @@ def test_draw_fn_and_lean_mode_follow_the_same_chain():
     np.testing.assert_allclose(obs.draw_distance, ref.draw_distance, rtol=1e-5)
     # Gradient only: same trajectory (U never feeds back), U and the proxy are NaN.
     lean = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, record_potential=False, **DET)
-    # U every k = 5 steps (and at draws): same chain; U and the proxy equal where evaluated.
-    some = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, diagnostics_every=5, **DET)
-    np.testing.assert_array_equal(flat(some.draws), flat(ref.draws))
-    s = np.arange(1, 98)  # state index of potential[:, s - 1]
-    draws = np.isin(s, draw_steps(97, 10, 4))
-    want = (s % 5 == 0) | (s % 5 == 4) | draws | (s == 97)
-    assert (~np.isnan(some.potential) == want).all() and want.sum() < 97 * 0.7
-    np.testing.assert_allclose(some.potential[:, want], ref.potential[:, want], rtol=1e-6)
-    both = want & np.concatenate([[True], want[:-1]])  # U known at both ends of the move
-    assert (~np.isnan(some.accept_prob) == both).all()
-    np.testing.assert_allclose(some.accept_prob[:, both], ref.accept_prob[:, both], rtol=1e-5)
-    np.testing.assert_allclose(some.draw_potential, ref.draw_potential, rtol=1e-6)
-    h, h_ref = chain_health(some, burn_in=10), chain_health(ref, burn_in=10)
-    assert some.finite.all() and np.isfinite(h.rhat) and np.isfinite(h.accept_prob).all()
-    np.testing.assert_allclose(h.accept_prob, h_ref.accept_prob, atol=0.05)  # a subsample
     np.testing.assert_allclose(flat(lean.draws), flat(ref.draws), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(lean.noise_norm, ref.noise_norm, rtol=1e-5)
     assert np.isnan(lean.potential).all() and np.isnan(lean.accept_prob).all()
@@ -479,8 +464,6 @@ def test_health_flags_low_acceptance_and_disagreeing_chains():
         (dict(draw_fn=3), "draw_fn"),
         (dict(record_potential=1), "record_potential"),
         (dict(noise="philox"), "noise"),
-        (dict(diagnostics_every=0), "diagnostics_every"),
-        (dict(diagnostics_every=11), "diagnostics_every"),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_parameter(kwargs, match):

@@ -6,6 +6,11 @@ minibatch from ``fold_in(k_c, 2t + 1)``, so every draw depends only on ``(k_c, t
 32-bit words of each Threefry-2x32 block: bit-identical to ``jax.random.normal`` under
 ``jax_threefry_partitionable=False``, with half the hashes of the default (partitionable) stream.
 ``noise="jax"`` calls ``jax.random.normal`` as configured (another stream, same law).
+
+The Threefry hash is written out here (:func:`threefry2x32`, unrolled) rather than taken from
+JAX, whose CPU lowering is a loop: so the step key's ``fold_in``, the hash, the normal transform
+and the SGLD update compile to one elementwise fusion. On this CPU that draws a normal in about
+5 ns instead of 7.6 ns (``jax.random.normal``: 9.4 ns).
 """
 
 from __future__ import annotations

@@ -94,7 +94,6 @@ def run_chains(
     noise_block: int | None = None,
     noise: str = "threefry",
     record_potential: bool = True,
-    diagnostics_every: int = 1,
     draw_fn: Callable[..., PyTree] | None = None,
 ) -> SGLDResult:
     r"""Run ``n_chains`` SGLD chains for ``n_steps`` steps (``lax.scan`` x ``vmap`` over chains).
@@ -127,11 +126,6 @@ def run_chains(
         ``accept_prob``, ``draw_potential`` and ``init_potential`` are then NaN, ``finite``
         checks the gradient, and :func:`~copyhead_jax.sgld.chain_health` reports
         only divergences, distances and noise.
-      diagnostics_every: with ``record_potential``, evaluate ``U`` only at states ``t`` with
-        ``t % k`` in ``{0, k - 1}``, at the draws and at the last state (a ``lax.cond``; the
-        gradient is taken every step), and the MALA proxy of the moves with ``U`` at both
-        ends; other entries of ``potential`` and ``accept_prob`` are NaN. ``k = 1`` (default): every
-        step. Saves ``1 - 2/k`` of the value's cost.
 
     Every ``int`` argument is static. Works under ``jit`` and ``vmap``.
     """
@@ -147,7 +141,6 @@ def run_chains(
         raise ValueError(f"draw_fn must be None or callable, got {draw_fn!r}")
     if not isinstance(record_potential, bool):
         raise ValueError(f"record_potential must be a bool, got {record_potential!r}")
-    every = check_int("diagnostics_every", diagnostics_every, lo=1, hi=n_steps)
     core = make_core(potential_fn, step_size, preconditioner, batch_fn, noise)
     core = core._replace(with_value=record_potential)
     keys = _chain_keys(key, n_chains)
@@ -185,12 +178,11 @@ def run_chains(
             z, u, g, buf, bad = carry
             xi, t = inp  # t is unbatched: cond stays a branch, the write a dynamic_update_slice
             is_draw = (t + 1 >= first) & ((t + 1 - first) % thin == 0)
-            value = None  # U every step (or never: record_potential=False)
-            if every > 1:
-                s = t + 1  # the new state's index
-                value = (s % every == 0) | ((s + 1) % every == 0) | is_draw | (s == n_steps)
-            mv = core.move(layout, m, z, u, g, xi, t, key, args, value)
-            rec = lax.cond(is_draw, record, lambda _: zero_rec, mv.z)
+            mv = core.move(layout, m, z, u, g, xi, t, key, args)
+            if draw_fn is None:  # cheap: write every state, the draw's write is the slot's last
+                rec = record(mv.z)
+            else:  # draw_fn may be costly: only at the draws
+                rec = lax.cond(is_draw, record, lambda _: zero_rec, mv.z)
             idx = jnp.clip((t + thin - first) // thin, 0, n_draws - 1)  # the draw's write is last
             buf = jax.tree.map(lambda b, r: lax.dynamic_update_index_in_dim(b, r, idx, 0), buf, rec)
             out = (mv.u, mv.drift_norm, mv.noise_norm, mv.accept_prob, mv.diverging)
@@ -243,7 +235,7 @@ def run_chains(
             draw_potential=u[first - 1 :: thin],
             draw_distance=dist.astype(u.dtype),
             init_potential=state.potential_energy,
-            finite=~bad & jnp.isfinite(u).all() if record_potential and every == 1 else ~bad,
+            finite=~bad & jnp.isfinite(u).all() if record_potential else ~bad,
             last_state=last,
         )
 

@@ -126,13 +126,10 @@ def chain_health(result, *, burn_in: int = 0) -> ChainHealth:
     burn_in = check_int("burn_in", burn_in, lo=0, hi=u.shape[-1] - 1)
     batch = u.shape[:-2]
     u_post = u[..., burn_in:]
-    # steps where U was evaluated (all with diagnostics_every=1, none without record_potential)
-    u_post = u_post[..., ~np.isnan(u_post).all(axis=tuple(range(u_post.ndim - 1)))]
     acc = np.asarray(result.accept_prob, np.float64)[..., burn_in:]
     finite = np.asarray(result.finite, bool)  # run_chains folds U's finiteness in when recorded
     with np.errstate(all="ignore"):
-        n_acc = (~np.isnan(acc)).sum(-1)  # the proxy is NaN where U was not evaluated
-        accept_prob = np.where(n_acc > 0, np.nansum(acc, -1) / np.maximum(n_acc, 1), np.nan)
+        accept_prob = acc.mean(-1)
         distance = np.asarray(result.draw_distance, np.float64).mean(-1)
         below = np.asarray(result.draw_potential) < np.asarray(result.init_potential)[..., None]
     rhat, n_eff = np.full(batch, np.nan), np.full(batch, np.nan)
