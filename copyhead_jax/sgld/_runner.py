@@ -165,9 +165,13 @@ def run_chains(
         z, g = layout.flatten(z0), layout.flatten(state.z_grad)
         z0_flat = z
 
+        def distance(z):  # || Theta - Theta_0 ||
+            return jnp.sqrt(jnp.sum(jnp.square(z - z0_flat)))
+
         def record(z):  # (what is kept of a draw, its distance from the warm start)
-            kept = z if draw_fn is None else draw_fn(layout.unflatten(z), *args)
-            return kept, jnp.sqrt(jnp.sum(jnp.square(z - z0_flat)))
+            if draw_fn is None:  # the distances are taken from the kept draws at the end
+                return z, jnp.zeros((), z.dtype)
+            return draw_fn(layout.unflatten(z), *args), distance(z)
 
         zero_rec = jax.tree.map(
             lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(record, z0_flat)
@@ -214,6 +218,8 @@ def run_chains(
             carry, tail_outs = run_block(carry, jnp.int32(n_blocks * block), tail)
             outs = [jnp.concatenate([o, p]) for o, p in zip(outs, tail_outs)]
         z, u_last, g, (kept, dist), bad = carry
+        if draw_fn is None:
+            dist = jax.vmap(distance)(kept)
         u, drift, noise, acc, div = outs
         last = SGLDState(
             i=jnp.full((), n_steps, jnp.int32),
