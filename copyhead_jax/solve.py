@@ -158,12 +158,12 @@ def quenched_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Obj
 
 
 def hessian(
-    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective
+    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, *, batch: int = 32
 ) -> Float[Array, "n n"]:
-    """Dense Hessian of ``U`` in the flat ``(W^G, W_O_hat)`` coordinates (one Hessian-vector
-    product per weight: ~1,000 at L=25, V=5)."""
+    """Dense Hessian of ``U`` in the flat ``(W^G, W_O_hat)`` coordinates: one Hessian-vector
+    product per weight (~1,000 at L=25, V=5), ``batch`` of them vectorised at a time."""
     x0, unflatten = _split(head)
     f = lambda x: neg_log_posterior(unflatten(x), tokens, mask, obj)
     g = jax.grad(f)
     eye = jnp.eye(x0.size, dtype=x0.dtype)
-    return lax.map(lambda v: jax.jvp(g, (x0,), (v,))[1], eye)
+    return lax.map(lambda v: jax.jvp(g, (x0,), (v,))[1], eye, batch_size=batch)

@@ -1,0 +1,171 @@
+"""The exact width reduction on the small default (issue 11): width, polish, NUTS vs SGLD.
+
+    python -m experiments.reduction [--part width|polish|nuts|all] [--out docs]
+
+* ``width``: exact MAP (reduced engine) of the small default (plain conventions, L = 25, V = 5,
+  2 seeds) at widths 128, 1,024, 10,000 and infinity, both attentions, against the EK theory;
+* ``polish``: today's small default (full engine, width 128, Adam) and the exact MAP reached from
+  each of its fits (``copyhead polish``): how far each Adam run was from its own minimum;
+* ``nuts``: posterior means and variances of U, c1, cG of one run per attention from NUTS (the
+  gold standard) and from whitened SGLD at several step sizes: SGLD's bias against step size.
+
+Writes ``OUT/results/reduction.json`` and ``OUT/figures/reduction_width.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.bayes import ess
+from copyhead_jax.models import head_template
+from copyhead_jax.polish import polish
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sample import Sampler, default_sgld, run_sampler
+from copyhead_jax.sample_reduced import nuts_reference
+from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.theory import TheoryParams, theory_curve
+
+WIDTHS = (128, 1024, 10_000, math.inf)
+STEP_SIZES = (0.02, 0.05, 0.1, 0.2)
+
+
+def _small(attention: str, **model) -> ch.Config:
+    return ch.SMALL.replace(model=dict(attention=attention, **model))
+
+
+def width_part() -> dict:
+    out = {}
+    for att in ("linear", "softmax"):
+        cfg0 = _small(att)
+        ek = theory_curve(TheoryParams.from_config(cfg0), np.asarray(cfg0.sweep.P, float), att)
+        rows = {"P": list(cfg0.sweep.P), "EK_cG": ek["cG" if att == "linear" else "aG"].tolist(),
+                "EK_c1": ek["c1" if att == "linear" else "a1"].tolist()}  # fmt: skip
+        for N in WIDTHS:
+            t0 = time.time()
+            res = ch.run_sweep(_small(att, engine="reduced", width=N), progress=False)
+            rows[f"N={N}"] = dict(
+                c1=res["c1"].mean(1).tolist(), cG=res["cG"].mean(1).tolist(),
+                cG_seeds=res["cG"].tolist(), coverage=res["coverage"].mean(1).tolist(),
+                converged=int(res["converged"].sum()), min_eig=float(res["min_eig"].min()),
+                seconds=time.time() - t0,
+            )  # fmt: skip
+            print(att, N, np.round(res["cG"].mean(1), 3), flush=True)
+        out[att] = rows
+    return out
+
+
+def polish_part() -> dict:
+    out = {}
+    for att in ("linear", "softmax"):
+        t0 = time.time()
+        res = ch.run_sweep(_small(att), progress=False, keep_params=True)
+        t_adam = time.time() - t0
+        p = polish(res)
+        a = p.arrays
+        out[att] = dict(
+            P=list(p.config.sweep.P), adam_seconds=t_adam,
+            adam_c1=a["c1"].mean(1).tolist(), map_c1=a["polish/c1"].mean(1).tolist(),
+            adam_cG=a["cG"].mean(1).tolist(), map_cG=a["polish/cG"].mean(1).tolist(),
+            dU=a["polish/dU"].mean(1).tolist(), grad_span=a["grad_norm_span"].max(1).tolist(),
+            rel_grad=a["polish/rel_grad"].max(1).tolist(),
+            min_eig=a["polish/min_eig"].min(1).tolist(),
+            converged=int(a["polish/converged"].sum()),
+        )  # fmt: skip
+        print(att, json.dumps(out[att])[:400], flush=True)
+    return out
+
+
+def nuts_part(P: int = 32) -> dict:
+    out = {}
+    for att in ("linear", "softmax"):
+        cfg = _small(att, engine="reduced", width=10_000).replace(sweep=dict(P=(P,), n_seeds=1))
+        res = ch.run_sweep(cfg, progress=False, keep_params=True)
+        inp = _all_inputs(cfg, None)
+        with jax.enable_x64(True):
+            obj = Objective.from_config(cfg)
+            like = head_template(cfg)
+            import equinox as eqx
+
+            leaves = {k: jnp.asarray(res[f"params/{k}"][0, 0], jnp.float64)
+                      for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+            head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in leaves), like,
+                               tuple(leaves.values()))  # fmt: skip
+            t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
+            sampler = Sampler(cfg, default_sgld(res))
+            obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
+            t0 = time.time()
+            ref = np.asarray(nuts_reference(jax.random.key(1), head, t, m, obj, obs,
+                                            n_warmup=500, n_samples=1000, n_chains=2))  # fmt: skip
+            t_nuts = time.time() - t0
+        rows = {"NUTS": _moments(ref), "NUTS_seconds": t_nuts}
+        for eta in STEP_SIZES:
+            sg = ch.SGLDConfig(step_size=eta, n_steps=6000, burn_in=1000, thin=10, n_chains=4)
+            post = run_sampler(res, sg, progress=False)
+            x = np.stack([post["U"][0, 0], post["c1"][0, 0], post["cG"][0, 0]], -1)
+            rows[f"SGLD eta={eta}"] = _moments(x)
+        out[att] = rows
+        print(att, json.dumps(rows)[:600], flush=True)
+    return out
+
+
+def _moments(x: np.ndarray) -> dict:
+    """Mean, MCSE of the mean and variance of U, c1, cG from draws ``[chain, draw, 3]``."""
+    names = ("U", "c1", "cG")
+    return {
+        n: dict(mean=float(x[..., k].mean()), var=float(x[..., k].var()),
+                mcse=float(x[..., k].std() / np.sqrt(ess(x[..., k]))),
+                ess=float(ess(x[..., k])))
+        for k, n in enumerate(names)
+    }  # fmt: skip
+
+
+def figure(width: dict, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), constrained_layout=True)
+    for ax, att in zip(axes, ("linear", "softmax")):
+        d = width[att]
+        P = np.asarray(d["P"])
+        ax.plot(P, d["EK_cG"], "k--", lw=1.5, label="EK theory (N = inf)")
+        for i, N in enumerate(WIDTHS):
+            ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(i / 3),
+                    label=f"exact MAP, N = {N:g}")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("training-set size P")
+        ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$"))
+        ax.set_title(f"{att} attention (small default, plain, 2 seeds)", fontsize=9)
+        ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("width", "polish", "nuts", "all"), default="all")
+    ap.add_argument("--out", default="docs")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    path = out / "results" / "reduction.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    parts = ("width", "polish", "nuts") if args.part == "all" else (args.part,)
+    fns = {"width": width_part, "polish": polish_part, "nuts": nuts_part}
+    for part in parts:
+        data[part] = fns[part]()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, default=float))
+    if "width" in data:
+        figure(data["width"], out / "figures" / "reduction_width.png")
+    return data
+
+
+if __name__ == "__main__":
+    main()
