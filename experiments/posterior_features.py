@@ -1,0 +1,332 @@
+r"""Pieces of the posterior artefact (issue 12, items 0, 1, 3, 4): early-warning verdict, branch
+free energies by thermodynamic integration from the branch's Laplace Gaussian, crossings, weights.
+
+**Free energy of one branch.** In the whitened coordinates of
+:mod:`copyhead_jax.sample_reduced` ($\theta=\theta^*+Cw$, $CC^\top=H_c^{-1}$ at the branch fit)
+the reference $U_0(w)=U^*+\tfrac12|w|^2$ is the branch's Laplace Gaussian, and the path
+$U_t=(1-t)\,U_0+t\,U$ stays centred on the branch at every $t$ (the prior-referenced path
+$\beta\in[0,1]$ of :func:`copyhead_jax.bayes.thermodynamic_integration` passes through the prior,
+where the two softmax branches merge and the data-pinned whitened directions have curvature
+$\sim10^{-3}$, i.e. ~$10^4$ SGLD steps per rung). With $g=U-U_0$,
+$$\log\frac{Z_1}{Z_0}=-\int_0^1\mathbb E_t[g]\,dt,\qquad
+F\equiv-\log\!\int\varphi(\theta)\,e^{-D(\theta)}d\theta
+=U^*+\tfrac12\log\det H_c-\log\frac{Z_1}{Z_0},$$
+with $\varphi$ the normalised $\mathcal N(0,I)$ prior of $(W^G,\hat W^O)$ (THEORY.md §2c) and $D$
+the data energy ($F$ omits the likelihood's normalisation $\tfrac{PLV}2\log(2\pi\sigma^2/\chi)$,
+common to both branches at a given $P$). The integral uses :func:`bayes.ti_quadrature`
+(trapezoid plus the Euler-Maclaurin end correction from $\mathrm{Var}_t[g]$).
+WBIC (Watanabe 2013) estimates the same $F$: $\mathbb E_{\beta_0}[D]$ at $\beta_0=1/\log P$.
+
+All chains of all runs, rungs and the WBIC temperature run in one compiled program
+(``vmap`` over runs x rungs of :func:`copyhead_jax.sgld.run_chains`), each started at the fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats as sps
+
+from copyhead_jax.bayes import mcse_mean, split_rhat, susceptibility, ti_quadrature
+from copyhead_jax.compare.locate import locate_crossing
+from copyhead_jax.data import masked_mean
+from copyhead_jax.observables import attention_matrices, order_parameters
+from copyhead_jax.posterior import Objective, embedding_prior_energy, log_prior_energy
+from copyhead_jax.sample_reduced import whitened_potential
+from copyhead_jax.sgld import run_chains
+
+# ---------------------------------------------------------------------------------------------
+# Statistics over seeds
+
+
+@contextlib.contextmanager
+def quiet():
+    """NaN-aware means of all-NaN rows (runs without a value) stay NaN, silently."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def t_interval(x, level: float = 0.95) -> dict:
+    """Mean and Student-t confidence interval of the finite entries of ``x`` (``n - 1`` df)."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0, "method": "t"}
+    m = float(x.mean())
+    if n < 2:
+        return {"mean": m, "lo": None, "hi": None, "n": 1, "method": "t"}
+    h = float(sps.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return {"mean": m, "lo": m - h, "hi": m + h, "n": int(n), "method": "t"}
+
+
+def interp_loglog(P, y, P0: float) -> float:
+    """``y(P0)`` interpolated linearly in ``(log P, log y)``; NaN outside the grid or if y <= 0."""
+    P, y = np.asarray(P, float), np.asarray(y, float)
+    ok = np.isfinite(y) & (y > 0)
+    P, y = P[ok], y[ok]
+    if P.size < 2 or not (P[0] <= P0 <= P[-1]):
+        return float("nan")
+    return float(np.exp(np.interp(math.log(P0), np.log(P), np.log(y))))
+
+
+def growth_verdict(P, chi, P_star: float, *, lo: float = 0.5, hi: float = 0.9) -> dict:
+    r"""Early warning: growth of the susceptibility $\chi=P\,\mathrm{Var}$ from ``lo * P_star``
+    to ``hi * P_star``, per seed (log-log interpolation on the grid), then a 95% t-interval of
+    the log ratio over seeds. ``chi[nP, n_seeds]``.
+
+    The factor ``hi / lo`` (1.8) is what $\chi$ grows by at constant variance; ``var_ratio``
+    removes it. Verdict ``"grows"`` if the CI of the variance ratio lies above 1, ``"shrinks"``
+    below 1, ``"flat"`` if it contains 1, ``"undetermined"`` with fewer than 2 seeds or a point
+    outside the grid."""
+    P = np.asarray(P, float)
+    chi = np.asarray(chi, float).reshape(P.size, -1)
+    P_lo, P_hi = lo * P_star, hi * P_star
+    a = np.array([interp_loglog(P, chi[:, s], P_lo) for s in range(chi.shape[1])])
+    b = np.array([interp_loglog(P, chi[:, s], P_hi) for s in range(chi.shape[1])])
+    with np.errstate(all="ignore"):
+        lr = np.log(b / a)
+    ci = t_interval(lr)
+    trivial = math.log(hi / lo)
+    out = {
+        "P_star": float(P_star), "P_lo": P_lo, "P_hi": P_hi,
+        "chi_lo": a.tolist(), "chi_hi": b.tolist(), "log_ratio": lr.tolist(),
+        "ratio": None, "ratio_ci": None, "var_ratio": None, "var_ratio_ci": None,
+        "ci_method": "95% Student-t over seeds of log(chi_hi / chi_lo)", "n_seeds": ci["n"],
+    }  # fmt: skip
+    if ci["lo"] is None:
+        out["verdict"] = "undetermined"
+        return out
+    out["ratio"] = math.exp(ci["mean"])
+    out["ratio_ci"] = [math.exp(ci["lo"]), math.exp(ci["hi"])]
+    out["var_ratio"] = math.exp(ci["mean"] - trivial)
+    out["var_ratio_ci"] = [math.exp(ci["lo"] - trivial), math.exp(ci["hi"] - trivial)]
+    vlo, vhi = ci["lo"] - trivial, ci["hi"] - trivial
+    out["verdict"] = "grows" if vlo > 0 else "shrinks" if vhi < 0 else "flat"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Branch crossing and weights
+
+
+def crossing(P, F_a, F_b, valid=None) -> dict:
+    """Where branch ``a`` stops being preferred: ``(F_a - F_b)/P`` turns from < 0 to >= 0
+    (log-linear interpolation, :func:`copyhead_jax.compare.locate.locate_crossing`), on the seed
+    mean and per seed (``[nP, n_seeds]``), with a t-interval over the seeds that cross."""
+    P = np.asarray(P, float)
+    Fa = np.asarray(F_a, float).reshape(P.size, -1)
+    Fb = np.asarray(F_b, float).reshape(P.size, -1)
+    v = np.ones_like(Fa, bool) if valid is None else np.asarray(valid, bool).reshape(Fa.shape)
+    Fa_m = np.where(v, Fa, np.nan)
+    with quiet():
+        mean = locate_crossing(P, np.nanmean(Fa_m, 1), np.nanmean(np.where(v, Fb, np.nan), 1))
+    per = []
+    for s in range(Fa.shape[1]):
+        r = locate_crossing(P, Fa[:, s], Fb[:, s], valid=v[:, s])
+        per.append(r.P_star if r.P_star is not None else float("nan"))
+    return {"P_star": mean.P_star, "located": mean.to_dict(), "per_seed": per,
+            "per_seed_ci": t_interval(per)}  # fmt: skip
+
+
+def copy_weight(F_copy, F_pool):
+    r"""$w_{\rm copy}=1/(1+e^{F_{\rm copy}-F_{\rm pool}})$ (stable for large differences)."""
+    from scipy.special import expit
+
+    return expit(np.asarray(F_pool, float) - np.asarray(F_copy, float))
+
+
+def weight_window(P, w, lo: float = 0.05, hi: float = 0.95) -> dict:
+    """``P`` where ``w`` crosses ``lo``, 1/2 and ``hi`` going up (log-linear interpolation)."""
+    P, w = np.asarray(P, float), np.asarray(w, float)
+    ok = np.isfinite(w)
+    P, w = P[ok], w[ok]
+
+    def level(y0):
+        for i in range(P.size - 1):
+            if w[i] < y0 <= w[i + 1]:
+                f = (y0 - w[i]) / (w[i + 1] - w[i])
+                return float(np.exp((1 - f) * np.log(P[i]) + f * np.log(P[i + 1])))
+        return None
+
+    return {"P_w05": level(lo), "P_equal": level(0.5), "P_w95": level(hi)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tempered chains in whitened coordinates (one program for runs x temperatures)
+
+#: Recorded at every draw: data energy D, prior energy, 0.5|w|^2, and c1, cG (aG), r.
+TEMPERED_FIELDS = ("D", "prior", "half_w2", "c1", "cG", "r")
+
+
+def _one_run(cfg, n_steps, burn_in, thin, n_chains, eta, keys, head, train, mask, theta, C, coef):
+    """Chains of one run at one temperature: potential ``a D + b prior + c U_0`` with
+    ``coef = (a, b, c)`` and ``U_0 = U* + |w|^2/2`` (``U*`` = U at the fit)."""
+    obj = Objective.from_config(cfg)
+    U_w, head_of = whitened_potential(head, obj)
+    linear = cfg.model.attention == "linear"
+
+    def parts(w, th, Cm, t, m):
+        h = head_of(w, th, Cm)
+        prior = log_prior_energy(h, obj) - embedding_prior_energy(h, obj)
+        return obj.likelihood_weight * h.squared_error_sum(t, m), prior, h
+
+    w0 = jnp.zeros_like(theta)
+    D0, pr0, _ = parts(w0, theta, C, train, mask)
+    U_star = D0 + pr0
+
+    def potential(w, th, Cm, t, m, cf):
+        D, pr, _ = parts(w, th, Cm, t, m)
+        return cf[0] * D + cf[1] * pr + cf[2] * (U_star + 0.5 * jnp.sum(w**2))
+
+    def draw(w, th, Cm, t, m, cf):
+        D, pr, h = parts(w, th, Cm, t, m)
+        o = order_parameters(masked_mean(attention_matrices(h, t), m), gauge_fix=linear)
+        return jnp.stack([D, pr, 0.5 * jnp.sum(w**2), o.c1, o.cG, o.r])
+
+    res = run_chains(
+        keys, w0, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in, thin=thin,
+        n_chains=n_chains, args=(theta, C, train, mask, coef), draw_fn=draw,
+    )  # fmt: skip
+    return res.draws, res.finite, U_star
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+def tempered_chains(cfg, n_steps, burn_in, thin, n_chains, eta, keys, heads, train, mask, theta,
+                    C, coef):  # fmt: skip
+    """``vmap`` over runs ``r`` and temperatures ``k`` (``coef[r, k, 3]``, ``keys[r, k, C]``):
+    draws ``[r, k, chain, draw, field]``, finite ``[r, k, chain]``, ``U*[r, k]``."""
+    one = functools.partial(_one_run, cfg, n_steps, burn_in, thin, n_chains, eta)
+    inner = jax.vmap(one, in_axes=(0, None, None, None, None, None, 0))
+    return jax.vmap(inner)(keys, heads, train, mask, theta, C, coef)
+
+
+def ti_coefficients(ts, beta0: float | None) -> np.ndarray:
+    """``[K (+1), 3]``: the Laplace-referenced path ``(t, t, 1 - t)`` per rung, then the WBIC
+    temperature ``(beta0, 1, 0)`` when ``beta0`` is given."""
+    rows = [(t, t, 1.0 - t) for t in ts]
+    if beta0 is not None:
+        rows.append((beta0, 1.0, 0.0))
+    return np.asarray(rows, np.float32)
+
+
+def branch_free_energy(ts, draws, finite, U_star: float, half_logdet_H: float) -> dict:
+    """``F = U* + 0.5 log det H_c - log(Z_1/Z_0)`` of one run from its rungs' draws
+    (``draws[K, chain, draw, field]`` on ``ts``), with the TI MCSE and the quadrature check."""
+    D, pr, hw = (draws[..., TEMPERED_FIELDS.index(k)] for k in ("D", "prior", "half_w2"))
+    g = np.asarray(D + pr - U_star - hw, np.float64)  # U - U_0
+    K = len(ts)
+    mean, var, mse, vse, rhat = (np.full(K, np.nan) for _ in range(5))
+    for k in range(K):
+        ok = g[k][finite[k]]
+        if ok.shape[0] >= 1 and ok.shape[1] >= 4:
+            mean[k], mse[k] = -ok.mean(), float(mcse_mean(ok))
+            s = susceptibility(ok)
+            var[k], vse[k] = float(s.value), float(s.mcse)
+            rhat[k] = float(split_rhat(ok)) if ok.shape[0] > 1 else np.nan
+    logz, se = ti_quadrature(ts, mean, var, mse, vse)
+    trap, _ = ti_quadrature(ts, mean)
+    return {
+        "F": float(U_star + half_logdet_H - logz), "mcse": se, "U_star": float(U_star),
+        "half_logdet_H": float(half_logdet_H), "log_Z_ratio": logz,
+        "quadrature_correction": logz - trap, "mean_g": (-mean).tolist(),
+        "var_g": var.tolist(), "rhat_g": rhat.tolist(),
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures: result dict in, matplotlib Figures out
+
+
+def _band(ax, P, y, label, **kw):
+    y = np.asarray(y, float).reshape(len(P), -1)
+    with quiet():
+        m, s = np.nanmean(y, 1), np.nanstd(y, 1)
+    ax.errorbar(P, m, yerr=s, marker="o", ms=3, capsize=2, label=label, **kw)
+
+
+def figures(res: dict, curves: dict) -> dict:
+    """``orderparams``, ``susceptibility`` and ``free_energy`` figures of the artefact."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with quiet():
+        return _figures(plt, res, curves)
+
+
+def _figures(plt, res, curves):
+    lin, soft, th = res["linear"], res["softmax"], res["theory"]
+    Pc = np.asarray(curves["P"])
+    figs = {}
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    a = ax[0]
+    _band(a, lin["P"], lin["map"]["cG"], "MAP cG")
+    _band(a, lin["P"], lin["post_mean"]["cG"], "posterior mean cG")
+    _band(a, lin["P"], lin["post_mean"]["r"], "posterior mean r")
+    a.plot(Pc, curves["map"]["cG"], "k-", lw=1, label="EK cG (MAP)")
+    a.plot(Pc, curves["post"]["cG"], "k--", lw=1, label="EK cG (post)")
+    a.set(xscale="log", xlabel="P", ylabel="order parameter", title="linear")
+    a = ax[1]
+    for br in ("pool", "copy"):
+        _band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP aG ({br} start)")
+        _band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior aG ({br} start)")
+    a.plot(Pc, curves["map"]["aG"], "k-", lw=1, label="EK aG (MAP)")
+    a.plot(Pc, curves["post"]["aG"], "k--", lw=1, label="EK aG (post)")
+    fe = soft.get("free_energy")
+    if fe is not None:
+        a.plot(fe["P"], np.nanmean(fe["w_copy"], 1) * np.nanmax(soft["copy"]["map"]["cG"]),
+               "m:", label="w_copy x max aG")  # fmt: skip
+    a.set(xscale="log", xlabel="P", title="softmax")
+    for a in ax:
+        a.legend(fontsize=6)
+    fig.tight_layout()
+    figs["orderparams"] = fig
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for a, b, Ps, title in (
+        (ax[0], lin, th["map"]["P_cG"], "linear (P*_cG)"),
+        (ax[1], soft["pool"], th["map"]["P_aG"], "softmax, pooling start"),
+    ):
+        P = np.asarray(b["P"], float)
+        for k in ("c1", "cG", "r", "U"):
+            v = np.asarray(b["susceptibility"][k]["value"], float)
+            e = np.asarray(b["susceptibility"][k]["mcse"], float)
+            with quiet():
+                a.errorbar(P, np.nanmean(v, 1), yerr=np.sqrt(np.nanmean(e**2, 1)), marker="o",
+                           ms=3, capsize=2, label=f"P Var({k})")  # fmt: skip
+        for f in (0.5, 0.9):
+            a.axvline(f * Ps, color="grey", ls=":")
+        a.set(xscale="log", yscale="log", xlabel="P", ylabel="susceptibility", title=title)
+        a.legend(fontsize=6)
+    fig.tight_layout()
+    figs["susceptibility"] = fig
+    if fe is not None:
+        fig, a = plt.subplots(figsize=(6, 4))
+        P = np.asarray(fe["P"], float)
+        dF = (np.asarray(fe["F"][0]) - np.asarray(fe["F"][1])) / P[:, None]
+        err = np.hypot(fe["F_mcse"][0], fe["F_mcse"][1]) / P[:, None]
+        a.errorbar(P, np.nanmean(dF, 1), yerr=np.nanstd(dF, 1), marker="o", capsize=2,
+                   label="(F_pool - F_copy)/P, TI (sd over seeds)")  # fmt: skip
+        a.plot(P, np.nanmean(err, 1), "c.", label="TI MCSE (mean)")
+        dW = (np.asarray(fe["wbic"][0]) - np.asarray(fe["wbic"][1])) / P[:, None]
+        a.plot(P, np.nanmean(dW, 1), "s--", label="WBIC difference / P")
+        dU = (np.asarray(fe["U_star"][0]) - np.asarray(fe["U_star"][1])) / P[:, None]
+        a.plot(P, np.nanmean(dU, 1), "^--", label="MAP U difference / P")
+        a.axhline(0, color="k", lw=0.5)
+        for v, ls, lab in ((th["map"]["P_aG"], "-", "EK MAP"), (th["post"]["P_aG"], "--",
+                                                                  "EK post")):  # fmt: skip
+            if v:
+                a.axvline(v, color="k", ls=ls, lw=0.8, label=f"{lab} P*_aG = {v:.1f}")
+        a.set(xlabel="P", ylabel="per sequence", title="softmax branches: free energy")
+        a.legend(fontsize=6)
+        fig.tight_layout()
+        figs["free_energy"] = fig
+    return figs
