@@ -34,6 +34,7 @@ from .results import (
     atomic_save_npz,
     divergence_flags,
     environment,
+    order_names,
     release_lock,
     remove_tmp_orphans,
 )
@@ -77,6 +78,8 @@ def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = Non
     else:
         per_run = per_run_bytes(cfg, P)
         c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run)))
+        if cfg.solver == "exact":  # one P per chunk: runs of a chunk stop with the slowest one
+            c = min(c, cfg.sweep.n_seeds)
     return n_devices * math.ceil(c / n_devices)
 
 
@@ -93,10 +96,13 @@ def _fingerprint(cfg: Config, chunk: int) -> str:
 
 
 def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
-    """Padded dataset length -> the runs (P-major indices) trained at that length."""
+    """Padded dataset length -> the runs (P-major indices) trained at that length.
+
+    The exact solver always groups by powers of two: its runs iterate in lockstep inside a
+    compiled while-loop, so padding a P = 4 run to P_max would cost P_max / 4 times its work."""
     sw = cfg.sweep
     P_of = np.repeat(np.asarray(sw.P), sw.n_seeds)
-    if sw.padding == "max":
+    if sw.padding == "max" and cfg.solver != "exact":
         return {sw.P_max: np.arange(len(P_of))}
     pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
@@ -217,8 +223,9 @@ def _run_chunk(
     curve[after] = np.nan
     n_train = np.maximum(np.asarray(inp.mask).sum(1), 1)
     o = m.order
+    n1, nG = order_names(cfg)  # softmax: a1, aG
     out = {
-        "c1": o.c1, "cG": o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
+        n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
         "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
         "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": state.U,
         "grad_norm": state.grad_norm, "grad_norm_span": span_gn, "stop_epoch": state.stop_epoch,

@@ -129,9 +129,11 @@ def _moments(x: np.ndarray) -> dict:
 
 
 def figure(width: dict, path: Path) -> None:
+    """Copy coefficient against P per width (two panels), and the copy branch's gap to the EK
+    theory against N (third panel: finite widths as points, N = infinity as a dashed level)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
     for ax, att in zip(axes, ("linear", "softmax")):
         d = width[att]
         P = np.asarray(d["P"])
@@ -144,6 +146,22 @@ def figure(width: dict, path: Path) -> None:
         ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$"))
         ax.set_title(f"{att} attention (small default, plain, 2 seeds)", fontsize=9)
         ax.legend(fontsize=8)
+    ax = axes[2]
+    for att, mk in (("linear", "o"), ("softmax", "s")):
+        d = width[att]
+        P = np.asarray(d["P"])
+        ek = np.asarray(d["EK_cG"])
+        for j in np.flatnonzero(P >= 32):
+            gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in WIDTHS]
+            line = ax.plot(WIDTHS[:-1], gap[:-1], mk + "-", ms=4,
+                           label=f"{att}, P = {P[j]}")[0]  # fmt: skip
+            ax.axhline(gap[-1], color=line.get_color(), ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width N")
+    ax.set_ylabel("|copy coefficient / EK - 1|")
+    ax.set_title("copy branch: gap to the EK theory (dotted: N = inf)", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
 
