@@ -81,7 +81,7 @@ class TorchRun:
         self.X = torch.nn.functional.one_hot(self.t, V).float()  # [P, L, V]
         self.Y = torch.roll(self.X, 1, dims=1)
         self.key_tok = self.t[:, None, :].expand(P, L, L)  # t_b for every (a, b)
-        self.warm = int(round(t.warmup_frac(m.attention) * t.max_epochs))
+        self.warm = int(round(type(head).warmup_frac(t) * t.max_epochs))  # None: head default
         self.step_count, self.best, self.since = 0, math.inf, 0
 
     def energy(self) -> tuple[torch.Tensor, torch.Tensor]:

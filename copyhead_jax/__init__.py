@@ -46,6 +46,7 @@ from .data import sample_tokens as sample_tokens
 from .models import AbstractHead as AbstractHead
 from .models import LinearHead as LinearHead
 from .models import SoftmaxHead as SoftmaxHead
+from .models import head_class as head_class
 from .models import init_head as init_head
 from .observables import measure as measure
 from .observables import order_parameters as order_parameters

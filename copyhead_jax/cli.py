@@ -79,7 +79,10 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
                                "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
                                                          for k, c in PRESETS.items()))  # fmt: skip
             else:
-                typ = {bool: _bool, int: int, float: float}.get(type(f.default), str)
+                # a None default (warmup_frac) marks an optional number
+                typ = {bool: _bool, int: int, float: float, type(None): float}.get(
+                    type(f.default), str
+                )
                 g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
                                help=_flag_help(sec, f.name))  # fmt: skip
 
@@ -212,9 +215,9 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
 def _print_table(res) -> None:
     s = res.summary()
     att = res.config.model.attention
-    n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
+    n1, nG = res.order_names  # softmax: a1, aG
     cols = [
-        ("P", "P", "{:>6d}"), (n1, "c1", "{:>8.3f}"), (nG, "cG", "{:>8.3f}"),
+        ("P", "P", "{:>6d}"), (n1, n1, "{:>8.3f}"), (nG, nG, "{:>8.3f}"),
         ("cover", "coverage", "{:>7.3f}"), ("train", "train_loss", "{:>8.3f}"),
         ("test", "test_loss", "{:>8.3f}"), ("acc", "copy_accuracy", "{:>6.3f}"),
         ("epochs", "stop_epoch", "{:>7.0f}"), ("|grad|", "grad_norm", "{:>8.2e}"),

@@ -112,8 +112,9 @@ class TrainConfig:
     eps: float = 1e-8
     schedule: Literal["constant", "cosine"] = "constant"  # after warm-up
     final_lr_frac: float = 0.01  # cosine: lr decays to lr * final_lr_frac at max_epochs
-    warmup_frac_softmax: float = 0.1  # paper: linear lr warm-up over the first 10% (softmax)
-    warmup_frac_linear: float = 0.0
+    # linear lr warm-up over this fraction of max_epochs; None: the head's default
+    # (``warmup_default``: 0.1 for softmax, the paper's protocol; 0 for linear)
+    warmup_frac: float | None = None
     min_epochs: int = 2000  # paper: 2,000 warm-up epochs before early stopping may trigger
     max_epochs: int = 20_000
     patience: int = 100  # stop after this many epochs without improvement of the monitor
@@ -142,8 +143,8 @@ class TrainConfig:
         check_float("TrainConfig.eps", self.eps, lo=0.0, hi=1.0)
         check_choice("TrainConfig.schedule", self.schedule, SCHEDULES)
         check_float("TrainConfig.final_lr_frac", self.final_lr_frac, lo=0.0, hi=1.0, lo_open=False)
-        for name in ("warmup_frac_softmax", "warmup_frac_linear"):
-            check_float(f"TrainConfig.{name}", getattr(self, name), lo=0.0, hi=1.0, lo_open=False)
+        if self.warmup_frac is not None:
+            check_float("TrainConfig.warmup_frac", self.warmup_frac, lo=0.0, hi=1.0, lo_open=False)
         check_int("TrainConfig.max_epochs", self.max_epochs, lo=1, hi=10**8)
         check_int("TrainConfig.min_epochs", self.min_epochs, lo=0, hi=self.max_epochs)
         check_int("TrainConfig.patience", self.patience, lo=1, hi=10**8)
@@ -159,9 +160,6 @@ class TrainConfig:
         check_choice("TrainConfig.solver", self.solver, SOLVERS)
         check_float("TrainConfig.exact_gtol", self.exact_gtol, lo=0.0, hi=1.0)
         check_int("TrainConfig.exact_max_steps", self.exact_max_steps, lo=1, hi=10**7)
-
-    def warmup_frac(self, attention: str) -> float:
-        return self.warmup_frac_softmax if attention == "softmax" else self.warmup_frac_linear
 
 
 @dataclass(frozen=True)
@@ -292,6 +290,8 @@ class Config:
         kw = {}
         for name, sec_cls in _SECTIONS.items():
             values = dict(d.get(name, {}))
+            if name == "train":
+                values = _old_warmup(values, d.get("model", {}).get("attention", "softmax"))
             _check_fields(sec_cls, values)
             if "P" in values:
                 values["P"] = tuple(values["P"])
@@ -317,6 +317,15 @@ def check_width(value: Any) -> int | float:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return check_int("ModelConfig.width", value, lo=1, hi=MAX_REDUCED_WIDTH)
+
+
+def _old_warmup(train: dict, attention: str) -> dict:
+    """Files written before ``warmup_frac`` hold ``warmup_frac_softmax`` and
+    ``warmup_frac_linear``: keep the one of the file's attention, drop the other."""
+    old = {k: train.pop(k) for k in ("warmup_frac_softmax", "warmup_frac_linear") if k in train}
+    if old and "warmup_frac" not in train:
+        train["warmup_frac"] = old.get(f"warmup_frac_{attention}")
+    return train
 
 
 def _check_fields(sec_cls, values: dict) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ._devices import shard_runs, to_host
 from .config import Config
-from .models import AbstractHead, head_template, init_reduced, root_of
+from .models import AbstractHead, head_class, head_template, init_reduced, root_of
 from .observables import measure
 from .posterior import Objective
 from .solve import ExactFit, solve_map
@@ -56,8 +56,9 @@ def run_exact_chunk(cfg: Config, inp: RunInputs, keep_params: bool, mesh) -> dic
         kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
         fit, m = fit_runs(ExactSolver(cfg), kinp)
         o = m.order
+        n1, nG = head_class(cfg.model.attention).order_names  # softmax: a1, aG
         out = {
-            "c1": o.c1, "cG": o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
+            n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
             "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
             "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": fit.U,
             "grad_norm": fit.grad_norm, "grad_norm_span": fit.grad_norm,

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
+from .models import head_class  # noqa: E402
 from .results import SweepResult  # noqa: E402
 
 COLORS = {"linear": "tab:blue", "softmax": "tab:red"}
@@ -31,7 +32,7 @@ BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
 
 def order_names(attention: str) -> tuple[str, str]:
     """Display names of the two order parameters: (a1, aG) for softmax, (c1, cG) for linear."""
-    return ("a1", "aG") if attention == "softmax" else ("c1", "cG")
+    return head_class(attention).order_names
 
 
 def _tex(name: str) -> str:
@@ -210,8 +211,9 @@ def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False,
                              constrained_layout=True)  # fmt: skip
-    names = dict(zip(("c1", "cG"), order_names(post.config.model.attention)))
-    label = _tex(names[field]) if field in names else field
+    names = order_names(post.config.model.attention)
+    own = dict(zip(("c1", "cG"), names)).get(field, field)  # c1/cG: the generic names
+    label = _tex(own) if own in names else field
     x = post["draw_step"]
     for i, P in enumerate(post.P):
         ax = axes.flat[i]

@@ -90,8 +90,9 @@ def polish(
             cfg, float(gtol), int(max_steps), heads, inp.train, inp.mask, inp.test
         )
         o = meas.order
+        n1, nG = sweep.order_names  # softmax: a1, aG
         new = {
-            "U": fit.U, "c1": o.c1, "cG": o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
+            "U": fit.U, n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
             "train_loss": meas.train_loss, "U_adam": U_adam, "rel_grad": fit.rel_grad,
             "min_eig": fit.min_eig, "converged": fit.converged, "steps": fit.n_steps,
             "U_perp": jnp.asarray(U_perp),
@@ -101,7 +102,7 @@ def polish(
     for k, v in new.items():
         arrays[f"polish/{k}"] = v
     arrays["polish/dU"] = new["U"] - new["U_adam"]
-    for k in ("c1", "cG"):
+    for k in (n1, nG):
         arrays[f"polish/d{k}"] = new[k] - np.asarray(sweep[k], np.float64)
     res = sweep.replace(arrays=arrays, meta={**sweep.meta, "polished": True})
     n_bad = int((~new["converged"]).sum())
@@ -116,8 +117,8 @@ def polish_table(res: SweepResult) -> str:
     """Per P, mean over seeds: Adam vs exact order parameters and energy."""
     if "polish/U" not in res.arrays:
         raise ValueError("this result has not been polished (copyhead polish RESULT)")
-    a = res.arrays
-    n1, nG = ("a1", "aG") if res.config.model.attention == "softmax" else ("c1", "cG")
+    a = res  # generic names c1/cG resolve to the head's (softmax: a1/aG)
+    n1, nG = res.order_names
     head = (f"{'P':>6} {n1 + ' adam':>9} {n1 + ' map':>9} {nG + ' adam':>9} {nG + ' map':>9} "
             f"{'dU':>10} {'|g|/|U|':>8} {'min eig':>9} {'conv':>4}")  # fmt: skip
     rows = [f"# polish: Adam (N={res.config.model.width}) vs the exact MAP from each fit", head]

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import platform
+import re
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -22,8 +23,12 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .models import head_class
 
-SCHEMA_VERSION = 1
+#: 2: order parameters stored under the head's names (softmax ``a1``/``aG``); 1 stored them as
+#: ``c1``/``cG`` for every head (read, and renamed, by the loaders).
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 SWEEP_KIND = "copyhead_jax.SweepResult"
 
 
@@ -168,15 +173,57 @@ def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarra
     meta = json.loads(str(arrays.pop("__meta__")))
     if meta.get("kind") != kind:
         raise ValueError(f"{str(path)!r} holds a {meta.get('kind')!r}, expected a {kind!r}")
-    if meta.get("schema") != SCHEMA_VERSION:
+    if meta.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(
             f"{str(path)!r} has schema {meta.get('schema')}; "
-            f"this copyhead_jax reads schema {SCHEMA_VERSION}"
+            f"this copyhead_jax reads schemas {READABLE_SCHEMAS}"
         )
     return arrays, meta
 
 
-#: Per-run scalar fields of a sweep, each stored as an array indexed ``[P, seed]``.
+# ---- order-parameter names: c1/cG are the generic names, a1/aG the softmax ones --------------
+
+#: Generic names of the two order parameters (the projections of the mean attention on J/L and
+#: G*/sqrt L); a result stores them under its head's ``order_names``, and indexing a result by a
+#: generic name (also inside a key: ``polish/dcG``, ``rhat_cG``) reads the head's array.
+GENERIC_ORDER = ("c1", "cG")
+
+
+def order_names(cfg: Config) -> tuple[str, str]:
+    """The head's names of ``(c1, cG)``: ``(a1, aG)`` for softmax, ``(c1, cG)`` for linear."""
+    return head_class(cfg.model.attention).order_names
+
+
+def rename_order(name: str, src: tuple[str, str], dst: tuple[str, str]) -> str:
+    """``name`` with the order-parameter names ``src`` replaced by ``dst`` where they stand as
+    words (``cG``, ``cG_sd``, ``rhat_cG``, ``polish/dcG``), other names untouched."""
+    if src == dst:
+        return name
+    table = dict(zip(src, dst))
+    pat = r"(?<![A-Za-z0-9])(d?)(" + "|".join(map(re.escape, src)) + r")(?![A-Za-z0-9])"
+    return re.sub(pat, lambda m: m[1] + table[m[2]], name)
+
+
+def resolve_order(name: str, keys, names: tuple[str, str]) -> str:
+    """The key of ``keys`` that ``name`` means: itself, or its generic/own alias; else ``name``."""
+    for cand in (name, rename_order(name, GENERIC_ORDER, names),
+                 rename_order(name, names, GENERIC_ORDER)):  # fmt: skip
+        if cand in keys:
+            return cand
+    return name
+
+
+def upgrade_schema1(arrays: dict, meta: dict, cfg: Config) -> dict:
+    """Schema-1 files hold every head's order parameters as ``c1``/``cG``: rename them (and the
+    keys built on them) to the head's names."""
+    if meta.get("schema", SCHEMA_VERSION) >= 2:
+        return arrays
+    names = order_names(cfg)
+    return {rename_order(k, GENERIC_ORDER, names): v for k, v in arrays.items()}
+
+
+#: Per-run scalar fields of a sweep, each stored as an array indexed ``[P, seed]``; ``c1``/``cG``
+#: are the generic names (stored under the head's ``order_names``, see ``GENERIC_ORDER``).
 SCALARS = (
     "c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss",
     "copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch", "finite",
@@ -221,8 +268,10 @@ class SweepResult:
     (``[nP, n_seeds, n_logs]``, NaN after a run stopped) with ``curve_epoch`` (``[n_logs]``),
     ``loss_init`` and ``diverged`` (``[nP, n_seeds]``; absent from older files), and,
     if kept, ``params/W_E``, ``params/b``, ``params/W_G``, ``params/W_O_hat``
-    (``[nP, n_seeds, ...]``) for warm-starting a sampler. For linear heads ``(c1, cG)`` are
-    gauge fixed (``r > 0``); for softmax heads they are ``(a1, aG)``.
+    (``[nP, n_seeds, ...]``) for warm-starting a sampler. The order parameters are stored under
+    the head's ``order_names``: ``(c1, cG)`` for linear heads (gauge fixed, ``r > 0``),
+    ``(a1, aG)`` for softmax heads; ``res["c1"]``/``res["cG"]`` are aliases (c1/cG are the
+    generic names, a1/aG the softmax ones).
     """
 
     config: Config
@@ -233,10 +282,16 @@ class SweepResult:
     def P(self) -> np.ndarray:
         return np.asarray(self.config.sweep.P)
 
+    @property
+    def order_names(self) -> tuple[str, str]:
+        """This head's names of the generic ``(c1, cG)``; softmax: ``(a1, aG)``."""
+        return order_names(self.config)
+
     def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self.arrays:
+        key = resolve_order(name, self.arrays, self.order_names)
+        if key not in self.arrays:
             raise KeyError(f"SweepResult has no array {name!r}; available: {sorted(self.arrays)}")
-        return self.arrays[name]
+        return self.arrays[key]
 
     @property
     def has_params(self) -> bool:
@@ -256,8 +311,9 @@ class SweepResult:
         return self.arrays["finite"].astype(bool) & ~self.diverged
 
     def summary(self) -> dict[str, np.ndarray]:
-        """Mean and sd over the ``ok`` seeds (finite, not diverged) of each scalar, per P;
-        ``n_ok``, ``n_finite`` and ``n_diverged`` count the runs."""
+        """Mean and sd over the ``ok`` seeds (finite, not diverged) of each scalar, per P, under
+        the stored names (softmax: ``a1``, ``aG``); ``n_ok``, ``n_finite`` and ``n_diverged``
+        count the runs."""
         out: dict[str, np.ndarray] = {"P": self.P}
         ok = self.ok
         out["n_ok"] = ok.sum(1)
@@ -266,7 +322,8 @@ class SweepResult:
             if k == "finite":
                 out["n_finite"] = self.arrays["finite"].astype(bool).sum(1)
                 continue
-            x = np.where(ok, self.arrays[k].astype(float), np.nan)
+            x = np.where(ok, self[k].astype(float), np.nan)
+            k = rename_order(k, GENERIC_ORDER, self.order_names)
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a P with no ok run: NaN
                 out[k] = np.nanmean(x, axis=1)
@@ -285,12 +342,15 @@ class SweepResult:
             cfg = Config.from_dict(meta["config"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
+        arrays = upgrade_schema1(arrays, meta, cfg)
         shape = (len(cfg.sweep.P), cfg.sweep.n_seeds)
-        missing = [k for k in REQUIRED if k not in arrays]
+        # either name of an order parameter will do (a hand-built result may use c1/cG)
+        required = [resolve_order(k, arrays, order_names(cfg)) for k in REQUIRED]
+        missing = [k for k in required if k not in arrays]
         if missing:
             raise ValueError(f"{str(path)!r} is incomplete: it lacks the arrays {missing}")
         optional = ("diverged", "loss_init")
-        wrong = [k for k in (*REQUIRED, *optional) if k in arrays and arrays[k].shape[:2] != shape]
+        wrong = [k for k in (*required, *optional) if k in arrays and arrays[k].shape[:2] != shape]
         if wrong:
             raise ValueError(f"{str(path)!r} is corrupt: arrays {wrong} are not [P, seed] {shape}")
         return cls(config=cfg, arrays=arrays, meta=meta)

@@ -42,7 +42,18 @@ from .data import masked_mean
 from .models import AbstractHead, head_class
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
-from .results import SCHEMA_VERSION, SweepResult, atomic_save_npz, environment, load_npz
+from .results import (
+    GENERIC_ORDER,
+    SCHEMA_VERSION,
+    SweepResult,
+    atomic_save_npz,
+    environment,
+    load_npz,
+    order_names,
+    rename_order,
+    resolve_order,
+    upgrade_schema1,
+)
 from .sample_reduced import whitened_potential, whitening
 from .sgld import chain_health, draw_steps, health_warnings, run_chains
 from .sweep import _all_inputs, _check_writable
@@ -64,8 +75,14 @@ def default_sgld(sweep) -> SGLDConfig:
     return REDUCED_SGLD if sweep.config.model.engine == "reduced" else SGLDConfig()
 
 
-#: Quantities recorded at every draw, in this order.
+#: Quantities recorded at every draw, in this order, under the generic order-parameter names
+#: (a result names them for its head: :func:`draw_fields`).
 DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
+
+
+def draw_fields(cfg: Config) -> tuple[str, ...]:
+    """``DRAW_FIELDS`` with the head's order-parameter names (softmax: ``a1``, ``aG``)."""
+    return tuple(rename_order(f, GENERIC_ORDER, order_names(cfg)) for f in DRAW_FIELDS)
 
 
 class DrawStats(NamedTuple):
@@ -87,7 +104,7 @@ class Sampler(eqx.Module):
     def observe(self, head: AbstractHead, train, mask) -> jax.Array:
         V = self.cfg.task.V
         A = masked_mean(attention_matrices(head, train), mask)
-        o = order_parameters(A, gauge_fix=self.cfg.model.attention == "linear")
+        o = order_parameters(A, gauge_fix=head.gauge_fix)
         U = neg_log_posterior(head, train, mask, Objective.from_config(self.cfg))
         if self.cfg.model.engine == "reduced":  # quenched U, as the exact fits report it
             U = U - embedding_prior_energy(head, Objective.from_config(self.cfg))
@@ -144,7 +161,11 @@ def whiten_runs(cfg: Config, heads, train, mask):
 @dataclass
 class PosteriorResult:
     """SGLD draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
-    per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...)."""
+    per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...).
+
+    The order parameters carry the head's names (softmax: ``a1``, ``aG``, ``rhat_aG``);
+    ``post["c1"]``/``post["cG"]`` are aliases (c1/cG are the generic names, a1/aG the softmax
+    ones)."""
 
     config: Config
     sgld: SGLDConfig
@@ -156,7 +177,13 @@ class PosteriorResult:
     def P(self) -> np.ndarray:
         return np.asarray(self.config.sweep.P)
 
+    @property
+    def order_names(self) -> tuple[str, str]:
+        """This head's names of the generic ``(c1, cG)``; softmax: ``(a1, aG)``."""
+        return order_names(self.config)
+
     def __getitem__(self, name: str) -> np.ndarray:
+        name = resolve_order(name, (*self.fields, *self.arrays), self.order_names)
         if name in self.fields:
             return self.arrays["draws"][..., self.fields.index(name)]
         if name not in self.arrays:
@@ -185,7 +212,10 @@ class PosteriorResult:
             cfg, sg = Config.from_dict(meta["config"]), SGLDConfig(**meta["sgld"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
-        return cls(cfg, sg, arrays, meta, tuple(meta["fields"]))
+        fields = tuple(meta["fields"])
+        if meta.get("schema", SCHEMA_VERSION) < 2:  # schema 1: c1/cG for every head
+            fields = tuple(rename_order(f, GENERIC_ORDER, order_names(cfg)) for f in fields)
+        return cls(cfg, sg, upgrade_schema1(arrays, meta, cfg), meta, fields)
 
     def to_arviz(self):
         """ArviZ InferenceData (ArviZ < 1) or DataTree (>= 1): :func:`arviz_io.to_arviz`."""
@@ -233,8 +263,6 @@ def run_sampler(
     chunk = mesh.size * math.ceil(chunk / mesh.size)
     sampler = Sampler(cfg, sgld)
     cls = head_class(cfg.model.attention)
-    extra = {"scale": 1.0 / cfg.task.L if cfg.model.linear_scale == "inv_L" else 1.0}
-    extra = extra if cls.__name__ == "LinearHead" else {}
     n_chunks = math.ceil(n_runs / chunk)
     bar = tqdm(total=n_chunks, desc=f"sgld {cfg.model.attention} ({n_runs} runs x {C} chains)",
                disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
@@ -245,7 +273,7 @@ def run_sampler(
                  mask=np.asarray(inputs.mask)[idx], **{k: v[idx] for k, v in heads.items()}),
             mesh,
         )  # fmt: skip
-        head = cls(**{k: data[k] for k in heads}, chi=cfg.posterior.chi, **extra)
+        head = cls.from_arrays(cfg, data)
         keys = jax.random.wrap_key_data(data["keys"])
         theta = C = None
         if cfg.model.engine == "reduced":  # whitening: dense Hessian at the fit, float64
@@ -270,8 +298,8 @@ def run_sampler(
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
-    arrays.update(_health_arrays(arrays))
-    res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()})
+    arrays.update(_health_arrays(arrays, order_names(cfg)[1]))
+    res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()}, draw_fields(cfg))
     res.meta["warnings"] = warnings = _warnings(res)
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:
@@ -291,15 +319,16 @@ class _HealthInput(NamedTuple):
     init_potential: np.ndarray
 
 
-def _health_arrays(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Split R-hat and ESS of U and of cG over each run's chains, acceptance, distance, ..."""
+def _health_arrays(a: dict[str, np.ndarray], nG: str) -> dict[str, np.ndarray]:
+    """Split R-hat and ESS of U and of cG (named ``nG``) over each run's chains, acceptance,
+    distance, ..."""
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
     hG = chain_health(
         _HealthInput(a["draws"][..., 3], a["accept"], a["finite"], a["distance"], U, a["U0"])
     )
     return {
-        "rhat": h.rhat, "ess": h.ess, "rhat_cG": hG.rhat, "ess_cG": hG.ess,
+        "rhat": h.rhat, "ess": h.ess, f"rhat_{nG}": hG.rhat, f"ess_{nG}": hG.ess,
         "accept_mean": h.accept_prob, "distance_mean": h.distance,
         "frac_below_start": h.frac_below_start,
     }  # fmt: skip

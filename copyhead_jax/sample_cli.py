@@ -83,7 +83,7 @@ def _print_rows(post, sweep) -> None:
     mG, vG = post.moments("cG")
     mL, _ = post.moments("train_loss")
     att = post.config.model.attention
-    n1, nG = ("a1", "aG") if att == "softmax" else ("c1", "cG")
+    n1, nG = post.order_names  # softmax: a1, aG
     print(f"# {att}: posterior mean (MAP) over seeds; var = susceptibility")
     print(f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
           f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}")  # fmt: skip

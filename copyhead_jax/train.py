@@ -25,7 +25,14 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._types import Mask, TokenBatch
 from .config import Config, TrainConfig
-from .models import AbstractHead, head_template, init_head, init_reduced, trainable_filter
+from .models import (
+    AbstractHead,
+    head_class,
+    head_template,
+    init_head,
+    init_reduced,
+    trainable_filter,
+)
 from .observables import Measurement, measure, shift_operator
 from .posterior import Objective, log_prior_energy, neg_log_posterior
 
@@ -56,9 +63,10 @@ def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
 
 
 def lr_schedule(train: TrainConfig, attention: str) -> Callable[[Array], Array]:
-    """Linear warm-up over ``warmup_frac * max_epochs``, then constant or cosine decay."""
+    """Linear warm-up over ``warmup_frac * max_epochs`` (None: the head's ``warmup_default``),
+    then constant or cosine decay."""
     T = train.max_epochs
-    warm = max(int(round(train.warmup_frac(attention) * T)), 0)
+    warm = max(int(round(head_class(attention).warmup_frac(train) * T)), 0)
     if train.schedule == "constant":
         decay = optax.constant_schedule(train.lr)
     else:

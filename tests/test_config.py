@@ -41,7 +41,7 @@ def test_replace_and_dict_round_trip():
     assert ch.Config.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="no section 'modle'"):
         cfg.replace(modle=dict(width=3))
-    with pytest.raises(ValueError, match="unknown ModelConfig fields"):
+    with pytest.raises(ValueError, match=r"ModelConfig has no field\(s\) depth"):
         ch.Config.from_dict({"model": {"depth": 2}})
 
 
@@ -52,4 +52,24 @@ def test_paper_preset_is_the_papers_configuration():
     assert p.posterior.likelihood == "per_position" and p.model.linear_scale == "inv_L"
     assert ch.PLAIN.posterior.likelihood == "per_sequence" and ch.PLAIN.model.linear_scale == "none"
     assert p.train.lr == 1e-5 and p.train.min_epochs == 2000 and p.train.patience == 100
-    assert p.train.warmup_frac_softmax == 0.1 and p.sweep.n_seeds == 10
+    assert p.train.warmup_frac is None and p.sweep.n_seeds == 10  # None: the head's default
+    assert ch.SoftmaxHead.warmup_frac(p.train) == 0.1  # paper: 10% warm-up for softmax
+    assert ch.LinearHead.warmup_frac(p.train) == 0.0
+
+
+def test_warmup_frac_is_validated_and_overrides_the_head_default():
+    with pytest.raises(ValueError, match=r"TrainConfig\.warmup_frac must be a real number in"):
+        ch.TrainConfig(warmup_frac=1.5)
+    t = ch.TrainConfig(warmup_frac=0.25)
+    assert ch.SoftmaxHead.warmup_frac(t) == ch.LinearHead.warmup_frac(t) == 0.25
+
+
+@pytest.mark.parametrize("attention, expected", [("softmax", 0.3), ("linear", 0.05)])
+def test_old_warmup_fields_load_as_the_files_attention(attention, expected):
+    """Files from before ``warmup_frac`` hold one field per attention: the file's own is kept."""
+    d = ch.TINY.replace(model=dict(attention=attention)).to_dict()
+    del d["train"]["warmup_frac"]
+    d["train"].update(warmup_frac_softmax=0.3, warmup_frac_linear=0.05)
+    cfg = ch.Config.from_dict(d)
+    assert cfg.train.warmup_frac == expected
+    assert cfg == ch.TINY.replace(model=dict(attention=attention), train=dict(warmup_frac=expected))

@@ -158,7 +158,7 @@ def test_vmap_over_runs_matches_each_run():
 
 def test_sequence_blocks_change_nothing(monkeypatch):
     """The fused data term scans over blocks of sequences; the result is the unblocked one."""
-    import copyhead_jax.models._head as head_module
+    import copyhead_jax.models._compute as compute
 
     L, V, N, P = 6, 3, 16, 150  # 150 = 2 full blocks of 64 and a padded one
     head = make_head("softmax", "inv_L", L, V, N, seed=11)
@@ -166,10 +166,65 @@ def test_sequence_blocks_change_nothing(monkeypatch):
     mask = (jnp.arange(P) < 140).astype(jnp.float32)
     obj = objective(head)
     vg = jax.value_and_grad(neg_log_posterior)
-    monkeypatch.setattr(head_module, "SEQ_BLOCK", 64)
+    monkeypatch.setattr(compute, "SEQ_BLOCK", 64)
     U_b, g_b = vg(head, t, mask, obj)
-    monkeypatch.setattr(head_module, "SEQ_BLOCK", None)
+    monkeypatch.setattr(compute, "SEQ_BLOCK", None)
     U_a, g_a = vg(head, t, mask, obj)
     np.testing.assert_allclose(U_b, U_a, rtol=RTOL_F)  # float32 summation order only
     for x, y in zip(jax.tree_util.tree_leaves(g_b), jax.tree_util.tree_leaves(g_a)):
         assert rel(x, y) < RTOL_G
+
+
+# ---- heads as classes: the registry, the class constants, the constructors -----------------
+
+
+def test_registry_is_the_one_map_from_attention_to_class():
+    from copyhead_jax.config import ATTENTIONS
+    from copyhead_jax.models import HEADS, head_class
+
+    assert tuple(HEADS) == ATTENTIONS  # every configurable attention has exactly one class
+    assert head_class("linear") is ch.LinearHead and head_class("softmax") is ch.SoftmaxHead
+    with pytest.raises(ValueError, match=r"attention must be one of \('linear', 'softmax'\)"):
+        head_class("relu")
+    assert ch.LinearHead.order_names == ("c1", "cG") and ch.SoftmaxHead.order_names == ("a1", "aG")
+    assert ch.LinearHead.gauge_fix and not ch.SoftmaxHead.gauge_fix
+    assert (ch.LinearHead.warmup_default, ch.SoftmaxHead.warmup_default) == (0.0, 0.1)
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+def test_from_config_and_from_arrays_rebuild_the_head(attention, linear_scale):
+    """``init_head``, ``from_arrays`` (sweep keys ``params/*``) and ``head_template`` agree on the
+    class and the static fields (``chi``, linear ``scale``); the arrays are kept as given."""
+    from copyhead_jax.models import head_class, head_template
+
+    cfg = ch.TINY.replace(model=dict(attention=attention, linear_scale=linear_scale),
+                          posterior=dict(chi=7.0))  # fmt: skip
+    L, V = cfg.task.L, cfg.task.V
+    head = ch.init_head(jax.random.key(3), cfg.model, L=L, V=V, chi=cfg.posterior.chi)
+    stored = {f"params/{k}": np.asarray(getattr(head, k)) for k in ("W_E", "b", "W_G", "W_O_hat")}
+    back = head_class(attention).from_arrays(cfg, stored)
+    assert type(back) is type(head) is type(head_template(cfg))
+    assert back.chi == head.chi == head_template(cfg).chi == 7.0
+    if attention == "linear":
+        assert back.scale == head.scale == (1.0 / L if linear_scale == "inv_L" else 1.0)
+    for k in ("W_E", "b", "W_G", "W_O_hat"):
+        np.testing.assert_array_equal(getattr(back, k), getattr(head, k))
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_gauge_rule_matches_the_heads_symmetry(attention):
+    """Linear: ``(W^G, W^O) -> -(W^G, W^O)`` leaves ``f`` unchanged (a Z2 gauge), and the measured
+    order parameters are the same for both signs with ``r >= 0``. Softmax: the flip changes
+    ``f`` (no gauge to fix)."""
+    import equinox as eqx
+
+    head = make_head(attention, "inv_L", L=6, V=3, N=16, seed=1)
+    flip = eqx.tree_at(lambda h: (h.W_G, h.W_O_hat), head, (-head.W_G, -head.W_O_hat))
+    tokens = sample_tokens(jax.random.key(0), n=8, L=6, V=3)
+    same = rel(flip.outputs(tokens), head.outputs(tokens)) < RTOL_F
+    assert same == head.gauge_fix
+    if head.gauge_fix:
+        mask = jnp.ones(8)
+        o, o_flip = (ch.measure(h, tokens, mask, tokens).order for h in (head, flip))
+        assert float(o.r) >= 0 and float(o_flip.r) >= 0
+        np.testing.assert_allclose([o_flip.c1, o_flip.cG], [o.c1, o.cG], rtol=1e-4, atol=1e-6)

@@ -82,10 +82,12 @@ def test_raw_lr_factor_moves_readout_like_raw_weights():
 
 
 def test_softmax_warmup_schedule():
-    t = ch.TrainConfig(lr=1.0, max_epochs=100, min_epochs=0, warmup_frac_softmax=0.1)
+    t = ch.TrainConfig(lr=1.0, max_epochs=100, min_epochs=0)  # warmup_frac None: head default
     s = lr_schedule(t, "softmax")
     np.testing.assert_allclose([s(0), s(5), s(10), s(50)], [0.0, 0.5, 1.0, 1.0], atol=1e-6)
     assert float(lr_schedule(t, "linear")(0)) == 1.0  # paper: warm-up for softmax only
+    t2 = ch.TrainConfig(lr=1.0, max_epochs=100, min_epochs=0, warmup_frac=0.2)  # both heads
+    assert [float(lr_schedule(t2, a)(10)) for a in ("softmax", "linear")] == [0.5, 0.5]
 
 
 def test_quenched_embeddings_stay_at_prior_draw(tiny):

@@ -1,5 +1,7 @@
 """Single-layer single-head attention (THEORY.md §2): an abstract head and two activations."""
 
+from ._head import ARRAY_FIELDS as ARRAY_FIELDS
+from ._head import HEADS as HEADS
 from ._head import AbstractHead as AbstractHead
 from ._head import LinearHead as LinearHead
 from ._head import SoftmaxHead as SoftmaxHead

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..config import Config, ModelConfig
-from ._head import AbstractHead, LinearHead, SoftmaxHead
+from ._head import AbstractHead, head_class
 
 Root = Float[Array, "D D"]  # T with T T^T = C; rows: V tokens, then L positions
 
@@ -186,7 +186,5 @@ def head_template(cfg: Config) -> AbstractHead:
     """A placeholder head of the config's class and static fields (arrays are dummies)."""
     V, L = cfg.task.V, cfg.task.L
     z = lambda *s: jnp.zeros(s, jnp.float32)
-    w = dict(W_E=z(1, V), b=z(1, L), W_G=z(1, 1), W_O_hat=z(V, 1), chi=float(cfg.posterior.chi))
-    if cfg.model.attention == "linear":
-        return LinearHead(**w, scale=1.0 / L if cfg.model.linear_scale == "inv_L" else 1.0)
-    return SoftmaxHead(**w)
+    w = dict(W_E=z(1, V), b=z(1, L), W_G=z(1, 1), W_O_hat=z(V, 1))
+    return head_class(cfg.model.attention).from_config(cfg, **w)
