@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
 from .data import masked_mean, one_hot
-from .models import AbstractHead, LinearHead
+from .models import AbstractHead
 from .posterior import predictions, squared_errors
 
 
@@ -97,7 +97,7 @@ def measure(head: AbstractHead, train: TokenBatch, mask: Mask, test: TokenBatch)
     per_sample = jax.vmap(lambda a: order_parameters(a).coverage)(A)
     return Measurement(
         mean_attention=A_bar,
-        order=order_parameters(A_bar, gauge_fix=isinstance(head, LinearHead)),
+        order=order_parameters(A_bar, gauge_fix=head.gauge_fix),
         sample_coverage=masked_mean(jnp.nan_to_num(per_sample), mask),
         positional_logits=positional_logits(head),
         train_loss=masked_mean(squared_errors(head, train, V), mask),
