@@ -32,6 +32,7 @@ BENCHES = (
     Bench("bench_sgld", "bench_sgld.py", "SGLD: run_chains vs blackjax.sgld"),
     Bench("bench_theory", "bench_theory.py", "theory phase diagram vs a scipy loop"),
     Bench("bench_sample_sweep", "bench_sample_sweep.py", "sweep sampler: one run vs all at once"),
+    Bench("bench_reduced", "bench_reduced.py", "paper config via the exact width reduction"),
 )
 NAMES = tuple(b.name.removeprefix("bench_") for b in BENCHES)
 
