@@ -41,6 +41,7 @@ from .results import (
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
+MIN_EXACT_PAD = 128  # exact solver: smallest padded dataset (one compiled program below it)
 
 
 def per_run_bytes(cfg: Config, P: int | None = None) -> int:
@@ -105,6 +106,8 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     if sw.padding == "max" and cfg.solver != "exact":
         return {sw.P_max: np.arange(len(P_of))}
     pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
+    if cfg.solver == "exact":  # below 128 sequences a compile costs more than the padding
+        pads = np.maximum(pads, min(MIN_EXACT_PAD, sw.P_max))
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
 
 
