@@ -73,7 +73,13 @@ class ModelConfig:
         check_choice("ModelConfig.engine", self.engine, ENGINES)
         check_choice("ModelConfig.gram", self.gram, GRAMS)
         if self.engine == "full":
-            check_int("ModelConfig.width", self.width, lo=1, hi=MAX_WIDTH)
+            try:
+                check_int("ModelConfig.width", self.width, lo=1, hi=MAX_WIDTH)
+            except ValueError as e:
+                raise ValueError(
+                    f"{e} under engine='full' (W^G is N x N); with quenched embeddings "
+                    "engine='reduced' (CLI --engine reduced) runs any width, 'inf' included"
+                ) from None
         else:
             object.__setattr__(self, "width", check_width(self.width))
         for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
