@@ -1,6 +1,7 @@
 """The posterior of the copy head (issue 12, items 0, 1, 3, 4), on the reduced engine.
 
     python -m experiments.posterior [--mode quick|tiny] [--out docs]
+    python -m experiments.posterior --tables docs/results/posterior_plain.json  # docs tables
 
 * 0: posterior-mean order parameters against P (whitened SGLD, ``sample.default_sgld``, warm
   started at the exact MAP), both attentions; the posterior's P* next to the MAP's and the EK
@@ -22,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -55,6 +57,16 @@ def log(msg: str) -> None:
 
 def _key(*objs) -> str:
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _pickled(path: Path, fn):
+    """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    out = fn()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(out))
+    return out
 
 
 def branch_config(mc: dict, attention: str, P, init: str | None = None) -> ch.Config:
@@ -198,7 +210,7 @@ def theory(mc: dict) -> dict:
     keys = ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes")
     pts = {o: {k: transition_points(params, "both", o).get(k) for k in keys}
            for o in ("map", "post")}  # fmt: skip
-    Pg = np.geomspace(0.5, 100, 60)
+    Pg = np.geomspace(0.5, 100, 30)
     curves = {"P": Pg}
     for o in ("map", "post"):
         lin, soft = theory_curve(params, Pg, "linear", o), theory_curve(params, Pg, "softmax", o)
@@ -213,11 +225,12 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
     mc = CONFIGS[spec] if isinstance(spec, str) else spec
     out_dir = Path(out_dir)
     cache = Path("results") / "posterior" / mode
-    th = theory(mc)
+    th = _pickled(cache / f"theory-{_key(mc['engine'])}.pkl", lambda: theory(mc))
     res = {"mode": mode, "config": mc, "theory": th["points"], "paper": paper.PAPER_MEASURED}
     sgld = mc.get("sgld")
     # --- linear -----------------------------------------------------------------------------
-    lr, lp = fit_and_sample(branch_config(mc, "linear", mc["P_linear"]), sgld, cache)
+    lcfg = branch_config(mc, "linear", mc["P_linear"])
+    lr, lp = fit_and_sample(lcfg, mc.get("sgld_linear", sgld), cache)
     lin = branch_summary(lr, lp)
     P = lr.P.astype(float)
     with PF.quiet():
@@ -251,8 +264,14 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
     soft["pool"]["health_summary"] = health_line(pool)
     soft["copy"]["health_summary"] = health_line(copy)
     # --- free energies, weights, crossings --------------------------------------------------
-    P_ti = [p for k, p in enumerate(common) if distinct[k].all()]
-    fe = free_energies(pr, cr, P_ti, mc["ti"], jax.random.key(12)) if P_ti else None
+    P_ti = [p for k, p in enumerate(common) if distinct[k].any()]  # per-seed masks below
+    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, mc["ti"])
+    fe = None
+    if P_ti:
+        fe = _pickled(
+            cache / f"ti-{ti_key}.pkl",
+            lambda: free_energies(pr, cr, P_ti, mc["ti"], jax.random.key(12)),
+        )
     cross = {"map_U": map_cross.to_dict(), "theory_map": th["points"]["map"]["P_aG"],
              "theory_post": th["points"]["post"]["P_aG"],
              "theory_map_spinodals": th["points"]["map"]["spinodals"],
@@ -260,7 +279,9 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
              "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
     if fe is not None:
         Pt = np.asarray(fe["P"], float)
-        stayed = np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5  # chains kept their branch
+        # per run: distinct fits and chains that kept their branch at t = 1
+        dmap = distinct[[common.index(p) for p in fe["P"]]]
+        stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
         fe["stayed_distinct_t1"] = stayed
         cross["free_energy"] = PF.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
         cross["wbic"] = PF.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
@@ -272,7 +293,7 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
         )
         cross["map_U_same_runs"] = PF.crossing(Pt, fe["U_star"][0], fe["U_star"][1],
                                                valid=stayed)  # fmt: skip
-        w = PF.copy_weight(fe["F"][1], fe["F"][0])  # [nP, seeds]
+        w = np.where(stayed, PF.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
         fe["w_copy"] = w
         with PF.quiet():
             fe["w_copy_mean"] = np.nanmean(w, 1)
@@ -295,9 +316,133 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
     return res
 
 
+# ---------------------------------------------------------------------------------------------
+# docs/posterior.md tables (every number from the JSON that ``main`` writes)
+
+
+def _f(x, nd=3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{nd}g}"
+
+
+def _ms(a, nd=3) -> str:
+    """mean ± sd over seeds of a ``[seeds]`` row."""
+    a = np.asarray(a, float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return "-"
+    return f"{a.mean():.{nd}g} ± {a.std(ddof=1):.2g}" if a.size > 1 else f"{a.mean():.{nd}g}"
+
+
+def _ps(loc: dict | None) -> str:
+    if not loc or loc.get("P_star") is None:
+        return f"outside grid ({(loc or {}).get('side')})"
+    b = loc.get("bracket")
+    return f"{loc['P_star']:.3g} [{b[0]:g}, {b[1]:g}]" if b else f"{loc['P_star']:.3g}"
+
+
+def tables(res: dict) -> str:
+    lin, soft, th = res["linear"], res["softmax"], res["theory"]
+    cr, fe = soft["crossings"], soft["free_energy"]
+    L = ["| transition | exact MAP (measured) | posterior (measured) | EK MAP | EK post |"
+         " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    t = lin["transitions"]
+    L.append(
+        f"| linear P*_cG (max dpsi/dlogP) | {_ps(t['map']['P_cG'])} | {_ps(t['post']['P_cG'])}"
+        f" | {_f(th['map']['P_cG'])} | {_f(th['post']['P_cG'])} | {res['paper']['P_cG']:g} |"
+    )
+    L.append(
+        f"| linear psi = 1/2 | {_ps(t['map']['P_cG_half'])} | {_ps(t['post']['P_cG_half'])}"
+        f" | {_f(th['map']['P_cG_half'])} | {_f(th['post']['P_cG_half'])} | - |"
+    )
+    L.append(
+        f"| linear P*_c1 | < 1 | < 1 | {_f(th['map']['P_c1'])} | {_f(th['post']['P_c1'])} |"
+        f" {res['paper']['P_c1']:g} |"
+    )
+    fcr = (cr.get("free_energy") or {}).get("located")
+    L.append(
+        f"| softmax P*_aG (branch crossing: U / F) | {_ps(cr['map_U'])} | {_ps(fcr)} |"
+        f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
+    )
+    out = ["### Transition points", "", *L, ""]
+    for title, b in (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
+                     ("softmax, copy start", soft["copy"])):  # fmt: skip
+        out += [*per_P_table(title, b), ""]
+    if fe is not None:
+        out += ["### Free energy per softmax branch (per P: mean ± sd over seeds)", "",
+                "| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
+                " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
+                " aG at WBIC pool / copy |", "|" + "---|" * 10]  # fmt: skip
+        for i, p in enumerate(fe["P"]):
+            d = lambda k: np.asarray(fe[k][0][i], float) - np.asarray(fe[k][1][i], float)  # noqa
+            mc = np.hypot(np.asarray(fe["F_mcse"][0][i]), np.asarray(fe["F_mcse"][1][i]))
+            out.append(
+                f"| {p} | {_ms(d('F'))} | {_f(float(np.nanmax(mc)), 2)} | {_ms(d('U_star'))} |"
+                f" {_ms(d('half_logdet_H'))} | {_ms(-d('log_Z_ratio'))} | {_ms(d('wbic'))} |"
+                f" {_ms(fe['w_copy'][i], 2)} | {_ms(fe['aG_t1'][0][i], 2)} /"
+                f" {_ms(fe['aG_t1'][1][i], 2)} | {_ms(fe['aG_wbic'][0][i], 2)} /"
+                f" {_ms(fe['aG_wbic'][1][i], 2)} |"
+            )  # fmt: skip
+        ww = fe["weight_window"]
+        out += ["", f"Crossings (seed mean; per-seed 95% t-interval): free energy "
+                f"{_ps(fcr)} {_ci(cr['free_energy'])}; WBIC {_ps(cr['wbic']['located'])} "
+                f"{_ci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {_ps(cr['laplace']['located'])};"
+                f" MAP U on the same runs {_ps(cr['map_U_same_runs']['located'])}. Copy weight"
+                f" (seed-mean w): 5% at {_f(ww['P_w05'])}, 1/2 at {_f(ww['P_equal'])}, 95% at "
+                f"{_f(ww['P_w95'])}.", ""]  # fmt: skip
+    out += ["### Early-warning verdicts (growth of P Var from 0.5 P* to 0.9 P*)", "",
+            "| attention | P* used | observable | chi ratio [95% CI] | Var ratio [95% CI] |"
+            " verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for att, ew in (("linear", lin["early_warning"]), ("softmax (pooling start)",
+                                                         soft["early_warning"])):  # fmt: skip
+        for which, vs in ew.items():
+            if not isinstance(vs, dict):
+                continue
+            for k, v in vs.items():
+                ci = v["ratio_ci"] or [None, None]
+                vc = v["var_ratio_ci"] or [None, None]
+                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {_f(v['ratio'])} "
+                           f"[{_f(ci[0])}, {_f(ci[1])}] | {_f(v['var_ratio'])} [{_f(vc[0])}, "
+                           f"{_f(vc[1])}] | {v['verdict']} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def per_P_table(title: str, b: dict) -> list[str]:
+    """Per P: MAP and posterior means (seed mean ± sd), susceptibilities (seed mean, with the
+    largest MCSE over seeds in brackets) and chain health."""
+    sus = b["susceptibility"]
+    L = [f"#### {title}: order parameters and susceptibilities (3 decimals; cG = aG for softmax)",
+         "", "| P | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r | P Var U |"
+         " finite chains | max R-hat (U, cG) | min ESS (U, cG) |", "|" + "---|" * 12]  # fmt: skip
+    for i, p in enumerate(b["P"]):
+        row = [str(p), _ms(b["map"]["cG"][i]), _ms(b["post_mean"]["cG"][i]),
+               _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
+        for k in OBSERVABLES:
+            v, e = np.asarray(sus[k]["value"][i], float), np.asarray(sus[k]["mcse"][i], float)
+            with PF.quiet():
+                row.append(f"{_f(float(np.nanmean(v)))} ({_f(float(np.nanmax(e)), 2)})")
+        h = b["health"]
+        with PF.quiet():
+            row += [str(int(np.sum(h["finite_chains"][i]))),
+                    f"{_f(np.nanmax(h['rhat'][i]))}, {_f(np.nanmax(h['rhat_cG'][i]))}",
+                    f"{_f(np.nanmin(h['ess'][i]))}, {_f(np.nanmin(h['ess_cG'][i]))}"]  # fmt: skip
+        L.append("| " + " | ".join(row) + " |")
+    return L
+
+
+def _ci(c: dict) -> str:
+    ci = c["per_seed_ci"]
+    return f"(per seed {_f(ci['mean'])} [{_f(ci['lo'])}, {_f(ci['hi'])}], n = {ci['n']})"
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
     ap.add_argument("--out", default="docs")
+    ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
-    main(a.mode, a.out)
+    if a.tables:
+        print(tables(json.loads(Path(a.tables).read_text())))
+    else:
+        main(a.mode, a.out)

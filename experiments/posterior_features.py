@@ -302,7 +302,7 @@ def _figures(plt, res, curves):
             with quiet():
                 a.errorbar(P, np.nanmean(v, 1), yerr=np.sqrt(np.nanmean(e**2, 1)), marker="o",
                            ms=3, capsize=2, label=f"P Var({k})")  # fmt: skip
-        for f in (0.5, 0.9):
+        for f in (0.5, 0.9) if Ps else ():
             a.axvline(f * Ps, color="grey", ls=":")
         a.set(xscale="log", yscale="log", xlabel="P", ylabel="susceptibility", title=title)
         a.legend(fontsize=6)
