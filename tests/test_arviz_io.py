@@ -99,6 +99,7 @@ def test_cli_sample_writes_netcdf(post, tmp_path, monkeypatch, capsys):
 
     class Sweep:
         has_params = True
+        config = post.config  # default_sgld reads the engine off it
 
         def __getitem__(self, name):
             return np.zeros(SHAPE[:2])
