@@ -122,9 +122,7 @@ def _widths_arg(text: str) -> tuple:
     return tuple(out)
 
 
-def config_from_args(
-    args: argparse.Namespace, attention: str | None = None, width=None
-) -> Config:
+def config_from_args(args: argparse.Namespace, attention: str | None = None, width=None) -> Config:
     cfg = preset(args.preset)
     updates: dict[str, dict] = {}
     for sec in _SECTIONS:
