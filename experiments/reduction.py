@@ -71,10 +71,11 @@ def polish_part() -> dict:
         t_adam = time.time() - t0
         p = polish(res)
         a = p.arrays
+        n1, nG = getattr(p, "order_names", ("c1", "cG"))  # softmax results: a1, aG
         out[att] = dict(
             P=list(p.config.sweep.P), adam_seconds=t_adam,
-            adam_c1=a["c1"].mean(1).tolist(), map_c1=a["polish/c1"].mean(1).tolist(),
-            adam_cG=a["cG"].mean(1).tolist(), map_cG=a["polish/cG"].mean(1).tolist(),
+            adam_c1=p[n1].mean(1).tolist(), map_c1=a[f"polish/{n1}"].mean(1).tolist(),
+            adam_cG=p[nG].mean(1).tolist(), map_cG=a[f"polish/{nG}"].mean(1).tolist(),
             dU=a["polish/dU"].mean(1).tolist(), grad_span=a["grad_norm_span"].max(1).tolist(),
             rel_grad=a["polish/rel_grad"].max(1).tolist(),
             min_eig=a["polish/min_eig"].min(1).tolist(),
@@ -177,7 +178,9 @@ def main(argv=None) -> dict:
     parts = ("width", "polish", "nuts") if args.part == "all" else (args.part,)
     fns = {"width": width_part, "polish": polish_part, "nuts": nuts_part}
     for part in parts:
-        data[part] = fns[part]()
+        result = fns[part]()
+        data = json.loads(path.read_text()) if path.exists() else {}  # other parts may have run
+        data[part] = result
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, default=float))
     if "width" in data:
