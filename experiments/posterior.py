@@ -261,6 +261,19 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
     map_cross = locate_crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic],
                                 valid=distinct)  # fmt: skip
     soft = {"pool": pool, "copy": copy, "common_P": common, "distinct_map": distinct}
+    if mc.get("P_copy_high"):  # where the posterior copies: copy-start chains above the window
+        hr, hp = fit_and_sample(branch_config(mc, "softmax", mc["P_copy_high"], "copy"), sgld,
+                                cache)  # fmt: skip
+        soft["copy_high"] = branch_summary(hr, hp)
+        soft["copy_high"]["health_summary"] = health_line(soft["copy_high"])
+    Pall = np.r_[cr.P, hr.P] if mc.get("P_copy_high") else cr.P
+    aGall = np.concatenate(
+        [copy["post_mean"]["cG"]]
+        + ([soft["copy_high"]["post_mean"]["cG"]] if mc.get("P_copy_high") else [])
+    )
+    with PF.quiet():  # the posterior copies where its mean aG (copy start) passes 1
+        soft["posterior_copies"] = locate_level(Pall.astype(float), np.nanmean(aGall, 1),
+                                                1.0).to_dict()  # fmt: skip
     soft["pool"]["health_summary"] = health_line(pool)
     soft["copy"]["health_summary"] = health_line(copy)
     # --- free energies, weights, crossings --------------------------------------------------
@@ -365,9 +378,14 @@ def tables(res: dict) -> str:
         f"| softmax P*_aG (branch crossing: U / F) | {_ps(cr['map_U'])} | {_ps(fcr)} |"
         f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
     )
+    pc = soft.get("posterior_copies")
+    L.append(f"| softmax: posterior-mean aG (copy start) passes 1 | - | {_ps(pc)} | - | - | - |")
     out = ["### Transition points", "", *L, ""]
     for title, b in (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
-                     ("softmax, copy start", soft["copy"])):  # fmt: skip
+                     ("softmax, copy start", soft["copy"]),
+                     ("softmax, copy start above the window", soft.get("copy_high"))):  # fmt: skip
+        if b is None:
+            continue
         out += [*per_P_table(title, b), ""]
     if fe is not None:
         out += ["### Free energy per softmax branch (per P: mean ± sd over seeds)", "",
