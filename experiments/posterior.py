@@ -240,13 +240,13 @@ def main(spec="quick", out_dir: str | Path = "docs") -> dict:
                 "P_cG_half": locate_level(P, psi_map, 0.5).to_dict()},
         "post": {"P_cG": locate_max_slope(P, psi_post).to_dict(),
                  "P_cG_half": locate_level(P, psi_post, 0.5).to_dict()},
-        "P_c1_note": "P*_c1 ~ 0.17 lies below P = 1 (MAP and theory): r > 0 at every P",
+        "P_c1_note": "EK MAP P*_c1 ~ 0.17 < 1: MAP r > 0 at every P; the posterior r is |r|",
     }  # fmt: skip
     Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
     lin["early_warning"] = {
         "theory_map_P_cG": verdicts(lin, th["points"]["map"]["P_cG"]),
         "posterior_P_cG": verdicts(lin, Ps_post) if Ps_post else None,
-        "P_c1": "undetermined: 0.5 P*_c1 and 0.9 P*_c1 lie below P = 1",
+        "P_c1": "undetermined: 0.5 P*_c1 lies below P = 1 (MAP and post theory)",
     }
     lin["health_summary"] = health_line(lin)
     res["linear"] = lin
@@ -370,7 +370,8 @@ def tables(res: dict) -> str:
         f" | {_f(th['map']['P_cG_half'])} | {_f(th['post']['P_cG_half'])} | - |"
     )
     L.append(
-        f"| linear P*_c1 | < 1 | < 1 | {_f(th['map']['P_c1'])} | {_f(th['post']['P_c1'])} |"
+        "| linear P*_c1 | < 1 (r > 0 at P = 1) | n/a (r gauge-fixed >= 0) |"
+        f" {_f(th['map']['P_c1'])} | {_f(th['post']['P_c1'])} |"
         f" {res['paper']['P_c1']:g} |"
     )
     fcr = (cr.get("free_energy") or {}).get("located")
