@@ -276,7 +276,9 @@ def _figures(plt, res, curves):
     a.plot(Pc, curves["post"]["cG"], "k--", lw=1, label="EK cG (post)")
     a.set(xscale="log", xlabel="P", ylabel="order parameter", title="linear")
     a = ax[1]
-    for br in ("pool", "copy"):
+    for br in ("pool", "copy", "copy_high"):
+        if soft.get(br) is None:
+            continue
         _band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP aG ({br} start)")
         _band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior aG ({br} start)")
     a.plot(Pc, curves["map"]["aG"], "k-", lw=1, label="EK aG (MAP)")

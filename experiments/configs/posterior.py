@@ -16,7 +16,7 @@ QUICK = dict(
     P_pool=[8, 12, 16, 20, 22, 24, 26, 28, 32],
     P_copy=[22, 24, 26, 28, 32],  # the copy start, inside the window
     # above the window: does the posterior (not the MAP) copy? chains from the copy start
-    P_copy_high=[48, 64, 128],
+    P_copy_high=[36, 40, 44, 48, 64, 128],
     # REDUCED_SGLD has 4 chains x 6000 steps; halved chains and 2500 steps (800 draws per run)
     # fit the CPU; the health arrays (R-hat, ESS) of every run are reported
     sgld=dict(n_steps=2500, burn_in=500, thin=5, n_chains=2),
