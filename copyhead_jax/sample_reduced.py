@@ -108,7 +108,7 @@ def nuts_reference(
         kernel, num_warmup=n_warmup, num_samples=n_samples, num_chains=n_chains,
         chain_method="sequential", progress_bar=False,
     )  # fmt: skip
-    init = jnp.zeros((n_chains, theta.size), theta.dtype)
+    init = jnp.zeros((n_chains, theta.size) if n_chains > 1 else (theta.size,), theta.dtype)
     mcmc.run(key, init_params=init)
     w = mcmc.get_samples(group_by_chain=True)  # [C, S, n]
     obs = jax.vmap(jax.vmap(lambda x: observe(head_of(x, theta, C))))(w)
