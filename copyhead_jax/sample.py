@@ -155,7 +155,9 @@ def sample_runs(sampler: Sampler, keys, heads, train, mask, theta=None, C=None) 
 def whiten_runs(cfg: Config, heads, train, mask):
     """``(theta*, C)`` of every run of a reduced sweep (call inside ``jax.enable_x64``)."""
     obj = Objective.from_config(cfg)
-    return jax.vmap(lambda h, t, m: whitening(h, t, m, obj))(heads, train, mask)
+    # one run at a time: a vmap over runs would hold runs x 32 tangents x the P x L x L block
+    # (GiBs at the paper's P); the Hessian-vector products are vectorised inside each run
+    return jax.lax.map(lambda a: whitening(*a, obj), (heads, train, mask))
 
 
 @dataclass
