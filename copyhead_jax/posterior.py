@@ -61,6 +61,11 @@ def log_prior_energy(head: AbstractHead, obj: Objective) -> Scalar:
     )
 
 
+def embedding_prior_energy(head: AbstractHead, obj: Objective) -> Scalar:
+    """The prior energy of the embeddings alone (a constant when they are quenched)."""
+    return jnp.sum(head.W_E**2) / (2 * obj.sigma_e**2) + jnp.sum(head.b**2) / (2 * obj.sigma_p**2)
+
+
 def neg_log_posterior(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective) -> Scalar:
     """``U(Theta)`` on the masked training set (padding rows contribute exactly nothing).
 
