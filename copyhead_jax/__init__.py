@@ -20,6 +20,7 @@ Code map, in data-flow order:
 - ``cli``          the ``copyhead`` command
 """
 
+from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import bayes as bayes
 from . import config as config
 from .arviz_io import to_arviz as to_arviz

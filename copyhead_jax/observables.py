@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from . import conventions
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
 from .data import masked_mean, one_hot
 from .models import AbstractHead
@@ -20,13 +21,13 @@ from .posterior import predictions, squared_errors
 
 
 def shift_operator(L: int) -> AttnMatrix:
-    """``G*_{ab} = delta_{a-1, b}`` (indices mod L): query ``a`` reads key ``a-1``."""
-    return jnp.roll(jnp.eye(L, dtype=jnp.float32), -1, axis=1)
+    """``G*_{ab} = delta_{a-1, b}`` (indices mod L): query ``a`` reads key ``a-1`` (float32)."""
+    return conventions.shift_matrix(L, jnp.float32)
 
 
 def ansatz_basis(L: int) -> Float[Array, "2 L L"]:
-    """``(B_1, B_2) = (J/L, G*/sqrt(L))``."""
-    return jnp.stack([jnp.ones((L, L), jnp.float32) / L, shift_operator(L) / jnp.sqrt(L)])
+    """``(B_1, B_2) = (J/L, G*/sqrt(L))`` (float32)."""
+    return jnp.stack(conventions.basis(L, jnp.float32))
 
 
 class OrderParameters(NamedTuple):
@@ -41,20 +42,7 @@ class OrderParameters(NamedTuple):
 
 def order_parameters(A: AttnMatrix, *, gauge_fix: bool = False) -> OrderParameters:
     """Project ``A`` on span{B_1, B_2}; ``gauge_fix`` flips the Z2 sign so that ``r > 0``."""
-    L = A.shape[-1]
-    B = ansatz_basis(L)
-    gram = jnp.array([[1.0, L**-0.5], [L**-0.5, 1.0]], jnp.float32)
-    c = jnp.linalg.solve(gram, jnp.einsum("kab,ab->k", B, A))
-    proj = jnp.einsum("k,kab->ab", c, B)
-    norm = jnp.linalg.norm(A) * jnp.linalg.norm(proj)
-    coverage = jnp.where(norm > 0, jnp.sum(A * proj) / jnp.where(norm > 0, norm, 1.0), jnp.nan)
-    r = c[0] + c[1] / jnp.sqrt(L)
-    if gauge_fix:
-        c = jnp.where(r < 0, -c, c)
-        r = jnp.abs(r)
-    w = (1 - 1 / L) * c[1] ** 2
-    psi = w / jnp.maximum(r**2 + w, 1e-30)
-    return OrderParameters(c[0], c[1], r, psi, coverage)
+    return OrderParameters(*conventions.project(A, gauge_fix=gauge_fix))
 
 
 def attention_matrices(head: AbstractHead, tokens: TokenBatch) -> Float[Array, "P L L"]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from . import conventions
 from ._types import Mask, Scalar, TokenBatch
 from .config import Config
 from .models import AbstractHead
@@ -35,7 +36,7 @@ class Objective:
     @classmethod
     def from_config(cls, cfg: Config) -> Objective:
         post, m = cfg.posterior, cfg.model
-        noise = post.sigma2 * (cfg.task.L if post.likelihood == "per_position" else 1.0)
+        noise = conventions.noise_variance(post.sigma2, L=cfg.task.L, likelihood=post.likelihood)
         return cls(post.chi / (2.0 * noise), m.sigma_e, m.sigma_p, m.sigma_G, m.sigma_O)
 
 

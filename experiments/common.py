@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
@@ -353,205 +352,10 @@ def run_gram(runs: Runs, P: int, seed_index: int) -> np.ndarray:
 # Finite-width, finite-P theory (THEORY.md §2b), batched
 
 
-def _stats_for(tokens: np.ndarray, P_values, V: int) -> tuple[np.ndarray, np.ndarray]:
-    """``S4[P], S2[P]`` of the nested prefixes of ``tokens`` (incremental sums, float64)."""
-    X = np.eye(V)[tokens]  # [P_max, L, V]
-    S4s, S2s = [], []
-    acc4 = np.zeros((X.shape[1], V, X.shape[1], V))
-    acc2 = np.zeros((X.shape[1], V))
-    done = 0
-    for p in sorted(int(q) for q in P_values):
-        blk = X[done:p]
-        acc4 += np.einsum("pbv,pcw->bvcw", blk, blk)
-        acc2 += blk.sum(0)
-        done = p
-        S4s.append(acc4 / p)
-        S2s.append(acc2 / p)
-    return np.stack(S4s), np.stack(S2s)
-
-
-def _asinh_grid(lo, hi, width, n):
-    u = np.linspace(np.arcsinh(lo / width), np.arcsinh(hi / width), n)
-    return width * np.sinh(u)
-
-
-N_R, N_S, N_BETA, N_KEEP = 48, 97, 513, 4  # grids of the reduced minimisation, minima kept
-N_ZOOM = 24  # zoom rounds polishing each grid minimum (each shrinks the cell 3-fold)
-
-
-class SpanAction:
-    r"""The exact finite-P, finite-width MAP action (THEORY.md §3 (i), §2b) restricted to the
-    ansatz ``A = c1 B1 + cG B2``, from precomputed quadratic structure.
-
-    ``M = mean Z^T A^T A Z`` is quadratic and ``m = mean Z^T A^T G* X`` linear in ``(c1, cG)``,
-    so three calls of the theory's :func:`moments` give both for every ``c``; the prior term is a
-    quadratic form (linear: in ``c``; softmax: ``R(beta G*) = beta^2 R(G*)``, and
-    ``softmax(beta G*) = a1 B1 + aG B2`` exactly). Each evaluation is then one ``D x D`` solve.
-    :func:`tests.test_experiments` checks ``S`` against ``theory.action.finite_action``.
-    """
-
-    def __init__(self, S4, S2, P, gram, params: TheoryParams, attention: str):
-        from copyhead_jax.theory.action import (
-            DatasetStats,
-            basis,
-            finite_terms,
-            moments,
-            shift_matrix,
-        )
-
-        with jax.enable_x64(True):
-            B1, B2 = (np.asarray(b) for b in basis(params.L))
-            S4, S2 = jnp.asarray(S4, jnp.float64), jnp.asarray(S2, jnp.float64)
-
-            def mom(A):
-                M, m, ysq = moments(jnp.asarray(A), S4, S2)
-                return np.asarray(M), np.asarray(m), float(ysq)
-
-            M1, m1, ysq = mom(B1)
-            M2, m2, _ = mom(B2)
-            M12, _, _ = mom(B1 + B2)
-            st = DatasetStats(S4, S2, jnp.asarray(float(P)))
-            g = jnp.asarray(gram, jnp.float64)
-
-            def R_of(G):
-                t = finite_terms(
-                    jnp.asarray(G), tokens=st, gram=g, params=params, attention=attention
-                )
-                return float(t["R"])
-
-            if attention == "linear":
-                r1, r2, r12 = R_of(B1), R_of(B2), R_of(B1 + B2)
-                self.R2 = (r1, r2, r12 - r1 - r2)  # R(c) = r1 c1^2 + r2 cG^2 + rx c1 cG
-            else:
-                self.R_beta = R_of(shift_matrix(params.L))  # R(beta G*) = R_beta beta^2
-        w, Qm = np.linalg.eigh(0.5 * (gram + gram.T))
-        Rt = Qm * np.sqrt(np.clip(w, 0.0, None))  # Gram root, as in theory.action
-        self.A1, self.A2 = Rt.T @ M1 @ Rt, Rt.T @ M2 @ Rt
-        self.Ax = Rt.T @ (M12 - M1 - M2) @ Rt
-        self.b1, self.b2 = Rt.T @ m1, Rt.T @ m2
-        Pe = P / params.L if params.likelihood == "per_position" else float(P)
-        self.lam = params.sigma2 / (Pe * params.sigma_O**2)
-        self.c0 = params.chi * Pe / (2.0 * params.sigma2)
-        self.ysq = ysq
-        self.L = params.L
-        self.attention = attention
-
-    def Q(self, c1, cG):
-        """``Q`` at arrays ``c1, cG`` (any common shape)."""
-        c1, cG = np.broadcast_arrays(np.asarray(c1, float), np.asarray(cG, float))
-        sh = c1.shape
-        a, b = c1.reshape(-1, 1, 1), cG.reshape(-1, 1, 1)
-        K = a**2 * self.A1 + b**2 * self.A2 + a * b * self.Ax
-        K = K + self.lam * np.eye(K.shape[-1])
-        rhs = a * self.b1 + b * self.b2
-        fit = np.sum(rhs * np.linalg.solve(K, rhs), axis=(1, 2))
-        return (self.c0 * (self.ysq - fit)).reshape(sh)
-
-    def linear(self, c1, cG):
-        r1, r2, rx = self.R2
-        return self.Q(c1, cG) + r1 * c1**2 + r2 * cG**2 + rx * c1 * cG
-
-    def softmax(self, beta):
-        beta = np.asarray(beta, float)
-        L = self.L
-        p = 1.0 / (1.0 + (L - 1.0) * np.exp(-beta))
-        aG = np.sqrt(L) * (p * L - 1.0) / (L - 1.0)
-        return self.Q(1.0 - aG / np.sqrt(L), aG) + self.R_beta * beta**2
-
-
-def _zoom(f, x0, h, n_round=N_ZOOM, k=5):
-    """Polish a grid minimum ``x0`` (1-d or 2-d) by repeated local grids of ``k`` points per
-    axis spanning ``+-h``, shrinking ``h`` 3-fold per round (``f`` takes an array of points)."""
-    x, h = np.asarray(x0, float).copy(), np.asarray(h, float).copy()
-    u = np.linspace(-1.0, 1.0, k)
-    for _ in range(n_round):
-        if x.size == 1:
-            pts = x + h * u[:, None]
-        else:
-            U, W = np.meshgrid(u, u, indexing="ij")
-            pts = x + h * np.stack([U.ravel(), W.ravel()], axis=1)
-        v = f(pts)
-        x = pts[int(np.nanargmin(v))]
-        h = h / 3.0
-    return x, float(f(x[None])[0])
-
-
-def _dedupe(xs, vals, tol):
-    order = np.argsort(vals)
-    keep = []
-    for i in order:
-        if all(np.linalg.norm(xs[i] - xs[j]) > tol * (1 + np.linalg.norm(xs[j])) for j in keep):
-            keep.append(i)
-    return keep
-
-
-def span_minima(act: SpanAction, S0: float) -> dict[str, np.ndarray]:
-    """Every local minimum of the action on the span whose value is below ``S(0) = S0``
-    (slot 0 the global one), found on a grid and polished by zooming."""
-    if act.attention == "linear":
-        r1, r2, rx = act.R2
-        # (r, s) coordinates: r = c1 + cG/sqrt(L) (row sum), s = sqrt(1 - 1/L) cG; f(-x) = f(x)
-        L = act.L
-        k = np.sqrt(1.0 - 1.0 / L)
-        T = np.array([[1.0, -1.0 / (k * np.sqrt(L))], [0.0, 1.0 / k]])  # (r, s) -> (c1, cG)
-        H = T.T @ np.array([[2 * r1, rx], [rx, 2 * r2]]) @ T  # R = x^T H x / 2
-        Hi = np.linalg.inv(H)
-        # a minimum below S0 has R <= S0 (Q >= 0): |x_i| <= sqrt(2 S0 (H^-1)_ii)
-        r_max, s_max = (1.05 * np.sqrt(2.0 * S0 * Hi[i, i]) for i in (0, 1))
-
-        def f(x):
-            c = x @ T.T
-            return act.linear(c[:, 0], c[:, 1])
-
-        rg = _asinh_grid(0.0, r_max, r_max / 60.0, N_R)
-        sg = _asinh_grid(-s_max, s_max, s_max / 60.0, N_S)
-        Rg, Sg = np.meshgrid(rg, sg, indexing="ij")
-        v = f(np.stack([Rg.ravel(), Sg.ravel()], 1)).reshape(Rg.shape)
-        mirror = v[1, ::-1][None]  # the row r = -rg[1] is row 1 mirrored (Z2)
-        vp = np.concatenate([mirror, v, np.full_like(mirror, -np.inf)], 0)
-        vp = np.pad(vp, ((0, 0), (1, 1)), constant_values=-np.inf)
-        win = np.min(np.stack([vp[1 + i : 1 + i + v.shape[0], 1 + j : 1 + j + v.shape[1]]
-                               for i in (-1, 0, 1) for j in (-1, 0, 1)]), 0)  # fmt: skip
-        cand = np.argwhere((v <= win) & (v < S0 + 1e-12 * abs(S0)))
-        xs, vals = [], []
-        for i, j in cand:
-            h = np.array([rg[min(i + 1, N_R - 1)] - rg[max(i - 1, 0)],
-                          sg[min(j + 1, N_S - 1)] - sg[max(j - 1, 0)]]) / 2  # fmt: skip
-            x, val = _zoom(f, [rg[i], sg[j]], h)
-            if x[0] < 0:  # fold into r >= 0
-                x = -x
-            xs.append(x)
-            vals.append(val)
-        if not xs:
-            xs, vals = [np.zeros(2)], [S0]
-        xs, vals = np.array(xs), np.array(vals)
-        keep = _dedupe(xs, vals, 1e-5)[:N_KEEP]
-        c = xs[keep] @ T.T
-        out = {"c1": c[:, 0], "cG": c[:, 1], "value": vals[keep], "n_min": len(keep)}
-    else:
-        cost = act.R_beta
-        b_max = 1.05 * np.sqrt(S0 / cost) + 1.0
-        bg = _asinh_grid(-b_max, b_max, 2.0, N_BETA)
-        v = act.softmax(bg)
-        inner = (v[1:-1] <= v[:-2]) & (v[1:-1] <= v[2:])
-        cand = np.flatnonzero(inner) + 1
-        xs, vals = [], []
-        for i in cand:
-            x, val = _zoom(lambda b: act.softmax(b[:, 0]), [bg[i]], [(bg[i + 1] - bg[i - 1]) / 2])
-            xs.append(x)
-            vals.append(val)
-        if not xs:
-            i = int(np.argmin(v))
-            xs, vals = [np.array([bg[i]])], [float(v[i])]
-        xs, vals = np.array(xs), np.array(vals)
-        keep = _dedupe(xs, vals, 1e-6)[:N_KEEP]
-        out = {"beta": xs[keep, 0], "value": vals[keep], "n_min": len(keep)}
-    n = len(out["value"])
-    pad = N_KEEP - n
-    for key in [k for k in out if k != "n_min"]:
-        out[key] = np.concatenate([out[key], np.full(pad, np.nan)])
-    out["valid"] = np.arange(N_KEEP) < n
-    return out
+FINITE_KEYS = {
+    "linear": ("c1", "cG", "r", "psi", "minima_c1", "minima_cG"),
+    "softmax": ("beta", "aG", "a1", "minima_beta", "minima_aG"),
+}
 
 
 def finite_theory(
@@ -562,43 +366,22 @@ def finite_theory(
     P_values,
 ) -> dict[str, np.ndarray]:
     """Every local minimum of the exact finite-P action (i) at finite width (MAP) on the ansatz,
-    for each seed (its ``tokens`` and embedding ``gram``) and each ``P`` (nested prefixes).
+    for each seed (its ``tokens`` and embedding ``gram``) and each ``P`` (nested prefixes):
+    :func:`copyhead_jax.theory.finite_minima` per seed.
 
     Returns arrays ``[nP, n_seeds]`` of the global minimiser (linear: ``c1, cG, r, psi``;
     softmax: ``beta, aG, a1``), ``n_min``, and ``minima_*[nP, n_seeds, k]`` (value, valid, and
     ``c1, cG`` or ``beta, aG``), slot 0 the global one.
     """
+    from copyhead_jax.theory import finite_minima
+
     P = np.asarray(sorted(int(p) for p in P_values))
-    nS = len(tokens)
-    res: list[list[dict]] = []
-    for s in range(nS):
-        S4, S2 = _stats_for(tokens[s][: P[-1]], P, params.V)
-        row = []
-        for i, p in enumerate(P):
-            act = SpanAction(S4[i], S2[i], p, grams[s], params, attention)
-            S0 = float(act.Q(0.0, 0.0))
-            row.append(span_minima(act, S0))
-        res.append(row)
-    o = {k: np.array([[res[s][i][k] for s in range(nS)] for i in range(len(P))])
-         for k in res[0][0]}  # fmt: skip
-    L = params.L
-    out: dict[str, np.ndarray] = {"P": P, "n_min": o["n_min"], "minima_value": o["value"],
-                                  "minima_valid": o["valid"]}  # fmt: skip
-    if attention == "linear":
-        c1, cG = o["c1"], o["cG"]
-        r = c1 + cG / np.sqrt(L)
-        w = (1.0 - 1.0 / L) * cG**2
-        with np.errstate(all="ignore"):
-            psi = np.where(r**2 + w > 0, w / (r**2 + w), 0.0)
-        out.update(c1=c1[..., 0], cG=cG[..., 0], r=r[..., 0], psi=psi[..., 0],
-                   minima_c1=c1, minima_cG=cG)  # fmt: skip
-    else:
-        beta = o["beta"]
-        p = 1.0 / (1.0 + (L - 1.0) * np.exp(-beta))
-        aG = np.sqrt(L) * (p * L - 1.0) / (L - 1.0)
-        out.update(beta=beta[..., 0], aG=aG[..., 0], a1=(1.0 - aG / np.sqrt(L))[..., 0],
-                   minima_beta=beta, minima_aG=aG)  # fmt: skip
-    return out
+    per_seed = [
+        finite_minima(t[: P[-1]], P, gram=g, params=params, attention=attention)
+        for t, g in zip(tokens, grams)
+    ]
+    keys = ("n_min", "minima_value", "minima_valid", *FINITE_KEYS[attention])
+    return {"P": P, **{k: np.stack([x[k] for x in per_seed], axis=1) for k in keys}}
 
 
 def finite_branch_values(ft: dict[str, np.ndarray], *, split: float) -> tuple[np.ndarray, ...]:
@@ -690,7 +473,8 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
     index = {p: i for i, p in enumerate(P_list)}
     for j, s in enumerate(seeds):
         for g in groups:
-            P_eff = g[-1] / (cfg.task.L if cfg.posterior.likelihood == "per_position" else 1)
+            lik = cfg.posterior.likelihood
+            P_eff = ch.conventions.effective_P(g[-1], L=cfg.task.L, likelihood=lik)
             eta = float(min(eta_max, eta_seq / max(P_eff, 1e-12)))
             sgld = ch.SGLDConfig(step_size=eta, **sg)
             sub = _sub_sweep(runs, g, s)

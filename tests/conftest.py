@@ -6,9 +6,11 @@ int32 count, which strict promotion rejects; our own maths is checked in float32
 
 import os
 
-# XLA's CPU backend can deadlock in its Eigen worker pool on a loaded 2-core machine (processes
-# seen asleep forever mid-computation, three times this session; the flag made the same tests
-# pass). Set before JAX is imported; appended to any flags the caller set.
+# XLA's CPU runtime can deadlock on a 2-core machine when batched LAPACK kernels run concurrently
+# on its intra-op pool (gdb: both pool workers in jaxlib's ParallelBatchMap; see
+# copyhead_jax/_runtime.py). A one-thread pool avoids it and is no slower here; importing
+# copyhead_jax sets the same on small machines, the tests set it whatever the machine.
+os.environ.setdefault("PJRT_NPROC", "1")
 if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"

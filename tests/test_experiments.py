@@ -195,33 +195,8 @@ def test_seed_data_and_embeddings_match_the_sweep(dirs):
     np.testing.assert_allclose(C.seed_gram(cfg, 0), C.run_gram(lin, 4, 0), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("preset", ["plain", "paper"])
-def test_span_action_equals_the_theory_action(preset):
-    # the reduced (precomputed quadratic) action is the theory's finite action on the ansatz,
-    # to float64 rounding, for both attentions and both convention switches
-    from copyhead_jax.theory.action import basis, finite_action, shift_matrix
-
-    cfg = ch.TINY.replace(sweep=dict(seed=5))
-    th = C.load_spec("tiny", preset, "main", ".").theory_params()
-    toks, gram = C.seed_tokens(cfg, 0, 7), C.seed_gram(cfg, 0)
-    S4, S2 = C._stats_for(toks, [7], th.V)
-    rng = np.random.default_rng(0)
-    with jax.enable_x64(True):
-        B1, B2 = basis(th.L)
-        lin = C.SpanAction(S4[0], S2[0], 7, gram, th, "linear")
-        soft = C.SpanAction(S4[0], S2[0], 7, gram, th, "softmax")
-        for c1, cG, beta in rng.normal(0, 2, (4, 3)):
-            ref = finite_action(c1 * B1 + cG * B2, tokens=toks, gram=gram, params=th)
-            assert lin.linear(np.array([c1]), np.array([cG]))[0] == pytest.approx(
-                float(ref), rel=1e-10
-            )
-            ref = finite_action(beta * shift_matrix(th.L), tokens=toks, gram=gram, params=th,
-                                attention="softmax")  # fmt: skip
-            assert soft.softmax(np.array([beta]))[0] == pytest.approx(float(ref), rel=1e-10)
-
-
 def test_finite_theory_matches_the_public_minimiser():
-    from copyhead_jax.theory.minima import finite_theory_minimum
+    from copyhead_jax.theory import finite_theory_minimum
 
     cfg = ch.TINY.replace(sweep=dict(seed=3))
     th = C.Spec.theory_params(C.load_spec("tiny", "plain", "main", "."))

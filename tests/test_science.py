@@ -17,10 +17,7 @@ from copyhead_jax.theory import TheoryParams, finite_theory_minimum
 
 
 @pytest.mark.slow
-# softmax left out: theory.finite_theory_minimum(attention="softmax") at L = 10 froze XLA's CPU
-# runtime (threads asleep, deterministic on this machine at the end of this session); see the
-# session note. The exact MAP's softmax side is pinned by tests/test_sample_reduced.py.
-@pytest.mark.parametrize("attention", ["linear"])
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
 def test_exact_map_lands_on_the_finite_width_theory(attention):
     cfg = ch.PLAIN.replace(
         task=dict(L=10, V=3, n_test=64),

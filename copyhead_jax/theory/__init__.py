@@ -12,7 +12,10 @@ Code map, in data-flow order:
                   elementwise in every argument.
 * ``minima``      every local minimum (grid, then Newton; vmappable), :func:`theory_curve`
                   versus P with metastable branches, :func:`full_minimum` (identity 7),
-                  :func:`finite_theory_minimum` (one realised run), :func:`landscape`.
+                  :func:`landscape`.
+* ``finite``      finite-width, finite-P theory of one run (same tokens, same embedding Gram):
+                  :func:`finite_minima` (every local minimum at many nested P, one compile),
+                  :func:`finite_theory_minimum` (one training set, optionally full space).
 * ``points``      :func:`transition_points`: ``P_c1, P_cG, P_cG_half, P_aG``, spinodals.
 * ``scaling``     :func:`scaling_table`, :func:`scaling_fits`, :func:`fit_power_law`,
                   :func:`fit_law`, :func:`phase_diagram`.
@@ -38,9 +41,9 @@ from .action import (
     project,
     shift_matrix,
 )
+from .finite import finite_minima, finite_theory_minimum, nested_stats
 from .minima import (
     copy_fraction,
-    finite_theory_minimum,
     full_minimum,
     landscape,
     linear_minima,
@@ -84,6 +87,7 @@ __all__ = [
     "ek_terms",
     "embedding_gram",
     "finite_action",
+    "finite_minima",
     "finite_terms",
     "finite_theory_minimum",
     "fit_law",
@@ -93,6 +97,7 @@ __all__ = [
     "landscape",
     "linear_minima",
     "linear_potential",
+    "nested_stats",
     "logit_cov",
     "p_aG_estimate",
     "p_c1_asymptotic",

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .. import conventions as conv
 from .._checks import check_choice
 from ..config import LIKELIHOODS, LINEAR_SCALES
 
@@ -89,7 +90,7 @@ def make_scales(
 
 def p_eff(P, sc: Scales):
     """THEORY.md §2b: the per-position likelihood replaces ``P`` by ``P/L`` in Q and lambda."""
-    return P / (1.0 + sc.per_position * (sc.L - 1.0))
+    return conv.effective_P(P, L=sc.L, likelihood=sc.per_position)
 
 
 def sigma_G_lin(sc: Scales):

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_factor, cho_solve
 
+from .. import conventions as conv
 from .._checks import check_choice
 from .._types import AttnMatrix, Gram, LogitMatrix, Scalar, TokenBatch
 from ._common import ATTENTIONS, OBJECTIVES, as_float
@@ -37,13 +38,13 @@ from .params import TheoryParams
 
 
 def shift_matrix(L: int) -> AttnMatrix:
-    """``G*_{ab} = delta_{a-1,b}`` (indices mod L): the copy pattern."""
-    return jnp.roll(jnp.eye(L), -1, axis=1)
+    """``G*_{ab} = delta_{a-1,b}`` (indices mod L): the copy pattern (:mod:`..conventions`)."""
+    return conv.shift_matrix(L)
 
 
 def basis(L: int) -> tuple[AttnMatrix, AttnMatrix]:
     """The unit-Frobenius (non-orthogonal) basis ``B1 = J/L``, ``B2 = G*/sqrt(L)`` (§4)."""
-    return jnp.ones((L, L)) / L, shift_matrix(L) / jnp.sqrt(L)
+    return conv.basis(L)
 
 
 def from_coefficients(c1, cG, L: int) -> AttnMatrix:
@@ -55,15 +56,11 @@ def from_coefficients(c1, cG, L: int) -> AttnMatrix:
 def project(G: AttnMatrix) -> dict[str, Scalar]:
     """Least-squares coefficients on ``{B1, B2}`` and the subspace cosine (THEORY.md §6).
 
-    Returns ``c1, cG`` and ``cosine = <G, Pi G>/(||G|| ||Pi G||) = ||Pi G||/||G||`` (nan for G=0).
+    Returns ``c1, cG`` and ``cosine = <G, Pi G>/(||G|| ||Pi G||)`` (nan for G=0), from
+    :func:`copyhead_jax.conventions.project`.
     """
-    L = G.shape[0]
-    B1, B2 = basis(L)
-    rhs = jnp.stack([jnp.sum(G * B1), jnp.sum(G * B2)])
-    g = 1.0 / jnp.sqrt(as_float(L))
-    c1, cG = jnp.linalg.solve(jnp.array([[1.0, g], [g, 1.0]]), rhs)
-    proj = c1 * B1 + cG * B2
-    return {"c1": c1, "cG": cG, "cosine": jnp.linalg.norm(proj) / jnp.linalg.norm(G)}
+    pr = conv.project(G)
+    return {"c1": pr.c1, "cG": pr.cG, "cosine": pr.coverage}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,17 +149,33 @@ def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
 # Terms of the action
 
 
+def _spd_solve(K, b):
+    """``K^{-1} b`` for symmetric positive definite ``K`` (Cholesky).
+
+    Derivatives by implicit differentiation (``custom_linear_solve``): every order reuses one
+    factorisation and solves with ``b``'s columns, instead of differentiating the Cholesky
+    factor (values are those of ``cho_solve(cho_factor(K), b)``).
+    """
+    cf = cho_factor(jax.lax.stop_gradient(K))
+    return jax.lax.custom_linear_solve(
+        lambda x: K @ x, b, lambda _, x: cho_solve(cf, x), symmetric=True
+    )
+
+
 def _QD(M, m, ysq, *, R, P, params: TheoryParams):
-    """``Q`` and ``D`` of THEORY.md §3 (i)/(ii) from the moments (per-position: ``P -> P/L``)."""
-    Pe = P / params.L if params.likelihood == "per_position" else P  # §2b
+    """``Q`` and ``D`` of THEORY.md §3 (i)/(ii) from the moments and a Gram root ``R``."""
+    return solve_QD(R.T @ M @ R, R.T @ m, ysq, P=P, params=params)
+
+
+def solve_QD(calA, bvec, ysq, *, P, params: TheoryParams):
+    """``Q`` and ``D`` from the rotated moments ``calA = R^T M R``, ``b = R^T m`` (§3; ``P`` is
+    the raw number of sequences, the likelihood convention gives the effective one, §2b)."""
+    Pe = conv.effective_P(P, L=params.L, likelihood=params.likelihood)
     lam = params.sigma2 / (Pe * params.sigma_O**2)
-    calA = R.T @ M @ R
-    bvec = R.T @ m
-    K = calA + lam * jnp.eye(calA.shape[0])
-    cf = cho_factor(K)
-    fit = jnp.sum(bvec * cho_solve(cf, bvec))
+    K = calA + lam * jnp.eye(calA.shape[0], dtype=calA.dtype)
+    fit = jnp.sum(bvec * _spd_solve(K, bvec))
     Q = params.chi * Pe / (2.0 * params.sigma2) * (ysq - fit)
-    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(cf[0])))
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(cho_factor(K)[0])))
     D = 0.5 * params.V * (logdet - calA.shape[0] * jnp.log(lam))
     return Q, D
 

@@ -9,8 +9,6 @@ r"""Every local minimum of the reduced potentials, the theory curves, and full-m
 * :func:`landscape`: the reduced potential on a grid at a few ``P`` (the two wells).
 * :func:`full_minimum`: the minimiser of the full ``L x L`` EK action from random starts
   (identity 7 of THEORY.md §7).
-* :func:`finite_theory_minimum`: the minimiser of the finite-width, finite-P action (i) of a
-  realised run (quenched embeddings, same training set).
 """
 
 from __future__ import annotations
@@ -23,10 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .. import conventions as conv
 from .._checks import check_choice, check_int
 from ._common import ATTENTIONS, OBJECTIVES, Scales, as_float, sigma_G_lin, x64
 from ._solvers import asinh_grid, minima_1d, minima_2d, refine_minima
-from .action import DatasetStats, _as_stats, basis, ek_action, finite_action, project, shift_matrix
+from .action import ek_action, project
 from .params import TheoryParams
 from .potentials import (
     J_of,
@@ -166,11 +165,7 @@ def softmax_minima(
 # Theory curves
 
 
-def copy_fraction(c1, cG, L):
-    r"""``psi = (1-1/L) cG^2 / (r^2 + (1-1/L) cG^2)`` (THEORY.md §5); 0 at ``G = 0``."""
-    _, _, g2 = invariants(c1, cG, L)
-    num = (1.0 - 1.0 / L) * cG**2
-    return jnp.where(g2 > 0, num / jnp.where(g2 > 0, g2, 1.0), 0.0)
+copy_fraction = conv.copy_fraction  # THEORY.md §5 (one implementation)
 
 
 @functools.partial(jax.jit, static_argnames=("attention", "n_keep"))
@@ -413,136 +408,8 @@ def full_minimum(
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-# ---------------------------------------------------------------------------------------------
-# Finite-width, finite-P theory (THEORY.md §2b)
-
-
-def _finite_S(st, gram, params, attention, objective):
-    def S(G):
-        return finite_action(
-            G, tokens=st, gram=gram, params=params, attention=attention, objective=objective
-        )
-
-    return S
-
-
-@functools.partial(jax.jit, static_argnames=(*_STATIC, "n_keep"))
-def _finite_span_core(st, gram, *, params, attention, objective, n_keep):
-    """Every local minimum of the finite action on the ansatz (grids from the EK scales)."""
-    S = _finite_S(st, gram, params, attention, objective)
-    sc = params.scales(objective)
-    if attention == "linear":
-        B1, B2 = basis(params.L)
-
-        def f(x):
-            c1, cG = _to_c(x[0], x[1], sc.L)
-            return S(c1 * B1 + cG * B2)
-
-        x, fx, valid, n_min = minima_2d(f, *_lin_grids(st.P, sc, n_r=N_R, n_s=N_S), n_keep=n_keep)
-        c1, cG = _to_c(x[:, 0], x[:, 1], sc.L)
-        return {"c1": c1, "cG": cG, "value": fx, "valid": valid, "n_min": n_min}
-    Gs = shift_matrix(params.L)
-    beta, fx, valid, n_min = minima_1d(
-        lambda b: S(b * Gs), _beta_grid(st.P, sc, N_BETA), n_keep=n_keep
-    )
-    return {"beta": beta, "value": fx, "valid": valid, "n_min": n_min}
-
-
-@functools.partial(jax.jit, static_argnames=(*_STATIC, "n_steps"))
-def _finite_full_core(G0, st, gram, *, params, attention, objective, n_steps):
-    S = _finite_S(st, gram, params, attention, objective)
-    G = jax.vmap(lambda g: _lbfgs_minimise(S, g, n_steps))(G0)
-    return _summarise_full(S, G, attention)
-
-
-@x64
-def finite_theory_minimum(
-    *,
-    tokens,
-    gram=None,
-    params: TheoryParams,
-    attention: str = "linear",
-    objective: str = "map",
-    space: str = "span",
-    key: jax.Array | None = None,
-    n_starts: int = 2,
-    n_steps: int = 500,
-    n_keep: int = N_KEEP,
-) -> dict[str, Any]:
-    r"""Minimiser of the exact finite-P action (i) of one run: same tokens, same embedding Gram.
-
-    ``tokens``: int ``[P, L]`` (or :func:`dataset_stats`); ``gram``: ``U U^T / N``
-    ``[V+L, V+L]`` (rows: V tokens then L positions) or ``None`` (prior Gram, ``N -> infinity``).
-    ``space='span'`` (default): minimise over the ansatz (linear: ``A = c1 B1 + cG B2``, 2-d grid
-    + Newton; softmax: logits ``beta G*``, 1-d grid + Newton) and return every local minimum, like
-    :func:`theory_curve`. The finite dataset breaks the cyclic symmetry, so the exact minimiser
-    leaves the span slightly; ``space='full'`` then also minimises over the full ``L x L`` matrix
-    by L-BFGS, started from the span minimiser and ``n_starts`` perturbations of it, and reports
-    the best one (``full``: ``G, A, c1, cG, cosine, value, grad_norm``). Compiles once per
-    ``(params, attention, objective)`` and data shape.
-    """
-    check_choice("attention", attention, ATTENTIONS)
-    check_choice("objective", objective, OBJECTIVES)
-    check_choice("space", space, ("span", "full"))
-    L, V = params.L, params.V
-    if not isinstance(tokens, DatasetStats):
-        tokens = np.asarray(tokens)
-        if tokens.ndim != 2 or tokens.shape[1] != L:
-            raise ValueError(f"tokens must be an int array [P, L={L}], got {tokens.shape}")
-        if tokens.min() < 0 or tokens.max() >= V:
-            raise ValueError(f"tokens must lie in [0, V-1] = [0, {V - 1}]")
-        tokens = jnp.asarray(tokens)
-    st = DatasetStats(*(jnp.asarray(x, dtype=jnp.float64) for x in _as_stats(tokens, V)))
-    if gram is not None:
-        gram = jnp.asarray(gram, dtype=jnp.float64)
-        if gram.shape != (V + L, V + L):
-            raise ValueError(f"gram must have shape (V+L, V+L) = {(V + L,) * 2}, got {gram.shape}")
-    static = dict(params=params, attention=attention, objective=objective)
-    m = {k: np.asarray(v) for k, v in _finite_span_core(st, gram, n_keep=n_keep, **static).items()}
-    out: dict[str, Any] = {"P": float(st.P), "attention": attention, "objective": objective}
-    if attention == "linear":
-        c1, cG = m["c1"], m["cG"]
-        G_span = c1[0] * basis(L)[0] + cG[0] * basis(L)[1]
-        out.update(
-            c1=float(c1[0]),
-            cG=float(cG[0]),
-            psi=float(copy_fraction(c1[0], cG[0], L)),
-            minima_c1=c1,
-            minima_cG=cG,
-        )
-    else:
-        beta = m["beta"]
-        p, a1, aG = (np.asarray(a) for a in ansatz(jnp.asarray(beta), as_float(L)))
-        G_span = beta[0] * shift_matrix(L)
-        out.update(
-            beta=float(beta[0]),
-            a1=float(a1[0]),
-            aG=float(aG[0]),
-            p=float(p[0]),
-            minima_beta=beta,
-            minima_aG=aG,
-        )
-    out.update(
-        action=float(m["value"][0]),
-        n_min=int(m["n_min"]),
-        minima_value=m["value"],
-        minima_valid=m["valid"],
-    )
-    if space == "full":
-        key = jax.random.key(0) if key is None else key
-        scale = jnp.std(G_span) + 1e-3
-        G0 = G_span[None] + scale * jax.random.normal(key, (n_starts + 1, L, L))
-        G0 = G0.at[0].set(G_span)
-        with jax.numpy_dtype_promotion("standard"):  # optax counters, see _lbfgs_minimise
-            full = _finite_full_core(G0, st, gram, n_steps=n_steps, **static)
-        best = int(np.argmin(np.asarray(full["value"])))
-        out["full"] = {k: np.asarray(v)[best] for k, v in full.items()}
-    return out
-
-
 __all__ = [
     "copy_fraction",
-    "finite_theory_minimum",
     "full_minimum",
     "landscape",
     "linear_minima",

@@ -1,0 +1,52 @@
+"""A guard against a deadlock in jaxlib's CPU linear algebra on machines with few cores.
+
+jaxlib's batched LAPACK kernels (Cholesky, LU, triangular solve, eigh; ``jax::ParallelBatchMap``
+in ``jaxlib/cpu/_lapack.so``) split a large batch into chunks, schedule them on XLA's intra-op
+thread pool and block until they finish. XLA's CPU runtime runs independent operations of one
+program concurrently on that same pool. When as many batched LAPACK calls run at once as the
+pool has threads, every worker waits for chunks that no free worker can run: the process
+sleeps forever at 0% CPU. ``gdb`` on a frozen test (2 cores, pool of 2) showed both
+``tf_XLAEigen`` workers in ``ParallelBatchMap`` -> ``BlockingCounter::Wait`` under
+``lapack_dpotrf_ffi``, twelve other workers idle; ``--xla_cpu_multi_thread_eigen=false`` does not
+help, a one-thread pool does (the kernels then run their batch inline).
+
+The pool size comes from the environment variable ``PJRT_NPROC`` (or ``NPROC``), read once when
+the CPU backend starts. On a machine with at most ``SMALL_MACHINE_CORES`` cores, importing
+copyhead_jax sets ``PJRT_NPROC=1`` unless the user set it or the backend has already started;
+measured on 2 cores it changes sweep and test wall times by under 3%. Set ``PJRT_NPROC``
+yourself to override (``COPYHEAD_KEEP_XLA_POOL=1`` leaves the environment untouched).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+SMALL_MACHINE_CORES = 4
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _backend_started() -> bool:
+    xb = sys.modules.get("jax._src.xla_bridge")
+    return bool(getattr(xb, "_backends", None))
+
+
+def avoid_lapack_pool_deadlock() -> bool:
+    """Set ``PJRT_NPROC=1`` on a small machine before JAX's CPU backend starts; True if set."""
+    env = os.environ
+    if env.get("COPYHEAD_KEEP_XLA_POOL") or "PJRT_NPROC" in env or "NPROC" in env:
+        return False
+    if usable_cores() > SMALL_MACHINE_CORES or _backend_started():
+        return False
+    env["PJRT_NPROC"] = "1"
+    return True
+
+
+avoid_lapack_pool_deadlock()  # on import: copyhead_jax imports this module first

@@ -1,0 +1,109 @@
+r"""Conventions that the engine and the theory share (THEORY.md §2b, §4, §5, §6): one place each.
+
+* likelihood convention: :func:`noise_factor`, :func:`effective_P`, :func:`noise_variance`
+  (``per_position`` has noise $L\sigma^2/\chi$, so the action sees ``P/L``);
+* the copy pattern $G^*_{ab}=\delta_{a-1,b}$ (:func:`shift_matrix`) and the unit-Frobenius,
+  non-orthogonal ansatz basis $B_1=J/L$, $B_2=G^*/\sqrt L$ (:func:`basis`);
+* least-squares projection on the basis with the subspace cosine (:func:`project`);
+* the copy fraction $\psi$ (:func:`copy_fraction`).
+
+Imports only JAX, NumPy and ``_types`` so that ``theory/`` may use it. Functions compute in the
+dtype of their inputs (``dtype=None``: JAX's default float, float64 inside ``jax.enable_x64``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from ._types import AttnMatrix, Scalar
+
+LIKELIHOODS = ("per_sequence", "per_position")
+
+
+def noise_factor(L, likelihood):
+    r"""``sigma^2_eff / sigma^2``: ``1`` (per_sequence) or ``L`` (per_position), THEORY.md §2b.
+
+    ``likelihood`` is a name from :data:`LIKELIHOODS` (returns ``L`` or ``1.0`` as given) or a
+    0/1 flag array (``1 + flag (L - 1)``, so it can be traced and vmapped).
+    """
+    if isinstance(likelihood, str):
+        if likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+        return L if likelihood == "per_position" else 1.0
+    return 1.0 + likelihood * (L - 1.0)
+
+
+def effective_P(P, *, L, likelihood):
+    """The ``P`` the action sees: ``P / L`` under ``per_position``, ``P`` otherwise (§2b)."""
+    if isinstance(likelihood, str) and noise_factor(L, likelihood) == 1.0:
+        return P
+    return P / noise_factor(L, likelihood)
+
+
+def noise_variance(sigma2, *, L, likelihood):
+    """Likelihood variance in loss units: ``sigma2`` (per_sequence) or ``L sigma2`` (§2b)."""
+    return sigma2 * noise_factor(L, likelihood)
+
+
+def shift_matrix(L: int, dtype=None) -> AttnMatrix:
+    """``G*_{ab} = delta_{a-1,b}`` (indices mod L): query ``a`` reads key ``a-1``."""
+    return jnp.roll(jnp.eye(L, dtype=dtype), -1, axis=1)
+
+
+def basis(L: int, dtype=None) -> tuple[AttnMatrix, AttnMatrix]:
+    """The unit-Frobenius (non-orthogonal) basis ``B1 = J/L``, ``B2 = G*/sqrt(L)`` (§4)."""
+    return jnp.ones((L, L), dtype=dtype) / L, shift_matrix(L, dtype) / jnp.sqrt(L)
+
+
+def copy_fraction(c1, cG, L):
+    r"""``psi = (1-1/L) cG^2 / (r^2 + (1-1/L) cG^2)``, ``r = c1 + cG/sqrt(L)`` (§5); 0 at G = 0."""
+    r = c1 + cG / jnp.sqrt(L)
+    w = (1 - 1 / L) * cG**2
+    den = r**2 + w
+    return jnp.where(den > 0, w / jnp.where(den > 0, den, 1.0), 0.0)
+
+
+class SpanProjection(NamedTuple):
+    """Least-squares coefficients on ``(B1, B2)`` and how much of the matrix the span covers."""
+
+    c1: Scalar  # pooling coefficient (a1 for softmax)
+    cG: Scalar  # copying coefficient (aG for softmax)
+    r: Scalar  # row sum c1 + cG / sqrt(L)
+    psi: Scalar  # copy fraction
+    coverage: Scalar  # <A, Pi A> / (||A|| ||Pi A||); nan for A = 0
+
+
+def project(A: AttnMatrix, *, gauge_fix: bool = False) -> SpanProjection:
+    r"""Project ``A`` on span{B1, B2} by least squares (THEORY.md §4, §6), in ``A``'s dtype.
+
+    The basis Gram is $\begin{pmatrix}1&L^{-1/2}\\L^{-1/2}&1\end{pmatrix}$. ``gauge_fix`` flips
+    the Z2 sign of linear attention so that ``r > 0``.
+    """
+    L = A.shape[-1]
+    B = jnp.stack(basis(L, A.dtype))
+    g = L**-0.5
+    gram = jnp.array([[1.0, g], [g, 1.0]], A.dtype)
+    c = jnp.linalg.solve(gram, jnp.einsum("kab,ab->k", B, A))
+    proj = jnp.einsum("k,kab->ab", c, B)
+    norm = jnp.linalg.norm(A) * jnp.linalg.norm(proj)
+    coverage = jnp.where(norm > 0, jnp.sum(A * proj) / jnp.where(norm > 0, norm, 1.0), jnp.nan)
+    r = c[0] + c[1] / jnp.sqrt(L)
+    if gauge_fix:
+        c = jnp.where(r < 0, -c, c)
+        r = jnp.abs(r)
+    return SpanProjection(c[0], c[1], r, copy_fraction(c[0], c[1], L), coverage)
+
+
+__all__ = [
+    "LIKELIHOODS",
+    "SpanProjection",
+    "basis",
+    "copy_fraction",
+    "effective_P",
+    "noise_factor",
+    "noise_variance",
+    "project",
+    "shift_matrix",
+]
