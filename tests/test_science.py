@@ -39,3 +39,26 @@ def test_exact_map_lands_on_the_finite_width_theory(attention):
     bound = np.sqrt(1 - cov**2)  # off-span fraction of the mean attention
     assert cov > 0.99  # the copy regime, where A1 is meant to hold
     assert abs(measured / theory - 1) <= bound, (measured, theory, bound)
+
+
+@pytest.mark.slow
+def test_small_default_softmax_adam_ends_at_its_own_minimum():
+    """Issue 10: Adam runs of the small default end stationary. The exact solver started from
+    the Adam fit (polish) measures how far the run was from its own local minimum; an Adam run
+    that stopped early would move there by a visible amount. Bound: order parameters move by
+    under 1e-3 relative (the three digits the docs' tables print) and U by under 1e-4 relative
+    (at P = 32 the measured moves were 7e-5 and 1e-7 in docs/results/reduction.json).
+
+    Linear attention is left out on purpose: its small-default Adam fits are *not* stationary
+    (|grad U|_span up to 4 at P = 128, polish dU = -0.7; reduction.json), a recorded finding,
+    which is why the reduced engine defaults to the exact solver."""
+    from copyhead_jax.polish import polish
+
+    cfg = ch.SMALL.replace(model=dict(attention="softmax"), sweep=dict(P=(32,), n_seeds=1))
+    res = polish(ch.run_sweep(cfg, progress=False, keep_params=True))
+    assert bool(res["polish/converged"][0, 0])
+    for k in ("c1", "cG"):
+        adam, exact = float(res[k][0, 0]), float(res[f"polish/{k}"][0, 0])
+        assert abs(adam - exact) <= 1e-3 * max(abs(exact), 1e-2), (k, adam, exact)
+    U = float(res["polish/U"][0, 0])
+    assert abs(float(res["polish/dU"][0, 0])) <= 1e-4 * abs(U)
