@@ -4,17 +4,21 @@ table, seed summaries, SGLD early-warning growth; :func:`run_main` runs the whol
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare import bootstrap_ci, rel_err
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare import rel_err
+from copyhead_jax.compare.paper import PAPER_MEASURED
 
 from . import common as C
 from .features import (
+    ONSET_TOL,
     P_star,
     collect,
     common_P,
@@ -29,6 +33,8 @@ from .finite import FINITE_DENSE, finite_width
 def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
     out: dict[str, Any] = {"P": runs.P}
     for k in keys:
+        if runs.parts and k not in runs.parts[0].arrays:  # e.g. the exact solver's diagnostics
+            continue
         x = runs.masked(k)
         with C.quiet_nan():
             out[k] = np.nanmean(x, axis=1)
@@ -50,6 +56,10 @@ RUN_KEYS = (
     "grad_norm",
     "grad_norm_span",
     "stop_epoch",
+    # the exact solver's (solver='exact'): relative gradient, converged, smallest Hessian eigenvalue
+    "rel_grad",
+    "converged",
+    "min_eig",
 )
 
 
@@ -258,12 +268,135 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
-    """Run (or reload) every measurement, compare with the theory, write JSON and PNG."""
-    t0 = time.time()
-    out_dir = Path(out_dir)
+# ---------------------------------------------------------------------------------------------
+# P* per seed, bootstrap confidence intervals over seeds
+
+#: the rows of the confidence-interval table: (key, attention, what, EK theory key)
+CI_ROWS = (
+    ("P_c1", "linear", "pooling onset (2nd order)", "P_c1"),
+    ("P_cG", "linear", "copy crossover, max dpsi/dlog P", "P_cG"),
+    ("P_cG_half", "linear", "copy crossover, psi = 1/2", "P_cG_half"),
+    ("P_aG", "softmax", "copy transition, U crossing of the two branches", "P_aG"),
+    ("P_aG_single", "softmax", "pooling-branch jump vs upper spinodal", "spinodal_hi"),
+    (
+        "window_lo",
+        "softmax",
+        "copy branch lost (window's lower edge) vs lower spinodal",
+        "spinodal_lo",
+    ),  # fmt: skip
+)
+#: the finite-width theory's point compared with each row
+FINITE_OF = {"P_aG_single": "spinodal_hi", "window_lo": "spinodal_lo"}
+
+
+def _bracketed(L_: loc.Located | dict) -> float | None:
+    d = L_ if isinstance(L_, dict) else L_.to_dict()
+    return d.get("P_star") if d.get("bracketed") else None
+
+
+def per_seed_points(m: dict[str, Any], window_lower: loc.Located) -> dict[str, list]:
+    """Every measured ``P*`` located on each seed's own runs (None: not bracketed on the grid)."""
+    lin, found = m["lin"], m["found"]
+    nS = lin.cfg.sweep.n_seeds
+    r, psi = lin.masked("r"), lin.masked("psi")
+    with C.quiet_nan():
+        scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
+    out: dict[str, list] = {}
+    if np.isfinite(scale) and scale > 0:
+        out["P_c1"] = [
+            _bracketed(loc.locate_onset(lin.P, r[:, s], tol=ONSET_TOL * scale)) for s in range(nS)
+        ]
+    else:
+        out["P_c1"] = [None] * nS
+    out["P_cG"] = [_bracketed(loc.locate_max_slope(lin.P, psi[:, s])) for s in range(nS)]
+    out["P_cG_half"] = [_bracketed(loc.locate_level(lin.P, psi[:, s], 0.5)) for s in range(nS)]
+    for key, L_ in (
+        ("P_aG", found.get("P_aG")),
+        ("P_aG_single", found.get("P_aG_single")),
+        ("window_lo", window_lower),
+    ):
+        per = (L_.detail.get("per_seed") if L_ is not None else None) or [None] * nS
+        out[key] = [None if x is None else _bracketed(x) for x in per]
+    return out
+
+
+def ci_table(per_seed: dict[str, list], fin_lin, fin_soft, ek: dict) -> list[dict[str, Any]]:
+    """One row per ``P*``: measured (exact MAP, per seed) and finite-width theory (per seed, same
+    Grams and data), each as the geometric mean over seeds with a 95% bootstrap CI; the EK theory
+    and the paper's reported value next to them."""
+    rows = []
+    for key, att, what, ek_key in CI_ROWS:
+        fin = fin_lin if att == "linear" else fin_soft
+        fk = FINITE_OF.get(key, key)
+        fin_per = (fin["summary"].get(fk) or {}).get("per_seed") if fin else None
+        meas = bootstrap_ci(per_seed.get(key) or [])
+        th_fin = bootstrap_ci(fin_per or [])
+        th = ek.get(ek_key)
+        if key == "P_aG" and th is None:
+            th = ek.get("P_aG_crossover")
+        if key in ("P_aG_single", "window_lo") and ek.get("spinodals"):
+            th = ek["spinodals"][1 if key == "P_aG_single" else 0]
+        rows.append(
+            {
+                "key": key,
+                "attention": att,
+                "what": what,
+                "theory_ek": th,
+                "theory_finite": th_fin,
+                "measured": meas,
+                "paper": PAPER_MEASURED.get(key),
+                "rel_err_ek": rel_err(meas["estimate"], th),
+                "rel_err_finite": rel_err(meas["estimate"], th_fin["estimate"]),
+            }
+        )
+    return rows
+
+
+def width_label(width) -> str:
+    return "inf" if math.isinf(float(width)) else str(int(width))
+
+
+def width_spec(spec: C.Spec, width) -> C.Spec:
+    """``spec`` at another width (same seeds, data and grids; the reduced engine's Gram)."""
+    return dataclasses.replace(spec, engine=spec.engine.replace(model=dict(width=width)))
+
+
+def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Measure and analyse the main artefact at ``spec``'s width: (result, measurements)."""
     m = collect(spec)
     res = analyse(spec, m)
+    lower = copy_fallback(m["pool"], m["copy"])
+    res["per_seed"] = per_seed_points(m, lower)
+    fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
+    res["ci_table"] = ci_table(
+        res["per_seed"], {"summary": fl}, {"summary": fs}, res["theory_ek_points"]
+    )
+    res["width"] = width_label(spec.engine.model.width)
+    return res, m
+
+
+#: what of an extra width's result goes into the JSON (the curves of the main width suffice for
+#: the figure; the extra width keeps its order parameters per P)
+WIDTH_KEEP = ("width", "table", "ci_table", "per_seed", "measured", "theory_finite", "window")
+
+
+def run_main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
+    """Run (or reload) every measurement, compare with the theory, write JSON and PNG; with
+    ``settings['extra_widths']`` the same again at each extra width (``res['widths']``)."""
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    res, _ = measure_width(spec)
+    widths = {res["width"]: {k: res[k] for k in WIDTH_KEEP}}
+    for w in spec.settings.get("extra_widths", []):
+        C.log(f"main {spec.preset}: width {width_label(w)}")
+        rw, _ = measure_width(width_spec(spec, w))
+        rw["curves_small"] = {
+            k: {q: rw["curves"][k][q] for q in ("P", "c1", "cG", "r", "psi", "U")}
+            for k in ("linear", "pool", "copy")
+        }
+        widths[rw["width"]] = {k: rw[k] for k in (*WIDTH_KEEP, "curves_small")}
+        res["sweep_seconds"] += rw["sweep_seconds"]
+    res["widths"] = widths
     C.save_artefact(spec, res, main_figure, out_dir, t0, drop=("measured_located",))
     return res
 

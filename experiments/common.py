@@ -40,7 +40,9 @@ from copyhead_jax.theory.params import TheoryParams
 
 HERE = Path(__file__).resolve().parent
 CONFIG_DIR = HERE / "configs"
-MODES = ("quick", "full", "tiny")
+MODES = ("paper", "quick", "full", "tiny")  # paper: the default (configs/paper.py)
+#: the command-line flag of each mode (the default mode has none)
+MODE_FLAGS = {"paper": "", "quick": " --quick", "full": " --full-network", "tiny": " --tiny"}
 PRESET_NAMES = ("plain", "paper")
 ARTEFACTS = ("main", "coverage", "scaling-L", "scaling-V", "hysteresis")
 
@@ -332,8 +334,15 @@ def seed_tokens(cfg: ch.Config, seed_index: int, P: int) -> np.ndarray:
 
 
 def seed_gram(cfg: ch.Config, seed_index: int) -> np.ndarray:
-    """The embedding Gram ``U U^T / N`` of seed ``seed_index``'s initial (quenched) embeddings."""
+    """The embedding Gram ``U U^T / N`` of seed ``seed_index``'s initial (quenched) embeddings
+    (reduced engine: ``T T^T`` of the run's Gram root, the prior's ``Sigma`` at width inf)."""
     k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
+    if cfg.model.engine == "reduced":
+        from copyhead_jax.models._reduce import embedding_root
+
+        with jax.enable_x64(True):
+            T = np.asarray(embedding_root(k[1], cfg), dtype=np.float64)
+        return T @ T.T
     head = ch.init_head(k[1], cfg.model, L=cfg.task.L, V=cfg.task.V, chi=cfg.posterior.chi)
     U = np.asarray(head.embeddings(), dtype=np.float64)
     return U @ U.T / cfg.model.width
@@ -586,7 +595,9 @@ def header(spec: Spec, t0: float) -> dict[str, Any]:
         "settings": spec.settings,
         "runtime_s": time.time() - t0,
         "environment": environment(),
-        "command": f"python -m experiments {spec.artefact} --{spec.mode} --preset {spec.preset}",
+        "command": (
+            f"python -m experiments {spec.artefact}{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
+        ),
     }
 
 

@@ -5,7 +5,9 @@ The artefacts share one cache (main's runs are reused by coverage, hysteresis an
 ``python -m experiments all``), so the module runs main once; those smoke tests are ``slow``.
 """
 
+import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from experiments import coverage, hysteresis, report, scaling  # noqa: E402
 from experiments import features as F  # noqa: E402
 from experiments import main as M  # noqa: E402
 from experiments.__main__ import main as reproduce  # noqa: E402
+from experiments.analysis import width_spec  # noqa: E402
 from experiments.finite import finite_width  # noqa: E402
 
 MAX_PNG = 300 * 1024
@@ -236,7 +239,7 @@ def test_load_spec_names_bad_input(args, match, tmp_path):
         C.load_spec(*args, tmp_path)
 
 
-@pytest.mark.parametrize("mode", ["quick", "full", "tiny"])
+@pytest.mark.parametrize("mode", ["paper", "quick", "full", "tiny"])
 def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     for preset in ("plain", "paper"):
         for a in C.ARTEFACTS:
@@ -250,6 +253,12 @@ def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     # --full is the paper's configuration
     assert full.model.width == 10_000 and full.sweep.n_seeds == 10
     assert full.train.lr == 1e-5 and full.train.train_embeddings
+    # the default mode is the paper's configuration through the exact width reduction
+    paper = C.load_spec("paper", "paper", "main", tmp_path)
+    e = paper.engine
+    assert e.model.engine == "reduced" and e.model.width == 10_000 and e.sweep.n_seeds == 10
+    assert e.solver == "exact" and not e.train.train_embeddings
+    assert math.inf in paper.settings["extra_widths"]
 
 
 def test_jsonable_handles_nan_and_arrays():
@@ -269,3 +278,66 @@ def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(dirs):
     fin = finite_width(s, runs, "linear", [2, 4])
     assert fin["curve"]["P"].tolist() == [2, 4]
     assert fin["curve"]["c1"].shape == (2, cfg.sweep.n_seeds)
+
+
+# ---------------------------------------------------------------------------------------------
+# The science of a tiny reproduction in the default mode: the plain preset at L = 25, V = 5
+# through the exact width reduction at width inf (the prior's Gram), exact MAP, one seed
+
+
+@pytest.fixture(scope="module")
+def paper_mode(tmp_path_factory):
+    s = C.load_spec("paper", "plain", "main", tmp_path_factory.mktemp("paper-mode"))
+    s = width_spec(s, math.inf)
+    return dataclasses.replace(s, engine=s.engine.replace(sweep=dict(n_seeds=1)))
+
+
+@pytest.fixture(scope="module")
+def ek_plain(paper_mode):
+    return C.ek_points(paper_mode.theory_params(), "map")
+
+
+def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
+    # THEORY.md §5: the pooling branch (zero logits) survives up to the upper spinodal, so its
+    # jump to the copy branch happens inside the coexistence window of the theory; the copy
+    # branch (copy start) stays at large aG above the lower spinodal
+    lo, hi = ek_plain["spinodals"]
+    assert ek_plain["first_order"] and lo < ek_plain["P_aG"] < hi
+    _, pool, copy = F.branch_runs(paper_mode)
+    grid = np.unique(np.round(np.geomspace(lo / 1.4, hi * 1.4, 6)).astype(int))
+    C.measure(pool, grid, paper_mode)
+    jump = F.single_jump(pool)
+    assert jump.bracketed, jump.detail
+    b0, b1 = jump.bracket
+    assert lo <= b1 and b0 <= hi, (jump.bracket, (lo, hi))  # the jump's bracket meets the window
+    # first order: aG jumps by a finite fraction of its scale sqrt(L) between adjacent P
+    assert jump.detail["jump"] > 0.3 * math.sqrt(paper_mode.engine.task.L)
+    # every fit is the exact MAP: converged, a minimum (no negative Hessian eigenvalue)
+    assert pool.get("converged").all() and (pool.get("min_eig") > 0).all()
+
+
+def test_exact_copy_branch_at_width_inf_is_the_ek_minimum(paper_mode):
+    # at width inf (the prior's Gram) the exact MAP of the copy branch differs from the EK
+    # theory's copy minimum only by the finite training set; above the coexistence window that
+    # is a sub-percent effect at any P (the finite-width disagreements of width 128 are gone)
+    from copyhead_jax.theory.minima import theory_curve
+
+    _, _, copy = F.branch_runs(paper_mode)
+    P = [48, 384]
+    C.measure(copy, P, paper_mode)
+    aG = copy.masked("cG", P)[:, 0]
+    th = theory_curve(paper_mode.theory_params(), np.asarray(P, float), "softmax", "map")["aG"]
+    np.testing.assert_allclose(aG, th, rtol=0.01)
+    assert aG[1] > aG[0]  # the copy minimum sharpens as P grows
+
+
+def test_bootstrap_ci_over_seeds():
+    from copyhead_jax.compare import bootstrap_ci
+
+    ci = bootstrap_ci([100.0, 110.0, None, 90.0, 105.0])
+    assert ci["n"] == 4 and ci["n_missing"] == 1
+    assert ci["lo"] < ci["estimate"] < ci["hi"]
+    assert 90.0 <= ci["lo"] and ci["hi"] <= 110.0  # a mean never leaves the data's range
+    assert bootstrap_ci([None, None])["estimate"] is None
+    one = bootstrap_ci([7.0])
+    assert one["lo"] == one["hi"] == one["estimate"] == pytest.approx(7.0)

@@ -4,6 +4,7 @@
 - ``overlay``  theory curves over measured sweeps
 - ``errors``   relative errors and the thresholds that make one a disagreement
 - ``paper``    the paper's reported numbers and laws, written once
+- ``stats``    bootstrap confidence intervals over seeds
 """
 
 from . import locate as locate
@@ -17,3 +18,5 @@ from .overlay import theory_overlay as theory_overlay
 from .paper import PAPER_CLAIMS as PAPER_CLAIMS
 from .paper import PAPER_LAWS as PAPER_LAWS
 from .paper import PAPER_MEASURED as PAPER_MEASURED
+from .stats import bootstrap_ci as bootstrap_ci
+from .stats import ci_contains as ci_contains
