@@ -170,7 +170,6 @@ class Trainer(eqx.Module):
         """One full-batch Adam epoch with early-stopping bookkeeping; frozen once stopped."""
         t, obj = self.cfg.train, self.objective
         head = eqx.combine(s.params, s.frozen)
-        opt = self.optimizer(head)
 
         def energy(p):
             h = eqx.combine(p, s.frozen)
@@ -178,9 +177,6 @@ class Trainer(eqx.Module):
             return U, (U - log_prior_energy(h, obj)) / obj.likelihood_weight
 
         (U, sq), g = jax.value_and_grad(energy, has_aux=True)(s.params)
-        updates, opt_state = opt.update(g, s.opt_state, s.params)
-        updates = jax.tree_util.tree_map(lambda u: u * inp.lr_mult, updates)
-        new_params = optax.apply_updates(s.params, updates)
         gnorm = jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree_util.tree_leaves(g)))
 
         active = ~s.stopped
@@ -193,11 +189,11 @@ class Trainer(eqx.Module):
         converged = (since >= t.patience) & (epoch >= t.min_epochs)
         stop = active & (~ok | converged | (epoch >= t.max_epochs))
         move = active & ok
-        sel = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), new, old)
+        params, opt_state = self._adam_update(head, g, s, move, inp.lr_mult)
         return RunState(
-            params=sel(new_params, s.params),
+            params=params,
             frozen=s.frozen,
-            opt_state=sel(opt_state, s.opt_state),
+            opt_state=opt_state,
             epoch=jnp.where(active, epoch, s.epoch),
             U=jnp.where(active, U, s.U),
             train_sq=jnp.where(active, sq, s.train_sq),
@@ -208,6 +204,41 @@ class Trainer(eqx.Module):
             finite=s.finite & (ok | ~active),
             stop_epoch=jnp.where(stop, epoch, s.stop_epoch),
         )
+
+    def _adam_update(self, head, g, s: RunState, move: Bool[Array, ""], lr_mult: Array):
+        """``optimizer``'s update then ``optax.apply_updates``, written as one elementwise
+        expression per leaf for the new weight and both moments, so that XLA updates $W^G$ and
+        its moments in place (optax's separate passes kept three more $N^2$ temporaries per
+        run). The same operations in the same order as optax, the same optax state layout
+        (snapshots and resumes unchanged). Nothing moves where ``move`` is false."""
+        t = self.cfg.train
+        spec = trainable_filter(head, train_embeddings=t.train_embeddings)
+        factors, _ = eqx.partition(block_lr_factors(head, t), spec)
+        adam, scaled, sched_state = s.opt_state
+        count = optax.safe_increment(adam.count)
+        step = -lr_schedule(t, self.cfg.model.attention)(sched_state.count)
+
+        tm, keep = jax.tree_util.tree_map, lambda new, old: jnp.where(move, new, old)
+        mu = tm(lambda gi, m: keep((1 - t.b1) * gi + t.b1 * m, m), g, adam.mu)
+        nu = tm(lambda gi, v: keep((1 - t.b2) * (gi**2) + t.b2 * v, v), g, adam.nu)
+        # the barrier makes the weight update read the new moments instead of recomputing them
+        # from the old ones, so each of W, mu, nu is rewritten in place (otherwise XLA keeps
+        # copies of the old moments alive for the fused weight update)
+        mu, nu = jax.lax.optimization_barrier((mu, nu))
+
+        def weight(w, m, v, f):
+            m_hat = m / (1 - t.b1**count).astype(m.dtype)
+            v_hat = v / (1 - t.b2**count).astype(v.dtype)
+            u = m_hat / (jnp.sqrt(v_hat + 0.0) + t.eps) * f
+            u = jnp.array(step, dtype=u.dtype) * u * lr_mult
+            return keep(jnp.asarray(w + u).astype(jnp.asarray(w).dtype), w)
+
+        params = tm(weight, s.params, mu, nu, factors)
+        new_adam = adam._replace(count=keep(count, adam.count), mu=mu, nu=nu)
+        new_sched = sched_state._replace(
+            count=keep(optax.safe_increment(sched_state.count), sched_state.count)
+        )
+        return params, (new_adam, scaled, new_sched)
 
     def segment(self, s: RunState, inp: RunInputs, n_logs: int) -> tuple[RunState, Array]:
         """``n_logs * log_every`` epochs; returns ``(U, sum sq err)`` after each ``log_every``."""
