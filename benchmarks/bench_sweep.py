@@ -14,10 +14,13 @@ The two loops do the same work per run whatever the number of runs, so they time
 ``min(runs, 4)`` runs (2 with ``--quick``); all candidates of a configuration are timed in
 interleaved rounds (the machine is shared: a change of load hits them alike).
 
-It also measures this machine's dense float32 matmul FLOP/s and memory bandwidth and reports the
+It also measures this machine's dense float32 matmul FLOP/s and memory bandwidth (best of a
+read-only reduction, an in-place scale, STREAM copy and triad; bytes read plus bytes written),
+in a fresh process before any timed run, with the load average recorded, and reports the
 roofline efficiency of each configuration: the per-run-step lower bound
 ``max(FLOPs / peak FLOP/s, bytes / peak bandwidth)`` (counted in ``model_counts``) divided by the
-measured time per run-step. Peak memory is XLA's ``memory_analysis()`` of the compiled segment
+measured time per run-step, against the measured peaks and, for devices in ``NOMINAL``, against
+the datasheet's. Peak memory is XLA's ``memory_analysis()`` of the compiled segment
 (arguments + outputs - aliased + temporaries), and the per-run bytes at width 10,000 are compared
 with 4x the bytes of W^G (weights, gradient, two Adam moments).
 
@@ -95,8 +98,9 @@ def machine_peaks(quick: bool) -> dict:
             flops[f"torch_{n}"] = 2 * n**3 / _best_time(mm_torch, rep)
     except ImportError:
         pass
-    n = 64 * 2**20  # 256 MiB of float32
+    n = 64 * 2**20  # 256 MiB of float32 per array; bytes count reads and writes
     x = jnp.ones((n,), jnp.float32)
+    z = jnp.full((n,), 2.0, jnp.float32)
     red = jax.jit(jnp.sum)
     bw = {"jax_read": 4 * n / _best_time(lambda: red(x).block_until_ready(), rep)}
     scale = jax.jit(lambda x: x * 1.0000001, donate_argnums=0)
@@ -107,14 +111,50 @@ def machine_peaks(quick: bool) -> dict:
         box[0].block_until_ready()
 
     bw["jax_inplace_scale"] = 8 * n / _best_time(inplace, rep)
+    # STREAM copy and triad into a fresh buffer: read 1 (2) arrays, write 1
+    copy = jax.jit(lambda a: a + 0.0)
+    bw["jax_stream_copy"] = 8 * n / _best_time(lambda: copy(z).block_until_ready(), rep)
+    triad = jax.jit(lambda a, b: a + 1.5 * b)
+    bw["jax_stream_triad"] = 12 * n / _best_time(lambda: triad(box[0], z).block_until_ready(), rep)
     y = np.ones(n, np.float32)
     bw["numpy_inplace_scale"] = 8 * n / _best_time(lambda: np.multiply(y, 1.0000001, out=y), rep)
+    w, v = np.empty(n, np.float32), np.full(n, 2.0, np.float32)
+    bw["numpy_stream_triad"] = 12 * n / _best_time(lambda: np.add(y, 1.5 * v, out=w), rep)
     return {
         "matmul_flops": flops,
         "bandwidth_bytes_per_s": bw,
         "peak_flops": max(flops.values()),
         "peak_bandwidth": max(bw.values()),
     }
+
+
+#: Datasheet figures (dense float32 without tensor cores, memory bandwidth) of devices we have
+#: measured on; efficiency against them is reported next to that against the measured peaks.
+NOMINAL = {
+    "NVIDIA H200": {"flops": 67e12, "bandwidth": 4.8e12, "source": "NVIDIA H200 SXM datasheet"},
+}
+
+
+def nominal_peaks() -> dict | None:
+    kind = jax.devices()[0].device_kind
+    return next(({"device": kind, **v} for k, v in NOMINAL.items() if kind.startswith(k)), None)
+
+
+def peaks_in_fresh_process(quick: bool) -> dict:
+    """``machine_peaks`` in a separate Python process started before any timed run (so the
+    peaks do not depend on what this process compiled or holds), with the 1-min load average
+    before and after it: efficiencies are only comparable between runs at similar load."""
+    import os
+    import subprocess
+
+    before = os.getloadavg()[0]
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            f"import bench_sweep as b; print(json.dumps(b.machine_peaks({quick})))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    peaks = json.loads(out.stdout.strip().splitlines()[-1])
+    return {**peaks, "load_before": before, "load_after": os.getloadavg()[0],
+            "cores": len(os.sched_getaffinity(0)), "measured_in": "a fresh process"}  # fmt: skip
 
 
 # ---- what one run-step has to do -----------------------------------------------------------
@@ -332,7 +372,8 @@ def main(argv=None) -> dict:
     n_logs = 1  # LOG_EVERY run-steps per timed segment and run
     loop_runs = 2 if a.quick else 4  # the per-run loop and torch time this many runs each
 
-    peaks = machine_peaks(a.quick)
+    peaks = peaks_in_fresh_process(a.quick)
+    nominal = nominal_peaks()
     print(f"peak matmul {peaks['peak_flops'] / 1e9:.1f} GFLOP/s, "
           f"peak bandwidth {peaks['peak_bandwidth'] / 1e9:.1f} GB/s", flush=True)  # fmt: skip
     rows = []
@@ -365,6 +406,9 @@ def main(argv=None) -> dict:
                     "roofline_eff_fused": bound / t,
                     "roofline_eff_loop": bound / loop,
                     "roofline_eff_torch": None if tor is None else bound / tor["s_per_run_step"],
+                    "roofline_eff_nominal": None if nominal is None else roofline_seconds(
+                        counts, {"peak_flops": nominal["flops"],
+                                 "peak_bandwidth": nominal["bandwidth"]}) / t,
                     "peak_bytes": cands["fused"].memory["peak"],
                     "peak_bytes_per_run": cands["fused"].memory["peak"] / R,
                     "counts": counts, "timings": tm, "torch": tor,
@@ -381,6 +425,7 @@ def main(argv=None) -> dict:
         "quick": a.quick,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "peaks": peaks,
+        "nominal_peaks": nominal,
         "protocol": "SMALL preset (quenched embeddings, muP Adam), L=25, V=5, all P rows valid",
         "rows": rows,
         "per_run_memory": memory,

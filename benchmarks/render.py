@@ -278,8 +278,17 @@ def render(
         pk = sw.get("peaks") or {}
         if pk:
             L.append("")
-            L.append(f"Measured peaks: {pk['peak_flops'] / 1e9:.0f} GFLOP/s dense float32 matmul, "
-                     f"{pk['peak_bandwidth'] / 1e9:.0f} GB/s memory bandwidth.")  # fmt: skip
+            load = (f" (fresh process, load {pk['load_before']:.1f} before, "
+                    f"{pk['load_after']:.1f} after)" if "load_before" in pk else "")  # fmt: skip
+            L.append(f"Measured peaks{load}: {pk['peak_flops'] / 1e9:.0f} GFLOP/s dense float32 "
+                     f"matmul, {pk['peak_bandwidth'] / 1e9:.0f} GB/s memory bandwidth (read + "
+                     "write bytes).")  # fmt: skip
+            nom = sw.get("nominal_peaks")
+            effs = [r.get("roofline_eff_nominal") for r in sw["rows"]]
+            if nom and any(e is not None for e in effs):
+                L.append(f"Against the datasheet ({nom['source']}: {nom['flops'] / 1e12:.0f} "
+                         f"TFLOP/s, {nom['bandwidth'] / 1e12:.1f} TB/s) the fused efficiencies "
+                         f"are {', '.join(_pct(e) for e in effs)} (rows in order).")  # fmt: skip
     if srows and detail:
         L += [
             "",
