@@ -10,7 +10,9 @@ observables as the Adam fits. The per-run arrays have the keys of an Adam chunk 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -19,11 +21,54 @@ import numpy as np
 
 from ._devices import shard_runs, to_host
 from .config import Config
-from .models import AbstractHead, head_class, head_template, init_reduced, root_of
-from .observables import measure
-from .posterior import Objective
-from .solve import ExactFit, solve_map
+from .models import AbstractHead, head_class, head_template, reduced_head
+from .models._reduce import init_reduced_arrays
+from .observables import (
+    Measurement,
+    attention_matrices,
+    copy_accuracy,
+    order_parameters,
+    positional_logits,
+)
+from .posterior import Objective, squared_errors
+from .solve import BLOCK, ExactFit, blocks_of, solve_map
 from .train import RunInputs
+
+
+class _InitSpec(NamedTuple):
+    """What a reduced run's starting point depends on (not the attention, not the sweep)."""
+
+    model: object
+    train: object
+    task: object
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init_arrays(spec: _InitSpec, keys: jax.Array):
+    return jax.vmap(lambda k: init_reduced_arrays(k, spec, jnp.float64))(keys)
+
+
+_INIT_CACHE: dict = {}
+
+
+def initial_arrays(cfg: Config, key_data: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(T, W_G, W_O_hat)`` of :func:`models.init_reduced` for each run's key (host arrays).
+
+    Drawing the width-N embeddings compiles for ~3 s and every chunk of a sweep (and the other
+    attention of the same sweep) starts its runs from the same few seeds: the program is shared
+    by both attentions and the arrays are kept for the last few key sets."""
+    spec = _InitSpec(dataclasses.replace(cfg.model, attention="linear"), cfg.train, cfg.task)
+    key_data = np.asarray(key_data)
+    cache_key = (spec, key_data.shape, key_data.tobytes())
+    if cache_key not in _INIT_CACHE:
+        uniq, inv = np.unique(key_data.reshape(len(key_data), -1), axis=0, return_inverse=True)
+        with jax.enable_x64(True):
+            keys = jax.random.wrap_key_data(jnp.asarray(uniq.reshape((-1,) + key_data.shape[1:])))
+            arrs = tuple(np.asarray(a) for a in _init_arrays(spec, keys))
+        while len(_INIT_CACHE) >= 8:
+            _INIT_CACHE.pop(next(iter(_INIT_CACHE)))
+        _INIT_CACHE[cache_key] = tuple(a[inv.ravel()] for a in arrs)
+    return _INIT_CACHE[cache_key]
 
 
 class ExactSolver(eqx.Module):
@@ -31,30 +76,73 @@ class ExactSolver(eqx.Module):
 
     cfg: Config = eqx.field(static=True)
 
-    def init(self, key: jax.Array) -> AbstractHead:
-        return init_reduced(key, self.cfg, head_template(self.cfg), dtype=jnp.float64)
-
-    def fit(self, inp: RunInputs) -> tuple[ExactFit, object]:
+    def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
         t = self.cfg.train
-        head = self.init(inp.key)
+        head = reduced_head(*start, head_template(self.cfg))
         fit = solve_map(
             head, inp.train, inp.mask, Objective.from_config(self.cfg),
-            gtol=t.exact_gtol, max_steps=t.exact_max_steps,
+            gtol=t.exact_gtol, max_steps=t.exact_max_steps, n_blocks=n_blocks,
         )  # fmt: skip
-        return fit, measure(fit.head, inp.train, inp.mask, inp.test)
+        return fit, measure_blocked(fit.head, inp.train, inp.mask, inp.test, n_blocks)
+
+
+def measure_blocked(
+    head: AbstractHead, train, mask, test, n_blocks, block: int = BLOCK
+) -> Measurement:
+    """``observables.measure`` with the training-set means summed over the first ``n_blocks``
+    blocks of ``block`` sequences (as the solver's data term): a chunk of small P does not pay
+    for the rows padded up to ``P_max`` (measure on 1,000 rows cost ~5 evaluations of U)."""
+    V = head.W_E.shape[1]
+    P, L = train.shape
+    B = min(block, P)
+    n = -(-P // B)
+    tb = jnp.concatenate([train, jnp.zeros((n * B - P, L), train.dtype)]).reshape(n, B, L)
+    mb = jnp.concatenate([mask, jnp.zeros((n * B - P,), mask.dtype)]).reshape(n, B)
+
+    def body(i, acc):
+        keep = mb[i] > 0
+        A = attention_matrices(head, tb[i])
+        cov = jnp.nan_to_num(jax.vmap(lambda a: order_parameters(a).coverage)(A))
+        err = squared_errors(head, tb[i], V)
+        return (
+            acc[0] + jnp.sum(jnp.where(keep[:, None, None], A, 0.0), axis=0),
+            acc[1] + jnp.sum(jnp.where(keep, cov, 0.0)),
+            acc[2] + jnp.sum(jnp.where(keep, err, 0.0)),
+        )
+
+    dt = head.W_G.dtype
+    zero = (jnp.zeros((L, L), dt), jnp.zeros((), dt), jnp.zeros((), dt))
+    A_sum, cov_sum, err_sum = jax.lax.fori_loop(0, jnp.minimum(n_blocks, n), body, zero)
+    count = jnp.maximum(jnp.sum(mask), 1.0)
+    A_bar = A_sum / count
+    return Measurement(
+        mean_attention=A_bar,
+        order=order_parameters(A_bar, gauge_fix=head.gauge_fix),
+        sample_coverage=cov_sum / count,
+        positional_logits=positional_logits(head),
+        train_loss=err_sum / count,
+        test_loss=jnp.mean(squared_errors(head, test, V)),
+        copy_accuracy=copy_accuracy(head, test),
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def fit_runs(solver: ExactSolver, inp: RunInputs):
-    return jax.vmap(solver.fit)(inp)
+def fit_runs(solver: ExactSolver, inp: RunInputs, start, n_blocks: jax.Array):
+    """Every run of ``inp`` solved from ``start = (T, W_G, W_O_hat)`` in one program;
+    ``n_blocks`` (traced, shared by the runs): blocks of the training pools that hold data, so
+    one compilation serves every ``P``."""
+    return jax.vmap(solver.fit, in_axes=(0, 0, None))(inp, start, n_blocks)
 
 
 def run_exact_chunk(cfg: Config, inp: RunInputs, keep_params: bool, mesh) -> dict[str, np.ndarray]:
     """Solve and measure one chunk of runs (float64 inside ``jax.enable_x64``)."""
     with jax.enable_x64(True):
-        inp = shard_runs(inp, mesh)
-        kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
-        fit, m = fit_runs(ExactSolver(cfg), kinp)
+        start = initial_arrays(cfg, np.asarray(inp.key))
+        rows = np.asarray(inp.mask) > 0
+        P_used = int(np.max(np.where(rows.any(1), rows.shape[1] - np.argmax(rows[:, ::-1], 1), 0)))
+        n_blocks = jnp.asarray(blocks_of(max(P_used, 1), rows.shape[1]), jnp.int32)
+        inp, start = shard_runs((inp, start), mesh)
+        fit, m = fit_runs(ExactSolver(cfg), inp, start, n_blocks)
         o = m.order
         n1, nG = head_class(cfg.model.attention).order_names  # softmax: a1, aG
         out = {
@@ -74,8 +162,8 @@ def run_exact_chunk(cfg: Config, inp: RunInputs, keep_params: bool, mesh) -> dic
         )
         out["curve_U"] = out["U"][:, None].astype(np.float64)
         out["curve_loss"] = out["train_loss"][:, None].astype(np.float64)
-        T = jax.vmap(root_of)(fit.head)
-        out["gram"] = to_host(T @ jnp.swapaxes(T, 1, 2))
+        T = np.asarray(start[0])
+        out["gram"] = T @ np.swapaxes(T, 1, 2)
         if keep_params:
             for k in ("W_E", "b", "W_G", "W_O_hat"):
                 out[f"params/{k}"] = to_host(getattr(fit.head, k))

@@ -41,7 +41,6 @@ from .results import (
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
-MIN_EXACT_PAD = 128  # exact solver: smallest padded dataset (one compiled program below it)
 
 
 def per_run_bytes(cfg: Config, P: int | None = None) -> int:
@@ -99,15 +98,14 @@ def _fingerprint(cfg: Config, chunk: int) -> str:
 def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     """Padded dataset length -> the runs (P-major indices) trained at that length.
 
-    The exact solver always groups by powers of two: its runs iterate in lockstep inside a
-    compiled while-loop, so padding a P = 4 run to P_max would cost P_max / 4 times its work."""
+    The exact solver always pads to ``P_max``, in one group: it passes each chunk the number of
+    blocks of sequences that hold data (``solve.value_and_grad_fn``), so a P = 4 run costs the
+    work of one block while one compiled program serves every P of the sweep."""
     sw = cfg.sweep
     P_of = np.repeat(np.asarray(sw.P), sw.n_seeds)
-    if sw.padding == "max" and cfg.solver != "exact":
+    if sw.padding == "max" or cfg.solver == "exact":
         return {sw.P_max: np.arange(len(P_of))}
     pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
-    if cfg.solver == "exact":  # below 128 sequences a compile costs more than the padding
-        pads = np.maximum(pads, min(MIN_EXACT_PAD, sw.P_max))
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
 
 

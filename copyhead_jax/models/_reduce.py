@@ -169,6 +169,12 @@ def init_reduced(key: Array, cfg: Config, like: AbstractHead, dtype=jnp.float64)
     """A reduced run's starting head: its Gram root from ``key`` (per ``cfg.model``), ``W^G``
     and ``W_O_hat`` from the prior (their span components are i.i.d. prior draws, exactly), or
     the branch start ``cfg.train.init_attention`` (``zero`` logits / ``copy`` logits)."""
+    return reduced_head(*init_reduced_arrays(key, cfg, dtype), like)
+
+
+def init_reduced_arrays(key: Array, cfg, dtype=jnp.float64):
+    """``(T, W_G, W_O_hat)`` of :func:`init_reduced`; ``cfg`` needs only ``model``, ``train``
+    and ``task`` (none of which the attention changes)."""
     m, t, V, L = cfg.model, cfg.train, cfg.task.V, cfg.task.L
     D = V + L
     _, _, kG, kO = jax.random.split(key, 4)
@@ -179,7 +185,7 @@ def init_reduced(key: Array, cfg: Config, like: AbstractHead, dtype=jnp.float64)
     elif t.init_attention == "copy":
         A = copy_start(T, V=V, L=L, logit=t.init_copy_logit)
     B = m.sigma_O * jax.random.normal(kO, (V, D), dtype=dtype)
-    return reduced_head(T, A, B, like)
+    return T, A, B
 
 
 def head_template(cfg: Config) -> AbstractHead:
