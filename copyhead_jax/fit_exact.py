@@ -75,6 +75,7 @@ class ExactSolver(eqx.Module):
     """Static description of a sweep's exact-MAP program."""
 
     cfg: Config = eqx.field(static=True)
+    serial: bool = eqx.field(static=True, default=True)  # runs one after the other (CPU)
 
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
         t = self.cfg.train
@@ -130,7 +131,15 @@ def measure_blocked(
 def fit_runs(solver: ExactSolver, inp: RunInputs, start, n_blocks: jax.Array):
     """Every run of ``inp`` solved from ``start = (T, W_G, W_O_hat)`` in one program;
     ``n_blocks`` (traced, shared by the runs): blocks of the training pools that hold data, so
-    one compilation serves every ``P``."""
+    one compilation serves every ``P``.
+
+    With ``solver.serial`` (one CPU device) the runs go one after the other (``lax.map``), not
+    side by side (``vmap``): under ``vmap`` every run iterates until the slowest of the chunk
+    has converged (the linear head's seeds take 50 to 100 evaluations at P = 800), while on a
+    CPU one run's blocks are already large enough to vectorise (an evaluation cost the same per
+    run either way, measured). An accelerator, or runs sharded over devices, keep ``vmap``."""
+    if solver.serial:
+        return jax.lax.map(lambda a: solver.fit(*a, n_blocks), (inp, start))
     return jax.vmap(solver.fit, in_axes=(0, 0, None))(inp, start, n_blocks)
 
 
@@ -142,7 +151,8 @@ def run_exact_chunk(cfg: Config, inp: RunInputs, keep_params: bool, mesh) -> dic
         P_used = int(np.max(np.where(rows.any(1), rows.shape[1] - np.argmax(rows[:, ::-1], 1), 0)))
         n_blocks = jnp.asarray(blocks_of(max(P_used, 1), rows.shape[1]), jnp.int32)
         inp, start = shard_runs((inp, start), mesh)
-        fit, m = fit_runs(ExactSolver(cfg), inp, start, n_blocks)
+        serial = mesh.size == 1 and mesh.devices.flat[0].platform == "cpu"
+        fit, m = fit_runs(ExactSolver(cfg, serial), inp, start, n_blocks)
         o = m.order
         n1, nG = head_class(cfg.model.attention).order_names  # softmax: a1, aG
         out = {

@@ -2,33 +2,37 @@ r"""Exact MAP of the quenched head: float64 L-BFGS to a stationary point, then i
 
 With frozen embeddings the trained weights of a reduced head (THEORY.md §2c) are ``W^G``
 ($D\times D$) and ``W_O_hat`` ($V\times D$): about a thousand numbers at $L=25$, $V=5$. The
-negative log posterior $U$ (the data term of ``posterior.neg_log_posterior``, through the head's
-own fused energy and hand-written gradient, plus the priors of the trained weights) is minimised
-over them in float64 by L-BFGS until $\|\nabla U\|\le g_{\rm tol}\max(1,|U|)$.
+quenched $U$ (the data term of ``posterior.neg_log_posterior`` through the head's own fused
+energy and hand-written gradient, plus the priors of the trained weights) is minimised over them
+in float64 by L-BFGS until $\|\nabla U\|\le g_{\rm tol}\max(1,|U|)$.
 
-Why this shape (measured at the paper's $L=25$, $V=5$, width $10^4$, 10 runs of $P=300$,
-``benchmarks/profile_exact.py``): the Hessian at the minimum is the identity (the prior) plus a
-low-rank data part, with eigenvalues in $[0.3, 3.5]$, so L-BFGS needs ~25 iterations and the
-cost is the number of evaluations of $U$, $\nabla U$ (one pass over the $P\times L\times L$ block
-each) and the compilation. Hence:
+Why this shape (``benchmarks/profile_exact.py``; paper configuration, $L=25$, $V=5$, width
+$10^4$): the Hessian at the minimum is the identity (the prior) plus a low-rank data part,
+eigenvalues in $[0.3, 3.5]$ at $P=300$, so L-BFGS needs 10-80 iterations and the cost is the
+number of evaluations of $U,\nabla U$ (one pass over the $P\times L\times L$ block each) and
+the compilation. The previous solver (:func:`solve_map_optax`, kept as the tests' reference)
+spent ~75% of its time in a 64-step forward-over-reverse Lanczos (a product costs 3
+evaluations), compiled ~12 s per padding (4 paddings per sweep), and padded P = 4 to 128. Now:
 
 * one evaluation per iteration, at one place in the program: the line search (Armijo
-  backtracking with quadratic interpolation; the unit L-BFGS step is almost always taken) is a
-  state of the same ``while`` loop, so the compiled program holds the energy once, not once per
-  call site of a zoom line search (the optax solver took ~12 s to compile per padding);
+  backtracking with quadratic interpolation, a rounding-level slack near the end; the unit
+  L-BFGS step is almost always taken) is a state of the same ``while`` loop, so the compiled
+  program holds the energy once, not at each call site of a zoom line search; 40 pairs of
+  memory (20: 17% more evaluations on the softmax head at P = 800);
 * the data term runs over blocks of ``BLOCK`` sequences with a *traced* block count
-  (``n_blocks``): one compiled program serves every $P$ of a sweep, each chunk doing only the
-  work of its own $P$;
-* the curvature certificate, the smallest eigenvalue of the Hessian, comes from Lanczos with full
-  reorthogonalisation on finite-difference Hessian-vector products
-  $(\nabla U(x+\epsilon v)-\nabla U(x))/\epsilon$ (one gradient each, a third of a
-  forward-over-reverse product here), stopped when its smallest Ritz value has settled
-  (checked every ``LANCZOS_ROUND`` steps; ~24 steps at the paper's configuration instead of 64).
+  (``n_blocks``): one compiled program serves every $P$ of a sweep, each chunk doing only its
+  own $P$'s work;
+* the certificate, the smallest Hessian eigenvalue, is Lanczos with full reorthogonalisation on
+  finite-difference Hessian-vector products $(\nabla U(x+\epsilon v)-\nabla U(x))/\epsilon$
+  (one evaluation each; error ~3e-8 against the dense Hessian), stopped when its smallest Ritz
+  value has settled (checked every ``LANCZOS_ROUND`` steps): 20-28 steps at P = 300, ~44 where
+  the data Hessian vanishes (saturated softmax, min_eig = 1 = the prior), 64 at most.
 
 A stationary point need not be a minimum (the linear head's $G=0$ is a saddle above
-$P^*_{c_1}$), which is what the certificate is for. :func:`solve_map_optax` is the previous
-solver (optax L-BFGS with a zoom line search, forward-over-reverse Lanczos), kept as the
-reference the tests compare with.
+$P^*_{c_1}$), which is what the certificate is for. Where $U$ has several minima (the linear
+head at $P\ge 640$), which one a run ends in depends on the path: 1 of the 320 paper runs ends
+in another minimum than with the optax solver (U 0.8% higher); with a unit first step instead of
+$1/\|\nabla U\|$, two others did, one higher and one lower.
 """
 
 from __future__ import annotations
@@ -292,7 +296,7 @@ def solve_map(
     *,
     gtol: float = 1e-9,
     max_steps: int = 5000,
-    memory_size: int = 20,
+    memory_size: int = 40,
     n_lanczos: int = N_LANCZOS,
     n_blocks=None,
 ) -> ExactFit:
