@@ -216,3 +216,24 @@ def test_solver_matches_optax_reference(attention):
         )
         assert abs(float(new.min_eig) - lam[0]) <= 1e-6 * lam[-1]
         assert abs(float(ref.min_eig) - lam[0]) <= 1e-6 * lam[-1]
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_blocked_measure_matches_measure(attention):
+    """The exact chunk's blockwise measurement equals ``observables.measure`` (same sums in
+    another order: rounding, 1e-12); rows in skipped blocks are masked out anyway."""
+    from copyhead_jax.fit_exact import measure_blocked
+    from copyhead_jax.observables import measure
+    from copyhead_jax.solve import BLOCK, blocks_of
+
+    cfg = _cfg(attention, "plain").replace(model=dict(engine="reduced"))
+    P_pad = 2 * BLOCK + 3
+    with jax.enable_x64(True):
+        t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
+        test = sample_tokens(jax.random.key(2), n=16, L=L, V=V)
+        mask = jnp.zeros(P_pad, jnp.float64).at[: BLOCK + 5].set(1.0)
+        h = init_reduced(jax.random.key(0), cfg, head_template(cfg))
+        m1 = measure(h, t, mask, test)
+        m2 = measure_blocked(h, t, mask, test, jnp.asarray(blocks_of(BLOCK + 5, P_pad)))
+        for a, b in zip(jax.tree_util.tree_leaves(m1), jax.tree_util.tree_leaves(m2)):
+            _close(b, a, rtol=1e-12)
