@@ -387,7 +387,11 @@ def run_main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     res, _ = measure_width(spec)
     widths = {res["width"]: {k: res[k] for k in WIDTH_KEEP}}
-    for w in spec.settings.get("extra_widths", []):
+    res["widths"] = widths
+    extra = spec.settings.get("extra_widths", [])
+    if extra:  # the main width's result first (the extra widths take as long again)
+        C.save_artefact(spec, dict(res), main_figure, out_dir, t0, drop=("measured_located",))
+    for w in extra:
         C.log(f"main {spec.preset}: width {width_label(w)}")
         rw, _ = measure_width(width_spec(spec, w))
         rw["curves_small"] = {
@@ -396,7 +400,6 @@ def run_main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         }
         widths[rw["width"]] = {k: rw[k] for k in (*WIDTH_KEEP, "curves_small")}
         res["sweep_seconds"] += rw["sweep_seconds"]
-    res["widths"] = widths
     C.save_artefact(spec, res, main_figure, out_dir, t0, drop=("measured_located",))
     return res
 

@@ -20,6 +20,11 @@ def main_figure(res: dict[str, Any]):
     ek, th = res["theory_ek_curves"], res["theory_ek_points"]
     cur = res["curves"]
     mp = {k: P_star(v) for k, v in res["measured_located"].items()}
+    solver = res.get("header", {}).get("engine", {}).get("train", {}).get("solver")
+    base = "exact MAP" if solver == "exact" else "Adam"
+    width = res.get("width")
+    fit = f"{base} N={width}" if width else base
+    other = {w: r for w, r in (res.get("widths") or {}).items() if w != width}
 
     def band(a, x, m, s, label, **kw):
         x, m = np.asarray(x, float), np.asarray(m, float)
@@ -50,8 +55,8 @@ def main_figure(res: dict[str, Any]):
     a.plot(f["P"], f["c1"], ":", color="tab:cyan", label="finite-width theory c1")
     a.plot(f["P"], f["cG"], ":", color="tab:blue", label="finite-width theory cG")
     lin = cur["linear"]
-    band(a, lin["P"], lin["c1"], lin["c1_sd"], "Adam c1", fmt="s", color="tab:cyan")
-    band(a, lin["P"], lin["cG"], lin["cG_sd"], "Adam cG", fmt="o", color="tab:blue")
+    band(a, lin["P"], lin["c1"], lin["c1_sd"], f"{fit} c1", fmt="s", color="tab:cyan")
+    band(a, lin["P"], lin["cG"], lin["cG_sd"], f"{fit} cG", fmt="o", color="tab:blue")
     if cur.get("sgld_linear"):
         pl = cur["sgld_linear"]
         band(
@@ -64,6 +69,10 @@ def main_figure(res: dict[str, Any]):
             color="k",
             mfc="none",
         )
+    for w, r in other.items():
+        cs = r.get("curves_small", {}).get("linear")
+        if cs:
+            a.plot(cs["P"], cs["cG"], "x", color="tab:blue", alpha=0.6, label=f"{base} N={w} cG")
     vlines(a, (("P_c1", "tab:green"), ("P_cG", "tab:purple")))
     a.set_title("linear: order parameters (dashed: theory P*, solid: measured)")
 
@@ -79,7 +88,11 @@ def main_figure(res: dict[str, Any]):
     a.plot(f["P"], f["aG"], ":", color="tab:red", label="finite-width theory aG")
     for name, fmt, col in (("pool", "o", "tab:orange"), ("copy", "v", "tab:brown")):
         c = cur[name]
-        band(a, c["P"], c["cG"], c["cG_sd"], f"Adam aG ({name} start)", fmt=fmt, color=col)
+        band(a, c["P"], c["cG"], c["cG_sd"], f"{fit} aG ({name} start)", fmt=fmt, color=col)
+        for w, r in other.items():
+            cs = r.get("curves_small", {}).get(name)
+            if cs:
+                a.plot(cs["P"], cs["cG"], "x", color=col, alpha=0.6, label=f"{base} N={w} ({name})")
     if cur.get("sgld_softmax"):
         ps = cur["sgld_softmax"]
         band(
@@ -103,14 +116,20 @@ def main_figure(res: dict[str, Any]):
     for name, col, key in (("linear", "tab:blue", "linear"), ("softmax", "tab:red", "pool")):
         c = cur[key]
         band(
-            a, c["P"], c["train_loss"], c["train_loss_sd"], f"Adam {name} train", fmt="o", color=col
+            a,
+            c["P"],
+            c["train_loss"],
+            c["train_loss_sd"],
+            f"{fit} {name} train",
+            fmt="o",
+            color=col,
         )
         band(
             a,
             c["P"],
             c["test_loss"],
             c["test_loss_sd"],
-            f"Adam {name} test",
+            f"{fit} {name} test",
             fmt="x",
             color=col,
             alpha=0.5,
@@ -123,7 +142,9 @@ def main_figure(res: dict[str, Any]):
     a = ax[1, 1]
     br = cur["branches"]
     if len(br["P"]):
-        a.plot(br["P"], br["dU_per_seq"], "o-", color="tab:red", label="Adam: (U_pool - U_copy)/P")
+        a.plot(
+            br["P"], br["dU_per_seq"], "o-", color="tab:red", label=f"{fit}: (U_pool - U_copy)/P"
+        )
         dist = np.asarray(br["distinct"], float) > 0
         a.plot(
             np.asarray(br["P"])[~dist],
@@ -159,8 +180,8 @@ def main_figure(res: dict[str, Any]):
     a = ax[1, 2]
     for key, col, lab in (("linear", "tab:blue", "linear"), ("pool", "tab:red", "softmax")):
         c = cur[key]
-        band(a, c["P"], c["coverage"], c["coverage_sd"], f"Adam {lab} mean-A", fmt="o", color=col)
-        a.plot(c["P"], c["sample_coverage"], "x:", color=col, label=f"Adam {lab} per-sample")
+        band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit} {lab} mean-A", fmt="o", color=col)
+        a.plot(c["P"], c["sample_coverage"], "x:", color=col, label=f"{fit} {lab} per-sample")
     for key, col, lab in (
         ("sgld_linear", "tab:blue", "linear"),
         ("sgld_softmax", "tab:red", "softmax"),
