@@ -54,7 +54,12 @@ from .results import (
     resolve_order,
     upgrade_schema1,
 )
-from .sample_reduced import whitened_potential, whitening
+from .sample_reduced import (
+    collapsed_chains,
+    marginal_whitening,
+    warmup_chains,
+    whitening,
+)
 from .sgld import chain_health, draw_steps, health_warnings, run_chains
 from .sweep import _all_inputs, _check_writable
 
@@ -63,11 +68,15 @@ POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
 
-#: Reduced sweeps: eta in whitened coordinates (unit curvature at the fit). The stationary
-#: variance of a quadratic well is inflated by 1 / (1 - eta / 2) = 1.053 (the bias measured
-#: against NUTS); the lag-10 autocorrelation of a unit-curvature direction is (1 - eta)^10 =
-#: 0.35, so 4 chains x 500 draws give ESS ~ 1,000 in a quadratic well.
-REDUCED_SGLD = SGLDConfig(step_size=0.1, n_steps=6000, burn_in=1000, thin=10, n_chains=4)
+#: Reduced sweeps: the collapsed sampler of :mod:`copyhead_jax.sample_reduced` (the readout
+#: integrated out exactly, HMC on W^G). ``burn_in``: unadjusted-Langevin warm-up steps
+#: (discarded); then ``HMC_ADAPT`` = 100 HMC iterations tune each chain's leapfrog step from
+#: ``step_size`` (discarded); then ``n_steps - burn_in`` HMC iterations of ``LEAPFROG`` = 5
+#: leapfrog steps at the frozen step (times a jitter in [0.8, 1.2]), a draw every ``thin``.
+#: Measured on the small default (docs/reduced_sampler.md): acceptance ~0.75-0.85; the slowest
+#: quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
+#: chains give ESS >= 400 for U and both order parameters in every run.
+REDUCED_SGLD = SGLDConfig(step_size=0.35, n_steps=2000, burn_in=500, thin=1, n_chains=4)
 
 
 def default_sgld(sweep) -> SGLDConfig:
@@ -93,6 +102,7 @@ class DrawStats(NamedTuple):
     distance: jax.Array  # [C, S] || Theta_draw - Theta_0 ||
     U0: jax.Array  # [C] U at the warm start
     finite: jax.Array  # [C] no non-finite U or MALA log-ratio along the chain
+    step: jax.Array  # [C] step size of the kept draws (reduced: each chain's adapted HMC step)
 
 
 class Sampler(eqx.Module):
@@ -111,29 +121,17 @@ class Sampler(eqx.Module):
         loss = masked_mean(squared_errors(head, train, V), mask)
         return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
 
-    def run(self, keys, head0: AbstractHead, train, mask, theta=None, C=None) -> DrawStats:
+    def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
         """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start),
-        through :func:`sgld.run_chains` with the observables as ``draw_fn``.
-
-        Reduced sweeps: only ``(W^G, W_O_hat)`` are sampled (the embeddings are quenched), in
-        the whitened coordinates of :mod:`copyhead_jax.sample_reduced` (a constant
-        preconditioner, the inverse Hessian at the fit)."""
+        through :func:`sgld.run_chains` with the observables as ``draw_fn`` (full-width sweeps:
+        every weight sampled; reduced sweeps use :func:`sample_collapsed` instead)."""
         s = self.sgld
         obj = Objective.from_config(self.cfg)
-        if C is not None:  # reduced sweep: (theta*, C) from whiten_runs
-            U_w, head_of = whitened_potential(head0, obj)
-            res = run_chains(
-                keys, jnp.zeros_like(theta), U_w,
-                n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-                n_chains=s.n_chains, args=(theta, C, train, mask),
-                draw_fn=lambda w, th, c, t, m: self.observe(head_of(w, th, c), t, m),
-            )  # fmt: skip
-        else:
-            res = run_chains(
-                keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
-                n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-                n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
-            )  # fmt: skip
+        res = run_chains(
+            keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
+            n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
+            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
+        )  # fmt: skip
         n_draws = res.draws.shape[1]
         acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws
         return DrawStats(
@@ -142,22 +140,74 @@ class Sampler(eqx.Module):
             distance=res.draw_distance,
             U0=res.init_potential,
             finite=res.finite & jnp.all(jnp.isfinite(res.draws), axis=(1, 2)),
+            step=jnp.full((s.n_chains,), s.step_size, res.draws.dtype),
         )
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def sample_runs(sampler: Sampler, keys, heads, train, mask, theta=None, C=None) -> DrawStats:
+def sample_runs(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
     """``vmap`` over runs of :meth:`Sampler.run`: the one compiled program of a sweep."""
-    return jax.vmap(sampler.run)(keys, heads, train, mask, theta, C)
+    return jax.vmap(sampler.run)(keys, heads, train, mask)
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def whiten_runs(cfg: Config, heads, train, mask):
-    """``(theta*, C)`` of every run of a reduced sweep (call inside ``jax.enable_x64``)."""
+    """``(theta*, C)`` of every run of a reduced sweep: the whitening of the joint posterior at
+    the fit (the earlier default sampler's; kept for experiments). Call inside
+    ``jax.enable_x64``."""
     obj = Objective.from_config(cfg)
-    # one run at a time: a vmap over runs would hold runs x 32 tangents x the P x L x L block
-    # (GiBs at the paper's P); the Hessian-vector products are vectorised inside each run
     return jax.lax.map(lambda a: whitening(*a, obj), (heads, train, mask))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _whiten_runs(cfg: Config, heads, train, mask):
+    """The marginal whitening of every run (one run at a time: a vmap over runs would hold
+    runs x 32 tangents of the data block); call inside ``jax.enable_x64``."""
+    obj = Objective.from_config(cfg)
+    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _warmup_runs(sampler: Sampler, keys, heads, train, mask, C):
+    obj = Objective.from_config(sampler.cfg)
+    n = sampler.sgld.burn_in
+    return jax.vmap(lambda k, h, t, m, c: warmup_chains(k, h, t, m, obj, c, n))(
+        keys, heads, train, mask, C
+    )
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _collapsed_runs(sampler: Sampler, keys, heads, train, mask, x_init, C):
+    s = sampler.sgld
+    obj = Objective.from_config(sampler.cfg)
+
+    def one(k, h, t, m, x, c):
+        obs = lambda hh: sampler.observe(hh, t, m)
+        n_iter = s.n_steps - s.burn_in
+        st = collapsed_chains(k, h, t, m, obj, x, c, obs, n_iter=n_iter, thin=s.thin,
+                              step_size=s.step_size)  # fmt: skip
+        U0 = sampler.observe(h, t, m)[0]
+        return DrawStats(st.draws, st.accept, st.distance, jnp.full(k.shape, U0), st.finite,
+                         st.step_size)  # fmt: skip
+
+    return jax.vmap(one)(keys, heads, train, mask, x_init, C)
+
+
+def sample_collapsed(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
+    """Reduced sweeps, every run of a chunk: whitening of the marginal at the fit, warm-up,
+    whitening at the end of chain 0's warm-up, HMC (:mod:`copyhead_jax.sample_reduced`)."""
+    f64 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), tree)
+    f32 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
+    k_warm = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 1)))(keys)
+    k_hmc = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 2)))(keys)
+    with jax.enable_x64(True):
+        C1 = _whiten_runs(sampler.cfg, f64(heads), train, f64(mask))
+    heads, mask = f32(heads), f32(mask)
+    x_warm = _warmup_runs(sampler, k_warm, heads, train, mask, f32(C1))  # [runs, chains, n]
+    typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
+    with jax.enable_x64(True):
+        C2 = _whiten_runs(sampler.cfg, f64(typical), train, f64(mask))
+    return _collapsed_runs(sampler, k_hmc, heads, train, mask, x_warm, f32(C2))
 
 
 @dataclass
@@ -262,6 +312,10 @@ def run_sampler(
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     mesh = run_mesh(cfg.sweep.n_devices)
     chunk = chunk_runs or max(1, min(n_runs, cfg.sweep.chunk_runs or n_runs))
+    if cfg.model.engine == "reduced" and not (chunk_runs or cfg.sweep.chunk_runs):
+        # runs are P-major: chunks of two P values, each trimmed to its largest P (the padding
+        # rows cost as much as data in the collapsed sampler; 4 compiles on the small default)
+        chunk = min(n_runs, 2 * nS)
     chunk = mesh.size * math.ceil(chunk / mesh.size)
     sampler = Sampler(cfg, sgld)
     cls = head_class(cfg.model.attention)
@@ -270,21 +324,22 @@ def run_sampler(
                disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
 
     def compute(idx):
+        train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
+        if cfg.model.engine == "reduced":  # drop the padding rows no run of the chunk uses
+            n_keep = max(1, int((mask > 0).sum(-1).max()))
+            if not np.any(mask[:, n_keep:] > 0):
+                train, mask = train[:, :n_keep], mask[:, :n_keep]
         data = shard_runs(
-            dict(keys=chain_keys[idx], train=np.asarray(inputs.train)[idx],
-                 mask=np.asarray(inputs.mask)[idx], **{k: v[idx] for k, v in heads.items()}),
+            dict(keys=chain_keys[idx], train=train, mask=mask,
+                 **{k: v[idx] for k, v in heads.items()}),
             mesh,
         )  # fmt: skip
         head = cls.from_arrays(cfg, data)
         keys = jax.random.wrap_key_data(data["keys"])
-        theta = C = None
-        if cfg.model.engine == "reduced":  # whitening: dense Hessian at the fit, float64
-            with jax.enable_x64(True):
-                h64 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), head)
-                theta, C = whiten_runs(cfg, h64, data["train"], data["mask"])
-                theta, C = np.asarray(theta, np.float32), np.asarray(C, np.float32)
-            head = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), head)
-        st = sample_runs(sampler, keys, head, data["train"], data["mask"], theta, C)
+        if cfg.model.engine == "reduced":  # the readout integrated out exactly
+            st = sample_collapsed(sampler, keys, head, data["train"], data["mask"])
+        else:
+            st = sample_runs(sampler, keys, head, data["train"], data["mask"])
         return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
 
     def done(c, n, loaded):
@@ -300,7 +355,7 @@ def run_sampler(
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
-    arrays.update(_health_arrays(arrays, order_names(cfg)[1]))
+    arrays.update(_health_arrays(arrays, order_names(cfg)))
     if cfg.model.engine == "reduced":
         D = cfg.task.V + cfg.task.L
         arrays["var_U_ratio"] = _var_U_ratio(arrays, D * D + cfg.task.V * D)
@@ -337,26 +392,49 @@ def _var_U_ratio(a: dict[str, np.ndarray], n: int) -> np.ndarray:
         return np.nanvar(U.reshape(U.shape[:2] + (-1,)), axis=-1) / (n / 2)
 
 
-def _health_arrays(a: dict[str, np.ndarray], nG: str) -> dict[str, np.ndarray]:
-    """Split R-hat and ESS of U and of cG (named ``nG``) over each run's chains, acceptance,
-    distance, ..."""
+def _health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str, np.ndarray]:
+    """Split R-hat and ESS of U and of each order parameter (named ``names``, e.g. ``a1``,
+    ``aG``) over each run's chains, acceptance, distance, ..."""
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
-    hG = chain_health(
-        _HealthInput(a["draws"][..., 3], a["accept"], a["finite"], a["distance"], U, a["U0"])
-    )
-    return {
-        "rhat": h.rhat, "ess": h.ess, f"rhat_{nG}": hG.rhat, f"ess_{nG}": hG.ess,
-        "accept_mean": h.accept_prob, "distance_mean": h.distance,
-        "frac_below_start": h.frac_below_start,
+    out = {
+        "rhat": h.rhat, "ess": h.ess, "accept_mean": h.accept_prob,
+        "distance_mean": h.distance, "frac_below_start": h.frac_below_start,
     }  # fmt: skip
+    for name, k in zip(names, (2, 3)):
+        x = a["draws"][..., k]
+        hk = chain_health(_HealthInput(x, a["accept"], a["finite"], a["distance"], U, a["U0"]))
+        out[f"rhat_{name}"], out[f"ess_{name}"] = hk.rhat, hk.ess
+    return out
+
+
+#: Reduced sweeps: a run mixes when split R-hat <= 1.05 and ESS >= 400 for U and for each
+#: order parameter (issue 11; Vehtari et al. 2021 recommend R-hat < 1.01 and ESS > 400 for
+#: final results, 1.05 is their earlier working threshold); the HMC acceptance of a
+#: well-tuned chain is 0.6-0.9, below ``REDUCED_ACCEPT_MIN`` the step is too large.
+REDUCED_RHAT_MAX, REDUCED_ESS_MIN, REDUCED_ACCEPT_MIN = 1.05, 400.0, 0.3
 
 
 def _warnings(res: PosteriorResult) -> list[str]:
     a = res.arrays
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
-    msgs = health_warnings(h)
+    reduced = res.config.model.engine == "reduced"
+    if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar of issue 11
+        msgs = health_warnings(h, rhat_max=REDUCED_RHAT_MAX, ess_min=REDUCED_ESS_MIN,
+                               accept_min=REDUCED_ACCEPT_MIN)  # fmt: skip
+        msgs = [m.replace("MALA acceptance proxy", "HMC acceptance") for m in msgs]
+        for name in res.order_names:
+            for idx in np.ndindex(a[f"rhat_{name}"].shape):
+                r, e = float(a[f"rhat_{name}"][idx]), float(a[f"ess_{name}"][idx])
+                if r > REDUCED_RHAT_MAX:
+                    msgs.append(f"run {idx}, split R-hat of {name} = {r:.3f} > "
+                                f"{REDUCED_RHAT_MAX}: chains disagree")  # fmt: skip
+                if e < REDUCED_ESS_MIN:
+                    msgs.append(f"run {idx}, ESS of {name} = {e:.1f} < {REDUCED_ESS_MIN}: "
+                                "too few independent draws")  # fmt: skip
+    else:
+        msgs = health_warnings(h)
     # name runs by (P, seed) rather than by array index
     P = res.P
     out = []
@@ -365,7 +443,7 @@ def _warnings(res: PosteriorResult) -> list[str]:
             for s in range(res.config.sweep.n_seeds):
                 m = m.replace(f"run ({i}, {s})", f"run P={p} seed={s}")
         out.append(m)
-    if res.config.model.engine == "reduced" and "var_U_ratio" in a:
+    if reduced and "var_U_ratio" in a:
         for i, p in enumerate(P):
             for s, r in enumerate(a["var_U_ratio"][i]):
                 if not GAUSS_VAR_RANGE[0] <= r <= GAUSS_VAR_RANGE[1]:

@@ -1,4 +1,5 @@
-"""``copyhead sample RESULT``: SGLD posterior of every run of a saved sweep."""
+"""``copyhead sample RESULT``: posterior of every run of a saved sweep (SGLD; reduced sweeps:
+the collapsed HMC of :mod:`copyhead_jax.sample_reduced`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from .config import SGLDConfig
 
 
 def add_sample_subparser(sub) -> None:
-    p = sub.add_parser("sample", help="SGLD posterior of a sweep, warm-started from its fits")
+    p = sub.add_parser("sample", help="posterior of a sweep, warm-started from its fits (SGLD; "
+                       "reduced sweeps: collapsed HMC)")  # fmt: skip
     p.add_argument("result", help="a sweep result file (copyhead sweep ... --out)")
     p.add_argument("--out", default=None, help="posterior file (default: RESULT_posterior.npz)")
     p.add_argument("--preset", choices=("default", "paper"), default="default",
@@ -18,13 +20,16 @@ def add_sample_subparser(sub) -> None:
 
     d = SGLDConfig()
     both = lambda k: f"default {getattr(d, k)} (reduced sweeps: {getattr(r, k)})"
-    p.add_argument("--steps", type=int, default=None, help=both("n_steps"))
-    p.add_argument("--burn-in", type=int, default=None, help=both("burn_in"))
+    p.add_argument("--steps", type=int, default=None,
+                   help=both("n_steps") + "; reduced: warm-up steps + HMC iterations")  # fmt: skip
+    p.add_argument("--burn-in", type=int, default=None,
+                   help=both("burn_in") + "; reduced: Langevin warm-up steps")  # fmt: skip
     p.add_argument("--thin", type=int, default=None, help=both("thin"))
     p.add_argument("--chains", type=int, default=None, help=both("n_chains"))
     p.add_argument("--step-size", type=float, default=None,
-                   help="eta on U; reduced sweeps: eta in the whitened coordinates of the "
-                   "constant preconditioner H^-1 at the fit; " + both("step_size"))  # fmt: skip
+                   help="eta on U; reduced sweeps (the readout integrated out exactly, HMC on "
+                   "W^G): the leapfrog step in the whitened coordinates of the marginal; "
+                   + both("step_size"))  # fmt: skip
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",

@@ -16,13 +16,49 @@ against a fit that is not a minimum (negative curvature).
 
 :func:`nuts_reference` samples the same posterior with NumPyro's NUTS (imported lazily): the
 gold standard against which SGLD's bias is measured.
+
+**The default sampler: collapsed HMC** (:func:`collapsed_chains`). Whitened SGLD fails for linear
+attention (issue 11): its posterior has the bilinear valley $(M,R)\to(cM,R/c)$ and its mass lies
+far from the fit (small default, P = 32: MAP c1 = 0.6, posterior c1 = 8.6 +- 5.4), where a
+preconditioner fitted at the MAP is wrong by up to 50x per direction. Both heads are *linear in
+the readout*: given $W^G$, $U$ is an exact quadratic in $\hat W^O$, whose rows are i.i.d.
+Gaussian, $\hat W^O_v\mid W^G\sim\mathcal N(\Lambda^{-1}b_v,\Lambda^{-1})$ with
+$$\Lambda=2w\sum_{\alpha a}g^{\alpha a}g^{\alpha a\top}+\sigma_O^{-2}I,\qquad
+b_v=2w\sum_{\alpha a}g^{\alpha a}y^{\alpha a}_v,\qquad
+g^{\alpha a}=U^\top\textstyle\sum_bA^\alpha_{ab}\phi^{\alpha b}/\sqrt{\chi N}$$
+($w$ the likelihood weight, $g$ the readout features:
+$f^{\alpha a}_v=\hat W^O_v\cdot g^{\alpha a}$).
+So $\hat W^O$ is integrated out exactly: the chain runs on $W^G$ alone with the marginal
+$$U_m(W^G)=\frac{|W^G|^2}{2\sigma_G^2}-\tfrac12\sum_v b_v^\top\Lambda^{-1}b_v
++\tfrac V2\log\det(\sigma_O^2\Lambda)+w\sum|y|^2$$
+($e^{-U_m}=\int e^{-U}\,d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$), and each draw completes
+$(W^G,\hat W^O)$ with an exact draw of $\hat W^O\mid W^G$: the pair is an exact draw of $e^{-U}$
+whenever $W^G$ is one of $e^{-U_m}$. The valley is gone ($U_m$ has no scale symmetry); what stays
+is a posterior whose bulk is far from the fit. Hence three phases per run, all chains at once:
+
+1. ``burn_in`` steps of unadjusted Langevin on $U_m$ (step ``WARMUP_ETA``) in the whitening of
+   $U_m$ at the fit: this only carries the chains to the typical set and is discarded;
+2. the whitening is recomputed at the end point of chain 0 (a constant preconditioner again,
+   from a point of the typical set, eigenvalues floored at the prior curvature);
+3. ``n_steps - burn_in`` iterations of HMC (``LEAPFROG`` leapfrog steps of size ``step_size``
+   times a uniform jitter in [0.8, 1.2], unit mass in the whitened coordinates) with a
+   Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
+
+$\Lambda$ is D x D (D = V + L): its Cholesky factor and triangular solves are written out in
+``lax.fori_loop`` (no jaxlib LAPACK call inside the vmapped chains: see ``_runtime``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from typing import NamedTuple
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jax import lax
+from jaxtyping import Array, Bool, Float
 
 from ._types import Mask, TokenBatch
 from .models import AbstractHead
@@ -45,7 +81,6 @@ def whitening(
     r"""``(theta*, C)``: the flat fitted weights and $C=V\Lambda_c^{-1/2}$ from the dense Hessian
     at them (one Hessian-vector product per weight, on at most ``PRECOND_SEQS`` sequences; run
     in float64)."""
-    import dataclasses
 
     theta, _ = _split(head)
     n = min(PRECOND_SEQS, tokens.shape[0])
@@ -113,3 +148,238 @@ def nuts_reference(
     w = mcmc.get_samples(group_by_chain=True)  # [C, S, n]
     obs = jax.vmap(jax.vmap(lambda x: observe(head_of(x, theta, C))))(w)
     return obs
+
+
+# ---------------------------------------------------------------------------------------------
+# Collapsed sampler: the readout integrated out exactly (module docstring)
+# ---------------------------------------------------------------------------------------------
+
+#: Unadjusted Langevin step of the warm-up (whitened at the fit), phase 1.
+WARMUP_ETA = 0.1
+#: Leapfrog steps per HMC iteration (phase 3). With the default step 0.35 a trajectory is about
+#: 1.75 whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough
+#: to decorrelate, short of the half period at which a Gaussian's energy U returns.
+LEAPFROG = 5
+#: HMC iterations (discarded) that tune each chain's leapfrog step before it is frozen, and the
+#: acceptance they aim at (0.65-0.8 is HMC's efficient range; Beskos et al. 2013: 0.651).
+HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
+#: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
+#: the posterior unchanged; the data part is rescaled by P / n_used).
+MARGINAL_PRECOND_SEQS = 256
+
+
+def _cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
+    """Lower Cholesky factor, column by column (``fori_loop``: no LAPACK call)."""
+    n = A.shape[-1]
+    idx = jnp.arange(n)
+
+    def body(j, L):
+        v = A[:, j] - L @ L[j, :]
+        return L.at[:, j].set(jnp.where(idx >= j, v / jnp.sqrt(v[j]), 0.0))
+
+    return lax.fori_loop(0, n, body, jnp.zeros_like(A))
+
+
+def _solve_lower(L, B):
+    """``L X = B`` by forward substitution."""
+
+    def body(i, X):
+        return X.at[i].set((B[i] - L[i] @ X) / L[i, i])
+
+    return lax.fori_loop(0, L.shape[0], body, jnp.zeros_like(B))
+
+
+def _solve_upper(L, B):
+    """``L^T X = B`` by back substitution."""
+    n = L.shape[0]
+
+    def body(k, X):
+        i = n - 1 - k
+        return X.at[i].set((B[i] - L[:, i] @ X) / L[i, i])
+
+    return lax.fori_loop(0, n, body, jnp.zeros_like(B))
+
+
+def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    r"""``(Lam, B, c)``: given ``head.W_G``, the readout rows are i.i.d.
+    $\hat W^O_v\sim\mathcal N(\Lambda^{-1}B_{:,v},\Lambda^{-1})$ (module docstring), and
+    ``c = w sum |y|^2`` over the kept sequences."""
+    V = head.W_E.shape[1]
+    M = head.logit_gram()
+    dt = M.dtype
+    X = jax.nn.one_hot(tokens, V, dtype=dt)  # [P, L, V]
+    XM = X @ M[:V, :V] + M[V:, :V][None]
+    s = jnp.einsum("pav,pbv->pab", XM, X) + (X @ M[:V, V:]) + M[V:, V:][None]
+    A = head.activation(s)
+    F = jnp.concatenate([jnp.einsum("pab,pbv->pav", A, X), A], -1)  # sum_b A_ab phi^b
+    keep = (mask > 0).astype(dt)
+    Fm = F * keep[:, None, None]
+    D = F.shape[-1]
+    SF = Fm.reshape(-1, D).T @ F.reshape(-1, D)
+    BF = Fm.reshape(-1, D).T @ jnp.roll(X, 1, axis=1).reshape(-1, V)  # y^a = x^{a-1}
+    E = head.embeddings()  # [D, N]: f_v = W_O_hat_v . E^T F / sqrt(chi N)
+    w = obj.likelihood_weight
+    N = E.shape[1]
+    Lam = (2 * w / (head.chi * N)) * (E.T @ SF @ E) + jnp.eye(N, dtype=dt) / obj.sigma_O**2
+    B = (2 * w / math.sqrt(head.chi * N)) * (E.T @ BF)
+    return Lam, B, w * jnp.sum(keep) * tokens.shape[1]
+
+
+def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    r"""$U_m(W^G)=-\log\int e^{-U}d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$ (quenched ``U``; the
+    readout of ``head`` is ignored)."""
+    Lam, B, c = readout_conditional(head, tokens, mask, obj)
+    L = _cholesky(Lam)
+    Z = _solve_lower(L, B)
+    V = B.shape[1]
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    return prior - 0.5 * jnp.sum(Z**2) + V * jnp.sum(jnp.log(jnp.diag(L) * obj.sigma_O)) + c
+
+
+def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    """``head`` with ``W_O_hat`` drawn exactly from its Gaussian conditional given ``W_G``."""
+    Lam, B, _ = readout_conditional(head, tokens, mask, obj)
+    L = _cholesky(Lam)
+    mean = _solve_upper(L, _solve_lower(L, B))  # [N, V]
+    z = jax.random.normal(key, mean.shape, mean.dtype)
+    return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + _solve_upper(L, z)).T)
+
+
+def _with_WG(head: AbstractHead, x):
+    return eqx.tree_at(lambda h: h.W_G, head, x.reshape(head.W_G.shape))
+
+
+def marginal_whitening(
+    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective
+) -> Whitening:
+    r"""$C=V\Lambda_c^{-1/2}$ for the flat ``W_G`` from the Hessian of :func:`marginal_energy`
+    at ``head.W_G`` on at most ``MARGINAL_PRECOND_SEQS`` sequences (likelihood weight rescaled
+    by P / n_used), eigenvalues floored at the prior curvature ``1/sigma_G^2``."""
+    n = min(MARGINAL_PRECOND_SEQS, tokens.shape[0])
+    used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
+    scale = jnp.sum(mask > 0) / used
+    t, m = tokens[:n], mask[:n]
+
+    def f(x):
+        # the weight enters only through obj: rescale the features' Gram by scaling W_O's
+        # effective likelihood weight, i.e. evaluate with obj at weight w * scale
+        h = _with_WG(head, x)
+        Lam, B, c = readout_conditional(h, t, m, obj)
+        Lam = scale * (Lam - jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2) + (
+            jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2
+        )
+        L = _cholesky(Lam)
+        Z = _solve_lower(L, scale * B)
+        prior = jnp.sum(x**2) / (2 * obj.sigma_G**2)
+        return prior - 0.5 * jnp.sum(Z**2) + B.shape[1] * jnp.sum(jnp.log(jnp.diag(L)))
+
+    x0 = head.W_G.ravel()
+    g = jax.grad(f)
+    eye = jnp.eye(x0.size, dtype=x0.dtype)
+    H = lax.map(lambda v: jax.jvp(g, (x0,), (v,))[1], eye, batch_size=32)
+    lam, vec = jnp.linalg.eigh(0.5 * (H + H.T))
+    return vec * (jnp.maximum(lam, obj.sigma_G**-2) ** -0.5)[None, :]
+
+
+class CollapsedStats(NamedTuple):
+    """One run's chains (``C`` chains, ``S`` draws)."""
+
+    draws: Array  # [C, S, k]: observe(head) at each draw
+    accept: Array  # [C, S]: mean Metropolis acceptance probability of the thin iterations
+    distance: Array  # [C, S]: || W_G - W_G at the fit ||
+    finite: Bool[Array, " C"]  # no non-finite energy along the chain
+    step_size: Array  # [C]: the leapfrog step after adaptation
+
+
+def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = WARMUP_ETA):
+    """Phase 1: unadjusted Langevin on ``U_m`` in the whitening ``C`` from ``head.W_G``, one
+    chain per key; returns the end points ``[chains, n]`` (flat ``W_G``)."""
+    x0 = head.W_G.ravel()
+    U = lambda w: marginal_energy(_with_WG(head, x0 + C @ w), tokens, mask, obj)
+    grad = jax.grad(U)
+    sd = math.sqrt(2 * eta)
+
+    def chain(key):
+        def step(w, i):
+            xi = jax.random.normal(jax.random.fold_in(key, i), w.shape, w.dtype)
+            w1 = w - eta * grad(w) + sd * xi
+            return jnp.where(jnp.all(jnp.isfinite(w1)), w1, w), None
+
+        w, _ = lax.scan(step, jnp.zeros_like(x0), jnp.arange(n_steps))
+        return x0 + C @ w
+
+    return jax.vmap(chain)(keys)
+
+
+def collapsed_chains(
+    keys, head, tokens, mask, obj, x_init, C, observe, *,
+    n_iter: int, thin: int, step_size: float, n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+) -> CollapsedStats:  # fmt: skip
+    """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w`` (unit mass),
+    Metropolis-corrected. The first ``n_adapt`` iterations tune each chain's step from
+    ``step_size`` towards acceptance ``target_accept`` (dual averaging, Hoffman & Gelman 2014,
+    §3.2) and are discarded; the step is then frozen, so the ``n_iter`` iterations that follow
+    are an exact HMC chain. At every ``thin``-th of them the readout is drawn exactly given
+    ``W_G`` and ``observe(head)`` recorded. ``x_init``: one start per chain (flat ``W_G``)."""
+    x_fit = head.W_G.ravel()
+
+    def chain(key, xs):
+        U = lambda w: marginal_energy(_with_WG(head, xs + C @ w), tokens, mask, obj)
+        vg = jax.value_and_grad(U)
+
+        def transition(state, i, log_eps):
+            w, u, g = state
+            k = jax.random.fold_in(key, i)
+            k_eps, k_p, k_acc = jax.random.split(k, 3)
+            eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
+            p0 = jax.random.normal(k_p, w.shape, w.dtype)
+
+            def leap(c, _):
+                x, p, _, gg = c
+                p = p - 0.5 * eps * gg
+                x = x + eps * p
+                uu, gg = vg(x)
+                return (x, p - 0.5 * eps * gg, uu, gg), None
+
+            (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
+            log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
+            finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
+            log_a = jnp.where(finite, log_a, -jnp.inf)
+            acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
+            state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
+            return state, jnp.minimum(1.0, jnp.exp(log_a))
+
+        # dual averaging of log eps (gamma 0.05, t0 10, kappa 0.75: Hoffman & Gelman's values)
+        mu = jnp.log(10.0 * step_size)
+
+        def adapt(carry, i):
+            state, log_eps, h_bar, log_eps_bar = carry
+            state, a = transition(state, i, log_eps)
+            t = i + 1.0
+            h_bar = (1 - 1 / (t + 10)) * h_bar + (target_accept - a) / (t + 10)
+            log_eps = jnp.minimum(mu - jnp.sqrt(t) / 0.05 * h_bar, jnp.log(2.0))
+            log_eps_bar = t**-0.75 * log_eps + (1 - t**-0.75) * log_eps_bar
+            return (state, log_eps, h_bar, log_eps_bar), None
+
+        w0 = jnp.zeros_like(xs)
+        u0, g0 = vg(w0)
+        le0 = jnp.log(jnp.asarray(step_size, w0.dtype))
+        carry = ((w0, u0, g0), le0, jnp.zeros((), w0.dtype), le0)
+        if n_adapt > 0:
+            carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
+        state, log_eps = carry[0], carry[3]
+
+        def block(state, j):
+            state, a = lax.scan(lambda st, i: transition(st, i, log_eps), state,
+                                n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
+            x = xs + C @ state[0]
+            h = draw_readout(jax.random.fold_in(key, -1 - j), _with_WG(head, x), tokens, mask,
+                             obj)  # fmt: skip
+            return state, (observe(h), jnp.mean(a), jnp.linalg.norm(x - x_fit))
+
+        state, (obs, acc, dist) = lax.scan(block, state, jnp.arange(n_iter // thin))
+        finite = jnp.isfinite(u0) & jnp.isfinite(state[1]) & jnp.all(jnp.isfinite(obs))
+        return CollapsedStats(obs, acc, dist, finite, jnp.exp(log_eps))
+
+    return jax.vmap(chain)(keys, x_init)

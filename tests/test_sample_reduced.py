@@ -1,4 +1,5 @@
-"""Posterior of reduced sweeps: whitened SGLD mixes and agrees with NUTS; polish of Adam fits."""
+"""Posterior of reduced sweeps: the collapsed HMC sampler mixes and agrees with NUTS for both heads;
+polish of Adam fits."""
 
 import jax
 import jax.numpy as jnp
@@ -19,11 +20,17 @@ CFG = ch.TINY.replace(
     model=dict(engine="reduced", width=10_000, attention="softmax"),
     sweep=dict(P=(4, 16), n_seeds=1),
 )
+LIN = CFG.replace(model=dict(attention="linear"))
 
 
 @pytest.fixture(scope="module")
 def reduced_sweep():
     return ch.run_sweep(CFG, progress=False, keep_params=True)
+
+
+@pytest.fixture(scope="module")
+def linear_sweep():
+    return ch.run_sweep(LIN, progress=False, keep_params=True)
 
 
 def test_exact_sweep_is_stationary(reduced_sweep):
@@ -33,22 +40,71 @@ def test_exact_sweep_is_stationary(reduced_sweep):
     assert r["params/W_G"].shape[-1] == CFG.task.V + CFG.task.L
 
 
-def test_default_sampler_mixes(reduced_sweep):
+def test_marginal_energy_integrates_the_readout(linear_sweep):
+    """U_m(W^G) = U(W^G, mean readout) + V/2 log det(sigma_O^2 Lambda) (Gaussian integral), the
+    hand-written Cholesky equals LAPACK's, and the readout draws have the conditional's moments."""
+    from copyhead_jax.models import head_class
+    from copyhead_jax.sample_reduced import (
+        _cholesky,
+        draw_readout,
+        marginal_energy,
+        readout_conditional,
+    )  # fmt: skip
+    from copyhead_jax.solve import quenched_energy
+
+    inp = _all_inputs(LIN, None)
+    with jax.enable_x64(True):
+        obj = Objective.from_config(LIN)
+        arr = {k: jnp.asarray(linear_sweep[f"params/{k}"][1, 0], jnp.float64)
+               for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+        h = head_class("linear").from_arrays(LIN, arr)
+        t, m = inp.train[1], jnp.asarray(inp.mask[1], jnp.float64)
+        Lam, B, _ = readout_conditional(h, t, m, obj)
+        np.testing.assert_allclose(_cholesky(Lam), np.linalg.cholesky(np.asarray(Lam)),
+                                   rtol=1e-10, atol=1e-12)  # fmt: skip
+        mean = np.linalg.solve(np.asarray(Lam), np.asarray(B)).T
+        np.testing.assert_allclose(mean, h.W_O_hat, atol=1e-6)  # the fit is the conditional mode
+        import equinox as eqx
+
+        Uj = quenched_energy(eqx.tree_at(lambda x: x.W_O_hat, h, jnp.asarray(mean)), t, m, obj)
+        logdet = np.linalg.slogdet(np.asarray(Lam) * obj.sigma_O**2)[1]
+        np.testing.assert_allclose(marginal_energy(h, t, m, obj), Uj + 0.5 * B.shape[1] * logdet,
+                                   rtol=1e-10)  # fmt: skip
+        keys = jax.random.split(jax.random.key(0), 4000)
+        W = jax.vmap(lambda k: draw_readout(k, h, t, m, obj).W_O_hat)(keys)  # [S, V, N]
+        np.testing.assert_allclose(W.mean(0), mean, atol=5 * np.sqrt(np.diag(np.linalg.inv(
+            np.asarray(Lam))).max() / 4000))  # fmt: skip
+        cov = np.cov(np.asarray(W[:, 0, :]).T)
+        np.testing.assert_allclose(cov, np.linalg.inv(np.asarray(Lam)), atol=0.1 * cov.max())
+
+
+@pytest.mark.parametrize("att", [pytest.param("softmax", marks=pytest.mark.slow), "linear"])
+def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     """The default protocol on a reduced sweep: split R-hat <= 1.05 and ESS >= 400 for U and
-    the order parameters in every run."""
-    post = run_sampler(reduced_sweep, default_sgld(reduced_sweep), progress=False)
-    for name in ("U", "c1", "cG"):
-        x = post[name]  # [P, seed, chain, draw]
-        assert np.all(split_rhat(x) <= 1.05), name
-        assert np.all(ess(x) >= 400), name
+    each order parameter in every run (issue 11's bar: R-hat 1.05 is Gelman-Rubin's working
+    threshold, an ESS of 400 puts the Monte-Carlo error of a mean at 5% of the posterior
+    standard deviation; 4 chains x 1,500 HMC draws clear both with a margin here), and no health
+    warning. Linear attention is the case whitened SGLD could not sample (the bilinear valley of
+    (W^G, W^O)); softmax (slow) is covered again because its default sampler changed too."""
+    sweep = reduced_sweep if att == "softmax" else linear_sweep
+    post = run_sampler(sweep, default_sgld(sweep), progress=False)
+    n1, nG = post.order_names
+    for name, rh, es in (("U", "rhat", "ess"), (n1, f"rhat_{n1}", f"ess_{n1}"),
+                         (nG, f"rhat_{nG}", f"ess_{nG}")):  # fmt: skip
+        assert np.all(post[rh] <= 1.05), (name, post[rh])
+        assert np.all(post[es] >= 400), (name, post[es])
+        x = post[name]  # [P, seed, chain, draw]: the same numbers from the draws
+        assert np.all(split_rhat(x) <= 1.05) and np.all(ess(x) >= 400), name
+    assert post.meta["warnings"] == [], post.meta["warnings"]
 
 
 @pytest.mark.slow
-def test_sgld_agrees_with_nuts():
-    """Posterior means of U, a1, aG from whitened SGLD and from NUTS agree within 4 combined
-    Monte-Carlo standard errors, plus the SGLD bias allowance of a Gaussian well (the variance
-    is inflated by 1/(1 - eta/2), which moves the mean of U = sum of squares by ~ eta n / 4)."""
-    cfg = CFG.replace(sweep=dict(P=(16,), n_seeds=1))
+@pytest.mark.parametrize("att", ["softmax", "linear"])
+def test_default_sampler_agrees_with_nuts(att):
+    """Posterior means of U, c1, cG from the default sampler (collapsed HMC, Metropolis-corrected:
+    no step-size bias) and from NUTS on the joint posterior of (W^G, W_O_hat) agree within 4
+    combined Monte-Carlo standard errors."""
+    cfg = (CFG if att == "softmax" else LIN).replace(sweep=dict(P=(16,), n_seeds=1))
     inp = _all_inputs(cfg, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(cfg)
@@ -62,13 +118,11 @@ def test_sgld_agrees_with_nuts():
     res = ch.run_sweep(cfg, progress=False, keep_params=True)
     post = run_sampler(res, default_sgld(res), progress=False)
     sg = np.stack([post["U"][0, 0], post["c1"][0, 0], post["cG"][0, 0]], -1)  # [C, S, 3]
-    n = fit.head.W_G.size + fit.head.W_O_hat.size
-    eta = post.sgld.step_size
     for k in range(3):
         se = np.hypot(np.std(ref[..., k]) / np.sqrt(ess(ref[..., k])),
                       np.std(sg[..., k]) / np.sqrt(ess(sg[..., k])))  # fmt: skip
-        bias = eta * n / 4 if k == 0 else 0.0
-        assert abs(ref[..., k].mean() - sg[..., k].mean()) <= 4 * se + bias, k
+        diff = abs(ref[..., k].mean() - sg[..., k].mean())
+        assert diff <= 4 * se, (k, ref[..., k].mean(), sg[..., k].mean(), se)
 
 
 def test_polish_descends_and_agrees_with_exact(tmp_path):
