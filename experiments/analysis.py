@@ -33,9 +33,10 @@ from .finite import FINITE_DENSE, finite_width
 def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
     out: dict[str, Any] = {"P": runs.P}
     for k in keys:
-        if runs.parts and k not in runs.parts[0].arrays:  # e.g. the exact solver's diagnostics
+        try:
+            x = runs.masked(k)
+        except KeyError:  # e.g. the exact solver's diagnostics in an Adam sweep
             continue
-        x = runs.masked(k)
         with C.quiet_nan():
             out[k] = np.nanmean(x, axis=1)
             out[k + "_sd"] = np.nanstd(x, axis=1)
@@ -320,7 +321,14 @@ def per_seed_points(m: dict[str, Any], window_lower: loc.Located) -> dict[str, l
     return out
 
 
-def ci_table(per_seed: dict[str, list], fin_lin, fin_soft, ek: dict) -> list[dict[str, Any]]:
+def ci_table(
+    per_seed: dict[str, list],
+    fin_lin,
+    fin_soft,
+    ek: dict,
+    pooled: dict | None = None,
+    paper_conventions: bool = True,
+) -> list[dict[str, Any]]:
     """One row per ``P*``: measured (exact MAP, per seed) and finite-width theory (per seed, same
     Grams and data), each as the geometric mean over seeds with a 95% bootstrap CI; the EK theory
     and the paper's reported value next to them."""
@@ -330,6 +338,10 @@ def ci_table(per_seed: dict[str, list], fin_lin, fin_soft, ek: dict) -> list[dic
         fk = FINITE_OF.get(key, key)
         fin_per = (fin["summary"].get(fk) or {}).get("per_seed") if fin else None
         meas = bootstrap_ci(per_seed.get(key) or [])
+        p = (pooled or {}).get(key if key != "window_lo" else "window_lo_pooled") or {}
+        if meas["estimate"] is None and p.get("side"):  # outside the grid: say on which side
+            meas["side"] = p["side"]
+            meas["edge"] = (p.get("detail") or {}).get("edge")
         th_fin = bootstrap_ci(fin_per or [])
         th = ek.get(ek_key)
         if key == "P_aG" and th is None:
@@ -344,7 +356,7 @@ def ci_table(per_seed: dict[str, list], fin_lin, fin_soft, ek: dict) -> list[dic
                 "theory_ek": th,
                 "theory_finite": th_fin,
                 "measured": meas,
-                "paper": PAPER_MEASURED.get(key),
+                "paper": PAPER_MEASURED.get(key) if paper_conventions else None,
                 "rel_err_ek": rel_err(meas["estimate"], th),
                 "rel_err_finite": rel_err(meas["estimate"], th_fin["estimate"]),
             }
@@ -368,8 +380,14 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
     lower = copy_fallback(m["pool"], m["copy"])
     res["per_seed"] = per_seed_points(m, lower)
     fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
+    pooled = {**res["measured"], "window_lo_pooled": res["window"]["lower"]}
     res["ci_table"] = ci_table(
-        res["per_seed"], {"summary": fl}, {"summary": fs}, res["theory_ek_points"]
+        res["per_seed"],
+        {"summary": fl},
+        {"summary": fs},
+        res["theory_ek_points"],
+        pooled,
+        paper_conventions=spec.preset == "paper",  # the paper's numbers are in its conventions
     )
     res["width"] = width_label(spec.engine.model.width)
     return res, m

@@ -423,9 +423,13 @@ def environment_text(results: list[dict]) -> str:
 
 def ci_text(ci: dict | None) -> str:
     """``estimate [lo, hi] (n/N)`` of a :func:`copyhead_jax.compare.bootstrap_ci` dict."""
+    if ci and ci.get("estimate") is None and ci.get("side"):
+        n_all = ci.get("n_missing", 0)
+        rel = "<" if ci["side"] == "below" else ">"
+        return f"{rel} {f(ci.get('edge'))} (outside the grid, {n_all} seeds)"
     if not ci or ci.get("estimate") is None:
         n_all = (ci or {}).get("n_missing", 0)
-        return f"not located (0/{n_all} seeds)" if n_all else "n/a"
+        return f"not located on the grid (0/{n_all} seeds)" if n_all else "n/a"
     n, n_all = ci["n"], ci["n"] + ci["n_missing"]
     seeds = "" if n == n_all else f" ({n}/{n_all} seeds)"
     if n == 1:

@@ -341,3 +341,16 @@ def test_bootstrap_ci_over_seeds():
     assert bootstrap_ci([None, None])["estimate"] is None
     one = bootstrap_ci([7.0])
     assert one["lo"] == one["hi"] == one["estimate"] == pytest.approx(7.0)
+
+
+def test_readme_block_changes_only_the_marked_block(tmp_path):
+    readme = tmp_path / "README.md"
+    before, after = "# Title\n\nhand-written text\n\n", "\n## Next section\nmore text\n"
+    readme.write_text(f"{before}{report.README_START}\nold table\n{report.README_END}{after}")
+    report.write_readme_block(tmp_path, readme)
+    text = readme.read_text()
+    assert text.startswith(before) and text.endswith(after) and "old table" not in text
+    assert text.count(report.README_START) == 1 and text.count(report.README_END) == 1
+    readme.write_text("no markers")
+    with pytest.raises(ValueError, match="reproduce:start"):
+        report.write_readme_block(tmp_path, readme)
