@@ -78,7 +78,7 @@ def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = Non
     else:
         per_run = per_run_bytes(cfg, P)
         c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run)))
-        if cfg.solver == "exact":  # one P per chunk: runs of a chunk stop with the slowest one
+        if cfg.solver == "exact":  # one P per chunk: its runs share its block count
             c = min(c, cfg.sweep.n_seeds)
     return n_devices * math.ceil(c / n_devices)
 
