@@ -426,15 +426,15 @@ def ci_text(ci: dict | None) -> str:
     if ci and ci.get("estimate") is None and ci.get("side"):
         n_all = ci.get("n_missing", 0)
         rel = "<" if ci["side"] == "below" else ">"
-        return f"{rel} {f(ci.get('edge'))} (outside the grid, {n_all} seeds)"
+        return f"{rel} {f(ci.get('edge'), 4)} (outside the grid, {n_all} seeds)"
     if not ci or ci.get("estimate") is None:
         n_all = (ci or {}).get("n_missing", 0)
         return f"not located on the grid (0/{n_all} seeds)" if n_all else "n/a"
     n, n_all = ci["n"], ci["n"] + ci["n_missing"]
     seeds = "" if n == n_all else f" ({n}/{n_all} seeds)"
     if n == 1:
-        return f"{f(ci['estimate'])}{seeds}"
-    return f"{f(ci['estimate'])} [{f(ci['lo'])}, {f(ci['hi'])}]{seeds}"
+        return f"{f(ci['estimate'], 4)}{seeds}"
+    return f"{f(ci['estimate'], 4)} [{f(ci['lo'], 4)}, {f(ci['hi'], 4)}]{seeds}"
 
 
 def width_name(w: str) -> str:
@@ -461,7 +461,7 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
     rows = []
     for k in keys:
         r0 = by[widths[0]][k]
-        row = [f"{k}: {r0['what']}", f(r0["theory_ek"])]
+        row = [f"{k}: {r0['what']}", f(r0["theory_ek"], 4)]
         for w in widths:
             r = by[w][k]
             row += [ci_text(r["theory_finite"]), ci_text(r["measured"])]
@@ -527,7 +527,7 @@ def readme_table(mains: dict[str, dict]) -> str:
             if k not in by[widths[0]]:
                 continue
             r0 = by[widths[0]][k]
-            row = [label[k], f(r0["theory_ek"])]
+            row = [label[k], f(r0["theory_ek"], 4)]
             for w in widths:
                 r = by[w][k]
                 row += [ci_text(r["theory_finite"]), ci_text(r["measured"])]
