@@ -78,7 +78,7 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
         np.testing.assert_allclose(cov, np.linalg.inv(np.asarray(Lam)), atol=0.1 * cov.max())
 
 
-@pytest.mark.parametrize("att", [pytest.param("softmax", marks=pytest.mark.slow), "linear"])
+@pytest.mark.parametrize("att", [pytest.param("softmax", marks=pytest.mark.heavy), "linear"])
 def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     """The default protocol on a reduced sweep: split R-hat <= 1.05 and ESS >= 400 for U and
     each order parameter in every run (issue 11's bar: R-hat 1.05 is Gelman-Rubin's working
@@ -98,7 +98,7 @@ def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     assert post.meta["warnings"] == [], post.meta["warnings"]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # minutes each (NUTS): `python -m pytest -m heavy`, not in the default run
 @pytest.mark.parametrize("att", ["softmax", "linear"])
 def test_default_sampler_agrees_with_nuts(att):
     """Posterior means of U, c1, cG from the default sampler (collapsed HMC, Metropolis-corrected:
