@@ -3,7 +3,8 @@
 Code map, in data-flow order:
 
 - ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
-                   SweepConfig, SGLDConfig) and presets ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``
+                   SweepConfig, SGLDConfig)
+- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)`` (also in ``config``)
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
 - ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior
 - ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
@@ -28,11 +29,6 @@ from .bayes import local_learning_coefficient as local_learning_coefficient
 from .bayes import susceptibility as susceptibility
 from .bayes import thermodynamic_integration as thermodynamic_integration
 from .bayes import wbic as wbic
-from .config import PAPER as PAPER
-from .config import PLAIN as PLAIN
-from .config import PRESETS as PRESETS
-from .config import SMALL as SMALL
-from .config import TINY as TINY
 from .config import Config as Config
 from .config import ModelConfig as ModelConfig
 from .config import PosteriorConfig as PosteriorConfig
@@ -40,7 +36,6 @@ from .config import SGLDConfig as SGLDConfig
 from .config import SweepConfig as SweepConfig
 from .config import TaskConfig as TaskConfig
 from .config import TrainConfig as TrainConfig
-from .config import preset as preset
 from .data import copy_targets as copy_targets
 from .data import one_hot as one_hot
 from .data import sample_tokens as sample_tokens
@@ -54,6 +49,12 @@ from .observables import order_parameters as order_parameters
 from .observables import shift_operator as shift_operator
 from .posterior import Objective as Objective
 from .posterior import neg_log_posterior as neg_log_posterior
+from .presets import PAPER as PAPER
+from .presets import PLAIN as PLAIN
+from .presets import PRESETS as PRESETS
+from .presets import SMALL as SMALL
+from .presets import TINY as TINY
+from .presets import preset as preset
 from .results import SweepResult as SweepResult
 from .sample import PAPER_SGLD as PAPER_SGLD
 from .sample import PosteriorResult as PosteriorResult

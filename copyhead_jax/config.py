@@ -1,4 +1,4 @@
-"""Frozen, validated configuration dataclasses and the presets.
+"""Frozen, validated configuration dataclasses (the presets live in :mod:`.presets`).
 
 A :class:`Config` bundles what one sweep needs: the task (THEORY.md §1), the network and its
 prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols follow THEORY.md:
@@ -350,60 +350,13 @@ def _section_dict(sec) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
-# ----------------------------------------------------------------------------------------------
-# Presets. Comments mark the values that differ from the dataclass defaults.
-
-PAPER = Config(
-    task=TaskConfig(L=25, V=5),
-    model=ModelConfig(width=10_000),  # d_model = 10,000; sigma^2 = chi = 30 are the defaults
-    posterior=PosteriorConfig(likelihood="per_position"),  # paper preset of THEORY.md §2b
-    train=TrainConfig(lr=1e-5, train_embeddings=True),  # paper: every weight trained, lr 1e-5
-    sweep=SweepConfig(
-        P=(4, 8, 16, 23, 32, 64, 128, 200, 256, 300, 322, 400, 512, 640, 800, 1000), n_seeds=10
-    ),
-)
-
-#: The plain reading of the loss 1/2 sum ||f - y||^2 (THEORY.md §2b): per-sequence noise, A = s.
-PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
-
-#: Laptop-sized (minutes on a CPU): the plain conventions put every P* of L=25, V=5 below
-#: P ~ 40 (all P* scale by L under the per-position likelihood), width 128, quenched embeddings.
-SMALL = PLAIN.replace(
-    model=dict(width=128),
-    train=dict(
-        lr=1.0,  # base lr of the muP per-block scaling (W^G moves at lr/N, the rest lr/sqrt(N))
-        lr_scaling="mup",
-        schedule="cosine",
-        min_epochs=1000,
-        max_epochs=4000,  # linear attention needs ~4k epochs to settle at this lr
-        patience=200,
-        rel_tol=1e-5,
-        train_embeddings=False,  # quenched embeddings (THEORY.md §2)
-    ),
-    sweep=dict(P=(2, 4, 8, 16, 24, 32, 64, 128), n_seeds=2),
-)
-
-#: Seconds-sized, for tests and smoke runs.
-TINY = Config(
-    task=TaskConfig(L=6, V=3, n_test=64),
-    model=ModelConfig(width=16),
-    posterior=PosteriorConfig(),
-    train=TrainConfig(
-        lr=2e-2,
-        lr_scaling="mup",
-        schedule="cosine",
-        min_epochs=20,
-        max_epochs=200,
-        patience=20,
-        log_every=5,
-        train_embeddings=False,
-    ),
-    sweep=SweepConfig(P=(2, 4, 8), n_seeds=2),
-)
-
-PRESETS = {"paper": PAPER, "plain": PLAIN, "small": SMALL, "tiny": TINY}
+_PRESET_NAMES = ("PAPER", "PLAIN", "SMALL", "TINY", "PRESETS", "preset")
 
 
-def preset(name: str) -> Config:
-    """The named preset (``paper``, ``plain``, ``small``, ``tiny``)."""
-    return PRESETS[check_choice("preset", name, PRESETS)]
+def __getattr__(name: str) -> Any:
+    """The presets, re-exported from :mod:`.presets` (lazily: presets imports this module)."""
+    if name in _PRESET_NAMES:
+        from . import presets
+
+        return getattr(presets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

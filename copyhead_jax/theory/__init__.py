@@ -11,8 +11,8 @@ Code map, in data-flow order:
 * ``potentials``  closed forms ``V_lin(c1, cG)``, ``V_soft(beta)``, ``V_soft(aG)`` (§4),
                   elementwise in every argument.
 * ``minima``      every local minimum (grid, then Newton; vmappable), :func:`theory_curve`
-                  versus P with metastable branches, :func:`full_minimum` (identity 7),
-                  :func:`landscape`.
+                  versus P with metastable branches, :func:`landscape`.
+* ``full``        full ``L x L`` minimisers by L-BFGS: :func:`full_minimum` (identity 7).
 * ``finite``      finite-width, finite-P theory of one run (same tokens, same embedding Gram):
                   :func:`finite_minima` (every local minimum at many nested P, one compile),
                   :func:`finite_theory_minimum` (one training set, optionally full space).
@@ -42,9 +42,9 @@ from .action import (
     shift_matrix,
 )
 from .finite import finite_minima, finite_theory_minimum, nested_stats
+from .full import full_minimum
 from .minima import (
     copy_fraction,
-    full_minimum,
     landscape,
     linear_minima,
     softmax_minima,

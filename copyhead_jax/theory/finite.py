@@ -37,7 +37,8 @@ from .action import (
     prior_gram,
     solve_QD,
 )
-from .minima import _lbfgs_minimise, _summarise_full, _to_c
+from .full import lbfgs_minimise, summarise_full
+from .minima import _to_c
 from .params import TheoryParams
 from .potentials import ansatz
 
@@ -263,8 +264,8 @@ def _full_core(G0, st, gram, *, params, attention, objective, n_steps):
             G, tokens=st, gram=gram, params=params, attention=attention, objective=objective
         )
 
-    G = jax.vmap(lambda g: _lbfgs_minimise(S, g, n_steps))(G0)
-    return _summarise_full(S, G, attention)
+    G = jax.vmap(lambda g: lbfgs_minimise(S, g, n_steps))(G0)
+    return summarise_full(S, G, attention)
 
 
 @x64
@@ -314,7 +315,7 @@ def finite_theory_minimum(
         G0 = G_span[None] + (jnp.std(G_span) + 1e-3) * jax.random.normal(key, (n_starts + 1, L, L))
         G0 = G0.at[0].set(G_span)
         st = DatasetStats(*(as_float(x) for x in _as_stats(jnp.asarray(tokens), params.V)))
-        with jax.numpy_dtype_promotion("standard"):  # optax counters, see _lbfgs_minimise
+        with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
             full = _full_core(G0, st, gram, params=params, attention=attention,
                               objective=objective, n_steps=n_steps)  # fmt: skip
     best = int(np.argmin(np.asarray(full["value"])))
