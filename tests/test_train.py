@@ -172,11 +172,13 @@ def _inputs(cfg):
     return inp._replace(key=jax.random.wrap_key_data(inp.key))
 
 
-def test_memory_plan_per_run_is_five_weight_matrices():
+def test_memory_plan_per_run_is_four_weight_matrices():
     """XLA's memory plan of one training segment at width 1,024, per run, against the formula:
-    W^G and its two Adam moments updated in place (3 N^2 floats), the data gradient of W^G
-    (1 N^2) and the full gradient materialised once for its norm (1 N^2), plus O(N (V+L))
-    arrays (~0.1 N^2 at N = 1,024, L + V = 30). Before the fused update it was 7.1 N^2."""
+    W^G and its two Adam moments updated in place (3 N^2 floats) and the data gradient of W^G
+    (1 N^2), plus O(N (V+L)) arrays (~0.1-0.2 N^2 at N = 1,024, L + V = 30). The full gradient
+    is not materialised: its norm is reduced straight from the data gradient and the weights.
+    With optax's update it was 7.1 N^2; with the fused update but the norm of a materialised
+    gradient, 5.05 N^2."""
     from copyhead_jax.train import Trainer, init_runs, run_segment
 
     N = 1024
@@ -188,4 +190,4 @@ def test_memory_plan_per_run_is_five_weight_matrices():
     m = run_segment.lower(tr, state, inp, 1).compile().memory_analysis()
     peak = m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes
     ratio = (peak + m.temp_size_in_bytes) / (4 * N * N)
-    assert 5.0 <= ratio <= 5.2, ratio
+    assert 4.0 <= ratio <= 4.2, ratio
