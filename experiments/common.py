@@ -136,25 +136,71 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _module_file(parts: list[str]) -> Path | None:
+    p = Path(ch.__file__).resolve().parent.parent.joinpath(*parts)
+    if p.with_suffix(".py").exists():
+        return p.with_suffix(".py")
+    return p / "__init__.py" if (p / "__init__.py").exists() else None
+
+
+def _package_imports(path: Path) -> list[Path]:
+    """The ``copyhead_jax`` modules ``path`` imports (any nesting, relative or absolute; the
+    top-level ``copyhead_jax/__init__.py`` re-exports only and is never counted)."""
+    import ast
+
+    root = Path(ch.__file__).resolve().parent.parent
+    pkg = list(path.relative_to(root).with_suffix("").parts[:-1])
+    out = []
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Import):
+            names = [a.name.split(".") for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = pkg[: len(pkg) - (n.level - 1)] if n.level else []
+            base = base + (n.module.split(".") if n.module else [])
+            names = [base + [a.name] for a in n.names] + ([base] if n.module else [])
+        else:
+            continue
+        for parts in names:
+            if parts[:1] == ["copyhead_jax"] and len(parts) > 1:
+                f = _module_file(parts)
+                if f is not None:
+                    out.append(f)
+    return out
+
+
+def import_closure(*entry: str) -> list[Path]:
+    """Every ``copyhead_jax`` source file the modules ``entry`` (paths inside the package)
+    import, transitively: what can change the numbers they compute."""
+    root = Path(ch.__file__).resolve().parent
+    seen: set[Path] = set()
+    todo = [root / e for e in entry]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo += _package_imports(f)
+    return sorted(seen)
+
+
 @functools.cache
 def code_version(part: str) -> str:
-    """Hash of the source of the engine (``'engine'``) or of the theory (``'theory'``): cached
-    results are keyed by it, so editing either recomputes what depends on it."""
+    """Hash of the source a cached result depends on: ``'engine'`` (the files ``run_sweep``
+    imports, transitively: editing the sampler, the CLI or the plots keeps the sweeps),
+    ``'sampler'`` (those of ``run_sampler``), ``'theory'`` or ``'exp'`` (the experiments' own
+    finite-width minimiser). Cached results are keyed by it."""
     root = Path(ch.__file__).resolve().parent
-    if part == "exp":  # the experiments' own analysis code (the finite-width minimiser)
+    if part == "exp":
         files = [HERE / "common.py"]
     elif part == "theory":
-        files = sorted((root / "theory").glob("*.py"))
+        skip = {"cli.py", "plots.py"}  # the command line and plots cannot change a number
+        files = sorted(f for f in (root / "theory").glob("*.py") if f.name not in skip)
+    elif part == "sampler":
+        files = import_closure("sample.py")
     else:
-        # modules that cannot change a number: the command lines and plots
-        skip = {"cli.py", "plots.py"}
-        files = sorted(
-            f for f in root.glob("*.py") if f.name not in skip and not f.name.endswith("_cli.py")
-        )
-        files += sorted((root / "models").glob("*.py"))
+        files = import_closure("sweep.py")
     h = hashlib.sha256()
     for f in files:
-        h.update(f.name.encode())
+        h.update((str(f.relative_to(root)) if f.is_relative_to(root) else f.name).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
@@ -487,7 +533,7 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
             eta = float(min(eta_max, eta_seq / max(P_eff, 1e-12)))
             sgld = ch.SGLDConfig(step_size=eta, **sg)
             sub = _sub_sweep(runs, g, s)
-            key = _digest([sub.config.to_dict(), dataclasses.asdict(sgld), code_version("engine")])
+            key = _digest([sub.config.to_dict(), dataclasses.asdict(sgld), code_version("sampler")])
             path = spec.cache_dir / f"post-{cfg.model.attention}-{key}.npz"
             if path.exists():
                 post = PosteriorResult.load(path)

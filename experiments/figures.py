@@ -409,3 +409,85 @@ def scaling_figure(res: dict[str, Any]):
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
+
+
+def width_figure(res: dict[str, Any]):
+    """The width table's figure: every P* relative to the EK theory versus the width N
+    (measured with its CI, finite-width theory), and the order parameters versus P per width."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 4, figsize=(19, 4.6), constrained_layout=True)
+    widths = res["widths"]
+    finite = [w for w in widths if w != "inf"]
+    # infinity drawn one decade right of the largest finite width
+    x_of = {w: float(w) for w in finite}
+    x_inf = 10 * max(x_of.values()) if x_of else 1.0
+    x_of["inf"] = x_inf
+    a = ax[0]
+    colors = {
+        "P_c1": "tab:green",
+        "P_cG": "tab:blue",
+        "P_cG_half": "tab:cyan",
+        "P_aG": "tab:red",
+        "P_aG_single": "tab:orange",
+        "window_lo": "tab:purple",
+    }
+    for j, row in enumerate(res["rows"]):
+        ek = row["theory_ek"]
+        if not ek:
+            continue
+        col = colors.get(row["key"], "k")
+        shift = 1.0 + 0.03 * (j - len(res["rows"]) / 2)
+        xs, ys, lo, hi, xf, yf = [], [], [], [], [], []
+        for w in widths:
+            m = row["measured"][w]
+            if m.get("estimate") is not None:
+                xs.append(x_of[w] * shift)
+                ys.append(m["estimate"] / ek)
+                lo.append((m["estimate"] - (m.get("lo") or m["estimate"])) / ek)
+                hi.append(((m.get("hi") or m["estimate"]) - m["estimate"]) / ek)
+            t = row["theory_finite"][w]
+            if t.get("estimate") is not None:
+                xf.append(x_of[w] * shift)
+                yf.append(t["estimate"] / ek)
+        a.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=col, ms=4, capsize=2, label=row["key"])
+        a.plot(xf, yf, ":", color=col, lw=1)
+        old = (row.get("reference_128") or {}).get("measured")
+        if old:
+            a.plot([128 * shift], [old / ek], "x", color=col, ms=8, mew=2)
+    a.axhline(1.0, color="k", lw=0.8)
+    a.set_xscale("log")
+    a.set_xticks([*(x_of[w] for w in finite), x_inf])
+    a.set_xticklabels([*(f"{int(float(w)):,}" for w in finite), "inf"])
+    a.set_xlabel("width N")
+    a.set_ylabel("P* / P*(EK)")
+    a.set_title(
+        "P* / EK vs N (o: exact MAP, 95% CI; dotted: finite theory; x: old Adam N=128)",
+        fontsize=8,
+    )
+    a.legend(fontsize=7)
+    cmap = plt.get_cmap("viridis")
+    shade = {w: cmap(i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
+    panels = (
+        (ax[1], "linear", "psi", "linear: copy fraction psi"),
+        (ax[2], "linear", "r", "linear: row sum r of the attention"),
+        (ax[3], "pool", "cG", "softmax: a_G, pooling start (o) and copy start (s)"),
+    )
+    for a, branch, q, title in panels:
+        for w in widths:
+            c = res["curves"].get(w)
+            if not c or q not in c[branch]:
+                continue
+            label = "N = inf" if w == "inf" else f"N = {int(float(w)):,}"
+            a.plot(c[branch]["P"], c[branch][q], "o-", ms=3, color=shade[w], label=label)
+            if branch == "pool":
+                a.plot(c["copy"]["P"], c["copy"][q], "s--", ms=3, color=shade[w])
+        a.set_xscale("log")
+        a.set_xlabel("P")
+        a.set_title(title, fontsize=9)
+        a.legend(fontsize=7)
+    fig.suptitle(f"width table, {res['preset']} preset (exact MAP, {res['n_seeds']} seeds)")
+    return fig

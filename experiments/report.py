@@ -25,6 +25,7 @@ from .sections import (
     section_hysteresis,
     section_main,
     section_scaling,
+    section_width,
     table,
 )
 
@@ -124,9 +125,19 @@ def render(out_dir: Path, mode: str) -> str:
     for p in PRESETS:
         if loaded[("hysteresis", p)]:
             parts.append(section_hysteresis(loaded[("hysteresis", p)], p, dis))
-    parts.append("## 5. Disagreements (theory vs experiment vs paper)\n")
+    widths = {p: _load(out_dir, f"width_{p}") for p in PRESETS}
+    if any(widths.values()):
+        parts.append("## 5. Width (finite size): 128, 1,024, 10,000, infinity\n")
+        parts.append(
+            "Made by `python -m experiments report` from the main artefact's extra widths "
+            "(`docs/results/width_*.json`).\n"
+        )
+        for p in PRESETS:
+            if widths[p]:
+                parts.append(section_width(widths[p], dis))
+    parts.append("## 6. Disagreements (theory vs experiment vs paper)\n")
     parts.append("\n".join(f"- {d}" for d in dis) if dis else "- none above the thresholds")
-    parts.append("\n## 6. Out of reach on this CPU, or outside the measured grid\n")
+    parts.append("\n## 7. Out of reach on this CPU, or outside the measured grid\n")
     parts.append("\n".join(f"- {r}" for r in reach) if reach else "- nothing")
     return "\n".join(x for x in parts if x) + "\n"
 
@@ -184,8 +195,32 @@ def write_readme_block(out_dir: str | Path, readme: str | Path) -> Path:
     return readme
 
 
+def write_width(out_dir: Path, mode: str) -> list[Path]:
+    """The width table of each preset whose main artefact has several widths:
+    ``results/width_PRESET.json`` and ``figures/width_PRESET.png`` (from ``main_PRESET.json``)."""
+    from .analysis import width_result
+    from .common import mode_config, save_figure, write_json
+    from .figures import width_figure
+
+    ref = mode_config(mode).get("width_reference") or {}
+    out = []
+    for p in PRESETS:
+        main = _load(out_dir, f"main_{p}")
+        if not main or len(main.get("widths") or {}) < 3:
+            continue
+        res = width_result(main, ref.get(p))
+        res["figure"] = str(
+            save_figure(width_figure(res), out_dir / "figures" / f"width_{p}.png").relative_to(
+                out_dir
+            )
+        )
+        out.append(write_json(out_dir / "results" / f"width_{p}.json", res))
+    return out
+
+
 def main(out_dir: str | Path, mode: str = "paper") -> Path:
     out_dir = Path(out_dir)
+    write_width(out_dir, mode)
     text = render(out_dir, mode)
     path = out_dir / "results.md"
     path.parent.mkdir(parents=True, exist_ok=True)

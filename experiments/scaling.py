@@ -38,31 +38,32 @@ def _theory_row(table: dict, i: int) -> dict[str, Any]:
     return row
 
 
-def grids(th: dict[str, Any], which, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Coarse grids around the theory's P*: linear over [P_c1/3, 3 P_cG] (the measured parts),
-    softmax over [P_s-/1.5, 1.5 P_s+] (or around the crossover if not first order)."""
-    lo, hi = [], []
-    if "P_c1" in which and th.get("P_c1"):
-        lo.append(th["P_c1"] / 3.0)
-        hi.append(th["P_c1"] * 3.0)
-    if "P_cG" in which and th.get("P_cG"):
-        lo.append(th["P_cG"] / 3.0)
-        hi.append(th["P_cG"] * 3.0)
-    lin = C.integer_grid(min(lo), max(hi), n) if lo else np.zeros(0, int)
+def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tuple[np.ndarray, ...]:
+    """Coarse grids around the theory's P*: linear, about ``n`` points over [P*/f, f P*] for each
+    measured linear P* (``f = spread[key]``, default 3; the union of them), softmax over
+    [P_s-/f, f P_s+] (``f = spread['P_aG']``, default 1.5; around the crossover if not first
+    order)."""
+    spread = spread or {}
+    lin = [np.zeros(0, int)]
+    for k in ("P_c1", "P_cG"):
+        if k in which and th.get(k):
+            f = float(spread.get(k, 3.0))
+            lin.append(C.integer_grid(th[k] / f, th[k] * f, n))
     soft = np.zeros(0, int)
     if "P_aG" in which:
         a = th.get("P_aG") or th.get("P_aG_crossover")
-        s_lo = min(x for x in (th.get("spinodal_lo"), a) if x) / 1.5
-        s_hi = max(x for x in (th.get("spinodal_hi"), a) if x) * 1.5
+        f = float(spread.get("P_aG", 1.5))
+        s_lo = min(x for x in (th.get("spinodal_lo"), a) if x) / f
+        s_hi = max(x for x in (th.get("spinodal_hi"), a) if x) * f
         soft = C.integer_grid(s_lo, s_hi, n)
-    return lin, soft
+    return np.unique(np.concatenate(lin)).astype(int), soft
 
 
 def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
     s = spec.settings
     which = tuple(s["measure"])
     lin, pool, copy = F.branch_runs(spec, **{axis: int(value)})
-    g_lin, g_soft = grids(th, which, s["n_grid"])
+    g_lin, g_soft = grids(th, which, s["n_grid"], s.get("spread"))
     C.log(
         f"{spec.artefact} {spec.preset}: {axis}={value} (caps: linear {lin.P_cap}, "
         f"softmax {pool.P_cap})"

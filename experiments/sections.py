@@ -294,7 +294,8 @@ def section_scaling(res: dict, preset: str, dis: list[str], reach: list[str]) ->
             )
     pts = []
     for r in res["rows"]:
-        cells = [str(r["value"])]
+        n = r.get("n_seeds")
+        cells = [f"{r['value']}" + (f" ({n} seeds)" if n else "")]
         for k in ("P_c1", "P_cG", "P_aG", "P_aG_single"):
             tk = "spinodal_hi" if k == "P_aG_single" else k
             m = r["measured"].get(k)
@@ -442,7 +443,10 @@ def width_name(w: str) -> str:
 
 
 def _ci_rows_by_key(res: dict) -> tuple[list[str], dict[str, dict[str, dict]]]:
+    """The main width's and width infinity's CI rows by key (the other widths, 128 and 1,024,
+    are the width table's, :func:`section_width`)."""
     widths = list(res.get("widths") or {})
+    widths = [w for w in widths if w in (res.get("width"), "inf")] or widths
     by = {w: {r["key"]: r for r in res["widths"][w]["ci_table"]} for w in widths}
     return widths, by
 
@@ -539,3 +543,86 @@ def readme_table(mains: dict[str, dict]) -> str:
             f"{e['model']['engine']}):\n\n{table(head, rows)}\n"
         )
     return "\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------
+# The width table
+
+
+def _ratio_pct(x) -> str:
+    return "n/a" if x is None else f"{100 * (x - 1):+.0f}%"
+
+
+def section_width(res: dict, dis: list[str]) -> str:
+    """The width table of one preset (``analysis.width_result``): every P* at each width,
+    measured and finite theory, and the old width-128 disagreements split into protocol,
+    finite width and what remains at infinite width."""
+    widths, preset = res["widths"], res["preset"]
+    head = ["P*", "EK theory"]
+    head += [f"N = {width_name(w)}: measured" for w in widths]
+    head += [f"N = {width_name(w)}: finite theory" for w in widths if w in ("128", "inf")]
+    rows = []
+    for r in res["rows"]:
+        row = [f"{r['key']}: {r['what']}", f(r["theory_ek"], 4)]
+        row += [ci_text(r["measured"][w]) for w in widths]
+        row += [ci_text(r["theory_finite"][w]) for w in widths if w in ("128", "inf")]
+        rows.append(row)
+    ref = res.get("reference_128") or {}
+    dec_head = [
+        "P*",
+        "old N = 128 (Adam) vs EK",
+        "exact MAP N = 128 vs EK",
+        "N = 10,000 vs EK",
+        "N = inf vs EK",
+        "protocol: old / MAP_128",
+        "finite width: MAP_128 / MAP_inf",
+        "left at N = inf: MAP_inf / EK",
+        "share of the old log-error that was finite width",
+    ]
+    dec = []
+    for r in res["rows"]:
+        d = r.get("reference_128")
+        if not d:
+            continue
+        fa, sh = d["factors"], d["log_share"]
+        share = sh.get("finite_width")
+        dec.append(
+            [
+                r["key"],
+                f"{f(d['measured'], 4)} ({pct(d['rel_err_ek'])})",
+                pct(r["rel_err_ek"].get("128")),
+                pct(r["rel_err_ek"].get("10000")),
+                pct(r["rel_err_ek"].get("inf")),
+                _ratio_pct(fa.get("protocol")),
+                _ratio_pct(fa.get("finite_width")),
+                _ratio_pct(fa.get("infinite_width")),
+                "n/a" if share is None else f"{100 * share:.0f}%",
+            ]
+        )
+        e128 = r["rel_err_ek"].get("128")
+        if disagrees(e128):
+            dis.append(
+                f"**{preset}, {r['key']}, width 128 (exact MAP, {res['n_seeds']} seeds)**: "
+                f"measured {ci_text(r['measured']['128'])} vs EK theory {f(r['theory_ek'])} "
+                f"({pct(e128)}); at width inf {pct(r['rel_err_ek'].get('inf'))}."
+            )
+    text = (
+        f"### {preset} preset\n\nEvery P* by exact MAP at each width (same 10 seeds, data and "
+        "grids; the reduced engine on each seed's realised embedding Gram at that width, the "
+        "prior's Gram at infinity), geometric mean over seeds [95% bootstrap CI]; the finite "
+        "theory (THEORY.md §2b) on the same Grams and data.\n\n"
+        f"{table(head, rows)}\n\n![width {preset}](figures/width_{preset}.png)\n"
+    )
+    if dec:
+        text += (
+            f"\nThe width-128 numbers this page reported before the default mode existed "
+            f"(`--quick`: full-width muP Adam, {ref.get('n_seeds')} seed(s), commit "
+            f"{ref.get('commit')}) against the EK theory, split multiplicatively: old / EK = "
+            "(old / MAP_128) x (MAP_128 / MAP_inf) x (MAP_inf / EK): the protocol (Adam "
+            "instead of the exact MAP, fewer seeds, another grid), finite width (the exact MAP "
+            "at width 128 against width infinity, same seeds) and what is left at infinite "
+            "width. The last column is the finite-width factor's share of log(old / EK) (shares "
+            "of the three factors add up to 100%; a negative share means width 128 moved P* "
+            "the other way).\n\n" + table(dec_head, dec) + "\n"
+        )
+    return text
