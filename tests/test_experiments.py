@@ -33,9 +33,9 @@ from experiments.analysis import width_spec  # noqa: E402
 from experiments.finite import finite_width  # noqa: E402
 
 #: the artefacts of the tiny reproduction, in the command line's order (main first: the others
-#: reuse its runs). Scaling and hysteresis are left out: at L <= 6 their theory has no
-#: first-order window and no measured point, so at tiny size they would test only that files are
-#: written (their code runs in the default mode's reproduction, ``python -m experiments``)
+#: reuse its runs). Scaling and hysteresis are left out of the default run: at L <= 6 their
+#: theory has no first-order window and they locate no P*, so at tiny size they test little
+#: more than that files are written, for about a CPU-minute (``-m heavy`` runs them)
 TINY_ARTEFACTS = ("main", "coverage")
 
 
@@ -140,6 +140,22 @@ def test_tiny_artefacts_reuse_main_runs(tiny):
     assert tiny.sweeps() == before
     again = json.loads((tiny.out / "results" / "main_plain.json").read_text())["table"]
     assert again == table
+
+
+@pytest.mark.heavy
+def test_tiny_hysteresis_and_scaling_run_and_agree_with_main(tiny):
+    # the two artefacts left out of the default run (about a CPU-minute more; `-m heavy`): at
+    # L = 6 the theory has no coexistence window, so hysteresis has no spinodal to compare with;
+    # scaling takes the preset's own (L, V) point from main's runs and theory, not anew
+    for a in ("hysteresis", "scaling-V"):
+        _cli([a], tiny.out, tiny.cache)
+    load = lambda a: json.loads((tiny.out / "results" / f"{a}_plain.json").read_text())  # noqa: E731
+    hyst, scal, main = load("hysteresis"), load("scaling-V"), tiny.res["main"]
+    assert hyst["theory_ek_spinodals"] is None and set(hyst["rel_err"].values()) == {None}
+    row = next(r for r in scal["rows"] if r["value"] == tiny.spec().engine.task.V)
+    assert row.get("from_main") is True
+    assert row["measured"]["P_cG"] == main["measured"]["P_cG"]
+    assert row["theory_ek"]["P_cG"] == pytest.approx(main["theory_ek_points"]["P_cG"])
 
 
 def test_seed_data_and_embeddings_match_the_sweep(tiny):
