@@ -17,11 +17,13 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--preset", choices=("default", "paper"), default="default",
                    help="paper: eta = 5e-10 (lr 5e-10, sigma^2 = chi = 30)")  # fmt: skip
     from .sample import REDUCED_SGLD as r
+    from .sample import REDUCED_SGLD_LINEAR as r_lin
 
     d = SGLDConfig()
     both = lambda k: f"default {getattr(d, k)} (reduced sweeps: {getattr(r, k)})"
     p.add_argument("--steps", type=int, default=None,
-                   help=both("n_steps") + "; reduced: warm-up steps + HMC iterations")  # fmt: skip
+                   help=f"default {d.n_steps} (reduced sweeps: {r.n_steps}, linear attention "
+                   f"{r_lin.n_steps}); reduced: warm-up steps + HMC iterations")  # fmt: skip
     p.add_argument("--burn-in", type=int, default=None,
                    help=both("burn_in") + "; reduced: Langevin warm-up steps")  # fmt: skip
     p.add_argument("--thin", type=int, default=None, help=both("thin"))

@@ -83,9 +83,10 @@ def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     """The default protocol on a reduced sweep: split R-hat <= 1.05 and ESS >= 400 for U and
     each order parameter in every run (issue 11's bar: R-hat 1.05 is Gelman-Rubin's working
     threshold, an ESS of 400 puts the Monte-Carlo error of a mean at 5% of the posterior
-    standard deviation; 4 chains x 1,500 HMC draws clear both with a margin here), and no health
-    warning. Linear attention is the case whitened SGLD could not sample (the bilinear valley of
-    (W^G, W^O)); softmax (slow) is covered again because its default sampler changed too."""
+    standard deviation; 4 chains x 1,500 HMC draws, 3,500 for linear attention, clear both with
+    a margin here), and no health warning. Linear attention is the case whitened SGLD could not
+    sample (the bilinear valley of (W^G, W^O)); softmax (slow) is covered again because its
+    default sampler changed too."""
     sweep = reduced_sweep if att == "softmax" else linear_sweep
     post = run_sampler(sweep, default_sgld(sweep), progress=False)
     n1, nG = post.order_names
