@@ -1,19 +1,26 @@
-"""The posterior of the copy head (issue 12, items 0, 1, 3, 4), on the reduced engine.
+"""The posterior of the copy head (issue 12, items 0-4), on the reduced engine.
 
     python -m experiments.posterior [--mode quick|tiny] [--out docs]
     python -m experiments.posterior --tables docs/results/posterior_plain.json  # docs tables
 
-* 0: posterior-mean order parameters against P (whitened SGLD, ``sample.default_sgld``, warm
-  started at the exact MAP), both attentions; the posterior's P* next to the MAP's and the EK
-  theory's (``objective='map'`` and ``'post'``, the latter with the Occam term D);
+Per preset (``plain``: per-sequence likelihood, A = s; ``paper``: per-position, A = s / L):
+
+* 0: posterior-mean order parameters against P from collapsed HMC (the reduced engine's default
+  sampler, ``sample.default_sgld`` -> ``sample_reduced.collapsed_chains``, started at the exact
+  MAP), both attentions; the posterior's P* next to the MAP's and the EK theory's
+  (``objective='map'`` and ``'post'``, the latter with the Occam term D);
 * 1: susceptibilities ``P Var`` of c1, cG (aG), r, U with MCSE (``bayes.run_susceptibility``)
   and the early-warning verdict (growth from 0.5 P* to 0.9 P*, 95% t-interval over seeds);
-* 3: the free energy of each softmax branch (Laplace-referenced TI, WBIC as a cross-check,
-  ``posterior_features``) and the Bayesian P*_aG where they cross;
-* 4: the posterior weight of the copy branch ``1 / (1 + exp(F_copy - F_pool))`` in the window.
+* 2: the learning coefficient at the posterior's own temperature, ``lambda-hat = n beta
+  (E[L_n] - L_n(w*))`` at ``n beta = n`` (beta = 1) and localisation gamma = 0, from the same
+  draws (``llc_summary``; the mapping to devinterp's defaults is in docs/posterior.md);
+* 3 (plain only): the free energy of each softmax branch (Laplace-referenced TI by whitened
+  SGLD, WBIC as a cross-check, ``posterior_features``) and the Bayesian P*_aG where they cross;
+* 4 (plain only): the posterior weight of the copy branch ``1 / (1 + exp(F_copy - F_pool))``.
 
-Sweeps and posteriors are cached in ``results/posterior/MODE/`` under a hash of their config.
-Writes ``OUT/results/posterior_plain.json`` and ``OUT/figures/posterior_*.png``.
+Sweeps, posteriors, theory and TI are cached in ``results/posterior/MODE/`` under a hash of
+their config. Writes ``OUT/results/posterior_PRESET.json`` and
+``OUT/figures/posterior_NAME_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -37,7 +44,14 @@ from copyhead_jax.bayes import run_mean, run_susceptibility
 from copyhead_jax.compare import paper
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
 from copyhead_jax.models import head_class
-from copyhead_jax.sample import PosteriorResult, default_sgld, run_sampler, whiten_runs
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sample import (
+    REDUCED_SGLD,
+    PosteriorResult,
+    run_sampler,
+    whiten_runs,
+)
+from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
 from copyhead_jax.sweep import _all_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
@@ -48,7 +62,7 @@ from .common import jsonable, save_figure, write_json
 from .configs.posterior import CONFIGS
 
 OBSERVABLES = ("c1", "cG", "r", "U")
-HEALTH = ("rhat", "ess", "rhat_cG", "ess_cG", "accept_mean")
+HEALTH = ("rhat", "ess", "rhat_c1", "ess_c1", "rhat_cG", "ess_cG", "accept_mean", "step")
 
 
 def log(msg: str) -> None:
@@ -69,32 +83,68 @@ def _pickled(path: Path, fn):
     return out
 
 
-def branch_config(mc: dict, attention: str, P, init: str | None = None) -> ch.Config:
-    cfg = ch.SMALL.replace(**mc["engine"]).replace(
-        model=dict(attention=attention), sweep=dict(P=tuple(int(p) for p in P),
-                                                    n_seeds=mc["n_seeds"]))  # fmt: skip
+def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
+                  n_seeds: int | None = None) -> ch.Config:  # fmt: skip
+    pc = mc["presets"][preset]
+    cfg = (
+        ch.SMALL.replace(**mc["engine"])
+        .replace(**pc["conventions"])
+        .replace(
+            model=dict(attention=attention),
+            sweep=dict(P=tuple(int(p) for p in P), n_seeds=n_seeds or pc["n_seeds"]),
+        )
+    )
     return cfg if init is None else cfg.replace(train=dict(init_attention=init))
 
 
-def fit_and_sample(cfg: ch.Config, sgld: dict | None, cache: Path):
-    """Exact MAP sweep (kept weights) and its whitened-SGLD posterior, cached by config."""
+def sampler_settings(mc: dict) -> ch.SGLDConfig:
+    """The reduced engine's default protocol (collapsed HMC) with the config's overrides."""
+    return dataclasses.replace(REDUCED_SGLD, **mc.get("sampler", {}))
+
+
+def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
+    """Exact MAP sweep (kept weights) and its collapsed-HMC posterior, cached by config."""
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
     t0 = time.time()
     res = ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
         cfg, keep_params=True, out=path, progress=False)  # fmt: skip
-    sg = default_sgld(res)
-    sg = dataclasses.replace(sg, **(sgld or {}))
+    if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
+        raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
+    sg = sampler_settings(mc)
     ppath = cache / f"post-{_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
+    # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
+    # the smaller P to the larger: no cost saved when the two are far apart)
+    chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
     post = PosteriorResult.load(ppath) if ppath.exists() else run_sampler(
-        res, sg, out=ppath, progress=False)  # fmt: skip
-    log(f"{cfg.model.attention} init={cfg.train.init_attention}: {time.time() - t0:.0f} s")
+        res, sg, out=ppath, progress=False, chunk_runs=chunk)  # fmt: skip
+    log(f"{cfg.model.attention} init={cfg.train.init_attention} P={list(res.P)} "
+        f"seeds={cfg.sweep.n_seeds}: {time.time() - t0:.0f} s")  # fmt: skip
     return res, post
 
 
+def fit_only(cfg: ch.Config, cache: Path):
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
+    return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
+        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
+
+
+def llc_summary(res, post) -> dict:
+    r"""Item 2 from the posterior draws: $\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$ at
+    $n\beta=n$ (the posterior, beta = 1) and gamma = 0, i.e. ``E[D] - D(w*)`` with ``D`` the
+    data energy ``w P train_loss`` and ``w*`` the exact MAP; MCSE from the ESS of the loss."""
+    w = Objective.from_config(res.config).likelihood_weight
+    m, se, n_eff = run_mean(post, "train_loss")
+    scale = w * res.P.astype(float)[:, None]
+    return {"value": scale * (m - res["train_loss"]), "mcse": scale * se, "ess": n_eff,
+            "D_star": scale * res["train_loss"], "nbeta": "n (beta = 1)", "gamma": 0.0}  # fmt: skip
+
+
 def branch_summary(res, post) -> dict:
-    """MAP and posterior-mean order parameters, susceptibilities with MCSE, chain health."""
-    out = {"P": res.P.tolist(), "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")}}
+    """MAP and posterior-mean order parameters, susceptibilities with MCSE, LLC, chain health."""
+    out = {"P": res.P.tolist(), "n_seeds": int(res.config.sweep.n_seeds),
+           "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")}}  # fmt: skip
     out["map"]["converged"], out["map"]["min_eig"] = res["converged"], res["min_eig"]
     out["post_mean"], out["post_mcse"], out["susceptibility"] = {}, {}, {}
     for k in ("c1", "cG", "r", "psi", "U"):
@@ -103,20 +153,60 @@ def branch_summary(res, post) -> dict:
     for k in OBSERVABLES:
         s = run_susceptibility(post, k)
         out["susceptibility"][k] = {"value": s.value, "mcse": s.mcse, "ess_sq": s.ess_sq}
-    out["health"] = {k: post[k] for k in HEALTH}
+    out["llc"] = llc_summary(res, post)
+    out["health"] = {k: post[k] for k in HEALTH if k != "step"}
+    out["health"]["step"] = np.nanmean(post["step"], -1)  # adapted leapfrog step, chain mean
     out["health"]["finite_chains"] = post["finite"].sum(-1)
-    return out
+    out["health"]["var_U_ratio"] = post["var_U_ratio"]
+    out["wall_seconds"] = post.meta.get("wall_seconds")
+    return health_line(out)
+
+
+def merge_blocks(a: dict, b: dict) -> dict:
+    """Two branch summaries on disjoint P grids, concatenated along P; the seed axis is padded
+    with NaN to the larger seed count (seed s is the same data in every sweep of a preset)."""
+    nS = max(a["n_seeds"], b["n_seeds"])
+
+    def cat(x, y):
+        if isinstance(x, dict):
+            return {k: cat(x[k], y[k]) for k in x if k in y}
+        if not isinstance(x, np.ndarray) or x.ndim < 2:
+            return x
+        pad = (
+            lambda z: np.concatenate(  # noqa: E731
+                [z.astype(float), np.full((z.shape[0], nS - z.shape[1]) + z.shape[2:], np.nan)], 1
+            )
+        )
+        return np.concatenate([pad(x), pad(y)], 0)
+
+    out = {k: cat(a[k], b[k]) for k in ("map", "post_mean", "post_mcse", "susceptibility",
+                                         "llc", "health")}  # fmt: skip
+    out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=[a["n_seeds"]] * len(a["P"])
+               + [b["n_seeds"]] * len(b["P"]))  # fmt: skip
+    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
+    return health_line(out)
 
 
 def health_line(b: dict) -> dict:
     h = b["health"]
     with PF.quiet():
-        return {"rhat_max": float(np.nanmax(h["rhat"])),
+        rh = np.fmax(np.fmax(h["rhat"], h["rhat_cG"]), h["rhat_c1"])
+        es = np.fmin(np.fmin(h["ess"], h["ess_cG"]), h["ess_c1"])
+        b["health_summary"] = {
+            "rhat_max": float(np.nanmax(rh)), "rhat_U_max": float(np.nanmax(h["rhat"])),
             "rhat_cG_max": float(np.nanmax(h["rhat_cG"])),
-            "ess_min": float(np.nanmin(h["ess"])), "ess_cG_min": float(np.nanmin(h["ess_cG"])),
-            "n_runs": int(np.size(h["rhat"])),
-            "n_rhat_gt_1.05": int(np.sum((h["rhat"] > 1.05) | (h["rhat_cG"] > 1.05))),
-            "n_ess_lt_400": int(np.sum((h["ess"] < 400) | (h["ess_cG"] < 400)))}  # fmt: skip
+            "rhat_c1_max": float(np.nanmax(h["rhat_c1"])),
+            "ess_min": float(np.nanmin(es)), "ess_U_min": float(np.nanmin(h["ess"])),
+            "ess_cG_min": float(np.nanmin(h["ess_cG"])),
+            "ess_c1_min": float(np.nanmin(h["ess_c1"])),
+            "accept_range": [float(np.nanmin(h["accept_mean"])),
+                             float(np.nanmax(h["accept_mean"]))],
+            "n_runs": int(np.sum(np.isfinite(h["rhat"]))),
+            "n_rhat_gt_1.05": int(np.sum(rh > 1.05)), "n_rhat_gt_1.01": int(np.sum(rh > 1.01)),
+            "n_ess_lt_400": int(np.sum(es < 400)),
+            "finite_chains_min": int(np.nanmin(h["finite_chains"])),
+        }  # fmt: skip
+    return b
 
 
 def verdicts(b: dict, P_star: float | None) -> dict | None:
@@ -202,15 +292,150 @@ def free_energies(pool, copy, P_ti, ti: dict, key) -> dict:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
+def _grid(spec) -> tuple[list[int], int | None]:
+    """A grid entry: a list of P (the preset's seeds) or ``dict(P=..., n_seeds=...)``."""
+    if isinstance(spec, dict):
+        return list(spec["P"]), spec.get("n_seeds")
+    return list(spec or []), None
 
 
-def theory(mc: dict) -> dict:
-    params = TheoryParams.from_config(branch_config(mc, "linear", [1]))
+def branch(mc, preset, attention, spec, cache, init=None):
+    P, nS = _grid(spec)
+    if not P:
+        return None
+    one_P = mc["presets"][preset].get("chunk_one_P") or (isinstance(spec, dict)
+                                                         and spec.get("chunk_one_P"))  # fmt: skip
+    opts = mc | {"chunk_one_P": bool(one_P)}
+    r, p = fit_and_sample(opts, branch_config(mc, preset, attention, P, init, nS), cache)
+    return r, p, branch_summary(r, p)
+
+
+def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
+    pc = mc["presets"][preset]
+    lr, _, lin = branch(mc, preset, "linear", pc["P_linear"], cache)
+    map_psi, map_r = [lr["psi"]], [lr["r"]]
+    if pc.get("P_linear_high"):
+        hr, _, high = branch(mc, preset, "linear", pc["P_linear_high"], cache)
+        lin = merge_blocks(lin, high)
+        map_psi.append(hr["psi"])
+        map_r.append(hr["r"])
+    P = np.asarray(lin["P"], float)
+    with PF.quiet():
+        psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
+        psi_map = np.concatenate([np.nanmean(x, 1) for x in map_psi])
+        r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
+    lin["transitions"] = {
+        "map": {"P_cG": locate_max_slope(P, psi_map).to_dict(),
+                "P_cG_half": locate_level(P, psi_map, 0.5).to_dict()},
+        "post": {"P_cG": locate_max_slope(P, psi_post).to_dict(),
+                 "P_cG_half": locate_level(P, psi_post, 0.5).to_dict()},
+        "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict(),  # MAP r leaves 0
+        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0",
+    }  # fmt: skip
+    Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
+    lin["early_warning"] = {
+        "theory_map_P_c1": verdicts(lin, th["points"]["map"]["P_c1"]),
+        "theory_map_P_cG": verdicts(lin, th["points"]["map"]["P_cG"]),
+        "posterior_P_cG": verdicts(lin, Ps_post) if Ps_post else None,
+    }
+    return lin
+
+
+def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
+    pc = mc["presets"][preset]
+    pr, _, pool = branch(mc, preset, "softmax", pc["P_pool"], cache, "zero")
+    soft = {"pool": pool}
+    copy = branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy")
+    high = branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy")
+    cross = {"theory_map": th["points"]["map"]["P_aG"],
+             "theory_post": th["points"]["post"]["P_aG"],
+             "theory_map_spinodals": th["points"]["map"]["spinodals"],
+             "theory_post_spinodals": th["points"]["post"]["spinodals"],
+             "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
+    if copy is not None:
+        cr, _, soft["copy"] = copy
+        common = [p for p in pr.P if p in cr.P]
+        ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
+        ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
+        distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5  # the two starts on distinct minima
+        # per seed, only where that seed's two starts sit on distinct minima
+        mcr = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
+        cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
+        soft.update(common_P=common, distinct_map=distinct)
+    if high is not None:
+        soft["copy_high"] = high[2]
+    # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
+    starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
+    Pall = np.concatenate([np.asarray(b["P"], float) for b in starts])
+    with PF.quiet():
+        aG = np.concatenate([np.nanmean(b["post_mean"]["cG"], 1) for b in starts])
+        soft["posterior_copies"] = locate_level(Pall, aG, 1.0).to_dict()
+        soft["posterior_copies"]["start"] = "copy" if starts[0] is not pool else "zero logits"
+        aG_pool = np.nanmean(pool["post_mean"]["cG"], 1)
+        soft["posterior_copies_pool_start"] = locate_level(np.asarray(pool["P"], float), aG_pool,
+                                                           1.0).to_dict()  # fmt: skip
+    soft["crossings"] = cross
+    soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, th["points"]["map"]["P_aG"])}
+    return soft
+
+
+def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
+    """Item 3 on the 3-seed sweeps of the previous run (``ti``; cached): free energies,
+    weights and crossings, into ``soft``."""
+    ti = mc["presets"]["plain"]["ti"]
+    nS = ti["n_seeds"]
+    pr = fit_only(branch_config(mc, "plain", "softmax", ti["P_pool"], "zero", nS), cache)
+    cr = fit_only(branch_config(mc, "plain", "softmax", ti["P_copy"], "copy", nS), cache)
+    common = [p for p in pr.P if p in cr.P]
+    ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
+    ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
+    distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
+    P_ti = [p for k, p in enumerate(common) if distinct[k].any()]  # per-seed masks below
+    if not P_ti:
+        soft["free_energy"] = None
+        return
+    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
+    fe = _pickled(
+        cache / f"ti-{ti_key}.pkl",
+        lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
+    )
+    cross = soft["crossings"]
+    Pt = np.asarray(fe["P"], float)
+    # per run: distinct fits and chains that kept their branch at t = 1
+    dmap = distinct[[common.index(p) for p in fe["P"]]]
+    stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
+    fe["stayed_distinct_t1"] = stayed
+    fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
+    cross["free_energy"] = PF.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
+    cross["wbic"] = PF.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
+    cross["laplace"] = PF.crossing(
+        Pt,
+        fe["U_star"][0] + fe["half_logdet_H"][0],
+        fe["U_star"][1] + fe["half_logdet_H"][1],
+        valid=stayed,
+    )
+    cross["map_U_same_runs"] = PF.crossing(Pt, fe["U_star"][0], fe["U_star"][1], valid=stayed)
+    w = np.where(stayed, PF.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
+    fe["w_copy"] = w
+    with PF.quiet():
+        fe["w_copy_mean"] = np.nanmean(w, 1)
+    fe["weight_window"] = PF.weight_window(Pt, fe["w_copy_mean"])
+    fe["weight_window_per_seed"] = [PF.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
+    soft["free_energy"] = fe
+    P_bayes = (cross.get("free_energy") or {}).get("P_star")
+    soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
+                                               else None)  # fmt: skip
+
+
+def theory(mc: dict, preset: str) -> dict:
+    params = TheoryParams.from_config(branch_config(mc, preset, "linear", [1]))
     keys = ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes")
     pts = {o: {k: transition_points(params, "both", o).get(k) for k in keys}
            for o in ("map", "post")}  # fmt: skip
-    Pg = np.geomspace(0.5, 100, 30)
+    pc = mc["presets"][preset]
+    Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
+          for p in _grid(pc.get(k))[0]]  # fmt: skip
+    Pg = np.geomspace(0.5 * min(Ps), 2 * max(Ps), 24)
     curves = {"P": Pg}
     for o in ("map", "post"):
         lin, soft = theory_curve(params, Pg, "linear", o), theory_curve(params, Pg, "softmax", o)
@@ -218,116 +443,41 @@ def theory(mc: dict) -> dict:
     return {"points": pts, "curves": curves}
 
 
-def main(spec="quick", out_dir: str | Path = "docs") -> dict:
-    """``spec``: a mode name of ``configs/posterior.py`` or a config dict of that shape."""
+def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> dict:
     t0 = time.time()
-    mode = spec if isinstance(spec, str) else "custom"
-    mc = CONFIGS[spec] if isinstance(spec, str) else spec
-    out_dir = Path(out_dir)
-    cache = Path("results") / "posterior" / mode
-    th = _pickled(cache / f"theory-{_key(mc['engine'])}.pkl", lambda: theory(mc))
-    res = {"mode": mode, "config": mc, "theory": th["points"], "paper": paper.PAPER_MEASURED}
-    sgld = mc.get("sgld")
-    # --- linear -----------------------------------------------------------------------------
-    lcfg = branch_config(mc, "linear", mc["P_linear"])
-    lr, lp = fit_and_sample(lcfg, mc.get("sgld_linear", sgld), cache)
-    lin = branch_summary(lr, lp)
-    P = lr.P.astype(float)
-    with PF.quiet():
-        psi_post, psi_map = np.nanmean(lin["post_mean"]["psi"], 1), np.nanmean(lr["psi"], 1)
-    lin["transitions"] = {
-        "map": {"P_cG": locate_max_slope(P, psi_map).to_dict(),
-                "P_cG_half": locate_level(P, psi_map, 0.5).to_dict()},
-        "post": {"P_cG": locate_max_slope(P, psi_post).to_dict(),
-                 "P_cG_half": locate_level(P, psi_post, 0.5).to_dict()},
-        "P_c1_note": "EK MAP P*_c1 ~ 0.17 < 1: MAP r > 0 at every P; the posterior r is |r|",
-    }  # fmt: skip
-    Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
-    lin["early_warning"] = {
-        "theory_map_P_cG": verdicts(lin, th["points"]["map"]["P_cG"]),
-        "posterior_P_cG": verdicts(lin, Ps_post) if Ps_post else None,
-        "P_c1": "undetermined: 0.5 P*_c1 lies below P = 1 (MAP and post theory)",
-    }
-    lin["health_summary"] = health_line(lin)
-    res["linear"] = lin
-    # --- softmax: the two branches ----------------------------------------------------------
-    pr, pp = fit_and_sample(branch_config(mc, "softmax", mc["P_pool"], "zero"), sgld, cache)
-    cr, cp = fit_and_sample(branch_config(mc, "softmax", mc["P_copy"], "copy"), sgld, cache)
-    pool, copy = branch_summary(pr, pp), branch_summary(cr, cp)
-    common = [p for p in pr.P if p in cr.P]
-    ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
-    ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
-    distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5  # the two starts on distinct minima
-    # per seed, only where that seed's two starts sit on distinct minima
-    map_cross = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
-    soft = {"pool": pool, "copy": copy, "common_P": common, "distinct_map": distinct}
-    if mc.get("P_copy_high"):  # where the posterior copies: copy-start chains above the window
-        hr, hp = fit_and_sample(branch_config(mc, "softmax", mc["P_copy_high"], "copy"), sgld,
-                                cache)  # fmt: skip
-        soft["copy_high"] = branch_summary(hr, hp)
-        soft["copy_high"]["health_summary"] = health_line(soft["copy_high"])
-    Pall = np.r_[cr.P, hr.P] if mc.get("P_copy_high") else cr.P
-    aGall = np.concatenate(
-        [copy["post_mean"]["cG"]]
-        + ([soft["copy_high"]["post_mean"]["cG"]] if mc.get("P_copy_high") else [])
-    )
-    with PF.quiet():  # the posterior copies where its mean aG (copy start) passes 1
-        soft["posterior_copies"] = locate_level(Pall.astype(float), np.nanmean(aGall, 1),
-                                                1.0).to_dict()  # fmt: skip
-    soft["pool"]["health_summary"] = health_line(pool)
-    soft["copy"]["health_summary"] = health_line(copy)
-    # --- free energies, weights, crossings --------------------------------------------------
-    P_ti = [p for k, p in enumerate(common) if distinct[k].any()]  # per-seed masks below
-    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, mc["ti"])
-    fe = None
-    if P_ti:
-        fe = _pickled(
-            cache / f"ti-{ti_key}.pkl",
-            lambda: free_energies(pr, cr, P_ti, mc["ti"], jax.random.key(12)),
-        )
-    cross = {"map_U": map_cross["located"], "map_U_per_seed": map_cross,
-             "theory_map": th["points"]["map"]["P_aG"],
-             "theory_post": th["points"]["post"]["P_aG"],
-             "theory_map_spinodals": th["points"]["map"]["spinodals"],
-             "theory_post_spinodals": th["points"]["post"]["spinodals"],
-             "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
-    if fe is not None:
-        Pt = np.asarray(fe["P"], float)
-        # per run: distinct fits and chains that kept their branch at t = 1
-        dmap = distinct[[common.index(p) for p in fe["P"]]]
-        stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
-        fe["stayed_distinct_t1"] = stayed
-        cross["free_energy"] = PF.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
-        cross["wbic"] = PF.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
-        cross["laplace"] = PF.crossing(
-            Pt,
-            fe["U_star"][0] + fe["half_logdet_H"][0],
-            fe["U_star"][1] + fe["half_logdet_H"][1],
-            valid=stayed,
-        )
-        cross["map_U_same_runs"] = PF.crossing(Pt, fe["U_star"][0], fe["U_star"][1],
-                                               valid=stayed)  # fmt: skip
-        w = np.where(stayed, PF.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
-        fe["w_copy"] = w
-        with PF.quiet():
-            fe["w_copy_mean"] = np.nanmean(w, 1)
-        fe["weight_window"] = PF.weight_window(Pt, fe["w_copy_mean"])
-        fe["weight_window_per_seed"] = [PF.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
-    soft["free_energy"] = fe
-    soft["crossings"] = cross
-    P_bayes = (cross.get("free_energy") or {}).get("P_star")
-    soft["early_warning"] = {
-        "theory_map_P_aG": verdicts(pool, th["points"]["map"]["P_aG"]),
-        "posterior_P_aG": verdicts(pool, P_bayes) if P_bayes else None,
-    }
-    res["softmax"] = soft
+    pc = mc["presets"][preset]
+    tkey = _key(mc["engine"], pc["conventions"], [pc.get(k) for k in ("P_linear", "P_linear_high",
+                "P_pool", "P_copy", "P_copy_high")])  # fmt: skip
+    th = _pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
+    sg = sampler_settings(mc)
+    res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
+           "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
+                       **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_steps - sg.burn_in,
+                       "adapt_iterations": HMC_ADAPT, "leapfrog": LEAPFROG,
+                       "target_accept": TARGET_ACCEPT},
+           "theory": th["points"], "paper": paper.PAPER_MEASURED}  # fmt: skip
+    res["linear"] = linear_block(mc, preset, th, cache)
+    res["softmax"] = softmax_block(mc, preset, th, cache)
+    if pc.get("ti"):
+        free_energy_block(mc, res["softmax"], cache)
     res["runtime_s"] = time.time() - t0
+    res["sampling_seconds"] = sum(
+        b.get("wall_seconds") or 0 for b in (res["linear"], *(
+            res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
     res["command"] = f"python -m experiments.posterior --mode {mode} --out {out_dir}"
     for name, fig in PF.figures(res, th["curves"]).items():
-        save_figure(fig, out_dir / "figures" / f"posterior_{name}.png")
-    path = write_json(out_dir / "results" / "posterior_plain.json", res)
+        save_figure(fig, out_dir / "figures" / f"posterior_{name}_{preset}.png")
+    path = write_json(out_dir / "results" / f"posterior_{preset}.json", res)
     log(f"wrote {path} ({time.time() - t0:.0f} s)")
     return res
+
+
+def main(spec="quick", out_dir: str | Path = "docs", presets=None) -> dict:
+    """``spec``: a mode name of ``configs/posterior.py`` or a config dict of that shape."""
+    mode = spec if isinstance(spec, str) else "custom"
+    mc = CONFIGS[spec] if isinstance(spec, str) else spec
+    cache = Path("results") / "posterior" / mode
+    return {p: run_preset(mc, p, mode, Path(out_dir), cache) for p in (presets or mc["presets"])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +508,13 @@ def _ps(loc: dict | None) -> str:
 
 def tables(res: dict) -> str:
     lin, soft, th = res["linear"], res["softmax"], res["theory"]
-    cr, fe = soft["crossings"], soft["free_energy"]
+    cr, fe = soft["crossings"], soft.get("free_energy")
+    sm = res["sampler"]
+    out = [f"Preset **{res['preset']}**; sampler: {sm['kind']}, {sm['n_chains']} chains x "
+           f"{sm['hmc_iterations_kept']} HMC iterations (after {sm['burn_in']} warm-up steps and "
+           f"{sm['adapt_iterations']} adaptation iterations), a draw every {sm['thin']}; "
+           f"sampling wall time {res['sampling_seconds'] / 60:.1f} min (cached blocks count "
+           "their first run).", ""]  # fmt: skip
     L = ["| transition | exact MAP (measured) | posterior (measured) | EK MAP | EK post |"
          " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
     t = lin["transitions"]
@@ -371,29 +527,46 @@ def tables(res: dict) -> str:
         f" | {_f(th['map']['P_cG_half'])} | {_f(th['post']['P_cG_half'])} | - |"
     )
     L.append(
-        "| linear P*_c1 | < 1 (r > 0 at P = 1) | n/a (r gauge-fixed >= 0) |"
+        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {_ps(t.get('map_P_c1_r005'))} | - |"
         f" {_f(th['map']['P_c1'])} | {_f(th['post']['P_c1'])} |"
         f" {res['paper']['P_c1']:g} |"
     )
     fcr = (cr.get("free_energy") or {}).get("located")
+    mu = f"{_ps(cr['map_U'])} {_ci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
     L.append(
-        f"| softmax P*_aG (branch crossing: U / F) | {_ps(cr['map_U'])}"
-        f" {_ci(cr['map_U_per_seed'])} | {_ps(fcr)} |"
+        f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {_ps(fcr) if fe else '-'} |"
         f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
     )
     pc = soft.get("posterior_copies")
     L.append(
-        f"| softmax: copy-start chains stay copying (mean aG > 1) | - | {_ps(pc)} | - | - | - |"
+        f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {_ps(pc)} | - | - | - |"
     )
-    out = ["### Transition points", "", *L, ""]
-    for title, b in (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
-                     ("softmax, copy start", soft["copy"]),
-                     ("softmax, copy start above the window", soft.get("copy_high"))):  # fmt: skip
+    out += ["### Transition points", "", *L, ""]
+    out += ["### Chain health (split R-hat and ESS of U, c1, cG per run)", "",
+            "| block | runs | max R-hat | runs R-hat > 1.01 / > 1.05 | min ESS | runs ESS < 400 |"
+            " HMC acceptance | sampling min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    blocks = (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
+              ("softmax, copy start", soft.get("copy")),
+              ("softmax, copy start (second grid)", soft.get("copy_high")))  # fmt: skip
+    for title, b in blocks:
+        if b is None:
+            continue
+        h = b["health_summary"]
+        ws = b.get("wall_seconds")
+        out.append(
+            f"| {title} | {h['n_runs']} | {_f(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
+            f" {h['n_rhat_gt_1.05']} | {_f(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
+            f" {_f(h['accept_range'][0], 2)}-{_f(h['accept_range'][1], 2)} |"
+            f" {_f(ws / 60 if ws else None, 2)} |"
+        )
+    out.append("")
+    for title, b in blocks:
         if b is None:
             continue
         out += [*per_P_table(title, b), ""]
     if fe is not None:
-        out += ["### Free energy per softmax branch (per P: mean ± sd over seeds)", "",
+        out += [f"### Free energy per softmax branch ({fe['n_seeds']} seeds, {fe['sweeps']}; per"
+                " P: mean ± sd over seeds)", "",
                 "| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
                 " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
                 " aG at WBIC pool / copy |", "|" + "---|" * 10]  # fmt: skip
@@ -415,8 +588,8 @@ def tables(res: dict) -> str:
                 f" (seed-mean w): 5% at {_f(ww['P_w05'])}, 1/2 at {_f(ww['P_equal'])}, 95% at "
                 f"{_f(ww['P_w95'])}.", ""]  # fmt: skip
     out += ["### Early-warning verdicts (growth of P Var from 0.5 P* to 0.9 P*)", "",
-            "| attention | P* used | observable | chi ratio [95% CI] | Var ratio [95% CI] |"
-            " verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
+            "| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
+            " verdict |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for att, ew in (("linear", lin["early_warning"]), ("softmax (pooling start)",
                                                          soft["early_warning"])):  # fmt: skip
         for which, vs in ew.items():
@@ -425,31 +598,36 @@ def tables(res: dict) -> str:
             for k, v in vs.items():
                 ci = v["ratio_ci"] or [None, None]
                 vc = v["var_ratio_ci"] or [None, None]
-                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {_f(v['ratio'])} "
-                           f"[{_f(ci[0])}, {_f(ci[1])}] | {_f(v['var_ratio'])} [{_f(vc[0])}, "
-                           f"{_f(vc[1])}] | {v['verdict']} |")  # fmt: skip
+                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
+                           f" {_f(v['ratio'])} [{_f(ci[0])}, {_f(ci[1])}] | {_f(v['var_ratio'])}"
+                           f" [{_f(vc[0])}, {_f(vc[1])}] | {v['verdict']} |")  # fmt: skip
     return "\n".join(out) + "\n"
 
 
 def per_P_table(title: str, b: dict) -> list[str]:
-    """Per P: MAP and posterior means (seed mean ± sd), susceptibilities (seed mean, with the
-    largest MCSE over seeds in brackets) and chain health."""
-    sus = b["susceptibility"]
-    L = [f"#### {title}: order parameters and susceptibilities (3 decimals; cG = aG for softmax)",
-         "", "| P | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r | P Var U |"
-         " finite chains | max R-hat (U, cG) | min ESS (U, cG) |", "|" + "---|" * 12]  # fmt: skip
+    """Per P: MAP and posterior means (seed mean ± sd), susceptibilities and the learning
+    coefficient (seed mean, with the largest MCSE over seeds in brackets) and chain health."""
+    sus, llc = b["susceptibility"], b["llc"]
+    L = [f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
+         "", "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
+         " P Var U | lambda-hat | finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
+         "|" + "---|" * 14]  # fmt: skip
+    h = b["health"]
     for i, p in enumerate(b["P"]):
-        row = [str(p), _ms(b["map"]["cG"][i]), _ms(b["post_mean"]["cG"][i]),
-               _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
-        for k in OBSERVABLES:
-            v, e = np.asarray(sus[k]["value"][i], float), np.asarray(sus[k]["mcse"][i], float)
-            with PF.quiet():
-                row.append(f"{_f(float(np.nanmean(v)))} ({_f(float(np.nanmax(e)), 2)})")
-        h = b["health"]
         with PF.quiet():
-            row += [str(int(np.sum(h["finite_chains"][i]))),
-                    f"{_f(np.nanmax(h['rhat'][i]))}, {_f(np.nanmax(h['rhat_cG'][i]))}",
-                    f"{_f(np.nanmin(h['ess'][i]))}, {_f(np.nanmin(h['ess_cG'][i]))}"]  # fmt: skip
+            nS = int(np.sum(np.isfinite(np.asarray(b["map"]["cG"][i], float))))
+            row = [str(p), str(nS), _ms(b["map"]["cG"][i]), _ms(b["post_mean"]["cG"][i]),
+                   _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
+            for k in OBSERVABLES:
+                v, e = np.asarray(sus[k]["value"][i], float), np.asarray(sus[k]["mcse"][i], float)
+                row.append(f"{_f(float(np.nanmean(v)))} ({_f(float(np.nanmax(e)), 2)})")
+            e = _f(float(np.nanmax(np.asarray(llc["mcse"][i], float))), 2)
+            row.append(f"{_ms(llc['value'][i])} ({e})")
+            row += [
+                str(int(np.nansum(h["finite_chains"][i]))),
+                ", ".join(_f(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
+                ", ".join(_f(np.nanmin(h[k][i])) for k in ("ess", "ess_c1", "ess_cG")),
+            ]
         L.append("| " + " | ".join(row) + " |")
     return L
 
@@ -463,9 +641,15 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
     ap.add_argument("--out", default="docs")
+    ap.add_argument(
+        "--preset",
+        action="append",
+        choices=["plain", "paper"],
+        help="only this preset (repeatable; default: all of the mode)",
+    )
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
     if a.tables:
         print(tables(json.loads(Path(a.tables).read_text())))
     else:
-        main(a.mode, a.out)
+        main(a.mode, a.out, a.preset)

@@ -253,7 +253,7 @@ def _band(ax, P, y, label, **kw):
 
 
 def figures(res: dict, curves: dict) -> dict:
-    """``orderparams``, ``susceptibility`` and ``free_energy`` figures of the artefact."""
+    """``orderparams``, ``susceptibility``, ``llc`` and (plain) ``free_energy`` figures."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -271,10 +271,13 @@ def _figures(plt, res, curves):
     a = ax[0]
     _band(a, lin["P"], lin["map"]["cG"], "MAP cG")
     _band(a, lin["P"], lin["post_mean"]["cG"], "posterior mean cG")
+    _band(a, lin["P"], lin["map"]["r"], "MAP r")
     _band(a, lin["P"], lin["post_mean"]["r"], "posterior mean r")
+    _band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean psi")
     a.plot(Pc, curves["map"]["cG"], "k-", lw=1, label="EK cG (MAP)")
     a.plot(Pc, curves["post"]["cG"], "k--", lw=1, label="EK cG (post)")
-    a.set(xscale="log", xlabel="P", ylabel="order parameter", title="linear")
+    a.plot(Pc, curves["map"]["c1"], "b-", lw=0.8, label="EK c1 (MAP)")
+    a.set(xscale="log", xlabel="P", ylabel="order parameter", title=f"linear ({res['preset']})")
     a = ax[1]
     for br in ("pool", "copy", "copy_high"):
         if soft.get(br) is None:
@@ -285,17 +288,17 @@ def _figures(plt, res, curves):
     a.plot(Pc, curves["post"]["aG"], "k--", lw=1, label="EK aG (post)")
     fe = soft.get("free_energy")
     if fe is not None:
-        a.plot(fe["P"], np.nanmean(fe["w_copy"], 1) * np.nanmax(soft["copy"]["map"]["cG"]),
+        a.plot(fe["P"], np.nanmean(fe["w_copy"], 1) * np.nanmax(soft["pool"]["map"]["cG"]),
                "m:", label="w_copy x max aG")  # fmt: skip
-    a.set(xscale="log", xlabel="P", title="softmax")
+    a.set(xscale="log", xlabel="P", title=f"softmax ({res['preset']})")
     for a in ax:
         a.legend(fontsize=6)
     fig.tight_layout()
     figs["orderparams"] = fig
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for a, b, Ps, title in (
-        (ax[0], lin, th["map"]["P_cG"], "linear (P*_cG)"),
-        (ax[1], soft["pool"], th["map"]["P_aG"], "softmax, pooling start"),
+    for a, b, stars, title in (
+        (ax[0], lin, (th["map"]["P_c1"], th["map"]["P_cG"]), "linear (EK MAP P*_c1, P*_cG)"),
+        (ax[1], soft["pool"], (th["map"]["P_aG"],), "softmax, pooling start (EK MAP P*_aG)"),
     ):
         P = np.asarray(b["P"], float)
         for k in ("c1", "cG", "r", "U"):
@@ -304,12 +307,24 @@ def _figures(plt, res, curves):
             with quiet():
                 a.errorbar(P, np.nanmean(v, 1), yerr=np.sqrt(np.nanmean(e**2, 1)), marker="o",
                            ms=3, capsize=2, label=f"P Var({k})")  # fmt: skip
-        for f in (0.5, 0.9) if Ps else ():
-            a.axvline(f * Ps, color="grey", ls=":")
+        for Ps in stars:
+            for f in (0.5, 0.9) if Ps and P[0] <= 0.5 * Ps and 0.9 * Ps <= P[-1] else ():
+                a.axvline(f * Ps, color="grey", ls=":")
         a.set(xscale="log", yscale="log", xlabel="P", ylabel="susceptibility", title=title)
         a.legend(fontsize=6)
     fig.tight_layout()
     figs["susceptibility"] = fig
+    fig, a = plt.subplots(figsize=(6, 4))
+    for name, b in (("linear", lin), ("softmax, pooling start", soft["pool"]),
+                    ("softmax, copy start", soft.get("copy")),
+                    ("softmax, copy start (high P)", soft.get("copy_high"))):  # fmt: skip
+        if b is not None:
+            _band(a, b["P"], b["llc"]["value"], name)
+    a.set(xscale="log", xlabel="P", ylabel="lambda-hat (n beta = n, gamma = 0)",
+          title=f"learning coefficient from the posterior draws ({res['preset']})")  # fmt: skip
+    a.legend(fontsize=6)
+    fig.tight_layout()
+    figs["llc"] = fig
     if fe is not None:
         fig, a = plt.subplots(figsize=(6, 4))
         P = np.asarray(fe["P"], float)

@@ -123,3 +123,86 @@ def test_tempered_chains_tiny_head():
     one = jax.tree.map(lambda x: x[0], heads)
     U0 = quenched_energy(one, tokens[0], mask[0], obj)
     assert float(U_star[0, 0]) == pytest.approx(float(U0), rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments/posterior.py plumbing (no sampling)
+
+
+def test_branch_config_presets():
+    """plain = ch.SMALL's conventions (the cache keys of the earlier run's sweeps are unchanged);
+    paper = ch.PAPER's switches; both at the configured engine and width."""
+    from experiments import posterior as E
+
+    mc = E.CONFIGS["quick"]
+    plain = E.branch_config(mc, "plain", "softmax", [8, 16], "zero", 3)
+    old = ch.SMALL.replace(**mc["engine"]).replace(
+        model=dict(attention="softmax"), sweep=dict(P=(8, 16), n_seeds=3)
+    )
+    assert plain.to_dict() == old.replace(train=dict(init_attention="zero")).to_dict()
+    paper = E.branch_config(mc, "paper", "linear", [51])
+    assert paper.posterior.likelihood == ch.PAPER.posterior.likelihood == "per_position"
+    assert paper.model.linear_scale == ch.PAPER.model.linear_scale == "inv_L"
+    assert (paper.model.engine, paper.model.width) == ("reduced", 10_000)
+    assert paper.sweep.n_seeds == mc["presets"]["paper"]["n_seeds"]
+    sg = E.sampler_settings(mc)
+    assert sg.step_size == ch.sample.REDUCED_SGLD.step_size  # the collapsed-HMC default step
+
+
+class _Sweep:
+    def __init__(self, cfg, train_loss):
+        self.config, self._tl = cfg, train_loss
+
+    @property
+    def P(self):
+        return np.asarray(self.config.sweep.P)
+
+    def __getitem__(self, k):
+        assert k == "train_loss"
+        return self._tl
+
+
+def test_llc_summary_is_mean_data_energy_above_the_fit():
+    """lambda-hat at n beta = n, gamma = 0 is E[D] - D(w*), D = w P train_loss; the finite
+    chains only; MCSE scales the same way."""
+    from copyhead_jax.posterior import Objective
+    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+    from experiments import posterior as E
+
+    cfg = ch.TINY.replace(sweep=dict(P=(4, 8), n_seeds=2))
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((2, 2, 3, 200, len(DRAW_FIELDS)))
+    finite = np.ones((2, 2, 3), bool)
+    finite[1, 0, 2] = False
+    draws[1, 0, 2] = 1e6  # a diverged chain: ignored
+    post = PosteriorResult(cfg, ch.SGLDConfig(), {"draws": draws, "finite": finite})
+    tl_star = np.array([[0.1, 0.2], [0.3, 0.4]])
+    out = E.llc_summary(_Sweep(cfg, tl_star), post)
+    w = Objective.from_config(cfg).likelihood_weight
+    tl = draws[..., DRAW_FIELDS.index("train_loss")]
+    expect = np.array([[tl[i, j][finite[i, j]].mean() for j in range(2)] for i in range(2)])
+    expect = w * np.array([4.0, 8.0])[:, None] * (expect - tl_star)
+    np.testing.assert_allclose(out["value"], expect, rtol=1e-12)
+    assert np.all(out["mcse"] > 0)
+
+
+def test_merge_blocks_pads_seeds():
+    from experiments import posterior as E
+
+    def block(P, nS, v):
+        a = np.full((len(P), nS), v)
+        h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
+        h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
+                 finite_chains=2 + 0 * a)  # fmt: skip
+        sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
+        return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
+                "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
+                "health": h}  # fmt: skip
+
+    m = E.merge_blocks(block([1, 2], 4, 1.0), block([8], 2, 1.01))
+    assert m["P"] == [1, 2, 8] and m["n_seeds"] == 4 and m["n_seeds_per_P"] == [4, 4, 2]
+    assert m["map"]["cG"].shape == (3, 4)
+    assert np.isnan(m["map"]["cG"][2, 2:]).all() and np.isfinite(m["map"]["cG"][2, :2]).all()
+    hs = m["health_summary"]
+    assert hs["n_runs"] == 10 and hs["rhat_max"] == pytest.approx(1.01)
+    assert hs["n_rhat_gt_1.01"] == 0 and hs["n_ess_lt_400"] == 0

@@ -1,42 +1,83 @@
-"""``python -m experiments.posterior``: the posterior of the copy head (issue 12, items 0, 1, 3, 4).
+"""``python -m experiments.posterior``: the posterior of the copy head (issue 12, items 0-4).
 
-On top of ``ch.SMALL`` (plain conventions: per-sequence likelihood, A = s, L = 25, V = 5,
-sigma^2 = chi = 30) with the exact width reduction at the paper's width. Sampling uses
-``sample.default_sgld`` (whitened SGLD, eta = 0.1, 4 chains x 500 draws). Each non-default
-value says why.
+On top of ``ch.SMALL`` (L = 25, V = 5, sigma^2 = chi = 30) with the exact width reduction at the
+paper's width, in two conventions (``presets``): ``plain`` (per-sequence likelihood, A = s:
+``ch.SMALL`` as it is) and ``paper`` (per-position likelihood, A = s / L: ``ch.PAPER``'s
+switches). Sampling uses the reduced engine's default sampler, collapsed HMC
+(``sample.REDUCED_SGLD``: the readout integrated out exactly, HMC on W^G, 500 warm-up steps,
+100 adaptation iterations), with the overrides in ``sampler``. Each non-default value says why.
 """
+
+# The plain-convention softmax sweeps of the previous run (3 seeds): item 3's free energies
+# (tempered whitened SGLD from the MAP fits, ``posterior_features``) are computed on them and
+# cached; they do not depend on the posterior sampler, and rerunning them on 10 seeds would
+# cost ~3x their first run (~12 min on this CPU), beyond this run's budget.
+TI = dict(
+    n_seeds=3, P_pool=[8, 12, 16, 20, 22, 24, 26, 28, 32], P_copy=[22, 24, 26, 28, 32],
+    # Laplace-referenced TI, 6 rungs t = k/5, plus the WBIC temperature, whitened SGLD eta 0.1
+    sgld=dict(n_rungs=5, n_steps=1200, burn_in=300, thin=5, n_chains=2, step_size=0.1),
+)  # fmt: skip
 
 QUICK = dict(
     # the reduced engine: exact MAP (float64 L-BFGS) and a width-(V+L) image of width 10,000
     engine=dict(model=dict(engine="reduced", width=10_000)),
-    n_seeds=3,  # issue 12 asks for 10; 3 fit this shared 2-core CPU (load ~12) in the time
-    # linear: P*_c1 ~ 0.17 (below any P), P*_cG ~ 3.4 (0.5 P* = 1.7, 0.9 P* = 3.1)
-    P_linear=[1, 2, 3, 4, 6, 8, 16],
-    # softmax pooling start: 0.5 P*_aG ~ 12, 0.9 P*_aG ~ 22, spinodals [21.7, 34.1]
-    P_pool=[8, 12, 16, 20, 22, 24, 26, 28, 32],
-    P_copy=[22, 24, 26, 28, 32],  # the copy start, inside the window
-    # above the window: does the posterior (not the MAP) copy? chains from the copy start
-    P_copy_high=[36, 40, 44, 48, 64, 128],
-    # REDUCED_SGLD has 4 chains x 6000 steps; halved chains and 2500 steps (800 draws per run)
-    # fit the CPU; the health arrays (R-hat, ESS) of every run are reported
-    sgld=dict(n_steps=2500, burn_in=500, thin=5, n_chains=2),
-    # linear attention: at eta = 0.1 every chain diverged (quartic data term: the chains leave
-    # the whitened well and the fixed step blows up); eta = 0.03 still lost a chain at P = 3 and
-    # 0.01 gave ESS ~ 10-30 in 1,500 steps (probe, 3 runs): 0.02 with 4 chains x 4,000 steps
-    sgld_linear=dict(step_size=0.02, n_steps=4000, burn_in=1000, thin=10, n_chains=4),
-    # free energy per branch: Laplace-referenced TI (posterior_features), 6 rungs t = k/5,
-    # plus the WBIC temperature, in whitened coordinates (eta = 0.1: unit curvature at the fit)
-    ti=dict(n_rungs=5, n_steps=1200, burn_in=300, thin=5, n_chains=2, step_size=0.1),
+    # REDUCED_SGLD is 4 chains x 1,500 HMC iterations, thin 1 (~40 s per run at P = 32 on one
+    # core, measured). Halved chains, 1,000 iterations and thin 2 (the observables at every
+    # other iteration) cost ~1/3 of that; on the small default 4 x 1,500 gave ESS >= 1,100
+    # everywhere but linear P = 64, so ~1/3 of it keeps ESS ~ 400 there (reported per run)
+    sampler=dict(n_chains=2, n_steps=1500, burn_in=500, thin=2),
+    presets=dict(
+        plain=dict(
+            conventions=dict(),
+            # 10 seeds did not fit: the collapsed sampler costs ~25 s per run even at P <= 4
+            # (measured: 20 runs at P = 1, 2 in 8 min on this shared CPU, load 6-8)
+            n_seeds=5,
+            # EK MAP P*_cG = 3.40 (0.5 P* = 1.7, 0.9 P* = 3.06); P*_c1 = 0.17 (below any P).
+            # The posterior's own copy onset (collapsed HMC on the small default: posterior cG
+            # 0.64 at P = 32, 4.3 at 64, 22 at 128) was planned at P = 32-128 and cut (budget)
+            P_linear=[1, 2, 3, 4, 8],
+            # softmax pooling start: EK MAP P*_aG = 24.5 (0.5 P* = 12.25, 0.9 P* = 22.05),
+            # MAP spinodals [21.7, 34.1]
+            P_pool=[12, 16, 22, 24, 32],
+            P_copy=[],
+            # chains from the copy-branch MAP, inside the window (24) and above it (48)
+            P_copy_high=dict(P=[24, 48], n_seeds=3),
+            ti=TI,
+        ),
+        paper=dict(
+            conventions=dict(
+                model=dict(linear_scale="inv_L"), posterior=dict(likelihood="per_position")
+            ),  # fmt: skip
+            # cost ~ P: the paper preset's P* are ~25x the plain ones (per-position likelihood)
+            n_seeds=3,
+            chunk_one_P=True,  # P values far apart: no padding to the larger one
+            # EK MAP P*_c1 = 103.9 (0.5 P* = 51.9, 0.9 P* = 93.5); P*_cG = 2,125 (0.5 P* =
+            # 1,062) is out of budget: ~10 min per run at that P on this CPU
+            P_linear=[32, 51, 94, 128],
+            # EK MAP P*_aG = 612.6 (0.5 P* = 306.3, 0.9 P* = 551.3), spinodals [543, 853]; the
+            # two points that bracket the verdict's, nothing more (~2.5 min per run at P = 552)
+            P_pool=[306, 552],
+            P_copy=[],
+        ),
+    ),
 )
 
 TINY = dict(
     engine=dict(task=dict(L=6, V=3, n_test=32), model=dict(engine="reduced", width=64)),
-    n_seeds=2,
-    P_linear=[1, 2, 4, 8],
-    P_pool=[2, 4, 8],
-    P_copy=[4, 8],
-    sgld=dict(n_steps=400, burn_in=100, thin=5, n_chains=2),  # seconds, not physics
-    ti=dict(n_rungs=2, n_steps=200, burn_in=50, thin=5, n_chains=2, step_size=0.1),
-)
+    sampler=dict(n_chains=2, n_steps=300, burn_in=100, thin=2),  # seconds, not physics
+    presets=dict(
+        plain=dict(
+            conventions=dict(), n_seeds=2, P_linear=[1, 2, 4, 8], P_pool=[2, 4, 8], P_copy=[4, 8],
+            ti=dict(n_seeds=2, P_pool=[2, 4, 8], P_copy=[4, 8],
+                    sgld=dict(n_rungs=2, n_steps=200, burn_in=50, thin=5, n_chains=2,
+                              step_size=0.1)),
+        ),
+        paper=dict(
+            conventions=dict(model=dict(linear_scale="inv_L"),
+                             posterior=dict(likelihood="per_position")),
+            n_seeds=2, P_linear=[4, 8], P_pool=[4, 8], P_copy=[],
+        ),
+    ),
+)  # fmt: skip
 
 CONFIGS = {"quick": QUICK, "tiny": TINY}
