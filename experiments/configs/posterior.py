@@ -10,8 +10,8 @@ switches). Sampling uses the reduced engine's default sampler, collapsed HMC
 
 # The plain-convention softmax sweeps of the previous run (3 seeds): item 3's free energies
 # (tempered whitened SGLD from the MAP fits, ``posterior_features``) are computed on them and
-# cached; they do not depend on the posterior sampler, and rerunning them on 10 seeds would
-# cost ~3x their first run (~12 min on this CPU), beyond this run's budget.
+# cached; they do not depend on the posterior sampler, and rerunning them on more seeds
+# (first run: 193 s for 3 seeds, ``softmax.free_energy.seconds``) did not fit this run's budget.
 TI = dict(
     n_seeds=3, P_pool=[8, 12, 16, 20, 22, 24, 26, 28, 32], P_copy=[22, 24, 26, 28, 32],
     # Laplace-referenced TI, 6 rungs t = k/5, plus the WBIC temperature, whitened SGLD eta 0.1
