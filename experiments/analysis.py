@@ -466,7 +466,7 @@ def width_result(main_res: dict[str, Any], reference: dict[str, Any] | None = No
     The decomposition is multiplicative (``log`` shares add up to 1): ``old / EK = (old /
     MAP_128) * (MAP_128 / MAP_inf) * (MAP_inf / EK)``, i.e. protocol (Adam, 1-2 seeds, grid),
     finite width (exact MAP at width 128 against width infinity, same seeds and data) and what
-    remains at infinite width."""
+    remains at infinite width (the largest width measured where infinity was not)."""
     widths = sorted(main_res.get("widths") or {}, key=_width_order)
     by = {w: {r["key"]: r for r in main_res["widths"][w]["ci_table"]} for w in widths}
     keys = [r["key"] for r in main_res["widths"][widths[0]]["ci_table"]] if widths else []
@@ -485,8 +485,9 @@ def width_result(main_res: dict[str, Any], reference: dict[str, Any] | None = No
             "rel_err_ek": {w: rel_err(est[w], ek) for w in widths},
         }
         old = ref.get(k)
-        if old is not None and ek and "128" in est and "inf" in est:
-            m128, minf = est["128"], est["inf"]
+        big = widths[-1]  # infinity, else the largest width measured
+        if old is not None and ek and "128" in est and big != "128":
+            m128, minf = est["128"], est[big]
             parts = {
                 "protocol": None if m128 is None else old / m128,
                 "finite_width": None if m128 is None or minf is None else m128 / minf,
@@ -494,6 +495,7 @@ def width_result(main_res: dict[str, Any], reference: dict[str, Any] | None = No
             }
             row["reference_128"] = {
                 "measured": old,
+                "large_width": big,
                 "rel_err_ek": rel_err(old, ek),
                 "factors": parts,
                 "log_share": {p: _log_share(v, old / ek) for p, v in parts.items()},

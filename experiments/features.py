@@ -146,13 +146,32 @@ ONSET_TOL = 0.02  # r below 2% of its largest measured value counts as zero (no 
 
 
 def onset(lin: C.Runs) -> loc.Located:
-    """Onset of the row sum ``r`` of the linear attention matrix (pooling, ``P*_c1``)."""
+    """Onset of the row sum ``r`` of the linear attention matrix (pooling, ``P*_c1``), located
+    on the ``P`` before copying sets in (seed-mean copy fraction ``psi < 1/2``): at larger ``L``
+    ``r`` falls back to ~0 between the pooling and the copy regimes, and the onset locator (the
+    last rise of ``r`` that lasts to the end of the grid) would otherwise find that rise."""
     r = lin.masked("r")
     with C.quiet_nan():
         scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
+        pre = np.nanmean(lin.masked("psi"), axis=1) < 0.5
     if not np.isfinite(scale) or scale <= 0:
         return loc.Located("onset", None, None, False, None, {"reason": "r = 0 everywhere"})
-    return loc.locate_onset(lin.P, r, tol=ONSET_TOL * scale)
+    keep = np.arange(pre.size) < (np.argmin(pre) if not pre.all() else pre.size)
+    if keep.sum() < 2:
+        keep[:] = True
+    return loc.locate_onset(lin.P[keep], r[keep], tol=ONSET_TOL * scale)
+
+
+def copy_crossover(lin: C.Runs) -> loc.Located:
+    """``P*_cG``: ``argmax dpsi/dlog P``, over the ``P`` above the pooling onset where it is
+    located (below it ``r ~ 0`` and the copy fraction ``psi`` is a ratio of noise, whose jumps
+    between sparse grid points can outgrow the crossover's slope)."""
+    P, psi = lin.P, lin.masked("psi")
+    c1 = onset(lin)
+    if c1.bracketed and (P > c1.bracket[1]).sum() >= 3:
+        keep = P > c1.bracket[1]
+        P, psi = P[keep], psi[keep]
+    return loc.locate_max_slope(P, psi)
 
 
 def single_jump(pool: C.Runs) -> loc.Located:
@@ -176,7 +195,7 @@ def features(lin: C.Runs, pool: C.Runs, copy: C.Runs, which=("P_c1", "P_cG", "P_
     if "P_c1" in which:
         out.append(F("P_c1", lambda: onset(lin), [lin]))
     if "P_cG" in which:
-        out.append(F("P_cG", lambda: loc.locate_max_slope(lin.P, lin.masked("psi")), [lin]))
+        out.append(F("P_cG", lambda: copy_crossover(lin), [lin]))
         out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, lin.masked("psi"), 0.5), [lin]))
     if "P_aG" in which:
         out.append(F("P_aG", lambda: crossing(pool, copy), [pool, copy]))

@@ -206,7 +206,7 @@ def write_width(out_dir: Path, mode: str) -> list[Path]:
     out = []
     for p in PRESETS:
         main = _load(out_dir, f"main_{p}")
-        if not main or len(main.get("widths") or {}) < 3:
+        if not main or len(main.get("widths") or {}) < 2:
             continue
         res = width_result(main, ref.get(p))
         res["figure"] = str(

@@ -568,15 +568,15 @@ def section_width(res: dict, dis: list[str]) -> str:
         row += [ci_text(r["theory_finite"][w]) for w in widths if w in ("128", "inf")]
         rows.append(row)
     ref = res.get("reference_128") or {}
+    big = widths[-1]
+    B = width_name(big)
     dec_head = [
         "P*",
         "old N = 128 (Adam) vs EK",
-        "exact MAP N = 128 vs EK",
-        "N = 10,000 vs EK",
-        "N = inf vs EK",
+        *(f"exact MAP N = {width_name(w)} vs EK" for w in widths),
         "protocol: old / MAP_128",
-        "finite width: MAP_128 / MAP_inf",
-        "left at N = inf: MAP_inf / EK",
+        f"finite width: MAP_128 / MAP_{B}",
+        f"left at N = {B}: MAP_{B} / EK",
         "share of the old log-error that was finite width",
     ]
     dec = []
@@ -586,17 +586,16 @@ def section_width(res: dict, dis: list[str]) -> str:
             continue
         fa, sh = d["factors"], d["log_share"]
         share = sh.get("finite_width")
+        old_off = disagrees(d["rel_err_ek"])
         dec.append(
             [
                 r["key"],
                 f"{f(d['measured'], 4)} ({pct(d['rel_err_ek'])})",
-                pct(r["rel_err_ek"].get("128")),
-                pct(r["rel_err_ek"].get("10000")),
-                pct(r["rel_err_ek"].get("inf")),
+                *(pct(r["rel_err_ek"].get(w)) for w in widths),
                 _ratio_pct(fa.get("protocol")),
                 _ratio_pct(fa.get("finite_width")),
                 _ratio_pct(fa.get("infinite_width")),
-                "n/a" if share is None else f"{100 * share:.0f}%",
+                "n/a" if share is None else f"{100 * share:.0f}%" if old_off else "(agreed)",
             ]
         )
         e128 = r["rel_err_ek"].get("128")
@@ -618,10 +617,13 @@ def section_width(res: dict, dis: list[str]) -> str:
             f"\nThe width-128 numbers this page reported before the default mode existed "
             f"(`--quick`: full-width muP Adam, {ref.get('n_seeds')} seed(s), commit "
             f"{ref.get('commit')}) against the EK theory, split multiplicatively: old / EK = "
-            "(old / MAP_128) x (MAP_128 / MAP_inf) x (MAP_inf / EK): the protocol (Adam "
+            f"(old / MAP_128) x (MAP_128 / MAP_{B}) x (MAP_{B} / EK): the protocol (Adam "
             "instead of the exact MAP, fewer seeds, another grid), finite width (the exact MAP "
-            "at width 128 against width infinity, same seeds) and what is left at infinite "
-            "width. The last column is the finite-width factor's share of log(old / EK) (shares "
+            f"at width 128 against width {B}, same seeds) and what is left at infinite "
+            + ("width" if big == "inf" else f"width (here N = {B}: infinity was not measured)")
+            + ". The last column is the "
+            "finite-width factor's share of log(old / EK), for the old numbers that disagreed "
+            "by more than the reporting threshold (shares "
             "of the three factors add up to 100%; a negative share means width 128 moved P* "
             "the other way).\n\n" + table(dec_head, dec) + "\n"
         )

@@ -51,6 +51,10 @@ _SCALING = dict(
     # brackets them; P_cG's runs are the expensive ones (P ~ 2 P_cG ~ 10^4 at L = 40)
     spread={"P_c1": 2.5, "P_cG": 2.0, "P_aG": 1.5},
 )
+# paper preset: 2 seeds per point and no finite-width theory per point (each costs ~1 min here;
+# at N = 10,000 the finite theory sits within 1% of EK at the main point, see main_paper.json):
+# the cold suite's time on this shared CPU
+_SCALING_PAPER = {**_SCALING, "n_seeds": 2, "finite": False}
 # plain conventions: P_c1 < 1 (below any training set) at every point, so not measured; the
 # measured P_cG is ~2.3x the EK value (main), so its grid is wide (cheap: P ~ 10)
 _SCALING_PLAIN = {
@@ -111,12 +115,17 @@ CONFIG = dict(
                 P_pool=[256, 400, 512, 640, 800, 1000],
                 P_copy=[400, 512, 640, 800],
                 theory_P=[2.0, 10000.0],
+                # docs/results/main_paper.json of 2026-12-01 ran with extra_widths [128] only
+                # (each width of this preset is ~10 min on the shared CPU; the plain preset has
+                # all four): a rerun here adds widths inf and 1,024 (~20 min)
                 **_MAIN_COMMON,
             ),
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[64, 128, 256, 512, 1000, 2000]),
-            # L <= 40: P_cG's runs grow like L^{1.44} in P and L^2 in cost per sequence
-            scaling_L=dict(values=[10, 16, 25, 32, 40], **_SCALING),
-            scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING),
+            # L <= 32: P_cG's runs grow like L^{1.44} in P and L^2 in cost per sequence (L = 40
+            # alone would be ~8 min of the cold suite on this shared CPU); L >= 10: at L = 8 the
+            # EK softmax transition is no longer first order
+            scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
+            scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
         ),
     ),
 )
