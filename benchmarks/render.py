@@ -248,7 +248,8 @@ def render(
                 f"{t:.0f} s at P = {p:.0f}" for p, t in zip(s["fit_P"], s["fit_run_cpu_s"])
             )
             ext = s.get("extrapolated_cpu_s_all_runs")
-            tot = f"; all 160 runs ~{ext / 3600:.1f} h CPU (extrapolated)" if ext else ""
+            n_ext = s.get("extrapolated_runs", 160)  # 16 P x 10 seeds (older files)
+            tot = f"; all {n_ext} runs ~{ext / 3600:.1f} h CPU (extrapolated)" if ext else ""
             L.append(f"| reduced engine: {att} posterior (collapsed HMC, {s['sgld']['n_chains']} "
                      f"chains x {s['sgld']['n_steps']} steps) per run | {per} CPU, compile "
                      f"{s['compile_cpu_s']:.0f} s{tot} | whole benchmark < 300 s | "

@@ -115,25 +115,9 @@ def main_figure(res: dict[str, Any]):
     a = ax[0, 1]
     for name, col, key in (("linear", "tab:blue", "linear"), ("softmax", "tab:red", "pool")):
         c = cur[key]
-        band(
-            a,
-            c["P"],
-            c["train_loss"],
-            c["train_loss_sd"],
-            f"{fit} {name} train",
-            fmt="o",
-            color=col,
-        )
-        band(
-            a,
-            c["P"],
-            c["test_loss"],
-            c["test_loss_sd"],
-            f"{fit} {name} test",
-            fmt="x",
-            color=col,
-            alpha=0.5,
-        )
+        for split, fmt, alpha in (("train", "o", 1.0), ("test", "x", 0.5)):
+            band(a, c["P"], c[f"{split}_loss"], c[f"{split}_loss_sd"], f"{fit} {name} {split}",
+                 fmt=fmt, color=col, alpha=alpha)  # fmt: skip
         e = ek[name]["map"]
         a.plot(e["P"], e["mse"], "--", color=col, label=f"EK population MSE ({name})")
     a.set_title("loss per sequence")
