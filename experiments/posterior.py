@@ -104,11 +104,8 @@ def sampler_settings(mc: dict) -> ch.SGLDConfig:
 
 def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     """Exact MAP sweep (kept weights) and its collapsed-HMC posterior, cached by config."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
     t0 = time.time()
-    res = ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
-        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
+    res = fit_only(cfg, cache)
     if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
         raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
     sg = sampler_settings(mc)
@@ -124,6 +121,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
 
 
 def fit_only(cfg: ch.Config, cache: Path):
+    """Exact MAP sweep with kept weights, cached by config."""
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
     return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
