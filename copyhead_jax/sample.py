@@ -169,7 +169,7 @@ def whiten_runs(cfg: Config, heads, train, mask):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _whiten_runs(cfg: Config, heads, train, mask):
+def _marginal_whitening_runs(cfg: Config, heads, train, mask):
     """The marginal whitening of every run (one run at a time: a vmap over runs would hold
     runs x 32 tangents of the data block); call inside ``jax.enable_x64``."""
     obj = Objective.from_config(cfg)
@@ -210,12 +210,12 @@ def sample_collapsed(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
     k_warm = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 1)))(keys)
     k_hmc = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 2)))(keys)
     with jax.enable_x64(True):
-        C1 = _whiten_runs(sampler.cfg, f64(heads), train, f64(mask))
+        C1 = _marginal_whitening_runs(sampler.cfg, f64(heads), train, f64(mask))
     heads, mask = f32(heads), f32(mask)
     x_warm = _warmup_runs(sampler, k_warm, heads, train, mask, f32(C1))  # [runs, chains, n]
     typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
     with jax.enable_x64(True):
-        C2 = _whiten_runs(sampler.cfg, f64(typical), train, f64(mask))
+        C2 = _marginal_whitening_runs(sampler.cfg, f64(typical), train, f64(mask))
     return _collapsed_runs(sampler, k_hmc, heads, train, mask, x_warm, f32(C2))
 
 
