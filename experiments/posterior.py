@@ -298,25 +298,59 @@ def _grid(spec) -> tuple[list[int], int | None]:
 
 
 def branch(mc, preset, attention, spec, cache, init=None):
+    """MAP sweep, posterior and summary of one grid entry. Seeds beyond the entry's first
+    block (``n_seeds_total``: the preset's, or the entry's own) are a second sweep with the
+    sweep seed offset (seed s is the same data as in a sweep of all seeds) and the sampler seed
+    offset (fresh chain noise), merged along the seed axis: earlier blocks stay cached."""
     P, nS = _grid(spec)
     if not P:
         return None
-    one_P = mc["presets"][preset].get("chunk_one_P") or (isinstance(spec, dict)
-                                                         and spec.get("chunk_one_P"))  # fmt: skip
+    pc = mc["presets"][preset]
+    one_P = pc.get("chunk_one_P") or (isinstance(spec, dict) and spec.get("chunk_one_P"))
     opts = mc | {"chunk_one_P": bool(one_P)}
-    r, p = fit_and_sample(opts, branch_config(mc, preset, attention, P, init, nS), cache)
-    return r, p, branch_summary(r, p)
+    cfg = branch_config(mc, preset, attention, P, init, nS)
+    r, p = fit_and_sample(opts, cfg, cache)
+    out = branch_summary(r, p)
+    n0 = cfg.sweep.n_seeds
+    total = (spec.get("n_seeds_total") if isinstance(spec, dict) else None) or pc.get(
+        "n_seeds_total", n0)  # fmt: skip
+    if total > n0:
+        more = cfg.replace(sweep=dict(seed=cfg.sweep.seed + n0, n_seeds=total - n0))
+        sg = sampler_settings(mc)
+        opts2 = opts | {"sampler": {**mc.get("sampler", {}), "seed": sg.seed + n0}}
+        out = merge_seeds(out, branch_summary(*fit_and_sample(opts2, more, cache)))
+    return out
+
+
+def merge_seeds(a: dict, b: dict) -> dict:
+    """Two branch summaries on the same P grid and disjoint seeds, concatenated along seeds."""
+    if a["P"] != b["P"]:
+        raise ValueError(f"merge_seeds needs one P grid, got {a['P']} and {b['P']}")
+    nP = len(a["P"])
+
+    def cat(x, y):
+        if isinstance(x, dict):
+            return {k: cat(x[k], y[k]) for k in x if k in y}
+        if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
+            return np.concatenate([x, y], 1)
+        return x
+
+    out = {k: cat(a[k], b[k]) for k in ("map", "post_mean", "post_mcse", "susceptibility",
+                                         "llc", "health")}  # fmt: skip
+    out.update(P=a["P"], n_seeds=a["n_seeds"] + b["n_seeds"])
+    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
+    return health_line(out)
 
 
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    lr, _, lin = branch(mc, preset, "linear", pc["P_linear"], cache)
-    map_psi, map_r = [lr["psi"]], [lr["r"]]
+    lin = branch(mc, preset, "linear", pc["P_linear"], cache)
+    map_psi, map_r = [lin["map"]["psi"]], [lin["map"]["r"]]
     if pc.get("P_linear_high"):
-        hr, _, high = branch(mc, preset, "linear", pc["P_linear_high"], cache)
+        high = branch(mc, preset, "linear", pc["P_linear_high"], cache)
+        map_psi.append(high["map"]["psi"])
+        map_r.append(high["map"]["r"])
         lin = merge_blocks(lin, high)
-        map_psi.append(hr["psi"])
-        map_r.append(hr["r"])
     P = np.asarray(lin["P"], float)
     with PF.quiet():
         psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
@@ -341,7 +375,7 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
 
 def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    pr, _, pool = branch(mc, preset, "softmax", pc["P_pool"], cache, "zero")
+    pool = branch(mc, preset, "softmax", pc["P_pool"], cache, "zero")
     soft = {"pool": pool}
     copy = branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy")
     high = branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy")
@@ -351,17 +385,18 @@ def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
              "theory_post_spinodals": th["points"]["post"]["spinodals"],
              "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
     if copy is not None:
-        cr, _, soft["copy"] = copy
-        common = [p for p in pr.P if p in cr.P]
-        ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
-        ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
-        distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5  # the two starts on distinct minima
+        soft["copy"] = copy
+        pm, cm = pool["map"], copy["map"]
+        common = [p for p in pool["P"] if p in copy["P"]]
+        ip = [pool["P"].index(p) for p in common]
+        ic = [copy["P"].index(p) for p in common]
+        distinct = np.abs(cm["cG"][ic] - pm["cG"][ip]) > 0.5  # the two starts on distinct minima
         # per seed, only where that seed's two starts sit on distinct minima
-        mcr = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
+        mcr = PF.crossing(np.asarray(common, float), pm["U"][ip], cm["U"][ic], distinct)
         cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
         soft.update(common_P=common, distinct_map=distinct)
     if high is not None:
-        soft["copy_high"] = high[2]
+        soft["copy_high"] = high
     # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
     starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
     Pall = np.concatenate([np.asarray(b["P"], float) for b in starts])

@@ -186,19 +186,24 @@ def test_llc_summary_is_mean_data_energy_above_the_fit():
     assert np.all(out["mcse"] > 0)
 
 
+def _block(P, nS, v):
+    """A branch summary with every per-run array filled with ``v`` (shape [len(P), nS])."""
+    from experiments import posterior as E
+
+    a = np.full((len(P), nS), v)
+    h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
+    h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
+             finite_chains=2 + 0 * a)  # fmt: skip
+    sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
+    return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
+            "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
+            "health": h}  # fmt: skip
+
+
 def test_merge_blocks_pads_seeds():
     from experiments import posterior as E
 
-    def block(P, nS, v):
-        a = np.full((len(P), nS), v)
-        h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
-        h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
-                 finite_chains=2 + 0 * a)  # fmt: skip
-        sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
-        return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
-                "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
-                "health": h}  # fmt: skip
-
+    block = _block
     m = E.merge_blocks(block([1, 2], 4, 1.0), block([8], 2, 1.01))
     assert m["P"] == [1, 2, 8] and m["n_seeds"] == 4 and m["n_seeds_per_P"] == [4, 4, 2]
     assert m["map"]["cG"].shape == (3, 4)
@@ -206,3 +211,18 @@ def test_merge_blocks_pads_seeds():
     hs = m["health_summary"]
     assert hs["n_runs"] == 10 and hs["rhat_max"] == pytest.approx(1.01)
     assert hs["n_rhat_gt_1.01"] == 0 and hs["n_ess_lt_400"] == 0
+
+
+def test_merge_seeds_concatenates_seed_blocks():
+    """Seeds 0-4 and 5-9 of one grid merge into one 10-seed block, in seed order."""
+    from experiments import posterior as E
+
+    m = E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 2], 5, 1.02))
+    assert m["P"] == [1, 2] and m["n_seeds"] == 10
+    assert m["map"]["cG"].shape == (2, 10)
+    np.testing.assert_array_equal(m["susceptibility"]["U"]["value"][:, 5:], 1.02)
+    np.testing.assert_array_equal(m["llc"]["value"][:, :5], 1.0)
+    assert m["health_summary"]["n_runs"] == 20
+    assert m["health_summary"]["rhat_max"] == pytest.approx(1.02)
+    with pytest.raises(ValueError, match="one P grid"):
+        E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 4], 5, 1.0))

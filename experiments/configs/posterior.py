@@ -29,18 +29,21 @@ QUICK = dict(
     presets=dict(
         plain=dict(
             conventions=dict(),
-            # 10 seeds did not fit: the collapsed sampler costs ~25 s per run even at P <= 4
-            # (measured: 20 runs at P = 1, 2 in 8 min on this shared CPU, load 6-8)
+            # the first run's 5 seeds (kept: cached), then seeds 5-9 as a second block
+            # (`branch`: same data as a 10-seed sweep, fresh chain noise): the 10
             n_seeds=5,
+            n_seeds_total=10,
             # EK MAP P*_cG = 3.40 (0.5 P* = 1.7, 0.9 P* = 3.06); P*_c1 = 0.17 (below any P).
-            # The posterior's own copy onset (collapsed HMC on the small default: posterior cG
-            # 0.64 at P = 32, 4.3 at 64, 22 at 128) was planned at P = 32-128 and cut (budget)
             P_linear=[1, 2, 3, 4, 8],
+            # the posterior's own copy onset (collapsed HMC on the small default: posterior cG
+            # 0.64 at P = 32, 4.3 at 64, 22 at 128): 5 seeds, the cost grows ~P
+            P_linear_high=dict(P=[16, 32, 64, 128], n_seeds=5, n_seeds_total=5),
             # softmax pooling start: EK MAP P*_aG = 24.5 (0.5 P* = 12.25, 0.9 P* = 22.05),
             # MAP spinodals [21.7, 34.1]
             P_pool=[12, 16, 22, 24, 32],
             P_copy=[],
-            # chains from the copy-branch MAP, inside the window (24) and above it (48)
+            # chains from the copy-branch MAP, inside the window (24) and above it (48): the
+            # first run's 3 seeds, then 3-9
             P_copy_high=dict(P=[24, 48], n_seeds=3),
             ti=TI,
         ),
@@ -48,8 +51,10 @@ QUICK = dict(
             conventions=dict(
                 model=dict(linear_scale="inv_L"), posterior=dict(likelihood="per_position")
             ),  # fmt: skip
-            # cost ~ P: the paper preset's P* are ~25x the plain ones (per-position likelihood)
+            # cost ~ P: the paper preset's P* are ~25x the plain ones (per-position likelihood);
+            # the first run's 3 seeds (cached), then seeds 3-9 as a second block
             n_seeds=3,
+            n_seeds_total=10,
             chunk_one_P=True,  # P values far apart: no padding to the larger one
             # EK MAP P*_c1 = 103.9 (0.5 P* = 51.9, 0.9 P* = 93.5); P*_cG = 2,125 (0.5 P* =
             # 1,062) is out of budget: ~10 min per run at that P on this CPU
