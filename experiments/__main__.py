@@ -14,6 +14,8 @@ python -m experiments main --full-network --preset paper --out results/full   # 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,117 @@ def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Pat
     """Run one artefact for one preset and return its result dict."""
     spec = common.load_spec(mode, preset, artefact, cache)
     return MODULES[artefact].main(spec, out)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far (XLA runs one thread per process here)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's finished (waited-for) child processes."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def use_compile_cache(cache: Path) -> None:
+    """XLA's persistent compilation cache in ``CACHE/xla``: a program compiled once (e.g. the
+    same P grid solved at another width, where only the Gram, an input, differs) is loaded, not
+    compiled again, by this process and by the other workers (``--jobs``). Same executables,
+    same numbers."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(Path(cache) / "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def run_job(job: tuple, *, mode: str, out: Path, cache: Path) -> dict:
+    """One job of :func:`plan` (in a worker process): ``("width", preset, width)`` measures the
+    main artefact at one width into the cache, ``(artefact, preset)`` runs an artefact."""
+    use_compile_cache(cache)
+    t0, c0 = time.time(), cpu_seconds()
+    if job[0] == "width":
+        from . import analysis
+
+        spec = common.load_spec(mode, job[1], "main", cache)
+        analysis.measure_width(analysis.width_spec(spec, job[2]))
+    else:
+        run_artefact(job[0], mode=mode, preset=job[1], out=out, cache=cache)
+    return {"cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0, "pid": os.getpid()}
+
+
+def job_name(job: tuple) -> str:
+    if job[0] == "width":
+        from .analysis import width_label
+
+        return f"main ({job[1]}) width {width_label(job[2])}"
+    return f"{job[0]} ({job[1]})"
+
+
+#: rough relative cost of each job (order only: the longest ready job starts first)
+_COST = {"width": 6.0, "main": 0.5, "scaling-L": 6.0, "scaling-V": 5.0, "hysteresis": 2.0}
+
+
+def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[tuple], float]]:
+    """Independent jobs with their dependencies: ``(job, deps, cost)``. Each width of the main
+    artefact is a job of its own (its runs and theory go to the cache; ``main`` then only
+    assembles them); coverage, scaling (the preset's own point) and hysteresis (main's runs)
+    wait for ``main`` of their preset. Every job computes exactly what the serial order does."""
+    out = []
+    for preset in presets:
+        main_deps = []
+        if "main" in artefacts:
+            spec = common.load_spec(mode, preset, "main", cache)
+            widths = [spec.engine.model.width, *spec.settings.get("extra_widths", [])]
+            if len(widths) > 1:
+                for w in widths:
+                    job = ("width", preset, w)
+                    out.append((job, [], _COST["width"] * (1.5 if preset == "paper" else 1.0)))
+                    main_deps.append(job)
+            out.append((("main", preset), main_deps, _COST["main"]))
+        for a in artefacts:
+            if a != "main":
+                deps = [("main", preset)] if "main" in artefacts else []
+                out.append(((a, preset), deps, _COST.get(a, 1.0)))
+    return out
+
+
+def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> list:
+    """Run :func:`plan`'s jobs in ``jobs`` worker processes (longest ready job first); returns
+    ``(name, timing)`` per job. The results are those of the serial order: every job reads and
+    writes the same content-addressed cache, and a result two jobs need is computed once
+    (:func:`common.computing`)."""
+    import concurrent.futures as cf
+    import importlib
+    import multiprocessing
+
+    worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
+    todo = plan(artefacts, presets, mode, cache)
+    done: set[tuple] = set()
+    running: dict = {}
+    timings = []
+    ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        while todo or running:
+            ready = [t for t in todo if all(d in done for d in t[1])]
+            ready.sort(key=lambda t: -t[2])
+            for t in ready[: jobs - len(running)]:
+                todo.remove(t)
+                fut = pool.submit(worker, t[0], mode=mode, out=out, cache=cache)
+                running[fut] = t[0]
+            finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                job = running.pop(fut)
+                t = fut.result()  # a failed job stops the run with its error
+                done.add(job)
+                timings.append((job_name(job), t))
+                print(
+                    f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
+                    f"(worker {t['pid']})",
+                    flush=True,
+                )
+    return timings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cache", default=None, help="sweep/sampler cache (default: results/reproduce/cache/MODE)"
     )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes for independent (artefact, preset, width) jobs (default: 2 in "
+        "the default mode on a machine with 2 or more cores, else 1; XLA runs one thread per "
+        "process on a small machine, so 2 workers use both cores); same results as 1",
+    )
     return p
 
 
@@ -98,6 +219,29 @@ def run(args) -> int:
         if args.artefact == "all"
         else (() if args.artefact == "report" else (args.artefact,))
     )
+    if artefacts:
+        use_compile_cache(cache)
+    jobs = args.jobs
+    if jobs is None:
+        jobs = min(2, len(os.sched_getaffinity(0))) if args.mode == "paper" else 1
+    if jobs < 1:
+        raise ValueError(f"--jobs must be >= 1; got {jobs}")
+    n_jobs = len(plan(artefacts, presets, args.mode, cache)) if artefacts else 0
+    if jobs > 1 and n_jobs > 1:
+        t0, c0 = time.time(), cpu_seconds() + children_cpu_seconds()
+        timings = run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache)
+        per: dict[int, float] = {}
+        for _, t in timings:
+            per[t["pid"]] = per.get(t["pid"], 0.0) + t["cpu_s"]
+        # the workers have exited: their CPU time (start-up included) is the children's
+        cpu = cpu_seconds() + children_cpu_seconds() - c0
+        print(
+            f"{len(timings)} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, "
+            f"{cpu:.0f} s CPU in all (jobs per worker: "
+            f"{', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))} s CPU)",
+            flush=True,
+        )
+        artefacts = ()  # done; the report below
     # the main width's runs of every preset first (the extra widths, e.g. inf, come after):
     # on a slow machine the table's main column is the one to have first
     if "main" in artefacts and len(presets) > 1:
@@ -109,9 +253,13 @@ def run(args) -> int:
     # run main first when several artefacts are asked for
     for preset in presets:
         for a in artefacts:
-            t0 = time.time()
+            t0, c0 = time.time(), cpu_seconds()
             run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache)
-            print(f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s", flush=True)
+            print(
+                f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s wall, "
+                f"{cpu_seconds() - c0:.0f} s CPU",
+                flush=True,
+            )
     if args.artefact in ("all", "report"):
         path = report.main(out, mode=args.mode)
         print(f"wrote {path}")

@@ -24,6 +24,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import os
 import pickle
 import sys
 import time
@@ -205,19 +206,36 @@ def code_version(part: str) -> str:
     return h.hexdigest()[:12]
 
 
+@contextlib.contextmanager
+def computing(path: Path):
+    """Hold ``PATH.busy`` (an exclusive ``flock``) while ``path`` is computed: a second process
+    (``--jobs``) asking for the same result waits for the first and then loads it, instead of
+    computing it again. The lock dies with its process (no stale locks)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".busy"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def cached(cache_dir: Path, name: str, key: Any, fn, *, part: str = "theory"):
     """``fn()`` stored under ``name`` and a hash of ``key`` and the code version of ``part``."""
     path = Path(cache_dir) / f"{name}-{_digest([key, code_version(part), code_version('exp')])}.pkl"
-    if path.exists():
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    out = fn()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(out, f)
-    tmp.replace(path)
-    return out
+    if not path.exists():
+        with computing(path):
+            if not path.exists():  # else another process made it while this one waited
+                out = fn()
+                tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+                with open(tmp, "wb") as f:
+                    pickle.dump(out, f)
+                tmp.replace(path)
+                return out
+    with open(path, "rb") as f:
+        return pickle.load(f)
 
 
 def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
@@ -227,8 +245,11 @@ def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
     path = Path(cache_dir) / f"sweep-{cfg.model.attention}-{key}.npz"
     if path.exists():
         return ch.SweepResult.load(path)
-    t0 = time.time()
-    res = ch.run_sweep(cfg, out=path, progress=sys.stderr.isatty(), keep_params=True)
+    with computing(path):
+        if path.exists():  # swept by another process (--jobs) while this one waited
+            return ch.SweepResult.load(path)
+        t0 = time.time()
+        res = ch.run_sweep(cfg, out=path, progress=sys.stderr.isatty(), keep_params=True)
     log(
         f"  swept {cfg.model.attention} L={cfg.task.L} V={cfg.task.V} P={list(cfg.sweep.P)} "
         f"x {cfg.sweep.n_seeds} seeds in {time.time() - t0:.0f} s"

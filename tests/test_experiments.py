@@ -277,6 +277,44 @@ def test_group_P_partitions_and_beats_single_groups():
     assert C.group_P([], n_seeds=1, epochs=1, L=25, cost=cost) == []
 
 
+def test_parallel_plan_runs_every_job_after_what_it_reuses(tmp_path):
+    """``--jobs``: every width of main before main (which assembles them), coverage, scaling and
+    hysteresis after main of their preset (they reuse its JSON and runs), each job once, and
+    the jobs in a dependency order."""
+    from experiments.__main__ import plan
+
+    jobs = plan(C.ARTEFACTS, C.PRESET_NAMES, "paper", tmp_path)
+    names = [j for j, _, _ in jobs]
+    assert len(set(names)) == len(names)
+    seen = set()
+    for job, deps, _ in jobs:
+        assert set(deps) <= seen, job
+        seen.add(job)
+    for preset in C.PRESET_NAMES:
+        spec = C.load_spec("paper", preset, "main", tmp_path)
+        widths = [spec.engine.model.width, *spec.settings["extra_widths"]]
+        deps = dict((j, d) for j, d, _ in jobs)
+        assert deps[("main", preset)] == [("width", preset, w) for w in widths]
+        for a in C.ARTEFACTS[1:]:
+            assert deps[(a, preset)] == [("main", preset)]
+    # one artefact alone: nothing to wait for
+    assert [d for _, d, _ in plan(("hysteresis",), ("plain",), "paper", tmp_path)] == [[]]
+
+
+def test_cached_computes_once_and_reloads(tmp_path):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        return {"x": np.arange(3)}
+
+    a = C.cached(tmp_path, "t", [1], fn)
+    b = C.cached(tmp_path, "t", [1], fn)
+    assert calls == [1]
+    np.testing.assert_array_equal(a["x"], b["x"])
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 @pytest.mark.parametrize(
     "args, match",
     [
