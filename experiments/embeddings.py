@@ -165,9 +165,9 @@ def block(res: ch.SweepResult, protocol: str, ec: dict) -> dict:
     gns = np.asarray(res["grad_norm_span"], np.float64)
     out["stop_epoch"], out["grad_norm_span"] = stop, gns
     out["early_stopped"] = stop < t.max_epochs
-    out["converged"] = (
-        ok & out["early_stopped"] & (gns <= ec["grad_rtol"] * np.maximum(1.0, np.abs(out["U"])))
-    )
+    # converged: a stationary point of U by the gradient test (early_stopped says only that the
+    # training loss stopped improving, which for trained embeddings happens long before)
+    out["converged"] = ok & (gns <= ec["grad_rtol"] * np.maximum(1.0, np.abs(out["U"])))
     out["embeddings"] = {k: v for k, v in emb.items() if k != "E_emb0"}
     out["E_emb0"] = emb["E_emb0"]
     return out
@@ -460,7 +460,7 @@ def figure(res: dict):
                 a.plot(P, np.nanmean(np.asarray(e["norm2_ratio"], float), 1), ls, ms=4,
                        alpha=0.5, label=f"{name}: |U|^2 / |U0|^2")  # fmt: skip
     a.set_yscale("log")
-    a.set_title("trained embeddings: Gram change and norm ratio (quenched: 0 and 1)")
+    a.set_title("trained embeddings moved (quenched: 0 and 1)")
     for a in ax.flat:
         a.set_xscale("log")
         a.set_xlabel("P")

@@ -35,9 +35,9 @@ FULL = dict(
     P_softmax=[8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192, 256],
     # softmax: zero logits (the pooling branch) and the copy init (train.init_attention)
     softmax_inits=["zero", "copy"],
-    # an Adam run counts as converged when it stopped by itself (patience) and its gradient in
-    # the directions that change the function (grad_norm_span) is below this times
-    # max(1, |U|) (U without the constant energy of quenched embeddings)
+    # an Adam run counts as converged when its gradient in the directions that change the
+    # function (grad_norm_span) is below this times max(1, |U|) (U without the constant energy
+    # of quenched embeddings); whether early stopping fired is reported next to it
     grad_rtol=1e-3,
     # two softmax starts sit on distinct branches at a P when their aG differ by more than this
     # (as experiments.posterior does); only such P enter the branch crossing P*_aG
