@@ -37,6 +37,7 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare.locate import (
+    Located,
     locate_crossing,
     locate_jump,
     locate_level,
@@ -199,7 +200,14 @@ def linear_points(b: dict, ec: dict) -> dict:
 
 def softmax_points(zero: dict, copy: dict | None, ec: dict) -> dict:
     P = np.asarray(zero["P"], float)
-    jump = lambda p, y: locate_jump(p, y, min_jump=ec["distinct_aG"])  # noqa: E731
+
+    def jump(p, y):
+        """The aG jump; no step > ``distinct_aG`` on the grid: the jump lies above it."""
+        loc = locate_jump(p, y, min_jump=ec["distinct_aG"])
+        if loc.P_star is not None:
+            return loc
+        return Located("jump", None, None, False, "above", {**loc.detail, "edge": float(max(p))})
+
     out = {"jump_zero_start": _located(jump, P, zero["cG"])}
     if copy is None:
         return out
@@ -394,7 +402,8 @@ def main(spec="full", out_dir: str | Path | None = None, cache_dir: str | Path |
         "theory": th["points"], "theory_curves": th["curves"],
         "blocks": blocks, "transitions": transitions(blocks, ec),
         "adam_health": adam_health(blocks),
-        "sweep_cpu_seconds": sum(cpu.values()),
+        # CPU seconds of the sweeps in this artefact when they were computed (0 if cached then)
+        "sweep_cpu_seconds": sum(b["cpu_seconds"] for bl in blocks.values() for b in bl.values()),
         "command": "python -m experiments.embeddings" + ("" if mode == "full" else " --tiny"),
     }  # fmt: skip
     res["runtime_s"], res["cpu_seconds_this_call"] = time.time() - t0, _cpu() - c0
@@ -450,17 +459,20 @@ def figure(res: dict):
                 draw(a, bl[f"softmax/{init}"][proto], "cG", proto, ls=ls, label=first)
     a.set_title("softmax: aG (solid: zero-logit start, dashed: copy start)")
     a = ax[1, 1]
-    for name, ls in (("linear/prior", "-o"), ("softmax/zero", "-s"), ("softmax/copy", "--^")):
-        if name in bl:
-            e = bl[name]["trained"]["embeddings"]
-            P = np.asarray(bl[name]["trained"]["P"], float)
+    floor = 1e-4  # fully collapsed embeddings (ratio ~ 1e-30) are drawn at the axis
+    curves = (("linear/prior", "trained", "-o"), ("linear/prior", LONG, "-d"),
+              ("softmax/zero", "trained", "-s"), ("softmax/copy", "trained", "--^"))  # fmt: skip
+    for name, proto, ls in curves:
+        if proto in bl.get(name, {}):
+            e = bl[name][proto]["embeddings"]
+            P = np.asarray(bl[name][proto]["P"], float)
             with C.quiet_nan():
-                a.plot(P, np.nanmean(np.asarray(e["gram_rel_change"], float), 1), ls, ms=4,
-                       label=f"{name}: |C - C0| / |C0|")  # fmt: skip
-                a.plot(P, np.nanmean(np.asarray(e["norm2_ratio"], float), 1), ls, ms=4,
-                       alpha=0.5, label=f"{name}: |U|^2 / |U0|^2")  # fmt: skip
+                y = np.nanmean(np.asarray(e["norm2_ratio"], float), 1)
+            label = f"{name}" + (", long schedule" if proto == LONG else "")
+            a.plot(P, np.clip(y, floor, None), ls, ms=4, label=label)
     a.set_yscale("log")
-    a.set_title("trained embeddings moved (quenched: 0 and 1)")
+    a.set_ylim(floor / 2, 2)
+    a.set_title("trained embeddings: |W_E|^2 + |b|^2, over the initial (quenched: 1)")
     for a in ax.flat:
         a.set_xscale("log")
         a.set_xlabel("P")

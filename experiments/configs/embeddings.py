@@ -49,10 +49,12 @@ FULL = dict(
     # (min_epochs = max_epochs; the cosine decay stretched to it). SMALL's early stop (patience
     # 200 on the training loss) stops every trained linear run at min_epochs = 1,000 with a
     # large gradient (the loss plateaus while the embeddings are still shrinking); a 1-seed
-    # probe at 4,000 epochs no longer copied at P = 64. Near the trained P*_cG only; softmax
-    # runs are converged under SMALL's schedule (gradient test above), so none are repeated
+    # probe at 4,000 epochs no longer copied at P = 64. Linear only: softmax runs are
+    # converged under SMALL's schedule (gradient test above), so none are repeated. The grid is
+    # the main one from 2 (the trained c1 onset lies at 6-8 under SMALL's schedule) with 12, 24
+    # and 80 added near the trained c1 onset and P*_cG
     long=dict(
-        P_linear=[48, 64, 96, 128, 192, 256],
+        P_linear=[2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 192, 256],
         P_softmax=[],
         softmax_inits=[],
         n_seeds=2,
