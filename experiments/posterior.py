@@ -58,6 +58,7 @@ from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
 
 from . import posterior_features as PF
+from . import posterior_llc as PLL
 from .common import jsonable, save_figure, write_json
 from .configs.posterior import CONFIGS
 
@@ -177,8 +178,7 @@ def merge_blocks(a: dict, b: dict) -> dict:
         )
         return np.concatenate([pad(x), pad(y)], 0)
 
-    out = {k: cat(a[k], b[k]) for k in ("map", "post_mean", "post_mcse", "susceptibility",
-                                         "llc", "health")}  # fmt: skip
+    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
     out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=[a["n_seeds"]] * len(a["P"])
                + [b["n_seeds"]] * len(b["P"]))  # fmt: skip
     out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
@@ -310,7 +310,7 @@ def branch(mc, preset, attention, spec, cache, init=None):
     opts = mc | {"chunk_one_P": bool(one_P)}
     cfg = branch_config(mc, preset, attention, P, init, nS)
     r, p = fit_and_sample(opts, cfg, cache)
-    out = branch_summary(r, p)
+    out = branch_summary(r, p) | llc_devinterp(pc, r, cache)
     n0 = cfg.sweep.n_seeds
     total = (spec.get("n_seeds_total") if isinstance(spec, dict) else None) or pc.get(
         "n_seeds_total", n0)  # fmt: skip
@@ -318,8 +318,32 @@ def branch(mc, preset, attention, spec, cache, init=None):
         more = cfg.replace(sweep=dict(seed=cfg.sweep.seed + n0, n_seeds=total - n0))
         sg = sampler_settings(mc)
         opts2 = opts | {"sampler": {**mc.get("sampler", {}), "seed": sg.seed + n0}}
-        out = merge_seeds(out, branch_summary(*fit_and_sample(opts2, more, cache)))
+        r2, p2 = fit_and_sample(opts2, more, cache)
+        out = merge_seeds(out, branch_summary(r2, p2) | llc_devinterp(pc, r2, cache))
     return out
+
+
+def llc_devinterp(pc: dict, res, cache: Path) -> dict:
+    """``{"llc_dv": {"gamma=G": arrays [P, seed]}}``: devinterp's default estimator
+    (beta = 1/log n) at each localisation of the preset's ``llc_devinterp`` (none: ``{}``),
+    localised SGLD from the MAP (:mod:`experiments.posterior_llc`), cached by sweep."""
+    spec = pc.get("llc_devinterp")
+    if not spec:
+        return {}
+    out = {}
+    for g in spec["gammas"]:
+        st = PLL.LLC | spec.get("settings", {}) | {"gamma": float(g)}
+        path = cache / f"llc-{_key(res.config.to_dict(), st)}.pkl"
+        key = jax.random.key(int(res.config.sweep.seed) + 1000)
+        out[f"gamma={g:g}"] = _pickled(path, lambda st=st, key=key: PLL.llc_sweep(res, key, st))
+        v = out[f"gamma={g:g}"]
+        log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
+            f"{v['seconds']:.0f} s")  # fmt: skip
+    return {"llc_dv": out}
+
+
+#: the per-run parts of a branch summary (arrays [P, seed] under them are merged)
+RUN_PARTS = ("map", "post_mean", "post_mcse", "susceptibility", "llc", "health", "llc_dv")
 
 
 def merge_seeds(a: dict, b: dict) -> dict:
@@ -335,8 +359,7 @@ def merge_seeds(a: dict, b: dict) -> dict:
             return np.concatenate([x, y], 1)
         return x
 
-    out = {k: cat(a[k], b[k]) for k in ("map", "post_mean", "post_mcse", "susceptibility",
-                                         "llc", "health")}  # fmt: skip
+    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
     out.update(P=a["P"], n_seeds=a["n_seeds"] + b["n_seeds"])
     out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
     return health_line(out)
@@ -641,10 +664,12 @@ def per_P_table(title: str, b: dict) -> list[str]:
     """Per P: MAP and posterior means (seed mean ± sd), susceptibilities and the learning
     coefficient (seed mean, with the largest MCSE over seeds in brackets) and chain health."""
     sus, llc = b["susceptibility"], b["llc"]
+    gammas = list(b.get("llc_dv", {}))
     L = [f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
          "", "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
-         " P Var U | lambda-hat | finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
-         "|" + "---|" * 14]  # fmt: skip
+         " P Var U | lambda-hat (beta 1) |" + "".join(f" devinterp {g} |" for g in gammas) +
+         " finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
+         "|" + "---|" * (14 + len(gammas))]  # fmt: skip
     h = b["health"]
     for i, p in enumerate(b["P"]):
         with PF.quiet():
@@ -656,6 +681,10 @@ def per_P_table(title: str, b: dict) -> list[str]:
                 row.append(f"{_f(float(np.nanmean(v)))} ({_f(float(np.nanmax(e)), 2)})")
             e = _f(float(np.nanmax(np.asarray(llc["mcse"][i], float))), 2)
             row.append(f"{_ms(llc['value'][i])} ({e})")
+            for g in gammas:
+                dv = b["llc_dv"][g]
+                e = _f(float(np.nanmax(np.asarray(dv["mcse"][i], float))), 2)
+                row.append(f"{_ms(dv['value'][i])} ({e})")
             row += [
                 str(int(np.nansum(h["finite_chains"][i]))),
                 ", ".join(_f(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),

@@ -46,6 +46,9 @@ QUICK = dict(
             # first run's 3 seeds, then 3-9
             P_copy_high=dict(P=[24, 48], n_seeds=3),
             ti=TI,
+            # item 2 in devinterp's default (beta = 1/log n, gamma = 100), localised SGLD from
+            # each MAP (experiments.posterior_llc): ~40 s per P for 10 seeds
+            llc_devinterp=dict(gammas=[100.0]),
         ),
         paper=dict(
             conventions=dict(
