@@ -46,22 +46,21 @@ def _laplace_llc(res, i, s, gamma):
 def test_llc_sweep_matches_its_laplace_approximation():
     """At devinterp's gamma = 100 the localised law has width <= 0.1 around the MAP, where L_n
     of the tiny softmax head is close to quadratic; sigma^2 = 0.03 makes the data curvatures
-    comparable to gamma, so the answer is O(1) (3.1 and 5.7 here) rather than ~0. The SGLD
+    comparable to gamma, so the answer is O(1) (3.1 here) rather than ~0. The SGLD
     estimate must agree with the Gaussian answer within 4 MCSE plus SGLD's O(eta) bias (at most
     eta_frac / 2 = 2.5% of the value) plus 5% for the cubic terms the Gaussian drops."""
     from experiments import posterior_llc as PL
 
     cfg = ch.TINY.replace(
         task=dict(L=6, V=3), model=dict(engine="reduced", attention="softmax", width=64),
-        sweep=dict(P=(8,), n_seeds=2), posterior=dict(sigma2=0.03),
+        sweep=dict(P=(8,), n_seeds=1), posterior=dict(sigma2=0.03),
     )  # fmt: skip
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
     st = dict(gamma=100.0, n_steps=3000, burn_in=500, thin=5)
     out = PL.llc_sweep(res, jax.random.key(3), st)
-    for s in range(2):
-        want = _laplace_llc(res, 0, s, 100.0)
-        got, se = out["value"][0, s], out["mcse"][0, s]
-        assert want > 1.0  # the check below is not a comparison of two zeros
-        assert abs(got - want) < 4 * se + 0.075 * abs(want), (s, got, want, se)
+    want = _laplace_llc(res, 0, 0, 100.0)
+    got, se = out["value"][0, 0], out["mcse"][0, 0]
+    assert want > 1.0  # the check below is not a comparison of two zeros
+    assert abs(got - want) < 4 * se + 0.075 * abs(want), (got, want, se)
     assert np.all(out["rhat"] < 1.1)
     assert np.all(out["nbeta"] == pytest.approx(8 / math.log(8)))
