@@ -521,8 +521,10 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
         b.get("wall_seconds") or 0 for b in (res["linear"], *(
             res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
     res["command"] = f"python -m experiments.posterior --mode {mode} --out {out_dir}"
-    for name, fig in PF.figures(res, th["curves"]).items():
-        save_figure(fig, out_dir / "figures" / f"posterior_{name}_{preset}.png")
+    figs = PF.figures(res, th["curves"]) | {"llc_devinterp": PLL.figure(res)}
+    for name, fig in figs.items():
+        if fig is not None:
+            save_figure(fig, out_dir / "figures" / f"posterior_{name}_{preset}.png")
     path = write_json(out_dir / "results" / f"posterior_{preset}.json", res)
     log(f"wrote {path} ({time.time() - t0:.0f} s)")
     return res

@@ -142,3 +142,36 @@ def merge_seed_blocks(a: dict, b: dict) -> dict:
            for k in a}  # fmt: skip
     out["seconds"] = a["seconds"] + b["seconds"]
     return out
+
+
+def figure(res: dict):
+    """lambda-hat against P: devinterp's default (beta = 1/log n, gamma = 100; localised SGLD
+    from the MAP) beside the posterior's own (beta = 1, gamma = 0; from the collapsed-HMC draws),
+    seed mean +- sd, per attention and start; ``None`` if the result has no devinterp LLC."""
+    import matplotlib.pyplot as plt
+
+    from .posterior_features import _band
+
+    soft = res["softmax"]
+    blocks = (("linear", res["linear"]), ("softmax, pooling start", soft["pool"]),
+              ("softmax, copy start", soft.get("copy_high")))  # fmt: skip
+    blocks = [(n, b) for n, b in blocks if b is not None and b.get("llc_dv")]
+    if not blocks:
+        return None
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for name, b in blocks:
+        for g, v in b["llc_dv"].items():
+            _band(ax[0], b["P"], v["value"], f"{name} ({g})")
+        _band(ax[1], b["P"], b["llc"]["value"], name)
+    th = res["theory"]["map"]
+    for a in ax:
+        for v, ls in ((th["P_cG"], ":"), (th["P_aG"], "--")):
+            if v:
+                a.axvline(v, color="grey", ls=ls, lw=0.8)
+        a.set(xscale="log", yscale="symlog", xlabel="P")
+        a.legend(fontsize=6)
+    ax[0].set(ylabel="lambda-hat", title="devinterp default: n beta = n / log n, gamma = 100")
+    ax[1].set(ylabel="lambda-hat", title="posterior: n beta = n, gamma = 0 (prior kept)")
+    fig.suptitle(f"learning coefficient ({res['preset']}; dotted EK P*_cG, dashed EK P*_aG)")
+    fig.tight_layout()
+    return fig
