@@ -3,6 +3,7 @@ r"""Posterior-science estimators, generic over a potential $n\beta L_n+\Phi$ (is
 - ``stats``        split R-hat, ESS, MCSE of a mean, susceptibility $n\,\mathrm{Var}$ with errors
 - ``llc``          the local learning coefficient $\hat\lambda$ (devinterp's conventions)
 - ``free_energy``  $F=-\log Z$ by thermodynamic integration over $\beta$; WBIC
+- ``branch_ti``    free energy of one branch: constrained, Laplace-referenced TI on HMC rungs
 - ``runs``         per run ``[P, seed]`` of a ``PosteriorResult``: susceptibility, mean, MCSE
 
 $L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ the prior energy
@@ -10,6 +11,11 @@ $L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ t
 """
 
 from ._tempered import ChainSummary as ChainSummary
+from .branch_ti import HMCStats as HMCStats
+from .branch_ti import branch_log_z as branch_log_z
+from .branch_ti import hmc_chains as hmc_chains
+from .branch_ti import path_rungs as path_rungs
+from .branch_ti import reference_mass as reference_mass
 from .free_energy import TIResult as TIResult
 from .free_energy import WBICResult as WBICResult
 from .free_energy import beta_ladder as beta_ladder
