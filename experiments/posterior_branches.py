@@ -1,0 +1,475 @@
+r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4), by constrained,
+Laplace-referenced thermodynamic integration on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.
+branch_ti`).
+
+    python -m experiments.posterior_branches [--tiny] [--out docs]
+    python -m experiments.posterior_branches --tables docs/results/posterior_branches.json
+
+Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine) and
+branch b in {pool, copy}:
+
+* reference point x*_b: the branch's exact MAP W^G (``fit_only(branch_config(...))``: softmax
+  init "zero" = pool, "copy" = copy) when its aG lies in the branch's region, else the MAP of the
+  same seed and branch at the nearest P whose aG does (datasets are nested: seed s is the same
+  sequences at every P; ``ref_P`` records which). The point need not be a minimum of this P's
+  U_m: the reference below is exact for any point, only the integrand's variance grows;
+* whitening C_b = ``marginal_whitening`` at x*_b (floored Hessian of U_m), reference
+  U_ref(w) = U_m(x*) + |w|^2/2 in x = x* + C_b w, log Z_ref = -U_m(x*) + (n/2) log 2 pi +
+  log|det C_b| (over x; n = 900, the flat W^G);
+* region R_b by the head's copy order parameter aG (``order_parameters`` of the mean attention
+  on the run's training data): pool = {aG < a_thr}, copy = {aG >= a_thr}, a_thr = 1 (posterior
+  pool aG ~0.004-0.03, copy ~1.9-3.3); the two regions partition the space;
+* path U_t = (1 - t) U_ref + t U_m restricted to R_b, rungs ``ts``; per rung 2 HMC chains
+  (``bayes.hmc_chains``: collapsed HMC's kernel, proposals that leave R_b rejected) from w = 0;
+* log Z_b = log Z_ref + log P_ref(R_b) - int_0^1 E_t[U_m - U_ref] dt, P_ref by exact N(0, I)
+  draws in w, the integral by ``bayes.ti_quadrature``; F_b = -log Z_b with its MCSE;
+* w_copy = 1 / (1 + exp(F_copy - F_pool)); the Bayesian P*_aG where F_copy - F_pool changes
+  sign (``posterior_features.crossing``, per seed and seed mean), and the P where the seed-mean
+  w_copy passes 1/2 (``weight_window``).
+
+Sensitivity to a_thr in {0.5, 1.5} comes from the t = 1 draws (no new chains): for a_thr' > a_thr
+Z_copy' = Z_copy Pr_copy(aG >= a_thr') and Z_pool' = Z_pool + Z_copy Pr_copy(aG < a_thr'),
+symmetrically for a_thr' < a_thr, with Pr_b the fraction of branch b's t = 1 draws.
+
+All chains of a group of P (padded to the group's largest P) run in one compiled program; raw
+results are cached in ``results/posterior/branches/`` under a hash of their inputs. Writes
+``OUT/results/posterior_branches.json`` and ``OUT/figures/posterior_branches_plain.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import pickle
+import resource
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyhead_jax.bayes import branch_log_z, path_rungs
+from copyhead_jax.compare import paper
+from copyhead_jax.data import masked_mean
+from copyhead_jax.models import head_class
+from copyhead_jax.observables import attention_matrices, order_parameters
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sample_reduced import _with_WG, marginal_energy, marginal_whitening
+from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.theory import TheoryParams
+from copyhead_jax.theory.points import transition_points
+
+from . import posterior_features as PF
+from .common import jsonable, save_figure, write_json
+from .configs.posterior import QUICK, TINY
+from .posterior import _key, branch_config, fit_only
+
+BRANCHES = ("pool", "copy")
+INIT = {"pool": "zero", "copy": "copy"}
+SIDE = {"pool": -1, "copy": 1}
+
+PLAIN = dict(
+    mc=QUICK, n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
+    # the MAP sweeps the references come from: the 3-seed sweeps of posterior.py's TI block and
+    # copy-start grid (cached), plus a copy-start sweep at P = 40
+    sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
+                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64]]),
+    # one compiled program per group (padded to its largest P)
+    groups=[[22, 24, 28, 32], [40, 48], [64]],
+    ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
+    # 2 chains per rung; 100 adaptation iterations (discarded), then n_iter HMC iterations of
+    # which the first quarter (``discard``) is dropped as further burn-in: sized to ~25 CPU-min
+    n_chains=2, n_ref=4000, discard=0.25,
+    hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
+)  # fmt: skip
+SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
+    # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
+    mc=TINY, n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
+    sweeps=dict(pool=[[2, 4, 8]], copy=[[4, 8]]), groups=[[4, 8]], ts=[0.0, 0.5, 1.0],
+    n_chains=2, n_ref=500, hmc=dict(n_iter=40, thin=2, step_size=0.35, n_adapt=20),
+)  # fmt: skip
+
+
+def log(msg: str) -> None:
+    print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _aG(head, train, mask):
+    return order_parameters(masked_mean(attention_matrices(head, train), mask)).cG
+
+
+# ---------------------------------------------------------------------------------------------
+# References
+
+
+def load_sweeps(c: dict, cache: Path) -> dict:
+    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``)."""
+    return {b: [fit_only(branch_config(c["mc"], "plain", "softmax", P, INIT[b], c["n_seeds"]),
+                         cache) for P in c["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+
+
+def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
+    """``(sweep, index, ref_P)``: the branch's MAP at ``P`` if its aG is in the branch's region,
+    else the same seed's MAP of that branch at the nearest such P (None if there is none)."""
+    cands = []
+    for res in sweeps:
+        for i, p in enumerate(res.P):
+            a = float(res["cG"][i, s])
+            if (a >= thr) if SIDE[branch] > 0 else (a < thr):
+                cands.append((abs(math.log(p / P)), int(p), res, i))
+    if not cands:
+        return None
+    _, p, res, i = min(cands, key=lambda c: c[:2])
+    return res, i, p
+
+
+def _head_arrays(res, i, s):
+    return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
+
+
+# ---------------------------------------------------------------------------------------------
+# One compiled program per group: whitening (float64), then the rungs of every run (float32)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _whiten(cfg, heads, train, mask):
+    obj = Objective.from_config(cfg)
+    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
+    """``vmap`` over runs: ``(draws[r, K, C, S, 2], accept, outside, finite, step, U*)``."""
+    obj = Objective.from_config(cfg)
+    hmc = dict(hmc)
+
+    def one(k, h, t, m, Cm, sd):
+        x0 = h.W_G.ravel()
+        U = lambda w: marginal_energy(_with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
+        order = lambda w: _aG(_with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
+        U_star = U(jnp.zeros_like(x0))
+        st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
+                        U_star=U_star, **hmc)  # fmt: skip
+        return st.draws, st.accept, st.outside, st.finite, st.step_size, U_star
+
+    return jax.vmap(one)(keys, heads, train, mask, C, side)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _ref_orders(n_draws, key, heads, train, mask, C):
+    """aG at ``n_draws`` exact reference draws ``x* + C w``, ``w ~ N(0, I)``, per run."""
+
+    def one(k, h, t, m, Cm):
+        x0 = h.W_G.ravel()
+        w = jax.random.normal(k, (n_draws, x0.size), x0.dtype)
+        return jax.lax.map(lambda v: _aG(_with_WG(h, x0 + Cm @ v), t, m), w, batch_size=250)
+
+    keys = jax.random.split(key, train.shape[0])
+    return jax.vmap(one)(keys, heads, train, mask, C)
+
+
+def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
+    """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health."""
+    mc, nS, thr = c["mc"], c["n_seeds"], c["a_thr"]
+    cfg = branch_config(mc, "plain", "softmax", P_group, None, nS)
+    Pm = max(P_group)
+    inp = _all_inputs(cfg, None, Pm)
+    runs, arrs, trains, masks = [], [], [], []
+    for ip, P in enumerate(P_group):
+        for s in range(nS):
+            for b in BRANCHES:
+                ref = pick_reference(sweeps[b], b, P, s, thr)
+                if ref is None:
+                    log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
+                    continue
+                res, i, ref_P = ref
+                runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
+                arrs.append(_head_arrays(res, i, s))
+                trains.append(np.asarray(inp.train)[ip * nS + s])
+                masks.append(np.asarray(inp.mask)[ip * nS + s])
+    for a, r in zip(arrs, runs, strict=True):  # one set of embeddings per seed, both branches
+        o = next(x for x, q in zip(arrs, runs, strict=True) if q["seed"] == r["seed"])
+        if not (np.array_equal(a["W_E"], o["W_E"]) and np.array_equal(a["b"], o["b"])):
+            raise ValueError(f"seed {r['seed']}: the sweeps' embeddings differ")
+    train, mask = jnp.asarray(np.stack(trains)), np.stack(masks)
+    cls = head_class("softmax")
+    stack = lambda dt: cls(**{k: jnp.asarray(np.stack([a[k] for a in arrs]), dt)  # noqa: E731
+                              for k in arrs[0]}, chi=cfg.posterior.chi)  # fmt: skip
+    t0, c0 = time.time(), cpu_seconds()
+    with jax.enable_x64(True):
+        C64 = np.asarray(_whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
+    logdet = np.array([np.linalg.slogdet(x)[1] for x in C64])
+    log(f"P={P_group}: whitening of {len(runs)} runs, {cpu_seconds() - c0:.0f} CPU s")
+    heads, C32 = stack(jnp.float32), jnp.asarray(C64, jnp.float32)
+    m32 = jnp.asarray(mask, jnp.float32)
+    side = jnp.asarray([SIDE[r["branch"]] for r in runs], jnp.int32)
+    aG0 = np.asarray(jax.vmap(_aG)(heads, train, m32))
+    inside = np.where(side > 0, aG0 >= thr, aG0 < thr)
+    if not inside.all():
+        raise ValueError(f"references outside their region: {np.asarray(runs)[~inside]}")
+    k_ref, k_ch = jax.random.split(key)
+    c1 = cpu_seconds()
+    o_ref = np.asarray(_ref_orders(c["n_ref"], k_ref, heads, train, m32, C32))  # [R, n_ref]
+    log(f"P={P_group}: reference masses, {cpu_seconds() - c1:.0f} CPU s")
+    K, nC = len(c["ts"]), c["n_chains"]
+    keys = jax.random.split(k_ch, len(runs) * K * nC).reshape(len(runs), K, nC)
+    c2 = cpu_seconds()
+    out = _rungs(cfg, tuple(c["ts"]), tuple(sorted(c["hmc"].items())), keys, heads, train, m32,
+                 C32, side, thr)  # fmt: skip
+    draws, acc, outside, finite, step, U_star = (np.asarray(x, np.float64) for x in out)
+    draws = draws[..., int(c["discard"] * draws.shape[-2]) :, :]  # further burn-in
+    log(f"P={P_group}: {len(runs)} runs x {K} rungs x {nC} chains, {cpu_seconds() - c2:.0f} CPU s")
+    n = int(C64.shape[-1])
+    for r, run in enumerate(runs):
+        hit = (o_ref[r] >= thr) if run["branch"] == "copy" else (o_ref[r] < thr)
+        p = float(hit.mean())
+        fe = branch_log_z(c["ts"], draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
+                          logdet_C=float(logdet[r]), n=n, p_ref=p,
+                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
+        run.update(fe, p_ref=p, ref_hits=int(hit.sum()), n_ref=int(hit.size),
+                   aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=float(logdet[r]),
+                   accept=acc[r].mean((1, 2)).tolist(), outside=outside[r].mean((1, 2)).tolist(),
+                   step=step[r].mean(1).tolist(), finite=finite[r].all(1).tolist(),
+                   aG_mean=draws[r, ..., 1].mean((1, 2)).tolist(),
+                   aG_t1=draws[r, -1, ..., 1][finite[r, -1] > 0].ravel().tolist())  # fmt: skip
+    return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}
+
+
+# ---------------------------------------------------------------------------------------------
+# Assembly
+
+
+def _table(runs, P_all, nS, field, branch):
+    out = np.full((len(P_all), nS), np.nan)
+    for r in runs:
+        if r["branch"] == branch and r[field] is not None:
+            out[P_all.index(r["P"]), r["seed"]] = r[field]
+    return out
+
+
+def _threshold_shift(runs, P_all, nS, a_old, a_new):
+    """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
+    the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
+    region. If all of them move, the shrinking branch's F is not estimable (NaN) and
+    ``F_bound`` = F + log(n_draws) is the lower bound that its mass fraction < 1/n_draws gives."""
+    Fp, Fc, mv, bd = (np.full((len(P_all), nS), np.nan) for _ in range(4))
+    by = {(r["P"], r["seed"], r["branch"]): r for r in runs}
+    for i, P in enumerate(P_all):
+        for s in range(nS):
+            rp, rc = by.get((P, s, "pool")), by.get((P, s, "copy"))
+            if rp is None or rc is None:
+                continue
+            lp, lc = -rp["F"], -rc["F"]
+            up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
+            o = np.asarray((rc if up else rp)["aG_t1"])
+            f = float(np.mean(o < a_new) if up else np.mean(o >= a_new))
+            l_src, l_dst = (lc, lp) if up else (lp, lc)
+            l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
+            if f < 1:
+                l_src = l_src + math.log(1 - f)
+            else:
+                bd[i, s], l_src = -(l_src - math.log(o.size)), np.nan
+            (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
+            Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
+    return Fp, Fc, mv, bd
+
+
+def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
+    runs = [r for g in groups for r in g["runs"]]
+    P_all = [int(p) for grp in c["groups"] for p in grp]
+    nS = c["n_seeds"]
+    F = {b: _table(runs, P_all, nS, "F", b) for b in BRANCHES}
+    se = {b: _table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
+    Pa = np.asarray(P_all, float)
+    dF = F["copy"] - F["pool"]
+    dse = np.hypot(se["copy"], se["pool"])
+    w = PF.copy_weight(F["copy"], F["pool"])
+    with PF.quiet():
+        w_mean = np.nanmean(w, 1)
+    # F_copy - F_pool < 0 above the crossing: crossing(P, F_a, F_b) with a = pool
+    cross = PF.crossing(Pa, F["pool"], F["copy"])
+    # MAP U crossing on the same sweeps, where a seed's two starts are distinct minima
+    pr, cr = sweeps["pool"][0], sweeps["copy"][0]
+    common = [int(p) for p in pr.P if p in cr.P]
+    ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
+    ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
+    distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
+    map_u = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
+    alt = {}
+    for a in c["a_alt"]:
+        Fp, Fc, moved, bound = _threshold_shift(runs, P_all, nS, c["a_thr"], a)
+        wa = PF.copy_weight(Fc, Fp)
+        with PF.quiet():
+            alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
+                           "moved_fraction": moved, "F_lower_bound": bound,
+                           "crossing": PF.crossing(Pa, Fp, Fc)}  # fmt: skip
+    params = TheoryParams.from_config(branch_config(c["mc"], "plain", "softmax", [1]))
+    th = {o: {k: transition_points(params, "both", o).get(k) for k in ("P_aG", "spinodals")}
+          for o in ("map", "post")}  # fmt: skip
+    health = {}
+    for b in BRANCHES:
+        rs = [r for r in runs if r["branch"] == b]
+        health[b] = {
+            "rhat_max": _table(rs, P_all, nS, "rhat_max", b),
+            "ess_min": _table(rs, P_all, nS, "ess_min", b),
+            "quad_corr": _table(rs, P_all, nS, "quad_corr", b),
+            "p_ref": _table(rs, P_all, nS, "p_ref", b),
+            "ref_P": _table(rs, P_all, nS, "ref_P", b),
+        }
+    return {
+        "P": P_all, "n_seeds": nS, "a_thr": c["a_thr"], "ts": c["ts"], "n_chains": c["n_chains"],
+        "hmc": c["hmc"], "n_ref": c["n_ref"], "F_pool": F["pool"], "F_copy": F["copy"],
+        "mcse_pool": se["pool"], "mcse_copy": se["copy"], "dF": dF, "dF_mcse": dse,
+        "w_copy": w, "w_copy_mean": w_mean, "crossing_F": cross,
+        "weight_window": PF.weight_window(Pa, w_mean),
+        "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
+        "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
+        "theory": th, "map_U_crossing_main_plain": "docs/results/main_plain.json "
+        "measured.P_aG (10 seeds, exact MAP, width 10,000)",
+        "paper_P_aG": paper.PAPER_MEASURED["P_aG"], "health": health, "runs": runs,
+        "cpu_s": sum(g["cpu_s"] for g in groups), "wall_s": sum(g["wall_s"] for g in groups),
+    }  # fmt: skip
+
+
+def _summaries(runs):
+    for r in runs:
+        r["rhat_max"] = float(np.nanmax(np.r_[r["rhat_g"], -np.inf]))
+        r["ess_min"] = float(np.nanmin(np.r_[r["ess_g"], np.inf]))
+    return runs
+
+
+def figure(res: dict, path: Path, main_P=None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    P = np.asarray(res["P"], float)
+    dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    with PF.quiet():
+        for s in range(dF.shape[1]):
+            ax[0].errorbar(P * (1 + 0.01 * (s - 1)), dF[:, s], yerr=se[:, s], fmt=".", ms=4,
+                           capsize=2, alpha=0.6, label=f"seed {s} (MCSE)")  # fmt: skip
+            ax[1].plot(P, w[:, s], ".", alpha=0.6, label=f"seed {s}")
+        ax[0].plot(P, np.nanmean(dF, 1), "k-o", ms=4, label="seed mean")
+        ax[1].plot(P, res["w_copy_mean"], "k-o", ms=4, label="seed mean")
+    ax[0].axhline(0, color="k", lw=0.5)
+    ax[1].axhline(0.5, color="k", lw=0.5)
+    th = res["theory"]
+    marks = [(th["map"]["P_aG"], "-", "EK MAP"), (th["post"]["P_aG"], "--", "EK post"),
+             (res["map_U_crossing"]["P_star"], ":", "MAP U crossing (these sweeps)"),
+             (main_P, "-.", "MAP U crossing (main_plain, 10 seeds)"),
+             (res["crossing_F"]["P_star"], "-", "Bayesian (F crossing)")]  # fmt: skip
+    colors = ["grey", "grey", "tab:blue", "tab:green", "tab:red"]
+    for a in ax:
+        for (v, ls, lab), col in zip(marks, colors, strict=True):
+            if v:
+                a.axvline(v, color=col, ls=ls, lw=1, label=f"{lab}: {v:.1f}")
+        a.set(xscale="log", xlabel="P")
+        a.legend(fontsize=6)
+    ax[0].set_xlim(0.9 * P.min(), 1.1 * P.max())
+    ax[1].set_xlim(0.9 * P.min(), 1.1 * P.max())
+    ax[0].set(ylabel="F_copy - F_pool", title="softmax branches (plain): free-energy difference")
+    ax[1].set(ylabel="w_copy = 1/(1 + exp(F_copy - F_pool))", title="posterior weight of copying")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def group_key(c: dict, grp, gi: int, tiny: bool) -> str:
+    """Cache key of one group: everything its chains depend on (not the other groups, nor the
+    threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
+    skip = ("mc", "groups", "a_alt")
+    return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny)
+
+
+def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
+    c = SMOKE if tiny else PLAIN
+    cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
+    bcache = Path("results") / "posterior" / "branches"
+    bcache.mkdir(parents=True, exist_ok=True)
+    c0 = cpu_seconds()
+    sweeps = load_sweeps(c, cache)
+    sweep_cpu = cpu_seconds() - c0
+    log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
+    groups = []
+    for gi, grp in enumerate(c["groups"]):
+        path = bcache / f"group-{group_key(c, grp, gi, tiny)}.pkl"
+        if path.exists():
+            g = pickle.loads(path.read_bytes())
+        else:
+            g = run_group(c, sweeps, grp, jax.random.key(1200 + gi))
+            path.write_bytes(pickle.dumps(g))
+        _summaries(g["runs"])
+        groups.append(g)
+    res = assemble(c, groups, sweeps)
+    res["command"] = "python -m experiments.posterior_branches" + (" --tiny" if tiny else "")
+    res["sweep_cpu_s"] = sweep_cpu  # this invocation's (cached sweeps: ~0)
+    name = "posterior_branches" + ("_tiny" if tiny else "")
+    main_P = None
+    mp = Path(out_dir) / "results" / "main_plain.json"
+    if mp.exists() and not tiny:
+        main_P = json.loads(mp.read_text())["measured"]["P_aG"]["P_star"]
+    res["map_U_crossing_main_plain_P_star"] = main_P
+    figure(res, Path(out_dir) / "figures" / f"{name}_plain.png", main_P)
+    for r in res["runs"]:
+        r.pop("aG_t1")  # the raw t = 1 draws stay in the cache
+    path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
+    log(f"wrote {path}; chains {res['cpu_s']:.0f} CPU s")
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/posterior_branches.md table
+
+
+def _f(x, nd=3):
+    return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
+
+
+def tables(res: dict) -> str:
+    P = res["P"]
+    dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
+    hp, hc = res["health"]["pool"], res["health"]["copy"]
+    L = ["| P | F_copy - F_pool per seed (± MCSE) | seed mean ± sd | w_copy per seed | "
+         "w_copy mean | max R-hat pool / copy | min ESS pool / copy | P_ref(R) pool / copy |"
+         " Euler-Maclaurin term max |", "|" + "---|" * 9]  # fmt: skip
+    for i, p in enumerate(P):
+        ok = np.isfinite(dF[i])
+        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" if ok[s] else "-"
+                        for s in range(dF.shape[1]))  # fmt: skip
+        ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
+              _f(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
+        ws = ", ".join(_f(x, 2) for x in w[i])
+        with PF.quiet():
+            qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
+                                        np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
+            L.append(
+                f"| {p} | {per} | {ms} | {ws} | {_f(res['w_copy_mean'][i], 2)} |"
+                f" {_f(np.nanmax(hp['rhat_max'][i]), 3)} / {_f(np.nanmax(hc['rhat_max'][i]), 3)} |"
+                f" {_f(np.nanmin(hp['ess_min'][i]), 3)} / {_f(np.nanmin(hc['ess_min'][i]), 3)} |"
+                f" {_f(np.nanmin(hp['p_ref'][i]), 2)} / {_f(np.nanmin(hc['p_ref'][i]), 2)} |"
+                f" {_f(qc, 2)} |"
+            )
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
+    ap.add_argument("--out", default="docs")
+    ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
+    a = ap.parse_args()
+    if a.tables:
+        print(tables(json.loads(Path(a.tables).read_text())))
+    else:
+        main(a.tiny, a.out)
