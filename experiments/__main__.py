@@ -67,7 +67,8 @@ def use_compile_cache(cache: Path) -> None:
 def run_job(job: tuple, *, mode: str, out: Path, cache: Path) -> dict:
     """One job of :func:`plan` (in a worker process): ``("width", preset, width)`` measures the
     main artefact at one width into the cache, ``(artefact, preset)`` runs an artefact."""
-    use_compile_cache(cache)
+    if mode == "paper":
+        use_compile_cache(cache)
     t0, c0 = time.time(), cpu_seconds()
     if job[0] == "width":
         from . import analysis
@@ -126,6 +127,10 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
 
     worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
     todo = plan(artefacts, presets, mode, cache)
+    # priority: a job's cost plus that of the jobs waiting for it (main of a preset, cheap
+    # itself, unlocks its scaling, hysteresis and coverage: it goes before another long job)
+    after = {t[0]: sum(u[2] for u in todo if t[0] in u[1]) for t in todo}
+    todo = [(job, deps, cost + after[job]) for job, deps, cost in todo]
     done: set[tuple] = set()
     running: dict = {}
     timings = []
@@ -219,7 +224,7 @@ def run(args) -> int:
         if args.artefact == "all"
         else (() if args.artefact == "report" else (args.artefact,))
     )
-    if artefacts:
+    if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
         use_compile_cache(cache)
     jobs = args.jobs
     if jobs is None:
