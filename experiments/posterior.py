@@ -388,10 +388,13 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0",
     }  # fmt: skip
     Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
+    # the posterior's own crossover where its max slope is off the grid: psi = 1/2
+    Ps_half = lin["transitions"]["post"]["P_cG_half"]["P_star"]
     lin["early_warning"] = {
         "theory_map_P_c1": verdicts(lin, th["points"]["map"]["P_c1"]),
         "theory_map_P_cG": verdicts(lin, th["points"]["map"]["P_cG"]),
         "posterior_P_cG": verdicts(lin, Ps_post) if Ps_post else None,
+        "posterior_P_cG_half": verdicts(lin, Ps_half) if Ps_half else None,
     }
     return lin
 
@@ -696,6 +699,15 @@ def per_P_table(title: str, b: dict) -> list[str]:
     return L
 
 
+def _nulls_in_lists_to_nan(x):
+    """JSON writes NaN (seeds a block did not run) as null: back to NaN inside number lists."""
+    if isinstance(x, dict):
+        return {k: _nulls_in_lists_to_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [np.nan if v is None else _nulls_in_lists_to_nan(v) for v in x]
+    return x
+
+
 def _ci(c: dict) -> str:
     ci = c["per_seed_ci"]
     return f"(per seed {_f(ci['mean'])} [{_f(ci['lo'])}, {_f(ci['hi'])}], n = {ci['n']})"
@@ -714,6 +726,6 @@ if __name__ == "__main__":
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
     if a.tables:
-        print(tables(json.loads(Path(a.tables).read_text())))
+        print(tables(_nulls_in_lists_to_nan(json.loads(Path(a.tables).read_text()))))
     else:
         main(a.mode, a.out, a.preset)
