@@ -16,6 +16,7 @@ from typing import Any
 
 from copyhead_jax.compare import GROWTH_TOL, REL_TOL
 
+from . import posterior_column
 from .common import MODE_FLAGS
 from .sections import (
     environment_text,
@@ -102,7 +103,8 @@ def render(out_dir: Path, mode: str) -> str:
     ]
     for p in PRESETS:
         if loaded[("main", p)]:
-            parts.append(section_main(loaded[("main", p)], p, dis, reach))
+            post = posterior_column.load(out_dir, p)
+            parts.append(section_main(loaded[("main", p)], p, dis, reach, post))
             parts.append(section_ci(loaded[("main", p)], p, dis))
     parts.append("## 2. Coverage ablation\n")
     for p in PRESETS:

@@ -10,6 +10,8 @@ from typing import Any
 from copyhead_jax.compare import GROWTH_TOL, ci_contains, disagrees, rel_err
 from copyhead_jax.compare.paper import PAPER_MEASURED
 
+from . import posterior_column
+
 
 def f(x, d=3) -> str:
     if x is None:
@@ -70,7 +72,11 @@ def _crossing_bound(cross: dict, lower: dict, ek: dict) -> list[str]:
     ]
 
 
-def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> str:
+def section_main(
+    res: dict, preset: str, dis: list[str], reach: list[str], post: dict | None = None
+) -> str:
+    """The main table; ``post``: the preset's posterior result (``posterior_column.load``),
+    whose early-warning verdicts and transition points fill the last column where run."""
     h = res["header"]
     e = h["engine"]
     L, V = e["task"]["L"], e["task"]["V"]
@@ -83,6 +89,7 @@ def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> st
             if g is None
             else (f"var({ew['field']}) x{g:.2g} from P={ew['P_first']} to P={ew['P_last_below']}")
         )
+        ew_txt = posterior_column.cell(post, r["key"]) or ew_txt
         rows.append(
             [
                 f"{r['attention']}: {r['mechanism']}",
@@ -115,6 +122,19 @@ def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> st
                 f"**{preset}, early warning before {key}**: SGLD var({ew['field']}) grows "
                 f"only x{g:.2g} between P={ew['P_first']} and P={ew['P_last_below']} "
                 f"(paper: growth before the linear transitions)."
+            )
+        pv = posterior_column.verdict(post, key)
+        if pv and key == "P_cG" and pv["verdict"] != "grows":
+            dis.append(
+                f"**{preset}, early warning before P_cG (posterior)**: Var(cG) x"
+                f"{f(pv['var_ratio'])} [{f(pv['var_ratio_ci'][0])}, {f(pv['var_ratio_ci'][1])}]"
+                f" from 0.5 to 0.9 P* ({pv['n_seeds']} seeds): {pv['verdict']} (paper: grows)."
+            )
+        if pv and key == "P_aG" and pv["verdict"] == "grows":
+            dis.append(
+                f"**{preset}, early warning before P_aG (posterior)**: Var(aG) x"
+                f"{f(pv['var_ratio'])} [{f(pv['var_ratio_ci'][0])}, {f(pv['var_ratio_ci'][1])}]"
+                f" ({pv['n_seeds']} seeds) (paper: no signal before the softmax jump)."
             )
         if key == "P_aG" and g is not None and g >= GROWTH_TOL:
             dis.append(
@@ -161,7 +181,7 @@ def section_main(res: dict, preset: str, dis: list[str], reach: list[str]) -> st
         "rel. err. vs finite",
         "order",
         "loss pattern (per sequence)",
-        "early warning (SGLD susceptibility)",
+        "posterior: early warning, P* (docs/posterior.md; SGLD where run)",
     ]
     return (
         f"### {preset} preset (L = {L}, V = {V}, width {e['model']['width']}, "

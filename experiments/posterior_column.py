@@ -1,0 +1,76 @@
+"""The main table's posterior column (issue 13 item 2), from the posterior artefacts of issue 12.
+
+Per mechanism: the early-warning verdict (growth of the posterior variance of the order
+parameter from 0.5 P* to 0.9 P*, 95% t-interval over seeds; ``experiments.posterior``) and the
+posterior's own transition point where one was measured (linear: the seed-mean posterior psi
+passes 1/2; softmax: the sign change of F_copy - F_pool, ``experiments.posterior_branches``).
+Read from ``results/posterior_PRESET.json`` and ``results/posterior_branches.json`` (plain
+preset only) under the report's folder; absent files leave the column to the main artefact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+#: main-table key -> (attention block, early-warning entry, observable)
+VERDICTS = {
+    "P_c1": ("linear", "theory_map_P_c1", "c1"),
+    "P_cG": ("linear", "theory_map_P_cG", "cG"),
+    "P_aG": ("softmax", "theory_map_P_aG", "cG"),
+}
+
+
+def load(out_dir: Path, preset: str) -> dict | None:
+    """The preset's posterior result, with ``branches`` (plain) attached; None if not run."""
+    p = Path(out_dir) / "results" / f"posterior_{preset}.json"
+    if not p.exists():
+        return None
+    post = json.loads(p.read_text())
+    b = Path(out_dir) / "results" / "posterior_branches.json"
+    if preset == "plain" and b.exists():
+        post["branches"] = json.loads(b.read_text())
+    return post
+
+
+def verdict(post: dict | None, key: str) -> dict | None:
+    """The early-warning verdict of the row's order parameter (``growth_verdict``'s dict)."""
+    if post is None or key not in VERDICTS:
+        return None
+    block, entry, obs = VERDICTS[key]
+    v = (((post.get(block) or {}).get("early_warning") or {}).get(entry) or {}).get(obs)
+    return v if v and v.get("var_ratio_ci") else None
+
+
+def _g(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def cell(post: dict | None, key: str) -> str | None:
+    """The column's text for one main-table row, or None (no posterior for it)."""
+    if post is None or key not in VERDICTS:
+        return None
+    block, entry, obs = VERDICTS[key]
+    b = post.get(block) or {}
+    v = ((b.get("early_warning") or {}).get(entry) or {}).get(obs)
+    parts = []
+    if v and v.get("var_ratio_ci"):
+        lo, hi = v["var_ratio_ci"]
+        name = "aG" if block == "softmax" else obs
+        parts.append(f"Var({name}) x{_g(v['var_ratio'])} [{_g(lo)}, {_g(hi)}] from 0.5 to 0.9 P*"
+                     f" ({v['n_seeds']} seeds): {v['verdict']}")  # fmt: skip
+    elif v:
+        parts.append(f"{v['verdict']} ({v.get('reason') or 'P* outside the sampled grid'})")
+    if key == "P_cG":
+        half = (b.get("transitions") or {}).get("post", {}).get("P_cG_half") or {}
+        if half.get("P_star"):
+            lo, hi = half["bracket"]
+            parts.append(f"posterior psi = 1/2 at {_g(half['P_star'])} [{_g(lo)}, {_g(hi)}]")
+    if key == "P_aG" and post.get("branches"):
+        c = post["branches"]["crossing_F"]
+        c = c.get("located") or c
+        if c.get("P_star") and c.get("bracket"):
+            lo, hi = c["bracket"]
+            parts.append(f"Bayesian P*_aG (F_copy = F_pool) {_g(c['P_star'])} [{_g(lo)}, {_g(hi)}]"
+                         f" ({post['branches']['n_seeds']} seeds)")  # fmt: skip
+    return "; ".join(parts) or None
