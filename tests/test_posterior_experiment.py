@@ -226,3 +226,25 @@ def test_merge_seeds_concatenates_seed_blocks():
     assert m["health_summary"]["rhat_max"] == pytest.approx(1.02)
     with pytest.raises(ValueError, match="one P grid"):
         E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 4], 5, 1.0))
+
+
+def test_posterior_column_reads_verdicts_and_points():
+    """The main table's posterior column: the verdict of the row's order parameter with its CI,
+    the posterior's own P* where measured, nothing for a preset without a posterior."""
+    from experiments import posterior_column as PCOL
+
+    v = {"var_ratio": 0.78, "var_ratio_ci": [0.74, 0.82], "n_seeds": 10, "verdict": "shrinks"}
+    post = {
+        "linear": {"early_warning": {"theory_map_P_cG": {"cG": v}},
+                   "transitions": {"post": {"P_cG_half": {"P_star": 93.7,
+                                                          "bracket": [64, 128]}}}},
+        "softmax": {"early_warning": {"theory_map_P_aG": {"cG": dict(v, verdict="flat")}}},
+        "branches": {"crossing_F": {"located": {"P_star": 49.5, "bracket": [48, 64]}},
+                     "n_seeds": 3},
+    }  # fmt: skip
+    lin = PCOL.cell(post, "P_cG")
+    assert "x0.78 [0.74, 0.82]" in lin and "shrinks" in lin and "93.7 [64, 128]" in lin
+    soft = PCOL.cell(post, "P_aG")
+    assert "Var(aG)" in soft and "flat" in soft and "49.5 [48, 64]" in soft
+    assert PCOL.verdict(post, "P_cG")["verdict"] == "shrinks"
+    assert PCOL.cell(None, "P_cG") is None and PCOL.cell(post, "P_c1") is None
