@@ -74,3 +74,35 @@ def cell(post: dict | None, key: str) -> str | None:
             parts.append(f"Bayesian P*_aG (F_copy = F_pool) {_g(c['P_star'])} [{_g(lo)}, {_g(hi)}]"
                          f" ({post['branches']['n_seeds']} seeds)")  # fmt: skip
     return "; ".join(parts) or None
+
+
+def section(out_dir: Path) -> str:
+    """The report's posterior and trained-embeddings section: headline numbers with links and
+    figures, read from the artefacts' JSON (empty if none was run)."""
+    out_dir = Path(out_dir)
+    lines = []
+    for preset in ("plain", "paper"):
+        post = load(out_dir, preset)
+        if post is None:
+            continue
+        lines.append(f"- **{preset}**: early warning (posterior Var ratio 0.5 P* -> 0.9 P*): "
+                     + "; ".join(f"{k} {cell(post, k)}" for k in VERDICTS if cell(post, k))
+                     + ".")  # fmt: skip
+        figs = [f"posterior_{n}_{preset}.png" for n in ("susceptibility", "llc_devinterp")]
+        if preset == "plain":
+            figs.append("posterior_branches_plain.png")
+        lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]
+    emb = out_dir / "results" / "embeddings.json"
+    if emb.exists():
+        lines.append(
+            "- **Trained vs quenched embeddings** (full network, width 256, plain preset): "
+            "`docs/embeddings.md`, `python -m experiments.embeddings`."
+        )
+        if (out_dir / "figures" / "embeddings.png").exists():
+            lines.append("  ![embeddings](figures/embeddings.png)")
+    if not lines:
+        return ""
+    return ("## Posterior and trained embeddings\n\nFrom `docs/posterior.md` (collapsed HMC, "
+            "`python -m experiments.posterior`), `docs/posterior_branches.md` (branch free "
+            "energies) and `docs/embeddings.md`; the numbers are also in the main table's last "
+            "column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip
