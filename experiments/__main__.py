@@ -135,7 +135,10 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
     running: dict = {}
     timings = []
     ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    # one job per worker process: a process that compiles hundreds of XLA programs runs out of
+    # memory maps (LLVM "Cannot allocate memory" with 65,530 maps, twice after ~80 min on this
+    # CPU); compiled programs come back from the persistent cache (use_compile_cache)
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
         while todo or running:
             ready = [t for t in todo if all(d in done for d in t[1])]
             ready.sort(key=lambda t: -t[2])
