@@ -6,6 +6,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy import integrate
 from scipy.special import log_ndtr
 
@@ -95,6 +96,8 @@ def test_double_well_branches_and_weight():
     assert abs(w_est - w_ex) < 4 * se * w_ex * (1 - w_ex), (w_est, w_ex)  # delta method
 
 
+@pytest.mark.heavy  # ~30 s of compiles on an idle 2-core CPU; the closed-form tests above check
+# the constrained sampler's answers, this one that its moves are collapsed_chains' own
 def test_hmc_kernel_equals_collapsed_chains():
     """With no region and U_m as the potential, ``hmc_chains`` makes the moves of
     ``collapsed_chains`` from the same keys: the chain states agree to float32 rounding

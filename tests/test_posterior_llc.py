@@ -56,7 +56,7 @@ def test_llc_sweep_matches_its_laplace_approximation():
         sweep=dict(P=(8,), n_seeds=1), posterior=dict(sigma2=0.03),
     )  # fmt: skip
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
-    st = dict(gamma=100.0, n_steps=3000, burn_in=500, thin=5)
+    st = dict(gamma=100.0, n_steps=2000, burn_in=400, thin=4)
     out = PL.llc_sweep(res, jax.random.key(3), st)
     want = _laplace_llc(res, 0, 0, 100.0)
     got, se = out["value"][0, 0], out["mcse"][0, 0]
