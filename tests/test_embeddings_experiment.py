@@ -18,6 +18,10 @@ from experiments import common as C
 from experiments import embeddings as E
 from experiments.configs.embeddings import TINY
 
+# the tiny end-to-end run compiles three sweeps and the theory curves (~40 s on an idle 2-core
+# CPU): `python -m pytest -m heavy` runs it; CI keeps the suite under its 10-min budget
+HEAVY = pytest.mark.heavy
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
@@ -30,6 +34,7 @@ def run(tmp_path_factory):
     return spec, root, res
 
 
+@HEAVY
 def test_quenched_embeddings_stay_at_the_prior_draw_and_trained_ones_move(run):
     spec, root, _ = run
     sweeps = {p: C.cached_sweep(E.sweep_config(spec, "linear", p), root / "cache")
@@ -45,6 +50,7 @@ def test_quenched_embeddings_stay_at_the_prior_draw_and_trained_ones_move(run):
             assert moved > 1e-3, (i, s, moved)
 
 
+@HEAVY
 def test_exact_map_is_below_quenched_adam_on_the_same_data(run):
     _, _, res = run
     b = res["blocks"]["linear/prior"]
@@ -56,6 +62,7 @@ def test_exact_map_is_below_quenched_adam_on_the_same_data(run):
     assert np.all(b["quenched"]["embeddings"]["unchanged"])
 
 
+@HEAVY
 def test_artefacts_hold_every_protocols_order_parameters_per_P_and_seed(run):
     spec, root, _ = run
     data = json.loads((root / "out" / "results" / "embeddings.json").read_text())

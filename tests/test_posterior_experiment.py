@@ -89,6 +89,7 @@ def test_branch_free_energy_gaussian_closed_form():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # the old whitened-SGLD TI path (kept for its table); ~12 s idle
 def test_tempered_chains_tiny_head():
     """One program over 2 runs x 2 temperatures: the reference rung (0, 0, 1) samples N(0, I)
     (stationary variance 1/(1 - eta/2) under SGLD), and U* is the quenched U at the start."""
