@@ -43,7 +43,7 @@ LLC = dict(gamma=100.0, n_chains=4, n_steps=2000, burn_in=500, thin=5, eta_frac=
            power_iters=30)  # fmt: skip
 
 
-def _data_energy(cls, chi, w_lik, V):
+def _data_energy(cls, chi, w_lik):
     def D(w, tokens, mask, W_E, b):
         h = cls(W_E=W_E, b=b, W_G=w[0], W_O_hat=w[1], chi=chi)
         return w_lik * jnp.sum(mask * h.squared_errors(tokens))
@@ -51,13 +51,13 @@ def _data_energy(cls, chi, w_lik, V):
     return D
 
 
-@functools.partial(jax.jit, static_argnames=("cls", "chi", "w_lik", "V", "n_steps", "burn_in",
+@functools.partial(jax.jit, static_argnames=("cls", "chi", "w_lik", "n_steps", "burn_in",
                                              "thin", "n_chains", "power_iters"))  # fmt: skip
 def _llc_chains(keys, w_star, tokens, mask, W_E, b, nbeta_over_n, gamma, eta_frac, *, cls, chi,
-                w_lik, V, n_steps, burn_in, thin, n_chains, power_iters):  # fmt: skip
+                w_lik, n_steps, burn_in, thin, n_chains, power_iters):  # fmt: skip
     """One P, all seeds (leading axis): ``(L_n draws [S, C, T], L_n(w*) [S], eta [S],
     lambda_max [S], finite [S, C])``."""
-    D = _data_energy(cls, chi, w_lik, V)
+    D = _data_energy(cls, chi, w_lik)
 
     def one(key, ws, tok, m, we, bb):
         Ln = lambda w: D(w, tok, m, we, bb) / jnp.maximum(jnp.sum(m), 1.0)  # noqa: E731
@@ -111,7 +111,7 @@ def llc_sweep(res, key, settings: dict | None = None) -> dict:
             keys, (jnp.asarray(prm["W_G"][i]), jnp.asarray(prm["W_O_hat"][i])), tok, m,
             jnp.asarray(prm["W_E"][i]), jnp.asarray(prm["b"][i]), 1.0 / math.log(P),
             s["gamma"], s["eta_frac"], cls=cls, chi=float(cfg.posterior.chi),
-            w_lik=float(obj.likelihood_weight), V=cfg.task.V, n_steps=s["n_steps"],
+            w_lik=float(obj.likelihood_weight), n_steps=s["n_steps"],
             burn_in=s["burn_in"], thin=s["thin"], n_chains=s["n_chains"],
             power_iters=s["power_iters"],
         )  # fmt: skip
@@ -133,14 +133,6 @@ def llc_sweep(res, key, settings: dict | None = None) -> dict:
         )
     out["settings"], out["seconds"] = s, time.time() - t0
     out["n"] = "P (sequences)"
-    return out
-
-
-def merge_seed_blocks(a: dict, b: dict) -> dict:
-    """Two :func:`llc_sweep` outputs on one P grid, disjoint seeds, concatenated along seeds."""
-    out = {k: np.concatenate([a[k], b[k]], 1) if isinstance(a[k], np.ndarray) else a[k]
-           for k in a}  # fmt: skip
-    out["seconds"] = a["seconds"] + b["seconds"]
     return out
 
 
