@@ -96,7 +96,8 @@ def render(out_dir: Path, mode: str) -> str:
         "### Runtimes\n",
         "Runtime = this invocation (cached runs load in seconds); sweep compute = the wall time "
         "the runs it uses took when they were computed (cached ones included, so runs shared "
-        "between artefacts count in each). Sweeps and SGLD ran on the shared 2-core CPU.\n",
+        "between artefacts count in each). Sweeps ran on this 2-core CPU (`--jobs 2`: two "
+        "artefacts at a time).\n",
         table(["artefact", "preset", "runtime (s)", "sweep compute (s)", "command"], rt_rows)
         + "\n",
         "## 1. Main: theory versus measured P* (L = 25, V = 5)\n",

@@ -433,8 +433,9 @@ def environment_text(results: list[dict]) -> str:
     v = ", ".join(f"{k} {x}" for k, x in env["versions"].items() if x)
     return (
         f"- Hardware: {env['platform']} ({env['machine']}), {os.cpu_count()} CPU cores visible, "
-        f"JAX backend `{env['backend']}`; the cores are shared with other jobs, so runtimes are "
-        f"upper bounds for an idle machine.\n- Python {env['python']}; {v}.\n"
+        f"JAX backend `{env['backend']}`; runtimes are those of the run that wrote each JSON (the "
+        f"whole suite's cold time, and the load it ran under: `experiments/README.md`).\n"
+        f"- Python {env['python']}; {v}.\n"
     )
 
 
