@@ -120,3 +120,11 @@ def test_out_paths():
     assert re.fullmatch(r"tiny-[0-9a-f]{8}", a[0].parent.name)
     lin, _ = sweep_paths(None, "tiny", [tiny.replace(model=dict(attention="linear"))])
     assert lin[0].parent == Path("results/tiny")  # the attention is in the file name
+
+
+@pytest.mark.parametrize("name, script", [("reproduce", "experiments"), ("bench", "benchmarks")])
+def test_moved_commands_name_their_script(name, script, capsys):
+    from copyhead_jax.cli import main
+
+    assert main([name, "all", "--quick"]) == 2  # options pass through to the message
+    assert f"python -m {script} all --quick" in capsys.readouterr().err
