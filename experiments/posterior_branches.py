@@ -77,9 +77,10 @@ PLAIN = dict(
     # the MAP sweeps the references come from: the 3-seed sweeps of posterior.py's TI block and
     # copy-start grid (cached), plus a copy-start sweep at P = 40
     sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
-                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64]]),
-    # one compiled program per group (padded to its largest P)
-    groups=[[22, 24, 28, 32], [40, 48], [64]],
+                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
+    # one compiled program per group (padded to its largest P); [52, 56], [60]: the second
+    # run's finer grid inside the first run's bracket (48, 64) of the crossing
+    groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
     ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
     # 2 chains per rung; 100 adaptation iterations (discarded), then n_iter HMC iterations of
     # which the first quarter (``discard``) is dropped as further burn-in: sized to ~25 CPU-min
@@ -285,7 +286,7 @@ def _threshold_shift(runs, P_all, nS, a_old, a_new):
 
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     runs = [r for g in groups for r in g["runs"]]
-    P_all = [int(p) for grp in c["groups"] for p in grp]
+    P_all = sorted(int(p) for grp in c["groups"] for p in grp)  # groups may be added later
     nS = c["n_seeds"]
     F = {b: _table(runs, P_all, nS, "F", b) for b in BRANCHES}
     se = {b: _table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
@@ -385,11 +386,26 @@ def figure(res: dict, path: Path, main_P=None) -> None:
     save_figure(fig, path)
 
 
-def group_key(c: dict, grp, gi: int, tiny: bool) -> str:
-    """Cache key of one group: everything its chains depend on (not the other groups, nor the
-    threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
-    skip = ("mc", "groups", "a_alt")
-    return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny)
+def group_refs(c: dict, sweeps: dict, grp) -> list:
+    """The MAPs a group's chains start from: ``[P, seed, branch, the reference sweep's P grid,
+    ref_P]`` per run (what ``run_group`` reads from ``sweeps``; a sweep added for other P leaves
+    it, and so the group's cache key, unchanged)."""
+    out = []
+    for P in grp:
+        for s in range(c["n_seeds"]):
+            for b in BRANCHES:
+                ref = pick_reference(sweeps[b], b, P, s, c["a_thr"])
+                if ref is not None:
+                    out.append([int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])])
+    return out
+
+
+def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
+    """Cache key of one group: everything its chains depend on (its references, not the other
+    groups, nor the threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
+    skip = ("mc", "groups", "a_alt", "sweeps")
+    return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny,
+                refs)  # fmt: skip
 
 
 def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
@@ -403,7 +419,8 @@ def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     groups = []
     for gi, grp in enumerate(c["groups"]):
-        path = bcache / f"group-{group_key(c, grp, gi, tiny)}.pkl"
+        refs = group_refs(c, sweeps, grp)
+        path = bcache / f"group-{group_key(c, grp, gi, tiny, refs)}.pkl"
         if path.exists():
             g = pickle.loads(path.read_bytes())
         else:
