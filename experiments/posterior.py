@@ -179,8 +179,8 @@ def merge_blocks(a: dict, b: dict) -> dict:
         return np.concatenate([pad(x), pad(y)], 0)
 
     out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
-    out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=[a["n_seeds"]] * len(a["P"])
-               + [b["n_seeds"]] * len(b["P"]))  # fmt: skip
+    per_P = [x.get("n_seeds_per_P") or [x["n_seeds"]] * len(x["P"]) for x in (a, b)]
+    out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=per_P[0] + per_P[1])
     out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
     return health_line(out)
 
@@ -297,6 +297,14 @@ def _grid(spec) -> tuple[list[int], int | None]:
     return list(spec or []), None
 
 
+def _entries(spec) -> list:
+    """``P_linear_high``: one grid entry or a list of ``dict`` entries (separate sweeps, e.g.
+    far-apart P values that separate processes can fill in the cache)."""
+    if isinstance(spec, (list, tuple)) and spec and isinstance(spec[0], dict):
+        return list(spec)
+    return [spec] if spec else []
+
+
 def branch(mc, preset, attention, spec, cache, init=None):
     """MAP sweep, posterior and summary of one grid entry. Seeds beyond the entry's first
     block (``n_seeds_total``: the preset's, or the entry's own) are a second sweep with the
@@ -365,19 +373,31 @@ def merge_seeds(a: dict, b: dict) -> dict:
     return health_line(out)
 
 
+#: |r| and |cG| below this: the exact MAP sits at G = 0 (its float64 residue is ~1e-10)
+AT_ORIGIN = 1e-6
+
+
+def map_psi(b: dict) -> np.ndarray:
+    """The MAP's copy fraction psi, 0 where the fit sits at G = 0 (psi's convention there: the
+    ratio of the solver's ~1e-10 residues would be arbitrary, up to 0.9 on the paper preset)."""
+    m = b["map"]
+    at0 = (np.abs(m["r"]) < AT_ORIGIN) & (np.abs(m["cG"]) < AT_ORIGIN)
+    return np.where(at0, 0.0, m["psi"])
+
+
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
     lin = branch(mc, preset, "linear", pc["P_linear"], cache)
-    map_psi, map_r = [lin["map"]["psi"]], [lin["map"]["r"]]
-    if pc.get("P_linear_high"):
-        high = branch(mc, preset, "linear", pc["P_linear_high"], cache)
-        map_psi.append(high["map"]["psi"])
+    psis, map_r = [map_psi(lin)], [lin["map"]["r"]]
+    for entry in _entries(pc.get("P_linear_high")):
+        high = branch(mc, preset, "linear", entry, cache)
+        psis.append(map_psi(high))
         map_r.append(high["map"]["r"])
         lin = merge_blocks(lin, high)
     P = np.asarray(lin["P"], float)
     with PF.quiet():
         psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
-        psi_map = np.concatenate([np.nanmean(x, 1) for x in map_psi])
+        psi_map = np.concatenate([np.nanmean(x, 1) for x in psis])
         r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
     lin["transitions"] = {
         "map": {"P_cG": locate_max_slope(P, psi_map).to_dict(),
@@ -493,7 +513,7 @@ def theory(mc: dict, preset: str) -> dict:
            for o in ("map", "post")}  # fmt: skip
     pc = mc["presets"][preset]
     Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
-          for p in _grid(pc.get(k))[0]]  # fmt: skip
+          for e in _entries(pc.get(k)) for p in _grid(e)[0]]  # fmt: skip
     Pg = np.geomspace(0.5 * min(Ps), 2 * max(Ps), 24)
     curves = {"P": Pg}
     for o in ("map", "post"):

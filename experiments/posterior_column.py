@@ -33,12 +33,17 @@ def load(out_dir: Path, preset: str) -> dict | None:
     return post
 
 
-def verdict(post: dict | None, key: str) -> dict | None:
-    """The early-warning verdict of the row's order parameter (``growth_verdict``'s dict)."""
+def _entry(post: dict | None, key: str) -> dict | None:
+    """The row's ``growth_verdict`` dict as stored (None if absent)."""
     if post is None or key not in VERDICTS:
         return None
     block, entry, obs = VERDICTS[key]
-    v = (((post.get(block) or {}).get("early_warning") or {}).get(entry) or {}).get(obs)
+    return (((post.get(block) or {}).get("early_warning") or {}).get(entry) or {}).get(obs)
+
+
+def verdict(post: dict | None, key: str) -> dict | None:
+    """The early-warning verdict of the row's order parameter, where it has a CI."""
+    v = _entry(post, key)
     return v if v and v.get("var_ratio_ci") else None
 
 
@@ -50,11 +55,11 @@ def cell(post: dict | None, key: str) -> str | None:
     """The column's text for one main-table row, or None (no posterior for it)."""
     if post is None or key not in VERDICTS:
         return None
-    block, entry, obs = VERDICTS[key]
+    block, _, obs = VERDICTS[key]
     b = post.get(block) or {}
-    v = ((b.get("early_warning") or {}).get(entry) or {}).get(obs)
+    v = _entry(post, key)
     parts = []
-    if v and v.get("var_ratio_ci"):
+    if verdict(post, key):
         lo, hi = v["var_ratio_ci"]
         name = "aG" if block == "softmax" else obs
         parts.append(f"Var({name}) x{_g(v['var_ratio'])} [{_g(lo)}, {_g(hi)}] from 0.5 to 0.9 P*"

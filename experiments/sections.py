@@ -124,9 +124,10 @@ def section_main(
                 f"(paper: growth before the linear transitions)."
             )
         pv = posterior_column.verdict(post, key)
-        if pv and key == "P_cG" and pv["verdict"] != "grows":
+        if pv and key in ("P_c1", "P_cG") and pv["verdict"] != "grows":
+            obs = posterior_column.VERDICTS[key][2]
             dis.append(
-                f"**{preset}, early warning before P_cG (posterior)**: Var(cG) x"
+                f"**{preset}, early warning before {key} (posterior)**: Var({obs}) x"
                 f"{f(pv['var_ratio'])} [{f(pv['var_ratio_ci'][0])}, {f(pv['var_ratio_ci'][1])}]"
                 f" from 0.5 to 0.9 P* ({pv['n_seeds']} seeds): {pv['verdict']} (paper: grows)."
             )

@@ -212,6 +212,9 @@ def test_merge_blocks_pads_seeds():
     hs = m["health_summary"]
     assert hs["n_runs"] == 10 and hs["rhat_max"] == pytest.approx(1.01)
     assert hs["n_rhat_gt_1.01"] == 0 and hs["n_ess_lt_400"] == 0
+    # a second merge (two high-P sweeps) keeps each block's own seed count per P
+    m3 = E.merge_blocks(m, block([16], 3, 1.0))
+    assert m3["n_seeds_per_P"] == [4, 4, 2, 3] and m3["map"]["cG"].shape == (4, 4)
 
 
 def test_merge_seeds_concatenates_seed_blocks():
@@ -249,3 +252,20 @@ def test_posterior_column_reads_verdicts_and_points():
     assert "Var(aG)" in soft and "flat" in soft and "49.5 [48, 64]" in soft
     assert PCOL.verdict(post, "P_cG")["verdict"] == "shrinks"
     assert PCOL.cell(None, "P_cG") is None and PCOL.cell(post, "P_c1") is None
+
+
+def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
+    from experiments import posterior as E
+
+    one, two = dict(P=[16, 32], n_seeds=5), [dict(P=[1062]), dict(P=[1913])]
+    assert E._entries(None) == [] and E._entries([]) == []
+    assert E._entries([1, 2]) == [[1, 2]] and E._entries(one) == [one]
+    assert E._entries(two) == two
+
+
+def test_map_psi_is_zero_at_the_origin_and_unchanged_elsewhere():
+    from experiments import posterior as E
+
+    b = {"map": {"r": np.array([[1e-10, 0.5]]), "cG": np.array([[1e-12, 0.2]]),
+                 "psi": np.array([[0.94, 0.3]])}}  # fmt: skip
+    assert E.map_psi(b).tolist() == [[0.0, 0.3]]  # the 1e-10 residues' ratio is not a psi

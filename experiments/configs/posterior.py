@@ -55,14 +55,19 @@ QUICK = dict(
                 model=dict(linear_scale="inv_L"), posterior=dict(likelihood="per_position")
             ),  # fmt: skip
             # cost ~ P: the paper preset's P* are ~25x the plain ones (per-position likelihood).
-            # 3 seeds: seeds 3-9 (n_seeds_total=10) are ~55 min CPU more (~25 s fixed per run
-            # plus ~0.35 ms per P per iteration), not run on this shared CPU in the session that
-            # brought the plain preset to 10; docs/results/posterior_paper.json is these 3
+            # The first run's 3 seeds (cached), then seeds 3-9 as a second block: the 10
             n_seeds=3,
+            n_seeds_total=10,
             chunk_one_P=True,  # P values far apart: no padding to the larger one
-            # EK MAP P*_c1 = 103.9 (0.5 P* = 51.9, 0.9 P* = 93.5); P*_cG = 2,125 (0.5 P* =
-            # 1,062) is out of budget: ~10 min per run at that P on this CPU
+            # EK MAP P*_c1 = 103.9 (0.5 P* = 51.9, 0.9 P* = 93.5)
             P_linear=[32, 51, 94, 128],
+            # EK MAP P*_cG = 2,124.9 (0.5 P* = 1,062.4 and 0.9 P* = 1,912.4, bracketed): 3 seeds
+            # (10-17 min per run there on one core: the cost grows ~P), as two sweeps that two
+            # processes can fill at once
+            P_linear_high=[
+                dict(P=[1062], n_seeds=3, n_seeds_total=3),
+                dict(P=[1913], n_seeds=3, n_seeds_total=3),
+            ],
             # EK MAP P*_aG = 612.6 (0.5 P* = 306.3, 0.9 P* = 551.3), spinodals [543, 853]; the
             # two points that bracket the verdict's, nothing more (~2.5 min per run at P = 552)
             P_pool=[306, 552],
