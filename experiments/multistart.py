@@ -76,6 +76,11 @@ def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
         "P": P, "n_seeds": n_seeds, "starts": list(STARTS),
         "seeds_improved": (gap > U_TOL).sum(1).tolist(), "max_U_gap": gap.max(1).tolist(),
         "best_start_counts": {n: int((best == i).sum()) for i, n in enumerate(STARTS)},
+        # runs (P, seed) where each start reaches the lowest U (ties count for every start)
+        "reaches_lowest": {n: int((U[i] - U.min(0) <= U_TOL).sum()) for i, n in enumerate(STARTS)},
+        "reaches_lowest_pairs": {f"prior+{n}": int(((np.minimum(U[0], U[i]) - U.min(0)) <= U_TOL)
+                                                   .sum()) for i, n in enumerate(STARTS) if i},
+        "n_runs": int(U[0].size),
         "all_converged": bool(conv.all()),
         "psi_prior": res["prior"]["psi"].mean(1).tolist(), "psi_best": pick("psi").mean(1).tolist(),
         "r_prior": res["prior"]["r"].mean(1).tolist(), "r_best": pick("r").mean(1).tolist(),
