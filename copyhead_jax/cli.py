@@ -361,11 +361,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_theory_subparser(sub)
     add_sample_subparser(sub)
-    # the former commands, now scripts of the source checkout: say where they went
-    for name, script in MOVED.items():
-        p = sub.add_parser(name, help=f"moved: {script} (from the repository root)",
-                           add_help=False)  # fmt: skip
-        p.add_argument("rest", nargs=argparse.REMAINDER)  # main() answers before parsing
     return parser
 
 
@@ -373,17 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
 MOVED = {"reproduce": "python -m experiments", "bench": "python -m benchmarks"}
 
 
-def _moved(name: str, script: str, rest: list[str]) -> int:
-    cmd = " ".join([script, *rest])
-    print(f"copyhead: '{name}' is now a script of the source checkout: run `{cmd}` from the "
-          "repository root (README.md)", file=sys.stderr)  # fmt: skip
-    return 2
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in MOVED:  # before parsing: the script's own options pass through
-        return _moved(argv[0], MOVED[argv[0]], argv[1:])
+        cmd = " ".join([MOVED[argv[0]], *argv[1:]])
+        print(f"copyhead: '{argv[0]}' is now a script of the source checkout: run `{cmd}` from "
+              "the repository root (README.md)", file=sys.stderr)  # fmt: skip
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -133,6 +133,15 @@ def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
     return res, i, p
 
 
+def references(c: dict, sweeps: dict, P_group):
+    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group,
+    in ``run_group``'s order."""
+    for ip, P in enumerate(P_group):
+        for s in range(c["n_seeds"]):
+            for b in BRANCHES:
+                yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, c["a_thr"])
+
+
 def _head_arrays(res, i, s):
     return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
 
@@ -185,18 +194,15 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
     Pm = max(P_group)
     inp = _all_inputs(cfg, None, Pm)
     runs, arrs, trains, masks = [], [], [], []
-    for ip, P in enumerate(P_group):
-        for s in range(nS):
-            for b in BRANCHES:
-                ref = pick_reference(sweeps[b], b, P, s, thr)
-                if ref is None:
-                    log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
-                    continue
-                res, i, ref_P = ref
-                runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
-                arrs.append(_head_arrays(res, i, s))
-                trains.append(np.asarray(inp.train)[ip * nS + s])
-                masks.append(np.asarray(inp.mask)[ip * nS + s])
+    for ip, P, s, b, ref in references(c, sweeps, P_group):
+        if ref is None:
+            log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
+            continue
+        res, i, ref_P = ref
+        runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
+        arrs.append(_head_arrays(res, i, s))
+        trains.append(np.asarray(inp.train)[ip * nS + s])
+        masks.append(np.asarray(inp.mask)[ip * nS + s])
     for a, r in zip(arrs, runs, strict=True):  # one set of embeddings per seed, both branches
         o = next(x for x, q in zip(arrs, runs, strict=True) if q["seed"] == r["seed"])
         if not (np.array_equal(a["W_E"], o["W_E"]) and np.array_equal(a["b"], o["b"])):
@@ -390,14 +396,8 @@ def group_refs(c: dict, sweeps: dict, grp) -> list:
     """The MAPs a group's chains start from: ``[P, seed, branch, the reference sweep's P grid,
     ref_P]`` per run (what ``run_group`` reads from ``sweeps``; a sweep added for other P leaves
     it, and so the group's cache key, unchanged)."""
-    out = []
-    for P in grp:
-        for s in range(c["n_seeds"]):
-            for b in BRANCHES:
-                ref = pick_reference(sweeps[b], b, P, s, c["a_thr"])
-                if ref is not None:
-                    out.append([int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])])
-    return out
+    return [[int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
+            for _, P, s, b, ref in references(c, sweeps, grp) if ref is not None]  # fmt: skip
 
 
 def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
