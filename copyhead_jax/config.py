@@ -140,6 +140,9 @@ class TrainConfig:
     solver: Literal["auto", "adam", "exact"] = "auto"
     exact_gtol: float = 1e-9  # exact solver: stop at |grad U| <= exact_gtol * max(1, |U|)
     exact_max_steps: int = 5000  # exact solver: quasi-Newton iterations at most
+    # exact solver: also start each run from the kept fits of its neighbouring P (same seed;
+    # an ascending, then a descending pass) and keep the lowest-U minimum (``continuation``)
+    exact_continuation: bool = False
 
     def __post_init__(self):
         check_float("TrainConfig.lr", self.lr, lo=0.0, hi=10.0)
@@ -166,6 +169,10 @@ class TrainConfig:
         check_choice("TrainConfig.solver", self.solver, SOLVERS)
         check_float("TrainConfig.exact_gtol", self.exact_gtol, lo=0.0, hi=1.0)
         check_int("TrainConfig.exact_max_steps", self.exact_max_steps, lo=1, hi=10**7)
+        if not isinstance(self.exact_continuation, bool):
+            raise ValueError(
+                f"TrainConfig.exact_continuation must be a bool, got {self.exact_continuation!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -264,6 +271,11 @@ class Config:
                 "TrainConfig.solver='exact' needs ModelConfig.engine='reduced' (the exact "
                 "solver works on the width-(V+L) image of the head); use solver='adam' or "
                 "engine='reduced'"
+            )
+        if t.exact_continuation and self.solver != "exact":
+            raise ValueError(
+                "TrainConfig.exact_continuation=True needs the exact solver (engine='reduced', "
+                f"solver 'exact' or 'auto'); this config's solver is {self.solver!r}"
             )
 
     @property

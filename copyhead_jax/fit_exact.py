@@ -150,10 +150,15 @@ def fit_runs(solver: ExactSolver, inp: RunInputs, start, n_blocks: jax.Array):
     return jax.vmap(solver.fit, in_axes=(0, 0, None))(inp, start, n_blocks)
 
 
-def run_exact_chunk(cfg: Config, inp: RunInputs, keep_params: bool, mesh) -> dict[str, np.ndarray]:
-    """Solve and measure one chunk of runs (float64 inside ``jax.enable_x64``)."""
+def run_exact_chunk(
+    cfg: Config, inp: RunInputs, keep_params: bool, mesh, weights: tuple | None = None
+) -> dict[str, np.ndarray]:
+    """Solve and measure one chunk of runs (float64 inside ``jax.enable_x64``), from the
+    config's start or from ``weights = (W_G, W_O_hat)`` (per run; the embeddings are the runs')."""
     with jax.enable_x64(True):
         start = initial_arrays(cfg, np.asarray(inp.key))
+        if weights is not None:
+            start = (start[0], *(np.asarray(w, np.float64) for w in weights))
         rows = np.asarray(inp.mask) > 0
         P_used = int(np.max(np.where(rows.any(1), rows.shape[1] - np.argmax(rows[:, ::-1], 1), 0)))
         n_blocks = jnp.asarray(blocks_of(max(P_used, 1), rows.shape[1]), jnp.int32)

@@ -255,6 +255,8 @@ def run_sweep(
     if keep_params is None:
         Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
         keep_params = n_runs * 8 * (Nw * Nw + Nw * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
+    continuation = cfg.solver == "exact" and cfg.train.exact_continuation and nP > 1
+    keep_fitted = keep_params or continuation  # continuation starts from the kept weights
     mesh = run_mesh(cfg.sweep.n_devices)
     groups = padding_groups(cfg)
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
@@ -268,8 +270,9 @@ def run_sweep(
         remove_tmp_orphans(out, ckpt)  # left by a final write that was killed
     trainer = Trainer(cfg)
     n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
+    n_steps = 2 * (nP - 1) if continuation else 0  # continuation: one step per P and pass
     bar = tqdm(
-        total=n_chunks * n_seg,
+        total=(n_chunks + n_steps) * n_seg,
         desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver} "
         f"({n_runs} runs, {n_chunks} chunk(s))",
         disable=not progress,
@@ -293,16 +296,26 @@ def run_sweep(
         def compute(idx, snapshot, inputs=inputs):
             chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
             return _run_chunk(
-                trainer, chunk_inputs, keep_params, bar, mesh, snapshot, snapshot_every_s
+                trainer, chunk_inputs, keep_fitted, bar, mesh, snapshot, snapshot_every_s
             )
 
-        fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_params)}-{_lr_tag(lr_mult)}"
+        fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
         part = run_chunked(
             n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
             ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done, snapshots=True,
         )  # fmt: skip
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
+    if continuation:  # the exact solver pads to P_max in one group: `inputs` are all runs
+        from .continuation import continue_in_P
+
+        merged = continue_in_P(
+            cfg, inputs, merged, _exact_solve_from(cfg, mesh),
+            None if ckpt is None else ckpt / "continuation", fingerprint,
+            on_step=lambda: bar.update(n_seg),
+        )  # fmt: skip
+        if not keep_params:
+            merged = {k: v for k, v in merged.items() if not k.startswith("params/")}
     C = max(sizes.values())
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_logs = arrays["curve_U"].shape[-1]
@@ -328,6 +341,21 @@ def run_sweep(
         shutil.rmtree(ckpt, ignore_errors=True)
         release_lock(lock)
     return result
+
+
+def _exact_solve_from(cfg: Config, mesh):
+    """``solve(inp, (W_G, W_O_hat))``: exact fits of the runs ``inp`` from those weights, the
+    runs padded to a multiple of the mesh size (repeats of the last) and cut back."""
+    from .fit_exact import run_exact_chunk
+
+    def solve(inp: RunInputs, weights: tuple) -> dict[str, np.ndarray]:
+        n = len(np.asarray(inp.mask))
+        idx = np.minimum(np.arange(n + (-n) % mesh.size), n - 1)
+        inp = jax.tree_util.tree_map(lambda a: np.asarray(a)[idx], inp)
+        out = run_exact_chunk(cfg, inp, True, mesh, tuple(np.asarray(w)[idx] for w in weights))
+        return {k: v[:n] for k, v in out.items()}
+
+    return solve
 
 
 def _lr_tag(lr_mult) -> str:

@@ -40,6 +40,10 @@ def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
         with C.quiet_nan():
             out[k] = np.nanmean(x, axis=1)
             out[k + "_sd"] = np.nanstd(x, axis=1)
+    if runs.continued() is not None:  # continuation in P: seeds per P whose own start was
+        # not the lowest minimum reached, and the seed-mean U of the own start
+        out["seeds_moved"] = (runs.get("start_source") != 0).sum(axis=1)
+        out["U_own_start"] = np.nanmean(runs.masked("U_own_start"), axis=1)
     return out
 
 

@@ -66,6 +66,7 @@ class Spec:
     engine: ch.Config  # the preset with the mode's overrides (L, V of the preset)
     settings: dict[str, Any]  # the artefact's own settings (grids, rounds, ...)
     softmax_train: dict[str, Any]  # TrainConfig overrides for softmax sweeps
+    linear_train: dict[str, Any]  # TrainConfig overrides for linear sweeps
     sgld: dict[str, Any] | None  # SGLD settings (None: no posterior sampling)
     cost: dict[str, float]  # cost model for grouping P into compiled programs
     cache_dir: Path
@@ -77,6 +78,8 @@ class Spec:
             cfg = cfg.replace(task=task)
         if attention == "softmax" and self.softmax_train:
             cfg = cfg.replace(train=self.softmax_train)
+        if attention == "linear" and self.linear_train:
+            cfg = cfg.replace(train=self.linear_train)
         return cfg
 
     def theory_params(self, **task) -> TheoryParams:
@@ -123,6 +126,7 @@ def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path) -> S
         engine=engine,
         settings=settings,
         softmax_train=_merge(c.get("softmax_train", {}), per.get("softmax_train", {})),
+        linear_train=_merge(c.get("linear_train", {}), per.get("linear_train", {})),
         sgld=None if c.get("sgld") is None else _merge(c["sgld"], per.get("sgld", {})),
         cost=dict(c.get("cost", {})),
         cache_dir=Path(cache_dir),
@@ -282,7 +286,13 @@ def group_P(P_values, *, n_seeds: int, epochs: int, L: int, cost: dict[str, floa
 
 class Runs:
     """MAP runs of one engine config at a growing set of ``P`` (all seeds of each ``P``);
-    ``P_cap``: the largest ``P`` in reach (see :func:`reach_cap`)."""
+    ``P_cap``: the largest ``P`` in reach (see :func:`reach_cap`).
+
+    With ``cfg.train.exact_continuation`` the sweeps are single-start and the continuation in P
+    (``copyhead_jax.continuation``) runs over the union of the ``P`` measured so far, again
+    whenever it grows (its steps cached in ``CACHE/continuation``, keyed by their start, so a
+    refined grid recomputes only the steps whose start changed): every reader sees the kept
+    lowest-U fits; the sweeps' own fits stay in ``parts``."""
 
     def __init__(self, cfg: ch.Config, label: str = "", P_cap: int | None = None):
         self.cfg = cfg
@@ -290,12 +300,33 @@ class Runs:
         self.P_cap = P_cap
         self.parts: list[ch.SweepResult] = []
         self._where: dict[int, tuple[int, int]] = {}
+        self.cache_dir: Path | None = None  # set by `measure`: where the continuation is cached
+        self._continued: tuple[tuple[int, ...], dict[str, np.ndarray]] | None = None
 
     def add(self, res: ch.SweepResult) -> None:
         k = len(self.parts)
         self.parts.append(res)
         for i, p in enumerate(res.P):
             self._where[int(p)] = (k, i)
+
+    def row(self, P) -> dict[str, np.ndarray]:
+        """Every per-run array at ``P``, ``[n_seeds, ...]`` (continued where that is on)."""
+        cont = self.continued()
+        if cont is not None:
+            i = int(np.searchsorted(self.P, int(P)))
+            return {k: v[i] for k, v in cont.items()}
+        k, i = self._where[int(P)]
+        return {key: v[i] for key, v in self.parts[k].arrays.items() if key != "curve_epoch"}
+
+    def continued(self) -> dict[str, np.ndarray] | None:
+        """``[nP, n_seeds, ...]`` arrays after the continuation over all measured ``P`` (sorted),
+        or ``None`` where it is off."""
+        if not self.cfg.train.exact_continuation or len(self._where) < 2:
+            return None
+        P = tuple(int(p) for p in self.P)
+        if self._continued is None or self._continued[0] != P:
+            self._continued = (P, continue_runs(self, P))
+        return self._continued[1]
 
     @property
     def P(self) -> np.ndarray:
@@ -307,6 +338,9 @@ class Runs:
     def get(self, key: str, P=None) -> np.ndarray:
         """``key`` at the given ``P`` (default all, sorted): ``[nP, n_seeds, ...]``."""
         P = self.P if P is None else np.atleast_1d(P)
+        cont = self.continued()
+        if cont is not None:
+            return cont[key][np.searchsorted(self.P, np.asarray(P, int))]
         rows = []
         for p in P:
             k, i = self._where[int(p)]
@@ -319,12 +353,45 @@ class Runs:
         ok = self.get("finite", P).astype(bool)
         return np.where(ok.reshape(ok.shape + (1,) * (x.ndim - 2)), x, np.nan)
 
-    def part_of(self, P) -> tuple[ch.SweepResult, int]:
-        k, i = self._where[int(P)]
-        return self.parts[k], i
-
     def wall_seconds(self) -> float:
         return float(sum(p.meta.get("wall_seconds", 0.0) for p in self.parts))
+
+
+def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
+    ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
+    from copyhead_jax._devices import run_mesh
+    from copyhead_jax.continuation import continue_in_P
+    from copyhead_jax.sweep import _all_inputs, _exact_solve_from
+
+    cfg = runs.cfg.replace(sweep=dict(P=P))
+    nS = cfg.sweep.n_seeds
+    flat: dict[str, list] = {}
+    for p in P:
+        k, i = runs._where[p]
+        for key, v in runs.parts[k].arrays.items():
+            if key != "curve_epoch":
+                flat.setdefault(key, []).append(np.asarray(v[i]))
+    arrays = {k: np.concatenate(v) for k, v in flat.items()}  # P-major runs
+    grid_free = cfg.replace(sweep=dict(P=(1,))).to_dict()  # the steps' key: all but the grid
+    fp = _digest([grid_free, code_version("engine")])
+    ckpt = None if runs.cache_dir is None else Path(runs.cache_dir) / "continuation"
+    t0 = time.time()
+    with contextlib.ExitStack() as stack:
+        if ckpt is not None:  # a second worker process waits, then loads the steps
+            stack.enter_context(computing(ckpt / f"{runs.cfg.model.attention}-{fp}"))
+        out = continue_in_P(
+            cfg,
+            _all_inputs(cfg, None),
+            arrays,
+            _exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)),
+            ckpt,
+            fp,
+        )
+    log(f"  continued {runs.label or cfg.model.attention} L={cfg.task.L} V={cfg.task.V} over "
+        f"{len(P)} P x {nS} seeds in {time.time() - t0:.0f} s "
+        f"({int((out['start_source'] != 0).sum())} runs moved to a lower minimum)")  # fmt: skip
+    return {k: v.reshape((len(P), nS) + v.shape[1:]) for k, v in out.items()}
 
 
 def reach_cap(cfg: ch.Config, max_run_s: float, cost: dict[str, float]) -> int:
@@ -340,7 +407,9 @@ def measure(runs: Runs, P_new, spec: Spec, *, P_cap: int | None = None) -> list[
     P_cap = runs.P_cap if P_cap is None else P_cap
     if P_cap is not None:
         new = [p for p in new if p <= P_cap]
-    cfg = runs.cfg
+    # single-start sweeps; a continuation (if on) runs over the union in `Runs.continued`
+    cfg = runs.cfg.replace(train=dict(exact_continuation=False))
+    runs.cache_dir = spec.cache_dir
     groups = group_P(
         new, n_seeds=cfg.sweep.n_seeds, epochs=cfg.train.max_epochs, L=cfg.task.L, cost=spec.cost
     )
@@ -417,9 +486,9 @@ def seed_gram(cfg: ch.Config, seed_index: int) -> np.ndarray:
 
 def run_gram(runs: Runs, P: int, seed_index: int) -> np.ndarray:
     """The embedding Gram of a fitted run (differs from :func:`seed_gram` if embeddings train)."""
-    res, i = runs.part_of(P)
-    W_E = np.asarray(res["params/W_E"][i, seed_index], np.float64)
-    b = np.asarray(res["params/b"][i, seed_index], np.float64)
+    row = runs.row(P)
+    W_E = np.asarray(row["params/W_E"][seed_index], np.float64)
+    b = np.asarray(row["params/b"][seed_index], np.float64)
     U = np.concatenate([W_E.T, b.T], axis=0)
     return U @ U.T / W_E.shape[0]
 
@@ -509,11 +578,8 @@ def _sub_sweep(runs: Runs, P_list, seed_index: int) -> ch.SweepResult:
     P_list = sorted(int(p) for p in P_list)
     arrays: dict[str, list] = {}
     for p in P_list:
-        res, i = runs.part_of(p)
-        for k, v in res.arrays.items():
-            if k == "curve_epoch":
-                continue
-            arrays.setdefault(k, []).append(v[i, seed_index : seed_index + 1])
+        for k, v in runs.row(p).items():
+            arrays.setdefault(k, []).append(v[seed_index : seed_index + 1])
     arr = {k: np.stack(v) for k, v in arrays.items()}
     arr["curve_epoch"] = runs.parts[0]["curve_epoch"]
     c = runs.cfg
@@ -658,6 +724,7 @@ def header(spec: Spec, t0: float) -> dict[str, Any]:
         "preset": spec.preset,
         "engine": spec.engine.to_dict(),
         "softmax_train": spec.softmax_train,
+        "linear_train": spec.linear_train,
         "sgld": spec.sgld,
         "settings": spec.settings,
         "runtime_s": time.time() - t0,

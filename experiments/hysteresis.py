@@ -42,7 +42,9 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     C.log(f"hysteresis {spec.preset}: refining the coexistence window")
     found = C.adaptive(window_features(pool, copy), spec, rounds=s["rounds"], n_new=s["n_new"])
     # linear: the same runs started from the copy pattern
-    lin_copy = C.Runs(lin.cfg.replace(train=dict(init_attention="copy")), "linear-copy", lin.P_cap)
+    # (single start: the copy-started fits themselves, not continued to the lowest minimum)
+    copy_start = dict(init_attention="copy", exact_continuation=False)
+    lin_copy = C.Runs(lin.cfg.replace(train=copy_start), "linear-copy", lin.P_cap)
     C.measure(lin_copy, [p for p in s["P_linear_copy"] if p in lin], spec)
     gap = F.linear_hysteresis_gap(lin, lin_copy)
     th = spec.theory_params()
