@@ -24,6 +24,7 @@ from .features import (
     common_P,
     copy_fallback,
     distinct_branches,
+    linear_psi,
     window_top,
 )
 from .figures import main_figure
@@ -206,6 +207,9 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
     lin_s, pool_s, copy_s = (seed_stats(r, RUN_KEYS) for r in (lin, pool, copy))
+    with C.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
+        psi = linear_psi(lin)
+        lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)
     orders = {
         "P_c1": "continuous onset of r" if found["P_c1"].bracketed else None,
         "P_cG": (
@@ -303,7 +307,7 @@ def per_seed_points(m: dict[str, Any], window_lower: loc.Located) -> dict[str, l
     """Every measured ``P*`` located on each seed's own runs (None: not bracketed on the grid)."""
     lin, found = m["lin"], m["found"]
     nS = lin.cfg.sweep.n_seeds
-    r, psi = lin.masked("r"), lin.masked("psi")
+    r, psi = lin.masked("r"), linear_psi(lin)
     with C.quiet_nan():
         scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
     out: dict[str, list] = {}

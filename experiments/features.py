@@ -143,6 +143,16 @@ def window_top(pool: C.Runs, copy: C.Runs) -> loc.Located:
 
 
 ONSET_TOL = 0.02  # r below 2% of its largest measured value counts as zero (no pooling)
+#: |r| and |cG| below this: the linear fit sits at G = 0 (the exact MAP's float64 residue is
+#: ~1e-10), where psi is a ratio of residues (up to 0.84 per seed at P < P*_c1, paper preset)
+AT_ORIGIN = 1e-6
+
+
+def linear_psi(lin: C.Runs) -> np.ndarray:
+    """The copy fraction psi ``[nP, n_seeds]`` of linear runs, 0 where the fit sits at G = 0
+    (no attention: nothing copies; as ``experiments.posterior.map_psi``)."""
+    at0 = (np.abs(lin.masked("r")) < AT_ORIGIN) & (np.abs(lin.masked("cG")) < AT_ORIGIN)
+    return np.where(at0, 0.0, lin.masked("psi"))
 
 
 def onset(lin: C.Runs) -> loc.Located:
@@ -153,7 +163,7 @@ def onset(lin: C.Runs) -> loc.Located:
     r = lin.masked("r")
     with C.quiet_nan():
         scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
-        pre = np.nanmean(lin.masked("psi"), axis=1) < 0.5
+        pre = np.nanmean(linear_psi(lin), axis=1) < 0.5
     if not np.isfinite(scale) or scale <= 0:
         return loc.Located("onset", None, None, False, None, {"reason": "r = 0 everywhere"})
     keep = np.arange(pre.size) < (np.argmin(pre) if not pre.all() else pre.size)
@@ -166,7 +176,7 @@ def copy_crossover(lin: C.Runs) -> loc.Located:
     """``P*_cG``: ``argmax dpsi/dlog P``, over the ``P`` above the pooling onset where it is
     located (below it ``r ~ 0`` and the copy fraction ``psi`` is a ratio of noise, whose jumps
     between sparse grid points can outgrow the crossover's slope)."""
-    P, psi = lin.P, lin.masked("psi")
+    P, psi = lin.P, linear_psi(lin)
     c1 = onset(lin)
     if c1.bracketed and (P > c1.bracket[1]).sum() >= 3:
         keep = P > c1.bracket[1]
@@ -196,7 +206,7 @@ def features(lin: C.Runs, pool: C.Runs, copy: C.Runs, which=("P_c1", "P_cG", "P_
         out.append(F("P_c1", lambda: onset(lin), [lin]))
     if "P_cG" in which:
         out.append(F("P_cG", lambda: copy_crossover(lin), [lin]))
-        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, lin.masked("psi"), 0.5), [lin]))
+        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, linear_psi(lin), 0.5), [lin]))
     if "P_aG" in which:
         out.append(F("P_aG", lambda: crossing(pool, copy), [pool, copy]))
         # the coexistence window's edges: refining them puts runs inside each seed's window

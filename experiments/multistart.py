@@ -1,6 +1,6 @@
 """Does the exact MAP solver find the lowest minimum? Linear attention: single start, continuation
 
-    python -m experiments.multistart [--out docs]      # ~15 CPU-min: both presets, 10 seeds
+    python -m experiments.multistart [--out docs]      # ~19 CPU-min: both presets, 10 seeds
     python -m experiments.multistart --tiny --out /tmp/x
 
 The same runs (same seeds, data and embeddings: width 10,000 through the reduced engine) are

@@ -86,12 +86,20 @@ PLAIN = dict(
     # which the first quarter (``discard``) is dropped as further burn-in: sized to ~25 CPU-min
     n_chains=2, n_ref=4000, discard=0.25,
     hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
+    # seeds 3-9 at the P that bracket the crossing (48, 52) and their neighbours: the issue's 10
+    # seeds there. Their references come from 10-seed sweeps (seeds 0-2 are the 3-seed sweeps'
+    # seeds: same data and embeddings); the pooling start has jumped to copying above P ~ 34,
+    # so its references lie at P <= 32
+    blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
+                 sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
 )  # fmt: skip
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
     # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
     mc=TINY, n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
     sweeps=dict(pool=[[2, 4, 8]], copy=[[4, 8]]), groups=[[4, 8]], ts=[0.0, 0.5, 1.0],
     n_chains=2, n_ref=500, hmc=dict(n_iter=40, thin=2, step_size=0.35, n_adapt=20),
+    blocks=[dict(seeds=[2], n_seeds_total=3, groups=[[8]], sweeps=dict(pool=[[4, 8]],
+                                                                       copy=[[4, 8]]))],
 )  # fmt: skip
 
 
@@ -112,10 +120,19 @@ def _aG(head, train, mask):
 # References
 
 
-def load_sweeps(c: dict, cache: Path) -> dict:
-    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``)."""
-    return {b: [fit_only(branch_config(c["mc"], "plain", "softmax", P, INIT[b], c["n_seeds"]),
-                         cache) for P in c["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
+    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``) of the
+    first block of seeds, or of ``block``."""
+    sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
+    return {b: [fit_only(branch_config(c["mc"], "plain", "softmax", P, INIT[b], nS), cache)
+                for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+
+
+def seed_blocks(c: dict) -> list[dict]:
+    """The blocks of seeds: the first (seeds ``0..n_seeds-1`` on ``groups``), then ``blocks``;
+    each with its seeds, groups and the seed count its configs are built with."""
+    first = dict(seeds=list(range(c["n_seeds"])), n_seeds_total=c["n_seeds"], groups=c["groups"])
+    return [first, *c.get("blocks", [])]
 
 
 def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
@@ -133,11 +150,11 @@ def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
     return res, i, p
 
 
-def references(c: dict, sweeps: dict, P_group):
-    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group,
-    in ``run_group``'s order."""
+def references(c: dict, sweeps: dict, P_group, seeds=None):
+    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group
+    (``seeds``: default the first block's), in ``run_group``'s order."""
     for ip, P in enumerate(P_group):
-        for s in range(c["n_seeds"]):
+        for s in range(c["n_seeds"]) if seeds is None else seeds:
             for b in BRANCHES:
                 yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, c["a_thr"])
 
@@ -187,14 +204,16 @@ def _ref_orders(n_draws, key, heads, train, mask, C):
     return jax.vmap(one)(keys, heads, train, mask, C)
 
 
-def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
-    """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health."""
-    mc, nS, thr = c["mc"], c["n_seeds"], c["a_thr"]
+def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
+    """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
+    (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
+    mc, thr = c["mc"], c["a_thr"]
+    nS = n_seeds_total or c["n_seeds"]
     cfg = branch_config(mc, "plain", "softmax", P_group, None, nS)
     Pm = max(P_group)
     inp = _all_inputs(cfg, None, Pm)
     runs, arrs, trains, masks = [], [], [], []
-    for ip, P, s, b, ref in references(c, sweeps, P_group):
+    for ip, P, s, b, ref in references(c, sweeps, P_group, seeds):
         if ref is None:
             log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
             continue
@@ -292,8 +311,10 @@ def _threshold_shift(runs, P_all, nS, a_old, a_new):
 
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     runs = [r for g in groups for r in g["runs"]]
-    P_all = sorted(int(p) for grp in c["groups"] for p in grp)  # groups may be added later
-    nS = c["n_seeds"]
+    blocks = seed_blocks(c)
+    # groups may be added later; a P holds the seeds of every block that measures it
+    P_all = sorted({int(p) for bl in blocks for grp in bl["groups"] for p in grp})
+    nS = max(bl["n_seeds_total"] for bl in blocks)
     F = {b: _table(runs, P_all, nS, "F", b) for b in BRANCHES}
     se = {b: _table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
     Pa = np.asarray(P_all, float)
@@ -392,18 +413,19 @@ def figure(res: dict, path: Path, main_P=None) -> None:
     save_figure(fig, path)
 
 
-def group_refs(c: dict, sweeps: dict, grp) -> list:
+def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
     """The MAPs a group's chains start from: ``[P, seed, branch, the reference sweep's P grid,
     ref_P]`` per run (what ``run_group`` reads from ``sweeps``; a sweep added for other P leaves
     it, and so the group's cache key, unchanged)."""
     return [[int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
-            for _, P, s, b, ref in references(c, sweeps, grp) if ref is not None]  # fmt: skip
+            for _, P, s, b, ref in references(c, sweeps, grp, seeds)
+            if ref is not None]  # fmt: skip
 
 
 def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
     """Cache key of one group: everything its chains depend on (its references, not the other
     groups, nor the threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
-    skip = ("mc", "groups", "a_alt", "sweeps")
+    skip = ("mc", "groups", "a_alt", "sweeps", "blocks")
     return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny,
                 refs)  # fmt: skip
 
@@ -415,19 +437,25 @@ def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
     bcache.mkdir(parents=True, exist_ok=True)
     c0 = cpu_seconds()
     sweeps = load_sweeps(c, cache)
+    block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
     sweep_cpu = cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     groups = []
-    for gi, grp in enumerate(c["groups"]):
-        refs = group_refs(c, sweeps, grp)
-        path = bcache / f"group-{group_key(c, grp, gi, tiny, refs)}.pkl"
-        if path.exists():
-            g = pickle.loads(path.read_bytes())
-        else:
-            g = run_group(c, sweeps, grp, jax.random.key(1200 + gi))
-            path.write_bytes(pickle.dumps(g))
-        _summaries(g["runs"])
-        groups.append(g)
+    for bi, bl in enumerate(seed_blocks(c)):
+        sw = sweeps if bi == 0 else block_sweeps[bi - 1]
+        seeds = None if bi == 0 else bl["seeds"]  # the first block: its keys as before
+        for j, grp in enumerate(bl["groups"]):
+            gi = j if bi == 0 else 100 * bi + j  # a block's groups: their own keys and chains
+            refs = group_refs(c, sw, grp, seeds)
+            path = bcache / f"group-{group_key(c, grp, gi, tiny, refs)}.pkl"
+            if path.exists():
+                g = pickle.loads(path.read_bytes())
+            else:
+                g = run_group(c, sw, grp, jax.random.key(1200 + gi), seeds, bl["n_seeds_total"])
+                path.write_bytes(pickle.dumps(g))
+                log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s")
+            _summaries(g["runs"])
+            groups.append(g)
     res = assemble(c, groups, sweeps)
     res["command"] = "python -m experiments.posterior_branches" + (" --tiny" if tiny else "")
     res["sweep_cpu_s"] = sweep_cpu  # this invocation's (cached sweeps: ~0)

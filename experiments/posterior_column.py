@@ -78,6 +78,10 @@ def cell(post: dict | None, key: str) -> str | None:
             lo, hi = c["bracket"]
             parts.append(f"Bayesian P*_aG (F_copy = F_pool) {_g(c['P_star'])} [{_g(lo)}, {_g(hi)}]"
                          f" ({post['branches']['n_seeds']} seeds)")  # fmt: skip
+            ps = post["branches"]["crossing_F"].get("per_seed_ci") or {}
+            if ps.get("lo") is not None:
+                parts.append(f"per seed {_g(ps['mean'])} [{_g(ps['lo'])}, {_g(ps['hi'])}] "
+                             f"(95% t-interval, {ps['n']} seeds)")  # fmt: skip
     return "; ".join(parts) or None
 
 

@@ -159,6 +159,7 @@ def section_main(
         f"P_aG {f(res['theory_ek_points_post'].get('P_aG'))} (the Occam term D moves every P* up).",
         *_crossing_bound(m.get("P_aG") or {}, res["window"]["lower"], res["theory_ek_points"]),
         _stationarity(res),
+        *_continuation(res),
         f"- Reach on this CPU (largest P whose run fits the per-run budget): linear "
         f"{res['reach']['linear_P_cap']}, softmax {res['reach']['softmax_P_cap']}; sweep "
         f"compute {res['sweep_seconds']:.0f} s (runs reused from the cache included).",
@@ -190,6 +191,25 @@ def section_main(
         + "\n".join(extra)
         + f"\n\n![main {preset}]({res['figure']})\n"
     )
+
+
+def _continuation(res: dict) -> list[str]:
+    """The linear continuation in P: runs whose own (prior-draw) start was not the lowest
+    minimum reached, and the largest seed-mean U gap."""
+    c = res["curves"]["linear"]
+    moved = c.get("seeds_moved")
+    if moved is None:
+        return []
+    n = res["header"]["engine"]["sweep"]["n_seeds"]
+    gap = [a - b for a, b in zip(c["U_own_start"], c["U"]) if a is not None and b is not None]
+    hit = [(p, m) for p, m in zip(c["P"], moved) if m]
+    where = ", ".join(f"{p}: {m}" for p, m in hit) or "none"
+    return [
+        f"- Linear continuation in P (`exact_continuation`): runs where a neighbouring P's fit "
+        f"led to a lower minimum than the run's own prior-draw start, {sum(moved)} of "
+        f"{len(moved) * n} (seeds per P: {where}); largest seed-mean U gap "
+        f"{f(max(gap) if gap else 0.0)}."
+    ]
 
 
 def _stationarity(res: dict) -> str:
