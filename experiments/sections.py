@@ -260,10 +260,11 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
         if r["attention"] == "softmax" or not r["regime"].startswith("crossover"):
             if a["min"] is not None and a["min"] < claim:
                 dis.append(
-                    f"**{preset}, coverage, {r['attention']} {r['regime']}**: Adam mean-A "
+                    f"**{preset}, coverage, {r['attention']} {r['regime']}**: MAP mean-A "
                     f"coverage down to {f(a['min'])} (paper: > {claim:.1%})."
                 )
     fails = res["a1_failures"]
+    fit = "MAP" if res["header"]["engine"]["train"].get("solver") == "exact" else "Adam"
     a1 = (
         "none"
         if not fails
@@ -277,8 +278,8 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
         "attention",
         "regime (EK)",
         "P",
-        "Adam mean-A min / mean",
-        "Adam per-sample min / mean",
+        f"{fit} mean-A min / mean",
+        f"{fit} per-sample min / mean",
         "SGLD min / mean",
         "boundary err. vs EK / finite",
         "paper",
