@@ -61,6 +61,7 @@ from . import posterior_features as PF
 from . import posterior_llc as PLL
 from .common import jsonable, save_figure, write_json
 from .configs.posterior import CONFIGS
+from .features import AT_ORIGIN  # |r|, |cG| below it: the MAP sits at G = 0
 
 OBSERVABLES = ("c1", "cG", "r", "U")
 HEALTH = ("rhat", "ess", "rhat_c1", "ess_c1", "rhat_cG", "ess_cG", "accept_mean", "step")
@@ -371,10 +372,6 @@ def merge_seeds(a: dict, b: dict) -> dict:
     out.update(P=a["P"], n_seeds=a["n_seeds"] + b["n_seeds"])
     out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
     return health_line(out)
-
-
-#: |r| and |cG| below this: the exact MAP sits at G = 0 (its float64 residue is ~1e-10)
-AT_ORIGIN = 1e-6
 
 
 def map_psi(b: dict) -> np.ndarray:
