@@ -80,6 +80,18 @@ class ExactSolver(eqx.Module):
     cfg: Config = eqx.field(static=True)
     serial: bool = eqx.field(static=True, default=True)  # runs one after the other (CPU)
 
+    @classmethod
+    def of(cls, cfg: Config, serial: bool = True) -> ExactSolver:
+        """The solver of ``cfg`` with what its program does not read reset (the grid, the
+        start, the continuation: starts are inputs): sweeps whose runs have the same shapes
+        share one compilation (the continuation's steps, a refined grid, the two softmax
+        starts)."""
+        t = cfg.train
+        neutral = dataclasses.replace(
+            t, init_attention="prior", init_copy_logit=5.0, exact_continuation=False
+        )
+        return cls(dataclasses.replace(cfg, train=neutral, sweep=type(cfg.sweep)()), serial)
+
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
         t = self.cfg.train
         head = reduced_head(*start, head_template(self.cfg))
@@ -164,7 +176,7 @@ def run_exact_chunk(
         n_blocks = jnp.asarray(blocks_of(max(P_used, 1), rows.shape[1]), jnp.int32)
         inp, start = shard_runs((inp, start), mesh)
         serial = mesh.size == 1 and mesh.devices.flat[0].platform == "cpu"
-        fit, m = fit_runs(ExactSolver(cfg, serial), inp, start, n_blocks)
+        fit, m = fit_runs(ExactSolver.of(cfg, serial), inp, start, n_blocks)
         o = m.order
         n1, nG = head_class(cfg.model.attention).order_names  # softmax: a1, aG
         out = {
