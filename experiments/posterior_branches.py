@@ -490,19 +490,20 @@ def tables(res: dict) -> str:
          " Euler-Maclaurin term max |", "|" + "---|" * 9]  # fmt: skip
     for i, p in enumerate(P):
         ok = np.isfinite(dF[i])
-        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" if ok[s] else "-"
-                        for s in range(dF.shape[1]))  # fmt: skip
+        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
+                        if ok[s])  # fmt: skip
         ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
               _f(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
-        ws = ", ".join(_f(x, 2) for x in w[i])
+        ws = ", ".join(_f(x, 2) for x in w[i] if np.isfinite(x))
         with PF.quiet():
             qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
                                         np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
+            h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
             L.append(
                 f"| {p} | {per} | {ms} | {ws} | {_f(res['w_copy_mean'][i], 2)} |"
-                f" {_f(np.nanmax(hp['rhat_max'][i]), 3)} / {_f(np.nanmax(hc['rhat_max'][i]), 3)} |"
-                f" {_f(np.nanmin(hp['ess_min'][i]), 3)} / {_f(np.nanmin(hc['ess_min'][i]), 3)} |"
-                f" {_f(np.nanmin(hp['p_ref'][i]), 2)} / {_f(np.nanmin(hc['p_ref'][i]), 2)} |"
+                f" {_f(np.nanmax(h(hp, 'rhat_max')), 3)} / {_f(np.nanmax(h(hc, 'rhat_max')), 3)} |"
+                f" {_f(np.nanmin(h(hp, 'ess_min')), 3)} / {_f(np.nanmin(h(hc, 'ess_min')), 3)} |"
+                f" {_f(np.nanmin(h(hp, 'p_ref')), 2)} / {_f(np.nanmin(h(hc, 'p_ref')), 2)} |"
                 f" {_f(qc, 2)} |"
             )
     return "\n".join(L) + "\n"
