@@ -238,6 +238,10 @@ def run_sweep(
             to the chunk checkpoints) at most this often, and resumed from, so a crash inside
             a long chunk loses at most this much work; ``inf`` turns it off.
 
+    With ``cfg.train.exact_continuation`` (exact solver) every run is then also solved from its
+    neighbouring P's kept fit and the lowest-U minimum kept (:mod:`.continuation`; adds
+    ``start_source`` and ``U_own_start``).
+
     Returns:
         A :class:`SweepResult`; a diverged run has ``finite=False`` and the others are kept.
     """
