@@ -97,7 +97,7 @@ def continue_in_P(
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_save_npz(path, cand, {"kind": _KIND, "schema": 1, "fingerprint": fp})
-        win = better(cand, {key: v[rows] for key, v in kept.items()})
+        win = better(cand, {key: kept[key][rows] for key in ("finite", "converged", "U")})
         for key, v in cand.items():
             if key in kept:
                 kept[key][rows[win]] = np.asarray(v)[win]

@@ -86,10 +86,9 @@ class ExactSolver(eqx.Module):
         start, the continuation: starts are inputs): sweeps whose runs have the same shapes
         share one compilation (the continuation's steps, a refined grid, the two softmax
         starts)."""
-        t = cfg.train
-        neutral = dataclasses.replace(
-            t, init_attention="prior", init_copy_logit=5.0, exact_continuation=False
-        )
+        reset = ("init_attention", "init_copy_logit", "exact_continuation")
+        default = type(cfg.train)()
+        neutral = dataclasses.replace(cfg.train, **{f: getattr(default, f) for f in reset})
         return cls(dataclasses.replace(cfg, train=neutral, sweep=type(cfg.sweep)()), serial)
 
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:

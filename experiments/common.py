@@ -315,6 +315,10 @@ class Runs:
         if cont is not None:
             i = int(np.searchsorted(self.P, int(P)))
             return {k: v[i] for k, v in cont.items()}
+        return self.own_row(P)
+
+    def own_row(self, P) -> dict[str, np.ndarray]:
+        """Every per-run array at ``P`` as its sweep fitted it (never continued)."""
         k, i = self._where[int(P)]
         return {key: v[i] for key, v in self.parts[k].arrays.items() if key != "curve_epoch"}
 
@@ -366,13 +370,8 @@ def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
     nS = cfg.sweep.n_seeds
-    flat: dict[str, list] = {}
-    for p in P:
-        k, i = runs._where[p]
-        for key, v in runs.parts[k].arrays.items():
-            if key != "curve_epoch":
-                flat.setdefault(key, []).append(np.asarray(v[i]))
-    arrays = {k: np.concatenate(v) for k, v in flat.items()}  # P-major runs
+    rows = [runs.own_row(p) for p in P]
+    arrays = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}  # P-major runs
     grid_free = cfg.replace(sweep=dict(P=(1,))).to_dict()  # the steps' key: all but the grid
     fp = _digest([grid_free, code_version("engine")])
     ckpt = None if runs.cache_dir is None else Path(runs.cache_dir) / "continuation"
