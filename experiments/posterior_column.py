@@ -3,9 +3,11 @@
 Per mechanism: the early-warning verdict (growth of the posterior variance of the order
 parameter from 0.5 P* to 0.9 P*, 95% t-interval over seeds; ``experiments.posterior``) and the
 posterior's own transition point where one was measured (linear: the seed-mean posterior psi
-passes 1/2; softmax: the sign change of F_copy - F_pool, ``experiments.posterior_branches``).
-Read from ``results/posterior_PRESET.json`` and ``results/posterior_branches.json`` (plain
-preset only) under the report's folder; absent files leave the column to the main artefact.
+passes 1/2; softmax: the sign change of F_copy - F_pool, ``experiments.posterior_branches``, and
+where tempered SMC's seed-mean copy weight passes 1/2, ``experiments.posterior_smc``).
+Read from ``results/posterior_PRESET.json``, ``results/posterior_branches.json`` and
+``results/posterior_smc.json`` (plain preset only) under the report's folder; absent files
+leave the column to the main artefact.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ def load(out_dir: Path, preset: str) -> dict | None:
     if not p.exists():
         return None
     post = json.loads(p.read_text())
-    b = Path(out_dir) / "results" / "posterior_branches.json"
-    if preset == "plain" and b.exists():
-        post["branches"] = json.loads(b.read_text())
+    for name, f in (("branches", "posterior_branches.json"), ("smc", "posterior_smc.json")):
+        b = Path(out_dir) / "results" / f
+        if preset == "plain" and b.exists():
+            post[name] = json.loads(b.read_text())
     return post
 
 
@@ -82,6 +85,11 @@ def cell(post: dict | None, key: str) -> str | None:
             if ps.get("lo") is not None:
                 parts.append(f"per seed {_g(ps['mean'])} [{_g(ps['lo'])}, {_g(ps['hi'])}] "
                              f"(95% t-interval, {ps['n']} seeds)")  # fmt: skip
+    if key == "P_aG" and post.get("smc"):
+        ww = post["smc"]["weight_window"]
+        if ww.get("P_equal"):
+            parts.append(f"tempered SMC: seed-mean w_copy = 1/2 at {_g(ww['P_equal'])} "
+                         f"({post['smc']['n_seeds']} seeds)")  # fmt: skip
     return "; ".join(parts) or None
 
 
@@ -99,7 +107,7 @@ def section(out_dir: Path) -> str:
                      + ".")  # fmt: skip
         figs = [f"posterior_{n}_{preset}.png" for n in ("susceptibility", "llc_devinterp")]
         if preset == "plain":
-            figs.append("posterior_branches_plain.png")
+            figs += ["posterior_branches_plain.png", "posterior_smc_plain.png"]
         lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]
     emb = out_dir / "results" / "embeddings.json"
     if emb.exists():
@@ -113,5 +121,5 @@ def section(out_dir: Path) -> str:
         return ""
     return ("## Posterior and trained embeddings\n\nFrom `docs/posterior.md` (collapsed HMC, "
             "`python -m experiments.posterior`), `docs/posterior_branches.md` (branch free "
-            "energies) and `docs/embeddings.md`; the numbers are also in the main table's last "
-            "column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip
+            "energies and tempered SMC) and `docs/embeddings.md`; the numbers are also in the "
+            "main table's last column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip

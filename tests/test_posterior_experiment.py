@@ -245,11 +245,13 @@ def test_posterior_column_reads_verdicts_and_points():
         "softmax": {"early_warning": {"theory_map_P_aG": {"cG": dict(v, verdict="flat")}}},
         "branches": {"crossing_F": {"located": {"P_star": 49.5, "bracket": [48, 64]}},
                      "n_seeds": 3},
+        "smc": {"weight_window": {"P_equal": 49.7}, "n_seeds": 10},
     }  # fmt: skip
     lin = PCOL.cell(post, "P_cG")
     assert "x0.78 [0.74, 0.82]" in lin and "shrinks" in lin and "93.7 [64, 128]" in lin
     soft = PCOL.cell(post, "P_aG")
     assert "Var(aG)" in soft and "flat" in soft and "49.5 [48, 64]" in soft
+    assert "SMC" in soft and "49.7 (10 seeds)" in soft
     assert PCOL.verdict(post, "P_cG")["verdict"] == "shrinks"
     assert PCOL.cell(None, "P_cG") is None and PCOL.cell(post, "P_c1") is None
 

@@ -4,6 +4,7 @@ r"""Posterior-science estimators, generic over a potential $n\beta L_n+\Phi$ (is
 - ``llc``          the local learning coefficient $\hat\lambda$ (devinterp's conventions)
 - ``free_energy``  $F=-\log Z$ by thermodynamic integration over $\beta$; WBIC
 - ``branch_ti``    free energy of one branch: constrained, Laplace-referenced TI on HMC rungs
+- ``smc``          adaptive tempered SMC (batched problems, any invariant kernel)
 - ``runs``         per run ``[P, seed]`` of a ``PosteriorResult``: susceptibility, mean, MCSE
 
 $L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ the prior energy
@@ -27,6 +28,9 @@ from .llc import default_nbeta as default_nbeta
 from .llc import local_learning_coefficient as local_learning_coefficient
 from .runs import run_mean as run_mean
 from .runs import run_susceptibility as run_susceptibility
+from .smc import SMCResult as SMCResult
+from .smc import hmc_move as hmc_move
+from .smc import tempered_smc as tempered_smc
 from .stats import Susceptibility as Susceptibility
 from .stats import ess as ess
 from .stats import mcse_mean as mcse_mean
