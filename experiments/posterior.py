@@ -75,6 +75,22 @@ def _key(*objs) -> str:
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
 
 
+#: config fields added after this cache was first written: hashed only when set away from their
+#: default, so that a new field with a default keeps every cached result's key (adding
+#: ``exact_continuation`` had changed them all)
+LATER_FIELDS = (("train", "exact_continuation"),)
+
+
+def config_dict(cfg: ch.Config) -> dict:
+    """``cfg.to_dict()`` as this cache hashes it (:data:`LATER_FIELDS` at their default
+    left out)."""
+    d, default = cfg.to_dict(), ch.Config().to_dict()
+    for section, name in LATER_FIELDS:
+        if d[section].get(name) == default[section][name]:
+            d[section].pop(name)
+    return d
+
+
 def _pickled(path: Path, fn):
     """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
     if path.exists():
@@ -111,7 +127,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
         raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
     sg = sampler_settings(mc)
-    ppath = cache / f"post-{_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
+    ppath = cache / f"post-{_key(config_dict(cfg), dataclasses.asdict(sg))}.npz"
     # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
     # the smaller P to the larger: no cost saved when the two are far apart)
     chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
@@ -125,7 +141,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
 def fit_only(cfg: ch.Config, cache: Path):
     """Exact MAP sweep with kept weights, cached by config."""
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
+    path = cache / f"sweep-{_key(config_dict(cfg))}.npz"
     return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
         cfg, keep_params=True, out=path, progress=False)  # fmt: skip
 
@@ -311,24 +327,45 @@ def branch(mc, preset, attention, spec, cache, init=None):
     block (``n_seeds_total``: the preset's, or the entry's own) are a second sweep with the
     sweep seed offset (seed s is the same data as in a sweep of all seeds) and the sampler seed
     offset (fresh chain noise), merged along the seed axis: earlier blocks stay cached."""
+    blocks = seed_blocks(mc, preset, attention, spec, init)
+    if not blocks:
+        return None
+    pc = mc["presets"][preset]
+    out = None
+    for opts, cfg in blocks:
+        r, p = fit_and_sample(opts, cfg, cache)
+        part = branch_summary(r, p) | llc_devinterp(pc, r, cache)
+        out = part if out is None else merge_seeds(out, part)
+    return out
+
+
+def seed_blocks(mc, preset, attention, spec, init=None) -> list:
+    """``[(opts, cfg)]`` of :func:`fit_and_sample`, one per block of seeds of a grid entry:
+    the entry's first ``n_seeds``, then the rest up to ``n_seeds_total`` as one block, or as
+    the entry's ``blocks`` (sizes), e.g. to spread one P's seeds over two processes. Block
+    ``[k, k + m)`` is sweep seed + k (the same data as a sweep of all seeds) and sampler
+    seed + k (fresh chain noise); one block of the rest keeps the keys it always had."""
     P, nS = _grid(spec)
     if not P:
-        return None
+        return []
     pc = mc["presets"][preset]
     one_P = pc.get("chunk_one_P") or (isinstance(spec, dict) and spec.get("chunk_one_P"))
     opts = mc | {"chunk_one_P": bool(one_P)}
     cfg = branch_config(mc, preset, attention, P, init, nS)
-    r, p = fit_and_sample(opts, cfg, cache)
-    out = branch_summary(r, p) | llc_devinterp(pc, r, cache)
     n0 = cfg.sweep.n_seeds
     total = (spec.get("n_seeds_total") if isinstance(spec, dict) else None) or pc.get(
         "n_seeds_total", n0)  # fmt: skip
-    if total > n0:
-        more = cfg.replace(sweep=dict(seed=cfg.sweep.seed + n0, n_seeds=total - n0))
-        sg = sampler_settings(mc)
-        opts2 = opts | {"sampler": {**mc.get("sampler", {}), "seed": sg.seed + n0}}
-        r2, p2 = fit_and_sample(opts2, more, cache)
-        out = merge_seeds(out, branch_summary(r2, p2) | llc_devinterp(pc, r2, cache))
+    sizes = (spec.get("blocks") if isinstance(spec, dict) else None) or (
+        [total - n0] if total > n0 else [])  # fmt: skip
+    if sum(sizes) != max(total - n0, 0) or min(sizes, default=1) < 1:
+        raise ValueError(f"blocks {sizes} must be positive and add up to n_seeds_total - "
+                         f"n_seeds = {total - n0}")  # fmt: skip
+    out, k = [(opts, cfg)], n0
+    sg = sampler_settings(mc)
+    for m in sizes:
+        more = cfg.replace(sweep=dict(seed=cfg.sweep.seed + k, n_seeds=m))
+        out.append((opts | {"sampler": {**mc.get("sampler", {}), "seed": sg.seed + k}}, more))
+        k += m
     return out
 
 
@@ -342,7 +379,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
     out = {}
     for g in spec["gammas"]:
         st = PLL.LLC | spec.get("settings", {}) | {"gamma": float(g)}
-        path = cache / f"llc-{_key(res.config.to_dict(), st)}.pkl"
+        path = cache / f"llc-{_key(config_dict(res.config), st)}.pkl"
         key = jax.random.key(int(res.config.sweep.seed) + 1000)
         out[f"gamma={g:g}"] = _pickled(path, lambda st=st, key=key: PLL.llc_sweep(res, key, st))
         v = out[f"gamma={g:g}"]
@@ -470,7 +507,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     if not P_ti:
         soft["free_energy"] = None
         return
-    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
+    ti_key = _key(config_dict(pr.config), config_dict(cr.config), P_ti, ti["sgld"])
     fe = _pickled(
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),

@@ -401,7 +401,8 @@ def tables(res: dict) -> str:
          "log Z SMC - TI, seed mean ± sd (n) |", "|" + "---|" * 5]  # fmt: skip
     for i, p in enumerate(res["P"]):
         ok = np.isfinite(w[i])
-        per = ", ".join(f"{w[i, s]:.2g} ± {wse[i, s]:.1g}" for s in range(w.shape[1]) if ok[s])
+        per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
+                        for s in range(w.shape[1]) if ok[s])  # fmt: skip
         ti = ", ".join(_f(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"

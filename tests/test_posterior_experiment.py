@@ -271,3 +271,38 @@ def test_map_psi_is_zero_at_the_origin_and_unchanged_elsewhere():
     b = {"map": {"r": np.array([[1e-10, 0.5]]), "cG": np.array([[1e-12, 0.2]]),
                  "psi": np.array([[0.94, 0.3]])}}  # fmt: skip
     assert E.map_psi(b).tolist() == [[0.0, 0.3]]  # the 1e-10 residues' ratio is not a psi
+
+
+def test_cache_key_ignores_later_fields_at_their_default():
+    """A config field added after the cache was written (``exact_continuation``) is hashed
+    only when set: at its default the key is the one of the dict without the field."""
+    from experiments import posterior as E
+
+    cfg = ch.TINY.replace(model=dict(engine="reduced"))
+    d = E.config_dict(cfg)
+    assert "exact_continuation" not in d["train"]
+    full = cfg.to_dict()
+    full["train"].pop("exact_continuation")
+    assert E._key(d) == E._key(full)
+    on = E.config_dict(cfg.replace(train=dict(exact_continuation=True)))
+    assert on["train"]["exact_continuation"] is True and E._key(on) != E._key(d)
+
+
+def test_seed_blocks_split_the_extra_seeds():
+    """The seeds beyond an entry's first block: one block by default (sweep and sampler seed
+    offset by n_seeds), or the entry's ``blocks``; sizes must add up."""
+    from experiments import posterior as E
+    from experiments.configs.posterior import TINY
+
+    one = E.seed_blocks(TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5))
+    assert [(c.sweep.seed, c.sweep.n_seeds) for _, c in one] == [(0, 2), (2, 3)]
+    split = E.seed_blocks(TINY, "plain", "linear",
+                          dict(P=[2], n_seeds=2, n_seeds_total=5, blocks=[1, 2]))  # fmt: skip
+    assert [(c.sweep.seed, c.sweep.n_seeds) for _, c in split] == [(0, 2), (2, 1), (3, 2)]
+    seeds = [o.get("sampler", {}).get("seed") for o, _ in split]
+    assert seeds[1] != seeds[2]  # fresh chain noise per block
+    assert E.seed_blocks(TINY, "plain", "linear", [2]) and not E.seed_blocks(
+        TINY, "plain", "linear", [])  # fmt: skip
+    with pytest.raises(ValueError, match="blocks"):
+        E.seed_blocks(TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5,
+                                                    blocks=[1, 1]))  # fmt: skip

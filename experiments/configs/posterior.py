@@ -61,12 +61,13 @@ QUICK = dict(
             chunk_one_P=True,  # P values far apart: no padding to the larger one
             # EK MAP P*_c1 = 103.9 (0.5 P* = 51.9, 0.9 P* = 93.5)
             P_linear=[32, 51, 94, 128],
-            # EK MAP P*_cG = 2,124.9 (0.5 P* = 1,062.4 and 0.9 P* = 1,912.4, bracketed): 3 seeds
-            # (10-17 min per run there on one core: the cost grows ~P), as two sweeps that two
-            # processes can fill at once
+            # EK MAP P*_cG = 2,124.9 (0.5 P* = 1,062.4 and 0.9 P* = 1,912.4, bracketed): the
+            # first run's 3 seeds, then seeds 3-9 (10-17 min per run there on one core: the cost
+            # grows ~P), as sweeps that two processes can fill at once: P = 1,913's seeds in two
+            # blocks (3-4, 5-9) so that one process does 1,062 and 1,913's first block
             P_linear_high=[
-                dict(P=[1062], n_seeds=3, n_seeds_total=3),
-                dict(P=[1913], n_seeds=3, n_seeds_total=3),
+                dict(P=[1062], n_seeds=3, n_seeds_total=10),
+                dict(P=[1913], n_seeds=3, n_seeds_total=10, blocks=[2, 5]),
             ],
             # EK MAP P*_aG = 612.6 (0.5 P* = 306.3, 0.9 P* = 551.3), spinodals [543, 853]; the
             # two points that bracket the verdict's, nothing more (~2.5 min per run at P = 552)
