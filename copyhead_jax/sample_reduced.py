@@ -311,6 +311,37 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
     return jax.vmap(chain)(keys)
 
 
+def hmc_transition(vg, inside, key, state, log_eps, n_leap: int):
+    """One HMC transition (unit mass) of the chain state ``(w, U(w), grad U(w))``: ``n_leap``
+    leapfrog steps of size ``exp(log_eps)`` jittered by U(0.8, 1.2), Metropolis accept; a
+    proposal with ``inside(w') == False`` is rejected. ``vg = value_and_grad(U)``. Returns
+    ``(state, (acceptance probability, left the region))``."""
+    w, u, g = state
+    k_eps, k_p, k_acc = jax.random.split(key, 3)
+    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
+    p0 = jax.random.normal(k_p, w.shape, w.dtype)
+
+    def leap(c, _):
+        x, p, _, gg = c
+        p = p - 0.5 * eps * gg
+        x = x + eps * p
+        uu, gg = vg(x)
+        return (x, p - 0.5 * eps * gg, uu, gg), None
+
+    (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
+    log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
+    finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
+    out = ~inside(w1)
+    log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
+    acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
+    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
+    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
+
+
+def _everywhere(w) -> jax.Array:
+    return jnp.asarray(True)
+
+
 def collapsed_chains(
     keys, head, tokens, mask, obj, x_init, C, observe, *,
     n_iter: int, thin: int, step_size: float, n_leap: int = LEAPFROG,
@@ -329,26 +360,9 @@ def collapsed_chains(
         vg = jax.value_and_grad(U)
 
         def transition(state, i, log_eps):
-            w, u, g = state
-            k = jax.random.fold_in(key, i)
-            k_eps, k_p, k_acc = jax.random.split(k, 3)
-            eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
-            p0 = jax.random.normal(k_p, w.shape, w.dtype)
-
-            def leap(c, _):
-                x, p, _, gg = c
-                p = p - 0.5 * eps * gg
-                x = x + eps * p
-                uu, gg = vg(x)
-                return (x, p - 0.5 * eps * gg, uu, gg), None
-
-            (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
-            log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
-            finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
-            log_a = jnp.where(finite, log_a, -jnp.inf)
-            acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
-            state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
-            return state, jnp.minimum(1.0, jnp.exp(log_a))
+            state, (a, _) = hmc_transition(vg, _everywhere, jax.random.fold_in(key, i), state,
+                                           log_eps, n_leap)  # fmt: skip
+            return state, a
 
         # dual averaging of log eps (gamma 0.05, t0 10, kappa 0.75: Hoffman & Gelman's values)
         mu = jnp.log(10.0 * step_size)

@@ -389,10 +389,6 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
     return res
 
 
-def _f(x, nd=3):
-    return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
-
-
 def tables(res: dict) -> str:
     """Per P: w_copy per seed (SMC ± its error over populations; TI), log Z (SMC - TI)."""
     w, wse, wti, d = (np.asarray(res[k], float) for k in
@@ -403,10 +399,10 @@ def tables(res: dict) -> str:
         ok = np.isfinite(w[i])
         per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
                         for s in range(w.shape[1]) if ok[s])  # fmt: skip
-        ti = ", ".join(_f(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
+        ti = ", ".join(PB._f(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
-        L.append(f"| {p} | {per} | {_f(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
+        L.append(f"| {p} | {per} | {PB._f(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
     return "\n".join(L) + "\n"
 
 

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
+from ..sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_transition
 from .free_energy import ti_quadrature
 from .stats import ess, mcse_mean, split_rhat, susceptibility
 
@@ -52,33 +52,6 @@ class HMCStats(NamedTuple):
     outside: jax.Array  # [C, S]: fraction of the thin iterations whose proposal left the region
     finite: jax.Array  # [C]: no non-finite energy along the chain
     step_size: jax.Array  # [C]: the leapfrog step after adaptation
-
-
-def hmc_transition(vg: Callable, inside: Callable, key, state, log_eps, n_leap: int):
-    """One HMC transition (unit mass) of the chain state ``(w, U(w), grad U(w))``: ``n_leap``
-    leapfrog steps of size ``exp(log_eps)`` jittered by U(0.8, 1.2), Metropolis accept; a
-    proposal with ``inside(w') == False`` is rejected. ``vg = value_and_grad(U)``. Returns
-    ``(state, (acceptance probability, left the region))``."""
-    w, u, g = state
-    k_eps, k_p, k_acc = jax.random.split(key, 3)
-    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
-    p0 = jax.random.normal(k_p, w.shape, w.dtype)
-
-    def leap(c, _):
-        x, p, _, gg = c
-        p = p - 0.5 * eps * gg
-        x = x + eps * p
-        uu, gg = vg(x)
-        return (x, p - 0.5 * eps * gg, uu, gg), None
-
-    (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
-    log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
-    finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
-    out = ~inside(w1)
-    log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
-    acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
-    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
-    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
 
 
 def hmc_chains(
