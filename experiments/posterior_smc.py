@@ -3,7 +3,11 @@ of each branch, and the P where the weights are equal, from one population of pa
 free to move its mass between the branches (:mod:`copyhead_jax.bayes.smc`).
 
     python -m experiments.posterior_smc [--tiny] [--out docs]
+    python -m experiments.posterior_smc --only 0 & python -m experiments.posterior_smc --only 1
     python -m experiments.posterior_smc --tables docs/results/posterior_smc.json
+
+(``--only I`` computes group I alone into the cache, one process per group; a plain call then
+assembles.)
 
 Per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine, softmax):
 
