@@ -672,7 +672,7 @@ def tables(res: dict) -> str:
             f"| {title} | {h['n_runs']} | {_f(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
             f" {h['n_rhat_gt_1.05']} | {_f(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
             f" {_f(h['accept_range'][0], 2)}-{_f(h['accept_range'][1], 2)} |"
-            f" {_f(ws / 60 if ws else None, 2)} |"
+            f" {round(ws / 60) if ws else '-'} |"
         )
     out.append("")
     for title, b in blocks:
