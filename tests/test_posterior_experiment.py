@@ -306,3 +306,35 @@ def test_seed_blocks_split_the_extra_seeds():
     with pytest.raises(ValueError, match="blocks"):
         E.seed_blocks(TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5,
                                                     blocks=[1, 1]))  # fmt: skip
+
+
+def test_smc_assembly_weights_crossing_and_ti_comparison():
+    """``posterior_smc.assemble`` on planted populations: seed-mean weights, the per-seed sign
+    change of the log-odds (log-linear interpolation of log-odds / P, ``PF.crossing``'s rule),
+    the clip at the populations' resolution, and the TI comparison (zero where the TI's two
+    branch free energies are the SMC's own)."""
+    from scipy.special import expit, logit
+
+    from experiments import posterior_smc as S
+
+    c = dict(groups=[[48, 50]], n_seeds=2, n_particles=8, n_reps=2)
+    odds = {(48, 0): -1.0, (50, 0): 2.0, (48, 1): -3.0, (50, 1): 30.0}  # 30: beyond the clip
+    runs, ti = [], {}
+    for (P, s), o in odds.items():
+        w = float(expit(o))
+        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 100.0 + P], w_copy=[w, w]))
+        lz = 100.0 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
+        ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
+        ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
+    res = S.assemble(c, [dict(runs=runs, cpu_s=1.0, wall_s=1.0)], ti)
+    eps = 1 / 32
+    assert res["log_odds_clip"] == pytest.approx(math.log((1 - eps) / eps))
+    assert res["log_odds_copy"][1, 1] == pytest.approx(logit(1 - eps))  # clipped
+    np.testing.assert_allclose(res["w_copy_mean"], [np.mean(expit([-1, -3])),
+                                                    np.mean(expit([2, 30]))])  # fmt: skip
+    np.testing.assert_allclose(res["dlog_Z_smc_minus_ti"], 0, atol=1e-9)
+    np.testing.assert_allclose(res["w_copy_ti"], res["w_copy"], rtol=1e-9)
+    for s, (a, b) in enumerate([(-1.0, 2.0), (-3.0, float(logit(1 - eps)))]):
+        fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
+        expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
+        assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
