@@ -182,6 +182,11 @@ def merge_blocks(a: dict, b: dict) -> dict:
     """Two branch summaries on disjoint P grids, concatenated along P; the seed axis is padded
     with NaN to the larger seed count (seed s is the same data in every sweep of a preset)."""
     nS = max(a["n_seeds"], b["n_seeds"])
+    a, b = dict(a), dict(b)
+    for k in RUN_PARTS:  # a part only one side has (e.g. llc_dv below a max_P): NaN on the other
+        if (k in a) != (k in b):
+            have, miss = (a, b) if k in a else (b, a)
+            miss[k] = _nan_like(have[k], len(have["P"]), len(miss["P"]), miss["n_seeds"])
 
     def cat(x, y):
         if isinstance(x, dict):
@@ -200,6 +205,15 @@ def merge_blocks(a: dict, b: dict) -> dict:
     out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=per_P[0] + per_P[1])
     out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
     return health_line(out)
+
+
+def _nan_like(x, nP: int, nP_new: int, nS: int):
+    """``x`` with every ``[nP, seed, ...]`` array replaced by NaN of ``[nP_new, nS, ...]``."""
+    if isinstance(x, dict):
+        return {k: _nan_like(v, nP, nP_new, nS) for k, v in x.items()}
+    if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
+        return np.full((nP_new, nS) + x.shape[2:], np.nan)
+    return x
 
 
 def health_line(b: dict) -> dict:
@@ -372,9 +386,10 @@ def seed_blocks(mc, preset, attention, spec, init=None) -> list:
 def llc_devinterp(pc: dict, res, cache: Path) -> dict:
     """``{"llc_dv": {"gamma=G": arrays [P, seed]}}``: devinterp's default estimator
     (beta = 1/log n) at each localisation of the preset's ``llc_devinterp`` (none: ``{}``),
-    localised SGLD from the MAP (:mod:`experiments.posterior_llc`), cached by sweep."""
+    localised SGLD from the MAP (:mod:`experiments.posterior_llc`), cached by sweep. A sweep
+    with a P above the spec's ``max_P`` (its cost grows ~P) gets none: its P read NaN."""
     spec = pc.get("llc_devinterp")
-    if not spec:
+    if not spec or max(res.P) > spec.get("max_P", np.inf):
         return {}
     out = {}
     for g in spec["gammas"]:

@@ -338,3 +338,19 @@ def test_smc_assembly_weights_crossing_and_ti_comparison():
         fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
         expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
         assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
+
+
+def test_merge_blocks_keeps_a_part_only_one_block_has():
+    """devinterp's LLC below ``max_P`` only: the block without it reads NaN there, the other
+    block's values and scalars are kept (it was dropped before)."""
+    from experiments import posterior as E
+
+    low = _block([32, 64], 3, 1.0)
+    low["llc_dv"] = {"gamma=100": {"value": np.full((2, 3), 0.05), "seconds": 27.0}}
+    m = E.merge_blocks(low, _block([1062], 2, 1.0))
+    v = m["llc_dv"]["gamma=100"]["value"]
+    assert v.shape == (3, 3) and np.all(v[:2] == 0.05) and np.isnan(v[2]).all()
+    assert m["llc_dv"]["gamma=100"]["seconds"] == 27.0
+    m2 = E.merge_blocks(_block([1062], 2, 1.0), low)  # either order
+    assert np.isnan(m2["llc_dv"]["gamma=100"]["value"][0]).all()
+    assert "llc_dv" not in E.merge_blocks(_block([1], 2, 1.0), _block([2], 2, 1.0))
