@@ -73,10 +73,10 @@ QUICK = dict(
             # two points that bracket the verdict's, nothing more (~2.5 min per run at P = 552)
             P_pool=[306, 552],
             P_copy=[],
-            # item 2 in devinterp's default on the sweeps up to P = 128 (linear, through
-            # P*_c1): ~10 s per run there; the cost grows ~P (softmax at 306-552 and linear at
-            # 1,062-1,913 would be ~2 CPU-hours: not run, NaN in the tables)
-            llc_devinterp=dict(gammas=[100.0], max_P=128),
+            # item 2 in devinterp's default on every sweep (~2 s per run at P <= 128, 26-47 s
+            # at 1,062-1,913 linear, ~64 s at 306-552 softmax, one core; ``max_P`` would skip
+            # the larger sweeps, NaN in the tables)
+            llc_devinterp=dict(gammas=[100.0]),
         ),
     ),
 )
