@@ -337,10 +337,8 @@ def _entries(spec) -> list:
 
 
 def branch(mc, preset, attention, spec, cache, init=None):
-    """MAP sweep, posterior and summary of one grid entry. Seeds beyond the entry's first
-    block (``n_seeds_total``: the preset's, or the entry's own) are a second sweep with the
-    sweep seed offset (seed s is the same data as in a sweep of all seeds) and the sampler seed
-    offset (fresh chain noise), merged along the seed axis: earlier blocks stay cached."""
+    """MAP sweep, posterior and summary of one grid entry, one cached sweep per block of
+    seeds (:func:`seed_blocks`), merged along the seed axis: earlier blocks stay cached."""
     blocks = seed_blocks(mc, preset, attention, spec, init)
     if not blocks:
         return None

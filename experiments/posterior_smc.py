@@ -61,7 +61,7 @@ from .posterior import _key, branch_config
 PLAIN = dict(
     branches=PB.PLAIN, block=0,  # the references: posterior_branches' 10-seed sweeps
     # P = 48, 52: the TI's bracketing points (10 seeds there); 49, 50: inside, where the TI
-    # puts every seed's crossing (49.0-49.5). ~50 CPU-min in all
+    # puts every seed's crossing (49.0-49.5). 62 CPU-min in all (measured)
     n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
     n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
     step_size=0.3, max_steps=200,
@@ -182,11 +182,11 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
         C64 = {br: np.asarray(PB._whiten(cfg, stack(br, jnp.float64), train, m64))
                for br in PB.BRANCHES}  # fmt: skip
     log(f"P={P_group}: whitening, {len(runs)} runs x 2 branches, {PB.cpu_seconds() - c0:.0f} CPU s")
-    h = stack("pool", jnp.float32)  # the embeddings; W_G is each particle's
+    heads = {br: stack(br, jnp.float32) for br in PB.BRANCHES}
+    h = heads["pool"]  # the embeddings; W_G is each particle's
     m32 = jnp.asarray(mask, jnp.float32)
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    x_ref = {br: stack(br, jnp.float32).W_G.reshape(len(runs), -1)
-             for br in PB.BRANCHES}  # fmt: skip
+    x_ref = {br: heads[br].W_G.reshape(len(runs), -1) for br in PB.BRANCHES}
     ref = {
         "x0": [x_ref[br] for br in PB.BRANCHES],
         "C": [f32(C64[br]) for br in PB.BRANCHES],
@@ -208,10 +208,8 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
     def population(k, N, schedule):
         k0, k1 = jax.random.split(k)
         log_eps = jnp.full((R, 2), math.log(c["step_size"]), jnp.float32)
-        steps = []
 
         def prog(i, t):
-            steps.append(float(np.min(t)))
             if i % 10 == 0:
                 log(f"P={P_group} N={N}: step {i}, min t {np.min(t):.3g}")
 
@@ -233,9 +231,13 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
         reps.append(population(k, c["n_particles"], pilot.ts))
         log(f"P={P_group}: population {i}, {PB.cpu_seconds() - c2:.0f} CPU s")
     thr = c["a_thr"]
+
+    def w_copy(p, r):  # the last reweighting's weighted fraction with aG >= a_thr
+        return float(np.sum(np.exp(p.log_w1[r]) * (p.obs1[r] >= thr)))
+
     for r, run in enumerate(runs):
         lz = np.array([p.log_z[r] for p in reps])
-        wc = np.array([float(np.sum(np.exp(p.log_w1[r]) * (p.obs1[r] >= thr))) for p in reps])
+        wc = np.array([w_copy(p, r) for p in reps])
         nc = np.array([int(np.sum(p.obs[r] >= thr)) for p in reps])
         run.update(
             log_Z=lz.tolist(), w_copy=wc.tolist(), n_copy_final=nc.tolist(),
@@ -244,7 +246,7 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
             accept=[p.accept[:, r].mean() for p in reps],
             aG_final=[np.asarray(p.obs[r]).tolist() for p in reps],
             log_Z_pilot=float(pilot.log_z[r]),
-            w_copy_pilot=float(np.sum(np.exp(pilot.log_w1[r]) * (pilot.obs1[r] >= thr))),
+            w_copy_pilot=w_copy(pilot, r),
         )  # fmt: skip
     return {"runs": runs, "cpu_s": PB.cpu_seconds() - c0, "wall_s": time.time() - t0}
 
@@ -284,6 +286,10 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
     wc = np.clip(w, eps, 1 - eps)
     odds = np.log(wc / (1 - wc))
     Pa = np.asarray(P_all, float)
+    # the adaptive pilot's log Z against the fixed-schedule populations' (its O(1/N) bias), and
+    # the spread of one population's log Z (2 populations: sd of their difference / sqrt 2)
+    bias = np.array([r["log_Z_pilot"] - np.mean(r["log_Z"]) for r in runs])
+    diff = np.array([r["log_Z"][0] - r["log_Z"][1] for r in runs if len(r["log_Z"]) > 1])
     return {
         "P": P_all, "n_seeds": nS, "config": {k: v for k, v in c.items() if k != "branches"},
         "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
@@ -292,6 +298,9 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
         # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
         "crossing_log_odds": PF.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
         "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
+        "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
+                             "n": bias.size},
+        "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
         "runs": runs, "cpu_s": sum(g["cpu_s"] for g in groups),
         "wall_s": sum(g["wall_s"] for g in groups),
     }  # fmt: skip
@@ -384,6 +393,13 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
         dF = np.asarray(tj["dF"], float)[near]
         res["ti_log_odds"] = {"P": [tj["P"][i] for i in near], "values": -dF}
         res["ti_crossing_per_seed"] = tj["crossing_F"]["per_seed"]
+        # paired per seed: SMC's sign change of the log-odds minus the TI's of F
+        d = (np.asarray(res["crossing_log_odds"]["per_seed"], float)
+             - np.asarray(tj["crossing_F"]["per_seed"], float)[: res["n_seeds"]])  # fmt: skip
+        d = d[np.isfinite(d)]
+        res["crossing_minus_ti_per_seed"] = PF.t_interval(d) | {
+            "sd": float(d.std(ddof=1)) if d.size > 1 else None
+        }
     res["ti_crossing_F"] = ti_cross
     figure(res, Path(out_dir) / "figures" / f"{name}_plain.png", ti_cross)
     for r in res["runs"]:

@@ -122,7 +122,7 @@ def tempered_smc(
     is called after each step. ``schedule[K, R]`` (or ``[K]``): a fixed schedule ending at 1
     instead of the adaptive one, e.g. a pilot run's ``ts``; with a fixed schedule
     $\hat Z$ is unbiased, with the adaptive one it is not quite (the step is chosen from the
-    particles it weighs; ``tests/test_smc.py`` measures the bias). Returns
+    particles it weighs: an O(1/N) bias, low). Returns
     ``(SMCResult, aux)``."""
     ess_target = check_float("ess_target", ess_target, lo=0.0, hi=0.99)
     max_steps = check_int("max_steps", max_steps, lo=1)
