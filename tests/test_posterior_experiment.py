@@ -322,8 +322,9 @@ def test_smc_assembly_weights_crossing_and_ti_comparison():
     runs, ti = [], {}
     for (P, s), o in odds.items():
         w = float(expit(o))
-        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 100.0 + P], w_copy=[w, w]))
-        lz = 100.0 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
+        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 101.0 + P], w_copy=[w, w],
+                         log_Z_pilot=100.0 + P))  # fmt: skip
+        lz = 100.5 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
         ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
         ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
     res = S.assemble(c, [dict(runs=runs, cpu_s=1.0, wall_s=1.0)], ti)
@@ -333,6 +334,8 @@ def test_smc_assembly_weights_crossing_and_ti_comparison():
     np.testing.assert_allclose(res["w_copy_mean"], [np.mean(expit([-1, -3])),
                                                     np.mean(expit([2, 30]))])  # fmt: skip
     np.testing.assert_allclose(res["dlog_Z_smc_minus_ti"], 0, atol=1e-9)
+    assert res["pilot_log_Z_bias"]["mean"] == pytest.approx(-0.5)  # pilot vs the reps' mean
+    assert res["population_log_Z_sd"] == pytest.approx(0.0)  # every pair differs by 1 nat
     np.testing.assert_allclose(res["w_copy_ti"], res["w_copy"], rtol=1e-9)
     for s, (a, b) in enumerate([(-1.0, 2.0), (-3.0, float(logit(1 - eps)))]):
         fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
