@@ -314,7 +314,8 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
 def hmc_transition(vg, inside, key, state, log_eps, n_leap: int):
     """One HMC transition (unit mass) of the chain state ``(w, U(w), grad U(w))``: ``n_leap``
     leapfrog steps of size ``exp(log_eps)`` jittered by U(0.8, 1.2), Metropolis accept; a
-    proposal with ``inside(w') == False`` is rejected. ``vg = value_and_grad(U)``. Returns
+    proposal with ``inside(w') == False`` is rejected (``inside=None``: no region).
+    ``vg = value_and_grad(U)``. Returns
     ``(state, (acceptance probability, left the region))``."""
     w, u, g = state
     k_eps, k_p, k_acc = jax.random.split(key, 3)
@@ -331,15 +332,11 @@ def hmc_transition(vg, inside, key, state, log_eps, n_leap: int):
     (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
     log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
     finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
-    out = ~inside(w1)
+    out = jnp.asarray(False) if inside is None else ~inside(w1)
     log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
     state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
     return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
-
-
-def _everywhere(w) -> jax.Array:
-    return jnp.asarray(True)
 
 
 def collapsed_chains(
@@ -360,7 +357,7 @@ def collapsed_chains(
         vg = jax.value_and_grad(U)
 
         def transition(state, i, log_eps):
-            state, (a, _) = hmc_transition(vg, _everywhere, jax.random.fold_in(key, i), state,
+            state, (a, _) = hmc_transition(vg, None, jax.random.fold_in(key, i), state,
                                            log_eps, n_leap)  # fmt: skip
             return state, a
 

@@ -65,11 +65,10 @@ def hmc_chains(
     ``collapsed_chains``) and are discarded; ``record(w)`` is kept every ``thin``-th of the
     ``n_iter`` iterations that follow. Every start must lie inside the region."""
     vg = jax.value_and_grad(potential)
-    ok_region = (lambda w: jnp.asarray(True)) if inside is None else inside
 
     def chain(key, w0):
         def transition(state, i, log_eps):
-            return hmc_transition(vg, ok_region, jax.random.fold_in(key, i), state,
+            return hmc_transition(vg, inside, jax.random.fold_in(key, i), state,
                                   log_eps, n_leap)  # fmt: skip
 
         mu = jnp.log(10.0 * step_size)

@@ -98,11 +98,10 @@ def hmc_move(key, potential: Callable, w, *, step_size, n_steps: int, n_leap: in
     jittered by U(0.8, 1.2): :func:`~copyhead_jax.sample_reduced.hmc_transition`), proposals
     outside ``inside`` rejected. Returns ``(w, mean acceptance probability)``."""
     vg = jax.value_and_grad(potential)
-    ok = (lambda v: jnp.asarray(True)) if inside is None else inside
     log_eps = jnp.log(jnp.asarray(step_size, w.dtype))
 
     def step(state, i):
-        return hmc_transition(vg, ok, jax.random.fold_in(key, i), state, log_eps, n_leap)
+        return hmc_transition(vg, inside, jax.random.fold_in(key, i), state, log_eps, n_leap)
 
     (w1, _, _), (a, _) = lax.scan(step, (w, *vg(w)), jnp.arange(n_steps))
     return w1, jnp.mean(a)
