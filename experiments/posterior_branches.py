@@ -2,11 +2,12 @@ r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3
 Laplace-referenced thermodynamic integration on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.
 branch_ti`).
 
-    python -m experiments.posterior_branches [--tiny] [--out docs]
+    python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs]
+    python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
     python -m experiments.posterior_branches --tables docs/results/posterior_branches.json
 
-Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine) and
-branch b in {pool, copy}:
+Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
+paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
 
 * reference point x*_b: the branch's exact MAP W^G (``fit_only(branch_config(...))``: softmax
   init "zero" = pool, "copy" = copy) when its aG lies in the branch's region, else the MAP of the
@@ -33,7 +34,7 @@ symmetrically for a_thr' < a_thr, with Pr_b the fraction of branch b's t = 1 dra
 
 All chains of a group of P (padded to the group's largest P) run in one compiled program; raw
 results are cached in ``results/posterior/branches/`` under a hash of their inputs. Writes
-``OUT/results/posterior_branches.json`` and ``OUT/figures/posterior_branches_plain.png``.
+``OUT/results/posterior_branches[_paper].json`` and ``OUT/figures/posterior_branches_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,28 @@ PLAIN = dict(
     blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
                  sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
 )  # fmt: skip
+# The paper preset (per-position likelihood, noise L sigma^2/chi): U at P is the plain U at P/L
+# with the data term averaged over L times as many sequences (THEORY.md table: every EK P* is
+# exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
+# crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
+# and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
+# -18.3 there). Each run costs ~17x a plain one (U_m's gradient: 13.6 ms at P = 1,250 against
+# 0.72 ms at 50, measured): 2 seeds, ~45 CPU-min per group.
+PAPER = dict(
+    PLAIN, preset="paper", n_seeds=2,
+    # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
+    # 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the
+    # copy references at 1,200 and 1,300
+    sweeps=dict(pool=[[560, 600, 640, 700, 800]], copy=[[560, 600, 640, 700, 800, 1200, 1300]]),
+    groups=[[1200], [1300]],
+    blocks=[],
+)  # fmt: skip
+PAPER_BLOCK = dict(  # seeds 2-3 (groups 100, 101): same data as a 4-seed sweep. Running; not
+    # yet in PAPER's blocks
+    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]],
+                 sweeps=dict(pool=[[560, 600, 640, 700, 800]],
+                             copy=[[560, 600, 640, 700, 800, 1200, 1300]]))],
+)  # fmt: skip
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
     # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
     mc=TINY, n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
@@ -120,11 +143,17 @@ def _aG(head, train, mask):
 # References
 
 
+def preset(c: dict) -> str:
+    """The config's conventions: ``plain`` unless it names one (the plain configs' cache keys
+    predate the switch and stay as they were)."""
+    return c.get("preset", "plain")
+
+
 def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
     """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``) of the
     first block of seeds, or of ``block``."""
     sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
-    return {b: [fit_only(branch_config(c["mc"], "plain", "softmax", P, INIT[b], nS), cache)
+    return {b: [fit_only(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
                 for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
 
 
@@ -209,7 +238,7 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
     mc, thr = c["mc"], c["a_thr"]
     nS = n_seeds_total or c["n_seeds"]
-    cfg = branch_config(mc, "plain", "softmax", P_group, None, nS)
+    cfg = branch_config(mc, preset(c), "softmax", P_group, None, nS)
     Pm = max(P_group)
     inp = _all_inputs(cfg, None, Pm)
     runs, arrs, trains, masks = [], [], [], []
@@ -340,7 +369,7 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
             alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
                            "moved_fraction": moved, "F_lower_bound": bound,
                            "crossing": PF.crossing(Pa, Fp, Fc)}  # fmt: skip
-    params = TheoryParams.from_config(branch_config(c["mc"], "plain", "softmax", [1]))
+    params = TheoryParams.from_config(branch_config(c["mc"], preset(c), "softmax", [1]))
     th = {o: {k: transition_points(params, "both", o).get(k) for k in ("P_aG", "spinodals")}
           for o in ("map", "post")}  # fmt: skip
     health = {}
@@ -361,8 +390,8 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "weight_window": PF.weight_window(Pa, w_mean),
         "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
         "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
-        "theory": th, "map_U_crossing_main_plain": "docs/results/main_plain.json "
-        "measured.P_aG (10 seeds, exact MAP, width 10,000)",
+        "theory": th, "preset": preset(c), "map_U_crossing_main_plain": f"docs/results/main_"
+        f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
         "paper_P_aG": paper.PAPER_MEASURED["P_aG"], "health": health, "runs": runs,
         "cpu_s": sum(g["cpu_s"] for g in groups), "wall_s": sum(g["wall_s"] for g in groups),
     }  # fmt: skip
@@ -376,10 +405,12 @@ def _summaries(runs):
 
 
 def figure(res: dict, path: Path, main_P=None) -> None:
+    pre = res.get("preset", "plain")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     P = np.asarray(res["P"], float)
     dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
@@ -396,18 +427,22 @@ def figure(res: dict, path: Path, main_P=None) -> None:
     th = res["theory"]
     marks = [(th["map"]["P_aG"], "-", "EK MAP"), (th["post"]["P_aG"], "--", "EK post"),
              (res["map_U_crossing"]["P_star"], ":", "MAP U crossing (these sweeps)"),
-             (main_P, "-.", "MAP U crossing (main_plain, 10 seeds)"),
-             (res["crossing_F"]["P_star"], "-", "Bayesian (F crossing)")]  # fmt: skip
-    colors = ["grey", "grey", "tab:blue", "tab:green", "tab:red"]
+             (main_P, "-.", f"MAP U crossing (main_{pre}, 10 seeds)"),
+             (res["crossing_F"]["P_star"], "-", "Bayesian (F crossing)"),
+             (res["paper_P_aG"] if pre == "paper" else None, "--", "paper")]  # fmt: skip
+    colors = ["grey", "grey", "tab:blue", "tab:green", "tab:red", "tab:purple"]
     for a in ax:
         for (v, ls, lab), col in zip(marks, colors, strict=True):
             if v:
                 a.axvline(v, color=col, ls=ls, lw=1, label=f"{lab}: {v:.1f}")
         a.set(xscale="log", xlabel="P")
         a.legend(fontsize=6)
-    ax[0].set_xlim(0.9 * P.min(), 1.1 * P.max())
-    ax[1].set_xlim(0.9 * P.min(), 1.1 * P.max())
-    ax[0].set(ylabel="F_copy - F_pool", title="softmax branches (plain): free-energy difference")
+    lo = min([P.min()] + [v for v, _, _ in marks if v])  # every marked P* in view
+    for a in ax:
+        a.set_xlim(0.9 * lo, 1.1 * P.max())
+        a.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax[0].set(ylabel="F_copy - F_pool", title=f"softmax branches ({pre}): free-energy difference")
     ax[1].set(ylabel="w_copy = 1/(1 + exp(F_copy - F_pool))", title="posterior weight of copying")
     fig.tight_layout()
     save_figure(fig, path)
@@ -430,8 +465,16 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
                 refs)  # fmt: skip
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
-    c = SMOKE if tiny else PLAIN
+def main(
+    tiny: bool = False, out_dir: str | Path = "docs", which: str = "plain", only: int | None = None
+) -> dict:
+    """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
+    preset's config); ``only``: compute that group alone and stop (block b's j-th group has
+    index j in the first block, 100 b + j after it; one process per group, then a plain call
+    assembles)."""
+    if which not in ("plain", "paper"):
+        raise ValueError(f"which must be 'plain' or 'paper', got {which!r}")
+    c = SMOKE if tiny else {"plain": PLAIN, "paper": PAPER}[which]
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     bcache = Path("results") / "posterior" / "branches"
     bcache.mkdir(parents=True, exist_ok=True)
@@ -446,6 +489,8 @@ def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
         seeds = None if bi == 0 else bl["seeds"]  # the first block: its keys as before
         for j, grp in enumerate(bl["groups"]):
             gi = j if bi == 0 else 100 * bi + j  # a block's groups: their own keys and chains
+            if only is not None and gi != only:
+                continue
             refs = group_refs(c, sw, grp, seeds)
             path = bcache / f"group-{group_key(c, grp, gi, tiny, refs)}.pkl"
             if path.exists():
@@ -456,16 +501,21 @@ def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
                 log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s")
             _summaries(g["runs"])
             groups.append(g)
+    if only is not None:
+        return {}
     res = assemble(c, groups, sweeps)
-    res["command"] = "python -m experiments.posterior_branches" + (" --tiny" if tiny else "")
+    res["command"] = "python -m experiments.posterior_branches" + (
+        " --tiny" if tiny else f" --preset {which}" if which != "plain" else ""
+    )
     res["sweep_cpu_s"] = sweep_cpu  # this invocation's (cached sweeps: ~0)
-    name = "posterior_branches" + ("_tiny" if tiny else "")
+    base = "posterior_branches" + ("_tiny" if tiny else "")
+    name = base + ("" if preset(c) == "plain" else f"_{preset(c)}")
     main_P = None
-    mp = Path(out_dir) / "results" / "main_plain.json"
+    mp = Path(out_dir) / "results" / f"main_{preset(c)}.json"
     if mp.exists() and not tiny:
         main_P = json.loads(mp.read_text())["measured"]["P_aG"]["P_star"]
     res["map_U_crossing_main_plain_P_star"] = main_P
-    figure(res, Path(out_dir) / "figures" / f"{name}_plain.png", main_P)
+    figure(res, Path(out_dir) / "figures" / f"{base}_{preset(c)}.png", main_P)
     for r in res["runs"]:
         r.pop("aG_t1")  # the raw t = 1 draws stay in the cache
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
@@ -513,9 +563,16 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
     ap.add_argument("--out", default="docs")
+    ap.add_argument(
+        "--preset",
+        choices=("plain", "paper"),
+        default="plain",
+        help="the conventions' config (paper: P = 1,200 and 1,300, 2 seeds)",
+    )
+    ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
     a = ap.parse_args()
     if a.tables:
         print(tables(json.loads(Path(a.tables).read_text())))
     else:
-        main(a.tiny, a.out)
+        main(a.tiny, a.out, a.preset, a.only)

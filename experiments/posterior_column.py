@@ -5,8 +5,8 @@ parameter from 0.5 P* to 0.9 P*, 95% t-interval over seeds; ``experiments.poster
 posterior's own transition point where one was measured (linear: the seed-mean posterior psi
 passes 1/2; softmax: the sign change of F_copy - F_pool, ``experiments.posterior_branches``, and
 where tempered SMC's seed-mean copy weight passes 1/2, ``experiments.posterior_smc``).
-Read from ``results/posterior_PRESET.json``, ``results/posterior_branches.json`` and
-``results/posterior_smc.json`` (plain preset only) under the report's folder; absent files
+Read from ``results/posterior_PRESET.json`` and its companions (:data:`COMPANIONS`: the branch
+free energies of both presets, SMC for the plain one) under the report's folder; absent files
 leave the column to the main artefact.
 """
 
@@ -23,15 +23,22 @@ VERDICTS = {
 }
 
 
+#: preset -> (key, artefact) attached to its posterior result where the artefact exists
+COMPANIONS = {
+    "plain": (("branches", "posterior_branches.json"), ("smc", "posterior_smc.json")),
+    "paper": (("branches", "posterior_branches_paper.json"),),
+}
+
+
 def load(out_dir: Path, preset: str) -> dict | None:
-    """The preset's posterior result, with ``branches`` (plain) attached; None if not run."""
+    """The preset's posterior result, with its :data:`COMPANIONS` attached; None if not run."""
     p = Path(out_dir) / "results" / f"posterior_{preset}.json"
     if not p.exists():
         return None
     post = json.loads(p.read_text())
-    for name, f in (("branches", "posterior_branches.json"), ("smc", "posterior_smc.json")):
+    for name, f in COMPANIONS.get(preset, ()):
         b = Path(out_dir) / "results" / f
-        if preset == "plain" and b.exists():
+        if b.exists():
             post[name] = json.loads(b.read_text())
     return post
 
@@ -51,7 +58,8 @@ def verdict(post: dict | None, key: str) -> dict | None:
 
 
 def _g(x) -> str:
-    return "-" if x is None else f"{x:.3g}"
+    """3 significant digits; thousands as integers with separators (1,234, not 1.23e+03)."""
+    return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
 
 
 def cell(post: dict | None, key: str) -> str | None:
@@ -105,9 +113,8 @@ def section(out_dir: Path) -> str:
         lines.append(f"- **{preset}**: early warning (posterior Var ratio 0.5 P* -> 0.9 P*): "
                      + "; ".join(f"{k} {cell(post, k)}" for k in VERDICTS if cell(post, k))
                      + ".")  # fmt: skip
-        figs = [f"posterior_{n}_{preset}.png" for n in ("susceptibility", "llc_devinterp")]
-        if preset == "plain":
-            figs += ["posterior_branches_plain.png", "posterior_smc_plain.png"]
+        figs = [f"posterior_{n}_{preset}.png"
+                for n in ("susceptibility", "llc_devinterp", "branches", "smc")]  # fmt: skip
         lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]
     emb = out_dir / "results" / "embeddings.json"
     if emb.exists():

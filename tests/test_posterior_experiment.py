@@ -5,6 +5,7 @@ quadrature on exact Gaussian draws (closed-form log Z ratio), and the one-progra
 chains on a tiny random reduced head (reference rung samples N(0, I); U* is the quenched U).
 """
 
+import json
 import math
 
 import jax
@@ -357,3 +358,30 @@ def test_merge_blocks_keeps_a_part_only_one_block_has():
     m2 = E.merge_blocks(_block([1062], 2, 1.0), low)  # either order
     assert np.isnan(m2["llc_dv"]["gamma=100"]["value"][0]).all()
     assert "llc_dv" not in E.merge_blocks(_block([1], 2, 1.0), _block([2], 2, 1.0))
+
+
+def test_branch_presets_and_paper_companion(tmp_path):
+    """posterior_branches' paper config samples the paper preset's posterior (per-position
+    likelihood) while the plain configs name no preset (their cache keys predate the switch);
+    the report attaches the paper preset's branch free energies to its posterior result."""
+    from experiments import posterior_branches as PB
+    from experiments import posterior_column as PCOL
+
+    assert "preset" not in PB.PLAIN and "preset" not in PB.SMOKE
+    assert PB.preset(PB.PLAIN) == "plain" and PB.preset(PB.PAPER) == "paper"
+    cfg = PB.branch_config(PB.PAPER["mc"], PB.preset(PB.PAPER), "softmax", [1200], "copy", 2)
+    assert cfg.posterior.likelihood == "per_position"
+    with pytest.raises(ValueError, match="which must be"):
+        PB.main(which="papr")
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "posterior_paper.json").write_text(json.dumps({"softmax": {}}))
+    assert "branches" not in PCOL.load(tmp_path, "paper")
+    crossing = {"located": {"P_star": 1234.0, "bracket": [1200, 1300]}}
+    (res / "posterior_branches_paper.json").write_text(
+        json.dumps({"crossing_F": crossing, "n_seeds": 2})
+    )
+    (res / "posterior_smc.json").write_text(json.dumps({"weight_window": {"P_equal": 1.0}}))
+    post = PCOL.load(tmp_path, "paper")
+    assert "smc" not in post  # SMC was run on the plain preset only
+    assert "1,234 [1,200, 1,300] (2 seeds)" in PCOL.cell(post, "P_aG")
