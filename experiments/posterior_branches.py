@@ -100,7 +100,7 @@ PLAIN = dict(
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
 # -18.3 there). Each run costs ~17x a plain one (U_m's gradient: 13.6 ms at P = 1,250 against
-# 0.72 ms at 50, measured): 2 seeds, ~45 CPU-min per group.
+# 0.72 ms at 50, measured): 2 seeds, 63-68 CPU-min per group (measured).
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
@@ -390,7 +390,7 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "weight_window": PF.weight_window(Pa, w_mean),
         "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
         "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
-        "theory": th, "preset": preset(c), "map_U_crossing_main_plain": f"docs/results/main_"
+        "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/results/main_"
         f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
         "paper_P_aG": paper.PAPER_MEASURED["P_aG"], "health": health, "runs": runs,
         "cpu_s": sum(g["cpu_s"] for g in groups), "wall_s": sum(g["wall_s"] for g in groups),
@@ -514,7 +514,7 @@ def main(
     mp = Path(out_dir) / "results" / f"main_{preset(c)}.json"
     if mp.exists() and not tiny:
         main_P = json.loads(mp.read_text())["measured"]["P_aG"]["P_star"]
-    res["map_U_crossing_main_plain_P_star"] = main_P
+    res["map_U_crossing_main_P_star"] = main_P
     figure(res, Path(out_dir) / "figures" / f"{base}_{preset(c)}.png", main_P)
     for r in res["runs"]:
         r.pop("aG_t1")  # the raw t = 1 draws stay in the cache
