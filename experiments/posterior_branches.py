@@ -100,7 +100,7 @@ PLAIN = dict(
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
 # -18.3 there). Each run costs ~17x a plain one (U_m's gradient: 13.6 ms at P = 1,250 against
-# 0.72 ms at 50, measured): 2 seeds, 63-68 CPU-min per group (measured).
+# 0.72 ms at 50, measured): 4 seeds, 63-68 CPU-min per group of 2 seeds (measured).
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
@@ -108,10 +108,7 @@ PAPER = dict(
     # copy references at 1,200 and 1,300
     sweeps=dict(pool=[[560, 600, 640, 700, 800]], copy=[[560, 600, 640, 700, 800, 1200, 1300]]),
     groups=[[1200], [1300]],
-    blocks=[],
-)  # fmt: skip
-PAPER_BLOCK = dict(  # seeds 2-3 (groups 100, 101): same data as a 4-seed sweep. Running; not
-    # yet in PAPER's blocks
+    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]],
                  sweeps=dict(pool=[[560, 600, 640, 700, 800]],
                              copy=[[560, 600, 640, 700, 800, 1200, 1300]]))],
@@ -567,7 +564,7 @@ if __name__ == "__main__":
         "--preset",
         choices=("plain", "paper"),
         default="plain",
-        help="the conventions' config (paper: P = 1,200 and 1,300, 2 seeds)",
+        help="the conventions' config (paper: P = 1,200 and 1,300, 4 seeds)",
     )
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
