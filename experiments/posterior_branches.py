@@ -99,20 +99,21 @@ PLAIN = dict(
 # exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
-# -18.3 there). Each run costs ~17x a plain one (U_m's gradient: 13.6 ms at P = 1,250 against
-# 0.72 ms at 50, measured): 4 seeds, 63-68 CPU-min per group of 2 seeds (measured).
+# -18.3 there). A run costs ~22x a plain one (984 against 45 CPU s: cpu_s / runs in the two
+# JSON files): 4 seeds, 63-68 CPU-min per group of 2 seeds (measured).
+# pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
+# 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
+# references at 1,200 and 1,300
+_PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
+                     copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
-    # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
-    # 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the
-    # copy references at 1,200 and 1,300
-    sweeps=dict(pool=[[560, 600, 640, 700, 800]], copy=[[560, 600, 640, 700, 800, 1200, 1300]]),
-    groups=[[1200], [1300]],
+    sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
     # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep
-    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]],
-                 sweeps=dict(pool=[[560, 600, 640, 700, 800]],
-                             copy=[[560, 600, 640, 700, 800, 1200, 1300]]))],
+    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS)],
 )  # fmt: skip
+#: ``main``'s presets
+CONFIGS = {"plain": PLAIN, "paper": PAPER}
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
     # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
     mc=TINY, n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
@@ -462,6 +463,12 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
                 refs)  # fmt: skip
 
 
+def group_index(block: int, j: int) -> int:
+    """The j-th group of a block: j in the first block (its keys as before blocks existed),
+    100 block + j after it (a block's groups: their own keys and chains)."""
+    return j if block == 0 else 100 * block + j
+
+
 def main(
     tiny: bool = False, out_dir: str | Path = "docs", which: str = "plain", only: int | None = None
 ) -> dict:
@@ -469,9 +476,12 @@ def main(
     preset's config); ``only``: compute that group alone and stop (block b's j-th group has
     index j in the first block, 100 b + j after it; one process per group, then a plain call
     assembles)."""
-    if which not in ("plain", "paper"):
-        raise ValueError(f"which must be 'plain' or 'paper', got {which!r}")
-    c = SMOKE if tiny else {"plain": PLAIN, "paper": PAPER}[which]
+    if which not in CONFIGS:
+        raise ValueError(f"which must be one of {sorted(CONFIGS)}, got {which!r}")
+    c = SMOKE if tiny else CONFIGS[which]
+    blocks = seed_blocks(c)
+    PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
+                         for j in range(len(bl["groups"]))])  # fmt: skip
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     bcache = Path("results") / "posterior" / "branches"
     bcache.mkdir(parents=True, exist_ok=True)
@@ -481,11 +491,11 @@ def main(
     sweep_cpu = cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     groups = []
-    for bi, bl in enumerate(seed_blocks(c)):
+    for bi, bl in enumerate(blocks):
         sw = sweeps if bi == 0 else block_sweeps[bi - 1]
         seeds = None if bi == 0 else bl["seeds"]  # the first block: its keys as before
         for j, grp in enumerate(bl["groups"]):
-            gi = j if bi == 0 else 100 * bi + j  # a block's groups: their own keys and chains
+            gi = group_index(bi, j)
             if only is not None and gi != only:
                 continue
             refs = group_refs(c, sw, grp, seeds)
@@ -562,7 +572,7 @@ if __name__ == "__main__":
     ap.add_argument("--out", default="docs")
     ap.add_argument(
         "--preset",
-        choices=("plain", "paper"),
+        choices=tuple(CONFIGS),
         default="plain",
         help="the conventions' config (paper: P = 1,200 and 1,300, 4 seeds)",
     )

@@ -53,6 +53,12 @@ def quiet():
         yield
 
 
+def check_only(only: int | None, groups) -> None:
+    """A driver's ``--only``: None or one of its group indices ``groups`` (else ValueError)."""
+    if only is not None and only not in list(groups):
+        raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
+
+
 def t_interval(x, level: float = 0.95) -> dict:
     """Mean and Student-t confidence interval of the finite entries of ``x`` (``n - 1`` df)."""
     x = np.asarray(x, float)

@@ -359,6 +359,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     scache = Path("results") / "posterior" / "smc"
     scache.mkdir(parents=True, exist_ok=True)
+    PF.check_only(only, range(len(c["groups"])))
     sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):

@@ -373,6 +373,11 @@ def test_branch_presets_and_paper_companion(tmp_path):
     assert cfg.posterior.likelihood == "per_position"
     with pytest.raises(ValueError, match="which must be"):
         PB.main(which="papr")
+    # groups 0, 1 and the second block's 100, 101; anything else is refused before any work
+    with pytest.raises(
+        ValueError, match=r"only must be one of the group indices \[0, 1, 100, 101\]"
+    ):
+        PB.main(which="paper", only=2)
     res = tmp_path / "results"
     res.mkdir()
     (res / "posterior_paper.json").write_text(json.dumps({"softmax": {}}))
