@@ -32,9 +32,13 @@ Sensitivity to a_thr in {0.5, 1.5} comes from the t = 1 draws (no new chains): f
 Z_copy' = Z_copy Pr_copy(aG >= a_thr') and Z_pool' = Z_pool + Z_copy Pr_copy(aG < a_thr'),
 symmetrically for a_thr' < a_thr, with Pr_b the fraction of branch b's t = 1 draws.
 
-All chains of a group of P (padded to the group's largest P) run in one compiled program; raw
-results are cached in ``results/posterior/branches/`` under a hash of their inputs. Writes
-``OUT/results/posterior_branches[_paper].json`` and ``OUT/figures/posterior_branches_PRESET.png``.
+All chains of a group of P (padded to the group's largest P) run in one compiled program. Each
+group's raw results (every run's F, its parts, chain health, t = 1 draws of aG) are a JSON record
+``OUT/results/records/posterior_branches[_tiny]/group-KEY.json``, KEY a hash of its inputs: the
+records are committed, so a fresh checkout re-assembles the result, and adds seeds, without
+rerunning a chain (``results/`` is a checkout's own cache; its older ``group-KEY.pkl`` files are
+read once and turned into records). Writes ``OUT/results/posterior_branches[_paper].json`` and
+``OUT/figures/posterior_branches_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -109,8 +113,12 @@ _PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
-    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep
-    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS)],
+    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; seeds 4-9 in
+    # pairs (groups 200-401) from 10-seed sweeps (seeds 0-3 there: the same data), references at
+    # 700-800 (pool) and 1,200-1,300 (copy) only
+    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
+            *(dict(seeds=[s, s + 1], n_seeds_total=10, groups=[[1200], [1300]],
+                   sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]])) for s in (4, 6, 8))],
 )  # fmt: skip
 #: ``main``'s presets
 CONFIGS = {"plain": PLAIN, "paper": PAPER}
@@ -309,6 +317,21 @@ def _table(runs, P_all, nS, field, branch):
     return out
 
 
+def t1_below(run: dict, a: float) -> tuple[float, int]:
+    """The fraction of a run's t = 1 draws with aG < ``a`` and their number; a record rebuilt
+    from an assembled result holds these fractions at the thresholds it had (``t1_below``,
+    ``n_t1``) instead of the draws."""
+    if "aG_t1" in run:
+        o = np.asarray(run["aG_t1"], float)
+        return float(np.mean(o < a)), o.size
+    if str(a) not in run["t1_below"]:
+        raise ValueError(
+            f"a_alt = {a}: run {run['P'], run['seed'], run['branch']} is a rebuilt "
+            f"record with t = 1 fractions at {sorted(run['t1_below'])} only"
+        )
+    return float(run["t1_below"][str(a)]), int(run["n_t1"])
+
+
 def _threshold_shift(runs, P_all, nS, a_old, a_new):
     """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
     the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
@@ -323,14 +346,14 @@ def _threshold_shift(runs, P_all, nS, a_old, a_new):
                 continue
             lp, lc = -rp["F"], -rc["F"]
             up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
-            o = np.asarray((rc if up else rp)["aG_t1"])
-            f = float(np.mean(o < a_new) if up else np.mean(o >= a_new))
+            below, n_t1 = t1_below(rc if up else rp, a_new)
+            f = below if up else 1.0 - below
             l_src, l_dst = (lc, lp) if up else (lp, lc)
             l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
             if f < 1:
                 l_src = l_src + math.log(1 - f)
             else:
-                bd[i, s], l_src = -(l_src - math.log(o.size)), np.nan
+                bd[i, s], l_src = -(l_src - math.log(n_t1)), np.nan
             (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
             Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
     return Fp, Fc, mv, bd
@@ -463,6 +486,21 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
                 refs)  # fmt: skip
 
 
+def _nan(v):
+    """``None`` (a NaN as ``jsonable`` writes it) back to NaN, inside lists."""
+    if isinstance(v, list):
+        return [_nan(x) for x in v]
+    return math.nan if v is None else v
+
+
+def read_record(path: Path) -> dict:
+    """A group's record as ``run_group`` returned it (the runs' lists with NaN, not None)."""
+    g = json.loads(Path(path).read_text())
+    for r in g["runs"]:
+        r.update({k: _nan(v) for k, v in r.items() if isinstance(v, list)})
+    return g
+
+
 def group_index(block: int, j: int) -> int:
     """The j-th group of a block: j in the first block (its keys as before blocks existed),
     100 block + j after it (a block's groups: their own keys and chains)."""
@@ -484,7 +522,7 @@ def main(
                          for j in range(len(bl["groups"]))])  # fmt: skip
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     bcache = Path("results") / "posterior" / "branches"
-    bcache.mkdir(parents=True, exist_ok=True)
+    records = Path(out_dir) / "results" / "records" / ("posterior_branches" + "_tiny" * tiny)
     c0 = cpu_seconds()
     sweeps = load_sweeps(c, cache)
     block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
@@ -499,13 +537,19 @@ def main(
             if only is not None and gi != only:
                 continue
             refs = group_refs(c, sw, grp, seeds)
-            path = bcache / f"group-{group_key(c, grp, gi, tiny, refs)}.pkl"
+            name = f"group-{group_key(c, grp, gi, tiny, refs)}"
+            path, cached = records / f"{name}.json", bcache / f"{name}.pkl"
             if path.exists():
-                g = pickle.loads(path.read_bytes())
-            else:
-                g = run_group(c, sw, grp, jax.random.key(1200 + gi), seeds, bl["n_seeds_total"])
-                path.write_bytes(pickle.dumps(g))
-                log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s")
+                g = read_record(path)
+            else:  # an older checkout's pickle cache, else the chains
+                if cached.exists():
+                    g = pickle.loads(cached.read_bytes())
+                else:
+                    key = jax.random.key(1200 + gi)
+                    g = run_group(c, sw, grp, key, seeds, bl["n_seeds_total"])
+                write_json(path, dict(g, block=bi, group=gi, P_group=grp))
+                g = read_record(path)  # as a later call reads it (7 significant digits)
+                log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {path}")
             _summaries(g["runs"])
             groups.append(g)
     if only is not None:
@@ -524,7 +568,8 @@ def main(
     res["map_U_crossing_main_P_star"] = main_P
     figure(res, Path(out_dir) / "figures" / f"{base}_{preset(c)}.png", main_P)
     for r in res["runs"]:
-        r.pop("aG_t1")  # the raw t = 1 draws stay in the cache
+        for k in ("aG_t1", "t1_below", "n_t1"):  # the t = 1 draws stay in the records
+            r.pop(k, None)
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; chains {res['cpu_s']:.0f} CPU s")
     return res

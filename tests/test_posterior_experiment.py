@@ -373,9 +373,10 @@ def test_branch_presets_and_paper_companion(tmp_path):
     assert cfg.posterior.likelihood == "per_position"
     with pytest.raises(ValueError, match="which must be"):
         PB.main(which="papr")
-    # groups 0, 1 and the second block's 100, 101; anything else is refused before any work
+    # groups 0, 1, the second block's 100, 101 and so on; anything else is refused before any
+    # work
     with pytest.raises(
-        ValueError, match=r"only must be one of the group indices \[0, 1, 100, 101\]"
+        ValueError, match=r"only must be one of the group indices \[0, 1, 100, 101, 200, 201, "
     ):
         PB.main(which="paper", only=2)
     res = tmp_path / "results"
@@ -390,3 +391,36 @@ def test_branch_presets_and_paper_companion(tmp_path):
     post = PCOL.load(tmp_path, "paper")
     assert "smc" not in post  # SMC was run on the plain preset only
     assert "1,234 [1,200, 1,300] (2 seeds)" in PCOL.cell(post, "P_aG")
+
+
+def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_path):
+    """A group's JSON record reads back with its NaNs, and a record rebuilt from an assembled
+    result (t = 1 fractions at the alternative thresholds instead of the draws) moves the
+    threshold exactly as the draws do."""
+    from experiments import posterior_branches as PB
+    from experiments.common import write_json
+
+    rng = np.random.default_rng(0)
+    # t = 1 draws of aG: the copy branch's straddle 1.5, the pool branch's 0.5 (x.25 ends: no
+    # draw within 7 significant digits of a threshold, so the record's rounding moves none)
+    draws = {"pool": rng.uniform(0.0, 0.75, 270).round(2) + 0.0025,
+             "copy": rng.uniform(1.0, 3.0, 270).round(2) + 0.0025}  # fmt: skip
+    runs = [dict(P=1200, seed=0, branch=b, F=F, rhat_g=[1.0, math.nan], aG_t1=draws[b].tolist())
+            for b, F in (("pool", -300.0), ("copy", -302.5))]  # fmt: skip
+    g = PB.read_record(write_json(tmp_path / "group.json", {"runs": runs, "cpu_s": 1.0}))
+    assert g["runs"][0]["rhat_g"][0] == 1.0 and math.isnan(g["runs"][0]["rhat_g"][1])
+    rebuilt = []
+    for r in g["runs"]:
+        a = 1.5 if r["branch"] == "copy" else 0.5
+        below, n = PB.t1_below(r, a)
+        assert n == 270 and below == np.mean(draws[r["branch"]] < a)
+        rebuilt.append({k: v for k, v in r.items() if k != "aG_t1"} | {"t1_below": {str(a): below},
+                                                                        "n_t1": n})  # fmt: skip
+    for a in (0.5, 1.5):
+        from_draws = PB._threshold_shift(g["runs"], [1200], 1, 1.0, a)
+        from_fractions = PB._threshold_shift(rebuilt, [1200], 1, 1.0, a)
+        for x, y in zip(from_draws, from_fractions, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert 0 < from_draws[2][0, 0] < 1  # some draws, not all, change region
+    with pytest.raises(ValueError, match="a_alt = 2.0"):
+        PB.t1_below(rebuilt[1], 2.0)
