@@ -57,6 +57,7 @@ from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
 
+from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
 from .common import jsonable, save_figure, write_json
@@ -665,6 +666,20 @@ def tables(res: dict) -> str:
         f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {_ps(fcr) if fe else '-'} |"
         f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
     )
+    if res.get("branches"):  # the companions ``posterior_column.load`` attaches
+        br = res["branches"]
+        L.append(
+            f"| softmax P*_aG (branch TI, `posterior_branches`: F_copy = F_pool) |"
+            f" {_ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
+            f" {_ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
+            f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
+        )
+    if (res.get("smc") or {}).get("weight_window", {}).get("P_equal"):
+        smc = res["smc"]
+        L.append(
+            f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - |"
+            f" {_f(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |"
+        )
     pc = soft.get("posterior_copies")
     L.append(
         f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {_ps(pc)} | - | - | - |"
@@ -792,7 +807,11 @@ if __name__ == "__main__":
     )
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
-    if a.tables:
-        print(tables(_nulls_in_lists_to_nan(json.loads(Path(a.tables).read_text()))))
+    if a.tables:  # with its companions where it is a report folder's posterior_PRESET.json
+        p = Path(a.tables)
+        res = json.loads(p.read_text())
+        if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
+            res = PCOL.load(p.parent.parent, res["preset"])
+        print(tables(_nulls_in_lists_to_nan(res)))
     else:
         main(a.mode, a.out, a.preset)
