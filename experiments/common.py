@@ -703,6 +703,34 @@ def write_json(path: Path, obj: Any) -> Path:
     return path
 
 
+def _nan_in_lists(v: Any) -> Any:
+    """``None`` (a NaN as :func:`jsonable` writes it) back to NaN, inside lists."""
+    if isinstance(v, list):
+        return [_nan_in_lists(x) for x in v]
+    return math.nan if v is None else v
+
+
+def read_record(path: Path) -> dict:
+    """A group record of :func:`group_record` (the runs' lists with NaN, not None)."""
+    g = json.loads(Path(path).read_text())
+    for r in g["runs"]:
+        r.update({k: _nan_in_lists(v) for k, v in r.items() if isinstance(v, list)})
+    return g
+
+
+def group_record(path: Path, compute, legacy: Path | None = None, **meta: Any) -> dict:
+    """One group of chains as a JSON record at ``path`` (``{"runs": [...], "cpu_s": ...}``): read
+    if it exists; else an older checkout's pickle ``legacy`` if that exists, else ``compute()``,
+    written with ``meta`` and returned as a later call reads it (7 significant digits). Records
+    live under the output folder and are committed: a fresh checkout assembles without rerunning
+    a chain (``results/`` is a checkout's own cache)."""
+    path = Path(path)
+    if not path.exists():
+        g = pickle.loads(legacy.read_bytes()) if legacy and legacy.exists() else compute()
+        write_json(path, dict(g, **meta))
+    return read_record(path)
+
+
 def save_figure(fig, path: Path, dpi: int = 80) -> Path:
     import matplotlib.pyplot as plt
 

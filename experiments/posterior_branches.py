@@ -47,7 +47,6 @@ import argparse
 import functools
 import json
 import math
-import pickle
 import resource
 import sys
 import time
@@ -69,7 +68,7 @@ from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
 
 from . import posterior_features as PF
-from .common import jsonable, save_figure, write_json
+from .common import group_record, jsonable, save_figure, write_json
 from .configs.posterior import QUICK, TINY
 from .posterior import _key, branch_config, fit_only
 
@@ -486,21 +485,6 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
                 refs)  # fmt: skip
 
 
-def _nan(v):
-    """``None`` (a NaN as ``jsonable`` writes it) back to NaN, inside lists."""
-    if isinstance(v, list):
-        return [_nan(x) for x in v]
-    return math.nan if v is None else v
-
-
-def read_record(path: Path) -> dict:
-    """A group's record as ``run_group`` returned it (the runs' lists with NaN, not None)."""
-    g = json.loads(Path(path).read_text())
-    for r in g["runs"]:
-        r.update({k: _nan(v) for k, v in r.items() if isinstance(v, list)})
-    return g
-
-
 def group_index(block: int, j: int) -> int:
     """The j-th group of a block: j in the first block (its keys as before blocks existed),
     100 block + j after it (a block's groups: their own keys and chains)."""
@@ -516,6 +500,9 @@ def main(
     assembles)."""
     if which not in CONFIGS:
         raise ValueError(f"which must be one of {sorted(CONFIGS)}, got {which!r}")
+    if tiny and which != "plain":
+        raise ValueError(f"tiny runs SMOKE, a plain-preset config: which must be 'plain', got "
+                         f"{which!r}")  # fmt: skip
     c = SMOKE if tiny else CONFIGS[which]
     blocks = seed_blocks(c)
     PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
@@ -538,18 +525,11 @@ def main(
                 continue
             refs = group_refs(c, sw, grp, seeds)
             name = f"group-{group_key(c, grp, gi, tiny, refs)}"
-            path, cached = records / f"{name}.json", bcache / f"{name}.pkl"
-            if path.exists():
-                g = read_record(path)
-            else:  # an older checkout's pickle cache, else the chains
-                if cached.exists():
-                    g = pickle.loads(cached.read_bytes())
-                else:
-                    key = jax.random.key(1200 + gi)
-                    g = run_group(c, sw, grp, key, seeds, bl["n_seeds_total"])
-                write_json(path, dict(g, block=bi, group=gi, P_group=grp))
-                g = read_record(path)  # as a later call reads it (7 significant digits)
-                log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {path}")
+            run = functools.partial(run_group, c, sw, grp, jax.random.key(1200 + gi), seeds,
+                                    bl["n_seeds_total"])  # fmt: skip
+            g = group_record(records / f"{name}.json", run, bcache / f"{name}.pkl", block=bi,
+                             group=gi, P_group=grp)  # fmt: skip
+            log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
             _summaries(g["runs"])
             groups.append(g)
     if only is not None:
@@ -619,7 +599,7 @@ if __name__ == "__main__":
         "--preset",
         choices=tuple(CONFIGS),
         default="plain",
-        help="the conventions' config (paper: P = 1,200 and 1,300, 4 seeds)",
+        help="the conventions' config (paper: P = 1,200 and 1,300, 10 seeds)",
     )
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")

@@ -6,7 +6,7 @@ free to move its mass between the branches (:mod:`copyhead_jax.bayes.smc`).
     python -m experiments.posterior_smc --only 0 & python -m experiments.posterior_smc --only 1
     python -m experiments.posterior_smc --tables docs/results/posterior_smc.json
 
-(``--only I`` computes group I alone into the cache, one process per group; a plain call then
+(``--only I`` computes group I alone into its record, one process per group; a plain call then
 assembles.)
 
 Per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine, softmax):
@@ -30,15 +30,16 @@ Set against the constrained TI of ``posterior_branches`` (same references, regio
 kernel; a different estimator and schedule): log Z against log(Z_pool + Z_copy) and the weights.
 A weight below ~1 / n_particles is not resolved by one population (its particles die out); the
 TI resolves those. Writes ``OUT/results/posterior_smc.json`` and
-``OUT/figures/posterior_smc_plain.png``; raw groups are cached in ``results/posterior/smc/``.
+``OUT/figures/posterior_smc_plain.png``; each group's raw results are a committed JSON record,
+``OUT/results/records/posterior_smc[_tiny]/group-KEY.json`` (``common.group_record``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ from copyhead_jax.sweep import _all_inputs
 
 from . import posterior_branches as PB
 from . import posterior_features as PF
-from .common import jsonable, save_figure, write_json
+from .common import group_record, jsonable, save_figure, write_json
 from .posterior import _key, branch_config
 
 PLAIN = dict(
@@ -357,8 +358,8 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
     c = SMOKE if tiny else PLAIN
     b = c["branches"]
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    scache = Path("results") / "posterior" / "smc"
-    scache.mkdir(parents=True, exist_ok=True)
+    scache = Path("results") / "posterior" / "smc"  # an older checkout's pickles
+    records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
     PF.check_only(only, range(len(c["groups"])))
     sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
     groups = []
@@ -371,13 +372,10 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
         skip = ("branches", "groups")
         key = _key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
                    tiny, refs)  # fmt: skip
-        path = scache / f"group-{key}.pkl"
-        if path.exists():
-            g = pickle.loads(path.read_bytes())
-        else:
-            g = run_group(c, sweeps, grp, jax.random.key(1500 + gi))
-            path.write_bytes(pickle.dumps(g))
-            log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall")
+        run = functools.partial(run_group, c, sweeps, grp, jax.random.key(1500 + gi))
+        g = group_record(records / f"group-{key}.json", run, scache / f"group-{key}.pkl",
+                         group=gi, P_group=grp)  # fmt: skip
+        log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall; record group-{key}")
         groups.append(g)
     if only is not None:
         return g
@@ -404,7 +402,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = No
     res["ti_crossing_F"] = ti_cross
     figure(res, Path(out_dir) / "figures" / f"{name}_plain.png", ti_cross)
     for r in res["runs"]:
-        r.pop("aG_final")  # the raw particles stay in the cache
+        r.pop("aG_final", None)  # the raw particles stay in the records
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; {res['cpu_s']:.0f} CPU s")
     return res

@@ -373,6 +373,8 @@ def test_branch_presets_and_paper_companion(tmp_path):
     assert cfg.posterior.likelihood == "per_position"
     with pytest.raises(ValueError, match="which must be"):
         PB.main(which="papr")
+    with pytest.raises(ValueError, match="tiny runs SMOKE"):
+        PB.main(tiny=True, which="paper")
     # groups 0, 1, the second block's 100, 101 and so on; anything else is refused before any
     # work
     with pytest.raises(
@@ -398,7 +400,7 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     result (t = 1 fractions at the alternative thresholds instead of the draws) moves the
     threshold exactly as the draws do."""
     from experiments import posterior_branches as PB
-    from experiments.common import write_json
+    from experiments.common import group_record
 
     rng = np.random.default_rng(0)
     # t = 1 draws of aG: the copy branch's straddle 1.5, the pool branch's 0.5 (x.25 ends: no
@@ -407,8 +409,11 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
              "copy": rng.uniform(1.0, 3.0, 270).round(2) + 0.0025}  # fmt: skip
     runs = [dict(P=1200, seed=0, branch=b, F=F, rhat_g=[1.0, math.nan], aG_t1=draws[b].tolist())
             for b, F in (("pool", -300.0), ("copy", -302.5))]  # fmt: skip
-    g = PB.read_record(write_json(tmp_path / "group.json", {"runs": runs, "cpu_s": 1.0}))
-    assert g["runs"][0]["rhat_g"][0] == 1.0 and math.isnan(g["runs"][0]["rhat_g"][1])
+    g = group_record(tmp_path / "group.json", lambda: {"runs": runs, "cpu_s": 1.0}, group=3)
+    assert g["group"] == 3 and g["runs"][0]["rhat_g"][0] == 1.0
+    assert math.isnan(g["runs"][0]["rhat_g"][1])
+    # a second call reads the record: the computation is not called again
+    assert group_record(tmp_path / "group.json", lambda: 1 / 0) == g
     rebuilt = []
     for r in g["runs"]:
         a = 1.5 if r["branch"] == "copy" else 0.5
