@@ -631,8 +631,8 @@ def _ms(a, nd=3) -> str:
 def _ps(loc: dict | None) -> str:
     if not loc or loc.get("P_star") is None:
         return f"outside grid ({(loc or {}).get('side')})"
-    b = loc.get("bracket")
-    return f"{loc['P_star']:.3g} [{b[0]:g}, {b[1]:g}]" if b else f"{loc['P_star']:.3g}"
+    b, g = loc.get("bracket"), PCOL._g  # 3 digits; 1,248 rather than 1.25e+03
+    return f"{g(loc['P_star'])} [{g(b[0])}, {g(b[1])}]" if b else g(loc["P_star"])
 
 
 def tables(res: dict) -> str:
