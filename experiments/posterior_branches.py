@@ -405,7 +405,8 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
             "ref_P": _table(rs, P_all, nS, "ref_P", b),
         }
     return {
-        "P": P_all, "n_seeds": nS, "a_thr": c["a_thr"], "ts": c["ts"], "n_chains": c["n_chains"],
+        "P": P_all, "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)
+        "a_thr": c["a_thr"], "ts": c["ts"], "n_chains": c["n_chains"],
         "hmc": c["hmc"], "n_ref": c["n_ref"], "F_pool": F["pool"], "F_copy": F["copy"],
         "mcse_pool": se["pool"], "mcse_copy": se["copy"], "dF": dF, "dF_mcse": dse,
         "w_copy": w, "w_copy_mean": w_mean, "crossing_F": cross,
@@ -494,12 +495,16 @@ def group_index(block: int, j: int) -> int:
 
 
 def main(
-    tiny: bool = False, out_dir: str | Path = "docs", which: str = "plain", only: int | None = None
+    tiny: bool = False,
+    out_dir: str | Path = "docs",
+    which: str = "plain",
+    only: int | None = None,
+    skip_missing: bool = False,
 ) -> dict:
     """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
     preset's config); ``only``: compute that group alone and stop (block b's j-th group has
     index j in the first block, 100 b + j after it; one process per group, then a plain call
-    assembles)."""
+    assembles); ``skip_missing``: assemble the groups that have records, run none."""
     if which not in CONFIGS:
         raise ValueError(f"which must be one of {sorted(CONFIGS)}, got {which!r}")
     if tiny and which != "plain":
@@ -527,6 +532,13 @@ def main(
                 continue
             refs = group_refs(c, sw, grp, seeds)
             name = f"group-{group_key(c, grp, gi, tiny, refs)}"
+            if (
+                skip_missing
+                and not (records / f"{name}.json").exists()
+                and not (bcache / f"{name}.pkl").exists()
+            ):
+                log(f"block {bi} P={grp} (group {gi}): no record; skipped")
+                continue
             run = functools.partial(run_group, c, sw, grp, jax.random.key(1200 + gi), seeds,
                                     bl["n_seeds_total"])  # fmt: skip
             g = group_record(records / f"{name}.json", run, bcache / f"{name}.pkl", block=bi,
@@ -604,9 +616,12 @@ if __name__ == "__main__":
         help="the conventions' config (paper: P = 1,200 and 1,300, 10 seeds)",
     )
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
+    ap.add_argument(
+        "--skip-missing", action="store_true", help="assemble the groups with records, run none"
+    )
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
     a = ap.parse_args()
     if a.tables:
         print(tables(json.loads(Path(a.tables).read_text())))
     else:
-        main(a.tiny, a.out, a.preset, a.only)
+        main(a.tiny, a.out, a.preset, a.only, a.skip_missing)
