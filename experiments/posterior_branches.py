@@ -103,7 +103,8 @@ PLAIN = dict(
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
 # -18.3 there). A run costs ~22x a plain one (984 against 45 CPU s: cpu_s / runs in the two
-# JSON files): 4 seeds, 63-68 CPU-min per group of 2 seeds (measured).
+# JSON files): 6 seeds; 63-68 CPU-min per group of 2 seeds in 2 processes, 122-134 next to a
+# third process (measured).
 # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
 # 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
 # references at 1,200 and 1,300
