@@ -703,19 +703,18 @@ def write_json(path: Path, obj: Any) -> Path:
     return path
 
 
-def _nan_in_lists(v: Any) -> Any:
-    """``None`` (a NaN as :func:`jsonable` writes it) back to NaN, inside lists."""
-    if isinstance(v, list):
-        return [_nan_in_lists(x) for x in v]
-    return math.nan if v is None else v
+def nulls_in_lists_to_nan(x: Any) -> Any:
+    """JSON writes NaN as null (:func:`jsonable`): back to NaN inside lists, at any depth."""
+    if isinstance(x, dict):
+        return {k: nulls_in_lists_to_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [np.nan if v is None else nulls_in_lists_to_nan(v) for v in x]
+    return x
 
 
 def read_record(path: Path) -> dict:
     """A group record of :func:`group_record` (the runs' lists with NaN, not None)."""
-    g = json.loads(Path(path).read_text())
-    for r in g["runs"]:
-        r.update({k: _nan_in_lists(v) for k, v in r.items() if isinstance(v, list)})
-    return g
+    return nulls_in_lists_to_nan(json.loads(Path(path).read_text()))
 
 
 def group_record(path: Path, compute, legacy: Path | None = None, **meta: Any) -> dict:

@@ -60,7 +60,7 @@ from copyhead_jax.theory.points import transition_points
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
-from .common import jsonable, save_figure, write_json
+from .common import jsonable, nulls_in_lists_to_nan, save_figure, write_json
 from .configs.posterior import CONFIGS
 from .features import AT_ORIGIN  # |r|, |cG| below it: the MAP sits at G = 0
 
@@ -781,15 +781,6 @@ def per_P_table(title: str, b: dict) -> list[str]:
     return L
 
 
-def _nulls_in_lists_to_nan(x):
-    """JSON writes NaN (seeds a block did not run) as null: back to NaN inside number lists."""
-    if isinstance(x, dict):
-        return {k: _nulls_in_lists_to_nan(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [np.nan if v is None else _nulls_in_lists_to_nan(v) for v in x]
-    return x
-
-
 def _ci(c: dict) -> str:
     ci = c["per_seed_ci"]
     return f"(per seed {_f(ci['mean'])} [{_f(ci['lo'])}, {_f(ci['hi'])}], n = {ci['n']})"
@@ -812,6 +803,6 @@ if __name__ == "__main__":
         res = json.loads(p.read_text())
         if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
             res = PCOL.load(p.parent.parent, res["preset"])
-        print(tables(_nulls_in_lists_to_nan(res)))
+        print(tables(nulls_in_lists_to_nan(res)))
     else:
         main(a.mode, a.out, a.preset)
