@@ -210,6 +210,29 @@ def _whiten(cfg, heads, train, mask):
     return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
 
 
+class _RungProgress:
+    """Host side of ``hmc_chains(progress=...)`` for a group's rungs (one compiled program that
+    runs for up to hours): a line at most every ``every_s`` seconds with the HMC steps done and
+    the time left at the rate so far."""
+
+    def __init__(self, every_s: float = 300.0):
+        self.every_s, self.t0, self.last = every_s, 0.0, 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.time()
+        if done <= 1:
+            self.t0 = self.last = now
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last, spent = now, now - self.t0
+        left = spent * (total - done) / max(done, 1)
+        log(f"rungs: HMC step {done}/{total} ({done / total:.0%}), {spent / 60:.0f} min in, "
+            f"~{left / 60:.0f} min left")  # fmt: skip
+
+
+_PROGRESS = _RungProgress()
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
     """``vmap`` over runs: ``(draws[r, K, C, S, 2], accept, outside, finite, step, U*)``."""
@@ -222,7 +245,7 @@ def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
         order = lambda w: _aG(_with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
         U_star = U(jnp.zeros_like(x0))
         st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
-                        U_star=U_star, **hmc)  # fmt: skip
+                        U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
         return st.draws, st.accept, st.outside, st.finite, st.step_size, U_star
 
     return jax.vmap(one)(keys, heads, train, mask, C, side)

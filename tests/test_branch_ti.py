@@ -128,3 +128,26 @@ def test_hmc_kernel_equals_collapsed_chains():
     np.testing.assert_allclose(new.accept, ref.accept, rtol=0, atol=1e-4)
     np.testing.assert_allclose(new.step_size, ref.step_size, rtol=1e-5)
     assert float(np.max(np.abs(np.asarray(ref.draws[:, -1] - ref.draws[:, 0])))) > 0  # moved
+
+
+def test_progress_is_called_once_per_step_for_the_batch_and_changes_nothing():
+    """``progress`` depends on the loop counter only: under vmap over runs, rungs and chains it
+    is called once per adaptation step and once per block of ``thin`` steps, ending at the
+    total; the draws equal those of a run without it, bit for bit."""
+    calls = []
+    kw = dict(n_iter=40, thin=10, step_size=0.3, n_adapt=20)
+
+    def run(progress):
+        def one(k):
+            return path_rungs(k, U_GAUSS, lambda w: w[0], TS[:3], side=0, threshold=0.0, n=2,
+                              U_star=0.0, progress=progress, **kw)  # fmt: skip
+
+        keys = jax.random.split(jax.random.key(5), 2 * 3 * 2).reshape(2, 3, 2)
+        return jax.block_until_ready(jax.jit(jax.vmap(one))(keys))
+
+    with_progress = run(lambda done, total: calls.append((done, total)))
+    total = kw["n_adapt"] + kw["n_iter"]
+    blocks = [kw["n_adapt"] + (j + 1) * kw["thin"] for j in range(kw["n_iter"] // kw["thin"])]
+    assert sorted(calls) == [(d, total) for d in [*range(1, kw["n_adapt"] + 1), *blocks]]
+    for a, b in zip(with_progress, run(None), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -58,13 +58,24 @@ def hmc_chains(
     keys, potential: Callable, w_init, record: Callable, *, n_iter: int, thin: int,
     step_size: float, inside: Callable | None = None, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+    progress: Callable[[int, int], None] | None = None,
 ) -> HMCStats:  # fmt: skip
     """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``; proposals
     with ``inside(w) == False`` are rejected (``inside=None``: no region). The first
     ``n_adapt`` iterations tune the step (dual averaging, Hoffman & Gelman 2014, as
     ``collapsed_chains``) and are discarded; ``record(w)`` is kept every ``thin``-th of the
-    ``n_iter`` iterations that follow. Every start must lie inside the region."""
+    ``n_iter`` iterations that follow. Every start must lie inside the region.
+
+    ``progress(done, total)`` is called on the host after every adaptation iteration and every
+    ``thin`` iterations after it, with the iterations done of ``n_adapt + n_iter``. Its argument
+    depends on the loop counter only, so under any ``vmap`` (chains, rungs, runs) it is called
+    once per step for the whole batch; it changes no number (tested)."""
     vg = jax.value_and_grad(potential)
+    total = n_adapt + (n_iter // thin) * thin
+
+    def report(done):
+        if progress is not None:
+            jax.debug.callback(lambda d: progress(int(d), total), done)
 
     def chain(key, w0):
         def transition(state, i, log_eps):
@@ -80,6 +91,7 @@ def hmc_chains(
             h_bar = (1 - 1 / (t + 10)) * h_bar + (target_accept - a) / (t + 10)
             log_eps = jnp.minimum(mu - jnp.sqrt(t) / 0.05 * h_bar, jnp.log(2.0))
             log_eps_bar = t**-0.75 * log_eps + (1 - t**-0.75) * log_eps_bar
+            report(i + 1)
             return (state, log_eps, h_bar, log_eps_bar), None
 
         u0, g0 = vg(w0)
@@ -92,6 +104,7 @@ def hmc_chains(
         def block(state, j):
             state, (a, o) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
                                      n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
+            report(n_adapt + (j + 1) * thin)
             return state, (record(state[0]), jnp.mean(a), jnp.mean(o))
 
         state, (obs, acc, out) = lax.scan(block, state, jnp.arange(n_iter // thin))
