@@ -113,14 +113,16 @@ _PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
-    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; seeds 4-5
-    # (groups 200, 201), then one seed per block (300-601: ~33 CPU-min a group, so that a
-    # session's work lands in records group by group) from 10-seed sweeps (seeds 0-3 there: the
-    # same data), references at 700-800 (pool) and 1,200-1,300 (copy) only
+    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; then from
+    # 10-seed sweeps (seeds 0-3 there: the same data), references at 700-800 (pool) and
+    # 1,200-1,300 (copy) only: seeds 4-5 (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9
+    # (500, 501). A group of one seed costs nearly what one of two does (seeds 6, 7: 54-56
+    # CPU-min of chains for 2 runs; seeds 0-3: 59-65 for 4 runs, the runs are vmapped), so the
+    # last block holds two seeds again
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
             *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
                    sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
-              for s in ([4, 5], [6], [7], [8], [9]))],
+              for s in ([4, 5], [6], [7], [8, 9]))],
 )  # fmt: skip
 #: ``main``'s presets
 CONFIGS = {"plain": PLAIN, "paper": PAPER}
