@@ -102,9 +102,9 @@ PLAIN = dict(
 # exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
-# -18.3 there). A run costs ~22x a plain one (984 against 45 CPU s: cpu_s / runs in the two
-# JSON files): 6 seeds; 63-68 CPU-min per group of 2 seeds in 2 processes, 122-134 next to a
-# third process (measured).
+# -18.3 there). A run costs ~22-32x a plain one (984-1,419 against 45 CPU s: cpu_s / runs in
+# the two JSON files): 8 seeds; 63-68 CPU-min per group of 2 seeds in 2 processes, 122-134 next
+# to a third process, 55-64 per group of 1 seed (measured).
 # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
 # 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
 # references at 1,200 and 1,300
