@@ -24,18 +24,6 @@ import pytest  # noqa: E402
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
-#: most test workers ``-n auto`` starts (pyproject's addopts): each test process runs JAX on one
-#: thread (above), so one worker per core uses the machine; past 4, a worker's ~1-2 GB and its
-#: own compilations buy less than files to spread (the longest file bounds the run)
-MAX_WORKERS = 4
-
-
-def pytest_xdist_auto_num_workers(config):
-    from copyhead_jax._runtime import usable_cores
-
-    return max(1, min(usable_cores(), MAX_WORKERS))
-
-
 @pytest.fixture
 def tiny():
     import copyhead_jax as ch
