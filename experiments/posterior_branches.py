@@ -116,7 +116,7 @@ PAPER = dict(
     # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; then from
     # 10-seed sweeps (seeds 0-3 there: the same data), references at 700-800 (pool) and
     # 1,200-1,300 (copy) only: seeds 4-5 (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9
-    # (500, 501). A group of one seed costs nearly what one of two does (seeds 6, 7: 54-56
+    # (500, 501). A group of one seed costs nearly what one of two does (seeds 6, 7: 51-61
     # CPU-min of chains for 2 runs; seeds 0-3: 59-65 for 4 runs, the runs are vmapped), so the
     # last block holds two seeds again
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
