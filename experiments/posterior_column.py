@@ -13,7 +13,10 @@ leave the column to the main artefact.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+from copyhead_jax.compare import disagrees, rel_err
 
 #: main-table key -> (attention block, early-warning entry, observable)
 VERDICTS = {
@@ -101,9 +104,81 @@ def cell(post: dict | None, key: str) -> str | None:
     return "; ".join(parts) or None
 
 
-def section(out_dir: Path) -> str:
+#: the posterior result's blocks whose lambda-hat is reported, with their names
+LLC_BLOCKS = (("linear",), ("softmax", "pool"), ("softmax", "copy_high"))
+LLC_NAMES = {"linear": "linear", "pool": "softmax pooling start",
+             "copy_high": "softmax copy start"}  # fmt: skip
+
+
+def _mean(xs) -> float | None:
+    ok = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
+    return sum(ok) / len(ok) if ok else None
+
+
+def llc_line(post: dict) -> str | None:
+    """lambda-hat (beta = 1, w* the exact MAP) against P, the mean over the seeds that have it,
+    per attention block (``experiments.posterior.llc_summary``)."""
+    parts = []
+    for path in LLC_BLOCKS:
+        b = post
+        for k in path:
+            b = (b or {}).get(k)
+        if not b or not b.get("llc") or not b.get("P"):
+            continue
+        pts = [(P, _mean(v)) for P, v in zip(b["P"], b["llc"]["value"])]
+        pts = ", ".join(f"{_g(m)} ({P:,})" for P, m in pts if m is not None)
+        if pts:
+            parts.append(f"{LLC_NAMES[path[-1]]} {pts}")
+    if not parts:
+        return None
+    return ("lambda-hat (beta = 1, w* the exact MAP; seed mean, at P in parentheses): "
+            + "; ".join(parts))  # fmt: skip
+
+
+def bayes_points(post: dict) -> list[tuple[str, float]]:
+    """The other P*_aG to set the Bayesian one beside: the MAP U crossing of the main artefact,
+    the EK theory without and with the Occam term, and the paper (its conventions: paper
+    preset only). Empty without a branch free-energy result."""
+    b = post.get("branches") or {}
+    th = b.get("theory") or {}
+    out = [
+        ("MAP U crossing (main artefact: exact MAP, width 10,000)",
+         b.get("map_U_crossing_main_P_star")),
+        ("EK theory, MAP (no Occam term)", (th.get("map") or {}).get("P_aG")),
+        ("EK theory, posterior (with the Occam term)", (th.get("post") or {}).get("P_aG")),
+    ]  # fmt: skip
+    if post.get("preset") == "paper":
+        out.append(("the paper", b.get("paper_P_aG")))
+    return [(n, float(v)) for n, v in out if v is not None]
+
+
+def bayes_line(post: dict, dis: list[str] | None = None) -> str | None:
+    """The Bayesian P*_aG (free-energy crossing and branch weights) beside :func:`bayes_points`;
+    each reference that differs by more than the reporting threshold is appended to ``dis``."""
+    b = post.get("branches") or {}
+    c = (b.get("crossing_F") or {}).get("located") or b.get("crossing_F") or {}
+    if not c.get("P_star"):
+        return None
+    P = float(c["P_star"])
+    head = f"Bayesian P*_aG {_g(P)} (F_copy = F_pool, {b['n_seeds']} seeds)"
+    ww = b.get("weight_window") or {}
+    if ww.get("P_equal"):
+        head += (f"; branch weights: seed-mean w_copy = 1/2 at {_g(ww['P_equal'])} (0.05 at "
+                 f"{_g(ww.get('P_w05'))}, 0.95 at {_g(ww.get('P_w95'))})")  # fmt: skip
+    refs = bayes_points(post)
+    for name, v in refs:
+        if dis is not None and disagrees(rel_err(P, v)):
+            dis.append(f"**{post.get('preset')}, Bayesian P*_aG vs {name}**: {_g(P)} vs {_g(v)}"
+                       f" ({P / v:.2f}x).")  # fmt: skip
+    if not refs:
+        return head
+    return head + "; beside " + ", ".join(f"{n} {_g(v)} ({P / v:.2f}x)" for n, v in refs)
+
+
+def section(out_dir: Path, dis: list[str] | None = None) -> str:
     """The report's posterior and trained-embeddings section: headline numbers with links and
-    figures, read from the artefacts' JSON (empty if none was run)."""
+    figures, read from the artefacts' JSON (empty if none was run). Disagreements of the
+    Bayesian P*_aG with the other P*_aG are appended to ``dis``."""
     out_dir = Path(out_dir)
     lines = []
     for preset in ("plain", "paper"):
@@ -113,6 +188,9 @@ def section(out_dir: Path) -> str:
         lines.append(f"- **{preset}**: early warning (posterior Var ratio 0.5 P* -> 0.9 P*): "
                      + "; ".join(f"{k} {cell(post, k)}" for k in VERDICTS if cell(post, k))
                      + ".")  # fmt: skip
+        for extra in (bayes_line(post, dis), llc_line(post)):
+            if extra:
+                lines.append(f"  - {extra}.")
         figs = [f"posterior_{n}_{preset}.png"
                 for n in ("susceptibility", "llc_devinterp", "branches", "smc")]  # fmt: skip
         lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]

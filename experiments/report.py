@@ -142,7 +142,7 @@ def render(out_dir: Path, mode: str) -> str:
         for p in PRESETS:
             if widths[p]:
                 parts.append(section_width(widths[p], dis))
-    parts.append(posterior_column.section(out_dir))
+    parts.append(posterior_column.section(out_dir, dis))
     parts.append("## 6. Disagreements (theory vs experiment vs paper)\n")
     parts.append("\n".join(f"- {d}" for d in dis) if dis else "- none above the thresholds")
     parts.append("\n## 7. Out of reach on this CPU, or outside the measured grid\n")

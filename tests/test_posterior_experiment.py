@@ -257,6 +257,30 @@ def test_posterior_column_reads_verdicts_and_points():
     assert PCOL.cell(None, "P_cG") is None and PCOL.cell(post, "P_c1") is None
 
 
+def test_report_sets_the_bayesian_point_beside_the_others_and_lists_lambda_hat():
+    """The report's posterior bullets: the Bayesian P*_aG with its ratio to each other P*_aG
+    (those off by more than the reporting threshold also go to the disagreements; the paper
+    only on the paper preset), and lambda-hat's seed mean per P, skipping missing seeds."""
+    from experiments import posterior_column as PCOL
+
+    branches = {"crossing_F": {"located": {"P_star": 1250.0, "bracket": [1200, 1300]}},
+                "n_seeds": 10, "map_U_crossing_main_P_star": 625.0, "paper_P_aG": 300.0,
+                "theory": {"map": {"P_aG": 625.0}, "post": {"P_aG": 1100.0}},
+                "weight_window": {"P_w05": 1205.0, "P_equal": 1249.0, "P_w95": 1295.0}}  # fmt: skip
+    post = {"preset": "paper", "branches": branches,
+            "linear": {"P": [32, 64], "llc": {"value": [[1.0, 3.0], [None, 5.0]]}}}  # fmt: skip
+    dis = []
+    line = PCOL.bayes_line(post, dis)
+    assert "1,250 (F_copy = F_pool, 10 seeds)" in line and "w_copy = 1/2 at 1,249" in line
+    assert "MAP (no Occam term) 625 (2.00x)" in line and "the paper 300 (4.17x)" in line
+    # 1250 / 1100 - 1 = 14%, inside the 25% threshold: listed beside, not as a disagreement
+    assert "with the Occam term) 1,100 (1.14x)" in line
+    assert len(dis) == 3 and not any("with the Occam" in d for d in dis)
+    assert "the paper" not in PCOL.bayes_line(dict(post, preset="plain"))
+    assert PCOL.llc_line(post).endswith("linear 2 (32), 5 (64)")
+    assert PCOL.bayes_line({"preset": "plain"}) is None and PCOL.llc_line({}) is None
+
+
 def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
     from experiments import posterior as E
 
