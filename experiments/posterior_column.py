@@ -192,7 +192,7 @@ def section(out_dir: Path, dis: list[str] | None = None) -> str:
             if extra:
                 lines.append(f"  - {extra}.")
         figs = [f"posterior_{n}_{preset}.png"
-                for n in ("susceptibility", "llc_devinterp", "branches", "smc")]  # fmt: skip
+                for n in ("orderparams", "susceptibility", "llc", "llc_devinterp", "branches", "smc")]  # fmt: skip
         lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]
     emb = out_dir / "results" / "embeddings.json"
     if emb.exists():
