@@ -102,9 +102,9 @@ PLAIN = dict(
 # exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
-# -18.3 there). A run costs ~22-32x a plain one (984-1,419 against 45 CPU s: cpu_s / runs in
-# the two JSON files): 8 seeds; 63-68 CPU-min per group of 2 seeds in 2 processes, 122-134 next
-# to a third process, 55-64 per group of 1 seed (measured).
+# -18.3 there). A run costs ~33x a plain one (1,504 against 45 CPU s: cpu_s / runs in the two
+# JSON files): 10 seeds; a group's cost is linear in its runs, 7,175-8,067 CPU s per group of
+# 2 seeds (seeds 4-5, 8-9), 3,321-3,854 per group of 1 seed (measured).
 # pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
 # 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
 # references at 1,200 and 1,300
@@ -116,9 +116,7 @@ PAPER = dict(
     # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; then from
     # 10-seed sweeps (seeds 0-3 there: the same data), references at 700-800 (pool) and
     # 1,200-1,300 (copy) only: seeds 4-5 (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9
-    # (500, 501). A group of one seed costs nearly what one of two does (seeds 6, 7: 51-61
-    # CPU-min of chains for 2 runs; seeds 0-3: 59-65 for 4 runs, the runs are vmapped), so the
-    # last block holds two seeds again
+    # (500, 501)
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
             *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
                    sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))

@@ -191,8 +191,8 @@ def section(out_dir: Path, dis: list[str] | None = None) -> str:
         for extra in (bayes_line(post, dis), llc_line(post)):
             if extra:
                 lines.append(f"  - {extra}.")
-        figs = [f"posterior_{n}_{preset}.png"
-                for n in ("orderparams", "susceptibility", "llc", "llc_devinterp", "branches", "smc")]  # fmt: skip
+        names = ("orderparams", "susceptibility", "llc", "llc_devinterp", "branches", "smc")
+        figs = [f"posterior_{n}_{preset}.png" for n in names]
         lines += [f"  ![{f}](figures/{f})" for f in figs if (out_dir / "figures" / f).exists()]
     emb = out_dir / "results" / "embeddings.json"
     if emb.exists():
