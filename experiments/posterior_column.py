@@ -60,6 +60,12 @@ def verdict(post: dict | None, key: str) -> dict | None:
     return v if v and v.get("var_ratio_ci") else None
 
 
+def _crossing(branches: dict) -> dict:
+    """The branch result's located F crossing (older results: the crossing itself), or {}."""
+    c = branches.get("crossing_F") or {}
+    return c.get("located") or c
+
+
 def _g(x) -> str:
     """3 significant digits; thousands as integers with separators (1,234, not 1.23e+03)."""
     return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
@@ -86,8 +92,7 @@ def cell(post: dict | None, key: str) -> str | None:
             lo, hi = half["bracket"]
             parts.append(f"posterior psi = 1/2 at {_g(half['P_star'])} [{_g(lo)}, {_g(hi)}]")
     if key == "P_aG" and post.get("branches"):
-        c = post["branches"]["crossing_F"]
-        c = c.get("located") or c
+        c = _crossing(post["branches"])
         if c.get("P_star") and c.get("bracket"):
             lo, hi = c["bracket"]
             parts.append(f"Bayesian P*_aG (F_copy = F_pool) {_g(c['P_star'])} [{_g(lo)}, {_g(hi)}]"
@@ -156,7 +161,7 @@ def bayes_line(post: dict, dis: list[str] | None = None) -> str | None:
     """The Bayesian P*_aG (free-energy crossing and branch weights) beside :func:`bayes_points`;
     each reference that differs by more than the reporting threshold is appended to ``dis``."""
     b = post.get("branches") or {}
-    c = (b.get("crossing_F") or {}).get("located") or b.get("crossing_F") or {}
+    c = _crossing(b)
     if not c.get("P_star"):
         return None
     P = float(c["P_star"])
