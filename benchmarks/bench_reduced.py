@@ -1,4 +1,4 @@
-"""The paper configuration on a CPU through the exact width reduction (THEORY.md §2c).
+"""The paper configuration on a CPU through the exact width reduction (docs/theory.md §2c).
 
     python benchmarks/bench_reduced.py [--quick]
 

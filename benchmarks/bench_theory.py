@@ -38,7 +38,7 @@ import scipy.optimize  # noqa: E402
 import copyhead_jax.theory as th  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
-# NumPy copies of the closed forms (THEORY.md §4) for the scipy baseline; checked against JAX.
+# NumPy copies of the closed forms (docs/theory.md §4) for the scipy baseline; checked against JAX.
 
 
 def _np_QR(c1, cG, P, L, V, s):

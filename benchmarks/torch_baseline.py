@@ -2,7 +2,7 @@
 careful researcher would write it in PyTorch.
 
 Same model, objective and protocol as ``copyhead_jax.train.Trainer`` for one run: the head of
-THEORY.md §2 in the one-hot form (``M = U W^G U^T / N``, ``R = W^O U^T``, logits read out of
+docs/theory.md §2 in the one-hot form (``M = U W^G U^T / N``, ``R = W^O U^T``, logits read out of
 ``M`` by indexing, values out of ``R``), the energy U with coupled L2 (prior terms inside U),
 full-batch Adam with the same per-block learning-rate factors and schedule, and the same
 early-stopping rule. Linear attention uses the same reassociated form as the JAX engine

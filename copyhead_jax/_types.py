@@ -1,4 +1,4 @@
-"""Array aliases named after THEORY.md's symbols (shapes documented in the annotation)."""
+"""Array aliases named after docs/theory.md's symbols (shapes documented in the annotation)."""
 
 from jaxtyping import Array, Float, Int
 

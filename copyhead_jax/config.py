@@ -1,7 +1,7 @@
 """Frozen, validated configuration dataclasses (the presets live in :mod:`.presets`).
 
-A :class:`Config` bundles what one sweep needs: the task (THEORY.md §1), the network and its
-prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols follow THEORY.md:
+A :class:`Config` bundles what one sweep needs: the task (docs/theory.md §1), the network and its
+prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols follow docs/theory.md:
 ``L`` positions, ``V`` tokens, ``width`` = N = d_model, ``sigma2`` = sigma^2, ``chi``.
 """
 
@@ -48,10 +48,10 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Single-head attention, its prior scales and the muP readout scaling (THEORY.md §2).
+    """Single-head attention, its prior scales and the muP readout scaling (docs/theory.md §2).
 
     ``engine='reduced'`` trains the exact width-``D = V + L`` image of the width-``N`` head
-    (THEORY.md §2c; quenched embeddings only): ``width`` is then any int ``>= V + L`` or
+    (docs/theory.md §2c; quenched embeddings only): ``width`` is then any int ``>= V + L`` or
     ``math.inf``, and the embedding Gram ``C`` is the realised Gram of embeddings drawn as the
     full engine draws them (``gram='realised'``, same seed, same embeddings) or a Wishart draw
     ``N C ~ W(N, Sigma)`` that never forms an ``N``-sized array (``gram='wishart'``); at
@@ -129,7 +129,7 @@ class TrainConfig:
     # outside the span of the embeddings only decays under the prior and never changes the
     # attention, but it dominates U at large width, so U keeps improving long after A settled
     monitor: Literal["loss", "U"] = "loss"
-    train_embeddings: bool = True  # False = quenched MAP protocol (THEORY.md §2)
+    train_embeddings: bool = True  # False = quenched MAP protocol (docs/theory.md §2)
     # where Adam starts W^G: a prior draw, zero logits (the pooling branch), or logits
     # init_copy_logit * G* on the positional block (the copy branch; hysteresis studies)
     init_attention: Literal["prior", "zero", "copy"] = "prior"
@@ -206,7 +206,7 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class SGLDConfig:
-    """SGLD in THEORY.md §2 convention: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
+    """SGLD in docs/theory.md §2 convention: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
 
     step_size: float = 1e-6  # eta, in units of U
     n_steps: int = 2000

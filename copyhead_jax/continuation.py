@@ -4,7 +4,7 @@ Where $U$ has several minima (the linear head near its transitions), one start p
 end in the lowest: ``experiments/multistart.py`` found the prior-draw start above the lowest of
 six starts in up to 9 of 10 seeds near $P^*_{c_G}$. Continuation (``TrainConfig.
 exact_continuation``) adds two starts per run and keeps, per run, the converged minimum of lowest
-$U$ (THEORY.md's MAP): an ascending pass solves each $P$ from the kept fit of the next smaller
+$U$ (docs/theory.md's MAP): an ascending pass solves each $P$ from the kept fit of the next smaller
 $P$ of the same seed (same embeddings; the pools are nested), then a descending pass from the next
 larger. A minimum reached at any $P$ is carried along the whole grid in both directions, so it is
 lost only where it ceases to exist. On the multi-start check's grids it reached the lowest $U$ of

@@ -1,4 +1,4 @@
-r"""Conventions that the engine and the theory share (THEORY.md §2b, §4, §5, §6): one place each.
+r"""Conventions that the engine and the theory share (docs/theory.md §2b, §4, §5, §6): one place each.
 
 * likelihood convention: :func:`noise_factor`, :func:`effective_P`, :func:`noise_variance`
   (``per_position`` has noise $L\sigma^2/\chi$, so the action sees ``P/L``);
@@ -23,7 +23,7 @@ LIKELIHOODS = ("per_sequence", "per_position")
 
 
 def noise_factor(L, likelihood):
-    r"""``sigma^2_eff / sigma^2``: ``1`` (per_sequence) or ``L`` (per_position), THEORY.md §2b.
+    r"""``sigma^2_eff / sigma^2``: ``1`` (per_sequence) or ``L`` (per_position), docs/theory.md §2b.
 
     ``likelihood`` is a name from :data:`LIKELIHOODS` (returns ``L`` or ``1.0`` as given) or a
     0/1 flag array (``1 + flag (L - 1)``, so it can be traced and vmapped).
@@ -76,7 +76,7 @@ class SpanProjection(NamedTuple):
 
 
 def project(A: AttnMatrix, *, gauge_fix: bool = False) -> SpanProjection:
-    r"""Project ``A`` on span{B1, B2} by least squares (THEORY.md §4, §6), in ``A``'s dtype.
+    r"""Project ``A`` on span{B1, B2} by least squares (docs/theory.md §4, §6), in ``A``'s dtype.
 
     The basis Gram is $\begin{pmatrix}1&L^{-1/2}\\L^{-1/2}&1\end{pmatrix}$. ``gauge_fix`` flips
     the Z2 sign of linear attention so that ``r > 0``.

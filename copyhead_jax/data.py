@@ -1,4 +1,4 @@
-"""The copy task (THEORY.md §1): i.i.d. uniform one-hot tokens, target ``y^a = x^{a-1}``.
+"""The copy task (docs/theory.md §1): i.i.d. uniform one-hot tokens, target ``y^a = x^{a-1}``.
 
 Sequences are stored as token indices ``[P, L]``; one-hot matrices are built on the fly. For a
 sweep, each seed draws ``P_max`` training sequences once and the dataset for ``P`` is its first

@@ -1,4 +1,4 @@
-r"""Exact MAP fits of a sweep's runs under the reduced engine (THEORY.md §2c), in one program.
+r"""Exact MAP fits of a sweep's runs under the reduced engine (docs/theory.md §2c), in one program.
 
 A chunk of runs (``train.RunInputs``: init key, nested training pool, mask, test set) is
 initialised as reduced heads (:func:`models.init_reduced`: the run's embedding Gram per

@@ -1,4 +1,4 @@
-r"""Measurements on attention matrices (THEORY.md §4, §6): pure functions of ``A`` or of a head.
+r"""Measurements on attention matrices (docs/theory.md §4, §6): pure functions of ``A`` or of a head.
 
 Basis (unit Frobenius, *not* orthogonal): $B_1 = J_L/L$ (pooling), $B_2 = G^*/\sqrt L$ (copying),
 $G^*_{ab}=\delta_{a-1,b}$. Coefficients come from least squares with the Gram matrix
@@ -36,7 +36,7 @@ class OrderParameters(NamedTuple):
     c1: Scalar  # pooling coefficient (a1 for softmax)
     cG: Scalar  # copying coefficient (aG for softmax)
     r: Scalar  # row sum c1 + cG / sqrt(L)
-    psi: Scalar  # copy fraction (1 - 1/L) cG^2 / (r^2 + (1 - 1/L) cG^2), THEORY.md §5
+    psi: Scalar  # copy fraction (1 - 1/L) cG^2 / (r^2 + (1 - 1/L) cG^2), docs/theory.md §5
     coverage: Scalar  # cosine between A and its projection on the span
 
 
@@ -66,13 +66,13 @@ def copy_accuracy(head: AbstractHead, tokens: TokenBatch) -> Scalar:
 
 
 class Measurement(NamedTuple):
-    """Everything measured on one run (THEORY.md §6)."""
+    """Everything measured on one run (docs/theory.md §6)."""
 
     mean_attention: AttnMatrix  # \bar A over the training set
     order: OrderParameters  # of \bar A (Z2 gauge fixed for linear heads)
     sample_coverage: Scalar  # mean over samples of the span cosine of A(X_alpha)
     positional_logits: Float[Array, "L L"]
-    train_loss: Scalar  # mean ||f - y||^2 per sequence (THEORY.md §4 bracket: L -> 0)
+    train_loss: Scalar  # mean ||f - y||^2 per sequence (docs/theory.md §4 bracket: L -> 0)
     test_loss: Scalar
     copy_accuracy: Scalar  # on the test set
 

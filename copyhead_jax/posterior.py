@@ -1,4 +1,4 @@
-r"""The one objective that Adam and SGLD share: the negative log posterior of THEORY.md §2,
+r"""The one objective that Adam and SGLD share: the negative log posterior of docs/theory.md §2,
 
 $$U(\Theta)=\frac{\chi}{2\sigma^2_{\rm eff}}\sum_\alpha m_\alpha\|f_\alpha-y_\alpha\|^2
 +\frac{\|W^E\|^2}{2\sigma_e^2}+\frac{\|b\|^2}{2\sigma_p^2}+\frac{\|W^G\|^2}{2\sigma_G^2}

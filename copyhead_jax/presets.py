@@ -12,14 +12,14 @@ from .config import Config, ModelConfig, PosteriorConfig, SweepConfig, TaskConfi
 PAPER = Config(
     task=TaskConfig(L=25, V=5),
     model=ModelConfig(width=10_000),  # d_model = 10,000; sigma^2 = chi = 30 are the defaults
-    posterior=PosteriorConfig(likelihood="per_position"),  # paper preset of THEORY.md §2b
+    posterior=PosteriorConfig(likelihood="per_position"),  # paper preset of docs/theory.md §2b
     train=TrainConfig(lr=1e-5, train_embeddings=True),  # paper: every weight trained, lr 1e-5
     sweep=SweepConfig(
         P=(4, 8, 16, 23, 32, 64, 128, 200, 256, 300, 322, 400, 512, 640, 800, 1000), n_seeds=10
     ),
 )
 
-#: The plain reading of the loss 1/2 sum ||f - y||^2 (THEORY.md §2b): per-sequence noise, A = s.
+#: The plain reading of the loss 1/2 sum ||f - y||^2 (docs/theory.md §2b): per-sequence noise, A = s.
 PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
 
 #: Laptop-sized (minutes on a CPU): the plain conventions put every P* of L=25, V=5 below
@@ -34,7 +34,7 @@ SMALL = PLAIN.replace(
         max_epochs=4000,  # linear attention needs ~4k epochs to settle at this lr
         patience=200,
         rel_tol=1e-5,
-        train_embeddings=False,  # quenched embeddings (THEORY.md §2)
+        train_embeddings=False,  # quenched embeddings (docs/theory.md §2)
     ),
     sweep=dict(P=(2, 4, 8, 16, 24, 32, 64, 128), n_seeds=2),
 )

@@ -1,7 +1,7 @@
 r"""Posterior sampling of a whole sweep: SGLD chains warm-started from the MAP fits.
 
 Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains on the same
-energy U as Adam (``posterior.neg_log_posterior``, THEORY.md §2), all weights sampled, embeddings
+energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights sampled, embeddings
 included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x ``scan`` over
 draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are never stored: each
 draw records U, the training loss, the order parameters and the coverage of the mean attention

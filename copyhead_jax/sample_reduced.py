@@ -1,9 +1,9 @@
-r"""Posterior of a reduced sweep (THEORY.md §2c): SGLD in whitened coordinates, and NUTS.
+r"""Posterior of a reduced sweep (docs/theory.md §2c): SGLD in whitened coordinates, and NUTS.
 
 With frozen embeddings the posterior of $\theta=(W^G,\hat W^O)$ of a reduced run has about a
 thousand dimensions whose curvatures span several decades (data-pinned logit directions against
 prior-only ones), so plain SGLD either diverges or never moves (issue 11). A **constant**
-preconditioner is allowed (THEORY.md §2): with $H$ the Hessian of $U$ at the fitted point,
+preconditioner is allowed (docs/theory.md §2): with $H$ the Hessian of $U$ at the fitted point,
 $H=V\Lambda V^\top$, $\Lambda_c=\max(\Lambda,\lambda_{\rm floor})$ and $C=V\Lambda_c^{-1/2}$, the
 chain runs on $w$ with $\theta=\theta^*+Cw$,
 $$w_{t+1}=w_t-\eta\,C^\top\nabla U(\theta_t)+\sqrt{2\eta}\,\xi_t ,$$

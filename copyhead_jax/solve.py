@@ -1,6 +1,6 @@
 r"""Exact MAP of the quenched head: float64 L-BFGS to a stationary point, then its curvature.
 
-With frozen embeddings the trained weights of a reduced head (THEORY.md §2c) are ``W^G``
+With frozen embeddings the trained weights of a reduced head (docs/theory.md §2c) are ``W^G``
 ($D\times D$) and ``W_O_hat`` ($V\times D$): about a thousand numbers at $L=25$, $V=5$. The
 quenched $U$ (the data term of ``posterior.neg_log_posterior`` through the head's own fused
 energy and hand-written gradient, plus the priors of the trained weights) is minimised over them

@@ -48,7 +48,7 @@ def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
 
     Under the reduced engine ``head.width`` is $D=V+L$: the factors are those of the width-$D$
     image. Adam is coordinate-wise, so its path does not map between widths (its fixed points
-    do, THEORY.md §2c); the full engine stays the reference for Adam dynamics.
+    do, docs/theory.md §2c); the full engine stays the reference for Adam dynamics.
     """
     N = head.width
     if train.lr_scaling == "raw":

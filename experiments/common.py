@@ -6,7 +6,7 @@
   programs by a cost model, cached on disk by content hash, merged by ``P`` (the datasets of a
   seed are nested prefixes, so sweeps over different ``P`` subsets are one experiment).
 * :func:`adaptive`: measure, locate, refine the grid near each feature, measure again.
-* :func:`finite_theory`: the finite-width, finite-P theory (THEORY.md §2b) of each seed's realised
+* :func:`finite_theory`: the finite-width, finite-P theory (docs/theory.md §2b) of each seed's realised
   embeddings and training set, batched (one compiled program for any number of ``P``).
 * :func:`ek_curves`, :func:`posterior`: EK theory curves, SGLD posterior moments.
 * JSON output and timing helpers.
@@ -493,7 +493,7 @@ def run_gram(runs: Runs, P: int, seed_index: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Finite-width, finite-P theory (THEORY.md §2b), batched
+# Finite-width, finite-P theory (docs/theory.md §2b), batched
 
 
 FINITE_KEYS = {
@@ -557,7 +557,7 @@ def ek_curves(
 
 
 def ek_points(params: TheoryParams, objective: str = "map", cache_dir: Path | None = None):
-    """Every EK ``P*`` of THEORY.md §5 (``transition_points``, both attentions)."""
+    """Every EK ``P*`` of docs/theory.md §5 (``transition_points``, both attentions)."""
     from copyhead_jax.theory.points import transition_points
 
     def fn():

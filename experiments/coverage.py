@@ -1,5 +1,5 @@
 """Artefact 2 (coverage ablation): how much of the measured attention matrices the two-parameter
-ansatz ``span{B1, B2}`` captures (THEORY.md §6 subspace cosine), for Adam (mean attention over
+ansatz ``span{B1, B2}`` captures (docs/theory.md §6 subspace cosine), for Adam (mean attention over
 the training set, and per sample) and SGLD, in the paper's P ranges: softmax over the whole grid,
 linear below, inside and above the copy crossover (regimes from the EK copy fraction psi); next
 to it, the theory-boundary agreement error; and where approximation A1 (token-independent

@@ -8,7 +8,7 @@ plain preset, on one grid of P per attention, with the same seeds (datasets, ini
 and weights) under three protocols (``configs/embeddings.py``):
 
 * ``trained``: every weight trained (``train_embeddings=True``, the joint MAP);
-* ``quenched``: embeddings frozen at their prior draw (THEORY.md §2's MAP protocol);
+* ``quenched``: embeddings frozen at their prior draw (docs/theory.md §2's MAP protocol);
 * ``exact``: the quenched exact MAP of the same embeddings (reduced engine, realised Gram,
   float64 L-BFGS): where Adam and it disagree, the optimiser failed, not the embeddings.
 
@@ -125,7 +125,7 @@ def embedding_motion(res: ch.SweepResult) -> dict:
 def offspan_energy(res: ch.SweepResult) -> np.ndarray:
     """Per run: the prior energy of the parts of W^G and W^O outside the span of the run's
     (final) embeddings. They never change the network's function, only decay under the prior
-    (slowly under Adam at width N >> V + L), and are zero at every MAP (THEORY.md §2c)."""
+    (slowly under Adam at width N >> V + L), and are zero at every MAP (docs/theory.md §2c)."""
     obj = Objective.from_config(res.config)
     W_E, b, W_G, W_O = (np.asarray(res[f"params/{k}"], np.float64)
                         for k in ("W_E", "b", "W_G", "W_O_hat"))  # fmt: skip

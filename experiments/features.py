@@ -1,4 +1,4 @@
-"""Measured transition points of the runs (THEORY.md §5's definitions, applied by
+"""Measured transition points of the runs (docs/theory.md §5's definitions, applied by
 ``copyhead_jax.compare.locate``): the branch runs every artefact measures, the features that
 :func:`experiments.common.adaptive` refines, and the measured linear hysteresis gap.
 

@@ -1,4 +1,4 @@
-"""The finite-width theory (THEORY.md §2b) on the runs' own embeddings and training sets, with
+"""The finite-width theory (docs/theory.md §2b) on the runs' own embeddings and training sets, with
 its transition points located like the measured ones."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ FINITE_REFINE = 6  # and this many integers inside each bracket of its own P*, p
 
 
 def finite_width(spec: C.Spec, runs: C.Runs, attention: str, P_grid) -> dict[str, Any]:
-    """The finite-width theory (THEORY.md §2b) of each seed, on ``P_grid`` plus the measured
+    """The finite-width theory (docs/theory.md §2b) of each seed, on ``P_grid`` plus the measured
     ``P``, then refined near its own jump / steepest rise (integers); cached."""
     key = [
         runs.cfg.to_dict(),

@@ -1,6 +1,6 @@
 """Artefact 1 (main): order parameters, coverage and loss versus P at the preset's L, V, for both
 attentions; theory (EK and finite-width) against Adam (MAP) and SGLD (posterior); every P* of
-THEORY.md §5 located on the measurements by the same definition, refined adaptively near it.
+docs/theory.md §5 located on the measurements by the same definition, refined adaptively near it.
 
 Measured definitions (``features.py``, by ``copyhead_jax.compare.locate``):
 

@@ -98,7 +98,7 @@ PLAIN = dict(
                  sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
 )  # fmt: skip
 # The paper preset (per-position likelihood, noise L sigma^2/chi): U at P is the plain U at P/L
-# with the data term averaged over L times as many sequences (THEORY.md table: every EK P* is
+# with the data term averaged over L times as many sequences (docs/theory.md table: every EK P* is
 # exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
 # crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
 # and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and

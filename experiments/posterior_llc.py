@@ -6,7 +6,7 @@ p(w)\propto e^{-n\beta L_n(w)-\frac\gamma2\|w-w^*\|^2},$$
 at devinterp's defaults $\beta=1/\log n$ and $\gamma=100$ (``copyhead_jax.bayes.llc`` has the
 conventions), on the quenched reduced head: $w=(W^G,\hat W^O)$ (1,050 weights at L = 25, V = 5),
 $w^*$ the run's exact MAP, $n=P$ sequences and
-$nL_n=D=w_{\rm lik}\sum_\alpha\|f_\alpha-y_\alpha\|^2$ (the data energy of THEORY.md §2 up
+$nL_n=D=w_{\rm lik}\sum_\alpha\|f_\alpha-y_\alpha\|^2$ (the data energy of docs/theory.md §2 up
 to a constant that cancels; the paper preset's per-position likelihood only changes
 $w_{\rm lik}$). No prior term (devinterp has none): the localisation
 is the only restoring force in directions the data do not pin.

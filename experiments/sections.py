@@ -170,7 +170,7 @@ def section_main(
             if t is not None and disagrees(rel_err(pm, t)):
                 dis.append(
                     f"**paper's table vs this theory (paper preset), {k}**: the paper "
-                    f"reports P ~ {pm:g}, the EK theory of THEORY.md gives {f(t)} "
+                    f"reports P ~ {pm:g}, the EK theory of docs/theory.md gives {f(t)} "
                     f"({pct(rel_err(pm, t))})."
                 )
     head = [
@@ -542,7 +542,7 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
     return (
         f"#### {preset} preset: every P* by exact MAP, geometric mean over seeds [95% bootstrap CI "
         f"over seeds]\n\nMeasured: each seed's P* located on its own runs (same locators as "
-        f"above); finite theory: THEORY.md §2b on each seed's Gram and training set, located the "
+        f"above); finite theory: docs/theory.md §2b on each seed's Gram and training set, located the "
         f"same way. Seeds where a point is not bracketed by the grid are left out and counted.\n\n"
         f"{table(head, rows)}\n\n" + "\n".join(claims) + "\n"
     )
@@ -652,7 +652,7 @@ def section_width(res: dict, dis: list[str]) -> str:
         f"### {preset} preset\n\nEvery P* by exact MAP at each width (same 10 seeds, data and "
         "grids; the reduced engine on each seed's realised embedding Gram at that width, the "
         "prior's Gram at infinity), geometric mean over seeds [95% bootstrap CI]; the finite "
-        "theory (THEORY.md §2b) on the same Grams and data.\n\n"
+        "theory (docs/theory.md §2b) on the same Grams and data.\n\n"
         f"{table(head, rows)}\n\n![width {preset}](figures/width_{preset}.png)\n"
     )
     if dec:

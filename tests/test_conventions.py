@@ -1,4 +1,4 @@
-"""One implementation of what engine and theory share (conventions.py, THEORY.md §2b, §4-§6)."""
+"""One implementation of what engine and theory share (conventions.py, docs/theory.md §2b, §4-§6)."""
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ def test_projection_recovers_coefficients_and_the_basis_is_unit_non_orthogonal()
     with jax.enable_x64(True):
         B1, B2 = conventions.basis(L)
         assert B1.dtype == jnp.float64
-        # unit Frobenius, <B1, B2> = L^-1/2 (THEORY.md §4): sums of L^2 terms, rounding ~L^2 eps
+        # unit Frobenius, <B1, B2> = L^-1/2 (docs/theory.md §4): sums of L^2 terms, rounding ~L^2 eps
         np.testing.assert_allclose([jnp.sum(B1 * B1), jnp.sum(B2 * B2)], 1.0, rtol=1e-13)
         np.testing.assert_allclose(float(jnp.sum(B1 * B2)), L**-0.5, rtol=1e-13)
         pr = conventions.project(0.7 * B1 - 1.3 * B2)
@@ -81,7 +81,7 @@ def test_likelihood_convention_in_names_and_flags():
 
 
 def test_per_position_multiplies_the_theory_P_star_by_exactly_L():
-    # THEORY.md §2b on the closed-form pooling onset (the cheap one of the theory's points)
+    # docs/theory.md §2b on the closed-form pooling onset (the cheap one of the theory's points)
     with jax.enable_x64(True):
         for L in (6, 25):
             seq = th.TheoryParams.preset("plain", L=L, V=5)

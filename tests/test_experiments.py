@@ -73,7 +73,7 @@ def tiny(tmp_path_factory):
 
 
 def test_tiny_theory_has_no_first_order_transition_and_pools_before_copying(tiny):
-    # THEORY.md §5: at L = 6 the softmax potential has one minimum at every P (no coexistence
+    # docs/theory.md §5: at L = 6 the softmax potential has one minimum at every P (no coexistence
     # window, so no spinodals and no P_aG), and the table compares the softmax row with the
     # crossover of the global minimiser instead; the linear head pools before it copies
     main = tiny.res["main"]
@@ -108,7 +108,7 @@ def test_tiny_measurement_places_each_transition_on_the_theorys_side(tiny):
 
 
 def test_tiny_pooling_branch_has_the_lower_U_below_the_crossover(tiny):
-    # below P*_aG the pooling minimum is the global one (THEORY.md §5): runs started on the two
+    # below P*_aG the pooling minimum is the global one (docs/theory.md §5): runs started on the two
     # branches stay distinct, and the pooling start ends with the lower U at every common P
     main = tiny.res["main"]
     br = main["curves"]["branches"]
@@ -224,7 +224,7 @@ def ek_plain(paper_mode):
 
 
 def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
-    # THEORY.md §5: the pooling branch (zero logits) survives up to the upper spinodal, so its
+    # docs/theory.md §5: the pooling branch (zero logits) survives up to the upper spinodal, so its
     # jump to the copy branch happens inside the coexistence window of the theory
     lo, hi = ek_plain["spinodals"]
     assert ek_plain["first_order"] and lo < ek_plain["P_aG"] < hi

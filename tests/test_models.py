@@ -1,4 +1,4 @@
-"""Heads: the batched one-hot compute path against the naive network of THEORY.md §2.
+"""Heads: the batched one-hot compute path against the naive network of docs/theory.md §2.
 
 The reference is the literal forward pass, ``h^a = W^E x^a + b^a``, ``s = h W^G h^T / N``,
 ``A = act(s)``, ``f = W^O A h``, in float64 NumPy (``O(P L N)`` per sequence, no ``M``/``R``

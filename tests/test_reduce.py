@@ -1,4 +1,4 @@
-"""Exact width reduction (THEORY.md §2c, identity 12), Gram sources, and the exact MAP solver."""
+"""Exact width reduction (docs/theory.md §2c, identity 12), Gram sources, and the exact MAP solver."""
 
 import math
 

@@ -1,7 +1,7 @@
 """Tests that pin the science: the exact MAP of a quenched head against the finite-width theory.
 
 With the exact width reduction and the exact solver, a network at width 10,000 and the
-finite-width, finite-P theory (THEORY.md §2b, action (i)) see the same tokens and the same
+finite-width, finite-P theory (docs/theory.md §2b, action (i)) see the same tokens and the same
 embedding Gram; the only approximation left between them is A1 (token-dependent logit
 components set to zero). Its effect on a copy coefficient is bounded by how far the measured
 mean attention leaves the ansatz span: the sine of the angle between them,

@@ -1,4 +1,4 @@
-"""General actions of THEORY.md §3 against the closed forms of §4 and the identities of §7."""
+"""General actions of docs/theory.md §3 against the closed forms of §4 and the identities of §7."""
 
 import itertools
 
@@ -104,7 +104,7 @@ def test_softmax_prior_is_gauge_invariant_and_matches_the_spec_form():
         a = th.ek_action(G, P=9.0, params=p, attention="softmax", objective=obj)
         b = th.ek_action(G + shift, P=9.0, params=p, attention="softmax", objective=obj)
         assert rel(a, b) < TIGHT
-    # THEORY.md §3: R_soft = tr(Cbar^-1 G Pi G^T) / (2 sigma_G^2 sigma_p^2) for the prior Gram
+    # docs/theory.md §3: R_soft = tr(Cbar^-1 G Pi G^T) / (2 sigma_G^2 sigma_p^2) for the prior Gram
     cbar = logit_cov(prior_gram(p), 7)
     Pi = jnp.eye(7) - jnp.ones((7, 7)) / 7
     spec = jnp.trace(jnp.linalg.solve(cbar, G @ Pi @ G.T)) / (2 * p.sigma_G**2 * p.sigma_p**2)
@@ -113,7 +113,7 @@ def test_softmax_prior_is_gauge_invariant_and_matches_the_spec_form():
 
 def full_kernel_QD(A, tokens, gram, p):
     """Reference: ``chi/2 sum_mu y^T (K + s2 I)^-1 y`` and ``V/2 logdet(K + s2) - V/2 PL log s2``
-    with the full ``PL x PL`` kernel ``K = sigma_O^2 Phi Phi^T`` (THEORY.md §3, identity 3)."""
+    with the full ``PL x PL`` kernel ``K = sigma_O^2 Phi Phi^T`` (docs/theory.md §3, identity 3)."""
     L, V = p.L, p.V
     X = np.eye(V)[np.asarray(tokens)]  # [P, L, V]
     Z = np.concatenate([X, np.broadcast_to(np.eye(L), X.shape[:1] + (L, L))], axis=2)

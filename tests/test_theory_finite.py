@@ -1,4 +1,4 @@
-"""Finite-width, finite-P theory of one run (theory/finite.py, THEORY.md §2b, §3 (i))."""
+"""Finite-width, finite-P theory of one run (theory/finite.py, docs/theory.md §2b, §3 (i))."""
 
 import jax
 import jax.numpy as jnp

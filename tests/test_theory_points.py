@@ -1,4 +1,4 @@
-"""Transition points (THEORY.md §5) and identities 9-11 of §7."""
+"""Transition points (docs/theory.md §5) and identities 9-11 of §7."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Closed-form reduced potentials (THEORY.md §4): vectorisation, switches, exact rescalings."""
+"""Closed-form reduced potentials (docs/theory.md §4): vectorisation, switches, exact rescalings."""
 
 import jax
 import jax.numpy as jnp
@@ -73,7 +73,7 @@ def test_beta_and_aG_coordinates_agree():
 
 
 def test_per_position_likelihood_is_P_over_L():
-    """THEORY.md §2b: the action depends on P only through P/L under per_position."""
+    """docs/theory.md §2b: the action depends on P only through P/L under per_position."""
     c1, cG, L = 0.8, 1.9, 13
     for obj in ("map", "post"):
         a = th.linear_potential(

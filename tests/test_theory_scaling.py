@@ -1,4 +1,4 @@
-"""Power-law fits, law fits, scaling tables and phase diagrams (THEORY.md §5)."""
+"""Power-law fits, law fits, scaling tables and phase diagrams (docs/theory.md §5)."""
 
 import jax
 import numpy as np

@@ -13,13 +13,13 @@ with $d$ parameters $\hat\lambda\to d/2$; for $K(w)=w^{2k}$, $\hat\lambda\to1/(2
 **Conventions.** devinterp's SGLD step is
 $\Delta w=\frac\epsilon2\big(-\frac{n\beta}{m}\sum_{i\le m}\nabla\ell_i(w)-\gamma(w-w^*)\big)
 +\mathcal N(0,\epsilon\sigma_{\rm noise}^2)$ with ``lr`` $=\epsilon$, ``nbeta`` $=n\beta$,
-``localization`` $=\gamma$ and ``noise_level`` $\sigma_{\rm noise}=1$. Ours (THEORY.md §2,
+``localization`` $=\gamma$ and ``noise_level`` $\sigma_{\rm noise}=1$. Ours (docs/theory.md §2,
 :mod:`copyhead_jax.sgld`) is $\Delta w=-\eta\nabla U+\sqrt{2\eta}\,\xi$ at temperature 1 on
 $U(w)=n\beta L_n(w)+\frac\gamma2\|w-w^*\|^2$ (+ the prior energy if ``prior_fn`` is given, which
 devinterp omits), so **$\eta=\epsilon/2$**: the same chain, full batch ($m=n$). devinterp
 defaults ``nbeta`` to $m/\log m$ with $m$ the *batch* size; here $n$ is the data size.
 
-For the copy head, $U=\frac{\chi}{2\sigma^2}\sum_\alpha\|f_\alpha-y_\alpha\|^2+\Phi$ (THEORY.md
+For the copy head, $U=\frac{\chi}{2\sigma^2}\sum_\alpha\|f_\alpha-y_\alpha\|^2+\Phi$ (docs/theory.md
 §2) is the posterior at $\beta n=n$, i.e. $\beta=1$: the per-sample negative log-likelihood of
 $P=n$ sequences with $k$ Gaussian outputs of variance $\sigma^2/\chi$ each is
 $L_n=\frac1n\big[\frac{\chi}{2\sigma^2}\sum_\alpha\|f_\alpha-y_\alpha\|^2\big]

@@ -1,6 +1,6 @@
 r"""Measured transition points ``P*`` from results on a grid of ``P`` (host-side NumPy).
 
-Each locator applies THEORY.md §5's definition of a ``P*`` to measured values on a (possibly
+Each locator applies docs/theory.md §5's definition of a ``P*`` to measured values on a (possibly
 ragged, unsorted) grid of training-set sizes, and returns a :class:`Located`: the estimate, the
 bracket ``[P_lo, P_hi]`` of grid points that contains it, and whether it was bracketed at all.
 :func:`refine_grid` proposes new ``P`` inside a bracket (log-spaced, integers) and
@@ -184,7 +184,7 @@ def locate_level(P, y, level: float, *, direction: int = 1) -> Located:
 
 
 def locate_max_slope(P, y) -> Located:
-    """Crossover: ``argmax_P dy/dlog P`` (THEORY.md §5, ``P*_cG`` with ``y = psi``).
+    """Crossover: ``argmax_P dy/dlog P`` (docs/theory.md §5, ``P*_cG`` with ``y = psi``).
 
     Slopes of neighbouring points sit at the midpoints (in ``log P``) of their intervals; the
     vertex of the parabola through the largest slope and its two neighbours is ``log P_star``
@@ -255,7 +255,7 @@ def locate_onset(P, y, *, tol: float) -> Located:
 
 def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Located:
     """Where branch ``a``'s objective stops being the lower one: ``U_a - U_b`` changes sign
-    from negative to positive (THEORY.md §5: the two minima's values cross at ``P*_aG``).
+    from negative to positive (docs/theory.md §5: the two minima's values cross at ``P*_aG``).
 
     ``U`` is extensive in ``P``; with ``per_sequence`` the difference is divided by ``P`` before
     the linear interpolation in ``log P``. ``valid`` (``[nP]`` or ``[nP, n_seeds]`` booleans,

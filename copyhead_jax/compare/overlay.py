@@ -9,7 +9,7 @@ from ..theory.params import TheoryParams
 
 
 def theory_overlay(results, n: int = 80) -> dict:
-    """EK MAP theory curves (THEORY.md §4, N -> infinity) over each sweep's P range."""
+    """EK MAP theory curves (docs/theory.md §4, N -> infinity) over each sweep's P range."""
     out = {}
     for res in results:
         P = np.geomspace(res.P[0], res.P[-1], n)

@@ -1,4 +1,4 @@
-"""Single-layer single-head attention (THEORY.md §2): an abstract head and two activations."""
+"""Single-layer single-head attention (docs/theory.md §2): an abstract head and two activations."""
 
 from ._head import ARRAY_FIELDS as ARRAY_FIELDS
 from ._head import HEADS as HEADS

@@ -1,4 +1,4 @@
-r"""Equinox attention heads with muP scaling (THEORY.md §2).
+r"""Equinox attention heads with muP scaling (docs/theory.md §2).
 
 For one sequence with one-hot rows $x^a$,
 $$h^a = W^E x^a + b^a,\quad s_{ab} = \tfrac1N h^{a\top} W^G h^b,\quad
@@ -216,7 +216,7 @@ def head_class(attention: str) -> type[AbstractHead]:
 
 
 def init_head(key: Array, model: ModelConfig, *, L: int, V: int, chi: float) -> AbstractHead:
-    """Draw every weight from its prior (THEORY.md §2 table), readout reparametrised."""
+    """Draw every weight from its prior (docs/theory.md §2 table), readout reparametrised."""
     N = model.width
     kE, kb, kG, kO = jax.random.split(key, 4)
     normal = lambda k, shape, s: s * jax.random.normal(k, shape, dtype=jnp.float32)

@@ -1,4 +1,4 @@
-r"""Exact width reduction with quenched embeddings (THEORY.md §2c).
+r"""Exact width reduction with quenched embeddings (docs/theory.md §2c).
 
 With the embeddings frozen, a width-$N$ head depends on $(W^G,\hat W^O)$ only through
 $M=\tilde UW^G\tilde U^\top$ and $R=\hat W^O\tilde U^\top/\sqrt\chi$, $\tilde U=U/\sqrt N$
@@ -112,7 +112,7 @@ class Reduction(NamedTuple):
 
 
 def reduce_head(head: AbstractHead, *, sigma_G: float = 1.0, sigma_O: float = 1.0) -> Reduction:
-    r"""The exact width-$D$ image of a width-$N$ head with frozen embeddings (THEORY.md §2c, 7.12).
+    r"""The exact width-$D$ image of a width-$N$ head with frozen embeddings (docs/theory.md §2c, 7.12).
 
     $Q$ from the QR decomposition of $\tilde U^\top$, $T=\tilde UQ$, $A=Q^\top W^GQ$,
     $B=\hat W^OQ$. Also returns $U_\perp$, the prior energy of what lies off the span:

@@ -1,4 +1,4 @@
-r"""Stochastic-gradient Langevin dynamics (SGLD) on any pytree position (THEORY.md §2).
+r"""Stochastic-gradient Langevin dynamics (SGLD) on any pytree position (docs/theory.md §2).
 
 $$\Theta_{t+1}=\Theta_t-\eta_t\,M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\;\xi_t,
 \qquad \xi_t\sim\mathcal N(0,I),$$

@@ -3,7 +3,7 @@ r"""The SGLD kernel of one chain: explicit state, pure ``init`` / ``step`` (NumP
 $$\Theta_{t+1}=\Theta_t-\eta_t\,M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\;\xi_t,
 \qquad \xi_t\sim\mathcal N(0,I)$$
 
-(THEORY.md §2; Welling & Teh 2011, eq. 4, whose $\epsilon_t$ is our $2\eta_t$), with $M$ an
+(docs/theory.md §2; Welling & Teh 2011, eq. 4, whose $\epsilon_t$ is our $2\eta_t$), with $M$ an
 optional constant positive preconditioner applied to drift and noise alike. Each step also
 records the MALA acceptance probability of the move (Roberts & Tweedie 1996), a proxy for the
 discretisation error.
@@ -198,7 +198,7 @@ def sgld_kernel(
     batch_fn: Callable[..., Any] | None = None,
     noise: str = "threefry",
 ) -> SGLDKernel:
-    r"""SGLD for the energy ``potential_fn`` = $U$ (THEORY.md §2; Welling & Teh 2011).
+    r"""SGLD for the energy ``potential_fn`` = $U$ (docs/theory.md §2; Welling & Teh 2011).
 
     $\Theta_{t+1}=\Theta_t-\eta_t M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\,\xi_t$.
 
@@ -210,7 +210,7 @@ def sgld_kernel(
         schedule ``t -> eta_t`` (:func:`polynomial_step_size`, any optax schedule).
       preconditioner: $M$, a pytree with the position's structure whose positive leaves
         broadcast to the position's leaves (a scalar per block, or full arrays); constant in
-        time, applied to drift and noise (THEORY.md §2).
+        time, applied to drift and noise (docs/theory.md §2).
       batch_fn: ``batch_fn(key, *args) -> batch``, the minibatch sampler.
       noise: ``"threefry"`` (counter-mode Threefry, the default) or ``"jax"``
         (``jax.random.normal``); both depend only on the chain key and the step.

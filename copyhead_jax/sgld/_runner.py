@@ -98,7 +98,7 @@ def run_chains(
 ) -> SGLDResult:
     r"""Run ``n_chains`` SGLD chains for ``n_steps`` steps (``lax.scan`` x ``vmap`` over chains).
 
-    $\Theta_{t+1}=\Theta_t-\eta_t M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\,\xi_t$ (THEORY.md §2);
+    $\Theta_{t+1}=\Theta_t-\eta_t M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\,\xi_t$ (docs/theory.md §2);
     see :func:`sgld_kernel` for ``potential_fn``, ``step_size``, ``preconditioner`` and
     ``batch_fn``, which have the same meaning here.
 

@@ -1,4 +1,4 @@
-r"""Bayesian copy-head theory (THEORY.md §2b-§5): pure JAX functions, float64 entry points.
+r"""Bayesian copy-head theory (docs/theory.md §2b-§5): pure JAX functions, float64 entry points.
 
 Code map, in data-flow order:
 

@@ -89,10 +89,10 @@ def make_scales(
 
 
 def p_eff(P, sc: Scales):
-    """THEORY.md §2b: the per-position likelihood replaces ``P`` by ``P/L`` in Q and lambda."""
+    """docs/theory.md §2b: the per-position likelihood replaces ``P`` by ``P/L`` in Q and lambda."""
     return conv.effective_P(P, L=sc.L, likelihood=sc.per_position)
 
 
 def sigma_G_lin(sc: Scales):
-    """THEORY.md §2b: ``A = s/L`` replaces ``sigma_G^2`` by ``sigma_G^2/L^2`` (linear only)."""
+    """docs/theory.md §2b: ``A = s/L`` replaces ``sigma_G^2`` by ``sigma_G^2/L^2`` (linear only)."""
     return sc.sigma_G / (1.0 + sc.inv_L * (sc.L - 1.0))

@@ -1,16 +1,16 @@
-r"""General actions ``S(G)`` on a full ``L x L`` matrix (THEORY.md §2b, §3).
+r"""General actions ``S(G)`` on a full ``L x L`` matrix (docs/theory.md §2b, §3).
 
 One code path serves every form. The data enter only through two sufficient statistics of the
 one-hot tokens, ``S4[b,v,c,w] = mean_alpha x^b_v x^c_w`` and ``S2[b,v] = mean_alpha x^b_v``:
 
 * EK / data-averaged form (ii): their expectations, ``S4 = delta_bc (I/V - J/V^2) + J/V^2``,
-  ``S2 = 1/V`` (THEORY.md §1 moments);
+  ``S2 = 1/V`` (docs/theory.md §1 moments);
 * exact finite-P form (i): their values on a training set (:func:`dataset_stats`).
 
 With ``Z = [X, I_L]`` (``L x D``, ``D = V + L``) and ``B = A^T A``, ``C = A^T G*``, the moments are
 ``M = mean Z^T B Z`` and ``m = mean Z^T C X`` (because ``Y = G* X``). A Gram matrix
 ``Gamma = R R^T`` of the ``D`` features turns them into ``calA = R^T M R``, ``b = R^T m``: the prior
-Gram ``diag(sigma_e^2 I_V, sigma_p^2 I_L)`` gives THEORY.md §3 (``Psi = Z R``); a realised
+Gram ``diag(sigma_e^2 I_V, sigma_p^2 I_L)`` gives docs/theory.md §3 (``Psi = Z R``); a realised
 embedding Gram ``U U^T / N`` gives the finite-width theory of §2b. The logit prior covariance is
 ``Cbar = Zh Gamma Zh^T`` with rows ``zh_a = (1_V/V, e_a)`` (the token-independent part of
 ``h^a``), which is ``sigma_p^2 I + sigma_e^2 J/V`` for the prior Gram.
@@ -54,7 +54,7 @@ def from_coefficients(c1, cG, L: int) -> AttnMatrix:
 
 
 def project(G: AttnMatrix) -> dict[str, Scalar]:
-    """Least-squares coefficients on ``{B1, B2}`` and the subspace cosine (THEORY.md §6).
+    """Least-squares coefficients on ``{B1, B2}`` and the subspace cosine (docs/theory.md §6).
 
     Returns ``c1, cG`` and ``cosine = <G, Pi G>/(||G|| ||Pi G||)`` (nan for G=0), from
     :func:`copyhead_jax.conventions.project`.
@@ -80,7 +80,7 @@ def prior_gram(params: TheoryParams) -> Gram:
 
 
 def embedding_gram(W_E, b) -> Gram:
-    """``U U^T / N`` with ``U = [W_E^T ; b^T]`` (``W_E: N x V``, ``b: N x L``), THEORY.md §2b."""
+    """``U U^T / N`` with ``U = [W_E^T ; b^T]`` (``W_E: N x V``, ``b: N x L``), docs/theory.md §2b."""
     U = jnp.concatenate([W_E.T, b.T], axis=0)
     return U @ U.T / W_E.shape[0]
 
@@ -123,7 +123,7 @@ def dataset_stats(tokens: TokenBatch, V: int) -> DatasetStats:
 
 
 def ek_stats(L: int, V: int) -> tuple[jax.Array, jax.Array]:
-    """Expected ``S4, S2`` under i.i.d. uniform tokens (THEORY.md §1)."""
+    """Expected ``S4, S2`` under i.i.d. uniform tokens (docs/theory.md §1)."""
     eye_L, eye_V = jnp.eye(L), jnp.eye(V)
     S4 = (
         eye_L[:, None, :, None] * (eye_V / V - 1.0 / V**2)[None, :, None, :]
@@ -163,7 +163,7 @@ def _spd_solve(K, b):
 
 
 def _QD(M, m, ysq, *, R, P, params: TheoryParams):
-    """``Q`` and ``D`` of THEORY.md §3 (i)/(ii) from the moments and a Gram root ``R``."""
+    """``Q`` and ``D`` of docs/theory.md §3 (i)/(ii) from the moments and a Gram root ``R``."""
     return solve_QD(R.T @ M @ R, R.T @ m, ysq, P=P, params=params)
 
 
@@ -181,7 +181,7 @@ def solve_QD(calA, bvec, ysq, *, P, params: TheoryParams):
 
 
 def R_lin(A: AttnMatrix, *, cbar, sigma_G) -> Scalar:
-    r"""``R_lin = tr(Cbar^{-1} A Cbar^{-1} A^T) / (2 sigma_G^2)`` (THEORY.md §3)."""
+    r"""``R_lin = tr(Cbar^{-1} A Cbar^{-1} A^T) / (2 sigma_G^2)`` (docs/theory.md §3)."""
     cf = cho_factor(cbar)
     return jnp.sum(cho_solve(cf, A) * cho_solve(cf, A.T).T) / (2.0 * sigma_G**2)
 
@@ -189,7 +189,7 @@ def R_lin(A: AttnMatrix, *, cbar, sigma_G) -> Scalar:
 def R_soft(G: LogitMatrix, *, cbar, sigma_G) -> Scalar:
     r"""Gauge-fixed softmax prior ``tr(Cbar^{-1} G (Pi Cbar Pi)^+ G^T) / (2 sigma_G^2)`` (§3).
 
-    For the prior Gram ``(Pi Cbar Pi)^+ = Pi / sigma_p^2``, THEORY.md's ``R_soft``; the general
+    For the prior Gram ``(Pi Cbar Pi)^+ = Pi / sigma_p^2``, docs/theory.md's ``R_soft``; the general
     pseudo-inverse is the exact marginal over the row-constant gauge for any ``Cbar``.
     """
     L = G.shape[0]
@@ -252,7 +252,7 @@ def ek_action(
     pushforward: bool = False,
     gram: Gram | None = None,
 ) -> Scalar:
-    r"""EK action (ii): ``Q + R`` (map) or ``Q + D + R`` (post), ``[+ J]`` (THEORY.md §3).
+    r"""EK action (ii): ``Q + R`` (map) or ``Q + D + R`` (post), ``[+ J]`` (docs/theory.md §3).
 
     For linear attention ``G`` is the attention matrix ``A`` (with ``linear_scale='inv_L'`` its
     prior scale is ``sigma_G / L``); for softmax ``G`` is the logit matrix.
@@ -273,7 +273,7 @@ def finite_terms(
     attention: str = "linear",
     gram: Gram | None = None,
 ) -> dict[str, Scalar]:
-    """``Q, D, R, J`` of the exact finite-P form (i) on a training set (THEORY.md §3, §2b)."""
+    """``Q, D, R, J`` of the exact finite-P form (i) on a training set (docs/theory.md §3, §2b)."""
     st = _as_stats(tokens, params.V)
     return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention)
 
@@ -293,7 +293,7 @@ def finite_action(
     ``tokens``: int ``[P, L]`` token indices (or their :func:`dataset_stats`); ``gram``: the
     realised embedding Gram ``U U^T / N`` ``[(V+L), (V+L)]`` (rows: V tokens, then L positions), or
     ``None`` for the ``N -> infinity`` prior Gram. Under A1 this is the exact objective of the
-    quenched MAP protocol (THEORY.md §2, §2b).
+    quenched MAP protocol (docs/theory.md §2, §2b).
     """
     t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram)
     return _combine(t, objective, pushforward)

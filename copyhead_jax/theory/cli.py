@@ -235,7 +235,7 @@ def add_theory_subparser(subparsers) -> argparse.ArgumentParser:
     theory = subparsers.add_parser("theory", help="EK theory: transition points, curves, scaling")
     sub = theory.add_subparsers(dest="theory_cmd", required=True)
 
-    p = sub.add_parser("points", help="every P* and the spinodals (THEORY.md §5)")
+    p = sub.add_parser("points", help="every P* and the spinodals (docs/theory.md §5)")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
     _common(p)
     p.set_defaults(func=cmd_points)

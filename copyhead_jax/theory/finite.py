@@ -1,4 +1,4 @@
-r"""Finite-width, finite-P theory of one run (THEORY.md §2b, §3 (i)): every local minimum.
+r"""Finite-width, finite-P theory of one run (docs/theory.md §2b, §3 (i)): every local minimum.
 
 The exact action (i) on the training set ``tokens[:P]`` and the realised embedding Gram, restricted
 to the ansatz (linear: ``A = c1 B1 + cG B2``; softmax: logits ``beta G*``). On the ansatz the

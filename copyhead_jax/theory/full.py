@@ -1,7 +1,7 @@
 r"""Minimisers of an action over the full ``L x L`` matrix (no ansatz), by L-BFGS.
 
 * :func:`full_minimum`: the minimiser of the full EK action (ii) from random starts (identity 7
-  of THEORY.md §7).
+  of docs/theory.md §7).
 * :func:`lbfgs_minimise`, :func:`summarise_full`: the L-BFGS loop and the per-start summary
   (projection on ``{B1, B2}``, Z2 gauge, action, gradient norm), shared with the finite-P full
   minimiser of :func:`~.finite.finite_theory_minimum`.
@@ -42,7 +42,7 @@ def summarise_full(f, G, attention):
     A = G if attention == "linear" else jax.nn.softmax(G, axis=-1)
     pr = jax.vmap(project)(A)
     c1, cG = pr["c1"], pr["cG"]
-    if attention == "linear":  # Z2 gauge r > 0 (THEORY.md §6)
+    if attention == "linear":  # Z2 gauge r > 0 (docs/theory.md §6)
         sgn = jnp.where(c1 + cG / jnp.sqrt(as_float(G.shape[-1])) < 0, -1.0, 1.0)
         c1, cG, G, A = c1 * sgn, cG * sgn, G * sgn[:, None, None], A * sgn[:, None, None]
     return {

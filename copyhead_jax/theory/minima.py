@@ -3,7 +3,7 @@ r"""Every local minimum of the reduced potentials, the theory curves, and full-m
 * :func:`linear_minima` / :func:`softmax_minima`: all local minima of ``V_lin(c1, cG)`` /
   ``V_soft(beta)`` at one ``P`` (dense grid, then Newton; pure JAX, vmappable over ``P`` and every
   scale). The grids cover every minimum whose value is below ``V(G=0)``: since ``Q, D >= 0``, such
-  a minimum has ``R(c) <= V(0)``, which bounds ``|r|``, ``|s|``, ``|beta|`` (THEORY.md §4).
+  a minimum has ``R(c) <= V(0)``, which bounds ``|r|``, ``|s|``, ``|beta|`` (docs/theory.md §4).
 * :func:`theory_curve`: global minimiser, action and all local minima versus ``P`` (float64),
   with each metastable branch continued along ``P``.
 * :func:`landscape`: the reduced potential on a grid at a few ``P`` (the two wells).
@@ -131,7 +131,7 @@ def linear_minima(
     n_keep: int = N_KEEP,
     **scales,
 ) -> dict[str, jax.Array]:
-    r"""Every local minimum of ``V_lin(c1, cG)`` at ``P`` (THEORY.md §4-5), sorted by value.
+    r"""Every local minimum of ``V_lin(c1, cG)`` at ``P`` (docs/theory.md §4-5), sorted by value.
 
     Returns ``c1, cG, value, valid`` (``[n_keep]``; slot 0 is the global minimiser, gauge
     ``r >= 0``) and ``n_min``. Pass float64 inputs (or run under ``jax.enable_x64``) for accuracy.
@@ -153,7 +153,7 @@ def softmax_minima(
     n_keep: int = N_KEEP,
     **scales,
 ) -> dict[str, jax.Array]:
-    r"""Every local minimum of ``V_soft(beta)`` at ``P`` (THEORY.md §4-5), sorted by value."""
+    r"""Every local minimum of ``V_soft(beta)`` at ``P`` (docs/theory.md §4-5), sorted by value."""
     sc = keyword_scales(
         L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
     )
@@ -164,7 +164,7 @@ def softmax_minima(
 # Theory curves
 
 
-copy_fraction = conv.copy_fraction  # THEORY.md §5 (one implementation)
+copy_fraction = conv.copy_fraction  # docs/theory.md §5 (one implementation)
 
 
 @functools.partial(jax.jit, static_argnames=("attention", "n_keep"))

@@ -1,4 +1,4 @@
-"""``TheoryParams``: the frozen, validated inputs of the theory (THEORY.md §2, §2b)."""
+"""``TheoryParams``: the frozen, validated inputs of the theory (docs/theory.md §2, §2b)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ._common import NUMERIC_FIELDS, OBJECTIVES, Scales, as_float, make_scales
 class TheoryParams:
     """Task size, prior scales and convention switches of the Bayesian copy-head theory.
 
-    Defaults are the paper preset of THEORY.md §2b (``per_position``, ``inv_L``,
+    Defaults are the paper preset of docs/theory.md §2b (``per_position``, ``inv_L``,
     ``sigma2 = chi = 30``, unit prior scales), matching :mod:`copyhead_jax.config`.
     """
 

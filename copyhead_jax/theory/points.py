@@ -1,4 +1,4 @@
-r"""Transition points ``P*`` on the EK potentials (THEORY.md §5), batched over sets of scales.
+r"""Transition points ``P*`` on the EK potentials (docs/theory.md §5), batched over sets of scales.
 
 * ``P_c1`` (linear pooling onset, 2nd order): ``mu_max^{-1/2}`` of the generalised eigenproblem
   ``(A, B)`` of the Hessian at ``G = 0`` (closed form, MAP), and the numeric root of
@@ -328,7 +328,7 @@ def points_batch(
 def transition_points(
     params: TheoryParams, attention: str = "both", objective: str = "map"
 ) -> dict[str, Any]:
-    r"""Every ``P*`` and the spinodals of THEORY.md §5 (float64; JSON-ready: ``None`` = none).
+    r"""Every ``P*`` and the spinodals of docs/theory.md §5 (float64; JSON-ready: ``None`` = none).
 
     Keys: ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals = [P_s-, P_s+]``,
     ``first_order`` (softmax), diagnostics (``P_c1_closed_form, P_c1_numeric, P_c1_asymptotic,

@@ -1,9 +1,9 @@
-r"""Closed-form reduced potentials on the ansatz ``G = c1 B1 + cG B2`` (THEORY.md §4).
+r"""Closed-form reduced potentials on the ansatz ``G = c1 B1 + cG B2`` (docs/theory.md §4).
 
 Every function is pure and elementwise in all numeric arguments (``c1, cG, beta, P, L, V`` and the
 prior scales), so broadcasting and ``jax.vmap`` over any of them work; it computes in the dtype of
 its inputs (wrap calls in ``jax.enable_x64(True)`` or pass float64 for double precision). The
-defaults of the convention switches are the paper preset (THEORY.md §2b).
+defaults of the convention switches are the paper preset (docs/theory.md §2b).
 
 Numerically stable forms used (exact rewrites of §4):
 ``L - s_e^2 g1^2/(s_e^2 g2 + lam V) = (s_e^2 (L-1) c1^2 + L lam V)/(s_e^2 g2 + lam V)`` (because
@@ -31,7 +31,7 @@ def lam1_of(sc: Scales):
 
 
 def invariants(c1, cG, L):
-    """``r = c1 + cG/sqrt(L)`` (row sum), ``g1 = tr(G^T G*)``, ``g2 = ||G||^2`` (THEORY.md §4)."""
+    """``r = c1 + cG/sqrt(L)`` (row sum), ``g1 = tr(G^T G*)``, ``g2 = ||G||^2`` (docs/theory.md §4)."""
     r = c1 + cG / jnp.sqrt(L)
     g1 = c1 + jnp.sqrt(L) * cG
     g2 = r**2 + (1.0 - 1.0 / L) * cG**2
@@ -57,7 +57,7 @@ def c0_lam(P, sc: Scales):
 
 
 def QD(c1, cG, P, sc: Scales):
-    """Boxed ``Q`` and ``D`` of THEORY.md §4."""
+    """Boxed ``Q`` and ``D`` of docs/theory.md §4."""
     c0, lam = c0_lam(P, sc)
     Q = c0 * _bracket(c1, cG, sc.L, sc.V, lam, sc.sigma_e, sc.sigma_p)
     r, _, g2 = invariants(c1, cG, sc.L)
@@ -82,13 +82,13 @@ def R_lin_of(c1, cG, sc: Scales):
 
 
 def lin_V(c1, cG, P, sc: Scales):
-    """``V_lin = Q + R_lin [+ D]`` (THEORY.md §4; ``sc.w_D`` selects the posterior)."""
+    """``V_lin = Q + R_lin [+ D]`` (docs/theory.md §4; ``sc.w_D`` selects the posterior)."""
     Q, D = QD(c1, cG, P, sc)
     return Q + R_lin_of(c1, cG, sc) + sc.w_D * D
 
 
 def ansatz(beta, L):
-    """``softmax_b(beta G*)`` on the ansatz: ``p, a1, aG`` (THEORY.md §4, softmax)."""
+    """``softmax_b(beta G*)`` on the ansatz: ``p, a1, aG`` (docs/theory.md §4, softmax)."""
     p = jax.nn.sigmoid(beta - jnp.log(L - 1.0))
     q = jax.nn.sigmoid(jnp.log(L - 1.0) - beta)  # 1 - p without cancellation
     a1 = L * q / (L - 1.0)
@@ -97,7 +97,7 @@ def ansatz(beta, L):
 
 
 def J_of(beta, L):
-    """Pushforward term ``J = L [log p + (L-1) log((1-p)/(L-1))]`` (density of A, THEORY.md §3)."""
+    """Pushforward term ``J = L [log p + (L-1) log((1-p)/(L-1))]`` (density of A, docs/theory.md §3)."""
     t = beta - jnp.log(L - 1.0)
     return L * (jax.nn.log_sigmoid(t) + (L - 1.0) * (jax.nn.log_sigmoid(-t) - jnp.log(L - 1.0)))
 
@@ -108,7 +108,7 @@ def soft_cost(sc: Scales):
 
 
 def soft_V(beta, P, sc: Scales):
-    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (THEORY.md §4; ``sc.w_D``, ``sc.w_J``)."""
+    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (docs/theory.md §4; ``sc.w_D``, ``sc.w_J``)."""
     _, a1, aG = ansatz(beta, sc.L)
     Q, D = QD(a1, aG, P, sc)
     return Q + soft_cost(sc) * beta**2 + sc.w_D * D + sc.w_J * J_of(beta, sc.L)
@@ -146,7 +146,7 @@ def reduced_terms(
     linear_scale: str = "inv_L",
     **scales,
 ) -> dict[str, Scalar]:
-    r"""``Q``, ``D``, ``R_lin`` of THEORY.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
+    r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
     sc = keyword_scales(L, V, scales, likelihood=likelihood, linear_scale=linear_scale)
     Q, D = QD(c1, cG, P, sc)
     return {"Q": Q, "D": D, "R": R_lin_of(c1, cG, sc)}
@@ -164,7 +164,7 @@ def linear_potential(
     linear_scale: str = "inv_L",
     **scales,
 ) -> Scalar:
-    r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), THEORY.md §4.
+    r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), docs/theory.md §4.
 
     ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
     30, 30).
@@ -182,7 +182,7 @@ def softmax_ansatz(beta, *, L) -> dict[str, Scalar]:
 
 
 def pushforward_term(beta, *, L) -> Scalar:
-    r"""``J(A) = sum_ab log A_ab`` at ``A = softmax(beta G*)`` (THEORY.md §3-4)."""
+    r"""``J(A) = sum_ab log A_ab`` at ``A = softmax(beta G*)`` (docs/theory.md §3-4)."""
     return J_of(beta, L)
 
 
@@ -197,10 +197,10 @@ def softmax_potential(
     pushforward: bool = False,
     **scales,
 ) -> Scalar:
-    r"""``V_soft(beta)`` on logits ``beta G*`` (THEORY.md §4): ``Q + R_soft [+ D] [+ J]``.
+    r"""``V_soft(beta)`` on logits ``beta G*`` (docs/theory.md §4): ``Q + R_soft [+ D] [+ J]``.
 
     ``pushforward=True`` adds ``J``, the mode in A-coordinates; never use it to predict Adam/SGLD
-    order parameters (THEORY.md §3).
+    order parameters (docs/theory.md §3).
     """
     sc = keyword_scales(
         L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
@@ -215,7 +215,7 @@ def beta_of_aG(aG, *, L):
 
 
 def softmax_potential_aG(aG, **kwargs) -> Scalar:
-    r"""``V_soft(aG)`` (THEORY.md §4): the same potential in the ``aG`` coordinate.
+    r"""``V_soft(aG)`` (docs/theory.md §4): the same potential in the ``aG`` coordinate.
 
     Defined for ``-sqrt(L)/(L-1) < aG < sqrt(L)``; prefer :func:`softmax_potential` (``beta`` is the
     stable coordinate).

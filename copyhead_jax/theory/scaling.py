@@ -27,7 +27,7 @@ from .params import TheoryParams, scales_batch
 from .points import LIN_GRID, SOFT_GRID, points_batch
 from .potentials import ansatz
 
-#: The paper's laws (THEORY.md §2b, §5), as functions of ``(L, V)``; written only here (the
+#: The paper's laws (docs/theory.md §2b, §5), as functions of ``(L, V)``; written only here (the
 #: theory fits need them), and published with the paper's numbers as
 #: ``copyhead_jax.compare.paper.PAPER_LAWS``.
 PAPER_LAWS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {

@@ -6,9 +6,9 @@ stop on the training loss with patience 200). Every protocol of a mode uses the 
 hence the same datasets (nested in P) and the same initial embeddings and weights:
 
 * ``trained``: full network, ``train_embeddings=True`` (the joint MAP over all weights);
-* ``quenched``: full network, ``train_embeddings=False`` (THEORY.md §2's MAP protocol);
+* ``quenched``: full network, ``train_embeddings=False`` (docs/theory.md §2's MAP protocol);
 * ``exact``: the quenched exact MAP, ``engine='reduced'``, ``gram='realised'`` (the same
-  embeddings as the full network's seed, float64 L-BFGS, THEORY.md §2c): it separates Adam's
+  embeddings as the full network's seed, float64 L-BFGS, docs/theory.md §2c): it separates Adam's
   failures from the effect of training the embeddings.
 
 Each non-default value below says why.

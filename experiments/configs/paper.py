@@ -1,7 +1,7 @@
 """The default mode (``python -m experiments all``): the paper's configuration on a CPU.
 
 Width 10,000 (the paper's d_model) with quenched embeddings, through the exact width reduction
-(``engine='reduced'``, THEORY.md §2c: a width-N head with frozen embeddings is exactly a width-
+(``engine='reduced'``, docs/theory.md §2c: a width-N head with frozen embeddings is exactly a width-
 (V+L) head on the root of its realised embedding Gram), fitted by the exact float64 MAP solver
 (``solver='exact'``: quasi-Newton to |grad U| <= 1e-9 max(1, |U|), the smallest Hessian
 eigenvalue reported), 10 seeds, both softmax branches started explicitly (pooling: zero logits;
@@ -20,7 +20,7 @@ ENGINE = dict(
     model=dict(width=10_000, engine="reduced", gram="realised"),  # the paper's width, exactly
     train=dict(
         solver="exact",  # the MAP itself, not an optimiser's approximation of it
-        train_embeddings=False,  # quenched: required by the exact reduction (THEORY.md §2)
+        train_embeddings=False,  # quenched: required by the exact reduction (docs/theory.md §2)
     ),
     sweep=dict(n_seeds=10, padding="max"),  # the paper's 10 seeds
 )

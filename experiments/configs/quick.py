@@ -1,7 +1,7 @@
 """``python -m experiments ... --quick``: a 2-core CPU, at most ~15 minutes per artefact and preset.
 
 Smaller width, fewer seeds, a coarse P grid refined near each transition, SGLD chains of a few
-thousand steps; every measured point is compared with the finite-width theory of THEORY.md §2b on
+thousand steps; every measured point is compared with the finite-width theory of docs/theory.md §2b on
 the same embeddings and data. Values are the preset's unless set here; each override says why.
 Grids are lists of training-set sizes P (sequences); ``rounds`` / ``n_new``: adaptive refinement
 rounds and new P per bracket per round; ``max_run_s``: a P whose estimated run time (cost model
@@ -21,7 +21,7 @@ ENGINE = dict(
         max_epochs=4000,
         patience=200,
         rel_tol=1e-5,
-        train_embeddings=False,  # quenched embeddings: the MAP protocol of THEORY.md §2
+        train_embeddings=False,  # quenched embeddings: the MAP protocol of docs/theory.md §2
     ),
     sweep=dict(n_seeds=2, padding="max"),  # paper: 10 seeds; P groups are chosen by the cost model
 )

@@ -16,7 +16,7 @@ ENGINE = dict(
         max_epochs=200,
         patience=20,
         log_every=5,
-        train_embeddings=False,  # quenched (THEORY.md §2)
+        train_embeddings=False,  # quenched (docs/theory.md §2)
     ),
     sweep=dict(n_seeds=1, padding="max"),  # paper: 10 seeds
 )
