@@ -112,7 +112,9 @@ class Reduction(NamedTuple):
 
 
 def reduce_head(head: AbstractHead, *, sigma_G: float = 1.0, sigma_O: float = 1.0) -> Reduction:
-    r"""The exact width-$D$ image of a width-$N$ head with frozen embeddings (docs/theory.md §2c, 7.12).
+    r"""The exact width-$D$ image of a width-$N$ head with frozen embeddings.
+
+    docs/theory.md §2c; tested as its §7 identity 12.
 
     $Q$ from the QR decomposition of $\tilde U^\top$, $T=\tilde UQ$, $A=Q^\top W^GQ$,
     $B=\hat W^OQ$. Also returns $U_\perp$, the prior energy of what lies off the span:
