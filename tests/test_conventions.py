@@ -214,3 +214,22 @@ def test_chi_switches_reach_the_engine_and_the_theory():
     assert lik.posterior.chi_in_readout_prior is False
     assert config.Config.from_dict(lik.to_dict()) == lik
     assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == config.PAPER
+
+
+def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
+    """Same key, same normal numbers: W_O_hat of the chi-free readout prior is sqrt(chi) times
+    the default's (full engine, reduced engine), every other leaf identical."""
+    from copyhead_jax.models import head_template, init_head, init_reduced
+
+    base = config.TINY.replace(posterior=dict(chi=9.0))
+    alt = base.replace(posterior=dict(chi_in_readout_prior=False))
+    k = jax.random.key(0)
+    m, L, V = base.model, base.task.L, base.task.V
+    a = init_head(k, m, L=L, V=V, chi=9.0)
+    b = init_head(k, m, L=L, V=V, chi=9.0, chi_in_readout_prior=False)
+    assert np.array_equal(np.asarray(b.W_O_hat), 3.0 * np.asarray(a.W_O_hat))
+    assert np.array_equal(np.asarray(b.W_G), np.asarray(a.W_G))
+    red = [base.replace(model=dict(engine="reduced"), train=dict(train_embeddings=False)),
+           alt.replace(model=dict(engine="reduced"), train=dict(train_embeddings=False))]  # fmt: skip
+    ra, rb = (init_reduced(k, c, head_template(c), dtype=jnp.float32) for c in red)
+    assert np.array_equal(np.asarray(rb.W_O_hat), 3.0 * np.asarray(ra.W_O_hat))
