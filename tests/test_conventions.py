@@ -229,7 +229,7 @@ def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
     b = init_head(k, m, L=L, V=V, chi=9.0, chi_in_readout_prior=False)
     assert np.array_equal(np.asarray(b.W_O_hat), 3.0 * np.asarray(a.W_O_hat))
     assert np.array_equal(np.asarray(b.W_G), np.asarray(a.W_G))
-    red = [base.replace(model=dict(engine="reduced"), train=dict(train_embeddings=False)),
-           alt.replace(model=dict(engine="reduced"), train=dict(train_embeddings=False))]  # fmt: skip
+    quenched = dict(model=dict(engine="reduced"), train=dict(train_embeddings=False))
+    red = [base.replace(**quenched), alt.replace(**quenched)]
     ra, rb = (init_reduced(k, c, head_template(c), dtype=jnp.float32) for c in red)
     assert np.array_equal(np.asarray(rb.W_O_hat), 3.0 * np.asarray(ra.W_O_hat))
