@@ -17,7 +17,7 @@ from ._checks import check_choice, check_float, check_int, check_P_grid, python_
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")
 LIKELIHOODS = ("per_sequence", "per_position")
-LINEAR_SCALES = ("none", "inv_L")
+LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
 SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")
 MONITORS = ("loss", "U")
@@ -63,8 +63,9 @@ class ModelConfig:
     sigma_e: float = 1.0  # token-embedding prior std
     sigma_p: float = 1.0  # positional-bias prior std
     sigma_G: float = 1.0  # key-query prior std
-    sigma_O: float = 1.0  # readout prior std (times 1/sqrt(chi N))
-    linear_scale: Literal["none", "inv_L"] = "inv_L"  # linear attention A = s or A = s / L
+    sigma_O: float = 1.0  # readout prior std (times 1/sqrt(chi N), or 1/sqrt(N): PosteriorConfig)
+    # linear attention A = s, s / sqrt(L) or s / L (docs/theory.md §2b)
+    linear_scale: Literal["none", "inv_sqrt_L", "inv_L"] = "inv_L"
     engine: Literal["full", "reduced"] = "full"  # reduced: exact width-(V+L) image, §2c
     gram: Literal["realised", "wishart"] = "realised"  # reduced engine: source of the Gram C
 
@@ -90,16 +91,27 @@ class ModelConfig:
 @dataclass(frozen=True)
 class PosteriorConfig:
     """Likelihood ``y ~ N(f, sigma^2/chi)`` per sequence entry, or ``N(f, L sigma^2/chi)``
-    (``per_position``: the loss averaged over positions)."""
+    (``per_position``: the loss averaged over positions), and where chi enters (§2b).
+
+    ``chi_in_noise=False``: noise ``sigma^2`` (``L sigma^2``), not divided by chi;
+    ``chi_in_readout_prior=False``: readout prior variance ``sigma_O^2 / N``, not
+    ``sigma_O^2 / (chi N)``. Both default to True, the reading of the ``paper`` preset.
+    """
 
     sigma2: float = 30.0
     chi: float = 30.0
     likelihood: Literal["per_sequence", "per_position"] = "per_position"
+    chi_in_readout_prior: bool = True  # readout prior sigma_O^2/(chi N); False: sigma_O^2/N
+    chi_in_noise: bool = True  # noise sigma^2/chi; False: sigma^2
 
     def __post_init__(self):
         check_float("PosteriorConfig.sigma2", self.sigma2, lo=0.0, hi=1e12)
         check_float("PosteriorConfig.chi", self.chi, lo=0.0, hi=1e12)
         check_choice("PosteriorConfig.likelihood", self.likelihood, LIKELIHOODS)
+        for name in ("chi_in_readout_prior", "chi_in_noise"):
+            if not isinstance(getattr(self, name), bool):
+                value = getattr(self, name)
+                raise ValueError(f"PosteriorConfig.{name} must be a bool, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -357,12 +369,20 @@ def _check_fields(sec_cls, values: dict) -> None:
         )
 
 
+#: fields written only when they differ from their default, so that the configs (and the
+#: checkpoint fingerprints hashed from them) of every earlier reading stay byte for byte the same
+_OMIT_AT_DEFAULT = {"PosteriorConfig": ("chi_in_readout_prior", "chi_in_noise")}
+
+
 def _section_dict(sec) -> dict[str, Any]:
     d = dataclasses.asdict(sec)
+    for name in _OMIT_AT_DEFAULT.get(type(sec).__name__, ()):
+        if d[name] == type(sec).__dataclass_fields__[name].default:
+            del d[name]
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
-_PRESET_NAMES = ("PAPER", "PLAIN", "SMALL", "TINY", "PRESETS", "preset")
+_PRESET_NAMES = ("PAPER", "PAPER_CHI_LIK", "PLAIN", "SMALL", "TINY", "PRESETS", "preset")
 
 
 def __getattr__(name: str) -> Any:

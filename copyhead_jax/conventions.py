@@ -2,6 +2,11 @@ r"""Conventions that the engine and the theory share (docs/theory.md §2b, §4, 
 
 * likelihood convention: :func:`noise_factor`, :func:`effective_P`, :func:`noise_variance`
   (``per_position`` has noise $L\sigma^2/\chi$, so the action sees ``P/L``);
+* where $\chi$ enters: :func:`noise_chi`, :func:`readout_chi` (the two switches
+  ``chi_in_noise``, ``chi_in_readout_prior``) and :func:`theory_sigma2_chi`, which maps every
+  reading onto the $(\sigma^2, \chi)$ of the closed forms;
+* the linear attention scale $A=s/L^k$: :func:`linear_scale_divisor` (``none``, ``inv_sqrt_L``,
+  ``inv_L``);
 * the copy pattern $G^*_{ab}=\delta_{a-1,b}$ (:func:`shift_matrix`) and the unit-Frobenius,
   non-orthogonal ansatz basis $B_1=J/L$, $B_2=G^*/\sqrt L$ (:func:`basis`);
 * least-squares projection on the basis with the subspace cosine (:func:`project`);
@@ -20,6 +25,9 @@ import jax.numpy as jnp
 from ._types import AttnMatrix, Scalar
 
 LIKELIHOODS = ("per_sequence", "per_position")
+LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
+#: exponent k of the linear attention scale A = s / L^k, per name of :data:`LINEAR_SCALES`
+LINEAR_SCALE_EXPONENTS = {"none": 0.0, "inv_sqrt_L": 0.5, "inv_L": 1.0}
 
 
 def noise_factor(L, likelihood):
@@ -45,6 +53,49 @@ def effective_P(P, *, L, likelihood):
 def noise_variance(sigma2, *, L, likelihood):
     """Likelihood variance in loss units: ``sigma2`` (per_sequence) or ``L sigma2`` (§2b)."""
     return sigma2 * noise_factor(L, likelihood)
+
+
+def noise_chi(chi, *, chi_in_noise: bool = True):
+    r"""What divides the noise variance: ``chi`` (noise $\sigma^2/\chi$) or ``1`` (noise
+    $\sigma^2$), docs/theory.md §2b."""
+    return chi if chi_in_noise else 1.0
+
+
+def readout_chi(chi, *, chi_in_readout_prior: bool = True):
+    r"""What divides the readout prior variance $\sigma_O^2/N$: ``chi`` or ``1`` (§2b)."""
+    return chi if chi_in_readout_prior else 1.0
+
+
+def theory_sigma2_chi(sigma2, chi, *, chi_in_readout_prior: bool = True, chi_in_noise: bool = True):
+    r"""``(sigma2', chi')`` with the same noise $\sigma'^2/\chi'$ and readout prior
+    $\sigma_O^2/(\chi' N)$ as the switches give (docs/theory.md §2b).
+
+    The closed forms are written for both switches on (noise $\sigma^2/\chi$, readout prior
+    $\sigma_O^2/(\chi N)$); the posterior depends on $\chi$ only through these two variances,
+    so every reading is the same theory at ``chi' = readout_chi``, ``sigma2' = sigma2 chi' /
+    noise_chi``. Both switches on returns the inputs themselves (bit for bit).
+    """
+    if chi_in_readout_prior and chi_in_noise:
+        return sigma2, chi
+    c_r = readout_chi(chi, chi_in_readout_prior=chi_in_readout_prior)
+    return sigma2 * c_r / noise_chi(chi, chi_in_noise=chi_in_noise), c_r
+
+
+def linear_scale_divisor(L, linear_scale):
+    """``L^k`` of the linear attention ``A = s / L^k`` (docs/theory.md §2b): 1, sqrt(L) or L.
+
+    ``linear_scale`` is a name from :data:`LINEAR_SCALES` or the exponent ``k`` as a float
+    array (0, 0.5 or 1; traceable). ``k = 1`` gives ``L`` itself and ``k = 0`` gives ``1``
+    exactly, not a rounded power.
+    """
+    if isinstance(linear_scale, str):
+        if linear_scale not in LINEAR_SCALES:
+            raise ValueError(f"linear_scale must be one of {LINEAR_SCALES}, got {linear_scale!r}")
+        linear_scale = LINEAR_SCALE_EXPONENTS[linear_scale]
+        if linear_scale == 0.5:
+            return L**0.5
+        return L if linear_scale == 1.0 else 1.0
+    return jnp.where(linear_scale == 0.5, jnp.sqrt(L), 1.0 + linear_scale * (L - 1.0))
 
 
 def shift_matrix(L: int, dtype=None) -> AttnMatrix:
@@ -98,12 +149,18 @@ def project(A: AttnMatrix, *, gauge_fix: bool = False) -> SpanProjection:
 
 __all__ = [
     "LIKELIHOODS",
+    "LINEAR_SCALES",
+    "LINEAR_SCALE_EXPONENTS",
     "SpanProjection",
     "basis",
     "copy_fraction",
     "effective_P",
+    "linear_scale_divisor",
+    "noise_chi",
     "noise_factor",
     "noise_variance",
     "project",
+    "readout_chi",
     "shift_matrix",
+    "theory_sigma2_chi",
 ]

@@ -42,6 +42,7 @@ class _InitSpec(NamedTuple):
     model: object
     train: object
     task: object
+    posterior: object  # only chi and chi_in_readout_prior: the readout prior draw
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -59,7 +60,10 @@ def initial_arrays(cfg: Config, key_data: np.ndarray) -> tuple[np.ndarray, ...]:
     Drawing the width-N embeddings compiles for ~3 s and every chunk of a sweep (and the other
     attention of the same sweep) starts its runs from the same few seeds: the program is shared
     by both attentions and the arrays are kept for the last few key sets."""
-    spec = _InitSpec(dataclasses.replace(cfg.model, attention="linear"), cfg.train, cfg.task)
+    p = cfg.posterior
+    readout = type(p)(chi=p.chi, chi_in_readout_prior=p.chi_in_readout_prior)
+    model = dataclasses.replace(cfg.model, attention="linear")
+    spec = _InitSpec(model, cfg.train, cfg.task, readout)
     key_data = np.asarray(key_data)
     cache_key = (spec, key_data.shape, key_data.tobytes())
     if cache_key not in _INIT_CACHE:

@@ -79,7 +79,8 @@ def polish(
             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
     m = cfg.model
     with jax.enable_x64(True):
-        reduce = jax.jit(lambda h: reduce_head(h, sigma_G=m.sigma_G, sigma_O=m.sigma_O))
+        s_O = Objective.from_config(cfg).sigma_O  # prior std of W_O_hat (readout convention)
+        reduce = jax.jit(lambda h: reduce_head(h, sigma_G=m.sigma_G, sigma_O=s_O))
         reds, U_perp = [], []
         for i in range(nP * nS):  # one at a time: a full-width W^G can be GiBs
             red = reduce(_full_head(cfg, {k: v[i] for k, v in flat.items()}))

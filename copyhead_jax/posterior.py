@@ -1,11 +1,12 @@
 r"""The one objective that Adam and SGLD share: the negative log posterior of docs/theory.md §2,
 
-$$U(\Theta)=\frac{\chi}{2\sigma^2_{\rm eff}}\sum_\alpha m_\alpha\|f_\alpha-y_\alpha\|^2
+$$U(\Theta)=\frac{\chi_n}{2\sigma^2_{\rm eff}}\sum_\alpha m_\alpha\|f_\alpha-y_\alpha\|^2
 +\frac{\|W^E\|^2}{2\sigma_e^2}+\frac{\|b\|^2}{2\sigma_p^2}+\frac{\|W^G\|^2}{2\sigma_G^2}
-+\frac{\|\hat W^O\|^2}{2\sigma_O^2},$$
++\frac{\chi_r\|\hat W^O\|^2}{2\chi\sigma_O^2},$$
 
 with $\sigma^2_{\rm eff}=\sigma^2$ (``likelihood='per_sequence'``) or $L\sigma^2$
-(``'per_position'``),
+(``'per_position'``), $\chi_n=\chi$ (``chi_in_noise``) or 1, $\chi_r=\chi$
+(``chi_in_readout_prior``) or 1 (docs/theory.md §2b),
 $m_\alpha\in\{0,1\}$ the padding mask, and $\hat W^O=\sqrt{\chi N}\,W^O$ (constant Jacobian,
 so the posterior is unchanged). L2 terms are coupled: they are part of $U$ and of its gradient.
 """
@@ -20,14 +21,17 @@ import jax.numpy as jnp
 from . import conventions
 from ._types import Mask, Scalar, TokenBatch
 from .config import Config
-from .models import AbstractHead
+from .models import AbstractHead, readout_prior_std
 
 
 @dataclass(frozen=True)
 class Objective:
-    """Constants of U: the likelihood weight and the prior scales (hashable, static under jit)."""
+    """Constants of U: the likelihood weight and the prior scales (hashable, static under jit).
 
-    likelihood_weight: float  # chi / (2 sigma2_eff)
+    ``sigma_O`` is the prior std of ``W_O_hat`` (``models.readout_prior_std``): ``sigma_O`` of
+    the model, times ``sqrt(chi)`` when the readout prior carries no chi."""
+
+    likelihood_weight: float  # chi_n / (2 sigma2_eff)
     sigma_e: float = 1.0
     sigma_p: float = 1.0
     sigma_G: float = 1.0
@@ -37,7 +41,9 @@ class Objective:
     def from_config(cls, cfg: Config) -> Objective:
         post, m = cfg.posterior, cfg.model
         noise = conventions.noise_variance(post.sigma2, L=cfg.task.L, likelihood=post.likelihood)
-        return cls(post.chi / (2.0 * noise), m.sigma_e, m.sigma_p, m.sigma_G, m.sigma_O)
+        chi_n = conventions.noise_chi(post.chi, chi_in_noise=post.chi_in_noise)
+        s_O = readout_prior_std(m.sigma_O, post.chi, chi_in_readout_prior=post.chi_in_readout_prior)
+        return cls(chi_n / (2.0 * noise), m.sigma_e, m.sigma_p, m.sigma_G, s_O)
 
 
 def predictions(head: AbstractHead, tokens: TokenBatch, V: int) -> jax.Array:

@@ -1,4 +1,4 @@
-"""The named presets: ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY`` and :func:`preset`.
+"""The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PLAIN``, ``SMALL``, ``TINY``, :func:`preset`.
 
 Comments mark the values that differ from the dataclass defaults of :mod:`.config`, which
 re-exports every name here (``from copyhead_jax.config import SMALL`` keeps working).
@@ -18,6 +18,9 @@ PAPER = Config(
         P=(4, 8, 16, 23, 32, 64, 128, 200, 256, 300, 322, 400, 512, 640, 800, 1000), n_seeds=10
     ),
 )
+
+#: The paper with chi in the likelihood only (docs/theory.md §2b): readout prior sigma_O^2 / N.
+PAPER_CHI_LIK = PAPER.replace(posterior=dict(chi_in_readout_prior=False))
 
 #: The plain reading of the loss 1/2 sum ||f - y||^2 (docs/theory.md §2b): per-sequence noise, A = s.
 PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
@@ -57,12 +60,14 @@ TINY = Config(
     sweep=SweepConfig(P=(2, 4, 8), n_seeds=2),
 )
 
-PRESETS = {"paper": PAPER, "plain": PLAIN, "small": SMALL, "tiny": TINY}
+PRESETS = {
+    "paper": PAPER, "paper_chi_lik": PAPER_CHI_LIK, "plain": PLAIN, "small": SMALL, "tiny": TINY,
+}  # fmt: skip
 
 
 def preset(name: str) -> Config:
-    """The named preset (``paper``, ``plain``, ``small``, ``tiny``)."""
+    """The named preset (``paper``, ``paper_chi_lik``, ``plain``, ``small``, ``tiny``)."""
     return PRESETS[check_choice("preset", name, PRESETS)]
 
 
-__all__ = ["PAPER", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]
+__all__ = ["PAPER", "PAPER_CHI_LIK", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]

@@ -1,5 +1,7 @@
 """One implementation of what engine and theory share (conventions.py, docs/theory.md §2b, §4-§6)."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -88,3 +90,146 @@ def test_per_position_multiplies_the_theory_P_star_by_exactly_L():
             pos = seq.replace(likelihood="per_position")
             a, b = float(p_c1_closed_form(seq.scales())), float(p_c1_closed_form(pos.scales()))
             assert b == pytest.approx(L * a, rel=1e-14)
+
+
+# ---- every convention honoured identically by the engine's U and the theory's action (§2b) ----
+
+# float64 throughout: the identities are exact, so they hold to rounding (as tests/test_reduce.py)
+RTOL = 1e-10
+CHI_SWITCHES = list(itertools.product((True, False), (True, False)))
+LIN_CASES = [(lik, ls, *chi) for lik in config.LIKELIHOODS for ls in config.LINEAR_SCALES
+             for chi in CHI_SWITCHES]  # fmt: skip
+SOFT_CASES = [(lik, "inv_L", *chi) for lik in config.LIKELIHOODS for chi in CHI_SWITCHES]
+
+
+def _standard():
+    """The engine's float32 one-hot meets float64 weights (exact: entries 0/1); test_reduce.py's
+    promotion, not this module's strict one."""
+    return jax.numpy_dtype_promotion("standard")
+
+
+def _cfg(attention, likelihood, linear_scale, in_readout, in_noise):
+    """Non-default scales everywhere: a convention applied twice or not at all shows."""
+    return config.PAPER.replace(
+        task=dict(L=5, V=3),
+        model=dict(attention=attention, engine="reduced", width=64, linear_scale=linear_scale,
+                   sigma_e=1.3, sigma_p=0.8, sigma_G=1.7, sigma_O=0.6),
+        posterior=dict(likelihood=likelihood, sigma2=4.0, chi=7.0,
+                       chi_in_readout_prior=in_readout, chi_in_noise=in_noise),
+        train=dict(train_embeddings=False),
+    )  # fmt: skip
+
+
+def _planted(cfg, G_pos):
+    """A reduced head whose logits are ``G_pos`` on the positional block and zero elsewhere, so
+    its attention is the same matrix for every sequence (A1 holds exactly)."""
+    import equinox as eqx
+
+    from copyhead_jax.models import head_template, init_reduced
+
+    head = init_reduced(jax.random.key(3), cfg, head_template(cfg), dtype=jnp.float64)
+    U = head.embeddings()
+    V, D = cfg.task.V, U.shape[0]
+    M = jnp.zeros((D, D), jnp.float64).at[V:, V:].set(G_pos)
+    Ui = jnp.linalg.inv(U)
+    return eqx.tree_at(lambda h: h.W_G, head, D * Ui @ M @ Ui.T)
+
+
+def _identity_U_vs_action(cfg, G_theory, G_pos):
+    """``min_{W_O} U - prior(W^G) = Q`` (MAP) and ``U_m - prior(W^G) = Q + D`` (the marginal over
+    the readout, which the samplers use) at a planted ``W^G``."""
+    import equinox as eqx
+
+    from copyhead_jax.data import sample_tokens
+    from copyhead_jax.sample_reduced import marginal_energy, readout_conditional
+    from copyhead_jax.solve import quenched_energy
+
+    L, V = cfg.task.L, cfg.task.V
+    obj = posterior.Objective.from_config(cfg)
+    params = th.TheoryParams.from_config(cfg)
+    head = _planted(cfg, G_pos)
+    t = sample_tokens(jax.random.key(1), n=9, L=L, V=V)
+    mask = jnp.ones(9, jnp.float64)
+    A = jax.vmap(head.attention)(jax.nn.one_hot(t, V, dtype=jnp.float64))
+    A_theory = G_theory if cfg.model.attention == "linear" else jax.nn.softmax(G_theory, axis=1)
+    np.testing.assert_allclose(A, jnp.broadcast_to(A_theory, A.shape), rtol=RTOL, atol=RTOL)
+    Lam, B, _ = readout_conditional(head, t, mask, obj)
+    best = eqx.tree_at(lambda h: h.W_O_hat, head, jnp.linalg.solve(Lam, B).T)
+    prior_G = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    U_map = quenched_energy(best, t, mask, obj) - prior_G
+    U_post = marginal_energy(head, t, mask, obj) - prior_G
+    terms = th.finite_terms(G_theory, tokens=t, gram=th.embedding_gram(head.W_E, head.b),
+                            params=params, attention=cfg.model.attention)  # fmt: skip
+    assert float(U_map) == pytest.approx(float(terms["Q"]), rel=RTOL)
+    assert float(U_post) == pytest.approx(float(terms["Q"] + terms["D"]), rel=RTOL)
+    return head, params, obj
+
+
+@pytest.mark.parametrize("likelihood,linear_scale,in_readout,in_noise", LIN_CASES)
+def test_linear_network_energy_equals_theory_action(likelihood, linear_scale, in_readout, in_noise):
+    cfg = _cfg("linear", likelihood, linear_scale, in_readout, in_noise)
+    with jax.enable_x64(True), _standard():
+        L = cfg.task.L
+        A = th.from_coefficients(0.7, -1.1, L)
+        scale = 1.0 / conventions.linear_scale_divisor(L, linear_scale)
+        head, params, obj = _identity_U_vs_action(cfg, A, A / scale)
+        assert head.scale == scale
+        # the prior: the min-norm W^G whose token-independent logits are A / scale costs the
+        # theory's R_lin(A) with sigma_G / L^k (docs/theory.md §2b, identity 4)
+        U = head.embeddings()
+        Zh = jnp.concatenate([jnp.full((L, cfg.task.V), 1.0 / cfg.task.V), jnp.eye(L)], axis=1)
+        Fp = jnp.linalg.pinv(Zh @ U / jnp.sqrt(U.shape[1]))
+        W = Fp @ (A / scale) @ Fp.T
+        gram = th.embedding_gram(head.W_E, head.b)
+        no_data = jnp.zeros((1, L), jnp.int32)
+        R = th.finite_terms(A, tokens=no_data, gram=gram, params=params)["R"]
+        assert float(jnp.sum(W**2) / (2 * obj.sigma_G**2)) == pytest.approx(float(R), rel=RTOL)
+
+
+@pytest.mark.parametrize("likelihood,linear_scale,in_readout,in_noise", SOFT_CASES)
+def test_softmax_network_energy_equals_theory_action(likelihood, linear_scale, in_readout,
+                                                     in_noise):  # fmt: skip
+    cfg = _cfg("softmax", likelihood, linear_scale, in_readout, in_noise)
+    with jax.enable_x64(True), _standard():
+        G = 1.3 * conventions.shift_matrix(cfg.task.L, jnp.float64)
+        _identity_U_vs_action(cfg, G, G)
+
+
+def test_chi_switches_reach_the_engine_and_the_theory():
+    """The readings differ where they should: noise sigma^2/chi or sigma^2, readout prior std of
+    W_O_hat sigma_O or sigma_O sqrt(chi); both on is the default, bit for bit."""
+    base = config.PAPER
+    obj = posterior.Objective.from_config(base)
+    for r, n in CHI_SWITCHES:
+        cfg = base.replace(posterior=dict(chi_in_readout_prior=r, chi_in_noise=n))
+        o = posterior.Objective.from_config(cfg)
+        assert o.likelihood_weight == (obj.likelihood_weight if n else 1 / (2 * 25 * 30.0))
+        assert o.sigma_O == (1.0 if r else np.sqrt(30.0))
+        s2, chi = th.TheoryParams.from_config(cfg).sigma2_chi
+        assert s2 / chi == (1.0 if n else 30.0) and chi == (30.0 if r else 1.0)
+    assert conventions.theory_sigma2_chi(30.0, 7.0) == (30.0, 7.0)
+    assert config.PAPER.to_dict() == config.Config.from_dict(config.PAPER.to_dict()).to_dict()
+    assert "chi_in_noise" not in config.PAPER.to_dict()["posterior"]  # fingerprints unchanged
+    lik = config.preset("paper_chi_lik")
+    assert lik.posterior.chi_in_readout_prior is False
+    assert config.Config.from_dict(lik.to_dict()) == lik
+    assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == config.PAPER
+
+
+def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
+    """Same key, same normal numbers: W_O_hat of the chi-free readout prior is sqrt(chi) times
+    the default's (full engine, reduced engine), every other leaf identical."""
+    from copyhead_jax.models import head_template, init_head, init_reduced
+
+    base = config.TINY.replace(posterior=dict(chi=9.0))
+    alt = base.replace(posterior=dict(chi_in_readout_prior=False))
+    k = jax.random.key(0)
+    m, L, V = base.model, base.task.L, base.task.V
+    a = init_head(k, m, L=L, V=V, chi=9.0)
+    b = init_head(k, m, L=L, V=V, chi=9.0, chi_in_readout_prior=False)
+    assert np.array_equal(np.asarray(b.W_O_hat), 3.0 * np.asarray(a.W_O_hat))
+    assert np.array_equal(np.asarray(b.W_G), np.asarray(a.W_G))
+    quenched = dict(model=dict(engine="reduced"), train=dict(train_embeddings=False))
+    red = [base.replace(**quenched), alt.replace(**quenched)]
+    ra, rb = (init_reduced(k, c, head_template(c), dtype=jnp.float32) for c in red)
+    assert np.array_equal(np.asarray(rb.W_O_hat), 3.0 * np.asarray(ra.W_O_hat))

@@ -27,7 +27,7 @@ N, L, V, P = 64, 6, 3, 12
 # float64 throughout: the identities are exact, so they hold to rounding (~1e-12 relative)
 RTOL = 1e-10
 
-CASES = [(att, pre) for att in ("linear", "softmax") for pre in ("paper", "plain")]
+CASES = [(att, pre) for att in ("linear", "softmax") for pre in ("paper", "plain", "paper_chi_lik")]
 
 
 def _cfg(attention, preset):
@@ -39,7 +39,8 @@ def _cfg(attention, preset):
 
 def _full(cfg, key=0):
     c = cfg
-    h = init_head(jax.random.key(key), c.model, L=L, V=V, chi=c.posterior.chi)
+    h = init_head(jax.random.key(key), c.model, L=L, V=V, chi=c.posterior.chi,
+                  chi_in_readout_prior=c.posterior.chi_in_readout_prior)  # fmt: skip
     return jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), h)
 
 
@@ -57,7 +58,7 @@ def test_identity_12(attention, preset):
         cfg = _cfg(attention, preset)
         obj = Objective.from_config(cfg)
         full = _full(cfg)
-        red = reduce_head(full)
+        red = reduce_head(full, sigma_G=obj.sigma_G, sigma_O=obj.sigma_O)
         h = red.head
         assert h.width == V + L
         t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)

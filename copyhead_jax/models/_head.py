@@ -3,6 +3,10 @@ r"""Equinox attention heads with muP scaling (docs/theory.md §2).
 For one sequence with one-hot rows $x^a$,
 $$h^a = W^E x^a + b^a,\quad s_{ab} = \tfrac1N h^{a\top} W^G h^b,\quad
 f^a = W^O \textstyle\sum_b A_{ab} h^b,\quad W^O = \hat W^O/\sqrt{\chi N}.$$
+The readout is always reparametrised by $\sqrt{\chi N}$; where the prior of $W^O$ carries no
+$\chi$ (``PosteriorConfig.chi_in_readout_prior=False``) the prior of $\hat W^O$ is wider by
+$\sqrt\chi$ instead (:func:`readout_prior_std`), so that a head's forward map never depends on
+the reading, only its energy and its prior draw do.
 One-hot structure: $h^a = U^\top\phi^a$ with $U=[W^{E\top}; b^\top]\in\mathbb R^{(V+L)\times N}$ and
 $\phi^a=(x^a, e_a)$, so every logit is an entry of the $(V+L)\times(V+L)$ matrix
 $M = U W^G U^\top/N$ and every output a row of $R = W^O U^\top$. Both are computed once per
@@ -34,6 +38,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .. import conventions
 from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
 from ..config import Config, ModelConfig, TrainConfig
 from ._compute import (
@@ -164,7 +169,8 @@ class AbstractHead(eqx.Module):
 
 
 class LinearHead(AbstractHead):
-    """Linear attention ``A = s`` (``linear_scale='none'``) or ``A = s / L`` (``'inv_L'``)."""
+    """Linear attention ``A = s / L^k``: ``linear_scale`` ``'none'`` (k = 0), ``'inv_sqrt_L'``
+    (k = 1/2) or ``'inv_L'`` (k = 1), docs/theory.md §2b."""
 
     scale: float = eqx.field(static=True, default=1.0)
 
@@ -174,7 +180,7 @@ class LinearHead(AbstractHead):
 
     @classmethod
     def static_fields(cls, model: ModelConfig, *, L: int, chi: float) -> dict:
-        scale = 1.0 / L if model.linear_scale == "inv_L" else 1.0
+        scale = 1.0 / conventions.linear_scale_divisor(L, model.linear_scale)
         return dict(chi=float(chi), scale=scale)
 
     def activation(self, s: LogitMatrix) -> AttnMatrix:
@@ -215,8 +221,18 @@ def head_class(attention: str) -> type[AbstractHead]:
     return HEADS[attention]
 
 
-def init_head(key: Array, model: ModelConfig, *, L: int, V: int, chi: float) -> AbstractHead:
-    """Draw every weight from its prior (docs/theory.md §2 table), readout reparametrised."""
+def readout_prior_std(sigma_O: float, chi: float, *, chi_in_readout_prior: bool = True) -> float:
+    r"""Prior std of $\hat W^O=\sqrt{\chi N}W^O$: ``sigma_O`` when the prior of $W^O$ is
+    $\sigma_O^2/(\chi N)$, ``sigma_O sqrt(chi)`` when it is $\sigma_O^2/N$ (docs/theory.md §2b)."""
+    return sigma_O if chi_in_readout_prior else sigma_O * math.sqrt(chi)
+
+
+def init_head(
+    key: Array, model: ModelConfig, *, L: int, V: int, chi: float,
+    chi_in_readout_prior: bool = True,
+) -> AbstractHead:  # fmt: skip
+    """Draw every weight from its prior (docs/theory.md §2 table), readout reparametrised
+    (``chi_in_readout_prior``: as ``PosteriorConfig``, see :func:`readout_prior_std`)."""
     N = model.width
     kE, kb, kG, kO = jax.random.split(key, 4)
     normal = lambda k, shape, s: s * jax.random.normal(k, shape, dtype=jnp.float32)
@@ -224,7 +240,8 @@ def init_head(key: Array, model: ModelConfig, *, L: int, V: int, chi: float) -> 
         W_E=normal(kE, (N, V), model.sigma_e),
         b=normal(kb, (N, L), model.sigma_p),
         W_G=normal(kG, (N, N), model.sigma_G),
-        W_O_hat=normal(kO, (V, N), model.sigma_O),
+        W_O_hat=normal(kO, (V, N), readout_prior_std(
+            model.sigma_O, chi, chi_in_readout_prior=chi_in_readout_prior)),
     )
     cls = head_class(model.attention)
     return cls(**weights, **cls.static_fields(model, L=L, chi=chi))

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..config import Config, ModelConfig
-from ._head import AbstractHead, head_class
+from ._head import AbstractHead, head_class, readout_prior_std
 
 Root = Float[Array, "D D"]  # T with T T^T = C; rows: V tokens, then L positions
 
@@ -175,8 +175,9 @@ def init_reduced(key: Array, cfg: Config, like: AbstractHead, dtype=jnp.float64)
 
 
 def init_reduced_arrays(key: Array, cfg, dtype=jnp.float64):
-    """``(T, W_G, W_O_hat)`` of :func:`init_reduced`; ``cfg`` needs only ``model``, ``train``
-    and ``task`` (none of which the attention changes)."""
+    """``(T, W_G, W_O_hat)`` of :func:`init_reduced`; ``cfg`` needs only ``model``, ``train``,
+    ``task`` and ``posterior`` (for the readout prior alone; none of them changes with the
+    attention)."""
     m, t, V, L = cfg.model, cfg.train, cfg.task.V, cfg.task.L
     D = V + L
     _, _, kG, kO = jax.random.split(key, 4)
@@ -186,7 +187,9 @@ def init_reduced_arrays(key: Array, cfg, dtype=jnp.float64):
         A = jnp.zeros_like(A)
     elif t.init_attention == "copy":
         A = copy_start(T, V=V, L=L, logit=t.init_copy_logit)
-    B = m.sigma_O * jax.random.normal(kO, (V, D), dtype=dtype)
+    p = cfg.posterior
+    std = readout_prior_std(m.sigma_O, p.chi, chi_in_readout_prior=p.chi_in_readout_prior)
+    B = std * jax.random.normal(kO, (V, D), dtype=dtype)
     return T, A, B
 
 

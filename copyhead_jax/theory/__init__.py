@@ -2,8 +2,9 @@ r"""Bayesian copy-head theory (docs/theory.md §2b-§5): pure JAX functions, flo
 
 Code map, in data-flow order:
 
-* ``params``      :class:`TheoryParams` (L, V, prior scales, sigma^2, chi, the two convention
-                  switches; ``from_config``, ``preset``).
+* ``params``      :class:`TheoryParams` (L, V, prior scales, sigma^2, chi, the convention
+                  switches: likelihood, linear scale, chi in the readout prior / in the noise;
+                  ``from_config``, ``preset``).
 * ``action``      general actions on a full ``L x L`` matrix: EK form (ii) :func:`ek_action`,
                   exact finite-P form (i) :func:`finite_action` on a token set and an embedding
                   Gram (finite-width theory); the terms ``Q, D, R_lin, R_soft, J``; basis and
@@ -19,6 +20,9 @@ Code map, in data-flow order:
 * ``points``      :func:`transition_points`: ``P_c1, P_cG, P_cG_half, P_aG``, spinodals.
 * ``scaling``     :func:`scaling_table`, :func:`scaling_fits`, :func:`fit_power_law`,
                   :func:`fit_law`, :func:`phase_diagram`.
+* ``sensitivity`` :func:`sensitivity` (log-log slope of every ``P*`` in every parameter, factor
+                  of every switch), :func:`fit` (least squares in ``log P*`` over free
+                  parameters, with the invariants that forbid an exact fit).
 * ``plots``       figures (result in, ``Figure`` out); ``cli``: ``copyhead theory ...``.
 
 Precision: the closed forms and actions follow the dtype of their inputs; the entry points
@@ -76,6 +80,7 @@ from .scaling import (
     scaling_fits,
     scaling_table,
 )
+from .sensitivity import fit, sensitivity
 
 __all__ = [
     "basis",
@@ -90,6 +95,7 @@ __all__ = [
     "finite_minima",
     "finite_terms",
     "finite_theory_minimum",
+    "fit",
     "fit_law",
     "fit_power_law",
     "from_coefficients",
@@ -112,6 +118,7 @@ __all__ = [
     "reduced_terms",
     "scaling_fits",
     "scaling_table",
+    "sensitivity",
     "shift_matrix",
     "softmax_ansatz",
     "softmax_minima",

@@ -35,9 +35,12 @@ def x64(fn):
 class Scales(NamedTuple):
     """The numeric inputs of every closed form, as arrays (a pytree: vmap over any field).
 
-    The convention switches and the objective are 0/1 floats, so one compiled program serves
-    every preset: ``per_position`` (likelihood), ``inv_L`` (linear_scale), ``w_D`` (1 for the
-    posterior objective, which adds D) and ``w_J`` (1 adds the pushforward term J, softmax).
+    The convention switches and the objective are floats, so one compiled program serves
+    every preset: ``per_position`` (likelihood, 0/1), ``inv_L`` (the exponent k of the linear
+    attention scale ``A = s / L^k``: 0, 1/2 or 1), ``w_D`` (1 for the posterior objective, which
+    adds D) and ``w_J`` (1 adds the pushforward term J, softmax). ``sigma2`` and ``chi`` are the
+    closed forms' own (both chi switches on): :func:`make_scales` maps every reading of
+    ``chi_in_readout_prior`` / ``chi_in_noise`` onto them (``conventions.theory_sigma2_chi``).
     """
 
     L: jax.Array
@@ -68,24 +71,33 @@ def make_scales(
     linear_scale: str = "inv_L",
     objective: str = "map",
     pushforward: bool = False,
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     dtype=None,
     **numeric,
 ) -> Scales:
-    """``Scales`` from the numeric fields and the switches (validated)."""
+    """``Scales`` from the numeric fields and the switches (validated; docs/theory.md §2b)."""
     check_choice("likelihood", likelihood, LIKELIHOODS)
     check_choice("linear_scale", linear_scale, LINEAR_SCALES)
     check_choice("objective", objective, OBJECTIVES)
     bad = set(numeric) - set(NUMERIC_FIELDS)
     if bad:
         raise ValueError(f"unknown arguments {sorted(bad)}; allowed: {list(NUMERIC_FIELDS)}")
+    if "sigma2" in numeric and "chi" in numeric:
+        numeric["sigma2"], numeric["chi"] = conv.theory_sigma2_chi(
+            numeric["sigma2"], numeric["chi"],
+            chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+        )  # fmt: skip
+    elif not (chi_in_readout_prior and chi_in_noise):
+        raise ValueError("the chi switches need both sigma2 and chi")
     flags = dict(
         per_position=float(likelihood == "per_position"),
-        inv_L=float(linear_scale == "inv_L"),
+        inv_L=conv.LINEAR_SCALE_EXPONENTS[linear_scale],
         w_D=float(objective == "post"),
         w_J=float(bool(pushforward)),
     )
-    conv = as_float if dtype is None else (lambda x: jnp.asarray(x, dtype=dtype))
-    return Scales(**{k: conv(v) for k, v in {**numeric, **flags}.items()})
+    cast = as_float if dtype is None else (lambda x: jnp.asarray(x, dtype=dtype))
+    return Scales(**{k: cast(v) for k, v in {**numeric, **flags}.items()})
 
 
 def p_eff(P, sc: Scales):
@@ -94,5 +106,5 @@ def p_eff(P, sc: Scales):
 
 
 def sigma_G_lin(sc: Scales):
-    """docs/theory.md §2b: ``A = s/L`` replaces ``sigma_G^2`` by ``sigma_G^2/L^2`` (linear only)."""
-    return sc.sigma_G / (1.0 + sc.inv_L * (sc.L - 1.0))
+    """docs/theory.md §2b: ``A = s/L^k`` replaces ``sigma_G^2`` by ``sigma_G^2/L^2k`` (linear)."""
+    return sc.sigma_G / conv.linear_scale_divisor(sc.L, sc.inv_L)

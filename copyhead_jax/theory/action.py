@@ -171,10 +171,11 @@ def solve_QD(calA, bvec, ysq, *, P, params: TheoryParams):
     """``Q`` and ``D`` from the rotated moments ``calA = R^T M R``, ``b = R^T m`` (§3; ``P`` is
     the raw number of sequences, the likelihood convention gives the effective one, §2b)."""
     Pe = conv.effective_P(P, L=params.L, likelihood=params.likelihood)
-    lam = params.sigma2 / (Pe * params.sigma_O**2)
+    sigma2, chi = params.sigma2_chi  # the chi switches, §2b
+    lam = sigma2 / (Pe * params.sigma_O**2)
     K = calA + lam * jnp.eye(calA.shape[0], dtype=calA.dtype)
     fit = jnp.sum(bvec * _spd_solve(K, bvec))
-    Q = params.chi * Pe / (2.0 * params.sigma2) * (ysq - fit)
+    Q = chi * Pe / (2.0 * sigma2) * (ysq - fit)
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(cho_factor(K)[0])))
     D = 0.5 * params.V * (logdet - calA.shape[0] * jnp.log(lam))
     return Q, D
@@ -221,7 +222,7 @@ def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[
     A = G if attention == "linear" else jax.nn.softmax(G, axis=1)
     Q, D = _QD(*moments(A, S4, S2), R=R, P=P, params=params)
     if attention == "linear":
-        sG = params.sigma_G / L if params.linear_scale == "inv_L" else params.sigma_G  # §2b
+        sG = params.sigma_G / conv.linear_scale_divisor(L, params.linear_scale)  # §2b
         return {"Q": Q, "D": D, "R": R_lin(A, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
     return {"Q": Q, "D": D, "R": R_soft(G, cbar=cbar, sigma_G=params.sigma_G), "J": J_term(G)}
 
@@ -255,7 +256,8 @@ def ek_action(
     r"""EK action (ii): ``Q + R`` (map) or ``Q + D + R`` (post), ``[+ J]`` (docs/theory.md §3).
 
     For linear attention ``G`` is the attention matrix ``A`` (with ``linear_scale='inv_L'`` its
-    prior scale is ``sigma_G / L``); for softmax ``G`` is the logit matrix.
+    prior scale is ``sigma_G / L``, ``'inv_sqrt_L'``: ``sigma_G / sqrt L``); for softmax ``G``
+    is the logit matrix.
     """
     t = ek_terms(G, P=P, params=params, attention=attention, gram=gram)
     return _combine(t, objective, pushforward)

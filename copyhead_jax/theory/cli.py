@@ -1,4 +1,5 @@
-"""``copyhead theory {points,curve,landscape,scaling}``: a thin CLI over the theory API.
+"""``copyhead theory {points,curve,landscape,scaling,sensitivity,fit}``: a thin CLI over the
+theory API.
 
 ``add_theory_subparser(subparsers)`` registers the ``theory`` command on an argparse
 subparsers object; ``python -m copyhead_jax.theory.cli points --json`` runs it stand-alone.
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS
 
 
 def _range(spec: str) -> list[int]:
@@ -37,27 +39,43 @@ def _range(spec: str) -> list[int]:
     return vals
 
 
-def _common(p: argparse.ArgumentParser, *, ranges: bool = False) -> None:
-    p.add_argument("--preset", default="paper", choices=("paper", "plain"))
+_SCALES = ("sigma2", "chi", "sigma_e", "sigma_p", "sigma_G", "sigma_O")
+_SWITCHES = ("likelihood", "linear_scale", "chi_in_readout_prior", "chi_in_noise")
+
+
+def _common(p: argparse.ArgumentParser, *, ranges: bool = False, objectives=("map", "post"),
+            objective="map") -> None:  # fmt: skip
+    """The parameters of the theory (a preset, then overrides) and the output options."""
+    p.add_argument("--preset", default="paper", choices=tuple(PRESETS),
+                   help="the reading (default paper); the flags below override it")  # fmt: skip
     if ranges:
         p.add_argument("--L", type=_range, default=None, help="'10:60', '10:60:5', '10,20' or 25")
         p.add_argument("--V", type=_range, default=None, help="'2:12' or 5")
     else:
-        p.add_argument("--L", type=int, default=None)
-        p.add_argument("--V", type=int, default=None)
-    for name in ("sigma2", "chi", "sigma_e", "sigma_p", "sigma_G", "sigma_O"):
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=None)
-    p.add_argument("--likelihood", choices=("per_sequence", "per_position"), default=None)
-    p.add_argument("--linear-scale", dest="linear_scale", choices=("none", "inv_L"), default=None)
-    p.add_argument("--objective", choices=("map", "post"), default="map")
+        p.add_argument("--L", type=int, default=None, help="sequence length")
+        p.add_argument("--V", type=int, default=None, help="vocabulary size")
+    for name in _SCALES:
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=None,
+                       help=f"{name} (docs/theory.md §2)")  # fmt: skip
+    p.add_argument("--likelihood", choices=LIKELIHOODS, default=None,
+                   help="noise per sequence entry or L times it (per_position), §2b")  # fmt: skip
+    p.add_argument("--linear-scale", dest="linear_scale", choices=LINEAR_SCALES, default=None,
+                   help="linear attention A = s, s/sqrt(L) or s/L (§2b)")  # fmt: skip
+    p.add_argument("--chi-in-readout-prior", dest="chi_in_readout_prior", default=None,
+                   action=argparse.BooleanOptionalAction,
+                   help="readout prior sigma_O^2/(chi N); --no-...: sigma_O^2/N (§2b)")  # fmt: skip
+    p.add_argument("--chi-in-noise", dest="chi_in_noise", default=None,
+                   action=argparse.BooleanOptionalAction,
+                   help="noise sigma^2/chi; --no-...: sigma^2 (§2b)")  # fmt: skip
+    p.add_argument("--objective", choices=objectives, default=objective,
+                   help=f"MAP or posterior (adds D) objective (default {objective})")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _params(args, **override):
     from .params import TheoryParams
 
-    fields = ("sigma2", "chi", "sigma_e", "sigma_p", "sigma_G", "sigma_O")
-    kw = {k: getattr(args, k) for k in (*fields, "likelihood", "linear_scale")}
+    kw = {k: getattr(args, k) for k in (*_SCALES, *_SWITCHES)}
     kw = {k: v for k, v in kw.items() if v is not None}
     for k in ("L", "V"):
         v = override.get(k, getattr(args, k))
@@ -182,6 +200,53 @@ def cmd_landscape(args) -> dict[str, Any]:
     return out
 
 
+def cmd_sensitivity(args) -> dict[str, Any]:
+    from .sensitivity import sensitivity
+
+    objectives = ("map", "post") if args.objective == "both" else (args.objective,)
+    res = sensitivity(_params(args), objectives=objectives, h=args.step)
+    if args.json:
+        print(json.dumps(_jsonable(res), indent=2))
+        return res
+    for obj in objectives:
+        r = res[obj]
+        P = "  ".join(f"{k} {v:.4g}" for k, v in r["P"].items())
+        kind = "first order" if r["first_order"] else "crossover: no first-order jump"
+        print(f"[{obj}] {P}  (P_aG: {kind})")
+        print(f"{'d log P*/d log x':>28} " + " ".join(f"{k:>9}" for k in r["P"]))
+        for name, row in r["slopes"].items():
+            print(f"{name:>28} " + " ".join(f"{v:9.4f}" for v in row.values()))
+        print(f"{'factor P*(switch)/P*':>28}")
+        for name, row in r["factors"].items():
+            print(f"{name:>28} " + " ".join(f"{v:9.4g}" for v in row.values()))
+    return res
+
+
+def cmd_fit(args) -> dict[str, Any]:
+    from .sensitivity import fit
+
+    res = fit(_params(args), args.target, args.free, objective=args.objective, tol=args.tol,
+              max_iter=args.max_iter)  # fmt: skip
+    if args.json:
+        print(json.dumps(_jsonable(res), indent=2))
+        return res
+    fitted = ", ".join(f"{k} = {v:.6g}" for k, v in res["fitted"].items())
+    print(f"[{args.objective}] fitted {fitted}")
+    print(f"{'':>6} {'target':>10} {'model':>10} {'log(P*/target)':>15}")
+    for k, t in res["targets"].items():
+        print(f"{k:>6} {t:10.4g} {res['model'][k]:10.4g} {res['residuals_log'][k]:15.4f}")
+    inv = res["invariants"]
+    print(f"Jacobian rank {inv['rank']} for {inv['n_targets']} targets")
+    for v in inv["ratios"]:
+        print(f"invariant: {v['ratio']} = {v['model']:.4g} whatever {', '.join(res['free'])} "
+              f"(target {v['target']:.4g})")  # fmt: skip
+    for v in inv["combinations"]:
+        print(f"fixed to first order: {v['monomial']} = {v['model']:.4g} "
+              f"(target {v['target']:.4g})")  # fmt: skip
+    print(res["verdict"])
+    return res
+
+
 def cmd_scaling(args) -> dict[str, Any]:
     from .plots import plot_scaling
     from .scaling import scaling_fits, scaling_table
@@ -230,17 +295,76 @@ def _print_scaling(table, fits) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+_EPILOGS = {
+    "points": """examples:
+  copyhead theory points --preset paper
+  copyhead theory points --preset paper_chi_lik --objective post --json
+  copyhead theory points --L 40 --V 8 --no-chi-in-readout-prior --linear-scale inv_sqrt_L""",
+    "curve": """examples:
+  copyhead theory curve --preset paper --attention softmax --out figs/curve
+  copyhead theory curve --preset plain --P-min 1 --P-max 1e4 --no-plot --json""",
+    "landscape": """examples:
+  copyhead theory landscape --preset paper --attention softmax
+  copyhead theory landscape --attention linear --P 50 100 400 --no-plot --json""",
+    "scaling": """examples:
+  copyhead theory scaling --preset paper --L 10:32 --V 5
+  copyhead theory scaling --preset paper_chi_lik --L 25 --V 2:12 --json --no-plot""",
+    "sensitivity": """examples:
+  copyhead theory sensitivity --preset paper
+  copyhead theory sensitivity --preset paper_chi_lik --objective map --json
+  copyhead theory sensitivity --L 40 --sigma2 10 --no-chi-in-noise
+
+slopes are central differences in log x (step --step); L and V: x +- 1. A factor is
+P*(switched)/P* for every other value of a switch. P_aG is the crossover of the global
+minimiser where the softmax transition is not first order (the header says which).""",
+    "fit": """examples:
+  copyhead theory fit --preset paper --target P_c1=23,P_cG=322,P_aG=300 --free sigma2,chi
+  copyhead theory fit --preset paper_chi_lik --target P_aG=300 --free sigma2 --json
+  copyhead theory fit --target P_c1=23,P_cG=322 --free sigma_e,sigma_p --tol 0.01
+
+Levenberg-Marquardt in log parameters on log P*. Invariants: ratios of targets that no free
+parameter moves (equal slopes), and the left null space of the Jacobian; the verdict says when
+no fit within --tol exists and which invariant forbids it.""",
+}
+
+
+def _sub(sub, name: str, help: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help, description=help, epilog=_EPILOGS[name],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+
+
+def _free(spec: str) -> list[str]:
+    from .sensitivity import parse_free
+
+    try:
+        return parse_free(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _targets(spec: str) -> dict[str, float]:
+    from .sensitivity import parse_targets
+
+    try:
+        return parse_targets(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_theory_subparser(subparsers) -> argparse.ArgumentParser:
-    """Register ``theory`` with ``points``, ``curve``, ``landscape``, ``scaling``."""
-    theory = subparsers.add_parser("theory", help="EK theory: transition points, curves, scaling")
+    """Register ``theory`` with ``points``, ``curve``, ``landscape``, ``scaling``,
+    ``sensitivity``, ``fit``."""
+    theory = subparsers.add_parser(
+        "theory", help="EK theory: transition points, curves, scaling, sensitivity, fits"
+    )
     sub = theory.add_subparsers(dest="theory_cmd", required=True)
 
-    p = sub.add_parser("points", help="every P* and the spinodals (docs/theory.md §5)")
+    p = _sub(sub, "points", "every P* and the spinodals (docs/theory.md §5)")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
     _common(p)
     p.set_defaults(func=cmd_points)
 
-    p = sub.add_parser("curve", help="order parameters and action versus P (JSON/PNG)")
+    p = _sub(sub, "curve", "order parameters and action versus P (JSON/PNG)")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
     _common(p)
     p.add_argument("--P-min", dest="P_min", type=float, default=None)
@@ -250,7 +374,7 @@ def add_theory_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=cmd_curve)
 
-    p = sub.add_parser("landscape", help="V_lin contours / V_soft(beta) wells around P*")
+    p = _sub(sub, "landscape", "V_lin contours / V_soft(beta) wells around P*")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="softmax")
     _common(p)
     p.add_argument("--P", type=float, nargs="+", default=None)
@@ -258,12 +382,31 @@ def add_theory_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=cmd_landscape)
 
-    p = sub.add_parser("scaling", help="P* over grids of L and V, fitted exponents, PNG")
+    p = _sub(sub, "scaling", "P* over grids of L and V, fitted exponents, PNG")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
     _common(p, ranges=True)
     p.add_argument("--out", default=None, help="PNG path")
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=cmd_scaling)
+
+    p = _sub(sub, "sensitivity", "log-log slope of every P* in every parameter, factor of every "
+             "switch (docs/theory.md §2b, §5)")  # fmt: skip
+    _common(p, objectives=("map", "post", "both"), objective="both")
+    p.add_argument("--step", type=float, default=1e-2, help="log step of the differences")
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = _sub(sub, "fit", "least-squares fit of log P* to targets over the free parameters")
+    _common(p)
+    p.add_argument("--target", type=_targets, required=True,
+                   help="target P*, e.g. 'P_c1=23,P_cG=322,P_aG=300'")  # fmt: skip
+    p.add_argument("--free", type=_free, required=True,
+                   help="parameters to adjust: 'sigma2,chi' (sigma2, chi, sigma_O, sigma_G, "
+                   "sigma_e, sigma_p)")  # fmt: skip
+    p.add_argument("--tol", type=float, default=0.05,
+                   help="relative error that counts as a fit (default 0.05)")  # fmt: skip
+    p.add_argument("--max-iter", dest="max_iter", type=int, default=40,
+                   help="Levenberg-Marquardt iterations at most")  # fmt: skip
+    p.set_defaults(func=cmd_fit)
     return theory
 
 

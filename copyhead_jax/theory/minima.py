@@ -127,6 +127,8 @@ def linear_minima(
     V,
     objective: str = "map",
     likelihood: str = "per_position",
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     linear_scale: str = "inv_L",
     n_keep: int = N_KEEP,
     **scales,
@@ -137,8 +139,9 @@ def linear_minima(
     ``r >= 0``) and ``n_min``. Pass float64 inputs (or run under ``jax.enable_x64``) for accuracy.
     """
     sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective
-    )
+        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective,
+        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+    )  # fmt: skip
     return lin_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
 
 
@@ -149,14 +152,17 @@ def softmax_minima(
     V,
     objective: str = "map",
     likelihood: str = "per_position",
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     pushforward: bool = False,
     n_keep: int = N_KEEP,
     **scales,
 ) -> dict[str, jax.Array]:
     r"""Every local minimum of ``V_soft(beta)`` at ``P`` (docs/theory.md §4-5), sorted by value."""
     sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
-    )
+        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward,
+        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+    )  # fmt: skip
     return soft_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
 
 

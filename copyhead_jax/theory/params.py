@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import conventions as conv
 from .._checks import check_choice, check_float, check_int
 from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
 from ._common import NUMERIC_FIELDS, OBJECTIVES, Scales, as_float, make_scales
@@ -18,7 +19,8 @@ class TheoryParams:
     """Task size, prior scales and convention switches of the Bayesian copy-head theory.
 
     Defaults are the paper preset of docs/theory.md §2b (``per_position``, ``inv_L``,
-    ``sigma2 = chi = 30``, unit prior scales), matching :mod:`copyhead_jax.config`.
+    ``sigma2 = chi = 30``, chi in both the noise and the readout prior, unit prior scales),
+    matching :mod:`copyhead_jax.config`.
     """
 
     L: int = 25
@@ -31,6 +33,8 @@ class TheoryParams:
     chi: float = 30.0
     likelihood: str = "per_position"
     linear_scale: str = "inv_L"
+    chi_in_readout_prior: bool = True  # readout prior sigma_O^2/(chi N); False: sigma_O^2/N
+    chi_in_noise: bool = True  # noise sigma^2/chi; False: sigma^2
 
     def __post_init__(self):
         check_int("TheoryParams.L", self.L, lo=2, hi=10**6)
@@ -41,6 +45,10 @@ class TheoryParams:
         check_float("TheoryParams.chi", self.chi, lo=0.0, hi=1e12)
         check_choice("TheoryParams.likelihood", self.likelihood, LIKELIHOODS)
         check_choice("TheoryParams.linear_scale", self.linear_scale, LINEAR_SCALES)
+        for name in ("chi_in_readout_prior", "chi_in_noise"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"TheoryParams.{name} must be a bool, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
         for name in ("L", "V"):
             object.__setattr__(self, name, int(getattr(self, name)))
         for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O", "sigma2", "chi"):
@@ -63,6 +71,8 @@ class TheoryParams:
             chi=p.chi,
             likelihood=p.likelihood,
             linear_scale=m.linear_scale,
+            chi_in_readout_prior=p.chi_in_readout_prior,
+            chi_in_noise=p.chi_in_noise,
         )
 
     @classmethod
@@ -78,6 +88,15 @@ class TheoryParams:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @property
+    def sigma2_chi(self) -> tuple[float, float]:
+        """``(sigma2, chi)`` of the closed forms for this reading, in which the noise is
+        ``sigma2/chi`` and the readout prior ``sigma_O^2/(chi N)`` (``theory_sigma2_chi``)."""
+        return conv.theory_sigma2_chi(
+            self.sigma2, self.chi, chi_in_readout_prior=self.chi_in_readout_prior,
+            chi_in_noise=self.chi_in_noise,
+        )  # fmt: skip
+
     def scales(self, objective: str = "map", pushforward: bool = False) -> Scales:
         """The numeric fields and switches as arrays (a vmappable pytree)."""
         return make_scales(
@@ -86,6 +105,8 @@ class TheoryParams:
             linear_scale=self.linear_scale,
             objective=objective,
             pushforward=pushforward,
+            chi_in_readout_prior=self.chi_in_readout_prior,
+            chi_in_noise=self.chi_in_noise,
         )
 
 
@@ -93,8 +114,9 @@ def scales_batch(params: list[TheoryParams], objective: str = "map") -> Scales:
     """``Scales`` with leaves ``[B]`` for a list of parameter sets (one array per field)."""
     check_choice("objective", objective, OBJECTIVES)
     cols = {k: [getattr(p, k) for p in params] for k in NUMERIC_FIELDS}
+    cols["sigma2"], cols["chi"] = ([p.sigma2_chi[i] for p in params] for i in (0, 1))
     cols["per_position"] = [float(p.likelihood == "per_position") for p in params]
-    cols["inv_L"] = [float(p.linear_scale == "inv_L") for p in params]
+    cols["inv_L"] = [conv.LINEAR_SCALE_EXPONENTS[p.linear_scale] for p in params]
     cols["w_D"] = [float(objective == "post")] * len(params)
     cols["w_J"] = [0.0] * len(params)
     return Scales(**{k: as_float(np.asarray(cols[k], dtype=np.float64)) for k in Scales._fields})

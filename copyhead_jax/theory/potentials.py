@@ -143,11 +143,16 @@ def reduced_terms(
     L,
     V,
     likelihood: str = "per_position",
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     linear_scale: str = "inv_L",
     **scales,
 ) -> dict[str, Scalar]:
     r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
-    sc = keyword_scales(L, V, scales, likelihood=likelihood, linear_scale=linear_scale)
+    sc = keyword_scales(
+        L, V, scales, likelihood=likelihood, linear_scale=linear_scale,
+        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+    )  # fmt: skip
     Q, D = QD(c1, cG, P, sc)
     return {"Q": Q, "D": D, "R": R_lin_of(c1, cG, sc)}
 
@@ -161,17 +166,20 @@ def linear_potential(
     V,
     objective: str = "map",
     likelihood: str = "per_position",
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     linear_scale: str = "inv_L",
     **scales,
 ) -> Scalar:
     r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), docs/theory.md §4.
 
     ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
-    30, 30).
+    30, 30); the chi switches as in :class:`~copyhead_jax.theory.TheoryParams` (§2b).
     """
     sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective
-    )
+        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective,
+        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+    )  # fmt: skip
     return lin_V(c1, cG, P, sc)
 
 
@@ -194,6 +202,8 @@ def softmax_potential(
     V,
     objective: str = "map",
     likelihood: str = "per_position",
+    chi_in_readout_prior: bool = True,
+    chi_in_noise: bool = True,
     pushforward: bool = False,
     **scales,
 ) -> Scalar:
@@ -203,8 +213,9 @@ def softmax_potential(
     order parameters (docs/theory.md §3).
     """
     sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward
-    )
+        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward,
+        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
+    )  # fmt: skip
     return soft_V(beta, P, sc)
 
 
