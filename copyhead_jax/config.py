@@ -39,11 +39,22 @@ class TaskConfig:
     L: int = 25  # sequence length
     V: int = 5  # vocabulary size
     n_test: int = 512  # held-out sequences per seed (test loss, copy accuracy)
+    # token source (see copyhead_jax.sources): "iid" uniform tokens, or a stationary Markov
+    # chain: the stickiness family rho, a Dirichlet(alpha) matrix drawn from chain_seed, or a
+    # given transition matrix (rows sum to 1)
+    source: Literal["iid", "markov"] = "iid"
+    rho: float = 0.0  # markov: stay with probability rho + (1 - rho)/V, else uniform
+    alpha: float | None = None  # markov: rows of the matrix ~ Dirichlet(alpha 1_V)
+    chain_seed: int = 0  # markov with alpha: seed of the Dirichlet matrix (fixed across seeds)
+    transition: tuple[tuple[float, ...], ...] | None = None  # markov: a given V x V matrix
 
     def __post_init__(self):
         check_int("TaskConfig.L", self.L, lo=2, hi=4096)
         check_int("TaskConfig.V", self.V, lo=2, hi=4096)
         check_int("TaskConfig.n_test", self.n_test, lo=1, hi=10**6)
+        from .sources import check_task_source  # sources imports this module
+
+        check_task_source(self)
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,7 @@ class ModelConfig:
     linear_scale: Literal["none", "inv_L"] = "inv_L"  # linear attention A = s or A = s / L
     engine: Literal["full", "reduced"] = "full"  # reduced: exact width-(V+L) image, §2c
     gram: Literal["realised", "wishart"] = "realised"  # reduced engine: source of the Gram C
+    causal: bool = False  # causal mask (b <= a) and the non-periodic target, see models._mask
 
     def __post_init__(self):
         check_choice("ModelConfig.attention", self.attention, ATTENTIONS)
@@ -85,6 +97,8 @@ class ModelConfig:
         for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
             check_float(f"ModelConfig.{name}", getattr(self, name), lo=0.0, hi=1e6)
         check_choice("ModelConfig.linear_scale", self.linear_scale, LINEAR_SCALES)
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
 
 
 @dataclass(frozen=True)
