@@ -68,9 +68,13 @@ def check_transition(T: Any, *, V: int | None = None, name: str = "transition") 
 def check_task_source(task) -> None:
     """Validate the source fields of a ``TaskConfig`` (called by its ``__post_init__``)."""
     check_choice("TaskConfig.source", task.source, SOURCES)
-    rho = check_float("TaskConfig.rho", task.rho, lo=0.0, hi=1.0, lo_open=False)
+    bad_rho = f"TaskConfig.rho must be a real number in [0, 1), got {task.rho!r}"
+    try:
+        rho = check_float("TaskConfig.rho", task.rho, lo=0.0, hi=1.0, lo_open=False)
+    except ValueError:
+        raise ValueError(bad_rho) from None
     if rho >= 1.0:
-        raise ValueError(f"TaskConfig.rho must be a real number in [0, 1), got {task.rho!r}")
+        raise ValueError(bad_rho)
     check_int("TaskConfig.chain_seed", task.chain_seed, lo=0, hi=2**31 - 1)
     if task.alpha is not None:
         check_float("TaskConfig.alpha", task.alpha, lo=0.0, hi=1e6)

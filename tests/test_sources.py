@@ -132,3 +132,23 @@ def test_user_tokens_are_validated():
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="transition must be 3 x 3"):
         check_transition(np.eye(2), V=3)
+
+
+def test_cli_flags_reach_the_config(tmp_path):
+    """The generic one-flag-per-field CLI carries --source/--rho/--alpha/--transition and a bare
+    --causal into the config."""
+    from copyhead_jax.cli import build_parser, config_from_args
+
+    parser = build_parser()
+    a = parser.parse_args(["sweep", "--preset", "tiny", "--source", "markov", "--rho", "0.5",
+                           "--causal"])  # fmt: skip
+    cfg = config_from_args(a, attention="softmax")
+    assert (cfg.task.source, cfg.task.rho, cfg.model.causal) == ("markov", 0.5, True)
+    a = parser.parse_args(["sweep", "--preset", "tiny", "--causal", "false"])
+    assert config_from_args(a, attention="softmax").model.causal is False
+    np.save(tmp_path / "T.npy", sticky_transition(3, 0.25))
+    for text in ("0.5,0.25,0.25;0.25,0.5,0.25;0.25,0.25,0.5", str(tmp_path / "T.npy")):
+        a = parser.parse_args(["sweep", "--preset", "tiny", "--source", "markov",
+                               "--transition", text])  # fmt: skip
+        T = np.asarray(config_from_args(a, attention="softmax").task.transition)
+        np.testing.assert_allclose(T, sticky_transition(3, 0.25), atol=1e-15)
