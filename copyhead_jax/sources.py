@@ -136,14 +136,10 @@ def transition_matrix(task) -> Transition:
 
 
 def stationary_law(T: Any) -> Float[np.ndarray, " V"]:
-    r"""$\pi$ with $\pi T=\pi$, $\sum\pi=1$ (float64 least squares on the stacked system)."""
-    T = check_transition(T)
-    V = T.shape[0]
-    A = np.vstack([T.T - np.eye(V), np.ones((1, V))])
-    b = np.zeros(V + 1)
-    b[-1] = 1.0
-    pi = np.linalg.lstsq(A, b, rcond=None)[0]
-    return np.clip(pi, 0.0, None) / np.clip(pi, 0.0, None).sum()
+    r"""$\pi$ with $\pi T=\pi$, $\sum\pi=1$ (float64) of a checked transition matrix."""
+    from .theory.markov import stationary_law as exact  # lazily: theory imports config
+
+    return exact(check_transition(T))
 
 
 def _inverse_cdf(cdf: Float[Array, "... V"], u: Float[Array, "..."]) -> Array:
