@@ -209,3 +209,14 @@ def task_data(key: Array, task, *, P_max: int, n_test: int | None = None) -> See
         train=sample_task(k_train, task, n=P_max), test=sample_task(k_test, task, n=n_test)
     )
 
+
+
+def token_data(tokens: Any, *, L: int, V: int, P_max: int, n_test: int) -> SeedData:
+    """A user's sequences as one seed's data: rows ``[0, P_max)`` the (nested) training pool,
+    the next ``n_test`` rows the test set; validated by :func:`check_tokens`."""
+    t = check_tokens(tokens, L=L, V=V)
+    if t.shape[0] < P_max + n_test:
+        raise ValueError(
+            f"tokens must have at least P_max + n_test = {P_max + n_test} rows, got {t.shape[0]}"
+        )
+    return SeedData(train=jnp.asarray(t[:P_max]), test=jnp.asarray(t[P_max : P_max + n_test]))

@@ -15,6 +15,7 @@ from copyhead_jax.sources import (
     stationary_law,
     sticky_transition,
     task_data,
+    token_data,
     transition_matrix,
 )
 
@@ -130,6 +131,10 @@ def test_user_tokens_are_validated():
         with pytest.raises(ValueError, match=match) as e:
             check_tokens(bad, L=3, V=3)
         assert "\n" not in str(e.value)
+    d = token_data(np.arange(15).reshape(5, 3) % 3, L=3, V=3, P_max=3, n_test=2)
+    assert d.train.shape == (3, 3) and d.test.shape == (2, 3) and int(d.test[-1, -1]) == 2
+    with pytest.raises(ValueError, match=r"at least P_max \+ n_test = 6 rows"):
+        token_data(np.zeros((5, 3), int), L=3, V=3, P_max=4, n_test=2)
     with pytest.raises(ValueError, match="transition must be 3 x 3"):
         check_transition(np.eye(2), V=3)
 
