@@ -190,6 +190,12 @@ def sample_sticky(key: Array, *, n: int, L: int, V: int, rho: float) -> TokenBat
     return seq.T
 
 
+def is_iid(task) -> bool:
+    """Whether ``task`` draws i.i.d. uniform tokens (``source='iid'``, or the chain at rho = 0)."""
+    plain = task.rho == 0.0 and task.alpha is None and task.transition is None
+    return task.source == "iid" or plain
+
+
 def sample_task(key: Array, task, *, n: int) -> TokenBatch:
     """``n`` sequences of ``task``'s source (``TaskConfig``), nested in ``n``."""
     L, V = task.L, task.V

@@ -157,3 +157,20 @@ def test_cli_flags_reach_the_config(tmp_path):
                                "--transition", text])  # fmt: skip
         T = np.asarray(config_from_args(a, attention="softmax").task.transition)
         np.testing.assert_allclose(T, sticky_transition(3, 0.25), atol=1e-15)
+
+
+def test_theory_overlay_only_for_the_iid_task_without_mask():
+    """The EK curves assume i.i.d. tokens and no mask: none are drawn for other sweeps."""
+    from types import SimpleNamespace
+
+    from copyhead_jax.compare.overlay import theory_overlay
+    from copyhead_jax.sources import is_iid
+
+    assert is_iid(TaskConfig()) and is_iid(TaskConfig(source="markov"))
+    assert not is_iid(TaskConfig(source="markov", rho=0.1))
+    assert not is_iid(TaskConfig(source="markov", alpha=1.0))
+    cfg = Config(task=TaskConfig(L=4, V=2))
+    res = lambda c: SimpleNamespace(config=c, P=np.array([4, 8]))
+    assert set(theory_overlay([res(cfg)], n=3)) == {"softmax"}
+    assert theory_overlay([res(cfg.replace(model=dict(causal=True)))], n=3) == {}
+    assert theory_overlay([res(cfg.replace(task=dict(source="markov", rho=0.5)))], n=3) == {}
