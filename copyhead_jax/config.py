@@ -34,7 +34,8 @@ MAX_REALISED_ELEMENTS = 2**27
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """Copy task: i.i.d. uniform one-hot tokens, target ``y^a = x^{a-1}`` (periodic)."""
+    """Copy task: one-hot tokens (i.i.d. uniform, or a stationary Markov chain: :mod:`.sources`),
+    target ``y^a = x^{a-1}`` (periodic; without position 0 under ``ModelConfig.causal``)."""
 
     L: int = 25  # sequence length
     V: int = 5  # vocabulary size
