@@ -78,6 +78,11 @@ def check_task_source(task) -> None:
     check_int("TaskConfig.chain_seed", task.chain_seed, lo=0, hi=2**31 - 1)
     if task.alpha is not None:
         check_float("TaskConfig.alpha", task.alpha, lo=0.0, hi=1e6)
+        # a tiny alpha can underflow whole rows to zeros: a reducible chain, refused here
+        name = (
+            f"the Dirichlet matrix of TaskConfig.alpha={task.alpha}, chain_seed {task.chain_seed}"
+        )
+        check_transition(dirichlet_transition(task.V, task.alpha, task.chain_seed), name=name)
     if task.transition is not None:
         T = check_transition(task.transition, V=task.V, name="TaskConfig.transition")
         object.__setattr__(task, "transition", tuple(tuple(float(x) for x in r) for r in T))

@@ -112,6 +112,7 @@ def _given(T):
         (dict(source="iid", rho=0.5), r"TaskConfig\.rho needs TaskConfig\.source='markov'"),
         (dict(source="markov", rho=0.5, alpha=1.0), r"one of rho, alpha, transition"),
         (dict(source="hmm"), r"TaskConfig\.source"),
+        (dict(source="markov", alpha=1e-4, chain_seed=9), r"Dirichlet matrix .*unique stationary"),
     ],
 )  # fmt: skip
 def test_bad_source_parameters_raise_one_line_errors(fields, match):
