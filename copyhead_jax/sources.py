@@ -147,6 +147,14 @@ def stationary_law(T: Any) -> Float[np.ndarray, " V"]:
     return exact(check_transition(T))
 
 
+def _cdf(p: np.ndarray) -> Array:
+    """Cumulative sums along the last axis, float32, with every entry where the mass is complete
+    (the float64 sum within 1e-12 of 1) set to 2: ``u < 1`` never reaches a zero-probability
+    tail state through float32 rounding of the sum."""
+    c = np.cumsum(p, axis=-1)
+    return jnp.asarray(np.where(c >= 1.0 - 1e-12, 2.0, c), jnp.float32)
+
+
 def _inverse_cdf(cdf: Float[Array, "... V"], u: Float[Array, "..."]) -> Array:
     """Index ``v`` with ``cdf[v-1] <= u < cdf[v]`` (a zero-probability state is never drawn)."""
     return jnp.sum(u[..., None] >= cdf[..., :-1], axis=-1).astype(jnp.int32)
@@ -158,8 +166,8 @@ def sample_chain(key: Array, *, n: int, L: int, T: Any) -> TokenBatch:
     Sequence ``alpha`` uses ``fold_in(key, alpha)`` (nested datasets, as :func:`sample_tokens`);
     the draws are inverse-CDF transforms of ``L`` uniforms per sequence."""
     T = check_transition(T)
-    pi_cdf = jnp.asarray(np.cumsum(stationary_law(T)), jnp.float32)
-    cdf = jnp.asarray(np.cumsum(T, axis=1), jnp.float32)
+    pi_cdf = _cdf(stationary_law(T))
+    cdf = _cdf(T)
 
     def one(i):
         u = jax.random.uniform(jax.random.fold_in(key, i), (L,), dtype=jnp.float32)
