@@ -6,6 +6,7 @@ Code map, in data-flow order:
                    SweepConfig, SGLDConfig)
 - ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)`` (also in ``config``)
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
+- ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
 - ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior
 - ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
 - ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
@@ -24,6 +25,7 @@ Code map, in data-flow order:
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import bayes as bayes
 from . import config as config
+from . import sources as sources
 from .arviz_io import to_arviz as to_arviz
 from .bayes import local_learning_coefficient as local_learning_coefficient
 from .bayes import susceptibility as susceptibility

@@ -83,8 +83,10 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
                 typ = {bool: _bool, int: int, float: float, type(None): float}.get(
                     type(f.default), str
                 )
+                typ = _matrix_arg if f.name == "transition" else typ
+                bare = dict(nargs="?", const=True) if typ is _bool else {}  # --causal = true
                 g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
-                               help=_flag_help(sec, f.name))  # fmt: skip
+                               help=_flag_help(sec, f.name), **bare)  # fmt: skip
 
 
 def _grid(P) -> str:
@@ -106,6 +108,20 @@ def _flag_help(sec: str, name: str) -> str:
     else:
         default = "default by preset: " + ", ".join(f"{k} {v}" for k, v in values.items())
     return f"{allowed}; {default}".replace("%", "%%")
+
+
+def _matrix_arg(text: str) -> tuple:
+    """``--transition``: a ``.npy`` file or rows ``"0.9,0.1;0.2,0.8"`` -> tuple of rows."""
+    try:
+        if text.endswith(".npy"):
+            T = np.load(text)
+        else:
+            T = np.array([[float(x) for x in row.split(",")] for row in text.split(";")])
+        return tuple(tuple(float(x) for x in row) for row in np.atleast_2d(T))
+    except (OSError, ValueError) as e:
+        raise argparse.ArgumentTypeError(
+            f"--transition must be a .npy file or rows like '0.9,0.1;0.2,0.8'; got {text!r} ({e})"
+        ) from None
 
 
 def _widths_arg(text: str) -> tuple:

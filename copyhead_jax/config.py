@@ -34,16 +34,28 @@ MAX_REALISED_ELEMENTS = 2**27
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """Copy task: i.i.d. uniform one-hot tokens, target ``y^a = x^{a-1}`` (periodic)."""
+    """Copy task: one-hot tokens (i.i.d. uniform, or a stationary Markov chain: :mod:`.sources`),
+    target ``y^a = x^{a-1}`` (periodic; without position 0 under ``ModelConfig.causal``)."""
 
     L: int = 25  # sequence length
     V: int = 5  # vocabulary size
     n_test: int = 512  # held-out sequences per seed (test loss, copy accuracy)
+    # token source (see copyhead_jax.sources): "iid" uniform tokens, or a stationary Markov
+    # chain: the stickiness family rho, a Dirichlet(alpha) matrix drawn from chain_seed, or a
+    # given transition matrix (rows sum to 1)
+    source: Literal["iid", "markov"] = "iid"
+    rho: float = 0.0  # markov: stay with probability rho + (1 - rho)/V, else uniform
+    alpha: float | None = None  # markov: rows of the matrix ~ Dirichlet(alpha 1_V)
+    chain_seed: int = 0  # markov with alpha: seed of the Dirichlet matrix (fixed across seeds)
+    transition: tuple[tuple[float, ...], ...] | None = None  # markov: a given V x V matrix
 
     def __post_init__(self):
         check_int("TaskConfig.L", self.L, lo=2, hi=4096)
         check_int("TaskConfig.V", self.V, lo=2, hi=4096)
         check_int("TaskConfig.n_test", self.n_test, lo=1, hi=10**6)
+        from .sources import check_task_source  # sources imports this module
+
+        check_task_source(self)
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,7 @@ class ModelConfig:
     linear_scale: Literal["none", "inv_sqrt_L", "inv_L"] = "inv_L"
     engine: Literal["full", "reduced"] = "full"  # reduced: exact width-(V+L) image, §2c
     gram: Literal["realised", "wishart"] = "realised"  # reduced engine: source of the Gram C
+    causal: bool = False  # causal mask (b <= a) and the non-periodic target, see models._mask
 
     def __post_init__(self):
         check_choice("ModelConfig.attention", self.attention, ATTENTIONS)
@@ -86,6 +99,8 @@ class ModelConfig:
         for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
             check_float(f"ModelConfig.{name}", getattr(self, name), lo=0.0, hi=1e6)
         check_choice("ModelConfig.linear_scale", self.linear_scale, LINEAR_SCALES)
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ import numpy as np
 
 from ._devices import shard_runs, to_host
 from .config import Config
-from .models import AbstractHead, head_class, head_template, reduced_head
+from .models import AbstractHead, head_class, head_template, reduced_head, target_weights
 from .models._reduce import init_reduced_arrays
 from .observables import (
     Measurement,
     attention_matrices,
+    copy_accuracy_of,
     order_parameters,
     positional_logits,
 )
@@ -137,7 +138,10 @@ def measure_blocked(
     # the test loss and the copy accuracy of observables.measure from one forward pass
     f = predictions(head, test, V)  # [n_test, L, V]
     prev = jnp.roll(test, 1, axis=-1)
-    test_err = jnp.sum((f - jax.nn.one_hot(prev, V, dtype=f.dtype)) ** 2, axis=(1, 2))
+    sq = (f - jax.nn.one_hot(prev, V, dtype=f.dtype)) ** 2
+    if head.causal:  # position 0 has no previous token: out of the loss (models._mask)
+        sq = sq * target_weights(L, True).astype(sq.dtype)[None, :, None]
+    test_err = jnp.sum(sq, axis=(1, 2))
     return Measurement(
         mean_attention=A_bar,
         order=order_parameters(A_bar, gauge_fix=head.gauge_fix),
@@ -145,7 +149,7 @@ def measure_blocked(
         positional_logits=positional_logits(head),
         train_loss=err_sum / count,
         test_loss=jnp.mean(test_err),
-        copy_accuracy=jnp.mean(jnp.argmax(f, -1) == prev),
+        copy_accuracy=copy_accuracy_of(f, test, head.causal),
     )
 
 

@@ -16,7 +16,7 @@ from jaxtyping import Array, Float
 from . import conventions
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
 from .data import masked_mean, one_hot
-from .models import AbstractHead
+from .models import AbstractHead, target_weights
 from .posterior import predictions, squared_errors
 
 
@@ -61,8 +61,17 @@ def positional_logits(head: AbstractHead) -> Float[Array, "L L"]:
 def copy_accuracy(head: AbstractHead, tokens: TokenBatch) -> Scalar:
     """Fraction of positions where ``argmax f^a`` is the previous token."""
     V = head.W_E.shape[1]
-    f = predictions(head, tokens, V)
-    return jnp.mean(jnp.argmax(f, -1) == jnp.roll(tokens, 1, axis=-1))
+    return copy_accuracy_of(predictions(head, tokens, V), tokens, head.causal)
+
+
+def copy_accuracy_of(f: Float[Array, "P L V"], tokens: TokenBatch, causal: bool) -> Scalar:
+    """Fraction of positions where ``argmax f^a`` is the previous token; under the causal mask
+    of positions ``a >= 1`` only (position 0 has no previous token, see ``models._mask``)."""
+    hit = jnp.argmax(f, -1) == jnp.roll(tokens, 1, axis=-1)
+    if causal:
+        w = target_weights(tokens.shape[-1], True)
+        return jnp.sum(jnp.where(w[None] > 0, hit, False)) / (hit.shape[0] * jnp.sum(w))
+    return jnp.mean(hit)
 
 
 class Measurement(NamedTuple):

@@ -61,7 +61,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float
 
 from ._types import Mask, TokenBatch
-from .models import AbstractHead
+from .models import AbstractHead, target_weights
 from .posterior import Objective
 from .solve import _split, hessian, quenched_energy
 
@@ -212,6 +212,10 @@ def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj:
     s = jnp.einsum("pav,pbv->pab", XM, X) + (X @ M[:V, V:]) + M[V:, V:][None]
     A = head.activation(s)
     F = jnp.concatenate([jnp.einsum("pab,pbv->pav", A, X), A], -1)  # sum_b A_ab phi^b
+    n_targets = tokens.shape[1]
+    if head.causal:  # position 0 has no target (models._mask): its rows leave the sums
+        F = F * target_weights(n_targets, True).astype(dt)[None, :, None]
+        n_targets -= 1
     keep = (mask > 0).astype(dt)
     Fm = F * keep[:, None, None]
     D = F.shape[-1]
@@ -222,7 +226,7 @@ def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj:
     N = E.shape[1]
     Lam = (2 * w / (head.chi * N)) * (E.T @ SF @ E) + jnp.eye(N, dtype=dt) / obj.sigma_O**2
     B = (2 * w / math.sqrt(head.chi * N)) * (E.T @ BF)
-    return Lam, B, w * jnp.sum(keep) * tokens.shape[1]
+    return Lam, B, w * jnp.sum(keep) * n_targets
 
 
 def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):

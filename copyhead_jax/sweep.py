@@ -31,7 +31,7 @@ from ._memory import available_bytes as available_bytes  # re-exported: the memo
 from ._memory import check_memory, chunk_size
 from ._memory import per_run_bytes as per_run_bytes
 from .config import Config
-from .data import nested_mask, seed_data
+from .data import nested_mask
 from .results import (
     SweepResult,
     acquire_lock,
@@ -42,6 +42,7 @@ from .results import (
     release_lock,
     remove_tmp_orphans,
 )
+from .sources import task_data
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
@@ -80,7 +81,7 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = Non
     sw, task = cfg.sweep, cfg.task
     P_pad = sw.P_max if P_pad is None else P_pad
     keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    data = [seed_data(k[0], P_max=P_pad, n_test=task.n_test, L=task.L, V=task.V) for k in keys]
+    data = [task_data(k[0], task, P_max=P_pad) for k in keys]  # the task's token source
     init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
     train = jnp.stack([d.train for d in data])
     test = jnp.stack([d.test for d in data])

@@ -464,7 +464,7 @@ def seed_tokens(cfg: ch.Config, seed_index: int, P: int) -> np.ndarray:
     """The first ``P`` training sequences of seed ``seed_index`` of a sweep of ``cfg``
     (``run_sweep`` draws seed ``s`` from ``key(sweep.seed + s)``, data from its first half)."""
     k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
-    d = ch.data.seed_data(k[0], P_max=int(P), n_test=1, L=cfg.task.L, V=cfg.task.V)
+    d = ch.sources.task_data(k[0], cfg.task, P_max=int(P), n_test=1)  # the task's source
     return np.asarray(d.train)
 
 

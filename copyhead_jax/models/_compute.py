@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from .._types import Gram, TokenBatch
+from ._mask import causal_keys_T, target_weights
 
 # ---- the batched compute path --------------------------------------------------------------
 #
@@ -68,14 +69,22 @@ def _one_hot_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
     return (t[:, None, :] == jnp.arange(V)[None, :, None]).astype(jnp.float32)
 
 
-def _softmax_forward(M: Gram, R, t: TokenBatch):
-    """``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the softmax head."""
-    V = R.shape[0]
+def _logits_T(M: Gram, t: TokenBatch, V: int) -> Float[Array, "P L L"]:
+    """``s^T[alpha, b, a]``: every logit of every sequence, key-major."""
     M_EE, M_EP, M_PE, M_PP = M[:V, :V], M[:V, V:], M[V:, :V], M[V:, V:]
     # s^T[b, a] = M_EE[t_a, t_b] + M_EP[t_a, b] + M_PE[a, t_b] + M_PP[a, b], by selects
     # (selects: a gather from the L x L x V x V table of all logits measured 1.4x slower)
     K = _pick(M_EE.T, t) + M_EP.T[None]  # [P, b, u]: M_EE[u, t_b] + M_EP[u, b]
-    sT = _pick_minor(K[:, :, None, :], t[:, None, :]) + _pick(M_PE.T, t) + M_PP.T[None]
+    return _pick_minor(K[:, :, None, :], t[:, None, :]) + _pick(M_PE.T, t) + M_PP.T[None]
+
+
+def _softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
+    """``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the softmax head (``causal``: keys
+    ``b > a`` get zero weight)."""
+    V = R.shape[0]
+    sT = _logits_T(M, t, V)
+    if causal:
+        sT = jnp.where(causal_keys_T(t.shape[1])[None], sT, -jnp.inf)
     E = jnp.exp(sT - jnp.max(sT, axis=1, keepdims=True))
     AT = E / jnp.sum(E, axis=1, keepdims=True)  # softmax over keys b (axis 1)
     val = _values(R, t)
@@ -83,8 +92,9 @@ def _softmax_forward(M: Gram, R, t: TokenBatch):
     return fT, (AT, val)
 
 
-def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"]):
-    r"""Masked squared-error sum and its gradient in $(M, R)$, written out by hand.
+def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], causal: bool = False):
+    r"""Masked squared-error sum and its gradient in $(M, R)$, written out by hand (``causal``:
+    the masked softmax, and position 0 dropped from the sum, see :mod:`._mask`).
 
     With $e = f - y$, $\delta f = 2e$ (0 on padding rows), $\delta A = \delta f\,\mathrm{val}^\top$,
     the softmax backward is $\delta s = A\odot(\delta A - c)$ with
@@ -95,8 +105,10 @@ def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"]):
     """
     V = R.shape[0]
     X = jax.nn.one_hot(t, V, dtype=jnp.float32)  # [P, L, V]
-    fT, (AT, val) = _softmax_forward(M, R, t)
+    fT, (AT, val) = _softmax_forward(M, R, t, causal)
     e = fT - _targets_T(t, V)
+    if causal:
+        e = e * target_weights(t.shape[1], causal)[None, None, :]
     err = jnp.sum(e * e, axis=(1, 2))
     loss = jnp.sum(jnp.where(keep, err, 0.0))
     k3 = keep[:, None, None]
@@ -109,13 +121,18 @@ def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"]):
     dAT = jnp.einsum("pbv,pva->pba", val, dfT)
     c = jnp.sum(dfT * fT, axis=1, keepdims=True)  # [P, 1, a]
     dsT = jnp.where(k3, AT * (dAT - c), 0.0)  # ds^T[b, a]
+    dM = _logit_grad(dsT, X, t, V)
+    return loss, (dM, jnp.concatenate([dR_E, dR_P], axis=1))
+
+
+def _logit_grad(dsT: Float[Array, "P L L"], X, t: TokenBatch, V: int) -> Gram:
+    r"""$\delta M=\sum_\alpha\Phi^\top\delta s\,\Phi$ from $\delta s^\top$, by blocks."""
     dM_PP = jnp.sum(dsT, axis=0).T
     dM_EP = jnp.sum(jnp.einsum("pba,pau->pbu", dsT, X), axis=0).T  # X^T ds
     Zq = jnp.einsum("pvb,pba->pva", _one_hot_T(t, V), dsT)  # (ds X)^T
     dM_PE = jnp.sum(Zq, axis=0).T
     dM_EE = jnp.einsum("pau,pva->uv", X, Zq)  # X^T ds X
-    dM = jnp.block([[dM_EE, dM_EP], [dM_PE, dM_PP]])
-    return loss, (dM, jnp.concatenate([dR_E, dR_P], axis=1))
+    return jnp.block([[dM_EE, dM_EP], [dM_PE, dM_PP]])
 
 
 def _linear_forward(M: Gram, R, t: TokenBatch, scale: float):
@@ -154,6 +171,34 @@ def _linear_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: fl
     dR_E = jnp.einsum("pvb,pbu->vu", dvalT, X)
     dR_P = jnp.sum(dvalT, axis=0)
     return loss, (dM, jnp.concatenate([dR_E, dR_P], axis=1))
+
+
+def _linear_causal_forward(M: Gram, R, t: TokenBatch, scale: float):
+    r"""``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the causal linear head, in the direct
+    form $A = c\,(s\odot\mathrm{tril})$ (the mask breaks the reassociation of
+    ``_linear_forward``: $O(L^2V)$ per sequence, as the softmax head)."""
+    V = R.shape[0]
+    AT = scale * jnp.where(causal_keys_T(t.shape[1])[None], _logits_T(M, t, V), 0.0)
+    fT = jnp.einsum("pvb,pba->pva", _values_T(R, t), AT)  # f = A val
+    return fT, (AT, _values(R, t))
+
+
+def _linear_causal_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):
+    r"""Masked squared-error sum of the causal linear head (position 0 dropped) and its gradient:
+    as ``_softmax_energy`` with the linear backward $\delta s = c\,\delta A\odot\mathrm{tril}$."""
+    V = R.shape[0]
+    L = t.shape[1]
+    X = jax.nn.one_hot(t, V, dtype=jnp.float32)  # [P, L, V]
+    fT, (AT, val) = _linear_causal_forward(M, R, t, scale)
+    e = (fT - _targets_T(t, V)) * target_weights(L, True)[None, None, :]
+    err = jnp.sum(e * e, axis=(1, 2))
+    loss = jnp.sum(jnp.where(keep, err, 0.0))
+    dfT = jnp.where(keep[:, None, None], 2.0 * e, 0.0)  # [P, v, a]
+    dval = jnp.einsum("pba,pva->pbv", AT, dfT)  # [P, b, v]
+    dR = jnp.concatenate([jnp.einsum("pbv,pbu->vu", dval, X), jnp.sum(dval, axis=0).T], axis=1)
+    dAT = jnp.einsum("pbv,pva->pba", val, dfT)
+    dsT = scale * jnp.where(causal_keys_T(L)[None], dAT, 0.0)
+    return loss, (_logit_grad(dsT, X, t, V), dR)
 
 
 #: Sequences per block of the fused data term (``None``: all at once). Under ``vmap`` over R runs

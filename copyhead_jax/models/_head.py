@@ -43,12 +43,15 @@ from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatc
 from ..config import Config, ModelConfig, TrainConfig
 from ._compute import (
     _fused_sq_error,
+    _linear_causal_energy,
+    _linear_causal_forward,
     _linear_energy,
     _linear_forward,
     _softmax_energy,
     _softmax_forward,
     _targets_T,
 )
+from ._mask import mask_logits, target_weights
 
 #: The array leaves of every head (a sweep stores them as ``params/<name>``).
 ARRAY_FIELDS = ("W_E", "b", "W_G", "W_O_hat")
@@ -69,6 +72,7 @@ class AbstractHead(eqx.Module):
     W_G: Float[Array, "N N"]  # key-query matrix
     W_O_hat: Float[Array, "V N"]  # readout, W^O = W_O_hat / sqrt(chi N)
     chi: float = eqx.field(static=True)
+    causal: bool = eqx.field(static=True, default=False)  # mask b <= a; loss drops a = 0
 
     order_names: ClassVar[tuple[str, str]]
     gauge_fix: ClassVar[bool]
@@ -76,9 +80,10 @@ class AbstractHead(eqx.Module):
 
     @classmethod
     def static_fields(cls, model: ModelConfig, *, L: int, chi: float) -> dict:
-        """The non-array fields of a head of this class (``chi``; subclasses add theirs)."""
-        del model, L
-        return dict(chi=float(chi))
+        """The non-array fields of a head of this class (``chi``, ``causal``; subclasses add
+        theirs)."""
+        del L
+        return dict(chi=float(chi), causal=bool(model.causal))
 
     @classmethod
     def from_config(cls, cfg: Config, **arrays) -> AbstractHead:
@@ -150,6 +155,9 @@ class AbstractHead(eqx.Module):
         """``||f_alpha - y_alpha||^2`` per sequence (plain autodiff; forward only in practice)."""
         V = self.W_E.shape[1]
         fT = self._outputs_T(self.logit_gram(), self.readout_map(), tokens)
+        if self.causal:  # position 0 has no previous token (models._mask)
+            w = target_weights(tokens.shape[1], True)[None, None, :]
+            return jnp.sum(w * (fT - _targets_T(tokens, V)) ** 2, axis=(1, 2))
         return jnp.sum((fT - _targets_T(tokens, V)) ** 2, axis=(1, 2))
 
     def squared_error_sum(self, tokens: TokenBatch, mask: Float[Array, " P"]) -> Scalar:
@@ -181,32 +189,42 @@ class LinearHead(AbstractHead):
     @classmethod
     def static_fields(cls, model: ModelConfig, *, L: int, chi: float) -> dict:
         scale = 1.0 / conventions.linear_scale_divisor(L, model.linear_scale)
-        return dict(chi=float(chi), scale=scale)
+        return dict(chi=float(chi), scale=scale, causal=bool(model.causal))
 
     def activation(self, s: LogitMatrix) -> AttnMatrix:
+        if self.causal:
+            s = mask_logits(s, 0.0)
         return s * self.scale
 
     def _outputs_T(self, M, R, t):
+        if self.causal:
+            return _linear_causal_forward(M, R, t, self.scale)[0]
         return _linear_forward(M, R, t, self.scale)[0]
 
     def _energy_fn(self):
+        if self.causal:
+            return functools.partial(_linear_causal_energy, scale=self.scale)
         return functools.partial(_linear_energy, scale=self.scale)
 
 
 class SoftmaxHead(AbstractHead):
-    """Softmax attention over keys, no causal mask."""
+    """Softmax attention over keys (``causal``: over keys ``b <= a``)."""
 
     order_names = ("a1", "aG")
     gauge_fix = False  # the softmax is not odd: no sign symmetry
     warmup_default = 0.1  # paper: linear lr warm-up over the first 10% of epochs (softmax only)
 
     def activation(self, s: LogitMatrix) -> AttnMatrix:
+        if self.causal:
+            s = mask_logits(s, -jnp.inf)
         return jax.nn.softmax(s, axis=-1)
 
     def _outputs_T(self, M, R, t):
-        return _softmax_forward(M, R, t)[0]
+        return _softmax_forward(M, R, t, self.causal)[0]
 
     def _energy_fn(self):
+        if self.causal:
+            return functools.partial(_softmax_energy, causal=True)
         return _softmax_energy
 
 
