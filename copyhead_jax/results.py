@@ -157,6 +157,12 @@ def release_lock(lock: Path) -> None:
         pass
 
 
+def release_held_locks() -> None:
+    """Release every lock this process holds (before a hard exit that skips ``atexit``)."""
+    for lock in list(_HELD):
+        release_lock(lock)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
