@@ -261,6 +261,8 @@ REQUIRED = (*SCALARS, "mean_attention", "positional_logits", "curve_U", "curve_l
 #: U rose above its first logged U by more than ``U_RISE_FACTOR`` times ``|U|``.
 LOSS_MARGIN = 0.05
 U_RISE_FACTOR = 1.0
+#: Without a recorded start, a final loss above this many times the zero-output loss.
+NO_START_FACTOR = 2.0
 
 
 def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
@@ -268,17 +270,19 @@ def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
 
     Adam lowers U from its start, and the zero-output network (f = 0) scores a train loss of
     ``L`` per sequence (sum over positions of ``||y^a||^2 = 1``); a run whose final loss exceeds
-    ``(1 + LOSS_MARGIN) * max(L, loss_init)`` (``loss_init``: before the first step; files
-    without it use ``L``) ends worse than both its start and a network that outputs nothing:
-    it has diverged. So has a run whose U rose above its first logged value by more than
-    ``U_RISE_FACTOR`` times ``|U|``. Non-finite runs are flagged too.
+    ``(1 + LOSS_MARGIN) * max(L, loss_init)`` (``loss_init``: before the first step) ends
+    worse than both its start and a network that outputs nothing: it has diverged (without
+    ``loss_init``, as for exact fits and older files: above ``NO_START_FACTOR * L``). So has
+    a run whose U rose above its first logged value by more than ``U_RISE_FACTOR`` times
+    ``|U|``. Non-finite runs are flagged too.
     """
     loss = np.asarray(arrays["train_loss"], float)
     bad = ~np.asarray(arrays["finite"], bool) | ~np.isfinite(loss)
-    ref = np.full_like(loss, float(L))
     if "loss_init" in arrays:
-        ref = np.fmax(ref, np.asarray(arrays["loss_init"], float))
-    bad |= loss > (1 + LOSS_MARGIN) * ref
+        ref = np.fmax(float(L), np.asarray(arrays["loss_init"], float))
+        bad |= loss > (1 + LOSS_MARGIN) * ref
+    else:  # no start recorded (exact fits: L-BFGS only descends; older files)
+        bad |= loss > NO_START_FACTOR * L
     if "curve_U" in arrays and "U" in arrays and arrays["curve_U"].shape[-1] > 0:
         U0, U = np.asarray(arrays["curve_U"], float)[..., 0], np.asarray(arrays["U"], float)
         with np.errstate(invalid="ignore"):
