@@ -251,7 +251,7 @@ def run_sweep(
             or not isinstance(snapshot_every_s, int | float | np.integer | np.floating)
             or not snapshot_every_s >= 0):  # fmt: skip  (not >= 0 also rejects NaN)
         raise ValueError(
-            f"snapshot_every_s must be a number >= 0 seconds (inf: off), got {snapshot_every_s!r}"
+            f"snapshot_every_s must be >= 0 seconds (a number; inf: off), got {snapshot_every_s!r}"
         )
     if out is not None:
         out = check_output_path("out", out, kind=SWEEP_KIND)
