@@ -103,6 +103,24 @@ def check_output_path(
     return p
 
 
+def check_output_folder(name: str, path: Any) -> Path:
+    """An output folder, checked before any work; nothing is created. It must be a str or
+    path that is a folder or can be made as one (its nearest existing parent a writable
+    folder)."""
+    if not isinstance(path, str | os.PathLike) or not str(path).strip():
+        raise ValueError(f"{name} must be a folder path (str or Path), got {path!r}")
+    p = Path(path)
+    folder = p.resolve()
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{name} {str(p)!r} is not writable: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
+                         f"{str(folder)!r}")  # fmt: skip
+    return p
+
+
 def stored_kind(path: Any) -> str | None:
     """The ``kind`` in a copyhead_jax result file's metadata, else ``None``."""
     import json

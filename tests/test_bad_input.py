@@ -252,3 +252,29 @@ def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
     assert got == rc, err
     assert "Traceback" not in err and "copyhead: interrupted" in err
     assert not (tmp_path / "r.npz.lock").exists() and not (tmp_path / "r.npz").exists()
+
+
+# 11, 14: theory and experiments check their outputs before computing ---------------------------
+
+
+def test_theory_curve_checks_its_figure_path_first(tmp_path, monkeypatch, capsys):
+    from copyhead_jax.theory import minima
+
+    monkeypatch.setattr(minima, "theory_curve", no_work)
+    (tmp_path / "file").write_text("")
+    rc = main(["theory", "curve", "--preset", "plain", "--out", str(tmp_path / "file" / "c")])
+    one_line_error(capsys, rc, r"--out '.*file/c_linear\.png' is not writable")
+
+
+def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from experiments.__main__ import main as experiments
+
+    (tmp_path / "file").write_text("")
+    rc = experiments(["main", "--tiny", "--out", str(tmp_path / "file" / "o"),
+                      "--cache", str(tmp_path / "cache")])  # fmt: skip
+    assert rc == 2 and "--out" in capsys.readouterr().err and not (tmp_path / "cache").exists()
+    rc = experiments(["report", "--out", str(tmp_path / "empty")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "holds no artefact results" in err and "Disagreements" not in err
+    assert not (tmp_path / "empty").exists()
