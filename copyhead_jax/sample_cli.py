@@ -107,3 +107,6 @@ def _print_rows(post, sweep) -> None:
               f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
               f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
               f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip
+    if "flagged" in post.arrays and post["flagged"].any():
+        print(f"# {int(post['flagged'].sum())} run(s) flagged (a non-finite chain, or R-hat/ESS "
+              "NaN or past the thresholds): do not trust their means")  # fmt: skip

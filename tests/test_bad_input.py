@@ -5,7 +5,9 @@ the right thing (a flagged run, a kept file). Work that must not start is replac
 that fails the test; two tiny sweeps (module fixtures) are the only training.
 """
 
+import contextlib
 import errno
+import io
 import os
 import re
 import signal
@@ -20,11 +22,12 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax import polish as polish_mod
 from copyhead_jax import sample as sample_mod
+from copyhead_jax import sample_cli
 from copyhead_jax.cli import main
 from copyhead_jax.results import SweepResult, atomic_save_npz
 
 TINY = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1), train=dict(max_epochs=20, min_epochs=5))
-REDUCED = TINY.replace(model=dict(engine="reduced"))
+UNCONVERGED = TINY.replace(model=dict(engine="reduced"), train=dict(exact_max_steps=1))
 SHORT = ch.SGLDConfig(step_size=1e-4, n_steps=6, burn_in=0, thin=2, n_chains=2)
 
 
@@ -41,16 +44,37 @@ def no_work(*a, **k):
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
+    """A full-engine sweep file with every array and prior-drawn weights (no training: the
+    cases below need its shapes, not its fits)."""
+    from copyhead_jax.results import REQUIRED, param_shapes
+
+    nP, nS, L = len(TINY.sweep.P), TINY.sweep.n_seeds, TINY.task.L
+    rng = np.random.default_rng(0)
+    a = {k: rng.uniform(0.1, 1.0, (nP, nS)) for k in REQUIRED}
+    a["finite"] = np.ones((nP, nS), bool)
+    a["mean_attention"] = np.full((nP, nS, L, L), 1 / L)
+    a["positional_logits"] = np.zeros((nP, nS, L, L))
+    a["curve_U"] = a["curve_loss"] = np.tile(np.linspace(2.0, 1.0, 4), (nP, nS, 1))
+    a["curve_epoch"] = np.arange(1, 5) * 5
+    for k, shape in param_shapes(TINY).items():
+        a[f"params/{k}"] = rng.normal(size=(nP, nS, *shape)).astype(np.float32)
     path = tmp_path_factory.mktemp("full") / "full.npz"
-    ch.run_sweep(TINY, out=path, progress=False, keep_params=True)
-    return path
+    return SweepResult(config=TINY, arrays=a, meta={"wall_seconds": 1.0}).save(path)
 
 
 @pytest.fixture(scope="module")
-def reduced(tmp_path_factory):
+def reduced_run(tmp_path_factory):
+    """A reduced sweep whose exact fits stop after one step (issue 31.5), and its stderr."""
     path = tmp_path_factory.mktemp("reduced") / "reduced.npz"
-    ch.run_sweep(REDUCED, out=path, progress=False, keep_params=True)
-    return path
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        ch.run_sweep(UNCONVERGED, out=path, progress=False, keep_params=True)
+    return path, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def reduced(reduced_run):
+    return reduced_run[0]
 
 
 # 2, 7, 8: the sampler's sizes are checked before sampling -------------------------------------
@@ -129,11 +153,11 @@ def test_polish_checks_its_output_before_work(reduced, tmp_path, monkeypatch, ca
 # 5, 6, 9: "ok" means ok ----------------------------------------------------------------------
 
 
-def test_unconverged_exact_fits_are_flagged_and_excluded(tmp_path, capsys):
-    path = tmp_path / "r.npz"
-    res = ch.run_sweep(REDUCED.replace(train=dict(exact_max_steps=1)), out=path, progress=False)
+def test_unconverged_exact_fits_are_flagged_and_excluded(reduced_run, capsys):
+    path, err = reduced_run
+    res = SweepResult.load(path)
     assert not res["converged"].any()
-    assert "2 of 2 exact fits did not converge" in capsys.readouterr().err
+    assert "2 of 2 exact fits did not converge" in err
     s = res.summary()
     assert s["n_ok"].tolist() == [0, 0] and s["n_unconverged"].tolist() == [1, 1]
     assert np.isnan(s["train_loss"]).all()  # not averaged in
@@ -148,6 +172,8 @@ def test_nan_sampler_diagnostics_are_not_healthy(full, capsys):
     assert "is NaN" in err and "raise --steps" in err
     assert any("NaN" in w for w in post.meta["warnings"])
     assert post["flagged"].all()
+    sample_cli._print_posterior(post)
+    assert f"# {post['flagged'].size} run(s) flagged" in capsys.readouterr().out
 
 
 # 10: the sampler locks its output and removes a killed write's orphan -------------------------
@@ -278,3 +304,12 @@ def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "holds no artefact results" in err and "Disagreements" not in err
     assert not (tmp_path / "empty").exists()
+
+
+def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
+    """Issue 31.3: an interrupt 3 s into the reduced sampler exited 139 (segfault in the
+    interpreter's teardown under XLA's running threads); now 130 and no lock left."""
+    argv = ["sample", str(reduced), "--out", "p.npz", "--steps", "20000", "--quiet", "--no-plot"]
+    got, err = _interrupt(argv, signal.SIGINT, tmp_path, wait_s=3.0)
+    assert got == 130, err
+    assert "Traceback" not in err and not (tmp_path / "p.npz.lock").exists()
