@@ -259,6 +259,8 @@ def run_sweep(
     sw = cfg.sweep
     nP, nS = len(sw.P), sw.n_seeds
     n_runs = nP * nS
+    if lr_mult is not None:
+        lr_mult = check_lr_mult(lr_mult, n_runs)
     N = cfg.model.width
     if keep_params is None:
         Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
