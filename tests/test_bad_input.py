@@ -46,9 +46,9 @@ def no_work(*a, **k):
 def full(tmp_path_factory):
     """A full-engine sweep file with every array and prior-drawn weights (no training: the
     cases below need its shapes, not its fits)."""
-    from copyhead_jax.results import REQUIRED, param_shapes
+    from copyhead_jax.results import REQUIRED
 
-    nP, nS, L = len(TINY.sweep.P), TINY.sweep.n_seeds, TINY.task.L
+    nP, nS, L, V, N = len(TINY.sweep.P), TINY.sweep.n_seeds, TINY.task.L, TINY.task.V, 16
     rng = np.random.default_rng(0)
     a = {k: rng.uniform(0.1, 1.0, (nP, nS)) for k in REQUIRED}
     a["finite"] = np.ones((nP, nS), bool)
@@ -56,7 +56,7 @@ def full(tmp_path_factory):
     a["positional_logits"] = np.zeros((nP, nS, L, L))
     a["curve_U"] = a["curve_loss"] = np.tile(np.linspace(2.0, 1.0, 4), (nP, nS, 1))
     a["curve_epoch"] = np.arange(1, 5) * 5
-    for k, shape in param_shapes(TINY).items():
+    for k, shape in dict(W_E=(N, V), b=(N, L), W_G=(N, N), W_O_hat=(V, N)).items():
         a[f"params/{k}"] = rng.normal(size=(nP, nS, *shape)).astype(np.float32)
     path = tmp_path_factory.mktemp("full") / "full.npz"
     return SweepResult(config=TINY, arrays=a, meta={"wall_seconds": 1.0}).save(path)
