@@ -204,6 +204,9 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
         fig.savefig(path, dpi=dpi)
     except OSError as e:
         raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
+    except ValueError as e:  # matplotlib cannot draw it (e.g. a log axis with no data left)
+        raise ValueError(f"cannot draw the figure {str(path)!r} ({e}); any result files "
+                         "announced above are saved") from None  # fmt: skip
     finally:
         plt.close(fig)
     print(f"saved {path}")

@@ -313,3 +313,16 @@ def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
     got, err = _interrupt(argv, signal.SIGINT, tmp_path, wait_s=3.0)
     assert got == 130, err
     assert "Traceback" not in err and not (tmp_path / "p.npz.lock").exists()
+
+
+def test_a_sweep_with_no_ok_run_plots_or_names_the_figure(full, tmp_path, capsys):
+    """Every run diverged (e.g. at an extreme --chi): the figure is drawn, or the one-line
+    error names it (matplotlib's log axis with no data left said only 'Data cannot be
+    log-scaled')."""
+    res = SweepResult.load(full)
+    bad = res.replace(arrays=dict(res.arrays, finite=np.zeros_like(res.arrays["finite"])))
+    path = bad.save(tmp_path / "bad.npz")
+    rc = main(["plot", str(path), "--out", str(tmp_path / "f.png")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert rc == 0 or (rc == 2 and "cannot draw the figure" in err and "f.png" in err), err
