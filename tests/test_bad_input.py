@@ -258,9 +258,12 @@ def test_plot_curves_of_two_results_are_two_files(full, tmp_path):
 # signals: SIGINT and SIGTERM end a command cleanly (130 / 143), no traceback, no lock left ----
 
 
-def _interrupt(argv, sig, tmp_path, wait_s=4.0):
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    cmd = [sys.executable, "-c", "import sys; from copyhead_jax.cli import main; sys.exit(main())",
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _interrupt(argv, sig, tmp_path, wait_s=4.0, module="copyhead_jax.cli"):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())",
            *argv]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     time.sleep(wait_s)
@@ -326,3 +329,20 @@ def test_a_sweep_with_no_ok_run_plots_or_names_the_figure(full, tmp_path, capsys
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert rc == 0 or (rc == 2 and "cannot draw the figure" in err and "f.png" in err), err
+
+
+def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
+    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--exact-continuation", "true",
+            "--P", "2:3000:12log", "--n-seeds", "4", "--out", "r.npz", "--quiet", "--no-plot"]
+    got, err = _interrupt(argv, signal.SIGTERM, tmp_path)
+    assert got == 143, err
+    assert "Traceback" not in err and "copyhead: interrupted" in err
+    assert not (tmp_path / "r.npz.lock").exists()
+
+
+def test_sigterm_ends_the_experiments_cleanly(tmp_path):
+    argv = ["main", "--tiny", "--preset", "plain", "--out", str(tmp_path / "o"), "--cache",
+            str(tmp_path / "c")]  # fmt: skip
+    got, err = _interrupt(argv, signal.SIGTERM, tmp_path, module="experiments.__main__")
+    assert got == 143, err
+    assert "Traceback" not in err and "interrupted" in err and "resume" in err
