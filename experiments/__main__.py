@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         print("\npython -m experiments: interrupted; finished runs are kept in the cache; rerun "
               "the same command to resume", file=sys.stderr)  # fmt: skip
+        if argv is None:
+            ch.exit_now(ch.interrupt_status(e))  # no teardown under XLA's running threads
         return ch.interrupt_status(e)
 
 
