@@ -2,11 +2,12 @@ r"""Posterior sampling of a whole sweep: SGLD chains warm-started from the MAP f
 
 Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains on the same
 energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights sampled,
-embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x ``scan`` over
-draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are never stored: each
-draw records U, the training loss, the order parameters and the coverage of the mean attention
-matrix. Per run, the posterior mean and variance of each recorded quantity are kept: the variance
-of the order parameters is the susceptibility, the paper's early-warning signal.
+embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x
+``scan`` over draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are
+never stored: each draw records U, the training loss, the order parameters and the coverage of
+the mean attention matrix. Per run, the posterior mean and variance of each recorded quantity
+are kept: the variance of the order parameters is the susceptibility, the paper's early-warning
+signal.
 
 Update (T = 1 on U): $\Theta_{t+1}=\Theta_t-\eta\nabla U+\sqrt{2\eta}\,\xi_t$. In loss units
 ($U=\frac{\chi}{\sigma^2}\mathcal L$) this is
@@ -303,8 +304,12 @@ def run_sampler(
     """Sample the posterior of every run of ``sweep``, warm-started from its fitted weights.
 
     Chunks of runs are compiled once, checkpointed next to ``out`` and resumed like sweeps.
-    Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy) are reported by name on stderr
-    and recorded in ``meta["warnings"]``.
+    Before any work: the draw count (at least one), ``chunk_runs``, the kept weights' shapes,
+    ``out`` (a writable ``.npz`` that holds no other kind of result) and the memory of a chunk
+    (:func:`._memory.check_sampler_memory`) are checked, and ``out`` is locked against a second
+    sampler. Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy, or NaN diagnostics)
+    are reported by name on stderr and recorded in ``meta["warnings"]``; ``flagged[P, seed]``
+    marks the runs whose means are not to be trusted.
     """
     if not isinstance(sweep, SweepResult):
         raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
