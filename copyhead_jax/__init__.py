@@ -26,6 +26,11 @@ from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU back
 from . import bayes as bayes
 from . import config as config
 from . import sources as sources
+from ._checks import check_output_folder as check_output_folder
+from ._checks import check_output_path as check_output_path
+from ._runtime import catch_sigterm as catch_sigterm
+from ._runtime import exit_now as exit_now
+from ._runtime import interrupt_status as interrupt_status
 from .arviz_io import to_arviz as to_arviz
 from .bayes import local_learning_coefficient as local_learning_coefficient
 from .bayes import susceptibility as susceptibility

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -57,6 +59,79 @@ def check_P_grid(name: str, values: Any, *, lo: int = 1, hi: int = 10**7) -> tup
     if any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError(f"{name} must be strictly increasing, got {grid}")
     return tuple(int(p) for p in grid)
+
+
+def check_output_path(
+    name: str,
+    path: Any,
+    *,
+    suffixes: Iterable[str] | None = (".npz",),
+    inputs: Iterable[Any] = (),
+    kind: str | None = None,
+) -> Path:
+    """An output file ``path``, checked before any work is done; nothing is created.
+
+    It must be a str or path ending in one of ``suffixes`` (any if ``None``), not a folder, not
+    one of ``inputs`` (the files the command reads), not a copyhead_jax result of another kind
+    than ``kind`` (a sweep is never replaced by its posterior), and its nearest existing folder
+    must be a writable folder. Errors name ``name`` and the path."""
+    if not isinstance(path, str | os.PathLike) or not str(path).strip():
+        raise ValueError(f"{name} must be a file path (str or Path), got {path!r}")
+    p = Path(path)
+    sfx = None if suffixes is None else tuple(suffixes)
+    if p.is_dir():
+        raise ValueError(f"{name} {str(p)!r} is a folder; give a file path")
+    if sfx is not None and p.suffix.lower() not in sfx:
+        raise ValueError(f"{name} {str(p)!r} must end in {' or '.join(sfx)}")
+    target = p.resolve()
+    for i in inputs:
+        if i is not None and Path(i).resolve() == target:
+            raise ValueError(f"{name} {str(p)!r} is the input file; give another path")
+    if kind is not None and p.is_file():
+        have = stored_kind(p)
+        if have is not None and have != kind:
+            raise ValueError(f"{name} {str(p)!r} holds a {have!r}; refusing to replace it with "
+                             f"a {kind!r} (give another path)")  # fmt: skip
+    folder = target.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{name} {str(p)!r} is not writable: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
+                         f"{str(folder)!r}")  # fmt: skip
+    return p
+
+
+def check_output_folder(name: str, path: Any) -> Path:
+    """An output folder, checked before any work; nothing is created. It must be a str or
+    path that is a folder or can be made as one (its nearest existing parent a writable
+    folder)."""
+    if not isinstance(path, str | os.PathLike) or not str(path).strip():
+        raise ValueError(f"{name} must be a folder path (str or Path), got {path!r}")
+    p = Path(path)
+    folder = p.resolve()
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{name} {str(p)!r} is not writable: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
+                         f"{str(folder)!r}")  # fmt: skip
+    return p
+
+
+def stored_kind(path: Any) -> str | None:
+    """The ``kind`` in a copyhead_jax result file's metadata, else ``None``."""
+    import json
+
+    import numpy as np
+
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:
+            return json.loads(str(z["__meta__"])).get("kind")
+    except Exception:  # noqa: BLE001 - not a result file: no kind
+        return None
 
 
 def python_scalar(value: Any) -> Any:

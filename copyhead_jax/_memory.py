@@ -1,7 +1,9 @@
 """Memory model of a sweep: device bytes per run, the budget, and runs per compiled chunk.
 
 Used by :func:`~.sweep.run_sweep` to size its chunks and to refuse, before compiling, a run
-that alone does not fit (re-exported from :mod:`.sweep`).
+that alone does not fit (re-exported from :mod:`.sweep`), and by :func:`~.sample.run_sampler`
+to refuse a sampling chunk that does not fit; every refusal goes through
+:func:`refuse_if_over` and names the size, the budget and the flags that lower it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,15 @@ def per_run_bytes(cfg: Config, P: int | None = None) -> int:
     weights = N * N + V * N + N * (V + L)
     activations = P * L * L * 8 + P * L * V * 6
     if cfg.model.engine == "reduced" and cfg.solver == "exact":
-        return 8 * (weights + 48 * trained + 3 * activations)  # 20 L-BFGS pairs + line search
+        # 40 L-BFGS pairs + Lanczos; activations of one block of sequences at a time; the pool
+        block = min(P, 32) * L * (L * 8 + V * 6)
+        return 8 * (weights + 48 * trained + 3 * block) + DATA_BYTES_PER_TOKEN * P * L
     return 4 * (weights + 4 * trained + activations)
+
+
+#: Peak bytes per token of drawing a training pool (``data.sample_tokens``: one threefry key per
+#: sequence; measured 26 B at P = 2e6, L = 25) and of the copies a sweep keeps of it.
+DATA_BYTES_PER_TOKEN = 48
 
 
 def available_bytes(cfg: Config) -> int:
@@ -54,17 +63,62 @@ def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = Non
     return n_devices * math.ceil(c / n_devices)
 
 
-def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
-    """Refuse, before compiling, a run that alone exceeds the memory budget (it would swap
-    or hang, not fail)."""
-    need, have = per_run_bytes(cfg, max(groups)), available_bytes(cfg)
+def refuse_if_over(need: int, have: int, what: str, lower: str) -> None:
+    """The one refusal of every engine and sampler: ``what`` needs ``need`` bytes, more than
+    the budget ``have`` (:func:`available_bytes`); ``lower`` names the flags that shrink it."""
     if need > have:
         raise ValueError(
-            f"one run at width {cfg.model.width} needs about {need / 2**30:.1f} GiB of memory, "
-            f"but {have / 2**30:.1f} GiB is available (SweepConfig.memory_budget_gb, else 70% of "
-            "free device memory, else 4 GiB); use engine='reduced' (--engine reduced), a "
-            "smaller width, or a larger memory_budget_gb"
+            f"{what} needs about {need / 2**30:.1f} GiB of memory, but {have / 2**30:.1f} GiB is "
+            "available (SweepConfig.memory_budget_gb, else 70% of free device memory, else 4 "
+            f"GiB); {lower}"
         )
 
 
-__all__ = ["available_bytes", "check_memory", "chunk_size", "per_run_bytes"]
+def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
+    """Refuse, before compiling, a run that alone exceeds the memory budget (it would swap,
+    hang or die in the allocator, not fail cleanly): full engine, reduced engine, both solvers."""
+    P = max(groups)
+    need, have = per_run_bytes(cfg, P), available_bytes(cfg)
+    if cfg.model.engine == "reduced":
+        what = f"one reduced-engine run at P = {P}"
+        lower = "use a smaller largest P (--P) or a larger memory_budget_gb"
+    else:
+        what = f"one run at width {cfg.model.width}"
+        lower = ("use engine='reduced' (--engine reduced), a smaller width, or a larger "
+                 "memory_budget_gb")  # fmt: skip
+    refuse_if_over(need, have, what, lower)
+
+
+def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
+    """Estimated peak device bytes of one run's chains under ``run_sampler``: the per-draw
+    records (7 observables, acceptance, distance) of every chain, and per chain its state and a
+    step's activations; full engine: also SGLD's per-step traces (U, drift, noise, acceptance)
+    and four copies of the weights; reduced engine: the float64 whitening of the marginal."""
+    L, V = cfg.task.L, cfg.task.V
+    P = cfg.sweep.P_max if P is None else P
+    C, T = sgld.n_chains, sgld.n_steps
+    S = (sgld.n_steps - sgld.burn_in) // sgld.thin
+    activations = P * L * L * 8 + P * L * V * 6
+    if cfg.model.engine == "reduced":
+        D = V + L
+        n = D * D
+        whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
+        return whiten + 4 * C * (9 * S + 8 * n + activations)
+    N = int(cfg.model.width)
+    weights = N * N + V * N + N * (V + L)
+    return 4 * C * (4 * T + 9 * S + 4 * weights + activations)
+
+
+def check_sampler_memory(cfg: Config, sgld, runs_per_chunk: int) -> None:
+    """Refuse, before any work, a sampler chunk that does not fit the memory budget."""
+    need = runs_per_chunk * sampler_run_bytes(cfg, sgld)
+    what = (f"sampling {runs_per_chunk} run(s) x {sgld.n_chains} chain(s) of {sgld.n_steps} "
+            "steps")  # fmt: skip
+    lower = "use fewer --steps or --chains, a larger --thin, or a smaller --chunk-runs"
+    refuse_if_over(need, available_bytes(cfg), what, lower)
+
+
+__all__ = [
+    "available_bytes", "check_memory", "check_sampler_memory", "chunk_size", "per_run_bytes",
+    "refuse_if_over", "sampler_run_bytes",
+]  # fmt: skip

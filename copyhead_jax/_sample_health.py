@@ -88,6 +88,12 @@ def _warnings(res: PosteriorResult) -> list[str]:
             for s in range(res.config.sweep.n_seeds):
                 m = m.replace(f"run ({i}, {s})", f"run P={p} seed={s}")
         out.append(m)
+    for i, p in enumerate(P):  # NaN is not "healthy": too few draws, or no finite chain
+        for s in range(res.config.sweep.n_seeds):
+            bad = [k for k in _diagnostic_keys(res) if not np.isfinite(a[k][i, s])]
+            if bad and np.any(a["finite"][i, s]):
+                out.append(f"run P={p} seed={s}: {', '.join(bad)} is NaN (under 4 draws per "
+                           "chain?): the chains cannot be judged; raise --steps")  # fmt: skip
     if reduced and "var_U_ratio" in a:
         for i, p in enumerate(P):
             for s, r in enumerate(a["var_U_ratio"][i]):
@@ -99,3 +105,24 @@ def _warnings(res: PosteriorResult) -> list[str]:
                         "against NUTS (sample_reduced.nuts_reference) before trusting them"
                     )
     return out
+
+
+def _diagnostic_keys(res: PosteriorResult) -> list[str]:
+    keys = ["rhat", "ess"] + [f"{d}_{n}" for n in res.order_names for d in ("rhat", "ess")]
+    return [k for k in keys if k in res.arrays]
+
+
+def run_flags(res: PosteriorResult) -> np.ndarray:
+    """``[P, seed]`` bool: runs whose chains cannot be trusted: a non-finite chain, a NaN
+    R-hat or ESS, or R-hat/ESS/acceptance past the thresholds of :func:`_warnings`."""
+    from .sgld import ESS_MIN, RHAT_MAX
+
+    a = res.arrays
+    reduced = res.config.model.engine == "reduced"
+    rhat_max, ess_min = (REDUCED_RHAT_MAX, REDUCED_ESS_MIN) if reduced else (RHAT_MAX, ESS_MIN)
+    bad = ~np.all(np.asarray(a["finite"], bool), axis=-1)
+    with np.errstate(invalid="ignore"):
+        for k in _diagnostic_keys(res):
+            x = np.asarray(a[k], float)
+            bad |= ~np.isfinite(x) | (x > rhat_max if k.startswith("rhat") else x < ess_min)
+    return bad

@@ -98,8 +98,31 @@ def to_arviz(post) -> Any:
     return az.InferenceData(posterior=posterior, sample_stats=sample_stats)
 
 
+#: File endings of a netCDF output (the path is checked before the sampling starts).
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
+
+
 def save_netcdf(post, path: str | Path) -> Path:
-    """Write :func:`to_arviz` of ``post`` to a netCDF-4 file (read back: ``az.from_netcdf``)."""
-    path = Path(path)
-    to_arviz(post).to_netcdf(str(path))
+    """Write :func:`to_arviz` of ``post`` to a netCDF-4 file (read back: ``az.from_netcdf``),
+    atomically: a temporary file in the same folder, then renamed; errors name the path."""
+    import os
+    import tempfile
+
+    from ._checks import check_output_path
+    from .results import remove_tmp_orphans
+
+    path = check_output_path("netCDF path", path, suffixes=NETCDF_SUFFIXES)
+    data = to_arviz(post)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_tmp_orphans(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        data.to_netcdf(tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ValueError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return path

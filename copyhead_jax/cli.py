@@ -220,6 +220,9 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
         fig.savefig(path, dpi=dpi)
     except OSError as e:
         raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
+    except ValueError as e:  # matplotlib cannot draw it (e.g. a log axis with no data left)
+        raise ValueError(f"cannot draw the figure {str(path)!r} ({e}); any result files "
+                         "announced above are saved") from None  # fmt: skip
     finally:
         plt.close(fig)
     print(f"saved {path}")
@@ -249,6 +252,10 @@ def _print_table(res) -> None:
     n_div = int(s["n_diverged"].sum())
     print(f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
           "blown up past its start and the zero-output loss) excluded from the means")  # fmt: skip
+    n_unc = int((res.unconverged & ~res.diverged).sum())
+    if n_unc:
+        print(f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at exact_max_steps) "
+              "also excluded from the means")  # fmt: skip
 
 
 def cmd_show(args) -> int:
@@ -315,9 +322,10 @@ def cmd_plot(args) -> int:
     theory = theory_overlay(results) if args.theory else None
     save_figure(sweep_figure(results, theory), out)
     if args.curves:
-        for res in results:
-            att = res.config.model.attention
-            save_figure(curves_figure(res), out.with_name(f"{out.stem}_curves_{att}{out.suffix}"))
+        atts = [res.config.model.attention for res in results]
+        for i, (res, att) in enumerate(zip(results, atts)):
+            tag = att if atts.count(att) == 1 else f"{att}_{i + 1}"  # one file per result
+            save_figure(curves_figure(res), out.with_name(f"{out.stem}_curves_{tag}{out.suffix}"))
     return 0
 
 
@@ -385,26 +393,33 @@ MOVED = {"reproduce": "python -m experiments", "bench": "python -m benchmarks"}
 
 
 def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # the console command, not a call from Python
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in MOVED:  # before parsing: the script's own options pass through
         cmd = " ".join([MOVED[argv[0]], *argv[1:]])
         print(f"copyhead: '{argv[0]}' is now a script of the source checkout: run `{cmd}` from "
               "the repository root (README.md)", file=sys.stderr)  # fmt: skip
         return 2
+    from ._runtime import catch_sigterm, exit_now, interrupt_status
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    if process:
+        catch_sigterm()  # SIGTERM ends like Ctrl-C: kept work, resume hint, exit 143
     try:
         rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
     except (ValueError, OSError) as e:
         print(f"copyhead: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
         said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
                 if kept else "nothing was kept")  # fmt: skip
         print(f"\ncopyhead: interrupted; {said}", file=sys.stderr)
-        return 130
+        if process:
+            exit_now(interrupt_status(e))  # no teardown under XLA's running threads
+        return interrupt_status(e)
 
 
 if __name__ == "__main__":

@@ -357,6 +357,7 @@ def check_width(value: Any) -> int | float:
     """A reduced-engine width: an int in ``[1, MAX_REDUCED_WIDTH]``, or ``inf`` / ``"inf"``."""
     if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
         return math.inf
+    value = python_scalar(value)  # np.float32('inf'), np.int64(64): as Python numbers
     if isinstance(value, float) and value == math.inf:
         return math.inf
     if isinstance(value, float) and value.is_integer():

@@ -22,11 +22,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import check_output_path
 from .config import Config
 from .models import head_template, reduce_head
 from .observables import measure
 from .posterior import Objective
-from .results import SweepResult
+from .results import (
+    SWEEP_KIND,
+    SweepResult,
+    acquire_lock,
+    check_param_shapes,
+    release_lock,
+    remove_tmp_orphans,
+)
 from .solve import quenched_energy, solve_map
 from .sweep import _all_inputs
 
@@ -70,6 +78,13 @@ def polish(
         )
     if not sweep.has_params:
         raise ValueError("polish needs the fitted weights: rerun the sweep with --keep-params")
+    check_param_shapes(sweep.arrays, cfg, "sweep")
+    lock = None
+    if out is not None:  # before the work: a bad path fails in a second, not after minutes
+        out = check_output_path("out", out, kind=SWEEP_KIND)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(out)
+        remove_tmp_orphans(out)
     t = cfg.train
     gtol = t.exact_gtol if gtol is None else gtol
     max_steps = t.exact_max_steps if max_steps is None else max_steps
@@ -111,6 +126,7 @@ def polish(
         print(f"warning: the exact solver did not converge on {n_bad} runs", file=sys.stderr)
     if out is not None:
         res.save(out)
+        release_lock(lock)
     return res
 
 

@@ -72,11 +72,20 @@ def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:  # disk full, quota, a folder gone: name the file, leave no orphan
+        _unlink_quietly(tmp)
+        raise ValueError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
     return path
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _umask() -> int:
@@ -148,6 +157,12 @@ def release_lock(lock: Path) -> None:
         pass
 
 
+def release_held_locks() -> None:
+    """Release every lock this process holds (before a hard exit that skips ``atexit``)."""
+    for lock in list(_HELD):
+        release_lock(lock)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -160,17 +175,27 @@ def _alive(pid: int) -> bool:
 
 def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarray], dict]:
     """Read a result file of the given kind; unreadable or foreign files raise ``ValueError``."""
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"a result path must be a str or path, got {type(path).__name__}")
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a folder, not a result file (give a .npz file)")
     if not path.is_file():
         raise ValueError(f"result file {str(path)!r} does not exist")
     try:
         with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # no handle leaks
             arrays = {k: z[k] for k in z.files}
     except Exception as e:  # noqa: BLE001 - any decoding failure means "not a result file"
-        raise ValueError(f"{str(path)!r} is not a readable copyhead_jax result ({e})") from None
+        why = "not an .npz archive" if "pickle" in str(e) else str(e)  # never advise pickle
+        raise ValueError(f"{str(path)!r} is not a readable copyhead_jax result ({why})") from None
     if "__meta__" not in arrays:
         raise ValueError(f"{str(path)!r} is not a copyhead_jax result (no metadata)")
-    meta = json.loads(str(arrays.pop("__meta__")))
+    try:
+        meta = json.loads(str(arrays.pop("__meta__")))
+    except ValueError:
+        raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)")
     if meta.get("kind") != kind:
         raise ValueError(f"{str(path)!r} holds a {meta.get('kind')!r}, expected a {kind!r}")
     if meta.get("schema") not in READABLE_SCHEMAS:
@@ -231,32 +256,73 @@ SCALARS = (
 #: Arrays every sweep file must hold (checked at load); ``diverged`` is optional (older files).
 REQUIRED = (*SCALARS, "mean_attention", "positional_logits", "curve_U", "curve_loss")
 
-#: A run is diverged if its final loss exceeds this many times the larger of the zero-output
-#: loss and its initial loss, or its U rose above its first logged U by this factor - 1 of |U|.
-DIVERGENCE_FACTOR = 2.0
+#: A run is diverged if its final loss ends above both its initial loss and the zero-output loss
+#: (by more than ``LOSS_MARGIN`` of the larger: float noise of a run that fits nothing), or its
+#: U rose above its first logged U by more than ``U_RISE_FACTOR`` times ``|U|``.
+LOSS_MARGIN = 0.05
+U_RISE_FACTOR = 1.0
+#: Without a recorded start, a final loss above this many times the zero-output loss.
+NO_START_FACTOR = 2.0
 
 
 def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
     """Runs that blew up while staying finite: ``[..]`` bool, same shape as ``train_loss``.
 
     Adam lowers U from its start, and the zero-output network (f = 0) scores a train loss of
-    ``L`` per sequence (sum over positions of ``||y^a||^2 = 1``); a run whose final loss is more
-    than ``DIVERGENCE_FACTOR`` times ``max(L, loss_init)`` (``loss_init``: before the first
-    step; files without it use ``L``), or whose U rose above its first logged value by more than
-    ``DIVERGENCE_FACTOR - 1`` times ``|U|``, has diverged. Non-finite runs are flagged too.
+    ``L`` per sequence (sum over positions of ``||y^a||^2 = 1``); a run whose final loss exceeds
+    ``(1 + LOSS_MARGIN) * max(L, loss_init)`` (``loss_init``: before the first step) ends
+    worse than both its start and a network that outputs nothing: it has diverged (without
+    ``loss_init``, as for exact fits and older files: above ``NO_START_FACTOR * L``). So has
+    a run whose U rose above its first logged value by more than ``U_RISE_FACTOR`` times
+    ``|U|``. Non-finite runs are flagged too.
     """
     loss = np.asarray(arrays["train_loss"], float)
     bad = ~np.asarray(arrays["finite"], bool) | ~np.isfinite(loss)
-    k = DIVERGENCE_FACTOR
-    ref = np.full_like(loss, float(L))
     if "loss_init" in arrays:
-        ref = np.fmax(ref, np.asarray(arrays["loss_init"], float))
-    bad |= loss > k * ref
+        ref = np.fmax(float(L), np.asarray(arrays["loss_init"], float))
+        bad |= loss > (1 + LOSS_MARGIN) * ref
+    else:  # no start recorded (exact fits: L-BFGS only descends; older files)
+        bad |= loss > NO_START_FACTOR * L
     if "curve_U" in arrays and "U" in arrays and arrays["curve_U"].shape[-1] > 0:
         U0, U = np.asarray(arrays["curve_U"], float)[..., 0], np.asarray(arrays["U"], float)
         with np.errstate(invalid="ignore"):
-            bad |= np.isfinite(U0) & (U > U0 + (k - 1) * np.abs(U0))
+            bad |= np.isfinite(U0) & (U > U0 + U_RISE_FACTOR * np.abs(U0))
     return bad
+
+
+def unconverged_flags(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """Exact-solver runs that stopped before the gradient test (``converged=False``, e.g. at
+    ``exact_max_steps``); all False for Adam sweeps (no ``converged`` array)."""
+    if "converged" not in arrays:
+        return np.zeros(np.shape(arrays["train_loss"]), bool)
+    return ~np.asarray(arrays["converged"], bool)
+
+
+def param_shapes(cfg: Config) -> dict[str, tuple[int, ...]]:
+    """Shape of one run's kept weights ``params/K`` under ``cfg``: width ``N`` (full engine) or
+    ``D = V + L`` (reduced engine: the exact image of the head)."""
+    V, L = cfg.task.V, cfg.task.L
+    N = V + L if cfg.model.engine == "reduced" else int(cfg.model.width)
+    return {"W_E": (N, V), "b": (N, L), "W_G": (N, N), "W_O_hat": (V, N)}
+
+
+def check_param_shapes(arrays: dict[str, np.ndarray], cfg: Config, where: str) -> None:
+    """Kept weights must be all there or all absent, each ``[P, seed, *param_shapes]``."""
+    shapes = param_shapes(cfg)
+    have = [k for k in shapes if f"params/{k}" in arrays]
+    if not have:
+        return
+    lead = (len(cfg.sweep.P), cfg.sweep.n_seeds)
+    want = {f"params/{k}": lead + s for k, s in shapes.items()}
+    bad = {k: tuple(arrays[k].shape) if k in arrays else None for k in want}
+    bad = {k: v for k, v in bad.items() if v != want[k]}
+    if bad:
+        k = next(iter(bad))
+        got = "missing" if bad[k] is None else f"of shape {bad[k]}"
+        raise ValueError(
+            f"{where!r} is corrupt: its weights disagree with its config ({k} is {got}, the "
+            f"config needs {want[k]})"
+        )
 
 
 @dataclass
@@ -306,18 +372,26 @@ class SweepResult:
         return divergence_flags(self.arrays, self.config.task.L)
 
     @property
+    def unconverged(self) -> np.ndarray:
+        """``[P, seed]`` bool: exact-solver runs stopped before convergence
+        (:func:`unconverged_flags`; all False for Adam sweeps)."""
+        return unconverged_flags(self.arrays)
+
+    @property
     def ok(self) -> np.ndarray:
-        """``[P, seed]`` bool: the runs that enter means (finite and not diverged)."""
-        return self.arrays["finite"].astype(bool) & ~self.diverged
+        """``[P, seed]`` bool: the runs that enter means (finite, not diverged, and, for the
+        exact solver, converged)."""
+        return self.arrays["finite"].astype(bool) & ~self.diverged & ~self.unconverged
 
     def summary(self) -> dict[str, np.ndarray]:
-        """Mean and sd over the ``ok`` seeds (finite, not diverged) of each scalar, per P, under
-        the stored names (softmax: ``a1``, ``aG``); ``n_ok``, ``n_finite`` and ``n_diverged``
-        count the runs."""
+        """Mean and sd over the ``ok`` seeds (finite, not diverged, converged) of each scalar,
+        per P, under the stored names (softmax: ``a1``, ``aG``); ``n_ok``, ``n_finite``,
+        ``n_diverged`` and ``n_unconverged`` count the runs."""
         out: dict[str, np.ndarray] = {"P": self.P}
         ok = self.ok
         out["n_ok"] = ok.sum(1)
         out["n_diverged"] = self.diverged.sum(1)
+        out["n_unconverged"] = self.unconverged.sum(1)
         for k in SCALARS:
             if k == "finite":
                 out["n_finite"] = self.arrays["finite"].astype(bool).sum(1)
@@ -353,6 +427,7 @@ class SweepResult:
         wrong = [k for k in (*required, *optional) if k in arrays and arrays[k].shape[:2] != shape]
         if wrong:
             raise ValueError(f"{str(path)!r} is corrupt: arrays {wrong} are not [P, seed] {shape}")
+        check_param_shapes(arrays, cfg, str(path))
         return cls(config=cfg, arrays=arrays, meta=meta)
 
     def replace(self, **kw) -> SweepResult:

@@ -1,12 +1,13 @@
 r"""Posterior sampling of a whole sweep: SGLD chains warm-started from the MAP fits.
 
 Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains on the same
-energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights sampled, embeddings
-included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x ``scan`` over
-draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are never stored: each
-draw records U, the training loss, the order parameters and the coverage of the mean attention
-matrix. Per run, the posterior mean and variance of each recorded quantity are kept: the variance
-of the order parameters is the susceptibility, the paper's early-warning signal.
+energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights sampled,
+embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x
+``scan`` over draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are
+never stored: each draw records U, the training loss, the order parameters and the coverage of
+the mean attention matrix. Per run, the posterior mean and variance of each recorded quantity
+are kept: the variance of the order parameters is the susceptibility, the paper's early-warning
+signal.
 
 Update (T = 1 on U): $\Theta_{t+1}=\Theta_t-\eta\nabla U+\sqrt{2\eta}\,\xi_t$. In loss units
 ($U=\frac{\chi}{\sigma^2}\mathcal L$) this is
@@ -35,9 +36,11 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._checks import check_int, check_output_path
 from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
-from ._sample_health import _health_arrays, _var_U_ratio, _warnings
+from ._memory import check_sampler_memory
+from ._sample_health import _health_arrays, _var_U_ratio, _warnings, run_flags
 from .config import Config, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class
@@ -47,10 +50,14 @@ from .results import (
     GENERIC_ORDER,
     SCHEMA_VERSION,
     SweepResult,
+    acquire_lock,
     atomic_save_npz,
+    check_param_shapes,
     environment,
     load_npz,
     order_names,
+    release_lock,
+    remove_tmp_orphans,
     rename_order,
     resolve_order,
     upgrade_schema1,
@@ -62,7 +69,7 @@ from .sample_reduced import (
     whitening,
 )
 from .sgld import draw_steps, run_chains
-from .sweep import _all_inputs, _check_writable
+from .sweep import _all_inputs
 
 POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 
@@ -297,8 +304,12 @@ def run_sampler(
     """Sample the posterior of every run of ``sweep``, warm-started from its fitted weights.
 
     Chunks of runs are compiled once, checkpointed next to ``out`` and resumed like sweeps.
-    Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy) are reported by name on stderr
-    and recorded in ``meta["warnings"]``.
+    Before any work: the draw count (at least one), ``chunk_runs``, the kept weights' shapes,
+    ``out`` (a writable ``.npz`` that holds no other kind of result) and the memory of a chunk
+    (:func:`._memory.check_sampler_memory`) are checked, and ``out`` is locked against a second
+    sampler. Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy, or NaN diagnostics)
+    are reported by name on stderr and recorded in ``meta["warnings"]``; ``flagged[P, seed]``
+    marks the runs whose means are not to be trusted.
     """
     if not isinstance(sweep, SweepResult):
         raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
@@ -308,24 +319,39 @@ def run_sampler(
         )
     if not isinstance(sgld, SGLDConfig):
         raise ValueError(f"sgld must be an SGLDConfig, got {type(sgld).__name__}")
+    chunk_runs = check_int("chunk_runs", chunk_runs, lo=0, hi=10**7)
+    n_draws = (sgld.n_steps - sgld.burn_in) // sgld.thin
+    if n_draws < 1:
+        raise ValueError(
+            f"SGLDConfig keeps no draw: (n_steps - burn_in) // thin = ({sgld.n_steps} - "
+            f"{sgld.burn_in}) // {sgld.thin} = 0; raise n_steps (--steps) or lower burn_in "
+            "(--burn-in) or thin (--thin)"
+        )
     t0 = time.time()
     cfg = sweep.config
+    check_param_shapes(sweep.arrays, cfg, "sweep")
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     n_runs, C = nP * nS, sgld.n_chains
     if out is not None:
-        _check_writable(Path(out))
-    inputs = _all_inputs(cfg, None)
-    heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
-             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-    chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)
-    chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
+        out = check_output_path("out", out, kind=POSTERIOR_KIND)
     mesh = run_mesh(cfg.sweep.n_devices)
     chunk = chunk_runs or max(1, min(n_runs, cfg.sweep.chunk_runs or n_runs))
     if cfg.model.engine == "reduced" and not (chunk_runs or cfg.sweep.chunk_runs):
         # runs are P-major: chunks of two P values, each trimmed to its largest P (the padding
         # rows cost as much as data in the collapsed sampler; 4 compiles on the small default)
         chunk = min(n_runs, 2 * nS)
-    chunk = mesh.size * math.ceil(chunk / mesh.size)
+    chunk = mesh.size * math.ceil(min(chunk, n_runs) / mesh.size)
+    check_sampler_memory(cfg, sgld, math.ceil(chunk / mesh.size))
+    lock = None
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(out)  # one sampler per output; released after the final save
+        remove_tmp_orphans(out, Path(str(out) + ".chunks"))  # a killed final write's
+    inputs = _all_inputs(cfg, None)
+    heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
+             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)
+    chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     sampler = Sampler(cfg, sgld)
     cls = head_class(cfg.model.attention)
     n_chunks = math.ceil(n_runs / chunk)
@@ -370,10 +396,15 @@ def run_sampler(
         arrays["var_U_ratio"] = _var_U_ratio(arrays, D * D + cfg.task.V * D)
     res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()}, draw_fields(cfg))
     res.meta["warnings"] = warnings = _warnings(res)
+    res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if flagged.any():
+        print(f"warning: {int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
+              "R-hat/ESS NaN or past the thresholds: flagged=True)", file=sys.stderr)  # fmt: skip
     if out is not None:
         res.save(out)
         shutil.rmtree(ckpt, ignore_errors=True)
+        release_lock(lock)
     return res

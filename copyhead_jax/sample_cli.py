@@ -42,9 +42,11 @@ def add_sample_subparser(sub) -> None:
 
 
 def cmd_sample(args) -> int:
+    from ._checks import check_output_path
+    from .arviz_io import NETCDF_SUFFIXES
     from .plots import posterior_figure
     from .results import SweepResult
-    from .sample import PAPER_SGLD, default_sgld, run_sampler
+    from .sample import PAPER_SGLD, POSTERIOR_KIND, default_sgld, run_sampler
 
     sweep = SweepResult.load(args.result)
     base = PAPER_SGLD if args.preset == "paper" else default_sgld(sweep)
@@ -57,6 +59,10 @@ def cmd_sample(args) -> int:
             "'copyhead sweep ... --keep-params' (Python: run_sweep(..., keep_params=True))"
         )
     out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
+    check_output_path("--out", out, inputs=[args.result], kind=POSTERIOR_KIND)  # before work
+    if args.netcdf:
+        check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
+                          inputs=[args.result, out])  # fmt: skip
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
     post = run_sampler(sweep, sgld, out=out, progress=not args.quiet, chunk_runs=args.chunk_runs)
     print(
@@ -101,3 +107,6 @@ def _print_rows(post, sweep) -> None:
               f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
               f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
               f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip
+    if "flagged" in post.arrays and post["flagged"].any():
+        print(f"# {int(post['flagged'].sum())} run(s) flagged (a non-finite chain, or R-hat/ESS "
+              "NaN or past the thresholds): do not trust their means")  # fmt: skip

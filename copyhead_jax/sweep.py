@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._checks import check_output_path
 from ._chunks import load_checkpoint, run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from ._memory import available_bytes as available_bytes  # re-exported: the memory model
@@ -33,6 +34,7 @@ from ._memory import per_run_bytes as per_run_bytes
 from .config import Config
 from .data import nested_mask
 from .results import (
+    SWEEP_KIND,
     SweepResult,
     acquire_lock,
     atomic_save_npz,
@@ -88,9 +90,7 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = Non
     nP, nS = len(sw.P), sw.n_seeds
     seed_of = np.tile(np.arange(nS), nP)
     P_of = np.repeat(np.asarray(sw.P), nS)
-    lr = np.ones(nP * nS, np.float32) if lr_mult is None else np.asarray(lr_mult, np.float32)
-    if lr.shape != (nP * nS,):
-        raise ValueError(f"lr_mult must have one entry per run ({nP * nS}), got {lr.shape}")
+    lr = np.ones(nP * nS, np.float32) if lr_mult is None else check_lr_mult(lr_mult, nP * nS)
     return RunInputs(
         key=init_keys[seed_of],
         train=train[seed_of],
@@ -248,14 +248,20 @@ def run_sweep(
     """
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
-    if not snapshot_every_s >= 0:  # also rejects NaN
+    if (isinstance(snapshot_every_s, bool | str | bytes)
+            or not isinstance(snapshot_every_s, int | float | np.integer | np.floating)
+            or not snapshot_every_s >= 0):  # fmt: skip  (not >= 0 also rejects NaN)
         raise ValueError(
-            f"snapshot_every_s must be >= 0 seconds (inf: off), got {snapshot_every_s}"
+            f"snapshot_every_s must be >= 0 seconds (a number; inf: off), got {snapshot_every_s!r}"
         )
+    if out is not None:
+        out = check_output_path("out", out, kind=SWEEP_KIND)
     t0 = time.time()
     sw = cfg.sweep
     nP, nS = len(sw.P), sw.n_seeds
     n_runs = nP * nS
+    if lr_mult is not None:
+        lr_mult = check_lr_mult(lr_mult, n_runs)
     N = cfg.model.width
     if keep_params is None:
         Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
@@ -266,11 +272,10 @@ def run_sweep(
     groups = padding_groups(cfg)
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
     n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
-    if getattr(cfg.model, "engine", "full") == "full":
-        check_memory(cfg, groups)
+    check_memory(cfg, groups)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     if out is not None:
-        _check_writable(Path(out))
+        out.parent.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(out)  # one writer per output; released after the final save
         remove_tmp_orphans(out, ckpt)  # left by a final write that was killed
     trainer = Trainer(cfg)
@@ -341,6 +346,11 @@ def run_sweep(
     if n_bad:
         print(f"warning: {n_bad} of {n_runs} runs diverged (non-finite or blown up: "
               "diverged=True; excluded from means)", file=sys.stderr)  # fmt: skip
+    n_unc = int((result.unconverged & ~arrays["diverged"]).sum())
+    if n_unc:
+        print(f"warning: {n_unc} of {n_runs} exact fits did not converge within "
+              f"exact_max_steps={cfg.train.exact_max_steps} (converged=False; excluded from "
+              "means); raise --exact-max-steps or --exact-gtol", file=sys.stderr)  # fmt: skip
     if out is not None:
         result.save(out)
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -363,25 +373,20 @@ def _exact_solve_from(cfg: Config, mesh):
     return solve
 
 
+def check_lr_mult(lr_mult, n_runs: int) -> np.ndarray:
+    """Per-run learning-rate multipliers: ``n_runs`` finite reals > 0 (float32)."""
+    try:
+        lr = np.asarray(lr_mult, np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"lr_mult must be {n_runs} real numbers > 0, got {lr_mult!r}") from None
+    if lr.shape != (n_runs,):
+        raise ValueError(f"lr_mult must have one entry per run ({n_runs}), got {lr.shape}")
+    if not np.all(np.isfinite(lr) & (lr > 0)):
+        raise ValueError(f"lr_mult entries must be finite reals > 0, got {lr.min()} .. {lr.max()}")
+    return lr
+
+
 def _lr_tag(lr_mult) -> str:
     if lr_mult is None:
         return "1"
     return hashlib.sha256(np.asarray(lr_mult, np.float32).tobytes()).hexdigest()[:8]
-
-
-def _check_writable(path: Path) -> None:
-    if path.is_dir():
-        raise ValueError(f"output path {str(path)!r} is a folder; give a file path (*.npz)")
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
-    if not folder.is_dir() or not _can_write(folder):
-        raise ValueError(f"output path {str(path)!r} is not writable")
-
-
-def _can_write(folder: Path) -> bool:
-    import os
-
-    return os.access(folder, os.W_OK)

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+import copyhead_jax as ch
+
 from . import common, coverage, features, hysteresis, report, scaling
 from . import main as main_artefact
 
@@ -221,6 +223,8 @@ def run(args) -> int:
         else (ROOT / "docs" if args.mode == "paper" else ROOT / "results" / "reproduce" / args.mode)
     )
     cache = Path(args.cache) if args.cache else ROOT / "results" / "reproduce" / "cache" / args.mode
+    ch.check_output_folder("--out", out)  # before any work (issue 31)
+    ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
     artefacts = (
         ARTEFACTS
@@ -278,11 +282,19 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if argv is None:  # the command, not a call from Python
+        ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)
     try:
         return run(args)
     except ValueError as e:
         print(f"python -m experiments: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        print("\npython -m experiments: interrupted; finished runs are kept in the cache; rerun "
+              "the same command to resume", file=sys.stderr)  # fmt: skip
+        if argv is None:
+            ch.exit_now(ch.interrupt_status(e))  # no teardown under XLA's running threads
+        return ch.interrupt_status(e)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,11 @@ def write_width(out_dir: Path, mode: str) -> list[Path]:
 
 def main(out_dir: str | Path, mode: str = "paper") -> Path:
     out_dir = Path(out_dir)
+    if not any((out_dir / "results").glob("*.json")):
+        raise ValueError(
+            f"{str(out_dir)!r} holds no artefact results (results/*.json): nothing to report; "
+            "run an artefact first (python -m experiments ARTEFACT --out FOLDER)"
+        )
     write_width(out_dir, mode)
     text = render(out_dir, mode)
     path = out_dir / "results.md"

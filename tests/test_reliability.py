@@ -109,23 +109,24 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
     assert need > 64 * 2**30  # the N x N key-query matrix and its Adam state
 
 
-def test_memory_refusal_only_under_the_full_engine(tmp_path, monkeypatch):
-    if "engine" not in {f.name for f in __import__("dataclasses").fields(ch.ModelConfig)}:
-        pytest.skip("no reduced engine in this tree")
-
-    class Passed(Exception):
-        pass
-
-    def passed(*a, **k):
-        raise Passed
-
-    monkeypatch.setattr(sweep_mod, "_check_writable", passed)
-    tight = CFG.replace(sweep=dict(memory_budget_gb=1e-9))
-    with pytest.raises(ValueError, match="GiB is available"):
-        ch.run_sweep(tight, out=tmp_path / "a.npz", progress=False)
-    with pytest.raises(Passed):
-        ch.run_sweep(tight.replace(model=dict(engine="reduced")), out=tmp_path / "b.npz",
-                     progress=False)  # fmt: skip
+def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """Issue 31.1: the reduced engine has a memory model too (a huge P hung or died in the
+    allocator and left a stale lock); both solvers, refused before the lock is taken."""
+    monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(sweep_mod, "acquire_lock", lambda *a: pytest.fail("lock taken"))
+    out = tmp_path / "o"
+    rc = main(["sweep", "--preset", "tiny", "--engine", "reduced", "--P", "10000000",
+               "--L", "25", "--width", "inf", "--n-seeds", "1", "--no-plot", "--quiet",
+               "--out", str(out)])  # fmt: skip
+    one_line_error(capsys, rc, r"reduced-engine run at P = 10000000 needs about .*GiB.*--P")
+    assert not out.exists()
+    big = CFG.replace(task=dict(L=25), model=dict(engine="reduced", width=float("inf")),
+                      sweep=dict(P=(10**7,)))
+    for solver in ("adam", "exact"):
+        with pytest.raises(ValueError, match="GiB is available"):
+            ch.run_sweep(big.replace(train=dict(solver=solver)), out=tmp_path / "a.npz",
+                         progress=False)  # fmt: skip
+    assert not list(tmp_path.iterdir())
 
 
 # 2. divergence ----------------------------------------------------------------------------------
@@ -146,10 +147,32 @@ def test_divergence_flags_blown_up_but_finite_runs():
     a["curve_U"] = np.full_like(a["curve_U"], np.nan)  # stopped before the first log
     assert not divergence_flags(a, L).any()
     a["curve_loss"] = np.full_like(a["curve_loss"], 4000.0)  # blown up by the first log
-    a["train_loss"] = np.array([[82.0, 3.0], [20.0, 40.0], [3.0, 3.0]])
+    a["train_loss"] = np.array([[82.0, 3.0], [14.0, 40.0], [3.0, 3.0]])
     assert divergence_flags(a, L).tolist() == [[True, False], [True, True], [False, False]]
     a["loss_init"] = np.full((3, 2), 15.0)  # a run that starts high is judged against its start
     assert divergence_flags(a, L).tolist() == [[True, False], [False, True], [False, False]]
+
+
+def test_a_run_ending_above_its_start_and_the_zero_output_loss_is_diverged():
+    """Issue 31.9: reduced engine + Adam at lr 10 (raw) ended at loss 17.5 from 9.0, with 6.0
+    for a network that outputs nothing: finite, but worse than both; it must not count as ok."""
+    a = fake_sweep().arrays
+    a["train_loss"] = np.full((3, 2), 17.5)
+    a["loss_init"] = np.full((3, 2), 9.0)
+    assert divergence_flags(a, CFG.task.L).all()
+    a["train_loss"] = np.full((3, 2), 8.0)  # worse than f = 0, but better than its start
+    assert not divergence_flags(a, CFG.task.L).any()
+
+
+def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
+    cfg = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(2,), n_seeds=1),
+                          train=dict(solver="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
+    for bad in ([-1.0], [0.0], [float("nan")]):
+        with pytest.raises(ValueError, match="lr_mult entries must be finite reals > 0"):
+            ch.run_sweep(cfg, lr_mult=np.array(bad), progress=False)
+    res = ch.run_sweep(cfg, progress=False)
+    assert res["train_loss"][0, 0] > max(cfg.task.L, res["loss_init"][0, 0])
+    assert not res.ok.any() and "diverged" in capsys.readouterr().err
 
 
 def test_summary_excludes_diverged_runs_and_says_so(tmp_path, capsys):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, check_output_path
 from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS
 
 
@@ -100,9 +100,21 @@ def _jsonable(x: Any) -> Any:
 
 def _save(fig, out: str | None, default: str) -> str:
     path = Path(out or default)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
     return str(path)
+
+
+def _check_plot_paths(args, kind: str) -> None:
+    """The figures' paths, checked before the theory is computed (issue 31)."""
+    if args.no_plot:
+        return
+    for att in _attentions(args.attention):
+        path = f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{args.preset}_{att}.png"
+        check_output_path("--out", path, suffixes=(".png",))
 
 
 def _attentions(a: str) -> list[str]:
@@ -147,6 +159,7 @@ def cmd_curve(args) -> dict[str, Any]:
     if args.P_min is not None and args.P_max is not None and not args.P_min < args.P_max:
         raise ValueError(f"--P-min ({args.P_min:g}) must be below --P-max ({args.P_max:g})")
     params = _params(args)
+    _check_plot_paths(args, "curve")
     out: dict[str, Any] = {}
     for att in _attentions(args.attention):
         pts, lo, hi = _default_P(params, att, args.objective)
@@ -179,6 +192,7 @@ def cmd_landscape(args) -> dict[str, Any]:
     from .points import transition_points
 
     params = _params(args)
+    _check_plot_paths(args, "landscape")
     out: dict[str, Any] = {}
     for att in _attentions(args.attention):
         if args.P:
