@@ -3,6 +3,7 @@ and closes them)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,10 @@ def main_figure(res: dict[str, Any]):
     fig, ax = plt.subplots(2, 3, figsize=(15, 8.5), constrained_layout=True)
     ek, th = res["theory_ek_curves"], res["theory_ek_points"]
     cur = res["curves"]
-    mp = {k: P_star(v) for k, v in res["measured_located"].items()}
+    if "measured_located" in res:  # a fresh run; its JSON keeps the plain dicts
+        mp = {k: P_star(v) for k, v in res["measured_located"].items()}
+    else:
+        mp = {k: (v or {}).get("P_star") for k, v in res["measured"].items()}
     solver = res.get("header", {}).get("engine", {}).get("train", {}).get("solver")
     base = "exact MAP" if solver == "exact" else "Adam"
     width = res.get("width")
@@ -475,3 +479,124 @@ def width_figure(res: dict[str, Any]):
         a.legend(fontsize=7)
     fig.suptitle(f"width table, {res['preset']} preset (exact MAP, {res['n_seeds']} seeds)")
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Every committed figure, drawn again from the committed JSON (nothing recomputed but the
+# posterior's EK curves, a few seconds of theory)
+
+
+def _load(results: Path, name: str) -> dict | None:
+    import json
+
+    from .common import nulls_in_lists_to_nan
+
+    p = results / f"{name}.json"
+    return nulls_in_lists_to_nan(json.loads(p.read_text())) if p.exists() else None
+
+
+def drawings(results: Path):
+    """``(figure name, draw)`` for every figure whose result JSON is in ``results``; ``draw()``
+    returns the matplotlib Figure (or ``None`` where the result has nothing to draw)."""
+    from . import embeddings, posterior_branches, posterior_llc, posterior_smc, reduction
+
+    for preset in ("plain", "paper"):
+        main = _load(results, f"main_{preset}")
+        if main:
+            yield f"main_{preset}", lambda r=main: main_figure(r)
+        cov = _load(results, f"coverage_{preset}")
+        if cov and main:
+            yield f"coverage_{preset}", lambda r=cov, m=main: coverage_figure(r, m)
+        hys = _load(results, f"hysteresis_{preset}")
+        if hys:
+            yield f"hysteresis_{preset}", lambda r=hys: hysteresis_figure(r)
+        for ax in ("L", "V"):
+            sc = _load(results, f"scaling-{ax}_{preset}")
+            if sc:
+                yield f"scaling-{ax}_{preset}", lambda r=sc: scaling_figure(r)
+        wd = _load(results, f"width_{preset}")
+        if wd:
+            yield f"width_{preset}", lambda r=wd: width_figure(r)
+        post = _load(results, f"posterior_{preset}")
+        if post:
+            yield from _posterior(post)
+        br = _load(results, "posterior_branches" + ("" if preset == "plain" else f"_{preset}"))
+        if br:
+            main_P = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
+            yield (f"posterior_branches_{preset}",
+                   lambda r=br, m=main_P: posterior_branches.draw(r, m))  # fmt: skip
+    smc = _load(results, "posterior_smc")
+    if smc:
+        yield "posterior_smc_plain", lambda r=smc: posterior_smc.draw(r, r.get("ti_crossing_F"))
+    emb = _load(results, "embeddings")
+    if emb:
+        yield "embeddings", lambda r=emb: embeddings.figure(r)
+    red = _load(results, "reduction")
+    if red and "width" in red:
+        yield "reduction_width", lambda r=red: reduction.draw(r["width"])
+    _ = posterior_llc  # drawn with the posterior's figures
+
+
+def _posterior(post: dict):
+    from . import posterior, posterior_llc
+    from . import posterior_features as PF
+
+    preset = post["preset"]
+    cache = {}
+
+    def fig(name):
+        if not cache:
+            mc = posterior.CONFIGS[post["mode"]]
+            cache.update(PF.figures(post, posterior.theory(mc, preset)["curves"]))
+            cache["llc_devinterp"] = posterior_llc.figure(post)
+        return cache.pop(name)
+
+    names = ["orderparams", "susceptibility", "llc", "llc_devinterp"]
+    if post["softmax"].get("free_energy") is not None:
+        names.append("free_energy")
+    for name in names:
+        yield f"posterior_{name}_{preset}", lambda n=name: fig(n)
+
+
+def render(results: str | Path, out: str | Path, fmt: str = "png", only=None) -> list[Path]:
+    """Draw every figure of ``results/*.json`` into ``out/NAME.FMT``; ``only``: names to draw.
+    Prints what :func:`copyhead_jax.style.figure_problems` finds in each."""
+    from copyhead_jax.style import figure_problems
+
+    from .common import save_figure
+
+    if fmt not in ("png", "pdf", "svg"):
+        raise ValueError(f"fmt must be one of png, pdf, svg; got {fmt!r}")
+    paths = []
+    for name, draw in drawings(Path(results)):
+        if only and name not in only:
+            continue
+        fig = draw()
+        if fig is None:
+            continue
+        for p in figure_problems(fig):
+            print(f"{name}: {p}")
+        paths.append(save_figure(fig, Path(out) / f"{name}.{fmt}", dpi=110))
+        print(f"wrote {paths[-1]}", flush=True)
+    return paths
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.figures",
+        description="draw the artefacts' figures again from their result JSON (no recomputing)",
+        epilog="example: python -m experiments.figures --format pdf --out /tmp/figs main_paper",
+    )
+    p.add_argument("only", nargs="*", help="figure names (default: every figure)")
+    p.add_argument("--results", default="docs/results", help="folder of the result JSON")
+    p.add_argument("--out", default="docs/figures", help="folder the figures go to")
+    p.add_argument("--format", default="png", choices=("png", "pdf", "svg"))
+    a = p.parse_args(argv)
+    render(a.results, a.out, a.format, a.only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -451,7 +451,7 @@ def _summaries(runs):
     return runs
 
 
-def figure(res: dict, path: Path, main_P=None) -> None:
+def draw(res: dict, main_P=None):
     pre = res.get("preset", "plain")
     import matplotlib
 
@@ -492,7 +492,11 @@ def figure(res: dict, path: Path, main_P=None) -> None:
     ax[0].set(ylabel="F_copy - F_pool", title=f"softmax branches ({pre}): free-energy difference")
     ax[1].set(ylabel="w_copy = 1/(1 + exp(F_copy - F_pool))", title="posterior weight of copying")
     fig.tight_layout()
-    save_figure(fig, path)
+    return fig
+
+
+def figure(res: dict, path: Path, main_P=None) -> None:
+    save_figure(draw(res, main_P), path)
 
 
 def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:

@@ -307,7 +307,7 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
     }  # fmt: skip
 
 
-def figure(res: dict, path: Path, ti_cross=None) -> None:
+def draw(res: dict, ti_cross=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -349,7 +349,11 @@ def figure(res: dict, path: Path, ti_cross=None) -> None:
     ax[2].set(xlabel="P", ylabel="log Z (SMC) - log(Z_pool + Z_copy) (TI)",
               title="evidence: SMC against the branch TI, per seed")  # fmt: skip
     fig.tight_layout()
-    save_figure(fig, path)
+    return fig
+
+
+def figure(res: dict, path: Path, ti_cross=None) -> None:
+    save_figure(draw(res, ti_cross), path)
 
 
 def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = None) -> dict:

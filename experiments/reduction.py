@@ -141,7 +141,7 @@ def _moments(x: np.ndarray) -> dict:
     }  # fmt: skip
 
 
-def figure(width: dict, path: Path) -> None:
+def draw(width: dict):
     """Copy coefficient against P per width (two panels), and the copy branch's gap to the EK
     theory against N (third panel: finite widths as points, N = infinity as a dashed level)."""
     import matplotlib.pyplot as plt
@@ -175,8 +175,12 @@ def figure(width: dict, path: Path) -> None:
     ax.set_ylabel("|copy coefficient / EK - 1|")
     ax.set_title("copy branch: gap to the EK theory (dotted: N = inf)", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def figure(width: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    draw(width).savefig(path, dpi=130)
 
 
 def main(argv=None) -> dict:
