@@ -31,13 +31,13 @@ GREY = "#8C8C8C"
 PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE, BLACK, YELLOW)
 
 COLORS = {"linear": BLUE, "softmax": VERMILLION}
-KEY_COLORS = {
+KEY_COLORS = {  # P_aG black: vermillion is the softmax data's
     "P_c1": GREEN,
-    "P_cG": BLUE,
+    "P_cG": PURPLE,
     "P_cG_half": SKY,
-    "P_aG": VERMILLION,
+    "P_aG": BLACK,
     "P_aG_single": ORANGE,
-    "window_lo": PURPLE,
+    "window_lo": GREY,
 }
 LEGEND_PT = 8  # the smallest legend text that stays readable at column width
 P_LABEL = "training set size $P$ (sequences)"
@@ -114,7 +114,7 @@ def log_P_axis(ax, P, axis: str = "x") -> None:
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     if len(P) and P.max() / P.min() < 100:
         a.set_major_locator(FixedLocator(_spread(P)))
-        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:.3g}"))
         a.set_minor_formatter(NullFormatter())
 
 
