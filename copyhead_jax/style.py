@@ -163,6 +163,10 @@ def figure_problems(fig) -> list[str]:
     """What a reviewer would flag, one line per problem: an axes without an x or y label, an
     empty panel (no data and no "not measured"), a legend under 8 pt or over data points, tick
     labels that collide. Colour bars are checked for a label only."""
+    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure (no pyplot): give it Agg
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     out = []
     r = fig.canvas.get_renderer()
