@@ -85,6 +85,11 @@ def legend(ax, *, ncol: int | None = None, handles=None, labels=None, gap_pt: fl
                      frameon=False, handlelength=2.2, columnspacing=1.2)  # fmt: skip
 
 
+def num(v: float) -> str:
+    """A P or P* for a label: thousands separated from 100 up, three significant digits below."""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def not_measured(ax, what: str = "") -> None:
     """Write "not measured" inside an axes that has no data (an empty panel says why)."""
     text = NOT_MEASURED + (f":\n{what}" if what else "")

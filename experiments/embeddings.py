@@ -436,6 +436,7 @@ def figure(res: dict):
         VERMILLION,
         legend,
         log_P_axis,
+        num,
     )
 
     th, bl = res["theory_curves"], res["blocks"]
@@ -503,10 +504,10 @@ def figure(res: dict):
         pts = res["theory"]
         for a in (ax[0, 0], ax[0, 1]):
             a.axvline(pts["P_cG"], color=KEY_COLORS["P_cG"], ls=":", lw=1,
-                      label=f"EK $P^*_{{cG}}$ = {pts['P_cG']:,.0f}")  # fmt: skip
+                      label=f"EK $P^*_{{cG}}$ = {num(pts['P_cG'])}")  # fmt: skip
         if pts.get("P_aG"):
             ax[1, 0].axvline(pts["P_aG"], color=KEY_COLORS["P_aG"], ls=":", lw=1,
-                             label=f"EK $P^*_{{aG}}$ = {pts['P_aG']:,.0f}")  # fmt: skip
+                             label=f"EK $P^*_{{aG}}$ = {num(pts['P_aG'])}")  # fmt: skip
         for a in ax.flat:
             log_P_axis(a, Ps)
             a.set_xlabel(P_LABEL)

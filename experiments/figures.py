@@ -23,6 +23,7 @@ from copyhead_jax.style import (
     legend,
     log_P_axis,
     not_measured,
+    num,
     styled,
 )
 
@@ -36,7 +37,7 @@ def _vlines(a, marks) -> None:
     """Vertical P* lines with a legend entry each: ``marks`` = ``(label, P, colour, style)``."""
     for label, v, col, ls in marks:
         if v is not None and np.isfinite(v):
-            a.axvline(v, color=col, ls=ls, lw=1.0, label=f"{label} = {v:,.0f}")
+            a.axvline(v, color=col, ls=ls, lw=1.0, label=f"{label} = {num(v)}")
 
 
 STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG, one start", "window_lo": "window, low",
@@ -312,7 +313,7 @@ def hysteresis_figure(res: dict[str, Any]):
     for label, win, col, y in bars:
         if win and all(v is not None and np.isfinite(v) for v in win):
             a.plot(win, [y, y], "-|", color=col, lw=3, ms=10, transform=tr,
-                   label=f"{label}: {win[0]:,.0f} to {win[1]:,.0f}")  # fmt: skip
+                   label=f"{label}: {num(win[0])} to {num(win[1])}")  # fmt: skip
     Pd = np.asarray(b["P"], float)
     a.set_xlim(Pd.min() / 1.5, Pd.max() * 1.5)
     _log_P(a, Pd)

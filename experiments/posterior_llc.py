@@ -156,6 +156,7 @@ def figure(res: dict):
         VERMILLION,
         legend,  # fmt: skip
         log_P_axis,
+        num,
     )
 
     from .posterior_features import _band
@@ -181,7 +182,7 @@ def figure(res: dict):
             for k in ("P_cG", "P_aG"):
                 if th.get(k):
                     a.axvline(th[k], color=KEY_COLORS[k], ls="--", lw=0.8,
-                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {th[k]:,.0f}")  # fmt: skip
+                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {num(th[k])}")  # fmt: skip
             log_P_axis(a, Ps)
             a.set_xlabel(P_LABEL)
         a = ax[0]
