@@ -40,8 +40,9 @@ def _vlines(a, marks) -> None:
             a.axvline(v, color=col, ls=ls, lw=1.0, label=f"{label} = {num(v)}")
 
 
-STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG, one start", "window_lo": "window, low",
-              "spinodal_lo": "lower spinodal", "spinodal_hi": "upper spinodal"}  # fmt: skip
+STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG,\\ one\\ start",
+              "window_lo": "window,\\ low", "spinodal_lo": "spinodal,\\ lower",
+              "spinodal_hi": "spinodal,\\ upper"}  # fmt: skip
 
 
 def _star(name: str) -> str:
@@ -366,7 +367,8 @@ def scaling_figure(res: dict[str, Any]):
         for k in keys:
             y = np.asarray([np.nan if v is None else v for v in pd["boundaries"][k]], float)
             spin = "spin" in k
-            a.plot(pd["boundary_values"], y, "--" if spin else "-", color="w", lw=1.2,
+            ls = "--" if spin else (":" if k == "P_c1" else "-")
+            a.plot(pd["boundary_values"], y, ls, color="w", lw=1.4,
                    label=("EK spinodals" if k == "spinodal_lo" else None) if spin
                    else f"EK {_star(k)}")  # fmt: skip
         for k in ("P_c1", "P_cG") if att == "linear" else ("P_aG",):
@@ -462,6 +464,14 @@ def width_figure(res: dict[str, Any]):
         if old:
             a.plot([128 * shift], [old / ek], "x", color=col, ms=7, mew=1.5)
     a.axhline(1.0, color=BLACK, lw=0.8)
+    lo, hi = a.get_ylim()
+    if hi / max(lo, 1e-9) > 3:  # a far outlier would squeeze the rest: a log ratio axis
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+        a.set_yscale("log")
+        a.yaxis.set_major_locator(FixedLocator([0.25, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 20]))
+        a.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.yaxis.set_minor_formatter(NullFormatter())
     a.set_xscale("log")
     a.set_xticks([*(x_of[w] for w in finite), x_inf])
     a.set_xticklabels([*(f"{int(float(w)):,}" for w in finite), "inf"])
