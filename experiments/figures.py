@@ -142,7 +142,7 @@ def main_figure(res: dict[str, Any]):
         a.axvspan(sp[0], sp[1], color=VERMILLION, alpha=0.1, lw=0,
                   label="EK coexistence (between the spinodals)")  # fmt: skip
     stars(a, ("P_aG",))
-    Pm = np.asarray(cur["pool"]["P"] + cur["copy"]["P"], float)
+    Pm = np.concatenate([np.asarray(cur[k]["P"], float) for k in ("pool", "copy")])
     a.set_xlim(Pm.min() / 2, Pm.max() * 2)  # the transition, not the flat ends
     _log_P(a, Pm)
     a.set(ylabel="copy logit $a_G$ (dimensionless)",
