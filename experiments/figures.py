@@ -304,8 +304,9 @@ def hysteresis_figure(res: dict[str, Any]):
         a.errorbar(b["P"], b[f"aG_{name}"], yerr=b[f"aG_{name}_sd"], fmt=fmt, color=col, ms=4,
                    capsize=2, label=f"exact MAP / Adam, {name} start")  # fmt: skip
     # the windows as separate bars above the data (they overlap; one band would merge them)
-    top = np.nanmax(np.r_[maG.ravel(), np.asarray(b["aG_pool"], float)])
-    a.set_ylim(top=1.45 * top)
+    vals = np.r_[maG.ravel(), np.asarray(b["aG_pool"], float), np.asarray(b["aG_copy"], float)]
+    top = np.nanmax(vals) if np.isfinite(vals).any() else 1.0
+    a.set_ylim(top=1.45 * max(top, 1e-3))
     tr = blended_transform_factory(a.transData, a.transAxes)
     w = res["measured_window"]
     bars = [("EK spinodal window", res["theory_ek_spinodals"], VERMILLION, 0.95),
