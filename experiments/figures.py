@@ -1,5 +1,9 @@
 """The artefacts' figures: result dict in, matplotlib Figure out (``common.save_artefact`` saves
-and closes them)."""
+and closes them), in the shared style of :mod:`copyhead_jax.style`.
+
+``python -m experiments.figures [NAME ...] [--format png|pdf|svg] [--results DIR] [--out DIR]``
+draws every committed figure again from its result JSON, without recomputing anything but the
+posterior's EK curves, and prints what :func:`copyhead_jax.style.figure_problems` finds."""
 
 from __future__ import annotations
 

@@ -357,8 +357,10 @@ def _figures(plt, res, curves):
                 if not (m > 0).any():  # nothing a log axis can show: say so, draw nothing
                     a.plot([], [], marker=mk, color=col, ls="", label=lab + " = 0 (not drawn)")
                     continue
-                a.errorbar(P, m, yerr=np.sqrt(np.nanmean(e**2, 1)), marker=mk, ms=4, capsize=2,
-                           color=col, label=lab)  # fmt: skip
+                # c1 and r nearly coincide in the linear head: c1 open, larger, on top
+                big = dict(mfc="none", ms=8, ls="--", zorder=3) if k == "c1" else dict(ms=4)
+                a.errorbar(P, m, yerr=np.sqrt(np.nanmean(e**2, 1)), marker=mk, capsize=2,
+                           color=col, label=lab, **big)  # fmt: skip
         _stars(a, [(n, v, c) for n, v, c in stars if v and P[0] <= v <= P[-1]])
         a.set_yscale("log")
         log_P_axis(a, P)
