@@ -459,14 +459,22 @@ def figure(res: dict):
 
     with matplotlib.rc_context(RC):
         Pt = np.asarray(th["P"], float)
-        for a, k, title, yl in ((ax[0, 0], "c1", "linear: $c_1$", "order parameter $c_1$"),
-                                (ax[0, 1], "cG", "linear: $c_G$", "order parameter $c_G$")):
+        for a, k, title, yl in (
+            (ax[0, 0], "c1", "linear: $c_1$", "order parameter $c_1$"),
+            (ax[0, 1], "cG", "linear: $c_G$", "order parameter $c_G$"),
+        ):
             a.plot(Pt, th[k], "-", color=GREY, lw=3, alpha=0.6, label="EK theory (N = inf)")
             for proto in (*PROTOCOLS, LONG):
                 if proto in bl["linear/prior"]:
                     draw(a, bl["linear/prior"][proto], k, proto)
-            a.plot([], [], ".", color=GREY, ms=4,
-                   label="single seeds (small dots, colour of the protocol)")
+            a.plot(
+                [],
+                [],
+                ".",
+                color=GREY,
+                ms=4,
+                label="single seeds (small dots, colour of the protocol)",
+            )
             a.set(title=title, ylabel=f"{yl} (dimensionless)")
         a = ax[1, 0]
         mins, valid = np.asarray(th["aG_minima"], float), np.asarray(th["aG_minima_valid"], bool)

@@ -59,8 +59,11 @@ def _log_P(a, P=None) -> None:
     labels)."""
     a.set_xscale("log")
     lo, hi = a.get_xlim()
-    xs = [np.asarray(ln.get_xdata(), float) for ln in a.lines
-          if ln.get_transform() == a.transData and ln.get_marker() not in (None, "None", "")]
+    xs = [
+        np.asarray(ln.get_xdata(), float)
+        for ln in a.lines
+        if ln.get_transform() == a.transData and ln.get_marker() not in (None, "None", "")
+    ]
     if P is not None:
         xs = [np.asarray(P, float)]
     x = np.concatenate([v.ravel() for v in xs]) if xs else np.array([lo, hi])
@@ -278,8 +281,11 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
         a.axhline(res["a1_threshold"], color=GREY, lw=0.8, ls="--",
                   label=f"A1 threshold ({res['a1_threshold']:g})")  # fmt: skip
         a.set_xscale("log")
-        a.set(xlabel=P_LABEL, ylabel="subspace coverage (cosine, 0 to 1)",
-              title=f"{att} attention" + (" (pooling start)" if att == "softmax" else ""))
+        a.set(
+            xlabel=P_LABEL,
+            ylabel="subspace coverage (cosine, 0 to 1)",
+            title=f"{att} attention" + (" (pooling start)" if att == "softmax" else ""),
+        )
     lin = res["linear_regimes"]
     _regime_bands(ax[0], lin["P"], lin["regime"])
     for a in ax:
@@ -313,9 +319,11 @@ def hysteresis_figure(res: dict[str, Any]):
     a.set_ylim(top=1.45 * max(top, 1e-3))
     tr = blended_transform_factory(a.transData, a.transAxes)
     w = res["measured_window"]
-    bars = [("EK spinodal window", res["theory_ek_spinodals"], VERMILLION, 0.95),
-            ("finite-width spinodal window", res.get("theory_finite_spinodals"), SKY, 0.90),
-            ("measured window (both starts)", [w.get("lower"), w.get("upper")], BLUE, 0.85)]
+    bars = [
+        ("EK spinodal window", res["theory_ek_spinodals"], VERMILLION, 0.95),
+        ("finite-width spinodal window", res.get("theory_finite_spinodals"), SKY, 0.90),
+        ("measured window (both starts)", [w.get("lower"), w.get("upper")], BLUE, 0.85),
+    ]
     for label, win, col, y in bars:
         if win and all(v is not None and np.isfinite(v) for v in win):
             a.plot(win, [y, y], "-|", color=col, lw=3, ms=10, transform=tr,
@@ -494,8 +502,13 @@ def width_figure(res: dict[str, Any]):
     panels = (
         (ax[1], "linear", "psi", "linear: copy fraction $\\psi$", "copy fraction $\\psi$"),
         (ax[2], "linear", "r", "linear: attention row sum $r$", "row sum $r$ (dimensionless)"),
-        (ax[3], "pool", "cG", "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
-         "copy logit $a_G$ (dimensionless)"),
+        (
+            ax[3],
+            "pool",
+            "cG",
+            "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
+            "copy logit $a_G$ (dimensionless)",
+        ),
     )
     for a, branch, q, title, yl in panels:
         for w in widths:

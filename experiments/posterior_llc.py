@@ -162,8 +162,11 @@ def figure(res: dict):
     from .posterior_features import _band
 
     soft = res["softmax"]
-    blocks = (("linear", res["linear"], BLUE, "o"), ("softmax, pooling start", soft["pool"],
-              ORANGE, "s"), ("softmax, copy start", soft.get("copy_high"), VERMILLION, "v"))
+    blocks = (
+        ("linear", res["linear"], BLUE, "o"),
+        ("softmax, pooling start", soft["pool"], ORANGE, "s"),
+        ("softmax, copy start", soft.get("copy_high"), VERMILLION, "v"),
+    )
     blocks = [(n, b, c, m) for n, b, c, m in blocks if b is not None and b.get("llc_dv")]
     if not blocks:
         return None
@@ -188,8 +191,14 @@ def figure(res: dict):
         a = ax[0]
         if neg:
             a.set_yscale("symlog", linthresh=1.0)
-            a.axhspan(a.get_ylim()[0], 0, color=GREY, alpha=0.15, lw=0,
-                      label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)")
+            a.axhspan(
+                a.get_ylim()[0],
+                0,
+                color=GREY,
+                alpha=0.15,
+                lw=0,
+                label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)",
+            )
             a.axhline(0, color=BLACK, lw=0.6)
         a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
               title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip

@@ -11,6 +11,8 @@ from matplotlib.lines import Line2D
 from ..style import GREY, KEY_COLORS, P_LABEL, PALETTE, legend, styled
 
 _MARKS = KEY_COLORS
+
+
 def _c(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
@@ -28,8 +30,14 @@ def _mark_points(ax, points: dict[str, Any] | None, keys) -> None:
             ax.axvline(v, color=_MARKS[k], ls=ls, lw=1, label=f"{k} = {v:,.4g}")
     sp = points.get("spinodals")
     if sp and "P_aG" in keys:
-        ax.axvspan(sp[0], sp[1], color=_MARKS["P_aG"], alpha=0.1, lw=0,
-                   label="coexistence (between the spinodals)")
+        ax.axvspan(
+            sp[0],
+            sp[1],
+            color=_MARKS["P_aG"],
+            alpha=0.1,
+            lw=0,
+            label="coexistence (between the spinodals)",
+        )
 
 
 def _metastable(ax, P, minima, valid):
@@ -60,8 +68,9 @@ def plot_curve(curve: dict[str, Any], points: dict[str, Any] | None = None) -> F
         _metastable(axs[0], P, np.asarray(curve["minima_beta"]), valid)
         axs[0].set_ylabel("logit scale $\\beta$ (dimensionless)")
         axs[1].plot(P, curve["p"], color=PALETTE[3], label="$p = A_{a,a-1}$")
-        axs[1].plot(P, np.asarray(curve["aG"]) / np.sqrt(curve["params"]["L"]),
-                    label="$a_G/\\sqrt{L}$")
+        axs[1].plot(
+            P, np.asarray(curve["aG"]) / np.sqrt(curve["params"]["L"]), label="$a_G/\\sqrt{L}$"
+        )
         axs[1].set_ylabel("attention on the previous token (0 to 1)")
         keys = ("P_aG",)
     axs[2].plot(P, curve["mse"], color="k", label="population loss")
