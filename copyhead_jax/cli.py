@@ -307,6 +307,8 @@ def cmd_plot(args) -> int:
     from .results import SweepResult
 
     out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
+    if args.format:  # vector output on request: the format names the suffix
+        out = out.with_suffix(f".{args.format}")
     if out.suffix.lower() not in FIGURE_SUFFIXES:
         raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
@@ -379,6 +381,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
     p.add_argument("--out", default=None, help="figure path, .png, .pdf or .svg (default: PNG "
                    "next to the first file)")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=("png", "pdf", "svg"),
+        default=None,
+        help="figure format (sets the suffix of --out; default: from --out, else png)",
+    )
     p.add_argument("--curves", action="store_true", help="also plot training curves")
     p.add_argument("--theory", action="store_true", help="overlay the EK theory curves")
     p.set_defaults(func=cmd_plot)

@@ -19,14 +19,14 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from .models import head_class  # noqa: E402
 from .results import SweepResult  # noqa: E402
+from .style import COLORS, GREY, LEGEND_PT, P_LABEL, legend, log_P_axis, not_measured  # noqa: E402
+from .style import styled as _styled  # noqa: E402
 
-COLORS = {"linear": "tab:blue", "softmax": "tab:red"}
-LEGEND_PT = 8  # legends stay readable at column width
-P_LABEL = "training set size $P$ (sequences)"
+__all__ = ["COLORS", "LEGEND_PT", "P_LABEL", "curves_figure", "log_P_axis", "posterior_figure",
+           "sweep_figure", "trace_figure"]  # fmt: skip
 BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
 
 
@@ -49,40 +49,16 @@ def _band(ax, x, y, label, marker="o", color=None, ls="-"):
     return line
 
 
-def _spread(P: np.ndarray, n: int = 7) -> list[float]:
-    """At most ~``n`` of the values ``P``, spread evenly in log P, first and last kept."""
-    P = np.unique(np.asarray(P, float))
-    if len(P) <= 1:
-        return list(P)
-    gap = np.log(P[-1] / P[0]) / n
-    keep = [P[0]]
-    for p in P[1:-1]:
-        if np.log(p / keep[-1]) >= gap and np.log(P[-1] / p) >= gap:
-            keep.append(p)
-    return [*keep, P[-1]]
-
-
-def log_P_axis(ax, P, axis: str = "x") -> None:
-    """Log scale for a P axis; under two decades, ticks at a spread of the measured P (the
-    default would label minor ticks too, and they collide)."""
-    P = np.asarray(P, float)
-    P = P[np.isfinite(P) & (P > 0)]
-    a = ax.xaxis if axis == "x" else ax.yaxis
-    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    if len(P) and P.max() / P.min() < 100:
-        a.set_major_locator(FixedLocator(_spread(P)))
-        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        a.set_minor_formatter(NullFormatter())
-
-
 def _legend(ax, band: bool = True, **kw) -> None:
+    """The axes' legend below it (never over the data), with the band's key if ``band``."""
     handles, labels = ax.get_legend_handles_labels()
     if band:
-        handles.append(Patch(color="gray", alpha=0.3, lw=0))
+        handles.append(Patch(color=GREY, alpha=0.3, lw=0))
         labels.append(BAND_LABEL)
-    ax.legend(handles, labels, fontsize=LEGEND_PT, **kw)
+    legend(ax, handles=handles, labels=labels, **kw)
 
 
+@_styled
 def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None) -> Figure:
     """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps
     (diverged runs excluded).
@@ -144,10 +120,18 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
     return fig
 
 
+@_styled
 def curves_figure(res: SweepResult) -> Figure:
     """Training loss per sequence versus epoch, one line per P (seed 0), coloured by P."""
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-    ep = res["curve_epoch"]
+    fig, ax = plt.subplots(figsize=(6.5, 5), constrained_layout=True)
+    ep = np.asarray(res["curve_epoch"])
+    if len(ep) < 2:  # the exact solver keeps its last iterate only: no curve to draw
+        not_measured(ax, f"one logged point, no curve (solver '{res.config.solver}';\n"
+                     "the exact solver keeps its final iterate only)")  # fmt: skip
+        ax.set(xlabel="epoch (Adam steps, full batch)", xticks=[], yticks=[],
+               ylabel="train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
+               title=f"{res.config.model.attention}: training curves")  # fmt: skip
+        return fig
     P = res.P.astype(float)
     norm = LogNorm(P.min(), P.max()) if P.max() > P.min() else Normalize(P.min() - 1, P.max() + 1)
     cmap = plt.get_cmap("viridis")
@@ -167,6 +151,7 @@ def curves_figure(res: SweepResult) -> Figure:
     return fig
 
 
+@_styled
 def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     """Posterior mean +- sd of the order parameters versus P (MAP overlaid), the
     susceptibility var(cG), and the training loss."""
@@ -203,6 +188,7 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     return fig
 
 
+@_styled
 def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
     """Per-chain traces of ``field`` at every P (one panel per P) for one seed; the order
     parameters are named for the attention (aG, a1 for softmax)."""

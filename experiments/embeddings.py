@@ -423,69 +423,106 @@ def figure(res: dict):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from copyhead_jax.style import (
+        BLACK,
+        BLUE,
+        GREY,
+        KEY_COLORS,
+        ORANGE,
+        P_LABEL,
+        PURPLE,
+        RC,
+        SKY,  # fmt: skip
+        VERMILLION,
+        legend,
+        log_P_axis,
+        num,
+    )
+
     th, bl = res["theory_curves"], res["blocks"]
-    fig, ax = plt.subplots(2, 2, figsize=(11, 8.5))
-    colors = {"trained": "tab:red", "quenched": "tab:blue", "exact": "k", LONG: "tab:orange"}
+    with matplotlib.rc_context(RC):
+        fig, ax = plt.subplots(2, 2, figsize=(12, 11), layout="constrained")
+    colors = {"trained": VERMILLION, "quenched": BLUE, "exact": BLACK, LONG: ORANGE}
     style = {"trained": "-o", "quenched": "-s", "exact": ":x", LONG: "-d"}
+    Ps = []
 
     def draw(a, b, k, proto, ls=None, label=True):
         P = np.asarray(b["P"], float)
+        Ps.extend(P)
         y = np.asarray(b[k], float)
         with C.quiet_nan():
             m = np.nanmean(y, 1)
         a.plot(P, m, ls or style[proto], color=colors[proto], ms=4, lw=1.2,
-               label=LABELS[proto] if label else None)  # fmt: skip
+               label=f"{LABELS[proto]}, seed mean" if label else None)  # fmt: skip
         for s in range(y.shape[1]):
             a.plot(P, y[:, s], ".", color=colors[proto], ms=3, alpha=0.5)
 
-    Pt = np.asarray(th["P"], float)
-    for a, k, title in ((ax[0, 0], "c1", "linear: c1"), (ax[0, 1], "cG", "linear: cG")):
-        a.plot(Pt, th[k], "-", color="0.6", lw=3, alpha=0.7, label="EK theory (N = inf)")
+    with matplotlib.rc_context(RC):
+        Pt = np.asarray(th["P"], float)
+        for a, k, title, yl in (
+            (ax[0, 0], "c1", "linear: $c_1$", "order parameter $c_1$"),
+            (ax[0, 1], "cG", "linear: $c_G$", "order parameter $c_G$"),
+        ):
+            a.plot(Pt, th[k], "-", color=GREY, lw=3, alpha=0.6, label="EK theory (N = inf)")
+            for proto in (*PROTOCOLS, LONG):
+                if proto in bl["linear/prior"]:
+                    draw(a, bl["linear/prior"][proto], k, proto)
+            a.plot(
+                [],
+                [],
+                ".",
+                color=GREY,
+                ms=4,
+                label="single seeds (small dots, colour of the protocol)",
+            )
+            a.set(title=title, ylabel=f"{yl} (dimensionless)")
+        a = ax[1, 0]
+        mins, valid = np.asarray(th["aG_minima"], float), np.asarray(th["aG_minima_valid"], bool)
+        a.plot(Pt, th["aG"], "-", color=GREY, lw=3, alpha=0.6, label="EK theory (global)")
+        for j in range(1, mins.shape[1]):
+            a.plot(Pt, np.where(valid[:, j], mins[:, j], np.nan), "--", color=GREY, lw=1,
+                   label="EK theory (other local minima)" if j == 1 else None)  # fmt: skip
         for proto in (*PROTOCOLS, LONG):
-            if proto in bl["linear/prior"]:
-                draw(a, bl["linear/prior"][proto], k, proto)
-        a.set_title(title)
-    a = ax[1, 0]
-    mins, valid = np.asarray(th["aG_minima"], float), np.asarray(th["aG_minima_valid"], bool)
-    a.plot(Pt, th["aG"], "-", color="0.6", lw=3, alpha=0.7, label="EK theory (global)")
-    for j in range(1, mins.shape[1]):
-        a.plot(Pt, np.where(valid[:, j], mins[:, j], np.nan), "--", color="0.6", lw=1)
-    for proto in (*PROTOCOLS, LONG):
-        for init, ls in (("zero", None), ("copy", "--" + style[proto][-1])):
-            if proto in bl.get(f"softmax/{init}", {}):
-                first = (
-                    init == "zero" or "softmax/zero" not in bl or proto not in bl["softmax/zero"]
-                )
-                draw(a, bl[f"softmax/{init}"][proto], "cG", proto, ls=ls, label=first)
-    a.set_title("softmax: aG (solid: zero-logit start, dashed: copy start)")
-    a = ax[1, 1]
-    floor = 1e-4  # fully collapsed embeddings (ratio ~ 1e-30) are drawn at the axis
-    curves = (("linear/prior", "trained", "-o"), ("linear/prior", LONG, "-d"),
-              ("softmax/zero", "trained", "-s"), ("softmax/copy", "trained", "--^"))  # fmt: skip
-    for name, proto, ls in curves:
-        if proto in bl.get(name, {}):
-            e = bl[name][proto]["embeddings"]
-            P = np.asarray(bl[name][proto]["P"], float)
-            with C.quiet_nan():
-                y = np.nanmean(np.asarray(e["norm2_ratio"], float), 1)
-            label = f"{name}" + (", long schedule" if proto == LONG else "")
-            a.plot(P, np.clip(y, floor, None), ls, ms=4, label=label)
-    a.set_yscale("log")
-    a.set_ylim(floor / 2, 2)
-    a.set_title("trained embeddings: |W_E|^2 + |b|^2, over the initial (quenched: 1)")
-    for a in ax.flat:
-        a.set_xscale("log")
-        a.set_xlabel("P")
-        a.grid(alpha=0.3)
-        a.legend(fontsize=7)
-    pts = res["theory"]
-    for a in (ax[0, 0], ax[0, 1]):
-        a.axvline(pts["P_cG"], color="0.6", ls=":", lw=1)
-    if pts.get("P_aG"):
-        ax[1, 0].axvline(pts["P_aG"], color="0.6", ls=":", lw=1)
-    fig.suptitle(f"width {res['width']}, plain preset (L = 25, V = 5): trained vs quenched "
-                 "embeddings, full-network muP Adam; exact MAP; EK theory")  # fmt: skip
-    fig.tight_layout()
+            for init, ls in (("zero", None), ("copy", "--" + style[proto][-1])):
+                if proto in bl.get(f"softmax/{init}", {}):
+                    first = (init == "zero" or "softmax/zero" not in bl
+                             or proto not in bl["softmax/zero"])  # fmt: skip
+                    draw(a, bl[f"softmax/{init}"][proto], "cG", proto, ls=ls, label=first)
+        a.plot([], [], "--", color=BLACK, label="copy start (dashed)")
+        a.set(title="softmax: $a_G$ (solid: zero-logit start, dashed: copy start)",
+              ylabel="copy logit $a_G$ (dimensionless)")  # fmt: skip
+        a = ax[1, 1]
+        floor = 1e-4  # fully collapsed embeddings (ratio ~ 1e-30) are drawn at the axis
+        curves = (("linear/prior", "trained", "-o", BLUE), ("linear/prior", LONG, "-d", SKY),
+                  ("softmax/zero", "trained", "-s", VERMILLION),
+                  ("softmax/copy", "trained", "--^", PURPLE))  # fmt: skip
+        for name, proto, ls, col in curves:
+            if proto in bl.get(name, {}):
+                e = bl[name][proto]["embeddings"]
+                P = np.asarray(bl[name][proto]["P"], float)
+                with C.quiet_nan():
+                    y = np.nanmean(np.asarray(e["norm2_ratio"], float), 1)
+                label = f"{name}" + (", long schedule" if proto == LONG else "")
+                a.plot(P, np.clip(y, floor, None), ls, color=col, ms=4, label=label)
+        a.set_yscale("log")
+        a.set_ylim(floor / 2, 2)
+        a.axhline(1, color=GREY, lw=0.8, ls=":", label="quenched (ratio 1)")
+        a.set(title="trained embeddings: size over the initial",
+              ylabel=f"$(|W_E|^2 + |b|^2)$ / initial (floor {floor:g})")  # fmt: skip
+        pts = res["theory"]
+        for a in (ax[0, 0], ax[0, 1]):
+            a.axvline(pts["P_cG"], color=KEY_COLORS["P_cG"], ls=":", lw=1,
+                      label=f"EK $P^*_{{cG}}$ = {num(pts['P_cG'])}")  # fmt: skip
+        if pts.get("P_aG"):
+            ax[1, 0].axvline(pts["P_aG"], color=KEY_COLORS["P_aG"], ls=":", lw=1,
+                             label=f"EK $P^*_{{aG}}$ = {num(pts['P_aG'])}")  # fmt: skip
+        for a in ax.flat:
+            log_P_axis(a, Ps)
+            a.set_xlabel(P_LABEL)
+            a.grid(alpha=0.3)
+            legend(a)
+        fig.suptitle(f"width {res['width']:,}, plain preset (L = 25, V = 5): trained vs quenched "
+                     "embeddings, full-network muP Adam; exact MAP; EK theory")  # fmt: skip
     return fig
 
 

@@ -451,48 +451,90 @@ def _summaries(runs):
     return runs
 
 
-def figure(res: dict, path: Path, main_P=None) -> None:
+def draw(res: dict, main_P=None):
+    """F_copy - F_pool and the copy weight against P (per seed and the seed mean, zoomed on the
+    sampled P), and every P*_aG estimate on one log-P strip (most lie far from the sampled P)."""
     pre = res.get("preset", "plain")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker
+
+    from copyhead_jax.style import (
+        BLACK,
+        BLUE,
+        GREEN,
+        GREY,
+        ORANGE,
+        P_LABEL,
+        PURPLE,
+        RC,
+        VERMILLION,  # fmt: skip
+        legend,
+        log_P_axis,
+    )
 
     P = np.asarray(res["P"], float)
     dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    with PF.quiet():
-        for s in range(dF.shape[1]):
-            ax[0].errorbar(P * (1 + 0.01 * (s - 1)), dF[:, s], yerr=se[:, s], fmt=".", ms=4,
-                           capsize=2, alpha=0.6, label=f"seed {s} (MCSE)")  # fmt: skip
-            ax[1].plot(P, w[:, s], ".", alpha=0.6, label=f"seed {s}")
-        ax[0].plot(P, np.nanmean(dF, 1), "k-o", ms=4, label="seed mean")
-        ax[1].plot(P, res["w_copy_mean"], "k-o", ms=4, label="seed mean")
-    ax[0].axhline(0, color="k", lw=0.5)
-    ax[1].axhline(0.5, color="k", lw=0.5)
-    th = res["theory"]
-    marks = [(th["map"]["P_aG"], "-", "EK MAP"), (th["post"]["P_aG"], "--", "EK post"),
-             (res["map_U_crossing"]["P_star"], ":", "MAP U crossing (these sweeps)"),
-             (main_P, "-.", f"MAP U crossing (main_{pre}, 10 seeds)"),
-             (res["crossing_F"]["P_star"], "-", "Bayesian (F crossing)"),
-             (res["paper_P_aG"] if pre == "paper" else None, "--", "paper")]  # fmt: skip
-    colors = ["grey", "grey", "tab:blue", "tab:green", "tab:red", "tab:purple"]
-    for a in ax:
-        for (v, ls, lab), col in zip(marks, colors, strict=True):
-            if v:
-                a.axvline(v, color=col, ls=ls, lw=1, label=f"{lab}: {v:.1f}")
-        a.set(xscale="log", xlabel="P")
-        a.legend(fontsize=6)
-    lo = min([P.min()] + [v for v, _, _ in marks if v])  # every marked P* in view
-    for a in ax:
-        a.set_xlim(0.9 * lo, 1.1 * P.max())
-        a.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax[0].set(ylabel="F_copy - F_pool", title=f"softmax branches ({pre}): free-energy difference")
-    ax[1].set(ylabel="w_copy = 1/(1 + exp(F_copy - F_pool))", title="posterior weight of copying")
-    fig.tight_layout()
-    save_figure(fig, path)
+    nS = dF.shape[1]
+    cross = res["crossing_F"]["P_star"]
+    with matplotlib.rc_context(RC):
+        fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
+                               gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
+        jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
+        with PF.quiet():
+            for s in range(nS):
+                lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
+                ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
+                               color=GREY, alpha=0.7, label=lab)  # fmt: skip
+                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=GREY, alpha=0.7,
+                           label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
+            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=BLACK, ms=5, label="seed mean")
+            ax[1].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=5, label="seed mean")
+        ax[0].axhline(0, color=BLACK, lw=0.5)
+        ax[1].axhline(0.5, color=BLACK, lw=0.5)
+        for a in ax[:2]:
+            if cross:
+                a.axvline(cross, color=VERMILLION, lw=1.2,
+                          label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}")  # fmt: skip
+            pad = (P.max() / P.min()) ** 0.08 if P.max() > P.min() else 1.1
+            a.set_xlim(P.min() / pad, P.max() * pad)
+            log_P_axis(a, P)
+            a.set_xlabel(P_LABEL)
+            legend(a)
+        ax[0].set(ylabel="$F_{copy} - F_{pool}$ (nats)",
+                  title="free-energy difference between the branches")  # fmt: skip
+        ax[1].set(ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
+                  title="posterior weight of copying")  # fmt: skip
+        # every estimate of P*_aG on one strip
+        a = ax[2]
+        th = res["theory"]
+        ci = res["crossing_F"].get("per_seed_ci") or {}
+        marks = [("EK theory, MAP", th["map"]["P_aG"], GREY, "s"),
+                 ("EK theory, posterior", th["post"]["P_aG"], GREY, "D"),
+                 ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], BLUE, "o"),
+                 (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, GREEN, "o"),
+                 ("Bayesian ($F$ crossing)", cross, VERMILLION, "*"),
+                 ("paper", res.get("paper_P_aG") if pre == "paper" else None, PURPLE, "^")]
+        marks = [m for m in marks if m[1]]
+        for y, (lab, v, col, mk) in enumerate(marks):
+            a.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:,.1f}")
+            if lab.startswith("Bayesian") and ci.get("lo") is not None:
+                a.plot([ci["lo"], ci["hi"]], [y, y], "-", color=col, lw=2)
+        a.axvspan(P.min(), P.max(), color=ORANGE, alpha=0.15, lw=0, label="sampled P range")
+        a.set_yticks(range(len(marks)), [m[0] for m in marks])
+        a.set_ylim(-0.6, len(marks) - 0.4)
+        a.invert_yaxis()
+        log_P_axis(a, [m[1] for m in marks] + list(P))
+        a.set(xlabel="$P^*_{aG}$ (sequences, log scale)", ylabel="estimate",
+              title="$P^*_{aG}$: every estimate")  # fmt: skip
+        legend(a, ncol=1)
+        fig.suptitle(f"softmax branches ({pre}): thermodynamic integration of each branch")
+    return fig
+
+
+def figure(res: dict, path: Path, main_P=None) -> None:
+    save_figure(draw(res, main_P), path)
 
 
 def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:

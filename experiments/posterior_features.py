@@ -255,7 +255,8 @@ def _band(ax, P, y, label, **kw):
     y = np.asarray(y, float).reshape(len(P), -1)
     with quiet():
         m, s = np.nanmean(y, 1), np.nanstd(y, 1)
-    ax.errorbar(P, m, yerr=s, marker="o", ms=3, capsize=2, label=label, **kw)
+    kw.setdefault("marker", "o")
+    ax.errorbar(P, m, yerr=s, ms=4, capsize=2, label=label, **kw)
 
 
 def figures(res: dict, curves: dict) -> dict:
@@ -265,91 +266,154 @@ def figures(res: dict, curves: dict) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with quiet():
+    from copyhead_jax.style import RC
+
+    with quiet(), matplotlib.rc_context(RC):
         return _figures(plt, res, curves)
 
 
+def _stars(a, marks) -> None:
+    """EK P* as vertical lines, each with its legend entry: ``marks`` = (name, P, colour)."""
+    for name, v, col in marks:
+        if v:
+            a.axvline(v, color=col, ls="--", lw=1, label=f"EK MAP {name} = {v:,.1f}")
+
+
 def _figures(plt, res, curves):
+    from copyhead_jax.style import (
+        BLACK,
+        BLUE,
+        GREEN,
+        GREY,
+        KEY_COLORS,
+        ORANGE,
+        P_LABEL,
+        PURPLE,  # fmt: skip
+        SKY,
+        VERMILLION,
+        legend,
+        log_P_axis,
+    )
+
     lin, soft, th = res["linear"], res["softmax"], res["theory"]
+    pre = res["preset"]
     Pc = np.asarray(curves["P"])
     figs = {}
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    # order parameters: MAP (filled) against the posterior mean (open), EK theory as lines
+    fig, ax = plt.subplots(1, 2, figsize=(12, 5.8), layout="constrained")
     a = ax[0]
-    _band(a, lin["P"], lin["map"]["cG"], "MAP cG")
-    _band(a, lin["P"], lin["post_mean"]["cG"], "posterior mean cG")
-    _band(a, lin["P"], lin["map"]["r"], "MAP r")
-    _band(a, lin["P"], lin["post_mean"]["r"], "posterior mean r")
-    _band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean psi")
-    a.plot(Pc, curves["map"]["cG"], "k-", lw=1, label="EK cG (MAP)")
-    a.plot(Pc, curves["post"]["cG"], "k--", lw=1, label="EK cG (post)")
-    a.plot(Pc, curves["map"]["c1"], "b-", lw=0.8, label="EK c1 (MAP)")
-    a.set(xscale="log", xlabel="P", ylabel="order parameter", title=f"linear ({res['preset']})")
+    for k, name, col in (("cG", "$c_G$", BLUE), ("r", "$r$", GREEN)):
+        _band(a, lin["P"], lin["map"][k], f"MAP {name}", color=col)
+        _band(a, lin["P"], lin["post_mean"][k], f"posterior mean {name}", color=col, mfc="none",
+              marker="s", ls=":")  # fmt: skip
+    _band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean $\\psi$", color=ORANGE,
+          marker="^", ls=":")  # fmt: skip
+    a.plot(Pc, curves["map"]["cG"], "-", color=BLACK, lw=1, label="EK theory $c_G$ (MAP)")
+    a.plot(Pc, curves["post"]["cG"], "--", color=BLACK, lw=1, label="EK theory $c_G$ (posterior)")
+    a.plot(Pc, curves["map"]["c1"], "-", color=SKY, lw=1, label="EK theory $c_1$ (MAP)")
+    a.set(ylabel="order parameter (dimensionless)", title=f"linear attention ({pre})")
     a = ax[1]
+    cols = {"pool": ORANGE, "copy": PURPLE, "copy_high": VERMILLION}
+    names = {"pool": "pooling start", "copy": "copy start", "copy_high": "copy start, high P"}
     for br in ("pool", "copy", "copy_high"):
         if soft.get(br) is None:
             continue
-        _band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP aG ({br} start)")
-        _band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior aG ({br} start)")
-    a.plot(Pc, curves["map"]["aG"], "k-", lw=1, label="EK aG (MAP)")
-    a.plot(Pc, curves["post"]["aG"], "k--", lw=1, label="EK aG (post)")
+        _band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP $a_G$, {names[br]}", color=cols[br])
+        _band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior mean $a_G$, {names[br]}",
+              color=cols[br], mfc="none", marker="s", ls=":")  # fmt: skip
+    a.plot(Pc, curves["map"]["aG"], "-", color=BLACK, lw=1, label="EK theory $a_G$ (MAP)")
+    a.plot(Pc, curves["post"]["aG"], "--", color=BLACK, lw=1, label="EK theory $a_G$ (posterior)")
     fe = soft.get("free_energy")
     if fe is not None:
-        a.plot(fe["P"], np.nanmean(fe["w_copy"], 1) * np.nanmax(soft["pool"]["map"]["cG"]),
-               "m:", label="w_copy x max aG")  # fmt: skip
-    a.set(xscale="log", xlabel="P", title=f"softmax ({res['preset']})")
+        top = np.nanmax(np.asarray(soft["pool"]["map"]["cG"], float))
+        a.plot(fe["P"], np.nanmean(np.asarray(fe["w_copy"], float), 1) * top, "D:", color=GREY,
+               ms=4, label=f"posterior weight of copying $w_{{copy}}$ x {top:.2g}")  # fmt: skip
+    a.set(ylabel="copy logit $a_G$ (dimensionless)", title=f"softmax attention ({pre})")
     for a in ax:
-        a.legend(fontsize=6)
-    fig.tight_layout()
+        log_P_axis(a, Pc)
+        a.set_xlabel(P_LABEL)
+        legend(a)
+    fig.suptitle("posterior (collapsed HMC) against MAP; error bars: sd over seeds")
     figs["orderparams"] = fig
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for a, b, stars, title in (
-        (ax[0], lin, (th["map"]["P_c1"], th["map"]["P_cG"]), "linear (EK MAP P*_c1, P*_cG)"),
-        (ax[1], soft["pool"], (th["map"]["P_aG"],), "softmax, pooling start (EK MAP P*_aG)"),
-    ):
+    # susceptibilities P Var(x) over the draws
+    fig, ax = plt.subplots(1, 2, figsize=(12, 5.4), layout="constrained")
+    syms = {"c1": "c_1", "cG": "c_G", "r": "r", "U": "U"}
+    for a, b, att, stars, title in (
+        (ax[0], lin, "linear", (("$P^*_{c1}$", th["map"]["P_c1"], KEY_COLORS["P_c1"]),
+                                ("$P^*_{cG}$", th["map"]["P_cG"], KEY_COLORS["P_cG"])),
+         "linear attention"),
+        (ax[1], soft["pool"], "softmax", (("$P^*_{aG}$", th["map"]["P_aG"], KEY_COLORS["P_aG"]),),
+         "softmax attention, pooling start"),
+    ):  # fmt: skip
         P = np.asarray(b["P"], float)
-        for k in ("c1", "cG", "r", "U"):
+        for (k, sym), col, mk in zip(syms.items(), (SKY, BLUE, GREEN, ORANGE), "osD^"):
+            if att == "softmax":
+                sym = sym.replace("c_", "a_")
             v = np.asarray(b["susceptibility"][k]["value"], float)
             e = np.asarray(b["susceptibility"][k]["mcse"], float)
             with quiet():
-                a.errorbar(P, np.nanmean(v, 1), yerr=np.sqrt(np.nanmean(e**2, 1)), marker="o",
-                           ms=3, capsize=2, label=f"P Var({k})")  # fmt: skip
-        for Ps in stars:
-            for f in (0.5, 0.9) if Ps and P[0] <= 0.5 * Ps and 0.9 * Ps <= P[-1] else ():
-                a.axvline(f * Ps, color="grey", ls=":")
-        a.set(xscale="log", yscale="log", xlabel="P", ylabel="susceptibility", title=title)
-        a.legend(fontsize=6)
-    fig.tight_layout()
+                m = np.nanmean(v, 1)
+                lab = f"$P\\,\\mathrm{{Var}}({sym})$"
+                if not (m > 0).any():  # nothing a log axis can show: say so, draw nothing
+                    a.plot([], [], marker=mk, color=col, ls="", label=lab + " = 0 (not drawn)")
+                    continue
+                # c1 and r nearly coincide in the linear head: c1 open, larger, on top
+                big = dict(mfc="none", ms=8, ls="--", zorder=3) if k == "c1" else dict(ms=4)
+                a.errorbar(P, m, yerr=np.sqrt(np.nanmean(e**2, 1)), marker=mk, capsize=2,
+                           color=col, label=lab, **big)  # fmt: skip
+        _stars(a, [(n, v, c) for n, v, c in stars if v and P[0] <= v <= P[-1]])
+        a.set_yscale("log")
+        log_P_axis(a, P)
+        a.set(xlabel=P_LABEL, ylabel="susceptibility $P\\,\\mathrm{Var}$ over draws", title=title)
+        legend(a)
+    fig.suptitle(f"posterior susceptibilities ({pre}); error bars: MCSE over seeds")
     figs["susceptibility"] = fig
-    fig, a = plt.subplots(figsize=(6, 4))
-    for name, b in (("linear", lin), ("softmax, pooling start", soft["pool"]),
-                    ("softmax, copy start", soft.get("copy")),
-                    ("softmax, copy start (high P)", soft.get("copy_high"))):  # fmt: skip
+    # the learning coefficient
+    fig, a = plt.subplots(figsize=(7, 5.4), layout="constrained")
+    Ps = []
+    for name, b, col, mk in (("linear", lin, BLUE, "o"),
+                             ("softmax, pooling start", soft["pool"], ORANGE, "s"),
+                             ("softmax, copy start", soft.get("copy"), PURPLE, "v"),
+                             ("softmax, copy start (high P)", soft.get("copy_high"), VERMILLION,
+                              "^")):  # fmt: skip
         if b is not None:
-            _band(a, b["P"], b["llc"]["value"], name)
-    a.set(xscale="log", xlabel="P", ylabel="lambda-hat (n beta = n, gamma = 0)",
-          title=f"learning coefficient from the posterior draws ({res['preset']})")  # fmt: skip
-    a.legend(fontsize=6)
-    fig.tight_layout()
+            _band(a, b["P"], b["llc"]["value"], name, color=col, marker=mk)
+            Ps += list(b["P"])
+    log_P_axis(a, Ps)
+    a.set(
+        xlabel=P_LABEL,
+        ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",
+        title=f"$\\hat\\lambda$ from the posterior draws ($n\\beta = n$, $\\gamma = 0$; {pre})",
+    )
+    legend(a)
     figs["llc"] = fig
     if fe is not None:
-        fig, a = plt.subplots(figsize=(6, 4))
+        fig, a = plt.subplots(figsize=(7, 5.6), layout="constrained")
         P = np.asarray(fe["P"], float)
-        dF = (np.asarray(fe["F"][0]) - np.asarray(fe["F"][1])) / P[:, None]
-        err = np.hypot(fe["F_mcse"][0], fe["F_mcse"][1]) / P[:, None]
-        a.errorbar(P, np.nanmean(dF, 1), yerr=np.nanstd(dF, 1), marker="o", capsize=2,
-                   label="(F_pool - F_copy)/P, TI (sd over seeds)")  # fmt: skip
-        a.plot(P, np.nanmean(err, 1), "c.", label="TI MCSE (mean)")
-        dW = (np.asarray(fe["wbic"][0]) - np.asarray(fe["wbic"][1])) / P[:, None]
-        a.plot(P, np.nanmean(dW, 1), "s--", label="WBIC difference / P")
-        dU = (np.asarray(fe["U_star"][0]) - np.asarray(fe["U_star"][1])) / P[:, None]
-        a.plot(P, np.nanmean(dU, 1), "^--", label="MAP U difference / P")
-        a.axhline(0, color="k", lw=0.5)
+        dF = (np.asarray(fe["F"][0], float) - np.asarray(fe["F"][1], float)) / P[:, None]
+        err = np.hypot(np.asarray(fe["F_mcse"][0], float), np.asarray(fe["F_mcse"][1], float))
+        a.errorbar(
+            P,
+            np.nanmean(dF, 1),
+            yerr=np.nanstd(dF, 1),
+            marker="o",
+            capsize=2,
+            color=VERMILLION,
+            label="$(F_{pool} - F_{copy})/P$, TI (bars: sd over seeds)",
+        )
+        a.plot(P, np.nanmean(err / P[:, None], 1), ".", color=SKY, label="TI MCSE / P (mean)")
+        dW = (np.asarray(fe["wbic"][0], float) - np.asarray(fe["wbic"][1], float)) / P[:, None]
+        a.plot(P, np.nanmean(dW, 1), "s--", color=GREEN, label="WBIC difference / P")
+        dU = (np.asarray(fe["U_star"][0], float) - np.asarray(fe["U_star"][1], float)) / P[:, None]
+        a.plot(P, np.nanmean(dU, 1), "^--", color=ORANGE, label="MAP objective difference / P")
+        a.axhline(0, color=BLACK, lw=0.5)
         for v, ls, lab in ((th["map"]["P_aG"], "-", "EK MAP"), (th["post"]["P_aG"], "--",
-                                                                  "EK post")):  # fmt: skip
+                                                                  "EK posterior")):  # fmt: skip
             if v:
-                a.axvline(v, color="k", ls=ls, lw=0.8, label=f"{lab} P*_aG = {v:.1f}")
-        a.set(xlabel="P", ylabel="per sequence", title="softmax branches: free energy")
-        a.legend(fontsize=6)
-        fig.tight_layout()
+                a.axvline(v, color=BLACK, ls=ls, lw=0.8, label=f"{lab} $P^*_{{aG}}$ = {v:.1f}")
+        log_P_axis(a, P)
+        a.set(xlabel=P_LABEL, ylabel="difference per sequence (nats)",
+              title="softmax branches: free energy, pooling minus copying")  # fmt: skip
+        legend(a)
         figs["free_energy"] = fig
     return figs

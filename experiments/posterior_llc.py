@@ -139,31 +139,74 @@ def llc_sweep(res, key, settings: dict | None = None) -> dict:
 def figure(res: dict):
     """lambda-hat against P: devinterp's default (beta = 1/log n, gamma = 100; localised SGLD
     from the MAP) beside the posterior's own (beta = 1, gamma = 0; from the collapsed-HMC draws),
-    seed mean +- sd, per attention and start; ``None`` if the result has no devinterp LLC."""
+    seed mean +- sd, per attention and start; ``None`` if the result has no devinterp LLC. A
+    negative lambda-hat (the chains found loss below the MAP's: the estimate is invalid there)
+    is shaded and said so."""
+    import matplotlib
     import matplotlib.pyplot as plt
+
+    from copyhead_jax.style import (
+        BLACK,
+        BLUE,
+        GREY,
+        KEY_COLORS,
+        ORANGE,
+        P_LABEL,
+        RC,
+        VERMILLION,
+        legend,  # fmt: skip
+        log_P_axis,
+        num,
+    )
 
     from .posterior_features import _band
 
     soft = res["softmax"]
-    blocks = (("linear", res["linear"]), ("softmax, pooling start", soft["pool"]),
-              ("softmax, copy start", soft.get("copy_high")))  # fmt: skip
-    blocks = [(n, b) for n, b in blocks if b is not None and b.get("llc_dv")]
+    blocks = (
+        ("linear", res["linear"], BLUE, "o"),
+        ("softmax, pooling start", soft["pool"], ORANGE, "s"),
+        ("softmax, copy start", soft.get("copy_high"), VERMILLION, "v"),
+    )
+    blocks = [(n, b, c, m) for n, b, c, m in blocks if b is not None and b.get("llc_dv")]
     if not blocks:
         return None
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for name, b in blocks:
-        for g, v in b["llc_dv"].items():
-            _band(ax[0], b["P"], v["value"], f"{name} ({g})")
-        _band(ax[1], b["P"], b["llc"]["value"], name)
-    th = res["theory"]["map"]
-    for a in ax:
-        for v, ls in ((th["P_cG"], ":"), (th["P_aG"], "--")):
-            if v:
-                a.axvline(v, color="grey", ls=ls, lw=0.8)
-        a.set(xscale="log", yscale="symlog", xlabel="P")
-        a.legend(fontsize=6)
-    ax[0].set(ylabel="lambda-hat", title="devinterp default: n beta = n / log n, gamma = 100")
-    ax[1].set(ylabel="lambda-hat", title="posterior: n beta = n, gamma = 0 (prior kept)")
-    fig.suptitle(f"learning coefficient ({res['preset']}; dotted EK P*_cG, dashed EK P*_aG)")
-    fig.tight_layout()
+    with matplotlib.rc_context(RC):
+        fig, ax = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
+        Ps, neg = [], False
+        for name, b, col, mk in blocks:
+            for g, v in b["llc_dv"].items():
+                _band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})",
+                      color=col, marker=mk)  # fmt: skip
+                neg |= bool(np.nanmin(np.asarray(v["value"], float)) < 0)
+            _band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
+            Ps += list(b["P"])
+        th = res["theory"]["map"]
+        for a in ax:
+            for k in ("P_cG", "P_aG"):
+                if th.get(k):
+                    a.axvline(th[k], color=KEY_COLORS[k], ls="--", lw=0.8,
+                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {num(th[k])}")  # fmt: skip
+            log_P_axis(a, Ps)
+            a.set_xlabel(P_LABEL)
+        a = ax[0]
+        if neg:
+            a.set_yscale("symlog", linthresh=1.0)
+            a.axhspan(
+                a.get_ylim()[0],
+                0,
+                color=GREY,
+                alpha=0.15,
+                lw=0,
+                label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)",
+            )
+            a.axhline(0, color=BLACK, lw=0.6)
+        a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
+              title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip
+        ax[1].set_yscale("log")
+        ax[1].set(ylabel="$\\hat\\lambda$ (log scale)",
+                  title="posterior: $n\\beta = n$, $\\gamma = 0$ (prior kept)")  # fmt: skip
+        for a in ax:
+            legend(a)
+        fig.suptitle(f"learning coefficient $\\hat\\lambda$ ({res['preset']}); error bars: sd "
+                     "over seeds")  # fmt: skip
     return fig

@@ -307,49 +307,66 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
     }  # fmt: skip
 
 
-def figure(res: dict, path: Path, ti_cross=None) -> None:
+def draw(res: dict, ti_cross=None):
+    """SMC's copy weight, its log-odds against the branch TI's, and the evidence gap, per seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from copyhead_jax.style import BLACK, GREY, P_LABEL, RC, VERMILLION, legend
+
     P = np.asarray(res["P"], float)
     w, wse, odds = (np.asarray(res[k], float) for k in ("w_copy", "w_copy_se", "log_odds_copy"))
     d = np.asarray(res["dlog_Z_smc_minus_ti"], float)
     clip = res["log_odds_clip"]
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
-    nS = w.shape[1]
-    for s in range(nS):
-        dx = P + 0.04 * (s - nS / 2)
-        ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.5, capsize=2)
-        cl = np.abs(odds[:, s]) >= clip - 1e-9
-        ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color="k", alpha=0.5)
-        ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color="k", alpha=0.5)
-        ax[2].plot(dx, d[:, s], ".", alpha=0.6)
-    ax[0].plot(P, res["w_copy_mean"], "k-o", ms=4, label="SMC, seed mean (error: 2 populations)")
-    ti = res.get("ti_log_odds")
-    if ti:
-        Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
-        for s in range(Lt.shape[1]):
-            ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color="tab:red", ms=4, alpha=0.6)
-        ax[1].plot([], [], "x", color="tab:red", label="constrained TI: F_pool - F_copy")
-    ax[1].plot([], [], "o", ms=3, color="k", label="SMC: log w_copy / (1 - w_copy)")
-    ax[1].plot([], [], "o", ms=5, mfc="none", color="k", label="SMC, clipped (not resolved)")
-    for a in ax[:2]:
-        a.axhline(0.5 if a is ax[0] else 0.0, color="k", lw=0.5)
-        for v, lab, col in ((res["weight_window"].get("P_equal"), "SMC: w = 1/2", "k"),
-                            (ti_cross, "TI: F_copy = F_pool", "tab:red")):  # fmt: skip
-            if v:
-                a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at {v:.2f}")
-        a.set(xlabel="P")
-        a.legend(fontsize=7)
-    ax[0].set(ylabel="w_copy", title="softmax (plain): posterior weight of copying")
-    ax[1].set(ylabel="log-odds of copying", title="SMC weights against the branch TI, per seed")
-    ax[2].axhline(0, color="k", lw=0.5)
-    ax[2].set(xlabel="P", ylabel="log Z (SMC) - log(Z_pool + Z_copy) (TI)",
-              title="evidence: SMC against the branch TI, per seed")  # fmt: skip
-    fig.tight_layout()
-    save_figure(fig, path)
+    with matplotlib.rc_context(RC):
+        fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained")
+        nS = w.shape[1]
+        for s in range(nS):
+            dx = P + 0.04 * (s - nS / 2)
+            first = s == 0
+            ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.6, capsize=2,
+                           color=GREY, label="SMC, per seed (bars: 2 populations)" if first
+                           else None)  # fmt: skip
+            cl = np.abs(odds[:, s]) >= clip - 1e-9
+            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=BLACK, alpha=0.5)
+            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=BLACK, alpha=0.5)
+            ax[2].plot(dx, d[:, s], ".", color=GREY, alpha=0.7,
+                       label="per seed" if first else None)  # fmt: skip
+        ax[0].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=4, label="SMC, seed mean")
+        ti = res.get("ti_log_odds")
+        if ti:
+            Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
+            for s in range(Lt.shape[1]):
+                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=VERMILLION, ms=4,
+                           alpha=0.6)  # fmt: skip
+            ax[1].plot([], [], "x", color=VERMILLION, label="constrained TI: $F_{pool} - F_{copy}$")
+        ax[1].plot([], [], "o", ms=3, color=BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
+        ax[1].plot([], [], "o", ms=5, mfc="none", color=BLACK,
+                   label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
+        for a in ax[:2]:
+            a.axhline(0.5 if a is ax[0] else 0.0, color=BLACK, lw=0.5)
+            for v, lab, col in ((res["weight_window"].get("P_equal"), "SMC: $w = 1/2$", BLACK),
+                                (ti_cross, "TI: $F_{copy} = F_{pool}$", VERMILLION)):  # fmt: skip
+                if v:
+                    a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at $P$ = {v:.2f}")
+        ax[2].axhline(0, color=BLACK, lw=0.5)
+        ax[0].set(ylabel="$w_{copy}$ (posterior weight of copying)",
+                  title="posterior weight of copying (SMC)")  # fmt: skip
+        ax[1].set(ylabel="log-odds of copying (nats)", title="SMC weights against the branch TI")
+        ax[2].set(ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
+                  title="evidence: SMC against the branch TI")  # fmt: skip
+        for a in ax:
+            a.set_xlabel(P_LABEL)
+            legend(a, ncol=1)
+        fig.suptitle("softmax (plain preset): sequential Monte Carlo against thermodynamic "
+                     "integration, per seed")  # fmt: skip
+    return fig
+
+
+def figure(res: dict, path: Path, ti_cross=None) -> None:
+    save_figure(draw(res, ti_cross), path)
 
 
 def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = None) -> dict:

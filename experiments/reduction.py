@@ -141,42 +141,58 @@ def _moments(x: np.ndarray) -> dict:
     }  # fmt: skip
 
 
-def figure(width: dict, path: Path) -> None:
+def draw(width: dict):
     """Copy coefficient against P per width (two panels), and the copy branch's gap to the EK
-    theory against N (third panel: finite widths as points, N = infinity as a dashed level)."""
+    theory against N (third panel: finite widths as points, N = infinity as a dotted level)."""
+    import matplotlib
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
-    for ax, att in zip(axes, ("linear", "softmax")):
-        d = width[att]
-        P = np.asarray(d["P"])
-        ax.plot(P, d["EK_cG"], "k--", lw=1.5, label="EK theory (N = inf)")
-        for i, N in enumerate(WIDTHS):
-            ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(i / 3),
-                    label=f"exact MAP, N = {N:g}")  # fmt: skip
+    from copyhead_jax.style import BLACK, P_LABEL, PALETTE, RC, legend, log_P_axis
+
+    with matplotlib.rc_context(RC):
+        fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), layout="constrained")
+        for ax, att in zip(axes, ("linear", "softmax")):
+            d = width[att]
+            P = np.asarray(d["P"])
+            ax.plot(P, d["EK_cG"], "--", color=BLACK, lw=1.5, label="EK theory (N = inf)")
+            for i, N in enumerate(WIDTHS):
+                ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(0.85 * i / 3),
+                        label=f"exact MAP, N = {N:,.0f}" if N < math.inf else
+                        "exact MAP, N = inf")  # fmt: skip
+            log_P_axis(ax, P)
+            ax.set_xlabel(P_LABEL)
+            ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$")
+                          + " (dimensionless)")  # fmt: skip
+            ax.set_title(f"{att} attention (small default, plain, 2 seeds)")
+            legend(ax)
+        ax = axes[2]
+        k = 0
+        for att, mk in (("linear", "o"), ("softmax", "s")):
+            d = width[att]
+            P = np.asarray(d["P"])
+            ek = np.asarray(d["EK_cG"])
+            for j in np.flatnonzero(P >= 32):
+                gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in WIDTHS]
+                col = PALETTE[k % len(PALETTE)]
+                k += 1
+                ax.plot(WIDTHS[:-1], gap[:-1], mk + "-", ms=4, color=col,
+                        label=f"{att}, P = {P[j]}")  # fmt: skip
+                ax.axhline(gap[-1], color=col, ls=":", lw=1)
+        ax.plot([], [], ":", color=BLACK, label="N = inf (dotted level, same colour)")
         ax.set_xscale("log")
-        ax.set_xlabel("training-set size P")
-        ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$"))
-        ax.set_title(f"{att} attention (small default, plain, 2 seeds)", fontsize=9)
-        ax.legend(fontsize=8)
-    ax = axes[2]
-    for att, mk in (("linear", "o"), ("softmax", "s")):
-        d = width[att]
-        P = np.asarray(d["P"])
-        ek = np.asarray(d["EK_cG"])
-        for j in np.flatnonzero(P >= 32):
-            gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in WIDTHS]
-            line = ax.plot(WIDTHS[:-1], gap[:-1], mk + "-", ms=4,
-                           label=f"{att}, P = {P[j]}")[0]  # fmt: skip
-            ax.axhline(gap[-1], color=line.get_color(), ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("width N")
-    ax.set_ylabel("|copy coefficient / EK - 1|")
-    ax.set_title("copy branch: gap to the EK theory (dotted: N = inf)", fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
+        ax.set_yscale("log")
+        ax.set_xticks(WIDTHS[:-1], [f"{N:,}" for N in WIDTHS[:-1]])
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("width $N$")
+        ax.set_ylabel("|copy coefficient / EK - 1| (relative gap)")
+        ax.set_title("copy branch: gap to the EK theory")
+        legend(ax, ncol=2)
+    return fig
+
+
+def figure(width: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    draw(width).savefig(path, dpi=130)
 
 
 def main(argv=None) -> dict:
