@@ -1,4 +1,4 @@
-"""The named presets: ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY`` and :func:`preset`.
+"""The named presets: ``PAPER``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY`` and :func:`preset`.
 
 Comments mark the values that differ from the dataclass defaults of :mod:`.config`, which
 re-exports every name here (``from copyhead_jax.config import SMALL`` keeps working).
@@ -39,6 +39,25 @@ SMALL = PLAIN.replace(
     sweep=dict(P=(2, 4, 8, 16, 24, 32, 64, 128), n_seeds=2),
 )
 
+#: The README's main job: the paper's conventions at its width, quenched, through the exact width
+#: reduction (docs/theory.md §2c) and the exact float64 MAP; a grid that brackets the EK P* of
+#: L=25, V=5 (P*_c1 ~ 104, P*_aG ~ 613 in [543, 853], P*_cG ~ 2,125). A couple of CPU minutes.
+PAPER_MAP = PAPER.replace(
+    model=dict(engine="reduced"),  # the exact width-(V+L) image of the width-10,000 head
+    train=dict(
+        solver="exact",
+        train_embeddings=False,  # quenched: needed by the reduction
+        # linear attention has several minima near its transitions: also start each run from
+        # its neighbouring P's fits and keep the lowest U (docs/reports/multistart.md)
+        exact_continuation=True,
+    ),
+    sweep=dict(
+        P=(32, 64, 80, 96, 112, 128, 160, 256, 400, 512, 560, 600, 650, 700, 800, 1000, 1500,
+           1750, 2000, 2250, 2500, 3000, 4000),  # fmt: skip
+        n_seeds=3,  # enough for a bootstrap interval over seeds
+    ),
+)
+
 #: Seconds-sized, for tests and smoke runs.
 TINY = Config(
     task=TaskConfig(L=6, V=3, n_test=64),
@@ -57,12 +76,12 @@ TINY = Config(
     sweep=SweepConfig(P=(2, 4, 8), n_seeds=2),
 )
 
-PRESETS = {"paper": PAPER, "plain": PLAIN, "small": SMALL, "tiny": TINY}
+PRESETS = {"paper": PAPER, "paper-map": PAPER_MAP, "plain": PLAIN, "small": SMALL, "tiny": TINY}
 
 
 def preset(name: str) -> Config:
-    """The named preset (``paper``, ``plain``, ``small``, ``tiny``)."""
+    """The named preset (``paper``, ``paper-map``, ``plain``, ``small``, ``tiny``)."""
     return PRESETS[check_choice("preset", name, PRESETS)]
 
 
-__all__ = ["PAPER", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]
+__all__ = ["PAPER", "PAPER_MAP", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]
