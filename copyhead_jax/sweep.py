@@ -278,7 +278,7 @@ def run_sweep(
     bar = tqdm(  # counts runs (a continuation step re-solves the n_seeds runs of one P)
         total=n_runs + n_steps * nS,
         unit="run",
-        bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}]",
+        bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}{postfix}]",
         desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver} "
         f"({n_runs} runs, {n_chunks} chunk(s))",
         disable=not progress,
