@@ -74,8 +74,8 @@ PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50,
 #: (discarded); then ``HMC_ADAPT`` = 100 HMC iterations tune each chain's leapfrog step from
 #: ``step_size`` (discarded); then ``n_steps - burn_in`` HMC iterations of ``LEAPFROG`` = 5
 #: leapfrog steps at the frozen step (times a jitter in [0.8, 1.2]), a draw every ``thin``.
-#: Measured on the small default (docs/reduced_sampler.md): acceptance ~0.75-0.85; the slowest
-#: quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
+#: Measured on the small default (docs/reports/reduced_sampler.md): acceptance ~0.75-0.85; the
+#: slowest quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
 #: chains give ESS >= 400 for U and both order parameters in every softmax run.
 REDUCED_SGLD = SGLDConfig(step_size=0.35, n_steps=2000, burn_in=500, thin=1, n_chains=4)
 #: Linear attention: c1 through the pooling-to-copying crossover mixes slowest (small default,
