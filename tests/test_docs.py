@@ -58,6 +58,17 @@ def test_the_documented_pages_have_examples_to_check():
             "results/paper-map"] in cmds  # fmt: skip
 
 
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_relative_links_point_to_files_that_exist():
+    pages = [*PAGES, *sorted((ROOT / "docs" / "reports").glob("*.md"))]
+    broken = [f"{page.relative_to(ROOT)}: {target}" for page in pages
+              for target in LINK.findall(page.read_text())
+              if "://" not in target and not (page.parent / target).exists()]  # fmt: skip
+    assert not broken, broken
+
+
 @pytest.mark.parametrize("page, line, code", SHELL, ids=[f"{p}:{n}" for p, n, _ in SHELL])
 def test_copyhead_commands_parse(page, line, code, capsys):
     parser = build_parser()
