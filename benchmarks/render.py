@@ -401,6 +401,6 @@ def paper_config_lines(pc: dict) -> list[str]:
 def render_file(body: str) -> str:
     return (
         "# Benchmark results\n\n"
-        "Written by `python -m benchmarks` (see `python -m benchmarks --help`); the top-level "
+        "Written by `python -m benchmarks` (see `python -m benchmarks --help`); "
         "`docs/reports/benchmarks.md` holds a copy of this table.\n\n" + body
     )
