@@ -64,7 +64,8 @@ class _BoolFlag(argparse.Action):
 
     def __init__(self, option_strings, dest, **kw):
         neg = ["--no-" + o[2:] for o in option_strings if o.startswith("--")]
-        super().__init__([*option_strings, *neg], dest, nargs="?", metavar="BOOL", **kw)
+        super().__init__([*option_strings, *neg], dest, nargs="?", metavar="BOOL", type=_bool,
+                         **kw)  # fmt: skip
 
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string.startswith("--no-"):
@@ -72,7 +73,7 @@ class _BoolFlag(argparse.Action):
                 raise argparse.ArgumentError(self, f"{option_string} takes no value")
             setattr(namespace, self.dest, False)
         else:
-            setattr(namespace, self.dest, True if values is None else _bool(values))
+            setattr(namespace, self.dest, True if values is None else values)
 
     def format_usage(self) -> str:
         return " | ".join(self.option_strings)
