@@ -328,8 +328,7 @@ def run_sampler(
     chunk = mesh.size * math.ceil(chunk / mesh.size)
     sampler = Sampler(cfg, sgld)
     cls = head_class(cfg.model.attention)
-    n_chunks = math.ceil(n_runs / chunk)
-    bar = tqdm(total=n_chunks, desc=f"sgld {cfg.model.attention} ({n_runs} runs x {C} chains)",
+    bar = tqdm(total=n_runs, desc=f"sgld {cfg.model.attention} ({C} chains per run)", unit="run",
                disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
 
     def compute(idx):
@@ -352,7 +351,7 @@ def run_sampler(
         return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
 
     def done(c, n, loaded):
-        bar.update(1)
+        bar.update(min(chunk, n_runs - c * chunk))  # the chunk's runs, not its padded slots
         if on_chunk is not None and not loaded:
             on_chunk(c, n)
 
