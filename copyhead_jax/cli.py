@@ -170,10 +170,11 @@ def cmd_sweep(args) -> int:
         attentions = (preset(args.preset).model.attention,)
     widths = args.width or (None,)
     configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
-    branches = args.branches if args.branches is not None else configs[0].solver == "exact"
+    asked = configs[0]  # the flags' config names the default folder (branch starts do not)
+    branches = args.branches if args.branches is not None else asked.solver == "exact"
     if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
         configs = [c2 for c in configs for c2 in _branch_configs(c)]
-    paths, png = sweep_paths(args.out, args.preset, configs)
+    paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
     for cfg, path in zip(configs, paths):
@@ -228,11 +229,13 @@ def _print_pstar(results) -> None:
         print(format_pstar(pstar_rows(measured, theory, compare_paper=paper)))
 
 
-def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
+def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
+                asked: Config | None = None):  # fmt: skip
     """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
     file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/PRESET``,
     or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
-    changed fields), so that a sweep with other flags never overwrites another."""
+    changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
+    overwrites another."""
     br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # softmax branch start
     if out is not None and out.endswith(".npz"):
         if len({(c.model.attention, c.model.width) for c in configs}) > 1:
@@ -246,7 +249,7 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
         import hashlib
         import json
 
-        base, new = preset(preset_name).to_dict(), configs[0].to_dict()
+        base, new = preset(preset_name).to_dict(), (asked or configs[0]).to_dict()
         diff = {s: {k: v for k, v in new[s].items() if v != base[s][k] and k != "attention"}
                 for s in new}  # fmt: skip
         diff = {s: d for s, d in diff.items() if d}

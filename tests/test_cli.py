@@ -155,6 +155,12 @@ def test_out_paths():
     assert re.fullmatch(r"tiny-[0-9a-f]{8}", a[0].parent.name)
     lin, _ = sweep_paths(None, "tiny", [tiny.replace(model=dict(attention="linear"))])
     assert lin[0].parent == Path("results/tiny")  # the attention is in the file name
+    # branch starts of an exact sweep: the preset's folder, the copy start beside the other
+    soft = tiny.replace(model=dict(engine="reduced"))
+    pool, copy = (soft.replace(train=dict(init_attention=i)) for i in ("zero", "copy"))
+    paths, _ = sweep_paths(None, "tiny", [pool, copy], asked=soft)
+    assert paths[0].parent == paths[1].parent
+    assert [p.name for p in paths] == ["sweep_softmax.npz", "sweep_softmax_copy.npz"]
 
 
 @pytest.mark.parametrize("name, script", [("reproduce", "experiments"), ("bench", "benchmarks")])
