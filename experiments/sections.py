@@ -550,8 +550,8 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
 
 
 def readme_table(mains: dict[str, dict]) -> str:
-    """README's reproduction table: per preset, EK theory / finite theory / measured [CI] at
-    each width, and the paper's number (``mains``: preset -> main JSON)."""
+    """The reproduction table of docs/reports/README.md: per preset, EK theory / finite theory /
+    measured [CI] at each width, and the paper's number (``mains``: preset -> main JSON)."""
     keys = ("P_c1", "P_cG", "P_aG", "P_aG_single", "window_lo")
     label = {
         "P_c1": "linear pooling onset P*_c1",
