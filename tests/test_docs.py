@@ -62,7 +62,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_relative_links_point_to_files_that_exist():
-    pages = [*PAGES, *sorted((ROOT / "docs" / "reports").glob("*.md"))]
+    pages = [*PAGES, ROOT / "docs" / "README.md", *sorted((ROOT / "docs" / "reports").glob("*.md"))]
     broken = [f"{page.relative_to(ROOT)}: {target}" for page in pages
               for target in LINK.findall(page.read_text())
               if "://" not in target and not (page.parent / target).exists()]  # fmt: skip
