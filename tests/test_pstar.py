@@ -63,3 +63,12 @@ def test_linear_onset_and_crossover_are_bracketed_around_the_planted_points():
     for key, planted in (("P_c1", 100.0), ("P_cG", 2000.0)):
         for x in pts[key]:
             assert x.bracketed and x.bracket[0] <= planted <= x.bracket[1], (key, x)
+
+
+def test_diverged_runs_locate_nothing():
+    # every run non-finite (flagged, not ok): each P* is "not on the grid", nothing raises
+    nan = np.full((P.size, 2), np.nan)
+    bad = _Sweep(P, r=nan, psi=nan, cG=nan, U=nan)
+    bad.ok[:] = False
+    rows = pstar_rows({**linear_points(bad), **softmax_points(bad, bad)}, {}, compare_paper=False)
+    assert [r["n"] for r in rows] == [0, 0, 0]
