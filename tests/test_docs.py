@@ -1,6 +1,7 @@
-"""Every code block of the README and of docs/guide/ works: each ```python block runs (small
-shapes, seconds) and each ``copyhead ...`` line of a ```bash block parses with the real
-parser (nothing runs), so a renamed flag or a broken example fails here."""
+"""Every code block of the documentation works: each ```python block of the README and of
+docs/guide/ runs (small shapes, seconds) and each ``copyhead ...`` line of a ```bash block (the
+reports' too) parses with the real parser (nothing runs), so a renamed flag or a broken example
+fails here."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from copyhead_jax.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+REPORTS = [ROOT / "docs" / "README.md", *sorted((ROOT / "docs" / "reports").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
-def blocks(lang: str) -> list[tuple[str, int, str]]:
-    """``(page, line, code)`` of every fenced block in ``lang`` on the documented pages."""
+def blocks(lang: str, pages=PAGES) -> list[tuple[str, int, str]]:
+    """``(page, line, code)`` of every fenced block in ``lang`` on ``pages``."""
     out = []
-    for page in PAGES:
+    for page in pages:
         text = page.read_text()
         for m in FENCE.finditer(text):
             if m[1] == lang:
@@ -47,7 +49,7 @@ def copyhead_commands(code: str) -> list[list[str]]:
 
 
 PYTHON = blocks("python")
-SHELL = [(p, n, c) for lang in ("bash", "sh", "console") for p, n, c in blocks(lang)]
+SHELL = [b for lang in ("bash", "sh", "console") for b in blocks(lang, [*PAGES, *REPORTS])]
 
 
 def test_the_documented_pages_have_examples_to_check():
@@ -62,8 +64,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_relative_links_point_to_files_that_exist():
-    pages = [*PAGES, ROOT / "docs" / "README.md", *sorted((ROOT / "docs" / "reports").glob("*.md"))]
-    broken = [f"{page.relative_to(ROOT)}: {target}" for page in pages
+    broken = [f"{page.relative_to(ROOT)}: {target}" for page in [*PAGES, *REPORTS]
               for target in LINK.findall(page.read_text())
               if "://" not in target and not (page.parent / target).exists()]  # fmt: skip
     assert not broken, broken
