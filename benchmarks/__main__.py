@@ -1,10 +1,10 @@
-"""``python -m benchmarks [--quick]``: run the benchmark suite, tabulate it, regenerate README's
-section.
+"""``python -m benchmarks [--quick]``: run the benchmark suite, tabulate it, regenerate the
+benchmark report ``docs/reports/benchmarks.md``.
 
 Each script runs as its own subprocess (:mod:`benchmarks.suite`) and writes
 ``benchmarks/results/<name>.json``. One markdown summary, ``benchmarks/results/README.md``, is
 rendered from the JSON files (:mod:`benchmarks.render`) and copied between the
-``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers of the top-level README.
+``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers of ``docs/reports/benchmarks.md``.
 ``--render-only`` re-renders from the existing files.
 """
 
@@ -18,6 +18,8 @@ from .render import load_results, render, render_file
 from .suite import NAMES, find_bench_dir, run_suite
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+#: the page with the bench markers, relative to the repository root (next to benchmarks/)
+PAGE = Path("docs") / "reports" / "benchmarks.md"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--render-only",
         action="store_true",
-        help="run nothing: re-render the table and README block from existing JSON",
+        help="run nothing: re-render the table and the report's block from existing JSON",
     )
     p.add_argument(
         "--only",
@@ -49,9 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--readme",
         type=Path,
         default=None,
-        help="README with the bench markers (default: next to benchmarks/)",
+        metavar="PAGE",
+        help=f"the markdown page with the bench markers (default: {PAGE} next to benchmarks/)",
     )
-    p.add_argument("--no-readme", action="store_true", help="do not touch the README")
+    p.add_argument("--no-readme", action="store_true", help="do not touch that page")
     return p
 
 
@@ -67,9 +70,9 @@ def replace_block(text: str, block: str, tag: str | None = None) -> str:
     START, END = markers(tag)
     i, j = text.find(START), text.find(END)
     if i < 0 or j < 0 or j < i:
-        raise ValueError(f"README has no {START} ... {END} block to regenerate")
+        raise ValueError(f"the page has no {START} ... {END} block to regenerate")
     if text.find(START, i + 1) >= 0 or text.find(END, j + 1) >= 0:
-        raise ValueError("README has more than one bench block")
+        raise ValueError("the page has more than one bench block")
     return text[: i + len(START)] + "\n" + block.strip("\n") + "\n" + text[j:]
 
 
@@ -81,7 +84,7 @@ def write_outputs(bench_dir: Path, readme: Path | None, runs=None) -> tuple[Path
     text = readme.read_text() if readme is not None else ""
     new = text if readme is None else replace_block(text, render(res, runs, detail=False))
     # results measured elsewhere (benchmarks/results/<device>/, e.g. h200): their own table, and
-    # README's <!-- bench:<device>:start/end --> block where README has one
+    # the page's <!-- bench:<device>:start/end --> block where it has one
     for sub in sorted(d for d in results_dir.iterdir() if d.is_dir()):
         res_sub = load_results(sub)
         if not any(res_sub.values()):
@@ -102,9 +105,9 @@ def cmd_bench(args) -> int:
     runs = None
     if not args.render_only:
         runs = run_suite(bench_dir, args.quick, args.only)
-    readme = None if args.no_readme else (args.readme or bench_dir.parent / "README.md")
+    readme = None if args.no_readme else (args.readme or bench_dir.parent / PAGE)
     if readme is not None and not readme.exists():
-        raise ValueError(f"README {readme} does not exist (pass --readme or --no-readme)")
+        raise ValueError(f"{readme} does not exist (pass --readme PAGE or --no-readme)")
     table, rd = write_outputs(bench_dir, readme, runs)
     print(f"wrote {table}" + (f"\nupdated the bench block of {rd}" if rd else ""))
     return 0 if runs is None or all(r["ok"] for r in runs.values()) else 1

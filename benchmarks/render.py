@@ -179,7 +179,7 @@ def render(
     detail: bool = True,
     source: str = "benchmarks/results",
 ) -> str:
-    """The generated markdown (no title). ``detail=False`` (README's block) leaves out the
+    """The generated markdown (no title). ``detail=False`` (the report's block) leaves out the
     per-chain SGLD and per-attention theory tables of ``benchmarks/results/README.md``."""
     runs = runs or {}
     dates = sorted(x for x in (_date(d) for d in res.values()) if x)
@@ -401,6 +401,6 @@ def paper_config_lines(pc: dict) -> list[str]:
 def render_file(body: str) -> str:
     return (
         "# Benchmark results\n\n"
-        "Written by `python -m benchmarks` (see `python -m benchmarks --help`); the top-level "
-        "README's benchmark section is a copy of this table.\n\n" + body
+        "Written by `python -m benchmarks` (see `python -m benchmarks --help`); "
+        "`docs/reports/benchmarks.md` holds a copy of this table.\n\n" + body
     )

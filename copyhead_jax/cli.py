@@ -1,5 +1,6 @@
 """The ``copyhead`` command: a thin layer over the public API.
 
+copyhead sweep --preset paper-map --attention both --out results/paper-map
 copyhead sweep --preset small --attention both --out results/small
 copyhead show results/small/sweep_softmax.npz
 copyhead plot results/small/sweep_*.npz --out results/small/sweep.png
@@ -58,6 +59,26 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+class _BoolFlag(argparse.Action):
+    """``--flag`` / ``--no-flag``; the older ``--flag true|false`` still parses."""
+
+    def __init__(self, option_strings, dest, **kw):
+        neg = ["--no-" + o[2:] for o in option_strings if o.startswith("--")]
+        super().__init__([*option_strings, *neg], dest, nargs="?", metavar="BOOL", type=_bool,
+                         **kw)  # fmt: skip
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string.startswith("--no-"):
+            if values is not None:
+                raise argparse.ArgumentError(self, f"{option_string} takes no value")
+            setattr(namespace, self.dest, False)
+        else:
+            setattr(namespace, self.dest, True if values is None else values)
+
+    def format_usage(self) -> str:
+        return " | ".join(self.option_strings)
+
+
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per config field (``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...)."""
     base = Config()
@@ -78,15 +99,17 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
                                "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
                                "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
                                                          for k, c in PRESETS.items()))  # fmt: skip
+            elif isinstance(f.default, bool):
+                g.add_argument(flag, action=_BoolFlag, default=None,
+                               help="on/off; " + _flag_help(sec, f.name))  # fmt: skip
             else:
                 # a None default (warmup_frac) marks an optional number
-                typ = {bool: _bool, int: int, float: float, type(None): float}.get(
+                typ = {int: int, float: float, type(None): float}.get(
                     type(f.default), str
                 )
                 typ = _matrix_arg if f.name == "transition" else typ
-                bare = dict(nargs="?", const=True) if typ is _bool else {}  # --causal = true
                 g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
-                               help=_flag_help(sec, f.name), **bare)  # fmt: skip
+                               help=_flag_help(sec, f.name))  # fmt: skip
 
 
 def _grid(P) -> str:
@@ -162,36 +185,86 @@ def cmd_sweep(args) -> int:
         attentions = (preset(args.preset).model.attention,)
     widths = args.width or (None,)
     configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
-    paths, png = sweep_paths(args.out, args.preset, configs)
+    asked = configs[0]  # the flags' config names the default folder (branch starts do not)
+    branches = args.branches if args.branches is not None else asked.solver == "exact"
+    if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
+        configs = [c2 for c in configs for c2 in _branch_configs(c)]
+    paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
     for cfg, path in zip(configs, paths):
-        res = run_sweep(cfg, out=path, progress=not args.quiet, keep_params=args.keep_params)
+        res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params)
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         _print_table(res)
-    if not args.no_plot:
-        theory = None if args.no_theory else theory_overlay(results)
-        save_figure(sweep_figure(results, theory), png)
+    _print_pstar(results)
+    if args.plot:
+        shown = [r for r in results if r.config.train.init_attention != "copy"]
+        theory = theory_overlay(shown) if args.theory else None
+        save_figure(sweep_figure(shown, theory), png)
     return 0
 
 
-def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
+def _branch_configs(cfg: Config) -> list[Config]:
+    """Softmax: a pooling-branch start (zero logits) and a copy-branch start, each kept on its
+    branch (no continuation in P, which keeps the lower-U minimum); linear: as is."""
+    if cfg.model.attention != "softmax":
+        return [cfg]
+    return [cfg.replace(train=dict(init_attention=a, exact_continuation=False))
+            for a in ("zero", "copy")]  # fmt: skip
+
+
+def _print_pstar(results) -> None:
+    """Measured P* [CI over seeds] beside the EK theory's (and the paper's, under its
+    conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
+    from .compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
+    from .presets import PAPER
+    from .theory import TheoryParams, transition_points
+
+    for width in dict.fromkeys(r.config.model.width for r in results):
+        group = [r for r in results if r.config.model.width == width]
+        init = {(r.config.model.attention, r.config.train.init_attention): r for r in group}
+        measured = {}
+        lin = next((r for r in group if r.config.model.attention == "linear"), None)
+        if lin is not None and len(lin.P) >= 3:
+            measured.update(linear_points(lin))
+        if ("softmax", "zero") in init and ("softmax", "copy") in init:
+            measured.update(softmax_points(init["softmax", "zero"], init["softmax", "copy"]))
+        if not measured:
+            continue
+        cfg = group[0].config
+        att = "both" if len({r.config.model.attention for r in group}) > 1 else (
+            cfg.model.attention)  # fmt: skip
+        theory = transition_points(TheoryParams.from_config(cfg), att)
+        paper = (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V) == (
+            PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V)
+        print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
+              "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
+              + (" and the paper" if paper else ""))  # fmt: skip
+        print(format_pstar(pstar_rows(measured, theory, compare_paper=paper)))
+
+
+def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
+                asked: Config | None = None):  # fmt: skip
     """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
     file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/PRESET``,
     or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
-    changed fields), so that a sweep with other flags never overwrites another."""
+    changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
+    overwrites another."""
+    br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # softmax branch start
     if out is not None and out.endswith(".npz"):
-        if len(configs) > 1:
+        if len({(c.model.attention, c.model.width) for c in configs}) > 1:
             raise ValueError(
-                "--out FILE.npz holds one attention; give a folder for --attention both"
+                "--out FILE.npz holds one attention and width; give a folder for --attention "
+                "both or several widths"
             )
-        return [Path(out)], Path(out).with_suffix(".png")
+        f = Path(out)
+        return [f.with_name(f.stem + br(c) + ".npz") for c in configs], f.with_suffix(".png")
     if out is None:
         import hashlib
         import json
 
-        base, new = preset(preset_name).to_dict(), configs[0].to_dict()
+        base, new = preset(preset_name).to_dict(), (asked or configs[0]).to_dict()
         diff = {s: {k: v for k, v in new[s].items() if v != base[s][k] and k != "attention"}
                 for s in new}  # fmt: skip
         diff = {s: d for s, d in diff.items() if d}
@@ -200,7 +273,7 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config]):
     folder = Path(out)
     widths = {c.model.width for c in configs}
     tag = (lambda c: f"_N{c.model.width}") if len(widths) > 1 else (lambda c: "")
-    return [folder / f"sweep_{c.model.attention}{tag(c)}.npz" for c in configs], folder / (
+    return [folder / f"sweep_{c.model.attention}{br(c)}{tag(c)}.npz" for c in configs], folder / (
         "sweep.png"
     )
 
@@ -340,6 +413,16 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {x}" for x in lines)
+
+
+def add_parser(sub, name: str, *, examples: tuple[str, ...], **kw) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` ends with example lines."""
+    return sub.add_parser(name, epilog=_examples(*examples),
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kw)  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -347,37 +430,67 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"copyhead_jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("sweep", help="MAP (Adam) sweep over P and seeds")
-    p.add_argument("--preset", default="small", help=f"one of {', '.join(PRESETS)}")
+    p = add_parser(
+        sub, "sweep", help="MAP sweep over P and seeds (Adam, or the exact solver)",
+        description="Fit every (P, seed) run of a preset, print a table per attention and the "
+        "measured P* beside the EK theory's, save the results and a figure.",
+        examples=(
+            "copyhead sweep --preset paper-map --attention both --out results/paper-map",
+            "copyhead sweep --preset small --attention softmax --width 256 --P 4:128:12log",
+            "copyhead sweep --preset small --engine reduced --width 128,10000,inf --keep-params",
+        ),
+    )  # fmt: skip
+    p.add_argument("--preset", default="small", metavar="{" + ",".join(PRESETS) + "}",
+                   help="paper-map: the paper's phase diagram by exact MAP (the README's main "
+                   "job); small: width 128, Adam (minutes); default small")  # fmt: skip
     p.add_argument(
         "--out", default=None,
         help="output folder (sweep_ATT.npz + sweep.png), or FILE.npz for one attention; default "
         "results/PRESET, or results/PRESET-HASH when flags change the preset (HASH: 8 hex digits "
         "of the changed fields), so sweeps with other flags never overwrite each other",
     )  # fmt: skip
-    p.add_argument("--keep-params", action="store_const", const=True, default=None,
+    p.add_argument("--keep-params", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the fitted weights (needed by 'copyhead sample'); default: "
                    "when they take under 2 GB")  # fmt: skip
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--no-theory", action="store_true", help="plot without the EK theory curves")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--branches", action=argparse.BooleanOptionalAction, default=None,
+                   help="softmax: run from the pooling branch (zero logits) and from the copy "
+                   "branch (sweep_softmax_copy.npz) and locate P*_aG where their U cross; "
+                   "default: on under the exact solver")  # fmt: skip
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
+                   help="draw the EK theory curves on the figure (default on)")  # fmt: skip
+    _progress_flags(p)
     _add_config_flags(p)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser(
-        "polish",
+    p = add_parser(
+        sub, "polish",
         help="exact MAP (float64 L-BFGS on the width-(V+L) image) from every Adam fit of a "
         "quenched sweep: how far was each fit from its own minimum",
-    )
+        examples=("copyhead polish results/small/sweep_linear.npz",),
+    )  # fmt: skip
     p.add_argument("result", help="a sweep file with kept weights (copyhead sweep --keep-params)")
     p.add_argument("--out", default=None, help="default: RESULT_polished.npz")
     p.set_defaults(func=cmd_polish)
 
-    p = sub.add_parser("show", help="print a result file as a table")
-    p.add_argument("files", nargs="+")
+    p = add_parser(
+        sub, "show", help="print a result file as a table",
+        examples=("copyhead show results/small/sweep_softmax.npz",
+                  "copyhead show results/small/sweep_softmax_posterior.npz"),
+    )  # fmt: skip
+    p.add_argument("files", nargs="+", help="sweep or posterior result files (.npz)")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("plot", help="order parameters, coverage and loss versus P, to PNG")
+    p = add_parser(
+        sub, "plot", help="order parameters, coverage and loss versus P (PNG, PDF or SVG)",
+        examples=(
+            "copyhead plot results/small/sweep_linear.npz results/small/sweep_softmax.npz",
+            "copyhead plot results/small/sweep_linear.npz --curves --out fig.pdf",
+            "copyhead plot results/small/sweep_softmax_posterior.npz "
+            "results/small/sweep_softmax.npz",
+        ),
+    )  # fmt: skip
     p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
     p.add_argument("--out", default=None, help="figure path, .png, .pdf or .svg (default: PNG "
                    "next to the first file)")  # fmt: skip
@@ -387,13 +500,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="figure format (sets the suffix of --out; default: from --out, else png)",
     )
-    p.add_argument("--curves", action="store_true", help="also plot training curves")
-    p.add_argument("--theory", action="store_true", help="overlay the EK theory curves")
+    p.add_argument("--curves", action=argparse.BooleanOptionalAction, default=False,
+                   help="also plot training curves (Adam sweeps)")  # fmt: skip
+    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=False,
+                   help="overlay the EK theory curves")  # fmt: skip
     p.set_defaults(func=cmd_plot)
 
     add_theory_subparser(sub)
     add_sample_subparser(sub)
     return parser
+
+
+def _progress_flags(p: argparse.ArgumentParser) -> None:
+    """``--progress/--no-progress`` (``--quiet`` = ``--no-progress``)."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help="progress bar on stderr (default on)")  # fmt: skip
+    p.add_argument("--quiet", dest="progress", action="store_false", help=argparse.SUPPRESS)
 
 
 #: former subcommands -> the source-checkout script that replaces them

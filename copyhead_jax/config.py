@@ -233,7 +233,7 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class SGLDConfig:
-    """SGLD in docs/theory.md §2 convention: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
+    """SGLD as in docs/theory.md §2: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
 
     step_size: float = 1e-6  # eta, in units of U
     n_steps: int = 2000

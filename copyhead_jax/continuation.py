@@ -8,7 +8,7 @@ $U$ (docs/theory.md's MAP): an ascending pass solves each $P$ from the kept fit 
 $P$ of the same seed (same embeddings; the pools are nested), then a descending pass from the next
 larger. A minimum reached at any $P$ is carried along the whole grid in both directions, so it is
 lost only where it ceases to exist. On the multi-start check's grids it reached the lowest $U$ of
-the six starts in every run and a lower one in some (``docs/multistart.md``). Cost: two more
+the six starts in every run and a lower one in some (``docs/reports/multistart.md``). Cost: two more
 solves per run, from starts closer to a minimum than a prior draw.
 
 Per run the result adds ``start_source`` (0: the run's own start, ``TrainConfig.init_attention``;

@@ -1,4 +1,4 @@
-r"""Conventions that the engine and the theory share (docs/theory.md §2b, §4, §5, §6): one place each.
+r"""Conventions that the engine and the theory share (docs/theory.md §2b, §4-§6): one place each.
 
 * likelihood convention: :func:`noise_factor`, :func:`effective_P`, :func:`noise_variance`
   (``per_position`` has noise $L\sigma^2/\chi$, so the action sees ``P/L``);

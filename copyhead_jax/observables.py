@@ -1,4 +1,4 @@
-r"""Measurements on attention matrices (docs/theory.md §4, §6): pure functions of ``A`` or of a head.
+r"""Measurements on attention matrices (docs/theory.md §4, §6): pure functions of ``A`` or a head.
 
 Basis (unit Frobenius, *not* orthogonal): $B_1 = J_L/L$ (pooling), $B_2 = G^*/\sqrt L$ (copying),
 $G^*_{ab}=\delta_{a-1,b}$. Coefficients come from least squares with the Gram matrix

@@ -1,4 +1,5 @@
-"""The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PLAIN``, ``SMALL``, ``TINY``, :func:`preset`.
+"""The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``;
+:func:`preset`.
 
 Comments mark the values that differ from the dataclass defaults of :mod:`.config`, which
 re-exports every name here (``from copyhead_jax.config import SMALL`` keeps working).
@@ -22,7 +23,8 @@ PAPER = Config(
 #: The paper with chi in the likelihood only (docs/theory.md §2b): readout prior sigma_O^2 / N.
 PAPER_CHI_LIK = PAPER.replace(posterior=dict(chi_in_readout_prior=False))
 
-#: The plain reading of the loss 1/2 sum ||f - y||^2 (docs/theory.md §2b): per-sequence noise, A = s.
+#: The plain reading of the loss 1/2 sum ||f - y||^2 (docs/theory.md §2b): per-sequence noise,
+#: A = s.
 PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
 
 #: Laptop-sized (minutes on a CPU): the plain conventions put every P* of L=25, V=5 below
@@ -40,6 +42,25 @@ SMALL = PLAIN.replace(
         train_embeddings=False,  # quenched embeddings (docs/theory.md §2)
     ),
     sweep=dict(P=(2, 4, 8, 16, 24, 32, 64, 128), n_seeds=2),
+)
+
+#: The README's main job: the paper's conventions at its width, quenched, through the exact width
+#: reduction (docs/theory.md §2c) and the exact float64 MAP; a grid that brackets the EK P* of
+#: L=25, V=5 (P*_c1 ~ 104, P*_aG ~ 613 in [543, 853], P*_cG ~ 2,125). A couple of CPU minutes.
+PAPER_MAP = PAPER.replace(
+    model=dict(engine="reduced"),  # the exact width-(V+L) image of the width-10,000 head
+    train=dict(
+        solver="exact",
+        train_embeddings=False,  # quenched: needed by the reduction
+        # linear attention has several minima near its transitions: also start each run from
+        # its neighbouring P's fits and keep the lowest U (docs/reports/multistart.md)
+        exact_continuation=True,
+    ),
+    sweep=dict(
+        P=(32, 64, 80, 96, 112, 128, 160, 256, 400, 512, 560, 600, 650, 700, 800, 1000, 1500,
+           1750, 2000, 2250, 2500, 3000, 4000),  # fmt: skip
+        n_seeds=3,  # enough for a bootstrap interval over seeds
+    ),
 )
 
 #: Seconds-sized, for tests and smoke runs.
@@ -61,13 +82,18 @@ TINY = Config(
 )
 
 PRESETS = {
-    "paper": PAPER, "paper_chi_lik": PAPER_CHI_LIK, "plain": PLAIN, "small": SMALL, "tiny": TINY,
-}  # fmt: skip
+    "paper": PAPER,
+    "paper-chi-lik": PAPER_CHI_LIK,
+    "paper-map": PAPER_MAP,
+    "plain": PLAIN,
+    "small": SMALL,
+    "tiny": TINY,
+}
 
 
 def preset(name: str) -> Config:
-    """The named preset (``paper``, ``paper_chi_lik``, ``plain``, ``small``, ``tiny``)."""
+    """The named preset (one of :data:`PRESETS`)."""
     return PRESETS[check_choice("preset", name, PRESETS)]
 
 
-__all__ = ["PAPER", "PAPER_CHI_LIK", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]
+__all__ = ["PAPER", "PAPER_CHI_LIK", "PAPER_MAP", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]

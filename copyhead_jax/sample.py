@@ -81,8 +81,8 @@ PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50,
 #: (discarded); then ``HMC_ADAPT`` = 100 HMC iterations tune each chain's leapfrog step from
 #: ``step_size`` (discarded); then ``n_steps - burn_in`` HMC iterations of ``LEAPFROG`` = 5
 #: leapfrog steps at the frozen step (times a jitter in [0.8, 1.2]), a draw every ``thin``.
-#: Measured on the small default (docs/reduced_sampler.md): acceptance ~0.75-0.85; the slowest
-#: quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
+#: Measured on the small default (docs/reports/reduced_sampler.md): acceptance ~0.75-0.85; the
+#: slowest quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
 #: chains give ESS >= 400 for U and both order parameters in every softmax run.
 REDUCED_SGLD = SGLDConfig(step_size=0.35, n_steps=2000, burn_in=500, thin=1, n_chains=4)
 #: Linear attention: c1 through the pooling-to-copying crossover mixes slowest (small default,
@@ -354,8 +354,7 @@ def run_sampler(
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     sampler = Sampler(cfg, sgld)
     cls = head_class(cfg.model.attention)
-    n_chunks = math.ceil(n_runs / chunk)
-    bar = tqdm(total=n_chunks, desc=f"sgld {cfg.model.attention} ({n_runs} runs x {C} chains)",
+    bar = tqdm(total=n_runs, desc=f"sgld {cfg.model.attention} ({C} chains per run)", unit="run",
                disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
 
     def compute(idx):
@@ -378,7 +377,7 @@ def run_sampler(
         return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
 
     def done(c, n, loaded):
-        bar.update(1)
+        bar.update(min(chunk, n_runs - c * chunk))  # the chunk's runs, not its padded slots
         if on_chunk is not None and not loaded:
             on_chunk(c, n)
 

@@ -3,6 +3,7 @@ the collapsed HMC of :mod:`copyhead_jax.sample_reduced`)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
@@ -10,12 +11,25 @@ from .config import SGLDConfig
 
 
 def add_sample_subparser(sub) -> None:
-    p = sub.add_parser("sample", help="posterior of a sweep, warm-started from its fits (SGLD; "
-                       "reduced sweeps: collapsed HMC)")  # fmt: skip
-    p.add_argument("result", help="a sweep result file (copyhead sweep ... --out)")
+    from .cli import _progress_flags, add_parser
+    from .presets import PRESETS
+
+    p = add_parser(
+        sub, "sample", help="posterior of a sweep, warm-started from its fits (SGLD; reduced "
+        "sweeps: collapsed HMC)",
+        examples=(
+            "copyhead sweep --preset small --engine reduced --attention softmax "
+            "--out results/red --keep-params",
+            "copyhead sample results/red/sweep_softmax.npz --chains 4 --netcdf post.nc",
+            "copyhead sample results/paper/sweep_linear.npz --preset paper --steps 2000",
+        ),
+    )  # fmt: skip
+    p.add_argument("result", help="a sweep result file (copyhead sweep ... --keep-params)")
     p.add_argument("--out", default=None, help="posterior file (default: RESULT_posterior.npz)")
-    p.add_argument("--preset", choices=("default", "paper"), default="default",
-                   help="paper: eta = 5e-10 (lr 5e-10, sigma^2 = chi = 30)")  # fmt: skip
+    p.add_argument("--preset", choices=("default", *PRESETS), default="default",
+                   help="the sampler of a sweep preset (the names of 'copyhead sweep'): paper: "
+                   "the paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the "
+                   "engine's default sampler (reduced sweeps: collapsed HMC)")  # fmt: skip
     from .sample import REDUCED_SGLD as r
     from .sample import REDUCED_SGLD_LINEAR as r_lin
 
@@ -36,8 +50,9 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",
                    help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the posterior figure next to the output (default on)")  # fmt: skip
+    _progress_flags(p)
     p.set_defaults(func=cmd_sample)
 
 
@@ -64,7 +79,7 @@ def cmd_sample(args) -> int:
         check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
                           inputs=[args.result, out])  # fmt: skip
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
-    post = run_sampler(sweep, sgld, out=out, progress=not args.quiet, chunk_runs=args.chunk_runs)
+    post = run_sampler(sweep, sgld, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )
@@ -73,7 +88,7 @@ def cmd_sample(args) -> int:
 
         print(f"saved {save_netcdf(post, args.netcdf)}")
     _print_posterior(post, sweep)
-    if not args.no_plot:
+    if args.plot:
         from .cli import save_figure
 
         save_figure(posterior_figure(post, sweep), out.with_suffix(".png"))

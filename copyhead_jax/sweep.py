@@ -144,17 +144,18 @@ def _run_chunk(
     ``snapshot_every_s`` seconds of training, and a matching snapshot is resumed from, so a crash
     inside a long chunk loses at most that much work."""
     cfg = trainer.cfg
+    rows = jax.tree_util.tree_leaves(inp)[0].shape[0]  # the bar counts runs (padding: see done)
     if cfg.solver == "exact":
         from .fit_exact import run_exact_chunk
 
         out = run_exact_chunk(cfg, inp, keep_params, mesh)
         if bar is not None:
-            bar.update(math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every)
-                                 / segment_logs(cfg)))  # fmt: skip
+            bar.update(rows)
         return out
     n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
     seg = segment_logs(cfg)
     n_segments = math.ceil(n_logs_total / seg)
+    step = rows / n_segments  # a segment of every run of the chunk
     inp = shard_runs(inp, mesh)
     kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
     state = init_runs(trainer, kinp)
@@ -165,17 +166,17 @@ def _run_chunk(
         state, curves, start = resumed
         if bar is not None:
             bar.set_postfix_str(f"resumed from a snapshot ({start} segment(s) done)")
-            bar.update(start)
+            bar.update(start * step)
     last_save = time.time()
     for i in range(start, n_segments):
         if bool(np.all(to_host(state.stopped))):
             if bar is not None:
-                bar.update(n_segments - i)
+                bar.update((n_segments - i) * step)
             break
         state, c = run_segment(trainer, state, kinp, seg)
         curves.append(to_host(c))
         if bar is not None:
-            bar.update(1)
+            bar.update(step)
         if snapshot is not None and time.time() - last_save >= snapshot_every_s:
             _save_snapshot(snapshot, state, curves, i + 1)
             last_save = time.time()
@@ -279,10 +280,11 @@ def run_sweep(
         lock = acquire_lock(out)  # one writer per output; released after the final save
         remove_tmp_orphans(out, ckpt)  # left by a final write that was killed
     trainer = Trainer(cfg)
-    n_seg = math.ceil(math.ceil(cfg.train.max_epochs / cfg.train.log_every) / segment_logs(cfg))
     n_steps = 2 * (nP - 1) if continuation else 0  # continuation: one step per P and pass
-    bar = tqdm(
-        total=(n_chunks + n_steps) * n_seg,
+    bar = tqdm(  # counts runs (a continuation step re-solves the n_seeds runs of one P)
+        total=n_runs + n_steps * nS,
+        unit="run",
+        bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}{postfix}]",
         desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver} "
         f"({n_runs} runs, {n_chunks} chunk(s))",
         disable=not progress,
@@ -290,18 +292,23 @@ def run_sweep(
         leave=False,
     )
     chunks_done = [0]
+    runs_done, group = [0], {"n": 0, "size": 1}  # the group being run: its runs, chunk size
 
     def done(c, n, loaded):
         if loaded:
             bar.set_postfix_str(f"resumed {chunks_done[0] + 1} chunk(s) from checkpoints")
-            bar.update(n_seg)
         elif on_chunk is not None:
             on_chunk(chunks_done[0], n_chunks)
         chunks_done[0] += 1
+        # the chunk's real runs, not its padded slots (the last chunk repeats a run to fill up)
+        runs_done[0] += min(group["size"], group["n"] - c * group["size"])
+        bar.n = runs_done[0]
+        bar.refresh()
 
     merged: dict[str, np.ndarray] = {}
     for pad, runs in groups.items():
         inputs = jax.tree_util.tree_map(lambda a: a[runs], _all_inputs(cfg, lr_mult, pad))
+        group.update(n=len(runs), size=sizes[pad])
 
         def compute(idx, snapshot, inputs=inputs):
             chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
@@ -322,7 +329,7 @@ def run_sweep(
         merged = continue_in_P(
             cfg, inputs, merged, _exact_solve_from(cfg, mesh),
             None if ckpt is None else ckpt / "continuation", fingerprint,
-            on_step=lambda: bar.update(n_seg),
+            on_step=lambda: bar.update(nS),
         )  # fmt: skip
         if not keep_params:
             merged = {k: v for k, v in merged.items() if not k.startswith("params/")}

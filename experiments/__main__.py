@@ -4,11 +4,15 @@ One ``main(spec, out_dir)`` per artefact in this folder, configs in ``configs/*.
 from the repository root:
 
 python -m experiments all                         # the paper's configuration (width 10,000 and
-                                                  # inf, exact MAP, 10 seeds), docs/ + report
+                                                  # inf, exact MAP, 10 seeds) + its report
 python -m experiments main --preset paper         # one artefact, one preset
 python -m experiments all --quick                 # small and fast (width 128, Adam, 1-2 seeds)
-python -m experiments report                      # docs/results.md and README's table
+python -m experiments report --publish            # refresh the committed docs/reports/
 python -m experiments main --full-network --preset paper --out results/full   # GPU protocol
+
+Output goes to ``--out`` (default ``results/experiments/MODE``); ``--publish`` writes into
+``docs/reports/`` instead (the committed reports, their JSON and figures) and refreshes the
+generated table of ``docs/reports/README.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ MODULES = {
 }
 PRESETS = common.PRESET_NAMES
 ROOT = Path(__file__).resolve().parents[1]
+#: the committed reports (``--publish``) and the page that holds the generated summary table
+REPORTS = ROOT / "docs" / "reports"
+SUMMARY = REPORTS / "README.md"
 
 
 def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path) -> dict:
@@ -197,10 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="both",
         help="theory/engine conventions (default: both, plain first)",
     )
-    p.add_argument(
+    o = p.add_mutually_exclusive_group()
+    o.add_argument(
         "--out",
         default=None,
-        help="output folder (default: docs for the default mode, results/reproduce/MODE else)",
+        help="output folder (default: results/experiments/MODE; never docs/ unless --publish)",
+    )
+    o.add_argument(
+        "--publish",
+        action="store_true",
+        help="write into docs/reports/ (the committed reports) and refresh the table of "
+        "docs/reports/README.md",
     )
     p.add_argument(
         "--cache", default=None, help="sweep/sampler cache (default: results/reproduce/cache/MODE)"
@@ -216,12 +230,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def output_dir(args) -> Path:
+    """``--out``, ``docs/reports`` under ``--publish``, else ``results/experiments/MODE``."""
+    if args.publish:
+        return REPORTS
+    return Path(args.out) if args.out else ROOT / "results" / "experiments" / args.mode
+
+
 def run(args) -> int:
-    out = (
-        Path(args.out)
-        if args.out
-        else (ROOT / "docs" if args.mode == "paper" else ROOT / "results" / "reproduce" / args.mode)
-    )
+    out = output_dir(args)
     cache = Path(args.cache) if args.cache else ROOT / "results" / "reproduce" / "cache" / args.mode
     ch.check_output_folder("--out", out)  # before any work (issue 31)
     ch.check_output_folder("--cache", cache)
@@ -275,8 +292,8 @@ def run(args) -> int:
     if args.artefact in ("all", "report"):
         path = report.main(out, mode=args.mode)
         print(f"wrote {path}")
-        if out.resolve() == (ROOT / "docs").resolve():
-            print(f"wrote {report.write_readme_block(out, ROOT / 'README.md')}")
+        if out.resolve() == REPORTS.resolve():
+            print(f"wrote {report.write_readme_block(out, SUMMARY)}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Trained against quenched embeddings (issue 13, item 5): does training them move the P*?
 
-    python -m experiments.embeddings [--tiny] [--out docs]
-    python -m experiments.embeddings --tables docs/results/embeddings.json  # docs tables
+    python -m experiments.embeddings [--tiny] [--out docs/reports]
+    python -m experiments.embeddings --tables docs/reports/results/embeddings.json  # docs tables
 
 The full network (``engine='full'``, muP Adam with ``ch.SMALL``'s protocol) at width 256 in the
 plain preset, on one grid of P per attention, with the same seeds (datasets, initial embeddings
@@ -391,7 +391,8 @@ def main(spec="full", out_dir: str | Path | None = None, cache_dir: str | Path |
     mode = spec if isinstance(spec, str) else "custom"
     ec = CONFIGS[spec] if isinstance(spec, str) else spec
     cache = Path(cache_dir) if cache_dir else Path("results") / "embeddings" / mode
-    out_dir = Path(out_dir) if out_dir else (Path("docs") if mode == "full" else cache / "out")
+    default = Path("docs/reports") if mode == "full" else cache / "out"
+    out_dir = Path(out_dir) if out_dir else default
     th = theory(ec, cache)
     blocks, cpu = run_blocks(ec, cache)
     res = {
@@ -630,7 +631,8 @@ def per_P_rows(b: dict) -> list[str]:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-sized smoke run")
-    ap.add_argument("--out", default=None, help="output folder (default: docs; --tiny: cache)")
+    ap.add_argument("--out", default=None,
+                    help="output folder (default: docs/reports; --tiny: cache)")
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
     if a.tables:

@@ -1,6 +1,6 @@
 """Does the exact MAP solver find the lowest minimum? Linear attention: single start, continuation
 
-    python -m experiments.multistart [--out docs]      # ~19 CPU-min: both presets, 10 seeds
+    python -m experiments.multistart [--out docs/reports]      # ~19 CPU-min: both presets, 10 seeds
     python -m experiments.multistart --tiny --out /tmp/x
 
 The same runs (same seeds, data and embeddings: width 10,000 through the reduced engine) are
@@ -131,7 +131,7 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
+def main(tiny: bool = False, out_dir: str | Path = "docs/reports") -> dict:
     t0 = time.time()
     if tiny:
         scans = {"plain": preset_scan(TINY, "plain", [1, 2, 4, 8], 2)}
@@ -150,6 +150,6 @@ def main(tiny: bool = False, out_dir: str | Path = "docs") -> dict:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run")
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/reports")
     a = ap.parse_args()
     main(a.tiny, a.out)

@@ -1,7 +1,7 @@
 """The posterior of the copy head (issue 12, items 0-4), on the reduced engine.
 
-    python -m experiments.posterior [--mode quick|tiny] [--out docs]
-    python -m experiments.posterior --tables docs/results/posterior_plain.json  # docs tables
+    python -m experiments.posterior [--mode quick|tiny] [--out docs/reports]
+    python -m experiments.posterior --tables docs/reports/results/posterior_plain.json
 
 Per preset (``plain``: per-sequence likelihood, A = s; ``paper``: per-position, A = s / L):
 
@@ -13,7 +13,7 @@ Per preset (``plain``: per-sequence likelihood, A = s; ``paper``: per-position, 
   and the early-warning verdict (growth from 0.5 P* to 0.9 P*, 95% t-interval over seeds);
 * 2: the learning coefficient at the posterior's own temperature, ``lambda-hat = n beta
   (E[L_n] - L_n(w*))`` at ``n beta = n`` (beta = 1) and localisation gamma = 0, from the same
-  draws (``llc_summary``; the mapping to devinterp's defaults is in docs/posterior.md);
+  draws (``llc_summary``; the mapping to devinterp's defaults is in docs/reports/posterior.md);
 * 3 (plain only): the free energy of each softmax branch (Laplace-referenced TI by whitened
   SGLD, WBIC as a cross-check, ``posterior_features``) and the Bayesian P*_aG where they cross;
 * 4 (plain only): the posterior weight of the copy branch ``1 / (1 + exp(F_copy - F_pool))``.
@@ -601,7 +601,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     return res
 
 
-def main(spec="quick", out_dir: str | Path = "docs", presets=None) -> dict:
+def main(spec="quick", out_dir: str | Path = "docs/reports", presets=None) -> dict:
     """``spec``: a mode name of ``configs/posterior.py`` or a config dict of that shape."""
     mode = spec if isinstance(spec, str) else "custom"
     mc = CONFIGS[spec] if isinstance(spec, str) else spec
@@ -610,7 +610,7 @@ def main(spec="quick", out_dir: str | Path = "docs", presets=None) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# docs/posterior.md tables (every number from the JSON that ``main`` writes)
+# docs/reports/posterior.md tables (every number from the JSON that ``main`` writes)
 
 
 def _f(x, nd=3) -> str:
@@ -789,7 +789,7 @@ def _ci(c: dict) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/reports")
     ap.add_argument(
         "--preset",
         action="append",

@@ -2,9 +2,9 @@ r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3
 Laplace-referenced thermodynamic integration on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.
 branch_ti`).
 
-    python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs]
+    python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
     python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
-    python -m experiments.posterior_branches --tables docs/results/posterior_branches.json
+    python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
 
 Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
 paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
@@ -437,7 +437,7 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "weight_window": PF.weight_window(Pa, w_mean),
         "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
         "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
-        "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/results/main_"
+        "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/reports/results/main_"
         f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
         "paper_P_aG": paper.PAPER_MEASURED["P_aG"], "health": health, "runs": runs,
         "cpu_s": sum(g["cpu_s"] for g in groups), "wall_s": sum(g["wall_s"] for g in groups),
@@ -562,7 +562,7 @@ def group_index(block: int, j: int) -> int:
 
 def main(
     tiny: bool = False,
-    out_dir: str | Path = "docs",
+    out_dir: str | Path = "docs/reports",
     which: str = "plain",
     only: int | None = None,
     skip_missing: bool = False,
@@ -636,7 +636,7 @@ def main(
 
 
 # ---------------------------------------------------------------------------------------------
-# docs/posterior_branches.md table
+# docs/reports/posterior_branches.md table
 
 
 def _f(x, nd=3):
@@ -674,7 +674,7 @@ def tables(res: dict) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/reports")
     ap.add_argument(
         "--preset",
         choices=tuple(CONFIGS),

@@ -203,13 +203,14 @@ def section(out_dir: Path, dis: list[str] | None = None) -> str:
     if emb.exists():
         lines.append(
             "- **Trained vs quenched embeddings** (full network, width 256, plain preset): "
-            "`docs/embeddings.md`, `python -m experiments.embeddings`."
+            "`docs/reports/embeddings.md`, `python -m experiments.embeddings`."
         )
         if (out_dir / "figures" / "embeddings.png").exists():
             lines.append("  ![embeddings](figures/embeddings.png)")
     if not lines:
         return ""
-    return ("## Posterior and trained embeddings\n\nFrom `docs/posterior.md` (collapsed HMC, "
-            "`python -m experiments.posterior`), `docs/posterior_branches.md` (branch free "
-            "energies and tempered SMC) and `docs/embeddings.md`; the numbers are also in the "
-            "main table's last column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip
+    return ("## Posterior and trained embeddings\n\nFrom `docs/reports/posterior.md` "
+            "(collapsed HMC, `python -m experiments.posterior`), "
+            "`docs/reports/posterior_branches.md` (branch free energies and tempered SMC) and "
+            "`docs/reports/embeddings.md`; the numbers are also in the main table's last "
+            "column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip

@@ -11,7 +11,7 @@ $\sim10^{-3}$, i.e. ~$10^4$ SGLD steps per rung). With $g=U-U_0$,
 $$\log\frac{Z_1}{Z_0}=-\int_0^1\mathbb E_t[g]\,dt,\qquad
 F\equiv-\log\!\int\varphi(\theta)\,e^{-D(\theta)}d\theta
 =U^*+\tfrac12\log\det H_c-\log\frac{Z_1}{Z_0},$$
-with $\varphi$ the normalised $\mathcal N(0,I)$ prior of $(W^G,\hat W^O)$ (docs/theory.md §2c) and $D$
+with $\varphi$ the normalised $\mathcal N(0,I)$ prior of $(W^G,\hat W^O)$ (theory §2c) and $D$
 the data energy ($F$ omits the likelihood's normalisation $\tfrac{PLV}2\log(2\pi\sigma^2/\chi)$,
 common to both branches at a given $P$). The integral uses :func:`bayes.ti_quadrature`
 (trapezoid plus the Euler-Maclaurin end correction from $\mathrm{Var}_t[g]$).

@@ -2,9 +2,9 @@ r"""Tempered SMC across the softmax coexistence window (issue 12, item 4): the p
 of each branch, and the P where the weights are equal, from one population of particles that is
 free to move its mass between the branches (:mod:`copyhead_jax.bayes.smc`).
 
-    python -m experiments.posterior_smc [--tiny] [--out docs]
+    python -m experiments.posterior_smc [--tiny] [--out docs/reports]
     python -m experiments.posterior_smc --only 0 & python -m experiments.posterior_smc --only 1
-    python -m experiments.posterior_smc --tables docs/results/posterior_smc.json
+    python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
 
 (``--only I`` computes group I alone into its record, one process per group; a plain call then
 assembles.)
@@ -369,7 +369,7 @@ def figure(res: dict, path: Path, ti_cross=None) -> None:
     save_figure(draw(res, ti_cross), path)
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs", only: int | None = None) -> dict:
+def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | None = None) -> dict:
     """Run (or load) every group, assemble, write; ``only``: run that group alone and stop
     (to spread the groups over processes; a later plain call assembles from the cache)."""
     c = SMOKE if tiny else PLAIN
@@ -445,7 +445,7 @@ def tables(res: dict) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/reports")
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
     a = ap.parse_args()

@@ -1,6 +1,6 @@
 """The exact width reduction on the small default (issue 11): width, polish, NUTS vs SGLD.
 
-    python -m experiments.reduction [--part width|polish|nuts|all] [--out docs]
+    python -m experiments.reduction [--part width|polish|nuts|all] [--out docs/reports]
 
 * ``width``: exact MAP (reduced engine) of the small default (plain conventions, L = 25, V = 5,
   2 seeds) at widths 128, 1,024, 10,000 and infinity, both attentions, against the EK theory;
@@ -198,7 +198,7 @@ def figure(width: dict, path: Path) -> None:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=("width", "polish", "nuts", "all"), default="all")
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default="docs/reports")
     ap.add_argument("--reuse-nuts", action="store_true",
                     help="keep the NUTS numbers of OUT/results/reduction.json")  # fmt: skip
     args = ap.parse_args(argv)

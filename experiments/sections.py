@@ -1,6 +1,6 @@
-"""The sections of ``docs/results.md``, one function per artefact: each renders its markdown and
-appends what disagrees beyond the reporting thresholds (``copyhead_jax.compare``) to ``dis`` and
-what was out of reach to ``reach``."""
+"""The sections of ``docs/reports/results.md``, one function per artefact: each renders its
+markdown and appends what disagrees beyond the reporting thresholds (``copyhead_jax.compare``)
+to ``dis`` and what was out of reach to ``reach``."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def section_main(
         "rel. err. vs finite",
         "order",
         "loss pattern (per sequence)",
-        "posterior: early warning, P* (docs/posterior.md; SGLD where run)",
+        "posterior: early warning, P* (docs/reports/posterior.md; SGLD where run)",
     ]
     return (
         f"### {preset} preset (L = {L}, V = {V}, width {e['model']['width']}, "
@@ -542,15 +542,16 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
     return (
         f"#### {preset} preset: every P* by exact MAP, geometric mean over seeds [95% bootstrap CI "
         f"over seeds]\n\nMeasured: each seed's P* located on its own runs (same locators as "
-        f"above); finite theory: docs/theory.md §2b on each seed's Gram and training set, located the "
-        f"same way. Seeds where a point is not bracketed by the grid are left out and counted.\n\n"
+        f"above); finite theory: docs/theory.md §2b on each seed's Gram and training set, located "
+        f"the same way. Seeds where a point is not bracketed by the grid are left out and "
+        f"counted.\n\n"
         f"{table(head, rows)}\n\n" + "\n".join(claims) + "\n"
     )
 
 
 def readme_table(mains: dict[str, dict]) -> str:
-    """README's reproduction table: per preset, EK theory / finite theory / measured [CI] at
-    each width, and the paper's number (``mains``: preset -> main JSON)."""
+    """The reproduction table of docs/reports/README.md: per preset, EK theory / finite theory /
+    measured [CI] at each width, and the paper's number (``mains``: preset -> main JSON)."""
     keys = ("P_c1", "P_cG", "P_aG", "P_aG_single", "window_lo")
     label = {
         "P_c1": "linear pooling onset P*_c1",

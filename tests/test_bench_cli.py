@@ -1,5 +1,5 @@
-"""``python -m benchmarks``: the table renderer (ratios from raw timings), the README block, the
-flags, the suite runner.
+"""``python -m benchmarks``: the table renderer (ratios from raw timings), the block of
+docs/reports/benchmarks.md, the flags, the suite runner.
 
 No benchmark is run: the renderer is fed small synthetic result dictionaries, the runner tiny
 stand-in scripts.
@@ -162,7 +162,8 @@ def test_render_only_writes_table_and_readme(tmp_path):
     (bench_dir / "bench_sweep.py").write_text("raise SystemExit('must not run')\n")
     for name, d in _results().items():
         (bench_dir / "results" / f"{name}.json").write_text(json.dumps(d))
-    readme = tmp_path / "README.md"
+    readme = tmp_path / bc.PAGE  # the default page, next to benchmarks/
+    readme.parent.mkdir(parents=True)
     readme.write_text(f"head\n{bc.START}\n{bc.END}\nfoot\n")
     args = bc.build_parser().parse_args(["--render-only", "--bench-dir", str(bench_dir)])
     assert bc.cmd_bench(args) == 0
@@ -225,7 +226,8 @@ def test_suite_reports_a_failing_benchmark_and_runs_the_others(tmp_path, capsys)
         write.format(name="bench_sample_sweep", data=_sample())
     )
     (bench_dir / "bench_reduced.py").write_text("print('no output file')\n")
-    readme = tmp_path / "README.md"
+    readme = tmp_path / bc.PAGE
+    readme.parent.mkdir(parents=True)
     readme.write_text(f"{bc.START}\n{bc.END}\n")
     argv = ["--quick", "--bench-dir", str(bench_dir)]
     args = bc.build_parser().parse_args(argv)

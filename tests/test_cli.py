@@ -67,6 +67,41 @@ def test_sweep_show_plot_round_trip(tmp_path, capsys):
     assert (tmp_path / "fig_curves_softmax.png").exists()
 
 
+def test_exact_sweep_runs_both_softmax_branches_and_prints_the_P_star_table(tmp_path, capsys):
+    # under the exact solver softmax is started on both branches (P*_aG is where their U
+    # cross), the table compares with the EK theory, and the progress bar counts runs
+    out = tmp_path / "ex"
+    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--attention", "softmax",
+            "--P", "4,8", "--n-seeds", "1", "--out", str(out), "--no-plot"]  # fmt: skip
+    assert main(argv) == 0
+    for f in ("sweep_softmax.npz", "sweep_softmax_copy.npz"):
+        assert (out / f).exists()
+    inits = {ch.SweepResult.load(out / f).config.train.init_attention
+             for f in ("sweep_softmax.npz", "sweep_softmax_copy.npz")}  # fmt: skip
+    assert inits == {"zero", "copy"}
+    cap = capsys.readouterr()
+    assert "# P* at N = 16" in cap.out and "softmax copy transition P*_aG" in cap.out
+    assert "EK theory" in cap.out
+    assert "2/2 runs" in cap.err
+
+
+def test_bool_config_flags_take_both_spellings():
+    p = build_parser()
+    parse = lambda *a: p.parse_args(["sweep", *a]).train_embeddings  # noqa: E731
+    assert (parse(), parse("--train-embeddings"), parse("--no-train-embeddings")) == (
+        None, True, False)  # fmt: skip
+    assert (parse("--train-embeddings", "false"), parse("--train-embeddings", "yes")) == (
+        False, True)  # fmt: skip
+
+
+def test_every_subcommand_help_ends_with_examples():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in ("sweep", "polish", "show", "plot", "sample"):
+        text = sub.choices[name].format_help()
+        assert "examples:" in text and f"copyhead {name}" in text.split("examples:")[1], name
+
+
 # issue 14, item 7 -------------------------------------------------------------------------------
 
 
@@ -120,6 +155,12 @@ def test_out_paths():
     assert re.fullmatch(r"tiny-[0-9a-f]{8}", a[0].parent.name)
     lin, _ = sweep_paths(None, "tiny", [tiny.replace(model=dict(attention="linear"))])
     assert lin[0].parent == Path("results/tiny")  # the attention is in the file name
+    # branch starts of an exact sweep: the preset's folder, the copy start beside the other
+    soft = tiny.replace(model=dict(engine="reduced"))
+    pool, copy = (soft.replace(train=dict(init_attention=i)) for i in ("zero", "copy"))
+    paths, _ = sweep_paths(None, "tiny", [pool, copy], asked=soft)
+    assert paths[0].parent == paths[1].parent
+    assert [p.name for p in paths] == ["sweep_softmax.npz", "sweep_softmax_copy.npz"]
 
 
 @pytest.mark.parametrize("name, script", [("reproduce", "experiments"), ("bench", "benchmarks")])

@@ -1,4 +1,4 @@
-"""One implementation of what engine and theory share (conventions.py, docs/theory.md §2b, §4-§6)."""
+"""One implementation of what engine and theory share (conventions.py, theory §2b, §4-§6)."""
 
 import itertools
 
@@ -54,7 +54,7 @@ def test_projection_recovers_coefficients_and_the_basis_is_unit_non_orthogonal()
     with jax.enable_x64(True):
         B1, B2 = conventions.basis(L)
         assert B1.dtype == jnp.float64
-        # unit Frobenius, <B1, B2> = L^-1/2 (docs/theory.md §4): sums of L^2 terms, rounding ~L^2 eps
+        # unit Frobenius, <B1, B2> = L^-1/2 (theory §4): L^2-term sums, rounding ~L^2 eps
         np.testing.assert_allclose([jnp.sum(B1 * B1), jnp.sum(B2 * B2)], 1.0, rtol=1e-13)
         np.testing.assert_allclose(float(jnp.sum(B1 * B2)), L**-0.5, rtol=1e-13)
         pr = conventions.project(0.7 * B1 - 1.3 * B2)
@@ -210,7 +210,7 @@ def test_chi_switches_reach_the_engine_and_the_theory():
     assert conventions.theory_sigma2_chi(30.0, 7.0) == (30.0, 7.0)
     assert config.PAPER.to_dict() == config.Config.from_dict(config.PAPER.to_dict()).to_dict()
     assert "chi_in_noise" not in config.PAPER.to_dict()["posterior"]  # fingerprints unchanged
-    lik = config.preset("paper_chi_lik")
+    lik = config.preset("paper-chi-lik")
     assert lik.posterior.chi_in_readout_prior is False
     assert config.Config.from_dict(lik.to_dict()) == lik
     assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == config.PAPER

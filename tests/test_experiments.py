@@ -198,6 +198,19 @@ def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(tiny):
         assert np.max(np.abs(want - other)) > 1e-4 * np.max(np.abs(want))
 
 
+def test_output_folder_is_never_docs_unless_published():
+    # the committed reports change only on request (--publish); the default is a results folder
+    from experiments.__main__ import REPORTS, build_parser, output_dir
+
+    p = build_parser()
+    assert output_dir(p.parse_args(["report"])) == ROOT / "results" / "experiments" / "paper"
+    assert output_dir(p.parse_args(["all", "--quick"])).name == "quick"
+    assert output_dir(p.parse_args(["report", "--publish"])) == REPORTS == ROOT / "docs" / "reports"
+    assert output_dir(p.parse_args(["main", "--out", "elsewhere"])) == Path("elsewhere")
+    with pytest.raises(SystemExit):
+        p.parse_args(["report", "--publish", "--out", "elsewhere"])
+
+
 def test_command_line_names_bad_input(capsys):
     with pytest.raises(SystemExit):
         reproduce(["table"])

@@ -1,4 +1,4 @@
-"""Exact width reduction (docs/theory.md §2c, identity 12), Gram sources, and the exact MAP solver."""
+"""Exact width reduction (docs/theory.md §2c, identity 12), Gram sources, the exact MAP solver."""
 
 import math
 
@@ -27,7 +27,7 @@ N, L, V, P = 64, 6, 3, 12
 # float64 throughout: the identities are exact, so they hold to rounding (~1e-12 relative)
 RTOL = 1e-10
 
-CASES = [(att, pre) for att in ("linear", "softmax") for pre in ("paper", "plain", "paper_chi_lik")]
+CASES = [(att, pre) for att in ("linear", "softmax") for pre in ("paper", "plain", "paper-chi-lik")]
 
 
 def _cfg(attention, preset):

@@ -66,3 +66,25 @@ def test_cli_sample_and_plot(sweep, tmp_path, capsys):
     assert "susceptibility" in capsys.readouterr().out
     assert main(["plot", str(post), str(f), "--out", str(tmp_path / "p.png")]) == 0
     assert (tmp_path / "p_traces.png").exists()
+
+
+def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
+    # 4 runs in chunks of 3: the last chunk holds 1 run and 2 padding slots; the bar counts 4
+    import copyhead_jax.sample as sample_mod
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sample_mod, "tqdm", Bar)
+    run_sampler(sweep, SGLD, progress=True, chunk_runs=3)
+    assert [(b.total, b.n) for b in bars] == [(4, 4)]

@@ -47,7 +47,7 @@ def test_small_default_softmax_adam_ends_at_its_own_minimum():
     the Adam fit (polish) measures how far the run was from its own local minimum; an Adam run
     that stopped early would move there by a visible amount. Bound: order parameters move by
     under 1e-3 relative (the three digits the docs' tables print) and U by under 1e-4 relative
-    (at P = 32 the measured moves were 7e-5 and 1e-7 in docs/results/reduction.json).
+    (at P = 32 the measured moves were 7e-5 and 1e-7 in docs/reports/results/reduction.json).
 
     Linear attention is left out on purpose: its small-default Adam fits are *not* stationary
     (|grad U|_span up to 4 at P = 128, polish dU = -0.7; reduction.json), a recorded finding,

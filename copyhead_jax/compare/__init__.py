@@ -1,6 +1,6 @@
 """Where theory and measurement meet (the only such place in the package).
 
-- ``locate``   measured transition points ``P*`` on a grid of ``P`` (docs/theory.md §5's definitions)
+- ``locate``   measured transition points ``P*`` on a grid of ``P`` (docs/theory.md §5)
 - ``overlay``  theory curves over measured sweeps
 - ``errors``   relative errors and the thresholds that make one a disagreement
 - ``paper``    the paper's reported numbers and laws, written once

@@ -80,7 +80,7 @@ def prior_gram(params: TheoryParams) -> Gram:
 
 
 def embedding_gram(W_E, b) -> Gram:
-    """``U U^T / N`` with ``U = [W_E^T ; b^T]`` (``W_E: N x V``, ``b: N x L``), docs/theory.md §2b."""
+    """``U U^T / N`` with ``U = [W_E^T ; b^T]`` (``W_E: N x V``, ``b: N x L``), theory §2b."""
     U = jnp.concatenate([W_E.T, b.T], axis=0)
     return U @ U.T / W_E.shape[0]
 

@@ -312,7 +312,7 @@ def _print_scaling(table, fits) -> None:
 _EPILOGS = {
     "points": """examples:
   copyhead theory points --preset paper
-  copyhead theory points --preset paper_chi_lik --objective post --json
+  copyhead theory points --preset paper-chi-lik --objective post --json
   copyhead theory points --L 40 --V 8 --no-chi-in-readout-prior --linear-scale inv_sqrt_L""",
     "curve": """examples:
   copyhead theory curve --preset paper --attention softmax --out figs/curve
@@ -322,10 +322,10 @@ _EPILOGS = {
   copyhead theory landscape --attention linear --P 50 100 400 --no-plot --json""",
     "scaling": """examples:
   copyhead theory scaling --preset paper --L 10:32 --V 5
-  copyhead theory scaling --preset paper_chi_lik --L 25 --V 2:12 --json --no-plot""",
+  copyhead theory scaling --preset paper-chi-lik --L 25 --V 2:12 --json --no-plot""",
     "sensitivity": """examples:
   copyhead theory sensitivity --preset paper
-  copyhead theory sensitivity --preset paper_chi_lik --objective map --json
+  copyhead theory sensitivity --preset paper-chi-lik --objective map --json
   copyhead theory sensitivity --L 40 --sigma2 10 --no-chi-in-noise
 
 slopes are central differences in log x (step --step); L and V: x +- 1. A factor is
@@ -333,7 +333,7 @@ P*(switched)/P* for every other value of a switch. P_aG is the crossover of the 
 minimiser where the softmax transition is not first order (the header says which).""",
     "fit": """examples:
   copyhead theory fit --preset paper --target P_c1=23,P_cG=322,P_aG=300 --free sigma2,chi
-  copyhead theory fit --preset paper_chi_lik --target P_aG=300 --free sigma2 --json
+  copyhead theory fit --preset paper-chi-lik --target P_aG=300 --free sigma2 --json
   copyhead theory fit --target P_c1=23,P_cG=322 --free sigma_e,sigma_p --tol 0.01
 
 Levenberg-Marquardt in log parameters on log P*. Invariants: ratios of targets that no free

@@ -31,7 +31,7 @@ def lam1_of(sc: Scales):
 
 
 def invariants(c1, cG, L):
-    """``r = c1 + cG/sqrt(L)`` (row sum), ``g1 = tr(G^T G*)``, ``g2 = ||G||^2`` (docs/theory.md §4)."""
+    """``r = c1 + cG/sqrt(L)`` (row sum), ``g1 = tr(G^T G*)``, ``g2 = ||G||^2`` (theory §4)."""
     r = c1 + cG / jnp.sqrt(L)
     g1 = c1 + jnp.sqrt(L) * cG
     g2 = r**2 + (1.0 - 1.0 / L) * cG**2
@@ -97,7 +97,7 @@ def ansatz(beta, L):
 
 
 def J_of(beta, L):
-    """Pushforward term ``J = L [log p + (L-1) log((1-p)/(L-1))]`` (density of A, docs/theory.md §3)."""
+    """Pushforward term ``J = L [log p + (L-1) log((1-p)/(L-1))]`` (density of A, theory §3)."""
     t = beta - jnp.log(L - 1.0)
     return L * (jax.nn.log_sigmoid(t) + (L - 1.0) * (jax.nn.log_sigmoid(-t) - jnp.log(L - 1.0)))
 
@@ -108,7 +108,7 @@ def soft_cost(sc: Scales):
 
 
 def soft_V(beta, P, sc: Scales):
-    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (docs/theory.md §4; ``sc.w_D``, ``sc.w_J``)."""
+    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (theory §4; ``sc.w_D``, ``sc.w_J``)."""
     _, a1, aG = ansatz(beta, sc.L)
     Q, D = QD(a1, aG, P, sc)
     return Q + soft_cost(sc) * beta**2 + sc.w_D * D + sc.w_J * J_of(beta, sc.L)
@@ -148,7 +148,7 @@ def reduced_terms(
     linear_scale: str = "inv_L",
     **scales,
 ) -> dict[str, Scalar]:
-    r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (boxed closed forms)."""
+    r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (closed forms)."""
     sc = keyword_scales(
         L, V, scales, likelihood=likelihood, linear_scale=linear_scale,
         chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,

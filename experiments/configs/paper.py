@@ -64,9 +64,10 @@ _SCALING_PLAIN = {
     "spread": {"P_cG": 6.0, "P_aG": 1.5},
 }
 
-# the width table's reference: what docs/results.md reported at width 128 before the default mode
-# existed (`--quick`: full-width muP Adam, 2 seeds plain / 1 seed paper; commit bb8fc14,
-# docs/results/main_*.json), so the table can say how much of each disagreement was finite width
+# the width table's reference: what docs/reports/results.md reported at width 128 before the
+# default mode existed (`--quick`: full-width muP Adam, 2 seeds plain / 1 seed paper; commit
+# bb8fc14, docs/reports/results/main_*.json), so the table can say how much of each disagreement
+# was finite width
 _WIDTH_128_QUICK = dict(
     plain=dict(
         commit="bb8fc14",
@@ -90,7 +91,7 @@ CONFIG = dict(
     engine=ENGINE,
     softmax_train={},
     # linear attention has several minima near its transitions; one prior-draw start missed the
-    # lowest in up to 9/10 seeds there (docs/multistart.md). The continuation in P adds each
+    # lowest in up to 9/10 seeds there (docs/reports/multistart.md). The continuation in P adds each
     # run's neighbours' kept fits as starts (ascending, then descending; ~2x the solves) and
     # keeps the lowest U: on the multi-start grids it reached the lowest of 6 starts in every run
     linear_train=dict(exact_continuation=True),
@@ -120,7 +121,8 @@ CONFIG = dict(
                 P_pool=[256, 400, 512, 640, 800, 1000],
                 P_copy=[400, 512, 640, 800],
                 theory_P=[2.0, 10000.0],
-                # docs/results/main_paper.json of 2026-12-01 ran with extra_widths [128] only
+                # docs/reports/results/main_paper.json of 2026-12-01 ran with extra_widths [128]
+                # only
                 # (each width of this preset is ~10 min on the shared CPU; the plain preset has
                 # all four): a rerun here adds widths inf and 1,024 (~20 min)
                 **_MAIN_COMMON,

@@ -1,7 +1,8 @@
 """``python -m experiments ... --quick``: a 2-core CPU, at most ~15 minutes per artefact and preset.
 
 Smaller width, fewer seeds, a coarse P grid refined near each transition, SGLD chains of a few
-thousand steps; every measured point is compared with the finite-width theory of docs/theory.md §2b on
+thousand steps; every measured point is compared with the finite-width theory of
+docs/theory.md §2b on
 the same embeddings and data. Values are the preset's unless set here; each override says why.
 Grids are lists of training-set sizes P (sequences); ``rounds`` / ``n_new``: adaptive refinement
 rounds and new P per bracket per round; ``max_run_s``: a P whose estimated run time (cost model

@@ -1,0 +1,74 @@
+"""``compare.pstar`` (the P* table ``copyhead sweep`` prints) finds planted transitions per seed."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from copyhead_jax.compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
+
+
+class _Sweep:
+    """The few attributes of a SweepResult the locators read: ``P``, ``ok``, ``res[key]``."""
+
+    def __init__(self, P, **arrays):
+        self.P = np.asarray(P)
+        self.arrays = arrays
+        self.ok = np.ones(next(iter(arrays.values())).shape, bool)
+        self.config = SimpleNamespace(task=SimpleNamespace(L=25))
+
+    def __getitem__(self, k):
+        return self.arrays[k]
+
+
+P = np.unique(np.round(np.geomspace(10, 10_000, 40)).astype(int))
+
+
+def test_softmax_crossing_is_exact_where_the_U_difference_is_linear_in_log_P():
+    # (U_pool - U_copy) / P = 0.1 log(P / P0): the locator interpolates linearly in log P, so it
+    # returns P0 itself (to rounding) for each seed; the table's estimate is their geometric mean
+    P0 = np.array([500.0, 720.0])
+    U_copy = np.outer(P, np.ones(2)).astype(float)
+    U_pool = U_copy + 0.1 * P[:, None] * np.log(P[:, None] / P0)
+    aG_pool, aG_copy = np.zeros_like(U_copy), np.full_like(U_copy, 3.0)
+    pool = _Sweep(P, U=U_pool, cG=aG_pool)
+    copy = _Sweep(P, U=U_copy, cG=aG_copy)
+    per = softmax_points(pool, copy)["P_aG"]
+    assert [x.P_star for x in per] == pytest.approx(P0, rel=1e-9)
+    (row,) = pstar_rows({"P_aG": per}, {"P_aG": 612.6}, compare_paper=True)
+    assert row["measured"] == pytest.approx(np.sqrt(500 * 720), rel=1e-9)
+    assert row["n"] == 2 and row["lo"] <= row["measured"] <= row["hi"]
+    assert row["bracket"][0] < 500 and row["bracket"][1] > 720
+    assert row["paper"] == 300.0  # compare.paper.PAPER_MEASURED
+    assert "softmax copy transition" in format_pstar([row])
+
+
+def test_branches_that_never_separate_locate_nothing():
+    # both starts on the same branch everywhere: no distinct point, so no crossing is claimed
+    U = P[:, None] * np.ones((1, 2))
+    same = _Sweep(P, U=U, cG=np.zeros_like(U))
+    per = softmax_points(same, same)["P_aG"]
+    assert all(not x.bracketed for x in per)
+    (row,) = pstar_rows({"P_aG": per}, {}, compare_paper=False)
+    assert row["measured"] is None and "not on the grid" in format_pstar([row])
+
+
+def test_linear_onset_and_crossover_are_bracketed_around_the_planted_points():
+    # r leaves zero at P = 100 (second order); psi = sigmoid(4 log(P / 2000)) is steepest in
+    # log P at 2000: each located P* lies in a bracket of neighbouring grid points around them
+    r = np.clip(1 - 100 / P, 0, None)[:, None] * np.ones((1, 2))
+    psi = (1 / (1 + (2000 / P) ** 4))[:, None] * np.ones((1, 2))
+    lin = _Sweep(P, r=r, psi=psi, cG=psi)
+    pts = linear_points(lin)
+    for key, planted in (("P_c1", 100.0), ("P_cG", 2000.0)):
+        for x in pts[key]:
+            assert x.bracketed and x.bracket[0] <= planted <= x.bracket[1], (key, x)
+
+
+def test_diverged_runs_locate_nothing():
+    # every run non-finite (flagged, not ok): each P* is "not on the grid", nothing raises
+    nan = np.full((P.size, 2), np.nan)
+    bad = _Sweep(P, r=nan, psi=nan, cG=nan, U=nan)
+    bad.ok[:] = False
+    rows = pstar_rows({**linear_points(bad), **softmax_points(bad, bad)}, {}, compare_paper=False)
+    assert [r["n"] for r in rows] == [0, 0, 0]
