@@ -7,7 +7,8 @@
   seed are nested prefixes, so sweeps over different ``P`` subsets are one experiment).
 * :func:`adaptive`: measure, locate, refine the grid near each feature, measure again.
 * :func:`finite_theory`: the finite-width, finite-P theory (docs/theory.md §2b) of each
-  seed's realised embeddings and training set, batched (one compiled program for any number of ``P``).
+  seed's realised embeddings and training set, batched (one compiled program for any number
+  of ``P``).
 * :func:`ek_curves`, :func:`posterior`: EK theory curves, SGLD posterior moments.
 * JSON output and timing helpers.
 

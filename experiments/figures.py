@@ -639,8 +639,8 @@ def main(argv=None) -> int:
         epilog="example: python -m experiments.figures --format pdf --out /tmp/figs main_paper",
     )
     p.add_argument("only", nargs="*", help="figure names (default: every figure)")
-    p.add_argument("--results", default="docs/results", help="folder of the result JSON")
-    p.add_argument("--out", default="docs/figures", help="folder the figures go to")
+    p.add_argument("--results", default="docs/reports/results", help="folder of the result JSON")
+    p.add_argument("--out", default="docs/reports/figures", help="folder the figures go to")
     p.add_argument("--format", default="png", choices=("png", "pdf", "svg"))
     a = p.parse_args(argv)
     render(a.results, a.out, a.format, a.only)
