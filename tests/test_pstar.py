@@ -71,4 +71,19 @@ def test_diverged_runs_locate_nothing():
     bad = _Sweep(P, r=nan, psi=nan, cG=nan, U=nan)
     bad.ok[:] = False
     rows = pstar_rows({**linear_points(bad), **softmax_points(bad, bad)}, {}, compare_paper=False)
-    assert [r["n"] for r in rows] == [0, 0, 0]
+    assert [r["n"] for r in rows] == [0, 0, 0, 0]
+
+
+def test_one_minimum_that_jumps_is_located_by_its_step():
+    # both starts reach the same minimum at every P (no coexistence on the grid) and aG steps
+    # from 0.1 to 0.9 between neighbouring P around a planted P0 per seed: no U crossing is
+    # claimed, and the step's bracket holds P0
+    P0 = np.array([300.0, 1_000.0])
+    aG = np.where(P[:, None] > P0, 0.9, 0.1)
+    same = _Sweep(P, U=P[:, None] * np.ones((1, 2)), cG=aG)
+    pts = softmax_points(same, same)
+    assert all(not x.bracketed for x in pts["P_aG"])
+    for x, p0 in zip(pts["P_aG_jump"], P0):
+        assert x.bracketed and x.bracket[0] <= p0 < x.bracket[1], x  # aG = 0.9 above P0
+    rows = pstar_rows(pts, {}, compare_paper=False)
+    assert "softmax jump, one minimum per P" in format_pstar(rows)

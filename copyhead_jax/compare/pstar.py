@@ -9,6 +9,9 @@ with a 95% bootstrap interval over seeds (:func:`.stats.bootstrap_ci`).
 * ``P_aG`` (softmax): where ``U`` of the pooling-branch start (zero logits) and of the copy-branch
   start cross, at the ``P`` where the two stayed distinct (a first-order transition: one start
   alone jumps at a spinodal, not at ``P*``).
+* ``P_aG_jump`` (softmax, only where the two starts never stayed distinct, i.e. no coexistence
+  window is resolved by the grid): the largest step of ``aG`` between neighbouring ``P``, the
+  transition itself to within the grid's step.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ LABELS = {
     "P_c1": "linear pooling onset P*_c1",
     "P_cG": "linear copy crossover P*_cG",
     "P_aG": "softmax copy transition P*_aG",
+    "P_aG_jump": "softmax jump, one minimum per P",
 }
 
 
@@ -70,7 +74,8 @@ def linear_points(res) -> dict[str, list[loc.Located]]:
 
 
 def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
-    """Per-seed ``P_aG``: the ``U`` crossing of the pooling-branch and copy-branch sweeps."""
+    """Per-seed ``P_aG``: the ``U`` crossing of the pooling-branch and copy-branch sweeps; where
+    the two starts never stay distinct, also ``P_aG_jump``, the step of the one minimum's ``aG``."""
     P = np.intersect1d(pool.P, copy.P)
     ip, ic = (np.searchsorted(r.P, P) for r in (pool, copy))
     aGp, aGc = _arr(pool, "cG")[ip], _arr(copy, "cG")[ic]
@@ -81,7 +86,10 @@ def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     distinct = np.nan_to_num(gap, nan=-np.inf) > thr  # the two starts stayed on their branches
     per = [loc.locate_crossing(P, Up[:, s], Uc[:, s], valid=distinct[:, s])
            for s in range(Up.shape[1])]  # fmt: skip
-    return {"P_aG": per}
+    if distinct.any():
+        return {"P_aG": per}
+    jumps = [loc.locate_jump(P, aGp[:, s], min_jump=thr) for s in range(aGp.shape[1])]
+    return {"P_aG": per, "P_aG_jump": jumps}
 
 
 def pstar_rows(measured: dict[str, list], theory: dict[str, Any], *, compare_paper: bool):
@@ -104,8 +112,8 @@ def pstar_rows(measured: dict[str, list], theory: dict[str, Any], *, compare_pap
                 bracket=(min(x.bracket[0] for x in ok), max(x.bracket[1] for x in ok))
                 if ok
                 else None,
-                theory=theory.get(key),
-                paper=PAPER_MEASURED.get(key) if compare_paper else None,
+                theory=theory.get(key, theory.get(key.removesuffix("_jump"))),  # same P*
+                paper=PAPER_MEASURED.get(key.removesuffix("_jump")) if compare_paper else None,
             )
         )
     return rows
