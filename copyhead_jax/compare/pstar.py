@@ -9,9 +9,9 @@ with a 95% bootstrap interval over seeds (:func:`.stats.bootstrap_ci`).
 * ``P_aG`` (softmax): where ``U`` of the pooling-branch start (zero logits) and of the copy-branch
   start cross, at the ``P`` where the two stayed distinct (a first-order transition: one start
   alone jumps at a spinodal, not at ``P*``).
-* ``P_aG_jump`` (softmax, only where the two starts never stayed distinct, i.e. no coexistence
-  window is resolved by the grid): the largest step of ``aG`` between neighbouring ``P``, the
-  transition itself to within the grid's step.
+* ``P_aG_jump`` (softmax, only where no seed's crossing is bracketed, i.e. the grid resolves no
+  coexistence window wider than one step): the largest step of ``aG`` between neighbouring ``P``
+  of the pooling start, the transition itself to within the grid's step.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def linear_points(res) -> dict[str, list[loc.Located]]:
 
 def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     """Per-seed ``P_aG``: the ``U`` crossing of the pooling-branch and copy-branch sweeps; where
-    the two starts never stay distinct, also ``P_aG_jump``, the step of the one minimum's ``aG``."""
+    no seed's crossing is bracketed, also ``P_aG_jump``, the step of the pooling start's ``aG``."""
     P = np.intersect1d(pool.P, copy.P)
     ip, ic = (np.searchsorted(r.P, P) for r in (pool, copy))
     aGp, aGc = _arr(pool, "cG")[ip], _arr(copy, "cG")[ic]
@@ -86,7 +86,7 @@ def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     distinct = np.nan_to_num(gap, nan=-np.inf) > thr  # the two starts stayed on their branches
     per = [loc.locate_crossing(P, Up[:, s], Uc[:, s], valid=distinct[:, s])
            for s in range(Up.shape[1])]  # fmt: skip
-    if distinct.any():
+    if any(x.bracketed for x in per):
         return {"P_aG": per}
     jumps = [loc.locate_jump(P, aGp[:, s], min_jump=thr) for s in range(aGp.shape[1])]
     return {"P_aG": per, "P_aG_jump": jumps}
