@@ -196,7 +196,7 @@ def cmd_sweep(args) -> int:
         res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params)
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
-        _print_table(res)
+        print_table(res)
     _print_pstar(results)
     if args.plot:
         shown = [r for r in results if r.config.train.init_attention != "copy"]
@@ -302,7 +302,8 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
     return path
 
 
-def _print_table(res) -> None:
+def print_table(res) -> None:
+    """Print a sweep's per-P summary (order parameters, losses, failures) as a table."""
     s = res.summary()
     att = res.config.model.attention
     n1, nG = res.order_names  # softmax: a1, aG
@@ -345,7 +346,7 @@ def cmd_show(args) -> int:
         res = SweepResult.load(f)
         print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
               f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
-        _print_table(res)
+        print_table(res)
         if "polish/U" in res.arrays:
             from .polish import polish_table
 

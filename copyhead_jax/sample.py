@@ -69,7 +69,7 @@ from .sample_reduced import (
     whitening,
 )
 from .sgld import draw_steps, run_chains
-from .sweep import _all_inputs
+from .sweep import sweep_inputs
 
 POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 
@@ -347,7 +347,7 @@ def run_sampler(
         out.parent.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(out)  # one sampler per output; released after the final save
         remove_tmp_orphans(out, Path(str(out) + ".chunks"))  # a killed final write's
-    inputs = _all_inputs(cfg, None)
+    inputs = sweep_inputs(cfg, None)
     heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
              for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
     chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)

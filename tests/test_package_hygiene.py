@@ -2,6 +2,7 @@
 ``sys.path``, and theory/ stays below compare/; artefact scripts import the library, not each
 other; the paper's numbers are written once."""
 
+import ast
 import re
 import subprocess
 import sys
@@ -99,3 +100,48 @@ def test_the_papers_numbers_are_written_once():
     from copyhead_jax.theory.scaling import PAPER_LAWS
 
     assert paper.PAPER_LAWS is PAPER_LAWS
+
+
+def _module_names() -> set[str]:
+    names = set()
+    for f in PKG.rglob("*.py"):
+        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def _is_private(dotted: str) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
+
+
+def _package_imports(text: str) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every import of copyhead_jax in ``text``, at any depth."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+    return [(n, name) for n, name in out if name.split(".")[0] == "copyhead_jax"]
+
+
+# Tests of a private module's own behaviour, the only private imports allowed outside the package.
+PRIVATE_ALLOWED = {
+    ("tests/test_runtime.py", "copyhead_jax._runtime"),  # the import-time XLA pool guard itself
+    ("tests/test_models.py", "copyhead_jax.models._compute"),  # patches its SEQ_BLOCK knob
+}
+
+
+def test_nothing_outside_the_package_imports_a_private_name_of_it():
+    bad = sorted(
+        (str(f.relative_to(ROOT)), name, line)
+        for folder in ("experiments", "benchmarks", "tests")
+        for f, text in _sources(ROOT / folder)
+        for line, name in _package_imports(text)
+        if _is_private(name) and (str(f.relative_to(ROOT)), name) not in PRIVATE_ALLOWED
+    )
+    assert bad == []
+    caught = "from copyhead_jax.sweep import (\n    run_sweep,\n    _x,\n)\nimport copyhead_jax._y"
+    assert [n for _, n in _package_imports(caught) if _is_private(n)] == [
+        "copyhead_jax.sweep._x", "copyhead_jax._y"
+    ]  # fmt: skip

@@ -16,7 +16,6 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
-from copyhead_jax._chunks import run_chunked
 from copyhead_jax.cli import main, save_figure
 from copyhead_jax.config import Config
 from copyhead_jax.results import (
@@ -28,6 +27,7 @@ from copyhead_jax.results import (
     release_lock,
     remove_tmp_orphans,
 )
+from copyhead_jax.sweep import run_chunked
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))
 

@@ -39,7 +39,7 @@ POINT_KEYS = ("P_c1", "P_cG", "P_cG_half", "P_aG")
 
 
 @functools.lru_cache(maxsize=256)
-def _t_quantile(q: float, dof: int) -> float:
+def t_quantile(q: float, dof: int) -> float:
     """Student-t quantile by bisection on the CDF ``1 - I_{dof/(dof+t^2)}(dof/2, 1/2)/2``."""
     with jax.enable_x64(True):
         lo, hi = 0.0, 1e3
@@ -75,7 +75,7 @@ def fit_power_law(x, y, *, level: float = 0.95) -> dict[str, Any]:
     if n >= 3:
         s2 = np.sum(res**2) / (n - 2)
         se = float(np.sqrt(s2 / np.sum((lx - lx.mean()) ** 2)))
-        h = _t_quantile(0.5 + level / 2.0, n - 2) * se
+        h = t_quantile(0.5 + level / 2.0, n - 2) * se
         out.update(stderr=se, ci=[float(coef[1] - h), float(coef[1] + h)])
     return out
 
