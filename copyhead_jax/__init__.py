@@ -4,7 +4,7 @@ Code map, in data-flow order:
 
 - ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
                    SweepConfig, SGLDConfig)
-- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)`` (also in ``config``)
+- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
 - ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
 - ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .compare.overlay import theory_overlay
-from .config import ATTENTIONS, PRESETS, Config, preset
+from .config import ATTENTIONS, Config
+from .presets import PRESETS, preset
 from .sample_cli import add_sample_subparser
 from .theory.cli import add_theory_subparser
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_output_path
-from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS
+from ..config import LIKELIHOODS, LINEAR_SCALES
+from ..presets import PRESETS
 
 
 def _range(spec: str) -> list[int]:
