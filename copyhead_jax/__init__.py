@@ -62,9 +62,9 @@ from .presets import PRESETS as PRESETS
 from .presets import SMALL as SMALL
 from .presets import TINY as TINY
 from .presets import preset as preset
+from .results import PosteriorResult as PosteriorResult
 from .results import SweepResult as SweepResult
 from .sample import PAPER_SGLD as PAPER_SGLD
-from .sample import PosteriorResult as PosteriorResult
 from .sample import run_sampler as run_sampler
 from .sgld import run_chains as run_chains
 from .sgld import sgld_kernel as sgld_kernel

@@ -5,14 +5,12 @@ Split out of ``sample.py`` (one job per module); ``run_sampler`` is the only cal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
+from .results import PosteriorResult
 from .sgld import chain_health, health_warnings
-
-if TYPE_CHECKING:
-    from .sample import PosteriorResult
 
 
 class _HealthInput(NamedTuple):

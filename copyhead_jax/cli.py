@@ -338,7 +338,7 @@ def cmd_show(args) -> int:
 
     for f in args.files:
         if _kind(f) == "copyhead_jax.PosteriorResult":
-            from .sample import PosteriorResult
+            from .results import PosteriorResult
             from .sample_cli import _print_posterior
 
             print(f"{f}: posterior")
@@ -388,7 +388,7 @@ def cmd_plot(args) -> int:
         raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
         from .plots import posterior_figure, trace_figure
-        from .sample import PosteriorResult
+        from .results import PosteriorResult
 
         post = PosteriorResult.load(args.files[0])
         sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None

@@ -60,8 +60,8 @@ def cmd_sample(args) -> int:
     from ._checks import check_output_path
     from .arviz_io import NETCDF_SUFFIXES
     from .plots import posterior_figure
-    from .results import SweepResult
-    from .sample import PAPER_SGLD, POSTERIOR_KIND, default_sgld, run_sampler
+    from .results import POSTERIOR_KIND, SweepResult
+    from .sample import PAPER_SGLD, default_sgld, run_sampler
 
     sweep = SweepResult.load(args.result)
     base = PAPER_SGLD if args.preset == "paper" else default_sgld(sweep)

@@ -594,7 +594,8 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
     the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
     likelihood curvature grows like ``P_eff``.
     """
-    from copyhead_jax.sample import PosteriorResult, run_sampler
+    from copyhead_jax.results import PosteriorResult
+    from copyhead_jax.sample import run_sampler
 
     sg = dict(spec.sgld)
     eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")

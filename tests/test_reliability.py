@@ -53,7 +53,7 @@ def fake_sweep(cfg: Config = CFG, *, loss=None, drop=(), diverged=None) -> Sweep
 
 
 def fake_posterior(cfg: Config = CFG):
-    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
 
     nP, nS, nC, nD = len(cfg.sweep.P), cfg.sweep.n_seeds, 2, 5
     rng = np.random.default_rng(1)
