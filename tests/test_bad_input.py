@@ -172,7 +172,7 @@ def test_nan_sampler_diagnostics_are_not_healthy(full, capsys):
     assert "is NaN" in err and "raise --steps" in err
     assert any("NaN" in w for w in post.meta["warnings"])
     assert post["flagged"].all()
-    sample_cli._print_posterior(post)
+    sample_cli.print_posterior(post)
     assert f"# {post['flagged'].size} run(s) flagged" in capsys.readouterr().out
 
 
