@@ -145,3 +145,77 @@ def test_nothing_outside_the_package_imports_a_private_name_of_it():
     assert [n for _, n in _package_imports(caught) if _is_private(n)] == [
         "copyhead_jax.sweep._x", "copyhead_jax._y"
     ]  # fmt: skip
+
+
+def _import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, from ``{module: (source, is_package)}``.
+
+    Every ``import`` counts, at any depth (function-level and ``TYPE_CHECKING`` ones too), and
+    importing ``a.b.c`` from outside ``a.b`` also runs ``a.b``'s ``__init__``."""
+    graph = {}
+    for name, (text, is_pkg) in sources.items():
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                mod = ".".join([*base, *([node.module] if node.module else [])])
+                for a in node.names:
+                    targets.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in sources else mod)
+        edges = set()
+        for t in targets:
+            parts = t.split(".")
+            for i in range(2, len(parts) + 1):  # the root package is always already importing
+                pre = ".".join(parts[:i])
+                if i == len(parts) or not name.startswith(pre + "."):
+                    edges.add(pre)
+        graph[name] = {m for m in edges if m in sources and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, found = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_circle():
+    sources = {}
+    for f in PKG.rglob("*.py"):
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        is_pkg = parts[-1] == "__init__"
+        sources[".".join(parts[:-1] if is_pkg else parts)] = (f.read_text(), is_pkg)
+    graph = _import_graph(sources)
+    assert graph["copyhead_jax.sweep"] >= {"copyhead_jax.train", "copyhead_jax.config"}
+    assert _cycles(graph) == []
+    # the check itself: a lazy import inside a function, and a subpackage's __init__, count
+    toy = {
+        "p": ("from . import a", True),
+        "p.a": ("from .q.c import f", False),
+        "p.q": ("from .b import g", True),
+        "p.q.b": ("def g():\n    from ..a import h", False),
+        "p.q.c": ("", False),
+    }
+    assert _cycles(_import_graph(toy)) == [["p.a", "p.q", "p.q.b"]]
