@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
 
 Attention = Literal["linear", "softmax"]
-ATTENTIONS = ("linear", "softmax")
+ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
 SCHEDULES = ("constant", "cosine")

@@ -40,7 +40,7 @@ from jaxtyping import Array, Float
 
 from .. import conventions
 from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
-from ..config import Config, ModelConfig, TrainConfig
+from ..config import ATTENTIONS, Config, ModelConfig, TrainConfig
 from ._compute import (
     _fused_sq_error,
     _linear_causal_energy,
@@ -228,8 +228,9 @@ class SoftmaxHead(AbstractHead):
         return _softmax_energy
 
 
-#: The one place that maps an attention name (``ModelConfig.attention``) to its head class.
-HEADS: dict[str, type[AbstractHead]] = {"linear": LinearHead, "softmax": SoftmaxHead}
+#: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the
+#: names are ``config.ATTENTIONS`` (config validates them and sits below models), in order.
+HEADS: dict[str, type[AbstractHead]] = dict(zip(ATTENTIONS, (LinearHead, SoftmaxHead), strict=True))
 
 
 def head_class(attention: str) -> type[AbstractHead]:

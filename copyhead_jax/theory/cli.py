@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_output_path
-from ..config import LIKELIHOODS, LINEAR_SCALES
+from ..config import ATTENTIONS, LIKELIHOODS, LINEAR_SCALES
 from ..presets import PRESETS
 
 
@@ -119,7 +119,7 @@ def _check_plot_paths(args, kind: str) -> None:
 
 
 def _attentions(a: str) -> list[str]:
-    return ["linear", "softmax"] if a == "both" else [a]
+    return list(ATTENTIONS) if a == "both" else [a]
 
 
 # ---------------------------------------------------------------------------------------------

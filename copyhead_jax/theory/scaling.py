@@ -21,7 +21,7 @@ import numpy as np
 from jax.scipy.special import betainc
 
 from .._checks import check_choice
-from ._common import Scales, x64
+from ._common import ATTENTIONS, Scales, x64
 from .minima import copy_fraction, lin_minima_core, soft_minima_core
 from .params import TheoryParams, scales_batch
 from .points import LIN_GRID, SOFT_GRID, points_batch
@@ -186,7 +186,7 @@ def phase_diagram(
 
     Linear: ``c1, cG, psi`` ``[n_axis, nP]``; softmax: ``beta, aG, p``; both: ``n_min``.
     """
-    check_choice("attention", attention, ("linear", "softmax"))
+    check_choice("attention", attention, ATTENTIONS)
     if (L_values is None) == (V_values is None):
         raise ValueError("phase_diagram needs exactly one of L_values, V_values")
     axis, values = ("L", L_values) if V_values is None else ("V", V_values)
