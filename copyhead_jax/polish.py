@@ -51,7 +51,9 @@ def full_head(cfg: Config, arrays: dict[str, np.ndarray]):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _polish_runs(cfg: Config, gtol: float, max_steps: int, heads, train, mask, test):
+def polish_runs(cfg: Config, gtol: float, max_steps: int, heads, train, mask, test):
+    """Per run (vmapped): the Adam fit's energy, the float64 L-BFGS polish from it, and its
+    measurements; compiled once per ``(cfg, gtol, max_steps)``."""
     obj = Objective.from_config(cfg)
 
     def one(h, t, m, te):
@@ -103,7 +105,7 @@ def polish(
             reds.append(red.head)
             U_perp.append(float(red.U_perp))
         heads = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *reds)
-        U_adam, fit, meas = _polish_runs(
+        U_adam, fit, meas = polish_runs(
             cfg, float(gtol), int(max_steps), heads, inp.train, inp.mask, inp.test
         )
         o = meas.order

@@ -105,7 +105,7 @@ def sweep_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = No
 _SNAPSHOT_KIND = "copyhead_jax.ChunkSnapshot"
 
 
-def _save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int) -> None:
+def save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int) -> None:
     """The state of a chunk in progress (every leaf on the host) and its curves so far."""
     path, fp = snapshot
     arrays = {f"leaf_{i:04d}": to_host(x) for i, x in enumerate(jax.tree_util.tree_leaves(state))}
@@ -114,7 +114,7 @@ def _save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int)
     atomic_save_npz(path, arrays, meta)
 
 
-def _load_snapshot(snapshot: tuple[Path, str] | None, fresh):
+def load_snapshot(snapshot: tuple[Path, str] | None, fresh):
     """``(state, curves, segments_done)`` from a matching snapshot, else ``None``; the leaves go
     back onto the devices with the sharding of ``fresh`` (a just-initialised state)."""
     if snapshot is None or not snapshot[0].exists():
@@ -163,7 +163,7 @@ def _run_chunk(
     state = init_runs(trainer, kinp)
     loss_init = to_host(measure_runs(trainer, state, kinp)[0].train_loss)  # divergence reference
     curves, start = [], 0
-    resumed = _load_snapshot(snapshot, state)
+    resumed = load_snapshot(snapshot, state)
     if resumed is not None:
         state, curves, start = resumed
         if bar is not None:
@@ -180,7 +180,7 @@ def _run_chunk(
         if bar is not None:
             bar.update(step)
         if snapshot is not None and time.time() - last_save >= snapshot_every_s:
-            _save_snapshot(snapshot, state, curves, i + 1)
+            save_snapshot(snapshot, state, curves, i + 1)
             last_save = time.time()
     m, span_gn = measure_runs(trainer, state, kinp)
     curve = np.concatenate(curves, axis=1)[:, :n_logs_total]  # [runs, logs, 2]

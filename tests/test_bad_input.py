@@ -142,7 +142,7 @@ def test_sample_paths_checked_before_sampling(full, tmp_path, flag, monkeypatch,
 
 
 def test_polish_checks_its_output_before_work(reduced, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(polish_mod, "_polish_runs", no_work)
+    monkeypatch.setattr(polish_mod, "polish_runs", no_work)
     (tmp_path / "file").write_text("")
     rc = main(["polish", str(reduced), "--out", str(tmp_path / "file" / "p.npz")])
     one_line_error(capsys, rc, "is not writable")
@@ -203,7 +203,7 @@ def test_weights_that_disagree_with_the_config_are_refused(reduced, tmp_path, mo
     path = res.replace(arrays=bad).save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match=r"weights disagree with its config \(params/W_G"):
         SweepResult.load(path)
-    monkeypatch.setattr(polish_mod, "_polish_runs", no_work)
+    monkeypatch.setattr(polish_mod, "polish_runs", no_work)
     with pytest.raises(ValueError, match="weights disagree"):
         polish_mod.polish(res.replace(arrays=bad))
 

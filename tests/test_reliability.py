@@ -323,7 +323,7 @@ def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
 
     path = tmp_path / "chunk_00000.partial.npz"
     path.write_bytes(b"garbage")
-    assert sweep_mod._load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
+    assert sweep_mod.load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
     assert "unreadable" in capsys.readouterr().err and not path.exists()
 
 

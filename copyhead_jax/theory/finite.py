@@ -145,7 +145,7 @@ def _minima_one(sa: SpanAction, *, params, attention, objective, n_keep):
 
 
 @functools.partial(jax.jit, static_argnames=("params", "attention", "objective", "n_keep"))
-def _finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep):
+def finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep):
     """:func:`_minima_one` vmapped over the ``P`` axis of ``st`` (one Gram)."""
     first = DatasetStats(st.S4[0], st.S2[0], st.P[0])
     R_lin, R_beta = _prior_coefficients(first, gram, params)
@@ -251,7 +251,7 @@ def finite_minima(
     bucket = max(8, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P, np.full(bucket - n, P[-1])]).astype(np.int64)
     st = nested_stats(tokens, P_pad, params.V)
-    m = _finite_core(st, gram, params=params, attention=attention, objective=objective,
+    m = finite_core(st, gram, params=params, attention=attention, objective=objective,
                      n_keep=n_keep)  # fmt: skip
     out = _named({k: np.asarray(v)[:n] for k, v in m.items()}, params.L)
     return {"P": P, **out, "attention": attention, "objective": objective}
