@@ -39,7 +39,7 @@ from ._checks import check_int, check_output_path
 from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from ._memory import check_sampler_memory
-from ._sample_health import _health_arrays, _var_U_ratio, _warnings, run_flags
+from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_ratio
 from .config import Config, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class
@@ -313,12 +313,12 @@ def run_sampler(
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
-    arrays.update(_health_arrays(arrays, order_names(cfg)))
+    arrays.update(health_arrays(arrays, order_names(cfg)))
     if cfg.model.engine == "reduced":
         D = cfg.task.V + cfg.task.L
-        arrays["var_U_ratio"] = _var_U_ratio(arrays, D * D + cfg.task.V * D)
+        arrays["var_U_ratio"] = var_U_ratio(arrays, D * D + cfg.task.V * D)
     res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()}, draw_fields(cfg))
-    res.meta["warnings"] = warnings = _warnings(res)
+    res.meta["warnings"] = warnings = posterior_warnings(res)
     res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:

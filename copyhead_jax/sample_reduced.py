@@ -63,7 +63,7 @@ from jaxtyping import Array, Bool, Float
 from ._types import Mask, TokenBatch
 from .models import AbstractHead, target_weights
 from .posterior import Objective
-from .solve import _split, hessian, quenched_energy
+from .solve import hessian, quenched_energy, split_weights
 
 Whitening = Float[Array, "n n"]
 
@@ -82,7 +82,7 @@ def whitening(
     at them (one Hessian-vector product per weight, on at most ``PRECOND_SEQS`` sequences; run
     in float64)."""
 
-    theta, _ = _split(head)
+    theta, _ = split_weights(head)
     n = min(PRECOND_SEQS, tokens.shape[0])
     n_valid = jnp.sum(mask > 0)
     used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
@@ -108,7 +108,7 @@ def _hessian_weighted(head, tokens, mask, obj_unit, w):
 def whitened_potential(head: AbstractHead, obj: Objective):
     """``(U_w, head_of)``: ``U_w(w, theta, C, tokens, mask)`` is the quenched ``U`` at
     ``theta + C w`` and ``head_of(w, theta, C)`` the head there (embeddings of ``head``)."""
-    _, unflatten = _split(head)
+    _, unflatten = split_weights(head)
 
     def head_of(w, theta, C):
         return unflatten(theta + C @ w)

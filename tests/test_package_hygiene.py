@@ -253,3 +253,16 @@ def test_the_package_has_no_import_circle():
         "p.q.c": ("", False),
     }
     assert _cycles(_import_graph(toy)) == [["p.a", "p.q", "p.q.b"]]
+
+
+def test_inside_the_package_private_names_stay_in_their_module():
+    modules = _module_names()
+    bad = []
+    for f, text in _sources(PKG):
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                here = ".".join(f.relative_to(ROOT).with_suffix("").parts[: -node.level or None])
+                mod = ".".join(filter(None, [here if node.level else "", node.module or ""]))
+                bad += [f"{f.relative_to(ROOT)}:{node.lineno}: {a.name}" for a in node.names
+                        if _is_private(a.name) and f"{mod}.{a.name}" not in modules]  # fmt: skip
+    assert bad == []
