@@ -81,11 +81,11 @@ def full_width_ms(epochs: int = 3) -> float:
     )
     import jax
 
-    from copyhead_jax.sweep import _all_inputs
+    from copyhead_jax.sweep import sweep_inputs
     from copyhead_jax.train import Trainer, init_runs, run_segment
 
     tr = Trainer(cfg)
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     kinp = inp._replace(key=jax.random.wrap_key_data(inp.key))
     state = init_runs(tr, kinp)
     state, _ = run_segment(tr, state, kinp, 1)  # compile + first segment

@@ -4,14 +4,14 @@ Code map, in data-flow order:
 
 - ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
                    SweepConfig, SGLDConfig)
-- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)`` (also in ``config``)
+- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
 - ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
 - ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior
 - ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
 - ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
-- ``results``      ``SweepResult`` (save/load, atomic), environment metadata
+- ``results``      ``SweepResult``, ``PosteriorResult`` (save/load, atomic), environment metadata
 - ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
@@ -62,9 +62,9 @@ from .presets import PRESETS as PRESETS
 from .presets import SMALL as SMALL
 from .presets import TINY as TINY
 from .presets import preset as preset
+from .results import PosteriorResult as PosteriorResult
 from .results import SweepResult as SweepResult
 from .sample import PAPER_SGLD as PAPER_SGLD
-from .sample import PosteriorResult as PosteriorResult
 from .sample import run_sampler as run_sampler
 from .sgld import run_chains as run_chains
 from .sgld import sgld_kernel as sgld_kernel

@@ -5,14 +5,12 @@ Split out of ``sample.py`` (one job per module); ``run_sampler`` is the only cal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
+from .results import PosteriorResult
 from .sgld import chain_health, health_warnings
-
-if TYPE_CHECKING:
-    from .sample import PosteriorResult
 
 
 class _HealthInput(NamedTuple):
@@ -30,14 +28,14 @@ class _HealthInput(NamedTuple):
 GAUSS_VAR_RANGE = (0.5, 2.0)
 
 
-def _var_U_ratio(a: dict[str, np.ndarray], n: int) -> np.ndarray:
+def var_U_ratio(a: dict[str, np.ndarray], n: int) -> np.ndarray:
     """Posterior variance of U over the finite chains, per run, in units of ``n / 2``."""
     U = np.where(a["finite"][..., None], a["draws"][..., 0], np.nan)
     with np.errstate(all="ignore"):
         return np.nanvar(U.reshape(U.shape[:2] + (-1,)), axis=-1) / (n / 2)
 
 
-def _health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str, np.ndarray]:
+def health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str, np.ndarray]:
     """Split R-hat and ESS of U and of each order parameter (named ``names``, e.g. ``a1``,
     ``aG``) over each run's chains, acceptance, distance, ..."""
     U = a["draws"][..., 0]
@@ -60,7 +58,9 @@ def _health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str
 REDUCED_RHAT_MAX, REDUCED_ESS_MIN, REDUCED_ACCEPT_MIN = 1.05, 400.0, 0.3
 
 
-def _warnings(res: PosteriorResult) -> list[str]:
+def posterior_warnings(res: PosteriorResult) -> list[str]:
+    """One line per unhealthy run of ``res`` (non-finite chains, R-hat, ESS, acceptance, NaN
+    diagnostics), runs named by ``P`` and seed."""
     a = res.arrays
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
@@ -114,7 +114,7 @@ def _diagnostic_keys(res: PosteriorResult) -> list[str]:
 
 def run_flags(res: PosteriorResult) -> np.ndarray:
     """``[P, seed]`` bool: runs whose chains cannot be trusted: a non-finite chain, a NaN
-    R-hat or ESS, or R-hat/ESS/acceptance past the thresholds of :func:`_warnings`."""
+    R-hat or ESS, or R-hat/ESS/acceptance past the thresholds of :func:`posterior_warnings`."""
     from .sgld import ESS_MIN, RHAT_MAX
 
     a = res.arrays

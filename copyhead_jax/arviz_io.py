@@ -1,4 +1,4 @@
-r"""ArviZ output of a :class:`~copyhead_jax.sample.PosteriorResult` (issue 12, item 5).
+r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult` (issue 12, item 5).
 
 :func:`to_arviz` returns what the installed ArviZ works with: ``arviz.InferenceData`` (ArviZ
 < 1) or ``xarray.DataTree`` (ArviZ >= 1), with two groups:
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .results import PosteriorResult
 
 __all__ = ["save_netcdf", "to_arviz"]
 
@@ -54,8 +56,6 @@ def _sample_first(a: np.ndarray) -> np.ndarray:
 
 def to_arviz(post) -> Any:
     """``post`` as ``arviz.InferenceData`` (ArviZ < 1) or ``xarray.DataTree`` (ArviZ >= 1)."""
-    from .sample import PosteriorResult
-
     if not isinstance(post, PosteriorResult):
         raise ValueError(f"post must be a PosteriorResult, got {type(post).__name__}")
     az, xr = _arviz()

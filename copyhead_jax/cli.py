@@ -17,8 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ._cli_parts import FIGURE_SUFFIXES, add_parser, progress_flags, save_figure
 from .compare.overlay import theory_overlay
-from .config import ATTENTIONS, PRESETS, Config, preset
+from .config import ATTENTIONS, Config
+from .presets import PRESETS, preset
 from .sample_cli import add_sample_subparser
 from .theory.cli import add_theory_subparser
 
@@ -196,7 +198,7 @@ def cmd_sweep(args) -> int:
         res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params)
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
-        _print_table(res)
+        print_table(res)
     _print_pstar(results)
     if args.plot:
         shown = [r for r in results if r.config.train.init_attention != "copy"]
@@ -278,31 +280,8 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
     )
 
 
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
-
-
-def save_figure(fig, path: Path, dpi: int = 150) -> Path:
-    """``fig`` to ``path`` (PNG, PDF or SVG by suffix); errors name the path."""
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise ValueError(f"figure path {str(path)!r} must end in one of {FIGURE_SUFFIXES}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=dpi)
-    except OSError as e:
-        raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
-    except ValueError as e:  # matplotlib cannot draw it (e.g. a log axis with no data left)
-        raise ValueError(f"cannot draw the figure {str(path)!r} ({e}); any result files "
-                         "announced above are saved") from None  # fmt: skip
-    finally:
-        plt.close(fig)
-    print(f"saved {path}")
-    return path
-
-
-def _print_table(res) -> None:
+def print_table(res) -> None:
+    """Print a sweep's per-P summary (order parameters, losses, failures) as a table."""
     s = res.summary()
     att = res.config.model.attention
     n1, nG = res.order_names  # softmax: a1, aG
@@ -336,16 +315,16 @@ def cmd_show(args) -> int:
 
     for f in args.files:
         if _kind(f) == "copyhead_jax.PosteriorResult":
-            from .sample import PosteriorResult
-            from .sample_cli import _print_posterior
+            from .results import PosteriorResult
+            from .sample_cli import print_posterior
 
             print(f"{f}: posterior")
-            _print_posterior(PosteriorResult.load(f), None)
+            print_posterior(PosteriorResult.load(f), None)
             continue
         res = SweepResult.load(f)
         print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
               f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
-        _print_table(res)
+        print_table(res)
         if "polish/U" in res.arrays:
             from .polish import polish_table
 
@@ -386,7 +365,7 @@ def cmd_plot(args) -> int:
         raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
         from .plots import posterior_figure, trace_figure
-        from .sample import PosteriorResult
+        from .results import PosteriorResult
 
         post = PosteriorResult.load(args.files[0])
         sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None
@@ -411,16 +390,6 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-
-
-def _examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {x}" for x in lines)
-
-
-def add_parser(sub, name: str, *, examples: tuple[str, ...], **kw) -> argparse.ArgumentParser:
-    """A subcommand whose ``--help`` ends with example lines."""
-    return sub.add_parser(name, epilog=_examples(*examples),
-                          formatter_class=argparse.RawDescriptionHelpFormatter, **kw)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -460,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save the figure (default on)")  # fmt: skip
     p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
                    help="draw the EK theory curves on the figure (default on)")  # fmt: skip
-    _progress_flags(p)
+    progress_flags(p)
     _add_config_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -509,13 +478,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_theory_subparser(sub)
     add_sample_subparser(sub)
     return parser
-
-
-def _progress_flags(p: argparse.ArgumentParser) -> None:
-    """``--progress/--no-progress`` (``--quiet`` = ``--no-progress``)."""
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help="progress bar on stderr (default on)")  # fmt: skip
-    p.add_argument("--quiet", dest="progress", action="store_false", help=argparse.SUPPRESS)
 
 
 #: former subcommands -> the source-checkout script that replaces them

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
 
 Attention = Literal["linear", "softmax"]
-ATTENTIONS = ("linear", "softmax")
+ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
 SCHEDULES = ("constant", "cosine")
@@ -396,15 +396,3 @@ def _section_dict(sec) -> dict[str, Any]:
         if d[name] == type(sec).__dataclass_fields__[name].default:
             del d[name]
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
-
-
-_PRESET_NAMES = ("PAPER", "PAPER_CHI_LIK", "PLAIN", "SMALL", "TINY", "PRESETS", "preset")
-
-
-def __getattr__(name: str) -> Any:
-    """The presets, re-exported from :mod:`.presets` (lazily: presets imports this module)."""
-    if name in _PRESET_NAMES:
-        from . import presets
-
-        return getattr(presets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

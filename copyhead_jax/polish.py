@@ -36,12 +36,13 @@ from .results import (
     remove_tmp_orphans,
 )
 from .solve import quenched_energy, solve_map
-from .sweep import _all_inputs
+from .sweep import sweep_inputs
 
 FIELDS = ("U", "c1", "cG", "r", "psi", "coverage", "train_loss")
 
 
-def _full_head(cfg: Config, arrays: dict[str, np.ndarray]):
+def full_head(cfg: Config, arrays: dict[str, np.ndarray]):
+    """The float64 head of one run from its saved weights ``W_E, b, W_G, W_O_hat``."""
     import equinox as eqx
 
     like = head_template(cfg)
@@ -50,7 +51,9 @@ def _full_head(cfg: Config, arrays: dict[str, np.ndarray]):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _polish_runs(cfg: Config, gtol: float, max_steps: int, heads, train, mask, test):
+def polish_runs(cfg: Config, gtol: float, max_steps: int, heads, train, mask, test):
+    """Per run (vmapped): the Adam fit's energy, the float64 L-BFGS polish from it, and its
+    measurements; compiled once per ``(cfg, gtol, max_steps)``."""
     obj = Objective.from_config(cfg)
 
     def one(h, t, m, te):
@@ -89,7 +92,7 @@ def polish(
     gtol = t.exact_gtol if gtol is None else gtol
     max_steps = t.exact_max_steps if max_steps is None else max_steps
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     flat = {k: sweep[f"params/{k}"].reshape((nP * nS,) + sweep[f"params/{k}"].shape[2:])
             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
     m = cfg.model
@@ -98,11 +101,11 @@ def polish(
         reduce = jax.jit(lambda h: reduce_head(h, sigma_G=m.sigma_G, sigma_O=s_O))
         reds, U_perp = [], []
         for i in range(nP * nS):  # one at a time: a full-width W^G can be GiBs
-            red = reduce(_full_head(cfg, {k: v[i] for k, v in flat.items()}))
+            red = reduce(full_head(cfg, {k: v[i] for k, v in flat.items()}))
             reds.append(red.head)
             U_perp.append(float(red.U_perp))
         heads = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *reds)
-        U_adam, fit, meas = _polish_runs(
+        U_adam, fit, meas = polish_runs(
             cfg, float(gtol), int(max_steps), heads, inp.train, inp.mask, inp.test
         )
         o = meas.order

@@ -1,8 +1,7 @@
 """The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``;
 :func:`preset`.
 
-Comments mark the values that differ from the dataclass defaults of :mod:`.config`, which
-re-exports every name here (``from copyhead_jax.config import SMALL`` keeps working).
+Comments mark the values that differ from the dataclass defaults of :mod:`.config`.
 """
 
 from __future__ import annotations

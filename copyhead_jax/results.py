@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config
+from .config import Config, SGLDConfig
 from .models import head_class
 
 #: 2: order parameters stored under the head's names (softmax ``a1``/``aG``); 1 stored them as
@@ -432,3 +432,70 @@ class SweepResult:
 
     def replace(self, **kw) -> SweepResult:
         return dataclasses.replace(self, **kw)
+
+
+POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
+
+#: Quantities recorded at every draw, in this order, under the generic order-parameter names
+#: (a result names them for its head: :func:`copyhead_jax.sample.draw_fields`).
+DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
+
+
+@dataclass
+class PosteriorResult:
+    """SGLD draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
+    per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...).
+
+    The order parameters carry the head's names (softmax: ``a1``, ``aG``, ``rhat_aG``);
+    ``post["c1"]``/``post["cG"]`` are aliases (c1/cG are the generic names, a1/aG the softmax
+    ones)."""
+
+    config: Config
+    sgld: SGLDConfig
+    arrays: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)
+    fields: tuple[str, ...] = DRAW_FIELDS
+
+    @property
+    def P(self) -> np.ndarray:
+        return np.asarray(self.config.sweep.P)
+
+    @property
+    def order_names(self) -> tuple[str, str]:
+        """This head's names of the generic ``(c1, cG)``; softmax: ``(a1, aG)``."""
+        return order_names(self.config)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        name = resolve_order(name, (*self.fields, *self.arrays), self.order_names)
+        if name in self.fields:
+            return self.arrays["draws"][..., self.fields.index(name)]
+        if name not in self.arrays:
+            raise KeyError(f"PosteriorResult has no {name!r}; fields {self.fields}, "
+                           f"arrays {sorted(self.arrays)}")  # fmt: skip
+        return self.arrays[name]
+
+    def moments(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of ``name`` per run ``[P, seed]`` over finite chains."""
+        x = np.where(self.arrays["finite"][..., None], self[name], np.nan)
+        with np.errstate(all="ignore"):
+            return np.nanmean(x, axis=(-2, -1)), np.nanvar(x, axis=(-2, -1))
+
+    def save(self, path) -> Path:
+        meta = dict(self.meta)
+        meta.update(
+            kind=POSTERIOR_KIND, schema=SCHEMA_VERSION, config=self.config.to_dict(),
+            sgld=dataclasses.asdict(self.sgld), fields=list(self.fields),
+        )  # fmt: skip
+        return atomic_save_npz(path, self.arrays, meta)
+
+    @classmethod
+    def load(cls, path) -> PosteriorResult:
+        arrays, meta = load_npz(path, kind=POSTERIOR_KIND)
+        try:
+            cfg, sg = Config.from_dict(meta["config"]), SGLDConfig(**meta["sgld"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
+        fields = tuple(meta["fields"])
+        if meta.get("schema", SCHEMA_VERSION) < 2:  # schema 1: c1/cG for every head
+            fields = tuple(rename_order(f, GENERIC_ORDER, order_names(cfg)) for f in fields)
+        return cls(cfg, sg, upgrade_schema1(arrays, meta, cfg), meta, fields)

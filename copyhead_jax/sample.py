@@ -26,9 +26,8 @@ import math
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -40,27 +39,25 @@ from ._checks import check_int, check_output_path
 from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from ._memory import check_sampler_memory
-from ._sample_health import _health_arrays, _var_U_ratio, _warnings, run_flags
+from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_ratio
 from .config import Config, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .results import (
+    DRAW_FIELDS,
     GENERIC_ORDER,
-    SCHEMA_VERSION,
+    POSTERIOR_KIND,
+    PosteriorResult,
     SweepResult,
     acquire_lock,
-    atomic_save_npz,
     check_param_shapes,
     environment,
-    load_npz,
     order_names,
     release_lock,
     remove_tmp_orphans,
     rename_order,
-    resolve_order,
-    upgrade_schema1,
 )
 from .sample_reduced import (
     collapsed_chains,
@@ -69,9 +66,7 @@ from .sample_reduced import (
     whitening,
 )
 from .sgld import draw_steps, run_chains
-from .sweep import _all_inputs
-
-POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
+from .sweep import sweep_inputs
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
@@ -98,11 +93,6 @@ def default_sgld(sweep) -> SGLDConfig:
     if cfg.model.engine != "reduced":
         return SGLDConfig()
     return REDUCED_SGLD_LINEAR if cfg.model.attention == "linear" else REDUCED_SGLD
-
-
-#: Quantities recorded at every draw, in this order, under the generic order-parameter names
-#: (a result names them for its head: :func:`draw_fields`).
-DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
 
 
 def draw_fields(cfg: Config) -> tuple[str, ...]:
@@ -226,72 +216,6 @@ def sample_collapsed(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
     return _collapsed_runs(sampler, k_hmc, heads, train, mask, x_warm, f32(C2))
 
 
-@dataclass
-class PosteriorResult:
-    """SGLD draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
-    per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...).
-
-    The order parameters carry the head's names (softmax: ``a1``, ``aG``, ``rhat_aG``);
-    ``post["c1"]``/``post["cG"]`` are aliases (c1/cG are the generic names, a1/aG the softmax
-    ones)."""
-
-    config: Config
-    sgld: SGLDConfig
-    arrays: dict[str, np.ndarray]
-    meta: dict[str, Any] = field(default_factory=dict)
-    fields: tuple[str, ...] = DRAW_FIELDS
-
-    @property
-    def P(self) -> np.ndarray:
-        return np.asarray(self.config.sweep.P)
-
-    @property
-    def order_names(self) -> tuple[str, str]:
-        """This head's names of the generic ``(c1, cG)``; softmax: ``(a1, aG)``."""
-        return order_names(self.config)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        name = resolve_order(name, (*self.fields, *self.arrays), self.order_names)
-        if name in self.fields:
-            return self.arrays["draws"][..., self.fields.index(name)]
-        if name not in self.arrays:
-            raise KeyError(f"PosteriorResult has no {name!r}; fields {self.fields}, "
-                           f"arrays {sorted(self.arrays)}")  # fmt: skip
-        return self.arrays[name]
-
-    def moments(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance of ``name`` per run ``[P, seed]`` over finite chains."""
-        x = np.where(self.arrays["finite"][..., None], self[name], np.nan)
-        with np.errstate(all="ignore"):
-            return np.nanmean(x, axis=(-2, -1)), np.nanvar(x, axis=(-2, -1))
-
-    def save(self, path) -> Path:
-        meta = dict(self.meta)
-        meta.update(
-            kind=POSTERIOR_KIND, schema=SCHEMA_VERSION, config=self.config.to_dict(),
-            sgld=dataclasses.asdict(self.sgld), fields=list(self.fields),
-        )  # fmt: skip
-        return atomic_save_npz(path, self.arrays, meta)
-
-    @classmethod
-    def load(cls, path) -> PosteriorResult:
-        arrays, meta = load_npz(path, kind=POSTERIOR_KIND)
-        try:
-            cfg, sg = Config.from_dict(meta["config"]), SGLDConfig(**meta["sgld"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
-        fields = tuple(meta["fields"])
-        if meta.get("schema", SCHEMA_VERSION) < 2:  # schema 1: c1/cG for every head
-            fields = tuple(rename_order(f, GENERIC_ORDER, order_names(cfg)) for f in fields)
-        return cls(cfg, sg, upgrade_schema1(arrays, meta, cfg), meta, fields)
-
-    def to_arviz(self):
-        """ArviZ InferenceData (ArviZ < 1) or DataTree (>= 1): :func:`arviz_io.to_arviz`."""
-        from .arviz_io import to_arviz
-
-        return to_arviz(self)
-
-
 def run_sampler(
     sweep: SweepResult,
     sgld: SGLDConfig,
@@ -347,7 +271,7 @@ def run_sampler(
         out.parent.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(out)  # one sampler per output; released after the final save
         remove_tmp_orphans(out, Path(str(out) + ".chunks"))  # a killed final write's
-    inputs = _all_inputs(cfg, None)
+    inputs = sweep_inputs(cfg, None)
     heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
              for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
     chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)
@@ -389,12 +313,12 @@ def run_sampler(
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
-    arrays.update(_health_arrays(arrays, order_names(cfg)))
+    arrays.update(health_arrays(arrays, order_names(cfg)))
     if cfg.model.engine == "reduced":
         D = cfg.task.V + cfg.task.L
-        arrays["var_U_ratio"] = _var_U_ratio(arrays, D * D + cfg.task.V * D)
+        arrays["var_U_ratio"] = var_U_ratio(arrays, D * D + cfg.task.V * D)
     res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()}, draw_fields(cfg))
-    res.meta["warnings"] = warnings = _warnings(res)
+    res.meta["warnings"] = warnings = posterior_warnings(res)
     res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:

@@ -11,7 +11,7 @@ from .config import SGLDConfig
 
 
 def add_sample_subparser(sub) -> None:
-    from .cli import _progress_flags, add_parser
+    from ._cli_parts import add_parser, progress_flags
     from .presets import PRESETS
 
     p = add_parser(
@@ -52,7 +52,7 @@ def add_sample_subparser(sub) -> None:
                    help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the posterior figure next to the output (default on)")  # fmt: skip
-    _progress_flags(p)
+    progress_flags(p)
     p.set_defaults(func=cmd_sample)
 
 
@@ -60,8 +60,8 @@ def cmd_sample(args) -> int:
     from ._checks import check_output_path
     from .arviz_io import NETCDF_SUFFIXES
     from .plots import posterior_figure
-    from .results import SweepResult
-    from .sample import PAPER_SGLD, POSTERIOR_KIND, default_sgld, run_sampler
+    from .results import POSTERIOR_KIND, SweepResult
+    from .sample import PAPER_SGLD, default_sgld, run_sampler
 
     sweep = SweepResult.load(args.result)
     base = PAPER_SGLD if args.preset == "paper" else default_sgld(sweep)
@@ -87,15 +87,15 @@ def cmd_sample(args) -> int:
         from .arviz_io import save_netcdf
 
         print(f"saved {save_netcdf(post, args.netcdf)}")
-    _print_posterior(post, sweep)
+    print_posterior(post, sweep)
     if args.plot:
-        from .cli import save_figure
+        from ._cli_parts import save_figure
 
         save_figure(posterior_figure(post, sweep), out.with_suffix(".png"))
     return 0
 
 
-def _print_posterior(post, sweep=None) -> None:
+def print_posterior(post, sweep=None) -> None:
     """The posterior as a table; MAP columns from ``sweep`` if given, else ``-``."""
     import warnings
 

@@ -63,7 +63,7 @@ from jaxtyping import Array, Bool, Float
 from ._types import Mask, TokenBatch
 from .models import AbstractHead, target_weights
 from .posterior import Objective
-from .solve import _split, hessian, quenched_energy
+from .solve import hessian, quenched_energy, split_weights
 
 Whitening = Float[Array, "n n"]
 
@@ -82,7 +82,7 @@ def whitening(
     at them (one Hessian-vector product per weight, on at most ``PRECOND_SEQS`` sequences; run
     in float64)."""
 
-    theta, _ = _split(head)
+    theta, _ = split_weights(head)
     n = min(PRECOND_SEQS, tokens.shape[0])
     n_valid = jnp.sum(mask > 0)
     used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
@@ -108,7 +108,7 @@ def _hessian_weighted(head, tokens, mask, obj_unit, w):
 def whitened_potential(head: AbstractHead, obj: Objective):
     """``(U_w, head_of)``: ``U_w(w, theta, C, tokens, mask)`` is the quenched ``U`` at
     ``theta + C w`` and ``head_of(w, theta, C)`` the head there (embeddings of ``head``)."""
-    _, unflatten = _split(head)
+    _, unflatten = split_weights(head)
 
     def head_of(w, theta, C):
         return unflatten(theta + C @ w)
@@ -168,7 +168,7 @@ HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
 MARGINAL_PRECOND_SEQS = 256
 
 
-def _cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
+def cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
     """Lower Cholesky factor, column by column (``fori_loop``: no LAPACK call)."""
     n = A.shape[-1]
     idx = jnp.arange(n)
@@ -233,7 +233,7 @@ def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Obj
     r"""$U_m(W^G)=-\log\int e^{-U}d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$ (quenched ``U``; the
     readout of ``head`` is ignored)."""
     Lam, B, c = readout_conditional(head, tokens, mask, obj)
-    L = _cholesky(Lam)
+    L = cholesky(Lam)
     Z = _solve_lower(L, B)
     V = B.shape[1]
     prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
@@ -243,13 +243,14 @@ def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Obj
 def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
     """``head`` with ``W_O_hat`` drawn exactly from its Gaussian conditional given ``W_G``."""
     Lam, B, _ = readout_conditional(head, tokens, mask, obj)
-    L = _cholesky(Lam)
+    L = cholesky(Lam)
     mean = _solve_upper(L, _solve_lower(L, B))  # [N, V]
     z = jax.random.normal(key, mean.shape, mean.dtype)
     return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + _solve_upper(L, z)).T)
 
 
-def _with_WG(head: AbstractHead, x):
+def with_WG(head: AbstractHead, x):
+    """``head`` with ``W_G`` set to the flat vector ``x`` (reshaped)."""
     return eqx.tree_at(lambda h: h.W_G, head, x.reshape(head.W_G.shape))
 
 
@@ -267,12 +268,12 @@ def marginal_whitening(
     def f(x):
         # the weight enters only through obj: rescale the features' Gram by scaling W_O's
         # effective likelihood weight, i.e. evaluate with obj at weight w * scale
-        h = _with_WG(head, x)
+        h = with_WG(head, x)
         Lam, B, c = readout_conditional(h, t, m, obj)
         Lam = scale * (Lam - jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2) + (
             jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2
         )
-        L = _cholesky(Lam)
+        L = cholesky(Lam)
         Z = _solve_lower(L, scale * B)
         prior = jnp.sum(x**2) / (2 * obj.sigma_G**2)
         return prior - 0.5 * jnp.sum(Z**2) + B.shape[1] * jnp.sum(jnp.log(jnp.diag(L)))
@@ -299,7 +300,7 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
     """Phase 1: unadjusted Langevin on ``U_m`` in the whitening ``C`` from ``head.W_G``, one
     chain per key; returns the end points ``[chains, n]`` (flat ``W_G``)."""
     x0 = head.W_G.ravel()
-    U = lambda w: marginal_energy(_with_WG(head, x0 + C @ w), tokens, mask, obj)
+    U = lambda w: marginal_energy(with_WG(head, x0 + C @ w), tokens, mask, obj)
     grad = jax.grad(U)
     sd = math.sqrt(2 * eta)
 
@@ -357,7 +358,7 @@ def collapsed_chains(
     x_fit = head.W_G.ravel()
 
     def chain(key, xs):
-        U = lambda w: marginal_energy(_with_WG(head, xs + C @ w), tokens, mask, obj)
+        U = lambda w: marginal_energy(with_WG(head, xs + C @ w), tokens, mask, obj)
         vg = jax.value_and_grad(U)
 
         def transition(state, i, log_eps):
@@ -389,7 +390,7 @@ def collapsed_chains(
             state, a = lax.scan(lambda st, i: transition(st, i, log_eps), state,
                                 n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
             x = xs + C @ state[0]
-            h = draw_readout(jax.random.fold_in(key, -1 - j), _with_WG(head, x), tokens, mask,
+            h = draw_readout(jax.random.fold_in(key, -1 - j), with_WG(head, x), tokens, mask,
                              obj)  # fmt: skip
             return state, (observe(h), jnp.mean(a), jnp.linalg.norm(x - x_fit))
 

@@ -71,7 +71,7 @@ class ExactFit(NamedTuple):
     converged: Bool[Array, ""]  # rel_grad <= gtol and finite
 
 
-def _split(head: AbstractHead):
+def split_weights(head: AbstractHead):
     """``(x, unflatten)``: the trained weights ``(W^G, W_O_hat)`` as one flat vector."""
     sizes = (head.W_G.size, head.W_O_hat.size)
     shapes = (head.W_G.shape, head.W_O_hat.shape)
@@ -98,7 +98,7 @@ def value_and_grad_fn(
     ``n_blocks`` blocks of ``block`` sequences (all by default; may be traced, so that one
     compiled program serves datasets of any length up to ``tokens.shape[0]``; rows past the
     data must be masked out)."""
-    x0, unflatten = _split(head)
+    x0, unflatten = split_weights(head)
     P, L = tokens.shape
     B = min(block, P)
     n = -(-P // B)
@@ -334,7 +334,7 @@ def solve_map_optax(
 ) -> ExactFit:  # fmt: skip
     """The reference solver: ``optax.lbfgs`` (zoom line search) on :func:`quenched_energy`, and
     ``n_lanczos`` Lanczos steps on forward-over-reverse Hessian-vector products."""
-    x0, unflatten = _split(head)
+    x0, unflatten = split_weights(head)
     f = lambda x: quenched_energy(unflatten(x), tokens, mask, obj)
     opt = optax.lbfgs(memory_size=memory_size)
     vg = optax.value_and_grad_from_state(f)
@@ -372,7 +372,7 @@ def hessian(
 ) -> Float[Array, "n n"]:
     """Dense Hessian of ``U`` in the flat ``(W^G, W_O_hat)`` coordinates: one Hessian-vector
     product per weight (~1,000 at L=25, V=5), ``batch`` of them vectorised at a time."""
-    x0, unflatten = _split(head)
+    x0, unflatten = split_weights(head)
     f = lambda x: neg_log_posterior(unflatten(x), tokens, mask, obj)
     g = jax.grad(f)
     eye = jnp.eye(x0.size, dtype=x0.dtype)

@@ -141,10 +141,15 @@ def transition_matrix(task) -> Transition:
 
 
 def stationary_law(T: Any) -> Float[np.ndarray, " V"]:
-    r"""$\pi$ with $\pi T=\pi$, $\sum\pi=1$ (float64) of a checked transition matrix."""
-    from .theory.markov import stationary_law as exact  # lazily: theory imports config
-
-    return exact(check_transition(T))
+    r"""$\pi$ with $\pi T=\pi$, $\sum_v\pi_v=1$ (float64) of a checked transition matrix (least
+    squares on the stacked system)."""
+    T = check_transition(T)
+    V = T.shape[0]
+    A = np.vstack([T.T - np.eye(V), np.ones((1, V))])
+    b = np.zeros(V + 1)
+    b[-1] = 1.0
+    pi = np.clip(np.linalg.lstsq(A, b, rcond=None)[0], 0.0, None)
+    return pi / pi.sum()
 
 
 def _cdf(p: np.ndarray) -> Array:

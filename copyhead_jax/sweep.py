@@ -26,8 +26,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._checks import check_output_path
-from ._chunks import load_checkpoint, run_chunked
-from ._devices import run_mesh, shard_runs, to_host
+from ._chunks import load_checkpoint
+from ._chunks import run_chunked as run_chunked  # re-exported: the checkpointed chunk loop
+from ._devices import run_mesh as run_mesh  # re-exported: the mesh the run axis is sharded over
+from ._devices import shard_runs, to_host
 from ._memory import available_bytes as available_bytes  # re-exported: the memory model
 from ._memory import check_memory, chunk_size
 from ._memory import per_run_bytes as per_run_bytes
@@ -76,7 +78,7 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
 
 
-def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = None) -> RunInputs:
+def sweep_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = None) -> RunInputs:
     """Host-side per-run inputs for the whole sweep (run axis first, P-major order), with the
     training pools cut to ``P_pad`` rows (default ``P_max``); runs with ``P > P_pad`` are not
     meaningful in the result."""
@@ -103,7 +105,7 @@ def _all_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = Non
 _SNAPSHOT_KIND = "copyhead_jax.ChunkSnapshot"
 
 
-def _save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int) -> None:
+def save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int) -> None:
     """The state of a chunk in progress (every leaf on the host) and its curves so far."""
     path, fp = snapshot
     arrays = {f"leaf_{i:04d}": to_host(x) for i, x in enumerate(jax.tree_util.tree_leaves(state))}
@@ -112,7 +114,7 @@ def _save_snapshot(snapshot: tuple[Path, str], state, curves: list, n_done: int)
     atomic_save_npz(path, arrays, meta)
 
 
-def _load_snapshot(snapshot: tuple[Path, str] | None, fresh):
+def load_snapshot(snapshot: tuple[Path, str] | None, fresh):
     """``(state, curves, segments_done)`` from a matching snapshot, else ``None``; the leaves go
     back onto the devices with the sharding of ``fresh`` (a just-initialised state)."""
     if snapshot is None or not snapshot[0].exists():
@@ -161,7 +163,7 @@ def _run_chunk(
     state = init_runs(trainer, kinp)
     loss_init = to_host(measure_runs(trainer, state, kinp)[0].train_loss)  # divergence reference
     curves, start = [], 0
-    resumed = _load_snapshot(snapshot, state)
+    resumed = load_snapshot(snapshot, state)
     if resumed is not None:
         state, curves, start = resumed
         if bar is not None:
@@ -178,7 +180,7 @@ def _run_chunk(
         if bar is not None:
             bar.update(step)
         if snapshot is not None and time.time() - last_save >= snapshot_every_s:
-            _save_snapshot(snapshot, state, curves, i + 1)
+            save_snapshot(snapshot, state, curves, i + 1)
             last_save = time.time()
     m, span_gn = measure_runs(trainer, state, kinp)
     curve = np.concatenate(curves, axis=1)[:, :n_logs_total]  # [runs, logs, 2]
@@ -307,7 +309,7 @@ def run_sweep(
 
     merged: dict[str, np.ndarray] = {}
     for pad, runs in groups.items():
-        inputs = jax.tree_util.tree_map(lambda a: a[runs], _all_inputs(cfg, lr_mult, pad))
+        inputs = jax.tree_util.tree_map(lambda a: a[runs], sweep_inputs(cfg, lr_mult, pad))
         group.update(n=len(runs), size=sizes[pad])
 
         def compute(idx, snapshot, inputs=inputs):
@@ -327,7 +329,7 @@ def run_sweep(
         from .continuation import continue_in_P
 
         merged = continue_in_P(
-            cfg, inputs, merged, _exact_solve_from(cfg, mesh),
+            cfg, inputs, merged, exact_solve_from(cfg, mesh),
             None if ckpt is None else ckpt / "continuation", fingerprint,
             on_step=lambda: bar.update(nS),
         )  # fmt: skip
@@ -365,7 +367,7 @@ def run_sweep(
     return result
 
 
-def _exact_solve_from(cfg: Config, mesh):
+def exact_solve_from(cfg: Config, mesh):
     """``solve(inp, (W_G, W_O_hat))``: exact fits of the runs ``inp`` from those weights, the
     runs padded to a multiple of the mesh size (repeats of the last) and cut back."""
     from .fit_exact import run_exact_chunk

@@ -365,9 +365,8 @@ class Runs:
 def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
     ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
-    from copyhead_jax._devices import run_mesh
     from copyhead_jax.continuation import continue_in_P
-    from copyhead_jax.sweep import _all_inputs, _exact_solve_from
+    from copyhead_jax.sweep import exact_solve_from, run_mesh, sweep_inputs
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
     nS = cfg.sweep.n_seeds
@@ -382,9 +381,9 @@ def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
             stack.enter_context(computing(ckpt / f"{runs.cfg.model.attention}-{fp}"))
         out = continue_in_P(
             cfg,
-            _all_inputs(cfg, None),
+            sweep_inputs(cfg, None),
             arrays,
-            _exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)),
+            exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)),
             ckpt,
             fp,
         )
@@ -474,7 +473,7 @@ def seed_gram(cfg: ch.Config, seed_index: int) -> np.ndarray:
     (reduced engine: ``T T^T`` of the run's Gram root, the prior's ``Sigma`` at width inf)."""
     k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
     if cfg.model.engine == "reduced":
-        from copyhead_jax.models._reduce import embedding_root
+        from copyhead_jax.models import embedding_root
 
         with jax.enable_x64(True):
             T = np.asarray(embedding_root(k[1], cfg), dtype=np.float64)
@@ -595,7 +594,8 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
     the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
     likelihood curvature grows like ``P_eff``.
     """
-    from copyhead_jax.sample import PosteriorResult, run_sampler
+    from copyhead_jax.results import PosteriorResult
+    from copyhead_jax.sample import run_sampler
 
     sg = dict(spec.sgld)
     eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")

@@ -86,7 +86,7 @@ def sweep_config(ec: dict, attention: str, protocol: str, init: str = "prior") -
 
 
 def initial_embeddings(cfg: ch.Config, seed_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(W_E, b)`` of seed ``seed_index``'s initial full-width head (``sweep._all_inputs``'s key
+    """``(W_E, b)`` of seed ``seed_index``'s initial full-width head (``sweep.sweep_inputs``'s key
     split: ``[data, init]``)."""
     k = jax.random.split(jax.random.key(cfg.sweep.seed + seed_index))
     head = ch.init_head(k[1], cfg.model, L=cfg.task.L, V=cfg.task.V, chi=cfg.posterior.chi)

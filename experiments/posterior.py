@@ -52,7 +52,7 @@ from copyhead_jax.sample import (
     whiten_runs,
 )
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
@@ -266,7 +266,7 @@ def free_energies(pool, copy, P_ti, ti: dict, key) -> dict:
     Pm = max(P_ti)
     runs, heads, trains, masks = [], [], [], []
     for br, res in (("pool", pool), ("copy", copy)):
-        inp = _all_inputs(res.config, None)
+        inp = sweep_inputs(res.config, None)
         for p in P_ti:
             i = int(np.flatnonzero(res.P == p)[0])
             for s in range(nS):

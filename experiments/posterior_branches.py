@@ -62,8 +62,8 @@ from copyhead_jax.data import masked_mean
 from copyhead_jax.models import head_class
 from copyhead_jax.observables import attention_matrices, order_parameters
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import _with_WG, marginal_energy, marginal_whitening
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
+from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
 
@@ -241,8 +241,8 @@ def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
 
     def one(k, h, t, m, Cm, sd):
         x0 = h.W_G.ravel()
-        U = lambda w: marginal_energy(_with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
-        order = lambda w: _aG(_with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
+        U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
+        order = lambda w: _aG(with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
         U_star = U(jnp.zeros_like(x0))
         st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
                         U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
@@ -258,7 +258,7 @@ def _ref_orders(n_draws, key, heads, train, mask, C):
     def one(k, h, t, m, Cm):
         x0 = h.W_G.ravel()
         w = jax.random.normal(k, (n_draws, x0.size), x0.dtype)
-        return jax.lax.map(lambda v: _aG(_with_WG(h, x0 + Cm @ v), t, m), w, batch_size=250)
+        return jax.lax.map(lambda v: _aG(with_WG(h, x0 + Cm @ v), t, m), w, batch_size=250)
 
     keys = jax.random.split(key, train.shape[0])
     return jax.vmap(one)(keys, heads, train, mask, C)
@@ -271,7 +271,7 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
     nS = n_seeds_total or c["n_seeds"]
     cfg = branch_config(mc, preset(c), "softmax", P_group, None, nS)
     Pm = max(P_group)
-    inp = _all_inputs(cfg, None, Pm)
+    inp = sweep_inputs(cfg, None, Pm)
     runs, arrs, trains, masks = [], [], [], []
     for ip, P, s, b, ref in references(c, sweeps, P_group, seeds):
         if ref is None:

@@ -33,7 +33,7 @@ from copyhead_jax.bayes import ess, mcse_mean, split_rhat
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sgld import run_chains
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100); chains: at gamma = 100 the slowest
 #: direction relaxes in ~(1 + lambda_max / gamma) / eta_frac <= 70 steps on the plain grid
@@ -94,7 +94,7 @@ def llc_sweep(res, key, settings: dict | None = None) -> dict:
     cfg = res.config
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     cls, obj = head_class(cfg.model.attention), Objective.from_config(cfg)
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     train, mask = np.asarray(inp.train), np.asarray(inp.mask)
     prm = {k: res[f"params/{k}"] for k in ("W_E", "b", "W_G", "W_O_hat")}
     names = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "nbeta", "finite_frac")

@@ -51,8 +51,8 @@ import numpy as np
 from copyhead_jax.bayes import hmc_move, tempered_smc
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import _with_WG, marginal_energy
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sample_reduced import marginal_energy, with_WG
+from copyhead_jax.sweep import sweep_inputs
 
 from . import posterior_branches as PB
 from . import posterior_features as PF
@@ -85,7 +85,7 @@ def run_inputs(c: dict, sweeps: dict, P_group):
     b = c["branches"]
     nS = c["n_seeds"]
     cfg = branch_config(b["mc"], "plain", "softmax", P_group, None, nS)
-    inp = _all_inputs(cfg, None, max(P_group))
+    inp = sweep_inputs(cfg, None, max(P_group))
     runs, heads, trains, masks = [], {k: [] for k in PB.BRANCHES}, [], []
     for ip, P in enumerate(P_group):
         for s in range(nS):
@@ -118,10 +118,10 @@ def _programs(cfg, c):
     n_moves, n_leap = c["n_moves"], c["n_leap"]
 
     def U_m(h, t, m, x):
-        return marginal_energy(_with_WG(h, x), t, m, obj)
+        return marginal_energy(with_WG(h, x), t, m, obj)
 
     def aG(h, t, m, x):
-        return PB._aG(_with_WG(h, x), t, m)
+        return PB._aG(with_WG(h, x), t, m)
 
     def U_0(ref, x):
         """-log of the normalised two-component reference at ``x``."""

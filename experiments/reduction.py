@@ -35,7 +35,7 @@ from copyhead_jax.polish import polish
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import Sampler, default_sgld, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams, theory_curve
 
 WIDTHS = (128, 1024, 10_000, math.inf)
@@ -113,7 +113,7 @@ def _nuts(cfg, res) -> dict:
     """NUTS on the joint posterior of (W^G, W_O_hat) of the run of ``res`` (2 x 1,000 draws)."""
     import equinox as eqx
 
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(cfg)
         like = head_template(cfg)

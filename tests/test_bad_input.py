@@ -83,7 +83,7 @@ def reduced(reduced_run):
 @pytest.mark.parametrize("which", ["full", "reduced"])
 def test_sample_too_many_steps_is_refused_before_work(which, request, monkeypatch, capsys):
     path = request.getfixturevalue(which)
-    monkeypatch.setattr(sample_mod, "_all_inputs", no_work)
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
     rc = main(["sample", str(path), "--steps", "1000000000", "--quiet", "--no-plot"])
     one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*GiB is available.*--steps")
     assert not list(path.parent.glob("*posterior*"))
@@ -91,7 +91,7 @@ def test_sample_too_many_steps_is_refused_before_work(which, request, monkeypatc
 
 def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypatch):
     monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
-    monkeypatch.setattr(sample_mod, "_all_inputs", no_work)
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
     sgld = ch.SGLDConfig(step_size=0.3, n_steps=100, burn_in=99, thin=5)
     with pytest.raises(ValueError, match=r"keeps no draw.*--steps"):
         sample_mod.run_sampler(SweepResult.load(reduced), sgld, out=tmp_path / "p.npz")
@@ -100,7 +100,7 @@ def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypa
 
 @pytest.mark.parametrize("bad", [-1, "a", 1.5, True])
 def test_chunk_runs_must_be_an_int(full, bad, monkeypatch):
-    monkeypatch.setattr(sample_mod, "_all_inputs", no_work)
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
     with pytest.raises(ValueError, match=r"chunk_runs must be an int in \[0, "):
         sample_mod.run_sampler(SweepResult.load(full), SHORT, chunk_runs=bad, progress=False)
 
@@ -142,7 +142,7 @@ def test_sample_paths_checked_before_sampling(full, tmp_path, flag, monkeypatch,
 
 
 def test_polish_checks_its_output_before_work(reduced, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(polish_mod, "_polish_runs", no_work)
+    monkeypatch.setattr(polish_mod, "polish_runs", no_work)
     (tmp_path / "file").write_text("")
     rc = main(["polish", str(reduced), "--out", str(tmp_path / "file" / "p.npz")])
     one_line_error(capsys, rc, "is not writable")
@@ -172,7 +172,7 @@ def test_nan_sampler_diagnostics_are_not_healthy(full, capsys):
     assert "is NaN" in err and "raise --steps" in err
     assert any("NaN" in w for w in post.meta["warnings"])
     assert post["flagged"].all()
-    sample_cli._print_posterior(post)
+    sample_cli.print_posterior(post)
     assert f"# {post['flagged'].size} run(s) flagged" in capsys.readouterr().out
 
 
@@ -183,7 +183,7 @@ def test_sample_takes_a_lock_and_cleans_orphans(full, tmp_path, monkeypatch):
     out = tmp_path / "post.npz"
     Path(str(out) + ".lock").write_text(f"{os.getppid()}\n")  # a live writer
     with monkeypatch.context() as m:
-        m.setattr(sample_mod, "_all_inputs", no_work)
+        m.setattr(sample_mod, "sweep_inputs", no_work)
         with pytest.raises(ValueError, match="being written by another process"):
             sample_mod.run_sampler(SweepResult.load(full), SHORT, out=out, progress=False)
     Path(str(out) + ".lock").unlink()
@@ -203,7 +203,7 @@ def test_weights_that_disagree_with_the_config_are_refused(reduced, tmp_path, mo
     path = res.replace(arrays=bad).save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match=r"weights disagree with its config \(params/W_G"):
         SweepResult.load(path)
-    monkeypatch.setattr(polish_mod, "_polish_runs", no_work)
+    monkeypatch.setattr(polish_mod, "polish_runs", no_work)
     with pytest.raises(ValueError, match="weights disagree"):
         polish_mod.polish(res.replace(arrays=bad))
 

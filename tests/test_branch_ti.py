@@ -15,12 +15,12 @@ from copyhead_jax.bayes import branch_log_z, hmc_chains, path_rungs, reference_m
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample_reduced import (
-    _with_WG,
     collapsed_chains,
     marginal_energy,
     marginal_whitening,
+    with_WG,
 )
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 
 TS = np.array([0.0, 0.1, 0.25, 0.45, 0.7, 1.0])
 HMC = dict(n_iter=1500, thin=3, step_size=0.5, n_adapt=100)
@@ -105,7 +105,7 @@ def test_hmc_kernel_equals_collapsed_chains():
     cfg = ch.TINY.replace(model=dict(engine="reduced", width=10_000, attention="softmax"),
                           sweep=dict(P=(8,), n_seeds=1))  # fmt: skip
     res = ch.run_sweep(cfg, progress=False, keep_params=True)
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     obj = Objective.from_config(cfg)
     t = inp.train[0]
     with jax.enable_x64(True):
@@ -122,7 +122,7 @@ def test_hmc_kernel_equals_collapsed_chains():
     kw = dict(n_iter=20, thin=5, step_size=0.3, n_adapt=10)
     ref = collapsed_chains(keys, h, t, m32, obj, jnp.stack([x0, x0]), C,
                            lambda hh: hh.W_G.ravel(), **kw)  # fmt: skip
-    U = lambda w: marginal_energy(_with_WG(h, x0 + C @ w), t, m32, obj)  # noqa: E731
+    U = lambda w: marginal_energy(with_WG(h, x0 + C @ w), t, m32, obj)  # noqa: E731
     new = hmc_chains(keys, U, jnp.zeros((2, x0.size), jnp.float32), lambda w: x0 + C @ w, **kw)
     np.testing.assert_allclose(new.draws, ref.draws, rtol=0, atol=1e-4)
     np.testing.assert_allclose(new.accept, ref.accept, rtol=0, atol=1e-4)

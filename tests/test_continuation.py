@@ -8,10 +8,10 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.continuation import FROM_ABOVE, FROM_BELOW, OWN, continue_in_P, steps
 from copyhead_jax.observables import measure
-from copyhead_jax.polish import _full_head
+from copyhead_jax.polish import full_head
 from copyhead_jax.posterior import Objective
 from copyhead_jax.solve import quenched_energy
-from copyhead_jax.sweep import _all_inputs, _exact_solve_from
+from copyhead_jax.sweep import exact_solve_from, sweep_inputs
 
 # linear attention in the plain conventions (sigma^2 = chi = 30) at L = 8, V = 3: several minima
 # at small P, as at L = 25 (ch.TINY's smaller prior variances have one on this grid)
@@ -58,7 +58,7 @@ def test_kept_fields_belong_to_the_kept_weights(sweeps):
     (float64; the blocked sums of the solver and of measure_blocked differ from these by
     rounding only: 1e-9 relative)."""
     _, cont = sweeps
-    inp = _all_inputs(CFG, None)
+    inp = sweep_inputs(CFG, None)
     nS = cont["U"].shape[1]
     obj = Objective.from_config(CFG)
     moved = list(zip(*np.nonzero(cont["start_source"] != OWN)))
@@ -67,7 +67,7 @@ def test_kept_fields_belong_to_the_kept_weights(sweeps):
     with jax.enable_x64(True):
         for i, s in [(0, 0), *moved]:
             r = i * nS + s
-            head = _full_head(CFG, {k: cont[f"params/{k}"][i, s]
+            head = full_head(CFG, {k: cont[f"params/{k}"][i, s]
                                     for k in ("W_E", "b", "W_G", "W_O_hat")})  # fmt: skip
             t, m = jnp.asarray(inp.train[r]), jnp.asarray(inp.mask[r], jnp.float64)
             U, meas = energy_and_measure(head, t, m, jnp.asarray(inp.test[r]))
@@ -84,8 +84,8 @@ def test_interrupted_continuation_resumes_identically(sweeps, tmp_path):
     single, cont = sweeps
     cfg = CFG.replace(train=dict(exact_continuation=True))
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("runs",))
-    solve = _exact_solve_from(cfg, mesh)
-    inputs = _all_inputs(cfg, None)
+    solve = exact_solve_from(cfg, mesh)
+    inputs = sweep_inputs(cfg, None)
     arrays = {k: np.asarray(v).reshape((-1,) + v.shape[2:]) for k, v in single.arrays.items()
               if v.shape[:2] == single["U"].shape}  # fmt: skip
     calls = []

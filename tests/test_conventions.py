@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from copyhead_jax import config, conventions, observables, posterior
+from copyhead_jax import config, conventions, observables, posterior, presets
 from copyhead_jax import theory as th
 from copyhead_jax.theory.points import p_c1_closed_form
 
@@ -76,7 +76,7 @@ def test_likelihood_convention_in_names_and_flags():
         a = conventions.effective_P(jnp.asarray(P), L=jnp.asarray(float(L)), likelihood=flag)
         assert float(a) == conventions.effective_P(P, L=L, likelihood=name)
     assert conventions.noise_variance(30.0, L=L, likelihood="per_position") == 750.0
-    cfg = config.PLAIN.replace(posterior=dict(likelihood="per_position"))
+    cfg = presets.PLAIN.replace(posterior=dict(likelihood="per_position"))
     assert posterior.Objective.from_config(cfg).likelihood_weight == 30.0 / (2 * 750.0)
     with pytest.raises(ValueError, match="likelihood"):
         conventions.effective_P(P, L=L, likelihood="per_token")
@@ -110,7 +110,7 @@ def _standard():
 
 def _cfg(attention, likelihood, linear_scale, in_readout, in_noise):
     """Non-default scales everywhere: a convention applied twice or not at all shows."""
-    return config.PAPER.replace(
+    return presets.PAPER.replace(
         task=dict(L=5, V=3),
         model=dict(attention=attention, engine="reduced", width=64, linear_scale=linear_scale,
                    sigma_e=1.3, sigma_p=0.8, sigma_G=1.7, sigma_O=0.6),
@@ -198,7 +198,7 @@ def test_softmax_network_energy_equals_theory_action(likelihood, linear_scale, i
 def test_chi_switches_reach_the_engine_and_the_theory():
     """The readings differ where they should: noise sigma^2/chi or sigma^2, readout prior std of
     W_O_hat sigma_O or sigma_O sqrt(chi); both on is the default, bit for bit."""
-    base = config.PAPER
+    base = presets.PAPER
     obj = posterior.Objective.from_config(base)
     for r, n in CHI_SWITCHES:
         cfg = base.replace(posterior=dict(chi_in_readout_prior=r, chi_in_noise=n))
@@ -208,12 +208,12 @@ def test_chi_switches_reach_the_engine_and_the_theory():
         s2, chi = th.TheoryParams.from_config(cfg).sigma2_chi
         assert s2 / chi == (1.0 if n else 30.0) and chi == (30.0 if r else 1.0)
     assert conventions.theory_sigma2_chi(30.0, 7.0) == (30.0, 7.0)
-    assert config.PAPER.to_dict() == config.Config.from_dict(config.PAPER.to_dict()).to_dict()
-    assert "chi_in_noise" not in config.PAPER.to_dict()["posterior"]  # fingerprints unchanged
-    lik = config.preset("paper-chi-lik")
+    assert presets.PAPER.to_dict() == config.Config.from_dict(presets.PAPER.to_dict()).to_dict()
+    assert "chi_in_noise" not in presets.PAPER.to_dict()["posterior"]  # fingerprints unchanged
+    lik = presets.preset("paper-chi-lik")
     assert lik.posterior.chi_in_readout_prior is False
     assert config.Config.from_dict(lik.to_dict()) == lik
-    assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == config.PAPER
+    assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == presets.PAPER
 
 
 def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
@@ -221,7 +221,7 @@ def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
     the default's (full engine, reduced engine), every other leaf identical."""
     from copyhead_jax.models import head_template, init_head, init_reduced
 
-    base = config.TINY.replace(posterior=dict(chi=9.0))
+    base = presets.TINY.replace(posterior=dict(chi=9.0))
     alt = base.replace(posterior=dict(chi_in_readout_prior=False))
     k = jax.random.key(0)
     m, L, V = base.model, base.task.L, base.task.V

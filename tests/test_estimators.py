@@ -87,7 +87,7 @@ def test_standard_errors_cover_the_truth_at_the_nominal_rate(phi):
 def test_per_run_estimators_use_p_and_only_the_finite_chains():
     import copyhead_jax as ch
     from copyhead_jax.bayes import run_mean, run_susceptibility
-    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
 
     rng = np.random.default_rng(5)
     cfg = ch.TINY.replace(sweep=dict(P=(2, 8), n_seeds=2))

@@ -161,7 +161,7 @@ def test_tiny_hysteresis_and_scaling_run_and_agree_with_main(tiny):
 def test_seed_data_and_embeddings_match_the_sweep(tiny):
     # the finite-width theory must see exactly the run's training set and embeddings (the runs
     # come from the tiny reproduction's cache: no new sweep)
-    from copyhead_jax.sweep import _all_inputs
+    from copyhead_jax.sweep import sweep_inputs
 
     s = tiny.spec()
     lin, _, _ = F.branch_runs(s)
@@ -169,7 +169,7 @@ def test_seed_data_and_embeddings_match_the_sweep(tiny):
     C.measure(lin, s.settings["P_linear"], s)
     assert tiny.sweeps() == before
     cfg = lin.cfg.replace(sweep=dict(P=(4,)))
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     assert np.array_equal(C.seed_tokens(cfg, 0, 4), np.asarray(inp.train[0]))
     # float32 embeddings of the run vs the float64 Gram of the same draw
     np.testing.assert_allclose(C.seed_gram(cfg, 0), C.run_gram(lin, 4, 0), rtol=1e-5, atol=1e-6)

@@ -2,6 +2,7 @@
 ``sys.path``, and theory/ stays below compare/; artefact scripts import the library, not each
 other; the paper's numbers are written once."""
 
+import ast
 import re
 import subprocess
 import sys
@@ -99,3 +100,169 @@ def test_the_papers_numbers_are_written_once():
     from copyhead_jax.theory.scaling import PAPER_LAWS
 
     assert paper.PAPER_LAWS is PAPER_LAWS
+
+
+def _module_names() -> set[str]:
+    names = set()
+    for f in PKG.rglob("*.py"):
+        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def _is_private(dotted: str) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split("."))
+
+
+def _package_uses(text: str, modules: set[str]) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of what ``text`` takes from copyhead_jax: every import (at any
+    depth), and every attribute or ``setattr`` name of a module it bound, cut one name past the
+    module (``ch.sweep.f._cache_size`` -> ``copyhead_jax.sweep.f``)."""
+    tree, out, bound = ast.parse(text), [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out.append((node.lineno, a.name))
+                top = a.name.split(".")[0]
+                bound[a.asname or top] = a.name if a.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                out.append((node.lineno, f"{node.module}.{a.name}"))
+                if f"{node.module}.{a.name}" in modules:
+                    bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    for node in ast.walk(tree):
+        chain, v = [], node
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("setattr"):
+            if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+                continue
+            chain, v = [str(node.args[1].value)], node.args[0]
+        while isinstance(v, ast.Attribute):
+            chain, v = [v.attr, *chain], v.value
+        if chain and isinstance(v, ast.Name) and v.id in bound:
+            out.append((node.lineno, ".".join([bound[v.id], *chain])))
+    cut = []
+    for line, name in out:
+        parts = name.split(".")
+        if parts[0] != "copyhead_jax":
+            continue
+        i = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in modules)
+        cut.append((line, ".".join(parts[: i + 1])))
+    return cut
+
+
+# Tests of a private module's own behaviour, the only private imports allowed outside the package.
+PRIVATE_ALLOWED = {
+    ("tests/test_runtime.py", "copyhead_jax._runtime"),  # the import-time XLA pool guard itself
+    ("tests/test_models.py", "copyhead_jax.models._compute"),  # patches its SEQ_BLOCK knob
+}
+
+
+def _allowed(path: str, name: str) -> bool:
+    return any(p == path and (name + ".").startswith(m + ".") for p, m in PRIVATE_ALLOWED)
+
+
+def test_nothing_outside_the_package_imports_a_private_name_of_it():
+    modules = _module_names()
+    bad = sorted(
+        (str(f.relative_to(ROOT)), name, line)
+        for folder in ("experiments", "benchmarks", "tests")
+        for f, text in _sources(ROOT / folder)
+        for line, name in set(_package_uses(text, modules))
+        if _is_private(name) and not _allowed(str(f.relative_to(ROOT)), name)
+    )
+    assert bad == []
+    caught = (
+        "from copyhead_jax.sweep import (\n    run_sweep,\n    _x,\n)\nimport copyhead_jax._y\n"
+        "import copyhead_jax as ch\nfrom copyhead_jax import sweep as S\nch.sweep._z.f()\n"
+        "S.run_sweep._cache_size()\nmonkeypatch.setattr(S, '_w', None)\n"
+    )
+    assert sorted({n for _, n in _package_uses(caught, modules) if _is_private(n)}) == [
+        "copyhead_jax._y", "copyhead_jax.sweep._w", "copyhead_jax.sweep._x", "copyhead_jax.sweep._z"
+    ]  # fmt: skip
+
+
+def _import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, from ``{module: (source, is_package)}``.
+
+    Every ``import`` counts, at any depth (function-level and ``TYPE_CHECKING`` ones too), and
+    importing ``a.b.c`` from outside ``a.b`` also runs ``a.b``'s ``__init__``."""
+    graph = {}
+    for name, (text, is_pkg) in sources.items():
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                mod = ".".join([*base, *([node.module] if node.module else [])])
+                for a in node.names:
+                    targets.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in sources else mod)
+        edges = set()
+        for t in targets:
+            parts = t.split(".")
+            for i in range(2, len(parts) + 1):  # the root package is always already importing
+                pre = ".".join(parts[:i])
+                if i == len(parts) or not name.startswith(pre + "."):
+                    edges.add(pre)
+        graph[name] = {m for m in edges if m in sources and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, found = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_circle():
+    sources = {}
+    for f in PKG.rglob("*.py"):
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        is_pkg = parts[-1] == "__init__"
+        sources[".".join(parts[:-1] if is_pkg else parts)] = (f.read_text(), is_pkg)
+    graph = _import_graph(sources)
+    assert graph["copyhead_jax.sweep"] >= {"copyhead_jax.train", "copyhead_jax.config"}
+    assert _cycles(graph) == []
+    # the check itself: a lazy import inside a function, and a subpackage's __init__, count
+    toy = {
+        "p": ("from . import a", True),
+        "p.a": ("from .q.c import f", False),
+        "p.q": ("from .b import g", True),
+        "p.q.b": ("def g():\n    from ..a import h", False),
+        "p.q.c": ("", False),
+    }
+    assert _cycles(_import_graph(toy)) == [["p.a", "p.q", "p.q.b"]]
+
+
+def test_inside_the_package_private_names_stay_in_their_module():
+    modules = _module_names()
+    bad = []
+    for f, text in _sources(PKG):
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                here = ".".join(f.relative_to(ROOT).with_suffix("").parts[: -node.level or None])
+                mod = ".".join(filter(None, [here if node.level else "", node.module or ""]))
+                bad += [f"{f.relative_to(ROOT)}:{node.lineno}: {a.name}" for a in node.names
+                        if _is_private(a.name) and f"{mod}.{a.name}" not in modules]  # fmt: skip
+    assert bad == []

@@ -168,7 +168,7 @@ def test_llc_summary_is_mean_data_energy_above_the_fit():
     """lambda-hat at n beta = n, gamma = 0 is E[D] - D(w*), D = w P train_loss; the finite
     chains only; MCSE scales the same way."""
     from copyhead_jax.posterior import Objective
-    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
     from experiments import posterior as E
 
     cfg = ch.TINY.replace(sweep=dict(P=(4, 8), n_seeds=2))

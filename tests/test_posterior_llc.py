@@ -11,7 +11,7 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -25,7 +25,7 @@ def _laplace_llc(res, i, s, gamma):
     nS = cfg.sweep.n_seeds
     P = int(cfg.sweep.P[i])
     obj = Objective.from_config(cfg)
-    tok = jnp.asarray(np.asarray(_all_inputs(cfg, None).train)[i * nS + s][:P])
+    tok = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[i * nS + s][:P])
     prm = {k: jnp.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
     nG = prm["W_G"].size
 

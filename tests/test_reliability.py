@@ -16,7 +16,6 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
-from copyhead_jax._chunks import run_chunked
 from copyhead_jax.cli import main, save_figure
 from copyhead_jax.config import Config
 from copyhead_jax.results import (
@@ -28,6 +27,7 @@ from copyhead_jax.results import (
     release_lock,
     remove_tmp_orphans,
 )
+from copyhead_jax.sweep import run_chunked
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))
 
@@ -53,7 +53,7 @@ def fake_sweep(cfg: Config = CFG, *, loss=None, drop=(), diverged=None) -> Sweep
 
 
 def fake_posterior(cfg: Config = CFG):
-    from copyhead_jax.sample import DRAW_FIELDS, PosteriorResult
+    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
 
     nP, nS, nC, nD = len(cfg.sweep.P), cfg.sweep.n_seeds, 2, 5
     rng = np.random.default_rng(1)
@@ -323,7 +323,7 @@ def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
 
     path = tmp_path / "chunk_00000.partial.npz"
     path.write_bytes(b"garbage")
-    assert sweep_mod._load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
+    assert sweep_mod.load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
     assert "unreadable" in capsys.readouterr().err and not path.exists()
 
 

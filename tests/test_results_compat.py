@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax.cli import _print_table
-from copyhead_jax.results import SCALARS, SCHEMA_VERSION, atomic_save_npz
-from copyhead_jax.sample import DRAW_FIELDS, POSTERIOR_KIND, PosteriorResult
+from copyhead_jax.cli import print_table
+from copyhead_jax.results import (
+    DRAW_FIELDS,
+    POSTERIOR_KIND,
+    SCALARS,
+    SCHEMA_VERSION,
+    PosteriorResult,
+    atomic_save_npz,
+)
 
 OLD = Path(__file__).parent / "data" / "old_softmax_tiny.npz"
 CFG = ch.TINY.replace(model=dict(attention="softmax"))
@@ -53,7 +59,7 @@ def test_old_file_and_a_fresh_run_give_the_same_numbers(old, tmp_path):
 
 
 def test_cli_table_names_the_softmax_order_parameters(old, capsys):
-    _print_table(old)
+    print_table(old)
     header = capsys.readouterr().out.splitlines()[1].split()
     assert header[:3] == ["P", "a1", "aG"]
 

@@ -5,7 +5,8 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import main
-from copyhead_jax.sample import PosteriorResult, run_sampler
+from copyhead_jax.results import PosteriorResult
+from copyhead_jax.sample import run_sampler
 
 CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
 SGLD = ch.SGLDConfig(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2)

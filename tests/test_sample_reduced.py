@@ -14,7 +14,7 @@ from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import Sampler, default_sgld, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
 from copyhead_jax.solve import solve_map
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 
 CFG = ch.TINY.replace(
     model=dict(engine="reduced", width=10_000, attention="softmax"),
@@ -45,14 +45,14 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
     hand-written Cholesky equals LAPACK's, and the readout draws have the conditional's moments."""
     from copyhead_jax.models import head_class
     from copyhead_jax.sample_reduced import (
-        _cholesky,
+        cholesky,
         draw_readout,
         marginal_energy,
         readout_conditional,
     )  # fmt: skip
     from copyhead_jax.solve import quenched_energy
 
-    inp = _all_inputs(LIN, None)
+    inp = sweep_inputs(LIN, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(LIN)
         arr = {k: jnp.asarray(linear_sweep[f"params/{k}"][1, 0], jnp.float64)
@@ -60,7 +60,7 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
         h = head_class("linear").from_arrays(LIN, arr)
         t, m = inp.train[1], jnp.asarray(inp.mask[1], jnp.float64)
         Lam, B, _ = readout_conditional(h, t, m, obj)
-        np.testing.assert_allclose(_cholesky(Lam), np.linalg.cholesky(np.asarray(Lam)),
+        np.testing.assert_allclose(cholesky(Lam), np.linalg.cholesky(np.asarray(Lam)),
                                    rtol=1e-10, atol=1e-12)  # fmt: skip
         mean = np.linalg.solve(np.asarray(Lam), np.asarray(B)).T
         np.testing.assert_allclose(mean, h.W_O_hat, atol=1e-6)  # the fit is the conditional mode
@@ -106,7 +106,7 @@ def test_default_sampler_agrees_with_nuts(att):
     no step-size bias) and from NUTS on the joint posterior of (W^G, W_O_hat) agree within 4
     combined Monte-Carlo standard errors."""
     cfg = (CFG if att == "softmax" else LIN).replace(sweep=dict(P=(16,), n_seeds=1))
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(cfg)
         h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax.sweep import _all_inputs
+from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams, finite_theory_minimum
 
 
@@ -28,7 +28,7 @@ def test_exact_map_lands_on_the_finite_width_theory(attention):
     )  # fmt: skip
     res = ch.run_sweep(cfg, progress=False, keep_params=True)
     assert bool(res["converged"][0, 0]) and float(res["min_eig"][0, 0]) > 0
-    tokens = np.asarray(_all_inputs(cfg, None).train[0])[:64]
+    tokens = np.asarray(sweep_inputs(cfg, None).train[0])[:64]
     ft = finite_theory_minimum(
         tokens=tokens, gram=res["gram"][0, 0], params=TheoryParams.from_config(cfg),
         attention=attention,

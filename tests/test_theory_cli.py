@@ -56,10 +56,10 @@ def test_figures_are_written(tmp_path, capsys):
 
 
 def test_range_parser_and_errors():
-    assert cli._range("10:14") == [10, 11, 12, 13, 14]
-    assert cli._range("10:20:5") == [10, 15, 20]
-    assert cli._range("3,5") == [3, 5]
+    assert cli.parse_range("10:14") == [10, 11, 12, 13, 14]
+    assert cli.parse_range("10:20:5") == [10, 15, 20]
+    assert cli.parse_range("3,5") == [3, 5]
     with pytest.raises(argparse.ArgumentTypeError):
-        cli._range("a:b")
+        cli.parse_range("a:b")
     with pytest.raises(SystemExit):
         cli.main(["points", "--attention", "relu"])

@@ -127,10 +127,10 @@ def test_span_action_is_the_finite_action_on_the_ansatz(preset):
 def test_a_curve_over_P_compiles_once_and_matches_single_P_calls():
     params = th.TheoryParams.preset("plain", L=6, V=3)
     tokens, gram = _inputs(6, 3, 16, 1, 30)
-    F._finite_core.clear_cache()
+    F.finite_core.clear_cache()
     a = F.finite_minima(tokens, [3, 5, 8, 13, 21], gram=gram, params=params, attention="softmax")
     b = F.finite_minima(tokens, [30, 2, 4], gram=gram, params=params, attention="softmax")
-    assert F._finite_core._cache_size() == 1  # both grids pad to the bucket of 8
+    assert F.finite_core._cache_size() == 1  # both grids pad to the bucket of 8
     one = F.finite_minima(tokens, [13] * 8, gram=gram, params=params, attention="softmax")
     # the same P gives the same minimum whatever else is in the curve (no coupling across P)
     assert one["beta"][0] == a["beta"][3] and b["P"].tolist() == [30, 2, 4]

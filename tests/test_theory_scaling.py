@@ -6,7 +6,7 @@ import pytest
 import scipy.stats
 
 from copyhead_jax import theory as th
-from copyhead_jax.theory.scaling import _t_quantile
+from copyhead_jax.theory.scaling import t_quantile
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +18,7 @@ def _strict():
 def test_t_quantile_matches_scipy():
     for dof in (1, 3, 10, 49):
         for q in (0.9, 0.975):
-            assert abs(_t_quantile(q, dof) - scipy.stats.t.ppf(q, dof)) < 1e-9
+            assert abs(t_quantile(q, dof) - scipy.stats.t.ppf(q, dof)) < 1e-9
 
 
 def test_power_law_fit_recovers_exponents_and_its_interval_covers():

@@ -166,9 +166,9 @@ def optax_apply(params, updates):
 
 
 def _inputs(cfg):
-    from copyhead_jax.sweep import _all_inputs
+    from copyhead_jax.sweep import sweep_inputs
 
-    inp = _all_inputs(cfg, None)
+    inp = sweep_inputs(cfg, None)
     return inp._replace(key=jax.random.wrap_key_data(inp.key))
 
 

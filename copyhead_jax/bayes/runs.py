@@ -1,4 +1,4 @@
-r"""Estimators per run of a sweep's posterior (:class:`~copyhead_jax.sample.PosteriorResult`).
+r"""Estimators per run of a sweep's posterior (:class:`~copyhead_jax.results.PosteriorResult`).
 
 Each run ``[P, seed]`` uses only its chains that stayed finite; a run with none (or fewer than
 4 draws) gets NaN. The susceptibility of an observable $x$ is $\chi_x=P\,\mathrm{Var}_{\rm

@@ -46,7 +46,7 @@ def _pick_minor(table: Array, t: Array) -> Array:
     return out
 
 
-def _targets_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
+def targets_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
     """``Y^T``: ``y^a = x^{a-1}`` (periodic), transposed per sequence."""
     return jnp.swapaxes(jax.nn.one_hot(jnp.roll(t, 1, axis=1), V, dtype=jnp.float32), 1, 2)
 
@@ -78,7 +78,7 @@ def _logits_T(M: Gram, t: TokenBatch, V: int) -> Float[Array, "P L L"]:
     return _pick_minor(K[:, :, None, :], t[:, None, :]) + _pick(M_PE.T, t) + M_PP.T[None]
 
 
-def _softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
+def softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
     """``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the softmax head (``causal``: keys
     ``b > a`` get zero weight)."""
     V = R.shape[0]
@@ -92,7 +92,7 @@ def _softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
     return fT, (AT, val)
 
 
-def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], causal: bool = False):
+def softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], causal: bool = False):
     r"""Masked squared-error sum and its gradient in $(M, R)$, written out by hand (``causal``:
     the masked softmax, and position 0 dropped from the sum, see :mod:`._mask`).
 
@@ -105,8 +105,8 @@ def _softmax_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], causal: 
     """
     V = R.shape[0]
     X = jax.nn.one_hot(t, V, dtype=jnp.float32)  # [P, L, V]
-    fT, (AT, val) = _softmax_forward(M, R, t, causal)
-    e = fT - _targets_T(t, V)
+    fT, (AT, val) = softmax_forward(M, R, t, causal)
+    e = fT - targets_T(t, V)
     if causal:
         e = e * target_weights(t.shape[1], causal)[None, None, :]
     err = jnp.sum(e * e, axis=(1, 2))
@@ -135,7 +135,7 @@ def _logit_grad(dsT: Float[Array, "P L L"], X, t: TokenBatch, V: int) -> Gram:
     return jnp.block([[dM_EE, dM_EP], [dM_PE, dM_PP]])
 
 
-def _linear_forward(M: Gram, R, t: TokenBatch, scale: float):
+def linear_forward(M: Gram, R, t: TokenBatch, scale: float):
     r"""``fT[P, V, L]`` of the linear head without forming $s$.
 
     $f = c\,\Phi M \Phi^\top \mathrm{val} = c\,\Phi H$ with $K = \Phi^\top\mathrm{val}$
@@ -153,14 +153,14 @@ def _linear_forward(M: Gram, R, t: TokenBatch, scale: float):
     return fT, (X, KT)
 
 
-def _linear_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):
+def linear_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):
     """Masked squared-error sum and its gradient in ``(M, R)`` for the reassociated linear head
-    (the transposes of the two GEMMs and the selects of ``_linear_forward``)."""
+    (the transposes of the two GEMMs and the selects of ``linear_forward``)."""
     V = R.shape[0]
     P, L = t.shape
     D = V + L
-    fT, (X, KT) = _linear_forward(M, R, t, scale)
-    e = fT - _targets_T(t, V)
+    fT, (X, KT) = linear_forward(M, R, t, scale)
+    e = fT - targets_T(t, V)
     err = jnp.sum(e * e, axis=(1, 2))
     loss = jnp.sum(jnp.where(keep, err, 0.0))
     dfT = jnp.where(keep[:, None, None], (2.0 * scale) * e, 0.0)  # d loss / d H^T rows
@@ -173,24 +173,24 @@ def _linear_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: fl
     return loss, (dM, jnp.concatenate([dR_E, dR_P], axis=1))
 
 
-def _linear_causal_forward(M: Gram, R, t: TokenBatch, scale: float):
+def linear_causal_forward(M: Gram, R, t: TokenBatch, scale: float):
     r"""``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the causal linear head, in the direct
     form $A = c\,(s\odot\mathrm{tril})$ (the mask breaks the reassociation of
-    ``_linear_forward``: $O(L^2V)$ per sequence, as the softmax head)."""
+    ``linear_forward``: $O(L^2V)$ per sequence, as the softmax head)."""
     V = R.shape[0]
     AT = scale * jnp.where(causal_keys_T(t.shape[1])[None], _logits_T(M, t, V), 0.0)
     fT = jnp.einsum("pvb,pba->pva", _values_T(R, t), AT)  # f = A val
     return fT, (AT, _values(R, t))
 
 
-def _linear_causal_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):
+def linear_causal_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):
     r"""Masked squared-error sum of the causal linear head (position 0 dropped) and its gradient:
-    as ``_softmax_energy`` with the linear backward $\delta s = c\,\delta A\odot\mathrm{tril}$."""
+    as ``softmax_energy`` with the linear backward $\delta s = c\,\delta A\odot\mathrm{tril}$."""
     V = R.shape[0]
     L = t.shape[1]
     X = jax.nn.one_hot(t, V, dtype=jnp.float32)  # [P, L, V]
-    fT, (AT, val) = _linear_causal_forward(M, R, t, scale)
-    e = (fT - _targets_T(t, V)) * target_weights(L, True)[None, None, :]
+    fT, (AT, val) = linear_causal_forward(M, R, t, scale)
+    e = (fT - targets_T(t, V)) * target_weights(L, True)[None, None, :]
     err = jnp.sum(e * e, axis=(1, 2))
     loss = jnp.sum(jnp.where(keep, err, 0.0))
     dfT = jnp.where(keep[:, None, None], 2.0 * e, 0.0)  # [P, v, a]
@@ -231,7 +231,7 @@ def _blocked(energy: Callable, M, R, t, keep):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _fused_sq_error(energy, M, R, t, keep):
+def fused_sq_error(energy, M, R, t, keep):
     """Data term of U as a function of ``(M, R)``; its JVP reuses the hand-written gradient.
 
     A JVP rule (rather than a VJP) keeps forward mode and second derivatives available: the
@@ -240,7 +240,7 @@ def _fused_sq_error(energy, M, R, t, keep):
     return _blocked(energy, M, R, t, keep)[0]
 
 
-@_fused_sq_error.defjvp
+@fused_sq_error.defjvp
 def _fused_sq_error_jvp(energy, primals, tangents):
     M, R, t, keep = primals
     tM, tR = tangents[0], tangents[1]

@@ -17,11 +17,11 @@ The batched path (``outputs``, ``squared_error_sum``) works on token indices ``t
 never builds one-hot products: the logits are read out of ``M`` by selects,
 $s_{ab} = M_{EE}[t_a,t_b] + M_{EP}[t_a,b] + M_{PE}[a,t_b] + M_{PP}[a,b]$, and the values are
 $R_E[:,t_b] + R_P[:,b]$. The data term of U and its gradient with respect to $(M, R)$ are
-computed together in one pass (``_fused_sq_error``, a ``custom_jvp``): the backward of the
+computed together in one pass (``fused_sq_error``, a ``custom_jvp``): the backward of the
 $P\times L\times L$ block is written out by hand so that no $P\times L\times L$ array is stored
 for a second pass, and the gradient reaches the weights through the small $M$, $R$ only.
 Linear attention never forms $s$: $f = c\,\Phi M (\Phi^\top \mathrm{val})$ is
-reassociated into $(V{+}L)$-sized contractions (see ``_linear_energy``). The batched path
+reassociated into $(V{+}L)$-sized contractions (see ``linear_energy``). The batched path
 lives in ``_compute.py``; this module holds the heads, their registry and their prior draw.
 """
 
@@ -40,16 +40,16 @@ from jaxtyping import Array, Float
 
 from .. import conventions
 from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
-from ..config import Config, ModelConfig, TrainConfig
+from ..config import ATTENTIONS, Config, ModelConfig, TrainConfig
 from ._compute import (
-    _fused_sq_error,
-    _linear_causal_energy,
-    _linear_causal_forward,
-    _linear_energy,
-    _linear_forward,
-    _softmax_energy,
-    _softmax_forward,
-    _targets_T,
+    fused_sq_error,
+    linear_causal_energy,
+    linear_causal_forward,
+    linear_energy,
+    linear_forward,
+    softmax_energy,
+    softmax_forward,
+    targets_T,
 )
 from ._mask import mask_logits, target_weights
 
@@ -157,14 +157,14 @@ class AbstractHead(eqx.Module):
         fT = self._outputs_T(self.logit_gram(), self.readout_map(), tokens)
         if self.causal:  # position 0 has no previous token (models._mask)
             w = target_weights(tokens.shape[1], True)[None, None, :]
-            return jnp.sum(w * (fT - _targets_T(tokens, V)) ** 2, axis=(1, 2))
-        return jnp.sum((fT - _targets_T(tokens, V)) ** 2, axis=(1, 2))
+            return jnp.sum(w * (fT - targets_T(tokens, V)) ** 2, axis=(1, 2))
+        return jnp.sum((fT - targets_T(tokens, V)) ** 2, axis=(1, 2))
 
     def squared_error_sum(self, tokens: TokenBatch, mask: Float[Array, " P"]) -> Scalar:
         """``sum_alpha [mask_alpha > 0] ||f_alpha - y_alpha||^2`` with a fused, hand-written
         gradient (``custom_jvp``): padding rows contribute exactly nothing, value or gradient."""
         M, R = self.logit_gram(), self.readout_map()
-        return _fused_sq_error(self._energy_fn(), M, R, tokens, mask > 0)
+        return fused_sq_error(self._energy_fn(), M, R, tokens, mask > 0)
 
     @abc.abstractmethod
     def _outputs_T(self, M: Gram, R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P V L"]:
@@ -198,13 +198,13 @@ class LinearHead(AbstractHead):
 
     def _outputs_T(self, M, R, t):
         if self.causal:
-            return _linear_causal_forward(M, R, t, self.scale)[0]
-        return _linear_forward(M, R, t, self.scale)[0]
+            return linear_causal_forward(M, R, t, self.scale)[0]
+        return linear_forward(M, R, t, self.scale)[0]
 
     def _energy_fn(self):
         if self.causal:
-            return functools.partial(_linear_causal_energy, scale=self.scale)
-        return functools.partial(_linear_energy, scale=self.scale)
+            return functools.partial(linear_causal_energy, scale=self.scale)
+        return functools.partial(linear_energy, scale=self.scale)
 
 
 class SoftmaxHead(AbstractHead):
@@ -220,16 +220,17 @@ class SoftmaxHead(AbstractHead):
         return jax.nn.softmax(s, axis=-1)
 
     def _outputs_T(self, M, R, t):
-        return _softmax_forward(M, R, t, self.causal)[0]
+        return softmax_forward(M, R, t, self.causal)[0]
 
     def _energy_fn(self):
         if self.causal:
-            return functools.partial(_softmax_energy, causal=True)
-        return _softmax_energy
+            return functools.partial(softmax_energy, causal=True)
+        return softmax_energy
 
 
-#: The one place that maps an attention name (``ModelConfig.attention``) to its head class.
-HEADS: dict[str, type[AbstractHead]] = {"linear": LinearHead, "softmax": SoftmaxHead}
+#: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the
+#: names are ``config.ATTENTIONS`` (config validates them and sits below models), in order.
+HEADS: dict[str, type[AbstractHead]] = dict(zip(ATTENTIONS, (LinearHead, SoftmaxHead), strict=True))
 
 
 def head_class(attention: str) -> type[AbstractHead]:

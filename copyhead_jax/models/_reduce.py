@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .. import conventions
 from ..config import Config, ModelConfig
 from ._head import AbstractHead, head_class, readout_prior_std
 
@@ -160,9 +161,8 @@ def expand_head(
 def copy_start(T: Root, *, V: int, L: int, logit: float) -> Float[Array, "D D"]:
     r"""$A$ whose logits are ``logit`` $\cdot G^*$ on the positional block and zero elsewhere:
     $A=T^{-1}M^*T^{-\top}$ (the reduced image of the full engine's minimum-norm copy start)."""
-    from ..observables import shift_operator
-
-    M = jnp.zeros((V + L, V + L), T.dtype).at[V:, V:].set(logit * shift_operator(L))
+    G_star = conventions.shift_matrix(L, jnp.float32)  # as observables.shift_operator
+    M = jnp.zeros((V + L, V + L), T.dtype).at[V:, V:].set(logit * G_star)
     Ti = jnp.linalg.inv(T)
     return Ti @ M @ Ti.T
 

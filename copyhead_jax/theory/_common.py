@@ -10,10 +10,10 @@ import jax.numpy as jnp
 
 from .. import conventions as conv
 from .._checks import check_choice
+from ..config import ATTENTIONS as ATTENTIONS  # the attention names are written once, in config
 from ..config import LIKELIHOODS, LINEAR_SCALES
 
 OBJECTIVES = ("map", "post")
-ATTENTIONS = ("linear", "softmax")
 
 
 def x64(fn):

@@ -85,7 +85,7 @@ def embedding_gram(W_E, b) -> Gram:
     return U @ U.T / W_E.shape[0]
 
 
-def _gram_root(gram: Gram):
+def gram_root(gram: Gram):
     """``R`` with ``R R^T = gram`` (symmetric eigen-root; a rank-deficient Gram is allowed)."""
     w, Qm = jnp.linalg.eigh(0.5 * (gram + gram.T))
     return Qm * jnp.sqrt(jnp.clip(w, 0.0))[None, :]
@@ -217,7 +217,7 @@ def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[
         gram = jnp.asarray(gram)
         if gram.shape != (params.V + L, params.V + L):
             raise ValueError(f"gram must have shape (V+L, V+L) = {(params.V + L,) * 2}")
-        R = _gram_root(gram)
+        R = gram_root(gram)
     cbar = logit_cov(gram, L)
     A = G if attention == "linear" else jax.nn.softmax(G, axis=1)
     Q, D = _QD(*moments(A, S4, S2), R=R, P=P, params=params)
@@ -263,7 +263,8 @@ def ek_action(
     return _combine(t, objective, pushforward)
 
 
-def _as_stats(tokens, V: int) -> DatasetStats:
+def as_stats(tokens, V: int) -> DatasetStats:
+    """``tokens`` as :class:`DatasetStats` (given stats pass through)."""
     return tokens if isinstance(tokens, DatasetStats) else dataset_stats(tokens, V)
 
 
@@ -276,7 +277,7 @@ def finite_terms(
     gram: Gram | None = None,
 ) -> dict[str, Scalar]:
     """``Q, D, R, J`` of the exact finite-P form (i) on a training set (docs/theory.md §3, §2b)."""
-    st = _as_stats(tokens, params.V)
+    st = as_stats(tokens, params.V)
     return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention)
 
 

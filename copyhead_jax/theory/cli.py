@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, check_output_path
-from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS
+from ..config import ATTENTIONS, LIKELIHOODS, LINEAR_SCALES
+from ..presets import PRESETS
 
 
-def _range(spec: str) -> list[int]:
+def parse_range(spec: str) -> list[int]:
     """``'10:60'`` (inclusive), ``'10:60:5'``, ``'10,20,40'`` or ``'25'``."""
     try:
         if ":" in spec:
@@ -49,8 +50,9 @@ def _common(p: argparse.ArgumentParser, *, ranges: bool = False, objectives=("ma
     p.add_argument("--preset", default="paper", choices=tuple(PRESETS),
                    help="the reading (default paper); the flags below override it")  # fmt: skip
     if ranges:
-        p.add_argument("--L", type=_range, default=None, help="'10:60', '10:60:5', '10,20' or 25")
-        p.add_argument("--V", type=_range, default=None, help="'2:12' or 5")
+        p.add_argument("--L", type=parse_range, default=None,
+                       help="'10:60', '10:60:5', '10,20' or 25")  # fmt: skip
+        p.add_argument("--V", type=parse_range, default=None, help="'2:12' or 5")
     else:
         p.add_argument("--L", type=int, default=None, help="sequence length")
         p.add_argument("--V", type=int, default=None, help="vocabulary size")
@@ -118,7 +120,7 @@ def _check_plot_paths(args, kind: str) -> None:
 
 
 def _attentions(a: str) -> list[str]:
-    return ["linear", "softmax"] if a == "both" else [a]
+    return list(ATTENTIONS) if a == "both" else [a]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,16 +29,16 @@ from ._common import ATTENTIONS, OBJECTIVES, as_float, x64
 from ._solvers import asinh_grid, minima_1d, minima_2d
 from .action import (
     DatasetStats,
-    _as_stats,
-    _gram_root,
+    as_stats,
     finite_action,
     finite_terms,
+    gram_root,
     moments,
     prior_gram,
     solve_QD,
 )
 from .full import lbfgs_minimise, summarise_full
-from .minima import _to_c
+from .minima import to_c
 from .params import TheoryParams
 from .potentials import ansatz
 
@@ -75,7 +75,7 @@ def _prior_coefficients(st: DatasetStats, gram, params: TheoryParams):
 def span_action(st: DatasetStats, gram, params: TheoryParams) -> SpanAction:
     """:class:`SpanAction` of one training set's statistics and an embedding Gram ``[D, D]``."""
     R_lin, R_beta = _prior_coefficients(st, gram, params)
-    return _span_action(st, _gram_root(gram), R_lin, R_beta, params)
+    return _span_action(st, gram_root(gram), R_lin, R_beta, params)
 
 
 def _span_action(st, root, R_lin, R_beta, params) -> SpanAction:
@@ -133,23 +133,23 @@ def _minima_one(sa: SpanAction, *, params, attention, objective, n_keep):
     s_grid = asinh_grid(-x_max[1], x_max[1], x_max[1] / ASINH_FRACTION, N_S)
 
     def f(x):
-        c1, cG = _to_c(x[0], x[1], L)
+        c1, cG = to_c(x[0], x[1], L)
         return span_linear(c1, cG, sa, params, objective)
 
     # more seeds than slots: neighbouring grid cells of one flat minimum give duplicate seeds
     x, fx, valid, _ = minima_2d(f, r_grid, s_grid, n_keep=max(N_SEEDS, n_keep), n_iter=N_ITER)
     x, fx, valid = x[:n_keep], fx[:n_keep], valid[:n_keep]
     valid = valid & (fx <= S0 + S0_RTOL * jnp.abs(S0))
-    c1, cG = _to_c(x[:, 0], x[:, 1], L)
+    c1, cG = to_c(x[:, 0], x[:, 1], L)
     return {"c1": c1, "cG": cG, "value": fx, "valid": valid}
 
 
 @functools.partial(jax.jit, static_argnames=("params", "attention", "objective", "n_keep"))
-def _finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep):
+def finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep):
     """:func:`_minima_one` vmapped over the ``P`` axis of ``st`` (one Gram)."""
     first = DatasetStats(st.S4[0], st.S2[0], st.P[0])
     R_lin, R_beta = _prior_coefficients(first, gram, params)
-    root = _gram_root(gram)
+    root = gram_root(gram)
 
     def one(s):
         sa = _span_action(DatasetStats(*s), root, R_lin, R_beta, params)
@@ -251,7 +251,7 @@ def finite_minima(
     bucket = max(8, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P, np.full(bucket - n, P[-1])]).astype(np.int64)
     st = nested_stats(tokens, P_pad, params.V)
-    m = _finite_core(st, gram, params=params, attention=attention, objective=objective,
+    m = finite_core(st, gram, params=params, attention=attention, objective=objective,
                      n_keep=n_keep)  # fmt: skip
     out = _named({k: np.asarray(v)[:n] for k, v in m.items()}, params.L)
     return {"P": P, **out, "attention": attention, "objective": objective}
@@ -314,7 +314,7 @@ def finite_theory_minimum(
         key = jax.random.key(0) if key is None else key
         G0 = G_span[None] + (jnp.std(G_span) + 1e-3) * jax.random.normal(key, (n_starts + 1, L, L))
         G0 = G0.at[0].set(G_span)
-        st = DatasetStats(*(as_float(x) for x in _as_stats(jnp.asarray(tokens), params.V)))
+        st = DatasetStats(*(as_float(x) for x in as_stats(jnp.asarray(tokens), params.V)))
         with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
             full = _full_core(G0, st, gram, params=params, attention=attention,
                               objective=objective, n_steps=n_steps)  # fmt: skip

@@ -16,19 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float
 
+from ..sources import stationary_law as stationary_law  # one solver, next to the chain sampler
+
 Transition = Float[np.ndarray, "V V"]
-
-
-def stationary_law(T: Transition) -> Float[np.ndarray, " V"]:
-    r"""$\pi$ with $\pi T=\pi$, $\sum_v\pi_v=1$, float64 (least squares on the stacked system;
-    ``T`` must be row-stochastic with a unique stationary law, see ``sources.check_transition``)."""
-    T = np.asarray(T, dtype=np.float64)
-    V = T.shape[0]
-    A = np.vstack([T.T - np.eye(V), np.ones((1, V))])
-    b = np.zeros(V + 1)
-    b[-1] = 1.0
-    pi = np.clip(np.linalg.lstsq(A, b, rcond=None)[0], 0.0, None)
-    return pi / pi.sum()
 
 
 def lag_moments(T: Transition, L: int) -> Float[np.ndarray, "L V V"]:

@@ -48,14 +48,15 @@ N_BETA = 513  # softmax grid in beta
 # Linear attention: (r, s) coordinates, r = c1 + cG/sqrt(L) (row sum), s = sqrt(1-1/L) cG.
 
 
-def _to_c(r, s, L):
+def to_c(r, s, L):
+    """``(c1, cG)`` from the linear coordinates ``(r, s)``."""
     cG = s / jnp.sqrt(1.0 - 1.0 / L)
     return r - cG / jnp.sqrt(L), cG
 
 
 def _lin_f(P, sc: Scales):
     def f(x):
-        c1, cG = _to_c(x[0], x[1], sc.L)
+        c1, cG = to_c(x[0], x[1], sc.L)
         return lin_V(c1, cG, P, sc)
 
     return f
@@ -85,7 +86,7 @@ def lin_minima_core(
     """All local minima of ``V_lin`` at one ``P``: ``c1, cG, value, valid [n_keep]``, ``n_min``."""
     r_grid, s_grid = _lin_grids(P, sc, n_r=n_r, n_s=n_s)
     x, fx, valid, n_min = minima_2d(_lin_f(P, sc), r_grid, s_grid, n_keep=n_keep, n_iter=n_iter)
-    c1, cG = _to_c(x[:, 0], x[:, 1], sc.L)
+    c1, cG = to_c(x[:, 0], x[:, 1], sc.L)
     return {"c1": c1, "cG": cG, "value": fx, "valid": valid, "n_min": n_min}
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from jax.scipy.special import betainc
 
 from .._checks import check_choice
-from ._common import Scales, x64
+from ._common import ATTENTIONS, Scales, x64
 from .minima import copy_fraction, lin_minima_core, soft_minima_core
 from .params import TheoryParams, scales_batch
 from .points import LIN_GRID, SOFT_GRID, points_batch
@@ -39,7 +39,7 @@ POINT_KEYS = ("P_c1", "P_cG", "P_cG_half", "P_aG")
 
 
 @functools.lru_cache(maxsize=256)
-def _t_quantile(q: float, dof: int) -> float:
+def t_quantile(q: float, dof: int) -> float:
     """Student-t quantile by bisection on the CDF ``1 - I_{dof/(dof+t^2)}(dof/2, 1/2)/2``."""
     with jax.enable_x64(True):
         lo, hi = 0.0, 1e3
@@ -75,7 +75,7 @@ def fit_power_law(x, y, *, level: float = 0.95) -> dict[str, Any]:
     if n >= 3:
         s2 = np.sum(res**2) / (n - 2)
         se = float(np.sqrt(s2 / np.sum((lx - lx.mean()) ** 2)))
-        h = _t_quantile(0.5 + level / 2.0, n - 2) * se
+        h = t_quantile(0.5 + level / 2.0, n - 2) * se
         out.update(stderr=se, ci=[float(coef[1] - h), float(coef[1] + h)])
     return out
 
@@ -186,7 +186,7 @@ def phase_diagram(
 
     Linear: ``c1, cG, psi`` ``[n_axis, nP]``; softmax: ``beta, aG, p``; both: ``n_min``.
     """
-    check_choice("attention", attention, ("linear", "softmax"))
+    check_choice("attention", attention, ATTENTIONS)
     if (L_values is None) == (V_values is None):
         raise ValueError("phase_diagram needs exactly one of L_values, V_values")
     axis, values = ("L", L_values) if V_values is None else ("V", V_values)
