@@ -92,14 +92,7 @@ def check_output_path(
         if have is not None and have != kind:
             raise ValueError(f"{name} {str(p)!r} holds a {have!r}; refusing to replace it with "
                              f"a {kind!r} (give another path)")  # fmt: skip
-    folder = target.parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ValueError(f"{name} {str(p)!r} is not writable: {str(folder)!r} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
-                         f"{str(folder)!r}")  # fmt: skip
+    _check_writable_parent(name, p, target.parent)
     return p
 
 
@@ -110,7 +103,13 @@ def check_output_folder(name: str, path: Any) -> Path:
     if not isinstance(path, str | os.PathLike) or not str(path).strip():
         raise ValueError(f"{name} must be a folder path (str or Path), got {path!r}")
     p = Path(path)
-    folder = p.resolve()
+    _check_writable_parent(name, p, p.resolve())
+    return p
+
+
+def _check_writable_parent(name: str, p: Path, folder: Path) -> None:
+    """``folder``'s nearest existing ancestor (itself included) is a folder this process may
+    write in, else a one-line error naming ``name`` and ``p``."""
     while not folder.exists():
         folder = folder.parent
     if not folder.is_dir():
@@ -118,7 +117,6 @@ def check_output_folder(name: str, path: Any) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
                          f"{str(folder)!r}")  # fmt: skip
-    return p
 
 
 def stored_kind(path: Any) -> str | None:
