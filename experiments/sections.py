@@ -161,8 +161,9 @@ def section_main(
         _stationarity(res),
         *_continuation(res),
         f"- Reach on this CPU (largest P whose run fits the per-run budget): linear "
-        f"{res['reach']['linear_P_cap']}, softmax {res['reach']['softmax_P_cap']}; sweep "
-        f"compute {res['sweep_seconds']:.0f} s (runs reused from the cache included).",
+        f"{reach_text(res['reach']['linear_P_cap'])}, softmax "
+        f"{reach_text(res['reach']['softmax_P_cap'])}; sweep compute "
+        f"{res['sweep_seconds']:.0f} s (runs reused from the cache included).",
     ]
     if preset == "paper":
         for k, pm in PAPER_MEASURED.items():
@@ -291,6 +292,18 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
     )
 
 
+#: a reach cap above this is the cost model's answer to an unlimited per-run budget (the
+#: default mode's ``max_run_s = 1e9``), not a measured limit
+UNBOUNDED_P = 10**8
+
+
+def reach_text(cap) -> str:
+    """The largest ``P`` in reach, or what stands for it when no budget limits the runs."""
+    if cap is None:
+        return "not computed"
+    return "no per-run budget" if cap > UNBOUNDED_P else f"{int(cap):,}"
+
+
 def section_scaling(res: dict, preset: str, dis: list[str], reach: list[str]) -> str:
     axis = res["axis"]
     rows = []
@@ -350,7 +363,7 @@ def section_scaling(res: dict, preset: str, dis: list[str], reach: list[str]) ->
                 reach.append(
                     f"{preset}, {res['header']['artefact']}, {axis}={r['value']}, {k}: "
                     f"{_measured_text(m)}; theory {f(r['theory_ek'].get(k))}; largest P in "
-                    f"reach {rr.get('P_cap')}."
+                    f"reach: {reach_text(rr.get('P_cap'))}."
                 )
         pts.append(cells)
     head = [axis] + [f"{k}: EK / finite / measured" for k in ("P_c1", "P_cG", "P_aG")]
