@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.results import environment
 from copyhead_jax.sample import default_sgld, run_sampler
+from copyhead_jax.storage import environment
 
 H200_MS_PER_RUN_EPOCH = 1.3  # README: benchmarks/gpu_paper_config.sh on one H200
 SAMPLE_P = (32, 322)  # the sampler's per-run cost against P (one seed each)

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.results import environment
 from copyhead_jax.sample import run_sampler
+from copyhead_jax.storage import environment
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_sweep import machine_peaks, model_counts, roofline_seconds  # noqa: E402

@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.results import environment
+from copyhead_jax.storage import environment
 from copyhead_jax.train import RunInputs, Trainer, init_runs, run_segment
 
 sys.path.insert(0, str(Path(__file__).parent))

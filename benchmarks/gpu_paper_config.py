@@ -24,8 +24,8 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.results import environment
 from copyhead_jax.sample import run_sampler
+from copyhead_jax.storage import environment
 
 
 def peak_bytes() -> int | None:

@@ -11,7 +11,8 @@ Code map, in data-flow order:
 - ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
 - ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
-- ``results``      ``SweepResult``, ``PosteriorResult`` (save/load, atomic), environment metadata
+- ``results``      ``SweepResult``, ``PosteriorResult`` (save/load, ok flags)
+- ``storage``      result files: schema, atomic writes, locks, environment metadata
 - ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .results import atomic_save_npz, load_npz
+from .storage import atomic_save_npz, load_npz
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
 

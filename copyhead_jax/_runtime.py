@@ -80,7 +80,7 @@ def exit_now(status: int) -> None:
     HMC: ``copyhead sample`` interrupted 3 s in exited with a segfault, rc 139, after its
     message): tearing the interpreter down under them crashes. The locks this process holds are
     released and the streams flushed first; what the command kept is on disk already."""
-    from .results import release_held_locks
+    from .storage import release_held_locks
 
     release_held_locks()
     for stream in (sys.stdout, sys.stderr):

@@ -109,7 +109,7 @@ def save_netcdf(post, path: str | Path) -> Path:
     import tempfile
 
     from ._checks import check_output_path
-    from .results import remove_tmp_orphans
+    from .storage import remove_tmp_orphans
 
     path = check_output_path("netCDF path", path, suffixes=NETCDF_SUFFIXES)
     data = to_arviz(post)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._chunks import load_checkpoint
 from .config import Config
-from .results import atomic_save_npz
+from .storage import atomic_save_npz
 from .train import RunInputs
 
 _KIND = "copyhead_jax.ContinuationStep"

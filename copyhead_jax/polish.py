@@ -27,15 +27,9 @@ from .config import Config
 from .models import head_template, reduce_head
 from .observables import measure
 from .posterior import Objective
-from .results import (
-    SWEEP_KIND,
-    SweepResult,
-    acquire_lock,
-    check_param_shapes,
-    release_lock,
-    remove_tmp_orphans,
-)
+from .results import SWEEP_KIND, SweepResult, check_param_shapes
 from .solve import quenched_energy, solve_map
+from .storage import acquire_lock, release_lock, remove_tmp_orphans
 from .sweep import sweep_inputs
 
 FIELDS = ("U", "c1", "cG", "r", "psi", "coverage", "train_loss")

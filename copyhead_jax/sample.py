@@ -51,12 +51,8 @@ from .results import (
     POSTERIOR_KIND,
     PosteriorResult,
     SweepResult,
-    acquire_lock,
     check_param_shapes,
-    environment,
     order_names,
-    release_lock,
-    remove_tmp_orphans,
     rename_order,
 )
 from .sample_reduced import (
@@ -66,6 +62,7 @@ from .sample_reduced import (
     whitening,
 )
 from .sgld import draw_steps, run_chains
+from .storage import acquire_lock, environment, release_lock, remove_tmp_orphans
 from .sweep import sweep_inputs
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).

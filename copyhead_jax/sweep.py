@@ -35,18 +35,9 @@ from ._memory import check_memory, chunk_size
 from ._memory import per_run_bytes as per_run_bytes
 from .config import Config
 from .data import nested_mask
-from .results import (
-    SWEEP_KIND,
-    SweepResult,
-    acquire_lock,
-    atomic_save_npz,
-    divergence_flags,
-    environment,
-    order_names,
-    release_lock,
-    remove_tmp_orphans,
-)
+from .results import SWEEP_KIND, SweepResult, divergence_flags, order_names
 from .sources import task_data
+from .storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)

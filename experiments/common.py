@@ -743,7 +743,7 @@ def save_figure(fig, path: Path, dpi: int = 80) -> Path:
 
 def header(spec: Spec, t0: float) -> dict[str, Any]:
     """Provenance of an artefact: mode, preset, engine config, settings, runtime, environment."""
-    from copyhead_jax.results import environment
+    from copyhead_jax.storage import environment
 
     return {
         "artefact": spec.artefact,

@@ -24,7 +24,8 @@ from copyhead_jax import polish as polish_mod
 from copyhead_jax import sample as sample_mod
 from copyhead_jax import sample_cli
 from copyhead_jax.cli import main
-from copyhead_jax.results import SweepResult, atomic_save_npz
+from copyhead_jax.results import SweepResult
+from copyhead_jax.storage import atomic_save_npz
 
 TINY = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1), train=dict(max_epochs=20, min_epochs=5))
 UNCONVERGED = TINY.replace(model=dict(engine="reduced"), train=dict(exact_max_steps=1))

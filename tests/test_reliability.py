@@ -18,15 +18,8 @@ import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
 from copyhead_jax.cli import main, save_figure
 from copyhead_jax.config import Config
-from copyhead_jax.results import (
-    REQUIRED,
-    SweepResult,
-    acquire_lock,
-    atomic_save_npz,
-    divergence_flags,
-    release_lock,
-    remove_tmp_orphans,
-)
+from copyhead_jax.results import REQUIRED, SweepResult, divergence_flags
+from copyhead_jax.storage import acquire_lock, atomic_save_npz, release_lock, remove_tmp_orphans
 from copyhead_jax.sweep import run_chunked
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))

@@ -12,14 +12,8 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import print_table
-from copyhead_jax.results import (
-    DRAW_FIELDS,
-    POSTERIOR_KIND,
-    SCALARS,
-    SCHEMA_VERSION,
-    PosteriorResult,
-    atomic_save_npz,
-)
+from copyhead_jax.results import DRAW_FIELDS, POSTERIOR_KIND, SCALARS, PosteriorResult
+from copyhead_jax.storage import SCHEMA_VERSION, atomic_save_npz
 
 OLD = Path(__file__).parent / "data" / "old_softmax_tiny.npz"
 CFG = ch.TINY.replace(model=dict(attention="softmax"))

@@ -1,0 +1,199 @@
+"""Result files on disk: one ``.npz`` per result, written atomically, guarded by a lock.
+
+A file holds named arrays plus one JSON string (``__meta__``) with the result kind, the schema
+version, the full config, package versions and platform. Writes go to a temporary file in the
+same folder followed by ``os.replace``, so a crash never leaves a half-written result; a
+``.lock`` file beside a result keeps two processes from writing it at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: 2: order parameters stored under the head's names (softmax ``a1``/``aG``); 1 stored them as
+#: ``c1``/``cG`` for every head (read, and renamed, by the loaders).
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
+
+
+def environment() -> dict[str, Any]:
+    """Package versions, platform and JAX devices (recorded with every result)."""
+    import importlib.metadata as md
+
+    import jax
+
+    versions = {}
+    for pkg in ("copyhead_jax", "jax", "jaxlib", "equinox", "optax", "numpyro", "numpy"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "versions": versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+    }
+
+
+def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+    """Write ``arrays`` and ``meta`` to ``path`` atomically; errors name the path."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; honour the umask like open()
+        buf = io.BytesIO()
+        np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:  # disk full, quota, a folder gone: name the file, leave no orphan
+        _unlink_quietly(tmp)
+        raise ValueError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return path
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def tmp_orphans(path: str | os.PathLike) -> list[Path]:
+    """Temporary files that a killed :func:`atomic_save_npz` of ``path`` (or of anything in
+    the folder ``path``) left behind."""
+    path = Path(path)
+    found = list(path.parent.glob(f".{path.name}.*.tmp")) if path.parent.is_dir() else []
+    if path.is_dir():
+        found += list(path.rglob(".*.npz.*.tmp"))
+    return found
+
+
+def remove_tmp_orphans(*paths: str | os.PathLike) -> int:
+    """Delete the orphans of :func:`tmp_orphans`; call only while holding the path's lock."""
+    n = 0
+    for p in paths:
+        for f in tmp_orphans(p):
+            f.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+_HELD: set[Path] = set()
+
+
+def acquire_lock(path: str | os.PathLike) -> Path:
+    """Take ``PATH.lock`` (holding this process's pid) so that one process at a time writes
+    ``path``; a lock of a live process is refused naming its pid, one of a dead process (or of
+    this process) is taken over. Released by :func:`release_lock`, or at interpreter exit."""
+    lock = Path(str(path) + ".lock")
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _alive(pid):
+                raise ValueError(
+                    f"{str(path)!r} is being written by another process (pid {pid}, lock file "
+                    f"{str(lock)!r}); wait for it to finish, or delete the lock if it is stale"
+                ) from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        except OSError as e:
+            raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        if lock not in _HELD:  # one exit hook per path, however often it is taken
+            _HELD.add(lock)
+            atexit.register(release_lock, lock)
+        return lock
+    raise ValueError(f"could not take the lock {str(lock)!r}")
+
+
+def release_lock(lock: Path) -> None:
+    """Remove ``lock`` if this process holds it."""
+    try:
+        if int(lock.read_text().strip() or 0) == os.getpid():
+            lock.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
+
+
+def release_held_locks() -> None:
+    """Release every lock this process holds (before a hard exit that skips ``atexit``)."""
+    for lock in list(_HELD):
+        release_lock(lock)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
+
+
+def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a result file of the given kind; unreadable or foreign files raise ``ValueError``."""
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"a result path must be a str or path, got {type(path).__name__}")
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a folder, not a result file (give a .npz file)")
+    if not path.is_file():
+        raise ValueError(f"result file {str(path)!r} does not exist")
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # no handle leaks
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - any decoding failure means "not a result file"
+        why = "not an .npz archive" if "pickle" in str(e) else str(e)  # never advise pickle
+        raise ValueError(f"{str(path)!r} is not a readable copyhead_jax result ({why})") from None
+    if "__meta__" not in arrays:
+        raise ValueError(f"{str(path)!r} is not a copyhead_jax result (no metadata)")
+    try:
+        meta = json.loads(str(arrays.pop("__meta__")))
+    except ValueError:
+        raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)")
+    if meta.get("kind") != kind:
+        raise ValueError(f"{str(path)!r} holds a {meta.get('kind')!r}, expected a {kind!r}")
+    if meta.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(
+            f"{str(path)!r} has schema {meta.get('schema')}; "
+            f"this copyhead_jax reads schemas {READABLE_SCHEMAS}"
+        )
+    return arrays, meta
