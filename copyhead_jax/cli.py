@@ -20,6 +20,7 @@ import numpy as np
 from ._cli_parts import FIGURE_SUFFIXES, add_parser, progress_flags, save_figure
 from .compare.overlay import theory_overlay
 from .config import ATTENTIONS, Config
+from .llc_cli import add_llc_subparser
 from .presets import PRESETS, preset
 from .sample_cli import add_sample_subparser
 from .theory.cli import add_theory_subparser
@@ -477,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_theory_subparser(sub)
     add_sample_subparser(sub)
+    add_llc_subparser(sub)
     return parser
 
 
