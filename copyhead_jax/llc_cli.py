@@ -148,8 +148,19 @@ def llc_figure(r):
     import matplotlib
     import matplotlib.pyplot as plt
 
-    from .style import BLACK, BLUE, GREEN, GREY, KEY_COLORS, ORANGE, P_LABEL, RC, legend
-    from .style import log_P_axis, num
+    from .style import (
+        BLACK,
+        BLUE,
+        GREEN,
+        GREY,
+        KEY_COLORS,
+        ORANGE,
+        P_LABEL,
+        RC,
+        legend,
+        log_P_axis,
+        num,
+    )
 
     colors = {"beta1": BLUE, "devinterp": ORANGE, "posterior": GREEN}
     with matplotlib.rc_context(RC):

@@ -14,12 +14,12 @@ traced):
 * ``devinterp``:  $n\beta=n/\log n$, $\gamma$, no prior: devinterp's default estimator;
 * ``wbic``:       $n\beta=n/\log n$, $\gamma=0$, prior on: $\mathrm{WBIC}=\mathbb E[\mathcal E]$.
 
-$\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$; its MCSE is $n\beta\,s_L/\sqrt{\mathrm{ESS}}$. The step
-per run is $\eta=\eta_{\rm frac}/(\gamma+\lambda_{\max}+\pi/\sigma_{\min}^2)$ with $\lambda_{\max}$ the
-top curvature of $n\beta L_n$ at $w^*$ (power iteration): SGLD's variance inflation in the
-stiffest direction is at most $1/(1-\eta_{\rm frac}/2)$. With a posterior file of the same runs,
-``posterior`` is the posterior's own $\hat\lambda_{\beta=1}=\mathbb E_{\rm post}[\mathcal E]-
-\mathcal E(w^*)$ ($\gamma=0$, prior kept) from its draws.
+$\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$; its MCSE is $n\beta\,s_L/\sqrt{\mathrm{ESS}}$.
+The step per run is $\eta=\eta_{\rm frac}/(\gamma+\lambda_{\max}+\pi/\sigma_{\min}^2)$ with
+$\lambda_{\max}$ the top curvature of $n\beta L_n$ at $w^*$ (power iteration): SGLD's variance
+inflation in the stiffest direction is at most $1/(1-\eta_{\rm frac}/2)$. With a posterior file
+of the same runs, ``posterior`` is the posterior's own $\hat\lambda_{\beta=1}=\mathbb E_{\rm
+post}[\mathcal E]-\mathcal E(w^*)$ ($\gamma=0$, prior kept) from its draws.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ class LLCSettings:
         check_int("burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
         check_int("thin", self.thin, lo=1, hi=self.n_steps - self.burn_in)
         if (self.n_steps - self.burn_in) // self.thin < 4:
-            raise ValueError("(n_steps - burn_in) // thin must be >= 4 draws per chain (R-hat, "
-                             f"ESS), got ({self.n_steps} - {self.burn_in}) // {self.thin}")  # fmt: skip
+            got = f"({self.n_steps} - {self.burn_in}) // {self.thin}"
+            raise ValueError(f"(n_steps - burn_in) // thin must be >= 4 draws per chain, got {got}")
         check_float("eta_frac", self.eta_frac, lo=0.0, hi=1.0)
         check_int("power_iters", self.power_iters, lo=1, hi=10_000)
         check_int("seed", self.seed, lo=0)
@@ -110,9 +110,11 @@ def _same_runs(sweeps: Sequence[SweepResult]) -> None:
         raise ValueError("sweeps must be one or more SweepResult of the same runs")
     for s in sweeps:
         if s.config.model.engine != "reduced" or not s.has_params:
-            raise ValueError("llc needs reduced-engine sweeps with kept weights ('copyhead sweep "
-                             "--engine reduced --keep-params'); got engine "
-                             f"{s.config.model.engine!r}, weights kept: {s.has_params}")  # fmt: skip
+            raise ValueError(
+                "llc needs reduced-engine sweeps with kept weights ('copyhead sweep --engine "
+                f"reduced --keep-params'); got engine {s.config.model.engine!r}, weights kept: "
+                f"{s.has_params}"
+            )
     base = {k: v for k, v in sweeps[0].config.to_dict().items() if k != "train"}
     for s in sweeps[1:]:
         other = {k: v for k, v in s.config.to_dict().items() if k != "train"}
@@ -189,7 +191,8 @@ def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg,
     """:func:`_run_chains` over the seeds of one P (leading axis; the scalars shared)."""
     one = functools.partial(_run_chains, cfg=cfg, st=st)
     return jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
-        keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on)
+        keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on
+    )
 
 
 def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C"], nbeta):
