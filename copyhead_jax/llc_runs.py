@@ -233,17 +233,23 @@ def llc_runs(
     *,
     posterior: PosteriorResult | None = None,
     settings: LLCSettings | None = None,
+    estimators: Sequence[str] = tuple(ESTIMATORS),
     progress: bool = False,
 ) -> RunLLC:
     r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
     WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
-    with its MCSE and chain health, centred at the lowest-U fit of ``sweeps`` (module doc)."""
+    with its MCSE and chain health, centred at the lowest-U fit of ``sweeps`` (module doc).
+    ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN)."""
     from tqdm.auto import tqdm
 
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
     st = LLCSettings() if settings is None else settings
     if not isinstance(st, LLCSettings):
         raise ValueError(f"settings must be an LLCSettings, got {type(st).__name__}")
+    if isinstance(estimators, str) or not set(estimators) <= set(ESTIMATORS) or not estimators:
+        raise ValueError(f"estimators must be a non-empty subset of {tuple(ESTIMATORS)}, "
+                         f"got {estimators!r}")  # fmt: skip
+    run = {e: ESTIMATORS[e] for e in ESTIMATORS if e in estimators}
     best, src = lowest_u_fits(sweeps)
     cfg = best.config
     if posterior is not None:
@@ -265,18 +271,18 @@ def llc_runs(
     ok = best.ok
     key = jax.random.key(st.seed)
     statics = dict(cfg=cfg, st=st)
-    bar = tqdm(total=nP * len(ESTIMATORS), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
+    bar = tqdm(total=nP * len(run), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
                unit="chain set", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
     for i, P in enumerate(cfg.sweep.P):
         if P < 2:  # beta = 1 / log n needs n >= 2
-            bar.update(len(ESTIMATORS))
+            bar.update(len(run))
             continue
         rows = slice(i * nS, (i + 1) * nS)
         tok = jnp.asarray(train[rows][:, :P])
         m = jnp.asarray(mask[rows][:, :P], jnp.float32)
         ws = (jnp.asarray(best["params/W_G"][i]), jnp.asarray(best["params/W_O_hat"][i]))
         W_E, b = jnp.asarray(best["params/W_E"][i]), jnp.asarray(best["params/b"][i])
-        for e, (frac, localised, prior_on) in ESTIMATORS.items():
+        for e, (frac, localised, prior_on) in run.items():
             keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, int(P)),
                                                        list(ESTIMATORS).index(e)), nS)  # fmt: skip
             res = _chains_jit(keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
