@@ -200,7 +200,11 @@ def render(
         "| benchmark | measured | target | met |",
         "|---|---|---|---|",
     ]
-    sw, sg, th_, sp, rd = (res.get(b.name) for b in BENCHES)
+    names = ("bench_sweep", "bench_sgld", "bench_theory", "bench_sample_sweep", "bench_reduced")
+    sw, sg, th_, sp, rd = (res.get(n) for n in names)
+    po = res.get("bench_posterior")
+    from .render_posterior import posterior_lines  # it imports this module's formatters
+
     rows = sweep_rows(sw) if sw else []
     multi = [r for r in rows if r["runs"] > 1]
     if rows:
@@ -263,6 +267,8 @@ def render(
         ok = t["ratio"] >= 50 and t["jax_s"] < 1
         L.append(f"| theory: phase diagram vs scipy loop (both attentions) | {t['ratio']:.0f}x, "
                  f"{t['jax_s']:.2f} s after compile | >= 50x, < 1 s | {_met(ok)} |")  # fmt: skip
+    if po:
+        L += posterior_lines(po, detail=False)
 
     if rows:
         P = sw["rows"][0].get("P")
@@ -312,6 +318,8 @@ def render(
             L.append(f"| {r['chains']} | {r['steps']} | {r['blackjax_cs']:,.0f} | "
                      f"{_x(r['copyhead'])} | {_x(r['lean'])} | {_x(r['gradient_only'])} | "
                      f"{_x(r['cpu'])} | {_mib(r['temp_bytes'])} |")  # fmt: skip
+    if po and detail:
+        L += posterior_lines(po)[1:]
     if trows and detail:
         g, k = th_.get("grid", {}), th_.get("baseline_stride")
         rows_b = "every L" if k == 1 else (f"every {k}th L, time scaled" if k else "a subset of L")

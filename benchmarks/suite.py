@@ -33,6 +33,11 @@ BENCHES = (
     Bench("bench_theory", "bench_theory.py", "theory phase diagram vs a scipy loop"),
     Bench("bench_sample_sweep", "bench_sample_sweep.py", "sweep sampler: one run vs all at once"),
     Bench("bench_reduced", "bench_reduced.py", "paper config via the exact width reduction"),
+    Bench(
+        "bench_posterior",
+        "bench_posterior.py",
+        "posterior: collapsed HMC vs NumPyro NUTS, BlackJAX NUTS/HMC (ESS per CPU-s)",
+    ),
 )
 NAMES = tuple(b.name.removeprefix("bench_") for b in BENCHES)
 

@@ -1,0 +1,263 @@
+"""Posterior speed: effective draws per CPU-second of the project's collapsed HMC against NumPyro
+NUTS, BlackJAX NUTS and BlackJAX HMC (both with window adaptation), on the SAME log density.
+
+For each head (linear, softmax) and P (default 32 and 322; L = 25, V = 5, the paper preset's
+exact MAP, width 10,000), one seed's fit defines the density: the readout integrated out
+exactly, the marginal energy U_m(W^G) of docs/theory.md §9.1 in the whitened coordinates
+``x = x_fit + C w`` of its Hessian at the fit (``copyhead_jax.sample_reduced``), so that every
+sampler sees the same function of w and the same conditioning. Every draw is completed with an
+exact readout draw and recorded as the sweep sampler does (``copyhead_jax.sample.Sampler
+.observe``): U and the order parameters. Per candidate: CPU seconds of the process after
+compilation (warm-up / adaptation included), ESS of U and of each order parameter (ArviZ's
+estimator: ``copyhead_jax.bayes.ess``), ESS per CPU-second, and the ratio
+candidate-time-per-effective-draw / ours (> 1: ours is faster), XLA temp memory where compiled
+ahead of time, and the process's peak RSS.
+
+    python benchmarks/bench_posterior.py [--quick] [--P 32 322] [--width 10000|inf]
+
+``--quick``: P = 32 only, 2 chains, 150 warm-up and 300 kept iterations. ``blackjax`` and
+``numpyro`` are benchmark-only extras; the package imports neither for sampling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.bayes import ess
+from copyhead_jax.models import head_class
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sample import REDUCED_SGLD, Sampler, draw_fields
+from copyhead_jax.sample_reduced import (
+    HMC_ADAPT,
+    LEAPFROG,
+    collapsed_chains,
+    draw_readout,
+    marginal_energy,
+    marginal_whitening,
+    with_WG,
+)
+from copyhead_jax.sweep import sweep_inputs
+
+OUT = Path(__file__).parent / "results" / "bench_posterior.json"
+BASELINE = "numpyro_nuts"
+CANDIDATES = ("copyhead_hmc", "numpyro_nuts", "blackjax_nuts", "blackjax_hmc")
+
+
+def maxrss_mb() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return kb / 1024 / (1024 if sys.platform == "darwin" else 1)
+
+
+def make_problem(attention: str, P: int, width):
+    """The exact MAP of one seed at ``P`` and the whitened marginal density around it."""
+    cfg = ch.preset("paper-map").replace(
+        model=dict(attention=attention, width=width),
+        train=dict(exact_continuation=False), sweep=dict(P=(P,), n_seeds=1),
+    )  # fmt: skip
+    t0 = time.process_time()
+    res = ch.run_sweep(cfg, keep_params=True, progress=False)
+    fit_cpu = time.process_time() - t0
+    obj = Objective.from_config(cfg)
+    arrays = {k: np.asarray(res[f"params/{k}"][0, 0]) for k in ("W_E", "b", "W_G", "W_O_hat")}
+    tok = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[0][:P])
+    mask = jnp.ones((P,), jnp.float32)
+    cls = head_class(attention)
+    with jax.enable_x64(True):
+        h64 = cls.from_arrays(cfg, {k: jnp.asarray(v, jnp.float64) for k, v in arrays.items()})
+        C = np.asarray(marginal_whitening(h64, tok, jnp.ones((P,), jnp.float64), obj))
+    head = cls.from_arrays(cfg, {k: jnp.asarray(v, jnp.float32) for k, v in arrays.items()})
+    return cfg, head, tok, mask, jnp.asarray(C, jnp.float32), fit_cpu
+
+
+def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
+    """name -> ``run(key) -> draws [C, S, k]``: the density's samplers, each recording the
+    sweep sampler's fields at every kept draw."""
+    obj = Objective.from_config(cfg)
+    x_fit = head.W_G.ravel()
+    sampler = Sampler(cfg, REDUCED_SGLD)
+    observe = lambda h: sampler.observe(h, tok, mask)  # noqa: E731
+    U_w = lambda w: marginal_energy(with_WG(head, x_fit + C @ w), tok, mask, obj)  # noqa: E731
+    logdensity = lambda w: -U_w(w)  # noqa: E731
+    w0 = jnp.zeros_like(x_fit)
+
+    def record(key, ws):  # ws [C, S, n] -> [C, S, k], readout drawn exactly given W_G
+        def one(k, w):
+            return observe(draw_readout(k, with_WG(head, x_fit + C @ w), tok, mask, obj))
+
+        keys = jax.random.split(key, ws.shape[:2])
+        return jax.vmap(jax.vmap(one))(keys, ws)
+
+    def ours(key):  # the project's sampler: n_adapt dual-averaging iterations, then exact HMC
+        keys = jax.random.split(key, n_chains)
+        xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
+        st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
+                              thin=1, step_size=REDUCED_SGLD.step_size,
+                              n_adapt=n_warmup)  # fmt: skip
+        return st.draws
+
+    def blackjax_run(algorithm, **extra):
+        import blackjax
+
+        def chain(key):
+            k_adapt, k_run = jax.random.split(key)
+            warm = blackjax.window_adaptation(algorithm, logdensity, **extra)
+            (state, params), _ = warm.run(k_adapt, w0, num_steps=n_warmup)
+            kernel = algorithm(logdensity, **params).step  # params carry the extra settings
+
+            def step(s, k):
+                s, _ = kernel(k, s)
+                return s, s.position
+
+            _, ws = jax.lax.scan(step, state, jax.random.split(k_run, n_samples))
+            return ws
+
+        def run(key):
+            k_chains, k_rec = jax.random.split(key)
+            return record(k_rec, jax.vmap(chain)(jax.random.split(k_chains, n_chains)))
+
+        return run
+
+    def numpyro_run(key):  # not jit-able as a whole: MCMC compiles its own kernel
+        from numpyro.infer import MCMC, NUTS
+
+        mcmc = MCMC(NUTS(potential_fn=U_w), num_warmup=n_warmup, num_samples=n_samples,
+                    num_chains=n_chains, chain_method="sequential", progress_bar=False)  # fmt: skip
+        k_run, k_rec = jax.random.split(key)
+        mcmc.run(k_run, init_params=jnp.zeros((n_chains, x_fit.size), x_fit.dtype))
+        return _record_jit(k_rec, mcmc.get_samples(group_by_chain=True))
+
+    _record_jit = jax.jit(record)
+    import blackjax
+
+    return {
+        "copyhead_hmc": ours,
+        "numpyro_nuts": numpyro_run,
+        "blackjax_nuts": blackjax_run(blackjax.nuts),
+        "blackjax_hmc": blackjax_run(blackjax.hmc, num_integration_steps=LEAPFROG),
+    }
+
+
+def measure(name, run, key, fields, order):
+    """CPU seconds after compilation, ESS per field and per CPU-second, XLA temp memory."""
+    mem = None
+    if name == "numpyro_nuts":  # MCMC compiles inside run: the second call is the timed one
+        run(key)
+        fn = run
+    else:
+        compiled = jax.jit(run).lower(key).compile()
+        ma = compiled.memory_analysis()
+        mem = getattr(ma, "temp_size_in_bytes", None) if ma is not None else None
+        fn = compiled
+    t0, w0 = time.process_time(), time.perf_counter()
+    draws = np.asarray(jax.block_until_ready(fn(key)), np.float64)  # [C, S, k]
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    out = {"cpu_s": cpu, "wall_s": wall, "xla_temp_bytes": mem, "maxrss_mb": maxrss_mb()}
+    out["ess"] = {f: float(ess(draws[..., fields.index(f)])) for f in ("U", *order)}
+    out["ess_per_cpu_s"] = {f: v / cpu for f, v in out["ess"].items()}
+    out["mean"] = {f: float(draws[..., fields.index(f)].mean()) for f in ("U", *order)}
+    return out
+
+
+def transition_time() -> dict:
+    """HOOK (issue 30 item 6): the time of the Bayesian transition for one seed, once
+    ``copyhead_jax`` exposes it (``ch.bayes.transition``, built in parallel); absent here."""
+    fn = getattr(ch.bayes, "transition", None)
+    if fn is None:
+        return {"status": "not measured: copyhead_jax.bayes.transition is not in this tree"}
+    return {"status": "hook present but not wired: fill in the call of ch.bayes.transition"}
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--P", type=int, nargs="+", default=None, help="default 32 322 (quick: 32)")
+    p.add_argument("--attention", nargs="+", default=["linear", "softmax"])
+    p.add_argument("--width", default="10000", help="an int, or inf")
+    p.add_argument("--chains", type=int, default=None, help="default 4 (quick: 2)")
+    p.add_argument("--warmup", type=int, default=None, help="default 500 (quick: 150)")
+    p.add_argument("--samples", type=int, default=None, help="default 1000 (quick: 300)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--under-load", action="store_true",
+                   help="record that the machine was shared with other jobs")  # fmt: skip
+    p.add_argument("--out", type=Path, default=OUT)
+    a = p.parse_args(argv)
+    q = a.quick
+    a.P = a.P or ([32] if q else [32, 322])
+    a.chains = a.chains or (2 if q else 4)
+    a.warmup = a.warmup or (150 if q else 500)
+    a.samples = a.samples or (300 if q else 1000)
+    width = math.inf if a.width == "inf" else int(a.width)
+    load0 = os.getloadavg()
+    rows = []
+    for att in a.attention:
+        for P in a.P:
+            cfg, head, tok, mask, C, fit_cpu = make_problem(att, P, width)
+            fields = draw_fields(cfg)
+            order = tuple(fields[2:4])  # the head's (c1, cG) or (a1, aG)
+            runs = candidates(cfg, head, tok, mask, C, n_chains=a.chains, n_warmup=a.warmup,
+                              n_samples=a.samples)  # fmt: skip
+            row = {"attention": att, "P": P, "dim": int(head.W_G.size), "fit_cpu_s": fit_cpu,
+                   "candidates": {}}  # fmt: skip
+            for name, run in runs.items():
+                try:
+                    row["candidates"][name] = m = measure(name, run, jax.random.key(1), fields,
+                                                          order)  # fmt: skip
+                    print(
+                        f"{att} P={P} {name}: {m['cpu_s']:.1f} CPU s, ESS "
+                        + ", ".join(f"{f} {v:.0f}" for f, v in m["ess"].items()),
+                        flush=True,
+                    )
+                except Exception as e:  # noqa: BLE001 - one failing candidate is reported
+                    row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"}
+                    print(f"{att} P={P} {name}: FAILED {e}", flush=True)
+            base = row["candidates"].get(BASELINE, {})
+            ours = row["candidates"].get("copyhead_hmc", {})
+            row["ratio_vs_" + BASELINE] = {
+                f: ours["ess_per_cpu_s"][f] / base["ess_per_cpu_s"][f]
+                for f in ours.get("ess_per_cpu_s", {}) if f in base.get("ess_per_cpu_s", {})
+            }  # fmt: skip
+            rows.append(row)
+    result = {
+        "benchmark": "posterior ESS per CPU-second: collapsed HMC vs NumPyro NUTS, BlackJAX "
+        "NUTS and HMC (window adaptation), same whitened marginal density",
+        "quick": q,
+        "measured_under_load": bool(a.under_load),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "settings": {"chains": a.chains, "warmup": a.warmup, "samples": a.samples,
+                     "width": a.width, "L": 25, "V": 5, "preset": "paper-map", "seed": 0,
+                     "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
+                     f"{REDUCED_SGLD.step_size} (dual averaging over the warm-up; production "
+                     f"uses {HMC_ADAPT})", "numpyro": "chain_method sequential"},  # fmt: skip
+        "target_ratio": 10.0,
+        "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
+        "load_average": {"start": load0, "end": os.getloadavg()},
+        "rows": rows,
+        "transition": transition_time(),
+        "maxrss_mb": maxrss_mb(),
+        "platform": {"system": platform.platform(), "machine": platform.machine(),
+                     "python": platform.python_version(), "cpu_count": os.cpu_count()},
+        "device": {"backend": jax.default_backend(), "kind": jax.devices()[0].device_kind},
+        "versions": {m: version(m) for m in ("jax", "jaxlib", "numpyro", "blackjax", "arviz")},
+    }  # fmt: skip
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {a.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

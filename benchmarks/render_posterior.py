@@ -1,0 +1,66 @@
+"""The ``bench_posterior`` block of the benchmark tables (:mod:`.render`): ESS per CPU-second of
+the collapsed HMC against NumPyro NUTS and BlackJAX NUTS/HMC, ratios recomputed from the raw ESS
+and CPU seconds of ``benchmarks/results/bench_posterior.json``."""
+
+from __future__ import annotations
+
+from .render import _met, _mib, _range, _x
+
+
+def posterior_rows(d: dict) -> list[dict]:
+    """Per (head, P): each candidate's ESS per CPU-second of U and the order parameters, and
+    ours / theirs (> 1: the collapsed HMC is faster), recomputed from the raw ESS and CPU s."""
+    out = []
+    for r in d.get("rows", []):
+        c = r["candidates"]
+        ours = c.get("copyhead_hmc", {})
+        if "ess" not in ours:
+            continue
+        rate = lambda m: {f: e / m["cpu_s"] for f, e in m["ess"].items()}  # noqa: E731
+        mine = rate(ours)
+        ratios = {n: {f: mine[f] / v for f, v in rate(m).items() if v > 0}
+                  for n, m in c.items() if n != "copyhead_hmc" and "ess" in m}  # fmt: skip
+        fails = {n: m["error"] for n, m in c.items() if "error" in m}
+        out.append({"attention": r["attention"], "P": r["P"], "dim": r.get("dim"),
+                    "ours": mine, "ours_cpu_s": ours["cpu_s"], "ratios": ratios,
+                    "fails": fails, "temp_bytes": ours.get("xla_temp_bytes")})  # fmt: skip
+    return out
+
+
+def posterior_lines(d: dict, detail: bool = True) -> list[str]:
+    """The summary row(s) against NumPyro NUTS and the per-(head, P) table."""
+    rows = posterior_rows(d)
+    if not rows:
+        return []
+    tgt = d.get("target_ratio", 10.0)
+    worst = [min(r["ratios"].get("numpyro_nuts", {"-": None}).values(), default=None)
+             for r in rows]  # fmt: skip
+    worst = [w for w in worst if w is not None]
+    per = ", ".join(f"{r['attention']} P={r['P']}: "
+                    f"{_range(r['ratios'].get('numpyro_nuts', {}).values(), _x)}"
+                    for r in rows)  # fmt: skip
+    load = " (measured under load)" if d.get("measured_under_load") else ""
+    met = _met(min(worst) >= tgt) if worst else "-"
+    L = [f"| posterior: collapsed HMC vs NumPyro NUTS, ESS/CPU-s of U and order parameters"
+         f"{load} | {per} | >= {tgt:g}x | {met} |"]  # fmt: skip
+    if not detail:
+        return L
+    st = d.get("settings", {})
+    L += ["", f"**Posterior** (reduced posterior, whitened marginal density of W^G, same for "
+          f"every sampler; L = {st.get('L')}, V = {st.get('V')}, width {st.get('width')}; "
+          f"{st.get('chains')} chains x {st.get('warmup')} warm-up + {st.get('samples')} "
+          "draws; ratio = ESS per CPU-second of the collapsed HMC / the candidate's, worst to "
+          "best over U and the order parameters):", "",
+          "| head | P | dim | collapsed HMC ESS/CPU-s (U) | vs NumPyro NUTS | vs BlackJAX "
+          "NUTS | vs BlackJAX HMC | XLA temp (ours) |",
+          "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        cell = lambda n: (_range(r["ratios"][n].values(), _x) if n in r["ratios"]  # noqa: E731
+                          else ("failed" if n in r["fails"] else "-"))  # fmt: skip
+        L.append(f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
+                 f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
+                 f"{_mib(r['temp_bytes'])} |")  # fmt: skip
+    tr = (d.get("transition") or {}).get("status")
+    if tr:
+        L += ["", f"Bayesian transition, one seed: {tr}."]
+    return L

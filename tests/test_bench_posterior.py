@@ -1,0 +1,58 @@
+"""benchmarks/bench_posterior.py's block of the benchmark tables: ratios recomputed from the raw
+ESS and CPU seconds (no benchmark is run: the renderer is fed a synthetic result)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.render import render  # noqa: E402
+from benchmarks.suite import NAMES  # noqa: E402
+
+
+def _cand(cpu_s, ess_U, ess_1, ess_G):
+    return {"cpu_s": cpu_s, "ess": {"U": ess_U, "c1": ess_1, "cG": ess_G}, "xla_temp_bytes": 2**20,
+            "ess_per_cpu_s": {"U": 999.0}}  # stale: the renderer must recompute  # fmt: skip
+
+
+def _posterior(under_load=True):
+    return {
+        "target_ratio": 10.0, "measured_under_load": under_load, "quick": True,
+        "date": "2030-01-02T03:04:05+00:00",
+        "settings": {"L": 25, "V": 5, "width": "10000", "chains": 2, "warmup": 10, "samples": 20},
+        "rows": [{"attention": "linear", "P": 32, "dim": 900, "candidates": {
+            "copyhead_hmc": _cand(1.0, 100.0, 50.0, 80.0),
+            "numpyro_nuts": _cand(10.0, 200.0, 100.0, 40.0),
+            "blackjax_nuts": _cand(2.0, 100.0, 100.0, 160.0),
+            "blackjax_hmc": {"error": "TypeError: boom"},
+        }}],
+        "transition": {"status": "not measured: hook"},
+    }  # fmt: skip
+
+
+def _line(text, start):
+    hits = [ln for ln in text.splitlines() if ln.startswith(start)]
+    assert len(hits) == 1, (start, hits)
+    return hits[0]
+
+
+def test_posterior_ratios_are_ess_per_cpu_second_ours_over_theirs():
+    out = render({"bench_posterior": _posterior()})
+    # ours: U 100/1, c1 50/1, cG 80/1; NumPyro: 200/10, 100/10, 40/10 -> 5x, 5x, 20x
+    row = _line(out, "| posterior: collapsed HMC vs NumPyro NUTS")
+    assert "linear P=32: 5.00x - 20.00x | >= 10x | **no** |" in row
+    assert "(measured under load)" in row
+    # BlackJAX NUTS: 100/2, 100/2, 160/2 -> 2x, 1x, 1x; HMC failed
+    detail = _line(out, "| linear | 32 | 900 |")
+    assert "| 100 | 5.00x - 20.00x | 1.00x - 2.00x | failed | 1.0 MiB |" in detail
+    assert "Bayesian transition, one seed: not measured: hook." in out
+    assert "| bench_posterior |" in out  # a row of the runs table
+
+
+def test_posterior_block_is_absent_without_results_and_registered_in_the_suite():
+    assert "posterior" in NAMES
+    out = render({"bench_posterior": None})
+    assert "| posterior:" not in out and "**Posterior**" not in out
+    short = render({"bench_posterior": _posterior(under_load=False)}, detail=False)
+    assert "**Posterior**" not in short and "under load" not in short
+    assert "| posterior: collapsed HMC" in short
