@@ -234,12 +234,14 @@ def llc_runs(
     posterior: PosteriorResult | None = None,
     settings: LLCSettings | None = None,
     estimators: Sequence[str] = tuple(ESTIMATORS),
+    key: jax.Array | None = None,
     progress: bool = False,
 ) -> RunLLC:
     r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
     WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
     with its MCSE and chain health, centred at the lowest-U fit of ``sweeps`` (module doc).
-    ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN)."""
+    ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN); ``key``: the
+    chains' key (default ``jax.random.key(settings.seed)``)."""
     from tqdm.auto import tqdm
 
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
@@ -263,13 +265,14 @@ def llc_runs(
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     inp = sweep_inputs(cfg, None)
     train, mask = np.asarray(inp.train), np.asarray(inp.mask)
-    names = ["source", "U_star", "E_star", "lambda_max"]
+    names = ["source", "U_star", "E_star"]
     for e in ESTIMATORS:
-        names += [e, f"{e}_mcse", f"{e}_rhat", f"{e}_ess", f"{e}_eta"]
+        names += [e, f"{e}_mcse", f"{e}_rhat", f"{e}_ess", f"{e}_eta", f"{e}_lambda_max",
+                  f"{e}_finite"]  # fmt: skip
     out = {k: np.full((nP, nS), np.nan) for k in names}
     out["source"], out["U_star"] = src.astype(float), np.where(src >= 0, best["U"], np.nan)
     ok = best.ok
-    key = jax.random.key(st.seed)
+    key = jax.random.key(st.seed) if key is None else key
     statics = dict(cfg=cfg, st=st)
     bar = tqdm(total=nP * len(run), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
                unit="chain set", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
@@ -292,11 +295,11 @@ def llc_runs(
             s = _summaries(draws, L0, fin, frac(P) * P)
             out[e][i], out[f"{e}_mcse"][i] = s["value"], s["mcse"]
             out[f"{e}_rhat"][i], out[f"{e}_ess"][i] = s["rhat"], s["ess"]
-            out[f"{e}_eta"][i] = eta
+            out[f"{e}_eta"][i], out[f"{e}_lambda_max"][i] = eta, lam
+            out[f"{e}_finite"][i] = fin.mean(-1)
+            out["E_star"][i] = np.where(ok[i], P * L0, np.nan)  # n L_n(w*)
             if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
                 out[e][i], out[f"{e}_mcse"][i] = P * s["mean"], s["mcse"] / frac(P)
-            if e == "beta1":  # n L_n(w*) and the top curvature of n L_n at w*
-                out["E_star"][i], out["lambda_max"][i] = np.where(ok[i], P * L0, np.nan), lam
             bar.update(1)
     bar.close()
     if posterior is not None:

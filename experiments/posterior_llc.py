@@ -11,7 +11,7 @@ to a constant that cancels; the paper preset's per-position likelihood only chan
 $w_{\rm lik}$). No prior term (devinterp has none): the localisation
 is the only restoring force in directions the data do not pin.
 
-Sampler: full-batch SGLD (``copyhead_jax.sgld.run_chains``, devinterp's ``lr`` = 2 eta), all
+Sampler (:func:`copyhead_jax.llc_runs.llc_runs`): full-batch SGLD (devinterp's ``lr`` = 2 eta), all
 seeds of one P in one compiled program. Step per run: eta = ``eta_frac`` / (gamma +
 lambda_max), lambda_max the largest curvature of $n\beta L_n$ at $w^*$ (power iteration), so the
 stiffest direction's stationary variance is inflated by at most 1 / (1 - eta_frac / 2) (SGLD's
@@ -21,19 +21,11 @@ O(eta) bias; 2.6% at eta_frac = 0.05) and the softest (curvature >= gamma) relax
 
 from __future__ import annotations
 
-import functools
-import math
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.bayes import ess, mcse_mean, split_rhat
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sgld import run_chains
-from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.llc_runs import LLCSettings, llc_runs
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100); chains: at gamma = 100 the slowest
 #: direction relaxes in ~(1 + lambda_max / gamma) / eta_frac <= 70 steps on the plain grid
@@ -43,94 +35,21 @@ LLC = dict(gamma=100.0, n_chains=4, n_steps=2000, burn_in=500, thin=5, eta_frac=
            power_iters=30)  # fmt: skip
 
 
-def _data_energy(cls, chi, w_lik):
-    def D(w, tokens, mask, W_E, b):
-        h = cls(W_E=W_E, b=b, W_G=w[0], W_O_hat=w[1], chi=chi)
-        return w_lik * jnp.sum(mask * h.squared_errors(tokens))
-
-    return D
-
-
-@functools.partial(jax.jit, static_argnames=("cls", "chi", "w_lik", "n_steps", "burn_in",
-                                             "thin", "n_chains", "power_iters"))  # fmt: skip
-def _llc_chains(keys, w_star, tokens, mask, W_E, b, nbeta_over_n, gamma, eta_frac, *, cls, chi,
-                w_lik, n_steps, burn_in, thin, n_chains, power_iters):  # fmt: skip
-    """One P, all seeds (leading axis): ``(L_n draws [S, C, T], L_n(w*) [S], eta [S],
-    lambda_max [S], finite [S, C])``."""
-    D = _data_energy(cls, chi, w_lik)
-
-    def one(key, ws, tok, m, we, bb):
-        Ln = lambda w: D(w, tok, m, we, bb) / jnp.maximum(jnp.sum(m), 1.0)  # noqa: E731
-        n = jnp.sum(m)
-        nbeta = nbeta_over_n * n
-        g = jax.grad(Ln)
-
-        def power(v, _):
-            hv = jax.tree.map(lambda x: nbeta * x, jax.jvp(g, (ws,), (v,))[1])
-            nrm = jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(hv)))
-            return jax.tree.map(lambda x: x / nrm, hv), nrm
-
-        v0 = jax.tree.map(lambda x: jnp.ones_like(x) / math.sqrt(sum(
-            y.size for y in jax.tree.leaves(ws))), ws)  # fmt: skip
-        _, nrms = jax.lax.scan(power, v0, None, length=power_iters)
-        lam = nrms[-1]
-        eta = eta_frac / (gamma + lam)
-
-        def potential(w):
-            loc = sum(jnp.sum((a - c) ** 2) for a, c in zip(w, ws))
-            return nbeta * Ln(w) + 0.5 * gamma * loc
-
-        res = run_chains(key, ws, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in,
-                         thin=thin, n_chains=n_chains, draw_fn=Ln)  # fmt: skip
-        return res.draws, Ln(ws), eta, lam, res.finite
-
-    return jax.vmap(one)(keys, w_star, tokens, mask, W_E, b)
-
-
 def llc_sweep(res, key, settings: dict | None = None) -> dict:
     r"""devinterp-default $\hat\lambda$ of every run of a kept-weights reduced sweep ``res``:
-    arrays ``[P, seed]`` (value, mcse, R-hat and ESS of L_n, eta, lambda_max, nbeta)."""
+    arrays ``[P, seed]`` (value, mcse, R-hat and ESS of L_n, eta, lambda_max, nbeta), from
+    :func:`copyhead_jax.llc_runs.llc_runs` (its ``devinterp`` estimator, centred at the run's
+    own fit)."""
     s = LLC | (settings or {})
-    cfg = res.config
-    nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
-    cls, obj = head_class(cfg.model.attention), Objective.from_config(cfg)
-    inp = sweep_inputs(cfg, None)
-    train, mask = np.asarray(inp.train), np.asarray(inp.mask)
-    prm = {k: res[f"params/{k}"] for k in ("W_E", "b", "W_G", "W_O_hat")}
-    names = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "nbeta", "finite_frac")
-    out = {k: np.full((nP, nS), np.nan) for k in names}
     t0 = time.time()
-    for i, P in enumerate(cfg.sweep.P):
-        if P < 2:  # beta = 1 / log n needs n >= 2
-            continue
-        rows = slice(i * nS, (i + 1) * nS)
-        tok = jnp.asarray(train[rows][:, :P])
-        m = jnp.asarray(mask[rows][:, :P], jnp.float32)
-        keys = jax.random.split(jax.random.fold_in(key, int(P)), nS)
-        draws, L0, eta, lam, fin = _llc_chains(
-            keys, (jnp.asarray(prm["W_G"][i]), jnp.asarray(prm["W_O_hat"][i])), tok, m,
-            jnp.asarray(prm["W_E"][i]), jnp.asarray(prm["b"][i]), 1.0 / math.log(P),
-            s["gamma"], s["eta_frac"], cls=cls, chi=float(cfg.posterior.chi),
-            w_lik=float(obj.likelihood_weight), n_steps=s["n_steps"],
-            burn_in=s["burn_in"], thin=s["thin"], n_chains=s["n_chains"],
-            power_iters=s["power_iters"],
-        )  # fmt: skip
-        draws, L0 = np.asarray(draws, np.float64), np.asarray(L0, np.float64)
-        fin = np.asarray(fin) & np.isfinite(draws).all(-1)
-        nbeta = P / math.log(P)
-        for j in range(nS):
-            ok = draws[j][fin[j]]
-            if len(ok) < 2:
-                continue
-            out["value"][i, j] = nbeta * (ok.mean() - L0[j])
-            out["mcse"][i, j] = nbeta * float(mcse_mean(ok))
-            out["rhat"][i, j], out["ess"][i, j] = float(split_rhat(ok)), float(ess(ok))
-            out["finite_frac"][i, j] = fin[j].mean()
-        out["eta"][i], out["lambda_max"][i], out["nbeta"][i] = (
-            np.asarray(eta),
-            np.asarray(lam),
-            nbeta,
-        )
+    r = llc_runs(res, settings=LLCSettings(**s), estimators=("devinterp",), key=key)
+    a = {k.removeprefix("devinterp_"): v for k, v in r.arrays.items() if k.startswith("devinterp")}
+    P = np.asarray(res.config.sweep.P, float)
+    with np.errstate(all="ignore"):
+        nbeta = np.where(P > 1, P / np.log(np.maximum(P, 2)), np.nan)
+    out = {"value": a["devinterp"], "mcse": a["mcse"], "rhat": a["rhat"], "ess": a["ess"],
+           "eta": a["eta"], "lambda_max": a["lambda_max"], "finite_frac": a["finite"],
+           "nbeta": np.broadcast_to(nbeta[:, None], a["mcse"].shape).copy()}  # fmt: skip
     out["settings"], out["seconds"] = s, time.time() - t0
     out["n"] = "P (sequences)"
     return out
