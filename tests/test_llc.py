@@ -14,6 +14,7 @@ from copyhead_jax.cli import main
 from copyhead_jax.llc_runs import LLCSettings, llc_runs, lowest_u_fits
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
+from copyhead_jax.sample import draw_fields
 from copyhead_jax.sweep import sweep_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -135,3 +136,29 @@ def test_bad_input_is_refused_with_the_parameter_named(sweep, tmp_path):
     np.savez(junk, x=np.zeros(2))
     assert main(["llc", str(junk)]) == 2  # 'copyhead: error: files: ... neither a sweep ...'
     assert main(["llc", str(tmp_path / "missing.npz")]) == 2
+
+
+def test_a_posterior_file_adds_its_own_beta1_estimate(sweep, tmp_path, capsys):
+    """The posterior's own lambda-hat is E_post[E] - E(w*) with E = w_lik P train_loss: draws
+    whose loss sits a known delta above the fit's give w_lik P delta exactly (no sampling in
+    this estimate), and a non-finite chain is left out."""
+    cfg, P = sweep.config, 8
+    fields = draw_fields(cfg)
+    draws = np.zeros((1, 1, 2, 6, len(fields)))
+    delta = 0.25
+    draws[..., fields.index("train_loss")] = sweep["train_loss"][0, 0] + delta
+    draws[0, 0, 1, :, fields.index("train_loss")] = 1e6  # the chain flagged non-finite below
+    post = ch.PosteriorResult(cfg, ch.SGLDConfig(), {"draws": draws,
+                              "finite": np.array([[[True, False]]])}, {}, fields)  # fmt: skip
+    want = Objective.from_config(cfg).likelihood_weight * P * delta
+    r = llc_runs(sweep, posterior=post, settings=ST, estimators=("beta1",))
+    assert r.arrays["posterior"][0, 0] == pytest.approx(want, rel=1e-9)  # float64 arithmetic
+    # the command finds the sweep next to FILE_posterior.npz
+    sweep.save(tmp_path / "sweep_softmax.npz")
+    path = post.save(tmp_path / "sweep_softmax_posterior.npz")
+    assert main(["llc", str(path), *CLI_ST, "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert out["posterior"][0][0] == pytest.approx(want, rel=1e-9)
+    two = tmp_path / "other_posterior.npz"
+    post.save(two)
+    assert main(["llc", str(path), str(two)]) == 2  # at most one posterior file
