@@ -73,7 +73,7 @@ class LLCSettings:
     seed: int = 0
 
     def __post_init__(self):
-        check_float("gamma", self.gamma, lo=0.0)
+        check_float("gamma", self.gamma, lo=0.0, lo_open=False)  # 0: no localisation
         check_int("n_chains", self.n_chains, lo=1, hi=1024)
         check_int("n_steps", self.n_steps, lo=2)
         check_int("burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
