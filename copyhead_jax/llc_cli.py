@@ -40,7 +40,10 @@ def add_llc_subparser(sub) -> None:
     p.add_argument("--siblings", action=argparse.BooleanOptionalAction, default=True,
                    help="also use FILE_copy.npz next to a softmax FILE.npz, and FILE.npz next to "
                    "FILE_posterior.npz (default on)")  # fmt: skip
-    p.add_argument("--gamma", type=float, default=d.gamma, help=f"localisation (default {d.gamma})")
+    p.add_argument("--gamma", type=float, default=d.gamma,
+                   help=f"localisation (default {d.gamma}); 0 leaves directions the data do not "
+                   "pin free to drift (no prior in these chains): the posterior file's "
+                   "estimate is the unlocalised one")  # fmt: skip
     p.add_argument("--steps", type=int, default=d.n_steps, help=f"SGLD steps (default {d.n_steps})")
     p.add_argument("--burn-in", type=int, default=d.burn_in, help=f"default {d.burn_in}")
     p.add_argument("--thin", type=int, default=d.thin, help=f"default {d.thin}")
