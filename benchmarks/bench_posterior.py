@@ -8,8 +8,8 @@ exactly, the marginal energy U_m(W^G) of docs/theory.md §9.1 in the whitened co
 sampler sees the same function of w and the same conditioning. Every draw is completed with an
 exact readout draw and recorded as the sweep sampler does (``copyhead_jax.sample.Sampler
 .observe``): U and the order parameters. Per candidate: CPU seconds of the process after
-compilation (warm-up / adaptation included), ESS of U and of each order parameter (ArviZ's
-estimator: ``copyhead_jax.bayes.ess``), ESS per CPU-second, and the ratio
+compilation (warm-up / adaptation included), ESS of U and of each order parameter
+(``copyhead_jax.bayes.ess``, equal to NumPyro's estimator), ESS per CPU-second, and the ratio
 candidate-time-per-effective-draw / ours (> 1: ours is faster), XLA temp memory where compiled
 ahead of time, and the process's peak RSS.
 
