@@ -128,9 +128,9 @@ def print_llc(r) -> None:
     shown = [(k, k if k != "devinterp" else "devint") for k, _ in SHOWN if k in a]
     print(f"# {r.attention}: lambda-hat (seed mean, max MCSE over seeds); d/2 = {r.d / 2:g}; "
           f"gamma = {r.settings.gamma:g}; WBIC = E[n L_n] at beta = 1/log n, likelihood "
-          "normalisation omitted")  # fmt: skip
+          "normalisation omitted; w* alt: seeds whose centre is a later file's fit")  # fmt: skip
     head = f"{'P':>6} " + " ".join(f"{n:>16}" for _, n in shown)
-    print(head + f" {'WBIC':>16} {'R-hat':>6} {'copy w*':>7}")
+    print(head + f" {'WBIC':>16} {'R-hat':>6} {'w* alt':>7}")
     for i, P in enumerate(r.P):
         cells = []
         for k, _ in [*shown, ("wbic", "")]:
@@ -139,8 +139,8 @@ def print_llc(r) -> None:
             cells.append(f"{m:>9.3g} ({se:>4.2g})")
         rh = [a[f"{k}_rhat"][i] for k in ("beta1", "devinterp", "wbic")]
         rmax = np.nanmax(rh) if np.isfinite(rh).any() else math.nan
-        n_copy = int(np.sum(a["source"][i] >= 1))
-        print(f"{P:>6d} " + " ".join(cells) + f" {rmax:>6.2f} {n_copy:>7d}")
+        n_alt = int(np.sum(a["source"][i] >= 1))  # seeds centred at a later file's fit
+        print(f"{P:>6d} " + " ".join(cells) + f" {rmax:>6.2f} {n_alt:>7d}")
     if r.pstar:
         print("# MAP P*: " + ", ".join(f"{k} = {v:.4g}" for k, v in r.pstar.items()))
 
