@@ -28,10 +28,10 @@ def add_llc_subparser(sub) -> None:
         sub, "llc", help="learning coefficient (beta = 1 and devinterp's beta = 1/log n) and "
         "WBIC of every run of a reduced sweep, at its lowest-U fit",
         examples=(
-            "copyhead sweep --preset plain --engine reduced --attention softmax --keep-params "
-            "--out results/plain",
-            "copyhead llc results/plain/sweep_softmax.npz --out llc.png",
-            "copyhead llc results/plain/sweep_softmax_posterior.npz --json",
+            "copyhead sweep --preset small --engine reduced --attention softmax --keep-params "
+            "--out results/red",
+            "copyhead llc results/red/sweep_softmax.npz --out results/red/llc.png",
+            "copyhead llc results/red/sweep_softmax_posterior.npz --json",
         ),
     )  # fmt: skip
     p.add_argument("files", nargs="+", help="reduced sweep files with kept weights (several "
@@ -51,7 +51,7 @@ def add_llc_subparser(sub) -> None:
     p.add_argument("--eta-frac", type=float, default=d.eta_frac,
                    help="SGLD step times (gamma + top curvature); default "
                    f"{d.eta_frac}")  # fmt: skip
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, help=f"chains' seed (default {d.seed})")
     p.add_argument("--json", action="store_true", help="print the result as JSON (no table)")
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
