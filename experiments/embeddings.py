@@ -9,9 +9,10 @@ For each width N and attention, on the ``paper-map`` conventions (``configs/embe
   ``W^O`` (docs/theory.md §2c), from each branch start (linear: prior; softmax: zero and copy
   logits);
 * **joint MAP**: every weight trained, exactly at width N (``engine='reduced'``,
-  ``train_embeddings=True``, §2d), from two starts per run: the engine's own (every weight at its
-  prior draw; softmax: zero or copy logits) and the run's quenched MAP moved along the scale
-  gauge ``(U, W^G, W^O) -> (sU, W^G/s^2, W^O/s)`` (same function) to its lowest prior energy.
+  ``train_embeddings=True``, §2d), from the engine's own start (every weight at its prior
+  draw; softmax: zero logits; its copy start is not run, it fell to the zero branch in a probe)
+  and from each quenched MAP of the run moved along the scale gauge
+  ``(U, W^G, W^O) -> (sU, W^G/s^2, W^O/s)`` (same function) to its lowest prior energy.
 
 Per run the MAP is the lowest converged U over its starts. P* per seed: linear P*_c1 (onset of
 r) and P*_cG (max dpsi/dlog P) as ``copyhead sweep`` locates them; softmax P*_aG the jump of
@@ -173,8 +174,9 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
     for init in INITS[attention]:
         cq = engine(c, attention, width, trained=False, init=init)
         q[init] = C.cached_sweep(cq, cache)
-        j[init] = of_sweep(C.cached_sweep(engine(c, attention, width, trained=True, init=init),
-                                          cache))  # fmt: skip
+        if init != "copy":  # the engine's copy start falls to the zero branch (probe, N = 256)
+            cj = engine(c, attention, width, trained=True, init=init)
+            j[init] = of_sweep(C.cached_sweep(cj, cache))
         cj = engine(c, attention, width, trained=True, init=init)
         j["q-" + init] = C.cached(cache, f"joint-from-quenched-{attention}-{width}-{init}",
                                   [cj.to_dict(), C.code_version("engine")],
@@ -198,13 +200,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--tiny", action="store_true", help="seconds-sized run (tests)")
     ap.add_argument("--out", default=None, help="folder of results/ and figures/")
     ap.add_argument("--cache", default=None)
+    ap.add_argument("--widths", default=None, help="comma-separated subset of the widths")
     ap.add_argument("--tables", default=None, help="print the tables of a result JSON and exit")
     a = ap.parse_args(argv)
     if a.tables:
         print(tables(json.loads(Path(a.tables).read_text())))
         return {}
     mode = "tiny" if a.tiny else "full"
-    c = CONFIGS[mode]
+    c = dict(CONFIGS[mode])
+    if a.widths:
+        c["widths"] = [w for w in c["widths"] if str(w) in a.widths.split(",")]
     cache = Path(a.cache or f"results/embeddings/{mode}")
     out = Path(a.out or ("results/embeddings/tiny/out" if a.tiny else "docs/reports"))
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_SELF)
@@ -273,14 +278,20 @@ def figure(r: dict):
             ("linear", "P_cG", st.BLUE))  # fmt: skip
     for att, k, col in keys:
         for obj, mk, ls in (("joint", "o", "-"), ("quenched", "s", ":")):
-            y = [r["widths"][str(w)][att]["points"][obj].get(k, {}).get("P_star") for w in widths]
-            y = np.array([np.nan if v is None else v for v in y], float)
+            pts = [r["widths"][str(w)][att]["points"][obj].get(k, {}) for w in widths]
+            y = np.array([np.nan if p.get("P_star") is None else p["P_star"] for p in pts])
             ax.plot(widths, y, ls, marker=mk, color=col, mfc="none" if obj == "quenched" else col,
                     label=f"{k} {obj} MAP")  # fmt: skip
+            # not located, above the grid: a lower bound at the grid's largest P
+            top = [(w, max(r["widths"][str(w)][att]["P"])) for w, p in zip(widths, pts)
+                   if p.get("P_star") is None and "above" in p.get("unlocated", [])]  # fmt: skip
+            if top:
+                ax.plot(*zip(*top), "^", color=col, mfc="none" if obj == "quenched" else col,
+                        ms=7, ls="none")  # fmt: skip
         if th[k] is not None:
             ax.axhline(th[k], color=col, lw=0.8, ls="--")
     ax.set(xscale="log", yscale="log", xlabel="width $N$", ylabel="$P^*$",
-           title="transitions (dashed: EK theory)")  # fmt: skip
+           title="transitions (dashed: EK theory; ^: above the grid)")  # fmt: skip
     st.legend(ax, ncol=2)
     for i, w in enumerate(widths):
         s = r["widths"][str(w)]["softmax"]
