@@ -92,6 +92,31 @@ def rebalance(w: dict, obj: Objective, width: float) -> dict:
     return dict(W_E=w["W_E"] * s, b=w["b"] * s, W_G=w["W_G"] / t, W_O_hat=w["W_O_hat"] / s)
 
 
+def gauge_energy(w: dict, obj: Objective, width: float) -> tuple[float, float]:
+    """The prior energy of ``w`` as it is and at :func:`rebalance`'s scale (width-N units)."""
+    c2 = w["W_G"].shape[0] / width
+
+    def energy(v):
+        emb = np.sum(v["W_E"] ** 2) / obj.sigma_e**2 + np.sum(v["b"] ** 2) / obj.sigma_p**2
+        rest = np.sum(v["W_G"] ** 2) / obj.sigma_G**2 + np.sum(v["W_O_hat"] ** 2) / obj.sigma_O**2
+        return 0.5 * (emb / c2 + rest)
+
+    return energy(w), energy(rebalance(w, obj, width))
+
+
+def quenched_as_joint(cfg: ch.Config, quenched: ch.SweepResult) -> np.ndarray:
+    """``[nP, n_seeds]`` joint U of each quenched fit's function at its cheapest scale: the
+    start of :func:`joint_from_quenched` (the joint fit from it ends at or below it)."""
+    obj, a = Objective.from_config(cfg), quenched.arrays
+    U = np.asarray(a["U"], float).copy()
+    for i, s in np.ndindex(U.shape):
+        w = {k: np.asarray(a[f"params/{k}"][i, s], np.float64) for k in FIELDS}
+        before, after = gauge_energy(w, obj, cfg.model.width)
+        emb = 0.5 * (np.sum(w["W_E"] ** 2) / obj.sigma_e**2 + np.sum(w["b"] ** 2) / obj.sigma_p**2)
+        U[i, s] += after - (before - emb * cfg.model.width / w["W_G"].shape[0])
+    return U
+
+
 @functools.partial(jax.jit, static_argnums=0)
 def _joint_fit(cfg: ch.Config, w: tuple, tokens, mask, test, n_blocks):
     head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in FIELDS), head_template(cfg), w)
@@ -170,7 +195,7 @@ def points(attention: str, P, d: dict, min_jump: float) -> dict:
 
 def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
     """Quenched and joint MAP of one attention at one width (cached)."""
-    q, j = {}, {}
+    q, j, start = {}, {}, {}
     for init in INITS[attention]:
         cq = engine(c, attention, width, trained=False, init=init)
         q[init] = C.cached_sweep(cq, cache)
@@ -178,6 +203,7 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
             cj = engine(c, attention, width, trained=True, init=init)
             j[init] = of_sweep(C.cached_sweep(cj, cache))
         cj = engine(c, attention, width, trained=True, init=init)
+        start["q-" + init] = quenched_as_joint(cj, q[init]).tolist()
         j["q-" + init] = C.cached(cache, f"joint-from-quenched-{attention}-{width}-{init}",
                                   [cj.to_dict(), C.code_version("engine")],
                                   lambda cj=cj, r=q[init]: joint_from_quenched(cj, r),
@@ -190,6 +216,7 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
     return dict(
         P=[int(p) for p in P], quenched=tolist(quenched), joint=tolist(joint),
         joint_start=[[starts[k] for k in row] for row in pick], starts=starts,
+        quenched_function_U=start,
         points=dict(quenched=points(attention, P, quenched, c["min_jump"]),
                     joint=points(attention, P, joint, c["min_jump"])),
     )  # fmt: skip
