@@ -184,11 +184,30 @@ def summary(per_seed: list) -> dict:
                 unlocated=sides)  # fmt: skip
 
 
+AT_ORIGIN = 1e-6  # |r|, |cG| below this are the solver's float64 residue at G = 0
+R_ONSET = 0.05  # a seed pools somewhere on the grid when its r passes this
+ABSENT = loc.Located("absent", None, None, False, "above", {"reason": "not on the grid"})
+
+
 def points(attention: str, P, d: dict, min_jump: float) -> dict:
+    """Per-seed P* summaries. Linear: ``compare.pstar``'s locators, where the feature exists on
+    the seed's grid (P*_c1: r passes ``R_ONSET``; P*_cG: psi reaches 1/2); elsewhere it lies
+    above the grid (a joint MAP at G = 0 has only residue in r, psi, which the locators would
+    read as a feature)."""
     if attention == "linear":
-        return {k: summary(v) for k, v in linear_points(_Res(P, d)).items()}
+        d = dict(d)
+        zero = (np.abs(d["r"]) < AT_ORIGIN) & (np.abs(d["cG"]) < AT_ORIGIN)
+        d["r"] = np.where(zero, 0.0, d["r"])
+        d["psi"] = np.where(zero, 0.0, d["psi"])
+        pts = linear_points(_Res(P, d))
+        pools = np.nanmax(np.abs(d["r"]), axis=0) > R_ONSET
+        copies = np.nanmax(d["psi"], axis=0) >= 0.5
+        for key, has in (("P_c1", pools), ("P_cG", copies)):
+            pts[key] = [x if h else ABSENT for x, h in zip(pts[key], has)]
+        return {k: summary(v) for k, v in pts.items()}
     aG = np.where((d["converged"] > 0), d["cG"], np.nan)
     per = [loc.locate_jump(np.asarray(P, float), aG[:, s], min_jump=min_jump)
+           if np.nanmax(aG[:, s]) > min_jump else ABSENT  # no copying on the grid
            for s in range(aG.shape[1])]  # fmt: skip
     return {"P_aG": summary(per)}
 
@@ -299,7 +318,7 @@ def figure(r: dict):
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
-    widths = [int(w) for w in r["widths"]]
+    widths = sorted(int(w) for w in r["widths"])
     th = r["theory_ek"]
     keys = (("softmax", "P_aG", st.VERMILLION), ("linear", "P_c1", st.SKY),
             ("linear", "P_cG", st.BLUE))  # fmt: skip
@@ -327,8 +346,8 @@ def figure(r: dict):
     s = r["widths"][str(widths[-1])]["softmax"]
     bx.plot(s["P"], np.nanmean(np.asarray(s["quenched"]["cG"], float), axis=1), ":",
             color=st.GREY, label=f"quenched, N={widths[-1]:,}")  # fmt: skip
-    bx.set(xscale="log", xlabel=st.P_LABEL, ylabel="$a_G$ (seed mean)",
-           title="softmax joint MAP")  # fmt: skip
+    bx.set(xlabel=st.P_LABEL, ylabel="$a_G$ (seed mean)", title="softmax joint MAP")
+    st.log_P_axis(bx, s["P"])
     st.legend(bx, ncol=2)
     return fig
 
