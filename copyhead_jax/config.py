@@ -63,11 +63,11 @@ class ModelConfig:
     """Single-head attention, its prior scales and the muP readout scaling (docs/theory.md §2).
 
     ``engine='reduced'`` trains the exact width-``D = V + L`` image of the width-``N`` head
-    (docs/theory.md §2c; quenched embeddings only): ``width`` is then any int ``>= V + L`` or
-    ``math.inf``, and the embedding Gram ``C`` is the realised Gram of embeddings drawn as the
-    full engine draws them (``gram='realised'``, same seed, same embeddings) or a Wishart draw
-    ``N C ~ W(N, Sigma)`` that never forms an ``N``-sized array (``gram='wishart'``); at
-    ``width=inf``, ``C = Sigma``.
+    (docs/theory.md §2c; trained embeddings: the exact joint MAP, §2d, finite width): ``width``
+    is then any int ``>= V + L`` or ``math.inf``; the embedding Gram ``C`` is the realised Gram
+    of embeddings drawn as the full engine draws them (``gram='realised'``, same seed) or a
+    Wishart draw ``N C ~ W(N, Sigma)`` that never forms an ``N``-sized array
+    (``gram='wishart'``); at ``width=inf``, ``C = Sigma``.
     """
 
     attention: Attention = "softmax"
@@ -271,11 +271,13 @@ class Config:
         m, t = self.model, self.train
         if m.engine == "reduced":
             D = self.task.V + self.task.L
-            if t.train_embeddings:
+            if t.train_embeddings and (
+                self.solver != "exact" or t.exact_continuation or not math.isfinite(m.width)
+            ):
                 raise ValueError(
-                    "ModelConfig.engine='reduced' needs quenched embeddings "
-                    "(TrainConfig.train_embeddings=False, CLI --train-embeddings false): "
-                    "trained embeddings move the Gram and break the exact width reduction"
+                    "ModelConfig.engine='reduced' with trained embeddings is the exact joint MAP "
+                    "(docs/theory.md §2d): it needs solver 'exact'/'auto', exact_continuation=False"
+                    " and a finite width; else use quenched embeddings (--train-embeddings false)"
                 )
             if m.width < D:
                 raise ValueError(

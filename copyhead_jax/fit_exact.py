@@ -8,6 +8,8 @@ and measured with the same observables as the Adam fits. One compiled program se
 a sweep: the pools are padded to ``P_max`` and each chunk (one P) passes the number of blocks of
 sequences that hold data. The per-run arrays have the keys of an Adam chunk (one-point
 "curves"), plus ``rel_grad``, ``min_eig``, ``converged``, ``solver_steps`` and the Gram.
+With ``train_embeddings`` the embeddings are solved for too: the joint MAP of the width-N
+network, exactly (docs/theory.md §2d; ``models._reduce_trained.joint_split``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ._devices import shard_runs, to_host
 from .config import Config
 from .models import AbstractHead, head_class, head_template, reduced_head, target_weights
 from .models._reduce import init_reduced_arrays
+from .models._reduce_trained import joint_split
 from .observables import (
     Measurement,
     attention_matrices,
@@ -33,7 +36,7 @@ from .observables import (
     positional_logits,
 )
 from .posterior import Objective, predictions, squared_errors
-from .solve import BLOCK, ExactFit, blocks_of, solve_map
+from .solve import BLOCK, ExactFit, blocks_of, quenched_split, solve_map
 from .train import RunInputs
 
 
@@ -99,9 +102,12 @@ class ExactSolver(eqx.Module):
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
         t = self.cfg.train
         head = reduced_head(*start, head_template(self.cfg))
+        split = quenched_split  # trained embeddings: the joint MAP at width N (§2d)
+        if t.train_embeddings:
+            split = functools.partial(joint_split, width=self.cfg.model.width)
         fit = solve_map(
             head, inp.train, inp.mask, Objective.from_config(self.cfg),
-            gtol=t.exact_gtol, max_steps=t.exact_max_steps, n_blocks=n_blocks,
+            gtol=t.exact_gtol, max_steps=t.exact_max_steps, n_blocks=n_blocks, split=split,
         )  # fmt: skip
         return fit, measure_blocked(fit.head, inp.train, inp.mask, inp.test, n_blocks)
 
@@ -204,6 +210,11 @@ def run_exact_chunk(
         out["curve_U"] = out["U"][:, None].astype(np.float64)
         out["curve_loss"] = out["train_loss"][:, None].astype(np.float64)
         T = np.asarray(start[0])
+        if cfg.train.train_embeddings:  # the Gram U U^T / N moved: the fit's, not the start's
+            W_E, b = to_host(fit.head.W_E), to_host(fit.head.b)  # [runs, D, V], [runs, D, L]
+            E = np.concatenate([np.swapaxes(W_E, 1, 2), np.swapaxes(b, 1, 2)], axis=1)
+            T = E / np.sqrt(E.shape[-1])  # E = sqrt(D) T' for the fit's root T'
+
         out["gram"] = T @ np.swapaxes(T, 1, 2)
         if keep_params:
             for k in ("W_E", "b", "W_G", "W_O_hat"):

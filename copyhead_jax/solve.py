@@ -89,16 +89,31 @@ def blocks_of(P: int, P_pad: int, block: int = BLOCK) -> int:
     return -(-P // min(block, P_pad))
 
 
+def quenched_split(head: AbstractHead, obj: Objective):
+    """``(x0, unflatten, inv_var)``: the trained weights ``(W^G, W_O_hat)`` flat, and the
+    inverse prior variance of each coordinate."""
+    x0, unflatten = split_weights(head)
+    nG = head.W_G.size
+    inv_var = jnp.concatenate([
+        jnp.full((nG,), 1.0 / obj.sigma_G**2, x0.dtype),
+        jnp.full((x0.size - nG,), 1.0 / obj.sigma_O**2, x0.dtype),
+    ])  # fmt: skip
+    return x0, unflatten, inv_var
+
+
 def value_and_grad_fn(
     head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, n_blocks=None,
-    block: int = BLOCK,
+    block: int = BLOCK, split=quenched_split,
 ):  # fmt: skip
     r"""``(x0, unflatten, vg)``: ``vg(x) = (U, grad U)`` of the quenched energy
     (:func:`quenched_energy`) in the flat weights, the data term summed over the first
     ``n_blocks`` blocks of ``block`` sequences (all by default; may be traced, so that one
     compiled program serves datasets of any length up to ``tokens.shape[0]``; rows past the
-    data must be masked out)."""
-    x0, unflatten = split_weights(head)
+    data must be masked out). ``split(head, obj) -> (x0, unflatten, inv_var)`` chooses the
+    trained coordinates (default: :func:`quenched_split`; trained embeddings:
+    ``models._reduce_trained.joint_split``); $U$ is the data term plus
+    $\tfrac12\sum_i x_i^2/\sigma_i^2$ over them."""
+    x0, unflatten, inv_var = split(head, obj)
     P, L = tokens.shape
     B = min(block, P)
     n = -(-P // B)
@@ -107,11 +122,6 @@ def value_and_grad_fn(
     kb = jnp.concatenate([mask > 0, jnp.zeros((pad,), bool)]).reshape(n, B)
     n_blk = n if n_blocks is None else jnp.minimum(n_blocks, n)
     energy = head._energy_fn()
-    nG = head.W_G.size
-    inv_var = jnp.concatenate([
-        jnp.full((nG,), 1.0 / obj.sigma_G**2, x0.dtype),
-        jnp.full((x0.size - nG,), 1.0 / obj.sigma_O**2, x0.dtype),
-    ])  # fmt: skip
 
     def MR(x):
         h = unflatten(x)
@@ -300,6 +310,7 @@ def solve_map(
     memory_size: int = 40,
     n_lanczos: int = N_LANCZOS,
     n_blocks=None,
+    split=quenched_split,
 ) -> ExactFit:
     r"""Minimise $U$ over ``(W^G, W_O_hat)`` from ``head`` (embeddings frozen) by L-BFGS.
 
@@ -309,8 +320,11 @@ def solve_map(
     Pure JAX (``jit``/``vmap`` over runs). Run it in float64 (inside ``jax.enable_x64(True)``,
     with a float64 head): the stopping rule $\|\nabla U\|\le g_{\rm tol}\max(1,|U|)$ with
     ``gtol = 1e-9`` is below float32 resolution. ``n_blocks``: see :func:`value_and_grad_fn`
-    (only the sequences of the first ``n_blocks`` blocks count)."""
-    x0, unflatten, vg = value_and_grad_fn(head, tokens, mask, obj, n_blocks)
+    (only the sequences of the first ``n_blocks`` blocks count). ``split``: the trained
+    coordinates and their priors (see :func:`value_and_grad_fn`; with
+    ``models._reduce_trained.joint_split`` the embeddings are trained too and $U$ includes
+    their prior, docs/theory.md §2d)."""
+    x0, unflatten, vg = value_and_grad_fn(head, tokens, mask, obj, n_blocks, split=split)
     s = _lbfgs(vg, x0, gtol, max_steps, memory_size)
     x, u, g = s.x, s.u, s.g
     eps = FD_EPS * jnp.maximum(1.0, jnp.linalg.norm(x) / jnp.sqrt(x.size))

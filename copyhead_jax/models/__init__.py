@@ -22,3 +22,7 @@ from ._reduce import reduce_head as reduce_head
 from ._reduce import reduced_head as reduced_head
 from ._reduce import root_of as root_of
 from ._reduce import wishart_root as wishart_root
+from ._reduce_trained import expand_trained as expand_trained
+from ._reduce_trained import joint_split as joint_split
+from ._reduce_trained import off_span_fraction as off_span_fraction
+from ._reduce_trained import scaled_objective as scaled_objective
