@@ -45,3 +45,22 @@ def test_chain_on_a_standard_normal():
     r2 = (w**2).sum(1)
     assert abs(r2.mean() - 3.0) < 5 * np.sqrt(6.0 / n_eff)  # Var |w|^2 = 2 n = 6
     assert 0.6 < float(np.mean(c.accept)) < 0.95 and bool(np.all(c.finite))
+
+
+def test_rhat_and_ess_match_arviz():
+    """The one R-hat/ESS (kernels.mcstats) against ArviZ on AR(1) chains with an offset chain:
+    split R-hat is the same formula as ``az.rhat(method="split")`` (float64 rounding: rtol
+    1e-10); ESS is ``az.ess(method="mean")`` up to ArviZ's end term of the Geyer sum (one extra
+    autocorrelation, a few percent at most here: rtol 5e-2)."""
+    az = pytest.importorskip("arviz")
+    from copyhead_jax.kernels.mcstats import ess, split_rhat
+
+    rng = np.random.default_rng(1)
+    x = np.zeros((4, 500))
+    for t in range(1, 500):
+        x[:, t] = 0.7 * x[:, t - 1] + rng.normal(size=4)
+    x[3] += 0.3
+    np.testing.assert_allclose(split_rhat(x), az.rhat(x, method="split"), rtol=1e-10)
+    np.testing.assert_allclose(ess(x), az.ess(x, method="mean"), rtol=5e-2)
+    batch = np.stack([x, x[::-1]])  # leading run axes reduce per run
+    np.testing.assert_allclose(split_rhat(batch), [split_rhat(x), split_rhat(x[::-1])])
