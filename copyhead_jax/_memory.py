@@ -115,7 +115,8 @@ def check_sampler_memory(cfg: Config, sgld, runs_per_chunk: int) -> None:
     need = runs_per_chunk * sampler_run_bytes(cfg, sgld)
     what = (f"sampling {runs_per_chunk} run(s) x {sgld.n_chains} chain(s) of {sgld.n_draws} "
             "draws")  # fmt: skip
-    lower = "use fewer --steps or --chains, a larger --thin, or a smaller --chunk-runs"
+    steps = "--iterations" if getattr(sgld, "kind", "sgld") == "hmc" else "--steps"
+    lower = f"use fewer {steps} or --chains, a larger --thin, or a smaller --chunk-runs"
     refuse_if_over(need, available_bytes(cfg), what, lower)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import main
-from copyhead_jax.results import PosteriorResult
+from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult
 from copyhead_jax.sample import run_sampler
 
 CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
@@ -44,7 +44,8 @@ def test_sampler_resume_and_determinism(sweep, tmp_path):
     res = run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=2)
     assert np.array_equal(res["draws"], ref["draws"])
     loaded = PosteriorResult.load(out)
-    assert np.array_equal(loaded["draws"], ref["draws"]) and loaded.sgld == SGLD
+    assert np.array_equal(loaded["draws"], ref["draws"]) and loaded.sampler == SGLD
+    assert loaded.sampler_name == "SGLD" and loaded.meta["sampler_kind"] == "sgld"
 
 
 def test_sampler_needs_weights(sweep):
@@ -77,7 +78,7 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
 
     class Bar:
         def __init__(self, total, **kw):
-            self.total, self.n = total, 0
+            self.total, self.n, self.desc = total, 0, kw.get("desc", "")
             bars.append(self)
 
         def update(self, k=1):
@@ -89,3 +90,41 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
     monkeypatch.setattr(sample_mod, "tqdm", Bar)
     run_sampler(sweep, SGLD, progress=True, chunk_runs=3)
     assert [(b.total, b.n) for b in bars] == [(4, 4)]
+    assert bars[0].desc.startswith("SGLD ")  # the sampler's real name
+
+
+def test_old_posterior_files_read_with_their_sampler(tmp_path):
+    """Files written before HMCConfig hold an SGLDConfig under ``sgld``: a full sweep's stays
+    SGLD; a reduced sweep's was the collapsed HMC (steps = warm-up + iterations) and reads as
+    that HMCConfig."""
+    from copyhead_jax.storage import atomic_save_npz, load_npz
+
+    red = CFG.replace(model=dict(engine="reduced", width=64), train=dict(train_embeddings=False))
+    arrays = dict(draws=np.zeros((2, 2, 2, 4, 7)), finite=np.ones((2, 2, 2), bool))
+    for cfg, want in ((CFG, SGLD), (red, ch.HMCConfig(step_size=1e-5, n_iter=40, n_warmup=20,
+                                                       thin=10, n_chains=2))):  # fmt: skip
+        path = PosteriorResult(cfg, SGLD, arrays).save(tmp_path / "p.npz")
+        a, meta = load_npz(path, kind=POSTERIOR_KIND)
+        for k in ("sampler", "sampler_kind", "sampler_name"):
+            meta.pop(k)
+        meta["sgld"] = dict(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2, seed=1)
+        atomic_save_npz(path, a, meta)
+        assert PosteriorResult.load(path).sampler == want
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--sampler", "hmc"], "collapsed HMC .HMCConfig. needs a reduced sweep"),
+    (["--iterations", "10"], "--iterations is a flag of --sampler hmc; this run uses --sampler "
+                             "sgld .SGLD counts --steps"),
+    (["--starts", "both"], "--starts is a flag of --sampler hmc"),
+])  # fmt: skip
+def test_cli_flags_belong_to_one_sampler(sweep, tmp_path, capsys, argv, pattern):
+    f = tmp_path / "sweep.npz"
+    sweep.save(f)
+    rc = main(["sample", str(f), "--quiet", "--no-plot", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("copyhead: error:") and "Traceback" not in err, err
+    import re
+
+    assert re.search(pattern, err), err
+    assert not (tmp_path / "sweep_posterior.npz").exists()
