@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from .config import Config
-from .models import AbstractHead, target_weights
+from .models import AbstractHead
 from .posterior import Objective, squared_errors
 from .results import DRAW_FIELDS
 
@@ -19,7 +19,7 @@ def log_likelihood(head: AbstractHead, train, cfg: Config) -> jax.Array:
     per sequence, the normalised Gaussian likelihood whose energy is U's data term ($w$ the
     likelihood weight, $n_y$ the target entries of a sequence; docs/theory.md §9b)."""
     w = Objective.from_config(cfg).likelihood_weight
-    n_y = float(np.sum(np.asarray(target_weights(cfg.task.L, head.causal)))) * cfg.task.V
+    n_y = (cfg.task.L - int(head.causal)) * cfg.task.V  # causal: position 0 has no target
     return -w * squared_errors(head, train, cfg.task.V) + 0.5 * n_y * math.log(w / math.pi)
 
 

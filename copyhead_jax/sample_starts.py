@@ -51,14 +51,16 @@ def start_points(cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray,
 
         s = Objective.from_config(cfg).sigma_G
         return s * rng.standard_normal((mc.n_chains, *np.shape(W_G))).astype(np.float32)
+    import jax
     import jax.numpy as jnp
 
     from .models import copy_start
 
     L, V = cfg.task.L, cfg.task.V
     logit = cfg.train.init_copy_logit
-    with_copy = np.stack([np.asarray(copy_start(jnp.asarray(T, jnp.float64), V=V, L=L,
-                                                logit=logit)) for T in roots])  # fmt: skip
+    with jax.enable_x64(True):  # T^{-1}: the Gram root may be ill conditioned
+        with_copy = np.stack([np.asarray(copy_start(jnp.asarray(T, jnp.float64), V=V, L=L,
+                                                    logit=logit)) for T in roots])  # fmt: skip
     return np.stack([np.zeros_like(with_copy), with_copy]).astype(np.float32)
 
 
