@@ -9,9 +9,9 @@ r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult` (issues 12 
   ArviZ's sample dims first, then the sweep's run axes. Coordinates: ``P`` the training set
   sizes, ``seed`` and ``chain`` integers, ``draw`` the draw index, plus ``step`` (along
   ``draw``) the SGLD step or HMC iteration of each draw;
-* ``log_likelihood`` (when kept, ``HMCConfig.keep_loglik``): ``y``, the log-likelihood of each
-  training sequence (docs/theory.md §9b), dim ``sequence`` last; NaN on the rows a run does not
-  use (its ``P`` is below the sweep's largest);
+* ``log_likelihood`` (when kept: ``keep_loglik`` of either sampler config): ``y``, the
+  log-likelihood of each training sequence (docs/theory.md §9b), dim ``sequence`` last; NaN on
+  the rows a run does not use (its ``P`` is below the sweep's largest);
 * ``sample_stats``: ``lp`` $=-U$ (the log posterior up to a constant), ``acceptance_rate``
   (HMC: the mean Metropolis acceptance probability of the ``thin`` iterations before each draw;
   SGLD: the MALA acceptance proxy, SGLD never rejects), ``step_size`` (HMC: each chain's adapted

@@ -150,7 +150,7 @@ class Sampler(eqx.Module):
         res = run_chains(
             keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
             n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
+            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe_all,
         )  # fmt: skip
         n_draws = res.draws.shape[1]
         acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws

@@ -14,9 +14,9 @@ from .config import STARTS, HMCConfig, SGLDConfig
 SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
 HMC_FLAGS = {"iterations": "n_iter", "warmup": "n_warmup", "adapt": "n_adapt",
              "leapfrog": "n_leapfrog", "target_accept": "target_accept", "starts": "starts",
-             "branch_threshold": "branch_threshold", "keep_loglik": "keep_loglik",
-             "keep_weights": "keep_weights"}  # fmt: skip
-SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed"}
+             "branch_threshold": "branch_threshold", "keep_weights": "keep_weights"}  # fmt: skip
+SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed",
+                "keep_loglik": "keep_loglik"}  # fmt: skip
 
 
 def add_sample_subparser(sub) -> None:
@@ -55,6 +55,9 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--chains", type=int, default=None, help=f"chains per run (default "
                    f"{d.n_chains})")  # fmt: skip
     g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--keep-loglik", action="store_true", default=None,
+                   help="record each training sequence's log-likelihood per draw (ArviZ "
+                   "log_likelihood group, az.loo)")  # fmt: skip
     g = p.add_argument_group("SGLD only (--sampler sgld)")
     g.add_argument("--steps", type=int, default=None, help=f"SGLD steps (default {d.n_steps})")
     g.add_argument("--burn-in", type=int, default=None,
@@ -79,9 +82,6 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--branch-threshold", type=float, default=None,
                    help=f"a draw is on the copy branch when aG >= this (default "
                    f"{h.branch_threshold})")  # fmt: skip
-    g.add_argument("--keep-loglik", action="store_true", default=None,
-                   help="record each training sequence's log-likelihood per draw (ArviZ "
-                   "log_likelihood group, az.loo)")  # fmt: skip
     g.add_argument("--keep-weights", action="store_true", default=None,
                    help="record W^G and W_O_hat per draw (ArviZ posterior)")  # fmt: skip
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")

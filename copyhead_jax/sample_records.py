@@ -32,12 +32,12 @@ def split_extras(got: dict, mc, mask: np.ndarray, cfg: Config) -> dict:
     d = got["draws"]
     got["draws"], rest = d[..., : len(DRAW_FIELDS)], d[..., len(DRAW_FIELDS) :]
     runs, n_rows = mask.shape
-    if mc.keep_loglik:
+    if getattr(mc, "keep_loglik", False):
         ll = np.full(rest.shape[:-1] + (cfg.sweep.P_max,), np.nan, rest.dtype)
         used = (np.asarray(mask) > 0)[:, None, None, :]
         ll[..., :n_rows] = np.where(used, rest[..., :n_rows], np.nan)
         got["log_lik"], rest = ll, rest[..., n_rows:]
-    if mc.keep_weights:
+    if getattr(mc, "keep_weights", False):
         V, D = cfg.task.V, cfg.task.V + cfg.task.L
         got["W_G"] = rest[..., : D * D].reshape(rest.shape[:-1] + (D, D))
         got["W_O_hat"] = rest[..., D * D :].reshape(rest.shape[:-1] + (V, D))

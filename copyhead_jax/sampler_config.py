@@ -28,9 +28,13 @@ class SGLDConfig:
     thin: int = 10
     n_chains: int = 4
     seed: int = 1
+    keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
 
     def __post_init__(self):
         check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
+        if not isinstance(self.keep_loglik, bool):
+            raise ValueError(f"SGLDConfig.keep_loglik must be True or False, got "
+                             f"{self.keep_loglik!r}")  # fmt: skip
         check_int("SGLDConfig.n_steps", self.n_steps, lo=1, hi=10**9)
         check_int("SGLDConfig.burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
         check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)

@@ -175,3 +175,25 @@ def test_default_starts_follow_the_coexistence_window():
     assert default_starts(cfg.replace(sweep=dict(P=(inside, far)))) == "both"
     assert default_starts(cfg.replace(sweep=dict(P=(far,)))) == "fit"
     assert default_starts(cfg.replace(model=dict(attention="linear"))) == "fit"
+
+
+def test_sgld_keeps_the_log_likelihood_for_loo(sweep):
+    """SGLD with ``keep_loglik``: at every draw sum_alpha log p(y^alpha) =
+    -w P loss + P (n_y / 2) log(w / pi) (docs/theory.md §9b; float32 sums: rtol 1e-4), rows
+    past a run's P are NaN, and one run's export carries its P sequences for ``az.loo``."""
+    import dataclasses
+
+    post = run_sampler(sweep, dataclasses.replace(SGLD, keep_loglik=True), progress=False,
+                       chunk_runs=4)  # fmt: skip
+    w = ch.Objective.from_config(CFG).likelihood_weight
+    n_y = CFG.task.L * CFG.task.V
+    assert not CFG.model.causal
+    for i, P in enumerate(post.P):
+        ll = post["log_lik"][i]
+        assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
+        np.testing.assert_allclose(ll[..., :P].sum(-1), -w * P * post["train_loss"][i]
+                                   + P * 0.5 * n_y * np.log(w / np.pi), rtol=1e-4)  # fmt: skip
+    pytest.importorskip("arviz")
+    one = ch.to_arviz(post, P=8, seed=1)
+    assert one.log_likelihood["y"].shape == (2, 4, 8)
+    assert one.posterior.attrs["sampler"] == "SGLD"
