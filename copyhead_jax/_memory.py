@@ -107,7 +107,7 @@ def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
         return whiten + 4 * C * ((9 + extra) * S + 8 * n + activations)
     N, T = int(cfg.model.width), sgld.n_steps
     weights = N * N + V * N + N * (V + L)
-    return 4 * C * (4 * T + 9 * S + 4 * weights + activations)
+    return 4 * C * (4 * T + (9 + extra) * S + 4 * weights + activations)
 
 
 def check_sampler_memory(cfg: Config, sgld, runs_per_chunk: int) -> None:
