@@ -6,7 +6,7 @@ Quenched protocol, paper preset (L = 25, V = 5, width 10,000, sigma^2 = chi = 30
 seeds, both attentions:
 
 1. the exact MAP of all 320 runs (float64 L-BFGS, ``engine='reduced'``), target < 60 s;
-2. the default reduced posterior sampler (collapsed HMC, ``sample.default_sgld``: 4 chains,
+2. the default reduced posterior sampler (collapsed HMC, ``sample.default_sampler``: 4 chains,
    2,000 steps softmax / 4,000 linear) on **one seed at P = 32 and 322** (``SAMPLE_P``), each
    P its own run, so that the cost per run is measured against P. Sampling all 320 runs (issue 11's
    "whole benchmark under 5 min") takes hours on this CPU; the script measures the per-run cost
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.sample import default_sgld, run_sampler
+from copyhead_jax.sample import default_sampler, run_sampler
 from copyhead_jax.storage import environment
 
 H200_MS_PER_RUN_EPOCH = 1.3  # README: benchmarks/gpu_paper_config.sh on one H200
@@ -117,7 +117,7 @@ def sample_cost(attention: str, P_list) -> dict:
             fits[P] = ch.run_sweep(paper_config(attention, P=(P,), n_seeds=1), progress=False,
                                    keep_params=True)  # fmt: skip
         res = fits[P]
-        sg = default_sgld(res)
+        sg = default_sampler(res)
         with Clock() as c:
             post = run_sampler(res, sg, progress=False)
         names = post.order_names

@@ -3,7 +3,7 @@
 Code map, in data-flow order:
 
 - ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
-                   SweepConfig, SGLDConfig)
+                   SweepConfig); sampler configs ``SGLDConfig``, ``HMCConfig``
 - ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
 - ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
@@ -13,9 +13,11 @@ Code map, in data-flow order:
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
 - ``results``      ``SweepResult``, ``PosteriorResult`` (save/load, ok flags)
 - ``storage``      result files: schema, atomic writes, locks, environment metadata
+- ``kernels``      the one HMC kernel (+ dual averaging) and the one R-hat/ESS
 - ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
-- ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
+- ``sample``       ``run_sampler(sweep, SGLDConfig | HMCConfig)``: the posterior of every run
+                   (SGLD on full sweeps, collapsed HMC from fit/branch/prior starts on reduced)
 - ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
 - ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
 - ``plots``        figures from results
@@ -38,6 +40,7 @@ from .bayes import susceptibility as susceptibility
 from .bayes import thermodynamic_integration as thermodynamic_integration
 from .bayes import wbic as wbic
 from .config import Config as Config
+from .config import HMCConfig as HMCConfig
 from .config import ModelConfig as ModelConfig
 from .config import PosteriorConfig as PosteriorConfig
 from .config import SGLDConfig as SGLDConfig
@@ -66,6 +69,7 @@ from .presets import preset as preset
 from .results import PosteriorResult as PosteriorResult
 from .results import SweepResult as SweepResult
 from .sample import PAPER_SGLD as PAPER_SGLD
+from .sample import default_sampler as default_sampler
 from .sample import run_sampler as run_sampler
 from .sgld import run_chains as run_chains
 from .sgld import sgld_kernel as sgld_kernel

@@ -96,25 +96,27 @@ def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
     and four copies of the weights; reduced engine: the float64 whitening of the marginal."""
     L, V = cfg.task.L, cfg.task.V
     P = cfg.sweep.P_max if P is None else P
-    C, T = sgld.n_chains, sgld.n_steps
-    S = (sgld.n_steps - sgld.burn_in) // sgld.thin
+    C, S = sgld.n_chains, sgld.n_draws  # sgld: an SGLDConfig or an HMCConfig
+    extra = getattr(sgld, "keep_loglik", False) * P + getattr(sgld, "keep_weights", False) * (
+        (V + L) * (2 * V + L))  # fmt: skip
     activations = P * L * L * 8 + P * L * V * 6
     if cfg.model.engine == "reduced":
         D = V + L
         n = D * D
         whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
-        return whiten + 4 * C * (9 * S + 8 * n + activations)
-    N = int(cfg.model.width)
+        return whiten + 4 * C * ((9 + extra) * S + 8 * n + activations)
+    N, T = int(cfg.model.width), sgld.n_steps
     weights = N * N + V * N + N * (V + L)
-    return 4 * C * (4 * T + 9 * S + 4 * weights + activations)
+    return 4 * C * (4 * T + (9 + extra) * S + 4 * weights + activations)
 
 
 def check_sampler_memory(cfg: Config, sgld, runs_per_chunk: int) -> None:
     """Refuse, before any work, a sampler chunk that does not fit the memory budget."""
     need = runs_per_chunk * sampler_run_bytes(cfg, sgld)
-    what = (f"sampling {runs_per_chunk} run(s) x {sgld.n_chains} chain(s) of {sgld.n_steps} "
-            "steps")  # fmt: skip
-    lower = "use fewer --steps or --chains, a larger --thin, or a smaller --chunk-runs"
+    what = (f"sampling {runs_per_chunk} run(s) x {sgld.n_chains} chain(s) of {sgld.n_draws} "
+            "draws")  # fmt: skip
+    steps = "--iterations" if getattr(sgld, "kind", "sgld") == "hmc" else "--steps"
+    lower = f"use fewer {steps} or --chains, a larger --thin, or a smaller --chunk-runs"
     refuse_if_over(need, available_bytes(cfg), what, lower)
 
 

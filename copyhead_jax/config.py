@@ -13,6 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
+from .sampler_config import SAMPLERS as SAMPLERS  # the sampler configs, re-exported
+from .sampler_config import STARTS as STARTS
+from .sampler_config import HMCConfig as HMCConfig
+from .sampler_config import SGLDConfig as SGLDConfig
 
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
@@ -229,26 +233,6 @@ class SweepConfig:
     @property
     def P_max(self) -> int:
         return self.P[-1]
-
-
-@dataclass(frozen=True)
-class SGLDConfig:
-    """SGLD as in docs/theory.md §2: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U)."""
-
-    step_size: float = 1e-6  # eta, in units of U
-    n_steps: int = 2000
-    burn_in: int = 500
-    thin: int = 10
-    n_chains: int = 4
-    seed: int = 1
-
-    def __post_init__(self):
-        check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
-        check_int("SGLDConfig.n_steps", self.n_steps, lo=1, hi=10**9)
-        check_int("SGLDConfig.burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
-        check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)
-        check_int("SGLDConfig.n_chains", self.n_chains, lo=1, hi=100_000)
-        check_int("SGLDConfig.seed", self.seed, lo=0, hi=2**31 - 1)
 
 
 @dataclass(frozen=True)

@@ -160,9 +160,10 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     col = COLORS.get(att, "k")
     n1, nG = order_names(att)
     P = post.P
+    who = post.sampler.name  # "SGLD" or "collapsed HMC"
     for name, label, ls, mk in (("cG", nG, "-", "o"), ("c1", n1, ":", "s")):
         m, _ = post.moments(name)
-        _band(ax_o, P, m, f"SGLD {_tex(label)}", color=col, ls=ls, marker=mk)
+        _band(ax_o, P, m, f"{who} {_tex(label)}", color=col, ls=ls, marker=mk)
         if sweep is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a P with no ok run: a gap
@@ -172,7 +173,7 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     _band(ax_v, P, vG, f"var({_tex(nG)})", color=col)
     ax_v.set_yscale("log")
     mL, _ = post.moments("train_loss")
-    _band(ax_l, P, mL, "SGLD train loss", color=col)
+    _band(ax_l, P, mL, f"{who} train loss", color=col)
     ax_l.axhline(post.config.task.L, color="gray", lw=0.8, ls=":", label="zero output ($L$)")
     ylabels = ("order parameter (dimensionless)", f"susceptibility var({_tex(nG)}) over draws",
                "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$")  # fmt: skip
@@ -183,8 +184,7 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
         ax.set_ylabel(yl)
         ax.set_title(t)
         _legend(ax)
-    s = post.sgld
-    fig.suptitle(f"{att}: SGLD $\\eta$={s.step_size:g}, {s.n_steps} steps, {s.n_chains} chains")
+    fig.suptitle(f"{att}: {post.sampler.describe()}")
     return fig
 
 
@@ -201,11 +201,12 @@ def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
     own = dict(zip(("c1", "cG"), names)).get(field, field)  # c1/cG: the generic names
     label = _tex(own) if own in names else field
     x = post["draw_step"]
+    step = "iteration" if post.sampler.kind == "hmc" else "step"
     for i, P in enumerate(post.P):
         ax = axes.flat[i]
         ax.plot(x, post[field][i, seed].T, lw=0.8)
         ax.set_title(f"$P$={P}", fontsize=9)
-        ax.set_xlabel("SGLD step")
+        ax.set_xlabel(f"{post.sampler.name} {step}")
         ax.set_ylabel(label)
     for ax in axes.flat[n:]:
         ax.axis("off")

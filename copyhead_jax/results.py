@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config, SGLDConfig
+from .config import SAMPLERS, Config, HMCConfig, SGLDConfig
 from .models import head_class
 from .storage import SCHEMA_VERSION, atomic_save_npz, load_npz
 
@@ -264,17 +264,37 @@ POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
 
 
+def sampler_from_meta(meta: dict, cfg: Config) -> SGLDConfig | HMCConfig:
+    """The sampler config of a posterior file. Files written before ``HMCConfig`` hold an
+    ``SGLDConfig`` under ``sgld``; on a reduced sweep it described the collapsed HMC (steps =
+    warm-up + HMC iterations, burn-in = warm-up), so it is read as that ``HMCConfig`` (the
+    leapfrog count, adaptation and target acceptance were then the present defaults)."""
+    if "sampler_kind" in meta:
+        kind = meta["sampler_kind"]
+        if kind not in SAMPLERS:
+            raise ValueError(f"unknown sampler kind {kind!r}; known: {sorted(SAMPLERS)}")
+        return SAMPLERS[kind](**meta["sampler"])
+    old = SGLDConfig(**meta["sgld"])
+    if cfg.model.engine != "reduced":
+        return old
+    return HMCConfig(step_size=old.step_size, n_iter=old.n_steps - old.burn_in,
+                     n_warmup=old.burn_in, thin=old.thin, n_chains=old.n_chains,
+                     seed=old.seed)  # fmt: skip
+
+
 @dataclass
 class PosteriorResult(_OfSweep):
-    """SGLD draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
+    """Posterior draws of a sweep: ``draws[P, seed, chain, draw, field]`` with ``fields``, plus
     per-run posterior means/variances and health (``rhat``, ``ess``, ``accept``, ...).
+    ``sampler`` is the config that ran (:class:`SGLDConfig` or :class:`HMCConfig`; its
+    ``name``, e.g. "collapsed HMC", is what outputs print).
 
     The order parameters carry the head's names (softmax: ``a1``, ``aG``, ``rhat_aG``);
     ``post["c1"]``/``post["cG"]`` are aliases (c1/cG are the generic names, a1/aG the softmax
     ones)."""
 
     config: Config
-    sgld: SGLDConfig
+    sampler: SGLDConfig | HMCConfig
     arrays: dict[str, np.ndarray]
     meta: dict[str, Any] = field(default_factory=dict)
     fields: tuple[str, ...] = DRAW_FIELDS
@@ -288,6 +308,16 @@ class PosteriorResult(_OfSweep):
                            f"arrays {sorted(self.arrays)}")  # fmt: skip
         return self.arrays[name]
 
+    @property
+    def sgld(self) -> SGLDConfig | HMCConfig:
+        """The sampler config (its name before HMCConfig existed); prefer ``sampler``."""
+        return self.sampler
+
+    @property
+    def sampler_name(self) -> str:
+        """The sampler's real name: "SGLD" or "collapsed HMC"."""
+        return self.sampler.name
+
     def moments(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of ``name`` per run ``[P, seed]`` over finite chains."""
         x = np.where(self.arrays["finite"][..., None], self[name], np.nan)
@@ -298,7 +328,8 @@ class PosteriorResult(_OfSweep):
         meta = dict(self.meta)
         meta.update(
             kind=POSTERIOR_KIND, schema=SCHEMA_VERSION, config=self.config.to_dict(),
-            sgld=dataclasses.asdict(self.sgld), fields=list(self.fields),
+            sampler=dataclasses.asdict(self.sampler), sampler_kind=self.sampler.kind,
+            sampler_name=self.sampler.name, fields=list(self.fields),
         )  # fmt: skip
         return atomic_save_npz(path, self.arrays, meta)
 
@@ -306,7 +337,8 @@ class PosteriorResult(_OfSweep):
     def load(cls, path) -> PosteriorResult:
         arrays, meta = load_npz(path, kind=POSTERIOR_KIND)
         try:
-            cfg, sg = Config.from_dict(meta["config"]), SGLDConfig(**meta["sgld"])
+            cfg = Config.from_dict(meta["config"])
+            sg = sampler_from_meta(meta, cfg)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
         fields = tuple(meta["fields"])

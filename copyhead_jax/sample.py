@@ -1,8 +1,11 @@
-r"""Posterior sampling of a whole sweep: SGLD chains warm-started from the MAP fits.
+r"""Posterior sampling of a whole sweep: one entry, :func:`run_sampler`, and two samplers
+chosen by the config's type: :class:`SGLDConfig` (full engine, below) and :class:`HMCConfig`
+(reduced engine: the collapsed HMC of :mod:`copyhead_jax.sample_reduced`, chains started per
+``HMCConfig.starts``, :mod:`copyhead_jax.sample_starts`).
 
-Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains on the same
-energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights sampled,
-embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x
+**SGLD.** Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains
+on the same energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights
+sampled, embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x
 ``scan`` over draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are
 never stored: each draw records U, the training loss, the order parameters and the coverage of
 the mean attention matrix. Per run, the posterior mean and variance of each recorded quantity
@@ -40,9 +43,9 @@ from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from ._memory import check_sampler_memory
 from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_ratio
-from .config import Config, SGLDConfig
+from .config import Config, HMCConfig, SGLDConfig
 from .data import masked_mean
-from .models import AbstractHead, head_class
+from .models import AbstractHead, head_class, root_of
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .results import (
@@ -55,12 +58,14 @@ from .results import (
     order_names,
     rename_order,
 )
+from .sample_records import log_likelihood, split_extras
 from .sample_reduced import (
     collapsed_chains,
     marginal_whitening,
     warmup_chains,
     whitening,
 )
+from .sample_starts import branch_arrays, default_starts, start_points, start_warnings
 from .sgld import draw_steps, run_chains
 from .storage import acquire_lock, environment, release_lock, remove_tmp_orphans
 from .sweep import sweep_inputs
@@ -69,27 +74,29 @@ from .sweep import sweep_inputs
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
 
 #: Reduced sweeps: the collapsed sampler of :mod:`copyhead_jax.sample_reduced` (the readout
-#: integrated out exactly, HMC on W^G). ``burn_in``: unadjusted-Langevin warm-up steps
-#: (discarded); then ``HMC_ADAPT`` = 100 HMC iterations tune each chain's leapfrog step from
-#: ``step_size`` (discarded); then ``n_steps - burn_in`` HMC iterations of ``LEAPFROG`` = 5
-#: leapfrog steps at the frozen step (times a jitter in [0.8, 1.2]), a draw every ``thin``.
-#: Measured on the small default (docs/reports/reduced_sampler.md): acceptance ~0.75-0.85; the
-#: slowest quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so 1,500 iterations x 4
-#: chains give ESS >= 400 for U and both order parameters in every softmax run.
-REDUCED_SGLD = SGLDConfig(step_size=0.35, n_steps=2000, burn_in=500, thin=1, n_chains=4)
+#: integrated out exactly, HMC on W^G): 500 unadjusted-Langevin warm-up steps, 100 adaptation
+#: iterations, then 1,500 HMC iterations of 5 leapfrog steps at the frozen step (times a jitter in
+#: [0.8, 1.2]). Measured on the small default (docs/reports/reduced_sampler.md): acceptance
+#: ~0.75-0.85; the slowest quantity is U at P = 128 (ESS ~ 0.09 per iteration and chain), so
+#: 1,500 iterations x 4 chains give ESS >= 400 for U and both order parameters in every softmax
+#: run.
+REDUCED_HMC = HMCConfig()
 #: Linear attention: c1 through the pooling-to-copying crossover mixes slowest (small default,
 #: P = 64: ESS of c1 261 and 313 after 1,500 iterations, 690 and 424 after 3,000), so linear
 #: reduced sweeps default to 3,500 HMC iterations.
-REDUCED_SGLD_LINEAR = dataclasses.replace(REDUCED_SGLD, n_steps=4000)
+REDUCED_HMC_LINEAR = dataclasses.replace(REDUCED_HMC, n_iter=3500)
 
 
-def default_sgld(sweep) -> SGLDConfig:
-    """The default SGLD protocol for a sweep: under the reduced engine ``REDUCED_SGLD``
-    (softmax) or ``REDUCED_SGLD_LINEAR`` (linear attention)."""
+def default_sampler(sweep) -> SGLDConfig | HMCConfig:
+    """The default sampler of a sweep: full engine ``SGLDConfig()``; reduced engine
+    ``REDUCED_HMC`` (softmax; starts ``both`` near the coexistence window,
+    :func:`~copyhead_jax.sample_starts.default_starts`) or ``REDUCED_HMC_LINEAR``."""
     cfg = sweep.config
     if cfg.model.engine != "reduced":
         return SGLDConfig()
-    return REDUCED_SGLD_LINEAR if cfg.model.attention == "linear" else REDUCED_SGLD
+    if cfg.model.attention == "linear":
+        return REDUCED_HMC_LINEAR
+    return dataclasses.replace(REDUCED_HMC, starts=default_starts(cfg))
 
 
 def draw_fields(cfg: Config) -> tuple[str, ...]:
@@ -109,10 +116,10 @@ class DrawStats(NamedTuple):
 
 
 class Sampler(eqx.Module):
-    """Static description of a sweep's sampling program."""
+    """Static description of a sweep's sampling program (``mc``: the sampler config)."""
 
     cfg: Config = eqx.field(static=True)
-    sgld: SGLDConfig = eqx.field(static=True)
+    mc: SGLDConfig | HMCConfig = eqx.field(static=True)
 
     def observe(self, head: AbstractHead, train, mask) -> jax.Array:
         V = self.cfg.task.V
@@ -124,16 +131,26 @@ class Sampler(eqx.Module):
         loss = masked_mean(squared_errors(head, train, V), mask)
         return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
 
+    def observe_all(self, head: AbstractHead, train, mask) -> jax.Array:
+        """:meth:`observe`, then (``HMCConfig.keep_loglik``) each sequence's log-likelihood
+        (0 on padding rows), then (``keep_weights``) ``W^G`` and ``W_O_hat`` flattened."""
+        parts = [self.observe(head, train, mask)]
+        if getattr(self.mc, "keep_loglik", False):
+            parts.append(jnp.where(mask > 0, log_likelihood(head, train, self.cfg), 0.0))
+        if getattr(self.mc, "keep_weights", False):
+            parts += [head.W_G.ravel(), head.W_O_hat.ravel()]
+        return jnp.concatenate(parts) if len(parts) > 1 else parts[0]
+
     def run(self, keys, head0: AbstractHead, train, mask) -> DrawStats:
         """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start),
         through :func:`sgld.run_chains` with the observables as ``draw_fn`` (full-width sweeps:
         every weight sampled; reduced sweeps use :func:`sample_collapsed` instead)."""
-        s = self.sgld
+        s = self.mc
         obj = Objective.from_config(self.cfg)
         res = run_chains(
             keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
             n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe,
+            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe_all,
         )  # fmt: skip
         n_draws = res.draws.shape[1]
         acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws
@@ -173,7 +190,7 @@ def _marginal_whitening_runs(cfg: Config, heads, train, mask):
 @functools.partial(jax.jit, static_argnums=0)
 def _warmup_runs(sampler: Sampler, keys, heads, train, mask, C):
     obj = Objective.from_config(sampler.cfg)
-    n = sampler.sgld.burn_in
+    n = sampler.mc.n_warmup
     return jax.vmap(lambda k, h, t, m, c: warmup_chains(k, h, t, m, obj, c, n))(
         keys, heads, train, mask, C
     )
@@ -181,14 +198,14 @@ def _warmup_runs(sampler: Sampler, keys, heads, train, mask, C):
 
 @functools.partial(jax.jit, static_argnums=0)
 def _collapsed_runs(sampler: Sampler, keys, heads, train, mask, x_init, C):
-    s = sampler.sgld
+    s = sampler.mc
     obj = Objective.from_config(sampler.cfg)
 
     def one(k, h, t, m, x, c):
-        obs = lambda hh: sampler.observe(hh, t, m)
-        n_iter = s.n_steps - s.burn_in
-        st = collapsed_chains(k, h, t, m, obj, x, c, obs, n_iter=n_iter, thin=s.thin,
-                              step_size=s.step_size)  # fmt: skip
+        obs = lambda hh: sampler.observe_all(hh, t, m)
+        st = collapsed_chains(k, h, t, m, obj, x, c, obs, n_iter=s.n_iter, thin=s.thin,
+                              step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
+                              target_accept=s.target_accept)  # fmt: skip
         U0 = sampler.observe(h, t, m)[0]
         return DrawStats(st.draws, st.accept, st.distance, jnp.full(k.shape, U0), st.finite,
                          st.step_size)  # fmt: skip
@@ -213,24 +230,42 @@ def sample_collapsed(sampler: Sampler, keys, heads, train, mask) -> DrawStats:
     return _collapsed_runs(sampler, k_hmc, heads, train, mask, x_warm, f32(C2))
 
 
+def sample_from_starts(sampler: Sampler, keys, heads, train, mask, starts) -> DrawStats:
+    """:func:`sample_collapsed` once per start group: group ``g`` of ``G = len(starts)`` runs
+    the chains ``keys[:, g C/G : (g+1) C/G]`` from ``W^G = starts[g]`` (``[runs, D, D]``);
+    the groups' chains are concatenated in order. One group at the fits is the plain call."""
+    G = len(starts)
+    Cg = keys.shape[1] // G
+    parts = []
+    for g in range(G):
+        h = eqx.tree_at(lambda hh: hh.W_G, heads, jnp.asarray(starts[g], heads.W_G.dtype))
+        parts.append(sample_collapsed(sampler, keys[:, g * Cg:(g + 1) * Cg], h, train, mask))
+    if G == 1:
+        return parts[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *parts)
+
+
 def run_sampler(
     sweep: SweepResult,
-    sgld: SGLDConfig,
+    sampler: SGLDConfig | HMCConfig,
     *,
     out: str | Path | None = None,
     progress: bool = True,
     chunk_runs: int = 0,
     on_chunk=None,
 ) -> PosteriorResult:
-    """Sample the posterior of every run of ``sweep``, warm-started from its fitted weights.
+    """Sample the posterior of every run of ``sweep`` with ``sampler`` (:class:`SGLDConfig`:
+    full-engine sweeps, every weight, warm-started from the fits; :class:`HMCConfig`: reduced
+    sweeps, collapsed HMC from ``sampler.starts``; :func:`default_sampler` picks one).
 
     Chunks of runs are compiled once, checkpointed next to ``out`` and resumed like sweeps.
-    Before any work: the draw count (at least one), ``chunk_runs``, the kept weights' shapes,
-    ``out`` (a writable ``.npz`` that holds no other kind of result) and the memory of a chunk
-    (:func:`._memory.check_sampler_memory`) are checked, and ``out`` is locked against a second
-    sampler. Unhealthy chains (non-finite, R-hat, ESS, acceptance proxy, or NaN diagnostics)
-    are reported by name on stderr and recorded in ``meta["warnings"]``; ``flagged[P, seed]``
-    marks the runs whose means are not to be trusted.
+    Before any work: the sampler's fit to the engine, the draw count (at least one),
+    ``chunk_runs``, the kept weights' shapes, ``out`` (a writable ``.npz`` that holds no other
+    kind of result) and the memory of a chunk (:func:`._memory.check_sampler_memory`) are
+    checked, and ``out`` is locked against a second sampler. Unhealthy chains (non-finite,
+    R-hat, ESS, acceptance, NaN diagnostics, starts that disagree) are reported by name on
+    stderr and recorded in ``meta["warnings"]``; ``flagged[P, seed]`` marks the runs whose
+    means are not to be trusted.
     """
     if not isinstance(sweep, SweepResult):
         raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
@@ -238,21 +273,33 @@ def run_sampler(
         raise ValueError(
             "sweep has no fitted weights to warm-start from; rerun it with keep_params=True"
         )
-    if not isinstance(sgld, SGLDConfig):
-        raise ValueError(f"sgld must be an SGLDConfig, got {type(sgld).__name__}")
-    chunk_runs = check_int("chunk_runs", chunk_runs, lo=0, hi=10**7)
-    n_draws = (sgld.n_steps - sgld.burn_in) // sgld.thin
-    if n_draws < 1:
+    if not isinstance(sampler, SGLDConfig | HMCConfig):
         raise ValueError(
-            f"SGLDConfig keeps no draw: (n_steps - burn_in) // thin = ({sgld.n_steps} - "
-            f"{sgld.burn_in}) // {sgld.thin} = 0; raise n_steps (--steps) or lower burn_in "
-            "(--burn-in) or thin (--thin)"
+            f"sampler must be an SGLDConfig or an HMCConfig, got {type(sampler).__name__}"
         )
+    reduced = sweep.config.model.engine == "reduced"
+    if reduced and isinstance(sampler, SGLDConfig):
+        raise ValueError(
+            "sampler: a reduced sweep is sampled by collapsed HMC (HMCConfig, CLI --sampler "
+            "hmc); SGLDConfig samples every weight of a full-engine sweep"
+        )
+    if not reduced and isinstance(sampler, HMCConfig):
+        raise ValueError(
+            "sampler: collapsed HMC (HMCConfig) needs a reduced sweep (engine='reduced'); a "
+            "full-engine sweep is sampled by SGLD (SGLDConfig, CLI --sampler sgld)"
+        )
+    chunk_runs = check_int("chunk_runs", chunk_runs, lo=0, hi=10**7)
+    if sampler.n_draws < 1:
+        raise ValueError(
+            f"SGLDConfig keeps no draw: (n_steps - burn_in) // thin = ({sampler.n_steps} - "
+            f"{sampler.burn_in}) // {sampler.thin} = 0; raise n_steps (--steps) or lower "
+            "burn_in (--burn-in) or thin (--thin)"
+        )  # HMCConfig checks thin <= n_iter itself
     t0 = time.time()
     cfg = sweep.config
     check_param_shapes(sweep.arrays, cfg, "sweep")
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
-    n_runs, C = nP * nS, sgld.n_chains
+    n_runs, C = nP * nS, sampler.n_chains
     if out is not None:
         out = check_output_path("out", out, kind=POSTERIOR_KIND)
     mesh = run_mesh(cfg.sweep.n_devices)
@@ -262,7 +309,7 @@ def run_sampler(
         # rows cost as much as data in the collapsed sampler; 4 compiles on the small default)
         chunk = min(n_runs, 2 * nS)
     chunk = mesh.size * math.ceil(min(chunk, n_runs) / mesh.size)
-    check_sampler_memory(cfg, sgld, math.ceil(chunk / mesh.size))
+    check_sampler_memory(cfg, sampler, math.ceil(chunk / mesh.size))
     lock = None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -271,12 +318,15 @@ def run_sampler(
     inputs = sweep_inputs(cfg, None)
     heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
              for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-    chains = jax.random.split(jax.random.key(sgld.seed), n_runs * C)
+    chains = jax.random.split(jax.random.key(sampler.seed), n_runs * C)
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
-    sampler = Sampler(cfg, sgld)
+    mc, program = sampler, Sampler(cfg, sampler)
     cls = head_class(cfg.model.attention)
-    bar = tqdm(total=n_runs, desc=f"sgld {cfg.model.attention} ({C} chains per run)", unit="run",
-               disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
+    if reduced:  # [G, runs, D, D]: each start group's W^G (sample_starts)
+        roots = np.asarray(jax.vmap(root_of)(cls.from_arrays(cfg, heads)))
+        starts = start_points(cfg, mc, heads["W_G"], roots, np.random.default_rng(mc.seed))
+    bar = tqdm(total=n_runs, desc=f"{mc.name} {cfg.model.attention} ({C} chains per run)",
+               unit="run", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
 
     def compute(idx):
         train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
@@ -291,31 +341,41 @@ def run_sampler(
         )  # fmt: skip
         head = cls.from_arrays(cfg, data)
         keys = jax.random.wrap_key_data(data["keys"])
-        if cfg.model.engine == "reduced":  # the readout integrated out exactly
-            st = sample_collapsed(sampler, keys, head, data["train"], data["mask"])
+        if reduced:  # the readout integrated out exactly
+            st = sample_from_starts(program, keys, head, data["train"], data["mask"],
+                                    starts[:, idx])  # fmt: skip
         else:
-            st = sample_runs(sampler, keys, head, data["train"], data["mask"])
-        return {k: to_host(getattr(st, k)) for k in DrawStats._fields}
+            st = sample_runs(program, keys, head, data["train"], data["mask"])
+        got = {k: to_host(getattr(st, k)) for k in DrawStats._fields}
+        return split_extras(got, mc, mask, cfg)
 
     def done(c, n, loaded):
         bar.update(min(chunk, n_runs - c * chunk))  # the chunk's runs, not its padded slots
         if on_chunk is not None and not loaded:
             on_chunk(c, n)
 
-    blob = json.dumps([cfg.to_dict(), dataclasses.asdict(sgld), chunk], sort_keys=True)
+    blob = json.dumps([cfg.to_dict(), mc.kind, dataclasses.asdict(mc), chunk], sort_keys=True)
     fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     merged = run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
                          ckpt_dir=ckpt, on_done=done)  # fmt: skip
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
-    arrays["draw_step"] = draw_steps(sgld.n_steps, sgld.burn_in, sgld.thin)
+    if reduced:  # HMC iterations after adaptation at which draws were kept
+        arrays["draw_step"] = np.arange(1, mc.n_draws + 1) * mc.thin
+    else:
+        arrays["draw_step"] = draw_steps(mc.n_steps, mc.burn_in, mc.thin)
     arrays.update(health_arrays(arrays, order_names(cfg)))
-    if cfg.model.engine == "reduced":
+    if reduced:
         D = cfg.task.V + cfg.task.L
         arrays["var_U_ratio"] = var_U_ratio(arrays, D * D + cfg.task.V * D)
-    res = PosteriorResult(cfg, sgld, arrays, {"environment": environment()}, draw_fields(cfg))
+        if cfg.model.attention == "softmax":
+            arrays.update(branch_arrays(arrays["draws"][..., 3], arrays["finite"], mc))
+    meta = {"environment": environment(), "sampler_name": mc.name}
+    res = PosteriorResult(cfg, mc, arrays, meta, draw_fields(cfg))
     res.meta["warnings"] = warnings = posterior_warnings(res)
+    if reduced:
+        warnings += start_warnings(arrays, res.P, mc, res.order_names[1])
     res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:

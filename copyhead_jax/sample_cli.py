@@ -1,5 +1,6 @@
-"""``copyhead sample RESULT``: posterior of every run of a saved sweep (SGLD; reduced sweeps:
-the collapsed HMC of :mod:`copyhead_jax.sample_reduced`)."""
+"""``copyhead sample RESULT``: posterior of every run of a saved sweep (``--sampler sgld``: SGLD
+on every weight, full-engine sweeps; ``--sampler hmc``: the collapsed HMC of reduced sweeps,
+:mod:`copyhead_jax.sample_reduced`; the default follows the engine)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from .config import SGLDConfig
+from .config import STARTS, HMCConfig, SGLDConfig
+
+#: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
+SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
+HMC_FLAGS = {"iterations": "n_iter", "warmup": "n_warmup", "adapt": "n_adapt",
+             "leapfrog": "n_leapfrog", "target_accept": "target_accept", "starts": "starts",
+             "branch_threshold": "branch_threshold", "keep_weights": "keep_weights"}  # fmt: skip
+SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed",
+                "keep_loglik": "keep_loglik"}  # fmt: skip
 
 
 def add_sample_subparser(sub) -> None:
@@ -15,38 +24,66 @@ def add_sample_subparser(sub) -> None:
     from .presets import PRESETS
 
     p = add_parser(
-        sub, "sample", help="posterior of a sweep, warm-started from its fits (SGLD; reduced "
-        "sweeps: collapsed HMC)",
+        sub, "sample", help="posterior of a sweep (SGLD on full-engine sweeps, collapsed HMC on "
+        "reduced ones)",
         examples=(
             "copyhead sweep --preset small --engine reduced --attention softmax "
             "--out results/red --keep-params",
-            "copyhead sample results/red/sweep_softmax.npz --chains 4 --netcdf post.nc",
+            "copyhead sample results/red/sweep_softmax.npz --starts both --netcdf post.nc",
             "copyhead sample results/paper/sweep_linear.npz --preset paper --steps 2000",
         ),
     )  # fmt: skip
     p.add_argument("result", help="a sweep result file (copyhead sweep ... --keep-params)")
     p.add_argument("--out", default=None, help="posterior file (default: RESULT_posterior.npz)")
+    p.add_argument("--sampler", choices=("hmc", "sgld"), default=None,
+                   help="hmc: collapsed HMC (reduced sweeps: the readout integrated out "
+                   "exactly, HMC on W^G); sgld: SGLD on every weight (full-engine sweeps); "
+                   "default: the one the sweep's engine supports")  # fmt: skip
     p.add_argument("--preset", choices=("default", *PRESETS), default="default",
-                   help="the sampler of a sweep preset (the names of 'copyhead sweep'): paper: "
-                   "the paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the "
-                   "engine's default sampler (reduced sweeps: collapsed HMC)")  # fmt: skip
-    from .sample import REDUCED_SGLD as r
-    from .sample import REDUCED_SGLD_LINEAR as r_lin
-
-    d = SGLDConfig()
-    both = lambda k: f"default {getattr(d, k)} (reduced sweeps: {getattr(r, k)})"
-    p.add_argument("--steps", type=int, default=None,
-                   help=f"default {d.n_steps} (reduced sweeps: {r.n_steps}, linear attention "
-                   f"{r_lin.n_steps}); reduced: warm-up steps + HMC iterations")  # fmt: skip
-    p.add_argument("--burn-in", type=int, default=None,
-                   help=both("burn_in") + "; reduced: Langevin warm-up steps")  # fmt: skip
-    p.add_argument("--thin", type=int, default=None, help=both("thin"))
-    p.add_argument("--chains", type=int, default=None, help=both("n_chains"))
-    p.add_argument("--step-size", type=float, default=None,
-                   help="eta on U; reduced sweeps (the readout integrated out exactly, HMC on "
-                   "W^G): the leapfrog step in the whitened coordinates of the marginal; "
-                   + both("step_size"))  # fmt: skip
-    p.add_argument("--seed", type=int, default=None)
+                   help="SGLD of a sweep preset (the names of 'copyhead sweep'): paper: the "
+                   "paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the engine's "
+                   "default sampler")  # fmt: skip
+    d, h = SGLDConfig(), HMCConfig()
+    g = p.add_argument_group("both samplers")
+    g.add_argument("--step-size", type=float, default=None,
+                   help=f"SGLD: eta on U (default {d.step_size}); HMC: the initial leapfrog "
+                   f"step in the whitened coordinates of the marginal, then adapted (default "
+                   f"{h.step_size})")  # fmt: skip
+    g.add_argument("--thin", type=int, default=None,
+                   help=f"a draw every THIN steps (SGLD, default {d.thin}) or iterations (HMC, "
+                   f"default {h.thin})")  # fmt: skip
+    g.add_argument("--chains", type=int, default=None, help=f"chains per run (default "
+                   f"{d.n_chains})")  # fmt: skip
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--keep-loglik", action="store_true", default=None,
+                   help="record each training sequence's log-likelihood per draw (ArviZ "
+                   "log_likelihood group, az.loo)")  # fmt: skip
+    g = p.add_argument_group("SGLD only (--sampler sgld)")
+    g.add_argument("--steps", type=int, default=None, help=f"SGLD steps (default {d.n_steps})")
+    g.add_argument("--burn-in", type=int, default=None,
+                   help=f"SGLD steps discarded (default {d.burn_in})")  # fmt: skip
+    g = p.add_argument_group("collapsed HMC only (--sampler hmc)")
+    g.add_argument("--iterations", type=int, default=None,
+                   help=f"HMC iterations kept after adaptation (default {h.n_iter}; linear "
+                   "attention 3500)")  # fmt: skip
+    g.add_argument("--warmup", type=int, default=None,
+                   help=f"unadjusted-Langevin warm-up steps, discarded (default {h.n_warmup})")
+    g.add_argument("--adapt", type=int, default=None,
+                   help=f"step-adaptation iterations, discarded (default {h.n_adapt})")
+    g.add_argument("--leapfrog", type=int, default=None,
+                   help=f"leapfrog steps per iteration (default {h.n_leapfrog})")
+    g.add_argument("--target-accept", type=float, default=None,
+                   help=f"acceptance the adaptation aims at (default {h.target_accept})")
+    g.add_argument("--starts", choices=STARTS, default=None,
+                   help="where chains start: fit (the sweep's fits), both (half from the "
+                   "pooling and half from the copy branch start), prior (each from a prior "
+                   "draw of W^G); default both for softmax near the MAP coexistence window, "
+                   "else fit")  # fmt: skip
+    g.add_argument("--branch-threshold", type=float, default=None,
+                   help=f"a draw is on the copy branch when aG >= this (default "
+                   f"{h.branch_threshold})")  # fmt: skip
+    g.add_argument("--keep-weights", action="store_true", default=None,
+                   help="record W^G and W_O_hat per draw (ArviZ posterior)")  # fmt: skip
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",
                    help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
@@ -56,18 +93,42 @@ def add_sample_subparser(sub) -> None:
     p.set_defaults(func=cmd_sample)
 
 
+def sampler_config(args, sweep):
+    """The sampler config of ``copyhead sample``'s flags; a flag of the other sampler is a
+    ValueError naming it."""
+    from .sample import PAPER_SGLD, default_sampler
+
+    kind = args.sampler or ("hmc" if sweep.config.model.engine == "reduced" else "sgld")
+    other = HMC_FLAGS if kind == "sgld" else SGLD_FLAGS
+    for flag in other:
+        if getattr(args, flag, None) is not None:
+            name = "--" + flag.replace("_", "-")
+            hint = ("collapsed HMC counts --iterations and --warmup" if kind == "hmc" else
+                    "SGLD counts --steps and --burn-in")  # fmt: skip
+            raise ValueError(f"{name} is a flag of --sampler {'hmc' if kind == 'sgld' else 'sgld'}"
+                             f"; this run uses --sampler {kind} ({hint})")  # fmt: skip
+    if args.preset == "paper" and kind != "sgld":
+        raise ValueError("--preset paper is the paper's SGLD; use it with --sampler sgld")
+    if args.preset == "paper":
+        base = PAPER_SGLD
+    else:
+        base = default_sampler(sweep)
+        if base.kind != kind:
+            base = SGLDConfig() if kind == "sgld" else HMCConfig()
+    own = {**SHARED_FLAGS, **(HMC_FLAGS if kind == "hmc" else SGLD_FLAGS)}
+    over = {f: getattr(args, a) for a, f in own.items() if getattr(args, a, None) is not None}
+    return dataclasses.replace(base, **over)
+
+
 def cmd_sample(args) -> int:
     from ._checks import check_output_path
     from .arviz_io import NETCDF_SUFFIXES
     from .plots import posterior_figure
     from .results import POSTERIOR_KIND, SweepResult
-    from .sample import PAPER_SGLD, default_sgld, run_sampler
+    from .sample import run_sampler
 
     sweep = SweepResult.load(args.result)
-    base = PAPER_SGLD if args.preset == "paper" else default_sgld(sweep)
-    over = dict(n_steps=args.steps, burn_in=args.burn_in, thin=args.thin, n_chains=args.chains,
-                step_size=args.step_size, seed=args.seed)  # fmt: skip
-    sgld = dataclasses.replace(base, **{k: v for k, v in over.items() if v is not None})
+    sampler = sampler_config(args, sweep)
     if not sweep.has_params:
         raise ValueError(
             f"{args.result!r} has no fitted weights to warm-start from; rerun its sweep with "
@@ -79,7 +140,7 @@ def cmd_sample(args) -> int:
         check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
                           inputs=[args.result, out])  # fmt: skip
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
-    post = run_sampler(sweep, sgld, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
+    post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )
@@ -112,7 +173,8 @@ def _print_rows(post, sweep) -> None:
     mL, _ = post.moments("train_loss")
     att = post.config.model.attention
     n1, nG = post.order_names  # softmax: a1, aG
-    print(f"# {att}: posterior mean (MAP) over seeds; var = susceptibility")
+    print(f"# {att}, {post.sampler_name}: posterior mean (MAP) over seeds; var = "
+          "susceptibility")  # fmt: skip
     print(f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
           f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}")  # fmt: skip
     for i, P in enumerate(post.P):
@@ -122,6 +184,23 @@ def _print_rows(post, sweep) -> None:
               f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
               f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
               f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip
+    if "branch_weight" in post.arrays:
+        _print_branches(post)
     if "flagged" in post.arrays and post["flagged"].any():
         print(f"# {int(post['flagged'].sum())} run(s) flagged (a non-finite chain, or R-hat/ESS "
               "NaN or past the thresholds): do not trust their means")  # fmt: skip
+
+
+def _print_branches(post) -> None:
+    """Per run: the copy-branch weight with its MCSE, per start, and the between-start R-hat."""
+    import numpy as np
+
+    a, mc = post.arrays, post.sampler
+    nG = post.order_names[1]
+    print(f"# branch weight: fraction of draws with {nG} >= {mc.branch_threshold} (copy "
+          f"branch) +- MCSE; chains started from: {mc.starts}")  # fmt: skip
+    print(f"{'P':>6} {'seed':>4} {'weight':>7} {'MCSE':>6} {'per start':>17} {'R-hat btw':>9}")
+    for (i, s), w in np.ndenumerate(a["branch_weight"]):
+        by = " ".join(f"{b:.2f}" for b in a["branch_weight_by_start"][i, s][:4])
+        print(f"{post.P[i]:>6d} {s:>4d} {w:>7.3f} {a['branch_weight_mcse'][i, s]:>6.3f} "
+              f"{by:>17} {a['rhat_between'][i, s]:>9.3f}")  # fmt: skip

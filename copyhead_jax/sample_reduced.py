@@ -40,9 +40,9 @@ is a posterior whose bulk is far from the fit. Hence three phases per run, all c
    $U_m$ at the fit: this only carries the chains to the typical set and is discarded;
 2. the whitening is recomputed at the end point of chain 0 (a constant preconditioner again,
    from a point of the typical set, eigenvalues floored at the prior curvature);
-3. ``n_steps - burn_in`` iterations of HMC (``LEAPFROG`` leapfrog steps of size ``step_size``
-   times a uniform jitter in [0.8, 1.2], unit mass in the whitened coordinates) with a
-   Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
+3. ``n_iter`` iterations of HMC (:mod:`copyhead_jax.kernels.hmc`: ``LEAPFROG`` leapfrog steps
+   of the adapted step times a uniform jitter in [0.8, 1.2], unit mass in the whitened
+   coordinates) with a Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
 
 $\Lambda$ is D x D (D = V + L): its Cholesky factor and triangular solves are written out in
 ``lax.fori_loop`` (no jaxlib LAPACK call inside the vmapped chains: see ``_runtime``).
@@ -61,6 +61,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float
 
 from ._types import Mask, TokenBatch
+from .kernels import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
 from .models import AbstractHead, target_weights
 from .posterior import Objective
 from .solve import hessian, quenched_energy, split_weights
@@ -156,13 +157,6 @@ def nuts_reference(
 
 #: Unadjusted Langevin step of the warm-up (whitened at the fit), phase 1.
 WARMUP_ETA = 0.1
-#: Leapfrog steps per HMC iteration (phase 3). With the default step 0.35 a trajectory is about
-#: 1.75 whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough
-#: to decorrelate, short of the half period at which a Gaussian's energy U returns.
-LEAPFROG = 5
-#: HMC iterations (discarded) that tune each chain's leapfrog step before it is frozen, and the
-#: acceptance they aim at (0.65-0.8 is HMC's efficient range; Beskos et al. 2013: 0.651).
-HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
 #: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
 #: the posterior unchanged; the data part is rescaled by P / n_used).
 MARGINAL_PRECOND_SEQS = 256
@@ -316,86 +310,34 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
     return jax.vmap(chain)(keys)
 
 
-def hmc_transition(vg, inside, key, state, log_eps, n_leap: int):
-    """One HMC transition (unit mass) of the chain state ``(w, U(w), grad U(w))``: ``n_leap``
-    leapfrog steps of size ``exp(log_eps)`` jittered by U(0.8, 1.2), Metropolis accept; a
-    proposal with ``inside(w') == False`` is rejected (``inside=None``: no region).
-    ``vg = value_and_grad(U)``. Returns
-    ``(state, (acceptance probability, left the region))``."""
-    w, u, g = state
-    k_eps, k_p, k_acc = jax.random.split(key, 3)
-    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
-    p0 = jax.random.normal(k_p, w.shape, w.dtype)
-
-    def leap(c, _):
-        x, p, _, gg = c
-        p = p - 0.5 * eps * gg
-        x = x + eps * p
-        uu, gg = vg(x)
-        return (x, p - 0.5 * eps * gg, uu, gg), None
-
-    (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
-    log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
-    finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
-    out = jnp.asarray(False) if inside is None else ~inside(w1)
-    log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
-    acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
-    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
-    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
-
-
 def collapsed_chains(
     keys, head, tokens, mask, obj, x_init, C, observe, *,
     n_iter: int, thin: int, step_size: float, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
 ) -> CollapsedStats:  # fmt: skip
     """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w`` (unit mass),
-    Metropolis-corrected. The first ``n_adapt`` iterations tune each chain's step from
-    ``step_size`` towards acceptance ``target_accept`` (dual averaging, Hoffman & Gelman 2014,
-    §3.2) and are discarded; the step is then frozen, so the ``n_iter`` iterations that follow
-    are an exact HMC chain. At every ``thin``-th of them the readout is drawn exactly given
-    ``W_G`` and ``observe(head)`` recorded. ``x_init``: one start per chain (flat ``W_G``)."""
+    Metropolis-corrected: :func:`copyhead_jax.kernels.hmc_chain`, one chain per key. The first
+    ``n_adapt`` iterations tune each chain's step from ``step_size`` towards acceptance
+    ``target_accept`` (dual averaging) and are discarded; the step is then frozen, so the
+    ``n_iter`` iterations that follow are an exact HMC chain. At every ``thin``-th of them the
+    readout is drawn exactly given ``W_G`` and ``observe(head)`` recorded. ``x_init``: one start
+    per chain (flat ``W_G``)."""
     x_fit = head.W_G.ravel()
 
     def chain(key, xs):
         U = lambda w: marginal_energy(with_WG(head, xs + C @ w), tokens, mask, obj)
-        vg = jax.value_and_grad(U)
 
-        def transition(state, i, log_eps):
-            state, (a, _) = hmc_transition(vg, None, jax.random.fold_in(key, i), state,
-                                           log_eps, n_leap)  # fmt: skip
-            return state, a
-
-        # dual averaging of log eps (gamma 0.05, t0 10, kappa 0.75: Hoffman & Gelman's values)
-        mu = jnp.log(10.0 * step_size)
-
-        def adapt(carry, i):
-            state, log_eps, h_bar, log_eps_bar = carry
-            state, a = transition(state, i, log_eps)
-            t = i + 1.0
-            h_bar = (1 - 1 / (t + 10)) * h_bar + (target_accept - a) / (t + 10)
-            log_eps = jnp.minimum(mu - jnp.sqrt(t) / 0.05 * h_bar, jnp.log(2.0))
-            log_eps_bar = t**-0.75 * log_eps + (1 - t**-0.75) * log_eps_bar
-            return (state, log_eps, h_bar, log_eps_bar), None
-
-        w0 = jnp.zeros_like(xs)
-        u0, g0 = vg(w0)
-        le0 = jnp.log(jnp.asarray(step_size, w0.dtype))
-        carry = ((w0, u0, g0), le0, jnp.zeros((), w0.dtype), le0)
-        if n_adapt > 0:
-            carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
-        state, log_eps = carry[0], carry[3]
-
-        def block(state, j):
-            state, a = lax.scan(lambda st, i: transition(st, i, log_eps), state,
-                                n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
-            x = xs + C @ state[0]
+        def record(w, j):
+            x = xs + C @ w
             h = draw_readout(jax.random.fold_in(key, -1 - j), with_WG(head, x), tokens, mask,
                              obj)  # fmt: skip
-            return state, (observe(h), jnp.mean(a), jnp.linalg.norm(x - x_fit))
+            return observe(h), jnp.linalg.norm(x - x_fit)
 
-        state, (obs, acc, dist) = lax.scan(block, state, jnp.arange(n_iter // thin))
-        finite = jnp.isfinite(u0) & jnp.isfinite(state[1]) & jnp.all(jnp.isfinite(obs))
-        return CollapsedStats(obs, acc, dist, finite, jnp.exp(log_eps))
+        c = hmc_chain(key, U, jnp.zeros_like(xs), record, n_iter=n_iter, thin=thin,
+                      step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
+                      target_accept=target_accept)  # fmt: skip
+        obs, dist = c.records
+        finite = c.finite & jnp.all(jnp.isfinite(obs))
+        return CollapsedStats(obs, c.accept, dist, finite, c.step_size)
 
     return jax.vmap(chain)(keys, x_init)

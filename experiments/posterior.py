@@ -6,7 +6,7 @@
 Per preset (``plain``: per-sequence likelihood, A = s; ``paper``: per-position, A = s / L):
 
 * 0: posterior-mean order parameters against P from collapsed HMC (the reduced engine's default
-  sampler, ``sample.default_sgld`` -> ``sample_reduced.collapsed_chains``, started at the exact
+  sampler, ``sample.default_sampler`` -> ``sample_reduced.collapsed_chains``, started at the exact
   MAP), both attentions; the posterior's P* next to the MAP's and the EK theory's
   (``objective='map'`` and ``'post'``, the latter with the Occam term D);
 * 1: susceptibilities ``P Var`` of c1, cG (aG), r, U with MCSE (``bayes.run_susceptibility``)
@@ -46,7 +46,7 @@ from copyhead_jax.compare.locate import locate_level, locate_max_slope
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import (
-    REDUCED_SGLD,
+    REDUCED_HMC,
     PosteriorResult,
     run_sampler,
     whiten_runs,
@@ -116,9 +116,15 @@ def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = N
     return cfg if init is None else cfg.replace(train=dict(init_attention=init))
 
 
-def sampler_settings(mc: dict) -> ch.SGLDConfig:
-    """The reduced engine's default protocol (collapsed HMC) with the config's overrides."""
-    return dataclasses.replace(REDUCED_SGLD, **mc.get("sampler", {}))
+def sampler_settings(mc: dict) -> ch.HMCConfig:
+    """The reduced engine's default protocol (collapsed HMC) with the config's overrides (the
+    configs count ``n_steps`` = warm-up + HMC iterations and ``burn_in`` = warm-up)."""
+    o = dict(mc.get("sampler", {}))
+    if "n_steps" in o or "burn_in" in o:
+        b = o.pop("burn_in", REDUCED_HMC.n_warmup)
+        o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
+                 n_warmup=b)  # fmt: skip
+    return dataclasses.replace(REDUCED_HMC, **o)
 
 
 def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
@@ -579,7 +585,8 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
            "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
-                       **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_steps - sg.burn_in,
+                       **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_iter,
+                       "burn_in": sg.n_warmup,
                        "adapt_iterations": HMC_ADAPT, "leapfrog": LEAPFROG,
                        "target_accept": TARGET_ACCEPT},
            "theory": th["points"], "paper": paper.PAPER_MEASURED}  # fmt: skip

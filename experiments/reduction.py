@@ -33,7 +33,7 @@ from copyhead_jax.bayes import ess
 from copyhead_jax.models import head_template
 from copyhead_jax.polish import polish
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample import Sampler, default_sgld, run_sampler
+from copyhead_jax.sample import Sampler, default_sampler, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams, theory_curve
@@ -97,11 +97,11 @@ def nuts_part(P: int = 32, reuse: dict | None = None) -> dict:
         if not rows.get("NUTS"):
             rows.update(_nuts(cfg, res))
         t0 = time.time()
-        post = run_sampler(res, default_sgld(res), progress=False)
+        post = run_sampler(res, default_sampler(res), progress=False)
         x = np.stack([post["U"][0, 0], post["c1"][0, 0], post["cG"][0, 0]], -1)
         rows["default"] = _moments(x)
         rows["default_seconds"] = time.time() - t0
-        rows["default_protocol"] = dataclasses.asdict(default_sgld(res))
+        rows["default_protocol"] = dataclasses.asdict(default_sampler(res))
         rows["default_accept"] = float(post["accept_mean"].mean())
         rows["default_step"] = post["step"].ravel().tolist()
         out[att] = rows
@@ -122,7 +122,7 @@ def _nuts(cfg, res) -> dict:
         head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in leaves), like,
                            tuple(leaves.values()))  # fmt: skip
         t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
-        sampler = Sampler(cfg, default_sgld(res))
+        sampler = Sampler(cfg, default_sampler(res))
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
         t0 = time.time()
         ref = np.asarray(nuts_reference(jax.random.key(1), head, t, m, obj, obs,

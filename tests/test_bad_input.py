@@ -85,16 +85,19 @@ def reduced(reduced_run):
 def test_sample_too_many_steps_is_refused_before_work(which, request, monkeypatch, capsys):
     path = request.getfixturevalue(which)
     monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
-    rc = main(["sample", str(path), "--steps", "1000000000", "--quiet", "--no-plot"])
-    one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*GiB is available.*--steps")
+    flag = "--steps" if which == "full" else "--iterations"  # SGLD steps, HMC iterations
+    rc = main(["sample", str(path), flag, "1000000000", "--quiet", "--no-plot"])
+    one_line_error(capsys, rc, rf"needs about [\d.]+ GiB.*GiB is available.*{flag}")
     assert not list(path.parent.glob("*posterior*"))
 
 
 def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypatch):
     monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
     monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
+    with pytest.raises(ValueError, match=r"HMCConfig.thin"):
+        ch.HMCConfig(n_iter=4, thin=5)  # keeps no draw: refused when the config is made
     sgld = ch.SGLDConfig(step_size=0.3, n_steps=100, burn_in=99, thin=5)
-    with pytest.raises(ValueError, match=r"keeps no draw.*--steps"):
+    with pytest.raises(ValueError, match=r"reduced sweep is sampled by collapsed HMC"):
         sample_mod.run_sampler(SweepResult.load(reduced), sgld, out=tmp_path / "p.npz")
     assert not list(tmp_path.iterdir())  # no .chunks folder, no lock
 
@@ -319,7 +322,8 @@ def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
 def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
     """Issue 31.3: an interrupt early in the reduced sampler (3 s from the start) exited 139
     (segfault in the interpreter's teardown under XLA's running threads); now 130."""
-    argv = ["sample", str(reduced), "--out", "p.npz", "--steps", "20000", "--quiet", "--no-plot"]
+    argv = ["sample", str(reduced), "--out", "p.npz", "--iterations", "20000", "--quiet",
+            "--no-plot"]  # fmt: skip
     got, err = _interrupt(argv, signal.SIGINT, tmp_path)
     assert got == 130, err
     assert "Traceback" not in err and not (tmp_path / "p.npz.lock").exists()

@@ -5,7 +5,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import main
-from copyhead_jax.results import PosteriorResult
+from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult
 from copyhead_jax.sample import run_sampler
 
 CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
@@ -44,7 +44,8 @@ def test_sampler_resume_and_determinism(sweep, tmp_path):
     res = run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=2)
     assert np.array_equal(res["draws"], ref["draws"])
     loaded = PosteriorResult.load(out)
-    assert np.array_equal(loaded["draws"], ref["draws"]) and loaded.sgld == SGLD
+    assert np.array_equal(loaded["draws"], ref["draws"]) and loaded.sampler == SGLD
+    assert loaded.sampler_name == "SGLD" and loaded.meta["sampler_kind"] == "sgld"
 
 
 def test_sampler_needs_weights(sweep):
@@ -77,7 +78,7 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
 
     class Bar:
         def __init__(self, total, **kw):
-            self.total, self.n = total, 0
+            self.total, self.n, self.desc = total, 0, kw.get("desc", "")
             bars.append(self)
 
         def update(self, k=1):
@@ -89,3 +90,110 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
     monkeypatch.setattr(sample_mod, "tqdm", Bar)
     run_sampler(sweep, SGLD, progress=True, chunk_runs=3)
     assert [(b.total, b.n) for b in bars] == [(4, 4)]
+    assert bars[0].desc.startswith("SGLD ")  # the sampler's real name
+
+
+def test_old_posterior_files_read_with_their_sampler(tmp_path):
+    """Files written before HMCConfig hold an SGLDConfig under ``sgld``: a full sweep's stays
+    SGLD; a reduced sweep's was the collapsed HMC (steps = warm-up + iterations) and reads as
+    that HMCConfig."""
+    from copyhead_jax.storage import atomic_save_npz, load_npz
+
+    red = CFG.replace(model=dict(engine="reduced", width=64), train=dict(train_embeddings=False))
+    arrays = dict(draws=np.zeros((2, 2, 2, 4, 7)), finite=np.ones((2, 2, 2), bool))
+    for cfg, want in ((CFG, SGLD), (red, ch.HMCConfig(step_size=1e-5, n_iter=40, n_warmup=20,
+                                                       thin=10, n_chains=2))):  # fmt: skip
+        path = PosteriorResult(cfg, SGLD, arrays).save(tmp_path / "p.npz")
+        a, meta = load_npz(path, kind=POSTERIOR_KIND)
+        for k in ("sampler", "sampler_kind", "sampler_name"):
+            meta.pop(k)
+        meta["sgld"] = dict(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2, seed=1)
+        atomic_save_npz(path, a, meta)
+        assert PosteriorResult.load(path).sampler == want
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--sampler", "hmc"], "collapsed HMC .HMCConfig. needs a reduced sweep"),
+    (["--iterations", "10"], "--iterations is a flag of --sampler hmc; this run uses --sampler "
+                             "sgld .SGLD counts --steps"),
+    (["--starts", "both"], "--starts is a flag of --sampler hmc"),
+])  # fmt: skip
+def test_cli_flags_belong_to_one_sampler(sweep, tmp_path, capsys, argv, pattern):
+    f = tmp_path / "sweep.npz"
+    sweep.save(f)
+    rc = main(["sample", str(f), "--quiet", "--no-plot", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("copyhead: error:") and "Traceback" not in err, err
+    import re
+
+    assert re.search(pattern, err), err
+    assert not (tmp_path / "sweep_posterior.npz").exists()
+
+
+def test_start_points_are_the_branch_starts_and_prior_draws():
+    """``both``: group 0 is W^G = 0, group 1 has logits T A T^T = logit G* on the positional
+    block and 0 elsewhere (the copy start, exact up to float32 rounding of T^{-1}: atol 1e-4);
+    ``prior``: one draw per chain with the prior's scale (900 entries: sd within 10%)."""
+    import dataclasses
+
+    from copyhead_jax.conventions import shift_matrix
+    from copyhead_jax.sample_starts import start_points
+
+    cfg = CFG.replace(model=dict(engine="reduced", width=64, attention="softmax"),
+                      train=dict(train_embeddings=False))  # fmt: skip
+    L, V = cfg.task.L, cfg.task.V
+    D = L + V
+    rng = np.random.default_rng(0)
+    roots = np.linalg.qr(rng.normal(size=(2, D, D)))[0] + 0.5 * np.eye(D)  # [runs, D, D]
+    fits = rng.normal(size=(2, D, D))
+    mc = ch.HMCConfig(n_chains=4, starts="both")
+    s = start_points(cfg, mc, fits, roots, rng)
+    assert s.shape == (2, 2, D, D) and not s[0].any()
+    want = np.zeros((D, D))
+    want[V:, V:] = cfg.train.init_copy_logit * np.asarray(shift_matrix(L))
+    for r in range(2):
+        np.testing.assert_allclose(roots[r] @ s[1, r] @ roots[r].T, want, atol=1e-4)
+    assert np.array_equal(start_points(cfg, dataclasses.replace(mc, starts="fit"), fits, roots,
+                                       rng)[0], fits)  # fmt: skip
+    p = start_points(cfg, dataclasses.replace(mc, starts="prior"), fits, roots, rng)
+    assert p.shape == (4, 2, D, D)
+    sigma_G = ch.Objective.from_config(cfg).sigma_G
+    assert abs(p.std() / sigma_G - 1) < 0.1 and not np.allclose(p[0], p[1])
+
+
+def test_default_starts_follow_the_coexistence_window():
+    """``both`` exactly when a P of the grid lies within NEAR_FACTOR of the MAP theory's
+    spinodals (softmax, reduced engine); linear attention and the full engine: ``fit``."""
+    from copyhead_jax.sample_starts import NEAR_FACTOR, default_starts
+    from copyhead_jax.theory import TheoryParams, transition_points
+
+    cfg = ch.SMALL.replace(model=dict(engine="reduced", attention="softmax"),
+                           train=dict(train_embeddings=False))  # fmt: skip
+    lo, hi = transition_points(TheoryParams.from_config(cfg), "softmax")["spinodals"]
+    inside = int(np.sqrt(lo * hi))
+    far = int(hi * NEAR_FACTOR * 4)
+    assert default_starts(cfg.replace(sweep=dict(P=(inside, far)))) == "both"
+    assert default_starts(cfg.replace(sweep=dict(P=(far,)))) == "fit"
+    assert default_starts(cfg.replace(model=dict(attention="linear"))) == "fit"
+
+
+def test_sgld_keeps_the_log_likelihood_for_loo(sweep):
+    """SGLD with ``keep_loglik``: at every draw sum_alpha log p(y^alpha) =
+    -w P loss + P (n_y / 2) log(w / pi) (docs/theory.md §9b; float32 sums: rtol 1e-4), rows
+    past a run's P are NaN, and one run's export carries its P sequences for ``az.loo``."""
+    import dataclasses
+
+    post = run_sampler(sweep, dataclasses.replace(SGLD, keep_loglik=True), progress=False,
+                       chunk_runs=4)  # fmt: skip
+    w = ch.Objective.from_config(CFG).likelihood_weight
+    n_y = CFG.task.L * CFG.task.V
+    assert not CFG.model.causal
+    for i, P in enumerate(post.P):
+        ll = post["log_lik"][i]
+        assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
+        np.testing.assert_allclose(ll[..., :P].sum(-1), -w * P * post["train_loss"][i]
+                                   + P * 0.5 * n_y * np.log(w / np.pi), rtol=1e-4)  # fmt: skip
+    pytest.importorskip("arviz")
+    one = ch.to_arviz(post, P=8, seed=1)
+    assert one.log_likelihood["y"].shape == (2, 4, 8)
+    assert one.posterior.attrs["sampler"] == "SGLD"

@@ -1,5 +1,7 @@
 """Posterior of reduced sweeps: the collapsed HMC sampler mixes and agrees with NUTS for both heads;
-polish of Adam fits."""
+chains from both branch starts; kept log-likelihoods and weights; polish of Adam fits."""
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +13,7 @@ from copyhead_jax.bayes import ess, split_rhat
 from copyhead_jax.models import head_template, init_reduced
 from copyhead_jax.polish import polish
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample import Sampler, default_sgld, run_sampler
+from copyhead_jax.sample import Sampler, default_sampler, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
 from copyhead_jax.solve import solve_map
 from copyhead_jax.sweep import sweep_inputs
@@ -88,7 +90,7 @@ def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     sample (the bilinear valley of (W^G, W^O)); softmax (slow) is covered again because its
     default sampler changed too."""
     sweep = reduced_sweep if att == "softmax" else linear_sweep
-    post = run_sampler(sweep, default_sgld(sweep), progress=False)
+    post = run_sampler(sweep, default_sampler(sweep), progress=False)
     n1, nG = post.order_names
     for name, rh, es in (("U", "rhat", "ess"), (n1, f"rhat_{n1}", f"ess_{n1}"),
                          (nG, f"rhat_{nG}", f"ess_{nG}")):  # fmt: skip
@@ -112,12 +114,12 @@ def test_default_sampler_agrees_with_nuts(att):
         h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))
         t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
         fit = solve_map(h0, t, m, obj)
-        sampler = Sampler(cfg, default_sgld(ch.SweepResult(cfg, {})))
+        sampler = Sampler(cfg, ch.HMCConfig())
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
         ref = np.asarray(nuts_reference(jax.random.key(1), fit.head, t, m, obj, obs,
                                         n_warmup=300, n_samples=600, n_chains=2))  # fmt: skip
     res = ch.run_sweep(cfg, progress=False, keep_params=True)
-    post = run_sampler(res, default_sgld(res), progress=False)
+    post = run_sampler(res, default_sampler(res), progress=False)
     sg = np.stack([post["U"][0, 0], post["c1"][0, 0], post["cG"][0, 0]], -1)  # [C, S, 3]
     for k in range(3):
         se = np.hypot(np.std(ref[..., k]) / np.sqrt(ess(ref[..., k])),
@@ -141,3 +143,45 @@ def test_polish_descends_and_agrees_with_exact(tmp_path):
     np.testing.assert_allclose(p["polish/U"], exact["U"], rtol=1e-7)
     np.testing.assert_allclose(p["polish/cG"], exact["cG"], atol=1e-6)
     assert ch.SweepResult.load(tmp_path / "p.npz")["polish/dU"].shape == (2, 1)
+
+
+#: A short collapsed-HMC protocol: properties of the output, not of mixing (seconds per run).
+SHORT = ch.HMCConfig(n_iter=24, n_warmup=10, n_adapt=10, thin=2, n_chains=2)
+
+
+def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
+    """One short run (compiled once) from both branch starts, log-likelihoods and weights kept:
+
+    * the pooled branch weight is the mean of the starts' (equal groups), each the fraction of
+      draws with aG >= the threshold; the MCSE is >= 0 and the between-start R-hat finite; a
+      run warns exactly when that R-hat passes its bar; outputs name the sampler;
+    * at every draw sum_alpha log p(y^alpha) = -w P loss + P (n_y / 2) log(w / pi) and
+      U = w P loss + |W^G|^2 / 2 sigma_G^2 + |W_O_hat|^2 / 2 sigma_O^2 (quenched U, docs/theory.md
+      §2 and §9b): three records of one draw agree (float32 sums of ~100 terms: rtol 1e-4)."""
+    from copyhead_jax.sample_starts import RHAT_BETWEEN_MAX
+
+    mc = dataclasses.replace(SHORT, starts="both", branch_threshold=0.05, keep_loglik=True,
+                             keep_weights=True)  # fmt: skip
+    post = run_sampler(reduced_sweep, mc, progress=False)
+    a, aG = post.arrays, post["aG"]  # [P, seed, chain, draw]
+    by = (aG >= 0.05).reshape(*aG.shape[:2], 2, -1).mean(-1)
+    np.testing.assert_allclose(a["branch_weight_by_start"], by, rtol=1e-12)
+    np.testing.assert_allclose(a["branch_weight"], by.mean(-1), rtol=1e-12)
+    assert np.all(a["branch_weight_mcse"] >= 0) and np.all(np.isfinite(a["rhat_between"]))
+    warned = any("different starts" in w for w in post.meta["warnings"])
+    assert warned == bool(np.any(a["rhat_between"] > RHAT_BETWEEN_MAX))
+    assert post.sampler_name == "collapsed HMC" and post.meta["sampler_name"] == "collapsed HMC"
+
+    obj = Objective.from_config(CFG)
+    w, n_y = obj.likelihood_weight, CFG.task.L * CFG.task.V  # TINY: no causal mask
+    assert not CFG.model.causal
+    for i, P in enumerate(post.P):
+        ll = post["log_lik"][i]  # [seed, C, S, P_max]
+        assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
+        loss = post["train_loss"][i]
+        np.testing.assert_allclose(ll[..., :P].sum(-1),
+                                   -w * P * loss + P * 0.5 * n_y * np.log(w / np.pi),
+                                   rtol=1e-4)  # fmt: skip
+        prior = ((post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2)
+                 + (post["W_O_hat"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_O**2))  # fmt: skip
+        np.testing.assert_allclose(post["U"][i], w * P * loss + prior, rtol=1e-4)

@@ -2,7 +2,7 @@ r"""Free energy of one branch of a posterior: constrained, Laplace-referenced th
 integration on collapsed-HMC rungs (issue 12, items 3-4).
 
 **Reference.** At a point $x^*$ of the branch (its exact MAP) with the whitening
-$C=V\Lambda_c^{-1/2}$ of :func:`copyhead_jax.sample_reduced.marginal_whitening` the chain runs
+$C=V\Lambda_c^{-1/2}$ (for the reduced heads: ``sample_reduced.marginal_whitening``) the chain runs
 on $w$, $x=x^*+Cw$, and the reference energy is $U_{\rm ref}(w)=U_m(x^*)+\tfrac12|w|^2$. Over
 $x$ (Jacobian $|\det C|$)
 $$\log Z_{\rm ref}=-U_m(x^*)+\tfrac n2\log2\pi+\log|\det C| .$$
@@ -18,14 +18,14 @@ Euler-Maclaurin end correction from $\frac{d}{dt}\mathbb E_{t,R}[g]=-\mathrm{Var
 $F_R=-\log Z_R$; when the regions partition the space the posterior weight of region $a$ is
 $1/(1+\sum_{b\ne a}e^{F_a-F_b})$.
 
-**Sampler.** :func:`hmc_chains` is the HMC kernel of
-:func:`copyhead_jax.sample_reduced.collapsed_chains` (unit mass in the whitened coordinates,
-``LEAPFROG`` steps of a jittered size, dual-averaging adaptation that is then frozen) on any
-potential, with an optional region: a proposal that ends outside it is rejected. That is exact
-Metropolis-Hastings for the target restricted to the region (the target density is 0 outside,
-the leapfrog map stays volume preserving and reversible, so the acceptance ratio is the usual
-one times the indicator). With no region and the same potential and keys it makes the same
-moves as ``collapsed_chains`` (tested).
+**Sampler.** :func:`hmc_chains` runs the one HMC kernel of the package,
+:func:`copyhead_jax.kernels.hmc_chain` (unit mass in the whitened coordinates, ``LEAPFROG`` steps
+of a jittered size, dual-averaging adaptation that is then frozen; the collapsed sampler of
+``sample_reduced`` runs it too), on any potential, with an optional region: a proposal that ends
+outside it is rejected. That is exact Metropolis-Hastings for the target restricted to the region
+(the target density is 0 outside, the leapfrog map stays volume preserving and reversible, so
+the acceptance ratio is the usual one times the indicator). With no region and the same potential
+and keys it makes the same moves as ``collapsed_chains`` (tested).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_transition
+from ..kernels import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
 from .free_energy import ti_quadrature
 from .stats import ess, mcse_mean, split_rhat, susceptibility
 
@@ -60,56 +60,27 @@ def hmc_chains(
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
     progress: Callable[[int, int], None] | None = None,
 ) -> HMCStats:  # fmt: skip
-    """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``; proposals
-    with ``inside(w) == False`` are rejected (``inside=None``: no region). The first
-    ``n_adapt`` iterations tune the step (dual averaging, Hoffman & Gelman 2014, as
-    ``collapsed_chains``) and are discarded; ``record(w)`` is kept every ``thin``-th of the
-    ``n_iter`` iterations that follow. Every start must lie inside the region.
+    """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``: the shared
+    kernel :func:`copyhead_jax.kernels.hmc_chain` under ``vmap``. Proposals with
+    ``inside(w) == False`` are rejected (``inside=None``: no region). The first ``n_adapt``
+    iterations tune the step (dual averaging) and are discarded; ``record(w)`` is kept every
+    ``thin``-th of the ``n_iter`` iterations that follow. Every start must lie inside the region.
 
     ``progress(done, total)`` is called on the host after every adaptation iteration and every
     ``thin`` iterations after it, with the iterations done of ``n_adapt + n_iter``. Its argument
     depends on the loop counter only, so under any ``vmap`` (chains, rungs, runs) it is called
     once per step for the whole batch; it changes no number (tested)."""
-    vg = jax.value_and_grad(potential)
     total = n_adapt + (n_iter // thin) * thin
-
-    def report(done):
-        if progress is not None:
-            jax.debug.callback(lambda d: progress(int(d), total), done)
+    report = None
+    if progress is not None:
+        report = lambda d: jax.debug.callback(lambda x: progress(int(x), total), d)  # noqa: E731
 
     def chain(key, w0):
-        def transition(state, i, log_eps):
-            return hmc_transition(vg, inside, jax.random.fold_in(key, i), state,
-                                  log_eps, n_leap)  # fmt: skip
-
-        mu = jnp.log(10.0 * step_size)
-
-        def adapt(carry, i):
-            state, log_eps, h_bar, log_eps_bar = carry
-            state, (a, _) = transition(state, i, log_eps)
-            t = i + 1.0
-            h_bar = (1 - 1 / (t + 10)) * h_bar + (target_accept - a) / (t + 10)
-            log_eps = jnp.minimum(mu - jnp.sqrt(t) / 0.05 * h_bar, jnp.log(2.0))
-            log_eps_bar = t**-0.75 * log_eps + (1 - t**-0.75) * log_eps_bar
-            report(i + 1)
-            return (state, log_eps, h_bar, log_eps_bar), None
-
-        u0, g0 = vg(w0)
-        le0 = jnp.log(jnp.asarray(step_size, w0.dtype))
-        carry = ((w0, u0, g0), le0, jnp.zeros((), w0.dtype), le0)
-        if n_adapt > 0:
-            carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
-        state, log_eps = carry[0], carry[3]
-
-        def block(state, j):
-            state, (a, o) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
-                                     n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
-            report(n_adapt + (j + 1) * thin)
-            return state, (record(state[0]), jnp.mean(a), jnp.mean(o))
-
-        state, (obs, acc, out) = lax.scan(block, state, jnp.arange(n_iter // thin))
-        finite = jnp.isfinite(u0) & jnp.isfinite(state[1]) & jnp.all(jnp.isfinite(obs))
-        return HMCStats(obs, acc, out, finite, jnp.exp(log_eps))
+        c = hmc_chain(key, potential, w0, lambda w, j: record(w), n_iter=n_iter, thin=thin,
+                      step_size=step_size, inside=inside, n_leap=n_leap, n_adapt=n_adapt,
+                      target_accept=target_accept, report=report)  # fmt: skip
+        finite = c.finite & jnp.all(jnp.isfinite(c.records))
+        return HMCStats(c.records, c.accept, c.outside, finite, c.step_size)
 
     return jax.vmap(chain)(keys, w_init)
 

@@ -12,6 +12,7 @@ from ._head import trainable_filter as trainable_filter
 from ._mask import causal_keys as causal_keys
 from ._mask import target_weights as target_weights
 from ._reduce import Reduction as Reduction
+from ._reduce import copy_start as copy_start
 from ._reduce import embedding_root as embedding_root
 from ._reduce import expand_head as expand_head
 from ._reduce import head_template as head_template

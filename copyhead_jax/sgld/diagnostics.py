@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import check_float, check_int
+from ..kernels import mcstats  # the one R-hat/ESS of the package
 
 __all__ = [
     "ACCEPT_MIN",
@@ -60,45 +61,6 @@ class ChainHealth(NamedTuple):
     finite: np.ndarray  # (..., C) the chain never produced a non-finite U or MALA log-ratio
 
 
-def _variances(x: np.ndarray) -> tuple[float, float]:
-    """(W, var+) of ``x[chain, draw]``: mean within-chain variance and the pooled estimate."""
-    n = x.shape[1]
-    within = x.var(axis=1, ddof=1).mean()
-    pooled = within * (n - 1) / n
-    if x.shape[0] > 1:
-        pooled = pooled + x.mean(axis=1).var(ddof=1)
-    else:
-        within = pooled
-    return within, pooled
-
-
-def _split_gelman_rubin(x: np.ndarray) -> float:
-    r"""$\hat R=\sqrt{\widehat{\mathrm{var}}^+/W}$ over the chains' first and second halves."""
-    half = x.shape[1] // 2
-    within, pooled = _variances(np.concatenate([x[:, :half], x[:, -half:]], axis=0))
-    return float(np.sqrt(pooled / within))
-
-
-def _effective_sample_size(x: np.ndarray) -> float:
-    r"""$CN/\hat\tau$, $\hat\tau=-1+2\sum_k P_k$ over Geyer's initial monotone sequence.
-
-    $\hat\rho_t=1-(W-\bar\gamma_t)/\widehat{\mathrm{var}}^+$ with $\bar\gamma_t$ the chains'
-    mean biased autocovariance at lag $t$ (by FFT, zero-padded to avoid wrap-around), and
-    $P_k=\hat\rho_{2k}+\hat\rho_{2k+1}$ clipped at 0 and made non-increasing after $P_0$.
-    """
-    c, n = x.shape
-    centred = x - x.mean(axis=1, keepdims=True)
-    m = 1 << (2 * n - 1).bit_length()  # >= 2n - 1: no circular overlap for lags < n
-    f = np.fft.rfft(centred, n=m, axis=1)
-    gamma = np.fft.irfft(f * np.conj(f), n=m, axis=1)[:, :n] / n
-    within, pooled = _variances(x)
-    rho = 1.0 - (within - gamma.mean(axis=0)) / pooled
-    rho[0] = 1.0
-    pairs = rho[:-1:2] + rho[1::2]
-    pairs[1:] = np.minimum.accumulate(np.clip(pairs[1:], 0.0, None))
-    return float(c * n / (-1.0 + 2.0 * pairs.sum()))
-
-
 def _trace_stat(stat, x: np.ndarray) -> float:
     """``stat`` of a scalar trace ``x[chain, draw]`` in float64; NaN unless ``>= 4`` draws."""
     x = np.asarray(x, np.float64)
@@ -110,12 +72,12 @@ def _trace_stat(stat, x: np.ndarray) -> float:
 
 def split_rhat(x: np.ndarray) -> float:
     """Split R-hat of a scalar trace ``x[chain, draw]`` (needs ``>= 4`` draws, else NaN)."""
-    return _trace_stat(_split_gelman_rubin, x)
+    return _trace_stat(mcstats.split_rhat, x)
 
 
 def ess(x: np.ndarray) -> float:
     """Effective sample size of a scalar trace ``x[chain, draw]``, chains pooled (NaN if < 4)."""
-    return _trace_stat(_effective_sample_size, x)
+    return _trace_stat(mcstats.ess, x)
 
 
 def chain_health(result, *, burn_in: int = 0) -> ChainHealth:

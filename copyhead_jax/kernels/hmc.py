@@ -1,0 +1,150 @@
+r"""HMC with unit mass, step jitter, an optional region, and dual-averaging adaptation.
+
+One transition from $w$ with $U$, $\nabla U$: momentum $p_0\sim\mathcal N(0,I)$, ``n_leap``
+leapfrog steps of size $\epsilon=e^{\log\epsilon}\,u$, $u\sim\mathcal U(0.8,1.2)$ (the jitter
+breaks the resonance of a fixed trajectory length with a period of the target), then accept
+with probability $\min(1,e^{H_0-H_1})$, $H=U+\tfrac12|p|^2$. With a region $R$ (``inside``), a
+proposal that ends outside is rejected: exact Metropolis-Hastings for $e^{-U}$ restricted to
+$R$ (the target is 0 outside; the leapfrog map stays volume preserving and reversible).
+
+Adaptation (Hoffman & Gelman 2014, §3.2, their constants $t_0=10$, $\gamma=0.05$,
+$\kappa=0.75$, $\mu=\log10\epsilon_0$): with $h_t=\delta-a_t$ (target $\delta$, acceptance
+$a_t$), $\bar h_t=(1-\frac1{t+t_0})\bar h_{t-1}+\frac{h_t}{t+t_0}$,
+$\log\epsilon_t=\min(\mu-\frac{\sqrt t}{\gamma}\bar h_t,\log2)$ and
+$\log\bar\epsilon_t=t^{-\kappa}\log\epsilon_t+(1-t^{-\kappa})\log\bar\epsilon_{t-1}$; after
+``n_adapt`` iterations the step is frozen at $\bar\epsilon$, so what follows is an exact chain.
+The cap $\epsilon\le2$ (in whitened units, where the target's scale is ~1) stops the early
+iterations, whose acceptance is high near a minimum, from jumping to steps that overflow $U$.
+
+Own code, not ``blackjax.hmc``/``window_adaptation``: the region rejection and the step jitter
+are not in BlackJAX's kernel, the callers whiten so no mass matrix is adapted, and BlackJAX is a
+bench-only extra; its ``dual_averaging`` gives the same step sequence without the cap (tested),
+its average lags one iteration behind Hoffman & Gelman's Algorithm 5, which this one follows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, Float
+
+#: Leapfrog steps per HMC iteration. With the default step 0.35 a trajectory is about 1.75
+#: whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough to
+#: decorrelate, short of the half period at which a Gaussian's energy U returns.
+LEAPFROG = 5
+#: HMC iterations (discarded) that tune each chain's leapfrog step before it is frozen, and the
+#: acceptance they aim at (0.65-0.8 is HMC's efficient range; Beskos et al. 2013: 0.651).
+HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
+#: Hoffman & Gelman's dual-averaging constants, and the cap on the adapted step (docstring).
+T0, GAMMA, KAPPA, LOG_EPS_MAX = 10.0, 0.05, 0.75, math.log(2.0)
+
+Flat = Float[Array, " n"]
+State = tuple[Flat, Float[Array, ""], Flat]  # (w, U(w), grad U(w))
+
+
+def hmc_transition(vg: Callable, inside: Callable | None, key: Array, state: State,
+                   log_eps, n_leap: int) -> tuple[State, tuple[Array, Array]]:  # fmt: skip
+    """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
+    ``value_and_grad(U)``, ``inside=None``: no region. Returns
+    ``(state, (acceptance probability, proposal left the region))``."""
+    w, u, g = state
+    k_eps, k_p, k_acc = jax.random.split(key, 3)
+    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
+    p0 = jax.random.normal(k_p, w.shape, w.dtype)
+
+    def leap(c, _):
+        x, p, _, gg = c
+        p = p - 0.5 * eps * gg
+        x = x + eps * p
+        uu, gg = vg(x)
+        return (x, p - 0.5 * eps * gg, uu, gg), None
+
+    (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
+    log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
+    finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
+    out = jnp.asarray(False) if inside is None else ~inside(w1)
+    log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
+    acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
+    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
+    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
+
+
+class DualAveraging(NamedTuple):
+    """Adaptation state: the current and averaged log step, and the mean error."""
+
+    log_eps: Array
+    log_eps_bar: Array
+    h_bar: Array
+    mu: Array
+
+
+def dual_averaging_init(step_size, dtype=jnp.float32) -> DualAveraging:
+    """Start from ``step_size``; the update shrinks towards ``mu = log(10 step_size)``."""
+    eps0 = jnp.asarray(step_size, dtype)
+    return DualAveraging(jnp.log(eps0), jnp.log(eps0), jnp.zeros((), dtype), jnp.log(10.0 * eps0))
+
+
+def dual_averaging_update(da: DualAveraging, t, accept, target_accept) -> DualAveraging:
+    """Iteration ``t = 1, 2, ...`` with acceptance probability ``accept`` (module docstring)."""
+    h_bar = (1 - 1 / (t + T0)) * da.h_bar + (target_accept - accept) / (t + T0)
+    log_eps = jnp.minimum(da.mu - jnp.sqrt(t) / GAMMA * h_bar, LOG_EPS_MAX)
+    w = t**-KAPPA
+    return DualAveraging(log_eps, w * log_eps + (1 - w) * da.log_eps_bar, h_bar, da.mu)
+
+
+class HMCChain(NamedTuple):
+    """One chain of :func:`hmc_chain` (``S`` recorded blocks)."""
+
+    records: Any  # pytree with leading axis [S]: record(w, j) after block j
+    accept: Array  # [S]: mean acceptance probability of the block's iterations
+    outside: Array  # [S]: fraction of the block's proposals that left the region
+    finite: Array  # []: U finite at the start and the end
+    step_size: Array  # []: the frozen (adapted) step
+
+
+def hmc_chain(
+    key: Array, potential: Callable, w0: Flat, record: Callable, *, n_iter: int, thin: int,
+    step_size: float, inside: Callable | None = None, n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+    report: Callable | None = None,
+) -> HMCChain:  # fmt: skip
+    """One HMC chain on ``potential(w)`` from ``w0`` (one example in: ``vmap`` adds chains).
+
+    ``n_adapt`` iterations tune the step from ``step_size`` (discarded); then ``n_iter // thin``
+    blocks of ``thin`` iterations at the frozen step, ``record(w, j)`` after block ``j``.
+    Iteration ``i`` draws from ``fold_in(key, i)`` (``i`` counts adaptation iterations too), so
+    ``record`` may use other folds of ``key`` (e.g. negative ones). ``report(done)`` (traced
+    iteration count) is called after every adaptation iteration and every block."""
+    vg = jax.value_and_grad(potential)
+    rep = (lambda d: None) if report is None else report
+
+    def transition(state, i, log_eps):
+        return hmc_transition(vg, inside, jax.random.fold_in(key, i), state, log_eps, n_leap)
+
+    def adapt(carry, i):
+        state, da = carry
+        state, (a, _) = transition(state, i, da.log_eps)
+        da = dual_averaging_update(da, i + 1.0, a, target_accept)
+        rep(i + 1)
+        return (state, da), None
+
+    u0, g0 = vg(w0)
+    carry = ((w0, u0, g0), dual_averaging_init(step_size, w0.dtype))
+    if n_adapt > 0:
+        carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
+    state, log_eps = carry[0], carry[1].log_eps_bar
+
+    def block(state, j):
+        state, (a, o) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
+                                 n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
+        rep(n_adapt + (j + 1) * thin)
+        return state, (record(state[0], j), jnp.mean(a), jnp.mean(o))
+
+    state, (rec, acc, out) = lax.scan(block, state, jnp.arange(n_iter // thin))
+    finite = jnp.isfinite(u0) & jnp.isfinite(state[1])
+    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps))

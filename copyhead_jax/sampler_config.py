@@ -1,0 +1,119 @@
+"""The posterior samplers' settings, one frozen config per sampler (``copyhead sample``).
+
+:class:`SGLDConfig` (full engine: every weight, NumPyro-contract SGLD kernel) and
+:class:`HMCConfig` (reduced engine: collapsed HMC on ``W^G``) are passed to
+:func:`copyhead_jax.sample.run_sampler`, which chooses the sampler by the config's type; each
+carries its real ``name`` (progress bar, figures, tables, netCDF and file metadata).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ._checks import check_choice, check_float, check_int
+
+
+@dataclass(frozen=True)
+class SGLDConfig:
+    """SGLD as in docs/theory.md §2: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U), every
+    weight of a full-engine head sampled (``copyhead sample --sampler sgld``)."""
+
+    name: ClassVar[str] = "SGLD"
+    kind: ClassVar[str] = "sgld"
+
+    step_size: float = 1e-6  # eta, in units of U
+    n_steps: int = 2000
+    burn_in: int = 500
+    thin: int = 10
+    n_chains: int = 4
+    seed: int = 1
+    keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
+
+    def __post_init__(self):
+        check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
+        if not isinstance(self.keep_loglik, bool):
+            raise ValueError(f"SGLDConfig.keep_loglik must be True or False, got "
+                             f"{self.keep_loglik!r}")  # fmt: skip
+        check_int("SGLDConfig.n_steps", self.n_steps, lo=1, hi=10**9)
+        check_int("SGLDConfig.burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
+        check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)
+        check_int("SGLDConfig.n_chains", self.n_chains, lo=1, hi=100_000)
+        check_int("SGLDConfig.seed", self.seed, lo=0, hi=2**31 - 1)
+
+    @property
+    def n_draws(self) -> int:
+        """Draws kept per chain: ``(n_steps - burn_in) // thin``."""
+        return (self.n_steps - self.burn_in) // self.thin
+
+    def describe(self) -> str:
+        """One line for titles and tables."""
+        return f"SGLD eta={self.step_size:g}, {self.n_steps} steps, {self.n_chains} chains"
+
+
+#: Where the chains of ``copyhead sample`` start: ``fit`` the sweep's fitted weights, ``both``
+#: half the chains at each branch start of the head (softmax: pooling = zero logits, copy =
+#: copy logits; ``models._reduce.copy_start``), ``prior`` a draw of W^G from its prior.
+STARTS = ("fit", "both", "prior")
+
+
+@dataclass(frozen=True)
+class HMCConfig:
+    """Collapsed HMC of a reduced sweep (docs/theory.md §2c; ``copyhead sample --sampler hmc``):
+    the readout integrated out exactly, HMC with unit mass on ``W^G`` in the whitened
+    coordinates of the marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded),
+    ``n_adapt`` HMC iterations that tune the leapfrog step from ``step_size`` by dual averaging
+    towards ``target_accept`` (discarded), then ``n_iter`` HMC iterations of ``n_leapfrog``
+    leapfrog steps at the frozen step, a draw every ``thin``."""
+
+    name: ClassVar[str] = "collapsed HMC"
+    kind: ClassVar[str] = "hmc"
+
+    step_size: float = 0.35  # initial leapfrog step in whitened units (the target's scale ~ 1)
+    n_iter: int = 1500
+    n_warmup: int = 500
+    thin: int = 1
+    n_chains: int = 4
+    seed: int = 1
+    n_leapfrog: int = 5  # x 0.35 ~ pi/2: a quarter period of a unit-curvature direction
+    n_adapt: int = 100
+    target_accept: float = 0.75  # HMC's efficient range is 0.65-0.8 (Beskos et al. 2013)
+    starts: str = "fit"
+    branch_threshold: float = 1.0  # a draw is on the copy branch when aG >= this
+    keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
+    keep_weights: bool = False  # record W^G and W_O_hat per draw
+
+    def __post_init__(self):
+        check_float("HMCConfig.step_size", self.step_size, lo=0.0, hi=2.0)
+        check_int("HMCConfig.n_iter", self.n_iter, lo=1, hi=10**9)
+        check_int("HMCConfig.n_warmup", self.n_warmup, lo=0, hi=10**9)
+        check_int("HMCConfig.thin", self.thin, lo=1, hi=self.n_iter)
+        check_int("HMCConfig.n_chains", self.n_chains, lo=1, hi=100_000)
+        check_int("HMCConfig.seed", self.seed, lo=0, hi=2**31 - 1)
+        check_int("HMCConfig.n_leapfrog", self.n_leapfrog, lo=1, hi=10_000)
+        check_int("HMCConfig.n_adapt", self.n_adapt, lo=0, hi=10**7)
+        check_float("HMCConfig.target_accept", self.target_accept, lo=0.0, hi=0.99)
+        check_choice("HMCConfig.starts", self.starts, STARTS)
+        check_float("HMCConfig.branch_threshold", self.branch_threshold)
+        for f in ("keep_loglik", "keep_weights"):
+            if not isinstance(getattr(self, f), bool):
+                raise ValueError(f"HMCConfig.{f} must be True or False, got {getattr(self, f)!r}")
+        if self.starts == "both" and self.n_chains % 2:
+            raise ValueError(
+                f"HMCConfig.n_chains must be even with starts='both' (half per branch start), "
+                f"got {self.n_chains}"
+            )
+
+    @property
+    def n_draws(self) -> int:
+        """Draws kept per chain: ``n_iter // thin``."""
+        return self.n_iter // self.thin
+
+    def describe(self) -> str:
+        """One line for titles and tables."""
+        return (f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
+                f"{self.n_iter} iterations, {self.n_chains} chains, starts {self.starts}")
+
+
+#: The sampler configs by ``kind`` (``copyhead sample --sampler``; files record the kind).
+SAMPLERS = {"sgld": SGLDConfig, "hmc": HMCConfig}

@@ -1,0 +1,66 @@
+"""The shared HMC kernel (copyhead_jax.kernels): its step adaptation is BlackJAX's dual averaging,
+and a chain on a standard normal has the closed-form moments."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from copyhead_jax.kernels import dual_averaging_init, dual_averaging_update, hmc_chain
+
+
+def test_dual_averaging_equals_blackjax_where_the_cap_does_not_bind():
+    """Same acceptance sequence in, same log steps out (the update is Hoffman & Gelman's with
+    BlackJAX's constants; float32 rounding of ~30 updates: rtol 1e-5). The average follows their
+    Algorithm 5 (weight t^-kappa on the new step; BlackJAX's lags one step): checked against the
+    recurrence written out in float64."""
+    da_bj = pytest.importorskip("blackjax.optimizers.dual_averaging")
+    init, update, _ = da_bj.dual_averaging(t0=10, gamma=0.05, kappa=0.75)
+    acc = np.random.default_rng(0).uniform(0.6, 0.9, 30).astype(np.float32)
+    target = 0.75
+    ours, theirs = dual_averaging_init(0.01), init(jnp.float32(0.01))
+    bar = 0.0
+    for t, a in enumerate(acc, start=1):
+        ours = dual_averaging_update(ours, float(t), jnp.float32(a), target)
+        theirs = update(theirs, target - a)
+        assert float(ours.log_eps) < np.log(2.0)  # the cap never binds from a small start
+        np.testing.assert_allclose(ours.log_eps, theirs.log_x, rtol=1e-5)
+        w = t**-0.75  # 1 at t = 1: the initial average drops out
+        bar = w * float(ours.log_eps) + (1 - w) * bar
+        np.testing.assert_allclose(float(ours.log_eps_bar), bar, rtol=1e-5)
+
+
+def test_chain_on_a_standard_normal():
+    """4 chains x 2,000 draws of N(0, I_3): mean 0 and E|w|^2 = 3 within 5 Monte-Carlo
+    standard errors (draws of HMC at ~quarter-period trajectories are nearly independent; the
+    error uses n = 8,000 / 2 to allow for correlation); acceptance near the 0.75 target."""
+    keys = jax.random.split(jax.random.key(0), 4)
+    pot = lambda w: 0.5 * jnp.sum(w**2)
+    run = jax.jit(jax.vmap(lambda k: hmc_chain(k, pot, jnp.ones(3), lambda w, j: w,
+                                               n_iter=2000, thin=1, step_size=0.3)))
+    c = run(keys)
+    w = np.asarray(c.records).reshape(-1, 3)
+    n_eff = w.shape[0] / 2
+    assert np.all(np.abs(w.mean(0)) < 5 / np.sqrt(n_eff))
+    r2 = (w**2).sum(1)
+    assert abs(r2.mean() - 3.0) < 5 * np.sqrt(6.0 / n_eff)  # Var |w|^2 = 2 n = 6
+    assert 0.6 < float(np.mean(c.accept)) < 0.95 and bool(np.all(c.finite))
+
+
+def test_rhat_and_ess_match_arviz():
+    """The one R-hat/ESS (kernels.mcstats) against ArviZ on AR(1) chains with an offset chain:
+    split R-hat is the same formula as ``az.rhat(method="split")`` (float64 rounding: rtol
+    1e-10); ESS is ``az.ess(method="mean")`` up to ArviZ's end term of the Geyer sum (one extra
+    autocorrelation, a few percent at most here: rtol 5e-2)."""
+    az = pytest.importorskip("arviz")
+    from copyhead_jax.kernels.mcstats import ess, split_rhat
+
+    rng = np.random.default_rng(1)
+    x = np.zeros((4, 500))
+    for t in range(1, 500):
+        x[:, t] = 0.7 * x[:, t - 1] + rng.normal(size=4)
+    x[3] += 0.3
+    np.testing.assert_allclose(split_rhat(x), az.rhat(x, method="split"), rtol=1e-10)
+    np.testing.assert_allclose(ess(x), az.ess(x, method="mean"), rtol=5e-2)
+    batch = np.stack([x, x[::-1]])  # leading run axes reduce per run
+    np.testing.assert_allclose(split_rhat(batch), [split_rhat(x), split_rhat(x[::-1])])
