@@ -283,6 +283,11 @@ def run_sampler(
             "sampler: a reduced sweep is sampled by collapsed HMC (HMCConfig, CLI --sampler "
             "hmc); SGLDConfig samples every weight of a full-engine sweep"
         )
+    if reduced and sweep.config.train.train_embeddings:
+        raise ValueError(
+            "sweep: a reduced sweep with trained embeddings holds joint-MAP fits (docs/theory.md "
+            "§2d); the collapsed HMC samples the quenched posterior only (train_embeddings=False)"
+        )
     if not reduced and isinstance(sampler, HMCConfig):
         raise ValueError(
             "sampler: collapsed HMC (HMCConfig) needs a reduced sweep (engine='reduced'); a "

@@ -357,3 +357,18 @@ def test_sigterm_ends_the_experiments_cleanly(tmp_path):
     got, err = _interrupt(argv, signal.SIGTERM, tmp_path, module="experiments.__main__")
     assert got == 143, err
     assert "Traceback" not in err and "interrupted" in err and "resume" in err
+
+
+def test_collapsed_hmc_refuses_joint_map_fits(reduced, tmp_path, monkeypatch):
+    """Trained embeddings on the reduced engine are joint-MAP fits (§2d), not the quenched
+    posterior's centre: the collapsed sampler refuses them before any work."""
+    import dataclasses
+
+    monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
+    sweep = SweepResult.load(reduced)
+    sweep = dataclasses.replace(
+        sweep, config=sweep.config.replace(train=dict(train_embeddings=True))
+    )
+    with pytest.raises(ValueError, match=r"trained embeddings holds joint-MAP fits"):
+        sample_mod.run_sampler(sweep, ch.HMCConfig(n_iter=4), out=tmp_path / "p.npz")
+    assert not list(tmp_path.iterdir())
