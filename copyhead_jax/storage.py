@@ -22,6 +22,8 @@ import numpy as np
 #: 2: order parameters stored under the head's names (softmax ``a1``/``aG``). Schema 1 stored
 #: them as ``c1``/``cG`` for every head; it is refused at load (no silent renaming).
 SCHEMA_VERSION = 2
+#: checkpoints (chunks, snapshots, continuation steps) version their own layout
+CHECKPOINT_SCHEMA = 1
 
 
 def environment() -> dict[str, Any]:
@@ -165,8 +167,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarray], dict]:
-    """Read a result file of the given kind; unreadable or foreign files raise ``ValueError``."""
+def load_npz(
+    path: str | os.PathLike, *, kind: str, schema: int = SCHEMA_VERSION
+) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a file of the given kind and schema; unreadable, foreign or other-schema files raise
+    ``ValueError``."""
     if not isinstance(path, str | os.PathLike):
         raise ValueError(f"a result path must be a str or path, got {type(path).__name__}")
     path = Path(path)
@@ -190,9 +195,9 @@ def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarra
         raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)")
     if meta.get("kind") != kind:
         raise ValueError(f"{str(path)!r} holds a {meta.get('kind')!r}, expected a {kind!r}")
-    if meta.get("schema") != SCHEMA_VERSION:
+    if meta.get("schema") != schema:
         raise ValueError(
             f"{str(path)!r} has result schema {meta.get('schema')}; this copyhead_jax reads "
-            f"schema {SCHEMA_VERSION} only (rerun the command that wrote it)"
+            f"schema {schema} only (rerun the command that wrote it)"
         )
     return arrays, meta
