@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .storage import atomic_save_npz, load_npz
+from .storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
 
@@ -24,7 +24,7 @@ def load_checkpoint(path: Path, kind: str) -> tuple[dict[str, np.ndarray], dict]
     """A checkpoint's arrays and meta; an unreadable one is deleted, said on stderr, and
     returned empty (no fingerprint), so that its work is recomputed instead of blocking."""
     try:
-        return load_npz(path, kind=kind)
+        return load_npz(path, kind=kind, schema=CHECKPOINT_SCHEMA)
     except ValueError as e:
         print(f"warning: checkpoint {str(path)!r} is unreadable, recomputing it ({e})",
               file=sys.stderr)  # fmt: skip

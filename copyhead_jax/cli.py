@@ -482,18 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: former subcommands -> the source-checkout script that replaces them
-MOVED = {"reproduce": "python -m experiments", "bench": "python -m benchmarks"}
-
-
 def main(argv: list[str] | None = None) -> int:
     process = argv is None  # the console command, not a call from Python
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in MOVED:  # before parsing: the script's own options pass through
-        cmd = " ".join([MOVED[argv[0]], *argv[1:]])
-        print(f"copyhead: '{argv[0]}' is now a script of the source checkout: run `{cmd}` from "
-              "the repository root (README.md)", file=sys.stderr)  # fmt: skip
-        return 2
     from ._runtime import catch_sigterm, exit_now, interrupt_status
 
     parser = build_parser()

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ._types import Mask, OneHotSeq, TargetSeq, TokenBatch, Tokens
+from ._types import Mask, OneHotSeq, TargetSeq, TokenBatch
 
 
 def sample_tokens(key: Array, *, n: int, L: int, V: int) -> TokenBatch:
@@ -26,8 +26,8 @@ def sample_tokens(key: Array, *, n: int, L: int, V: int) -> TokenBatch:
     return jax.vmap(draw)(jnp.arange(n))
 
 
-def one_hot(tokens: Tokens, V: int) -> OneHotSeq:
-    """``X`` with rows ``x^a = e_{t_a}``."""
+def one_hot(tokens: Int[Array, "*batch L"], V: int) -> Float[Array, "*batch L V"]:
+    """``X`` with rows ``x^a = e_{t_a}`` (of one sequence, or of a batch of them)."""
     return jax.nn.one_hot(tokens, V, dtype=jnp.float32)
 
 

@@ -25,8 +25,8 @@ from .results import SweepResult  # noqa: E402
 from .style import COLORS, GREY, LEGEND_PT, P_LABEL, legend, log_P_axis, not_measured  # noqa: E402
 from .style import styled as _styled  # noqa: E402
 
-__all__ = ["COLORS", "LEGEND_PT", "P_LABEL", "curves_figure", "log_P_axis", "posterior_figure",
-           "sweep_figure", "trace_figure"]  # fmt: skip
+__all__ = ["COLORS", "LEGEND_PT", "P_LABEL", "curves_figure", "flag_counts", "log_P_axis",
+           "posterior_figure", "sweep_figure", "trace_figure"]  # fmt: skip
 BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
 
 
@@ -58,33 +58,65 @@ def _legend(ax, band: bool = True, **kw) -> None:
     legend(ax, handles=handles, labels=labels, **kw)
 
 
+def flag_counts(results: list[SweepResult]) -> dict[str, int]:
+    """How many runs of ``results`` are flagged not-ok, by the first reason that applies:
+    non-finite, diverged (finite but blown up), unconverged (exact solver)."""
+    n = dict(non_finite=0, diverged=0, unconverged=0)
+    for r in results:
+        finite = r.arrays["finite"].astype(bool)
+        n["non_finite"] += int((~finite).sum())
+        n["diverged"] += int((finite & r.diverged).sum())
+        n["unconverged"] += int((finite & ~r.diverged & r.unconverged).sum())
+    return n
+
+
+def _flagged(ax, P, y, flagged, marker: str, color) -> int:
+    """Flagged runs' own values as hollow markers (they are not in the means), clamped to the
+    panel's range set by the ok runs, so that a blown-up run neither hides nor squashes them;
+    non-finite values cannot be drawn. Returns the number drawn."""
+    lo, hi = ax.get_ylim()
+    y = np.asarray(y, float)
+    sel = np.asarray(flagged, bool) & np.isfinite(y)
+    if sel.any():
+        x = np.broadcast_to(np.asarray(P, float)[:, None], y.shape)
+        ax.plot(x[sel], np.clip(y[sel], lo, hi), ls="none", marker=marker, ms=6, mfc="none",
+                mec=color, mew=1.0, gid="flagged")  # fmt: skip
+        ax.set_ylim(lo, hi)
+    return int(sel.sum())
+
+
 @_styled
 def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None) -> Figure:
-    """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps
-    (diverged runs excluded).
+    """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps.
 
+    Means and bands are over the ok runs; flagged runs (non-finite, diverged, unconverged:
+    ``SweepResult.ok``) are drawn one by one as hollow markers, counted in the legend and title.
     ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or "a1"/"aG", "mse": [...]}}``
     curves (e.g. ``theory.theory_curve``) drawn as dashed lines over the measured points.
     """
     results = [results] if isinstance(results, SweepResult) else list(results)
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
     (ax_o, ax_c), (ax_l, ax_a) = axes
-    n_out = 0
+    pending = []  # flagged runs, drawn once every panel's range is set by the ok runs
     for res in results:
         att = res.config.model.attention
         ok = res.ok
-        n_out += int((~ok).sum())
-        get = lambda k: np.where(ok, res[k].astype(float), np.nan)
         P = res.P
         n1, nG = order_names(att)
         col = COLORS.get(att, "k")
-        _band(ax_o, P, get("cG"), f"{att}: {_tex(nG)}", color=col)
-        _band(ax_o, P, get("c1"), f"{att}: {_tex(n1)}", marker="s", color=col, ls=":")
-        _band(ax_c, P, get("coverage"), f"{att}: mean-A cosine", color=col)
-        _band(ax_c, P, get("sample_coverage"), f"{att}: per-sample", marker="^", color=col, ls=":")
-        _band(ax_l, P, get("train_loss"), f"{att}: train", color=col)
-        _band(ax_l, P, get("test_loss"), f"{att}: test", marker="^", color=col, ls=":")
-        _band(ax_a, P, get("copy_accuracy"), f"{att}", color=col)
+        series = (
+            (ax_o, "cG", f"{att}: {_tex(nG)}", "o", "-"),
+            (ax_o, "c1", f"{att}: {_tex(n1)}", "s", ":"),
+            (ax_c, "coverage", f"{att}: mean-A cosine", "o", "-"),
+            (ax_c, "sample_coverage", f"{att}: per-sample", "^", ":"),
+            (ax_l, "train_loss", f"{att}: train", "o", "-"),
+            (ax_l, "test_loss", f"{att}: test", "^", ":"),
+            (ax_a, "copy_accuracy", f"{att}", "o", "-"),
+        )
+        for ax, k, label, mk, ls in series:
+            y = np.asarray(res[k], float)
+            _band(ax, P, np.where(ok, y, np.nan), label, marker=mk, color=col, ls=ls)
+            pending.append((ax, P, y, ~ok, mk, col))
         if theory and att in theory:
             th = theory[att]
             for k, ls in ((nG, "--"), (n1, "-.")):
@@ -98,6 +130,11 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
     ax_l.axhline(L, color="gray", lw=0.8, ls=":", label=f"zero output ($L$ = {L})")
     ax_l.axhline((1 - 1 / V) * (L - 1), color="gray", lw=0.8, ls="-.", label="pooling")
     ax_a.axhline(1 / V, color="gray", lw=0.8, ls=":", label="chance $1/V$")
+    for item in pending:
+        _flagged(*item)
+    n = flag_counts(results)
+    n_out = sum(n.values())
+    why = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in n.items() if v)
     ylabels = [
         "order parameter (dimensionless)",
         "subspace coverage (cosine, 0 to 1)",
@@ -111,8 +148,11 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
         ax.set_xlabel(P_LABEL)
         ax.set_ylabel(yl)
         ax.set_title(t)
+        if n_out:  # the key of the hollow markers (an empty line: no data, no range change)
+            ax.plot([], [], ls="none", marker="o", mfc="none", mec=GREY,
+                    label=f"hollow: {n_out} flagged, not in means")  # fmt: skip
         _legend(ax)
-    excluded = f"; {n_out} diverged run(s) excluded" if n_out else ""
+    excluded = f"; {n_out} flagged run(s) excluded from means ({why})" if n_out else ""
     fig.suptitle(
         f"$L$={L}, $V$={V}, $N$={c.model.width}, $\\sigma^2$={c.posterior.sigma2:g}, "
         f"$\\chi$={c.posterior.chi:g}, {c.posterior.likelihood}, seeds={c.sweep.n_seeds}{excluded}"

@@ -55,15 +55,6 @@ def resolve_order(name: str, keys, names: tuple[str, str]) -> str:
     return name
 
 
-def upgrade_schema1(arrays: dict, meta: dict, cfg: Config) -> dict:
-    """Schema-1 files hold every head's order parameters as ``c1``/``cG``: rename them (and the
-    keys built on them) to the head's names."""
-    if meta.get("schema", SCHEMA_VERSION) >= 2:
-        return arrays
-    names = order_names(cfg)
-    return {rename_order(k, GENERIC_ORDER, names): v for k, v in arrays.items()}
-
-
 #: Per-run scalar fields of a sweep, each stored as an array indexed ``[P, seed]``; ``c1``/``cG``
 #: are the generic names (stored under the head's ``order_names``, see ``GENERIC_ORDER``).
 SCALARS = (
@@ -239,7 +230,6 @@ class SweepResult(_OfSweep):
             cfg = Config.from_dict(meta["config"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
-        arrays = upgrade_schema1(arrays, meta, cfg)
         shape = (len(cfg.sweep.P), cfg.sweep.n_seeds)
         # either name of an order parameter will do (a hand-built result may use c1/cG)
         required = [resolve_order(k, arrays, order_names(cfg)) for k in REQUIRED]
@@ -341,7 +331,4 @@ class PosteriorResult(_OfSweep):
             sg = sampler_from_meta(meta, cfg)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{str(path)!r} has an invalid config: {e}") from None
-        fields = tuple(meta["fields"])
-        if meta.get("schema", SCHEMA_VERSION) < 2:  # schema 1: c1/cG for every head
-            fields = tuple(rename_order(f, GENERIC_ORDER, order_names(cfg)) for f in fields)
-        return cls(cfg, sg, upgrade_schema1(arrays, meta, cfg), meta, fields)
+        return cls(cfg, sg, arrays, meta, tuple(meta["fields"]))

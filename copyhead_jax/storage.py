@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
-#: 2: order parameters stored under the head's names (softmax ``a1``/``aG``); 1 stored them as
-#: ``c1``/``cG`` for every head (read, and renamed, by the loaders).
+#: 2: order parameters stored under the head's names (softmax ``a1``/``aG``). Schema 1 stored
+#: them as ``c1``/``cG`` for every head; it is refused at load (no silent renaming).
 SCHEMA_VERSION = 2
-READABLE_SCHEMAS = (1, 2)
+#: checkpoints (chunks, snapshots, continuation steps) version their own layout
+CHECKPOINT_SCHEMA = 1
 
 
 def environment() -> dict[str, Any]:
@@ -166,8 +167,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarray], dict]:
-    """Read a result file of the given kind; unreadable or foreign files raise ``ValueError``."""
+def load_npz(
+    path: str | os.PathLike, *, kind: str, schema: int = SCHEMA_VERSION
+) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a file of the given kind and schema; unreadable, foreign or other-schema files raise
+    ``ValueError``."""
     if not isinstance(path, str | os.PathLike):
         raise ValueError(f"a result path must be a str or path, got {type(path).__name__}")
     path = Path(path)
@@ -191,9 +195,9 @@ def load_npz(path: str | os.PathLike, *, kind: str) -> tuple[dict[str, np.ndarra
         raise ValueError(f"{str(path)!r} is not a copyhead_jax result (bad metadata)")
     if meta.get("kind") != kind:
         raise ValueError(f"{str(path)!r} holds a {meta.get('kind')!r}, expected a {kind!r}")
-    if meta.get("schema") not in READABLE_SCHEMAS:
+    if meta.get("schema") != schema:
         raise ValueError(
-            f"{str(path)!r} has schema {meta.get('schema')}; "
-            f"this copyhead_jax reads schemas {READABLE_SCHEMAS}"
+            f"{str(path)!r} has result schema {meta.get('schema')}; this copyhead_jax reads "
+            f"schema {schema} only (rerun the command that wrote it)"
         )
     return arrays, meta

@@ -76,22 +76,6 @@ def _key(*objs) -> str:
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
 
 
-#: config fields added after this cache was first written: hashed only when set away from their
-#: default, so that a new field with a default keeps every cached result's key (adding
-#: ``exact_continuation`` had changed them all)
-LATER_FIELDS = (("train", "exact_continuation"),)
-
-
-def config_dict(cfg: ch.Config) -> dict:
-    """``cfg.to_dict()`` as this cache hashes it (:data:`LATER_FIELDS` at their default
-    left out)."""
-    d, default = cfg.to_dict(), ch.Config().to_dict()
-    for section, name in LATER_FIELDS:
-        if d[section].get(name) == default[section][name]:
-            d[section].pop(name)
-    return d
-
-
 def _pickled(path: Path, fn):
     """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
     if path.exists():
@@ -134,7 +118,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
         raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
     sg = sampler_settings(mc)
-    ppath = cache / f"post-{_key(config_dict(cfg), dataclasses.asdict(sg))}.npz"
+    ppath = cache / f"post-{_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
     # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
     # the smaller P to the larger: no cost saved when the two are far apart)
     chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
@@ -148,7 +132,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
 def fit_only(cfg: ch.Config, cache: Path):
     """Exact MAP sweep with kept weights, cached by config."""
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{_key(config_dict(cfg))}.npz"
+    path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
     return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
         cfg, keep_params=True, out=path, progress=False)  # fmt: skip
 
@@ -399,7 +383,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
     out = {}
     for g in spec["gammas"]:
         st = PLL.LLC | spec.get("settings", {}) | {"gamma": float(g)}
-        path = cache / f"llc-{_key(config_dict(res.config), st)}.pkl"
+        path = cache / f"llc-{_key(res.config.to_dict(), st)}.pkl"
         key = jax.random.key(int(res.config.sweep.seed) + 1000)
         out[f"gamma={g:g}"] = _pickled(path, lambda st=st, key=key: PLL.llc_sweep(res, key, st))
         v = out[f"gamma={g:g}"]
@@ -527,7 +511,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     if not P_ti:
         soft["free_energy"] = None
         return
-    ti_key = _key(config_dict(pr.config), config_dict(cr.config), P_ti, ti["sgld"])
+    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
     fe = _pickled(
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),

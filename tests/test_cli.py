@@ -161,11 +161,3 @@ def test_out_paths():
     paths, _ = sweep_paths(None, "tiny", [pool, copy], asked=soft)
     assert paths[0].parent == paths[1].parent
     assert [p.name for p in paths] == ["sweep_softmax.npz", "sweep_softmax_copy.npz"]
-
-
-@pytest.mark.parametrize("name, script", [("reproduce", "experiments"), ("bench", "benchmarks")])
-def test_moved_commands_name_their_script(name, script, capsys):
-    from copyhead_jax.cli import main
-
-    assert main([name, "all", "--quick"]) == 2  # options pass through to the message
-    assert f"python -m {script} all --quick" in capsys.readouterr().err

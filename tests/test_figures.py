@@ -166,3 +166,44 @@ def test_render_writes_vector_figures(tmp_path):
     assert path.suffix == ".svg" and "<svg" in path.read_text()[:2000]
     with pytest.raises(ValueError, match="fmt must be one of"):
         render(RESULTS, tmp_path, fmt="gif")
+
+
+def test_sweep_figure_draws_flagged_runs_hollow_and_counts_them():
+    """Flagged runs stay out of the means and appear one by one as hollow markers, at their own
+    value when it lies in the ok runs' range and at the panel edge when it is off scale."""
+    from copyhead_jax.plots import flag_counts, sweep_figure
+
+    res = fake_sweep()
+    a = res.arrays
+    a["diverged"] = np.zeros_like(a["finite"])
+    a["diverged"][1, 0] = True  # finite but blown up: loss far above the ok runs'
+    a["train_loss"][1, 0] = 1e6
+    a["finite"][2, 1] = False  # non-finite: counted, cannot be drawn
+    a["train_loss"][2, 1] = np.nan
+    a["converged"] = np.ones_like(a["finite"])
+    a["converged"][3, 1] = False  # exact solver stopped early
+    # each flagged run counted once, under its first reason
+    assert flag_counts([res]) == dict(non_finite=1, diverged=1, unconverged=1)
+
+    fig = sweep_figure(res)
+    ax_o, ax_c, ax_l, ax_a = fig.axes[:4]
+    hollow = [ln for ln in ax_l.get_lines() if ln.get_gid() == "flagged"]
+    xs = np.concatenate([ln.get_xdata() for ln in hollow])
+    ys = np.concatenate([ln.get_ydata() for ln in hollow])
+    assert all(ln.get_markerfacecolor() == "none" for ln in hollow)
+    # runs [1, 0] and [3, 1] in both loss series (train, test); [2, 1] only where its value
+    # is finite (test loss)
+    assert sorted(xs.tolist()) == [4.0, 4.0, 8.0, 16.0, 16.0]
+    lo, hi = ax_l.get_ylim()
+    assert hi < 1e6 and np.isclose(ys.max(), hi)  # the blown-up run sits at the panel edge
+    # the means are over the ok runs only
+    mean_train = next(ln for ln in ax_l.get_lines() if ln.get_label().endswith("train"))
+    ok = res.ok
+    want = np.nanmean(np.where(ok, a["train_loss"], np.nan), axis=1)
+    np.testing.assert_allclose(mean_train.get_ydata(), want)
+    labels = ax_l.get_legend().get_texts()
+    assert any(t.get_text().startswith("hollow: 3 flagged") for t in labels)
+    assert "3 flagged run(s) excluded from means (1 non-finite, 1 diverged, 1 unconverged)" in (
+        fig._suptitle.get_text()
+    )
+    _check(fig)

@@ -43,6 +43,7 @@ def _laplace_llc(res, i, s, gamma):
     return nb * (g @ mu + 0.5 * np.trace(np.linalg.solve(A, H)) + 0.5 * mu @ H @ mu)
 
 
+@pytest.mark.slow
 def test_llc_sweep_matches_its_laplace_approximation():
     """At devinterp's gamma = 100 the localised law has width <= 0.1 around the MAP, where L_n
     of the tiny softmax head is close to quadratic; sigma^2 = 0.03 makes the data curvatures

@@ -43,6 +43,7 @@ def test_deterministic(baseline):
     _same(baseline, ch.run_sweep(CFG, progress=False), PER_RUN + ("curve_U",))
 
 
+@pytest.mark.slow
 def test_run_alone_equals_run_in_batch(baseline):
     # same seed, same P, same padding, but a chunk of one run instead of two: vmap lanes are
     # independent, so the numbers agree to float32 rounding of a differently batched program
@@ -160,8 +161,10 @@ def test_pow2_padding_matches_max_padding(baseline):
 
     cfg = CFG.replace(sweep=dict(padding="pow2"))
     assert {p: list(r) for p, r in padding_groups(cfg).items()} == {2: [0, 1], 4: [2, 3], 8: [4, 5]}
-    res = ch.run_sweep(cfg, progress=False)
+    # run P = 4, 8 only (datasets and inits are per seed, nested in P): the P = 8 group has the
+    # baseline's shapes and reuses its compiled program, so one new program (padding 4) is built
+    res = ch.run_sweep(cfg.replace(sweep=dict(P=(4, 8))), progress=False)
     # only the number of all-zero padded rows differs (masked with where, so they add exact
     # zeros); float32 sums over differently shaped arrays may round differently
     for k in ("c1", "cG", "train_loss", "U"):
-        np.testing.assert_allclose(res[k], baseline[k], rtol=1e-4, atol=1e-5, err_msg=k)
+        np.testing.assert_allclose(res[k], baseline[k][1:], rtol=1e-4, atol=1e-5, err_msg=k)

@@ -16,6 +16,7 @@ def _strict():
         yield
 
 
+@pytest.mark.slow
 def test_points_json_has_every_key(capsys):
     cli.main(["points", "--attention", "both", "--preset", "plain", "--json"])
     out = json.loads(capsys.readouterr().out)

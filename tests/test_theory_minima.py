@@ -20,6 +20,7 @@ SMALL = th.TheoryParams.preset("plain", L=10, V=3)
 N_CURVE = 24  # theory_curve pads grids of <= 32 points: one compiled program per attention
 
 
+@pytest.mark.slow
 def test_reported_minima_are_minima_and_the_global_one_beats_a_dense_grid():
     P = np.geomspace(50.0, 20000.0, N_CURVE)
     kw = {k: v for k, v in PAPER.to_dict().items()}

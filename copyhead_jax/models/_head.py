@@ -36,7 +36,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .. import conventions
 from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
@@ -91,7 +91,7 @@ class AbstractHead(eqx.Module):
         return cls(**arrays, **cls.static_fields(cfg.model, L=cfg.task.L, chi=cfg.posterior.chi))
 
     @classmethod
-    def from_arrays(cls, cfg: Config, arrays: Mapping[str, Array]) -> AbstractHead:
+    def from_arrays(cls, cfg: Config, arrays: Mapping[str, ArrayLike]) -> AbstractHead:
         """A head from stored leaves: ``arrays`` maps ``W_E``, ``b``, ``W_G``, ``W_O_hat`` (or
         ``params/W_E``, ... as a sweep stores them) to arrays, kept as they are (any batch axes,
         any dtype)."""
