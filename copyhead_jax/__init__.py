@@ -17,6 +17,7 @@ Code map, in data-flow order:
 - ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
 - ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
+- ``posterior_transition``  ``transition(cfg)``: the Bayesian P* of any configuration
 - ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
@@ -57,6 +58,7 @@ from .observables import order_parameters as order_parameters
 from .observables import shift_operator as shift_operator
 from .posterior import Objective as Objective
 from .posterior import neg_log_posterior as neg_log_posterior
+from .posterior_transition import transition as transition
 from .presets import PAPER as PAPER
 from .presets import PLAIN as PLAIN
 from .presets import PRESETS as PRESETS
