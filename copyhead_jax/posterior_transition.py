@@ -119,7 +119,7 @@ def run_key(cfg: Config, settings: TISettings, extra) -> str:
 def transition(
     cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
     progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
-    P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True,
+    P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
 ) -> dict:  # fmt: skip
     """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
     ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
@@ -127,7 +127,8 @@ def transition(
     ``out``: a folder for checkpoints (resumed), the MAP sweeps, ``transition.json``.
     ``settings``: the TI/SMC Monte-Carlo sizes; ``a_thr``: the branch threshold on ``a_G``
     (default: the mid-value of the MAP ``a_G``); ``P_grid``: the MAP grid (default: around the
-    theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed). Returns a
+    theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed);
+    ``sampler``: the linear head's ``SGLDConfig`` (default ``REDUCED_SGLD_LINEAR``). Returns a
     JSON-ready dict."""
     cfg = transition_config(cfg, n_seeds)
     settings = TISettings() if settings is None else settings
@@ -143,7 +144,8 @@ def transition(
     if cfg.model.attention == "linear":
         from .transition_linear import linear_transition
 
-        return linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed)
+        return linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
+                                 sampler=sampler)  # fmt: skip
     P_pad = max(grid)
     need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
     refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",

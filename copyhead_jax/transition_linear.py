@@ -17,16 +17,15 @@ import numpy as np
 
 from .bayes import run_mean
 from .bayes.transition import combine_seeds, crossing
-from .config import Config
+from .config import Config, SGLDConfig
 from .sample import REDUCED_SGLD_LINEAR, run_sampler
 from .sweep import run_sweep
 
 
-def _psi_runs(cfg: Config, grid, out: Path | None, progress: bool, seed: int, tag: str):
+def _psi_runs(cfg: Config, grid, out: Path | None, progress: bool, sg, tag: str):
     c = cfg.replace(sweep=dict(P=tuple(grid)), train=dict(init_attention="prior"))
     sw = run_sweep(c, keep_params=True, out=None if out is None else out / f"map_{tag}.npz",
                    progress=False)  # fmt: skip
-    sg = dataclasses.replace(REDUCED_SGLD_LINEAR, seed=seed)
     post = run_sampler(sw, sg, out=None if out is None else out / f"posterior_{tag}.npz",
                        progress=progress)  # fmt: skip
     m, se, _ = run_mean(post, "psi")
@@ -34,10 +33,15 @@ def _psi_runs(cfg: Config, grid, out: Path | None, progress: bool, seed: int, ta
     return np.asarray(sw.P, float), m, se, rhat, np.asarray(post["ess"], float)
 
 
-def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, seed=0) -> dict:
-    """Posterior ``psi = 1/2`` per seed and over seeds (module docstring)."""
+def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, seed=0,
+                      sampler: SGLDConfig | None = None) -> dict:  # fmt: skip
+    """Posterior ``psi = 1/2`` per seed and over seeds (module docstring); ``sampler``: the
+    collapsed-HMC settings (default ``REDUCED_SGLD_LINEAR``, its seed set to ``seed``)."""
+    if sampler is not None and not isinstance(sampler, SGLDConfig):
+        raise ValueError(f"sampler must be an SGLDConfig, got {type(sampler).__name__}")
+    sg = dataclasses.replace(REDUCED_SGLD_LINEAR if sampler is None else sampler, seed=seed)
     t0 = time.time()
-    P, m, se, rhat, ess = _psi_runs(cfg, grid, out, progress, seed, "a")
+    P, m, se, rhat, ess = _psi_runs(cfg, grid, out, progress, sg, "a")
     lo_need = np.any(m[0] >= 0.5)
     hi_need = np.any(m[-1] < 0.5)
     if lo_need or hi_need:  # widen once beyond the side that misses the level
@@ -45,7 +49,7 @@ def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, s
                           np.geomspace(P[-1] * 1.5, P[-1] * 8, 4))]  # fmt: skip
         g2 = sorted({max(2, int(round(p))) for p in g2} - {int(p) for p in P})
         if g2:
-            P2, m2, se2, r2, e2 = _psi_runs(cfg, g2, out, progress, seed, "b")
+            P2, m2, se2, r2, e2 = _psi_runs(cfg, g2, out, progress, sg, "b")
             P, m, se = np.r_[P, P2], np.r_[m, m2], np.r_[se, se2]
             rhat, ess = np.r_[rhat, r2], np.r_[ess, e2]
     o = np.argsort(P)

@@ -185,7 +185,7 @@ def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISett
     k0, k1, k2 = jax.random.split(key, 3)
     pick = jax.random.bernoulli(k0, 0.5, (1, N, 1))
     z = jax.random.normal(k1, (1, N, n), jnp.float32)
-    xs = [x_ref[i] + z @ C[i].T for i in range(2)]
+    xs = [x_ref[i][None, None] + z @ C[i].T for i in range(2)]
     x0 = jnp.where(pick, xs[1], xs[0])
     ref = (x_ref, C, Cinv, logdet)
     log_eps = jnp.full((1, 2), math.log(s.step_size), jnp.float32)
@@ -238,7 +238,7 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
         n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
         a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
         # the step per branch follows its particles' acceptance (target 0.65), between moves
-        log_eps = jnp.where(n_b > 0, log_eps + (a_b - 0.65), log_eps)
+        log_eps = jnp.where(n_b[None] > 0, log_eps + (a_b[None] - 0.65), log_eps)
         return x1[None], a[None], jnp.clip(log_eps, math.log(0.01), math.log(1.5))
 
     return g_fn, record, mutate
