@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_int, check_output_folder
+from ._checks import check_int, check_output_folder, check_P_grid
 from ._memory import available_bytes, refuse_if_over
 from .bayes.transition import combine_seeds, crossing, next_probe
 from .compare.locate import locate_crossing, locate_level
@@ -140,21 +140,27 @@ def transition(
         raise ValueError("P_grid is needed when theory=False (the grid is centred on the theory)")
     th = _theory(cfg) if theory else {"map": None, "post": None}
     P0 = th["post"] or th["map"] or 16.0
-    grid = map_grid(P0) if P_grid is None else tuple(int(p) for p in P_grid)
-    if cfg.model.attention == "linear":
-        from .transition_linear import linear_transition
-
-        return linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
-                                 sampler=sampler)  # fmt: skip
+    grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
+    if len(grid) < 2:
+        raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
     P_pad = max(grid)
-    need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
-    refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
-                   "use fewer --chains, --rungs or --iters, or a larger "
-                   "memory_budget_gb")  # fmt: skip
-    t0 = time.time()
+    if cfg.model.attention == "softmax":  # before any work: a group up to 4 x the grid's P
+        need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
+        refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
+                       "use fewer --chains, --rungs or --iters, or a larger "
+                       "memory_budget_gb")  # fmt: skip
     if out is not None:  # one writer per folder; released at exit or by exit_now
         out.mkdir(parents=True, exist_ok=True)
         acquire_lock(out / "transition.json")
+    if cfg.model.attention == "linear":
+        from .transition_linear import linear_transition
+
+        res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
+                                sampler=sampler)  # fmt: skip
+        if out is not None:
+            _write_json(out / "transition.json", res)
+        return res
+    t0 = time.time()
     sweeps = {}
     for b in BRANCHES:
         c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
