@@ -20,6 +20,26 @@ def _width(text: str):
         ) from None
 
 
+def _P_grid(text: str) -> tuple[int, ...]:
+    """``4,8,16`` or ``LO:HI:Nlog`` (as ``copyhead sweep --P``; not imported from ``cli``,
+    which imports this module) -> at least 2 sorted distinct ints >= 1."""
+    import re
+
+    import numpy as np
+
+    m = re.fullmatch(r"(\d+):(\d+):(\d+)log", text.strip())
+    try:
+        vals = (np.geomspace(int(m[1]), int(m[2]), int(m[3])) if m else
+                [int(p) for p in text.split(",") if p.strip()])  # fmt: skip
+        grid = tuple(sorted({int(round(float(p))) for p in vals}))
+    except (ValueError, ZeroDivisionError):
+        grid = ()
+    if len(grid) < 2 or grid[0] < 1:
+        raise ValueError(f"--P must hold at least 2 values >= 1 (4,8,16 or LO:HI:Nlog), got "
+                         f"{text!r}")  # fmt: skip
+    return grid
+
+
 def add_transition_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
     from .presets import PRESETS
@@ -107,11 +127,7 @@ def cmd_transition(args) -> int:
     settings = settings_from_args(args)
     grid = None
     if args.P is not None:
-        from .cli import parse_P_grid
-
-        grid = parse_P_grid(args.P)
-        if len(grid) < 2 or min(grid) < 1:
-            raise ValueError(f"--P must hold at least 2 values >= 1, got {args.P!r}")
+        grid = _P_grid(args.P)
     if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
         raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
     out = None if args.out is None else check_output_folder("--out", args.out)
