@@ -67,7 +67,7 @@ def transition_figure(res: dict):
         b.invert_yaxis()
         if marks:
             log_P_axis(b, [m[1] for m in marks] + [x for x in res["interval"] if x])
-        b.set(xlabel="$P^*$ (sequences, log scale)", title="every estimate")
+        b.set(xlabel="$P^*$ (sequences, log scale)", ylabel="estimate", title="every estimate")
         legend(b, ncol=1)
         fig.suptitle(f"Bayesian transition: {res['quantity']}")
     return fig
