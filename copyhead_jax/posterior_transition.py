@@ -166,7 +166,8 @@ def transition(
         c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
         path = None if out is None else out / f"map_{b}.npz"
         _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
-        sweeps[b] = run_sweep(c, keep_params=True, out=path, progress=False)
+        sweeps[b] = _kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
+                                                      progress=False)  # fmt: skip
     aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
     U = {b: np.asarray(sweeps[b]["U"], float) for b in BRANCHES}
     if a_thr is None:
@@ -209,6 +210,20 @@ def transition(
     if out is not None:
         _write_json(out / "transition.json", res)
     return res
+
+
+def _kept_sweep(path: Path | None, cfg: Config):
+    """The finished MAP sweep at ``path`` if it is this config's with kept weights (a resumed
+    transition does not refit it), else None."""
+    from .results import SweepResult
+
+    if path is None or not path.is_file():
+        return None
+    try:
+        res = SweepResult.load(path)
+    except ValueError:
+        return None
+    return res if res.config == cfg and res.has_params else None
 
 
 def _heads(cfg, sweeps, aG, s, P, a_thr):
