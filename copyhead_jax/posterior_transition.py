@@ -168,6 +168,8 @@ def transition(
         _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
         sweeps[b] = _kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
                                                       progress=False)  # fmt: skip
+        if path is not None:  # the file's weights, as a resumed run reads them
+            sweeps[b] = _kept_sweep(path, c) or sweeps[b]
     aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
     U = {b: np.asarray(sweeps[b]["U"], float) for b in BRANCHES}
     if a_thr is None:
@@ -184,7 +186,8 @@ def transition(
     per_seed = []
     for s in range(nS):
         distinct = (aG["copy"][:, s] >= a_thr) & (aG["pool"][:, s] < a_thr)
-        mu = locate_crossing(Pg, U["copy"][:, s], U["pool"][:, s], valid=distinct).P_star
+        # the pool MAP stops being the lower one (U_pool - U_copy rises through 0)
+        mu = locate_crossing(Pg, U["pool"][:, s], U["copy"][:, s], valid=distinct).P_star
         low = np.minimum(U["copy"][:, s], U["pool"][:, s])
         glob = np.where(U["copy"][:, s] <= low, aG["copy"][:, s], aG["pool"][:, s])
         start = mu or locate_level(Pg, glob, a_thr).P_star
