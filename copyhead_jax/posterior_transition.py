@@ -95,14 +95,14 @@ def _write_json(path: Path, obj) -> None:
         os.umask(mask)
         os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; honour the umask like open()
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, default=_jsonable)
+            json.dump(obj, f, default=jsonable)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def _jsonable(x):
+def jsonable(x):
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, np.generic):
@@ -296,11 +296,11 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
         return None
     train, mask = _data(cfg, s, P, P_pad)
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed + 1), s), P)
-    from .transition_ti import _programs  # the whitening program shared with the TI
+    from .transition_ti import ti_programs  # the whitening program shared with the TI
 
     with jax.enable_x64(True):
         h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
-        C64 = np.asarray(_programs(obj, settings)[0](h64, train, jnp.asarray(mask, jnp.float64)))
+        C64 = np.asarray(ti_programs(obj, settings)[0](h64, train, jnp.asarray(mask, jnp.float64)))
     g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
     g.update(P=P, seed=s, seconds=time.time() - t0)
     _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")

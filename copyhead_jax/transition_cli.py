@@ -137,9 +137,9 @@ def cmd_transition(args) -> int:
     res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
                      P_grid=grid, seed=args.seed)  # fmt: skip
     if args.json:
-        from .posterior_transition import _jsonable
+        from .posterior_transition import jsonable
 
-        print(json.dumps(res, default=_jsonable, indent=1))
+        print(json.dumps(res, default=jsonable, indent=1))
     else:
         print(format_result(res))
     if out is not None and args.plot:

@@ -96,7 +96,7 @@ def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
 
 
 @functools.lru_cache(maxsize=8)
-def _programs(obj: Objective, s: TISettings):
+def ti_programs(obj: Objective, s: TISettings):
     """The compiled pieces of a group (cached per objective and settings)."""
 
     @jax.jit
@@ -134,7 +134,7 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
     references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
     ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
-    whiten, orders_at_ref, rungs = _programs(obj, s)
+    whiten, orders_at_ref, rungs = ti_programs(obj, s)
     with jax.enable_x64(True):
         h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
         C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
