@@ -19,6 +19,7 @@ Code map, in data-flow order:
 - ``sample``       ``run_sampler(sweep, SGLDConfig | HMCConfig)``: the posterior of every run
                    (SGLD on full sweeps, collapsed HMC from fit/branch/prior starts on reduced)
 - ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
+- ``posterior_transition``  ``transition(cfg)``: the Bayesian P* of any configuration
 - ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
@@ -60,6 +61,7 @@ from .observables import order_parameters as order_parameters
 from .observables import shift_operator as shift_operator
 from .posterior import Objective as Objective
 from .posterior import neg_log_posterior as neg_log_posterior
+from .posterior_transition import transition as transition
 from .presets import PAPER as PAPER
 from .presets import PLAIN as PLAIN
 from .presets import PRESETS as PRESETS

@@ -24,6 +24,7 @@ from .llc_cli import add_llc_subparser
 from .presets import PRESETS, preset
 from .sample_cli import add_sample_subparser
 from .theory.cli import add_theory_subparser
+from .transition_cli import add_transition_subparser
 
 _SECTIONS = ("task", "model", "posterior", "train", "sweep")
 
@@ -479,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_theory_subparser(sub)
     add_sample_subparser(sub)
     add_llc_subparser(sub)
+    add_transition_subparser(sub)
     return parser
 
 

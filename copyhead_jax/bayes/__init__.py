@@ -5,6 +5,7 @@ r"""Posterior-science estimators, generic over a potential $n\beta L_n+\Phi$ (is
 - ``free_energy``  $F=-\log Z$ by thermodynamic integration over $\beta$; WBIC
 - ``branch_ti``    free energy of one branch: constrained, Laplace-referenced TI on HMC rungs
 - ``smc``          adaptive tempered SMC (batched problems, any invariant kernel)
+- ``transition``   a P* from a free-energy difference at a few P: probes, root, error budget
 - ``runs``         per run ``[P, seed]`` of a ``PosteriorResult``: susceptibility, mean, MCSE
 
 $L_n$ is the per-sample negative log-likelihood (``nll_fn(w, *args)``), $\Phi$ the prior energy
@@ -36,3 +37,6 @@ from .stats import ess as ess
 from .stats import mcse_mean as mcse_mean
 from .stats import split_rhat as split_rhat
 from .stats import susceptibility as susceptibility
+from .transition import combine_seeds as combine_seeds
+from .transition import crossing as crossing
+from .transition import next_probe as next_probe

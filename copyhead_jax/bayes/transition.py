@@ -1,0 +1,145 @@
+r"""Locating a transition $P^*$ from a free-energy difference measured at a few $P$ (host NumPy).
+
+$d(P)=F_{\rm copy}-F_{\rm pool}$ (or any difference whose sign flips at the transition) is
+measured at probes chosen one at a time by :func:`next_probe`: widen geometrically until $d$
+changes sign, then bisect (in $\log P$) the bracket until it is narrower than a ratio.
+:func:`crossing` interpolates the root linearly in $t=\log P$ and gives its error budget
+(docs/theory.md §9.9): Monte-Carlo (the probes' standard errors propagated), quadrature (the TI's
+Euler-Maclaurin term as a systematic bound on each $d$), and interpolation (the linear root
+against the quadratic one through the nearest third probe). :func:`combine_seeds` averages seeds in
+$\log P$ with an interval that adds the seed spread, the Monte-Carlo errors and the systematic
+parts. Generic: nothing here knows the copy task.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+#: Fallback interpolation allowance (in log P, as a fraction of the bracket) when the bracket
+#: has no third probe: a quarter of its width (a root of a monotone d whose curvature is
+#: unknown is placed no better than that by two points).
+TWO_POINT_ALLOWANCE = 0.25
+
+
+def _sorted(P, d, *rest):
+    P = np.asarray(P, float)
+    o = np.argsort(P)
+    return (P[o], np.asarray(d, float)[o], *(np.asarray(r, float)[o] for r in rest))
+
+
+def sign_change(P, d) -> int | None:
+    """Index ``i`` of the sorted probes with ``d[i] > 0 >= d[i + 1]`` (the largest drop if
+    several), else ``None``."""
+    P, d = _sorted(P, d)
+    ok = np.isfinite(d)
+    idx = [i for i in range(len(d) - 1) if ok[i] and ok[i + 1] and d[i] > 0 >= d[i + 1]]
+    if not idx:
+        return None
+    return max(idx, key=lambda i: d[i] - d[i + 1])
+
+
+def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor: int = 1,
+               P_ceil: int = 10**7) -> int | None:  # fmt: skip
+    """The next ``P`` to measure, or ``None`` when done.
+
+    Widening (no sign change yet): above the largest probe while every ``d > 0``, below the
+    smallest while every ``d <= 0``, by the secant extrapolation of the two outermost probes'
+    root, its factor clipped to ``[grow, grow^3]`` (``grow`` with one probe or a slope of the
+    wrong sign). Refining (a bracket ``[lo, hi]``): the linear root in ``log P`` (regula falsi),
+    or the log midpoint when that root is already measured, until ``hi / lo <= refine_ratio``
+    or the bracket holds adjacent integers. ``None`` also when the widening leaves
+    ``[P_floor, P_ceil]``."""
+    P, d = _sorted(P, d)
+    ok = np.isfinite(d)
+    P, d = P[ok], d[ok]
+    if P.size == 0:
+        return None
+    t = np.log(P)
+    i = sign_change(P, d)
+    if i is not None:
+        lo, hi = P[i], P[i + 1]
+        if hi / lo <= refine_ratio:
+            return None
+        root = math.exp(t[i] + (t[i + 1] - t[i]) * d[i] / (d[i] - d[i + 1]))
+        for cand in (int(round(root)), int(round(math.sqrt(lo * hi)))):
+            if lo < cand < hi and cand not in P:
+                return cand
+        return None
+    up = bool(np.all(d > 0))
+    if not up and not np.all(d <= 0):
+        return None  # only upward sign changes: not this kind of transition
+    step = math.log(grow)
+    if P.size >= 2:
+        j = (-2, -1) if up else (1, 0)  # the outer probe last
+        slope = (d[j[1]] - d[j[0]]) / (t[j[1]] - t[j[0]])
+        if slope < 0:  # d falls with P: its root lies beyond the outer probe
+            step = float(np.clip(abs(d[j[1]] / slope), step, 3 * step))
+    if up:
+        nxt = int(math.ceil(P[-1] * math.exp(step)))
+        return nxt if nxt <= P_ceil else None
+    nxt = int(math.floor(P[0] / math.exp(step)))
+    return nxt if P_floor <= nxt < P[0] else None
+
+
+def crossing(P, d, se, sys=None) -> dict:
+    r"""The root of ``d`` by linear interpolation in ``t = log P`` across the sign change, with
+    its error budget in ``t``: ``mc`` (``se`` propagated), ``quad`` (``sys``, a bound on each
+    ``|d|`` error, propagated linearly), ``interp`` (linear against quadratic root). Returns
+    ``P_star`` (None if unbracketed), ``bracket``, ``log_P``, ``err_mc``, ``err_sys``."""
+    sys = np.zeros(len(P)) if sys is None else sys
+    P, d, se, sys = _sorted(P, d, se, sys)
+    i = sign_change(P, d)
+    if i is None:
+        side = "above" if np.all(d[np.isfinite(d)] > 0) else "below"
+        return {"P_star": None, "bracket": None, "side": side, "log_P": None,
+                "err_mc": None, "err_sys": None}  # fmt: skip
+    t = np.log(P)
+    t0, t1, d0, d1 = t[i], t[i + 1], d[i], d[i + 1]
+    D, dt = d0 - d1, t1 - t0
+    ts = t0 + dt * d0 / D
+    g0, g1 = dt * (-d1) / D**2, dt * d0 / D**2  # d t* / d d0, d t* / d d1
+    mc = math.hypot(g0 * se[i], g1 * se[i + 1])
+    quad = abs(g0) * sys[i] + abs(g1) * sys[i + 1]
+    third = [j for j in (i - 1, i + 2) if 0 <= j < len(P) and np.isfinite(d[j])]
+    if third:
+        j = min(third, key=lambda j: abs(t[j] - ts))
+        idx = sorted([i, i + 1, j])
+        c = np.polyfit(t[idx], d[idx], 2)
+        roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and t0 <= r.real <= t1]
+        interp = min((abs(r - ts) for r in roots), default=TWO_POINT_ALLOWANCE * dt)
+    else:
+        interp = TWO_POINT_ALLOWANCE * dt
+    return {"P_star": float(math.exp(ts)), "bracket": [float(P[i]), float(P[i + 1])],
+            "side": None, "log_P": float(ts), "err_mc": float(mc),
+            "err_quad": float(quad), "err_interp": float(interp),
+            "err_sys": float(quad + interp)}  # fmt: skip
+
+
+def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
+    r"""Seeds' roots ``log_P[s]`` into one ``P*`` (geometric mean) with an interval in ``log P``:
+    half-width
+    $q\sqrt{s_t^2/n+\sum_s\sigma_{{\rm mc},s}^2/n^2}+\overline{\sigma_{\rm sys}}$, $q$ the
+    Student quantile with $n-1$ degrees of freedom (normal for one seed, whose interval then has
+    no seed spread). NaN seeds (unbracketed) are left out and counted."""
+    t, m, s = (np.asarray(x, float) for x in (log_P, err_mc, err_sys))
+    ok = np.isfinite(t)
+    n = int(ok.sum())
+    if n == 0:
+        return {"P_star": None, "lo": None, "hi": None, "n": 0, "n_missing": int(t.size)}
+    t, m, s = t[ok], m[ok], s[ok]
+    spread = float(t.std(ddof=1)) if n > 1 else 0.0
+    q = (
+        float(stats.t.ppf(0.5 + level / 2, n - 1))
+        if n > 1
+        else float(stats.norm.ppf(0.5 + level / 2))
+    )
+    rand = math.sqrt(spread**2 / n + float(np.sum(m**2)) / n**2)
+    half = q * rand + float(s.mean())
+    c = float(t.mean())
+    return {"P_star": math.exp(c), "lo": math.exp(c - half), "hi": math.exp(c + half),
+            "n": n, "n_missing": int((~ok).sum()), "level": level, "half_width_log": half,
+            "seed_sd_log": spread, "mc_log": math.sqrt(float(np.sum(m**2))) / n,
+            "sys_log": float(s.mean()), "quantile": q}  # fmt: skip

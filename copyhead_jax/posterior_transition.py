@@ -1,0 +1,358 @@
+r"""The Bayesian transition of any configuration (docs/theory.md §9.9): ``transition(cfg)``.
+
+Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy
+start ``'copy'``) on a grid around the theory's point; the first probes at the seed's MAP
+$U$ crossing and the theory's posterior $P^*_{a_G}$; then :func:`~copyhead_jax.bayes.transition.
+next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes sign and
+bisects the bracket; the root by log-P interpolation with its error budget, a tempered-SMC copy
+weight at the bracket's ends as the cross-check, and the seed mean with its interval.
+Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
+(:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
+
+Every (seed, P) group is a JSON checkpoint in ``OUT/groups-KEY/`` (``KEY``: a hash of the
+config and settings), written atomically, so a killed run resumes with identical numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._checks import check_int, check_output_folder, check_P_grid
+from ._memory import available_bytes, refuse_if_over
+from .bayes.transition import combine_seeds, crossing, next_probe
+from .compare.locate import locate_crossing, locate_level
+from .config import Config
+from .data import nested_mask
+from .models import head_class
+from .posterior import Objective
+from .storage import acquire_lock
+from .sweep import run_sweep, sweep_inputs
+from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
+
+INIT = {"pool": "zero", "copy": "copy"}
+#: R-hat and ESS thresholds past which a run is named in ``flagged``.
+RHAT_MAX, ESS_MIN = 1.05, 100
+#: Probes per seed at most (widening and bisection together); the widening factor (the k-th
+#: probe on one side steps by GROW^k) and the bracket ratio at which bisection stops (the
+#: interpolation error of docs/theory.md §9.9 covers what is left).
+MAX_PROBES, GROW, REFINE_RATIO = 8, 1.25, 1.25
+
+
+def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
+    """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
+    quenched embeddings, exact float64 MAP."""
+    if not isinstance(cfg, Config):
+        raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
+    sw = {} if n_seeds is None else {"n_seeds": check_int("n_seeds", n_seeds, lo=1, hi=1000)}
+    return cfg.replace(model=dict(engine="reduced"), sweep=sw,
+                       train=dict(solver="exact", train_embeddings=False,
+                                  exact_continuation=False))  # fmt: skip
+
+
+def _log(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"[transition {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _theory(cfg: Config) -> dict:
+    from .theory import TheoryParams
+    from .theory.points import transition_points
+
+    p = TheoryParams.from_config(cfg)
+    att = cfg.model.attention
+    key = "P_aG" if att == "softmax" else "P_cG_half"
+    out = {}
+    for o in ("map", "post"):
+        tp = transition_points(p, att, o)
+        out[o] = tp.get(key) or (tp.get("P_aG_crossover") if att == "softmax" else None)
+    return out
+
+
+def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
+    """Integer log grid over ``[P0 / span, P0 span]`` (at least 2)."""
+    g = np.geomspace(max(2.0, P0 / span), max(4.0, P0 * span), n)
+    return tuple(sorted({max(2, int(round(p))) for p in g}))
+
+
+def _write_json(path: Path, obj) -> None:
+    """Atomic JSON write (temporary file in the folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; honour the umask like open()
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, default=jsonable)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON: {type(x).__name__}")
+
+
+def run_key(cfg: Config, settings: TISettings, extra) -> str:
+    blob = json.dumps([cfg.to_dict(), dataclasses.asdict(settings), extra], sort_keys=True,
+                      default=str)  # fmt: skip
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def transition(
+    cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
+    progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
+    P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
+) -> dict:  # fmt: skip
+    """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
+    ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
+
+    ``out``: a folder for checkpoints (resumed), the MAP sweeps, ``transition.json``.
+    ``settings``: the TI/SMC Monte-Carlo sizes; ``a_thr``: the branch threshold on ``a_G``
+    (default: the mid-value of the MAP ``a_G``); ``P_grid``: the MAP grid (default: around the
+    theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed);
+    ``sampler``: the linear head's ``HMCConfig`` (default ``REDUCED_HMC_LINEAR``). Returns a
+    JSON-ready dict."""
+    cfg = transition_config(cfg, n_seeds)
+    settings = TISettings() if settings is None else settings
+    if not isinstance(settings, TISettings):
+        raise ValueError(f"settings must be a TISettings, got {type(settings).__name__}")
+    seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    out = None if out is None else check_output_folder("out", out)
+    if not theory and P_grid is None:
+        raise ValueError("P_grid is needed when theory=False (the grid is centred on the theory)")
+    th = _theory(cfg) if theory else {"map": None, "post": None}
+    P0 = th["post"] or th["map"] or 16.0
+    grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
+    if len(grid) < 2:
+        raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
+    P_pad = max(grid)
+    if cfg.model.attention == "softmax":  # before any work: a group up to 4 x the grid's P
+        need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
+        refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
+                       "use fewer --chains, --rungs or --iters, or a larger "
+                       "memory_budget_gb")  # fmt: skip
+    if out is not None:  # one writer per folder; released at exit or by exit_now
+        out.mkdir(parents=True, exist_ok=True)
+        acquire_lock(out / "transition.json")
+    if cfg.model.attention == "linear":
+        from .transition_linear import linear_transition
+
+        res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
+                                sampler=sampler)  # fmt: skip
+        if out is not None:
+            _write_json(out / "transition.json", res)
+        return res
+    t0 = time.time()
+    sweeps = {}
+    for b in BRANCHES:
+        c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
+        path = None if out is None else out / f"map_{b}.npz"
+        _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
+        sweeps[b] = _kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
+                                                      progress=False)  # fmt: skip
+        if path is not None:  # the file's weights, as a resumed run reads them
+            sweeps[b] = _kept_sweep(path, c) or sweeps[b]
+    aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
+    U = {b: np.asarray(sweeps[b]["U"], float) for b in BRANCHES}
+    if a_thr is None:
+        a_thr = 0.5 * (
+            float(np.nanmax(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
+            + float(np.nanmin(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
+        )
+    a_thr = float(a_thr)
+    key = run_key(cfg, settings, [list(grid), a_thr, seed])
+    gdir = None if out is None else out / f"groups-{key}"
+    obj = Objective.from_config(cfg)
+    nS = cfg.sweep.n_seeds
+    Pg = np.asarray(grid, float)
+    per_seed = []
+    for s in range(nS):
+        distinct = (aG["copy"][:, s] >= a_thr) & (aG["pool"][:, s] < a_thr)
+        # the pool MAP stops being the lower one (U_pool - U_copy rises through 0)
+        mu = locate_crossing(Pg, U["pool"][:, s], U["copy"][:, s], valid=distinct).P_star
+        low = np.minimum(U["copy"][:, s], U["pool"][:, s])
+        glob = np.where(U["copy"][:, s] <= low, aG["copy"][:, s], aG["pool"][:, s])
+        start = mu or locate_level(Pg, glob, a_thr).P_star
+        probes = sorted({max(2, int(round(p))) for p in (start, th["post"]) if p})
+        probes = probes or [int(round(P0))]
+        groups: dict[int, dict] = {}
+        while probes and len(groups) < MAX_PROBES:
+            P = probes.pop(0)
+            if P in groups:
+                continue
+            P_pad = max(P_pad, 2 ** math.ceil(math.log2(P)) if P > P_pad else P_pad)
+            groups[P] = _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir,
+                               progress)  # fmt: skip
+            if not probes:
+                Ps = sorted(groups)
+                nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
+                                 refine_ratio=REFINE_RATIO)  # fmt: skip
+                probes = [] if nxt is None else [nxt]
+        per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
+                                     seed, gdir, P_pad, progress,
+                                     cross_check))  # fmt: skip
+    res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
+    if out is not None:
+        _write_json(out / "transition.json", res)
+    return res
+
+
+def _kept_sweep(path: Path | None, cfg: Config):
+    """The finished MAP sweep at ``path`` if it is this config's with kept weights (a resumed
+    transition does not refit it), else None."""
+    from .results import SweepResult
+
+    if path is None or not path.is_file():
+        return None
+    try:
+        res = SweepResult.load(path)
+    except ValueError:
+        return None
+    return res if res.config == cfg and res.has_params else None
+
+
+def _heads(cfg, sweeps, aG, s, P, a_thr):
+    """The pool and copy references of seed ``s`` near ``P``: each branch's MAP at the grid P
+    nearest (in log P) whose a_G lies in the branch's region, from either start."""
+    grid = np.asarray(sweeps["pool"].P, float)
+    refs = []
+    for b in BRANCHES:
+        cands = []
+        for src in (b, *[x for x in BRANCHES if x != b]):
+            a = aG[src][:, s]
+            inside = a >= a_thr if SIDE[b] > 0 else a < a_thr
+            cands += [
+                (src != b, abs(math.log(grid[i] / P)), i, src) for i in np.flatnonzero(inside)
+            ]
+        if not cands:
+            return None, b
+        _, _, i, src = min(cands, key=lambda c: c[:3])  # own start first, then nearest P
+        refs.append((src, i))
+    arr = {k: np.stack([np.asarray(sweeps[src][f"params/{k}"][i, s]) for src, i in refs])
+           for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    ref_P = [int(grid[i]) for _, i in refs]
+    heads = head_class("softmax")(**{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()},
+                                  chi=cfg.posterior.chi)  # fmt: skip
+    return heads, ref_P
+
+
+def _data(cfg, s, P, P_pad):
+    inp = sweep_inputs(cfg.replace(sweep=dict(P=(P_pad,))), None, P_pad)
+    return inp.train[s], nested_mask(P, P_pad)
+
+
+def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress) -> dict:
+    path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
+    if path is not None and path.is_file():
+        g = json.loads(path.read_text())
+        _log(progress, f"seed {s} P={P}: kept, F_copy - F_pool = {g['dF']:+.3f}")
+        return g
+    t0 = time.time()
+    heads, ref = _heads(cfg, sweeps, aG, s, P, a_thr)
+    if heads is None:
+        g = {"P": P, "seed": s, "dF": math.nan, "se": math.nan, "sys": math.nan,
+             "note": f"no MAP of the {ref} branch at any grid P"}  # fmt: skip
+    else:
+        train, mask = _data(cfg, s, P, P_pad)
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), s), P)
+        fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
+        fe.pop("_C")
+        dF = fe["copy"]["F"] - fe["pool"]["F"]
+        g = {"P": P, "seed": s, "dF": dF, "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
+             "sys": abs(fe["copy"]["quad_corr"]) + abs(fe["pool"]["quad_corr"]), "ref_P": ref,
+             "P_pad": P_pad, "branches": fe, "seconds": time.time() - t0}  # fmt: skip
+    _log(progress, f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
+         f"({time.time() - t0:.0f} s)")  # fmt: skip
+    if path is not None:
+        _write_json(path, g)
+    return g
+
+
+def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress):
+    path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
+    if path is not None and path.is_file():
+        return json.loads(path.read_text())
+    t0 = time.time()
+    heads, _ = _heads(cfg, sweeps, aG, s, P, a_thr)
+    if heads is None:
+        return None
+    train, mask = _data(cfg, s, P, P_pad)
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed + 1), s), P)
+    from .transition_ti import ti_programs  # the whitening program shared with the TI
+
+    with jax.enable_x64(True):
+        h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
+        C64 = np.asarray(ti_programs(obj, settings)[0](h64, train, jnp.asarray(mask, jnp.float64)))
+    g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
+    g.update(P=P, seed=s, seconds=time.time() - t0)
+    _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
+    if path is not None:
+        _write_json(path, g)
+    return g
+
+
+def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_pad,
+                 progress, cross_check) -> dict:  # fmt: skip
+    Ps = sorted(groups)
+    d = [groups[p]["dF"] for p in Ps]
+    cr = crossing(Ps, d, [groups[p]["se"] for p in Ps], [groups[p]["sys"] for p in Ps])
+    smc = None
+    if cross_check and settings.smc_particles and cr["bracket"]:
+        pts = [_smc_group(cfg, sweeps, aG, s, int(p), P_pad, a_thr, settings, obj, seed, gdir,
+                          progress) for p in cr["bracket"]]  # fmt: skip
+        if all(pts):
+            eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
+            w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
+            lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
+            c = crossing(cr["bracket"], lo, [0.0, 0.0])
+            smc = {"P": cr["bracket"], "w_copy": [p["w_copy"] for p in pts],
+                   "dF_smc": lo.tolist(), "P_star": c["P_star"], "points": pts}  # fmt: skip
+    flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
+               f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
+               for p in Ps if "branches" in groups[p] for b in BRANCHES
+               if not (groups[p]["branches"][b]["rhat_max"] <= RHAT_MAX
+                       and groups[p]["branches"][b]["ess_min"] >= ESS_MIN)]  # fmt: skip
+    return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr, "map_U_crossing": mu,
+            "smc": smc, "flagged": flagged}  # fmt: skip
+
+
+def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
+    cr = [p["crossing"] for p in per_seed]
+    f = lambda k: [math.nan if c[k] is None else c[k] for c in cr]  # noqa: E731
+    mean = combine_seeds(f("log_P"), f("err_mc"), f("err_sys"))
+    smc = [p["smc"]["P_star"] if p["smc"] and p["smc"]["P_star"] else math.nan for p in per_seed]
+    ok = np.isfinite(smc)
+    mu = [p["map_U_crossing"] or math.nan for p in per_seed]
+    return {
+        "attention": "softmax", "quantity": "P_aG", "P_star": mean["P_star"],
+        "interval": [mean["lo"], mean["hi"]], "summary": mean,
+        "per_seed": [c["P_star"] for c in cr],
+        "cross_check": {"method": "tempered SMC copy weight at each seed's bracket ends",
+                        "per_seed": smc, "P_star":
+                        float(np.exp(np.mean(np.log(np.asarray(smc)[ok]))))
+                        if ok.any() else None},  # fmt: skip
+        "map_U_crossing": {"per_seed": mu,
+                           "mean": float(np.nanmean(mu)) if np.isfinite(mu).any() else None},
+        "theory": th, "a_thr": a_thr, "map_grid": list(grid),
+        "flagged": [x for p in per_seed for x in p["flagged"]],
+        "settings": dataclasses.asdict(settings), "config": cfg.to_dict(), "seeds": per_seed,
+        "wall_seconds": wall,
+    }  # fmt: skip

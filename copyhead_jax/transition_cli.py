@@ -1,0 +1,188 @@
+"""``copyhead transition``: the Bayesian transition point of a configuration
+(:func:`copyhead_jax.posterior_transition.transition`), printed with its interval and
+cross-check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def _width(text: str):
+    w = text.strip().lower()
+    try:
+        return float("inf") if w in ("inf", "infinity") else int(w)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--width must be an int >= 1 or 'inf', got {text!r}"
+        ) from None
+
+
+def _P_grid(text: str) -> tuple[int, ...]:
+    """``4,8,16`` or ``LO:HI:Nlog`` (as ``copyhead sweep --P``; not imported from ``cli``,
+    which imports this module) -> at least 2 sorted distinct ints >= 1."""
+    import re
+
+    import numpy as np
+
+    m = re.fullmatch(r"(\d+):(\d+):(\d+)log", text.strip())
+    try:
+        vals = (np.geomspace(int(m[1]), int(m[2]), int(m[3])) if m else
+                [int(p) for p in text.split(",") if p.strip()])  # fmt: skip
+        grid = tuple(sorted({int(round(float(p))) for p in vals}))
+    except (ValueError, ZeroDivisionError):
+        grid = ()
+    if len(grid) < 2 or grid[0] < 1:
+        raise ValueError(f"--P must hold at least 2 values >= 1 (4,8,16 or LO:HI:Nlog), got "
+                         f"{text!r}")  # fmt: skip
+    return grid
+
+
+def add_transition_subparser(sub) -> None:
+    from ._cli_parts import add_parser, progress_flags
+    from .presets import PRESETS
+    from .transition_ti import TISettings
+
+    d = TISettings()
+    p = add_parser(
+        sub, "transition",
+        help="the Bayesian transition point (softmax: P*_aG from the branch free energies; "
+        "linear: posterior psi = 1/2) with its interval and a cross-check",
+        examples=(
+            "copyhead transition --preset plain --L 15 --V 7 --width inf --attention softmax "
+            "--n-seeds 2",
+            "copyhead transition --preset plain --attention softmax --n-seeds 3 --out results/tr",
+            "copyhead transition --preset plain --L 10 --V 3 --width inf --json",
+        ),
+    )  # fmt: skip
+    p.add_argument("--preset", default="plain", choices=tuple(PRESETS),
+                   help="conventions and defaults (the engine is always the reduced one, exact "
+                   "MAP, quenched embeddings); default plain")  # fmt: skip
+    p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
+    p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
+    p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
+    p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
+    p.add_argument("--chi", type=float, default=None, help="output scale chi")
+    p.add_argument("--attention", choices=("softmax", "linear"), default="softmax")
+    p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+    p.add_argument("--P", default=None, metavar="GRID",
+                   help="MAP grid (4,8,16 or LO:HI:Nlog); default around the theory's "
+                   "point")  # fmt: skip
+    p.add_argument("--a-thr", type=float, default=None,
+                   help="branch threshold on aG (default: the mid-value of the MAP "
+                   "aG)")  # fmt: skip
+    p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
+    p.add_argument("--chains", type=int, default=d.n_chains,
+                   help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
+    p.add_argument("--iters", type=int, default=d.n_iter,
+                   help=f"recorded HMC iterations per chain (default {d.n_iter})")  # fmt: skip
+    p.add_argument("--smc-particles", type=int, default=d.smc_particles,
+                   help=f"SMC cross-check particles, 0 = none (default "
+                   f"{d.smc_particles})")  # fmt: skip
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="keep checkpoints (resumed), MAP sweeps, transition.json, "
+                   "transition.png")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --out: save the figure (default on)")  # fmt: skip
+    progress_flags(p)
+    p.set_defaults(func=cmd_transition)
+
+
+def settings_from_args(args):
+    import numpy as np
+
+    from ._checks import check_int
+    from .transition_ti import TISettings
+
+    K = check_int("--rungs", args.rungs, lo=2, hi=64)
+    ts = tuple(float(t) for t in np.linspace(0.0, 1.0, K) ** 1.5)  # denser near t = 0
+    return TISettings(ts=ts, n_chains=args.chains, n_iter=args.iters,
+                      smc_particles=args.smc_particles)  # fmt: skip
+
+
+def config_from_args(args):
+    from ._checks import check_int
+    from .presets import preset
+
+    cfg = preset(args.preset)
+    task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
+            for k in ("L", "V") if getattr(args, k) is not None}  # fmt: skip
+    model = {"attention": args.attention, "engine": "reduced"}
+    if args.width is not None:
+        model["width"] = args.width
+    post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
+    return cfg.replace(task=task, model=model, posterior=post, train=dict(train_embeddings=False))
+
+
+def cmd_transition(args) -> int:
+    from ._checks import check_int, check_output_folder
+    from .posterior_transition import transition, transition_config
+
+    cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
+                                                               hi=1000))  # fmt: skip
+    settings = settings_from_args(args)
+    grid = None
+    if args.P is not None:
+        grid = _P_grid(args.P)
+    if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
+        raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
+    out = None if args.out is None else check_output_folder("--out", args.out)
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
+    args.kept = [] if out is None else [out]  # what a Ctrl-C leaves to resume from
+    res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
+                     P_grid=grid, seed=args.seed)  # fmt: skip
+    if args.json:
+        from .posterior_transition import jsonable
+
+        print(json.dumps(res, default=jsonable, indent=1))
+    else:
+        print(format_result(res))
+    if out is not None and args.plot:
+        from ._cli_parts import save_figure
+        from .transition_plot import transition_figure
+
+        save_figure(transition_figure(res), Path(out) / "transition.png")
+    return 0
+
+
+def _f(x, nd=4) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}g}"
+
+
+def format_result(res: dict) -> str:
+    """The printed summary: per seed, the mean with its interval, cross-check, theory, flags."""
+    q = res["quantity"]
+    s = res["summary"]
+    lines = [
+        f"# Bayesian {q} ({res['attention']}), {s.get('n', 0)} seed(s)"
+        + (f", {s['n_missing']} unbracketed" if s.get("n_missing") else "")
+    ]
+    for i, v in enumerate(res["per_seed"]):
+        c = res["seeds"][i]["crossing"] if res["attention"] == "softmax" else res["seeds"][i]
+        br = c.get("bracket")
+        lines.append(f"seed {i}: {_f(v)}" + (f"  bracket [{br[0]:g}, {br[1]:g}], "
+                     f"log-P errors: MC {c['err_mc']:.3f}, quadrature {c['err_quad']:.3f}, "
+                     f"interpolation {c['err_interp']:.3f}" if br else
+                     f"  not bracketed ({c.get('side')})"))  # fmt: skip
+    lo, hi = res["interval"]
+    lines.append(f"{q} = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
+                 f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "
+                 "quadrature and interpolation)")  # fmt: skip
+    cc = res.get("cross_check")
+    if cc:
+        per = ", ".join(_f(x) for x in cc["per_seed"])
+        lines.append(f"cross-check ({cc['method']}): {_f(cc['P_star'])} (per seed: {per})")
+    if res.get("map_U_crossing"):
+        lines.append(f"MAP U crossing (exact MAP of both branches): "
+                     f"{_f(res['map_U_crossing']['mean'])}")  # fmt: skip
+    th = res["theory"]
+    lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
+    for f in res["flagged"]:
+        lines.append(f"flagged (R-hat > 1.05 or ESS < 100): {f}")
+    lines.append(f"({res['wall_seconds']:.0f} s)")
+    return "\n".join(lines)

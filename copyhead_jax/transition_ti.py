@@ -1,0 +1,244 @@
+r"""One (seed, P) group of the Bayesian softmax transition: the free energies of the pool and
+copy branches by Laplace-referenced constrained TI (docs/theory.md §9.5), and a tempered-SMC
+cross-check of the copy weight (§9.6), for one run of a reduced softmax head.
+
+The pieces are the public ones of :mod:`copyhead_jax.bayes` (``path_rungs``,
+``reference_mass``, ``branch_log_z``, ``tempered_smc``, ``hmc_move``) on the collapsed energy
+$U_m(W^G)$ of :mod:`copyhead_jax.sample_reduced` (readout integrated out). Every group is padded
+to one ``P_pad`` and has two runs (the branches), so one compiled program serves every group of a
+transition; the group's P enters through the mask only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from ._checks import check_float, check_int
+from .bayes import branch_log_z, hmc_move, path_rungs, tempered_smc
+from .data import masked_mean
+from .models import AbstractHead
+from .observables import attention_matrices, order_parameters
+from .posterior import Objective
+from .sample_reduced import marginal_energy, marginal_whitening, with_WG
+
+BRANCHES = ("pool", "copy")
+SIDE = {"pool": -1, "copy": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class TISettings:
+    """Monte-Carlo settings of one group (defaults: sized for a 2-core CPU; the plain (25, 5)
+    experiment used 6 rungs, 2 chains, 360 iterations).
+
+    ``ts``: the TI rungs in t; ``n_chains`` HMC chains per rung and branch, ``n_adapt`` step
+    adaptation iterations (discarded), then ``n_iter`` iterations recorded every ``thin``, the
+    first ``discard`` fraction dropped; ``n_ref`` exact reference draws for ``P_ref(R)``;
+    ``smc_particles`` particles of the SMC cross-check (0: none) with ``smc_moves`` HMC moves per
+    tempering step."""
+
+    ts: tuple[float, ...] = (0.0, 0.1, 0.3, 0.6, 1.0)
+    n_chains: int = 2
+    n_iter: int = 160
+    thin: int = 2
+    n_adapt: int = 60
+    step_size: float = 0.35
+    discard: float = 0.25
+    n_ref: int = 2000
+    smc_particles: int = 48
+    smc_moves: int = 2
+    smc_max_steps: int = 120
+
+    def __post_init__(self):
+        ts = tuple(float(t) for t in self.ts)
+        if len(ts) < 2 or ts[0] != 0.0 or ts[-1] != 1.0 or any(np.diff(ts) <= 0):
+            raise ValueError(f"TISettings.ts must rise strictly from 0 to 1, got {self.ts!r}")
+        object.__setattr__(self, "ts", ts)
+        check_int("TISettings.n_chains", self.n_chains, lo=1, hi=64)
+        check_int("TISettings.thin", self.thin, lo=1, hi=1000)
+        check_int("TISettings.n_iter", self.n_iter, lo=8 * self.thin, hi=10**6)
+        check_int("TISettings.n_adapt", self.n_adapt, lo=0, hi=10**6)
+        check_float("TISettings.step_size", self.step_size, lo=0.0, hi=10.0)
+        check_float("TISettings.discard", self.discard, lo=0.0, hi=0.9, lo_open=False)
+        check_int("TISettings.n_ref", self.n_ref, lo=100, hi=10**7)
+        check_int("TISettings.smc_particles", self.smc_particles, lo=0, hi=10**5)
+        check_int("TISettings.smc_moves", self.smc_moves, lo=1, hi=100)
+        check_int("TISettings.smc_max_steps", self.smc_max_steps, lo=2, hi=10**4)
+
+    def hmc(self) -> dict:
+        return dict(n_iter=self.n_iter, thin=self.thin, step_size=self.step_size,
+                    n_adapt=self.n_adapt)  # fmt: skip
+
+
+def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
+    """Peak bytes of one group: per chain (2 branches x rungs x chains, all vmapped) the
+    activations of one energy and its gradient (``[P, L, L]`` and ``[P, L, D]`` float32, a few
+    copies each) and its records; the float64 whitening (Hessian by ``n`` products, ``n = D^2``)."""
+    D = V + L
+    n = D * D
+    chains = 2 * len(s.ts) * s.n_chains
+    act = P_pad * L * (L + D + V) * 4 * 6
+    rec = 2 * (s.n_iter // s.thin) * 4
+    whiten = 8 * (4 * n * n + 32 * min(P_pad, 256) * L * (L + D) * 6)
+    smc = 2 * s.smc_particles * (4 * n + act) if s.smc_particles else 0
+    return chains * (act + rec + 8 * n * 4) + whiten + smc
+
+
+def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
+    """The copy order parameter $a_G$ of the run's mean attention on its training data."""
+    return order_parameters(masked_mean(attention_matrices(head, tokens), mask)).cG
+
+
+@functools.lru_cache(maxsize=8)
+def ti_programs(obj: Objective, s: TISettings):
+    """The compiled pieces of a group (cached per objective and settings)."""
+
+    @jax.jit
+    def whiten(heads, train, mask):
+        return jax.lax.map(lambda h: marginal_whitening(h, train, mask, obj), heads)
+
+    @jax.jit
+    def orders_at_ref(key, heads, train, mask, C):
+        def one(k, h, Cm):
+            x0 = h.W_G.ravel()
+            w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
+            return jax.lax.map(lambda v: a_G(with_WG(h, x0 + Cm @ v), train, mask), w,
+                               batch_size=250)  # fmt: skip
+
+        return jax.vmap(one)(jax.random.split(key, 2), heads, C)
+
+    @jax.jit
+    def rungs(keys, heads, train, mask, C, side, thr):
+        def one(k, h, Cm, sd):
+            x0 = h.W_G.ravel()
+            U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
+            order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
+            U_star = U(jnp.zeros_like(x0))
+            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr, n=x0.size,
+                            U_star=U_star, **s.hmc())  # fmt: skip
+            return st.draws, st.accept, st.finite, st.step_size, U_star
+
+        return jax.vmap(one)(keys, heads, C, side)
+
+    return whiten, orders_at_ref, rungs
+
+
+def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
+                  obj: Objective) -> dict:  # fmt: skip
+    """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
+    references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
+    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
+    whiten, orders_at_ref, rungs = ti_programs(obj, s)
+    with jax.enable_x64(True):
+        h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
+        C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
+    logdet = [float(np.linalg.slogdet(c)[1]) for c in C64]
+    C32, m32 = jnp.asarray(C64, jnp.float32), jnp.asarray(mask, jnp.float32)
+    aG0 = np.asarray(jax.vmap(lambda h: a_G(h, train, m32))(heads))
+    k_ref, k_ch = jax.random.split(key)
+    o_ref = np.asarray(orders_at_ref(k_ref, heads, train, m32, C32))
+    K, nC = len(s.ts), s.n_chains
+    keys = jax.random.split(k_ch, 2 * K * nC).reshape(2, K, nC)
+    side = jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32)
+    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
+        keys, heads, train, m32, C32, side, jnp.float32(thr)))  # fmt: skip
+    draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
+    n = int(C64.shape[-1])
+    out = {}
+    for r, b in enumerate(BRANCHES):
+        hit = (o_ref[r] >= thr) if SIDE[b] > 0 else (o_ref[r] < thr)
+        p = float(hit.mean())
+        fe = branch_log_z(s.ts, draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
+                          logdet_C=logdet[r], n=n, p_ref=p,
+                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
+        fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
+                  accept=acc[r].mean((1, 2)).tolist(), step=step[r].mean(1).tolist(),
+                  finite=bool(finite[r].all()),
+                  rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
+                  ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip
+        out[b] = fe
+    out["_C"] = C64  # for the SMC cross-check; dropped before saving
+    return out
+
+
+def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISettings,
+               obj: Objective) -> dict:  # fmt: skip
+    r"""Tempered SMC (§9.6) from the two branches' Laplace Gaussians (a fair mixture) to
+    $e^{-U_m}$, HMC moves confined to the branch a particle sits in: the copy weight
+    $w_{\rm copy}$ read from the last reweighting, and $\log Z$. Independent of the TI's
+    estimator (different path, weights instead of integrated energies)."""
+    N = s.smc_particles
+    m32 = jnp.asarray(mask, jnp.float32)
+    h = jax.tree.map(lambda a: a[0], heads)  # the embeddings (both references share them)
+    x_ref = heads.W_G.reshape(2, -1)
+    C = jnp.asarray(C64, jnp.float32)
+    Cinv = jnp.asarray(np.linalg.inv(C64), jnp.float32)
+    logdet = jnp.asarray([np.linalg.slogdet(c)[1] for c in C64], jnp.float32)
+    n = x_ref.shape[1]
+    g_fn, record, mutate = _smc_programs(obj, thr, s.smc_moves)
+    k0, k1, k2 = jax.random.split(key, 3)
+    pick = jax.random.bernoulli(k0, 0.5, (1, N, 1))
+    z = jax.random.normal(k1, (1, N, n), jnp.float32)
+    xs = [x_ref[i][None, None] + z @ C[i].T for i in range(2)]
+    x0 = jnp.where(pick, xs[1], xs[0])
+    ref = (x_ref, C, Cinv, logdet)
+    log_eps = jnp.full((1, 2), math.log(s.step_size), jnp.float32)
+    res, _ = tempered_smc(
+        k2, x0, lambda x: g_fn(h, train, m32, ref, x),
+        lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
+        ess_target=0.5, max_steps=s.smc_max_steps, record=lambda x: record(h, train, m32, x),
+    )  # fmt: skip
+    w = float(np.sum(np.exp(res.log_w1[0]) * (res.obs1[0] >= thr)))
+    return {"w_copy": w, "log_Z": float(res.log_z[0]), "n_steps": int(res.ts.shape[0]),
+            "reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_particles": N,
+            "accept": float(np.mean(res.accept)) if res.accept.size else None}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
+    def U_m(h, t, m, x):
+        return marginal_energy(with_WG(h, x), t, m, obj)
+
+    def U_0(ref, x):  # -log of the normalised two-Gaussian reference
+        x_ref, _, Cinv, logdet = ref
+        lp = [-0.5 * jnp.sum((Cinv[i] @ (x - x_ref[i])) ** 2) - logdet[i] for i in range(2)]
+        return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * x.size * math.log(2 * math.pi))
+
+    @jax.jit
+    def g_fn(h, t, m, ref, x):
+        return jax.vmap(jax.vmap(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx)))(x)
+
+    @jax.jit
+    def record(h, t, m, x):
+        return jax.vmap(jax.vmap(lambda xx: a_G(with_WG(h, xx), t, m)))(x)
+
+    @jax.jit
+    def mutate(key, h, t, m, ref, x, temp, log_eps):
+        x_ref, C, Cinv, _ = ref
+
+        def one(k, xi):
+            copy = a_G(with_WG(h, xi), t, m) >= thr
+            i = copy.astype(jnp.int32)
+            w0 = Cinv[i] @ (xi - x_ref[i])
+            to_x = lambda w: x_ref[i] + C[i] @ w  # noqa: E731
+            pot = lambda w: (1 - temp[0]) * U_0(ref, to_x(w)) + temp[0] * U_m(h, t, m, to_x(w))  # noqa: E731
+            inside = lambda w: (a_G(with_WG(h, to_x(w)), t, m) >= thr) == copy  # noqa: E731
+            w1, a = hmc_move(k, pot, w0, step_size=jnp.exp(log_eps[0, i]), n_steps=n_moves,
+                             n_leap=n_leap, inside=inside)  # fmt: skip
+            return to_x(w1), a, copy
+
+        N = x.shape[1]
+        x1, a, copy = jax.vmap(one)(jax.random.split(key, N), x[0])
+        n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
+        a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
+        # the step per branch follows its particles' acceptance (target 0.65), between moves
+        log_eps = jnp.where(n_b[None] > 0, log_eps + (a_b[None] - 0.65), log_eps)
+        return x1[None], a[None], jnp.clip(log_eps, math.log(0.01), math.log(1.5))
+
+    return g_fn, record, mutate

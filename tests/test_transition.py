@@ -1,0 +1,279 @@
+"""The Bayesian transition (copyhead_jax.posterior_transition, bayes.transition, the
+``copyhead transition`` command): the root and its error budget on closed forms, P*_aG against
+a brute-force importance-sampling evidence ratio, resume, bad input, signals."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import copyhead_jax as ch
+from copyhead_jax.bayes import combine_seeds, crossing, next_probe
+from copyhead_jax.cli import main
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
+from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_ti import TISettings, a_G
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# --- the root and its error budget (closed forms) ---------------------------------------------
+
+
+def test_crossing_of_a_linear_difference_is_exact_with_no_interpolation_error():
+    """d = 3 (t0 - log P) is linear in log P: the root is exp(t0) exactly, and the quadratic
+    through a third probe has the same root (interpolation error 0 up to rounding)."""
+    t0 = math.log(37.0)
+    P = np.array([20.0, 30.0, 45.0, 70.0])
+    d = 3 * (t0 - np.log(P))
+    c = crossing(P, d, np.zeros(4), np.zeros(4))
+    assert c["P_star"] == pytest.approx(37.0, rel=1e-12)
+    assert c["bracket"] == [30.0, 45.0] and c["err_interp"] < 1e-9 and c["err_mc"] == 0
+
+
+def test_crossing_error_propagation_matches_a_finite_difference():
+    """err_mc is |dt*/dd| se propagated: compare with moving each d by se (linear map)."""
+    P, d, se = np.array([30.0, 45.0]), np.array([2.0, -1.0]), np.array([0.1, 0.2])
+    base = crossing(P, d, se)["log_P"]
+    g = [(crossing(P, d + np.eye(2)[i] * 1e-6, se)["log_P"] - base) / 1e-6 for i in range(2)]
+    assert crossing(P, d, se)["err_mc"] == pytest.approx(math.hypot(g[0] * 0.1, g[1] * 0.2),
+                                                         rel=1e-4)  # fmt: skip
+    assert crossing(P, np.array([2.0, 1.0]), se)["P_star"] is None
+
+
+def test_next_probe_widens_then_refines_to_the_bracket_ratio():
+    d = lambda P: 2.0 * (math.log(55.0) - math.log(P))  # noqa: E731  (root at 55)
+    Ps = [24, 30]
+    while (nxt := next_probe(Ps, [d(p) for p in Ps], refine_ratio=1.1)) is not None:
+        assert nxt not in Ps
+        Ps.append(nxt)
+        assert len(Ps) < 12
+    c = crossing(Ps, [d(p) for p in Ps], np.zeros(len(Ps)))
+    assert c["bracket"][1] / c["bracket"][0] <= 1.1 and c["P_star"] == pytest.approx(55.0)
+
+
+def test_combine_seeds_interval_adds_spread_mc_and_systematic_parts():
+    one = combine_seeds([math.log(50.0)], [0.02], [0.05])
+    assert one["P_star"] == pytest.approx(50.0)
+    # one seed: normal quantile times the MC error, plus the systematic part linearly
+    assert one["half_width_log"] == pytest.approx(1.959964 * 0.02 + 0.05, rel=1e-5)
+    many = combine_seeds(np.log([40.0, 50.0, 60.0]), [0.0] * 3, [0.0] * 3)
+    assert many["lo"] < 40.0 * 1.1 and many["hi"] > 60.0 / 1.1  # t quantile, 2 dof: wide
+    assert combine_seeds([math.nan, math.log(5.0)], [0, 0], [0, 0])["n_missing"] == 1
+
+
+# --- the command on a tiny configuration ------------------------------------------------------
+
+TINY_CFG = ch.PLAIN.replace(task=dict(L=4, V=3), model=dict(width=math.inf, attention="softmax",
+                                                               engine="reduced"),
+                            train=dict(train_embeddings=False))  # fmt: skip
+GRID = (8, 11, 16, 23, 32, 45, 64)
+SETTINGS = TISettings(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_chains=4, n_iter=400, n_adapt=60,
+                      n_ref=4000, smc_particles=64)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("transition")
+    res = ch.transition(TINY_CFG, n_seeds=1, out=out, progress=False, settings=SETTINGS,
+                        P_grid=GRID, theory=False)  # fmt: skip
+    return out, res
+
+
+def _is_delta_F(out: Path, P: int, a_thr: float, key, n_draws: int = 40_000, scale: float = 1.6):
+    """F_copy - F_pool of seed 0 at P by importance sampling in the flat W^G: a mixture of
+    Gaussians at every MAP (both starts) within a factor 2 of P, each with its whitening at
+    this P's data widened by ``scale``. Returns (dF, its standard error)."""
+    sw = {b: ch.SweepResult.load(out / f"map_{b}.npz") for b in ("pool", "copy")}
+    cfg = sw["pool"].config
+    obj = Objective.from_config(cfg)
+    P_pad = max(GRID)
+    inp = sweep_inputs(cfg.replace(sweep=dict(P=(P_pad,), n_seeds=1)), None, P_pad)
+    train, mask = inp.train[0], (jnp.arange(P_pad) < P).astype(jnp.float32)
+    cls = ch.head_class("softmax")
+    comps = []
+    for r in sw.values():
+        for i, p in enumerate(r.P):
+            if abs(math.log(p / P)) <= math.log(2.0):
+                comps.append(
+                    cls(
+                        **{
+                            k: jnp.asarray(r[f"params/{k}"][i, 0], jnp.float32)
+                            for k in ("W_E", "b", "W_G", "W_O_hat")
+                        },
+                        chi=cfg.posterior.chi,
+                    )
+                )
+    with jax.enable_x64(True):
+        Cs = [np.asarray(marginal_whitening(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), h),
+                                            train, jnp.asarray(mask, jnp.float64), obj)) * scale
+              for h in comps]  # fmt: skip
+    xs = [np.asarray(h.W_G, np.float64).ravel() for h in comps]
+    n, K = xs[0].size, len(comps)
+    rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**30)))
+    which = rng.integers(0, K, n_draws)
+    z = rng.standard_normal((n_draws, n))
+    x = np.stack([xs[k] + Cs[k] @ z[j] for j, k in enumerate(which)])
+    logq = logsumexp(np.stack([-0.5 * np.sum(np.linalg.solve(Cs[k], (x - xs[k]).T) ** 2, 0)
+                               - np.linalg.slogdet(Cs[k])[1] for k in range(K)]), 0) \
+        - math.log(K) - 0.5 * n * math.log(2 * math.pi)  # fmt: skip
+    h0 = comps[0]
+    U = jax.jit(jax.vmap(lambda v: marginal_energy(with_WG(h0, v), train, mask, obj)))
+    A = jax.jit(jax.vmap(lambda v: a_G(with_WG(h0, v), train, mask)))
+    xf = jnp.asarray(x, jnp.float32)
+    Um = np.concatenate(
+        [np.asarray(U(xf[i : i + 4000]), np.float64) for i in range(0, n_draws, 4000)]
+    )
+    aG = np.concatenate([np.asarray(A(xf[i : i + 4000])) for i in range(0, n_draws, 4000)])
+    lw = -Um - logq
+    out_ = {}
+    for name, sel in (("copy", aG >= a_thr), ("pool", aG < a_thr)):
+        w = np.where(sel, np.exp(lw - lw.max()), 0.0)
+        m = w.mean()
+        out_[name] = (math.log(m) + lw.max(), w.std() / math.sqrt(n_draws) / m)
+    return -out_["copy"][0] + out_["pool"][0], math.hypot(out_["copy"][1], out_["pool"][1])
+
+
+@pytest.mark.heavy
+def test_pstar_agrees_with_an_importance_sampling_evidence_ratio(tiny_run):
+    """At the two probes that bracket P*_aG, F_copy - F_pool by importance sampling (no TI
+    path, no HMC) agrees with the command's within 4 combined standard errors plus the TI's
+    quadrature bound; the root of the IS differences lies inside the command's 95% interval
+    widened by 3 IS standard errors (propagated to log P)."""
+    out, res = tiny_run
+    seed0 = res["seeds"][0]
+    cr = seed0["crossing"]
+    assert cr["P_star"] is not None, seed0
+    by_P = {g["P"]: g for g in seed0["probes"]}
+    lo, hi = (int(p) for p in cr["bracket"])
+    d_is, se_is = zip(*[_is_delta_F(out, P, res["a_thr"], jax.random.key(P)) for P in (lo, hi)])
+    for P, d, se in zip((lo, hi), d_is, se_is, strict=True):
+        g = by_P[P]
+        assert abs(d - g["dF"]) <= 4 * math.hypot(se, g["se"]) + g["sys"], (P, d, se, g["dF"])
+    c = crossing([lo, hi], d_is, se_is)
+    assert c["P_star"] is not None
+    half = res["summary"]["half_width_log"] + 3 * c["err_mc"]
+    assert abs(math.log(c["P_star"]) - math.log(res["P_star"])) <= half, (c, res["summary"])
+
+
+@pytest.mark.heavy
+def test_resume_gives_identical_numbers(tiny_run, tmp_path):
+    out, res = tiny_run
+    copy = tmp_path / "again"
+    shutil.copytree(out, copy)
+    (copy / "transition.json").unlink()
+    groups = sorted(copy.glob("groups-*/seed0-P*.json"))
+    [g for g in groups if "smc" not in g.name][-1].unlink()  # killed before this group
+    [g for g in groups if "smc" in g.name][-1].unlink()  # and before this cross-check
+    again = ch.transition(TINY_CFG, n_seeds=1, out=copy, progress=False, settings=SETTINGS,
+                          P_grid=GRID, theory=False)  # fmt: skip
+    assert again["P_star"] == res["P_star"] and again["interval"] == res["interval"]
+    assert [g["dF"] for g in again["seeds"][0]["probes"]] == \
+        [g["dF"] for g in res["seeds"][0]["probes"]]  # fmt: skip
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+def _one_line_error(capsys, rc, pattern):
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    import re
+
+    assert re.search(pattern, err), err
+
+
+def test_bad_api_input_is_refused_before_work():
+    with pytest.raises(ValueError, match="n_seeds must be"):
+        ch.transition(TINY_CFG, n_seeds=0)
+    with pytest.raises(ValueError, match="settings must be a TISettings"):
+        ch.transition(TINY_CFG, settings={"n_iter": 3}, P_grid=GRID, theory=False)
+    with pytest.raises(ValueError, match="TISettings.ts must rise"):
+        TISettings(ts=(0.0, 0.5))
+    with pytest.raises(ValueError, match="P_grid is needed"):
+        ch.transition(TINY_CFG, theory=False)
+    with pytest.raises(ValueError, match="cfg must be a copyhead_jax Config"):
+        ch.transition({"L": 4})
+    big = TINY_CFG.replace(sweep=dict(memory_budget_gb=1e-6))
+    with pytest.raises(ValueError, match="needs about .* GiB of memory"):
+        ch.transition(big, P_grid=GRID, theory=False)
+
+
+def test_bad_cli_input_is_one_line(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    base = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
+            "--P", "8,16", "--quiet"]  # fmt: skip
+    _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file")]),
+                    "--out .*file.* not a folder")  # fmt: skip
+    _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file" / "x")]),
+                    "--out .* not writable")  # fmt: skip
+    _one_line_error(capsys, main(base + ["--rungs", "1"]), "--rungs must be")
+    _one_line_error(capsys, main(base + ["--chains", "0"]), "n_chains must be")
+    _one_line_error(capsys, main(base + ["--a-thr", "-1"]), "--a-thr must be")
+    _one_line_error(capsys, main(base + ["--n-seeds", "0"]), "--n-seeds must be")
+    _one_line_error(capsys, main([*base[:-3], "--P", "8", "--quiet"]), "--P must hold")
+    assert not any((tmp_path / "file").parent.glob("*.lock"))
+
+
+# --- signals ----------------------------------------------------------------------------------
+
+
+def _interrupt(argv, sig, cwd, wait_s=2.0):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-c", "import sys; from copyhead_jax.cli import main; sys.exit(main())",
+           *argv]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while not any(cwd.rglob("*.lock")) and proc.poll() is None and time.time() - t0 < 300:
+        time.sleep(0.05)
+    time.sleep(wait_s)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize(
+    "sig, rc", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.heavy)]
+)
+def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
+    argv = [
+        "transition",
+        "--preset",
+        "plain",
+        "--L",
+        "4",
+        "--V",
+        "3",
+        "--width",
+        "inf",
+        "--n-seeds",
+        "1",
+        "--P",
+        "8,16,32",
+        "--iters",
+        "100000",
+        "--out",
+        "o",
+        "--quiet",
+    ]
+    got, err = _interrupt(argv, sig, tmp_path)
+    assert got == rc, err
+    assert "Traceback" not in err and "copyhead: interrupted" in err
+    # the lock is taken once the output folder exists: from then on the folder is the kept work
+    assert ("resume" in err) == (tmp_path / "o").is_dir(), err
+    assert not list(tmp_path.rglob("*.lock"))
+    for g in tmp_path.rglob("groups-*/*.json"):  # whatever was kept is whole
+        json.loads(g.read_text())
