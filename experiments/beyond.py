@@ -41,7 +41,21 @@ def parse(argv):
     p.add_argument("--width", default="10000", help="10000 or inf")
     p.add_argument("--P", type=int, nargs="+", default=list(GRID))
     p.add_argument("--n-P-theory", dest="n_P", type=int, default=41)
-    p.add_argument("--no-networks", dest="networks", action="store_false")
+    p.add_argument(
+        "--networks-rho",
+        dest="networks_rho",
+        type=float,
+        nargs="*",
+        default=None,
+        help="measure networks only at these rho (default: every --rho)",
+    )
+    p.add_argument(
+        "--spaces",
+        nargs="+",
+        choices=("full", "ansatz"),
+        default=["full", "ansatz"],
+        help="theory spaces (ansatz: its own P*, beside the full minimiser's)",
+    )
     p.add_argument("--out", default="results/experiments/beyond")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
     return p.parse_args(argv[1:])
@@ -70,10 +84,11 @@ def theory_cached(args, rho, causal, path: Path) -> dict:
     params = TheoryParams.from_config(config(args, rho, causal, "linear"))
     task = ch.TaskConfig(L=params.L, V=params.V, source="markov", rho=rho)
     out = {}
-    for sp in ("full", "ansatz"):
+    for sp in args.spaces:
         r = beyond_points(params, task, causal=causal, space=sp, P_range=(3.0, 3e4), n_P=args.n_P)
         out[sp] = jsonable({k: r.get(k) for k in (*KEYS, "P_cG_half", "spinodals", "first_order",
-                            "window_decades", "P_aG_crossover", "coverage_min", "P", "notes")}
+                            "window_decades", "P_aG_crossover", "coverage_min", "P", "notes",
+                            "aG_max_step", "fine_step_decades", "softmax_fine")}
                            | {"linear_up": r["linear"]["up"], "softmax_up": r["softmax"]["up"],
                               "softmax_down": r["softmax"]["down"]})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,15 +137,20 @@ def main(argv: list[str]) -> int:
     masks = (True,) if which == "causal" else (False,)
     out = Path(args.out)
     cache = out / "cache"
+    import jax  # programs compiled once are reused by the next invocation (same numbers)
+
+    jax.config.update("jax_compilation_cache_dir", str(cache / "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     t0 = time.time()
     rows = []
     for rho in args.rho:
         for causal in masks:
             tag = f"rho{rho:g}-{'causal' if causal else 'nomask'}-{args.preset}"
             t1 = time.time()
-            th = theory_cached(args, rho, causal, cache / f"theory-{tag}-n{args.n_P}.json")
+            sp = "-".join(args.spaces)
+            th = theory_cached(args, rho, causal, cache / f"theory2-{tag}-n{args.n_P}-{sp}.json")
             row = {"rho": rho, "causal": causal, "theory": th}
-            if args.networks:
+            if args.networks_rho is None or rho in args.networks_rho:
                 row["measured"] = measure(args, rho, causal, cache)
             row["wall_s"] = time.time() - t1
             rows.append(row)

@@ -22,6 +22,8 @@ def pstar_figure(res: dict):
     for k in KEYS:
         c = KEY_COLORS[k]
         for sp, ls in (("full", "-"), ("ansatz", "--")):
+            if sp not in rows[0]["theory"]:
+                continue
             y = [r["theory"][sp].get(k) for r in rows]
             y = np.array([np.nan if v is None else v for v in y], float)
             a.plot(rho, y, ls, color=c, label=f"{k} theory ({sp})" if sp == "full" or k == "P_aG"

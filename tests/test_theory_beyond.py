@@ -170,3 +170,20 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="task"):
         beyond_points(p, TaskConfig(L=6, V=3))
     assert ek_stats(5, 3)[0].shape == (5, 3, 5, 3)
+
+
+@pytest.mark.heavy  # compiles the continuation and the Hessian kernels (~20 s idle, minutes loaded)
+def test_theory_points_cli_prints_the_full_minimisers_pstar(capsys):
+    from copyhead_jax.theory.cli import main
+
+    res = main(["points", "--L", "4", "--V", "2", "--source", "markov", "--rho", "0.5",
+                "--causal", "--attention", "linear", "--n-P", "7", "--space", "full"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert "Markov rho=0.5 tokens, causal mask" in text and "full" in text
+    assert res["full"]["P_c1"] is not None and "P_c1" in text
+
+def test_theory_points_cli_refuses_a_chain_parameter_without_the_chain():
+    from copyhead_jax.theory.cli import main
+
+    with pytest.raises(SystemExit):  # --rho without --source markov: a usage error
+        main(["points", "--rho", "0.5", "--attention", "linear"])

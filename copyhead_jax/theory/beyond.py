@@ -207,7 +207,9 @@ def beyond_points(
                 out["softmax"] = {"up": up, "down": down}
                 if fine:
                     out["softmax_fine"] = {"P": np.exp(fine[0]), "up": fine[1], "down": fine[2]}
-                    out["notes"].append(f"softmax: window refined on {n_fine} points")
+                    out["notes"].append(f"softmax: refined on {n_fine} points around the jump")
+                    out["aG_max_step"] = float(np.max(np.abs(np.diff(fine[1]["cG"]))))
+                    out["fine_step_decades"] = float((fine[0][1] - fine[0][0]) / np.log(10))
             g = max(float(np.nanmax(b["grad_norm"])) for b in out[att].values())
             out[f"{att}_max_grad_norm"] = g
     for name in ("linear", "softmax", "softmax_fine"):  # the minimisers stay here (L x L each)
@@ -232,12 +234,17 @@ def _linear_points(logP, up, S4, S2, params, causal, space):
 
 def _refine(logP, up, down, S4, S2, key, n_fine, kw):
     """The two softmax branches again on ``n_fine`` points across the coarse window (two grid
-    steps beyond it each side), started from the coarse minimisers there: a finer step keeps
-    each branch in its own well closer to its spinodal. ``None`` without a window."""
-    gap = np.nonzero(np.abs(up["cG"] - down["cG"]) > BRANCH_TOL)[0]
-    if gap.size == 0 or n_fine < 3:
+    steps beyond it each side), or, without a window, across the largest step of the global
+    ``aG`` (one grid step each side): started from the coarse minimisers there, a finer step
+    keeps each branch in its own well closer to its spinodal, or resolves a steep crossover."""
+    if n_fine < 3:
         return None
-    i, j = max(gap[0] - 2, 0), min(gap[-1] + 2, len(logP) - 1)
+    gap = np.nonzero(np.abs(up["cG"] - down["cG"]) > BRANCH_TOL)[0]
+    if gap.size:
+        i, j = max(gap[0] - 2, 0), min(gap[-1] + 2, len(logP) - 1)
+    else:
+        k = int(np.argmax(np.abs(np.diff(up["cG"]))))
+        i, j = max(k - 1, 0), min(k + 2, len(logP) - 1)
     t = np.linspace(logP[i], logP[j], n_fine)
     f_up = _branch(jnp.asarray(t), jnp.asarray(up["theta"][i]), S4, S2, key, **kw)
     f_dn = _branch(jnp.asarray(t[::-1]), jnp.asarray(down["theta"][j]), S4, S2, key, **kw)
@@ -256,7 +263,10 @@ def _softmax_points(logP, up, down, notes):
         res["spinodals"] = [float(np.exp(t[0])), float(np.exp(t[-1]))]  # grid points inside
         res["window_decades"] = float((t[-1] - t[0]) / np.log(10))
     else:
-        notes.append("softmax: the two branches coincide on the grid: a crossover, no jump")
+        notes.append(
+            "softmax: the two branches coincide on the grid: no coexistence window "
+            "resolved (a crossover, or a window narrower than one step)"
+        )
     glob = np.where(up["value"] <= down["value"], up["cG"], down["cG"])
     res["P_aG_crossover"] = _argmax_slope(logP, glob)
     return res

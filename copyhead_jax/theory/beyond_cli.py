@@ -46,7 +46,8 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
 
 def needs_beyond(args) -> bool:
     """Whether ``args`` ask for the minimiser path (a non-i.i.d. source, the mask, a space)."""
-    return bool(args.source != "iid" or args.causal or args.space is not None)
+    chain = args.rho != 0.0 or args.alpha is not None  # refused by task_of without markov
+    return bool(args.source != "iid" or args.causal or args.space is not None or chain)
 
 
 def task_of(args, params):
