@@ -224,6 +224,7 @@ def _print_pstar(results) -> None:
     conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
     from .compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
     from .presets import PAPER
+    from .sources import is_iid
     from .theory.beyond import config_points
 
     for width in dict.fromkeys(r.config.model.width for r in results):
@@ -242,7 +243,8 @@ def _print_pstar(results) -> None:
             cfg.model.attention)  # fmt: skip
         theory = config_points(cfg, att)  # closed forms, or minimisers for Markov/causal
         paper = (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V) == (
-            PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V)
+            PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V
+        ) and is_iid(cfg.task) and not cfg.model.causal  # the paper: i.i.d. tokens, no mask
         print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
               "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
               + (" and the paper" if paper else ""))  # fmt: skip

@@ -281,8 +281,11 @@ def config_points(cfg, attention: str = "both") -> dict[str, Any]:
         from .points import transition_points
 
         return transition_points(params, attention)
-    return beyond_points(params, cfg.task, causal=cfg.model.causal, attention=attention,
-                         P_range=(3.0, 3e4), n_P=41)  # fmt: skip
+    res = beyond_points(params, cfg.task, causal=cfg.model.causal, attention=attention,
+                        P_range=(3.0, 3e4), n_P=41)  # fmt: skip
+    if res.get("first_order") is False:  # no jump: the crossover faces a measured single jump
+        res["P_aG_jump"] = res["P_aG_crossover"]
+    return res
 
 
 __all__ = ["BRANCH_TOL", "beyond_points", "config_points", "source_stats"]
