@@ -52,7 +52,11 @@ def pstar_figure(res: dict):
     b.set_xlabel(r"stickiness $\rho$")
     b.set_ylabel("softmax window in $P$")
     legend(b)
-    fig.suptitle(f"{res['artefact']}: L=25, V=5, {res['preset']}, N={res['width']}")
+    nets = any(r.get("measured") for r in rows)
+    fig.suptitle(
+        f"{res['artefact']}: L=25, V=5, {res['preset']}; EK theory (N = inf)"
+        + (f", networks at N={res['width']}" if nets else ", no network runs")
+    )
     return fig
 
 
