@@ -55,3 +55,16 @@ def test_the_tag_names_the_array():
     b = a.copy()
     b[0, 0] = 2
     assert tokens_tag(a) != tokens_tag(b) and tokens_tag(a) != tokens_tag(a.reshape(4, 3))
+
+
+def test_a_sweep_on_user_tokens_names_them_and_differs_from_the_source():
+    """The fit sees the given rows: the result records their hash, and the same config on the
+    task's own draws gives another training loss (different data, same everything else)."""
+    c = cfg(n_seeds=1).replace(train=dict(max_epochs=60, min_epochs=10))
+    tok = np.zeros((8, 4), np.int64)  # constant sequences: a trivially different dataset
+    tok[:, ::2] = 1
+    res = ch.run_sweep(c, tokens=tok, progress=False)
+    assert res.meta["tokens_sha256"] == tokens_tag(tok)
+    own = ch.run_sweep(c, progress=False)
+    assert "tokens_sha256" not in own.meta
+    assert not np.allclose(np.asarray(res["train_loss"]), np.asarray(own["train_loss"]))
