@@ -69,20 +69,15 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
 
 
-def sweep_inputs(
-    cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = None, tokens=None
-) -> RunInputs:
+def sweep_inputs(cfg: Config, lr_mult, P_pad: int | None = None, tokens=None) -> RunInputs:
     """Host-side per-run inputs for the whole sweep (run axis first, P-major order), with the
-    training pools cut to ``P_pad`` rows (default ``P_max``); runs with ``P > P_pad`` are not
-    meaningful in the result. ``tokens``: a user's sequences instead of the task's source
-    (:func:`.sources.user_seed_data`: block ``s`` of ``P_max + n_test`` rows is seed ``s``)."""
+    training pools cut to ``P_pad`` rows (default ``P_max``; larger ``P`` are not meaningful);
+    ``tokens``: a user's rows instead of the source (:func:`.sources.user_seed_data`)."""
     sw, task = cfg.sweep, cfg.task
     P_pad = sw.P_max if P_pad is None else P_pad
     keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    if tokens is None:
-        data = [task_data(k[0], task, P_max=P_pad) for k in keys]  # the task's token source
-    else:
-        data = user_seed_data(tokens, cfg, P_pad)
+    data = ([task_data(k[0], task, P_max=P_pad) for k in keys] if tokens is None
+            else user_seed_data(tokens, cfg, P_pad))  # the task's source, or the user's rows
     init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
     train = jnp.stack([d.train for d in data])
     test = jnp.stack([d.test for d in data])
@@ -239,10 +234,8 @@ def run_sweep(
         snapshot_every_s: with ``out``, the state of the chunk in training is also saved (next
             to the chunk checkpoints) at most this often, and resumed from, so a crash inside
             a long chunk loses at most this much work; ``inf`` turns it off.
-        tokens: a user's int sequences ``[n, L]`` in ``[0, V)`` instead of the task's source:
-            seed ``s`` trains on rows ``s B .. s B + P_max - 1`` and tests on the next
-            ``n_test`` (``B = P_max + n_test``), so ``n >= n_seeds B``; the result's
-            ``meta['tokens_sha256']`` names the array.
+        tokens: a user's int sequences ``[n, L]`` instead of the task's source, split into
+            seeds by :func:`.sources.user_seed_data`; ``meta['tokens_sha256']`` names them.
 
     With ``cfg.train.exact_continuation`` (exact solver) every run is then also solved from its
     neighbouring P's kept fit and the lowest-U minimum kept (:mod:`.continuation`; adds
@@ -323,7 +316,7 @@ def run_sweep(
             )
 
         fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
-        fingerprint += "" if tokens is None else f"-{tokens_tag(tokens)}"
+        fingerprint += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
         part = run_chunked(
             n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
             ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done, snapshots=True,
@@ -354,8 +347,7 @@ def run_sweep(
         "n_chunks": n_chunks,
         "kept_params": bool(keep_params),
     }
-    if tokens is not None:
-        meta["tokens_sha256"] = tokens_tag(tokens)
+    meta.update({} if tokens is None else {"tokens_sha256": tokens_tag(tokens)})
     arrays["diverged"] = divergence_flags(arrays, cfg.task.L)
     result = SweepResult(config=cfg, arrays=arrays, meta=meta)
     n_bad = int(arrays["diverged"].sum())
