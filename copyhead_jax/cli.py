@@ -23,6 +23,7 @@ from .config import ATTENTIONS, Config
 from .llc_cli import add_llc_subparser
 from .presets import PRESETS, preset
 from .sample_cli import add_sample_subparser
+from .sources_cli import add_tokens_flag, load_tokens
 from .theory.cli import add_theory_subparser
 from .transition_cli import add_transition_subparser
 
@@ -193,11 +194,13 @@ def cmd_sweep(args) -> int:
     branches = args.branches if args.branches is not None else asked.solver == "exact"
     if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
         configs = [c2 for c in configs for c2 in _branch_configs(c)]
+    tokens = load_tokens(args.tokens)
     paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
     for cfg, path in zip(configs, paths):
-        res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params)
+        res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params,
+                        tokens=tokens)  # fmt: skip
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         print_table(res)
@@ -223,7 +226,8 @@ def _print_pstar(results) -> None:
     conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
     from .compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
     from .presets import PAPER
-    from .theory import TheoryParams, transition_points
+    from .sources import is_iid
+    from .theory.beyond import config_points
 
     for width in dict.fromkeys(r.config.model.width for r in results):
         group = [r for r in results if r.config.model.width == width]
@@ -239,9 +243,10 @@ def _print_pstar(results) -> None:
         cfg = group[0].config
         att = "both" if len({r.config.model.attention for r in group}) > 1 else (
             cfg.model.attention)  # fmt: skip
-        theory = transition_points(TheoryParams.from_config(cfg), att)
+        theory = config_points(cfg, att)  # closed forms, or minimisers for Markov/causal
         paper = (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V) == (
-            PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V)
+            PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V
+        ) and is_iid(cfg.task) and not cfg.model.causal  # the paper: i.i.d. tokens, no mask
         print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
               "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
               + (" and the paper" if paper else ""))  # fmt: skip
@@ -432,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
                    help="draw the EK theory curves on the figure (default on)")  # fmt: skip
     progress_flags(p)
+    add_tokens_flag(p)
     _add_config_flags(p)
     p.set_defaults(func=cmd_sweep)
 

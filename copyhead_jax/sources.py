@@ -18,6 +18,7 @@ a coin (drawn from another key) says stay: at ``rho = 0`` its draws are today's,
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import jax
@@ -234,7 +235,6 @@ def task_data(key: Array, task, *, P_max: int, n_test: int | None = None) -> See
     )
 
 
-
 def token_data(tokens: Any, *, L: int, V: int, P_max: int, n_test: int) -> SeedData:
     """A user's sequences as one seed's data: rows ``[0, P_max)`` the (nested) training pool,
     the next ``n_test`` rows the test set; validated by :func:`check_tokens`."""
@@ -244,3 +244,35 @@ def token_data(tokens: Any, *, L: int, V: int, P_max: int, n_test: int) -> SeedD
             f"tokens must have at least P_max + n_test = {P_max + n_test} rows, got {t.shape[0]}"
         )
     return SeedData(train=jnp.asarray(t[:P_max]), test=jnp.asarray(t[P_max : P_max + n_test]))
+
+
+def user_seed_data(tokens: Any, cfg, P_pad: int, *, check_only: bool = False):
+    """A user's sequences split into seeds: block ``s`` of ``B = P_max + n_test`` rows is seed
+    ``s`` (training pool: its first ``P_pad`` rows, nested; test set: its last ``n_test``).
+
+    Needs ``n_seeds * B`` rows (``cfg``: a ``Config``); ``check_only`` returns the validated
+    int32 array instead of the per-seed :class:`SeedData` list."""
+    L, V, n_test = cfg.task.L, cfg.task.V, cfg.task.n_test
+    t = check_tokens(tokens, L=L, V=V)
+    B = cfg.sweep.P_max + n_test
+    need = cfg.sweep.n_seeds * B
+    if t.shape[0] < need:
+        raise ValueError(
+            f"tokens must have at least n_seeds x (P_max + n_test) = {cfg.sweep.n_seeds} x {B} = "
+            f"{need} rows (one block per seed), got {t.shape[0]}"
+        )
+    if check_only:
+        return t
+    return [
+        SeedData(
+            train=jnp.asarray(t[s * B : s * B + P_pad]),
+            test=jnp.asarray(t[(s + 1) * B - n_test : (s + 1) * B]),
+        )  # fmt: skip
+        for s in range(cfg.sweep.n_seeds)
+    ]
+
+
+def tokens_tag(tokens: Any) -> str:
+    """First 16 hex digits of the SHA-256 of a token array's int32 bytes and shape."""
+    t = np.ascontiguousarray(np.asarray(tokens, np.int32))
+    return hashlib.sha256(str(t.shape).encode() + t.tobytes()).hexdigest()[:16]

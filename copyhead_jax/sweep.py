@@ -36,7 +36,7 @@ from ._memory import per_run_bytes as per_run_bytes
 from .config import Config
 from .data import nested_mask
 from .results import SWEEP_KIND, SweepResult, divergence_flags, order_names
-from .sources import task_data
+from .sources import task_data, tokens_tag, user_seed_data
 from .storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
@@ -69,14 +69,15 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
 
 
-def sweep_inputs(cfg: Config, lr_mult: np.ndarray | None, P_pad: int | None = None) -> RunInputs:
+def sweep_inputs(cfg: Config, lr_mult, P_pad: int | None = None, tokens=None) -> RunInputs:
     """Host-side per-run inputs for the whole sweep (run axis first, P-major order), with the
-    training pools cut to ``P_pad`` rows (default ``P_max``); runs with ``P > P_pad`` are not
-    meaningful in the result."""
+    training pools cut to ``P_pad`` rows (default ``P_max``; larger ``P`` are not meaningful);
+    ``tokens``: a user's rows instead of the source (:func:`.sources.user_seed_data`)."""
     sw, task = cfg.sweep, cfg.task
     P_pad = sw.P_max if P_pad is None else P_pad
     keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    data = [task_data(k[0], task, P_max=P_pad) for k in keys]  # the task's token source
+    data = ([task_data(k[0], task, P_max=P_pad) for k in keys] if tokens is None
+            else user_seed_data(tokens, cfg, P_pad))  # the task's source, or the user's rows
     init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
     train = jnp.stack([d.train for d in data])
     test = jnp.stack([d.test for d in data])
@@ -217,6 +218,7 @@ def run_sweep(
     lr_mult: np.ndarray | None = None,
     on_chunk: Callable[[int, int], None] | None = None,
     snapshot_every_s: float = 600.0,
+    tokens: np.ndarray | None = None,
 ) -> SweepResult:
     """Fit every (P, seed) run of ``cfg`` with Adam and measure it.
 
@@ -232,6 +234,8 @@ def run_sweep(
         snapshot_every_s: with ``out``, the state of the chunk in training is also saved (next
             to the chunk checkpoints) at most this often, and resumed from, so a crash inside
             a long chunk loses at most this much work; ``inf`` turns it off.
+        tokens: a user's int sequences ``[n, L]`` instead of the task's source, split into
+            seeds by :func:`.sources.user_seed_data`; ``meta['tokens_sha256']`` names them.
 
     With ``cfg.train.exact_continuation`` (exact solver) every run is then also solved from its
     neighbouring P's kept fit and the lowest-U minimum kept (:mod:`.continuation`; adds
@@ -256,6 +260,8 @@ def run_sweep(
     n_runs = nP * nS
     if lr_mult is not None:
         lr_mult = check_lr_mult(lr_mult, n_runs)
+    if tokens is not None:
+        tokens = user_seed_data(tokens, cfg, sw.P_max, check_only=True)
     N = cfg.model.width
     if keep_params is None:
         Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
@@ -300,7 +306,7 @@ def run_sweep(
 
     merged: dict[str, np.ndarray] = {}
     for pad, runs in groups.items():
-        inputs = jax.tree_util.tree_map(lambda a: a[runs], sweep_inputs(cfg, lr_mult, pad))
+        inputs = jax.tree_util.tree_map(lambda a: a[runs], sweep_inputs(cfg, lr_mult, pad, tokens))
         group.update(n=len(runs), size=sizes[pad])
 
         def compute(idx, snapshot, inputs=inputs):
@@ -310,6 +316,7 @@ def run_sweep(
             )
 
         fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
+        fingerprint += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
         part = run_chunked(
             n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
             ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done, snapshots=True,
@@ -340,6 +347,7 @@ def run_sweep(
         "n_chunks": n_chunks,
         "kept_params": bool(keep_params),
     }
+    meta.update({} if tokens is None else {"tokens_sha256": tokens_tag(tokens)})
     arrays["diverged"] = divergence_flags(arrays, cfg.task.L)
     result = SweepResult(config=cfg, arrays=arrays, meta=meta)
     n_bad = int(arrays["diverged"].sum())

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import copyhead_jax as ch
 
-from . import common, coverage, features, hysteresis, report, scaling
+from . import beyond, common, coverage, features, hysteresis, report, scaling
 from . import main as main_artefact
 
 ARTEFACTS = common.ARTEFACTS
@@ -298,6 +298,9 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    if raw and raw[0] in beyond.COMMANDS:  # Markov tokens / causal mask (issue 32): own flags
+        return beyond.main(list(raw))
     args = build_parser().parse_args(argv)
     if argv is None:  # the command, not a call from Python
         ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)

@@ -132,9 +132,13 @@ def ek_stats(L: int, V: int) -> tuple[jax.Array, jax.Array]:
     return S4, jnp.full((L, V), 1.0 / V)
 
 
-def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``M = mean Z^T A^T A Z`` ``[D, D]``, ``m = mean Z^T A^T G* X`` ``[D, V]``, mean ``|Y|^2``."""
+def moments(A: AttnMatrix, S4, S2, w=None) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``M = mean Z^T A^T W A Z`` ``[D, D]``, ``m = mean Z^T A^T W G* X`` ``[D, V]``, mean
+    ``sum_a w_a |y^a|^2``; ``w`` ``[L]``: the loss weight of each position (``None``: all 1,
+    ``W = I``; the causal mask drops ``a = 0``, docs/theory.md §12)."""
     L = A.shape[0]
+    if w is not None:
+        return _weighted_moments(A, S4, S2, w)
     B = A.T @ A
     C = A.T @ shift_matrix(L)
     M_XX = jnp.einsum("bc,bvcw->vw", B, S4)
@@ -143,6 +147,40 @@ def moments(A: AttnMatrix, S4, S2) -> tuple[jax.Array, jax.Array, jax.Array]:
     m = jnp.concatenate([jnp.einsum("bc,bvcw->vw", C, S4), C @ S2], axis=0)
     ysq = jnp.einsum("bvbv->", S4)  # = L for one-hot tokens
     return M, m, ysq
+
+
+def _weighted_moments(A, S4, S2, w):
+    """:func:`moments` with the loss weights ``W = diag(w)`` (docs/theory.md §12)."""
+    Gs = shift_matrix(A.shape[0]).astype(A.dtype)
+    WA = w[:, None] * A
+    B, C = A.T @ WA, WA.T @ Gs
+    M_XX = jnp.einsum("bc,bvcw->vw", B, S4)
+    M_XI = S2.T @ B
+    M = jnp.block([[M_XX, M_XI], [M_XI.T, B]])
+    m = jnp.concatenate([jnp.einsum("bc,bvcw->vw", C, S4), C @ S2], axis=0)
+    ysq = jnp.einsum("bc,bvcv->", Gs.T @ (w[:, None] * Gs), S4)  # sum_a w_a |x^{a-1}|^2
+    return M, m, ysq
+
+
+def causal_keys(L: int):
+    """``[a, b]``: True where query ``a`` sees key ``b`` (``b <= a``), as ``models.causal_keys``."""
+    return jnp.tril(jnp.ones((L, L), dtype=bool))
+
+
+def causal_weights(L: int, dtype=None):
+    """Loss weight of each position under the causal mask: 0 at ``a = 0``, else 1 (§12)."""
+    return jnp.ones((L,), dtype or jnp.result_type(float)).at[0].set(0.0)
+
+
+def attention_of(G: LogitMatrix, attention: str, causal: bool = False) -> AttnMatrix:
+    """``A`` of ``G``: ``G`` (linear) or ``softmax_b(G)``; with ``causal`` the entries ``b > a``
+    are 0 (linear) or the softmax runs over ``b <= a`` (docs/theory.md §12)."""
+    if not causal:
+        return G if attention == "linear" else jax.nn.softmax(G, axis=1)
+    keys = causal_keys(G.shape[0])
+    if attention == "linear":
+        return jnp.where(keys, G, 0.0)
+    return jax.nn.softmax(jnp.where(keys, G, -jnp.inf), axis=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,12 +238,18 @@ def R_soft(G: LogitMatrix, *, cbar, sigma_G) -> Scalar:
     return jnp.sum(cho_solve(cho_factor(cbar), G) * (G @ Kp)) / (2.0 * sigma_G**2)
 
 
-def J_term(G: LogitMatrix) -> Scalar:
-    r"""``J(A) = sum_ab log A_ab``, ``A = softmax_b(G)``: pushforward to the density of A (§3)."""
-    return jnp.sum(jax.nn.log_softmax(G, axis=1))
+def J_term(G: LogitMatrix, causal: bool = False) -> Scalar:
+    r"""``J(A) = sum_ab log A_ab``, ``A = softmax_b(G)``: pushforward to the density of A (§3);
+    with ``causal`` the sum and the softmax run over ``b <= a`` (§12)."""
+    if not causal:
+        return jnp.sum(jax.nn.log_softmax(G, axis=1))
+    keys = causal_keys(G.shape[0])
+    return jnp.sum(jnp.where(keys, jax.nn.log_softmax(jnp.where(keys, G, -jnp.inf), axis=1), 0.0))
 
 
-def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[str, Scalar]:
+def _terms(
+    G, S4, S2, P, *, gram, params: TheoryParams, attention: str, causal: bool = False
+) -> dict[str, Scalar]:
     L = params.L
     if G.shape != (L, L):
         raise ValueError(f"G must have shape (L, L) = ({L}, {L}), got {G.shape}")
@@ -219,12 +263,14 @@ def _terms(G, S4, S2, P, *, gram, params: TheoryParams, attention: str) -> dict[
             raise ValueError(f"gram must have shape (V+L, V+L) = {(params.V + L,) * 2}")
         R = gram_root(gram)
     cbar = logit_cov(gram, L)
-    A = G if attention == "linear" else jax.nn.softmax(G, axis=1)
-    Q, D = _QD(*moments(A, S4, S2), R=R, P=P, params=params)
-    if attention == "linear":
+    A = attention_of(G, attention, causal)
+    w = causal_weights(L, A.dtype) if causal else None
+    Q, D = _QD(*moments(A, S4, S2, w), R=R, P=P, params=params)
+    if attention == "linear":  # the prior sees every entry of A; the mask only the likelihood
         sG = params.sigma_G / conv.linear_scale_divisor(L, params.linear_scale)  # §2b
-        return {"Q": Q, "D": D, "R": R_lin(A, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
-    return {"Q": Q, "D": D, "R": R_soft(G, cbar=cbar, sigma_G=params.sigma_G), "J": J_term(G)}
+        return {"Q": Q, "D": D, "R": R_lin(G, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
+    R = R_soft(G, cbar=cbar, sigma_G=params.sigma_G)
+    return {"Q": Q, "D": D, "R": R, "J": J_term(G, causal)}
 
 
 def _combine(t, objective: str, pushforward: bool) -> Scalar:
@@ -236,11 +282,22 @@ def _combine(t, objective: str, pushforward: bool) -> Scalar:
 
 
 def ek_terms(
-    G: LogitMatrix, *, P, params: TheoryParams, attention: str = "linear", gram: Gram | None = None
+    G: LogitMatrix,
+    *,
+    P,
+    params: TheoryParams,
+    attention: str = "linear",
+    gram: Gram | None = None,
+    stats: tuple[jax.Array, jax.Array] | None = None,
+    causal: bool = False,
 ) -> dict[str, Scalar]:
-    """``Q, D, R, J`` of the EK form (ii) at ``G`` (``A = G`` linear, ``softmax_b(G)`` softmax)."""
-    S4, S2 = ek_stats(params.L, params.V)
-    return _terms(G, S4, S2, P, gram=gram, params=params, attention=attention)
+    """``Q, D, R, J`` of the EK form (ii) at ``G`` (``A = G`` linear, ``softmax_b(G)`` softmax).
+
+    ``stats``: the expected ``(S4, S2)`` of the token source (default i.i.d. uniform,
+    :func:`ek_stats`; a Markov chain: :func:`.markov.markov_stats`); ``causal``: the mask and
+    the non-periodic target of docs/theory.md §12."""
+    S4, S2 = ek_stats(params.L, params.V) if stats is None else stats
+    return _terms(G, S4, S2, P, gram=gram, params=params, attention=attention, causal=causal)
 
 
 def ek_action(
@@ -252,14 +309,17 @@ def ek_action(
     objective: str = "map",
     pushforward: bool = False,
     gram: Gram | None = None,
+    stats: tuple[jax.Array, jax.Array] | None = None,
+    causal: bool = False,
 ) -> Scalar:
     r"""EK action (ii): ``Q + R`` (map) or ``Q + D + R`` (post), ``[+ J]`` (docs/theory.md §3).
 
     For linear attention ``G`` is the attention matrix ``A`` (with ``linear_scale='inv_L'`` its
     prior scale is ``sigma_G / L``, ``'inv_sqrt_L'``: ``sigma_G / sqrt L``); for softmax ``G``
-    is the logit matrix.
+    is the logit matrix. ``stats``, ``causal``: the source and the mask (:func:`ek_terms`, §12).
     """
-    t = ek_terms(G, P=P, params=params, attention=attention, gram=gram)
+    t = ek_terms(G, P=P, params=params, attention=attention, gram=gram, stats=stats,
+                 causal=causal)  # fmt: skip
     return _combine(t, objective, pushforward)
 
 
@@ -275,10 +335,13 @@ def finite_terms(
     params: TheoryParams,
     attention: str = "linear",
     gram: Gram | None = None,
+    causal: bool = False,
 ) -> dict[str, Scalar]:
-    """``Q, D, R, J`` of the exact finite-P form (i) on a training set (docs/theory.md §3, §2b)."""
+    """``Q, D, R, J`` of the exact finite-P form (i) on a training set (docs/theory.md §3, §2b;
+    ``causal``: §12). Any token source: the statistics are the training set's own."""
     st = as_stats(tokens, params.V)
-    return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention)
+    return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention,
+                  causal=causal)  # fmt: skip
 
 
 def finite_action(
@@ -290,6 +353,7 @@ def finite_action(
     attention: str = "linear",
     objective: str = "map",
     pushforward: bool = False,
+    causal: bool = False,
 ) -> Scalar:
     r"""Exact finite-P action (i) on a training set, at finite width if ``gram`` is given.
 
@@ -298,5 +362,6 @@ def finite_action(
     ``None`` for the ``N -> infinity`` prior Gram. Under A1 this is the exact objective of the
     quenched MAP protocol (docs/theory.md §2, §2b).
     """
-    t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram)
+    t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram,
+                     causal=causal)  # fmt: skip
     return _combine(t, objective, pushforward)

@@ -127,8 +127,11 @@ def _attentions(a: str) -> list[str]:
 
 
 def cmd_points(args) -> dict[str, Any]:
+    from .beyond_cli import cmd_points_beyond, needs_beyond
     from .points import transition_points
 
+    if needs_beyond(args):  # Markov tokens or the causal mask: minimisers, §12
+        return cmd_points_beyond(args, _params(args), _jsonable)
     res = transition_points(_params(args), args.attention, args.objective)
     if args.json:
         print(json.dumps(_jsonable(res), indent=2))
@@ -375,9 +378,12 @@ def add_theory_subparser(subparsers) -> argparse.ArgumentParser:
     )
     sub = theory.add_subparsers(dest="theory_cmd", required=True)
 
-    p = _sub(sub, "points", "every P* and the spinodals (docs/theory.md §5)")
+    p = _sub(sub, "points", "every P* and the spinodals (docs/theory.md §5, §12)")
     p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
     _common(p)
+    from .beyond_cli import add_source_flags
+
+    add_source_flags(p)
     p.set_defaults(func=cmd_points)
 
     p = _sub(sub, "curve", "order parameters and action versus P (JSON/PNG)")
