@@ -9,6 +9,7 @@ python -m experiments main --preset paper         # one artefact, one preset
 python -m experiments all --quick                 # small and fast (width 128, Adam, 1-2 seeds)
 python -m experiments report --publish            # refresh the committed docs/reports/
 python -m experiments main --full-network --preset paper --out results/full   # GPU protocol
+python -m experiments posterior-branches --cluster tcp://10.0.0.1:8786   # groups on Dask
 
 Output goes to ``--out`` (default ``results/experiments/MODE``); ``--publish`` writes into
 ``docs/reports/`` instead (the committed reports, their JSON and figures) and refreshes the
@@ -298,6 +299,13 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    rest = sys.argv[1:] if argv is None else list(argv)
+    if rest[:1] == ["posterior-branches"]:  # its own options: --tiny, --preset, --cluster, ...
+        import runpy
+
+        sys.argv = ["python -m experiments posterior-branches", *rest[1:]]
+        runpy.run_module("experiments.posterior_branches", run_name="__main__", alter_sys=True)
+        return 0
     args = build_parser().parse_args(argv)
     if argv is None:  # the command, not a call from Python
         ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)

@@ -79,9 +79,7 @@ def test_local_dask_cluster_is_bit_identical_to_serial_and_reports_failures():
     ticks = []
     # one local cluster (two one-thread worker processes) for both checks: its start-up,
     # JAX's import in each worker included, is most of this test's time
-    out = map_groups(
-        group, [*SEEDS, -1], cluster="local:2", progress=lambda d, t: ticks.append(d)
-    )
+    out = map_groups(group, [*SEEDS, -1], cluster="local:2", progress=lambda d, t: ticks.append(d))
     assert _same(out[:-1], serial)
     (f,) = failures(out)
     assert f.index == 4 and f.error == "ValueError" and "seed must be >= 0" in f.message
