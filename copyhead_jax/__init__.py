@@ -18,6 +18,7 @@ Code map, in data-flow order:
 - ``sample``       ``run_sampler``: SGLD posterior of every run of a sweep, warm-started
 - ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
 - ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
+- ``fanout``       ``map_groups``: independent groups serially, in processes or on Dask
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
 - ``cli``          the ``copyhead`` command
@@ -26,6 +27,7 @@ Code map, in data-flow order:
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import bayes as bayes
 from . import config as config
+from . import fanout as fanout
 from . import sources as sources
 from ._checks import check_output_folder as check_output_folder
 from ._checks import check_output_path as check_output_path

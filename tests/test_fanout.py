@@ -84,3 +84,20 @@ def test_local_dask_cluster_is_bit_identical_to_serial_and_reports_failures():
     (f,) = failures(out)
     assert f.index == 4 and f.error == "ValueError" and "seed must be >= 0" in f.message
     assert ticks == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.heavy  # minutes on a loaded 2-core CPU: the tiny MAP sweeps, then HMC compiles twice
+def test_one_tiny_posterior_group_on_a_local_cluster_equals_the_local_run(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    from experiments import posterior_branches as PB
+
+    monkeypatch.chdir(tmp_path)  # the sweeps' cache is results/ under the working folder
+    c = PB.SMOKE
+    bl = PB.seed_blocks(c)[1]  # the smallest group: P = 8, one seed, both branches
+    sweeps = PB.load_sweeps(c, tmp_path / "results" / "posterior" / "tiny", bl)
+    task = (c, sweeps, bl["groups"][0], PB.group_index(1, 0), bl["seeds"], bl["n_seeds_total"])
+    (local,) = map_groups(PB.compute_group, [task])
+    (remote,) = map_groups(PB.compute_group, [task], cluster="local:2")
+    assert not isinstance(remote, GroupFailure), str(remote)
+    assert len(local["runs"]) == 2
+    assert repr(local["runs"]) == repr(remote["runs"])  # every float (repr is exact), NaN too
