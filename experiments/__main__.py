@@ -302,9 +302,17 @@ def main(argv: list[str] | None = None) -> int:
     rest = sys.argv[1:] if argv is None else list(argv)
     if rest[:1] == ["posterior-branches"]:  # its own options: --tiny, --preset, --cluster, ...
         import runpy
+        import warnings
 
-        sys.argv = ["python -m experiments posterior-branches", *rest[1:]]
-        runpy.run_module("experiments.posterior_branches", run_name="__main__", alter_sys=True)
+        saved, sys.argv = sys.argv, ["python -m experiments posterior-branches", *rest[1:]]
+        try:
+            with warnings.catch_warnings():  # runs it as __main__ even if imported
+                warnings.filterwarnings("ignore", "'experiments.posterior_branches' found in")
+                runpy.run_module(
+                    "experiments.posterior_branches", run_name="__main__", alter_sys=True
+                )
+        finally:
+            sys.argv = saved
         return 0
     args = build_parser().parse_args(argv)
     if argv is None:  # the command, not a call from Python

@@ -612,6 +612,8 @@ def main(
     if tiny and which != "plain":
         raise ValueError(f"tiny runs SMOKE, a plain-preset config: which must be 'plain', got "
                          f"{which!r}")  # fmt: skip
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     c = SMOKE if tiny else CONFIGS[which]
     blocks = seed_blocks(c)
     PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)

@@ -101,3 +101,15 @@ def test_one_tiny_posterior_group_on_a_local_cluster_equals_the_local_run(tmp_pa
     assert not isinstance(remote, GroupFailure), str(remote)
     assert len(local["runs"]) == 2
     assert repr(local["runs"]) == repr(remote["runs"])  # every float (repr is exact), NaN too
+
+
+def test_posterior_branches_takes_a_cluster_and_checks_it_before_any_work(tmp_path, capsys):
+    from experiments import posterior_branches as PB
+    from experiments.__main__ import main
+
+    with pytest.raises(ValueError, match="cluster must be a scheduler address"):
+        PB.main(tiny=True, out_dir=tmp_path, cluster="localhost:8786")
+    assert not any(tmp_path.iterdir())  # nothing fitted or written
+    with pytest.raises(SystemExit) as e:
+        main(["posterior-branches", "--help"])  # python -m experiments posterior-branches
+    assert e.value.code == 0 and "--cluster ADDRESS" in capsys.readouterr().out
