@@ -48,6 +48,12 @@ def test_a_failing_item_is_a_record_and_the_others_are_kept():
     assert _same([out[0], out[2]], [group(2), group(4)])
 
 
+def test_local_processes_match_serial_and_keep_order_and_failures():
+    out = map_groups(group, [3, -1, 0], jobs=2)  # spawned processes: JAX imported afresh
+    assert _same([out[0], out[2]], [group(3), group(0)])
+    assert [f.index for f in failures(out)] == [1]
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
