@@ -5,6 +5,7 @@ branch_ti`).
     python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
     python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
     python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
+    python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
 
 Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
 paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
