@@ -128,9 +128,15 @@ def _dask(fn, items, kind: str, arg: str, n: int, progress) -> list:
     distributed = _import_distributed()
     cluster = None
     if kind == "local":
-        cluster = distributed.LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
-        )
+        import dask
+
+        # Dask's nanny caps NumPy's BLAS at one thread in its workers (OMP/MKL/OPENBLAS_NUM_THREADS
+        # = 1); a BLAS result (np.linalg.slogdet) can change in its last bits with the thread
+        # count, so the local workers keep this process's environment instead
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
+            cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+            )
         arg = cluster.scheduler_address
     out: list = [None] * len(items)
     try:
