@@ -21,6 +21,7 @@ Code map, in data-flow order:
 - ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
 - ``posterior_transition``  ``transition(cfg)``: the Bayesian P* of any configuration
 - ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
+- ``fanout``       ``map_groups``: independent groups serially, in processes or on Dask
 - ``plots``        figures from results
 - ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
 - ``cli``          the ``copyhead`` command
@@ -29,6 +30,7 @@ Code map, in data-flow order:
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import bayes as bayes
 from . import config as config
+from . import fanout as fanout
 from . import sources as sources
 from ._checks import check_output_folder as check_output_folder
 from ._checks import check_output_path as check_output_path

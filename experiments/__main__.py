@@ -9,6 +9,7 @@ python -m experiments main --preset paper         # one artefact, one preset
 python -m experiments all --quick                 # small and fast (width 128, Adam, 1-2 seeds)
 python -m experiments report --publish            # refresh the committed docs/reports/
 python -m experiments main --full-network --preset paper --out results/full   # GPU protocol
+python -m experiments posterior-branches --cluster tcp://10.0.0.1:8786   # groups on Dask
 
 Output goes to ``--out`` (default ``results/experiments/MODE``); ``--publish`` writes into
 ``docs/reports/`` instead (the committed reports, their JSON and figures) and refreshes the
@@ -301,6 +302,21 @@ def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     if raw and raw[0] in beyond.COMMANDS:  # Markov tokens / causal mask (issue 32): own flags
         return beyond.main(list(raw))
+    rest = list(raw)
+    if rest[:1] == ["posterior-branches"]:  # its own options: --tiny, --preset, --cluster, ...
+        import runpy
+        import warnings
+
+        saved, sys.argv = sys.argv, ["python -m experiments posterior-branches", *rest[1:]]
+        try:
+            with warnings.catch_warnings():  # runs it as __main__ even if imported
+                warnings.filterwarnings("ignore", "'experiments.posterior_branches' found in")
+                runpy.run_module(
+                    "experiments.posterior_branches", run_name="__main__", alter_sys=True
+                )
+        finally:
+            sys.argv = saved
+        return 0
     args = build_parser().parse_args(argv)
     if argv is None:  # the command, not a call from Python
         ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)

@@ -5,6 +5,7 @@ branch_ti`).
     python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
     python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
     python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
+    python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
 
 Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
 paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import math
 import resource
@@ -59,6 +61,7 @@ import numpy as np
 from copyhead_jax.bayes import branch_log_z, path_rungs
 from copyhead_jax.compare import paper
 from copyhead_jax.data import masked_mean
+from copyhead_jax.fanout import GroupFailure, failures, map_groups
 from copyhead_jax.models import head_class
 from copyhead_jax.observables import attention_matrices, order_parameters
 from copyhead_jax.posterior import Objective
@@ -122,6 +125,11 @@ PAPER = dict(
                    sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
               for s in ([4, 5], [6], [7], [8, 9]))],
 )  # fmt: skip
+#: the ``--cluster`` option's help (also ``python -m experiments posterior-branches``)
+CLUSTER_HELP = (
+    "run the groups without a record on a Dask cluster: a scheduler address "
+    "tcp://host:port, or local:N (N local worker processes); same records as without"
+)
 #: ``main``'s presets
 CONFIGS = {"plain": PLAIN, "paper": PAPER}
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
@@ -560,22 +568,53 @@ def group_index(block: int, j: int) -> int:
     return j if block == 0 else 100 * block + j
 
 
+def compute_group(task: tuple) -> dict:
+    """One group's chains from ``(c, sweeps, P_group, group index, seeds, n_seeds_total)``: a
+    deterministic function of the task (its key is the group index's), wherever it runs."""
+    c, sw, grp, gi, seeds, n_total = task
+    return run_group(c, sw, grp, jax.random.key(1200 + gi), seeds, n_total)
+
+
+def fan_out(todo: list, records: Path, bcache: Path, cluster: str) -> None:
+    """The groups of ``todo`` without a record, run on ``cluster`` (``map_groups``: an address
+    ``tcp://host:port`` or ``local:N``); this process writes each record as the local run would
+    (workers need no shared folder). A failed group is reported after the others are written."""
+    missing = [t for t in todo if not (records / f"{t[0]}.json").exists()
+               and not (bcache / f"{t[0]}.pkl").exists()]  # fmt: skip
+    log(f"{len(missing)} of {len(todo)} groups to run on {cluster}")
+    # under ``-m`` this module is ``__main__``: workers import it by its name
+    fn = importlib.import_module(__spec__.name).compute_group if __spec__ else compute_group
+    out = map_groups(fn, [t[4] for t in missing], cluster=cluster,
+                     progress=lambda d, n: log(f"cluster: {d}/{n} groups done"))  # fmt: skip
+    for (name, bi, gi, grp, _), g in zip(missing, out, strict=True):
+        if not isinstance(g, GroupFailure):
+            group_record(records / f"{name}.json", lambda g=g: g, block=bi, group=gi, P_group=grp)
+    bad = [f"group {missing[f.index][2]}: {f}" for f in failures(out)]
+    if bad:
+        raise RuntimeError(f"{len(bad)} group(s) failed on {cluster} (the others' records are "
+                           f"written; rerun to retry): {'; '.join(bad)}")  # fmt: skip
+
+
 def main(
     tiny: bool = False,
     out_dir: str | Path = "docs/reports",
     which: str = "plain",
     only: int | None = None,
     skip_missing: bool = False,
+    cluster: str | None = None,
 ) -> dict:
     """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
     preset's config); ``only``: compute that group alone and stop (block b's j-th group has
     index j in the first block, 100 b + j after it; one process per group, then a plain call
-    assembles); ``skip_missing``: assemble the groups that have records, run none."""
+    assembles); ``skip_missing``: assemble the groups that have records, run none; ``cluster``: run
+    the groups without a record on a Dask cluster (``fan_out``), then assemble as without."""
     if which not in CONFIGS:
         raise ValueError(f"which must be one of {sorted(CONFIGS)}, got {which!r}")
     if tiny and which != "plain":
         raise ValueError(f"tiny runs SMOKE, a plain-preset config: which must be 'plain', got "
                          f"{which!r}")  # fmt: skip
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     c = SMOKE if tiny else CONFIGS[which]
     blocks = seed_blocks(c)
     PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
@@ -588,7 +627,7 @@ def main(
     block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
     sweep_cpu = cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
-    groups = []
+    todo = []  # (record name, block, group index, P group, compute_group's task)
     for bi, bl in enumerate(blocks):
         sw = sweeps if bi == 0 else block_sweeps[bi - 1]
         seeds = None if bi == 0 else bl["seeds"]  # the first block: its keys as before
@@ -605,13 +644,16 @@ def main(
             ):
                 log(f"block {bi} P={grp} (group {gi}): no record; skipped")
                 continue
-            run = functools.partial(run_group, c, sw, grp, jax.random.key(1200 + gi), seeds,
-                                    bl["n_seeds_total"])  # fmt: skip
-            g = group_record(records / f"{name}.json", run, bcache / f"{name}.pkl", block=bi,
-                             group=gi, P_group=grp)  # fmt: skip
-            log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
-            _summaries(g["runs"])
-            groups.append(g)
+            todo.append((name, bi, gi, grp, (c, sw, grp, gi, seeds, bl["n_seeds_total"])))
+    if cluster is not None:
+        fan_out(todo, records, bcache, cluster)
+    groups = []
+    for name, bi, gi, grp, task in todo:
+        g = group_record(records / f"{name}.json", functools.partial(compute_group, task),
+                         bcache / f"{name}.pkl", block=bi, group=gi, P_group=grp)  # fmt: skip
+        log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
+        _summaries(g["runs"])
+        groups.append(g)
     if only is not None:
         return {}
     res = assemble(c, groups, sweeps)
@@ -686,8 +728,9 @@ if __name__ == "__main__":
         "--skip-missing", action="store_true", help="assemble the groups with records, run none"
     )
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
+    ap.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     a = ap.parse_args()
     if a.tables:
         print(tables(json.loads(Path(a.tables).read_text())))
     else:
-        main(a.tiny, a.out, a.preset, a.only, a.skip_missing)
+        main(a.tiny, a.out, a.preset, a.only, a.skip_missing, a.cluster)
