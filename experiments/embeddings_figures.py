@@ -82,7 +82,7 @@ def protocol_figure(res: dict):
         b.plot([], [], mk, color=style.COLORS[att], label=f"{name}: Adam, trained emb.")
         b.plot([], [], mk, color=style.COLORS[att], mfc="none", label=f"{name}: Adam, frozen emb.")
         b.plot([], [], mk, color=style.GREY, label=f"{name}: quenched exact MAP")
-    b.set_xscale("log")
+    style.log_P_axis(b, [r["P"] for r in res["runs"]])
     b.set_xlabel(style.P_LABEL)
     b.set_ylabel("order parameter")
     b.set_title("(b) after 2,000 epochs vs the exact MAP")
@@ -141,6 +141,11 @@ def posterior_figure(res: dict):
                 mfc=c if kind == "annealed" else "none",
                 label=f"{'emb. sampled' if kind == 'annealed' else 'quenched'}, P={P}",
             )
+    top = sorted((r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]),
+                 key=lambda r: r["width"])  # fmt: skip
+    if top:  # a 1/N reference through the smallest width (docs/theory.md §2f item 5)
+        n0, s0 = top[0]["width"], top[0]["mean_gram_shift"]
+        a.plot(Ns, s0 * n0 / Ns, color=style.GREY, lw=0.8, ls="--", label="$\\propto 1/N$")
     for r in runs:
         if r["kind"] == "full":
             a.errorbar(
@@ -161,6 +166,8 @@ def posterior_figure(res: dict):
             )
     for ax in (a, b):
         ax.set_xscale("log")
+        ax.set_xticks(Ns, [f"{n:,.0f}" for n in Ns], minor=False)
+        ax.set_xticks([], minor=True)
         ax.set_xlabel("width $N$")
     a.set_yscale("log")
     a.set_ylabel("relative Frobenius distance")
@@ -170,6 +177,48 @@ def posterior_figure(res: dict):
     style.legend(a, ncol=2)
     style.legend(b, ncol=2)
     return fig
+
+
+def protocol_table(res: dict) -> str:
+    """Markdown: per run, the Gram changes, the largest entry move against Adam's bound and the
+    order parameters beside the quenched exact MAP of the same seed and P."""
+    rows = [
+        "| attention | N | epochs | P | seed | emb. | d_all | d_tok | d_pos | d_cross | "
+        "pred. | max move (bound) | order (Adam) | order (exact MAP) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["runs"]:
+        g, names = r["gram"], [k for k in r["order"] if k != "r"]
+        ex = res["exact_map"].get(f"{r['attention']}/{r['width']}", {}).get(f"{r['P']}/{r['seed']}")
+        o = ", ".join(f"{k} {r['order'][k]:.3f}" for k in names)
+        e = ", ".join(f"{k} {ex[k]:.3f}" for k in names) if ex else "-"
+        pred = SHRINK * r["lr_sum"] if r["trained"] else 0.0
+        rows.append(
+            f"| {r['attention']} | {r['width']:,} | {r['epochs']} | {r['P']} | {r['seed']} | "
+            f"{'trained' if r['trained'] else 'frozen'} | {g['all']:.4f} | {g['token']:.4f} | "
+            f"{g['position']:.4f} | {g['cross']:.5f} | {pred:.4f} | "
+            f"{r['max_entry_move']:.4f} ({r['adam_bound']:.3f}) | {o} | {e} |"
+        )
+    return "\n".join(rows)
+
+
+def posterior_table(res: dict) -> str:
+    """Markdown: per (kind, N, P), posterior aG and the Gram's distances with MC errors."""
+    rows = [
+        "| object | N | P | a1 | aG | d = ‖C−Σ‖/‖Σ‖ | d, prior rms | ‖E C−Σ‖/‖Σ‖ | R-hat (aG) "
+        "| acc. | div. | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = {"full": 0, "annealed": 1, "quenched": 2}
+    for r in sorted(res["runs"].values(), key=lambda r: (r["P"], r["width"], order[r["kind"]])):
+        f = lambda k: f"{r[k]['mean']:.4f} ± {r[k]['mcse']:.4f}"
+        rows.append(
+            f"| {r['kind']} | {r['width']:,} | {r['P']} | {f('a1')} | {f('aG')} | "
+            f"{f('gram_dist')} | {r['prior_gram_dist_rms']:.4f} | {r['mean_gram_shift']:.4f} | "
+            f"{r['aG']['rhat']:.3f} | {np.mean(r['acceptance']):.2f} | "
+            f"{np.mean(r['divergent']):.3f} | {r['seconds']:.0f} |"
+        )
+    return "\n".join(rows)
 
 
 def main(argv=None) -> None:
@@ -187,7 +236,10 @@ def main(argv=None) -> None:
         if not f.exists():
             print(f"{name}: no {f}, skipped")
             continue
-        fig = draw(json.loads(f.read_text()))
+        res = json.loads(f.read_text())
+        table = protocol_table if name == "embeddings_protocol" else posterior_table
+        print(table(res))
+        fig = draw(res)
         for p in style.figure_problems(fig):
             print(f"{name}: {p}")
         fig.savefig(out / f"{name}.png", dpi=110)
