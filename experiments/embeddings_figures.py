@@ -211,7 +211,10 @@ def posterior_table(res: dict) -> str:
     ]
     order = {"full": 0, "annealed": 1, "quenched": 2}
     for r in sorted(res["runs"].values(), key=lambda r: (r["P"], r["width"], order[r["kind"]])):
-        f = lambda k: f"{r[k]['mean']:.4f} ± {r[k]['mcse']:.4f}"
+        f = lambda k: (
+            f"{r[k]['mean']:.4f}"
+            + (f" ± {r[k]['mcse']:.4f}" if np.isfinite(r[k]["mcse"]) else " (fixed)")
+        )
         rows.append(
             f"| {r['kind']} | {r['width']:,} | {r['P']} | {f('a1')} | {f('aG')} | "
             f"{f('gram_dist')} | {r['prior_gram_dist_rms']:.4f} | {r['mean_gram_shift']:.4f} | "

@@ -151,6 +151,7 @@ def test_prior_point_gram_is_wishart():
     assert np.all(np.triu(W, 1) == 0) and np.all(np.diag(W) > 0)
 
 
+@pytest.mark.heavy  # compiles a full Adam program and the exact solver: ~1 min on a loaded CPU
 def test_protocol_driver_runs_tiny(tmp_path):
     from experiments import embeddings_protocol as E
 
