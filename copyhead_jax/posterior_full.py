@@ -1,8 +1,8 @@
 r"""The posterior with the embeddings sampled too, exactly reduced to width D (docs/theory.md §2f).
 
 The full network's posterior $e^{-U(\Theta)}$ over *every* weight, embeddings included, depends
-on $N$ only through the law of the Gram root. Write $U^\top=\Sigma$-whitened as
-$U^\top=Z\Sigma^{1/2}$, $Z=Q_zW^\top$ (QR; $W$ lower triangular, positive diagonal); under the
+on $N$ only through the law of the Gram root. Whiten, $U^\top=Z\Sigma^{1/2}$, and take the QR
+decomposition $Z=Q_zW^\top$ ($W$ lower triangular, positive diagonal); under the
 prior $Q_z$ is Haar and independent of the Bartlett factor $W$ ($W_{ii}^2\sim\chi^2_{N-i}$, i
 counted from 0; $W_{ij}\sim\mathcal N(0,1)$, $i>j$), and $A=Q^\top W^GQ$, $B=\hat W^OQ$ are i.i.d.
 prior draws given $Q=Q_z$. The data term sees only $(T,A,B)$ with $T=\Sigma^{1/2}W/\sqrt N$

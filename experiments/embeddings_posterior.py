@@ -15,8 +15,8 @@ reduced sampler against NUTS on the full width-N network (every weight, ``neg_lo
 
 Task: L = 8, V = 4 (D = 12) with the paper's conventions (per-position likelihood,
 sigma^2 = chi = 30), softmax; its quenched exact MAP jumps between P = 128 and 192 (widths 64
-and infinity; 192-256 at width 16), hence P in {96, 160, 256}. Cached per (kind, N, P) in
-``OUT/embeddings_posterior.runs/``; writes ``OUT/embeddings_posterior.json``.
+and infinity; 192-256 at width 16), hence P in {96, 192}; widths 16, 64, 256, 4,096. Cached
+per (kind, N, P) in ``OUT/embeddings_posterior.runs/``; writes ``OUT/embeddings_posterior.json``.
 """
 
 from __future__ import annotations
