@@ -1,0 +1,254 @@
+"""Figures of docs/reports/embeddings_protocol.md, redrawn from their JSON (no recomputing).
+
+python -m experiments.embeddings_figures [--results docs/reports/results]
+                                         [--out docs/reports/figures]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from copyhead_jax import style  # noqa: E402
+
+SHRINK = 2 * math.sqrt(2 / math.pi)  # docs/theory.md §2e: delta ~ 2 sqrt(2/pi) sum_t eta_t
+
+
+def _lr_cumsum(epochs: np.ndarray, attention: str, lr=1e-5, total=2000) -> np.ndarray:
+    """sum of the paper schedule's learning rates over the first ``epochs`` epochs."""
+    warm = int(round(0.1 * total)) if attention == "softmax" else 0
+    t = np.arange(total)
+    eta = np.where(t < warm, lr * t / max(warm, 1), lr)
+    return np.concatenate([[0.0], np.cumsum(eta)])[epochs]
+
+
+@style.styled
+def protocol_figure(res: dict):
+    """(a) the embedding Gram's relative change along training, against the uniform-shrink
+    prediction; (b) the order parameter of each run: trained, frozen-embedding Adam, exact MAP."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.8), layout="constrained")
+    seen = set()
+    for r in res["runs"]:
+        if not r["trained"]:
+            continue
+        ep = np.array([x["epoch"] for x in r["trace"]])
+        d = np.array([x["all"] for x in r["trace"]])
+        lab = f"{r['attention']}, N={r['width']:,}"
+        a.plot(
+            ep,
+            d,
+            color=style.COLORS[r["attention"]],
+            lw=1.0,
+            ls="-" if r["width"] == 2000 else "--",
+            alpha=0.8,
+            label=None if lab in seen else lab,
+        )
+        seen.add(lab)
+    ep = np.arange(0, 2001, 20)
+    for att in ("softmax", "linear"):
+        a.plot(
+            ep,
+            SHRINK * _lr_cumsum(ep, att),
+            color=style.BLACK,
+            lw=0.8,
+            ls=":" if att == "softmax" else "-.",
+            label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})",
+        )
+    a.set_xlabel("epoch (paper schedule, lr $10^{-5}$)")
+    a.set_ylabel(r"$\|C-C_{\rm init}\|_F/\|C_{\rm init}\|_F$")
+    a.set_title("(a) embedding Gram change under the paper's Adam")
+    style.legend(a, ncol=2)
+    exact = res["exact_map"]
+    for att, name, mk in (("softmax", "aG", "o"), ("linear", "cG", "s")):
+        for r in res["runs"]:
+            if r["attention"] != att:
+                continue
+            key = f"{r['P']}/{r['seed']}"
+            ex = exact.get(f"{att}/{r['width']}", {}).get(key)
+            x = r["P"] * (1.04 if not r["trained"] else 1.0)
+            fill = style.COLORS[att] if r["trained"] else "none"
+            b.plot(x, r["order"][name], mk, color=style.COLORS[att], mfc=fill, ms=5)
+            if ex is not None and r["trained"]:
+                b.plot(r["P"] * 0.96, ex[name], mk, color=style.GREY, ms=5)
+    for att, name, mk in (("softmax", "aG", "o"), ("linear", "cG", "s")):
+        b.plot([], [], mk, color=style.COLORS[att], label=f"{name}: Adam, trained emb.")
+        b.plot([], [], mk, color=style.COLORS[att], mfc="none", label=f"{name}: Adam, frozen emb.")
+        b.plot([], [], mk, color=style.GREY, label=f"{name}: quenched exact MAP")
+    style.log_P_axis(b, [r["P"] for r in res["runs"]])
+    b.set_xlabel(style.P_LABEL)
+    b.set_ylabel("order parameter")
+    b.set_title("(b) after 2,000 epochs vs the exact MAP")
+    style.legend(b, ncol=2)
+    return fig
+
+
+@style.styled
+def posterior_figure(res: dict):
+    """(a) the posterior Gram's distance from the prior Gram vs N; (b) posterior aG, embeddings
+    sampled vs quenched, vs N."""
+    runs = list(res["runs"].values())
+    Ps = sorted({r["P"] for r in runs if r["kind"] != "full"})
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.8), layout="constrained")
+    Ns = np.array(sorted({r["width"] for r in runs}), float)
+    prior = [next(r["prior_gram_dist_rms"] for r in runs if r["width"] == n) for n in Ns]
+    a.plot(Ns, prior, color=style.BLACK, lw=0.8, label="prior: rms $\\|C-\\Sigma\\|/\\|\\Sigma\\|$")
+    for i, P in enumerate(Ps):
+        c = style.PALETTE[i % len(style.PALETTE)]
+        for kind, mk in (("annealed", "o"), ("quenched", "s")):
+            rs = sorted(
+                (r for r in runs if r["kind"] == kind and r["P"] == P), key=lambda r: r["width"]
+            )
+            if not rs:
+                continue
+            N = [r["width"] for r in rs]
+            if kind == "annealed":
+                a.errorbar(
+                    N,
+                    [r["gram_dist"]["mean"] for r in rs],
+                    yerr=[r["gram_dist"]["mcse"] for r in rs],
+                    fmt=mk + "-",
+                    color=c,
+                    ms=4,
+                    lw=0.8,
+                    label=f"posterior, P={P}",
+                )
+                a.plot(
+                    N,
+                    [r["mean_gram_shift"] for r in rs],
+                    mk + ":",
+                    color=c,
+                    mfc="none",
+                    ms=4,
+                    lw=0.8,
+                    label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, P={P}",
+                )
+            b.errorbar(
+                N,
+                [r["aG"]["mean"] for r in rs],
+                yerr=[r["aG"]["mcse"] for r in rs],
+                fmt=mk + ("-" if kind == "annealed" else "--"),
+                color=c,
+                ms=4,
+                lw=0.8,
+                mfc=c if kind == "annealed" else "none",
+                label=f"{'emb. sampled' if kind == 'annealed' else 'quenched'}, P={P}",
+            )
+    top = sorted((r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]),
+                 key=lambda r: r["width"])  # fmt: skip
+    if top:  # a 1/N reference through the smallest width (docs/theory.md §2f item 5)
+        n0, s0 = top[0]["width"], top[0]["mean_gram_shift"]
+        a.plot(Ns, s0 * n0 / Ns, color=style.GREY, lw=0.8, ls="--", label="$\\propto 1/N$")
+    for r in runs:
+        if r["kind"] == "full":
+            a.errorbar(
+                [r["width"] * 1.08],
+                [r["gram_dist"]["mean"]],
+                yerr=[r["gram_dist"]["mcse"]],
+                fmt="x",
+                color=style.GREY,
+                label=f"full-width NUTS, P={r['P']}",
+            )
+            b.errorbar(
+                [r["width"] * 1.08],
+                [r["aG"]["mean"]],
+                yerr=[r["aG"]["mcse"]],
+                fmt="x",
+                color=style.GREY,
+                label=f"full-width NUTS, P={r['P']}",
+            )
+    for ax in (a, b):
+        ax.set_xscale("log")
+        ax.set_xticks(Ns, [f"{n:,.0f}" for n in Ns], minor=False)
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("width $N$")
+    a.set_yscale("log")
+    a.set_ylabel("relative Frobenius distance")
+    a.set_title("(a) posterior embedding Gram vs the prior's $\\Sigma$")
+    b.set_ylabel("posterior mean $a_G$")
+    b.set_title("(b) posterior $a_G$: embeddings sampled vs quenched")
+    style.legend(a, ncol=2)
+    style.legend(b, ncol=2)
+    return fig
+
+
+def protocol_table(res: dict) -> str:
+    """Markdown: per run, the Gram changes, the largest entry move against Adam's bound and the
+    order parameters beside the quenched exact MAP of the same seed and P."""
+    rows = [
+        "| attention | N | epochs | P | seed | emb. | d_all | d_tok | d_pos | d_cross | "
+        "pred. | max move (bound) | order (Adam) | order (exact MAP) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["runs"]:
+        g, names = r["gram"], [k for k in r["order"] if k != "r"]
+        ex = res["exact_map"].get(f"{r['attention']}/{r['width']}", {}).get(f"{r['P']}/{r['seed']}")
+        o = ", ".join(f"{k} {r['order'][k]:.3f}" for k in names)
+        e = ", ".join(f"{k} {ex[k]:.3f}" for k in names) if ex else "-"
+        pred = SHRINK * r["lr_sum"] if r["trained"] else 0.0
+        rows.append(
+            f"| {r['attention']} | {r['width']:,} | {r['epochs']} | {r['P']} | {r['seed']} | "
+            f"{'trained' if r['trained'] else 'frozen'} | {g['all']:.4f} | {g['token']:.4f} | "
+            f"{g['position']:.4f} | {g['cross']:.5f} | {pred:.4f} | "
+            f"{r['max_entry_move']:.4f} ({r['adam_bound']:.3f}) | {o} | {e} |"
+        )
+    return "\n".join(rows)
+
+
+def posterior_table(res: dict) -> str:
+    """Markdown: per (kind, N, P), posterior aG and the Gram's distances with MC errors."""
+    rows = [
+        "| object | N | P | a1 | aG | d = ‖C−Σ‖/‖Σ‖ | d, prior rms | ‖E C−Σ‖/‖Σ‖ | R-hat (aG) "
+        "| acc. | div. | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = {"full": 0, "annealed": 1, "quenched": 2}
+    for r in sorted(res["runs"].values(), key=lambda r: (r["P"], r["width"], order[r["kind"]])):
+        f = lambda k: (
+            f"{r[k]['mean']:.4f}"
+            + (f" ± {r[k]['mcse']:.4f}" if np.isfinite(r[k]["mcse"]) else " (fixed)")
+        )
+        rows.append(
+            f"| {r['kind']} | {r['width']:,} | {r['P']} | {f('a1')} | {f('aG')} | "
+            f"{f('gram_dist')} | {r['prior_gram_dist_rms']:.4f} | {r['mean_gram_shift']:.4f} | "
+            f"{r['aG']['rhat']:.3f} | {np.mean(r['acceptance']):.2f} | "
+            f"{np.mean(r['divergent']):.3f} | {r['seconds']:.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", default="docs/reports/results")
+    ap.add_argument("--out", default="docs/reports/figures")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, draw in (
+        ("embeddings_protocol", protocol_figure),
+        ("embeddings_posterior", posterior_figure),
+    ):
+        f = Path(a.results) / f"{name}.json"
+        if not f.exists():
+            print(f"{name}: no {f}, skipped")
+            continue
+        res = json.loads(f.read_text())
+        table = protocol_table if name == "embeddings_protocol" else posterior_table
+        print(table(res))
+        fig = draw(res)
+        for p in style.figure_problems(fig):
+            print(f"{name}: {p}")
+        fig.savefig(out / f"{name}.png", dpi=110)
+        plt.close(fig)
+        print(f"wrote {out / name}.png")
+
+
+if __name__ == "__main__":
+    main()

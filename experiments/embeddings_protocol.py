@@ -1,0 +1,196 @@
+"""The paper's literal Adam protocol: how far do the embeddings move? (issue 33, item 2)
+
+    nice -n 10 python -m experiments.embeddings_protocol [--tiny] [--out docs/reports/results]
+
+Every weight trained from the prior draw (the ``paper`` preset's TrainConfig: raw Adam, lr 1e-5,
+the softmax warm-up over 10% of the epochs, patience 100 after ``min_epochs``), the full engine,
+``max_epochs = 2000`` and ``min_epochs = 2000``: every run takes all 2,000 epochs, the most any
+"<= 2,000 epochs" early-stopping rule allows, so the movement measured bounds the paper's. Some
+runs stop earlier (``epochs`` < 2000) to fit the CPU: they keep the 2,000-epoch schedule and
+are cut after ``epochs`` (the movement so far, said in the output).
+
+Per run (attention, width, P, seed): the relative change of the embedding Gram
+(``copyhead_jax.embedding_gram.gram_change``) every 100 epochs, the largest move of one
+embedding entry against Adam's bound, and the order parameters of the trained network; beside
+them the quenched exact MAP (reduced engine, realised Gram of the same initial embeddings,
+float64) at the same seeds and P, and a control with the embeddings frozen (same Adam, same
+start): trained-minus-frozen is what training the embeddings did, frozen-minus-exact what the
+2,000 epochs of Adam left unconverged. Each run is cached in ``OUT/embeddings_protocol.runs/``
+(resumable); writes ``OUT/embeddings_protocol.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.embedding_gram import adam_step_bound, gram_change
+from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.train import Trainer, init_runs, lr_schedule, measure_runs, run_segment
+
+#: (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run)
+PAPER_RUNS = [
+    ("softmax", 2000, 300, 0, 2000, True),
+    ("softmax", 2000, 600, 0, 2000, True),
+    ("softmax", 2000, 1000, 0, 2000, True),
+    ("linear", 2000, 160, 0, 2000, True),
+    ("linear", 2000, 2000, 0, 2000, True),
+    ("softmax", 2000, 1000, 0, 2000, False),
+    ("softmax", 10_000, 1000, 0, 200, True),
+    ("softmax", 2000, 1000, 1, 2000, True),
+    ("linear", 2000, 2000, 1, 2000, True),
+    ("linear", 2000, 2000, 0, 2000, False),
+]  # cut to fit ~30 CPU-minutes on the shared 2-core machine
+TINY_RUNS = [
+    ("softmax", 16, 8, 0, 40, True),
+    ("linear", 16, 8, 0, 40, True),
+    ("softmax", 16, 8, 0, 40, False),
+]
+EVERY = 100  # epochs between Gram measurements (tiny: 20)
+
+
+def base_config(tiny: bool) -> ch.Config:
+    """The paper preset with at most 2,000 epochs (tiny: ``TINY``'s task, same protocol)."""
+    cfg = ch.PAPER.replace(train=dict(max_epochs=2000, min_epochs=2000, log_every=10))
+    if tiny:
+        cfg = cfg.replace(
+            task=dict(L=6, V=3, n_test=32),
+            train=dict(lr=1e-3, max_epochs=40, min_epochs=40, log_every=10),
+        )
+    return cfg
+
+
+def run_config(base: ch.Config, attention: str, width: int, P: int, seed: int, trained: bool):
+    return base.replace(
+        model=dict(attention=attention, width=width),
+        train=dict(train_embeddings=trained),
+        sweep=dict(P=(P,), n_seeds=1, seed=seed),  # seed s: key(seed), as seed s of a sweep
+    )
+
+
+def adam_run(cfg: ch.Config, epochs: int, every: int) -> dict:
+    """One full-engine Adam run for ``epochs`` epochs of its schedule, measured every ``every``."""
+    t0 = time.time()
+    trainer, inp = Trainer(cfg), sweep_inputs(cfg, None)
+    state = init_runs(trainer, inp)
+    emb = lambda s: s.frozen if s.params.W_E is None else s.params
+    W_E0, b0 = np.array(emb(state).W_E[0]), np.array(emb(state).b[0])
+    trace, done = [], 0
+    while done < epochs:
+        n = min(every, epochs - done) // cfg.train.log_every
+        state, _ = run_segment(trainer, state, inp, n)
+        done += n * cfg.train.log_every
+        W_E, b = emb(state).W_E[0], emb(state).b[0]
+        trace.append(
+            dict(epoch=done, **{k: float(v) for k, v in gram_change(W_E0, b0, W_E, b).items()})
+        )
+    meas, gspan = measure_runs(trainer, state, inp)
+    head = eqx.combine(state.params, state.frozen)
+    names = ch.head_class(cfg.model.attention).order_names
+    sched = lr_schedule(cfg.train, cfg.model.attention)
+    lr_sum = float(np.sum(np.asarray(jax.vmap(sched)(jax.numpy.arange(epochs)))))
+    dW = np.abs(np.concatenate([np.asarray(head.W_E[0]) - W_E0, np.asarray(head.b[0]) - b0], 1))
+    return dict(
+        epochs=int(state.epoch[0]),
+        stopped=bool(state.stopped[0]),
+        finite=bool(state.finite[0]),
+        gram=trace[-1],
+        trace=trace,
+        max_entry_move=float(dW.max()),
+        rms_entry_move=float(np.sqrt(np.mean(dW**2))),
+        lr_sum=lr_sum,
+        adam_bound=adam_step_bound(lr_sum),
+        order={
+            names[0]: float(meas.order.c1[0]),
+            names[1]: float(meas.order.cG[0]),
+            "r": float(meas.order.r[0]),
+        },
+        train_loss=float(meas.train_loss[0]),
+        U=float(state.U[0]),
+        grad_norm_span=float(gspan[0]),
+        seconds=time.time() - t0,
+    )
+
+
+def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seeds: int) -> dict:
+    """The quenched exact MAP (reduced engine, realised Gram of the same initial embeddings)."""
+    cfg = base.replace(
+        model=dict(attention=attention, width=width, engine="reduced", gram="realised"),
+        train=dict(solver="exact", train_embeddings=False, exact_continuation=len(Ps) > 1),
+        sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0),
+    )
+    res = ch.run_sweep(cfg, progress=False, keep_params=False)
+    names = res.order_names
+    out = {}
+    for i, P in enumerate(res.P):
+        for s in range(n_seeds):
+            out[f"{int(P)}/{s}"] = {
+                names[0]: float(res[names[0]][i, s]),
+                names[1]: float(res[names[1]][i, s]),
+                "r": float(res["r"][i, s]),
+                "ok": bool(res.ok[i, s]),
+            }
+    return out
+
+
+def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=None) -> dict:
+    """Run (or load) every run of ``runs`` (default: the paper's list, tiny: ``TINY_RUNS``)."""
+    out = Path(out)
+    cache = out / ("embeddings_protocol_tiny.runs" if tiny else "embeddings_protocol.runs")
+    cache.mkdir(parents=True, exist_ok=True)
+    base = base_config(tiny)
+    runs = runs if runs is not None else (TINY_RUNS if tiny else PAPER_RUNS)
+    every = 20 if tiny else EVERY
+    records = []
+    for att, width, P, seed, epochs, trained in runs:
+        tag = f"{att}_N{width}_P{P}_s{seed}_E{epochs}_{'trained' if trained else 'frozen'}"
+        f = cache / f"{tag}.json"
+        if not f.exists():
+            rec = adam_run(run_config(base, att, width, P, seed, trained), epochs, every)
+            rec.update(attention=att, width=width, P=P, seed=seed, trained=trained, tag=tag)
+            f.write_text(json.dumps(rec, indent=1))
+            print(
+                f"{tag}: {rec['seconds']:.0f}s gram {rec['gram']['all']:.2e} {rec['order']}",
+                flush=True,
+            )
+        records.append(json.loads(f.read_text()))
+    exact = {}
+    for att, width in sorted({(r["attention"], r["width"]) for r in records}):
+        f = cache / f"exact_{att}_N{width}.json"
+        Ps = sorted({r["P"] for r in records if (r["attention"], r["width"]) == (att, width)})
+        n_seeds = 1 + max(
+            r["seed"] for r in records if (r["attention"], r["width"]) == (att, width)
+        )
+        if not f.exists():
+            f.write_text(json.dumps(exact_map(base, att, width, Ps, n_seeds), indent=1))
+        exact[f"{att}/{width}"] = json.loads(f.read_text())
+    result = dict(
+        object="paper Adam protocol (lr 1e-5, raw, warm-up 10% softmax, <= 2000 epochs), "
+        "full engine, every weight trained, from the prior draw",
+        config=base.to_dict(),
+        runs=records,
+        exact_map=exact,
+        machine=dict(cpus=jax.local_device_count(), platform=jax.default_backend()),
+    )
+    name = "embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"
+    (out / name).write_text(json.dumps(result, indent=1, default=float))
+    return result
+
+
+def cli() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--out", default="docs/reports/results")
+    a = ap.parse_args()
+    main(a.out, tiny=a.tiny)
+
+
+if __name__ == "__main__":
+    cli()
