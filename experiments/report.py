@@ -31,7 +31,8 @@ from .sections import (
     table,
 )
 
-PRESETS = ("plain", "paper")
+#: the readings whose artefacts are rendered (``paper-chi-lik``: ``python -m experiments.reading``)
+PRESETS = ("plain", "paper", "paper-chi-lik")
 ARTEFACT_FILES = ("main", "coverage", "scaling-L", "scaling-V", "hysteresis")
 
 
@@ -54,7 +55,8 @@ def render(out_dir: Path, mode: str) -> str:
             sw = r.get("sweep_seconds")
             if sw is None and r.get("rows"):  # scaling: its own points (main's is in main's)
                 sw = sum(x.get("sweep_seconds") or 0.0 for x in r["rows"])
-            cmd = f"python -m experiments {a}{MODE_FLAGS[r['header']['mode']]} --preset {p}"
+            cmd = (f"python -m experiments {a}{MODE_FLAGS[r['header']['mode']]} --preset {p}"
+                   if p in ("plain", "paper") else f"python -m experiments.reading {a}")
             rt_rows.append([a, p, f"{r['header']['runtime_s']:.0f}",
                             "-" if sw is None else f"{sw:.0f}", f"`{cmd}`"])  # fmt: skip
     parts = [
