@@ -28,6 +28,7 @@ from copyhead_jax.compare.warning import early_warning, signal_of
 from .bayes_interval import bayesian_interval
 
 READINGS = ("paper", "plain", "paper-chi-lik")
+SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
 NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
          "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
@@ -60,14 +61,16 @@ def _ci(c: dict | None) -> str:
 
 
 def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
-    """Width-10,000 P* CIs of ``reading`` with how each was located."""
-    main = _load(d, f"main_{reading}.json")
+    """Width-10,000 P* CIs of ``reading`` with how each was located: ``main_r.json``, or for
+    a reading swept by ``experiments.conventions`` (10 seeds; its main artefact has 3, for the
+    coverage ablation) that sweep."""
+    conv = (_load(d, "conventions.json") or {}).get(reading) or {}
+    main = None if reading in SWEPT else _load(d, f"main_{reading}.json")
     if main:
         w = main["widths"][main["width"]] if main.get("widths") else main
         rows = {r["key"]: r["measured"] for r in w["ci_table"]}
         jump = ("P_aG_single", " (single-start jump: no coexistence seen)")
     else:
-        conv = (_load(d, "conventions.json") or {}).get(reading) or {}
         rows = (conv.get("measured") or {}).get("10000") or {}
         jump = ("P_aG_jump", " (jump of one minimum: no coexistence seen)")
     out = {k: (rows.get(k), "") for k in ("P_c1", "P_cG", "P_aG")}

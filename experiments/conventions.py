@@ -202,6 +202,39 @@ def coexistence_table(results: Path = REPORTS / "results") -> str:
     return "\n".join(lines)
 
 
+#: the L at which each reading's EK softmax transition is traced (paper, plain: first order
+#: from L = 9; paper-chi-lik: from L = 16, its window 0.2% wide there, measured at L = 13..25)
+EK_L = {"paper": (8, 9), "plain": (8, 9), "paper-chi-lik": (12, 14, 15, 16, 20, 25, 32)}
+
+
+def ek_window(name: str, L_values) -> list[dict]:
+    """The EK (MAP) softmax transition of ``name`` at each L: first order or not, spinodals."""
+    params = TheoryParams.from_config(ch.preset(name))
+    out = []
+    for L in L_values:
+        t = transition_points(params.replace(L=int(L)), "softmax", "map")
+        out.append({"L": int(L), "first_order": bool(t["first_order"]),
+                    "spinodals": t.get("spinodals"), "P_aG": t.get("P_aG")})  # fmt: skip
+    return out
+
+
+def ek_window_text(data: dict) -> str:
+    """Per reading, the smallest L from which the EK softmax transition is first order."""
+    lines = []
+    for r in READINGS:
+        rows = data.get(r, {}).get("ek_window")
+        if not rows:
+            continue
+        first = [x["L"] for x in rows if x["first_order"]]
+        onset = (f"first order from L = {min(first)} on (not at L = "
+                 f"{', '.join(str(x['L']) for x in rows if x['L'] < min(first))})" if first
+                 else f"no first-order transition at L = {rows[0]['L']}-{rows[-1]['L']}")
+        w = [f"L = {x['L']}: [{x['spinodals'][0]:.4g}, {x['spinodals'][1]:.4g}]"
+             for x in rows if x["first_order"] and x["spinodals"]][:3]  # fmt: skip
+        lines.append(f"- `{r}` (EK, MAP): {onset}" + (f"; spinodals {', '.join(w)}" if w else ""))
+    return "\n".join(lines)
+
+
 def render(data: dict) -> str:
     """The report page."""
     return "\n\n".join([
@@ -224,6 +257,7 @@ def render(data: dict) -> str:
         "between the two starts, and the two P*: the U crossing (where both exist) and the "
         "single-start jump. Where no seed keeps two minima, the first-order jump is not "
         "resolved at this width and grid.",
+        ek_window_text(data),
         coexistence_table(),
     ]) + "\n"
 
@@ -237,7 +271,12 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     out = Path(a.out)
     if a.render:
-        data = json.loads((REPORTS / "results" / "conventions.json").read_text())
+        jpath = REPORTS / "results" / "conventions.json"
+        data = json.loads(jpath.read_text())
+        if any("ek_window" not in data[r] for r in READINGS):  # theory only: ~1 s per L
+            for r in READINGS:
+                data[r]["ek_window"] = ek_window(r, EK_L[r])
+            jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
         (REPORTS / "conventions.md").write_text(render(data))
         print(f"wrote {REPORTS / 'conventions.md'}")
         return
@@ -246,7 +285,7 @@ def main(argv=None) -> None:
     for r in READINGS:
         meas = measure_swept(r, out) if r == "paper-chi-lik" else measure_committed(r)
         data[r] = {"measured": meas, "exponents_measured": committed_exponents(r),
-                   "theory": theory(r)}  # fmt: skip
+                   "theory": theory(r), "ek_window": ek_window(r, EK_L[r])}  # fmt: skip
     page = render(data)
     print(page)
     jpath = (REPORTS / "results" if a.publish else out) / "conventions.json"

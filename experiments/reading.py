@@ -8,8 +8,8 @@ grids are placed around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 
 
 Sizes (kept small: the machine is shared): scaling over L in {10, 13, 18, 25, 32} (V = 5) and
 V in {2, 3, 5, 8, 12} (L = 25), 3 seeds per point, one refinement round, no finite-width
-theory per point; main at width 10,000 only (width infinity is ``experiments.conventions``),
-10 seeds, with the coverage ablation on its runs. Cached under ``--cache`` (resumes).
+theory per point; main at width 10,000 only, 3 seeds (its 10-seed P* at widths 10,000 and
+infinity are ``experiments.conventions``'), with the coverage ablation on its runs. Cached under ``--cache`` (resumes).
 
 ``python -m experiments.reading scaling-L scaling-V main coverage [--publish]``
 """
@@ -37,6 +37,7 @@ MAIN = dict(
     P_pool=[150, 200, 220, 230, 240, 250, 280, 320],
     P_copy=[200, 220, 230, 240, 250, 280],
     theory_P=[1.0, 3000.0],
+    n_seeds=3,  # the coverage ablation's runs; the 10-seed P* are experiments.conventions'
     rounds=1,
     n_new=2,
     max_run_s=1e9,
