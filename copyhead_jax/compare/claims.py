@@ -1,5 +1,5 @@
 """Whether a measurement reproduces a claim of the paper: the rule, defined once
-(docs/theory.md §5e).
+(docs/theory.md §5b).
 
 A claim is a number (a ``P*``, an exponent) with a **tolerance band** ``[t_lo, t_hi]`` around it:
 for a reported ``P*``, the reported value's neighbours on the paper's ``P`` grid (the paper could
