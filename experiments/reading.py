@@ -9,7 +9,8 @@ grids are placed around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 
 Sizes (kept small: the machine is shared): scaling over L in {10, 13, 18, 25, 32} (V = 5) and
 V in {2, 3, 5, 8, 12} (L = 25), 3 seeds per point, one refinement round, no finite-width
 theory per point; main at width 10,000 only, 3 seeds (its 10-seed P* at widths 10,000 and
-infinity are ``experiments.conventions``'), with the coverage ablation on its runs. Cached under ``--cache`` (resumes).
+infinity are ``experiments.conventions``'), with the coverage ablation on its runs. Cached
+under ``--cache`` (resumes). Measured 2026-12-02 on the shared 2-core CPU: ~25 CPU-min.
 
 ``python -m experiments.reading scaling-L scaling-V main coverage [--publish]``
 """
