@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax.compare import bootstrap_ci, rel_err
+from copyhead_jax.compare import early_warning as warn
 from copyhead_jax.compare import locate as loc
 from copyhead_jax.compare.paper import PAPER_MEASURED
 
@@ -78,25 +79,12 @@ def post_summary(post: dict | None) -> dict | None:
 
 
 def early_warning(post: dict | None, field: str, P_star: float | None) -> dict[str, Any]:
-    """Growth of the SGLD susceptibility ``var(field)`` on approach to ``P_star``: its value at
-    the largest sampled ``P`` below ``P_star`` over its value at the smallest sampled ``P``."""
-    if post is None or P_star is None:
-        return {"growth": None, "reason": "no posterior or no P*"}
-    P = post["P"]
-    v = np.nanmean(post[f"{field}_var"], axis=1)
-    below = np.flatnonzero((P < P_star) & np.isfinite(v))
-    if below.size < 2:
-        return {"growth": None, "reason": f"fewer than 2 sampled P below P* = {P_star:.4g}"}
-    first, last = below[0], below[-1]
-    return {
-        "field": field,
-        "P_first": int(P[first]),
-        "P_last_below": int(P[last]),
-        "var_first": float(v[first]),
-        "var_last_below": float(v[last]),
-        "growth": float(v[last] / v[first]) if v[first] > 0 else None,
-        "max_growth_below": float(np.max(v[below]) / v[first]) if v[first] > 0 else None,
-    }
+    """:func:`copyhead_jax.compare.early_warning` (the one definition) of the SGLD variance of
+    ``field`` in the window placed at ``P_star``."""
+    if post is None:
+        return {"signal": "undetermined", "verdict": "undetermined", "var_ratio": None,
+                "reason": "no posterior"}  # fmt: skip
+    return {"field": field, **warn(post["P"], post[f"{field}_var"], P_star)}
 
 
 def located_text(L_: loc.Located) -> str:

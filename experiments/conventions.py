@@ -9,10 +9,10 @@ MAP, reduced engine, quenched embeddings, 10 seeds, docs/theory.md §2c):
 * ``paper-chi-lik`` (chi in the likelihood only): swept here, widths 10,000 and infinity, on one
   grid that holds its EK ``P*`` and the paper's values (runs cached in ``OUT/sweeps``).
 
-A measured ``P*`` *reproduces* a reported value when it lies between the reported value's
-neighbours on the paper preset's ``P`` grid (the grid that holds the reported 23, 300 and 322):
-the paper cannot have resolved a ``P*`` more finely than that. The laws are compared through
-their local exponents at L = 25, V = 5 (``L ln^2 L``: ``1 + 2 / ln L``).
+Whether a measurement reproduces a claim is decided by one rule (docs/theory.md §5b,
+``copyhead_jax.compare.claims``); the claims x readings matrix is ``experiments/claims.py``'s,
+built from the committed JSON. ``--render`` rewrites the page from the committed
+``conventions.json`` without sweeping.
 
 ``--out DIR`` (default ``results/experiments/conventions``); ``--publish`` writes
 ``docs/reports/conventions.md`` and ``docs/reports/results/conventions.json`` instead.
@@ -32,6 +32,9 @@ from copyhead_jax.compare.paper import PAPER_MEASURED
 from copyhead_jax.compare.pstar import linear_points, softmax_points
 from copyhead_jax.compare.stats import bootstrap_ci
 from copyhead_jax.theory import TheoryParams, sensitivity, transition_points
+
+from .claims import claims_matrix
+from .claims import render as render_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "docs" / "reports"
@@ -74,16 +77,6 @@ def swept(cfg, path: Path):
         if res.config == cfg:
             return res
     return ch.run_sweep(cfg, out=path)
-
-
-def paper_brackets() -> dict[str, tuple[float, float]]:
-    """The neighbours of each reported value on the paper preset's grid."""
-    grid = sorted(ch.preset("paper").sweep.P)
-    out = {}
-    for k, v in PAPER_MEASURED.items():
-        i = grid.index(v)
-        out[k] = (float(grid[i - 1]), float(grid[i + 1]))
-    return out
 
 
 def measure_swept(name: str, out: Path) -> dict:
@@ -148,15 +141,6 @@ def theory(name: str) -> dict:
     }
 
 
-def verdict(value, key: str, brackets) -> str:
-    """``value`` against the paper's reported ``P*`` and the grid bracket it could resolve."""
-    if value is None:
-        return "not located"
-    lo, hi = brackets[key]
-    word = "reproduced" if lo < value < hi else "not reproduced"
-    return f"{word} ({value / PAPER_MEASURED[key] - 1.0:+.0%})"
-
-
 def located(cell: dict, key: str) -> tuple[dict | None, str]:
     """The CI of ``key`` and how it was located: the U crossing, else the one minimum's jump."""
     for k, how in ((key, ""), (f"{key}_jump", " (jump of one minimum)")):
@@ -168,56 +152,6 @@ def located(cell: dict, key: str) -> tuple[dict | None, str]:
 
 def _ci(c) -> str:
     return "not located" if c is None else f"{c['estimate']:,.1f} [{c['lo']:,.1f}, {c['hi']:,.1f}]"
-
-
-NAMES = {"P_c1": "linear pooling onset P*_c1", "P_cG": "linear copy crossover P*_cG",
-         "P_aG": "softmax copy jump P*_aG"}  # fmt: skip
-
-
-def matrix(data: dict) -> str:
-    """The claims x readings table (markdown), measured at width 10,000."""
-    br = paper_brackets()
-    lines = ["| claim (paper) | " + " | ".join(f"`{r}`" for r in READINGS) + " |",
-             "|---|" + "---|" * len(READINGS)]  # fmt: skip
-    for k in KEYS:
-        cells = []
-        for r in READINGS:
-            c, how = located(data[r]["measured"]["10000"], k)
-            cells.append(f"{_ci(c)}{how}: {verdict(c and c['estimate'], k, br)}")
-        lo, hi = br[k]
-        lines.append(f"| {NAMES[k]} ~ {PAPER_MEASURED[k]:g} (paper grid {lo:g}-{hi:g}) | "
-                     + " | ".join(cells) + " |")  # fmt: skip
-    order = []
-    for r in READINGS:
-        v = [located(data[r]["measured"]["10000"], k)[0] for k in ("P_c1", "P_aG", "P_cG")]
-        ok = None not in v and v[0]["estimate"] < v[1]["estimate"] < v[2]["estimate"]
-        order.append("reproduced" if ok else "not reproduced")
-    lines.append("| order P*_c1 < P*_aG < P*_cG | " + " | ".join(order) + " |")
-    first = []
-    for r in READINGS:
-        seen = data[r]["measured"]["10000"]["coexistence_seen"]
-        th = data[r]["theory"]["first_order"]
-        first.append(("branches coexist (metastability measured)" if seen else
-                      "one minimum per P; its jump lies within one grid step")
-                     + f"; EK: {'first order' if th else 'no jump'}")  # fmt: skip
-    lines.append("| softmax transition first order | " + " | ".join(first) + " |")
-    for k, law in (("P_c1", "V^2"), ("P_cG", "L^{3/2} V^{1/2}"), ("P_aG", "L ln^2 L")):
-        cells = []
-        for r in READINGS:
-            ex = data[r]["exponents_measured"].get(k, {})
-            th = data[r]["theory"]["exponents"][k]
-            parts = []
-            for a in ("L", "V"):
-                if a in ex:
-                    e, ci = ex[a], ex[a]["ci"]
-                    ci = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " (2 points, no CI)"
-                    parts.append(f"{a}: {e['exponent']:.2f}{ci}")
-                else:
-                    parts.append(f"{a}: EK {th[a]:.2f}, not measured")
-                parts[-1] += f" vs {LAW_EXPONENTS[k][a]:.2f}"
-            cells.append("; ".join(parts))
-        lines.append(f"| law P*_{k[2:]} ~ {law} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def widths_table(data: dict) -> str:
@@ -235,27 +169,96 @@ def widths_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def coexistence_table(results: Path = REPORTS / "results") -> str:
+    """The softmax coexistence window versus L (``scaling-L_{reading}.json``): the EK spinodals
+    and whether the two starts (pooling, copy) stayed distinct minima at N = 10,000."""
+    lines = ["| reading | L | EK first order | EK spinodals | EK P*_aG | measured: seeds with "
+             "distinct starts (max over P) | measured window (lower .. upper edge) | largest "
+             "c_G gap | measured P*_aG (U crossing) | single-start jump |",
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    g = lambda x: "-" if x is None else f"{x:,.4g}"  # noqa: E731
+    for r in READINGS:
+        path = results / f"scaling-L_{r}.json"
+        if not path.exists():
+            continue
+        for row in json.loads(path.read_text())["rows"]:
+            th, m = row["theory_ek"], row.get("measured") or {}
+            co = row.get("coexistence")
+            fo = th.get("first_order")
+            sp = f"[{g(th.get('spinodal_lo'))}, {g(th.get('spinodal_hi'))}]" if fo else "-"
+            pa, js = m.get("P_aG") or {}, m.get("P_aG_single") or {}
+            if co is None:  # older results: a U crossing needs both minima at two P
+                meas = ["seen (a U crossing was located)" if pa.get("P_star") else
+                        "not recorded", "-", "-"]  # fmt: skip
+            else:
+                frac = max(co["distinct_fraction"] or [0.0])
+                meas = [f"{frac:.0%} of {row.get('n_seeds')}", f"{g(co.get('lower'))} .. "
+                        f"{g(co.get('upper'))}" if co["seen"] else "none seen",
+                        g(co.get("max_gap"))]  # fmt: skip
+            lines.append(f"| `{r}` | {row['value']} | {'yes' if fo else 'no'} | {sp} | "
+                         f"{g(th.get('P_aG') or th.get('P_aG_crossover'))} | "
+                         + " | ".join(meas) + f" | {g(pa.get('P_star'))} | "
+                         f"{g(js.get('P_star'))} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+#: the L at which each reading's EK softmax transition is traced (paper, plain: first order
+#: from L = 9; paper-chi-lik: from L = 16, its window 0.2% wide there, measured at L = 13..25)
+EK_L = {"paper": (8, 9), "plain": (8, 9), "paper-chi-lik": (12, 14, 15, 16, 20, 25, 32)}
+
+
+def ek_window(name: str, L_values) -> list[dict]:
+    """The EK (MAP) softmax transition of ``name`` at each L: first order or not, spinodals."""
+    params = TheoryParams.from_config(ch.preset(name))
+    out = []
+    for L in L_values:
+        t = transition_points(params.replace(L=int(L)), "softmax", "map")
+        out.append({"L": int(L), "first_order": bool(t["first_order"]),
+                    "spinodals": t.get("spinodals"), "P_aG": t.get("P_aG")})  # fmt: skip
+    return out
+
+
+def ek_window_text(data: dict) -> str:
+    """Per reading, the smallest L from which the EK softmax transition is first order."""
+    lines = []
+    for r in READINGS:
+        rows = data.get(r, {}).get("ek_window")
+        if not rows:
+            continue
+        first = [x["L"] for x in rows if x["first_order"]]
+        onset = (f"first order from L = {min(first)} on (not at L = "
+                 f"{', '.join(str(x['L']) for x in rows if x['L'] < min(first))})" if first
+                 else f"no first-order transition at L = {rows[0]['L']}-{rows[-1]['L']}")
+        w = [f"L = {x['L']}: [{x['spinodals'][0]:.4g}, {x['spinodals'][1]:.4g}]"
+             for x in rows if x["first_order"] and x["spinodals"]][:3]  # fmt: skip
+        lines.append(f"- `{r}` (EK, MAP): {onset}" + (f"; spinodals {', '.join(w)}" if w else ""))
+    return "\n".join(lines)
+
+
 def render(data: dict) -> str:
     """The report page."""
     return "\n\n".join([
         "# Conventions as an axis: which reading reproduces which claim",
         "_Generated by `python -m experiments.conventions --publish` (the `paper-chi-lik` sweeps "
-        "take ~17 CPU-min, cached; `paper` and `plain` come from `python -m experiments all`'s "
-        "committed JSON); do not edit by hand. Readings: docs/theory.md §2b. CIs: 95% bootstrap "
-        "over 10 seeds; the grid's step is the other error of a located P* (brackets in "
+        "take ~17 CPU-min, cached; `--render` rewrites this page from the committed JSON; "
+        "`paper` and `plain` come from `python -m experiments all`'s committed JSON, the "
+        "`paper-chi-lik` scaling, coverage and main artefacts from `python -m "
+        "experiments.reading`); do not edit by hand. Readings: docs/theory.md §2b. CIs: 95% "
+        "bootstrap over seeds; the grid's step is the other error of a located P* (brackets in "
         "`results/conventions.json`)._",
-        "## Claims x readings (width 10,000, exact MAP)",
-        "A reported P* counts as reproduced when the measured value lies between the reported "
-        "value's neighbours on the paper preset's P grid (the paper could not resolve it more "
-        "finely); the percentage is the measured value's deviation from the reported one. Laws: "
-        "exponents in L and V (measured fits over L in [10, 32], V in [2, 12], where measured; "
-        "else the EK theory's local slope at L = 25, V = 5) against the laws' local exponents "
-        "there. Coverage and the early warning are reported for `paper` and `plain` in "
-        "[results.md](results.md) and [posterior.md](posterior.md); they are not measured under "
-        "`paper-chi-lik`.",
-        matrix(data),
+        "## Claims x readings (width 10,000, exact MAP unless the row says otherwise)",
+        render_claims(claims_matrix(REPORTS / "results")).rstrip(),
         "## P* per reading and width",
         widths_table(data),
+        "## Softmax coexistence window versus L (width 10,000, exact MAP)",
+        "Per L, the EK theory's spinodals (the window where both minima exist) and, measured, "
+        "the fraction of seeds whose pooling and copy starts stayed distinct minima at some P of "
+        "the grid (`features.distinct_branches`), the window's edges, the largest c_G gap "
+        "between the two starts, and the two P*: the U crossing (where both exist) and the "
+        "single-start jump. Where no seed keeps two minima, the first-order jump is not "
+        "resolved at this width and grid.",
+        ek_window_text(data),
+        coexistence_table(),
     ]) + "\n"
 
 
@@ -263,14 +266,26 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m experiments.conventions", description=__doc__)
     p.add_argument("--out", default="results/experiments/conventions", help="output folder")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
+    p.add_argument("--render", action="store_true",
+                   help="rewrite the page from docs/reports/results/conventions.json (no sweep)")
     a = p.parse_args(argv)
     out = Path(a.out)
+    if a.render:
+        jpath = REPORTS / "results" / "conventions.json"
+        data = json.loads(jpath.read_text())
+        if any("ek_window" not in data[r] for r in READINGS):  # theory only: ~1 s per L
+            for r in READINGS:
+                data[r]["ek_window"] = ek_window(r, EK_L[r])
+            jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
+        (REPORTS / "conventions.md").write_text(render(data))
+        print(f"wrote {REPORTS / 'conventions.md'}")
+        return
     ch.check_output_folder("--out", out)
     data = {}
     for r in READINGS:
         meas = measure_swept(r, out) if r == "paper-chi-lik" else measure_committed(r)
         data[r] = {"measured": meas, "exponents_measured": committed_exponents(r),
-                   "theory": theory(r)}  # fmt: skip
+                   "theory": theory(r), "ek_window": ek_window(r, EK_L[r])}  # fmt: skip
     page = render(data)
     print(page)
     jpath = (REPORTS / "results" if a.publish else out) / "conventions.json"

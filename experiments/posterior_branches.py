@@ -71,6 +71,7 @@ from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
 
 from . import posterior_features as PF
+from .bayes_interval import bayesian_interval, interval_text
 from .common import group_record, jsonable, save_figure, write_json
 from .configs.posterior import QUICK, TINY
 from .posterior import _key, branch_config, fit_only
@@ -710,6 +711,7 @@ def tables(res: dict) -> str:
                 f" {_f(np.nanmin(h(hp, 'p_ref')), 2)} / {_f(np.nanmin(h(hc, 'p_ref')), 2)} |"
                 f" {_f(qc, 2)} |"
             )
+    L.append(f"\nBayesian P*_aG (docs/theory.md §9.9): {interval_text(bayesian_interval(res))}")
     return "\n".join(L) + "\n"
 
 

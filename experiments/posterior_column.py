@@ -16,7 +16,8 @@ import json
 import math
 from pathlib import Path
 
-from copyhead_jax.compare import disagrees, rel_err
+from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
+from copyhead_jax.compare.warning import signal_of
 
 #: main-table key -> (attention block, early-warning entry, observable)
 VERDICTS = {
@@ -83,7 +84,8 @@ def cell(post: dict | None, key: str) -> str | None:
         lo, hi = v["var_ratio_ci"]
         name = "aG" if block == "softmax" else obs
         parts.append(f"Var({name}) x{_g(v['var_ratio'])} [{_g(lo)}, {_g(hi)}] from 0.5 to 0.9 P*"
-                     f" ({v['n_seeds']} seeds): {v['verdict']}")  # fmt: skip
+                     f" ({v['n_seeds']} seeds): {v['verdict']}, {signal_of(v['var_ratio_ci'])}"
+                     f" (signal: CI above x{GROWTH_TOL:g})")  # fmt: skip
     elif v:
         parts.append(f"{v['verdict']} ({v.get('reason') or 'P* outside the sampled grid'})")
     if key == "P_cG":

@@ -35,6 +35,7 @@ from scipy import stats as sps
 
 from copyhead_jax.bayes import mcse_mean, split_rhat, susceptibility, ti_quadrature
 from copyhead_jax.compare.locate import locate_crossing
+from copyhead_jax.compare.warning import early_warning
 from copyhead_jax.data import masked_mean
 from copyhead_jax.observables import attention_matrices, order_parameters
 from copyhead_jax.posterior import Objective, embedding_prior_energy, log_prior_energy
@@ -73,49 +74,19 @@ def t_interval(x, level: float = 0.95) -> dict:
     return {"mean": m, "lo": m - h, "hi": m + h, "n": int(n), "method": "t"}
 
 
-def interp_loglog(P, y, P0: float) -> float:
-    """``y(P0)`` interpolated linearly in ``(log P, log y)``; NaN outside the grid or if y <= 0."""
-    P, y = np.asarray(P, float), np.asarray(y, float)
-    ok = np.isfinite(y) & (y > 0)
-    P, y = P[ok], y[ok]
-    if P.size < 2 or not (P[0] <= P0 <= P[-1]):
-        return float("nan")
-    return float(np.exp(np.interp(math.log(P0), np.log(P), np.log(y))))
-
-
 def growth_verdict(P, chi, P_star: float, *, lo: float = 0.5, hi: float = 0.9) -> dict:
-    r"""Early warning: growth of the susceptibility $\chi=P\,\mathrm{Var}$ from ``lo * P_star``
-    to ``hi * P_star``, per seed (log-log interpolation on the grid), then a 95% t-interval of
-    the log ratio over seeds. ``chi[nP, n_seeds]``.
-
-    The factor ``hi / lo`` (1.8) is what $\chi$ grows by at constant variance; ``var_ratio``
-    removes it. Verdict ``"grows"`` if the CI of the variance ratio lies above 1, ``"shrinks"``
-    below 1, ``"flat"`` if it contains 1, ``"undetermined"`` with fewer than 2 seeds or a point
-    outside the grid."""
+    r"""Early warning from the susceptibility $\chi=P\,\mathrm{Var}$ (``chi[nP, n_seeds]``):
+    :func:`copyhead_jax.compare.early_warning` (the one definition: growth of the variance from
+    ``lo P*`` to ``hi P*``, its t-interval over seeds, ``signal`` against ``GROWTH_TOL``) on
+    ``chi / P``, plus ``ratio``: the growth of $\chi$ itself (the variance's times ``hi / lo``).
+    ``verdict``: ``grows`` / ``flat`` / ``shrinks`` (the interval against 1) or
+    ``undetermined``."""
     P = np.asarray(P, float)
-    chi = np.asarray(chi, float).reshape(P.size, -1)
-    P_lo, P_hi = lo * P_star, hi * P_star
-    a = np.array([interp_loglog(P, chi[:, s], P_lo) for s in range(chi.shape[1])])
-    b = np.array([interp_loglog(P, chi[:, s], P_hi) for s in range(chi.shape[1])])
-    with np.errstate(all="ignore"):
-        lr = np.log(b / a)
-    ci = t_interval(lr)
-    trivial = math.log(hi / lo)
-    out = {
-        "P_star": float(P_star), "P_lo": P_lo, "P_hi": P_hi,
-        "chi_lo": a.tolist(), "chi_hi": b.tolist(), "log_ratio": lr.tolist(),
-        "ratio": None, "ratio_ci": None, "var_ratio": None, "var_ratio_ci": None,
-        "ci_method": "95% Student-t over seeds of log(chi_hi / chi_lo)", "n_seeds": ci["n"],
-    }  # fmt: skip
-    if ci["lo"] is None:
-        out["verdict"] = "undetermined"
-        return out
-    out["ratio"] = math.exp(ci["mean"])
-    out["ratio_ci"] = [math.exp(ci["lo"]), math.exp(ci["hi"])]
-    out["var_ratio"] = math.exp(ci["mean"] - trivial)
-    out["var_ratio_ci"] = [math.exp(ci["lo"] - trivial), math.exp(ci["hi"] - trivial)]
-    vlo, vhi = ci["lo"] - trivial, ci["hi"] - trivial
-    out["verdict"] = "grows" if vlo > 0 else "shrinks" if vhi < 0 else "flat"
+    var = np.asarray(chi, float).reshape(P.size, -1) / P[:, None]
+    out = early_warning(P, var, P_star, window=(lo, hi))
+    k = hi / lo
+    out["ratio"] = None if out["var_ratio"] is None else out["var_ratio"] * k
+    out["ratio_ci"] = None if out["var_ratio_ci"] is None else [x * k for x in out["var_ratio_ci"]]
     return out
 
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from copyhead_jax.compare import GROWTH_TOL, ci_contains, disagrees, rel_err
+import copyhead_jax as ch
+from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
+from copyhead_jax.compare.claims import grid_band, judge, verdict_text
 from copyhead_jax.compare.paper import PAPER_MEASURED
+from copyhead_jax.compare.warning import signal_of
 
 from . import posterior_column
 
@@ -72,6 +75,16 @@ def _crossing_bound(cross: dict, lower: dict, ek: dict) -> list[str]:
     ]
 
 
+def warning_text(ew: dict | None) -> str:
+    """One early-warning result (:func:`copyhead_jax.compare.early_warning`) in words."""
+    ci = (ew or {}).get("var_ratio_ci")
+    if not ci:
+        return f"n/a ({(ew or {}).get('reason') or 'no posterior'})"
+    lo, hi = (ew.get("window") or (0.5, 0.9))[:2]
+    return (f"Var x{f(ew['var_ratio'])} [{f(ci[0])}, {f(ci[1])}] from {lo:g} to {hi:g} P* "
+            f"({ew['n_seeds']} seeds): {signal_of(ci)} (threshold x{GROWTH_TOL:g})")  # fmt: skip
+
+
 def section_main(
     res: dict, preset: str, dis: list[str], reach: list[str], post: dict | None = None
 ) -> str:
@@ -83,13 +96,7 @@ def section_main(
     rows = []
     for r in res["table"]:
         ew = r.get("early_warning") or {}
-        g = ew.get("growth")
-        ew_txt = (
-            ("n/a (" + ew.get("reason", "") + ")")
-            if g is None
-            else (f"var({ew['field']}) x{g:.2g} from P={ew['P_first']} to P={ew['P_last_below']}")
-        )
-        ew_txt = posterior_column.cell(post, r["key"]) or ew_txt
+        ew_txt = posterior_column.cell(post, r["key"]) or warning_text(ew)
         rows.append(
             [
                 f"{r['attention']}: {r['mechanism']}",
@@ -117,31 +124,14 @@ def section_main(
                 f"{preset}, main, {key}: measured {r['measured_text']} (theory EK "
                 f"{f(r['theory_ek'])}, finite width {f(r['theory_finite'])})."
             )
-        if key in ("P_c1", "P_cG") and g is not None and g < GROWTH_TOL:
-            dis.append(
-                f"**{preset}, early warning before {key}**: SGLD var({ew['field']}) grows "
-                f"only x{g:.2g} between P={ew['P_first']} and P={ew['P_last_below']} "
-                f"(paper: growth before the linear transitions)."
-            )
+        # the paper: a signal before the linear transitions, none before the softmax jump
+        want = "signal" if key in ("P_c1", "P_cG") else "no signal"
         pv = posterior_column.verdict(post, key)
-        if pv and key in ("P_c1", "P_cG") and pv["verdict"] != "grows":
-            obs = posterior_column.VERDICTS[key][2]
-            dis.append(
-                f"**{preset}, early warning before {key} (posterior)**: Var({obs}) x"
-                f"{f(pv['var_ratio'])} [{f(pv['var_ratio_ci'][0])}, {f(pv['var_ratio_ci'][1])}]"
-                f" from 0.5 to 0.9 P* ({pv['n_seeds']} seeds): {pv['verdict']} (paper: grows)."
-            )
-        if pv and key == "P_aG" and pv["verdict"] == "grows":
-            dis.append(
-                f"**{preset}, early warning before P_aG (posterior)**: Var(aG) x"
-                f"{f(pv['var_ratio'])} [{f(pv['var_ratio_ci'][0])}, {f(pv['var_ratio_ci'][1])}]"
-                f" ({pv['n_seeds']} seeds) (paper: no signal before the softmax jump)."
-            )
-        if key == "P_aG" and g is not None and g >= GROWTH_TOL:
-            dis.append(
-                f"**{preset}, early warning before P_aG**: SGLD var(aG) grows x{g:.2g} "
-                f"(paper: no signal before the softmax jump)."
-            )
+        for name, v in (("SGLD", ew), ("posterior", pv)):
+            sig = signal_of(v.get("var_ratio_ci")) if v else "undetermined"
+            if sig not in (want, "undetermined"):
+                dis.append(f"**{preset}, early warning before {key} ({name})**: "
+                           f"{warning_text(v)} (paper: {want}).")  # fmt: skip
     m = res["measured"]
     sj = m.get("P_aG_single", {})
     sp = res["theory_ek_points"].get("spinodals")
@@ -537,20 +527,18 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
         row.append(f(r0["paper"]))
         rows.append(row)
     claims = []
+    grid = ch.preset("paper").sweep.P
     for k in keys:
         r0 = by[widths[0]][k]
         if not r0["paper"]:
             continue
         for w in widths:
             m = by[w][k]["measured"]
-            inside = ci_contains(m, r0["paper"])
-            verdict = {True: "reproduced", False: "refuted", None: "not testable"}[inside]
-            where = {True: "inside", False: "outside", None: "not comparable with"}
+            j = judge(m.get("lo"), m.get("hi"), r0["paper"], grid_band(r0["paper"], grid))
             claims.append(
-                f"- The paper's {k} ~ {f(r0['paper'])} at width {width_name(w)}: measured "
-                f"{ci_text(m)}, the paper's value {where[inside]} the CI: "
-                f"**{verdict}** ({pct(rel_err(r0['paper'], m.get('estimate')))} vs the measured "
-                f"estimate)."
+                f"- The paper's {k} ~ {f(r0['paper'])} at width {width_name(w)}, `{preset}` "
+                f"reading: measured {ci_text(m)}: **{verdict_text(j)}** (the rule and every "
+                "reading: the claims x readings matrix above)."
             )
     return (
         f"#### {preset} preset: every P* by exact MAP, geometric mean over seeds [95% bootstrap CI "

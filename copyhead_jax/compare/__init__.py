@@ -5,10 +5,14 @@
 - ``errors``   relative errors and the thresholds that make one a disagreement
 - ``paper``    the paper's reported numbers and laws, written once
 - ``stats``    bootstrap confidence intervals over seeds
+- ``warning``  early warning, defined once (growth ratio, its CI, the signal threshold)
+- ``claims``   the rule that says whether a measurement reproduces a reported claim
 """
 
 from . import locate as locate
 from . import paper as paper
+from .claims import EXPONENT_TOL as EXPONENT_TOL
+from .claims import judge as judge
 from .errors import GROWTH_TOL as GROWTH_TOL
 from .errors import REL_TOL as REL_TOL
 from .errors import disagrees as disagrees
@@ -20,3 +24,4 @@ from .paper import PAPER_LAWS as PAPER_LAWS
 from .paper import PAPER_MEASURED as PAPER_MEASURED
 from .stats import bootstrap_ci as bootstrap_ci
 from .stats import ci_contains as ci_contains
+from .warning import early_warning as early_warning

@@ -1,0 +1,293 @@
+"""The claims x readings matrix (issue 29, item 5): every claim of the paper against every
+reading of its conventions tried, built from the committed JSON of ``docs/reports/results/``.
+
+Each cell is the measured value with its 95% CI and the verdict of the one rule of
+:mod:`copyhead_jax.compare.claims` (``reproduced within X%`` / ``not reproduced``). The last
+column says whether *any* reading tried reproduces the claim; only where none does is a claim
+called "not reproduced under the readings tried". Sources per reading ``r`` (a missing file
+leaves its cells "not measured"): ``main_r.json`` (else ``conventions.json``), ``scaling-{L,V}_r
+.json``, ``coverage_r.json``, ``posterior_r.json`` and the branch free energies
+``posterior_branches*.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.compare import EXPONENT_TOL, judge
+from copyhead_jax.compare.claims import grid_band, order_of, verdict_text
+from copyhead_jax.compare.paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
+from copyhead_jax.compare.warning import early_warning, signal_of
+
+from .bayes_interval import bayesian_interval
+
+READINGS = ("paper", "plain", "paper-chi-lik")
+SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
+BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
+NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
+         "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
+def _bound(claim: str) -> float:
+    """The lower bound of a coverage claim of ``PAPER_CLAIMS`` (``'> 99.8% ...'`` -> 0.998)."""
+    return float(re.search(r"> ([\d.]+)%", claim).group(1)) / 100.0
+
+
+#: the paper's coverage bounds: softmax everywhere, linear outside the crossover (where
+#: attention is on: the pooling and copying regimes)
+COVERAGE = {"softmax": _bound(PAPER_CLAIMS["softmax"]),
+            "linear": _bound(PAPER_CLAIMS["linear, outside the crossover"])}  # fmt: skip
+
+
+def _load(d: Path, name: str) -> dict | None:
+    p = Path(d) / name
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def _cell(value: str, j: dict | None = None, verdict: str | None = None) -> dict[str, Any]:
+    rep = None if j is None else j["reproduced"]
+    return {"value": value, "reproduced": rep, "verdict": verdict or (
+        verdict_text(j) if j else "not measured")}  # fmt: skip
+
+
+def _ci(c: dict | None) -> str:
+    if not c or c.get("estimate") is None:
+        return "not located"
+    return f"{c['estimate']:,.4g} [{c['lo']:,.4g}, {c['hi']:,.4g}] ({c.get('n', '?')} seeds)"
+
+
+def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
+    """Width-10,000 P* CIs of ``reading`` with how each was located: ``main_r.json``, or for
+    a reading swept by ``experiments.conventions`` (10 seeds; its main artefact has 3, for the
+    coverage ablation) that sweep."""
+    conv = (_load(d, "conventions.json") or {}).get(reading) or {}
+    main = None if reading in SWEPT else _load(d, f"main_{reading}.json")
+    if main:
+        w = main["widths"][main["width"]] if main.get("widths") else main
+        rows = {r["key"]: r["measured"] for r in w["ci_table"]}
+        jump = ("P_aG_single", " (single-start jump: no coexistence seen)")
+    else:
+        rows = (conv.get("measured") or {}).get("10000") or {}
+        jump = ("P_aG_jump", " (jump of one minimum: no coexistence seen)")
+    out = {k: (rows.get(k), "") for k in ("P_c1", "P_cG", "P_aG")}
+    if not (rows.get("P_aG") or {}).get("n"):
+        out["P_aG"] = (rows.get(jump[0]), jump[1])
+    out["coexistence"] = (rows.get("window_lo"), "")
+    if not main and "coexistence_seen" in rows:
+        out["coexistence"] = ({"n": int(bool(rows["coexistence_seen"]))}, "")
+    return out
+
+
+def pstar_rows(d: Path, grid) -> list[dict]:
+    rows = []
+    for k in ("P_c1", "P_cG", "P_aG"):
+        band = grid_band(PAPER_MEASURED[k], grid)
+        cells = {}
+        for r in READINGS:
+            c, how = pstars(d, r)[k]
+            ok = c and c.get("estimate") is not None
+            j = judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None
+            cells[r] = _cell(_ci(c) + how, j)
+        rows.append({"claim": NAMES[k], "cells": cells})
+    return rows
+
+
+def bayes_row(d: Path, grid) -> dict:
+    band = grid_band(PAPER_MEASURED["P_aG"], grid)
+    cells = {}
+    for r in READINGS:
+        res = _load(d, BRANCHES[r]) if r in BRANCHES else None
+        if res is None:
+            cells[r] = _cell(f"Bayesian P*_aG ({r}): not measured this session")
+            continue
+        b = bayesian_interval(res)
+        j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
+        bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
+              "results.md)" if b["flagged"] else ""  # fmt: skip
+        iv = f"[{b['lo']:,.4g}, {b['hi']:,.4g}]" if b.get("lo") else "[open]"
+        cells[r] = _cell(f"{b['P_star']:,.4g} {iv} ({res['n_seeds']} seeds){bad}", j)
+    return {"claim": "Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, "
+            "grid)", "cells": cells}  # fmt: skip
+
+
+def law_rows(d: Path) -> list[dict]:
+    rows = []
+    for k, (name, _) in PAPER_LAWS.items():
+        cells = {}
+        for r in READINGS:
+            parts, verdicts = [], []
+            for ax in ("L", "V"):
+                fits = (_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}
+                key = k if (fits.get(k) or {}).get("measured", {}).get("ci") else "P_aG_single"
+                f = fits.get(key if k == "P_aG" else k) or {}
+                m = f.get("measured") or {}
+                t = f.get("paper_exponent")  # the law's exponent over the fitted range
+                if m.get("exponent") is None or t is None:
+                    parts.append(f"{ax}: not measured")
+                    verdicts.append(None)
+                    continue
+                lo, hi = m["ci"] if m.get("ci") else (m["exponent"], m["exponent"])
+                j = judge(lo, hi, t, (t - EXPONENT_TOL, t + EXPONENT_TOL), relative=False)
+                ci = f" [{lo:.2f}, {hi:.2f}]" if m.get("ci") else f" ({m.get('n')} points, no CI)"
+                via = " (single-start jump)" if key == "P_aG_single" and k == "P_aG" else ""
+                parts.append(f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}")
+                verdicts.append(j["reproduced"])
+            rep = None if None in verdicts else all(verdicts)
+            word = {True: "reproduced", False: "not reproduced", None: "not measured"}[rep]
+            if rep is None and False in verdicts:
+                rep, word = False, "not reproduced"
+            cells[r] = {"value": "; ".join(parts), "reproduced": rep, "verdict": word}
+        rows.append({"claim": f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], "
+                     f"V in [2, 12]; +-{EXPONENT_TOL})", "cells": cells})  # fmt: skip
+    return rows
+
+
+def order_row(d: Path) -> dict:
+    cells = {}
+    for r in READINGS:
+        p = pstars(d, r)
+        iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
+              for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
+        o = order_of(iv)
+        rep = None if o is None else o == "ordered"
+        cells[r] = {"value": o or "not located", "reproduced": rep, "verdict":
+                    {True: "reproduced", False: "not reproduced", None: "not measured"}[rep]}
+    return {"claim": "order P*_c1 < P*_aG < P*_cG (CIs disjoint)", "cells": cells}
+
+
+def first_order_row(d: Path) -> dict:
+    cells = {}
+    for r in READINGS:
+        c = pstars(d, r)["coexistence"][0]
+        if c is None:
+            cells[r] = _cell("not measured")
+            continue
+        seen = bool(c.get("n"))
+        txt = (f"the two softmax starts stay distinct from {_ci(c)}" if c.get("estimate") else
+               "the two softmax starts stay distinct (metastability)") if seen else \
+            "one minimum per P at the grid's resolution (no metastability seen)"  # fmt: skip
+        cells[r] = {"value": txt, "reproduced": seen,
+                    "verdict": "reproduced" if seen else "not reproduced"}
+    return {"claim": "softmax transition first order (coexisting branches)", "cells": cells}
+
+
+def coverage_row(d: Path) -> dict:
+    cells = {}
+    for r in READINGS:
+        cov = _load(d, f"coverage_{r}.json")
+        if cov is None:
+            cells[r] = _cell("not measured")
+            continue
+        parts, ok = [], []
+        for row in cov["table"]:
+            if row["attention"] == "linear" and not row["regime"].startswith(("pooling", "copy")):
+                continue  # the crossover claim is SGLD's; below P_c1 attention is off
+            lo = (row["adam_mean_A"] or {}).get("min")
+            if lo is None:
+                continue
+            bound = COVERAGE[row["attention"]]
+            ok.append(lo >= bound)
+            parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} "
+                         f"(paper > {bound:.1%})")  # fmt: skip
+        rep = all(ok) if ok else None
+        cells[r] = {"value": "; ".join(parts) or "none", "reproduced": rep,
+                    "verdict": {True: "reproduced", False: "not reproduced",
+                                None: "not measured"}[rep]}  # fmt: skip
+    return {"claim": "coverage of span{B1, B2} (MAP mean attention)", "cells": cells}
+
+
+def warning_row(d: Path) -> dict:
+    """Early warning (compare.early_warning): a signal before P*_c1 and P*_cG, none before
+    P*_aG, in windows placed at the MAP P* and, for P*_aG, at the Bayesian one."""
+    cells = {}
+    for r in READINGS:
+        post = _load(d, f"posterior_{r}.json")
+        if post is None:
+            cells[r] = _cell("not measured")
+            continue
+        checks = []
+        for k, blk, obs in (("P_c1", "linear", "c1"), ("P_cG", "linear", "cG")):
+            v = (((post.get(blk) or {}).get("early_warning") or {}).get(f"theory_map_{k}")
+                 or {}).get(obs)  # fmt: skip
+            checks.append((f"{k} (MAP window)", v, "signal"))
+        lin_ew = (post.get("linear") or {}).get("early_warning") or {}
+        for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
+            if (lin_ew.get(name) or {}).get("cG"):
+                checks.append(("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal"))
+                break
+        pool = (post.get("softmax") or {}).get("pool") or {}
+        sus = (pool.get("susceptibility") or {}).get("cG") or {}
+        P = np.asarray(pool.get("P", []), float)
+        var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
+        stored = ((post.get("softmax") or {}).get("early_warning") or {}).get("theory_map_P_aG")
+        th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
+        checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None,
+                       "no signal"))  # fmt: skip
+        br = _load(d, BRANCHES[r]) if r in BRANCHES else None
+        if br and sus:
+            pb = bayesian_interval(br)["P_star"]
+            checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
+        parts, seen = [], []
+        for name, v, want in checks:
+            ci = (v or {}).get("var_ratio_ci")
+            if not ci:
+                parts.append(f"{name}: undetermined")
+                continue
+            s = signal_of(ci)
+            seen.append(s == want if s != "inconclusive" else None)
+            parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
+        rep = (False if False in seen else None if (None in seen or not seen) else True)
+        cells[r] = {"value": "; ".join(parts), "reproduced": rep, "verdict": {
+            True: "reproduced", False: "not reproduced", None: "not resolved"}[rep]}  # fmt: skip
+    return {"claim": "early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 "
+            "P*, signal: CI above x1.5)", "cells": cells}  # fmt: skip
+
+
+def overall(row: dict) -> str:
+    """Across the readings tried: which reproduce the claim, else 'not reproduced under the
+    readings tried'."""
+    yes = [r for r, c in row["cells"].items() if c["reproduced"]]
+    if yes:
+        return "reproduced under " + ", ".join(f"`{r}`" for r in yes)
+    if any(c["reproduced"] is False for c in row["cells"].values()):
+        return "not reproduced under the readings tried"
+    return "not measured"
+
+
+def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
+    """Every claim x every reading (cells: value, verdict, reproduced) from ``results_dir``."""
+    d = Path(results_dir)
+    grid = ch.preset("paper").sweep.P
+    rows = [*pstar_rows(d, grid), bayes_row(d, grid), *law_rows(d), order_row(d),
+            first_order_row(d), coverage_row(d), warning_row(d)]  # fmt: skip
+    for row in rows:
+        row["overall"] = overall(row)
+    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL}
+
+
+RULE = (
+    "A claimed number is **reproduced** when the measured 95% CI meets its tolerance band: for "
+    "a reported P*, the reported value's neighbours on the paper's P grid (the paper could not "
+    "resolve its P* more finely: 16-32 for 23, 300-400 for 322, 256-322 for 300); for a law's "
+    f"exponent, the law's exponent +-{EXPONENT_TOL} (L ln^2 L: its effective exponent over the "
+    "fitted range). X% (or X for exponents) is the distance from the claimed number to the "
+    "nearest end of the CI. Bounds (coverage) are judged by the bound itself; the early warning "
+    "by `copyhead_jax.compare.early_warning` (docs/theory.md §9.8). 'Not reproduced under the "
+    "readings tried' only where no reading tried reproduces the claim (`copyhead_jax.compare."
+    "claims`, docs/theory.md §5b)."
+)
+
+
+def render(m: dict[str, Any]) -> str:
+    """The matrix as a markdown table, the rule first."""
+    head = "| claim | " + " | ".join(f"`{r}`" for r in m["readings"]) + " | across readings |"
+    lines = [RULE, "", head, "|---|" + "---|" * (len(m["readings"]) + 1)]
+    for row in m["rows"]:
+        cells = [f"{row['cells'][r]['value']}: **{row['cells'][r]['verdict']}**"
+                 for r in m["readings"]]  # fmt: skip
+        lines.append(f"| {row['claim']} | " + " | ".join(cells) + f" | {row['overall']} |")
+    return "\n".join(lines) + "\n"

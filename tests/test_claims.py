@@ -1,0 +1,153 @@
+"""The claims rule, the one early-warning definition, the Bayesian P* interval and the claims x
+readings matrix, on small synthetic inputs (numpy only: no JAX program is compiled here)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
+from copyhead_jax.compare.claims import grid_band, order_of, verdict_text
+from copyhead_jax.compare.warning import signal_of
+from experiments.bayes_interval import bayesian_interval, flagged_runs
+from experiments.claims import READINGS, claims_matrix, overall, render
+
+
+def test_grid_band_is_the_neighbours():
+    assert grid_band(23, [8, 16, 23, 32, 64]) == (16.0, 32.0)
+    assert grid_band(8, [8, 16]) == (8.0, 16.0)  # an end of the grid: itself
+    with pytest.raises(ValueError, match="value must be a point of grid"):
+        grid_band(24, [16, 23, 32])
+
+
+def test_judge_is_the_band_meeting_the_interval():
+    """Reproduced iff [lo, hi] meets the band; the deviation is the distance from the target to
+    the nearest end (0 inside), relative or absolute."""
+    band = (16.0, 32.0)
+    inside = judge(20.0, 25.0, 23.0, band)
+    assert inside["reproduced"] and inside["off"] == 0.0
+    near = judge(17.0, 17.5, 23.0, band)  # 17.5 / 23 - 1 = -23.9%
+    assert near["reproduced"] and near["off"] == pytest.approx(17.5 / 23.0 - 1.0, rel=1e-12)
+    far = judge(100.0, 104.0, 23.0, band)
+    assert not far["reproduced"] and far["off"] == pytest.approx(100.0 / 23.0 - 1.0, rel=1e-12)
+    edge = judge(32.0, 40.0, 23.0, band)  # touching the band counts: the band is closed
+    assert edge["reproduced"]
+    ex = judge(1.43, 1.49, 1.5, (1.5 - EXPONENT_TOL, 1.5 + EXPONENT_TOL), relative=False)
+    assert ex["reproduced"] and ex["off"] == pytest.approx(-0.01, abs=1e-12)
+    assert judge(None, None, 23.0, band)["reproduced"] is None
+    assert "not reproduced" in verdict_text(far) and "band 16-32" in verdict_text(far)
+    assert verdict_text(near) == "reproduced within 24%"
+    with pytest.raises(ValueError, match="band must contain target"):
+        judge(1.0, 2.0, 23.0, (30.0, 40.0))
+
+
+def test_order_of():
+    assert order_of([(1, 2), (3, 4), (5, 6)]) == "ordered"
+    assert order_of([(1, 2), (5, 6), (3, 4)]) == "reversed"
+    assert order_of([(1, 3), (2, 4), (5, 6)]) == "overlapping"
+    assert order_of([(1, 2), None]) is None
+
+
+P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
+
+
+def test_early_warning_planted_growth():
+    """Var = P^(a +- e) over 6 seeds (3 with +e, 3 with -e): the ratio from 0.5 P* to 0.9 P* is
+    1.8^(a +- e) exactly per seed (log-log interpolation is exact on a power law), so the mean
+    log ratio is a log 1.8 exactly and its t-interval is symmetric about it. a = 1 (x1.8) is a
+    signal against x1.5, a = 0.5 (x1.34) is none, a = 0 is flat."""
+    e = np.array([0.05, -0.05] * 3)
+    var = lambda a: P[:, None] ** (a + e[None, :])  # noqa: E731
+    up = early_warning(P, var(1.0), 16.0)
+    assert up["signal"] == "signal" and up["verdict"] == "grows"
+    assert up["var_ratio"] == pytest.approx(1.8, rel=1e-9)
+    half = early_warning(P, var(0.5), 16.0)
+    assert half["signal"] == "no signal" and half["verdict"] == "grows"
+    flat = early_warning(P, var(0.0), 16.0)
+    assert flat["signal"] == "no signal" and flat["verdict"] == "flat"
+    assert flat["var_ratio"] == pytest.approx(1.0, abs=1e-12)
+    noise = var(0.0)
+    off = early_warning(P, noise, 4.0)  # 0.5 P* = 2 is below the grid: no extrapolation
+    assert off["signal"] == "undetermined" and "not on the sampled grid" in off["reason"]
+    assert early_warning(P, noise, None)["signal"] == "undetermined"
+    assert signal_of([1.2, 1.7]) == "inconclusive" and signal_of(None) == "undetermined"
+    with pytest.raises(ValueError, match="window must be"):
+        early_warning(P, noise, 16.0, window=(0.9, 0.5))
+
+
+def _branches(dF, se, qc, rhat=1.0, ess=500.0, P=(10.0, 20.0, 40.0)):
+    nP, nS = dF.shape
+    runs = [{"P": int(P[i]), "seed": s, "branch": b, "rhat_max": rhat, "ess_min": ess}
+            for i in range(nP) for s in range(nS) for b in ("pool", "copy")]  # fmt: skip
+    h = {"quad_corr": np.full((nP, nS), qc).tolist()}
+    return {"P": list(P), "dF": dF.tolist(), "dF_mcse": np.full((nP, nS), se).tolist(),
+            "health": {"pool": h, "copy": h}, "runs": runs, "n_seeds": nS,
+            "crossing_F": {"per_seed_ci": {"lo": None, "hi": None}}}  # fmt: skip
+
+
+def test_bayesian_interval_parts():
+    """dF / P linear in log P with a root at P = 20 (a grid point's neighbour): the crossing is
+    exact; zero MC and quadrature errors give a zero-width band; each error widens only its own
+    part; a flagged run is named."""
+    Pg = np.array([10.0, 20.0, 40.0])
+    y = -np.log(Pg / 25.0)  # dF / P: root at 25, linear in log P
+    dF = np.repeat((y * Pg)[:, None], 3, axis=1)
+    exact = bayesian_interval(_branches(dF, 0.0, 0.0, P=Pg))
+    assert exact["P_star"] == pytest.approx(25.0, rel=1e-12)
+    assert exact["parts"]["mc"] == pytest.approx([25.0, 25.0], rel=1e-12)
+    assert exact["grid_method"] == "quadratic"  # 3 points: the curvature is known (zero here)
+    assert exact["parts"]["grid"] == pytest.approx([25.0, 25.0], rel=1e-9)
+    assert exact["flagged"] == []
+    noisy = bayesian_interval(_branches(dF, 1.0, 2.0, P=Pg))
+    mc, mq = noisy["parts"]["mc"], noisy["parts"]["mc_quad"]
+    assert mc[0] < 25.0 < mc[1] and mq[0] < mc[0] and mq[1] > mc[1]
+    assert noisy["lo"] == mq[0] and noisy["hi"] == mq[1]
+    two = _branches(dF[1:], 0.0, 0.0, P=Pg[1:])
+    assert bayesian_interval(two)["parts"]["grid"] == [20.0, 40.0]  # bracket only
+    bad = _branches(dF, 0.0, 0.0, rhat=1.2, P=Pg)
+    assert len(flagged_runs(bad)) == 18 and bayesian_interval(bad)["seeds_flagged_at_bracket"]
+
+
+def _write(d, name, obj):
+    (d / name).write_text(json.dumps(obj))
+
+
+def _ci(x, n=10):
+    return {"estimate": x, "lo": 0.98 * x, "hi": 1.02 * x, "n": n, "n_missing": 0}
+
+
+def test_matrix_from_tiny_json(tmp_path):
+    """Two readings measured: one at the paper's numbers, one 4x off; the third absent. The
+    matrix says which reproduces each claim and never calls a claim not reproduced where a
+    reading tried reproduces it."""
+
+    def main(scale):
+        rows = [{"key": k, "measured": _ci(v * scale)} for k, v in
+                (("P_c1", 23.0), ("P_cG", 322.0), ("P_aG", 300.0))]  # fmt: skip
+        rows.append({"key": "window_lo", "measured": _ci(250.0 * scale)})
+        return {"width": "10000", "widths": {"10000": {"ci_table": rows}}}
+
+    _write(tmp_path, "main_paper.json", main(4.0))
+    _write(tmp_path, "main_plain.json", main(1.0))
+    fits = {"P_cG": {"paper_exponent": 1.5,
+                     "measured": {"exponent": 1.45, "ci": [1.40, 1.52], "n": 5}}}  # fmt: skip
+    _write(tmp_path, "scaling-L_plain.json", {"fits": fits})
+    m = claims_matrix(tmp_path)
+    assert m["readings"] == list(READINGS)
+    by = {r["claim"].split(" ")[0]: r for r in m["rows"]}
+    c1 = by["P*_c1"]
+    assert c1["cells"]["plain"]["reproduced"] and not c1["cells"]["paper"]["reproduced"]
+    assert c1["cells"]["paper-chi-lik"]["verdict"] == "not measured"
+    assert overall(c1) == "reproduced under `plain`"
+    assert by["order"]["cells"]["plain"]["value"] == "ordered"  # 23 < 300 < 322
+    law = next(r for r in m["rows"] if "L^{3/2}" in r["claim"])
+    # L: 1.45 [1.40, 1.52] meets 1.5 +- 0.1; V not measured: the law is not established
+    assert "L: 1.45 [1.40, 1.52] vs 1.50: reproduced" in law["cells"]["plain"]["value"]
+    assert law["cells"]["plain"]["reproduced"] is None
+    text = render(m)
+    assert "refuted" not in text
+    for row in m["rows"]:
+        if row["overall"].startswith("not reproduced"):
+            assert not any(c["reproduced"] for c in row["cells"].values())
+    assert math.isclose(m["exponent_tol"], EXPONENT_TOL)
