@@ -3,7 +3,7 @@ assembled ``posterior_branches*.json`` (no chain is rerun).
 
 ``P*`` is where the seed mean of ``dF = F_copy - F_pool`` changes sign, ``dF / P`` interpolated
 linearly in ``log P`` between the two grid points that bracket it (as ``posterior_features.
-crossing`` locates it; docs/theory.md §9.9). Its interval is
+crossing`` locates it; docs/theory.md §9.11). Its interval is
 the hull of four intervals, each reported:
 
 * ``seeds``: the 95% t-interval of the per-seed crossings (the seed spread alone);

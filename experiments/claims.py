@@ -276,7 +276,7 @@ RULE = (
     f"exponent, the law's exponent +-{EXPONENT_TOL} (L ln^2 L: its effective exponent over the "
     "fitted range). X% (or X for exponents) is the distance from the claimed number to the "
     "nearest end of the CI. Bounds (coverage) are judged by the bound itself; the early warning "
-    "by `copyhead_jax.compare.early_warning` (docs/theory.md §9.8). 'Not reproduced under the "
+    "by `copyhead_jax.compare.early_warning` (docs/theory.md §9.10). 'Not reproduced under the "
     "readings tried' only where no reading tried reproduces the claim (`copyhead_jax.compare."
     "claims`, docs/theory.md §5b)."
 )

@@ -711,7 +711,7 @@ def tables(res: dict) -> str:
                 f" {_f(np.nanmin(h(hp, 'p_ref')), 2)} / {_f(np.nanmin(h(hc, 'p_ref')), 2)} |"
                 f" {_f(qc, 2)} |"
             )
-    L.append(f"\nBayesian P*_aG (docs/theory.md §9.9): {interval_text(bayesian_interval(res))}")
+    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {interval_text(bayesian_interval(res))}")
     return "\n".join(L) + "\n"
 
 

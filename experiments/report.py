@@ -101,7 +101,7 @@ def render(out_dir: Path, mode: str) -> str:
         else "",
         f"- Reporting thresholds: a relative error above {REL_TOL:.0%} is listed as a "
         "disagreement. Early warning (one definition, `copyhead_jax.compare.early_warning`, "
-        "docs/theory.md §9.8): the ratio of the posterior variance at 0.9 P* to that at 0.5 P*, "
+        "docs/theory.md §9.10): the ratio of the posterior variance at 0.9 P* to that at 0.5 P*, "
         "with its 95% t-interval over seeds; a **signal** when the whole interval lies above "
         f"x{GROWTH_TOL}, **no signal** when it lies below, else inconclusive. Relative errors "
         "are (measured - theory) / theory.\n",
@@ -177,7 +177,7 @@ def bayes_section(out_dir: Path) -> str:
         return ""
     return (
         "### Bayesian P*_aG with every error named\n\nWhere F_copy - F_pool changes sign "
-        "(docs/theory.md §9.9): the estimate, then [the hull of] the seed spread (95% t), the "
+        "(docs/theory.md §9.11): the estimate, then [the hull of] the seed spread (95% t), the "
         "Monte-Carlo band (1.96 MCSE), the same widened by the quadrature's Euler-Maclaurin "
         "term, and the grid (a quadratic through the nearest 3 grid points, or the whole bracket "
         "where only 2 exist). Runs with R-hat > 1.05 or ESS < 100 are named at the bracketing P "

@@ -1,4 +1,4 @@
-r"""Early warning, defined once (docs/theory.md §9.8): does the posterior variance of an order
+r"""Early warning, defined once (docs/theory.md §9.10): does the posterior variance of an order
 parameter grow on the approach to a transition point ``P*``?
 
 Growth ratio: per seed, the variance at ``hi P*`` over the variance at ``lo P*`` (``lo, hi =
