@@ -149,8 +149,13 @@ def test_infinite_width_gram_is_prior():
 
 
 def test_config_refuses_trained_embeddings_and_small_width():
-    with pytest.raises(ValueError, match="train_embeddings"):
-        ch.PAPER.replace(model=dict(engine="reduced"))
+    """Trained embeddings on the reduced engine are the exact joint MAP (§2d): allowed with the
+    exact solver at a finite width, refused with continuation or at width infinity."""
+    assert ch.PAPER.replace(model=dict(engine="reduced")).train.train_embeddings
+    with pytest.raises(ValueError, match="trained embeddings is the exact joint MAP"):
+        ch.PAPER.replace(model=dict(engine="reduced"), train=dict(exact_continuation=True))
+    with pytest.raises(ValueError, match="trained embeddings is the exact joint MAP"):
+        ch.PAPER.replace(model=dict(engine="reduced", width=math.inf))
     with pytest.raises(ValueError, match="V \\+ L"):
         ch.TINY.replace(model=dict(engine="reduced", width=4))
     with pytest.raises(ValueError, match="engine='reduced'"):
