@@ -148,7 +148,7 @@ def transition(
         need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
         refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
                        "use fewer --chains, --rungs or --iters, or a larger "
-                       "memory_budget_gb")  # fmt: skip
+                       "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
     if out is not None:  # one writer per folder; released at exit or by exit_now
         out.mkdir(parents=True, exist_ok=True)
         acquire_lock(out / "transition.json")

@@ -68,6 +68,9 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--attention", choices=("softmax", "linear"), default="softmax")
     p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+    p.add_argument("--memory-budget-gb", type=float, default=None,
+                   help="memory one group may use (default: 70%% of free device memory, else "
+                   "4 GiB); a group over it is refused before any work")  # fmt: skip
     p.add_argument("--P", default=None, metavar="GRID",
                    help="MAP grid (4,8,16 or LO:HI:Nlog); default around the theory's "
                    "point")  # fmt: skip
@@ -115,7 +118,9 @@ def config_from_args(args):
     if args.width is not None:
         model["width"] = args.width
     post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
-    return cfg.replace(task=task, model=model, posterior=post, train=dict(train_embeddings=False))
+    sweep = {} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}
+    return cfg.replace(task=task, model=model, posterior=post, sweep=sweep,
+                       train=dict(train_embeddings=False))  # fmt: skip
 
 
 def cmd_transition(args) -> int:

@@ -225,6 +225,9 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
     _one_line_error(capsys, main(base + ["--a-thr", "-1"]), "--a-thr must be")
     _one_line_error(capsys, main(base + ["--n-seeds", "0"]), "--n-seeds must be")
     _one_line_error(capsys, main([*base[:-3], "--P", "8", "--quiet"]), "--P must hold")
+    _one_line_error(capsys, main(base + ["--memory-budget-gb", "1e-6"]),
+                    "needs about .* GiB of memory.*--memory-budget-gb")  # fmt: skip
+    _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]), "memory_budget_gb")
     assert not any((tmp_path / "file").parent.glob("*.lock"))
 
 
