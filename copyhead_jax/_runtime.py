@@ -56,15 +56,55 @@ class Terminated(KeyboardInterrupt):
     clean-up runs (kept chunks, locks); a command then exits with 143 instead of 130."""
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated
+#: seconds the main thread gets to see a signal before the watcher ends the process
+SIGNAL_GRACE_S = 2.0
+_signal_seen = threading.Event()  # set once the main thread's Python handler ran
 
 
-def catch_sigterm() -> bool:
-    """Make SIGTERM raise :class:`Terminated` (main thread only); True if installed."""
+def _raise_interrupt(signum, frame):
+    _signal_seen.set()
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _watch_signals(read_fd: int, farewell) -> None:
+    """End the process if the main thread cannot see a signal within :data:`SIGNAL_GRACE_S`.
+
+    Python runs a signal handler only when the main thread is back in the interpreter; inside a
+    compiled XLA call (one transition group at the paper's size: minutes) it is not. The C-level
+    handler writes the signal number to ``read_fd``'s pipe (``signal.set_wakeup_fd``) at once,
+    and this thread (XLA releases the GIL while it computes) ends the process like the main
+    thread would: the farewell line, locks released, 130 or 143. Finished work is on disk
+    already (every writer is atomic), so cutting the running computation loses only itself."""
+    while True:
+        try:
+            signum = os.read(read_fd, 1)[0]
+        except (OSError, IndexError):
+            return
+        if signum not in (signal.SIGINT, signal.SIGTERM):
+            continue
+        if _signal_seen.wait(SIGNAL_GRACE_S):
+            _signal_seen.clear()  # the main thread handles it
+            continue
+        print(f"\n{farewell()}", file=sys.stderr)
+        exit_now(128 + signum)
+
+
+def catch_sigterm(farewell=None) -> bool:
+    """SIGTERM ends a command like Ctrl-C (``Terminated``, exit 143; Ctrl-C: 130), and both
+    are answered within :data:`SIGNAL_GRACE_S` seconds even inside a long compiled
+    computation, ``farewell()`` (a one-line message) then printed. Main thread only; True if
+    installed."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    said = farewell or (
+        lambda: "interrupted; finished work is kept; rerun the same command to resume"
+    )
+    threading.Thread(target=_watch_signals, args=(read_fd, said), daemon=True).start()
     return True
 
 

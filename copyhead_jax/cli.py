@@ -497,8 +497,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if process:
-        catch_sigterm()  # SIGTERM ends like Ctrl-C: kept work, resume hint, exit 143
+    if process:  # SIGTERM ends like Ctrl-C (exit 143), both answered within seconds
+        catch_sigterm(lambda: farewell(args))
     try:
         rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
@@ -506,13 +506,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copyhead: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
-        said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
-                if kept else "nothing was kept")  # fmt: skip
-        print(f"\ncopyhead: interrupted; {said}", file=sys.stderr)
+        print(f"\n{farewell(args)}", file=sys.stderr)
         if process:
             exit_now(interrupt_status(e))  # no teardown under XLA's running threads
         return interrupt_status(e)
+
+
+def farewell(args: argparse.Namespace) -> str:
+    """The line an interrupted command ends with: what it kept and how to resume."""
+    kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
+    said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
+            if kept else "nothing was kept")  # fmt: skip
+    return f"copyhead: interrupted; {said}"
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The deadlock guard (copyhead_jax/_runtime.py) sets JAX's CPU pool size only when it should."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -35,3 +37,34 @@ def test_guard_does_nothing_once_the_backend_has_started(monkeypatch):
     monkeypatch.delenv("NPROC", raising=False)
     assert _runtime.avoid_lapack_pool_deadlock() is False
     assert "PJRT_NPROC" not in os.environ
+
+
+#: one compiled loop of 10^12 steps (hours): Python cannot run a signal handler inside it
+SPIN = """
+import jax, jax.numpy as jnp, copyhead_jax as ch
+ch.catch_sigterm(lambda: "spin: interrupted")
+inner = lambda i, v: jax.lax.fori_loop(0, 10**9, lambda j, u: u * 0.999999 + 1e-7, v)
+spin = jax.jit(lambda x: jax.lax.fori_loop(0, 1000, inner, x))
+lowered = spin.lower(jnp.float32(1.0)).compile()
+print("started", flush=True)
+print(float(lowered(jnp.float32(1.0))))
+"""
+
+
+@pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_ends_a_long_compiled_computation_within_seconds(sig, rc):
+    proc = subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)  # inside the compiled loop
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    # the watcher answers after SIGNAL_GRACE_S (2 s); 20 s leaves room for a loaded machine,
+    # and the loop alone would run for minutes
+    assert time.monotonic() - t0 < 20
+    assert proc.returncode == rc, err
+    assert "spin: interrupted" in err and "Traceback" not in err
