@@ -190,15 +190,17 @@ def test_one_run_selection_checks_its_arguments(hmc_post):
         to_arviz(hmc_post, P=8)
 
 
-def test_collapsed_hmc_exports_energy_that_feeds_bfmi(post):
-    """A real collapsed-HMC run of a small reduced sweep, weights kept: ``sample_stats.energy``
-    is there (HMC only), ``(chain, draw)`` on one run and finite. It is the Hamiltonian
-    ``U_m(W_G) + |p|^2 / 2`` at each draw (the replay of its momentum is in test_kernels.py), so
-    energy minus ``U_m`` recomputed from the kept ``W_G`` (sample_reduced.marginal_energy) is the
-    kinetic energy: >= 0 (float32 energies of size ~1e2: atol 1e-2) and, as HMC leaves
-    ``exp(-U_m) N(p; 0, I)`` invariant, of mean n/2 (n = D^2 weights; 5 standard errors, half
-    the draws counted as independent: the momentum is fresh at every iteration). ``az.bfmi``
-    gives one finite positive value per chain. SGLD has no Hamiltonian: no ``energy``."""
+def test_collapsed_hmc_exports_energy_that_feeds_bfmi(post, tmp_path):
+    """A real collapsed-HMC run of a small reduced sweep, weights kept, interrupted after its
+    first chunk and resumed: its energies equal an uninterrupted run's bit for bit and are saved.
+    ``sample_stats.energy`` is there (HMC only), ``(chain, draw)`` on one run and finite. It
+    is the Hamiltonian ``U_m(W_G) + |p|^2 / 2`` at each draw (its momentum is replayed in
+    test_kernels.py), so energy minus ``U_m`` recomputed from the kept ``W_G``
+    (sample_reduced.marginal_energy) is the kinetic energy: >= 0 (float32 energies of size
+    ~1e2: atol 1e-2) and, as HMC leaves ``exp(-U_m) N(p; 0, I)`` invariant, of mean n/2
+    (n = D^2 weights; 5 standard errors, half the draws counted as independent: the momentum
+    is fresh at every iteration). ``az.bfmi`` gives one finite positive value per chain. SGLD
+    has no Hamiltonian: no ``energy``."""
     import jax
     import jax.numpy as jnp
 
@@ -212,8 +214,20 @@ def test_collapsed_hmc_exports_energy_that_feeds_bfmi(post):
                           sweep=dict(P=(4, 16), n_seeds=1))  # fmt: skip
     sweep = ch.run_sweep(cfg, progress=False, keep_params=True)
     mc = ch.HMCConfig(n_iter=40, n_warmup=10, n_adapt=10, thin=2, n_chains=2, keep_weights=True)
-    hmc = run_sampler(sweep, mc, progress=False)
+
+    def stop(i, n):
+        if i == 0:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "post.npz"
+    with pytest.raises(KeyboardInterrupt):
+        run_sampler(sweep, mc, out=out, progress=False, chunk_runs=1, on_chunk=stop)
+    hmc = run_sampler(sweep, mc, out=out, progress=False, chunk_runs=1)  # resumed
+    ref = run_sampler(sweep, mc, progress=False, chunk_runs=1)  # uninterrupted
     E = hmc["energy"]
+    for name in ("energy", "draws"):  # resumed = uninterrupted, bit for bit, and saved
+        assert np.array_equal(E if name == "energy" else hmc[name], ref[name])
+        assert np.array_equal(PosteriorResult.load(out)[name], ref[name])
     assert E.shape == hmc["accept"].shape and np.all(np.isfinite(E))  # [P, seed, chain, draw]
     run = to_arviz(hmc, P=16, seed=0)
     s = _stats(run)
