@@ -59,6 +59,7 @@ def add_result_subparsers(sub) -> None:
 
 
 def cmd_show(args) -> int:
+    """Print each result file as a table (sweep or posterior)."""
     from .results import SweepResult
 
     for f in args.files:
@@ -81,6 +82,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_polish(args) -> int:
+    """Exact MAP from every kept Adam fit of a sweep; saves and prints the result."""
     from .polish import polish, polish_table
     from .results import SweepResult
 
@@ -93,6 +95,7 @@ def cmd_polish(args) -> int:
 
 
 def _kind(path: str) -> str | None:
+    """The ``kind`` a result file's metadata names, or ``None``."""
     import json
 
     try:
@@ -103,6 +106,7 @@ def _kind(path: str) -> str | None:
 
 
 def cmd_plot(args) -> int:
+    """The sweep figure (and curves), or a posterior's figure and traces."""
     from .plots import curves_figure, sweep_figure
     from .results import SweepResult
 

@@ -56,6 +56,7 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_sweep(args) -> int:
+    """Every (P, seed) run of each asked config; tables, P* and the figure."""
     from .plots import sweep_figure
     from .sweep import run_sweep
 

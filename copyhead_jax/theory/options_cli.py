@@ -70,6 +70,7 @@ def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives
 
 
 def theory_params(args, **override):
+    """The ``TheoryParams`` of ``args.preset`` with the flags given (``override``: L or V)."""
     from .params import TheoryParams
 
     kw = {k: getattr(args, k) for k in (*_SCALES, *_SWITCHES)}
@@ -82,6 +83,7 @@ def theory_params(args, **override):
 
 
 def jsonable(x: Any) -> Any:
+    """``x`` with arrays as lists and non-finite floats as ``None`` (valid JSON)."""
     if isinstance(x, dict):
         return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
