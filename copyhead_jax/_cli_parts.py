@@ -1,4 +1,4 @@
-"""Pieces shared by the ``copyhead`` command's modules (``cli``, ``sample_cli``): subcommands
+"""Pieces shared by the ``copyhead`` command's modules (``cli`` and the ``*_cli``): subcommands
 with examples, the progress flags, the figure writer."""
 
 from __future__ import annotations

@@ -91,9 +91,10 @@ def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
 
 def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
     """Estimated peak device bytes of one run's chains under ``run_sampler``: the per-draw
-    records (7 observables, acceptance, distance) of every chain, and per chain its state and a
-    step's activations; full engine: also SGLD's per-step traces (U, drift, noise, acceptance)
-    and four copies of the weights; reduced engine: the float64 whitening of the marginal."""
+    records (7 observables, acceptance, distance; HMC: energy) of every chain, and per chain
+    its state and a step's activations; full engine: also SGLD's per-step traces (U, drift,
+    noise, acceptance) and four copies of the weights; reduced engine: the float64 whitening of
+    the marginal."""
     L, V = cfg.task.L, cfg.task.V
     P = cfg.sweep.P_max if P is None else P
     C, S = sgld.n_chains, sgld.n_draws  # sgld: an SGLDConfig or an HMCConfig
@@ -104,7 +105,7 @@ def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
         D = V + L
         n = D * D
         whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
-        return whiten + 4 * C * ((9 + extra) * S + 8 * n + activations)
+        return whiten + 4 * C * ((10 + extra) * S + 8 * n + activations)
     N, T = int(cfg.model.width), sgld.n_steps
     weights = N * N + V * N + N * (V + L)
     return 4 * C * (4 * T + (9 + extra) * S + 4 * weights + activations)

@@ -15,9 +15,11 @@ r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult` (issues 12 
 * ``sample_stats``: ``lp`` $=-U$ (the log posterior up to a constant), ``acceptance_rate``
   (HMC: the mean Metropolis acceptance probability of the ``thin`` iterations before each draw;
   SGLD: the MALA acceptance proxy, SGLD never rejects), ``step_size`` (HMC: each chain's adapted
-  leapfrog step; SGLD: eta), ``distance`` (from the start) and ``diverging`` (every draw of a
-  chain that produced a non-finite value: divergence is recorded per chain). No ``energy``:
-  the chains do not record the Hamiltonian.
+  leapfrog step; SGLD: eta), ``distance`` (from the start), ``diverging`` (every draw of a
+  chain that produced a non-finite value: divergence is recorded per chain) and, for HMC,
+  ``energy``: the Hamiltonian $U_m+\tfrac12|p|^2$ (the collapsed energy, whitened momentum) where
+  the transition before each draw ended, so ``az.bfmi`` works on a one-run selection. SGLD
+  has no Hamiltonian and no ``energy``.
 
 ``to_arviz(post, P=..., seed=...)`` selects one run: dims ``(chain, draw, ...)`` and only the
 run's ``P`` sequences in ``log_likelihood``, so ``az.loo``/``az.waic`` work on it directly.
@@ -124,6 +126,8 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
     if "finite" in a:
         stats["diverging"] = var(np.broadcast_to(~np.asarray(a["finite"], bool)[..., None],
                                                  (nP, nS, C, D)))  # fmt: skip
+    if "energy" in a:  # HMC only
+        stats["energy"] = var(a["energy"])
     if "step" in a:
         stats["step_size"] = var(np.broadcast_to(np.asarray(a["step"])[..., None],
                                                  (nP, nS, C, D)))  # fmt: skip

@@ -113,6 +113,7 @@ class DrawStats(NamedTuple):
     U0: jax.Array  # [C] U at the warm start
     finite: jax.Array  # [C] no non-finite U or MALA log-ratio along the chain
     step: jax.Array  # [C] step size of the kept draws (reduced: each chain's adapted HMC step)
+    energy: jax.Array | None = None  # [C, S] HMC: the Hamiltonian at each draw; SGLD: none
 
 
 class Sampler(eqx.Module):
@@ -208,7 +209,7 @@ def _collapsed_runs(sampler: Sampler, keys, heads, train, mask, x_init, C):
                               target_accept=s.target_accept)  # fmt: skip
         U0 = sampler.observe(h, t, m)[0]
         return DrawStats(st.draws, st.accept, st.distance, jnp.full(k.shape, U0), st.finite,
-                         st.step_size)  # fmt: skip
+                         st.step_size, st.energy)  # fmt: skip
 
     return jax.vmap(one)(keys, heads, train, mask, x_init, C)
 
@@ -351,7 +352,7 @@ def run_sampler(
                                     starts[:, idx])  # fmt: skip
         else:
             st = sample_runs(program, keys, head, data["train"], data["mask"])
-        got = {k: to_host(getattr(st, k)) for k in DrawStats._fields}
+        got = {k: to_host(v) for k, v in st._asdict().items() if v is not None}
         return split_extras(got, mc, mask, cfg)
 
     def done(c, n, loaded):
@@ -359,7 +360,9 @@ def run_sampler(
         if on_chunk is not None and not loaded:
             on_chunk(c, n)
 
-    blob = json.dumps([cfg.to_dict(), mc.kind, dataclasses.asdict(mc), chunk], sort_keys=True)
+    # the record fields name what a checkpoint holds: older chunks without energy are redone
+    blob = json.dumps([cfg.to_dict(), mc.kind, dataclasses.asdict(mc), chunk, DrawStats._fields],
+                      sort_keys=True)  # fmt: skip
     fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     merged = run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,

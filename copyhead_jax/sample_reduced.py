@@ -288,6 +288,7 @@ class CollapsedStats(NamedTuple):
     distance: Array  # [C, S]: || W_G - W_G at the fit ||
     finite: Bool[Array, " C"]  # no non-finite energy along the chain
     step_size: Array  # [C]: the leapfrog step after adaptation
+    energy: Array  # [C, S]: the Hamiltonian U_m + |p|^2 / 2 at each draw (whitened momentum)
 
 
 def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = WARMUP_ETA):
@@ -338,6 +339,6 @@ def collapsed_chains(
                       target_accept=target_accept)  # fmt: skip
         obs, dist = c.records
         finite = c.finite & jnp.all(jnp.isfinite(obs))
-        return CollapsedStats(obs, c.accept, dist, finite, c.step_size)
+        return CollapsedStats(obs, c.accept, dist, finite, c.step_size, c.energy)
 
     return jax.vmap(chain)(keys, x_init)

@@ -64,3 +64,39 @@ def test_rhat_and_ess_match_arviz():
     np.testing.assert_allclose(ess(x), az.ess(x, method="mean"), rtol=5e-2)
     batch = np.stack([x, x[::-1]])  # leading run axes reduce per run
     np.testing.assert_allclose(split_rhat(batch), [split_rhat(x), split_rhat(x[::-1])])
+
+
+def test_energy_is_the_hamiltonian_where_each_transition_ends():
+    """``HMCChain.energy`` replayed by hand on a non-Gaussian target. With ``thin = 1`` draw
+    ``j - 1`` is where transition ``n_adapt + j`` starts; from ``fold_in(key, n_adapt + j)``
+    (the kernel's documented key use) the test redraws the step jitter and the momentum ``p0``
+    and runs its own float64 leapfrog to ``(x1, p1)``. If the chain moved, it moved to ``x1`` and
+    the energy is ``U(x1) + |p1|^2 / 2``; if not, it is ``U(w) + |p0|^2 / 2`` at the old ``w``.
+    Float32 kernel against a float64 replay: rtol 1e-4."""
+    A = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.0], [0.0, 0.0, 0.5]])
+    pot = lambda w: 0.5 * w @ jnp.asarray(A, w.dtype) @ w + 0.1 * jnp.sum(w**4)
+    U = lambda w: 0.5 * w @ A @ w + 0.1 * np.sum(w**4)
+    grad = lambda w: A @ w + 0.4 * w**3
+    key, n_adapt, n_leap, S = jax.random.key(3), 20, 5, 40
+    kw = dict(n_iter=S, thin=1, step_size=0.3, n_adapt=n_adapt, n_leap=n_leap)
+    c = jax.jit(lambda k: hmc_chain(k, pot, jnp.ones(3), lambda w, j: w, **kw))(key)
+    w, E = np.asarray(c.records, np.float64), np.asarray(c.energy, np.float64)
+    assert E.shape == (S,) and np.all(np.isfinite(E))
+    moved = []
+    for j in range(1, S):
+        k_eps, k_p, _ = jax.random.split(jax.random.fold_in(key, n_adapt + j), 3)
+        eps = float(c.step_size) * float(jax.random.uniform(k_eps, (), jnp.float32, 0.8, 1.2))
+        p0 = np.asarray(jax.random.normal(k_p, (3,), jnp.float32), np.float64)
+        x, p = w[j - 1].copy(), p0.copy()
+        for _ in range(n_leap):
+            p = p - 0.5 * eps * grad(x)
+            x = x + eps * p
+            p = p - 0.5 * eps * grad(x)
+        moved.append(not np.array_equal(w[j], w[j - 1]))
+        if moved[-1]:
+            np.testing.assert_allclose(w[j], x, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(E[j], U(x) + 0.5 * p @ p, rtol=1e-4)
+        else:
+            np.testing.assert_allclose(E[j], U(w[j - 1]) + 0.5 * p0 @ p0, rtol=1e-4)
+    assert 0 < sum(moved) < len(moved)  # both branches replayed (this key's chain has both)
+    assert np.all(E >= np.array([U(x) for x in w]) - 1e-4 * np.abs(E))  # kinetic energy >= 0

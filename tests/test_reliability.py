@@ -472,7 +472,7 @@ def test_curves_colour_bar_and_trace_labels():
 
 
 def test_pdf_svg_and_theory_overlay_from_the_cli(tmp_path, monkeypatch, capsys):
-    import copyhead_jax.cli as cli
+    import copyhead_jax.results_cli as results_cli  # where `copyhead plot` lives
 
     f = fake_sweep(CFG.replace(model=dict(attention="softmax"))).save(tmp_path / "r.npz")
     asked = []
@@ -481,7 +481,7 @@ def test_pdf_svg_and_theory_overlay_from_the_cli(tmp_path, monkeypatch, capsys):
         asked.append(len(results))
         return {"softmax": {"P": np.array([2.0, 8.0]), "aG": np.ones(2), "mse": np.ones(2)}}
 
-    monkeypatch.setattr(cli, "theory_overlay", overlay)
+    monkeypatch.setattr(results_cli, "theory_overlay", overlay)
     assert main(["plot", str(f), "--out", str(tmp_path / "a.pdf"), "--curves"]) == 0
     assert asked == []  # no theory unless asked
     assert (tmp_path / "a.pdf").read_bytes()[:4] == b"%PDF"

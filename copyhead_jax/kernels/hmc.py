@@ -52,6 +52,16 @@ def hmc_transition(vg: Callable, inside: Callable | None, key: Array, state: Sta
     """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
     ``value_and_grad(U)``, ``inside=None``: no region. Returns
     ``(state, (acceptance probability, proposal left the region))``."""
+    state, (accept, out, _) = hmc_transition_energy(vg, inside, key, state, log_eps, n_leap)
+    return state, (accept, out)
+
+
+def hmc_transition_energy(
+    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int
+) -> tuple[State, tuple[Array, Array, Array]]:
+    """:func:`hmc_transition` that also returns the Hamiltonian ``H = U + |p|^2 / 2`` where the
+    transition ends: at the proposal ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and
+    NumPyro's ``energy``, the input of the BFMI). Same draws as :func:`hmc_transition`."""
     w, u, g = state
     k_eps, k_p, k_acc = jax.random.split(key, 3)
     eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
@@ -65,13 +75,15 @@ def hmc_transition(vg: Callable, inside: Callable | None, key: Array, state: Sta
         return (x, p - 0.5 * eps * gg, uu, gg), None
 
     (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
-    log_a = (u + 0.5 * jnp.sum(p0**2)) - (u1 + 0.5 * jnp.sum(p1**2))
+    h0, h1 = u + 0.5 * jnp.sum(p0**2), u1 + 0.5 * jnp.sum(p1**2)
+    log_a = h0 - h1
     finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
     out = jnp.asarray(False) if inside is None else ~inside(w1)
     log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
     state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
-    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype))
+    energy = jnp.where(acc, h1, h0)
+    return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype), energy)
 
 
 class DualAveraging(NamedTuple):
@@ -105,6 +117,7 @@ class HMCChain(NamedTuple):
     outside: Array  # [S]: fraction of the block's proposals that left the region
     finite: Array  # []: U finite at the start and the end
     step_size: Array  # []: the frozen (adapted) step
+    energy: Array  # [S]: the Hamiltonian where the block's last transition ended (the draw's)
 
 
 def hmc_chain(
@@ -119,16 +132,18 @@ def hmc_chain(
     blocks of ``thin`` iterations at the frozen step, ``record(w, j)`` after block ``j``.
     Iteration ``i`` draws from ``fold_in(key, i)`` (``i`` counts adaptation iterations too), so
     ``record`` may use other folds of ``key`` (e.g. negative ones). ``report(done)`` (traced
-    iteration count) is called after every adaptation iteration and every block."""
+    iteration count) is called after every adaptation iteration and every block. ``energy``
+    holds each draw's Hamiltonian (:func:`hmc_transition_energy`), one float per draw."""
     vg = jax.value_and_grad(potential)
     rep = (lambda d: None) if report is None else report
 
     def transition(state, i, log_eps):
-        return hmc_transition(vg, inside, jax.random.fold_in(key, i), state, log_eps, n_leap)
+        key_i = jax.random.fold_in(key, i)
+        return hmc_transition_energy(vg, inside, key_i, state, log_eps, n_leap)
 
     def adapt(carry, i):
         state, da = carry
-        state, (a, _) = transition(state, i, da.log_eps)
+        state, (a, _, _) = transition(state, i, da.log_eps)
         da = dual_averaging_update(da, i + 1.0, a, target_accept)
         rep(i + 1)
         return (state, da), None
@@ -140,11 +155,11 @@ def hmc_chain(
     state, log_eps = carry[0], carry[1].log_eps_bar
 
     def block(state, j):
-        state, (a, o) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
-                                 n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
+        state, (a, o, e) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
+                                    n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
         rep(n_adapt + (j + 1) * thin)
-        return state, (record(state[0], j), jnp.mean(a), jnp.mean(o))
+        return state, (record(state[0], j), jnp.mean(a), jnp.mean(o), e[-1])
 
-    state, (rec, acc, out) = lax.scan(block, state, jnp.arange(n_iter // thin))
+    state, (rec, acc, out, energy) = lax.scan(block, state, jnp.arange(n_iter // thin))
     finite = jnp.isfinite(u0) & jnp.isfinite(state[1])
-    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps))
+    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps), energy)
