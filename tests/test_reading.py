@@ -5,7 +5,8 @@ import json
 
 import copyhead_jax as ch
 from copyhead_jax.theory import TheoryParams
-from experiments import conventions, reading
+from experiments import reading
+from experiments.report import conventions
 
 
 def test_reading_spec_is_the_paper_spec_with_chi_in_the_likelihood_only(tmp_path):

@@ -1,12 +1,11 @@
-"""The claims x readings matrix (issue 29, item 5): every claim of the paper against every
-reading of its conventions tried, built from the committed JSON of ``docs/reports/results/``.
+"""The claims x readings matrix: every claim of the paper against every reading of its
+conventions tried, from the result JSON of one folder.
 
 Each cell is the measured value with its 95% CI and the verdict of the one rule of
-:mod:`copyhead_jax.compare.claims` (``reproduced within X%`` / ``not reproduced``). The last
-column says whether *any* reading tried reproduces the claim; only where none does is a claim
-called "not reproduced under the readings tried". Sources per reading ``r`` (a missing file
-leaves its cells "not measured"): ``main_r.json`` (else ``conventions.json``), ``scaling-{L,V}_r
-.json``, ``coverage_r.json``, ``posterior_r.json`` and the branch free energies
+:mod:`copyhead_jax.compare.claims`; :func:`copyhead_jax.compare.claims.across_readings` says
+which readings reproduce a claim. Sources per reading ``r`` (a missing file leaves its cells "not
+measured"): ``main_r.json`` (else ``conventions.json``), ``scaling-{L,V}_r.json``,
+``coverage_r.json``, ``posterior_r.json`` and the branch free energies
 ``posterior_branches*.json``.
 """
 
@@ -21,26 +20,23 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare import EXPONENT_TOL, judge
-from copyhead_jax.compare.claims import grid_band, order_of, verdict_text
+from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
 from copyhead_jax.compare.paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from copyhead_jax.compare.warning import early_warning, signal_of
 
-from .bayes_interval import bayesian_interval
+from ..bayes_interval import bayesian_interval
+from .tables import g4, table
 
 READINGS = ("paper", "plain", "paper-chi-lik")
 SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
 NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
          "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
-def _bound(claim: str) -> float:
-    """The lower bound of a coverage claim of ``PAPER_CLAIMS`` (``'> 99.8% ...'`` -> 0.998)."""
-    return float(re.search(r"> ([\d.]+)%", claim).group(1)) / 100.0
-
-
-#: the paper's coverage bounds: softmax everywhere, linear outside the crossover (where
-#: attention is on: the pooling and copying regimes)
-COVERAGE = {"softmax": _bound(PAPER_CLAIMS["softmax"]),
-            "linear": _bound(PAPER_CLAIMS["linear, outside the crossover"])}  # fmt: skip
+#: the paper's coverage bounds (``'> 99.8% ...'`` -> 0.998): softmax everywhere, linear outside
+#: the crossover (where attention is on: the pooling and copying regimes)
+COVERAGE = {att: float(re.search(r"> ([\d.]+)%", PAPER_CLAIMS[claim]).group(1)) / 100.0
+            for att, claim in (("softmax", "softmax"),
+                               ("linear", "linear, outside the crossover"))}  # fmt: skip
 
 
 def _load(d: Path, name: str) -> dict | None:
@@ -48,16 +44,21 @@ def _load(d: Path, name: str) -> dict | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
-def _cell(value: str, j: dict | None = None, verdict: str | None = None) -> dict[str, Any]:
-    rep = None if j is None else j["reproduced"]
-    return {"value": value, "reproduced": rep, "verdict": verdict or (
-        verdict_text(j) if j else "not measured")}  # fmt: skip
+def _cell(value: str, rep: bool | None = None, unknown: str = "not measured") -> dict[str, Any]:
+    word = {True: "reproduced", False: "not reproduced", None: unknown}[rep]
+    return {"value": value, "reproduced": rep, "verdict": word}
+
+
+def _judged(value: str, j: dict | None) -> dict[str, Any]:
+    if j is None:
+        return _cell(value)
+    return {"value": value, "reproduced": j["reproduced"], "verdict": verdict_text(j)}
 
 
 def _ci(c: dict | None) -> str:
     if not c or c.get("estimate") is None:
         return "not located"
-    return f"{c['estimate']:,.4g} [{c['lo']:,.4g}, {c['hi']:,.4g}] ({c.get('n', '?')} seeds)"
+    return f"{g4(c['estimate'])} [{g4(c['lo'])}, {g4(c['hi'])}] ({c.get('n', '?')} seeds)"
 
 
 def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
@@ -85,20 +86,18 @@ def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
 def pstar_rows(d: Path, grid) -> list[dict]:
     rows = []
     for k in ("P_c1", "P_cG", "P_aG"):
-        band = grid_band(PAPER_MEASURED[k], grid)
-        cells = {}
+        band, cells = grid_band(PAPER_MEASURED[k], grid), {}
         for r in READINGS:
             c, how = pstars(d, r)[k]
             ok = c and c.get("estimate") is not None
             j = judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None
-            cells[r] = _cell(_ci(c) + how, j)
+            cells[r] = _judged(_ci(c) + how, j)
         rows.append({"claim": NAMES[k], "cells": cells})
     return rows
 
 
 def bayes_row(d: Path, grid) -> dict:
-    band = grid_band(PAPER_MEASURED["P_aG"], grid)
-    cells = {}
+    band, cells = grid_band(PAPER_MEASURED["P_aG"], grid), {}
     for r in READINGS:
         res = _load(d, BRANCHES[r]) if r in BRANCHES else None
         if res is None:
@@ -108,10 +107,24 @@ def bayes_row(d: Path, grid) -> dict:
         j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
         bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
               "results.md)" if b["flagged"] else ""  # fmt: skip
-        iv = f"[{b['lo']:,.4g}, {b['hi']:,.4g}]" if b.get("lo") else "[open]"
-        cells[r] = _cell(f"{b['P_star']:,.4g} {iv} ({res['n_seeds']} seeds){bad}", j)
+        iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
+        cells[r] = _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
     return {"claim": "Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, "
             "grid)", "cells": cells}  # fmt: skip
+
+
+def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
+    """One axis of a law: the measured exponent against the law's over the fitted range."""
+    key = k if (fits.get(k) or {}).get("measured", {}).get("ci") else "P_aG_single"
+    f = fits.get(key if k == "P_aG" else k) or {}
+    m, t = f.get("measured") or {}, f.get("paper_exponent")
+    if m.get("exponent") is None or t is None:
+        return f"{ax}: not measured", None
+    lo, hi = m["ci"] if m.get("ci") else (m["exponent"], m["exponent"])
+    j = judge(lo, hi, t, (t - EXPONENT_TOL, t + EXPONENT_TOL), relative=False)
+    ci = f" [{lo:.2f}, {hi:.2f}]" if m.get("ci") else f" ({m.get('n')} points, no CI)"
+    via = " (single-start jump)" if key == "P_aG_single" and k == "P_aG" else ""
+    return f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}", j["reproduced"]
 
 
 def law_rows(d: Path) -> list[dict]:
@@ -119,28 +132,11 @@ def law_rows(d: Path) -> list[dict]:
     for k, (name, _) in PAPER_LAWS.items():
         cells = {}
         for r in READINGS:
-            parts, verdicts = [], []
-            for ax in ("L", "V"):
-                fits = (_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}
-                key = k if (fits.get(k) or {}).get("measured", {}).get("ci") else "P_aG_single"
-                f = fits.get(key if k == "P_aG" else k) or {}
-                m = f.get("measured") or {}
-                t = f.get("paper_exponent")  # the law's exponent over the fitted range
-                if m.get("exponent") is None or t is None:
-                    parts.append(f"{ax}: not measured")
-                    verdicts.append(None)
-                    continue
-                lo, hi = m["ci"] if m.get("ci") else (m["exponent"], m["exponent"])
-                j = judge(lo, hi, t, (t - EXPONENT_TOL, t + EXPONENT_TOL), relative=False)
-                ci = f" [{lo:.2f}, {hi:.2f}]" if m.get("ci") else f" ({m.get('n')} points, no CI)"
-                via = " (single-start jump)" if key == "P_aG_single" and k == "P_aG" else ""
-                parts.append(f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}")
-                verdicts.append(j["reproduced"])
-            rep = None if None in verdicts else all(verdicts)
-            word = {True: "reproduced", False: "not reproduced", None: "not measured"}[rep]
-            if rep is None and False in verdicts:
-                rep, word = False, "not reproduced"
-            cells[r] = {"value": "; ".join(parts), "reproduced": rep, "verdict": word}
+            parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k,
+                               ax) for ax in ("L", "V")]  # fmt: skip
+            v = [p[1] for p in parts]
+            rep = False if False in v else None if None in v else True
+            cells[r] = _cell("; ".join(p[0] for p in parts), rep)
         rows.append({"claim": f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], "
                      f"V in [2, 12]; +-{EXPONENT_TOL})", "cells": cells})  # fmt: skip
     return rows
@@ -153,9 +149,7 @@ def order_row(d: Path) -> dict:
         iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
               for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
         o = order_of(iv)
-        rep = None if o is None else o == "ordered"
-        cells[r] = {"value": o or "not located", "reproduced": rep, "verdict":
-                    {True: "reproduced", False: "not reproduced", None: "not measured"}[rep]}
+        cells[r] = _cell(o or "not located", None if o is None else o == "ordered")
     return {"claim": "order P*_c1 < P*_aG < P*_cG (CIs disjoint)", "cells": cells}
 
 
@@ -165,13 +159,12 @@ def first_order_row(d: Path) -> dict:
         c = pstars(d, r)["coexistence"][0]
         if c is None:
             cells[r] = _cell("not measured")
-            continue
-        seen = bool(c.get("n"))
-        txt = (f"the two softmax starts stay distinct from {_ci(c)}" if c.get("estimate") else
-               "the two softmax starts stay distinct (metastability)") if seen else \
-            "one minimum per P at the grid's resolution (no metastability seen)"  # fmt: skip
-        cells[r] = {"value": txt, "reproduced": seen,
-                    "verdict": "reproduced" if seen else "not reproduced"}
+        elif not c.get("n"):
+            cells[r] = _cell("one minimum per P at the grid's resolution (no metastability "
+                             "seen)", False)  # fmt: skip
+        else:
+            since = f" from {_ci(c)}" if c.get("estimate") else " (metastability)"
+            cells[r] = _cell(f"the two softmax starts stay distinct{since}", True)
     return {"claim": "softmax transition first order (coexisting branches)", "cells": cells}
 
 
@@ -193,11 +186,32 @@ def coverage_row(d: Path) -> dict:
             ok.append(lo >= bound)
             parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} "
                          f"(paper > {bound:.1%})")  # fmt: skip
-        rep = all(ok) if ok else None
-        cells[r] = {"value": "; ".join(parts) or "none", "reproduced": rep,
-                    "verdict": {True: "reproduced", False: "not reproduced",
-                                None: "not measured"}[rep]}  # fmt: skip
+        cells[r] = _cell("; ".join(parts) or "none", all(ok) if ok else None)
     return {"claim": "coverage of span{B1, B2} (MAP mean attention)", "cells": cells}
+
+
+def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None, str]]:
+    """(name, early-warning result, the paper's verdict): before P*_c1 and P*_cG in windows at
+    the MAP P* and the posterior's own crossover, before P*_aG at the MAP and Bayesian P*."""
+    lin_ew = (post.get("linear") or {}).get("early_warning") or {}
+    checks = [(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs), "signal")
+              for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))]  # fmt: skip
+    for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
+        if (lin_ew.get(name) or {}).get("cG"):
+            checks.append(("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal"))
+            break
+    soft = post.get("softmax") or {}
+    pool = soft.get("pool") or {}
+    sus = (pool.get("susceptibility") or {}).get("cG") or {}
+    P = np.asarray(pool.get("P", []), float)
+    var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
+    stored = (soft.get("early_warning") or {}).get("theory_map_P_aG")
+    th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
+    checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None, "no signal"))
+    if br and sus:
+        pb = bayesian_interval(br)["P_star"]
+        checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
+    return checks
 
 
 def warning_row(d: Path) -> dict:
@@ -209,30 +223,9 @@ def warning_row(d: Path) -> dict:
         if post is None:
             cells[r] = _cell("not measured")
             continue
-        checks = []
-        for k, blk, obs in (("P_c1", "linear", "c1"), ("P_cG", "linear", "cG")):
-            v = (((post.get(blk) or {}).get("early_warning") or {}).get(f"theory_map_{k}")
-                 or {}).get(obs)  # fmt: skip
-            checks.append((f"{k} (MAP window)", v, "signal"))
-        lin_ew = (post.get("linear") or {}).get("early_warning") or {}
-        for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
-            if (lin_ew.get(name) or {}).get("cG"):
-                checks.append(("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal"))
-                break
-        pool = (post.get("softmax") or {}).get("pool") or {}
-        sus = (pool.get("susceptibility") or {}).get("cG") or {}
-        P = np.asarray(pool.get("P", []), float)
-        var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
-        stored = ((post.get("softmax") or {}).get("early_warning") or {}).get("theory_map_P_aG")
-        th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
-        checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None,
-                       "no signal"))  # fmt: skip
         br = _load(d, BRANCHES[r]) if r in BRANCHES else None
-        if br and sus:
-            pb = bayesian_interval(br)["P_star"]
-            checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
         parts, seen = [], []
-        for name, v, want in checks:
+        for name, v, want in _warning_checks(post, br):
             ci = (v or {}).get("var_ratio_ci")
             if not ci:
                 parts.append(f"{name}: undetermined")
@@ -240,22 +233,10 @@ def warning_row(d: Path) -> dict:
             s = signal_of(ci)
             seen.append(s == want if s != "inconclusive" else None)
             parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
-        rep = (False if False in seen else None if (None in seen or not seen) else True)
-        cells[r] = {"value": "; ".join(parts), "reproduced": rep, "verdict": {
-            True: "reproduced", False: "not reproduced", None: "not resolved"}[rep]}  # fmt: skip
+        rep = False if False in seen else None if (None in seen or not seen) else True
+        cells[r] = _cell("; ".join(parts), rep, "not resolved")
     return {"claim": "early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 "
             "P*, signal: CI above x1.5)", "cells": cells}  # fmt: skip
-
-
-def overall(row: dict) -> str:
-    """Across the readings tried: which reproduce the claim, else 'not reproduced under the
-    readings tried'."""
-    yes = [r for r, c in row["cells"].items() if c["reproduced"]]
-    if yes:
-        return "reproduced under " + ", ".join(f"`{r}`" for r in yes)
-    if any(c["reproduced"] is False for c in row["cells"].values()):
-        return "not reproduced under the readings tried"
-    return "not measured"
 
 
 def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
@@ -265,7 +246,7 @@ def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
     rows = [*pstar_rows(d, grid), bayes_row(d, grid), *law_rows(d), order_row(d),
             first_order_row(d), coverage_row(d), warning_row(d)]  # fmt: skip
     for row in rows:
-        row["overall"] = overall(row)
+        row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()})
     return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL}
 
 
@@ -284,10 +265,7 @@ RULE = (
 
 def render(m: dict[str, Any]) -> str:
     """The matrix as a markdown table, the rule first."""
-    head = "| claim | " + " | ".join(f"`{r}`" for r in m["readings"]) + " | across readings |"
-    lines = [RULE, "", head, "|---|" + "---|" * (len(m["readings"]) + 1)]
-    for row in m["rows"]:
-        cells = [f"{row['cells'][r]['value']}: **{row['cells'][r]['verdict']}**"
-                 for r in m["readings"]]  # fmt: skip
-        lines.append(f"| {row['claim']} | " + " | ".join(cells) + f" | {row['overall']} |")
-    return "\n".join(lines) + "\n"
+    rows = [[row["claim"], *(f"{row['cells'][r]['value']}: **{row['cells'][r]['verdict']}**"
+             for r in m["readings"]), row["overall"]] for row in m["rows"]]  # fmt: skip
+    head = ["claim", *(f"`{r}`" for r in m["readings"]), "across readings"]
+    return f"{RULE}\n\n{table(head, rows)}\n"

@@ -1,9 +1,6 @@
 """The artefacts' figures: result dict in, matplotlib Figure out (``common.save_artefact`` saves
-and closes them), in the shared style of :mod:`copyhead_jax.style`.
-
-``python -m experiments.figures [NAME ...] [--format png|pdf|svg] [--results DIR] [--out DIR]``
-draws every committed figure again from its result JSON, without recomputing anything but the
-posterior's EK curves, and prints what :func:`copyhead_jax.style.figure_problems` finds."""
+and closes them), in the shared style of :mod:`copyhead_jax.style`; ``python -m
+experiments.report.redraw`` draws the committed ones again from their JSON."""
 
 from __future__ import annotations
 
@@ -21,6 +18,7 @@ from copyhead_jax.style import (
     KEY_COLORS,
     ORANGE,
     P_LABEL,
+    PALETTE,
     PURPLE,
     SKY,
     VERMILLION,
@@ -31,7 +29,7 @@ from copyhead_jax.style import (
     styled,
 )
 
-from .features import KEYS, SINGLE, THEORY_KEY, P_star
+from ..features import KEYS, SINGLE, THEORY_KEY, P_star
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
@@ -530,122 +528,82 @@ def width_figure(res: dict[str, Any]):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------
-# Every committed figure, drawn again from the committed JSON (nothing recomputed but the
-# posterior's EK curves, a few seconds of theory)
+def _nan(xs) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in xs], float)
 
 
-def _load(results: Path, name: str) -> dict | None:
-    import json
+@styled
+def beyond_pstar_figure(res: dict):
+    """P* versus rho (``python -m experiments markov|causal``): the full-minimiser theory
+    (lines), the ansatz (dashed), networks (CIs); the softmax coexistence window versus rho."""
+    import matplotlib.pyplot as plt
 
-    from .common import nulls_in_lists_to_nan
-
-    p = results / f"{name}.json"
-    return nulls_in_lists_to_nan(json.loads(p.read_text())) if p.exists() else None
-
-
-def drawings(results: Path):
-    """``(figure name, draw)`` for every figure whose result JSON is in ``results``; ``draw()``
-    returns the matplotlib Figure (or ``None`` where the result has nothing to draw)."""
-    from . import embeddings, posterior_branches, posterior_llc, posterior_smc, reduction
-
-    for preset in ("plain", "paper"):
-        main = _load(results, f"main_{preset}")
-        if main:
-            yield f"main_{preset}", lambda r=main: main_figure(r)
-        cov = _load(results, f"coverage_{preset}")
-        if cov and main:
-            yield f"coverage_{preset}", lambda r=cov, m=main: coverage_figure(r, m)
-        hys = _load(results, f"hysteresis_{preset}")
-        if hys:
-            yield f"hysteresis_{preset}", lambda r=hys: hysteresis_figure(r)
-        for ax in ("L", "V"):
-            sc = _load(results, f"scaling-{ax}_{preset}")
-            if sc:
-                yield f"scaling-{ax}_{preset}", lambda r=sc: scaling_figure(r)
-        wd = _load(results, f"width_{preset}")
-        if wd:
-            yield f"width_{preset}", lambda r=wd: width_figure(r)
-        post = _load(results, f"posterior_{preset}")
-        if post:
-            yield from _posterior(post)
-        br = _load(results, "posterior_branches" + ("" if preset == "plain" else f"_{preset}"))
-        if br:
-            main_P = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
-            yield (f"posterior_branches_{preset}",
-                   lambda r=br, m=main_P: posterior_branches.draw(r, m))  # fmt: skip
-    smc = _load(results, "posterior_smc")
-    if smc:
-        yield "posterior_smc_plain", lambda r=smc: posterior_smc.draw(r, r.get("ti_crossing_F"))
-    emb = _load(results, "embeddings")
-    if emb:
-        yield "embeddings", lambda r=emb: embeddings.figure(r)
-    red = _load(results, "reduction")
-    if red and "width" in red:
-        yield "reduction_width", lambda r=red: reduction.draw(r["width"])
-    _ = posterior_llc  # drawn with the posterior's figures
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    rows = res["rows"]
+    rho = np.array([r["rho"] for r in rows])
+    for k in KEYS:
+        c = KEY_COLORS[k]
+        for sp, ls in (("full", "-"), ("ansatz", "--")):
+            if sp in rows[0]["theory"]:
+                lab = f"{k} theory ({sp})" if sp == "full" or k == "P_aG" else None
+                a.plot(rho, _nan(r["theory"][sp].get(k) for r in rows), ls, color=c, label=lab)
+        m = [r.get("measured", {}).get("points", {}).get(k, {}) for r in rows]
+        if any(x.get("mean") for x in m):
+            y = np.array([x.get("mean") or np.nan for x in m], float)
+            ci = np.array([x.get("ci") or [np.nan, np.nan] for x in m], float)
+            ci = np.where(np.isnan(ci), y[:, None], ci)
+            err = np.abs(np.stack([y - ci[:, 0], ci[:, 1] - y]))
+            a.errorbar(rho, y, yerr=err, fmt="o", color=c, capsize=3, label=f"{k} measured")
+    a.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel=r"$P^*$")
+    legend(a, ncol=2)
+    full = [r["theory"]["full"] for r in rows]
+    win = np.array([t.get("spinodals") or (np.nan, np.nan) for t in full], float)
+    b.fill_between(rho, win[:, 0], win[:, 1], color=PALETTE[1], alpha=0.3,
+                   label="coexistence window (full)")  # fmt: skip
+    b.plot(rho, [t.get("P_aG") or np.nan for t in full], "k-", label=r"$P^*_{aG}$ (full)")
+    b.plot(rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=PALETTE[2],
+           label="steepest aG (crossover)")  # fmt: skip
+    b.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel="softmax window in $P$")
+    legend(b)
+    nets = f", networks at N={res['width']}" if any(r.get("measured") for r in rows) else ""
+    fig.suptitle(f"{res['artefact']}: L=25, V=5, {res['preset']}; EK theory (N = inf)"
+                 f"{nets or ', no network runs'}")  # fmt: skip
+    return fig
 
 
-def _posterior(post: dict):
-    from . import posterior, posterior_llc
-    from . import posterior_features as PF
+@styled
+def beyond_curves_figure(res: dict):
+    """Theory order parameters versus P (full minimiser) per rho, networks' seed means."""
+    import matplotlib.pyplot as plt
 
-    preset = post["preset"]
-    cache = {}
-
-    def fig(name):
-        if not cache:
-            mc = posterior.CONFIGS[post["mode"]]
-            cache.update(PF.figures(post, posterior.theory(mc, preset)["curves"]))
-            cache["llc_devinterp"] = posterior_llc.figure(post)
-        return cache.pop(name)
-
-    names = ["orderparams", "susceptibility", "llc", "llc_devinterp"]
-    if post["softmax"].get("free_energy") is not None:
-        names.append("free_energy")
-    for name in names:
-        yield f"posterior_{name}_{preset}", lambda n=name: fig(n)
-
-
-def render(results: str | Path, out: str | Path, fmt: str = "png", only=None) -> list[Path]:
-    """Draw every figure of ``results/*.json`` into ``out/NAME.FMT``; ``only``: names to draw.
-    Prints what :func:`copyhead_jax.style.figure_problems` finds in each."""
-    from copyhead_jax.style import figure_problems
-
-    from .common import save_figure
-
-    if fmt not in ("png", "pdf", "svg"):
-        raise ValueError(f"fmt must be one of png, pdf, svg; got {fmt!r}")
-    paths = []
-    for name, draw in drawings(Path(results)):
-        if only and name not in only:
-            continue
-        fig = draw()
-        if fig is None:
-            continue
-        for p in figure_problems(fig):
-            print(f"{name}: {p}")
-        paths.append(save_figure(fig, Path(out) / f"{name}.{fmt}", dpi=110))
-        print(f"wrote {paths[-1]}", flush=True)
-    return paths
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for i, r in enumerate(res["rows"]):
+        col, th, lab = PALETTE[i % len(PALETTE)], r["theory"]["full"], rf"$\rho$={r['rho']:g}"
+        a.plot(th["P"], th["linear_up"]["cG"], "-", color=col, label=lab)
+        b.plot(th["P"], th["softmax_up"]["cG"], "-", color=col, label=lab)
+        b.plot(th["P"], th["softmax_down"]["cG"], "--", color=col)
+        if m := r.get("measured"):
+            a.plot(m["P"], m["curves"]["linear"]["cG"], "o", color=col, ms=4)
+            b.plot(m["P"], m["curves"]["pool"]["cG"], "o", color=col, ms=4)
+            b.plot(m["P"], m["curves"]["copy"]["cG"], "s", color=col, ms=4, mfc="none")
+    for ax, name in ((a, r"linear $c_G$"), (b, r"softmax $a_G$ (up: -, down: --)")):
+        ax.set_xscale("log")
+        log_P_axis(ax, np.asarray(res["rows"][0]["theory"]["full"]["P"], float))
+        ax.set_ylabel(name)
+    legend(a)
+    fig.suptitle("order parameters vs P: theory (lines), networks (markers)")
+    return fig
 
 
-def main(argv=None) -> int:
-    import argparse
+def beyond_figures(res: dict, dest: Path, which: str) -> list[Path]:
+    """``which_pstar.png`` and ``which_curves.png`` of a markov or causal result in ``dest``."""
+    import matplotlib.pyplot as plt
 
-    p = argparse.ArgumentParser(
-        prog="python -m experiments.figures",
-        description="draw the artefacts' figures again from their result JSON (no recomputing)",
-        epilog="example: python -m experiments.figures --format pdf --out /tmp/figs main_paper",
-    )
-    p.add_argument("only", nargs="*", help="figure names (default: every figure)")
-    p.add_argument("--results", default="docs/reports/results", help="folder of the result JSON")
-    p.add_argument("--out", default="docs/reports/figures", help="folder the figures go to")
-    p.add_argument("--format", default="png", choices=("png", "pdf", "svg"))
-    a = p.parse_args(argv)
-    render(a.results, a.out, a.format, a.only)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, draw in (("pstar", beyond_pstar_figure), ("curves", beyond_curves_figure)):
+        fig = draw(res)
+        out.append(Path(dest) / f"{which}_{name}.png")
+        fig.savefig(out[-1], dpi=120, bbox_inches="tight")
+        plt.close(fig)
+    return out
