@@ -32,6 +32,7 @@ from copyhead_jax.compare.pstar import linear_points, softmax_points
 from copyhead_jax.compare.stats import bootstrap_ci
 from copyhead_jax.theory import TheoryParams, sensitivity, transition_points
 
+from .report.claims import SWEPT
 from .report.conventions import KEYS, READINGS, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +43,6 @@ GRID = (4, 8, 12, 16, 18, 20, 22, 24, 28, 32, 48, 64, 96, 128, 160, 192, 210, 22
         234, 236, 238, 240, 242, 246, 250, 270, 300, 340, 370, 390, 410, 450, 500, 600,
         800)  # fmt: skip
 WIDTHS = (10_000, math.inf)
-LAW_EXPONENTS = {  # the paper's laws as local exponents at L = 25 (d log P* / d log L, .. V)
-    "P_c1": {"L": 0.0, "V": 2.0},
-    "P_cG": {"L": 1.5, "V": 0.5},
-    "P_aG": {"L": 1.0 + 2.0 / math.log(25), "V": 0.0},
-}
 
 
 def reading_config(name: str, width: float, attention: str, init: str | None = None):
@@ -157,34 +153,27 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m experiments.conventions", description=__doc__)
     p.add_argument("--out", default="results/experiments/conventions", help="output folder")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
-    p.add_argument("--render", action="store_true",
-                   help="rewrite the page from docs/reports/results/conventions.json (no sweep)")
+    p.add_argument("--render", action="store_true", help="rewrite the page from "
+                   "docs/reports/results/conventions.json (no sweep)")  # fmt: skip
     a = p.parse_args(argv)
-    out = Path(a.out)
+    out = REPORTS if a.publish or a.render else Path(a.out)
+    jpath = (REPORTS / "results" if out == REPORTS else out) / "conventions.json"
     if a.render:
-        jpath = REPORTS / "results" / "conventions.json"
         data = json.loads(jpath.read_text())
-        if any("ek_window" not in data[r] for r in READINGS):  # theory only: ~1 s per L
-            for r in READINGS:
-                data[r]["ek_window"] = ek_window(r, EK_L[r])
-            jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
-        (REPORTS / "conventions.md").write_text(render(data, REPORTS / "results"))
-        print(f"wrote {REPORTS / 'conventions.md'}")
-        return
-    ch.check_output_folder("--out", out)
-    data = {}
-    for r in READINGS:
-        meas = measure_swept(r, out) if r == "paper-chi-lik" else measure_committed(r)
-        data[r] = {"measured": meas, "exponents_measured": committed_exponents(r),
-                   "theory": theory(r), "ek_window": ek_window(r, EK_L[r])}  # fmt: skip
-    page = render(data, REPORTS / "results")
-    print(page)
-    jpath = (REPORTS / "results" if a.publish else out) / "conventions.json"
-    jpath.parent.mkdir(parents=True, exist_ok=True)
-    jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
-    md = (REPORTS if a.publish else out) / "conventions.md"
-    md.write_text(page)
-    print(f"wrote {jpath} and {md}")
+        stale = any("ek_window" not in data[r] for r in READINGS)  # theory only: ~1 s per L
+    else:
+        ch.check_output_folder("--out", out)
+        data = {r: {"measured": measure_swept(r, out) if r in SWEPT else measure_committed(r),
+                    "exponents_measured": committed_exponents(r), "theory": theory(r)}
+                for r in READINGS}  # fmt: skip
+    if not a.render or stale:
+        for r in READINGS:
+            data[r]["ek_window"] = ek_window(r, EK_L[r])
+        jpath.parent.mkdir(parents=True, exist_ok=True)
+        jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
+        print(f"wrote {jpath}")
+    (out / "conventions.md").write_text(render(data, REPORTS / "results"))
+    print(f"wrote {out / 'conventions.md'}")
 
 
 if __name__ == "__main__":

@@ -9,30 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax.style import (
-    BLACK,
-    BLUE,
-    COLORS,
-    GREEN,
-    GREY,
-    KEY_COLORS,
-    ORANGE,
-    P_LABEL,
-    PALETTE,
-    PURPLE,
-    SKY,
-    VERMILLION,
-    legend,
-    log_P_axis,
-    not_measured,
-    num,
-    styled,
-)
+from copyhead_jax import style as S
+from copyhead_jax.style import KEY_COLORS, P_LABEL, legend, log_P_axis, not_measured, num, styled
 
 from ..features import KEYS, SINGLE, THEORY_KEY, P_star
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
+A_G_LABEL = "copy logit $a_G$ (dimensionless)"
+GAP_LABEL = "objective gap per sequence (loss units)"
+COVERAGE_LABEL = "subspace coverage (cosine, 0 to 1)"
 
 
 def _vlines(a, marks) -> None:
@@ -70,137 +56,127 @@ def _log_P(a, P=None) -> None:
     a.set_xlim(lo, hi)
 
 
+def _fit_name(res: dict) -> str:
+    solver = res.get("header", {}).get("engine", {}).get("train", {}).get("solver")
+    return "exact MAP" if solver == "exact" else "Adam"
+
+
+def _band(a, x, m, sd, label, **kw) -> None:
+    """Seed means with their sd as error bars."""
+    yerr = None if sd is None else np.asarray(sd, float)
+    a.errorbar(np.asarray(x, float), np.asarray(m, float), yerr=yerr, ms=4, capsize=2,
+               label=label, **kw)  # fmt: skip
+
+
+def _other_minima(a, e: dict, skip_global: bool, label: str) -> np.ndarray:
+    """The EK theory's local minima of a_G at each P as grey dots; returns them."""
+    maG = np.where(np.asarray(e["minima_valid"], bool), np.asarray(e["minima_aG"], float), np.nan)
+    Pm = np.broadcast_to(np.asarray(e["P"], float)[:, None], maG.shape)
+    k = 1 if skip_global else 0
+    a.plot(Pm[:, k:].ravel(), maG[:, k:].ravel(), ".", ms=2, color=S.GREY, label=label)
+    return maG
+
+
 @styled
 def main_figure(res: dict[str, Any]):
+    """The main artefact: order parameters, losses, the branches' U gap, the SGLD
+    susceptibility and the coverage versus P, theory against measured, with every P*."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(2, 3, figsize=(16, 11), layout="constrained")
-    ek, th = res["theory_ek_curves"], res["theory_ek_points"]
-    cur = res["curves"]
+    ek, th, cur = res["theory_ek_curves"], res["theory_ek_points"], res["curves"]
+    fit = _fit_name(res)
     if "measured_located" in res:  # a fresh run; its JSON keeps the plain dicts
         mp = {k: P_star(v) for k, v in res["measured_located"].items()}
     else:
         mp = {k: (v or {}).get("P_star") for k, v in res["measured"].items()}
-    solver = res.get("header", {}).get("engine", {}).get("train", {}).get("solver")
-    base = "exact MAP" if solver == "exact" else "Adam"
     width = res.get("width")
-    fit = base  # the suptitle names the width
-    other = {w: r for w, r in (res.get("widths") or {}).items() if w != width and w != str(width)}
-
-    def band(a, x, m, sd, label, **kw):
-        a.errorbar(np.asarray(x, float), np.asarray(m, float),
-                   yerr=None if sd is None else np.asarray(sd, float), ms=4, capsize=2,
-                   label=label, **kw)  # fmt: skip
+    other = {w: r for w, r in (res.get("widths") or {}).items() if w not in (width, str(width))}
 
     def stars(a, keys):
-        _vlines(a, [(f"EK {_star(k)}", th.get(k), KEY_COLORS[k], "--") for k in keys]
-                + [(f"measured {_star(k)}", mp.get(k), KEY_COLORS[k], "-")
-                   for k in keys])  # fmt: skip
+        for src, ls, what in ((th, "--", "EK"), (mp, "-", "measured")):
+            _vlines(a, [(f"{what} {_star(k)}", src.get(k), KEY_COLORS[k], ls) for k in keys])
 
-    def wlabel(w):
-        return "inf" if w == "inf" else f"{int(float(w)):,}"
+    def sgld(a, key, q):
+        if p := cur.get(key):
+            _band(a, p["P"], p["cG_mean"], np.sqrt(p["cG_var"]), f"SGLD {q}", fmt="^",
+                  color=S.BLACK, mfc="none")  # fmt: skip
 
-    # (0,0) linear order parameters
-    a = ax[0, 0]
-    e, f, lin = ek["linear"]["map"], cur["finite_linear"], cur["linear"]
-    a.plot(e["P"], e["c1"], "--", color=SKY, label="EK theory $c_1$")
-    a.plot(e["P"], e["cG"], "--", color=BLUE, label="EK theory $c_G$")
-    a.plot(f["P"], f["c1"], ":", color=SKY, lw=1.5, label="finite-width theory $c_1$")
-    a.plot(f["P"], f["cG"], ":", color=BLUE, lw=1.5, label="finite-width theory $c_G$")
-    band(a, lin["P"], lin["c1"], lin["c1_sd"], f"{fit} $c_1$", fmt="s", color=SKY)
-    band(a, lin["P"], lin["cG"], lin["cG_sd"], f"{fit} $c_G$", fmt="o", color=BLUE)
-    for (w, r), mk in zip(other.items(), "x+1"):
-        cs = r.get("curves_small", {}).get("linear")
-        if cs:
-            a.plot(cs["P"], cs["cG"], mk, color=BLUE, alpha=0.7, label=f"N={wlabel(w)}: $c_G$")
-    if cur.get("sgld_linear"):
-        pl = cur["sgld_linear"]
-        band(a, pl["P"], pl["cG_mean"], np.sqrt(pl["cG_var"]), "SGLD $c_G$", fmt="^", color=BLACK,
-             mfc="none")  # fmt: skip
+    def smaller_widths(a, branch, col, label):
+        for (w, r), mk in zip(other.items(), "x+1"):
+            if cs := r.get("curves_small", {}).get(branch):
+                a.plot(cs["P"], cs["cG"], mk, color=col, alpha=0.7, label=label(w))
+
+    wl = lambda w: "inf" if w == "inf" else f"{int(float(w)):,}"  # noqa: E731
+    a, lin = ax[0, 0], cur["linear"]  # linear order parameters
+    for src, ls, lw, name in ((ek["linear"]["map"], "--", None, "EK theory"),
+                              (cur["finite_linear"], ":", 1.5, "finite-width theory")):  # fmt: skip
+        for q, col in (("c1", S.SKY), ("cG", S.BLUE)):
+            a.plot(src["P"], src[q], ls, color=col, lw=lw, label=f"{name} ${q[0]}_{q[1]}$")
+    for q, fmt, col in (("c1", "s", S.SKY), ("cG", "o", S.BLUE)):
+        _band(a, lin["P"], lin[q], lin[f"{q}_sd"], f"{fit} ${q[0]}_{q[1]}$", fmt=fmt, color=col)
+    smaller_widths(a, "linear", S.BLUE, lambda w: f"N={wl(w)}: $c_G$")
+    sgld(a, "sgld_linear", "$c_G$")
     stars(a, ("P_c1", "P_cG"))
     a.set(ylabel=ORDER_LABEL, title="linear attention: $c_1$, $c_G$ (error bars: sd over seeds)")
 
-    # (1,0) softmax aG
-    a = ax[1, 0]
-    e, f = ek["softmax"]["map"], cur["finite_softmax"]
-    a.plot(e["P"], e["aG"], "--", color=VERMILLION, label="EK theory $a_G$ (global minimum)")
-    mv = np.asarray(e["minima_valid"], bool)
-    maG = np.where(mv, np.asarray(e["minima_aG"], float), np.nan)
-    Pm = np.broadcast_to(np.asarray(e["P"], float)[:, None], maG.shape)[:, 1:]
-    a.plot(Pm.ravel(), maG[:, 1:].ravel(), ".", ms=2, color=GREY, label="EK: other local minima")
-    a.plot(f["P"], f["aG"], ":", color=VERMILLION, lw=1.5, label="finite-width theory $a_G$")
-    for name, fmt, col in (("pool", "o", ORANGE), ("copy", "v", PURPLE)):
+    a, e, f = ax[1, 0], ek["softmax"]["map"], cur["finite_softmax"]  # softmax a_G
+    a.plot(e["P"], e["aG"], "--", color=S.VERMILLION, label="EK theory $a_G$ (global minimum)")
+    _other_minima(a, e, True, "EK: other local minima")
+    a.plot(f["P"], f["aG"], ":", color=S.VERMILLION, lw=1.5, label="finite-width theory $a_G$")
+    for name, fmt, col in (("pool", "o", S.ORANGE), ("copy", "v", S.PURPLE)):
         c = cur[name]
-        band(a, c["P"], c["cG"], c["cG_sd"], f"{fit} $a_G$ ({name} start)", fmt=fmt, color=col)
-        for (w, r), mk in zip(other.items(), "x+1"):
-            cs = r.get("curves_small", {}).get(name)
-            if cs:  # one legend entry per width, in grey: the colour says the start
-                a.plot(cs["P"], cs["cG"], mk, color=col, alpha=0.7)
-                if name == "pool":
-                    a.plot([], [], mk, color=GREY, label=f"N={wlabel(w)} (colour: start)")
-    if cur.get("sgld_softmax"):
-        ps = cur["sgld_softmax"]
-        band(a, ps["P"], ps["cG_mean"], np.sqrt(ps["cG_var"]), "SGLD $a_G$", fmt="^", color=BLACK,
-             mfc="none")  # fmt: skip
-    sp = th.get("spinodals")
-    if sp:
-        a.axvspan(sp[0], sp[1], color=VERMILLION, alpha=0.1, lw=0,
+        _band(a, c["P"], c["cG"], c["cG_sd"], f"{fit} $a_G$ ({name} start)", fmt=fmt, color=col)
+        smaller_widths(a, name, col, lambda w: None)  # the colour says the start
+    for (w, r), mk in zip(other.items(), "x+1"):  # one legend entry per width, in grey
+        if r.get("curves_small", {}).get("pool"):
+            a.plot([], [], mk, color=S.GREY, label=f"N={wl(w)} (colour: start)")
+    sgld(a, "sgld_softmax", "$a_G$")
+    if sp := th.get("spinodals"):
+        a.axvspan(sp[0], sp[1], color=S.VERMILLION, alpha=0.1, lw=0,
                   label="EK coexistence (between the spinodals)")  # fmt: skip
     stars(a, ("P_aG",))
     Pm = np.concatenate([np.asarray(cur[k]["P"], float) for k in ("pool", "copy")])
     a.set_xlim(Pm.min() / 2, Pm.max() * 2)  # the transition, not the flat ends
     _log_P(a, Pm)
-    a.set(ylabel="copy logit $a_G$ (dimensionless)",
-          title="softmax attention: $a_G$ from both starts")  # fmt: skip
+    a.set(ylabel=A_G_LABEL, title="softmax attention: $a_G$ from both starts")
 
-    # (0,1) losses
-    a = ax[0, 1]
-    for name, col, key in (("linear", BLUE, "linear"), ("softmax", VERMILLION, "pool")):
+    a = ax[0, 1]  # losses
+    for name, col, key in (("linear", S.BLUE, "linear"), ("softmax", S.VERMILLION, "pool")):
         c = cur[key]
         for split, fmt, mfc in (("train", "o", None), ("test", "s", "none")):
-            band(a, c["P"], c[f"{split}_loss"], c[f"{split}_loss_sd"], f"{fit} {name}, {split}",
-                 fmt=fmt, color=col, mfc=mfc)  # fmt: skip
+            _band(a, c["P"], c[f"{split}_loss"], c[f"{split}_loss_sd"], f"{fit} {name}, {split}",
+                  fmt=fmt, color=col, mfc=mfc)  # fmt: skip
         e = ek[name]["map"]
         a.plot(e["P"], e["mse"], "--", color=col, label=f"EK population loss ({name})")
     a.set(ylabel=LOSS_LABEL, title="train and test loss")
 
-    # (1,1) branch objective difference
-    a = ax[1, 1]
-    br = cur["branches"]
+    a, br, f = ax[1, 1], cur["branches"], cur["finite_softmax"]  # the branches' U gap
     if len(br["P"]):
         P, dU = np.asarray(br["P"], float), np.asarray(br["dU_per_seq"], float)
         dist = np.asarray(br["distinct"], float) > 0
-        a.plot(P[dist], dU[dist], "o-", color=VERMILLION,
+        a.plot(P[dist], dU[dist], "o-", color=S.VERMILLION,
                label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$")  # fmt: skip
         if (~dist).any():
-            a.plot(P[~dist], dU[~dist], "x", color=GREY, label="branches merged (excluded)")
-    f = cur["finite_softmax"]
+            a.plot(P[~dist], dU[~dist], "x", color=S.GREY, label="branches merged (excluded)")
     if "dS_per_seq" in f:
         lim = a.get_xlim() if len(br["P"]) else None
-        a.plot(f["P"], f["dS_per_seq"], ":", color=VERMILLION, lw=1.5,
+        a.plot(f["P"], f["dS_per_seq"], ":", color=S.VERMILLION, lw=1.5,
                label="finite-width theory $(S_{weak} - S_{strong})/P$")  # fmt: skip
         if lim:
             a.set_xlim(lim)
-            y = np.asarray(br["dU_per_seq"], float)
-            pad = 0.15 * (np.nanmax(y) - np.nanmin(y) or 1.0)
-            a.set_ylim(np.nanmin(y) - pad, np.nanmax(y) + pad)
-    a.axhline(0, color=BLACK, lw=0.6)
+            pad = 0.15 * (np.nanmax(dU) - np.nanmin(dU) or 1.0)
+            a.set_ylim(np.nanmin(dU) - pad, np.nanmax(dU) + pad)
+    a.axhline(0, color=S.BLACK, lw=0.6)
     stars(a, ("P_aG",))
-    a.set(ylabel="objective gap per sequence (loss units)",
-          title="softmax: objective gap between the branches")  # fmt: skip
+    a.set(ylabel=GAP_LABEL, title="softmax: objective gap between the branches")
 
-    # (0,2) susceptibility (SGLD), or "not measured"
-    a = ax[0, 2]
-    drawn = False
-    for key, fld, col, lab in (
-        ("sgld_linear", "r", GREEN, "linear: var($r$)"),
-        ("sgld_linear", "cG", BLUE, "linear: var($c_G$)"),
-        ("sgld_softmax", "cG", VERMILLION, "softmax: var($a_G$)"),
-    ):
-        p = cur.get(key)
-        if p:
-            a.plot(p["P"], p[f"{fld}_var"], "o-", color=col, label=lab)
-            drawn = True
+    a = ax[0, 2]  # SGLD susceptibility, or "not measured"
+    drawn = [a.plot(p["P"], p[f"{q}_var"], "o-", color=col, label=lab)
+             for key, q, col, lab in (("sgld_linear", "r", S.GREEN, "linear: var($r$)"),
+                                      ("sgld_linear", "cG", S.BLUE, "linear: var($c_G$)"),
+                                      ("sgld_softmax", "cG", S.VERMILLION, "softmax: var($a_G$)"))
+             if (p := cur.get(key))]  # fmt: skip
     if drawn:
         a.set_yscale("log")
         stars(a, ("P_c1", "P_cG", "P_aG"))
@@ -209,83 +185,61 @@ def main_figure(res: dict[str, Any]):
         a.set(xticks=[], yticks=[])
     a.set(ylabel="posterior variance over draws", title="SGLD susceptibility (early warning)")
 
-    # (1,2) coverage
-    a = ax[1, 2]
-    for key, col, lab in (("linear", BLUE, "linear"), ("pool", VERMILLION, "softmax")):
+    a = ax[1, 2]  # coverage
+    for key, col, lab in (("linear", S.BLUE, "linear"), ("pool", S.VERMILLION, "softmax")):
         c = cur[key]
-        band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit} {lab}, mean attention", fmt="o",
-             color=col)  # fmt: skip
+        _band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit} {lab}, mean attention", fmt="o",
+              color=col)  # fmt: skip
         a.plot(c["P"], c["sample_coverage"], "s:", mfc="none", ms=4, color=col,
                label=f"{fit} {lab}, per sample")  # fmt: skip
-    for key, col, lab in (("sgld_linear", BLUE, "linear"), ("sgld_softmax", VERMILLION, "softmax")):
-        p = cur.get(key)
-        if p:
+        if p := cur.get(f"sgld_{lab}"):
             a.plot(p["P"], p["coverage_mean"], "^--", color=col, mfc="none", label=f"SGLD {lab}")
-    a.set(ylabel="subspace coverage (cosine, 0 to 1)", title="subspace coverage")
+    a.set(ylabel=COVERAGE_LABEL, title="subspace coverage")
     for a in ax.flat:
         if a.has_data() and a is not ax[1, 0]:
             _log_P(a)
         a.set_xlabel(P_LABEL)
         legend(a, ncol=2)
-    e = res["header"]["engine"]
-    fig.suptitle(
-        f"main, {res['header']['preset']} preset, {res['header']['mode']}: L={e['task']['L']}, "
-        f"V={e['task']['V']}; points: {base} at N={e['model']['width']:,}, error bars: sd over "
-        f"{e['sweep']['n_seeds']} seeds; vertical lines: $P^*$ (dashed EK theory, solid measured)"
-    )
+    h, e = res["header"], res["header"]["engine"]
+    fig.suptitle(f"main, {h['preset']} preset, {h['mode']}: L={e['task']['L']}, V={e['task']['V']}"
+                 f"; points: {fit} at N={e['model']['width']:,}, error bars: sd over "
+                 f"{e['sweep']['n_seeds']} seeds; vertical lines: $P^*$ (dashed EK theory, solid "
+                 "measured)")  # fmt: skip
     return fig
 
 
-REGIME_COLORS = {"no": GREY, "poo": GREEN, "cro": ORANGE, "cop": PURPLE}
-
-
-def _regime_bands(a, P, names) -> None:
-    """Shade each P by its regime, boundaries half way (in log P) between neighbours; one legend
-    entry per regime present."""
-    P = np.asarray(P, float)
-    edges = np.sqrt(P[1:] * P[:-1])
-    lo = np.r_[P[0] / 1.3, edges]
-    hi = np.r_[edges, P[-1] * 1.3]
-    seen = set()
-    for x0, x1, name in zip(lo, hi, names):
-        key = name[:3]
-        label = None if name in seen else f"EK regime: {name}"
-        seen.add(name)
-        a.axvspan(x0, x1, color=REGIME_COLORS.get(key, GREY), alpha=0.15, lw=0, label=label)
+REGIME_COLORS = {"no": S.GREY, "poo": S.GREEN, "cro": S.ORANGE, "cop": S.PURPLE}
 
 
 @styled
 def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
+    """Subspace coverage versus P, both attentions; linear shaded by the EK regime."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
-    cur = res_main["curves"]
-    solver = res_main.get("header", {}).get("engine", {}).get("train", {}).get("solver")
-    fit = "exact MAP" if solver == "exact" else "Adam"
-    for a, att, key, post in (
-        (ax[0], "linear", "linear", "sgld_linear"),
-        (ax[1], "softmax", "pool", "sgld_softmax"),
-    ):
-        c = cur[key]
-        col = COLORS[att]
-        a.errorbar(c["P"], c["coverage"], yerr=c["coverage_sd"], fmt="o-", ms=4, capsize=2,
-                   color=col, label=f"{fit}, mean attention")  # fmt: skip
-        a.errorbar(c["P"], c["sample_coverage"], yerr=c["sample_coverage_sd"], fmt="s:", ms=4,
-                   capsize=2, color=col, mfc="none", label=f"{fit}, per sample")  # fmt: skip
-        p = cur.get(post)
-        if p:
-            a.plot(p["P"], np.asarray(p["coverage_mean"], float), "^--", mfc="none", color=BLACK,
-                   label="SGLD, mean attention")  # fmt: skip
-        a.axhline(res["a1_threshold"], color=GREY, lw=0.8, ls="--",
+    cur, fit = res_main["curves"], _fit_name(res_main)
+    for a, att, key in ((ax[0], "linear", "linear"), (ax[1], "softmax", "pool")):
+        c, col = cur[key], S.COLORS[att]
+        _band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit}, mean attention", fmt="o-",
+              color=col)  # fmt: skip
+        _band(a, c["P"], c["sample_coverage"], c["sample_coverage_sd"], f"{fit}, per sample",
+              fmt="s:", color=col, mfc="none")  # fmt: skip
+        if p := cur.get(f"sgld_{att}"):
+            a.plot(p["P"], np.asarray(p["coverage_mean"], float), "^--", mfc="none",
+                   color=S.BLACK, label="SGLD, mean attention")  # fmt: skip
+        a.axhline(res["a1_threshold"], color=S.GREY, lw=0.8, ls="--",
                   label=f"A1 threshold ({res['a1_threshold']:g})")  # fmt: skip
         a.set_xscale("log")
-        a.set(
-            xlabel=P_LABEL,
-            ylabel="subspace coverage (cosine, 0 to 1)",
-            title=f"{att} attention" + (" (pooling start)" if att == "softmax" else ""),
-        )
+        start = " (pooling start)" if att == "softmax" else ""
+        a.set(xlabel=P_LABEL, ylabel=COVERAGE_LABEL, title=f"{att} attention{start}")
     lin = res["linear_regimes"]
-    _regime_bands(ax[0], lin["P"], lin["regime"])
+    P = np.asarray(lin["P"], float)  # each P shaded by its regime, edges half way in log P
+    edges = np.sqrt(P[1:] * P[:-1])
+    seen = set()
+    for x0, x1, name in zip(np.r_[P[0] / 1.3, edges], np.r_[edges, P[-1] * 1.3], lin["regime"]):
+        ax[0].axvspan(x0, x1, color=REGIME_COLORS.get(name[:3], S.GREY), alpha=0.15, lw=0,
+                      label=None if name in seen else f"EK regime: {name}")  # fmt: skip
+        seen.add(name)
     for a in ax:
         _log_P(a)
         legend(a)
@@ -297,60 +251,53 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
 
 @styled
 def hysteresis_figure(res: dict[str, Any]):
+    """Both starts of each attention versus P: a_G with the EK minima and the windows, the U
+    gap between the softmax starts, c_G of the linear starts."""
     import matplotlib.pyplot as plt
     from matplotlib.transforms import blended_transform_factory
 
     fig, ax = plt.subplots(1, 3, figsize=(16, 5.8), layout="constrained")
-    b = res["softmax"]
-    a = ax[0]
-    ek = res["theory_ek_softmax"]
-    mv = np.asarray(ek["minima_valid"], bool)
-    maG = np.where(mv, np.asarray(ek["minima_aG"], float), np.nan)
-    Pm = np.broadcast_to(np.asarray(ek["P"], float)[:, None], maG.shape)
-    a.plot(Pm.ravel(), maG.ravel(), ".", ms=2, color=GREY, label="EK theory: local minima")
-    for name, fmt, col in (("pool", "o", ORANGE), ("copy", "v", PURPLE)):
-        a.errorbar(b["P"], b[f"aG_{name}"], yerr=b[f"aG_{name}_sd"], fmt=fmt, color=col, ms=4,
-                   capsize=2, label=f"exact MAP / Adam, {name} start")  # fmt: skip
+    a, b = ax[0], res["softmax"]
+    maG = _other_minima(a, res["theory_ek_softmax"], False, "EK theory: local minima")
+    for name, fmt, col in (("pool", "o", S.ORANGE), ("copy", "v", S.PURPLE)):
+        _band(a, b["P"], b[f"aG_{name}"], b[f"aG_{name}_sd"], f"exact MAP / Adam, {name} start",
+              fmt=fmt, color=col)  # fmt: skip
     # the windows as separate bars above the data (they overlap; one band would merge them)
     vals = np.r_[maG.ravel(), np.asarray(b["aG_pool"], float), np.asarray(b["aG_copy"], float)]
     top = np.nanmax(vals) if np.isfinite(vals).any() else 1.0
     a.set_ylim(top=1.45 * max(top, 1e-3))
     tr = blended_transform_factory(a.transData, a.transAxes)
     w = res["measured_window"]
-    bars = [
-        ("EK spinodal window", res["theory_ek_spinodals"], VERMILLION, 0.95),
-        ("finite-width spinodal window", res.get("theory_finite_spinodals"), SKY, 0.90),
-        ("measured window (both starts)", [w.get("lower"), w.get("upper")], BLUE, 0.85),
-    ]
-    for label, win, col, y in bars:
+    for label, win, col, y in (
+        ("EK spinodal window", res["theory_ek_spinodals"], S.VERMILLION, 0.95),
+        ("finite-width spinodal window", res.get("theory_finite_spinodals"), S.SKY, 0.90),
+        ("measured window (both starts)", [w.get("lower"), w.get("upper")], S.BLUE, 0.85),
+    ):
         if win and all(v is not None and np.isfinite(v) for v in win):
             a.plot(win, [y, y], "-|", color=col, lw=3, ms=10, transform=tr,
                    label=f"{label}: {num(win[0])} to {num(win[1])}")  # fmt: skip
     Pd = np.asarray(b["P"], float)
     a.set_xlim(Pd.min() / 1.5, Pd.max() * 1.5)
     _log_P(a, Pd)
-    a.set(ylabel="copy logit $a_G$ (dimensionless)", title="softmax: $a_G$ from both starts")
+    a.set(ylabel=A_G_LABEL, title="softmax: $a_G$ from both starts")
     a = ax[1]
-    a.plot(b["P"], b["dU_per_seq"], "o-", color=VERMILLION, label="$(U_{pool} - U_{copy})/P$")
-    a.axhline(0, color=BLACK, lw=0.6)
-    a.set(ylabel="objective gap per sequence (loss units)",
-          title="softmax: objective gap between the two starts")  # fmt: skip
-    a = ax[2]
-    lin = res["linear"]
+    a.plot(b["P"], b["dU_per_seq"], "o-", color=S.VERMILLION, label="$(U_{pool} - U_{copy})/P$")
+    a.axhline(0, color=S.BLACK, lw=0.6)
+    a.set(ylabel=GAP_LABEL, title="softmax: objective gap between the two starts")
+    a, lin = ax[2], res["linear"]
     if lin:
-        a.plot(lin["P"], lin["cG_prior"], "o-", color=BLUE, label="$c_G$, prior start")
-        a.plot(lin["P"], lin["cG_copy"], "v--", color=SKY, label="$c_G$, copy start")
+        a.plot(lin["P"], lin["cG_prior"], "o-", color=S.BLUE, label="$c_G$, prior start")
+        a.plot(lin["P"], lin["cG_copy"], "v--", color=S.SKY, label="$c_G$, copy start")
         t = res["theory_ek_linear"]
-        a.plot(t["P"], t["cG"], ":", color=BLACK, label="EK theory $c_G$")
+        a.plot(t["P"], t["cG"], ":", color=S.BLACK, label="EK theory $c_G$")
         a.set_title(f"linear: both starts (max $|\\Delta c_G|$ = {lin['max_abs_dcG']:.3g})")
     else:
         not_measured(a, "linear starts")
         a.set_title("linear: both starts")
     a.set(ylabel=ORDER_LABEL)
-    for a in ax[1:]:
-        if a.has_data():
-            _log_P(a)
     for a in ax:
+        if a is not ax[0] and a.has_data():
+            _log_P(a)
         a.set_xlabel(P_LABEL)
         legend(a)
     h = res["header"]
@@ -360,67 +307,58 @@ def hysteresis_figure(res: dict[str, Any]):
 
 @styled
 def scaling_figure(res: dict[str, Any]):
+    """The EK phase diagrams over (L or V, P) with the measured P*, and P* with its fitted
+    exponents versus L or V."""
     import matplotlib.pyplot as plt
 
-    axis = res["axis"]
+    axis, pd, rows = res["axis"], res["phase"], res["rows"]
     fig, ax = plt.subplots(1, 3, figsize=(17, 6.2), layout="constrained")
-    pd = res["phase"]
-    colors = dict(KEY_COLORS, **{SINGLE: ORANGE})
+    colors = dict(KEY_COLORS, **{SINGLE: S.ORANGE})
     for a, att, field, title, cbar in (
         (ax[0], "linear", "psi", "linear: EK copy fraction $\\psi$", "copy fraction $\\psi$"),
         (ax[1], "softmax", "aG", "softmax: EK $a_G$", "copy logit $a_G$"),
     ):
         d = pd[att]
-        z = np.asarray(d[field], float)
-        m = a.pcolormesh(d["values"], d["P"], z.T, shading="nearest", cmap="viridis")
+        m = a.pcolormesh(d["values"], d["P"], np.asarray(d[field], float).T, shading="nearest",
+                         cmap="viridis")  # fmt: skip
         fig.colorbar(m, ax=a, label=f"{cbar} (EK theory, dimensionless)")
         keys = ("P_c1", "P_cG") if att == "linear" else ("P_aG", "spinodal_lo", "spinodal_hi")
         for k in keys:
-            y = np.asarray([np.nan if v is None else v for v in pd["boundaries"][k]], float)
             spin = "spin" in k
-            ls = "--" if spin else (":" if k == "P_c1" else "-")
-            a.plot(pd["boundary_values"], y, ls, color="w", lw=1.4,
+            a.plot(pd["boundary_values"], _nan(pd["boundaries"][k]),
+                   "--" if spin else (":" if k == "P_c1" else "-"), color="w", lw=1.4,
                    label=("EK spinodals" if k == "spinodal_lo" else None) if spin
                    else f"EK {_star(k)}")  # fmt: skip
-        for k in ("P_c1", "P_cG") if att == "linear" else ("P_aG",):
+        for k in keys[: 2 if att == "linear" else 1]:
             first = True
-            for r in res["rows"]:
+            for r in rows:
                 mk = r["measured"].get(k)
                 if mk and mk.get("bracketed"):
-                    lo, hi = mk["bracket"]
-                    a.errorbar([r["value"]], [mk["P_star"]],
-                               yerr=[[mk["P_star"] - lo], [hi - mk["P_star"]]], fmt="o",
-                               color=colors[k], mec="w", capsize=3,
-                               label=f"measured {_star(k)} (bar: bracket)" if first
-                               else None)  # fmt: skip
+                    (lo, hi), y = mk["bracket"], mk["P_star"]
+                    lab = f"measured {_star(k)} (bar: bracket)" if first else None
+                    a.errorbar([r["value"]], [y], yerr=[[y - lo], [hi - y]], fmt="o",
+                               color=colors[k], mec="w", capsize=3, label=lab)  # fmt: skip
                     first = False
-        a.set_yscale("log")
-        a.set(xlabel=f"{axis} ({'sequence length' if axis == 'L' else 'vocabulary size'})",
-              ylabel=P_LABEL, title=title)  # fmt: skip
+        what = "sequence length" if axis == "L" else "vocabulary size"
+        a.set(yscale="log", xlabel=f"{axis} ({what})", ylabel=P_LABEL, title=title)
         leg = legend(a)
         leg.set_frame_on(True)  # a grey ground for the white lines
         leg.get_frame().set_facecolor("0.6")
-    a = ax[2]
-    x = np.asarray(res["values"], float)
+    a, x = ax[2], np.asarray(res["values"], float)
     for k in (*KEYS, SINGLE):
-        tk = THEORY_KEY[k]
-        fits = res["fits"][k]
-        ek = [r["theory_ek"].get(tk) for r in res["rows"]]
-        a.plot(x, [np.nan if v is None else v for v in ek], "-" if k != SINGLE else "--",
-               color=colors[k],
-               label=f"EK {_star(tk)} (exponent "
+        tk, fits, one = THEORY_KEY[k], res["fits"][k], k == SINGLE
+        a.plot(x, _nan(r["theory_ek"].get(tk) for r in rows), "--" if one else "-",
+               color=colors[k], label=f"EK {_star(tk)} (exponent "
                f"{_fmt(fits['theory_ek']['exponent'])})")  # fmt: skip
-        fin = [(r.get("theory_finite") or {}).get(tk) for r in res["rows"]]
-        if any(v is not None and np.isfinite(v) for v in fin):
-            a.plot(x, [np.nan if v is None else v for v in fin], ":", color=colors[k],
-                   label=f"finite-width {_star(tk)}")  # fmt: skip
-        me = [(r["measured"].get(k) or {}) for r in res["rows"]]
-        y = [m["P_star"] if m.get("bracketed") else np.nan for m in me]
-        a.plot(x, y, "o" if k != SINGLE else "x", color=colors[k],
+        fin = _nan((r.get("theory_finite") or {}).get(tk) for r in rows)
+        if np.isfinite(fin).any():
+            a.plot(x, fin, ":", color=colors[k], label=f"finite-width {_star(tk)}")
+        me = [(r["measured"].get(k) or {}) for r in rows]
+        a.plot(x, [m["P_star"] if m.get("bracketed") else np.nan for m in me], "x" if one else "o",
+               color=colors[k],
                label=f"measured {_star(k)} (exponent {_fmt(fits['measured']['exponent'])}; "
                f"paper {fits['paper_law']}: {_fmt(fits['paper_exponent'])})")  # fmt: skip
-    a.set_xscale("log")
-    a.set_yscale("log")
+    a.set(xscale="log", yscale="log")
     log_P_axis(a, x)
     a.set(xlabel=f"{axis} (log scale)", ylabel="$P^*$ (sequences)",
           title="$P^*$ and fitted exponents")  # fmt: skip
@@ -432,6 +370,10 @@ def scaling_figure(res: dict[str, Any]):
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:.2f}"
+
+
+def _nan(xs) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in xs], float)
 
 
 @styled
@@ -446,35 +388,23 @@ def width_figure(res: dict[str, Any]):
                            gridspec_kw={"width_ratios": [1.4, 1, 1, 1]})  # fmt: skip
     widths = res["widths"]
     finite = [w for w in widths if w != "inf"]
-    # infinity drawn one decade right of the largest finite width
-    x_of = {w: float(w) for w in finite}
-    x_inf = 10 * max(x_of.values()) if x_of else 1.0
-    x_of["inf"] = x_inf
-    a = ax[0]
-    rows = [r for r in res["rows"] if r["theory_ek"]]
+    x_of = {w: float(w) for w in finite}  # infinity one decade right of the largest width
+    x_inf = x_of["inf"] = 10 * max(x_of.values()) if x_of else 1.0
+    a, rows = ax[0], [r for r in res["rows"] if r["theory_ek"]]
     for j, row in enumerate(rows):
-        ek = row["theory_ek"]
-        col = KEY_COLORS.get(row["key"], BLACK)
+        ek, col = row["theory_ek"], KEY_COLORS.get(row["key"], S.BLACK)
         shift = 1.0 + 0.04 * (j - (len(rows) - 1) / 2)  # side by side, not on top
-        xs, ys, lo, hi, xf, yf = [], [], [], [], [], []
-        for w in widths:
-            m = row["measured"][w]
-            if m.get("estimate") is not None:
-                xs.append(x_of[w] * shift)
-                ys.append(m["estimate"] / ek)
-                lo.append((m["estimate"] - (m.get("lo") or m["estimate"])) / ek)
-                hi.append(((m.get("hi") or m["estimate"]) - m["estimate"]) / ek)
-            t = row["theory_finite"][w]
-            if t.get("estimate") is not None:
-                xf.append(x_of[w] * shift)
-                yf.append(t["estimate"] / ek)
-        a.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=col, ms=4, capsize=2,
-                   label=_star(row["key"]))  # fmt: skip
-        a.plot(xf, yf, "D", mfc="none", color=col, ms=5)
-        old = (row.get("reference_128") or {}).get("measured")
-        if old:
+        got = [w for w in widths if row["measured"][w].get("estimate") is not None]
+        y, lo, hi = (np.array([row["measured"][w].get(k) or row["measured"][w]["estimate"]
+                               for w in got], float) for k in ("estimate", "lo", "hi"))  # fmt: skip
+        a.errorbar([x_of[w] * shift for w in got], y / ek, yerr=[(y - lo) / ek, (hi - y) / ek],
+                   fmt="o-", color=col, ms=4, capsize=2, label=_star(row["key"]))  # fmt: skip
+        t = [(x_of[w] * shift, row["theory_finite"][w].get("estimate")) for w in widths]
+        t = [(x, v / ek) for x, v in t if v is not None]
+        a.plot([x for x, _ in t], [v for _, v in t], "D", mfc="none", color=col, ms=5)
+        if old := (row.get("reference_128") or {}).get("measured"):
             a.plot([128 * shift], [old / ek], "x", color=col, ms=7, mew=1.5)
-    a.axhline(1.0, color=BLACK, lw=0.8)
+    a.axhline(1.0, color=S.BLACK, lw=0.8)
     lo, hi = a.get_ylim()
     if hi / max(lo, 1e-9) > 3:  # a far outlier would squeeze the rest: a log ratio axis
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
@@ -490,25 +420,19 @@ def width_figure(res: dict[str, Any]):
     a.set(xlabel="width $N$", ylabel="$P^*$ / $P^*$(EK theory)",
           title="$P^*$ relative to the EK theory versus width")  # fmt: skip
     h, lab = a.get_legend_handles_labels()
-    h += [Line2D([], [], marker="o", color=GREY, ls="-"),
-          Line2D([], [], marker="D", mfc="none", color=GREY, ls=""),
-          Line2D([], [], marker="x", color=GREY, ls="")]  # fmt: skip
+    h += [Line2D([], [], marker="o", color=S.GREY, ls="-"),
+          Line2D([], [], marker="D", mfc="none", color=S.GREY, ls=""),
+          Line2D([], [], marker="x", color=S.GREY, ls="")]  # fmt: skip
     lab += ["exact MAP (bars: 95% CI)", "finite-width theory", "old Adam run, N = 128"]
     legend(a, handles=h, labels=lab, ncol=3)
     cmap = plt.get_cmap("viridis")
     shade = {w: cmap(0.85 * i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
-    panels = (
+    for a, branch, q, title, yl in (
         (ax[1], "linear", "psi", "linear: copy fraction $\\psi$", "copy fraction $\\psi$"),
         (ax[2], "linear", "r", "linear: attention row sum $r$", "row sum $r$ (dimensionless)"),
-        (
-            ax[3],
-            "pool",
-            "cG",
-            "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
-            "copy logit $a_G$ (dimensionless)",
-        ),
-    )
-    for a, branch, q, title, yl in panels:
+        (ax[3], "pool", "cG", "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
+         A_G_LABEL),
+    ):  # fmt: skip
         for w in widths:
             c = res["curves"].get(w)
             if not c or q not in c[branch]:
@@ -518,18 +442,14 @@ def width_figure(res: dict[str, Any]):
             if branch == "pool":
                 a.plot(c["copy"]["P"], c["copy"][q], "s--", ms=3, color=shade[w])
         if branch == "pool":
-            a.plot([], [], "o-", color=GREY, label="pooling start")
-            a.plot([], [], "s--", color=GREY, label="copy start")
+            a.plot([], [], "o-", color=S.GREY, label="pooling start")
+            a.plot([], [], "s--", color=S.GREY, label="copy start")
         if a.has_data():
             _log_P(a)
         a.set(xlabel=P_LABEL, ylabel=yl, title=title)
         legend(a)
     fig.suptitle(f"width table, {res['preset']} preset (exact MAP, {res['n_seeds']} seeds)")
     return fig
-
-
-def _nan(xs) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in xs], float)
 
 
 @styled
@@ -558,10 +478,10 @@ def beyond_pstar_figure(res: dict):
     legend(a, ncol=2)
     full = [r["theory"]["full"] for r in rows]
     win = np.array([t.get("spinodals") or (np.nan, np.nan) for t in full], float)
-    b.fill_between(rho, win[:, 0], win[:, 1], color=PALETTE[1], alpha=0.3,
+    b.fill_between(rho, win[:, 0], win[:, 1], color=S.PALETTE[1], alpha=0.3,
                    label="coexistence window (full)")  # fmt: skip
     b.plot(rho, [t.get("P_aG") or np.nan for t in full], "k-", label=r"$P^*_{aG}$ (full)")
-    b.plot(rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=PALETTE[2],
+    b.plot(rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=S.PALETTE[2],
            label="steepest aG (crossover)")  # fmt: skip
     b.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel="softmax window in $P$")
     legend(b)
@@ -578,7 +498,7 @@ def beyond_curves_figure(res: dict):
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
     for i, r in enumerate(res["rows"]):
-        col, th, lab = PALETTE[i % len(PALETTE)], r["theory"]["full"], rf"$\rho$={r['rho']:g}"
+        col, th, lab = S.PALETTE[i % len(S.PALETTE)], r["theory"]["full"], rf"$\rho$={r['rho']:g}"
         a.plot(th["P"], th["linear_up"]["cG"], "-", color=col, label=lab)
         b.plot(th["P"], th["softmax_up"]["cG"], "-", color=col, label=lab)
         b.plot(th["P"], th["softmax_down"]["cG"], "--", color=col)

@@ -10,13 +10,7 @@ import json
 from pathlib import Path
 
 from ..common import nulls_in_lists_to_nan, save_figure
-from .figures import (
-    coverage_figure,
-    hysteresis_figure,
-    main_figure,
-    scaling_figure,
-    width_figure,
-)
+from . import figures as F
 
 
 def _load(results: Path, name: str) -> dict | None:
@@ -29,39 +23,26 @@ def drawings(results: Path):
     returns the matplotlib Figure (or ``None`` where the result has nothing to draw)."""
     from .. import embeddings, posterior_branches, posterior_smc, reduction
 
-    for preset in ("plain", "paper"):
-        main = _load(results, f"main_{preset}")
+    for p in ("plain", "paper"):
+        main = _load(results, f"main_{p}")
+        arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
+                ("scaling-L", F.scaling_figure), ("scaling-V", F.scaling_figure),
+                ("width", F.width_figure)]  # fmt: skip
         if main:
-            yield f"main_{preset}", lambda r=main: main_figure(r)
-        cov = _load(results, f"coverage_{preset}")
-        if cov and main:
-            yield f"coverage_{preset}", lambda r=cov, m=main: coverage_figure(r, m)
-        hys = _load(results, f"hysteresis_{preset}")
-        if hys:
-            yield f"hysteresis_{preset}", lambda r=hys: hysteresis_figure(r)
-        for ax in ("L", "V"):
-            sc = _load(results, f"scaling-{ax}_{preset}")
-            if sc:
-                yield f"scaling-{ax}_{preset}", lambda r=sc: scaling_figure(r)
-        wd = _load(results, f"width_{preset}")
-        if wd:
-            yield f"width_{preset}", lambda r=wd: width_figure(r)
-        post = _load(results, f"posterior_{preset}")
-        if post:
+            arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
+        for name, draw in arts:
+            if res := _load(results, f"{name}_{p}"):
+                yield f"{name}_{p}", lambda r=res, d=draw: d(r)
+        if post := _load(results, f"posterior_{p}"):
             yield from _posterior(post)
-        br = _load(results, "posterior_branches" + ("" if preset == "plain" else f"_{preset}"))
-        if br:
-            main_P = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
-            yield (f"posterior_branches_{preset}",
-                   lambda r=br, m=main_P: posterior_branches.draw(r, m))  # fmt: skip
-    smc = _load(results, "posterior_smc")
-    if smc:
+        if br := _load(results, "posterior_branches" + ("" if p == "plain" else f"_{p}")):
+            P_aG = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
+            yield f"posterior_branches_{p}", lambda r=br, m=P_aG: posterior_branches.draw(r, m)
+    if smc := _load(results, "posterior_smc"):
         yield "posterior_smc_plain", lambda r=smc: posterior_smc.draw(r, r.get("ti_crossing_F"))
-    emb = _load(results, "embeddings")
-    if emb:
+    if emb := _load(results, "embeddings"):
         yield "embeddings", lambda r=emb: embeddings.figure(r)
-    red = _load(results, "reduction")
-    if red and "width" in red:
+    if (red := _load(results, "reduction")) and "width" in red:
         yield "reduction_width", lambda r=red: reduction.draw(r["width"])
 
 
