@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,34 +84,23 @@ def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
     return out
 
 
-def pstar_rows(d: Path, grid) -> list[dict]:
-    rows = []
-    for k in ("P_c1", "P_cG", "P_aG"):
-        band, cells = grid_band(PAPER_MEASURED[k], grid), {}
-        for r in READINGS:
-            c, how = pstars(d, r)[k]
-            ok = c and c.get("estimate") is not None
-            j = judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None
-            cells[r] = _judged(_ci(c) + how, j)
-        rows.append({"claim": NAMES[k], "cells": cells})
-    return rows
+def pstar_cell(d: Path, r: str, k: str, grid) -> dict:
+    c, how = pstars(d, r)[k]
+    ok = c and c.get("estimate") is not None
+    band = grid_band(PAPER_MEASURED[k], grid)
+    return _judged(_ci(c) + how, judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None)
 
 
-def bayes_row(d: Path, grid) -> dict:
-    band, cells = grid_band(PAPER_MEASURED["P_aG"], grid), {}
-    for r in READINGS:
-        res = _load(d, BRANCHES[r]) if r in BRANCHES else None
-        if res is None:
-            cells[r] = _cell(f"Bayesian P*_aG ({r}): not measured this session")
-            continue
-        b = bayesian_interval(res)
-        j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
-        bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
-              "results.md)" if b["flagged"] else ""  # fmt: skip
-        iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
-        cells[r] = _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
-    return {"claim": "Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, "
-            "grid)", "cells": cells}  # fmt: skip
+def bayes_cell(d: Path, r: str, grid) -> dict:
+    res = _load(d, BRANCHES[r]) if r in BRANCHES else None
+    if res is None:
+        return _cell(f"Bayesian P*_aG ({r}): not measured this session")
+    b, band = bayesian_interval(res), grid_band(PAPER_MEASURED["P_aG"], grid)
+    j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
+    bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
+          "results.md)" if b["flagged"] else ""  # fmt: skip
+    iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
+    return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
 
 
 def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
@@ -127,67 +117,50 @@ def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
     return f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}", j["reproduced"]
 
 
-def law_rows(d: Path) -> list[dict]:
-    rows = []
-    for k, (name, _) in PAPER_LAWS.items():
-        cells = {}
-        for r in READINGS:
-            parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k,
-                               ax) for ax in ("L", "V")]  # fmt: skip
-            v = [p[1] for p in parts]
-            rep = False if False in v else None if None in v else True
-            cells[r] = _cell("; ".join(p[0] for p in parts), rep)
-        rows.append({"claim": f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], "
-                     f"V in [2, 12]; +-{EXPONENT_TOL})", "cells": cells})  # fmt: skip
-    return rows
+def law_cell(d: Path, r: str, k: str) -> dict:
+    """A law holds when its exponents in L and V both reproduce the paper's."""
+    parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k, ax)
+             for ax in ("L", "V")]  # fmt: skip
+    v = [p[1] for p in parts]
+    return _cell("; ".join(p[0] for p in parts), False if False in v else None if None in v
+                 else True)  # fmt: skip
 
 
-def order_row(d: Path) -> dict:
-    cells = {}
-    for r in READINGS:
-        p = pstars(d, r)
-        iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
-              for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
-        o = order_of(iv)
-        cells[r] = _cell(o or "not located", None if o is None else o == "ordered")
-    return {"claim": "order P*_c1 < P*_aG < P*_cG (CIs disjoint)", "cells": cells}
+def order_cell(d: Path, r: str) -> dict:
+    p = pstars(d, r)
+    iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
+          for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
+    o = order_of(iv)
+    return _cell(o or "not located", None if o is None else o == "ordered")
 
 
-def first_order_row(d: Path) -> dict:
-    cells = {}
-    for r in READINGS:
-        c = pstars(d, r)["coexistence"][0]
-        if c is None:
-            cells[r] = _cell("not measured")
-        elif not c.get("n"):
-            cells[r] = _cell("one minimum per P at the grid's resolution (no metastability "
-                             "seen)", False)  # fmt: skip
-        else:
-            since = f" from {_ci(c)}" if c.get("estimate") else " (metastability)"
-            cells[r] = _cell(f"the two softmax starts stay distinct{since}", True)
-    return {"claim": "softmax transition first order (coexisting branches)", "cells": cells}
+def first_order_cell(d: Path, r: str) -> dict:
+    c = pstars(d, r)["coexistence"][0]
+    if c is None:
+        return _cell("not measured")
+    if not c.get("n"):
+        return _cell("one minimum per P at the grid's resolution (no metastability seen)", False)
+    since = f" from {_ci(c)}" if c.get("estimate") else " (metastability)"
+    return _cell(f"the two softmax starts stay distinct{since}", True)
 
 
-def coverage_row(d: Path) -> dict:
-    cells = {}
-    for r in READINGS:
-        cov = _load(d, f"coverage_{r}.json")
-        if cov is None:
-            cells[r] = _cell("not measured")
+def coverage_cell(d: Path, r: str) -> dict:
+    """The MAP mean-attention coverage against the paper's bounds where attention is on."""
+    cov = _load(d, f"coverage_{r}.json")
+    if cov is None:
+        return _cell("not measured")
+    parts, ok = [], []
+    for row in cov["table"]:
+        if row["attention"] == "linear" and not row["regime"].startswith(("pooling", "copy")):
+            continue  # the crossover claim is SGLD's; below P_c1 attention is off
+        lo = (row["adam_mean_A"] or {}).get("min")
+        if lo is None:
             continue
-        parts, ok = [], []
-        for row in cov["table"]:
-            if row["attention"] == "linear" and not row["regime"].startswith(("pooling", "copy")):
-                continue  # the crossover claim is SGLD's; below P_c1 attention is off
-            lo = (row["adam_mean_A"] or {}).get("min")
-            if lo is None:
-                continue
-            bound = COVERAGE[row["attention"]]
-            ok.append(lo >= bound)
-            parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} "
-                         f"(paper > {bound:.1%})")  # fmt: skip
-        cells[r] = _cell("; ".join(parts) or "none", all(ok) if ok else None)
-    return {"claim": "coverage of span{B1, B2} (MAP mean attention)", "cells": cells}
+        bound = COVERAGE[row["attention"]]
+        ok.append(lo >= bound)
+        parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} (paper > "
+                     f"{bound:.1%})")  # fmt: skip
+    return _cell("; ".join(parts) or "none", all(ok) if ok else None)
 
 
 def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None, str]]:
@@ -214,37 +187,41 @@ def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None,
     return checks
 
 
-def warning_row(d: Path) -> dict:
+def warning_cell(d: Path, r: str) -> dict:
     """Early warning (compare.early_warning): a signal before P*_c1 and P*_cG, none before
     P*_aG, in windows placed at the MAP P* and, for P*_aG, at the Bayesian one."""
-    cells = {}
-    for r in READINGS:
-        post = _load(d, f"posterior_{r}.json")
-        if post is None:
-            cells[r] = _cell("not measured")
+    post = _load(d, f"posterior_{r}.json")
+    if post is None:
+        return _cell("not measured")
+    parts, seen = [], []
+    for name, v, want in _warning_checks(post, _load(d, BRANCHES[r]) if r in BRANCHES else None):
+        ci = (v or {}).get("var_ratio_ci")
+        if not ci:
+            parts.append(f"{name}: undetermined")
             continue
-        br = _load(d, BRANCHES[r]) if r in BRANCHES else None
-        parts, seen = [], []
-        for name, v, want in _warning_checks(post, br):
-            ci = (v or {}).get("var_ratio_ci")
-            if not ci:
-                parts.append(f"{name}: undetermined")
-                continue
-            s = signal_of(ci)
-            seen.append(s == want if s != "inconclusive" else None)
-            parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
-        rep = False if False in seen else None if (None in seen or not seen) else True
-        cells[r] = _cell("; ".join(parts), rep, "not resolved")
-    return {"claim": "early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 "
-            "P*, signal: CI above x1.5)", "cells": cells}  # fmt: skip
+        s = signal_of(ci)
+        seen.append(s == want if s != "inconclusive" else None)
+        parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
+    rep = False if False in seen else None if (None in seen or not seen) else True
+    return _cell("; ".join(parts), rep, "not resolved")
 
 
 def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
     """Every claim x every reading (cells: value, verdict, reproduced) from ``results_dir``."""
-    d = Path(results_dir)
-    grid = ch.preset("paper").sweep.P
-    rows = [*pstar_rows(d, grid), bayes_row(d, grid), *law_rows(d), order_row(d),
-            first_order_row(d), coverage_row(d), warning_row(d)]  # fmt: skip
+    d, grid = Path(results_dir), ch.preset("paper").sweep.P
+    rows = [
+        *((NAMES[k], partial(pstar_cell, k=k, grid=grid)) for k in ("P_c1", "P_cG", "P_aG")),
+        ("Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid)",
+         partial(bayes_cell, grid=grid)),
+        *((f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], V in [2, 12]; "
+           f"+-{EXPONENT_TOL})", partial(law_cell, k=k)) for k, (name, _) in PAPER_LAWS.items()),
+        ("order P*_c1 < P*_aG < P*_cG (CIs disjoint)", order_cell),
+        ("softmax transition first order (coexisting branches)", first_order_cell),
+        ("coverage of span{B1, B2} (MAP mean attention)", coverage_cell),
+        ("early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
+         "CI above x1.5)", warning_cell),
+    ]  # fmt: skip
+    rows = [{"claim": claim, "cells": {r: cell(d, r) for r in READINGS}} for claim, cell in rows]
     for row in rows:
         row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()})
     return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL}
