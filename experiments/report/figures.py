@@ -186,12 +186,14 @@ def main_figure(res: dict[str, Any]):
     a.set(ylabel="posterior variance over draws", title="SGLD susceptibility (early warning)")
 
     a = ax[1, 2]  # coverage
-    for key, col, lab in (("linear", S.BLUE, "linear"), ("pool", S.VERMILLION, "softmax")):
+    panels = (("linear", S.BLUE, "linear"), ("pool", S.VERMILLION, "softmax"))
+    for key, col, lab in panels:
         c = cur[key]
         _band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit} {lab}, mean attention", fmt="o",
               color=col)  # fmt: skip
         a.plot(c["P"], c["sample_coverage"], "s:", mfc="none", ms=4, color=col,
                label=f"{fit} {lab}, per sample")  # fmt: skip
+    for _, col, lab in panels:  # SGLD after the MAP curves (legend order)
         if p := cur.get(f"sgld_{lab}"):
             a.plot(p["P"], p["coverage_mean"], "^--", color=col, mfc="none", label=f"SGLD {lab}")
     a.set(ylabel=COVERAGE_LABEL, title="subspace coverage")
