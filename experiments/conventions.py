@@ -1,21 +1,12 @@
-"""``python -m experiments.conventions``: which reading of the paper reproduces which claim.
-
-The paper's summary leaves its conventions open (docs/theory.md §2b). This artefact sets its
-claims against three readings, each measured the same way where measured here (exact float64
-MAP, reduced engine, quenched embeddings, 10 seeds, docs/theory.md §2c):
-
-* ``paper`` and ``plain``: the committed ``main_{preset}.json`` and ``scaling-{L,V}_{preset}.json``
-  of ``python -m experiments all`` (widths 10,000 and infinity);
-* ``paper-chi-lik`` (chi in the likelihood only): swept here, widths 10,000 and infinity, on one
-  grid that holds its EK ``P*`` and the paper's values (runs cached in ``OUT/sweeps``).
-
-Whether a measurement reproduces a claim is decided by one rule (docs/theory.md §5b,
-``copyhead_jax.compare.claims``); the page (``experiments.report.conventions``) is built from the
-committed JSON. ``--render`` rewrites it from the committed ``conventions.json`` without
-sweeping.
-
-``--out DIR`` (default ``results/experiments/conventions``); ``--publish`` writes
-``docs/reports/conventions.md`` and ``docs/reports/results/conventions.json`` instead.
+"""``python -m experiments.conventions``: the paper's claims against three readings of its
+conventions (docs/theory.md §2b), each measured by exact float64 MAP on the reduced engine,
+quenched embeddings, 10 seeds, widths 10,000 and infinity: ``paper`` and ``plain`` from the
+committed ``main_*.json`` and ``scaling-{L,V}_*.json`` of ``python -m experiments all``,
+``paper-chi-lik`` (chi in the likelihood only) swept here on one grid that holds its EK ``P*``
+and the paper's values (cached in ``OUT/sweeps``). The page is ``experiments.report.conventions``'
+(the rule: ``copyhead_jax.compare.claims``); ``--render`` rewrites it from the committed
+``conventions.json`` without sweeping. ``--out DIR`` (default ``results/experiments/conventions``);
+``--publish`` writes ``docs/reports/conventions.md`` and ``docs/reports/results/conventions.json``.
 """
 
 from __future__ import annotations
