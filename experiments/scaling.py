@@ -24,7 +24,7 @@ from . import common as C
 from . import features as F
 from .features import KEYS, SINGLE, THEORY_KEY
 from .finite import FINITE_DENSE, finite_width
-from .report.figures import scaling_figure
+from .report.pstar_figures import scaling_figure
 
 
 def _theory_row(table: dict, i: int) -> dict[str, Any]:

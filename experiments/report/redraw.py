@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..common import nulls_in_lists_to_nan, save_figure
 from . import figures as F
+from . import pstar_figures as PF
 
 
 def _load(results: Path, name: str) -> dict | None:
@@ -26,8 +27,8 @@ def drawings(results: Path):
     for p in ("plain", "paper"):
         main = _load(results, f"main_{p}")
         arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
-                ("scaling-L", F.scaling_figure), ("scaling-V", F.scaling_figure),
-                ("width", F.width_figure)]  # fmt: skip
+                ("scaling-L", PF.scaling_figure), ("scaling-V", PF.scaling_figure),
+                ("width", PF.width_figure)]  # fmt: skip
         if main:
             arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
         for name, draw in arts:
