@@ -28,8 +28,8 @@ from .features import (
     linear_psi,
     window_top,
 )
-from .figures import main_figure
 from .finite import FINITE_DENSE, finite_width
+from .report.figures import main_figure
 
 
 def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:

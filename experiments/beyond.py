@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     dest = ROOT / "docs" / "reports" if args.publish else out
     (dest / "results").mkdir(parents=True, exist_ok=True)
     (dest / "results" / f"{which}.json").write_text(json.dumps(jsonable(res), indent=1))
-    from .beyond_figures import figures
+    from .report.pstar_figures import beyond_figures as figures
 
     figures(res, dest / "figures", which)
     return 0

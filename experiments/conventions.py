@@ -1,21 +1,12 @@
-"""``python -m experiments.conventions``: which reading of the paper reproduces which claim.
-
-The paper's summary leaves its conventions open (docs/theory.md §2b). This artefact sets its
-claims against three readings, each measured the same way where measured here (exact float64
-MAP, reduced engine, quenched embeddings, 10 seeds, docs/theory.md §2c):
-
-* ``paper`` and ``plain``: the committed ``main_{preset}.json`` and ``scaling-{L,V}_{preset}.json``
-  of ``python -m experiments all`` (widths 10,000 and infinity);
-* ``paper-chi-lik`` (chi in the likelihood only): swept here, widths 10,000 and infinity, on one
-  grid that holds its EK ``P*`` and the paper's values (runs cached in ``OUT/sweeps``).
-
-Whether a measurement reproduces a claim is decided by one rule (docs/theory.md §5b,
-``copyhead_jax.compare.claims``); the claims x readings matrix is ``experiments/claims.py``'s,
-built from the committed JSON. ``--render`` rewrites the page from the committed
-``conventions.json`` without sweeping.
-
-``--out DIR`` (default ``results/experiments/conventions``); ``--publish`` writes
-``docs/reports/conventions.md`` and ``docs/reports/results/conventions.json`` instead.
+"""``python -m experiments.conventions``: the paper's claims against three readings of its
+conventions (docs/theory.md §2b), each measured by exact float64 MAP on the reduced engine,
+quenched embeddings, 10 seeds, widths 10,000 and infinity: ``paper`` and ``plain`` from the
+committed ``main_*.json`` and ``scaling-{L,V}_*.json`` of ``python -m experiments all``,
+``paper-chi-lik`` (chi in the likelihood only) swept here on one grid that holds its EK ``P*``
+and the paper's values (cached in ``OUT/sweeps``). The page is ``experiments.report.conventions``'
+(the rule: ``copyhead_jax.compare.claims``); ``--render`` rewrites it from the committed
+``conventions.json`` without sweeping. ``--out DIR`` (default ``results/experiments/conventions``);
+``--publish`` writes ``docs/reports/conventions.md`` and ``docs/reports/results/conventions.json``.
 """
 
 from __future__ import annotations
@@ -28,29 +19,21 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare.paper import PAPER_MEASURED
 from copyhead_jax.compare.pstar import linear_points, softmax_points
 from copyhead_jax.compare.stats import bootstrap_ci
 from copyhead_jax.theory import TheoryParams, sensitivity, transition_points
 
-from .claims import claims_matrix
-from .claims import render as render_claims
+from .report.claims import SWEPT
+from .report.conventions import KEYS, READINGS, render
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "docs" / "reports"
-READINGS = ("paper", "plain", "paper-chi-lik")
 #: the swept reading's grid: its EK P* are 19.0 / 388 / 230 (spinodals [221, 247]); 2 apart
 #: around the softmax jump, where the two branches were seen to meet
 GRID = (4, 8, 12, 16, 18, 20, 22, 24, 28, 32, 48, 64, 96, 128, 160, 192, 210, 220, 226, 230,
         234, 236, 238, 240, 242, 246, 250, 270, 300, 340, 370, 390, 410, 450, 500, 600,
         800)  # fmt: skip
 WIDTHS = (10_000, math.inf)
-KEYS = ("P_c1", "P_cG", "P_aG")
-LAW_EXPONENTS = {  # the paper's laws as local exponents at L = 25 (d log P* / d log L, .. V)
-    "P_c1": {"L": 0.0, "V": 2.0},
-    "P_cG": {"L": 1.5, "V": 0.5},
-    "P_aG": {"L": 1.0 + 2.0 / math.log(25), "V": 0.0},
-}
 
 
 def reading_config(name: str, width: float, attention: str, init: str | None = None):
@@ -141,67 +124,6 @@ def theory(name: str) -> dict:
     }
 
 
-def located(cell: dict, key: str) -> tuple[dict | None, str]:
-    """The CI of ``key`` and how it was located: the U crossing, else the one minimum's jump."""
-    for k, how in ((key, ""), (f"{key}_jump", " (jump of one minimum)")):
-        c = cell.get(k)
-        if c and c.get("n"):
-            return c, how
-    return None, ""
-
-
-def _ci(c) -> str:
-    return "not located" if c is None else f"{c['estimate']:,.1f} [{c['lo']:,.1f}, {c['hi']:,.1f}]"
-
-
-def widths_table(data: dict) -> str:
-    """Measured P* [95% CI over seeds] at widths 10,000 and infinity beside the EK theory."""
-    lines = ["| reading | P* | EK MAP | EK posterior | N = 10,000 | N = inf | paper |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in READINGS:
-        th = data[r]["theory"]
-        for k in KEYS:
-            ms = [located(data[r]["measured"][w], k) for w in ("10000", "inf")]
-            f = lambda x: "-" if x is None else f"{x:,.1f}"
-            lines.append(f"| `{r}` | {k} | {f(th['map'][k])} | {f(th['post'][k])} | "
-                         + " | ".join(_ci(c) + how for c, how in ms)
-                         + f" | {PAPER_MEASURED[k]:g} |")  # fmt: skip
-    return "\n".join(lines)
-
-
-def coexistence_table(results: Path = REPORTS / "results") -> str:
-    """The softmax coexistence window versus L (``scaling-L_{reading}.json``): the EK spinodals
-    and whether the two starts (pooling, copy) stayed distinct minima at N = 10,000."""
-    lines = ["| reading | L | EK first order | EK spinodals | EK P*_aG | measured: seeds with "
-             "distinct starts (max over P) | measured window (lower .. upper edge) | largest "
-             "c_G gap | measured P*_aG (U crossing) | single-start jump |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    g = lambda x: "-" if x is None else f"{x:,.4g}"  # noqa: E731
-    for r in READINGS:
-        path = results / f"scaling-L_{r}.json"
-        if not path.exists():
-            continue
-        for row in json.loads(path.read_text())["rows"]:
-            th, m = row["theory_ek"], row.get("measured") or {}
-            co = row.get("coexistence")
-            fo = th.get("first_order")
-            sp = f"[{g(th.get('spinodal_lo'))}, {g(th.get('spinodal_hi'))}]" if fo else "-"
-            pa, js = m.get("P_aG") or {}, m.get("P_aG_single") or {}
-            if co is None:  # older results: a U crossing needs both minima at two P
-                meas = ["seen (a U crossing was located)" if pa.get("P_star") else
-                        "not recorded", "-", "-"]  # fmt: skip
-            else:
-                frac = max(co["distinct_fraction"] or [0.0])
-                meas = [f"{frac:.0%} of {row.get('n_seeds')}", f"{g(co.get('lower'))} .. "
-                        f"{g(co.get('upper'))}" if co["seen"] else "none seen",
-                        g(co.get("max_gap"))]  # fmt: skip
-            lines.append(f"| `{r}` | {row['value']} | {'yes' if fo else 'no'} | {sp} | "
-                         f"{g(th.get('P_aG') or th.get('P_aG_crossover'))} | "
-                         + " | ".join(meas) + f" | {g(pa.get('P_star'))} | "
-                         f"{g(js.get('P_star'))} |")  # fmt: skip
-    return "\n".join(lines)
-
-
 #: the L at which each reading's EK softmax transition is traced (paper, plain: first order
 #: from L = 9; paper-chi-lik: from L = 16, its window 0.2% wide there, measured at L = 13..25)
 EK_L = {"paper": (8, 9), "plain": (8, 9), "paper-chi-lik": (12, 14, 15, 16, 20, 25, 32)}
@@ -218,82 +140,31 @@ def ek_window(name: str, L_values) -> list[dict]:
     return out
 
 
-def ek_window_text(data: dict) -> str:
-    """Per reading, the smallest L from which the EK softmax transition is first order."""
-    lines = []
-    for r in READINGS:
-        rows = data.get(r, {}).get("ek_window")
-        if not rows:
-            continue
-        first = [x["L"] for x in rows if x["first_order"]]
-        onset = (f"first order from L = {min(first)} on (not at L = "
-                 f"{', '.join(str(x['L']) for x in rows if x['L'] < min(first))})" if first
-                 else f"no first-order transition at L = {rows[0]['L']}-{rows[-1]['L']}")
-        w = [f"L = {x['L']}: [{x['spinodals'][0]:.4g}, {x['spinodals'][1]:.4g}]"
-             for x in rows if x["first_order"] and x["spinodals"]][:3]  # fmt: skip
-        lines.append(f"- `{r}` (EK, MAP): {onset}" + (f"; spinodals {', '.join(w)}" if w else ""))
-    return "\n".join(lines)
-
-
-def render(data: dict) -> str:
-    """The report page."""
-    return "\n\n".join([
-        "# Conventions as an axis: which reading reproduces which claim",
-        "_Generated by `python -m experiments.conventions --publish` (the `paper-chi-lik` sweeps "
-        "take ~17 CPU-min, cached; `--render` rewrites this page from the committed JSON; "
-        "`paper` and `plain` come from `python -m experiments all`'s committed JSON, the "
-        "`paper-chi-lik` scaling, coverage and main artefacts from `python -m "
-        "experiments.reading`); do not edit by hand. Readings: docs/theory.md §2b. CIs: 95% "
-        "bootstrap over seeds; the grid's step is the other error of a located P* (brackets in "
-        "`results/conventions.json`)._",
-        "## Claims x readings (width 10,000, exact MAP unless the row says otherwise)",
-        render_claims(claims_matrix(REPORTS / "results")).rstrip(),
-        "## P* per reading and width",
-        widths_table(data),
-        "## Softmax coexistence window versus L (width 10,000, exact MAP)",
-        "Per L, the EK theory's spinodals (the window where both minima exist) and, measured, "
-        "the fraction of seeds whose pooling and copy starts stayed distinct minima at some P of "
-        "the grid (`features.distinct_branches`), the window's edges, the largest c_G gap "
-        "between the two starts, and the two P*: the U crossing (where both exist) and the "
-        "single-start jump. Where no seed keeps two minima, the first-order jump is not "
-        "resolved at this width and grid.",
-        ek_window_text(data),
-        coexistence_table(),
-    ]) + "\n"
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m experiments.conventions", description=__doc__)
     p.add_argument("--out", default="results/experiments/conventions", help="output folder")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
-    p.add_argument("--render", action="store_true",
-                   help="rewrite the page from docs/reports/results/conventions.json (no sweep)")
+    p.add_argument("--render", action="store_true", help="rewrite the page from "
+                   "docs/reports/results/conventions.json (no sweep)")  # fmt: skip
     a = p.parse_args(argv)
-    out = Path(a.out)
+    out = REPORTS if a.publish or a.render else Path(a.out)
+    jpath = (REPORTS / "results" if out == REPORTS else out) / "conventions.json"
     if a.render:
-        jpath = REPORTS / "results" / "conventions.json"
         data = json.loads(jpath.read_text())
-        if any("ek_window" not in data[r] for r in READINGS):  # theory only: ~1 s per L
-            for r in READINGS:
-                data[r]["ek_window"] = ek_window(r, EK_L[r])
-            jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
-        (REPORTS / "conventions.md").write_text(render(data))
-        print(f"wrote {REPORTS / 'conventions.md'}")
-        return
-    ch.check_output_folder("--out", out)
-    data = {}
-    for r in READINGS:
-        meas = measure_swept(r, out) if r == "paper-chi-lik" else measure_committed(r)
-        data[r] = {"measured": meas, "exponents_measured": committed_exponents(r),
-                   "theory": theory(r), "ek_window": ek_window(r, EK_L[r])}  # fmt: skip
-    page = render(data)
-    print(page)
-    jpath = (REPORTS / "results" if a.publish else out) / "conventions.json"
-    jpath.parent.mkdir(parents=True, exist_ok=True)
-    jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
-    md = (REPORTS if a.publish else out) / "conventions.md"
-    md.write_text(page)
-    print(f"wrote {jpath} and {md}")
+        stale = any("ek_window" not in data[r] for r in READINGS)  # theory only: ~1 s per L
+    else:
+        ch.check_output_folder("--out", out)
+        data = {r: {"measured": measure_swept(r, out) if r in SWEPT else measure_committed(r),
+                    "exponents_measured": committed_exponents(r), "theory": theory(r)}
+                for r in READINGS}  # fmt: skip
+    if not a.render or stale:
+        for r in READINGS:
+            data[r]["ek_window"] = ek_window(r, EK_L[r])
+        jpath.parent.mkdir(parents=True, exist_ok=True)
+        jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")
+        print(f"wrote {jpath}")
+    (out / "conventions.md").write_text(render(data, REPORTS / "results"))
+    print(f"wrote {out / 'conventions.md'}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from copyhead_jax.compare.paper import PAPER_CLAIMS
 
 from . import common as C
 from .analysis import load_or_run
-from .figures import coverage_figure
+from .report.figures import coverage_figure
 
 A1_SAMPLE_COVERAGE = 0.9  # per-sample cosine below this: the attention is token-dependent (A1 off)
 

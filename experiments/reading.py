@@ -1,18 +1,13 @@
-"""``python -m experiments.reading``: the default mode's artefacts under another reading.
+"""``python -m experiments.reading scaling-L scaling-V main coverage [--publish]``: the default
+mode's artefacts (``configs/paper.py``) under the ``paper-chi-lik`` reading (chi in the likelihood
+only, docs/theory.md §2b): the ``paper`` spec with ``chi_in_readout_prior=False``, its grids placed
+around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
 
-The default mode (``configs/paper.py``: width 10,000, exact float64 MAP, reduced engine) runs its
-artefacts for the presets ``paper`` and ``plain``. This script runs ``scaling-L``, ``scaling-V``,
-``main`` and ``coverage`` the same way under ``paper-chi-lik`` (chi in the likelihood only,
-docs/theory.md §2b): the engine is the ``paper`` spec's with ``chi_in_readout_prior=False``, the
-grids are placed around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
-
-Sizes (kept small: the machine is shared): scaling over L in {10, 13, 18, 25, 32} (V = 5) and
-V in {2, 3, 5, 8, 12} (L = 25), 3 seeds per point, one refinement round, no finite-width
-theory per point; main at width 10,000 only, 3 seeds (its 10-seed P* at widths 10,000 and
-infinity are ``experiments.conventions``'), with the coverage ablation on its runs. Cached
-under ``--cache`` (resumes). Measured 2026-12-02 on the shared 2-core CPU: ~25 CPU-min.
-
-``python -m experiments.reading scaling-L scaling-V main coverage [--publish]``
+Kept small (the machine is shared): scaling over L in {10, 13, 18, 25, 32} (V = 5) and V in
+{2, 3, 5, 8, 12} (L = 25), 3 seeds per point, one refinement round, no finite-width theory per
+point; main at width 10,000 only, 3 seeds (the 10-seed P* are ``experiments.conventions``'), the
+coverage ablation on its runs. Cached under ``--cache`` (resumes); ~25 CPU-min on the shared
+2-core CPU (2026-12-02).
 """
 
 from __future__ import annotations
@@ -21,6 +16,8 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
+
+import copyhead_jax as ch
 
 from . import analysis, coverage, scaling
 from . import common as C
@@ -78,8 +75,6 @@ def main(argv=None) -> None:
     out = ROOT / "docs" / "reports" if a.publish else Path(a.out)
     cache = Path(a.cache)
     for d, name in ((out, "--out"), (cache, "--cache")):
-        import copyhead_jax as ch
-
         ch.check_output_folder(name, d)
     from .__main__ import use_compile_cache
 

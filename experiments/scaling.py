@@ -23,8 +23,8 @@ from copyhead_jax.compare.paper import PAPER_LAWS
 from . import common as C
 from . import features as F
 from .features import KEYS, SINGLE, THEORY_KEY
-from .figures import scaling_figure
 from .finite import FINITE_DENSE, finite_width
+from .report.pstar_figures import scaling_figure
 
 
 def _theory_row(table: dict, i: int) -> dict[str, Any]:

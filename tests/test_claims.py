@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
-from copyhead_jax.compare.claims import grid_band, order_of, verdict_text
+from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
 from copyhead_jax.compare.warning import signal_of
 from experiments.bayes_interval import bayesian_interval, flagged_runs
-from experiments.claims import READINGS, claims_matrix, overall, render
+from experiments.report.claims import READINGS, claims_matrix, render
 
 
 def test_grid_band_is_the_neighbours():
@@ -47,6 +47,13 @@ def test_order_of():
     assert order_of([(1, 2), (5, 6), (3, 4)]) == "reversed"
     assert order_of([(1, 3), (2, 4), (5, 6)]) == "overlapping"
     assert order_of([(1, 2), None]) is None
+
+
+def test_across_readings_says_not_reproduced_only_where_no_reading_does():
+    assert across_readings({"a": False, "b": True, "c": None}) == "reproduced under `b`"
+    assert across_readings({"a": True, "b": True}) == "reproduced under `a`, `b`"
+    assert across_readings({"a": False, "b": None}) == "not reproduced under the readings tried"
+    assert across_readings({"a": None, "b": None}) == "not measured"
 
 
 P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
@@ -139,7 +146,7 @@ def test_matrix_from_tiny_json(tmp_path):
     c1 = by["P*_c1"]
     assert c1["cells"]["plain"]["reproduced"] and not c1["cells"]["paper"]["reproduced"]
     assert c1["cells"]["paper-chi-lik"]["verdict"] == "not measured"
-    assert overall(c1) == "reproduced under `plain`"
+    assert c1["overall"] == "reproduced under `plain`"
     assert by["order"]["cells"]["plain"]["value"] == "ordered"  # 23 < 300 < 322
     law = next(r for r in m["rows"] if "L^{3/2}" in r["claim"])
     # L: 1.45 [1.40, 1.52] meets 1.5 +- 0.1; V not measured: the law is not established

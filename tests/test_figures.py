@@ -114,7 +114,7 @@ needs_results = pytest.mark.skipif(RESULTS is None, reason="no committed artefac
 def _experiment_figures():
     """(name, draw) of every committed figure except the posterior's (drawn below with
     stand-in theory curves: their EK curves cost seconds of theory)."""
-    from experiments.figures import drawings
+    from experiments.report.redraw import drawings
 
     own = ("posterior_branches", "posterior_smc")  # drawn from their JSON alone
     return [(n, d) for n, d in drawings(RESULTS)
@@ -160,7 +160,7 @@ def test_posterior_figures(preset):
 
 @needs_results
 def test_render_writes_vector_figures(tmp_path):
-    from experiments.figures import render
+    from experiments.report.redraw import render
 
     (path,) = render(RESULTS, tmp_path, fmt="svg", only=["hysteresis_plain"])
     assert path.suffix == ".svg" and "<svg" in path.read_text()[:2000]

@@ -80,3 +80,15 @@ def order_of(intervals) -> str | None:
 
 
 __all__ = ["EXPONENT_TOL", "grid_band", "judge", "order_of", "verdict_text"]
+
+
+def across_readings(reproduced: dict[str, bool | None]) -> str:
+    """The verdict over every reading tried (reading -> :func:`judge`'s ``reproduced``): the
+    readings that reproduce the claim; "not reproduced under the readings tried" only where
+    none does and one at least was judged."""
+    yes = [r for r, v in reproduced.items() if v]
+    if yes:
+        return "reproduced under " + ", ".join(f"`{r}`" for r in yes)
+    if any(v is False for v in reproduced.values()):
+        return "not reproduced under the readings tried"
+    return "not measured"

@@ -1,0 +1,107 @@
+"""``python -m experiments.report.redraw [NAME ...] [--format png|pdf|svg] [--results DIR]
+[--out DIR]``: every committed figure drawn again from its result JSON, without recomputing
+anything but the posterior's EK curves; prints what :func:`copyhead_jax.style.figure_problems`
+finds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..common import nulls_in_lists_to_nan, save_figure
+from . import figures as F
+from . import pstar_figures as PF
+
+
+def _load(results: Path, name: str) -> dict | None:
+    p = results / f"{name}.json"
+    return nulls_in_lists_to_nan(json.loads(p.read_text())) if p.exists() else None
+
+
+def drawings(results: Path):
+    """``(figure name, draw)`` for every figure whose result JSON is in ``results``; ``draw()``
+    returns the matplotlib Figure (or ``None`` where the result has nothing to draw)."""
+    from .. import embeddings, posterior_branches, posterior_smc, reduction
+
+    for p in ("plain", "paper"):
+        main = _load(results, f"main_{p}")
+        arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
+                ("scaling-L", PF.scaling_figure), ("scaling-V", PF.scaling_figure),
+                ("width", PF.width_figure)]  # fmt: skip
+        if main:
+            arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
+        for name, draw in arts:
+            if res := _load(results, f"{name}_{p}"):
+                yield f"{name}_{p}", lambda r=res, d=draw: d(r)
+        if post := _load(results, f"posterior_{p}"):
+            yield from _posterior(post)
+        if br := _load(results, "posterior_branches" + ("" if p == "plain" else f"_{p}")):
+            P_aG = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
+            yield f"posterior_branches_{p}", lambda r=br, m=P_aG: posterior_branches.draw(r, m)
+    if smc := _load(results, "posterior_smc"):
+        yield "posterior_smc_plain", lambda r=smc: posterior_smc.draw(r, r.get("ti_crossing_F"))
+    if emb := _load(results, "embeddings"):
+        yield "embeddings", lambda r=emb: embeddings.figure(r)
+    if (red := _load(results, "reduction")) and "width" in red:
+        yield "reduction_width", lambda r=red: reduction.draw(r["width"])
+
+
+def _posterior(post: dict):
+    """The posterior's figures (its EK curves computed once, on the first draw)."""
+    from .. import posterior, posterior_llc
+    from .. import posterior_features as PF
+
+    preset, cache = post["preset"], {}
+
+    def fig(name):
+        if not cache:
+            mc = posterior.CONFIGS[post["mode"]]
+            cache.update(PF.figures(post, posterior.theory(mc, preset)["curves"]))
+            cache["llc_devinterp"] = posterior_llc.figure(post)
+        return cache.pop(name)
+
+    names = ["orderparams", "susceptibility", "llc", "llc_devinterp"]
+    if post["softmax"].get("free_energy") is not None:
+        names.append("free_energy")
+    for name in names:
+        yield f"posterior_{name}_{preset}", lambda n=name: fig(n)
+
+
+def render(results: str | Path, out: str | Path, fmt: str = "png", only=None) -> list[Path]:
+    """Draw every figure of ``results/*.json`` into ``out/NAME.FMT``; ``only``: names to draw.
+    Prints what :func:`copyhead_jax.style.figure_problems` finds in each."""
+    from copyhead_jax.style import figure_problems
+
+    if fmt not in ("png", "pdf", "svg"):
+        raise ValueError(f"fmt must be one of png, pdf, svg; got {fmt!r}")
+    paths = []
+    for name, draw in drawings(Path(results)):
+        fig = None if only and name not in only else draw()
+        if fig is None:
+            continue
+        for p in figure_problems(fig):
+            print(f"{name}: {p}")
+        paths.append(save_figure(fig, Path(out) / f"{name}.{fmt}", dpi=110))
+        print(f"wrote {paths[-1]}", flush=True)
+    return paths
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.report.redraw",
+        description="draw the artefacts' figures again from their result JSON (no recomputing)",
+        epilog="example: python -m experiments.report.redraw --format pdf --out /tmp/figs "
+        "main_paper",
+    )
+    p.add_argument("only", nargs="*", help="figure names (default: every figure)")
+    p.add_argument("--results", default="docs/reports/results", help="folder of the result JSON")
+    p.add_argument("--out", default="docs/reports/figures", help="folder the figures go to")
+    p.add_argument("--format", default="png", choices=("png", "pdf", "svg"))
+    a = p.parse_args(argv)
+    render(a.results, a.out, a.format, a.only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
