@@ -28,7 +28,6 @@ import copyhead_jax as ch
 from copyhead_jax.compare import bootstrap_ci
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
 
-from .analysis import _bracketed
 from .common import write_json
 from .configs.posterior import QUICK, TINY
 from .posterior import branch_config
@@ -49,6 +48,10 @@ GRIDS = {
 }
 #: a start "improves" on the prior start if its U is lower by more than this (float64 minima)
 U_TOL = 1e-3
+
+
+def _bracketed(located) -> float | None:
+    return located.P_star if located.bracketed else None
 
 
 def locate(P, psi) -> dict:

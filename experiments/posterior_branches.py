@@ -1,45 +1,16 @@
-r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4), by constrained,
-Laplace-referenced thermodynamic integration on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.
-branch_ti`).
+r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4) by constrained,
+Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.branch_ti`); method and
+results: docs/reports/posterior_branches.md.
 
     python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
     python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
     python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
     python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
 
-Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
-paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
-
-* reference point x*_b: the branch's exact MAP W^G (``fit_only(branch_config(...))``: softmax
-  init "zero" = pool, "copy" = copy) when its aG lies in the branch's region, else the MAP of the
-  same seed and branch at the nearest P whose aG does (datasets are nested: seed s is the same
-  sequences at every P; ``ref_P`` records which). The point need not be a minimum of this P's
-  U_m: the reference below is exact for any point, only the integrand's variance grows;
-* whitening C_b = ``marginal_whitening`` at x*_b (floored Hessian of U_m), reference
-  U_ref(w) = U_m(x*) + |w|^2/2 in x = x* + C_b w, log Z_ref = -U_m(x*) + (n/2) log 2 pi +
-  log|det C_b| (over x; n = 900, the flat W^G);
-* region R_b by the head's copy order parameter aG (``order_parameters`` of the mean attention
-  on the run's training data): pool = {aG < a_thr}, copy = {aG >= a_thr}, a_thr = 1 (posterior
-  pool aG ~0.004-0.03, copy ~1.9-3.3); the two regions partition the space;
-* path U_t = (1 - t) U_ref + t U_m restricted to R_b, rungs ``ts``; per rung 2 HMC chains
-  (``bayes.hmc_chains``: collapsed HMC's kernel, proposals that leave R_b rejected) from w = 0;
-* log Z_b = log Z_ref + log P_ref(R_b) - int_0^1 E_t[U_m - U_ref] dt, P_ref by exact N(0, I)
-  draws in w, the integral by ``bayes.ti_quadrature``; F_b = -log Z_b with its MCSE;
-* w_copy = 1 / (1 + exp(F_copy - F_pool)); the Bayesian P*_aG where F_copy - F_pool changes
-  sign (``posterior_features.crossing``, per seed and seed mean), and the P where the seed-mean
-  w_copy passes 1/2 (``weight_window``).
-
-Sensitivity to a_thr in {0.5, 1.5} comes from the t = 1 draws (no new chains): for a_thr' > a_thr
-Z_copy' = Z_copy Pr_copy(aG >= a_thr') and Z_pool' = Z_pool + Z_copy Pr_copy(aG < a_thr'),
-symmetrically for a_thr' < a_thr, with Pr_b the fraction of branch b's t = 1 draws.
-
-All chains of a group of P (padded to the group's largest P) run in one compiled program. Each
-group's raw results (every run's F, its parts, chain health, t = 1 draws of aG) are a JSON record
-``OUT/results/records/posterior_branches[_tiny]/group-KEY.json``, KEY a hash of its inputs: the
-records are committed, so a fresh checkout re-assembles the result, and adds seeds, without
-rerunning a chain (``results/`` is a checkout's own cache; its older ``group-KEY.pkl`` files are
-read once and turned into records). Writes ``OUT/results/posterior_branches[_paper].json`` and
-``OUT/figures/posterior_branches_PRESET.png``.
+Each group of P (one compiled program, padded to its largest P) writes a committed JSON record
+``OUT/results/records/posterior_branches[_tiny]/group-KEY.json`` (KEY: a hash of its inputs), so
+a fresh checkout re-assembles the result and adds seeds without rerunning a chain. Writes
+``OUT/results/posterior_branches[_paper].json`` and ``OUT/figures/posterior_branches_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -59,26 +30,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from copyhead_jax.bayes import branch_log_z, path_rungs
+from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.data import masked_mean
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
 from copyhead_jax.models import head_class
-from copyhead_jax.observables import attention_matrices, order_parameters
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
+from copyhead_jax.transition_ti import BRANCHES, SIDE
+from copyhead_jax.transition_ti import a_G as _aG
 
-from . import posterior_features as PF
-from .bayes_interval import bayesian_interval, interval_text
 from .common import group_record, jsonable, save_figure, write_json
 from .configs.posterior import QUICK, TINY
-from .posterior import _key, branch_config, fit_only
+from .posterior import branch_config, cache_key, fit_only
 
-BRANCHES = ("pool", "copy")
 INIT = {"pool": "zero", "copy": "copy"}
-SIDE = {"pool": -1, "copy": 1}
 
 PLAIN = dict(
     mc=QUICK, n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
@@ -152,8 +120,10 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _aG(head, train, mask):
-    return order_parameters(masked_mean(attention_matrices(head, train), mask)).cG
+def check_only(only: int | None, groups) -> None:
+    """A driver's ``--only``: None or one of its group indices ``groups`` (else ValueError)."""
+    if only is not None and only not in list(groups):
+        raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +175,7 @@ def references(c: dict, sweeps: dict, P_group, seeds=None):
                 yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, c["a_thr"])
 
 
-def _head_arrays(res, i, s):
+def head_arrays(res, i, s):
     return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
 
 
@@ -214,7 +184,7 @@ def _head_arrays(res, i, s):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _whiten(cfg, heads, train, mask):
+def whiten(cfg, heads, train, mask):
     obj = Objective.from_config(cfg)
     return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
 
@@ -288,7 +258,7 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
             continue
         res, i, ref_P = ref
         runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
-        arrs.append(_head_arrays(res, i, s))
+        arrs.append(head_arrays(res, i, s))
         trains.append(np.asarray(inp.train)[ip * nS + s])
         masks.append(np.asarray(inp.mask)[ip * nS + s])
     for a, r in zip(arrs, runs, strict=True):  # one set of embeddings per seed, both branches
@@ -301,7 +271,7 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
                               for k in arrs[0]}, chi=cfg.posterior.chi)  # fmt: skip
     t0, c0 = time.time(), cpu_seconds()
     with jax.enable_x64(True):
-        C64 = np.asarray(_whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
+        C64 = np.asarray(whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
     logdet = np.array([np.linalg.slogdet(x)[1] for x in C64])
     log(f"P={P_group}: whitening of {len(runs)} runs, {cpu_seconds() - c0:.0f} CPU s")
     heads, C32 = stack(jnp.float32), jnp.asarray(C64, jnp.float32)
@@ -404,26 +374,26 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     Pa = np.asarray(P_all, float)
     dF = F["copy"] - F["pool"]
     dse = np.hypot(se["copy"], se["pool"])
-    w = PF.copy_weight(F["copy"], F["pool"])
-    with PF.quiet():
+    w = CX.copy_weight(F["copy"], F["pool"])
+    with CX.quiet():
         w_mean = np.nanmean(w, 1)
     # F_copy - F_pool < 0 above the crossing: crossing(P, F_a, F_b) with a = pool
-    cross = PF.crossing(Pa, F["pool"], F["copy"])
+    cross = CX.crossing(Pa, F["pool"], F["copy"])
     # MAP U crossing on the same sweeps, where a seed's two starts are distinct minima
     pr, cr = sweeps["pool"][0], sweeps["copy"][0]
     common = [int(p) for p in pr.P if p in cr.P]
     ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
     ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
     distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
-    map_u = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
+    map_u = CX.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
     alt = {}
     for a in c["a_alt"]:
         Fp, Fc, moved, bound = _threshold_shift(runs, P_all, nS, c["a_thr"], a)
-        wa = PF.copy_weight(Fc, Fp)
-        with PF.quiet():
+        wa = CX.copy_weight(Fc, Fp)
+        with CX.quiet():
             alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
                            "moved_fraction": moved, "F_lower_bound": bound,
-                           "crossing": PF.crossing(Pa, Fp, Fc)}  # fmt: skip
+                           "crossing": CX.crossing(Pa, Fp, Fc)}  # fmt: skip
     params = TheoryParams.from_config(branch_config(c["mc"], preset(c), "softmax", [1]))
     th = {o: {k: transition_points(params, "both", o).get(k) for k in ("P_aG", "spinodals")}
           for o in ("map", "post")}  # fmt: skip
@@ -443,8 +413,8 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "hmc": c["hmc"], "n_ref": c["n_ref"], "F_pool": F["pool"], "F_copy": F["copy"],
         "mcse_pool": se["pool"], "mcse_copy": se["copy"], "dF": dF, "dF_mcse": dse,
         "w_copy": w, "w_copy_mean": w_mean, "crossing_F": cross,
-        "weight_window": PF.weight_window(Pa, w_mean),
-        "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
+        "weight_window": CX.weight_window(Pa, w_mean),
+        "weight_window_per_seed": [CX.weight_window(Pa, w[:, s]) for s in range(nS)],
         "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
         "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/reports/results/main_"
         f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
@@ -491,7 +461,7 @@ def draw(res: dict, main_P=None):
         fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
                                gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
         jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
-        with PF.quiet():
+        with CX.quiet():
             for s in range(nS):
                 lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
                 ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
@@ -559,8 +529,8 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
     """Cache key of one group: everything its chains depend on (its references, not the other
     groups, nor the threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
     skip = ("mc", "groups", "a_alt", "sweeps", "blocks")
-    return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny,
-                refs)  # fmt: skip
+    kept = {k: v for k, v in c.items() if k not in skip}
+    return cache_key(kept, c["mc"]["engine"], grp, gi, tiny, refs)
 
 
 def group_index(block: int, j: int) -> int:
@@ -618,7 +588,7 @@ def main(
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     c = SMOKE if tiny else CONFIGS[which]
     blocks = seed_blocks(c)
-    PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
+    check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
                          for j in range(len(bl["groups"]))])  # fmt: skip
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     bcache = Path("results") / "posterior" / "branches"
@@ -682,7 +652,8 @@ def main(
 # docs/reports/posterior_branches.md table
 
 
-def _f(x, nd=3):
+def fmt(x, nd=3):
+    """``x`` to ``nd`` significant digits; ``-`` for None or non-finite."""
     return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
 
 
@@ -698,20 +669,21 @@ def tables(res: dict) -> str:
         per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
                         if ok[s])  # fmt: skip
         ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
-              _f(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
-        ws = ", ".join(_f(x, 2) for x in w[i] if np.isfinite(x))
-        with PF.quiet():
+              fmt(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
+        ws = ", ".join(fmt(x, 2) for x in w[i] if np.isfinite(x))
+        with CX.quiet():
             qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
                                         np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
             h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
             L.append(
-                f"| {p} | {per} | {ms} | {ws} | {_f(res['w_copy_mean'][i], 2)} |"
-                f" {_f(np.nanmax(h(hp, 'rhat_max')), 3)} / {_f(np.nanmax(h(hc, 'rhat_max')), 3)} |"
-                f" {_f(np.nanmin(h(hp, 'ess_min')), 3)} / {_f(np.nanmin(h(hc, 'ess_min')), 3)} |"
-                f" {_f(np.nanmin(h(hp, 'p_ref')), 2)} / {_f(np.nanmin(h(hc, 'p_ref')), 2)} |"
-                f" {_f(qc, 2)} |"
+                f"| {p} | {per} | {ms} | {ws} | {fmt(res['w_copy_mean'][i], 2)} |"
+                f" {fmt(np.nanmax(h(hp, 'rhat_max')))} / {fmt(np.nanmax(h(hc, 'rhat_max')))} |"
+                f" {fmt(np.nanmin(h(hp, 'ess_min')))} / {fmt(np.nanmin(h(hc, 'ess_min')))} |"
+                f" {fmt(np.nanmin(h(hp, 'p_ref')), 2)} / {fmt(np.nanmin(h(hc, 'p_ref')), 2)} |"
+                f" {fmt(qc, 2)} |"
             )
-    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {interval_text(bayesian_interval(res))}")
+    iv = CX.interval_text(CX.bayesian_interval(res))
+    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {iv}")
     return "\n".join(L) + "\n"
 
 

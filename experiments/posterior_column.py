@@ -67,9 +67,12 @@ def _crossing(branches: dict) -> dict:
     return c.get("located") or c
 
 
-def _g(x) -> str:
+def fmt_P(x) -> str:
     """3 significant digits; thousands as integers with separators (1,234, not 1.23e+03)."""
     return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+_g = fmt_P
 
 
 def cell(post: dict | None, key: str) -> str | None:

@@ -1,37 +1,15 @@
 r"""Tempered SMC across the softmax coexistence window (issue 12, item 4): the posterior weight
-of each branch, and the P where the weights are equal, from one population of particles that is
-free to move its mass between the branches (:mod:`copyhead_jax.bayes.smc`).
+of each branch and the P where the weights are equal, from one population of particles free to
+move its mass between the branches (:mod:`copyhead_jax.bayes.smc`), set against the constrained
+TI of ``posterior_branches`` (same references, regions and HMC kernel); method and results:
+docs/reports/posterior_branches.md, "Tempered SMC across the window".
 
-    python -m experiments.posterior_smc [--tiny] [--out docs/reports]
-    python -m experiments.posterior_smc --only 0 & python -m experiments.posterior_smc --only 1
+    python -m experiments.posterior_smc [--tiny] [--out docs/reports] [--only I]
     python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
 
-(``--only I`` computes group I alone into its record, one process per group; a plain call then
-assembles.)
-
-Per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine, softmax):
-
-* reference pi_0 = 1/2 N(x*_pool, C_pool C_pool^T) + 1/2 N(x*_copy, C_copy C_copy^T) over the
-  flat W^G (n = 900): the two branches' Laplace approximations, at the references of
-  ``experiments.posterior_branches`` (``pick_reference``; its 10-seed MAP sweeps);
-* path pi_t ~ pi_0^(1-t) exp(-t U_m), U_m the collapsed energy (readout integrated out), t
-  chosen adaptively (ESS of the incremental weights = ``ess_target`` N) by a pilot population,
-  then a fixed-schedule population of ``n_particles`` on the pilot's schedule (unbiased Z);
-* mutation: ``n_moves`` HMC transitions per step in the whitened coordinates of the branch the
-  particle sits in (aG < a_thr: pool, else copy), proposals that leave the branch's region
-  rejected; a pi_t-invariant kernel. The kernel never crosses aG = a_thr: the mass moves between
-  the branches only through the weights and the resampling. The step per run and branch follows
-  the acceptance (target 0.65);
-* log Z = log int e^(-U_m) dW^G, w_copy = the last reweighting's weighted fraction of particles
-  with aG >= a_thr, F_b = -(log Z + log w_b); ``n_reps`` independent fixed-schedule populations
-  per run give the Monte-Carlo error.
-
-Set against the constrained TI of ``posterior_branches`` (same references, regions and HMC
-kernel; a different estimator and schedule): log Z against log(Z_pool + Z_copy) and the weights.
-A weight below ~1 / n_particles is not resolved by one population (its particles die out); the
-TI resolves those. Writes ``OUT/results/posterior_smc.json`` and
-``OUT/figures/posterior_smc_plain.png``; each group's raw results are a committed JSON record,
-``OUT/results/records/posterior_smc[_tiny]/group-KEY.json`` (``common.group_record``).
+Each group's raw results are a committed JSON record
+``OUT/results/records/posterior_smc[_tiny]/group-KEY.json``; writes
+``OUT/results/posterior_smc.json`` and ``OUT/figures/posterior_smc_plain.png``.
 """
 
 from __future__ import annotations
@@ -49,15 +27,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from copyhead_jax.bayes import hmc_move, tempered_smc
+from copyhead_jax.compare import crossing as CX
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample_reduced import marginal_energy, with_WG
 from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_ti import BRANCHES, a_G
 
 from . import posterior_branches as PB
-from . import posterior_features as PF
 from .common import group_record, jsonable, save_figure, write_json
-from .posterior import _key, branch_config
+from .posterior import branch_config, cache_key
 
 PLAIN = dict(
     branches=PB.PLAIN, block=0,  # the references: posterior_branches' 10-seed sweeps
@@ -86,19 +65,19 @@ def run_inputs(c: dict, sweeps: dict, P_group):
     nS = c["n_seeds"]
     cfg = branch_config(b["mc"], "plain", "softmax", P_group, None, nS)
     inp = sweep_inputs(cfg, None, max(P_group))
-    runs, heads, trains, masks = [], {k: [] for k in PB.BRANCHES}, [], []
+    runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
     for ip, P in enumerate(P_group):
         for s in range(nS):
-            refs = {br: PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in PB.BRANCHES}
+            refs = {br: PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in BRANCHES}
             if any(r is None for r in refs.values()):
                 log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
                 continue
-            arr = {br: PB._head_arrays(r[0], r[1], s) for br, r in refs.items()}
+            arr = {br: PB.head_arrays(r[0], r[1], s) for br, r in refs.items()}
             if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
                 raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
             runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(refs[br][2])
-                                                  for br in PB.BRANCHES}))  # fmt: skip
-            for br in PB.BRANCHES:
+                                                  for br in BRANCHES}))  # fmt: skip
+            for br in BRANCHES:
                 heads[br].append(arr[br])
             trains.append(np.asarray(inp.train)[ip * nS + s])
             masks.append(np.asarray(inp.mask)[ip * nS + s])
@@ -121,7 +100,7 @@ def _programs(cfg, c):
         return marginal_energy(with_WG(h, x), t, m, obj)
 
     def aG(h, t, m, x):
-        return PB._aG(with_WG(h, x), t, m)
+        return a_G(with_WG(h, x), t, m)
 
     def U_0(ref, x):
         """-log of the normalised two-component reference at ``x``."""
@@ -180,19 +159,19 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
     cfg, runs, stack, train, mask = run_inputs(c, sweeps, P_group)
     with jax.enable_x64(True):
         m64 = jnp.asarray(mask, jnp.float64)
-        C64 = {br: np.asarray(PB._whiten(cfg, stack(br, jnp.float64), train, m64))
-               for br in PB.BRANCHES}  # fmt: skip
+        C64 = {br: np.asarray(PB.whiten(cfg, stack(br, jnp.float64), train, m64))
+               for br in BRANCHES}  # fmt: skip
     log(f"P={P_group}: whitening, {len(runs)} runs x 2 branches, {PB.cpu_seconds() - c0:.0f} CPU s")
-    heads = {br: stack(br, jnp.float32) for br in PB.BRANCHES}
+    heads = {br: stack(br, jnp.float32) for br in BRANCHES}
     h = heads["pool"]  # the embeddings; W_G is each particle's
     m32 = jnp.asarray(mask, jnp.float32)
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    x_ref = {br: heads[br].W_G.reshape(len(runs), -1) for br in PB.BRANCHES}
+    x_ref = {br: heads[br].W_G.reshape(len(runs), -1) for br in BRANCHES}
     ref = {
-        "x0": [x_ref[br] for br in PB.BRANCHES],
-        "C": [f32(C64[br]) for br in PB.BRANCHES],
-        "Cinv": [f32(np.linalg.inv(C64[br])) for br in PB.BRANCHES],
-        "logdet": [f32([np.linalg.slogdet(a)[1] for a in C64[br]]) for br in PB.BRANCHES],
+        "x0": [x_ref[br] for br in BRANCHES],
+        "C": [f32(C64[br]) for br in BRANCHES],
+        "Cinv": [f32(np.linalg.inv(C64[br])) for br in BRANCHES],
+        "logdet": [f32([np.linalg.slogdet(a)[1] for a in C64[br]]) for br in BRANCHES],
     }
     g_fn, record, mutate = _programs(cfg, c)
     R, n = len(runs), x_ref["pool"].shape[1]
@@ -203,7 +182,7 @@ def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
         copy = jax.random.bernoulli(k1, 0.5, (R, N, 1))
         z = jax.random.normal(k2, (R, N, n), jnp.float32)
         xs = [x_ref[br][:, None] + jnp.einsum("rij,rnj->rni", ref["C"][i], z)
-              for i, br in enumerate(PB.BRANCHES)]  # fmt: skip
+              for i, br in enumerate(BRANCHES)]  # fmt: skip
         return jnp.where(copy, xs[1], xs[0])
 
     def population(k, N, schedule):
@@ -279,7 +258,7 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
         if tp and tc:
             lz_ti[i, s] = np.logaddexp(-tp["F"], -tc["F"])
             w_ti[i, s] = 1 / (1 + math.exp(min(tc["F"] - tp["F"], 700)))
-    with PF.quiet():
+    with CX.quiet():
         w_mean = np.nanmean(w, 1)
     # log-odds of copying (= F_pool - F_copy), the weight clipped at the populations'
     # resolution 1 / (2 N n_reps): a branch whose particles all died is at most that
@@ -295,9 +274,9 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
         "P": P_all, "n_seeds": nS, "config": {k: v for k, v in c.items() if k != "branches"},
         "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
         "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
-        "weight_window": PF.weight_window(Pa, w_mean),
+        "weight_window": CX.weight_window(Pa, w_mean),
         # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
-        "crossing_log_odds": PF.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
+        "crossing_log_odds": CX.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
         "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
         "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
                              "n": bias.size},
@@ -377,17 +356,17 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     scache = Path("results") / "posterior" / "smc"  # an older checkout's pickles
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
-    PF.check_only(only, range(len(c["groups"])))
+    PB.check_only(only, range(len(c["groups"])))
     sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
         refs = [[int(P), s, br, [int(p) for p in r[0].P], int(r[2])] for P in grp
-                for s in range(c["n_seeds"]) for br in PB.BRANCHES
+                for s in range(c["n_seeds"]) for br in BRANCHES
                 if (r := PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
         skip = ("branches", "groups")
-        key = _key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
+        key = cache_key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
                    tiny, refs)  # fmt: skip
         run = functools.partial(run_group, c, sweeps, grp, jax.random.key(1500 + gi))
         g = group_record(records / f"group-{key}.json", run, scache / f"group-{key}.pkl",
@@ -413,7 +392,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
         d = (np.asarray(res["crossing_log_odds"]["per_seed"], float)
              - np.asarray(tj["crossing_F"]["per_seed"], float)[: res["n_seeds"]])  # fmt: skip
         d = d[np.isfinite(d)]
-        res["crossing_minus_ti_per_seed"] = PF.t_interval(d) | {
+        res["crossing_minus_ti_per_seed"] = CX.t_interval(d) | {
             "sd": float(d.std(ddof=1)) if d.size > 1 else None
         }
     res["ti_crossing_F"] = ti_cross
@@ -435,10 +414,10 @@ def tables(res: dict) -> str:
         ok = np.isfinite(w[i])
         per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
                         for s in range(w.shape[1]) if ok[s])  # fmt: skip
-        ti = ", ".join(PB._f(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
+        ti = ", ".join(PB.fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
-        L.append(f"| {p} | {per} | {PB._f(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
+        L.append(f"| {p} | {per} | {PB.fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
     return "\n".join(L) + "\n"
 
 
