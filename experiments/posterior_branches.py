@@ -20,27 +20,21 @@ import functools
 import importlib
 import json
 import math
-import resource
 import sys
 import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.bayes import branch_log_z, path_rungs
+from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
-from copyhead_jax.transition_ti import BRANCHES, SIDE
-from copyhead_jax.transition_ti import a_G as _aG
+from copyhead_jax.transition_ti import BRANCHES
 
 from .common import group_record, jsonable, save_figure, write_json
 from .configs.posterior import QUICK, TINY
@@ -115,11 +109,6 @@ def log(msg: str) -> None:
     print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def check_only(only: int | None, groups) -> None:
     """A driver's ``--only``: None or one of its group indices ``groups`` (else ValueError)."""
     if only is not None and only not in list(groups):
@@ -151,102 +140,19 @@ def seed_blocks(c: dict) -> list[dict]:
     return [first, *c.get("blocks", [])]
 
 
-def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
-    """``(sweep, index, ref_P)``: the branch's MAP at ``P`` if its aG is in the branch's region,
-    else the same seed's MAP of that branch at the nearest such P (None if there is none)."""
-    cands = []
-    for res in sweeps:
-        for i, p in enumerate(res.P):
-            a = float(res["cG"][i, s])
-            if (a >= thr) if SIDE[branch] > 0 else (a < thr):
-                cands.append((abs(math.log(p / P)), int(p), res, i))
-    if not cands:
-        return None
-    _, p, res, i = min(cands, key=lambda c: c[:2])
-    return res, i, p
-
-
 def references(c: dict, sweeps: dict, P_group, seeds=None):
-    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group
+    """``(index of P, P, seed, branch, BB.pick_reference(...) or None)`` for every run of a group
     (``seeds``: default the first block's), in ``run_group``'s order."""
     for ip, P in enumerate(P_group):
         for s in range(c["n_seeds"]) if seeds is None else seeds:
             for b in BRANCHES:
-                yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, c["a_thr"])
-
-
-def head_arrays(res, i, s):
-    return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
-
-
-# ---------------------------------------------------------------------------------------------
-# One compiled program per group: whitening (float64), then the rungs of every run (float32)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def whiten(cfg, heads, train, mask):
-    obj = Objective.from_config(cfg)
-    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
-
-
-class _RungProgress:
-    """Host side of ``hmc_chains(progress=...)`` for a group's rungs (one compiled program that
-    runs for up to hours): a line at most every ``every_s`` seconds with the HMC steps done and
-    the time left at the rate so far."""
-
-    def __init__(self, every_s: float = 300.0):
-        self.every_s, self.t0, self.last = every_s, 0.0, 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.time()
-        if done <= 1:
-            self.t0 = self.last = now
-        if done < total and now - self.last < self.every_s:
-            return
-        self.last, spent = now, now - self.t0
-        left = spent * (total - done) / max(done, 1)
-        log(f"rungs: HMC step {done}/{total} ({done / total:.0%}), {spent / 60:.0f} min in, "
-            f"~{left / 60:.0f} min left")  # fmt: skip
-
-
-_PROGRESS = _RungProgress()
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
-    """``vmap`` over runs: ``(draws[r, K, C, S, 2], accept, outside, finite, step, U*)``."""
-    obj = Objective.from_config(cfg)
-    hmc = dict(hmc)
-
-    def one(k, h, t, m, Cm, sd):
-        x0 = h.W_G.ravel()
-        U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
-        order = lambda w: _aG(with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
-        U_star = U(jnp.zeros_like(x0))
-        st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
-                        U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
-        return st.draws, st.accept, st.outside, st.finite, st.step_size, U_star
-
-    return jax.vmap(one)(keys, heads, train, mask, C, side)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _ref_orders(n_draws, key, heads, train, mask, C):
-    """aG at ``n_draws`` exact reference draws ``x* + C w``, ``w ~ N(0, I)``, per run."""
-
-    def one(k, h, t, m, Cm):
-        x0 = h.W_G.ravel()
-        w = jax.random.normal(k, (n_draws, x0.size), x0.dtype)
-        return jax.lax.map(lambda v: _aG(with_WG(h, x0 + Cm @ v), t, m), w, batch_size=250)
-
-    keys = jax.random.split(key, train.shape[0])
-    return jax.vmap(one)(keys, heads, train, mask, C)
+                yield ip, P, s, b, BB.pick_reference(sweeps[b], b, P, s, c["a_thr"])
 
 
 def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
     """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
-    mc, thr = c["mc"], c["a_thr"]
+    mc = c["mc"]
     nS = n_seeds_total or c["n_seeds"]
     cfg = branch_config(mc, preset(c), "softmax", P_group, None, nS)
     Pm = max(P_group)
@@ -258,55 +164,10 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
             continue
         res, i, ref_P = ref
         runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
-        arrs.append(head_arrays(res, i, s))
+        arrs.append(BB.head_arrays(res, i, s))
         trains.append(np.asarray(inp.train)[ip * nS + s])
         masks.append(np.asarray(inp.mask)[ip * nS + s])
-    for a, r in zip(arrs, runs, strict=True):  # one set of embeddings per seed, both branches
-        o = next(x for x, q in zip(arrs, runs, strict=True) if q["seed"] == r["seed"])
-        if not (np.array_equal(a["W_E"], o["W_E"]) and np.array_equal(a["b"], o["b"])):
-            raise ValueError(f"seed {r['seed']}: the sweeps' embeddings differ")
-    train, mask = jnp.asarray(np.stack(trains)), np.stack(masks)
-    cls = head_class("softmax")
-    stack = lambda dt: cls(**{k: jnp.asarray(np.stack([a[k] for a in arrs]), dt)  # noqa: E731
-                              for k in arrs[0]}, chi=cfg.posterior.chi)  # fmt: skip
-    t0, c0 = time.time(), cpu_seconds()
-    with jax.enable_x64(True):
-        C64 = np.asarray(whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
-    logdet = np.array([np.linalg.slogdet(x)[1] for x in C64])
-    log(f"P={P_group}: whitening of {len(runs)} runs, {cpu_seconds() - c0:.0f} CPU s")
-    heads, C32 = stack(jnp.float32), jnp.asarray(C64, jnp.float32)
-    m32 = jnp.asarray(mask, jnp.float32)
-    side = jnp.asarray([SIDE[r["branch"]] for r in runs], jnp.int32)
-    aG0 = np.asarray(jax.vmap(_aG)(heads, train, m32))
-    inside = np.where(side > 0, aG0 >= thr, aG0 < thr)
-    if not inside.all():
-        raise ValueError(f"references outside their region: {np.asarray(runs)[~inside]}")
-    k_ref, k_ch = jax.random.split(key)
-    c1 = cpu_seconds()
-    o_ref = np.asarray(_ref_orders(c["n_ref"], k_ref, heads, train, m32, C32))  # [R, n_ref]
-    log(f"P={P_group}: reference masses, {cpu_seconds() - c1:.0f} CPU s")
-    K, nC = len(c["ts"]), c["n_chains"]
-    keys = jax.random.split(k_ch, len(runs) * K * nC).reshape(len(runs), K, nC)
-    c2 = cpu_seconds()
-    out = _rungs(cfg, tuple(c["ts"]), tuple(sorted(c["hmc"].items())), keys, heads, train, m32,
-                 C32, side, thr)  # fmt: skip
-    draws, acc, outside, finite, step, U_star = (np.asarray(x, np.float64) for x in out)
-    draws = draws[..., int(c["discard"] * draws.shape[-2]) :, :]  # further burn-in
-    log(f"P={P_group}: {len(runs)} runs x {K} rungs x {nC} chains, {cpu_seconds() - c2:.0f} CPU s")
-    n = int(C64.shape[-1])
-    for r, run in enumerate(runs):
-        hit = (o_ref[r] >= thr) if run["branch"] == "copy" else (o_ref[r] < thr)
-        p = float(hit.mean())
-        fe = branch_log_z(c["ts"], draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
-                          logdet_C=float(logdet[r]), n=n, p_ref=p,
-                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
-        run.update(fe, p_ref=p, ref_hits=int(hit.sum()), n_ref=int(hit.size),
-                   aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=float(logdet[r]),
-                   accept=acc[r].mean((1, 2)).tolist(), outside=outside[r].mean((1, 2)).tolist(),
-                   step=step[r].mean(1).tolist(), finite=finite[r].all(1).tolist(),
-                   aG_mean=draws[r, ..., 1].mean((1, 2)).tolist(),
-                   aG_t1=draws[r, -1, ..., 1][finite[r, -1] > 0].ravel().tolist())  # fmt: skip
-    return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}
+    return BB.free_energies(cfg, runs, arrs, trains, masks, key, c, label=P_group, log=log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -593,10 +454,10 @@ def main(
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
     bcache = Path("results") / "posterior" / "branches"
     records = Path(out_dir) / "results" / "records" / ("posterior_branches" + "_tiny" * tiny)
-    c0 = cpu_seconds()
+    c0 = BB.cpu_seconds()
     sweeps = load_sweeps(c, cache)
     block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
-    sweep_cpu = cpu_seconds() - c0
+    sweep_cpu = BB.cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     todo = []  # (record name, block, group index, P group, compute_group's task)
     for bi, bl in enumerate(blocks):

@@ -23,16 +23,12 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.bayes import hmc_move, tempered_smc
+from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import marginal_energy, with_WG
 from copyhead_jax.sweep import sweep_inputs
-from copyhead_jax.transition_ti import BRANCHES, a_G
+from copyhead_jax.transition_ti import BRANCHES
 
 from . import posterior_branches as PB
 from .common import group_record, jsonable, save_figure, write_json
@@ -51,15 +47,12 @@ SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' SMOK
     n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
     step_size=0.3, max_steps=60,
 )  # fmt: skip
-TARGET_ACCEPT = 0.65
-
-
 def log(msg: str) -> None:
     print(f"[smc {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def run_inputs(c: dict, sweeps: dict, P_group):
-    """Per run (P, seed) of a group: both branches' reference heads, the run's data, and
+    """Per run (P, seed) of a group: both branches' reference weights, the run's data, and
     the config the data come from."""
     b = c["branches"]
     nS = c["n_seeds"]
@@ -68,11 +61,11 @@ def run_inputs(c: dict, sweeps: dict, P_group):
     runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
     for ip, P in enumerate(P_group):
         for s in range(nS):
-            refs = {br: PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in BRANCHES}
+            refs = {br: BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in BRANCHES}
             if any(r is None for r in refs.values()):
                 log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
                 continue
-            arr = {br: PB.head_arrays(r[0], r[1], s) for br, r in refs.items()}
+            arr = {br: BB.head_arrays(r[0], r[1], s) for br, r in refs.items()}
             if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
                 raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
             runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(refs[br][2])
@@ -81,154 +74,12 @@ def run_inputs(c: dict, sweeps: dict, P_group):
                 heads[br].append(arr[br])
             trains.append(np.asarray(inp.train)[ip * nS + s])
             masks.append(np.asarray(inp.mask)[ip * nS + s])
-    cls = head_class("softmax")
-
-    def stack(br, dt):
-        return cls(**{k: jnp.asarray(np.stack([a[k] for a in heads[br]]), dt)
-                      for k in heads[br][0]}, chi=cfg.posterior.chi)  # fmt: skip
-
-    return cfg, runs, stack, jnp.asarray(np.stack(trains)), np.stack(masks)
-
-
-def _programs(cfg, c):
-    """The jitted ``g``, ``record`` and ``mutate`` of :func:`tempered_smc` over ``R`` runs."""
-    obj = Objective.from_config(cfg)
-    thr = c["a_thr"]
-    n_moves, n_leap = c["n_moves"], c["n_leap"]
-
-    def U_m(h, t, m, x):
-        return marginal_energy(with_WG(h, x), t, m, obj)
-
-    def aG(h, t, m, x):
-        return a_G(with_WG(h, x), t, m)
-
-    def U_0(ref, x):
-        """-log of the normalised two-component reference at ``x``."""
-        lp = [-0.5 * jnp.sum((Ci @ (x - x0)) ** 2) - ld for x0, Ci, ld in
-              zip(ref["x0"], ref["Cinv"], ref["logdet"], strict=True)]  # fmt: skip
-        n = x.size
-        return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * n * math.log(2 * math.pi))
-
-    per_run = lambda f: jax.vmap(jax.vmap(f, (None, None, None, None, 0)))  # noqa: E731
-
-    @jax.jit
-    def g_fn(h, t, m, ref, x):
-        return per_run(lambda hh, tt, mm, rr, xx: U_m(hh, tt, mm, xx) - U_0(rr, xx))(
-            h, t, m, ref, x)  # fmt: skip
-
-    @jax.jit
-    def record(h, t, m, x):
-        return jax.vmap(jax.vmap(aG, (None, None, None, 0)))(h, t, m, x)
-
-    @jax.jit
-    def mutate(key, h, t, m, ref, x, temp, log_eps):
-        R, N = x.shape[:2]
-
-        def one(k, hh, tt, mm, rr, xi, ti, le):
-            copy = aG(hh, tt, mm, xi) >= thr
-            x0 = jnp.where(copy, rr["x0"][1], rr["x0"][0])
-            w0 = jnp.where(copy, rr["Cinv"][1] @ (xi - x0), rr["Cinv"][0] @ (xi - x0))
-
-            def to_x(w):
-                return x0 + jnp.where(copy, rr["C"][1] @ w, rr["C"][0] @ w)
-
-            def pot(w):
-                x = to_x(w)
-                return (1 - ti) * U_0(rr, x) + ti * U_m(hh, tt, mm, x)
-
-            inside = lambda w: (aG(hh, tt, mm, to_x(w)) >= thr) == copy  # noqa: E731
-            eps = jnp.exp(jnp.where(copy, le[1], le[0]))
-            w1, a = hmc_move(k, pot, w0, step_size=eps, n_steps=n_moves, n_leap=n_leap,
-                             inside=inside)  # fmt: skip
-            return to_x(w1), a, copy
-
-        ks = jax.random.split(key, R * N).reshape(R, N)
-        inner = jax.vmap(one, (0, None, None, None, None, 0, None, None))
-        x1, a, copy = jax.vmap(inner)(ks, h, t, m, ref, x, temp, log_eps)
-        # step per run and branch follows the mean acceptance of its particles
-        n_b = jnp.stack([jnp.sum(~copy, 1), jnp.sum(copy, 1)], 1)
-        a_b = jnp.stack([jnp.sum(a * ~copy, 1), jnp.sum(a * copy, 1)], 1) / jnp.maximum(n_b, 1)
-        log_eps = jnp.where(n_b > 0, log_eps + (a_b - TARGET_ACCEPT), log_eps)
-        return x1, a, jnp.clip(log_eps, math.log(0.01), math.log(1.5))
-
-    return g_fn, record, mutate
+    return cfg, runs, heads, trains, masks
 
 
 def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
-    c0, t0 = PB.cpu_seconds(), time.time()
-    cfg, runs, stack, train, mask = run_inputs(c, sweeps, P_group)
-    with jax.enable_x64(True):
-        m64 = jnp.asarray(mask, jnp.float64)
-        C64 = {br: np.asarray(PB.whiten(cfg, stack(br, jnp.float64), train, m64))
-               for br in BRANCHES}  # fmt: skip
-    log(f"P={P_group}: whitening, {len(runs)} runs x 2 branches, {PB.cpu_seconds() - c0:.0f} CPU s")
-    heads = {br: stack(br, jnp.float32) for br in BRANCHES}
-    h = heads["pool"]  # the embeddings; W_G is each particle's
-    m32 = jnp.asarray(mask, jnp.float32)
-    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    x_ref = {br: heads[br].W_G.reshape(len(runs), -1) for br in BRANCHES}
-    ref = {
-        "x0": [x_ref[br] for br in BRANCHES],
-        "C": [f32(C64[br]) for br in BRANCHES],
-        "Cinv": [f32(np.linalg.inv(C64[br])) for br in BRANCHES],
-        "logdet": [f32([np.linalg.slogdet(a)[1] for a in C64[br]]) for br in BRANCHES],
-    }
-    g_fn, record, mutate = _programs(cfg, c)
-    R, n = len(runs), x_ref["pool"].shape[1]
-
-    def draw(k, N):
-        """Exact draws of each run's reference: branch by a fair coin, then its Gaussian."""
-        k1, k2 = jax.random.split(k)
-        copy = jax.random.bernoulli(k1, 0.5, (R, N, 1))
-        z = jax.random.normal(k2, (R, N, n), jnp.float32)
-        xs = [x_ref[br][:, None] + jnp.einsum("rij,rnj->rni", ref["C"][i], z)
-              for i, br in enumerate(BRANCHES)]  # fmt: skip
-        return jnp.where(copy, xs[1], xs[0])
-
-    def population(k, N, schedule):
-        k0, k1 = jax.random.split(k)
-        log_eps = jnp.full((R, 2), math.log(c["step_size"]), jnp.float32)
-
-        def prog(i, t):
-            if i % 10 == 0:
-                log(f"P={P_group} N={N}: step {i}, min t {np.min(t):.3g}")
-
-        res, _ = tempered_smc(
-            k1, draw(k0, N), lambda x: g_fn(h, train, m32, ref, x),
-            lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
-            ess_target=c["ess_target"], max_steps=c["max_steps"],
-            record=lambda x: record(h, train, m32, x), progress=prog, schedule=schedule,
-        )  # fmt: skip
-        return res
-
-    k_pilot, k_reps = jax.random.split(key)
-    c1 = PB.cpu_seconds()
-    pilot = population(k_pilot, c["n_pilot"], None)
-    log(f"P={P_group}: pilot, {pilot.ts.shape[0]} steps, {PB.cpu_seconds() - c1:.0f} CPU s")
-    reps = []
-    for i, k in enumerate(jax.random.split(k_reps, c["n_reps"])):
-        c2 = PB.cpu_seconds()
-        reps.append(population(k, c["n_particles"], pilot.ts))
-        log(f"P={P_group}: population {i}, {PB.cpu_seconds() - c2:.0f} CPU s")
-    thr = c["a_thr"]
-
-    def w_copy(p, r):  # the last reweighting's weighted fraction with aG >= a_thr
-        return float(np.sum(np.exp(p.log_w1[r]) * (p.obs1[r] >= thr)))
-
-    for r, run in enumerate(runs):
-        lz = np.array([p.log_z[r] for p in reps])
-        wc = np.array([w_copy(p, r) for p in reps])
-        nc = np.array([int(np.sum(p.obs[r] >= thr)) for p in reps])
-        run.update(
-            log_Z=lz.tolist(), w_copy=wc.tolist(), n_copy_final=nc.tolist(),
-            finite=[bool(p.finite[r]) for p in reps], n_steps=int(pilot.ts.shape[0]),
-            ts=pilot.ts[:, r].tolist(), pilot_ess=pilot.ess[:, r].tolist(),
-            accept=[p.accept[:, r].mean() for p in reps],
-            aG_final=[np.asarray(p.obs[r]).tolist() for p in reps],
-            log_Z_pilot=float(pilot.log_z[r]),
-            w_copy_pilot=w_copy(pilot, r),
-        )  # fmt: skip
-    return {"runs": runs, "cpu_s": PB.cpu_seconds() - c0, "wall_s": time.time() - t0}
+    cfg, runs, heads, trains, masks = run_inputs(c, sweeps, P_group)
+    return BB.smc_weights(cfg, runs, heads, trains, masks, key, c, label=P_group, log=log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,7 +215,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
             continue
         refs = [[int(P), s, br, [int(p) for p in r[0].P], int(r[2])] for P in grp
                 for s in range(c["n_seeds"]) for br in BRANCHES
-                if (r := PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
+                if (r := BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
         skip = ("branches", "groups")
         key = cache_key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
                    tiny, refs)  # fmt: skip
