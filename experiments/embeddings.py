@@ -35,6 +35,8 @@ from . import common as C
 from .configs.embeddings import CONFIGS
 
 INITS = {"linear": ("prior",), "softmax": ("zero", "copy")}
+
+
 def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> ch.Config:
     """``paper-map`` at ``width``, one start, quenched or joint (no continuation: starts are
     chosen here)."""

@@ -300,25 +300,13 @@ def draw(res: dict, main_P=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import (
-        BLACK,
-        BLUE,
-        GREEN,
-        GREY,
-        ORANGE,
-        P_LABEL,
-        PURPLE,
-        RC,
-        VERMILLION,  # fmt: skip
-        legend,
-        log_P_axis,
-    )
+    from copyhead_jax import style as st
 
     P = np.asarray(res["P"], float)
     dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
     nS = dF.shape[1]
     cross = res["crossing_F"]["P_star"]
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
                                gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
         jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
@@ -326,22 +314,22 @@ def draw(res: dict, main_P=None):
             for s in range(nS):
                 lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
                 ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
-                               color=GREY, alpha=0.7, label=lab)  # fmt: skip
-                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=GREY, alpha=0.7,
+                               color=st.GREY, alpha=0.7, label=lab)  # fmt: skip
+                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=st.GREY, alpha=0.7,
                            label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
-            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=BLACK, ms=5, label="seed mean")
-            ax[1].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=5, label="seed mean")
-        ax[0].axhline(0, color=BLACK, lw=0.5)
-        ax[1].axhline(0.5, color=BLACK, lw=0.5)
+            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
+            ax[1].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
+        ax[0].axhline(0, color=st.BLACK, lw=0.5)
+        ax[1].axhline(0.5, color=st.BLACK, lw=0.5)
         for a in ax[:2]:
             if cross:
-                a.axvline(cross, color=VERMILLION, lw=1.2,
+                a.axvline(cross, color=st.VERMILLION, lw=1.2,
                           label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}")  # fmt: skip
             pad = (P.max() / P.min()) ** 0.08 if P.max() > P.min() else 1.1
             a.set_xlim(P.min() / pad, P.max() * pad)
-            log_P_axis(a, P)
-            a.set_xlabel(P_LABEL)
-            legend(a)
+            st.log_P_axis(a, P)
+            a.set_xlabel(st.P_LABEL)
+            st.legend(a)
         ax[0].set(ylabel="$F_{copy} - F_{pool}$ (nats)",
                   title="free-energy difference between the branches")  # fmt: skip
         ax[1].set(ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
@@ -350,25 +338,27 @@ def draw(res: dict, main_P=None):
         a = ax[2]
         th = res["theory"]
         ci = res["crossing_F"].get("per_seed_ci") or {}
-        marks = [("EK theory, MAP", th["map"]["P_aG"], GREY, "s"),
-                 ("EK theory, posterior", th["post"]["P_aG"], GREY, "D"),
-                 ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], BLUE, "o"),
-                 (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, GREEN, "o"),
-                 ("Bayesian ($F$ crossing)", cross, VERMILLION, "*"),
-                 ("paper", res.get("paper_P_aG") if pre == "paper" else None, PURPLE, "^")]
+        marks = [
+            ("EK theory, MAP", th["map"]["P_aG"], st.GREY, "s"),
+            ("EK theory, posterior", th["post"]["P_aG"], st.GREY, "D"),
+            ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], st.BLUE, "o"),
+            (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, st.GREEN, "o"),
+            ("Bayesian ($F$ crossing)", cross, st.VERMILLION, "*"),
+            ("paper", res.get("paper_P_aG") if pre == "paper" else None, st.PURPLE, "^"),
+        ]
         marks = [m for m in marks if m[1]]
         for y, (lab, v, col, mk) in enumerate(marks):
             a.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:,.1f}")
             if lab.startswith("Bayesian") and ci.get("lo") is not None:
                 a.plot([ci["lo"], ci["hi"]], [y, y], "-", color=col, lw=2)
-        a.axvspan(P.min(), P.max(), color=ORANGE, alpha=0.15, lw=0, label="sampled P range")
+        a.axvspan(P.min(), P.max(), color=st.ORANGE, alpha=0.15, lw=0, label="sampled P range")
         a.set_yticks(range(len(marks)), [m[0] for m in marks])
         a.set_ylim(-0.6, len(marks) - 0.4)
         a.invert_yaxis()
-        log_P_axis(a, [m[1] for m in marks] + list(P))
+        st.log_P_axis(a, [m[1] for m in marks] + list(P))
         a.set(xlabel="$P^*_{aG}$ (sequences, log scale)", ylabel="estimate",
               title="$P^*_{aG}$: every estimate")  # fmt: skip
-        legend(a, ncol=1)
+        st.legend(a, ncol=1)
         fig.suptitle(f"softmax branches ({pre}): thermodynamic integration of each branch")
     return fig
 

@@ -64,32 +64,20 @@ def figure(res: dict):
     import matplotlib
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import (
-        BLACK,
-        BLUE,
-        GREY,
-        KEY_COLORS,
-        ORANGE,
-        P_LABEL,
-        RC,
-        VERMILLION,
-        legend,  # fmt: skip
-        log_P_axis,
-        num,
-    )
+    from copyhead_jax import style as st
 
     from .posterior_features import _band
 
     soft = res["softmax"]
     blocks = (
-        ("linear", res["linear"], BLUE, "o"),
-        ("softmax, pooling start", soft["pool"], ORANGE, "s"),
-        ("softmax, copy start", soft.get("copy_high"), VERMILLION, "v"),
+        ("linear", res["linear"], st.BLUE, "o"),
+        ("softmax, pooling start", soft["pool"], st.ORANGE, "s"),
+        ("softmax, copy start", soft.get("copy_high"), st.VERMILLION, "v"),
     )
     blocks = [(n, b, c, m) for n, b, c, m in blocks if b is not None and b.get("llc_dv")]
     if not blocks:
         return None
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
         Ps, neg = [], False
         for name, b, col, mk in blocks:
@@ -103,29 +91,29 @@ def figure(res: dict):
         for a in ax:
             for k in ("P_cG", "P_aG"):
                 if th.get(k):
-                    a.axvline(th[k], color=KEY_COLORS[k], ls="--", lw=0.8,
-                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {num(th[k])}")  # fmt: skip
-            log_P_axis(a, Ps)
-            a.set_xlabel(P_LABEL)
+                    a.axvline(th[k], color=st.KEY_COLORS[k], ls="--", lw=0.8,
+                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {st.num(th[k])}")  # fmt: skip
+            st.log_P_axis(a, Ps)
+            a.set_xlabel(st.P_LABEL)
         a = ax[0]
         if neg:
             a.set_yscale("symlog", linthresh=1.0)
             a.axhspan(
                 a.get_ylim()[0],
                 0,
-                color=GREY,
+                color=st.GREY,
                 alpha=0.15,
                 lw=0,
                 label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)",
             )
-            a.axhline(0, color=BLACK, lw=0.6)
+            a.axhline(0, color=st.BLACK, lw=0.6)
         a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
               title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip
         ax[1].set_yscale("log")
         ax[1].set(ylabel="$\\hat\\lambda$ (log scale)",
                   title="posterior: $n\\beta = n$, $\\gamma = 0$ (prior kept)")  # fmt: skip
         for a in ax:
-            legend(a)
+            st.legend(a)
         fig.suptitle(f"learning coefficient $\\hat\\lambda$ ({res['preset']}); error bars: sd "
                      "over seeds")  # fmt: skip
     return fig

@@ -47,6 +47,8 @@ SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' SMOK
     n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
     step_size=0.3, max_steps=60,
 )  # fmt: skip
+
+
 def log(msg: str) -> None:
     print(f"[smc {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -144,52 +146,55 @@ def draw(res: dict, ti_cross=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import BLACK, GREY, P_LABEL, RC, VERMILLION, legend
+    from copyhead_jax import style as st
 
     P = np.asarray(res["P"], float)
     w, wse, odds = (np.asarray(res[k], float) for k in ("w_copy", "w_copy_se", "log_odds_copy"))
     d = np.asarray(res["dlog_Z_smc_minus_ti"], float)
     clip = res["log_odds_clip"]
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained")
         nS = w.shape[1]
         for s in range(nS):
             dx = P + 0.04 * (s - nS / 2)
             first = s == 0
             ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.6, capsize=2,
-                           color=GREY, label="SMC, per seed (bars: 2 populations)" if first
+                           color=st.GREY, label="SMC, per seed (bars: 2 populations)" if first
                            else None)  # fmt: skip
             cl = np.abs(odds[:, s]) >= clip - 1e-9
-            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=BLACK, alpha=0.5)
-            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=BLACK, alpha=0.5)
-            ax[2].plot(dx, d[:, s], ".", color=GREY, alpha=0.7,
+            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=st.BLACK, alpha=0.5)
+            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=st.BLACK, alpha=0.5)
+            ax[2].plot(dx, d[:, s], ".", color=st.GREY, alpha=0.7,
                        label="per seed" if first else None)  # fmt: skip
-        ax[0].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=4, label="SMC, seed mean")
+        ax[0].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
         ti = res.get("ti_log_odds")
         if ti:
             Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
             for s in range(Lt.shape[1]):
-                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=VERMILLION, ms=4,
+                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4,
                            alpha=0.6)  # fmt: skip
-            ax[1].plot([], [], "x", color=VERMILLION, label="constrained TI: $F_{pool} - F_{copy}$")
-        ax[1].plot([], [], "o", ms=3, color=BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
-        ax[1].plot([], [], "o", ms=5, mfc="none", color=BLACK,
+            ax[1].plot([], [], "x", color=st.VERMILLION,
+                       label="constrained TI: $F_{pool} - F_{copy}$")  # fmt: skip
+        ax[1].plot([], [], "o", ms=3, color=st.BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
+        ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK,
                    label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
         for a in ax[:2]:
-            a.axhline(0.5 if a is ax[0] else 0.0, color=BLACK, lw=0.5)
-            for v, lab, col in ((res["weight_window"].get("P_equal"), "SMC: $w = 1/2$", BLACK),
-                                (ti_cross, "TI: $F_{copy} = F_{pool}$", VERMILLION)):  # fmt: skip
+            a.axhline(0.5 if a is ax[0] else 0.0, color=st.BLACK, lw=0.5)
+            P_eq = res["weight_window"].get("P_equal")
+            marks = ((P_eq, "SMC: $w = 1/2$", st.BLACK),
+                     (ti_cross, "TI: $F_{copy} = F_{pool}$", st.VERMILLION))  # fmt: skip
+            for v, lab, col in marks:
                 if v:
                     a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at $P$ = {v:.2f}")
-        ax[2].axhline(0, color=BLACK, lw=0.5)
+        ax[2].axhline(0, color=st.BLACK, lw=0.5)
         ax[0].set(ylabel="$w_{copy}$ (posterior weight of copying)",
                   title="posterior weight of copying (SMC)")  # fmt: skip
         ax[1].set(ylabel="log-odds of copying (nats)", title="SMC weights against the branch TI")
         ax[2].set(ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
                   title="evidence: SMC against the branch TI")  # fmt: skip
         for a in ax:
-            a.set_xlabel(P_LABEL)
-            legend(a, ncol=1)
+            a.set_xlabel(st.P_LABEL)
+            st.legend(a, ncol=1)
         fig.suptitle("softmax (plain preset): sequential Monte Carlo against thermodynamic "
                      "integration, per seed")  # fmt: skip
     return fig
