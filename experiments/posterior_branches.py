@@ -44,45 +44,30 @@ INIT = {"pool": "zero", "copy": "copy"}
 
 PLAIN = dict(
     mc=QUICK, n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
-    # the MAP sweeps the references come from: the 3-seed sweeps of posterior.py's TI block and
-    # copy-start grid (cached), plus a copy-start sweep at P = 40
+    # the reference MAP sweeps: posterior.py's 3-seed TI and copy-start sweeps, plus copy starts
     sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
                 copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
-    # one compiled program per group (padded to its largest P); [52, 56], [60]: the second
-    # run's finer grid inside the first run's bracket (48, 64) of the crossing
+    # one compiled program per group; [52, 56], [60]: a finer grid inside the bracket (48, 64)
     groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
     ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
-    # 2 chains per rung; 100 adaptation iterations (discarded), then n_iter HMC iterations of
-    # which the first quarter (``discard``) is dropped as further burn-in: sized to ~25 CPU-min
+    # 2 chains per rung, the first quarter of the kept iterations dropped: ~25 CPU-min
     n_chains=2, n_ref=4000, discard=0.25,
     hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
-    # seeds 3-9 at the P that bracket the crossing (48, 52) and their neighbours: the issue's 10
-    # seeds there. Their references come from 10-seed sweeps (seeds 0-2 are the 3-seed sweeps'
-    # seeds: same data and embeddings); the pooling start has jumped to copying above P ~ 34,
-    # so its references lie at P <= 32
+    # seeds 3-9 where the crossing is bracketed, from 10-seed sweeps (seeds 0-2: same data);
+    # the pooling start jumps to copying above P ~ 34, so its references lie at P <= 32
     blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
                  sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
 )  # fmt: skip
-# The paper preset (per-position likelihood, noise L sigma^2/chi): U at P is the plain U at P/L
-# with the data term averaged over L times as many sequences (docs/theory.md table: every EK P* is
-# exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
-# crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
-# and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
-# -18.3 there). A run costs ~33x a plain one (1,504 against 45 CPU s: cpu_s / runs in the two
-# JSON files): 10 seeds; a group's cost is linear in its runs, 7,175-8,067 CPU s per group of
-# 2 seeds (seeds 4-5, 8-9), 3,321-3,854 per group of 1 seed (measured).
-# pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
-# 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
-# references at 1,200 and 1,300
+# Paper preset: every EK P* is L = 25 times the plain one, so the plain crossing 49.3 predicts
+# ~1,233: P = 1,200, 1,300 (25 x 48, 25 x 52). A run costs ~33x a plain one. Pool-start MAPs
+# exist up to ~830; the copy-start sweep holds the copy references at 1,200 and 1,300.
 _PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
                      copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
-    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; then from
-    # 10-seed sweeps (seeds 0-3 there: the same data), references at 700-800 (pool) and
-    # 1,200-1,300 (copy) only: seeds 4-5 (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9
-    # (500, 501)
+    # seeds 2-3 (groups 100, 101: a 4-seed sweep's data), then from 10-seed sweeps seeds 4-5
+    # (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9 (500, 501)
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
             *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
                    sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
@@ -93,7 +78,6 @@ CLUSTER_HELP = (
     "run the groups without a record on a Dask cluster: a scheduler address "
     "tcp://host:port, or local:N (N local worker processes); same records as without"
 )
-#: ``main``'s presets
 CONFIGS = {"plain": PLAIN, "paper": PAPER}
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
     # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches

@@ -1,22 +1,8 @@
-r"""devinterp's default local learning coefficient per run (issue 12, item 2).
-
-$$\hat\lambda(w^*)=n\beta\,\big(\mathbb E_{w\mid w^*,\gamma}[L_n(w)]-L_n(w^*)\big),\qquad
-p(w)\propto e^{-n\beta L_n(w)-\frac\gamma2\|w-w^*\|^2},$$
-
-at devinterp's defaults $\beta=1/\log n$ and $\gamma=100$ (``copyhead_jax.bayes.llc`` has the
-conventions), on the quenched reduced head: $w=(W^G,\hat W^O)$ (1,050 weights at L = 25, V = 5),
-$w^*$ the run's exact MAP, $n=P$ sequences and
-$nL_n=D=w_{\rm lik}\sum_\alpha\|f_\alpha-y_\alpha\|^2$ (the data energy of docs/theory.md §2 up
-to a constant that cancels; the paper preset's per-position likelihood only changes
-$w_{\rm lik}$). No prior term (devinterp has none): the localisation
-is the only restoring force in directions the data do not pin.
-
-Sampler (:func:`copyhead_jax.llc_runs.llc_runs`): full-batch SGLD (devinterp's ``lr`` = 2 eta), all
-seeds of one P in one compiled program. Step per run: eta = ``eta_frac`` / (gamma +
-lambda_max), lambda_max the largest curvature of $n\beta L_n$ at $w^*$ (power iteration), so the
-stiffest direction's stationary variance is inflated by at most 1 / (1 - eta_frac / 2) (SGLD's
-O(eta) bias; 2.6% at eta_frac = 0.05) and the softest (curvature >= gamma) relaxes in
-~(1 + lambda_max / gamma) / eta_frac steps.
+r"""devinterp's default local learning coefficient per run (issue 12, item 2):
+$\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$ at $\beta=1/\log n$, $\gamma=100$, localised SGLD
+from the run's exact MAP on the quenched reduced head, no prior term
+(:func:`copyhead_jax.llc_runs.llc_runs`; conventions in :mod:`copyhead_jax.bayes.llc`, the
+mapping to the posterior's own lambda-hat in docs/reports/posterior.md).
 """
 
 from __future__ import annotations
