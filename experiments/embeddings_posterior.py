@@ -51,9 +51,8 @@ def problem(cfg: ch.Config, width: int, P: int, P_pad: int):
     return c, inp.train[0], inp.mask[0], inp.key[0]
 
 
-def sample(
-    cfg: ch.Config, width: int, P: int, kind: str, *, P_pad: int, n_warmup: int, n_samples: int
-) -> dict:
+def sample(cfg: ch.Config, width: int, P: int, kind: str, *, P_pad: int, n_warmup: int,
+           n_samples: int) -> dict:  # fmt: skip
     """NUTS of one (kind, width, P): kind is ``annealed`` (embeddings sampled, reduced),
     ``quenched`` (Gram root of seed 0's embeddings fixed) or ``full`` (the width-N network)."""
     c, tokens, mask, key = problem(cfg, width, P, P_pad)
@@ -64,44 +63,26 @@ def sample(
     T = embedding_root(key, c, dtype=jnp.float32)  # the realised Gram root of seed 0's draw
     shape_cfg = c if kind == "full" else c.replace(model=dict(width=D))  # width traced
     t0 = time.time()
-    out = embedded_draws(
-        keys[0],
-        init,
-        tokens,
-        mask,
-        jnp.float32(width),
-        T,
-        kind=kind,
-        cfg=shape_cfg,
-        n_warmup=n_warmup,
-        n_samples=n_samples,
-    )
+    out = embedded_draws(keys[0], init, tokens, mask, jnp.float32(width), T, kind=kind,
+                         cfg=shape_cfg, n_warmup=n_warmup, n_samples=n_samples)  # fmt: skip
     obs = np.asarray(out.observed, np.float64)  # [chain, draw, 3 + D^2]
     Sigma = np.diag(np.asarray(prior_scales(V, L, c.model.sigma_e, c.model.sigma_p)) ** 2)
     C = obs[:, :, 3:].reshape(*obs.shape[:2], D, D)
     rel = lambda X: float(np.linalg.norm(X - Sigma) / np.linalg.norm(Sigma))
-    stat = lambda x: dict(
-        mean=float(x.mean()), mcse=float(mcse_mean(x)), rhat=float(split_rhat(x)), sd=float(x.std())
-    )
+    stat = lambda x: dict(mean=float(x.mean()), mcse=float(mcse_mean(x)),  # noqa: E731
+                          rhat=float(split_rhat(x)), sd=float(x.std()))  # fmt: skip
     names = ch.head_class(c.model.attention).order_names
     return dict(
-        kind=kind,
-        width=width,
-        P=P,
-        seconds=time.time() - t0,
-        dim=int(init.shape[1]),
-        **{
-            names[0]: stat(obs[:, :, 0]),
-            names[1]: stat(obs[:, :, 1]),
-            "gram_dist": stat(obs[:, :, 2]),
-        },
+        kind=kind, width=width, P=P, seconds=time.time() - t0, dim=int(init.shape[1]),
+        **{names[0]: stat(obs[:, :, 0]), names[1]: stat(obs[:, :, 1]),
+           "gram_dist": stat(obs[:, :, 2])},
         mean_gram_shift=rel(C.mean((0, 1))),
         mean_gram_shift_chains=[rel(C[i].mean(0)) for i in range(len(C))],
         prior_gram_dist_rms=prior_gram_rms(Sigma, width),
         acceptance=np.asarray(out.acceptance).tolist(),
         divergent=np.asarray(out.divergent).tolist(),
         step_size=np.asarray(out.step_size).tolist(),
-    )
+    )  # fmt: skip
 
 
 def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=None) -> dict:
@@ -123,32 +104,19 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=N
         tag = f"{kind}_N{width}_P{P}"
         f = cache / f"{tag}.json"
         if not f.exists():
-            rec = sample(
-                cfg,
-                width,
-                P,
-                kind,
-                P_pad=max(p for _, _, p in jobs),
-                n_warmup=n_warmup,
-                n_samples=n_samples,
-            )
+            rec = sample(cfg, width, P, kind, P_pad=max(p for _, _, p in jobs),
+                         n_warmup=n_warmup, n_samples=n_samples)  # fmt: skip
             f.write_text(json.dumps(rec, indent=1))
-            print(
-                f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}"
-                f"+-{rec['aG']['mcse']:.3f} d {rec['gram_dist']['mean']:.3f} "
-                f"(prior {rec['prior_gram_dist_rms']:.3f})",
-                flush=True,
-            )
+            print(f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}"
+                  f"+-{rec['aG']['mcse']:.3f} d {rec['gram_dist']['mean']:.3f} "
+                  f"(prior {rec['prior_gram_dist_rms']:.3f})", flush=True)  # fmt: skip
         records[tag] = json.loads(f.read_text())
     result = dict(
         object="posterior with every weight sampled (embeddings included), exact width-D "
         "reduction, NUTS; quenched: the Gram of seed 0's embeddings held fixed",
-        config=cfg.to_dict(),
-        n_chains=N_CHAINS,
-        n_warmup=n_warmup,
-        n_samples=n_samples,
+        config=cfg.to_dict(), n_chains=N_CHAINS, n_warmup=n_warmup, n_samples=n_samples,
         runs=records,
-    )
+    )  # fmt: skip
     name = "embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"
     (out / name).write_text(json.dumps(result, indent=1))
     return result
