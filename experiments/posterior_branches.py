@@ -19,7 +19,6 @@ import argparse
 import functools
 import importlib
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -158,64 +157,14 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
 # Assembly
 
 
-def _table(runs, P_all, nS, field, branch):
-    out = np.full((len(P_all), nS), np.nan)
-    for r in runs:
-        if r["branch"] == branch and r[field] is not None:
-            out[P_all.index(r["P"]), r["seed"]] = r[field]
-    return out
-
-
-def t1_below(run: dict, a: float) -> tuple[float, int]:
-    """The fraction of a run's t = 1 draws with aG < ``a`` and their number; a record rebuilt
-    from an assembled result holds these fractions at the thresholds it had (``t1_below``,
-    ``n_t1``) instead of the draws."""
-    if "aG_t1" in run:
-        o = np.asarray(run["aG_t1"], float)
-        return float(np.mean(o < a)), o.size
-    if str(a) not in run["t1_below"]:
-        raise ValueError(
-            f"a_alt = {a}: run {run['P'], run['seed'], run['branch']} is a rebuilt "
-            f"record with t = 1 fractions at {sorted(run['t1_below'])} only"
-        )
-    return float(run["t1_below"][str(a)]), int(run["n_t1"])
-
-
-def _threshold_shift(runs, P_all, nS, a_old, a_new):
-    """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
-    the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
-    region. If all of them move, the shrinking branch's F is not estimable (NaN) and
-    ``F_bound`` = F + log(n_draws) is the lower bound that its mass fraction < 1/n_draws gives."""
-    Fp, Fc, mv, bd = (np.full((len(P_all), nS), np.nan) for _ in range(4))
-    by = {(r["P"], r["seed"], r["branch"]): r for r in runs}
-    for i, P in enumerate(P_all):
-        for s in range(nS):
-            rp, rc = by.get((P, s, "pool")), by.get((P, s, "copy"))
-            if rp is None or rc is None:
-                continue
-            lp, lc = -rp["F"], -rc["F"]
-            up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
-            below, n_t1 = t1_below(rc if up else rp, a_new)
-            f = below if up else 1.0 - below
-            l_src, l_dst = (lc, lp) if up else (lp, lc)
-            l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
-            if f < 1:
-                l_src = l_src + math.log(1 - f)
-            else:
-                bd[i, s], l_src = -(l_src - math.log(n_t1)), np.nan
-            (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
-            Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
-    return Fp, Fc, mv, bd
-
-
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     runs = [r for g in groups for r in g["runs"]]
     blocks = seed_blocks(c)
     # groups may be added later; a P holds the seeds of every block that measures it
     P_all = sorted({int(p) for bl in blocks for grp in bl["groups"] for p in grp})
     nS = max(bl["n_seeds_total"] for bl in blocks)
-    F = {b: _table(runs, P_all, nS, "F", b) for b in BRANCHES}
-    se = {b: _table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
+    F = {b: CX.run_table(runs, P_all, nS, "F", b) for b in BRANCHES}
+    se = {b: CX.run_table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
     Pa = np.asarray(P_all, float)
     dF = F["copy"] - F["pool"]
     dse = np.hypot(se["copy"], se["pool"])
@@ -233,7 +182,7 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     map_u = CX.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
     alt = {}
     for a in c["a_alt"]:
-        Fp, Fc, moved, bound = _threshold_shift(runs, P_all, nS, c["a_thr"], a)
+        Fp, Fc, moved, bound = CX.threshold_shift(runs, P_all, nS, c["a_thr"], a)
         wa = CX.copy_weight(Fc, Fp)
         with CX.quiet():
             alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
@@ -246,11 +195,11 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     for b in BRANCHES:
         rs = [r for r in runs if r["branch"] == b]
         health[b] = {
-            "rhat_max": _table(rs, P_all, nS, "rhat_max", b),
-            "ess_min": _table(rs, P_all, nS, "ess_min", b),
-            "quad_corr": _table(rs, P_all, nS, "quad_corr", b),
-            "p_ref": _table(rs, P_all, nS, "p_ref", b),
-            "ref_P": _table(rs, P_all, nS, "ref_P", b),
+            "rhat_max": CX.run_table(rs, P_all, nS, "rhat_max", b),
+            "ess_min": CX.run_table(rs, P_all, nS, "ess_min", b),
+            "quad_corr": CX.run_table(rs, P_all, nS, "quad_corr", b),
+            "p_ref": CX.run_table(rs, P_all, nS, "p_ref", b),
+            "ref_P": CX.run_table(rs, P_all, nS, "ref_P", b),
         }
     return {
         "P": P_all, "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)

@@ -8,7 +8,8 @@ r"""Where two branches' free energies cross, and how sure that is (docs/theory.m
 t-interval (``seeds``), the crossing of ``mean dF +- 1.96 MCSE`` (``mc``), the same band widened
 by the quadrature's Euler-Maclaurin term (``mc_quad``, systematic: averaged, not divided by
 sqrt n) and a quadratic-in-log-P root against the linear one (``grid``; the whole bracket with
-two points). Runs with R-hat > :data:`RHAT_MAX` or ESS < :data:`ESS_MIN` are named and the
+two points). ``threshold_shift`` moves the branches' F to another split threshold of aG from
+the t = 1 draws alone. Runs with R-hat > :data:`RHAT_MAX` or ESS < :data:`ESS_MIN` are named and the
 crossing recomputed without the seeds flagged at the bracket.
 """
 
@@ -226,3 +227,58 @@ def interval_text(d: dict[str, Any]) -> str:
         elif d["seeds_flagged_at_bracket"]:
             txt += "; every seed has a flagged run at the bracket"
     return txt
+
+
+# ---------------------------------------------------------------------------------------------
+# Branch runs (``P``, ``seed``, ``branch``, ``F``, t = 1 draws of aG): tables and threshold shifts
+
+
+def run_table(runs, P_all, nS, field, branch):
+    """``[P, seed]`` of ``field`` over the runs of ``branch`` (NaN where none)."""
+    out = np.full((len(P_all), nS), np.nan)
+    for r in runs:
+        if r["branch"] == branch and r[field] is not None:
+            out[P_all.index(r["P"]), r["seed"]] = r[field]
+    return out
+
+
+def t1_below(run: dict, a: float) -> tuple[float, int]:
+    """The fraction of a run's t = 1 draws with aG < ``a`` and their number; a record rebuilt
+    from an assembled result holds these fractions at the thresholds it had (``t1_below``,
+    ``n_t1``) instead of the draws."""
+    if "aG_t1" in run:
+        o = np.asarray(run["aG_t1"], float)
+        return float(np.mean(o < a)), o.size
+    if str(a) not in run["t1_below"]:
+        raise ValueError(
+            f"a_alt = {a}: run {run['P'], run['seed'], run['branch']} is a rebuilt "
+            f"record with t = 1 fractions at {sorted(run['t1_below'])} only"
+        )
+    return float(run["t1_below"][str(a)]), int(run["n_t1"])
+
+
+def threshold_shift(runs, P_all, nS, a_old, a_new):
+    """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
+    the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
+    region. If all of them move, the shrinking branch's F is not estimable (NaN) and
+    ``F_bound`` = F + log(n_draws) is the lower bound that its mass fraction < 1/n_draws gives."""
+    Fp, Fc, mv, bd = (np.full((len(P_all), nS), np.nan) for _ in range(4))
+    by = {(r["P"], r["seed"], r["branch"]): r for r in runs}
+    for i, P in enumerate(P_all):
+        for s in range(nS):
+            rp, rc = by.get((P, s, "pool")), by.get((P, s, "copy"))
+            if rp is None or rc is None:
+                continue
+            lp, lc = -rp["F"], -rc["F"]
+            up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
+            below, n_t1 = t1_below(rc if up else rp, a_new)
+            f = below if up else 1.0 - below
+            l_src, l_dst = (lc, lp) if up else (lp, lc)
+            l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
+            if f < 1:
+                l_src = l_src + math.log(1 - f)
+            else:
+                bd[i, s], l_src = -(l_src - math.log(n_t1)), np.nan
+            (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
+            Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
+    return Fp, Fc, mv, bd
