@@ -330,12 +330,11 @@ def compute_group(task: tuple) -> dict:
     return run_group(c, sw, grp, jax.random.key(1200 + gi), seeds, n_total)
 
 
-def fan_out(todo: list, records: Path, bcache: Path, cluster: str) -> None:
+def fan_out(todo: list, records: Path, cluster: str) -> None:
     """The groups of ``todo`` without a record, run on ``cluster`` (``map_groups``: an address
     ``tcp://host:port`` or ``local:N``); this process writes each record as the local run would
     (workers need no shared folder). A failed group is reported after the others are written."""
-    missing = [t for t in todo if not (records / f"{t[0]}.json").exists()
-               and not (bcache / f"{t[0]}.pkl").exists()]  # fmt: skip
+    missing = [t for t in todo if not (records / f"{t[0]}.json").exists()]
     log(f"{len(missing)} of {len(todo)} groups to run on {cluster}")
     # under ``-m`` this module is ``__main__``: workers import it by its name
     fn = importlib.import_module(__spec__.name).compute_group if __spec__ else compute_group
@@ -375,7 +374,6 @@ def main(
     check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
                          for j in range(len(bl["groups"]))])  # fmt: skip
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    bcache = Path("results") / "posterior" / "branches"
     records = Path(out_dir) / "results" / "records" / ("posterior_branches" + "_tiny" * tiny)
     c0 = BB.cpu_seconds()
     sweeps = load_sweeps(c, cache)
@@ -392,20 +390,16 @@ def main(
                 continue
             refs = group_refs(c, sw, grp, seeds)
             name = f"group-{group_key(c, grp, gi, tiny, refs)}"
-            if (
-                skip_missing
-                and not (records / f"{name}.json").exists()
-                and not (bcache / f"{name}.pkl").exists()
-            ):
+            if skip_missing and not (records / f"{name}.json").exists():
                 log(f"block {bi} P={grp} (group {gi}): no record; skipped")
                 continue
             todo.append((name, bi, gi, grp, (c, sw, grp, gi, seeds, bl["n_seeds_total"])))
     if cluster is not None:
-        fan_out(todo, records, bcache, cluster)
+        fan_out(todo, records, cluster)
     groups = []
     for name, bi, gi, grp, task in todo:
         g = group_record(records / f"{name}.json", functools.partial(compute_group, task),
-                         bcache / f"{name}.pkl", block=bi, group=gi, P_group=grp)  # fmt: skip
+                         block=bi, group=gi, P_group=grp)  # fmt: skip
         log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
         _summaries(g["runs"])
         groups.append(g)

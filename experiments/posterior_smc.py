@@ -210,7 +210,6 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     c = SMOKE if tiny else PLAIN
     b = c["branches"]
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    scache = Path("results") / "posterior" / "smc"  # an older checkout's pickles
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
     PB.check_only(only, range(len(c["groups"])))
     sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
@@ -225,8 +224,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
         key = cache_key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
                    tiny, refs)  # fmt: skip
         run = functools.partial(run_group, c, sweeps, grp, jax.random.key(1500 + gi))
-        g = group_record(records / f"group-{key}.json", run, scache / f"group-{key}.pkl",
-                         group=gi, P_group=grp)  # fmt: skip
+        g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
         log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall; record group-{key}")
         groups.append(g)
     if only is not None:
