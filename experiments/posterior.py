@@ -560,12 +560,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
     ap.add_argument("--out", default="docs/reports")
-    ap.add_argument(
-        "--preset",
-        action="append",
-        choices=["plain", "paper"],
-        help="only this preset (repeatable; default: all of the mode)",
-    )
+    ap.add_argument("--preset", action="append", choices=["plain", "paper"],
+                    help="only this preset (repeatable; default: all of the mode)")  # fmt: skip
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
     if a.tables:  # with its companions where it is a report folder's posterior_PRESET.json

@@ -349,14 +349,9 @@ def fan_out(todo: list, records: Path, cluster: str) -> None:
                            f"written; rerun to retry): {'; '.join(bad)}")  # fmt: skip
 
 
-def main(
-    tiny: bool = False,
-    out_dir: str | Path = "docs/reports",
-    which: str = "plain",
-    only: int | None = None,
-    skip_missing: bool = False,
-    cluster: str | None = None,
-) -> dict:
+def main(tiny: bool = False, out_dir: str | Path = "docs/reports", which: str = "plain",
+         only: int | None = None, skip_missing: bool = False,
+         cluster: str | None = None) -> dict:  # fmt: skip
     """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
     preset's config); ``only``: compute that group alone and stop (block b's j-th group has
     index j in the first block, 100 b + j after it; one process per group, then a plain call
@@ -476,9 +471,8 @@ if __name__ == "__main__":
         help="the conventions' config (paper: P = 1,200 and 1,300, 10 seeds)",
     )
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
-    ap.add_argument(
-        "--skip-missing", action="store_true", help="assemble the groups with records, run none"
-    )
+    ap.add_argument("--skip-missing", action="store_true",
+                    help="assemble the groups with records, run none")  # fmt: skip
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
     ap.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     a = ap.parse_args()
