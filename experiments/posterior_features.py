@@ -123,11 +123,9 @@ def _figures(plt, res, curves):
             _band(a, b["P"], b["llc"]["value"], name, color=col, marker=mk)
             Ps += list(b["P"])
     st.log_P_axis(a, Ps)
-    a.set(
-        xlabel=st.P_LABEL,
-        ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",
-        title=f"$\\hat\\lambda$ from the posterior draws ($n\\beta = n$, $\\gamma = 0$; {pre})",
-    )
+    a.set(xlabel=st.P_LABEL, ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",
+          title=f"$\\hat\\lambda$ from the posterior draws ($n\\beta = n$, $\\gamma = 0$; "
+                f"{pre})")  # fmt: skip
     st.legend(a)
     figs["llc"] = fig
     if fe is not None:
@@ -135,15 +133,9 @@ def _figures(plt, res, curves):
         P = np.asarray(fe["P"], float)
         dF = (np.asarray(fe["F"][0], float) - np.asarray(fe["F"][1], float)) / P[:, None]
         err = np.hypot(np.asarray(fe["F_mcse"][0], float), np.asarray(fe["F_mcse"][1], float))
-        a.errorbar(
-            P,
-            np.nanmean(dF, 1),
-            yerr=np.nanstd(dF, 1),
-            marker="o",
-            capsize=2,
-            color=st.VERMILLION,
-            label="$(F_{pool} - F_{copy})/P$, TI (bars: sd over seeds)",
-        )
+        a.errorbar(P, np.nanmean(dF, 1), yerr=np.nanstd(dF, 1), marker="o", capsize=2,
+                   color=st.VERMILLION,
+                   label="$(F_{pool} - F_{copy})/P$, TI (bars: sd over seeds)")  # fmt: skip
         a.plot(P, np.nanmean(err / P[:, None], 1), ".", color=st.SKY, label="TI MCSE / P (mean)")
         dW = (np.asarray(fe["wbic"][0], float) - np.asarray(fe["wbic"][1], float)) / P[:, None]
         a.plot(P, np.nanmean(dW, 1), "s--", color=st.GREEN, label="WBIC difference / P")
