@@ -84,8 +84,8 @@ def figure(res: dict):
         a = ax[0]
         if neg:
             a.set_yscale("symlog", linthresh=1.0)
-            a.axhspan(a.get_ylim()[0], 0, color=st.GREY, alpha=0.15, lw=0,
-                      label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)")  # fmt: skip
+            bad = "$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)"
+            a.axhspan(a.get_ylim()[0], 0, color=st.GREY, alpha=0.15, lw=0, label=bad)
             a.axhline(0, color=st.BLACK, lw=0.6)
         a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
               title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip
