@@ -7,7 +7,8 @@ import numpy as np
 from copyhead_jax.compare.crossing import quiet
 
 
-def _band(ax, P, y, label, **kw):
+def band(ax, P, y, label, **kw):
+    """The seed mean of ``y[P, seed]`` against P, error bars the sd over seeds."""
     y = np.asarray(y, float).reshape(len(P), -1)
     with quiet():
         m, s = np.nanmean(y, 1), np.nanstd(y, 1)
@@ -46,10 +47,10 @@ def _figures(plt, res, curves):
     fig, ax = plt.subplots(1, 2, figsize=(12, 5.8), layout="constrained")
     a = ax[0]
     for k, name, col in (("cG", "$c_G$", st.BLUE), ("r", "$r$", st.GREEN)):
-        _band(a, lin["P"], lin["map"][k], f"MAP {name}", color=col)
-        _band(a, lin["P"], lin["post_mean"][k], f"posterior mean {name}", color=col, mfc="none",
+        band(a, lin["P"], lin["map"][k], f"MAP {name}", color=col)
+        band(a, lin["P"], lin["post_mean"][k], f"posterior mean {name}", color=col, mfc="none",
               marker="s", ls=":")  # fmt: skip
-    _band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean $\\psi$", color=st.ORANGE,
+    band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean $\\psi$", color=st.ORANGE,
           marker="^", ls=":")  # fmt: skip
     for o, k, ls, col, who in (("map", "cG", "-", st.BLACK, "MAP"),
                                ("post", "cG", "--", st.BLACK, "posterior"),
@@ -62,8 +63,8 @@ def _figures(plt, res, curves):
     for br in ("pool", "copy", "copy_high"):
         if soft.get(br) is None:
             continue
-        _band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP $a_G$, {names[br]}", color=cols[br])
-        _band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior mean $a_G$, {names[br]}",
+        band(a, soft[br]["P"], soft[br]["map"]["cG"], f"MAP $a_G$, {names[br]}", color=cols[br])
+        band(a, soft[br]["P"], soft[br]["post_mean"]["cG"], f"posterior mean $a_G$, {names[br]}",
               color=cols[br], mfc="none", marker="s", ls=":")  # fmt: skip
     for o, ls, who in (("map", "-", "MAP"), ("post", "--", "posterior")):
         a.plot(Pc, curves[o]["aG"], ls, color=st.BLACK, lw=1, label=f"EK theory $a_G$ ({who})")
@@ -120,7 +121,7 @@ def _figures(plt, res, curves):
                              ("softmax, copy start (high P)", soft.get("copy_high"), st.VERMILLION,
                               "^")):  # fmt: skip
         if b is not None:
-            _band(a, b["P"], b["llc"]["value"], name, color=col, marker=mk)
+            band(a, b["P"], b["llc"]["value"], name, color=col, marker=mk)
             Ps += list(b["P"])
     st.log_P_axis(a, Ps)
     a.set(xlabel=st.P_LABEL, ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",

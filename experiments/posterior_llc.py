@@ -52,7 +52,7 @@ def figure(res: dict):
 
     from copyhead_jax import style as st
 
-    from .posterior_features import _band
+    from .posterior_features import band
 
     soft = res["softmax"]
     blocks = (
@@ -68,10 +68,10 @@ def figure(res: dict):
         Ps, neg = [], False
         for name, b, col, mk in blocks:
             for g, v in b["llc_dv"].items():
-                _band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})",
+                band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})",
                       color=col, marker=mk)  # fmt: skip
                 neg |= bool(np.nanmin(np.asarray(v["value"], float)) < 0)
-            _band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
+            band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
             Ps += list(b["P"])
         th = res["theory"]["map"]
         for a in ax:
