@@ -15,21 +15,30 @@ Everything off the span keeps its prior; the embeddings' own prior energy is $\t
 The quenched posterior is the same density with $T$ held fixed.
 
 :func:`nuts_chains` samples any such flat log density with BlackJAX's NUTS after its window
-adaptation (step size and diagonal mass), chains ``vmap``-ed.
+adaptation (step size and diagonal mass), chains ``vmap``-ed; :func:`embedded_draws` runs it on
+the reduced (embeddings sampled), quenched or full width-N posterior of a head and records the
+order parameters and the embedding Gram at each draw.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from ._types import Mask, Scalar, TokenBatch
-from .models import AbstractHead, reduced_head
-from .posterior import Objective
+from .config import Config
+from .data import masked_mean
+from .models import AbstractHead, head_template, init_head, reduced_head
+from .observables import attention_matrices, order_parameters
+from .posterior import Objective, neg_log_posterior
 
 
 class EmbeddedPoint(NamedTuple):
@@ -174,3 +183,81 @@ __all__ = [
     "prior_point",
     "prior_scales",
 ]
+
+
+def gram_observer(cfg: Config, tokens, mask, head_of):
+    """``position -> (a1, aG, d, C.flat)``: order parameters and the Gram at a draw."""
+    V, L = cfg.task.V, cfg.task.L
+    Sigma = jnp.diag(prior_scales(V, L, cfg.model.sigma_e, cfg.model.sigma_p) ** 2)
+
+    def observe(x):
+        head, C = head_of(x)
+        A = masked_mean(attention_matrices(head, tokens), mask)
+        o = order_parameters(A)
+        d = jnp.linalg.norm(C - Sigma) / jnp.linalg.norm(Sigma)
+        return jnp.concatenate([jnp.stack([o.c1, o.cG, d]), C.ravel()])
+
+    return observe
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "cfg", "n_warmup", "n_samples"))
+def embedded_draws(key, init, tokens, mask, width, T, *, kind, cfg, n_warmup, n_samples):
+    """NUTS draws of ``(a1, aG, d, C.flat)`` from ``init[chain]``: ``kind`` ``annealed``
+    (embeddings sampled, reduced), ``quenched`` (the Gram root ``T`` held fixed) or ``full``
+    (every weight of the width-N network); ``width`` and ``T`` are traced (one compiled program
+    per kind serves every width and P)."""
+    obj, like = Objective.from_config(cfg), head_template(cfg)
+    V, L = cfg.task.V, cfg.task.L
+    scales = prior_scales(V, L, cfg.model.sigma_e, cfg.model.sigma_p)
+    unravel = ravel_pytree(sampled_point(kind, cfg))[1]
+    if kind == "annealed":
+        energy = lambda p: embedded_energy(
+            p, tokens, mask, obj, like=like, scales=scales, width=width
+        )
+
+        def head_of(x):
+            p = unravel(x)
+            R = gram_root(p, scales, width)
+            return reduced_head(R, p.W_G, p.W_O_hat, like), R @ R.T
+    elif kind == "quenched":  # the Gram root T held fixed
+        energy = lambda ab: neg_log_posterior(reduced_head(T, *ab, like), tokens, mask, obj)
+        head_of = lambda x: (reduced_head(T, *unravel(x), like), T @ T.T)
+    else:  # the full width-N network, every weight: the reference of the reduction
+        energy = lambda h: neg_log_posterior(h, tokens, mask, obj)
+
+        def head_of(x):
+            h = unravel(x)
+            U = h.embeddings()
+            return h, U @ U.T / U.shape[1]
+
+    return nuts_chains(
+        key,
+        lambda x: -energy(unravel(x)),
+        init,
+        gram_observer(cfg, tokens, mask, head_of),
+        n_warmup=n_warmup,
+        n_samples=n_samples,
+    )
+
+
+def sampled_point(kind: str, cfg: Config, key=None, width=None):
+    """A point of the sampled space (a prior draw when ``key`` is given)."""
+    obj = Objective.from_config(cfg)
+    V, L = cfg.task.V, cfg.task.L
+    key = jax.random.key(0) if key is None else key
+    if kind == "annealed":
+        w = cfg.model.width if width is None else width
+        return prior_point(key, V=V, L=L, width=w, sigma_G=obj.sigma_G, sigma_O=obj.sigma_O)
+    if kind == "quenched":
+        return (
+            obj.sigma_G * jax.random.normal(key, (V + L, V + L)),
+            obj.sigma_O * jax.random.normal(jax.random.fold_in(key, 1), (V, V + L)),
+        )
+    return init_head(key, cfg.model, L=L, V=V, chi=cfg.posterior.chi)
+
+
+def prior_gram_rms(Sigma: np.ndarray, width: float) -> float:
+    r"""$\sqrt{E\|C-\Sigma\|_F^2}/\|\Sigma\|_F$ under the prior: $NC\sim W(N,\Sigma)$ gives
+    $E\|C-\Sigma\|_F^2=((\mathrm{tr}\Sigma)^2+\mathrm{tr}\Sigma^2)/N$ (docs/theory.md §2f)."""
+    tr, tr2 = np.trace(Sigma), np.trace(Sigma @ Sigma)
+    return float(math.sqrt((tr**2 + tr2) / width) / np.linalg.norm(Sigma))

@@ -1,58 +1,40 @@
-"""The joint MAP with trained embeddings versus width (issue 33 item 3; docs/theory.md §2d).
+"""The joint MAP with trained embeddings versus width (issue 33 item 3; docs/theory.md §2d);
+results: docs/reports/embeddings.md.
 
-    python -m experiments.embeddings [--tiny] [--out docs/reports]
+    python -m experiments.embeddings [--tiny] [--out docs/reports] [--widths 64,256]
     python -m experiments.embeddings --tables docs/reports/results/embeddings.json
 
-For each width N and attention, on the ``paper-map`` conventions (``configs/embeddings.py``):
-
-* **quenched MAP**: embeddings frozen at their prior draw, exact float64 fit of ``W^G``,
-  ``W^O`` (docs/theory.md §2c), from each branch start (linear: prior; softmax: zero and copy
-  logits);
-* **joint MAP**: every weight trained, exactly at width N (``engine='reduced'``,
-  ``train_embeddings=True``, §2d), from the engine's own start (every weight at its prior
-  draw; softmax: zero logits; its copy start is not run, it fell to the zero branch in a probe)
-  and from each quenched MAP of the run moved along the scale gauge
-  ``(U, W^G, W^O) -> (sU, W^G/s^2, W^O/s)`` (same function) to its lowest prior energy.
-
-Per run the MAP is the lowest converged U over its starts. P* per seed: linear P*_c1 (onset of
-r) and P*_cG (max dpsi/dlog P) as ``copyhead sweep`` locates them; softmax P*_aG the jump of
-the MAP's aG. EK theory (N = infinity, quenched) beside. Sweeps and solves are cached in
-``results/embeddings/MODE/`` (a rerun resumes); writes ``OUT/results/embeddings.json`` and
+Per width N and attention (``paper-map`` conventions, ``configs/embeddings.py``): the quenched
+MAP from each branch start, and the joint MAP (``train_embeddings=True``, exact at width N) from
+the engine's own start and from each quenched MAP moved along the scale gauge
+(:mod:`copyhead_jax.joint_map`); per run the lowest converged U. P* per seed as ``copyhead
+sweep`` locates them (softmax: the jump of aG), EK theory beside. Cached in
+``results/embeddings/MODE/``; writes ``OUT/results/embeddings.json`` and
 ``OUT/figures/embeddings.png``.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import resource
 import time
 from pathlib import Path
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax import style as st
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.pstar import linear_points
+from copyhead_jax.compare.pstar import AT_ORIGIN, linear_points
 from copyhead_jax.compare.stats import bootstrap_ci
-from copyhead_jax.fit_exact import measure_blocked
-from copyhead_jax.models import head_template, joint_split
-from copyhead_jax.posterior import Objective
-from copyhead_jax.solve import blocks_of, solve_map
-from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.joint_map import KEYS, joint_from_quenched, quenched_as_joint
 from copyhead_jax.theory import TheoryParams, transition_points
 
 from . import common as C
 from .configs.embeddings import CONFIGS
 
 INITS = {"linear": ("prior",), "softmax": ("zero", "copy")}
-KEYS = ("U", "c1", "cG", "r", "psi", "converged", "min_eig", "gram_trace")
-FIELDS = ("W_E", "b", "W_G", "W_O_hat")
 
 
 def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> ch.Config:
@@ -76,81 +58,6 @@ def of_sweep(res: ch.SweepResult) -> dict[str, np.ndarray]:
            "converged": a["converged"], "min_eig": a["min_eig"],
            "gram_trace": np.trace(g, axis1=-2, axis2=-1) / g.shape[-1]}  # fmt: skip
     return {k: np.asarray(v, float) for k, v in out.items()}
-
-
-def rebalance(w: dict, obj: Objective, width: float) -> dict:
-    r"""The point of the scale gauge $(\tilde U,A,B)\to(s\tilde U,A/s^2,B/s)$ (the same
-    logits and outputs) with the lowest prior energy $as^2+g/s^4+b/s^2$: $t=s^2$ is the positive
-    root of $at^3-bt-2g=0$ (one sign change: exactly one)."""
-    D = w["W_G"].shape[0]
-    c2 = D / width  # head embeddings = sqrt(D / N) U~
-    a = (np.sum(w["W_E"] ** 2) / obj.sigma_e**2 + np.sum(w["b"] ** 2) / obj.sigma_p**2) / c2
-    g, b = np.sum(w["W_G"] ** 2) / obj.sigma_G**2, np.sum(w["W_O_hat"] ** 2) / obj.sigma_O**2
-    roots = np.roots([a, 0.0, -b, -2.0 * g])
-    t = max(float(r.real) for r in roots if abs(r.imag) < 1e-9 * abs(r) and r.real > 0)
-    s = np.sqrt(t)
-    return dict(W_E=w["W_E"] * s, b=w["b"] * s, W_G=w["W_G"] / t, W_O_hat=w["W_O_hat"] / s)
-
-
-def gauge_energy(w: dict, obj: Objective, width: float) -> tuple[float, float]:
-    """The prior energy of ``w`` as it is and at :func:`rebalance`'s scale (width-N units)."""
-    c2 = w["W_G"].shape[0] / width
-
-    def energy(v):
-        emb = np.sum(v["W_E"] ** 2) / obj.sigma_e**2 + np.sum(v["b"] ** 2) / obj.sigma_p**2
-        rest = np.sum(v["W_G"] ** 2) / obj.sigma_G**2 + np.sum(v["W_O_hat"] ** 2) / obj.sigma_O**2
-        return 0.5 * (emb / c2 + rest)
-
-    return energy(w), energy(rebalance(w, obj, width))
-
-
-def quenched_as_joint(cfg: ch.Config, quenched: ch.SweepResult) -> np.ndarray:
-    """``[nP, n_seeds]`` joint U of each quenched fit's function at its cheapest scale: the
-    start of :func:`joint_from_quenched` (the joint fit from it ends at or below it)."""
-    obj, a = Objective.from_config(cfg), quenched.arrays
-    U = np.asarray(a["U"], float).copy()
-    for i, s in np.ndindex(U.shape):
-        w = {k: np.asarray(a[f"params/{k}"][i, s], np.float64) for k in FIELDS}
-        before, after = gauge_energy(w, obj, cfg.model.width)
-        emb = 0.5 * (np.sum(w["W_E"] ** 2) / obj.sigma_e**2 + np.sum(w["b"] ** 2) / obj.sigma_p**2)
-        U[i, s] += after - (before - emb * cfg.model.width / w["W_G"].shape[0])
-    return U
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _joint_fit(cfg: ch.Config, w: tuple, tokens, mask, test, n_blocks):
-    head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in FIELDS), head_template(cfg), w)
-    t = cfg.train
-    fit = solve_map(head, tokens, mask, Objective.from_config(cfg), gtol=t.exact_gtol,
-                    max_steps=t.exact_max_steps, n_blocks=n_blocks,
-                    split=functools.partial(joint_split, width=cfg.model.width))  # fmt: skip
-    o = measure_blocked(fit.head, tokens, mask, test, n_blocks).order
-    E = fit.head.embeddings()
-    return dict(U=fit.U, c1=o.c1, cG=o.cG, r=o.r, psi=o.psi, converged=fit.converged,
-                min_eig=fit.min_eig, gram_trace=jnp.trace(E @ E.T) / E.shape[0] ** 2)  # fmt: skip
-
-
-def joint_from_quenched(cfg: ch.Config, quenched: ch.SweepResult) -> dict[str, np.ndarray]:
-    """The joint MAP of every run of ``cfg`` started from ``quenched``'s fit, rebalanced."""
-    inp = sweep_inputs(cfg, None)
-    nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
-    obj = Objective.from_config(cfg)
-    out = {k: np.zeros((nP, nS)) for k in KEYS}
-    neutral = cfg.replace(train=dict(init_attention="prior"))  # one compilation for all starts
-    with jax.enable_x64(True):
-        for i, P in enumerate(cfg.sweep.P):
-            nb = jnp.asarray(blocks_of(P, inp.train.shape[1]), jnp.int32)
-            for s in range(nS):
-                w = {k: np.asarray(quenched.arrays[f"params/{k}"][i, s], np.float64)
-                     for k in FIELDS}  # fmt: skip
-                w = rebalance(w, obj, cfg.model.width)
-                j = i * nS + s
-                r = _joint_fit(neutral, tuple(jnp.asarray(w[k]) for k in FIELDS),
-                               jnp.asarray(inp.train[j]), jnp.asarray(inp.mask[j], jnp.float64),
-                               jnp.asarray(inp.test[j]), nb)  # fmt: skip
-                for k in KEYS:
-                    out[k][i, s] = float(r[k])
-    return out
 
 
 def lowest(*runs: dict) -> tuple[dict, np.ndarray]:
@@ -184,7 +91,6 @@ def summary(per_seed: list) -> dict:
                 unlocated=sides)  # fmt: skip
 
 
-AT_ORIGIN = 1e-6  # |r|, |cG| below this are the solver's float64 residue at G = 0
 R_ONSET = 0.05  # a seed pools somewhere on the grid when its r passes this
 ABSENT = loc.Located("absent", None, None, False, "above", {"reason": "not on the grid"})
 

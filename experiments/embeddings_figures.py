@@ -42,26 +42,15 @@ def protocol_figure(res: dict):
         ep = np.array([x["epoch"] for x in r["trace"]])
         d = np.array([x["all"] for x in r["trace"]])
         lab = f"{r['attention']}, N={r['width']:,}"
-        a.plot(
-            ep,
-            d,
-            color=style.COLORS[r["attention"]],
-            lw=1.0,
-            ls="-" if r["width"] == 2000 else "--",
-            alpha=0.8,
-            label=None if lab in seen else lab,
-        )
+        ls = "-" if r["width"] == 2000 else "--"
+        a.plot(ep, d, color=style.COLORS[r["attention"]], lw=1.0, alpha=0.8, ls=ls,
+               label=None if lab in seen else lab)  # fmt: skip
         seen.add(lab)
     ep = np.arange(0, 2001, 20)
     for att in ("softmax", "linear"):
-        a.plot(
-            ep,
-            SHRINK * _lr_cumsum(ep, att),
-            color=style.BLACK,
-            lw=0.8,
-            ls=":" if att == "softmax" else "-.",
-            label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})",
-        )
+        a.plot(ep, SHRINK * _lr_cumsum(ep, att), color=style.BLACK, lw=0.8,
+               ls=":" if att == "softmax" else "-.",
+               label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})")  # fmt: skip
     a.set_xlabel("epoch (paper schedule, lr $10^{-5}$)")
     a.set_ylabel(r"$\|C-C_{\rm init}\|_F/\|C_{\rm init}\|_F$")
     a.set_title("(a) embedding Gram change under the paper's Adam")
@@ -102,45 +91,23 @@ def posterior_figure(res: dict):
     a.plot(Ns, prior, color=style.BLACK, lw=0.8, label="prior: rms $\\|C-\\Sigma\\|/\\|\\Sigma\\|$")
     for i, P in enumerate(Ps):
         c = style.PALETTE[i % len(style.PALETTE)]
+        name = {"annealed": "emb. sampled", "quenched": "quenched"}
         for kind, mk in (("annealed", "o"), ("quenched", "s")):
-            rs = sorted(
-                (r for r in runs if r["kind"] == kind and r["P"] == P), key=lambda r: r["width"]
-            )
+            rs = sorted((r for r in runs if r["kind"] == kind and r["P"] == P),
+                        key=lambda r: r["width"])  # fmt: skip
             if not rs:
                 continue
             N = [r["width"] for r in rs]
             if kind == "annealed":
-                a.errorbar(
-                    N,
-                    [r["gram_dist"]["mean"] for r in rs],
-                    yerr=[r["gram_dist"]["mcse"] for r in rs],
-                    fmt=mk + "-",
-                    color=c,
-                    ms=4,
-                    lw=0.8,
-                    label=f"posterior, P={P}",
-                )
-                a.plot(
-                    N,
-                    [r["mean_gram_shift"] for r in rs],
-                    mk + ":",
-                    color=c,
-                    mfc="none",
-                    ms=4,
-                    lw=0.8,
-                    label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, P={P}",
-                )
-            b.errorbar(
-                N,
-                [r["aG"]["mean"] for r in rs],
-                yerr=[r["aG"]["mcse"] for r in rs],
-                fmt=mk + ("-" if kind == "annealed" else "--"),
-                color=c,
-                ms=4,
-                lw=0.8,
-                mfc=c if kind == "annealed" else "none",
-                label=f"{'emb. sampled' if kind == 'annealed' else 'quenched'}, P={P}",
-            )
+                a.errorbar(N, [r["gram_dist"]["mean"] for r in rs],
+                           yerr=[r["gram_dist"]["mcse"] for r in rs], fmt=mk + "-", color=c, ms=4,
+                           lw=0.8, label=f"posterior, P={P}")  # fmt: skip
+                a.plot(N, [r["mean_gram_shift"] for r in rs], mk + ":", color=c, mfc="none", ms=4,
+                       lw=0.8, label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, P={P}")  # fmt: skip
+            b.errorbar(N, [r["aG"]["mean"] for r in rs], yerr=[r["aG"]["mcse"] for r in rs],
+                       fmt=mk + ("-" if kind == "annealed" else "--"), color=c, ms=4, lw=0.8,
+                       mfc=c if kind == "annealed" else "none",
+                       label=f"{name[kind]}, P={P}")  # fmt: skip
     top = sorted((r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]),
                  key=lambda r: r["width"])  # fmt: skip
     if top:  # a 1/N reference through the smallest width (docs/theory.md §2f item 5)
@@ -148,22 +115,9 @@ def posterior_figure(res: dict):
         a.plot(Ns, s0 * n0 / Ns, color=style.GREY, lw=0.8, ls="--", label="$\\propto 1/N$")
     for r in runs:
         if r["kind"] == "full":
-            a.errorbar(
-                [r["width"] * 1.08],
-                [r["gram_dist"]["mean"]],
-                yerr=[r["gram_dist"]["mcse"]],
-                fmt="x",
-                color=style.GREY,
-                label=f"full-width NUTS, P={r['P']}",
-            )
-            b.errorbar(
-                [r["width"] * 1.08],
-                [r["aG"]["mean"]],
-                yerr=[r["aG"]["mcse"]],
-                fmt="x",
-                color=style.GREY,
-                label=f"full-width NUTS, P={r['P']}",
-            )
+            for ax, k in ((a, "gram_dist"), (b, "aG")):
+                ax.errorbar([r["width"] * 1.08], [r[k]["mean"]], yerr=[r[k]["mcse"]], fmt="x",
+                            color=style.GREY, label=f"full-width NUTS, P={r['P']}")  # fmt: skip
     for ax in (a, b):
         ax.set_xscale("log")
         ax.set_xticks(Ns, [f"{n:,.0f}" for n in Ns], minor=False)
@@ -182,11 +136,9 @@ def posterior_figure(res: dict):
 def protocol_table(res: dict) -> str:
     """Markdown: per run, the Gram changes, the largest entry move against Adam's bound and the
     order parameters beside the quenched exact MAP of the same seed and P."""
-    rows = [
-        "| attention | N | epochs | P | seed | emb. | d_all | d_tok | d_pos | d_cross | "
-        "pred. | max move (bound) | order (Adam) | order (exact MAP) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = ["| attention | N | epochs | P | seed | emb. | d_all | d_tok | d_pos | d_cross | "
+            "pred. | max move (bound) | order (Adam) | order (exact MAP) |",
+            "|---" * 14 + "|"]  # fmt: skip
     for r in res["runs"]:
         g, names = r["gram"], [k for k in r["order"] if k != "r"]
         ex = res["exact_map"].get(f"{r['attention']}/{r['width']}", {}).get(f"{r['P']}/{r['seed']}")
@@ -204,17 +156,12 @@ def protocol_table(res: dict) -> str:
 
 def posterior_table(res: dict) -> str:
     """Markdown: per (kind, N, P), posterior aG and the Gram's distances with MC errors."""
-    rows = [
-        "| object | N | P | a1 | aG | d = ‖C−Σ‖/‖Σ‖ | d, prior rms | ‖E C−Σ‖/‖Σ‖ | R-hat (aG) "
-        "| acc. | div. | s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = ["| object | N | P | a1 | aG | d = ‖C−Σ‖/‖Σ‖ | d, prior rms | ‖E C−Σ‖/‖Σ‖ | R-hat (aG) "
+            "| acc. | div. | s |", "|---" * 12 + "|"]  # fmt: skip
     order = {"full": 0, "annealed": 1, "quenched": 2}
     for r in sorted(res["runs"].values(), key=lambda r: (r["P"], r["width"], order[r["kind"]])):
-        f = lambda k: (
-            f"{r[k]['mean']:.4f}"
-            + (f" ± {r[k]['mcse']:.4f}" if np.isfinite(r[k]["mcse"]) else " (fixed)")
-        )
+        f = lambda k: f"{r[k]['mean']:.4f}" + (  # noqa: E731
+            f" ± {r[k]['mcse']:.4f}" if np.isfinite(r[k]["mcse"]) else " (fixed)")  # fmt: skip
         rows.append(
             f"| {r['kind']} | {r['width']:,} | {r['P']} | {f('a1')} | {f('aG')} | "
             f"{f('gram_dist')} | {r['prior_gram_dist_rms']:.4f} | {r['mean_gram_shift']:.4f} | "
@@ -231,10 +178,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, draw in (
-        ("embeddings_protocol", protocol_figure),
-        ("embeddings_posterior", posterior_figure),
-    ):
+    for name, draw in (("embeddings_protocol", protocol_figure),
+                       ("embeddings_posterior", posterior_figure)):  # fmt: skip
         f = Path(a.results) / f"{name}.json"
         if not f.exists():
             print(f"{name}: no {f}, skipped")

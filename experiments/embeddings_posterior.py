@@ -1,30 +1,21 @@
-"""What the posterior does with the embeddings (issue 33, item 4).
+"""What the posterior does with the embeddings (issue 33, item 4); results:
+docs/reports/embeddings_protocol.md.
 
     nice -n 10 python -m experiments.embeddings_posterior [--tiny] [--out docs/reports/results]
 
-The full network's posterior with every weight sampled, embeddings included, through its exact
-width-D reduction (``copyhead_jax.posterior_full``, docs/theory.md §2f): N enters only through
-the Bartlett law of the Gram root, so any width costs the same. NUTS (BlackJAX, window
-adaptation) with 4 chains from prior draws. Per (N, P): the embedding Gram's relative distance
-from the prior Gram Sigma, d = |C - Sigma|_F / |Sigma|_F, against its prior value
-sqrt(((tr Sigma)^2 + tr Sigma^2) / N) / |Sigma|_F (Wishart, in mean square), the shift of the
-posterior mean Gram |E C - Sigma|_F / |Sigma|_F, and the posterior aG; beside it the quenched
-posterior (the same density with the Gram root held at the realised one of seed 0, i.e. of
-``copyhead sample`` on a reduced sweep) at the same N, P and data. Check: at the smallest N the
-reduced sampler against NUTS on the full width-N network (every weight, ``neg_log_posterior``).
-
-Task: L = 8, V = 4 (D = 12) with the paper's conventions (per-position likelihood,
-sigma^2 = chi = 30), softmax; its quenched exact MAP jumps between P = 128 and 192 (widths 64
-and infinity; 192-256 at width 16), hence P in {96, 192}; widths 16, 64, 256, 4,096. Cached
-per (kind, N, P) in ``OUT/embeddings_posterior.runs/``; writes ``OUT/embeddings_posterior.json``.
+NUTS (4 chains from prior draws) on the full network's posterior with every weight sampled,
+through its exact width-D reduction (:func:`copyhead_jax.posterior_full.embedded_draws`,
+docs/theory.md §2f), against the quenched posterior (the Gram root of seed 0 held fixed) and,
+at the smallest N, NUTS on the full width-N network. Per (N, P): the Gram's distance from the
+prior's Sigma against its prior rms, the shift of the posterior mean Gram, the posterior aG.
+Task L = 8, V = 4, paper conventions, softmax. Cached per (kind, N, P) in
+``OUT/embeddings_posterior.runs/``; writes ``OUT/embeddings_posterior.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import math
 import time
 from pathlib import Path
 
@@ -35,16 +26,8 @@ from jax.flatten_util import ravel_pytree
 
 import copyhead_jax as ch
 from copyhead_jax.bayes.stats import mcse_mean, split_rhat
-from copyhead_jax.data import masked_mean
-from copyhead_jax.models import embedding_root, head_template, reduced_head
-from copyhead_jax.observables import attention_matrices
-from copyhead_jax.posterior_full import (
-    embedded_energy,
-    gram_root,
-    nuts_chains,
-    prior_point,
-    prior_scales,
-)
+from copyhead_jax.models import embedding_root
+from copyhead_jax.posterior_full import embedded_draws, prior_gram_rms, prior_scales, sampled_point
 from copyhead_jax.sweep import sweep_inputs
 
 WIDTHS = (16, 64, 256, 4096)
@@ -68,133 +51,38 @@ def problem(cfg: ch.Config, width: int, P: int, P_pad: int):
     return c, inp.train[0], inp.mask[0], inp.key[0]
 
 
-def observer(cfg: ch.Config, tokens, mask, head_of):
-    """``position -> (a1, aG, d, C.flat)``: order parameters and the Gram at a draw."""
-    V, L = cfg.task.V, cfg.task.L
-    Sigma = jnp.diag(prior_scales(V, L, cfg.model.sigma_e, cfg.model.sigma_p) ** 2)
-
-    def observe(x):
-        head, C = head_of(x)
-        A = masked_mean(attention_matrices(head, tokens), mask)
-        o = ch.order_parameters(A)
-        d = jnp.linalg.norm(C - Sigma) / jnp.linalg.norm(Sigma)
-        return jnp.concatenate([jnp.stack([o.c1, o.cG, d]), C.ravel()])
-
-    return observe
-
-
-@functools.partial(jax.jit, static_argnames=("kind", "cfg", "n_warmup", "n_samples"))
-def _draws(key, init, tokens, mask, width, T, *, kind, cfg, n_warmup, n_samples):
-    """NUTS draws of ``(a1, aG, d, C.flat)``; ``width`` and ``T`` are traced (one compiled
-    program per kind serves every width and P)."""
-    obj, like = ch.Objective.from_config(cfg), head_template(cfg)
-    V, L = cfg.task.V, cfg.task.L
-    scales = prior_scales(V, L, cfg.model.sigma_e, cfg.model.sigma_p)
-    unravel = ravel_pytree(template(kind, cfg))[1]
-    if kind == "annealed":
-        energy = lambda p: embedded_energy(
-            p, tokens, mask, obj, like=like, scales=scales, width=width
-        )
-
-        def head_of(x):
-            p = unravel(x)
-            R = gram_root(p, scales, width)
-            return reduced_head(R, p.W_G, p.W_O_hat, like), R @ R.T
-    elif kind == "quenched":  # the Gram root T held fixed
-        energy = lambda ab: ch.neg_log_posterior(reduced_head(T, *ab, like), tokens, mask, obj)
-        head_of = lambda x: (reduced_head(T, *unravel(x), like), T @ T.T)
-    else:  # the full width-N network, every weight: the reference of the reduction
-        energy = lambda h: ch.neg_log_posterior(h, tokens, mask, obj)
-
-        def head_of(x):
-            h = unravel(x)
-            U = h.embeddings()
-            return h, U @ U.T / U.shape[1]
-
-    return nuts_chains(
-        key,
-        lambda x: -energy(unravel(x)),
-        init,
-        observer(cfg, tokens, mask, head_of),
-        n_warmup=n_warmup,
-        n_samples=n_samples,
-    )
-
-
-def template(kind: str, cfg: ch.Config, key=None, width=None):
-    """A point of the sampled space (a prior draw when ``key`` is given)."""
-    obj = ch.Objective.from_config(cfg)
-    V, L = cfg.task.V, cfg.task.L
-    key = jax.random.key(0) if key is None else key
-    if kind == "annealed":
-        w = cfg.model.width if width is None else width
-        return prior_point(key, V=V, L=L, width=w, sigma_G=obj.sigma_G, sigma_O=obj.sigma_O)
-    if kind == "quenched":
-        return (
-            obj.sigma_G * jax.random.normal(key, (V + L, V + L)),
-            obj.sigma_O * jax.random.normal(jax.random.fold_in(key, 1), (V, V + L)),
-        )
-    return ch.init_head(key, cfg.model, L=L, V=V, chi=cfg.posterior.chi)
-
-
-def sample(
-    cfg: ch.Config, width: int, P: int, kind: str, *, P_pad: int, n_warmup: int, n_samples: int
-) -> dict:
+def sample(cfg: ch.Config, width: int, P: int, kind: str, *, P_pad: int, n_warmup: int,
+           n_samples: int) -> dict:  # fmt: skip
     """NUTS of one (kind, width, P): kind is ``annealed`` (embeddings sampled, reduced),
     ``quenched`` (Gram root of seed 0's embeddings fixed) or ``full`` (the width-N network)."""
     c, tokens, mask, key = problem(cfg, width, P, P_pad)
     V, L = c.task.V, c.task.L
     D = V + L
     keys = jax.random.split(jax.random.key(1000 + width + P), N_CHAINS + 1)
-    init = jnp.stack([ravel_pytree(template(kind, c, k, float(width)))[0] for k in keys[1:]])
+    init = jnp.stack([ravel_pytree(sampled_point(kind, c, k, float(width)))[0] for k in keys[1:]])
     T = embedding_root(key, c, dtype=jnp.float32)  # the realised Gram root of seed 0's draw
     shape_cfg = c if kind == "full" else c.replace(model=dict(width=D))  # width traced
     t0 = time.time()
-    out = _draws(
-        keys[0],
-        init,
-        tokens,
-        mask,
-        jnp.float32(width),
-        T,
-        kind=kind,
-        cfg=shape_cfg,
-        n_warmup=n_warmup,
-        n_samples=n_samples,
-    )
+    out = embedded_draws(keys[0], init, tokens, mask, jnp.float32(width), T, kind=kind,
+                         cfg=shape_cfg, n_warmup=n_warmup, n_samples=n_samples)  # fmt: skip
     obs = np.asarray(out.observed, np.float64)  # [chain, draw, 3 + D^2]
     Sigma = np.diag(np.asarray(prior_scales(V, L, c.model.sigma_e, c.model.sigma_p)) ** 2)
     C = obs[:, :, 3:].reshape(*obs.shape[:2], D, D)
     rel = lambda X: float(np.linalg.norm(X - Sigma) / np.linalg.norm(Sigma))
-    stat = lambda x: dict(
-        mean=float(x.mean()), mcse=float(mcse_mean(x)), rhat=float(split_rhat(x)), sd=float(x.std())
-    )
+    stat = lambda x: dict(mean=float(x.mean()), mcse=float(mcse_mean(x)),  # noqa: E731
+                          rhat=float(split_rhat(x)), sd=float(x.std()))  # fmt: skip
     names = ch.head_class(c.model.attention).order_names
     return dict(
-        kind=kind,
-        width=width,
-        P=P,
-        seconds=time.time() - t0,
-        dim=int(init.shape[1]),
-        **{
-            names[0]: stat(obs[:, :, 0]),
-            names[1]: stat(obs[:, :, 1]),
-            "gram_dist": stat(obs[:, :, 2]),
-        },
+        kind=kind, width=width, P=P, seconds=time.time() - t0, dim=int(init.shape[1]),
+        **{names[0]: stat(obs[:, :, 0]), names[1]: stat(obs[:, :, 1]),
+           "gram_dist": stat(obs[:, :, 2])},
         mean_gram_shift=rel(C.mean((0, 1))),
         mean_gram_shift_chains=[rel(C[i].mean(0)) for i in range(len(C))],
         prior_gram_dist_rms=prior_gram_rms(Sigma, width),
         acceptance=np.asarray(out.acceptance).tolist(),
         divergent=np.asarray(out.divergent).tolist(),
         step_size=np.asarray(out.step_size).tolist(),
-    )
-
-
-def prior_gram_rms(Sigma: np.ndarray, width: float) -> float:
-    r"""$\sqrt{E\|C-\Sigma\|_F^2}/\|\Sigma\|_F$ under the prior: $NC\sim W(N,\Sigma)$ gives
-    $E\|C-\Sigma\|_F^2=((\mathrm{tr}\Sigma)^2+\mathrm{tr}\Sigma^2)/N$ (docs/theory.md §2f)."""
-    tr, tr2 = np.trace(Sigma), np.trace(Sigma @ Sigma)
-    return float(math.sqrt((tr**2 + tr2) / width) / np.linalg.norm(Sigma))
+    )  # fmt: skip
 
 
 def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=None) -> dict:
@@ -216,32 +104,19 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=N
         tag = f"{kind}_N{width}_P{P}"
         f = cache / f"{tag}.json"
         if not f.exists():
-            rec = sample(
-                cfg,
-                width,
-                P,
-                kind,
-                P_pad=max(p for _, _, p in jobs),
-                n_warmup=n_warmup,
-                n_samples=n_samples,
-            )
+            rec = sample(cfg, width, P, kind, P_pad=max(p for _, _, p in jobs),
+                         n_warmup=n_warmup, n_samples=n_samples)  # fmt: skip
             f.write_text(json.dumps(rec, indent=1))
-            print(
-                f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}"
-                f"+-{rec['aG']['mcse']:.3f} d {rec['gram_dist']['mean']:.3f} "
-                f"(prior {rec['prior_gram_dist_rms']:.3f})",
-                flush=True,
-            )
+            print(f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}"
+                  f"+-{rec['aG']['mcse']:.3f} d {rec['gram_dist']['mean']:.3f} "
+                  f"(prior {rec['prior_gram_dist_rms']:.3f})", flush=True)  # fmt: skip
         records[tag] = json.loads(f.read_text())
     result = dict(
         object="posterior with every weight sampled (embeddings included), exact width-D "
         "reduction, NUTS; quenched: the Gram of seed 0's embeddings held fixed",
-        config=cfg.to_dict(),
-        n_chains=N_CHAINS,
-        n_warmup=n_warmup,
-        n_samples=n_samples,
+        config=cfg.to_dict(), n_chains=N_CHAINS, n_warmup=n_warmup, n_samples=n_samples,
         runs=records,
-    )
+    )  # fmt: skip
     name = "embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"
     (out / name).write_text(json.dumps(result, indent=1))
     return result

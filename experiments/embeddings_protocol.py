@@ -1,22 +1,15 @@
-"""The paper's literal Adam protocol: how far do the embeddings move? (issue 33, item 2)
+"""The paper's literal Adam protocol: how far do the embeddings move? (issue 33, item 2);
+results: docs/reports/embeddings_protocol.md.
 
     nice -n 10 python -m experiments.embeddings_protocol [--tiny] [--out docs/reports/results]
 
-Every weight trained from the prior draw (the ``paper`` preset's TrainConfig: raw Adam, lr 1e-5,
-the softmax warm-up over 10% of the epochs, patience 100 after ``min_epochs``), the full engine,
-``max_epochs = 2000`` and ``min_epochs = 2000``: every run takes all 2,000 epochs, the most any
-"<= 2,000 epochs" early-stopping rule allows, so the movement measured bounds the paper's. Some
-runs stop earlier (``epochs`` < 2000) to fit the CPU: they keep the 2,000-epoch schedule and
-are cut after ``epochs`` (the movement so far, said in the output).
-
-Per run (attention, width, P, seed): the relative change of the embedding Gram
-(``copyhead_jax.embedding_gram.gram_change``) every 100 epochs, the largest move of one
-embedding entry against Adam's bound, and the order parameters of the trained network; beside
-them the quenched exact MAP (reduced engine, realised Gram of the same initial embeddings,
-float64) at the same seeds and P, and a control with the embeddings frozen (same Adam, same
-start): trained-minus-frozen is what training the embeddings did, frozen-minus-exact what the
-2,000 epochs of Adam left unconverged. Each run is cached in ``OUT/embeddings_protocol.runs/``
-(resumable); writes ``OUT/embeddings_protocol.json``.
+Every weight trained from the prior draw with the ``paper`` preset's Adam on the full engine for
+all 2,000 epochs (``min_epochs = max_epochs``: the movement bounds any early-stopped run's; some
+runs are cut earlier, said in the output). Per run: the embedding Gram's relative change
+(:func:`copyhead_jax.embedding_gram.gram_change`) every 100 epochs, the largest entry move
+against Adam's bound, the order parameters, beside a frozen-embedding control and the quenched
+exact MAP of the same seed and P. Cached per run in ``OUT/embeddings_protocol.runs/``; writes
+``OUT/embeddings_protocol.json``.
 """
 
 from __future__ import annotations
@@ -60,19 +53,15 @@ def base_config(tiny: bool) -> ch.Config:
     """The paper preset with at most 2,000 epochs (tiny: ``TINY``'s task, same protocol)."""
     cfg = ch.PAPER.replace(train=dict(max_epochs=2000, min_epochs=2000, log_every=10))
     if tiny:
-        cfg = cfg.replace(
-            task=dict(L=6, V=3, n_test=32),
-            train=dict(lr=1e-3, max_epochs=40, min_epochs=40, log_every=10),
-        )
+        tr = dict(lr=1e-3, max_epochs=40, min_epochs=40, log_every=10)
+        cfg = cfg.replace(task=dict(L=6, V=3, n_test=32), train=tr)
     return cfg
 
 
 def run_config(base: ch.Config, attention: str, width: int, P: int, seed: int, trained: bool):
-    return base.replace(
-        model=dict(attention=attention, width=width),
-        train=dict(train_embeddings=trained),
-        sweep=dict(P=(P,), n_seeds=1, seed=seed),  # seed s: key(seed), as seed s of a sweep
-    )
+    return base.replace(model=dict(attention=attention, width=width),  # seed s: as in a sweep
+                        train=dict(train_embeddings=trained),
+                        sweep=dict(P=(P,), n_seeds=1, seed=seed))  # fmt: skip
 
 
 def adam_run(cfg: ch.Config, epochs: int, every: int) -> dict:
@@ -88,35 +77,24 @@ def adam_run(cfg: ch.Config, epochs: int, every: int) -> dict:
         state, _ = run_segment(trainer, state, inp, n)
         done += n * cfg.train.log_every
         W_E, b = emb(state).W_E[0], emb(state).b[0]
-        trace.append(
-            dict(epoch=done, **{k: float(v) for k, v in gram_change(W_E0, b0, W_E, b).items()})
-        )
+        g = gram_change(W_E0, b0, W_E, b)
+        trace.append(dict(epoch=done, **{k: float(v) for k, v in g.items()}))
     meas, gspan = measure_runs(trainer, state, inp)
     head = eqx.combine(state.params, state.frozen)
     names = ch.head_class(cfg.model.attention).order_names
     sched = lr_schedule(cfg.train, cfg.model.attention)
     lr_sum = float(np.sum(np.asarray(jax.vmap(sched)(jax.numpy.arange(epochs)))))
     dW = np.abs(np.concatenate([np.asarray(head.W_E[0]) - W_E0, np.asarray(head.b[0]) - b0], 1))
+    o = meas.order
     return dict(
-        epochs=int(state.epoch[0]),
-        stopped=bool(state.stopped[0]),
-        finite=bool(state.finite[0]),
-        gram=trace[-1],
-        trace=trace,
-        max_entry_move=float(dW.max()),
-        rms_entry_move=float(np.sqrt(np.mean(dW**2))),
-        lr_sum=lr_sum,
+        epochs=int(state.epoch[0]), stopped=bool(state.stopped[0]), finite=bool(state.finite[0]),
+        gram=trace[-1], trace=trace, max_entry_move=float(dW.max()),
+        rms_entry_move=float(np.sqrt(np.mean(dW**2))), lr_sum=lr_sum,
         adam_bound=adam_step_bound(lr_sum),
-        order={
-            names[0]: float(meas.order.c1[0]),
-            names[1]: float(meas.order.cG[0]),
-            "r": float(meas.order.r[0]),
-        },
-        train_loss=float(meas.train_loss[0]),
-        U=float(state.U[0]),
-        grad_norm_span=float(gspan[0]),
-        seconds=time.time() - t0,
-    )
+        order={names[0]: float(o.c1[0]), names[1]: float(o.cG[0]), "r": float(o.r[0])},
+        train_loss=float(meas.train_loss[0]), U=float(state.U[0]),
+        grad_norm_span=float(gspan[0]), seconds=time.time() - t0,
+    )  # fmt: skip
 
 
 def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seeds: int) -> dict:
@@ -124,19 +102,16 @@ def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seed
     cfg = base.replace(
         model=dict(attention=attention, width=width, engine="reduced", gram="realised"),
         train=dict(solver="exact", train_embeddings=False, exact_continuation=len(Ps) > 1),
-        sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0),
-    )
+        sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0))  # fmt: skip
     res = ch.run_sweep(cfg, progress=False, keep_params=False)
     names = res.order_names
     out = {}
     for i, P in enumerate(res.P):
         for s in range(n_seeds):
-            out[f"{int(P)}/{s}"] = {
-                names[0]: float(res[names[0]][i, s]),
-                names[1]: float(res[names[1]][i, s]),
-                "r": float(res["r"][i, s]),
-                "ok": bool(res.ok[i, s]),
-            }
+            out[f"{int(P)}/{s}"] = {names[0]: float(res[names[0]][i, s]),
+                                    names[1]: float(res[names[1]][i, s]),
+                                    "r": float(res["r"][i, s]),
+                                    "ok": bool(res.ok[i, s])}  # fmt: skip
     return out
 
 
@@ -156,29 +131,22 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=N
             rec = adam_run(run_config(base, att, width, P, seed, trained), epochs, every)
             rec.update(attention=att, width=width, P=P, seed=seed, trained=trained, tag=tag)
             f.write_text(json.dumps(rec, indent=1))
-            print(
-                f"{tag}: {rec['seconds']:.0f}s gram {rec['gram']['all']:.2e} {rec['order']}",
-                flush=True,
-            )
+            print(f"{tag}: {rec['seconds']:.0f}s gram {rec['gram']['all']:.2e} {rec['order']}")
         records.append(json.loads(f.read_text()))
     exact = {}
     for att, width in sorted({(r["attention"], r["width"]) for r in records}):
         f = cache / f"exact_{att}_N{width}.json"
-        Ps = sorted({r["P"] for r in records if (r["attention"], r["width"]) == (att, width)})
-        n_seeds = 1 + max(
-            r["seed"] for r in records if (r["attention"], r["width"]) == (att, width)
-        )
+        mine = [r for r in records if (r["attention"], r["width"]) == (att, width)]
+        Ps, n_seeds = sorted({r["P"] for r in mine}), 1 + max(r["seed"] for r in mine)
         if not f.exists():
             f.write_text(json.dumps(exact_map(base, att, width, Ps, n_seeds), indent=1))
         exact[f"{att}/{width}"] = json.loads(f.read_text())
     result = dict(
         object="paper Adam protocol (lr 1e-5, raw, warm-up 10% softmax, <= 2000 epochs), "
         "full engine, every weight trained, from the prior draw",
-        config=base.to_dict(),
-        runs=records,
-        exact_map=exact,
+        config=base.to_dict(), runs=records, exact_map=exact,
         machine=dict(cpus=jax.local_device_count(), platform=jax.default_backend()),
-    )
+    )  # fmt: skip
     name = "embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"
     (out / name).write_text(json.dumps(result, indent=1, default=float))
     return result

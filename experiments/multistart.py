@@ -1,19 +1,14 @@
-"""Does the exact MAP solver find the lowest minimum? Linear attention: single start, continuation
+"""Does the exact MAP solver find the lowest minimum? Linear attention: six starts against the
+continuation in P; results: docs/reports/multistart.md.
 
     python -m experiments.multistart [--out docs/reports]      # ~19 CPU-min: both presets, 10 seeds
     python -m experiments.multistart --tiny --out /tmp/x
 
-The same runs (same seeds, data and embeddings: width 10,000 through the reduced engine) are
-fitted from six starts: a prior draw of W^G (``init_attention="prior"``, the single start of
-earlier reproductions), the copy pattern with logits +-0.5 and +-2, and zero logits; every start
-ends at a converged float64 minimum. Then the continuation in P (``TrainConfig.
-exact_continuation``: the prior start plus each run's neighbours' kept fits, what the default
-reproduction now uses) is set against them. Per P: how many seeds have a start with lower U
-than the prior start, the largest U gap, and the seed-mean psi and r of the prior start against
-the lowest-U start; per preset, how often each start and the continuation reach the lowest U,
-and P*_cG (max dpsi/dlog P) and psi = 1/2 of the prior start, the lowest of the six and the
-continuation, located as the main reproduction does (per seed, bracketed seeds only; geometric
-mean with a 95% bootstrap CI over seeds). Writes ``OUT/results/multistart_linear.json``.
+The same runs (reduced engine, width 10,000) from a prior draw of W^G, the copy pattern with
+logits +-0.5 and +-2 and zero logits, and from ``TrainConfig.exact_continuation``: per P the
+seeds a start improves and the largest U gap; per preset how often each reaches the lowest U,
+and P*_cG and psi = 1/2 located per seed as the main reproduction does. Writes
+``OUT/results/multistart_linear.json``.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ import copyhead_jax as ch
 from copyhead_jax.compare import bootstrap_ci
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
 
-from .analysis import _bracketed
 from .common import write_json
 from .configs.posterior import QUICK, TINY
 from .posterior import branch_config
@@ -49,6 +43,10 @@ GRIDS = {
 }
 #: a start "improves" on the prior start if its U is lower by more than this (float64 minima)
 U_TOL = 1e-3
+
+
+def _bracketed(located) -> float | None:
+    return located.P_star if located.bracketed else None
 
 
 def locate(P, psi) -> dict:

@@ -1,26 +1,14 @@
-"""The posterior of the copy head (issue 12, items 0-4), on the reduced engine.
+"""The posterior of the copy head (issue 12, items 0-4) on the reduced engine; method and
+results: docs/reports/posterior.md.
 
-    python -m experiments.posterior [--mode quick|tiny] [--out docs/reports]
+    python -m experiments.posterior [--mode quick|tiny] [--out docs/reports] [--preset P]
     python -m experiments.posterior --tables docs/reports/results/posterior_plain.json
 
-Per preset (``plain``: per-sequence likelihood, A = s; ``paper``: per-position, A = s / L):
-
-* 0: posterior-mean order parameters against P from collapsed HMC (the reduced engine's default
-  sampler, ``sample.default_sampler`` -> ``sample_reduced.collapsed_chains``, started at the exact
-  MAP), both attentions; the posterior's P* next to the MAP's and the EK theory's
-  (``objective='map'`` and ``'post'``, the latter with the Occam term D);
-* 1: susceptibilities ``P Var`` of c1, cG (aG), r, U with MCSE (``bayes.run_susceptibility``)
-  and the early-warning verdict (growth from 0.5 P* to 0.9 P*, 95% t-interval over seeds);
-* 2: the learning coefficient at the posterior's own temperature, ``lambda-hat = n beta
-  (E[L_n] - L_n(w*))`` at ``n beta = n`` (beta = 1) and localisation gamma = 0, from the same
-  draws (``llc_summary``; the mapping to devinterp's defaults is in docs/reports/posterior.md);
-* 3 (plain only): the free energy of each softmax branch (Laplace-referenced TI by whitened
-  SGLD, WBIC as a cross-check, ``posterior_features``) and the Bayesian P*_aG where they cross;
-* 4 (plain only): the posterior weight of the copy branch ``1 / (1 + exp(F_copy - F_pool))``.
-
-Sweeps, posteriors, theory and TI are cached in ``results/posterior/MODE/`` under a hash of
-their config. Writes ``OUT/results/posterior_PRESET.json`` and
-``OUT/figures/posterior_NAME_PRESET.png``.
+Per preset: MAP and collapsed-HMC posterior means, susceptibilities with MCSE and early-warning
+verdicts (items 0-1), lambda-hat from the draws and devinterp's (item 2), and (plain) the
+free energy of each softmax branch and its copy weight (items 3-4). Sweeps, posteriors, theory
+and TI are cached in ``results/posterior/MODE/``; writes ``OUT/results/posterior_PRESET.json``
+and ``OUT/figures/posterior_NAME_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -36,23 +24,23 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.bayes import run_mean, run_susceptibility
+from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sample import (
-    REDUCED_HMC,
-    PosteriorResult,
-    run_sampler,
-    whiten_runs,
+from copyhead_jax.laplace_ti import free_energies
+from copyhead_jax.posterior_summary import (
+    OBSERVABLES,
+    branch_summary,
+    map_psi,
+    merge_blocks,
+    merge_seeds,
+    verdicts,
 )
+from copyhead_jax.sample import REDUCED_HMC, PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
-from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
@@ -62,17 +50,14 @@ from . import posterior_features as PF
 from . import posterior_llc as PLL
 from .common import jsonable, nulls_in_lists_to_nan, save_figure, write_json
 from .configs.posterior import CONFIGS
-from .features import AT_ORIGIN  # |r|, |cG| below it: the MAP sits at G = 0
-
-OBSERVABLES = ("c1", "cG", "r", "U")
-HEALTH = ("rhat", "ess", "rhat_c1", "ess_c1", "rhat_cG", "ess_cG", "accept_mean", "step")
 
 
 def log(msg: str) -> None:
     print(f"[posterior {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _key(*objs) -> str:
+def cache_key(*objs) -> str:
+    """A short hash of ``objs`` (the cache files' names)."""
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -118,7 +103,7 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
         raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
     sg = sampler_settings(mc)
-    ppath = cache / f"post-{_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
+    ppath = cache / f"post-{cache_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
     # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
     # the smaller P to the larger: no cost saved when the two are far apart)
     chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
@@ -132,184 +117,9 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
 def fit_only(cfg: ch.Config, cache: Path):
     """Exact MAP sweep with kept weights, cached by config."""
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{_key(cfg.to_dict())}.npz"
+    path = cache / f"sweep-{cache_key(cfg.to_dict())}.npz"
     return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
         cfg, keep_params=True, out=path, progress=False)  # fmt: skip
-
-
-def llc_summary(res, post) -> dict:
-    r"""Item 2 from the posterior draws: $\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$ at
-    $n\beta=n$ (the posterior, beta = 1) and gamma = 0, i.e. ``E[D] - D(w*)`` with ``D`` the
-    data energy ``w P train_loss`` and ``w*`` the exact MAP; MCSE from the ESS of the loss."""
-    w = Objective.from_config(res.config).likelihood_weight
-    m, se, n_eff = run_mean(post, "train_loss")
-    scale = w * res.P.astype(float)[:, None]
-    return {"value": scale * (m - res["train_loss"]), "mcse": scale * se, "ess": n_eff,
-            "D_star": scale * res["train_loss"], "nbeta": "n (beta = 1)", "gamma": 0.0}  # fmt: skip
-
-
-def branch_summary(res, post) -> dict:
-    """MAP and posterior-mean order parameters, susceptibilities with MCSE, LLC, chain health."""
-    out = {"P": res.P.tolist(), "n_seeds": int(res.config.sweep.n_seeds),
-           "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")}}  # fmt: skip
-    out["map"]["converged"], out["map"]["min_eig"] = res["converged"], res["min_eig"]
-    out["post_mean"], out["post_mcse"], out["susceptibility"] = {}, {}, {}
-    for k in ("c1", "cG", "r", "psi", "U"):
-        m, se, _ = run_mean(post, k)
-        out["post_mean"][k], out["post_mcse"][k] = m, se
-    for k in OBSERVABLES:
-        s = run_susceptibility(post, k)
-        out["susceptibility"][k] = {"value": s.value, "mcse": s.mcse, "ess_sq": s.ess_sq}
-    out["llc"] = llc_summary(res, post)
-    out["health"] = {k: post[k] for k in HEALTH if k != "step"}
-    out["health"]["step"] = np.nanmean(post["step"], -1)  # adapted leapfrog step, chain mean
-    out["health"]["finite_chains"] = post["finite"].sum(-1)
-    out["health"]["var_U_ratio"] = post["var_U_ratio"]
-    out["wall_seconds"] = post.meta.get("wall_seconds")
-    return health_line(out)
-
-
-def merge_blocks(a: dict, b: dict) -> dict:
-    """Two branch summaries on disjoint P grids, concatenated along P; the seed axis is padded
-    with NaN to the larger seed count (seed s is the same data in every sweep of a preset)."""
-    nS = max(a["n_seeds"], b["n_seeds"])
-    a, b = dict(a), dict(b)
-    for k in RUN_PARTS:  # a part only one side has (e.g. llc_dv below a max_P): NaN on the other
-        if (k in a) != (k in b):
-            have, miss = (a, b) if k in a else (b, a)
-            miss[k] = _nan_like(have[k], len(have["P"]), len(miss["P"]), miss["n_seeds"])
-
-    def cat(x, y):
-        if isinstance(x, dict):
-            return {k: cat(x[k], y[k]) for k in x if k in y}
-        if not isinstance(x, np.ndarray) or x.ndim < 2:
-            return x
-        pad = (
-            lambda z: np.concatenate(  # noqa: E731
-                [z.astype(float), np.full((z.shape[0], nS - z.shape[1]) + z.shape[2:], np.nan)], 1
-            )
-        )
-        return np.concatenate([pad(x), pad(y)], 0)
-
-    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
-    per_P = [x.get("n_seeds_per_P") or [x["n_seeds"]] * len(x["P"]) for x in (a, b)]
-    out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=per_P[0] + per_P[1])
-    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
-    return health_line(out)
-
-
-def _nan_like(x, nP: int, nP_new: int, nS: int):
-    """``x`` with every ``[nP, seed, ...]`` array replaced by NaN of ``[nP_new, nS, ...]``."""
-    if isinstance(x, dict):
-        return {k: _nan_like(v, nP, nP_new, nS) for k, v in x.items()}
-    if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
-        return np.full((nP_new, nS) + x.shape[2:], np.nan)
-    return x
-
-
-def health_line(b: dict) -> dict:
-    h = b["health"]
-    with PF.quiet():
-        rh = np.fmax(np.fmax(h["rhat"], h["rhat_cG"]), h["rhat_c1"])
-        es = np.fmin(np.fmin(h["ess"], h["ess_cG"]), h["ess_c1"])
-        b["health_summary"] = {
-            "rhat_max": float(np.nanmax(rh)), "rhat_U_max": float(np.nanmax(h["rhat"])),
-            "rhat_cG_max": float(np.nanmax(h["rhat_cG"])),
-            "rhat_c1_max": float(np.nanmax(h["rhat_c1"])),
-            "ess_min": float(np.nanmin(es)), "ess_U_min": float(np.nanmin(h["ess"])),
-            "ess_cG_min": float(np.nanmin(h["ess_cG"])),
-            "ess_c1_min": float(np.nanmin(h["ess_c1"])),
-            "accept_range": [float(np.nanmin(h["accept_mean"])),
-                             float(np.nanmax(h["accept_mean"]))],
-            "n_runs": int(np.sum(np.isfinite(h["rhat"]))),
-            "n_rhat_gt_1.05": int(np.sum(rh > 1.05)), "n_rhat_gt_1.01": int(np.sum(rh > 1.01)),
-            "n_ess_lt_400": int(np.sum(es < 400)),
-            "finite_chains_min": int(np.nanmin(h["finite_chains"])),
-        }  # fmt: skip
-    return b
-
-
-def verdicts(b: dict, P_star: float | None) -> dict | None:
-    if P_star is None:
-        return None
-    P = np.asarray(b["P"], float)
-    return {k: PF.growth_verdict(P, b["susceptibility"][k]["value"], P_star) for k in OBSERVABLES}
-
-
-# ---------------------------------------------------------------------------------------------
-# Item 3: free energy per softmax branch
-
-
-def _heads(res, idx):
-    cfg = res.config
-    n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
-    h = {k: res[f"params/{k}"].reshape((n_runs,) + res[f"params/{k}"].shape[2:])[idx]
-         for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-    return head_class(cfg.model.attention)(**h, chi=cfg.posterior.chi)
-
-
-def free_energies(pool, copy, P_ti, ti: dict, key) -> dict:
-    """F and WBIC of both branches at every ``P_ti`` and seed, in one compiled program."""
-    cfg = pool.config
-    nS = cfg.sweep.n_seeds
-    P_ti = [int(p) for p in P_ti if p in pool.P and p in copy.P]
-    Pm = max(P_ti)
-    runs, heads, trains, masks = [], [], [], []
-    for br, res in (("pool", pool), ("copy", copy)):
-        inp = sweep_inputs(res.config, None)
-        for p in P_ti:
-            i = int(np.flatnonzero(res.P == p)[0])
-            for s in range(nS):
-                j = i * nS + s
-                runs.append((br, p, s))
-                heads.append(_heads(res, j))
-                trains.append(np.asarray(inp.train)[j][:Pm])
-                masks.append(np.asarray(inp.mask)[j][:Pm])
-    n = len(P_ti) * nS  # the two branches share data and embeddings run by run
-    same = all(np.array_equal(trains[i], trains[i + n]) for i in range(n))
-    same_emb = all(np.array_equal(heads[i].W_E, heads[i + n].W_E) for i in range(n))
-    head = jax.tree.map(lambda *x: jnp.stack(x), *heads)
-    train, mask = jnp.asarray(np.stack(trains)), jnp.asarray(np.stack(masks))
-    with jax.enable_x64(True):
-        h64 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), head)
-        theta, C = whiten_runs(cfg, h64, train, mask)
-        theta, C = np.asarray(theta), np.asarray(C)
-    half_logdet = np.array([-np.linalg.slogdet(c)[1] for c in C])  # 0.5 log det H_c
-    ts = np.linspace(0.0, 1.0, ti["n_rungs"] + 1)
-    beta0 = np.array([1.0 / math.log(p) if p > 1 else 1.0 for _, p, _ in runs])
-    coef = np.stack([PF.ti_coefficients(ts, b) for b in beta0])
-    R, K, nC = len(runs), len(ts) + 1, ti["n_chains"]
-    keys = jax.random.split(key, R * K * nC).reshape(R, K, nC)
-    head32 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), head)
-    t0 = time.time()
-    draws, finite, U_star = PF.tempered_chains(
-        cfg, ti["n_steps"], ti["burn_in"], ti["thin"], nC, ti["step_size"], keys, head32, train,
-        mask, jnp.asarray(theta, jnp.float32), jnp.asarray(C, jnp.float32), jnp.asarray(coef),
-    )  # fmt: skip
-    draws, finite, U_star = np.asarray(draws, np.float64), np.asarray(finite), np.asarray(U_star)
-    log(f"TI: {R} runs x {K} temperatures x {nC} chains in {time.time() - t0:.0f} s")
-    iG = PF.TEMPERED_FIELDS.index("cG")
-    out = {k: np.full((2, len(P_ti), nS), np.nan) for k in (
-        "F", "F_mcse", "U_star", "half_logdet_H", "log_Z_ratio", "quad_corr", "wbic",
-        "wbic_mcse", "aG_t1", "aG_wbic", "rhat_g_max")}  # fmt: skip
-    for r, (br, p, s) in enumerate(runs):
-        b, i = ("pool", "copy").index(br), P_ti.index(p)
-        fe = PF.branch_free_energy(ts, draws[r, :-1], finite[r, :-1], U_star[r, 0],
-                                   half_logdet[r])  # fmt: skip
-        for k, v in (("F", fe["F"]), ("F_mcse", fe["mcse"]), ("U_star", fe["U_star"]),
-                     ("half_logdet_H", fe["half_logdet_H"]), ("log_Z_ratio", fe["log_Z_ratio"]),
-                     ("quad_corr", fe["quadrature_correction"]),
-                     ("rhat_g_max", np.nanmax(np.r_[fe["rhat_g"], -np.inf]))):  # fmt: skip
-            out[k][b, i, s] = v
-        w = draws[r, -1][finite[r, -1]]  # WBIC temperature
-        D = w[..., PF.TEMPERED_FIELDS.index("D")]
-        out["wbic"][b, i, s] = D.mean()
-        out["wbic_mcse"][b, i, s] = float(ch.bayes.mcse_mean(D)) if D.shape[1] >= 4 else np.nan
-        out["aG_wbic"][b, i, s] = w[..., iG].mean()
-        out["aG_t1"][b, i, s] = draws[r, len(ts) - 1][finite[r, len(ts) - 1]][..., iG].mean()
-    out.update(P=P_ti, ts=ts, same_data=same, same_embeddings=same_emb,
-               finite_frac=float(finite.mean()), seconds=time.time() - t0)  # fmt: skip
-    return out
 
 
 def _grid(spec) -> tuple[list[int], int | None]:
@@ -383,44 +193,13 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
     out = {}
     for g in spec["gammas"]:
         st = PLL.LLC | spec.get("settings", {}) | {"gamma": float(g)}
-        path = cache / f"llc-{_key(res.config.to_dict(), st)}.pkl"
+        path = cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl"
         key = jax.random.key(int(res.config.sweep.seed) + 1000)
         out[f"gamma={g:g}"] = _pickled(path, lambda st=st, key=key: PLL.llc_sweep(res, key, st))
         v = out[f"gamma={g:g}"]
         log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
             f"{v['seconds']:.0f} s")  # fmt: skip
     return {"llc_dv": out}
-
-
-#: the per-run parts of a branch summary (arrays [P, seed] under them are merged)
-RUN_PARTS = ("map", "post_mean", "post_mcse", "susceptibility", "llc", "health", "llc_dv")
-
-
-def merge_seeds(a: dict, b: dict) -> dict:
-    """Two branch summaries on the same P grid and disjoint seeds, concatenated along seeds."""
-    if a["P"] != b["P"]:
-        raise ValueError(f"merge_seeds needs one P grid, got {a['P']} and {b['P']}")
-    nP = len(a["P"])
-
-    def cat(x, y):
-        if isinstance(x, dict):
-            return {k: cat(x[k], y[k]) for k in x if k in y}
-        if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
-            return np.concatenate([x, y], 1)
-        return x
-
-    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
-    out.update(P=a["P"], n_seeds=a["n_seeds"] + b["n_seeds"])
-    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
-    return health_line(out)
-
-
-def map_psi(b: dict) -> np.ndarray:
-    """The MAP's copy fraction psi, 0 where the fit sits at G = 0 (psi's convention there: the
-    ratio of the solver's ~1e-10 residues would be arbitrary, up to 0.9 on the paper preset)."""
-    m = b["map"]
-    at0 = (np.abs(m["r"]) < AT_ORIGIN) & (np.abs(m["cG"]) < AT_ORIGIN)
-    return np.where(at0, 0.0, m["psi"])
 
 
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
@@ -433,7 +212,7 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         map_r.append(high["map"]["r"])
         lin = merge_blocks(lin, high)
     P = np.asarray(lin["P"], float)
-    with PF.quiet():
+    with CX.quiet():
         psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
         psi_map = np.concatenate([np.nanmean(x, 1) for x in psis])
         r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
@@ -476,7 +255,7 @@ def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         ic = [copy["P"].index(p) for p in common]
         distinct = np.abs(cm["cG"][ic] - pm["cG"][ip]) > 0.5  # the two starts on distinct minima
         # per seed, only where that seed's two starts sit on distinct minima
-        mcr = PF.crossing(np.asarray(common, float), pm["U"][ip], cm["U"][ic], distinct)
+        mcr = CX.crossing(np.asarray(common, float), pm["U"][ip], cm["U"][ic], distinct)
         cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
         soft.update(common_P=common, distinct_map=distinct)
     if high is not None:
@@ -484,7 +263,7 @@ def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
     starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
     Pall = np.concatenate([np.asarray(b["P"], float) for b in starts])
-    with PF.quiet():
+    with CX.quiet():
         aG = np.concatenate([np.nanmean(b["post_mean"]["cG"], 1) for b in starts])
         soft["posterior_copies"] = locate_level(Pall, aG, 1.0).to_dict()
         soft["posterior_copies"]["start"] = "copy" if starts[0] is not pool else "zero logits"
@@ -511,7 +290,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     if not P_ti:
         soft["free_energy"] = None
         return
-    ti_key = _key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
+    ti_key = cache_key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
     fe = _pickled(
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
@@ -523,21 +302,21 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
     fe["stayed_distinct_t1"] = stayed
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
-    cross["free_energy"] = PF.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
-    cross["wbic"] = PF.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
-    cross["laplace"] = PF.crossing(
+    cross["free_energy"] = CX.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
+    cross["wbic"] = CX.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
+    cross["laplace"] = CX.crossing(
         Pt,
         fe["U_star"][0] + fe["half_logdet_H"][0],
         fe["U_star"][1] + fe["half_logdet_H"][1],
         valid=stayed,
     )
-    cross["map_U_same_runs"] = PF.crossing(Pt, fe["U_star"][0], fe["U_star"][1], valid=stayed)
-    w = np.where(stayed, PF.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
+    cross["map_U_same_runs"] = CX.crossing(Pt, fe["U_star"][0], fe["U_star"][1], valid=stayed)
+    w = np.where(stayed, CX.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
     fe["w_copy"] = w
-    with PF.quiet():
+    with CX.quiet():
         fe["w_copy_mean"] = np.nanmean(w, 1)
-    fe["weight_window"] = PF.weight_window(Pt, fe["w_copy_mean"])
-    fe["weight_window_per_seed"] = [PF.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
+    fe["weight_window"] = CX.weight_window(Pt, fe["w_copy_mean"])
+    fe["weight_window_per_seed"] = [CX.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
     soft["free_energy"] = fe
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
@@ -563,8 +342,8 @@ def theory(mc: dict, preset: str) -> dict:
 def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> dict:
     t0 = time.time()
     pc = mc["presets"][preset]
-    tkey = _key(mc["engine"], pc["conventions"], [pc.get(k) for k in ("P_linear", "P_linear_high",
-                "P_pool", "P_copy", "P_copy_high")])  # fmt: skip
+    grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
+    tkey = cache_key(mc["engine"], pc["conventions"], grids)
     th = _pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
@@ -622,7 +401,7 @@ def _ms(a, nd=3) -> str:
 def _ps(loc: dict | None) -> str:
     if not loc or loc.get("P_star") is None:
         return f"outside grid ({(loc or {}).get('side')})"
-    b, g = loc.get("bracket"), PCOL._g  # 3 digits; 1,248 rather than 1.25e+03
+    b, g = loc.get("bracket"), PCOL.fmt_P
     return f"{g(loc['P_star'])} [{g(b[0])}, {g(b[1])}]" if b else g(loc["P_star"])
 
 
@@ -750,7 +529,7 @@ def per_P_table(title: str, b: dict) -> list[str]:
          "|" + "---|" * (14 + len(gammas))]  # fmt: skip
     h = b["health"]
     for i, p in enumerate(b["P"]):
-        with PF.quiet():
+        with CX.quiet():
             nS = int(np.sum(np.isfinite(np.asarray(b["map"]["cG"][i], float))))
             row = [str(p), str(nS), _ms(b["map"]["cG"][i]), _ms(b["post_mean"]["cG"][i]),
                    _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
@@ -781,12 +560,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
     ap.add_argument("--out", default="docs/reports")
-    ap.add_argument(
-        "--preset",
-        action="append",
-        choices=["plain", "paper"],
-        help="only this preset (repeatable; default: all of the mode)",
-    )
+    ap.add_argument("--preset", action="append", choices=["plain", "paper"],
+                    help="only this preset (repeatable; default: all of the mode)")  # fmt: skip
     ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
     a = ap.parse_args()
     if a.tables:  # with its companions where it is a report folder's posterior_PRESET.json

@@ -1,45 +1,16 @@
-r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4), by constrained,
-Laplace-referenced thermodynamic integration on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.
-branch_ti`).
+r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4) by constrained,
+Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.branch_ti`); method and
+results: docs/reports/posterior_branches.md.
 
     python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
     python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
     python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
     python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
 
-Method, per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine; the
-paper preset with ``--preset paper``, :data:`PAPER`) and branch b in {pool, copy}:
-
-* reference point x*_b: the branch's exact MAP W^G (``fit_only(branch_config(...))``: softmax
-  init "zero" = pool, "copy" = copy) when its aG lies in the branch's region, else the MAP of the
-  same seed and branch at the nearest P whose aG does (datasets are nested: seed s is the same
-  sequences at every P; ``ref_P`` records which). The point need not be a minimum of this P's
-  U_m: the reference below is exact for any point, only the integrand's variance grows;
-* whitening C_b = ``marginal_whitening`` at x*_b (floored Hessian of U_m), reference
-  U_ref(w) = U_m(x*) + |w|^2/2 in x = x* + C_b w, log Z_ref = -U_m(x*) + (n/2) log 2 pi +
-  log|det C_b| (over x; n = 900, the flat W^G);
-* region R_b by the head's copy order parameter aG (``order_parameters`` of the mean attention
-  on the run's training data): pool = {aG < a_thr}, copy = {aG >= a_thr}, a_thr = 1 (posterior
-  pool aG ~0.004-0.03, copy ~1.9-3.3); the two regions partition the space;
-* path U_t = (1 - t) U_ref + t U_m restricted to R_b, rungs ``ts``; per rung 2 HMC chains
-  (``bayes.hmc_chains``: collapsed HMC's kernel, proposals that leave R_b rejected) from w = 0;
-* log Z_b = log Z_ref + log P_ref(R_b) - int_0^1 E_t[U_m - U_ref] dt, P_ref by exact N(0, I)
-  draws in w, the integral by ``bayes.ti_quadrature``; F_b = -log Z_b with its MCSE;
-* w_copy = 1 / (1 + exp(F_copy - F_pool)); the Bayesian P*_aG where F_copy - F_pool changes
-  sign (``posterior_features.crossing``, per seed and seed mean), and the P where the seed-mean
-  w_copy passes 1/2 (``weight_window``).
-
-Sensitivity to a_thr in {0.5, 1.5} comes from the t = 1 draws (no new chains): for a_thr' > a_thr
-Z_copy' = Z_copy Pr_copy(aG >= a_thr') and Z_pool' = Z_pool + Z_copy Pr_copy(aG < a_thr'),
-symmetrically for a_thr' < a_thr, with Pr_b the fraction of branch b's t = 1 draws.
-
-All chains of a group of P (padded to the group's largest P) run in one compiled program. Each
-group's raw results (every run's F, its parts, chain health, t = 1 draws of aG) are a JSON record
-``OUT/results/records/posterior_branches[_tiny]/group-KEY.json``, KEY a hash of its inputs: the
-records are committed, so a fresh checkout re-assembles the result, and adds seeds, without
-rerunning a chain (``results/`` is a checkout's own cache; its older ``group-KEY.pkl`` files are
-read once and turned into records). Writes ``OUT/results/posterior_branches[_paper].json`` and
-``OUT/figures/posterior_branches_PRESET.png``.
+Each group of P (one compiled program, padded to its largest P) writes a committed JSON record
+``OUT/results/records/posterior_branches[_tiny]/group-KEY.json`` (KEY: a hash of its inputs), so
+a fresh checkout re-assembles the result and adds seeds without rerunning a chain. Writes
+``OUT/results/posterior_branches[_paper].json`` and ``OUT/figures/posterior_branches_PRESET.png``.
 """
 
 from __future__ import annotations
@@ -48,79 +19,54 @@ import argparse
 import functools
 import importlib
 import json
-import math
-import resource
 import sys
 import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.bayes import branch_log_z, path_rungs
+from copyhead_jax import branch_batch as BB
+from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.data import masked_mean
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
-from copyhead_jax.models import head_class
-from copyhead_jax.observables import attention_matrices, order_parameters
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
+from copyhead_jax.transition_ti import BRANCHES
 
-from . import posterior_features as PF
-from .bayes_interval import bayesian_interval, interval_text
 from .common import group_record, jsonable, save_figure, write_json
 from .configs.posterior import QUICK, TINY
-from .posterior import _key, branch_config, fit_only
+from .posterior import branch_config, cache_key, fit_only
 
-BRANCHES = ("pool", "copy")
 INIT = {"pool": "zero", "copy": "copy"}
-SIDE = {"pool": -1, "copy": 1}
 
 PLAIN = dict(
     mc=QUICK, n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
-    # the MAP sweeps the references come from: the 3-seed sweeps of posterior.py's TI block and
-    # copy-start grid (cached), plus a copy-start sweep at P = 40
+    # the reference MAP sweeps: posterior.py's 3-seed TI and copy-start sweeps, plus copy starts
     sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
                 copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
-    # one compiled program per group (padded to its largest P); [52, 56], [60]: the second
-    # run's finer grid inside the first run's bracket (48, 64) of the crossing
+    # one compiled program per group; [52, 56], [60]: a finer grid inside the bracket (48, 64)
     groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
     ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
-    # 2 chains per rung; 100 adaptation iterations (discarded), then n_iter HMC iterations of
-    # which the first quarter (``discard``) is dropped as further burn-in: sized to ~25 CPU-min
+    # 2 chains per rung, the first quarter of the kept iterations dropped: ~25 CPU-min
     n_chains=2, n_ref=4000, discard=0.25,
     hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
-    # seeds 3-9 at the P that bracket the crossing (48, 52) and their neighbours: the issue's 10
-    # seeds there. Their references come from 10-seed sweeps (seeds 0-2 are the 3-seed sweeps'
-    # seeds: same data and embeddings); the pooling start has jumped to copying above P ~ 34,
-    # so its references lie at P <= 32
+    # seeds 3-9 where the crossing is bracketed, from 10-seed sweeps (seeds 0-2: same data);
+    # the pooling start jumps to copying above P ~ 34, so its references lie at P <= 32
     blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
                  sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
 )  # fmt: skip
-# The paper preset (per-position likelihood, noise L sigma^2/chi): U at P is the plain U at P/L
-# with the data term averaged over L times as many sequences (docs/theory.md table: every EK P* is
-# exactly L = 25 times the plain one, the MAP's 611.5 against 25 x 23.6). The plain Bayesian
-# crossing 49.3 therefore predicts ~1,233 here, up to the data's finite-sample part: P = 1,200
-# and 1,300 are 25 x 48 and 25 x 52, the plain bracketing points (F_copy - F_pool = +8.7 and
-# -18.3 there). A run costs ~33x a plain one (1,504 against 45 CPU s: cpu_s / runs in the two
-# JSON files): 10 seeds; a group's cost is linear in its runs, 7,175-8,067 CPU s per group of
-# 2 seeds (seeds 4-5, 8-9), 3,321-3,854 per group of 1 seed (measured).
-# pool-start MAPs exist up to ~830 (single-start jump at 830); the copy-start sweep shares
-# 560-800 with it (the MAP U crossing of these sweeps, 611.5 in main_paper) and holds the copy
-# references at 1,200 and 1,300
+# Paper preset: every EK P* is L = 25 times the plain one, so the plain crossing 49.3 predicts
+# ~1,233: P = 1,200, 1,300 (25 x 48, 25 x 52). A run costs ~33x a plain one. Pool-start MAPs
+# exist up to ~830; the copy-start sweep holds the copy references at 1,200 and 1,300.
 _PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
                      copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
 PAPER = dict(
     PLAIN, preset="paper", n_seeds=2,
     sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
-    # seeds 2-3 as a second block (groups 100, 101): same data as a 4-seed sweep; then from
-    # 10-seed sweeps (seeds 0-3 there: the same data), references at 700-800 (pool) and
-    # 1,200-1,300 (copy) only: seeds 4-5 (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9
-    # (500, 501)
+    # seeds 2-3 (groups 100, 101: a 4-seed sweep's data), then from 10-seed sweeps seeds 4-5
+    # (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9 (500, 501)
     blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
             *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
                    sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
@@ -131,7 +77,6 @@ CLUSTER_HELP = (
     "run the groups without a record on a Dask cluster: a scheduler address "
     "tcp://host:port, or local:N (N local worker processes); same records as without"
 )
-#: ``main``'s presets
 CONFIGS = {"plain": PLAIN, "paper": PAPER}
 SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
     # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
@@ -147,13 +92,10 @@ def log(msg: str) -> None:
     print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _aG(head, train, mask):
-    return order_parameters(masked_mean(attention_matrices(head, train), mask)).cG
+def check_only(only: int | None, groups) -> None:
+    """A driver's ``--only``: None or one of its group indices ``groups`` (else ValueError)."""
+    if only is not None and only not in list(groups):
+        raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,102 +123,19 @@ def seed_blocks(c: dict) -> list[dict]:
     return [first, *c.get("blocks", [])]
 
 
-def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
-    """``(sweep, index, ref_P)``: the branch's MAP at ``P`` if its aG is in the branch's region,
-    else the same seed's MAP of that branch at the nearest such P (None if there is none)."""
-    cands = []
-    for res in sweeps:
-        for i, p in enumerate(res.P):
-            a = float(res["cG"][i, s])
-            if (a >= thr) if SIDE[branch] > 0 else (a < thr):
-                cands.append((abs(math.log(p / P)), int(p), res, i))
-    if not cands:
-        return None
-    _, p, res, i = min(cands, key=lambda c: c[:2])
-    return res, i, p
-
-
 def references(c: dict, sweeps: dict, P_group, seeds=None):
-    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group
+    """``(index of P, P, seed, branch, BB.pick_reference(...) or None)`` for every run of a group
     (``seeds``: default the first block's), in ``run_group``'s order."""
     for ip, P in enumerate(P_group):
         for s in range(c["n_seeds"]) if seeds is None else seeds:
             for b in BRANCHES:
-                yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, c["a_thr"])
-
-
-def _head_arrays(res, i, s):
-    return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
-
-
-# ---------------------------------------------------------------------------------------------
-# One compiled program per group: whitening (float64), then the rungs of every run (float32)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _whiten(cfg, heads, train, mask):
-    obj = Objective.from_config(cfg)
-    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
-
-
-class _RungProgress:
-    """Host side of ``hmc_chains(progress=...)`` for a group's rungs (one compiled program that
-    runs for up to hours): a line at most every ``every_s`` seconds with the HMC steps done and
-    the time left at the rate so far."""
-
-    def __init__(self, every_s: float = 300.0):
-        self.every_s, self.t0, self.last = every_s, 0.0, 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.time()
-        if done <= 1:
-            self.t0 = self.last = now
-        if done < total and now - self.last < self.every_s:
-            return
-        self.last, spent = now, now - self.t0
-        left = spent * (total - done) / max(done, 1)
-        log(f"rungs: HMC step {done}/{total} ({done / total:.0%}), {spent / 60:.0f} min in, "
-            f"~{left / 60:.0f} min left")  # fmt: skip
-
-
-_PROGRESS = _RungProgress()
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
-    """``vmap`` over runs: ``(draws[r, K, C, S, 2], accept, outside, finite, step, U*)``."""
-    obj = Objective.from_config(cfg)
-    hmc = dict(hmc)
-
-    def one(k, h, t, m, Cm, sd):
-        x0 = h.W_G.ravel()
-        U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
-        order = lambda w: _aG(with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
-        U_star = U(jnp.zeros_like(x0))
-        st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
-                        U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
-        return st.draws, st.accept, st.outside, st.finite, st.step_size, U_star
-
-    return jax.vmap(one)(keys, heads, train, mask, C, side)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _ref_orders(n_draws, key, heads, train, mask, C):
-    """aG at ``n_draws`` exact reference draws ``x* + C w``, ``w ~ N(0, I)``, per run."""
-
-    def one(k, h, t, m, Cm):
-        x0 = h.W_G.ravel()
-        w = jax.random.normal(k, (n_draws, x0.size), x0.dtype)
-        return jax.lax.map(lambda v: _aG(with_WG(h, x0 + Cm @ v), t, m), w, batch_size=250)
-
-    keys = jax.random.split(key, train.shape[0])
-    return jax.vmap(one)(keys, heads, train, mask, C)
+                yield ip, P, s, b, BB.pick_reference(sweeps[b], b, P, s, c["a_thr"])
 
 
 def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
     """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
-    mc, thr = c["mc"], c["a_thr"]
+    mc = c["mc"]
     nS = n_seeds_total or c["n_seeds"]
     cfg = branch_config(mc, preset(c), "softmax", P_group, None, nS)
     Pm = max(P_group)
@@ -288,109 +147,14 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
             continue
         res, i, ref_P = ref
         runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
-        arrs.append(_head_arrays(res, i, s))
+        arrs.append(BB.head_arrays(res, i, s))
         trains.append(np.asarray(inp.train)[ip * nS + s])
         masks.append(np.asarray(inp.mask)[ip * nS + s])
-    for a, r in zip(arrs, runs, strict=True):  # one set of embeddings per seed, both branches
-        o = next(x for x, q in zip(arrs, runs, strict=True) if q["seed"] == r["seed"])
-        if not (np.array_equal(a["W_E"], o["W_E"]) and np.array_equal(a["b"], o["b"])):
-            raise ValueError(f"seed {r['seed']}: the sweeps' embeddings differ")
-    train, mask = jnp.asarray(np.stack(trains)), np.stack(masks)
-    cls = head_class("softmax")
-    stack = lambda dt: cls(**{k: jnp.asarray(np.stack([a[k] for a in arrs]), dt)  # noqa: E731
-                              for k in arrs[0]}, chi=cfg.posterior.chi)  # fmt: skip
-    t0, c0 = time.time(), cpu_seconds()
-    with jax.enable_x64(True):
-        C64 = np.asarray(_whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
-    logdet = np.array([np.linalg.slogdet(x)[1] for x in C64])
-    log(f"P={P_group}: whitening of {len(runs)} runs, {cpu_seconds() - c0:.0f} CPU s")
-    heads, C32 = stack(jnp.float32), jnp.asarray(C64, jnp.float32)
-    m32 = jnp.asarray(mask, jnp.float32)
-    side = jnp.asarray([SIDE[r["branch"]] for r in runs], jnp.int32)
-    aG0 = np.asarray(jax.vmap(_aG)(heads, train, m32))
-    inside = np.where(side > 0, aG0 >= thr, aG0 < thr)
-    if not inside.all():
-        raise ValueError(f"references outside their region: {np.asarray(runs)[~inside]}")
-    k_ref, k_ch = jax.random.split(key)
-    c1 = cpu_seconds()
-    o_ref = np.asarray(_ref_orders(c["n_ref"], k_ref, heads, train, m32, C32))  # [R, n_ref]
-    log(f"P={P_group}: reference masses, {cpu_seconds() - c1:.0f} CPU s")
-    K, nC = len(c["ts"]), c["n_chains"]
-    keys = jax.random.split(k_ch, len(runs) * K * nC).reshape(len(runs), K, nC)
-    c2 = cpu_seconds()
-    out = _rungs(cfg, tuple(c["ts"]), tuple(sorted(c["hmc"].items())), keys, heads, train, m32,
-                 C32, side, thr)  # fmt: skip
-    draws, acc, outside, finite, step, U_star = (np.asarray(x, np.float64) for x in out)
-    draws = draws[..., int(c["discard"] * draws.shape[-2]) :, :]  # further burn-in
-    log(f"P={P_group}: {len(runs)} runs x {K} rungs x {nC} chains, {cpu_seconds() - c2:.0f} CPU s")
-    n = int(C64.shape[-1])
-    for r, run in enumerate(runs):
-        hit = (o_ref[r] >= thr) if run["branch"] == "copy" else (o_ref[r] < thr)
-        p = float(hit.mean())
-        fe = branch_log_z(c["ts"], draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
-                          logdet_C=float(logdet[r]), n=n, p_ref=p,
-                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
-        run.update(fe, p_ref=p, ref_hits=int(hit.sum()), n_ref=int(hit.size),
-                   aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=float(logdet[r]),
-                   accept=acc[r].mean((1, 2)).tolist(), outside=outside[r].mean((1, 2)).tolist(),
-                   step=step[r].mean(1).tolist(), finite=finite[r].all(1).tolist(),
-                   aG_mean=draws[r, ..., 1].mean((1, 2)).tolist(),
-                   aG_t1=draws[r, -1, ..., 1][finite[r, -1] > 0].ravel().tolist())  # fmt: skip
-    return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}
+    return BB.free_energies(cfg, runs, arrs, trains, masks, key, c, label=P_group, log=log)
 
 
 # ---------------------------------------------------------------------------------------------
 # Assembly
-
-
-def _table(runs, P_all, nS, field, branch):
-    out = np.full((len(P_all), nS), np.nan)
-    for r in runs:
-        if r["branch"] == branch and r[field] is not None:
-            out[P_all.index(r["P"]), r["seed"]] = r[field]
-    return out
-
-
-def t1_below(run: dict, a: float) -> tuple[float, int]:
-    """The fraction of a run's t = 1 draws with aG < ``a`` and their number; a record rebuilt
-    from an assembled result holds these fractions at the thresholds it had (``t1_below``,
-    ``n_t1``) instead of the draws."""
-    if "aG_t1" in run:
-        o = np.asarray(run["aG_t1"], float)
-        return float(np.mean(o < a)), o.size
-    if str(a) not in run["t1_below"]:
-        raise ValueError(
-            f"a_alt = {a}: run {run['P'], run['seed'], run['branch']} is a rebuilt "
-            f"record with t = 1 fractions at {sorted(run['t1_below'])} only"
-        )
-    return float(run["t1_below"][str(a)]), int(run["n_t1"])
-
-
-def _threshold_shift(runs, P_all, nS, a_old, a_new):
-    """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
-    the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
-    region. If all of them move, the shrinking branch's F is not estimable (NaN) and
-    ``F_bound`` = F + log(n_draws) is the lower bound that its mass fraction < 1/n_draws gives."""
-    Fp, Fc, mv, bd = (np.full((len(P_all), nS), np.nan) for _ in range(4))
-    by = {(r["P"], r["seed"], r["branch"]): r for r in runs}
-    for i, P in enumerate(P_all):
-        for s in range(nS):
-            rp, rc = by.get((P, s, "pool")), by.get((P, s, "copy"))
-            if rp is None or rc is None:
-                continue
-            lp, lc = -rp["F"], -rc["F"]
-            up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
-            below, n_t1 = t1_below(rc if up else rp, a_new)
-            f = below if up else 1.0 - below
-            l_src, l_dst = (lc, lp) if up else (lp, lc)
-            l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
-            if f < 1:
-                l_src = l_src + math.log(1 - f)
-            else:
-                bd[i, s], l_src = -(l_src - math.log(n_t1)), np.nan
-            (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
-            Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
-    return Fp, Fc, mv, bd
 
 
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
@@ -399,31 +163,31 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     # groups may be added later; a P holds the seeds of every block that measures it
     P_all = sorted({int(p) for bl in blocks for grp in bl["groups"] for p in grp})
     nS = max(bl["n_seeds_total"] for bl in blocks)
-    F = {b: _table(runs, P_all, nS, "F", b) for b in BRANCHES}
-    se = {b: _table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
+    F = {b: CX.run_table(runs, P_all, nS, "F", b) for b in BRANCHES}
+    se = {b: CX.run_table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
     Pa = np.asarray(P_all, float)
     dF = F["copy"] - F["pool"]
     dse = np.hypot(se["copy"], se["pool"])
-    w = PF.copy_weight(F["copy"], F["pool"])
-    with PF.quiet():
+    w = CX.copy_weight(F["copy"], F["pool"])
+    with CX.quiet():
         w_mean = np.nanmean(w, 1)
     # F_copy - F_pool < 0 above the crossing: crossing(P, F_a, F_b) with a = pool
-    cross = PF.crossing(Pa, F["pool"], F["copy"])
+    cross = CX.crossing(Pa, F["pool"], F["copy"])
     # MAP U crossing on the same sweeps, where a seed's two starts are distinct minima
     pr, cr = sweeps["pool"][0], sweeps["copy"][0]
     common = [int(p) for p in pr.P if p in cr.P]
     ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
     ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
     distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
-    map_u = PF.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
+    map_u = CX.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
     alt = {}
     for a in c["a_alt"]:
-        Fp, Fc, moved, bound = _threshold_shift(runs, P_all, nS, c["a_thr"], a)
-        wa = PF.copy_weight(Fc, Fp)
-        with PF.quiet():
+        Fp, Fc, moved, bound = CX.threshold_shift(runs, P_all, nS, c["a_thr"], a)
+        wa = CX.copy_weight(Fc, Fp)
+        with CX.quiet():
             alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
                            "moved_fraction": moved, "F_lower_bound": bound,
-                           "crossing": PF.crossing(Pa, Fp, Fc)}  # fmt: skip
+                           "crossing": CX.crossing(Pa, Fp, Fc)}  # fmt: skip
     params = TheoryParams.from_config(branch_config(c["mc"], preset(c), "softmax", [1]))
     th = {o: {k: transition_points(params, "both", o).get(k) for k in ("P_aG", "spinodals")}
           for o in ("map", "post")}  # fmt: skip
@@ -431,11 +195,11 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     for b in BRANCHES:
         rs = [r for r in runs if r["branch"] == b]
         health[b] = {
-            "rhat_max": _table(rs, P_all, nS, "rhat_max", b),
-            "ess_min": _table(rs, P_all, nS, "ess_min", b),
-            "quad_corr": _table(rs, P_all, nS, "quad_corr", b),
-            "p_ref": _table(rs, P_all, nS, "p_ref", b),
-            "ref_P": _table(rs, P_all, nS, "ref_P", b),
+            "rhat_max": CX.run_table(rs, P_all, nS, "rhat_max", b),
+            "ess_min": CX.run_table(rs, P_all, nS, "ess_min", b),
+            "quad_corr": CX.run_table(rs, P_all, nS, "quad_corr", b),
+            "p_ref": CX.run_table(rs, P_all, nS, "p_ref", b),
+            "ref_P": CX.run_table(rs, P_all, nS, "ref_P", b),
         }
     return {
         "P": P_all, "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)
@@ -443,8 +207,8 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "hmc": c["hmc"], "n_ref": c["n_ref"], "F_pool": F["pool"], "F_copy": F["copy"],
         "mcse_pool": se["pool"], "mcse_copy": se["copy"], "dF": dF, "dF_mcse": dse,
         "w_copy": w, "w_copy_mean": w_mean, "crossing_F": cross,
-        "weight_window": PF.weight_window(Pa, w_mean),
-        "weight_window_per_seed": [PF.weight_window(Pa, w[:, s]) for s in range(nS)],
+        "weight_window": CX.weight_window(Pa, w_mean),
+        "weight_window_per_seed": [CX.weight_window(Pa, w[:, s]) for s in range(nS)],
         "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
         "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/reports/results/main_"
         f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
@@ -469,48 +233,36 @@ def draw(res: dict, main_P=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import (
-        BLACK,
-        BLUE,
-        GREEN,
-        GREY,
-        ORANGE,
-        P_LABEL,
-        PURPLE,
-        RC,
-        VERMILLION,  # fmt: skip
-        legend,
-        log_P_axis,
-    )
+    from copyhead_jax import style as st
 
     P = np.asarray(res["P"], float)
     dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
     nS = dF.shape[1]
     cross = res["crossing_F"]["P_star"]
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
                                gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
         jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
-        with PF.quiet():
+        with CX.quiet():
             for s in range(nS):
                 lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
                 ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
-                               color=GREY, alpha=0.7, label=lab)  # fmt: skip
-                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=GREY, alpha=0.7,
+                               color=st.GREY, alpha=0.7, label=lab)  # fmt: skip
+                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=st.GREY, alpha=0.7,
                            label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
-            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=BLACK, ms=5, label="seed mean")
-            ax[1].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=5, label="seed mean")
-        ax[0].axhline(0, color=BLACK, lw=0.5)
-        ax[1].axhline(0.5, color=BLACK, lw=0.5)
+            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
+            ax[1].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
+        ax[0].axhline(0, color=st.BLACK, lw=0.5)
+        ax[1].axhline(0.5, color=st.BLACK, lw=0.5)
         for a in ax[:2]:
             if cross:
-                a.axvline(cross, color=VERMILLION, lw=1.2,
+                a.axvline(cross, color=st.VERMILLION, lw=1.2,
                           label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}")  # fmt: skip
             pad = (P.max() / P.min()) ** 0.08 if P.max() > P.min() else 1.1
             a.set_xlim(P.min() / pad, P.max() * pad)
-            log_P_axis(a, P)
-            a.set_xlabel(P_LABEL)
-            legend(a)
+            st.log_P_axis(a, P)
+            a.set_xlabel(st.P_LABEL)
+            st.legend(a)
         ax[0].set(ylabel="$F_{copy} - F_{pool}$ (nats)",
                   title="free-energy difference between the branches")  # fmt: skip
         ax[1].set(ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
@@ -519,25 +271,27 @@ def draw(res: dict, main_P=None):
         a = ax[2]
         th = res["theory"]
         ci = res["crossing_F"].get("per_seed_ci") or {}
-        marks = [("EK theory, MAP", th["map"]["P_aG"], GREY, "s"),
-                 ("EK theory, posterior", th["post"]["P_aG"], GREY, "D"),
-                 ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], BLUE, "o"),
-                 (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, GREEN, "o"),
-                 ("Bayesian ($F$ crossing)", cross, VERMILLION, "*"),
-                 ("paper", res.get("paper_P_aG") if pre == "paper" else None, PURPLE, "^")]
+        marks = [
+            ("EK theory, MAP", th["map"]["P_aG"], st.GREY, "s"),
+            ("EK theory, posterior", th["post"]["P_aG"], st.GREY, "D"),
+            ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], st.BLUE, "o"),
+            (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, st.GREEN, "o"),
+            ("Bayesian ($F$ crossing)", cross, st.VERMILLION, "*"),
+            ("paper", res.get("paper_P_aG") if pre == "paper" else None, st.PURPLE, "^"),
+        ]
         marks = [m for m in marks if m[1]]
         for y, (lab, v, col, mk) in enumerate(marks):
             a.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:,.1f}")
             if lab.startswith("Bayesian") and ci.get("lo") is not None:
                 a.plot([ci["lo"], ci["hi"]], [y, y], "-", color=col, lw=2)
-        a.axvspan(P.min(), P.max(), color=ORANGE, alpha=0.15, lw=0, label="sampled P range")
+        a.axvspan(P.min(), P.max(), color=st.ORANGE, alpha=0.15, lw=0, label="sampled P range")
         a.set_yticks(range(len(marks)), [m[0] for m in marks])
         a.set_ylim(-0.6, len(marks) - 0.4)
         a.invert_yaxis()
-        log_P_axis(a, [m[1] for m in marks] + list(P))
+        st.log_P_axis(a, [m[1] for m in marks] + list(P))
         a.set(xlabel="$P^*_{aG}$ (sequences, log scale)", ylabel="estimate",
               title="$P^*_{aG}$: every estimate")  # fmt: skip
-        legend(a, ncol=1)
+        st.legend(a, ncol=1)
         fig.suptitle(f"softmax branches ({pre}): thermodynamic integration of each branch")
     return fig
 
@@ -559,8 +313,8 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
     """Cache key of one group: everything its chains depend on (its references, not the other
     groups, nor the threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
     skip = ("mc", "groups", "a_alt", "sweeps", "blocks")
-    return _key({k: v for k, v in c.items() if k not in skip}, c["mc"]["engine"], grp, gi, tiny,
-                refs)  # fmt: skip
+    kept = {k: v for k, v in c.items() if k not in skip}
+    return cache_key(kept, c["mc"]["engine"], grp, gi, tiny, refs)
 
 
 def group_index(block: int, j: int) -> int:
@@ -576,12 +330,11 @@ def compute_group(task: tuple) -> dict:
     return run_group(c, sw, grp, jax.random.key(1200 + gi), seeds, n_total)
 
 
-def fan_out(todo: list, records: Path, bcache: Path, cluster: str) -> None:
+def fan_out(todo: list, records: Path, cluster: str) -> None:
     """The groups of ``todo`` without a record, run on ``cluster`` (``map_groups``: an address
     ``tcp://host:port`` or ``local:N``); this process writes each record as the local run would
     (workers need no shared folder). A failed group is reported after the others are written."""
-    missing = [t for t in todo if not (records / f"{t[0]}.json").exists()
-               and not (bcache / f"{t[0]}.pkl").exists()]  # fmt: skip
+    missing = [t for t in todo if not (records / f"{t[0]}.json").exists()]
     log(f"{len(missing)} of {len(todo)} groups to run on {cluster}")
     # under ``-m`` this module is ``__main__``: workers import it by its name
     fn = importlib.import_module(__spec__.name).compute_group if __spec__ else compute_group
@@ -596,14 +349,9 @@ def fan_out(todo: list, records: Path, bcache: Path, cluster: str) -> None:
                            f"written; rerun to retry): {'; '.join(bad)}")  # fmt: skip
 
 
-def main(
-    tiny: bool = False,
-    out_dir: str | Path = "docs/reports",
-    which: str = "plain",
-    only: int | None = None,
-    skip_missing: bool = False,
-    cluster: str | None = None,
-) -> dict:
+def main(tiny: bool = False, out_dir: str | Path = "docs/reports", which: str = "plain",
+         only: int | None = None, skip_missing: bool = False,
+         cluster: str | None = None) -> dict:  # fmt: skip
     """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
     preset's config); ``only``: compute that group alone and stop (block b's j-th group has
     index j in the first block, 100 b + j after it; one process per group, then a plain call
@@ -618,15 +366,14 @@ def main(
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     c = SMOKE if tiny else CONFIGS[which]
     blocks = seed_blocks(c)
-    PF.check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
+    check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
                          for j in range(len(bl["groups"]))])  # fmt: skip
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    bcache = Path("results") / "posterior" / "branches"
     records = Path(out_dir) / "results" / "records" / ("posterior_branches" + "_tiny" * tiny)
-    c0 = cpu_seconds()
+    c0 = BB.cpu_seconds()
     sweeps = load_sweeps(c, cache)
     block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
-    sweep_cpu = cpu_seconds() - c0
+    sweep_cpu = BB.cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     todo = []  # (record name, block, group index, P group, compute_group's task)
     for bi, bl in enumerate(blocks):
@@ -638,20 +385,16 @@ def main(
                 continue
             refs = group_refs(c, sw, grp, seeds)
             name = f"group-{group_key(c, grp, gi, tiny, refs)}"
-            if (
-                skip_missing
-                and not (records / f"{name}.json").exists()
-                and not (bcache / f"{name}.pkl").exists()
-            ):
+            if skip_missing and not (records / f"{name}.json").exists():
                 log(f"block {bi} P={grp} (group {gi}): no record; skipped")
                 continue
             todo.append((name, bi, gi, grp, (c, sw, grp, gi, seeds, bl["n_seeds_total"])))
     if cluster is not None:
-        fan_out(todo, records, bcache, cluster)
+        fan_out(todo, records, cluster)
     groups = []
     for name, bi, gi, grp, task in todo:
         g = group_record(records / f"{name}.json", functools.partial(compute_group, task),
-                         bcache / f"{name}.pkl", block=bi, group=gi, P_group=grp)  # fmt: skip
+                         block=bi, group=gi, P_group=grp)  # fmt: skip
         log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
         _summaries(g["runs"])
         groups.append(g)
@@ -682,7 +425,8 @@ def main(
 # docs/reports/posterior_branches.md table
 
 
-def _f(x, nd=3):
+def fmt(x, nd=3):
+    """``x`` to ``nd`` significant digits; ``-`` for None or non-finite."""
     return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
 
 
@@ -698,20 +442,21 @@ def tables(res: dict) -> str:
         per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
                         if ok[s])  # fmt: skip
         ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
-              _f(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
-        ws = ", ".join(_f(x, 2) for x in w[i] if np.isfinite(x))
-        with PF.quiet():
+              fmt(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
+        ws = ", ".join(fmt(x, 2) for x in w[i] if np.isfinite(x))
+        with CX.quiet():
             qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
                                         np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
             h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
             L.append(
-                f"| {p} | {per} | {ms} | {ws} | {_f(res['w_copy_mean'][i], 2)} |"
-                f" {_f(np.nanmax(h(hp, 'rhat_max')), 3)} / {_f(np.nanmax(h(hc, 'rhat_max')), 3)} |"
-                f" {_f(np.nanmin(h(hp, 'ess_min')), 3)} / {_f(np.nanmin(h(hc, 'ess_min')), 3)} |"
-                f" {_f(np.nanmin(h(hp, 'p_ref')), 2)} / {_f(np.nanmin(h(hc, 'p_ref')), 2)} |"
-                f" {_f(qc, 2)} |"
+                f"| {p} | {per} | {ms} | {ws} | {fmt(res['w_copy_mean'][i], 2)} |"
+                f" {fmt(np.nanmax(h(hp, 'rhat_max')))} / {fmt(np.nanmax(h(hc, 'rhat_max')))} |"
+                f" {fmt(np.nanmin(h(hp, 'ess_min')))} / {fmt(np.nanmin(h(hc, 'ess_min')))} |"
+                f" {fmt(np.nanmin(h(hp, 'p_ref')), 2)} / {fmt(np.nanmin(h(hc, 'p_ref')), 2)} |"
+                f" {fmt(qc, 2)} |"
             )
-    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {interval_text(bayesian_interval(res))}")
+    iv = CX.interval_text(CX.bayesian_interval(res))
+    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {iv}")
     return "\n".join(L) + "\n"
 
 
@@ -726,9 +471,8 @@ if __name__ == "__main__":
         help="the conventions' config (paper: P = 1,200 and 1,300, 10 seeds)",
     )
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
-    ap.add_argument(
-        "--skip-missing", action="store_true", help="assemble the groups with records, run none"
-    )
+    ap.add_argument("--skip-missing", action="store_true",
+                    help="assemble the groups with records, run none")  # fmt: skip
     ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
     ap.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     a = ap.parse_args()

@@ -1,13 +1,8 @@
-"""The main table's posterior column (issue 13 item 2), from the posterior artefacts of issue 12.
-
-Per mechanism: the early-warning verdict (growth of the posterior variance of the order
-parameter from 0.5 P* to 0.9 P*, 95% t-interval over seeds; ``experiments.posterior``) and the
-posterior's own transition point where one was measured (linear: the seed-mean posterior psi
-passes 1/2; softmax: the sign change of F_copy - F_pool, ``experiments.posterior_branches``, and
-where tempered SMC's seed-mean copy weight passes 1/2, ``experiments.posterior_smc``).
-Read from ``results/posterior_PRESET.json`` and its companions (:data:`COMPANIONS`: the branch
-free energies of both presets, SMC for the plain one) under the report's folder; absent files
-leave the column to the main artefact.
+"""The main table's posterior column (issue 13 item 2): per mechanism the early-warning verdict
+(``experiments.posterior``) and the posterior's own transition point where measured (linear:
+posterior psi = 1/2; softmax: F_copy = F_pool, ``experiments.posterior_branches``, and SMC's
+w_copy = 1/2, ``experiments.posterior_smc``), read from ``results/posterior_PRESET.json`` and
+its :data:`COMPANIONS`; absent files leave the column to the main artefact.
 """
 
 from __future__ import annotations
@@ -67,9 +62,12 @@ def _crossing(branches: dict) -> dict:
     return c.get("located") or c
 
 
-def _g(x) -> str:
+def fmt_P(x) -> str:
     """3 significant digits; thousands as integers with separators (1,234, not 1.23e+03)."""
     return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+_g = fmt_P
 
 
 def cell(post: dict | None, key: str) -> str | None:

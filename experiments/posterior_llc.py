@@ -1,22 +1,8 @@
-r"""devinterp's default local learning coefficient per run (issue 12, item 2).
-
-$$\hat\lambda(w^*)=n\beta\,\big(\mathbb E_{w\mid w^*,\gamma}[L_n(w)]-L_n(w^*)\big),\qquad
-p(w)\propto e^{-n\beta L_n(w)-\frac\gamma2\|w-w^*\|^2},$$
-
-at devinterp's defaults $\beta=1/\log n$ and $\gamma=100$ (``copyhead_jax.bayes.llc`` has the
-conventions), on the quenched reduced head: $w=(W^G,\hat W^O)$ (1,050 weights at L = 25, V = 5),
-$w^*$ the run's exact MAP, $n=P$ sequences and
-$nL_n=D=w_{\rm lik}\sum_\alpha\|f_\alpha-y_\alpha\|^2$ (the data energy of docs/theory.md §2 up
-to a constant that cancels; the paper preset's per-position likelihood only changes
-$w_{\rm lik}$). No prior term (devinterp has none): the localisation
-is the only restoring force in directions the data do not pin.
-
-Sampler (:func:`copyhead_jax.llc_runs.llc_runs`): full-batch SGLD (devinterp's ``lr`` = 2 eta), all
-seeds of one P in one compiled program. Step per run: eta = ``eta_frac`` / (gamma +
-lambda_max), lambda_max the largest curvature of $n\beta L_n$ at $w^*$ (power iteration), so the
-stiffest direction's stationary variance is inflated by at most 1 / (1 - eta_frac / 2) (SGLD's
-O(eta) bias; 2.6% at eta_frac = 0.05) and the softest (curvature >= gamma) relaxes in
-~(1 + lambda_max / gamma) / eta_frac steps.
+r"""devinterp's default local learning coefficient per run (issue 12, item 2):
+$\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$ at $\beta=1/\log n$, $\gamma=100$, localised SGLD
+from the run's exact MAP on the quenched reduced head, no prior term
+(:func:`copyhead_jax.llc_runs.llc_runs`; conventions in :mod:`copyhead_jax.bayes.llc`, the
+mapping to the posterior's own lambda-hat in docs/reports/posterior.md).
 """
 
 from __future__ import annotations
@@ -64,68 +50,50 @@ def figure(res: dict):
     import matplotlib
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import (
-        BLACK,
-        BLUE,
-        GREY,
-        KEY_COLORS,
-        ORANGE,
-        P_LABEL,
-        RC,
-        VERMILLION,
-        legend,  # fmt: skip
-        log_P_axis,
-        num,
-    )
+    from copyhead_jax import style as st
 
-    from .posterior_features import _band
+    from .posterior_features import band
 
     soft = res["softmax"]
     blocks = (
-        ("linear", res["linear"], BLUE, "o"),
-        ("softmax, pooling start", soft["pool"], ORANGE, "s"),
-        ("softmax, copy start", soft.get("copy_high"), VERMILLION, "v"),
+        ("linear", res["linear"], st.BLUE, "o"),
+        ("softmax, pooling start", soft["pool"], st.ORANGE, "s"),
+        ("softmax, copy start", soft.get("copy_high"), st.VERMILLION, "v"),
     )
     blocks = [(n, b, c, m) for n, b, c, m in blocks if b is not None and b.get("llc_dv")]
     if not blocks:
         return None
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
         Ps, neg = [], False
         for name, b, col, mk in blocks:
             for g, v in b["llc_dv"].items():
-                _band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})",
+                band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})",
                       color=col, marker=mk)  # fmt: skip
                 neg |= bool(np.nanmin(np.asarray(v["value"], float)) < 0)
-            _band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
+            band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
             Ps += list(b["P"])
         th = res["theory"]["map"]
         for a in ax:
             for k in ("P_cG", "P_aG"):
                 if th.get(k):
-                    a.axvline(th[k], color=KEY_COLORS[k], ls="--", lw=0.8,
-                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {num(th[k])}")  # fmt: skip
-            log_P_axis(a, Ps)
-            a.set_xlabel(P_LABEL)
+                    a.axvline(th[k], color=st.KEY_COLORS[k], ls="--", lw=0.8,
+                              label=f"EK MAP $P^*_{{{k[2:]}}}$ = {st.num(th[k])}")  # fmt: skip
+            st.log_P_axis(a, Ps)
+            a.set_xlabel(st.P_LABEL)
         a = ax[0]
         if neg:
             a.set_yscale("symlog", linthresh=1.0)
-            a.axhspan(
-                a.get_ylim()[0],
-                0,
-                color=GREY,
-                alpha=0.15,
-                lw=0,
-                label="$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)",
-            )
-            a.axhline(0, color=BLACK, lw=0.6)
+            bad = "$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)"
+            a.axhspan(a.get_ylim()[0], 0, color=st.GREY, alpha=0.15, lw=0, label=bad)
+            a.axhline(0, color=st.BLACK, lw=0.6)
         a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
               title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip
         ax[1].set_yscale("log")
         ax[1].set(ylabel="$\\hat\\lambda$ (log scale)",
                   title="posterior: $n\\beta = n$, $\\gamma = 0$ (prior kept)")  # fmt: skip
         for a in ax:
-            legend(a)
+            st.legend(a)
         fig.suptitle(f"learning coefficient $\\hat\\lambda$ ({res['preset']}); error bars: sd "
                      "over seeds")  # fmt: skip
     return fig

@@ -1,37 +1,15 @@
 r"""Tempered SMC across the softmax coexistence window (issue 12, item 4): the posterior weight
-of each branch, and the P where the weights are equal, from one population of particles that is
-free to move its mass between the branches (:mod:`copyhead_jax.bayes.smc`).
+of each branch and the P where the weights are equal, from one population of particles free to
+move its mass between the branches (:mod:`copyhead_jax.bayes.smc`), set against the constrained
+TI of ``posterior_branches`` (same references, regions and HMC kernel); method and results:
+docs/reports/posterior_branches.md, "Tempered SMC across the window".
 
-    python -m experiments.posterior_smc [--tiny] [--out docs/reports]
-    python -m experiments.posterior_smc --only 0 & python -m experiments.posterior_smc --only 1
+    python -m experiments.posterior_smc [--tiny] [--out docs/reports] [--only I]
     python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
 
-(``--only I`` computes group I alone into its record, one process per group; a plain call then
-assembles.)
-
-Per run (P, seed) of the plain preset (L = 25, V = 5, width 10,000, reduced engine, softmax):
-
-* reference pi_0 = 1/2 N(x*_pool, C_pool C_pool^T) + 1/2 N(x*_copy, C_copy C_copy^T) over the
-  flat W^G (n = 900): the two branches' Laplace approximations, at the references of
-  ``experiments.posterior_branches`` (``pick_reference``; its 10-seed MAP sweeps);
-* path pi_t ~ pi_0^(1-t) exp(-t U_m), U_m the collapsed energy (readout integrated out), t
-  chosen adaptively (ESS of the incremental weights = ``ess_target`` N) by a pilot population,
-  then a fixed-schedule population of ``n_particles`` on the pilot's schedule (unbiased Z);
-* mutation: ``n_moves`` HMC transitions per step in the whitened coordinates of the branch the
-  particle sits in (aG < a_thr: pool, else copy), proposals that leave the branch's region
-  rejected; a pi_t-invariant kernel. The kernel never crosses aG = a_thr: the mass moves between
-  the branches only through the weights and the resampling. The step per run and branch follows
-  the acceptance (target 0.65);
-* log Z = log int e^(-U_m) dW^G, w_copy = the last reweighting's weighted fraction of particles
-  with aG >= a_thr, F_b = -(log Z + log w_b); ``n_reps`` independent fixed-schedule populations
-  per run give the Monte-Carlo error.
-
-Set against the constrained TI of ``posterior_branches`` (same references, regions and HMC
-kernel; a different estimator and schedule): log Z against log(Z_pool + Z_copy) and the weights.
-A weight below ~1 / n_particles is not resolved by one population (its particles die out); the
-TI resolves those. Writes ``OUT/results/posterior_smc.json`` and
-``OUT/figures/posterior_smc_plain.png``; each group's raw results are a committed JSON record,
-``OUT/results/records/posterior_smc[_tiny]/group-KEY.json`` (``common.group_record``).
+Each group's raw results are a committed JSON record
+``OUT/results/records/posterior_smc[_tiny]/group-KEY.json``; writes
+``OUT/results/posterior_smc.json`` and ``OUT/figures/posterior_smc_plain.png``.
 """
 
 from __future__ import annotations
@@ -45,19 +23,16 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from copyhead_jax.bayes import hmc_move, tempered_smc
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import marginal_energy, with_WG
+from copyhead_jax import branch_batch as BB
+from copyhead_jax.compare import crossing as CX
 from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_ti import BRANCHES
 
 from . import posterior_branches as PB
-from . import posterior_features as PF
 from .common import group_record, jsonable, save_figure, write_json
-from .posterior import _key, branch_config
+from .posterior import branch_config, cache_key
 
 PLAIN = dict(
     branches=PB.PLAIN, block=0,  # the references: posterior_branches' 10-seed sweeps
@@ -72,7 +47,6 @@ SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' SMOK
     n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
     step_size=0.3, max_steps=60,
 )  # fmt: skip
-TARGET_ACCEPT = 0.65
 
 
 def log(msg: str) -> None:
@@ -80,176 +54,34 @@ def log(msg: str) -> None:
 
 
 def run_inputs(c: dict, sweeps: dict, P_group):
-    """Per run (P, seed) of a group: both branches' reference heads, the run's data, and
+    """Per run (P, seed) of a group: both branches' reference weights, the run's data, and
     the config the data come from."""
     b = c["branches"]
     nS = c["n_seeds"]
     cfg = branch_config(b["mc"], "plain", "softmax", P_group, None, nS)
     inp = sweep_inputs(cfg, None, max(P_group))
-    runs, heads, trains, masks = [], {k: [] for k in PB.BRANCHES}, [], []
+    runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
     for ip, P in enumerate(P_group):
         for s in range(nS):
-            refs = {br: PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in PB.BRANCHES}
+            refs = {br: BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in BRANCHES}
             if any(r is None for r in refs.values()):
                 log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
                 continue
-            arr = {br: PB._head_arrays(r[0], r[1], s) for br, r in refs.items()}
+            arr = {br: BB.head_arrays(r[0], r[1], s) for br, r in refs.items()}
             if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
                 raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
             runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(refs[br][2])
-                                                  for br in PB.BRANCHES}))  # fmt: skip
-            for br in PB.BRANCHES:
+                                                  for br in BRANCHES}))  # fmt: skip
+            for br in BRANCHES:
                 heads[br].append(arr[br])
             trains.append(np.asarray(inp.train)[ip * nS + s])
             masks.append(np.asarray(inp.mask)[ip * nS + s])
-    cls = head_class("softmax")
-
-    def stack(br, dt):
-        return cls(**{k: jnp.asarray(np.stack([a[k] for a in heads[br]]), dt)
-                      for k in heads[br][0]}, chi=cfg.posterior.chi)  # fmt: skip
-
-    return cfg, runs, stack, jnp.asarray(np.stack(trains)), np.stack(masks)
-
-
-def _programs(cfg, c):
-    """The jitted ``g``, ``record`` and ``mutate`` of :func:`tempered_smc` over ``R`` runs."""
-    obj = Objective.from_config(cfg)
-    thr = c["a_thr"]
-    n_moves, n_leap = c["n_moves"], c["n_leap"]
-
-    def U_m(h, t, m, x):
-        return marginal_energy(with_WG(h, x), t, m, obj)
-
-    def aG(h, t, m, x):
-        return PB._aG(with_WG(h, x), t, m)
-
-    def U_0(ref, x):
-        """-log of the normalised two-component reference at ``x``."""
-        lp = [-0.5 * jnp.sum((Ci @ (x - x0)) ** 2) - ld for x0, Ci, ld in
-              zip(ref["x0"], ref["Cinv"], ref["logdet"], strict=True)]  # fmt: skip
-        n = x.size
-        return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * n * math.log(2 * math.pi))
-
-    per_run = lambda f: jax.vmap(jax.vmap(f, (None, None, None, None, 0)))  # noqa: E731
-
-    @jax.jit
-    def g_fn(h, t, m, ref, x):
-        return per_run(lambda hh, tt, mm, rr, xx: U_m(hh, tt, mm, xx) - U_0(rr, xx))(
-            h, t, m, ref, x)  # fmt: skip
-
-    @jax.jit
-    def record(h, t, m, x):
-        return jax.vmap(jax.vmap(aG, (None, None, None, 0)))(h, t, m, x)
-
-    @jax.jit
-    def mutate(key, h, t, m, ref, x, temp, log_eps):
-        R, N = x.shape[:2]
-
-        def one(k, hh, tt, mm, rr, xi, ti, le):
-            copy = aG(hh, tt, mm, xi) >= thr
-            x0 = jnp.where(copy, rr["x0"][1], rr["x0"][0])
-            w0 = jnp.where(copy, rr["Cinv"][1] @ (xi - x0), rr["Cinv"][0] @ (xi - x0))
-
-            def to_x(w):
-                return x0 + jnp.where(copy, rr["C"][1] @ w, rr["C"][0] @ w)
-
-            def pot(w):
-                x = to_x(w)
-                return (1 - ti) * U_0(rr, x) + ti * U_m(hh, tt, mm, x)
-
-            inside = lambda w: (aG(hh, tt, mm, to_x(w)) >= thr) == copy  # noqa: E731
-            eps = jnp.exp(jnp.where(copy, le[1], le[0]))
-            w1, a = hmc_move(k, pot, w0, step_size=eps, n_steps=n_moves, n_leap=n_leap,
-                             inside=inside)  # fmt: skip
-            return to_x(w1), a, copy
-
-        ks = jax.random.split(key, R * N).reshape(R, N)
-        inner = jax.vmap(one, (0, None, None, None, None, 0, None, None))
-        x1, a, copy = jax.vmap(inner)(ks, h, t, m, ref, x, temp, log_eps)
-        # step per run and branch follows the mean acceptance of its particles
-        n_b = jnp.stack([jnp.sum(~copy, 1), jnp.sum(copy, 1)], 1)
-        a_b = jnp.stack([jnp.sum(a * ~copy, 1), jnp.sum(a * copy, 1)], 1) / jnp.maximum(n_b, 1)
-        log_eps = jnp.where(n_b > 0, log_eps + (a_b - TARGET_ACCEPT), log_eps)
-        return x1, a, jnp.clip(log_eps, math.log(0.01), math.log(1.5))
-
-    return g_fn, record, mutate
+    return cfg, runs, heads, trains, masks
 
 
 def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
-    c0, t0 = PB.cpu_seconds(), time.time()
-    cfg, runs, stack, train, mask = run_inputs(c, sweeps, P_group)
-    with jax.enable_x64(True):
-        m64 = jnp.asarray(mask, jnp.float64)
-        C64 = {br: np.asarray(PB._whiten(cfg, stack(br, jnp.float64), train, m64))
-               for br in PB.BRANCHES}  # fmt: skip
-    log(f"P={P_group}: whitening, {len(runs)} runs x 2 branches, {PB.cpu_seconds() - c0:.0f} CPU s")
-    heads = {br: stack(br, jnp.float32) for br in PB.BRANCHES}
-    h = heads["pool"]  # the embeddings; W_G is each particle's
-    m32 = jnp.asarray(mask, jnp.float32)
-    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    x_ref = {br: heads[br].W_G.reshape(len(runs), -1) for br in PB.BRANCHES}
-    ref = {
-        "x0": [x_ref[br] for br in PB.BRANCHES],
-        "C": [f32(C64[br]) for br in PB.BRANCHES],
-        "Cinv": [f32(np.linalg.inv(C64[br])) for br in PB.BRANCHES],
-        "logdet": [f32([np.linalg.slogdet(a)[1] for a in C64[br]]) for br in PB.BRANCHES],
-    }
-    g_fn, record, mutate = _programs(cfg, c)
-    R, n = len(runs), x_ref["pool"].shape[1]
-
-    def draw(k, N):
-        """Exact draws of each run's reference: branch by a fair coin, then its Gaussian."""
-        k1, k2 = jax.random.split(k)
-        copy = jax.random.bernoulli(k1, 0.5, (R, N, 1))
-        z = jax.random.normal(k2, (R, N, n), jnp.float32)
-        xs = [x_ref[br][:, None] + jnp.einsum("rij,rnj->rni", ref["C"][i], z)
-              for i, br in enumerate(PB.BRANCHES)]  # fmt: skip
-        return jnp.where(copy, xs[1], xs[0])
-
-    def population(k, N, schedule):
-        k0, k1 = jax.random.split(k)
-        log_eps = jnp.full((R, 2), math.log(c["step_size"]), jnp.float32)
-
-        def prog(i, t):
-            if i % 10 == 0:
-                log(f"P={P_group} N={N}: step {i}, min t {np.min(t):.3g}")
-
-        res, _ = tempered_smc(
-            k1, draw(k0, N), lambda x: g_fn(h, train, m32, ref, x),
-            lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
-            ess_target=c["ess_target"], max_steps=c["max_steps"],
-            record=lambda x: record(h, train, m32, x), progress=prog, schedule=schedule,
-        )  # fmt: skip
-        return res
-
-    k_pilot, k_reps = jax.random.split(key)
-    c1 = PB.cpu_seconds()
-    pilot = population(k_pilot, c["n_pilot"], None)
-    log(f"P={P_group}: pilot, {pilot.ts.shape[0]} steps, {PB.cpu_seconds() - c1:.0f} CPU s")
-    reps = []
-    for i, k in enumerate(jax.random.split(k_reps, c["n_reps"])):
-        c2 = PB.cpu_seconds()
-        reps.append(population(k, c["n_particles"], pilot.ts))
-        log(f"P={P_group}: population {i}, {PB.cpu_seconds() - c2:.0f} CPU s")
-    thr = c["a_thr"]
-
-    def w_copy(p, r):  # the last reweighting's weighted fraction with aG >= a_thr
-        return float(np.sum(np.exp(p.log_w1[r]) * (p.obs1[r] >= thr)))
-
-    for r, run in enumerate(runs):
-        lz = np.array([p.log_z[r] for p in reps])
-        wc = np.array([w_copy(p, r) for p in reps])
-        nc = np.array([int(np.sum(p.obs[r] >= thr)) for p in reps])
-        run.update(
-            log_Z=lz.tolist(), w_copy=wc.tolist(), n_copy_final=nc.tolist(),
-            finite=[bool(p.finite[r]) for p in reps], n_steps=int(pilot.ts.shape[0]),
-            ts=pilot.ts[:, r].tolist(), pilot_ess=pilot.ess[:, r].tolist(),
-            accept=[p.accept[:, r].mean() for p in reps],
-            aG_final=[np.asarray(p.obs[r]).tolist() for p in reps],
-            log_Z_pilot=float(pilot.log_z[r]),
-            w_copy_pilot=w_copy(pilot, r),
-        )  # fmt: skip
-    return {"runs": runs, "cpu_s": PB.cpu_seconds() - c0, "wall_s": time.time() - t0}
+    cfg, runs, heads, trains, masks = run_inputs(c, sweeps, P_group)
+    return BB.smc_weights(cfg, runs, heads, trains, masks, key, c, label=P_group, log=log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +111,7 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
         if tp and tc:
             lz_ti[i, s] = np.logaddexp(-tp["F"], -tc["F"])
             w_ti[i, s] = 1 / (1 + math.exp(min(tc["F"] - tp["F"], 700)))
-    with PF.quiet():
+    with CX.quiet():
         w_mean = np.nanmean(w, 1)
     # log-odds of copying (= F_pool - F_copy), the weight clipped at the populations'
     # resolution 1 / (2 N n_reps): a branch whose particles all died is at most that
@@ -295,9 +127,9 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
         "P": P_all, "n_seeds": nS, "config": {k: v for k, v in c.items() if k != "branches"},
         "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
         "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
-        "weight_window": PF.weight_window(Pa, w_mean),
+        "weight_window": CX.weight_window(Pa, w_mean),
         # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
-        "crossing_log_odds": PF.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
+        "crossing_log_odds": CX.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
         "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
         "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
                              "n": bias.size},
@@ -314,52 +146,55 @@ def draw(res: dict, ti_cross=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import BLACK, GREY, P_LABEL, RC, VERMILLION, legend
+    from copyhead_jax import style as st
 
     P = np.asarray(res["P"], float)
     w, wse, odds = (np.asarray(res[k], float) for k in ("w_copy", "w_copy_se", "log_odds_copy"))
     d = np.asarray(res["dlog_Z_smc_minus_ti"], float)
     clip = res["log_odds_clip"]
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(st.RC):
         fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained")
         nS = w.shape[1]
         for s in range(nS):
             dx = P + 0.04 * (s - nS / 2)
             first = s == 0
             ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.6, capsize=2,
-                           color=GREY, label="SMC, per seed (bars: 2 populations)" if first
+                           color=st.GREY, label="SMC, per seed (bars: 2 populations)" if first
                            else None)  # fmt: skip
             cl = np.abs(odds[:, s]) >= clip - 1e-9
-            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=BLACK, alpha=0.5)
-            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=BLACK, alpha=0.5)
-            ax[2].plot(dx, d[:, s], ".", color=GREY, alpha=0.7,
+            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=st.BLACK, alpha=0.5)
+            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=st.BLACK, alpha=0.5)
+            ax[2].plot(dx, d[:, s], ".", color=st.GREY, alpha=0.7,
                        label="per seed" if first else None)  # fmt: skip
-        ax[0].plot(P, res["w_copy_mean"], "-o", color=BLACK, ms=4, label="SMC, seed mean")
+        ax[0].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
         ti = res.get("ti_log_odds")
         if ti:
             Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
             for s in range(Lt.shape[1]):
-                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=VERMILLION, ms=4,
+                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4,
                            alpha=0.6)  # fmt: skip
-            ax[1].plot([], [], "x", color=VERMILLION, label="constrained TI: $F_{pool} - F_{copy}$")
-        ax[1].plot([], [], "o", ms=3, color=BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
-        ax[1].plot([], [], "o", ms=5, mfc="none", color=BLACK,
+            ax[1].plot([], [], "x", color=st.VERMILLION,
+                       label="constrained TI: $F_{pool} - F_{copy}$")  # fmt: skip
+        ax[1].plot([], [], "o", ms=3, color=st.BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
+        ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK,
                    label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
         for a in ax[:2]:
-            a.axhline(0.5 if a is ax[0] else 0.0, color=BLACK, lw=0.5)
-            for v, lab, col in ((res["weight_window"].get("P_equal"), "SMC: $w = 1/2$", BLACK),
-                                (ti_cross, "TI: $F_{copy} = F_{pool}$", VERMILLION)):  # fmt: skip
+            a.axhline(0.5 if a is ax[0] else 0.0, color=st.BLACK, lw=0.5)
+            P_eq = res["weight_window"].get("P_equal")
+            marks = ((P_eq, "SMC: $w = 1/2$", st.BLACK),
+                     (ti_cross, "TI: $F_{copy} = F_{pool}$", st.VERMILLION))  # fmt: skip
+            for v, lab, col in marks:
                 if v:
                     a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at $P$ = {v:.2f}")
-        ax[2].axhline(0, color=BLACK, lw=0.5)
+        ax[2].axhline(0, color=st.BLACK, lw=0.5)
         ax[0].set(ylabel="$w_{copy}$ (posterior weight of copying)",
                   title="posterior weight of copying (SMC)")  # fmt: skip
         ax[1].set(ylabel="log-odds of copying (nats)", title="SMC weights against the branch TI")
         ax[2].set(ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
                   title="evidence: SMC against the branch TI")  # fmt: skip
         for a in ax:
-            a.set_xlabel(P_LABEL)
-            legend(a, ncol=1)
+            a.set_xlabel(st.P_LABEL)
+            st.legend(a, ncol=1)
         fig.suptitle("softmax (plain preset): sequential Monte Carlo against thermodynamic "
                      "integration, per seed")  # fmt: skip
     return fig
@@ -375,23 +210,21 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     c = SMOKE if tiny else PLAIN
     b = c["branches"]
     cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    scache = Path("results") / "posterior" / "smc"  # an older checkout's pickles
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
-    PF.check_only(only, range(len(c["groups"])))
+    PB.check_only(only, range(len(c["groups"])))
     sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
         refs = [[int(P), s, br, [int(p) for p in r[0].P], int(r[2])] for P in grp
-                for s in range(c["n_seeds"]) for br in PB.BRANCHES
-                if (r := PB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
+                for s in range(c["n_seeds"]) for br in BRANCHES
+                if (r := BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
         skip = ("branches", "groups")
-        key = _key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
+        key = cache_key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
                    tiny, refs)  # fmt: skip
         run = functools.partial(run_group, c, sweeps, grp, jax.random.key(1500 + gi))
-        g = group_record(records / f"group-{key}.json", run, scache / f"group-{key}.pkl",
-                         group=gi, P_group=grp)  # fmt: skip
+        g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
         log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall; record group-{key}")
         groups.append(g)
     if only is not None:
@@ -413,7 +246,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
         d = (np.asarray(res["crossing_log_odds"]["per_seed"], float)
              - np.asarray(tj["crossing_F"]["per_seed"], float)[: res["n_seeds"]])  # fmt: skip
         d = d[np.isfinite(d)]
-        res["crossing_minus_ti_per_seed"] = PF.t_interval(d) | {
+        res["crossing_minus_ti_per_seed"] = CX.t_interval(d) | {
             "sd": float(d.std(ddof=1)) if d.size > 1 else None
         }
     res["ti_crossing_F"] = ti_cross
@@ -435,10 +268,10 @@ def tables(res: dict) -> str:
         ok = np.isfinite(w[i])
         per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
                         for s in range(w.shape[1]) if ok[s])  # fmt: skip
-        ti = ", ".join(PB._f(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
+        ti = ", ".join(PB.fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
-        L.append(f"| {p} | {per} | {PB._f(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
+        L.append(f"| {p} | {per} | {PB.fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
     return "\n".join(L) + "\n"
 
 

@@ -18,6 +18,7 @@ from copyhead_jax.posterior_full import (
     embedded_energy,
     from_full,
     gram_root,
+    prior_gram_rms,
     prior_point,
     prior_scales,
 )
@@ -147,6 +148,9 @@ def test_prior_point_gram_is_wishart():
     d2 = np.sum((C - Sigma) ** 2, axis=(1, 2))
     closed = (np.trace(Sigma) ** 2 + np.trace(Sigma @ Sigma)) / N
     assert abs(d2.mean() - closed) <= 5 * d2.std() / math.sqrt(n)
+    # prior_gram_rms is that rms distance, relative to |Sigma|_F: against the draws
+    rms = prior_gram_rms(Sigma, N) * np.linalg.norm(Sigma)
+    assert abs(rms**2 - d2.mean()) <= 5 * d2.std() / math.sqrt(n)
     W = np.asarray(bartlett_factor(draw(jax.random.key(8))))
     assert np.all(np.triu(W, 1) == 0) and np.all(np.diag(W) > 0)
 

@@ -1,130 +1,16 @@
-"""The pieces of ``experiments/posterior.py`` compute what they claim (planted data, closed forms).
-
-Seconds-sized: the verdict and the crossing on planted curves, the Laplace-referenced TI
-quadrature on exact Gaussian draws (closed-form log Z ratio), and the one-program tempered
-chains on a tiny random reduced head (reference rung samples N(0, I); U* is the quenched U).
-"""
+"""The plumbing of the posterior experiments (``experiments/posterior*.py``): configs, cache keys,
+seed blocks, merges and assembly on planted summaries; seconds-sized, no sampling. Their
+statistics are tested in tests/test_compare_crossing.py and tests/test_laplace_ti.py."""
 
 import json
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
-from copyhead_jax.solve import quenched_energy
-from experiments import posterior_features as PF
 
 P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
-
-
-def test_growth_verdict_planted():
-    """chi = P^2 (variance growing like P) grows by (0.9/0.5)^2 = 3.24, variance ratio 1.8;
-    chi = P (constant variance) is flat; chi = 1/P shrinks. Seed noise of 2% on every point."""
-    rng = np.random.default_rng(0)
-    noise = np.exp(0.02 * rng.standard_normal((P.size, 5)))
-    v = PF.growth_verdict(P, P[:, None] ** 2 * noise, 16.0)
-    assert v["verdict"] == "grows"
-    assert v["ratio_ci"][0] < 3.24 < v["ratio_ci"][1] or abs(v["ratio"] - 3.24) < 0.1
-    assert abs(v["var_ratio"] - 1.8) < 0.1
-    assert PF.growth_verdict(P, P[:, None] * noise, 16.0)["verdict"] == "flat"
-    assert PF.growth_verdict(P, noise / P[:, None], 16.0)["verdict"] == "shrinks"
-    # 0.5 P* below the grid: no verdict rather than an extrapolation
-    assert PF.growth_verdict(P, P[:, None] * noise, 4.0)["verdict"] == "undetermined"
-    assert PF.growth_verdict(P, P[:, None] ** 2, 16.0)["verdict"] == "undetermined"  # sd = 0
-
-
-def test_crossing_planted_curves():
-    """(F_a - F_b)/P = log(P / 21.5) is linear in log P: the crossing is exactly 21.5; per seed
-    shifts of the root are recovered, with a t-interval that covers their mean."""
-    Pg = np.array([16.0, 20.0, 22.0, 24.0, 28.0])
-    roots = np.array([20.5, 21.5, 22.5])
-    Fb = np.zeros((Pg.size, 3))
-    Fa = Pg[:, None] * np.log(Pg[:, None] / roots[None, :])
-    c = PF.crossing(Pg, Fa, Fb)
-    np.testing.assert_allclose(c["per_seed"], roots, rtol=1e-9)
-    ci = c["per_seed_ci"]
-    assert ci["lo"] < 21.5 < ci["hi"]
-    one = PF.crossing(Pg, Pg * np.log(Pg / 21.5), np.zeros(Pg.size))
-    assert abs(one["P_star"] - 21.5) < 1e-9
-    # masked points (branches not distinct) are ignored: a wrong value there changes nothing
-    Fa2 = Fa.copy()
-    Fa2[0] = 1e6
-    valid = np.ones_like(Fa, bool)
-    valid[0] = False
-    np.testing.assert_allclose(PF.crossing(Pg, Fa2, Fb, valid)["per_seed"], roots, rtol=1e-9)
-
-
-def test_copy_weight_and_window():
-    assert PF.copy_weight(3.0, 3.0) == pytest.approx(0.5)
-    assert PF.copy_weight(0.0, 800.0) == pytest.approx(1.0)  # no overflow
-    Pg = np.geomspace(10, 40, 31)
-    w = PF.copy_weight(-4.0 * np.log(Pg / 20.0) * 10, 0.0)  # logistic in log P around 20
-    win = PF.weight_window(Pg, w)
-    assert abs(win["P_equal"] - 20.0) < 0.3
-    assert win["P_w05"] < 20 < win["P_w95"]
-
-
-def test_branch_free_energy_gaussian_closed_form():
-    """U = U* + a|w|^2/2 in n dims against the reference U* + |w|^2/2: log Z1/Z0 = -(n/2) log a.
-    Exact draws on each rung (w ~ N(0, I / (1 + t (a - 1)))): the estimate is within 4 MCSE
-    plus the (Euler-Maclaurin corrected) quadrature error, ~1e-3 here."""
-    n, a, U_star, hl = 10, 3.0, 7.0, 1.25
-    ts = np.linspace(0, 1, 7)
-    rng = np.random.default_rng(1)
-    draws = np.zeros((ts.size, 2, 2000, len(PF.TEMPERED_FIELDS)))
-    for k, t in enumerate(ts):
-        w = rng.standard_normal((2, 2000, n)) / math.sqrt(1 + t * (a - 1))
-        hw = 0.5 * np.sum(w**2, -1)
-        draws[k, ..., 0] = U_star + a * hw - 2.0  # D
-        draws[k, ..., 1] = 2.0  # prior part (D + prior = U)
-        draws[k, ..., 2] = hw
-    fe = PF.branch_free_energy(ts, draws, np.ones((ts.size, 2), bool), U_star, hl)
-    truth = -(n / 2) * math.log(a)
-    assert abs(fe["log_Z_ratio"] - truth) < 4 * fe["mcse"] + 5e-3
-    assert fe["F"] == pytest.approx(U_star + hl - fe["log_Z_ratio"])
-
-
-@pytest.mark.slow
-@pytest.mark.heavy  # the old whitened-SGLD TI path (kept for its table); ~12 s idle
-def test_tempered_chains_tiny_head():
-    """One program over 2 runs x 2 temperatures: the reference rung (0, 0, 1) samples N(0, I)
-    (stationary variance 1/(1 - eta/2) under SGLD), and U* is the quenched U at the start."""
-    cfg = ch.TINY.replace(task=dict(L=6, V=3), model=dict(engine="reduced", attention="softmax"))
-    D, V, n_seq = 9, 3, 5
-    keys = jax.random.split(jax.random.key(0), 5)
-    heads = [
-        head_class("softmax")(
-            W_E=jax.random.normal(keys[0], (2, D, V)),
-            b=jax.random.normal(keys[1], (2, D, 6)),
-            W_G=0.3 * jax.random.normal(keys[2], (2, D, D)),
-            W_O_hat=jax.random.normal(keys[3], (2, V, D)),
-            chi=cfg.posterior.chi,
-        )
-    ][0]
-    tokens = jax.random.randint(keys[4], (2, n_seq, 6), 0, V)
-    mask = jnp.ones((2, n_seq), jnp.float32)
-    n = D * D + V * D
-    theta = jnp.concatenate([heads.W_G.reshape(2, -1), heads.W_O_hat.reshape(2, -1)], 1)
-    C = jnp.broadcast_to(0.3 * jnp.eye(n), (2, n, n))
-    coef = jnp.asarray(np.stack([PF.ti_coefficients([0.0, 1.0], None)] * 2))
-    ck = jax.random.split(jax.random.key(1), 2 * 2 * 2).reshape(2, 2, 2)
-    eta = 0.1
-    draws, finite, U_star = PF.tempered_chains(cfg, 600, 100, 5, 2, eta, ck, heads, tokens,
-                                               mask, theta, C, coef)  # fmt: skip
-    assert bool(np.all(finite))
-    hw = np.asarray(draws)[:, 0, ..., PF.TEMPERED_FIELDS.index("half_w2")]
-    target = 0.5 * n / (1 - eta / 2)  # E|w|^2/2 under SGLD on a unit Gaussian
-    # 2 chains x 100 draws x 2 runs of a sum of n = 108 squares: relative sd ~ 1e-2
-    assert abs(hw.mean() / target - 1) < 0.05
-    obj = Objective.from_config(cfg)
-    one = jax.tree.map(lambda x: x[0], heads)
-    U0 = quenched_energy(one, tokens[0], mask[0], obj)
-    assert float(U_star[0, 0]) == pytest.approx(float(U0), rel=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,88 +35,6 @@ def test_branch_config_presets():
     assert paper.sweep.n_seeds == mc["presets"]["paper"]["n_seeds"]
     sg = E.sampler_settings(mc)
     assert sg.step_size == ch.sample.REDUCED_HMC.step_size  # the collapsed-HMC default step
-
-
-class _Sweep:
-    def __init__(self, cfg, train_loss):
-        self.config, self._tl = cfg, train_loss
-
-    @property
-    def P(self):
-        return np.asarray(self.config.sweep.P)
-
-    def __getitem__(self, k):
-        assert k == "train_loss"
-        return self._tl
-
-
-def test_llc_summary_is_mean_data_energy_above_the_fit():
-    """lambda-hat at n beta = n, gamma = 0 is E[D] - D(w*), D = w P train_loss; the finite
-    chains only; MCSE scales the same way."""
-    from copyhead_jax.posterior import Objective
-    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
-    from experiments import posterior as E
-
-    cfg = ch.TINY.replace(sweep=dict(P=(4, 8), n_seeds=2))
-    rng = np.random.default_rng(0)
-    draws = rng.standard_normal((2, 2, 3, 200, len(DRAW_FIELDS)))
-    finite = np.ones((2, 2, 3), bool)
-    finite[1, 0, 2] = False
-    draws[1, 0, 2] = 1e6  # a diverged chain: ignored
-    post = PosteriorResult(cfg, ch.SGLDConfig(), {"draws": draws, "finite": finite})
-    tl_star = np.array([[0.1, 0.2], [0.3, 0.4]])
-    out = E.llc_summary(_Sweep(cfg, tl_star), post)
-    w = Objective.from_config(cfg).likelihood_weight
-    tl = draws[..., DRAW_FIELDS.index("train_loss")]
-    expect = np.array([[tl[i, j][finite[i, j]].mean() for j in range(2)] for i in range(2)])
-    expect = w * np.array([4.0, 8.0])[:, None] * (expect - tl_star)
-    np.testing.assert_allclose(out["value"], expect, rtol=1e-12)
-    assert np.all(out["mcse"] > 0)
-
-
-def _block(P, nS, v):
-    """A branch summary with every per-run array filled with ``v`` (shape [len(P), nS])."""
-    from experiments import posterior as E
-
-    a = np.full((len(P), nS), v)
-    h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
-    h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
-             finite_chains=2 + 0 * a)  # fmt: skip
-    sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
-    return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
-            "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
-            "health": h}  # fmt: skip
-
-
-def test_merge_blocks_pads_seeds():
-    from experiments import posterior as E
-
-    block = _block
-    m = E.merge_blocks(block([1, 2], 4, 1.0), block([8], 2, 1.01))
-    assert m["P"] == [1, 2, 8] and m["n_seeds"] == 4 and m["n_seeds_per_P"] == [4, 4, 2]
-    assert m["map"]["cG"].shape == (3, 4)
-    assert np.isnan(m["map"]["cG"][2, 2:]).all() and np.isfinite(m["map"]["cG"][2, :2]).all()
-    hs = m["health_summary"]
-    assert hs["n_runs"] == 10 and hs["rhat_max"] == pytest.approx(1.01)
-    assert hs["n_rhat_gt_1.01"] == 0 and hs["n_ess_lt_400"] == 0
-    # a second merge (two high-P sweeps) keeps each block's own seed count per P
-    m3 = E.merge_blocks(m, block([16], 3, 1.0))
-    assert m3["n_seeds_per_P"] == [4, 4, 2, 3] and m3["map"]["cG"].shape == (4, 4)
-
-
-def test_merge_seeds_concatenates_seed_blocks():
-    """Seeds 0-4 and 5-9 of one grid merge into one 10-seed block, in seed order."""
-    from experiments import posterior as E
-
-    m = E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 2], 5, 1.02))
-    assert m["P"] == [1, 2] and m["n_seeds"] == 10
-    assert m["map"]["cG"].shape == (2, 10)
-    np.testing.assert_array_equal(m["susceptibility"]["U"]["value"][:, 5:], 1.02)
-    np.testing.assert_array_equal(m["llc"]["value"][:, :5], 1.0)
-    assert m["health_summary"]["n_runs"] == 20
-    assert m["health_summary"]["rhat_max"] == pytest.approx(1.02)
-    with pytest.raises(ValueError, match="one P grid"):
-        E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 4], 5, 1.0))
 
 
 def test_posterior_column_reads_verdicts_and_points():
@@ -290,14 +94,6 @@ def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
     assert E._entries(two) == two
 
 
-def test_map_psi_is_zero_at_the_origin_and_unchanged_elsewhere():
-    from experiments import posterior as E
-
-    b = {"map": {"r": np.array([[1e-10, 0.5]]), "cG": np.array([[1e-12, 0.2]]),
-                 "psi": np.array([[0.94, 0.3]])}}  # fmt: skip
-    assert E.map_psi(b).tolist() == [[0.0, 0.3]]  # the 1e-10 residues' ratio is not a psi
-
-
 def test_cache_key_is_the_whole_config():
     """The cache key hashes every config field: equal configs share a key, and a field set
     away from its default (``exact_continuation``) changes it (no old-key shims)."""
@@ -305,9 +101,9 @@ def test_cache_key_is_the_whole_config():
 
     cfg = ch.TINY.replace(model=dict(engine="reduced"))
     same = ch.TINY.replace(model=dict(engine="reduced"))
-    assert E._key(cfg.to_dict()) == E._key(same.to_dict())
+    assert E.cache_key(cfg.to_dict()) == E.cache_key(same.to_dict())
     on = cfg.replace(train=dict(exact_continuation=True))
-    assert E._key(on.to_dict()) != E._key(cfg.to_dict())
+    assert E.cache_key(on.to_dict()) != E.cache_key(cfg.to_dict())
 
 
 def test_seed_blocks_split_the_extra_seeds():
@@ -332,7 +128,7 @@ def test_seed_blocks_split_the_extra_seeds():
 
 def test_smc_assembly_weights_crossing_and_ti_comparison():
     """``posterior_smc.assemble`` on planted populations: seed-mean weights, the per-seed sign
-    change of the log-odds (log-linear interpolation of log-odds / P, ``PF.crossing``'s rule),
+    change of the log-odds (log-linear interpolation of log-odds / P, ``compare.crossing``'s rule),
     the clip at the populations' resolution, and the TI comparison (zero where the TI's two
     branch free energies are the SMC's own)."""
     from scipy.special import expit, logit
@@ -363,22 +159,6 @@ def test_smc_assembly_weights_crossing_and_ti_comparison():
         fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
         expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
         assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
-
-
-def test_merge_blocks_keeps_a_part_only_one_block_has():
-    """devinterp's LLC below ``max_P`` only: the block without it reads NaN there, the other
-    block's values and scalars are kept (it was dropped before)."""
-    from experiments import posterior as E
-
-    low = _block([32, 64], 3, 1.0)
-    low["llc_dv"] = {"gamma=100": {"value": np.full((2, 3), 0.05), "seconds": 27.0}}
-    m = E.merge_blocks(low, _block([1062], 2, 1.0))
-    v = m["llc_dv"]["gamma=100"]["value"]
-    assert v.shape == (3, 3) and np.all(v[:2] == 0.05) and np.isnan(v[2]).all()
-    assert m["llc_dv"]["gamma=100"]["seconds"] == 27.0
-    m2 = E.merge_blocks(_block([1062], 2, 1.0), low)  # either order
-    assert np.isnan(m2["llc_dv"]["gamma=100"]["value"][0]).all()
-    assert "llc_dv" not in E.merge_blocks(_block([1], 2, 1.0), _block([2], 2, 1.0))
 
 
 def test_branch_presets_and_paper_companion(tmp_path):
@@ -420,7 +200,7 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     """A group's JSON record reads back with its NaNs, and a record rebuilt from an assembled
     result (t = 1 fractions at the alternative thresholds instead of the draws) moves the
     threshold exactly as the draws do."""
-    from experiments import posterior_branches as PB
+    from copyhead_jax.compare import crossing as CX
     from experiments.common import group_record
 
     rng = np.random.default_rng(0)
@@ -438,15 +218,15 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     rebuilt = []
     for r in g["runs"]:
         a = 1.5 if r["branch"] == "copy" else 0.5
-        below, n = PB.t1_below(r, a)
+        below, n = CX.t1_below(r, a)
         assert n == 270 and below == np.mean(draws[r["branch"]] < a)
         rebuilt.append({k: v for k, v in r.items() if k != "aG_t1"} | {"t1_below": {str(a): below},
                                                                         "n_t1": n})  # fmt: skip
     for a in (0.5, 1.5):
-        from_draws = PB._threshold_shift(g["runs"], [1200], 1, 1.0, a)
-        from_fractions = PB._threshold_shift(rebuilt, [1200], 1, 1.0, a)
+        from_draws = CX.threshold_shift(g["runs"], [1200], 1, 1.0, a)
+        from_fractions = CX.threshold_shift(rebuilt, [1200], 1, 1.0, a)
         for x, y in zip(from_draws, from_fractions, strict=True):
             np.testing.assert_array_equal(x, y)
         assert 0 < from_draws[2][0, 0] < 1  # some draws, not all, change region
     with pytest.raises(ValueError, match="a_alt = 2.0"):
-        PB.t1_below(rebuilt[1], 2.0)
+        CX.t1_below(rebuilt[1], 2.0)

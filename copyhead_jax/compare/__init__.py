@@ -6,6 +6,7 @@
 - ``paper``    the paper's reported numbers and laws, written once
 - ``stats``    bootstrap confidence intervals over seeds
 - ``warning``  early warning, defined once (growth ratio, its CI, the signal threshold)
+- ``crossing`` where two branches' free energies cross, branch weights, the Bayesian interval
 - ``claims``   the rule that says whether a measurement reproduces a reported claim
 """
 

@@ -1,0 +1,284 @@
+r"""Where two branches' free energies cross, and how sure that is (docs/theory.md §9.11).
+
+``crossing``: the P where ``F_a - F_b`` turns sign (seed mean and per seed, with a t-interval);
+``copy_weight`` and ``weight_window``: the posterior weight of a branch and where it passes 5%,
+1/2, 95%; ``growth_verdict``: the early warning of :mod:`.warning` on a susceptibility
+``P Var``; ``bayesian_interval``: the seed-mean crossing of an assembled branch-TI result
+(``dF``, ``dF_mcse``, per-branch ``quad_corr``) with the hull of four intervals: the per-seed
+t-interval (``seeds``), the crossing of ``mean dF +- 1.96 MCSE`` (``mc``), the same band widened
+by the quadrature's Euler-Maclaurin term (``mc_quad``, systematic: averaged, not divided by
+sqrt n) and a quadratic-in-log-P root against the linear one (``grid``; the whole bracket with
+two points). ``threshold_shift`` moves the branches' F to another split threshold of aG from
+the t = 1 draws alone. Runs with R-hat > :data:`RHAT_MAX` or ESS < :data:`ESS_MIN` are named and the
+crossing recomputed without the seeds flagged at the bracket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+from scipy.special import expit
+
+from .locate import locate_crossing
+from .warning import early_warning
+
+RHAT_MAX = 1.05  # split R-hat above this: the chains did not agree
+ESS_MIN = 100.0  # fewer effective draws than this: the MCSE itself is unreliable
+Z = 1.96  # two-sided 95% normal quantile, for the MC band
+
+
+@contextlib.contextmanager
+def quiet():
+    """NaN-aware means of all-NaN rows (runs without a value) stay NaN, silently."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def t_interval(x, level: float = 0.95) -> dict:
+    """Mean and Student-t confidence interval of the finite entries of ``x`` (``n - 1`` df)."""
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0, "method": "t"}
+    m = float(x.mean())
+    if n < 2:
+        return {"mean": m, "lo": None, "hi": None, "n": 1, "method": "t"}
+    h = float(sps.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return {"mean": m, "lo": m - h, "hi": m + h, "n": int(n), "method": "t"}
+
+
+def growth_verdict(P, chi, P_star: float, *, lo: float = 0.5, hi: float = 0.9) -> dict:
+    r"""Early warning from the susceptibility $\chi=P\,\mathrm{Var}$ (``chi[nP, n_seeds]``):
+    :func:`copyhead_jax.compare.early_warning` (the one definition: growth of the variance from
+    ``lo P*`` to ``hi P*``, its t-interval over seeds, ``signal`` against ``GROWTH_TOL``) on
+    ``chi / P``, plus ``ratio``: the growth of $\chi$ itself (the variance's times ``hi / lo``).
+    ``verdict``: ``grows`` / ``flat`` / ``shrinks`` (the interval against 1) or
+    ``undetermined``."""
+    P = np.asarray(P, float)
+    var = np.asarray(chi, float).reshape(P.size, -1) / P[:, None]
+    out = early_warning(P, var, P_star, window=(lo, hi))
+    k = hi / lo
+    out["ratio"] = None if out["var_ratio"] is None else out["var_ratio"] * k
+    out["ratio_ci"] = None if out["var_ratio_ci"] is None else [x * k for x in out["var_ratio_ci"]]
+    return out
+
+
+def crossing(P, F_a, F_b, valid=None) -> dict:
+    """Where branch ``a`` stops being preferred: ``(F_a - F_b)/P`` turns from < 0 to >= 0
+    (log-linear interpolation, :func:`copyhead_jax.compare.locate.locate_crossing`), on the seed
+    mean and per seed (``[nP, n_seeds]``), with a t-interval over the seeds that cross."""
+    P = np.asarray(P, float)
+    Fa = np.asarray(F_a, float).reshape(P.size, -1)
+    Fb = np.asarray(F_b, float).reshape(P.size, -1)
+    v = np.ones_like(Fa, bool) if valid is None else np.asarray(valid, bool).reshape(Fa.shape)
+    Fa_m = np.where(v, Fa, np.nan)
+    with quiet():
+        mean = locate_crossing(P, np.nanmean(Fa_m, 1), np.nanmean(np.where(v, Fb, np.nan), 1))
+    per = []
+    for s in range(Fa.shape[1]):
+        r = locate_crossing(P, Fa[:, s], Fb[:, s], valid=v[:, s])
+        per.append(r.P_star if r.P_star is not None else float("nan"))
+    return {"P_star": mean.P_star, "located": mean.to_dict(), "per_seed": per,
+            "per_seed_ci": t_interval(per)}  # fmt: skip
+
+
+def copy_weight(F_copy, F_pool):
+    r"""$w_{\rm copy}=1/(1+e^{F_{\rm copy}-F_{\rm pool}})$ (stable for large differences)."""
+    return expit(np.asarray(F_pool, float) - np.asarray(F_copy, float))
+
+
+def weight_window(P, w, lo: float = 0.05, hi: float = 0.95) -> dict:
+    """``P`` where ``w`` crosses ``lo``, 1/2 and ``hi`` going up (log-linear interpolation)."""
+    P, w = np.asarray(P, float), np.asarray(w, float)
+    ok = np.isfinite(w)
+    P, w = P[ok], w[ok]
+
+    def level(y0):
+        for i in range(P.size - 1):
+            if w[i] < y0 <= w[i + 1]:
+                f = (y0 - w[i]) / (w[i + 1] - w[i])
+                return float(np.exp((1 - f) * np.log(P[i]) + f * np.log(P[i + 1])))
+        return None
+
+    return {"P_w05": level(lo), "P_equal": level(0.5), "P_w95": level(hi)}
+
+
+def _crossing(P: np.ndarray, y: np.ndarray) -> tuple[float | None, int | None]:
+    """First sign change of ``y`` from > 0 to <= 0, ``y / P`` linear in ``log P``: (P*, bracket
+    index)."""
+    for i in range(P.size - 1):
+        a, b = y[i] / P[i], y[i + 1] / P[i + 1]
+        if np.isfinite(a) and np.isfinite(b) and a > 0 >= b:
+            x0, x1 = math.log(P[i]), math.log(P[i + 1])
+            return math.exp(x0 + a / (a - b) * (x1 - x0)), i
+    return None, None
+
+
+def _band(P, y, e) -> list[float | None]:
+    """The crossings of ``y - e`` and ``y + e`` (sorted; None where one leaves the grid)."""
+    c = [_crossing(P, y + s * e)[0] for s in (-1.0, 1.0)]
+    return sorted(c) if None not in c else c
+
+
+def _quadratic(P: np.ndarray, y: np.ndarray, i: int) -> float | None:
+    """Root inside the bracket ``[P_i, P_i+1]`` of the quadratic in ``log P`` through the 3
+    finite grid points nearest it; None with fewer than 3 or no root there."""
+    ok = np.flatnonzero(np.isfinite(y))
+    if ok.size < 3:
+        return None
+    x = np.log(P)
+    mid = 0.5 * (x[i] + x[i + 1])
+    near = ok[np.argsort(np.abs(x[ok] - mid))[:3]]
+    c = np.polyfit(x[near], y[near] / P[near], 2)
+    roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and x[i] <= r.real <= x[i + 1]]
+    return math.exp(roots[0]) if roots else None
+
+
+def flagged_runs(res: dict) -> list[dict[str, Any]]:
+    """Every run whose worst rung has R-hat > RHAT_MAX or ESS < ESS_MIN."""
+    out = []
+    for r in res.get("runs", []):
+        rh, es = r.get("rhat_max"), r.get("ess_min")
+        if (rh is not None and rh > RHAT_MAX) or (es is not None and es < ESS_MIN):
+            out.append({k: r.get(k) for k in ("P", "seed", "branch", "rhat_max", "ess_min")})
+    return out
+
+
+def bayesian_interval(res: dict) -> dict[str, Any]:
+    """The seed-mean crossing, its four intervals and their hull (module docstring)."""
+    P = np.asarray(res["P"], float)
+    dF = np.asarray(res["dF"], float)
+    se = np.asarray(res["dF_mcse"], float)
+    qc = sum(np.abs(np.asarray(res["health"][b]["quad_corr"], float)) for b in ("pool", "copy"))
+    n = np.isfinite(dF).sum(1)
+    with np.errstate(all="ignore"):
+        m = np.nanmean(dF, 1)
+        e_mc = Z * np.sqrt(np.nansum(np.where(np.isfinite(dF), se, 0.0) ** 2, 1)) / n
+        e_q = np.nanmean(np.where(np.isfinite(dF), qc, np.nan), 1)
+    P_star, i = _crossing(P, m)
+    out: dict[str, Any] = {"P_star": P_star, "rule": "hull of seeds, mc, mc_quad, grid"}
+    flags = flagged_runs(res)
+    out["flagged"], out["n_runs"] = flags, len(res.get("runs", []))
+    if P_star is None:
+        return {**out, "reason": "the seed-mean dF does not change sign on the grid"}
+    br = [float(P[i]), float(P[i + 1])]
+    ps = (res.get("crossing_F") or {}).get("per_seed_ci") or {}
+    parts = {"seeds": [ps["lo"], ps["hi"]]} if ps.get("lo") is not None else {}
+    parts |= {
+        "mc": _band(P, m, e_mc),
+        "mc_quad": _band(P, m, e_mc + e_q),
+    }
+    qd = _quadratic(P, m, i)
+    parts["grid"] = br if qd is None else sorted([P_star, qd])
+    lows = [p[0] for p in parts.values()]
+    highs = [p[1] for p in parts.values()]
+    out.update(bracket=br, parts=parts, grid_method="bracket" if qd is None else "quadratic",
+               lo=None if None in lows else min(lows), hi=None if None in highs else max(highs),
+               e_mc=e_mc[i : i + 2].tolist(), e_quad=e_q[i : i + 2].tolist())  # fmt: skip
+    bad = {f["seed"] for f in flags if f["P"] in (int(br[0]), int(br[1]))}
+    keep = [s for s in range(dF.shape[1]) if s not in bad and np.isfinite(dF[i : i + 2, s]).all()]
+    out["seeds_flagged_at_bracket"] = sorted(bad)
+    if keep:
+        with np.errstate(all="ignore"):
+            out["P_star_unflagged"] = _crossing(P, np.nanmean(dF[:, keep], 1))[0]
+        out["n_unflagged"] = len(keep)
+    return out
+
+
+def _g(x) -> str:
+    return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def interval_text(d: dict[str, Any]) -> str:
+    """One line: ``P* [lo, hi]`` with its parts and the flagged runs named."""
+    if d.get("P_star") is None:
+        return f"not located ({d.get('reason', 'no crossing')})"
+    iv = lambda p: f"[{_g(p[0])}, {_g(p[1])}]" if None not in p else "[beyond the grid]"  # noqa: E731
+    p = d["parts"]
+    seeds = f"seeds {iv(p['seeds'])}, " if "seeds" in p else ""
+    txt = (f"{_g(d['P_star'])} {iv([d['lo'], d['hi']])} (hull of: {seeds}"
+           f"MC {iv(p['mc'])}, MC + quadrature {iv(p['mc_quad'])}, grid {iv(p['grid'])} "
+           f"({d['grid_method']}))")  # fmt: skip
+    fl = d["flagged"]
+    if fl:
+        at = [f for f in fl if f["P"] in {int(x) for x in d["bracket"]}]
+        named = "; ".join(f"P={f['P']} seed {f['seed']} {f['branch']} (R-hat {f['rhat_max']:.3g},"
+                          f" ESS {f['ess_min']:.3g})" for f in at)  # fmt: skip
+        rest = {}
+        for f in fl:
+            if f not in at:
+                rest[f["P"]] = rest.get(f["P"], 0) + 1
+        txt += (f"; {len(fl)}/{d['n_runs']} runs with R-hat > {RHAT_MAX} or ESS < {ESS_MIN:g}; "
+                f"at the bracketing P: {named or 'none'}")  # fmt: skip
+        if rest:
+            txt += "; elsewhere: " + ", ".join(f"{n} at P={p}" for p, n in sorted(rest.items()))
+        if d.get("P_star_unflagged") is not None and d["seeds_flagged_at_bracket"]:
+            txt += (
+                f"; without the {len(d['seeds_flagged_at_bracket'])} seeds flagged at the "
+                f"bracket: {_g(d['P_star_unflagged'])} ({d['n_unflagged']} seeds)"
+            )
+        elif d["seeds_flagged_at_bracket"]:
+            txt += "; every seed has a flagged run at the bracket"
+    return txt
+
+
+# ---------------------------------------------------------------------------------------------
+# Branch runs (``P``, ``seed``, ``branch``, ``F``, t = 1 draws of aG): tables and threshold shifts
+
+
+def run_table(runs, P_all, nS, field, branch):
+    """``[P, seed]`` of ``field`` over the runs of ``branch`` (NaN where none)."""
+    out = np.full((len(P_all), nS), np.nan)
+    for r in runs:
+        if r["branch"] == branch and r[field] is not None:
+            out[P_all.index(r["P"]), r["seed"]] = r[field]
+    return out
+
+
+def t1_below(run: dict, a: float) -> tuple[float, int]:
+    """The fraction of a run's t = 1 draws with aG < ``a`` and their number; a record rebuilt
+    from an assembled result holds these fractions at the thresholds it had (``t1_below``,
+    ``n_t1``) instead of the draws."""
+    if "aG_t1" in run:
+        o = np.asarray(run["aG_t1"], float)
+        return float(np.mean(o < a)), o.size
+    if str(a) not in run["t1_below"]:
+        raise ValueError(
+            f"a_alt = {a}: run {run['P'], run['seed'], run['branch']} is a rebuilt "
+            f"record with t = 1 fractions at {sorted(run['t1_below'])} only"
+        )
+    return float(run["t1_below"][str(a)]), int(run["n_t1"])
+
+
+def threshold_shift(runs, P_all, nS, a_old, a_new):
+    """``(F_pool, F_copy, moved, F_bound)`` at threshold ``a_new`` from the ``a_old`` results and
+    the t = 1 draws: ``moved`` is the fraction of the shrinking branch's draws that change
+    region. If all of them move, the shrinking branch's F is not estimable (NaN) and
+    ``F_bound`` = F + log(n_draws) is the lower bound that its mass fraction < 1/n_draws gives."""
+    Fp, Fc, mv, bd = (np.full((len(P_all), nS), np.nan) for _ in range(4))
+    by = {(r["P"], r["seed"], r["branch"]): r for r in runs}
+    for i, P in enumerate(P_all):
+        for s in range(nS):
+            rp, rc = by.get((P, s, "pool")), by.get((P, s, "copy"))
+            if rp is None or rc is None:
+                continue
+            lp, lc = -rp["F"], -rc["F"]
+            up = a_new > a_old  # up: part of the copy region moves to pool, else the reverse
+            below, n_t1 = t1_below(rc if up else rp, a_new)
+            f = below if up else 1.0 - below
+            l_src, l_dst = (lc, lp) if up else (lp, lc)
+            l_dst = np.logaddexp(l_dst, l_src + math.log(f)) if f > 0 else l_dst
+            if f < 1:
+                l_src = l_src + math.log(1 - f)
+            else:
+                bd[i, s], l_src = -(l_src - math.log(n_t1)), np.nan
+            (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
+            Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
+    return Fp, Fc, mv, bd

@@ -1,0 +1,152 @@
+r"""Per-run summaries of a reduced sweep's posterior (arrays ``[P, seed]``): MAP and posterior
+means with MCSE, susceptibilities ``P Var``, the learning coefficient from the draws, chain
+health; merged across seed blocks (:func:`merge_seeds`) and disjoint P grids
+(:func:`merge_blocks`), and the early-warning verdict of each observable at a given P*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bayes import run_mean, run_susceptibility
+from .compare.crossing import growth_verdict, quiet
+from .compare.pstar import AT_ORIGIN
+from .posterior import Objective
+
+#: the observables whose susceptibility is summarised
+OBSERVABLES = ("c1", "cG", "r", "U")
+#: the chain-health arrays of a posterior result kept per run
+HEALTH = ("rhat", "ess", "rhat_c1", "ess_c1", "rhat_cG", "ess_cG", "accept_mean", "step")
+
+
+#: the per-run parts of a branch summary (arrays [P, seed] under them are merged)
+RUN_PARTS = ("map", "post_mean", "post_mcse", "susceptibility", "llc", "health", "llc_dv")
+
+
+def llc_summary(res, post) -> dict:
+    r"""Item 2 from the posterior draws: $\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$ at
+    $n\beta=n$ (the posterior, beta = 1) and gamma = 0, i.e. ``E[D] - D(w*)`` with ``D`` the
+    data energy ``w P train_loss`` and ``w*`` the exact MAP; MCSE from the ESS of the loss."""
+    w = Objective.from_config(res.config).likelihood_weight
+    m, se, n_eff = run_mean(post, "train_loss")
+    scale = w * res.P.astype(float)[:, None]
+    return {"value": scale * (m - res["train_loss"]), "mcse": scale * se, "ess": n_eff,
+            "D_star": scale * res["train_loss"], "nbeta": "n (beta = 1)", "gamma": 0.0}  # fmt: skip
+
+
+def branch_summary(res, post) -> dict:
+    """MAP and posterior-mean order parameters, susceptibilities with MCSE, LLC, chain health."""
+    out = {"P": res.P.tolist(), "n_seeds": int(res.config.sweep.n_seeds),
+           "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")}}  # fmt: skip
+    out["map"]["converged"], out["map"]["min_eig"] = res["converged"], res["min_eig"]
+    out["post_mean"], out["post_mcse"], out["susceptibility"] = {}, {}, {}
+    for k in ("c1", "cG", "r", "psi", "U"):
+        m, se, _ = run_mean(post, k)
+        out["post_mean"][k], out["post_mcse"][k] = m, se
+    for k in OBSERVABLES:
+        s = run_susceptibility(post, k)
+        out["susceptibility"][k] = {"value": s.value, "mcse": s.mcse, "ess_sq": s.ess_sq}
+    out["llc"] = llc_summary(res, post)
+    out["health"] = {k: post[k] for k in HEALTH if k != "step"}
+    out["health"]["step"] = np.nanmean(post["step"], -1)  # adapted leapfrog step, chain mean
+    out["health"]["finite_chains"] = post["finite"].sum(-1)
+    out["health"]["var_U_ratio"] = post["var_U_ratio"]
+    out["wall_seconds"] = post.meta.get("wall_seconds")
+    return health_line(out)
+
+
+def merge_blocks(a: dict, b: dict) -> dict:
+    """Two branch summaries on disjoint P grids, concatenated along P; the seed axis is padded
+    with NaN to the larger seed count (seed s is the same data in every sweep of a preset)."""
+    nS = max(a["n_seeds"], b["n_seeds"])
+    a, b = dict(a), dict(b)
+    for k in RUN_PARTS:  # a part only one side has (e.g. llc_dv below a max_P): NaN on the other
+        if (k in a) != (k in b):
+            have, miss = (a, b) if k in a else (b, a)
+            miss[k] = _nan_like(have[k], len(have["P"]), len(miss["P"]), miss["n_seeds"])
+
+    def cat(x, y):
+        if isinstance(x, dict):
+            return {k: cat(x[k], y[k]) for k in x if k in y}
+        if not isinstance(x, np.ndarray) or x.ndim < 2:
+            return x
+        pad = (
+            lambda z: np.concatenate(  # noqa: E731
+                [z.astype(float), np.full((z.shape[0], nS - z.shape[1]) + z.shape[2:], np.nan)], 1
+            )
+        )
+        return np.concatenate([pad(x), pad(y)], 0)
+
+    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
+    per_P = [x.get("n_seeds_per_P") or [x["n_seeds"]] * len(x["P"]) for x in (a, b)]
+    out.update(P=a["P"] + b["P"], n_seeds=nS, n_seeds_per_P=per_P[0] + per_P[1])
+    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
+    return health_line(out)
+
+
+def _nan_like(x, nP: int, nP_new: int, nS: int):
+    """``x`` with every ``[nP, seed, ...]`` array replaced by NaN of ``[nP_new, nS, ...]``."""
+    if isinstance(x, dict):
+        return {k: _nan_like(v, nP, nP_new, nS) for k, v in x.items()}
+    if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
+        return np.full((nP_new, nS) + x.shape[2:], np.nan)
+    return x
+
+
+def health_line(b: dict) -> dict:
+    """``b`` with ``health_summary``: worst R-hat and ESS (of U, c1, cG), acceptance range, runs
+    over the R-hat thresholds and under ESS 400."""
+    h = b["health"]
+    with quiet():
+        rh = np.fmax(np.fmax(h["rhat"], h["rhat_cG"]), h["rhat_c1"])
+        es = np.fmin(np.fmin(h["ess"], h["ess_cG"]), h["ess_c1"])
+        b["health_summary"] = {
+            "rhat_max": float(np.nanmax(rh)), "rhat_U_max": float(np.nanmax(h["rhat"])),
+            "rhat_cG_max": float(np.nanmax(h["rhat_cG"])),
+            "rhat_c1_max": float(np.nanmax(h["rhat_c1"])),
+            "ess_min": float(np.nanmin(es)), "ess_U_min": float(np.nanmin(h["ess"])),
+            "ess_cG_min": float(np.nanmin(h["ess_cG"])),
+            "ess_c1_min": float(np.nanmin(h["ess_c1"])),
+            "accept_range": [float(np.nanmin(h["accept_mean"])),
+                             float(np.nanmax(h["accept_mean"]))],
+            "n_runs": int(np.sum(np.isfinite(h["rhat"]))),
+            "n_rhat_gt_1.05": int(np.sum(rh > 1.05)), "n_rhat_gt_1.01": int(np.sum(rh > 1.01)),
+            "n_ess_lt_400": int(np.sum(es < 400)),
+            "finite_chains_min": int(np.nanmin(h["finite_chains"])),
+        }  # fmt: skip
+    return b
+
+
+def verdicts(b: dict, P_star: float | None) -> dict | None:
+    """The early-warning verdict of each of :data:`OBSERVABLES` at ``P_star`` (None: none)."""
+    if P_star is None:
+        return None
+    P = np.asarray(b["P"], float)
+    return {k: growth_verdict(P, b["susceptibility"][k]["value"], P_star) for k in OBSERVABLES}
+
+
+def merge_seeds(a: dict, b: dict) -> dict:
+    """Two branch summaries on the same P grid and disjoint seeds, concatenated along seeds."""
+    if a["P"] != b["P"]:
+        raise ValueError(f"merge_seeds needs one P grid, got {a['P']} and {b['P']}")
+    nP = len(a["P"])
+
+    def cat(x, y):
+        if isinstance(x, dict):
+            return {k: cat(x[k], y[k]) for k in x if k in y}
+        if isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == nP:
+            return np.concatenate([x, y], 1)
+        return x
+
+    out = {k: cat(a[k], b[k]) for k in RUN_PARTS if k in a and k in b}
+    out.update(P=a["P"], n_seeds=a["n_seeds"] + b["n_seeds"])
+    out["wall_seconds"] = (a.get("wall_seconds") or 0) + (b.get("wall_seconds") or 0)
+    return health_line(out)
+
+
+def map_psi(b: dict) -> np.ndarray:
+    """The MAP's copy fraction psi, 0 where the fit sits at G = 0 (psi's convention there: the
+    ratio of the solver's ~1e-10 residues would be arbitrary, up to 0.9 on the paper preset)."""
+    m = b["map"]
+    at0 = (np.abs(m["r"]) < AT_ORIGIN) & (np.abs(m["cG"]) < AT_ORIGIN)
+    return np.where(at0, 0.0, m["psi"])

@@ -1,0 +1,37 @@
+"""``copyhead_jax.joint_map``: the scale-gauge start of the joint MAP keeps the function and
+minimises the prior energy along the gauge (docs/theory.md §2d)."""
+
+import numpy as np
+
+from copyhead_jax.joint_map import rebalance
+from copyhead_jax.posterior import Objective
+
+
+def _prior(w, obj, width):
+    D = w["W_G"].shape[0]
+    emb = (
+        (np.sum(w["W_E"] ** 2) / obj.sigma_e**2 + np.sum(w["b"] ** 2) / obj.sigma_p**2) * width / D
+    )
+    return 0.5 * (
+        emb + np.sum(w["W_G"] ** 2) / obj.sigma_G**2 + np.sum(w["W_O_hat"] ** 2) / obj.sigma_O**2
+    )
+
+
+def test_rebalance_keeps_the_function_and_minimises_the_prior_energy():
+    rng = np.random.default_rng(0)
+    D, V, L, width = 9, 3, 6, 1000.0
+    w = dict(W_E=rng.normal(size=(D, V)), b=rng.normal(size=(D, L)),
+             W_G=rng.normal(size=(D, D)), W_O_hat=rng.normal(size=(V, D)))  # fmt: skip
+    obj = Objective(likelihood_weight=1.0, sigma_e=1.0, sigma_p=0.7, sigma_G=1.3, sigma_O=0.5)
+    r = rebalance(w, obj, width)
+    U0 = np.concatenate([w["W_E"].T, w["b"].T])
+    U1 = np.concatenate([r["W_E"].T, r["b"].T])
+    # logits U A U^T and readout B U^T are unchanged (float64 rounding)
+    np.testing.assert_allclose(U1 @ r["W_G"] @ U1.T, U0 @ w["W_G"] @ U0.T, rtol=1e-12)
+    np.testing.assert_allclose(r["W_O_hat"] @ U1.T, w["W_O_hat"] @ U0.T, rtol=1e-12)
+    # the chosen scale is the minimum along the gauge: moving it by 1% either way costs more
+    e = _prior(r, obj, width)
+    assert e <= _prior(w, obj, width)
+    for f in (0.99, 1.01):
+        moved = dict(W_E=r["W_E"] * f, b=r["b"] * f, W_G=r["W_G"] / f**2, W_O_hat=r["W_O_hat"] / f)
+        assert e < _prior(moved, obj, width)

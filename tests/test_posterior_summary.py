@@ -1,0 +1,103 @@
+"""``copyhead_jax.posterior_summary``: lambda-hat from the draws is the mean data energy above
+the fit; seed blocks and P grids merge with NaN padding; psi at the origin reads 0."""
+
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+from copyhead_jax import posterior_summary as E
+from copyhead_jax.posterior import Objective
+
+
+class _Sweep:
+    def __init__(self, cfg, train_loss):
+        self.config, self._tl = cfg, train_loss
+
+    @property
+    def P(self):
+        return np.asarray(self.config.sweep.P)
+
+    def __getitem__(self, k):
+        assert k == "train_loss"
+        return self._tl
+
+
+def test_llc_summary_is_mean_data_energy_above_the_fit():
+    """lambda-hat at n beta = n, gamma = 0 is E[D] - D(w*), D = w P train_loss; the finite
+    chains only; MCSE scales the same way."""
+    from copyhead_jax.results import DRAW_FIELDS, PosteriorResult
+
+    cfg = ch.TINY.replace(sweep=dict(P=(4, 8), n_seeds=2))
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((2, 2, 3, 200, len(DRAW_FIELDS)))
+    finite = np.ones((2, 2, 3), bool)
+    finite[1, 0, 2] = False
+    draws[1, 0, 2] = 1e6  # a diverged chain: ignored
+    post = PosteriorResult(cfg, ch.SGLDConfig(), {"draws": draws, "finite": finite})
+    tl_star = np.array([[0.1, 0.2], [0.3, 0.4]])
+    out = E.llc_summary(_Sweep(cfg, tl_star), post)
+    w = Objective.from_config(cfg).likelihood_weight
+    tl = draws[..., DRAW_FIELDS.index("train_loss")]
+    expect = np.array([[tl[i, j][finite[i, j]].mean() for j in range(2)] for i in range(2)])
+    expect = w * np.array([4.0, 8.0])[:, None] * (expect - tl_star)
+    np.testing.assert_allclose(out["value"], expect, rtol=1e-12)
+    assert np.all(out["mcse"] > 0)
+
+
+def _block(P, nS, v):
+    """A branch summary with every per-run array filled with ``v`` (shape [len(P), nS])."""
+    a = np.full((len(P), nS), v)
+    h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
+    h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
+             finite_chains=2 + 0 * a)  # fmt: skip
+    sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
+    return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
+            "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
+            "health": h}  # fmt: skip
+
+
+def test_merge_blocks_pads_seeds():
+    block = _block
+    m = E.merge_blocks(block([1, 2], 4, 1.0), block([8], 2, 1.01))
+    assert m["P"] == [1, 2, 8] and m["n_seeds"] == 4 and m["n_seeds_per_P"] == [4, 4, 2]
+    assert m["map"]["cG"].shape == (3, 4)
+    assert np.isnan(m["map"]["cG"][2, 2:]).all() and np.isfinite(m["map"]["cG"][2, :2]).all()
+    hs = m["health_summary"]
+    assert hs["n_runs"] == 10 and hs["rhat_max"] == pytest.approx(1.01)
+    assert hs["n_rhat_gt_1.01"] == 0 and hs["n_ess_lt_400"] == 0
+    # a second merge (two high-P sweeps) keeps each block's own seed count per P
+    m3 = E.merge_blocks(m, block([16], 3, 1.0))
+    assert m3["n_seeds_per_P"] == [4, 4, 2, 3] and m3["map"]["cG"].shape == (4, 4)
+
+
+def test_merge_seeds_concatenates_seed_blocks():
+    """Seeds 0-4 and 5-9 of one grid merge into one 10-seed block, in seed order."""
+    m = E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 2], 5, 1.02))
+    assert m["P"] == [1, 2] and m["n_seeds"] == 10
+    assert m["map"]["cG"].shape == (2, 10)
+    np.testing.assert_array_equal(m["susceptibility"]["U"]["value"][:, 5:], 1.02)
+    np.testing.assert_array_equal(m["llc"]["value"][:, :5], 1.0)
+    assert m["health_summary"]["n_runs"] == 20
+    assert m["health_summary"]["rhat_max"] == pytest.approx(1.02)
+    with pytest.raises(ValueError, match="one P grid"):
+        E.merge_seeds(_block([1, 2], 5, 1.0), _block([1, 4], 5, 1.0))
+
+
+def test_map_psi_is_zero_at_the_origin_and_unchanged_elsewhere():
+    b = {"map": {"r": np.array([[1e-10, 0.5]]), "cG": np.array([[1e-12, 0.2]]),
+                 "psi": np.array([[0.94, 0.3]])}}  # fmt: skip
+    assert E.map_psi(b).tolist() == [[0.0, 0.3]]  # the 1e-10 residues' ratio is not a psi
+
+
+def test_merge_blocks_keeps_a_part_only_one_block_has():
+    """devinterp's LLC below ``max_P`` only: the block without it reads NaN there, the other
+    block's values and scalars are kept (it was dropped before)."""
+    low = _block([32, 64], 3, 1.0)
+    low["llc_dv"] = {"gamma=100": {"value": np.full((2, 3), 0.05), "seconds": 27.0}}
+    m = E.merge_blocks(low, _block([1062], 2, 1.0))
+    v = m["llc_dv"]["gamma=100"]["value"]
+    assert v.shape == (3, 3) and np.all(v[:2] == 0.05) and np.isnan(v[2]).all()
+    assert m["llc_dv"]["gamma=100"]["seconds"] == 27.0
+    m2 = E.merge_blocks(_block([1062], 2, 1.0), low)  # either order
+    assert np.isnan(m2["llc_dv"]["gamma=100"]["value"][0]).all()
+    assert "llc_dv" not in E.merge_blocks(_block([1], 2, 1.0), _block([2], 2, 1.0))
