@@ -178,3 +178,9 @@ def format_row(row) -> str:
 
 def _g(v) -> str:
     return "None" if v is None else f"{v:.4g}"
+
+
+if __name__ == "__main__":  # python -m experiments markov|causal (the name is the last word)
+    import sys
+
+    sys.exit(main([sys.argv[0].split()[-1], *sys.argv[1:]]))

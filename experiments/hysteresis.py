@@ -19,8 +19,8 @@ from copyhead_jax.compare import rel_err
 
 from . import common as C
 from . import features as F
+from .common import FINITE_DENSE, finite_width
 from .figures import hysteresis_figure
-from .finite import FINITE_DENSE, finite_width
 
 
 def window_features(pool: C.Runs, copy: C.Runs) -> list[C.Feature]:
