@@ -45,7 +45,8 @@ def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Pat
 
 
 def run_command(name: str, argv: list[str]) -> int:
-    """A ``cli`` artefact: its module run as ``__main__`` with ``argv`` as its flags."""
+    """A ``cli`` artefact: its module run as ``__main__`` with ``argv`` as its flags (and the
+    artefact's name as the global ``COMMAND``)."""
     import runpy
     import warnings
 
@@ -53,8 +54,8 @@ def run_command(name: str, argv: list[str]) -> int:
     try:
         with warnings.catch_warnings():  # runs it as __main__ even if imported
             warnings.filterwarnings("ignore", "'experiments\\..*' found in sys.modules")
-            runpy.run_module(f"experiments.{ARTEFACTS[name][0]}", run_name="__main__",
-                             alter_sys=True)  # fmt: skip
+            runpy.run_module(f"experiments.{ARTEFACTS[name][0]}", {"COMMAND": name},
+                             run_name="__main__", alter_sys=True)  # fmt: skip
     finally:
         sys.argv = saved
     return 0

@@ -168,7 +168,7 @@ def _g(v) -> str:
     return "None" if v is None else f"{v:.4g}"
 
 
-if __name__ == "__main__":  # python -m experiments markov|causal (the name is the last word)
+if __name__ == "__main__":  # python -m experiments markov|causal (run_command sets COMMAND)
     import sys
 
-    sys.exit(main([sys.argv[0].split()[-1], *sys.argv[1:]]))
+    sys.exit(main([globals().get("COMMAND", "markov"), *sys.argv[1:]]))
