@@ -6,6 +6,7 @@
 * :func:`group_P`: ``P`` grouped into few compiled programs by a cost model; :func:`reach_cap`.
 * :func:`measure` and :func:`adaptive`: sweep the new ``P``; locate every :class:`Feature`,
   measure inside each bracket (or beyond the grid edge), locate again.
+* :func:`posterior_moments`: SGLD moments of selected runs, warm-started from their fits.
 
 Sweeping is a callable ``cfg -> SweepResult`` (e.g. a cached ``run_sweep``), so a caller keeps
 its own store.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import math
 import sys
@@ -249,3 +251,72 @@ def adaptive(
         log(f"  refinement round {r + 1}: {added} new runs")
         found = {f.name: f.fn() for f in features}
     return found
+
+
+def _sub_sweep(runs: Runs, P_list, seed_index: int) -> SweepResult:
+    """The runs at ``P_list`` (one seed) as a sweep of their own (for ``run_sampler``)."""
+    P_list = sorted(int(p) for p in P_list)
+    arrays: dict[str, list] = {}
+    for p in P_list:
+        for k, v in runs.row(p).items():
+            arrays.setdefault(k, []).append(v[seed_index : seed_index + 1])
+    arr = {k: np.stack(v) for k, v in arrays.items()}
+    arr["curve_epoch"] = runs.parts[0]["curve_epoch"]
+    c = runs.cfg
+    cfg = c.replace(sweep=dict(P=tuple(P_list), n_seeds=1, seed=c.sweep.seed + seed_index))
+    return SweepResult(config=cfg, arrays=arr, meta={})
+
+
+def posterior_moments(
+    runs: Runs, P_list, sgld: dict, *, cost: dict, path_of: Callable, seeds=(0,)
+) -> dict[str, np.ndarray]:
+    """SGLD posterior moments at ``P_list`` (warm-started from the fits), ``[nP, n_seeds]``:
+    mean and variance of ``c1, cG, r, psi, coverage, train_loss, U`` and chain health.
+    ``sgld``: ``SGLDConfig`` fields plus ``eta_max`` and ``eta_seq``; each compiled group's
+    chains are stored at (and reloaded from) ``path_of(sub_sweep, sgld_config)``.
+
+    The step size of each compiled group is ``min(eta_max, eta_seq / P_eff)`` with ``P_eff``
+    the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
+    likelihood curvature grows like ``P_eff``."""
+    from .conventions import effective_P
+    from .results import PosteriorResult
+    from .sample import run_sampler
+    from .sampler_config import SGLDConfig
+
+    sg = dict(sgld)
+    eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")
+    P_list = sorted(int(p) for p in P_list if int(p) in runs)
+    cfg = runs.cfg
+    groups = group_P(
+        P_list, n_seeds=1, epochs=sg["n_steps"] * sg["n_chains"], L=cfg.task.L, cost=cost
+    )
+    fields = ("c1", "cG", "r", "psi", "coverage", "train_loss", "U")
+    health = ("rhat_cG", "ess_cG", "accept_mean")
+    shape = (len(P_list), len(seeds))
+    out = {f"{f}_{m}": np.full(shape, np.nan) for f in fields for m in ("mean", "var")}
+    out.update({h: np.full(shape, np.nan) for h in (*health, "step_size")})
+    index = {p: i for i, p in enumerate(P_list)}
+    for j, s in enumerate(seeds):
+        for g in groups:
+            P_eff = effective_P(g[-1], L=cfg.task.L, likelihood=cfg.posterior.likelihood)
+            eta = float(min(eta_max, eta_seq / max(P_eff, 1e-12)))
+            chain = SGLDConfig(step_size=eta, **sg)
+            sub = _sub_sweep(runs, g, s)
+            path = path_of(sub, chain)
+            if path.exists():
+                post = PosteriorResult.load(path)
+            else:
+                t0 = time.time()
+                with contextlib.redirect_stderr(io.StringIO()):  # chain health is in the result
+                    post = run_sampler(sub, chain, out=path, progress=False)
+                log(f"  sampled {cfg.model.attention} P={g} seed {s} (eta={eta:.2g}) in "
+                    f"{time.time() - t0:.0f} s")  # fmt: skip
+            rows = [index[p] for p in g]
+            for f in fields:
+                m, v = post.moments(f)
+                out[f"{f}_mean"][rows, j], out[f"{f}_var"][rows, j] = m[:, 0], v[:, 0]
+            for h in health:
+                out[h][rows, j] = np.asarray(post[h], float).reshape(len(g), 1, -1).mean(-1)[:, 0]
+            out["step_size"][rows, j] = eta
+    out["P"] = np.asarray(P_list)
+    return out
