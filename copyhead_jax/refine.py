@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .compare import locate as loc
+from .compare.branches import quiet_nan
 from .config import Config
 from .results import SweepResult
 
@@ -157,6 +158,23 @@ class Runs:
         x = self.get(key, P).astype(float)
         ok = self.get("finite", P).astype(bool)
         return np.where(ok.reshape(ok.shape + (1,) * (x.ndim - 2)), x, np.nan)
+
+    def seed_stats(self, keys) -> dict[str, np.ndarray]:
+        """Per ``P``: the mean and sd over seeds of each of ``keys`` there is (diverged runs left
+        out); under the continuation also how many seeds moved to a lower minimum than their
+        own start's, and the seed mean of that start's ``U``."""
+        out: dict[str, np.ndarray] = {"P": self.P}
+        for k in keys:
+            try:
+                x = self.masked(k)
+            except KeyError:  # e.g. the exact solver's diagnostics in an Adam sweep
+                continue
+            with quiet_nan():
+                out[k], out[k + "_sd"] = np.nanmean(x, axis=1), np.nanstd(x, axis=1)
+        if self.continued() is not None:
+            out["seeds_moved"] = (self.get("start_source") != 0).sum(axis=1)
+            out["U_own_start"] = np.nanmean(self.masked("U_own_start"), axis=1)
+        return out
 
     def wall_seconds(self) -> float:
         return float(sum(p.meta.get("wall_seconds", 0.0) for p in self.parts))

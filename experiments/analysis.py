@@ -32,43 +32,10 @@ from .features import (
 )
 from .figures import main_figure
 
-
-def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
-    out: dict[str, Any] = {"P": runs.P}
-    for k in keys:
-        try:
-            x = runs.masked(k)
-        except KeyError:  # e.g. the exact solver's diagnostics in an Adam sweep
-            continue
-        with C.quiet_nan():
-            out[k] = np.nanmean(x, axis=1)
-            out[k + "_sd"] = np.nanstd(x, axis=1)
-    if runs.continued() is not None:  # continuation in P: seeds per P whose own start was
-        # not the lowest minimum reached, and the seed-mean U of the own start
-        out["seeds_moved"] = (runs.get("start_source") != 0).sum(axis=1)
-        out["U_own_start"] = np.nanmean(runs.masked("U_own_start"), axis=1)
-    return out
-
-
-RUN_KEYS = (
-    "c1",
-    "cG",
-    "r",
-    "psi",
-    "coverage",
-    "sample_coverage",
-    "train_loss",
-    "test_loss",
-    "copy_accuracy",
-    "U",
-    "grad_norm",
-    "grad_norm_span",
-    "stop_epoch",
-    # the exact solver's (solver='exact'): relative gradient, converged, smallest Hessian eigenvalue
-    "rel_grad",
-    "converged",
-    "min_eig",
-)
+#: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
+RUN_KEYS = ("c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss")
+RUN_KEYS += ("copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch")
+RUN_KEYS += ("rel_grad", "converged", "min_eig")  # solver='exact': |grad|/|U|, converged, min eig
 
 
 def post_summary(post: dict | None) -> dict | None:
@@ -185,7 +152,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_cG": early_warning(post_lin, "cG", ref("P_cG")),
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
-    lin_s, pool_s, copy_s = (seed_stats(r, RUN_KEYS) for r in (lin, pool, copy))
+    lin_s, pool_s, copy_s = (r.seed_stats(RUN_KEYS) for r in (lin, pool, copy))
     with C.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
         psi = linear_psi(lin)
         lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)

@@ -13,6 +13,7 @@ from copyhead_jax.compare.branches import (  # noqa: F401  (the experiments' nam
     ONSET_TOL,
     SINGLE,
     THEORY_KEY,
+    coexistence,
     common_P,
     copy_crossover,
     copy_fallback,

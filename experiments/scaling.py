@@ -48,26 +48,6 @@ def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tupl
     return np.unique(np.concatenate(lin)).astype(int), soft
 
 
-def coexistence(pool, copy) -> dict[str, Any]:
-    """The measured softmax coexistence window: the ``P`` where the two starts stayed distinct
-    (``features.distinct_branches``), its edges per seed, and the largest ``c_G`` gap seen."""
-    P = F.common_P(pool, copy)
-    if P.size == 0:
-        return {"P": [], "distinct_fraction": [], "max_gap": None, "seen": False}
-    dist = F.distinct_branches(pool, copy, P)
-    gap = copy.masked("cG", P) - pool.masked("cG", P)
-    g = float(np.nanmax(gap)) if np.isfinite(gap).any() else None
-    edge = lambda x: None if x.P_star is None else x.P_star
-    return {
-        "P": [int(p) for p in P],
-        "distinct_fraction": [float(f) for f in dist.mean(axis=1)],
-        "max_gap": g,
-        "seen": bool(dist.any()),
-        "lower": edge(F.copy_fallback(pool, copy)),
-        "upper": edge(F.window_top(pool, copy)),
-    }
-
-
 def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
     s = spec.settings
     which = tuple(s["measure"])
@@ -84,7 +64,7 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
     if "P_aG" in which:
-        out["coexistence"] = coexistence(pool, copy)
+        out["coexistence"] = F.coexistence(pool, copy)
     if "P_aG" in which and found.get(SINGLE) is not None:
         out["measured"][SINGLE] = found[SINGLE].to_dict()
     for k in KEYS:

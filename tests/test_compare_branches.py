@@ -50,6 +50,9 @@ def test_crossing_is_found_inside_the_window_and_combined_over_seeds():
     assert c.detail["n_bracketed"] == 2
     lo, hi = B.copy_fallback(pool, copy), B.window_top(pool, copy)
     assert lo.bracket == (80.0, 120.0) and hi.bracket == (280.0, 400.0)
+    w = B.coexistence(pool, copy)
+    assert w["seen"] and w["lower"] == lo.P_star and w["upper"] == hi.P_star
+    assert w["distinct_fraction"] == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
     j = B.single_jump(pool)
     assert j.bracket == (280.0, 400.0) and j.detail["jump"] == pytest.approx(2.9)
 

@@ -48,6 +48,9 @@ def test_runs_merge_sweeps_by_P_and_sweep_only_new_P_within_reach():
     assert runs.P.tolist() == [2, 4, 8, 32] and 4 in runs and 64 not in runs
     np.testing.assert_allclose(runs.get("cG")[:, 0], np.log([2, 4, 8, 32]))
     assert runs.masked("cG", [4, 32]).shape == (2, 2)
+    st = runs.seed_stats(("cG", "absent"))  # seeds 0 and 1: log P and log P + 1
+    np.testing.assert_allclose(st["cG"], np.log([2, 4, 8, 32]) + 0.5)
+    np.testing.assert_allclose(st["cG_sd"], 0.5) and "absent" not in st
     # the cap from the cost model grows as the per-run budget does
     assert reach_cap(CFG, 10.0, {}) < reach_cap(CFG, 100.0, {})
 

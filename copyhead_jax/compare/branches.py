@@ -133,6 +133,26 @@ def window_top(pool, copy) -> loc.Located:
     return _window_edge(pool, copy, -1)
 
 
+def coexistence(pool, copy) -> dict[str, Any]:
+    """The measured softmax coexistence window: the ``P`` where the two starts stayed distinct
+    (:func:`distinct_branches`), its edges per seed, and the largest ``c_G`` gap seen."""
+    P = common_P(pool, copy)
+    if P.size == 0:
+        return {"P": [], "distinct_fraction": [], "max_gap": None, "seen": False}
+    dist = distinct_branches(pool, copy, P)
+    gap = copy.masked("cG", P) - pool.masked("cG", P)
+    g = float(np.nanmax(gap)) if np.isfinite(gap).any() else None
+    edge = lambda x: None if x.P_star is None else x.P_star
+    return {
+        "P": [int(p) for p in P],
+        "distinct_fraction": [float(f) for f in dist.mean(axis=1)],
+        "max_gap": g,
+        "seen": bool(dist.any()),
+        "lower": edge(copy_fallback(pool, copy)),
+        "upper": edge(window_top(pool, copy)),
+    }
+
+
 def linear_psi(lin) -> np.ndarray:
     """The copy fraction psi ``[nP, n_seeds]`` of linear runs, 0 where the fit sits at G = 0
     (no attention: nothing copies)."""
