@@ -1,7 +1,6 @@
 """``python -m experiments ARTEFACT``: the paper's claims put to the test, one command per artefact.
 
-One ``main(spec, out_dir)`` per artefact in this folder, configs in ``configs/*.py``; run
-from the repository root:
+Every artefact is a line of ``common.ARTEFACTS`` (the registry); run from the repository root:
 
 python -m experiments all                         # the paper's configuration (width 10,000 and
                                                   # inf, exact MAP, 10 seeds) + its report
@@ -19,6 +18,7 @@ generated table of ``docs/reports/README.md``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import resource
 import sys
@@ -27,17 +27,10 @@ from pathlib import Path
 
 import copyhead_jax as ch
 
-from . import beyond, common, coverage, features, hysteresis, report, scaling
-from . import main as main_artefact
+from . import common
 
-ARTEFACTS = common.ARTEFACTS
-MODULES = {
-    "main": main_artefact,
-    "coverage": coverage,
-    "scaling-L": scaling,
-    "scaling-V": scaling,
-    "hysteresis": hysteresis,
-}
+ARTEFACTS, SPEC_ARTEFACTS = common.ARTEFACTS, common.SPEC_ARTEFACTS
+WIDTH_COST = 6.0  # one width of main (its own job when main has extra widths)
 PRESETS = common.PRESET_NAMES
 ROOT = Path(__file__).resolve().parents[1]
 #: the committed reports (``--publish``) and the page that holds the generated summary table
@@ -48,18 +41,29 @@ SUMMARY = REPORTS / "README.md"
 def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path) -> dict:
     """Run one artefact for one preset and return its result dict."""
     spec = common.load_spec(mode, preset, artefact, cache)
-    return MODULES[artefact].main(spec, out)
+    return importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}").main(spec, out)
 
 
-def cpu_seconds() -> float:
-    """User + system CPU time of this process so far (XLA runs one thread per process here)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+def run_command(name: str, argv: list[str]) -> int:
+    """A ``cli`` artefact: its module run as ``__main__`` with ``argv`` as its flags (and the
+    artefact's name as the global ``COMMAND``)."""
+    import runpy
+    import warnings
+
+    saved, sys.argv = sys.argv, [f"python -m experiments {name}", *argv]
+    try:
+        with warnings.catch_warnings():  # runs it as __main__ even if imported
+            warnings.filterwarnings("ignore", "'experiments\\..*' found in sys.modules")
+            runpy.run_module(f"experiments.{ARTEFACTS[name][0]}", {"COMMAND": name},
+                             run_name="__main__", alter_sys=True)  # fmt: skip
+    finally:
+        sys.argv = saved
+    return 0
 
 
-def children_cpu_seconds() -> float:
-    """User + system CPU time of this process's finished (waited-for) child processes."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+def cpu_seconds(who=resource.RUSAGE_SELF) -> float:
+    """User + system CPU time of this process (or its finished children) so far."""
+    r = resource.getrusage(who)
     return r.ru_utime + r.ru_stime
 
 
@@ -98,15 +102,11 @@ def job_name(job: tuple) -> str:
     return f"{job[0]} ({job[1]})"
 
 
-#: rough relative cost of each job (order only: the longest ready job starts first)
-_COST = {"width": 6.0, "main": 0.5, "scaling-L": 6.0, "scaling-V": 5.0, "hysteresis": 2.0}
-
-
 def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[tuple], float]]:
     """Independent jobs with their dependencies: ``(job, deps, cost)``. Each width of the main
     artefact is a job of its own (its runs and theory go to the cache; ``main`` then only
-    assembles them); coverage, scaling (the preset's own point) and hysteresis (main's runs)
-    wait for ``main`` of their preset. Every job computes exactly what the serial order does."""
+    assembles them); every other artefact waits for ``main`` of its preset (it reuses main's
+    runs and JSON). Every job computes exactly what the serial order does."""
     out = []
     for preset in presets:
         main_deps = []
@@ -115,14 +115,13 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
             widths = [spec.engine.model.width, *spec.settings.get("extra_widths", [])]
             if len(widths) > 1:
                 for w in widths:
-                    job = ("width", preset, w)
-                    out.append((job, [], _COST["width"] * (1.5 if preset == "paper" else 1.0)))
-                    main_deps.append(job)
-            out.append((("main", preset), main_deps, _COST["main"]))
+                    main_deps.append(("width", preset, w))
+                    out.append((main_deps[-1], [], WIDTH_COST * (1.5 if preset == "paper" else 1)))
+            out.append((("main", preset), main_deps, ARTEFACTS["main"][2]))
         for a in artefacts:
             if a != "main":
                 deps = [("main", preset)] if "main" in artefacts else []
-                out.append(((a, preset), deps, _COST.get(a, 1.0)))
+                out.append(((a, preset), deps, ARTEFACTS[a][2]))
     return out
 
 
@@ -132,7 +131,6 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
     writes the same content-addressed cache, and a result two jobs need is computed once
     (:func:`common.computing`)."""
     import concurrent.futures as cf
-    import importlib
     import multiprocessing
 
     worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
@@ -150,84 +148,61 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
     # CPU); compiled programs come back from the persistent cache (use_compile_cache)
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
         while todo or running:
-            ready = [t for t in todo if all(d in done for d in t[1])]
-            ready.sort(key=lambda t: -t[2])
+            ready = sorted((t for t in todo if all(d in done for d in t[1])), key=lambda t: -t[2])
             for t in ready[: jobs - len(running)]:
                 todo.remove(t)
-                fut = pool.submit(worker, t[0], mode=mode, out=out, cache=cache)
-                running[fut] = t[0]
+                running[pool.submit(worker, t[0], mode=mode, out=out, cache=cache)] = t[0]
             finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
                 job = running.pop(fut)
                 t = fut.result()  # a failed job stops the run with its error
                 done.add(job)
                 timings.append((job_name(job), t))
-                print(
-                    f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
-                    f"(worker {t['pid']})",
-                    flush=True,
-                )
+                print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
+                      f"(worker {t['pid']})", flush=True)  # fmt: skip
     return timings
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments", description=__doc__.split("\n")[0])
-    p.add_argument(
-        "artefact",
-        choices=(*ARTEFACTS, "all", "report"),
-        help="an artefact, all of them (then the report), or only the report",
-    )
+    p.add_argument("artefact", choices=(*SPEC_ARTEFACTS, "all", "report"),
+                   help="an artefact, all of them (then the report), or only the report; "
+                   f"with their own flags: {', '.join(sorted(set(ARTEFACTS) - set(SPEC_ARTEFACTS)))}")  # fmt: skip  # noqa: E501
     g = p.add_mutually_exclusive_group()
-    g.add_argument(
+    mode = lambda *flags, const, help: g.add_argument(  # noqa: E731
+        *flags, dest="mode", action="store_const", const=const, help=help
+    )
+    mode(
         "--quick",
-        dest="mode",
-        action="store_const",
         const="quick",
         help="small and fast: width 128, full-width Adam, 1-2 seeds (<= ~15 min per artefact)",
     )
-    g.add_argument(
+    mode(
         "--full-network",
         "--full",
-        dest="mode",
-        action="store_const",
         const="full",
         help="the paper's full-network protocol (width 10,000, trained embeddings, Adam, "
         "10 seeds): a GPU job",
     )
-    g.add_argument(
-        "--tiny", dest="mode", action="store_const", const="tiny", help="seconds-sized smoke run"
-    )
+    mode("--tiny", const="tiny", help="seconds-sized smoke run")  # fmt: skip
     # the default: the paper's configuration through the exact width reduction (a CPU job)
     p.set_defaults(mode="paper")
-    p.add_argument(
-        "--preset",
-        choices=(*PRESETS, "both"),
-        default="both",
-        help="theory/engine conventions (default: both, plain first)",
-    )
+    p.add_argument("--preset", choices=(*PRESETS, "both"), default="both",
+                   help="theory/engine conventions (default: both, plain first)")  # fmt: skip
     o = p.add_mutually_exclusive_group()
-    o.add_argument(
-        "--out",
-        default=None,
-        help="output folder (default: results/experiments/MODE; never docs/ unless --publish)",
-    )
-    o.add_argument(
-        "--publish",
-        action="store_true",
-        help="write into docs/reports/ (the committed reports) and refresh the table of "
-        "docs/reports/README.md",
-    )
-    p.add_argument(
-        "--cache", default=None, help="sweep/sampler cache (default: results/reproduce/cache/MODE)"
-    )
-    p.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="worker processes for independent (artefact, preset, width) jobs (default: 2 in "
-        "the default mode on a machine with 2 or more cores, else 1; XLA runs one thread per "
-        "process on a small machine, so 2 workers use both cores); same results as 1",
-    )
+    o.add_argument("--out", default=None,
+                   help="output folder (default: results/experiments/MODE; never docs/ unless "
+                   "--publish)")  # fmt: skip
+    o.add_argument("--publish", action="store_true",
+                   help="write into docs/reports/ (the committed reports) and refresh the table "
+                   "of docs/reports/README.md")  # fmt: skip
+    p.add_argument("--cache", default=None,
+                   help="sweep/sampler cache (default: results/reproduce/cache/MODE)")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes for independent (artefact, preset, width) jobs (default: "
+                   "2 in the default mode on a machine with 2 or more cores, else 1; XLA runs one "
+                   "thread per process on a small machine, so 2 workers use both cores); same "
+                   "results as 1")  # fmt: skip
     return p
 
 
@@ -239,16 +214,14 @@ def output_dir(args) -> Path:
 
 
 def run(args) -> int:
+    from . import report
+
     out = output_dir(args)
     cache = Path(args.cache) if args.cache else ROOT / "results" / "reproduce" / "cache" / args.mode
     ch.check_output_folder("--out", out)  # before any work (issue 31)
     ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
-    artefacts = (
-        ARTEFACTS
-        if args.artefact == "all"
-        else (() if args.artefact == "report" else (args.artefact,))
-    )
+    artefacts = {"all": SPEC_ARTEFACTS, "report": ()}.get(args.artefact, (args.artefact,))
     if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
         use_compile_cache(cache)
     jobs = args.jobs
@@ -258,38 +231,24 @@ def run(args) -> int:
         raise ValueError(f"--jobs must be >= 1; got {jobs}")
     n_jobs = len(plan(artefacts, presets, args.mode, cache)) if artefacts else 0
     if jobs > 1 and n_jobs > 1:
-        t0, c0 = time.time(), cpu_seconds() + children_cpu_seconds()
+        t0, c0 = time.time(), cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN)
         timings = run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache)
         per: dict[int, float] = {}
         for _, t in timings:
             per[t["pid"]] = per.get(t["pid"], 0.0) + t["cpu_s"]
         # the workers have exited: their CPU time (start-up included) is the children's
-        cpu = cpu_seconds() + children_cpu_seconds() - c0
-        print(
-            f"{len(timings)} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, "
-            f"{cpu:.0f} s CPU in all (jobs per worker: "
-            f"{', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))} s CPU)",
-            flush=True,
-        )
+        cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
+        print(f"{len(timings)} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, {cpu:.0f} "
+              f"s CPU in all (jobs per worker: "
+              f"{', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))} s CPU)",
+              flush=True)  # fmt: skip
         artefacts = ()  # done; the report below
-    # the main width's runs of every preset first (the extra widths, e.g. inf, come after):
-    # on a slow machine the table's main column is the one to have first
-    if "main" in artefacts and len(presets) > 1:
-        for preset in presets:
-            spec = common.load_spec(args.mode, preset, "main", cache)
-            if spec.settings.get("extra_widths"):
-                features.collect(spec)
-    # scaling reuses main's measurement at the preset's (L, V), coverage reuses main's runs:
-    # run main first when several artefacts are asked for
-    for preset in presets:
+    for preset in presets:  # main first: the others reuse its runs
         for a in artefacts:
             t0, c0 = time.time(), cpu_seconds()
             run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache)
-            print(
-                f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s wall, "
-                f"{cpu_seconds() - c0:.0f} s CPU",
-                flush=True,
-            )
+            print(f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s wall, "
+                  f"{cpu_seconds() - c0:.0f} s CPU", flush=True)  # fmt: skip
     if args.artefact in ("all", "report"):
         path = report.main(out, mode=args.mode)
         print(f"wrote {path}")
@@ -299,25 +258,10 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = sys.argv[1:] if argv is None else argv
-    if raw and raw[0] in beyond.COMMANDS:  # Markov tokens / causal mask (issue 32): own flags
-        return beyond.main(list(raw))
-    rest = list(raw)
-    if rest[:1] == ["posterior-branches"]:  # its own options: --tiny, --preset, --cluster, ...
-        import runpy
-        import warnings
-
-        saved, sys.argv = sys.argv, ["python -m experiments posterior-branches", *rest[1:]]
-        try:
-            with warnings.catch_warnings():  # runs it as __main__ even if imported
-                warnings.filterwarnings("ignore", "'experiments.posterior_branches' found in")
-                runpy.run_module(
-                    "experiments.posterior_branches", run_name="__main__", alter_sys=True
-                )
-        finally:
-            sys.argv = saved
-        return 0
-    args = build_parser().parse_args(argv)
+    raw = sys.argv[1:] if argv is None else list(argv)
+    if raw and ARTEFACTS.get(raw[0], (None, None))[1] == "cli":
+        return run_command(raw[0], raw[1:])
+    args = build_parser().parse_args(raw)
     if argv is None:  # the command, not a call from Python
         ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)
     try:

@@ -12,14 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax.compare import bootstrap_ci, rel_err
 from copyhead_jax.compare import early_warning as warn
-from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.paper import PAPER_MEASURED
+from copyhead_jax.compare import rel_err
+from copyhead_jax.compare.seeds import bracketed as _bracketed  # noqa: F401 (multistart's)
+from copyhead_jax.compare.seeds import ci_table, located_text, per_seed_points
+from copyhead_jax.compare.seeds import width_result as width_result  # the report's
+from copyhead_jax.finite_runs import finite_branch_values
 
 from . import common as C
+from .common import FINITE_DENSE, finite_width
 from .features import (
-    ONSET_TOL,
     P_star,
     collect,
     common_P,
@@ -28,46 +30,12 @@ from .features import (
     linear_psi,
     window_top,
 )
-from .finite import FINITE_DENSE, finite_width
 from .report.figures import main_figure
 
-
-def seed_stats(runs: C.Runs, keys) -> dict[str, Any]:
-    out: dict[str, Any] = {"P": runs.P}
-    for k in keys:
-        try:
-            x = runs.masked(k)
-        except KeyError:  # e.g. the exact solver's diagnostics in an Adam sweep
-            continue
-        with C.quiet_nan():
-            out[k] = np.nanmean(x, axis=1)
-            out[k + "_sd"] = np.nanstd(x, axis=1)
-    if runs.continued() is not None:  # continuation in P: seeds per P whose own start was
-        # not the lowest minimum reached, and the seed-mean U of the own start
-        out["seeds_moved"] = (runs.get("start_source") != 0).sum(axis=1)
-        out["U_own_start"] = np.nanmean(runs.masked("U_own_start"), axis=1)
-    return out
-
-
-RUN_KEYS = (
-    "c1",
-    "cG",
-    "r",
-    "psi",
-    "coverage",
-    "sample_coverage",
-    "train_loss",
-    "test_loss",
-    "copy_accuracy",
-    "U",
-    "grad_norm",
-    "grad_norm_span",
-    "stop_epoch",
-    # the exact solver's (solver='exact'): relative gradient, converged, smallest Hessian eigenvalue
-    "rel_grad",
-    "converged",
-    "min_eig",
-)
+#: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
+RUN_KEYS = ("c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss")
+RUN_KEYS += ("copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch")
+RUN_KEYS += ("rel_grad", "converged", "min_eig")  # solver='exact': |grad|/|U|, converged, min eig
 
 
 def post_summary(post: dict | None) -> dict | None:
@@ -85,16 +53,6 @@ def early_warning(post: dict | None, field: str, P_star: float | None) -> dict[s
         return {"signal": "undetermined", "verdict": "undetermined", "var_ratio": None,
                 "reason": "no posterior"}  # fmt: skip
     return {"field": field, **warn(post["P"], post[f"{field}_var"], P_star)}
-
-
-def located_text(L_: loc.Located) -> str:
-    if L_.P_star is not None and L_.bracketed:
-        lo, hi = L_.bracket
-        return f"{L_.P_star:.4g} [{lo:.4g}, {hi:.4g}]"
-    if L_.side is not None:
-        edge = L_.detail.get("edge")
-        return f"{'<' if L_.side == 'below' else '>'} {edge:.4g} (outside the measured grid)"
-    return f"none ({L_.detail.get('reason', 'not found')})"
 
 
 def build_table(ek, fin_lin, fin_soft, found, ew, loss_text, orders) -> list[dict[str, Any]]:
@@ -175,7 +133,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     # finite theory: action gap between its weak and strong minima (the theory of U_pool-U_copy)
     ft = fin_soft["curve"]
     split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
-    w, st = C.finite_branch_values(ft, split=split)
+    w, st = finite_branch_values(ft, split=split)
     with C.quiet_nan():
         dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
     # measured branch gap
@@ -194,7 +152,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_cG": early_warning(post_lin, "cG", ref("P_cG")),
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
-    lin_s, pool_s, copy_s = (seed_stats(r, RUN_KEYS) for r in (lin, pool, copy))
+    lin_s, pool_s, copy_s = (r.seed_stats(RUN_KEYS) for r in (lin, pool, copy))
     with C.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
         psi = linear_psi(lin)
         lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)
@@ -265,101 +223,6 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# P* per seed, bootstrap confidence intervals over seeds
-
-#: the rows of the confidence-interval table: (key, attention, what, EK theory key)
-CI_ROWS = (
-    ("P_c1", "linear", "pooling onset (2nd order)", "P_c1"),
-    ("P_cG", "linear", "copy crossover, max dpsi/dlog P", "P_cG"),
-    ("P_cG_half", "linear", "copy crossover, psi = 1/2", "P_cG_half"),
-    ("P_aG", "softmax", "copy transition, U crossing of the two branches", "P_aG"),
-    ("P_aG_single", "softmax", "pooling-branch jump vs upper spinodal", "spinodal_hi"),
-    (
-        "window_lo",
-        "softmax",
-        "copy branch lost (window's lower edge) vs lower spinodal",
-        "spinodal_lo",
-    ),  # fmt: skip
-)
-#: the finite-width theory's point compared with each row
-FINITE_OF = {"P_aG_single": "spinodal_hi", "window_lo": "spinodal_lo"}
-
-
-def _bracketed(L_: loc.Located | dict) -> float | None:
-    d = L_ if isinstance(L_, dict) else L_.to_dict()
-    return d.get("P_star") if d.get("bracketed") else None
-
-
-def per_seed_points(m: dict[str, Any], window_lower: loc.Located) -> dict[str, list]:
-    """Every measured ``P*`` located on each seed's own runs (None: not bracketed on the grid)."""
-    lin, found = m["lin"], m["found"]
-    nS = lin.cfg.sweep.n_seeds
-    r, psi = lin.masked("r"), linear_psi(lin)
-    with C.quiet_nan():
-        scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
-    out: dict[str, list] = {}
-    if np.isfinite(scale) and scale > 0:
-        out["P_c1"] = [
-            _bracketed(loc.locate_onset(lin.P, r[:, s], tol=ONSET_TOL * scale)) for s in range(nS)
-        ]
-    else:
-        out["P_c1"] = [None] * nS
-    out["P_cG"] = [_bracketed(loc.locate_max_slope(lin.P, psi[:, s])) for s in range(nS)]
-    out["P_cG_half"] = [_bracketed(loc.locate_level(lin.P, psi[:, s], 0.5)) for s in range(nS)]
-    for key, L_ in (
-        ("P_aG", found.get("P_aG")),
-        ("P_aG_single", found.get("P_aG_single")),
-        ("window_lo", window_lower),
-    ):
-        per = (L_.detail.get("per_seed") if L_ is not None else None) or [None] * nS
-        out[key] = [None if x is None else _bracketed(x) for x in per]
-    return out
-
-
-def ci_table(
-    per_seed: dict[str, list],
-    fin_lin,
-    fin_soft,
-    ek: dict,
-    pooled: dict | None = None,
-    paper_conventions: bool = True,
-) -> list[dict[str, Any]]:
-    """One row per ``P*``: measured (exact MAP, per seed) and finite-width theory (per seed, same
-    Grams and data), each as the geometric mean over seeds with a 95% bootstrap CI; the EK theory
-    and the paper's reported value next to them."""
-    rows = []
-    for key, att, what, ek_key in CI_ROWS:
-        fin = fin_lin if att == "linear" else fin_soft
-        fk = FINITE_OF.get(key, key)
-        fin_per = (fin["summary"].get(fk) or {}).get("per_seed") if fin else None
-        meas = bootstrap_ci(per_seed.get(key) or [])
-        p = (pooled or {}).get(key if key != "window_lo" else "window_lo_pooled") or {}
-        if meas["estimate"] is None and p.get("side"):  # outside the grid: say on which side
-            meas["side"] = p["side"]
-            meas["edge"] = (p.get("detail") or {}).get("edge")
-        th_fin = bootstrap_ci(fin_per or [])
-        th = ek.get(ek_key)
-        if key == "P_aG" and th is None:
-            th = ek.get("P_aG_crossover")
-        if key in ("P_aG_single", "window_lo") and ek.get("spinodals"):
-            th = ek["spinodals"][1 if key == "P_aG_single" else 0]
-        rows.append(
-            {
-                "key": key,
-                "attention": att,
-                "what": what,
-                "theory_ek": th,
-                "theory_finite": th_fin,
-                "measured": meas,
-                "paper": PAPER_MEASURED.get(key) if paper_conventions else None,
-                "rel_err_ek": rel_err(meas["estimate"], th),
-                "rel_err_finite": rel_err(meas["estimate"], th_fin["estimate"]),
-            }
-        )
-    return rows
-
-
 def width_label(width) -> str:
     return "inf" if math.isinf(float(width)) else str(int(width))
 
@@ -374,7 +237,7 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
     m = collect(spec)
     res = analyse(spec, m)
     lower = copy_fallback(m["pool"], m["copy"])
-    res["per_seed"] = per_seed_points(m, lower)
+    res["per_seed"] = per_seed_points(m["lin"], m["found"], lower)
     fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
     pooled = {**res["measured"], "window_lo_pooled": res["window"]["lower"]}
     res["ci_table"] = ci_table(
@@ -435,84 +298,3 @@ def load_or_run(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         if same:
             return res
     return run_main(spec, out_dir)
-
-
-# ---------------------------------------------------------------------------------------------
-# The width table (finite size): the main artefact's P* and order parameters at every width
-
-
-def _width_order(w: str) -> float:
-    return math.inf if w == "inf" else float(w)
-
-
-def _log_share(part: float | None, total: float | None) -> float | None:
-    """``log(part) / log(total)`` (the share of a ratio ``total`` that the factor ``part`` is)."""
-    if part is None or total is None or part <= 0 or total <= 0 or abs(math.log(total)) < 1e-12:
-        return None
-    return math.log(part) / math.log(total)
-
-
-def width_result(main_res: dict[str, Any], reference: dict[str, Any] | None = None) -> dict:
-    """The main artefact at every width it was measured at (``main_res['widths']``): each P*
-    (measured by exact MAP and the finite-width theory, geometric mean over seeds [95% bootstrap
-    CI]) against the EK theory, the order parameters versus ``P`` per width, and, for each P*
-    an older measurement at width 128 disagreed on (``reference``: the old ``--quick`` numbers,
-    full-width Adam), how much of that disagreement was finite width.
-
-    The decomposition is multiplicative (``log`` shares add up to 1): ``old / EK = (old /
-    MAP_128) * (MAP_128 / MAP_inf) * (MAP_inf / EK)``, i.e. protocol (Adam, 1-2 seeds, grid),
-    finite width (exact MAP at width 128 against width infinity, same seeds and data) and what
-    remains at infinite width (the largest width measured where infinity was not)."""
-    widths = sorted(main_res.get("widths") or {}, key=_width_order)
-    by = {w: {r["key"]: r for r in main_res["widths"][w]["ci_table"]} for w in widths}
-    keys = [r["key"] for r in main_res["widths"][widths[0]]["ci_table"]] if widths else []
-    ref = (reference or {}).get("measured") or {}
-    rows = []
-    for k in keys:
-        r0 = by[widths[0]][k]
-        ek = r0["theory_ek"]
-        est = {w: by[w][k]["measured"].get("estimate") for w in widths}
-        row: dict[str, Any] = {
-            "key": k,
-            "what": r0["what"],
-            "theory_ek": ek,
-            "measured": {w: by[w][k]["measured"] for w in widths},
-            "theory_finite": {w: by[w][k]["theory_finite"] for w in widths},
-            "rel_err_ek": {w: rel_err(est[w], ek) for w in widths},
-        }
-        old = ref.get(k)
-        big = widths[-1]  # infinity, else the largest width measured
-        if old is not None and ek and "128" in est and big != "128":
-            m128, minf = est["128"], est[big]
-            parts = {
-                "protocol": None if m128 is None else old / m128,
-                "finite_width": None if m128 is None or minf is None else m128 / minf,
-                "infinite_width": None if minf is None else minf / ek,
-            }
-            row["reference_128"] = {
-                "measured": old,
-                "large_width": big,
-                "rel_err_ek": rel_err(old, ek),
-                "factors": parts,
-                "log_share": {p: _log_share(v, old / ek) for p, v in parts.items()},
-            }
-        rows.append(row)
-    curves: dict[str, dict] = {}
-    for w in widths:
-        src = main_res["curves"] if w == main_res.get("width") else None
-        src = src or main_res["widths"][w].get("curves_small")
-        if src:
-            curves[w] = {
-                b: {q: src[b][q] for q in ("P", "c1", "cG", "r", "psi", "U") if q in src[b]}
-                for b in ("linear", "pool", "copy")
-            }
-    return {
-        "preset": main_res["header"]["preset"],
-        "widths": widths,
-        "n_seeds": main_res["header"]["engine"]["sweep"]["n_seeds"],
-        "rows": rows,
-        "curves": curves,
-        "reference_128": reference,
-        "source": f"results/main_{main_res['header']['preset']}.json",
-        "command": main_res["header"]["command"],
-    }

@@ -6,8 +6,8 @@ linear attention and for softmax from both branches (zero logits, copy logits), 
 per seed (:mod:`copyhead_jax.compare.pstar`: geometric mean over seeds, 95% bootstrap CI)
 beside the EK theory of docs/theory.md §12 (:func:`copyhead_jax.theory.beyond.beyond_points`:
 full L x L minimisers, and the two-parameter ansatz for its coverage). Every sweep and every
-theory point is cached under ``OUT/cache`` (a rerun resumes); ``--publish`` writes
-``docs/reports/results/{markov,causal}.json`` and the figures.
+theory point is cached under ``OUT/cache`` (``common.cached``: a rerun resumes); ``--publish``
+writes ``docs/reports/results/{markov,causal}.json`` and the figures.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from copyhead_jax.compare.pstar import linear_points, softmax_points
 from copyhead_jax.storage import environment
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
+
+from . import common as C
 
 COMMANDS = ("markov", "causal")
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,16 +73,8 @@ def config(args, rho: float, causal: bool, attention: str, init: str = "prior"):
     )
 
 
-def sweep_cached(cfg, path: Path):
-    """The sweep in ``path`` if it is there, else run (checkpointed: an interrupted run resumes)."""
-    if path.exists():
-        return ch.SweepResult.load(path)
-    return ch.run_sweep(cfg, out=path, progress=False)
-
-
-def theory_cached(args, rho, causal, path: Path) -> dict:
-    if path.exists():
-        return json.loads(path.read_text())
+def theory(args, rho, causal) -> dict:
+    """The EK theory of every space of ``args.spaces`` at ``(rho, causal)`` (JSON-able)."""
     params = TheoryParams.from_config(config(args, rho, causal, "linear"))
     task = ch.TaskConfig(L=params.L, V=params.V, source="markov", rho=rho)
     out = {}
@@ -91,20 +85,17 @@ def theory_cached(args, rho, causal, path: Path) -> dict:
                             "aG_max_step", "fine_step_decades", "softmax_fine")}
                            | {"linear_up": r["linear"]["up"], "softmax_up": r["softmax"]["up"],
                               "softmax_down": r["softmax"]["down"]})  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
     return out
 
 
 def jsonable(x):
+    """JSON at full precision (NaN and inf become None; ``common.jsonable`` keeps 7 digits)."""
     if isinstance(x, dict):
         return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray | np.generic):
         return jsonable(x.tolist())
-    if isinstance(x, np.generic):
-        x = x.item()
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
@@ -118,10 +109,8 @@ def summary(located: list) -> dict:
 
 
 def measure(args, rho, causal, cache: Path) -> dict:
-    tag = f"rho{rho:g}-{'causal' if causal else 'nomask'}-{args.preset}-N{args.width}"
-    lin = sweep_cached(config(args, rho, causal, "linear"), cache / f"{tag}-linear.npz")
-    pool = sweep_cached(config(args, rho, causal, "softmax", "zero"), cache / f"{tag}-pool.npz")
-    copy = sweep_cached(config(args, rho, causal, "softmax", "copy"), cache / f"{tag}-copy.npz")
+    starts = (("linear",), ("softmax", "zero"), ("softmax", "copy"))
+    lin, pool, copy = (C.cached_sweep(config(args, rho, causal, *a), cache) for a in starts)
     pts = {**linear_points(lin), **softmax_points(pool, copy)}
     curves = {name: {k: np.nanmean(np.where(r.ok, np.asarray(r[k], float), np.nan), 1)
                      for k in ("c1", "cG", "U", "coverage")}
@@ -145,10 +134,9 @@ def main(argv: list[str]) -> int:
     rows = []
     for rho in args.rho:
         for causal in masks:
-            tag = f"rho{rho:g}-{'causal' if causal else 'nomask'}-{args.preset}"
             t1 = time.time()
-            sp = "-".join(args.spaces)
-            th = theory_cached(args, rho, causal, cache / f"theory2-{tag}-n{args.n_P}-{sp}.json")
+            key = [config(args, rho, causal, "linear").to_dict(), args.spaces, args.n_P]
+            th = C.cached(cache, "beyond-theory", key, lambda: theory(args, rho, causal))
             row = {"rho": rho, "causal": causal, "theory": th}
             if args.networks_rho is None or rho in args.networks_rho:
                 row["measured"] = measure(args, rho, causal, cache)
@@ -178,3 +166,9 @@ def format_row(row) -> str:
 
 def _g(v) -> str:
     return "None" if v is None else f"{v:.4g}"
+
+
+if __name__ == "__main__":  # python -m experiments markov|causal (run_command sets COMMAND)
+    import sys
+
+    sys.exit(main([globals().get("COMMAND", "markov"), *sys.argv[1:]]))

@@ -19,7 +19,7 @@ from copyhead_jax.compare import rel_err
 
 from . import common as C
 from . import features as F
-from .finite import FINITE_DENSE, finite_width
+from .common import FINITE_DENSE, finite_width
 from .report.figures import hysteresis_figure
 
 

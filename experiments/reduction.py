@@ -1,6 +1,6 @@
 """The exact width reduction on the small default (issue 11): width, polish, NUTS vs SGLD.
 
-    python -m experiments.reduction [--part width|polish|nuts|all] [--out docs/reports]
+    python -m experiments reduction [--part width|polish|nuts|all] [--out docs/reports]
 
 * ``width``: exact MAP (reduced engine) of the small default (plain conventions, L = 25, V = 5,
   2 seeds) at widths 128, 1,024, 10,000 and infinity, both attentions, against the EK theory;

@@ -18,24 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax.compare.paper import PAPER_LAWS
+from copyhead_jax.compare.laws import fit_laws, theory_row
 
 from . import common as C
 from . import features as F
-from .features import KEYS, SINGLE, THEORY_KEY
-from .finite import FINITE_DENSE, finite_width
+from .common import FINITE_DENSE, finite_width
+from .features import KEYS, SINGLE
 from .report.pstar_figures import scaling_figure
-
-
-def _theory_row(table: dict, i: int) -> dict[str, Any]:
-    row = {}
-    for k in ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodal_lo", "spinodal_hi", "P_aG_crossover"):
-        if k in table:
-            v = float(np.asarray(table[k]).ravel()[i])
-            row[k] = v if np.isfinite(v) else None
-    fo = np.asarray(table.get("first_order", np.ones(1, bool))).ravel()
-    row["first_order"] = bool(fo[i]) if fo.size > i else None
-    return row
 
 
 def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tuple[np.ndarray, ...]:
@@ -59,26 +48,6 @@ def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tupl
     return np.unique(np.concatenate(lin)).astype(int), soft
 
 
-def coexistence(pool, copy) -> dict[str, Any]:
-    """The measured softmax coexistence window: the ``P`` where the two starts stayed distinct
-    (``features.distinct_branches``), its edges per seed, and the largest ``c_G`` gap seen."""
-    P = F.common_P(pool, copy)
-    if P.size == 0:
-        return {"P": [], "distinct_fraction": [], "max_gap": None, "seen": False}
-    dist = F.distinct_branches(pool, copy, P)
-    gap = copy.masked("cG", P) - pool.masked("cG", P)
-    g = float(np.nanmax(gap)) if np.isfinite(gap).any() else None
-    edge = lambda x: None if x.P_star is None else x.P_star
-    return {
-        "P": [int(p) for p in P],
-        "distinct_fraction": [float(f) for f in dist.mean(axis=1)],
-        "max_gap": g,
-        "seen": bool(dist.any()),
-        "lower": edge(F.copy_fallback(pool, copy)),
-        "upper": edge(F.window_top(pool, copy)),
-    }
-
-
 def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
     s = spec.settings
     which = tuple(s["measure"])
@@ -95,7 +64,7 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
     if "P_aG" in which:
-        out["coexistence"] = coexistence(pool, copy)
+        out["coexistence"] = F.coexistence(pool, copy)
     if "P_aG" in which and found.get(SINGLE) is not None:
         out["measured"][SINGLE] = found[SINGLE].to_dict()
     for k in KEYS:
@@ -163,46 +132,6 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
     }
 
 
-def fits(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:
-    """Power-law exponents of every P* versus ``axis``: EK theory, finite-width theory,
-    measured, and the paper's law over the same range (its effective exponent)."""
-    from copyhead_jax.theory.scaling import fit_power_law
-
-    x = np.asarray(values, float)
-    L = x if axis == "L" else np.full_like(x, base["L"])
-    V = x if axis == "V" else np.full_like(x, base["V"])
-    out = {}
-    for k in (*KEYS, SINGLE):
-        law_name, law = PAPER_LAWS["P_aG" if k == SINGLE else k]
-        tk = THEORY_KEY[k]
-
-        def ek_of(r, k=k, tk=tk):
-            # no first-order transition at some (L, V): the softmax crossover stands in
-            v = r["theory_ek"].get(tk)
-            return v if v is not None or k != "P_aG" else r["theory_ek"].get("P_aG_crossover")
-
-        def measured(r, k=k):
-            m = r["measured"].get(k) or {}
-            return m["P_star"] if m.get("bracketed") else np.nan
-
-        ek = np.array([ek_of(r) or np.nan for r in rows], float)
-        fin = np.array([(r.get("theory_finite") or {}).get(tk) or np.nan for r in rows], float)
-        me = np.array([measured(r) for r in rows], float)
-        out[k] = {
-            "paper_law": law_name,
-            "theory_key": tk,
-            "paper_exponent": fit_power_law(x, law(L, V))["exponent"],
-            "theory_ek": fit_power_law(x, ek),
-            "theory_finite": fit_power_law(x, fin),
-            "measured": fit_power_law(x, me),
-            "measured_points": int(np.isfinite(me).sum()),
-            "theory_uses_crossover": [
-                bool(k == "P_aG" and r["theory_ek"].get(k) is None) for r in rows
-            ],
-        }
-    return out
-
-
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     from copyhead_jax.theory.scaling import phase_diagram, scaling_table
 
@@ -222,7 +151,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     )
     rows = []
     for i, v in enumerate(values):
-        th = _theory_row(table, i)
+        th = theory_row(table, i)
         got = from_main(spec, out_dir) if v == base[axis] else None
         row = got if got is not None else measure_point(spec, axis, v, th)
         row.update(value=v, theory_ek=th)
@@ -255,7 +184,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     )
     pdg["boundary_values"] = dense
     pdg["boundaries"] = {
-        k: [_theory_row(dtab, i).get(k) for i in range(len(dense))]
+        k: [theory_row(dtab, i).get(k) for i in range(len(dense))]
         for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
     }
     res = {
@@ -263,7 +192,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         "values": values,
         "fixed": {k: v for k, v in base.items() if k != axis},
         "rows": rows,
-        "fits": fits(values, rows, axis, base),
+        "fits": fit_laws(values, rows, axis, base),
         "phase": pdg,
     }
     return C.save_artefact(spec, res, scaling_figure, out_dir, t0)

@@ -25,12 +25,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from copyhead_jax import finite_runs as FR  # noqa: E402
 from experiments import common as C  # noqa: E402
 from experiments import features as F  # noqa: E402
 from experiments import report  # noqa: E402
 from experiments.__main__ import main as reproduce  # noqa: E402
 from experiments.analysis import width_spec  # noqa: E402
-from experiments.finite import finite_width  # noqa: E402
 
 #: the artefacts of the tiny reproduction, in the command line's order (main first: the others
 #: reuse its runs). Scaling and hysteresis are left out of the default run: at L <= 6 their
@@ -170,9 +170,9 @@ def test_seed_data_and_embeddings_match_the_sweep(tiny):
     assert tiny.sweeps() == before
     cfg = lin.cfg.replace(sweep=dict(P=(4,)))
     inp = sweep_inputs(cfg, None)
-    assert np.array_equal(C.seed_tokens(cfg, 0, 4), np.asarray(inp.train[0]))
+    assert np.array_equal(FR.seed_tokens(cfg, 0, 4), np.asarray(inp.train[0]))
     # float32 embeddings of the run vs the float64 Gram of the same draw
-    np.testing.assert_allclose(C.seed_gram(cfg, 0), C.run_gram(lin, 4, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(FR.seed_gram(cfg, 0), FR.run_gram(lin, 4, 0), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow
@@ -183,13 +183,13 @@ def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(tiny):
     cfg = s.engine_for("linear").replace(train=dict(train_embeddings=True, max_epochs=60))
     runs = C.Runs(cfg, "trained")
     C.measure(runs, [2, 4], s)
-    fin = finite_width(s, runs, "linear", [2, 4])["curve"]
+    fin = C.finite_width(s, runs, "linear", [2, 4])["curve"]
     assert fin["P"].tolist() == [2, 4]
     th = s.theory_params()
     for i, p in enumerate((2, 4)):
-        toks = [C.seed_tokens(cfg, 0, p)]
-        own = C.finite_theory(th, "linear", toks, [C.run_gram(runs, p, 0)], [p])
-        initial = C.finite_theory(th, "linear", toks, [C.seed_gram(cfg, 0)], [p])
+        toks = [FR.seed_tokens(cfg, 0, p)]
+        own = FR.finite_theory(th, "linear", toks, [FR.run_gram(runs, p, 0)], [p])
+        initial = FR.finite_theory(th, "linear", toks, [FR.seed_gram(cfg, 0)], [p])
         want, other = (np.array([x["c1"][0, 0], x["cG"][0, 0]]) for x in (own, initial))
         got = np.array([fin["c1"][i, 0], fin["cG"][i, 0]])
         # same inputs, same float64 minimiser: equal to rounding
@@ -276,27 +276,13 @@ def test_exact_copy_branch_at_width_inf_is_the_ek_minimum(paper_mode):
 # Pieces
 
 
-def test_group_P_partitions_and_beats_single_groups():
-    P = [1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 1024]
-    cost = dict(compile_s=10.0, seq_epoch_us=8.0)
-    g = C.group_P(P, n_seeds=2, epochs=4000, L=25, cost=cost)
-    assert [p for grp in g for p in grp] == P
-
-    def total(groups):
-        return sum(10.0 + 8e-6 * 4000 * 2 * len(x) * max(x) for x in groups)
-
-    assert total(g) <= total([P]) + 1e-9
-    assert total(g) <= total([[p] for p in P]) + 1e-9
-    assert C.group_P([], n_seeds=1, epochs=1, L=25, cost=cost) == []
-
-
 def test_parallel_plan_runs_every_job_after_what_it_reuses(tmp_path):
     """``--jobs``: every width of main before main (which assembles them), coverage, scaling and
     hysteresis after main of their preset (they reuse its JSON and runs), each job once, and
     the jobs in a dependency order."""
     from experiments.__main__ import plan
 
-    jobs = plan(C.ARTEFACTS, C.PRESET_NAMES, "paper", tmp_path)
+    jobs = plan(C.SPEC_ARTEFACTS, C.PRESET_NAMES, "paper", tmp_path)
     names = [j for j, _, _ in jobs]
     assert len(set(names)) == len(names)
     seen = set()
@@ -308,7 +294,7 @@ def test_parallel_plan_runs_every_job_after_what_it_reuses(tmp_path):
         widths = [spec.engine.model.width, *spec.settings["extra_widths"]]
         deps = dict((j, d) for j, d, _ in jobs)
         assert deps[("main", preset)] == [("width", preset, w) for w in widths]
-        for a in C.ARTEFACTS[1:]:
+        for a in C.SPEC_ARTEFACTS[1:]:
             assert deps[(a, preset)] == [("main", preset)]
     # one artefact alone: nothing to wait for
     assert [d for _, d, _ in plan(("hysteresis",), ("plain",), "paper", tmp_path)] == [[]]
@@ -344,7 +330,7 @@ def test_load_spec_names_bad_input(args, match, tmp_path):
 @pytest.mark.parametrize("mode", ["paper", "quick", "full", "tiny"])
 def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     for preset in ("plain", "paper"):
-        for a in C.ARTEFACTS:
+        for a in C.SPEC_ARTEFACTS:
             s = C.load_spec(mode, preset, a, tmp_path)
             for att in ("linear", "softmax"):
                 assert s.engine_for(att).model.attention == att

@@ -8,6 +8,9 @@
 - ``warning``  early warning, defined once (growth ratio, its CI, the signal threshold)
 - ``crossing`` where two branches' free energies cross, branch weights, the Bayesian interval
 - ``claims``   the rule that says whether a measurement reproduces a reported claim
+- ``branches`` measured P* of branch runs (onset, crossover, crossing, coexistence window)
+- ``seeds``    every P* per seed with its CI beside the theories; the table across widths
+- ``laws``     power laws of the P* against L or V beside the paper's
 """
 
 from . import locate as locate

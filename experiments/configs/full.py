@@ -12,6 +12,10 @@ ENGINE = dict(sweep=dict(n_seeds=10, padding="max", chunk_runs=1))  # the preset
 
 _SCALING = dict(measure=["P_c1", "P_cG", "P_aG"], rounds=3, n_new=3, max_run_s=1e9, n_grid=9)
 
+# the paper preset's grids span its P range (its P* reach ~2,500)
+_PAPER_LINEAR = [4, 8, 16, 23, 32, 64, 96, 128, 200, 256, 322, 512, 1000, 2000, 4000, 8000]
+_PAPER_POOL = [4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512, 640, 800, 1000, 1280, 2000]
+
 CONFIG = dict(
     engine=ENGINE,
     softmax_train={},
@@ -39,42 +43,8 @@ CONFIG = dict(
         ),
         paper=dict(
             main=dict(
-                P_linear=[
-                    4,
-                    8,
-                    16,
-                    23,
-                    32,
-                    64,
-                    96,
-                    128,
-                    200,
-                    256,
-                    322,
-                    512,
-                    1000,
-                    2000,
-                    4000,
-                    8000,
-                ],
-                P_pool=[
-                    4,
-                    8,
-                    16,
-                    32,
-                    64,
-                    128,
-                    200,
-                    256,
-                    300,
-                    400,
-                    512,
-                    640,
-                    800,
-                    1000,
-                    1280,
-                    2000,
-                ],
+                P_linear=_PAPER_LINEAR,
+                P_pool=_PAPER_POOL,
                 P_copy=[256, 300, 400, 512, 640, 800, 1000, 1280],
                 sgld_linear=[16, 32, 64, 96, 128, 256, 512, 1000, 2000],
                 sgld_softmax=[128, 256, 400, 512, 640, 800],

@@ -14,7 +14,9 @@ job). No posterior sampling here (the posterior artefact is ``experiments/poster
 Grids are the ``--full-network`` grids (the paper's P range), refined near each located P*.
 """
 
+import json
 import math
+from pathlib import Path
 
 ENGINE = dict(
     model=dict(width=10_000, engine="reduced", gram="realised"),  # the paper's width, exactly
@@ -64,30 +66,20 @@ _SCALING_PLAIN = {
     "spread": {"P_cG": 6.0, "P_aG": 1.5},
 }
 
-# the width table's reference: what docs/reports/results.md reported at width 128 before the
-# default mode existed (`--quick`: full-width muP Adam, 2 seeds plain / 1 seed paper; commit
-# bb8fc14, docs/reports/results/main_*.json), so the table can say how much of each disagreement
-# was finite width
-_WIDTH_128_QUICK = dict(
-    plain=dict(
-        commit="bb8fc14",
-        n_seeds=2,
-        measured=dict(P_cG=6.253, P_cG_half=6.381, P_aG=24.73, P_aG_single=27.48, window_lo=24.43),
-        theory_finite=dict(P_cG=4.668, P_cG_half=5.316, P_aG=34.50),
-    ),
-    paper=dict(
-        commit="bb8fc14",
-        n_seeds=1,
-        # P_aG was not bracketed (< 716)
-        measured=dict(
-            P_c1=65.48, P_cG=2593.0, P_cG_half=3020.0, P_aG_single=858.5, window_lo=676.9
-        ),
-        theory_finite=dict(P_c1=91.50, P_cG=2840.0, P_aG=886.0),
-    ),
-)
+
+def _width_reference() -> dict:
+    """The width table's reference per preset: what docs/reports/results.md reported at width 128
+    before the default mode existed (``--quick``: full-width muP Adam, commit bb8fc14), read from
+    the committed width tables (``docs/reports/results/width_*.json``, ``reference_128``), so the
+    table can say how much of each disagreement was finite width."""
+    results = Path(__file__).resolve().parents[2] / "docs" / "reports" / "results"
+    files = {p: results / f"width_{p}.json" for p in ("plain", "paper")}
+    return {p: json.loads(f.read_text()).get("reference_128") for p, f in files.items()
+            if f.exists()}  # fmt: skip
+
 
 CONFIG = dict(
-    width_reference=_WIDTH_128_QUICK,
+    width_reference=_width_reference(),
     engine=ENGINE,
     softmax_train={},
     # linear attention has several minima near its transitions; one prior-draw start missed the
@@ -121,10 +113,7 @@ CONFIG = dict(
                 P_pool=[256, 400, 512, 640, 800, 1000],
                 P_copy=[400, 512, 640, 800],
                 theory_P=[2.0, 10000.0],
-                # docs/reports/results/main_paper.json of 2026-12-01 ran with extra_widths [128]
-                # only
-                # (each width of this preset is ~10 min on the shared CPU; the plain preset has
-                # all four): a rerun here adds widths inf and 1,024 (~20 min)
+                # each width of this preset is ~10 min on the shared CPU
                 **_MAIN_COMMON,
             ),
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[64, 128, 256, 512, 1000, 2000]),

@@ -27,6 +27,11 @@ ENGINE = dict(
     sweep=dict(n_seeds=2, padding="max"),  # paper: 10 seeds; P groups are chosen by the cost model
 )
 
+# scaling: one seed and one refinement round per point, on ~n_grid P around each EK P*
+_SCALING = dict(measure=["P_c1", "P_cG", "P_aG"], n_seeds=1, rounds=1, n_new=2, max_run_s=30.0,
+                n_grid=7)  # fmt: skip
+_SCALING_PAPER = {**_SCALING, "max_run_s": 25.0, "n_grid": 6}  # its P* are 10x larger
+
 CONFIG = dict(
     engine=ENGINE,
     # softmax settles in fewer epochs than linear attention (grad_norm_span is reported)
@@ -51,24 +56,8 @@ CONFIG = dict(
                 theory_P=[0.05, 400.0],  # range of the theory curves
             ),
             hysteresis=dict(rounds=2, n_new=3, P_linear_copy=[1, 2, 3, 4, 6, 8, 16, 32]),
-            scaling_L=dict(
-                values=[10, 16, 25, 40, 60],
-                measure=["P_c1", "P_cG", "P_aG"],
-                n_seeds=1,
-                rounds=1,
-                n_new=2,
-                max_run_s=30.0,
-                n_grid=7,
-            ),
-            scaling_V=dict(
-                values=[2, 3, 5, 8, 12],
-                measure=["P_c1", "P_cG", "P_aG"],
-                n_seeds=1,
-                rounds=1,
-                n_new=2,
-                max_run_s=30.0,
-                n_grid=7,
-            ),
+            scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING),
+            scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING),
         ),
         paper=dict(
             engine=dict(sweep=dict(n_seeds=1)),  # P* up to ~2500: one seed to fit the budget
@@ -85,24 +74,9 @@ CONFIG = dict(
                 theory_P=[2.0, 20000.0],
             ),
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[64, 128, 256, 512, 1024]),
-            scaling_L=dict(
-                values=[10, 16, 25, 40, 60],
-                measure=["P_c1", "P_cG", "P_aG"],
-                n_seeds=1,
-                rounds=1,
-                n_new=2,
-                max_run_s=25.0,
-                n_grid=6,
-            ),
-            scaling_V=dict(
-                values=[2, 3, 5, 8, 12],
-                measure=["P_c1", "P_aG"],  # P_cG ~ 1850-2730 at every V: out of the budget
-                n_seeds=1,
-                rounds=1,
-                n_new=2,
-                max_run_s=25.0,
-                n_grid=6,
-            ),
+            scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PAPER),
+            # P_cG ~ 1850-2730 at every V: out of the budget
+            scaling_V={**_SCALING_PAPER, "values": [2, 3, 5, 8, 12], "measure": ["P_c1", "P_aG"]},
         ),
     ),
 )

@@ -1,8 +1,10 @@
 """``--tiny``: seconds-sized smoke runs (the test suite runs every artefact with this).
 
-L = 6, V = 3, width 16, 200 epochs, 1 seed, tiny grids and chains: it exercises every code path
-(sweeps, refinement, SGLD, finite-width and EK theory, tables, figures), not the physics. At
-L = 6 the softmax theory has no first-order transition; the artefacts must report that.
+L = 6, V = 3, width 16, 200 epochs, 1 seed, tiny grids and chains: it exercises the code paths
+(sweeps, SGLD, finite-width and EK theory, tables, figures), not the physics. At L = 6 the
+softmax theory has no first-order transition; the artefacts must report that. Main refines
+nothing (``rounds=0``: each round is a new compiled program per branch, a third of main's time
+here; refinement is tested on planted sweeps in tests/test_refine.py); hysteresis refines.
 """
 
 ENGINE = dict(
@@ -30,7 +32,7 @@ _PRESET = dict(
         P_copy=[4, 8],
         sgld_linear=[2, 8],
         sgld_softmax=[4, 8],
-        rounds=1,
+        rounds=0,
         n_new=1,
         max_run_s=5.0,
         theory_P=[0.1, 200.0],
