@@ -308,7 +308,7 @@ def group_record(path: Path, compute, legacy: Path | None = None, **meta: Any) -
     return read_record(path)
 
 
-def save_figure(fig, path: Path, dpi: int = 80) -> Path:
+def save_figure(fig, path: Path, dpi: int = 110) -> Path:
     import matplotlib.pyplot as plt
 
     path = Path(path)

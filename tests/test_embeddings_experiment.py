@@ -35,4 +35,4 @@ def test_joint_map_is_never_above_the_quenched_point(run):
     data = json.loads((root / "out" / "results" / "embeddings.json").read_text())
     assert set(data["widths"]) == {str(w) for w in TINY["widths"]}
     assert (root / "out" / "figures" / "embeddings.png").stat().st_size > 0
-    E.figure(data)  # the figure redraws from the JSON alone (experiments.figures)
+    E.figure(data)  # the figure redraws from the JSON alone (experiments.report.redraw)
