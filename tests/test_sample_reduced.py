@@ -193,3 +193,24 @@ def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
         prior = ((post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2)
                  + (post["W_O_hat"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_O**2))  # fmt: skip
         np.testing.assert_allclose(post["U"][i], w * P * loss + prior, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_small_default_softmax_adam_ends_at_its_own_minimum():
+    """Issue 10: Adam runs of the small default end stationary. The exact solver started from
+    the Adam fit (polish) measures how far the run was from its own local minimum; an Adam run
+    that stopped early would move there by a visible amount. Bound: order parameters move by
+    under 1e-3 relative (the three digits the docs' tables print) and U by under 1e-4 relative
+    (at P = 32 the measured moves were 7e-5 and 1e-7 in docs/reports/results/reduction.json).
+
+    Linear attention is left out on purpose: its small-default Adam fits are *not* stationary
+    (|grad U|_span up to 4 at P = 128, polish dU = -0.7; reduction.json), a recorded finding,
+    which is why the reduced engine defaults to the exact solver."""
+    cfg = ch.SMALL.replace(model=dict(attention="softmax"), sweep=dict(P=(32,), n_seeds=1))
+    res = polish(ch.run_sweep(cfg, progress=False, keep_params=True))
+    assert bool(res["polish/converged"][0, 0])
+    for k in ("c1", "cG"):
+        adam, exact = float(res[k][0, 0]), float(res[f"polish/{k}"][0, 0])
+        assert abs(adam - exact) <= 1e-3 * max(abs(exact), 1e-2), (k, adam, exact)
+    U = float(res["polish/U"][0, 0])
+    assert abs(float(res["polish/dU"][0, 0])) <= 1e-4 * abs(U)
