@@ -239,7 +239,9 @@ def sample_from_starts(sampler: Sampler, keys, heads, train, mask, starts) -> Dr
     Cg = keys.shape[1] // G
     parts = []
     for g in range(G):
-        h = eqx.tree_at(lambda hh: hh.W_G, heads, jnp.asarray(starts[g], heads.W_G.dtype))
+        # placed as the other weights are: an uncommitted W^G would compile the whitening twice
+        W_G = jax.device_put(np.asarray(starts[g], heads.W_G.dtype), heads.W_G.sharding)
+        h = eqx.tree_at(lambda hh: hh.W_G, heads, W_G)
         parts.append(sample_collapsed(sampler, keys[:, g * Cg:(g + 1) * Cg], h, train, mask))
     if G == 1:
         return parts[0]

@@ -38,6 +38,30 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
+#: resident memory (GiB) above which a test module's end drops JAX's compiled programs: below it
+#: the modules of one worker share them (most of the suite's time is compiling), above it the
+#: programs that accumulate over a worker's files would take the run past ~3 GiB
+CLEAR_CACHES_ABOVE_GB = 1.5
+
+
+def resident_gb() -> float:
+    """This process's resident memory in GiB (0 where /proc is missing: never clear)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def bounded_memory():
+    yield
+    if resident_gb() > CLEAR_CACHES_ABOVE_GB:
+        import gc
+
+        jax.clear_caches()
+        gc.collect()
+
 
 @pytest.fixture
 def tiny():

@@ -76,8 +76,10 @@ def objective(head) -> Objective:
 
 
 @pytest.mark.parametrize("attention,linear_scale", HEADS)
-@pytest.mark.parametrize("L,V,N", SHAPES)
-def test_outputs_equal_naive_forward(attention, linear_scale, L, V, N):
+def test_outputs_equal_naive_forward(attention, linear_scale):
+    # the TINY shape only: at the paper's shape the outputs are checked through U and its
+    # gradient (test_energy_and_gradient_equal_naive_autodiff), whose data term sums them
+    L, V, N = SHAPES[0]
     head = make_head(attention, linear_scale, L, V, N)
     t = sample_tokens(jax.random.key(1), n=12, L=L, V=V)
     ref = naive_outputs(head, t)

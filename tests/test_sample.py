@@ -10,6 +10,9 @@ from copyhead_jax.sample import run_sampler
 
 CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
 SGLD = ch.SGLDConfig(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2)
+#: runs per chunk: the 4 runs make a full chunk and a padded one (the progress-bar test counts
+#: them), and one compiled program of that shape serves every SGLD run below
+CHUNK = 3
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +21,7 @@ def sweep():
 
 
 def test_small_steps_stay_finite_and_near_the_map(sweep):
-    post = run_sampler(sweep, SGLD, progress=False, chunk_runs=2)
+    post = run_sampler(sweep, SGLD, progress=False, chunk_runs=CHUNK)
     assert post["draws"].shape == (2, 2, 2, 4, len(post.fields))
     assert post["finite"].all()
     # 60 steps of eta = 1e-5: the noise moves each weight by ~ sqrt(2 eta t) ~ 0.035 in weight
@@ -32,7 +35,7 @@ def test_small_steps_stay_finite_and_near_the_map(sweep):
 
 
 def test_sampler_resume_and_determinism(sweep, tmp_path):
-    ref = run_sampler(sweep, SGLD, progress=False, chunk_runs=2)
+    ref = run_sampler(sweep, SGLD, progress=False, chunk_runs=CHUNK)
     out = tmp_path / "post.npz"
 
     def stop(i, n):
@@ -40,8 +43,8 @@ def test_sampler_resume_and_determinism(sweep, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=2, on_chunk=stop)
-    res = run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=2)
+        run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=CHUNK, on_chunk=stop)
+    res = run_sampler(sweep, SGLD, out=out, progress=False, chunk_runs=CHUNK)
     assert np.array_equal(res["draws"], ref["draws"])
     loaded = PosteriorResult.load(out)
     assert np.array_equal(loaded["draws"], ref["draws"]) and loaded.sampler == SGLD
@@ -60,8 +63,10 @@ def test_sampler_needs_weights(sweep):
 def test_cli_sample_and_plot(sweep, tmp_path, capsys):
     f = tmp_path / "sweep.npz"
     sweep.save(f)
-    argv = ["sample", str(f), "--steps", "40", "--burn-in", "10", "--thin", "10", "--chains",
-            "2", "--step-size", "1e-4", "--quiet"]  # fmt: skip
+    # the sampler and chunk of test_sgld_keeps_the_log_likelihood_for_loo: one compiled program
+    argv = ["sample", str(f), "--steps", "60", "--burn-in", "20", "--thin", "10", "--chains",
+            "2", "--step-size", "1e-5", "--keep-loglik", "--chunk-runs", "4",
+            "--quiet"]  # fmt: skip
     assert main(argv) == 0
     post = tmp_path / "sweep_posterior.npz"
     assert post.exists() and (tmp_path / "sweep_posterior.png").exists()
@@ -71,7 +76,7 @@ def test_cli_sample_and_plot(sweep, tmp_path, capsys):
 
 
 def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
-    # 4 runs in chunks of 3: the last chunk holds 1 run and 2 padding slots; the bar counts 4
+    # 4 runs in chunks of CHUNK = 3: the last holds 1 run and 2 padding slots; the bar counts 4
     import copyhead_jax.sample as sample_mod
 
     bars = []
@@ -88,7 +93,7 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
             pass
 
     monkeypatch.setattr(sample_mod, "tqdm", Bar)
-    run_sampler(sweep, SGLD, progress=True, chunk_runs=3)
+    run_sampler(sweep, SGLD, progress=True, chunk_runs=CHUNK)
     assert [(b.total, b.n) for b in bars] == [(4, 4)]
     assert bars[0].desc.startswith("SGLD ")  # the sampler's real name
 

@@ -23,10 +23,20 @@ CFG = ch.TINY.replace(
     sweep=dict(P=(4, 16), n_seeds=1),
 )
 LIN = CFG.replace(model=dict(attention="linear"))
+#: A full-width Adam sweep small enough to train (width 32) and its exact image: one compiled
+#: exact sweep serves the stationarity, polish and short-chain tests.
+ADAM = ch.TINY.replace(model=dict(width=32), sweep=dict(P=(4, 8), n_seeds=1),
+                       train=dict(max_epochs=400))  # fmt: skip
+EXACT = ADAM.replace(model=dict(engine="reduced"))
 
 
 @pytest.fixture(scope="module")
 def reduced_sweep():
+    return ch.run_sweep(EXACT, progress=False, keep_params=True)
+
+
+@pytest.fixture(scope="module")
+def wide_sweep():
     return ch.run_sweep(CFG, progress=False, keep_params=True)
 
 
@@ -39,7 +49,7 @@ def test_exact_sweep_is_stationary(reduced_sweep):
     r = reduced_sweep
     assert np.all(r["converged"]) and np.all(r["rel_grad"] <= 1e-8)
     assert np.all(r["min_eig"] > 0)  # a true local minimum, not a saddle
-    assert r["params/W_G"].shape[-1] == CFG.task.V + CFG.task.L
+    assert r["params/W_G"].shape[-1] == EXACT.task.V + EXACT.task.L
 
 
 def test_marginal_energy_integrates_the_readout(linear_sweep):
@@ -81,7 +91,7 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
 
 
 @pytest.mark.parametrize("att", [pytest.param("softmax", marks=pytest.mark.heavy), "linear"])
-def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
+def test_default_sampler_mixes(request, linear_sweep, att):
     """The default protocol on a reduced sweep: split R-hat <= 1.05 and ESS >= 400 for U and
     each order parameter in every run (issue 11's bar: R-hat 1.05 is Gelman-Rubin's working
     threshold, an ESS of 400 puts the Monte-Carlo error of a mean at 5% of the posterior
@@ -89,7 +99,7 @@ def test_default_sampler_mixes(reduced_sweep, linear_sweep, att):
     a margin here), and no health warning. Linear attention is the case whitened SGLD could not
     sample (the bilinear valley of (W^G, W^O)); softmax (slow) is covered again because its
     default sampler changed too."""
-    sweep = reduced_sweep if att == "softmax" else linear_sweep
+    sweep = request.getfixturevalue("wide_sweep") if att == "softmax" else linear_sweep
     post = run_sampler(sweep, default_sampler(sweep), progress=False)
     n1, nG = post.order_names
     for name, rh, es in (("U", "rhat", "ess"), (n1, f"rhat_{n1}", f"ess_{n1}"),
@@ -128,17 +138,15 @@ def test_default_sampler_agrees_with_nuts(att):
         assert diff <= 4 * se, (k, ref[..., k].mean(), sg[..., k].mean(), se)
 
 
-def test_polish_descends_and_agrees_with_exact(tmp_path):
+def test_polish_descends_and_agrees_with_exact(reduced_sweep, tmp_path):
     """Polish of a full-width Adam sweep (quenched): the exact MAP has U <= U - U_perp of every
     Adam run (L-BFGS only descends), and from the prior start and from the Adam fit the exact
     solver reaches the same minimum (pooling branch of a small softmax task, unique here)."""
-    cfg = ch.TINY.replace(model=dict(width=32), sweep=dict(P=(4, 8), n_seeds=1),
-                          train=dict(max_epochs=400))  # fmt: skip
-    res = ch.run_sweep(cfg, progress=False, keep_params=True)
+    res = ch.run_sweep(ADAM, progress=False, keep_params=True)
     p = polish(res, out=tmp_path / "p.npz")
     assert np.all(p["polish/dU"] <= 1e-9 * np.abs(p["polish/U_adam"]))
     assert np.all(p["polish/converged"]) and np.all(p["polish/min_eig"] > 0)
-    exact = ch.run_sweep(cfg.replace(model=dict(engine="reduced")), progress=False)
+    exact = reduced_sweep  # the exact sweep of the same config
     # same data and embeddings (gram='realised' draws the full engine's embeddings)
     np.testing.assert_allclose(p["polish/U"], exact["U"], rtol=1e-7)
     np.testing.assert_allclose(p["polish/cG"], exact["cG"], atol=1e-6)
@@ -172,9 +180,9 @@ def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
     assert warned == bool(np.any(a["rhat_between"] > RHAT_BETWEEN_MAX))
     assert post.sampler_name == "collapsed HMC" and post.meta["sampler_name"] == "collapsed HMC"
 
-    obj = Objective.from_config(CFG)
-    w, n_y = obj.likelihood_weight, CFG.task.L * CFG.task.V  # TINY: no causal mask
-    assert not CFG.model.causal
+    obj = Objective.from_config(EXACT)
+    w, n_y = obj.likelihood_weight, EXACT.task.L * EXACT.task.V  # TINY: no causal mask
+    assert not EXACT.model.causal
     for i, P in enumerate(post.P):
         ll = post["log_lik"][i]  # [seed, C, S, P_max]
         assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
@@ -185,3 +193,24 @@ def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
         prior = ((post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2)
                  + (post["W_O_hat"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_O**2))  # fmt: skip
         np.testing.assert_allclose(post["U"][i], w * P * loss + prior, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_small_default_softmax_adam_ends_at_its_own_minimum():
+    """Issue 10: Adam runs of the small default end stationary. The exact solver started from
+    the Adam fit (polish) measures how far the run was from its own local minimum; an Adam run
+    that stopped early would move there by a visible amount. Bound: order parameters move by
+    under 1e-3 relative (the three digits the docs' tables print) and U by under 1e-4 relative
+    (at P = 32 the measured moves were 7e-5 and 1e-7 in docs/reports/results/reduction.json).
+
+    Linear attention is left out on purpose: its small-default Adam fits are *not* stationary
+    (|grad U|_span up to 4 at P = 128, polish dU = -0.7; reduction.json), a recorded finding,
+    which is why the reduced engine defaults to the exact solver."""
+    cfg = ch.SMALL.replace(model=dict(attention="softmax"), sweep=dict(P=(32,), n_seeds=1))
+    res = polish(ch.run_sweep(cfg, progress=False, keep_params=True))
+    assert bool(res["polish/converged"][0, 0])
+    for k in ("c1", "cG"):
+        adam, exact = float(res[k][0, 0]), float(res[f"polish/{k}"][0, 0])
+        assert abs(adam - exact) <= 1e-3 * max(abs(exact), 1e-2), (k, adam, exact)
+    U = float(res["polish/U"][0, 0])
+    assert abs(float(res["polish/dU"][0, 0])) <= 1e-4 * abs(U)
