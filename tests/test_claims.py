@@ -158,3 +158,18 @@ def test_matrix_from_tiny_json(tmp_path):
         if row["overall"].startswith("not reproduced"):
             assert not any(c["reproduced"] for c in row["cells"].values())
     assert math.isclose(m["exponent_tol"], EXPONENT_TOL)
+
+
+def test_transition_cell_judges_the_commands_interval():
+    """A ``copyhead transition`` result becomes the Bayesian cell: its interval judged against
+    the paper's 300 (band = the neighbours on the grid), every flagged run counted."""
+    from experiments.report.claims import transition_cell
+
+    grid = [200, 256, 300, 322, 400]
+    tr = {"summary": {"P_star": 1028.0, "lo": 951.0, "hi": 1111.0, "n": 1},
+          "seeds": [{"probes": [{}, {}, {}]}], "flagged": ["a", "b"],
+          "cross_check": {"P_star": 994.0}}  # fmt: skip
+    cell = transition_cell(tr, grid)
+    assert cell["reproduced"] is False and "2/6 runs" in cell["value"] and "994" in cell["value"]
+    tr["summary"].update(P_star=300.0, lo=290.0, hi=310.0)
+    assert transition_cell(tr, grid)["reproduced"] is True

@@ -31,6 +31,8 @@ from .tables import g4, table
 READINGS = ("paper", "plain", "paper-chi-lik")
 SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
+#: readings whose Bayesian P*_aG is a ``copyhead transition --out`` result (its transition.json)
+TRANSITIONS = {"paper-chi-lik": "transition_paper-chi-lik.json"}
 NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
          "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
 #: the paper's coverage bounds (``'> 99.8% ...'`` -> 0.998): softmax everywhere, linear outside
@@ -93,6 +95,8 @@ def pstar_cell(d: Path, r: str, k: str, grid) -> dict:
 
 def bayes_cell(d: Path, r: str, grid) -> dict:
     res = _load(d, BRANCHES[r]) if r in BRANCHES else None
+    if res is None and r in TRANSITIONS and (tr := _load(d, TRANSITIONS[r])):
+        return transition_cell(tr, grid)
     if res is None:
         return _cell(f"Bayesian P*_aG ({r}): not measured this session")
     b, band = bayesian_interval(res), grid_band(PAPER_MEASURED["P_aG"], grid)
@@ -101,6 +105,19 @@ def bayes_cell(d: Path, r: str, grid) -> dict:
           "results.md)" if b["flagged"] else ""  # fmt: skip
     iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
     return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
+
+
+def transition_cell(tr: dict, grid) -> dict:
+    """The Bayesian P*_aG cell from a ``copyhead transition`` result: its interval (seeds, MC,
+    quadrature, interpolation), the SMC cross-check and the flagged branch runs."""
+    s, band = tr["summary"], grid_band(PAPER_MEASURED["P_aG"], grid)
+    n_runs = 2 * sum(len(x["probes"]) for x in tr["seeds"])
+    bad = f"; {len(tr['flagged'])}/{n_runs} runs R-hat > 1.05 or ESS < 100" if tr["flagged"] else ""
+    smc = (tr.get("cross_check") or {}).get("P_star")
+    cross = f", SMC {g4(smc)}" if smc else ""
+    text = (f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['n']} seed(s), `copyhead "
+            f"transition`{cross}){bad}")  # fmt: skip
+    return _judged(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
 
 
 def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
