@@ -14,7 +14,6 @@ import numpy as np
 
 from copyhead_jax.compare import early_warning as warn
 from copyhead_jax.compare import rel_err
-from copyhead_jax.compare.seeds import bracketed as _bracketed  # noqa: F401 (multistart's)
 from copyhead_jax.compare.seeds import ci_table, located_text, per_seed_points
 from copyhead_jax.compare.seeds import width_result as width_result  # the report's
 from copyhead_jax.finite_runs import finite_branch_values

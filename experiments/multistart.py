@@ -22,6 +22,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare import bootstrap_ci
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
+from copyhead_jax.compare.seeds import bracketed
 
 from .common import write_json
 from .configs.posterior import QUICK, TINY
@@ -45,17 +46,13 @@ GRIDS = {
 U_TOL = 1e-3
 
 
-def _bracketed(located) -> float | None:
-    return located.P_star if located.bracketed else None
-
-
 def locate(P, psi) -> dict:
     """P*_cG (max slope) and psi = 1/2 per seed, bracketed seeds only, as the main reproduction
     (``analysis.per_seed_points``): geometric mean over seeds with its 95% bootstrap CI."""
     P = np.asarray(P, float)
     nS = psi.shape[1]
-    ms = [_bracketed(locate_max_slope(P, psi[:, s])) for s in range(nS)]
-    half = [_bracketed(locate_level(P, psi[:, s], 0.5)) for s in range(nS)]
+    ms = [bracketed(locate_max_slope(P, psi[:, s])) for s in range(nS)]
+    half = [bracketed(locate_level(P, psi[:, s], 0.5)) for s in range(nS)]
     return {"P_cG": bootstrap_ci(ms), "P_cG_half": bootstrap_ci(half)}
 
 
