@@ -10,6 +10,7 @@ ticked at (a spread of) the measured P, so that labels never collide.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import matplotlib
 
@@ -22,11 +23,24 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from .models import head_class  # noqa: E402
 from .results import SweepResult  # noqa: E402
-from .style import COLORS, GREY, LEGEND_PT, P_LABEL, legend, log_P_axis, not_measured  # noqa: E402
+from .style import (  # noqa: E402
+    A_G_LABEL,
+    BLACK,
+    COLORS,
+    GREY,
+    KEY_COLORS,
+    LEGEND_PT,
+    P_LABEL,
+    legend,
+    log_P_at_data,
+    log_P_axis,
+    not_measured,
+    star_label,
+)
 from .style import styled as _styled  # noqa: E402
 
 __all__ = ["COLORS", "LEGEND_PT", "P_LABEL", "curves_figure", "flag_counts", "log_P_axis",
-           "posterior_figure", "sweep_figure", "trace_figure"]  # fmt: skip
+           "posterior_figure", "sweep_figure", "trace_figure", "width_figure"]  # fmt: skip
 BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
 
 
@@ -251,4 +265,79 @@ def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
     for ax in axes.flat[n:]:
         ax.axis("off")
     fig.suptitle(f"{label} traces (seed {seed}, one line per chain)")
+    return fig
+
+
+@_styled
+def width_figure(res: dict[str, Any]) -> Figure:
+    """The figure of :func:`copyhead_jax.compare.seeds.width_result`: every P* relative to the
+    EK theory versus the width N (measured with its CI, finite-width theory as open markers),
+    and the order parameters versus P per width."""
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(1, 4, figsize=(20, 6.2), layout="constrained",
+                           gridspec_kw={"width_ratios": [1.4, 1, 1, 1]})  # fmt: skip
+    widths = res["widths"]
+    finite = [w for w in widths if w != "inf"]
+    x_of = {w: float(w) for w in finite}  # infinity one decade right of the largest width
+    x_inf = x_of["inf"] = 10 * max(x_of.values()) if x_of else 1.0
+    a, rows = ax[0], [r for r in res["rows"] if r["theory_ek"]]
+    for j, row in enumerate(rows):
+        ek, col = row["theory_ek"], KEY_COLORS.get(row["key"], BLACK)
+        shift = 1.0 + 0.04 * (j - (len(rows) - 1) / 2)  # side by side, not on top
+        got = [w for w in widths if row["measured"][w].get("estimate") is not None]
+        y, lo, hi = (np.array([row["measured"][w].get(k) or row["measured"][w]["estimate"]
+                               for w in got], float) for k in ("estimate", "lo", "hi"))  # fmt: skip
+        a.errorbar([x_of[w] * shift for w in got], y / ek, yerr=[(y - lo) / ek, (hi - y) / ek],
+                   fmt="o-", color=col, ms=4, capsize=2, label=star_label(row["key"]))  # fmt: skip
+        t = [(x_of[w] * shift, row["theory_finite"][w].get("estimate")) for w in widths]
+        t = [(x, v / ek) for x, v in t if v is not None]
+        a.plot([x for x, _ in t], [v for _, v in t], "D", mfc="none", color=col, ms=5)
+        if old := (row.get("reference_128") or {}).get("measured"):
+            a.plot([128 * shift], [old / ek], "x", color=col, ms=7, mew=1.5)
+    a.axhline(1.0, color=BLACK, lw=0.8)
+    lo, hi = a.get_ylim()
+    if hi / max(lo, 1e-9) > 3:  # a far outlier would squeeze the rest: a log ratio axis
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+        a.set_yscale("log")
+        a.yaxis.set_major_locator(FixedLocator([0.25, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 20]))
+        a.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.yaxis.set_minor_formatter(NullFormatter())
+    a.set_xscale("log")
+    a.set_xticks([*(x_of[w] for w in finite), x_inf])
+    a.set_xticklabels([*(f"{int(float(w)):,}" for w in finite), "inf"])
+    a.set_xticks([], minor=True)
+    a.set(xlabel="width $N$", ylabel="$P^*$ / $P^*$(EK theory)",
+          title="$P^*$ relative to the EK theory versus width")  # fmt: skip
+    h, lab = a.get_legend_handles_labels()
+    h += [Line2D([], [], marker="o", color=GREY, ls="-"),
+          Line2D([], [], marker="D", mfc="none", color=GREY, ls=""),
+          Line2D([], [], marker="x", color=GREY, ls="")]  # fmt: skip
+    lab += ["exact MAP (bars: 95% CI)", "finite-width theory", "old Adam run, N = 128"]
+    legend(a, handles=h, labels=lab, ncol=3)
+    cmap = plt.get_cmap("viridis")
+    shade = {w: cmap(0.85 * i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
+    for a, branch, q, title, yl in (
+        (ax[1], "linear", "psi", "linear: copy fraction $\\psi$", "copy fraction $\\psi$"),
+        (ax[2], "linear", "r", "linear: attention row sum $r$", "row sum $r$ (dimensionless)"),
+        (ax[3], "pool", "cG", "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
+         A_G_LABEL),
+    ):  # fmt: skip
+        for w in widths:
+            c = res["curves"].get(w)
+            if not c or q not in c[branch]:
+                continue
+            label = "N = inf" if w == "inf" else f"N = {int(float(w)):,}"
+            a.plot(c[branch]["P"], c[branch][q], "o-", ms=3, color=shade[w], label=label)
+            if branch == "pool":
+                a.plot(c["copy"]["P"], c["copy"][q], "s--", ms=3, color=shade[w])
+        if branch == "pool":
+            a.plot([], [], "o-", color=GREY, label="pooling start")
+            a.plot([], [], "s--", color=GREY, label="copy start")
+        if a.has_data():
+            log_P_at_data(a)
+        a.set(xlabel=P_LABEL, ylabel=yl, title=title)
+        legend(a)
+    fig.suptitle(f"width table, {res['preset']} preset (exact MAP, {res['n_seeds']} seeds)")
     return fig

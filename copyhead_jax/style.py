@@ -41,6 +41,11 @@ KEY_COLORS = {  # P_aG black: vermillion is the softmax data's
 }
 LEGEND_PT = 8  # the smallest legend text that stays readable at column width
 P_LABEL = "training set size $P$ (sequences)"
+A_G_LABEL = "copy logit $a_G$ (dimensionless)"
+#: legend names of the transition points whose name is not their key's tail (``P_cG`` -> cG)
+STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG,\\ one\\ start",
+              "window_lo": "window,\\ low", "spinodal_lo": "spinodal,\\ lower",
+              "spinodal_hi": "spinodal,\\ upper"}  # fmt: skip
 
 RC = {
     "axes.prop_cycle": cycler(color=PALETTE),
@@ -90,6 +95,11 @@ def num(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
+def star_label(name: str) -> str:
+    """A transition point's key as a legend's symbol: ``P_cG`` -> ``$P^*_{cG}$``."""
+    return f"$P^*_{{{STAR_NAMES.get(name, name[2:])}}}$"
+
+
 def not_measured(ax, what: str = "") -> None:
     """Write "not measured" inside an axes that has no data (an empty panel says why)."""
     text = NOT_MEASURED + (f":\n{what}" if what else "")
@@ -121,6 +131,24 @@ def log_P_axis(ax, P, axis: str = "x") -> None:
         a.set_major_locator(FixedLocator(_spread(P)))
         a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:.3g}"))
         a.set_minor_formatter(NullFormatter())
+
+
+def log_P_at_data(ax, P=None) -> None:
+    """:func:`log_P_axis` ticked at the P of the axes' markers (or at ``P``) within the current
+    limits, which it keeps."""
+    ax.set_xscale("log")
+    lo, hi = ax.get_xlim()
+    xs = [
+        np.asarray(ln.get_xdata(), float)
+        for ln in ax.lines
+        if ln.get_transform() == ax.transData and ln.get_marker() not in (None, "None", "")
+    ]
+    if P is not None:
+        xs = [np.asarray(P, float)]
+    x = np.concatenate([v.ravel() for v in xs]) if xs else np.array([lo, hi])
+    x = x[(x >= lo) & (x <= hi)]
+    log_P_axis(ax, x if len(x) else [lo, hi])
+    ax.set_xlim(lo, hi)
 
 
 # ---------------------------------------------------------------------------------------------

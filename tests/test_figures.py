@@ -111,6 +111,33 @@ RESULTS = _results_dir()
 needs_results = pytest.mark.skipif(RESULTS is None, reason="no committed artefact JSON")
 
 
+def test_star_label_and_log_P_at_data():
+    from copyhead_jax.style import log_P_at_data, star_label
+
+    assert star_label("P_cG") == "$P^*_{cG}$"
+    assert star_label("spinodal_hi") == "$P^*_{spinodal,\\ upper}$"
+    fig, ax = plt.subplots()
+    ax.plot([10, 20, 40, 400], [1, 2, 3, 4], "o")
+    ax.set_xlim(15, 100)  # the ticks: the data's P inside the limits, which stay
+    log_P_at_data(ax)
+    assert ax.get_xscale() == "log" and ax.get_xlim() == pytest.approx((15, 100))
+    assert list(ax.xaxis.get_major_locator()()) == [20, 40]
+    plt.close(fig)
+
+
+@needs_results
+def test_width_figure_of_a_width_result():
+    import json
+
+    from copyhead_jax.compare.seeds import width_result
+    from copyhead_jax.plots import width_figure
+
+    main = json.loads((RESULTS / "main_plain.json").read_text())
+    fig = width_figure(width_result(main))
+    assert len(fig.axes) == 4 and "plain preset" in fig._suptitle.get_text()
+    _check(fig)
+
+
 def _experiment_figures():
     """(name, draw) of every committed figure except the posterior's (drawn below with
     stand-in theory curves: their EK curves cost seconds of theory)."""

@@ -219,9 +219,10 @@ def write_readme_block(out_dir: str | Path, readme: str | Path) -> Path:
 def write_width(out_dir: Path, mode: str) -> list[Path]:
     """The width table of each preset whose main artefact has several widths:
     ``results/width_PRESET.json`` and ``figures/width_PRESET.png`` (from ``main_PRESET.json``)."""
-    from ..analysis import width_result
+    from copyhead_jax.compare.seeds import width_result
+    from copyhead_jax.plots import width_figure
+
     from ..common import mode_config, save_figure, write_json
-    from .pstar_figures import width_figure
 
     ref = mode_config(mode).get("width_reference") or {}
     out = []

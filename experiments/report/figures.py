@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax import style as S
-from copyhead_jax.style import KEY_COLORS, P_LABEL, legend, log_P_axis, not_measured, num, styled
+from copyhead_jax.style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
 
 from ..features import P_star
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
-A_G_LABEL = "copy logit $a_G$ (dimensionless)"
 GAP_LABEL = "objective gap per sequence (loss units)"
 COVERAGE_LABEL = "subspace coverage (cosine, 0 to 1)"
 
@@ -26,34 +25,6 @@ def _vlines(a, marks) -> None:
     for label, v, col, ls in marks:
         if v is not None and np.isfinite(v):
             a.axvline(v, color=col, ls=ls, lw=1.0, label=f"{label} = {num(v)}")
-
-
-STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG,\\ one\\ start",
-              "window_lo": "window,\\ low", "spinodal_lo": "spinodal,\\ lower",
-              "spinodal_hi": "spinodal,\\ upper"}  # fmt: skip
-
-
-def _star(name: str) -> str:
-    """``P_cG`` -> ``$P^*_{cG}$`` for legends."""
-    return f"$P^*_{{{STAR_NAMES.get(name, name[2:])}}}$"
-
-
-def _log_P(a, P=None) -> None:
-    """Log P axis ticked at the data's P (or ``P``) within the current limits (no colliding
-    labels)."""
-    a.set_xscale("log")
-    lo, hi = a.get_xlim()
-    xs = [
-        np.asarray(ln.get_xdata(), float)
-        for ln in a.lines
-        if ln.get_transform() == a.transData and ln.get_marker() not in (None, "None", "")
-    ]
-    if P is not None:
-        xs = [np.asarray(P, float)]
-    x = np.concatenate([v.ravel() for v in xs]) if xs else np.array([lo, hi])
-    x = x[(x >= lo) & (x <= hi)]
-    log_P_axis(a, x if len(x) else [lo, hi])
-    a.set_xlim(lo, hi)
 
 
 def _fit_name(res: dict) -> str:
@@ -95,7 +66,7 @@ def main_figure(res: dict[str, Any]):
 
     def stars(a, keys):
         for src, ls, what in ((th, "--", "EK"), (mp, "-", "measured")):
-            _vlines(a, [(f"{what} {_star(k)}", src.get(k), KEY_COLORS[k], ls) for k in keys])
+            _vlines(a, [(f"{what} {S.star_label(k)}", src.get(k), KEY_COLORS[k], ls) for k in keys])
 
     def sgld(a, key, q):
         if p := cur.get(key):
@@ -138,7 +109,7 @@ def main_figure(res: dict[str, Any]):
     stars(a, ("P_aG",))
     Pm = np.concatenate([np.asarray(cur[k]["P"], float) for k in ("pool", "copy")])
     a.set_xlim(Pm.min() / 2, Pm.max() * 2)  # the transition, not the flat ends
-    _log_P(a, Pm)
+    S.log_P_at_data(a, Pm)
     a.set(ylabel=A_G_LABEL, title="softmax attention: $a_G$ from both starts")
 
     a = ax[0, 1]  # losses
@@ -199,7 +170,7 @@ def main_figure(res: dict[str, Any]):
     a.set(ylabel=COVERAGE_LABEL, title="subspace coverage")
     for a in ax.flat:
         if a.has_data() and a is not ax[1, 0]:
-            _log_P(a)
+            S.log_P_at_data(a)
         a.set_xlabel(P_LABEL)
         legend(a, ncol=2)
     h, e = res["header"], res["header"]["engine"]
@@ -243,7 +214,7 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
                       label=None if name in seen else f"EK regime: {name}")  # fmt: skip
         seen.add(name)
     for a in ax:
-        _log_P(a)
+        S.log_P_at_data(a)
         legend(a)
     h = res["header"]
     fig.suptitle(f"subspace coverage, {h['preset']} preset, {h['mode']} (error bars: sd over "
@@ -280,7 +251,7 @@ def hysteresis_figure(res: dict[str, Any]):
                    label=f"{label}: {num(win[0])} to {num(win[1])}")  # fmt: skip
     Pd = np.asarray(b["P"], float)
     a.set_xlim(Pd.min() / 1.5, Pd.max() * 1.5)
-    _log_P(a, Pd)
+    S.log_P_at_data(a, Pd)
     a.set(ylabel=A_G_LABEL, title="softmax: $a_G$ from both starts")
     a = ax[1]
     a.plot(b["P"], b["dU_per_seq"], "o-", color=S.VERMILLION, label="$(U_{pool} - U_{copy})/P$")
@@ -299,7 +270,7 @@ def hysteresis_figure(res: dict[str, Any]):
     a.set(ylabel=ORDER_LABEL)
     for a in ax:
         if a is not ax[0] and a.has_data():
-            _log_P(a)
+            S.log_P_at_data(a)
         a.set_xlabel(P_LABEL)
         legend(a)
     h = res["header"]

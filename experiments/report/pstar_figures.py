@@ -12,7 +12,6 @@ from copyhead_jax import style as S
 from copyhead_jax.style import KEY_COLORS, P_LABEL, legend, log_P_axis, styled
 
 from ..features import KEYS, SINGLE, THEORY_KEY
-from .figures import A_G_LABEL, _log_P, _star
 
 
 @styled
@@ -38,14 +37,14 @@ def scaling_figure(res: dict[str, Any]):
             a.plot(pd["boundary_values"], _nan(pd["boundaries"][k]),
                    "--" if spin else (":" if k == "P_c1" else "-"), color="w", lw=1.4,
                    label=("EK spinodals" if k == "spinodal_lo" else None) if spin
-                   else f"EK {_star(k)}")  # fmt: skip
+                   else f"EK {S.star_label(k)}")  # fmt: skip
         for k in keys[: 2 if att == "linear" else 1]:
             first = True
             for r in rows:
                 mk = r["measured"].get(k)
                 if mk and mk.get("bracketed"):
                     (lo, hi), y = mk["bracket"], mk["P_star"]
-                    lab = f"measured {_star(k)} (bar: bracket)" if first else None
+                    lab = f"measured {S.star_label(k)} (bar: bracket)" if first else None
                     a.errorbar([r["value"]], [y], yerr=[[y - lo], [hi - y]], fmt="o",
                                color=colors[k], mec="w", capsize=3, label=lab)  # fmt: skip
                     first = False
@@ -58,15 +57,15 @@ def scaling_figure(res: dict[str, Any]):
     for k in (*KEYS, SINGLE):
         tk, fits, one = THEORY_KEY[k], res["fits"][k], k == SINGLE
         a.plot(x, _nan(r["theory_ek"].get(tk) for r in rows), "--" if one else "-",
-               color=colors[k], label=f"EK {_star(tk)} (exponent "
+               color=colors[k], label=f"EK {S.star_label(tk)} (exponent "
                f"{_fmt(fits['theory_ek']['exponent'])})")  # fmt: skip
         fin = _nan((r.get("theory_finite") or {}).get(tk) for r in rows)
         if np.isfinite(fin).any():
-            a.plot(x, fin, ":", color=colors[k], label=f"finite-width {_star(tk)}")
+            a.plot(x, fin, ":", color=colors[k], label=f"finite-width {S.star_label(tk)}")
         me = [(r["measured"].get(k) or {}) for r in rows]
         a.plot(x, [m["P_star"] if m.get("bracketed") else np.nan for m in me], "x" if one else "o",
                color=colors[k],
-               label=f"measured {_star(k)} (exponent {_fmt(fits['measured']['exponent'])}; "
+               label=f"measured {S.star_label(k)} (exponent {_fmt(fits['measured']['exponent'])}; "
                f"paper {fits['paper_law']}: {_fmt(fits['paper_exponent'])})")  # fmt: skip
     a.set(xscale="log", yscale="log")
     log_P_axis(a, x)
@@ -84,82 +83,6 @@ def _fmt(x) -> str:
 
 def _nan(xs) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in xs], float)
-
-
-@styled
-def width_figure(res: dict[str, Any]):
-    """The width table's figure: every P* relative to the EK theory versus the width N
-    (measured with its CI, finite-width theory as open markers), and the order parameters
-    versus P per width."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-
-    fig, ax = plt.subplots(1, 4, figsize=(20, 6.2), layout="constrained",
-                           gridspec_kw={"width_ratios": [1.4, 1, 1, 1]})  # fmt: skip
-    widths = res["widths"]
-    finite = [w for w in widths if w != "inf"]
-    x_of = {w: float(w) for w in finite}  # infinity one decade right of the largest width
-    x_inf = x_of["inf"] = 10 * max(x_of.values()) if x_of else 1.0
-    a, rows = ax[0], [r for r in res["rows"] if r["theory_ek"]]
-    for j, row in enumerate(rows):
-        ek, col = row["theory_ek"], KEY_COLORS.get(row["key"], S.BLACK)
-        shift = 1.0 + 0.04 * (j - (len(rows) - 1) / 2)  # side by side, not on top
-        got = [w for w in widths if row["measured"][w].get("estimate") is not None]
-        y, lo, hi = (np.array([row["measured"][w].get(k) or row["measured"][w]["estimate"]
-                               for w in got], float) for k in ("estimate", "lo", "hi"))  # fmt: skip
-        a.errorbar([x_of[w] * shift for w in got], y / ek, yerr=[(y - lo) / ek, (hi - y) / ek],
-                   fmt="o-", color=col, ms=4, capsize=2, label=_star(row["key"]))  # fmt: skip
-        t = [(x_of[w] * shift, row["theory_finite"][w].get("estimate")) for w in widths]
-        t = [(x, v / ek) for x, v in t if v is not None]
-        a.plot([x for x, _ in t], [v for _, v in t], "D", mfc="none", color=col, ms=5)
-        if old := (row.get("reference_128") or {}).get("measured"):
-            a.plot([128 * shift], [old / ek], "x", color=col, ms=7, mew=1.5)
-    a.axhline(1.0, color=S.BLACK, lw=0.8)
-    lo, hi = a.get_ylim()
-    if hi / max(lo, 1e-9) > 3:  # a far outlier would squeeze the rest: a log ratio axis
-        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-        a.set_yscale("log")
-        a.yaxis.set_major_locator(FixedLocator([0.25, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 20]))
-        a.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        a.yaxis.set_minor_formatter(NullFormatter())
-    a.set_xscale("log")
-    a.set_xticks([*(x_of[w] for w in finite), x_inf])
-    a.set_xticklabels([*(f"{int(float(w)):,}" for w in finite), "inf"])
-    a.set_xticks([], minor=True)
-    a.set(xlabel="width $N$", ylabel="$P^*$ / $P^*$(EK theory)",
-          title="$P^*$ relative to the EK theory versus width")  # fmt: skip
-    h, lab = a.get_legend_handles_labels()
-    h += [Line2D([], [], marker="o", color=S.GREY, ls="-"),
-          Line2D([], [], marker="D", mfc="none", color=S.GREY, ls=""),
-          Line2D([], [], marker="x", color=S.GREY, ls="")]  # fmt: skip
-    lab += ["exact MAP (bars: 95% CI)", "finite-width theory", "old Adam run, N = 128"]
-    legend(a, handles=h, labels=lab, ncol=3)
-    cmap = plt.get_cmap("viridis")
-    shade = {w: cmap(0.85 * i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
-    for a, branch, q, title, yl in (
-        (ax[1], "linear", "psi", "linear: copy fraction $\\psi$", "copy fraction $\\psi$"),
-        (ax[2], "linear", "r", "linear: attention row sum $r$", "row sum $r$ (dimensionless)"),
-        (ax[3], "pool", "cG", "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
-         A_G_LABEL),
-    ):  # fmt: skip
-        for w in widths:
-            c = res["curves"].get(w)
-            if not c or q not in c[branch]:
-                continue
-            label = "N = inf" if w == "inf" else f"N = {int(float(w)):,}"
-            a.plot(c[branch]["P"], c[branch][q], "o-", ms=3, color=shade[w], label=label)
-            if branch == "pool":
-                a.plot(c["copy"]["P"], c["copy"][q], "s--", ms=3, color=shade[w])
-        if branch == "pool":
-            a.plot([], [], "o-", color=S.GREY, label="pooling start")
-            a.plot([], [], "s--", color=S.GREY, label="copy start")
-        if a.has_data():
-            _log_P(a)
-        a.set(xlabel=P_LABEL, ylabel=yl, title=title)
-        legend(a)
-    fig.suptitle(f"width table, {res['preset']} preset (exact MAP, {res['n_seeds']} seeds)")
-    return fig
 
 
 @styled

@@ -9,6 +9,8 @@ import argparse
 import json
 from pathlib import Path
 
+from copyhead_jax.plots import width_figure
+
 from ..common import nulls_in_lists_to_nan, save_figure
 from . import figures as F
 from . import pstar_figures as PF
@@ -28,7 +30,7 @@ def drawings(results: Path):
         main = _load(results, f"main_{p}")
         arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
                 ("scaling-L", PF.scaling_figure), ("scaling-V", PF.scaling_figure),
-                ("width", PF.width_figure)]  # fmt: skip
+                ("width", width_figure)]  # fmt: skip
         if main:
             arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
         for name, draw in arts:
