@@ -19,8 +19,17 @@ def _ci_rows(res: dict) -> tuple[list[str], dict[str, dict[str, dict]]]:
     return widths, {w: {r["key"]: r for r in res["widths"][w]["ci_table"]} for w in widths}
 
 
-def _ci_cells(by: dict, widths: list[str], k: str) -> list[str]:
-    return [ci_text(by[w][k][x]) for w in widths for x in ("theory_finite", "measured")]
+def _ci_table(res: dict, labels: dict[str, str], corner: str, col: str, paper: tuple) -> str:
+    """One row per measured key of ``labels`` (key -> label): EK theory, finite theory and
+    measured at each width (``col``: header with ``{what}``, ``{N}``), ``paper``: (head, cell)."""
+    widths, by = _ci_rows(res)
+    head = [corner, "EK theory", *(col.format(what=x, N=width_name(w)) for w in widths
+                                   for x in ("finite theory", "measured")), paper[0]]  # fmt: skip
+    rows = [[label, num(by[widths[0]][k]["theory_ek"], 4),
+             *(ci_text(by[w][k][x]) for w in widths for x in ("theory_finite", "measured")),
+             paper[1](by[widths[0]][k]["paper"])]
+            for k, label in labels.items() if k in by[widths[0]]]  # fmt: skip
+    return table(head, rows)
 
 
 def section_ci(res: dict, preset: str, dis: list[str]) -> str:
@@ -30,15 +39,9 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
         return ""
     widths, by = _ci_rows(res)
     keys = list(by[widths[0]])
-    head = ["P*", "EK theory"]
-    for w in widths:
-        head += [f"finite theory, N = {width_name(w)}", f"measured, N = {width_name(w)}"]
-    rows, claims = [], []
-    grid = ch.preset("paper").sweep.P
+    labels = {k: f"{k}: {by[widths[0]][k]['what']}" for k in keys}
+    claims, grid = [], ch.preset("paper").sweep.P
     for k in keys:
-        r0 = by[widths[0]][k]
-        rows.append([f"{k}: {r0['what']}", num(r0["theory_ek"], 4), *_ci_cells(by, widths, k),
-                     num(r0["paper"])])  # fmt: skip
         for w in widths:
             r, m = by[w][k], by[w][k]["measured"]
             for which, ref in (("EK", r["theory_ek"]), ("finite-width", r["theory_finite"])):
@@ -56,11 +59,12 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
             claims.append(f"- The paper's {k} ~ {num(paper)} at width {width_name(w)}, `{preset}` "
                           f"reading: measured {ci_text(m)}: **{verdict_text(j)}** (the rule and "
                           "every reading: the claims x readings matrix above).")  # fmt: skip
+    tab = _ci_table(res, labels, "P*", "{what}, N = {N}", ("paper", num))
     return (f"#### {preset} preset: every P* by exact MAP, geometric mean over seeds [95% "
             "bootstrap CI over seeds]\n\nMeasured: each seed's P* located on its own runs (same "
             "locators as above); finite theory: docs/theory.md §2b on each seed's Gram and "
             "training set, located the same way. Seeds where a point is not bracketed by the grid "
-            f"are left out and counted.\n\n{table([*head, 'paper'], rows)}\n\n"
+            f"are left out and counted.\n\n{tab}\n\n"
             + "\n".join(claims) + "\n")  # fmt: skip
 
 
@@ -80,18 +84,12 @@ def readme_table(mains: dict[str, dict]) -> str:
     for preset, res in mains.items():
         if not res or not res.get("widths"):
             continue
-        widths, by = _ci_rows(res)
         e = res["header"]["engine"]
-        head = ["", "EK theory"]
-        for w in widths:
-            head += [f"N = {width_name(w)}: finite theory", f"N = {width_name(w)}: measured"]
-        rows = [[label, num(by[widths[0]][k]["theory_ek"], 4), *_ci_cells(by, widths, k),
-                 "~" + num(by[widths[0]][k]["paper"]) if by[widths[0]][k]["paper"] else "-"]
-                for k, label in README_LABELS.items() if k in by[widths[0]]]  # fmt: skip
+        paper = ("paper reports", lambda x: "~" + num(x) if x else "-")
         blocks.append(f"**{preset} preset** (L = {e['task']['L']}, V = {e['task']['V']}, "
                       f"{e['sweep']['n_seeds']} seeds, solver {e['train']['solver']}, engine "
                       f"{e['model']['engine']}):\n\n"
-                      f"{table([*head, 'paper reports'], rows)}\n")  # fmt: skip
+                      f"{_ci_table(res, README_LABELS, '', 'N = {N}: {what}', paper)}\n")
     return "\n".join(blocks)
 
 
