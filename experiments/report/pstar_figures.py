@@ -1,5 +1,6 @@
-"""The figures of P* versus a parameter: L or V (the scaling artefacts), the width N (the width
-table) and the stickiness rho (``python -m experiments markov|causal``)."""
+"""The figures of P* versus a parameter: L or V (the scaling artefacts) and the stickiness rho
+(``python -m experiments markov|causal``); versus the width N:
+:func:`copyhead_jax.plots.width_figure`."""
 
 from __future__ import annotations
 
