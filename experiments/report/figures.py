@@ -13,6 +13,7 @@ from copyhead_jax import style as S
 from copyhead_jax.style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
 
 from ..features import P_star
+from .tables import width_name
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
@@ -78,7 +79,6 @@ def main_figure(res: dict[str, Any]):
             if cs := r.get("curves_small", {}).get(branch):
                 a.plot(cs["P"], cs["cG"], mk, color=col, alpha=0.7, label=label(w))
 
-    wl = lambda w: "inf" if w == "inf" else f"{int(float(w)):,}"  # noqa: E731
     a, lin = ax[0, 0], cur["linear"]  # linear order parameters
     for src, ls, lw, name in ((ek["linear"]["map"], "--", None, "EK theory"),
                               (cur["finite_linear"], ":", 1.5, "finite-width theory")):  # fmt: skip
@@ -86,7 +86,7 @@ def main_figure(res: dict[str, Any]):
             a.plot(src["P"], src[q], ls, color=col, lw=lw, label=f"{name} ${q[0]}_{q[1]}$")
     for q, fmt, col in (("c1", "s", S.SKY), ("cG", "o", S.BLUE)):
         _band(a, lin["P"], lin[q], lin[f"{q}_sd"], f"{fit} ${q[0]}_{q[1]}$", fmt=fmt, color=col)
-    smaller_widths(a, "linear", S.BLUE, lambda w: f"N={wl(w)}: $c_G$")
+    smaller_widths(a, "linear", S.BLUE, lambda w: f"N={width_name(w)}: $c_G$")
     sgld(a, "sgld_linear", "$c_G$")
     stars(a, ("P_c1", "P_cG"))
     a.set(ylabel=ORDER_LABEL, title="linear attention: $c_1$, $c_G$ (error bars: sd over seeds)")
@@ -101,7 +101,7 @@ def main_figure(res: dict[str, Any]):
         smaller_widths(a, name, col, lambda w: None)  # the colour says the start
     for (w, r), mk in zip(other.items(), "x+1"):  # one legend entry per width, in grey
         if r.get("curves_small", {}).get("pool"):
-            a.plot([], [], mk, color=S.GREY, label=f"N={wl(w)} (colour: start)")
+            a.plot([], [], mk, color=S.GREY, label=f"N={width_name(w)} (colour: start)")
     sgld(a, "sgld_softmax", "$a_G$")
     if sp := th.get("spinodals"):
         a.axvspan(sp[0], sp[1], color=S.VERMILLION, alpha=0.1, lw=0,
