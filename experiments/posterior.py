@@ -284,28 +284,9 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
     )
-    cross = soft["crossings"]
-    Pt = np.asarray(fe["P"], float)
-    # per run: distinct fits and chains that kept their branch at t = 1
-    dmap = distinct[[common.index(p) for p in fe["P"]]]
-    stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
-    fe["stayed_distinct_t1"] = stayed
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
-    cross["free_energy"] = CX.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
-    cross["wbic"] = CX.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
-    cross["laplace"] = CX.crossing(
-        Pt,
-        fe["U_star"][0] + fe["half_logdet_H"][0],
-        fe["U_star"][1] + fe["half_logdet_H"][1],
-        valid=stayed,
-    )
-    cross["map_U_same_runs"] = CX.crossing(Pt, fe["U_star"][0], fe["U_star"][1], valid=stayed)
-    w = np.where(stayed, CX.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
-    fe["w_copy"] = w
-    with CX.quiet():
-        fe["w_copy_mean"] = np.nanmean(w, 1)
-    fe["weight_window"] = CX.weight_window(Pt, fe["w_copy_mean"])
-    fe["weight_window_per_seed"] = [CX.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
+    cross = soft["crossings"]
+    cross.update(CX.ti_crossings(fe, distinct[[common.index(p) for p in fe["P"]]]))
     soft["free_energy"] = fe
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes

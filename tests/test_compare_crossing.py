@@ -105,8 +105,8 @@ def test_start_crossing_counts_only_distinct_starts():
 
 
 def test_branch_tables_planted_runs():
-    """F_copy - F_pool = 30 - P (+ seed) per seed: the weights, the F crossing at 30, the health tables,
-    and a threshold shift that moves no draw leaves F as it was."""
+    """F_copy - F_pool = 30 - P (+ seed): the weights, the F crossing, the health tables, and a
+    threshold shift that moves no draw leaves F as it was."""
     runs = [dict(P=P, seed=s, branch=b, F=(30.0 - P + s) if b == "copy" else 0.0, mcse=0.1,
                  rhat_g=[1.0, 1.01], ess_g=[300.0, 200.0], quad_corr=0.0, p_ref=1.0, ref_P=P,
                  aG_t1=[0.0] if b == "pool" else [5.0])
@@ -122,3 +122,20 @@ def test_branch_tables_planted_runs():
     alt = t["threshold_sensitivity"]["0.5"]
     np.testing.assert_allclose(alt["dF"], t["dF"])
     assert np.all(alt["moved_fraction"] == 0)
+
+
+def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
+    """F_pool - F_copy = P - 30 on every run; seed 1 at P = 40 fell to the other branch at t = 1
+    (its aG equal to the pool chains'): its weight is NaN and its crossing has one point left."""
+    P = np.array([20.0, 40.0])
+    F = np.stack([np.broadcast_to((P - 30.0)[:, None], (2, 2)), np.zeros((2, 2))])
+    aG = np.stack([np.zeros((2, 2)), np.array([[2.0, 2.0], [2.0, 0.1]])])
+    fe = {"P": [20, 40], "F": F, "wbic": F, "U_star": F, "half_logdet_H": 0 * F, "aG_t1": aG}
+    c = CX.ti_crossings(fe, np.ones((2, 2), bool))
+    assert fe["stayed_distinct_t1"].tolist() == [[True, True], [True, False]]
+    assert math.isnan(fe["w_copy"][1, 1])
+    assert fe["w_copy"][1, 0] == pytest.approx(CX.copy_weight(0, 10))
+    want = CX.crossing(P, F[0][:, :1], F[1][:, :1])["P_star"]
+    for k in ("free_energy", "wbic", "laplace", "map_U_same_runs"):
+        assert c[k]["per_seed"][0] == pytest.approx(want)
+        assert math.isnan(c[k]["per_seed"][1])

@@ -381,3 +381,25 @@ def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict
                              "n": bias.size},
         "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
     }  # fmt: skip
+
+
+def ti_crossings(fe: dict, distinct) -> dict:
+    """The crossings of a Laplace-referenced TI result ``fe`` (``[branch, P, seed]`` arrays of
+    :func:`copyhead_jax.laplace_ti.free_energies` on the grid ``fe["P"]``) over the runs whose
+    two starts are ``distinct`` minima ``[P, seed]`` and whose chains kept their branch at t = 1
+    (``stayed_distinct_t1``): of F, WBIC, the Laplace approximation ``U* + 1/2 log det H`` and
+    ``U*`` alone. ``fe`` gains the runs kept, the copy weight per run (NaN elsewhere), its seed
+    mean and its windows."""
+    P = np.asarray(fe["P"], float)
+    stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & np.asarray(distinct, bool)
+    w = np.where(stayed, copy_weight(fe["F"][1], fe["F"][0]), np.nan)
+    with quiet():
+        w_mean = np.nanmean(w, 1)
+    fe.update(stayed_distinct_t1=stayed, w_copy=w, w_copy_mean=w_mean,
+              weight_window=weight_window(P, w_mean),
+              weight_window_per_seed=[weight_window(P, w[:, s]) for s in range(w.shape[1])])
+    laplace = fe["U_star"] + fe["half_logdet_H"]
+    return {k: crossing(P, x[0], x[1], valid=stayed) for k, x in (
+        ("free_energy", fe["F"]), ("wbic", fe["wbic"]), ("laplace", laplace),
+        ("map_U_same_runs", fe["U_star"]))}  # fmt: skip
+
