@@ -28,11 +28,12 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.compare.locate import locate_level, locate_max_slope
+from copyhead_jax.compare.locate import locate_level
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.posterior_summary import (
     OBSERVABLES,
     branch_summary,
+    linear_transitions,
     map_psi,
     merge_blocks,
     merge_seeds,
@@ -210,19 +211,12 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         psis.append(map_psi(high))
         map_r.append(high["map"]["r"])
         lin = merge_blocks(lin, high)
-    P = np.asarray(lin["P"], float)
     with CX.quiet():
         psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
         psi_map = np.concatenate([np.nanmean(x, 1) for x in psis])
         r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
-    lin["transitions"] = {
-        "map": {"P_cG": locate_max_slope(P, psi_map).to_dict(),
-                "P_cG_half": locate_level(P, psi_map, 0.5).to_dict()},
-        "post": {"P_cG": locate_max_slope(P, psi_post).to_dict(),
-                 "P_cG_half": locate_level(P, psi_post, 0.5).to_dict()},
-        "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict(),  # MAP r leaves 0
-        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0",
-    }  # fmt: skip
+    lin["transitions"] = linear_transitions(lin["P"], psi_map, psi_post, r_map) | {
+        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
     Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
     # the posterior's own crossover where its max slope is off the grid: psi = 1/2
     Ps_half = lin["transitions"]["post"]["P_cG_half"]["P_star"]
