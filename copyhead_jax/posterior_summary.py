@@ -10,6 +10,7 @@ import numpy as np
 
 from .bayes import run_mean, run_susceptibility
 from .compare.crossing import growth_verdict, quiet
+from .compare.locate import locate_level, locate_max_slope
 from .compare.pstar import AT_ORIGIN
 from .posterior import Objective
 
@@ -150,3 +151,15 @@ def map_psi(b: dict) -> np.ndarray:
     m = b["map"]
     at0 = (np.abs(m["r"]) < AT_ORIGIN) & (np.abs(m["cG"]) < AT_ORIGIN)
     return np.where(at0, 0.0, m["psi"])
+
+
+def linear_transitions(P, psi_map, psi_post, r_map) -> dict:
+    """The linear head's transitions from seed means on the grid ``P``: where the copy fraction
+    psi of the MAP and of the posterior mean turns fastest in log P (``P_cG``) and passes 1/2
+    (``P_cG_half``), and where the MAP's r (gauge-fixed >= 0) leaves 0, passing 0.05."""
+    P = np.asarray(P, float)
+    on = lambda psi: {"P_cG": locate_max_slope(P, psi).to_dict(),  # noqa: E731
+                      "P_cG_half": locate_level(P, psi, 0.5).to_dict()}  # fmt: skip
+    return {"map": on(psi_map), "post": on(psi_post),
+            "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict()}  # fmt: skip
+

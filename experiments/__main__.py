@@ -30,6 +30,8 @@ import copyhead_jax as ch
 from . import common
 
 ARTEFACTS, SPEC_ARTEFACTS = common.ARTEFACTS, common.SPEC_ARTEFACTS
+#: run only when named (hours of chains; their records are committed): not part of ``all``
+ON_REQUEST = ("posterior-branches",)
 WIDTH_COST = 6.0  # one width of main (its own job when main has extra widths)
 PRESETS = common.PRESET_NAMES
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +40,10 @@ REPORTS = ROOT / "docs" / "reports"
 SUMMARY = REPORTS / "README.md"
 
 
-def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path) -> dict:
-    """Run one artefact for one preset and return its result dict."""
+def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path, **kw) -> dict:
+    """Run one artefact for one preset and return its result dict (``kw``: its own options)."""
     spec = common.load_spec(mode, preset, artefact, cache)
-    return importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}").main(spec, out)
+    return importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}").main(spec, out, **kw)
 
 
 def run_command(name: str, argv: list[str]) -> int:
@@ -198,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "of docs/reports/README.md")  # fmt: skip
     p.add_argument("--cache", default=None,
                    help="sweep/sampler cache (default: results/reproduce/cache/MODE)")  # fmt: skip
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="posterior-branches: run its groups without a record on a Dask cluster: a "
+                   "scheduler address tcp://host:port, or local:N (N local worker processes); "
+                   "same records as without")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes for independent (artefact, preset, width) jobs (default: "
                    "2 in the default mode on a machine with 2 or more cores, else 1; XLA runs one "
@@ -221,12 +227,16 @@ def run(args) -> int:
     ch.check_output_folder("--out", out)  # before any work (issue 31)
     ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
-    artefacts = {"all": SPEC_ARTEFACTS, "report": ()}.get(args.artefact, (args.artefact,))
+    every = tuple(a for a in SPEC_ARTEFACTS if a not in ON_REQUEST)
+    artefacts = {"all": every, "report": ()}.get(args.artefact, (args.artefact,))
+    kw = {"cluster": args.cluster} if args.cluster else {}
+    if kw and artefacts != ("posterior-branches",):
+        raise ValueError("--cluster is an option of posterior-branches only")
     if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
         use_compile_cache(cache)
     jobs = args.jobs
-    if jobs is None:
-        jobs = min(2, len(os.sched_getaffinity(0))) if args.mode == "paper" else 1
+    if jobs is None:  # a cluster runs the groups: one job at a time here
+        jobs = min(2, len(os.sched_getaffinity(0))) if args.mode == "paper" and not kw else 1
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1; got {jobs}")
     n_jobs = len(plan(artefacts, presets, args.mode, cache)) if artefacts else 0
@@ -246,7 +256,7 @@ def run(args) -> int:
     for preset in presets:  # main first: the others reuse its runs
         for a in artefacts:
             t0, c0 = time.time(), cpu_seconds()
-            run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache)
+            run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache, **kw)
             print(f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s wall, "
                   f"{cpu_seconds() - c0:.0f} s CPU", flush=True)  # fmt: skip
     if args.artefact in ("all", "report"):

@@ -59,7 +59,7 @@ ARTEFACTS = {
     "markov": ("beyond", "cli", None),
     "causal": ("beyond", "cli", None),
     "reduction": ("reduction", "cli", None),
-    "posterior-branches": ("posterior_branches", "cli", None),
+    "posterior-branches": ("posterior_branches", "spec", 8.0),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 _digest = refine.digest

@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import math
 import pickle
 import sys
 import time
@@ -29,11 +28,12 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.compare.locate import locate_level, locate_max_slope
+from copyhead_jax.compare.locate import locate_level
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.posterior_summary import (
     OBSERVABLES,
     branch_summary,
+    linear_transitions,
     map_psi,
     merge_blocks,
     merge_seeds,
@@ -211,19 +211,12 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         psis.append(map_psi(high))
         map_r.append(high["map"]["r"])
         lin = merge_blocks(lin, high)
-    P = np.asarray(lin["P"], float)
     with CX.quiet():
         psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
         psi_map = np.concatenate([np.nanmean(x, 1) for x in psis])
         r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
-    lin["transitions"] = {
-        "map": {"P_cG": locate_max_slope(P, psi_map).to_dict(),
-                "P_cG_half": locate_level(P, psi_map, 0.5).to_dict()},
-        "post": {"P_cG": locate_max_slope(P, psi_post).to_dict(),
-                 "P_cG_half": locate_level(P, psi_post, 0.5).to_dict()},
-        "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict(),  # MAP r leaves 0
-        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0",
-    }  # fmt: skip
+    lin["transitions"] = linear_transitions(lin["P"], psi_map, psi_post, r_map) | {
+        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
     Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
     # the posterior's own crossover where its max slope is off the grid: psi = 1/2
     Ps_half = lin["transitions"]["post"]["P_cG_half"]["P_star"]
@@ -248,16 +241,9 @@ def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
              "theory_post_spinodals": th["points"]["post"]["spinodals"],
              "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
     if copy is not None:
-        soft["copy"] = copy
-        pm, cm = pool["map"], copy["map"]
-        common = [p for p in pool["P"] if p in copy["P"]]
-        ip = [pool["P"].index(p) for p in common]
-        ic = [copy["P"].index(p) for p in common]
-        distinct = np.abs(cm["cG"][ic] - pm["cG"][ip]) > 0.5  # the two starts on distinct minima
-        # per seed, only where that seed's two starts sit on distinct minima
-        mcr = CX.crossing(np.asarray(common, float), pm["U"][ip], cm["U"][ic], distinct)
+        common, distinct, mcr = CX.start_crossing(pool["P"], pool["map"], copy["P"], copy["map"])
         cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
-        soft.update(common_P=common, distinct_map=distinct)
+        soft.update(copy=copy, common_P=common, distinct_map=distinct)
     if high is not None:
         soft["copy_high"] = high
     # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
@@ -282,10 +268,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     nS = ti["n_seeds"]
     pr = fit_only(branch_config(mc, "plain", "softmax", ti["P_pool"], "zero", nS), cache)
     cr = fit_only(branch_config(mc, "plain", "softmax", ti["P_copy"], "copy", nS), cache)
-    common = [p for p in pr.P if p in cr.P]
-    ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
-    ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
-    distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
+    common, _, _, distinct = CX.distinct_starts(pr.P, pr, cr.P, cr)
     P_ti = [p for k, p in enumerate(common) if distinct[k].any()]  # per-seed masks below
     if not P_ti:
         soft["free_energy"] = None
@@ -295,39 +278,25 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
     )
-    cross = soft["crossings"]
-    Pt = np.asarray(fe["P"], float)
-    # per run: distinct fits and chains that kept their branch at t = 1
-    dmap = distinct[[common.index(p) for p in fe["P"]]]
-    stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & dmap
-    fe["stayed_distinct_t1"] = stayed
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
-    cross["free_energy"] = CX.crossing(Pt, fe["F"][0], fe["F"][1], valid=stayed)
-    cross["wbic"] = CX.crossing(Pt, fe["wbic"][0], fe["wbic"][1], valid=stayed)
-    cross["laplace"] = CX.crossing(
-        Pt,
-        fe["U_star"][0] + fe["half_logdet_H"][0],
-        fe["U_star"][1] + fe["half_logdet_H"][1],
-        valid=stayed,
-    )
-    cross["map_U_same_runs"] = CX.crossing(Pt, fe["U_star"][0], fe["U_star"][1], valid=stayed)
-    w = np.where(stayed, CX.copy_weight(fe["F"][1], fe["F"][0]), np.nan)  # [nP, seeds]
-    fe["w_copy"] = w
-    with CX.quiet():
-        fe["w_copy_mean"] = np.nanmean(w, 1)
-    fe["weight_window"] = CX.weight_window(Pt, fe["w_copy_mean"])
-    fe["weight_window_per_seed"] = [CX.weight_window(Pt, w[:, s]) for s in range(w.shape[1])]
+    cross = soft["crossings"]
+    cross.update(CX.ti_crossings(fe, distinct[[common.index(p) for p in fe["P"]]]))
     soft["free_energy"] = fe
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
                                                else None)  # fmt: skip
 
 
+def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
+    """``{objective: {key: EK value}}`` of ``transition_points`` (both attentions) at ``cfg``."""
+    params = TheoryParams.from_config(cfg)
+    return {o: {k: transition_points(params, "both", o).get(k) for k in keys} for o in objectives}
+
+
 def theory(mc: dict, preset: str) -> dict:
-    params = TheoryParams.from_config(branch_config(mc, preset, "linear", [1]))
-    keys = ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes")
-    pts = {o: {k: transition_points(params, "both", o).get(k) for k in keys}
-           for o in ("map", "post")}  # fmt: skip
+    cfg = branch_config(mc, preset, "linear", [1])
+    params = TheoryParams.from_config(cfg)
+    pts = ek_points(cfg, ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes"))
     pc = mc["presets"][preset]
     Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
           for e in _entries(pc.get(k)) for p in _grid(e)[0]]  # fmt: skip
@@ -383,10 +352,9 @@ def main(spec="quick", out_dir: str | Path = "docs/reports", presets=None) -> di
 # docs/reports/posterior.md tables (every number from the JSON that ``main`` writes)
 
 
-def _f(x, nd=3) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    return f"{x:.{nd}g}"
+def fmt(x, nd=3) -> str:
+    """``x`` to ``nd`` significant digits; ``-`` for None or non-finite."""
+    return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
 
 
 def _ms(a, nd=3) -> str:
@@ -419,22 +387,22 @@ def tables(res: dict) -> str:
     t = lin["transitions"]
     L.append(
         f"| linear P*_cG (max dpsi/dlogP) | {_ps(t['map']['P_cG'])} | {_ps(t['post']['P_cG'])}"
-        f" | {_f(th['map']['P_cG'])} | {_f(th['post']['P_cG'])} | {res['paper']['P_cG']:g} |"
+        f" | {fmt(th['map']['P_cG'])} | {fmt(th['post']['P_cG'])} | {res['paper']['P_cG']:g} |"
     )
     L.append(
         f"| linear psi = 1/2 | {_ps(t['map']['P_cG_half'])} | {_ps(t['post']['P_cG_half'])}"
-        f" | {_f(th['map']['P_cG_half'])} | {_f(th['post']['P_cG_half'])} | - |"
+        f" | {fmt(th['map']['P_cG_half'])} | {fmt(th['post']['P_cG_half'])} | - |"
     )
     L.append(
         f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {_ps(t.get('map_P_c1_r005'))} | - |"
-        f" {_f(th['map']['P_c1'])} | {_f(th['post']['P_c1'])} |"
+        f" {fmt(th['map']['P_c1'])} | {fmt(th['post']['P_c1'])} |"
         f" {res['paper']['P_c1']:g} |"
     )
     fcr = (cr.get("free_energy") or {}).get("located")
     mu = f"{_ps(cr['map_U'])} {_ci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
     L.append(
         f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {_ps(fcr) if fe else '-'} |"
-        f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
+        f" {fmt(th['map']['P_aG'])} | {fmt(th['post']['P_aG'])} | {cr['paper']:g} |"
     )
     if res.get("branches"):  # the companions ``posterior_column.load`` attaches
         br = res["branches"]
@@ -442,13 +410,13 @@ def tables(res: dict) -> str:
             f"| softmax P*_aG (branch TI, `posterior_branches`: F_copy = F_pool) |"
             f" {_ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
             f" {_ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
-            f" {_f(th['map']['P_aG'])} | {_f(th['post']['P_aG'])} | {cr['paper']:g} |"
+            f" {fmt(th['map']['P_aG'])} | {fmt(th['post']['P_aG'])} | {cr['paper']:g} |"
         )
     if (res.get("smc") or {}).get("weight_window", {}).get("P_equal"):
         smc = res["smc"]
         L.append(
             f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - |"
-            f" {_f(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |"
+            f" {fmt(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |"
         )
     pc = soft.get("posterior_copies")
     L.append(
@@ -467,9 +435,9 @@ def tables(res: dict) -> str:
         h = b["health_summary"]
         ws = b.get("wall_seconds")
         out.append(
-            f"| {title} | {h['n_runs']} | {_f(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
-            f" {h['n_rhat_gt_1.05']} | {_f(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
-            f" {_f(h['accept_range'][0], 2)}-{_f(h['accept_range'][1], 2)} |"
+            f"| {title} | {h['n_runs']} | {fmt(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
+            f" {h['n_rhat_gt_1.05']} | {fmt(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
+            f" {fmt(h['accept_range'][0], 2)}-{fmt(h['accept_range'][1], 2)} |"
             f" {round(ws / 60) if ws else '-'} |"
         )
     out.append("")
@@ -487,7 +455,7 @@ def tables(res: dict) -> str:
             d = lambda k: np.asarray(fe[k][0][i], float) - np.asarray(fe[k][1][i], float)  # noqa
             mc = np.hypot(np.asarray(fe["F_mcse"][0][i]), np.asarray(fe["F_mcse"][1][i]))
             out.append(
-                f"| {p} | {_ms(d('F'))} | {_f(float(np.nanmax(mc)), 2)} | {_ms(d('U_star'))} |"
+                f"| {p} | {_ms(d('F'))} | {fmt(float(np.nanmax(mc)), 2)} | {_ms(d('U_star'))} |"
                 f" {_ms(d('half_logdet_H'))} | {_ms(-d('log_Z_ratio'))} | {_ms(d('wbic'))} |"
                 f" {_ms(fe['w_copy'][i], 2)} | {_ms(fe['aG_t1'][0][i], 2)} /"
                 f" {_ms(fe['aG_t1'][1][i], 2)} | {_ms(fe['aG_wbic'][0][i], 2)} /"
@@ -498,8 +466,8 @@ def tables(res: dict) -> str:
                 f"{_ps(fcr)} {_ci(cr['free_energy'])}; WBIC {_ps(cr['wbic']['located'])} "
                 f"{_ci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {_ps(cr['laplace']['located'])};"
                 f" MAP U on the same runs {_ps(cr['map_U_same_runs']['located'])}. Copy weight"
-                f" (seed-mean w): 5% at {_f(ww['P_w05'])}, 1/2 at {_f(ww['P_equal'])}, 95% at "
-                f"{_f(ww['P_w95'])}.", ""]  # fmt: skip
+                f" (seed-mean w): 5% at {fmt(ww['P_w05'])}, 1/2 at {fmt(ww['P_equal'])}, 95% at "
+                f"{fmt(ww['P_w95'])}.", ""]  # fmt: skip
     out += ["### Early-warning verdicts (growth of P Var from 0.5 P* to 0.9 P*)", "",
             "| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
             " verdict |", "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -512,8 +480,9 @@ def tables(res: dict) -> str:
                 ci = v["ratio_ci"] or [None, None]
                 vc = v["var_ratio_ci"] or [None, None]
                 out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
-                           f" {_f(v['ratio'])} [{_f(ci[0])}, {_f(ci[1])}] | {_f(v['var_ratio'])}"
-                           f" [{_f(vc[0])}, {_f(vc[1])}] | {v['verdict']} |")  # fmt: skip
+                           f" {fmt(v['ratio'])} [{fmt(ci[0])}, {fmt(ci[1])}] |"
+                           f" {fmt(v['var_ratio'])} [{fmt(vc[0])}, {fmt(vc[1])}] |"
+                           f" {v['verdict']} |")  # fmt: skip
     return "\n".join(out) + "\n"
 
 
@@ -535,17 +504,17 @@ def per_P_table(title: str, b: dict) -> list[str]:
                    _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
             for k in OBSERVABLES:
                 v, e = np.asarray(sus[k]["value"][i], float), np.asarray(sus[k]["mcse"][i], float)
-                row.append(f"{_f(float(np.nanmean(v)))} ({_f(float(np.nanmax(e)), 2)})")
-            e = _f(float(np.nanmax(np.asarray(llc["mcse"][i], float))), 2)
+                row.append(f"{fmt(float(np.nanmean(v)))} ({fmt(float(np.nanmax(e)), 2)})")
+            e = fmt(float(np.nanmax(np.asarray(llc["mcse"][i], float))), 2)
             row.append(f"{_ms(llc['value'][i])} ({e})")
             for g in gammas:
                 dv = b["llc_dv"][g]
-                e = _f(float(np.nanmax(np.asarray(dv["mcse"][i], float))), 2)
+                e = fmt(float(np.nanmax(np.asarray(dv["mcse"][i], float))), 2)
                 row.append(f"{_ms(dv['value'][i])} ({e})")
             row += [
                 str(int(np.nansum(h["finite_chains"][i]))),
-                ", ".join(_f(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
-                ", ".join(_f(np.nanmin(h[k][i])) for k in ("ess", "ess_c1", "ess_cG")),
+                ", ".join(fmt(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
+                ", ".join(fmt(np.nanmin(h[k][i])) for k in ("ess", "ess_c1", "ess_cG")),
             ]
         L.append("| " + " | ".join(row) + " |")
     return L
@@ -553,7 +522,7 @@ def per_P_table(title: str, b: dict) -> list[str]:
 
 def _ci(c: dict) -> str:
     ci = c["per_seed_ci"]
-    return f"(per seed {_f(ci['mean'])} [{_f(ci['lo'])}, {_f(ci['hi'])}], n = {ci['n']})"
+    return f"(per seed {fmt(ci['mean'])} [{fmt(ci['lo'])}, {fmt(ci['hi'])}], n = {ci['n']})"
 
 
 if __name__ == "__main__":

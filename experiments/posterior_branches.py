@@ -2,22 +2,24 @@ r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3
 Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.branch_ti`); method and
 results: docs/reports/posterior_branches.md.
 
-    python -m experiments.posterior_branches [--tiny] [--preset plain|paper] [--out docs/reports]
-    python -m experiments.posterior_branches --preset paper --only 0 &  # one process per group
-    python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
+    python -m experiments posterior-branches --preset plain [--tiny] [--out docs/reports]
     python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
+    python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
 
-Each group of P (one compiled program, padded to its largest P) writes a committed JSON record
+Settings: ``posterior_branches`` of ``configs/MODE.py`` per preset (the default mode: the
+plain and paper configs; ``--tiny``: a plain-preset smoke run; other modes: none), on the
+reduced engine of ``configs/posterior.py`` that it names (``mc``). Each group of P (one
+compiled program, padded to its largest P) writes a committed JSON record
 ``OUT/results/records/posterior_branches[_tiny]/group-KEY.json`` (KEY: a hash of its inputs), so
 a fresh checkout re-assembles the result and adds seeds without rerunning a chain. Writes
-``OUT/results/posterior_branches[_paper].json`` and ``OUT/figures/posterior_branches_PRESET.png``.
+``OUT/results/posterior_branches[_tiny][_paper].json`` and
+``OUT/figures/posterior_branches[_tiny]_PRESET.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import json
 import sys
 import time
@@ -31,69 +33,37 @@ from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
 from copyhead_jax.sweep import sweep_inputs
-from copyhead_jax.theory import TheoryParams
-from copyhead_jax.theory.points import transition_points
 from copyhead_jax.transition_ti import BRANCHES
 
-from .common import group_record, jsonable, save_figure, write_json
-from .configs.posterior import QUICK, TINY
-from .posterior import branch_config, cache_key, fit_only
+from .common import MODE_FLAGS, group_record, jsonable, mode_config, save_figure, write_json
+from .configs.posterior import CONFIGS as ENGINES
+from .posterior import branch_config, cache_key, ek_points, fit_only, fmt
 
 INIT = {"pool": "zero", "copy": "copy"}
-
-PLAIN = dict(
-    mc=QUICK, n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
-    # the reference MAP sweeps: posterior.py's 3-seed TI and copy-start sweeps, plus copy starts
-    sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
-                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
-    # one compiled program per group; [52, 56], [60]: a finer grid inside the bracket (48, 64)
-    groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
-    ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
-    # 2 chains per rung, the first quarter of the kept iterations dropped: ~25 CPU-min
-    n_chains=2, n_ref=4000, discard=0.25,
-    hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
-    # seeds 3-9 where the crossing is bracketed, from 10-seed sweeps (seeds 0-2: same data);
-    # the pooling start jumps to copying above P ~ 34, so its references lie at P <= 32
-    blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
-                 sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
-)  # fmt: skip
-# Paper preset: every EK P* is L = 25 times the plain one, so the plain crossing 49.3 predicts
-# ~1,233: P = 1,200, 1,300 (25 x 48, 25 x 52). A run costs ~33x a plain one. Pool-start MAPs
-# exist up to ~830; the copy-start sweep holds the copy references at 1,200 and 1,300.
-_PAPER_SWEEPS = dict(pool=[[560, 600, 640, 700, 800]],
-                     copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
-PAPER = dict(
-    PLAIN, preset="paper", n_seeds=2,
-    sweeps=_PAPER_SWEEPS, groups=[[1200], [1300]],
-    # seeds 2-3 (groups 100, 101: a 4-seed sweep's data), then from 10-seed sweeps seeds 4-5
-    # (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9 (500, 501)
-    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_PAPER_SWEEPS),
-            *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
-                   sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
-              for s in ([4, 5], [6], [7], [8, 9]))],
-)  # fmt: skip
-#: the ``--cluster`` option's help (also ``python -m experiments posterior-branches``)
-CLUSTER_HELP = (
-    "run the groups without a record on a Dask cluster: a scheduler address "
-    "tcp://host:port, or local:N (N local worker processes); same records as without"
-)
-CONFIGS = {"plain": PLAIN, "paper": PAPER}
-SMOKE = dict(  # seconds, not physics: the TINY engine has no copy minimum, so its threshold
-    # splits the pooling fits (aG 0.01 at P = 4, 0.04 at P = 8) to exercise both branches
-    mc=TINY, n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
-    sweeps=dict(pool=[[2, 4, 8]], copy=[[4, 8]]), groups=[[4, 8]], ts=[0.0, 0.5, 1.0],
-    n_chains=2, n_ref=500, hmc=dict(n_iter=40, thin=2, step_size=0.35, n_adapt=20),
-    blocks=[dict(seeds=[2], n_seeds_total=3, groups=[[8]], sweeps=dict(pool=[[4, 8]],
-                                                                       copy=[[4, 8]]))],
-)  # fmt: skip
 
 
 def log(msg: str) -> None:
     print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def settings(mode: str, preset: str = "plain") -> dict:
+    """The ``posterior_branches`` settings of ``configs/MODE.py`` for ``preset`` ({} if none)."""
+    return mode_config(mode)["presets"][preset].get("posterior_branches", {})
+
+
+def config(s: dict, preset: str) -> dict:
+    """Settings ``s`` with their engine config ``mc`` (a mode of ``configs/posterior.py``) and,
+    unless plain, the preset (the plain configs' cache keys predate the switch)."""
+    return dict(s, mc=ENGINES[s["mc"]], **({} if preset == "plain" else {"preset": preset}))
+
+
+def cache_dir(s: dict) -> Path:
+    """The MAP sweeps' cache, shared with ``experiments.posterior`` (same engine mode)."""
+    return Path("results") / "posterior" / s["mc"]
+
+
 def check_only(only: int | None, groups) -> None:
-    """A driver's ``--only``: None or one of its group indices ``groups`` (else ValueError)."""
+    """A driver's ``only``: None or one of its group indices ``groups`` (else ValueError)."""
     if only is not None and only not in list(groups):
         raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
 
@@ -103,8 +73,7 @@ def check_only(only: int | None, groups) -> None:
 
 
 def preset(c: dict) -> str:
-    """The config's conventions: ``plain`` unless it names one (the plain configs' cache keys
-    predate the switch and stay as they were)."""
+    """The config's conventions: ``plain`` unless it names one."""
     return c.get("preset", "plain")
 
 
@@ -132,15 +101,20 @@ def references(c: dict, sweeps: dict, P_group, seeds=None):
                 yield ip, P, s, b, BB.pick_reference(sweeps[b], b, P, s, c["a_thr"])
 
 
+def group_data(c: dict, P_group, nS: int):
+    """``(cfg, row)``: the softmax config of a group of ``nS`` seeds and ``row(ip, s)``, the
+    data (train, mask) of its run at ``P_group[ip]``, seed ``s``, padded to the largest P."""
+    cfg = branch_config(c["mc"], preset(c), "softmax", P_group, None, nS)
+    inp = sweep_inputs(cfg, None, max(P_group))
+    train, mask = np.asarray(inp.train), np.asarray(inp.mask)
+    return cfg, lambda ip, s: (train[ip * nS + s], mask[ip * nS + s])
+
+
 def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
     """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
-    mc = c["mc"]
-    nS = n_seeds_total or c["n_seeds"]
-    cfg = branch_config(mc, preset(c), "softmax", P_group, None, nS)
-    Pm = max(P_group)
-    inp = sweep_inputs(cfg, None, Pm)
-    runs, arrs, trains, masks = [], [], [], []
+    cfg, row = group_data(c, P_group, n_seeds_total or c["n_seeds"])
+    runs, arrs, data = [], [], []
     for ip, P, s, b, ref in references(c, sweeps, P_group, seeds):
         if ref is None:
             log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
@@ -148,80 +122,33 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
         res, i, ref_P = ref
         runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
         arrs.append(BB.head_arrays(res, i, s))
-        trains.append(np.asarray(inp.train)[ip * nS + s])
-        masks.append(np.asarray(inp.mask)[ip * nS + s])
+        data.append(row(ip, s))
+    trains, masks = (list(x) for x in zip(*data)) if data else ([], [])
     return BB.free_energies(cfg, runs, arrs, trains, masks, key, c, label=P_group, log=log)
 
 
-# ---------------------------------------------------------------------------------------------
-# Assembly
-
-
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
+    """The result of a config's groups: :func:`copyhead_jax.compare.crossing.branch_tables`
+    of their runs, the MAP U crossing of the first block's sweeps, the EK theory."""
     runs = [r for g in groups for r in g["runs"]]
     blocks = seed_blocks(c)
     # groups may be added later; a P holds the seeds of every block that measures it
     P_all = sorted({int(p) for bl in blocks for grp in bl["groups"] for p in grp})
     nS = max(bl["n_seeds_total"] for bl in blocks)
-    F = {b: CX.run_table(runs, P_all, nS, "F", b) for b in BRANCHES}
-    se = {b: CX.run_table(runs, P_all, nS, "mcse", b) for b in BRANCHES}
-    Pa = np.asarray(P_all, float)
-    dF = F["copy"] - F["pool"]
-    dse = np.hypot(se["copy"], se["pool"])
-    w = CX.copy_weight(F["copy"], F["pool"])
-    with CX.quiet():
-        w_mean = np.nanmean(w, 1)
-    # F_copy - F_pool < 0 above the crossing: crossing(P, F_a, F_b) with a = pool
-    cross = CX.crossing(Pa, F["pool"], F["copy"])
+    tables = CX.branch_tables(runs, P_all, nS, c["a_thr"], c["a_alt"])
     # MAP U crossing on the same sweeps, where a seed's two starts are distinct minima
     pr, cr = sweeps["pool"][0], sweeps["copy"][0]
-    common = [int(p) for p in pr.P if p in cr.P]
-    ip = [int(np.flatnonzero(pr.P == p)[0]) for p in common]
-    ic = [int(np.flatnonzero(cr.P == p)[0]) for p in common]
-    distinct = np.abs(cr["cG"][ic] - pr["cG"][ip]) > 0.5
-    map_u = CX.crossing(np.asarray(common, float), pr["U"][ip], cr["U"][ic], distinct)
-    alt = {}
-    for a in c["a_alt"]:
-        Fp, Fc, moved, bound = CX.threshold_shift(runs, P_all, nS, c["a_thr"], a)
-        wa = CX.copy_weight(Fc, Fp)
-        with CX.quiet():
-            alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
-                           "moved_fraction": moved, "F_lower_bound": bound,
-                           "crossing": CX.crossing(Pa, Fp, Fc)}  # fmt: skip
-    params = TheoryParams.from_config(branch_config(c["mc"], preset(c), "softmax", [1]))
-    th = {o: {k: transition_points(params, "both", o).get(k) for k in ("P_aG", "spinodals")}
-          for o in ("map", "post")}  # fmt: skip
-    health = {}
-    for b in BRANCHES:
-        rs = [r for r in runs if r["branch"] == b]
-        health[b] = {
-            "rhat_max": CX.run_table(rs, P_all, nS, "rhat_max", b),
-            "ess_min": CX.run_table(rs, P_all, nS, "ess_min", b),
-            "quad_corr": CX.run_table(rs, P_all, nS, "quad_corr", b),
-            "p_ref": CX.run_table(rs, P_all, nS, "p_ref", b),
-            "ref_P": CX.run_table(rs, P_all, nS, "ref_P", b),
-        }
+    common, _, map_u = CX.start_crossing(pr.P, pr, cr.P, cr)
+    th = ek_points(branch_config(c["mc"], preset(c), "softmax", [1]), ("P_aG", "spinodals"))
     return {
         "P": P_all, "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)
-        "a_thr": c["a_thr"], "ts": c["ts"], "n_chains": c["n_chains"],
-        "hmc": c["hmc"], "n_ref": c["n_ref"], "F_pool": F["pool"], "F_copy": F["copy"],
-        "mcse_pool": se["pool"], "mcse_copy": se["copy"], "dF": dF, "dF_mcse": dse,
-        "w_copy": w, "w_copy_mean": w_mean, "crossing_F": cross,
-        "weight_window": CX.weight_window(Pa, w_mean),
-        "weight_window_per_seed": [CX.weight_window(Pa, w[:, s]) for s in range(nS)],
-        "map_U_crossing": map_u, "map_U_P": common, "threshold_sensitivity": alt,
-        "theory": th, "preset": preset(c), "map_U_crossing_main": f"docs/reports/results/main_"
-        f"{preset(c)}.json measured.P_aG (10 seeds, exact MAP, width 10,000)",
-        "paper_P_aG": paper.PAPER_MEASURED["P_aG"], "health": health, "runs": runs,
-        "cpu_s": sum(g["cpu_s"] for g in groups), "wall_s": sum(g["wall_s"] for g in groups),
+        **{k: c[k] for k in ("a_thr", "ts", "n_chains", "hmc", "n_ref")}, **tables,
+        "map_U_crossing": map_u, "map_U_P": common, "theory": th, "preset": preset(c),
+        "map_U_crossing_main": f"docs/reports/results/main_{preset(c)}.json measured.P_aG (10 "
+        "seeds, exact MAP, width 10,000)", "paper_P_aG": paper.PAPER_MEASURED["P_aG"],
+        "runs": runs, "cpu_s": sum(g["cpu_s"] for g in groups),
+        "wall_s": sum(g["wall_s"] for g in groups),
     }  # fmt: skip
-
-
-def _summaries(runs):
-    for r in runs:
-        r["rhat_max"] = float(np.nanmax(np.r_[r["rhat_g"], -np.inf]))
-        r["ess_min"] = float(np.nanmin(np.r_[r["ess_g"], np.inf]))
-    return runs
 
 
 def draw(res: dict, main_P=None):
@@ -296,10 +223,6 @@ def draw(res: dict, main_P=None):
     return fig
 
 
-def figure(res: dict, path: Path, main_P=None) -> None:
-    save_figure(draw(res, main_P), path)
-
-
 def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
     """The MAPs a group's chains start from: ``[P, seed, branch, the reference sweep's P grid,
     ref_P]`` per run (what ``run_group`` reads from ``sweeps``; a sweep added for other P leaves
@@ -309,12 +232,13 @@ def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
             if ref is not None]  # fmt: skip
 
 
-def group_key(c: dict, grp, gi: int, tiny: bool, refs: list) -> str:
+def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups", "a_alt",
+              "sweeps", "blocks"), engine=None) -> str:  # fmt: skip
     """Cache key of one group: everything its chains depend on (its references, not the other
-    groups, nor the threshold-sensitivity and figure settings); ``gi`` seeds its keys."""
-    skip = ("mc", "groups", "a_alt", "sweeps", "blocks")
+    groups, nor the threshold-sensitivity and figure settings: ``skip``) and the engine config
+    (default ``c``'s); ``gi`` seeds its keys."""
     kept = {k: v for k, v in c.items() if k not in skip}
-    return cache_key(kept, c["mc"]["engine"], grp, gi, tiny, refs)
+    return cache_key(kept, c["mc"]["engine"] if engine is None else engine, grp, gi, tiny, refs)
 
 
 def group_index(block: int, j: int) -> int:
@@ -336,9 +260,7 @@ def fan_out(todo: list, records: Path, cluster: str) -> None:
     (workers need no shared folder). A failed group is reported after the others are written."""
     missing = [t for t in todo if not (records / f"{t[0]}.json").exists()]
     log(f"{len(missing)} of {len(todo)} groups to run on {cluster}")
-    # under ``-m`` this module is ``__main__``: workers import it by its name
-    fn = importlib.import_module(__spec__.name).compute_group if __spec__ else compute_group
-    out = map_groups(fn, [t[4] for t in missing], cluster=cluster,
+    out = map_groups(compute_group, [t[4] for t in missing], cluster=cluster,
                      progress=lambda d, n: log(f"cluster: {d}/{n} groups done"))  # fmt: skip
     for (name, bi, gi, grp, _), g in zip(missing, out, strict=True):
         if not isinstance(g, GroupFailure):
@@ -349,46 +271,41 @@ def fan_out(todo: list, records: Path, cluster: str) -> None:
                            f"written; rerun to retry): {'; '.join(bad)}")  # fmt: skip
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs/reports", which: str = "plain",
-         only: int | None = None, skip_missing: bool = False,
-         cluster: str | None = None) -> dict:  # fmt: skip
-    """Run (or load) every group, assemble, write; ``which``: ``plain`` or ``paper`` (the
-    preset's config); ``only``: compute that group alone and stop (block b's j-th group has
-    index j in the first block, 100 b + j after it; one process per group, then a plain call
-    assembles); ``skip_missing``: assemble the groups that have records, run none; ``cluster``: run
-    the groups without a record on a Dask cluster (``fan_out``), then assemble as without."""
-    if which not in CONFIGS:
-        raise ValueError(f"which must be one of {sorted(CONFIGS)}, got {which!r}")
-    if tiny and which != "plain":
-        raise ValueError(f"tiny runs SMOKE, a plain-preset config: which must be 'plain', got "
-                         f"{which!r}")  # fmt: skip
+def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None = None,
+         skip_missing: bool = False) -> dict:  # fmt: skip
+    """Run (or load) every group of ``spec``'s settings, assemble, write (nothing where its mode
+    has none for its preset); ``only``: compute that group alone and stop (block b's j-th group
+    has index j in the first block, 100 b + j after it; one process per group, then a call
+    without it assembles); ``skip_missing``: assemble the groups that have records, run none;
+    ``cluster``: run the groups without a record on a Dask cluster first (``fan_out``)."""
+    if not spec.settings:
+        log(f"no posterior_branches settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
     if cluster is not None:
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
-    c = SMOKE if tiny else CONFIGS[which]
+    c, tiny = config(spec.settings, spec.preset), spec.mode == "tiny"
     blocks = seed_blocks(c)
     check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
-                         for j in range(len(bl["groups"]))])  # fmt: skip
-    cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
-    records = Path(out_dir) / "results" / "records" / ("posterior_branches" + "_tiny" * tiny)
+                      for j in range(len(bl["groups"]))])  # fmt: skip
+    cache = cache_dir(spec.settings)
+    base = "posterior_branches" + "_tiny" * tiny
+    records = Path(out) / "results" / "records" / base
     c0 = BB.cpu_seconds()
-    sweeps = load_sweeps(c, cache)
-    block_sweeps = [load_sweeps(c, cache, bl) for bl in c.get("blocks", [])]
+    sweeps = [load_sweeps(c, cache, None if bi == 0 else bl) for bi, bl in enumerate(blocks)]
     sweep_cpu = BB.cpu_seconds() - c0
     log(f"sweeps loaded/fitted: {sweep_cpu:.0f} CPU s")
     todo = []  # (record name, block, group index, P group, compute_group's task)
     for bi, bl in enumerate(blocks):
-        sw = sweeps if bi == 0 else block_sweeps[bi - 1]
         seeds = None if bi == 0 else bl["seeds"]  # the first block: its keys as before
         for j, grp in enumerate(bl["groups"]):
             gi = group_index(bi, j)
             if only is not None and gi != only:
                 continue
-            refs = group_refs(c, sw, grp, seeds)
-            name = f"group-{group_key(c, grp, gi, tiny, refs)}"
+            name = f"group-{group_key(c, grp, gi, tiny, group_refs(c, sweeps[bi], grp, seeds))}"
             if skip_missing and not (records / f"{name}.json").exists():
                 log(f"block {bi} P={grp} (group {gi}): no record; skipped")
                 continue
-            todo.append((name, bi, gi, grp, (c, sw, grp, gi, seeds, bl["n_seeds_total"])))
+            todo.append((name, bi, gi, grp, (c, sweeps[bi], grp, gi, seeds, bl["n_seeds_total"])))
     if cluster is not None:
         fan_out(todo, records, cluster)
     groups = []
@@ -396,38 +313,30 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", which: str = 
         g = group_record(records / f"{name}.json", functools.partial(compute_group, task),
                          block=bi, group=gi, P_group=grp)  # fmt: skip
         log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
-        _summaries(g["runs"])
         groups.append(g)
     if only is not None:
         return {}
-    res = assemble(c, groups, sweeps)
-    res["command"] = "python -m experiments.posterior_branches" + (
-        " --tiny" if tiny else f" --preset {which}" if which != "plain" else ""
-    )
+    res = assemble(c, groups, sweeps[0])
+    res["command"] = (f"python -m experiments posterior-branches{MODE_FLAGS[spec.mode]} "
+                      f"--preset {spec.preset}")  # fmt: skip
     res["sweep_cpu_s"] = sweep_cpu  # this invocation's (cached sweeps: ~0)
-    base = "posterior_branches" + ("_tiny" if tiny else "")
-    name = base + ("" if preset(c) == "plain" else f"_{preset(c)}")
+    mp = Path(out) / "results" / f"main_{preset(c)}.json"
     main_P = None
-    mp = Path(out_dir) / "results" / f"main_{preset(c)}.json"
     if mp.exists() and not tiny:
         main_P = json.loads(mp.read_text())["measured"]["P_aG"]["P_star"]
     res["map_U_crossing_main_P_star"] = main_P
-    figure(res, Path(out_dir) / "figures" / f"{base}_{preset(c)}.png", main_P)
+    save_figure(draw(res, main_P), Path(out) / "figures" / f"{base}_{preset(c)}.png")
     for r in res["runs"]:
         for k in ("aG_t1", "t1_below", "n_t1"):  # the t = 1 draws stay in the records
             r.pop(k, None)
-    path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
+    name = base + ("" if preset(c) == "plain" else f"_{preset(c)}")
+    path = write_json(Path(out) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; chains {res['cpu_s']:.0f} CPU s")
     return res
 
 
 # ---------------------------------------------------------------------------------------------
 # docs/reports/posterior_branches.md table
-
-
-def fmt(x, nd=3):
-    """``x`` to ``nd`` significant digits; ``-`` for None or non-finite."""
-    return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
 
 
 def tables(res: dict) -> str:
@@ -462,21 +371,7 @@ def tables(res: dict) -> str:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
-    ap.add_argument("--out", default="docs/reports")
-    ap.add_argument(
-        "--preset",
-        choices=tuple(CONFIGS),
-        default="plain",
-        help="the conventions' config (paper: P = 1,200 and 1,300, 10 seeds)",
-    )
-    ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
-    ap.add_argument("--skip-missing", action="store_true",
-                    help="assemble the groups with records, run none")  # fmt: skip
-    ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
-    ap.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
-    a = ap.parse_args()
-    if a.tables:
-        print(tables(json.loads(Path(a.tables).read_text())))
-    else:
-        main(a.tiny, a.out, a.preset, a.only, a.skip_missing, a.cluster)
+    ap.add_argument("--tables", metavar="JSON", required=True,
+                    help="print the markdown table of a result (the run: python -m experiments "
+                    "posterior-branches)")  # fmt: skip
+    print(tables(json.loads(Path(ap.parse_args().tables).read_text())))

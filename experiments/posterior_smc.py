@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -27,23 +26,24 @@ import numpy as np
 
 from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
-from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import BRANCHES
 
 from . import posterior_branches as PB
 from .common import group_record, jsonable, save_figure, write_json
-from .posterior import branch_config, cache_key
+from .posterior import fmt
 
+#: the settings per mode: the references are posterior_branches' (its ``block`` of seeds, its
+#: ``a_thr`` region threshold; ``configs/MODE.py``, plain preset)
 PLAIN = dict(
-    branches=PB.PLAIN, block=0,  # the references: posterior_branches' 10-seed sweeps
+    branches="paper", block=0,  # posterior_branches' 10-seed sweeps
     # P = 48, 52: the TI's bracketing points (10 seeds there); 49, 50: inside, where the TI
     # puts every seed's crossing (49.0-49.5). 62 CPU-min in all (measured)
     n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
     n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
     step_size=0.3, max_steps=200,
 )  # fmt: skip
-SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' SMOKE references)
-    branches=PB.SMOKE, block=0, n_seeds=3, groups=[[4, 8]], a_thr=0.03,
+SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' tiny references)
+    branches="tiny", block=0, n_seeds=3, groups=[[4, 8]], a_thr=0.03,
     n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
     step_size=0.3, max_steps=60,
 )  # fmt: skip
@@ -53,39 +53,33 @@ def log(msg: str) -> None:
     print(f"[smc {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def run_inputs(c: dict, sweeps: dict, P_group):
+def run_inputs(c: dict, b: dict, sweeps: dict, P_group):
     """Per run (P, seed) of a group: both branches' reference weights, the run's data, and
-    the config the data come from."""
-    b = c["branches"]
-    nS = c["n_seeds"]
-    cfg = branch_config(b["mc"], "plain", "softmax", P_group, None, nS)
-    inp = sweep_inputs(cfg, None, max(P_group))
+    the config the data come from (``b``: the branches' config)."""
+    cfg, row = PB.group_data(b, P_group, c["n_seeds"])
+    refs: dict = {}
+    for ip, P, s, br, ref in PB.references(c, sweeps, P_group):
+        refs.setdefault((ip, P, s), {})[br] = ref
     runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
-    for ip, P in enumerate(P_group):
-        for s in range(nS):
-            refs = {br: BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]) for br in BRANCHES}
-            if any(r is None for r in refs.values()):
-                log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
-                continue
-            arr = {br: BB.head_arrays(r[0], r[1], s) for br, r in refs.items()}
-            if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
-                raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
-            runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(refs[br][2])
-                                                  for br in BRANCHES}))  # fmt: skip
-            for br in BRANCHES:
-                heads[br].append(arr[br])
-            trains.append(np.asarray(inp.train)[ip * nS + s])
-            masks.append(np.asarray(inp.mask)[ip * nS + s])
+    for (ip, P, s), r in refs.items():
+        if any(x is None for x in r.values()):
+            log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
+            continue
+        arr = {br: BB.head_arrays(x[0], x[1], s) for br, x in r.items()}
+        if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
+            raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
+        runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(r[br][2]) for br in BRANCHES}))
+        for br in BRANCHES:
+            heads[br].append(arr[br])
+        train, mask = row(ip, s)
+        trains.append(train)
+        masks.append(mask)
     return cfg, runs, heads, trains, masks
 
 
-def run_group(c: dict, sweeps: dict, P_group, key) -> dict:
-    cfg, runs, heads, trains, masks = run_inputs(c, sweeps, P_group)
+def run_group(c: dict, b: dict, sweeps: dict, P_group, key) -> dict:
+    cfg, runs, heads, trains, masks = run_inputs(c, b, sweeps, P_group)
     return BB.smc_weights(cfg, runs, heads, trains, masks, key, c, label=P_group, log=log)
-
-
-# ---------------------------------------------------------------------------------------------
-# Assembly: against the constrained TI
 
 
 def _ti_runs(path: Path) -> dict:
@@ -95,48 +89,14 @@ def _ti_runs(path: Path) -> dict:
 
 
 def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
+    """The groups' runs against the constrained TI's (``compare.crossing.smc_tables``)."""
     runs = [r for g in groups for r in g["runs"]]
     P_all = sorted({int(p) for grp in c["groups"] for p in grp})
-    nS = c["n_seeds"]
-    shape = (len(P_all), nS)
-    lz, lz_se, w, w_se, lz_ti, w_ti = (np.full(shape, np.nan) for _ in range(6))
-    for r in runs:
-        i, s = P_all.index(r["P"]), r["seed"]
-        z, ww = np.asarray(r["log_Z"], float), np.asarray(r["w_copy"], float)
-        lz[i, s], w[i, s] = z.mean(), ww.mean()
-        k = len(z)
-        lz_se[i, s] = z.std(ddof=1) / math.sqrt(k) if k > 1 else np.nan
-        w_se[i, s] = ww.std(ddof=1) / math.sqrt(k) if k > 1 else np.nan
-        tp, tc = ti.get((r["P"], s, "pool")), ti.get((r["P"], s, "copy"))
-        if tp and tc:
-            lz_ti[i, s] = np.logaddexp(-tp["F"], -tc["F"])
-            w_ti[i, s] = 1 / (1 + math.exp(min(tc["F"] - tp["F"], 700)))
-    with CX.quiet():
-        w_mean = np.nanmean(w, 1)
-    # log-odds of copying (= F_pool - F_copy), the weight clipped at the populations'
-    # resolution 1 / (2 N n_reps): a branch whose particles all died is at most that
-    eps = 1 / (2 * c["n_particles"] * c["n_reps"])
-    wc = np.clip(w, eps, 1 - eps)
-    odds = np.log(wc / (1 - wc))
-    Pa = np.asarray(P_all, float)
-    # the adaptive pilot's log Z against the fixed-schedule populations' (its O(1/N) bias), and
-    # the spread of one population's log Z (2 populations: sd of their difference / sqrt 2)
-    bias = np.array([r["log_Z_pilot"] - np.mean(r["log_Z"]) for r in runs])
-    diff = np.array([r["log_Z"][0] - r["log_Z"][1] for r in runs if len(r["log_Z"]) > 1])
-    return {
-        "P": P_all, "n_seeds": nS, "config": {k: v for k, v in c.items() if k != "branches"},
-        "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
-        "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
-        "weight_window": CX.weight_window(Pa, w_mean),
-        # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
-        "crossing_log_odds": CX.crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
-        "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
-        "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
-                             "n": bias.size},
-        "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
-        "runs": runs, "cpu_s": sum(g["cpu_s"] for g in groups),
-        "wall_s": sum(g["wall_s"] for g in groups),
-    }  # fmt: skip
+    tables = CX.smc_tables(runs, P_all, c["n_seeds"], c["n_particles"], c["n_reps"], ti)
+    return {"P": P_all, "n_seeds": c["n_seeds"],
+            "config": {k: v for k, v in c.items() if k != "branches"}, **tables, "runs": runs,
+            "cpu_s": sum(g["cpu_s"] for g in groups),
+            "wall_s": sum(g["wall_s"] for g in groups)}  # fmt: skip
 
 
 def draw(res: dict, ti_cross=None):
@@ -200,30 +160,22 @@ def draw(res: dict, ti_cross=None):
     return fig
 
 
-def figure(res: dict, path: Path, ti_cross=None) -> None:
-    save_figure(draw(res, ti_cross), path)
-
-
 def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | None = None) -> dict:
     """Run (or load) every group, assemble, write; ``only``: run that group alone and stop
     (to spread the groups over processes; a later plain call assembles from the cache)."""
     c = SMOKE if tiny else PLAIN
-    b = c["branches"]
-    cache = Path("results") / "posterior" / ("tiny" if tiny else "quick")
+    s = PB.settings(c["branches"])
+    b = PB.config(s, "plain")
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
     PB.check_only(only, range(len(c["groups"])))
-    sweeps = PB.load_sweeps(b, cache, b["blocks"][c["block"]])
+    sweeps = PB.load_sweeps(b, PB.cache_dir(s), b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
-        refs = [[int(P), s, br, [int(p) for p in r[0].P], int(r[2])] for P in grp
-                for s in range(c["n_seeds"]) for br in BRANCHES
-                if (r := BB.pick_reference(sweeps[br], br, P, s, c["a_thr"]))]  # fmt: skip
-        skip = ("branches", "groups")
-        key = cache_key({k: v for k, v in c.items() if k not in skip}, b["mc"]["engine"], grp, gi,
-                   tiny, refs)  # fmt: skip
-        run = functools.partial(run_group, c, sweeps, grp, jax.random.key(1500 + gi))
+        key = PB.group_key(c, grp, gi, tiny, PB.group_refs(c, sweeps, grp),
+                           skip=("branches", "groups"), engine=b["mc"]["engine"])  # fmt: skip
+        run = functools.partial(run_group, c, b, sweeps, grp, jax.random.key(1500 + gi))
         g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
         log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall; record group-{key}")
         groups.append(g)
@@ -250,7 +202,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
             "sd": float(d.std(ddof=1)) if d.size > 1 else None
         }
     res["ti_crossing_F"] = ti_cross
-    figure(res, Path(out_dir) / "figures" / f"{name}_plain.png", ti_cross)
+    save_figure(draw(res, ti_cross), Path(out_dir) / "figures" / f"{name}_plain.png")
     for r in res["runs"]:
         r.pop("aG_final", None)  # the raw particles stay in the records
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
@@ -268,10 +220,10 @@ def tables(res: dict) -> str:
         ok = np.isfinite(w[i])
         per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
                         for s in range(w.shape[1]) if ok[s])  # fmt: skip
-        ti = ", ".join(PB.fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
+        ti = ", ".join(fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
-        L.append(f"| {p} | {per} | {PB.fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
+        L.append(f"| {p} | {per} | {fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
     return "\n".join(L) + "\n"
 
 

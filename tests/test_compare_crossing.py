@@ -1,6 +1,8 @@
 """``copyhead_jax.compare.crossing``: the early-warning verdict, the branch crossing and the copy
 weight on planted curves with known answers."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,86 @@ def test_copy_weight_and_window():
     win = CX.weight_window(Pg, w)
     assert abs(win["P_equal"] - 20.0) < 0.3
     assert win["P_w05"] < 20 < win["P_w95"]
+
+
+def test_smc_tables_weights_crossing_and_ti_comparison():
+    """``smc_tables`` on planted populations: seed-mean weights, the per-seed sign
+    change of the log-odds (log-linear interpolation of log-odds / P, ``compare.crossing``'s rule),
+    the clip at the populations' resolution, and the TI comparison (zero where the TI's two
+    branch free energies are the SMC's own)."""
+    from scipy.special import expit, logit
+
+    odds = {(48, 0): -1.0, (50, 0): 2.0, (48, 1): -3.0, (50, 1): 30.0}  # 30: beyond the clip
+    runs, ti = [], {}
+    for (P, s), o in odds.items():
+        w = float(expit(o))
+        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 101.0 + P], w_copy=[w, w],
+                         log_Z_pilot=100.0 + P))  # fmt: skip
+        lz = 100.5 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
+        ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
+        ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
+    res = CX.smc_tables(runs, [48, 50], 2, 8, 2, ti)
+    eps = 1 / 32
+    assert res["log_odds_clip"] == pytest.approx(math.log((1 - eps) / eps))
+    assert res["log_odds_copy"][1, 1] == pytest.approx(logit(1 - eps))  # clipped
+    np.testing.assert_allclose(res["w_copy_mean"], [np.mean(expit([-1, -3])),
+                                                    np.mean(expit([2, 30]))])  # fmt: skip
+    np.testing.assert_allclose(res["dlog_Z_smc_minus_ti"], 0, atol=1e-9)
+    assert res["pilot_log_Z_bias"]["mean"] == pytest.approx(-0.5)  # pilot vs the reps' mean
+    assert res["population_log_Z_sd"] == pytest.approx(0.0)  # every pair differs by 1 nat
+    np.testing.assert_allclose(res["w_copy_ti"], res["w_copy"], rtol=1e-9)
+    for s, (a, b) in enumerate([(-1.0, 2.0), (-3.0, float(logit(1 - eps)))]):
+        fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
+        expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
+        assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
+
+
+def test_start_crossing_counts_only_distinct_starts():
+    """The MAP U crossing of two starts on their common P, per seed only where their cG differ
+    by more than 1/2: seed 1's starts coincide at every P, so it has no crossing."""
+    pool = {"cG": np.array([[0.0, 0.0], [0.1, 0.0], [0.2, 0.0]]),
+            "U": np.array([[1.0, 1.0], [2.0, 2.0], [5.0, 3.0]])}  # fmt: skip
+    copy = {"cG": np.array([[2.0, 0.0], [2.0, 0.3], [9.0, 9.0]]),
+            "U": np.array([[3.0, 1.0], [1.0, 2.0], [0.0, 0.0]])}  # fmt: skip
+    P, distinct, c = CX.start_crossing([10, 20, 40], pool, np.array([10, 20, 99]), copy)
+    assert P == [10, 20] and distinct.tolist() == [[True, False], [True, False]]
+    want = CX.crossing([10.0, 20.0], pool["U"][:2], copy["U"][:2], distinct)
+    assert c["per_seed"][0] == want["per_seed"][0] and math.isnan(c["per_seed"][1])
+    assert 10 < c["P_star"] < 20
+
+
+def test_branch_tables_planted_runs():
+    """F_copy - F_pool = 30 - P (+ seed): the weights, the F crossing, the health tables, and a
+    threshold shift that moves no draw leaves F as it was."""
+    runs = [dict(P=P, seed=s, branch=b, F=(30.0 - P + s) if b == "copy" else 0.0, mcse=0.1,
+                 rhat_g=[1.0, 1.01], ess_g=[300.0, 200.0], quad_corr=0.0, p_ref=1.0, ref_P=P,
+                 aG_t1=[0.0] if b == "pool" else [5.0])
+            for P in (20, 40) for s in (0, 1) for b in ("pool", "copy")]  # fmt: skip
+    t = CX.branch_tables(runs, [20, 40], 2, 1.0, (0.5,))
+    np.testing.assert_allclose(t["dF"], [[10.0, 11.0], [-10.0, -9.0]])
+    np.testing.assert_allclose(t["dF_mcse"], math.hypot(0.1, 0.1))
+    np.testing.assert_allclose(t["w_copy"], CX.copy_weight(t["F_copy"], t["F_pool"]))
+    assert runs[0]["rhat_max"] == 1.01 and runs[0]["ess_min"] == 200.0
+    assert t["health"]["copy"]["ref_P"].tolist() == [[20, 20], [40, 40]]
+    want = CX.crossing([20.0, 40.0], [[0.0], [0.0]], [[10.0], [-10.0]])["P_star"]
+    assert 20 < want < 40 and t["crossing_F"]["per_seed"][0] == pytest.approx(want)
+    alt = t["threshold_sensitivity"]["0.5"]
+    np.testing.assert_allclose(alt["dF"], t["dF"])
+    assert np.all(alt["moved_fraction"] == 0)
+
+
+def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
+    """F_pool - F_copy = P - 30 on every run; seed 1 at P = 40 fell to the other branch at t = 1
+    (its aG equal to the pool chains'): its weight is NaN and its crossing has one point left."""
+    P = np.array([20.0, 40.0])
+    F = np.stack([np.broadcast_to((P - 30.0)[:, None], (2, 2)), np.zeros((2, 2))])
+    aG = np.stack([np.zeros((2, 2)), np.array([[2.0, 2.0], [2.0, 0.1]])])
+    fe = {"P": [20, 40], "F": F, "wbic": F, "U_star": F, "half_logdet_H": 0 * F, "aG_t1": aG}
+    c = CX.ti_crossings(fe, np.ones((2, 2), bool))
+    assert fe["stayed_distinct_t1"].tolist() == [[True, True], [True, False]]
+    assert math.isnan(fe["w_copy"][1, 1])
+    assert fe["w_copy"][1, 0] == pytest.approx(CX.copy_weight(0, 10))
+    want = CX.crossing(P, F[0][:, :1], F[1][:, :1])["P_star"]
+    for k in ("free_energy", "wbic", "laplace", "map_U_same_runs"):
+        assert c[k]["per_seed"][0] == pytest.approx(want)
+        assert math.isnan(c[k]["per_seed"][1])

@@ -102,7 +102,7 @@ def test_one_tiny_posterior_group_on_a_local_cluster_equals_the_local_run(tmp_pa
     from experiments import posterior_branches as PB
 
     monkeypatch.chdir(tmp_path)  # the sweeps' cache is results/ under the working folder
-    c = PB.SMOKE
+    c = PB.config(PB.settings("tiny"), "plain")
     bl = PB.seed_blocks(c)[1]  # the smallest group: P = 8, one seed, both branches
     sweeps = PB.load_sweeps(c, tmp_path / "results" / "posterior" / "tiny", bl)
     task = (c, sweeps, bl["groups"][0], PB.group_index(1, 0), bl["seeds"], bl["n_seeds_total"])
@@ -116,10 +116,13 @@ def test_one_tiny_posterior_group_on_a_local_cluster_equals_the_local_run(tmp_pa
 def test_posterior_branches_takes_a_cluster_and_checks_it_before_any_work(tmp_path, capsys):
     from experiments import posterior_branches as PB
     from experiments.__main__ import main
+    from experiments.common import load_spec
 
+    spec = load_spec("tiny", "plain", "posterior-branches", tmp_path / "cache")
     with pytest.raises(ValueError, match="cluster must be a scheduler address"):
-        PB.main(tiny=True, out_dir=tmp_path, cluster="localhost:8786")
+        PB.main(spec, tmp_path, cluster="localhost:8786")
     assert not any(tmp_path.iterdir())  # nothing fitted or written
+    assert main(["main", "--tiny", "--out", str(tmp_path), "--cluster", "local:2"]) == 2
     with pytest.raises(SystemExit) as e:
         main(["posterior-branches", "--help"])  # python -m experiments posterior-branches
     assert e.value.code == 0 and "--cluster ADDRESS" in capsys.readouterr().out

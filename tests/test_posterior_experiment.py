@@ -126,62 +126,28 @@ def test_seed_blocks_split_the_extra_seeds():
                                                     blocks=[1, 1]))  # fmt: skip
 
 
-def test_smc_assembly_weights_crossing_and_ti_comparison():
-    """``posterior_smc.assemble`` on planted populations: seed-mean weights, the per-seed sign
-    change of the log-odds (log-linear interpolation of log-odds / P, ``compare.crossing``'s rule),
-    the clip at the populations' resolution, and the TI comparison (zero where the TI's two
-    branch free energies are the SMC's own)."""
-    from scipy.special import expit, logit
-
-    from experiments import posterior_smc as S
-
-    c = dict(groups=[[48, 50]], n_seeds=2, n_particles=8, n_reps=2)
-    odds = {(48, 0): -1.0, (50, 0): 2.0, (48, 1): -3.0, (50, 1): 30.0}  # 30: beyond the clip
-    runs, ti = [], {}
-    for (P, s), o in odds.items():
-        w = float(expit(o))
-        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 101.0 + P], w_copy=[w, w],
-                         log_Z_pilot=100.0 + P))  # fmt: skip
-        lz = 100.5 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
-        ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
-        ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
-    res = S.assemble(c, [dict(runs=runs, cpu_s=1.0, wall_s=1.0)], ti)
-    eps = 1 / 32
-    assert res["log_odds_clip"] == pytest.approx(math.log((1 - eps) / eps))
-    assert res["log_odds_copy"][1, 1] == pytest.approx(logit(1 - eps))  # clipped
-    np.testing.assert_allclose(res["w_copy_mean"], [np.mean(expit([-1, -3])),
-                                                    np.mean(expit([2, 30]))])  # fmt: skip
-    np.testing.assert_allclose(res["dlog_Z_smc_minus_ti"], 0, atol=1e-9)
-    assert res["pilot_log_Z_bias"]["mean"] == pytest.approx(-0.5)  # pilot vs the reps' mean
-    assert res["population_log_Z_sd"] == pytest.approx(0.0)  # every pair differs by 1 nat
-    np.testing.assert_allclose(res["w_copy_ti"], res["w_copy"], rtol=1e-9)
-    for s, (a, b) in enumerate([(-1.0, 2.0), (-3.0, float(logit(1 - eps)))]):
-        fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
-        expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
-        assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
-
-
 def test_branch_presets_and_paper_companion(tmp_path):
     """posterior_branches' paper config samples the paper preset's posterior (per-position
     likelihood) while the plain configs name no preset (their cache keys predate the switch);
     the report attaches the paper preset's branch free energies to its posterior result."""
     from experiments import posterior_branches as PB
     from experiments import posterior_column as PCOL
+    from experiments.common import load_spec
 
-    assert "preset" not in PB.PLAIN and "preset" not in PB.SMOKE
-    assert PB.preset(PB.PLAIN) == "plain" and PB.preset(PB.PAPER) == "paper"
-    cfg = PB.branch_config(PB.PAPER["mc"], PB.preset(PB.PAPER), "softmax", [1200], "copy", 2)
+    plain, paper = (PB.config(PB.settings("paper", p), p) for p in ("plain", "paper"))
+    assert "preset" not in plain and "preset" not in PB.config(PB.settings("tiny"), "plain")
+    assert PB.preset(plain) == "plain" and PB.preset(paper) == "paper"
+    cfg = PB.branch_config(paper["mc"], PB.preset(paper), "softmax", [1200], "copy", 2)
     assert cfg.posterior.likelihood == "per_position"
-    with pytest.raises(ValueError, match="which must be"):
-        PB.main(which="papr")
-    with pytest.raises(ValueError, match="tiny runs SMOKE"):
-        PB.main(tiny=True, which="paper")
+    # a mode without settings for the preset writes nothing
+    assert PB.main(load_spec("tiny", "paper", "posterior-branches", tmp_path), tmp_path) == {}
+    assert not any(tmp_path.iterdir())
     # groups 0, 1, the second block's 100, 101 and so on; anything else is refused before any
     # work
     with pytest.raises(
         ValueError, match=r"only must be one of the group indices \[0, 1, 100, 101, 200, 201, "
     ):
-        PB.main(which="paper", only=2)
+        PB.main(load_spec("paper", "paper", "posterior-branches", tmp_path), tmp_path, only=2)
     res = tmp_path / "results"
     res.mkdir()
     (res / "posterior_paper.json").write_text(json.dumps({"softmax": {}}))

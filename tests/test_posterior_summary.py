@@ -101,3 +101,16 @@ def test_merge_blocks_keeps_a_part_only_one_block_has():
     m2 = E.merge_blocks(_block([1062], 2, 1.0), low)  # either order
     assert np.isnan(m2["llc_dv"]["gamma=100"]["value"][0]).all()
     assert "llc_dv" not in E.merge_blocks(_block([1], 2, 1.0), _block([2], 2, 1.0))
+
+
+def test_linear_transitions_planted_psi_and_r():
+    """psi = 0, 0.2, 0.8, 1 on P = 1, 2, 4, 8: it passes 1/2 at 2 * 2^(1/2) (log-linear), the
+    fastest turn lies in (2, 4); r passes 0.05 between P = 1 and 2."""
+    from copyhead_jax.compare.locate import locate_level
+
+    P, psi, r = [1, 2, 4, 8], np.array([0.0, 0.2, 0.8, 1.0]), np.array([0.0, 0.1, 0.2, 0.3])
+    t = E.linear_transitions(P, psi, psi * 0.5, r)
+    assert t["map"]["P_cG_half"]["P_star"] == pytest.approx(2 * 2**0.5)
+    assert 2 <= t["map"]["P_cG"]["P_star"] <= 4
+    assert t["post"]["P_cG_half"] == locate_level(np.asarray(P, float), psi * 0.5, 0.5).to_dict()
+    assert 1 < t["map_P_c1_r005"]["P_star"] < 2

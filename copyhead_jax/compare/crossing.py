@@ -282,3 +282,124 @@ def threshold_shift(runs, P_all, nS, a_old, a_new):
             (lc, lp) = (l_src, l_dst) if up else (l_dst, l_src)
             Fp[i, s], Fc[i, s], mv[i, s] = -lp, -lc, f
     return Fp, Fc, mv, bd
+
+
+def distinct_starts(P_a, a, P_b, b, gap: float = 0.5):
+    """``(P, ia, ib, distinct)``: the P common to a pooling-start and a copy-start sweep (``a``,
+    ``b``: mappings of ``cG`` [P, seed] on grids ``P_a``, ``P_b``), their rows in each, and
+    where the two starts' cG differ by more than ``gap`` (two distinct minima) per seed."""
+    P = [int(p) for p in P_a if p in list(P_b)]
+    ia, ib = [list(P_a).index(p) for p in P], [list(P_b).index(p) for p in P]
+    distinct = np.abs(np.asarray(b["cG"])[ib] - np.asarray(a["cG"])[ia]) > gap
+    return P, ia, ib, distinct
+
+
+def start_crossing(P_a, a, P_b, b) -> tuple[list[int], np.ndarray, dict]:
+    """``(P, distinct, crossing)``: the MAP objective ``U`` crossing of the two starts of
+    :func:`distinct_starts` (per seed only where they sit on distinct minima)."""
+    P, ia, ib, distinct = distinct_starts(P_a, a, P_b, b)
+    U_a, U_b = np.asarray(a["U"])[ia], np.asarray(b["U"])[ib]
+    return P, distinct, crossing(np.asarray(P, float), U_a, U_b, distinct)
+
+
+def branch_tables(runs, P_all, nS, a_thr: float, a_alt=()) -> dict:
+    """The ``[P, seed]`` tables of branch-TI runs (``P``, ``seed``, ``branch``, ``F``, ``mcse``,
+    ``rhat_g``, ``ess_g``, ...): each branch's F and MCSE, their difference, the copy weight
+    (per seed, seed mean) with its window, the F crossing (``crossing(P, F_pool, F_copy)``:
+    F_copy < F_pool above it), chain health per branch, and the same weights and crossing at each
+    threshold of ``a_alt`` (:func:`threshold_shift` from ``a_thr``). Each run gains its
+    ``rhat_max`` and ``ess_min``."""
+    for r in runs:
+        r["rhat_max"] = float(np.nanmax(np.r_[r["rhat_g"], -np.inf]))
+        r["ess_min"] = float(np.nanmin(np.r_[r["ess_g"], np.inf]))
+    F = {b: run_table(runs, P_all, nS, "F", b) for b in ("pool", "copy")}
+    se = {b: run_table(runs, P_all, nS, "mcse", b) for b in ("pool", "copy")}
+    Pa = np.asarray(P_all, float)
+    w = copy_weight(F["copy"], F["pool"])
+    with quiet():
+        w_mean = np.nanmean(w, 1)
+    alt = {}
+    for a in a_alt:
+        Fp, Fc, moved, bound = threshold_shift(runs, P_all, nS, a_thr, a)
+        wa = copy_weight(Fc, Fp)
+        with quiet():
+            alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
+                           "moved_fraction": moved, "F_lower_bound": bound,
+                           "crossing": crossing(Pa, Fp, Fc)}  # fmt: skip
+    health = {b: {k: run_table(runs, P_all, nS, k, b)
+                  for k in ("rhat_max", "ess_min", "quad_corr", "p_ref", "ref_P")}
+              for b in ("pool", "copy")}  # fmt: skip
+    return {
+        "F_pool": F["pool"], "F_copy": F["copy"], "mcse_pool": se["pool"],
+        "mcse_copy": se["copy"], "dF": F["copy"] - F["pool"],
+        "dF_mcse": np.hypot(se["copy"], se["pool"]), "w_copy": w, "w_copy_mean": w_mean,
+        "crossing_F": crossing(Pa, F["pool"], F["copy"]),
+        "weight_window": weight_window(Pa, w_mean),
+        "weight_window_per_seed": [weight_window(Pa, w[:, s]) for s in range(nS)],
+        "threshold_sensitivity": alt, "health": health,
+    }  # fmt: skip
+
+
+def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict:
+    """The ``[P, seed]`` tables of tempered-SMC runs (``P``, ``seed``, ``log_Z`` and ``w_copy``
+    per population, ``log_Z_pilot``) against the constrained TI's runs ``ti`` (``(P, seed,
+    branch)`` -> run with ``F``): log Z and the copy weight (mean and SE over populations), the
+    log-odds of copying clipped at the populations' resolution ``1 / (2 n_particles n_reps)``
+    (a branch whose particles all died is at most that) and where it changes sign, the TI's
+    log Z and weight, the pilot's log-Z bias and one population's log-Z spread."""
+    shape = (len(P_all), nS)
+    lz, lz_se, w, w_se, lz_ti, w_ti = (np.full(shape, np.nan) for _ in range(6))
+    for r in runs:
+        i, s = P_all.index(r["P"]), r["seed"]
+        z, ww = np.asarray(r["log_Z"], float), np.asarray(r["w_copy"], float)
+        lz[i, s], w[i, s] = z.mean(), ww.mean()
+        k = len(z)
+        lz_se[i, s] = z.std(ddof=1) / math.sqrt(k) if k > 1 else np.nan
+        w_se[i, s] = ww.std(ddof=1) / math.sqrt(k) if k > 1 else np.nan
+        tp, tc = ti.get((r["P"], s, "pool")), ti.get((r["P"], s, "copy"))
+        if tp and tc:
+            lz_ti[i, s] = np.logaddexp(-tp["F"], -tc["F"])
+            w_ti[i, s] = 1 / (1 + math.exp(min(tc["F"] - tp["F"], 700)))
+    with quiet():
+        w_mean = np.nanmean(w, 1)
+    eps = 1 / (2 * n_particles * n_reps)
+    wc = np.clip(w, eps, 1 - eps)
+    odds = np.log(wc / (1 - wc))  # = F_pool - F_copy
+    Pa = np.asarray(P_all, float)
+    # the adaptive pilot's log Z against the fixed-schedule populations' (its O(1/N) bias), and
+    # the spread of one population's log Z (2 populations: sd of their difference / sqrt 2)
+    bias = np.array([r["log_Z_pilot"] - np.mean(r["log_Z"]) for r in runs])
+    diff = np.array([r["log_Z"][0] - r["log_Z"][1] for r in runs if len(r["log_Z"]) > 1])
+    return {
+        "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
+        "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
+        "weight_window": weight_window(Pa, w_mean),
+        # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
+        "crossing_log_odds": crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
+        "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
+        "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
+                             "n": bias.size},
+        "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
+    }  # fmt: skip
+
+
+def ti_crossings(fe: dict, distinct) -> dict:
+    """The crossings of a Laplace-referenced TI result ``fe`` (``[branch, P, seed]`` arrays of
+    :func:`copyhead_jax.laplace_ti.free_energies` on the grid ``fe["P"]``) over the runs whose
+    two starts are ``distinct`` minima ``[P, seed]`` and whose chains kept their branch at t = 1
+    (``stayed_distinct_t1``): of F, WBIC, the Laplace approximation ``U* + 1/2 log det H`` and
+    ``U*`` alone. ``fe`` gains the runs kept, the copy weight per run (NaN elsewhere), its seed
+    mean and its windows."""
+    P = np.asarray(fe["P"], float)
+    stayed = (np.abs(fe["aG_t1"][1] - fe["aG_t1"][0]) > 0.5) & np.asarray(distinct, bool)
+    w = np.where(stayed, copy_weight(fe["F"][1], fe["F"][0]), np.nan)
+    with quiet():
+        w_mean = np.nanmean(w, 1)
+    fe.update(stayed_distinct_t1=stayed, w_copy=w, w_copy_mean=w_mean,
+              weight_window=weight_window(P, w_mean),
+              weight_window_per_seed=[weight_window(P, w[:, s]) for s in range(w.shape[1])])
+    laplace = fe["U_star"] + fe["half_logdet_H"]
+    return {k: crossing(P, x[0], x[1], valid=stayed) for k, x in (
+        ("free_energy", fe["F"]), ("wbic", fe["wbic"]), ("laplace", laplace),
+        ("map_U_same_runs", fe["U_star"]))}  # fmt: skip
+

@@ -78,6 +78,41 @@ def _width_reference() -> dict:
             if f.exists()}  # fmt: skip
 
 
+# posterior-branches (experiments/posterior_branches.py): the reduced engine of configs/posterior.py
+# (``mc``), its quick mode, at width 10,000; method and numbers: docs/reports/posterior_branches.md
+_BRANCHES = dict(
+    mc="quick", n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
+    # the reference MAP sweeps: posterior.py's 3-seed TI and copy-start sweeps, plus copy starts
+    sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
+                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
+    # one compiled program per group; [52, 56], [60]: a finer grid inside the bracket (48, 64)
+    groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
+    ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
+    # 2 chains per rung, the first quarter of the kept iterations dropped: ~25 CPU-min
+    n_chains=2, n_ref=4000, discard=0.25,
+    hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
+    # seeds 3-9 where the crossing is bracketed, from 10-seed sweeps (seeds 0-2: same data);
+    # the pooling start jumps to copying above P ~ 34, so its references lie at P <= 32
+    blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
+                 sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
+)  # fmt: skip
+# Paper preset: every EK P* is L = 25 times the plain one, so the plain crossing 49.3 predicts
+# ~1,233: P = 1,200, 1,300 (25 x 48, 25 x 52). A run costs ~33x a plain one. Pool-start MAPs
+# exist up to ~830; the copy-start sweep holds the copy references at 1,200 and 1,300.
+_BRANCH_SWEEPS_PAPER = dict(pool=[[560, 600, 640, 700, 800]],
+                            copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
+_BRANCHES_PAPER = dict(
+    _BRANCHES, n_seeds=2, sweeps=_BRANCH_SWEEPS_PAPER, groups=[[1200], [1300]],
+    # seeds 2-3 (groups 100, 101: a 4-seed sweep's data), then from 10-seed sweeps seeds 4-5
+    # (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9 (500, 501)
+    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]],
+                 sweeps=_BRANCH_SWEEPS_PAPER),
+            *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
+                   sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
+              for s in ([4, 5], [6], [7], [8, 9]))],
+)  # fmt: skip
+
+
 CONFIG = dict(
     width_reference=_width_reference(),
     engine=ENGINE,
@@ -103,6 +138,7 @@ CONFIG = dict(
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[1, 2, 3, 4, 6, 8, 16, 32]),
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PLAIN),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PLAIN),
+            posterior_branches=_BRANCHES,
         ),
         paper=dict(
             main=dict(
@@ -122,6 +158,7 @@ CONFIG = dict(
             # EK softmax transition is no longer first order
             scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
+            posterior_branches=_BRANCHES_PAPER,
         ),
     ),
 )

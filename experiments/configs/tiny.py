@@ -42,10 +42,21 @@ _PRESET = dict(
     scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
 )
 
+# posterior-branches, plain preset only (seconds, not physics): configs/posterior.py's TINY
+# engine has no copy minimum, so its threshold splits the pooling fits (aG 0.01 at P = 4, 0.04 at
+# P = 8) to exercise both branches
+_BRANCHES = dict(
+    mc="tiny", n_seeds=2, a_thr=0.03, a_alt=(0.02, 0.05), discard=0.25,
+    sweeps=dict(pool=[[2, 4, 8]], copy=[[4, 8]]), groups=[[4, 8]], ts=[0.0, 0.5, 1.0],
+    n_chains=2, n_ref=500, hmc=dict(n_iter=40, thin=2, step_size=0.35, n_adapt=20),
+    blocks=[dict(seeds=[2], n_seeds_total=3, groups=[[8]],
+                 sweeps=dict(pool=[[4, 8]], copy=[[4, 8]]))],
+)  # fmt: skip
+
 CONFIG = dict(
     engine=ENGINE,
     softmax_train=dict(max_epochs=100, min_epochs=20),
     sgld=dict(eta_max=1e-3, eta_seq=5e-3, n_steps=40, burn_in=10, thin=5, n_chains=2, seed=1),
     cost=dict(compile_s=10.0, seq_epoch_us=8.0),
-    presets=dict(plain=_PRESET, paper=_PRESET),
+    presets=dict(plain=dict(_PRESET, posterior_branches=_BRANCHES), paper=_PRESET),
 )
