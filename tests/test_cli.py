@@ -174,7 +174,8 @@ def test_out_paths():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """One tiny sweep through the CLI: ``--out FILE.npz`` (single attention), params kept, and
-    a killed final write's ``.tmp`` orphan planted beforehand."""
+    a killed final write's ``.tmp`` orphan planted beforehand. Its settings are the softmax half
+    of test_sweep_show_plot_round_trip's (40 epochs, at least 10): the same compiled program."""
     folder = tmp_path_factory.mktemp("run")
     out = folder / "r.npz"
     orphan = folder / ".r.npz.x1y2.tmp"
@@ -182,7 +183,7 @@ def tiny_run(tmp_path_factory):
     old = os.umask(0o022)
     try:
         rc = main(["sweep", "--preset", "tiny", "--attention", "softmax", "--P", "2,4",
-                   "--n-seeds", "1", "--max-epochs", "20", "--min-epochs", "5", "--out", str(out),
+                   "--n-seeds", "1", "--max-epochs", "40", "--min-epochs", "10", "--out", str(out),
                    "--quiet", "--no-theory", "--keep-params"])  # fmt: skip
     finally:
         os.umask(old)
