@@ -266,8 +266,7 @@ def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_progress_bar_says_resumed(tmp_path, capsys):
-    cfg = ch.TINY.replace(train=dict(max_epochs=20, min_epochs=5),
-                          sweep=dict(P=(2, 4), n_seeds=1, chunk_runs=1))  # fmt: skip
+    cfg = CFG  # the baseline's config (3 chunks of 2 runs): its compiled program is reused
     out = tmp_path / "r.npz"
 
     def stop(i, n):
@@ -282,9 +281,12 @@ def test_progress_bar_says_resumed(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 10)  # 2 segments of 10 epochs
-    cfg = ch.TINY.replace(train=dict(max_epochs=20, min_epochs=20),
-                          sweep=dict(P=(2,), n_seeds=1))  # fmt: skip
+    # 3 segments of 40 epochs, test_crash_inside_a_chunk_resumes_from_its_snapshot's config:
+    # its compiled segment is reused
+    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)
+    cfg = CFG.replace(
+        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+    )
     real, calls = sweep_mod.run_segment, []
 
     def crash_on_second(*a, **k):
