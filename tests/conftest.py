@@ -68,3 +68,52 @@ def tiny():
     import copyhead_jax as ch
 
     return ch.TINY
+
+
+# sweep files shared by the bad-input tests of several modules (test_sample, test_sweep,
+# test_results, test_polish, test_cli, test_runtime): session-scoped, so a worker builds each once
+
+
+@pytest.fixture(scope="session")
+def full(tmp_path_factory):
+    """A full-engine sweep file with every array and prior-drawn weights (no training: the
+    cases below need its shapes, not its fits)."""
+    import numpy as np
+    from helpers import SHORT_TINY as TINY
+
+    from copyhead_jax.results import REQUIRED, SweepResult
+
+    nP, nS, L, V, N = len(TINY.sweep.P), TINY.sweep.n_seeds, TINY.task.L, TINY.task.V, 16
+    rng = np.random.default_rng(0)
+    a = {k: rng.uniform(0.1, 1.0, (nP, nS)) for k in REQUIRED}
+    a["finite"] = np.ones((nP, nS), bool)
+    a["mean_attention"] = np.full((nP, nS, L, L), 1 / L)
+    a["positional_logits"] = np.zeros((nP, nS, L, L))
+    a["curve_U"] = a["curve_loss"] = np.tile(np.linspace(2.0, 1.0, 4), (nP, nS, 1))
+    a["curve_epoch"] = np.arange(1, 5) * 5
+    for k, shape in dict(W_E=(N, V), b=(N, L), W_G=(N, N), W_O_hat=(V, N)).items():
+        a[f"params/{k}"] = rng.normal(size=(nP, nS, *shape)).astype(np.float32)
+    path = tmp_path_factory.mktemp("full") / "full.npz"
+    return SweepResult(config=TINY, arrays=a, meta={"wall_seconds": 1.0}).save(path)
+
+
+@pytest.fixture(scope="session")
+def reduced_run(tmp_path_factory):
+    """A reduced sweep whose exact fits stop after one step (issue 31.5), and its stderr."""
+    import contextlib
+    import io
+
+    from helpers import UNCONVERGED
+
+    import copyhead_jax as ch
+
+    path = tmp_path_factory.mktemp("reduced") / "reduced.npz"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        ch.run_sweep(UNCONVERGED, out=path, progress=False, keep_params=True)
+    return path, err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def reduced(reduced_run):
+    return reduced_run[0]

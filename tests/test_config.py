@@ -1,8 +1,13 @@
 """Configs validate their fields and name the parameter and range in the error."""
 
+import json
+
+import numpy as np
 import pytest
+from helpers import FAKE_CFG
 
 import copyhead_jax as ch
+from copyhead_jax.config import Config
 
 
 @pytest.mark.parametrize(
@@ -87,3 +92,43 @@ def test_old_warmup_fields_load_as_the_files_attention(attention, expected):
     cfg = ch.Config.from_dict(d)
     assert cfg.train.warmup_frac == expected
     assert cfg == ch.TINY.replace(model=dict(attention=attention), train=dict(warmup_frac=expected))
+
+
+# bad input
+
+
+def test_numpy_numbers_become_python_numbers():
+    cfg = FAKE_CFG.replace(task=dict(L=np.int64(4)), train=dict(lr=np.float32(0.5)),
+                      sweep=dict(P=(np.int64(2), np.int32(4))))  # fmt: skip
+    assert type(cfg.task.L) is int and type(cfg.train.lr) is float
+    assert all(type(p) is int for p in cfg.sweep.P)
+    text = json.dumps(cfg.to_dict())  # was: TypeError, int64 is not JSON serializable
+    assert Config.from_dict(json.loads(text)) == cfg
+
+
+@pytest.mark.parametrize(
+    "update, match",
+    [
+        (dict(posterior=dict(sigma2="30")), r"PosteriorConfig\.sigma2 .*string '30'"),
+        (dict(train=dict(lr="1e-3")), r"TrainConfig\.lr .*string"),
+        (dict(task=dict(L="4")), r"TaskConfig\.L must be an int"),
+        (dict(model=dict(widht=8)), r"ModelConfig has no field.*widht.*valid fields: .*width"),
+        (dict(modle=dict(width=8)), r"Config has no section 'modle'"),
+        (dict(task=dict(L=1)), r"TaskConfig\.L must be an int in \[2, 4096\], got 1"),
+        (dict(train=dict(lr=float("nan"))), r"TrainConfig\.lr must be a finite"),
+        (dict(sweep=dict(P=(8, 4))), r"SweepConfig\.P must be strictly increasing"),
+        (dict(sweep=dict(P=())), r"SweepConfig\.P must be a non-empty"),
+        (dict(train=dict(train_embeddings=1)), r"train_embeddings must be a bool"),
+    ],
+)
+def test_bad_config_values_name_the_field(update, match):
+    with pytest.raises(ValueError, match=match):
+        FAKE_CFG.replace(**update)
+
+
+def test_from_dict_typo_lists_valid_fields():
+    d = FAKE_CFG.to_dict()
+    d["train"]["lrr"] = 1.0
+    with pytest.raises(ValueError, match=r"TrainConfig has no field.*lrr.*valid fields: lr"):
+        Config.from_dict(d)
+

@@ -377,3 +377,21 @@ def test_readme_block_changes_only_the_marked_block(tmp_path):
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="reproduce:start"):
         report.write_readme_block(tmp_path, readme)
+
+
+# bad input (moved from test_bad_input.py)
+
+
+def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from experiments.__main__ import main as experiments
+
+    (tmp_path / "file").write_text("")
+    rc = experiments(["main", "--tiny", "--out", str(tmp_path / "file" / "o"),
+                      "--cache", str(tmp_path / "cache")])  # fmt: skip
+    assert rc == 2 and "--out" in capsys.readouterr().err and not (tmp_path / "cache").exists()
+    rc = experiments(["report", "--out", str(tmp_path / "empty")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "holds no artefact results" in err and "Disagreements" not in err
+    assert not (tmp_path / "empty").exists()
+

@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+from helpers import interrupt
 
 from copyhead_jax import _runtime
 
@@ -68,3 +69,46 @@ def test_a_signal_ends_a_long_compiled_computation_within_seconds(sig, rc):
     assert time.monotonic() - t0 < 20
     assert proc.returncode == rc, err
     assert "spin: interrupted" in err and "Traceback" not in err
+
+
+# signals end a command cleanly (130 / 143), no traceback, no lock left (moved from
+# test_bad_input.py)
+
+
+@pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
+    argv = ["sweep", "--preset", "tiny", "--P", "2,4", "--n-seeds", "1", "--max-epochs",
+            "1000000", "--min-epochs", "900000", "--out", "r.npz", "--quiet",
+            "--no-plot"]  # fmt: skip
+    got, err = interrupt(argv, sig, tmp_path)
+    assert got == rc, err
+    assert "Traceback" not in err and "copyhead: interrupted" in err
+    assert not (tmp_path / "r.npz.lock").exists() and not (tmp_path / "r.npz").exists()
+
+
+def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
+    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--exact-continuation", "true",
+            "--P", "2:3000:12log", "--n-seeds", "4", "--out", "r.npz", "--quiet", "--no-plot"]
+    got, err = interrupt(argv, signal.SIGTERM, tmp_path)
+    assert got == 143, err
+    assert "Traceback" not in err and "copyhead: interrupted" in err
+    assert not (tmp_path / "r.npz.lock").exists()
+
+
+def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
+    """Issue 31.3: an interrupt early in the reduced sampler (3 s from the start) exited 139
+    (segfault in the interpreter's teardown under XLA's running threads); now 130."""
+    argv = ["sample", str(reduced), "--out", "p.npz", "--iterations", "20000", "--quiet",
+            "--no-plot"]  # fmt: skip
+    got, err = interrupt(argv, signal.SIGINT, tmp_path)
+    assert got == 130, err
+    assert "Traceback" not in err and not (tmp_path / "p.npz.lock").exists()
+
+
+def test_sigterm_ends_the_experiments_cleanly(tmp_path):
+    argv = ["main", "--tiny", "--preset", "plain", "--out", str(tmp_path / "o"), "--cache",
+            str(tmp_path / "c")]  # fmt: skip
+    got, err = interrupt(argv, signal.SIGTERM, tmp_path, module="experiments.__main__")
+    assert got == 143, err
+    assert "Traceback" not in err and "interrupted" in err and "resume" in err
+

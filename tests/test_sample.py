@@ -1,11 +1,17 @@
 """The sweep sampler: finite chains near the MAP at small step size, resume, CLI round trip."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
+from helpers import no_work, one_line_error
 
 import copyhead_jax as ch
+from copyhead_jax import sample as sample_mod
+from copyhead_jax import sample_cli
 from copyhead_jax.cli import main
-from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult
+from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult, SweepResult
 from copyhead_jax.sample import run_sampler
 
 CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
@@ -202,3 +208,111 @@ def test_sgld_keeps_the_log_likelihood_for_loo(sweep):
     one = ch.to_arviz(post, P=8, seed=1)
     assert one.log_likelihood["y"].shape == (2, 4, 8)
     assert one.posterior.attrs["sampler"] == "SGLD"
+
+
+# bad input and crash safety (moved from test_bad_input.py)
+
+
+SHORT = ch.SGLDConfig(step_size=1e-4, n_steps=6, burn_in=0, thin=2, n_chains=2)
+
+
+@pytest.mark.parametrize("which", ["full", "reduced"])
+def test_sample_too_many_steps_is_refused_before_work(which, request, monkeypatch, capsys):
+    path = request.getfixturevalue(which)
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
+    flag = "--steps" if which == "full" else "--iterations"  # SGLD steps, HMC iterations
+    rc = main(["sample", str(path), flag, "1000000000", "--quiet", "--no-plot"])
+    one_line_error(capsys, rc, rf"needs about [\d.]+ GiB.*GiB is available.*{flag}")
+    assert not list(path.parent.glob("*posterior*"))
+
+
+def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypatch):
+    monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
+    with pytest.raises(ValueError, match=r"HMCConfig.thin"):
+        ch.HMCConfig(n_iter=4, thin=5)  # keeps no draw: refused when the config is made
+    sgld = ch.SGLDConfig(step_size=0.3, n_steps=100, burn_in=99, thin=5)
+    with pytest.raises(ValueError, match=r"reduced sweep is sampled by collapsed HMC"):
+        sample_mod.run_sampler(SweepResult.load(reduced), sgld, out=tmp_path / "p.npz")
+    assert not list(tmp_path.iterdir())  # no .chunks folder, no lock
+
+
+@pytest.mark.parametrize("bad", [-1, "a", 1.5, True])
+def test_chunk_runs_must_be_an_int(full, bad, monkeypatch):
+    monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
+    with pytest.raises(ValueError, match=r"chunk_runs must be an int in \[0, "):
+        sample_mod.run_sampler(SweepResult.load(full), SHORT, chunk_runs=bad, progress=False)
+
+
+def test_chunk_runs_from_the_cli(full, capsys):
+    one_line_error(capsys, main(["sample", str(full), "--chunk-runs", "-1"]), "chunk_runs")
+
+
+def test_sample_out_cannot_destroy_data(full, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sample_mod, "run_sampler", no_work)
+    before = full.read_bytes()
+    one_line_error(capsys, main(["sample", str(full), "--out", str(tmp_path / "x.png")]),
+                   r"--out .*x\.png' must end in \.npz")  # fmt: skip
+    one_line_error(capsys, main(["sample", str(full), "--out", str(full)]), "is the input file")
+    other = tmp_path / "other.npz"
+    other.write_bytes(before)
+    one_line_error(capsys, main(["sample", str(full), "--out", str(other)]),
+                   r"holds a 'copyhead_jax\.SweepResult'; refusing to replace it")  # fmt: skip
+    assert full.read_bytes() == before and other.read_bytes() == before
+
+
+def test_run_sampler_never_replaces_a_sweep(full, tmp_path):
+    other = tmp_path / "s.npz"
+    other.write_bytes(full.read_bytes())
+    with pytest.raises(ValueError, match="refusing to replace it"):
+        sample_mod.run_sampler(SweepResult.load(full), SHORT, out=other, progress=False)
+
+
+@pytest.mark.parametrize("flag", ["--netcdf", "--out"])
+def test_sample_paths_checked_before_sampling(full, tmp_path, flag, monkeypatch, capsys):
+    monkeypatch.setattr(sample_mod, "run_sampler", no_work)
+    (tmp_path / "file").write_text("")
+    name = "p.nc" if flag == "--netcdf" else "p.npz"
+    rc = main(["sample", str(full), flag, str(tmp_path / "file" / name), "--quiet"])
+    one_line_error(capsys, rc, rf"{flag} .* is not writable")
+
+
+def test_nan_sampler_diagnostics_are_not_healthy(full, capsys):
+    post = sample_mod.run_sampler(SweepResult.load(full), SHORT, progress=False)  # 3 draws
+    assert np.isnan(post["rhat"]).all()
+    err = capsys.readouterr().err
+    assert "is NaN" in err and "raise --steps" in err
+    assert any("NaN" in w for w in post.meta["warnings"])
+    assert post["flagged"].all()
+    sample_cli.print_posterior(post)
+    assert f"# {post['flagged'].size} run(s) flagged" in capsys.readouterr().out
+
+
+def test_sample_takes_a_lock_and_cleans_orphans(full, tmp_path, monkeypatch):
+    out = tmp_path / "post.npz"
+    Path(str(out) + ".lock").write_text(f"{os.getppid()}\n")  # a live writer
+    with monkeypatch.context() as m:
+        m.setattr(sample_mod, "sweep_inputs", no_work)
+        with pytest.raises(ValueError, match="being written by another process"):
+            sample_mod.run_sampler(SweepResult.load(full), SHORT, out=out, progress=False)
+    Path(str(out) + ".lock").unlink()
+    orphan = tmp_path / ".post.npz.k1ll3d.tmp"
+    orphan.write_bytes(b"\0" * 100)
+    sample_mod.run_sampler(SweepResult.load(full), SHORT, out=out, progress=False)
+    assert out.is_file() and not orphan.exists() and not Path(str(out) + ".lock").exists()
+
+
+def test_collapsed_hmc_refuses_joint_map_fits(reduced, tmp_path, monkeypatch):
+    """Trained embeddings on the reduced engine are joint-MAP fits (§2d), not the quenched
+    posterior's centre: the collapsed sampler refuses them before any work."""
+    import dataclasses
+
+    monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
+    sweep = SweepResult.load(reduced)
+    sweep = dataclasses.replace(
+        sweep, config=sweep.config.replace(train=dict(train_embeddings=True))
+    )
+    with pytest.raises(ValueError, match=r"trained embeddings holds joint-MAP fits"):
+        sample_mod.run_sampler(sweep, ch.HMCConfig(n_iter=4), out=tmp_path / "p.npz")
+    assert not list(tmp_path.iterdir())
+

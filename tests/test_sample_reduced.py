@@ -155,9 +155,18 @@ def test_polish_descends_and_agrees_with_exact(reduced_sweep, tmp_path):
 
 #: A short collapsed-HMC protocol: properties of the output, not of mixing (seconds per run).
 SHORT = ch.HMCConfig(n_iter=24, n_warmup=10, n_adapt=10, thin=2, n_chains=2)
+#: ... from both branch starts, log-likelihoods and weights kept: one compiled program (one run
+#: per chunk) serves the records test and the energy/resume test below
+BOTH = dataclasses.replace(SHORT, starts="both", branch_threshold=0.05, keep_loglik=True,
+                           keep_weights=True)  # fmt: skip
 
 
-def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
+@pytest.fixture(scope="module")
+def short_post(reduced_sweep):
+    return run_sampler(reduced_sweep, BOTH, progress=False, chunk_runs=1)
+
+
+def test_both_starts_branch_weight_and_kept_records(short_post):
     """One short run (compiled once) from both branch starts, log-likelihoods and weights kept:
 
     * the pooled branch weight is the mean of the starts' (equal groups), each the fraction of
@@ -168,9 +177,7 @@ def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
       §2 and §9b): three records of one draw agree (float32 sums of ~100 terms: rtol 1e-4)."""
     from copyhead_jax.sample_starts import RHAT_BETWEEN_MAX
 
-    mc = dataclasses.replace(SHORT, starts="both", branch_threshold=0.05, keep_loglik=True,
-                             keep_weights=True)  # fmt: skip
-    post = run_sampler(reduced_sweep, mc, progress=False)
+    post = short_post
     a, aG = post.arrays, post["aG"]  # [P, seed, chain, draw]
     by = (aG >= 0.05).reshape(*aG.shape[:2], 2, -1).mean(-1)
     np.testing.assert_allclose(a["branch_weight_by_start"], by, rtol=1e-12)
@@ -193,6 +200,62 @@ def test_both_starts_branch_weight_and_kept_records(reduced_sweep):
         prior = ((post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2)
                  + (post["W_O_hat"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_O**2))  # fmt: skip
         np.testing.assert_allclose(post["U"][i], w * P * loss + prior, rtol=1e-4)
+
+
+def test_collapsed_hmc_energy_resumes_exactly_and_feeds_bfmi(reduced_sweep, short_post, tmp_path):
+    """A collapsed-HMC run of a small reduced sweep, weights kept, interrupted after its first
+    chunk and resumed: its energies equal an uninterrupted run's (``short_post``) bit for bit and
+    are saved. ``sample_stats.energy`` is there (HMC only), ``(chain, draw)`` on one run and
+    finite. It is the Hamiltonian ``U_m(W_G) + |p|^2 / 2`` at each draw (its momentum is
+    replayed in test_kernels.py), so energy minus ``U_m`` recomputed from the kept ``W_G``
+    (sample_reduced.marginal_energy) is the kinetic energy: >= 0 (float32 energies of size
+    ~1e2: atol 1e-2) and, as HMC leaves ``exp(-U_m) N(p; 0, I)`` invariant, of mean n/2
+    (n = D^2 weights; 5 standard errors, half the draws counted as independent: the momentum
+    is fresh at every iteration). ``az.bfmi`` gives one finite positive value per chain. (Moved
+    from test_arviz_io.py, where it ran its own sweep and sampler: here it shares their
+    compiled programs with the records test.)"""
+    az = pytest.importorskip("arviz")
+    from copyhead_jax.arviz_io import to_arviz
+    from copyhead_jax.models import head_class
+    from copyhead_jax.sample_reduced import marginal_energy, with_WG
+
+    cfg, mc, sweep, ref = EXACT, BOTH, reduced_sweep, short_post
+
+    def stop(i, n):
+        if i == 0:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "post.npz"
+    with pytest.raises(KeyboardInterrupt):
+        run_sampler(sweep, mc, out=out, progress=False, chunk_runs=1, on_chunk=stop)
+    hmc = run_sampler(sweep, mc, out=out, progress=False, chunk_runs=1)  # resumed
+    E = hmc["energy"]
+    for name in ("energy", "draws"):  # resumed = uninterrupted, bit for bit, and saved
+        assert np.array_equal(E if name == "energy" else hmc[name], ref[name])
+        assert np.array_equal(ch.PosteriorResult.load(out)[name], ref[name])
+    assert E.shape == hmc["accept"].shape and np.all(np.isfinite(E))  # [P, seed, chain, draw]
+    P = int(hmc.P[-1])
+    run = to_arviz(hmc, P=P, seed=0)
+    s = run.sample_stats if hasattr(run, "sample_stats") else run["sample_stats"]
+    assert s["energy"].dims == ("chain", "draw")
+    assert s["energy"].shape == (mc.n_chains, mc.n_iter // mc.thin)
+    np.testing.assert_array_equal(s["energy"].values, E[-1, 0])
+    bfmi = np.asarray(az.bfmi(run))
+    assert bfmi.shape == (mc.n_chains,) and np.all(np.isfinite(bfmi)) and np.all(bfmi > 0)
+
+    obj, inp = Objective.from_config(cfg), sweep_inputs(cfg, None)
+    for i in range(len(cfg.sweep.P)):  # runs are P-major, one seed
+        head = head_class(cfg.model.attention).from_arrays(
+            cfg,
+            {k: jnp.asarray(sweep[f"params/{k}"][i, 0]) for k in ("W_E", "b", "W_G", "W_O_hat")},
+        )
+        t, m = inp.train[i], jnp.asarray(inp.mask[i])
+        Um = jax.jit(jax.vmap(lambda x: marginal_energy(with_WG(head, x), t, m, obj)))
+        WG = hmc["W_G"][i, 0].reshape(-1, head.W_G.size)  # [chain * draw, D * D]
+        kinetic = E[i, 0].ravel() - np.asarray(Um(jnp.asarray(WG, jnp.float32)))
+        assert np.all(kinetic >= -1e-2), kinetic.min()
+        n = head.W_G.size  # HMC keeps exp(-U_m) N(p; 0, I) invariant: kinetic ~ Gamma(n/2, 1)
+        assert abs(kinetic.mean() - n / 2) < 5 * np.sqrt(n / 2 / (kinetic.size / 2))
 
 
 @pytest.mark.slow

@@ -2,9 +2,14 @@
 
 import numpy as np
 import pytest
+from helpers import FAKE_CFG, SHORT_TINY, no_work, one_line_error
 
 import copyhead_jax as ch
+from copyhead_jax import sweep as sweep_mod
 from copyhead_jax import train
+from copyhead_jax.cli import main
+from copyhead_jax.results import SweepResult
+from copyhead_jax.sweep import run_chunked
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, chunk_runs=2))
 PER_RUN = ("c1", "cG", "coverage", "train_loss", "test_loss", "U", "stop_epoch", "params/W_G")
@@ -168,3 +173,157 @@ def test_pow2_padding_matches_max_padding(baseline):
     # zeros); float32 sums over differently shaped arrays may round differently
     for k in ("c1", "cG", "train_loss", "U"):
         np.testing.assert_allclose(res[k], baseline[k][1:], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+# bad input and crash safety (moved from test_reliability.py / test_bad_input.py)
+
+
+def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, capsys):
+    def no_training(*a, **k):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(sweep_mod, "Trainer", no_training)
+    rc = main(["sweep", "--preset", "tiny", "--no-plot", "--n-seeds", "1", "--P", "2",
+               "--width", "65536", "--out", str(tmp_path / "x")])  # fmt: skip
+    one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*but [\d.]+ GiB is available.*--engine")
+    need = sweep_mod.per_run_bytes(FAKE_CFG.replace(model=dict(width=65536)))
+    assert need > 64 * 2**30  # the N x N key-query matrix and its Adam state
+
+
+def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """Issue 31.1: the reduced engine has a memory model too (a huge P hung or died in the
+    allocator and left a stale lock); both solvers, refused before the lock is taken."""
+    monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(sweep_mod, "acquire_lock", lambda *a: pytest.fail("lock taken"))
+    out = tmp_path / "o"
+    rc = main(["sweep", "--preset", "tiny", "--engine", "reduced", "--P", "10000000",
+               "--L", "25", "--width", "inf", "--n-seeds", "1", "--no-plot", "--quiet",
+               "--out", str(out)])  # fmt: skip
+    one_line_error(capsys, rc, r"reduced-engine run at P = 10000000 needs about .*GiB.*--P")
+    assert not out.exists()
+    big = FAKE_CFG.replace(task=dict(L=25), model=dict(engine="reduced", width=float("inf")),
+                      sweep=dict(P=(10**7,)))
+    for solver in ("adam", "exact"):
+        with pytest.raises(ValueError, match="GiB is available"):
+            ch.run_sweep(big.replace(train=dict(solver=solver)), out=tmp_path / "a.npz",
+                         progress=False)  # fmt: skip
+    assert not list(tmp_path.iterdir())
+
+
+def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
+    cfg = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(2,), n_seeds=1),
+                          train=dict(solver="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
+    for bad in ([-1.0], [0.0], [float("nan")]):
+        with pytest.raises(ValueError, match="lr_mult entries must be finite reals > 0"):
+            ch.run_sweep(cfg, lr_mult=np.array(bad), progress=False)
+    res = ch.run_sweep(cfg, progress=False)
+    assert res["train_loss"][0, 0] > max(cfg.task.L, res["loss_init"][0, 0])
+    assert not res.ok.any() and "diverged" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_lr_blow_up_is_flagged_in_a_real_sweep(capsys):
+    cfg = ch.TINY.replace(
+        train=dict(lr=10.0, lr_scaling="raw", max_epochs=20, min_epochs=5),
+        sweep=dict(P=(2,), n_seeds=1),
+    )
+    res = ch.run_sweep(cfg, progress=False)
+    assert res["diverged"].all() and res.summary()["n_ok"].tolist() == [0]
+    assert "diverged" in capsys.readouterr().err
+
+
+def test_run_sweep_refuses_a_folder_before_training(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+    with pytest.raises(ValueError, match="is a folder"):
+        ch.run_sweep(FAKE_CFG, out=tmp_path, progress=False)
+
+
+def test_corrupt_chunk_checkpoint_is_recomputed(tmp_path, capsys):
+    calls = []
+
+    def compute(idx):
+        calls.append(idx.tolist())
+        return {"x": idx * 2.0}
+
+    kw = dict(n_runs=4, chunk=2, compute=compute, fingerprint="fp", ckpt_dir=tmp_path)
+    first = run_chunked(**kw)
+    (tmp_path / "chunk_00000.npz").write_bytes(b"PK\x03\x04 truncated")
+    calls.clear()
+    again = run_chunked(**kw)
+    np.testing.assert_array_equal(again["x"], first["x"])
+    assert calls == [[0, 1]]  # only the corrupt chunk is recomputed
+    assert "unreadable, recomputing" in capsys.readouterr().err
+
+
+def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
+    import jax.numpy as jnp
+
+    path = tmp_path / "chunk_00000.partial.npz"
+    path.write_bytes(b"garbage")
+    assert sweep_mod.load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
+    assert "unreadable" in capsys.readouterr().err and not path.exists()
+
+
+@pytest.mark.slow
+def test_progress_bar_says_resumed(tmp_path, capsys):
+    cfg = CFG  # the baseline's config (3 chunks of 2 runs): its compiled program is reused
+    out = tmp_path / "r.npz"
+
+    def stop(i, n):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ch.run_sweep(cfg, out=out, progress=False, on_chunk=stop)
+    capsys.readouterr()
+    ch.run_sweep(cfg, out=out, progress=True)
+    assert "resumed 1 chunk(s) from checkpoints" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys):
+    # 3 segments of 40 epochs, test_crash_inside_a_chunk_resumes_from_its_snapshot's config:
+    # its compiled segment is reused
+    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)
+    cfg = CFG.replace(
+        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+    )
+    real, calls = sweep_mod.run_segment, []
+
+    def crash_on_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(sweep_mod, "run_segment", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        ch.run_sweep(cfg, out=tmp_path / "r.npz", progress=False, snapshot_every_s=0.0)
+    capsys.readouterr()
+    ch.run_sweep(cfg, out=tmp_path / "r.npz", progress=True, snapshot_every_s=0.0)
+    assert "resumed from a snapshot (1 segment(s) done)" in capsys.readouterr().err
+
+
+def test_unconverged_exact_fits_are_flagged_and_excluded(reduced_run, capsys):
+    path, err = reduced_run
+    res = SweepResult.load(path)
+    assert not res["converged"].any()
+    assert "2 of 2 exact fits did not converge" in err
+    s = res.summary()
+    assert s["n_ok"].tolist() == [0, 0] and s["n_unconverged"].tolist() == [1, 1]
+    assert np.isnan(s["train_loss"]).all()  # not averaged in
+    assert main(["show", str(path)]) == 0
+    assert "2 unconverged exact fit(s)" in capsys.readouterr().out
+
+
+def test_bad_types_are_value_errors(tmp_path, monkeypatch):
+    from copyhead_jax import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "Trainer", no_work)
+    with pytest.raises(ValueError, match=r"snapshot_every_s must be >= 0 seconds \(a number"):
+        ch.run_sweep(SHORT_TINY, snapshot_every_s="abc", progress=False)
+    with pytest.raises(ValueError, match="out must be a file path"):
+        ch.run_sweep(SHORT_TINY, out=123, progress=False)
+    with pytest.raises(ValueError, match="a result path must be a str or path"):
+        SweepResult.load(123)
+    assert ch.ModelConfig(engine="reduced", width=np.float32("inf")).width == float("inf")
+

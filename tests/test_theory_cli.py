@@ -5,7 +5,9 @@ import json
 
 import jax
 import pytest
+from helpers import no_work, one_line_error
 
+from copyhead_jax.cli import main
 from copyhead_jax.theory import cli
 
 
@@ -64,3 +66,16 @@ def test_range_parser_and_errors():
         cli.parse_range("a:b")
     with pytest.raises(SystemExit):
         cli.main(["points", "--attention", "relu"])
+
+
+# bad input (moved from test_bad_input.py)
+
+
+def test_theory_curve_checks_its_figure_path_first(tmp_path, monkeypatch, capsys):
+    from copyhead_jax.theory import minima
+
+    monkeypatch.setattr(minima, "theory_curve", no_work)
+    (tmp_path / "file").write_text("")
+    rc = main(["theory", "curve", "--preset", "plain", "--out", str(tmp_path / "file" / "c")])
+    one_line_error(capsys, rc, r"--out '.*file/c_linear\.png' is not writable")
+

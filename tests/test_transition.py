@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import interrupt
 from scipy.special import logsumexp
 
 import copyhead_jax as ch
@@ -27,8 +24,6 @@ from copyhead_jax.posterior import Objective
 from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import TISettings, a_G
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # --- the root and its error budget (closed forms) ---------------------------------------------
 
@@ -234,24 +229,6 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
 # --- signals ----------------------------------------------------------------------------------
 
 
-def _interrupt(argv, sig, cwd, wait_s=2.0):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-c", "import sys; from copyhead_jax.cli import main; sys.exit(main())",
-           *argv]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
-    t0 = time.time()
-    while not any(cwd.rglob("*.lock")) and proc.poll() is None and time.time() - t0 < 300:
-        time.sleep(0.05)
-    time.sleep(wait_s)
-    proc.send_signal(sig)
-    t0 = time.monotonic()
-    _, err = proc.communicate(timeout=120)
-    # answered within seconds even inside one compiled group (minutes with --iters 100000):
-    # SIGNAL_GRACE_S is 2 s, the rest is room for a loaded machine
-    assert time.monotonic() - t0 < 30, err
-    return proc.returncode, err
-
-
 @pytest.mark.parametrize(
     "sig, rc", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.heavy)]
 )
@@ -276,7 +253,9 @@ def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
         "o",
         "--quiet",
     ]
-    got, err = _interrupt(argv, sig, tmp_path)
+    # answered within seconds even inside one compiled group (minutes with --iters 100000):
+    # SIGNAL_GRACE_S is 2 s, the rest is room for a loaded machine
+    got, err = interrupt(argv, sig, tmp_path, wait_s=2.0, start_s=300, answer_s=30)
     assert got == rc, err
     assert "Traceback" not in err and "copyhead: interrupted" in err
     # the lock is taken once the output folder exists: from then on the folder is the kept work
