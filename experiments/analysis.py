@@ -14,21 +14,21 @@ import numpy as np
 
 from copyhead_jax.compare import early_warning as warn
 from copyhead_jax.compare import rel_err
-from copyhead_jax.compare.seeds import ci_table, located_text, per_seed_points
-from copyhead_jax.compare.seeds import width_result as width_result  # the report's
-from copyhead_jax.finite_runs import finite_branch_values
-
-from . import common as C
-from .common import FINITE_DENSE, finite_width
-from .features import (
-    P_star,
-    collect,
+from copyhead_jax.compare.branches import (
     common_P,
     copy_fallback,
     distinct_branches,
     linear_psi,
+    quiet_nan,
     window_top,
 )
+from copyhead_jax.compare.seeds import ci_table, located_text, per_seed_points
+from copyhead_jax.finite_runs import FINITE_DENSE, finite_branch_values
+from copyhead_jax.storage import jsonable
+
+from . import common as C
+from .common import finite_width
+from .features import P_star, collect
 from .report.figures import main_figure
 
 #: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
@@ -41,7 +41,7 @@ def post_summary(post: dict | None) -> dict | None:
     """SGLD moments averaged over the sampled seeds (``[nP]`` per key)."""
     if post is None:
         return None
-    with C.quiet_nan():
+    with quiet_nan():
         return {k: (np.nanmean(v, axis=1) if np.ndim(v) == 2 else v) for k, v in post.items()}
 
 
@@ -133,13 +133,13 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     ft = fin_soft["curve"]
     split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
     w, st = finite_branch_values(ft, split=split)
-    with C.quiet_nan():
+    with quiet_nan():
         dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
     # measured branch gap
     Pb = common_P(pool, copy)
     dist = distinct_branches(pool, copy, Pb)
     dU = (pool.masked("U", Pb) - copy.masked("U", Pb)) / Pb[:, None]
-    with C.quiet_nan():
+    with quiet_nan():
         branches = {"P": Pb, "dU_per_seq": np.nanmean(dU, 1), "distinct": dist.mean(1)}
     window = {"lower": copy_fallback(pool, copy), "upper": window_top(pool, copy)}
     post_lin, post_soft = m.get("post_lin"), m.get("post_soft")
@@ -152,7 +152,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
     lin_s, pool_s, copy_s = (r.seed_stats(RUN_KEYS) for r in (lin, pool, copy))
-    with C.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
+    with quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
         psi = linear_psi(lin)
         lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)
     orders = {
@@ -174,7 +174,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         ek_map, fin_lin, fin_soft, found, ew, loss_patterns(lin_s, pool_s, found, L, V), orders
     )
     fl = fin_lin["curve"]
-    with C.quiet_nan():
+    with quiet_nan():
         finite_linear = {
             "P": fl["P"],
             **{k: np.nanmean(fl[k], 1) for k in ("c1", "cG", "psi", "r")},
@@ -292,7 +292,7 @@ def load_or_run(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         same = (
             h.get("mode") == spec.mode
             and h.get("engine") == spec.engine.to_dict()
-            and h.get("settings") == C.jsonable(spec.settings)
+            and h.get("settings") == jsonable(spec.settings)
         )
         if same:
             return res

@@ -30,12 +30,13 @@ from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
+from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.points import transition_points
 from copyhead_jax.transition_ti import BRANCHES
 
-from .common import group_record, jsonable, save_figure, write_json
+from .common import group_record, save_figure
 from .configs.posterior import QUICK, TINY
 from .posterior import branch_config, cache_key, fit_only
 

@@ -18,7 +18,6 @@ import math
 import sys
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
@@ -347,11 +346,6 @@ def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     assert e.model.engine == "reduced" and e.model.width == 10_000 and e.sweep.n_seeds == 10
     assert e.solver == "exact" and not e.train.train_embeddings
     assert math.inf in paper.settings["extra_widths"]
-
-
-def test_jsonable_handles_nan_and_arrays():
-    out = C.jsonable({"a": np.array([1.0, np.nan]), "b": np.float32(2.5), "c": jax.numpy.ones(2)})
-    assert out == {"a": [1.0, None], "b": 2.5, "c": [1.0, 1.0]}
 
 
 def test_bootstrap_ci_over_seeds():

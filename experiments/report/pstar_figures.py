@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax import style as S
+from copyhead_jax.compare.branches import KEYS, SINGLE, THEORY_KEY
 from copyhead_jax.style import KEY_COLORS, P_LABEL, legend, log_P_axis, styled
 
-from ..features import KEYS, SINGLE, THEORY_KEY
 from .figures import A_G_LABEL, _log_P, _star
 
 
