@@ -85,9 +85,8 @@ class Spec:
         train = self.softmax_train if attention == "softmax" else self.linear_train
         return cfg.replace(train=train) if train else cfg
 
-    def theory_params(self, **task) -> TheoryParams:
-        p = TheoryParams.from_config(self.engine)
-        return p.replace(**task) if task else p
+    def theory_params(self) -> TheoryParams:
+        return TheoryParams.from_config(self.engine)
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -241,16 +240,14 @@ def read_record(path: Path) -> dict:
     return nulls_in_lists_to_nan(json.loads(Path(path).read_text()))
 
 
-def group_record(path: Path, compute, legacy: Path | None = None, **meta: Any) -> dict:
+def group_record(path: Path, compute, **meta: Any) -> dict:
     """One group of chains as a JSON record at ``path`` (``{"runs": [...], "cpu_s": ...}``): read
-    if it exists; else an older checkout's pickle ``legacy`` if that exists, else ``compute()``,
-    written with ``meta`` and returned as a later call reads it (7 significant digits). Records
-    live under the output folder and are committed: a fresh checkout assembles without rerunning
-    a chain (``results/`` is a checkout's own cache)."""
+    if it exists, else ``compute()`` written with ``meta`` and returned as a later call reads it
+    (7 significant digits). Records live under the output folder and are committed: a fresh
+    checkout assembles without rerunning a chain (``results/`` is a checkout's own cache)."""
     path = Path(path)
     if not path.exists():
-        g = pickle.loads(legacy.read_bytes()) if legacy and legacy.exists() else compute()
-        write_json(path, dict(g, **meta))
+        write_json(path, dict(compute(), **meta))
     return read_record(path)
 
 
