@@ -12,22 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import early_warning as warn
-from copyhead_jax.compare.branches import (
-    common_P,
-    copy_fallback,
-    distinct_branches,
-    linear_psi,
-    quiet_nan,
-    window_top,
-)
 from copyhead_jax.compare.seeds import ci_table, per_seed_points
 from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
 from copyhead_jax.finite_runs import FINITE_DENSE, finite_branch_values
 from copyhead_jax.storage import jsonable
 
 from . import common as C
-from .common import finite_width
 from .features import collect
 from .report.figures import main_figure
 
@@ -41,7 +33,7 @@ def post_summary(post: dict | None) -> dict | None:
     """SGLD moments averaged over the sampled seeds (``[nP]`` per key)."""
     if post is None:
         return None
-    with quiet_nan():
+    with B.quiet_nan():
         return {k: (np.nanmean(v, axis=1) if np.ndim(v) == 2 else v) for k, v in post.items()}
 
 
@@ -68,21 +60,21 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     ek = {a: C.ek_curves(th, P_th, a, ("map", "post"), cd) for a in ("linear", "softmax")}
     lo, hi = max(1.0, s["theory_P"][0]), s["theory_P"][1]
     P_fin = C.integer_grid(lo, hi, FINITE_DENSE)
-    fin_lin = finite_width(spec, lin, "linear", P_fin)
-    fin_soft = finite_width(spec, pool, "softmax", P_fin)
+    fin_lin = C.finite_width(spec, lin, "linear", P_fin)
+    fin_soft = C.finite_width(spec, pool, "softmax", P_fin)
     # finite theory: action gap between its weak and strong minima (the theory of U_pool-U_copy)
     ft = fin_soft["curve"]
     split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
     w, st = finite_branch_values(ft, split=split)
-    with quiet_nan():
+    with B.quiet_nan():
         dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
     # measured branch gap
-    Pb = common_P(pool, copy)
-    dist = distinct_branches(pool, copy, Pb)
+    Pb = B.common_P(pool, copy)
+    dist = B.distinct_branches(pool, copy, Pb)
     dU = (pool.masked("U", Pb) - copy.masked("U", Pb)) / Pb[:, None]
-    with quiet_nan():
+    with B.quiet_nan():
         branches = {"P": Pb, "dU_per_seq": np.nanmean(dU, 1), "distinct": dist.mean(1)}
-    window = {"lower": copy_fallback(pool, copy), "upper": window_top(pool, copy)}
+    window = {"lower": B.copy_fallback(pool, copy), "upper": B.window_top(pool, copy)}
     post_lin, post_soft = m.get("post_lin"), m.get("post_soft")
     ek_map = dict(ek_pts)
     mp = {k: v.P_star for k, v in found.items()}
@@ -93,8 +85,8 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
     lin_s, pool_s, copy_s = (r.seed_stats(RUN_KEYS) for r in (lin, pool, copy))
-    with quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
-        psi = linear_psi(lin)
+    with B.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (B.linear_psi)
+        psi = B.linear_psi(lin)
         lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)
     L, V = spec.engine.task.L, spec.engine.task.V
     table = pstar_table(
@@ -106,7 +98,7 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         measured_orders(found, window),
     )
     fl = fin_lin["curve"]
-    with quiet_nan():
+    with B.quiet_nan():
         finite_linear = {
             "P": fl["P"],
             **{k: np.nanmean(fl[k], 1) for k in ("c1", "cG", "psi", "r")},
@@ -167,7 +159,7 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
     """Measure and analyse the main artefact at ``spec``'s width: (result, measurements)."""
     m = collect(spec)
     res = analyse(spec, m)
-    lower = copy_fallback(m["pool"], m["copy"])
+    lower = B.copy_fallback(m["pool"], m["copy"])
     res["per_seed"] = per_seed_points(m["lin"], m["found"], lower)
     fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
     pooled = {**res["measured"], "window_lo_pooled": res["window"]["lower"]}

@@ -34,8 +34,7 @@ from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.params import TheoryParams
 from copyhead_jax.theory.points import transition_points
 
-HERE = Path(__file__).resolve().parent
-CONFIG_DIR = HERE / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MODES = ("paper", "quick", "full", "tiny")  # paper: the default (configs/paper.py)
 #: the command-line flag of each mode (the default mode has none)
 MODE_FLAGS = {"paper": "", "quick": " --quick", "full": " --full-network", "tiny": " --tiny"}
@@ -235,11 +234,6 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
 # Output
 
 
-def read_record(path: Path) -> dict:
-    """A group record of :func:`group_record` (the runs' lists with NaN, not None)."""
-    return nulls_in_lists_to_nan(json.loads(Path(path).read_text()))
-
-
 def group_record(path: Path, compute, **meta: Any) -> dict:
     """One group of chains as a JSON record at ``path`` (``{"runs": [...], "cpu_s": ...}``): read
     if it exists, else ``compute()`` written with ``meta`` and returned as a later call reads it
@@ -248,7 +242,7 @@ def group_record(path: Path, compute, **meta: Any) -> dict:
     path = Path(path)
     if not path.exists():
         write_json(path, dict(compute(), **meta))
-    return read_record(path)
+    return nulls_in_lists_to_nan(json.loads(path.read_text()))  # the runs' lists with NaN
 
 
 def save_figure(fig, path: Path, dpi: int = 110) -> Path:
