@@ -6,16 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.branches import (
-    KEYS,
-    copy_crossover,
-    crossing,
-    linear_psi,
-    onset,
-    single_jump,
-    window_interior,
-)
 from copyhead_jax.refine import Feature, Runs, reach_cap
 
 from . import common as C
@@ -43,19 +35,19 @@ def branch_runs(spec: C.Spec, **task) -> tuple[Runs, Runs, Runs]:
     )
 
 
-def features(lin: Runs, pool: Runs, copy: Runs, which=KEYS) -> list[Feature]:
+def features(lin: Runs, pool: Runs, copy: Runs, which=B.KEYS) -> list[Feature]:
     F = Feature
     out = []
     if "P_c1" in which:
-        out.append(F("P_c1", lambda: onset(lin), [lin]))
+        out.append(F("P_c1", lambda: B.onset(lin), [lin]))
     if "P_cG" in which:
-        out.append(F("P_cG", lambda: copy_crossover(lin), [lin]))
-        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, linear_psi(lin), 0.5), [lin]))
+        out.append(F("P_cG", lambda: B.copy_crossover(lin), [lin]))
+        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, B.linear_psi(lin), 0.5), [lin]))
     if "P_aG" in which:
-        out.append(F("P_aG", lambda: crossing(pool, copy), [pool, copy]))
+        out.append(F("P_aG", lambda: B.crossing(pool, copy), [pool, copy]))
         # the coexistence window's edges: refining them puts runs inside each seed's window
-        out.append(F("window", lambda: window_interior(pool, copy), [pool, copy]))
-        out.append(F("P_aG_single", lambda: single_jump(pool), [pool]))
+        out.append(F("window", lambda: B.window_interior(pool, copy), [pool, copy]))
+        out.append(F("P_aG_single", lambda: B.single_jump(pool), [pool]))
     return out
 
 
