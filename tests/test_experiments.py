@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from copyhead_jax import finite_runs as FR  # noqa: E402
+from copyhead_jax.compare.branches import single_jump  # noqa: E402
 from experiments import common as C  # noqa: E402
 from experiments import features as F  # noqa: E402
 from experiments import report  # noqa: E402
@@ -243,7 +244,7 @@ def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
     _, pool, _ = F.branch_runs(paper_mode)
     grid = np.unique(np.round(np.geomspace(lo / 1.4, hi * 1.4, 6)).astype(int))
     C.measure(pool, grid, paper_mode)
-    jump = F.single_jump(pool)
+    jump = single_jump(pool)
     assert jump.bracketed, jump.detail
     b0, b1 = jump.bracket
     assert lo <= b1 and b0 <= hi, (jump.bracket, (lo, hi))  # the jump's bracket meets the window
