@@ -28,9 +28,10 @@ def _log(msg: str) -> None:
     print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def cpu_seconds() -> float:
-    """User + system CPU time of this process so far."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
+def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
+    """User + system CPU time of this process (or, ``RUSAGE_CHILDREN``, its finished children)
+    so far."""
+    r = resource.getrusage(who)
     return r.ru_utime + r.ru_stime
 
 

@@ -3,7 +3,8 @@
 A file holds named arrays plus one JSON string (``__meta__``) with the result kind, the schema
 version, the full config, package versions and platform. Writes go to a temporary file in the
 same folder followed by ``os.replace``, so a crash never leaves a half-written result; a
-``.lock`` file beside a result keeps two processes from writing it at once.
+``.lock`` file beside a result keeps two processes from writing it at once. Summaries go to JSON
+(:func:`write_json`: arrays as lists, 7 significant digits, NaN as null).
 """
 
 from __future__ import annotations
@@ -201,3 +202,44 @@ def load_npz(
             f"schema {schema} only (rerun the command that wrote it)"
         )
     return arrays, meta
+
+
+def jsonable(x: Any) -> Any:
+    """NumPy/JAX values to JSON, floats to 7 significant digits (small files), NaN and inf to
+    ``None``; an object with ``to_dict`` (a located ``P*``) as its dict."""
+    if hasattr(x, "to_dict"):
+        return jsonable(x.to_dict())
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "__array__") and not isinstance(x, np.generic):  # NumPy and JAX arrays
+        return jsonable(np.asarray(x).tolist())
+    if isinstance(x, np.bool_ | bool):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):
+        return float(f"{float(x):.7g}") if np.isfinite(float(x)) else None
+    return x
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """``jsonable(obj)`` to ``path`` (indented), written atomically; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(jsonable(obj), indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def nulls_in_lists_to_nan(x: Any) -> Any:
+    """JSON writes NaN as null (:func:`jsonable`): back to NaN inside lists, at any depth."""
+    if isinstance(x, dict):
+        return {k: nulls_in_lists_to_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [np.nan if v is None else nulls_in_lists_to_nan(v) for v in x]
+    return x

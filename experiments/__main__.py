@@ -18,6 +18,7 @@ generated table of ``docs/reports/README.md``.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import resource
@@ -26,6 +27,8 @@ import time
 from pathlib import Path
 
 import copyhead_jax as ch
+from copyhead_jax.branch_batch import cpu_seconds
+from copyhead_jax.fanout import run_dependent
 
 from . import common
 
@@ -61,12 +64,6 @@ def run_command(name: str, argv: list[str]) -> int:
     finally:
         sys.argv = saved
     return 0
-
-
-def cpu_seconds(who=resource.RUSAGE_SELF) -> float:
-    """User + system CPU time of this process (or its finished children) so far."""
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
 
 
 def use_compile_cache(cache: Path) -> None:
@@ -128,41 +125,19 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
 
 
 def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> list:
-    """Run :func:`plan`'s jobs in ``jobs`` worker processes (longest ready job first); returns
-    ``(name, timing)`` per job. The results are those of the serial order: every job reads and
-    writes the same content-addressed cache, and a result two jobs need is computed once
-    (:func:`common.computing`)."""
-    import concurrent.futures as cf
-    import multiprocessing
-
+    """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.fanout.run_dependent``:
+    longest ready job first, one job per process); returns ``(name, timing)`` per job. The
+    results are those of the serial order: every job reads and writes the same
+    content-addressed cache, and a result two jobs need is computed once (``refine.computing``)."""
     worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
+
+    def done(job, t):
+        print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
+              f"(worker {t['pid']})", flush=True)  # fmt: skip
+
+    fn = functools.partial(worker, mode=mode, out=out, cache=cache)
     todo = plan(artefacts, presets, mode, cache)
-    # priority: a job's cost plus that of the jobs waiting for it (main of a preset, cheap
-    # itself, unlocks its scaling, hysteresis and coverage: it goes before another long job)
-    after = {t[0]: sum(u[2] for u in todo if t[0] in u[1]) for t in todo}
-    todo = [(job, deps, cost + after[job]) for job, deps, cost in todo]
-    done: set[tuple] = set()
-    running: dict = {}
-    timings = []
-    ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
-    # one job per worker process: a process that compiles hundreds of XLA programs runs out of
-    # memory maps (LLVM "Cannot allocate memory" with 65,530 maps, twice after ~80 min on this
-    # CPU); compiled programs come back from the persistent cache (use_compile_cache)
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
-        while todo or running:
-            ready = sorted((t for t in todo if all(d in done for d in t[1])), key=lambda t: -t[2])
-            for t in ready[: jobs - len(running)]:
-                todo.remove(t)
-                running[pool.submit(worker, t[0], mode=mode, out=out, cache=cache)] = t[0]
-            finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-            for fut in finished:
-                job = running.pop(fut)
-                t = fut.result()  # a failed job stops the run with its error
-                done.add(job)
-                timings.append((job_name(job), t))
-                print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
-                      f"(worker {t['pid']})", flush=True)  # fmt: skip
-    return timings
+    return [(job_name(job), t) for job, t in run_dependent(fn, todo, workers=jobs, on_done=done)]
 
 
 def build_parser() -> argparse.ArgumentParser:

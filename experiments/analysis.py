@@ -12,23 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import early_warning as warn
-from copyhead_jax.compare import rel_err
-from copyhead_jax.compare.seeds import ci_table, located_text, per_seed_points
-from copyhead_jax.compare.seeds import width_result as width_result  # the report's
-from copyhead_jax.finite_runs import finite_branch_values
+from copyhead_jax.compare.seeds import ci_table, per_seed_points
+from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
+from copyhead_jax.finite_runs import FINITE_DENSE, finite_branch_values
+from copyhead_jax.storage import jsonable
 
 from . import common as C
-from .common import FINITE_DENSE, finite_width
-from .features import (
-    P_star,
-    collect,
-    common_P,
-    copy_fallback,
-    distinct_branches,
-    linear_psi,
-    window_top,
-)
+from .features import collect
 from .report.figures import main_figure
 
 #: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
@@ -41,7 +33,7 @@ def post_summary(post: dict | None) -> dict | None:
     """SGLD moments averaged over the sampled seeds (``[nP]`` per key)."""
     if post is None:
         return None
-    with C.quiet_nan():
+    with B.quiet_nan():
         return {k: (np.nanmean(v, axis=1) if np.ndim(v) == 2 else v) for k, v in post.items()}
 
 
@@ -52,65 +44,6 @@ def early_warning(post: dict | None, field: str, P_star: float | None) -> dict[s
         return {"signal": "undetermined", "verdict": "undetermined", "var_ratio": None,
                 "reason": "no posterior"}  # fmt: skip
     return {"field": field, **warn(post["P"], post[f"{field}_var"], P_star)}
-
-
-def build_table(ek, fin_lin, fin_soft, found, ew, loss_text, orders) -> list[dict[str, Any]]:
-    rows = []
-    spec_rows = [
-        ("linear", "pooling onset (c1)", "P_c1", "V^2", "2nd order (Z2 pitchfork)", fin_lin),
-        ("linear", "copy crossover (cG)", "P_cG", "L^{3/2} V^{1/2}", "crossover", fin_lin),
-        ("softmax", "copy transition (aG)", "P_aG", "L ln^2 L", "1st order", fin_soft),
-    ]
-    for att, mech, key, law, order, fin in spec_rows:
-        th = ek.get(key)
-        if key == "P_aG" and th is None:
-            th = ek.get("P_aG_crossover")
-        m = found.get(key)
-        fin_P = fin["summary"].get(key, {}).get("mean") if fin else None
-        rows.append(
-            {
-                "attention": att,
-                "mechanism": mech,
-                "key": key,
-                "scaling_law": law,
-                "theory_ek": th,
-                "theory_finite": fin_P,
-                "measured": P_star(m),
-                "measured_text": located_text(m) if m else "n/a",
-                "bracket": None if m is None else m.bracket,
-                "bracketed": bool(m and m.bracketed),
-                "rel_err_ek": rel_err(P_star(m), th),
-                "rel_err_finite": rel_err(P_star(m), fin_P),
-                "order_theory": order,
-                "order_measured": orders.get(key),
-                "loss_pattern": loss_text.get(key),
-                "early_warning": ew.get(key),
-            }
-        )
-    return rows
-
-
-def loss_patterns(lin_s, pool_s, found, L: int, V: int) -> dict[str, str]:
-    out = {}
-    P, lo = lin_s["P"], lin_s["test_loss"]
-    if P.size:
-        idx = sorted({0, *np.round(np.linspace(0, P.size - 1, 5)).astype(int).tolist()})
-        steps = " -> ".join(f"{lo[i]:.1f} (P={P[i]})" for i in idx)
-        out["P_c1"] = out["P_cG"] = (
-            f"test loss {steps} [no attention L = {L}, pooling (1-1/V)(L-1) = "
-            f"{(1 - 1 / V) * (L - 1):.1f}, copying 0]"
-        )
-    j = found.get("P_aG_single")
-    if j is not None and j.bracketed:
-        Pp, lp, lt = pool_s["P"], pool_s["train_loss"], pool_s["test_loss"]
-        i0 = int(np.flatnonzero(Pp == j.bracket[0])[0])
-        i1 = int(np.flatnonzero(Pp == j.bracket[1])[0])
-        out["P_aG"] = (
-            f"jump: train {lp[i0]:.1f} -> {lp[i1]:.1f}, test {lt[i0]:.1f} -> {lt[i1]:.1f} per "
-            f"sequence between P = {Pp[i0]} and {Pp[i1]} (single start, seed mean); "
-            f"{lt[0]:.1f} at P = {Pp[0]}"
-        )
-    return out
 
 
 def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
@@ -127,21 +60,21 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     ek = {a: C.ek_curves(th, P_th, a, ("map", "post"), cd) for a in ("linear", "softmax")}
     lo, hi = max(1.0, s["theory_P"][0]), s["theory_P"][1]
     P_fin = C.integer_grid(lo, hi, FINITE_DENSE)
-    fin_lin = finite_width(spec, lin, "linear", P_fin)
-    fin_soft = finite_width(spec, pool, "softmax", P_fin)
+    fin_lin = C.finite_width(spec, lin, "linear", P_fin)
+    fin_soft = C.finite_width(spec, pool, "softmax", P_fin)
     # finite theory: action gap between its weak and strong minima (the theory of U_pool-U_copy)
     ft = fin_soft["curve"]
     split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
     w, st = finite_branch_values(ft, split=split)
-    with C.quiet_nan():
+    with B.quiet_nan():
         dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
     # measured branch gap
-    Pb = common_P(pool, copy)
-    dist = distinct_branches(pool, copy, Pb)
+    Pb = B.common_P(pool, copy)
+    dist = B.distinct_branches(pool, copy, Pb)
     dU = (pool.masked("U", Pb) - copy.masked("U", Pb)) / Pb[:, None]
-    with C.quiet_nan():
+    with B.quiet_nan():
         branches = {"P": Pb, "dU_per_seq": np.nanmean(dU, 1), "distinct": dist.mean(1)}
-    window = {"lower": copy_fallback(pool, copy), "upper": window_top(pool, copy)}
+    window = {"lower": B.copy_fallback(pool, copy), "upper": B.window_top(pool, copy)}
     post_lin, post_soft = m.get("post_lin"), m.get("post_soft")
     ek_map = dict(ek_pts)
     mp = {k: v.P_star for k, v in found.items()}
@@ -152,29 +85,20 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "P_aG": early_warning(post_soft, "cG", ref("P_aG") or ek_map.get("P_aG_crossover")),
     }
     lin_s, pool_s, copy_s = (r.seed_stats(RUN_KEYS) for r in (lin, pool, copy))
-    with C.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (features.linear_psi)
-        psi = linear_psi(lin)
+    with B.quiet_nan():  # linear psi: 0 where the fit sits at G = 0 (B.linear_psi)
+        psi = B.linear_psi(lin)
         lin_s["psi"], lin_s["psi_sd"] = np.nanmean(psi, axis=1), np.nanstd(psi, axis=1)
-    orders = {
-        "P_c1": "continuous onset of r" if found["P_c1"].bracketed else None,
-        "P_cG": (
-            f"smooth: max dpsi/dlogP = {found['P_cG'].detail.get('slope_max', float('nan')):.2f}"
-            if found["P_cG"].bracketed
-            else None
-        ),
-        "P_aG": (
-            f"jump of aG by {found['P_aG_single'].detail.get('jump', float('nan')):.2f} "
-            f"(sharpness {found['P_aG_single'].detail.get('sharpness', float('nan')):.2f}); "
-            f"coexistence window {located_text(window['lower'])} .. "
-            f"{located_text(window['upper'])}"
-        ),
-    }
     L, V = spec.engine.task.L, spec.engine.task.V
-    table = build_table(
-        ek_map, fin_lin, fin_soft, found, ew, loss_patterns(lin_s, pool_s, found, L, V), orders
+    table = pstar_table(
+        ek_map,
+        {"linear": fin_lin, "softmax": fin_soft},
+        found,
+        ew,
+        loss_patterns(lin_s, pool_s, found, L=L, V=V),
+        measured_orders(found, window),
     )
     fl = fin_lin["curve"]
-    with C.quiet_nan():
+    with B.quiet_nan():
         finite_linear = {
             "P": fl["P"],
             **{k: np.nanmean(fl[k], 1) for k in ("c1", "cG", "psi", "r")},
@@ -235,7 +159,7 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
     """Measure and analyse the main artefact at ``spec``'s width: (result, measurements)."""
     m = collect(spec)
     res = analyse(spec, m)
-    lower = copy_fallback(m["pool"], m["copy"])
+    lower = B.copy_fallback(m["pool"], m["copy"])
     res["per_seed"] = per_seed_points(m["lin"], m["found"], lower)
     fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
     pooled = {**res["measured"], "window_lo_pooled": res["window"]["lower"]}
@@ -292,7 +216,7 @@ def load_or_run(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         same = (
             h.get("mode") == spec.mode
             and h.get("engine") == spec.engine.to_dict()
-            and h.get("settings") == C.jsonable(spec.settings)
+            and h.get("settings") == jsonable(spec.settings)
         )
         if same:
             return res

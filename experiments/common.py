@@ -16,7 +16,6 @@ import functools
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import pickle
 import sys
@@ -25,23 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax import finite_runs, refine
-from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.branches import quiet_nan as quiet_nan
-from copyhead_jax.finite_runs import FINITE_DENSE as FINITE_DENSE
-from copyhead_jax.refine import Feature as Feature
-from copyhead_jax.refine import Runs as Runs
-from copyhead_jax.refine import computing as computing
-from copyhead_jax.refine import group_P as group_P
-from copyhead_jax.refine import reach_cap as reach_cap
+from copyhead_jax.refine import Feature, Runs, computing
+from copyhead_jax.storage import environment, nulls_in_lists_to_nan, write_json
+from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.params import TheoryParams
+from copyhead_jax.theory.points import transition_points
 
-HERE = Path(__file__).resolve().parent
-CONFIG_DIR = HERE / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MODES = ("paper", "quick", "full", "tiny")  # paper: the default (configs/paper.py)
 #: the command-line flag of each mode (the default mode has none)
 MODE_FLAGS = {"paper": "", "quick": " --quick", "full": " --full-network", "tiny": " --tiny"}
@@ -62,7 +55,6 @@ ARTEFACTS = {
     "posterior-branches": ("posterior_branches", "spec", 8.0),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
-_digest = refine.digest
 
 
 def log(msg: str) -> None:
@@ -92,9 +84,8 @@ class Spec:
         train = self.softmax_train if attention == "softmax" else self.linear_train
         return cfg.replace(train=train) if train else cfg
 
-    def theory_params(self, **task) -> TheoryParams:
-        p = TheoryParams.from_config(self.engine)
-        return p.replace(**task) if task else p
+    def theory_params(self) -> TheoryParams:
+        return TheoryParams.from_config(self.engine)
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -157,10 +148,10 @@ def code_version(part: str = "") -> str:
 
 def cache_path(cache_dir: Path, name: str, key: Any, suffix: str) -> Path:
     """Where the result ``name`` made from ``key`` (JSON-able) by this code version is stored."""
-    return Path(cache_dir) / f"{name}-{_digest([key, code_version()])}{suffix}"
+    return Path(cache_dir) / f"{name}-{refine.digest([key, code_version()])}{suffix}"
 
 
-def cached(cache_dir: Path, name: str, key: Any, fn, *, part: str = ""):
+def cached(cache_dir: Path, name: str, key: Any, fn):
     """``fn()`` stored (pickled) at :func:`cache_path`; a second process waits for the first."""
     path = cache_path(cache_dir, name, key, ".pkl")
     if not path.exists():
@@ -211,25 +202,17 @@ def finite_width(spec: Spec, runs: Runs, attention: str, P_grid) -> dict[str, An
     return cached(spec.cache_dir, f"finite-{attention}", key, fn)
 
 
-def ek_curves(params: TheoryParams, P_grid, attention: str, objectives=("map",), cache_dir=None):
-    """``theory_curve`` for each objective (float64, NumPy), keyed by objective."""
-    from copyhead_jax.theory.minima import theory_curve
-
+def ek_curves(params: TheoryParams, P_grid, attention: str, objectives, cache_dir: Path):
+    """``theory_curve`` for each objective (float64, NumPy), keyed by objective, cached."""
     fn = lambda: {o: theory_curve(params, P_grid, attention, o) for o in objectives}  # noqa: E731
     key = [params.to_dict(), np.asarray(P_grid, float).tolist(), attention, list(objectives)]
-    return fn() if cache_dir is None else cached(cache_dir, "ek-curve", key, fn)
+    return cached(cache_dir, "ek-curve", key, fn)
 
 
-def ek_points(params: TheoryParams, objective: str = "map", cache_dir: Path | None = None):
-    """Every EK ``P*`` of docs/theory.md §5 (``transition_points``, both attentions)."""
-    from copyhead_jax.theory.points import transition_points
-
+def ek_points(params: TheoryParams, objective: str, cache_dir: Path):
+    """Every EK ``P*`` of docs/theory.md §5 (``transition_points``, both attentions), cached."""
     fn = lambda: transition_points(params, "both", objective)  # noqa: E731
-    return (
-        fn()
-        if cache_dir is None
-        else cached(cache_dir, "ek-points", [params.to_dict(), objective], fn)
-    )  # noqa: E501
+    return cached(cache_dir, "ek-points", [params.to_dict(), objective], fn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,61 +234,15 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
 # Output
 
 
-def jsonable(x: Any) -> Any:
-    """NumPy/JAX values to JSON (NaN and inf become ``None``)."""
-    if isinstance(x, loc.Located):
-        return jsonable(x.to_dict())
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [jsonable(v) for v in x]
-    if isinstance(x, Path):
-        return str(x)
-    if isinstance(x, np.ndarray | jax.Array):
-        return jsonable(np.asarray(x).tolist())
-    if isinstance(x, np.bool_ | bool):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):  # 7 significant digits keep the files small
-        return float(f"{float(x):.7g}") if math.isfinite(float(x)) else None
-    return x
-
-
-def write_json(path: Path, obj: Any) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(jsonable(obj), indent=1, sort_keys=False) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def nulls_in_lists_to_nan(x: Any) -> Any:
-    """JSON writes NaN as null (:func:`jsonable`): back to NaN inside lists, at any depth."""
-    if isinstance(x, dict):
-        return {k: nulls_in_lists_to_nan(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [np.nan if v is None else nulls_in_lists_to_nan(v) for v in x]
-    return x
-
-
-def read_record(path: Path) -> dict:
-    """A group record of :func:`group_record` (the runs' lists with NaN, not None)."""
-    return nulls_in_lists_to_nan(json.loads(Path(path).read_text()))
-
-
-def group_record(path: Path, compute, legacy: Path | None = None, **meta: Any) -> dict:
+def group_record(path: Path, compute, **meta: Any) -> dict:
     """One group of chains as a JSON record at ``path`` (``{"runs": [...], "cpu_s": ...}``): read
-    if it exists; else an older checkout's pickle ``legacy`` if that exists, else ``compute()``,
-    written with ``meta`` and returned as a later call reads it (7 significant digits). Records
-    live under the output folder and are committed: a fresh checkout assembles without rerunning
-    a chain (``results/`` is a checkout's own cache)."""
+    if it exists, else ``compute()`` written with ``meta`` and returned as a later call reads it
+    (7 significant digits). Records live under the output folder and are committed: a fresh
+    checkout assembles without rerunning a chain (``results/`` is a checkout's own cache)."""
     path = Path(path)
     if not path.exists():
-        g = pickle.loads(legacy.read_bytes()) if legacy and legacy.exists() else compute()
-        write_json(path, dict(g, **meta))
-    return read_record(path)
+        write_json(path, dict(compute(), **meta))
+    return nulls_in_lists_to_nan(json.loads(path.read_text()))  # the runs' lists with NaN
 
 
 def save_figure(fig, path: Path, dpi: int = 110) -> Path:
@@ -320,8 +257,6 @@ def save_figure(fig, path: Path, dpi: int = 110) -> Path:
 
 def header(spec: Spec, t0: float) -> dict[str, Any]:
     """Provenance of an artefact: mode, preset, engine config, settings, runtime, environment."""
-    from copyhead_jax.storage import environment
-
     return {
         "artefact": spec.artefact,
         "mode": spec.mode,

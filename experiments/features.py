@@ -6,26 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.branches import (  # noqa: F401  (the experiments' names for them)
-    AT_ORIGIN,
-    KEYS,
-    ONSET_TOL,
-    SINGLE,
-    THEORY_KEY,
-    coexistence,
-    common_P,
-    copy_crossover,
-    copy_fallback,
-    crossing,
-    distinct_branches,
-    linear_hysteresis_gap,
-    linear_psi,
-    onset,
-    single_jump,
-    window_interior,
-    window_top,
-)
+from copyhead_jax.refine import Feature, Runs, reach_cap
 
 from . import common as C
 
@@ -34,7 +17,7 @@ def P_star(located: loc.Located | None) -> float | None:
     return None if located is None else located.P_star
 
 
-def branch_runs(spec: C.Spec, **task) -> tuple[C.Runs, C.Runs, C.Runs]:
+def branch_runs(spec: C.Spec, **task) -> tuple[Runs, Runs, Runs]:
     """Linear runs (the preset's initialisation) and softmax runs started on the pooling branch
     (zero logits) and on the copy branch, each with its reach cap."""
     s = spec.settings
@@ -47,24 +30,24 @@ def branch_runs(spec: C.Spec, **task) -> tuple[C.Runs, C.Runs, C.Runs]:
     if s.get("n_seeds"):
         cfgs = tuple(c.replace(sweep=dict(n_seeds=s["n_seeds"])) for c in cfgs)
     return tuple(
-        C.Runs(c, label, C.reach_cap(c, s["max_run_s"], spec.cost))
+        Runs(c, label, reach_cap(c, s["max_run_s"], spec.cost))
         for c, label in zip(cfgs, ("linear", "pool", "copy"))
     )
 
 
-def features(lin: C.Runs, pool: C.Runs, copy: C.Runs, which=KEYS) -> list[C.Feature]:
-    F = C.Feature
+def features(lin: Runs, pool: Runs, copy: Runs, which=B.KEYS) -> list[Feature]:
+    F = Feature
     out = []
     if "P_c1" in which:
-        out.append(F("P_c1", lambda: onset(lin), [lin]))
+        out.append(F("P_c1", lambda: B.onset(lin), [lin]))
     if "P_cG" in which:
-        out.append(F("P_cG", lambda: copy_crossover(lin), [lin]))
-        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, linear_psi(lin), 0.5), [lin]))
+        out.append(F("P_cG", lambda: B.copy_crossover(lin), [lin]))
+        out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, B.linear_psi(lin), 0.5), [lin]))
     if "P_aG" in which:
-        out.append(F("P_aG", lambda: crossing(pool, copy), [pool, copy]))
+        out.append(F("P_aG", lambda: B.crossing(pool, copy), [pool, copy]))
         # the coexistence window's edges: refining them puts runs inside each seed's window
-        out.append(F("window", lambda: window_interior(pool, copy), [pool, copy]))
-        out.append(F("P_aG_single", lambda: single_jump(pool), [pool]))
+        out.append(F("window", lambda: B.window_interior(pool, copy), [pool, copy]))
+        out.append(F("P_aG_single", lambda: B.single_jump(pool), [pool]))
     return out
 
 

@@ -15,20 +15,23 @@ from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import rel_err
+from copyhead_jax.finite_runs import FINITE_DENSE
+from copyhead_jax.refine import Feature, Runs
 
 from . import common as C
 from . import features as F
-from .common import FINITE_DENSE, finite_width
+from .common import finite_width
 from .report.figures import hysteresis_figure
 
 
-def window_features(pool: C.Runs, copy: C.Runs) -> list[C.Feature]:
+def window_features(pool: Runs, copy: Runs) -> list[Feature]:
     return [
-        C.Feature("lower", lambda: F.copy_fallback(pool, copy), [pool, copy]),
-        C.Feature("upper", lambda: F.window_top(pool, copy), [pool, copy]),
-        C.Feature("single", lambda: F.single_jump(pool), [pool]),
-        C.Feature("window", lambda: F.window_interior(pool, copy), [pool, copy]),
+        Feature("lower", lambda: B.copy_fallback(pool, copy), [pool, copy]),
+        Feature("upper", lambda: B.window_top(pool, copy), [pool, copy]),
+        Feature("single", lambda: B.single_jump(pool), [pool]),
+        Feature("window", lambda: B.window_interior(pool, copy), [pool, copy]),
     ]
 
 
@@ -44,9 +47,9 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     # linear: the same runs started from the copy pattern
     # (single start: the copy-started fits themselves, not continued to the lowest minimum)
     copy_start = dict(init_attention="copy", exact_continuation=False)
-    lin_copy = C.Runs(lin.cfg.replace(train=copy_start), "linear-copy", lin.P_cap)
+    lin_copy = Runs(lin.cfg.replace(train=copy_start), "linear-copy", lin.P_cap)
     C.measure(lin_copy, [p for p in s["P_linear_copy"] if p in lin], spec)
-    gap = F.linear_hysteresis_gap(lin, lin_copy)
+    gap = B.linear_hysteresis_gap(lin, lin_copy)
     th = spec.theory_params()
     ek_pts = C.ek_points(th, "map", spec.cache_dir)
     P_th = C.P_grid_dense(ms.settings["theory_P"][0], ms.settings["theory_P"][1], 120)
@@ -56,8 +59,8 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     lo, hi = max(1.0, ms.settings["theory_P"][0]), ms.settings["theory_P"][1]
     fin = finite_width(ms, pool, "softmax", C.integer_grid(lo, hi, FINITE_DENSE))
     fs = fin["summary"]
-    P = F.common_P(pool, copy)
-    with C.quiet_nan():
+    P = B.common_P(pool, copy)
+    with B.quiet_nan():
         softmax = {
             "P": P,
             "aG_pool": np.nanmean(pool.masked("cG", P), 1),
@@ -65,7 +68,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
             "aG_copy": np.nanmean(copy.masked("cG", P), 1),
             "aG_copy_sd": np.nanstd(copy.masked("cG", P), 1),
             "dU_per_seq": np.nanmean((pool.masked("U", P) - copy.masked("U", P)) / P[:, None], 1),
-            "distinct": F.distinct_branches(pool, copy, P).mean(1),
+            "distinct": B.distinct_branches(pool, copy, P).mean(1),
             "grad_norm_span_pool": np.nanmax(pool.masked("grad_norm_span", P), 1),
             "grad_norm_span_copy": np.nanmax(copy.masked("grad_norm_span", P), 1),
         }

@@ -23,8 +23,8 @@ import copyhead_jax as ch
 from copyhead_jax.compare import bootstrap_ci
 from copyhead_jax.compare.locate import locate_level, locate_max_slope
 from copyhead_jax.compare.seeds import bracketed
+from copyhead_jax.storage import write_json
 
-from .common import write_json
 from .configs.posterior import QUICK, TINY
 from .posterior import branch_config
 

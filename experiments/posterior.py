@@ -41,6 +41,7 @@ from copyhead_jax.posterior_summary import (
 )
 from copyhead_jax.sample import REDUCED_HMC, PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
+from copyhead_jax.storage import jsonable, nulls_in_lists_to_nan, write_json
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
@@ -48,7 +49,7 @@ from copyhead_jax.theory.points import transition_points
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
-from .common import jsonable, nulls_in_lists_to_nan, save_figure, write_json
+from .common import save_figure
 from .configs.posterior import CONFIGS
 
 

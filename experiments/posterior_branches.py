@@ -32,10 +32,11 @@ from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
+from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import BRANCHES
 
-from .common import MODE_FLAGS, group_record, jsonable, mode_config, save_figure, write_json
+from .common import MODE_FLAGS, group_record, mode_config, save_figure
 from .configs.posterior import CONFIGS as ENGINES
 from .posterior import branch_config, cache_key, ek_points, fit_only, fmt
 

@@ -26,10 +26,11 @@ import numpy as np
 
 from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import crossing as CX
+from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_ti import BRANCHES
 
 from . import posterior_branches as PB
-from .common import group_record, jsonable, save_figure, write_json
+from .common import group_record, save_figure
 from .posterior import fmt
 
 #: the settings per mode: the references are posterior_branches' (its ``block`` of seeds, its

@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
 from copyhead_jax.compare.laws import fit_laws, theory_row
+from copyhead_jax.finite_runs import FINITE_DENSE
 
 from . import common as C
 from . import features as F
-from .common import FINITE_DENSE, finite_width
-from .features import KEYS, SINGLE
+from .common import finite_width
 from .report.pstar_figures import scaling_figure
 
 
@@ -64,7 +65,7 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
     if "P_aG" in which:
-        out["coexistence"] = F.coexistence(pool, copy)
+        out["coexistence"] = coexistence(pool, copy)
     if "P_aG" in which and found.get(SINGLE) is not None:
         out["measured"][SINGLE] = found[SINGLE].to_dict()
     for k in KEYS:

@@ -9,8 +9,8 @@ import pytest
 
 from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
 from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
+from copyhead_jax.compare.crossing import bayesian_interval, flagged_runs
 from copyhead_jax.compare.warning import signal_of
-from experiments.bayes_interval import bayesian_interval, flagged_runs
 from experiments.report.claims import READINGS, claims_matrix, render
 
 

@@ -18,7 +18,6 @@ import math
 import sys
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
@@ -26,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from copyhead_jax import finite_runs as FR  # noqa: E402
+from copyhead_jax.compare.branches import single_jump  # noqa: E402
 from experiments import common as C  # noqa: E402
 from experiments import features as F  # noqa: E402
 from experiments import report  # noqa: E402
@@ -244,7 +244,7 @@ def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
     _, pool, _ = F.branch_runs(paper_mode)
     grid = np.unique(np.round(np.geomspace(lo / 1.4, hi * 1.4, 6)).astype(int))
     C.measure(pool, grid, paper_mode)
-    jump = F.single_jump(pool)
+    jump = single_jump(pool)
     assert jump.bracketed, jump.detail
     b0, b1 = jump.bracket
     assert lo <= b1 and b0 <= hi, (jump.bracket, (lo, hi))  # the jump's bracket meets the window
@@ -347,11 +347,6 @@ def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     assert e.model.engine == "reduced" and e.model.width == 10_000 and e.sweep.n_seeds == 10
     assert e.solver == "exact" and not e.train.train_embeddings
     assert math.inf in paper.settings["extra_widths"]
-
-
-def test_jsonable_handles_nan_and_arrays():
-    out = C.jsonable({"a": np.array([1.0, np.nan]), "b": np.float32(2.5), "c": jax.numpy.ones(2)})
-    assert out == {"a": [1.0, None], "b": 2.5, "c": [1.0, 1.0]}
 
 
 def test_bootstrap_ci_over_seeds():

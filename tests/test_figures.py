@@ -168,9 +168,9 @@ def test_every_experiment_figure_passes_the_checks():
 def test_posterior_figures(preset):
     import json
 
+    from copyhead_jax.storage import nulls_in_lists_to_nan
     from experiments import posterior_features as PF
     from experiments import posterior_llc
-    from experiments.common import nulls_in_lists_to_nan
 
     post = nulls_in_lists_to_nan(json.loads((RESULTS / f"posterior_{preset}.json").read_text()))
     P = np.geomspace(1.0, 3000.0, 12)

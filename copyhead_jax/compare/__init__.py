@@ -10,6 +10,7 @@
 - ``claims``   the rule that says whether a measurement reproduces a reported claim
 - ``branches`` measured P* of branch runs (onset, crossover, crossing, coexistence window)
 - ``seeds``    every P* per seed with its CI beside the theories; the table across widths
+- ``table``    the P* table of branch runs: theories, measurement, order, loss pattern
 - ``laws``     power laws of the P* against L or V beside the paper's
 """
 

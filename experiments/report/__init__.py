@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from copyhead_jax.compare import GROWTH_TOL, REL_TOL
+from copyhead_jax.compare.crossing import bayesian_interval, interval_text
 
 from .. import posterior_column
-from ..bayes_interval import bayesian_interval, interval_text
 from ..common import MODE_FLAGS
 from . import claims, widths
 from . import sections as sec
@@ -221,8 +221,9 @@ def write_width(out_dir: Path, mode: str) -> list[Path]:
     ``results/width_PRESET.json`` and ``figures/width_PRESET.png`` (from ``main_PRESET.json``)."""
     from copyhead_jax.compare.seeds import width_result
     from copyhead_jax.plots import width_figure
+    from copyhead_jax.storage import write_json
 
-    from ..common import mode_config, save_figure, write_json
+    from ..common import mode_config, save_figure
 
     ref = mode_config(mode).get("width_reference") or {}
     out = []

@@ -22,10 +22,10 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare import EXPONENT_TOL, judge
 from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
+from copyhead_jax.compare.crossing import bayesian_interval
 from copyhead_jax.compare.paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from copyhead_jax.compare.warning import early_warning, signal_of
 
-from ..bayes_interval import bayesian_interval
 from .tables import g4, table
 
 READINGS = ("paper", "plain", "paper-chi-lik")

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax import style as S
+from copyhead_jax.compare.branches import KEYS, SINGLE, THEORY_KEY
 from copyhead_jax.style import KEY_COLORS, P_LABEL, legend, log_P_axis, styled
-
-from ..features import KEYS, SINGLE, THEORY_KEY
 
 
 @styled

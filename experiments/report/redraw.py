@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 
 from copyhead_jax.plots import width_figure
+from copyhead_jax.storage import nulls_in_lists_to_nan
 
-from ..common import nulls_in_lists_to_nan, save_figure
+from ..common import save_figure
 from . import figures as F
 from . import pstar_figures as PF
 
