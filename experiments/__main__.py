@@ -30,6 +30,7 @@ import copyhead_jax as ch
 from . import common
 
 ARTEFACTS, SPEC_ARTEFACTS = common.ARTEFACTS, common.SPEC_ARTEFACTS
+ALL = tuple(a for a in SPEC_ARTEFACTS if ARTEFACTS[a][2] is not None)  # what all runs
 WIDTH_COST = 6.0  # one width of main (its own job when main has extra widths)
 PRESETS = common.PRESET_NAMES
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +122,7 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
         for a in artefacts:
             if a != "main":
                 deps = [("main", preset)] if "main" in artefacts else []
-                out.append(((a, preset), deps, ARTEFACTS[a][2]))
+                out.append(((a, preset), deps, ARTEFACTS[a][2] or 1.0))
     return out
 
 
@@ -221,7 +222,7 @@ def run(args) -> int:
     ch.check_output_folder("--out", out)  # before any work (issue 31)
     ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
-    artefacts = {"all": SPEC_ARTEFACTS, "report": ()}.get(args.artefact, (args.artefact,))
+    artefacts = {"all": ALL, "report": ()}.get(args.artefact, (args.artefact,))
     if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
         use_compile_cache(cache)
     jobs = args.jobs

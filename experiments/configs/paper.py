@@ -65,6 +65,9 @@ _SCALING_PLAIN = {
     "n_grid": 7,
     "spread": {"P_cG": 6.0, "P_aG": 1.5},
 }
+# markov / causal (experiments/beyond.py, its DEFAULTS otherwise): docs/reports/markov.md's run,
+# the theory at three rho, no networks (2 shared cores)
+_BEYOND = dict(rho=[0.5, 0.0, 0.9], spaces=["full"], n_P=31, networks_rho=[])
 
 
 def _width_reference() -> dict:
@@ -103,6 +106,10 @@ CONFIG = dict(
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[1, 2, 3, 4, 6, 8, 16, 32]),
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PLAIN),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PLAIN),
+            markov=_BEYOND,
+            causal=_BEYOND,
+            # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
+            reduction=dict(reuse_nuts=True),
         ),
         paper=dict(
             main=dict(
@@ -122,6 +129,8 @@ CONFIG = dict(
             # EK softmax transition is no longer first order
             scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
+            markov=_BEYOND,
+            causal=_BEYOND,
         ),
     ),
 )
