@@ -27,6 +27,7 @@ from copyhead_jax.compare.pstar import linear_points, softmax_points
 from copyhead_jax.storage import environment
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
+from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 
 from . import common as C
 
@@ -78,17 +79,6 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
                            | {"linear_up": r["linear"]["up"], "softmax_up": r["softmax"]["up"],
                               "softmax_down": r["softmax"]["down"]})  # fmt: skip
     return out
-
-
-def jsonable(x):
-    """JSON at full precision (NaN and inf become None; ``common.jsonable`` keeps 7 digits)."""
-    if isinstance(x, dict):
-        return {k: jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray | np.generic):
-        return jsonable(x.tolist())
-    return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def summary(located: list) -> dict:
