@@ -24,6 +24,8 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare.pstar import linear_points, softmax_points
+from copyhead_jax.compare.seeds import bracketed
+from copyhead_jax.compare.stats import bootstrap_ci
 from copyhead_jax.storage import environment
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
@@ -82,12 +84,11 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
 
 
 def summary(located: list) -> dict:
-    """Geometric mean over the seeds that located the point, with its bootstrap CI."""
-    from copyhead_jax.compare.stats import bootstrap_ci
-
-    b = bootstrap_ci([x.value for x in located])
-    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"],
-            "per_seed": [x.value for x in located]}  # fmt: skip
+    """Geometric mean over the seeds that located the point (bracketed on the grid), with its
+    bootstrap CI; ``per_seed``: None where a seed's point is not bracketed."""
+    per_seed = [bracketed(x) for x in located]
+    b = bootstrap_ci(per_seed)
+    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"], "per_seed": per_seed}
 
 
 def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
