@@ -62,7 +62,9 @@ def config(s: dict, chain: dict, causal: bool, attention: str, init: str = "prio
     return ch.preset(s["preset"]).replace(
         task=dict(s["task"], source="markov", **chain),
         model=dict(attention=attention, engine="reduced", width=width, causal=causal),
-        train=dict(init_attention=init, exact_continuation=init == "prior"),
+        # the exact MAP on quenched embeddings, as paper-map (the plain preset trains them)
+        train=dict(solver="exact", train_embeddings=False, init_attention=init,
+                   exact_continuation=init == "prior"),
         sweep=dict(P=tuple(s["P"]), n_seeds=s["seeds"]),
     )
 
