@@ -190,7 +190,7 @@ def draw(width: dict):
                 ax.axhline(gap[-1], color=col, ls=":", lw=1)
         ax.plot([], [], ":", color=BLACK, label="N = inf (dotted level, same colour)")
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set_yscale("log" if k else "linear")  # k = 0: no P >= 32 on the grid (--tiny)
         ax.set_xticks(widths[:-1], [f"{N:,}" for N in widths[:-1]])
         ax.set_xticks([], minor=True)
         ax.set_xlabel("width $N$")
