@@ -100,3 +100,25 @@ def joint_from_quenched(cfg: Config, quenched: SweepResult) -> dict[str, np.ndar
                 for k in KEYS:
                     out[k][i, s] = float(r[k])
     return out
+
+
+def order_arrays(res: SweepResult) -> dict[str, np.ndarray]:
+    """``[nP, n_seeds]`` float arrays of :data:`KEYS` of a sweep, as :func:`joint_from_quenched`
+    returns them (softmax ``a1``, ``aG`` as ``c1``, ``cG``; ``gram_trace``: tr C / D)."""
+    a = res.arrays
+    n1, nG = res.order_names
+    g = np.asarray(a["gram"])
+    out = {"U": a["U"], "c1": a[n1], "cG": a[nG], "r": a["r"], "psi": a["psi"],
+           "converged": a["converged"], "min_eig": a["min_eig"],
+           "gram_trace": np.trace(g, axis1=-2, axis2=-1) / g.shape[-1]}  # fmt: skip
+    return {k: np.asarray(v, float) for k, v in out.items()}
+
+
+def lowest_start(*runs: dict) -> tuple[dict, np.ndarray]:
+    """Per run ``(P, seed)``, the :data:`KEYS` of the converged start of lowest finite U among
+    ``runs`` (each as :func:`order_arrays`), and the index of that start."""
+    U = np.stack([np.where((r["converged"] > 0) & np.isfinite(r["U"]), r["U"], np.inf)
+                  for r in runs])  # fmt: skip
+    pick = np.argmin(U, axis=0)
+    best = {k: np.take_along_axis(np.stack([r[k] for r in runs]), pick[None], 0)[0] for k in KEYS}
+    return best, pick

@@ -33,8 +33,10 @@ from copyhead_jax.fanout import run_dependent
 from . import common
 
 ARTEFACTS, SPEC_ARTEFACTS = common.ARTEFACTS, common.SPEC_ARTEFACTS
-#: run only when named (hours of chains; their records are committed): not part of ``all``
+#: run only when named (hours of chains; their records are committed)
 ON_REQUEST = ("posterior-branches",)
+#: what ``all`` runs: the spec artefacts with a cost, less those run only on request
+ALL = tuple(a for a in SPEC_ARTEFACTS if ARTEFACTS[a][2] is not None and a not in ON_REQUEST)
 WIDTH_COST = 6.0  # one width of main (its own job when main has extra widths)
 PRESETS = common.PRESET_NAMES
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +122,7 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
         for a in artefacts:
             if a != "main":
                 deps = [("main", preset)] if "main" in artefacts else []
-                out.append(((a, preset), deps, ARTEFACTS[a][2]))
+                out.append(((a, preset), deps, ARTEFACTS[a][2] or 1.0))
     return out
 
 
@@ -202,8 +204,7 @@ def run(args) -> int:
     ch.check_output_folder("--out", out)  # before any work (issue 31)
     ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
-    every = tuple(a for a in SPEC_ARTEFACTS if a not in ON_REQUEST)
-    artefacts = {"all": every, "report": ()}.get(args.artefact, (args.artefact,))
+    artefacts = {"all": ALL, "report": ()}.get(args.artefact, (args.artefact,))
     kw = {"cluster": args.cluster} if args.cluster else {}
     if kw and artefacts != ("posterior-branches",):
         raise ValueError("--cluster is an option of posterior-branches only")

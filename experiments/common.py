@@ -49,9 +49,9 @@ ARTEFACTS = {
     "scaling-L": ("scaling", "spec", 6.0),
     "scaling-V": ("scaling", "spec", 5.0),
     "hysteresis": ("hysteresis", "spec", 2.0),
-    "markov": ("beyond", "cli", None),
-    "causal": ("beyond", "cli", None),
-    "reduction": ("reduction", "cli", None),
+    "markov": ("beyond", "spec", None),  # no cost: on its own, not in all
+    "causal": ("beyond", "spec", None),  # no cost: on its own, not in all
+    "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
     "posterior-branches": ("posterior_branches", "spec", 8.0),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")

@@ -63,48 +63,36 @@ def table_rows(res_main: dict, ek_lin: dict) -> list[dict[str, Any]]:
         cm = np.asarray(post["coverage_mean"], float).reshape(len(Pp), -1).mean(1)
         return np.array([cm[Pp == p][0] if (Pp == p).any() else np.nan for p in P])
 
-    P = np.asarray(pool["P"])
-    t = table["P_aG"]
-    rows.append(
-        {
-            "attention": "softmax",
-            "regime": "whole grid",
-            "P_range": [int(P.min()), int(P.max())],
-            "adam_mean_A": _stats(pool["coverage"]),
-            "adam_per_sample": _stats(pool["sample_coverage"]),
-            "sgld": _stats(sgld_at(ps, P)),
-            "boundary": "P_aG",
+    def row(att, regime, P, cur, idx, sgld, key, paper):
+        t = table[key]
+        return {
+            "attention": att,
+            "regime": regime,
+            "P_range": [int(P[idx].min()), int(P[idx].max())],
+            "adam_mean_A": _stats(np.asarray(cur["coverage"])[idx]),
+            "adam_per_sample": _stats(np.asarray(cur["sample_coverage"])[idx]),
+            "sgld": _stats(sgld[idx]),
+            "boundary": key,
             "boundary_err_ek": t["rel_err_ek"],
             "boundary_err_finite": t["rel_err_finite"],
-            "paper": PAPER_CLAIMS["softmax"],
+            "paper": paper,
         }
-    )
+
+    P = np.asarray(pool["P"])
+    every = np.ones(len(P), bool)
+    rows.append(row("softmax", "whole grid", P, pool, every, sgld_at(ps, P), "P_aG",
+                    PAPER_CLAIMS["softmax"]))  # fmt: skip
     P = np.asarray(lin["P"])
     reg = np.asarray(regimes(ek_lin["psi"], ek_lin["r"]))
     sg = sgld_at(pl, P)
     for name in dict.fromkeys(reg):
-        idx = reg == name
         key = "P_c1" if name.startswith(("no attention", "pooling")) else "P_cG"
-        t = table[key]
         paper = (
             PAPER_CLAIMS["linear, crossover (SGLD)"]
             if name.startswith("crossover")
             else PAPER_CLAIMS["linear, outside the crossover"]
         )
-        rows.append(
-            {
-                "attention": "linear",
-                "regime": name,
-                "P_range": [int(P[idx].min()), int(P[idx].max())],
-                "adam_mean_A": _stats(np.asarray(lin["coverage"])[idx]),
-                "adam_per_sample": _stats(np.asarray(lin["sample_coverage"])[idx]),
-                "sgld": _stats(sg[idx]),
-                "boundary": key,
-                "boundary_err_ek": t["rel_err_ek"],
-                "boundary_err_finite": t["rel_err_finite"],
-                "paper": paper,
-            }
-        )
+        rows.append(row("linear", name, P, lin, reg == name, sg, key, paper))
     return rows
 
 

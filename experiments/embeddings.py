@@ -24,11 +24,9 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax import joint_map as J
 from copyhead_jax import style as st
-from copyhead_jax.compare import locate as loc
-from copyhead_jax.compare.pstar import AT_ORIGIN, linear_points
-from copyhead_jax.compare.stats import bootstrap_ci
-from copyhead_jax.joint_map import KEYS, joint_from_quenched, quenched_as_joint
+from copyhead_jax.compare.pstar import array_points
 from copyhead_jax.theory import TheoryParams, transition_points
 
 from . import common as C
@@ -49,75 +47,6 @@ def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> 
     return cfg
 
 
-def of_sweep(res: ch.SweepResult) -> dict[str, np.ndarray]:
-    """``[nP, n_seeds]`` arrays of :data:`KEYS` (softmax a1, aG as c1, cG)."""
-    a = res.arrays
-    n1, nG = res.order_names
-    g = np.asarray(a["gram"])
-    out = {"U": a["U"], "c1": a[n1], "cG": a[nG], "r": a["r"], "psi": a["psi"],
-           "converged": a["converged"], "min_eig": a["min_eig"],
-           "gram_trace": np.trace(g, axis1=-2, axis2=-1) / g.shape[-1]}  # fmt: skip
-    return {k: np.asarray(v, float) for k, v in out.items()}
-
-
-def lowest(*runs: dict) -> tuple[dict, np.ndarray]:
-    """Per run, the converged start of lowest U (and which start it was)."""
-    U = np.stack([np.where((r["converged"] > 0) & np.isfinite(r["U"]), r["U"], np.inf)
-                  for r in runs])  # fmt: skip
-    pick = np.argmin(U, axis=0)
-    best = {k: np.take_along_axis(np.stack([r[k] for r in runs]), pick[None], 0)[0] for k in KEYS}
-    return best, pick
-
-
-class _Res:
-    """The part of a ``SweepResult`` that ``compare.pstar.linear_points`` reads."""
-
-    def __init__(self, P, d):
-        self.P, self._d = np.asarray(P), d
-        self.ok = (d["converged"] > 0) & np.isfinite(d["U"])
-
-    def __getitem__(self, k):
-        return self._d[k]
-
-
-def summary(per_seed: list) -> dict:
-    """Seeds' geometric mean with its bootstrap interval, the grid bracket, per-seed values."""
-    ok = [x for x in per_seed if x.bracketed and x.P_star is not None]
-    ci = bootstrap_ci([x.P_star for x in ok] + [None] * (len(per_seed) - len(ok)))
-    sides = sorted({x.side for x in per_seed if not x.bracketed and x.side})
-    return dict(P_star=ci["estimate"], lo=ci["lo"], hi=ci["hi"], n=len(ok), n_seeds=len(per_seed),
-                bracket=[min(x.bracket[0] for x in ok), max(x.bracket[1] for x in ok)] if ok
-                else None, per_seed=[x.P_star if x.bracketed else None for x in per_seed],
-                unlocated=sides)  # fmt: skip
-
-
-R_ONSET = 0.05  # a seed pools somewhere on the grid when its r passes this
-ABSENT = loc.Located("absent", None, None, False, "above", {"reason": "not on the grid"})
-
-
-def points(attention: str, P, d: dict, min_jump: float) -> dict:
-    """Per-seed P* summaries. Linear: ``compare.pstar``'s locators, where the feature exists on
-    the seed's grid (P*_c1: r passes ``R_ONSET``; P*_cG: psi reaches 1/2); elsewhere it lies
-    above the grid (a joint MAP at G = 0 has only residue in r, psi, which the locators would
-    read as a feature)."""
-    if attention == "linear":
-        d = dict(d)
-        zero = (np.abs(d["r"]) < AT_ORIGIN) & (np.abs(d["cG"]) < AT_ORIGIN)
-        d["r"] = np.where(zero, 0.0, d["r"])
-        d["psi"] = np.where(zero, 0.0, d["psi"])
-        pts = linear_points(_Res(P, d))
-        pools = np.nanmax(np.abs(d["r"]), axis=0) > R_ONSET
-        copies = np.nanmax(d["psi"], axis=0) >= 0.5
-        for key, has in (("P_c1", pools), ("P_cG", copies)):
-            pts[key] = [x if h else ABSENT for x, h in zip(pts[key], has)]
-        return {k: summary(v) for k, v in pts.items()}
-    aG = np.where((d["converged"] > 0), d["cG"], np.nan)
-    per = [loc.locate_jump(np.asarray(P, float), aG[:, s], min_jump=min_jump)
-           if np.nanmax(aG[:, s]) > min_jump else ABSENT  # no copying on the grid
-           for s in range(aG.shape[1])]  # fmt: skip
-    return {"P_aG": summary(per)}
-
-
 def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
     """Quenched and joint MAP of one attention at one width (cached)."""
     q, j, start = {}, {}, {}
@@ -126,24 +55,24 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
         q[init] = C.cached_sweep(cq, cache)
         if init != "copy":  # the engine's copy start falls to the zero branch (probe, N = 256)
             cj = engine(c, attention, width, trained=True, init=init)
-            j[init] = of_sweep(C.cached_sweep(cj, cache))
+            j[init] = J.order_arrays(C.cached_sweep(cj, cache))
         cj = engine(c, attention, width, trained=True, init=init)
-        start["q-" + init] = quenched_as_joint(cj, q[init]).tolist()
+        start["q-" + init] = J.quenched_as_joint(cj, q[init]).tolist()
         j["q-" + init] = C.cached(cache, f"joint-from-quenched-{attention}-{width}-{init}",
                                   [cj.to_dict(), C.code_version("engine")],
-                                  lambda cj=cj, r=q[init]: joint_from_quenched(cj, r),
+                                  lambda cj=cj, r=q[init]: J.joint_from_quenched(cj, r),
                                   part="engine")  # fmt: skip
-    quenched, _ = lowest(*(of_sweep(r) for r in q.values()))
+    quenched, _ = J.lowest_start(*(J.order_arrays(r) for r in q.values()))
     starts = list(j)
-    joint, pick = lowest(*j.values())
+    joint, pick = J.lowest_start(*j.values())
     P = list(next(iter(q.values())).P)
     tolist = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
     return dict(
         P=[int(p) for p in P], quenched=tolist(quenched), joint=tolist(joint),
         joint_start=[[starts[k] for k in row] for row in pick], starts=starts,
         quenched_function_U=start,
-        points=dict(quenched=points(attention, P, quenched, c["min_jump"]),
-                    joint=points(attention, P, joint, c["min_jump"])),
+        points=dict(quenched=array_points(attention, P, quenched, c["min_jump"]),
+                    joint=array_points(attention, P, joint, c["min_jump"])),
     )  # fmt: skip
 
 

@@ -6,7 +6,7 @@ results: docs/reports/embeddings_protocol.md.
 Every weight trained from the prior draw with the ``paper`` preset's Adam on the full engine for
 all 2,000 epochs (``min_epochs = max_epochs``: the movement bounds any early-stopped run's; some
 runs are cut earlier, said in the output). Per run: the embedding Gram's relative change
-(:func:`copyhead_jax.embedding_gram.gram_change`) every 100 epochs, the largest entry move
+(:func:`copyhead_jax.embedding_runs.adam_trace`) every 100 epochs, the largest entry move
 against Adam's bound, the order parameters, beside a frozen-embedding control and the quenched
 exact MAP of the same seed and P. Cached per run in ``OUT/embeddings_protocol.runs/``; writes
 ``OUT/embeddings_protocol.json``.
@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
-import equinox as eqx
 import jax
-import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.embedding_gram import adam_step_bound, gram_change
-from copyhead_jax.sweep import sweep_inputs
-from copyhead_jax.train import Trainer, init_runs, lr_schedule, measure_runs, run_segment
+from copyhead_jax.embedding_runs import adam_trace
 
 #: (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run)
 PAPER_RUNS = [
@@ -64,39 +59,6 @@ def run_config(base: ch.Config, attention: str, width: int, P: int, seed: int, t
                         sweep=dict(P=(P,), n_seeds=1, seed=seed))  # fmt: skip
 
 
-def adam_run(cfg: ch.Config, epochs: int, every: int) -> dict:
-    """One full-engine Adam run for ``epochs`` epochs of its schedule, measured every ``every``."""
-    t0 = time.time()
-    trainer, inp = Trainer(cfg), sweep_inputs(cfg, None)
-    state = init_runs(trainer, inp)
-    emb = lambda s: s.frozen if s.params.W_E is None else s.params
-    W_E0, b0 = np.array(emb(state).W_E[0]), np.array(emb(state).b[0])
-    trace, done = [], 0
-    while done < epochs:
-        n = min(every, epochs - done) // cfg.train.log_every
-        state, _ = run_segment(trainer, state, inp, n)
-        done += n * cfg.train.log_every
-        W_E, b = emb(state).W_E[0], emb(state).b[0]
-        g = gram_change(W_E0, b0, W_E, b)
-        trace.append(dict(epoch=done, **{k: float(v) for k, v in g.items()}))
-    meas, gspan = measure_runs(trainer, state, inp)
-    head = eqx.combine(state.params, state.frozen)
-    names = ch.head_class(cfg.model.attention).order_names
-    sched = lr_schedule(cfg.train, cfg.model.attention)
-    lr_sum = float(np.sum(np.asarray(jax.vmap(sched)(jax.numpy.arange(epochs)))))
-    dW = np.abs(np.concatenate([np.asarray(head.W_E[0]) - W_E0, np.asarray(head.b[0]) - b0], 1))
-    o = meas.order
-    return dict(
-        epochs=int(state.epoch[0]), stopped=bool(state.stopped[0]), finite=bool(state.finite[0]),
-        gram=trace[-1], trace=trace, max_entry_move=float(dW.max()),
-        rms_entry_move=float(np.sqrt(np.mean(dW**2))), lr_sum=lr_sum,
-        adam_bound=adam_step_bound(lr_sum),
-        order={names[0]: float(o.c1[0]), names[1]: float(o.cG[0]), "r": float(o.r[0])},
-        train_loss=float(meas.train_loss[0]), U=float(state.U[0]),
-        grad_norm_span=float(gspan[0]), seconds=time.time() - t0,
-    )  # fmt: skip
-
-
 def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seeds: int) -> dict:
     """The quenched exact MAP (reduced engine, realised Gram of the same initial embeddings)."""
     cfg = base.replace(
@@ -128,7 +90,7 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=N
         tag = f"{att}_N{width}_P{P}_s{seed}_E{epochs}_{'trained' if trained else 'frozen'}"
         f = cache / f"{tag}.json"
         if not f.exists():
-            rec = adam_run(run_config(base, att, width, P, seed, trained), epochs, every)
+            rec = adam_trace(run_config(base, att, width, P, seed, trained), epochs, every)
             rec.update(attention=att, width=width, P=P, seed=seed, trained=trained, tag=tag)
             f.write_text(json.dumps(rec, indent=1))
             print(f"{tag}: {rec['seconds']:.0f}s gram {rec['gram']['all']:.2e} {rec['order']}")
@@ -152,8 +114,9 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=N
     return result
 
 
-def cli() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(main=main, doc: str = __doc__) -> None:
+    """The command of this module and of ``embeddings_posterior``: ``[--tiny] [--out DIR]``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--out", default="docs/reports/results")
     a = ap.parse_args()

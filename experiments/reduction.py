@@ -1,6 +1,10 @@
-"""The exact width reduction on the small default (issue 11): width, polish, NUTS vs SGLD.
+"""Artefact ``reduction``: the exact width reduction on the small default (issue 11): width,
+polish, NUTS vs the default sampler.
 
-    python -m experiments reduction [--part width|polish|nuts|all] [--out docs/reports]
+    python -m experiments reduction --preset plain [--publish]
+
+Settings: ``reduction`` of ``configs/MODE.py`` over :data:`DEFAULTS` (the small default has the
+plain conventions: under ``--preset paper`` there is nothing to run). Parts:
 
 * ``width``: exact MAP (reduced engine) of the small default (plain conventions, L = 25, V = 5,
   2 seeds) at widths 128, 1,024, 10,000 and infinity, both attentions, against the EK theory;
@@ -8,7 +12,7 @@
   each of its fits (``copyhead polish``): how far each Adam run was from its own minimum;
 * ``nuts``: posterior means and variances of U, c1, cG of one run per attention from NUTS (the
   gold standard) and from the default reduced sampler (collapsed HMC, ``copyhead sample``), with
-  its wall time; ``--reuse-nuts`` keeps the NUTS numbers already in the JSON (NUTS on the joint
+  its wall time; ``reuse_nuts`` keeps the NUTS numbers already in the JSON (NUTS on the joint
   posterior is unchanged and takes ~16 min for linear attention on 2 cores). The whitened-SGLD
   rows of earlier versions (step sizes 0.02-0.2) stay in the JSON as a record.
 
@@ -17,7 +21,6 @@ Writes ``OUT/results/reduction.json`` and ``OUT/figures/reduction_width.png``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -38,23 +41,27 @@ from copyhead_jax.sample_reduced import nuts_reference
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams, theory_curve
 
-WIDTHS = (128, 1024, 10_000, math.inf)
+from . import common as C
+
+#: the settings a mode's config does not set
+DEFAULTS = dict(base="small", widths=[128, 1024, 10_000, math.inf],
+                parts=["width", "polish", "nuts"], reuse_nuts=False)  # fmt: skip
 
 
-def _small(attention: str, **model) -> ch.Config:
-    return ch.SMALL.replace(model=dict(attention=attention, **model))
+def _small(base: str, attention: str, **model) -> ch.Config:
+    return ch.preset(base).replace(model=dict(attention=attention, **model))
 
 
-def width_part() -> dict:
+def width_part(base: str, widths) -> dict:
     out = {}
     for att in ("linear", "softmax"):
-        cfg0 = _small(att)
+        cfg0 = _small(base, att)
         ek = theory_curve(TheoryParams.from_config(cfg0), np.asarray(cfg0.sweep.P, float), att)
         rows = {"P": list(cfg0.sweep.P), "EK_cG": ek["cG" if att == "linear" else "aG"].tolist(),
                 "EK_c1": ek["c1" if att == "linear" else "a1"].tolist()}  # fmt: skip
-        for N in WIDTHS:
+        for N in widths:
             t0 = time.time()
-            res = ch.run_sweep(_small(att, engine="reduced", width=N), progress=False)
+            res = ch.run_sweep(_small(base, att, engine="reduced", width=N), progress=False)
             rows[f"N={N}"] = dict(
                 c1=res["c1"].mean(1).tolist(), cG=res["cG"].mean(1).tolist(),
                 cG_seeds=res["cG"].tolist(), coverage=res["coverage"].mean(1).tolist(),
@@ -66,11 +73,11 @@ def width_part() -> dict:
     return out
 
 
-def polish_part() -> dict:
+def polish_part(base: str) -> dict:
     out = {}
     for att in ("linear", "softmax"):
         t0 = time.time()
-        res = ch.run_sweep(_small(att), progress=False, keep_params=True)
+        res = ch.run_sweep(_small(base, att), progress=False, keep_params=True)
         t_adam = time.time() - t0
         p = polish(res)
         a = p.arrays
@@ -88,10 +95,11 @@ def polish_part() -> dict:
     return out
 
 
-def nuts_part(P: int = 32, reuse: dict | None = None) -> dict:
+def nuts_part(base: str, P: int = 32, reuse: dict | None = None) -> dict:
     out = {}
     for att in ("linear", "softmax"):
-        cfg = _small(att, engine="reduced", width=10_000).replace(sweep=dict(P=(P,), n_seeds=1))
+        cfg = _small(base, att, engine="reduced", width=10_000)
+        cfg = cfg.replace(sweep=dict(P=(P,), n_seeds=1))
         res = ch.run_sweep(cfg, progress=False, keep_params=True)
         rows = dict((reuse or {}).get(att, {}))
         if not rows.get("NUTS"):
@@ -149,13 +157,15 @@ def draw(width: dict):
 
     from copyhead_jax.style import BLACK, P_LABEL, PALETTE, RC, legend, log_P_axis
 
+    widths = [float(k[2:]) for k in width["linear"] if k.startswith("N=")]
+    widths = [int(N) if N < math.inf else N for N in widths]
     with matplotlib.rc_context(RC):
         fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), layout="constrained")
         for ax, att in zip(axes, ("linear", "softmax")):
             d = width[att]
             P = np.asarray(d["P"])
             ax.plot(P, d["EK_cG"], "--", color=BLACK, lw=1.5, label="EK theory (N = inf)")
-            for i, N in enumerate(WIDTHS):
+            for i, N in enumerate(widths):
                 ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(0.85 * i / 3),
                         label=f"exact MAP, N = {N:,.0f}" if N < math.inf else
                         "exact MAP, N = inf")  # fmt: skip
@@ -172,16 +182,16 @@ def draw(width: dict):
             P = np.asarray(d["P"])
             ek = np.asarray(d["EK_cG"])
             for j in np.flatnonzero(P >= 32):
-                gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in WIDTHS]
+                gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in widths]
                 col = PALETTE[k % len(PALETTE)]
                 k += 1
-                ax.plot(WIDTHS[:-1], gap[:-1], mk + "-", ms=4, color=col,
+                ax.plot(widths[:-1], gap[:-1], mk + "-", ms=4, color=col,
                         label=f"{att}, P = {P[j]}")  # fmt: skip
                 ax.axhline(gap[-1], color=col, ls=":", lw=1)
         ax.plot([], [], ":", color=BLACK, label="N = inf (dotted level, same colour)")
         ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(WIDTHS[:-1], [f"{N:,}" for N in WIDTHS[:-1]])
+        ax.set_yscale("log" if k else "linear")  # k = 0: no P >= 32 on the grid (--tiny)
+        ax.set_xticks(widths[:-1], [f"{N:,}" for N in widths[:-1]])
         ax.set_xticks([], minor=True)
         ax.set_xlabel("width $N$")
         ax.set_ylabel("|copy coefficient / EK - 1| (relative gap)")
@@ -190,34 +200,28 @@ def draw(width: dict):
     return fig
 
 
-def figure(width: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    draw(width).savefig(path, dpi=130)
-
-
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("width", "polish", "nuts", "all"), default="all")
-    ap.add_argument("--out", default="docs/reports")
-    ap.add_argument("--reuse-nuts", action="store_true",
-                    help="keep the NUTS numbers of OUT/results/reduction.json")  # fmt: skip
-    args = ap.parse_args(argv)
-    out = Path(args.out)
+def main(spec: C.Spec, out_dir: str | Path) -> dict:
+    """Run the parts of the settings into ``OUT/results/reduction.json`` (each part replaces its
+    own entry) and draw the width figure."""
+    if spec.preset != "plain":
+        C.log("reduction: the small default has the plain conventions; nothing for this preset")
+        return {}
+    s = {**DEFAULTS, **spec.settings}
+    out = Path(out_dir)
     path = out / "results" / "reduction.json"
     data = json.loads(path.read_text()) if path.exists() else {}
-    parts = ("width", "polish", "nuts") if args.part == "all" else (args.part,)
-    reuse = data.get("nuts") if args.reuse_nuts else None
-    fns = {"width": width_part, "polish": polish_part, "nuts": lambda: nuts_part(reuse=reuse)}
-    for part in parts:
+    reuse = data.get("nuts") if s["reuse_nuts"] else None
+    fns = {"width": lambda: width_part(s["base"], s["widths"]),
+           "polish": lambda: polish_part(s["base"]),
+           "nuts": lambda: nuts_part(s["base"], reuse=reuse)}  # fmt: skip
+    for part in s["parts"]:
         result = fns[part]()
         data = json.loads(path.read_text()) if path.exists() else {}  # other parts may have run
         data[part] = result
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, default=float))
     if "width" in data:
-        figure(data["width"], out / "figures" / "reduction_width.png")
+        fig_path = out / "figures" / "reduction_width.png"
+        fig_path.parent.mkdir(parents=True, exist_ok=True)
+        draw(data["width"]).savefig(fig_path, dpi=130)
     return data
-
-
-if __name__ == "__main__":
-    main()

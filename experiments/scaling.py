@@ -79,24 +79,10 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
         out["measured"][k] = None if L_ is None else L_.to_dict()
     if s.get("finite", True):
         fin = {}
-        if len(lin.P):
-            fin.update(
-                finite_width(
-                    spec,
-                    lin,
-                    "linear",
-                    C.integer_grid(max(1, g_lin.min() / 3), g_lin.max() * 3, FINITE_DENSE),
-                )["summary"]
-            )
-        if len(pool.P):
-            fin.update(
-                finite_width(
-                    spec,
-                    pool,
-                    "softmax",
-                    C.integer_grid(max(1, g_soft.min() / 2), g_soft.max() * 2, FINITE_DENSE),
-                )["summary"]
-            )
+        for runs, att, grid, f in ((lin, "linear", g_lin, 3), (pool, "softmax", g_soft, 2)):
+            if len(runs.P):
+                P_fin = C.integer_grid(max(1, grid.min() / f), grid.max() * f, FINITE_DENSE)
+                fin.update(finite_width(spec, runs, att, P_fin)["summary"])
         # a finite-width P* counts only where its grid was built to cover it (a key not measured
         # here would be the edge of a grid around another transition, not a located point)
         covered = set(which) | ({"spinodal_lo", "spinodal_hi"} if "P_aG" in which else set())

@@ -227,3 +227,26 @@ def test_blocked_measure_matches_measure_with_the_mask(attention):
             assert rel(b, a) <= 1e-12
         _, err = loop_network(h, test)
         assert rel(m1.test_loss, err.mean()) <= 1e-10
+
+
+@pytest.mark.heavy  # theory continuation and three tiny exact sweeps: ~1 min on a loaded CPU
+def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
+    """``python -m experiments markov`` (a spec artefact): a rho row as before (networks
+    measured), a Dirichlet row keyed by ``alpha`` and ``chain_seed`` (theory only here), and the
+    figures drawn from the rho rows."""
+    import dataclasses
+    import json
+
+    from experiments import beyond
+    from experiments import common as C
+
+    spec = C.load_spec("tiny", "plain", "markov", tmp_path / "cache")
+    settings = {**spec.settings, "rho": [0.5], "alpha": [1.0], "networks_alpha": []}
+    res = beyond.main(dataclasses.replace(spec, settings=settings), tmp_path)
+    rho, alpha = res["rows"]
+    assert list(rho) == ["rho", "causal", "theory", "measured", "wall_s"] and not rho["causal"]
+    assert list(alpha) == ["alpha", "chain_seed", "causal", "theory", "wall_s"]
+    assert alpha["theory"]["full"]["P_c1"] != rho["theory"]["full"]["P_c1"]
+    saved = json.loads((tmp_path / "results" / "markov_plain.json").read_text())
+    assert saved["preset"] == "plain" and saved["rows"][1]["alpha"] == 1.0
+    assert (tmp_path / "figures" / "markov_plain_pstar.png").stat().st_size > 0

@@ -35,3 +35,20 @@ def test_rebalance_keeps_the_function_and_minimises_the_prior_energy():
     for f in (0.99, 1.01):
         moved = dict(W_E=r["W_E"] * f, b=r["b"] * f, W_G=r["W_G"] / f**2, W_O_hat=r["W_O_hat"] / f)
         assert e < _prior(moved, obj, width)
+
+
+def test_lowest_start_keeps_the_lowest_converged_U_per_run():
+    """Per run the start of lowest U wins, a non-converged or non-finite start never does."""
+    from copyhead_jax.joint_map import KEYS, lowest_start
+
+    def start(U, conv, tag):
+        r = {k: np.full((2, 2), tag) for k in KEYS}
+        r.update(U=np.asarray(U, float), converged=np.asarray(conv, float))
+        return r
+
+    a = start([[1.0, 5.0], [2.0, np.nan]], [[1, 1], [1, 1]], 0.0)
+    b = start([[0.5, 6.0], [1.0, 3.0]], [[1, 1], [0, 1]], 1.0)
+    best, pick = lowest_start(a, b)
+    np.testing.assert_array_equal(pick, [[1, 0], [0, 1]])  # b's U = 1 at (1, 0) did not converge
+    np.testing.assert_array_equal(best["U"], [[0.5, 5.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(best["cG"], pick.astype(float))

@@ -87,3 +87,25 @@ def test_one_minimum_that_jumps_is_located_by_its_step():
         assert x.bracketed and x.bracket[0] <= p0 < x.bracket[1], x  # aG = 0.9 above P0
     rows = pstar_rows(pts, {}, compare_paper=False)
     assert "softmax jump, one minimum per P" in format_pstar(rows)
+
+
+def test_array_points_locates_planted_features_and_marks_absent_ones_above_the_grid():
+    """Order-parameter arrays (e.g. the lowest of several starts): a planted onset and crossover
+    in seed 0 are bracketed; seed 1 sits at G = 0 with float64 residue only, so its P* lie
+    above the grid, not at a spurious onset; a softmax seed without a jump likewise."""
+    from copyhead_jax.compare.pstar import array_points
+
+    one = np.ones(P.size)
+    r = np.stack([np.clip(1 - 100 / P, 0, None), 1e-9 * one], 1)
+    psi = np.stack([1 / (1 + (2000 / P) ** 4), 1e-9 * one], 1)
+    d = dict(U=np.ones((P.size, 2)), converged=np.ones((P.size, 2)), r=r, psi=psi,
+             cG=np.stack([psi[:, 0], 1e-9 * one], 1))  # fmt: skip
+    pts = array_points("linear", P, d, min_jump=0.5)
+    for key, planted in (("P_c1", 100.0), ("P_cG", 2000.0)):
+        s = pts[key]
+        assert s["n"] == 1 and s["n_seeds"] == 2 and s["unlocated"] == ["above"]
+        assert s["bracket"][0] <= planted <= s["bracket"][1] and s["per_seed"][1] is None
+    aG = np.stack([np.where(P < 600, 0.1, 2.0), 0.1 * one], 1)
+    soft = array_points("softmax", P, dict(d, cG=aG), min_jump=0.5)["P_aG"]
+    assert soft["n"] == 1 and soft["bracket"][0] < 600 <= soft["bracket"][1]
+    assert soft["unlocated"] == ["above"]

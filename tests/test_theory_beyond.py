@@ -161,6 +161,25 @@ def test_mask_takes_the_minimiser_out_of_the_span():
     assert out[True, "full"]["coverage_min"] < 0.999
 
 
+def test_beyond_points_reads_a_dirichlet_chain():
+    """A Dirichlet(alpha) chain (``TaskConfig.alpha``, the markov artefact's ``alpha`` axis):
+    ``beyond_points`` takes the drawn matrix's exact statistics, so it gives the P* of that
+    matrix given explicitly (``transition=``), to the last bit, and other P* than i.i.d. tokens
+    (the chain's statistics differ); linear attention, 7 P, small L and V."""
+    from copyhead_jax.sources import transition_matrix
+
+    p = th.TheoryParams.preset("paper", L=5, V=3)
+    task = TaskConfig(L=5, V=3, source="markov", alpha=0.5, chain_seed=3)
+    given = TaskConfig(L=5, V=3, source="markov",
+                       transition=tuple(map(tuple, transition_matrix(task).tolist())))  # fmt: skip
+    kw = dict(attention="linear", P_range=(3.0, 3e4), n_P=7, n_steps=40)
+    r, r_given, r_iid = (beyond_points(p, t, **kw) for t in (task, given, None))
+    assert not r["inputs"]["iid"] and r["P_c1"] is not None and np.isfinite(r["P_c1"])
+    assert r["P_c1"] == r_given["P_c1"]
+    np.testing.assert_array_equal(r["linear"]["up"]["value"], r_given["linear"]["up"]["value"])
+    assert rel(r["P_c1"], r_iid["P_c1"]) > 1e-6
+
+
 def test_bad_inputs():
     p = params()
     with pytest.raises(ValueError, match="space"):

@@ -92,6 +92,58 @@ def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     return {"P_aG": per, "P_aG_jump": jumps}
 
 
+class _Arrays:
+    """Order-parameter arrays ``[nP, n_seeds]`` as the locators read a sweep (``P``, ``ok``)."""
+
+    def __init__(self, P, d):
+        self.P, self._d = np.asarray(P), d
+        self.ok = (d["converged"] > 0) & np.isfinite(d["U"])
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+
+def seeds_summary(per_seed: list[loc.Located]) -> dict[str, Any]:
+    """Seeds' geometric mean with its bootstrap interval, the grid bracket, per-seed values and
+    on which side of the grid the unlocated seeds' feature lies."""
+    ok = [x for x in per_seed if x.bracketed and x.P_star is not None]
+    ci = bootstrap_ci([x.P_star for x in ok] + [None] * (len(per_seed) - len(ok)))
+    sides = sorted({x.side for x in per_seed if not x.bracketed and x.side})
+    return dict(P_star=ci["estimate"], lo=ci["lo"], hi=ci["hi"], n=len(ok), n_seeds=len(per_seed),
+                bracket=[min(x.bracket[0] for x in ok), max(x.bracket[1] for x in ok)] if ok
+                else None, per_seed=[x.P_star if x.bracketed else None for x in per_seed],
+                unlocated=sides)  # fmt: skip
+
+
+R_ONSET = 0.05  # a seed pools somewhere on the grid when its r passes this
+ABSENT = loc.Located("absent", None, None, False, "above", {"reason": "not on the grid"})
+
+
+def array_points(attention: str, P, d: dict, min_jump: float) -> dict[str, dict[str, Any]]:
+    """:func:`seeds_summary` of each ``P*`` of order-parameter arrays ``d`` (``U, c1, cG, r,
+    psi, converged`` as ``[nP, n_seeds]``; softmax ``aG`` as ``cG``), e.g. the lowest of several
+    starts. Linear: :func:`linear_points` where the feature exists on the seed's grid (P*_c1: r
+    passes ``R_ONSET``; P*_cG: psi reaches 1/2), elsewhere above the grid (a MAP at G = 0 has
+    only residue in r, psi, which the locators would read as a feature). Softmax: the step of
+    ``aG`` (:func:`.locate.locate_jump`) where it exceeds ``min_jump``."""
+    if attention == "linear":
+        d = dict(d)
+        zero = (np.abs(d["r"]) < AT_ORIGIN) & (np.abs(d["cG"]) < AT_ORIGIN)
+        d["r"] = np.where(zero, 0.0, d["r"])
+        d["psi"] = np.where(zero, 0.0, d["psi"])
+        pts = linear_points(_Arrays(P, d))
+        pools = np.nanmax(np.abs(d["r"]), axis=0) > R_ONSET
+        copies = np.nanmax(d["psi"], axis=0) >= 0.5
+        for key, has in (("P_c1", pools), ("P_cG", copies)):
+            pts[key] = [x if h else ABSENT for x, h in zip(pts[key], has)]
+        return {k: seeds_summary(v) for k, v in pts.items()}
+    aG = np.where((d["converged"] > 0), d["cG"], np.nan)
+    per = [loc.locate_jump(np.asarray(P, float), aG[:, s], min_jump=min_jump)
+           if np.nanmax(aG[:, s]) > min_jump else ABSENT  # no copying on the grid
+           for s in range(aG.shape[1])]  # fmt: skip
+    return {"P_aG": seeds_summary(per)}
+
+
 def pstar_rows(measured: dict[str, list], theory: dict[str, Any], *, compare_paper: bool):
     """Rows of the measured-vs-theory table: the seeds' geometric mean [95% bootstrap CI], the
     grid bracket that holds every seed's ``P*`` (the CI collapses inside one bracket), the
@@ -132,4 +184,5 @@ def format_pstar(rows) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["format_pstar", "linear_points", "pstar_rows", "softmax_points"]
+__all__ = ["array_points", "format_pstar", "linear_points", "pstar_rows", "seeds_summary",
+           "softmax_points"]

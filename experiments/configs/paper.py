@@ -65,6 +65,9 @@ _SCALING_PLAIN = {
     "n_grid": 7,
     "spread": {"P_cG": 6.0, "P_aG": 1.5},
 }
+# markov / causal (experiments/beyond.py, its DEFAULTS otherwise): docs/reports/markov.md's run,
+# the theory at three rho, no networks (2 shared cores)
+_BEYOND = dict(rho=[0.5, 0.0, 0.9], spaces=["full"], n_P=31, networks_rho=[])
 
 
 def _width_reference() -> dict:
@@ -139,6 +142,10 @@ CONFIG = dict(
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PLAIN),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PLAIN),
             posterior_branches=_BRANCHES,
+            markov=_BEYOND,
+            causal=_BEYOND,
+            # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
+            reduction=dict(reuse_nuts=True),
         ),
         paper=dict(
             main=dict(
@@ -159,6 +166,8 @@ CONFIG = dict(
             scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
             posterior_branches=_BRANCHES_PAPER,
+            markov=_BEYOND,
+            causal=_BEYOND,
         ),
     ),
 )

@@ -25,6 +25,10 @@ ENGINE = dict(
 
 _SCALING = dict(n_seeds=1, rounds=0, n_new=1, max_run_s=5.0, n_grid=3)
 
+# markov / causal: one sticky and one Dirichlet chain, theory on 7 P, one seed at width inf
+_BEYOND = dict(task=dict(L=6, V=3, n_test=64), rho=[0.0, 0.5], alpha=[1.0], seeds=1,
+               width="inf", P=[8, 32, 128], n_P=7, spaces=["full"])  # fmt: skip
+
 _PRESET = dict(
     main=dict(
         P_linear=[1, 2, 4, 8],
@@ -40,6 +44,9 @@ _PRESET = dict(
     hysteresis=dict(rounds=1, n_new=1, P_linear_copy=[2, 8]),
     scaling_L=dict(values=[5, 6], measure=["P_aG"], **_SCALING),  # L = 6 comes from main
     scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
+    markov=_BEYOND,
+    causal=_BEYOND,
+    reduction=dict(base="tiny", widths=[16, 64, float("inf")], parts=["width", "polish"]),
 )
 
 # posterior-branches, plain preset only (seconds, not physics): configs/posterior.py's TINY
