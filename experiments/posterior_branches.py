@@ -29,6 +29,7 @@ import jax
 import numpy as np
 
 from copyhead_jax import branch_batch as BB
+from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
@@ -136,7 +137,7 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     # groups may be added later; a P holds the seeds of every block that measures it
     P_all = sorted({int(p) for bl in blocks for grp in bl["groups"] for p in grp})
     nS = max(bl["n_seeds_total"] for bl in blocks)
-    tables = CX.branch_tables(runs, P_all, nS, c["a_thr"], c["a_alt"])
+    tables = BT.branch_tables(runs, P_all, nS, c["a_thr"], c["a_alt"])
     # MAP U crossing on the same sweeps, where a seed's two starts are distinct minima
     pr, cr = sweeps["pool"][0], sweeps["copy"][0]
     common, _, map_u = CX.start_crossing(pr.P, pr, cr.P, cr)

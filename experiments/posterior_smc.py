@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from copyhead_jax import branch_batch as BB
+from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_ti import BRANCHES
@@ -93,7 +94,7 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
     """The groups' runs against the constrained TI's (``compare.crossing.smc_tables``)."""
     runs = [r for g in groups for r in g["runs"]]
     P_all = sorted({int(p) for grp in c["groups"] for p in grp})
-    tables = CX.smc_tables(runs, P_all, c["n_seeds"], c["n_particles"], c["n_reps"], ti)
+    tables = BT.smc_tables(runs, P_all, c["n_seeds"], c["n_particles"], c["n_reps"], ti)
     return {"P": P_all, "n_seeds": c["n_seeds"],
             "config": {k: v for k, v in c.items() if k != "branches"}, **tables, "runs": runs,
             "cpu_s": sum(g["cpu_s"] for g in groups),

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 
 P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
@@ -74,7 +75,7 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
         lz = 100.5 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
         ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
         ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
-    res = CX.smc_tables(runs, [48, 50], 2, 8, 2, ti)
+    res = BT.smc_tables(runs, [48, 50], 2, 8, 2, ti)
     eps = 1 / 32
     assert res["log_odds_clip"] == pytest.approx(math.log((1 - eps) / eps))
     assert res["log_odds_copy"][1, 1] == pytest.approx(logit(1 - eps))  # clipped
@@ -111,7 +112,7 @@ def test_branch_tables_planted_runs():
                  rhat_g=[1.0, 1.01], ess_g=[300.0, 200.0], quad_corr=0.0, p_ref=1.0, ref_P=P,
                  aG_t1=[0.0] if b == "pool" else [5.0])
             for P in (20, 40) for s in (0, 1) for b in ("pool", "copy")]  # fmt: skip
-    t = CX.branch_tables(runs, [20, 40], 2, 1.0, (0.5,))
+    t = BT.branch_tables(runs, [20, 40], 2, 1.0, (0.5,))
     np.testing.assert_allclose(t["dF"], [[10.0, 11.0], [-10.0, -9.0]])
     np.testing.assert_allclose(t["dF_mcse"], math.hypot(0.1, 0.1))
     np.testing.assert_allclose(t["w_copy"], CX.copy_weight(t["F_copy"], t["F_pool"]))

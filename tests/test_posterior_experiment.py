@@ -166,7 +166,7 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     """A group's JSON record reads back with its NaNs, and a record rebuilt from an assembled
     result (t = 1 fractions at the alternative thresholds instead of the draws) moves the
     threshold exactly as the draws do."""
-    from copyhead_jax.compare import crossing as CX
+    from copyhead_jax.compare import branch_tables as BT
     from experiments.common import group_record
 
     rng = np.random.default_rng(0)
@@ -184,15 +184,15 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     rebuilt = []
     for r in g["runs"]:
         a = 1.5 if r["branch"] == "copy" else 0.5
-        below, n = CX.t1_below(r, a)
+        below, n = BT.t1_below(r, a)
         assert n == 270 and below == np.mean(draws[r["branch"]] < a)
         rebuilt.append({k: v for k, v in r.items() if k != "aG_t1"} | {"t1_below": {str(a): below},
                                                                         "n_t1": n})  # fmt: skip
     for a in (0.5, 1.5):
-        from_draws = CX.threshold_shift(g["runs"], [1200], 1, 1.0, a)
-        from_fractions = CX.threshold_shift(rebuilt, [1200], 1, 1.0, a)
+        from_draws = BT.threshold_shift(g["runs"], [1200], 1, 1.0, a)
+        from_fractions = BT.threshold_shift(rebuilt, [1200], 1, 1.0, a)
         for x, y in zip(from_draws, from_fractions, strict=True):
             np.testing.assert_array_equal(x, y)
         assert 0 < from_draws[2][0, 0] < 1  # some draws, not all, change region
     with pytest.raises(ValueError, match="a_alt = 2.0"):
-        CX.t1_below(rebuilt[1], 2.0)
+        BT.t1_below(rebuilt[1], 2.0)
