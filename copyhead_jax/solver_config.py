@@ -153,6 +153,13 @@ def update_solver(solver: Solver, fields: dict[str, Any]) -> Solver:
                       dataclasses.replace(solver.exact, **exact))  # fmt: skip
 
 
+def exact_settings(solver: Solver) -> ExactConfig:
+    """The exact solver's settings ``solver`` carries (``AdamConfig``: the defaults)."""
+    if isinstance(solver, AutoConfig):
+        return solver.exact
+    return solver if isinstance(solver, ExactConfig) else ExactConfig()
+
+
 def single_start(solver: Solver) -> Solver:
     """``solver`` without the exact solver's continuation in P (Adam: unchanged)."""
     if isinstance(solver, AdamConfig):
