@@ -32,7 +32,7 @@ def test_result_shapes_and_metadata(baseline):
 
 def test_sweep_compiles_once():
     # 4 chunks of 2 runs and several segments each: one compiled segment program serves all
-    cfg = CFG.replace(train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 3, 5, 9)))
+    cfg = CFG.replace(solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 3, 5, 9)))
     before = train.run_segment._cache_size()
     res = ch.run_sweep(cfg, progress=False)
     assert res.meta["n_chunks"] == 4
@@ -70,7 +70,7 @@ def test_forced_divergence_is_flagged_and_others_kept(baseline, capsys):
 
 
 def test_early_stopping_per_run():
-    cfg = CFG.replace(train=dict(min_epochs=10, patience=3, rel_tol=0.05, max_epochs=200))
+    cfg = CFG.replace(solver=dict(min_epochs=10, patience=3, rel_tol=0.05, max_epochs=200))
     res = ch.run_sweep(cfg, progress=False)
     stop = res["stop_epoch"]
     assert np.all(stop >= 10) and np.all(stop < 200)  # every run stopped early on its own
@@ -110,7 +110,7 @@ def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
     cfg = CFG.replace(
-        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+        solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
     )
     ref = ch.run_sweep(cfg, progress=False)
     out = tmp_path / "s.npz"
