@@ -82,7 +82,7 @@ class _BoolFlag(argparse.Action):
 def add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per config field (``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...)."""
     for sec, get, prefix in _GROUPS:
-        g = p.add_argument_group(sec if sec in _SOLVER_GROUPS else f"{sec} config")
+        g = p.add_argument_group(f"{sec} config", _SOLVER_USE.get(sec))
         for f in dataclasses.fields(get(Config())):
             flag = "--" + prefix + f.name.replace("_", "-")
             if f.name == "solver":
@@ -127,12 +127,12 @@ def _adam_settings(cfg: Config) -> AdamConfig | None:
 
 
 #: flag groups: (section or solver, the object of a config holding the fields, flag prefix)
-_SOLVER_GROUPS = {"Adam solver (--solver adam, or auto under engine full)": _adam_settings,
-                  "exact solver (--solver exact, or auto under engine reduced)":
-                      lambda c: exact_settings(c.train.solver)}  # fmt: skip
 _GROUPS = [(sec, (lambda c, s=sec: getattr(c, s)), "") for sec in _SECTIONS] + [
-    (title, get, "exact-" if "exact" in title[:5] else "") for title, get in _SOLVER_GROUPS.items()
+    ("adam solver", _adam_settings, ""),
+    ("exact solver", lambda c: exact_settings(c.train.solver), "exact-"),
 ]
+_SOLVER_USE = {"adam solver": "used under --solver adam, or auto with --engine full",
+               "exact solver": "used under --solver exact, or auto with --engine reduced"}
 
 
 def _flag_help(get, name: str) -> str:
