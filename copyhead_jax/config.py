@@ -156,7 +156,7 @@ class TrainConfig:
     init_attention: Literal["prior", "zero", "copy"] = "prior"
     init_copy_logit: float = 5.0
     log_every: int = 10  # Adam: loss curves are kept every log_every epochs
-    solver: Solver = field(default_factory=AutoConfig)
+    solver: Solver = field(default_factory=AutoConfig)  # or a dict {"kind": "exact", ...}
 
     def __post_init__(self):
         if not isinstance(self.train_embeddings, bool):
@@ -166,6 +166,8 @@ class TrainConfig:
         check_choice("TrainConfig.init_attention", self.init_attention, INITS)
         check_float("TrainConfig.init_copy_logit", self.init_copy_logit, lo=-1e4, hi=1e4)
         check_int("TrainConfig.log_every", self.log_every, lo=1, hi=10**8)
+        if isinstance(self.solver, dict):  # {"kind": "exact", ...}, as to_dict writes it
+            object.__setattr__(self, "solver", solver_from_dict(self.solver))
         check_solver("TrainConfig.solver", self.solver)
 
 
@@ -270,9 +272,10 @@ class Config:
         """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object.
 
         ``solver``: a solver config (``cfg.replace(solver=ExactConfig(continuation=True))``
-        sets ``train.solver``) or a dict of its fields (``solver=dict(max_epochs=4000)``:
-        under ``AutoConfig`` each field updates the setting that has it), applied after the
-        sections."""
+        sets ``train.solver``), a dict of its fields (``solver=dict(max_epochs=4000)``: under
+        ``AutoConfig`` each field updates the setting that has it), or a dict with ``kind``
+        (``solver=dict(kind="exact", gtol=1e-8)``: a new one, as ``to_dict`` writes it); applied
+        to the new ``train`` section, and the whole config validated once."""
         new = {}
         for name, value in sections.items():
             if name not in _SECTIONS:
@@ -281,12 +284,13 @@ class Config:
                 _check_fields(_SECTIONS[name], value)
                 value = replace(getattr(self, name), **value)
             new[name] = value
-        cfg = replace(self, **new)
-        if solver is None:
-            return cfg
-        if isinstance(solver, dict):
-            solver = update_solver(cfg.train.solver, solver)
-        return replace(cfg, train=replace(cfg.train, solver=check_solver("solver", solver)))
+        if solver is not None:
+            train = new.get("train", self.train)
+            if isinstance(solver, dict):
+                solver = (solver_from_dict(solver) if "kind" in solver
+                          else update_solver(train.solver, solver))  # fmt: skip
+            new["train"] = replace(train, solver=check_solver("solver", solver))
+        return replace(self, **new)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain JSON-able sections; ``train.solver`` nested: ``{"kind": "exact", "gtol": ...}``

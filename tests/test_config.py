@@ -193,3 +193,15 @@ def test_presets_keep_their_solver_and_its_numbers(name):
     if isinstance(cfg.train.solver, ch.AutoConfig):
         red = cfg.replace(model=dict(engine="reduced"), train=dict(train_embeddings=False))
         assert red.solver == ch.ExactConfig()
+
+
+def test_replace_applies_the_solver_with_the_sections():
+    """Sections and solver are validated together (paper-map with trained embeddings is valid
+    only with its continuation off); a dict with ``kind`` is a new solver, as to_dict writes."""
+    cfg = ch.preset("paper-map").replace(train=dict(train_embeddings=True),
+                                         solver=dict(continuation=False))
+    assert cfg.solver == ch.ExactConfig() and cfg.train.train_embeddings
+    red = ch.TINY.replace(model=dict(engine="reduced", width=64))
+    new = red.replace(solver=dict(kind="exact", gtol=1e-8))
+    assert new.train.solver == ch.ExactConfig(gtol=1e-8)
+    assert ch.TrainConfig(solver={"kind": "adam", "lr": 0.5}).solver == ch.AdamConfig(lr=0.5)
