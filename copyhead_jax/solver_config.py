@@ -204,10 +204,9 @@ def flat_train(train: dict[str, Any], attention: str) -> dict[str, Any]:
     if old and "warmup_frac" not in train:
         train["warmup_frac"] = old.get(f"warmup_frac_{attention}")
     old_exact = {f"exact_{k}": k for k in EXACT_FIELDS}
-    if not isinstance(train.get("solver", {}), str) and not (
-        set(train) & (set(ADAM_FIELDS) | set(old_exact))
-    ):
-        return train  # today's form
+    flat = set(train) & (set(ADAM_FIELDS) | set(old_exact))
+    if not isinstance(train.get("solver", ""), str) or not (flat or "solver" in train):
+        return train  # today's form (stray flat fields are then refused by name)
     kind = train.pop("solver", "auto")
     adam = {k: train.pop(k) for k in ADAM_FIELDS if k in train}
     exact = {old_exact[k]: train.pop(k) for k in old_exact if k in train}
