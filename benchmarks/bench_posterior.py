@@ -67,7 +67,7 @@ def make_problem(attention: str, P: int, width):
     """The exact MAP of one seed at ``P`` and the whitened marginal density around it."""
     cfg = ch.preset("paper-map").replace(
         model=dict(attention=attention, width=width),
-        train=dict(exact_continuation=False), sweep=dict(P=(P,), n_seeds=1),
+        solver=dict(continuation=False), sweep=dict(P=(P,), n_seeds=1),
     )  # fmt: skip
     t0 = time.process_time()
     res = ch.run_sweep(cfg, keep_params=True, progress=False)

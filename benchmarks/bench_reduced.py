@@ -76,7 +76,8 @@ def paper_config(attention: str, **sweep) -> ch.Config:
 def full_width_ms(epochs: int = 3) -> float:
     """Adam at width 10,000 (full engine, quenched, P = 1000): ms per run-epoch after compile."""
     cfg = ch.PAPER.replace(
-        train=dict(train_embeddings=False, max_epochs=2 * epochs, min_epochs=0, log_every=epochs),
+        train=dict(train_embeddings=False, log_every=epochs),
+        solver=dict(max_epochs=2 * epochs, min_epochs=0),
         sweep=dict(P=(1000,), n_seeds=1, chunk_runs=1),
     )
     import jax

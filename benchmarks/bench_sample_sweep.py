@@ -40,7 +40,7 @@ def main(argv=None) -> dict:
     n_steps, rounds = (100, 2) if args.quick else (200, 3)
     cfg = ch.SMALL.replace(
         model=dict(width=64, attention="softmax"),
-        train=dict(max_epochs=40, min_epochs=40),
+        solver=dict(max_epochs=40, min_epochs=40),
         sweep=dict(P=(16, 32, 64, 128), n_seeds=4),
     )
     sweep = ch.run_sweep(cfg, progress=False, keep_params=True)

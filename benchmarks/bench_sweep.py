@@ -236,7 +236,7 @@ def bench_config(width: int, attention: str) -> ch.Config:
     """The ``SMALL`` protocol at this width; early stopping cannot trigger while timing."""
     return ch.SMALL.replace(
         model=dict(width=width, attention=attention),
-        train=dict(log_every=LOG_EVERY, min_epochs=10**7, max_epochs=10**8),
+        train=dict(log_every=LOG_EVERY), solver=dict(min_epochs=10**7, max_epochs=10**8),
     )
 
 

@@ -54,8 +54,8 @@ def train_stage(cfg, attention: str) -> dict:
         "first_chunk_minus_steady_s (compile)": float(chunk_s[0] - np.median(steady)),
         "run_epochs": float(epochs.sum()),
         # every run of a chunk steps until the chunk's last run stops: count the chunk's epochs
-        "steady_run_epochs_per_s": float(C * c.train.max_epochs / np.median(steady)),
-        "steady_ms_per_run_epoch": float(1e3 * np.median(steady) / (C * c.train.max_epochs)),
+        "steady_run_epochs_per_s": float(C * c.solver.max_epochs / np.median(steady)),
+        "steady_ms_per_run_epoch": float(1e3 * np.median(steady) / (C * c.solver.max_epochs)),
         "peak_device_bytes": peak_bytes(),
         "finite": int(np.asarray(res["finite"]).sum()),
         "summary": {
@@ -95,7 +95,7 @@ def main(argv=None) -> dict:
     a = ap.parse_args(argv)
     cfg = ch.PAPER.replace(
         model=dict(width=a.width),
-        train=dict(max_epochs=a.max_epochs, min_epochs=min(2000, a.max_epochs)),
+        solver=dict(max_epochs=a.max_epochs, min_epochs=min(2000, a.max_epochs)),
     )
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,7 @@ def main(argv=None):
     for att in args.attention:
         cfg = ch.PAPER.replace(
             model=dict(attention=att, engine="reduced", width=10000),
-            train=dict(train_embeddings=False, solver="exact"),
+            train=dict(train_embeddings=False, solver=ch.ExactConfig()),
             sweep=dict(n_seeds=args.seeds) | ({} if args.P == [0] else dict(P=tuple(args.P))),
         )
         t0 = _clock()

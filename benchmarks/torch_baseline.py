@@ -45,7 +45,7 @@ class TorchRun:
     def __init__(self, head, cfg, tokens: np.ndarray, mask: np.ndarray, *, threads: int = 0):
         if threads:
             torch.set_num_threads(threads)
-        t, m = cfg.train, cfg.model
+        t, m = cfg.solver, cfg.model  # t: the AdamConfig
         self.cfg = cfg
         dev = self.device = device()
         f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32, device=dev)
@@ -59,7 +59,7 @@ class TorchRun:
         noise = cfg.posterior.sigma2 * (self.L if cfg.posterior.likelihood == "per_position" else 1)
         self.lik = cfg.posterior.chi / (2 * noise)
         self.sig = dict(W_E=m.sigma_e, b=m.sigma_p, W_G=m.sigma_G, W_O_hat=m.sigma_O)
-        trained = ["W_G", "W_O_hat"] + (["W_E", "b"] if t.train_embeddings else [])
+        trained = ["W_G", "W_O_hat"] + (["W_E", "b"] if cfg.train.train_embeddings else [])
         N = self.N
         if t.lr_scaling == "raw":
             fac = dict(W_E=1.0, b=1.0, W_G=1.0, W_O_hat=math.sqrt(self.chi * N))
@@ -109,7 +109,7 @@ class TorchRun:
 
     def step(self) -> tuple[float, bool]:
         """One Adam epoch and the early-stopping bookkeeping; returns ``(U, stopped)``."""
-        t = self.cfg.train
+        t = self.cfg.solver
         lr = lr_at(self.step_count, lr=t.lr, warm=self.warm, total=t.max_epochs,
                    schedule=t.schedule, final_frac=t.final_lr_frac)  # fmt: skip
         for g in self.opt.param_groups:

@@ -3,7 +3,8 @@
 Code map, in data-flow order:
 
 - ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
-                   SweepConfig); sampler configs ``SGLDConfig``, ``HMCConfig``
+                   SweepConfig); sampler configs ``SGLDConfig``, ``HMCConfig``; solver configs
+                   ``AdamConfig``, ``ExactConfig``, ``AutoConfig`` (``TrainConfig.solver``)
 - ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
 - ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
 - ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
@@ -42,7 +43,10 @@ from .bayes import local_learning_coefficient as local_learning_coefficient
 from .bayes import susceptibility as susceptibility
 from .bayes import thermodynamic_integration as thermodynamic_integration
 from .bayes import wbic as wbic
+from .config import AdamConfig as AdamConfig
+from .config import AutoConfig as AutoConfig
 from .config import Config as Config
+from .config import ExactConfig as ExactConfig
 from .config import HMCConfig as HMCConfig
 from .config import ModelConfig as ModelConfig
 from .config import PosteriorConfig as PosteriorConfig

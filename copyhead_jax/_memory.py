@@ -26,7 +26,7 @@ def per_run_bytes(cfg: Config, P: int | None = None) -> int:
     trained = N * N + V * N + (N * (V + L) if cfg.train.train_embeddings else 0)
     weights = N * N + V * N + N * (V + L)
     activations = P * L * L * 8 + P * L * V * 6
-    if cfg.model.engine == "reduced" and cfg.solver == "exact":
+    if cfg.model.engine == "reduced" and cfg.solver.kind == "exact":
         # 40 L-BFGS pairs + Lanczos; activations of one block of sequences at a time; the pool
         block = min(P, 32) * L * (L * 8 + V * 6)
         return 8 * (weights + 48 * trained + 3 * block) + DATA_BYTES_PER_TOKEN * P * L
@@ -58,7 +58,7 @@ def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = Non
     else:
         per_run = per_run_bytes(cfg, P)
         c = max(1, min(n_runs, n_devices * (available_bytes(cfg) // per_run)))
-        if cfg.solver == "exact":  # one P per chunk: its runs share its block count
+        if cfg.solver.kind == "exact":  # one P per chunk: its runs share its block count
             c = min(c, cfg.sweep.n_seeds)
     return n_devices * math.ceil(c / n_devices)
 

@@ -1,8 +1,9 @@
 """Frozen, validated configuration dataclasses (the presets live in :mod:`.presets`).
 
 A :class:`Config` bundles what one sweep needs: the task (docs/theory.md §1), the network and its
-prior (§2), the likelihood, the Adam protocol, and the sweep grid. Symbols follow docs/theory.md:
-``L`` positions, ``V`` tokens, ``width`` = N = d_model, ``sigma2`` = sigma^2, ``chi``.
+prior (§2), the likelihood, the MAP solver (:mod:`.solver_config`), and the sweep grid.
+Symbols follow docs/theory.md: ``L`` positions, ``V`` tokens, ``width`` = N = d_model,
+``sigma2`` = sigma^2, ``chi``.
 """
 
 from __future__ import annotations
@@ -17,18 +18,28 @@ from .sampler_config import SAMPLERS as SAMPLERS  # the sampler configs, re-expo
 from .sampler_config import STARTS as STARTS
 from .sampler_config import HMCConfig as HMCConfig
 from .sampler_config import SGLDConfig as SGLDConfig
+from .solver_config import (
+    ADAM_FIELDS,
+    EXACT_FIELDS,
+    Solver,
+    check_solver,
+    flat_train,
+    solver_from_dict,
+    solver_to_dict,
+    update_solver,
+)
+from .solver_config import SOLVERS as SOLVERS  # the solver configs, re-exported
+from .solver_config import AdamConfig as AdamConfig
+from .solver_config import AutoConfig as AutoConfig
+from .solver_config import ExactConfig as ExactConfig
 
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
-SCHEDULES = ("constant", "cosine")
-LR_SCALINGS = ("raw", "mup")
-MONITORS = ("loss", "U")
 INITS = ("prior", "zero", "copy")
 ENGINES = ("full", "reduced")
 GRAMS = ("realised", "wishart")
-SOLVERS = ("auto", "adam", "exact")
 MAX_WIDTH = 65_536  # full engine: W^G is N x N
 MAX_REDUCED_WIDTH = 10**15  # reduced engine: any width (math.inf: the N -> infinity limit)
 #: largest N * (V + L) for which the reduced engine draws the embeddings themselves
@@ -135,75 +146,29 @@ class PosteriorConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Full-batch Adam on the negative log posterior U, with the paper's protocol.
+    """How each run is fitted: the MAP ``solver`` (:mod:`.solver_config`: ``AdamConfig``,
+    ``ExactConfig``, or ``AutoConfig``, exact under the reduced engine and Adam under the full
+    one) and what it fits from where."""
 
-    ``lr_scaling='raw'`` applies ``lr`` to every weight in the raw parametrisation (the paper's
-    protocol); ``'mup'`` scales it per block with the width so that one ``lr`` works across
-    widths (see ``train.block_lr_factors``).
-    """
-
-    lr: float = 1e-5
-    lr_scaling: Literal["raw", "mup"] = "raw"  # per-block lr factors, see train.block_lr_factors
-    b1: float = 0.9
-    b2: float = 0.999
-    eps: float = 1e-8
-    schedule: Literal["constant", "cosine"] = "constant"  # after warm-up
-    final_lr_frac: float = 0.01  # cosine: lr decays to lr * final_lr_frac at max_epochs
-    # linear lr warm-up over this fraction of max_epochs; None: the head's default
-    # (``warmup_default``: 0.1 for softmax, the paper's protocol; 0 for linear)
-    warmup_frac: float | None = None
-    min_epochs: int = 2000  # paper: 2,000 warm-up epochs before early stopping may trigger
-    max_epochs: int = 20_000
-    patience: int = 100  # stop after this many epochs without improvement of the monitor
-    rel_tol: float = 1e-7  # an improvement must exceed rel_tol * |best|
-    # early stopping watches the training loss (the paper's protocol) or U; the part of W^G
-    # outside the span of the embeddings only decays under the prior and never changes the
-    # attention, but it dominates U at large width, so U keeps improving long after A settled
-    monitor: Literal["loss", "U"] = "loss"
     train_embeddings: bool = True  # False = quenched MAP protocol (docs/theory.md §2)
-    # where Adam starts W^G: a prior draw, zero logits (the pooling branch), or logits
+    # where the solver starts W^G: a prior draw, zero logits (the pooling branch), or logits
     # init_copy_logit * G* on the positional block (the copy branch; hysteresis studies)
     init_attention: Literal["prior", "zero", "copy"] = "prior"
     init_copy_logit: float = 5.0
-    log_every: int = 10  # loss curves are kept every log_every epochs
-    # "exact": float64 quasi-Newton to a stationary point (reduced engine only); "adam": the
-    # protocol above; "auto": exact under the reduced engine, adam under the full one
-    solver: Literal["auto", "adam", "exact"] = "auto"
-    exact_gtol: float = 1e-9  # exact solver: stop at |grad U| <= exact_gtol * max(1, |U|)
-    exact_max_steps: int = 5000  # exact solver: quasi-Newton iterations at most
-    # exact solver: also start each run from the kept fits of its neighbouring P (same seed;
-    # an ascending, then a descending pass) and keep the lowest-U minimum (``continuation``)
-    exact_continuation: bool = False
+    log_every: int = 10  # Adam: loss curves are kept every log_every epochs
+    solver: Solver = field(default_factory=AutoConfig)  # or a dict {"kind": "exact", ...}
 
     def __post_init__(self):
-        check_float("TrainConfig.lr", self.lr, lo=0.0, hi=10.0)
-        check_choice("TrainConfig.lr_scaling", self.lr_scaling, LR_SCALINGS)
-        check_float("TrainConfig.b1", self.b1, lo=0.0, hi=1.0, lo_open=False)
-        check_float("TrainConfig.b2", self.b2, lo=0.0, hi=1.0, lo_open=False)
-        check_float("TrainConfig.eps", self.eps, lo=0.0, hi=1.0)
-        check_choice("TrainConfig.schedule", self.schedule, SCHEDULES)
-        check_float("TrainConfig.final_lr_frac", self.final_lr_frac, lo=0.0, hi=1.0, lo_open=False)
-        if self.warmup_frac is not None:
-            check_float("TrainConfig.warmup_frac", self.warmup_frac, lo=0.0, hi=1.0, lo_open=False)
-        check_int("TrainConfig.max_epochs", self.max_epochs, lo=1, hi=10**8)
-        check_int("TrainConfig.min_epochs", self.min_epochs, lo=0, hi=self.max_epochs)
-        check_int("TrainConfig.patience", self.patience, lo=1, hi=10**8)
-        check_choice("TrainConfig.monitor", self.monitor, MONITORS)
-        check_float("TrainConfig.rel_tol", self.rel_tol, lo=0.0, hi=1.0, lo_open=False)
         if not isinstance(self.train_embeddings, bool):
             raise ValueError(
                 f"TrainConfig.train_embeddings must be a bool, got {self.train_embeddings!r}"
             )
         check_choice("TrainConfig.init_attention", self.init_attention, INITS)
         check_float("TrainConfig.init_copy_logit", self.init_copy_logit, lo=-1e4, hi=1e4)
-        check_int("TrainConfig.log_every", self.log_every, lo=1, hi=self.max_epochs)
-        check_choice("TrainConfig.solver", self.solver, SOLVERS)
-        check_float("TrainConfig.exact_gtol", self.exact_gtol, lo=0.0, hi=1.0)
-        check_int("TrainConfig.exact_max_steps", self.exact_max_steps, lo=1, hi=10**7)
-        if not isinstance(self.exact_continuation, bool):
-            raise ValueError(
-                f"TrainConfig.exact_continuation must be a bool, got {self.exact_continuation!r}"
-            )
+        check_int("TrainConfig.log_every", self.log_every, lo=1, hi=10**8)
+        if isinstance(self.solver, dict):  # {"kind": "exact", ...}, as to_dict writes it
+            object.__setattr__(self, "solver", solver_from_dict(self.solver))
+        check_solver("TrainConfig.solver", self.solver)
 
 
 @dataclass(frozen=True)
@@ -252,16 +217,18 @@ class Config:
                 raise ValueError(f"Config.{name} must be a {cls.__name__}")
             for f in dataclasses.fields(sec):  # np.int64(4) -> 4: JSON, hashing, fingerprints
                 object.__setattr__(sec, f.name, python_scalar(getattr(sec, f.name)))
-        m, t = self.model, self.train
+        m, t, solver = self.model, self.train, self.solver
+        exact = isinstance(solver, ExactConfig)
         if m.engine == "reduced":
             D = self.task.V + self.task.L
             if t.train_embeddings and (
-                self.solver != "exact" or t.exact_continuation or not math.isfinite(m.width)
+                not exact or solver.continuation or not math.isfinite(m.width)
             ):
                 raise ValueError(
                     "ModelConfig.engine='reduced' with trained embeddings is the exact joint MAP "
-                    "(docs/theory.md §2d): it needs solver 'exact'/'auto', exact_continuation=False"
-                    " and a finite width; else use quenched embeddings (--train-embeddings false)"
+                    "(docs/theory.md §2d): it needs the exact solver (ExactConfig or AutoConfig) "
+                    "without continuation and a finite width; else use quenched embeddings "
+                    "(--train-embeddings false)"
                 )
             if m.width < D:
                 raise ValueError(
@@ -279,27 +246,36 @@ class Config:
                     "ModelConfig.gram='wishart' (CLI --gram wishart), which draws the Gram "
                     "directly"
                 )
-        elif t.solver == "exact":
+        elif exact:
             raise ValueError(
-                "TrainConfig.solver='exact' needs ModelConfig.engine='reduced' (the exact "
-                "solver works on the width-(V+L) image of the head); use solver='adam' or "
-                "engine='reduced'"
+                "TrainConfig.solver=ExactConfig needs ModelConfig.engine='reduced' (the exact "
+                "solver works on the width-(V+L) image of the head); use AdamConfig, "
+                "AutoConfig or engine='reduced'"
             )
-        if t.exact_continuation and self.solver != "exact":
+        if isinstance(t.solver, AutoConfig) and t.solver.exact.continuation and not exact:
             raise ValueError(
-                "TrainConfig.exact_continuation=True needs the exact solver (engine='reduced', "
-                f"solver 'exact' or 'auto'); this config's solver is {self.solver!r}"
+                "ExactConfig.continuation=True needs the exact solver (engine='reduced'); "
+                f"this config's solver is {solver.kind!r}"
             )
+        if not exact and t.log_every > solver.max_epochs:
+            raise ValueError(f"TrainConfig.log_every must be an int in [1, {solver.max_epochs}] "
+                             f"(AdamConfig.max_epochs), got {t.log_every}")  # fmt: skip
 
     @property
-    def solver(self) -> str:
-        """The MAP solver in use: ``exact`` or ``adam`` (``auto`` resolved by the engine)."""
-        if self.train.solver != "auto":
-            return self.train.solver
-        return "exact" if self.model.engine == "reduced" else "adam"
+    def solver(self) -> AdamConfig | ExactConfig:
+        """The MAP solver in use: ``ExactConfig`` or ``AdamConfig`` (an ``AutoConfig`` resolved
+        by the engine); ``cfg.solver.kind`` is ``'exact'`` or ``'adam'``."""
+        s = self.train.solver
+        return s.resolve(self.model.engine) if isinstance(s, AutoConfig) else s
 
-    def replace(self, **sections: Any) -> Config:
-        """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object."""
+    def replace(self, solver: Any = None, **sections: Any) -> Config:
+        """``cfg.replace(model=dict(width=64))``: update fields of sections by dict or object.
+
+        ``solver``: a solver config (``cfg.replace(solver=ExactConfig(continuation=True))``
+        sets ``train.solver``), a dict of its fields (``solver=dict(max_epochs=4000)``: under
+        ``AutoConfig`` each field updates the setting that has it), or a dict with ``kind``
+        (``solver=dict(kind="exact", gtol=1e-8)``: a new one, as ``to_dict`` writes it); applied
+        to the new ``train`` section, and the whole config validated once."""
         new = {}
         for name, value in sections.items():
             if name not in _SECTIONS:
@@ -308,13 +284,24 @@ class Config:
                 _check_fields(_SECTIONS[name], value)
                 value = replace(getattr(self, name), **value)
             new[name] = value
+        if solver is not None:
+            train = new.get("train", self.train)
+            if isinstance(solver, dict):
+                solver = (solver_from_dict(solver) if "kind" in solver
+                          else update_solver(train.solver, solver))  # fmt: skip
+            new["train"] = replace(train, solver=check_solver("solver", solver))
         return replace(self, **new)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain JSON-able sections; ``train.solver`` nested: ``{"kind": "exact", "gtol": ...}``
+        (``solver_config.solver_to_dict``)."""
         return {k: _section_dict(getattr(self, k)) for k in _SECTIONS}
 
     @classmethod
     def from_dict(cls, d: dict[str, dict[str, Any]]) -> Config:
+        """The inverse of :meth:`to_dict`; it also reads the dicts of files written before the
+        typed solver (flat Adam and ``exact_*`` fields in ``train``): the one conversion,
+        ``solver_config.flat_train``, keeps their solver and its numbers."""
         unknown = set(d) - set(_SECTIONS)
         if unknown:
             raise ValueError(f"unknown config sections {sorted(unknown)}; known: {list(_SECTIONS)}")
@@ -322,7 +309,9 @@ class Config:
         for name, sec_cls in _SECTIONS.items():
             values = dict(d.get(name, {}))
             if name == "train":
-                values = _old_warmup(values, d.get("model", {}).get("attention", "softmax"))
+                values = flat_train(values, d.get("model", {}).get("attention", "softmax"))
+                if "solver" in values:
+                    values["solver"] = solver_from_dict(values["solver"])
             _check_fields(sec_cls, values)
             if "P" in values:
                 values["P"] = tuple(values["P"])
@@ -351,23 +340,19 @@ def check_width(value: Any) -> int | float:
     return check_int("ModelConfig.width", value, lo=1, hi=MAX_REDUCED_WIDTH)
 
 
-def _old_warmup(train: dict, attention: str) -> dict:
-    """Files written before ``warmup_frac`` hold ``warmup_frac_softmax`` and
-    ``warmup_frac_linear``: keep the one of the file's attention, drop the other."""
-    old = {k: train.pop(k) for k in ("warmup_frac_softmax", "warmup_frac_linear") if k in train}
-    if old and "warmup_frac" not in train:
-        train["warmup_frac"] = old.get(f"warmup_frac_{attention}")
-    return train
-
-
 def _check_fields(sec_cls, values: dict) -> None:
     """Unknown field names (typos) raise a ValueError listing the valid ones."""
     fields = [f.name for f in dataclasses.fields(sec_cls)]
     bad = sorted(set(values) - set(fields))
     if bad:
+        hint = ""
+        old = {*ADAM_FIELDS, *(f"exact_{f}" for f in EXACT_FIELDS)}
+        if sec_cls is TrainConfig and set(bad) & old:
+            hint = (" (the solver's settings live in TrainConfig.solver: "
+                    "cfg.replace(solver=dict(lr=...)) or solver=ExactConfig(...))")  # fmt: skip
         raise ValueError(
             f"{sec_cls.__name__} has no field(s) {', '.join(bad)}; "
-            f"valid fields: {', '.join(fields)}"
+            f"valid fields: {', '.join(fields)}{hint}"
         )
 
 
@@ -378,6 +363,8 @@ _OMIT_AT_DEFAULT = {"PosteriorConfig": ("chi_in_readout_prior", "chi_in_noise")}
 
 def _section_dict(sec) -> dict[str, Any]:
     d = dataclasses.asdict(sec)
+    if isinstance(sec, TrainConfig):
+        d["solver"] = solver_to_dict(sec.solver)
     for name in _OMIT_AT_DEFAULT.get(type(sec).__name__, ()):
         if d[name] == type(sec).__dataclass_fields__[name].default:
             del d[name]

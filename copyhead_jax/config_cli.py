@@ -1,6 +1,7 @@
 """The config flags of ``copyhead sweep``: one flag per field of every config section
-(``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...), with its allowed values and per-preset
-default in the help, and the ``Config`` they name (``config_from_args``)."""
+(``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...) and of the solver configs (``--solver``;
+Adam: ``--lr``, ``--max-epochs``, ...; exact: ``--exact-gtol``, ...), with its allowed values and
+per-preset default in the help, and the ``Config`` they name (``config_from_args``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ import numpy as np
 
 from .config import ATTENTIONS, Config
 from .presets import PRESETS, preset
+from .solver_config import (
+    ADAM_FIELDS,
+    EXACT_FIELDS,
+    SOLVERS,
+    AdamConfig,
+    AutoConfig,
+    exact_settings,
+)
 
 _SECTIONS = ("task", "model", "posterior", "train", "sweep")
 
@@ -72,19 +81,24 @@ class _BoolFlag(argparse.Action):
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per config field (``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...)."""
-    base = Config()
-    for sec in _SECTIONS:
-        g = p.add_argument_group(f"{sec} config")
-        for f in dataclasses.fields(getattr(base, sec)):
-            flag = "--" + f.name.replace("_", "-")
-            if f.name == "attention":
+    for sec, get, prefix in _GROUPS:
+        g = p.add_argument_group(f"{sec} config", _SOLVER_USE.get(sec))
+        for f in dataclasses.fields(get(Config())):
+            flag = "--" + prefix + f.name.replace("_", "-")
+            if f.name == "solver":
+                g.add_argument(flag, choices=SOLVERS, default=None,
+                               help="adam (either engine), exact (engine reduced) or auto (exact "
+                               "under engine reduced, adam under full); a flag of the solver "
+                               "not in use is an error; default by preset: " + ", ".join(
+                                   f"{k} {c.train.solver.kind}" for k, c in PRESETS.items()))
+            elif f.name == "attention":
                 g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None,
-                               help="both: one sweep each; " + _flag_help(sec, f.name))  # fmt: skip
+                               help="both: one sweep each; " + _flag_help(get, f.name))  # fmt: skip
             elif f.name == "width":
                 g.add_argument("--width", type=_widths_arg, default=None, metavar="N[,N...]",
                                help="d_model N; a comma list runs one sweep per width (e.g. "
                                "128,1024,10000,inf); 'inf' needs --engine reduced; "
-                               + _flag_help(sec, f.name))  # fmt: skip
+                               + _flag_help(get, f.name))  # fmt: skip
             elif f.name == "P":
                 g.add_argument("--P", type=_P_arg, default=None, help="training-set sizes: "
                                "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
@@ -92,29 +106,45 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
                                                          for k, c in PRESETS.items()))  # fmt: skip
             elif isinstance(f.default, bool):
                 g.add_argument(flag, action=_BoolFlag, default=None,
-                               help="on/off; " + _flag_help(sec, f.name))  # fmt: skip
+                               help="on/off; " + _flag_help(get, f.name))  # fmt: skip
             else:
                 # a None default (warmup_frac) marks an optional number
                 typ = {int: int, float: float, type(None): float}.get(type(f.default), str)
                 typ = _matrix_arg if f.name == "transition" else typ
-                g.add_argument(flag, type=typ, default=None, metavar=f.name.upper(),
-                               help=_flag_help(sec, f.name))  # fmt: skip
+                meta = flag[2:].replace("-", "_").upper()
+                g.add_argument(flag, type=typ, default=None, metavar=meta,
+                               help=_flag_help(get, f.name))  # fmt: skip
 
 
 def _grid(P) -> str:
     return ",".join(map(str, P)) if len(P) <= 8 else f"{P[0]},...,{P[-1]} ({len(P)} values)"
 
 
-def _flag_help(sec: str, name: str) -> str:
+def _adam_settings(cfg: Config) -> AdamConfig | None:
+    """The Adam numbers ``cfg`` carries (``None`` under an ``ExactConfig``)."""
+    s = cfg.train.solver
+    return s.adam if isinstance(s, AutoConfig) else (s if isinstance(s, AdamConfig) else None)
+
+
+#: flag groups: (section or solver, the object of a config holding the fields, flag prefix)
+_GROUPS = [(sec, (lambda c, s=sec: getattr(c, s)), "") for sec in _SECTIONS] + [
+    ("adam solver", _adam_settings, ""),
+    ("exact solver", lambda c: exact_settings(c.train.solver), "exact-"),
+]
+_SOLVER_USE = {"adam solver": "used under --solver adam, or auto with --engine full",
+               "exact solver": "used under --solver exact, or auto with --engine reduced"}
+
+
+def _flag_help(get, name: str) -> str:
     """``allowed values; default per preset``, the allowed values read off the validator."""
-    base = getattr(preset("small"), sec)
+    base = get(Config())
     try:
         dataclasses.replace(base, **{name: "?"})
         allowed = "any"
     except (ValueError, TypeError) as e:
         m = re.search(r"must be (.*?)(?:,|;) got", str(e))
         allowed = m[1] if m else "see the config docs"
-    values = {k: getattr(getattr(c, sec), name) for k, c in PRESETS.items()}
+    values = {k: getattr(get(c), name) if get(c) is not None else "-" for k, c in PRESETS.items()}
     if len(set(map(str, values.values()))) == 1:
         default = f"default {next(iter(values.values()))}"
     else:
@@ -157,6 +187,8 @@ def config_from_args(args: argparse.Namespace, attention: str | None = None, wid
     updates: dict[str, dict] = {}
     for sec in _SECTIONS:
         for f in dataclasses.fields(getattr(cfg, sec)):
+            if f.name == "solver":
+                continue
             v = getattr(args, f.name, None)
             if f.name == "attention":
                 v = attention
@@ -164,4 +196,31 @@ def config_from_args(args: argparse.Namespace, attention: str | None = None, wid
                 v = width if width is not None else (v[0] if v else None)
             if v is not None:
                 updates.setdefault(sec, {})[f.name] = v
+    engine = updates.get("model", {}).get("engine", cfg.model.engine)
+    solver = solver_from_args(args, cfg.train.solver, engine)
+    if solver is not cfg.train.solver:
+        updates.setdefault("train", {})["solver"] = solver
     return cfg.replace(**updates)
+
+
+def solver_from_args(args: argparse.Namespace, base, engine: str):
+    """The solver config of ``--solver`` and the solver flags, from the preset's ``base`` (its
+    numbers kept where not given); a flag of the solver not in use under ``engine`` is a
+    ``ValueError``."""
+    kind = getattr(args, "solver", None) or base.kind
+    adam = {f: v for f in ADAM_FIELDS if (v := getattr(args, f, None)) is not None}
+    exact = {f: v for f in EXACT_FIELDS if (v := getattr(args, f"exact_{f}", None)) is not None}
+    if kind == base.kind and not adam and not exact:
+        return base
+    used = kind if kind != "auto" else ("exact" if engine == "reduced" else "adam")
+    other = {f"--{f}": 1 for f in adam} if used == "exact" else {f"--exact-{f}": 1 for f in exact}
+    if other:
+        flag = next(iter(other)).replace("_", "-")
+        raise ValueError(f"{flag} is a setting of the {'adam' if used == 'exact' else 'exact'} "
+                         f"solver; this sweep's solver is {used} (--solver {kind}, --engine "
+                         f"{engine})")  # fmt: skip
+    adam0 = base.adam if isinstance(base, AutoConfig) else (
+        base if isinstance(base, AdamConfig) else AdamConfig())  # fmt: skip
+    a = dataclasses.replace(adam0, **adam)
+    e = dataclasses.replace(exact_settings(base), **exact)
+    return {"auto": AutoConfig(a, e), "adam": a, "exact": e}[kind]

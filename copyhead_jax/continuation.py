@@ -2,8 +2,8 @@ r"""Continuation in P of a sweep's exact MAP fits: each run also started from it
 
 Where $U$ has several minima (the linear head near its transitions), one start per run need not
 end in the lowest: ``experiments/multistart.py`` found the prior-draw start above the lowest of
-six starts in up to 9 of 10 seeds near $P^*_{c_G}$. Continuation (``TrainConfig.
-exact_continuation``) adds two starts per run and keeps, per run, the converged minimum of lowest
+six starts in up to 9 of 10 seeds near $P^*_{c_G}$. Continuation (``ExactConfig.
+continuation``) adds two starts per run and keeps, per run, the converged minimum of lowest
 $U$ (docs/theory.md's MAP): an ascending pass solves each $P$ from the kept fit of the next smaller
 $P$ of the same seed (same embeddings; the pools are nested), then a descending pass from the next
 larger. A minimum reached at any $P$ is carried along the whole grid in both directions, so it is

@@ -37,6 +37,7 @@ from .observables import (
 )
 from .posterior import Objective, predictions, squared_errors
 from .solve import BLOCK, ExactFit, blocks_of, quenched_split, solve_map
+from .solver_config import single_start
 from .train import RunInputs
 
 
@@ -94,20 +95,21 @@ class ExactSolver(eqx.Module):
         start, the continuation: starts are inputs): sweeps whose runs have the same shapes
         share one compilation (the continuation's steps, a refined grid, the two softmax
         starts)."""
-        reset = ("init_attention", "init_copy_logit", "exact_continuation")
+        reset = ("init_attention", "init_copy_logit")
         default = type(cfg.train)()
-        neutral = dataclasses.replace(cfg.train, **{f: getattr(default, f) for f in reset})
+        neutral = dataclasses.replace(cfg.train, **{f: getattr(default, f) for f in reset},
+                                      solver=single_start(cfg.solver))  # fmt: skip
         return cls(dataclasses.replace(cfg, train=neutral, sweep=type(cfg.sweep)()), serial)
 
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
-        t = self.cfg.train
+        t, ex = self.cfg.train, self.cfg.solver
         head = reduced_head(*start, head_template(self.cfg))
         split = quenched_split  # trained embeddings: the joint MAP at width N (§2d)
         if t.train_embeddings:
             split = functools.partial(joint_split, width=self.cfg.model.width)
         fit = solve_map(
             head, inp.train, inp.mask, Objective.from_config(self.cfg),
-            gtol=t.exact_gtol, max_steps=t.exact_max_steps, n_blocks=n_blocks, split=split,
+            gtol=ex.gtol, max_steps=ex.max_steps, n_blocks=n_blocks, split=split,
         )  # fmt: skip
         return fit, measure_blocked(fit.head, inp.train, inp.mask, inp.test, n_blocks)
 

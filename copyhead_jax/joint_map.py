@@ -69,9 +69,9 @@ def quenched_as_joint(cfg: Config, quenched: SweepResult) -> np.ndarray:
 @functools.partial(jax.jit, static_argnums=0)
 def _joint_fit(cfg: Config, w: tuple, tokens, mask, test, n_blocks):
     head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in FIELDS), head_template(cfg), w)
-    t = cfg.train
-    fit = solve_map(head, tokens, mask, Objective.from_config(cfg), gtol=t.exact_gtol,
-                    max_steps=t.exact_max_steps, n_blocks=n_blocks,
+    ex = cfg.solver  # the ExactConfig
+    fit = solve_map(head, tokens, mask, Objective.from_config(cfg), gtol=ex.gtol,
+                    max_steps=ex.max_steps, n_blocks=n_blocks,
                     split=functools.partial(joint_split, width=cfg.model.width))  # fmt: skip
     o = measure_blocked(fit.head, tokens, mask, test, n_blocks).order
     E = fit.head.embeddings()

@@ -180,7 +180,7 @@ def curves_figure(res: SweepResult) -> Figure:
     fig, ax = plt.subplots(figsize=(6.5, 5), constrained_layout=True)
     ep = np.asarray(res["curve_epoch"])
     if len(ep) < 2:  # the exact solver keeps its last iterate only: no curve to draw
-        not_measured(ax, f"one logged point, no curve (solver '{res.config.solver}';\n"
+        not_measured(ax, f"one logged point, no curve (solver '{res.config.solver.kind}';\n"
                      "the exact solver keeps its final iterate only)")  # fmt: skip
         ax.set(xlabel="epoch (Adam steps, full batch)", xticks=[], yticks=[],
                ylabel="train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",

@@ -29,6 +29,7 @@ from .observables import measure
 from .posterior import Objective
 from .results import SWEEP_KIND, SweepResult, check_param_shapes
 from .solve import quenched_energy, solve_map
+from .solver_config import exact_settings
 from .storage import acquire_lock, release_lock, remove_tmp_orphans
 from .sweep import sweep_inputs
 
@@ -82,9 +83,9 @@ def polish(
         out.parent.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(out)
         remove_tmp_orphans(out)
-    t = cfg.train
-    gtol = t.exact_gtol if gtol is None else gtol
-    max_steps = t.exact_max_steps if max_steps is None else max_steps
+    ex = exact_settings(cfg.train.solver)  # an Adam sweep's AutoConfig carries them
+    gtol = ex.gtol if gtol is None else gtol
+    max_steps = ex.max_steps if max_steps is None else max_steps
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     inp = sweep_inputs(cfg, None)
     flat = {k: sweep[f"params/{k}"].reshape((nP * nS,) + sweep[f"params/{k}"].shape[2:])

@@ -37,6 +37,7 @@ from .config import Config
 from .data import nested_mask
 from .models import head_class
 from .posterior import Objective
+from .solver_config import exact_settings
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
@@ -56,9 +57,9 @@ def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
     sw = {} if n_seeds is None else {"n_seeds": check_int("n_seeds", n_seeds, lo=1, hi=1000)}
+    exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
     return cfg.replace(model=dict(engine="reduced"), sweep=sw,
-                       train=dict(solver="exact", train_embeddings=False,
-                                  exact_continuation=False))  # fmt: skip
+                       train=dict(solver=exact, train_embeddings=False))  # fmt: skip
 
 
 def _log(progress: bool, msg: str) -> None:

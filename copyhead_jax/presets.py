@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from ._checks import check_choice
 from .config import Config, ModelConfig, PosteriorConfig, SweepConfig, TaskConfig, TrainConfig
+from .solver_config import AdamConfig, AutoConfig, ExactConfig
 
 PAPER = Config(
     task=TaskConfig(L=25, V=5),
     model=ModelConfig(width=10_000),  # d_model = 10,000; sigma^2 = chi = 30 are the defaults
     posterior=PosteriorConfig(likelihood="per_position"),  # paper preset of docs/theory.md §2b
-    train=TrainConfig(lr=1e-5, train_embeddings=True),  # paper: every weight trained, lr 1e-5
+    # paper: every weight trained by Adam, lr 1e-5 (AutoConfig: exact under the reduced engine)
+    train=TrainConfig(train_embeddings=True, solver=AutoConfig(adam=AdamConfig(lr=1e-5))),
     sweep=SweepConfig(
         P=(4, 8, 16, 23, 32, 64, 128, 200, 256, 300, 322, 400, 512, 640, 800, 1000), n_seeds=10
     ),
@@ -30,7 +32,8 @@ PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood
 #: P ~ 40 (all P* scale by L under the per-position likelihood), width 128, quenched embeddings.
 SMALL = PLAIN.replace(
     model=dict(width=128),
-    train=dict(
+    train=dict(train_embeddings=False),  # quenched embeddings (docs/theory.md §2)
+    solver=dict(  # the Adam numbers of AutoConfig (the reduced engine: the exact solver)
         lr=1.0,  # base lr of the muP per-block scaling (W^G moves at lr/N, the rest lr/sqrt(N))
         lr_scaling="mup",
         schedule="cosine",
@@ -38,7 +41,6 @@ SMALL = PLAIN.replace(
         max_epochs=4000,  # linear attention needs ~4k epochs to settle at this lr
         patience=200,
         rel_tol=1e-5,
-        train_embeddings=False,  # quenched embeddings (docs/theory.md §2)
     ),
     sweep=dict(P=(2, 4, 8, 16, 24, 32, 64, 128), n_seeds=2),
 )
@@ -49,11 +51,10 @@ SMALL = PLAIN.replace(
 PAPER_MAP = PAPER.replace(
     model=dict(engine="reduced"),  # the exact width-(V+L) image of the width-10,000 head
     train=dict(
-        solver="exact",
         train_embeddings=False,  # quenched: needed by the reduction
         # linear attention has several minima near its transitions: also start each run from
         # its neighbouring P's fits and keep the lowest U (docs/reports/multistart.md)
-        exact_continuation=True,
+        solver=ExactConfig(continuation=True),
     ),
     sweep=dict(
         P=(32, 64, 80, 96, 112, 128, 160, 256, 400, 512, 560, 600, 650, 700, 800, 1000, 1500,
@@ -68,12 +69,10 @@ TINY = Config(
     model=ModelConfig(width=16),
     posterior=PosteriorConfig(),
     train=TrainConfig(
-        lr=2e-2,
-        lr_scaling="mup",
-        schedule="cosine",
-        min_epochs=20,
-        max_epochs=200,
-        patience=20,
+        solver=AutoConfig(adam=AdamConfig(
+            lr=2e-2, lr_scaling="mup", schedule="cosine", min_epochs=20, max_epochs=200,
+            patience=20,
+        )),
         log_every=5,
         train_embeddings=False,
     ),

@@ -2,7 +2,7 @@
 
 * :class:`Runs`: sweeps at any subsets of ``P`` merged by ``P`` (a seed's datasets are nested
   prefixes, so sweeps over different subsets are one experiment); with
-  ``train.exact_continuation`` the continuation in P runs over their union.
+  ``ExactConfig.continuation`` the continuation in P runs over their union.
 * :func:`group_P`: ``P`` grouped into few compiled programs by a cost model; :func:`reach_cap`.
 * :func:`measure` and :func:`adaptive`: sweep the new ``P``; locate every :class:`Feature`,
   measure inside each bracket (or beyond the grid edge), locate again.
@@ -32,6 +32,7 @@ from .compare import locate as loc
 from .compare.branches import quiet_nan
 from .config import Config
 from .results import SweepResult
+from .solver_config import AdamConfig, ExactConfig, single_start
 
 
 def log(msg: str) -> None:
@@ -82,9 +83,16 @@ def group_P(P_values, *, n_seeds: int, epochs: int, L: int, cost: dict[str, floa
     return groups[::-1]
 
 
+def cost_epochs(cfg: Config) -> int:
+    """The cost model's epochs per run: Adam's ``max_epochs``; the exact solver's stand-in is the
+    default 20,000 (its ``seq_epoch_us`` was measured against it)."""
+    return cfg.solver.max_epochs if isinstance(cfg.solver, AdamConfig) else AdamConfig().max_epochs
+
+
 def reach_cap(cfg: Config, max_run_s: float, cost: dict[str, float]) -> int:
-    """The largest ``P`` whose estimated run time (cost model, ``max_epochs``) is ``max_run_s``."""
-    per = float(cost.get("seq_epoch_us", 8.0)) * 1e-6 * cfg.train.max_epochs
+    """The largest ``P`` whose estimated run time (cost model, :func:`cost_epochs`) is
+    ``max_run_s``."""
+    per = float(cost.get("seq_epoch_us", 8.0)) * 1e-6 * cost_epochs(cfg)
     return max(1, int(max_run_s / (per * (cfg.task.L / 25.0) ** 2)))
 
 
@@ -92,11 +100,12 @@ class Runs:
     """MAP runs of one engine config at a growing set of ``P`` (all seeds of each ``P``);
     ``P_cap``: the largest ``P`` in reach (:func:`reach_cap`).
 
-    With ``cfg.train.exact_continuation`` the sweeps are single-start and the continuation in P
-    (:func:`copyhead_jax.continuation.continue_in_P`) runs over the union of the ``P`` measured
-    so far, again whenever it grows; its steps are checkpointed in ``cache_dir/continuation``
-    under ``version`` and the config (a refined grid recomputes only the steps whose start
-    changed). Every reader sees the kept lowest-U fits; the sweeps' own fits stay in ``parts``."""
+    With ``ExactConfig.continuation`` (``cfg.solver``) the sweeps are single-start and the
+    continuation in P (:func:`copyhead_jax.continuation.continue_in_P`) runs over the union of
+    the ``P`` measured so far, again whenever it grows; its steps are checkpointed in
+    ``cache_dir/continuation`` under ``version`` and the config (a refined grid recomputes only
+    the steps whose start changed). Every reader sees the kept lowest-U fits; the sweeps' own
+    fits stay in ``parts``."""
 
     def __init__(self, cfg: Config, label: str = "", P_cap: int | None = None):
         self.cfg = cfg
@@ -130,7 +139,8 @@ class Runs:
     def continued(self) -> dict[str, np.ndarray] | None:
         """``[nP, n_seeds, ...]`` arrays after the continuation over all measured ``P`` (sorted),
         or ``None`` where it is off."""
-        if not self.cfg.train.exact_continuation or len(self._where) < 2:
+        s = self.cfg.solver
+        if not (isinstance(s, ExactConfig) and s.continuation) or len(self._where) < 2:
             return None
         P = tuple(int(p) for p in self.P)
         if self._continued is None or self._continued[0] != P:
@@ -220,9 +230,9 @@ def measure(
     if P_cap is not None:
         new = [p for p in new if p <= P_cap]
     # single-start sweeps; a continuation (if on) runs over the union in `Runs.continued`
-    cfg = runs.cfg.replace(train=dict(exact_continuation=False))
+    cfg = runs.cfg.replace(solver=single_start(runs.cfg.train.solver))
     groups = group_P(
-        new, n_seeds=cfg.sweep.n_seeds, epochs=cfg.train.max_epochs, L=cfg.task.L, cost=cost
+        new, n_seeds=cfg.sweep.n_seeds, epochs=cost_epochs(cfg), L=cfg.task.L, cost=cost
     )
     for g in groups:
         runs.add(sweep(cfg.replace(sweep=dict(P=tuple(g), padding="max"))))

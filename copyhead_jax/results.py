@@ -100,7 +100,7 @@ def divergence_flags(arrays: dict[str, np.ndarray], L: int) -> np.ndarray:
 
 def unconverged_flags(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Exact-solver runs that stopped before the gradient test (``converged=False``, e.g. at
-    ``exact_max_steps``); all False for Adam sweeps (no ``converged`` array)."""
+    ``ExactConfig.max_steps``); all False for Adam sweeps (no ``converged`` array)."""
     if "converged" not in arrays:
         return np.zeros(np.shape(arrays["train_loss"]), bool)
     return ~np.asarray(arrays["converged"], bool)

@@ -45,9 +45,9 @@ SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
 
 def segment_logs(cfg: Config) -> int:
     """Log points per compiled segment (fixed per config, so one compilation serves all)."""
-    t = cfg.train
-    total = math.ceil(t.max_epochs / t.log_every)
-    return max(1, min(total, round(SEGMENT_EPOCHS / t.log_every)))
+    every = cfg.train.log_every
+    total = math.ceil(cfg.solver.max_epochs / every)
+    return max(1, min(total, round(SEGMENT_EPOCHS / every)))
 
 
 def _fingerprint(cfg: Config, chunk: int) -> str:
@@ -63,7 +63,7 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     work of one block while one compiled program serves every P of the sweep."""
     sw = cfg.sweep
     P_of = np.repeat(np.asarray(sw.P), sw.n_seeds)
-    if sw.padding == "max" or cfg.solver == "exact":
+    if sw.padding == "max" or cfg.solver.kind == "exact":
         return {sw.P_max: np.arange(len(P_of))}
     pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
@@ -139,14 +139,14 @@ def _run_chunk(
     inside a long chunk loses at most that much work."""
     cfg = trainer.cfg
     rows = jax.tree_util.tree_leaves(inp)[0].shape[0]  # the bar counts runs (padding: see done)
-    if cfg.solver == "exact":
+    if cfg.solver.kind == "exact":
         from .fit_exact import run_exact_chunk
 
         out = run_exact_chunk(cfg, inp, keep_params, mesh)
         if bar is not None:
             bar.update(rows)
         return out
-    n_logs_total = math.ceil(cfg.train.max_epochs / cfg.train.log_every)
+    n_logs_total = math.ceil(cfg.solver.max_epochs / cfg.train.log_every)
     seg = segment_logs(cfg)
     n_segments = math.ceil(n_logs_total / seg)
     step = rows / n_segments  # a segment of every run of the chunk
@@ -180,7 +180,7 @@ def _run_chunk(
     curve = np.pad(curve, ((0, 0), (0, pad), (0, 0)), constant_values=np.nan)
     epochs = (np.arange(n_logs_total) + 1) * cfg.train.log_every
     stop = to_host(state.stop_epoch)
-    after = epochs[None, :] > np.where(stop > 0, stop, cfg.train.max_epochs)[:, None]
+    after = epochs[None, :] > np.where(stop > 0, stop, cfg.solver.max_epochs)[:, None]
     curve[after] = np.nan
     n_train = np.maximum(np.asarray(inp.mask).sum(1), 1)
     o = m.order
@@ -237,7 +237,7 @@ def run_sweep(
         tokens: a user's int sequences ``[n, L]`` instead of the task's source, split into
             seeds by :func:`.sources.user_seed_data`; ``meta['tokens_sha256']`` names them.
 
-    With ``cfg.train.exact_continuation`` (exact solver) every run is then also solved from its
+    With ``ExactConfig.continuation`` (``cfg.solver``) every run is then also solved from its
     neighbouring P's kept fit and the lowest-U minimum kept (:mod:`.continuation`; adds
     ``start_source`` and ``U_own_start``).
 
@@ -266,7 +266,7 @@ def run_sweep(
     if keep_params is None:
         Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
         keep_params = n_runs * 8 * (Nw * Nw + Nw * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
-    continuation = cfg.solver == "exact" and cfg.train.exact_continuation and nP > 1
+    continuation = cfg.solver.kind == "exact" and cfg.solver.continuation and nP > 1
     keep_fitted = keep_params or continuation  # continuation starts from the kept weights
     mesh = run_mesh(cfg.sweep.n_devices)
     groups = padding_groups(cfg)
@@ -284,7 +284,7 @@ def run_sweep(
         total=n_runs + n_steps * nS,
         unit="run",
         bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}{postfix}]",
-        desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver} "
+        desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver.kind} "
         f"({n_runs} runs, {n_chunks} chunk(s))",
         disable=not progress,
         file=sys.stderr,
@@ -337,7 +337,7 @@ def run_sweep(
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_logs = arrays["curve_U"].shape[-1]
     arrays["curve_epoch"] = (np.arange(n_logs) + 1) * cfg.train.log_every
-    if cfg.solver == "exact":  # one point: the solver's last iterate
+    if cfg.solver.kind == "exact":  # one point: the solver's last iterate
         arrays["curve_epoch"] = np.asarray(arrays["stop_epoch"]).max(keepdims=True).ravel()
     bar.close()
     meta = {
@@ -357,7 +357,7 @@ def run_sweep(
     n_unc = int((result.unconverged & ~arrays["diverged"]).sum())
     if n_unc:
         print(f"warning: {n_unc} of {n_runs} exact fits did not converge within "
-              f"exact_max_steps={cfg.train.exact_max_steps} (converged=False; excluded from "
+              f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
               "means); raise --exact-max-steps or --exact-gtol", file=sys.stderr)  # fmt: skip
     if out is not None:
         result.save(out)

@@ -12,6 +12,7 @@ from .compare.overlay import theory_overlay
 from .config import ATTENTIONS, Config
 from .config_cli import add_config_flags, config_from_args
 from .presets import PRESETS, preset
+from .solver_config import single_start
 from .sources_cli import add_tokens_flag, load_tokens
 
 
@@ -66,7 +67,7 @@ def cmd_sweep(args) -> int:
     widths = args.width or (None,)
     configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
     asked = configs[0]  # the flags' config names the default folder (branch starts do not)
-    branches = args.branches if args.branches is not None else asked.solver == "exact"
+    branches = args.branches if args.branches is not None else asked.solver.kind == "exact"
     if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
         configs = [c2 for c in configs for c2 in _branch_configs(c)]
     tokens = load_tokens(args.tokens)
@@ -92,7 +93,7 @@ def _branch_configs(cfg: Config) -> list[Config]:
     branch (no continuation in P, which keeps the lower-U minimum); linear: as is."""
     if cfg.model.attention != "softmax":
         return [cfg]
-    return [cfg.replace(train=dict(init_attention=a, exact_continuation=False))
+    return [cfg.replace(train=dict(init_attention=a), solver=single_start(cfg.train.solver))
             for a in ("zero", "copy")]  # fmt: skip
 
 
@@ -191,5 +192,5 @@ def print_table(res) -> None:
           "blown up past its start and the zero-output loss) excluded from the means")  # fmt: skip
     n_unc = int((res.unconverged & ~res.diverged).sum())
     if n_unc:
-        print(f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at exact_max_steps) "
+        print(f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at --exact-max-steps) "
               "also excluded from the means")  # fmt: skip

@@ -24,7 +24,7 @@ import optax
 from jaxtyping import Array, Bool, Float, Int
 
 from ._types import Mask, TokenBatch
-from .config import Config, TrainConfig
+from .config import AdamConfig, Config
 from .models import (
     AbstractHead,
     head_class,
@@ -37,7 +37,7 @@ from .observables import Measurement, measure, shift_operator
 from .posterior import Objective, log_prior_energy, neg_log_posterior
 
 
-def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
+def block_lr_factors(head: AbstractHead, adam: AdamConfig) -> AbstractHead:
     r"""Per-block multipliers of ``lr`` (a head-shaped pytree of floats).
 
     ``raw``: the same Adam step for every weight of the raw network, i.e. $\hat W^O$ moves
@@ -51,7 +51,7 @@ def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
     do, docs/theory.md §2c); the full engine stays the reference for Adam dynamics.
     """
     N = head.width
-    if train.lr_scaling == "raw":
+    if adam.lr_scaling == "raw":
         f = dict(W_E=1.0, b=1.0, W_G=1.0, W_O_hat=math.sqrt(head.chi * N))
     else:
         f = dict(W_E=N**-0.5, b=N**-0.5, W_G=1.0 / N, W_O_hat=N**-0.5)
@@ -62,18 +62,18 @@ def block_lr_factors(head: AbstractHead, train: TrainConfig) -> AbstractHead:
     )
 
 
-def lr_schedule(train: TrainConfig, attention: str) -> Callable[[Array], Array]:
+def lr_schedule(adam: AdamConfig, attention: str) -> Callable[[Array], Array]:
     """Linear warm-up over ``warmup_frac * max_epochs`` (None: the head's ``warmup_default``),
     then constant or cosine decay."""
-    T = train.max_epochs
-    warm = max(int(round(head_class(attention).warmup_frac(train) * T)), 0)
-    if train.schedule == "constant":
-        decay = optax.constant_schedule(train.lr)
+    T = adam.max_epochs
+    warm = max(int(round(head_class(attention).warmup_frac(adam) * T)), 0)
+    if adam.schedule == "constant":
+        decay = optax.constant_schedule(adam.lr)
     else:
-        decay = optax.cosine_decay_schedule(train.lr, max(T - warm, 1), alpha=train.final_lr_frac)
+        decay = optax.cosine_decay_schedule(adam.lr, max(T - warm, 1), alpha=adam.final_lr_frac)
     if warm == 0:
         return decay
-    return optax.join_schedules([optax.linear_schedule(0.0, train.lr, warm), decay], [warm])
+    return optax.join_schedules([optax.linear_schedule(0.0, adam.lr, warm), decay], [warm])
 
 
 class RunState(NamedTuple):
@@ -113,12 +113,12 @@ class Trainer(eqx.Module):
         return Objective.from_config(self.cfg)
 
     def optimizer(self, head: AbstractHead) -> optax.GradientTransformation:
-        t, m = self.cfg.train, self.cfg.model
+        t, m, a = self.cfg.train, self.cfg.model, self.cfg.solver
         spec = trainable_filter(head, train_embeddings=t.train_embeddings)
-        factors, _ = eqx.partition(block_lr_factors(head, t), spec)
-        sched = lr_schedule(t, m.attention)
+        factors, _ = eqx.partition(block_lr_factors(head, a), spec)
+        sched = lr_schedule(a, m.attention)
         return optax.chain(
-            optax.scale_by_adam(b1=t.b1, b2=t.b2, eps=t.eps),
+            optax.scale_by_adam(b1=a.b1, b2=a.b2, eps=a.eps),
             _scale_by_tree(factors),
             optax.scale_by_schedule(lambda c: -sched(c)),
         )
@@ -169,7 +169,7 @@ class Trainer(eqx.Module):
 
     def step(self, s: RunState, inp: RunInputs) -> RunState:
         """One full-batch Adam epoch with early-stopping bookkeeping; frozen once stopped."""
-        t, obj = self.cfg.train, self.objective
+        t, obj = self.cfg.solver, self.objective  # the AdamConfig
         head = eqx.combine(s.params, s.frozen)
 
         def data_energy(p):
@@ -220,8 +220,8 @@ class Trainer(eqx.Module):
         its moments in place (optax's separate passes kept three more $N^2$ temporaries per
         run). The same operations in the same order as optax, the same optax state layout
         (snapshots and resumes unchanged). Nothing moves where ``move`` is false."""
-        t = self.cfg.train
-        spec = trainable_filter(head, train_embeddings=t.train_embeddings)
+        t = self.cfg.solver  # the AdamConfig
+        spec = trainable_filter(head, train_embeddings=self.cfg.train.train_embeddings)
         factors, _ = eqx.partition(block_lr_factors(head, t), spec)
         adam, scaled, sched_state = s.opt_state
         count = optax.safe_increment(adam.count)

@@ -26,7 +26,7 @@ from .report.figures import main_figure
 #: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
 RUN_KEYS = ("c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss")
 RUN_KEYS += ("copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch")
-RUN_KEYS += ("rel_grad", "converged", "min_eig")  # solver='exact': |grad|/|U|, converged, min eig
+RUN_KEYS += ("rel_grad", "converged", "min_eig")  # the exact solver: |grad|/|U|, converged, min eig
 
 
 def post_summary(post: dict | None) -> dict | None:

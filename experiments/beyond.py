@@ -63,8 +63,8 @@ def config(s: dict, chain: dict, causal: bool, attention: str, init: str = "prio
         task=dict(s["task"], source="markov", **chain),
         model=dict(attention=attention, engine="reduced", width=width, causal=causal),
         # the exact MAP on quenched embeddings, as paper-map (the plain preset trains them)
-        train=dict(solver="exact", train_embeddings=False, init_attention=init,
-                   exact_continuation=init == "prior"),
+        train=dict(train_embeddings=False, init_attention=init),
+        solver=dict(kind="exact", continuation=init == "prior"),
         sweep=dict(P=tuple(s["P"]), n_seeds=s["seeds"]),
     )
 

@@ -70,19 +70,19 @@ class Spec:
     artefact: str
     engine: ch.Config  # the preset with the mode's overrides (L, V of the preset)
     settings: dict[str, Any]  # the artefact's own settings (grids, rounds, ...)
-    softmax_train: dict[str, Any]  # TrainConfig overrides for softmax sweeps
-    linear_train: dict[str, Any]  # TrainConfig overrides for linear sweeps
+    softmax_solver: dict[str, Any]  # solver-config overrides for softmax sweeps
+    linear_solver: dict[str, Any]  # solver-config overrides for linear sweeps
     sgld: dict[str, Any] | None  # SGLD settings (None: no posterior sampling)
     cost: dict[str, float]  # cost model for grouping P into compiled programs
     cache_dir: Path
 
     def engine_for(self, attention: str, **task) -> ch.Config:
-        """The engine config of one attention (with that attention's train overrides)."""
+        """The engine config of one attention (with that attention's solver overrides)."""
         cfg = self.engine.replace(model=dict(attention=attention))
         if task:
             cfg = cfg.replace(task=task)
-        train = self.softmax_train if attention == "softmax" else self.linear_train
-        return cfg.replace(train=train) if train else cfg
+        solver = self.softmax_solver if attention == "softmax" else self.linear_solver
+        return cfg.replace(solver=solver) if solver else cfg
 
     def theory_params(self) -> TheoryParams:
         return TheoryParams.from_config(self.engine)
@@ -121,8 +121,8 @@ def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path) -> S
         artefact=artefact,
         engine=ch.preset(preset).replace(**train("engine")),
         settings=per.get(artefact.replace("-", "_"), {}),
-        softmax_train=train("softmax_train"),
-        linear_train=train("linear_train"),
+        softmax_solver=train("softmax_solver"),
+        linear_solver=train("linear_solver"),
         sgld=None if c.get("sgld") is None else _merge(c["sgld"], per.get("sgld", {})),
         cost=dict(c.get("cost", {})),
         cache_dir=Path(cache_dir),
@@ -262,8 +262,8 @@ def header(spec: Spec, t0: float) -> dict[str, Any]:
         "mode": spec.mode,
         "preset": spec.preset,
         "engine": spec.engine.to_dict(),
-        "softmax_train": spec.softmax_train,
-        "linear_train": spec.linear_train,
+        "softmax_solver": spec.softmax_solver,
+        "linear_solver": spec.linear_solver,
         "sgld": spec.sgld,
         "settings": spec.settings,
         "runtime_s": time.time() - t0,

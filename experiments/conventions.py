@@ -49,7 +49,7 @@ def reading_config(name: str, width: float, attention: str, init: str | None = N
         sweep=dict(P=GRID, n_seeds=10),
     )
     if init is not None:  # softmax: kept on its branch (no continuation in P)
-        cfg = cfg.replace(train=dict(init_attention=init, exact_continuation=False))
+        cfg = cfg.replace(train=dict(init_attention=init), solver=dict(continuation=False))
     return cfg
 
 

@@ -41,7 +41,7 @@ def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> 
     P = c["P_softmax"] if attention == "softmax" else c["P_linear"]
     cfg = ch.preset("paper-map").replace(
         task=c.get("task", {}), model=dict(attention=attention, width=width, gram=c["gram"]),
-        train=dict(exact_continuation=False, train_embeddings=trained, init_attention=init),
+        train=dict(train_embeddings=trained, init_attention=init), solver=dict(continuation=False),
         sweep=dict(P=tuple(P), n_seeds=c["n_seeds"]),
     )  # fmt: skip
     return cfg

@@ -46,10 +46,10 @@ EVERY = 100  # epochs between Gram measurements (tiny: 20)
 
 def base_config(tiny: bool) -> ch.Config:
     """The paper preset with at most 2,000 epochs (tiny: ``TINY``'s task, same protocol)."""
-    cfg = ch.PAPER.replace(train=dict(max_epochs=2000, min_epochs=2000, log_every=10))
+    cfg = ch.PAPER.replace(train=dict(log_every=10), solver=dict(max_epochs=2000, min_epochs=2000))
     if tiny:
-        tr = dict(lr=1e-3, max_epochs=40, min_epochs=40, log_every=10)
-        cfg = cfg.replace(task=dict(L=6, V=3, n_test=32), train=tr)
+        tr = dict(lr=1e-3, max_epochs=40, min_epochs=40)
+        cfg = cfg.replace(task=dict(L=6, V=3, n_test=32), solver=tr)
     return cfg
 
 
@@ -63,7 +63,8 @@ def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seed
     """The quenched exact MAP (reduced engine, realised Gram of the same initial embeddings)."""
     cfg = base.replace(
         model=dict(attention=attention, width=width, engine="reduced", gram="realised"),
-        train=dict(solver="exact", train_embeddings=False, exact_continuation=len(Ps) > 1),
+        train=dict(train_embeddings=False),
+        solver=dict(kind="exact", continuation=len(Ps) > 1),
         sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0))  # fmt: skip
     res = ch.run_sweep(cfg, progress=False, keep_params=False)
     names = res.order_names

@@ -19,6 +19,7 @@ from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import rel_err
 from copyhead_jax.finite_runs import FINITE_DENSE
 from copyhead_jax.refine import Feature, Runs
+from copyhead_jax.solver_config import single_start
 
 from . import common as C
 from . import features as F
@@ -46,8 +47,9 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     found = C.adaptive(window_features(pool, copy), spec, rounds=s["rounds"], n_new=s["n_new"])
     # linear: the same runs started from the copy pattern
     # (single start: the copy-started fits themselves, not continued to the lowest minimum)
-    copy_start = dict(init_attention="copy", exact_continuation=False)
-    lin_copy = Runs(lin.cfg.replace(train=copy_start), "linear-copy", lin.P_cap)
+    copy_start = lin.cfg.replace(train=dict(init_attention="copy"))
+    copy_start = copy_start.replace(solver=single_start(copy_start.solver))
+    lin_copy = Runs(copy_start, "linear-copy", lin.P_cap)
     C.measure(lin_copy, [p for p in s["P_linear_copy"] if p in lin], spec)
     gap = B.linear_hysteresis_gap(lin, lin_copy)
     th = spec.theory_params()

@@ -5,7 +5,7 @@ continuation in P; results: docs/reports/multistart.md.
     python -m experiments.multistart --tiny --out /tmp/x
 
 The same runs (reduced engine, width 10,000) from a prior draw of W^G, the copy pattern with
-logits +-0.5 and +-2 and zero logits, and from ``TrainConfig.exact_continuation``: per P the
+logits +-0.5 and +-2 and zero logits, and from ``ExactConfig.continuation``: per P the
 seeds a start improves and the largest U gap; per preset how often each reaches the lowest U,
 and P*_cG and psi = 1/2 located per seed as the main reproduction does. Writes
 ``OUT/results/multistart_linear.json``.
@@ -64,7 +64,7 @@ def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
         res[name] = ch.run_sweep(base.replace(train=tr) if tr else base, progress=False)
         print(f"[multistart] {preset} {name}: {time.time() - t0:.0f} s", flush=True)
     t0 = time.time()
-    cont = ch.run_sweep(base.replace(train=dict(exact_continuation=True)), progress=False)
+    cont = ch.run_sweep(base.replace(solver=dict(continuation=True)), progress=False)
     print(f"[multistart] {preset} continuation: {time.time() - t0:.0f} s", flush=True)
     U = np.stack([r["U"] for r in res.values()])  # [start, P, seed]
     best = U.argmin(0)

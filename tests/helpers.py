@@ -25,8 +25,8 @@ FAKE_CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))
 #: a short tiny sweep (two P, one seed, at most 20 epochs), and its reduced-engine twin whose
 #: exact fits stop after one step (issue 31.5)
 SHORT_TINY = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1),
-                             train=dict(max_epochs=20, min_epochs=5))  # fmt: skip
-UNCONVERGED = SHORT_TINY.replace(model=dict(engine="reduced"), train=dict(exact_max_steps=1))
+                             solver=dict(max_epochs=20, min_epochs=5))  # fmt: skip
+UNCONVERGED = SHORT_TINY.replace(model=dict(engine="reduced"), solver=dict(max_steps=1))
 
 
 def one_line_error(capsys, rc, pattern):

@@ -31,7 +31,14 @@ def test_P_grid_forms():
     [
         (["sweep", "--preset", "huge"], "preset must be one of"),
         (["sweep", "--preset", "tiny", "--L", "1"], r"TaskConfig\.L must be an int in \[2, 4096\]"),
-        (["sweep", "--preset", "tiny", "--lr", "-1"], r"TrainConfig\.lr must be a real number"),
+        (["sweep", "--preset", "tiny", "--lr", "-1"], r"AdamConfig\.lr must be a real number"),
+        (["sweep", "--preset", "tiny", "--exact-gtol", "1e-6"],
+         r"--exact-gtol is a setting of the exact solver; this sweep's solver is adam"),
+        (["sweep", "--preset", "paper-map", "--lr", "0.1"],
+         r"--lr is a setting of the adam solver; this sweep's solver is exact"),
+        (["sweep", "--preset", "tiny", "--engine", "reduced", "--width", "64", "--max-epochs",
+          "9"], r"--max-epochs is a setting of the adam solver"),
+        (["sweep", "--preset", "tiny", "--solver", "exact"], r"needs ModelConfig\.engine="),
         (["sweep", "--preset", "tiny", "--sigma2", "0"], r"PosteriorConfig\.sigma2"),
         (["sweep", "--preset", "tiny", "--n-seeds", "0"], r"SweepConfig\.n_seeds"),
         (["sweep", "--preset", "tiny", "--width", "0"], r"ModelConfig\.width"),
@@ -128,7 +135,8 @@ def test_every_sweep_flag_has_help_with_default_and_allowed_values():
         assert a.help and "default" in a.help, a.option_strings
     helps = {a.dest: a.help for a in config_flags}
     assert "an int in [1, 65536]" in helps["width"] and "small 128" in helps["width"]
-    assert "one of 'raw', 'mup'" in helps["lr_scaling"]
+    assert "one of 'raw', 'mup'" in helps["lr_scaling"] and "tiny mup" in helps["lr_scaling"]
+    assert "paper-map True" in helps["exact_continuation"]
     assert p.format_help()  # every help string formats (no stray %)
 
 
@@ -143,6 +151,33 @@ def test_negative_numbers_are_values(value):
     parser, _ = _sweep_parser()
     a = parser.parse_args(["sweep", "--init-copy-logit", value, "--lr", value])
     assert a.init_copy_logit == a.lr == float(value)
+
+
+@pytest.mark.parametrize(
+    "flags, solver",
+    [
+        ([], ch.TINY.train.solver),
+        (["--engine", "reduced", "--width", "64"], ch.TINY.train.solver),  # auto: exact there
+        (["--max-epochs", "50"], ch.AutoConfig(adam=ch.AdamConfig(
+            lr=2e-2, lr_scaling="mup", schedule="cosine", min_epochs=20, max_epochs=50,
+            patience=20))),
+        (["--engine", "reduced", "--width", "64", "--exact-continuation", "--exact-gtol", "1e-7"],
+         ch.AutoConfig(adam=ch.TINY.train.solver.adam,
+                       exact=ch.ExactConfig(gtol=1e-7, continuation=True))),
+        (["--solver", "adam", "--lr", "0.5"],
+         ch.AdamConfig(lr=0.5, lr_scaling="mup", schedule="cosine", min_epochs=20,
+                       max_epochs=200, patience=20)),
+        (["--solver", "exact", "--engine", "reduced", "--width", "64", "--exact-max-steps", "9"],
+         ch.ExactConfig(max_steps=9)),
+    ],
+)  # fmt: skip
+def test_solver_flags_build_the_typed_solver(flags, solver):
+    """``--solver`` and its flags give the solver config, the preset's numbers kept."""
+    from copyhead_jax.cli import config_from_args
+
+    parser, _ = _sweep_parser()
+    args = parser.parse_args(["sweep", "--preset", "tiny", *flags])
+    assert config_from_args(args, "softmax").train.solver == solver
 
 
 def test_out_paths():
@@ -295,16 +330,16 @@ def test_a_sweep_with_no_ok_run_plots_or_names_the_figure(full, tmp_path, capsys
         (["sweep", "--preset", "huge"], "preset must be one of"),
         (["sweep", "--preset", "tiny", "--L", "1"], r"TaskConfig\.L must be an int in \[2, 4096\]"),
         (["sweep", "--preset", "tiny", "--V", "1"], r"TaskConfig\.V must be an int"),
-        (["sweep", "--preset", "tiny", "--lr", "-1"], r"TrainConfig\.lr must be a real number"),
-        (["sweep", "--preset", "tiny", "--lr", "-1e-3"], r"TrainConfig\.lr must be a real"),
-        (["sweep", "--preset", "tiny", "--lr", "100"], r"TrainConfig\.lr .*\(0\.0, 10\.0\]"),
+        (["sweep", "--preset", "tiny", "--lr", "-1"], r"AdamConfig\.lr must be a real number"),
+        (["sweep", "--preset", "tiny", "--lr", "-1e-3"], r"AdamConfig\.lr must be a real"),
+        (["sweep", "--preset", "tiny", "--lr", "100"], r"AdamConfig\.lr .*\(0\.0, 10\.0\]"),
         (["sweep", "--preset", "tiny", "--sigma2", "0"], r"PosteriorConfig\.sigma2"),
         (["sweep", "--preset", "tiny", "--chi", "-3"], r"PosteriorConfig\.chi"),
         (["sweep", "--preset", "tiny", "--n-seeds", "0"], r"SweepConfig\.n_seeds"),
         (["sweep", "--preset", "tiny", "--width", "0"], r"ModelConfig\.width"),
-        (["sweep", "--preset", "tiny", "--min-epochs", "500"], r"TrainConfig\.min_epochs"),
+        (["sweep", "--preset", "tiny", "--min-epochs", "500"], r"AdamConfig\.min_epochs"),
         (["sweep", "--preset", "tiny", "--likelihood", "poisson"], r"PosteriorConfig\.likelihood"),
-        (["sweep", "--preset", "tiny", "--b1", "1.5"], r"TrainConfig\.b1"),
+        (["sweep", "--preset", "tiny", "--b1", "1.5"], r"AdamConfig\.b1"),
         (["sweep", "--preset", "tiny", "--attention", "both", "--out", "x.npz"], "one attention"),
         (["show", "nonexistent.npz"], "does not exist"),
         (["plot", "nonexistent.npz"], "does not exist"),

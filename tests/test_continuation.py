@@ -1,4 +1,4 @@
-"""Continuation in P of exact MAP fits (``TrainConfig.exact_continuation``)."""
+"""Continuation in P of exact MAP fits (``ExactConfig.continuation``)."""
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,7 @@ CFG = ch.SMALL.replace(
 @pytest.fixture(scope="module")
 def sweeps():
     single = ch.run_sweep(CFG, progress=False, keep_params=True)
-    cont = ch.run_sweep(CFG.replace(train=dict(exact_continuation=True)), progress=False,
+    cont = ch.run_sweep(CFG.replace(solver=dict(continuation=True)), progress=False,
                         keep_params=True)  # fmt: skip
     return single, cont
 
@@ -82,7 +82,7 @@ def test_interrupted_continuation_resumes_identically(sweeps, tmp_path):
     """A continuation killed after 4 of its steps and rerun on its checkpoints gives the
     uninterrupted result bit for bit."""
     single, cont = sweeps
-    cfg = CFG.replace(train=dict(exact_continuation=True))
+    cfg = CFG.replace(solver=dict(continuation=True))
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("runs",))
     solve = exact_solve_from(cfg, mesh)
     inputs = sweep_inputs(cfg, None)
@@ -104,10 +104,10 @@ def test_interrupted_continuation_resumes_identically(sweeps, tmp_path):
 
 
 def test_continuation_needs_the_exact_solver():
-    with pytest.raises(ValueError, match="exact_continuation"):
-        ch.TINY.replace(train=dict(exact_continuation=True))
-    with pytest.raises(ValueError, match="exact_continuation must be a bool"):
-        ch.TINY.replace(train=dict(exact_continuation=1))
+    with pytest.raises(ValueError, match="continuation=True needs the exact solver"):
+        ch.TINY.replace(solver=dict(continuation=True))  # AutoConfig under the full engine
+    with pytest.raises(ValueError, match="ExactConfig.continuation must be True or False"):
+        ch.ExactConfig(continuation=1)
 
 
 def test_experiment_runs_continue_over_their_sweeps_union(sweeps, tmp_path):
@@ -122,7 +122,7 @@ def test_experiment_runs_continue_over_their_sweeps_union(sweeps, tmp_path):
 
     _, cont = sweeps
     spec = types.SimpleNamespace(cost=dict(compile_s=1e9), cache_dir=tmp_path)  # one group
-    cfg = CFG.replace(train=dict(exact_continuation=True))
+    cfg = CFG.replace(solver=dict(continuation=True))
     P = CFG.sweep.P
     runs = C.Runs(cfg, "linear")
     C.measure(runs, P[::2], spec)

@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys, numpy as np, jax, copyhead_jax as ch
     assert len(jax.devices()) == 4, jax.devices()
-    cfg = ch.TINY.replace(train=dict(max_epochs=60, min_epochs=60),
+    cfg = ch.TINY.replace(solver=dict(max_epochs=60, min_epochs=60),
                           sweep=dict(P=(2, 4, 8), n_seeds=2, chunk_runs=4))
     out = {}
     for n in (1, 4):

@@ -180,7 +180,7 @@ def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(tiny):
     # --full trains the embeddings: the finite-width theory must then use every run's own
     # embedding Gram (which has moved away from the prior draw), not the seed's initial one
     s = tiny.spec()
-    cfg = s.engine_for("linear").replace(train=dict(train_embeddings=True, max_epochs=60))
+    cfg = s.engine_for("linear").replace(train=dict(train_embeddings=True), solver=dict(max_epochs=60))
     runs = C.Runs(cfg, "trained")
     C.measure(runs, [2, 4], s)
     fin = C.finite_width(s, runs, "linear", [2, 4])["curve"]
@@ -340,12 +340,12 @@ def test_every_mode_config_builds_valid_engine_configs(mode, tmp_path):
     full = C.load_spec("full", "paper", "main", tmp_path).engine
     # --full is the paper's configuration
     assert full.model.width == 10_000 and full.sweep.n_seeds == 10
-    assert full.train.lr == 1e-5 and full.train.train_embeddings
+    assert full.solver.lr == 1e-5 and full.train.train_embeddings
     # the default mode is the paper's configuration through the exact width reduction
     paper = C.load_spec("paper", "paper", "main", tmp_path)
     e = paper.engine
     assert e.model.engine == "reduced" and e.model.width == 10_000 and e.sweep.n_seeds == 10
-    assert e.solver == "exact" and not e.train.train_embeddings
+    assert e.solver.kind == "exact" and not e.train.train_embeddings
     assert math.inf in paper.settings["extra_widths"]
 
 

@@ -96,13 +96,13 @@ def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
 
 def test_cache_key_is_the_whole_config():
     """The cache key hashes every config field: equal configs share a key, and a field set
-    away from its default (``exact_continuation``) changes it (no old-key shims)."""
+    away from its default (``ExactConfig.continuation``) changes it (no old-key shims)."""
     from experiments import posterior as E
 
     cfg = ch.TINY.replace(model=dict(engine="reduced"))
     same = ch.TINY.replace(model=dict(engine="reduced"))
     assert E.cache_key(cfg.to_dict()) == E.cache_key(same.to_dict())
-    on = cfg.replace(train=dict(exact_continuation=True))
+    on = cfg.replace(solver=dict(continuation=True))
     assert E.cache_key(on.to_dict()) != E.cache_key(cfg.to_dict())
 
 

@@ -153,13 +153,13 @@ def test_config_refuses_trained_embeddings_and_small_width():
     exact solver at a finite width, refused with continuation or at width infinity."""
     assert ch.PAPER.replace(model=dict(engine="reduced")).train.train_embeddings
     with pytest.raises(ValueError, match="trained embeddings is the exact joint MAP"):
-        ch.PAPER.replace(model=dict(engine="reduced"), train=dict(exact_continuation=True))
+        ch.PAPER.replace(model=dict(engine="reduced"), solver=dict(continuation=True))
     with pytest.raises(ValueError, match="trained embeddings is the exact joint MAP"):
         ch.PAPER.replace(model=dict(engine="reduced", width=math.inf))
     with pytest.raises(ValueError, match="V \\+ L"):
         ch.TINY.replace(model=dict(engine="reduced", width=4))
     with pytest.raises(ValueError, match="engine='reduced'"):
-        ch.TINY.replace(train=dict(solver="exact"))
+        ch.TINY.replace(solver=ch.ExactConfig())
 
 
 @pytest.mark.parametrize("attention", ["linear", "softmax"])

@@ -154,7 +154,7 @@ def test_engine_reduced_with_trained_embeddings_runs_the_joint_map():
     W = 10_000
     cfg = ch.preset("tiny").replace(
         model=dict(engine="reduced", width=W, gram="wishart", attention="softmax"),
-        train=dict(solver="exact", train_embeddings=True), sweep=dict(P=(P,), n_seeds=1),
+        train=dict(solver=ch.ExactConfig(), train_embeddings=True), sweep=dict(P=(P,), n_seeds=1),
     )  # fmt: skip
     r = ch.run_sweep(cfg, progress=False, keep_params=True)
     a = r.arrays
@@ -175,9 +175,9 @@ def test_bad_input():
         model=dict(engine="reduced"), train=dict(train_embeddings=True)
     )
     with pytest.raises(ValueError, match="solver"):
-        base.replace(train=dict(solver="adam"))
-    with pytest.raises(ValueError, match="exact_continuation"):
-        base.replace(train=dict(exact_continuation=True))
+        base.replace(solver=ch.AdamConfig())
+    with pytest.raises(ValueError, match="without continuation"):
+        base.replace(solver=dict(continuation=True))
     with pytest.raises(ValueError, match="finite"):
         base.replace(model=dict(width=math.inf))
     with jax.enable_x64(True):

@@ -14,7 +14,7 @@ from copyhead_jax.cli import main
 from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult, SweepResult
 from copyhead_jax.sample import run_sampler
 
-CFG = ch.TINY.replace(train=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
+CFG = ch.TINY.replace(solver=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
 SGLD = ch.SGLDConfig(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2)
 #: runs per chunk: the 4 runs make a full chunk and a padded one (the progress-bar test counts
 #: them), and one compiled program of that shape serves every SGLD run below

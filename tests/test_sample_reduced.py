@@ -26,7 +26,7 @@ LIN = CFG.replace(model=dict(attention="linear"))
 #: A full-width Adam sweep small enough to train (width 32) and its exact image: one compiled
 #: exact sweep serves the stationarity, polish and short-chain tests.
 ADAM = ch.TINY.replace(model=dict(width=32), sweep=dict(P=(4, 8), n_seeds=1),
-                       train=dict(max_epochs=400))  # fmt: skip
+                       solver=dict(max_epochs=400))  # fmt: skip
 EXACT = ADAM.replace(model=dict(engine="reduced"))
 
 

@@ -236,7 +236,7 @@ def test_the_tag_names_the_array():
 def test_a_sweep_on_user_tokens_names_them_and_differs_from_the_source():
     """The fit sees the given rows: the result records their hash, and the same config on the
     task's own draws gives another training loss (different data, same everything else)."""
-    c = cfg(n_seeds=1).replace(train=dict(max_epochs=60, min_epochs=10))
+    c = cfg(n_seeds=1).replace(solver=dict(max_epochs=60, min_epochs=10))
     tok = np.zeros((8, 4), np.int64)  # constant sequences: a trivially different dataset
     tok[:, ::2] = 1
     res = ch.run_sweep(c, tokens=tok, progress=False)

@@ -37,7 +37,7 @@ def test_result_shapes_and_metadata(baseline):
 
 def test_sweep_compiles_once():
     # 4 chunks of 2 runs and several segments each: one compiled segment program serves all
-    cfg = CFG.replace(train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 3, 5, 9)))
+    cfg = CFG.replace(solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 3, 5, 9)))
     before = train.run_segment._cache_size()
     res = ch.run_sweep(cfg, progress=False)
     assert res.meta["n_chunks"] == 4
@@ -75,7 +75,7 @@ def test_forced_divergence_is_flagged_and_others_kept(baseline, capsys):
 
 
 def test_early_stopping_per_run():
-    cfg = CFG.replace(train=dict(min_epochs=10, patience=3, rel_tol=0.05, max_epochs=200))
+    cfg = CFG.replace(solver=dict(min_epochs=10, patience=3, rel_tol=0.05, max_epochs=200))
     res = ch.run_sweep(cfg, progress=False)
     stop = res["stop_epoch"]
     assert np.all(stop >= 10) and np.all(stop < 200)  # every run stopped early on its own
@@ -115,7 +115,7 @@ def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
     cfg = CFG.replace(
-        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+        solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
     )
     ref = ch.run_sweep(cfg, progress=False)
     out = tmp_path / "s.npz"
@@ -205,14 +205,14 @@ def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch,
                       sweep=dict(P=(10**7,)))
     for solver in ("adam", "exact"):
         with pytest.raises(ValueError, match="GiB is available"):
-            ch.run_sweep(big.replace(train=dict(solver=solver)), out=tmp_path / "a.npz",
+            ch.run_sweep(big.replace(solver=dict(kind=solver)), out=tmp_path / "a.npz",
                          progress=False)  # fmt: skip
     assert not list(tmp_path.iterdir())
 
 
 def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
     cfg = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(2,), n_seeds=1),
-                          train=dict(solver="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
+                          solver=dict(kind="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
     for bad in ([-1.0], [0.0], [float("nan")]):
         with pytest.raises(ValueError, match="lr_mult entries must be finite reals > 0"):
             ch.run_sweep(cfg, lr_mult=np.array(bad), progress=False)
@@ -224,7 +224,7 @@ def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
 @pytest.mark.slow
 def test_lr_blow_up_is_flagged_in_a_real_sweep(capsys):
     cfg = ch.TINY.replace(
-        train=dict(lr=10.0, lr_scaling="raw", max_epochs=20, min_epochs=5),
+        solver=dict(lr=10.0, lr_scaling="raw", max_epochs=20, min_epochs=5),
         sweep=dict(P=(2,), n_seeds=1),
     )
     res = ch.run_sweep(cfg, progress=False)
@@ -285,7 +285,7 @@ def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys
     # its compiled segment is reused
     monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)
     cfg = CFG.replace(
-        train=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
+        solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
     )
     real, calls = sweep_mod.run_segment, []
 

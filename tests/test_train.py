@@ -70,23 +70,23 @@ def test_objective_is_theory_energy_and_ignores_padding():
 
 
 def test_raw_lr_factor_moves_readout_like_raw_weights():
-    cfg = ch.TINY.replace(train=dict(lr_scaling="raw"))
+    cfg = ch.TINY.replace(solver=dict(lr_scaling="raw"))
     head = ch.init_head(jax.random.key(0), cfg.model, L=6, V=3, chi=30.0)
-    f = block_lr_factors(head, cfg.train)
+    f = block_lr_factors(head, cfg.solver)
     N = cfg.model.width
     # W^O = W_O_hat / sqrt(chi N): an Adam step of lr on W^O is sqrt(chi N) lr on W_O_hat
     np.testing.assert_allclose(f.W_O_hat, np.sqrt(30.0 * N))
     assert f.W_G == 1.0
-    fm = block_lr_factors(head, cfg.train.__class__(lr_scaling="mup"))
+    fm = block_lr_factors(head, ch.AdamConfig(lr_scaling="mup"))
     assert fm.W_G == 1.0 / N and np.isclose(fm.W_O_hat, N**-0.5)
 
 
 def test_softmax_warmup_schedule():
-    t = ch.TrainConfig(lr=1.0, max_epochs=100, min_epochs=0)  # warmup_frac None: head default
+    t = ch.AdamConfig(lr=1.0, max_epochs=100, min_epochs=0)  # warmup_frac None: head default
     s = lr_schedule(t, "softmax")
     np.testing.assert_allclose([s(0), s(5), s(10), s(50)], [0.0, 0.5, 1.0, 1.0], atol=1e-6)
     assert float(lr_schedule(t, "linear")(0)) == 1.0  # paper: warm-up for softmax only
-    t2 = ch.TrainConfig(lr=1.0, max_epochs=100, min_epochs=0, warmup_frac=0.2)  # both heads
+    t2 = ch.AdamConfig(lr=1.0, max_epochs=100, min_epochs=0, warmup_frac=0.2)  # both heads
     assert [float(lr_schedule(t2, a)(10)) for a in ("softmax", "linear")] == [0.5, 0.5]
 
 

@@ -40,7 +40,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .. import conventions
 from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
-from ..config import ATTENTIONS, Config, ModelConfig, TrainConfig
+from ..config import ATTENTIONS, AdamConfig, Config, ModelConfig
 from ._compute import (
     fused_sq_error,
     linear_causal_energy,
@@ -63,7 +63,7 @@ class AbstractHead(eqx.Module):
     A subclass also says, as class constants, what the rest of the package needs to know about
     its attention: ``order_names`` (its names for the projections ``(c1, cG)`` of the mean
     attention on ``(J/L, G*/sqrt L)``), ``gauge_fix`` (a Z2 gauge fixed by ``r > 0``, or none)
-    and ``warmup_default`` (the lr warm-up fraction when ``TrainConfig.warmup_frac`` is None).
+    and ``warmup_default`` (the lr warm-up fraction when ``AdamConfig.warmup_frac`` is None).
     A new attention variant is a subclass plus an entry in ``HEADS``.
     """
 
@@ -99,9 +99,9 @@ class AbstractHead(eqx.Module):
         return cls.from_config(cfg, **{k: get(k) for k in ARRAY_FIELDS})
 
     @classmethod
-    def warmup_frac(cls, train: TrainConfig) -> float:
-        """``train.warmup_frac``, or this attention's default when it is None."""
-        return cls.warmup_default if train.warmup_frac is None else train.warmup_frac
+    def warmup_frac(cls, adam: AdamConfig) -> float:
+        """``adam.warmup_frac``, or this attention's default when it is None."""
+        return cls.warmup_default if adam.warmup_frac is None else adam.warmup_frac
 
     @property
     def width(self) -> int:

@@ -18,7 +18,7 @@ _PAPER_POOL = [4, 8, 16, 32, 64, 128, 200, 256, 300, 400, 512, 640, 800, 1000, 1
 
 CONFIG = dict(
     engine=ENGINE,
-    softmax_train={},
+    softmax_solver={},
     # PAPER_SGLD (eta_seq = 0: the step is eta_max at every P)
     sgld=dict(
         eta_max=5e-10, eta_seq=1e30, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4, seed=1

@@ -3,7 +3,7 @@
 Width 10,000 (the paper's d_model) with quenched embeddings, through the exact width reduction
 (``engine='reduced'``, docs/theory.md §2c: a width-N head with frozen embeddings is exactly a width-
 (V+L) head on the root of its realised embedding Gram), fitted by the exact float64 MAP solver
-(``solver='exact'``: quasi-Newton to |grad U| <= 1e-9 max(1, |U|), the smallest Hessian
+(``ExactConfig``: quasi-Newton to |grad U| <= 1e-9 max(1, |U|), the smallest Hessian
 eigenvalue reported), 10 seeds, both softmax branches started explicitly (pooling: zero logits;
 copy: ``init_copy_logit * G*``). Width infinity (the prior Gram, ``C = Sigma``) and, for the
 width table, widths 1,024 and 128 (their realised Grams) are measured the same way as extra
@@ -20,10 +20,8 @@ from pathlib import Path
 
 ENGINE = dict(
     model=dict(width=10_000, engine="reduced", gram="realised"),  # the paper's width, exactly
-    train=dict(
-        solver="exact",  # the MAP itself, not an optimiser's approximation of it
-        train_embeddings=False,  # quenched: required by the exact reduction (docs/theory.md §2)
-    ),
+    train=dict(train_embeddings=False),  # quenched: required by the exact reduction (theory §2)
+    solver=dict(kind="exact"),  # the MAP itself, not an optimiser's approximation of it
     sweep=dict(n_seeds=10, padding="max"),  # the paper's 10 seeds
 )
 
@@ -119,12 +117,12 @@ _BRANCHES_PAPER = dict(
 CONFIG = dict(
     width_reference=_width_reference(),
     engine=ENGINE,
-    softmax_train={},
+    softmax_solver={},
     # linear attention has several minima near its transitions; one prior-draw start missed the
     # lowest in up to 9/10 seeds there (docs/reports/multistart.md). The continuation in P adds each
     # run's neighbours' kept fits as starts (ascending, then descending; ~2x the solves) and
     # keeps the lowest U: on the multi-start grids it reached the lowest of 6 starts in every run
-    linear_train=dict(exact_continuation=True),
+    linear_solver=dict(continuation=True),
     sgld=None,
     cost=COST,
     presets=dict(

@@ -12,7 +12,8 @@ below) exceeds this is out of reach and reported as such.
 # Engine overrides shared by both presets (on top of ch.PLAIN / ch.PAPER).
 ENGINE = dict(
     model=dict(width=128),  # paper: 10,000; finite-width theory on the realised embeddings
-    train=dict(
+    train=dict(train_embeddings=False),  # quenched embeddings: the MAP protocol (theory §2)
+    solver=dict(
         lr=1.0,  # SMALL's muP base lr (the paper's raw lr 1e-5 needs width 10,000 and a GPU)
         lr_scaling="mup",
         schedule="cosine",
@@ -22,7 +23,6 @@ ENGINE = dict(
         max_epochs=4000,
         patience=200,
         rel_tol=1e-5,
-        train_embeddings=False,  # quenched embeddings: the MAP protocol of docs/theory.md §2
     ),
     sweep=dict(n_seeds=2, padding="max"),  # paper: 10 seeds; P groups are chosen by the cost model
 )
@@ -35,7 +35,7 @@ _SCALING_PAPER = {**_SCALING, "max_run_s": 25.0, "n_grid": 6}  # its P* are 10x 
 CONFIG = dict(
     engine=ENGINE,
     # softmax settles in fewer epochs than linear attention (grad_norm_span is reported)
-    softmax_train=dict(max_epochs=2000, min_epochs=500),
+    softmax_solver=dict(max_epochs=2000, min_epochs=500),
     # SGLD on U (T = 1), all weights: eta = min(eta_max, eta_seq / P_eff) per compiled group
     # (the likelihood curvature grows like P_eff); the paper's eta = 5e-10 x 20k steps barely
     # leaves the MAP at width 128, so the quick mode uses the largest stable step instead

@@ -10,15 +10,14 @@ here; refinement is tested on planted sweeps in tests/test_refine.py); hysteresi
 ENGINE = dict(
     task=dict(L=6, V=3, n_test=64),  # paper: L = 25, V = 5
     model=dict(width=16),  # paper: 10,000
-    train=dict(
+    train=dict(log_every=5, train_embeddings=False),  # quenched (docs/theory.md §2)
+    solver=dict(
         lr=2e-2,  # TINY's protocol
         lr_scaling="mup",
         schedule="cosine",
         min_epochs=20,
         max_epochs=200,
         patience=20,
-        log_every=5,
-        train_embeddings=False,  # quenched (docs/theory.md §2)
     ),
     sweep=dict(n_seeds=1, padding="max"),  # paper: 10 seeds
 )
@@ -62,7 +61,7 @@ _BRANCHES = dict(
 
 CONFIG = dict(
     engine=ENGINE,
-    softmax_train=dict(max_epochs=100, min_epochs=20),
+    softmax_solver=dict(max_epochs=100, min_epochs=20),
     sgld=dict(eta_max=1e-3, eta_seq=5e-3, n_steps=40, burn_in=10, thin=5, n_chains=2, seed=1),
     cost=dict(compile_s=10.0, seq_epoch_us=8.0),
     presets=dict(plain=dict(_PRESET, posterior_branches=_BRANCHES), paper=_PRESET),

@@ -13,7 +13,7 @@ from copyhead_jax import style as S
 from copyhead_jax.style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
 
 from ..features import P_star
-from .tables import width_name
+from .tables import solver_kind, width_name
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
@@ -29,8 +29,7 @@ def _vlines(a, marks) -> None:
 
 
 def _fit_name(res: dict) -> str:
-    solver = res.get("header", {}).get("engine", {}).get("train", {}).get("solver")
-    return "exact MAP" if solver == "exact" else "Adam"
+    return "exact MAP" if solver_kind(res) == "exact" else "Adam"
 
 
 def _band(a, x, m, sd, label, **kw) -> None:

@@ -11,7 +11,7 @@ from copyhead_jax.compare.paper import PAPER_MEASURED
 from copyhead_jax.compare.warning import signal_of
 
 from .. import posterior_column
-from .tables import measured_text, num, pct, reach_text, table
+from .tables import measured_text, num, pct, reach_text, solver_kind, table
 
 MAIN_HEAD = ["mechanism", "theoretical scaling", "theory P* (EK)", "theory P* (finite width)",
              "measured P* [bracket]", "rel. err. vs EK", "rel. err. vs finite", "order",
@@ -115,8 +115,8 @@ def _continuation(res: dict) -> list[str]:
     n = res["header"]["engine"]["sweep"]["n_seeds"]
     gap = [a - b for a, b in zip(c["U_own_start"], c["U"]) if a is not None and b is not None]
     where = ", ".join(f"{p}: {m}" for p, m in zip(c["P"], moved) if m) or "none"
-    return [f"- Linear continuation in P (`exact_continuation`): runs where a neighbouring P's "
-            f"fit led to a lower minimum than the run's own prior-draw start, {sum(moved)} of "
+    return [f"- Linear continuation in P (`ExactConfig.continuation`): runs where a neighbouring "
+            f"P's fit led to a lower minimum than the run's own prior-draw start, {sum(moved)} of "
             f"{len(moved) * n} (seeds per P: {where}); largest seed-mean U gap "
             f"{num(max(gap) if gap else 0.0)}."]  # fmt: skip
 
@@ -147,7 +147,7 @@ def _stationarity(curves: dict) -> str:
 
 
 def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
-    fit = "MAP" if res["header"]["engine"]["train"].get("solver") == "exact" else "Adam"
+    fit = "MAP" if solver_kind(res) == "exact" else "Adam"
     two = lambda d: f"{num(d['min'])} / {num(d['mean'])}"  # noqa: E731
     rows = []
     for r in res["table"]:

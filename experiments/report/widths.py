@@ -8,7 +8,7 @@ import copyhead_jax as ch
 from copyhead_jax.compare import disagrees, rel_err
 from copyhead_jax.compare.claims import grid_band, judge, verdict_text
 
-from .tables import ci_text, num, pct, table, width_name
+from .tables import ci_text, num, pct, solver_kind, table, width_name
 
 
 def _ci_rows(res: dict) -> tuple[list[str], dict[str, dict[str, dict]]]:
@@ -87,7 +87,7 @@ def readme_table(mains: dict[str, dict]) -> str:
         e = res["header"]["engine"]
         paper = ("paper reports", lambda x: "~" + num(x) if x else "-")
         blocks.append(f"**{preset} preset** (L = {e['task']['L']}, V = {e['task']['V']}, "
-                      f"{e['sweep']['n_seeds']} seeds, solver {e['train']['solver']}, engine "
+                      f"{e['sweep']['n_seeds']} seeds, solver {solver_kind(res)}, engine "
                       f"{e['model']['engine']}):\n\n"
                       f"{_ci_table(res, README_LABELS, '', 'N = {N}: {what}', paper)}\n")
     return "\n".join(blocks)
