@@ -180,7 +180,9 @@ def test_finite_width_uses_each_runs_own_gram_when_embeddings_train(tiny):
     # --full trains the embeddings: the finite-width theory must then use every run's own
     # embedding Gram (which has moved away from the prior draw), not the seed's initial one
     s = tiny.spec()
-    cfg = s.engine_for("linear").replace(train=dict(train_embeddings=True), solver=dict(max_epochs=60))
+    cfg = s.engine_for("linear").replace(
+        train=dict(train_embeddings=True), solver=dict(max_epochs=60)
+    )
     runs = C.Runs(cfg, "trained")
     C.measure(runs, [2, 4], s)
     fin = C.finite_width(s, runs, "linear", [2, 4])["curve"]
