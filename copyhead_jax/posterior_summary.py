@@ -166,6 +166,26 @@ def linear_transitions(P, psi_map, psi_post, r_map) -> dict:
             "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict()}  # fmt: skip
 
 
+def seed_mean_transitions(merged: dict, parts: list) -> dict:
+    """:func:`linear_transitions` of a linear summary ``merged`` (of ``parts``, merged along P by
+    :func:`merge_blocks`) from seed means: its posterior psi, each part's :func:`map_psi` and
+    MAP r (a part's own seeds: some grids have fewer)."""
+    with quiet():
+        psi_post = np.nanmean(merged["post_mean"]["psi"], 1)
+        psi_map = np.concatenate([np.nanmean(map_psi(b), 1) for b in parts])
+        r_map = np.concatenate([np.nanmean(b["map"]["r"], 1) for b in parts])
+    return linear_transitions(merged["P"], psi_map, psi_post, r_map)
+
+
+def posterior_level(parts: list, level: float = 1.0, key: str = "cG") -> dict:
+    """Where the seed-mean posterior mean of ``key`` passes ``level`` on the concatenated grids
+    of the summaries ``parts`` (:func:`~copyhead_jax.compare.locate.locate_level`)."""
+    P = np.concatenate([np.asarray(b["P"], float) for b in parts])
+    with quiet():
+        y = np.concatenate([np.nanmean(b["post_mean"][key], 1) for b in parts])
+    return locate_level(P, y, level).to_dict()
+
+
 def per_P_markdown(title: str, b: dict) -> list[str]:
     """Lines of a markdown table of a branch summary ``b``, per P: MAP and posterior means (seed
     mean ± sd), susceptibilities and lambda-hat (seed mean, the largest MCSE over seeds in

@@ -116,6 +116,26 @@ def test_linear_transitions_planted_psi_and_r():
     assert 1 < t["map_P_c1_r005"]["P_star"] < 2
 
 
+def test_seed_mean_transitions_and_posterior_level_of_merged_parts():
+    """Two parts (4 and 2 seeds) merged along P: the transitions are linear_transitions of the
+    seed means, each part's MAP over its own seeds; the posterior level is locate_level of the
+    concatenated seed means."""
+    from copyhead_jax.compare.locate import locate_level
+
+    low, high = _block([1, 2], 4, 0.0), _block([4, 8], 2, 0.0)
+    for b, psi in ((low, [0.0, 0.2]), (high, [0.8, 1.0])):
+        x = np.repeat(np.asarray(psi)[:, None], b["n_seeds"], 1)
+        b["map"] = {"cG": x + 1, "r": x / 2, "psi": x}
+        b["post_mean"] = {"cG": 2 * x, "psi": x / 2}
+    m = E.merge_blocks(low, high)
+    psi = np.array([0.0, 0.2, 0.8, 1.0])
+    assert E.seed_mean_transitions(m, [low, high]) == E.linear_transitions(
+        [1, 2, 4, 8], psi, psi / 2, psi / 2)
+    got = E.posterior_level([low, high])
+    assert got == locate_level(np.array([1.0, 2, 4, 8]), 2 * psi, 1.0).to_dict()
+    assert 2 < got["P_star"] < 4
+
+
 def test_markdown_tables_of_a_planted_summary():
     """Per P: seed mean ± sd (ddof 1), the largest MCSE in brackets, health extremes; one
     health row per block; one verdict row per observable."""
