@@ -1,8 +1,9 @@
 r"""The free energy and the posterior weight of each softmax branch over a batch of runs of
 reduced sweeps (different P and seeds in one compiled program), from each branch's reference
 MAP (docs/reports/posterior_branches.md): constrained Laplace-referenced TI
-(:func:`free_energies`) and tempered SMC across both branches (:func:`smc_weights`). The
-one-run version with probes chosen on the fly is :mod:`copyhead_jax.transition_ti`.
+(:func:`free_energies`) and tempered SMC across both branches (:func:`smc_weights`), over the
+runs :func:`branch_runs` and :func:`paired_runs` gather from the reference sweeps. The one-run
+version with probes chosen on the fly is :mod:`copyhead_jax.transition_ti`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .bayes import branch_log_z, hmc_move, path_rungs, tempered_smc
 from .models import head_class
 from .posterior import Objective
 from .sample_reduced import marginal_energy, marginal_whitening, with_WG
+from .sweep import sweep_inputs
 from .transition_ti import BRANCHES, SIDE, a_G
 
 
@@ -60,6 +62,73 @@ def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
 def head_arrays(res, i, s):
     """The kept weights of run ``(i, s)`` of a reduced sweep."""
     return {k: np.asarray(res[f"params/{k}"][i, s]) for k in ("W_E", "b", "W_G", "W_O_hat")}
+
+
+def references(sweeps: dict, P_group, seeds, a_thr: float):
+    """``(index of P, P, seed, branch, pick_reference(...) or None)`` for every run of a group
+    (``sweeps``: branch -> reference sweeps), P outermost, then seed, then branch."""
+    for ip, P in enumerate(P_group):
+        for s in seeds:
+            for b in BRANCHES:
+                yield ip, P, s, b, pick_reference(sweeps[b], b, P, s, a_thr)
+
+
+def reference_list(sweeps: dict, P_group, seeds, a_thr: float) -> list:
+    """``[P, seed, branch, the reference sweep's P grid, ref_P]`` per run with a reference: what
+    a group's chains start from (a sweep added for other P leaves it unchanged)."""
+    return [[int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
+            for _, P, s, b, ref in references(sweeps, P_group, seeds, a_thr)
+            if ref is not None]  # fmt: skip
+
+
+def _rows(cfg, P_group):
+    """``row(ip, s)``: the data (train, mask) of run ``(P_group[ip], s)`` of ``cfg``'s sweep,
+    padded to the largest P."""
+    inp = sweep_inputs(cfg, None, max(P_group))
+    train, mask, nS = np.asarray(inp.train), np.asarray(inp.mask), cfg.sweep.n_seeds
+    return lambda ip, s: (train[ip * nS + s], mask[ip * nS + s])
+
+
+def branch_runs(cfg, sweeps: dict, P_group, seeds, a_thr: float, log=_log):
+    """``(runs, arrs, trains, masks)`` of :func:`free_energies`: every (P, seed, branch) of a
+    group that has a reference (:func:`references`; ``cfg``: the softmax config of the group's
+    data, its P grid ``P_group``); a run without one is logged and skipped."""
+    runs, arrs, data = [], [], []
+    row = _rows(cfg, P_group)
+    for ip, P, s, b, ref in references(sweeps, P_group, seeds, a_thr):
+        if ref is None:
+            log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
+            continue
+        runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref[2]))
+        arrs.append(head_arrays(ref[0], ref[1], s))
+        data.append(row(ip, s))
+    trains, masks = (list(x) for x in zip(*data)) if data else ([], [])
+    return runs, arrs, trains, masks
+
+
+def paired_runs(cfg, sweeps: dict, P_group, seeds, a_thr: float, log=_log):
+    """``(runs, heads, trains, masks)`` of :func:`smc_weights`: every (P, seed) of a group whose
+    two branches both have a reference (``heads``: branch -> weights per run); a run without is
+    logged and skipped, two branches with different embeddings refused."""
+    refs: dict = {}
+    for ip, P, s, br, ref in references(sweeps, P_group, seeds, a_thr):
+        refs.setdefault((ip, P, s), {})[br] = ref
+    runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
+    row = _rows(cfg, P_group)
+    for (ip, P, s), r in refs.items():
+        if any(x is None for x in r.values()):
+            log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
+            continue
+        arr = {br: head_arrays(x[0], x[1], s) for br, x in r.items()}
+        if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
+            raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
+        runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(r[br][2]) for br in BRANCHES}))
+        for br in BRANCHES:
+            heads[br].append(arr[br])
+        train, mask = row(ip, s)
+        trains.append(train)
+        masks.append(mask)
+    return runs, heads, trains, masks
 
 
 @functools.partial(jax.jit, static_argnums=0)

@@ -44,7 +44,7 @@ from .results import PosteriorResult, SweepResult
 from .sgld import run_chains
 from .sweep import sweep_inputs
 
-__all__ = ["LLCSettings", "RunLLC", "llc_runs", "lowest_u_fits"]
+__all__ = ["LLCSettings", "RunLLC", "devinterp_sweep", "llc_runs", "lowest_u_fits"]
 
 PARAMS = ("W_E", "b", "W_G", "W_O_hat")
 #: the three chain sets per run: (n beta / n as a function of n, localised, prior on)
@@ -310,3 +310,18 @@ def llc_runs(
         out["posterior_mcse"] = np.where(ok, scale * se, np.nan)
     d = int(np.prod(best["params/W_G"].shape[2:]) + np.prod(best["params/W_O_hat"].shape[2:]))
     return RunLLC(np.asarray(cfg.sweep.P), d, out, _pstar(sweeps, best), cfg.model.attention, st)
+
+
+def devinterp_sweep(res: SweepResult, key: jax.Array, settings: LLCSettings) -> dict:
+    r"""devinterp's default $\hat\lambda$ ($n\beta=n/\log n$, localisation $\gamma$, no prior)
+    of every run of a kept-weights reduced sweep ``res``, centred at its own fit: :func:`llc_runs`
+    with that estimator alone, as arrays ``[P, seed]`` named ``value``, ``mcse``, ``rhat``,
+    ``ess``, ``eta``, ``lambda_max``, ``finite_frac`` and ``nbeta`` (NaN at P < 2)."""
+    a = llc_runs(res, settings=settings, estimators=("devinterp",), key=key).arrays
+    P = np.asarray(res.config.sweep.P, float)
+    with np.errstate(all="ignore"):
+        nbeta = np.where(P > 1, P / np.log(np.maximum(P, 2)), np.nan)
+    out = {k: a["devinterp" + s] for k, s in (("value", ""), ("mcse", "_mcse"), ("rhat", "_rhat"),
+           ("ess", "_ess"), ("eta", "_eta"), ("lambda_max", "_lambda_max"),
+           ("finite_frac", "_finite"))}  # fmt: skip
+    return out | {"nbeta": np.broadcast_to(nbeta[:, None], a["devinterp_mcse"].shape).copy()}

@@ -1,7 +1,8 @@
 r"""Per-run summaries of a reduced sweep's posterior (arrays ``[P, seed]``): MAP and posterior
 means with MCSE, susceptibilities ``P Var``, the learning coefficient from the draws, chain
 health; merged across seed blocks (:func:`merge_seeds`) and disjoint P grids
-(:func:`merge_blocks`), and the early-warning verdict of each observable at a given P*.
+(:func:`merge_blocks`), the early-warning verdict of each observable at a given P*, and their
+markdown tables (:func:`per_P_markdown`, :func:`health_markdown`, :func:`verdicts_markdown`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .bayes import run_mean, run_susceptibility
 from .compare.crossing import growth_verdict, quiet
 from .compare.locate import locate_level, locate_max_slope
 from .compare.pstar import AT_ORIGIN
+from .compare.text import fmt, mean_sd
 from .posterior import Objective
 
 #: the observables whose susceptibility is summarised
@@ -163,3 +165,87 @@ def linear_transitions(P, psi_map, psi_post, r_map) -> dict:
     return {"map": on(psi_map), "post": on(psi_post),
             "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict()}  # fmt: skip
 
+
+def seed_mean_transitions(merged: dict, parts: list) -> dict:
+    """:func:`linear_transitions` of a linear summary ``merged`` (of ``parts``, merged along P by
+    :func:`merge_blocks`) from seed means: its posterior psi, each part's :func:`map_psi` and
+    MAP r (a part's own seeds: some grids have fewer)."""
+    with quiet():
+        psi_post = np.nanmean(merged["post_mean"]["psi"], 1)
+        psi_map = np.concatenate([np.nanmean(map_psi(b), 1) for b in parts])
+        r_map = np.concatenate([np.nanmean(b["map"]["r"], 1) for b in parts])
+    return linear_transitions(merged["P"], psi_map, psi_post, r_map)
+
+
+def posterior_level(parts: list, level: float = 1.0, key: str = "cG") -> dict:
+    """Where the seed-mean posterior mean of ``key`` passes ``level`` on the concatenated grids
+    of the summaries ``parts`` (:func:`~copyhead_jax.compare.locate.locate_level`)."""
+    P = np.concatenate([np.asarray(b["P"], float) for b in parts])
+    with quiet():
+        y = np.concatenate([np.nanmean(b["post_mean"][key], 1) for b in parts])
+    return locate_level(P, y, level).to_dict()
+
+
+def per_P_markdown(title: str, b: dict) -> list[str]:
+    """Lines of a markdown table of a branch summary ``b``, per P: MAP and posterior means (seed
+    mean ± sd), susceptibilities and lambda-hat (seed mean, the largest MCSE over seeds in
+    brackets; devinterp's per ``b["llc_dv"]`` entry) and chain health."""
+    sus, llc = b["susceptibility"], b["llc"]
+    gammas = list(b.get("llc_dv", {}))
+    L = [f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
+         "", "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
+         " P Var U | lambda-hat (beta 1) |" + "".join(f" devinterp {g} |" for g in gammas) +
+         " finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
+         "|" + "---|" * (14 + len(gammas))]  # fmt: skip
+    h = b["health"]
+    err = lambda x, i: fmt(float(np.nanmax(np.asarray(x["mcse"][i], float))), 2)  # noqa: E731
+    for i, p in enumerate(b["P"]):
+        with quiet():
+            nS = int(np.sum(np.isfinite(np.asarray(b["map"]["cG"][i], float))))
+            row = [str(p), str(nS), mean_sd(b["map"]["cG"][i]), mean_sd(b["post_mean"]["cG"][i]),
+                   mean_sd(b["map"]["r"][i]), mean_sd(b["post_mean"]["r"][i])]  # fmt: skip
+            row += [f"{fmt(float(np.nanmean(np.asarray(sus[k]['value'][i], float))))} "
+                    f"({err(sus[k], i)})" for k in OBSERVABLES]  # fmt: skip
+            row += [f"{mean_sd(x['value'][i])} ({err(x, i)})"
+                    for x in (llc, *(b["llc_dv"][g] for g in gammas))]  # fmt: skip
+            row += [
+                str(int(np.nansum(h["finite_chains"][i]))),
+                ", ".join(fmt(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
+                ", ".join(fmt(np.nanmin(h[k][i])) for k in ("ess", "ess_c1", "ess_cG")),
+            ]
+        L.append("| " + " | ".join(row) + " |")
+    return L
+
+
+def health_markdown(blocks) -> list[str]:
+    """Lines of the chain-health table, one row per ``(title, summary)`` of ``blocks`` (None
+    summaries skipped) from its :func:`health_line` and ``wall_seconds``."""
+    out = ["| block | runs | max R-hat | runs R-hat > 1.01 / > 1.05 | min ESS | runs ESS < 400 |"
+           " HMC acceptance | sampling min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for title, b in blocks:
+        if b is None:
+            continue
+        h, ws = b["health_summary"], b.get("wall_seconds")
+        out.append(
+            f"| {title} | {h['n_runs']} | {fmt(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
+            f" {h['n_rhat_gt_1.05']} | {fmt(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
+            f" {fmt(h['accept_range'][0], 2)}-{fmt(h['accept_range'][1], 2)} |"
+            f" {round(ws / 60) if ws else '-'} |"
+        )
+    return out
+
+
+def verdicts_markdown(blocks) -> list[str]:
+    """Lines of the early-warning table: per ``(name, {which P*: verdicts(...)})`` of ``blocks``,
+    one row per observable (entries that are not dicts skipped)."""
+    out = ["| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
+           " verdict |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for att, ew in blocks:
+        for which, vs in ew.items():
+            for k, v in (vs if isinstance(vs, dict) else {}).items():
+                ci, vc = v["ratio_ci"] or [None, None], v["var_ratio_ci"] or [None, None]
+                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
+                           f" {fmt(v['ratio'])} [{fmt(ci[0])}, {fmt(ci[1])}] |"
+                           f" {fmt(v['var_ratio'])} [{fmt(vc[0])}, {fmt(vc[1])}] |"
+                           f" {v['verdict']} |")  # fmt: skip
+    return out

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import pickle
-import sys
 import time
 from pathlib import Path
 
@@ -26,15 +26,16 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax import posterior_summary as PS
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.compare.locate import locate_level
+from copyhead_jax.compare.text import fmt
+from copyhead_jax.compare.text import located as _ps
+from copyhead_jax.compare.text import per_seed_ci as _ci
 from copyhead_jax.laplace_ti import free_energies
+from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
 from copyhead_jax.posterior_summary import (
-    OBSERVABLES,
     branch_summary,
-    linear_transitions,
-    map_psi,
     merge_blocks,
     merge_seeds,
     verdicts,
@@ -49,12 +50,12 @@ from copyhead_jax.theory.points import transition_points
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
-from .common import save_figure
+from .common import log, save_figure
 from .configs.posterior import CONFIGS
 
-
-def log(msg: str) -> None:
-    print(f"[posterior {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+#: devinterp's defaults (beta = 1/log n, gamma = 100; ``LLCSettings``): at gamma = 100 the
+#: slowest direction relaxes in <= 70 steps on the plain grid, 1,500 kept steps are >= 20 of them
+LLC = {k: v for k, v in dataclasses.asdict(LLCSettings()).items() if k != "seed"}
 
 
 def cache_key(*objs) -> str:
@@ -184,20 +185,24 @@ def seed_blocks(mc, preset, attention, spec, init=None) -> list:
 
 
 def llc_devinterp(pc: dict, res, cache: Path) -> dict:
-    """``{"llc_dv": {"gamma=G": arrays [P, seed]}}``: devinterp's default estimator
-    (beta = 1/log n) at each localisation of the preset's ``llc_devinterp`` (none: ``{}``),
-    localised SGLD from the MAP (:mod:`experiments.posterior_llc`), cached by sweep. A sweep
-    with a P above the spec's ``max_P`` (its cost grows ~P) gets none: its P read NaN."""
+    """``{"llc_dv": {"gamma=G": arrays [P, seed]}}``: devinterp's default estimator at each
+    localisation of the preset's ``llc_devinterp`` (none: ``{}``), :func:`devinterp_sweep`
+    cached by sweep. A sweep with a P above the spec's ``max_P`` gets none (its P read NaN)."""
     spec = pc.get("llc_devinterp")
     if not spec or max(res.P) > spec.get("max_P", np.inf):
         return {}
     out = {}
     for g in spec["gammas"]:
-        st = PLL.LLC | spec.get("settings", {}) | {"gamma": float(g)}
-        path = cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl"
+        st = LLC | spec.get("settings", {}) | {"gamma": float(g)}
         key = jax.random.key(int(res.config.sweep.seed) + 1000)
-        out[f"gamma={g:g}"] = _pickled(path, lambda st=st, key=key: PLL.llc_sweep(res, key, st))
-        v = out[f"gamma={g:g}"]
+
+        def run(st=st, key=key):
+            t0 = time.time()
+            v = devinterp_sweep(res, key, LLCSettings(**st))
+            return v | {"settings": st, "seconds": time.time() - t0, "n": "P (sequences)"}
+
+        v = out[f"gamma={g:g}"] = _pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
+                                           run)  # fmt: skip
         log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
             f"{v['seconds']:.0f} s")  # fmt: skip
     return {"llc_dv": out}
@@ -205,28 +210,17 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
 
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    lin = branch(mc, preset, "linear", pc["P_linear"], cache)
-    psis, map_r = [map_psi(lin)], [lin["map"]["r"]]
-    for entry in _entries(pc.get("P_linear_high")):
-        high = branch(mc, preset, "linear", entry, cache)
-        psis.append(map_psi(high))
-        map_r.append(high["map"]["r"])
-        lin = merge_blocks(lin, high)
-    with CX.quiet():
-        psi_post = np.nanmean(lin["post_mean"]["psi"], 1)
-        psi_map = np.concatenate([np.nanmean(x, 1) for x in psis])
-        r_map = np.concatenate([np.nanmean(x, 1) for x in map_r])
-    lin["transitions"] = linear_transitions(lin["P"], psi_map, psi_post, r_map) | {
+    parts = [branch(mc, preset, "linear", e, cache)
+             for e in (pc["P_linear"], *_entries(pc.get("P_linear_high")))]  # fmt: skip
+    lin = functools.reduce(merge_blocks, parts)
+    t = lin["transitions"] = PS.seed_mean_transitions(lin, parts) | {
         "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
-    Ps_post = lin["transitions"]["post"]["P_cG"]["P_star"]
-    # the posterior's own crossover where its max slope is off the grid: psi = 1/2
-    Ps_half = lin["transitions"]["post"]["P_cG_half"]["P_star"]
-    lin["early_warning"] = {
-        "theory_map_P_c1": verdicts(lin, th["points"]["map"]["P_c1"]),
-        "theory_map_P_cG": verdicts(lin, th["points"]["map"]["P_cG"]),
-        "posterior_P_cG": verdicts(lin, Ps_post) if Ps_post else None,
-        "posterior_P_cG_half": verdicts(lin, Ps_half) if Ps_half else None,
-    }
+    # the posterior's own crossover (psi = 1/2 where its max slope is off the grid)
+    lin["early_warning"] = {k: verdicts(lin, P) for k, P in (
+        ("theory_map_P_c1", th["points"]["map"]["P_c1"]),
+        ("theory_map_P_cG", th["points"]["map"]["P_cG"]),
+        ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
+        ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]))}  # fmt: skip
     return lin
 
 
@@ -249,14 +243,9 @@ def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
         soft["copy_high"] = high
     # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
     starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
-    Pall = np.concatenate([np.asarray(b["P"], float) for b in starts])
-    with CX.quiet():
-        aG = np.concatenate([np.nanmean(b["post_mean"]["cG"], 1) for b in starts])
-        soft["posterior_copies"] = locate_level(Pall, aG, 1.0).to_dict()
-        soft["posterior_copies"]["start"] = "copy" if starts[0] is not pool else "zero logits"
-        aG_pool = np.nanmean(pool["post_mean"]["cG"], 1)
-        soft["posterior_copies_pool_start"] = locate_level(np.asarray(pool["P"], float), aG_pool,
-                                                           1.0).to_dict()  # fmt: skip
+    soft["posterior_copies"] = PS.posterior_level(starts) | {
+        "start": "copy" if starts[0] is not pool else "zero logits"}
+    soft["posterior_copies_pool_start"] = PS.posterior_level([pool])
     soft["crossings"] = cross
     soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, th["points"]["map"]["P_aG"])}
     return soft
@@ -353,177 +342,66 @@ def main(spec="quick", out_dir: str | Path = "docs/reports", presets=None) -> di
 # docs/reports/posterior.md tables (every number from the JSON that ``main`` writes)
 
 
-def fmt(x, nd=3) -> str:
-    """``x`` to ``nd`` significant digits; ``-`` for None or non-finite."""
-    return "-" if x is None or not np.isfinite(x) else f"{x:.{nd}g}"
-
-
-def _ms(a, nd=3) -> str:
-    """mean ± sd over seeds of a ``[seeds]`` row."""
-    a = np.asarray(a, float)
-    a = a[np.isfinite(a)]
-    if a.size == 0:
-        return "-"
-    return f"{a.mean():.{nd}g} ± {a.std(ddof=1):.2g}" if a.size > 1 else f"{a.mean():.{nd}g}"
-
-
-def _ps(loc: dict | None) -> str:
-    if not loc or loc.get("P_star") is None:
-        return f"outside grid ({(loc or {}).get('side')})"
-    b, g = loc.get("bracket"), PCOL.fmt_P
-    return f"{g(loc['P_star'])} [{g(b[0])}, {g(b[1])}]" if b else g(loc["P_star"])
-
-
 def tables(res: dict) -> str:
     lin, soft, th = res["linear"], res["softmax"], res["theory"]
     cr, fe = soft["crossings"], soft.get("free_energy")
-    sm = res["sampler"]
+    sm, t, pap = res["sampler"], lin["transitions"], res["paper"]
     out = [f"Preset **{res['preset']}**; sampler: {sm['kind']}, {sm['n_chains']} chains x "
            f"{sm['hmc_iterations_kept']} HMC iterations (after {sm['burn_in']} warm-up steps and "
            f"{sm['adapt_iterations']} adaptation iterations), a draw every {sm['thin']}; "
            f"sampling wall time {res['sampling_seconds'] / 60:.1f} min (cached blocks count "
-           "their first run).", ""]  # fmt: skip
-    L = ["| transition | exact MAP (measured) | posterior (measured) | EK MAP | EK post |"
-         " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
-    t = lin["transitions"]
-    L.append(
-        f"| linear P*_cG (max dpsi/dlogP) | {_ps(t['map']['P_cG'])} | {_ps(t['post']['P_cG'])}"
-        f" | {fmt(th['map']['P_cG'])} | {fmt(th['post']['P_cG'])} | {res['paper']['P_cG']:g} |"
-    )
-    L.append(
-        f"| linear psi = 1/2 | {_ps(t['map']['P_cG_half'])} | {_ps(t['post']['P_cG_half'])}"
-        f" | {fmt(th['map']['P_cG_half'])} | {fmt(th['post']['P_cG_half'])} | - |"
-    )
-    L.append(
-        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {_ps(t.get('map_P_c1_r005'))} | - |"
-        f" {fmt(th['map']['P_c1'])} | {fmt(th['post']['P_c1'])} |"
-        f" {res['paper']['P_c1']:g} |"
-    )
+           "their first run).", "", "### Transition points", "",
+           "| transition | exact MAP (measured) | posterior (measured) | EK MAP | EK post |"
+           " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    ek = lambda k: f"{fmt(th['map'][k])} | {fmt(th['post'][k])}"  # noqa: E731
     fcr = (cr.get("free_energy") or {}).get("located")
     mu = f"{_ps(cr['map_U'])} {_ci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
-    L.append(
+    out += [
+        f"| linear P*_cG (max dpsi/dlogP) | {_ps(t['map']['P_cG'])} | {_ps(t['post']['P_cG'])}"
+        f" | {ek('P_cG')} | {pap['P_cG']:g} |",
+        f"| linear psi = 1/2 | {_ps(t['map']['P_cG_half'])} | {_ps(t['post']['P_cG_half'])}"
+        f" | {ek('P_cG_half')} | - |",
+        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {_ps(t.get('map_P_c1_r005'))} | - |"
+        f" {ek('P_c1')} | {pap['P_c1']:g} |",
         f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {_ps(fcr) if fe else '-'} |"
-        f" {fmt(th['map']['P_aG'])} | {fmt(th['post']['P_aG'])} | {cr['paper']:g} |"
-    )
+        f" {ek('P_aG')} | {cr['paper']:g} |",
+    ]  # fmt: skip
     if res.get("branches"):  # the companions ``posterior_column.load`` attaches
         br = res["branches"]
-        L.append(
+        out.append(
             f"| softmax P*_aG (branch TI, `posterior_branches`: F_copy = F_pool) |"
             f" {_ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
             f" {_ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
-            f" {fmt(th['map']['P_aG'])} | {fmt(th['post']['P_aG'])} | {cr['paper']:g} |"
+            f" {ek('P_aG')} | {cr['paper']:g} |"
         )
     if (res.get("smc") or {}).get("weight_window", {}).get("P_equal"):
         smc = res["smc"]
-        L.append(
-            f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - |"
-            f" {fmt(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |"
-        )
+        out.append(f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - | "
+                   f"{fmt(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |")
     pc = soft.get("posterior_copies")
-    L.append(
-        f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {_ps(pc)} | - | - | - |"
-    )
-    out += ["### Transition points", "", *L, ""]
-    out += ["### Chain health (split R-hat and ESS of U, c1, cG per run)", "",
-            "| block | runs | max R-hat | runs R-hat > 1.01 / > 1.05 | min ESS | runs ESS < 400 |"
-            " HMC acceptance | sampling min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out += [f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {_ps(pc)} | - | - |"
+            " - |", "", "### Chain health (split R-hat and ESS of U, c1, cG per run)", ""]
     blocks = (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
               ("softmax, copy start", soft.get("copy")),
               ("softmax, copy start (second grid)", soft.get("copy_high")))  # fmt: skip
+    out += [*PS.health_markdown(blocks), ""]
     for title, b in blocks:
-        if b is None:
-            continue
-        h = b["health_summary"]
-        ws = b.get("wall_seconds")
-        out.append(
-            f"| {title} | {h['n_runs']} | {fmt(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
-            f" {h['n_rhat_gt_1.05']} | {fmt(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
-            f" {fmt(h['accept_range'][0], 2)}-{fmt(h['accept_range'][1], 2)} |"
-            f" {round(ws / 60) if ws else '-'} |"
-        )
-    out.append("")
-    for title, b in blocks:
-        if b is None:
-            continue
-        out += [*per_P_table(title, b), ""]
+        if b is not None:
+            out += [*PS.per_P_markdown(title, b), ""]
     if fe is not None:
-        out += [f"### Free energy per softmax branch ({fe['n_seeds']} seeds, {fe['sweeps']}; per"
-                " P: mean ± sd over seeds)", "",
-                "| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
-                " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
-                " aG at WBIC pool / copy |", "|" + "---|" * 10]  # fmt: skip
-        for i, p in enumerate(fe["P"]):
-            d = lambda k: np.asarray(fe[k][0][i], float) - np.asarray(fe[k][1][i], float)  # noqa
-            mc = np.hypot(np.asarray(fe["F_mcse"][0][i]), np.asarray(fe["F_mcse"][1][i]))
-            out.append(
-                f"| {p} | {_ms(d('F'))} | {fmt(float(np.nanmax(mc)), 2)} | {_ms(d('U_star'))} |"
-                f" {_ms(d('half_logdet_H'))} | {_ms(-d('log_Z_ratio'))} | {_ms(d('wbic'))} |"
-                f" {_ms(fe['w_copy'][i], 2)} | {_ms(fe['aG_t1'][0][i], 2)} /"
-                f" {_ms(fe['aG_t1'][1][i], 2)} | {_ms(fe['aG_wbic'][0][i], 2)} /"
-                f" {_ms(fe['aG_wbic'][1][i], 2)} |"
-            )  # fmt: skip
         ww = fe["weight_window"]
-        out += ["", f"Crossings (seed mean; per-seed 95% t-interval): free energy "
+        out += [f"### Free energy per softmax branch ({fe['n_seeds']} seeds, {fe['sweeps']}; per"
+                " P: mean ± sd over seeds)", "", *CX.ti_markdown(fe), "",
+                f"Crossings (seed mean; per-seed 95% t-interval): free energy "
                 f"{_ps(fcr)} {_ci(cr['free_energy'])}; WBIC {_ps(cr['wbic']['located'])} "
                 f"{_ci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {_ps(cr['laplace']['located'])};"
                 f" MAP U on the same runs {_ps(cr['map_U_same_runs']['located'])}. Copy weight"
                 f" (seed-mean w): 5% at {fmt(ww['P_w05'])}, 1/2 at {fmt(ww['P_equal'])}, 95% at "
                 f"{fmt(ww['P_w95'])}.", ""]  # fmt: skip
+    ew = (("linear", lin["early_warning"]), ("softmax (pooling start)", soft["early_warning"]))
     out += ["### Early-warning verdicts (growth of P Var from 0.5 P* to 0.9 P*)", "",
-            "| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
-            " verdict |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for att, ew in (("linear", lin["early_warning"]), ("softmax (pooling start)",
-                                                         soft["early_warning"])):  # fmt: skip
-        for which, vs in ew.items():
-            if not isinstance(vs, dict):
-                continue
-            for k, v in vs.items():
-                ci = v["ratio_ci"] or [None, None]
-                vc = v["var_ratio_ci"] or [None, None]
-                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
-                           f" {fmt(v['ratio'])} [{fmt(ci[0])}, {fmt(ci[1])}] |"
-                           f" {fmt(v['var_ratio'])} [{fmt(vc[0])}, {fmt(vc[1])}] |"
-                           f" {v['verdict']} |")  # fmt: skip
+            *PS.verdicts_markdown(ew)]  # fmt: skip
     return "\n".join(out) + "\n"
-
-
-def per_P_table(title: str, b: dict) -> list[str]:
-    """Per P: MAP and posterior means (seed mean ± sd), susceptibilities and the learning
-    coefficient (seed mean, with the largest MCSE over seeds in brackets) and chain health."""
-    sus, llc = b["susceptibility"], b["llc"]
-    gammas = list(b.get("llc_dv", {}))
-    L = [f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
-         "", "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
-         " P Var U | lambda-hat (beta 1) |" + "".join(f" devinterp {g} |" for g in gammas) +
-         " finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
-         "|" + "---|" * (14 + len(gammas))]  # fmt: skip
-    h = b["health"]
-    for i, p in enumerate(b["P"]):
-        with CX.quiet():
-            nS = int(np.sum(np.isfinite(np.asarray(b["map"]["cG"][i], float))))
-            row = [str(p), str(nS), _ms(b["map"]["cG"][i]), _ms(b["post_mean"]["cG"][i]),
-                   _ms(b["map"]["r"][i]), _ms(b["post_mean"]["r"][i])]  # fmt: skip
-            for k in OBSERVABLES:
-                v, e = np.asarray(sus[k]["value"][i], float), np.asarray(sus[k]["mcse"][i], float)
-                row.append(f"{fmt(float(np.nanmean(v)))} ({fmt(float(np.nanmax(e)), 2)})")
-            e = fmt(float(np.nanmax(np.asarray(llc["mcse"][i], float))), 2)
-            row.append(f"{_ms(llc['value'][i])} ({e})")
-            for g in gammas:
-                dv = b["llc_dv"][g]
-                e = fmt(float(np.nanmax(np.asarray(dv["mcse"][i], float))), 2)
-                row.append(f"{_ms(dv['value'][i])} ({e})")
-            row += [
-                str(int(np.nansum(h["finite_chains"][i]))),
-                ", ".join(fmt(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
-                ", ".join(fmt(np.nanmin(h[k][i])) for k in ("ess", "ess_c1", "ess_cG")),
-            ]
-        L.append("| " + " | ".join(row) + " |")
-    return L
-
-
-def _ci(c: dict) -> str:
-    ci = c["per_seed_ci"]
-    return f"(per seed {fmt(ci['mean'])} [{fmt(ci['lo'])}, {fmt(ci['hi'])}], n = {ci['n']})"
 
 
 if __name__ == "__main__":

@@ -6,14 +6,12 @@ results: docs/reports/posterior_branches.md.
     python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
     python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
 
-Settings: ``posterior_branches`` of ``configs/MODE.py`` per preset (the default mode: the
-plain and paper configs; ``--tiny``: a plain-preset smoke run; other modes: none), on the
-reduced engine of ``configs/posterior.py`` that it names (``mc``). Each group of P (one
-compiled program, padded to its largest P) writes a committed JSON record
-``OUT/results/records/posterior_branches[_tiny]/group-KEY.json`` (KEY: a hash of its inputs), so
-a fresh checkout re-assembles the result and adds seeds without rerunning a chain. Writes
-``OUT/results/posterior_branches[_tiny][_paper].json`` and
-``OUT/figures/posterior_branches[_tiny]_PRESET.png``.
+Settings: ``posterior_branches`` of ``configs/MODE.py`` per preset (default mode: plain and
+paper; ``--tiny``: plain), on the reduced engine of ``configs/posterior.py`` it names (``mc``).
+Each group of P (one compiled program) writes a committed record
+``OUT/results/records/posterior_branches[_tiny]/group-KEY.json`` (KEY: a hash of its inputs):
+a fresh checkout re-assembles and adds seeds without rerunning a chain. Writes
+``OUT/results/posterior_branches[_tiny][_paper].json`` and its figure.
 """
 
 from __future__ import annotations
@@ -21,12 +19,9 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import sys
-import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import branch_tables as BT
@@ -34,18 +29,14 @@ from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
 from copyhead_jax.storage import jsonable, write_json
-from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_plot import branch_figure as draw
 from copyhead_jax.transition_ti import BRANCHES
 
-from .common import MODE_FLAGS, group_record, mode_config, save_figure
+from .common import MODE_FLAGS, group_record, log, mode_config, save_figure
 from .configs.posterior import CONFIGS as ENGINES
-from .posterior import branch_config, cache_key, ek_points, fit_only, fmt
+from .posterior import branch_config, cache_key, ek_points, fit_only
 
 INIT = {"pool": "zero", "copy": "copy"}
-
-
-def log(msg: str) -> None:
-    print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def settings(mode: str, preset: str = "plain") -> dict:
@@ -70,10 +61,6 @@ def check_only(only: int | None, groups) -> None:
         raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
 
 
-# ---------------------------------------------------------------------------------------------
-# References
-
-
 def preset(c: dict) -> str:
     """The config's conventions: ``plain`` unless it names one."""
     return c.get("preset", "plain")
@@ -94,39 +81,17 @@ def seed_blocks(c: dict) -> list[dict]:
     return [first, *c.get("blocks", [])]
 
 
-def references(c: dict, sweeps: dict, P_group, seeds=None):
-    """``(index of P, P, seed, branch, BB.pick_reference(...) or None)`` for every run of a group
-    (``seeds``: default the first block's), in ``run_group``'s order."""
-    for ip, P in enumerate(P_group):
-        for s in range(c["n_seeds"]) if seeds is None else seeds:
-            for b in BRANCHES:
-                yield ip, P, s, b, BB.pick_reference(sweeps[b], b, P, s, c["a_thr"])
-
-
-def group_data(c: dict, P_group, nS: int):
-    """``(cfg, row)``: the softmax config of a group of ``nS`` seeds and ``row(ip, s)``, the
-    data (train, mask) of its run at ``P_group[ip]``, seed ``s``, padded to the largest P."""
-    cfg = branch_config(c["mc"], preset(c), "softmax", P_group, None, nS)
-    inp = sweep_inputs(cfg, None, max(P_group))
-    train, mask = np.asarray(inp.train), np.asarray(inp.mask)
-    return cfg, lambda ip, s: (train[ip * nS + s], mask[ip * nS + s])
+def group_config(c: dict, P_group, nS: int):
+    """The softmax config of a group's data (``nS`` seeds, padded to its largest P)."""
+    return branch_config(c["mc"], preset(c), "softmax", P_group, None, nS)
 
 
 def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
     """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
-    cfg, row = group_data(c, P_group, n_seeds_total or c["n_seeds"])
-    runs, arrs, data = [], [], []
-    for ip, P, s, b, ref in references(c, sweeps, P_group, seeds):
-        if ref is None:
-            log(f"P={P} seed={s} {b}: no MAP of that branch at any P; skipped")
-            continue
-        res, i, ref_P = ref
-        runs.append(dict(P=int(P), seed=s, branch=b, ref_P=ref_P))
-        arrs.append(BB.head_arrays(res, i, s))
-        data.append(row(ip, s))
-    trains, masks = (list(x) for x in zip(*data)) if data else ([], [])
-    return BB.free_energies(cfg, runs, arrs, trains, masks, key, c, label=P_group, log=log)
+    cfg = group_config(c, P_group, n_seeds_total or c["n_seeds"])
+    runs = BB.branch_runs(cfg, sweeps, P_group, _seeds(c, seeds), c["a_thr"], log)
+    return BB.free_energies(cfg, *runs, key, c, label=P_group, log=log)
 
 
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
@@ -153,85 +118,14 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     }  # fmt: skip
 
 
-def draw(res: dict, main_P=None):
-    """F_copy - F_pool and the copy weight against P (per seed and the seed mean, zoomed on the
-    sampled P), and every P*_aG estimate on one log-P strip (most lie far from the sampled P)."""
-    pre = res.get("preset", "plain")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from copyhead_jax import style as st
-
-    P = np.asarray(res["P"], float)
-    dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
-    nS = dF.shape[1]
-    cross = res["crossing_F"]["P_star"]
-    with matplotlib.rc_context(st.RC):
-        fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
-                               gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
-        jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
-        with CX.quiet():
-            for s in range(nS):
-                lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
-                ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
-                               color=st.GREY, alpha=0.7, label=lab)  # fmt: skip
-                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=st.GREY, alpha=0.7,
-                           label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
-            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
-            ax[1].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
-        ax[0].axhline(0, color=st.BLACK, lw=0.5)
-        ax[1].axhline(0.5, color=st.BLACK, lw=0.5)
-        for a in ax[:2]:
-            if cross:
-                a.axvline(cross, color=st.VERMILLION, lw=1.2,
-                          label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}")  # fmt: skip
-            pad = (P.max() / P.min()) ** 0.08 if P.max() > P.min() else 1.1
-            a.set_xlim(P.min() / pad, P.max() * pad)
-            st.log_P_axis(a, P)
-            a.set_xlabel(st.P_LABEL)
-            st.legend(a)
-        ax[0].set(ylabel="$F_{copy} - F_{pool}$ (nats)",
-                  title="free-energy difference between the branches")  # fmt: skip
-        ax[1].set(ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
-                  title="posterior weight of copying")  # fmt: skip
-        # every estimate of P*_aG on one strip
-        a = ax[2]
-        th = res["theory"]
-        ci = res["crossing_F"].get("per_seed_ci") or {}
-        marks = [
-            ("EK theory, MAP", th["map"]["P_aG"], st.GREY, "s"),
-            ("EK theory, posterior", th["post"]["P_aG"], st.GREY, "D"),
-            ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], st.BLUE, "o"),
-            (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, st.GREEN, "o"),
-            ("Bayesian ($F$ crossing)", cross, st.VERMILLION, "*"),
-            ("paper", res.get("paper_P_aG") if pre == "paper" else None, st.PURPLE, "^"),
-        ]
-        marks = [m for m in marks if m[1]]
-        for y, (lab, v, col, mk) in enumerate(marks):
-            a.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:,.1f}")
-            if lab.startswith("Bayesian") and ci.get("lo") is not None:
-                a.plot([ci["lo"], ci["hi"]], [y, y], "-", color=col, lw=2)
-        a.axvspan(P.min(), P.max(), color=st.ORANGE, alpha=0.15, lw=0, label="sampled P range")
-        a.set_yticks(range(len(marks)), [m[0] for m in marks])
-        a.set_ylim(-0.6, len(marks) - 0.4)
-        a.invert_yaxis()
-        st.log_P_axis(a, [m[1] for m in marks] + list(P))
-        a.set(xlabel="$P^*_{aG}$ (sequences, log scale)", ylabel="estimate",
-              title="$P^*_{aG}$: every estimate")  # fmt: skip
-        st.legend(a, ncol=1)
-        fig.suptitle(f"softmax branches ({pre}): thermodynamic integration of each branch")
-    return fig
+def _seeds(c: dict, seeds=None):
+    return range(c["n_seeds"]) if seeds is None else seeds
 
 
 def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
-    """The MAPs a group's chains start from: ``[P, seed, branch, the reference sweep's P grid,
-    ref_P]`` per run (what ``run_group`` reads from ``sweeps``; a sweep added for other P leaves
-    it, and so the group's cache key, unchanged)."""
-    return [[int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
-            for _, P, s, b, ref in references(c, sweeps, grp, seeds)
-            if ref is not None]  # fmt: skip
+    """The MAPs a group's chains start from (:func:`~copyhead_jax.branch_batch.reference_list`;
+    a sweep added for other P leaves it, and so the group's cache key, unchanged)."""
+    return BB.reference_list(sweeps, grp, _seeds(c, seeds), c["a_thr"])
 
 
 def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups", "a_alt",
@@ -337,43 +231,9 @@ def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None 
     return res
 
 
-# ---------------------------------------------------------------------------------------------
-# docs/reports/posterior_branches.md table
-
-
-def tables(res: dict) -> str:
-    P = res["P"]
-    dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
-    hp, hc = res["health"]["pool"], res["health"]["copy"]
-    L = ["| P | F_copy - F_pool per seed (± MCSE) | seed mean ± sd | w_copy per seed | "
-         "w_copy mean | max R-hat pool / copy | min ESS pool / copy | P_ref(R) pool / copy |"
-         " Euler-Maclaurin term max |", "|" + "---|" * 9]  # fmt: skip
-    for i, p in enumerate(P):
-        ok = np.isfinite(dF[i])
-        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
-                        if ok[s])  # fmt: skip
-        ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
-              fmt(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
-        ws = ", ".join(fmt(x, 2) for x in w[i] if np.isfinite(x))
-        with CX.quiet():
-            qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
-                                        np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
-            h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
-            L.append(
-                f"| {p} | {per} | {ms} | {ws} | {fmt(res['w_copy_mean'][i], 2)} |"
-                f" {fmt(np.nanmax(h(hp, 'rhat_max')))} / {fmt(np.nanmax(h(hc, 'rhat_max')))} |"
-                f" {fmt(np.nanmin(h(hp, 'ess_min')))} / {fmt(np.nanmin(h(hc, 'ess_min')))} |"
-                f" {fmt(np.nanmin(h(hp, 'p_ref')), 2)} / {fmt(np.nanmin(h(hc, 'p_ref')), 2)} |"
-                f" {fmt(qc, 2)} |"
-            )
-    iv = CX.interval_text(CX.bayesian_interval(res))
-    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {iv}")
-    return "\n".join(L) + "\n"
-
-
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", metavar="JSON", required=True,
                     help="print the markdown table of a result (the run: python -m experiments "
                     "posterior-branches)")  # fmt: skip
-    print(tables(json.loads(Path(ap.parse_args().tables).read_text())))
+    print(BT.branch_markdown(json.loads(Path(ap.parse_args().tables).read_text())))

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
+from copyhead_jax.compare.text import fmt_P as _g
 from copyhead_jax.compare.warning import signal_of
 
 #: main-table key -> (attention block, early-warning entry, observable)
@@ -60,14 +61,6 @@ def _crossing(branches: dict) -> dict:
     """The branch result's located F crossing (older results: the crossing itself), or {}."""
     c = branches.get("crossing_F") or {}
     return c.get("located") or c
-
-
-def fmt_P(x) -> str:
-    """3 significant digits; thousands as integers with separators (1,234, not 1.23e+03)."""
-    return "-" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-
-_g = fmt_P
 
 
 def cell(post: dict | None, key: str) -> str | None:

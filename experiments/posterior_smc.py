@@ -7,9 +7,8 @@ docs/reports/posterior_branches.md, "Tempered SMC across the window".
     python -m experiments.posterior_smc [--tiny] [--out docs/reports] [--only I]
     python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
 
-Each group's raw results are a committed JSON record
-``OUT/results/records/posterior_smc[_tiny]/group-KEY.json``; writes
-``OUT/results/posterior_smc.json`` and ``OUT/figures/posterior_smc_plain.png``.
+Each group is a committed record ``OUT/results/records/posterior_smc[_tiny]/group-KEY.json``;
+writes ``OUT/results/posterior_smc[_tiny].json`` and its figure.
 """
 
 from __future__ import annotations
@@ -17,22 +16,17 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import sys
-import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import branch_tables as BT
-from copyhead_jax.compare import crossing as CX
 from copyhead_jax.storage import jsonable, write_json
-from copyhead_jax.transition_ti import BRANCHES
+from copyhead_jax.transition_plot import smc_figure as draw
 
 from . import posterior_branches as PB
-from .common import group_record, save_figure
-from .posterior import fmt
+from .common import group_record, log, save_figure
 
 #: the settings per mode: the references are posterior_branches' (its ``block`` of seeds, its
 #: ``a_thr`` region threshold; ``configs/MODE.py``, plain preset)
@@ -51,43 +45,11 @@ SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' tiny
 )  # fmt: skip
 
 
-def log(msg: str) -> None:
-    print(f"[smc {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def run_inputs(c: dict, b: dict, sweeps: dict, P_group):
-    """Per run (P, seed) of a group: both branches' reference weights, the run's data, and
-    the config the data come from (``b``: the branches' config)."""
-    cfg, row = PB.group_data(b, P_group, c["n_seeds"])
-    refs: dict = {}
-    for ip, P, s, br, ref in PB.references(c, sweeps, P_group):
-        refs.setdefault((ip, P, s), {})[br] = ref
-    runs, heads, trains, masks = [], {k: [] for k in BRANCHES}, [], []
-    for (ip, P, s), r in refs.items():
-        if any(x is None for x in r.values()):
-            log(f"P={P} seed={s}: a branch has no MAP at any P; skipped")
-            continue
-        arr = {br: BB.head_arrays(x[0], x[1], s) for br, x in r.items()}
-        if not all(np.array_equal(arr["pool"][k], arr["copy"][k]) for k in ("W_E", "b")):
-            raise ValueError(f"seed {s}: the two branches' sweeps have different embeddings")
-        runs.append(dict(P=int(P), seed=s, **{f"ref_P_{br}": int(r[br][2]) for br in BRANCHES}))
-        for br in BRANCHES:
-            heads[br].append(arr[br])
-        train, mask = row(ip, s)
-        trains.append(train)
-        masks.append(mask)
-    return cfg, runs, heads, trains, masks
-
-
 def run_group(c: dict, b: dict, sweeps: dict, P_group, key) -> dict:
-    cfg, runs, heads, trains, masks = run_inputs(c, b, sweeps, P_group)
-    return BB.smc_weights(cfg, runs, heads, trains, masks, key, c, label=P_group, log=log)
-
-
-def _ti_runs(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    return {(r["P"], r["seed"], r["branch"]): r for r in json.loads(path.read_text())["runs"]}
+    """Both branches' references per (P, seed) of a group (``b``: the branches' config), SMC."""
+    cfg = PB.group_config(b, P_group, c["n_seeds"])
+    runs = BB.paired_runs(cfg, sweeps, P_group, range(c["n_seeds"]), c["a_thr"], log)
+    return BB.smc_weights(cfg, *runs, key, c, label=P_group, log=log)
 
 
 def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
@@ -99,67 +61,6 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
             "config": {k: v for k, v in c.items() if k != "branches"}, **tables, "runs": runs,
             "cpu_s": sum(g["cpu_s"] for g in groups),
             "wall_s": sum(g["wall_s"] for g in groups)}  # fmt: skip
-
-
-def draw(res: dict, ti_cross=None):
-    """SMC's copy weight, its log-odds against the branch TI's, and the evidence gap, per seed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from copyhead_jax import style as st
-
-    P = np.asarray(res["P"], float)
-    w, wse, odds = (np.asarray(res[k], float) for k in ("w_copy", "w_copy_se", "log_odds_copy"))
-    d = np.asarray(res["dlog_Z_smc_minus_ti"], float)
-    clip = res["log_odds_clip"]
-    with matplotlib.rc_context(st.RC):
-        fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained")
-        nS = w.shape[1]
-        for s in range(nS):
-            dx = P + 0.04 * (s - nS / 2)
-            first = s == 0
-            ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.6, capsize=2,
-                           color=st.GREY, label="SMC, per seed (bars: 2 populations)" if first
-                           else None)  # fmt: skip
-            cl = np.abs(odds[:, s]) >= clip - 1e-9
-            ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=st.BLACK, alpha=0.5)
-            ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=st.BLACK, alpha=0.5)
-            ax[2].plot(dx, d[:, s], ".", color=st.GREY, alpha=0.7,
-                       label="per seed" if first else None)  # fmt: skip
-        ax[0].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
-        ti = res.get("ti_log_odds")
-        if ti:
-            Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
-            for s in range(Lt.shape[1]):
-                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4,
-                           alpha=0.6)  # fmt: skip
-            ax[1].plot([], [], "x", color=st.VERMILLION,
-                       label="constrained TI: $F_{pool} - F_{copy}$")  # fmt: skip
-        ax[1].plot([], [], "o", ms=3, color=st.BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
-        ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK,
-                   label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
-        for a in ax[:2]:
-            a.axhline(0.5 if a is ax[0] else 0.0, color=st.BLACK, lw=0.5)
-            P_eq = res["weight_window"].get("P_equal")
-            marks = ((P_eq, "SMC: $w = 1/2$", st.BLACK),
-                     (ti_cross, "TI: $F_{copy} = F_{pool}$", st.VERMILLION))  # fmt: skip
-            for v, lab, col in marks:
-                if v:
-                    a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at $P$ = {v:.2f}")
-        ax[2].axhline(0, color=st.BLACK, lw=0.5)
-        ax[0].set(ylabel="$w_{copy}$ (posterior weight of copying)",
-                  title="posterior weight of copying (SMC)")  # fmt: skip
-        ax[1].set(ylabel="log-odds of copying (nats)", title="SMC weights against the branch TI")
-        ax[2].set(ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
-                  title="evidence: SMC against the branch TI")  # fmt: skip
-        for a in ax:
-            a.set_xlabel(st.P_LABEL)
-            st.legend(a, ncol=1)
-        fig.suptitle("softmax (plain preset): sequential Monte Carlo against thermodynamic "
-                     "integration, per seed")  # fmt: skip
-    return fig
 
 
 def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | None = None) -> dict:
@@ -186,23 +87,13 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     name = "posterior_smc" + ("_tiny" if tiny else "")
     ti_name = "posterior_branches" + ("_tiny" if tiny else "")
     ti_path = Path(out_dir) / "results" / f"{ti_name}.json"
-    res = assemble(c, groups, _ti_runs(ti_path))
+    tj = json.loads(ti_path.read_text()) if ti_path.exists() else {"runs": []}
+    res = assemble(c, groups, {(r["P"], r["seed"], r["branch"]): r for r in tj["runs"]})
     res["command"] = "python -m experiments.posterior_smc" + (" --tiny" if tiny else "")
     ti_cross = None
     if ti_path.exists():
-        tj = json.loads(ti_path.read_text())
         ti_cross = tj["crossing_F"]["P_star"]
-        near = [i for i, p in enumerate(tj["P"]) if min(res["P"]) - 9 <= p <= max(res["P"]) + 5]
-        dF = np.asarray(tj["dF"], float)[near]
-        res["ti_log_odds"] = {"P": [tj["P"][i] for i in near], "values": -dF}
-        res["ti_crossing_per_seed"] = tj["crossing_F"]["per_seed"]
-        # paired per seed: SMC's sign change of the log-odds minus the TI's of F
-        d = (np.asarray(res["crossing_log_odds"]["per_seed"], float)
-             - np.asarray(tj["crossing_F"]["per_seed"], float)[: res["n_seeds"]])  # fmt: skip
-        d = d[np.isfinite(d)]
-        res["crossing_minus_ti_per_seed"] = CX.t_interval(d) | {
-            "sd": float(d.std(ddof=1)) if d.size > 1 else None
-        }
+        res.update(BT.smc_against_ti(res, tj))
     res["ti_crossing_F"] = ti_cross
     save_figure(draw(res, ti_cross), Path(out_dir) / "figures" / f"{name}_plain.png")
     for r in res["runs"]:
@@ -210,23 +101,6 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; {res['cpu_s']:.0f} CPU s")
     return res
-
-
-def tables(res: dict) -> str:
-    """Per P: w_copy per seed (SMC ± its error over populations; TI), log Z (SMC - TI)."""
-    w, wse, wti, d = (np.asarray(res[k], float) for k in
-                      ("w_copy", "w_copy_se", "w_copy_ti", "dlog_Z_smc_minus_ti"))  # fmt: skip
-    L = ["| P | w_copy per seed, SMC ± SE | seed mean | w_copy per seed, TI | "
-         "log Z SMC - TI, seed mean ± sd (n) |", "|" + "---|" * 5]  # fmt: skip
-    for i, p in enumerate(res["P"]):
-        ok = np.isfinite(w[i])
-        per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
-                        for s in range(w.shape[1]) if ok[s])  # fmt: skip
-        ti = ", ".join(fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
-        dd = d[i][np.isfinite(d[i])]
-        ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
-        L.append(f"| {p} | {per} | {fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
-    return "\n".join(L) + "\n"
 
 
 if __name__ == "__main__":
@@ -237,6 +111,6 @@ if __name__ == "__main__":
     ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
     a = ap.parse_args()
     if a.tables:
-        print(tables(json.loads(Path(a.tables).read_text())))
+        print(BT.smc_markdown(json.loads(Path(a.tables).read_text())))
     else:
         main(a.tiny, a.out, a.only)

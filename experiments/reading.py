@@ -3,11 +3,10 @@ mode's artefacts (``configs/paper.py``) under the ``paper-chi-lik`` reading (chi
 only, docs/theory.md §2b): the ``paper`` spec with ``chi_in_readout_prior=False``, its grids placed
 around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
 
-Kept small (the machine is shared): scaling over L in {10, 13, 18, 25, 32} (V = 5) and V in
-{2, 3, 5, 8, 12} (L = 25), 3 seeds per point, one refinement round, no finite-width theory per
-point; main at width 10,000 only, 3 seeds (the 10-seed P* are ``experiments.conventions``'), the
-coverage ablation on its runs. Cached under ``--cache`` (resumes); ~25 CPU-min on the shared
-2-core CPU (2026-12-02).
+Kept small: scaling over the paper preset's L and V grids, 3 seeds per point, one refinement round,
+no finite-width theory per point; main at width 10,000 only, 3 seeds (the 10-seed P* are
+``experiments.conventions``'), the coverage ablation on its runs. Cached under ``--cache``
+(resumes); ~25 CPU-min on the shared 2-core CPU (2026-12-02).
 """
 
 from __future__ import annotations

@@ -89,6 +89,17 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
         fa, fb = a / 48, b / 50  # the crossing of odds / P, linear in log P
         expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
         assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
+    # its markdown row (no ± where the two populations agree) and the pairing with the TI's
+    assert BT.smc_markdown(dict(res, P=[48, 50])).splitlines()[2].startswith(
+        "| 48 | 0.27, 0.047 | 0.16 | 0.27, 0.047 |")
+    ti_res = {"P": [30, 40, 48, 50, 56], "dF": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0],
+              [9.0, 0.0]], "crossing_F": {"per_seed": [49.0, 49.5, 60.0]}}  # fmt: skip
+    both = BT.smc_against_ti(dict(res, P=[48, 50], n_seeds=2), ti_res)
+    assert both["ti_log_odds"]["P"] == [40, 48, 50]  # within [48 - 9, 50 + 5]
+    np.testing.assert_array_equal(both["ti_log_odds"]["values"], [[-3, -4], [-5, -6], [-7, -8]])
+    d = np.asarray(res["crossing_log_odds"]["per_seed"]) - [49.0, 49.5]
+    assert both["crossing_minus_ti_per_seed"]["mean"] == pytest.approx(d.mean())
+    assert both["crossing_minus_ti_per_seed"]["sd"] == pytest.approx(d.std(ddof=1))
 
 
 def test_start_crossing_counts_only_distinct_starts():
@@ -123,6 +134,10 @@ def test_branch_tables_planted_runs():
     alt = t["threshold_sensitivity"]["0.5"]
     np.testing.assert_allclose(alt["dF"], t["dF"])
     assert np.all(alt["moved_fraction"] == 0)
+    md = BT.branch_markdown(dict(t, P=[20, 40])).splitlines()
+    assert md[2] == ("| 20 | 10.00 ± 0.14, 11.00 ± 0.14 | 10.50 ± 0.71 | 4.5e-05, 1.7e-05 |"
+                     " 3.1e-05 | 1.01 / 1.01 | 200 / 200 | 1 / 1 | 0 |")  # fmt: skip
+    assert md[-1].startswith("Bayesian P*_aG (docs/theory.md §9.11): ")
 
 
 def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
@@ -140,3 +155,8 @@ def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
     for k in ("free_energy", "wbic", "laplace", "map_U_same_runs"):
         assert c[k]["per_seed"][0] == pytest.approx(want)
         assert math.isnan(c[k]["per_seed"][1])
+    # the table: pool minus copy per P, mean ± sd over seeds (-log Z1/Z0: minus the difference)
+    fe.update(F_mcse=np.full_like(F, 0.3), log_Z_ratio=F, aG_wbic=aG)
+    row = CX.ti_markdown(fe)[3]
+    assert row == ("| 40 | 10 ± 0 | 0.42 | 10 ± 0 | 0 ± 0 | -10 ± 0 | 10 ± 0 | 1 |"
+                   " 0 ± 0 / 1.1 ± 1.3 | 0 ± 0 / 1.1 ± 1.3 |")  # w_copy: seed 1 has none

@@ -11,7 +11,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import main
-from copyhead_jax.llc_runs import LLCSettings, llc_runs, lowest_u_fits
+from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep, llc_runs, lowest_u_fits
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import draw_fields
@@ -78,6 +78,11 @@ def test_both_temperatures_match_the_laplace_answer(sweep):
         assert r.arrays[f"{name}_rhat"][0, 0] < 1.1
     # the reduced parameter count: (V + L)^2 logit weights + V (V + L) readout weights
     assert r.d == 9 * 9 + 3 * 9
+    # devinterp_sweep: the same chains (same key), its arrays renamed, n beta = P / log P
+    dv = devinterp_sweep(sweep, jax.random.key(ST.seed), ST)
+    for k, name in (("value", "devinterp"), ("mcse", "devinterp_mcse"), ("ess", "devinterp_ess")):
+        np.testing.assert_array_equal(dv[k], r.arrays[name])
+    assert dv["nbeta"][0, 0] == pytest.approx(8 / math.log(8))
 
 
 def test_the_centre_is_the_lowest_u_fit_of_the_starts(sweep):

@@ -114,3 +114,51 @@ def test_linear_transitions_planted_psi_and_r():
     assert 2 <= t["map"]["P_cG"]["P_star"] <= 4
     assert t["post"]["P_cG_half"] == locate_level(np.asarray(P, float), psi * 0.5, 0.5).to_dict()
     assert 1 < t["map_P_c1_r005"]["P_star"] < 2
+
+
+def test_seed_mean_transitions_and_posterior_level_of_merged_parts():
+    """Two parts (4 and 2 seeds) merged along P: the transitions are linear_transitions of the
+    seed means, each part's MAP over its own seeds; the posterior level is locate_level of the
+    concatenated seed means."""
+    from copyhead_jax.compare.locate import locate_level
+
+    low, high = _block([1, 2], 4, 0.0), _block([4, 8], 2, 0.0)
+    for b, psi in ((low, [0.0, 0.2]), (high, [0.8, 1.0])):
+        x = np.repeat(np.asarray(psi)[:, None], b["n_seeds"], 1)
+        b["map"] = {"cG": x + 1, "r": x / 2, "psi": x}
+        b["post_mean"] = {"cG": 2 * x, "psi": x / 2}
+    m = E.merge_blocks(low, high)
+    psi = np.array([0.0, 0.2, 0.8, 1.0])
+    assert E.seed_mean_transitions(m, [low, high]) == E.linear_transitions(
+        [1, 2, 4, 8], psi, psi / 2, psi / 2)
+    got = E.posterior_level([low, high])
+    assert got == locate_level(np.array([1.0, 2, 4, 8]), 2 * psi, 1.0).to_dict()
+    assert 2 < got["P_star"] < 4
+
+
+def test_markdown_tables_of_a_planted_summary():
+    """Per P: seed mean ± sd (ddof 1), the largest MCSE in brackets, health extremes; one
+    health row per block; one verdict row per observable."""
+    two = lambda a, b: np.array([[a, b], [a + 1, b + 1]], float)  # noqa: E731  [P, seed]
+    ones = np.ones((2, 2))
+    b = {"P": [4, 8], "map": {"cG": two(1, 3), "r": two(0, 0)},
+         "post_mean": {"cG": two(2, 2), "r": two(0.5, 0.5)},
+         "susceptibility": {k: {"value": two(1, 3), "mcse": two(0.1, 0.2)} for k in E.OBSERVABLES},
+         "llc": {"value": two(5, 7), "mcse": two(0.5, 0.25)},
+         "health": {"finite_chains": 2 * ones, "rhat": two(1.0, 1.02), "rhat_c1": ones,
+                    "rhat_cG": ones, "ess": two(300, 500), "ess_c1": 1e3 * ones,
+                    "ess_cG": 1e3 * ones},
+         "health_summary": {"n_runs": 4, "rhat_max": 1.02, "n_rhat_gt_1.01": 1,
+                            "n_rhat_gt_1.05": 0, "ess_min": 300.0, "n_ess_lt_400": 1,
+                            "accept_range": [0.6, 0.8]},
+         "wall_seconds": 120.0}  # fmt: skip
+    rows = E.per_P_markdown("linear", b)
+    assert rows[4] == ("| 4 | 2 | 2 ± 1.4 | 2 ± 0 | 0 ± 0 | 0.5 ± 0 | 2 (0.2) | 2 (0.2) |"
+                       " 2 (0.2) | 2 (0.2) | 6 ± 1.4 (0.5) | 4 | 1.02, 1, 1 | 300, 1e+03, 1e+03 |")
+    assert E.health_markdown([("linear", b), ("none", None)])[2:] == [
+        "| linear | 4 | 1.02 | 1 / 0 | 300 | 1 | 0.6-0.8 | 2 |"]
+    v = {"P_star": 8.0, "n_seeds": 2, "ratio": 2.0, "ratio_ci": [1.5, 2.5], "var_ratio": 1.5,
+         "var_ratio_ci": None, "verdict": "grows"}
+    rows = E.verdicts_markdown([("linear", {"theory_map_P_cG": {"cG": v}, "other": None})])
+    assert rows[2:] == [
+        "| linear | theory_map_P_cG = 8 | cG | 2 | 2 [1.5, 2.5] | 1.5 [-, -] | grows |"]

@@ -3,7 +3,9 @@ aG) and their crossings (docs/theory.md §9.11).
 
 ``branch_tables``: each branch's F and MCSE, the copy weight and its window, the F crossing and
 chain health; ``threshold_shift`` moves the branches' F to another split threshold of aG from
-the t = 1 draws alone; ``smc_tables``: tempered-SMC log Z and copy weights against the TI's.
+the t = 1 draws alone; ``smc_tables``: tempered-SMC log Z and copy weights against the TI's,
+``smc_against_ti``: SMC's sign change of the log-odds paired per seed with the TI's crossing;
+``branch_markdown``, ``smc_markdown``: their tables in markdown.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ import math
 
 import numpy as np
 
-from .crossing import copy_weight, crossing, quiet, weight_window
+from .crossing import (
+    bayesian_interval,
+    copy_weight,
+    crossing,
+    interval_text,
+    quiet,
+    t_interval,
+    weight_window,
+)
+from .text import fmt
 
 
 def run_table(runs, P_all, nS, field, branch):
@@ -145,3 +156,71 @@ def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict
                              "n": bias.size},
         "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
     }  # fmt: skip
+
+
+def smc_against_ti(smc: dict, ti: dict, below: float = 9, above: float = 5) -> dict:
+    """An :func:`smc_tables` result ``smc`` (with ``P``, ``n_seeds``) set against the branch TI's
+    result ``ti`` (``P``, ``dF``, ``crossing_F``): the TI's log-odds of copying ``-dF`` at its P
+    within ``[min P - below, max P + above]`` of SMC's, its per-seed crossings, and SMC's minus
+    the TI's crossing per seed (t-interval and sd over the seeds where both are finite)."""
+    near = [i for i, p in enumerate(ti["P"]) if min(smc["P"]) - below <= p <= max(smc["P"]) + above]
+    d = (np.asarray(smc["crossing_log_odds"]["per_seed"], float)
+         - np.asarray(ti["crossing_F"]["per_seed"], float)[: smc["n_seeds"]])  # fmt: skip
+    d = d[np.isfinite(d)]
+    return {
+        "ti_log_odds": {"P": [ti["P"][i] for i in near],
+                        "values": -np.asarray(ti["dF"], float)[near]},
+        "ti_crossing_per_seed": ti["crossing_F"]["per_seed"],
+        "crossing_minus_ti_per_seed": t_interval(d) | {
+            "sd": float(d.std(ddof=1)) if d.size > 1 else None},
+    }  # fmt: skip
+
+
+def branch_markdown(res: dict) -> str:
+    """A :func:`branch_tables` result as a markdown table per P (F_copy - F_pool per seed and its
+    seed mean, the copy weight, chain health of each branch, the quadrature term) and the
+    Bayesian interval of its crossing below."""
+    P = res["P"]
+    dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
+    hp, hc = res["health"]["pool"], res["health"]["copy"]
+    L = ["| P | F_copy - F_pool per seed (± MCSE) | seed mean ± sd | w_copy per seed | "
+         "w_copy mean | max R-hat pool / copy | min ESS pool / copy | P_ref(R) pool / copy |"
+         " Euler-Maclaurin term max |", "|" + "---|" * 9]  # fmt: skip
+    for i, p in enumerate(P):
+        ok = np.isfinite(dF[i])
+        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
+                        if ok[s])  # fmt: skip
+        ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
+              fmt(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
+        ws = ", ".join(fmt(x, 2) for x in w[i] if np.isfinite(x))
+        with quiet():
+            qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
+                                        np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
+            h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
+            L.append(
+                f"| {p} | {per} | {ms} | {ws} | {fmt(res['w_copy_mean'][i], 2)} |"
+                f" {fmt(np.nanmax(h(hp, 'rhat_max')))} / {fmt(np.nanmax(h(hc, 'rhat_max')))} |"
+                f" {fmt(np.nanmin(h(hp, 'ess_min')))} / {fmt(np.nanmin(h(hc, 'ess_min')))} |"
+                f" {fmt(np.nanmin(h(hp, 'p_ref')), 2)} / {fmt(np.nanmin(h(hc, 'p_ref')), 2)} |"
+                f" {fmt(qc, 2)} |"
+            )
+    L.append(f"\nBayesian P*_aG (docs/theory.md §9.11): {interval_text(bayesian_interval(res))}")
+    return "\n".join(L) + "\n"
+
+
+def smc_markdown(res: dict) -> str:
+    """An :func:`smc_tables` result as a markdown table per P: w_copy per seed (SMC ± its SE over
+    populations; the TI's), its seed mean, and log Z of SMC minus the TI's."""
+    w, wse, wti, d = (np.asarray(res[k], float) for k in
+                      ("w_copy", "w_copy_se", "w_copy_ti", "dlog_Z_smc_minus_ti"))  # fmt: skip
+    L = ["| P | w_copy per seed, SMC ± SE | seed mean | w_copy per seed, TI | "
+         "log Z SMC - TI, seed mean ± sd (n) |", "|" + "---|" * 5]  # fmt: skip
+    for i, p in enumerate(res["P"]):
+        ok = np.isfinite(w[i])
+        per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
+                        for s in range(w.shape[1]) if ok[s])  # fmt: skip
+        ti = ", ".join(fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
+        dd = d[i][np.isfinite(d[i])]
+        ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"
+        L.append(f"| {p} | {per} | {fmt(res['w_copy_mean'][i], 2)} | {ti} | {ds} |")
+    return "\n".join(L) + "\n"

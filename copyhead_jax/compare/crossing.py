@@ -25,6 +25,7 @@ from scipy import stats as sps
 from scipy.special import expit
 
 from .locate import locate_crossing
+from .text import fmt, mean_sd
 from .warning import early_warning
 
 RHAT_MAX = 1.05  # split R-hat above this: the chains did not agree
@@ -271,3 +272,23 @@ def ti_crossings(fe: dict, distinct) -> dict:
         ("free_energy", fe["F"]), ("wbic", fe["wbic"]), ("laplace", laplace),
         ("map_U_same_runs", fe["U_star"]))}  # fmt: skip
 
+
+def ti_markdown(fe: dict) -> list[str]:
+    """Lines of a markdown table of a TI result after :func:`ti_crossings`, per P (mean ± sd over
+    seeds): pool minus copy of F and its parts (U*, the Occam term, -log Z1/Z0), WBIC, the copy
+    weight, aG at t = 1 and at the WBIC temperature per branch."""
+    out = ["| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
+           " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
+           " aG at WBIC pool / copy |", "|" + "---|" * 10]  # fmt: skip
+    for i, p in enumerate(fe["P"]):
+        d = lambda k: np.asarray(fe[k][0][i], float) - np.asarray(fe[k][1][i], float)  # noqa
+        mc = np.hypot(np.asarray(fe["F_mcse"][0][i]), np.asarray(fe["F_mcse"][1][i]))
+        out.append(
+            f"| {p} | {mean_sd(d('F'))} | {fmt(float(np.nanmax(mc)), 2)} |"
+            f" {mean_sd(d('U_star'))} | {mean_sd(d('half_logdet_H'))} |"
+            f" {mean_sd(-d('log_Z_ratio'))} | {mean_sd(d('wbic'))} |"
+            f" {mean_sd(fe['w_copy'][i], 2)} |"
+            f" {mean_sd(fe['aG_t1'][0][i], 2)} / {mean_sd(fe['aG_t1'][1][i], 2)} |"
+            f" {mean_sd(fe['aG_wbic'][0][i], 2)} / {mean_sd(fe['aG_wbic'][1][i], 2)} |"
+        )
+    return out
