@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import copyhead_jax as ch
-
 #: a reach cap above this is the cost model's answer to an unlimited per-run budget (the
 #: default mode's ``max_run_s = 1e9``), not a measured limit
 UNBOUNDED_P = 10**8
@@ -39,17 +37,6 @@ def g4(x, none: str = "-") -> str:
 def pct(x) -> str:
     """A relative error as a signed percentage."""
     return "n/a" if x is None else f"{100 * x:+.0f}%"
-
-
-def solver_kind(res: dict) -> str | None:
-    """The solver that ran an artefact (``"exact"``, ``"adam"``) from its header's engine config
-    (files of either config layout), None without a header."""
-    engine = res.get("header", {}).get("engine")
-    return None if engine is None else ch.Config.from_dict(engine).solver.kind
-
-
-def width_name(w: str) -> str:
-    return "inf" if w == "inf" else f"{int(w):,}"
 
 
 def reach_text(cap) -> str:
