@@ -29,11 +29,6 @@ def num(x, d: int = 3) -> str:
     return f"{x:.{d - 1}e}" if x != 0 and (abs(x) >= 1e4 or abs(x) < 1e-2) else f"{x:.{d}g}"
 
 
-def g4(x, none: str = "-") -> str:
-    """Four significant digits with thousands separators."""
-    return none if x is None else f"{x:,.4g}"
-
-
 def pct(x) -> str:
     """A relative error as a signed percentage."""
     return "n/a" if x is None else f"{100 * x:+.0f}%"
