@@ -17,11 +17,11 @@ from copyhead_jax.compare import early_warning as warn
 from copyhead_jax.compare.seeds import ci_table, per_seed_points
 from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
 from copyhead_jax.finite_runs import FINITE_DENSE, finite_branch_values
+from copyhead_jax.plots_branches import main_figure
 from copyhead_jax.storage import jsonable
 
 from . import common as C
 from .features import collect
-from .report.figures import main_figure
 
 #: what the curves hold per P (seed mean and sd); the exact solver's own diagnostics last
 RUN_KEYS = ("c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss")

@@ -20,10 +20,10 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare.pstar import linear_points, softmax_points
+from copyhead_jax.compare.readings import SWEPT
 from copyhead_jax.compare.stats import bootstrap_ci
 from copyhead_jax.theory import TheoryParams, sensitivity, transition_points
 
-from .report.claims import SWEPT
 from .report.conventions import KEYS, READINGS, render
 
 ROOT = Path(__file__).resolve().parents[1]

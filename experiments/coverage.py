@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax.compare.paper import PAPER_CLAIMS
+from copyhead_jax.plots_branches import coverage_figure
 
 from . import common as C
 from .analysis import load_or_run
-from .report.figures import coverage_figure
 
 A1_SAMPLE_COVERAGE = 0.9  # per-sample cosine below this: the attention is token-dependent (A1 off)
 

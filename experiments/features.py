@@ -13,10 +13,6 @@ from copyhead_jax.refine import Feature, Runs, reach_cap
 from . import common as C
 
 
-def P_star(located: loc.Located | None) -> float | None:
-    return None if located is None else located.P_star
-
-
 def branch_runs(spec: C.Spec, **task) -> tuple[Runs, Runs, Runs]:
     """Linear runs (the preset's initialisation) and softmax runs started on the pooling branch
     (zero logits) and on the copy branch, each with its reach cap."""

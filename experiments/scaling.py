@@ -21,11 +21,11 @@ import numpy as np
 from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
 from copyhead_jax.compare.laws import fit_laws, theory_row
 from copyhead_jax.finite_runs import FINITE_DENSE
+from copyhead_jax.plots_pstar import scaling_figure
 
 from . import common as C
 from . import features as F
 from .common import finite_width
-from .report.pstar_figures import scaling_figure
 
 
 def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tuple[np.ndarray, ...]:

@@ -1,8 +1,6 @@
-"""The claims rule, the one early-warning definition, the Bayesian P* interval and the claims x
-readings matrix, on small synthetic inputs (numpy only: no JAX program is compiled here)."""
+"""The claims rule, the one early-warning definition and the Bayesian P* interval, on small
+synthetic inputs (numpy only: no JAX program is compiled here)."""
 
-import json
-import math
 
 import numpy as np
 import pytest
@@ -11,7 +9,6 @@ from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
 from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
 from copyhead_jax.compare.crossing import bayesian_interval, flagged_runs
 from copyhead_jax.compare.warning import signal_of
-from experiments.report.claims import READINGS, claims_matrix, render
 
 
 def test_grid_band_is_the_neighbours():
@@ -114,62 +111,3 @@ def test_bayesian_interval_parts():
     assert bayesian_interval(two)["parts"]["grid"] == [20.0, 40.0]  # bracket only
     bad = _branches(dF, 0.0, 0.0, rhat=1.2, P=Pg)
     assert len(flagged_runs(bad)) == 18 and bayesian_interval(bad)["seeds_flagged_at_bracket"]
-
-
-def _write(d, name, obj):
-    (d / name).write_text(json.dumps(obj))
-
-
-def _ci(x, n=10):
-    return {"estimate": x, "lo": 0.98 * x, "hi": 1.02 * x, "n": n, "n_missing": 0}
-
-
-def test_matrix_from_tiny_json(tmp_path):
-    """Two readings measured: one at the paper's numbers, one 4x off; the third absent. The
-    matrix says which reproduces each claim and never calls a claim not reproduced where a
-    reading tried reproduces it."""
-
-    def main(scale):
-        rows = [{"key": k, "measured": _ci(v * scale)} for k, v in
-                (("P_c1", 23.0), ("P_cG", 322.0), ("P_aG", 300.0))]  # fmt: skip
-        rows.append({"key": "window_lo", "measured": _ci(250.0 * scale)})
-        return {"width": "10000", "widths": {"10000": {"ci_table": rows}}}
-
-    _write(tmp_path, "main_paper.json", main(4.0))
-    _write(tmp_path, "main_plain.json", main(1.0))
-    fits = {"P_cG": {"paper_exponent": 1.5,
-                     "measured": {"exponent": 1.45, "ci": [1.40, 1.52], "n": 5}}}  # fmt: skip
-    _write(tmp_path, "scaling-L_plain.json", {"fits": fits})
-    m = claims_matrix(tmp_path)
-    assert m["readings"] == list(READINGS)
-    by = {r["claim"].split(" ")[0]: r for r in m["rows"]}
-    c1 = by["P*_c1"]
-    assert c1["cells"]["plain"]["reproduced"] and not c1["cells"]["paper"]["reproduced"]
-    assert c1["cells"]["paper-chi-lik"]["verdict"] == "not measured"
-    assert c1["overall"] == "reproduced under `plain`"
-    assert by["order"]["cells"]["plain"]["value"] == "ordered"  # 23 < 300 < 322
-    law = next(r for r in m["rows"] if "L^{3/2}" in r["claim"])
-    # L: 1.45 [1.40, 1.52] meets 1.5 +- 0.1; V not measured: the law is not established
-    assert "L: 1.45 [1.40, 1.52] vs 1.50: reproduced" in law["cells"]["plain"]["value"]
-    assert law["cells"]["plain"]["reproduced"] is None
-    text = render(m)
-    assert "refuted" not in text
-    for row in m["rows"]:
-        if row["overall"].startswith("not reproduced"):
-            assert not any(c["reproduced"] for c in row["cells"].values())
-    assert math.isclose(m["exponent_tol"], EXPONENT_TOL)
-
-
-def test_transition_cell_judges_the_commands_interval():
-    """A ``copyhead transition`` result becomes the Bayesian cell: its interval judged against
-    the paper's 300 (band = the neighbours on the grid), every flagged run counted."""
-    from experiments.report.claims import transition_cell
-
-    grid = [200, 256, 300, 322, 400]
-    tr = {"summary": {"P_star": 1028.0, "lo": 951.0, "hi": 1111.0, "n": 1},
-          "seeds": [{"probes": [{}, {}, {}]}], "flagged": ["a", "b"],
-          "cross_check": {"P_star": 994.0}}  # fmt: skip
-    cell = transition_cell(tr, grid)
-    assert cell["reproduced"] is False and "2/6 runs" in cell["value"] and "994" in cell["value"]
-    tr["summary"].update(P_star=300.0, lo=290.0, hi=310.0)
-    assert transition_cell(tr, grid)["reproduced"] is True

@@ -178,3 +178,22 @@ def test_embedded_nuts_summarises_a_tiny_posterior():
         assert np.isfinite(r[k]["mean"]) and r[k]["sd"] >= 0
     assert r["gram_dist"]["mean"] > 0 and r["prior_gram_dist_rms"] > 0
     assert len(r["mean_gram_shift_chains"]) == 2
+
+
+def test_report_tables_have_a_row_per_run():
+    """The tables of docs/reports/embeddings_protocol.md, from its committed JSON."""
+    import json
+    from pathlib import Path
+
+    from experiments.report.embeddings import posterior_table, protocol_table
+
+    results = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
+    for name, render in (("embeddings_protocol", protocol_table),
+                         ("embeddings_posterior", posterior_table)):  # fmt: skip
+        path = results / f"{name}.json"
+        if not path.exists():
+            pytest.skip(f"no {path}")
+        res = json.loads(path.read_text())
+        lines = render(res).splitlines()
+        assert len(lines) == 2 + len(res["runs"]) and lines[1].startswith("|---|")
+        assert all(line.startswith("| ") and line.endswith(" |") for line in lines[2:])

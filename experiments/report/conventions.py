@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from copyhead_jax.compare.paper import PAPER_MEASURED
+from copyhead_jax.compare.readings import READINGS, claims_matrix, g4
 
 from . import claims
-from .tables import g4, table
+from .tables import table
 
-READINGS = claims.READINGS
 KEYS = ("P_c1", "P_cG", "P_aG")
 
 
@@ -99,7 +99,7 @@ def render(data: dict, results: Path) -> str:
         "bootstrap over seeds; the grid's step is the other error of a located P* (brackets in "
         "`results/conventions.json`)._",
         "## Claims x readings (width 10,000, exact MAP unless the row says otherwise)",
-        claims.render(claims.claims_matrix(results)).rstrip(),
+        claims.render(claims_matrix(results)).rstrip(),
         "## P* per reading and width",
         widths_table(data),
         "## Softmax coexistence window versus L (width 10,000, exact MAP)",

@@ -9,12 +9,13 @@ import argparse
 import json
 from pathlib import Path
 
+from copyhead_jax import plots_branches as F
 from copyhead_jax.plots import width_figure
+from copyhead_jax.plots_embeddings import embeddings_posterior_figure, embeddings_protocol_figure
+from copyhead_jax.plots_pstar import scaling_figure
 from copyhead_jax.storage import nulls_in_lists_to_nan
 
 from ..common import save_figure
-from . import figures as F
-from . import pstar_figures as PF
 
 
 def _load(results: Path, name: str) -> dict | None:
@@ -30,7 +31,7 @@ def drawings(results: Path):
     for p in ("plain", "paper"):
         main = _load(results, f"main_{p}")
         arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
-                ("scaling-L", PF.scaling_figure), ("scaling-V", PF.scaling_figure),
+                ("scaling-L", scaling_figure), ("scaling-V", scaling_figure),
                 ("width", width_figure)]  # fmt: skip
         if main:
             arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
@@ -48,6 +49,10 @@ def drawings(results: Path):
         yield "embeddings", lambda r=emb: embeddings.figure(r)
     if (red := _load(results, "reduction")) and "width" in red:
         yield "reduction_width", lambda r=red: reduction.draw(r["width"])
+    for name, draw in (("embeddings_protocol", embeddings_protocol_figure),
+                       ("embeddings_posterior", embeddings_posterior_figure)):  # fmt: skip
+        if emb := _load(results, name):
+            yield name, lambda r=emb, d=draw: d(r)
 
 
 def _posterior(post: dict):

@@ -9,9 +9,10 @@ import os
 from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
 from copyhead_jax.compare.paper import PAPER_MEASURED
 from copyhead_jax.compare.warning import signal_of
+from copyhead_jax.plots_branches import solver_kind
 
 from .. import posterior_column
-from .tables import measured_text, num, pct, reach_text, solver_kind, table
+from .tables import measured_text, num, pct, reach_text, table
 
 MAIN_HEAD = ["mechanism", "theoretical scaling", "theory P* (EK)", "theory P* (finite width)",
              "measured P* [bracket]", "rel. err. vs EK", "rel. err. vs finite", "order",

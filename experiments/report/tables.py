@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import copyhead_jax as ch
-
 #: a reach cap above this is the cost model's answer to an unlimited per-run budget (the
 #: default mode's ``max_run_s = 1e9``), not a measured limit
 UNBOUNDED_P = 10**8
@@ -31,25 +29,9 @@ def num(x, d: int = 3) -> str:
     return f"{x:.{d - 1}e}" if x != 0 and (abs(x) >= 1e4 or abs(x) < 1e-2) else f"{x:.{d}g}"
 
 
-def g4(x, none: str = "-") -> str:
-    """Four significant digits with thousands separators."""
-    return none if x is None else f"{x:,.4g}"
-
-
 def pct(x) -> str:
     """A relative error as a signed percentage."""
     return "n/a" if x is None else f"{100 * x:+.0f}%"
-
-
-def solver_kind(res: dict) -> str | None:
-    """The solver that ran an artefact (``"exact"``, ``"adam"``) from its header's engine config
-    (files of either config layout), None without a header."""
-    engine = res.get("header", {}).get("engine")
-    return None if engine is None else ch.Config.from_dict(engine).solver.kind
-
-
-def width_name(w: str) -> str:
-    return "inf" if w == "inf" else f"{int(w):,}"
 
 
 def reach_text(cap) -> str:

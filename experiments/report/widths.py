@@ -7,8 +7,9 @@ from __future__ import annotations
 import copyhead_jax as ch
 from copyhead_jax.compare import disagrees, rel_err
 from copyhead_jax.compare.claims import grid_band, judge, verdict_text
+from copyhead_jax.plots_branches import solver_kind, width_name
 
-from .tables import ci_text, num, pct, solver_kind, table, width_name
+from .tables import ci_text, num, pct, table
 
 
 def _ci_rows(res: dict) -> tuple[list[str], dict[str, dict[str, dict]]]:

@@ -1,15 +1,10 @@
-"""Figures of docs/reports/embeddings_protocol.md, redrawn from their JSON (no recomputing).
-
-python -m experiments.embeddings_figures [--results docs/reports/results]
-                                         [--out docs/reports/figures]
-"""
+"""Figures of the embedding studies (result dict in, Figure out): how far the paper's Adam
+moves trained embeddings against the uniform-shrink prediction (docs/theory.md §2e), and the
+posterior embedding Gram with every weight sampled against the quenched one (§2f)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from pathlib import Path
 
 import matplotlib
 
@@ -17,12 +12,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from copyhead_jax import style  # noqa: E402
+from . import style  # noqa: E402
+
+__all__ = ["SHRINK", "embeddings_posterior_figure", "embeddings_protocol_figure", "lr_cumsum"]
 
 SHRINK = 2 * math.sqrt(2 / math.pi)  # docs/theory.md §2e: delta ~ 2 sqrt(2/pi) sum_t eta_t
 
 
-def _lr_cumsum(epochs: np.ndarray, attention: str, lr=1e-5, total=2000) -> np.ndarray:
+def lr_cumsum(epochs: np.ndarray, attention: str, lr=1e-5, total=2000) -> np.ndarray:
     """sum of the paper schedule's learning rates over the first ``epochs`` epochs."""
     warm = int(round(0.1 * total)) if attention == "softmax" else 0
     t = np.arange(total)
@@ -31,7 +28,7 @@ def _lr_cumsum(epochs: np.ndarray, attention: str, lr=1e-5, total=2000) -> np.nd
 
 
 @style.styled
-def protocol_figure(res: dict):
+def embeddings_protocol_figure(res: dict):
     """(a) the embedding Gram's relative change along training, against the uniform-shrink
     prediction; (b) the order parameter of each run: trained, frozen-embedding Adam, exact MAP."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.8), layout="constrained")
@@ -48,7 +45,7 @@ def protocol_figure(res: dict):
         seen.add(lab)
     ep = np.arange(0, 2001, 20)
     for att in ("softmax", "linear"):
-        a.plot(ep, SHRINK * _lr_cumsum(ep, att), color=style.BLACK, lw=0.8,
+        a.plot(ep, SHRINK * lr_cumsum(ep, att), color=style.BLACK, lw=0.8,
                ls=":" if att == "softmax" else "-.",
                label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})")  # fmt: skip
     a.set_xlabel("epoch (paper schedule, lr $10^{-5}$)")
@@ -80,7 +77,7 @@ def protocol_figure(res: dict):
 
 
 @style.styled
-def posterior_figure(res: dict):
+def embeddings_posterior_figure(res: dict):
     """(a) the posterior Gram's distance from the prior Gram vs N; (b) posterior aG, embeddings
     sampled vs quenched, vs N."""
     runs = list(res["runs"].values())
@@ -131,69 +128,3 @@ def posterior_figure(res: dict):
     style.legend(a, ncol=2)
     style.legend(b, ncol=2)
     return fig
-
-
-def protocol_table(res: dict) -> str:
-    """Markdown: per run, the Gram changes, the largest entry move against Adam's bound and the
-    order parameters beside the quenched exact MAP of the same seed and P."""
-    rows = ["| attention | N | epochs | P | seed | emb. | d_all | d_tok | d_pos | d_cross | "
-            "pred. | max move (bound) | order (Adam) | order (exact MAP) |",
-            "|---" * 14 + "|"]  # fmt: skip
-    for r in res["runs"]:
-        g, names = r["gram"], [k for k in r["order"] if k != "r"]
-        ex = res["exact_map"].get(f"{r['attention']}/{r['width']}", {}).get(f"{r['P']}/{r['seed']}")
-        o = ", ".join(f"{k} {r['order'][k]:.3f}" for k in names)
-        e = ", ".join(f"{k} {ex[k]:.3f}" for k in names) if ex else "-"
-        pred = SHRINK * r["lr_sum"] if r["trained"] else 0.0
-        rows.append(
-            f"| {r['attention']} | {r['width']:,} | {r['epochs']} | {r['P']} | {r['seed']} | "
-            f"{'trained' if r['trained'] else 'frozen'} | {g['all']:.4f} | {g['token']:.4f} | "
-            f"{g['position']:.4f} | {g['cross']:.5f} | {pred:.4f} | "
-            f"{r['max_entry_move']:.4f} ({r['adam_bound']:.3f}) | {o} | {e} |"
-        )
-    return "\n".join(rows)
-
-
-def posterior_table(res: dict) -> str:
-    """Markdown: per (kind, N, P), posterior aG and the Gram's distances with MC errors."""
-    rows = ["| object | N | P | a1 | aG | d = ‖C−Σ‖/‖Σ‖ | d, prior rms | ‖E C−Σ‖/‖Σ‖ | R-hat (aG) "
-            "| acc. | div. | s |", "|---" * 12 + "|"]  # fmt: skip
-    order = {"full": 0, "annealed": 1, "quenched": 2}
-    for r in sorted(res["runs"].values(), key=lambda r: (r["P"], r["width"], order[r["kind"]])):
-        f = lambda k: f"{r[k]['mean']:.4f}" + (  # noqa: E731
-            f" ± {r[k]['mcse']:.4f}" if np.isfinite(r[k]["mcse"]) else " (fixed)")  # fmt: skip
-        rows.append(
-            f"| {r['kind']} | {r['width']:,} | {r['P']} | {f('a1')} | {f('aG')} | "
-            f"{f('gram_dist')} | {r['prior_gram_dist_rms']:.4f} | {r['mean_gram_shift']:.4f} | "
-            f"{r['aG']['rhat']:.3f} | {np.mean(r['acceptance']):.2f} | "
-            f"{np.mean(r['divergent']):.3f} | {r['seconds']:.0f} |"
-        )
-    return "\n".join(rows)
-
-
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results", default="docs/reports/results")
-    ap.add_argument("--out", default="docs/reports/figures")
-    a = ap.parse_args(argv)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, draw in (("embeddings_protocol", protocol_figure),
-                       ("embeddings_posterior", posterior_figure)):  # fmt: skip
-        f = Path(a.results) / f"{name}.json"
-        if not f.exists():
-            print(f"{name}: no {f}, skipped")
-            continue
-        res = json.loads(f.read_text())
-        table = protocol_table if name == "embeddings_protocol" else posterior_table
-        print(table(res))
-        fig = draw(res)
-        for p in style.figure_problems(fig):
-            print(f"{name}: {p}")
-        fig.savefig(out / f"{name}.png", dpi=110)
-        plt.close(fig)
-        print(f"wrote {out / name}.png")
-
-
-if __name__ == "__main__":
-    main()

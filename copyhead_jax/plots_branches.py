@@ -1,7 +1,7 @@
-"""The figures of the main, coverage and hysteresis artefacts (P* versus a parameter:
-:mod:`.pstar_figures`): result dict in, matplotlib Figure out (``common.save_artefact`` saves and
-closes them), in the shared style of :mod:`copyhead_jax.style`; ``python -m
-experiments.report.redraw`` draws the committed ones again from their JSON."""
+"""Figures of the branch-run artefacts (result dict in, Figure out): the main artefact (both
+attentions' order parameters, losses, the branches' U gap, susceptibility and coverage versus P,
+every P* of the EK and finite-width theories against the measured one), the coverage ablation
+and the hysteresis windows of the two starts; P* versus a parameter: :mod:`.plots_pstar`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,24 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax import style as S
-from copyhead_jax.style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
+from . import style as S
+from .config import Config
+from .style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
 
-from ..features import P_star
-from .tables import solver_kind, width_name
+__all__ = ["coverage_figure", "hysteresis_figure", "main_figure", "solver_kind", "width_name"]
+
+
+def solver_kind(res: dict) -> str | None:
+    """The solver that ran an artefact (``"exact"``, ``"adam"``) from its header's engine config
+    (files of either config layout), None without a header."""
+    engine = res.get("header", {}).get("engine")
+    return None if engine is None else Config.from_dict(engine).solver.kind
+
+
+def width_name(w: str) -> str:
+    """A width key of a result (``"128"``, ``"inf"``) as a label: ``128``, ``10,000``, ``inf``."""
+    return "inf" if w == "inf" else f"{int(w):,}"
+
 
 LOSS_LABEL = "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$"
 ORDER_LABEL = "order parameter (dimensionless)"
@@ -58,7 +71,7 @@ def main_figure(res: dict[str, Any]):
     ek, th, cur = res["theory_ek_curves"], res["theory_ek_points"], res["curves"]
     fit = _fit_name(res)
     if "measured_located" in res:  # a fresh run; its JSON keeps the plain dicts
-        mp = {k: P_star(v) for k, v in res["measured_located"].items()}
+        mp = {k: None if v is None else v.P_star for k, v in res["measured_located"].items()}
     else:
         mp = {k: (v or {}).get("P_star") for k, v in res["measured"].items()}
     width = res.get("width")

@@ -1,0 +1,255 @@
+"""The claims x readings matrix: every claim of the paper against every reading of its
+conventions tried (docs/theory.md §2b), from a folder of artefact result JSON.
+
+Each cell is the measured value with its 95% CI and the verdict of the one rule of
+:mod:`.claims`; :func:`.claims.across_readings` says which readings reproduce a claim. Files read
+per reading ``r`` (a missing file leaves its cells "not measured"): ``main_r.json`` (else
+``conventions.json``), ``scaling-{L,V}_r.json``, ``coverage_r.json``, ``posterior_r.json``, the
+branch free energies ``posterior_branches*.json`` and, for ``paper-chi-lik``, the
+``copyhead transition`` result ``transition_paper-chi-lik.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..presets import preset
+from .claims import EXPONENT_TOL, across_readings, grid_band, judge, order_of, verdict_text
+from .crossing import bayesian_interval
+from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
+from .warning import early_warning, signal_of
+
+__all__ = ["BRANCHES", "READINGS", "SWEPT", "claims_matrix", "g4", "pstars", "transition_cell"]
+
+READINGS = ("paper", "plain", "paper-chi-lik")
+SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
+BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
+#: readings whose Bayesian P*_aG is a ``copyhead transition --out`` result (its transition.json)
+TRANSITIONS = {"paper-chi-lik": "transition_paper-chi-lik.json"}
+NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
+         "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
+#: the paper's coverage bounds (``'> 99.8% ...'`` -> 0.998): softmax everywhere, linear outside
+#: the crossover (where attention is on: the pooling and copying regimes)
+COVERAGE = {att: float(re.search(r"> ([\d.]+)%", PAPER_CLAIMS[claim]).group(1)) / 100.0
+            for att, claim in (("softmax", "softmax"),
+                               ("linear", "linear, outside the crossover"))}  # fmt: skip
+
+
+
+def g4(x, none: str = "-") -> str:
+    """Four significant digits with thousands separators."""
+    return none if x is None else f"{x:,.4g}"
+
+
+def _load(d: Path, name: str) -> dict | None:
+    p = Path(d) / name
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def _cell(value: str, rep: bool | None = None, unknown: str = "not measured") -> dict[str, Any]:
+    word = {True: "reproduced", False: "not reproduced", None: unknown}[rep]
+    return {"value": value, "reproduced": rep, "verdict": word}
+
+
+def _judged(value: str, j: dict | None) -> dict[str, Any]:
+    if j is None:
+        return _cell(value)
+    return {"value": value, "reproduced": j["reproduced"], "verdict": verdict_text(j)}
+
+
+def _ci(c: dict | None) -> str:
+    if not c or c.get("estimate") is None:
+        return "not located"
+    return f"{g4(c['estimate'])} [{g4(c['lo'])}, {g4(c['hi'])}] ({c.get('n', '?')} seeds)"
+
+
+def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
+    """Width-10,000 P* CIs of ``reading`` with how each was located: ``main_r.json``, or for
+    a reading swept by ``experiments.conventions`` (10 seeds; its main artefact has 3, for the
+    coverage ablation) that sweep."""
+    conv = (_load(d, "conventions.json") or {}).get(reading) or {}
+    main = None if reading in SWEPT else _load(d, f"main_{reading}.json")
+    if main:
+        w = main["widths"][main["width"]] if main.get("widths") else main
+        rows = {r["key"]: r["measured"] for r in w["ci_table"]}
+        jump = ("P_aG_single", " (single-start jump: no coexistence seen)")
+    else:
+        rows = (conv.get("measured") or {}).get("10000") or {}
+        jump = ("P_aG_jump", " (jump of one minimum: no coexistence seen)")
+    out = {k: (rows.get(k), "") for k in ("P_c1", "P_cG", "P_aG")}
+    if not (rows.get("P_aG") or {}).get("n"):
+        out["P_aG"] = (rows.get(jump[0]), jump[1])
+    out["coexistence"] = (rows.get("window_lo"), "")
+    if not main and "coexistence_seen" in rows:
+        out["coexistence"] = ({"n": int(bool(rows["coexistence_seen"]))}, "")
+    return out
+
+
+def pstar_cell(d: Path, r: str, k: str, grid) -> dict:
+    """Reading ``r``'s width-10,000 ``k`` CI against the paper's number (band: its ``grid``
+    neighbours)."""
+    c, how = pstars(d, r)[k]
+    ok = c and c.get("estimate") is not None
+    band = grid_band(PAPER_MEASURED[k], grid)
+    return _judged(_ci(c) + how, judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None)
+
+
+def bayes_cell(d: Path, r: str, grid) -> dict:
+    """The Bayesian P*_aG (branch free energies, or a ``copyhead transition`` result) against
+    the paper's 300, with the poorly mixing runs counted."""
+    res = _load(d, BRANCHES[r]) if r in BRANCHES else None
+    if res is None and r in TRANSITIONS and (tr := _load(d, TRANSITIONS[r])):
+        return transition_cell(tr, grid)
+    if res is None:
+        return _cell(f"Bayesian P*_aG ({r}): not measured this session")
+    b, band = bayesian_interval(res), grid_band(PAPER_MEASURED["P_aG"], grid)
+    j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
+    bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
+          "results.md)" if b["flagged"] else ""  # fmt: skip
+    iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
+    return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
+
+
+def transition_cell(tr: dict, grid) -> dict:
+    """The Bayesian P*_aG cell from a ``copyhead transition`` result: its interval (seeds, MC,
+    quadrature, interpolation), the SMC cross-check and the flagged branch runs."""
+    s, band = tr["summary"], grid_band(PAPER_MEASURED["P_aG"], grid)
+    n_runs = 2 * sum(len(x["probes"]) for x in tr["seeds"])
+    bad = f"; {len(tr['flagged'])}/{n_runs} runs R-hat > 1.05 or ESS < 100" if tr["flagged"] else ""
+    smc = (tr.get("cross_check") or {}).get("P_star")
+    cross = f", SMC {g4(smc)}" if smc else ""
+    text = (f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['n']} seed(s), `copyhead "
+            f"transition`{cross}){bad}")  # fmt: skip
+    return _judged(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
+
+
+def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
+    """One axis of a law: the measured exponent against the law's over the fitted range."""
+    key = k if (fits.get(k) or {}).get("measured", {}).get("ci") else "P_aG_single"
+    f = fits.get(key if k == "P_aG" else k) or {}
+    m, t = f.get("measured") or {}, f.get("paper_exponent")
+    if m.get("exponent") is None or t is None:
+        return f"{ax}: not measured", None
+    lo, hi = m["ci"] if m.get("ci") else (m["exponent"], m["exponent"])
+    j = judge(lo, hi, t, (t - EXPONENT_TOL, t + EXPONENT_TOL), relative=False)
+    ci = f" [{lo:.2f}, {hi:.2f}]" if m.get("ci") else f" ({m.get('n')} points, no CI)"
+    via = " (single-start jump)" if key == "P_aG_single" and k == "P_aG" else ""
+    return f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}", j["reproduced"]
+
+
+def law_cell(d: Path, r: str, k: str) -> dict:
+    """A law holds when its exponents in L and V both reproduce the paper's."""
+    parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k, ax)
+             for ax in ("L", "V")]  # fmt: skip
+    v = [p[1] for p in parts]
+    return _cell("; ".join(p[0] for p in parts), False if False in v else None if None in v
+                 else True)  # fmt: skip
+
+
+def order_cell(d: Path, r: str) -> dict:
+    """Whether the CIs of P*_c1 < P*_aG < P*_cG are disjoint and in the paper's order."""
+    p = pstars(d, r)
+    iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
+          for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
+    o = order_of(iv)
+    return _cell(o or "not located", None if o is None else o == "ordered")
+
+
+def first_order_cell(d: Path, r: str) -> dict:
+    """Whether the two softmax starts stayed distinct minima somewhere (metastability)."""
+    c = pstars(d, r)["coexistence"][0]
+    if c is None:
+        return _cell("not measured")
+    if not c.get("n"):
+        return _cell("one minimum per P at the grid's resolution (no metastability seen)", False)
+    since = f" from {_ci(c)}" if c.get("estimate") else " (metastability)"
+    return _cell(f"the two softmax starts stay distinct{since}", True)
+
+
+def coverage_cell(d: Path, r: str) -> dict:
+    """The MAP mean-attention coverage against the paper's bounds where attention is on."""
+    cov = _load(d, f"coverage_{r}.json")
+    if cov is None:
+        return _cell("not measured")
+    parts, ok = [], []
+    for row in cov["table"]:
+        if row["attention"] == "linear" and not row["regime"].startswith(("pooling", "copy")):
+            continue  # the crossover claim is SGLD's; below P_c1 attention is off
+        lo = (row["adam_mean_A"] or {}).get("min")
+        if lo is None:
+            continue
+        bound = COVERAGE[row["attention"]]
+        ok.append(lo >= bound)
+        parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} (paper > "
+                     f"{bound:.1%})")  # fmt: skip
+    return _cell("; ".join(parts) or "none", all(ok) if ok else None)
+
+
+def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None, str]]:
+    """(name, early-warning result, the paper's verdict): before P*_c1 and P*_cG in windows at
+    the MAP P* and the posterior's own crossover, before P*_aG at the MAP and Bayesian P*."""
+    lin_ew = (post.get("linear") or {}).get("early_warning") or {}
+    checks = [(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs), "signal")
+              for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))]  # fmt: skip
+    for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
+        if (lin_ew.get(name) or {}).get("cG"):
+            checks.append(("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal"))
+            break
+    soft = post.get("softmax") or {}
+    pool = soft.get("pool") or {}
+    sus = (pool.get("susceptibility") or {}).get("cG") or {}
+    P = np.asarray(pool.get("P", []), float)
+    var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
+    stored = (soft.get("early_warning") or {}).get("theory_map_P_aG")
+    th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
+    checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None, "no signal"))
+    if br and sus:
+        pb = bayesian_interval(br)["P_star"]
+        checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
+    return checks
+
+
+def warning_cell(d: Path, r: str) -> dict:
+    """Early warning (compare.early_warning): a signal before P*_c1 and P*_cG, none before
+    P*_aG, in windows placed at the MAP P* and, for P*_aG, at the Bayesian one."""
+    post = _load(d, f"posterior_{r}.json")
+    if post is None:
+        return _cell("not measured")
+    parts, seen = [], []
+    for name, v, want in _warning_checks(post, _load(d, BRANCHES[r]) if r in BRANCHES else None):
+        ci = (v or {}).get("var_ratio_ci")
+        if not ci:
+            parts.append(f"{name}: undetermined")
+            continue
+        s = signal_of(ci)
+        seen.append(s == want if s != "inconclusive" else None)
+        parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
+    rep = False if False in seen else None if (None in seen or not seen) else True
+    return _cell("; ".join(parts), rep, "not resolved")
+
+
+def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
+    """Every claim x every reading (cells: value, verdict, reproduced) from ``results_dir``."""
+    d, grid = Path(results_dir), preset("paper").sweep.P
+    rows = [
+        *((NAMES[k], partial(pstar_cell, k=k, grid=grid)) for k in ("P_c1", "P_cG", "P_aG")),
+        ("Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid)",
+         partial(bayes_cell, grid=grid)),
+        *((f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], V in [2, 12]; "
+           f"+-{EXPONENT_TOL})", partial(law_cell, k=k)) for k, (name, _) in PAPER_LAWS.items()),
+        ("order P*_c1 < P*_aG < P*_cG (CIs disjoint)", order_cell),
+        ("softmax transition first order (coexisting branches)", first_order_cell),
+        ("coverage of span{B1, B2} (MAP mean attention)", coverage_cell),
+        ("early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
+         "CI above x1.5)", warning_cell),
+    ]  # fmt: skip
+    rows = [{"claim": claim, "cells": {r: cell(d, r) for r in READINGS}} for claim, cell in rows]
+    for row in rows:
+        row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()})
+    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL}

@@ -1,0 +1,48 @@
+"""plots_embeddings.py: the embedding studies' figures from the committed result JSON, and the
+uniform-shrink prediction they draw."""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from copyhead_jax.plots_embeddings import (
+    SHRINK,
+    embeddings_posterior_figure,
+    embeddings_protocol_figure,
+    lr_cumsum,
+)
+from copyhead_jax.style import figure_problems
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no {path}")
+    return json.loads(path.read_text())
+
+
+def test_lr_cumsum_is_the_schedules_sum():
+    assert SHRINK == pytest.approx(2 * math.sqrt(2 / math.pi))
+    assert lr_cumsum(np.array([0, 10, 2000]), "linear") == pytest.approx([0.0, 1e-4, 2e-2])
+    # softmax: a linear warm-up over the first 200 epochs (lr * t / 200 at epoch t)
+    assert lr_cumsum(np.array([200]), "softmax")[0] == pytest.approx(1e-5 * 199 / 2)
+
+
+@pytest.mark.parametrize(("name", "draw", "title"), [
+    ("embeddings_protocol", embeddings_protocol_figure, "(a) embedding Gram change"),
+    ("embeddings_posterior", embeddings_posterior_figure, "(a) posterior embedding Gram"),
+])  # fmt: skip
+def test_figures_have_two_panels(name, draw, title):
+    fig = draw(_load(name))
+    problems = figure_problems(fig)
+    axes = list(fig.axes)
+    plt.close(fig)
+    assert not problems, "\n".join(problems)
+    assert len(axes) == 2 and axes[0].get_title().startswith(title)
+    assert axes[1].get_title().startswith("(b)")

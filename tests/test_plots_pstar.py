@@ -1,0 +1,53 @@
+"""plots_pstar.py: P* versus L or V (the scaling figure) and versus the stickiness rho, drawn
+from the committed result JSON."""
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from copyhead_jax.plots_pstar import beyond_curves_figure, beyond_pstar_figure, scaling_figure
+from copyhead_jax.storage import nulls_in_lists_to_nan
+from copyhead_jax.style import figure_problems
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no {path}")
+    return nulls_in_lists_to_nan(json.loads(path.read_text()))
+
+
+def _checked(fig) -> list:
+    problems = figure_problems(fig)
+    axes = list(fig.axes)
+    plt.close(fig)
+    assert not problems, "\n".join(problems)
+    return axes
+
+
+@pytest.mark.parametrize("axis", ["L", "V"])
+def test_scaling_figure_has_two_phase_diagrams_and_the_fits(axis):
+    axes = _checked(scaling_figure(_load(f"scaling-{axis}_plain")))
+    main = [a for a in axes if a.get_title()]  # the colour bars have none
+    assert [a.get_title() for a in main] == ["linear: EK copy fraction $\\psi$",
+                                             "softmax: EK $a_G$",
+                                             "$P^*$ and fitted exponents"]  # fmt: skip
+    assert len(axes) == 5  # and two colour bars
+    labels = [ln.get_label() for ln in main[2].get_lines()]
+    assert any("exponent" in lab and lab.startswith("measured") for lab in labels)
+
+
+@pytest.mark.parametrize("which", ["markov", "causal"])
+def test_beyond_figures(which):
+    res = _load(which)
+    axes = _checked(beyond_pstar_figure(res))
+    assert len(axes) == 2 and axes[0].get_xlabel() == r"stickiness $\rho$"
+    fig = beyond_curves_figure(res)  # its x axes are P's, unlabelled (as committed)
+    axes = list(fig.axes)
+    plt.close(fig)
+    assert [a.get_ylabel() for a in axes] == [r"linear $c_G$", r"softmax $a_G$ (up: -, down: --)"]
+    assert len(axes[0].get_lines()) >= len(res["rows"])  # a theory line per rho
