@@ -111,7 +111,7 @@ def render(out_dir: Path, mode: str) -> str:
         "## Claims x readings\n",
         "Every claim of the paper against every reading of its conventions tried (docs/theory.md "
         "§2b: `paper`, `plain`, `paper-chi-lik` = chi in the likelihood only), width 10,000, "
-        "exact MAP unless the row says otherwise; built by `experiments/report/claims.py` from "
+        "exact MAP unless the row says otherwise; built by `copyhead_jax.compare.readings` from "
         "`results/*.json`.\n",
         matrix,
         "## Setup\n",
@@ -198,7 +198,7 @@ def readme_block(out_dir: Path) -> str:
         "The CI is over seeds only: where every seed's P* falls in the same grid bracket it "
         "collapses to that bracket's midpoint (the grid's resolution is in `results.md`). "
         "Which reading of the paper's conventions reproduces which of its claims: the matrix "
-        "below (from `results/*.json`, `experiments/report/claims.py`)._\n\n"
+        "below (from `results/*.json`, `copyhead_jax.compare.readings`)._\n\n"
         f"{body}\n**Claims x readings** (width 10,000, exact MAP unless the row says "
         "otherwise):\n\n"
         f"{claims.render(claims_matrix(Path(out_dir) / 'results'))}{README_END}"
