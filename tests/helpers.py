@@ -97,3 +97,17 @@ def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.
     if answer_s is not None:
         assert time.monotonic() - t0 < answer_s, err
     return proc.returncode, err
+
+
+def checked_figure(fig) -> list:
+    """The axes of ``fig`` after asserting it passes ``style.figure_problems``; the figure is
+    closed."""
+    import matplotlib.pyplot as plt
+
+    from copyhead_jax.style import figure_problems
+
+    problems = figure_problems(fig)
+    axes = list(fig.axes)
+    plt.close(fig)
+    assert not problems, "\n".join(problems)
+    return axes

@@ -4,8 +4,8 @@ JSON, with the panels, titles and labels they promise and no reviewer's problem.
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pytest
+from helpers import checked_figure
 
 import copyhead_jax as ch
 from copyhead_jax.plots_branches import (
@@ -16,7 +16,7 @@ from copyhead_jax.plots_branches import (
     width_name,
 )
 from copyhead_jax.storage import nulls_in_lists_to_nan
-from copyhead_jax.style import P_LABEL, figure_problems
+from copyhead_jax.style import P_LABEL
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 needs = pytest.mark.skipif(not (RESULTS / "main_plain.json").exists(), reason="no result JSON")
@@ -24,14 +24,6 @@ needs = pytest.mark.skipif(not (RESULTS / "main_plain.json").exists(), reason="n
 
 def _load(name: str) -> dict:
     return nulls_in_lists_to_nan(json.loads((RESULTS / f"{name}.json").read_text()))
-
-
-def _checked(fig) -> list:
-    problems = figure_problems(fig)
-    axes = list(fig.axes)
-    plt.close(fig)
-    assert not problems, "\n".join(problems)
-    return axes
 
 
 def test_width_name_and_solver_kind():
@@ -46,7 +38,7 @@ def test_main_figure_has_six_panels_with_every_quantity():
     res = _load("main_plain")
     fig = main_figure(res)
     title = fig._suptitle.get_text()
-    axes = _checked(fig)
+    axes = checked_figure(fig)
     assert len(axes) == 6 and title.startswith("main, plain preset")
     assert all(a.get_xlabel() == P_LABEL for a in axes)
     titles = " ".join(a.get_title() for a in axes)
@@ -60,10 +52,10 @@ def test_main_figure_has_six_panels_with_every_quantity():
 
 @needs
 def test_coverage_and_hysteresis_figures():
-    axes = _checked(coverage_figure(_load("coverage_plain"), _load("main_plain")))
+    axes = checked_figure(coverage_figure(_load("coverage_plain"), _load("main_plain")))
     assert [a.get_title() for a in axes] == ["linear attention",
                                              "softmax attention (pooling start)"]  # fmt: skip
-    axes = _checked(hysteresis_figure(_load("hysteresis_plain")))
+    axes = checked_figure(hysteresis_figure(_load("hysteresis_plain")))
     assert len(axes) == 3 and axes[0].get_title() == "softmax: $a_G$ from both starts"
     windows = [ln.get_label() for ln in axes[0].get_lines() if "window" in ln.get_label()]
     assert any(w.startswith("EK spinodal window") for w in windows)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from helpers import checked_figure
 
 from copyhead_jax.plots_pstar import beyond_curves_figure, beyond_pstar_figure, scaling_figure
 from copyhead_jax.storage import nulls_in_lists_to_nan
-from copyhead_jax.style import figure_problems
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 
@@ -21,17 +21,9 @@ def _load(name: str) -> dict:
     return nulls_in_lists_to_nan(json.loads(path.read_text()))
 
 
-def _checked(fig) -> list:
-    problems = figure_problems(fig)
-    axes = list(fig.axes)
-    plt.close(fig)
-    assert not problems, "\n".join(problems)
-    return axes
-
-
 @pytest.mark.parametrize("axis", ["L", "V"])
 def test_scaling_figure_has_two_phase_diagrams_and_the_fits(axis):
-    axes = _checked(scaling_figure(_load(f"scaling-{axis}_plain")))
+    axes = checked_figure(scaling_figure(_load(f"scaling-{axis}_plain")))
     main = [a for a in axes if a.get_title()]  # the colour bars have none
     assert [a.get_title() for a in main] == ["linear: EK copy fraction $\\psi$",
                                              "softmax: EK $a_G$",
@@ -44,7 +36,7 @@ def test_scaling_figure_has_two_phase_diagrams_and_the_fits(axis):
 @pytest.mark.parametrize("which", ["markov", "causal"])
 def test_beyond_figures(which):
     res = _load(which)
-    axes = _checked(beyond_pstar_figure(res))
+    axes = checked_figure(beyond_pstar_figure(res))
     assert len(axes) == 2 and axes[0].get_xlabel() == r"stickiness $\rho$"
     fig = beyond_curves_figure(res)  # its x axes are P's, unlabelled (as committed)
     axes = list(fig.axes)
