@@ -57,6 +57,23 @@ ARTEFACTS = {
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 
 
+def cli(main, doc: str) -> None:
+    """A standalone script's command ``[--tiny] [--out DIR]``: ``main(out, tiny=...)``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--out", default="docs/reports/results")
+    a = ap.parse_args()
+    main(a.out, tiny=a.tiny)
+
+
+def artefact_main(name: str):
+    """The ``main(spec, out, **kw)`` of the registered artefact ``name`` (a script that runs
+    another artefact calls it through the registry, not by importing it)."""
+    return importlib.import_module(f"experiments.{ARTEFACTS[name][0]}").main
+
+
 def log(msg: str) -> None:
     print(f"[reproduce {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import embedded_nuts
 
-from .embeddings_protocol import cli
+from .common import cli
 
 WIDTHS = (16, 64, 256, 4096)
 PS = (96, 192)

@@ -14,7 +14,6 @@ exact MAP of the same seed and P. Cached per run in ``OUT/embeddings_protocol.ru
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -22,6 +21,8 @@ import jax
 
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import adam_trace
+
+from .common import cli
 
 #: (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run)
 PAPER_RUNS = [
@@ -115,14 +116,5 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=N
     return result
 
 
-def cli(main=main, doc: str = __doc__) -> None:
-    """The command of this module and of ``embeddings_posterior``: ``[--tiny] [--out DIR]``."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--out", default="docs/reports/results")
-    a = ap.parse_args()
-    main(a.out, tiny=a.tiny)
-
-
 if __name__ == "__main__":
-    cli()
+    cli(main, __doc__)

@@ -26,7 +26,7 @@ from copyhead_jax.compare.seeds import bracketed
 from copyhead_jax.storage import write_json
 
 from .configs.posterior import QUICK, TINY
-from .posterior import branch_config
+from .posterior_runs import branch_config
 
 #: the extra starts (the prior draw is the default reproduction's)
 STARTS = {

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import hashlib
 import json
-import pickle
 import time
 from pathlib import Path
 
@@ -40,62 +38,29 @@ from copyhead_jax.posterior_summary import (
     merge_seeds,
     verdicts,
 )
-from copyhead_jax.sample import REDUCED_HMC, PosteriorResult, run_sampler
+from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
-from copyhead_jax.storage import jsonable, nulls_in_lists_to_nan, write_json
+from copyhead_jax.storage import nulls_in_lists_to_nan, write_json
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
-from copyhead_jax.theory.points import transition_points
 
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
 from .common import log, save_figure
 from .configs.posterior import CONFIGS
+from .posterior_runs import (
+    branch_config,
+    cache_key,
+    ek_points,
+    fit_only,
+    pickled,
+    sampler_settings,
+)
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100; ``LLCSettings``): at gamma = 100 the
 #: slowest direction relaxes in <= 70 steps on the plain grid, 1,500 kept steps are >= 20 of them
 LLC = {k: v for k, v in dataclasses.asdict(LLCSettings()).items() if k != "seed"}
-
-
-def cache_key(*objs) -> str:
-    """A short hash of ``objs`` (the cache files' names)."""
-    return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _pickled(path: Path, fn):
-    """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
-    if path.exists():
-        return pickle.loads(path.read_bytes())
-    out = fn()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(out))
-    return out
-
-
-def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
-                  n_seeds: int | None = None) -> ch.Config:  # fmt: skip
-    pc = mc["presets"][preset]
-    cfg = (
-        ch.SMALL.replace(**mc["engine"])
-        .replace(**pc["conventions"])
-        .replace(
-            model=dict(attention=attention),
-            sweep=dict(P=tuple(int(p) for p in P), n_seeds=n_seeds or pc["n_seeds"]),
-        )
-    )
-    return cfg if init is None else cfg.replace(train=dict(init_attention=init))
-
-
-def sampler_settings(mc: dict) -> ch.HMCConfig:
-    """The reduced engine's default protocol (collapsed HMC) with the config's overrides (the
-    configs count ``n_steps`` = warm-up + HMC iterations and ``burn_in`` = warm-up)."""
-    o = dict(mc.get("sampler", {}))
-    if "n_steps" in o or "burn_in" in o:
-        b = o.pop("burn_in", REDUCED_HMC.n_warmup)
-        o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
-                 n_warmup=b)  # fmt: skip
-    return dataclasses.replace(REDUCED_HMC, **o)
 
 
 def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
@@ -114,14 +79,6 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     log(f"{cfg.model.attention} init={cfg.train.init_attention} P={list(res.P)} "
         f"seeds={cfg.sweep.n_seeds}: {time.time() - t0:.0f} s")  # fmt: skip
     return res, post
-
-
-def fit_only(cfg: ch.Config, cache: Path):
-    """Exact MAP sweep with kept weights, cached by config."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{cache_key(cfg.to_dict())}.npz"
-    return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
-        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
 
 
 def _grid(spec) -> tuple[list[int], int | None]:
@@ -201,7 +158,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
             v = devinterp_sweep(res, key, LLCSettings(**st))
             return v | {"settings": st, "seconds": time.time() - t0, "n": "P (sequences)"}
 
-        v = out[f"gamma={g:g}"] = _pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
+        v = out[f"gamma={g:g}"] = pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
                                            run)  # fmt: skip
         log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
             f"{v['seconds']:.0f} s")  # fmt: skip
@@ -264,7 +221,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
         soft["free_energy"] = None
         return
     ti_key = cache_key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
-    fe = _pickled(
+    fe = pickled(
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
     )
@@ -275,12 +232,6 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
                                                else None)  # fmt: skip
-
-
-def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
-    """``{objective: {key: EK value}}`` of ``transition_points`` (both attentions) at ``cfg``."""
-    params = TheoryParams.from_config(cfg)
-    return {o: {k: transition_points(params, "both", o).get(k) for k in keys} for o in objectives}
 
 
 def theory(mc: dict, preset: str) -> dict:
@@ -303,7 +254,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     pc = mc["presets"][preset]
     grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
     tkey = cache_key(mc["engine"], pc["conventions"], grids)
-    th = _pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
+    th = pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
            "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",

@@ -25,7 +25,7 @@ from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_plot import smc_figure as draw
 
-from . import posterior_branches as PB
+from . import posterior_runs as PR
 from .common import group_record, log, save_figure
 
 #: the settings per mode: the references are posterior_branches' (its ``block`` of seeds, its
@@ -47,7 +47,7 @@ SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' tiny
 
 def run_group(c: dict, b: dict, sweeps: dict, P_group, key) -> dict:
     """Both branches' references per (P, seed) of a group (``b``: the branches' config), SMC."""
-    cfg = PB.group_config(b, P_group, c["n_seeds"])
+    cfg = PR.group_config(b, P_group, c["n_seeds"])
     runs = BB.paired_runs(cfg, sweeps, P_group, range(c["n_seeds"]), c["a_thr"], log)
     return BB.smc_weights(cfg, *runs, key, c, label=P_group, log=log)
 
@@ -67,16 +67,16 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     """Run (or load) every group, assemble, write; ``only``: run that group alone and stop
     (to spread the groups over processes; a later plain call assembles from the cache)."""
     c = SMOKE if tiny else PLAIN
-    s = PB.settings(c["branches"])
-    b = PB.config(s, "plain")
+    s = PR.settings(c["branches"])
+    b = PR.config(s, "plain")
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
-    PB.check_only(only, range(len(c["groups"])))
-    sweeps = PB.load_sweeps(b, PB.cache_dir(s), b["blocks"][c["block"]])
+    PR.check_only(only, range(len(c["groups"])))
+    sweeps = PR.load_sweeps(b, PR.cache_dir(s), b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
-        key = PB.group_key(c, grp, gi, tiny, PB.group_refs(c, sweeps, grp),
+        key = PR.group_key(c, grp, gi, tiny, PR.group_refs(c, sweeps, grp),
                            skip=("branches", "groups"), engine=b["mc"]["engine"])  # fmt: skip
         run = functools.partial(run_group, c, b, sweeps, grp, jax.random.key(1500 + gi))
         g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
