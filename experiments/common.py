@@ -53,19 +53,15 @@ ARTEFACTS = {
     "causal": ("beyond", "spec", None),  # no cost: on its own, not in all
     "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
     "posterior-branches": ("posterior_branches", "spec", 8.0),
+    # no cost: on their own, not in all (settings in configs/paper.py and tiny.py only)
+    "posterior": ("posterior", "spec", None),
+    "posterior-smc": ("posterior_smc", "spec", None),
+    "multistart": ("multistart", "spec", None),
+    "embeddings": ("embeddings", "spec", None),
+    "embeddings-protocol": ("embeddings_protocol", "spec", None),
+    "embeddings-posterior": ("embeddings_posterior", "spec", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
-
-
-def cli(main, doc: str) -> None:
-    """A standalone script's command ``[--tiny] [--out DIR]``: ``main(out, tiny=...)``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--out", default="docs/reports/results")
-    a = ap.parse_args()
-    main(a.out, tiny=a.tiny)
 
 
 def artefact_main(name: str):

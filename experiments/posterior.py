@@ -1,13 +1,16 @@
 """The posterior of the copy head (issue 12, items 0-4) on the reduced engine; method and
 results: docs/reports/posterior.md.
 
-    python -m experiments.posterior [--mode quick|tiny] [--out docs/reports] [--preset P]
+    python -m experiments posterior [--tiny] [--preset P] [--publish | --out DIR]
     python -m experiments.posterior --tables docs/reports/results/posterior_plain.json
+
+Settings: ``posterior`` of ``configs/MODE.py`` per preset: ``mc``, the engine mode of
+``configs/posterior.py`` (default mode: ``quick``; ``--tiny``: ``tiny``).
 
 Per preset: MAP and collapsed-HMC posterior means, susceptibilities with MCSE and early-warning
 verdicts (items 0-1), lambda-hat from the draws and devinterp's (item 2), and (plain) the
 free energy of each softmax branch and its copy weight (items 3-4). Sweeps, posteriors, theory
-and TI are cached in ``results/posterior/MODE/``; writes ``OUT/results/posterior_PRESET.json``
+and TI are cached in ``results/posterior/MC/``; writes ``OUT/results/posterior_PRESET.json``
 and ``OUT/figures/posterior_NAME_PRESET.png``.
 """
 
@@ -47,7 +50,7 @@ from copyhead_jax.theory.minima import theory_curve
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
-from .common import log, save_figure
+from .common import MODE_FLAGS, log, save_figure
 from .configs.posterior import CONFIGS
 from .posterior_runs import (
     branch_config,
@@ -249,7 +252,8 @@ def theory(mc: dict, preset: str) -> dict:
     return {"points": pts, "curves": curves}
 
 
-def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> dict:
+def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
+               command: str) -> dict:  # fmt: skip
     t0 = time.time()
     pc = mc["presets"][preset]
     grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
@@ -271,7 +275,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     res["sampling_seconds"] = sum(
         b.get("wall_seconds") or 0 for b in (res["linear"], *(
             res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
-    res["command"] = f"python -m experiments.posterior --mode {mode} --out {out_dir}"
+    res["command"] = command
     figs = PF.figures(res, th["curves"]) | {"llc_devinterp": PLL.figure(res)}
     for name, fig in figs.items():
         if fig is not None:
@@ -281,12 +285,16 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     return res
 
 
-def main(spec="quick", out_dir: str | Path = "docs/reports", presets=None) -> dict:
-    """``spec``: a mode name of ``configs/posterior.py`` or a config dict of that shape."""
-    mode = spec if isinstance(spec, str) else "custom"
-    mc = CONFIGS[spec] if isinstance(spec, str) else spec
+def main(spec, out: str | Path) -> dict:
+    """The posterior of ``spec.preset`` on the engine mode ``spec.settings["mc"]`` of
+    ``configs/posterior.py`` (nothing where the mode has no ``posterior`` settings)."""
+    if not spec.settings:
+        log(f"no posterior settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
+    mode = spec.settings["mc"]
+    command = f"python -m experiments posterior{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
     cache = Path("results") / "posterior" / mode
-    return {p: run_preset(mc, p, mode, Path(out_dir), cache) for p in (presets or mc["presets"])}
+    return run_preset(CONFIGS[mode], spec.preset, mode, Path(out), cache, command)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,19 +363,13 @@ def tables(res: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the run: python -m experiments posterior
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
-    ap.add_argument("--out", default="docs/reports")
-    ap.add_argument("--preset", action="append", choices=["plain", "paper"],
-                    help="only this preset (repeatable; default: all of the mode)")  # fmt: skip
-    ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
-    a = ap.parse_args()
-    if a.tables:  # with its companions where it is a report folder's posterior_PRESET.json
-        p = Path(a.tables)
-        res = json.loads(p.read_text())
-        if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
-            res = PCOL.load(p.parent.parent, res["preset"])
-        print(tables(nulls_in_lists_to_nan(res)))
-    else:
-        main(a.mode, a.out, a.preset)
+    ap.add_argument("--tables", metavar="JSON", required=True,
+                    help="print the markdown tables of a result")  # fmt: skip
+    p = Path(ap.parse_args().tables)
+    res = json.loads(p.read_text())
+    # with its companions where it is a report folder's posterior_PRESET.json
+    if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
+        res = PCOL.load(p.parent.parent, res["preset"])
+    print(tables(nulls_in_lists_to_nan(res)))
