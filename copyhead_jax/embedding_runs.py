@@ -43,7 +43,7 @@ def adam_trace(cfg: Config, epochs: int, every: int) -> dict:
     meas, gspan = measure_runs(trainer, state, inp)
     head = eqx.combine(state.params, state.frozen)
     names = head_class(cfg.model.attention).order_names
-    sched = lr_schedule(cfg.train, cfg.model.attention)
+    sched = lr_schedule(cfg.solver, cfg.model.attention)
     lr_sum = float(np.sum(np.asarray(jax.vmap(sched)(jax.numpy.arange(epochs)))))
     dW = np.abs(np.concatenate([np.asarray(head.W_E[0]) - W_E0, np.asarray(head.b[0]) - b0], 1))
     o = meas.order

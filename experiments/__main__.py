@@ -9,6 +9,7 @@ python -m experiments all --quick                 # small and fast (width 128, A
 python -m experiments report --publish            # refresh the committed docs/reports/
 python -m experiments main --full-network --preset paper --out results/full   # GPU protocol
 python -m experiments posterior-branches --cluster tcp://10.0.0.1:8786   # groups on Dask
+python -m experiments posterior --tiny            # a study run on request only (not in all)
 
 Output goes to ``--out`` (default ``results/experiments/MODE``); ``--publish`` writes into
 ``docs/reports/`` instead (the committed reports, their JSON and figures) and refreshes the

@@ -53,8 +53,21 @@ ARTEFACTS = {
     "causal": ("beyond", "spec", None),  # no cost: on its own, not in all
     "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
     "posterior-branches": ("posterior_branches", "spec", 8.0),
+    # no cost: on their own, not in all (settings in configs/paper.py and tiny.py only)
+    "posterior": ("posterior", "spec", None),
+    "posterior-smc": ("posterior_smc", "spec", None),
+    "multistart": ("multistart", "spec", None),
+    "embeddings": ("embeddings", "spec", None),
+    "embeddings-protocol": ("embeddings_protocol", "spec", None),
+    "embeddings-posterior": ("embeddings_posterior", "spec", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
+
+
+def artefact_main(name: str):
+    """The ``main(spec, out, **kw)`` of the registered artefact ``name`` (a script that runs
+    another artefact calls it through the registry, not by importing it)."""
+    return importlib.import_module(f"experiments.{ARTEFACTS[name][0]}").main
 
 
 def log(msg: str) -> None:

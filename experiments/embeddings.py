@@ -1,15 +1,17 @@
 """The joint MAP with trained embeddings versus width (issue 33 item 3; docs/theory.md §2d);
 results: docs/reports/embeddings.md.
 
-    python -m experiments.embeddings [--tiny] [--out docs/reports] [--widths 64,256]
+    python -m experiments embeddings --preset paper [--tiny] [--publish | --out DIR]
     python -m experiments.embeddings --tables docs/reports/results/embeddings.json
 
 Per width N and attention (``paper-map`` conventions, ``configs/embeddings.py``): the quenched
 MAP from each branch start, and the joint MAP (``train_embeddings=True``, exact at width N) from
 the engine's own start and from each quenched MAP moved along the scale gauge
 (:mod:`copyhead_jax.joint_map`); per run the lowest converged U. P* per seed as ``copyhead
-sweep`` locates them (softmax: the jump of aG), EK theory beside. Cached in
-``results/embeddings/MODE/``; writes ``OUT/results/embeddings.json`` and
+sweep`` locates them (softmax: the jump of aG), EK theory beside. Settings: ``embeddings`` of
+``configs/MODE.py``, paper preset: ``config``, a mode of ``configs/embeddings.py`` (default mode:
+``full``; ``--tiny``: ``tiny``), and any of its keys to override (e.g. ``widths``). Cached in
+``results/embeddings/CONFIG/``; writes ``OUT/results/embeddings.json`` and
 ``OUT/figures/embeddings.png``.
 """
 
@@ -60,8 +62,7 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
         start["q-" + init] = J.quenched_as_joint(cj, q[init]).tolist()
         j["q-" + init] = C.cached(cache, f"joint-from-quenched-{attention}-{width}-{init}",
                                   [cj.to_dict(), C.code_version("engine")],
-                                  lambda cj=cj, r=q[init]: J.joint_from_quenched(cj, r),
-                                  part="engine")  # fmt: skip
+                                  lambda cj=cj, r=q[init]: J.joint_from_quenched(cj, r))
     quenched, _ = J.lowest_start(*(J.order_arrays(r) for r in q.values()))
     starts = list(j)
     joint, pick = J.lowest_start(*j.values())
@@ -76,23 +77,16 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
     )  # fmt: skip
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tiny", action="store_true", help="seconds-sized run (tests)")
-    ap.add_argument("--out", default=None, help="folder of results/ and figures/")
-    ap.add_argument("--cache", default=None)
-    ap.add_argument("--widths", default=None, help="comma-separated subset of the widths")
-    ap.add_argument("--tables", default=None, help="print the tables of a result JSON and exit")
-    a = ap.parse_args(argv)
-    if a.tables:
-        print(tables(json.loads(Path(a.tables).read_text())))
+def main(spec, out: str | Path) -> dict:
+    """Quenched and joint MAP at every width of the settings' config (nothing where the mode
+    has no ``embeddings`` settings for the preset)."""
+    if not spec.settings:
+        C.log(f"no embeddings settings in mode {spec.mode} for preset {spec.preset}")
         return {}
-    mode = "tiny" if a.tiny else "full"
-    c = dict(CONFIGS[mode])
-    if a.widths:
-        c["widths"] = [w for w in c["widths"] if str(w) in a.widths.split(",")]
-    cache = Path(a.cache or f"results/embeddings/{mode}")
-    out = Path(a.out or ("results/embeddings/tiny/out" if a.tiny else "docs/reports"))
+    mode = spec.settings["config"]
+    c = dict(CONFIGS[mode]) | {k: v for k, v in spec.settings.items() if k != "config"}
+    cache = Path("results") / "embeddings" / mode
+    out = Path(out)
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_SELF)
     th = transition_points(TheoryParams.from_config(engine(c, "softmax", 10**4, trained=False,
                                                            init="zero")))  # fmt: skip
@@ -187,5 +181,7 @@ def figure(r: dict):
     return fig
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the run: python -m experiments embeddings --preset paper
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tables", required=True, help="print the tables of a result JSON")
+    print(tables(json.loads(Path(ap.parse_args().tables).read_text())))

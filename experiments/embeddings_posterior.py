@@ -1,15 +1,17 @@
 """What the posterior does with the embeddings (issue 33, item 4); results:
 docs/reports/embeddings_protocol.md.
 
-    nice -n 10 python -m experiments.embeddings_posterior [--tiny] [--out docs/reports/results]
+    nice -n 10 python -m experiments embeddings-posterior --preset paper [--tiny] [--publish]
 
 NUTS (4 chains from prior draws) on the full network's posterior with every weight sampled,
 through its exact width-D reduction (:func:`copyhead_jax.embedding_runs.embedded_nuts`,
 docs/theory.md §2f), against the quenched posterior (the Gram root of seed 0 held fixed) and,
 at the smallest N, NUTS on the full width-N network. Per (N, P): the Gram's distance from the
 prior's Sigma against its prior rms, the shift of the posterior mean Gram, the posterior aG.
-Task L = 8, V = 4, paper conventions, softmax. Cached per (kind, N, P) in
-``OUT/embeddings_posterior.runs/``; writes ``OUT/embeddings_posterior.json``.
+Task L = 8, V = 4, paper conventions, softmax. Settings: ``embeddings_posterior`` of
+``configs/MODE.py``, paper preset (widths, P, the extra P, NUTS lengths; tiny: a smaller
+``task``). Cached per (kind, N, P) in ``OUT/results/embeddings_posterior[_tiny].runs/``; writes
+``OUT/results/embeddings_posterior[_tiny].json``.
 """
 
 from __future__ import annotations
@@ -20,35 +22,36 @@ from pathlib import Path
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import embedded_nuts
 
-from .embeddings_protocol import cli
-
-WIDTHS = (16, 64, 256, 4096)
-PS = (96, 192)
-EXTRA_P = 384  # where the quenched posterior copies (aG ~ 1.6 at N = 4,096)
-N_CHAINS, N_WARMUP, N_SAMPLES = 4, 200, 200
+N_CHAINS = 4
 
 
-def base_config(tiny: bool) -> ch.Config:
+def base_config(s: dict) -> ch.Config:
     cfg = ch.PAPER.replace(task=dict(L=8, V=4, n_test=16), model=dict(attention="softmax"))
-    if tiny:
-        cfg = cfg.replace(task=dict(L=4, V=2))
+    if s.get("task"):
+        cfg = cfg.replace(task=s["task"])
     return cfg
 
 
-def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=None) -> dict:
+def main(spec, out: str | Path, *, jobs=None) -> dict:
     """Run (or load) every job ``(kind, width, P)`` (default: the full NUTS check at the smallest
-    width and middle P, then annealed and quenched at every width and P)."""
-    out = Path(out)
+    width and middle P, then annealed and quenched at every width and P, then the settings'
+    ``extra_P`` at the two largest widths); nothing where the mode has no settings."""
+    s, tiny = spec.settings, spec.mode == "tiny"
+    if not s:
+        print(f"no embeddings_posterior settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
+    out = Path(out) / "results"
     cache = out / ("embeddings_posterior_tiny.runs" if tiny else "embeddings_posterior.runs")
     cache.mkdir(parents=True, exist_ok=True)
-    cfg = base_config(tiny)
-    n_warmup, n_samples = (30, 20) if tiny else (N_WARMUP, N_SAMPLES)
+    cfg = base_config(s)
+    n_warmup, n_samples = s["n_warmup"], s["n_samples"]
     if jobs is None:
-        widths, Ps = ((8, 32), (8,)) if tiny else (WIDTHS, PS)
+        widths, Ps = tuple(s["widths"]), tuple(s["P"])
         jobs = [("annealed", widths[0], Ps[-1]), ("full", widths[0], Ps[-1])]
         jobs += [(k, w, P) for P in Ps[::-1] for w in widths for k in ("annealed", "quenched")]
-        if not tiny:  # on the copying side, at the two largest widths only (CPU time)
-            jobs += [(k, w, EXTRA_P) for w in widths[-1:-3:-1] for k in ("quenched", "annealed")]
+        if s.get("extra_P"):  # on the copying side, at the two largest widths only (CPU time)
+            jobs += [(k, w, s["extra_P"]) for w in widths[-1:-3:-1]
+                     for k in ("quenched", "annealed")]  # fmt: skip
     records = {}
     for kind, width, P in jobs:
         tag = f"{kind}_N{width}_P{P}"
@@ -72,6 +75,3 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, jobs=N
     (out / name).write_text(json.dumps(result, indent=1))
     return result
 
-
-if __name__ == "__main__":
-    cli(main, __doc__)

@@ -1,20 +1,21 @@
 """The paper's literal Adam protocol: how far do the embeddings move? (issue 33, item 2);
 results: docs/reports/embeddings_protocol.md.
 
-    nice -n 10 python -m experiments.embeddings_protocol [--tiny] [--out docs/reports/results]
+    nice -n 10 python -m experiments embeddings-protocol --preset paper [--tiny] [--publish]
 
 Every weight trained from the prior draw with the ``paper`` preset's Adam on the full engine for
 all 2,000 epochs (``min_epochs = max_epochs``: the movement bounds any early-stopped run's; some
 runs are cut earlier, said in the output). Per run: the embedding Gram's relative change
 (:func:`copyhead_jax.embedding_runs.adam_trace`) every 100 epochs, the largest entry move
 against Adam's bound, the order parameters, beside a frozen-embedding control and the quenched
-exact MAP of the same seed and P. Cached per run in ``OUT/embeddings_protocol.runs/``; writes
-``OUT/embeddings_protocol.json``.
+exact MAP of the same seed and P. Settings: ``embeddings_protocol`` of ``configs/MODE.py``, paper
+preset (``runs``, ``every``; tiny: the engine's ``task`` and ``solver``). Cached per run in
+``OUT/results/embeddings_protocol[_tiny].runs/``; writes
+``OUT/results/embeddings_protocol[_tiny].json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -23,33 +24,13 @@ import jax
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import adam_trace
 
-#: (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run)
-PAPER_RUNS = [
-    ("softmax", 2000, 300, 0, 2000, True),
-    ("softmax", 2000, 600, 0, 2000, True),
-    ("softmax", 2000, 1000, 0, 2000, True),
-    ("linear", 2000, 160, 0, 2000, True),
-    ("linear", 2000, 2000, 0, 2000, True),
-    ("softmax", 2000, 1000, 0, 2000, False),
-    ("softmax", 10_000, 1000, 0, 200, True),
-    ("softmax", 2000, 1000, 1, 2000, True),
-    ("linear", 2000, 2000, 1, 2000, True),
-    ("linear", 2000, 2000, 0, 2000, False),
-]  # cut to fit ~30 CPU-minutes on the shared 2-core machine
-TINY_RUNS = [
-    ("softmax", 16, 8, 0, 40, True),
-    ("linear", 16, 8, 0, 40, True),
-    ("softmax", 16, 8, 0, 40, False),
-]
-EVERY = 100  # epochs between Gram measurements (tiny: 20)
 
-
-def base_config(tiny: bool) -> ch.Config:
-    """The paper preset with at most 2,000 epochs (tiny: ``TINY``'s task, same protocol)."""
+def base_config(s: dict) -> ch.Config:
+    """The paper preset with at most 2,000 epochs (settings ``s``: its ``task`` and ``solver``
+    where it has them, e.g. the tiny mode's)."""
     cfg = ch.PAPER.replace(train=dict(log_every=10), solver=dict(max_epochs=2000, min_epochs=2000))
-    if tiny:
-        tr = dict(lr=1e-3, max_epochs=40, min_epochs=40)
-        cfg = cfg.replace(task=dict(L=6, V=3, n_test=32), solver=tr)
+    if "task" in s or "solver" in s:
+        cfg = cfg.replace(task=s.get("task", {}), solver=s.get("solver", {}))
     return cfg
 
 
@@ -78,14 +59,19 @@ def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seed
     return out
 
 
-def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=None) -> dict:
-    """Run (or load) every run of ``runs`` (default: the paper's list, tiny: ``TINY_RUNS``)."""
-    out = Path(out)
+def main(spec, out: str | Path, *, runs=None) -> dict:
+    """Run (or load) every run of ``runs`` (default: the settings' ``runs``); nothing where the
+    mode has no ``embeddings_protocol`` settings for the preset."""
+    s, tiny = spec.settings, spec.mode == "tiny"
+    if not s:
+        print(f"no embeddings_protocol settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
+    out = Path(out) / "results"
     cache = out / ("embeddings_protocol_tiny.runs" if tiny else "embeddings_protocol.runs")
     cache.mkdir(parents=True, exist_ok=True)
-    base = base_config(tiny)
-    runs = runs if runs is not None else (TINY_RUNS if tiny else PAPER_RUNS)
-    every = 20 if tiny else EVERY
+    base = base_config(s)
+    runs = runs if runs is not None else [tuple(r) for r in s["runs"]]
+    every = s["every"]
     records = []
     for att, width, P, seed, epochs, trained in runs:
         tag = f"{att}_N{width}_P{P}_s{seed}_E{epochs}_{'trained' if trained else 'frozen'}"
@@ -114,15 +100,3 @@ def main(out: str | Path = "docs/reports/results", *, tiny: bool = False, runs=N
     (out / name).write_text(json.dumps(result, indent=1, default=float))
     return result
 
-
-def cli(main=main, doc: str = __doc__) -> None:
-    """The command of this module and of ``embeddings_posterior``: ``[--tiny] [--out DIR]``."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--out", default="docs/reports/results")
-    a = ap.parse_args()
-    main(a.out, tiny=a.tiny)
-
-
-if __name__ == "__main__":
-    cli()

@@ -1,19 +1,21 @@
 """Does the exact MAP solver find the lowest minimum? Linear attention: six starts against the
 continuation in P; results: docs/reports/multistart.md.
 
-    python -m experiments.multistart [--out docs/reports]      # ~19 CPU-min: both presets, 10 seeds
-    python -m experiments.multistart --tiny --out /tmp/x
+    python -m experiments multistart [--publish | --out DIR]   # ~19 CPU-min: both presets, 10 seeds
+    python -m experiments multistart --tiny --out /tmp/x       # plain only, the TINY engine
 
 The same runs (reduced engine, width 10,000) from a prior draw of W^G, the copy pattern with
 logits +-0.5 and +-2 and zero logits, and from ``ExactConfig.continuation``: per P the
 seeds a start improves and the largest U gap; per preset how often each reaches the lowest U,
-and P*_cG and psi = 1/2 located per seed as the main reproduction does. Writes
-``OUT/results/multistart_linear.json``.
+and P*_cG and psi = 1/2 located per seed as the main reproduction does. Settings: ``multistart``
+of ``configs/MODE.py`` per preset (``mc``: the engine mode of ``configs/posterior.py``, the grid
+``P``, ``n_seeds``). Writes ``OUT/results/multistart_linear[_tiny].json`` (one file: each preset
+run adds its scan to it).
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import time
 from pathlib import Path
 
@@ -25,8 +27,9 @@ from copyhead_jax.compare.locate import locate_level, locate_max_slope
 from copyhead_jax.compare.seeds import bracketed
 from copyhead_jax.storage import write_json
 
-from .configs.posterior import QUICK, TINY
-from .posterior import branch_config
+from .common import PRESET_NAMES
+from .configs.posterior import CONFIGS as ENGINES
+from .posterior_runs import branch_config
 
 #: the extra starts (the prior draw is the default reproduction's)
 STARTS = {
@@ -36,11 +39,6 @@ STARTS = {
     "copy+2": dict(init_attention="copy", init_copy_logit=2.0),
     "copy-2": dict(init_attention="copy", init_copy_logit=-2.0),
     "zero": dict(init_attention="zero"),
-}
-#: P grids around each preset's linear transitions (EK P*_cG: plain 3.4, paper 2,125)
-GRIDS = {
-    "plain": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32, 64],
-    "paper": [128, 256, 512, 768, 1062, 1500, 2000, 2500, 3000, 4000, 6000],
 }
 #: a start "improves" on the prior start if its U is lower by more than this (float64 minima)
 U_TOL = 1e-3
@@ -126,25 +124,27 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs/reports") -> dict:
+def main(spec, out: str | Path) -> dict:
+    """The scan of ``spec.preset`` (nothing where its mode has no ``multistart`` settings for
+    it), added to the mode's JSON beside the other presets' scans."""
+    s = spec.settings
+    if not s:
+        print(f"[multistart] no settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
     t0 = time.time()
-    if tiny:
-        scans = {"plain": preset_scan(TINY, "plain", [1, 2, 4, 8], 2)}
-    else:
-        scans = {p: preset_scan(QUICK, p, GRIDS[p], 10) for p in ("plain", "paper")}
-    out = {"presets": scans, "command": "python -m experiments.multistart",
+    scan = preset_scan(ENGINES[s["mc"]], spec.preset, list(s["P"]), s["n_seeds"])
+    name = "multistart_linear" + ("_tiny" if spec.mode == "tiny" else "")
+    path = Path(out) / "results" / f"{name}.json"
+    prev = json.loads(path.read_text()) if path.exists() else {}
+    scans = prev.get("presets", {}) | {spec.preset: scan}
+    scans = {p: scans[p] for p in (*PRESET_NAMES, *scans) if p in scans}  # plain first
+    # the scans' time (the other preset's, where it is in the file, as written with it)
+    seconds = time.time() - t0 + (prev.get("seconds", 0) if set(scans) - {spec.preset} else 0)
+    out = {"presets": scans, "command": "python -m experiments multistart"
+           + (" --tiny" if spec.mode == "tiny" else ""),
            "engine": "reduced, width 10,000 (tiny: the TINY posterior engine)",
-           "seconds": time.time() - t0}  # fmt: skip
-    name = "multistart_linear" + ("_tiny" if tiny else "")
-    path = write_json(Path(out_dir) / "results" / f"{name}.json", out)
+           "seconds": seconds}  # fmt: skip
+    path = write_json(path, out)
     print(table(out))
     print(f"[multistart] wrote {path} ({out['seconds']:.0f} s)")
     return out
-
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run")
-    ap.add_argument("--out", default="docs/reports")
-    a = ap.parse_args()
-    main(a.tiny, a.out)

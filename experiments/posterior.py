@@ -1,13 +1,16 @@
 """The posterior of the copy head (issue 12, items 0-4) on the reduced engine; method and
 results: docs/reports/posterior.md.
 
-    python -m experiments.posterior [--mode quick|tiny] [--out docs/reports] [--preset P]
+    python -m experiments posterior [--tiny] [--preset P] [--publish | --out DIR]
     python -m experiments.posterior --tables docs/reports/results/posterior_plain.json
+
+Settings: ``posterior`` of ``configs/MODE.py`` per preset: ``mc``, the engine mode of
+``configs/posterior.py`` (default mode: ``quick``; ``--tiny``: ``tiny``).
 
 Per preset: MAP and collapsed-HMC posterior means, susceptibilities with MCSE and early-warning
 verdicts (items 0-1), lambda-hat from the draws and devinterp's (item 2), and (plain) the
 free energy of each softmax branch and its copy weight (items 3-4). Sweeps, posteriors, theory
-and TI are cached in ``results/posterior/MODE/``; writes ``OUT/results/posterior_PRESET.json``
+and TI are cached in ``results/posterior/MC/``; writes ``OUT/results/posterior_PRESET.json``
 and ``OUT/figures/posterior_NAME_PRESET.png``.
 """
 
@@ -16,9 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import hashlib
 import json
-import pickle
 import time
 from pathlib import Path
 
@@ -40,62 +41,29 @@ from copyhead_jax.posterior_summary import (
     merge_seeds,
     verdicts,
 )
-from copyhead_jax.sample import REDUCED_HMC, PosteriorResult, run_sampler
+from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
-from copyhead_jax.storage import jsonable, nulls_in_lists_to_nan, write_json
+from copyhead_jax.storage import nulls_in_lists_to_nan, write_json
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
-from copyhead_jax.theory.points import transition_points
 
 from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
-from .common import log, save_figure
+from .common import MODE_FLAGS, log, save_figure
 from .configs.posterior import CONFIGS
+from .posterior_runs import (
+    branch_config,
+    cache_key,
+    ek_points,
+    fit_only,
+    pickled,
+    sampler_settings,
+)
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100; ``LLCSettings``): at gamma = 100 the
 #: slowest direction relaxes in <= 70 steps on the plain grid, 1,500 kept steps are >= 20 of them
 LLC = {k: v for k, v in dataclasses.asdict(LLCSettings()).items() if k != "seed"}
-
-
-def cache_key(*objs) -> str:
-    """A short hash of ``objs`` (the cache files' names)."""
-    return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _pickled(path: Path, fn):
-    """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
-    if path.exists():
-        return pickle.loads(path.read_bytes())
-    out = fn()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(out))
-    return out
-
-
-def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
-                  n_seeds: int | None = None) -> ch.Config:  # fmt: skip
-    pc = mc["presets"][preset]
-    cfg = (
-        ch.SMALL.replace(**mc["engine"])
-        .replace(**pc["conventions"])
-        .replace(
-            model=dict(attention=attention),
-            sweep=dict(P=tuple(int(p) for p in P), n_seeds=n_seeds or pc["n_seeds"]),
-        )
-    )
-    return cfg if init is None else cfg.replace(train=dict(init_attention=init))
-
-
-def sampler_settings(mc: dict) -> ch.HMCConfig:
-    """The reduced engine's default protocol (collapsed HMC) with the config's overrides (the
-    configs count ``n_steps`` = warm-up + HMC iterations and ``burn_in`` = warm-up)."""
-    o = dict(mc.get("sampler", {}))
-    if "n_steps" in o or "burn_in" in o:
-        b = o.pop("burn_in", REDUCED_HMC.n_warmup)
-        o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
-                 n_warmup=b)  # fmt: skip
-    return dataclasses.replace(REDUCED_HMC, **o)
 
 
 def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
@@ -114,14 +82,6 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     log(f"{cfg.model.attention} init={cfg.train.init_attention} P={list(res.P)} "
         f"seeds={cfg.sweep.n_seeds}: {time.time() - t0:.0f} s")  # fmt: skip
     return res, post
-
-
-def fit_only(cfg: ch.Config, cache: Path):
-    """Exact MAP sweep with kept weights, cached by config."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{cache_key(cfg.to_dict())}.npz"
-    return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
-        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
 
 
 def _grid(spec) -> tuple[list[int], int | None]:
@@ -201,7 +161,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
             v = devinterp_sweep(res, key, LLCSettings(**st))
             return v | {"settings": st, "seconds": time.time() - t0, "n": "P (sequences)"}
 
-        v = out[f"gamma={g:g}"] = _pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
+        v = out[f"gamma={g:g}"] = pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
                                            run)  # fmt: skip
         log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
             f"{v['seconds']:.0f} s")  # fmt: skip
@@ -264,7 +224,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
         soft["free_energy"] = None
         return
     ti_key = cache_key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
-    fe = _pickled(
+    fe = pickled(
         cache / f"ti-{ti_key}.pkl",
         lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
     )
@@ -275,12 +235,6 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
                                                else None)  # fmt: skip
-
-
-def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
-    """``{objective: {key: EK value}}`` of ``transition_points`` (both attentions) at ``cfg``."""
-    params = TheoryParams.from_config(cfg)
-    return {o: {k: transition_points(params, "both", o).get(k) for k in keys} for o in objectives}
 
 
 def theory(mc: dict, preset: str) -> dict:
@@ -298,12 +252,13 @@ def theory(mc: dict, preset: str) -> dict:
     return {"points": pts, "curves": curves}
 
 
-def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> dict:
+def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
+               command: str) -> dict:  # fmt: skip
     t0 = time.time()
     pc = mc["presets"][preset]
     grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
     tkey = cache_key(mc["engine"], pc["conventions"], grids)
-    th = _pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
+    th = pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
            "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
@@ -320,7 +275,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     res["sampling_seconds"] = sum(
         b.get("wall_seconds") or 0 for b in (res["linear"], *(
             res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
-    res["command"] = f"python -m experiments.posterior --mode {mode} --out {out_dir}"
+    res["command"] = command
     figs = PF.figures(res, th["curves"]) | {"llc_devinterp": PLL.figure(res)}
     for name, fig in figs.items():
         if fig is not None:
@@ -330,12 +285,16 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path) -> 
     return res
 
 
-def main(spec="quick", out_dir: str | Path = "docs/reports", presets=None) -> dict:
-    """``spec``: a mode name of ``configs/posterior.py`` or a config dict of that shape."""
-    mode = spec if isinstance(spec, str) else "custom"
-    mc = CONFIGS[spec] if isinstance(spec, str) else spec
+def main(spec, out: str | Path) -> dict:
+    """The posterior of ``spec.preset`` on the engine mode ``spec.settings["mc"]`` of
+    ``configs/posterior.py`` (nothing where the mode has no ``posterior`` settings)."""
+    if not spec.settings:
+        log(f"no posterior settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
+    mode = spec.settings["mc"]
+    command = f"python -m experiments posterior{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
     cache = Path("results") / "posterior" / mode
-    return {p: run_preset(mc, p, mode, Path(out_dir), cache) for p in (presets or mc["presets"])}
+    return run_preset(CONFIGS[mode], spec.preset, mode, Path(out), cache, command)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,19 +363,13 @@ def tables(res: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the run: python -m experiments posterior
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", default="quick", choices=sorted(CONFIGS))
-    ap.add_argument("--out", default="docs/reports")
-    ap.add_argument("--preset", action="append", choices=["plain", "paper"],
-                    help="only this preset (repeatable; default: all of the mode)")  # fmt: skip
-    ap.add_argument("--tables", metavar="JSON", help="print the markdown tables of a result")
-    a = ap.parse_args()
-    if a.tables:  # with its companions where it is a report folder's posterior_PRESET.json
-        p = Path(a.tables)
-        res = json.loads(p.read_text())
-        if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
-            res = PCOL.load(p.parent.parent, res["preset"])
-        print(tables(nulls_in_lists_to_nan(res)))
-    else:
-        main(a.mode, a.out, a.preset)
+    ap.add_argument("--tables", metavar="JSON", required=True,
+                    help="print the markdown tables of a result")  # fmt: skip
+    p = Path(ap.parse_args().tables)
+    res = json.loads(p.read_text())
+    # with its companions where it is a report folder's posterior_PRESET.json
+    if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
+        res = PCOL.load(p.parent.parent, res["preset"])
+    print(tables(nulls_in_lists_to_nan(res)))

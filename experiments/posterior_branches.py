@@ -30,48 +30,21 @@ from copyhead_jax.compare import paper
 from copyhead_jax.fanout import GroupFailure, failures, map_groups
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_plot import branch_figure as draw
-from copyhead_jax.transition_ti import BRANCHES
 
-from .common import MODE_FLAGS, group_record, log, mode_config, save_figure
-from .configs.posterior import CONFIGS as ENGINES
-from .posterior import branch_config, cache_key, ek_points, fit_only
-
-INIT = {"pool": "zero", "copy": "copy"}
-
-
-def settings(mode: str, preset: str = "plain") -> dict:
-    """The ``posterior_branches`` settings of ``configs/MODE.py`` for ``preset`` ({} if none)."""
-    return mode_config(mode)["presets"][preset].get("posterior_branches", {})
-
-
-def config(s: dict, preset: str) -> dict:
-    """Settings ``s`` with their engine config ``mc`` (a mode of ``configs/posterior.py``) and,
-    unless plain, the preset (the plain configs' cache keys predate the switch)."""
-    return dict(s, mc=ENGINES[s["mc"]], **({} if preset == "plain" else {"preset": preset}))
-
-
-def cache_dir(s: dict) -> Path:
-    """The MAP sweeps' cache, shared with ``experiments.posterior`` (same engine mode)."""
-    return Path("results") / "posterior" / s["mc"]
-
-
-def check_only(only: int | None, groups) -> None:
-    """A driver's ``only``: None or one of its group indices ``groups`` (else ValueError)."""
-    if only is not None and only not in list(groups):
-        raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
-
-
-def preset(c: dict) -> str:
-    """The config's conventions: ``plain`` unless it names one."""
-    return c.get("preset", "plain")
-
-
-def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
-    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``) of the
-    first block of seeds, or of ``block``."""
-    sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
-    return {b: [fit_only(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
-                for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+from .common import MODE_FLAGS, group_record, log, save_figure
+from .posterior_runs import (
+    branch_config,
+    cache_dir,
+    check_only,
+    config,
+    ek_points,
+    group_config,
+    group_key,
+    group_refs,
+    load_sweeps,
+    preset,
+    seeds_of,
+)
 
 
 def seed_blocks(c: dict) -> list[dict]:
@@ -81,16 +54,11 @@ def seed_blocks(c: dict) -> list[dict]:
     return [first, *c.get("blocks", [])]
 
 
-def group_config(c: dict, P_group, nS: int):
-    """The softmax config of a group's data (``nS`` seeds, padded to its largest P)."""
-    return branch_config(c["mc"], preset(c), "softmax", P_group, None, nS)
-
-
 def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=None) -> dict:
     """Every (P, seed, branch) of ``P_group`` with a reference: F, its parts, chain health
     (``seeds`` of a config of ``n_seeds_total`` seeds; default the first block)."""
     cfg = group_config(c, P_group, n_seeds_total or c["n_seeds"])
-    runs = BB.branch_runs(cfg, sweeps, P_group, _seeds(c, seeds), c["a_thr"], log)
+    runs = BB.branch_runs(cfg, sweeps, P_group, seeds_of(c, seeds), c["a_thr"], log)
     return BB.free_energies(cfg, *runs, key, c, label=P_group, log=log)
 
 
@@ -116,25 +84,6 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
         "runs": runs, "cpu_s": sum(g["cpu_s"] for g in groups),
         "wall_s": sum(g["wall_s"] for g in groups),
     }  # fmt: skip
-
-
-def _seeds(c: dict, seeds=None):
-    return range(c["n_seeds"]) if seeds is None else seeds
-
-
-def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
-    """The MAPs a group's chains start from (:func:`~copyhead_jax.branch_batch.reference_list`;
-    a sweep added for other P leaves it, and so the group's cache key, unchanged)."""
-    return BB.reference_list(sweeps, grp, _seeds(c, seeds), c["a_thr"])
-
-
-def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups", "a_alt",
-              "sweeps", "blocks"), engine=None) -> str:  # fmt: skip
-    """Cache key of one group: everything its chains depend on (its references, not the other
-    groups, nor the threshold-sensitivity and figure settings: ``skip``) and the engine config
-    (default ``c``'s); ``gi`` seeds its keys."""
-    kept = {k: v for k, v in c.items() if k not in skip}
-    return cache_key(kept, c["mc"]["engine"] if engine is None else engine, grp, gi, tiny, refs)
 
 
 def group_index(block: int, j: int) -> int:

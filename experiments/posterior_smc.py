@@ -4,8 +4,11 @@ move its mass between the branches (:mod:`copyhead_jax.bayes.smc`), set against 
 TI of ``posterior_branches`` (same references, regions and HMC kernel); method and results:
 docs/reports/posterior_branches.md, "Tempered SMC across the window".
 
-    python -m experiments.posterior_smc [--tiny] [--out docs/reports] [--only I]
+    python -m experiments posterior-smc --preset plain [--tiny] [--publish | --out DIR]
     python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
+
+Settings: ``posterior_smc`` of ``configs/MODE.py``, plain preset (the references are
+posterior_branches': its mode ``branches``, its ``block`` of seeds, its ``a_thr`` threshold).
 
 Each group is a committed record ``OUT/results/records/posterior_smc[_tiny]/group-KEY.json``;
 writes ``OUT/results/posterior_smc[_tiny].json`` and its figure.
@@ -25,29 +28,13 @@ from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_plot import smc_figure as draw
 
-from . import posterior_branches as PB
-from .common import group_record, log, save_figure
-
-#: the settings per mode: the references are posterior_branches' (its ``block`` of seeds, its
-#: ``a_thr`` region threshold; ``configs/MODE.py``, plain preset)
-PLAIN = dict(
-    branches="paper", block=0,  # posterior_branches' 10-seed sweeps
-    # P = 48, 52: the TI's bracketing points (10 seeds there); 49, 50: inside, where the TI
-    # puts every seed's crossing (49.0-49.5). 62 CPU-min in all (measured)
-    n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
-    n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
-    step_size=0.3, max_steps=200,
-)  # fmt: skip
-SMOKE = dict(  # seconds, not physics: the TINY engine (posterior_branches' tiny references)
-    branches="tiny", block=0, n_seeds=3, groups=[[4, 8]], a_thr=0.03,
-    n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
-    step_size=0.3, max_steps=60,
-)  # fmt: skip
+from . import posterior_runs as PR
+from .common import MODE_FLAGS, group_record, log, save_figure
 
 
 def run_group(c: dict, b: dict, sweeps: dict, P_group, key) -> dict:
     """Both branches' references per (P, seed) of a group (``b``: the branches' config), SMC."""
-    cfg = PB.group_config(b, P_group, c["n_seeds"])
+    cfg = PR.group_config(b, P_group, c["n_seeds"])
     runs = BB.paired_runs(cfg, sweeps, P_group, range(c["n_seeds"]), c["a_thr"], log)
     return BB.smc_weights(cfg, *runs, key, c, label=P_group, log=log)
 
@@ -63,20 +50,24 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
             "wall_s": sum(g["wall_s"] for g in groups)}  # fmt: skip
 
 
-def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | None = None) -> dict:
-    """Run (or load) every group, assemble, write; ``only``: run that group alone and stop
-    (to spread the groups over processes; a later plain call assembles from the cache)."""
-    c = SMOKE if tiny else PLAIN
-    s = PB.settings(c["branches"])
-    b = PB.config(s, "plain")
+def main(spec, out: str | Path, *, only: int | None = None) -> dict:
+    """Run (or load) every group of ``spec.settings``, assemble, write (nothing where its mode
+    has none for its preset); ``only``: run that group alone and stop (to spread the groups over
+    processes; a later call without it assembles from the records)."""
+    c, tiny, out_dir = spec.settings, spec.mode == "tiny", out
+    if not c:
+        log(f"no posterior_smc settings in mode {spec.mode} for preset {spec.preset}")
+        return {}
+    s = PR.settings(c["branches"])
+    b = PR.config(s, "plain")
     records = Path(out_dir) / "results" / "records" / ("posterior_smc" + "_tiny" * tiny)
-    PB.check_only(only, range(len(c["groups"])))
-    sweeps = PB.load_sweeps(b, PB.cache_dir(s), b["blocks"][c["block"]])
+    PR.check_only(only, range(len(c["groups"])))
+    sweeps = PR.load_sweeps(b, PR.cache_dir(s), b["blocks"][c["block"]])
     groups = []
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
-        key = PB.group_key(c, grp, gi, tiny, PB.group_refs(c, sweeps, grp),
+        key = PR.group_key(c, grp, gi, tiny, PR.group_refs(c, sweeps, grp),
                            skip=("branches", "groups"), engine=b["mc"]["engine"])  # fmt: skip
         run = functools.partial(run_group, c, b, sweeps, grp, jax.random.key(1500 + gi))
         g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
@@ -89,7 +80,7 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     ti_path = Path(out_dir) / "results" / f"{ti_name}.json"
     tj = json.loads(ti_path.read_text()) if ti_path.exists() else {"runs": []}
     res = assemble(c, groups, {(r["P"], r["seed"], r["branch"]): r for r in tj["runs"]})
-    res["command"] = "python -m experiments.posterior_smc" + (" --tiny" if tiny else "")
+    res["command"] = f"python -m experiments posterior-smc{MODE_FLAGS[spec.mode]} --preset plain"
     ti_cross = None
     if ti_path.exists():
         ti_cross = tj["crossing_F"]["P_star"]
@@ -103,14 +94,8 @@ def main(tiny: bool = False, out_dir: str | Path = "docs/reports", only: int | N
     return res
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the run: python -m experiments posterior-smc
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tiny", action="store_true", help="seconds-scale smoke run (TINY engine)")
-    ap.add_argument("--out", default="docs/reports")
-    ap.add_argument("--tables", metavar="JSON", help="print the markdown table of a result")
-    ap.add_argument("--only", type=int, metavar="I", help="compute group I alone (cached)")
-    a = ap.parse_args()
-    if a.tables:
-        print(BT.smc_markdown(json.loads(Path(a.tables).read_text())))
-    else:
-        main(a.tiny, a.out, a.only)
+    ap.add_argument("--tables", metavar="JSON", required=True,
+                    help="print the markdown table of a result")  # fmt: skip
+    print(BT.smc_markdown(json.loads(Path(ap.parse_args().tables).read_text())))

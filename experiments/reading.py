@@ -18,7 +18,7 @@ from pathlib import Path
 
 import copyhead_jax as ch
 
-from . import analysis, coverage, scaling
+from . import analysis
 from . import common as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +60,8 @@ def run(step: str, out: Path, cache: Path, mode: str = "paper") -> dict:
     if step == "main":
         return analysis.load_or_run(spec, out)
     if step == "coverage":
-        return coverage.main(spec, out, main_spec=reading_spec("main", cache, mode))
-    return scaling.main(spec, out)
+        return C.artefact_main("coverage")(spec, out, main_spec=reading_spec("main", cache, mode))
+    return C.artefact_main(step)(spec, out)
 
 
 def main(argv=None) -> None:

@@ -10,13 +10,17 @@ import numpy as np
 import pytest
 
 from experiments import embeddings as E
+from experiments.common import load_spec
 from experiments.configs.embeddings import TINY
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("embeddings")
-    res = E.main(["--tiny", "--cache", str(root / "cache"), "--out", str(root / "out")])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)  # the cache: results/embeddings/tiny under the working folder
+        res = E.main(load_spec("tiny", "paper", "embeddings", root / "cache"), root / "out")
+    assert (root / "results" / "embeddings" / "tiny").is_dir()
     return root, res
 
 

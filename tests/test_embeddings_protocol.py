@@ -158,8 +158,11 @@ def test_prior_point_gram_is_wishart():
 @pytest.mark.heavy  # compiles a full Adam program and the exact solver: ~1 min on a loaded CPU
 def test_protocol_driver_runs_tiny(tmp_path):
     from experiments import embeddings_protocol as E
+    from experiments.common import load_spec
 
-    res = E.main(tmp_path, tiny=True, runs=[("softmax", 16, 8, 0, 20, True)])
+    spec = load_spec("tiny", "paper", "embeddings-protocol", tmp_path / "cache")
+    res = E.main(spec, tmp_path, runs=[("softmax", 16, 8, 0, 20, True)])
+    assert (tmp_path / "results" / "embeddings_protocol_tiny.json").exists()
     (run,) = res["runs"]
     assert run["epochs"] == 20 and run["finite"]
     # Adam's bound on each weight's move (docs/theory.md §2e) holds for the embeddings

@@ -392,3 +392,18 @@ def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
     assert rc == 2 and "holds no artefact results" in err and "Disagreements" not in err
     assert not (tmp_path / "empty").exists()
 
+
+
+@pytest.mark.parametrize("artefact", ["posterior", "posterior-smc", "multistart", "embeddings",
+                                      "embeddings-protocol", "embeddings-posterior"])  # fmt: skip
+def test_artefacts_run_on_request_only_and_nothing_without_settings(artefact, tmp_path):
+    """The posterior and embeddings studies are registered but not part of ``all``; a mode
+    without their settings (``--quick``) runs and writes nothing."""
+    from experiments.__main__ import ALL, run_artefact
+
+    assert artefact in C.SPEC_ARTEFACTS and artefact not in ALL
+    out = tmp_path / "out"
+    assert run_artefact(artefact, mode="quick", preset="plain", out=out, cache=tmp_path) == {}
+    assert not out.exists()
+    assert C.load_spec("tiny", "plain" if artefact in ("posterior-smc", "multistart") else
+                       "paper", artefact, tmp_path).settings  # fmt: skip

@@ -100,11 +100,12 @@ def test_local_dask_cluster_is_bit_identical_to_serial_and_reports_failures():
 def test_one_tiny_posterior_group_on_a_local_cluster_equals_the_local_run(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     from experiments import posterior_branches as PB
+    from experiments import posterior_runs as PR
 
     monkeypatch.chdir(tmp_path)  # the sweeps' cache is results/ under the working folder
-    c = PB.config(PB.settings("tiny"), "plain")
+    c = PR.config(PR.settings("tiny"), "plain")
     bl = PB.seed_blocks(c)[1]  # the smallest group: P = 8, one seed, both branches
-    sweeps = PB.load_sweeps(c, tmp_path / "results" / "posterior" / "tiny", bl)
+    sweeps = PR.load_sweeps(c, tmp_path / "results" / "posterior" / "tiny", bl)
     task = (c, sweeps, bl["groups"][0], PB.group_index(1, 0), bl["seeds"], bl["n_seeds_total"])
     (local,) = map_groups(PB.compute_group, [task])
     (remote,) = map_groups(PB.compute_group, [task], cluster="local:2")

@@ -20,9 +20,10 @@ P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
 def test_branch_config_presets():
     """plain = ch.SMALL's conventions (the cache keys of the earlier run's sweeps are unchanged);
     paper = ch.PAPER's switches; both at the configured engine and width."""
-    from experiments import posterior as E
+    from experiments import posterior_runs as E
+    from experiments.configs.posterior import CONFIGS
 
-    mc = E.CONFIGS["quick"]
+    mc = CONFIGS["quick"]
     plain = E.branch_config(mc, "plain", "softmax", [8, 16], "zero", 3)
     old = ch.SMALL.replace(**mc["engine"]).replace(
         model=dict(attention="softmax"), sweep=dict(P=(8, 16), n_seeds=3)
@@ -97,7 +98,7 @@ def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
 def test_cache_key_is_the_whole_config():
     """The cache key hashes every config field: equal configs share a key, and a field set
     away from its default (``ExactConfig.continuation``) changes it (no old-key shims)."""
-    from experiments import posterior as E
+    from experiments import posterior_runs as E
 
     cfg = ch.TINY.replace(model=dict(engine="reduced"))
     same = ch.TINY.replace(model=dict(engine="reduced"))
@@ -132,12 +133,13 @@ def test_branch_presets_and_paper_companion(tmp_path):
     the report attaches the paper preset's branch free energies to its posterior result."""
     from experiments import posterior_branches as PB
     from experiments import posterior_column as PCOL
+    from experiments import posterior_runs as PR
     from experiments.common import load_spec
 
-    plain, paper = (PB.config(PB.settings("paper", p), p) for p in ("plain", "paper"))
-    assert "preset" not in plain and "preset" not in PB.config(PB.settings("tiny"), "plain")
-    assert PB.preset(plain) == "plain" and PB.preset(paper) == "paper"
-    cfg = PB.branch_config(paper["mc"], PB.preset(paper), "softmax", [1200], "copy", 2)
+    plain, paper = (PR.config(PR.settings("paper", p), p) for p in ("plain", "paper"))
+    assert "preset" not in plain and "preset" not in PR.config(PR.settings("tiny"), "plain")
+    assert PR.preset(plain) == "plain" and PR.preset(paper) == "paper"
+    cfg = PR.branch_config(paper["mc"], PR.preset(paper), "softmax", [1200], "copy", 2)
     assert cfg.posterior.likelihood == "per_position"
     # a mode without settings for the preset writes nothing
     assert PB.main(load_spec("tiny", "paper", "posterior-branches", tmp_path), tmp_path) == {}

@@ -1,4 +1,5 @@
-"""``python -m experiments.embeddings``: the joint MAP with trained embeddings versus width.
+"""``python -m experiments embeddings --preset paper``: the joint MAP with trained embeddings
+versus width (the modes its ``config`` setting names: ``full`` in the default mode, ``tiny``).
 
 On top of the ``paper-map`` preset (L = 25, V = 5, sigma^2 = chi = 30, per-position likelihood,
 A = s / L, the exact float64 solver of the reduced engine); each non-default value says why.

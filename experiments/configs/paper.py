@@ -114,6 +114,52 @@ _BRANCHES_PAPER = dict(
 )  # fmt: skip
 
 
+# the posterior (experiments/posterior.py): configs/posterior.py's QUICK engine (``mc``), both
+# presets; method and numbers: docs/reports/posterior.md
+_POSTERIOR = dict(mc="quick")
+# posterior-smc (plain only): tempered SMC across the window on posterior_branches' references
+# (its ``branches`` mode, ``block`` of seeds, ``a_thr``); docs/reports/posterior_branches.md
+_SMC = dict(
+    branches="paper", block=0,  # posterior_branches' 10-seed sweeps
+    # P = 48, 52: the TI's bracketing points (10 seeds there); 49, 50: inside, where the TI
+    # puts every seed's crossing (49.0-49.5). 62 CPU-min in all (measured)
+    n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
+    n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
+    step_size=0.3, max_steps=200,
+)  # fmt: skip
+# multistart: P grids around each preset's linear transitions (EK P*_cG: plain 3.4, paper
+# 2,125), 10 seeds, the QUICK engine (reduced, width 10,000); docs/reports/multistart.md
+_MULTISTART_PLAIN = dict(mc="quick", n_seeds=10,
+                         P=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32, 64])  # fmt: skip
+_MULTISTART_PAPER = dict(
+    mc="quick", n_seeds=10,
+    P=[128, 256, 512, 768, 1062, 1500, 2000, 2500, 3000, 4000, 6000],
+)
+# the embeddings artefacts (paper preset only; docs/reports/embeddings*.md): the joint MAP
+# (configs/embeddings.py's FULL), the paper's Adam protocol, the posterior of every weight
+_EMBEDDINGS = dict(config="full")
+_PROTOCOL = dict(
+    # (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run),
+    # cut to fit ~30 CPU-minutes on the shared 2-core machine
+    runs=[
+        ("softmax", 2000, 300, 0, 2000, True),
+        ("softmax", 2000, 600, 0, 2000, True),
+        ("softmax", 2000, 1000, 0, 2000, True),
+        ("linear", 2000, 160, 0, 2000, True),
+        ("linear", 2000, 2000, 0, 2000, True),
+        ("softmax", 2000, 1000, 0, 2000, False),
+        ("softmax", 10_000, 1000, 0, 200, True),
+        ("softmax", 2000, 1000, 1, 2000, True),
+        ("linear", 2000, 2000, 1, 2000, True),
+        ("linear", 2000, 2000, 0, 2000, False),
+    ],
+    every=100,  # epochs between Gram measurements
+)
+# 4 NUTS chains of 200 warm-up + 200 draws; extra_P: where the quenched posterior copies (aG ~
+# 1.6 at N = 4,096), at the two largest widths only
+_EMB_POSTERIOR = dict(widths=[16, 64, 256, 4096], P=[96, 192], extra_P=384, n_warmup=200,
+                      n_samples=200)  # fmt: skip
+
 CONFIG = dict(
     width_reference=_width_reference(),
     engine=ENGINE,
@@ -139,7 +185,10 @@ CONFIG = dict(
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[1, 2, 3, 4, 6, 8, 16, 32]),
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PLAIN),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PLAIN),
+            posterior=_POSTERIOR,
             posterior_branches=_BRANCHES,
+            posterior_smc=_SMC,
+            multistart=_MULTISTART_PLAIN,
             markov=_BEYOND,
             causal=_BEYOND,
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
@@ -163,7 +212,12 @@ CONFIG = dict(
             # EK softmax transition is no longer first order
             scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
+            posterior=_POSTERIOR,
             posterior_branches=_BRANCHES_PAPER,
+            multistart=_MULTISTART_PAPER,
+            embeddings=_EMBEDDINGS,
+            embeddings_protocol=_PROTOCOL,
+            embeddings_posterior=_EMB_POSTERIOR,
             markov=_BEYOND,
             causal=_BEYOND,
         ),

@@ -1,7 +1,9 @@
-"""``python -m experiments.posterior``: ``ch.SMALL`` (L = 25, V = 5, sigma^2 = chi = 30) on the
-reduced engine at width 10,000, presets ``plain`` (per-sequence likelihood, A = s) and ``paper``
-(per-position, A = s / L); collapsed HMC (``sample.REDUCED_HMC``) with the overrides in
-``sampler``. Why each grid and seed count: docs/reports/posterior.md ("Seeds", "Sampler").
+"""The engine modes (``mc``) of the posterior artefacts (``python -m experiments posterior``,
+``posterior-branches``, ``posterior-smc``, ``multistart``): ``ch.SMALL`` (L = 25, V = 5,
+sigma^2 = chi = 30) on the reduced engine at width 10,000, presets ``plain`` (per-sequence
+likelihood, A = s) and ``paper`` (per-position, A = s / L); collapsed HMC
+(``sample.REDUCED_HMC``) with the overrides in ``sampler``. Why each grid and seed count:
+docs/reports/posterior.md ("Seeds", "Sampler").
 """
 
 # item 3 (whitened-SGLD TI) on the first run's 3-seed plain softmax sweeps (cached; 193 s)

@@ -59,10 +59,36 @@ _BRANCHES = dict(
                  sweeps=dict(pool=[[4, 8]], copy=[[4, 8]]))],
 )  # fmt: skip
 
+# posterior-smc (seconds, not physics): the TINY engine, posterior_branches' tiny references
+_SMC = dict(
+    branches="tiny", block=0, n_seeds=3, groups=[[4, 8]], a_thr=0.03,
+    n_particles=24, n_pilot=12, n_reps=2, ess_target=0.5, n_moves=2, n_leap=3,
+    step_size=0.3, max_steps=60,
+)  # fmt: skip
+
+# the posterior artefacts on configs/posterior.py's TINY engine (``mc``), both presets
+_POSTERIOR = dict(mc="tiny")
+_MULTISTART = dict(mc="tiny", P=[1, 2, 4, 8], n_seeds=2)  # plain only
+# the embeddings artefacts (paper preset only): seconds-sized tasks and runs
+_EMBEDDINGS = dict(config="tiny")  # configs/embeddings.py's TINY
+_PROTOCOL = dict(
+    # (attention, width, P, seed, epochs, train_embeddings)
+    runs=[("softmax", 16, 8, 0, 40, True), ("linear", 16, 8, 0, 40, True),
+          ("softmax", 16, 8, 0, 40, False)],
+    every=20, task=dict(L=6, V=3, n_test=32), solver=dict(lr=1e-3, max_epochs=40, min_epochs=40),
+)  # fmt: skip
+_EMB_POSTERIOR = dict(widths=[8, 32], P=[8], extra_P=None, n_warmup=30, n_samples=20,
+                      task=dict(L=4, V=2))  # fmt: skip
+
 CONFIG = dict(
     engine=ENGINE,
     softmax_solver=dict(max_epochs=100, min_epochs=20),
     sgld=dict(eta_max=1e-3, eta_seq=5e-3, n_steps=40, burn_in=10, thin=5, n_chains=2, seed=1),
     cost=dict(compile_s=10.0, seq_epoch_us=8.0),
-    presets=dict(plain=dict(_PRESET, posterior_branches=_BRANCHES), paper=_PRESET),
+    presets=dict(
+        plain=dict(_PRESET, posterior=_POSTERIOR, posterior_branches=_BRANCHES,
+                   posterior_smc=_SMC, multistart=_MULTISTART),
+        paper=dict(_PRESET, posterior=_POSTERIOR, embeddings=_EMBEDDINGS,
+                   embeddings_protocol=_PROTOCOL, embeddings_posterior=_EMB_POSTERIOR),
+    ),  # fmt: skip
 )

@@ -1,0 +1,152 @@
+"""What the posterior artefacts share (not an artefact): the reduced engine's configs of
+``configs/posterior.py``, their caches (MAP sweeps, HMC draws, pickled results, keyed by
+:func:`cache_key`) and the bookkeeping of ``posterior_branches``' groups of chains (settings,
+references, group keys) that ``posterior_smc`` reuses. Every key and file name here is the one
+the committed records and the caches under ``results/posterior/`` were written with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pickle
+from pathlib import Path
+
+import copyhead_jax as ch
+from copyhead_jax import branch_batch as BB
+from copyhead_jax.sample import REDUCED_HMC
+from copyhead_jax.storage import jsonable
+from copyhead_jax.theory import TheoryParams
+from copyhead_jax.theory.points import transition_points
+from copyhead_jax.transition_ti import BRANCHES
+
+from .common import mode_config
+from .configs.posterior import CONFIGS as ENGINES
+
+#: the start of each branch's MAP sweeps
+INIT = {"pool": "zero", "copy": "copy"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The reduced engine's configs and caches (``results/posterior/MODE``)
+
+
+def cache_key(*objs) -> str:
+    """A short hash of ``objs`` (the cache files' names)."""
+    return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def pickled(path: Path, fn):
+    """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    out = fn()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(out))
+    return out
+
+
+def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
+                  n_seeds: int | None = None) -> ch.Config:  # fmt: skip
+    """The engine config of one sweep: ``mc`` (a mode of ``configs/posterior.py``) with the
+    preset's conventions, ``attention``, the grid ``P``, the start ``init``, ``n_seeds``."""
+    pc = mc["presets"][preset]
+    cfg = (
+        ch.SMALL.replace(**mc["engine"])
+        .replace(**pc["conventions"])
+        .replace(
+            model=dict(attention=attention),
+            sweep=dict(P=tuple(int(p) for p in P), n_seeds=n_seeds or pc["n_seeds"]),
+        )
+    )
+    return cfg if init is None else cfg.replace(train=dict(init_attention=init))
+
+
+def sampler_settings(mc: dict) -> ch.HMCConfig:
+    """The reduced engine's default protocol (collapsed HMC) with the config's overrides (the
+    configs count ``n_steps`` = warm-up + HMC iterations and ``burn_in`` = warm-up)."""
+    o = dict(mc.get("sampler", {}))
+    if "n_steps" in o or "burn_in" in o:
+        b = o.pop("burn_in", REDUCED_HMC.n_warmup)
+        o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
+                 n_warmup=b)  # fmt: skip
+    return dataclasses.replace(REDUCED_HMC, **o)
+
+
+def fit_only(cfg: ch.Config, cache: Path):
+    """Exact MAP sweep with kept weights, cached by config."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"sweep-{cache_key(cfg.to_dict())}.npz"
+    return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
+        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
+
+
+def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
+    """``{objective: {key: EK value}}`` of ``transition_points`` (both attentions) at ``cfg``."""
+    params = TheoryParams.from_config(cfg)
+    return {o: {k: transition_points(params, "both", o).get(k) for k in keys} for o in objectives}
+
+
+# ---------------------------------------------------------------------------------------------
+# posterior_branches' groups of chains (``posterior_smc`` starts from the same references)
+
+
+def settings(mode: str, preset: str = "plain") -> dict:
+    """The ``posterior_branches`` settings of ``configs/MODE.py`` for ``preset`` ({} if none)."""
+    return mode_config(mode)["presets"][preset].get("posterior_branches", {})
+
+
+def config(s: dict, preset: str) -> dict:
+    """Settings ``s`` with their engine config ``mc`` (a mode of ``configs/posterior.py``) and,
+    unless plain, the preset (the plain configs' cache keys predate the switch)."""
+    return dict(s, mc=ENGINES[s["mc"]], **({} if preset == "plain" else {"preset": preset}))
+
+
+def cache_dir(s: dict) -> Path:
+    """The MAP sweeps' cache, shared with ``experiments.posterior`` (same engine mode)."""
+    return Path("results") / "posterior" / s["mc"]
+
+
+def check_only(only: int | None, groups) -> None:
+    """A driver's ``only``: None or one of its group indices ``groups`` (else ValueError)."""
+    if only is not None and only not in list(groups):
+        raise ValueError(f"only must be one of the group indices {list(groups)}, got {only}")
+
+
+def preset(c: dict) -> str:
+    """The config's conventions: ``plain`` unless it names one."""
+    return c.get("preset", "plain")
+
+
+def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
+    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``) of the
+    first block of seeds, or of ``block``."""
+    sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
+    return {b: [fit_only(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
+                for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+
+
+def group_config(c: dict, P_group, nS: int):
+    """The softmax config of a group's data (``nS`` seeds, padded to its largest P)."""
+    return branch_config(c["mc"], preset(c), "softmax", P_group, None, nS)
+
+
+def seeds_of(c: dict, seeds=None):
+    """``seeds``, or the first block's (``range(n_seeds)``)."""
+    return range(c["n_seeds"]) if seeds is None else seeds
+
+
+def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
+    """The MAPs a group's chains start from (:func:`~copyhead_jax.branch_batch.reference_list`;
+    a sweep added for other P leaves it, and so the group's cache key, unchanged)."""
+    return BB.reference_list(sweeps, grp, seeds_of(c, seeds), c["a_thr"])
+
+
+def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups", "a_alt",
+              "sweeps", "blocks"), engine=None) -> str:  # fmt: skip
+    """Cache key of one group: everything its chains depend on (its references, not the other
+    groups, nor the threshold-sensitivity and figure settings: ``skip``) and the engine config
+    (default ``c``'s); ``gi`` seeds its keys."""
+    kept = {k: v for k, v in c.items() if k not in skip}
+    return cache_key(kept, c["mc"]["engine"] if engine is None else engine, grp, gi, tiny, refs)
