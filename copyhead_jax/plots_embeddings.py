@@ -1,6 +1,7 @@
 """Figures of the embedding studies (result dict in, Figure out): how far the paper's Adam
 moves trained embeddings against the uniform-shrink prediction (docs/theory.md §2e), and the
-posterior embedding Gram with every weight sampled against the quenched one (§2f)."""
+posterior embedding Gram with every weight sampled against the quenched one (§2f); the joint
+and quenched MAP's P* against the width (§2d)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ import numpy as np  # noqa: E402
 
 from . import style  # noqa: E402
 
-__all__ = ["SHRINK", "embeddings_posterior_figure", "embeddings_protocol_figure", "lr_cumsum"]
+__all__ = [
+    "SHRINK",
+    "embeddings_posterior_figure",
+    "embeddings_protocol_figure",
+    "embeddings_width_figure",
+    "lr_cumsum",
+]
 
 SHRINK = 2 * math.sqrt(2 / math.pi)  # docs/theory.md §2e: delta ~ 2 sqrt(2/pi) sum_t eta_t
 
@@ -127,4 +134,43 @@ def embeddings_posterior_figure(res: dict):
     b.set_title("(b) posterior $a_G$: embeddings sampled vs quenched")
     style.legend(a, ncol=2)
     style.legend(b, ncol=2)
+    return fig
+
+
+@style.styled
+def embeddings_width_figure(r: dict):
+    """P* of both MAPs against the width, and the joint MAP's aG(P) per width."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+    widths = sorted(int(w) for w in r["widths"])
+    th = r["theory_ek"]
+    keys = (("softmax", "P_aG", style.VERMILLION), ("linear", "P_c1", style.SKY),
+            ("linear", "P_cG", style.BLUE))  # fmt: skip
+    for att, k, col in keys:
+        for obj, mk, ls in (("joint", "o", "-"), ("quenched", "s", ":")):
+            pts = [r["widths"][str(w)][att]["points"][obj].get(k, {}) for w in widths]
+            y = np.array([np.nan if p.get("P_star") is None else p["P_star"] for p in pts])
+            ax.plot(widths, y, ls, marker=mk, color=col, mfc="none" if obj == "quenched" else col,
+                    label=f"{k} {obj} MAP")  # fmt: skip
+            # not located, above the grid: a lower bound at the grid's largest P
+            top = [(w, max(r["widths"][str(w)][att]["P"])) for w, p in zip(widths, pts)
+                   if p.get("P_star") is None and "above" in p.get("unlocated", [])]  # fmt: skip
+            if top:
+                ax.plot(*zip(*top), "^", color=col, mfc="none" if obj == "quenched" else col,
+                        ms=7, ls="none")  # fmt: skip
+        if th[k] is not None:
+            ax.axhline(th[k], color=col, lw=0.8, ls="--")
+    ax.set(xscale="log", yscale="log", xlabel="width $N$", ylabel="$P^*$",
+           title="transitions (dashed: EK theory; ^: above the grid)")  # fmt: skip
+    style.legend(ax, ncol=2)
+    for i, w in enumerate(widths):
+        s = r["widths"][str(w)]["softmax"]
+        aG = np.nanmean(np.asarray(s["joint"]["cG"], float), axis=1)
+        col = style.PALETTE[i % len(style.PALETTE)]
+        bx.plot(s["P"], aG, "-o", ms=3, color=col, label=f"N={w:,}")
+    s = r["widths"][str(widths[-1])]["softmax"]
+    bx.plot(s["P"], np.nanmean(np.asarray(s["quenched"]["cG"], float), axis=1), ":",
+            color=style.GREY, label=f"quenched, N={widths[-1]:,}")  # fmt: skip
+    bx.set(xlabel=style.P_LABEL, ylabel="$a_G$ (seed mean)", title="softmax joint MAP")
+    style.log_P_axis(bx, s["P"])
+    style.legend(bx, ncol=2)
     return fig

@@ -27,8 +27,8 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax import joint_map as J
-from copyhead_jax import style as st
 from copyhead_jax.compare.pstar import array_points
+from copyhead_jax.plots_embeddings import embeddings_width_figure
 from copyhead_jax.theory import TheoryParams, transition_points
 
 from . import common as C
@@ -106,7 +106,7 @@ def main(spec, out: str | Path) -> dict:
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "results" / "embeddings.json").write_text(json.dumps(result, indent=1) + "\n")
-    figure(result).savefig(out / "figures" / "embeddings.png")
+    embeddings_width_figure(result).savefig(out / "figures" / "embeddings.png")
     print(tables(result))
     return result
 
@@ -139,46 +139,6 @@ def tables(r: dict) -> str:
                 rows.append(f"| {int(w):,} | {k} | {_fmt(p['quenched'].get(k))} | "
                             f"{_fmt(p['joint'].get(k))} | {_num(th[k])} |")  # fmt: skip
     return "\n".join(rows)
-
-
-@st.styled
-def figure(r: dict):
-    """P* of both MAPs against the width, and the joint MAP's aG(P) per width."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
-    widths = sorted(int(w) for w in r["widths"])
-    th = r["theory_ek"]
-    keys = (("softmax", "P_aG", st.VERMILLION), ("linear", "P_c1", st.SKY),
-            ("linear", "P_cG", st.BLUE))  # fmt: skip
-    for att, k, col in keys:
-        for obj, mk, ls in (("joint", "o", "-"), ("quenched", "s", ":")):
-            pts = [r["widths"][str(w)][att]["points"][obj].get(k, {}) for w in widths]
-            y = np.array([np.nan if p.get("P_star") is None else p["P_star"] for p in pts])
-            ax.plot(widths, y, ls, marker=mk, color=col, mfc="none" if obj == "quenched" else col,
-                    label=f"{k} {obj} MAP")  # fmt: skip
-            # not located, above the grid: a lower bound at the grid's largest P
-            top = [(w, max(r["widths"][str(w)][att]["P"])) for w, p in zip(widths, pts)
-                   if p.get("P_star") is None and "above" in p.get("unlocated", [])]  # fmt: skip
-            if top:
-                ax.plot(*zip(*top), "^", color=col, mfc="none" if obj == "quenched" else col,
-                        ms=7, ls="none")  # fmt: skip
-        if th[k] is not None:
-            ax.axhline(th[k], color=col, lw=0.8, ls="--")
-    ax.set(xscale="log", yscale="log", xlabel="width $N$", ylabel="$P^*$",
-           title="transitions (dashed: EK theory; ^: above the grid)")  # fmt: skip
-    st.legend(ax, ncol=2)
-    for i, w in enumerate(widths):
-        s = r["widths"][str(w)]["softmax"]
-        aG = np.nanmean(np.asarray(s["joint"]["cG"], float), axis=1)
-        bx.plot(s["P"], aG, "-o", ms=3, color=st.PALETTE[i % len(st.PALETTE)], label=f"N={w:,}")
-    s = r["widths"][str(widths[-1])]["softmax"]
-    bx.plot(s["P"], np.nanmean(np.asarray(s["quenched"]["cG"], float), axis=1), ":",
-            color=st.GREY, label=f"quenched, N={widths[-1]:,}")  # fmt: skip
-    bx.set(xlabel=st.P_LABEL, ylabel="$a_G$ (seed mean)", title="softmax joint MAP")
-    st.log_P_axis(bx, s["P"])
-    st.legend(bx, ncol=2)
-    return fig
 
 
 if __name__ == "__main__":  # the run: python -m experiments embeddings --preset paper

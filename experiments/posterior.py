@@ -44,8 +44,6 @@ from copyhead_jax.posterior_summary import (
 from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
 from copyhead_jax.storage import nulls_in_lists_to_nan, write_json
-from copyhead_jax.theory import TheoryParams
-from copyhead_jax.theory.minima import theory_curve
 
 from . import posterior_column as PCOL
 from . import posterior_features as PF
@@ -55,10 +53,12 @@ from .configs.posterior import CONFIGS
 from .posterior_runs import (
     branch_config,
     cache_key,
-    ek_points,
     fit_only,
+    grid_entries,
+    grid_entry,
     pickled,
     sampler_settings,
+    theory,
 )
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100; ``LLCSettings``): at gamma = 100 the
@@ -84,21 +84,6 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     return res, post
 
 
-def _grid(spec) -> tuple[list[int], int | None]:
-    """A grid entry: a list of P (the preset's seeds) or ``dict(P=..., n_seeds=...)``."""
-    if isinstance(spec, dict):
-        return list(spec["P"]), spec.get("n_seeds")
-    return list(spec or []), None
-
-
-def _entries(spec) -> list:
-    """``P_linear_high``: one grid entry or a list of ``dict`` entries (separate sweeps, e.g.
-    far-apart P values that separate processes can fill in the cache)."""
-    if isinstance(spec, (list, tuple)) and spec and isinstance(spec[0], dict):
-        return list(spec)
-    return [spec] if spec else []
-
-
 def branch(mc, preset, attention, spec, cache, init=None):
     """MAP sweep, posterior and summary of one grid entry, one cached sweep per block of
     seeds (:func:`seed_blocks`), merged along the seed axis: earlier blocks stay cached."""
@@ -120,7 +105,7 @@ def seed_blocks(mc, preset, attention, spec, init=None) -> list:
     the entry's ``blocks`` (sizes), e.g. to spread one P's seeds over two processes. Block
     ``[k, k + m)`` is sweep seed + k (the same data as a sweep of all seeds) and sampler
     seed + k (fresh chain noise); one block of the rest keeps the keys it always had."""
-    P, nS = _grid(spec)
+    P, nS = grid_entry(spec)
     if not P:
         return []
     pc = mc["presets"][preset]
@@ -171,7 +156,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
     parts = [branch(mc, preset, "linear", e, cache)
-             for e in (pc["P_linear"], *_entries(pc.get("P_linear_high")))]  # fmt: skip
+             for e in (pc["P_linear"], *grid_entries(pc.get("P_linear_high")))]  # fmt: skip
     lin = functools.reduce(merge_blocks, parts)
     t = lin["transitions"] = PS.seed_mean_transitions(lin, parts) | {
         "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
@@ -235,21 +220,6 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
     soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
                                                else None)  # fmt: skip
-
-
-def theory(mc: dict, preset: str) -> dict:
-    cfg = branch_config(mc, preset, "linear", [1])
-    params = TheoryParams.from_config(cfg)
-    pts = ek_points(cfg, ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes"))
-    pc = mc["presets"][preset]
-    Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
-          for e in _entries(pc.get(k)) for p in _grid(e)[0]]  # fmt: skip
-    Pg = np.geomspace(0.5 * min(Ps), 2 * max(Ps), 24)
-    curves = {"P": Pg}
-    for o in ("map", "post"):
-        lin, soft = theory_curve(params, Pg, "linear", o), theory_curve(params, Pg, "softmax", o)
-        curves[o] = {"cG": lin["cG"], "c1": lin["c1"], "psi": lin["psi"], "aG": soft["aG"]}
-    return {"points": pts, "curves": curves}
 
 
 def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,

@@ -13,11 +13,14 @@ import json
 import pickle
 from pathlib import Path
 
+import numpy as np
+
 import copyhead_jax as ch
 from copyhead_jax import branch_batch as BB
 from copyhead_jax.sample import REDUCED_HMC
 from copyhead_jax.storage import jsonable
 from copyhead_jax.theory import TheoryParams
+from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
 from copyhead_jax.transition_ti import BRANCHES
 
@@ -150,3 +153,33 @@ def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups
     (default ``c``'s); ``gi`` seeds its keys."""
     kept = {k: v for k, v in c.items() if k not in skip}
     return cache_key(kept, c["mc"]["engine"] if engine is None else engine, grp, gi, tiny, refs)
+
+
+def grid_entry(spec) -> tuple[list[int], int | None]:
+    """A grid entry: a list of P (the preset's seeds) or ``dict(P=..., n_seeds=...)``."""
+    if isinstance(spec, dict):
+        return list(spec["P"]), spec.get("n_seeds")
+    return list(spec or []), None
+
+
+def grid_entries(spec) -> list:
+    """``P_linear_high``: one grid entry or a list of ``dict`` entries (separate sweeps, e.g.
+    far-apart P values that separate processes can fill in the cache)."""
+    if isinstance(spec, (list, tuple)) and spec and isinstance(spec[0], dict):
+        return list(spec)
+    return [spec] if spec else []
+
+
+def theory(mc: dict, preset: str) -> dict:
+    cfg = branch_config(mc, preset, "linear", [1])
+    params = TheoryParams.from_config(cfg)
+    pts = ek_points(cfg, ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes"))
+    pc = mc["presets"][preset]
+    Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
+          for e in grid_entries(pc.get(k)) for p in grid_entry(e)[0]]  # fmt: skip
+    Pg = np.geomspace(0.5 * min(Ps), 2 * max(Ps), 24)
+    curves = {"P": Pg}
+    for o in ("map", "post"):
+        lin, soft = theory_curve(params, Pg, "linear", o), theory_curve(params, Pg, "softmax", o)
+        curves[o] = {"cG": lin["cG"], "c1": lin["c1"], "psi": lin["psi"], "aG": soft["aG"]}
+    return {"points": pts, "curves": curves}

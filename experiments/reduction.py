@@ -34,6 +34,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.bayes import ess
 from copyhead_jax.models import head_template
+from copyhead_jax.plots_widths import reduction_width_figure
 from copyhead_jax.polish import polish
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import Sampler, default_sampler, run_sampler
@@ -149,57 +150,6 @@ def _moments(x: np.ndarray) -> dict:
     }  # fmt: skip
 
 
-def draw(width: dict):
-    """Copy coefficient against P per width (two panels), and the copy branch's gap to the EK
-    theory against N (third panel: finite widths as points, N = infinity as a dotted level)."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    from copyhead_jax.style import BLACK, P_LABEL, PALETTE, RC, legend, log_P_axis
-
-    widths = [float(k[2:]) for k in width["linear"] if k.startswith("N=")]
-    widths = [int(N) if N < math.inf else N for N in widths]
-    with matplotlib.rc_context(RC):
-        fig, axes = plt.subplots(1, 3, figsize=(15, 5.4), layout="constrained")
-        for ax, att in zip(axes, ("linear", "softmax")):
-            d = width[att]
-            P = np.asarray(d["P"])
-            ax.plot(P, d["EK_cG"], "--", color=BLACK, lw=1.5, label="EK theory (N = inf)")
-            for i, N in enumerate(widths):
-                ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(0.85 * i / 3),
-                        label=f"exact MAP, N = {N:,.0f}" if N < math.inf else
-                        "exact MAP, N = inf")  # fmt: skip
-            log_P_axis(ax, P)
-            ax.set_xlabel(P_LABEL)
-            ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$")
-                          + " (dimensionless)")  # fmt: skip
-            ax.set_title(f"{att} attention (small default, plain, 2 seeds)")
-            legend(ax)
-        ax = axes[2]
-        k = 0
-        for att, mk in (("linear", "o"), ("softmax", "s")):
-            d = width[att]
-            P = np.asarray(d["P"])
-            ek = np.asarray(d["EK_cG"])
-            for j in np.flatnonzero(P >= 32):
-                gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in widths]
-                col = PALETTE[k % len(PALETTE)]
-                k += 1
-                ax.plot(widths[:-1], gap[:-1], mk + "-", ms=4, color=col,
-                        label=f"{att}, P = {P[j]}")  # fmt: skip
-                ax.axhline(gap[-1], color=col, ls=":", lw=1)
-        ax.plot([], [], ":", color=BLACK, label="N = inf (dotted level, same colour)")
-        ax.set_xscale("log")
-        ax.set_yscale("log" if k else "linear")  # k = 0: no P >= 32 on the grid (--tiny)
-        ax.set_xticks(widths[:-1], [f"{N:,}" for N in widths[:-1]])
-        ax.set_xticks([], minor=True)
-        ax.set_xlabel("width $N$")
-        ax.set_ylabel("|copy coefficient / EK - 1| (relative gap)")
-        ax.set_title("copy branch: gap to the EK theory")
-        legend(ax, ncol=2)
-    return fig
-
-
 def main(spec: C.Spec, out_dir: str | Path) -> dict:
     """Run the parts of the settings into ``OUT/results/reduction.json`` (each part replaces its
     own entry) and draw the width figure."""
@@ -223,5 +173,5 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     if "width" in data:
         fig_path = out / "figures" / "reduction_width.png"
         fig_path.parent.mkdir(parents=True, exist_ok=True)
-        draw(data["width"]).savefig(fig_path, dpi=130)
+        reduction_width_figure(data["width"]).savefig(fig_path, dpi=130)
     return data

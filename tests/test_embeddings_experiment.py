@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from copyhead_jax.plots_embeddings import embeddings_width_figure
 from experiments import embeddings as E
 from experiments.common import load_spec
 from experiments.configs.embeddings import TINY
@@ -39,4 +40,4 @@ def test_joint_map_is_never_above_the_quenched_point(run):
     data = json.loads((root / "out" / "results" / "embeddings.json").read_text())
     assert set(data["widths"]) == {str(w) for w in TINY["widths"]}
     assert (root / "out" / "figures" / "embeddings.png").stat().st_size > 0
-    E.figure(data)  # the figure redraws from the JSON alone (experiments.report.redraw)
+    embeddings_width_figure(data)  # redraws from the JSON alone

@@ -24,10 +24,8 @@ def _registered_modules() -> tuple[str, ...]:
     return tuple(module for module, _, _ in table.values())
 
 
-#: every script: the registered artefacts' modules and the standalone ones. Not ``report/``: it
-#: is the one place that renders, which conventions.py uses; and ``report/redraw.py`` still
-#: imports the scripts embeddings, posterior_branches, posterior_smc and reduction for their
-#: figure functions (the one remaining exception, to be moved into ``report/``)
+#: every script: the registered artefacts' modules and the standalone ones (``report/`` is the
+#: one place that renders markdown, which scripts may import; it imports no script: tested below)
 ARTEFACT_SCRIPTS = tuple(sorted({*_registered_modules(), *STANDALONE_SCRIPTS}))
 
 
@@ -96,6 +94,12 @@ def test_every_script_is_registered_or_listed_as_standalone():
                if f.stem != "__main__" and entry.search(f.read_text())}  # fmt: skip
     assert scripts == set(ARTEFACT_SCRIPTS)
     assert {"posterior", "posterior_smc", "multistart", "embeddings"} <= set(_registered_modules())
+
+
+def test_the_report_imports_no_artefact_script():
+    """``experiments/report/`` draws every figure through the package (redraw included)."""
+    text = "".join(f.read_text() for f in sorted((ROOT / "experiments" / "report").glob("*.py")))
+    assert not _imports_artefact(text.replace("from ..", "from ."), "|".join(ARTEFACT_SCRIPTS))
 
 
 @pytest.mark.parametrize("name", ARTEFACT_SCRIPTS)

@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from helpers import checked_figure
 
 from copyhead_jax.plots_embeddings import (
     SHRINK,
@@ -46,3 +47,18 @@ def test_figures_have_two_panels(name, draw, title):
     assert not problems, "\n".join(problems)
     assert len(axes) == 2 and axes[0].get_title().startswith(title)
     assert axes[1].get_title().startswith("(b)")
+
+
+def test_embeddings_width_figure_draws_both_maps_per_width():
+    """Two panels: P* of the joint and quenched MAP against the width, and aG(P) per width."""
+    from copyhead_jax.plots_embeddings import embeddings_width_figure
+
+    P = [100, 200, 400]
+    side = {"cG": [[0.0, 0.0], [0.1, 0.2], [2.0, 2.1]]}
+    att = lambda: {"P": P, "joint": side, "quenched": side,  # noqa: E731
+                   "points": {"joint": {"P_aG": {"P_star": 300.0}, "P_c1": {}, "P_cG": {}},
+                              "quenched": {"P_aG": {"P_star": 250.0}, "P_c1": {}, "P_cG": {}}}}
+    r = {"widths": {str(w): {"softmax": att(), "linear": att()} for w in (64, 1000)},
+         "theory_ek": {"P_aG": 613.0, "P_c1": None, "P_cG": None}}
+    axes = checked_figure(embeddings_width_figure(r))
+    assert len(axes) == 2 and len(axes[1].get_lines()) == 3  # two widths + the quenched one

@@ -87,12 +87,12 @@ def test_report_sets_the_bayesian_point_beside_the_others_and_lists_lambda_hat()
 
 
 def test_grid_entries_accept_one_entry_or_a_list_of_sweeps():
-    from experiments import posterior as E
+    from experiments.posterior_runs import grid_entries
 
     one, two = dict(P=[16, 32], n_seeds=5), [dict(P=[1062]), dict(P=[1913])]
-    assert E._entries(None) == [] and E._entries([]) == []
-    assert E._entries([1, 2]) == [[1, 2]] and E._entries(one) == [one]
-    assert E._entries(two) == two
+    assert grid_entries(None) == [] and grid_entries([]) == []
+    assert grid_entries([1, 2]) == [[1, 2]] and grid_entries(one) == [one]
+    assert grid_entries(two) == two
 
 
 def test_cache_key_is_the_whole_config():

@@ -11,9 +11,15 @@ from pathlib import Path
 
 from copyhead_jax import plots_branches as F
 from copyhead_jax.plots import width_figure
-from copyhead_jax.plots_embeddings import embeddings_posterior_figure, embeddings_protocol_figure
+from copyhead_jax.plots_embeddings import (
+    embeddings_posterior_figure,
+    embeddings_protocol_figure,
+    embeddings_width_figure,
+)
 from copyhead_jax.plots_pstar import scaling_figure
+from copyhead_jax.plots_widths import reduction_width_figure
 from copyhead_jax.storage import nulls_in_lists_to_nan
+from copyhead_jax.transition_plot import branch_figure, smc_figure
 
 from ..common import save_figure
 
@@ -26,8 +32,6 @@ def _load(results: Path, name: str) -> dict | None:
 def drawings(results: Path):
     """``(figure name, draw)`` for every figure whose result JSON is in ``results``; ``draw()``
     returns the matplotlib Figure (or ``None`` where the result has nothing to draw)."""
-    from .. import embeddings, posterior_branches, posterior_smc, reduction
-
     for p in ("plain", "paper"):
         main = _load(results, f"main_{p}")
         arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
@@ -42,13 +46,13 @@ def drawings(results: Path):
             yield from _posterior(post)
         if br := _load(results, "posterior_branches" + ("" if p == "plain" else f"_{p}")):
             P_aG = ((main or {}).get("measured", {}).get("P_aG") or {}).get("P_star")
-            yield f"posterior_branches_{p}", lambda r=br, m=P_aG: posterior_branches.draw(r, m)
+            yield f"posterior_branches_{p}", lambda r=br, m=P_aG: branch_figure(r, m)
     if smc := _load(results, "posterior_smc"):
-        yield "posterior_smc_plain", lambda r=smc: posterior_smc.draw(r, r.get("ti_crossing_F"))
+        yield "posterior_smc_plain", lambda r=smc: smc_figure(r, r.get("ti_crossing_F"))
     if emb := _load(results, "embeddings"):
-        yield "embeddings", lambda r=emb: embeddings.figure(r)
+        yield "embeddings", lambda r=emb: embeddings_width_figure(r)
     if (red := _load(results, "reduction")) and "width" in red:
-        yield "reduction_width", lambda r=red: reduction.draw(r["width"])
+        yield "reduction_width", lambda r=red: reduction_width_figure(r["width"])
     for name, draw in (("embeddings_protocol", embeddings_protocol_figure),
                        ("embeddings_posterior", embeddings_posterior_figure)):  # fmt: skip
         if emb := _load(results, name):
@@ -57,15 +61,17 @@ def drawings(results: Path):
 
 def _posterior(post: dict):
     """The posterior's figures (its EK curves computed once, on the first draw)."""
-    from .. import posterior, posterior_llc
     from .. import posterior_features as PF
+    from .. import posterior_llc
+    from ..configs.posterior import CONFIGS
+    from ..posterior_runs import theory
 
     preset, cache = post["preset"], {}
 
     def fig(name):
         if not cache:
-            mc = posterior.CONFIGS[post["mode"]]
-            cache.update(PF.figures(post, posterior.theory(mc, preset)["curves"]))
+            mc = CONFIGS[post["mode"]]
+            cache.update(PF.figures(post, theory(mc, preset)["curves"]))
             cache["llc_devinterp"] = posterior_llc.figure(post)
         return cache.pop(name)
 
