@@ -65,9 +65,30 @@ _SCALING_PLAIN = {
     "n_grid": 7,
     "spread": {"P_cG": 6.0, "P_aG": 1.5},
 }
-# markov / causal (experiments/beyond.py, its DEFAULTS otherwise): docs/reports/markov.md's run,
-# the theory at three rho, no networks (2 shared cores)
-_BEYOND = dict(rho=[0.5, 0.0, 0.9], spaces=["full"], n_P=31, networks_rho=[])
+# markov / causal (experiments/beyond.py, its DEFAULTS otherwise; docs/reports/markov.md): the
+# exact MAP at width 10,000 on the DEFAULTS grid (32 ... 3,500), 5 seeds, every rho; the theory's
+# full L x L minimiser on 31 P (the ansatz's coverage is reported by the full space itself)
+_RHOS = [0.0, 0.25, 0.5, 0.75, 0.9]
+_BEYOND = dict(rho=_RHOS, seeds=5, spaces=["full"], n_P=31)
+# P*_cG lies at or above the grid's top (3,500) for rho > 0: linear runs up to 14,000 on 2 seeds
+# (one run's exact solve costs ~P); 3,500 repeated (the same minimum found twice is checked)
+_LINEAR_HIGH = dict(attention="linear", P=[3500, 5000, 7000, 10000, 14000], seeds=2)
+_MARKOV = dict(
+    _BEYOND,
+    extra=[
+        dict(_LINEAR_HIGH, rho=[0.25, 0.5, 0.75, 0.9]),
+        # the softmax coexistence window (EK: 569-835 at rho = 0) and the jumps at rho >= 0.75
+        dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5, rho=_RHOS),
+        dict(attention="softmax", P=[2700, 3000], seeds=5, rho=[0.9]),
+    ],
+    width_inf=dict(rho=[0.0, 0.9], seeds=2),
+)
+# with the mask the EK P*_cG (psi = 1/2) is <= 4,121 at every rho: the grid stops at 10,000
+_CAUSAL = dict(_BEYOND, extra=[dict(_LINEAR_HIGH, P=[3500, 5000, 7000, 10000],
+                                    rho=[0.5, 0.75, 0.9])])  # fmt: skip
+# plain conventions (A = s, per-sequence likelihood): every EK P* ~ 1/L of paper-map's
+_BEYOND_PLAIN = dict(rho=[0.0, 0.5, 0.9], seeds=5, spaces=["full"], n_P=31, theory_P=[0.05, 2000.0],
+                     P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256])  # fmt: skip
 
 
 def _width_reference() -> dict:
@@ -142,8 +163,8 @@ CONFIG = dict(
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PLAIN),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PLAIN),
             posterior_branches=_BRANCHES,
-            markov=_BEYOND,
-            causal=_BEYOND,
+            markov=_BEYOND_PLAIN,
+            causal=_BEYOND_PLAIN,
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
             reduction=dict(reuse_nuts=True),
         ),
@@ -166,8 +187,8 @@ CONFIG = dict(
             scaling_L=dict(values=[10, 13, 18, 25, 32], **_SCALING_PAPER),
             scaling_V=dict(values=[2, 3, 5, 8, 12], **_SCALING_PAPER),
             posterior_branches=_BRANCHES_PAPER,
-            markov=_BEYOND,
-            causal=_BEYOND,
+            markov=_MARKOV,
+            causal=_CAUSAL,
         ),
     ),
 )
