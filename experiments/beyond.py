@@ -179,7 +179,7 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
             pts.setdefault(k, []).extend(v)
     soft: list[dict] = [softmax_points(pool, copy) for (n, pool), (_, copy)
                         in zip(groups["pool"], groups["copy"])]  # fmt: skip
-    for k in {k for d in soft for k in d}:  # P_aG_jump: only in groups without a crossing
+    for k in sorted({k for d in soft for k in d}):  # P_aG_jump: only in groups with no crossing
         pts[k] = [x for d, (n, _) in zip(soft, groups["pool"]) for x in d.get(k, [None] * n)]
     curves, ok, P = {}, {}, {}
     for name, gs in groups.items():

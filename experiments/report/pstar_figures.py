@@ -107,7 +107,7 @@ def beyond_pstar_figure(res: dict):
             err = np.abs(np.stack([y - np.where(np.isnan(lo), y, lo),
                                    np.where(np.isnan(hi), y, hi) - y]))  # fmt: skip
             jump = np.array([x.get("_key") == "P_aG_jump" for x in m])
-            for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (jump)")):
+            for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (largest aG step)")):
                 if np.isfinite(y[sel]).any():
                     a.errorbar(rho[sel] + dx, y[sel], yerr=err[:, sel], fmt=fmt, color=c,
                                capsize=3, mfc="none" if mk == "measured_inf" else c,
