@@ -102,14 +102,20 @@ def beyond_pstar_figure(res: dict):
             if sp in rows[0]["theory"]:
                 lab = f"{k} theory ({sp})" if sp == "full" or k == "P_aG" else None
                 a.plot(rho, _nan(r["theory"][sp].get(k) for r in rows), ls, color=c, label=lab)
-        m = [r.get("measured", {}).get("points", {}).get(k, {}) for r in rows]
-        if any(x.get("mean") for x in m):
+        for mk, dx, what in (("measured", 0.0, ""), ("measured_inf", 0.015, ", width inf")):
+            m = [_point(r.get(mk), k) for r in rows]
             y = np.array([x.get("mean") or np.nan for x in m], float)
-            ci = np.array([x.get("ci") or [np.nan, np.nan] for x in m], float)
-            ci = np.where(np.isnan(ci), y[:, None], ci)
-            err = np.abs(np.stack([y - ci[:, 0], ci[:, 1] - y]))
-            a.errorbar(rho, y, yerr=err, fmt="o", color=c, capsize=3, label=f"{k} measured")
-    a.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel=r"$P^*$")
+            lo, hi = np.array([_interval(x) for x in m], float).reshape(-1, 2).T
+            err = np.abs(np.stack([y - np.where(np.isnan(lo), y, lo),
+                                   np.where(np.isnan(hi), y, hi) - y]))  # fmt: skip
+            jump = np.array([x.get("_key") == "P_aG_jump" for x in m])
+            for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (largest aG step)")):
+                if np.isfinite(y[sel]).any():
+                    a.errorbar(rho[sel] + dx, y[sel], yerr=err[:, sel], fmt=fmt, color=c,
+                               capsize=3, mfc="none" if mk == "measured_inf" else c,
+                               label=f"{k}{tag} measured{what}")  # fmt: skip
+    a.set(yscale="log", xlabel=r"stickiness $\rho$",
+          ylabel=r"$P^*$ (bars: seeds' CI and grid brackets)")
     legend(a, ncol=2)
     full = [r["theory"]["full"] for r in rows]
     win = np.array([t.get("spinodals") or (np.nan, np.nan) for t in full], float)
@@ -126,6 +132,24 @@ def beyond_pstar_figure(res: dict):
     return fig
 
 
+def _point(measured: dict | None, k: str) -> dict:
+    """A measured P* of a row: ``P_aG`` from the branches' U crossing where a seed has one,
+    else the pooling start's jump (``P_aG_jump``)."""
+    pts = (measured or {}).get("points", {})
+    p = pts.get(k) or {}
+    if k == "P_aG" and not p.get("mean") and (pts.get("P_aG_jump") or {}).get("mean"):
+        return dict(pts["P_aG_jump"], _key="P_aG_jump")
+    return p
+
+
+def _interval(p: dict) -> tuple[float, float]:
+    """The hull of the seeds' bootstrap CI and their grid brackets (every error known)."""
+    ends = [x for x in (p.get("ci"), p.get("bracket_hull")) if x and None not in x]
+    if not ends or not p.get("mean"):
+        return (np.nan, np.nan)
+    return (min(e[0] for e in ends), max(e[1] for e in ends))
+
+
 @styled
 def beyond_curves_figure(res: dict):
     """Theory order parameters versus P (full minimiser) per rho, networks' seed means."""
@@ -138,9 +162,10 @@ def beyond_curves_figure(res: dict):
         b.plot(th["P"], th["softmax_up"]["cG"], "-", color=col, label=lab)
         b.plot(th["P"], th["softmax_down"]["cG"], "--", color=col)
         if m := r.get("measured"):
-            a.plot(m["P"], m["curves"]["linear"]["cG"], "o", color=col, ms=4)
-            b.plot(m["P"], m["curves"]["pool"]["cG"], "o", color=col, ms=4)
-            b.plot(m["P"], m["curves"]["copy"]["cG"], "s", color=col, ms=4, mfc="none")
+            P = m.get("P_of") or dict.fromkeys(("linear", "pool", "copy"), m["P"])
+            a.plot(P["linear"], _nan(m["curves"]["linear"]["cG"]), "o", color=col, ms=4)
+            b.plot(P["pool"], _nan(m["curves"]["pool"]["cG"]), "o", color=col, ms=4)
+            b.plot(P["copy"], _nan(m["curves"]["copy"]["cG"]), "s", color=col, ms=4, mfc="none")
     for ax, name in ((a, r"linear $c_G$"), (b, r"softmax $a_G$ (up: -, down: --)")):
         ax.set_xscale("log")
         log_P_axis(ax, np.asarray(res["rows"][0]["theory"]["full"]["P"], float))

@@ -56,6 +56,8 @@ def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     quenched embeddings, exact float64 MAP."""
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
+    if cfg.model.causal:  # the branch heads and chains here are built without the mask
+        raise ValueError("the Bayesian transition does not take the causal mask (causal=True)")
     sw = {} if n_seeds is None else {"n_seeds": check_int("n_seeds", n_seeds, lo=1, hi=1000)}
     exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
     return cfg.replace(model=dict(engine="reduced"), sweep=sw,
@@ -74,6 +76,12 @@ def _theory(cfg: Config) -> dict:
     p = TheoryParams.from_config(cfg)
     att = cfg.model.attention
     key = "P_aG" if att == "softmax" else "P_cG_half"
+    if cfg.task.source != "iid":  # §12: the MAP's P* from full minimisers (no posterior form)
+        from .theory.beyond import beyond_points
+
+        r = beyond_points(p, cfg.task, attention=att, P_range=(1.0, 3e4), n_P=41)
+        return {"map": r.get(key) or (r.get("P_aG_crossover") if att == "softmax" else None),
+                "post": None}  # fmt: skip
     out = {}
     for o in ("map", "post"):
         tp = transition_points(p, att, o)

@@ -43,6 +43,7 @@ def _P_grid(text: str) -> tuple[int, ...]:
 def add_transition_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
     from .presets import PRESETS
+    from .sources import SOURCES
     from .transition_ti import TISettings
 
     d = TISettings()
@@ -55,6 +56,7 @@ def add_transition_subparser(sub) -> None:
             "--n-seeds 2",
             "copyhead transition --preset plain --attention softmax --n-seeds 3 --out results/tr",
             "copyhead transition --preset plain --L 10 --V 3 --width inf --json",
+            "copyhead transition --preset plain --source markov --rho 0.5 --n-seeds 1",
         ),
     )  # fmt: skip
     p.add_argument("--preset", default="plain", choices=tuple(PRESETS),
@@ -66,6 +68,15 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
     p.add_argument("--chi", type=float, default=None, help="output scale chi")
     p.add_argument("--attention", choices=("softmax", "linear"), default="softmax")
+    p.add_argument("--source", choices=SOURCES, default="iid",
+                   help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
+                   "(docs/theory.md §12; no causal mask here)")  # fmt: skip
+    p.add_argument("--rho", type=float, default=None,
+                   help="Markov stickiness: stay w.p. rho + (1 - rho)/V")  # fmt: skip
+    p.add_argument("--alpha", type=float, default=None,
+                   help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
+    p.add_argument("--chain-seed", dest="chain_seed", type=int, default=None,
+                   help="seed of the Dirichlet transition matrix")  # fmt: skip
     p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
     p.add_argument("--memory-budget-gb", type=float, default=None,
@@ -114,6 +125,11 @@ def config_from_args(args):
     cfg = preset(args.preset)
     task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
             for k in ("L", "V") if getattr(args, k) is not None}  # fmt: skip
+    chain = {k: getattr(args, k) for k in ("rho", "alpha", "chain_seed")
+             if getattr(args, k) is not None}  # fmt: skip
+    if args.source != "markov" and chain:
+        raise ValueError("--rho, --alpha and --chain-seed need --source markov")
+    task.update(source=args.source, **chain)
     model = {"attention": args.attention, "engine": "reduced"}
     if args.width is not None:
         model["width"] = args.width

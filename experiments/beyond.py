@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,10 +45,18 @@ DEFAULTS = dict(
     seeds=3,
     width="10000",  # or "inf"
     P=[32, 64, 100, 160, 256, 400, 560, 700, 1000, 1500, 2250, 3500],
-    n_P=41,  # theory grid in [3, 3e4]
+    n_P=41,  # theory grid: n_P log-spaced P in theory_P
+    theory_P=[3.0, 3e4],
     networks_rho=None,  # measure networks only at these rho (None: every rho)
     networks_alpha=None,
     spaces=["full", "ansatz"],  # theory spaces (ansatz: its own P*, beside the full minimiser's)
+    # extra sweeps on the first ``seeds`` seeds (same data and embeddings, nested), located on
+    # the union of P with the main grid: dict(attention="linear" | "softmax", P=[...], seeds=k,
+    # rho=[...] and/or alpha=[...]: the chains they extend)
+    extra=[],
+    # networks at width infinity (the prior's Gram) too, at these chains: dict(rho=[...],
+    # alpha=[...], seeds=k) on the main P grid (row key ``measured_inf``); None: none
+    width_inf=None,
 )
 
 
@@ -75,7 +84,7 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
     params = TheoryParams.from_config(cfg)
     out = {}
     for sp in s["spaces"]:
-        r = beyond_points(params, cfg.task, causal=causal, space=sp, P_range=(3.0, 3e4),
+        r = beyond_points(params, cfg.task, causal=causal, space=sp, P_range=tuple(s["theory_P"]),
                           n_P=s["n_P"])  # fmt: skip
         out[sp] = jsonable({k: r.get(k) for k in (*KEYS, "P_cG_half", "spinodals", "first_order",
                             "window_decades", "P_aG_crossover", "coverage_min", "P", "notes",
@@ -87,22 +96,114 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
 
 def summary(located: list) -> dict:
     """Geometric mean over the seeds that located the point (bracketed on the grid), with its
-    bootstrap CI; ``per_seed``: None where a seed's point is not bracketed."""
-    per_seed = [bracketed(x) for x in located]
+    bootstrap CI; ``per_seed``: None where a seed's point is not bracketed (or, ``None`` in
+    ``located``, not looked for on that seed's grid); ``bracket_hull``: the smallest interval of
+    grid points that holds every located seed's bracket (the grid's error); ``side``: where an
+    unlocated seed's feature lies (``above`` / ``below`` the grid, None: absent)."""
+    d = [x if x is None or isinstance(x, dict) else x.to_dict() for x in located]
+    per_seed = [None if x is None else bracketed(x) for x in d]
     b = bootstrap_ci(per_seed)
-    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"], "per_seed": per_seed}
+    br = [x["bracket"] for x, v in zip(d, per_seed) if v is not None and x.get("bracket")]
+    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"],
+            "n_missing": sum(v is None for v in per_seed),
+            "bracket_hull": [min(x[0] for x in br), max(x[1] for x in br)] if br else None,
+            "per_seed": per_seed,
+            "side": [None if x is None or v is not None else x.get("side")
+                     for x, v in zip(d, per_seed)]}  # fmt: skip
+
+
+ARRAYS = ("c1", "cG", "U", "coverage", "r", "psi")
+
+
+class Grid:
+    """Some seeds' runs on a union of P grids, as the P* locators read a sweep (``P``, ``ok``,
+    ``res[key]``, ``config``)."""
+
+    def __init__(self, P, arrays: dict, ok, config):
+        self.P, self._a, self.ok, self.config = np.asarray(P), arrays, np.asarray(ok), config
+
+    def __getitem__(self, k):
+        return self._a[k]
+
+
+def extras(s: dict, chain: dict, causal: bool, attention: str, init: str, cache: Path) -> list:
+    """The extra sweeps of ``s['extra']`` that extend ``chain``'s runs of one start."""
+    (axis, value), *_ = chain.items()
+    out = []
+    for e in s["extra"]:
+        if e["attention"] == attention and value in e.get(axis, []):
+            sub = dict(s, P=e["P"], seeds=e["seeds"])
+            out.append(C.cached_sweep(config(sub, chain, causal, attention, init), cache))
+    return out
+
+
+def seed_groups(main, more: list) -> tuple[list, dict]:
+    """``[(n_seeds, Grid)]``: the first ``k`` seeds (the extras' seeds) on the union of the
+    grids, the others on the main grid (none: ``[(n, main)]``); and the largest |U| difference
+    of a seed where an extra repeats a main grid point (the same minimum found twice)."""
+    if not more:
+        return [(main.config.sweep.n_seeds, main)], {}
+    k = min(e.config.sweep.n_seeds for e in more)
+    P = np.unique(np.concatenate([np.asarray(main.P), *(np.asarray(e.P) for e in more)]))
+    arr = {a: np.full((P.size, k), np.nan) for a in ARRAYS}
+    ok = np.zeros((P.size, k), bool)
+    dU = 0.0
+    for res in (*more[::-1], main):  # main last: its runs win where the grids overlap
+        i = np.searchsorted(P, res.P)
+        U = np.where(res.ok[:, :k], np.asarray(res["U"], float)[:, :k], np.nan)
+        both = ok[i] & np.isfinite(U)
+        if both.any():
+            dU = max(dU, float(np.nanmax(np.abs(U - arr["U"][i])[both])))
+        for a in ARRAYS:
+            arr[a][i] = np.asarray(res[a], float)[:, :k]
+        ok[i] = res.ok[:, :k]
+    merged = Grid(P, arr, ok, main.config)
+    rest = main.config.sweep.n_seeds - k
+    if rest <= 0:
+        return [(k, merged)], {"seeds_extended": k, "overlap_max_dU": dU}
+    tail = Grid(main.P, {a: np.asarray(main[a], float)[:, k:] for a in ARRAYS}, main.ok[:, k:],
+                main.config)  # fmt: skip
+    return [(k, merged), (rest, tail)], {"seeds_extended": k, "overlap_max_dU": dU}
 
 
 def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
-    starts = (("linear",), ("softmax", "zero"), ("softmax", "copy"))
-    lin, pool, copy = (C.cached_sweep(config(s, chain, causal, *a), cache) for a in starts)
-    pts = {**linear_points(lin), **softmax_points(pool, copy)}
-    curves = {name: {k: np.nanmean(np.where(r.ok, np.asarray(r[k], float), np.nan), 1)
-                     for k in ("c1", "cG", "U", "coverage")}
-              for name, r in (("linear", lin), ("pool", pool), ("copy", copy))}  # fmt: skip
-    ok = {name: int(np.sum(r.ok)) for name, r in (("linear", lin), ("pool", pool), ("copy", copy))}
-    return {"P": list(lin.P), "points": {k: summary(v) for k, v in pts.items()},
-            "curves": jsonable(curves), "ok_runs": ok}  # fmt: skip
+    starts = {"linear": ("linear", "prior"), "pool": ("softmax", "zero"),
+              "copy": ("softmax", "copy")}  # fmt: skip
+    groups, checks = {}, {}
+    for name, (att, init) in starts.items():
+        main = C.cached_sweep(config(s, chain, causal, att, init), cache)
+        groups[name], checks[name] = seed_groups(main, extras(s, chain, causal, att, init, cache))
+    pts: dict[str, list] = {}
+    for _, lin in groups["linear"]:
+        for k, v in linear_points(lin).items():
+            pts.setdefault(k, []).extend(v)
+    soft: list[dict] = [softmax_points(pool, copy) for (n, pool), (_, copy)
+                        in zip(groups["pool"], groups["copy"])]  # fmt: skip
+    for k in sorted({k for d in soft for k in d}):  # P_aG_jump: only in groups with no crossing
+        pts[k] = [x for d, (n, _) in zip(soft, groups["pool"]) for x in d.get(k, [None] * n)]
+    curves, ok, P = {}, {}, {}
+    for name, gs in groups.items():
+        grid = gs[0][1]  # the widest grid (the extended seeds)
+        P[name] = [int(p) for p in grid.P]
+        means = []
+        for k in ("c1", "cG", "U", "coverage"):
+            a = np.full((grid.P.size, sum(n for n, _ in gs)), np.nan)
+            col = 0
+            for n, g in gs:
+                i = np.searchsorted(grid.P, g.P)
+                a[i, col : col + n] = np.where(g.ok, np.asarray(g[k], float), np.nan)
+                col += n
+            with warnings.catch_warnings():  # a P no seed reached: NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                means.append((k, np.nanmean(a, 1)))
+        curves[name] = dict(means)
+        ok[name] = int(sum(np.sum(g.ok) for _, g in gs))
+    out = {"P": P["linear"], "points": {k: summary(v) for k, v in pts.items()},
+           "curves": jsonable(curves), "ok_runs": ok}  # fmt: skip
+    if any(checks.values()):
+        out["P_of"] = P  # each start's P (extended seeds): the curves are means on these
+        out["extended"] = {k: v for k, v in checks.items() if v}
+    return out
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict:
@@ -114,17 +215,22 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     rows = []
     for chain in chains(s):
         t1 = time.time()
-        key = [config(s, chain, causal, "linear").to_dict(), s["spaces"], s["n_P"]]
+        cfg = config(s, chain, causal, "linear")  # the theory's key: what it reads
+        key = [TheoryParams.from_config(cfg).to_dict(), cfg.to_dict()["task"], causal,
+               s["spaces"], s["n_P"], s["theory_P"]]  # fmt: skip
         th = C.cached(spec.cache_dir, "beyond-theory", key, lambda: theory(s, chain, causal))
         row = {**chain, "causal": causal, "theory": th}
         (axis, value), *_ = chain.items()
         if s[f"networks_{axis}"] is None or value in s[f"networks_{axis}"]:
             row["measured"] = measure(s, chain, causal, spec.cache_dir)
+        if (wi := s["width_inf"]) and value in wi.get(axis, []):
+            inf = dict(s, width="inf", seeds=wi["seeds"], extra=[])
+            row["measured_inf"] = measure(inf, chain, causal, spec.cache_dir)
         row["wall_s"] = time.time() - t1
         rows.append(row)
         C.log(format_row(row))
     res = {"artefact": which, "preset": s["preset"], "width": s["width"], "seeds": s["seeds"],
-           "P_grid": s["P"], "theory_n_P": s["n_P"], "rows": rows,
+           "P_grid": s["P"], "theory_n_P": s["n_P"], "settings": s, "rows": rows,
            "wall_s": time.time() - t0, "environment": environment()}  # fmt: skip
     name = which if spec.preset == "paper" else f"{which}_{spec.preset}"
     path = Path(out_dir) / "results" / f"{name}.json"

@@ -165,6 +165,25 @@ def test_cli_flags_reach_the_config(tmp_path):
         np.testing.assert_allclose(T, sticky_transition(3, 0.25), atol=1e-15)
 
 
+def test_transition_cli_takes_the_markov_source_and_refuses_the_mask():
+    """``copyhead transition --source markov --rho R`` reaches the config; --rho without the
+    source is refused, and so is a causal config (its branch chains are built without it)."""
+    from copyhead_jax.cli import build_parser
+    from copyhead_jax.posterior_transition import transition_config
+    from copyhead_jax.transition_cli import config_from_args
+
+    parser = build_parser()
+    a = parser.parse_args(["transition", "--preset", "plain", "--source", "markov", "--rho",
+                           "0.5"])  # fmt: skip
+    cfg = config_from_args(a)
+    assert (cfg.task.source, cfg.task.rho, cfg.model.causal) == ("markov", 0.5, False)
+    assert config_from_args(parser.parse_args(["transition"])).task.source == "iid"
+    with pytest.raises(ValueError, match="need --source markov"):
+        config_from_args(parser.parse_args(["transition", "--rho", "0.5"]))
+    with pytest.raises(ValueError, match="causal"):
+        transition_config(cfg.replace(model=dict(causal=True)))
+
+
 def test_theory_overlay_only_for_the_iid_task_without_mask():
     """The EK curves assume i.i.d. tokens and no mask: none are drawn for other sweeps."""
     from types import SimpleNamespace
