@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+import jax
+
 import copyhead_jax as ch
 from copyhead_jax.branch_batch import cpu_seconds
 from copyhead_jax.fanout import run_dependent
@@ -49,7 +51,11 @@ SUMMARY = REPORTS / "README.md"
 def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path, **kw) -> dict:
     """Run one artefact for one preset and return its result dict (``kw``: its own options)."""
     spec = common.load_spec(mode, preset, artefact, cache)
-    return importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}").main(spec, out, **kw)
+    module = importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}")
+    try:
+        return module.main(spec, out, **kw)
+    finally:  # a worker runs many artefacts: its compiled programs must not pile up (scaling.py)
+        jax.clear_caches()
 
 
 def run_command(name: str, argv: list[str]) -> int:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
@@ -138,6 +139,10 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     )
     rows = []
     for i, v in enumerate(values):
+        # each value has its own shapes, so no compiled program carries over; one process holding
+        # them all ran out of memory maps (LLVM "Unable to allocate section memory" in scaling-V
+        # of `all --jobs 1`, after ~40 min)
+        jax.clear_caches()
         th = theory_row(table, i)
         got = from_main(spec, out_dir) if v == base[axis] else None
         row = got if got is not None else measure_point(spec, axis, v, th)
