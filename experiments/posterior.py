@@ -31,8 +31,8 @@ from copyhead_jax import posterior_summary as PS
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.compare.text import fmt
-from copyhead_jax.compare.text import located as _ps
-from copyhead_jax.compare.text import per_seed_ci as _ci
+from copyhead_jax.compare.text import located as ps  # short: table cells
+from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
 from copyhead_jax.posterior_summary import (
@@ -284,23 +284,23 @@ def tables(res: dict) -> str:
            " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
     ek = lambda k: f"{fmt(th['map'][k])} | {fmt(th['post'][k])}"  # noqa: E731
     fcr = (cr.get("free_energy") or {}).get("located")
-    mu = f"{_ps(cr['map_U'])} {_ci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
+    mu = f"{ps(cr['map_U'])} {pci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
     out += [
-        f"| linear P*_cG (max dpsi/dlogP) | {_ps(t['map']['P_cG'])} | {_ps(t['post']['P_cG'])}"
+        f"| linear P*_cG (max dpsi/dlogP) | {ps(t['map']['P_cG'])} | {ps(t['post']['P_cG'])}"
         f" | {ek('P_cG')} | {pap['P_cG']:g} |",
-        f"| linear psi = 1/2 | {_ps(t['map']['P_cG_half'])} | {_ps(t['post']['P_cG_half'])}"
+        f"| linear psi = 1/2 | {ps(t['map']['P_cG_half'])} | {ps(t['post']['P_cG_half'])}"
         f" | {ek('P_cG_half')} | - |",
-        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {_ps(t.get('map_P_c1_r005'))} | - |"
+        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {ps(t.get('map_P_c1_r005'))} | - |"
         f" {ek('P_c1')} | {pap['P_c1']:g} |",
-        f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {_ps(fcr) if fe else '-'} |"
+        f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {ps(fcr) if fe else '-'} |"
         f" {ek('P_aG')} | {cr['paper']:g} |",
     ]  # fmt: skip
     if res.get("branches"):  # the companions ``posterior_column.load`` attaches
         br = res["branches"]
         out.append(
             f"| softmax P*_aG (branch TI, `posterior_branches`: F_copy = F_pool) |"
-            f" {_ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
-            f" {_ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
+            f" {ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
+            f" {ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
             f" {ek('P_aG')} | {cr['paper']:g} |"
         )
     if (res.get("smc") or {}).get("weight_window", {}).get("P_equal"):
@@ -308,7 +308,7 @@ def tables(res: dict) -> str:
         out.append(f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - | "
                    f"{fmt(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |")
     pc = soft.get("posterior_copies")
-    out += [f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {_ps(pc)} | - | - |"
+    out += [f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {ps(pc)} | - | - |"
             " - |", "", "### Chain health (split R-hat and ESS of U, c1, cG per run)", ""]
     blocks = (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
               ("softmax, copy start", soft.get("copy")),
@@ -322,9 +322,9 @@ def tables(res: dict) -> str:
         out += [f"### Free energy per softmax branch ({fe['n_seeds']} seeds, {fe['sweeps']}; per"
                 " P: mean ± sd over seeds)", "", *CX.ti_markdown(fe), "",
                 f"Crossings (seed mean; per-seed 95% t-interval): free energy "
-                f"{_ps(fcr)} {_ci(cr['free_energy'])}; WBIC {_ps(cr['wbic']['located'])} "
-                f"{_ci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {_ps(cr['laplace']['located'])};"
-                f" MAP U on the same runs {_ps(cr['map_U_same_runs']['located'])}. Copy weight"
+                f"{ps(fcr)} {pci(cr['free_energy'])}; WBIC {ps(cr['wbic']['located'])} "
+                f"{pci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {ps(cr['laplace']['located'])};"
+                f" MAP U on the same runs {ps(cr['map_U_same_runs']['located'])}. Copy weight"
                 f" (seed-mean w): 5% at {fmt(ww['P_w05'])}, 1/2 at {fmt(ww['P_equal'])}, 95% at "
                 f"{fmt(ww['P_w95'])}.", ""]  # fmt: skip
     ew = (("linear", lin["early_warning"]), ("softmax (pooling start)", soft["early_warning"]))

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
-from copyhead_jax.compare.text import fmt_P as _g
+from copyhead_jax.compare.text import fmt_P as gP  # short: table cells
 from copyhead_jax.compare.warning import signal_of
 
 #: main-table key -> (attention block, early-warning entry, observable)
@@ -74,7 +74,7 @@ def cell(post: dict | None, key: str) -> str | None:
     if verdict(post, key):
         lo, hi = v["var_ratio_ci"]
         name = "aG" if block == "softmax" else obs
-        parts.append(f"Var({name}) x{_g(v['var_ratio'])} [{_g(lo)}, {_g(hi)}] from 0.5 to 0.9 P*"
+        parts.append(f"Var({name}) x{gP(v['var_ratio'])} [{gP(lo)}, {gP(hi)}] from 0.5 to 0.9 P*"
                      f" ({v['n_seeds']} seeds): {v['verdict']}, {signal_of(v['var_ratio_ci'])}"
                      f" (signal: CI above x{GROWTH_TOL:g})")  # fmt: skip
     elif v:
@@ -83,21 +83,21 @@ def cell(post: dict | None, key: str) -> str | None:
         half = (b.get("transitions") or {}).get("post", {}).get("P_cG_half") or {}
         if half.get("P_star"):
             lo, hi = half["bracket"]
-            parts.append(f"posterior psi = 1/2 at {_g(half['P_star'])} [{_g(lo)}, {_g(hi)}]")
+            parts.append(f"posterior psi = 1/2 at {gP(half['P_star'])} [{gP(lo)}, {gP(hi)}]")
     if key == "P_aG" and post.get("branches"):
         c = _crossing(post["branches"])
         if c.get("P_star") and c.get("bracket"):
             lo, hi = c["bracket"]
-            parts.append(f"Bayesian P*_aG (F_copy = F_pool) {_g(c['P_star'])} [{_g(lo)}, {_g(hi)}]"
+            parts.append(f"Bayesian P*_aG (F_copy = F_pool) {gP(c['P_star'])} [{gP(lo)}, {gP(hi)}]"
                          f" ({post['branches']['n_seeds']} seeds)")  # fmt: skip
             ps = post["branches"]["crossing_F"].get("per_seed_ci") or {}
             if ps.get("lo") is not None:
-                parts.append(f"per seed {_g(ps['mean'])} [{_g(ps['lo'])}, {_g(ps['hi'])}] "
+                parts.append(f"per seed {gP(ps['mean'])} [{gP(ps['lo'])}, {gP(ps['hi'])}] "
                              f"(95% t-interval, {ps['n']} seeds)")  # fmt: skip
     if key == "P_aG" and post.get("smc"):
         ww = post["smc"]["weight_window"]
         if ww.get("P_equal"):
-            parts.append(f"tempered SMC: seed-mean w_copy = 1/2 at {_g(ww['P_equal'])} "
+            parts.append(f"tempered SMC: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} "
                          f"({post['smc']['n_seeds']} seeds)")  # fmt: skip
     return "; ".join(parts) or None
 
@@ -124,7 +124,7 @@ def llc_line(post: dict) -> str | None:
         if not b or not b.get("llc") or not b.get("P"):
             continue
         pts = [(P, _mean(v)) for P, v in zip(b["P"], b["llc"]["value"])]
-        pts = ", ".join(f"{_g(m)} ({P:,})" for P, m in pts if m is not None)
+        pts = ", ".join(f"{gP(m)} ({P:,})" for P, m in pts if m is not None)
         if pts:
             parts.append(f"{LLC_NAMES[path[-1]]} {pts}")
     if not parts:
@@ -158,19 +158,19 @@ def bayes_line(post: dict, dis: list[str] | None = None) -> str | None:
     if not c.get("P_star"):
         return None
     P = float(c["P_star"])
-    head = f"Bayesian P*_aG {_g(P)} (F_copy = F_pool, {b['n_seeds']} seeds)"
+    head = f"Bayesian P*_aG {gP(P)} (F_copy = F_pool, {b['n_seeds']} seeds)"
     ww = b.get("weight_window") or {}
     if ww.get("P_equal"):
-        head += (f"; branch weights: seed-mean w_copy = 1/2 at {_g(ww['P_equal'])} (0.05 at "
-                 f"{_g(ww.get('P_w05'))}, 0.95 at {_g(ww.get('P_w95'))})")  # fmt: skip
+        head += (f"; branch weights: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} (0.05 at "
+                 f"{gP(ww.get('P_w05'))}, 0.95 at {gP(ww.get('P_w95'))})")  # fmt: skip
     refs = bayes_points(post)
     for name, v in refs:
         if dis is not None and disagrees(rel_err(P, v)):
-            dis.append(f"**{post.get('preset')}, Bayesian P*_aG vs {name}**: {_g(P)} vs {_g(v)}"
+            dis.append(f"**{post.get('preset')}, Bayesian P*_aG vs {name}**: {gP(P)} vs {gP(v)}"
                        f" ({P / v:.2f}x).")  # fmt: skip
     if not refs:
         return head
-    return head + "; beside " + ", ".join(f"{n} {_g(v)} ({P / v:.2f}x)" for n, v in refs)
+    return head + "; beside " + ", ".join(f"{n} {gP(v)} ({P / v:.2f}x)" for n, v in refs)
 
 
 def section(out_dir: Path, dis: list[str] | None = None) -> str:
