@@ -169,6 +169,7 @@ def beyond_curves_figure(res: dict):
     for ax, name in ((a, r"linear $c_G$"), (b, r"softmax $a_G$ (up: -, down: --)")):
         ax.set_xscale("log")
         log_P_axis(ax, np.asarray(res["rows"][0]["theory"]["full"]["P"], float))
+        ax.set_xlabel(P_LABEL)
         ax.set_ylabel(name)
     legend(a)
     fig.suptitle("order parameters vs P: theory (lines), networks (markers)")

@@ -4,7 +4,6 @@ from the committed result JSON."""
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pytest
 from helpers import checked_figure
 
@@ -38,8 +37,6 @@ def test_beyond_figures(which):
     res = _load(which)
     axes = checked_figure(beyond_pstar_figure(res))
     assert len(axes) == 2 and axes[0].get_xlabel() == r"stickiness $\rho$"
-    fig = beyond_curves_figure(res)  # its x axes are P's, unlabelled (as committed)
-    axes = list(fig.axes)
-    plt.close(fig)
+    axes = checked_figure(beyond_curves_figure(res))
     assert [a.get_ylabel() for a in axes] == [r"linear $c_G$", r"softmax $a_G$ (up: -, down: --)"]
     assert len(axes[0].get_lines()) >= len(res["rows"])  # a theory line per rho
