@@ -60,6 +60,10 @@ ARTEFACTS = {
     "embeddings": ("embeddings", "spec", None),
     "embeddings-protocol": ("embeddings_protocol", "spec", None),
     "embeddings-posterior": ("embeddings_posterior", "spec", None),
+    # commands: three readings at once (conventions, with --render), four artefacts under the
+    # paper-chi-lik reading's specs (reading)
+    "conventions": ("conventions", "cli", None),
+    "reading": ("reading", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 
