@@ -305,13 +305,3 @@ def save_artefact(
     path = write_json(out_dir / "results" / f"{name}.json", res)
     log(f"{spec.artefact} {spec.preset}: wrote {path} and {png} ({time.time() - t0:.0f} s)")
     return res
-
-
-def P_grid_dense(lo: float, hi: float, n: int) -> np.ndarray:
-    """``n`` log-spaced ``P`` in ``[lo, hi]`` (floats; the theory takes continuous ``P``)."""
-    return np.geomspace(lo, hi, n)
-
-
-def integer_grid(lo: float, hi: float, n: int) -> np.ndarray:
-    """About ``n`` distinct log-spaced integers in ``[max(lo, 1), hi]``."""
-    return np.unique(np.round(np.geomspace(max(lo, 1.0), max(hi, 1.0), n)).astype(int))
