@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import time
 from pathlib import Path
@@ -35,12 +34,7 @@ from copyhead_jax.compare.text import located as ps  # short: table cells
 from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
-from copyhead_jax.posterior_summary import (
-    branch_summary,
-    merge_blocks,
-    merge_seeds,
-    verdicts,
-)
+from copyhead_jax.posterior_summary import branch_summary, merge_seeds, verdicts
 from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
 from copyhead_jax.storage import nulls_in_lists_to_nan, write_json
@@ -157,43 +151,15 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
     parts = [branch(mc, preset, "linear", e, cache)
              for e in (pc["P_linear"], *grid_entries(pc.get("P_linear_high")))]  # fmt: skip
-    lin = functools.reduce(merge_blocks, parts)
-    t = lin["transitions"] = PS.seed_mean_transitions(lin, parts) | {
-        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
-    # the posterior's own crossover (psi = 1/2 where its max slope is off the grid)
-    lin["early_warning"] = {k: verdicts(lin, P) for k, P in (
-        ("theory_map_P_c1", th["points"]["map"]["P_c1"]),
-        ("theory_map_P_cG", th["points"]["map"]["P_cG"]),
-        ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
-        ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]))}  # fmt: skip
-    return lin
+    return PS.linear_summary(parts, th["points"])
 
 
 def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    pool = branch(mc, preset, "softmax", pc["P_pool"], cache, "zero")
-    soft = {"pool": pool}
-    copy = branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy")
-    high = branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy")
-    cross = {"theory_map": th["points"]["map"]["P_aG"],
-             "theory_post": th["points"]["post"]["P_aG"],
-             "theory_map_spinodals": th["points"]["map"]["spinodals"],
-             "theory_post_spinodals": th["points"]["post"]["spinodals"],
-             "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
-    if copy is not None:
-        common, distinct, mcr = CX.start_crossing(pool["P"], pool["map"], copy["P"], copy["map"])
-        cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
-        soft.update(copy=copy, common_P=common, distinct_map=distinct)
-    if high is not None:
-        soft["copy_high"] = high
-    # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
-    starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
-    soft["posterior_copies"] = PS.posterior_level(starts) | {
-        "start": "copy" if starts[0] is not pool else "zero logits"}
-    soft["posterior_copies_pool_start"] = PS.posterior_level([pool])
-    soft["crossings"] = cross
-    soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, th["points"]["map"]["P_aG"])}
-    return soft
+    return PS.softmax_summary(branch(mc, preset, "softmax", pc["P_pool"], cache, "zero"),
+                              branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy"),
+                              branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy"),
+                              th["points"])  # fmt: skip
 
 
 def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
