@@ -26,7 +26,7 @@ from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from .warning import early_warning, signal_of
 
-__all__ = ["BRANCHES", "KEYS", "READINGS", "SWEPT", "claims_matrix", "ek_window", "g4",
+__all__ = ["BRANCHES", "COVERAGE", "KEYS", "READINGS", "SWEPT", "claims_matrix", "ek_window", "g4",
            "measured_exponents", "measured_from_main", "pstars", "reading_theory",
            "transition_cell"]
 
