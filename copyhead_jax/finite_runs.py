@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from .compare import locate as loc
+from .compare.branches import quiet_nan
 from .config import Config
 from .models import embedding_root, init_head
 from .sources import task_data
@@ -78,6 +79,16 @@ def finite_branch_values(ft: dict[str, np.ndarray], *, split: float) -> tuple[np
     weak = np.where(ok & (aG < split), val, np.inf).min(-1)
     strong = np.where(ok & (aG >= split), val, np.inf).min(-1)
     return np.where(np.isinf(weak), np.nan, weak), np.where(np.isinf(strong), np.nan, strong)
+
+
+def finite_action_gap(ft: dict[str, np.ndarray]) -> np.ndarray:
+    """Softmax: the seed mean of the action gap per sequence between the weak and the strong
+    local minima (the theory of ``(U_pool - U_copy) / P``), split halfway between the smallest
+    and the largest ``aG`` of the curve ``ft``; NaN where a branch is absent on every seed."""
+    split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
+    weak, strong = finite_branch_values(ft, split=split)
+    with quiet_nan():
+        return np.nanmean((weak - strong) / ft["P"][:, None], axis=1)
 
 
 def finite_width(params: TheoryParams, runs, attention: str, P_grid) -> dict[str, Any]:

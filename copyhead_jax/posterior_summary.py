@@ -1,17 +1,21 @@
 r"""Per-run summaries of a reduced sweep's posterior (arrays ``[P, seed]``): MAP and posterior
 means with MCSE, susceptibilities ``P Var``, the learning coefficient from the draws, chain
 health; merged across seed blocks (:func:`merge_seeds`) and disjoint P grids
-(:func:`merge_blocks`), the early-warning verdict of each observable at a given P*, and their
-markdown tables (:func:`per_P_markdown`, :func:`health_markdown`, :func:`verdicts_markdown`).
+(:func:`merge_blocks`), the early-warning verdict of each observable at a given P*, each head's
+transitions (:func:`linear_summary`, :func:`softmax_summary`), and their markdown tables
+(:func:`per_P_markdown`, :func:`health_markdown`, :func:`verdicts_markdown`).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .bayes import run_mean, run_susceptibility
-from .compare.crossing import growth_verdict, quiet
+from .compare.crossing import growth_verdict, quiet, start_crossing
 from .compare.locate import locate_level, locate_max_slope
+from .compare.paper import PAPER_MEASURED
 from .compare.pstar import AT_ORIGIN
 from .compare.text import fmt, mean_sd
 from .posterior import Objective
@@ -184,6 +188,47 @@ def posterior_level(parts: list, level: float = 1.0, key: str = "cG") -> dict:
     with quiet():
         y = np.concatenate([np.nanmean(b["post_mean"][key], 1) for b in parts])
     return locate_level(P, y, level).to_dict()
+
+
+def linear_summary(parts: list, points: dict) -> dict:
+    """The linear head's summaries on disjoint grids (``parts``) merged along P, with their
+    seed-mean transitions and the early-warning verdicts at the EK MAP P*_c1 and P*_cG
+    (``points["map"]``) and at the posterior's own P*_cG and psi = 1/2."""
+    lin = functools.reduce(merge_blocks, parts)
+    t = lin["transitions"] = seed_mean_transitions(lin, parts) | {
+        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
+    lin["early_warning"] = {k: verdicts(lin, P) for k, P in (
+        ("theory_map_P_c1", points["map"]["P_c1"]),
+        ("theory_map_P_cG", points["map"]["P_cG"]),
+        ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
+        ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]))}  # fmt: skip
+    return lin
+
+
+def softmax_summary(pool: dict, copy: dict | None, high: dict | None, points: dict) -> dict:
+    """The softmax head's summaries from the pooling start (``pool``) and the copy start
+    (``copy``, ``high``: a second grid; None: not run): the MAP ``U`` crossing of the two starts
+    beside the EK P*_aG and spinodals (``points``, MAP and posterior) and the paper's; where the
+    seed-mean posterior ``aG`` passes 1 (from the copy start where run); the early-warning
+    verdict at the EK MAP P*_aG."""
+    soft: dict = {"pool": pool}
+    cross = {"theory_map": points["map"]["P_aG"], "theory_post": points["post"]["P_aG"],
+             "theory_map_spinodals": points["map"]["spinodals"],
+             "theory_post_spinodals": points["post"]["spinodals"],
+             "paper": PAPER_MEASURED["P_aG"]}  # fmt: skip
+    if copy is not None:
+        common, distinct, mcr = start_crossing(pool["P"], pool["map"], copy["P"], copy["map"])
+        cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
+        soft.update(copy=copy, common_P=common, distinct_map=distinct)
+    if high is not None:
+        soft["copy_high"] = high
+    starts = [b for b in (copy, high) if b] or [pool]
+    soft["posterior_copies"] = posterior_level(starts) | {
+        "start": "copy" if starts[0] is not pool else "zero logits"}
+    soft["posterior_copies_pool_start"] = posterior_level([pool])
+    soft["crossings"] = cross
+    soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, points["map"]["P_aG"])}
+    return soft
 
 
 def per_P_markdown(title: str, b: dict) -> list[str]:

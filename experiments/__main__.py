@@ -80,8 +80,6 @@ def use_compile_cache(cache: Path) -> None:
     same P grid solved at another width, where only the Gram, an input, differs) is loaded, not
     compiled again, by this process and by the other workers (``--jobs``). Same executables,
     same numbers."""
-    import jax
-
     jax.config.update("jax_compilation_cache_dir", str(Path(cache) / "xla"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 

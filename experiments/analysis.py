@@ -14,9 +14,10 @@ import numpy as np
 
 from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import early_warning as warn
+from copyhead_jax.compare.locate import integer_grid
 from copyhead_jax.compare.seeds import ci_table, per_seed_points
 from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
-from copyhead_jax.finite_runs import FINITE_DENSE, finite_branch_values
+from copyhead_jax.finite_runs import FINITE_DENSE, finite_action_gap
 from copyhead_jax.plots_branches import main_figure
 from copyhead_jax.storage import jsonable
 
@@ -56,24 +57,13 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
     cd = spec.cache_dir
     ek_pts = C.ek_points(th, "map", cd)
     ek_post = C.ek_points(th, "post", cd)
-    P_th = C.P_grid_dense(s["theory_P"][0], s["theory_P"][1], 120)
+    P_th = np.geomspace(s["theory_P"][0], s["theory_P"][1], 120)
     ek = {a: C.ek_curves(th, P_th, a, ("map", "post"), cd) for a in ("linear", "softmax")}
     lo, hi = max(1.0, s["theory_P"][0]), s["theory_P"][1]
-    P_fin = C.integer_grid(lo, hi, FINITE_DENSE)
+    P_fin = integer_grid(lo, hi, FINITE_DENSE)
     fin_lin = C.finite_width(spec, lin, "linear", P_fin)
     fin_soft = C.finite_width(spec, pool, "softmax", P_fin)
-    # finite theory: action gap between its weak and strong minima (the theory of U_pool-U_copy)
     ft = fin_soft["curve"]
-    split = 0.5 * (np.nanmax(ft["aG"]) + np.nanmin(ft["aG"]))
-    w, st = finite_branch_values(ft, split=split)
-    with B.quiet_nan():
-        dS = np.nanmean((w - st) / ft["P"][:, None], axis=1)
-    # measured branch gap
-    Pb = B.common_P(pool, copy)
-    dist = B.distinct_branches(pool, copy, Pb)
-    dU = (pool.masked("U", Pb) - copy.masked("U", Pb)) / Pb[:, None]
-    with B.quiet_nan():
-        branches = {"P": Pb, "dU_per_seq": np.nanmean(dU, 1), "distinct": dist.mean(1)}
     window = {"lower": B.copy_fallback(pool, copy), "upper": B.window_top(pool, copy)}
     post_lin, post_soft = m.get("post_lin"), m.get("post_soft")
     ek_map = dict(ek_pts)
@@ -106,14 +96,14 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         finite_softmax = {
             "P": ft["P"],
             "aG": np.nanmean(ft["aG"], 1),
-            "dS_per_seq": dS,
+            "dS_per_seq": finite_action_gap(ft),  # the theory of branches' dU_per_seq
             "n_min_max": ft["n_min"].max(1),
         }
     curves = {
         "linear": lin_s,
         "pool": pool_s,
         "copy": copy_s,
-        "branches": branches,
+        "branches": B.branch_gap(pool, copy),
         "finite_linear": finite_linear,
         "finite_softmax": finite_softmax,
         "sgld_linear": post_summary(post_lin),

@@ -18,15 +18,12 @@ from __future__ import annotations
 import json
 import math
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare.pstar import linear_points, softmax_points
-from copyhead_jax.compare.seeds import bracketed
-from copyhead_jax.compare.stats import bootstrap_ci
+from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
 from copyhead_jax.storage import environment
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
@@ -94,38 +91,6 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
     return out
 
 
-def summary(located: list) -> dict:
-    """Geometric mean over the seeds that located the point (bracketed on the grid), with its
-    bootstrap CI; ``per_seed``: None where a seed's point is not bracketed (or, ``None`` in
-    ``located``, not looked for on that seed's grid); ``bracket_hull``: the smallest interval of
-    grid points that holds every located seed's bracket (the grid's error); ``side``: where an
-    unlocated seed's feature lies (``above`` / ``below`` the grid, None: absent)."""
-    d = [x if x is None or isinstance(x, dict) else x.to_dict() for x in located]
-    per_seed = [None if x is None else bracketed(x) for x in d]
-    b = bootstrap_ci(per_seed)
-    br = [x["bracket"] for x, v in zip(d, per_seed) if v is not None and x.get("bracket")]
-    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"],
-            "n_missing": sum(v is None for v in per_seed),
-            "bracket_hull": [min(x[0] for x in br), max(x[1] for x in br)] if br else None,
-            "per_seed": per_seed,
-            "side": [None if x is None or v is not None else x.get("side")
-                     for x, v in zip(d, per_seed)]}  # fmt: skip
-
-
-ARRAYS = ("c1", "cG", "U", "coverage", "r", "psi")
-
-
-class Grid:
-    """Some seeds' runs on a union of P grids, as the P* locators read a sweep (``P``, ``ok``,
-    ``res[key]``, ``config``)."""
-
-    def __init__(self, P, arrays: dict, ok, config):
-        self.P, self._a, self.ok, self.config = np.asarray(P), arrays, np.asarray(ok), config
-
-    def __getitem__(self, k):
-        return self._a[k]
-
-
 def extras(s: dict, chain: dict, causal: bool, attention: str, init: str, cache: Path) -> list:
     """The extra sweeps of ``s['extra']`` that extend ``chain``'s runs of one start."""
     (axis, value), *_ = chain.items()
@@ -137,35 +102,6 @@ def extras(s: dict, chain: dict, causal: bool, attention: str, init: str, cache:
     return out
 
 
-def seed_groups(main, more: list) -> tuple[list, dict]:
-    """``[(n_seeds, Grid)]``: the first ``k`` seeds (the extras' seeds) on the union of the
-    grids, the others on the main grid (none: ``[(n, main)]``); and the largest |U| difference
-    of a seed where an extra repeats a main grid point (the same minimum found twice)."""
-    if not more:
-        return [(main.config.sweep.n_seeds, main)], {}
-    k = min(e.config.sweep.n_seeds for e in more)
-    P = np.unique(np.concatenate([np.asarray(main.P), *(np.asarray(e.P) for e in more)]))
-    arr = {a: np.full((P.size, k), np.nan) for a in ARRAYS}
-    ok = np.zeros((P.size, k), bool)
-    dU = 0.0
-    for res in (*more[::-1], main):  # main last: its runs win where the grids overlap
-        i = np.searchsorted(P, res.P)
-        U = np.where(res.ok[:, :k], np.asarray(res["U"], float)[:, :k], np.nan)
-        both = ok[i] & np.isfinite(U)
-        if both.any():
-            dU = max(dU, float(np.nanmax(np.abs(U - arr["U"][i])[both])))
-        for a in ARRAYS:
-            arr[a][i] = np.asarray(res[a], float)[:, :k]
-        ok[i] = res.ok[:, :k]
-    merged = Grid(P, arr, ok, main.config)
-    rest = main.config.sweep.n_seeds - k
-    if rest <= 0:
-        return [(k, merged)], {"seeds_extended": k, "overlap_max_dU": dU}
-    tail = Grid(main.P, {a: np.asarray(main[a], float)[:, k:] for a in ARRAYS}, main.ok[:, k:],
-                main.config)  # fmt: skip
-    return [(k, merged), (rest, tail)], {"seeds_extended": k, "overlap_max_dU": dU}
-
-
 def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
     starts = {"linear": ("linear", "prior"), "pool": ("softmax", "zero"),
               "copy": ("softmax", "copy")}  # fmt: skip
@@ -173,32 +109,13 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
     for name, (att, init) in starts.items():
         main = C.cached_sweep(config(s, chain, causal, att, init), cache)
         groups[name], checks[name] = seed_groups(main, extras(s, chain, causal, att, init, cache))
-    pts: dict[str, list] = {}
-    for _, lin in groups["linear"]:
-        for k, v in linear_points(lin).items():
-            pts.setdefault(k, []).extend(v)
-    soft: list[dict] = [softmax_points(pool, copy) for (n, pool), (_, copy)
-                        in zip(groups["pool"], groups["copy"])]  # fmt: skip
-    for k in sorted({k for d in soft for k in d}):  # P_aG_jump: only in groups with no crossing
-        pts[k] = [x for d, (n, _) in zip(soft, groups["pool"]) for x in d.get(k, [None] * n)]
+    pts = group_points(groups["linear"], groups["pool"], groups["copy"])
     curves, ok, P = {}, {}, {}
     for name, gs in groups.items():
-        grid = gs[0][1]  # the widest grid (the extended seeds)
-        P[name] = [int(p) for p in grid.P]
-        means = []
-        for k in ("c1", "cG", "U", "coverage"):
-            a = np.full((grid.P.size, sum(n for n, _ in gs)), np.nan)
-            col = 0
-            for n, g in gs:
-                i = np.searchsorted(grid.P, g.P)
-                a[i, col : col + n] = np.where(g.ok, np.asarray(g[k], float), np.nan)
-                col += n
-            with warnings.catch_warnings():  # a P no seed reached: NaN
-                warnings.simplefilter("ignore", RuntimeWarning)
-                means.append((k, np.nanmean(a, 1)))
-        curves[name] = dict(means)
+        P[name] = [int(p) for p in gs[0][1].P]  # the widest grid (the extended seeds)
+        curves[name] = group_means(gs, ("c1", "cG", "U", "coverage"))
         ok[name] = int(sum(np.sum(g.ok) for _, g in gs))
-    out = {"P": P["linear"], "points": {k: summary(v) for k, v in pts.items()},
+    out = {"P": P["linear"], "points": {k: point_summary(v) for k, v in pts.items()},
            "curves": jsonable(curves), "ok_runs": ok}  # fmt: skip
     if any(checks.values()):
         out["P_of"] = P  # each start's P (extended seeds): the curves are means on these

@@ -60,6 +60,10 @@ ARTEFACTS = {
     "embeddings": ("embeddings", "spec", None),
     "embeddings-protocol": ("embeddings_protocol", "spec", None),
     "embeddings-posterior": ("embeddings_posterior", "spec", None),
+    # commands: three readings at once (conventions, with --render), four artefacts under the
+    # paper-chi-lik reading's specs (reading)
+    "conventions": ("conventions", "cli", None),
+    "reading": ("reading", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 
@@ -301,13 +305,3 @@ def save_artefact(
     path = write_json(out_dir / "results" / f"{name}.json", res)
     log(f"{spec.artefact} {spec.preset}: wrote {path} and {png} ({time.time() - t0:.0f} s)")
     return res
-
-
-def P_grid_dense(lo: float, hi: float, n: int) -> np.ndarray:
-    """``n`` log-spaced ``P`` in ``[lo, hi]`` (floats; the theory takes continuous ``P``)."""
-    return np.geomspace(lo, hi, n)
-
-
-def integer_grid(lo: float, hi: float, n: int) -> np.ndarray:
-    """About ``n`` distinct log-spaced integers in ``[max(lo, 1), hi]``."""
-    return np.unique(np.round(np.geomspace(max(lo, 1.0), max(hi, 1.0), n)).astype(int))

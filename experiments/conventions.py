@@ -1,4 +1,4 @@
-"""``python -m experiments.conventions``: the paper's claims against three readings of its
+"""``python -m experiments conventions``: the paper's claims against three readings of its
 conventions (docs/theory.md §2b), each measured by exact float64 MAP on the reduced engine,
 quenched embeddings, 10 seeds, widths 10,000 and infinity: ``paper`` and ``plain`` from the
 committed ``main_*.json`` and ``scaling-{L,V}_*.json`` of ``python -m experiments all``,
@@ -20,11 +20,17 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare.pstar import linear_points, softmax_points
-from copyhead_jax.compare.readings import SWEPT
+from copyhead_jax.compare.readings import (
+    READINGS,
+    SWEPT,
+    ek_window,
+    measured_exponents,
+    measured_from_main,
+    reading_theory,
+)
 from copyhead_jax.compare.stats import bootstrap_ci
-from copyhead_jax.theory import TheoryParams, sensitivity, transition_points
 
-from .report.conventions import KEYS, READINGS, render
+from .report.conventions import render
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "docs" / "reports"
@@ -83,65 +89,13 @@ def measure_swept(name: str, out: Path) -> dict:
     return result
 
 
-def measure_committed(name: str) -> dict:
-    """Per width: the committed ``main_{name}.json`` CIs (``python -m experiments all``)."""
-    path = REPORTS / "results" / f"main_{name}.json"
-    main = json.loads(path.read_text())
-    result = {}
-    for tag in ("10000", "inf"):
-        rows = main["ci_table"] if tag == "10000" else main["widths"][tag]["ci_table"]
-        result[tag] = {r["key"]: r["measured"] for r in rows if r["key"] in KEYS}
-        result[tag]["coexistence_seen"] = any(
-            r["key"] == "window_lo" and r["measured"]["n"] > 0 for r in rows
-        )
-    return result
-
-
-def committed_exponents(name: str) -> dict:
-    """Measured exponents in L and V (``scaling-{L,V}_{name}.json``), where measured."""
-    out = {}
-    for axis in ("L", "V"):
-        path = REPORTS / "results" / f"scaling-{axis}_{name}.json"
-        fits = json.loads(path.read_text())["fits"] if path.exists() else {}
-        for k in KEYS:
-            m = fits.get(k, {}).get("measured", {})
-            if m.get("exponent") is not None:
-                out.setdefault(k, {})[axis] = {"exponent": m["exponent"], "ci": m.get("ci")}
-    return out
-
-
-def theory(name: str) -> dict:
-    """EK P* (MAP and posterior) and the local exponents in L and V (MAP) of ``name``."""
-    params = TheoryParams.from_config(ch.preset(name))
-    pts = {o: transition_points(params, "both", o) for o in ("map", "post")}
-    slopes = sensitivity(params, objectives=("map",))["map"]["slopes"]
-    return {
-        "map": {k: pts["map"][k] for k in KEYS},
-        "post": {k: pts["post"][k] for k in KEYS},
-        "first_order": pts["map"]["first_order"],
-        "spinodals": pts["map"]["spinodals"],
-        "exponents": {k: {a: slopes[a][k] for a in ("L", "V")} for k in KEYS},
-    }
-
-
 #: the L at which each reading's EK softmax transition is traced (paper, plain: first order
 #: from L = 9; paper-chi-lik: from L = 16, its window 0.2% wide there, measured at L = 13..25)
 EK_L = {"paper": (8, 9), "plain": (8, 9), "paper-chi-lik": (12, 14, 15, 16, 20, 25, 32)}
 
 
-def ek_window(name: str, L_values) -> list[dict]:
-    """The EK (MAP) softmax transition of ``name`` at each L: first order or not, spinodals."""
-    params = TheoryParams.from_config(ch.preset(name))
-    out = []
-    for L in L_values:
-        t = transition_points(params.replace(L=int(L)), "softmax", "map")
-        out.append({"L": int(L), "first_order": bool(t["first_order"]),
-                    "spinodals": t.get("spinodals"), "P_aG": t.get("P_aG")})  # fmt: skip
-    return out
-
-
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m experiments.conventions", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments conventions", description=__doc__)
     p.add_argument("--out", default="results/experiments/conventions", help="output folder")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
     p.add_argument("--render", action="store_true", help="rewrite the page from "
@@ -154,8 +108,9 @@ def main(argv=None) -> None:
         stale = any("ek_window" not in data[r] for r in READINGS)  # theory only: ~1 s per L
     else:
         ch.check_output_folder("--out", out)
-        data = {r: {"measured": measure_swept(r, out) if r in SWEPT else measure_committed(r),
-                    "exponents_measured": committed_exponents(r), "theory": theory(r)}
+        res = REPORTS / "results"
+        data = {r: {"measured": measure_swept(r, out) if r in SWEPT else measured_from_main(res, r),
+                    "exponents_measured": measured_exponents(res, r), "theory": reading_theory(r)}
                 for r in READINGS}  # fmt: skip
     if not a.render or stale:
         for r in READINGS:

@@ -2,7 +2,7 @@
 results: docs/reports/embeddings.md.
 
     python -m experiments embeddings --preset paper [--tiny] [--publish | --out DIR]
-    python -m experiments.embeddings --tables docs/reports/results/embeddings.json
+    python -m experiments.report.studies embeddings docs/reports/results/embeddings.json
 
 Per width N and attention (``paper-map`` conventions, ``configs/embeddings.py``): the quenched
 MAP from each branch start, and the joint MAP (``train_embeddings=True``, exact at width N) from
@@ -17,7 +17,6 @@ sweep`` locates them (softmax: the jump of aG), EK theory beside. Settings: ``em
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import time
@@ -33,6 +32,7 @@ from copyhead_jax.theory import TheoryParams, transition_points
 
 from . import common as C
 from .configs.embeddings import CONFIGS
+from .report.studies import embeddings_tables
 
 INITS = {"linear": ("prior",), "softmax": ("zero", "copy")}
 
@@ -107,41 +107,5 @@ def main(spec, out: str | Path) -> dict:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "results" / "embeddings.json").write_text(json.dumps(result, indent=1) + "\n")
     embeddings_width_figure(result).savefig(out / "figures" / "embeddings.png")
-    print(tables(result))
+    print(embeddings_tables(result))
     return result
-
-
-def _fmt(s: dict | None) -> str:
-    if not s:
-        return "-"
-    if s["P_star"] is None:
-        return "not located" + (
-            f" ({', '.join(s['unlocated'])} the grid)" if s["unlocated"] else ""
-        )
-    br = s["bracket"]
-    ci = f" [{s['lo']:.0f}, {s['hi']:.0f}]" if s["n"] > 1 else ""
-    return f"{s['P_star']:.0f}{ci} (grid {br[0]:.0f}-{br[1]:.0f}, {s['n']}/{s['n_seeds']} seeds)"
-
-
-def _num(v) -> str:
-    return "-" if v is None else f"{v:.0f}"
-
-
-def tables(r: dict) -> str:
-    """Markdown: P* of the quenched and the joint MAP per width, EK theory beside."""
-    th = r["theory_ek"]
-    rows = ["| width N | P* | quenched MAP | joint MAP | EK theory (N = inf, quenched) |",
-            "|---|---|---|---|---|"]  # fmt: skip
-    for w, per in r["widths"].items():
-        for att, keys in (("softmax", ("P_aG",)), ("linear", ("P_c1", "P_cG"))):
-            p = per[att]["points"]
-            for k in keys:
-                rows.append(f"| {int(w):,} | {k} | {_fmt(p['quenched'].get(k))} | "
-                            f"{_fmt(p['joint'].get(k))} | {_num(th[k])} |")  # fmt: skip
-    return "\n".join(rows)
-
-
-if __name__ == "__main__":  # the run: python -m experiments embeddings --preset paper
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", required=True, help="print the tables of a result JSON")
-    print(tables(json.loads(Path(ap.parse_args().tables).read_text())))

@@ -17,6 +17,7 @@ import numpy as np
 
 from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import rel_err
+from copyhead_jax.compare.locate import integer_grid
 from copyhead_jax.finite_runs import FINITE_DENSE
 from copyhead_jax.plots_branches import hysteresis_figure
 from copyhead_jax.refine import Feature, Runs
@@ -54,14 +55,15 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     gap = B.linear_hysteresis_gap(lin, lin_copy)
     th = spec.theory_params()
     ek_pts = C.ek_points(th, "map", spec.cache_dir)
-    P_th = C.P_grid_dense(ms.settings["theory_P"][0], ms.settings["theory_P"][1], 120)
+    P_th = np.geomspace(ms.settings["theory_P"][0], ms.settings["theory_P"][1], 120)
     # main's curves (same grid, same objectives: the same cached result, not a second solve)
     ek_soft = C.ek_curves(th, P_th, "softmax", ("map", "post"), spec.cache_dir)["map"]
     ek_lin = C.ek_curves(th, P_th, "linear", ("map", "post"), spec.cache_dir)["map"]
     lo, hi = max(1.0, ms.settings["theory_P"][0]), ms.settings["theory_P"][1]
-    fin = finite_width(ms, pool, "softmax", C.integer_grid(lo, hi, FINITE_DENSE))
+    fin = finite_width(ms, pool, "softmax", integer_grid(lo, hi, FINITE_DENSE))
     fs = fin["summary"]
-    P = B.common_P(pool, copy)
+    bg = B.branch_gap(pool, copy)
+    P = bg["P"]
     with B.quiet_nan():
         softmax = {
             "P": P,
@@ -69,8 +71,8 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
             "aG_pool_sd": np.nanstd(pool.masked("cG", P), 1),
             "aG_copy": np.nanmean(copy.masked("cG", P), 1),
             "aG_copy_sd": np.nanstd(copy.masked("cG", P), 1),
-            "dU_per_seq": np.nanmean((pool.masked("U", P) - copy.masked("U", P)) / P[:, None], 1),
-            "distinct": B.distinct_branches(pool, copy, P).mean(1),
+            "dU_per_seq": bg["dU_per_seq"],
+            "distinct": bg["distinct"],
             "grad_norm_span_pool": np.nanmax(pool.masked("grad_norm_span", P), 1),
             "grad_norm_span_copy": np.nanmax(copy.masked("grad_norm_span", P), 1),
         }

@@ -30,6 +30,7 @@ from copyhead_jax.storage import write_json
 from .common import PRESET_NAMES
 from .configs.posterior import CONFIGS as ENGINES
 from .posterior_runs import branch_config
+from .report.studies import multistart_table
 
 #: the extra starts (the prior draw is the default reproduction's)
 STARTS = {
@@ -94,36 +95,6 @@ def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
     }  # fmt: skip
 
 
-def _g(ci: dict) -> str:
-    if ci["estimate"] is None:
-        return "not located"
-    return f"{ci['estimate']:.3g} [{ci['lo']:.3g}, {ci['hi']:.3g}] ({ci['n']} seeds)"
-
-
-def table(out: dict) -> str:
-    lines = []
-    for preset, d in out["presets"].items():
-        lines.append(f"{preset}: lowest U of the six starts reached by the prior start in "
-                     f"{d['reaches_lowest']['prior']}/{d['n_runs']} runs, by the continuation in "
-                     f"{d['continuation_reaches_lowest']}/{d['n_runs']} (below all six in "
-                     f"{d['continuation_below_all']}); cost {d['continuation_seconds']:.0f} s "
-                     f"vs {d['prior_seconds']:.0f} s")  # fmt: skip
-        for name in ("prior", "best", "continuation"):
-            lc = d[f"located_{name}"]
-            lines.append(f"  {name}: P*_cG {_g(lc['P_cG'])}; psi = 1/2 {_g(lc['P_cG_half'])}")
-        lines += ["| P | seeds improved | max U gap | psi prior / lowest U / continuation | "
-                  "r prior / lowest U / continuation |", "|---|---|---|---|---|"]  # fmt: skip
-        for i, p in enumerate(d["P"]):
-            lines.append(
-                f"| {p} | {d['seeds_improved'][i]}/{d['n_seeds']} | {d['max_U_gap'][i]:.3g} | "
-                f"{d['psi_prior'][i]:.3f} / {d['psi_best'][i]:.3f} / "
-                f"{d['psi_continuation'][i]:.3f} | {d['r_prior'][i]:.3f} / {d['r_best'][i]:.3f}"
-                f" / {d['r_continuation'][i]:.3f} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
-
-
 def main(spec, out: str | Path) -> dict:
     """The scan of ``spec.preset`` (nothing where its mode has no ``multistart`` settings for
     it), added to the mode's JSON beside the other presets' scans."""
@@ -145,6 +116,6 @@ def main(spec, out: str | Path) -> dict:
            "engine": "reduced, width 10,000 (tiny: the TINY posterior engine)",
            "seconds": seconds}  # fmt: skip
     path = write_json(path, out)
-    print(table(out))
+    print(multistart_table(out))
     print(f"[multistart] wrote {path} ({out['seconds']:.0f} s)")
     return out

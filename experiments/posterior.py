@@ -2,7 +2,7 @@
 results: docs/reports/posterior.md.
 
     python -m experiments posterior [--tiny] [--preset P] [--publish | --out DIR]
-    python -m experiments.posterior --tables docs/reports/results/posterior_plain.json
+    python -m experiments.report.studies posterior docs/reports/results/posterior_plain.json
 
 Settings: ``posterior`` of ``configs/MODE.py`` per preset: ``mc``, the engine mode of
 ``configs/posterior.py`` (default mode: ``quick``; ``--tiny``: ``tiny``).
@@ -16,10 +16,7 @@ and ``OUT/figures/posterior_NAME_PRESET.png``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import functools
-import json
 import time
 from pathlib import Path
 
@@ -30,22 +27,13 @@ import copyhead_jax as ch
 from copyhead_jax import posterior_summary as PS
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.compare.text import fmt
-from copyhead_jax.compare.text import located as ps  # short: table cells
-from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
-from copyhead_jax.posterior_summary import (
-    branch_summary,
-    merge_blocks,
-    merge_seeds,
-    verdicts,
-)
+from copyhead_jax.posterior_summary import branch_summary, merge_seeds, verdicts
 from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
-from copyhead_jax.storage import nulls_in_lists_to_nan, write_json
+from copyhead_jax.storage import write_json
 
-from . import posterior_column as PCOL
 from . import posterior_features as PF
 from . import posterior_llc as PLL
 from .common import MODE_FLAGS, log, save_figure
@@ -157,43 +145,15 @@ def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
     parts = [branch(mc, preset, "linear", e, cache)
              for e in (pc["P_linear"], *grid_entries(pc.get("P_linear_high")))]  # fmt: skip
-    lin = functools.reduce(merge_blocks, parts)
-    t = lin["transitions"] = PS.seed_mean_transitions(lin, parts) | {
-        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
-    # the posterior's own crossover (psi = 1/2 where its max slope is off the grid)
-    lin["early_warning"] = {k: verdicts(lin, P) for k, P in (
-        ("theory_map_P_c1", th["points"]["map"]["P_c1"]),
-        ("theory_map_P_cG", th["points"]["map"]["P_cG"]),
-        ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
-        ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]))}  # fmt: skip
-    return lin
+    return PS.linear_summary(parts, th["points"])
 
 
 def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    pool = branch(mc, preset, "softmax", pc["P_pool"], cache, "zero")
-    soft = {"pool": pool}
-    copy = branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy")
-    high = branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy")
-    cross = {"theory_map": th["points"]["map"]["P_aG"],
-             "theory_post": th["points"]["post"]["P_aG"],
-             "theory_map_spinodals": th["points"]["map"]["spinodals"],
-             "theory_post_spinodals": th["points"]["post"]["spinodals"],
-             "paper": paper.PAPER_MEASURED["P_aG"]}  # fmt: skip
-    if copy is not None:
-        common, distinct, mcr = CX.start_crossing(pool["P"], pool["map"], copy["P"], copy["map"])
-        cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
-        soft.update(copy=copy, common_P=common, distinct_map=distinct)
-    if high is not None:
-        soft["copy_high"] = high
-    # where the posterior copies: the seed-mean posterior aG passes 1 (copy start where run)
-    starts = [b for b in (soft.get("copy"), soft.get("copy_high")) if b] or [pool]
-    soft["posterior_copies"] = PS.posterior_level(starts) | {
-        "start": "copy" if starts[0] is not pool else "zero logits"}
-    soft["posterior_copies_pool_start"] = PS.posterior_level([pool])
-    soft["crossings"] = cross
-    soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, th["points"]["map"]["P_aG"])}
-    return soft
+    return PS.softmax_summary(branch(mc, preset, "softmax", pc["P_pool"], cache, "zero"),
+                              branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy"),
+                              branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy"),
+                              th["points"])  # fmt: skip
 
 
 def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
@@ -265,81 +225,3 @@ def main(spec, out: str | Path) -> dict:
     command = f"python -m experiments posterior{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
     cache = Path("results") / "posterior" / mode
     return run_preset(CONFIGS[mode], spec.preset, mode, Path(out), cache, command)
-
-
-# ---------------------------------------------------------------------------------------------
-# docs/reports/posterior.md tables (every number from the JSON that ``main`` writes)
-
-
-def tables(res: dict) -> str:
-    lin, soft, th = res["linear"], res["softmax"], res["theory"]
-    cr, fe = soft["crossings"], soft.get("free_energy")
-    sm, t, pap = res["sampler"], lin["transitions"], res["paper"]
-    out = [f"Preset **{res['preset']}**; sampler: {sm['kind']}, {sm['n_chains']} chains x "
-           f"{sm['hmc_iterations_kept']} HMC iterations (after {sm['burn_in']} warm-up steps and "
-           f"{sm['adapt_iterations']} adaptation iterations), a draw every {sm['thin']}; "
-           f"sampling wall time {res['sampling_seconds'] / 60:.1f} min (cached blocks count "
-           "their first run).", "", "### Transition points", "",
-           "| transition | exact MAP (measured) | posterior (measured) | EK MAP | EK post |"
-           " paper (its per-position units) |", "|---|---|---|---|---|---|"]  # fmt: skip
-    ek = lambda k: f"{fmt(th['map'][k])} | {fmt(th['post'][k])}"  # noqa: E731
-    fcr = (cr.get("free_energy") or {}).get("located")
-    mu = f"{ps(cr['map_U'])} {pci(cr['map_U_per_seed'])}" if cr.get("map_U") else "-"
-    out += [
-        f"| linear P*_cG (max dpsi/dlogP) | {ps(t['map']['P_cG'])} | {ps(t['post']['P_cG'])}"
-        f" | {ek('P_cG')} | {pap['P_cG']:g} |",
-        f"| linear psi = 1/2 | {ps(t['map']['P_cG_half'])} | {ps(t['post']['P_cG_half'])}"
-        f" | {ek('P_cG_half')} | - |",
-        f"| linear P*_c1 (MAP: seed-mean r passes 0.05) | {ps(t.get('map_P_c1_r005'))} | - |"
-        f" {ek('P_c1')} | {pap['P_c1']:g} |",
-        f"| softmax P*_aG (branch crossing: MAP U / TI F) | {mu} | {ps(fcr) if fe else '-'} |"
-        f" {ek('P_aG')} | {cr['paper']:g} |",
-    ]  # fmt: skip
-    if res.get("branches"):  # the companions ``posterior_column.load`` attaches
-        br = res["branches"]
-        out.append(
-            f"| softmax P*_aG (branch TI, `posterior_branches`: F_copy = F_pool) |"
-            f" {ps(br['map_U_crossing'].get('located'))} (these references' MAP U) |"
-            f" {ps(br['crossing_F'].get('located'))} ({br['n_seeds']} seeds) |"
-            f" {ek('P_aG')} | {cr['paper']:g} |"
-        )
-    if (res.get("smc") or {}).get("weight_window", {}).get("P_equal"):
-        smc = res["smc"]
-        out.append(f"| softmax: tempered SMC seed-mean w_copy = 1/2 | - | "
-                   f"{fmt(smc['weight_window']['P_equal'])} ({smc['n_seeds']} seeds) | - | - | - |")
-    pc = soft.get("posterior_copies")
-    out += [f"| softmax: posterior mean aG passes 1 ({pc['start']} start) | - | {ps(pc)} | - | - |"
-            " - |", "", "### Chain health (split R-hat and ESS of U, c1, cG per run)", ""]
-    blocks = (("linear", lin), ("softmax, pooling start (zero logits)", soft["pool"]),
-              ("softmax, copy start", soft.get("copy")),
-              ("softmax, copy start (second grid)", soft.get("copy_high")))  # fmt: skip
-    out += [*PS.health_markdown(blocks), ""]
-    for title, b in blocks:
-        if b is not None:
-            out += [*PS.per_P_markdown(title, b), ""]
-    if fe is not None:
-        ww = fe["weight_window"]
-        out += [f"### Free energy per softmax branch ({fe['n_seeds']} seeds, {fe['sweeps']}; per"
-                " P: mean ± sd over seeds)", "", *CX.ti_markdown(fe), "",
-                f"Crossings (seed mean; per-seed 95% t-interval): free energy "
-                f"{ps(fcr)} {pci(cr['free_energy'])}; WBIC {ps(cr['wbic']['located'])} "
-                f"{pci(cr['wbic'])}; Laplace (U* + 1/2 log det H) {ps(cr['laplace']['located'])};"
-                f" MAP U on the same runs {ps(cr['map_U_same_runs']['located'])}. Copy weight"
-                f" (seed-mean w): 5% at {fmt(ww['P_w05'])}, 1/2 at {fmt(ww['P_equal'])}, 95% at "
-                f"{fmt(ww['P_w95'])}.", ""]  # fmt: skip
-    ew = (("linear", lin["early_warning"]), ("softmax (pooling start)", soft["early_warning"]))
-    out += ["### Early-warning verdicts (growth of P Var from 0.5 P* to 0.9 P*)", "",
-            *PS.verdicts_markdown(ew)]  # fmt: skip
-    return "\n".join(out) + "\n"
-
-
-if __name__ == "__main__":  # the run: python -m experiments posterior
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", metavar="JSON", required=True,
-                    help="print the markdown tables of a result")  # fmt: skip
-    p = Path(ap.parse_args().tables)
-    res = json.loads(p.read_text())
-    # with its companions where it is a report folder's posterior_PRESET.json
-    if p.name == f"posterior_{res['preset']}.json" and p.parent.name == "results":
-        res = PCOL.load(p.parent.parent, res["preset"])
-    print(tables(nulls_in_lists_to_nan(res)))

@@ -4,7 +4,8 @@ results: docs/reports/posterior_branches.md.
 
     python -m experiments posterior-branches --preset plain [--tiny] [--out docs/reports]
     python -m experiments posterior-branches --cluster tcp://HOST:8786   # groups on Dask workers
-    python -m experiments.posterior_branches --tables docs/reports/results/posterior_branches.json
+    python -m experiments.report.studies posterior-branches \
+        docs/reports/results/posterior_branches.json
 
 Settings: ``posterior_branches`` of ``configs/MODE.py`` per preset (default mode: plain and
 paper; ``--tiny``: plain), on the reduced engine of ``configs/posterior.py`` it names (``mc``).
@@ -16,7 +17,6 @@ a fresh checkout re-assembles and adds seeds without rerunning a chain. Writes
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from pathlib import Path
@@ -178,11 +178,3 @@ def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None 
     path = write_json(Path(out) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; chains {res['cpu_s']:.0f} CPU s")
     return res
-
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", metavar="JSON", required=True,
-                    help="print the markdown table of a result (the run: python -m experiments "
-                    "posterior-branches)")  # fmt: skip
-    print(BT.branch_markdown(json.loads(Path(ap.parse_args().tables).read_text())))

@@ -5,7 +5,7 @@ TI of ``posterior_branches`` (same references, regions and HMC kernel); method a
 docs/reports/posterior_branches.md, "Tempered SMC across the window".
 
     python -m experiments posterior-smc --preset plain [--tiny] [--publish | --out DIR]
-    python -m experiments.posterior_smc --tables docs/reports/results/posterior_smc.json
+    python -m experiments.report.studies posterior-smc docs/reports/results/posterior_smc.json
 
 Settings: ``posterior_smc`` of ``configs/MODE.py``, plain preset (the references are
 posterior_branches': its mode ``branches``, its ``block`` of seeds, its ``a_thr`` threshold).
@@ -16,7 +16,6 @@ writes ``OUT/results/posterior_smc[_tiny].json`` and its figure.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from pathlib import Path
@@ -92,10 +91,3 @@ def main(spec, out: str | Path, *, only: int | None = None) -> dict:
     path = write_json(Path(out_dir) / "results" / f"{name}.json", jsonable(res))
     log(f"wrote {path}; {res['cpu_s']:.0f} CPU s")
     return res
-
-
-if __name__ == "__main__":  # the run: python -m experiments posterior-smc
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", metavar="JSON", required=True,
-                    help="print the markdown table of a result")  # fmt: skip
-    print(BT.smc_markdown(json.loads(Path(ap.parse_args().tables).read_text())))

@@ -1,4 +1,4 @@
-"""``python -m experiments.reading scaling-L scaling-V main coverage [--publish]``: the default
+"""``python -m experiments reading scaling-L scaling-V main coverage [--publish]``: the default
 mode's artefacts (``configs/paper.py``) under the ``paper-chi-lik`` reading (chi in the likelihood
 only, docs/theory.md §2b): the ``paper`` spec with ``chi_in_readout_prior=False``, its grids placed
 around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
@@ -65,7 +65,7 @@ def run(step: str, out: Path, cache: Path, mode: str = "paper") -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m experiments.reading", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments reading", description=__doc__)
     p.add_argument("steps", nargs="+", choices=STEPS)
     p.add_argument("--out", default=f"results/experiments/{READING}", help="output folder")
     p.add_argument("--cache", default=f"results/reproduce/cache/{READING}", help="run cache")

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
-from copyhead_jax.compare.laws import fit_laws, theory_row
+from copyhead_jax.compare.laws import fit_laws, grids_around, phase_panel, theory_row
+from copyhead_jax.compare.locate import integer_grid
 from copyhead_jax.finite_runs import FINITE_DENSE
 from copyhead_jax.plots_pstar import scaling_figure
 
@@ -29,32 +29,11 @@ from . import features as F
 from .common import finite_width
 
 
-def grids(th: dict[str, Any], which, n: int, spread: dict | None = None) -> tuple[np.ndarray, ...]:
-    """Coarse grids around the theory's P*: linear, about ``n`` points over [P*/f, f P*] for each
-    measured linear P* (``f = spread[key]``, default 3; the union of them), softmax over
-    [P_s-/f, f P_s+] (``f = spread['P_aG']``, default 1.5; around the crossover if not first
-    order)."""
-    spread = spread or {}
-    lin = [np.zeros(0, int)]
-    for k in ("P_c1", "P_cG"):
-        if k in which and th.get(k):
-            f = float(spread.get(k, 3.0))
-            lin.append(C.integer_grid(th[k] / f, th[k] * f, n))
-    soft = np.zeros(0, int)
-    if "P_aG" in which:
-        a = th.get("P_aG") or th.get("P_aG_crossover")
-        f = float(spread.get("P_aG", 1.5))
-        s_lo = min(x for x in (th.get("spinodal_lo"), a) if x) / f
-        s_hi = max(x for x in (th.get("spinodal_hi"), a) if x) * f
-        soft = C.integer_grid(s_lo, s_hi, n)
-    return np.unique(np.concatenate(lin)).astype(int), soft
-
-
 def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> dict[str, Any]:
     s = spec.settings
     which = tuple(s["measure"])
     lin, pool, copy = F.branch_runs(spec, **{axis: int(value)})
-    g_lin, g_soft = grids(th, which, s["n_grid"], s.get("spread"))
+    g_lin, g_soft = grids_around(th, which, s["n_grid"], s.get("spread"))
     C.log(
         f"{spec.artefact} {spec.preset}: {axis}={value} (caps: linear {lin.P_cap}, "
         f"softmax {pool.P_cap})"
@@ -82,7 +61,7 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
         fin = {}
         for runs, att, grid, f in ((lin, "linear", g_lin, 3), (pool, "softmax", g_soft, 2)):
             if len(runs.P):
-                P_fin = C.integer_grid(max(1, grid.min() / f), grid.max() * f, FINITE_DENSE)
+                P_fin = integer_grid(max(1, grid.min() / f), grid.max() * f, FINITE_DENSE)
                 fin.update(finite_width(spec, runs, att, P_fin)["summary"])
         # a finite-width P* counts only where its grid was built to cover it (a key not measured
         # here would be the edge of a grid around another transition, not a located point)
@@ -121,7 +100,7 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
-    from copyhead_jax.theory.scaling import phase_diagram, scaling_table
+    from copyhead_jax.theory.scaling import scaling_table
 
     t0 = time.time()
     out_dir = Path(out_dir)
@@ -148,37 +127,10 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         row = got if got is not None else measure_point(spec, axis, v, th)
         row.update(value=v, theory_ek=th)
         rows.append(row)
-    # phase diagrams on a dense axis
-    dense = list(range(min(values), max(values) + 1))
-    lo = min(
-        min(x for x in (r["theory_ek"].get("P_c1"), r["theory_ek"].get("P_aG")) if x) for r in rows
-    )
-    hi = max(
-        max(x for x in (r["theory_ek"].get("P_cG"), r["theory_ek"].get("spinodal_hi")) if x)
-        for r in rows
-    )
-    P_pd = C.P_grid_dense(lo / 4.0, hi * 4.0, 60)
-    kwd = {"L_values" if axis == "L" else "V_values": dense}
-
-    def phase():
-        out = {a: phase_diagram(th0, P_pd, attention=a, **kwd) for a in ("linear", "softmax")}
-        return {
-            a: {k: out[a][k] for k in ("P", "values", "psi" if a == "linear" else "aG")}
-            for a in out
-        }
-
-    pdg = C.cached(spec.cache_dir, "phase", [th0.to_dict(), axis, dense, P_pd.tolist()], phase)
-    dtab = C.cached(
-        spec.cache_dir,
-        "scaling-table",
-        [th0.to_dict(), axis, dense],
-        lambda: scaling_table(th0, **kwd),
-    )
-    pdg["boundary_values"] = dense
-    pdg["boundaries"] = {
-        k: [theory_row(dtab, i).get(k) for i in range(len(dense))]
-        for k in ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
-    }
+    # phase diagrams on a dense axis, with the theory's boundaries
+    th_rows = [r["theory_ek"] for r in rows]
+    pdg = C.cached(spec.cache_dir, "phase-panel", [th0.to_dict(), axis, values],
+                   lambda: phase_panel(th0, axis, values, th_rows))  # fmt: skip
     res = {
         "axis": axis,
         "values": values,

@@ -229,30 +229,6 @@ def test_blocked_measure_matches_measure_with_the_mask(attention):
         assert rel(m1.test_loss, err.mean()) <= 1e-10
 
 
-def test_beyond_seed_groups_extend_the_first_seeds_and_keep_the_main_runs():
-    """The markov artefact's extra grids: the first k seeds on the union of P (the main sweep's
-    runs where both have a P), the other seeds on the main grid; the overlap's U difference."""
-    from types import SimpleNamespace
-
-    from experiments import beyond
-
-    class Res(dict):
-        def __init__(self, P, n, U0):
-            P = np.asarray(P)
-            grid = np.add.outer(P, np.arange(n)).astype(float)  # P + seed
-            super().__init__(dict.fromkeys(beyond.ARRAYS, grid) | {"U": grid + U0})
-            self.P, self.ok = P, np.ones((P.size, n), bool)
-            self.config = SimpleNamespace(sweep=SimpleNamespace(n_seeds=n))
-
-    main, ext = Res([10, 20, 40], 3, 0.0), Res([40, 80], 1, 1e-9)
-    assert beyond.seed_groups(main, []) == ([(3, main)], {})
-    ((k, grid), (rest, tail)), checks = beyond.seed_groups(main, [ext])
-    assert (k, rest) == (1, 2) and list(grid.P) == [10, 20, 40, 80] and list(tail.P) == [10, 20, 40]
-    assert grid["U"][2, 0] == 40.0 and grid["U"][3, 0] == 80.0 + 1e-9  # main's run at 40
-    assert tail["U"][:, 0].tolist() == [11.0, 21.0, 41.0]  # seed 1 of the main sweep
-    assert checks == {"seeds_extended": 1, "overlap_max_dU": pytest.approx(1e-9)}
-
-
 @pytest.mark.heavy  # theory continuation and three tiny exact sweeps: ~1 min on a loaded CPU
 def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
     """``python -m experiments markov`` (a spec artefact): a rho row as before (networks

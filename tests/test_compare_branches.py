@@ -88,3 +88,47 @@ def test_fit_laws_recovers_the_exponent_of_a_planted_power_law():
     assert out["theory_ek"]["exponent"] == pytest.approx(2.0)
     assert out["measured"]["exponent"] == pytest.approx(2.0) and out["measured_points"] == 5
     assert out["paper_exponent"] == pytest.approx(2.0)  # the paper's P_c1 ~ V^2
+
+
+def test_branch_gap_is_the_seed_mean_U_gap_per_sequence_and_the_distinct_fraction():
+    pool, copy = branches()
+    g = B.branch_gap(pool, copy)
+    assert g["P"].tolist() == pool.P.tolist()
+    assert g["dU_per_seq"] == pytest.approx((pool.P - 200.0) / pool.P**2)  # (P - P_cross) / P^2
+    assert g["distinct"].tolist() == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def test_grids_around_the_theory_points():
+    """Linear: the union of integer grids over [P*/3, 3 P*] of each measured P*; softmax over
+    the spinodals widened by 1.5 (the crossover where the transition is not first order)."""
+    th = {"P_c1": 20.0, "P_cG": 300.0, "spinodal_lo": 200.0, "spinodal_hi": 260.0, "P_aG": 230.0}
+    lin, soft = laws.grids_around(th, ("P_c1", "P_cG", "P_aG"), 5)
+    assert lin.min() == 7 and lin.max() == 900 and np.all(np.diff(lin) > 0)
+    assert soft.min() == 133 and soft.max() == 390
+    lin, soft = laws.grids_around({"P_aG_crossover": 100.0}, ("P_c1", "P_aG"), 3, {"P_aG": 2})
+    assert lin.size == 0 and soft.tolist() == [50, 100, 200]
+
+
+def test_phase_panel_spans_the_theory_points_with_their_boundaries(monkeypatch):
+    """Every integer value between the ends, P from a quarter of the lowest P*_c1 / P*_aG to
+    four times the highest P*_cG / upper spinodal, each theory's P* per value as boundaries
+    (the theory itself stubbed: ``phase_diagram`` and ``scaling_table`` have their own tests)."""
+    seen = {}
+
+    def diagram(params, P, *, attention, L_values):
+        seen[attention] = (np.asarray(P), L_values)
+        return {"P": P, "values": L_values, "psi": 1, "aG": 2, "n_min": 3}
+
+    def table(params, *, L_values):
+        return {"P_c1": np.array([[10.0 * v] for v in L_values]), "L": L_values}
+
+    monkeypatch.setattr(laws, "phase_diagram", diagram)
+    monkeypatch.setattr(laws, "scaling_table", table)
+    rows = [{"P_c1": 40.0, "P_aG": 80.0, "P_cG": 300.0}, {"P_c1": 60.0, "spinodal_hi": 500.0}]
+    pan = laws.phase_panel(None, "L", [4, 6], rows, n_P=8)
+    assert pan["linear"] == {"P": seen["linear"][0], "values": [4, 5, 6], "psi": 1}
+    assert pan["softmax"]["aG"] == 2 and seen["softmax"][1] == [4, 5, 6]
+    assert seen["linear"][0][[0, -1]] == pytest.approx([10.0, 2000.0])
+    assert pan["boundary_values"] == [4, 5, 6]
+    assert pan["boundaries"]["P_c1"] == [40.0, 50.0, 60.0]
+    assert pan["boundaries"]["P_aG"] == [None] * 3

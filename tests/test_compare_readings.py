@@ -68,3 +68,34 @@ def test_transition_cell_judges_the_commands_interval():
     assert cell["reproduced"] is False and "2/6 runs" in cell["value"] and "994" in cell["value"]
     tr["summary"].update(P_star=300.0, lo=290.0, hi=310.0)
     assert transition_cell(tr, grid)["reproduced"] is True
+
+
+def test_committed_pstars_and_exponents_of_a_reading(tmp_path):
+    """``measured_from_main`` reads both widths' P* CIs of ``main_r.json`` (and whether the two
+    softmax starts stayed apart: ``window_lo`` located); ``measured_exponents`` the measured
+    exponents of ``scaling-{L,V}_r.json`` where there are any (a missing file: none)."""
+    from copyhead_jax.compare.readings import measured_exponents, measured_from_main
+
+    def rows(x, window_n):
+        return [{"key": "P_c1", "measured": _ci(x)}, {"key": "P_aG_single", "measured": _ci(x)},
+                {"key": "window_lo", "measured": _ci(x, n=window_n)}]  # fmt: skip
+
+    main = {"ci_table": rows(20.0, 0), "widths": {"inf": {"ci_table": rows(30.0, 4)}}}
+    _write(tmp_path, "main_plain.json", main)
+    m = measured_from_main(tmp_path, "plain")
+    assert m["10000"] == {"P_c1": _ci(20.0), "coexistence_seen": False}
+    assert m["inf"] == {"P_c1": _ci(30.0), "coexistence_seen": True}
+    fits = {"P_cG": {"measured": {"exponent": 1.45, "ci": [1.4, 1.5]}}, "P_c1": {"measured": {}}}
+    _write(tmp_path, "scaling-V_plain.json", {"fits": fits})
+    assert measured_exponents(tmp_path, "plain") == {"P_cG": {"V": {"exponent": 1.45,
+                                                                    "ci": [1.4, 1.5]}}}  # fmt: skip
+
+
+def test_the_ek_window_of_a_reading_follows_its_preset():
+    """The plain reading's EK softmax transition: first order at L = 9 with its spinodals
+    around P*_aG (docs/reports/conventions.md), at the preset's V."""
+    from copyhead_jax.compare.readings import ek_window
+
+    (w,) = ek_window("plain", (9,))
+    assert w["L"] == 9 and w["first_order"]
+    assert w["spinodals"][0] < w["P_aG"] < w["spinodals"][1]

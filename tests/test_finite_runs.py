@@ -48,3 +48,20 @@ def test_finite_points_locate_the_jump_and_the_spinodals_of_a_planted_curve():
     s = summarise_points([pts, pts])
     assert s["P_aG"]["mean"] == pytest.approx(pts["P_aG"].P_star) and s["P_aG"]["sd"] == 0.0
     assert s["spinodal_hi"]["per_seed"] == [pts["spinodal_hi"].P_star] * 2
+
+
+def test_finite_action_gap_is_the_seed_mean_weak_minus_strong_action_per_sequence():
+    """Two local minima per (P, seed), weak (aG 0.1) and strong (aG 3); where only one exists
+    the gap is NaN on that seed (and on every seed: NaN at that P)."""
+    from copyhead_jax.finite_runs import finite_action_gap
+
+    P = np.array([10.0, 20.0, 40.0])
+    weak = np.array([[1.0, 3.0], [4.0, 4.0], [8.0, 8.0]])  # [P, seed]
+    strong = np.array([[2.0, 2.0], [2.0, 0.0], [8.0, 8.0]])
+    valid = np.ones((3, 2, 2), bool)
+    valid[2, :, 1] = False  # P = 40: the strong minimum is gone on both seeds
+    ft = {"P": P, "aG": np.array([[0.1, 3.0]] * 3),  # the global minimum's: split at 1.55
+          "minima_aG": np.broadcast_to([0.1, 3.0], (3, 2, 2)),
+          "minima_value": np.stack([weak, strong], -1), "minima_valid": valid}  # fmt: skip
+    gap = finite_action_gap(ft)
+    assert gap[:2] == pytest.approx([0.0, 0.15]) and np.isnan(gap[2])

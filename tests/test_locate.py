@@ -178,3 +178,8 @@ def test_located_json_round_trip():
     found = loc.locate_jump([1.0, 2.0, 3.0], [0.0, 0.0, 1.0])
     d = found.to_dict()
     assert d["bracket"] == [2.0, 3.0] and d["precision"] == pytest.approx(0.5 / d["P_star"])
+
+
+def test_integer_grid_is_distinct_log_spaced_integers_from_one():
+    assert loc.integer_grid(0.2, 10.0, 4).tolist() == [1, 2, 5, 10]
+    assert loc.integer_grid(1, 10, 30).tolist() == list(range(1, 11))  # rounding merges: distinct

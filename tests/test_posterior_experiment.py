@@ -4,6 +4,7 @@ statistics are tested in tests/test_compare_crossing.py and tests/test_laplace_t
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +199,22 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
         assert 0 < from_draws[2][0, 0] < 1  # some draws, not all, change region
     with pytest.raises(ValueError, match="a_alt = 2.0"):
         BT.t1_below(rebuilt[1], 2.0)
+
+
+@pytest.mark.parametrize("artefact, name", [
+    ("posterior", "posterior_plain"), ("posterior-branches", "posterior_branches"),
+    ("posterior-smc", "posterior_smc"), ("embeddings", "embeddings"),
+    ("multistart", "multistart_linear")])  # fmt: skip
+def test_the_study_tables_render_from_the_committed_results(artefact, name, capsys):
+    """``python -m experiments.report.studies ARTEFACT JSON``: each study's markdown tables
+    from its committed result (the posterior with its branch and SMC companions attached)."""
+    from experiments.common import ARTEFACTS
+    from experiments.report import studies
+
+    assert set(studies.TABLES) <= set(ARTEFACTS)
+    root = Path(__file__).resolve().parents[1]
+    studies.main([artefact, str(root / "docs" / "reports" / "results" / f"{name}.json")])
+    text = capsys.readouterr().out
+    assert "|---|" in text
+    if artefact == "posterior":  # the companions' rows
+        assert "branch TI, `posterior_branches`" in text and "tempered SMC" in text

@@ -136,6 +136,44 @@ def test_seed_mean_transitions_and_posterior_level_of_merged_parts():
     assert 2 < got["P_star"] < 4
 
 
+def test_linear_summary_merges_the_parts_and_judges_at_each_reference():
+    """The parts merged along P, their seed-mean transitions, and a verdict at each EK and
+    posterior P* (None where that P* is absent)."""
+    low, high = _block([1, 2], 4, 0.0), _block([4, 8], 2, 0.0)
+    for b, psi in ((low, [0.0, 0.2]), (high, [0.8, 1.0])):
+        x = np.repeat(np.asarray(psi)[:, None], b["n_seeds"], 1)
+        b["map"] = {"cG": x + 1, "r": x / 2, "psi": x}
+        b["post_mean"] = {"cG": 2 * x, "psi": x / 2}
+    lin = E.linear_summary([low, high], {"map": {"P_c1": 2.0, "P_cG": None}})
+    assert lin["P"] == [1, 2, 4, 8] and lin["transitions"]["note"].startswith("psi = seed mean")
+    assert lin["transitions"]["map"] == E.seed_mean_transitions(lin, [low, high])["map"]
+    ew = lin["early_warning"]
+    assert set(ew["theory_map_P_c1"]) == set(E.OBSERVABLES) and ew["theory_map_P_cG"] is None
+    assert list(ew) == ["theory_map_P_c1", "theory_map_P_cG", "posterior_P_cG",
+                        "posterior_P_cG_half"]  # fmt: skip
+
+
+def test_softmax_summary_crosses_the_two_starts_and_reads_the_theory():
+    """The pooling start's U rises above the copy start's between P = 4 and 8 where the two
+    sit on distinct minima: the MAP U crossing lies there; the posterior copies (aG passes 1)
+    from the copy start; without a copy start, from the pooling start and no crossing."""
+    P = [2, 4, 8, 16]
+    pool, copy = _block(P, 2, 0.0), _block(P, 2, 0.0)
+    Pa = np.asarray(P, float)[:, None] * np.ones((1, 2))
+    pool["map"] = {"cG": 0 * Pa, "U": Pa * np.log(Pa / 6)}  # (U_pool - U_copy) / P = log(P / 6)
+    copy["map"] = {"cG": 3 + 0 * Pa, "U": 0 * Pa}
+    copy["post_mean"] = {"cG": Pa / 4}  # passes 1 at P = 4
+    pts = {o: {"P_aG": 5.0, "spinodals": [3.0, 9.0]} for o in ("map", "post")}
+    soft = E.softmax_summary(pool, copy, None, pts)
+    cr = soft["crossings"]
+    assert cr["map_U"]["P_star"] == pytest.approx(6.0) and cr["theory_map_spinodals"] == [3, 9]
+    assert cr["paper"] == 300.0 and soft["common_P"] == P and "copy_high" not in soft
+    assert soft["posterior_copies"]["start"] == "copy"
+    assert soft["posterior_copies"]["P_star"] == pytest.approx(4.0)
+    alone = E.softmax_summary(pool, None, None, pts)
+    assert "map_U" not in alone["crossings"] and alone["posterior_copies"]["start"] == "zero logits"
+
+
 def test_markdown_tables_of_a_planted_summary():
     """Per P: seed mean ± sd (ddof 1), the largest MCSE in brackets, health extremes; one
     health row per block; one verdict row per observable."""

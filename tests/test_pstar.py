@@ -109,3 +109,76 @@ def test_array_points_locates_planted_features_and_marks_absent_ones_above_the_g
     soft = array_points("softmax", P, dict(d, cG=aG), min_jump=0.5)["P_aG"]
     assert soft["n"] == 1 and soft["bracket"][0] < 600 <= soft["bracket"][1]
     assert soft["unlocated"] == ["above"]
+
+
+def _runs(P_, n_seeds, **arrays):
+    """An ``Arrays`` with a sweep config (``seed_groups`` reads ``config.sweep.n_seeds``)."""
+    from copyhead_jax.compare.pstar import Arrays
+
+    cfg = SimpleNamespace(task=SimpleNamespace(L=25), sweep=SimpleNamespace(n_seeds=n_seeds))
+    return Arrays(P_, arrays, np.ones((len(P_), n_seeds), bool), cfg)
+
+
+def test_seed_groups_extend_the_first_seeds_and_keep_the_main_runs():
+    """Extra grids (the markov artefact's): the first k seeds on the union of P (the main sweep's
+    runs where both have a P), the other seeds on the main grid; the overlap's U difference."""
+    from copyhead_jax.compare.pstar import GROUP_ARRAYS, seed_groups
+
+    class Res(dict):
+        def __init__(self, P, n, U0):
+            P = np.asarray(P)
+            grid = np.add.outer(P, np.arange(n)).astype(float)  # P + seed
+            super().__init__(dict.fromkeys(GROUP_ARRAYS, grid) | {"U": grid + U0})
+            self.P, self.ok = P, np.ones((P.size, n), bool)
+            self.config = SimpleNamespace(sweep=SimpleNamespace(n_seeds=n))
+
+    main, ext = Res([10, 20, 40], 3, 0.0), Res([40, 80], 1, 1e-9)
+    assert seed_groups(main, []) == ([(3, main)], {})
+    ((k, grid), (rest, tail)), checks = seed_groups(main, [ext])
+    assert (k, rest) == (1, 2) and list(grid.P) == [10, 20, 40, 80] and list(tail.P) == [10, 20, 40]
+    assert grid["U"][2, 0] == 40.0 and grid["U"][3, 0] == 80.0 + 1e-9  # main's run at 40
+    assert tail["U"][:, 0].tolist() == [11.0, 21.0, 41.0]  # seed 1 of the main sweep
+    assert checks == {"seeds_extended": 1, "overlap_max_dU": pytest.approx(1e-9)}
+
+
+def test_group_means_average_every_seed_on_the_widest_grid():
+    """An extra sweep at two more P on the first 2 of 3 seeds: the seed mean on the union of the
+    grids, the third seed counting only at the main grid's P (where the grids overlap, the main
+    sweep's runs)."""
+    from copyhead_jax.compare.pstar import GROUP_ARRAYS, group_means, seed_groups
+
+    def runs(P_, n, add):  # every array: P + add, on each seed
+        return _runs(P_, n, **{k: np.outer(P_, np.ones(n)) + add for k in GROUP_ARRAYS})
+
+    main, extra = runs(np.array([10, 100, 1000]), 3, 0.0), runs(np.array([30, 100, 300]), 2, 0.5)
+    groups, _ = seed_groups(main, [extra])
+    assert group_means(groups, ("U",))["U"].tolist() == [10, 30.5, 100, 300.5, 1000]
+
+
+def test_group_points_and_point_summary_over_seed_groups():
+    """Planted U crossings per seed, the seeds in two groups: every seed's P*_aG in order, and
+    the summary's mean, hull, and the side of a seed not located (None where not looked for)."""
+    from copyhead_jax.compare.pstar import group_points, point_summary
+
+    P0 = [(500.0,), (720.0,)]
+    groups = {}
+    for name in ("pool", "copy"):
+        groups[name] = []
+        for p0 in P0:
+            U = np.outer(P, np.ones(1)).astype(float)
+            if name == "pool":
+                U = U + 0.1 * P[:, None] * np.log(P[:, None] / np.array(p0))
+            cG = np.full_like(U, 3.0 if name == "copy" else 0.0)
+            groups[name].append((1, _runs(P, 1, U=U, cG=cG)))
+    r = np.clip(1 - 100 / P, 0, None)[:, None]
+    psi = (1 / (1 + (2000 / P) ** 4))[:, None]
+    lin = [(1, _runs(P, 1, r=r, psi=psi, cG=psi, U=0 * r))] * 2
+    pts = group_points(lin, groups["pool"], groups["copy"])
+    assert sorted(pts) == ["P_aG", "P_c1", "P_cG"] and len(pts["P_aG"]) == 2
+    s = point_summary(pts["P_aG"])
+    assert s["mean"] == pytest.approx(np.sqrt(500 * 720), rel=1e-9) and s["n"] == 2
+    assert s["bracket_hull"][0] < 500 and s["bracket_hull"][1] > 720
+    off = pts["P_aG"][0].to_dict() | {"bracketed": False, "side": "above"}
+    s = point_summary([off, None, pts["P_aG"][1]])
+    assert s["per_seed"][:2] == [None, None] and s["side"][:2] == ["above", None]
+    assert s["n"] == 1 and s["n_missing"] == 2

@@ -12,6 +12,7 @@
 - ``seeds``    every P* per seed with its CI beside the theories; the table across widths
 - ``table``    the P* table of branch runs: theories, measurement, order, loss pattern
 - ``laws``     power laws of the P* against L or V beside the paper's
+- ``coverage`` the coverage ablation's table: the ansatz's share of the attention per regime
 - ``text``     number formats of the markdown tables
 """
 

@@ -55,6 +55,15 @@ def distinct_branches(pool, copy, P) -> np.ndarray:
     return np.nan_to_num(gap, nan=-np.inf) > thr
 
 
+def branch_gap(pool, copy) -> dict[str, np.ndarray]:
+    """At the ``P`` both starts ran: the seed mean of ``(U_pool - U_copy) / P`` (``dU_per_seq``)
+    and the fraction of seeds whose starts stayed on distinct branches (``distinct``)."""
+    P = common_P(pool, copy)
+    with quiet_nan():
+        dU = np.nanmean((pool.masked("U", P) - copy.masked("U", P)) / P[:, None], 1)
+    return {"P": P, "dU_per_seq": dU, "distinct": distinct_branches(pool, copy, P).mean(1)}
+
+
 def combine_seeds(kind: str, per: list[loc.Located]) -> loc.Located:
     """One ``Located`` from per-seed ones: the bracketed seeds' ``P*`` averaged in ``log P``, their
     brackets joined; unbracketed if no seed is (with the common side, if any)."""

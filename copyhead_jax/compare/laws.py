@@ -1,7 +1,8 @@
 """Power laws of the transition points: every ``P*`` (EK theory, finite-width theory, measured)
 fitted against ``L`` or ``V`` beside the paper's law over the same range (its effective
 exponent). Rows are result dicts, one per value of the axis (``theory_ek``, ``theory_finite``,
-``measured``: a located point's dict)."""
+``measured``: a located point's dict). Also the scaling study's grids placed around the
+theory's ``P*`` (:func:`grids_around`) and its phase panels (:func:`phase_panel`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..theory.scaling import fit_power_law
+from ..theory.scaling import fit_power_law, phase_diagram, scaling_table
 from .branches import KEYS, SINGLE, THEORY_KEY
+from .locate import integer_grid
 from .paper import PAPER_LAWS
 
 
@@ -24,6 +26,51 @@ def theory_row(table: dict, i: int) -> dict[str, Any]:
     fo = np.asarray(table.get("first_order", np.ones(1, bool))).ravel()
     row["first_order"] = bool(fo[i]) if fo.size > i else None
     return row
+
+
+#: the theory points drawn as boundaries of a phase panel
+BOUNDARIES = ("P_c1", "P_cG", "P_aG", "spinodal_lo", "spinodal_hi")
+
+
+def grids_around(th: dict[str, Any], which, n: int, spread: dict | None = None):
+    """Coarse integer grids around the theory's P* (``th``: a :func:`theory_row`): linear,
+    about ``n`` points over [P*/f, f P*] for each linear P* in ``which`` (``f = spread[key]``,
+    default 3; the union of them), softmax over [P_s-/f, f P_s+] (``f = spread['P_aG']``,
+    default 1.5; around the crossover if not first order)."""
+    spread = spread or {}
+    lin = [np.zeros(0, int)]
+    for k in ("P_c1", "P_cG"):
+        if k in which and th.get(k):
+            f = float(spread.get(k, 3.0))
+            lin.append(integer_grid(th[k] / f, th[k] * f, n))
+    soft = np.zeros(0, int)
+    if "P_aG" in which:
+        a = th.get("P_aG") or th.get("P_aG_crossover")
+        f = float(spread.get("P_aG", 1.5))
+        s_lo = min(x for x in (th.get("spinodal_lo"), a) if x) / f
+        s_hi = max(x for x in (th.get("spinodal_hi"), a) if x) * f
+        soft = integer_grid(s_lo, s_hi, n)
+    return np.unique(np.concatenate(lin)).astype(int), soft
+
+
+def phase_panel(params, axis: str, values, rows: list[dict], n_P: int = 60) -> dict[str, Any]:
+    """The EK phase diagrams of both attentions (linear ``psi``, softmax ``aG``) over every
+    integer ``axis`` value from ``min(values)`` to ``max(values)`` and ``n_P`` log-spaced P from
+    a quarter of the lowest P*_c1 or P*_aG of the theory ``rows`` (:func:`theory_row`) to four
+    times the highest P*_cG or upper spinodal, with the theory's :data:`BOUNDARIES` per value."""
+    dense = list(range(min(values), max(values) + 1))
+    lo = min(min(x for x in (r.get("P_c1"), r.get("P_aG")) if x) for r in rows)
+    hi = max(max(x for x in (r.get("P_cG"), r.get("spinodal_hi")) if x) for r in rows)
+    P, kw = np.geomspace(lo / 4.0, hi * 4.0, n_P), {f"{axis}_values": dense}
+    out: dict[str, Any] = {}
+    for a, order in (("linear", "psi"), ("softmax", "aG")):
+        d = phase_diagram(params, P, attention=a, **kw)
+        out[a] = {k: d[k] for k in ("P", "values", order)}
+    table = scaling_table(params, **kw)
+    out["boundary_values"] = dense
+    out["boundaries"] = {k: [theory_row(table, i).get(k) for i in range(len(dense))]
+                         for k in BOUNDARIES}  # fmt: skip
+    return out
 
 
 def fit_laws(values, rows, axis: str, base: dict[str, int]) -> dict[str, Any]:

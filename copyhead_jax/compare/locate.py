@@ -32,6 +32,7 @@ import numpy as np
 __all__ = [
     "Located",
     "extend_grid",
+    "integer_grid",
     "locate_crossing",
     "locate_jump",
     "locate_level",
@@ -297,6 +298,11 @@ def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Lo
 
 # ---------------------------------------------------------------------------------------------
 # Grid proposals
+
+
+def integer_grid(lo: float, hi: float, n: int) -> np.ndarray:
+    """About ``n`` distinct log-spaced integers in ``[max(lo, 1), hi]``."""
+    return np.unique(np.round(np.geomspace(max(lo, 1.0), max(hi, 1.0), n)).astype(int))
 
 
 def refine_grid(bracket, *, n_new: int = 3, existing=(), integer: bool = True) -> np.ndarray:

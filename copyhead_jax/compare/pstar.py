@@ -17,6 +17,7 @@ with a 95% bootstrap interval over seeds (:func:`.stats.bootstrap_ci`).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -92,12 +93,13 @@ def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     return {"P_aG": per, "P_aG_jump": jumps}
 
 
-class _Arrays:
-    """Order-parameter arrays ``[nP, n_seeds]`` as the locators read a sweep (``P``, ``ok``)."""
+class Arrays:
+    """Order-parameter arrays ``[nP, n_seeds]`` as the locators read a sweep (``P``, ``ok``,
+    ``res[key]``, ``config``); ``ok`` defaults to the converged runs with a finite ``U``."""
 
-    def __init__(self, P, d):
-        self.P, self._d = np.asarray(P), d
-        self.ok = (d["converged"] > 0) & np.isfinite(d["U"])
+    def __init__(self, P, d, ok=None, config=None):
+        self.P, self._d, self.config = np.asarray(P), d, config
+        self.ok = (d["converged"] > 0) & np.isfinite(d["U"]) if ok is None else np.asarray(ok)
 
     def __getitem__(self, k):
         return self._d[k]
@@ -131,7 +133,7 @@ def array_points(attention: str, P, d: dict, min_jump: float) -> dict[str, dict[
         zero = (np.abs(d["r"]) < AT_ORIGIN) & (np.abs(d["cG"]) < AT_ORIGIN)
         d["r"] = np.where(zero, 0.0, d["r"])
         d["psi"] = np.where(zero, 0.0, d["psi"])
-        pts = linear_points(_Arrays(P, d))
+        pts = linear_points(Arrays(P, d))
         pools = np.nanmax(np.abs(d["r"]), axis=0) > R_ONSET
         copies = np.nanmax(d["psi"], axis=0) >= 0.5
         for key, has in (("P_c1", pools), ("P_cG", copies)):
@@ -184,5 +186,91 @@ def format_pstar(rows) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["array_points", "format_pstar", "linear_points", "pstar_rows", "seeds_summary",
+def point_summary(located: list) -> dict[str, Any]:
+    """One ``P*`` over seeds as the markov/causal artefacts store it: the geometric mean of the
+    seeds that bracketed it with its bootstrap CI (``mean``, ``ci``, ``n``, ``n_missing``);
+    ``per_seed`` (None: not bracketed, or, ``None`` in ``located``, not looked for on that seed's
+    grid); ``bracket_hull``, the smallest interval of grid points that holds every located seed's
+    bracket (the grid's error); ``side``, where an unlocated seed's feature lies (``above`` /
+    ``below`` the grid; None: absent)."""
+    d = [x if x is None or isinstance(x, dict) else x.to_dict() for x in located]
+    per_seed = [None if x is None or not x.get("bracketed") else x.get("P_star") for x in d]
+    b = bootstrap_ci(per_seed)
+    br = [x["bracket"] for x, v in zip(d, per_seed) if v is not None and x.get("bracket")]
+    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"],
+            "n_missing": sum(v is None for v in per_seed),
+            "bracket_hull": [min(x[0] for x in br), max(x[1] for x in br)] if br else None,
+            "per_seed": per_seed,
+            "side": [None if x is None or v is not None else x.get("side")
+                     for x, v in zip(d, per_seed)]}  # fmt: skip
+
+
+#: the arrays :func:`seed_groups` merges
+GROUP_ARRAYS = ("c1", "cG", "U", "coverage", "r", "psi")
+
+
+def seed_groups(main, more: list) -> tuple[list, dict]:
+    """A sweep ``main`` with extra sweeps ``more`` at other ``P`` on its first ``k`` seeds (same
+    data, nested): ``[(n_seeds, Arrays)]``, the first ``k`` seeds on the union of the grids and
+    the others on the main grid (no extras: ``[(n, main)]``); and the largest |U| difference of a
+    seed where an extra repeats a main grid point (the same minimum found twice)."""
+    if not more:
+        return [(main.config.sweep.n_seeds, main)], {}
+    k = min(e.config.sweep.n_seeds for e in more)
+    P = np.unique(np.concatenate([np.asarray(main.P), *(np.asarray(e.P) for e in more)]))
+    arr = {a: np.full((P.size, k), np.nan) for a in GROUP_ARRAYS}
+    ok = np.zeros((P.size, k), bool)
+    dU = 0.0
+    for res in (*more[::-1], main):  # main last: its runs win where the grids overlap
+        i = np.searchsorted(P, res.P)
+        U = np.where(res.ok[:, :k], np.asarray(res["U"], float)[:, :k], np.nan)
+        both = ok[i] & np.isfinite(U)
+        if both.any():
+            dU = max(dU, float(np.nanmax(np.abs(U - arr["U"][i])[both])))
+        for a in GROUP_ARRAYS:
+            arr[a][i] = np.asarray(res[a], float)[:, :k]
+        ok[i] = res.ok[:, :k]
+    merged = Arrays(P, arr, ok, main.config)
+    check = {"seeds_extended": k, "overlap_max_dU": dU}
+    if main.config.sweep.n_seeds <= k:
+        return [(k, merged)], check
+    tail = Arrays(main.P, {a: np.asarray(main[a], float)[:, k:] for a in GROUP_ARRAYS},
+                  main.ok[:, k:], main.config)  # fmt: skip
+    return [(k, merged), (main.config.sweep.n_seeds - k, tail)], check
+
+
+def group_points(lin: list, pool: list, copy: list) -> dict[str, list]:
+    """Per-seed ``P*`` of :func:`seed_groups` of a linear, a pooling-start and a copy-start
+    sweep, seeds in order: :func:`linear_points` and :func:`softmax_points` per group
+    (``P_aG_jump``, only in groups with no crossing, is None on the other groups' seeds)."""
+    pts: dict[str, list] = {}
+    for _, g in lin:
+        for k, v in linear_points(g).items():
+            pts.setdefault(k, []).extend(v)
+    soft = [softmax_points(p, c) for (_, p), (_, c) in zip(pool, copy)]
+    for k in sorted({k for d in soft for k in d}):
+        pts[k] = [x for d, (n, _) in zip(soft, pool) for x in d.get(k, [None] * n)]
+    return pts
+
+
+def group_means(groups: list, keys) -> dict[str, np.ndarray]:
+    """The seed mean of each of ``keys`` (ok runs only) over every seed of :func:`seed_groups`,
+    on the first group's grid (the widest); NaN at a ``P`` no seed reached."""
+    grid = groups[0][1]
+    out = {}
+    for k in keys:
+        a = np.full((grid.P.size, sum(n for n, _ in groups)), np.nan)
+        col = 0
+        for n, g in groups:
+            i = np.searchsorted(grid.P, g.P)
+            a[i, col : col + n] = np.where(g.ok, np.asarray(g[k], float), np.nan)
+            col += n
+        with warnings.catch_warnings():  # a P no seed reached: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[k] = np.nanmean(a, 1)
+    return out
+
+
+__all__ = ["Arrays", "array_points", "format_pstar", "group_means", "group_points",
+           "linear_points", "point_summary", "pstar_rows", "seed_groups", "seeds_summary",
            "softmax_points"]

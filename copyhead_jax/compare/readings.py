@@ -20,13 +20,17 @@ from typing import Any
 import numpy as np
 
 from ..presets import preset
+from ..theory import TheoryParams, sensitivity, transition_points
 from .claims import EXPONENT_TOL, across_readings, grid_band, judge, order_of, verdict_text
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from .warning import early_warning, signal_of
 
-__all__ = ["BRANCHES", "READINGS", "SWEPT", "claims_matrix", "g4", "pstars", "transition_cell"]
+__all__ = ["BRANCHES", "COVERAGE", "KEYS", "READINGS", "SWEPT", "claims_matrix", "ek_window", "g4",
+           "measured_exponents", "measured_from_main", "pstars", "reading_theory",
+           "transition_cell"]
 
+KEYS = ("P_c1", "P_cG", "P_aG")
 READINGS = ("paper", "plain", "paper-chi-lik")
 SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventions' sweeps
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
@@ -88,6 +92,60 @@ def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:
     out["coexistence"] = (rows.get("window_lo"), "")
     if not main and "coexistence_seen" in rows:
         out["coexistence"] = ({"n": int(bool(rows["coexistence_seen"]))}, "")
+    return out
+
+
+def measured_from_main(d: Path, reading: str) -> dict:
+    """Per width (``10000``, ``inf``): the P* CIs of ``main_r.json`` in ``d`` and whether its
+    two softmax starts stayed apart somewhere (the window's lower edge located on a seed)."""
+    main = json.loads((Path(d) / f"main_{reading}.json").read_text())
+    out = {}
+    for tag in ("10000", "inf"):
+        rows = main["ci_table"] if tag == "10000" else main["widths"][tag]["ci_table"]
+        out[tag] = {r["key"]: r["measured"] for r in rows if r["key"] in KEYS}
+        out[tag]["coexistence_seen"] = any(
+            r["key"] == "window_lo" and r["measured"]["n"] > 0 for r in rows
+        )
+    return out
+
+
+def measured_exponents(d: Path, reading: str) -> dict:
+    """The measured exponents in L and V of ``scaling-{L,V}_r.json`` in ``d``, where measured:
+    ``{key: {axis: {"exponent", "ci"}}}``."""
+    out = {}
+    for axis in ("L", "V"):
+        fits = (_load(d, f"scaling-{axis}_{reading}.json") or {}).get("fits", {})
+        for k in KEYS:
+            m = fits.get(k, {}).get("measured", {})
+            if m.get("exponent") is not None:
+                out.setdefault(k, {})[axis] = {"exponent": m["exponent"], "ci": m.get("ci")}
+    return out
+
+
+def reading_theory(reading: str) -> dict:
+    """EK P* (MAP and posterior) of the preset ``reading`` with its MAP transition's order and
+    spinodals, and the local exponents in L and V of each MAP P*."""
+    params = TheoryParams.from_config(preset(reading))
+    pts = {o: transition_points(params, "both", o) for o in ("map", "post")}
+    slopes = sensitivity(params, objectives=("map",))["map"]["slopes"]
+    return {
+        "map": {k: pts["map"][k] for k in KEYS},
+        "post": {k: pts["post"][k] for k in KEYS},
+        "first_order": pts["map"]["first_order"],
+        "spinodals": pts["map"]["spinodals"],
+        "exponents": {k: {a: slopes[a][k] for a in ("L", "V")} for k in KEYS},
+    }
+
+
+def ek_window(reading: str, L_values) -> list[dict]:
+    """The EK (MAP) softmax transition of the preset ``reading`` at each L: first order or
+    not, its spinodals and ``P_aG``."""
+    params = TheoryParams.from_config(preset(reading))
+    out = []
+    for L in L_values:
+        t = transition_points(params.replace(L=int(L)), "softmax", "map")
+        out.append({"L": int(L), "first_order": bool(t["first_order"]),
+                    "spinodals": t.get("spinodals"), "P_aG": t.get("P_aG")})  # fmt: skip
     return out
 
 

@@ -1,9 +1,10 @@
 """Every rendered page of the experiments: ``results.md`` and the generated block of
 ``docs/reports/README.md`` (here), their sections (:mod:`.sections`, the per-width P* tables
 :mod:`.widths`), the claims x readings matrix (:mod:`.claims`), the conventions page
-(:mod:`.conventions`), the embedding studies' tables (:mod:`.embeddings`), one table writer and
-one set of number formats (:mod:`.tables`); the figures are the package's (``copyhead_jax.plots*``,
-redrawn from JSON by ``python -m experiments.report.redraw``).
+(:mod:`.conventions`), the embedding studies' tables (:mod:`.embeddings`), the study artefacts'
+tables (:mod:`.studies`), one table writer and one set of number formats (:mod:`.tables`); the
+figures are the package's (``copyhead_jax.plots*``, redrawn from JSON by ``python -m
+experiments.report.redraw``).
 
 ``results.md`` lists disagreements by fixed reporting thresholds (stated in the page), never
 hidden: a relative error above ``REL_TOL`` between a measured and a theoretical P*, a coverage

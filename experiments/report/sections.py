@@ -8,6 +8,7 @@ import os
 
 from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
 from copyhead_jax.compare.paper import PAPER_MEASURED
+from copyhead_jax.compare.readings import COVERAGE
 from copyhead_jax.compare.warning import signal_of
 from copyhead_jax.plots_branches import solver_kind
 
@@ -157,7 +158,7 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
                      two(r["adam_per_sample"]), two(g) if g["n"] else "n/a",
                      f"{r['boundary']}: {pct(r['boundary_err_ek'])} / "
                      f"{pct(r['boundary_err_finite'])}", r["paper"]])  # fmt: skip
-        claim = 0.998 if r["attention"] == "softmax" else 0.985
+        claim = COVERAGE[r["attention"]]  # the paper's bound (its claims' text)
         if r["attention"] == "softmax" or not r["regime"].startswith("crossover"):
             if a["min"] is not None and a["min"] < claim:
                 dis.append(f"**{preset}, coverage, {r['attention']} {r['regime']}**: MAP mean-A "
