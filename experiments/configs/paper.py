@@ -80,6 +80,16 @@ _MARKOV = dict(
     width_inf=dict(rho=[0.0, 0.9], seeds=2),
 )  # fmt: skip
 _CAUSAL = _BEYOND
+# markov-dirichlet: the Dirichlet family (each transition row ~ Dirichlet(alpha 1_V), chain_seed
+# 0), no mask, the same networks, softmax extras and theory as _MARKOV's rho rows (EK windows:
+# [583, 754] at alpha = 0.5, [569, 835] at 5; docs/reports/markov.md)
+_DIRICHLET = dict(_BEYOND, rho=[], alpha=[0.5, 5.0], chain_seed=0,
+                  extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5,
+                              alpha=[0.5, 5.0])])  # fmt: skip
+# causal-inf: networks at width infinity (the prior's Gram) with the mask, beside causal's rows
+# (no theory: causal.json holds it for these rows)
+_CAUSAL_INF = dict(_BEYOND, rho=[0.0, 0.9], networks_rho=[], spaces=[],
+                   width_inf=dict(rho=[0.0, 0.9], seeds=2))  # fmt: skip
 # plain conventions (A = s, per-sequence likelihood): every EK P* ~ 1/L of paper-map's
 _BEYOND_PLAIN = dict(rho=[0.0, 0.5, 0.9], seeds=5, spaces=["full"], n_P=31, theory_P=[0.05, 2000.0],
                      P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256])  # fmt: skip
@@ -237,6 +247,8 @@ CONFIG = dict(
             embeddings_posterior=_EMB_POSTERIOR,
             markov=_MARKOV,
             causal=_CAUSAL,
+            markov_dirichlet=_DIRICHLET,
+            causal_inf=_CAUSAL_INF,
         ),
     ),
 )

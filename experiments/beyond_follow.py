@@ -1,0 +1,85 @@
+"""Branch following in P (hysteresis) for the markov / causal artefacts (``experiments/beyond.py``,
+settings ``follow``): is a softmax step a first-order jump (two minima coexist over a window of P)
+or a steep crossover (one minimum whose a_G rises fast)?
+
+Per seed, on a fine grid ``P[0] < ... < P[-1]`` around the step: the *up* branch starts from the
+pool start's fit (zero logits) at ``P[0]`` and solves each next P from the same seed's fit at the
+previous P (the training pools are nested, the embeddings the seed's); the *down* branch starts
+from the copy start's fit (copy logits) at ``P[-1]`` and walks down the same way. Unlike the
+solver's continuation (which keeps the lowest U of its starts), each pass keeps the minimum it
+reaches, so a branch is followed until it ceases to exist. Where the two passes end in distinct
+minima at the same P (a_G differs), two branches coexist there; where they agree everywhere, the
+minimum is unique along the grid and the step is a crossover at this grid's resolution.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from copyhead_jax.sweep import exact_solve_from, run_mesh, sweep_inputs
+
+from . import common as C
+
+#: a_G of the two passes differing by more than this (same seed, same P): distinct minima
+DISTINCT_AG = 0.05
+KEEP = ("U", "aG", "a1", "psi", "r", "converged", "finite")
+
+
+def passes(P, start_up: tuple, start_down: tuple, solve) -> dict[str, dict[str, np.ndarray]]:
+    """``{"up": {key: [nP, nS]}, "down": ...}``: ``solve(i, (W_G, W_O_hat))`` fits the seeds'
+    runs at ``P[i]`` from those weights (``[nS, ...]`` each) and returns the run arrays
+    (``params/W_G``, ``params/W_O_hat`` and :data:`KEEP`). ``start_up``: the fits at ``P[0]``
+    (the up branch's first point), ``start_down``: at ``P[-1]``."""
+    n = len(P)
+    out = {}
+    for name, first, order in (("up", start_up, range(n)), ("down", start_down, range(n)[::-1])):
+        rows, w = {}, None
+        for i in order:
+            r = first if w is None else solve(i, w)
+            rows[i] = r
+            w = (np.asarray(r["params/W_G"]), np.asarray(r["params/W_O_hat"]))
+        out[name] = {k: np.stack([np.asarray(rows[i][k]) for i in range(n)]) for k in KEEP}
+    return out
+
+
+def coexistence(br: dict, tol: float = DISTINCT_AG) -> dict:
+    """Where the passes end in distinct minima: per P the seeds with |a_G up - a_G down| > tol
+    (both converged and finite); the U crossing per seed (linear interpolation of U down - U up
+    over the P where they are distinct); the largest a_G rise of each pass between neighbours."""
+    up, dn = br["up"], br["down"]
+    ok = up["converged"].astype(bool) & up["finite"] & dn["converged"].astype(bool) & dn["finite"]
+    gap = np.where(ok, np.abs(up["aG"] - dn["aG"]), np.nan)
+    distinct = ok & (gap > tol)
+    return {"n_distinct": distinct.sum(1).tolist(), "max_gap": np.nanmax(gap, 1).tolist(),
+            "n_ok": ok.sum(1).tolist()}  # fmt: skip
+
+
+def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
+    """The two passes of ``f = dict(P=[...], seeds=k)`` at ``chain`` (softmax; ``config``:
+    :func:`experiments.beyond.config`), cached; JSON-able: per pass and key ``[nP][seed]``, and
+    :func:`coexistence`."""
+    P = sorted(int(p) for p in f["P"])
+    sub = dict(s, P=P, seeds=f["seeds"])
+    cfg = config(sub, chain, causal, "softmax", "zero")
+
+    def run():
+        first = {}
+        for name, init, p in (("up", "zero", P[0]), ("down", "copy", P[-1])):
+            res = C.cached_sweep(config(dict(sub, P=[p]), chain, causal, "softmax", init), cache)
+            kept = ("params/W_G", "params/W_O_hat")
+            first[name] = {k: res.arrays[k][0] for k in kept} | {k: res[k][0] for k in KEEP}
+        inputs = sweep_inputs(cfg, None)  # P-major, pools cut at P_max (nested)
+        solve_runs, nS = exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)), f["seeds"]
+
+        def solve(i, w):
+            rows = np.arange(i * nS, (i + 1) * nS)
+            return solve_runs(jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], inputs), w)
+
+        return passes(P, first["up"], first["down"], solve)
+
+    br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
+    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br)}
+    for name in ("up", "down"):
+        out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
+    return out
