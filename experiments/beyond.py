@@ -11,9 +11,9 @@ full L x L minimisers, and the two-parameter ansatz for its coverage). Settings:
 ``causal`` of ``configs/MODE.py`` over :data:`DEFAULTS`; every sweep and theory point is cached.
 Output: ``results/{markov,causal}.json`` (preset paper; plain: ``..._plain.json``) and the
 figures of its ``rho`` rows (``report.pstar_figures.beyond_figures``). The variants
-``markov-dirichlet`` and ``causal-inf`` (no mask / the mask: the name's first word) run other
-rows of the same form into their own JSON (``results/ARTEFACT.json``), only in the modes whose
-config sets them.
+``markov-dirichlet``, ``markov-follow``, ``markov-cg``, ``causal-inf`` and ``causal-follow``
+(no mask / the mask: the name's first word) run other rows of the same form into their own JSON
+(``results/ARTEFACT.json``), only in the modes whose config sets them.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ DEFAULTS = dict(
     # softmax branch following up and down a fine P grid (hysteresis, experiments/beyond_follow):
     # dict(P=[...], seeds=k, rho=[...] and/or alpha=[...]); row key ``followed`` (a list)
     follow=[],
+    starts=["linear", "pool", "copy"],  # the networks measured (pool, copy: softmax's two starts)
 )
 
 
@@ -178,15 +179,15 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
     starts = {"linear": ("linear", "prior"), "pool": ("softmax", "zero"),
               "copy": ("softmax", "copy")}  # fmt: skip
     groups, checks = {}, {}
-    for name, (att, init) in starts.items():
+    for name, (att, init) in ((k, v) for k, v in starts.items() if k in s["starts"]):
         main = C.cached_sweep(config(s, chain, causal, att, init), cache)
         groups[name], checks[name] = seed_groups(main, extras(s, chain, causal, att, init, cache))
     pts: dict[str, list] = {}
-    for _, lin in groups["linear"]:
+    for _, lin in groups.get("linear", []):
         for k, v in linear_points(lin).items():
             pts.setdefault(k, []).extend(v)
     soft: list[dict] = [softmax_points(pool, copy) for (n, pool), (_, copy)
-                        in zip(groups["pool"], groups["copy"])]  # fmt: skip
+                        in zip(groups.get("pool", []), groups.get("copy", []))]  # fmt: skip
     for k in sorted({k for d in soft for k in d}):  # P_aG_jump: only in groups with no crossing
         pts[k] = [x for d, (n, _) in zip(soft, groups["pool"]) for x in d.get(k, [None] * n)]
     curves, ok, P = {}, {}, {}
