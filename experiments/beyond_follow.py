@@ -43,16 +43,33 @@ def passes(P, start_up: tuple, start_down: tuple, solve) -> dict[str, dict[str, 
     return out
 
 
-def coexistence(br: dict, tol: float = DISTINCT_AG) -> dict:
-    """Where the passes end in distinct minima: per P the seeds with |a_G up - a_G down| > tol
-    (both converged and finite); the U crossing per seed (linear interpolation of U down - U up
-    over the P where they are distinct); the largest a_G rise of each pass between neighbours."""
+def coexistence(br: dict, P, tol: float = DISTINCT_AG) -> dict:
+    """Where the passes end in distinct minima (|a_G up - a_G down| > tol, both converged and
+    finite): per P how many seeds; per seed the window (first and last distinct P, None: none),
+    the U crossing of the two branches where bracketed (:func:`locate_crossing` over the distinct
+    P), and each pass's largest a_G change between neighbouring P (``[size, P_lo, P_hi]``: the
+    up pass's rise, the down pass's drop)."""
+    from copyhead_jax.compare.locate import locate_crossing
+
+    P = np.asarray(P, float)
     up, dn = br["up"], br["down"]
     ok = up["converged"].astype(bool) & up["finite"] & dn["converged"].astype(bool) & dn["finite"]
     gap = np.where(ok, np.abs(up["aG"] - dn["aG"]), np.nan)
     distinct = ok & (gap > tol)
-    return {"n_distinct": distinct.sum(1).tolist(), "max_gap": np.nanmax(gap, 1).tolist(),
-            "n_ok": ok.sum(1).tolist()}  # fmt: skip
+    window, crossing, rise, drop = [], [], [], []
+    for s in range(gap.shape[1]):
+        d = np.flatnonzero(distinct[:, s])
+        window.append([float(P[d[0]]), float(P[d[-1]])] if d.size else None)
+        c = locate_crossing(P, up["U"][:, s], dn["U"][:, s], valid=distinct[:, s])
+        crossing.append(float(c.P_star) if c.bracketed else None)
+        for out, a in ((rise, up["aG"][:, s]), (drop, dn["aG"][:, s])):
+            i = int(np.nanargmax(np.diff(a)))
+            out.append([float(a[i + 1] - a[i]), float(P[i]), float(P[i + 1])])
+    with np.errstate(all="ignore"):
+        max_gap = [float(x) if np.isfinite(x) else None for x in np.nanmax(gap, 1)]
+    return {"n_distinct": distinct.sum(1).tolist(), "max_gap": max_gap,
+            "n_ok": ok.sum(1).tolist(), "window": window, "crossing": crossing,
+            "up_step": rise, "down_step": drop}  # fmt: skip
 
 
 def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
@@ -79,7 +96,7 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
         return passes(P, first["up"], first["down"], solve)
 
     br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
-    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br)}
+    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br, P)}
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out
