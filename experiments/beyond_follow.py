@@ -23,6 +23,7 @@ from . import common as C
 
 #: a_G of the two passes differing by more than this (same seed, same P): distinct minima
 DISTINCT_AG = 0.05
+LARGE_AG = 0.5
 KEEP = ("U", "aG", "a1", "psi", "r", "converged", "finite")
 
 
@@ -96,7 +97,9 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
         return passes(P, first["up"], first["down"], solve)
 
     br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
-    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br, P)}
+    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br, P),
+           # the branches of the jump itself (a_G apart by > 0.5, as markov.md's "starts distinct")
+           "coexistence_large": coexistence(br, P, LARGE_AG)}  # fmt: skip
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out

@@ -89,7 +89,7 @@ _DIRICHLET = dict(_BEYOND, rho=[], alpha=[0.5, 5.0], chain_seed=0,
 # causal-inf: networks at width infinity (the prior's Gram) with the mask, beside causal's rows
 # (no theory: causal.json holds it for these rows)
 _CAUSAL_INF = dict(_BEYOND, rho=[0.0, 0.9], networks_rho=[], spaces=[],
-                   width_inf=dict(rho=[0.0, 0.9], seeds=2))  # fmt: skip
+                   width_inf=dict(rho=[0.0, 0.9], seeds=3))  # fmt: skip
 # markov-follow / causal-follow: softmax branches followed up (from the pool start at the grid's
 # bottom) and down (from the copy start at its top) on fine grids around the steps of markov.json /
 # causal.json (experiments/beyond_follow.py), 5 seeds; rho = 0: the control (coexistence known)
