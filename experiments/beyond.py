@@ -36,7 +36,7 @@ from copyhead_jax.theory.beyond import beyond_points
 from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 
 from . import common as C
-from .beyond_follow import follow
+from .beyond_follow import follow, follow_figure
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 #: the settings a mode's config does not set: theory and networks at every ``rho``, no ``alpha``
@@ -254,6 +254,9 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     path.write_text(json.dumps(jsonable(res), indent=1))
     from .report.pstar_figures import beyond_figures
 
+    if any("followed" in r for r in rows):
+        (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
+        follow_figure(rows, Path(out_dir) / "figures" / f"{name}.png")
     if any("rho" in r and r["theory"] for r in rows):  # the figures: against rho, with theory
         beyond_figures(dict(res, rows=[r for r in rows if "rho" in r and r["theory"]]),
                        Path(out_dir) / "figures", name)  # fmt: skip

@@ -103,3 +103,32 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out
+
+
+def follow_figure(rows: list[dict], path) -> None:
+    """One panel per followed grid: each seed's a_G on the up pass (solid) and the down pass
+    (dashed) versus P, the U crossings marked."""
+    import matplotlib.pyplot as plt
+
+    from copyhead_jax.style import P_LABEL
+
+    panels = [(r, f) for r in rows for f in r.get("followed", [])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (r, f) in zip(axes[0], panels):
+        P = np.asarray(f["P"], float)
+        up, dn = np.asarray(f["up"]["aG"]), np.asarray(f["down"]["aG"])
+        for s in range(up.shape[1]):
+            c = f"C{s}"
+            ax.plot(P, up[:, s], "-o", c=c, ms=3, label=f"seed {s}: up" if s == 0 else None)
+            ax.plot(P, dn[:, s], "--s", c=c, ms=3, mfc="none",
+                    label="down" if s == 0 else None)  # fmt: skip
+        for x in f["coexistence"]["crossing"]:
+            if x is not None:
+                ax.axvline(x, c="0.6", lw=0.8, zorder=0)
+        chain = ", ".join(f"{k} = {r[k]:g}" for k in ("rho", "alpha") if k in r)
+        ax.set(title=f"{chain}{', causal' if r['causal'] else ''}", xlabel=P_LABEL,
+               ylabel="$a_G$")  # fmt: skip
+        ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
