@@ -10,7 +10,10 @@ beside the EK theory of docs/theory.md §12 (:func:`copyhead_jax.theory.beyond.b
 full L x L minimisers, and the two-parameter ansatz for its coverage). Settings: ``markov`` /
 ``causal`` of ``configs/MODE.py`` over :data:`DEFAULTS`; every sweep and theory point is cached.
 Output: ``results/{markov,causal}.json`` (preset paper; plain: ``..._plain.json``) and the
-figures of its ``rho`` rows (``report.pstar_figures.beyond_figures``).
+figures of its ``rho`` rows (``report.pstar_figures.beyond_figures``). The variants
+``markov-dirichlet``, ``markov-follow``, ``markov-cg``, ``causal-inf`` and ``causal-follow``
+(no mask / the mask: the name's first word) run other rows of the same form into their own JSON
+(``results/ARTEFACT.json``), only in the modes whose config sets them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from copyhead_jax.theory.beyond import beyond_points
 from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 
 from . import common as C
+from .beyond_follow import follow, follow_figure
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 #: the settings a mode's config does not set: theory and networks at every ``rho``, no ``alpha``
@@ -46,7 +50,8 @@ DEFAULTS = dict(
     theory_P=[3.0, 3e4],
     networks_rho=None,  # measure networks only at these rho (None: every rho)
     networks_alpha=None,
-    spaces=["full", "ansatz"],  # theory spaces (ansatz: its own P*, beside the full minimiser's)
+    spaces=["full", "ansatz"],  # theory spaces (ansatz: its own P*, beside the full minimiser's;
+    # none: no theory, e.g. rows whose theory another JSON holds)
     # extra sweeps on the first ``seeds`` seeds (same data and embeddings, nested), located on
     # the union of P with the main grid: dict(attention="linear" | "softmax", P=[...], seeds=k,
     # rho=[...] and/or alpha=[...]: the chains they extend)
@@ -54,6 +59,10 @@ DEFAULTS = dict(
     # networks at width infinity (the prior's Gram) too, at these chains: dict(rho=[...],
     # alpha=[...], seeds=k) on the main P grid (row key ``measured_inf``); None: none
     width_inf=None,
+    # softmax branch following up and down a fine P grid (hysteresis, experiments/beyond_follow):
+    # dict(P=[...], seeds=k, rho=[...] and/or alpha=[...]); row key ``followed`` (a list)
+    follow=[],
+    starts=["linear", "pool", "copy"],  # the networks measured (pool, copy: softmax's two starts)
 )
 
 
@@ -106,10 +115,10 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
     starts = {"linear": ("linear", "prior"), "pool": ("softmax", "zero"),
               "copy": ("softmax", "copy")}  # fmt: skip
     groups, checks = {}, {}
-    for name, (att, init) in starts.items():
+    for name, (att, init) in ((k, v) for k, v in starts.items() if k in s["starts"]):
         main = C.cached_sweep(config(s, chain, causal, att, init), cache)
         groups[name], checks[name] = seed_groups(main, extras(s, chain, causal, att, init, cache))
-    pts = group_points(groups["linear"], groups["pool"], groups["copy"])
+    pts = group_points(groups.get("linear", []), groups.get("pool", []), groups.get("copy", []))
     curves, ok, P = {}, {}, {}
     for name, gs in groups.items():
         P[name] = [int(p) for p in gs[0][1].P]  # the widest grid (the extended seeds)
@@ -125,9 +134,12 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict:
     """Theory and networks of every chain of the settings; writes the JSON and the figures."""
+    which, causal = spec.artefact, spec.artefact.startswith("causal")
+    if which not in ("markov", "causal") and not spec.settings:  # a variant this mode lacks
+        C.log(f"{which} ({spec.preset}, {spec.mode}): no settings in this mode; nothing run")
+        return {}
     s = {**DEFAULTS, **spec.settings}
     s["preset"] = s["preset"] or {"paper": "paper-map"}.get(spec.preset, spec.preset)
-    which, causal = spec.artefact, spec.artefact == "causal"
     t0 = time.time()
     rows = []
     for chain in chains(s):
@@ -143,6 +155,10 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
         if (wi := s["width_inf"]) and value in wi.get(axis, []):
             inf = dict(s, width="inf", seeds=wi["seeds"], extra=[])
             row["measured_inf"] = measure(inf, chain, causal, spec.cache_dir)
+        for f in s["follow"]:
+            if value in f.get(axis, []):
+                fol = follow(s, chain, causal, f, spec.cache_dir, config)
+                row.setdefault("followed", []).append(fol)
         row["wall_s"] = time.time() - t1
         rows.append(row)
         C.log(format_row(row))
@@ -155,20 +171,23 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     path.write_text(json.dumps(jsonable(res), indent=1))
     from .report.pstar_figures import beyond_figures
 
-    if any("rho" in r for r in rows):  # the figures are drawn against rho
-        beyond_figures(dict(res, rows=[r for r in rows if "rho" in r]),
+    if any("followed" in r for r in rows):
+        (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
+        follow_figure(rows, Path(out_dir) / "figures" / f"{name}.png")
+    if any("rho" in r and r["theory"] for r in rows):  # the figures: against rho, with theory
+        beyond_figures(dict(res, rows=[r for r in rows if "rho" in r and r["theory"]]),
                        Path(out_dir) / "figures", name)  # fmt: skip
     return res
 
 
 def format_row(row) -> str:
-    th = row["theory"]["full"]
+    th = row["theory"].get("full", {})
     chain = ", ".join(f"{k}={v:g}" for k, v in row.items() if k in ("rho", "alpha"))
     s = f"{chain} causal={row['causal']!s:<5}"
     for k in KEYS:
         m = row.get("measured", {}).get("points", {}).get(k, {}).get("mean")
         s += f"  {k}: theory {_g(th.get(k))} measured {_g(m)}"
-    return s + f"  first_order={th['first_order']} coverage_min={_g(th['coverage_min'])}"
+    return s + f"  first_order={th.get('first_order')} coverage_min={_g(th.get('coverage_min'))}"
 
 
 def _g(v) -> str:

@@ -51,6 +51,12 @@ ARTEFACTS = {
     "hysteresis": ("hysteresis", "spec", 2.0),
     "markov": ("beyond", "spec", None),  # no cost: on its own, not in all
     "causal": ("beyond", "spec", None),  # no cost: on its own, not in all
+    # rows beside markov / causal in their own JSON (settings: configs/paper.py and tiny.py)
+    "markov-dirichlet": ("beyond", "spec", None),
+    "causal-inf": ("beyond", "spec", None),
+    "markov-follow": ("beyond", "spec", None),
+    "markov-cg": ("beyond", "spec", None),
+    "causal-follow": ("beyond", "spec", None),
     "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
     "posterior-branches": ("posterior_branches", "spec", 8.0),
     # no cost: on their own, not in all (settings in configs/paper.py and tiny.py only)

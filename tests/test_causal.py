@@ -260,3 +260,38 @@ def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
     saved = json.loads((tmp_path / "results" / "markov_plain.json").read_text())
     assert saved["preset"] == "plain" and saved["rows"][1]["alpha"] == 1.0
     assert (tmp_path / "figures" / "markov_plain_pstar.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("artefact", ["markov-dirichlet", "markov-follow", "markov-cg",
+                                      "causal-inf", "causal-follow"])  # fmt: skip
+def test_beyond_variants_run_only_where_a_mode_sets_them(artefact, tmp_path):
+    """The markov / causal variants (rows in their own JSON) are not part of ``all``; a mode
+    without their settings (``--quick``) runs and writes nothing; the tiny mode has them."""
+    from experiments import common as C
+    from experiments.__main__ import ALL, run_artefact
+
+    assert artefact in C.SPEC_ARTEFACTS and artefact not in ALL
+    out = tmp_path / "out"
+    assert run_artefact(artefact, mode="quick", preset="paper", out=out, cache=tmp_path) == {}
+    assert not out.exists()
+    assert C.load_spec("tiny", "paper", artefact, tmp_path).settings
+
+
+@pytest.mark.heavy  # two tiny softmax fits and two followed passes: ~20 s on a loaded CPU
+def test_markov_follow_variant_writes_the_followed_branches(tmp_path):
+    """``markov-follow`` (tiny): no theory, no main networks; per followed chain both passes on
+    the fine grid, their coexistence summary, the JSON under the artefact's name and a figure."""
+    import json
+
+    from experiments.__main__ import run_artefact
+
+    res = run_artefact("markov-follow", mode="tiny", preset="paper", out=tmp_path,
+                       cache=tmp_path / "cache")  # fmt: skip
+    (row,) = res["rows"]
+    assert row["theory"] == {} and "measured" not in row and not row["causal"]
+    (f,) = row["followed"]
+    assert f["P"] == [16, 24, 32] and np.asarray(f["up"]["aG"]).shape == (3, 1)
+    assert f["coexistence"]["n_ok"] == [1, 1, 1]
+    saved = json.loads((tmp_path / "results" / "markov-follow.json").read_text())
+    assert saved["rows"][0]["followed"][0]["P"] == [16, 24, 32]
+    assert (tmp_path / "figures" / "markov-follow.png").stat().st_size > 0

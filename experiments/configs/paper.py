@@ -80,6 +80,34 @@ _MARKOV = dict(
     width_inf=dict(rho=[0.0, 0.9], seeds=2),
 )  # fmt: skip
 _CAUSAL = _BEYOND
+# markov-dirichlet: the Dirichlet family (each transition row ~ Dirichlet(alpha 1_V), chain_seed
+# 0), no mask, the same networks, softmax extras and theory as _MARKOV's rho rows (EK windows:
+# [583, 754] at alpha = 0.5, [569, 835] at 5; docs/reports/markov.md)
+_DIRICHLET = dict(_BEYOND, rho=[], alpha=[0.5, 5.0], chain_seed=0,
+                  extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5,
+                              alpha=[0.5, 5.0])])  # fmt: skip
+# causal-inf: networks at width infinity (the prior's Gram) with the mask, beside causal's rows
+# (no theory: causal.json holds it for these rows)
+_CAUSAL_INF = dict(_BEYOND, rho=[0.0, 0.9], networks_rho=[], spaces=[],
+                   width_inf=dict(rho=[0.0, 0.9], seeds=3))  # fmt: skip
+# markov-follow / causal-follow: softmax branches followed up (from the pool start at the grid's
+# bottom) and down (from the copy start at its top) on fine grids around the steps of markov.json /
+# causal.json (experiments/beyond_follow.py), 5 seeds; rho = 0: the control (coexistence known)
+_FOLLOW = dict(_BEYOND, networks_rho=[], spaces=[])
+_MARKOV_FOLLOW = dict(_FOLLOW, rho=[0.0, 0.75, 0.9], follow=[
+    dict(rho=[0.0], P=list(range(540, 821, 20)), seeds=5),
+    dict(rho=[0.75], P=list(range(975, 1226, 25)), seeds=5),
+    dict(rho=[0.9], P=list(range(2200, 2751, 50)), seeds=5)])  # fmt: skip
+_CAUSAL_FOLLOW = dict(_FOLLOW, rho=[0.9], follow=[
+    dict(rho=[0.9], P=[700, 850, 1000, 1200, 1400, 1700, 2000, 2250, 2500, 2750, 3000, 3500],
+         seeds=5)])  # fmt: skip
+# markov-cg: P*_cG above markov.json's grid top (3,500): linear networks only, continued in P over
+# one grid from 32 to 14,000 (a sweep started at 3,500 lands in higher minima: markov.md), 3 seeds
+_P_CG = [32, 64, 100, 160, 256, 400, 560, 700, 1000, 1500, 2000, 2700, 3500, 4500, 6000, 8000,
+         10500, 14000]  # fmt: skip
+# (rho 0.25: ~9 min, 0.9: ~45 min of wall time on the shared CPU; 0.5, 0.75 and the Dirichlet
+# chains not run for time)
+_MARKOV_CG = dict(_BEYOND, rho=[0.25, 0.9], spaces=[], starts=["linear"], seeds=3, P=_P_CG)
 # plain conventions (A = s, per-sequence likelihood): every EK P* ~ 1/L of paper-map's
 _BEYOND_PLAIN = dict(rho=[0.0, 0.5, 0.9], seeds=5, spaces=["full"], n_P=31, theory_P=[0.05, 2000.0],
                      P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256])  # fmt: skip
@@ -237,6 +265,11 @@ CONFIG = dict(
             embeddings_posterior=_EMB_POSTERIOR,
             markov=_MARKOV,
             causal=_CAUSAL,
+            markov_dirichlet=_DIRICHLET,
+            causal_inf=_CAUSAL_INF,
+            markov_follow=_MARKOV_FOLLOW,
+            markov_cg=_MARKOV_CG,
+            causal_follow=_CAUSAL_FOLLOW,
         ),
     ),
 )

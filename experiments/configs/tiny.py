@@ -45,6 +45,14 @@ _PRESET = dict(
     scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
     markov=_BEYOND,
     causal=_BEYOND,
+    markov_dirichlet=dict(_BEYOND, rho=[]),
+    markov_follow=dict(_BEYOND, rho=[0.5], alpha=[], networks_rho=[], spaces=[],
+                       follow=[dict(rho=[0.5], P=[16, 24, 32], seeds=1)]),  # fmt: skip
+    causal_follow=dict(_BEYOND, rho=[0.5], alpha=[], networks_rho=[], spaces=[],
+                       follow=[dict(rho=[0.5], P=[16, 24, 32], seeds=1)]),  # fmt: skip
+    markov_cg=dict(_BEYOND, rho=[0.5], alpha=[], spaces=[], starts=["linear"]),
+    causal_inf=dict(_BEYOND, rho=[0.5], alpha=[], networks_rho=[], spaces=[],
+                    width_inf=dict(rho=[0.5], seeds=1)),  # fmt: skip
     reduction=dict(base="tiny", widths=[16, 64, float("inf")], parts=["width", "polish"]),
 )
 
