@@ -45,7 +45,7 @@ def test_posterior_ratios_are_ess_per_cpu_second_ours_over_theirs():
     # BlackJAX NUTS: 100/2, 100/2, 160/2 -> 2x, 1x, 1x; HMC failed
     detail = _line(out, "| linear | 32 | 900 |")
     assert "| 100 | 5.00x - 20.00x | 1.00x - 2.00x | failed | 1.0 MiB |" in detail
-    assert "Bayesian transition, one seed: not measured: hook." in out
+    assert "Bayesian transition (`copyhead transition`): not measured: hook." in out
     assert "| bench_posterior |" in out  # a row of the runs table
 
 
