@@ -1,11 +1,12 @@
 r"""The Bayesian transition of any configuration (docs/theory.md §9.9): ``transition(cfg)``.
 
 Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy
-start ``'copy'``) on a grid around the theory's point; the first probes at the seed's MAP
-$U$ crossing and the theory's posterior $P^*_{a_G}$; then :func:`~copyhead_jax.bayes.transition.
-next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes sign and
-bisects the bracket; the root by log-P interpolation with its error budget, a tempered-SMC copy
-weight at the bracket's ends as the cross-check, and the seed mean with its interval.
+start ``'copy'``) on a grid around the theory's point; the first probe at the theory's
+posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_jax.bayes.
+transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
+sign and refines the bracket, placed by the slope each probe measures; the root by log-P
+interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
+cross-check, and the seed mean with its interval.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
 

@@ -4,9 +4,10 @@ cross-check of the copy weight (§9.6), for one run of a reduced softmax head.
 
 The pieces are the public ones of :mod:`copyhead_jax.bayes` (``path_rungs``,
 ``reference_mass``, ``branch_log_z``, ``tempered_smc``, ``hmc_move``) on the collapsed energy
-$U_m(W^G)$ of :mod:`copyhead_jax.sample_reduced` (readout integrated out). Every group is padded
-to one ``P_pad`` and has two runs (the branches), so one compiled program serves every group of a
-transition; the group's P enters through the mask only.
+$U_m(W^G)$ of :mod:`copyhead_jax.sample_reduced` (readout integrated out). A group is padded to
+a ``P_pad`` (one for every group of a small configuration, a ladder of them for a large one:
+``posterior_transition.pad_of``) and has two runs (the branches), so one compiled program
+serves every group of one ``P_pad``; the group's P enters through the mask only.
 """
 
 from __future__ import annotations
