@@ -45,7 +45,7 @@ import copyhead_jax as ch
 from copyhead_jax.bayes import ess
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample import REDUCED_SGLD, Sampler, draw_fields
+from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
 from copyhead_jax.sample_reduced import (
     HMC_ADAPT,
     LEAPFROG,
@@ -93,7 +93,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
     sweep sampler's fields at every kept draw."""
     obj = Objective.from_config(cfg)
     x_fit = head.W_G.ravel()
-    sampler = Sampler(cfg, REDUCED_SGLD)
+    sampler = Sampler(cfg, REDUCED_HMC)
     observe = lambda h: sampler.observe(h, tok, mask)  # noqa: E731
     U_w = lambda w: marginal_energy(with_WG(head, x_fit + C @ w), tok, mask, obj)  # noqa: E731
     logdensity = lambda w: -U_w(w)  # noqa: E731
@@ -110,7 +110,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         keys = jax.random.split(key, n_chains)
         xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
         st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
-                              thin=1, step_size=REDUCED_SGLD.step_size,
+                              thin=1, step_size=REDUCED_HMC.step_size,
                               n_adapt=n_warmup)  # fmt: skip
         return st.draws
 
@@ -282,7 +282,7 @@ def main(argv=None) -> dict:
         "settings": {"chains": a.chains, "warmup": a.warmup, "samples": a.samples,
                      "width": a.width, "L": 25, "V": 5, "preset": "paper-map", "seed": 0,
                      "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
-                     f"{REDUCED_SGLD.step_size} (dual averaging over the warm-up; production "
+                     f"{REDUCED_HMC.step_size} (dual averaging over the warm-up; production "
                      f"uses {HMC_ADAPT})", "numpyro": "chain_method sequential"},  # fmt: skip
         "target_ratio": 10.0,
         "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
