@@ -14,6 +14,10 @@ candidate-time-per-effective-draw / ours (> 1: ours is faster), XLA temp memory 
 ahead of time, and the process's peak RSS.
 
     python benchmarks/bench_posterior.py [--quick] [--P 32 322] [--width 10000|inf]
+        [--transition-seeds 10] [--transition-only]
+
+It also times ``copyhead transition`` (``ch.transition``) on the paper preset for
+``--transition-seeds`` seeds (issue 30's target: 10 seeds in <= 60 CPU-min).
 
 ``--quick``: P = 32 only, 2 chains, 150 warm-up and 300 kept iterations. ``blackjax`` and
 ``numpyro`` are benchmark-only extras; the package imports neither for sampling.
@@ -41,7 +45,7 @@ import copyhead_jax as ch
 from copyhead_jax.bayes import ess
 from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample import REDUCED_SGLD, Sampler, draw_fields
+from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
 from copyhead_jax.sample_reduced import (
     HMC_ADAPT,
     LEAPFROG,
@@ -89,7 +93,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
     sweep sampler's fields at every kept draw."""
     obj = Objective.from_config(cfg)
     x_fit = head.W_G.ravel()
-    sampler = Sampler(cfg, REDUCED_SGLD)
+    sampler = Sampler(cfg, REDUCED_HMC)
     observe = lambda h: sampler.observe(h, tok, mask)  # noqa: E731
     U_w = lambda w: marginal_energy(with_WG(head, x_fit + C @ w), tok, mask, obj)  # noqa: E731
     logdensity = lambda w: -U_w(w)  # noqa: E731
@@ -106,7 +110,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         keys = jax.random.split(key, n_chains)
         xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
         st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
-                              thin=1, step_size=REDUCED_SGLD.step_size,
+                              thin=1, step_size=REDUCED_HMC.step_size,
                               n_adapt=n_warmup)  # fmt: skip
         return st.draws
 
@@ -173,13 +177,39 @@ def measure(name, run, key, fields, order):
     return out
 
 
-def transition_time() -> dict:
-    """HOOK (issue 30 item 6): the time of the Bayesian transition for one seed, once
-    ``copyhead_jax`` exposes it (``ch.bayes.transition``, built in parallel); absent here."""
-    fn = getattr(ch.bayes, "transition", None)
-    if fn is None:
-        return {"status": "not measured: copyhead_jax.bayes.transition is not in this tree"}
-    return {"status": "hook present but not wired: fill in the call of ch.bayes.transition"}
+#: Issue 30's target: the paper preset's Bayesian P*_aG for 10 seeds in <= 60 CPU-min.
+TRANSITION_TARGET_CPU_S = 3600.0
+
+
+def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> dict:
+    """The CPU time of ``ch.transition`` (``copyhead transition``) on the paper preset (softmax,
+    L = 25, V = 5, width 10,000, reduced engine, default settings) for ``n_seeds`` seeds, in
+    this process (all threads; the MAP sweeps included), and its P*_aG. Fewer than 10 seeds:
+    the 10-seed time is extrapolated from the per-seed time (marked ``extrapolated``)."""
+    if n_seeds <= 0:
+        return {"status": "not measured: --transition-seeds 0"}
+    cfg = ch.preset("paper").replace(model=dict(attention="softmax"),
+                                     sweep=dict(memory_budget_gb=memory_gb))  # fmt: skip
+    c0, w0 = time.process_time(), time.time()
+    res = ch.transition(cfg, n_seeds=n_seeds, out=out, progress=True)
+    cpu, wall = time.process_time() - c0, time.time() - w0
+    per_seed = cpu / n_seeds
+    ten = per_seed * 10 if n_seeds < 10 else cpu * 10 / n_seeds
+    lo, hi = res["interval"]
+    fmt = lambda x: "none" if x is None else f"{x:,.1f}"  # noqa: E731
+    status = (f"paper preset, {n_seeds} seed(s): {cpu / 60:,.1f} CPU-min "
+              f"({per_seed / 60:,.1f} per seed; 10 seeds "
+              f"{'extrapolated ' if n_seeds < 10 else ''}{ten / 60:,.0f} CPU-min, target "
+              f"{TRANSITION_TARGET_CPU_S / 60:.0f}), P*_aG = {fmt(res['P_star'])} "
+              f"[{fmt(lo)}, {fmt(hi)}]")  # fmt: skip
+    return {"status": status, "n_seeds": n_seeds, "cpu_s": cpu, "wall_s": wall,
+            "cpu_s_per_seed": per_seed, "cpu_s_10_seeds": ten, "extrapolated": n_seeds < 10,
+            "target_cpu_s_10_seeds": TRANSITION_TARGET_CPU_S,
+            "met": bool(ten <= TRANSITION_TARGET_CPU_S), "P_star": res["P_star"],
+            "interval": res["interval"], "per_seed": res["per_seed"],
+            "probes_per_seed": [[g["P"] for g in sd["probes"]] for sd in res["seeds"]],
+            "cross_check_P_star": res["cross_check"]["P_star"],
+            "n_flagged": len(res["flagged"]), "memory_budget_gb": memory_gb}  # fmt: skip
 
 
 def main(argv=None) -> dict:
@@ -194,16 +224,28 @@ def main(argv=None) -> dict:
     p.add_argument("--under-load", action="store_true",
                    help="record that the machine was shared with other jobs")  # fmt: skip
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--transition-seeds", type=int, default=None,
+                   help="seeds of the timed paper-preset `copyhead transition` (default 10, "
+                   "quick: 2; fewer than 10: the 10-seed time is extrapolated; 0: not "
+                   "timed)")  # fmt: skip
+    p.add_argument("--transition-memory-gb", type=float, default=32.0,
+                   help="its memory_budget_gb (its refusal bound is a worst case at 4x the "
+                   "grid's top P; the measured peak RSS is maxrss_mb)")  # fmt: skip
+    p.add_argument("--transition-out", type=Path, default=None,
+                   help="keep its checkpoints here (resumable; default: none)")  # fmt: skip
+    p.add_argument("--transition-only", action="store_true",
+                   help="time the transition only (no sampler rows)")  # fmt: skip
     a = p.parse_args(argv)
     q = a.quick
     a.P = a.P or ([32] if q else [32, 322])
     a.chains = a.chains or (2 if q else 4)
     a.warmup = a.warmup or (150 if q else 500)
     a.samples = a.samples or (300 if q else 1000)
+    a.transition_seeds = (2 if q else 10) if a.transition_seeds is None else a.transition_seeds
     width = math.inf if a.width == "inf" else int(a.width)
     load0 = os.getloadavg()
     rows = []
-    for att in a.attention:
+    for att in () if a.transition_only else a.attention:
         for P in a.P:
             cfg, head, tok, mask, C, fit_cpu = make_problem(att, P, width)
             fields = draw_fields(cfg)
@@ -240,13 +282,15 @@ def main(argv=None) -> dict:
         "settings": {"chains": a.chains, "warmup": a.warmup, "samples": a.samples,
                      "width": a.width, "L": 25, "V": 5, "preset": "paper-map", "seed": 0,
                      "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
-                     f"{REDUCED_SGLD.step_size} (dual averaging over the warm-up; production "
+                     f"{REDUCED_HMC.step_size} (dual averaging over the warm-up; production "
                      f"uses {HMC_ADAPT})", "numpyro": "chain_method sequential"},  # fmt: skip
         "target_ratio": 10.0,
         "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
         "load_average": {"start": load0, "end": os.getloadavg()},
         "rows": rows,
-        "transition": transition_time(),
+        "transition": transition_time(a.transition_seeds, a.transition_memory_gb,
+                                      a.transition_out),
+        "transition_only": bool(a.transition_only),
         "maxrss_mb": maxrss_mb(),
         "platform": {"system": platform.platform(), "machine": platform.machine(),
                      "python": platform.python_version(), "cpu_count": os.cpu_count()},

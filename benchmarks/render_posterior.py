@@ -62,5 +62,5 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
                  f"{_mib(r['temp_bytes'])} |")  # fmt: skip
     tr = (d.get("transition") or {}).get("status")
     if tr:
-        L += ["", f"Bayesian transition, one seed: {tr}."]
+        L += ["", f"Bayesian transition (`copyhead transition`): {tr}."]
     return L

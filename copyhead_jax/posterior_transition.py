@@ -1,11 +1,12 @@
 r"""The Bayesian transition of any configuration (docs/theory.md §9.9): ``transition(cfg)``.
 
 Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy
-start ``'copy'``) on a grid around the theory's point; the first probes at the seed's MAP
-$U$ crossing and the theory's posterior $P^*_{a_G}$; then :func:`~copyhead_jax.bayes.transition.
-next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes sign and
-bisects the bracket; the root by log-P interpolation with its error budget, a tempered-SMC copy
-weight at the bracket's ends as the cross-check, and the seed mean with its interval.
+start ``'copy'``) on a grid around the theory's point; the first probe at the theory's
+posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_jax.bayes.
+transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
+sign and refines the bracket, placed by the slope each probe measures; the root by log-P
+interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
+cross-check, and the seed mean with its interval.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
 
@@ -49,6 +50,22 @@ RHAT_MAX, ESS_MIN = 1.05, 100
 #: probe on one side steps by GROW^k) and the bracket ratio at which bisection stops (the
 #: interpolation error of docs/theory.md §9.9 covers what is left).
 MAX_PROBES, GROW, REFINE_RATIO = 8, 1.25, 1.25
+#: Groups are padded to a quarter-octave ladder anchored at the grid's top (compiled once per
+#: rung of it) when the top group holds at least this many P L^2 (attention entries): there
+#: a group's chains cost minutes and the padding of a low probe to the top costs up to the
+#: grid's span; below it one padded shape for every P (compiling costs more than padding).
+BUCKET_MIN = 200_000
+
+
+def pad_of(P: int, P_top: int, L: int) -> int:
+    """Rows the group at ``P`` is padded to (``>= P``): ``P_top`` for a small configuration and
+    ``P <= P_top``, else the smallest ``ceil(P_top 2^(k/4)) >= P`` (``k`` any integer)."""
+    if P <= P_top and P_top * L * L < BUCKET_MIN:
+        return int(P_top)
+    k = math.floor(4 * math.log2(P / P_top))
+    while (pad := int(math.ceil(P_top * 2 ** (k / 4) - 1e-9))) < P:
+        k += 1
+    return pad
 
 
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
@@ -152,7 +169,7 @@ def transition(
     grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
     if len(grid) < 2:
         raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
-    P_pad = max(grid)
+    P_pad = P_top = max(grid)
     if cfg.model.attention == "softmax":  # before any work: a group up to 4 x the grid's P
         need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
         refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
@@ -200,23 +217,24 @@ def transition(
         low = np.minimum(U["copy"][:, s], U["pool"][:, s])
         glob = np.where(U["copy"][:, s] <= low, aG["copy"][:, s], aG["pool"][:, s])
         start = mu or locate_level(Pg, glob, a_thr).P_star
-        probes = sorted({max(2, int(round(p))) for p in (start, th["post"]) if p})
-        probes = probes or [int(round(P0))]
+        # one first probe (the theory's posterior point, else the MAP crossing); the slope
+        # each probe measures places the next (Newton, then Hermite in the bracket)
+        probes = [max(2, int(round(th["post"] or start or P0)))]
         groups: dict[int, dict] = {}
         while probes and len(groups) < MAX_PROBES:
             P = probes.pop(0)
             if P in groups:
                 continue
-            P_pad = max(P_pad, 2 ** math.ceil(math.log2(P)) if P > P_pad else P_pad)
-            groups[P] = _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir,
-                               progress)  # fmt: skip
+            groups[P] = _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
+                               settings, obj, seed, gdir, progress)  # fmt: skip
             if not probes:
                 Ps = sorted(groups)
                 nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
-                                 refine_ratio=REFINE_RATIO)  # fmt: skip
+                                 refine_ratio=REFINE_RATIO,
+                                 slope=[groups[p].get("slope") or math.nan for p in Ps])
                 probes = [] if nxt is None else [nxt]
         per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
-                                     seed, gdir, P_pad, progress,
+                                     seed, gdir, P_top, progress,
                                      cross_check))  # fmt: skip
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     if out is not None:
@@ -285,7 +303,9 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
         fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
         fe.pop("_C")
         dF = fe["copy"]["F"] - fe["pool"]["F"]
+        sl = [fe[b].get("dU_dP") for b in ("copy", "pool")]
         g = {"P": P, "seed": s, "dF": dF, "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
+             "slope": None if None in sl else P * (sl[0] - sl[1]),
              "sys": abs(fe["copy"]["quad_corr"]) + abs(fe["pool"]["quad_corr"]), "ref_P": ref,
              "P_pad": P_pad, "branches": fe, "seconds": time.time() - t0}  # fmt: skip
     _log(progress, f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
@@ -318,15 +338,15 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     return g
 
 
-def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_pad,
+def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_top,
                  progress, cross_check) -> dict:  # fmt: skip
     Ps = sorted(groups)
     d = [groups[p]["dF"] for p in Ps]
     cr = crossing(Ps, d, [groups[p]["se"] for p in Ps], [groups[p]["sys"] for p in Ps])
     smc = None
     if cross_check and settings.smc_particles and cr["bracket"]:
-        pts = [_smc_group(cfg, sweeps, aG, s, int(p), P_pad, a_thr, settings, obj, seed, gdir,
-                          progress) for p in cr["bracket"]]  # fmt: skip
+        pts = [_smc_group(cfg, sweeps, aG, s, int(p), pad_of(int(p), P_top, cfg.task.L), a_thr,
+                          settings, obj, seed, gdir, progress) for p in cr["bracket"]]  # fmt: skip
         if all(pts):
             eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
             w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)

@@ -4,9 +4,10 @@ cross-check of the copy weight (§9.6), for one run of a reduced softmax head.
 
 The pieces are the public ones of :mod:`copyhead_jax.bayes` (``path_rungs``,
 ``reference_mass``, ``branch_log_z``, ``tempered_smc``, ``hmc_move``) on the collapsed energy
-$U_m(W^G)$ of :mod:`copyhead_jax.sample_reduced` (readout integrated out). Every group is padded
-to one ``P_pad`` and has two runs (the branches), so one compiled program serves every group of a
-transition; the group's P enters through the mask only.
+$U_m(W^G)$ of :mod:`copyhead_jax.sample_reduced` (readout integrated out). A group is padded to
+a ``P_pad`` (one for every group of a small configuration, a ladder of them for a large one:
+``posterior_transition.pad_of``) and has two runs (the branches), so one compiled program
+serves every group of one ``P_pad``; the group's P enters through the mask only.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from .sample_reduced import marginal_energy, marginal_whitening, with_WG
 
 BRANCHES = ("pool", "copy")
 SIDE = {"pool": -1, "copy": 1}
+#: The t = 1 chains also record U(P) - U(P - dP), dP = SLOPE_FRAC P: per branch E[dU] / dP is
+#: the slope dF/dP to first order (free-energy perturbation; by Jensen a lower bound of the
+#: finite difference). It only places the next probe (:func:`~copyhead_jax.bayes.
+#: transition.next_probe`); no estimate uses it.
+SLOPE_FRAC = 0.03
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,14 +120,16 @@ def ti_programs(obj: Objective, s: TISettings):
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
     @jax.jit
-    def rungs(keys, heads, train, mask, C, side, thr):
+    def rungs(keys, heads, train, mask, C, side, thr, mask_lo):
         def one(k, h, Cm, sd):
             x0 = h.W_G.ravel()
             U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
             order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
+            # U on the run's data less its last rows: the slope of F in P (probe placement)
+            dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
             st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr, n=x0.size,
-                            U_star=U_star, **s.hmc())  # fmt: skip
+                            U_star=U_star, extra=dU, **s.hmc())  # fmt: skip
             return st.draws, st.accept, st.finite, st.step_size, U_star
 
         return jax.vmap(one)(keys, heads, C, side)
@@ -146,8 +154,11 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     K, nC = len(s.ts), s.n_chains
     keys = jax.random.split(k_ch, 2 * K * nC).reshape(2, K, nC)
     side = jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32)
+    P = int(np.sum(np.asarray(mask) > 0))
+    dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
+    m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
     draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
-        keys, heads, train, m32, C32, side, jnp.float32(thr)))  # fmt: skip
+        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo))  # fmt: skip
     draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
     n = int(C64.shape[-1])
     out = {}
@@ -162,6 +173,8 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
                   finite=bool(finite[r].all()),
                   rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
                   ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip
+        ok = finite[r, -1].astype(bool)
+        fe["dU_dP"] = float(draws[r, -1][ok][..., 2].mean() / dP) if dP and ok.any() else None
         out[b] = fe
     out["_C"] = C64  # for the SMC cross-check; dropped before saving
     return out

@@ -45,7 +45,7 @@ def test_posterior_ratios_are_ess_per_cpu_second_ours_over_theirs():
     # BlackJAX NUTS: 100/2, 100/2, 160/2 -> 2x, 1x, 1x; HMC failed
     detail = _line(out, "| linear | 32 | 900 |")
     assert "| 100 | 5.00x - 20.00x | 1.00x - 2.00x | failed | 1.0 MiB |" in detail
-    assert "Bayesian transition, one seed: not measured: hook." in out
+    assert "Bayesian transition (`copyhead transition`): not measured: hook." in out
     assert "| bench_posterior |" in out  # a row of the runs table
 
 
@@ -56,3 +56,27 @@ def test_posterior_block_is_absent_without_results_and_registered_in_the_suite()
     short = render({"bench_posterior": _posterior(under_load=False)}, detail=False)
     assert "**Posterior**" not in short and "under load" not in short
     assert "| posterior: collapsed HMC" in short
+
+
+def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatch):
+    """The bench's transition hook calls ``ch.transition`` on the paper preset (softmax) with
+    the seeds asked for, and extrapolates the 10-seed time from fewer seeds (marked so)."""
+    import copyhead_jax as ch
+    from benchmarks import bench_posterior as bp
+
+    seen = {}
+
+    def fake(cfg, *, n_seeds, out, progress):
+        seen.update(L=cfg.task.L, V=cfg.task.V, width=cfg.model.width, n_seeds=n_seeds,
+                    att=cfg.model.attention, budget=cfg.sweep.memory_budget_gb)  # fmt: skip
+        return {"P_star": 1248.0, "interval": [1200.0, 1300.0], "per_seed": [1248.0] * n_seeds,
+                "seeds": [{"probes": [{"P": 660}, {"P": 1320}]}] * n_seeds,
+                "cross_check": {"P_star": 1250.0}, "flagged": []}  # fmt: skip
+
+    monkeypatch.setattr(ch, "transition", fake)
+    r = bp.transition_time(2, 32.0)
+    assert seen == {"L": 25, "V": 5, "width": 10_000, "n_seeds": 2, "att": "softmax",
+                    "budget": 32.0}  # fmt: skip
+    assert r["extrapolated"] and r["cpu_s_10_seeds"] == r["cpu_s_per_seed"] * 10
+    assert r["probes_per_seed"] == [[660, 1320]] * 2 and "extrapolated" in r["status"]
+    assert bp.transition_time(0, 32.0)["status"].startswith("not measured")

@@ -151,3 +151,18 @@ def test_progress_is_called_once_per_step_for_the_batch_and_changes_nothing():
     assert sorted(calls) == [(d, total) for d in [*range(1, kw["n_adapt"] + 1), *blocks]]
     for a, b in zip(with_progress, run(None), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
+    """``extra(w)`` is recorded third; the chains (same keys) and their (g, order) records are
+    the ones without it (the extra record only reads the state)."""
+    keys = jax.random.split(jax.random.key(5), 6).reshape(3, 2)
+    kw = dict(side=1, threshold=0.2, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]),
+              n_iter=40, thin=2, step_size=0.5, n_adapt=10)  # fmt: skip
+    ts = TS[[0, 2, -1]]
+    a = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, **kw)
+    b = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1, **kw)
+    da, db = np.asarray(a.draws), np.asarray(b.draws)
+    assert da.shape[-1] == 2 and db.shape[-1] == 3
+    np.testing.assert_array_equal(da, db[..., :2])
+    np.testing.assert_allclose(db[..., 2], 2 * db[..., 1] - 1, rtol=1e-6, atol=1e-6)

@@ -60,6 +60,49 @@ def test_next_probe_widens_then_refines_to_the_bracket_ratio():
     assert c["bracket"][1] / c["bracket"][0] <= 1.1 and c["P_star"] == pytest.approx(55.0)
 
 
+def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
+    """A curved d (quadratic in log P, root at 1,248) with its exact slope: Newton widening and
+    Hermite refinement reach a bracket within the ratio in fewer probes than the secant rule;
+    the root of :func:`crossing` is the same function of the probes either way (slopes only
+    place probes). A cubic Hermite with exact slopes of a cubic is exact."""
+    u = lambda P: math.log(P / 1248.0)  # noqa: E731
+    d = lambda P: -240 * u(P) - 100 * u(P) ** 2  # noqa: E731
+    s = lambda P: -240 - 200 * u(P)  # noqa: E731
+    runs = {}
+    for with_slope in (False, True):
+        Ps = [660]
+        while (nxt := next_probe(Ps, [d(p) for p in Ps], slope=[s(p) for p in Ps]
+                                 if with_slope else None)) is not None:  # fmt: skip
+            assert nxt not in Ps and len(Ps) < 10
+            Ps.append(nxt)
+        c = crossing(Ps, [d(p) for p in Ps], np.zeros(len(Ps)))
+        assert c["bracket"][1] / c["bracket"][0] <= 1.25
+        assert c["P_star"] == pytest.approx(1248.0, rel=0.01)
+        runs[with_slope] = Ps
+    assert len(runs[True]) < len(runs[False]), runs
+    # slopes of the wrong sign (or NaN) fall back to the secant rule
+    assert next_probe([660], [d(660)], slope=[+5.0]) == next_probe([660], [d(660)])
+    assert next_probe([660], [d(660)], slope=[math.nan]) == next_probe([660], [d(660)])
+    from copyhead_jax.bayes.transition import _hermite_root
+
+    cubic = lambda t: (t - 0.3) * (t + 2.0) * (t - 3.0)  # noqa: E731
+    dcub = lambda t: 3 * t**2 - 2.6 * t - 5.7  # noqa: E731
+    assert _hermite_root(0.0, 1.0, cubic(0), cubic(1), dcub(0), dcub(1), 0.5) == \
+        pytest.approx(0.3, abs=1e-9)  # fmt: skip
+
+
+def test_pad_of_is_a_ladder_above_P_and_one_shape_for_small_configurations():
+    from copyhead_jax.posterior_transition import pad_of
+
+    for P in (2, 100, 616, 1000, 1248, 1652, 1653, 5000):
+        pad = pad_of(P, 1652, 25)
+        assert P <= pad < 1.2 * P + 1
+        rung = 1652 * 2 ** (round(4 * math.log2(pad / 1652)) / 4)
+        assert 0 <= pad - rung < 1  # a rung of the quarter-octave ladder, rounded up
+    assert {pad_of(P, 75, 15) for P in (12, 30, 53, 75)} == {75}  # compile once
+    assert pad_of(90, 75, 15) >= 90
+
+
 def test_combine_seeds_interval_adds_spread_mc_and_systematic_parts():
     one = combine_seeds([math.log(50.0)], [0.02], [0.05])
     assert one["P_star"] == pytest.approx(50.0)

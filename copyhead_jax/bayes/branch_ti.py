@@ -87,15 +87,15 @@ def hmc_chains(
 
 def path_rungs(
     keys, U: Callable, order: Callable, ts, *, side: int, threshold: float, n: int,
-    U_star, w_start=None, dtype=jnp.float32, **hmc,
+    U_star, w_start=None, dtype=jnp.float32, extra: Callable | None = None, **hmc,
 ) -> HMCStats:  # fmt: skip
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
     parameter; region ``order >= threshold`` for ``side = +1``, ``order < threshold`` for
     ``side = -1`` (``side = 0``: everywhere; ``side`` and ``threshold`` may be traced). Each
     chain starts at ``w_start`` (default ``w = 0``, the reference point; it must lie in the
-    region) and records ``(g, order)`` with ``g = U - U_ref``, ``U_ref = U_star + |w|^2/2``.
-    ``hmc``: :func:`hmc_chains`' options."""
+    region) and records ``(g, order)`` with ``g = U - U_ref``, ``U_ref = U_star + |w|^2/2``,
+    then ``extra(w)`` (a scalar) when given. ``hmc``: :func:`hmc_chains`' options."""
     side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
 
     def inside(w):
@@ -107,7 +107,8 @@ def path_rungs(
 
     def one(k, t):
         pot = lambda w: (1 - t) * (U_star + 0.5 * jnp.sum(w**2)) + t * U(w)  # noqa: E731
-        rec = lambda w: jnp.stack([g(w), order(w)])  # noqa: E731
+        more = () if extra is None else (extra,)
+        rec = lambda w: jnp.stack([g(w), order(w), *(f(w) for f in more)])  # noqa: E731
         w0 = jnp.zeros((k.shape[0], n), dtype)
         w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
         return hmc_chains(k, pot, w0, rec, inside=inside, **hmc)

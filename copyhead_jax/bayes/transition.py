@@ -42,7 +42,7 @@ def sign_change(P, d) -> int | None:
 
 
 def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor: int = 1,
-               P_ceil: int = 10**7) -> int | None:  # fmt: skip
+               P_ceil: int = 10**7, slope=None, max_jump: float = 2.0) -> int | None:  # fmt: skip
     """The next ``P`` to measure, or ``None`` when done.
 
     Widening (no sign change yet): above the largest probe while every ``d > 0``, below the
@@ -51,10 +51,19 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     wrong sign). Refining (a bracket ``[lo, hi]``): the linear root in ``log P`` (regula falsi),
     or the log midpoint when that root is already measured, until ``hi / lo <= refine_ratio``
     or the bracket holds adjacent integers. ``None`` also when the widening leaves
-    ``[P_floor, P_ceil]``."""
-    P, d = _sorted(P, d)
+    ``[P_floor, P_ceil]``.
+
+    ``slope`` (optional, one per probe, NaN where unknown): an estimate of ``dd / dlog P`` at
+    each probe. It only moves the probes, never the root of :func:`crossing`. Widening from an
+    outer probe with a slope of the right sign takes the Newton step, its factor clipped to
+    ``[grow, max_jump]`` (where d steepens with P, as the branch free energies' difference
+    does, Newton overshoots the root and so brackets it);
+    refining with slopes at both ends takes the root of the cubic Hermite interpolant, moved
+    a quarter of ``log refine_ratio`` towards the bracket's middle (so the probe tends to land
+    on the far side of the root and the bracket closes from both ends)."""
+    P, d, sl = _sorted(P, d, np.full(len(P), np.nan) if slope is None else slope)
     ok = np.isfinite(d)
-    P, d = P[ok], d[ok]
+    P, d, sl = P[ok], d[ok], sl[ok]
     if P.size == 0:
         return None
     t = np.log(P)
@@ -63,8 +72,12 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
         lo, hi = P[i], P[i + 1]
         if hi / lo <= refine_ratio:
             return None
-        root = math.exp(t[i] + (t[i + 1] - t[i]) * d[i] / (d[i] - d[i + 1]))
-        for cand in (int(round(root)), int(round(math.sqrt(lo * hi)))):
+        root = t[i] + (t[i + 1] - t[i]) * d[i] / (d[i] - d[i + 1])
+        if np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
+            root = _hermite_root(t[i], t[i + 1], d[i], d[i + 1], sl[i], sl[i + 1], root)
+            mid = 0.5 * (t[i] + t[i + 1])
+            root += math.copysign(min(0.25 * math.log(refine_ratio), abs(mid - root)), mid - root)
+        for cand in (int(round(math.exp(root))), int(round(math.sqrt(lo * hi)))):
             if lo < cand < hi and cand not in P:
                 return cand
         return None
@@ -72,16 +85,33 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     if not up and not np.all(d <= 0):
         return None  # only upward sign changes: not this kind of transition
     step = math.log(grow)
-    if P.size >= 2:
-        j = (-2, -1) if up else (1, 0)  # the outer probe last
-        slope = (d[j[1]] - d[j[0]]) / (t[j[1]] - t[j[0]])
-        if slope < 0:  # d falls with P: its root lies beyond the outer probe
-            step = float(np.clip(abs(d[j[1]] / slope), step, 3 * step))
+    j = -1 if up else 0  # the outer probe
+    if np.isfinite(sl[j]) and sl[j] < 0:
+        step = float(np.clip(abs(d[j] / sl[j]), math.log(grow), math.log(max_jump)))
+    elif P.size >= 2:
+        jj = (-2, -1) if up else (1, 0)  # the outer probe last
+        slope2 = (d[jj[1]] - d[jj[0]]) / (t[jj[1]] - t[jj[0]])
+        if slope2 < 0:  # d falls with P: its root lies beyond the outer probe
+            step = float(np.clip(abs(d[jj[1]] / slope2), step, 3 * step))
     if up:
         nxt = int(math.ceil(P[-1] * math.exp(step)))
         return nxt if nxt <= P_ceil else None
     nxt = int(math.floor(P[0] / math.exp(step)))
     return nxt if P_floor <= nxt < P[0] else None
+
+
+def _hermite_root(t0, t1, d0, d1, s0, s1, fallback: float) -> float:
+    """The root in ``(t0, t1)`` of the cubic with values ``d0, d1`` and slopes ``s0, s1`` at
+    the ends (the one nearest ``fallback`` if several; ``fallback`` if none)."""
+    h = t1 - t0
+    # d(t0 + h u) = h00 d0 + h10 h s0 + h01 d1 + h11 h s1, coefficients in u
+    c3 = 2 * d0 + h * s0 - 2 * d1 + h * s1
+    c2 = -3 * d0 - 2 * h * s0 + 3 * d1 - h * s1
+    c1, c0 = h * s0, d0
+    roots = [r.real for r in np.roots([c3, c2, c1, c0]) if abs(r.imag) < 1e-9 and 0 < r.real < 1]
+    if not roots:
+        return fallback
+    return t0 + h * min(roots, key=lambda u: abs(t0 + h * u - fallback))
 
 
 def crossing(P, d, se, sys=None) -> dict:
