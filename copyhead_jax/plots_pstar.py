@@ -13,7 +13,7 @@ from . import style as S
 from .compare.branches import KEYS, SINGLE, THEORY_KEY
 from .style import KEY_COLORS, P_LABEL, legend, log_P_axis, styled
 
-__all__ = ["beyond_curves_figure", "beyond_pstar_figure", "scaling_figure"]
+__all__ = ["beyond_curves_figure", "beyond_pstar_figure", "branch_follow_figure", "scaling_figure"]
 
 
 @styled
@@ -173,4 +173,32 @@ def beyond_curves_figure(res: dict):
         ax.set_ylabel(name)
     legend(a)
     fig.suptitle("order parameters vs P: theory (lines), networks (markers)")
+    return fig
+
+
+@styled
+def branch_follow_figure(rows: list[dict]):
+    """One panel per followed grid (:mod:`copyhead_jax.compare.follow`, a row's ``followed``):
+    each seed's a_G on the up pass (solid) and the down pass (dashed) versus P, the two passes'
+    U crossings marked by vertical lines."""
+    import matplotlib.pyplot as plt
+
+    panels = [(r, f) for r in rows for f in r.get("followed", [])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False,
+                             layout="constrained")  # fmt: skip
+    for ax, (r, f) in zip(axes[0], panels):
+        P = np.asarray(f["P"], float)
+        up, dn = np.asarray(f["up"]["aG"], float), np.asarray(f["down"]["aG"], float)
+        for s in range(up.shape[1]):
+            col = S.PALETTE[s % len(S.PALETTE)]
+            ax.plot(P, up[:, s], "-o", color=col, ms=3, label=f"seed {s}: up" if s == 0 else None)
+            ax.plot(P, dn[:, s], "--s", color=col, ms=3, mfc="none",
+                    label="down" if s == 0 else None)  # fmt: skip
+        for x in f["coexistence"]["crossing"]:
+            if x is not None:
+                ax.axvline(x, color="0.6", lw=0.8, zorder=0)
+        chain = ", ".join(f"$\\{k}$ = {r[k]:g}" for k in ("rho", "alpha") if k in r)
+        ax.set(title=f"{chain}{', causal' if r['causal'] else ''}", xlabel=P_LABEL,
+               ylabel="copy logit $a_G$")  # fmt: skip
+        legend(ax)
     return fig

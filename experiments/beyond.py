@@ -23,17 +23,20 @@ import math
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax.compare.follow import KEEP, LARGE_AG, coexistence, passes
 from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
+from copyhead_jax.plots_pstar import branch_follow_figure
 from copyhead_jax.storage import environment
+from copyhead_jax.sweep import exact_solve_from, run_mesh, sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
 from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 
 from . import common as C
-from .beyond_follow import follow, follow_figure
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 #: the settings a mode's config does not set: theory and networks at every ``rho``, no ``alpha``
@@ -59,7 +62,7 @@ DEFAULTS = dict(
     # networks at width infinity (the prior's Gram) too, at these chains: dict(rho=[...],
     # alpha=[...], seeds=k) on the main P grid (row key ``measured_inf``); None: none
     width_inf=None,
-    # softmax branch following up and down a fine P grid (hysteresis, experiments/beyond_follow):
+    # softmax branch following up and down a fine P grid (hysteresis, copyhead_jax.compare.follow):
     # dict(P=[...], seeds=k, rho=[...] and/or alpha=[...]); row key ``followed`` (a list)
     follow=[],
     starts=["linear", "pool", "copy"],  # the networks measured (pool, copy: softmax's two starts)
@@ -172,12 +175,43 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     from .report.pstar_figures import beyond_figures
 
     if any("followed" in r for r in rows):
-        (Path(out_dir) / "figures").mkdir(parents=True, exist_ok=True)
-        follow_figure(rows, Path(out_dir) / "figures" / f"{name}.png")
+        C.save_figure(branch_follow_figure(rows), Path(out_dir) / "figures" / f"{name}.png")
     if any("rho" in r and r["theory"] for r in rows):  # the figures: against rho, with theory
         beyond_figures(dict(res, rows=[r for r in rows if "rho" in r and r["theory"]]),
                        Path(out_dir) / "figures", name)  # fmt: skip
     return res
+
+
+def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
+    """The two passes of ``f = dict(P=[...], seeds=k)`` at ``chain`` (softmax; ``config``:
+    :func:`config`), cached; JSON-able: per pass and key ``[nP][seed]``, and
+    :func:`copyhead_jax.compare.follow.coexistence`."""
+    P = sorted(int(p) for p in f["P"])
+    sub = dict(s, P=P, seeds=f["seeds"])
+    cfg = config(sub, chain, causal, "softmax", "zero")
+
+    def run():
+        first = {}
+        for name, init, p in (("up", "zero", P[0]), ("down", "copy", P[-1])):
+            res = C.cached_sweep(config(dict(sub, P=[p]), chain, causal, "softmax", init), cache)
+            kept = ("params/W_G", "params/W_O_hat")
+            first[name] = {k: res.arrays[k][0] for k in kept} | {k: res[k][0] for k in KEEP}
+        inputs = sweep_inputs(cfg, None)  # P-major, pools cut at P_max (nested)
+        solve_runs, nS = exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)), f["seeds"]
+
+        def solve(i, w):
+            rows = np.arange(i * nS, (i + 1) * nS)
+            return solve_runs(jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], inputs), w)
+
+        return passes(P, first["up"], first["down"], solve)
+
+    br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
+    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br, P),
+           # the branches of the jump itself (a_G apart by > 0.5, as markov.md's "starts distinct")
+           "coexistence_large": coexistence(br, P, LARGE_AG)}  # fmt: skip
+    for name in ("up", "down"):
+        out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
+    return out
 
 
 def format_row(row) -> str:

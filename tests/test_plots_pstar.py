@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 from helpers import checked_figure
 
-from copyhead_jax.plots_pstar import beyond_curves_figure, beyond_pstar_figure, scaling_figure
+from copyhead_jax.plots_pstar import (
+    beyond_curves_figure,
+    beyond_pstar_figure,
+    branch_follow_figure,
+    scaling_figure,
+)
 from copyhead_jax.storage import nulls_in_lists_to_nan
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
@@ -40,3 +45,16 @@ def test_beyond_figures(which):
     axes = checked_figure(beyond_curves_figure(res))
     assert [a.get_ylabel() for a in axes] == [r"linear $c_G$", r"softmax $a_G$ (up: -, down: --)"]
     assert len(axes[0].get_lines()) >= len(res["rows"])  # a theory line per rho
+
+
+def test_branch_follow_figure_has_a_panel_per_followed_grid():
+    """The committed markov-follow JSON: one panel per followed grid, each seed's up and down
+    pass drawn (two lines per seed), labelled axes (the figure checks)."""
+    res = _load("markov-follow")
+    grids = [f for r in res["rows"] for f in r.get("followed", [])]
+    axes = checked_figure(branch_follow_figure(res["rows"]))
+    assert len(axes) == len(grids)
+    for ax, f in zip(axes, grids):
+        n_seeds = len(f["up"]["aG"][0])
+        passes = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(f["P"])]
+        assert len(passes) == 2 * n_seeds

@@ -1,11 +1,11 @@
-"""experiments/beyond_follow.py: branch following up and down in P (hysteresis)."""
+"""copyhead_jax.compare.follow: branch following up and down in P (hysteresis)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from experiments import beyond_follow as BF
+from copyhead_jax.compare import follow as BF
 
 
 def _fake(P, lower, upper, nS=2):
