@@ -83,11 +83,11 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
     # slopes of the wrong sign (or NaN) fall back to the secant rule
     assert next_probe([660], [d(660)], slope=[+5.0]) == next_probe([660], [d(660)])
     assert next_probe([660], [d(660)], slope=[math.nan]) == next_probe([660], [d(660)])
-    from copyhead_jax.bayes.transition import _hermite_root
+    from copyhead_jax.bayes.transition import hermite_root
 
     cubic = lambda t: (t - 0.3) * (t + 2.0) * (t - 3.0)  # noqa: E731
     dcub = lambda t: 3 * t**2 - 2.6 * t - 5.7  # noqa: E731
-    assert _hermite_root(0.0, 1.0, cubic(0), cubic(1), dcub(0), dcub(1), 0.5) == \
+    assert hermite_root(0.0, 1.0, cubic(0), cubic(1), dcub(0), dcub(1), 0.5) == \
         pytest.approx(0.3, abs=1e-9)  # fmt: skip
 
 

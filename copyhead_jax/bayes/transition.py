@@ -74,7 +74,7 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
             return None
         root = t[i] + (t[i + 1] - t[i]) * d[i] / (d[i] - d[i + 1])
         if np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
-            root = _hermite_root(t[i], t[i + 1], d[i], d[i + 1], sl[i], sl[i + 1], root)
+            root = hermite_root(t[i], t[i + 1], d[i], d[i + 1], sl[i], sl[i + 1], root)
             mid = 0.5 * (t[i] + t[i + 1])
             root += math.copysign(min(0.25 * math.log(refine_ratio), abs(mid - root)), mid - root)
         for cand in (int(round(math.exp(root))), int(round(math.sqrt(lo * hi)))):
@@ -100,7 +100,7 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     return nxt if P_floor <= nxt < P[0] else None
 
 
-def _hermite_root(t0, t1, d0, d1, s0, s1, fallback: float) -> float:
+def hermite_root(t0, t1, d0, d1, s0, s1, fallback: float) -> float:
     """The root in ``(t0, t1)`` of the cubic with values ``d0, d1`` and slopes ``s0, s1`` at
     the ends (the one nearest ``fallback`` if several; ``fallback`` if none)."""
     h = t1 - t0
