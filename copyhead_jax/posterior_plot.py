@@ -11,6 +11,10 @@ import numpy as np
 from . import style as st
 from .compare.crossing import quiet
 
+#: the softmax blocks of a posterior result: key, name, colour, marker
+SOFT = (("pool", "pooling start", st.ORANGE, "s"), ("copy", "copy start", st.PURPLE, "v"),
+        ("copy_high", "copy start, high P", st.VERMILLION, "^"))  # fmt: skip
+
 
 def band(ax, P, y, label, **kw) -> None:
     """The seed mean of ``y[P, seed]`` against P, error bars the sd over seeds."""
@@ -190,3 +194,30 @@ def free_energy_figure(fe: dict, ek: dict):
           title="softmax branches: free energy, pooling minus copying")  # fmt: skip
     st.legend(a)
     return fig
+
+
+def result_figures(res: dict, curves: dict) -> dict:
+    """Every figure of a posterior result (``python -m experiments posterior``: its ``linear``
+    and ``softmax`` blocks, EK ``theory`` points; ``curves``: EK curves per objective):
+    ``orderparams``, ``susceptibility``, ``llc``, ``llc_devinterp`` (None without devinterp's
+    LLC) and, with a free-energy result, ``free_energy``."""
+    lin, soft, th, pre = res["linear"], res["softmax"], res["theory"], res["preset"]
+    blocks = [(n, soft[k], c, m) for k, n, c, m in SOFT if soft.get(k) is not None]
+    fe = soft.get("free_energy")
+    mark = lambda k: (f"$P^*_{{{k[2:]}}}$", th["map"][k], st.KEY_COLORS[k])  # noqa: E731
+    panels = [("linear attention", lin, "linear", (mark("P_c1"), mark("P_cG"))),
+              ("softmax attention, pooling start", soft["pool"], "softmax", (mark("P_aG"),))]
+    names = {"pool": "softmax, pooling start", "copy": "softmax, copy start",
+             "copy_high": "softmax, copy start (high P)"}  # fmt: skip
+    llc = [("linear", lin, st.BLUE, "o")] + [
+        (names[k], soft[k], c, m) for k, _, c, m in SOFT if soft.get(k) is not None]
+    dv = (("linear", lin, st.BLUE, "o"), ("softmax, pooling start", soft["pool"], st.ORANGE, "s"),
+          ("softmax, copy start", soft.get("copy_high"), st.VERMILLION, "v"))  # fmt: skip
+    dv = [x for x in dv if x[1] is not None and x[1].get("llc_dv")]
+    figs = {"orderparams": orderparams_figure(lin, blocks, curves, pre, fe),
+            "susceptibility": susceptibility_figure(panels, pre),
+            "llc": llc_figure(llc, pre),
+            "llc_devinterp": devinterp_figure(dv, th["map"], pre) if dv else None}  # fmt: skip
+    if fe is not None:
+        figs["free_energy"] = free_energy_figure(fe, {o: th[o]["P_aG"] for o in ("map", "post")})
+    return figs

@@ -29,25 +29,15 @@ from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.laplace_ti import free_energies
 from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
+from copyhead_jax.posterior_plot import result_figures
 from copyhead_jax.posterior_summary import branch_summary, merge_seeds, verdicts
 from copyhead_jax.sample import PosteriorResult, run_sampler
 from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
 from copyhead_jax.storage import write_json
 
-from . import posterior_features as PF
-from . import posterior_llc as PLL
-from .common import MODE_FLAGS, log, save_figure
+from .common import MODE_FLAGS, cache_path, cached, cached_sweep, log, save_figure
 from .configs.posterior import CONFIGS
-from .posterior_runs import (
-    branch_config,
-    cache_key,
-    fit_only,
-    grid_entries,
-    grid_entry,
-    pickled,
-    sampler_settings,
-    theory,
-)
+from .posterior_runs import branch_config, grid_entries, grid_entry, sampler_settings, theory
 
 #: devinterp's defaults (beta = 1/log n, gamma = 100; ``LLCSettings``): at gamma = 100 the
 #: slowest direction relaxes in <= 70 steps on the plain grid, 1,500 kept steps are >= 20 of them
@@ -57,11 +47,11 @@ LLC = {k: v for k, v in dataclasses.asdict(LLCSettings()).items() if k != "seed"
 def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     """Exact MAP sweep (kept weights) and its collapsed-HMC posterior, cached by config."""
     t0 = time.time()
-    res = fit_only(cfg, cache)
+    res = cached_sweep(cfg, cache)
     if res.config.model.engine != "reduced":  # run_sampler: collapsed HMC for reduced sweeps
         raise ValueError("experiments.posterior samples reduced sweeps (collapsed HMC) only")
     sg = sampler_settings(mc)
-    ppath = cache / f"post-{cache_key(cfg.to_dict(), dataclasses.asdict(sg))}.npz"
+    ppath = cache_path(cache, "post", [cfg.to_dict(), dataclasses.asdict(sg)], ".npz")
     # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
     # the smaller P to the larger: no cost saved when the two are far apart)
     chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
@@ -134,8 +124,7 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
             v = devinterp_sweep(res, key, LLCSettings(**st))
             return v | {"settings": st, "seconds": time.time() - t0, "n": "P (sequences)"}
 
-        v = out[f"gamma={g:g}"] = pickled(cache / f"llc-{cache_key(res.config.to_dict(), st)}.pkl",
-                                           run)  # fmt: skip
+        v = out[f"gamma={g:g}"] = cached(cache, "llc", [res.config.to_dict(), st], run)
         log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
             f"{v['seconds']:.0f} s")  # fmt: skip
     return {"llc_dv": out}
@@ -161,18 +150,15 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     weights and crossings, into ``soft``."""
     ti = mc["presets"]["plain"]["ti"]
     nS = ti["n_seeds"]
-    pr = fit_only(branch_config(mc, "plain", "softmax", ti["P_pool"], "zero", nS), cache)
-    cr = fit_only(branch_config(mc, "plain", "softmax", ti["P_copy"], "copy", nS), cache)
+    pr = cached_sweep(branch_config(mc, "plain", "softmax", ti["P_pool"], "zero", nS), cache)
+    cr = cached_sweep(branch_config(mc, "plain", "softmax", ti["P_copy"], "copy", nS), cache)
     common, _, _, distinct = CX.distinct_starts(pr.P, pr, cr.P, cr)
     P_ti = [p for k, p in enumerate(common) if distinct[k].any()]  # per-seed masks below
     if not P_ti:
         soft["free_energy"] = None
         return
-    ti_key = cache_key(pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"])
-    fe = pickled(
-        cache / f"ti-{ti_key}.pkl",
-        lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
-    )
+    fe = cached(cache, "ti", [pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"]],
+                lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)))
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
     cross = soft["crossings"]
     cross.update(CX.ti_crossings(fe, distinct[[common.index(p) for p in fe["P"]]]))
@@ -187,8 +173,8 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
     t0 = time.time()
     pc = mc["presets"][preset]
     grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
-    tkey = cache_key(mc["engine"], pc["conventions"], grids)
-    th = pickled(cache / f"theory-{preset}-{tkey}.pkl", lambda: theory(mc, preset))
+    th = cached(cache, f"theory-{preset}", [mc["engine"], pc["conventions"], grids],
+                lambda: theory(mc, preset))
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
            "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
@@ -206,7 +192,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
         b.get("wall_seconds") or 0 for b in (res["linear"], *(
             res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
     res["command"] = command
-    figs = PF.figures(res, th["curves"]) | {"llc_devinterp": PLL.figure(res)}
+    figs = result_figures(res, th["curves"])
     for name, fig in figs.items():
         if fig is not None:
             save_figure(fig, out_dir / "figures" / f"posterior_{name}_{preset}.png")

@@ -1,16 +1,14 @@
 """What the posterior artefacts share (not an artefact): the reduced engine's configs of
-``configs/posterior.py``, their caches (MAP sweeps, HMC draws, pickled results, keyed by
-:func:`cache_key`) and the bookkeeping of ``posterior_branches``' groups of chains (settings,
-references, group keys) that ``posterior_smc`` reuses. Every key and file name here is the one
-the committed records and the caches under ``results/posterior/`` were written with.
-"""
+``configs/posterior.py`` (their MAP sweeps, draws and results go to the one cache of
+:mod:`experiments.common`) and the bookkeeping of ``posterior_branches``' groups of chains
+(settings, references, group keys: :func:`cache_key` names the committed group records) that
+``posterior_smc`` reuses."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +22,7 @@ from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
 from copyhead_jax.transition_ti import BRANCHES
 
-from .common import mode_config
+from .common import cached_sweep, mode_config
 from .configs.posterior import CONFIGS as ENGINES
 
 #: the start of each branch's MAP sweeps
@@ -38,16 +36,6 @@ INIT = {"pool": "zero", "copy": "copy"}
 def cache_key(*objs) -> str:
     """A short hash of ``objs`` (the cache files' names)."""
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
-
-
-def pickled(path: Path, fn):
-    """``fn()``, cached in ``path`` (theory curves and TI: minutes on this CPU)."""
-    if path.exists():
-        return pickle.loads(path.read_bytes())
-    out = fn()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(out))
-    return out
 
 
 def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
@@ -75,14 +63,6 @@ def sampler_settings(mc: dict) -> ch.HMCConfig:
         o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
                  n_warmup=b)  # fmt: skip
     return dataclasses.replace(REDUCED_HMC, **o)
-
-
-def fit_only(cfg: ch.Config, cache: Path):
-    """Exact MAP sweep with kept weights, cached by config."""
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"sweep-{cache_key(cfg.to_dict())}.npz"
-    return ch.SweepResult.load(path) if path.exists() else ch.run_sweep(
-        cfg, keep_params=True, out=path, progress=False)  # fmt: skip
 
 
 def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
@@ -123,10 +103,10 @@ def preset(c: dict) -> str:
 
 
 def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
-    """``{branch: [SweepResult]}`` of the exact MAP sweeps (cached by ``fit_only``) of the
+    """``{branch: [SweepResult]}`` of the exact MAP sweeps (``common.cached_sweep``) of the
     first block of seeds, or of ``block``."""
     sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
-    return {b: [fit_only(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
+    return {b: [cached_sweep(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
                 for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
 
 

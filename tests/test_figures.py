@@ -168,16 +168,15 @@ def test_every_experiment_figure_passes_the_checks():
 def test_posterior_figures(preset):
     import json
 
+    from copyhead_jax.posterior_plot import result_figures
     from copyhead_jax.storage import nulls_in_lists_to_nan
-    from experiments import posterior_features as PF
-    from experiments import posterior_llc
 
     post = nulls_in_lists_to_nan(json.loads((RESULTS / f"posterior_{preset}.json").read_text()))
     P = np.geomspace(1.0, 3000.0, 12)
     ramp = np.clip(np.log(P) / 8, 0, 1)
     curves = {"P": P, **{o: {"cG": ramp, "c1": ramp, "psi": ramp, "aG": 3 * ramp}
                          for o in ("map", "post")}}  # fmt: skip
-    figs = PF.figures(post, curves) | {"llc_devinterp": posterior_llc.figure(post)}
+    figs = result_figures(post, curves)
     for name, fig in figs.items():
         if fig is not None:
             problems = figure_problems(fig)

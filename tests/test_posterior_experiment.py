@@ -42,7 +42,7 @@ def test_branch_config_presets():
 def test_posterior_column_reads_verdicts_and_points():
     """The main table's posterior column: the verdict of the row's order parameter with its CI,
     the posterior's own P* where measured, nothing for a preset without a posterior."""
-    from experiments import posterior_column as PCOL
+    from experiments.report import posterior_column as PCOL
 
     v = {"var_ratio": 0.78, "var_ratio_ci": [0.74, 0.82], "n_seeds": 10, "verdict": "shrinks"}
     post = {
@@ -67,7 +67,7 @@ def test_report_sets_the_bayesian_point_beside_the_others_and_lists_lambda_hat()
     """The report's posterior bullets: the Bayesian P*_aG with its ratio to each other P*_aG
     (those off by more than the reporting threshold also go to the disagreements; the paper
     only on the paper preset), and lambda-hat's seed mean per P, skipping missing seeds."""
-    from experiments import posterior_column as PCOL
+    from experiments.report import posterior_column as PCOL
 
     branches = {"crossing_F": {"located": {"P_star": 1250.0, "bracket": [1200, 1300]}},
                 "n_seeds": 10, "map_U_crossing_main_P_star": 625.0, "paper_P_aG": 300.0,
@@ -133,9 +133,9 @@ def test_branch_presets_and_paper_companion(tmp_path):
     likelihood) while the plain configs name no preset (their cache keys predate the switch);
     the report attaches the paper preset's branch free energies to its posterior result."""
     from experiments import posterior_branches as PB
-    from experiments import posterior_column as PCOL
     from experiments import posterior_runs as PR
     from experiments.common import load_spec
+    from experiments.report import posterior_column as PCOL
 
     plain, paper = (PR.config(PR.settings("paper", p), p) for p in ("plain", "paper"))
     assert "preset" not in plain and "preset" not in PR.config(PR.settings("tiny"), "plain")

@@ -29,7 +29,7 @@ QUICK = dict(
             P_copy=[],
             P_copy_high=dict(P=[24, 48], n_seeds=3),  # copy-branch chains, seeds 0-2 then 3-9
             ti=TI,
-            llc_devinterp=dict(gammas=[100.0]),  # devinterp's default (experiments.posterior_llc)
+            llc_devinterp=dict(gammas=[100.0]),  # devinterp's default (its figure too)
         ),
         paper=dict(
             conventions=dict(

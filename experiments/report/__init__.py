@@ -24,9 +24,8 @@ from copyhead_jax.compare import GROWTH_TOL, REL_TOL
 from copyhead_jax.compare.crossing import bayesian_interval, interval_text
 from copyhead_jax.compare.readings import BRANCHES, claims_matrix
 
-from .. import posterior_column
 from ..common import MODE_FLAGS
-from . import claims, widths
+from . import claims, posterior_column, widths
 from . import sections as sec
 from .tables import table
 

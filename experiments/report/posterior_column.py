@@ -1,4 +1,4 @@
-"""The main table's posterior column (issue 13 item 2): per mechanism the early-warning verdict
+"""The main table's posterior column: per mechanism the early-warning verdict
 (``experiments.posterior``) and the posterior's own transition point where measured (linear:
 posterior psi = 1/2; softmax: F_copy = F_pool, ``experiments.posterior_branches``, and SMC's
 w_copy = 1/2, ``experiments.posterior_smc``), read from ``results/posterior_PRESET.json`` and
@@ -57,12 +57,6 @@ def verdict(post: dict | None, key: str) -> dict | None:
     return v if v and v.get("var_ratio_ci") else None
 
 
-def _crossing(branches: dict) -> dict:
-    """The branch result's located F crossing (older results: the crossing itself), or {}."""
-    c = branches.get("crossing_F") or {}
-    return c.get("located") or c
-
-
 def cell(post: dict | None, key: str) -> str | None:
     """The column's text for one main-table row, or None (no posterior for it)."""
     if post is None or key not in VERDICTS:
@@ -85,7 +79,7 @@ def cell(post: dict | None, key: str) -> str | None:
             lo, hi = half["bracket"]
             parts.append(f"posterior psi = 1/2 at {gP(half['P_star'])} [{gP(lo)}, {gP(hi)}]")
     if key == "P_aG" and post.get("branches"):
-        c = _crossing(post["branches"])
+        c = (post["branches"].get("crossing_F") or {}).get("located") or {}
         if c.get("P_star") and c.get("bracket"):
             lo, hi = c["bracket"]
             parts.append(f"Bayesian P*_aG (F_copy = F_pool) {gP(c['P_star'])} [{gP(lo)}, {gP(hi)}]"
@@ -154,7 +148,7 @@ def bayes_line(post: dict, dis: list[str] | None = None) -> str | None:
     """The Bayesian P*_aG (free-energy crossing and branch weights) beside :func:`bayes_points`;
     each reference that differs by more than the reporting threshold is appended to ``dis``."""
     b = post.get("branches") or {}
-    c = _crossing(b)
+    c = (b.get("crossing_F") or {}).get("located") or {}
     if not c.get("P_star"):
         return None
     P = float(c["P_star"])

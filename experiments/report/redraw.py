@@ -61,8 +61,8 @@ def drawings(results: Path):
 
 def _posterior(post: dict):
     """The posterior's figures (its EK curves computed once, on the first draw)."""
-    from .. import posterior_features as PF
-    from .. import posterior_llc
+    from copyhead_jax.posterior_plot import result_figures
+
     from ..configs.posterior import CONFIGS
     from ..posterior_runs import theory
 
@@ -71,8 +71,7 @@ def _posterior(post: dict):
     def fig(name):
         if not cache:
             mc = CONFIGS[post["mode"]]
-            cache.update(PF.figures(post, theory(mc, preset)["curves"]))
-            cache["llc_devinterp"] = posterior_llc.figure(post)
+            cache.update(result_figures(post, theory(mc, preset)["curves"]))
         return cache.pop(name)
 
     names = ["orderparams", "susceptibility", "llc", "llc_devinterp"]

@@ -12,7 +12,7 @@ from copyhead_jax.compare.readings import COVERAGE
 from copyhead_jax.compare.warning import signal_of
 from copyhead_jax.plots_branches import solver_kind
 
-from .. import posterior_column
+from . import posterior_column
 from .tables import measured_text, num, pct, reach_text, table
 
 MAIN_HEAD = ["mechanism", "theoretical scaling", "theory P* (EK)", "theory P* (finite width)",

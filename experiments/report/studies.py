@@ -20,12 +20,12 @@ from copyhead_jax.compare.text import located as ps  # short: table cells
 from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
 from copyhead_jax.storage import nulls_in_lists_to_nan
 
-from .. import posterior_column
+from . import posterior_column
 
 
 def posterior_tables(res: dict) -> str:
     """docs/reports/posterior.md's tables of a ``posterior_PRESET.json`` (with the companions
-    :func:`~experiments.posterior_column.load` attaches, where run)."""
+    :func:`~experiments.report.posterior_column.load` attaches, where run)."""
     lin, soft, th = res["linear"], res["softmax"], res["theory"]
     cr, fe = soft["crossings"], soft.get("free_energy")
     sm, t, pap = res["sampler"], lin["transitions"], res["paper"]
