@@ -39,9 +39,13 @@ import pytest  # noqa: E402
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 #: resident memory (GiB) above which a test module's end drops JAX's compiled programs: below it
-#: the modules of one worker share them (most of the suite's time is compiling), above it the
-#: programs that accumulate over a worker's files would take the run past ~3 GiB
-CLEAR_CACHES_ABOVE_GB = 1.5
+#: the modules of one worker share them (most of the suite's time is compiling); a worker starts
+#: a module at ~0.6 GiB after a drop
+CLEAR_CACHES_ABOVE_GB = 1.0
+#: the same check after each test: a module that compiles many shapes (test_causal, test_models:
+#: 2.3 GiB at their end without it) drops its programs mid-module, so that two workers stay
+#: under ~3 GiB together
+CLEAR_CACHES_IN_MODULE_ABOVE_GB = 1.3
 
 
 def resident_gb() -> float:
@@ -53,14 +57,43 @@ def resident_gb() -> float:
         return 0.0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def bounded_memory():
-    yield
-    if resident_gb() > CLEAR_CACHES_ABOVE_GB:
-        import gc
+def release_memory() -> None:
+    """Drop JAX's compiled programs and hand the freed heap back to the OS (glibc keeps freed
+    pages otherwise, and the resident size would not fall)."""
+    import ctypes
+    import gc
 
-        jax.clear_caches()
-        gc.collect()
+    jax.clear_caches()
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+_after_release = [0.0]  # the resident size the last drop left (what a drop cannot free)
+
+
+@pytest.fixture(autouse=True)
+def bounded_memory_per_test():
+    yield
+    # not again before 0.5 GiB more have piled up: a module whose fixtures hold more than the
+    # threshold would otherwise recompile every test's programs
+    if resident_gb() > max(CLEAR_CACHES_IN_MODULE_ABOVE_GB, _after_release[0] + 0.5):
+        release_memory()
+        _after_release[0] = resident_gb()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def bounded_memory(request):
+    yield
+    before = resident_gb()
+    if before > CLEAR_CACHES_ABOVE_GB:
+        release_memory()
+    _after_release[0] = resident_gb()
+    if log := os.environ.get("COPYHEAD_TEST_RSS_LOG"):  # per module: GiB at its end, after
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {request.module.__name__} {before:.2f} {resident_gb():.2f}\n")
 
 
 @pytest.fixture
