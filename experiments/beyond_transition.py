@@ -1,16 +1,7 @@
-"""Artefact ``markov-transition``: the Bayesian softmax transition ``P*_aG`` (branch free
-energies, :func:`copyhead_jax.transition`) on sticky Markov tokens at several ``rho``, each
-beside its own MAP ``U`` crossing and the EK theory's MAP point (at ``rho = 0``, i.i.d. tokens,
-also its posterior point; docs/reports/markov.md).
-
-Settings ``markov_transition`` of ``configs/MODE.py``: ``rho``, ``widths`` ("inf" or an int),
-``seeds``, ``task`` (L, V overrides), ``ti`` (``TISettings`` fields), ``P_grid`` (the MAP grid;
-None: around the theory's point; or ``{rho: grid}``), ``theory``. Each (width, rho) keeps the
-command's checkpoints in the cache (a rerun resumes). Output:
-``results/markov-transition[_PRESET].json``.
-"""
-
-from __future__ import annotations
+"""Artefact ``markov-transition``: the Bayesian ``P*_aG`` (branch free energies, ``ch.transition``)
+on sticky Markov tokens per ``rho`` (docs/reports/markov.md). Settings ``markov_transition``:
+``rho``, ``widths``, ``seeds``, ``task``, ``ti`` (``TISettings``), ``P_grid`` (None: the theory's;
+or per rho), ``theory``. The command's checkpoints are cached (a rerun resumes)."""
 
 import math
 import time
@@ -35,7 +26,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
         C.log(f"markov-transition ({spec.preset}, {spec.mode}): no settings here; nothing run")
         return {}
     ti = TISettings(**s.get("ti", {}))
-    rows = []
+    rows = []  # per width, per rho
     for width in s.get("widths", ["inf"]):
         w = math.inf if width == "inf" else int(width)
         for rho in s["rho"]:
@@ -44,8 +35,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
                 model=dict(attention="softmax", engine="reduced", width=w),
                 train=dict(train_embeddings=False),  # as ``copyhead transition`` builds it
             )
-            grid = s.get("P_grid")
-            grid = grid.get(rho) if isinstance(grid, dict) else grid  # per rho, or one for all
+            grid = g.get(rho) if isinstance(g := s.get("P_grid"), dict) else g  # per rho or one
             folder = C.cache_path(spec.cache_dir, "transition", [cfg.to_dict(), repr(ti),
                                   s["seeds"], grid], "")  # fmt: skip
             t0 = time.process_time()
@@ -56,12 +46,10 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
                    "probes": [[p["P"] for p in x["probes"]] for x in res["seeds"]],
                    "cpu_s_this_call": time.process_time() - t0}  # fmt: skip
             if rho == 0 and s.get("theory", True):  # i.i.d. tokens: the EK posterior point too
-                pts = transition_points(TheoryParams.from_config(cfg), "softmax", "post")
-                row["ek_post_iid"] = pts.get("P_aG")
+                row["ek_post_iid"] = transition_points(TheoryParams.from_config(cfg), "softmax",
+                                                       "post").get("P_aG")  # fmt: skip
             rows.append(row)
-            C.log(f"rho={rho:g} width={width}: P*_aG {row['P_star']} {row['interval']}, "
-                  f"seeds {row['per_seed']}, SMC {row['cross_check']['P_star']}, MAP U "
-                  f"crossing {row['map_U_crossing']['mean']}, EK {row['theory']}")  # fmt: skip
+            C.log(f"rho={rho:g} width={width}: P*_aG {row['P_star']} {row['interval']}")
     res = {"artefact": spec.artefact, "preset": spec.preset, "settings": s, "ti": repr(ti),
            "rows": rows, "environment": environment()}  # fmt: skip
     name = spec.artefact if spec.preset == "paper" else f"{spec.artefact}_{spec.preset}"

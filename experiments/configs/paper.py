@@ -236,10 +236,8 @@ CONFIG = dict(
             multistart=_MULTISTART_PLAIN,
             markov=_BEYOND_PLAIN,
             causal=_BEYOND_PLAIN,
-            # the Bayesian P*_aG (branch free energies, ch.transition's default Monte Carlo); at
-            # rho 0.9 the MAP grid reaches above the networks' MAP jump (90.5 [64, 128], not the
-            # EK 37.2 the default grid is centred on), so both branches have MAPs near P* (top 200:
-            # the command refuses a grid whose 4 x top group exceeds its 4 GiB default budget)
+            # the Bayesian P*_aG (ch.transition's defaults); rho 0.9: a MAP grid over the networks'
+            # MAP step (90.5, not the EK 37.2), top 200 (4 x top fits the 4 GiB default budget)
             markov_transition=dict(rho=[0.0, 0.5, 0.9], widths=["inf"], seeds=3,
                                    P_grid={0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160,
                                                  180, 200]}),  # fmt: skip
