@@ -263,7 +263,8 @@ def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
 
 
 @pytest.mark.parametrize("artefact", ["markov-dirichlet", "markov-follow", "markov-cg",
-                                      "causal-inf", "causal-follow"])  # fmt: skip
+                                      "causal-inf", "causal-follow",
+                                      "markov-transition"])  # fmt: skip
 def test_beyond_variants_run_only_where_a_mode_sets_them(artefact, tmp_path):
     """The markov / causal variants (rows in their own JSON) are not part of ``all``; a mode
     without their settings (``--quick``) runs and writes nothing; the tiny mode has them."""
@@ -295,3 +296,28 @@ def test_markov_follow_variant_writes_the_followed_branches(tmp_path):
     saved = json.loads((tmp_path / "results" / "markov-follow.json").read_text())
     assert saved["rows"][0]["followed"][0]["P"] == [16, 24, 32]
     assert (tmp_path / "figures" / "markov-follow.png").stat().st_size > 0
+
+
+@pytest.mark.heavy  # two tiny transitions (MAP grids, TI chains, SMC): ~80 s on a loaded CPU
+def test_markov_transition_variant_writes_the_bayesian_point_per_rho(tmp_path):
+    """``markov-transition`` (tiny): per rho one row with the command's P*_aG, its interval,
+    per-seed values, the SMC cross-check and the MAP U crossing, in the JSON under the
+    artefact's name; a rerun reads the command's checkpoints (the same numbers)."""
+    import json
+
+    from experiments.__main__ import run_artefact
+
+    def run():
+        return run_artefact("markov-transition", mode="tiny", preset="plain", out=tmp_path,
+                            cache=tmp_path / "cache")  # fmt: skip
+
+    res = run()
+    assert [(r["rho"], r["width"]) for r in res["rows"]] == [(0.0, "inf"), (0.5, "inf")]
+    for r in res["rows"]:
+        assert r["map_grid"] == [8, 16, 32, 64] and len(r["per_seed"]) == 1
+        assert len(r["interval"]) == 2 and set(r["cross_check"]) >= {"method", "P_star"}
+        assert len(r["map_U_crossing"]["per_seed"]) == 1 and r["probes"][0]
+    saved = json.loads((tmp_path / "results" / "markov-transition_plain.json").read_text())
+    assert [r["rho"] for r in saved["rows"]] == [0.0, 0.5]
+    again = [r["per_seed"] for r in run()["rows"]]
+    np.testing.assert_array_equal(again, [r["per_seed"] for r in res["rows"]])

@@ -54,6 +54,10 @@ _PRESET = dict(
     causal_inf=dict(_BEYOND, rho=[0.5], alpha=[], networks_rho=[], spaces=[],
                     width_inf=dict(rho=[0.5], seeds=1)),  # fmt: skip
     reduction=dict(base="tiny", widths=[16, 64, float("inf")], parts=["width", "polish"]),
+    markov_transition=dict(task=dict(L=4, V=3, n_test=32), rho=[0.0, 0.5], seeds=1,  # no theory
+                           P_grid=[8, 16, 32, 64], theory=False,
+                           ti=dict(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=32, n_adapt=8, n_ref=200,
+                                   smc_particles=8, smc_max_steps=20)),  # fmt: skip
 )
 
 # posterior-branches, plain preset only (seconds, not physics): configs/posterior.py's TINY
