@@ -13,7 +13,8 @@ Output: ``results/{markov,causal}.json`` (preset paper; plain: ``..._plain.json`
 figures of its ``rho`` rows (``report.pstar_figures.beyond_figures``). The variants
 ``markov-dirichlet``, ``markov-follow``, ``markov-cg``, ``causal-inf`` and ``causal-follow``
 (no mask / the mask: the name's first word) run other rows of the same form into their own JSON
-(``results/ARTEFACT.json``), only in the modes whose config sets them.
+(``results/ARTEFACT.json``), only in the modes whose config sets them; ``markov-transition``
+(:func:`transition`) the Bayesian P*_aG per rho.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ import copyhead_jax as ch
 from copyhead_jax.compare.follow import KEEP, LARGE_AG, coexistence, passes
 from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
 from copyhead_jax.plots_pstar import branch_follow_figure
-from copyhead_jax.storage import environment
+from copyhead_jax.storage import environment, write_json
 from copyhead_jax.sweep import exact_solve_from, run_mesh, sweep_inputs
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
 from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
+from copyhead_jax.theory.points import transition_points
+from copyhead_jax.transition_ti import TISettings
 
 from . import common as C
 
@@ -141,6 +144,8 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     if which not in ("markov", "causal") and not spec.settings:  # a variant this mode lacks
         C.log(f"{which} ({spec.preset}, {spec.mode}): no settings in this mode; nothing run")
         return {}
+    if which == "markov-transition":
+        return transition(spec, out_dir)
     s = {**DEFAULTS, **spec.settings}
     s["preset"] = s["preset"] or {"paper": "paper-map"}.get(spec.preset, spec.preset)
     t0 = time.time()
@@ -212,6 +217,48 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out
+
+
+TRANSITION_KEEP = ("P_star", "interval", "per_seed", "cross_check", "map_U_crossing", "theory",
+                   "a_thr", "map_grid", "flagged", "wall_seconds")  # fmt: skip
+
+
+def transition(spec: C.Spec, out_dir: str | Path) -> dict:
+    """Artefact ``markov-transition``: the Bayesian ``P*_aG`` (branch free energies,
+    ``ch.transition``) at every (width, rho) of the settings ``markov_transition`` (``rho``,
+    ``widths``, ``seeds``, ``task``, ``ti``: ``TISettings``, ``P_grid``: None for the theory's,
+    or per rho, ``theory``); the command's checkpoints are cached (a rerun resumes)."""
+    s = spec.settings
+    ti = TISettings(**s.get("ti", {}))
+    rows = []  # per width, per rho
+    for width in s.get("widths", ["inf"]):
+        w = math.inf if width == "inf" else int(width)
+        for rho in s["rho"]:
+            cfg = ch.preset(spec.preset).replace(
+                task=dict(s.get("task", {}), source="markov", rho=rho),
+                model=dict(attention="softmax", engine="reduced", width=w),
+                train=dict(train_embeddings=False),  # as ``copyhead transition`` builds it
+            )
+            grid = g.get(rho) if isinstance(g := s.get("P_grid"), dict) else g  # per rho or one
+            folder = C.cache_path(spec.cache_dir, "transition", [cfg.to_dict(), repr(ti),
+                                  s["seeds"], grid], "")  # fmt: skip
+            t0 = time.process_time()
+            res = ch.transition(cfg, n_seeds=s["seeds"], out=folder, settings=ti, P_grid=grid,
+                                theory=s.get("theory", True))  # fmt: skip
+            row = {"rho": rho, "width": width, **{k: res[k] for k in TRANSITION_KEEP},
+                   "brackets": [x["crossing"]["bracket"] for x in res["seeds"]],
+                   "probes": [[p["P"] for p in x["probes"]] for x in res["seeds"]],
+                   "cpu_s_this_call": time.process_time() - t0}  # fmt: skip
+            if rho == 0 and s.get("theory", True):  # i.i.d. tokens: the EK posterior point too
+                row["ek_post_iid"] = transition_points(TheoryParams.from_config(cfg), "softmax",
+                                                       "post").get("P_aG")  # fmt: skip
+            rows.append(row)
+            C.log(f"rho={rho:g} width={width}: P*_aG {row['P_star']} {row['interval']}")
+    res = {"artefact": spec.artefact, "preset": spec.preset, "settings": s, "ti": repr(ti),
+           "rows": rows, "environment": environment()}  # fmt: skip
+    name = spec.artefact if spec.preset == "paper" else f"{spec.artefact}_{spec.preset}"
+    write_json(Path(out_dir) / "results" / f"{name}.json", res)
+    return res
 
 
 def format_row(row) -> str:

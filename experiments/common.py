@@ -57,7 +57,7 @@ ARTEFACTS = {
     "markov-follow": ("beyond", "spec", None),
     "markov-cg": ("beyond", "spec", None),
     "causal-follow": ("beyond", "spec", None),
-    "markov-transition": ("beyond_transition", "spec", None),  # the Bayesian P*_aG versus rho
+    "markov-transition": ("beyond", "spec", None),  # the Bayesian P*_aG versus rho
     "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
     "posterior-branches": ("posterior_branches", "spec", 8.0),
     # no cost: on their own, not in all (settings in configs/paper.py and tiny.py only)
