@@ -153,22 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an artefact, all of them (then the report), or only the report; "
                    f"with their own flags: {', '.join(sorted(set(ARTEFACTS) - set(SPEC_ARTEFACTS)))}")  # fmt: skip  # noqa: E501
     g = p.add_mutually_exclusive_group()
-    mode = lambda *flags, const, help: g.add_argument(  # noqa: E731
-        *flags, dest="mode", action="store_const", const=const, help=help
-    )
-    mode(
-        "--quick",
-        const="quick",
-        help="small and fast: width 128, full-width Adam, 1-2 seeds (<= ~15 min per artefact)",
-    )
-    mode(
-        "--full-network",
-        "--full",
-        const="full",
-        help="the paper's full-network protocol (width 10,000, trained embeddings, Adam, "
-        "10 seeds): a GPU job",
-    )
-    mode("--tiny", const="tiny", help="seconds-sized smoke run")  # fmt: skip
+    for flags, const, text in (
+        (("--quick",), "quick", "small and fast: width 128, full-width Adam, 1-2 seeds (<= ~15 "
+         "min per artefact)"),
+        (("--full-network", "--full"), "full", "the paper's full-network protocol (width 10,000, "
+         "trained embeddings, Adam, 10 seeds): a GPU job"),
+        (("--tiny",), "tiny", "seconds-sized smoke run"),
+    ):  # fmt: skip
+        g.add_argument(*flags, dest="mode", action="store_const", const=const, help=text)
     # the default: the paper's configuration through the exact width reduction (a CPU job)
     p.set_defaults(mode="paper")
     p.add_argument("--preset", choices=(*PRESETS, "both"), default="both",

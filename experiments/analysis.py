@@ -109,17 +109,9 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "sgld_linear": post_summary(post_lin),
         "sgld_softmax": post_summary(post_soft),
     }
-    ek_small = {
-        a: {
-            o: {
-                k: v
-                for k, v in c.items()
-                if k in ("P", "c1", "cG", "psi", "aG", "mse", "n_min", "minima_aG", "minima_valid")
-            }
-            for o, c in ek[a].items()
-        }
-        for a in ek
-    }
+    keep = ("P", "c1", "cG", "psi", "aG", "mse", "n_min", "minima_aG", "minima_valid")
+    ek_small = {a: {o: {k: v for k, v in c.items() if k in keep} for o, c in ek[a].items()}
+                for a in ek}  # fmt: skip
     return {
         "theory_ek_points": ek_map,
         "theory_ek_points_post": ek_post,

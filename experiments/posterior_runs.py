@@ -55,14 +55,8 @@ def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = N
 
 
 def sampler_settings(mc: dict) -> ch.HMCConfig:
-    """The reduced engine's default protocol (collapsed HMC) with the config's overrides (the
-    configs count ``n_steps`` = warm-up + HMC iterations and ``burn_in`` = warm-up)."""
-    o = dict(mc.get("sampler", {}))
-    if "n_steps" in o or "burn_in" in o:
-        b = o.pop("burn_in", REDUCED_HMC.n_warmup)
-        o.update(n_iter=o.pop("n_steps", REDUCED_HMC.n_warmup + REDUCED_HMC.n_iter) - b,
-                 n_warmup=b)  # fmt: skip
-    return dataclasses.replace(REDUCED_HMC, **o)
+    """The reduced engine's default protocol (collapsed HMC) with the config's overrides."""
+    return dataclasses.replace(REDUCED_HMC, **mc.get("sampler", {}))
 
 
 def ek_points(cfg: ch.Config, keys, objectives=("map", "post")) -> dict:
