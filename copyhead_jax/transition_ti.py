@@ -36,6 +36,9 @@ SIDE = {"pool": -1, "copy": 1}
 #: finite difference). It only places the next probe (:func:`~copyhead_jax.bayes.
 #: transition.next_probe`); no estimate uses it.
 SLOPE_FRAC = 0.03
+#: Reference draws evaluated together: larger batches' [batch, P, L, L] attention overflows the
+#: CPU's cache (the chains and the SMC particles run one after the other for the same reason).
+REF_BATCH = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +59,8 @@ class TISettings:
     n_adapt: int = 60
     step_size: float = 0.35
     discard: float = 0.25
-    n_ref: int = 2000
-    smc_particles: int = 48
+    n_ref: int = 500
+    smc_particles: int = 24
     smc_moves: int = 2
     smc_max_steps: int = 120
 
@@ -83,17 +86,20 @@ class TISettings:
 
 
 def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
-    """Peak bytes of one group: per chain (2 branches x rungs x chains, all vmapped) the
-    activations of one energy and its gradient (``[P, L, L]`` and ``[P, L, D]`` float32, a few
-    copies each) and its records; the float64 whitening (Hessian by ``n`` products, ``n = D^2``)."""
+    """Peak bytes of one group: the activations of one energy and its gradient (``[P, L, L]``
+    and ``[P, L, D]`` float32, a few copies each: the chains and the SMC particles run one after
+    the other), per chain (2 branches x rungs x chains) its state and records, the reference
+    draws (``REF_BATCH`` at a time), the float64 whitening (Hessian by ``n`` products,
+    ``n = D^2``), the SMC particles' states."""
     D = V + L
     n = D * D
     chains = 2 * len(s.ts) * s.n_chains
     act = P_pad * L * (L + D + V) * 4 * 6
-    rec = 2 * (s.n_iter // s.thin) * 4
+    rec = 4 * (s.n_iter // s.thin) * 4
     whiten = 8 * (4 * n * n + 32 * min(P_pad, 256) * L * (L + D) * 6)
-    smc = 2 * s.smc_particles * (4 * n + act) if s.smc_particles else 0
-    return chains * (act + rec + 8 * n * 4) + whiten + smc
+    ref = 4 * 2 * s.n_ref * n + REF_BATCH * act
+    smc = 2 * s.smc_particles * 4 * n * 4 if s.smc_particles else 0
+    return 2 * act + chains * (rec + 8 * n * 4) + max(whiten, ref) + smc
 
 
 def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
@@ -103,7 +109,10 @@ def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
 
 @functools.lru_cache(maxsize=8)
 def ti_programs(obj: Objective, s: TISettings):
-    """The compiled pieces of a group (cached per objective and settings)."""
+    """The compiled pieces of a group (cached per objective and settings): the whitening, the
+    reference draws' order parameter, and the rungs with their step adapted from
+    ``s.step_size`` (``rungs[True]``) or given per branch and rung and kept (``rungs[False]``:
+    no adaptation iterations)."""
 
     @jax.jit
     def whiten(heads, train, mask):
@@ -115,34 +124,44 @@ def ti_programs(obj: Objective, s: TISettings):
             x0 = h.W_G.ravel()
             w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
             return jax.lax.map(lambda v: a_G(with_WG(h, x0 + Cm @ v), train, mask), w,
-                               batch_size=250)  # fmt: skip
+                               batch_size=REF_BATCH)  # fmt: skip
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
-    @jax.jit
-    def rungs(keys, heads, train, mask, C, side, thr, mask_lo):
-        def one(k, h, Cm, sd):
-            x0 = h.W_G.ravel()
-            U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
-            order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
-            # U on the run's data less its last rows: the slope of F in P (probe placement)
-            dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
-            U_star = U(jnp.zeros_like(x0))
-            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr, n=x0.size,
-                            U_star=U_star, extra=dU, **s.hmc())  # fmt: skip
-            return st.draws, st.accept, st.finite, st.step_size, U_star
+    def make_rungs(n_adapt: int):
+        hmc = {**s.hmc(), "n_adapt": n_adapt, "sequential": True}
+        hmc.pop("step_size")
 
-        return jax.vmap(one)(keys, heads, C, side)
+        @jax.jit
+        def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
+            def one(k, h, Cm, sd, eps):
+                x0 = h.W_G.ravel()
+                U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
+                order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
+                # U on the run's data less its last rows: the slope of F in P (probe placement)
+                dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
+                U_star = U(jnp.zeros_like(x0))
+                st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr,
+                                n=x0.size, U_star=U_star, extra=dU, step_size=eps,
+                                **hmc)  # fmt: skip
+                return st.draws, st.accept, st.finite, st.step_size, U_star
 
-    return whiten, orders_at_ref, rungs
+            return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
+
+        return rungs
+
+    return whiten, orders_at_ref, {True: make_rungs(s.n_adapt), False: make_rungs(0)}
 
 
 def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
-                  obj: Objective) -> dict:  # fmt: skip
+                  obj: Objective, step=None) -> dict:  # fmt: skip
     """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
     references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
-    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
-    whiten, orders_at_ref, rungs = ti_programs(obj, s)
+    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows. ``step`` (``[2, rungs]``,
+    optional): leapfrog steps adapted by an earlier group, kept as they are (no adaptation
+    iterations: each chain is an exact HMC chain from its first iteration); default: adapt
+    ``s.n_adapt`` iterations from ``s.step_size``."""
+    whiten, orders_at_ref, rungs_of = ti_programs(obj, s)
     with jax.enable_x64(True):
         h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
         C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
@@ -157,8 +176,13 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     P = int(np.sum(np.asarray(mask) > 0))
     dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
     m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
-    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
-        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo))  # fmt: skip
+    adapt = step is None
+    step = np.full((2, K), s.step_size) if adapt else np.asarray(step, np.float64)
+    if step.shape != (2, K) or not np.all(np.isfinite(step) & (step > 0)):
+        raise ValueError(f"step must be [2, {K}] positive steps, got {step!r}")
+    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs_of[adapt](
+        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
+        jnp.asarray(step, jnp.float32)))  # fmt: skip
     draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
     n = int(C64.shape[-1])
     out = {}
@@ -170,6 +194,7 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
                           p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
         fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
                   accept=acc[r].mean((1, 2)).tolist(), step=step[r].mean(1).tolist(),
+                  adapted=adapt,
                   finite=bool(finite[r].all()),
                   rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
                   ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip
@@ -223,13 +248,16 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
         lp = [-0.5 * jnp.sum((Cinv[i] @ (x - x_ref[i])) ** 2) - logdet[i] for i in range(2)]
         return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * x.size * math.log(2 * math.pi))
 
+    def each(f, x):  # f over the particles x[1, N, n], one after the other
+        return jax.lax.map(f, x[0])[None]
+
     @jax.jit
     def g_fn(h, t, m, ref, x):
-        return jax.vmap(jax.vmap(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx)))(x)
+        return each(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx), x)
 
     @jax.jit
     def record(h, t, m, x):
-        return jax.vmap(jax.vmap(lambda xx: a_G(with_WG(h, xx), t, m)))(x)
+        return each(lambda xx: a_G(with_WG(h, xx), t, m), x)
 
     @jax.jit
     def mutate(key, h, t, m, ref, x, temp, log_eps):
@@ -247,7 +275,7 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
             return to_x(w1), a, copy
 
         N = x.shape[1]
-        x1, a, copy = jax.vmap(one)(jax.random.split(key, N), x[0])
+        x1, a, copy = jax.lax.map(lambda kx: one(*kx), (jax.random.split(key, N), x[0]))
         n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
         a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
         # the step per branch follows its particles' acceptance (target 0.65), between moves
