@@ -8,10 +8,7 @@ sign and refines the bracket, placed by the slope each probe measures; the root 
 interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
 cross-check, and the seed mean with its interval. A later seed starts from two probes a factor
 ``SEED_SPAN`` either side of the earlier seeds' mean root (the seeds' roots differ by far less),
-so it usually needs no third. Every group after the first runs its chains at the leapfrog steps
-adapted by the latest healthy group (:func:`carried_steps`; the whitened posterior looks alike
-across P and seeds), with no adaptation iterations; a group whose acceptance then leaves
-``ACCEPT_OK`` is rerun with adaptation. The SMC cross-check reuses the TI's whitening.
+so it usually needs no third. The SMC cross-check reuses the TI's whitening.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
 
@@ -46,7 +43,7 @@ from .posterior import Objective
 from .solver_config import exact_settings
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
-from .transition_plan import ACCEPT_OK, carried_steps, first_probes, pad_of
+from .transition_plan import first_probes, pad_of
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
 
 INIT = {"pool": "zero", "copy": "copy"}
@@ -192,12 +189,12 @@ def transition(
             + float(np.nanmin(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
         )
     a_thr = float(a_thr)
-    key = run_key(cfg, settings, [list(grid), a_thr, seed, "seed-span", "carried-steps"])
+    key = run_key(cfg, settings, [list(grid), a_thr, seed, "seed-span"])
     gdir = None if out is None else out / f"groups-{key}"
     obj = Objective.from_config(cfg)
     nS = cfg.sweep.n_seeds
     Pg = np.asarray(grid, float)
-    per_seed, steps, whitened = [], None, {}
+    per_seed, whitened = [], {}
     for s in range(nS):
         distinct = (aG["copy"][:, s] >= a_thr) & (aG["pool"][:, s] < a_thr)
         # the pool MAP stops being the lower one (U_pool - U_copy rises through 0)
@@ -215,8 +212,7 @@ def transition(
             if P in groups:
                 continue
             groups[P] = _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
-                               settings, obj, seed, gdir, progress, steps, whitened)  # fmt: skip
-            steps = carried_steps(groups[P]) or steps
+                               settings, obj, seed, gdir, progress, whitened)  # fmt: skip
             if not probes:
                 Ps = sorted(groups)
                 nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
@@ -277,7 +273,7 @@ def _data(cfg, s, P, P_pad):
     return inp.train[s], nested_mask(P, P_pad)
 
 
-def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress, steps,
+def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
            whitened) -> dict:  # fmt: skip
     path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
     if path is not None and path.is_file():
@@ -292,12 +288,7 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
     else:
         train, mask = _data(cfg, s, P, P_pad)
         key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), s), P)
-        fe = free_energies(key, heads, train, mask, a_thr, settings, obj, step=steps)
-        if steps is not None and not all(ACCEPT_OK[0] <= a <= ACCEPT_OK[1]
-                                         for b in BRANCHES for a in fe[b]["accept"]):
-            _log(progress, f"seed {s} P={P}: the carried steps missed the acceptance range; "
-                 "rerun with adaptation")  # fmt: skip
-            fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
+        fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
         whitened[P] = fe.pop("_C")  # for the SMC cross-check at this P
         dF = fe["copy"]["F"] - fe["pool"]["F"]
         sl = [fe[b].get("dU_dP") for b in ("copy", "pool")]

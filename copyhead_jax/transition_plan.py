@@ -1,14 +1,11 @@
-"""Where a Bayesian transition's groups go and how they run (:mod:`.posterior_transition`): the
-padded size of a group, a later seed's first probes, the leapfrog steps one group hands the
-next. Host-side, pure."""
+"""Where a Bayesian transition's groups go (:mod:`.posterior_transition`): the padded size of a
+group, a later seed's first probes. Host-side, pure."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-
-from .transition_ti import BRANCHES
 
 #: Groups are padded to a quarter-octave ladder anchored at the grid's top (compiled once per
 #: rung of it) when the top group holds at least this many P L^2 (attention entries): there
@@ -17,9 +14,6 @@ from .transition_ti import BRANCHES
 BUCKET_MIN = 200_000
 #: A later seed's first two probes: the earlier seeds' mean root divided and multiplied by this.
 SEED_SPAN = 1.04
-#: A group's steps are carried when every rung's acceptance lies in this range and its R-hat is
-#: at most CARRY_RHAT; a carried group whose acceptance leaves the range is rerun adapted.
-ACCEPT_OK, CARRY_RHAT = (0.55, 0.95), 1.1
 
 
 def pad_of(P: int, P_top: int, L: int) -> int:
@@ -41,14 +35,3 @@ def first_probes(log_roots, fallback: float) -> list[int]:
         return [max(2, int(round(fallback)))]
     c = math.exp(float(np.mean(roots)))
     return sorted({max(2, int(round(c / SEED_SPAN))), max(2, int(round(c * SEED_SPAN)))})
-
-
-def carried_steps(g: dict) -> list | None:
-    """The leapfrog steps ``[branch][rung]`` of group ``g`` if its chains were healthy (every
-    rung's acceptance in ``ACCEPT_OK``, R-hat at most ``CARRY_RHAT``), else None."""
-    if "branches" not in g:
-        return None
-    fe = [g["branches"][b] for b in BRANCHES]
-    ok = all(ACCEPT_OK[0] <= a <= ACCEPT_OK[1] for f in fe for a in f["accept"]) and all(
-        f["rhat_max"] <= CARRY_RHAT for f in fe)
-    return [list(f["step"]) for f in fe] if ok else None

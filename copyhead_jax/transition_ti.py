@@ -110,9 +110,8 @@ def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
 @functools.lru_cache(maxsize=8)
 def ti_programs(obj: Objective, s: TISettings):
     """The compiled pieces of a group (cached per objective and settings): the whitening, the
-    reference draws' order parameter, and the rungs with their step adapted from
-    ``s.step_size`` (``rungs[True]``) or given per branch and rung and kept (``rungs[False]``:
-    no adaptation iterations)."""
+    reference draws' order parameter, and the rungs (steps adapted from the given start step per
+    branch and rung)."""
 
     @jax.jit
     def whiten(heads, train, mask):
@@ -128,40 +127,34 @@ def ti_programs(obj: Objective, s: TISettings):
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
-    def make_rungs(n_adapt: int):
-        hmc = {**s.hmc(), "n_adapt": n_adapt, "sequential": True}
-        hmc.pop("step_size")
+    hmc = {**s.hmc(), "sequential": True}
+    hmc.pop("step_size")
 
-        @jax.jit
-        def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
-            def one(k, h, Cm, sd, eps):
-                x0 = h.W_G.ravel()
-                U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
-                order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
-                # U on the run's data less its last rows: the slope of F in P (probe placement)
-                dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
-                U_star = U(jnp.zeros_like(x0))
-                st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr,
-                                n=x0.size, U_star=U_star, extra=dU, step_size=eps,
-                                **hmc)  # fmt: skip
-                return st.draws, st.accept, st.finite, st.step_size, U_star
+    @jax.jit
+    def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
+        def one(k, h, Cm, sd, eps):
+            x0 = h.W_G.ravel()
+            U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
+            order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
+            # U on the run's data less its last rows: the slope of F in P (probe placement)
+            dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
+            U_star = U(jnp.zeros_like(x0))
+            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr,
+                            n=x0.size, U_star=U_star, extra=dU, step_size=eps,
+                            **hmc)  # fmt: skip
+            return st.draws, st.accept, st.finite, st.step_size, U_star
 
-            return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
+        return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
 
-        return rungs
-
-    return whiten, orders_at_ref, {True: make_rungs(s.n_adapt), False: make_rungs(0)}
+    return whiten, orders_at_ref, rungs
 
 
 def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
-                  obj: Objective, step=None) -> dict:  # fmt: skip
+                  obj: Objective) -> dict:  # fmt: skip
     """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
     references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
-    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows. ``step`` (``[2, rungs]``,
-    optional): leapfrog steps adapted by an earlier group, kept as they are (no adaptation
-    iterations: each chain is an exact HMC chain from its first iteration); default: adapt
-    ``s.n_adapt`` iterations from ``s.step_size``."""
-    whiten, orders_at_ref, rungs_of = ti_programs(obj, s)
+    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
+    whiten, orders_at_ref, rungs = ti_programs(obj, s)
     with jax.enable_x64(True):
         h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
         C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
@@ -176,13 +169,9 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     P = int(np.sum(np.asarray(mask) > 0))
     dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
     m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
-    adapt = step is None
-    step = np.full((2, K), s.step_size) if adapt else np.asarray(step, np.float64)
-    if step.shape != (2, K) or not np.all(np.isfinite(step) & (step > 0)):
-        raise ValueError(f"step must be [2, {K}] positive steps, got {step!r}")
-    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs_of[adapt](
+    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
         keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
-        jnp.asarray(step, jnp.float32)))  # fmt: skip
+        jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
     draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
     n = int(C64.shape[-1])
     out = {}
@@ -194,7 +183,6 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
                           p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
         fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
                   accept=acc[r].mean((1, 2)).tolist(), step=step[r].mean(1).tolist(),
-                  adapted=adapt,
                   finite=bool(finite[r].all()),
                   rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
                   ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip

@@ -125,19 +125,6 @@ def test_first_probes_bracket_the_earlier_seeds_mean_root():
     assert first_probes([math.log(2.0)], 5.0) == [2]  # never below P = 2
 
 
-def test_carried_steps_only_from_healthy_groups():
-    from copyhead_jax.transition_plan import carried_steps
-
-    def group(acc, rhat):
-        fe = {"accept": acc, "step": [0.25, 0.3], "rhat_max": rhat}
-        return {"branches": {"pool": fe, "copy": dict(fe, step=[0.2, 0.22])}}
-
-    assert carried_steps(group([0.8, 0.7], 1.02)) == [[0.25, 0.3], [0.2, 0.22]]
-    assert carried_steps(group([0.8, 0.99], 1.02)) is None  # a step far too small
-    assert carried_steps(group([0.8, 0.7], 1.8)) is None  # chains that did not mix
-    assert carried_steps({"dF": math.nan}) is None  # no chains
-
-
 def test_pad_of_is_a_ladder_above_P_and_one_shape_for_small_configurations():
     from copyhead_jax.transition_plan import pad_of
 
