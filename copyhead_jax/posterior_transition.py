@@ -6,7 +6,9 @@ posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_
 transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
 sign and refines the bracket, placed by the slope each probe measures; the root by log-P
 interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
-cross-check, and the seed mean with its interval.
+cross-check, and the seed mean with its interval. A later seed starts from two probes a factor
+``SEED_SPAN`` either side of the earlier seeds' mean root (the seeds' roots differ by far less),
+so it usually needs no third. The SMC cross-check reuses the TI's whitening.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
 
@@ -41,6 +43,7 @@ from .posterior import Objective
 from .solver_config import exact_settings
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
+from .transition_plan import first_probes, pad_of
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
 
 INIT = {"pool": "zero", "copy": "copy"}
@@ -50,24 +53,6 @@ RHAT_MAX, ESS_MIN = 1.05, 100
 #: probe on one side steps by GROW^k) and the bracket ratio at which bisection stops (the
 #: interpolation error of docs/theory.md §9.9 covers what is left).
 MAX_PROBES, GROW, REFINE_RATIO = 8, 1.25, 1.25
-#: Groups are padded to a quarter-octave ladder anchored at the grid's top (compiled once per
-#: rung of it) when the top group holds at least this many P L^2 (attention entries): there
-#: a group's chains cost minutes and the padding of a low probe to the top costs up to the
-#: grid's span; below it one padded shape for every P (compiling costs more than padding).
-BUCKET_MIN = 200_000
-
-
-def pad_of(P: int, P_top: int, L: int) -> int:
-    """Rows the group at ``P`` is padded to (``>= P``): ``P_top`` for a small configuration and
-    ``P <= P_top``, else the smallest ``ceil(P_top 2^(k/4)) >= P`` (``k`` any integer)."""
-    if P <= P_top and P_top * L * L < BUCKET_MIN:
-        return int(P_top)
-    k = math.floor(4 * math.log2(P / P_top))
-    while (pad := int(math.ceil(P_top * 2 ** (k / 4) - 1e-9))) < P:
-        k += 1
-    return pad
-
-
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
     quenched embeddings, exact float64 MAP."""
@@ -204,12 +189,12 @@ def transition(
             + float(np.nanmin(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
         )
     a_thr = float(a_thr)
-    key = run_key(cfg, settings, [list(grid), a_thr, seed])
+    key = run_key(cfg, settings, [list(grid), a_thr, seed, "seed-span"])
     gdir = None if out is None else out / f"groups-{key}"
     obj = Objective.from_config(cfg)
     nS = cfg.sweep.n_seeds
     Pg = np.asarray(grid, float)
-    per_seed = []
+    per_seed, whitened = [], {}
     for s in range(nS):
         distinct = (aG["copy"][:, s] >= a_thr) & (aG["pool"][:, s] < a_thr)
         # the pool MAP stops being the lower one (U_pool - U_copy rises through 0)
@@ -219,14 +204,15 @@ def transition(
         start = mu or locate_level(Pg, glob, a_thr).P_star
         # one first probe (the theory's posterior point, else the MAP crossing); the slope
         # each probe measures places the next (Newton, then Hermite in the bracket)
-        probes = [max(2, int(round(th["post"] or start or P0)))]
+        probes = first_probes([p["crossing"]["log_P"] for p in per_seed],
+                              th["post"] or start or P0)  # fmt: skip
         groups: dict[int, dict] = {}
         while probes and len(groups) < MAX_PROBES:
             P = probes.pop(0)
             if P in groups:
                 continue
             groups[P] = _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
-                               settings, obj, seed, gdir, progress)  # fmt: skip
+                               settings, obj, seed, gdir, progress, whitened)  # fmt: skip
             if not probes:
                 Ps = sorted(groups)
                 nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
@@ -234,8 +220,9 @@ def transition(
                                  slope=[groups[p].get("slope") or math.nan for p in Ps])
                 probes = [] if nxt is None else [nxt]
         per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
-                                     seed, gdir, P_top, progress,
-                                     cross_check))  # fmt: skip
+                                     seed, gdir, P_top, progress, cross_check,
+                                     whitened))  # fmt: skip
+        whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     if out is not None:
         _write_json(out / "transition.json", res)
@@ -286,7 +273,8 @@ def _data(cfg, s, P, P_pad):
     return inp.train[s], nested_mask(P, P_pad)
 
 
-def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress) -> dict:
+def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
+           whitened) -> dict:  # fmt: skip
     path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
     if path is not None and path.is_file():
         g = json.loads(path.read_text())
@@ -301,7 +289,7 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
         train, mask = _data(cfg, s, P, P_pad)
         key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), s), P)
         fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
-        fe.pop("_C")
+        whitened[P] = fe.pop("_C")  # for the SMC cross-check at this P
         dF = fe["copy"]["F"] - fe["pool"]["F"]
         sl = [fe[b].get("dU_dP") for b in ("copy", "pool")]
         g = {"P": P, "seed": s, "dF": dF, "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
@@ -315,7 +303,8 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
     return g
 
 
-def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress):
+def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
+               whitened):  # fmt: skip
     path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
     if path is not None and path.is_file():
         return json.loads(path.read_text())
@@ -327,9 +316,12 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed + 1), s), P)
     from .transition_ti import ti_programs  # the whitening program shared with the TI
 
-    with jax.enable_x64(True):
-        h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
-        C64 = np.asarray(ti_programs(obj, settings)[0](h64, train, jnp.asarray(mask, jnp.float64)))
+    C64 = whitened.get(P)  # the TI's whitening of this group, else computed again
+    if C64 is None:
+        with jax.enable_x64(True):
+            h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
+            C64 = np.asarray(ti_programs(obj, settings)[0](h64, train,
+                                                           jnp.asarray(mask, jnp.float64)))
     g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
     g.update(P=P, seed=s, seconds=time.time() - t0)
     _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
@@ -339,14 +331,16 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
 
 
 def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_top,
-                 progress, cross_check) -> dict:  # fmt: skip
+                 progress, cross_check, whitened) -> dict:  # fmt: skip
     Ps = sorted(groups)
     d = [groups[p]["dF"] for p in Ps]
-    cr = crossing(Ps, d, [groups[p]["se"] for p in Ps], [groups[p]["sys"] for p in Ps])
+    cr = crossing(Ps, d, [groups[p]["se"] for p in Ps], [groups[p]["sys"] for p in Ps],
+                  [groups[p].get("slope") or math.nan for p in Ps])
     smc = None
     if cross_check and settings.smc_particles and cr["bracket"]:
         pts = [_smc_group(cfg, sweeps, aG, s, int(p), pad_of(int(p), P_top, cfg.task.L), a_thr,
-                          settings, obj, seed, gdir, progress) for p in cr["bracket"]]  # fmt: skip
+                          settings, obj, seed, gdir, progress, whitened)
+               for p in cr["bracket"]]  # fmt: skip
         if all(pts):
             eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
             w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)

@@ -36,6 +36,9 @@ SIDE = {"pool": -1, "copy": 1}
 #: finite difference). It only places the next probe (:func:`~copyhead_jax.bayes.
 #: transition.next_probe`); no estimate uses it.
 SLOPE_FRAC = 0.03
+#: Reference draws evaluated together: larger batches' [batch, P, L, L] attention overflows the
+#: CPU's cache (the chains and the SMC particles run one after the other for the same reason).
+REF_BATCH = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +59,8 @@ class TISettings:
     n_adapt: int = 60
     step_size: float = 0.35
     discard: float = 0.25
-    n_ref: int = 2000
-    smc_particles: int = 48
+    n_ref: int = 500
+    smc_particles: int = 24
     smc_moves: int = 2
     smc_max_steps: int = 120
 
@@ -83,17 +86,20 @@ class TISettings:
 
 
 def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
-    """Peak bytes of one group: per chain (2 branches x rungs x chains, all vmapped) the
-    activations of one energy and its gradient (``[P, L, L]`` and ``[P, L, D]`` float32, a few
-    copies each) and its records; the float64 whitening (Hessian by ``n`` products, ``n = D^2``)."""
+    """Peak bytes of one group: the activations of one energy and its gradient (``[P, L, L]``
+    and ``[P, L, D]`` float32, a few copies each: the chains and the SMC particles run one after
+    the other), per chain (2 branches x rungs x chains) its state and records, the reference
+    draws (``REF_BATCH`` at a time), the float64 whitening (Hessian by ``n`` products,
+    ``n = D^2``), the SMC particles' states."""
     D = V + L
     n = D * D
     chains = 2 * len(s.ts) * s.n_chains
     act = P_pad * L * (L + D + V) * 4 * 6
-    rec = 2 * (s.n_iter // s.thin) * 4
+    rec = 4 * (s.n_iter // s.thin) * 4
     whiten = 8 * (4 * n * n + 32 * min(P_pad, 256) * L * (L + D) * 6)
-    smc = 2 * s.smc_particles * (4 * n + act) if s.smc_particles else 0
-    return chains * (act + rec + 8 * n * 4) + whiten + smc
+    ref = 4 * 2 * s.n_ref * n + REF_BATCH * act
+    smc = 2 * s.smc_particles * 4 * n * 4 if s.smc_particles else 0
+    return 2 * act + chains * (rec + 8 * n * 4) + max(whiten, ref) + smc
 
 
 def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
@@ -103,7 +109,9 @@ def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
 
 @functools.lru_cache(maxsize=8)
 def ti_programs(obj: Objective, s: TISettings):
-    """The compiled pieces of a group (cached per objective and settings)."""
+    """The compiled pieces of a group (cached per objective and settings): the whitening, the
+    reference draws' order parameter, and the rungs (steps adapted from the given start step per
+    branch and rung)."""
 
     @jax.jit
     def whiten(heads, train, mask):
@@ -115,24 +123,28 @@ def ti_programs(obj: Objective, s: TISettings):
             x0 = h.W_G.ravel()
             w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
             return jax.lax.map(lambda v: a_G(with_WG(h, x0 + Cm @ v), train, mask), w,
-                               batch_size=250)  # fmt: skip
+                               batch_size=REF_BATCH)  # fmt: skip
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
+    hmc = {**s.hmc(), "sequential": True}
+    hmc.pop("step_size")
+
     @jax.jit
-    def rungs(keys, heads, train, mask, C, side, thr, mask_lo):
-        def one(k, h, Cm, sd):
+    def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
+        def one(k, h, Cm, sd, eps):
             x0 = h.W_G.ravel()
             U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
             order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
             # U on the run's data less its last rows: the slope of F in P (probe placement)
             dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
-            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr, n=x0.size,
-                            U_star=U_star, extra=dU, **s.hmc())  # fmt: skip
+            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr,
+                            n=x0.size, U_star=U_star, extra=dU, step_size=eps,
+                            **hmc)  # fmt: skip
             return st.draws, st.accept, st.finite, st.step_size, U_star
 
-        return jax.vmap(one)(keys, heads, C, side)
+        return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
 
     return whiten, orders_at_ref, rungs
 
@@ -158,7 +170,8 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
     m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
     draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
-        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo))  # fmt: skip
+        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
+        jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
     draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
     n = int(C64.shape[-1])
     out = {}
@@ -223,13 +236,16 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
         lp = [-0.5 * jnp.sum((Cinv[i] @ (x - x_ref[i])) ** 2) - logdet[i] for i in range(2)]
         return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * x.size * math.log(2 * math.pi))
 
+    def each(f, x):  # f over the particles x[1, N, n], one after the other
+        return jax.lax.map(f, x[0])[None]
+
     @jax.jit
     def g_fn(h, t, m, ref, x):
-        return jax.vmap(jax.vmap(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx)))(x)
+        return each(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx), x)
 
     @jax.jit
     def record(h, t, m, x):
-        return jax.vmap(jax.vmap(lambda xx: a_G(with_WG(h, xx), t, m)))(x)
+        return each(lambda xx: a_G(with_WG(h, xx), t, m), x)
 
     @jax.jit
     def mutate(key, h, t, m, ref, x, temp, log_eps):
@@ -247,7 +263,7 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5):
             return to_x(w1), a, copy
 
         N = x.shape[1]
-        x1, a, copy = jax.vmap(one)(jax.random.split(key, N), x[0])
+        x1, a, copy = jax.lax.map(lambda kx: one(*kx), (jax.random.split(key, N), x[0]))
         n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
         a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
         # the step per branch follows its particles' acceptance (target 0.65), between moves

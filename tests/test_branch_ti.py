@@ -166,3 +166,18 @@ def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
     assert da.shape[-1] == 2 and db.shape[-1] == 3
     np.testing.assert_array_equal(da, db[..., :2])
     np.testing.assert_allclose(db[..., 2], 2 * db[..., 1] - 1, rtol=1e-6, atol=1e-6)
+
+
+def test_path_rungs_steps_per_rung_are_kept_without_adaptation_and_a_scalar_broadcasts():
+    """``step_size`` one per rung with ``n_adapt = 0``: each rung's chains run at its own step
+    (reported back unchanged); a scalar step gives the chains of the same step per rung."""
+    keys = jax.random.split(jax.random.key(7), 6).reshape(3, 2)
+    kw = dict(side=0, threshold=0.0, n=2, U_star=0.0, n_iter=40, thin=2, n_adapt=0)
+    ts = TS[[0, 2, -1]]
+    steps = np.array([0.2, 0.5, 0.9], np.float32)
+    st = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=steps, **kw)
+    np.testing.assert_allclose(np.asarray(st.step_size), np.repeat(steps[:, None], 2, 1), rtol=1e-6)
+    one = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=0.5, **kw)
+    same = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=np.full(3, 0.5), **kw)
+    np.testing.assert_array_equal(np.asarray(one.draws), np.asarray(same.draws))
+    assert not np.array_equal(np.asarray(st.draws[0]), np.asarray(one.draws[0]))

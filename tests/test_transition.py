@@ -91,8 +91,42 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
         pytest.approx(0.3, abs=1e-9)  # fmt: skip
 
 
+def test_two_probe_interpolation_error_from_the_slopes_is_the_linear_roots_error():
+    """With no third probe, exact slopes of a d quadratic in log P (which the cubic Hermite
+    reproduces) make err_interp the linear root's true error; without slopes it is the
+    fallback fraction of the bracket, and slopes never move the root itself."""
+    u = lambda P: math.log(P / 1248.0)  # noqa: E731
+    d = lambda P: -240 * u(P) - 100 * u(P) ** 2  # noqa: E731
+    s = lambda P: -240 - 200 * u(P)  # noqa: E731
+    P = [1150.0, 1300.0]
+    c = crossing(P, [d(p) for p in P], [0.0, 0.0], slope=[s(p) for p in P])
+    plain = crossing(P, [d(p) for p in P], [0.0, 0.0])
+    assert c["P_star"] == plain["P_star"]
+    true_err = abs(c["log_P"] - math.log(1248.0))
+    assert true_err > 1e-4 and c["err_interp"] == pytest.approx(true_err, rel=1e-6)
+    from copyhead_jax.bayes.transition import TWO_POINT_ALLOWANCE
+
+    dt = math.log(1300.0 / 1150.0)
+    assert plain["err_interp"] == pytest.approx(TWO_POINT_ALLOWANCE * dt)
+    # a third probe: the quadratic through it decides (exact here), whatever the slopes say
+    three = crossing([*P, 1500.0], [d(p) for p in (*P, 1500.0)], [0.0] * 3,
+                     slope=[-1.0, -1e4, 0.0])  # fmt: skip
+    assert three["err_interp"] == pytest.approx(true_err, rel=1e-6)
+
+
+def test_first_probes_bracket_the_earlier_seeds_mean_root():
+    from copyhead_jax.transition_plan import SEED_SPAN, first_probes
+
+    assert first_probes([], 661.2) == [661]
+    assert first_probes([None], 29.9) == [30]  # an unbracketed seed gives no root
+    lo, hi = first_probes([math.log(1240.0), None, math.log(1256.0)], 661.0)
+    c = math.sqrt(1240.0 * 1256.0)
+    assert lo < c < hi and lo == round(c / SEED_SPAN) and hi == round(c * SEED_SPAN)
+    assert first_probes([math.log(2.0)], 5.0) == [2]  # never below P = 2
+
+
 def test_pad_of_is_a_ladder_above_P_and_one_shape_for_small_configurations():
-    from copyhead_jax.posterior_transition import pad_of
+    from copyhead_jax.transition_plan import pad_of
 
     for P in (2, 100, 616, 1000, 1248, 1652, 1653, 5000):
         pad = pad_of(P, 1652, 25)

@@ -100,9 +100,10 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     return nxt if P_floor <= nxt < P[0] else None
 
 
-def hermite_root(t0, t1, d0, d1, s0, s1, fallback: float) -> float:
+def hermite_root(t0, t1, d0, d1, s0, s1, fallback: float, none=None) -> float:
     """The root in ``(t0, t1)`` of the cubic with values ``d0, d1`` and slopes ``s0, s1`` at
-    the ends (the one nearest ``fallback`` if several; ``fallback`` if none)."""
+    the ends (the one nearest ``fallback`` if several; ``none``, default ``fallback``, if
+    none)."""
     h = t1 - t0
     # d(t0 + h u) = h00 d0 + h10 h s0 + h01 d1 + h11 h s1, coefficients in u
     c3 = 2 * d0 + h * s0 - 2 * d1 + h * s1
@@ -110,17 +111,22 @@ def hermite_root(t0, t1, d0, d1, s0, s1, fallback: float) -> float:
     c1, c0 = h * s0, d0
     roots = [r.real for r in np.roots([c3, c2, c1, c0]) if abs(r.imag) < 1e-9 and 0 < r.real < 1]
     if not roots:
-        return fallback
+        return fallback if none is None else none
     return t0 + h * min(roots, key=lambda u: abs(t0 + h * u - fallback))
 
 
-def crossing(P, d, se, sys=None) -> dict:
+def crossing(P, d, se, sys=None, slope=None) -> dict:
     r"""The root of ``d`` by linear interpolation in ``t = log P`` across the sign change, with
     its error budget in ``t``: ``mc`` (``se`` propagated), ``quad`` (``sys``, a bound on each
-    ``|d|`` error, propagated linearly), ``interp`` (linear against quadratic root). Returns
-    ``P_star`` (None if unbracketed), ``bracket``, ``log_P``, ``err_mc``, ``err_sys``."""
+    ``|d|`` error, propagated linearly), ``interp`` (linear against quadratic root through the
+    nearest third probe; with no third probe, linear against the cubic Hermite root when
+    ``slope`` (``dd / dlog P`` per probe, NaN where unknown) is finite at both ends, else
+    ``TWO_POINT_ALLOWANCE`` of the bracket). Noisy slopes only widen that term on average (the
+    true curvature over a narrow bracket is small). Returns ``P_star`` (None if unbracketed),
+    ``bracket``, ``log_P``, ``err_mc``, ``err_sys``."""
     sys = np.zeros(len(P)) if sys is None else sys
-    P, d, se, sys = _sorted(P, d, se, sys)
+    sl = np.full(len(P), np.nan) if slope is None else slope
+    P, d, se, sys, sl = _sorted(P, d, se, sys, sl)
     i = sign_change(P, d)
     if i is None:
         side = "above" if np.all(d[np.isfinite(d)] > 0) else "below"
@@ -140,6 +146,9 @@ def crossing(P, d, se, sys=None) -> dict:
         c = np.polyfit(t[idx], d[idx], 2)
         roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and t0 <= r.real <= t1]
         interp = min((abs(r - ts) for r in roots), default=TWO_POINT_ALLOWANCE * dt)
+    elif np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
+        herm = hermite_root(t0, t1, d0, d1, sl[i], sl[i + 1], ts, none=math.nan)
+        interp = abs(herm - ts) if math.isfinite(herm) else TWO_POINT_ALLOWANCE * dt
     else:
         interp = TWO_POINT_ALLOWANCE * dt
     return {"P_star": float(math.exp(ts)), "bracket": [float(P[i]), float(P[i + 1])],
