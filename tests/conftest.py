@@ -39,13 +39,10 @@ import pytest  # noqa: E402
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 #: resident memory (GiB) above which a test module's end drops JAX's compiled programs: below it
-#: the modules of one worker share them (most of the suite's time is compiling); a worker starts
-#: a module at ~0.6 GiB after a drop
-CLEAR_CACHES_ABOVE_GB = 1.0
-#: the same check after each test: a module that compiles many shapes (test_causal, test_models:
-#: 2.3 GiB at their end without it) drops its programs mid-module, so that two workers stay
-#: under ~3 GiB together
-CLEAR_CACHES_IN_MODULE_ABOVE_GB = 1.3
+#: the modules of one worker share them (most of the suite's time is compiling). Dropping them
+#: after every module above 1.0 GiB, and mid-module above 1.3 GiB, kept two workers at 2.9 GiB
+#: together, but the idle suite took 969 s with it (564 s before, 30 tests fewer): recompiling
+CLEAR_CACHES_ABOVE_GB = 1.5
 
 
 def resident_gb() -> float:
@@ -71,26 +68,12 @@ def release_memory() -> None:
         pass
 
 
-_after_release = [0.0]  # the resident size the last drop left (what a drop cannot free)
-
-
-@pytest.fixture(autouse=True)
-def bounded_memory_per_test():
-    yield
-    # not again before 0.5 GiB more have piled up: a module whose fixtures hold more than the
-    # threshold would otherwise recompile every test's programs
-    if resident_gb() > max(CLEAR_CACHES_IN_MODULE_ABOVE_GB, _after_release[0] + 0.5):
-        release_memory()
-        _after_release[0] = resident_gb()
-
-
 @pytest.fixture(autouse=True, scope="module")
 def bounded_memory(request):
     yield
     before = resident_gb()
     if before > CLEAR_CACHES_ABOVE_GB:
         release_memory()
-    _after_release[0] = resident_gb()
     if log := os.environ.get("COPYHEAD_TEST_RSS_LOG"):  # per module: GiB at its end, after
         with open(log, "a") as f:
             f.write(f"{os.getpid()} {request.module.__name__} {before:.2f} {resident_gb():.2f}\n")
