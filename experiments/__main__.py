@@ -131,20 +131,28 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
     return out
 
 
-def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> list:
+def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> None:
     """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.fanout.run_dependent``:
-    longest ready job first, one job per process); returns ``(name, timing)`` per job. The
-    results are those of the serial order: every job reads and writes the same
-    content-addressed cache, and a result two jobs need is computed once (``refine.computing``)."""
+    longest ready job first, one job per process). The results are those of the serial order:
+    every job reads and writes the same content-addressed cache, and a result two jobs need is
+    computed once (``refine.computing``)."""
     worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
+    t0, c0 = time.time(), cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN)
+    per: dict[int, float] = {}
 
     def done(job, t):
+        per[t["pid"]] = per.get(t["pid"], 0.0) + t["cpu_s"]
         print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
               f"(worker {t['pid']})", flush=True)  # fmt: skip
 
     fn = functools.partial(worker, mode=mode, out=out, cache=cache)
-    todo = plan(artefacts, presets, mode, cache)
-    return [(job_name(job), t) for job, t in run_dependent(fn, todo, workers=jobs, on_done=done)]
+    n = len(run_dependent(fn, plan(artefacts, presets, mode, cache), workers=jobs,
+                          on_done=done))  # fmt: skip
+    # the workers have exited: their CPU time (start-up included) is the children's
+    cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
+    print(f"{n} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, {cpu:.0f} s CPU in all "
+          f"(jobs per worker: {', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))}"
+          " s CPU)", flush=True)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,17 +222,7 @@ def run(args) -> int:
         raise ValueError(f"--jobs must be >= 1; got {jobs}")
     n_jobs = len(plan(artefacts, presets, args.mode, cache)) if artefacts else 0
     if jobs > 1 and n_jobs > 1:
-        t0, c0 = time.time(), cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN)
-        timings = run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache)
-        per: dict[int, float] = {}
-        for _, t in timings:
-            per[t["pid"]] = per.get(t["pid"], 0.0) + t["cpu_s"]
-        # the workers have exited: their CPU time (start-up included) is the children's
-        cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
-        print(f"{len(timings)} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, {cpu:.0f} "
-              f"s CPU in all (jobs per worker: "
-              f"{', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))} s CPU)",
-              flush=True)  # fmt: skip
+        run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache)
         artefacts = ()  # done; the report below
     for preset in presets:  # main first: the others reuse its runs
         for a in artefacts:

@@ -49,18 +49,14 @@ ARTEFACTS = {
     "scaling-L": ("scaling", "spec", 6.0),
     "scaling-V": ("scaling", "spec", 5.0),
     "hysteresis": ("hysteresis", "spec", 2.0),
-    "markov": ("beyond", "spec", None),  # no cost: on its own, not in all
-    "causal": ("beyond", "spec", None),  # no cost: on its own, not in all
-    # rows beside markov / causal in their own JSON (settings: configs/paper.py and tiny.py)
-    "markov-dirichlet": ("beyond", "spec", None),
-    "causal-inf": ("beyond", "spec", None),
-    "markov-follow": ("beyond", "spec", None),
-    "markov-cg": ("beyond", "spec", None),
-    "causal-follow": ("beyond", "spec", None),
-    "markov-transition": ("beyond", "spec", None),  # the Bayesian P*_aG versus rho
-    "reduction": ("reduction", "spec", None),  # no cost: on its own, not in all
+    # no cost: on their own, not in all. beyond.py: Markov inputs and the causal mask, and the rows
+    # beside them in their own JSON (settings: configs/paper.py and tiny.py)
+    "markov": ("beyond", "spec", None), "causal": ("beyond", "spec", None),
+    "markov-dirichlet": ("beyond", "spec", None), "causal-inf": ("beyond", "spec", None),
+    "markov-follow": ("beyond", "spec", None), "markov-cg": ("beyond", "spec", None),
+    "causal-follow": ("beyond", "spec", None), "markov-transition": ("beyond", "spec", None),
+    "reduction": ("reduction", "spec", None),
     "posterior-branches": ("posterior_branches", "spec", 8.0),
-    # no cost: on their own, not in all (settings in configs/paper.py and tiny.py only)
     "posterior": ("posterior", "spec", None),
     "posterior-smc": ("posterior_smc", "spec", None),
     "multistart": ("multistart", "spec", None),

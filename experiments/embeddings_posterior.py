@@ -16,11 +16,13 @@ Task L = 8, V = 4, paper conventions, softmax. Settings: ``embeddings_posterior`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import embedded_nuts
+from copyhead_jax.storage import write_json
+
+from .common import group_record
 
 N_CHAINS = 4
 
@@ -42,7 +44,6 @@ def main(spec, out: str | Path, *, jobs=None) -> dict:
         return {}
     out = Path(out) / "results"
     cache = out / ("embeddings_posterior_tiny.runs" if tiny else "embeddings_posterior.runs")
-    cache.mkdir(parents=True, exist_ok=True)
     cfg = base_config(s)
     n_warmup, n_samples = s["n_warmup"], s["n_samples"]
     if jobs is None:
@@ -55,23 +56,18 @@ def main(spec, out: str | Path, *, jobs=None) -> dict:
     records = {}
     for kind, width, P in jobs:
         tag = f"{kind}_N{width}_P{P}"
-        f = cache / f"{tag}.json"
-        if not f.exists():
-            rec = embedded_nuts(cfg, width, P, kind, P_pad=max(p for _, _, p in jobs),
-                                n_chains=N_CHAINS, n_warmup=n_warmup,
-                                n_samples=n_samples)  # fmt: skip
-            f.write_text(json.dumps(rec, indent=1))
-            print(f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}"
-                  f"+-{rec['aG']['mcse']:.3f} d {rec['gram_dist']['mean']:.3f} "
-                  f"(prior {rec['prior_gram_dist_rms']:.3f})", flush=True)  # fmt: skip
-        records[tag] = json.loads(f.read_text())
+        rec = records[tag] = group_record(cache / f"{tag}.json", lambda: embedded_nuts(
+            cfg, width, P, kind, P_pad=max(p for _, _, p in jobs), n_chains=N_CHAINS,
+            n_warmup=n_warmup, n_samples=n_samples))  # fmt: skip
+        print(f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}+-{rec['aG']['mcse']:.3f} "
+              f"d {rec['gram_dist']['mean']:.3f} (prior {rec['prior_gram_dist_rms']:.3f})")
     result = dict(
         object="posterior with every weight sampled (embeddings included), exact width-D "
         "reduction, NUTS; quenched: the Gram of seed 0's embeddings held fixed",
         config=cfg.to_dict(), n_chains=N_CHAINS, n_warmup=n_warmup, n_samples=n_samples,
         runs=records,
     )  # fmt: skip
-    name = "embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"
-    (out / name).write_text(json.dumps(result, indent=1))
+    write_json(out / ("embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"),
+               result)
     return result
 

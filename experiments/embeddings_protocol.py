@@ -16,13 +16,15 @@ preset (``runs``, ``every``; tiny: the engine's ``task`` and ``solver``). Cached
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jax
 
 import copyhead_jax as ch
 from copyhead_jax.embedding_runs import adam_trace
+from copyhead_jax.storage import write_json
+
+from .common import group_record
 
 
 def base_config(s: dict) -> ch.Config:
@@ -68,35 +70,28 @@ def main(spec, out: str | Path, *, runs=None) -> dict:
         return {}
     out = Path(out) / "results"
     cache = out / ("embeddings_protocol_tiny.runs" if tiny else "embeddings_protocol.runs")
-    cache.mkdir(parents=True, exist_ok=True)
-    base = base_config(s)
-    runs = runs if runs is not None else [tuple(r) for r in s["runs"]]
-    every = s["every"]
+    base, every = base_config(s), s["every"]
     records = []
-    for att, width, P, seed, epochs, trained in runs:
+    for att, width, P, seed, epochs, trained in (runs if runs is not None else s["runs"]):
         tag = f"{att}_N{width}_P{P}_s{seed}_E{epochs}_{'trained' if trained else 'frozen'}"
-        f = cache / f"{tag}.json"
-        if not f.exists():
-            rec = adam_trace(run_config(base, att, width, P, seed, trained), epochs, every)
-            rec.update(attention=att, width=width, P=P, seed=seed, trained=trained, tag=tag)
-            f.write_text(json.dumps(rec, indent=1))
-            print(f"{tag}: {rec['seconds']:.0f}s gram {rec['gram']['all']:.2e} {rec['order']}")
-        records.append(json.loads(f.read_text()))
+        cfg = run_config(base, att, width, P, seed, trained)
+        records.append(group_record(cache / f"{tag}.json", lambda: adam_trace(cfg, epochs, every),
+                                    attention=att, width=width, P=P, seed=seed, trained=trained,
+                                    tag=tag))  # fmt: skip
+        print(f"{tag}: {records[-1]['seconds']:.0f}s gram {records[-1]['gram']['all']:.2e}")
     exact = {}
     for att, width in sorted({(r["attention"], r["width"]) for r in records}):
-        f = cache / f"exact_{att}_N{width}.json"
         mine = [r for r in records if (r["attention"], r["width"]) == (att, width)]
         Ps, n_seeds = sorted({r["P"] for r in mine}), 1 + max(r["seed"] for r in mine)
-        if not f.exists():
-            f.write_text(json.dumps(exact_map(base, att, width, Ps, n_seeds), indent=1))
-        exact[f"{att}/{width}"] = json.loads(f.read_text())
+        exact[f"{att}/{width}"] = group_record(cache / f"exact_{att}_N{width}.json",
+                                               lambda: exact_map(base, att, width, Ps, n_seeds))
     result = dict(
         object="paper Adam protocol (lr 1e-5, raw, warm-up 10% softmax, <= 2000 epochs), "
         "full engine, every weight trained, from the prior draw",
         config=base.to_dict(), runs=records, exact_map=exact,
         machine=dict(cpus=jax.local_device_count(), platform=jax.default_backend()),
     )  # fmt: skip
-    name = "embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"
-    (out / name).write_text(json.dumps(result, indent=1, default=float))
+    write_json(out / ("embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"),
+               result)
     return result
 

@@ -29,17 +29,8 @@ _BEYOND = dict(task=dict(L=6, V=3, n_test=64), rho=[0.0, 0.5], alpha=[1.0], seed
                width="inf", P=[8, 32, 128], n_P=7, spaces=["full"])  # fmt: skip
 
 _PRESET = dict(
-    main=dict(
-        P_linear=[1, 2, 4, 8],
-        P_pool=[2, 4, 8],
-        P_copy=[4, 8],
-        sgld_linear=[2, 8],
-        sgld_softmax=[4, 8],
-        rounds=0,
-        n_new=1,
-        max_run_s=5.0,
-        theory_P=[0.1, 200.0],
-    ),
+    main=dict(P_linear=[1, 2, 4, 8], P_pool=[2, 4, 8], P_copy=[4, 8], sgld_linear=[2, 8],
+              sgld_softmax=[4, 8], rounds=0, n_new=1, max_run_s=5.0, theory_P=[0.1, 200.0]),
     hysteresis=dict(rounds=1, n_new=1, P_linear_copy=[2, 8]),
     scaling_L=dict(values=[5, 6], measure=["P_aG"], **_SCALING),  # L = 6 comes from main
     scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
