@@ -110,6 +110,7 @@ def test_continuation_needs_the_exact_solver():
         ch.ExactConfig(continuation=1)
 
 
+@pytest.mark.slow  # two sweeps and their continuation end to end: ~18 s idle
 def test_experiment_runs_continue_over_their_sweeps_union(sweeps, tmp_path):
     """``experiments.common.Runs`` measured as two single-start sweeps (every other P, then the
     rest: a grid refined after a first continuation) and continued over their union give the

@@ -25,13 +25,16 @@ def _matrix(L=7, seed=7):
 
 def test_observables_order_parameters_are_unchanged():
     # c1, cG, r, psi, coverage of _matrix() from observables.py before it used conventions
-    # (commit d597967), float32: the same bits
-    old = [-3.0883259773254395, -2.0844171047210693, -3.876161575317383, 0.19863255321979523,
-           0.6154047846794128]  # fmt: skip
+    # (commit d597967, XLA's default optimisation), float32: the same numbers to 4 ulp (the
+    # tests' -O0 build rounds without fused multiply-adds; a changed formula moves them by far
+    # more), and the gauge flip exact
+    old = np.float32([-3.0883259773254395, -2.0844171047210693, -3.876161575317383,
+                      0.19863255321979523, 0.6154047846794128])  # fmt: skip
     A = jnp.asarray(_matrix(), jnp.float32)
-    assert [float(x) for x in observables.order_parameters(A)] == old
+    new = np.float32([float(x) for x in observables.order_parameters(A)])
+    np.testing.assert_array_max_ulp(new, old, maxulp=4)
     flipped = [float(x) for x in observables.order_parameters(A, gauge_fix=True)]
-    assert flipped == [-old[0], -old[1], -old[2], old[3], old[4]]
+    assert flipped == [-new[0], -new[1], -new[2], new[3], new[4]]
 
 
 def test_observables_and_theory_agree_on_the_same_matrix():

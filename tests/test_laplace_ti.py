@@ -36,7 +36,6 @@ def test_branch_free_energy_gaussian_closed_form():
     assert fe["F"] == pytest.approx(U_star + hl - fe["log_Z_ratio"])
 
 
-@pytest.mark.slow
 @pytest.mark.heavy  # the old whitened-SGLD TI path (kept for its table); ~12 s idle
 def test_tempered_chains_tiny_head():
     """One program over 2 runs x 2 temperatures: the reference rung (0, 0, 1) samples N(0, I)

@@ -213,7 +213,9 @@ def test_vectorised_chains_equal_sequential_chains_and_the_pure_kernel():
 def test_noise_block_does_not_change_the_chain():
     ref = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, **DET)  # block 1
     res = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, noise_block=7, **DET)  # 13 x 7 + 6
-    np.testing.assert_allclose(flat(res.draws), flat(ref.draws), rtol=1e-6, atol=1e-7)
+    # the same chain up to float32 rounding of the noise's blocked draws, accumulated over 97
+    # steps (measured: 4e-6 relative at -O0, the tests' build)
+    np.testing.assert_allclose(flat(res.draws), flat(ref.draws), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(res.accept_prob, ref.accept_prob, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(res.draw_distance, ref.draw_distance, rtol=1e-5, atol=1e-6)
 

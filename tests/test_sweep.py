@@ -221,7 +221,6 @@ def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
     assert not res.ok.any() and "diverged" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_lr_blow_up_is_flagged_in_a_real_sweep(capsys):
     cfg = ch.TINY.replace(
         solver=dict(lr=10.0, lr_scaling="raw", max_epochs=20, min_epochs=5),
@@ -264,7 +263,6 @@ def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
     assert "unreadable" in capsys.readouterr().err and not path.exists()
 
 
-@pytest.mark.slow
 def test_progress_bar_says_resumed(tmp_path, capsys):
     cfg = CFG  # the baseline's config (3 chunks of 2 runs): its compiled program is reused
     out = tmp_path / "r.npz"
@@ -279,7 +277,6 @@ def test_progress_bar_says_resumed(tmp_path, capsys):
     assert "resumed 1 chunk(s) from checkpoints" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys):
     # 3 segments of 40 epochs, test_crash_inside_a_chunk_resumes_from_its_snapshot's config:
     # its compiled segment is reused

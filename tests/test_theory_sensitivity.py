@@ -21,7 +21,6 @@ def sens():
     return sensitivity(PAPER, objectives="map")["map"]
 
 
-@pytest.mark.slow
 def test_slopes_and_factors_that_are_known_in_closed_form(sens):
     # MAP P_c1 = mu_max^-1/2 of the Hessian at G = 0 scales as sigma2 / (sqrt(chi) sigma_O
     # sigma_G) (docs/theory.md §5); P* is linear in sigma2 at fixed chi (the whole action is a
