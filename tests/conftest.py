@@ -10,8 +10,9 @@ import os
 # on its intra-op pool (gdb: both pool workers in jaxlib's ParallelBatchMap; see
 # copyhead_jax/_runtime.py). A one-thread pool avoids it and is no slower here; importing
 # copyhead_jax sets the same on small machines, the tests set it whatever the machine.
-# (No persistent compilation cache: writing a CPU executable to it segfaulted in
-# compilation_cache.put_executable_and_time during test_theory_finite, jax 0.10.2.)
+# (The persistent compilation cache below once segfaulted in put_executable_and_time during
+# test_theory_finite, jax 0.10.2, with a cache shared across runs; whole suites have run clean
+# on a per-run cache since. COPYHEAD_TEST_XLA_CACHE=0 turns it off should it recur.)
 os.environ.setdefault("PJRT_NPROC", "1")
 # The suite is compile-bound (hundreds of small programs that run for milliseconds), so LLVM
 # runs at -O0: measured on the whole idle suite, 1,585 -> 1,280 s of test time (the long-running
@@ -38,11 +39,20 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
-#: resident memory (GiB) above which a test module's end drops JAX's compiled programs: below it
-#: the modules of one worker share them (most of the suite's time is compiling). Dropping them
-#: after every module above 1.0 GiB, and mid-module above 1.3 GiB, kept two workers at 2.9 GiB
-#: together, but the idle suite took 969 s with it (564 s before, 30 tests fewer): recompiling
-CLEAR_CACHES_ABOVE_GB = float(os.environ.get("COPYHEAD_TEST_CLEAR_GB", "1.5"))
+#: Resident memory (GiB) above which JAX's compiled programs are dropped, at a module's end and
+#: after a test: two workers must stay under 3 GiB together. The programs are also written to a
+#: persistent compilation cache shared by the workers for this run only (a dropped program, or
+#: one the other worker compiled, is loaded rather than compiled again). COPYHEAD_TEST_XLA_CACHE=0
+#: turns the cache off.
+CLEAR_CACHES_ABOVE_GB = float(os.environ.get("COPYHEAD_TEST_CLEAR_GB", "1.0"))
+CLEAR_MID_MODULE_ABOVE_GB = float(os.environ.get("COPYHEAD_TEST_CLEAR_MID_GB", "1.2"))
+if os.environ.get("COPYHEAD_TEST_XLA_CACHE", "1") == "1":
+    if "COPYHEAD_TEST_XLA_CACHE_DIR" not in os.environ:  # the controller: workers inherit it
+        import tempfile
+
+        os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"] = tempfile.mkdtemp(prefix="copyhead-tests-xla-")
+    jax.config.update("jax_compilation_cache_dir", os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def resident_gb() -> float:
@@ -66,6 +76,22 @@ def release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+def pytest_sessionfinish(session):
+    """The controller removes this run's compilation cache (workers leave it)."""
+    import shutil
+
+    path = os.environ.get("COPYHEAD_TEST_XLA_CACHE_DIR")
+    if path and "PYTEST_XDIST_WORKER" not in os.environ:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def bounded_memory_per_test():
+    yield
+    if resident_gb() > CLEAR_MID_MODULE_ABOVE_GB:
+        release_memory()
 
 
 @pytest.fixture(autouse=True, scope="module")
