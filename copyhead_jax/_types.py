@@ -10,4 +10,7 @@ TokenBatch = Int[Array, "P L"]
 Mask = Float[Array, "P"]  # 1 for samples in the training set, 0 for padding
 AttnMatrix = Float[Array, "L L"]  # A_ab: query a attends to key b
 LogitMatrix = Float[Array, "L L"]  # s_ab (or the theory's G)
+#: logits / attention weights of any batch of sequences (an activation acts on the last two axes)
+LogitStack = Float[Array, "*batch L L"]
+AttnStack = Float[Array, "*batch L L"]
 Gram = Float[Array, "D D"]  # D = V + L feature space (tokens, positions)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from . import conventions
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
@@ -86,7 +86,9 @@ class Measurement(NamedTuple):
     copy_accuracy: Scalar  # on the test set
 
 
-def measure(head: AbstractHead, train: TokenBatch, mask: Mask, test: TokenBatch) -> Measurement:
+def measure(
+    head: AbstractHead, train: TokenBatch, mask: Mask, test: Int[Array, "Pt L"]
+) -> Measurement:
     """All observables of a fitted head on its (masked) training set and a test set."""
     V = head.W_E.shape[1]
     A = attention_matrices(head, train)

@@ -39,7 +39,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from .. import conventions
-from .._types import AttnMatrix, Gram, LogitMatrix, OneHotSeq, Scalar, TokenBatch
+from .._types import (
+    AttnMatrix,
+    AttnStack,
+    Gram,
+    LogitMatrix,
+    LogitStack,
+    OneHotSeq,
+    Scalar,
+    TokenBatch,
+)
 from ..config import ATTENTIONS, AdamConfig, Config, ModelConfig
 from ._compute import (
     fused_sq_error,
@@ -131,7 +140,7 @@ class AbstractHead(eqx.Module):
         return T @ x.T + x @ M[:V, V:] + M[V:, V:]
 
     @abc.abstractmethod
-    def activation(self, s: LogitMatrix) -> AttnMatrix:
+    def activation(self, s: LogitStack) -> AttnStack:
         """Attention weights from logits (row a is query position a)."""
 
     def attention(self, x: OneHotSeq, M: Gram | None = None) -> AttnMatrix:
@@ -191,7 +200,7 @@ class LinearHead(AbstractHead):
         scale = 1.0 / conventions.linear_scale_divisor(L, model.linear_scale)
         return dict(chi=float(chi), scale=scale, causal=bool(model.causal))
 
-    def activation(self, s: LogitMatrix) -> AttnMatrix:
+    def activation(self, s: LogitStack) -> AttnStack:
         if self.causal:
             s = mask_logits(s, 0.0)
         return s * self.scale
@@ -214,7 +223,7 @@ class SoftmaxHead(AbstractHead):
     gauge_fix = False  # the softmax is not odd: no sign symmetry
     warmup_default = 0.1  # paper: linear lr warm-up over the first 10% of epochs (softmax only)
 
-    def activation(self, s: LogitMatrix) -> AttnMatrix:
+    def activation(self, s: LogitStack) -> AttnStack:
         if self.causal:
             s = mask_logits(s, -jnp.inf)
         return jax.nn.softmax(s, axis=-1)

@@ -19,14 +19,14 @@ Sources of the Gram's root $T$:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .. import conventions
-from ..config import Config, ModelConfig
+from ..config import Config, ModelConfig, TaskConfig, TrainConfig
 from ._head import AbstractHead, head_class, readout_prior_std
 
 Root = Float[Array, "D D"]  # T with T T^T = C; rows: V tokens, then L positions
@@ -70,7 +70,17 @@ def wishart_root(key: Array, model: ModelConfig, *, V: int, L: int, dtype=jnp.fl
     return prior_root(model, V=V, L=L, dtype=dtype) @ W / math.sqrt(N)
 
 
-def embedding_root(key: Array, cfg: Config, dtype=jnp.float64) -> Root:
+@runtime_checkable
+class StartSpec(Protocol):
+    """What a reduced head's start reads of a config: its model, train and task sections (a
+    ``Config``, or the exact solver's start specification carrying the three)."""
+
+    model: ModelConfig
+    train: TrainConfig
+    task: TaskConfig
+
+
+def embedding_root(key: Array, cfg: StartSpec, dtype=jnp.float64) -> Root:
     """The root ``T`` of a reduced run's embedding Gram, per ``cfg.model`` (width, ``gram``)."""
     m, V, L = cfg.model, cfg.task.V, cfg.task.L
     if math.isinf(m.width):
@@ -167,7 +177,7 @@ def copy_start(T: Root, *, V: int, L: int, logit: float) -> Float[Array, "D D"]:
     return Ti @ M @ Ti.T
 
 
-def init_reduced(key: Array, cfg: Config, like: AbstractHead, dtype=jnp.float64) -> AbstractHead:
+def init_reduced(key: Array, cfg: StartSpec, like: AbstractHead, dtype=jnp.float64) -> AbstractHead:
     """A reduced run's starting head: its Gram root from ``key`` (per ``cfg.model``), ``W^G``
     and ``W_O_hat`` from the prior (their span components are i.i.d. prior draws, exactly), or
     the branch start ``cfg.train.init_attention`` (``zero`` logits / ``copy`` logits)."""
