@@ -76,10 +76,11 @@ class AbstractHead(eqx.Module):
     A new attention variant is a subclass plus an entry in ``HEADS``.
     """
 
-    W_E: Float[Array, "N V"]  # token embedding
-    b: Float[Array, "N L"]  # positional bias, column a is b^a
-    W_G: Float[Array, "N N"]  # key-query matrix
-    W_O_hat: Float[Array, "V N"]  # readout, W^O = W_O_hat / sqrt(chi N)
+    # leading ``*runs`` axes: a stack of heads (the runs of a sweep, chains) is one head pytree
+    W_E: Float[Array, "*runs N V"]  # token embedding
+    b: Float[Array, "*runs N L"]  # positional bias, column a is b^a
+    W_G: Float[Array, "*runs N N"]  # key-query matrix
+    W_O_hat: Float[Array, "*runs V N"]  # readout, W^O = W_O_hat / sqrt(chi N)
     chi: float = eqx.field(static=True)
     causal: bool = eqx.field(static=True, default=False)  # mask b <= a; loss drops a = 0
 
