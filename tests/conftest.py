@@ -67,11 +67,15 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 #: turns the cache off.
 CLEAR_CACHES_ABOVE_GB = float(os.environ.get("COPYHEAD_TEST_CLEAR_GB", "1.0"))
 CLEAR_MID_MODULE_ABOVE_GB = float(os.environ.get("COPYHEAD_TEST_CLEAR_MID_GB", "1.2"))
+#: whether this process made the cache folder (then it removes it; a folder the caller named in
+#: COPYHEAD_TEST_XLA_CACHE_DIR, or the workers' inherited one, is left alone)
+_OWN_XLA_CACHE = False
 if os.environ.get("COPYHEAD_TEST_XLA_CACHE", "1") == "1":
     if "COPYHEAD_TEST_XLA_CACHE_DIR" not in os.environ:  # the controller: workers inherit it
         import tempfile
 
         os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"] = tempfile.mkdtemp(prefix="copyhead-tests-xla-")
+        _OWN_XLA_CACHE = True
     jax.config.update("jax_compilation_cache_dir", os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
@@ -100,12 +104,11 @@ def release_memory() -> None:
 
 
 def pytest_sessionfinish(session):
-    """The controller removes this run's compilation cache (workers leave it)."""
+    """The process that made this run's compilation cache removes it."""
     import shutil
 
-    path = os.environ.get("COPYHEAD_TEST_XLA_CACHE_DIR")
-    if path and "PYTEST_XDIST_WORKER" not in os.environ:
-        shutil.rmtree(path, ignore_errors=True)
+    if _OWN_XLA_CACHE:
+        shutil.rmtree(os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ LARGE_AG = 0.5
 KEEP = ("U", "aG", "a1", "psi", "r", "converged", "finite")
 
 
-def passes(P, start_up: tuple, start_down: tuple, solve) -> dict[str, dict[str, np.ndarray]]:
+def passes(P, start_up: dict, start_down: dict, solve) -> dict[str, dict[str, np.ndarray]]:
     """``{"up": {key: [nP, nS]}, "down": ...}``: ``solve(i, (W_G, W_O_hat))`` fits the seeds'
     runs at ``P[i]`` from those weights (``[nS, ...]`` each) and returns the run arrays
     (``params/W_G``, ``params/W_O_hat`` and :data:`KEEP`). ``start_up``: the fits at ``P[0]``
