@@ -3,6 +3,8 @@
 from jaxtyping import Array, Float, Int
 
 Scalar = Float[Array, ""]
+#: an elementwise function's value: its inputs broadcast together (a scalar or any grid)
+Broadcast = Float[Array, "*grid"]
 Tokens = Int[Array, "L"]  # token index of each position, 0 <= t < V
 OneHotSeq = Float[Array, "L V"]  # X: rows x^a are one-hot tokens
 TargetSeq = Float[Array, "L V"]  # Y = G* X, y^a = x^{a-1}

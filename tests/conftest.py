@@ -26,17 +26,14 @@ for _flag in _FLAGS:
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
 
-# COPYHEAD_TYPECHECK=1 checks every jaxtyping annotation of the package at run time (beartype,
-# not a dependency: `pip install beartype`): shapes and dtypes of arrays in and out. The config
-# modules are left out: their dataclasses validate their own fields with one-line errors naming
-# the parameter and its range, and accept NumPy numbers. Off by default: a whole suite under it
-# (2026-12-03: 68 failed, 745 passed) finds annotations the code does not keep: scalar returns
-# that are arrays over a grid (theory.potentials.q_bracket, linear_potential), NumPy scalars
-# returned as ndarray (kernels.mcstats._variances, bayes.stats._check_n), traced floats
-# (bayes.branch_ti.hmc_chains' step_size under vmap), compare.follow.passes' start_up (a dict,
-# annotated a tuple); and the bad-input tests, where the checker refuses a wrongly typed
-# argument before the package's own one-line message.
-if os.environ.get("COPYHEAD_TYPECHECK") == "1":
+# Every jaxtyping annotation of the package is checked at run time (beartype, a test
+# dependency): shapes and dtypes of arrays in and out, scalars and containers. The config modules
+# are left out: their dataclasses validate their own fields with one-line errors naming the
+# parameter and its range, and accept NumPy numbers. A test marked ``bad_input`` checks those
+# messages for wrongly typed arguments, so the checker (which would refuse them first) is off
+# inside it. COPYHEAD_TYPECHECK=0 turns the checker off.
+TYPECHECK = os.environ.get("COPYHEAD_TYPECHECK", "1") != "0"
+if TYPECHECK:
     import importlib.util
     from pathlib import Path
 
@@ -109,6 +106,21 @@ def pytest_sessionfinish(session):
 
     if _OWN_XLA_CACHE:
         shutil.rmtree(os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"], ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def package_messages_for_bad_input(request):
+    """Inside a ``bad_input`` test the run-time type checker is off (see TYPECHECK above)."""
+    if not (TYPECHECK and request.node.get_closest_marker("bad_input")):
+        yield
+        return
+    import jaxtyping
+
+    jaxtyping.config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        jaxtyping.config.update("jaxtyping_disable", False)
 
 
 @pytest.fixture(autouse=True)

@@ -71,6 +71,7 @@ def test_local_processes_match_serial_and_keep_order_and_failures():
         (dict(cluster="local:2", jobs=2), "jobs must be 1 when cluster"),
     ],
 )
+@pytest.mark.bad_input
 def test_bad_arguments_raise_one_line_errors(kw, match):
     with pytest.raises(ValueError, match=match) as e:
         map_groups(group, SEEDS, **kw)

@@ -120,6 +120,7 @@ def test_cli_json_table_and_figure(sweep, tmp_path, capsys):
     assert "d/2 = 54" in table and "WBIC" in table
 
 
+@pytest.mark.bad_input
 def test_bad_input_is_refused_with_the_parameter_named(sweep, tmp_path):
     with pytest.raises(ValueError, match="gamma"):
         LLCSettings(gamma=-1.0)

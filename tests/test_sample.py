@@ -238,6 +238,7 @@ def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("bad", [-1, "a", 1.5, True])
+@pytest.mark.bad_input
 def test_chunk_runs_must_be_an_int(full, bad, monkeypatch):
     monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
     with pytest.raises(ValueError, match=r"chunk_runs must be an int in \[0, "):

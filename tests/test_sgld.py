@@ -468,6 +468,7 @@ def test_health_flags_low_acceptance_and_disagreeing_chains():
         (dict(noise="philox"), "noise"),
     ],
 )
+@pytest.mark.bad_input
 def test_bad_input_raises_value_error_naming_the_parameter(kwargs, match):
     kw = dict(key=jax.random.key(0), n_steps=10, step_size=0.1, n_chains=2)
     kw.update(kwargs)
@@ -476,6 +477,7 @@ def test_bad_input_raises_value_error_naming_the_parameter(kwargs, match):
         run_chains(key, Z0, U_CORR, **kw)
 
 
+@pytest.mark.bad_input
 def test_bad_input_elsewhere():
     U = U_CORR
     with pytest.raises(ValueError, match="gamma"):

@@ -312,6 +312,7 @@ def test_unconverged_exact_fits_are_flagged_and_excluded(reduced_run, capsys):
     assert "2 unconverged exact fit(s)" in capsys.readouterr().out
 
 
+@pytest.mark.bad_input
 def test_bad_types_are_value_errors(tmp_path, monkeypatch):
     from copyhead_jax import sweep as sweep_mod
 

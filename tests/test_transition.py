@@ -268,6 +268,7 @@ def _one_line_error(capsys, rc, pattern):
     assert re.search(pattern, err), err
 
 
+@pytest.mark.bad_input
 def test_bad_api_input_is_refused_before_work():
     with pytest.raises(ValueError, match="n_seeds must be"):
         ch.transition(TINY_CFG, n_seeds=0)

@@ -56,7 +56,7 @@ class HMCStats(NamedTuple):
 
 def hmc_chains(
     keys, potential: Callable, w_init, record: Callable, *, n_iter: int, thin: int,
-    step_size: float, inside: Callable | None = None, n_leap: int = LEAPFROG,
+    step_size: float | jax.Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
     progress: Callable[[int, int], None] | None = None, sequential: bool = False,
 ) -> HMCStats:  # fmt: skip

@@ -28,7 +28,7 @@ from ..kernels.mcstats import check_trace, ess, mcse_mean, split_rhat
 __all__ = ["Susceptibility", "ess", "mcse_mean", "split_rhat", "susceptibility"]
 
 
-def _check_n(n, lead: tuple[int, ...]) -> np.ndarray:
+def _check_n(n, lead: tuple[int, ...]) -> np.ndarray | np.floating:
     if np.ndim(n) == 0:
         return np.float64(check_float("n", n, lo=0.0))
     arr = np.asarray(n, np.float64)

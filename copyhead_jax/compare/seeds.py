@@ -52,7 +52,7 @@ def bracketed(L_: loc.Located | dict) -> float | None:
     return d.get("P_star") if d.get("bracketed") else None
 
 
-def per_seed_points(lin, found: dict, window_lower: loc.Located) -> dict[str, list]:
+def per_seed_points(lin, found: dict, window_lower: loc.Located | None) -> dict[str, list]:
     """Every measured ``P*`` located on each seed's own runs (None: not bracketed on the grid):
     the linear ones on ``lin``, the softmax ones from the per-seed details of ``found``."""
     nS = lin.cfg.sweep.n_seeds

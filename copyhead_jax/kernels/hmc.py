@@ -122,7 +122,7 @@ class HMCChain(NamedTuple):
 
 def hmc_chain(
     key: Array, potential: Callable, w0: Flat, record: Callable, *, n_iter: int, thin: int,
-    step_size: float, inside: Callable | None = None, n_leap: int = LEAPFROG,
+    step_size: float | Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
     report: Callable | None = None,
 ) -> HMCChain:  # fmt: skip

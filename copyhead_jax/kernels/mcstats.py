@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_trace", "ess", "mcse_mean", "split_rhat"]
+__all__ = ["PerTrace", "check_trace", "ess", "mcse_mean", "split_rhat"]
+
+#: one value per leading index: an array, or one NumPy number for a single ``(chain, draw)`` trace
+PerTrace = np.ndarray | np.floating
 
 
 def check_trace(x, name: str, min_draws: int) -> np.ndarray:
@@ -38,7 +41,7 @@ def check_trace(x, name: str, min_draws: int) -> np.ndarray:
     return x
 
 
-def _variances(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _variances(x: np.ndarray) -> tuple[PerTrace, PerTrace]:
     """$W$ (mean within-chain variance) and $\\widehat{var}^+$ over the last two axes."""
     N = x.shape[-1]
     W = x.var(-1, ddof=1).mean(-1)
@@ -46,7 +49,7 @@ def _variances(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return W, (N - 1) / N * W + B_over_N
 
 
-def split_rhat(x) -> np.ndarray:
+def split_rhat(x) -> PerTrace:
     """Split R-hat of ``x[..., chain, draw]`` (``>= 4`` draws; BDA3 §11.4); NaN if W = 0."""
     x = check_trace(x, "x", 4)
     h = x.shape[-1] // 2
@@ -64,7 +67,7 @@ def _autocov(x: np.ndarray) -> np.ndarray:
     return np.fft.irfft(f * np.conj(f), n=nfft)[..., :N] / N
 
 
-def ess(x) -> np.ndarray:
+def ess(x) -> PerTrace:
     """Effective sample size of ``x[..., chain, draw]``, chains pooled (BDA3 §11.5, Geyer's
     initial monotone sequence); NaN for a constant trace."""
     x = check_trace(x, "x", 4)
@@ -84,7 +87,7 @@ def ess(x) -> np.ndarray:
     return np.where(var_plus > 0, out, np.nan)
 
 
-def mcse_mean(x) -> np.ndarray:
+def mcse_mean(x) -> PerTrace:
     r"""Monte-Carlo standard error of the posterior mean: $s_x/\sqrt{\mathrm{ESS}(x)}$."""
     x = check_trace(x, "x", 4)
     flat = x.reshape(*x.shape[:-2], -1)

@@ -36,6 +36,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .. import conventions
@@ -76,11 +77,12 @@ class AbstractHead(eqx.Module):
     A new attention variant is a subclass plus an entry in ``HEADS``.
     """
 
-    # leading ``*runs`` axes: a stack of heads (the runs of a sweep, chains) is one head pytree
-    W_E: Float[Array, "*runs N V"]  # token embedding
-    b: Float[Array, "*runs N L"]  # positional bias, column a is b^a
-    W_G: Float[Array, "*runs N N"]  # key-query matrix
-    W_O_hat: Float[Array, "*runs V N"]  # readout, W^O = W_O_hat / sqrt(chi N)
+    # leading ``*runs`` axes: a stack of heads (the runs of a sweep, chains) is one head pytree;
+    # NumPy leaves are kept as stored (float64 weights stay float64 outside ``enable_x64``)
+    W_E: Float[Array | np.ndarray, "*runs N V"]  # token embedding
+    b: Float[Array | np.ndarray, "*runs N L"]  # positional bias, column a is b^a
+    W_G: Float[Array | np.ndarray, "*runs N N"]  # key-query matrix
+    W_O_hat: Float[Array | np.ndarray, "*runs V N"]  # readout, W^O = W_O_hat / sqrt(chi N)
     chi: float = eqx.field(static=True)
     causal: bool = eqx.field(static=True, default=False)  # mask b <= a; loss drops a = 0
 

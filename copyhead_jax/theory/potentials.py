@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._types import Scalar
+from .._types import Broadcast
 from ._common import Scales, make_scales, p_eff, sigma_G_lin
 
 _DEFAULT_SCALES = dict(sigma_e=1.0, sigma_p=1.0, sigma_G=1.0, sigma_O=1.0, sigma2=30.0, chi=30.0)
@@ -127,7 +127,7 @@ def keyword_scales(L, V, scales, **switches) -> Scales:
     return make_scales(L=L, V=V, **{**_DEFAULT_SCALES, **scales}, **switches, dtype=dtype)
 
 
-def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Scalar:
+def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Broadcast:
     r"""Population MSE per sequence of the best ridge readout, the bracket of ``Q`` (§4).
 
     From ``L`` (no attention) through ``(1-1/V)(L-1)`` (pooling, ``lam -> 0``) to ``0`` (copying).
@@ -147,7 +147,7 @@ def reduced_terms(
     chi_in_noise: bool = True,
     linear_scale: str = "inv_L",
     **scales,
-) -> dict[str, Scalar]:
+) -> dict[str, Broadcast]:
     r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (closed forms)."""
     sc = keyword_scales(
         L, V, scales, likelihood=likelihood, linear_scale=linear_scale,
@@ -170,7 +170,7 @@ def linear_potential(
     chi_in_noise: bool = True,
     linear_scale: str = "inv_L",
     **scales,
-) -> Scalar:
+) -> Broadcast:
     r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), docs/theory.md §4.
 
     ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
@@ -183,13 +183,13 @@ def linear_potential(
     return lin_V(c1, cG, P, sc)
 
 
-def softmax_ansatz(beta, *, L) -> dict[str, Scalar]:
+def softmax_ansatz(beta, *, L) -> dict[str, Broadcast]:
     r"""``A = softmax_b(beta G*) = a1 B1 + aG B2``: ``p = A_{a,a-1}``, ``a1``, ``aG`` (§4)."""
     p, a1, aG = ansatz(beta, L)
     return {"p": p, "a1": a1, "aG": aG}
 
 
-def pushforward_term(beta, *, L) -> Scalar:
+def pushforward_term(beta, *, L) -> Broadcast:
     r"""``J(A) = sum_ab log A_ab`` at ``A = softmax(beta G*)`` (docs/theory.md §3-4)."""
     return J_of(beta, L)
 
@@ -206,7 +206,7 @@ def softmax_potential(
     chi_in_noise: bool = True,
     pushforward: bool = False,
     **scales,
-) -> Scalar:
+) -> Broadcast:
     r"""``V_soft(beta)`` on logits ``beta G*`` (docs/theory.md §4): ``Q + R_soft [+ D] [+ J]``.
 
     ``pushforward=True`` adds ``J``, the mode in A-coordinates; never use it to predict Adam/SGLD
@@ -225,7 +225,7 @@ def beta_of_aG(aG, *, L):
     return jnp.log(p * (L - 1.0)) - jnp.log1p(-p)
 
 
-def softmax_potential_aG(aG, **kwargs) -> Scalar:
+def softmax_potential_aG(aG, **kwargs) -> Broadcast:
     r"""``V_soft(aG)`` (docs/theory.md §4): the same potential in the ``aG`` coordinate.
 
     Defined for ``-sqrt(L)/(L-1) < aG < sqrt(L)``; prefer :func:`softmax_potential` (``beta`` is the
