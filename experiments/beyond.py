@@ -14,7 +14,8 @@ figures of its ``rho`` rows (``report.pstar_figures.beyond_figures``). The varia
 ``markov-dirichlet``, ``markov-follow``, ``markov-cg``, ``causal-inf`` and ``causal-follow``
 (no mask / the mask: the name's first word) run other rows of the same form into their own JSON
 (``results/ARTEFACT.json``), only in the modes whose config sets them; ``markov-transition``
-(:func:`transition`) the Bayesian P*_aG per rho.
+(:func:`transition`) the Bayesian P*_aG per rho; ``markov-finite`` (:func:`finite`) the
+finite-P theory of the linear runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import math
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -30,6 +32,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare.follow import KEEP, LARGE_AG, coexistence, passes
 from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
+from copyhead_jax.finite_runs import finite_width
 from copyhead_jax.plots_pstar import branch_follow_figure
 from copyhead_jax.storage import environment, write_json
 from copyhead_jax.sweep import exact_solve_from, run_mesh, sweep_inputs
@@ -146,6 +149,8 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
         return {}
     if which == "markov-transition":
         return transition(spec, out_dir)
+    if which == "markov-finite":
+        return finite(spec, out_dir)
     s = {**DEFAULTS, **spec.settings}
     s["preset"] = s["preset"] or {"paper": "paper-map"}.get(spec.preset, spec.preset)
     t0 = time.time()
@@ -258,6 +263,28 @@ def transition(spec: C.Spec, out_dir: str | Path) -> dict:
            "rows": rows, "environment": environment()}  # fmt: skip
     name = spec.artefact if spec.preset == "paper" else f"{spec.artefact}_{spec.preset}"
     write_json(Path(out_dir) / "results" / f"{name}.json", res)
+    return res
+
+
+def finite(spec: C.Spec, out_dir: str | Path) -> dict:
+    """Artefact ``markov-finite``: the finite-P theory (docs/theory.md §8: A1 and the ansatz on
+    each run's own tokens and embedding Gram) of the linear runs of ``markov`` (same chains, seeds
+    and grid), located as the networks' points: do the finite data's statistics move ``P*``?"""
+    s = {**DEFAULTS, **spec.settings}
+    s["preset"] = s["preset"] or {"paper": "paper-map"}.get(spec.preset, spec.preset)
+    rows = []
+    for chain in chains(s):
+        t0, cfg = time.process_time(), config(s, chain, False, "linear")
+        runs = SimpleNamespace(cfg=cfg, P=np.asarray(s["P"]))  # frozen embeddings: all it reads
+        fn = lambda: finite_width(TheoryParams.from_config(cfg), runs, "linear", s["P"])  # noqa: E731
+        ft = C.cached(spec.cache_dir, "finite-linear", [cfg.to_dict(), s["P"]], fn)
+        rows.append({**chain, "summary": ft["summary"], "cpu_s": time.process_time() - t0,
+                     "per_seed": [{k: [p.P_star, p.bracket] for k, p in pts.items()}
+                                  for pts in ft["points"]]})  # fmt: skip
+        C.log(f"{chain}: finite-P theory {ft['summary']}")
+    res = {"artefact": spec.artefact, "preset": s["preset"], "settings": s, "rows": rows,
+           "environment": environment()}  # fmt: skip
+    write_json(Path(out_dir) / "results" / f"{spec.artefact}.json", res)
     return res
 
 

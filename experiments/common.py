@@ -55,6 +55,7 @@ ARTEFACTS = {
     "markov-dirichlet": ("beyond", "spec", None), "causal-inf": ("beyond", "spec", None),
     "markov-follow": ("beyond", "spec", None), "markov-cg": ("beyond", "spec", None),
     "causal-follow": ("beyond", "spec", None), "markov-transition": ("beyond", "spec", None),
+    "markov-finite": ("beyond", "spec", None),
     "reduction": ("reduction", "spec", None),
     "posterior-branches": ("posterior_branches", "spec", 8.0),
     "posterior": ("posterior", "spec", None),

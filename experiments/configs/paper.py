@@ -40,29 +40,19 @@ _MAIN_COMMON = dict(rounds=1, n_new=2, max_run_s=1e9, extra_widths=[math.inf, 10
 # scaling: every P* of the paper's laws (P_c1 ~ V^2, P_cG ~ L^{3/2} V^{1/2}, P_aG ~ L ln^2 L) at 5
 # values of each axis (the preset's own point from main, 10 seeds; the others 3 seeds, one
 # refinement round). Grids: ~n_grid points over [P*/f, f P*] around each EK P* (f = spread)
-_SCALING = dict(
-    measure=["P_c1", "P_cG", "P_aG"],
-    n_seeds=3,  # 3 seeds per point: the exponent's CI comes from the 5 points' scatter
-    rounds=1,
-    n_new=2,
-    max_run_s=1e9,
-    n_grid=5,
-    # the paper preset's measured P_c1 and P_cG sit within 5% of EK (main), so a narrow grid
-    # brackets them; P_cG's runs are the expensive ones (P ~ 2 P_cG ~ 10^4 at L = 40)
-    spread={"P_c1": 2.5, "P_cG": 2.0, "P_aG": 1.5},
-)
+# (3 seeds per point: the exponent's CI comes from the 5 points' scatter). The paper preset's
+# measured P_c1 and P_cG sit within 5% of EK (main), so a narrow grid brackets them; P_cG's runs
+# are the expensive ones (P ~ 2 P_cG ~ 10^4 at L = 40)
+_SCALING = dict(measure=["P_c1", "P_cG", "P_aG"], n_seeds=3, rounds=1, n_new=2, max_run_s=1e9,
+                n_grid=5, spread={"P_c1": 2.5, "P_cG": 2.0, "P_aG": 1.5})  # fmt: skip
 # paper preset: 2 seeds per point and no finite-width theory per point (each costs ~1 min here;
 # at N = 10,000 the finite theory sits within 1% of EK at the main point, see main_paper.json):
 # the cold suite's time on this shared CPU
 _SCALING_PAPER = {**_SCALING, "n_seeds": 2, "finite": False}
 # plain conventions: P_c1 < 1 (below any training set) at every point, so not measured; the
 # measured P_cG is ~2.3x the EK value (main), so its grid is wide (cheap: P ~ 10)
-_SCALING_PLAIN = {
-    **_SCALING,
-    "measure": ["P_cG", "P_aG"],
-    "n_grid": 7,
-    "spread": {"P_cG": 6.0, "P_aG": 1.5},
-}
+_SCALING_PLAIN = {**_SCALING, "measure": ["P_cG", "P_aG"], "n_grid": 7,
+                  "spread": {"P_cG": 6.0, "P_aG": 1.5}}  # fmt: skip
 # markov / causal (experiments/beyond.py, its DEFAULTS otherwise; docs/reports/markov.md): the
 # exact MAP at width 10,000 on the DEFAULTS grid (32 ... 3,500), 5 seeds, every rho; the theory's
 # full L x L minimiser on 31 P (the ansatz's coverage is reported by the full space itself)
@@ -70,9 +60,6 @@ _RHOS = [0.0, 0.25, 0.5, 0.75, 0.9]
 _BEYOND = dict(rho=_RHOS, seeds=5, spaces=["full"], n_P=31)
 # P*_aG: the softmax coexistence window (EK: 569-835 at rho = 0) and the jumps at rho >= 0.75,
 # resolved on finer P (5 seeds; no continuation in P, so the main runs are found again: checked)
-# Not extended: linear attention above 3,500. Extra linear sweeps (3,500 ... 14,000, 2 seeds,
-# continuation over their own 5 P) found minima of higher U than the main sweep at the shared
-# P = 3,500 (by 17-244), i.e. not the MAP; they are not used (docs/reports/markov.md)
 _MARKOV = dict(
     _BEYOND,
     extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5, rho=_RHOS),
@@ -98,16 +85,14 @@ _MARKOV_FOLLOW = dict(_FOLLOW, rho=[0.0, 0.75, 0.9], follow=[
     dict(rho=[0.0], P=list(range(540, 821, 20)), seeds=5),
     dict(rho=[0.75], P=list(range(975, 1226, 25)), seeds=5),
     dict(rho=[0.9], P=list(range(2200, 2751, 50)), seeds=5)])  # fmt: skip
-_CAUSAL_FOLLOW = dict(_FOLLOW, rho=[0.9], follow=[
-    dict(rho=[0.9], P=[700, 850, 1000, 1200, 1400, 1700, 2000, 2250, 2500, 2750, 3000, 3500],
-         seeds=5)])  # fmt: skip
+_CAUSAL_FOLLOW = dict(_FOLLOW, rho=[0.9], follow=[dict(rho=[0.9], seeds=5, P=[
+    700, 850, 1000, 1200, 1400, 1700, 2000, 2250, 2500, 2750, 3000, 3500])])  # fmt: skip
 # markov-cg: P*_cG above markov.json's grid top (3,500): linear networks only, continued in P over
 # one grid from 32 to 14,000 (a sweep started at 3,500 lands in higher minima: markov.md), 3 seeds
-_P_CG = [32, 64, 100, 160, 256, 400, 560, 700, 1000, 1500, 2000, 2700, 3500, 4500, 6000, 8000,
-         10500, 14000]  # fmt: skip
-# (rho 0.25: ~9 min, 0.9: ~45 min of wall time on the shared CPU; 0.5, 0.75 and the Dirichlet
-# chains not run for time)
-_MARKOV_CG = dict(_BEYOND, rho=[0.25, 0.9], spaces=[], starts=["linear"], seeds=3, P=_P_CG)
+# (~13-40 min per rho on one core of a loaded 2-core machine; the Dirichlet chains not run)
+_MARKOV_CG = dict(_BEYOND, rho=[0.25, 0.5, 0.75, 0.9], spaces=[], starts=["linear"], seeds=3,
+                  P=[32, 64, 100, 160, 256, 400, 560, 700, 1000, 1500, 2000, 2700, 3500, 4500,
+                     6000, 8000, 10500, 14000])  # fmt: skip
 # plain conventions (A = s, per-sequence likelihood): every EK P* ~ 1/L of paper-map's
 _BEYOND_PLAIN = dict(rho=[0.0, 0.5, 0.9], seeds=5, spaces=["full"], n_P=31, theory_P=[0.05, 2000.0],
                      P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256])  # fmt: skip
@@ -163,43 +148,30 @@ _BRANCHES_PAPER = dict(
 # presets; method and numbers: docs/reports/posterior.md
 _POSTERIOR = dict(mc="quick")
 # posterior-smc (plain only): tempered SMC across the window on posterior_branches' references
-# (its ``branches`` mode, ``block`` of seeds, ``a_thr``); docs/reports/posterior_branches.md
-_SMC = dict(
-    branches="paper", block=0,  # posterior_branches' 10-seed sweeps
-    # P = 48, 52: the TI's bracketing points (10 seeds there); 49, 50: inside, where the TI
-    # puts every seed's crossing (49.0-49.5). 62 CPU-min in all (measured)
-    n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
-    n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
-    step_size=0.3, max_steps=200,
-)  # fmt: skip
+# (its ``branches`` mode, ``block`` of seeds, ``a_thr``); docs/reports/posterior_branches.md.
+# block 0: posterior_branches' 10-seed sweeps; P = 48, 52: the TI's bracketing points (10 seeds
+# there); 49, 50: inside, where the TI puts every seed's crossing (49.0-49.5). 62 CPU-min in all
+_SMC = dict(branches="paper", block=0, n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
+            n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
+            step_size=0.3, max_steps=200)  # fmt: skip
 # multistart: P grids around each preset's linear transitions (EK P*_cG: plain 3.4, paper
 # 2,125), 10 seeds, the QUICK engine (reduced, width 10,000); docs/reports/multistart.md
 _MULTISTART_PLAIN = dict(mc="quick", n_seeds=10,
                          P=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32, 64])  # fmt: skip
-_MULTISTART_PAPER = dict(
-    mc="quick", n_seeds=10,
-    P=[128, 256, 512, 768, 1062, 1500, 2000, 2500, 3000, 4000, 6000],
-)
+_MULTISTART_PAPER = dict(mc="quick", n_seeds=10, P=[128, 256, 512, 768, 1062, 1500, 2000, 2500,
+                                                    3000, 4000, 6000])  # fmt: skip
 # the embeddings artefacts (paper preset only; docs/reports/embeddings*.md): the joint MAP
 # (configs/embeddings.py's FULL), the paper's Adam protocol, the posterior of every weight
 _EMBEDDINGS = dict(config="full")
-_PROTOCOL = dict(
-    # (attention, width, P, seed, epochs, train_embeddings); run in this order (cache per run),
-    # cut to fit ~30 CPU-minutes on the shared 2-core machine
-    runs=[
-        ("softmax", 2000, 300, 0, 2000, True),
-        ("softmax", 2000, 600, 0, 2000, True),
-        ("softmax", 2000, 1000, 0, 2000, True),
-        ("linear", 2000, 160, 0, 2000, True),
-        ("linear", 2000, 2000, 0, 2000, True),
-        ("softmax", 2000, 1000, 0, 2000, False),
-        ("softmax", 10_000, 1000, 0, 200, True),
-        ("softmax", 2000, 1000, 1, 2000, True),
-        ("linear", 2000, 2000, 1, 2000, True),
-        ("linear", 2000, 2000, 0, 2000, False),
-    ],
-    every=100,  # epochs between Gram measurements
-)
+# runs: (attention, width, P, seed, epochs, train_embeddings), in this order (cache per run),
+# cut to fit ~30 CPU-minutes on the shared 2-core machine; every: epochs between Gram measurements
+_PROTOCOL = dict(runs=[
+    ("softmax", 2000, 300, 0, 2000, True), ("softmax", 2000, 600, 0, 2000, True),
+    ("softmax", 2000, 1000, 0, 2000, True), ("linear", 2000, 160, 0, 2000, True),
+    ("linear", 2000, 2000, 0, 2000, True), ("softmax", 2000, 1000, 0, 2000, False),
+    ("softmax", 10_000, 1000, 0, 200, True), ("softmax", 2000, 1000, 1, 2000, True),
+    ("linear", 2000, 2000, 1, 2000, True), ("linear", 2000, 2000, 0, 2000, False)],
+    every=100)  # fmt: skip
 # 4 NUTS chains of 200 warm-up + 200 draws; extra_P: where the quenched posterior copies (aG ~
 # 1.6 at N = 4,096), at the two largest widths only
 _EMB_POSTERIOR = dict(widths=[16, 64, 256, 4096], P=[96, 192], extra_P=384, n_warmup=200,
@@ -238,9 +210,8 @@ CONFIG = dict(
             causal=_BEYOND_PLAIN,
             # the Bayesian P*_aG (ch.transition's defaults); rho 0.9: a MAP grid over the networks'
             # MAP step (90.5, not the EK 37.2), top 200 (4 x top fits the 4 GiB default budget)
-            markov_transition=dict(rho=[0.0, 0.5, 0.9], widths=["inf"], seeds=3,
-                                   P_grid={0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160,
-                                                 180, 200]}),  # fmt: skip
+            markov_transition=dict(rho=[0.0, 0.5, 0.9], widths=["inf"], seeds=3, P_grid={
+                0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]}),  # fmt: skip
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
             reduction=dict(reuse_nuts=True),
         ),
@@ -274,6 +245,7 @@ CONFIG = dict(
             causal_inf=_CAUSAL_INF,
             markov_follow=_MARKOV_FOLLOW,
             markov_cg=_MARKOV_CG,
+            markov_finite=dict(_BEYOND, alpha=[0.5, 5.0]),  # the chains of markov, dirichlet
             causal_follow=_CAUSAL_FOLLOW,
         ),
     ),
