@@ -264,7 +264,7 @@ def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
 
 @pytest.mark.parametrize("artefact", ["markov-dirichlet", "markov-follow", "markov-cg",
                                       "causal-inf", "causal-follow",
-                                      "markov-transition"])  # fmt: skip
+                                      "markov-transition", "markov-finite"])  # fmt: skip
 def test_beyond_variants_run_only_where_a_mode_sets_them(artefact, tmp_path):
     """The markov / causal variants (rows in their own JSON) are not part of ``all``; a mode
     without their settings (``--quick``) runs and writes nothing; the tiny mode has them."""

@@ -34,7 +34,7 @@ _PRESET = dict(
     hysteresis=dict(rounds=1, n_new=1, P_linear_copy=[2, 8]),
     scaling_L=dict(values=[5, 6], measure=["P_aG"], **_SCALING),  # L = 6 comes from main
     scaling_V=dict(values=[2, 3], measure=["P_c1", "P_cG"], **_SCALING),  # V = 3 from main
-    markov=_BEYOND,
+    markov=_BEYOND, markov_finite=_BEYOND,  # fmt: skip
     causal=_BEYOND,
     markov_dirichlet=dict(_BEYOND, rho=[]),
     markov_follow=dict(_BEYOND, rho=[0.5], alpha=[], networks_rho=[], spaces=[],
