@@ -56,9 +56,11 @@ class Terminated(KeyboardInterrupt):
     clean-up runs (kept chunks, locks); a command then exits with 143 instead of 130."""
 
 
-#: seconds the main thread gets to see a signal before the watcher ends the process
-SIGNAL_GRACE_S = 2.0
+#: seconds the main thread gets to see a signal before the watcher ends the process, and then
+#: for the interrupt it raised to reach a command's handler (:func:`interrupt_status`)
+SIGNAL_GRACE_S, CAUGHT_GRACE_S = 2.0, 5.0
 _signal_seen = threading.Event()  # set once the main thread's Python handler ran
+_signal_caught = threading.Event()  # set once a command's handler caught the interrupt
 
 
 def _raise_interrupt(signum, frame):
@@ -74,7 +76,11 @@ def _watch_signals(read_fd: int, farewell) -> None:
     handler writes the signal number to ``read_fd``'s pipe (``signal.set_wakeup_fd``) at once,
     and this thread (XLA releases the GIL while it computes) ends the process like the main
     thread would: the farewell line, locks released, 130 or 143. Finished work is on disk
-    already (every writer is atomic), so cutting the running computation loses only itself."""
+    already (every writer is atomic), so cutting the running computation loses only itself.
+    It does the same when the handler ran but its interrupt did not reach a command's handler
+    within :data:`CAUGHT_GRACE_S`: Python swallows an exception raised inside a garbage-collector
+    callback (seen: JAX's ``_xla_gc_callback``, "Exception ignored in"), and the command would
+    otherwise run on as if no signal had come."""
     while True:
         try:
             signum = os.read(read_fd, 1)[0]
@@ -83,8 +89,9 @@ def _watch_signals(read_fd: int, farewell) -> None:
         if signum not in (signal.SIGINT, signal.SIGTERM):
             continue
         if _signal_seen.wait(SIGNAL_GRACE_S):
-            _signal_seen.clear()  # the main thread handles it
-            continue
+            _signal_seen.clear()
+            if _signal_caught.wait(CAUGHT_GRACE_S):
+                continue  # the main thread handles it
         print(f"\n{farewell()}", file=sys.stderr)
         exit_now(128 + signum)
 
@@ -109,7 +116,9 @@ def catch_sigterm(farewell=None) -> bool:
 
 
 def interrupt_status(e: BaseException) -> int:
-    """Exit status of a command stopped by ``e``: 143 for SIGTERM, 130 for SIGINT (128 + n)."""
+    """Exit status of a command stopped by ``e``: 143 for SIGTERM, 130 for SIGINT (128 + n).
+    A command calls it where it catches the interrupt (the signal watcher waits for that)."""
+    _signal_caught.set()
     return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
 
 

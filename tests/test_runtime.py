@@ -71,6 +71,39 @@ def test_a_signal_ends_a_long_compiled_computation_within_seconds(sig, rc):
     assert "spin: interrupted" in err and "Traceback" not in err
 
 
+#: the interrupt raised inside a finaliser, where Python swallows it ("Exception ignored in"), as
+#: it once was inside JAX's garbage-collector callback; the main thread then sleeps on
+SWALLOWED = """
+import gc, signal, time, copyhead_jax as ch
+ch.catch_sigterm(lambda: "swallowed: interrupted")
+class Finaliser:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        sum(range(1000))  # the handler runs here, inside __del__
+Finaliser()
+gc.collect()
+print("swallowed", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_an_interrupt_python_swallows_still_ends_the_process():
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    t0 = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "swallowed" in out and "Exception ignored" in err  # the case this test is about
+    # SIGNAL_GRACE_S + CAUGHT_GRACE_S = 7 s, the rest room for a loaded machine (without the
+    # watcher's second wait the process would sleep until the 60 s timeout)
+    assert time.monotonic() - t0 < 30
+    assert proc.returncode == 130, err
+    assert "swallowed: interrupted" in err
+
+
 # signals end a command cleanly (130 / 143), no traceback, no lock left (moved from
 # test_bad_input.py)
 
