@@ -87,13 +87,17 @@ def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.
     cmd = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())",
            *argv]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
-    t0 = time.time()
-    while not any(cwd.rglob("*.lock")) and proc.poll() is None and time.time() - t0 < start_s:
-        time.sleep(0.05)
-    time.sleep(wait_s)
-    proc.send_signal(sig)
-    t0 = time.monotonic()
-    _, err = proc.communicate(timeout=120)
+    try:
+        t0 = time.time()
+        while not any(cwd.rglob("*.lock")) and proc.poll() is None and time.time() - t0 < start_s:
+            time.sleep(0.05)
+        time.sleep(wait_s)
+        proc.send_signal(sig)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+    finally:  # a command that ignored the signal must not outlive its test (it ran on for
+        proc.kill()  # an hour once, a core busy under the rest of the suite)
+        proc.wait()
     if answer_s is not None:
         assert time.monotonic() - t0 < answer_s, err
     return proc.returncode, err
