@@ -19,6 +19,9 @@ ahead of time, and the process's peak RSS.
 It also times ``copyhead transition`` (``ch.transition``) on the paper preset for
 ``--transition-seeds`` seeds (issue 30's target: 10 seeds in <= 60 CPU-min).
 
+Ours runs twice: as shipped (``copyhead_hmc``: ``HMCConfig``'s ``adapt_mass``) and with unit
+mass (``copyhead_hmc_unit``), the mass adaptation's own A/B. ``--candidates`` picks a subset.
+
 ``--quick``: P = 32 only, 2 chains, 150 warm-up and 300 kept iterations. ``blackjax`` and
 ``numpyro`` are benchmark-only extras; the package imports neither for sampling.
 """
@@ -47,7 +50,6 @@ from copyhead_jax.models import head_class
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
 from copyhead_jax.sample_reduced import (
-    HMC_ADAPT,
     LEAPFROG,
     collapsed_chains,
     draw_readout,
@@ -59,7 +61,8 @@ from copyhead_jax.sweep import sweep_inputs
 
 OUT = Path(__file__).parent / "results" / "bench_posterior.json"
 BASELINE = "numpyro_nuts"
-CANDIDATES = ("copyhead_hmc", "numpyro_nuts", "blackjax_nuts", "blackjax_hmc")
+CANDIDATES = ("copyhead_hmc", "copyhead_hmc_unit", "numpyro_nuts", "blackjax_nuts",
+              "blackjax_hmc")
 
 
 def maxrss_mb() -> float:
@@ -106,13 +109,16 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         keys = jax.random.split(key, ws.shape[:2])
         return jax.vmap(jax.vmap(one))(keys, ws)
 
-    def ours(key):  # the project's sampler: n_adapt dual-averaging iterations, then exact HMC
-        keys = jax.random.split(key, n_chains)
-        xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
-        st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
-                              thin=1, step_size=REDUCED_HMC.step_size,
-                              n_adapt=n_warmup)  # fmt: skip
-        return st.draws
+    def ours(adapt_mass: bool):  # the project's sampler: n_adapt adaptation iterations, HMC
+        def run(key):
+            keys = jax.random.split(key, n_chains)
+            xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
+            st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
+                                  thin=1, step_size=REDUCED_HMC.step_size, n_adapt=n_warmup,
+                                  adapt_mass=adapt_mass)  # fmt: skip
+            return st.draws
+
+        return run
 
     def blackjax_run(algorithm, **extra):
         import blackjax
@@ -149,7 +155,8 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
     import blackjax
 
     return {
-        "copyhead_hmc": ours,
+        "copyhead_hmc": ours(REDUCED_HMC.adapt_mass),
+        "copyhead_hmc_unit": ours(False),
         "numpyro_nuts": numpyro_run,
         "blackjax_nuts": blackjax_run(blackjax.nuts),
         "blackjax_hmc": blackjax_run(blackjax.hmc, num_integration_steps=LEAPFROG),
@@ -221,6 +228,8 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup", type=int, default=None, help="default 500 (quick: 150)")
     p.add_argument("--samples", type=int, default=None, help="default 1000 (quick: 300)")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES),
+                   help="samplers to run (default: all; the ratio needs numpyro_nuts)")
     p.add_argument("--under-load", action="store_true",
                    help="record that the machine was shared with other jobs")  # fmt: skip
     p.add_argument("--out", type=Path, default=OUT)
@@ -254,7 +263,7 @@ def main(argv=None) -> dict:
                               n_samples=a.samples)  # fmt: skip
             row = {"attention": att, "P": P, "dim": int(head.W_G.size), "fit_cpu_s": fit_cpu,
                    "candidates": {}}  # fmt: skip
-            for name, run in runs.items():
+            for name, run in ((n, runs[n]) for n in a.candidates):
                 try:
                     row["candidates"][name] = m = measure(name, run, jax.random.key(1), fields,
                                                           order)  # fmt: skip
@@ -282,8 +291,11 @@ def main(argv=None) -> dict:
         "settings": {"chains": a.chains, "warmup": a.warmup, "samples": a.samples,
                      "width": a.width, "L": 25, "V": 5, "preset": "paper-map", "seed": 0,
                      "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
-                     f"{REDUCED_HMC.step_size} (dual averaging over the warm-up; production "
-                     f"uses {HMC_ADAPT})", "numpyro": "chain_method sequential"},  # fmt: skip
+                     f"{REDUCED_HMC.step_size} and (adapt_mass={REDUCED_HMC.adapt_mass}) a "
+                     f"diagonal mass over the warm-up (production: {REDUCED_HMC.n_adapt} "
+                     "adaptation iterations after its Langevin warm-up)",
+                     "copyhead_hmc_unit": "the same, unit mass (adapt_mass=False)",
+                     "numpyro": "chain_method sequential"},  # fmt: skip
         "target_ratio": 10.0,
         "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
         "load_average": {"start": load0, "end": os.getloadavg()},

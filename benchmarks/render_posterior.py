@@ -52,14 +52,14 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
           "draws; ratio = ESS per CPU-second of the collapsed HMC / the candidate's, worst to "
           "best over U and the order parameters):", "",
           "| head | P | dim | collapsed HMC ESS/CPU-s (U) | vs NumPyro NUTS | vs BlackJAX "
-          "NUTS | vs BlackJAX HMC | XLA temp (ours) |",
-          "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+          "NUTS | vs BlackJAX HMC | vs ours, unit mass | XLA temp (ours) |",
+          "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         cell = lambda n: (_range(r["ratios"][n].values(), _x) if n in r["ratios"]  # noqa: E731
                           else ("failed" if n in r["fails"] else "-"))  # fmt: skip
         L.append(f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
                  f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
-                 f"{_mib(r['temp_bytes'])} |")  # fmt: skip
+                 f"{cell('copyhead_hmc_unit')} | {_mib(r['temp_bytes'])} |")  # fmt: skip
     tr = (d.get("transition") or {}).get("status")
     if tr:
         L += ["", f"Bayesian transition (`copyhead transition`): {tr}."]

@@ -206,7 +206,7 @@ def _collapsed_runs(sampler: Sampler, keys, heads, train, mask, x_init, C):
         obs = lambda hh: sampler.observe_all(hh, t, m)
         st = collapsed_chains(k, h, t, m, obj, x, c, obs, n_iter=s.n_iter, thin=s.thin,
                               step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
-                              target_accept=s.target_accept)  # fmt: skip
+                              target_accept=s.target_accept, adapt_mass=s.adapt_mass)  # fmt: skip
         U0 = sampler.observe(h, t, m)[0]
         return DrawStats(st.draws, st.accept, st.distance, jnp.full(k.shape, U0), st.finite,
                          st.step_size, st.energy)  # fmt: skip

@@ -13,6 +13,7 @@ from .config import STARTS, HMCConfig, SGLDConfig
 #: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
 SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
 HMC_FLAGS = {"iterations": "n_iter", "warmup": "n_warmup", "adapt": "n_adapt",
+             "adapt_mass": "adapt_mass",
              "leapfrog": "n_leapfrog", "target_accept": "target_accept", "starts": "starts",
              "branch_threshold": "branch_threshold", "keep_weights": "keep_weights"}  # fmt: skip
 SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed",
@@ -69,7 +70,12 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--warmup", type=int, default=None,
                    help=f"unadjusted-Langevin warm-up steps, discarded (default {h.n_warmup})")
     g.add_argument("--adapt", type=int, default=None,
-                   help=f"step-adaptation iterations, discarded (default {h.n_adapt})")
+                   help=f"step (and mass) adaptation iterations, discarded (default "
+                   f"{h.n_adapt})")  # fmt: skip
+    g.add_argument("--adapt-mass", action=argparse.BooleanOptionalAction, default=None,
+                   help="adapt a diagonal mass over the adaptation iterations (Stan's windows; "
+                   f"default {'on' if h.adapt_mass else 'off'}; off: unit mass in the "
+                   "whitened coordinates)")  # fmt: skip
     g.add_argument("--leapfrog", type=int, default=None,
                    help=f"leapfrog steps per iteration (default {h.n_leapfrog})")
     g.add_argument("--target-accept", type=float, default=None,

@@ -41,7 +41,8 @@ is a posterior whose bulk is far from the fit. Hence three phases per run, all c
 2. the whitening is recomputed at the end point of chain 0 (a constant preconditioner again,
    from a point of the typical set, eigenvalues floored at the prior curvature);
 3. ``n_iter`` iterations of HMC (:mod:`copyhead_jax.kernels.hmc`: ``LEAPFROG`` leapfrog steps
-   of the adapted step times a uniform jitter in [0.8, 1.2], unit mass in the whitened
+   of the adapted step times a uniform jitter in [0.8, 1.2], a diagonal mass adapted on top of
+   (or, ``adapt_mass=False``, unit mass in) the whitened
    coordinates) with a Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
 
 $\Lambda$ is D x D (D = V + L): its Cholesky factor and triangular solves are written out in
@@ -314,12 +315,13 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
 def collapsed_chains(
     keys, head, tokens, mask, obj, x_init, C, observe, *,
     n_iter: int, thin: int, step_size: float, n_leap: int = LEAPFROG,
-    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT, adapt_mass: bool = False,
 ) -> CollapsedStats:  # fmt: skip
-    """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w`` (unit mass),
+    """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w``,
     Metropolis-corrected: :func:`copyhead_jax.kernels.hmc_chain`, one chain per key. The first
     ``n_adapt`` iterations tune each chain's step from ``step_size`` towards acceptance
-    ``target_accept`` (dual averaging) and are discarded; the step is then frozen, so the
+    ``target_accept`` (dual averaging) and, with ``adapt_mass``, a diagonal mass in ``w``
+    (unit mass without), and are discarded; step and mass are then frozen, so the
     ``n_iter`` iterations that follow are an exact HMC chain. At every ``thin``-th of them the
     readout is drawn exactly given ``W_G`` and ``observe(head)`` recorded. ``x_init``: one start
     per chain (flat ``W_G``)."""
@@ -336,7 +338,7 @@ def collapsed_chains(
 
         c = hmc_chain(key, U, jnp.zeros_like(xs), record, n_iter=n_iter, thin=thin,
                       step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
-                      target_accept=target_accept)  # fmt: skip
+                      target_accept=target_accept, adapt_mass=adapt_mass)  # fmt: skip
         obs, dist = c.records
         finite = c.finite & jnp.all(jnp.isfinite(obs))
         return CollapsedStats(obs, c.accept, dist, finite, c.step_size, c.energy)

@@ -60,11 +60,12 @@ STARTS = ("fit", "both", "prior")
 @dataclass(frozen=True)
 class HMCConfig:
     """Collapsed HMC of a reduced sweep (docs/theory.md §2c; ``copyhead sample --sampler hmc``):
-    the readout integrated out exactly, HMC with unit mass on ``W^G`` in the whitened
-    coordinates of the marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded),
-    ``n_adapt`` HMC iterations that tune the leapfrog step from ``step_size`` by dual averaging
-    towards ``target_accept`` (discarded), then ``n_iter`` HMC iterations of ``n_leapfrog``
-    leapfrog steps at the frozen step, a draw every ``thin``."""
+    the readout integrated out exactly, HMC on ``W^G`` in the whitened coordinates of the
+    marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded), ``n_adapt`` HMC
+    iterations that tune the leapfrog step from ``step_size`` by dual averaging towards
+    ``target_accept`` and, with ``adapt_mass``, a diagonal mass (Stan's windows;
+    ``copyhead_jax.kernels.hmc``) (discarded), then ``n_iter`` HMC iterations of
+    ``n_leapfrog`` leapfrog steps at the frozen step and mass, a draw every ``thin``."""
 
     name: ClassVar[str] = "collapsed HMC"
     kind: ClassVar[str] = "hmc"
@@ -76,8 +77,9 @@ class HMCConfig:
     n_chains: int = 4
     seed: int = 1
     n_leapfrog: int = 5  # x 0.35 ~ pi/2: a quarter period of a unit-curvature direction
-    n_adapt: int = 100
+    n_adapt: int = 200  # mass + step (bench_posterior, linear P = 322: c1 ESS 298 -> 529)
     target_accept: float = 0.75  # HMC's efficient range is 0.65-0.8 (Beskos et al. 2013)
+    adapt_mass: bool = True  # diagonal mass on top of the whitening (benchmarks/bench_posterior)
     starts: str = "fit"
     branch_threshold: float = 1.0  # a draw is on the copy branch when aG >= this
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
@@ -95,7 +97,7 @@ class HMCConfig:
         check_float("HMCConfig.target_accept", self.target_accept, lo=0.0, hi=0.99)
         check_choice("HMCConfig.starts", self.starts, STARTS)
         check_float("HMCConfig.branch_threshold", self.branch_threshold)
-        for f in ("keep_loglik", "keep_weights"):
+        for f in ("adapt_mass", "keep_loglik", "keep_weights"):
             if not isinstance(getattr(self, f), bool):
                 raise ValueError(f"HMCConfig.{f} must be True or False, got {getattr(self, f)!r}")
         if self.starts == "both" and self.n_chains % 2:
@@ -112,7 +114,8 @@ class HMCConfig:
     def describe(self) -> str:
         """One line for titles and tables."""
         return (f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
-                f"{self.n_iter} iterations, {self.n_chains} chains, starts {self.starts}")
+                f"{'' if self.adapt_mass else 'unit mass, '}{self.n_iter} iterations, "
+                f"{self.n_chains} chains, starts {self.starts}")
 
 
 #: The sampler configs by ``kind`` (``copyhead sample --sampler``; files record the kind).

@@ -25,6 +25,7 @@ def _posterior(under_load=True):
             "numpyro_nuts": _cand(10.0, 200.0, 100.0, 40.0),
             "blackjax_nuts": _cand(2.0, 100.0, 100.0, 160.0),
             "blackjax_hmc": {"error": "TypeError: boom"},
+            "copyhead_hmc_unit": _cand(4.0, 100.0, 50.0, 80.0),
         }}],
         "transition": {"status": "not measured: hook"},
     }  # fmt: skip
@@ -42,9 +43,9 @@ def test_posterior_ratios_are_ess_per_cpu_second_ours_over_theirs():
     row = _line(out, "| posterior: collapsed HMC vs NumPyro NUTS")
     assert "linear P=32: 5.00x - 20.00x | >= 10x | **no** |" in row
     assert "(measured under load)" in row
-    # BlackJAX NUTS: 100/2, 100/2, 160/2 -> 2x, 1x, 1x; HMC failed
+    # BlackJAX NUTS: 100/2, 100/2, 160/2 -> 2x, 1x, 1x; HMC failed; unit mass: 4x slower
     detail = _line(out, "| linear | 32 | 900 |")
-    assert "| 100 | 5.00x - 20.00x | 1.00x - 2.00x | failed | 1.0 MiB |" in detail
+    assert "| 100 | 5.00x - 20.00x | 1.00x - 2.00x | failed | 4.00x | 1.0 MiB |" in detail
     assert "Bayesian transition (`copyhead transition`): not measured: hook." in out
     assert "| bench_posterior |" in out  # a row of the runs table
 

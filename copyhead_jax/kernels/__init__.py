@@ -1,7 +1,8 @@
 """Generic MCMC kernels over a flat vector ``w`` and a potential ``U(w)`` (no engine import).
 
-- ``hmc``  HMC with unit mass (the caller whitens), per-iteration step jitter, an optional
-  region whose outside proposals are rejected, and dual-averaging step adaptation: the one
+- ``hmc``  HMC with a diagonal mass (unit, or adapted in Stan's windows; the caller whitens),
+  per-iteration step jitter, an optional region whose outside proposals are rejected, and
+  dual-averaging step adaptation: the one
   kernel of the collapsed sampler (``sample_reduced``), branch TI and tempered SMC (``bayes``).
 """
 

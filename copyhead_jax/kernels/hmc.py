@@ -1,4 +1,4 @@
-r"""HMC with unit mass, step jitter, an optional region, and dual-averaging adaptation.
+r"""HMC with a diagonal mass, step jitter, an optional region, and windowed adaptation.
 
 One transition from $w$ with $U$, $\nabla U$: momentum $p_0\sim\mathcal N(0,I)$, ``n_leap``
 leapfrog steps of size $\epsilon=e^{\log\epsilon}\,u$, $u\sim\mathcal U(0.8,1.2)$ (the jitter
@@ -16,10 +16,20 @@ $\log\bar\epsilon_t=t^{-\kappa}\log\epsilon_t+(1-t^{-\kappa})\log\bar\epsilon_{t
 The cap $\epsilon\le2$ (in whitened units, where the target's scale is ~1) stops the early
 iterations, whose acceptance is high near a minimum, from jumping to steps that overflow $U$.
 
+Mass (``adapt_mass=True``; Stan's windowed scheme, shortened): the inverse mass is
+$M^{-1}={\rm diag}(s^2)$, i.e. unit-mass HMC on $z=w/s$ (momentum $p\sim\mathcal N(0,I)$ in
+$z$, position step $w\mathrel{+}=\epsilon\,s\odot p$, force $s\odot\nabla U$). The
+adaptation iterations split 15% / 75% / 10% (Stan's proportions for a short warm-up): a fast
+window tunes the step alone; the slow window, cut in two doubling halves, estimates the variance
+of $w$ in each (Welford) and sets $s^2=\frac{n}{n+5}\widehat{\rm Var}+10^{-3}\frac5{n+5}$
+(Stan's regularisation) at its end, restarting the dual averaging from the current step; the
+terminal fast window tunes the step for the last mass. With ``adapt_mass=False``, $s=1$: the
+unit-mass chain, bit for bit.
+
 Own code, not ``blackjax.hmc``/``window_adaptation``: the region rejection and the step jitter
-are not in BlackJAX's kernel, the callers whiten so no mass matrix is adapted, and BlackJAX is a
-bench-only extra; its ``dual_averaging`` gives the same step sequence without the cap (tested),
-its average lags one iteration behind Hoffman & Gelman's Algorithm 5, which this one follows.
+are not in BlackJAX's kernel, and BlackJAX is a bench-only extra; its ``dual_averaging`` gives
+the same step sequence without the cap (tested), its average lags one iteration behind Hoffman &
+Gelman's Algorithm 5, which this one follows.
 """
 
 from __future__ import annotations
@@ -47,18 +57,23 @@ Flat = Float[Array, " n"]
 State = tuple[Flat, Float[Array, ""], Flat]  # (w, U(w), grad U(w))
 
 
-def hmc_transition(vg: Callable, inside: Callable | None, key: Array, state: State,
-                   log_eps, n_leap: int) -> tuple[State, tuple[Array, Array]]:  # fmt: skip
+def hmc_transition(
+    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int,
+    scale=1.0,
+) -> tuple[State, tuple[Array, Array]]:  # fmt: skip
     """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
-    ``value_and_grad(U)``, ``inside=None``: no region. Returns
+    ``value_and_grad(U)``, ``inside=None``: no region, ``scale``: the square root of the
+    diagonal inverse mass (1: unit mass). Returns
     ``(state, (acceptance probability, proposal left the region))``."""
-    state, (accept, out, _) = hmc_transition_energy(vg, inside, key, state, log_eps, n_leap)
+    state, (accept, out, _) = hmc_transition_energy(vg, inside, key, state, log_eps, n_leap,
+                                                    scale)  # fmt: skip
     return state, (accept, out)
 
 
 def hmc_transition_energy(
-    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int
-) -> tuple[State, tuple[Array, Array, Array]]:
+    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int,
+    scale=1.0,
+) -> tuple[State, tuple[Array, Array, Array]]:  # fmt: skip
     """:func:`hmc_transition` that also returns the Hamiltonian ``H = U + |p|^2 / 2`` where the
     transition ends: at the proposal ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and
     NumPyro's ``energy``, the input of the BFMI). Same draws as :func:`hmc_transition`."""
@@ -69,10 +84,10 @@ def hmc_transition_energy(
 
     def leap(c, _):
         x, p, _, gg = c
-        p = p - 0.5 * eps * gg
-        x = x + eps * p
+        p = p - 0.5 * eps * (scale * gg)
+        x = x + eps * (scale * p)
         uu, gg = vg(x)
-        return (x, p - 0.5 * eps * gg, uu, gg), None
+        return (x, p - 0.5 * eps * (scale * gg), uu, gg), None
 
     (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
     h0, h1 = u + 0.5 * jnp.sum(p0**2), u1 + 0.5 * jnp.sum(p1**2)
@@ -118,48 +133,101 @@ class HMCChain(NamedTuple):
     finite: Array  # []: U finite at the start and the end
     step_size: Array  # []: the frozen (adapted) step
     energy: Array  # [S]: the Hamiltonian where the block's last transition ended (the draw's)
+    scale: Array  # [n]: the frozen sqrt of the diagonal inverse mass (ones: unit mass)
+
+
+#: Stan's split of a short warm-up: initial fast window, slow (mass) window, terminal window.
+MASS_FAST, MASS_TERMINAL = 0.15, 0.10
+#: Fewest adaptation iterations with which the mass is adapted (each slow half needs draws).
+MASS_MIN_ADAPT = 20
+
+
+def mass_windows(n_adapt: int) -> tuple[int, int, int]:
+    """``(start, middle, end)`` of the two slow windows ``[start, middle)``, ``[middle, end)``
+    of ``n_adapt`` adaptation iterations (module docstring; the second twice the first)."""
+    start = max(1, int(MASS_FAST * n_adapt))
+    end = n_adapt - max(1, int(MASS_TERMINAL * n_adapt))
+    return start, start + (end - start) // 3, end
+
+
+class _Welford(NamedTuple):
+    n: Array
+    mean: Array
+    m2: Array
+
+
+def _regularised_scale(acc: _Welford) -> Array:
+    """Stan's regularised variance of a window's draws, as a standard deviation."""
+    n = acc.n
+    var = acc.m2 / jnp.maximum(n - 1.0, 1.0)
+    return jnp.sqrt(n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0))
 
 
 def hmc_chain(
     key: Array, potential: Callable, w0: Flat, record: Callable, *, n_iter: int, thin: int,
     step_size: float | Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
-    report: Callable | None = None,
+    adapt_mass: bool = False, report: Callable | None = None,
 ) -> HMCChain:  # fmt: skip
     """One HMC chain on ``potential(w)`` from ``w0`` (one example in: ``vmap`` adds chains).
 
-    ``n_adapt`` iterations tune the step from ``step_size`` (discarded); then ``n_iter // thin``
-    blocks of ``thin`` iterations at the frozen step, ``record(w, j)`` after block ``j``.
+    ``n_adapt`` iterations tune the step from ``step_size`` (and, with ``adapt_mass`` and at
+    least ``MASS_MIN_ADAPT`` of them, a diagonal mass; module docstring) and are discarded; then
+    ``n_iter // thin`` blocks of ``thin`` iterations at the frozen step and mass,
+    ``record(w, j)`` after block ``j``.
     Iteration ``i`` draws from ``fold_in(key, i)`` (``i`` counts adaptation iterations too), so
     ``record`` may use other folds of ``key`` (e.g. negative ones). ``report(done)`` (traced
     iteration count) is called after every adaptation iteration and every block. ``energy``
     holds each draw's Hamiltonian (:func:`hmc_transition_energy`), one float per draw."""
     vg = jax.value_and_grad(potential)
     rep = (lambda d: None) if report is None else report
+    mass = adapt_mass and n_adapt >= MASS_MIN_ADAPT
+    start, middle, end = mass_windows(n_adapt) if mass else (n_adapt, n_adapt, n_adapt)
+    dt = w0.dtype
 
-    def transition(state, i, log_eps):
+    def transition(state, i, log_eps, scale):
         key_i = jax.random.fold_in(key, i)
-        return hmc_transition_energy(vg, inside, key_i, state, log_eps, n_leap)
+        return hmc_transition_energy(vg, inside, key_i, state, log_eps, n_leap, scale)
 
     def adapt(carry, i):
-        state, da = carry
-        state, (a, _, _) = transition(state, i, da.log_eps)
-        da = dual_averaging_update(da, i + 1.0, a, target_accept)
+        state, da, t0, scale, acc = carry
+        state, (a, _, _) = transition(state, i, da.log_eps, scale if mass else 1.0)
+        da = dual_averaging_update(da, i + 1.0 - t0, a, target_accept)
+        if mass:
+            w = state[0]
+            slow = (i >= start) & (i < end)
+            n = acc.n + slow
+            d = w - acc.mean
+            mean = jnp.where(slow, acc.mean + d / jnp.maximum(n, 1.0), acc.mean)
+            m2 = jnp.where(slow, acc.m2 + d * (w - mean), acc.m2)
+            acc = _Welford(n, mean, m2)
+            cut = (i + 1 == middle) | (i + 1 == end)  # a slow window ends: new mass, restart
+            scale = jnp.where(cut, _regularised_scale(acc), scale)
+            restart = dual_averaging_init(jnp.exp(da.log_eps), dt)
+            da = jax.tree.map(lambda r, x: jnp.where(cut, r, x), restart, da)
+            t0 = jnp.where(cut, i + 1.0, t0)
+            zero = jnp.zeros_like(w)
+            acc = jax.tree.map(lambda z, x: jnp.where(cut, z, x),
+                               _Welford(jnp.zeros((), dt), zero, zero), acc)  # fmt: skip
         rep(i + 1)
-        return (state, da), None
+        return (state, da, t0, scale, acc), None
 
     u0, g0 = vg(w0)
-    carry = ((w0, u0, g0), dual_averaging_init(step_size, w0.dtype))
+    ones = jnp.ones_like(w0)
+    acc0 = _Welford(jnp.zeros((), dt), jnp.zeros_like(w0), jnp.zeros_like(w0))
+    carry = ((w0, u0, g0), dual_averaging_init(step_size, dt), jnp.zeros((), dt), ones, acc0)
     if n_adapt > 0:
         carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
-    state, log_eps = carry[0], carry[1].log_eps_bar
+    state, log_eps, scale = carry[0], carry[1].log_eps_bar, carry[3]
+    if not mass:
+        scale = 1.0  # the unit-mass chain, bit for bit
 
     def block(state, j):
-        state, (a, o, e) = lax.scan(lambda st, i: transition(st, i, log_eps), state,
+        state, (a, o, e) = lax.scan(lambda st, i: transition(st, i, log_eps, scale), state,
                                     n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
         rep(n_adapt + (j + 1) * thin)
         return state, (record(state[0], j), jnp.mean(a), jnp.mean(o), e[-1])
 
     state, (rec, acc, out, energy) = lax.scan(block, state, jnp.arange(n_iter // thin))
     finite = jnp.isfinite(u0) & jnp.isfinite(state[1])
-    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps), energy)
+    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps), energy, scale * ones)
