@@ -258,18 +258,23 @@ def sampler_from_meta(meta: dict, cfg: Config) -> SGLDConfig | HMCConfig:
     """The sampler config of a posterior file. Files written before ``HMCConfig`` hold an
     ``SGLDConfig`` under ``sgld``; on a reduced sweep it described the collapsed HMC (steps =
     warm-up + HMC iterations, burn-in = warm-up), so it is read as that ``HMCConfig`` (the
-    leapfrog count, adaptation and target acceptance were then the present defaults)."""
+    leapfrog count and target acceptance were then the present defaults, the adaptation 100
+    iterations of the step alone). An ``HMCConfig`` saved before ``adapt_mass`` existed ran unit
+    mass and reads as ``adapt_mass=False``."""
     if "sampler_kind" in meta:
         kind = meta["sampler_kind"]
         if kind not in SAMPLERS:
             raise ValueError(f"unknown sampler kind {kind!r}; known: {sorted(SAMPLERS)}")
-        return SAMPLERS[kind](**meta["sampler"])
+        saved = dict(meta["sampler"])
+        if kind == "hmc":
+            saved.setdefault("adapt_mass", False)
+        return SAMPLERS[kind](**saved)
     old = SGLDConfig(**meta["sgld"])
     if cfg.model.engine != "reduced":
         return old
     return HMCConfig(step_size=old.step_size, n_iter=old.n_steps - old.burn_in,
                      n_warmup=old.burn_in, thin=old.thin, n_chains=old.n_chains,
-                     seed=old.seed)  # fmt: skip
+                     seed=old.seed, n_adapt=100, adapt_mass=False)  # fmt: skip
 
 
 @dataclass

@@ -32,7 +32,7 @@ from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
 from copyhead_jax.posterior_plot import result_figures
 from copyhead_jax.posterior_summary import branch_summary, merge_seeds, verdicts
 from copyhead_jax.sample import PosteriorResult, run_sampler
-from copyhead_jax.sample_reduced import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT
+from copyhead_jax.sample_reduced import LEAPFROG, TARGET_ACCEPT
 from copyhead_jax.storage import write_json
 
 from .common import MODE_FLAGS, cache_path, cached, cached_sweep, log, save_figure
@@ -180,7 +180,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
            "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
                        **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_iter,
                        "burn_in": sg.n_warmup,
-                       "adapt_iterations": HMC_ADAPT, "leapfrog": LEAPFROG,
+                       "adapt_iterations": sg.n_adapt, "leapfrog": LEAPFROG,
                        "target_accept": TARGET_ACCEPT},
            "theory": th["points"], "paper": paper.PAPER_MEASURED}  # fmt: skip
     res["linear"] = linear_block(mc, preset, th, cache)

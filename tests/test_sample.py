@@ -1,5 +1,6 @@
 """The sweep sampler: finite chains near the MAP at small step size, resume, CLI round trip."""
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -113,7 +114,8 @@ def test_old_posterior_files_read_with_their_sampler(tmp_path):
     red = CFG.replace(model=dict(engine="reduced", width=64), train=dict(train_embeddings=False))
     arrays = dict(draws=np.zeros((2, 2, 2, 4, 7)), finite=np.ones((2, 2, 2), bool))
     for cfg, want in ((CFG, SGLD), (red, ch.HMCConfig(step_size=1e-5, n_iter=40, n_warmup=20,
-                                                       thin=10, n_chains=2))):  # fmt: skip
+                                                       thin=10, n_chains=2, n_adapt=100,
+                                                       adapt_mass=False))):  # fmt: skip
         path = PosteriorResult(cfg, SGLD, arrays).save(tmp_path / "p.npz")
         a, meta = load_npz(path, kind=POSTERIOR_KIND)
         for k in ("sampler", "sampler_kind", "sampler_name"):
@@ -121,6 +123,14 @@ def test_old_posterior_files_read_with_their_sampler(tmp_path):
         meta["sgld"] = dict(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2, seed=1)
         atomic_save_npz(path, a, meta)
         assert PosteriorResult.load(path).sampler == want
+    # an HMCConfig saved before the mass adaptation existed ran unit mass
+    hmc = ch.HMCConfig(n_iter=40, n_chains=2)
+    path = PosteriorResult(red, hmc, arrays).save(tmp_path / "h.npz")
+    a, meta = load_npz(path, kind=POSTERIOR_KIND)
+    assert PosteriorResult.load(path).sampler == hmc  # saved with its adapt_mass: as it ran
+    del meta["sampler"]["adapt_mass"]
+    atomic_save_npz(path, a, meta)
+    assert PosteriorResult.load(path).sampler == dataclasses.replace(hmc, adapt_mass=False)
 
 
 @pytest.mark.parametrize("argv, pattern", [
