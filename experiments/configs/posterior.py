@@ -15,8 +15,7 @@ TI = dict(
 
 QUICK = dict(
     engine=dict(model=dict(engine="reduced", width=10_000)),
-    # ~1/3 of REDUCED_HMC's cost (4 chains x 1,500 iterations): ESS >= ~400 per run
-    # unit mass, 100 step-adaptation iterations: the sampler of the committed artefacts
+    # ~1/3 of REDUCED_HMC's cost, ESS >= ~400 per run; unit mass: the committed artefacts' sampler
     sampler=dict(n_chains=2, n_iter=1000, n_warmup=500, thin=2, adapt_mass=False, n_adapt=100),
     presets=dict(
         plain=dict(
@@ -53,8 +52,7 @@ QUICK = dict(
 
 TINY = dict(
     engine=dict(task=dict(L=6, V=3, n_test=32), model=dict(engine="reduced", width=64)),
-    # seconds, not physics
-    sampler=dict(n_chains=2, n_iter=200, n_warmup=100, thin=2, n_adapt=100),
+    sampler=dict(n_chains=2, n_iter=200, n_warmup=100, thin=2, n_adapt=100),  # seconds
     presets=dict(
         plain=dict(
             conventions=dict(), n_seeds=2, P_linear=[1, 2, 4, 8], P_pool=[2, 4, 8], P_copy=[4, 8],
