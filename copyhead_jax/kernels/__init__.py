@@ -2,8 +2,8 @@
 
 - ``hmc``  HMC with a diagonal mass (unit, or adapted in Stan's windows; the caller whitens),
   per-iteration step jitter, an optional region whose outside proposals are rejected, and
-  dual-averaging step adaptation: the one
-  kernel of the collapsed sampler (``sample_reduced``), branch TI and tempered SMC (``bayes``).
+  dual-averaging step adaptation: the one kernel of the collapsed sampler
+  (``sample_reduced``), branch TI and tempered SMC (``bayes``).
 """
 
 from .hmc import HMC_ADAPT as HMC_ADAPT

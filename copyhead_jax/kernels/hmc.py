@@ -190,9 +190,10 @@ def hmc_chain(
         return hmc_transition_energy(vg, inside, key_i, state, log_eps, n_leap, scale)
 
     def adapt(carry, i):
-        state, da, t0, scale, acc = carry
+        state, da, scale, acc = carry
+        restarted = jnp.where(i >= end, end, jnp.where(i >= middle, middle, 0))  # last cut
         state, (a, _, _) = transition(state, i, da.log_eps, scale if mass else 1.0)
-        da = dual_averaging_update(da, i + 1.0 - t0, a, target_accept)
+        da = dual_averaging_update(da, (i + 1 - restarted).astype(dt), a, target_accept)
         if mass:
             w = state[0]
             slow = (i >= start) & (i < end)
@@ -205,20 +206,19 @@ def hmc_chain(
             scale = jnp.where(cut, _regularised_scale(acc), scale)
             restart = dual_averaging_init(jnp.exp(da.log_eps), dt)
             da = jax.tree.map(lambda r, x: jnp.where(cut, r, x), restart, da)
-            t0 = jnp.where(cut, i + 1.0, t0)
             zero = jnp.zeros_like(w)
             acc = jax.tree.map(lambda z, x: jnp.where(cut, z, x),
                                _Welford(jnp.zeros((), dt), zero, zero), acc)  # fmt: skip
         rep(i + 1)
-        return (state, da, t0, scale, acc), None
+        return (state, da, scale, acc), None
 
     u0, g0 = vg(w0)
     ones = jnp.ones_like(w0)
     acc0 = _Welford(jnp.zeros((), dt), jnp.zeros_like(w0), jnp.zeros_like(w0))
-    carry = ((w0, u0, g0), dual_averaging_init(step_size, dt), jnp.zeros((), dt), ones, acc0)
+    carry = ((w0, u0, g0), dual_averaging_init(step_size, dt), ones, acc0)
     if n_adapt > 0:
         carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
-    state, log_eps, scale = carry[0], carry[1].log_eps_bar, carry[3]
+    state, log_eps, scale = carry[0], carry[1].log_eps_bar, carry[2]
     if not mass:
         scale = 1.0  # the unit-mass chain, bit for bit
 
