@@ -4,6 +4,7 @@ Dtype promotion stays "standard": optax's Adam bias correction computes ``b1 ** 
 int32 count, which strict promotion rejects; our own maths is checked in float32/float64 tests.
 """
 
+import contextlib
 import os
 
 # XLA's CPU runtime can deadlock on a 2-core machine when batched LAPACK kernels run concurrently
@@ -14,17 +15,22 @@ import os
 # test_theory_finite, jax 0.10.2, with a cache shared across runs; whole suites have run clean
 # on a per-run cache since. COPYHEAD_TEST_XLA_CACHE=0 turns it off should it recur.)
 os.environ.setdefault("PJRT_NPROC", "1")
-# The suite is compile-bound (hundreds of small programs that run for milliseconds), so LLVM
-# runs at -O0: measured on the whole idle suite, 1,585 -> 1,280 s of test time (the long-running
-# theory and chain tests get slower, the rest faster). It moves float32 rounding (no fused
-# multiply-adds), so a test that compares float32 numbers from another build states its ulp
-# tolerance. COPYHEAD_TEST_OPT=default keeps XLA's default optimisation (production's code).
-_FLAGS = ["--xla_cpu_multi_thread_eigen=false"]
-if os.environ.get("COPYHEAD_TEST_OPT", "0") != "default":
-    _FLAGS.append("--xla_backend_optimization_level=0")
-for _flag in _FLAGS:
-    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+# The suite is compile-bound (hundreds of small programs that run for milliseconds), so XLA
+# compiles with most optimisations off (JAX's ``jax_disable_most_optimizations``: LLVM at -O0,
+# no expensive passes; measured on the whole idle suite, 1,585 -> 1,280 s of test time when it
+# was introduced). A module or test whose own compute dominates (a theory batch, long chains)
+# is marked ``xla_optimized`` and compiles what it first needs with XLA's defaults (see the
+# fixtures below). It moves float32 rounding (no fused multiply-adds), so a test that compares
+# float32 numbers from another build states its ulp tolerance. COPYHEAD_TEST_OPT=default
+# optimises everything (production's code); subprocesses inherit the setting through the
+# environment.
+OPTIMIZE_ALL = os.environ.get("COPYHEAD_TEST_OPT", "0") == "default"
+if not OPTIMIZE_ALL:
+    os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+if "--xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+    ).strip()
 
 # Every jaxtyping annotation of the package is checked at run time (beartype, a test
 # dependency): shapes and dtypes of arrays in and out, scalars and containers. The config modules
@@ -121,6 +127,33 @@ def package_messages_for_bad_input(request):
         yield
     finally:
         jaxtyping.config.update("jaxtyping_disable", False)
+
+
+@contextlib.contextmanager
+def xla_optimized(on: bool):
+    """XLA's default optimisations for what is compiled inside (``on``; else nothing changes).
+    A program compiled before (in memory) is reused as it was compiled."""
+    before = jax.config.values["jax_disable_most_optimizations"]
+    if on and before:
+        jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def optimized_module(request):
+    """A module marked ``xla_optimized`` (``pytestmark``) compiles optimised, fixtures too."""
+    with xla_optimized(request.node.get_closest_marker("xla_optimized") is not None):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def optimized_test(request):
+    """A test marked ``xla_optimized`` compiles optimised."""
+    with xla_optimized(request.node.get_closest_marker("xla_optimized") is not None):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -106,6 +106,7 @@ def test_the_centre_is_the_lowest_u_fit_of_the_starts(sweep):
     assert src.tolist() == [[-1]] and not best.ok.any()
 
 
+@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_cli_json_table_and_figure(sweep, tmp_path, capsys):
     path = sweep.save(tmp_path / "sweep_softmax.npz")
     fig = tmp_path / "llc.png"
@@ -144,6 +145,7 @@ def test_bad_input_is_refused_with_the_parameter_named(sweep, tmp_path):
     assert main(["llc", str(tmp_path / "missing.npz")]) == 2
 
 
+@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_a_posterior_file_adds_its_own_beta1_estimate(sweep, tmp_path, capsys):
     """The posterior's own lambda-hat is E_post[E] - E(w*) with E = w_lik P train_loss: draws
     whose loss sits a known delta above the fit's give w_lik P delta exactly (no sampling in

@@ -8,6 +8,9 @@ import pytest
 from copyhead_jax import theory as th
 from copyhead_jax.theory.potentials import keyword_scales
 
+# compute-bound (theory batches at the paper's size): XLA's default optimisations (conftest)
+pytestmark = pytest.mark.xla_optimized
+
 
 @pytest.fixture(autouse=True)
 def _strict():
