@@ -17,13 +17,13 @@ import os
 os.environ.setdefault("PJRT_NPROC", "1")
 # The suite is compile-bound (hundreds of small programs that run for milliseconds), so XLA
 # compiles with most optimisations off (JAX's ``jax_disable_most_optimizations``: LLVM at -O0,
-# no expensive passes; measured on the whole idle suite, 1,585 -> 1,280 s of test time when it
-# was introduced). A module or test whose own compute dominates (a theory batch, long chains)
-# is marked ``xla_optimized`` and compiles what it first needs with XLA's defaults (see the
-# fixtures below). It moves float32 rounding (no fused multiply-adds), so a test that compares
-# float32 numbers from another build states its ulp tolerance. COPYHEAD_TEST_OPT=default
-# optimises everything (production's code); subprocesses inherit the setting through the
-# environment.
+# no expensive passes; -O0 through XLA_FLAGS, its earlier form, took the whole idle suite from
+# 1,585 to 1,280 s of test time). A module or test whose own compute dominates (a theory
+# batch, long chains) is marked ``xla_optimized`` and compiles what it first needs with XLA's
+# defaults (see the fixtures below). It moves float32 rounding (no fused multiply-adds), so a
+# test that compares float32 numbers from another build states its ulp tolerance.
+# COPYHEAD_TEST_OPT=default optimises everything (production's code); subprocesses inherit the
+# setting through the environment.
 OPTIMIZE_ALL = os.environ.get("COPYHEAD_TEST_OPT", "0") == "default"
 if not OPTIMIZE_ALL:
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
@@ -133,13 +133,14 @@ def package_messages_for_bad_input(request):
 def xla_optimized(on: bool):
     """XLA's default optimisations for what is compiled inside (``on``; else nothing changes).
     A program compiled before (in memory) is reused as it was compiled."""
-    before = jax.config.values["jax_disable_most_optimizations"]
-    if on and before:
-        jax.config.update("jax_disable_most_optimizations", False)
+    if not (on and jax.config.values["jax_disable_most_optimizations"]):
+        yield
+        return
+    jax.config.update("jax_disable_most_optimizations", False)
     try:
         yield
     finally:
-        jax.config.update("jax_disable_most_optimizations", before)
+        jax.config.update("jax_disable_most_optimizations", True)
 
 
 @pytest.fixture(autouse=True, scope="module")
