@@ -114,33 +114,35 @@ def pytest_sessionfinish(session):
         shutil.rmtree(os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"], ignore_errors=True)
 
 
+@contextlib.contextmanager
+def switched(config, name: str, value, *, when: bool):
+    """``config.update(name, value)`` inside (``when``; else nothing changes), then back to
+    ``not value`` (both switches below are booleans whose default is ``not value``)."""
+    if not when:
+        yield
+        return
+    config.update(name, value)
+    try:
+        yield
+    finally:
+        config.update(name, not value)
+
+
 @pytest.fixture(autouse=True)
 def package_messages_for_bad_input(request):
     """Inside a ``bad_input`` test the run-time type checker is off (see TYPECHECK above)."""
-    if not (TYPECHECK and request.node.get_closest_marker("bad_input")):
-        yield
-        return
     import jaxtyping
 
-    jaxtyping.config.update("jaxtyping_disable", True)
-    try:
+    on = TYPECHECK and request.node.get_closest_marker("bad_input") is not None
+    with switched(jaxtyping.config, "jaxtyping_disable", True, when=on):
         yield
-    finally:
-        jaxtyping.config.update("jaxtyping_disable", False)
 
 
-@contextlib.contextmanager
 def xla_optimized(on: bool):
-    """XLA's default optimisations for what is compiled inside (``on``; else nothing changes).
-    A program compiled before (in memory) is reused as it was compiled."""
-    if not (on and jax.config.values["jax_disable_most_optimizations"]):
-        yield
-        return
-    jax.config.update("jax_disable_most_optimizations", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_disable_most_optimizations", True)
+    """XLA's default optimisations for what is compiled inside (``on``, unless the whole suite
+    already has them). A program compiled before (in memory) is reused as it was compiled."""
+    on = on and jax.config.values["jax_disable_most_optimizations"]
+    return switched(jax.config, "jax_disable_most_optimizations", False, when=on)
 
 
 @pytest.fixture(autouse=True, scope="module")
