@@ -19,6 +19,7 @@ yourself to override (``COPYHEAD_KEEP_XLA_POOL=1`` leaves the environment untouc
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -63,9 +64,40 @@ _signal_seen = threading.Event()  # set once the main thread's Python handler ra
 _signal_caught = threading.Event()  # set once a command's handler caught the interrupt
 
 
+#: seconds after which a signal that arrived inside a garbage-collector callback is delivered
+#: again (the collection is over by then)
+REDELIVER_S = 0.05
+_redelivered = [0]  # re-deliveries queued, each one a byte in the wakeup pipe the watcher skips
+_redelivered_lock = threading.Lock()
+
+
+def _swallows_exceptions(frame) -> bool:
+    """True if ``frame`` runs inside a garbage-collector callback or a ``__del__``, where Python
+    swallows an exception ("Exception ignored in") instead of raising it in the command."""
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _raise_interrupt(signum, frame):
+    if _swallows_exceptions(frame):  # seen: JAX's _xla_gc_callback; raise it once gc is done
+        with _redelivered_lock:
+            _redelivered[0] += 1
+        threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum)).start()
+        return
     _signal_seen.set()
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _is_redelivery() -> bool:
+    with _redelivered_lock:
+        if _redelivered[0]:
+            _redelivered[0] -= 1
+            return True
+        return False
 
 
 def _watch_signals(read_fd: int, farewell) -> None:
@@ -78,15 +110,15 @@ def _watch_signals(read_fd: int, farewell) -> None:
     thread would: the farewell line, locks released, 130 or 143. Finished work is on disk
     already (every writer is atomic), so cutting the running computation loses only itself.
     It does the same when the handler ran but its interrupt did not reach a command's handler
-    within :data:`CAUGHT_GRACE_S`: Python swallows an exception raised inside a garbage-collector
-    callback (seen: JAX's ``_xla_gc_callback``, "Exception ignored in"), and the command would
-    otherwise run on as if no signal had come."""
+    within :data:`CAUGHT_GRACE_S`: Python swallows an exception raised where it cannot propagate
+    ("Exception ignored in": a weakref callback; a gc callback or ``__del__`` the handler
+    recognises and defers), and the command would otherwise run on as if no signal had come."""
     while True:
         try:
             signum = os.read(read_fd, 1)[0]
         except (OSError, IndexError):
             return
-        if signum not in (signal.SIGINT, signal.SIGTERM):
+        if signum not in (signal.SIGINT, signal.SIGTERM) or _is_redelivery():
             continue
         if _signal_seen.wait(SIGNAL_GRACE_S):
             _signal_seen.clear()

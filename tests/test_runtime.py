@@ -71,17 +71,19 @@ def test_a_signal_ends_a_long_compiled_computation_within_seconds(sig, rc):
     assert "spin: interrupted" in err and "Traceback" not in err
 
 
-#: the interrupt raised inside a finaliser, where Python swallows it ("Exception ignored in"), as
-#: it once was inside JAX's garbage-collector callback; the main thread then sleeps on
+#: the interrupt raised inside a weakref callback, where Python swallows it ("Exception ignored
+#: in") and the handler cannot tell; the main thread then sleeps on
 SWALLOWED = """
-import gc, signal, time, copyhead_jax as ch
+import signal, time, weakref, copyhead_jax as ch
 ch.catch_sigterm(lambda: "swallowed: interrupted")
-class Finaliser:
-    def __del__(self):
-        signal.raise_signal(signal.SIGINT)
-        sum(range(1000))  # the handler runs here, inside __del__
-Finaliser()
-gc.collect()
+class Box:
+    pass
+def on_collect(ref):
+    signal.raise_signal(signal.SIGINT)
+    sum(range(1000))  # the handler runs here, inside the weakref callback
+box = Box()
+ref = weakref.ref(box, on_collect)
+del box
 print("swallowed", flush=True)
 while True:
     time.sleep(0.1)
@@ -102,6 +104,49 @@ def test_an_interrupt_python_swallows_still_ends_the_process():
     assert time.monotonic() - t0 < 30
     assert proc.returncode == 130, err
     assert "swallowed: interrupted" in err
+
+
+#: the interrupt arriving inside a garbage-collector callback (as inside JAX's
+#: _xla_gc_callback, where a CI run once printed "Exception ignored in" and a traceback) and
+#: inside a __del__: the handler defers it until the collection is over, and the command's own
+#: handler catches it
+DEFERRED = """
+import gc, signal, sys, time, copyhead_jax as ch
+ch.catch_sigterm(lambda: "deferred: watcher ended it")
+def in_gc(phase, info):
+    if phase == "start" and not fired:
+        fired.append(1)
+        signal.raise_signal(signal.SIG)
+        sum(range(1000))  # the handler runs here, inside the callback
+fired = []
+class Finaliser:
+    def __del__(self):
+        signal.raise_signal(signal.SIG)
+        sum(range(1000))
+try:
+    if WHERE == "gc":
+        gc.callbacks.append(in_gc)
+        gc.collect()
+    else:
+        Finaliser()
+    for _ in range(100):
+        time.sleep(0.1)
+    print("not interrupted", flush=True)
+except KeyboardInterrupt as e:
+    print("caught", type(e).__name__, flush=True)
+    ch.exit_now(ch.interrupt_status(e))
+"""
+
+
+@pytest.mark.parametrize("where, sig, rc", [("gc", "SIGTERM", 143), ("del", "SIGINT", 130)])
+def test_an_interrupt_inside_gc_reaches_the_command(where, sig, rc):
+    code = DEFERRED.replace("signal.SIG)", f"signal.{sig})").replace("WHERE", repr(where))
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert "Exception ignored" not in got.stderr and "Traceback" not in got.stderr
+    assert got.returncode == rc, got.stderr
+    assert got.stdout.startswith("caught"), got.stdout
+    assert "watcher ended it" not in got.stderr  # the command, not the backstop, ended it
 
 
 # signals end a command cleanly (130 / 143), no traceback, no lock left (moved from
