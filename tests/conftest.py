@@ -27,12 +27,31 @@ os.environ.setdefault("PJRT_NPROC", "1")
 OPTIMIZE_ALL = os.environ.get("COPYHEAD_TEST_OPT", "0") == "default"
 if not OPTIMIZE_ALL:
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
+
+def _xla_accepts(flag: str) -> bool:
+    """Whether this jaxlib knows an XLA flag: an unknown one aborts the process that reads it
+    (XLA is retiring the elemental CPU route below; openxla/xla#48001). One probe process, ~2 s,
+    its answer passed on to the workers and subprocesses through the environment."""
+    import subprocess
+    import sys
+
+    probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
+    env = {**os.environ, "XLA_FLAGS": flag, "JAX_PLATFORMS": "cpu"}
+    got = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True)
+    return got.returncode == 0
+
+
 # XLA's CPU backend emits a fusion's code through its MLIR fusion emitters by default; the older
 # elemental emitters compile the same programs faster (a probe of an Adam sweep, an exact sweep,
-# collapsed HMC and the theory's points: 34 -> 20 s at -O0, 45 -> 36 s at XLA's defaults).
-# COPYHEAD_TEST_OPT=default keeps XLA's own emitters too.
+# collapsed HMC and the theory's points: 34 -> 20 s at -O0, 45 -> 36 s at XLA's defaults; the
+# idle suite 562 -> 382 s; benchmarks/bench_compile.py for the commands). Used where the
+# installed jaxlib has them; COPYHEAD_TEST_OPT=default keeps XLA's own emitters.
+ELEMENTAL = "--xla_cpu_use_fusion_emitters=false"
+if "COPYHEAD_TEST_ELEMENTAL" not in os.environ:
+    os.environ["COPYHEAD_TEST_ELEMENTAL"] = str(int(not OPTIMIZE_ALL and _xla_accepts(ELEMENTAL)))
 _FLAGS = {"--xla_cpu_multi_thread_eigen": "false"}
-if not OPTIMIZE_ALL:
+if os.environ["COPYHEAD_TEST_ELEMENTAL"] == "1":
     _FLAGS["--xla_cpu_use_fusion_emitters"] = "false"
 for _flag, _value in _FLAGS.items():
     if _flag not in os.environ.get("XLA_FLAGS", ""):
