@@ -1,12 +1,14 @@
-"""``python -m experiments reading scaling-L scaling-V main coverage [--publish]``: the default
-mode's artefacts (``configs/paper.py``) under the ``paper-chi-lik`` reading (chi in the likelihood
-only, docs/theory.md §2b): the ``paper`` spec with ``chi_in_readout_prior=False``, its grids placed
-around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
+"""``python -m experiments reading scaling-L scaling-V main coverage posterior [--publish]``: the
+default mode's artefacts (``configs/paper.py``) under the ``paper-chi-lik`` reading (chi in the
+likelihood only, docs/theory.md §2b): the ``paper`` spec with ``chi_in_readout_prior=False``, its
+grids placed around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
 
 Kept small: scaling over the paper preset's L and V grids, 3 seeds per point, one refinement round,
 no finite-width theory per point; main at width 10,000 only, 3 seeds (the 10-seed P* are
 ``experiments.conventions``'), the coverage ablation on its runs. Cached under ``--cache``
-(resumes); ~25 CPU-min on the shared 2-core CPU (2026-12-02).
+(resumes); ~25 CPU-min on the shared 2-core CPU (2026-12-02). ``posterior``: the early-warning
+windows of ``experiments.posterior`` (``configs/posterior.py`` QUICK, preset ``paper-chi-lik``, 10
+seeds, cached in ``results/posterior/quick``; ~75 CPU-min, 2026-12-04).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from . import common as C
 
 ROOT = Path(__file__).resolve().parents[1]
 READING = "paper-chi-lik"
-STEPS = ("scaling-L", "scaling-V", "main", "coverage")
+STEPS = ("scaling-L", "scaling-V", "main", "coverage", "posterior")
+#: the posterior artefacts' cache (experiments/posterior.py, engine mode ``quick``)
+POSTERIOR_CACHE = Path("results") / "posterior" / "quick"
 #: scaling under this reading: 3 seeds (the issue's minimum), no finite theory per point (~1
 #: CPU-min each; the finite theory sits within 1% of EK at N = 10,000 in main_paper.json)
 SCALING = dict(n_seeds=3, finite=False)
@@ -56,6 +60,12 @@ def reading_spec(artefact: str, cache: Path, mode: str = "paper") -> C.Spec:
 
 def run(step: str, out: Path, cache: Path, mode: str = "paper") -> dict:
     """One step into ``out/results`` (the main spec is shared by ``main`` and ``coverage``)."""
+    if step == "posterior":  # the early-warning windows (configs/posterior.py QUICK)
+        from . import posterior
+
+        return posterior.run_preset(
+            posterior.CONFIGS["quick"], READING, "quick", out, POSTERIOR_CACHE,
+            "python -m experiments.reading posterior")  # fmt: skip
     spec = reading_spec(step, cache, mode)
     if step == "main":
         return analysis.load_or_run(spec, out)

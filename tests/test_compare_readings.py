@@ -5,7 +5,13 @@ import json
 import math
 
 from copyhead_jax.compare import EXPONENT_TOL
-from copyhead_jax.compare.readings import READINGS, claims_matrix, g4, transition_cell
+from copyhead_jax.compare.readings import (
+    READINGS,
+    claims_matrix,
+    g4,
+    transition_cell,
+    warning_cell,
+)
 from experiments.report.claims import render
 
 
@@ -99,3 +105,31 @@ def test_the_ek_window_of_a_reading_follows_its_preset():
     (w,) = ek_window("plain", (9,))
     assert w["L"] == 9 and w["first_order"]
     assert w["spinodals"][0] < w["P_aG"] < w["spinodals"][1]
+
+
+def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path):
+    """A reading whose Bayesian P*_aG comes from ``copyhead transition`` (no branch file) gets
+    its Bayesian window there: undetermined (with no pool draws in it), or the growth ratio of
+    the pool start's Var(aG) = chi / P over [0.5, 0.9] P*_Bayes where the grid covers it."""
+    r = "paper-chi-lik"
+    tr = {"summary": {"P_star": 1000.0, "lo": 950.0, "hi": 1050.0, "n": 1}, "seeds": [],
+          "flagged": []}  # fmt: skip
+    _write(tmp_path, f"transition_{r}.json", tr)
+
+    def post(P, chi):  # chi[P, seed]: the pool start's susceptibility of aG
+        return {"softmax": {"pool": {"P": P, "susceptibility": {"cG": {"value": chi}}},
+                            "early_warning": {"theory_map_P_aG": {"cG": {"P_star": 220.0}}}}}
+
+    # Var = chi / P, flat over the MAP window 110-198 on three seeds: no signal there
+    flat = [[110 * (1 + 0.01 * s) for s in range(3)], [198 * (1 + 0.01 * s) for s in range(3)]]
+    _write(tmp_path, f"posterior_{r}.json", post([110, 198], flat))
+    value = warning_cell(tmp_path, r)["value"]
+    assert "P_aG (MAP window): x1 [1, 1] no signal" in value
+    assert "P_aG (Bayesian window): undetermined" in value
+    # Var quadruples from 0.5 to 0.9 P*_Bayes (500 -> 900): a signal where none is claimed
+    grows = flat + [[500 * (1 + 0.01 * s) for s in range(3)],
+                    [4 * 900 * (1 + 0.01 * s) for s in range(3)]]
+    _write(tmp_path, f"posterior_{r}.json", post([110, 198, 500, 900], grows))
+    cell = warning_cell(tmp_path, r)
+    assert "P_aG (Bayesian window): x4 [4, 4] signal" in cell["value"]
+    assert cell["reproduced"] is False

@@ -249,9 +249,20 @@ def coverage_cell(d: Path, r: str) -> dict:
     return _cell("; ".join(parts) or "none", all(ok) if ok else None)
 
 
-def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None, str]]:
+def bayesian_point(d: Path, r: str) -> float | None:
+    """Reading ``r``'s Bayesian P*_aG: the branch free energies' crossing, else a ``copyhead
+    transition`` result's (None: neither measured)."""
+    if r in BRANCHES and (br := _load(d, BRANCHES[r])):
+        return bayesian_interval(br)["P_star"]
+    if r in TRANSITIONS and (tr := _load(d, TRANSITIONS[r])):
+        return tr["summary"]["P_star"]
+    return None
+
+
+def _warning_checks(post: dict, pb: float | None) -> list[tuple[str, dict | None, str]]:
     """(name, early-warning result, the paper's verdict): before P*_c1 and P*_cG in windows at
-    the MAP P* and the posterior's own crossover, before P*_aG at the MAP and Bayesian P*."""
+    the MAP P* and the posterior's own crossover, before P*_aG at the MAP and Bayesian P*
+    (``pb``; None: not measured)."""
     lin_ew = (post.get("linear") or {}).get("early_warning") or {}
     checks = [(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs), "signal")
               for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))]  # fmt: skip
@@ -267,8 +278,7 @@ def _warning_checks(post: dict, br: dict | None) -> list[tuple[str, dict | None,
     stored = (soft.get("early_warning") or {}).get("theory_map_P_aG")
     th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
     checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None, "no signal"))
-    if br and sus:
-        pb = bayesian_interval(br)["P_star"]
+    if pb is not None and sus:
         checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
     return checks
 
@@ -280,10 +290,11 @@ def warning_cell(d: Path, r: str) -> dict:
     if post is None:
         return _cell("not measured")
     parts, seen = [], []
-    for name, v, want in _warning_checks(post, _load(d, BRANCHES[r]) if r in BRANCHES else None):
+    for name, v, want in _warning_checks(post, bayesian_point(d, r)):
         ci = (v or {}).get("var_ratio_ci")
         if not ci:
-            parts.append(f"{name}: undetermined")
+            why = (v or {}).get("reason")
+            parts.append(f"{name}: undetermined" + (f" ({why})" if why else ""))
             continue
         s = signal_of(ci)
         seen.append(s == want if s != "inconclusive" else None)

@@ -47,6 +47,22 @@ QUICK = dict(
             P_copy=[],
             llc_devinterp=dict(gammas=[100.0]),
         ),
+        # the early-warning windows only (experiments/reading.py posterior): 0.5 and 0.9 of each
+        # EK MAP P* of this reading, bracketed (P_c1 19.0, P_cG 387.9, P_aG 230.0, spinodals
+        # [220.8, 247.3]); above the upper spinodal the pooling start has no minimum of its own,
+        # so no pool-start draws are taken in the Bayesian window (0.5-0.9 x ~1,000)
+        **{"paper-chi-lik": dict(
+            conventions=dict(
+                model=dict(linear_scale="inv_L"),
+                posterior=dict(likelihood="per_position", chi_in_readout_prior=False),
+            ),
+            n_seeds=3, n_seeds_total=10, chunk_one_P=True,
+            P_linear=[9, 10, 17, 18],
+            P_linear_high=[dict(P=[193], n_seeds=3, n_seeds_total=10),
+                           dict(P=[350], n_seeds=3, n_seeds_total=10, blocks=[3, 4])],
+            P_pool=[114, 208],
+            P_copy=[],
+        )},
     ),
 )  # fmt: skip
 
