@@ -201,13 +201,15 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
     return res
 
 
-def main(spec, out: str | Path) -> dict:
+def main(spec, out: str | Path, command: str | None = None) -> dict:
     """The posterior of ``spec.preset`` on the engine mode ``spec.settings["mc"]`` of
-    ``configs/posterior.py`` (nothing where the mode has no ``posterior`` settings)."""
+    ``configs/posterior.py`` (nothing where the mode has no ``posterior`` settings);
+    ``command`` is the command line recorded in the JSON (default: this script's)."""
     if not spec.settings:
         log(f"no posterior settings in mode {spec.mode} for preset {spec.preset}")
         return {}
     mode = spec.settings["mc"]
-    command = f"python -m experiments posterior{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
+    if command is None:
+        command = f"python -m experiments posterior{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
     cache = Path("results") / "posterior" / mode
     return run_preset(CONFIGS[mode], spec.preset, mode, Path(out), cache, command)

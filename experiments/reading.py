@@ -26,8 +26,6 @@ from . import common as C
 ROOT = Path(__file__).resolve().parents[1]
 READING = "paper-chi-lik"
 STEPS = ("scaling-L", "scaling-V", "main", "coverage", "posterior")
-#: the posterior artefacts' cache (experiments/posterior.py, engine mode ``quick``)
-POSTERIOR_CACHE = Path("results") / "posterior" / "quick"
 #: scaling under this reading: 3 seeds (the issue's minimum), no finite theory per point (~1
 #: CPU-min each; the finite theory sits within 1% of EK at N = 10,000 in main_paper.json)
 SCALING = dict(n_seeds=3, finite=False)
@@ -61,11 +59,10 @@ def reading_spec(artefact: str, cache: Path, mode: str = "paper") -> C.Spec:
 def run(step: str, out: Path, cache: Path, mode: str = "paper") -> dict:
     """One step into ``out/results`` (the main spec is shared by ``main`` and ``coverage``)."""
     if step == "posterior":  # the early-warning windows (configs/posterior.py QUICK)
-        from . import posterior
-
-        return posterior.run_preset(
-            posterior.CONFIGS["quick"], READING, "quick", out, POSTERIOR_CACHE,
-            "python -m experiments.reading posterior")  # fmt: skip
+        spec = dataclasses.replace(reading_spec("main", cache, mode), artefact="posterior",
+                                   settings={"mc": "quick"})  # fmt: skip
+        return C.artefact_main("posterior")(
+            spec, out, command="python -m experiments.reading posterior")
     spec = reading_spec(step, cache, mode)
     if step == "main":
         return analysis.load_or_run(spec, out)
