@@ -81,6 +81,20 @@ def test_max_slope_at_the_grid_edge_is_not_bracketed():
     assert loc.extend_grid(down, factor=2.0).size == 0  # below P = 1
 
 
+def test_max_slope_refuses_a_curve_that_does_not_rise():
+    # the linear head's posterior psi under paper-chi-lik on its early-warning grid: psi falls,
+    # one interval rises by 0.003 (noise); the locator used to report P_cG = 13.5 from it
+    P = np.array([9.0, 10.0, 17.0, 18.0, 193.0, 350.0])
+    slopes = np.array([-0.0587, 0.00275, -0.0301, -0.0237, -0.0443])
+    psi = 0.2 + np.r_[0.0, np.cumsum(slopes * np.diff(np.log(P)))]
+    got = loc.locate_max_slope(P, psi)
+    assert got.P_star is None and not got.bracketed
+    assert got.detail["reason"] == "no net rise across the grid"
+    # the same wiggle on a curve that does rise across the grid is still located
+    rising = psi + np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.5]
+    assert loc.locate_max_slope(P, rising).side == "above"
+
+
 @pytest.mark.parametrize("P0", [17.3, 613.0])
 def test_planted_crossing_of_two_branches(P0):
     # U_a - U_b = P * k * log(P / P0): the per-sequence gap is linear in log P, so the
