@@ -121,9 +121,21 @@ def jsonable(x):
     raise TypeError(f"not JSON: {type(x).__name__}")
 
 
+def resume_identity(cfg: Config) -> dict:
+    """What a resumed run must share with the checkpoints: the config but the memory budget,
+    which only sizes chunks (it changes numbers by float rounding at most, as the platform
+    does), so a run resumes on a machine with another budget."""
+    d = cfg.to_dict()
+    d["sweep"] = {k: v for k, v in d["sweep"].items() if k != "memory_budget_gb"}
+    return d
+
+
 def run_key(cfg: Config, settings: TISettings, extra) -> str:
-    blob = json.dumps([cfg.to_dict(), dataclasses.asdict(settings), extra], sort_keys=True,
-                      default=str)  # fmt: skip
+    """The checkpoints' key: :func:`resume_identity`, Monte-Carlo settings and ``extra``. Not
+    ``batched`` (float rounding too): groups computed batched on an accelerator resume one
+    after the other on a CPU."""
+    s = {k: v for k, v in dataclasses.asdict(settings).items() if k != "batched"}
+    blob = json.dumps([resume_identity(cfg), s, extra], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
@@ -240,7 +252,8 @@ def _kept_sweep(path: Path | None, cfg: Config):
         res = SweepResult.load(path)
     except ValueError:
         return None
-    return res if res.config == cfg and res.has_params else None
+    same = resume_identity(res.config) == resume_identity(cfg)
+    return res if same and res.has_params else None
 
 
 def _heads(cfg, sweeps, aG, s, P, a_thr):

@@ -94,8 +94,9 @@ def _map(f: Callable, sequential: bool) -> Callable:
 
 
 def path_rungs(
-    keys, U: Callable, order: Callable, ts, *, side: int, threshold: float, n: int,
-    U_star, w_start=None, dtype=jnp.float32, extra: Callable | None = None, **hmc,
+    keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
+    threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
+    extra: Callable | None = None, **hmc,
 ) -> HMCStats:  # fmt: skip
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
