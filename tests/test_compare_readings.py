@@ -133,3 +133,21 @@ def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path
     cell = warning_cell(tmp_path, r)
     assert "P_aG (Bayesian window): x4 [4, 4] signal" in cell["value"]
     assert cell["reproduced"] is False
+
+
+def test_bayes_section_names_every_flagged_run_of_a_transition_result(tmp_path):
+    from experiments.report import bayes_section
+
+    tr = {"summary": {"P_star": 944.2, "lo": 488.8, "hi": 1823.8, "n": 2, "seed_sd_log": 0.085,
+                      "mc_log": 0.073, "sys_log": 0.281},
+          "per_seed": [921.5, 1037.9], "cross_check": {"P_star": 990.3},
+          "flagged": ["seed 0 P=309 copy: R-hat 5.391, ESS 2",
+                      "seed 1 P=958 pool: R-hat 3.2, ESS 2"],
+          "seeds": [{"probes": [{}, {}]}, {"probes": [{}, {}, {}]}]}  # fmt: skip
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "transition_paper-chi-lik.json").write_text(json.dumps(tr))
+    text = bayes_section(tmp_path)
+    row = next(x for x in text.splitlines() if x.startswith("- **paper-chi-lik**"))
+    assert "944 [489, 1,824]" in row and "quadrature 0.281" in row and "cross-check 990" in row
+    assert "2/10 runs" in row  # two branch runs per probe, five probes
+    assert all(f in row for f in tr["flagged"])

@@ -22,7 +22,7 @@ from typing import Any
 
 from copyhead_jax.compare import GROWTH_TOL, REL_TOL
 from copyhead_jax.compare.crossing import bayesian_interval, interval_text
-from copyhead_jax.compare.readings import BRANCHES, claims_matrix
+from copyhead_jax.compare.readings import BRANCHES, TRANSITIONS, claims_matrix
 
 from ..common import MODE_FLAGS
 from . import claims, posterior_column, widths
@@ -160,6 +160,8 @@ def bayes_section(out_dir: Path) -> str:
     rows = [f"- **{p}**: {interval_text(bayesian_interval(res))}."
             for p, name in BRANCHES.items()
             if (res := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
+    rows += [transition_row(p, tr) for p, name in TRANSITIONS.items()
+             if (tr := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
     if not rows:
         return ""
     return (
@@ -170,6 +172,22 @@ def bayes_section(out_dir: Path) -> str:
         "where only 2 exist). Runs with R-hat > 1.05 or ESS < 100 are named at the bracketing P "
         "and counted elsewhere.\n\n" + "\n".join(rows) + "\n"
     )
+
+
+def transition_row(reading: str, tr: dict) -> str:
+    """One reading's ``copyhead transition`` result: the point with its interval and its parts
+    in log P, the SMC cross-check, and every flagged run by name."""
+    m, per = tr["summary"], tr["per_seed"]
+    smc = tr["cross_check"]["P_star"]
+    flagged = tr.get("flagged") or []
+    runs = 2 * sum(len(s["probes"]) for s in tr.get("seeds", []))
+    return (f"- **{reading}** (`copyhead transition`, {m['n']} seeds): {m['P_star']:,.0f} "
+            f"[{m['lo']:,.0f}, {m['hi']:,.0f}] (95% t over seeds with, in log P, seed sd "
+            f"{m['seed_sd_log']:.3f}, MC {m['mc_log']:.3f}, quadrature {m['sys_log']:.3f}); per "
+            f"seed {', '.join(f'{p:,.0f}' for p in per)}; tempered-SMC cross-check "
+            + ("none" if smc is None else f"{smc:,.0f}")
+            + f"; {len(flagged)}/{runs} runs with R-hat > 1.05 or ESS < 100"
+            + (f": {'; '.join(flagged)}" if flagged else ""))  # fmt: skip
 
 
 def _mode_note(loaded: dict, mode: str) -> str:
