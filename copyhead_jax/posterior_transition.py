@@ -390,5 +390,13 @@ def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
         "theory": th, "a_thr": a_thr, "map_grid": list(grid),
         "flagged": [x for p in per_seed for x in p["flagged"]],
         "settings": dataclasses.asdict(settings), "config": cfg.to_dict(), "seeds": per_seed,
-        "wall_seconds": wall,
+        "wall_seconds": wall, "group_seconds": group_seconds(per_seed),
     }  # fmt: skip
+
+
+def group_seconds(per_seed: list) -> float:
+    """Wall seconds of every TI group and SMC cross-check, as each recorded when it ran (a
+    resumed run's ``wall_seconds`` counts only what it computed itself)."""
+    return float(sum((g.get("seconds") or 0.0) for p in per_seed for g in p["probes"])
+                 + sum((x.get("seconds") or 0.0) for p in per_seed if p["smc"]
+                       for x in p["smc"]["points"]))  # fmt: skip

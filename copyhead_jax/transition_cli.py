@@ -205,5 +205,8 @@ def format_result(res: dict) -> str:
     lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
     for f in res["flagged"]:
         lines.append(f"flagged (R-hat > 1.05 or ESS < 100): {f}")
-    lines.append(f"({res['wall_seconds']:.0f} s)")
+    gs = res.get("group_seconds")
+    lines.append(f"({res['wall_seconds']:.0f} s" + ("" if gs is None else
+                 f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included")
+                 + ")")  # fmt: skip
     return "\n".join(lines)

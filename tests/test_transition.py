@@ -274,6 +274,8 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     w = [r["seeds"][0]["smc"]["w_copy"] for r in runs]
     np.testing.assert_allclose(w[1], w[0], rtol=1e-4, atol=1e-6)
     assert runs[1]["settings"]["batched"] is True and runs[0]["settings"]["batched"] is False
+    # a fresh run's groups and cross-checks are part of its wall time
+    assert all(0 < r["group_seconds"] <= r["wall_seconds"] for r in runs)
 
 
 def test_checkpoint_key_ignores_the_memory_budget_and_batching_but_not_the_settings():
