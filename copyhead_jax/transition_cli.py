@@ -44,7 +44,7 @@ def add_transition_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
     from .presets import PRESETS
     from .sources import SOURCES
-    from .transition_ti import TISettings
+    from .transition_ti import RUNG_SCHEDULES, TISettings
 
     d = TISettings()
     p = add_parser(
@@ -89,6 +89,9 @@ def add_transition_subparser(sub) -> None:
                    help="branch threshold on aG (default: the mid-value of the MAP "
                    "aG)")  # fmt: skip
     p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
+    p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
+                   help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
+                   "or near t = 0 (the schedule before 2026-12-04)")  # fmt: skip
     p.add_argument("--chains", type=int, default=d.n_chains,
                    help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
     p.add_argument("--iters", type=int, default=d.n_iter,
@@ -107,14 +110,11 @@ def add_transition_subparser(sub) -> None:
 
 
 def settings_from_args(args):
-    import numpy as np
-
     from ._checks import check_int
-    from .transition_ti import TISettings
+    from .transition_ti import TISettings, rung_ts
 
     K = check_int("--rungs", args.rungs, lo=2, hi=64)
-    ts = tuple(float(t) for t in np.linspace(0.0, 1.0, K) ** 1.5)  # denser near t = 0
-    return TISettings(ts=ts, n_chains=args.chains, n_iter=args.iters,
+    return TISettings(ts=rung_ts(K, args.rung_schedule), n_chains=args.chains, n_iter=args.iters,
                       smc_particles=args.smc_particles)  # fmt: skip
 
 

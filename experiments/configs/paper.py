@@ -208,10 +208,12 @@ CONFIG = dict(
             multistart=_MULTISTART_PLAIN,
             markov=_BEYOND_PLAIN,
             causal=_BEYOND_PLAIN,
-            # the Bayesian P*_aG (ch.transition's defaults); rho 0.9: a MAP grid over the networks'
+            # the Bayesian P*_aG; rho 0.9: a MAP grid over the networks'
             # MAP step (90.5, not the EK 37.2), top 200 (4 x top fits the 4 GiB default budget)
             markov_transition=dict(rho=[0.0, 0.5, 0.9], widths=["inf"], seeds=3, P_grid={
-                0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]}),  # fmt: skip
+                0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]},
+                # the settings it was measured with (TISettings' defaults before 2026-12)
+                ti=dict(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_ref=2000, smc_particles=48)),  # fmt: skip
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
             reduction=dict(reuse_nuts=True),
         ),
