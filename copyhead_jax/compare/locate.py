@@ -190,9 +190,9 @@ def locate_max_slope(P, y) -> Located:
     Slopes of neighbouring points sit at the midpoints (in ``log P``) of their intervals; the
     vertex of the parabola through the largest slope and its two neighbours is ``log P_star``
     (clipped to their span). A maximum at the first or last interval is not bracketed:
-    ``side`` says where the true maximum may lie. A curve that does not rise across the grid
-    (``y[-1] <= y[0]``) has no crossover in it, whatever its largest local slope (on noise the
-    largest slope is merely the least negative one).
+    ``side`` says where the true maximum may lie. An inner maximum of a curve that does not rise
+    across the grid (``y[-1] <= y[0]``) is not a crossover (on noise the largest slope is merely
+    the least negative one): nothing is located.
     """
     P, (y,) = _prepare(P, y)
     P, y = _finite(P, y)
@@ -205,13 +205,13 @@ def locate_max_slope(P, y) -> Located:
     detail = {"slope_max": float(s[k]), "slopes": [float(v) for v in s]}
     if s[k] <= 0:
         return Located("max_slope", None, None, False, None, {**detail, "reason": "no rise"})
-    if y[-1] <= y[0]:
-        return Located("max_slope", None, None, False, None,
-                       {**detail, "reason": "no net rise across the grid"})  # fmt: skip
     if k == 0:
         return _outside("max_slope", "below", P, detail)
     if k == len(s) - 1:
         return _outside("max_slope", "above", P, detail)
+    if y[-1] <= y[0]:
+        return Located("max_slope", None, None, False, None,
+                       {**detail, "reason": "no net rise across the grid"})  # fmt: skip
     x = m[k - 1 : k + 2]
     a, b, _ = np.polyfit(x - m[k], s[k - 1 : k + 2], 2)
     t_star = m[k] + (-b / (2.0 * a) if a < 0 else 0.0)
