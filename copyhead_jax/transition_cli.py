@@ -89,6 +89,9 @@ def add_transition_subparser(sub) -> None:
                    help="branch threshold on aG (default: the mid-value of the MAP "
                    "aG)")  # fmt: skip
     p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
+    p.add_argument("--adapt-mass", action="store_true",
+                   help="the rungs' HMC adapts a diagonal mass in its warm-up (default: unit "
+                   "mass in the whitened coordinates)")  # fmt: skip
     p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
                    help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
                    "or near t = 0 (the schedule before 2026-12-04)")  # fmt: skip
@@ -114,7 +117,8 @@ def settings_from_args(args):
     from .transition_ti import TISettings, rung_ts
 
     K = check_int("--rungs", args.rungs, lo=2, hi=64)
-    return TISettings(ts=rung_ts(K, args.rung_schedule), n_chains=args.chains, n_iter=args.iters,
+    return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
+                      n_chains=args.chains, n_iter=args.iters,
                       smc_particles=args.smc_particles)  # fmt: skip
 
 

@@ -79,7 +79,9 @@ class TISettings:
     ``P_ref(R)``; ``smc_particles`` particles of the SMC cross-check (0: none) with
     ``smc_moves`` HMC moves per tempering step. ``batched``: run branches, rungs, chains and
     particles batched (``vmap``) instead of one after the other (``None``:
-    :func:`batched_default`, batched on an accelerator); the same chains up to float rounding."""
+    :func:`batched_default`, batched on an accelerator); the same chains up to float rounding.
+    ``adapt_mass``: the rungs' HMC adapts a diagonal mass in its warm-up (default: unit mass in
+    the whitened coordinates)."""
 
     ts: tuple[float, ...] = rung_ts(5)
     n_chains: int = 2
@@ -93,6 +95,7 @@ class TISettings:
     smc_moves: int = 2
     smc_max_steps: int = 120
     batched: bool | None = None
+    adapt_mass: bool = False
 
     def __post_init__(self):
         ts = tuple(float(t) for t in self.ts)
@@ -117,7 +120,7 @@ class TISettings:
 
     def hmc(self) -> dict:
         return dict(n_iter=self.n_iter, thin=self.thin, step_size=self.step_size,
-                    n_adapt=self.n_adapt)  # fmt: skip
+                    n_adapt=self.n_adapt, adapt_mass=self.adapt_mass)  # fmt: skip
 
 
 def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:

@@ -292,6 +292,20 @@ def test_checkpoint_key_ignores_the_memory_budget_and_batching_but_not_the_setti
     assert run_key(TINY_CFG, s, [list(GRID), 0.6, 0]) != key
 
 
+def test_adapted_mass_reaches_the_rungs_chains():
+    """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
+    iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
+    runs = [ch.transition(TINY_CFG, n_seeds=1, progress=False, P_grid=GRID[2:6], theory=False,
+                          settings=TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=16,
+                                              n_adapt=24, n_ref=200, smc_particles=0,
+                                              adapt_mass=m))
+            for m in (False, True)]  # fmt: skip
+    first = [r["seeds"][0]["probes"][0] for r in runs]
+    assert first[0]["P"] == first[1]["P"] and first[0]["dF"] != first[1]["dF"]
+    assert all(math.isfinite(g["dF"]) for g in first)
+    assert runs[1]["settings"]["adapt_mass"] is True
+
+
 def test_rung_schedules_mirror_each_other_and_crowd_where_named():
     from copyhead_jax.transition_ti import rung_ts
 
@@ -330,7 +344,8 @@ def test_cli_rung_schedule_reaches_the_settings():
     add_transition_subparser(p.add_subparsers())
     for flags, want in (([], rung_ts(7)), (["--rung-schedule", "near-0"], rung_ts(7, "near-0"))):
         a = p.parse_args(["transition", "--rungs", "7", *flags])
-        assert settings_from_args(a).ts == want
+        assert settings_from_args(a).ts == want and not settings_from_args(a).adapt_mass
+    assert settings_from_args(p.parse_args(["transition", "--adapt-mass"])).adapt_mass
 
 
 # --- bad input --------------------------------------------------------------------------------

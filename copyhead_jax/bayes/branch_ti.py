@@ -59,6 +59,7 @@ def hmc_chains(
     step_size: float | jax.Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
     progress: Callable[[int, int], None] | None = None, sequential: bool = False,
+    adapt_mass: bool = False,
 ) -> HMCStats:  # fmt: skip
     """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``: the shared
     kernel :func:`copyhead_jax.kernels.hmc_chain` under ``vmap`` (``sequential=True``: one
@@ -67,7 +68,8 @@ def hmc_chains(
     on the paper preset's transition). Proposals with
     ``inside(w) == False`` are rejected (``inside=None``: no region). The first ``n_adapt``
     iterations tune the step (dual averaging) and are discarded; ``record(w)`` is kept every
-    ``thin``-th of the ``n_iter`` iterations that follow. Every start must lie inside the region.
+    ``thin``-th of the ``n_iter`` iterations that follow (``adapt_mass``: a diagonal mass
+    adapted in those iterations too, Stan's windows). Every start must lie inside the region.
 
     ``progress(done, total)`` is called on the host after every adaptation iteration and every
     ``thin`` iterations after it, with the iterations done of ``n_adapt + n_iter``. Its argument
@@ -81,7 +83,8 @@ def hmc_chains(
     def chain(key, w0):
         c = hmc_chain(key, potential, w0, lambda w, j: record(w), n_iter=n_iter, thin=thin,
                       step_size=step_size, inside=inside, n_leap=n_leap, n_adapt=n_adapt,
-                      target_accept=target_accept, report=report)  # fmt: skip
+                      target_accept=target_accept, adapt_mass=adapt_mass,
+                      report=report)  # fmt: skip
         finite = c.finite & jnp.all(jnp.isfinite(c.records))
         return HMCStats(c.records, c.accept, c.outside, finite, c.step_size)
 
