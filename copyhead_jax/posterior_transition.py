@@ -19,12 +19,9 @@ config and settings), written atomically, so a killed run resumes with identical
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +41,7 @@ from .solver_config import exact_settings
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
 from .transition_plan import first_probes, pad_of
+from .transition_store import kept_sweep, run_key, write_checkpoint
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
 
 INIT = {"pool": "zero", "copy": "copy"}
@@ -97,48 +95,6 @@ def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
     return tuple(sorted({max(2, int(round(p))) for p in g}))
 
 
-def _write_json(path: Path, obj) -> None:
-    """Atomic JSON write (temporary file in the folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; honour the umask like open()
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, default=jsonable)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def jsonable(x):
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(f"not JSON: {type(x).__name__}")
-
-
-def resume_identity(cfg: Config) -> dict:
-    """What a resumed run must share with the checkpoints: the config but the memory budget,
-    which only sizes chunks (it changes numbers by float rounding at most, as the platform
-    does), so a run resumes on a machine with another budget."""
-    d = cfg.to_dict()
-    d["sweep"] = {k: v for k, v in d["sweep"].items() if k != "memory_budget_gb"}
-    return d
-
-
-def run_key(cfg: Config, settings: TISettings, extra) -> str:
-    """The checkpoints' key: :func:`resume_identity`, Monte-Carlo settings and ``extra``. Not
-    ``batched`` (float rounding too): groups computed batched on an accelerator resume one
-    after the other on a CPU."""
-    s = {k: v for k, v in dataclasses.asdict(settings).items() if k != "batched"}
-    blob = json.dumps([resume_identity(cfg), s, extra], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
-
-
 def transition(
     cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
     progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
@@ -181,7 +137,7 @@ def transition(
         res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
                                 sampler=sampler)  # fmt: skip
         if out is not None:
-            _write_json(out / "transition.json", res)
+            write_checkpoint(out / "transition.json", res)
         return res
     t0 = time.time()
     sweeps = {}
@@ -189,10 +145,10 @@ def transition(
         c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
         path = None if out is None else out / f"map_{b}.npz"
         _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
-        sweeps[b] = _kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
+        sweeps[b] = kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
                                                       progress=False)  # fmt: skip
         if path is not None:  # the file's weights, as a resumed run reads them
-            sweeps[b] = _kept_sweep(path, c) or sweeps[b]
+            sweeps[b] = kept_sweep(path, c) or sweeps[b]
     aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
     U = {b: np.asarray(sweeps[b]["U"], float) for b in BRANCHES}
     if a_thr is None:
@@ -237,23 +193,8 @@ def transition(
         whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     if out is not None:
-        _write_json(out / "transition.json", res)
+        write_checkpoint(out / "transition.json", res)
     return res
-
-
-def _kept_sweep(path: Path | None, cfg: Config):
-    """The finished MAP sweep at ``path`` if it is this config's with kept weights (a resumed
-    transition does not refit it), else None."""
-    from .results import SweepResult
-
-    if path is None or not path.is_file():
-        return None
-    try:
-        res = SweepResult.load(path)
-    except ValueError:
-        return None
-    same = resume_identity(res.config) == resume_identity(cfg)
-    return res if same and res.has_params else None
 
 
 def _heads(cfg, sweeps, aG, s, P, a_thr):
@@ -312,7 +253,7 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
     _log(progress, f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
          f"({time.time() - t0:.0f} s)")  # fmt: skip
     if path is not None:
-        _write_json(path, g)
+        write_checkpoint(path, g)
     return g
 
 
@@ -339,7 +280,7 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     g.update(P=P, seed=s, seconds=time.time() - t0)
     _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
     if path is not None:
-        _write_json(path, g)
+        write_checkpoint(path, g)
     return g
 
 

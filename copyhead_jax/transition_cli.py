@@ -162,9 +162,9 @@ def cmd_transition(args) -> int:
     res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
                      P_grid=grid, seed=args.seed)  # fmt: skip
     if args.json:
-        from .posterior_transition import jsonable
+        from .transition_store import json_default
 
-        print(json.dumps(res, default=jsonable, indent=1))
+        print(json.dumps(res, default=json_default, indent=1))
     else:
         print(format_result(res))
     if out is not None and args.plot:

@@ -281,7 +281,7 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
 def test_checkpoint_key_ignores_the_memory_budget_and_batching_but_not_the_settings():
     # a run resumes on another machine (another memory budget, a CPU after an accelerator);
     # anything that changes the numbers beyond float rounding changes the key
-    from copyhead_jax.posterior_transition import run_key
+    from copyhead_jax.transition_store import run_key
 
     s = TISettings(batched=False)
     key = run_key(TINY_CFG, s, [list(GRID), 0.5, 0])
@@ -432,3 +432,4 @@ def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
     assert not list(tmp_path.rglob("*.lock"))
     for g in tmp_path.rglob("groups-*/*.json"):  # whatever was kept is whole
         json.loads(g.read_text())
+
