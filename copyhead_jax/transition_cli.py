@@ -5,6 +5,7 @@ cross-check."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -46,7 +47,9 @@ def add_transition_subparser(sub) -> None:
     from .sources import SOURCES
     from .transition_ti import RUNG_SCHEDULES, TISettings
 
-    d = TISettings()
+    # the field defaults, not TISettings(): its batched default asks JAX for the backend,
+    # which would initialise it for every command's parser
+    d = argparse.Namespace(**{f.name: f.default for f in dataclasses.fields(TISettings)})
     p = add_parser(
         sub, "transition",
         help="the Bayesian transition point (softmax: P*_aG from the branch free energies; "

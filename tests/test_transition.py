@@ -433,3 +433,14 @@ def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
     for g in tmp_path.rglob("groups-*/*.json"):  # whatever was kept is whole
         json.loads(g.read_text())
 
+
+def test_building_the_cli_parser_initialises_no_jax_backend():
+    # TISettings' batched default asks JAX for its backend; the parser of every command must not
+    # (on a GPU machine that would grab device memory for `copyhead --help`)
+    import subprocess
+    import sys
+
+    code = ("import copyhead_jax.cli as c; from jax._src import xla_bridge as xb; "
+            "c.build_parser(); print(bool(xb._backends))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
