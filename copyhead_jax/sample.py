@@ -43,6 +43,7 @@ from ._chunks import run_chunked
 from ._devices import run_mesh, shard_runs, to_host
 from ._memory import check_sampler_memory
 from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_ratio
+from .collapsed import marginal_whitening
 from .config import Config, HMCConfig, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class, root_of
@@ -59,12 +60,7 @@ from .results import (
     rename_order,
 )
 from .sample_records import log_likelihood, split_extras
-from .sample_reduced import (
-    collapsed_chains,
-    marginal_whitening,
-    warmup_chains,
-    whitening,
-)
+from .sample_reduced import collapsed_chains, warmup_chains, whitening
 from .sample_starts import branch_arrays, default_starts, start_points, start_warnings
 from .sgld import draw_steps, run_chains
 from .storage import acquire_lock, environment, release_lock, remove_tmp_orphans

@@ -55,15 +55,15 @@ import dataclasses
 import math
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float
 
 from ._types import Mask, TokenBatch
+from .collapsed import draw_readout, marginal_energy, with_WG
 from .kernels import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
-from .models import AbstractHead, target_weights
+from .models import AbstractHead
 from .posterior import Objective
 from .solve import hessian, quenched_energy, split_weights
 
@@ -158,129 +158,6 @@ def nuts_reference(
 
 #: Unadjusted Langevin step of the warm-up (whitened at the fit), phase 1.
 WARMUP_ETA = 0.1
-#: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
-#: the posterior unchanged; the data part is rescaled by P / n_used).
-MARGINAL_PRECOND_SEQS = 256
-
-
-def cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
-    """Lower Cholesky factor, column by column (``fori_loop``: no LAPACK call)."""
-    n = A.shape[-1]
-    idx = jnp.arange(n)
-
-    def body(j, L):
-        v = A[:, j] - L @ L[j, :]
-        return L.at[:, j].set(jnp.where(idx >= j, v / jnp.sqrt(v[j]), 0.0))
-
-    return lax.fori_loop(0, n, body, jnp.zeros_like(A))
-
-
-def _solve_lower(L, B):
-    """``L X = B`` by forward substitution."""
-
-    def body(i, X):
-        return X.at[i].set((B[i] - L[i] @ X) / L[i, i])
-
-    return lax.fori_loop(0, L.shape[0], body, jnp.zeros_like(B))
-
-
-def _solve_upper(L, B):
-    """``L^T X = B`` by back substitution."""
-    n = L.shape[0]
-
-    def body(k, X):
-        i = n - 1 - k
-        return X.at[i].set((B[i] - L[:, i] @ X) / L[i, i])
-
-    return lax.fori_loop(0, n, body, jnp.zeros_like(B))
-
-
-def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
-    r"""``(Lam, B, c)``: given ``head.W_G``, the readout rows are i.i.d.
-    $\hat W^O_v\sim\mathcal N(\Lambda^{-1}B_{:,v},\Lambda^{-1})$ (module docstring), and
-    ``c = w sum |y|^2`` over the kept sequences."""
-    V = head.W_E.shape[1]
-    M = head.logit_gram()
-    dt = M.dtype
-    X = jax.nn.one_hot(tokens, V, dtype=dt)  # [P, L, V]
-    XM = X @ M[:V, :V] + M[V:, :V][None]
-    s = jnp.einsum("pav,pbv->pab", XM, X) + (X @ M[:V, V:]) + M[V:, V:][None]
-    A = head.activation(s)
-    F = jnp.concatenate([jnp.einsum("pab,pbv->pav", A, X), A], -1)  # sum_b A_ab phi^b
-    n_targets = tokens.shape[1]
-    if head.causal:  # position 0 has no target (models._mask): its rows leave the sums
-        F = F * target_weights(n_targets, True).astype(dt)[None, :, None]
-        n_targets -= 1
-    keep = (mask > 0).astype(dt)
-    Fm = F * keep[:, None, None]
-    D = F.shape[-1]
-    SF = Fm.reshape(-1, D).T @ F.reshape(-1, D)
-    BF = Fm.reshape(-1, D).T @ jnp.roll(X, 1, axis=1).reshape(-1, V)  # y^a = x^{a-1}
-    E = head.embeddings()  # [D, N]: f_v = W_O_hat_v . E^T F / sqrt(chi N)
-    w = obj.likelihood_weight
-    N = E.shape[1]
-    Lam = (2 * w / (head.chi * N)) * (E.T @ SF @ E) + jnp.eye(N, dtype=dt) / obj.sigma_O**2
-    B = (2 * w / math.sqrt(head.chi * N)) * (E.T @ BF)
-    return Lam, B, w * jnp.sum(keep) * n_targets
-
-
-def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
-    r"""$U_m(W^G)=-\log\int e^{-U}d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$ (quenched ``U``; the
-    readout of ``head`` is ignored)."""
-    Lam, B, c = readout_conditional(head, tokens, mask, obj)
-    L = cholesky(Lam)
-    Z = _solve_lower(L, B)
-    V = B.shape[1]
-    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
-    return prior - 0.5 * jnp.sum(Z**2) + V * jnp.sum(jnp.log(jnp.diag(L) * obj.sigma_O)) + c
-
-
-def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
-    """``head`` with ``W_O_hat`` drawn exactly from its Gaussian conditional given ``W_G``."""
-    Lam, B, _ = readout_conditional(head, tokens, mask, obj)
-    L = cholesky(Lam)
-    mean = _solve_upper(L, _solve_lower(L, B))  # [N, V]
-    z = jax.random.normal(key, mean.shape, mean.dtype)
-    return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + _solve_upper(L, z)).T)
-
-
-def with_WG(head: AbstractHead, x):
-    """``head`` with ``W_G`` set to the flat vector ``x`` (reshaped)."""
-    return eqx.tree_at(lambda h: h.W_G, head, x.reshape(head.W_G.shape))
-
-
-def marginal_whitening(
-    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective
-) -> Whitening:
-    r"""$C=V\Lambda_c^{-1/2}$ for the flat ``W_G`` from the Hessian of :func:`marginal_energy`
-    at ``head.W_G`` on at most ``MARGINAL_PRECOND_SEQS`` sequences (likelihood weight rescaled
-    by P / n_used), eigenvalues floored at the prior curvature ``1/sigma_G^2``."""
-    n = min(MARGINAL_PRECOND_SEQS, tokens.shape[0])
-    used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
-    scale = jnp.sum(mask > 0) / used
-    t, m = tokens[:n], mask[:n]
-
-    def f(x):
-        # the weight enters only through obj: rescale the features' Gram by scaling W_O's
-        # effective likelihood weight, i.e. evaluate with obj at weight w * scale
-        h = with_WG(head, x)
-        Lam, B, c = readout_conditional(h, t, m, obj)
-        Lam = scale * (Lam - jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2) + (
-            jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2
-        )
-        L = cholesky(Lam)
-        Z = _solve_lower(L, scale * B)
-        prior = jnp.sum(x**2) / (2 * obj.sigma_G**2)
-        return prior - 0.5 * jnp.sum(Z**2) + B.shape[1] * jnp.sum(jnp.log(jnp.diag(L)))
-
-    x0 = head.W_G.ravel()
-    g = jax.grad(f)
-    eye = jnp.eye(x0.size, dtype=x0.dtype)
-    H = lax.map(lambda v: jax.jvp(g, (x0,), (v,))[1], eye, batch_size=32)
-    lam, vec = jnp.linalg.eigh(0.5 * (H + H.T))
-    return vec * (jnp.maximum(lam, obj.sigma_G**-2) ** -0.5)[None, :]
-
-
 class CollapsedStats(NamedTuple):
     """One run's chains (``C`` chains, ``S`` draws)."""
 

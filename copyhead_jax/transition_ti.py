@@ -23,11 +23,11 @@ from jaxtyping import Array, Float
 
 from ._checks import check_float, check_int
 from .bayes import branch_log_z, hmc_move, path_rungs, tempered_smc
+from .collapsed import marginal_energy, marginal_whitening, with_WG
 from .data import masked_mean
 from .models import AbstractHead
 from .observables import attention_matrices, order_parameters
 from .posterior import Objective
-from .sample_reduced import marginal_energy, marginal_whitening, with_WG
 
 BRANCHES = ("pool", "copy")
 SIDE = {"pool": -1, "copy": 1}

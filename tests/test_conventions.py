@@ -143,8 +143,8 @@ def _identity_U_vs_action(cfg, G_theory, G_pos):
     the readout, which the samplers use) at a planted ``W^G``."""
     import equinox as eqx
 
+    from copyhead_jax.collapsed import marginal_energy, readout_conditional
     from copyhead_jax.data import sample_tokens
-    from copyhead_jax.sample_reduced import marginal_energy, readout_conditional
     from copyhead_jax.solve import quenched_energy
 
     L, V = cfg.task.L, cfg.task.V

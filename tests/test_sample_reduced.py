@@ -55,13 +55,13 @@ def test_exact_sweep_is_stationary(reduced_sweep):
 def test_marginal_energy_integrates_the_readout(linear_sweep):
     """U_m(W^G) = U(W^G, mean readout) + V/2 log det(sigma_O^2 Lambda) (Gaussian integral), the
     hand-written Cholesky equals LAPACK's, and the readout draws have the conditional's moments."""
-    from copyhead_jax.models import head_class
-    from copyhead_jax.sample_reduced import (
+    from copyhead_jax.collapsed import (
         cholesky,
         draw_readout,
         marginal_energy,
         readout_conditional,
     )  # fmt: skip
+    from copyhead_jax.models import head_class
     from copyhead_jax.solve import quenched_energy
 
     inp = sweep_inputs(LIN, None)
@@ -217,8 +217,8 @@ def test_collapsed_hmc_energy_resumes_exactly_and_feeds_bfmi(reduced_sweep, shor
     compiled programs with the records test.)"""
     az = pytest.importorskip("arviz")
     from copyhead_jax.arviz_io import to_arviz
+    from copyhead_jax.collapsed import marginal_energy, with_WG
     from copyhead_jax.models import head_class
-    from copyhead_jax.sample_reduced import marginal_energy, with_WG
 
     cfg, mc, sweep, ref = EXACT, BOTH, reduced_sweep, short_post
 

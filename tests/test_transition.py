@@ -20,8 +20,8 @@ from scipy.special import logsumexp
 import copyhead_jax as ch
 from copyhead_jax.bayes import combine_seeds, crossing, next_probe
 from copyhead_jax.cli import main
+from copyhead_jax.collapsed import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.posterior import Objective
-from copyhead_jax.sample_reduced import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import TISettings, a_G
 

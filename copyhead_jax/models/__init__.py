@@ -1,5 +1,7 @@
 """Single-layer single-head attention (docs/theory.md §2): an abstract head and two activations."""
 
+from ._features import feature_moments as feature_moments
+from ._features import feature_moments_grad as feature_moments_grad
 from ._head import ARRAY_FIELDS as ARRAY_FIELDS
 from ._head import HEADS as HEADS
 from ._head import AbstractHead as AbstractHead

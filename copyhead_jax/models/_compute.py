@@ -24,7 +24,7 @@ from ._mask import causal_keys_T, target_weights
 # selects: a K=V dot is dispatched to a GEMM library and measured 5-10x slower than the select.
 
 
-def _pick(table: Array, t: Array) -> Array:
+def pick(table: Array, t: Array) -> Array:
     """``table[t]`` along a small leading axis (the V tokens), as a chain of selects.
 
     Shape ``t.shape + table.shape[1:]``; fuses into its consumer, unlike a gather."""
@@ -37,7 +37,7 @@ def _pick(table: Array, t: Array) -> Array:
     return out
 
 
-def _pick_minor(table: Array, t: Array) -> Array:
+def pick_minor(table: Array, t: Array) -> Array:
     """``table[..., t]`` along the minor axis (the V tokens); ``t`` broadcasts against
     ``table[..., 0]`` (same rank)."""
     out = jnp.where(t == 0, table[..., 0], 0.0)
@@ -54,14 +54,14 @@ def targets_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
 def _values(R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P L V"]:
     """``val[alpha, b] = R phi^b = R_E[:, t_b] + R_P[:, b]``: the output of attending to key b."""
     V = R.shape[0]
-    return _pick(R[:, :V].T, t) + R[:, V:].T[None]
+    return pick(R[:, :V].T, t) + R[:, V:].T[None]
 
 
 def _values_T(R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P V L"]:
     """``val^T``, built directly in this layout: a transposed operand would send the batched
     product to a slower GEMM path (measured ~2x on the ``f = A val`` product)."""
     V = R.shape[0]
-    return _pick_minor(R[None, :, None, :V], t[:, None, :]) + R[None, :, V:]
+    return pick_minor(R[None, :, None, :V], t[:, None, :]) + R[None, :, V:]
 
 
 def _one_hot_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
@@ -69,20 +69,20 @@ def _one_hot_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
     return (t[:, None, :] == jnp.arange(V)[None, :, None]).astype(jnp.float32)
 
 
-def _logits_T(M: Gram, t: TokenBatch, V: int) -> Float[Array, "P L L"]:
+def logits_T(M: Gram, t: TokenBatch, V: int) -> Float[Array, "P L L"]:
     """``s^T[alpha, b, a]``: every logit of every sequence, key-major."""
     M_EE, M_EP, M_PE, M_PP = M[:V, :V], M[:V, V:], M[V:, :V], M[V:, V:]
     # s^T[b, a] = M_EE[t_a, t_b] + M_EP[t_a, b] + M_PE[a, t_b] + M_PP[a, b], by selects
     # (selects: a gather from the L x L x V x V table of all logits measured 1.4x slower)
-    K = _pick(M_EE.T, t) + M_EP.T[None]  # [P, b, u]: M_EE[u, t_b] + M_EP[u, b]
-    return _pick_minor(K[:, :, None, :], t[:, None, :]) + _pick(M_PE.T, t) + M_PP.T[None]
+    K = pick(M_EE.T, t) + M_EP.T[None]  # [P, b, u]: M_EE[u, t_b] + M_EP[u, b]
+    return pick_minor(K[:, :, None, :], t[:, None, :]) + pick(M_PE.T, t) + M_PP.T[None]
 
 
 def softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
     """``fT[P, V, L]`` and the residuals ``(A^T, val)`` of the softmax head (``causal``: keys
     ``b > a`` get zero weight)."""
     V = R.shape[0]
-    sT = _logits_T(M, t, V)
+    sT = logits_T(M, t, V)
     if causal:
         sT = jnp.where(causal_keys_T(t.shape[1])[None], sT, -jnp.inf)
     E = jnp.exp(sT - jnp.max(sT, axis=1, keepdims=True))
@@ -149,7 +149,7 @@ def linear_forward(M: Gram, R, t: TokenBatch, scale: float):
     valT = jnp.swapaxes(_values(R, t), 1, 2)  # [P, v, b]
     KT = jnp.concatenate([jnp.einsum("pvb,pbu->pvu", valT, X), valT], axis=-1)  # [P, v, D]
     HT = (KT.reshape(P * V, D) @ M.T).reshape(P, V, D)  # (M K)^T
-    fT = scale * (HT[:, :, V:] + _pick_minor(HT[:, :, None, :V], t[:, None, :]))
+    fT = scale * (HT[:, :, V:] + pick_minor(HT[:, :, None, :V], t[:, None, :]))
     return fT, (X, KT)
 
 
@@ -167,7 +167,7 @@ def linear_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: flo
     dHT = jnp.concatenate([jnp.einsum("pva,pau->pvu", dfT, X), dfT], axis=-1).reshape(P * V, D)
     dM = dHT.T @ KT.reshape(P * V, D)
     dKT = (dHT @ M).reshape(P, V, D)
-    dvalT = dKT[:, :, V:] + _pick_minor(dKT[:, :, None, :V], t[:, None, :])  # [P, v, b]
+    dvalT = dKT[:, :, V:] + pick_minor(dKT[:, :, None, :V], t[:, None, :])  # [P, v, b]
     dR_E = jnp.einsum("pvb,pbu->vu", dvalT, X)
     dR_P = jnp.sum(dvalT, axis=0)
     return loss, (dM, jnp.concatenate([dR_E, dR_P], axis=1))
@@ -178,7 +178,7 @@ def linear_causal_forward(M: Gram, R, t: TokenBatch, scale: float):
     form $A = c\,(s\odot\mathrm{tril})$ (the mask breaks the reassociation of
     ``linear_forward``: $O(L^2V)$ per sequence, as the softmax head)."""
     V = R.shape[0]
-    AT = scale * jnp.where(causal_keys_T(t.shape[1])[None], _logits_T(M, t, V), 0.0)
+    AT = scale * jnp.where(causal_keys_T(t.shape[1])[None], logits_T(M, t, V), 0.0)
     fT = jnp.einsum("pvb,pba->pva", _values_T(R, t), AT)  # f = A val
     return fT, (AT, _values(R, t))
 

@@ -61,6 +61,7 @@ from ._compute import (
     softmax_forward,
     targets_T,
 )
+from ._features import linear_rows, linear_rows_vjp, softmax_rows, softmax_rows_vjp
 from ._mask import mask_logits, target_weights
 
 #: The array leaves of every head (a sweep stores them as ``params/<name>``).
@@ -187,6 +188,12 @@ class AbstractHead(eqx.Module):
         """``(M, R, t, keep) -> (masked sum of squared errors, (d/dM, d/dR))``, a plain function
         of arrays (no weights captured), so that it can be a static argument."""
 
+    @abc.abstractmethod
+    def feature_activation(self) -> tuple[Callable, Callable]:
+        """``(act, act_vjp)`` on query-major logit stacks ``[P, L, L]``: the activation and
+        ``(A, dA) -> ds`` (``models._features``, the collapsed posterior's readout features),
+        plain functions of arrays, so that they can be static arguments."""
+
 
 class LinearHead(AbstractHead):
     """Linear attention ``A = s / L^k``: ``linear_scale`` ``'none'`` (k = 0), ``'inv_sqrt_L'``
@@ -218,6 +225,10 @@ class LinearHead(AbstractHead):
             return functools.partial(linear_causal_energy, scale=self.scale)
         return functools.partial(linear_energy, scale=self.scale)
 
+    def feature_activation(self):
+        kw = dict(scale=self.scale, causal=self.causal)
+        return functools.partial(linear_rows, **kw), functools.partial(linear_rows_vjp, **kw)
+
 
 class SoftmaxHead(AbstractHead):
     """Softmax attention over keys (``causal``: over keys ``b <= a``)."""
@@ -238,6 +249,9 @@ class SoftmaxHead(AbstractHead):
         if self.causal:
             return functools.partial(softmax_energy, causal=True)
         return softmax_energy
+
+    def feature_activation(self):
+        return functools.partial(softmax_rows, causal=self.causal), softmax_rows_vjp
 
 
 #: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the
