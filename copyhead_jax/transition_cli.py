@@ -98,6 +98,9 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
                    help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
                    "or near t = 0 (the schedule before 2026-12-04)")  # fmt: skip
+    p.add_argument("--t0", choices=("exact", "chains"), default="exact",
+                   help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
+                   "default) or HMC chains (before 2026-12-04)")  # fmt: skip
     p.add_argument("--chains", type=int, default=d.n_chains,
                    help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
     p.add_argument("--iters", type=int, default=d.n_iter,
@@ -121,6 +124,7 @@ def settings_from_args(args):
 
     K = check_int("--rungs", args.rungs, lo=2, hi=64)
     return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
+                      exact_t0=args.t0 == "exact",
                       n_chains=args.chains, n_iter=args.iters,
                       smc_particles=args.smc_particles)  # fmt: skip
 

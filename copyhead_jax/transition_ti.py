@@ -41,6 +41,11 @@ SLOPE_FRAC = 0.03
 #: same reason); on an accelerator ``ACCEL_REF_BATCH`` at a time, and everything else batched.
 REF_BATCH = 10
 ACCEL_REF_BATCH = 250
+#: With ``TISettings.exact_t0``, rounds of ``n_ref`` reference draws are added (at most
+#: ``REF_ROUNDS`` in all) until every branch has ``MIN_T0_HITS`` draws inside it: the t = 0
+#: rung's mean and variance need a few dozen i.i.d. draws; P_ref(R) is then estimated from all.
+MIN_T0_HITS = 64
+REF_ROUNDS = 20
 
 
 def batched_default() -> bool:
@@ -81,7 +86,10 @@ class TISettings:
     particles batched (``vmap``) instead of one after the other (``None``:
     :func:`batched_default`, batched on an accelerator); the same chains up to float rounding.
     ``adapt_mass``: the rungs' HMC adapts a diagonal mass in its warm-up (default: unit mass in
-    the whitened coordinates)."""
+    the whitened coordinates). ``exact_t0``: the t = 0 rung is the reference draws that hit the
+    branch (exact i.i.d. draws of the restricted reference, at least ``MIN_T0_HITS`` where
+    ``REF_ROUNDS`` rounds of ``n_ref`` draws reach them: one energy each) instead of chains
+    (``False``: chains at every rung, as before 2026-12-04)."""
 
     ts: tuple[float, ...] = rung_ts(5)
     n_chains: int = 2
@@ -96,6 +104,7 @@ class TISettings:
     smc_max_steps: int = 120
     batched: bool | None = None
     adapt_mass: bool = False
+    exact_t0: bool = True
 
     def __post_init__(self):
         ts = tuple(float(t) for t in self.ts)
@@ -118,6 +127,11 @@ class TISettings:
         check_int("TISettings.smc_moves", self.smc_moves, lo=1, hi=100)
         check_int("TISettings.smc_max_steps", self.smc_max_steps, lo=2, hi=10**4)
 
+    @property
+    def chain_ts(self) -> tuple[float, ...]:
+        """The rungs run by chains (all of ``ts`` but t = 0 with ``exact_t0``)."""
+        return self.ts[1:] if self.exact_t0 else self.ts
+
     def hmc(self) -> dict:
         return dict(n_iter=self.n_iter, thin=self.thin, step_size=self.step_size,
                     n_adapt=self.n_adapt, adapt_mass=self.adapt_mass)  # fmt: skip
@@ -131,7 +145,7 @@ def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
     float64 whitening (Hessian by ``n`` products, ``n = D^2``), the SMC particles' states."""
     D = V + L
     n = D * D
-    chains = 2 * len(s.ts) * s.n_chains
+    chains = 2 * len(s.chain_ts) * s.n_chains
     act = P_pad * L * (L + D + V) * 4 * 6
     at_once = max(chains, s.smc_particles) if s.batched else 1
     rec = 4 * (s.n_iter // s.thin) * 4
@@ -158,11 +172,22 @@ def ti_programs(obj: Objective, s: TISettings):
 
     @jax.jit
     def orders_at_ref(key, heads, train, mask, C):
+        """``[2, n_ref, 2]``: ``(a_G, g = U - U_ref)`` at exact reference draws per branch
+        (``g`` only with ``exact_t0``, else 0)."""
+
         def one(k, h, Cm):
             x0 = h.W_G.ravel()
             w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
-            return jax.lax.map(lambda v: a_G(with_WG(h, x0 + Cm @ v), train, mask), w,
-                               batch_size=ACCEL_REF_BATCH if s.batched else REF_BATCH)  # fmt: skip
+            U_star = marginal_energy(h, train, mask, obj) if s.exact_t0 else 0.0
+
+            def at(v):
+                hv = with_WG(h, x0 + Cm @ v)
+                if not s.exact_t0:
+                    return jnp.stack([a_G(hv, train, mask), jnp.zeros((), v.dtype)])
+                g = marginal_energy(hv, train, mask, obj) - U_star - 0.5 * jnp.sum(v**2)
+                return jnp.stack([a_G(hv, train, mask), g])
+
+            return jax.lax.map(at, w, batch_size=ACCEL_REF_BATCH if s.batched else REF_BATCH)
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
@@ -178,7 +203,7 @@ def ti_programs(obj: Objective, s: TISettings):
             # U on the run's data less its last rows: the slope of F in P (probe placement)
             dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
-            st = path_rungs(k, U, order, np.asarray(s.ts), side=sd, threshold=thr,
+            st = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
                             n=x0.size, U_star=U_star, extra=dU, step_size=eps,
                             **hmc)  # fmt: skip
             return st.draws, st.accept, st.finite, st.step_size, U_star
@@ -203,8 +228,19 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     C32, m32 = jnp.asarray(C64, jnp.float32), jnp.asarray(mask, jnp.float32)
     aG0 = np.asarray(jax.vmap(lambda h: a_G(h, train, m32))(heads))
     k_ref, k_ch = jax.random.split(key)
-    o_ref = np.asarray(orders_at_ref(k_ref, heads, train, m32, C32))
-    K, nC = len(s.ts), s.n_chains
+    ref = [np.asarray(orders_at_ref(k_ref, heads, train, m32, C32), np.float64)]
+    side_of = np.array([SIDE[b] for b in BRANCHES])[:, None]
+
+    def hits(r):  # [2, n]: draws inside each branch's region
+        return np.where(side_of > 0, r[..., 0] >= thr, r[..., 0] < thr)
+
+    while (s.exact_t0 and len(ref) < REF_ROUNDS
+           and hits(np.concatenate(ref, 1)).sum(1).min() < MIN_T0_HITS):  # fmt: skip
+        kk = jax.random.fold_in(k_ref, len(ref))
+        ref.append(np.asarray(orders_at_ref(kk, heads, train, m32, C32), np.float64))
+    ref = np.concatenate(ref, 1)
+    hit = hits(ref)
+    K, nC = len(s.chain_ts), s.n_chains
     keys = jax.random.split(k_ch, 2 * K * nC).reshape(2, K, nC)
     side = jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32)
     P = int(np.sum(np.asarray(mask) > 0))
@@ -216,14 +252,17 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
     n = int(C64.shape[-1])
     out = {}
+    lead = [None] if s.exact_t0 else []  # per-rung chain fields: none at an exact t = 0
     for r, b in enumerate(BRANCHES):
-        hit = (o_ref[r] >= thr) if SIDE[b] > 0 else (o_ref[r] < thr)
-        p = float(hit.mean())
+        p = float(hit[r].mean())
+        g0 = ref[r, hit[r], 1] if s.exact_t0 else None
         fe = branch_log_z(s.ts, draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
-                          logdet_C=logdet[r], n=n, p_ref=p,
-                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
+                          logdet_C=logdet[r], n=n, p_ref=p, g0=g0,
+                          p_ref_se=math.sqrt(p * (1 - p) / hit[r].size))  # fmt: skip
         fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
-                  accept=acc[r].mean((1, 2)).tolist(), step=step[r].mean(1).tolist(),
+                  n_ref_draws=int(hit[r].size),
+                  accept=lead + acc[r].mean((1, 2)).tolist(),
+                  step=lead + step[r].mean(1).tolist(),
                   finite=bool(finite[r].all()),
                   rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
                   ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip

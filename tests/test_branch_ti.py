@@ -54,6 +54,32 @@ def test_half_space_gaussian_matches_erf():
     assert np.all(d[..., 1] >= a)  # the constraint keeps every recorded draw inside
 
 
+def test_exact_first_rung_matches_erf_and_counts_as_one_chain():
+    """The t = 0 rung from exact draws (``g0``: reference draws inside the region, as
+    ``TISettings.exact_t0``), chains on the other rungs: log Z of the half-space Gaussian as
+    above (same tolerance); and ``g0`` is the same estimate as a one-chain rung of those
+    draws."""
+    a = 0.3
+    keys = jax.random.split(jax.random.key(7), (len(TS) - 1) * 2 + 2)
+    st = path_rungs(keys[2:].reshape(len(TS) - 1, 2), U_GAUSS, lambda w: w[0], TS[1:], side=1,
+                    threshold=a, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]),
+                    **HMC)  # fmt: skip
+    w = np.asarray(jax.random.normal(keys[0], (4000, 2)), np.float64)
+    inside = w[:, 0] >= a
+    g0 = 0.5 * np.sum((w[inside] / np.asarray(S)) ** 2, 1) - 0.5 * np.sum(w[inside] ** 2, 1)
+    p = inside.mean()
+    kw = dict(U_star=0.0, logdet_C=0.0, n=2, p_ref=p, p_ref_se=math.sqrt(p * (1 - p) / 4000))
+    d, fin = np.asarray(st.draws)[..., 0], np.asarray(st.finite)
+    fe = branch_log_z(TS, d, fin, g0=g0, **kw)
+    exact = LOG_Z_GAUSS + float(log_ndtr(-a / S[0]))
+    assert abs(-fe["F"] - exact) < 4 * fe["mcse"] + 0.02, (fe["F"], exact, fe["mcse"])
+    one_chain = [g0[None]] + list(d)  # the same draws given as a rung of one chain
+    fe1 = branch_log_z(TS, one_chain, [np.ones(1, bool)] + list(fin), **kw)
+    assert fe1["F"] == fe["F"] and fe1["mcse"] == fe["mcse"]
+    with pytest.raises(ValueError, match="rungs of draws"):
+        branch_log_z(TS, d, fin, **kw)  # g0 missing: one rung short
+
+
 def test_everywhere_matches_unconstrained_closed_form():
     """side = 0 (no region, P_ref = 1) on the t-path: log Z of the whole Gaussian; same
     tolerance as above."""

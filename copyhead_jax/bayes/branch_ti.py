@@ -146,16 +146,24 @@ def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, thr
 
 
 def branch_log_z(ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref: float,
-                 p_ref_se: float) -> dict:  # fmt: skip
+                 p_ref_se: float, g0=None) -> dict:  # fmt: skip
     r"""$\log Z_R$ and $F_R=-\log Z_R$ with its Monte-Carlo standard error from the rungs'
     ``g[K, C, S]`` (module docstring). The error adds the TI MCSE (rungs independent, ESS of
     ``g`` per rung) and the binomial error of ``log P_ref(R)`` in quadrature; ``p_ref = 0``
-    gives ``F = inf``. ``quad_corr``: the Euler-Maclaurin term (a gauge of the rung spacing)."""
-    g = np.asarray(g, np.float64)
+    gives ``F = inf``. ``quad_corr``: the Euler-Maclaurin term (a gauge of the rung spacing).
+
+    ``g0``: exact i.i.d. draws of ``g`` at ``t = 0`` (the reference restricted to the region:
+    the reference draws that hit it), standing for the first rung; ``g`` and ``finite`` then
+    hold the rungs ``ts[1:]`` only. Its statistics are the chains' estimators on one chain."""
+    rungs = [np.asarray(x, np.float64)[np.asarray(f, bool)] for x, f in zip(g, finite)]
+    if g0 is not None:
+        rungs.insert(0, np.asarray(g0, np.float64).reshape(1, -1))
     K = len(ts)
+    if len(rungs) != K:
+        raise ValueError(f"branch_log_z: {len(rungs)} rungs of draws for {K} values of t")
     m, v, mse, vse, rh, es = (np.full(K, np.nan) for _ in range(6))
     for k in range(K):
-        x = g[k][np.asarray(finite[k], bool)]
+        x = rungs[k]
         if x.shape[0] >= 1 and x.shape[1] >= 4:
             m[k], mse[k] = -x.mean(), float(mcse_mean(x))
             s = susceptibility(x)
