@@ -60,7 +60,9 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
         L.append(f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
                  f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
                  f"{cell('copyhead_hmc_unit')} | {_mib(r['temp_bytes'])} |")  # fmt: skip
-    tr = (d.get("transition") or {}).get("status")
-    if tr:
-        L += ["", f"Bayesian transition (`copyhead transition`): {tr}."]
+    t = d.get("transition") or {}
+    if t.get("status"):
+        when = f", measured {t['date'][:10]}" if t.get("date") else ""
+        note = f" ({t['note']})" if t.get("note") else ""
+        L += ["", f"Bayesian transition (`copyhead transition`{when}): {t['status']}{note}."]
     return L

@@ -15,7 +15,7 @@ from jaxtyping import Array, Float, Int
 
 from . import conventions
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
-from .data import masked_mean, one_hot
+from .data import masked_mean
 from .models import AbstractHead, target_weights
 from .posterior import predictions, squared_errors
 
@@ -46,10 +46,8 @@ def order_parameters(A: AttnMatrix, *, gauge_fix: bool = False) -> OrderParamete
 
 
 def attention_matrices(head: AbstractHead, tokens: TokenBatch) -> Float[Array, "P L L"]:
-    """``A(X_alpha)`` for every sequence (``M`` computed once)."""
-    V = head.W_E.shape[1]
-    M = head.logit_gram()
-    return jax.vmap(lambda t: head.attention(one_hot(t, V), M))(tokens)
+    """``A(X_alpha)`` for every sequence (``M`` computed once; logits by selects)."""
+    return head.attention_rows(tokens)
 
 
 def positional_logits(head: AbstractHead) -> Float[Array, "L L"]:

@@ -180,14 +180,19 @@ def ti_programs(obj: Objective, s: TISettings):
             w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
             U_star = marginal_energy(h, train, mask, obj) if s.exact_t0 else 0.0
 
-            def at(v):
-                hv = with_WG(h, x0 + Cm @ v)
-                if not s.exact_t0:
-                    return jnp.stack([a_G(hv, train, mask), jnp.zeros((), v.dtype)])
-                g = marginal_energy(hv, train, mask, obj) - U_star - 0.5 * jnp.sum(v**2)
-                return jnp.stack([a_G(hv, train, mask), g])
+            def order(v):
+                return a_G(with_WG(h, x0 + Cm @ v), train, mask)
 
-            return jax.lax.map(at, w, batch_size=ACCEL_REF_BATCH if s.batched else REF_BATCH)
+            def g(v):
+                U = marginal_energy(with_WG(h, x0 + Cm @ v), train, mask, obj)
+                return U - U_star - 0.5 * jnp.sum(v**2)
+
+            batch = ACCEL_REF_BATCH if s.batched else REF_BATCH
+            o = jax.lax.map(order, w, batch_size=batch)
+            # the energies one at a time on the CPU (a batch's temporaries overflow its cache)
+            gs = jax.lax.map(g, w, batch_size=batch if s.batched else None) if s.exact_t0 \
+                else jnp.zeros_like(o)  # fmt: skip
+            return jnp.stack([o, gs], axis=-1)
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 

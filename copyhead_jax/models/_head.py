@@ -57,6 +57,7 @@ from ._compute import (
     linear_causal_forward,
     linear_energy,
     linear_forward,
+    logits_T,
     softmax_energy,
     softmax_forward,
     targets_T,
@@ -149,6 +150,12 @@ class AbstractHead(eqx.Module):
 
     def attention(self, x: OneHotSeq, M: Gram | None = None) -> AttnMatrix:
         return self.activation(self.logits(x, M))
+
+    def attention_rows(self, tokens: TokenBatch) -> Float[Array, "P L L"]:
+        """``A`` of every sequence from token indices (the batched path's selects; the same
+        values as ``vmap(self.attention)`` over one-hot rows)."""
+        V = self.W_E.shape[1]
+        return self.feature_activation()[0](logits_T(self.logit_gram().T, tokens, V))
 
     def __call__(self, x: OneHotSeq, M: Gram | None = None, R=None) -> OneHotSeq:
         """``f = A Phi R^T`` with ``Phi = [X, I_L]``, for one sequence ``x`` [L, V]."""
