@@ -45,8 +45,8 @@ is a posterior whose bulk is far from the fit. Hence three phases per run, all c
    (or, ``adapt_mass=False``, unit mass in) the whitened
    coordinates) with a Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
 
-$\Lambda$ is D x D (D = V + L): its Cholesky factor and triangular solves are written out in
-``lax.fori_loop`` (no jaxlib LAPACK call inside the vmapped chains: see ``_runtime``).
+$U_m$, its hand-written gradient, the readout draws and the whitening of $U_m$ live in
+:mod:`copyhead_jax.collapsed`.
 """
 
 from __future__ import annotations
