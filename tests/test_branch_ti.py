@@ -78,6 +78,9 @@ def test_exact_first_rung_matches_erf_and_counts_as_one_chain():
     assert fe1["F"] == fe["F"] and fe1["mcse"] == fe["mcse"]
     with pytest.raises(ValueError, match="rungs of draws"):
         branch_log_z(TS, d, fin, **kw)  # g0 missing: one rung short
+    # no reference draw inside the region: F = inf (not NaN), whatever the other rungs say
+    none = branch_log_z(TS, d, fin, g0=np.zeros(0), **{**kw, "p_ref": 0.0, "p_ref_se": 0.0})
+    assert none["F"] == math.inf
 
 
 def test_everywhere_matches_unconstrained_closed_form():

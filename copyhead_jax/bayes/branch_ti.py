@@ -175,7 +175,9 @@ def branch_log_z(ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref
     log_ref = -U_star + 0.5 * n * math.log(2 * math.pi) + logdet_C
     log_p = math.log(p_ref) if p_ref > 0 else -math.inf
     se_p = p_ref_se / p_ref if p_ref > 0 else math.inf
-    log_z = log_ref + log_p + log_ratio
+    # no reference mass in the region: Z_R = 0 whatever the rungs say (with an exact t = 0 rung
+    # they have no draws there, and NaN + -inf would hide the verdict F = inf)
+    log_z = log_ref + log_p + log_ratio if p_ref > 0 else -math.inf
     return {
         "F": -log_z, "mcse": math.hypot(se_ti, se_p), "mcse_ti": se_ti, "mcse_p_ref": se_p,
         "log_Z_ref": log_ref, "log_p_ref": log_p, "log_Z_ratio": log_ratio,
