@@ -17,7 +17,8 @@ python3 -c "import jax; print(jax.__version__, jax.devices())"
 start=$(date +%s)
 timeout "${LIMIT_S:-480}" python3 -c "from copyhead_jax.cli import main; main()" transition \
   --preset paper-chi-lik --attention softmax --n-seeds "${N_SEEDS:-3}" --P 150:420:8log \
-  --rungs "${RUNGS:-9}" --rung-schedule "${RUNG_SCHEDULE:-near-1}" --chains "${CHAINS:-4}" \
+  --rungs "${RUNGS:-9}" --rung-schedule "${RUNG_SCHEDULE:-near-1}" --t0 "${T0:-exact}" \
+  --chains "${CHAINS:-4}" \
   --iters "${ITERS:-400}" \
   --smc-particles "${SMC:-96}" --memory-budget-gb 60 --out "$tr" --no-plot --progress \
   > "$out/transition.log" 2>&1
