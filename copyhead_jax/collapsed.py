@@ -80,12 +80,18 @@ def _constants(head: AbstractHead, obj: Objective) -> tuple[float, float, float]
     return float(obj.likelihood_weight), float(head.chi), float(obj.sigma_O)
 
 
+def _scales(consts, N: int) -> tuple[float, float]:
+    """``(alpha, beta)`` of the module docstring."""
+    w, chi, _ = consts
+    return 2 * w / (chi * N), 2 * w / math.sqrt(chi * N)
+
+
 def _precision(SF, BF, E, consts):
     """``(Lambda, B)`` from the feature moments (module docstring)."""
-    w, chi, sigma_O = consts
     N = E.shape[1]
-    Lam = (2 * w / (chi * N)) * (E.T @ SF @ E) + jnp.eye(N, dtype=SF.dtype) / sigma_O**2
-    return Lam, (2 * w / math.sqrt(chi * N)) * (E.T @ BF)
+    alpha, beta = _scales(consts, N)
+    Lam = alpha * (E.T @ SF @ E) + jnp.eye(N, dtype=SF.dtype) / consts[2] ** 2
+    return Lam, beta * (E.T @ BF)
 
 
 def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
@@ -117,8 +123,7 @@ def _collapsed(fns, consts, M, E, t, k, grad: bool):
     value = -0.5 * jnp.sum(Zl**2) + V * jnp.sum(jnp.log(jnp.diag(Lc) * consts[2]))
     if not grad:
         return value, None, None
-    w, chi, _ = consts
-    alpha, beta = 2 * w / (chi * N), 2 * w / math.sqrt(chi * N)
+    alpha, beta = _scales(consts, N)
     Z = solve_upper(Lc, Zl)  # Lambda^-1 B
     Li = solve_lower(Lc, jnp.eye(N, dtype=Lam.dtype))
     G_L = 0.5 * (Z @ Z.T + V * (Li.T @ Li))
