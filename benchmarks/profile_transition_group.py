@@ -1,0 +1,79 @@
+"""Where one group of ``copyhead transition`` spends its time on the paper preset.
+
+    python benchmarks/profile_transition_group.py [--P 1182] [--P-pad 1389]
+
+One seed's exact MAP (softmax, the paper-map preset's reduced engine, width 10,000) at the grid
+P next to ``--P`` stands for both branch references (the cost does not depend on which branch a
+reference is); the group's data are padded to ``--P-pad`` rows as ``copyhead transition`` pads
+P = 1,182 on the paper preset. The pieces of ``transition_ti.free_energies`` are timed one by
+one in CPU seconds, default ``TISettings`` on the CPU: the float64 whitening (compilation
+included), the reference draws (a_G and, with the exact t = 0 rung, U at each; a second call
+without compilation), the rungs' compilation and their run, with the number of gradients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.data import nested_mask
+from copyhead_jax.posterior import Objective
+from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_ti import BRANCHES, SIDE, TISettings, a_G, ti_programs
+
+
+def cpu(f):
+    t0 = time.process_time()
+    out = jax.block_until_ready(f())
+    return out, time.process_time() - t0
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--P", type=int, default=1182)
+    ap.add_argument("--P-pad", type=int, default=1389)
+    a = ap.parse_args(argv)
+    cfg = ch.preset("paper-map").replace(model=dict(attention="softmax"),
+                                         sweep=dict(P=(a.P,), n_seeds=1))  # fmt: skip
+    res = ch.run_sweep(cfg, keep_params=True, progress=False)
+    arr = {k: np.stack([np.asarray(res[f"params/{k}"][0, 0])] * 2)
+           for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    heads = ch.head_class("softmax")(**{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()},
+                                     chi=cfg.posterior.chi)  # fmt: skip
+    obj = Objective.from_config(cfg)
+    train = sweep_inputs(cfg.replace(sweep=dict(P=(a.P_pad,))), None, a.P_pad).train[0]
+    mask = nested_mask(a.P, a.P_pad)
+    m32 = jnp.asarray(mask, jnp.float32)
+    thr = float(a_G(jax.tree.map(lambda x: x[0], heads), train, m32))
+    s = TISettings(batched=False)
+    whiten, orders_at_ref, rungs = ti_programs(obj, s)
+    out = {"P": a.P, "P_pad": a.P_pad, "settings": repr(s)}
+    with jax.enable_x64(True):
+        h64 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), heads)
+        C64, out["whiten_s"] = cpu(lambda: whiten(h64, train, jnp.asarray(mask, jnp.float64)))
+    C32 = jnp.asarray(np.asarray(C64), jnp.float32)
+    _, out["ref_first_s"] = cpu(lambda: orders_at_ref(jax.random.key(0), heads, train, m32, C32))
+    _, out["ref_s"] = cpu(lambda: orders_at_ref(jax.random.key(1), heads, train, m32, C32))
+    K, nC = len(s.chain_ts), s.n_chains
+    args = (jax.random.split(jax.random.key(2), 2 * K * nC).reshape(2, K, nC), heads, train, m32,
+            C32, jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32), jnp.float32(thr),
+            jnp.asarray(np.arange(a.P_pad) < a.P - 35, jnp.float32),
+            jnp.full((2, K), s.step_size, jnp.float32))  # fmt: skip
+    t0 = time.process_time()
+    compiled = rungs.lower(*args).compile()
+    out["rungs_compile_s"] = time.process_time() - t0
+    _, out["rungs_s"] = cpu(lambda: compiled(*args))
+    out["gradients"] = 2 * K * nC * (s.n_adapt + s.n_iter) * 5  # 5 leapfrog steps an iteration
+    out["ms_per_gradient_all_in"] = 1e3 * out["rungs_s"] / out["gradients"]
+    for k, v in out.items():
+        print(f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
