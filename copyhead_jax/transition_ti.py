@@ -209,7 +209,8 @@ def ti_programs(obj: Objective, s: TISettings):
             dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
             st = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
-                            n=x0.size, U_star=U_star, extra=dU, step_size=eps,
+                            n=x0.size, U_star=U_star, extra=dU, extra_last_only=True,
+                            step_size=eps,
                             **hmc)  # fmt: skip
             return st.draws, st.accept, st.finite, st.step_size, U_star
 

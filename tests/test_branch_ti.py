@@ -191,6 +191,12 @@ def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
     assert da.shape[-1] == 2 and db.shape[-1] == 3
     np.testing.assert_array_equal(da, db[..., :2])
     np.testing.assert_allclose(db[..., 2], 2 * db[..., 1] - 1, rtol=1e-6, atol=1e-6)
+    c = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1,
+                   extra_last_only=True, **kw)  # fmt: skip
+    dc = np.asarray(c.draws)
+    np.testing.assert_array_equal(dc[..., :2], da)  # the chains are the same
+    np.testing.assert_array_equal(dc[-1], db[-1])  # the last rung records extra
+    assert np.all(dc[:-1, ..., 2] == 0)  # the others record 0
 
 
 def test_path_rungs_steps_per_rung_are_kept_without_adaptation_and_a_scalar_broadcasts():

@@ -99,7 +99,7 @@ def _map(f: Callable, sequential: bool) -> Callable:
 def path_rungs(
     keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
     threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
-    extra: Callable | None = None, **hmc,
+    extra: Callable | None = None, extra_last_only: bool = False, **hmc,
 ) -> HMCStats:  # fmt: skip
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
@@ -107,7 +107,9 @@ def path_rungs(
     ``side = -1`` (``side = 0``: everywhere; ``side`` and ``threshold`` may be traced). Each
     chain starts at ``w_start`` (default ``w = 0``, the reference point; it must lie in the
     region) and records ``(g, order)`` with ``g = U - U_ref``, ``U_ref = U_star + |w|^2/2``,
-    then ``extra(w)`` (a scalar) when given. ``hmc``: :func:`hmc_chains`' options; its
+    then ``extra(w)`` (a scalar) when given (``extra_last_only``: at the last rung only, 0 at
+    the others, for a quantity only the target's rung needs; run one rung after the other, the
+    others skip its cost). ``hmc``: :func:`hmc_chains`' options; its
     ``step_size`` may be one per rung (``[K]``, may be traced: e.g. steps adapted elsewhere,
     with ``n_adapt = 0``); ``sequential=True`` runs rungs and chains one after the other."""
     side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
@@ -125,6 +127,9 @@ def path_rungs(
     def one(k, t, eps):
         pot = lambda w: (1 - t) * (U_star + 0.5 * jnp.sum(w**2)) + t * U(w)  # noqa: E731
         more = () if extra is None else (extra,)
+        if extra is not None and extra_last_only:
+            zero = lambda w: jnp.zeros((), dtype)  # noqa: E731
+            more = (lambda w: lax.cond(t == ts[-1], extra, zero, w),)
         rec = lambda w: jnp.stack([g(w), order(w), *(f(w) for f in more)])  # noqa: E731
         w0 = jnp.zeros((k.shape[0], n), dtype)
         w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
