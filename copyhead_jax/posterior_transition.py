@@ -6,9 +6,12 @@ posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_
 transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
 sign and refines the bracket, placed by the slope each probe measures; the root by log-P
 interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
-cross-check, and the seed mean with its interval. A later seed starts from two probes a factor
-``SEED_SPAN`` either side of the earlier seeds' mean root (the seeds' roots differ by far less),
-so it usually needs no third. The SMC cross-check reuses the TI's whitening.
+cross-check, and the seed mean with its interval. A later seed measures one probe at the earlier
+seeds' mean root and places its root with the slope of their brackets (the seeds' roots differ
+by far less than ``SEED_SPAN``, where that slope holds; ``anchored=False``: two probes a factor
+``SEED_SPAN`` either side, bracketing it). The SMC cross-check runs at the brackets' ends (an
+anchored seed has none: the bracketing seeds' checks hold for its root, a fraction of a per cent
+away) and reuses the TI's whitening.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sample.run_sampler`) on an exact-MAP sweep.
 
@@ -31,7 +34,12 @@ import numpy as np
 
 from ._checks import check_int, check_output_folder, check_P_grid
 from ._memory import available_bytes, refuse_if_over
-from .bayes.transition import combine_seeds, crossing, next_probe
+from .bayes.transition import (
+    bracket_slope,
+    combine_seeds,
+    crossing,
+    pooled_slope,
+)
 from .compare.locate import locate_crossing, locate_level
 from .config import Config
 from .data import nested_mask
@@ -40,17 +48,13 @@ from .posterior import Objective
 from .solver_config import exact_settings
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
-from .transition_plan import first_probes, pad_of
+from .transition_plan import REFINE_RATIO, first_probes, pad_of, seed_probes
 from .transition_store import kept_sweep, run_key, write_checkpoint
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
 
 INIT = {"pool": "zero", "copy": "copy"}
 #: R-hat and ESS thresholds past which a run is named in ``flagged``.
 RHAT_MAX, ESS_MIN = 1.05, 100
-#: Probes per seed at most (widening and bisection together); the widening factor (the k-th
-#: probe on one side steps by GROW^k) and the bracket ratio at which bisection stops (the
-#: interpolation error of docs/theory.md §9.9 covers what is left).
-MAX_PROBES, GROW, REFINE_RATIO = 8, 1.25, 1.25
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
     quenched embeddings, exact float64 MAP."""
@@ -99,6 +103,7 @@ def transition(
     cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
     progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
     P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
+    anchored: bool = True,
 ) -> dict:  # fmt: skip
     """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
     ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
@@ -107,8 +112,11 @@ def transition(
     ``settings``: the TI/SMC Monte-Carlo sizes; ``a_thr``: the branch threshold on ``a_G``
     (default: the mid-value of the MAP ``a_G``); ``P_grid``: the MAP grid (default: around the
     theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed);
-    ``sampler``: the linear head's ``HMCConfig`` (default ``REDUCED_HMC_LINEAR``). Returns a
-    JSON-ready dict."""
+    ``sampler``: the linear head's ``HMCConfig`` (default ``REDUCED_HMC_LINEAR``);
+    ``anchored``: a later seed measures one probe at the earlier seeds' mean root and places
+    its root with the slope of their brackets (``bayes.transition.anchored_root``; a second
+    probe only when the root lies farther than ``SEED_SPAN``), else every seed is bracketed.
+    Returns a JSON-ready dict."""
     cfg = transition_config(cfg, n_seeds)
     settings = TISettings() if settings is None else settings
     if not isinstance(settings, TISettings):
@@ -157,7 +165,7 @@ def transition(
             + float(np.nanmin(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
         )
     a_thr = float(a_thr)
-    key = run_key(cfg, settings, [list(grid), a_thr, seed, "seed-span"])
+    key = run_key(cfg, settings, [list(grid), a_thr, seed, "anchored" if anchored else "seed-span"])
     gdir = None if out is None else out / f"groups-{key}"
     obj = Objective.from_config(cfg)
     nS = cfg.sweep.n_seeds
@@ -172,24 +180,18 @@ def transition(
         start = mu or locate_level(Pg, glob, a_thr).P_star
         # one first probe (the theory's posterior point, else the MAP crossing); the slope
         # each probe measures places the next (Newton, then Hermite in the bracket)
+        # a later seed: one probe at the earlier seeds' mean root when their brackets measured
+        # the slope of d there (two probes either side otherwise)
+        anchor = pooled_slope([p.get("bracket_slope") for p in per_seed]) if anchored else None
         probes = first_probes([p["crossing"]["log_P"] for p in per_seed],
-                              th["post"] or start or P0)  # fmt: skip
-        groups: dict[int, dict] = {}
-        while probes and len(groups) < MAX_PROBES:
-            P = probes.pop(0)
-            if P in groups:
-                continue
-            groups[P] = _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
-                               settings, obj, seed, gdir, progress, whitened)  # fmt: skip
-            if not probes:
-                Ps = sorted(groups)
-                nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
-                                 refine_ratio=REFINE_RATIO,
-                                 slope=[groups[p].get("slope") or math.nan for p in Ps])
-                probes = [] if nxt is None else [nxt]
+                              th["post"] or start or P0, anchored=anchor is not None)  # fmt: skip
+        groups, anchored_cr = seed_probes(
+            lambda P: _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
+                             settings, obj, seed, gdir, progress, whitened),
+            probes, anchor)  # fmt: skip
         per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
                                      seed, gdir, P_top, progress, cross_check,
-                                     whitened))  # fmt: skip
+                                     whitened, anchored_cr))  # fmt: skip
         whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     if out is not None:
@@ -285,22 +287,28 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
 
 
 def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_top,
-                 progress, cross_check, whitened) -> dict:  # fmt: skip
+                 progress, cross_check, whitened, anchored_cr=None) -> dict:  # fmt: skip
     Ps = sorted(groups)
-    d = [groups[p]["dF"] for p in Ps]
-    cr = crossing(Ps, d, [groups[p]["se"] for p in Ps], [groups[p]["sys"] for p in Ps],
-                  [groups[p].get("slope") or math.nan for p in Ps])
+    d, se = [groups[p]["dF"] for p in Ps], [groups[p]["se"] for p in Ps]
+    cr = anchored_cr or crossing(
+        Ps, d, se, [groups[p]["sys"] for p in Ps],
+        [groups[p].get("slope") or math.nan for p in Ps])  # fmt: skip
+    br = cr["bracket"]
+    # the secant slope a later seed may borrow: from a bracket refined to REFINE_RATIO only
+    b_slope = bracket_slope(Ps, d, se) if br and br[1] / br[0] <= REFINE_RATIO else None
     smc = None
-    if cross_check and settings.smc_particles and cr["bracket"]:
+    # the SMC checks the sign of d at a bracket's ends; an anchored seed has none (at its one
+    # probe, near the root, the particles' weights cannot resolve a d of a nat or two)
+    if cross_check and settings.smc_particles and br:
         pts = [_smc_group(cfg, sweeps, aG, s, int(p), pad_of(int(p), P_top, cfg.task.L), a_thr,
                           settings, obj, seed, gdir, progress, whitened)
-               for p in cr["bracket"]]  # fmt: skip
+               for p in br]  # fmt: skip
         if all(pts):
             eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
             w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
             lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
-            c = crossing(cr["bracket"], lo, [0.0, 0.0])
-            smc = {"P": cr["bracket"], "w_copy": [p["w_copy"] for p in pts],
+            c = crossing(br, lo, [0.0, 0.0])
+            smc = {"P": br, "w_copy": [p["w_copy"] for p in pts],
                    "dF_smc": lo.tolist(), "P_star": c["P_star"], "points": pts}  # fmt: skip
     flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
                f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
@@ -308,7 +316,7 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
                if not (groups[p]["branches"][b]["rhat_max"] <= RHAT_MAX
                        and groups[p]["branches"][b]["ess_min"] >= ESS_MIN)]  # fmt: skip
     return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr, "map_U_crossing": mu,
-            "smc": smc, "flagged": flagged}  # fmt: skip
+            "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
 
 
 def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:

@@ -101,6 +101,10 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--t0", choices=("exact", "chains"), default="exact",
                    help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
                    "default) or HMC chains (before 2026-12-04)")  # fmt: skip
+    p.add_argument("--seeds-probe", choices=("anchored", "bracket"), default="anchored",
+                   help="a later seed: one probe at the earlier seeds' mean root, its root "
+                   "placed with the slope their brackets measured (default), or two probes "
+                   "bracketing it (before 2026-12-04)")  # fmt: skip
     p.add_argument("--chains", type=int, default=d.n_chains,
                    help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
     p.add_argument("--iters", type=int, default=d.n_iter,
@@ -167,7 +171,8 @@ def cmd_transition(args) -> int:
         raise ValueError(f"--out {str(out)!r} is a file; give a folder")
     args.kept = [] if out is None else [out]  # what a Ctrl-C leaves to resume from
     res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
-                     P_grid=grid, seed=args.seed)  # fmt: skip
+                     P_grid=grid, seed=args.seed,
+                     anchored=args.seeds_probe == "anchored")  # fmt: skip
     if args.json:
         from .transition_store import json_default
 
@@ -196,10 +201,13 @@ def format_result(res: dict) -> str:
     ]
     for i, v in enumerate(res["per_seed"]):
         c = res["seeds"][i]["crossing"] if res["attention"] == "softmax" else res["seeds"][i]
-        br = c.get("bracket")
-        lines.append(f"seed {i}: {_f(v)}" + (f"  bracket [{br[0]:g}, {br[1]:g}], "
+        br, an = c.get("bracket"), c.get("anchor")
+        where = (f"bracket [{br[0]:g}, {br[1]:g}]" if br else
+                 f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "
+                 "earlier bracket(s)" if an else "")  # fmt: skip
+        lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, "
                      f"log-P errors: MC {c['err_mc']:.3f}, quadrature {c['err_quad']:.3f}, "
-                     f"interpolation {c['err_interp']:.3f}" if br else
+                     f"{'slope' if an else 'interpolation'} {c['err_interp']:.3f}" if where else
                      f"  not bracketed ({c.get('side')})"))  # fmt: skip
     lo, hi = res["interval"]
     lines.append(f"{q} = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "

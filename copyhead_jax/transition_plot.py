@@ -18,7 +18,7 @@ def transition_figure(res: dict):
     with plt.rc_context(RC):
         fig, ax = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
         a = ax[0]
-        allP = []
+        allP, anchored = [], False
         if soft:
             for i, sd in enumerate(res["seeds"]):
                 pr = [g for g in sd["probes"] if np.isfinite(g["dF"])]
@@ -28,6 +28,13 @@ def transition_figure(res: dict):
                            fmt="o", ms=4, capsize=2, color=GREY if i else BLACK,
                            label="per seed (bars: MCSE + quadrature)" if i == 0
                            else None)  # fmt: skip
+                an = sd["crossing"].get("anchor")
+                if an and sd["crossing"].get("P_star"):  # the borrowed slope to the root
+                    x = np.geomspace(an["P"], sd["crossing"]["P_star"], 8)
+                    d0 = [g["dF"] for g in pr if g["P"] == an["P"]][0]
+                    a.plot(x, d0 + an["slope"] * np.log(x / an["P"]), "--", lw=0.8, color=GREY,
+                           label="one probe, earlier brackets' slope" if not anchored else None)
+                    anchored = True
             a.axhline(0, color=BLACK, lw=0.5)
             a.set_ylabel("$F_{copy} - F_{pool}$ (nats)")
             a.set_title("free-energy difference of the branches")

@@ -232,7 +232,8 @@ def transition(spec: C.Spec, out_dir: str | Path) -> dict:
     """Artefact ``markov-transition``: the Bayesian ``P*_aG`` (branch free energies,
     ``ch.transition``) at every (width, rho) of the settings ``markov_transition`` (``rho``,
     ``widths``, ``seeds``, ``task``, ``ti``: ``TISettings``, ``P_grid``: None for the theory's,
-    or per rho, ``theory``); the command's checkpoints are cached (a rerun resumes)."""
+    or per rho, ``theory``, ``anchored``: later seeds from one probe, default True); the
+    command's checkpoints are cached (a rerun resumes)."""
     s = spec.settings
     ti = TISettings(**s.get("ti", {}))
     rows = []  # per width, per rho
@@ -249,7 +250,8 @@ def transition(spec: C.Spec, out_dir: str | Path) -> dict:
                                   s["seeds"], grid], "")  # fmt: skip
             t0 = time.process_time()
             res = ch.transition(cfg, n_seeds=s["seeds"], out=folder, settings=ti, P_grid=grid,
-                                theory=s.get("theory", True))  # fmt: skip
+                                theory=s.get("theory", True),
+                                anchored=s.get("anchored", True))  # fmt: skip
             row = {"rho": rho, "width": width, **{k: res[k] for k in TRANSITION_KEEP},
                    "brackets": [x["crossing"]["bracket"] for x in res["seeds"]],
                    "probes": [[p["P"] for p in x["probes"]] for x in res["seeds"]],

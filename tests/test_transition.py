@@ -114,6 +114,34 @@ def test_two_probe_interpolation_error_from_the_slopes_is_the_linear_roots_error
     assert three["err_interp"] == pytest.approx(true_err, rel=1e-6)
 
 
+def test_anchored_root_from_one_probe_and_an_earlier_seeds_slope():
+    """Seeds whose d differ by a shift of the root (d quadratic in log P): the slope of seed 0's
+    bracket places seed 1's root from one probe within the error budget (the true error is
+    below err_interp, the borrowed slope's allowance); MC error is se / |s| and |d| se_s / s^2
+    in quadrature; a probe farther than ``max_step`` from its root gives None."""
+    from copyhead_jax.bayes import anchored_root, bracket_slope, pooled_slope
+
+    def d(P, root):
+        u = math.log(P / root)
+        return -240 * u - 100 * u**2
+
+    P0 = [1150.0, 1300.0]
+    s0 = bracket_slope(P0, [d(p, 1248.0) for p in P0], [0.3, 0.4])
+    assert s0[0] == pytest.approx((d(1300.0, 1248.0) - d(1150.0, 1248.0)) / math.log(1300 / 1150))
+    assert s0[1] == pytest.approx(0.5 / math.log(1300 / 1150))
+    assert bracket_slope([10.0, 20.0], [1.0, 2.0], [0.1, 0.1]) is None  # no sign change
+    pooled = pooled_slope([s0, None])
+    assert pooled[2] == 1 and pooled_slope([(5.0, 0.1)]) is None  # d must fall with P
+    r = anchored_root(1248.0, d(1248.0, 1262.0), 0.5, 0.2, pooled, max_step=math.log(1.04))
+    true_err = abs(r["log_P"] - math.log(1262.0))
+    assert r["bracket"] is None and r["anchor"]["P"] == 1248.0
+    assert 1e-5 < true_err < r["err_interp"]
+    step = -d(1248.0, 1262.0) / pooled[0]
+    assert r["err_mc"] == pytest.approx(math.hypot(0.5 / pooled[0], step * pooled[1] / pooled[0]))
+    assert r["err_quad"] == pytest.approx(0.2 / abs(pooled[0]))
+    assert anchored_root(1248.0, d(1248.0, 1400.0), 0.5, 0.2, pooled, math.log(1.04)) is None
+
+
 def test_first_probes_bracket_the_earlier_seeds_mean_root():
     from copyhead_jax.transition_plan import SEED_SPAN, first_probes
 
@@ -123,16 +151,19 @@ def test_first_probes_bracket_the_earlier_seeds_mean_root():
     c = math.sqrt(1240.0 * 1256.0)
     assert lo < c < hi and lo == round(c / SEED_SPAN) and hi == round(c * SEED_SPAN)
     assert first_probes([math.log(2.0)], 5.0) == [2]  # never below P = 2
+    assert first_probes([math.log(1240.0), math.log(1256.0)], 661.0, anchored=True) == [1248]
 
 
 def test_pad_of_is_a_ladder_above_P_and_one_shape_for_small_configurations():
-    from copyhead_jax.transition_plan import pad_of
+    from copyhead_jax.transition_plan import PAD_STEPS, pad_of
 
+    step = 2 ** (1 / PAD_STEPS)
     for P in (2, 100, 616, 1000, 1248, 1652, 1653, 5000):
         pad = pad_of(P, 1652, 25)
-        assert P <= pad < 1.2 * P + 1
-        rung = 1652 * 2 ** (round(4 * math.log2(pad / 1652)) / 4)
-        assert 0 <= pad - rung < 1  # a rung of the quarter-octave ladder, rounded up
+        assert P <= pad < step * P + 1  # the next rung up: never a whole rung of padding
+        k = round(PAD_STEPS * math.log2(pad / 1652))
+        rungs = [1652 * 2 ** (j / PAD_STEPS) for j in (k - 1, k, k + 1)]
+        assert any(0 <= pad - r < 1 for r in rungs)  # a rung of the ladder, rounded up
     assert {pad_of(P, 75, 15) for P in (12, 30, 53, 75)} == {75}  # compile once
     assert pad_of(90, 75, 15) >= 90
 
@@ -163,6 +194,59 @@ def tiny_run(tmp_path_factory):
     res = ch.transition(TINY_CFG, n_seeds=1, out=out, progress=False, settings=SETTINGS,
                         P_grid=GRID, theory=False)  # fmt: skip
     return out, res
+
+
+def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monkeypatch):
+    """The seed loop on a known d (each group's TI replaced by d_s(P) = -30 log(P / root_s)): seed 0
+    brackets its root; seed 1 (root 3% from the mean) is placed from one probe at the mean root
+    with seed 0's slope, its true root inside its error budget; seed 2 (root 20% away) needs a
+    second probe, placed past the anchored root, and brackets in two. The figure draws the
+    borrowed slope to the root, the printout names the one probe, and ``--seeds-probe bracket``
+    reaches ``anchored=False``."""
+    import copyhead_jax.posterior_transition as pt
+    from copyhead_jax.transition_plan import seed_probes
+
+    roots, calls = [36.0, 37.1, 43.0], []
+
+    def known_d(measure, probes, anchor=None):  # seed_probes on d_s instead of the TI
+        s = len(calls)
+        calls.append(anchor)
+        d = lambda P: {"P": P, "seed": s, "dF": -30 * math.log(P / roots[s]), "se": 0.05,
+                       "sys": 0.0}  # noqa: E731  # fmt: skip
+        return seed_probes(d, probes, anchor)
+
+    monkeypatch.setattr(pt, "seed_probes", known_d)
+    res = ch.transition(TINY_CFG, n_seeds=3, progress=False, settings=SETTINGS, P_grid=GRID,
+                        theory=False, cross_check=False)  # fmt: skip
+    probes = [[p["P"] for p in sd["probes"]] for sd in res["seeds"]]
+    cr = [sd["crossing"] for sd in res["seeds"]]
+    assert calls[0] is None and calls[1][0] == pytest.approx(-30.0)  # seed 0's secant slope
+    assert cr[0]["bracket"] and len(probes[1]) == 1 and cr[1]["anchor"]["n_slopes"] == 1
+    assert probes[1] == [round(math.exp(cr[0]["log_P"]))]
+    assert len(probes[2]) == 2 and cr[2]["bracket"] and "anchor" not in cr[2]
+    for c, r in zip(cr, roots, strict=True):
+        err = 3 * c["err_mc"] + c["err_sys"]
+        assert abs(c["log_P"] - math.log(r)) <= err, (c, r)
+    from copyhead_jax.transition_plot import transition_figure
+
+    ax = transition_figure(res).axes[0]  # the anchored seed's slope line ends on d = 0 at P*
+    (line,) = [x for x in ax.get_lines() if x.get_label().startswith("one probe")]
+    assert line.get_xdata()[-1] == pytest.approx(cr[1]["P_star"])
+    assert abs(line.get_ydata()[-1]) < 1e-9
+    from copyhead_jax.transition_cli import format_result
+
+    text = format_result(res).splitlines()
+    assert "bracket [" in text[1] and "one probe at" in text[2] and "bracket [" in text[3]
+    seen = {}
+
+    def fake(cfg, **kw):
+        seen.update(kw)
+        return res
+
+    monkeypatch.setattr(pt, "transition", fake)
+    for flag, want in (([], True), (["--seeds-probe", "bracket"], False)):
+        assert main(["transition", "--L", "4", "--V", "3", "--width", "inf", *flag]) == 0
+        assert seen["anchored"] is want
 
 
 def _is_delta_F(out: Path, P: int, a_thr: float, key, n_draws: int = 40_000, scale: float = 1.6):

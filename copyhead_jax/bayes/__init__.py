@@ -37,6 +37,9 @@ from .stats import ess as ess
 from .stats import mcse_mean as mcse_mean
 from .stats import split_rhat as split_rhat
 from .stats import susceptibility as susceptibility
+from .transition import anchored_root as anchored_root
+from .transition import bracket_slope as bracket_slope
 from .transition import combine_seeds as combine_seeds
 from .transition import crossing as crossing
 from .transition import next_probe as next_probe
+from .transition import pooled_slope as pooled_slope

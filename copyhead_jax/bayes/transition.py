@@ -6,7 +6,9 @@ changes sign, then bisect (in $\log P$) the bracket until it is narrower than a 
 :func:`crossing` interpolates the root linearly in $t=\log P$ and gives its error budget
 (docs/theory.md §9.9): Monte-Carlo (the probes' standard errors propagated), quadrature (the TI's
 Euler-Maclaurin term as a systematic bound on each $d$), and interpolation (the linear root
-against the quadratic one through the nearest third probe). :func:`combine_seeds` averages seeds in
+against the quadratic one through the nearest third probe). :func:`bracket_slope` and
+:func:`anchored_root` place a later seed's root from one probe and the slope of ``d`` its
+earlier seeds' brackets measured. :func:`combine_seeds` averages seeds in
 $\log P$ with an interval that adds the seed spread, the Monte-Carlo errors and the systematic
 parts. Generic: nothing here knows the copy task.
 """
@@ -22,6 +24,12 @@ from scipy import stats
 #: has no third probe: a quarter of its width (a root of a monotone d whose curvature is
 #: unknown is placed no better than that by two points).
 TWO_POINT_ALLOWANCE = 0.25
+#: An anchored root's allowance for its borrowed slope, as a fraction of the slope: the slope
+#: of this seed at its root may differ from the earlier seeds' bracket secants by the seeds'
+#: spread and by the curvature of ``d`` between the secant's probes and the root (on the paper
+#: preset the three seeds' secants agree to 2% and the curvature moves the slope ~7% over
+#: +-4% in P; docs/theory.md §9.9): a quarter, several times both.
+ANCHOR_SLOPE_REL = 0.25
 
 
 def _sorted(P, d, *rest):
@@ -182,3 +190,49 @@ def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
             "n": n, "n_missing": int((~ok).sum()), "level": level, "half_width_log": half,
             "seed_sd_log": spread, "mc_log": math.sqrt(float(np.sum(m**2))) / n,
             "sys_log": float(s.mean()), "quantile": q}  # fmt: skip
+
+
+def bracket_slope(P, d, se) -> tuple[float, float] | None:
+    """``(slope, se)``: the secant ``dd / dlog P`` across the sign change of ``d`` and its
+    Monte-Carlo error (``se`` of the two ends in quadrature), or ``None`` without a sign
+    change."""
+    P, d, se = _sorted(P, d, se)
+    i = sign_change(P, d)
+    if i is None:
+        return None
+    dt = math.log(P[i + 1] / P[i])
+    return float((d[i + 1] - d[i]) / dt), float(math.hypot(se[i], se[i + 1]) / dt)
+
+
+def pooled_slope(slopes) -> tuple[float, float, int] | None:
+    """``(mean, se, n)`` of per-seed ``(slope, se)`` pairs (``None`` entries left out; ``None``
+    when none is left or the mean is not negative: ``d`` must fall with ``P``)."""
+    ok = [s for s in slopes if s is not None and all(map(math.isfinite, s))]
+    if not ok:
+        return None
+    m = float(np.mean([s for s, _ in ok]))
+    if not m < 0:
+        return None
+    return m, math.sqrt(sum(e * e for _, e in ok)) / len(ok), len(ok)
+
+
+def anchored_root(P: float, d: float, se: float, sys: float, slope: tuple[float, float, int],
+                  max_step: float) -> dict | None:  # fmt: skip
+    r"""The root of ``d`` from one probe and a slope measured elsewhere (``slope``:
+    :func:`pooled_slope`'s ``(s, se_s, n)``): $t^*=\log P-d/s$, or ``None`` when
+    $|d/s|>$ ``max_step`` (farther than the slope was measured: bracket it instead). Error
+    budget in $t$ as :func:`crossing`'s: ``mc`` from ``se`` and ``se_s``
+    ($|d|\,\mathrm{se}_s/s^2$), ``quad`` ``sys / |s|``, ``interp``
+    ``ANCHOR_SLOPE_REL |d / s|`` (the borrowed slope's model error). Same keys as
+    :func:`crossing` (``bracket`` ``None``) plus ``anchor``."""
+    s, s_se, n = slope
+    step = -d / s
+    if not (math.isfinite(step) and abs(step) <= max_step):
+        return None
+    ts = math.log(P) + step
+    mc = math.hypot(se / s, d * s_se / s**2)
+    quad, interp = abs(sys / s), ANCHOR_SLOPE_REL * abs(step)
+    return {"P_star": float(math.exp(ts)), "bracket": None, "side": None, "log_P": float(ts),
+            "err_mc": float(mc), "err_quad": float(quad), "err_interp": float(interp),
+            "err_sys": float(quad + interp),
+            "anchor": {"P": float(P), "slope": s, "slope_se": s_se, "n_slopes": n}}  # fmt: skip

@@ -214,7 +214,7 @@ CONFIG = dict(
                 0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]},
                 # the settings it was measured with (TISettings' defaults before 2026-12)
                 ti=dict(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_ref=2000, smc_particles=48,
-                       exact_t0=False)),  # fmt: skip
+                       exact_t0=False), anchored=False),  # fmt: skip
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
             reduction=dict(reuse_nuts=True),
         ),
