@@ -209,6 +209,8 @@ def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> 
             "met": bool(ten <= TRANSITION_TARGET_CPU_S), "P_star": res["P_star"],
             "interval": res["interval"], "per_seed": res["per_seed"],
             "probes_per_seed": [[g["P"] for g in sd["probes"]] for sd in res["seeds"]],
+            "seeds_anchored": sum(bool(sd["crossing"].get("anchor")) for sd in res["seeds"]),
+            "group_seconds": res["group_seconds"],
             "cross_check_P_star": res["cross_check"]["P_star"],
             "n_flagged": len(res["flagged"]), "memory_budget_gb": memory_gb}  # fmt: skip
 
@@ -237,7 +239,8 @@ def main(argv=None) -> dict:
     p.add_argument("--transition-out", type=Path, default=None,
                    help="keep its checkpoints here (resumable; default: none)")  # fmt: skip
     p.add_argument("--transition-only", action="store_true",
-                   help="time the transition only (no sampler rows)")  # fmt: skip
+                   help="time the transition only (no sampler rows; an existing --out keeps "
+                   "its sampler rows, its transition block is replaced)")  # fmt: skip
     a = p.parse_args(argv)
     q = a.quick
     a.P = a.P or ([32] if q else [32, 322])
@@ -276,6 +279,7 @@ def main(argv=None) -> dict:
                 for f in ours.get("ess_per_cpu_s", {}) if f in base.get("ess_per_cpu_s", {})
             }  # fmt: skip
             rows.append(row)
+    trans = transition_time(a.transition_seeds, a.transition_memory_gb, a.transition_out)
     result = {
         "benchmark": "posterior ESS per CPU-second: collapsed HMC vs NumPyro NUTS, BlackJAX "
         "NUTS and HMC (window adaptation), same whitened marginal density",
@@ -294,8 +298,7 @@ def main(argv=None) -> dict:
         "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
         "load_average": {"start": load0, "end": os.getloadavg()},
         "rows": rows,
-        "transition": transition_time(a.transition_seeds, a.transition_memory_gb,
-                                      a.transition_out),
+        "transition": trans,
         "transition_only": bool(a.transition_only),
         "maxrss_mb": maxrss_mb(),
         "platform": {"system": platform.platform(), "machine": platform.machine(),
@@ -304,6 +307,13 @@ def main(argv=None) -> dict:
         "versions": {m: version(m) for m in ("jax", "jaxlib", "numpyro", "blackjax", "arviz")},
     }  # fmt: skip
     a.out.parent.mkdir(parents=True, exist_ok=True)
+    if a.transition_only and a.out.is_file():  # keep the file's sampler rows
+        kept = json.loads(a.out.read_text())
+        kept["transition"] = dict(result["transition"], date=result["date"],
+                                  load_average=result["load_average"],
+                                  command="python benchmarks/bench_posterior.py --transition-only "
+                                  f"--transition-seeds {a.transition_seeds}")  # fmt: skip
+        result = kept
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {a.out}")
     return result

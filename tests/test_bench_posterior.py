@@ -71,8 +71,10 @@ def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatc
         seen.update(L=cfg.task.L, V=cfg.task.V, width=cfg.model.width, n_seeds=n_seeds,
                     att=cfg.model.attention, budget=cfg.sweep.memory_budget_gb)  # fmt: skip
         return {"P_star": 1248.0, "interval": [1200.0, 1300.0], "per_seed": [1248.0] * n_seeds,
-                "seeds": [{"probes": [{"P": 660}, {"P": 1320}]}] * n_seeds,
-                "cross_check": {"P_star": 1250.0}, "flagged": []}  # fmt: skip
+                "seeds": [{"probes": [{"P": 660}, {"P": 1320}],
+                           "crossing": {"bracket": [660, 1320]}}] * n_seeds,
+                "cross_check": {"P_star": 1250.0}, "flagged": [],
+                "group_seconds": 1.0}  # fmt: skip
 
     monkeypatch.setattr(ch, "transition", fake)
     r = bp.transition_time(2, 32.0)
@@ -80,4 +82,5 @@ def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatc
                     "budget": 32.0}  # fmt: skip
     assert r["extrapolated"] and r["cpu_s_10_seeds"] == r["cpu_s_per_seed"] * 10
     assert r["probes_per_seed"] == [[660, 1320]] * 2 and "extrapolated" in r["status"]
+    assert r["seeds_anchored"] == 0  # both bracketed
     assert bp.transition_time(0, 32.0)["status"].startswith("not measured")
