@@ -1,12 +1,13 @@
 """Where one group of ``copyhead transition`` spends its time on the paper preset.
 
-    python benchmarks/profile_transition_group.py [--P 1182] [--P-pad 1389]
+    python benchmarks/profile_transition_group.py [--P 1245] [--P-pad PAD]
 
 One seed's exact MAP (softmax, the paper-map preset's reduced engine, width 10,000) at the grid
 P next to ``--P`` stands for both branch references (the cost does not depend on which branch a
-reference is); the group's data are padded to ``--P-pad`` rows as ``copyhead transition`` pads
-P = 1,182 on the paper preset. The pieces of ``transition_ti.free_energies`` are timed one by
-one in CPU seconds, default ``TISettings`` on the CPU: the float64 whitening (compilation
+reference is); the group's data are padded to ``--P-pad`` rows (default: as ``copyhead
+transition`` pads ``--P`` on the paper preset, whose MAP grid tops out at 1,652; 1,274 rows for
+the default P, where its later seeds' probes sit). The pieces of
+``transition_ti.free_energies`` are timed one by one in CPU seconds, default ``TISettings`` on the CPU: the float64 whitening (compilation
 included), the reference draws (a_G and, with the exact t = 0 rung, U at each; a second call
 without compilation), the rungs' compilation and their run, with the number of gradients.
 """
@@ -24,6 +25,7 @@ import copyhead_jax as ch
 from copyhead_jax.data import nested_mask
 from copyhead_jax.posterior import Objective
 from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.transition_plan import pad_of
 from copyhead_jax.transition_ti import BRANCHES, SIDE, TISettings, a_G, ti_programs
 
 
@@ -35,9 +37,10 @@ def cpu(f):
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--P", type=int, default=1182)
-    ap.add_argument("--P-pad", type=int, default=1389)
+    ap.add_argument("--P", type=int, default=1245)
+    ap.add_argument("--P-pad", type=int, default=None)
     a = ap.parse_args(argv)
+    a.P_pad = pad_of(a.P, 1652, 25) if a.P_pad is None else a.P_pad
     cfg = ch.preset("paper-map").replace(model=dict(attention="softmax"),
                                          sweep=dict(P=(a.P,), n_seeds=1))  # fmt: skip
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
