@@ -178,10 +178,9 @@ def transition(
         low = np.minimum(U["copy"][:, s], U["pool"][:, s])
         glob = np.where(U["copy"][:, s] <= low, aG["copy"][:, s], aG["pool"][:, s])
         start = mu or locate_level(Pg, glob, a_thr).P_star
-        # one first probe (the theory's posterior point, else the MAP crossing); the slope
-        # each probe measures places the next (Newton, then Hermite in the bracket)
-        # a later seed: one probe at the earlier seeds' mean root when their brackets measured
-        # the slope of d there (two probes either side otherwise)
+        # seed 0: one first probe (the theory's posterior point, else the MAP crossing), the
+        # slope each probe measures placing the next; a later seed: one probe at the earlier
+        # seeds' mean root when their brackets measured the slope of d (else two either side)
         anchor = pooled_slope([p.get("bracket_slope") for p in per_seed]) if anchored else None
         probes = first_probes([p["crossing"]["log_P"] for p in per_seed],
                               th["post"] or start or P0, anchored=anchor is not None)  # fmt: skip
