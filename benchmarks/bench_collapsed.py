@@ -29,7 +29,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.collapsed import cholesky, marginal_energy, solve_lower, with_WG
 from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 from copyhead_jax.storage import environment
 from copyhead_jax.sweep import sweep_inputs
 

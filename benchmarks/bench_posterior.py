@@ -48,7 +48,7 @@ import copyhead_jax as ch
 from copyhead_jax.bayes import ess
 from copyhead_jax.collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
 from copyhead_jax.sample_reduced import LEAPFROG, collapsed_chains
 from copyhead_jax.sweep import sweep_inputs

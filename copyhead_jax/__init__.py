@@ -31,7 +31,6 @@ Code map, in data-flow order:
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import bayes as bayes
 from . import config as config
-from . import fanout as fanout
 from . import sources as sources
 from ._checks import check_output_folder as check_output_folder
 from ._checks import check_output_path as check_output_path
@@ -43,6 +42,11 @@ from .bayes import local_learning_coefficient as local_learning_coefficient
 from .bayes import susceptibility as susceptibility
 from .bayes import thermodynamic_integration as thermodynamic_integration
 from .bayes import wbic as wbic
+from .config import PAPER as PAPER
+from .config import PLAIN as PLAIN
+from .config import PRESETS as PRESETS
+from .config import SMALL as SMALL
+from .config import TINY as TINY
 from .config import AdamConfig as AdamConfig
 from .config import AutoConfig as AutoConfig
 from .config import Config as Config
@@ -54,6 +58,7 @@ from .config import SGLDConfig as SGLDConfig
 from .config import SweepConfig as SweepConfig
 from .config import TaskConfig as TaskConfig
 from .config import TrainConfig as TrainConfig
+from .config import preset as preset
 from .data import copy_targets as copy_targets
 from .data import one_hot as one_hot
 from .data import sample_tokens as sample_tokens
@@ -62,20 +67,15 @@ from .models import LinearHead as LinearHead
 from .models import SoftmaxHead as SoftmaxHead
 from .models import head_class as head_class
 from .models import init_head as init_head
+from .objective import Objective as Objective
+from .objective import neg_log_posterior as neg_log_posterior
 from .observables import measure as measure
 from .observables import order_parameters as order_parameters
 from .observables import shift_operator as shift_operator
-from .posterior import Objective as Objective
-from .posterior import neg_log_posterior as neg_log_posterior
 from .posterior_transition import transition as transition
-from .presets import PAPER as PAPER
-from .presets import PLAIN as PLAIN
-from .presets import PRESETS as PRESETS
-from .presets import SMALL as SMALL
-from .presets import TINY as TINY
-from .presets import preset as preset
 from .results import PosteriorResult as PosteriorResult
 from .results import SweepResult as SweepResult
+from .runner import fanout as fanout
 from .sample import PAPER_SGLD as PAPER_SGLD
 from .sample import default_sampler as default_sampler
 from .sample import run_sampler as run_sampler

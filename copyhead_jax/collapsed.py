@@ -31,7 +31,7 @@ from jaxtyping import Array, Float
 
 from ._types import Mask, TokenBatch
 from .models import AbstractHead, feature_moments, feature_moments_grad, target_weights
-from .posterior import Objective
+from .objective import Objective
 
 #: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
 #: the posterior unchanged; the data part is rescaled by P / n_used).

@@ -11,15 +11,17 @@ import re
 
 import numpy as np
 
-from .config import ATTENTIONS, Config
-from .presets import PRESETS, preset
-from .solver_config import (
+from .config import (
     ADAM_FIELDS,
+    ATTENTIONS,
     EXACT_FIELDS,
+    PRESETS,
     SOLVERS,
     AdamConfig,
     AutoConfig,
+    Config,
     exact_settings,
+    preset,
 )
 
 _SECTIONS = ("task", "model", "posterior", "train", "sweep")

@@ -27,8 +27,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ._chunks import load_checkpoint
 from .config import Config
+from .runner import load_checkpoint
 from .storage import atomic_save_npz
 from .train import RunInputs
 

@@ -23,11 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._devices import shard_runs, to_host
-from .config import Config
+from .config import Config, single_start
 from .models import AbstractHead, head_class, head_template, reduced_head, target_weights
 from .models._reduce import init_reduced_arrays
 from .models._reduce_trained import joint_split
+from .objective import Objective, predictions, squared_errors
 from .observables import (
     Measurement,
     attention_matrices,
@@ -35,9 +35,8 @@ from .observables import (
     order_parameters,
     positional_logits,
 )
-from .posterior import Objective, predictions, squared_errors
+from .runner import shard_runs, to_host
 from .solve import BLOCK, ExactFit, blocks_of, quenched_split, solve_map
-from .solver_config import single_start
 from .train import RunInputs
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .config import Config
 from .fit_exact import measure_blocked
 from .models import head_template, joint_split
-from .posterior import Objective
+from .objective import Objective
 from .results import SweepResult
 from .solve import blocks_of, solve_map
 from .sweep import sweep_inputs

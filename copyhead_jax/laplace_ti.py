@@ -24,8 +24,8 @@ import numpy as np
 from .bayes import mcse_mean, split_rhat, susceptibility, ti_quadrature
 from .data import masked_mean
 from .models import head_class
+from .objective import Objective, embedding_prior_energy, log_prior_energy
 from .observables import attention_matrices, order_parameters
-from .posterior import Objective, embedding_prior_energy, log_prior_energy
 from .sample import whiten_runs
 from .sample_reduced import whitened_potential
 from .sgld import run_chains

@@ -39,7 +39,7 @@ from jaxtyping import Array, Bool, Float
 from ._checks import check_float, check_int
 from .bayes import ess, mcse_mean, run_mean, split_rhat
 from .models import head_class
-from .posterior import Objective
+from .objective import Objective
 from .results import PosteriorResult, SweepResult
 from .sgld import run_chains
 from .sweep import sweep_inputs

@@ -17,7 +17,7 @@ from . import conventions
 from ._types import AttnMatrix, Mask, Scalar, TokenBatch
 from .data import masked_mean
 from .models import AbstractHead, target_weights
-from .posterior import predictions, squared_errors
+from .objective import predictions, squared_errors
 
 
 def shift_operator(L: int) -> AttnMatrix:

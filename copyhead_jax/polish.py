@@ -23,13 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_output_path
-from .config import Config
+from .config import Config, exact_settings
 from .models import head_template, reduce_head
+from .objective import Objective
 from .observables import measure
-from .posterior import Objective
 from .results import SWEEP_KIND, SweepResult, check_param_shapes
 from .solve import quenched_energy, solve_map
-from .solver_config import exact_settings
 from .storage import acquire_lock, release_lock, remove_tmp_orphans
 from .sweep import sweep_inputs
 

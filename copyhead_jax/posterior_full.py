@@ -37,8 +37,8 @@ from ._types import Mask, Scalar, TokenBatch
 from .config import Config
 from .data import masked_mean
 from .models import AbstractHead, head_template, init_head, reduced_head
+from .objective import Objective, neg_log_posterior
 from .observables import attention_matrices, order_parameters
-from .posterior import Objective, neg_log_posterior
 
 
 class EmbeddedPoint(NamedTuple):

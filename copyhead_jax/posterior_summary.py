@@ -18,7 +18,7 @@ from .compare.locate import locate_level, locate_max_slope
 from .compare.paper import PAPER_MEASURED
 from .compare.pstar import AT_ORIGIN
 from .compare.text import fmt, mean_sd
-from .posterior import Objective
+from .objective import Objective
 
 #: the observables whose susceptibility is summarised
 OBSERVABLES = ("c1", "cG", "r", "U")

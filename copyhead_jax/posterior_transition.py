@@ -33,7 +33,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_int, check_output_folder, check_P_grid
-from ._memory import available_bytes, refuse_if_over
 from .bayes.transition import (
     bracket_slope,
     combine_seeds,
@@ -41,11 +40,11 @@ from .bayes.transition import (
     pooled_slope,
 )
 from .compare.locate import locate_crossing, locate_level
-from .config import Config
+from .config import Config, exact_settings
 from .data import nested_mask
 from .models import head_class
-from .posterior import Objective
-from .solver_config import exact_settings
+from .objective import Objective
+from .runner import available_bytes, refuse_if_over
 from .storage import acquire_lock
 from .sweep import run_sweep, sweep_inputs
 from .transition_plan import REFINE_RATIO, first_probes, pad_of, seed_probes

@@ -30,9 +30,8 @@ import numpy as np
 
 from .compare import locate as loc
 from .compare.branches import quiet_nan
-from .config import Config
+from .config import AdamConfig, Config, ExactConfig, single_start
 from .results import SweepResult
-from .solver_config import AdamConfig, ExactConfig, single_start
 
 
 def log(msg: str) -> None:
@@ -306,10 +305,10 @@ def posterior_moments(
     The step size of each compiled group is ``min(eta_max, eta_seq / P_eff)`` with ``P_eff``
     the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
     likelihood curvature grows like ``P_eff``."""
+    from .config import SGLDConfig
     from .conventions import effective_P
     from .results import PosteriorResult
     from .sample import run_sampler
-    from .sampler_config import SGLDConfig
 
     sg = dict(sgld)
     eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")

@@ -39,16 +39,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._checks import check_int, check_output_path
-from ._chunks import run_chunked
-from ._devices import run_mesh, shard_runs, to_host
-from ._memory import check_sampler_memory
 from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_ratio
 from .collapsed import marginal_whitening
 from .config import Config, HMCConfig, SGLDConfig
 from .data import masked_mean
 from .models import AbstractHead, head_class, root_of
+from .objective import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .observables import attention_matrices, order_parameters
-from .posterior import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .results import (
     DRAW_FIELDS,
     GENERIC_ORDER,
@@ -59,6 +56,7 @@ from .results import (
     order_names,
     rename_order,
 )
+from .runner import check_sampler_memory, run_chunked, run_mesh, shard_runs, to_host
 from .sample_records import log_likelihood, split_extras
 from .sample_reduced import collapsed_chains, warmup_chains, whitening
 from .sample_starts import branch_arrays, default_starts, start_points, start_warnings
@@ -260,7 +258,7 @@ def run_sampler(
     Chunks of runs are compiled once, checkpointed next to ``out`` and resumed like sweeps.
     Before any work: the sampler's fit to the engine, the draw count (at least one),
     ``chunk_runs``, the kept weights' shapes, ``out`` (a writable ``.npz`` that holds no other
-    kind of result) and the memory of a chunk (:func:`._memory.check_sampler_memory`) are
+    kind of result) and the memory of a chunk (:func:`.runner.check_sampler_memory`) are
     checked, and ``out`` is locked against a second sampler. Unhealthy chains (non-finite,
     R-hat, ESS, acceptance, NaN diagnostics, starts that disagree) are reported by name on
     stderr and recorded in ``meta["warnings"]``; ``flagged[P, seed]`` marks the runs whose

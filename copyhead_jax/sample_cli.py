@@ -22,7 +22,7 @@ SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", 
 
 def add_sample_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
-    from .presets import PRESETS
+    from .config import PRESETS
 
     p = add_parser(
         sub, "sample", help="posterior of a sweep (SGLD on full-engine sweeps, collapsed HMC on "

@@ -10,7 +10,7 @@ import numpy as np
 
 from .config import Config
 from .models import AbstractHead
-from .posterior import Objective, squared_errors
+from .objective import Objective, squared_errors
 from .results import DRAW_FIELDS
 
 

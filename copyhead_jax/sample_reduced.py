@@ -64,7 +64,7 @@ from ._types import Mask, TokenBatch
 from .collapsed import draw_readout, marginal_energy, with_WG
 from .kernels import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
 from .models import AbstractHead
-from .posterior import Objective
+from .objective import Objective
 from .solve import hessian, quenched_energy, split_weights
 
 Whitening = Float[Array, "n n"]

@@ -47,7 +47,7 @@ def start_points(cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray,
     if mc.starts == "fit":
         return np.asarray(W_G)[None]
     if mc.starts == "prior":
-        from .posterior import Objective
+        from .objective import Objective
 
         s = Objective.from_config(cfg).sigma_G
         return s * rng.standard_normal((mc.n_chains, *np.shape(W_G))).astype(np.float32)

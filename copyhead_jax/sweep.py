@@ -6,7 +6,7 @@ measurements -> :class:`SweepResult`. Runs are ordered P-major (run ``i * n_seed
 whole sweep compiles once. With an output path, each finished chunk is checkpointed next to it
 (``OUT.chunks/``) and an interrupted sweep resumes from the finished chunks with identical
 results; the final file is written atomically and the checkpoints removed. The memory model
-(bytes per run, runs per chunk) lives in :mod:`._memory`.
+(bytes per run, runs per chunk) lives in :mod:`.runner.memory`.
 """
 
 from __future__ import annotations
@@ -26,16 +26,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._checks import check_output_path
-from ._chunks import load_checkpoint
-from ._chunks import run_chunked as run_chunked  # re-exported: the checkpointed chunk loop
-from ._devices import run_mesh as run_mesh  # re-exported: the mesh the run axis is sharded over
-from ._devices import shard_runs, to_host
-from ._memory import available_bytes as available_bytes  # re-exported: the memory model
-from ._memory import check_memory, chunk_size
-from ._memory import per_run_bytes as per_run_bytes
 from .config import Config
 from .data import nested_mask
 from .results import SWEEP_KIND, SweepResult, divergence_flags, order_names
+from .runner import available_bytes as available_bytes  # re-exported: the memory model
+from .runner import check_memory, chunk_size, load_checkpoint, shard_runs, to_host
+from .runner import per_run_bytes as per_run_bytes
+from .runner import run_chunked as run_chunked  # re-exported: the checkpointed chunk loop
+from .runner import run_mesh as run_mesh  # re-exported: the mesh the run axis is sharded over
 from .sources import task_data, tokens_tag, user_seed_data
 from .storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
 from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from ._cli_parts import add_parser, progress_flags, save_figure
 from .compare.overlay import theory_overlay
-from .config import ATTENTIONS, Config
+from .config import ATTENTIONS, PRESETS, Config, preset, single_start
 from .config_cli import add_config_flags, config_from_args
-from .presets import PRESETS, preset
-from .solver_config import single_start
 from .sources_cli import add_tokens_flag, load_tokens
 
 
@@ -101,7 +99,7 @@ def _print_pstar(results) -> None:
     """Measured P* [CI over seeds] beside the EK theory's (and the paper's, under its
     conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
     from .compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
-    from .presets import PAPER
+    from .config import PAPER
     from .sources import is_iid
     from .theory.beyond import config_points
 

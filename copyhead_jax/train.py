@@ -33,8 +33,8 @@ from .models import (
     init_reduced,
     trainable_filter,
 )
+from .objective import Objective, log_prior_energy, neg_log_posterior
 from .observables import Measurement, measure, shift_operator
-from .posterior import Objective, log_prior_energy, neg_log_posterior
 
 
 def block_lr_factors(head: AbstractHead, adam: AdamConfig) -> AbstractHead:

@@ -43,7 +43,7 @@ def _P_grid(text: str) -> tuple[int, ...]:
 
 def add_transition_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
-    from .presets import PRESETS
+    from .config import PRESETS
     from .sources import SOURCES
     from .transition_ti import RUNG_SCHEDULES, TISettings
 
@@ -135,7 +135,7 @@ def settings_from_args(args):
 
 def config_from_args(args):
     from ._checks import check_int
-    from .presets import preset
+    from .config import preset
 
     cfg = preset(args.preset)
     task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)

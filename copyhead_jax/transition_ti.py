@@ -26,8 +26,8 @@ from .bayes import branch_log_z, hmc_move, path_rungs, tempered_smc
 from .collapsed import marginal_energy, marginal_whitening, with_WG
 from .data import masked_mean
 from .models import AbstractHead
+from .objective import Objective
 from .observables import attention_matrices, order_parameters
-from .posterior import Objective
 
 BRANCHES = ("pool", "copy")
 SIDE = {"pool": -1, "copy": 1}

@@ -31,7 +31,7 @@ import jax
 
 import copyhead_jax as ch
 from copyhead_jax.branch_batch import cpu_seconds
-from copyhead_jax.fanout import run_dependent
+from copyhead_jax.runner import run_dependent
 
 from . import common
 
@@ -132,7 +132,7 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
 
 
 def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> None:
-    """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.fanout.run_dependent``:
+    """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.runner.run_dependent``:
     longest ready job first, one job per process). The results are those of the serial order:
     every job reads and writes the same content-addressed cache, and a result two jobs need is
     computed once (``refine.computing``)."""

@@ -27,7 +27,7 @@ from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.fanout import GroupFailure, failures, map_groups
+from copyhead_jax.runner import GroupFailure, failures, map_groups
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition_plot import branch_figure as draw
 

@@ -71,12 +71,12 @@ if TYPECHECK:
     from jaxtyping import install_import_hook
 
     _root = Path(importlib.util.find_spec("copyhead_jax").origin).parent  # not imported yet
-    _skip = {"config", "solver_config", "sampler_config"}
-    # modules by name (a name covers its submodules, so not the package's own __init__)
+    _skip = {"config/sections.py", "config/solvers.py", "config/samplers.py"}
+    # modules by name (a name covers its submodules, so no package's own __init__)
     _modules = sorted(
         ".".join(("copyhead_jax", *f.relative_to(_root).with_suffix("").parts))
         for f in _root.rglob("*.py")
-        if f.stem not in _skip and f != _root / "__init__.py"
+        if f.relative_to(_root).as_posix() not in _skip and f.name != "__init__.py"
     )
     # an int where a float is annotated is a float (PEP 484's numeric tower)
     install_import_hook(
@@ -218,9 +218,9 @@ def full(tmp_path_factory):
     """A full-engine sweep file with every array and prior-drawn weights (no training: the
     cases below need its shapes, not its fits)."""
     import numpy as np
-    from helpers import SHORT_TINY as TINY
 
     from copyhead_jax.results import REQUIRED, SweepResult
+    from tests.helpers import SHORT_TINY as TINY
 
     nP, nS, L, V, N = len(TINY.sweep.P), TINY.sweep.n_seeds, TINY.task.L, TINY.task.V, 16
     rng = np.random.default_rng(0)
@@ -242,9 +242,8 @@ def reduced_run(tmp_path_factory):
     import contextlib
     import io
 
-    from helpers import UNCONVERGED
-
     import copyhead_jax as ch
+    from tests.helpers import UNCONVERGED
 
     path = tmp_path_factory.mktemp("reduced") / "reduced.npz"
     err = io.StringIO()

@@ -1,8 +1,9 @@
 """Helpers shared by several test files: one-line CLI errors, work that must not start, synthetic
 results (no training), and a command run in a subprocess that is sent a signal.
 
-Imported as ``from helpers import ...``: pytest puts ``tests/`` on ``sys.path`` (rootdir
-``conftest.py``, no ``__init__.py``). Fixtures built on these are in ``conftest.py``.
+Imported as ``from tests.helpers import ...`` (``tests/`` and its folders are packages, so test
+files of the same name in two folders do not collide). Fixtures built on these are in
+``conftest.py``.
 """
 
 import os

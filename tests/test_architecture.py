@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from test_package_hygiene import _import_graph
+
+from tests.test_package_hygiene import _import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "copyhead_jax"

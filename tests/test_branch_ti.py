@@ -14,7 +14,7 @@ import copyhead_jax as ch
 from copyhead_jax.bayes import branch_log_z, hmc_chains, path_rungs, reference_mass
 from copyhead_jax.collapsed import marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 from copyhead_jax.sample_reduced import collapsed_chains
 from copyhead_jax.sweep import sweep_inputs
 

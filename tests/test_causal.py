@@ -17,8 +17,8 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
 from copyhead_jax.models import reduce_head
+from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 from copyhead_jax.observables import copy_accuracy_of
-from copyhead_jax.posterior import Objective, log_prior_energy, neg_log_posterior
 from copyhead_jax.solve import quenched_energy
 
 HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]

@@ -15,7 +15,7 @@ import copyhead_jax as ch
 from copyhead_jax.collapsed import marginal_energy, readout_conditional, with_WG
 from copyhead_jax.data import sample_tokens
 from copyhead_jax.models import reduce_head
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 
 L, V, N, P = 6, 3, 16, 9
 RTOL_64 = 1e-10

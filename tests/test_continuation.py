@@ -7,9 +7,9 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.continuation import FROM_ABOVE, FROM_BELOW, OWN, continue_in_P, steps
+from copyhead_jax.objective import Objective
 from copyhead_jax.observables import measure
 from copyhead_jax.polish import full_head
-from copyhead_jax.posterior import Objective
 from copyhead_jax.solve import quenched_energy
 from copyhead_jax.sweep import exact_solve_from, sweep_inputs
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from copyhead_jax import config, conventions, observables, posterior, presets
+from copyhead_jax import config, conventions, objective, observables
 from copyhead_jax import theory as th
 from copyhead_jax.theory.points import p_c1_closed_form
 
@@ -79,8 +79,8 @@ def test_likelihood_convention_in_names_and_flags():
         a = conventions.effective_P(jnp.asarray(P), L=jnp.asarray(float(L)), likelihood=flag)
         assert float(a) == conventions.effective_P(P, L=L, likelihood=name)
     assert conventions.noise_variance(30.0, L=L, likelihood="per_position") == 750.0
-    cfg = presets.PLAIN.replace(posterior=dict(likelihood="per_position"))
-    assert posterior.Objective.from_config(cfg).likelihood_weight == 30.0 / (2 * 750.0)
+    cfg = config.PLAIN.replace(posterior=dict(likelihood="per_position"))
+    assert objective.Objective.from_config(cfg).likelihood_weight == 30.0 / (2 * 750.0)
     with pytest.raises(ValueError, match="likelihood"):
         conventions.effective_P(P, L=L, likelihood="per_token")
 
@@ -113,7 +113,7 @@ def _standard():
 
 def _cfg(attention, likelihood, linear_scale, in_readout, in_noise):
     """Non-default scales everywhere: a convention applied twice or not at all shows."""
-    return presets.PAPER.replace(
+    return config.PAPER.replace(
         task=dict(L=5, V=3),
         model=dict(attention=attention, engine="reduced", width=64, linear_scale=linear_scale,
                    sigma_e=1.3, sigma_p=0.8, sigma_G=1.7, sigma_O=0.6),
@@ -148,7 +148,7 @@ def _identity_U_vs_action(cfg, G_theory, G_pos):
     from copyhead_jax.solve import quenched_energy
 
     L, V = cfg.task.L, cfg.task.V
-    obj = posterior.Objective.from_config(cfg)
+    obj = objective.Objective.from_config(cfg)
     params = th.TheoryParams.from_config(cfg)
     head = _planted(cfg, G_pos)
     t = sample_tokens(jax.random.key(1), n=9, L=L, V=V)
@@ -201,22 +201,22 @@ def test_softmax_network_energy_equals_theory_action(likelihood, linear_scale, i
 def test_chi_switches_reach_the_engine_and_the_theory():
     """The readings differ where they should: noise sigma^2/chi or sigma^2, readout prior std of
     W_O_hat sigma_O or sigma_O sqrt(chi); both on is the default, bit for bit."""
-    base = presets.PAPER
-    obj = posterior.Objective.from_config(base)
+    base = config.PAPER
+    obj = objective.Objective.from_config(base)
     for r, n in CHI_SWITCHES:
         cfg = base.replace(posterior=dict(chi_in_readout_prior=r, chi_in_noise=n))
-        o = posterior.Objective.from_config(cfg)
+        o = objective.Objective.from_config(cfg)
         assert o.likelihood_weight == (obj.likelihood_weight if n else 1 / (2 * 25 * 30.0))
         assert o.sigma_O == (1.0 if r else np.sqrt(30.0))
         s2, chi = th.TheoryParams.from_config(cfg).sigma2_chi
         assert s2 / chi == (1.0 if n else 30.0) and chi == (30.0 if r else 1.0)
     assert conventions.theory_sigma2_chi(30.0, 7.0) == (30.0, 7.0)
-    assert presets.PAPER.to_dict() == config.Config.from_dict(presets.PAPER.to_dict()).to_dict()
-    assert "chi_in_noise" not in presets.PAPER.to_dict()["posterior"]  # fingerprints unchanged
-    lik = presets.preset("paper-chi-lik")
+    assert config.PAPER.to_dict() == config.Config.from_dict(config.PAPER.to_dict()).to_dict()
+    assert "chi_in_noise" not in config.PAPER.to_dict()["posterior"]  # fingerprints unchanged
+    lik = config.preset("paper-chi-lik")
     assert lik.posterior.chi_in_readout_prior is False
     assert config.Config.from_dict(lik.to_dict()) == lik
-    assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == presets.PAPER
+    assert lik.replace(posterior=dict(chi_in_readout_prior=True)) == config.PAPER
 
 
 def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
@@ -224,7 +224,7 @@ def test_prior_draws_widen_the_readout_by_sqrt_chi_without_chi_in_its_prior():
     the default's (full engine, reduced engine), every other leaf identical."""
     from copyhead_jax.models import head_template, init_head, init_reduced
 
-    base = presets.TINY.replace(posterior=dict(chi=9.0))
+    base = config.TINY.replace(posterior=dict(chi=9.0))
     alt = base.replace(posterior=dict(chi_in_readout_prior=False))
     k = jax.random.key(0)
     m, L, V = base.model, base.task.L, base.task.V

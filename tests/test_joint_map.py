@@ -4,7 +4,7 @@ minimises the prior energy along the gauge (docs/theory.md §2d)."""
 import numpy as np
 
 from copyhead_jax.joint_map import rebalance
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 
 
 def _prior(w, obj, width):

@@ -12,7 +12,7 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax import laplace_ti as LT
 from copyhead_jax.models import head_class
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 from copyhead_jax.solve import quenched_energy
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
-from copyhead_jax.posterior import Objective, log_prior_energy, neg_log_posterior
+from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 
 HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
 SHAPES = [(6, 3, 16), (25, 5, 64)]  # (L, V, N): the TINY shape and the paper's L, V

@@ -3,7 +3,8 @@ overlapping tick labels), drawn from synthetic results (no training)."""
 
 import numpy as np
 import pytest
-from helpers import FAKE_CFG, fake_posterior, fake_sweep
+
+from tests.helpers import FAKE_CFG, fake_posterior, fake_sweep
 
 
 def _texts_overlap(fig, ax) -> bool:

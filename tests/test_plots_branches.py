@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import checked_figure
 
 import copyhead_jax as ch
 from copyhead_jax.plots_branches import (
@@ -17,6 +16,7 @@ from copyhead_jax.plots_branches import (
 )
 from copyhead_jax.storage import nulls_in_lists_to_nan
 from copyhead_jax.style import P_LABEL
+from tests.helpers import checked_figure
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 needs = pytest.mark.skipif(not (RESULTS / "main_plain.json").exists(), reason="no result JSON")

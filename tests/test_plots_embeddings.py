@@ -8,7 +8,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from helpers import checked_figure
 
 from copyhead_jax.plots_embeddings import (
     SHRINK,
@@ -17,6 +16,7 @@ from copyhead_jax.plots_embeddings import (
     lr_cumsum,
 )
 from copyhead_jax.style import figure_problems
+from tests.helpers import checked_figure
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import checked_figure
 
 from copyhead_jax.plots_pstar import (
     beyond_curves_figure,
@@ -14,6 +13,7 @@ from copyhead_jax.plots_pstar import (
     scaling_figure,
 )
 from copyhead_jax.storage import nulls_in_lists_to_nan
+from tests.helpers import checked_figure
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 

@@ -2,9 +2,8 @@
 
 import math
 
-from helpers import checked_figure
-
 from copyhead_jax.plots_widths import reduction_width_figure
+from tests.helpers import checked_figure
 
 
 def test_reduction_width_figure_has_both_heads_and_the_gap_panel():

@@ -1,9 +1,8 @@
 """polish.py: ``copyhead polish`` checks its output path before any work."""
 
-from helpers import no_work, one_line_error
-
 from copyhead_jax import polish as polish_mod
 from copyhead_jax.cli import main
+from tests.helpers import no_work, one_line_error
 
 
 def test_polish_checks_its_output_before_work(reduced, tmp_path, monkeypatch, capsys):

@@ -6,7 +6,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import posterior_summary as E
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 
 
 class _Sweep:

@@ -20,7 +20,7 @@ from copyhead_jax.models import (
     root_of,
     wishart_root,
 )
-from copyhead_jax.posterior import Objective, neg_log_posterior
+from copyhead_jax.objective import Objective, neg_log_posterior
 from copyhead_jax.solve import quenched_energy, solve_map
 
 N, L, V, P = 64, 6, 3, 12

@@ -20,8 +20,8 @@ from copyhead_jax.models import (
     reduce_head,
     scaled_objective,
 )
+from copyhead_jax.objective import Objective, neg_log_posterior
 from copyhead_jax.observables import attention_matrices, order_parameters
-from copyhead_jax.posterior import Objective, neg_log_posterior
 from copyhead_jax.solve import solve_map, value_and_grad_fn
 from copyhead_jax.sweep import sweep_inputs
 

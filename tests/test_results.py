@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FAKE_CFG, fake_sweep, no_work, one_line_error
 
 import copyhead_jax as ch
 from copyhead_jax import polish as polish_mod
@@ -26,6 +25,7 @@ from copyhead_jax.results import (
     divergence_flags,
 )
 from copyhead_jax.storage import SCHEMA_VERSION, atomic_save_npz
+from tests.helpers import FAKE_CFG, fake_sweep, no_work, one_line_error
 
 OLD = Path(__file__).parent / "data" / "old_softmax_tiny.npz"
 CFG = ch.TINY.replace(model=dict(attention="softmax"))

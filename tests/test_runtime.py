@@ -7,9 +7,9 @@ import sys
 import time
 
 import pytest
-from helpers import interrupt
 
 from copyhead_jax import _runtime
+from tests.helpers import interrupt
 
 SNIPPET = "import os, copyhead_jax; print(os.environ.get('PJRT_NPROC', 'unset'))"
 

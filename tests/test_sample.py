@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import no_work, one_line_error
 
 import copyhead_jax as ch
 from copyhead_jax import sample as sample_mod
@@ -14,6 +13,7 @@ from copyhead_jax import sample_cli
 from copyhead_jax.cli import main
 from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult, SweepResult
 from copyhead_jax.sample import run_sampler
+from tests.helpers import no_work, one_line_error
 
 CFG = ch.TINY.replace(solver=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
 SGLD = ch.SGLDConfig(step_size=1e-5, n_steps=60, burn_in=20, thin=10, n_chains=2)

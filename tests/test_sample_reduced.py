@@ -11,8 +11,8 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.bayes import ess, split_rhat
 from copyhead_jax.models import head_template, init_reduced
+from copyhead_jax.objective import Objective
 from copyhead_jax.polish import polish
-from copyhead_jax.posterior import Objective
 from copyhead_jax.sample import Sampler, default_sampler, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
 from copyhead_jax.solve import solve_map

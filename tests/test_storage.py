@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FAKE_CFG
 
 import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
 from copyhead_jax.storage import acquire_lock, atomic_save_npz, release_lock
+from tests.helpers import FAKE_CFG
 
 # crash safety
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from helpers import FAKE_CFG, SHORT_TINY, no_work, one_line_error
 
 import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
@@ -10,6 +9,7 @@ from copyhead_jax import train
 from copyhead_jax.cli import main
 from copyhead_jax.results import SweepResult
 from copyhead_jax.sweep import run_chunked
+from tests.helpers import FAKE_CFG, SHORT_TINY, no_work, one_line_error
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, chunk_runs=2))
 PER_RUN = ("c1", "cG", "coverage", "train_loss", "test_loss", "U", "stop_epoch", "params/W_G")

@@ -5,10 +5,10 @@ import json
 
 import jax
 import pytest
-from helpers import no_work, one_line_error
 
 from copyhead_jax.cli import main
 from copyhead_jax.theory import cli
+from tests.helpers import no_work, one_line_error
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.objective import Objective, neg_log_posterior, squared_errors
 from copyhead_jax.observables import measure, shift_operator
-from copyhead_jax.posterior import Objective, neg_log_posterior, squared_errors
 from copyhead_jax.train import block_lr_factors, lr_schedule
 
 

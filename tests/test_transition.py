@@ -14,16 +14,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import interrupt
 from scipy.special import logsumexp
 
 import copyhead_jax as ch
 from copyhead_jax.bayes import combine_seeds, crossing, next_probe
 from copyhead_jax.cli import main
 from copyhead_jax.collapsed import marginal_energy, marginal_whitening, with_WG
-from copyhead_jax.posterior import Objective
+from copyhead_jax.objective import Objective
 from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import TISettings, a_G
+from tests.helpers import interrupt
 
 # --- the root and its error budget (closed forms) ---------------------------------------------
 

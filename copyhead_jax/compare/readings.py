@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..presets import preset
+from ..config import preset
 from ..theory import TheoryParams, sensitivity, transition_points
 from .claims import EXPONENT_TOL, across_readings, grid_band, judge, order_of, verdict_text
 from .crossing import bayesian_interval

@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_output_path
-from ..config import ATTENTIONS, LIKELIHOODS, LINEAR_SCALES
-from ..presets import PRESETS
+from ..config import ATTENTIONS, LIKELIHOODS, LINEAR_SCALES, PRESETS
 
 
 def parse_range(spec: str) -> list[int]:

@@ -10,8 +10,7 @@ import numpy as np
 
 from .. import conventions as conv
 from .._checks import check_choice, check_float, check_int
-from ..config import LIKELIHOODS, LINEAR_SCALES, Config
-from ..presets import PRESETS
+from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
 from ._common import NUMERIC_FIELDS, OBJECTIVES, Scales, as_float, make_scales
 
 

@@ -6,9 +6,9 @@ Comments mark the values that differ from the dataclass defaults of :mod:`.confi
 
 from __future__ import annotations
 
-from ._checks import check_choice
-from .config import Config, ModelConfig, PosteriorConfig, SweepConfig, TaskConfig, TrainConfig
-from .solver_config import AdamConfig, AutoConfig, ExactConfig
+from .._checks import check_choice
+from .sections import Config, ModelConfig, PosteriorConfig, SweepConfig, TaskConfig, TrainConfig
+from .solvers import AdamConfig, AutoConfig, ExactConfig
 
 PAPER = Config(
     task=TaskConfig(L=25, V=5),

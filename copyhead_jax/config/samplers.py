@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._checks import check_choice, check_float, check_int
+from .._checks import check_choice, check_float, check_int
 
 
 @dataclass(frozen=True)

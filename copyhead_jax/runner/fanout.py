@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import check_int
+from .._checks import check_int
 
 __all__ = ["GroupFailure", "map_groups", "failures", "run_dependent"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz
+from ..storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
 

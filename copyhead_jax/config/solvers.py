@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ._checks import check_choice, check_float, check_int, python_scalar
+from .._checks import check_choice, check_float, check_int, python_scalar
 
 SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")

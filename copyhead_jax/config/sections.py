@@ -1,7 +1,7 @@
 """Frozen, validated configuration dataclasses (the presets live in :mod:`.presets`).
 
 A :class:`Config` bundles what one sweep needs: the task (docs/theory.md §1), the network and its
-prior (§2), the likelihood, the MAP solver (:mod:`.solver_config`), and the sweep grid.
+prior (§2), the likelihood, the MAP solver (:mod:`.solvers`), and the sweep grid.
 Symbols follow docs/theory.md: ``L`` positions, ``V`` tokens, ``width`` = N = d_model,
 ``sigma2`` = sigma^2, ``chi``.
 """
@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
-from .sampler_config import SAMPLERS as SAMPLERS  # the sampler configs, re-exported
-from .sampler_config import STARTS as STARTS
-from .sampler_config import HMCConfig as HMCConfig
-from .sampler_config import SGLDConfig as SGLDConfig
-from .solver_config import (
+from .._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
+from .samplers import SAMPLERS as SAMPLERS  # the sampler configs, re-exported
+from .samplers import STARTS as STARTS
+from .samplers import HMCConfig as HMCConfig
+from .samplers import SGLDConfig as SGLDConfig
+from .solvers import (
     ADAM_FIELDS,
     EXACT_FIELDS,
     Solver,
@@ -28,10 +28,10 @@ from .solver_config import (
     solver_to_dict,
     update_solver,
 )
-from .solver_config import SOLVERS as SOLVERS  # the solver configs, re-exported
-from .solver_config import AdamConfig as AdamConfig
-from .solver_config import AutoConfig as AutoConfig
-from .solver_config import ExactConfig as ExactConfig
+from .solvers import SOLVERS as SOLVERS  # the solver configs, re-exported
+from .solvers import AdamConfig as AdamConfig
+from .solvers import AutoConfig as AutoConfig
+from .solvers import ExactConfig as ExactConfig
 
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
@@ -68,7 +68,7 @@ class TaskConfig:
         check_int("TaskConfig.L", self.L, lo=2, hi=4096)
         check_int("TaskConfig.V", self.V, lo=2, hi=4096)
         check_int("TaskConfig.n_test", self.n_test, lo=1, hi=10**6)
-        from .sources import check_task_source  # sources imports this module
+        from ..sources import check_task_source  # sources imports this module
 
         check_task_source(self)
 
@@ -146,7 +146,7 @@ class PosteriorConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How each run is fitted: the MAP ``solver`` (:mod:`.solver_config`: ``AdamConfig``,
+    """How each run is fitted: the MAP ``solver`` (:mod:`.solvers`: ``AdamConfig``,
     ``ExactConfig``, or ``AutoConfig``, exact under the reduced engine and Adam under the full
     one) and what it fits from where."""
 
@@ -294,14 +294,14 @@ class Config:
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain JSON-able sections; ``train.solver`` nested: ``{"kind": "exact", "gtol": ...}``
-        (``solver_config.solver_to_dict``)."""
+        (``solvers.solver_to_dict``)."""
         return {k: _section_dict(getattr(self, k)) for k in _SECTIONS}
 
     @classmethod
     def from_dict(cls, d: dict[str, dict[str, Any]]) -> Config:
         """The inverse of :meth:`to_dict`; it also reads the dicts of files written before the
         typed solver (flat Adam and ``exact_*`` fields in ``train``): the one conversion,
-        ``solver_config.flat_train``, keeps their solver and its numbers."""
+        ``solvers.flat_train``, keeps their solver and its numbers."""
         unknown = set(d) - set(_SECTIONS)
         if unknown:
             raise ValueError(f"unknown config sections {sorted(unknown)}; known: {list(_SECTIONS)}")

@@ -13,7 +13,7 @@ import math
 import jax
 import numpy as np
 
-from .config import Config
+from ..config import Config
 
 
 def per_run_bytes(cfg: Config, P: int | None = None) -> int:
