@@ -28,10 +28,10 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.collapsed import cholesky, marginal_energy, solve_lower, with_WG
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
 from copyhead_jax.storage import environment
-from copyhead_jax.sweep import sweep_inputs
 
 OUT = Path(__file__).parent / "results" / "bench_collapsed.json"
 

@@ -47,11 +47,11 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.bayes import ess
 from copyhead_jax.collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
 from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
 from copyhead_jax.sample_reduced import LEAPFROG, collapsed_chains
-from copyhead_jax.sweep import sweep_inputs
 
 OUT = Path(__file__).parent / "results" / "bench_posterior.json"
 BASELINE = "numpyro_nuts"

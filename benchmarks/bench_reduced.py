@@ -82,8 +82,7 @@ def full_width_ms(epochs: int = 3) -> float:
     )
     import jax
 
-    from copyhead_jax.sweep import sweep_inputs
-    from copyhead_jax.train import Trainer, init_runs, run_segment
+    from copyhead_jax.fit import Trainer, init_runs, run_segment, sweep_inputs
 
     tr = Trainer(cfg)
     inp = sweep_inputs(cfg, None)

@@ -4,7 +4,7 @@ The same sweep work (every run a full-batch Adam epoch on U over ``P_max`` seque
 ``SMALL`` protocol at the given width and attention) is done three ways and timed after
 compilation, per *run-step* (one Adam epoch of one run):
 
-* ``fused``: ``copyhead_jax.train.run_segment`` over a batch of ``runs`` runs (one compiled
+* ``fused``: ``copyhead_jax.fit.adam.run_segment`` over a batch of ``runs`` runs (one compiled
   program, ``vmap`` over runs, early-stopping bookkeeping inside);
 * ``loop``: the same ``Trainer`` with a batch of one run, called in a Python loop over runs;
 * ``torch``: ``benchmarks/torch_baseline.py``, an eager PyTorch loop over runs of the same model,
@@ -50,8 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax.fit import RunInputs, Trainer, init_runs, run_segment
 from copyhead_jax.storage import environment
-from copyhead_jax.train import RunInputs, Trainer, init_runs, run_segment
 
 sys.path.insert(0, str(Path(__file__).parent))
 OUT = Path(__file__).parent / "results" / "bench_sweep.json"

@@ -1,7 +1,7 @@
 """Eager PyTorch baseline for ``bench_sweep.py``: one run of the MAP protocol, written the way a
 careful researcher would write it in PyTorch.
 
-Same model, objective and protocol as ``copyhead_jax.train.Trainer`` for one run: the head of
+Same model, objective and protocol as ``copyhead_jax.fit.adam.Trainer`` for one run: the head of
 docs/theory.md §2 in the one-hot form (``M = U W^G U^T / N``, ``R = W^O U^T``, logits read out of
 ``M`` by indexing, values out of ``R``), the energy U with coupled L2 (prior terms inside U),
 full-batch Adam with the same per-block learning-rate factors and schedule, and the same
@@ -21,7 +21,7 @@ import torch
 
 
 def lr_at(step: int, *, lr: float, warm: int, total: int, schedule: str, final_frac: float):
-    """``copyhead_jax.train.lr_schedule`` in plain Python (optax's linear warm-up + cosine)."""
+    """``copyhead_jax.fit.adam.lr_schedule`` in plain Python (optax's linear warm-up + cosine)."""
     if step < warm:
         return lr * step / max(warm, 1)
     if schedule == "constant":

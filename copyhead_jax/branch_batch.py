@@ -20,9 +20,9 @@ import numpy as np
 
 from .bayes import branch_log_z, hmc_move, path_rungs, tempered_smc
 from .collapsed import marginal_energy, marginal_whitening, with_WG
+from .fit import sweep_inputs
 from .models import head_class
 from .objective import Objective
-from .sweep import sweep_inputs
 from .transition_ti import BRANCHES, SIDE, a_G
 
 

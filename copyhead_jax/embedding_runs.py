@@ -17,10 +17,9 @@ from jax.flatten_util import ravel_pytree
 from .bayes.stats import mcse_mean, split_rhat
 from .config import Config
 from .embedding_gram import adam_step_bound, gram_change
+from .fit import Trainer, init_runs, lr_schedule, measure_runs, run_segment, sweep_inputs
 from .models import embedding_root, head_class
 from .posterior_full import embedded_draws, prior_gram_rms, prior_scales, sampled_point
-from .sweep import sweep_inputs
-from .train import Trainer, init_runs, lr_schedule, measure_runs, run_segment
 
 
 def adam_trace(cfg: Config, epochs: int, every: int) -> dict:

@@ -23,13 +23,13 @@ import numpy as np
 
 from .bayes import mcse_mean, split_rhat, susceptibility, ti_quadrature
 from .data import masked_mean
+from .fit import sweep_inputs
 from .models import head_class
 from .objective import Objective, embedding_prior_energy, log_prior_energy
 from .observables import attention_matrices, order_parameters
 from .sample import whiten_runs
 from .sample_reduced import whitened_potential
 from .sgld import run_chains
-from .sweep import sweep_inputs
 
 #: Recorded at every draw: data energy D, prior energy, 0.5|w|^2, and c1, cG (aG), r.
 TEMPERED_FIELDS = ("D", "prior", "half_w2", "c1", "cG", "r")

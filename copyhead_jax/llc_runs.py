@@ -38,11 +38,11 @@ from jaxtyping import Array, Bool, Float
 
 from ._checks import check_float, check_int
 from .bayes import ess, mcse_mean, run_mean, split_rhat
+from .fit import sweep_inputs
 from .models import head_class
 from .objective import Objective
 from .results import PosteriorResult, SweepResult
 from .sgld import run_chains
-from .sweep import sweep_inputs
 
 __all__ = ["LLCSettings", "RunLLC", "devinterp_sweep", "llc_runs", "lowest_u_fits"]
 

@@ -42,11 +42,12 @@ from .bayes.transition import (
 from .compare.locate import locate_crossing, locate_level
 from .config import Config, exact_settings
 from .data import nested_mask
+from .fit import sweep_inputs
 from .models import head_class
 from .objective import Objective
 from .runner import available_bytes, refuse_if_over
 from .storage import acquire_lock
-from .sweep import run_sweep, sweep_inputs
+from .sweep import run_sweep
 from .transition_plan import REFINE_RATIO, first_probes, pad_of, seed_probes
 from .transition_store import kept_sweep, run_key, write_checkpoint
 from .transition_ti import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight

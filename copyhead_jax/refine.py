@@ -100,7 +100,7 @@ class Runs:
     ``P_cap``: the largest ``P`` in reach (:func:`reach_cap`).
 
     With ``ExactConfig.continuation`` (``cfg.solver``) the sweeps are single-start and the
-    continuation in P (:func:`copyhead_jax.continuation.continue_in_P`) runs over the union of
+    continuation in P (:func:`copyhead_jax.fit.continuation.continue_in_P`) runs over the union of
     the ``P`` measured so far, again whenever it grows; its steps are checkpointed in
     ``cache_dir/continuation`` under ``version`` and the config (a refined grid recomputes only
     the steps whose start changed). Every reader sees the kept lowest-U fits; the sweeps' own
@@ -192,8 +192,8 @@ class Runs:
 def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
     ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
-    from .continuation import continue_in_P
-    from .sweep import exact_solve_from, run_mesh, sweep_inputs
+    from .fit import continue_in_P, sweep_inputs
+    from .sweep import exact_solve_from, run_mesh
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
     nS = cfg.sweep.n_seeds

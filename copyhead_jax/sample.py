@@ -43,6 +43,7 @@ from ._sample_health import health_arrays, posterior_warnings, run_flags, var_U_
 from .collapsed import marginal_whitening
 from .config import Config, HMCConfig, SGLDConfig
 from .data import masked_mean
+from .fit import sweep_inputs
 from .models import AbstractHead, head_class, root_of
 from .objective import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
 from .observables import attention_matrices, order_parameters
@@ -62,7 +63,6 @@ from .sample_reduced import collapsed_chains, warmup_chains, whitening
 from .sample_starts import branch_arrays, default_starts, start_points, start_warnings
 from .sgld import draw_steps, run_chains
 from .storage import acquire_lock, environment, release_lock, remove_tmp_orphans
-from .sweep import sweep_inputs
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)

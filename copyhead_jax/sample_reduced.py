@@ -62,10 +62,10 @@ from jaxtyping import Array, Bool, Float
 
 from ._types import Mask, TokenBatch
 from .collapsed import draw_readout, marginal_energy, with_WG
+from .fit import hessian, quenched_energy, split_weights
 from .kernels import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
 from .models import AbstractHead
 from .objective import Objective
-from .solve import hessian, quenched_energy, split_weights
 
 Whitening = Float[Array, "n n"]
 

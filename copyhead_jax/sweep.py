@@ -21,22 +21,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
 from ._checks import check_output_path
 from .config import Config
-from .data import nested_mask
+from .fit import (
+    RunInputs,
+    Trainer,
+    check_lr_mult,
+    init_runs,
+    measure_runs,
+    run_segment,
+    sweep_inputs,
+)
 from .results import SWEEP_KIND, SweepResult, divergence_flags, order_names
 from .runner import available_bytes as available_bytes  # re-exported: the memory model
 from .runner import check_memory, chunk_size, load_checkpoint, shard_runs, to_host
 from .runner import per_run_bytes as per_run_bytes
 from .runner import run_chunked as run_chunked  # re-exported: the checkpointed chunk loop
 from .runner import run_mesh as run_mesh  # re-exported: the mesh the run axis is sharded over
-from .sources import task_data, tokens_tag, user_seed_data
+from .sources import tokens_tag, user_seed_data
 from .storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
-from .train import RunInputs, Trainer, init_runs, measure_runs, run_segment
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
 
@@ -65,31 +71,6 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
         return {sw.P_max: np.arange(len(P_of))}
     pads = np.minimum(2 ** np.ceil(np.log2(P_of)).astype(int), sw.P_max)
     return {int(p): np.flatnonzero(pads == p) for p in np.unique(pads)}
-
-
-def sweep_inputs(cfg: Config, lr_mult, P_pad: int | None = None, tokens=None) -> RunInputs:
-    """Host-side per-run inputs for the whole sweep (run axis first, P-major order), with the
-    training pools cut to ``P_pad`` rows (default ``P_max``; larger ``P`` are not meaningful);
-    ``tokens``: a user's rows instead of the source (:func:`.sources.user_seed_data`)."""
-    sw, task = cfg.sweep, cfg.task
-    P_pad = sw.P_max if P_pad is None else P_pad
-    keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    data = ([task_data(k[0], task, P_max=P_pad) for k in keys] if tokens is None
-            else user_seed_data(tokens, cfg, P_pad))  # the task's source, or the user's rows
-    init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
-    train = jnp.stack([d.train for d in data])
-    test = jnp.stack([d.test for d in data])
-    nP, nS = len(sw.P), sw.n_seeds
-    seed_of = np.tile(np.arange(nS), nP)
-    P_of = np.repeat(np.asarray(sw.P), nS)
-    lr = np.ones(nP * nS, np.float32) if lr_mult is None else check_lr_mult(lr_mult, nP * nS)
-    return RunInputs(
-        key=init_keys[seed_of],
-        train=train[seed_of],
-        mask=jax.vmap(lambda p: nested_mask(p, P_pad))(jnp.asarray(np.minimum(P_of, P_pad))),
-        test=test[seed_of],
-        lr_mult=jnp.asarray(lr),
-    )
 
 
 _SNAPSHOT_KIND = "copyhead_jax.ChunkSnapshot"
@@ -138,7 +119,7 @@ def _run_chunk(
     cfg = trainer.cfg
     rows = jax.tree_util.tree_leaves(inp)[0].shape[0]  # the bar counts runs (padding: see done)
     if cfg.solver.kind == "exact":
-        from .fit_exact import run_exact_chunk
+        from .fit import run_exact_chunk
 
         out = run_exact_chunk(cfg, inp, keep_params, mesh)
         if bar is not None:
@@ -322,7 +303,7 @@ def run_sweep(
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
     if continuation:  # the exact solver pads to P_max in one group: `inputs` are all runs
-        from .continuation import continue_in_P
+        from .fit import continue_in_P
 
         merged = continue_in_P(
             cfg, inputs, merged, exact_solve_from(cfg, mesh),
@@ -367,7 +348,7 @@ def run_sweep(
 def exact_solve_from(cfg: Config, mesh):
     """``solve(inp, (W_G, W_O_hat))``: exact fits of the runs ``inp`` from those weights, the
     runs padded to a multiple of the mesh size (repeats of the last) and cut back."""
-    from .fit_exact import run_exact_chunk
+    from .fit import run_exact_chunk
 
     def solve(inp: RunInputs, weights: tuple) -> dict[str, np.ndarray]:
         n = len(np.asarray(inp.mask))
@@ -377,19 +358,6 @@ def exact_solve_from(cfg: Config, mesh):
         return {k: v[:n] for k, v in out.items()}
 
     return solve
-
-
-def check_lr_mult(lr_mult, n_runs: int) -> np.ndarray:
-    """Per-run learning-rate multipliers: ``n_runs`` finite reals > 0 (float32)."""
-    try:
-        lr = np.asarray(lr_mult, np.float32)
-    except (TypeError, ValueError):
-        raise ValueError(f"lr_mult must be {n_runs} real numbers > 0, got {lr_mult!r}") from None
-    if lr.shape != (n_runs,):
-        raise ValueError(f"lr_mult must have one entry per run ({n_runs}), got {lr.shape}")
-    if not np.all(np.isfinite(lr) & (lr > 0)):
-        raise ValueError(f"lr_mult entries must be finite reals > 0, got {lr.min()} .. {lr.max()}")
-    return lr
 
 
 def _lr_tag(lr_mult) -> str:

@@ -33,13 +33,12 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.bayes import ess
+from copyhead_jax.fit import polish, sweep_inputs
 from copyhead_jax.models import head_template
 from copyhead_jax.objective import Objective
 from copyhead_jax.plots_widths import reduction_width_figure
-from copyhead_jax.polish import polish
 from copyhead_jax.sample import Sampler, default_sampler, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
-from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.theory import TheoryParams, theory_curve
 
 from . import common as C

@@ -13,10 +13,10 @@ from scipy.special import log_ndtr
 import copyhead_jax as ch
 from copyhead_jax.bayes import branch_log_z, hmc_chains, path_rungs, reference_mass
 from copyhead_jax.collapsed import marginal_energy, marginal_whitening, with_WG
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
 from copyhead_jax.sample_reduced import collapsed_chains
-from copyhead_jax.sweep import sweep_inputs
 
 TS = np.array([0.0, 0.1, 0.25, 0.45, 0.7, 1.0])
 HMC = dict(n_iter=1500, thin=3, step_size=0.5, n_adapt=100)

@@ -16,10 +16,10 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.fit import quenched_energy
 from copyhead_jax.models import reduce_head
 from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 from copyhead_jax.observables import copy_accuracy_of
-from copyhead_jax.solve import quenched_energy
 
 HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
 L, V, N, P = 6, 3, 16, 7
@@ -173,8 +173,8 @@ def test_sampler_readout_conditional_is_the_quadratic_of_U(attention):
 def test_exact_solver_reaches_a_causal_stationary_point():
     """The reduced engine's solver works on the causal objective (its gradient is the fused
     causal one): |grad U| <= 1e-8 max(1, |U|) and U equals the plain evaluation."""
+    from copyhead_jax.fit import solve_map
     from copyhead_jax.models import head_template, init_reduced
-    from copyhead_jax.solve import solve_map
 
     cfg = ch.preset("plain").replace(
         task=dict(L=L, V=V), model=dict(attention="softmax", width=N, engine="reduced",
@@ -210,9 +210,9 @@ def test_causal_false_matches_the_periodic_loss_and_copy_accuracy_drops_position
 def test_blocked_measure_matches_measure_with_the_mask(attention):
     """The exact chunk's blockwise measurement (test loss and copy accuracy without position 0)
     equals ``observables.measure`` (same sums in another order: 1e-12)."""
-    from copyhead_jax.fit_exact import measure_blocked
+    from copyhead_jax.fit import measure_blocked
+    from copyhead_jax.fit.exact import BLOCK, blocks_of
     from copyhead_jax.observables import measure
-    from copyhead_jax.solve import BLOCK, blocks_of
 
     P_pad = BLOCK + 3
     with jax.enable_x64(True):

@@ -145,7 +145,7 @@ def _identity_U_vs_action(cfg, G_theory, G_pos):
 
     from copyhead_jax.collapsed import marginal_energy, readout_conditional
     from copyhead_jax.data import sample_tokens
-    from copyhead_jax.solve import quenched_energy
+    from copyhead_jax.fit import quenched_energy
 
     L, V = cfg.task.L, cfg.task.V
     obj = objective.Objective.from_config(cfg)

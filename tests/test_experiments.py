@@ -161,7 +161,7 @@ def test_tiny_hysteresis_and_scaling_run_and_agree_with_main(tiny):
 def test_seed_data_and_embeddings_match_the_sweep(tiny):
     # the finite-width theory must see exactly the run's training set and embeddings (the runs
     # come from the tiny reproduction's cache: no new sweep)
-    from copyhead_jax.sweep import sweep_inputs
+    from copyhead_jax.fit import sweep_inputs
 
     s = tiny.spec()
     lin, _, _ = F.branch_runs(s)

@@ -15,7 +15,7 @@ from copyhead_jax.finite_runs import (
     seed_tokens,
     summarise_points,
 )
-from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.fit import sweep_inputs
 
 
 def test_seed_tokens_are_the_sweeps_training_sets():

@@ -11,9 +11,9 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import laplace_ti as LT
+from copyhead_jax.fit import quenched_energy
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
-from copyhead_jax.solve import quenched_energy
 
 
 def test_branch_free_energy_gaussian_closed_form():

@@ -11,11 +11,11 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.cli import main
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep, llc_runs, lowest_u_fits
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
 from copyhead_jax.sample import draw_fields
-from copyhead_jax.sweep import sweep_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

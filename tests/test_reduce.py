@@ -1,4 +1,4 @@
-"""Exact width reduction (docs/theory.md §2c, identity 12), Gram sources, the exact MAP solver."""
+"""Exact width reduction (docs/theory.md §2c, identity 12) and the Gram sources."""
 
 import math
 
@@ -10,6 +10,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.fit import quenched_energy
 from copyhead_jax.models import (
     expand_head,
     head_template,
@@ -21,7 +22,6 @@ from copyhead_jax.models import (
     wishart_root,
 )
 from copyhead_jax.objective import Objective, neg_log_posterior
-from copyhead_jax.solve import quenched_energy, solve_map
 
 N, L, V, P = 64, 6, 3, 12
 # float64 throughout: the identities are exact, so they hold to rounding (~1e-12 relative)
@@ -160,86 +160,3 @@ def test_config_refuses_trained_embeddings_and_small_width():
         ch.TINY.replace(model=dict(engine="reduced", width=4))
     with pytest.raises(ValueError, match="engine='reduced'"):
         ch.TINY.replace(solver=ch.ExactConfig())
-
-
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
-def test_exact_solver_stationary_minimum(attention):
-    """The solver reaches |grad U| <= 1e-8 max(1, |U|) at a true minimum: the dense Hessian is
-    positive definite and the Lanczos estimate equals its smallest eigenvalue."""
-    from copyhead_jax.solve import hessian
-
-    cfg = _cfg(attention, "plain").replace(model=dict(engine="reduced"))
-    with jax.enable_x64(True):
-        obj = Objective.from_config(cfg)
-        t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
-        mask = jnp.ones(P, jnp.float64)
-        h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))
-        f = solve_map(h0, t, mask, obj, n_lanczos=128)  # 128 >= 108 weights: exact Lanczos
-        assert bool(f.converged) and float(f.rel_grad) <= 1e-8
-        H = np.asarray(hessian(f.head, t, mask, obj))
-        lam = np.linalg.eigvalsh(H)
-        assert abs(float(f.min_eig) - lam[0]) <= 1e-6 * abs(lam[-1])
-        assert lam[0] > 0
-
-
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
-def test_solver_matches_optax_reference(attention):
-    """The single-loop L-BFGS (Armijo backtracking, blocked data term with a traced block count,
-    finite-difference Lanczos) reaches the minimum of the reference solver (optax L-BFGS with a
-    zoom line search, forward-over-reverse Lanczos) from the same start. Tolerances: both stop
-    at |grad U| <= gtol max(1, |U|) =: e, and near a minimum with smallest Hessian eigenvalue
-    lam, |x - x*| <= e / lam, so the two iterates differ by at most 2 e / lam and their U by
-    O(e^2 / lam) (checked at 1e-12 relative, rounding of U); the finite-difference Hessian-vector
-    products err by ~FD_EPS |third derivative| (measured 3e-8 at the paper's configuration),
-    checked at 1e-6 of the largest eigenvalue as in the dense-Hessian test above. The
-    training pool is padded with rows past the data (masked, and a whole block skipped by
-    ``n_blocks``), which must not change the result."""
-    from copyhead_jax.solve import BLOCK, blocks_of, hessian, solve_map_optax
-
-    cfg = _cfg(attention, "plain").replace(model=dict(engine="reduced"))
-    gtol = 1e-10
-    with jax.enable_x64(True):
-        obj = Objective.from_config(cfg)
-        P_pad = BLOCK + 4  # two blocks; the data (P rows) lies in the first
-        t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
-        mask = jnp.zeros(P_pad, jnp.float64).at[:P].set(1.0)
-        h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))
-        ref = jax.jit(lambda h: solve_map_optax(h, t[:P], mask[:P], obj, gtol=gtol,
-                                                n_lanczos=128))(h0)  # fmt: skip
-        nb = blocks_of(P, P_pad)
-        assert nb == 1
-        new = jax.jit(lambda h, n: solve_map(h, t, mask, obj, gtol=gtol, n_lanczos=128,
-                                             n_blocks=n))(h0, jnp.asarray(nb))  # fmt: skip
-        assert bool(ref.converged) and bool(new.converged)
-        lam = np.linalg.eigvalsh(np.asarray(hessian(new.head, t[:P], mask[:P], obj)))
-        assert lam[0] > 0
-        e = gtol * max(1.0, abs(float(ref.U)))
-        x = lambda h: np.concatenate([np.ravel(h.W_G), np.ravel(h.W_O_hat)])
-        assert np.linalg.norm(x(new.head) - x(ref.head)) <= 2 * e / lam[0]
-        assert abs(float(new.U) - float(ref.U)) <= 1e-12 * abs(float(ref.U))
-        assert abs(float(new.U) - float(quenched_energy(new.head, t[:P], mask[:P], obj))) <= (
-            1e-12 * abs(float(ref.U))
-        )
-        assert abs(float(new.min_eig) - lam[0]) <= 1e-6 * lam[-1]
-        assert abs(float(ref.min_eig) - lam[0]) <= 1e-6 * lam[-1]
-
-
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
-def test_blocked_measure_matches_measure(attention):
-    """The exact chunk's blockwise measurement equals ``observables.measure`` (same sums in
-    another order: rounding, 1e-12); rows in skipped blocks are masked out anyway."""
-    from copyhead_jax.fit_exact import measure_blocked
-    from copyhead_jax.observables import measure
-    from copyhead_jax.solve import BLOCK, blocks_of
-
-    cfg = _cfg(attention, "plain").replace(model=dict(engine="reduced"))
-    P_pad = 2 * BLOCK + 3
-    with jax.enable_x64(True):
-        t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
-        test = sample_tokens(jax.random.key(2), n=16, L=L, V=V)
-        mask = jnp.zeros(P_pad, jnp.float64).at[: BLOCK + 5].set(1.0)
-        h = init_reduced(jax.random.key(0), cfg, head_template(cfg))
-        m1 = measure(h, t, mask, test)
-        m2 = measure_blocked(h, t, mask, test, jnp.asarray(blocks_of(BLOCK + 5, P_pad)))
-        for a, b in zip(jax.tree_util.tree_leaves(m1), jax.tree_util.tree_leaves(m2)):
-            _close(b, a, rtol=1e-12)

@@ -11,6 +11,8 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.fit import sweep_inputs
+from copyhead_jax.fit.exact import solve_map, value_and_grad_fn
 from copyhead_jax.models import (
     expand_trained,
     head_template,
@@ -22,8 +24,6 @@ from copyhead_jax.models import (
 )
 from copyhead_jax.objective import Objective, neg_log_posterior
 from copyhead_jax.observables import attention_matrices, order_parameters
-from copyhead_jax.solve import solve_map, value_and_grad_fn
-from copyhead_jax.sweep import sweep_inputs
 
 N, L, V, P, P_FIT = 16, 6, 3, 48, 256
 D = V + L

@@ -7,6 +7,7 @@ and the warm-up as ``warmup_frac_softmax`` / ``warmup_frac_linear``. The loaders
 rename such files; the test reads its arrays raw to pin the numbers.
 """
 
+import importlib
 import re
 from pathlib import Path
 
@@ -14,7 +15,6 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax import polish as polish_mod
 from copyhead_jax.cli import main, print_table
 from copyhead_jax.results import (
     DRAW_FIELDS,
@@ -26,6 +26,9 @@ from copyhead_jax.results import (
 )
 from copyhead_jax.storage import SCHEMA_VERSION, atomic_save_npz
 from tests.helpers import FAKE_CFG, fake_sweep, no_work, one_line_error
+
+# the module (``copyhead_jax.fit.polish`` is the face's function of that name)
+polish_mod = importlib.import_module("copyhead_jax.fit.polish")
 
 OLD = Path(__file__).parent / "data" / "old_softmax_tiny.npz"
 CFG = ch.TINY.replace(model=dict(attention="softmax"))

@@ -10,13 +10,11 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.bayes import ess, split_rhat
+from copyhead_jax.fit import polish, solve_map, sweep_inputs
 from copyhead_jax.models import head_template, init_reduced
 from copyhead_jax.objective import Objective
-from copyhead_jax.polish import polish
 from copyhead_jax.sample import Sampler, default_sampler, run_sampler
 from copyhead_jax.sample_reduced import nuts_reference
-from copyhead_jax.solve import solve_map
-from copyhead_jax.sweep import sweep_inputs
 
 CFG = ch.TINY.replace(
     model=dict(engine="reduced", width=10_000, attention="softmax"),
@@ -61,8 +59,8 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
         marginal_energy,
         readout_conditional,
     )  # fmt: skip
+    from copyhead_jax.fit import quenched_energy
     from copyhead_jax.models import head_class
-    from copyhead_jax.solve import quenched_energy
 
     inp = sweep_inputs(LIN, None)
     with jax.enable_x64(True):

@@ -7,6 +7,7 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax import Config, TaskConfig
 from copyhead_jax.data import sample_tokens, seed_data
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.sources import (
     check_tokens,
     check_transition,
@@ -22,7 +23,6 @@ from copyhead_jax.sources import (
     user_seed_data,
 )
 from copyhead_jax.sources_cli import load_tokens
-from copyhead_jax.sweep import sweep_inputs
 
 
 def _transition_counts(t: np.ndarray, V: int) -> np.ndarray:

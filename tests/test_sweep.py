@@ -5,8 +5,8 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import sweep as sweep_mod
-from copyhead_jax import train
 from copyhead_jax.cli import main
+from copyhead_jax.fit import adam as train
 from copyhead_jax.results import SweepResult
 from copyhead_jax.sweep import run_chunked
 from tests.helpers import FAKE_CFG, SHORT_TINY, no_work, one_line_error

@@ -7,7 +7,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import theory as th
-from copyhead_jax.sweep import sweep_inputs
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.theory import finite as F
 
 

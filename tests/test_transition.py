@@ -20,8 +20,8 @@ import copyhead_jax as ch
 from copyhead_jax.bayes import combine_seeds, crossing, next_probe
 from copyhead_jax.cli import main
 from copyhead_jax.collapsed import marginal_energy, marginal_whitening, with_WG
+from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.objective import Objective
-from copyhead_jax.sweep import sweep_inputs
 from copyhead_jax.transition_ti import TISettings, a_G
 from tests.helpers import interrupt
 

@@ -82,7 +82,7 @@ class ExactConfig:
     stopped at ``|grad U| <= gtol max(1, |U|)`` or after ``max_steps`` iterations
     (``converged=False``). ``continuation``: also start each run from the kept fits of its
     neighbouring P (same seed; an ascending, then a descending pass) and keep the lowest-U
-    minimum (:mod:`copyhead_jax.continuation`)."""
+    minimum (:mod:`copyhead_jax.fit.continuation`)."""
 
     kind: ClassVar[str] = "exact"
 

@@ -19,6 +19,7 @@ from ._reduce import embedding_root as embedding_root
 from ._reduce import expand_head as expand_head
 from ._reduce import head_template as head_template
 from ._reduce import init_reduced as init_reduced
+from ._reduce import init_reduced_arrays as init_reduced_arrays
 from ._reduce import prior_root as prior_root
 from ._reduce import realised_root as realised_root
 from ._reduce import reduce_head as reduce_head

@@ -1,8 +1,12 @@
 """polish.py: ``copyhead polish`` checks its output path before any work."""
 
-from copyhead_jax import polish as polish_mod
+import importlib
+
 from copyhead_jax.cli import main
 from tests.helpers import no_work, one_line_error
+
+# the module (``copyhead_jax.fit.polish`` is the face's function of that name)
+polish_mod = importlib.import_module("copyhead_jax.fit.polish")
 
 
 def test_polish_checks_its_output_before_work(reduced, tmp_path, monkeypatch, capsys):

@@ -23,21 +23,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import Config, single_start
-from .models import AbstractHead, head_class, head_template, reduced_head, target_weights
-from .models._reduce import init_reduced_arrays
-from .models._reduce_trained import joint_split
-from .objective import Objective, predictions, squared_errors
-from .observables import (
+from ..config import Config, single_start
+from ..models import (
+    AbstractHead,
+    head_class,
+    head_template,
+    init_reduced_arrays,
+    joint_split,
+    reduced_head,
+    target_weights,
+)
+from ..objective import Objective, predictions, squared_errors
+from ..observables import (
     Measurement,
     attention_matrices,
     copy_accuracy_of,
     order_parameters,
     positional_logits,
 )
-from .runner import shard_runs, to_host
-from .solve import BLOCK, ExactFit, blocks_of, quenched_split, solve_map
-from .train import RunInputs
+from ..runner import shard_runs, to_host
+from .exact import BLOCK, ExactFit, blocks_of, quenched_split, solve_map
+from .inputs import RunInputs
 
 
 class _InitSpec(NamedTuple):

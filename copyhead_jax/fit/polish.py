@@ -22,15 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_output_path
-from .config import Config, exact_settings
-from .models import head_template, reduce_head
-from .objective import Objective
-from .observables import measure
-from .results import SWEEP_KIND, SweepResult, check_param_shapes
-from .solve import quenched_energy, solve_map
-from .storage import acquire_lock, release_lock, remove_tmp_orphans
-from .sweep import sweep_inputs
+from .._checks import check_output_path
+from ..config import Config, exact_settings
+from ..models import head_template, reduce_head
+from ..objective import Objective
+from ..observables import measure
+from ..results import SWEEP_KIND, SweepResult, check_param_shapes
+from ..storage import acquire_lock, release_lock, remove_tmp_orphans
+from .exact import quenched_energy, solve_map
+from .inputs import sweep_inputs
 
 FIELDS = ("U", "c1", "cG", "r", "psi", "coverage", "train_loss")
 

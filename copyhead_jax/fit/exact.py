@@ -47,9 +47,9 @@ import optax
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from ._types import Mask, Scalar, TokenBatch
-from .models import AbstractHead
-from .objective import Objective, embedding_prior_energy, neg_log_posterior
+from .._types import Mask, Scalar, TokenBatch
+from ..models import AbstractHead
+from ..objective import Objective, embedding_prior_energy, neg_log_posterior
 
 N_LANCZOS = 64  # Lanczos steps at most
 LANCZOS_ROUND = 2  # Lanczos steps between two checks of the smallest Ritz value (4: +12%)

@@ -27,10 +27,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .config import Config
-from .runner import load_checkpoint
-from .storage import atomic_save_npz
-from .train import RunInputs
+from ..config import Config
+from ..runner import load_checkpoint
+from ..storage import atomic_save_npz
+from .inputs import RunInputs
 
 _KIND = "copyhead_jax.ContinuationStep"
 #: a candidate replaces the kept fit if its U is lower by more than this times max(1, |U|): two

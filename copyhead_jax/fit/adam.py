@@ -23,9 +23,8 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Bool, Float, Int
 
-from ._types import Mask, TokenBatch
-from .config import AdamConfig, Config
-from .models import (
+from ..config import AdamConfig, Config
+from ..models import (
     AbstractHead,
     head_class,
     head_template,
@@ -33,8 +32,9 @@ from .models import (
     init_reduced,
     trainable_filter,
 )
-from .objective import Objective, log_prior_energy, neg_log_posterior
-from .observables import Measurement, measure, shift_operator
+from ..objective import Objective, log_prior_energy, neg_log_posterior
+from ..observables import Measurement, measure, shift_operator
+from .inputs import RunInputs
 
 
 def block_lr_factors(head: AbstractHead, adam: AdamConfig) -> AbstractHead:
@@ -91,16 +91,6 @@ class RunState(NamedTuple):
     stopped: Bool[Array, ""]
     finite: Bool[Array, ""]
     stop_epoch: Int[Array, ""]
-
-
-class RunInputs(NamedTuple):
-    """Per-run inputs of a chunk (leading run axis)."""
-
-    key: Array  # init key of the run's seed
-    train: TokenBatch  # [P_max, L], the seed's nested training pool
-    mask: Mask  # [P_max], first P rows
-    test: TokenBatch  # [n_test, L]
-    lr_mult: Float[Array, ""]  # multiplies the learning rate of this run (1 by default)
 
 
 class Trainer(eqx.Module):

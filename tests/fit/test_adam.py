@@ -7,9 +7,9 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.fit.adam import block_lr_factors, lr_schedule
 from copyhead_jax.objective import Objective, neg_log_posterior, squared_errors
 from copyhead_jax.observables import measure, shift_operator
-from copyhead_jax.train import block_lr_factors, lr_schedule
 
 
 def exact_copy_head(L: int, V: int, beta: float, chi: float = 30.0) -> ch.SoftmaxHead:
@@ -104,7 +104,7 @@ def test_quenched_embeddings_stay_at_prior_draw(tiny):
 def test_branch_initialisations():
     import equinox as eqx
 
-    from copyhead_jax.train import Trainer
+    from copyhead_jax.fit import Trainer
 
     L, V = ch.TINY.task.L, ch.TINY.task.V
     cfg = ch.TINY.replace(train=dict(init_attention="copy", init_copy_logit=4.0))
@@ -120,7 +120,7 @@ def test_branch_initialisations():
 def test_fused_adam_update_equals_optax_chain_bit_for_bit():
     """Trainer._adam_update (one in-place pass per leaf) against the optax chain it replaces,
     on random gradients and moments, a few steps, one run frozen half-way (move=False)."""
-    from copyhead_jax.train import Trainer, init_runs
+    from copyhead_jax.fit import Trainer, init_runs
 
     cfg = ch.TINY.replace(model=dict(attention="softmax"))
     tr = Trainer(cfg)
@@ -165,7 +165,7 @@ def optax_apply(params, updates):
 
 
 def _inputs(cfg):
-    from copyhead_jax.sweep import sweep_inputs
+    from copyhead_jax.fit import sweep_inputs
 
     inp = sweep_inputs(cfg, None)
     return inp._replace(key=jax.random.wrap_key_data(inp.key))
@@ -178,7 +178,7 @@ def test_memory_plan_per_run_is_four_weight_matrices():
     is not materialised: its norm is reduced straight from the data gradient and the weights.
     With optax's update it was 7.1 N^2; with the fused update but the norm of a materialised
     gradient, 5.05 N^2."""
-    from copyhead_jax.train import Trainer, init_runs, run_segment
+    from copyhead_jax.fit import Trainer, init_runs, run_segment
 
     N = 1024
     cfg = ch.SMALL.replace(model=dict(width=N), train=dict(log_every=2))
