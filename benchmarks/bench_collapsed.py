@@ -1,4 +1,5 @@
-"""The collapsed energy's gradient: the hand-written form (``copyhead_jax.collapsed``) against
+"""The collapsed energy's gradient: the hand-written form (``copyhead_jax.sampling.collapsed``)
+against
 autodiff of the one-hot form it replaced (2026-12-04), in the same process, on the same heads.
 
 U_m(W^G) of a reduced head at L = 25, V = 5 (the paper's), float32, one seed's tokens, a random
@@ -27,10 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.collapsed import cholesky, marginal_energy, solve_lower, with_WG
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
+from copyhead_jax.sampling.collapsed import cholesky, marginal_energy, solve_lower, with_WG
 from copyhead_jax.storage import environment
 
 OUT = Path(__file__).parent / "results" / "bench_collapsed.json"

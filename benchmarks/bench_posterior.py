@@ -1,17 +1,16 @@
 """Posterior speed: effective draws per CPU-second of the project's collapsed HMC against NumPyro
 NUTS, BlackJAX NUTS and BlackJAX HMC (both with window adaptation), on the SAME log density.
 
-For each head (linear, softmax) and P (default 32 and 322; L = 25, V = 5, the paper preset's
-exact MAP, width 10,000), one seed's fit defines the density: the readout integrated out
-exactly, the marginal energy U_m(W^G) of docs/theory.md §9.1 in the whitened coordinates
-``x = x_fit + C w`` of its Hessian at the fit (``copyhead_jax.sample_reduced``), so that every
-sampler sees the same function of w and the same conditioning. Every draw is completed with an
-exact readout draw and recorded as the sweep sampler does (``copyhead_jax.sample.Sampler
-.observe``): U and the order parameters. Per candidate: CPU seconds of the process after
-compilation (warm-up / adaptation included), ESS of U and of each order parameter
-(``copyhead_jax.bayes.ess``, equal to NumPyro's estimator), ESS per CPU-second, and the ratio
-candidate-time-per-effective-draw / ours (> 1: ours is faster), XLA temp memory where compiled
-ahead of time, and the process's peak RSS.
+For each head (linear, softmax) and P (default 32 and 322; L = 25, V = 5, the paper preset's exact
+MAP, width 10,000), one seed's fit defines the density: the readout integrated out exactly, the
+marginal energy U_m(W^G) of docs/theory.md §9.1 in the whitened coordinates ``x = x_fit + C w`` of
+its Hessian at the fit (``copyhead_jax.sampling.collapsed_hmc``), so that every sampler sees the
+same function of w and the same conditioning. Every draw is completed with an exact readout draw and
+recorded as the sweep sampler does (``copyhead_jax.sampling.run.Sampler.observe``): U and the order
+parameters. Per candidate: CPU seconds of the process after compilation (warm-up / adaptation
+included), ESS of U and of each order parameter (``copyhead_jax.sampling.ess``, equal to NumPyro's
+estimator), ESS per CPU-second, and the ratio candidate-time-per-effective-draw / ours (> 1: ours is
+faster), XLA temp memory where compiled ahead of time, and the process's peak RSS.
 
     python benchmarks/bench_posterior.py [--quick] [--P 32 322] [--width 10000|inf]
         [--transition-seeds 10] [--transition-only]
@@ -45,13 +44,21 @@ import jax.numpy as jnp
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.bayes import ess
-from copyhead_jax.collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
-from copyhead_jax.sample import REDUCED_HMC, Sampler, draw_fields
-from copyhead_jax.sample_reduced import LEAPFROG, collapsed_chains
+from copyhead_jax.sampling import (
+    LEAPFROG,
+    REDUCED_HMC,
+    Sampler,
+    collapsed_chains,
+    draw_fields,
+    draw_readout,
+    ess,
+    marginal_energy,
+    marginal_whitening,
+    with_WG,
+)
 
 OUT = Path(__file__).parent / "results" / "bench_posterior.json"
 BASELINE = "numpyro_nuts"

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.sample import default_sampler, run_sampler
+from copyhead_jax.sampling import default_sampler, run_sampler
 from copyhead_jax.storage import environment
 
 H200_MS_PER_RUN_EPOCH = 1.3  # README: benchmarks/gpu_paper_config.sh on one H200

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.sample import run_sampler
+from copyhead_jax.sampling import run_sampler
 from copyhead_jax.storage import environment
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,4 +1,4 @@
-"""SGLD chain-steps per second: ``copyhead_jax.sgld.run_chains`` against ``blackjax.sgld``.
+"""SGLD chain-steps per second: ``copyhead_jax.sampling.sgld.run_chains`` against ``blackjax.sgld``.
 
 Same potential (Bayesian logistic regression, full batch), same chains, same loop structure
 (``lax.scan`` over steps, ``vmap`` over chains, one ``jit``), timed after compilation, best of
@@ -211,7 +211,8 @@ def main(argv=None) -> dict:
             flush=True,
         )
     result = {
-        "benchmark": "sgld chain-steps per second, copyhead_jax.sgld.run_chains vs blackjax.sgld",
+        "benchmark": "sgld chain-steps per second, "
+        "copyhead_jax.sampling.run_chains vs blackjax.sgld",
         "problem": {
             "model": "Bayesian logistic regression, N(0, 1) prior, full batch",
             "n_data": a.n_data,

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.sample import run_sampler
+from copyhead_jax.sampling import run_sampler
 from copyhead_jax.storage import environment
 
 

@@ -26,8 +26,7 @@ import copyhead_jax as ch
 from copyhead_jax.data import nested_mask
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.objective import Objective
-from copyhead_jax.transition_plan import pad_of
-from copyhead_jax.transition_ti import BRANCHES, SIDE, TISettings, a_G, ti_programs
+from copyhead_jax.transition import BRANCHES, SIDE, TISettings, a_G, pad_of, ti_programs
 
 
 def cpu(f):

@@ -29,7 +29,6 @@ Code map, in data-flow order:
 """
 
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
-from . import bayes as bayes
 from . import config as config
 from . import sources as sources
 from ._checks import check_output_folder as check_output_folder
@@ -37,11 +36,6 @@ from ._checks import check_output_path as check_output_path
 from ._runtime import catch_sigterm as catch_sigterm
 from ._runtime import exit_now as exit_now
 from ._runtime import interrupt_status as interrupt_status
-from .arviz_io import to_arviz as to_arviz
-from .bayes import local_learning_coefficient as local_learning_coefficient
-from .bayes import susceptibility as susceptibility
-from .bayes import thermodynamic_integration as thermodynamic_integration
-from .bayes import wbic as wbic
 from .config import PAPER as PAPER
 from .config import PLAIN as PLAIN
 from .config import PRESETS as PRESETS
@@ -72,23 +66,51 @@ from .objective import neg_log_posterior as neg_log_posterior
 from .observables import measure as measure
 from .observables import order_parameters as order_parameters
 from .observables import shift_operator as shift_operator
-from .posterior_transition import transition as transition
 from .results import PosteriorResult as PosteriorResult
 from .results import SweepResult as SweepResult
 from .runner import fanout as fanout
-from .sample import PAPER_SGLD as PAPER_SGLD
-from .sample import default_sampler as default_sampler
-from .sample import run_sampler as run_sampler
-from .sgld import run_chains as run_chains
-from .sgld import sgld_kernel as sgld_kernel
+from .sampling import PAPER_SGLD as PAPER_SGLD
+from .sampling import default_sampler as default_sampler
+from .sampling import local_learning_coefficient as local_learning_coefficient
+from .sampling import run_chains as run_chains
+from .sampling import run_sampler as run_sampler
+from .sampling import sgld_kernel as sgld_kernel
+from .sampling import susceptibility as susceptibility
+from .sampling import thermodynamic_integration as thermodynamic_integration
+from .sampling import to_arviz as to_arviz
+from .sampling import wbic as wbic
 from .sweep import run_sweep as run_sweep
+from .transition import transition as transition
 
 __version__ = "0.1.0"
 
 
+#: ``ch.bayes``: the names of the former ``bayes/`` namespace, which now live in ``sampling``
+#: (statistics, TI, WBIC, LLC) and ``transition`` (branch TI, SMC, the root of a P*)
+_BAYES = {
+    "sampling": ("ChainSummary", "LLCResult", "Susceptibility", "TIResult", "WBICResult",
+                 "beta_ladder", "default_nbeta", "ess", "local_learning_coefficient",
+                 "mcse_mean", "run_mean", "run_susceptibility", "split_rhat", "susceptibility",
+                 "thermodynamic_integration", "ti_quadrature", "wbic"),
+    "transition": ("HMCStats", "SMCResult", "anchored_root", "branch_log_z", "bracket_slope",
+                   "combine_seeds", "crossing", "hmc_chains", "hmc_move", "next_probe",
+                   "path_rungs", "pooled_slope", "reference_mass", "tempered_smc"),
+}  # fmt: skip
+
+
 def __getattr__(name: str):
     if name == "SGLD":  # lazily: the NumPyro adapter imports numpyro
-        from .sgld import SGLD
+        from .sampling import SGLD
 
         return SGLD
+    if name == "bayes":
+        import importlib
+        import types
+
+        ns = types.SimpleNamespace()
+        for folder, names in _BAYES.items():
+            face = importlib.import_module(f"{__name__}.{folder}")
+            for n in names:
+                setattr(ns, n, getattr(face, n))
+        return ns
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 r"""``copyhead llc FILE...``: learning coefficient and WBIC of every run of a reduced sweep
-(:func:`copyhead_jax.llc_runs.llc_runs`; docs/theory.md §9.8): a table, ``--json``, and a
+(:func:`copyhead_jax.sampling.llc_runs.llc_runs`; docs/theory.md §9.8): a table, ``--json``, and a
 figure of $\hat\lambda$ against P with the $d/2$ line and the MAP $P^*$."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ SHOWN = (
 
 def add_llc_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
-    from .llc_runs import LLCSettings
+    from .sampling.llc_runs import LLCSettings
 
     d = LLCSettings()
     p = add_parser(
@@ -97,7 +97,7 @@ def _inputs(files: list[str], siblings: bool):
 def cmd_llc(args) -> int:
     from ._checks import check_output_path
     from ._cli_parts import FIGURE_SUFFIXES, save_figure
-    from .llc_runs import LLCSettings, llc_runs
+    from .sampling.llc_runs import LLCSettings, llc_runs
 
     st = LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
                      burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,

@@ -1,8 +1,9 @@
-"""Figures of per-run posterior summaries against P (:func:`copyhead_jax.posterior_summary.
+"""Figures of per-run posterior summaries against P (:func:`copyhead_jax.sampling.summary.
 branch_summary` dicts, arrays ``[P, seed]``; result in, Figure out): order parameters of MAP and
 posterior beside EK theory curves, susceptibilities ``P Var`` with MCSE, lambda-hat (the
 posterior's own and devinterp's), and the branch free energies of
-:func:`copyhead_jax.laplace_ti.free_energies`. A block is ``(name, summary, colour, marker)``."""
+:func:`copyhead_jax.transition.laplace_sgld.free_energies`. A block is
+``(name, summary, colour, marker)``."""
 
 from __future__ import annotations
 

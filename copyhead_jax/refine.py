@@ -192,7 +192,8 @@ class Runs:
 def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
     ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
-    from .fit import continue_in_P, sweep_inputs
+    from .fit.continuation import continue_in_P
+    from .fit.inputs import sweep_inputs
     from .sweep import exact_solve_from, run_mesh
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
@@ -305,10 +306,10 @@ def posterior_moments(
     The step size of each compiled group is ``min(eta_max, eta_seq / P_eff)`` with ``P_eff``
     the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
     likelihood curvature grows like ``P_eff``."""
-    from .config import SGLDConfig
+    from .config.samplers import SGLDConfig
     from .conventions import effective_P
     from .results import PosteriorResult
-    from .sample import run_sampler
+    from .sampling.run import run_sampler
 
     sg = dict(sgld)
     eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")

@@ -250,7 +250,7 @@ class SweepResult(_OfSweep):
 POSTERIOR_KIND = "copyhead_jax.PosteriorResult"
 
 #: Quantities recorded at every draw, in this order, under the generic order-parameter names
-#: (a result names them for its head: :func:`copyhead_jax.sample.draw_fields`).
+#: (a result names them for its head: :func:`copyhead_jax.sampling.run.draw_fields`).
 DRAW_FIELDS = ("U", "train_loss", "c1", "cG", "r", "psi", "coverage")
 
 

@@ -75,7 +75,7 @@ def cmd_show(args) -> int:
               f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
         print_table(res)
         if "polish/U" in res.arrays:
-            from .fit import polish_table
+            from .fit.polish import polish_table
 
             print(polish_table(res))
     return 0
@@ -83,7 +83,7 @@ def cmd_show(args) -> int:
 
 def cmd_polish(args) -> int:
     """Exact MAP from every kept Adam fit of a sweep; saves and prints the result."""
-    from .fit import polish, polish_table
+    from .fit.polish import polish, polish_table
     from .results import SweepResult
 
     res = SweepResult.load(args.result)

@@ -1,6 +1,6 @@
 """``copyhead sample RESULT``: posterior of every run of a saved sweep (``--sampler sgld``: SGLD
 on every weight, full-engine sweeps; ``--sampler hmc``: the collapsed HMC of reduced sweeps,
-:mod:`copyhead_jax.sample_reduced`; the default follows the engine)."""
+:mod:`copyhead_jax.sampling.collapsed_hmc`; the default follows the engine)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", 
 
 def add_sample_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
-    from .config import PRESETS
+    from .config.presets import PRESETS
 
     p = add_parser(
         sub, "sample", help="posterior of a sweep (SGLD on full-engine sweeps, collapsed HMC on "
@@ -102,7 +102,7 @@ def add_sample_subparser(sub) -> None:
 def sampler_config(args, sweep):
     """The sampler config of ``copyhead sample``'s flags; a flag of the other sampler is a
     ValueError naming it."""
-    from .sample import PAPER_SGLD, default_sampler
+    from .sampling.run import PAPER_SGLD, default_sampler
 
     kind = args.sampler or ("hmc" if sweep.config.model.engine == "reduced" else "sgld")
     other = HMC_FLAGS if kind == "sgld" else SGLD_FLAGS
@@ -128,10 +128,10 @@ def sampler_config(args, sweep):
 
 def cmd_sample(args) -> int:
     from ._checks import check_output_path
-    from .arviz_io import NETCDF_SUFFIXES
     from .plots import posterior_figure
     from .results import POSTERIOR_KIND, SweepResult
-    from .sample import run_sampler
+    from .sampling.arviz import NETCDF_SUFFIXES
+    from .sampling.run import run_sampler
 
     sweep = SweepResult.load(args.result)
     sampler = sampler_config(args, sweep)
@@ -151,7 +151,7 @@ def cmd_sample(args) -> int:
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )
     if args.netcdf:
-        from .arviz_io import save_netcdf
+        from .sampling.arviz import save_netcdf
 
         print(f"saved {save_netcdf(post, args.netcdf)}")
     print_posterior(post, sweep)

@@ -119,7 +119,7 @@ def _run_chunk(
     cfg = trainer.cfg
     rows = jax.tree_util.tree_leaves(inp)[0].shape[0]  # the bar counts runs (padding: see done)
     if cfg.solver.kind == "exact":
-        from .fit import run_exact_chunk
+        from .fit.exact_sweep import run_exact_chunk
 
         out = run_exact_chunk(cfg, inp, keep_params, mesh)
         if bar is not None:
@@ -303,7 +303,7 @@ def run_sweep(
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
     if continuation:  # the exact solver pads to P_max in one group: `inputs` are all runs
-        from .fit import continue_in_P
+        from .fit.continuation import continue_in_P
 
         merged = continue_in_P(
             cfg, inputs, merged, exact_solve_from(cfg, mesh),
@@ -348,7 +348,7 @@ def run_sweep(
 def exact_solve_from(cfg: Config, mesh):
     """``solve(inp, (W_G, W_O_hat))``: exact fits of the runs ``inp`` from those weights, the
     runs padded to a multiple of the mesh size (repeats of the last) and cut back."""
-    from .fit import run_exact_chunk
+    from .fit.exact_sweep import run_exact_chunk
 
     def solve(inp: RunInputs, weights: tuple) -> dict[str, np.ndarray]:
         n = len(np.asarray(inp.mask))

@@ -99,7 +99,7 @@ def _print_pstar(results) -> None:
     """Measured P* [CI over seeds] beside the EK theory's (and the paper's, under its
     conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
     from .compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
-    from .config import PAPER
+    from .config.presets import PAPER
     from .sources import is_iid
     from .theory.beyond import config_points
 

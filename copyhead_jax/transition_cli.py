@@ -1,5 +1,5 @@
 """``copyhead transition``: the Bayesian transition point of a configuration
-(:func:`copyhead_jax.posterior_transition.transition`), printed with its interval and
+(:func:`copyhead_jax.transition.search.transition`), printed with its interval and
 cross-check."""
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def _P_grid(text: str) -> tuple[int, ...]:
 
 def add_transition_subparser(sub) -> None:
     from ._cli_parts import add_parser, progress_flags
-    from .config import PRESETS
+    from .config.presets import PRESETS
     from .sources import SOURCES
-    from .transition_ti import RUNG_SCHEDULES, TISettings
+    from .transition.branch_group import RUNG_SCHEDULES, TISettings
 
     # the field defaults, not TISettings(): its batched default asks JAX for the backend,
     # which would initialise it for every command's parser
@@ -124,7 +124,7 @@ def add_transition_subparser(sub) -> None:
 
 def settings_from_args(args):
     from ._checks import check_int
-    from .transition_ti import TISettings, rung_ts
+    from .transition.branch_group import TISettings, rung_ts
 
     K = check_int("--rungs", args.rungs, lo=2, hi=64)
     return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
@@ -135,7 +135,7 @@ def settings_from_args(args):
 
 def config_from_args(args):
     from ._checks import check_int
-    from .config import preset
+    from .config.presets import preset
 
     cfg = preset(args.preset)
     task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
@@ -156,7 +156,7 @@ def config_from_args(args):
 
 def cmd_transition(args) -> int:
     from ._checks import check_int, check_output_folder
-    from .posterior_transition import transition, transition_config
+    from .transition.search import transition, transition_config
 
     cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
                                                                hi=1000))  # fmt: skip
@@ -174,7 +174,7 @@ def cmd_transition(args) -> int:
                      P_grid=grid, seed=args.seed,
                      anchored=args.seeds_probe == "anchored")  # fmt: skip
     if args.json:
-        from .transition_store import json_default
+        from .transition.store import json_default
 
         print(json.dumps(res, default=json_default, indent=1))
     else:

@@ -1,5 +1,5 @@
 """Figures of the Bayesian transition (result in, Figure out): of
-:func:`copyhead_jax.posterior_transition.transition`, the measured difference against P per seed
+:func:`copyhead_jax.transition.search.transition`, the measured difference against P per seed
 (softmax: F_copy - F_pool; linear: posterior psi) with each seed's root and every estimate of the
 transition on one log-P strip (:func:`transition_figure`); of branch TI and tempered SMC over runs
 (:mod:`copyhead_jax.compare.branch_tables`), :func:`branch_figure` and :func:`smc_figure`."""

@@ -30,8 +30,8 @@ from pathlib import Path
 import jax
 
 import copyhead_jax as ch
-from copyhead_jax.branch_batch import cpu_seconds
 from copyhead_jax.runner import run_dependent
+from copyhead_jax.transition import cpu_seconds
 
 from . import common
 

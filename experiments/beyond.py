@@ -41,7 +41,7 @@ from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
 from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 from copyhead_jax.theory.points import transition_points
-from copyhead_jax.transition_ti import TISettings
+from copyhead_jax.transition import TISettings
 
 from . import common as C
 

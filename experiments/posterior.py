@@ -24,16 +24,22 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax import posterior_summary as PS
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.laplace_ti import free_energies
-from copyhead_jax.llc_runs import LLCSettings, devinterp_sweep
 from copyhead_jax.posterior_plot import result_figures
-from copyhead_jax.posterior_summary import branch_summary, merge_seeds, verdicts
-from copyhead_jax.sample import PosteriorResult, run_sampler
-from copyhead_jax.sample_reduced import LEAPFROG, TARGET_ACCEPT
+from copyhead_jax.sampling import (
+    LEAPFROG,
+    TARGET_ACCEPT,
+    LLCSettings,
+    branch_summary,
+    devinterp_sweep,
+    merge_seeds,
+    verdicts,
+)
+from copyhead_jax.sampling import summary as PS
+from copyhead_jax.sampling.run import PosteriorResult, run_sampler
 from copyhead_jax.storage import write_json
+from copyhead_jax.transition.laplace_sgld import free_energies
 
 from .common import MODE_FLAGS, cache_path, cached, cached_sweep, log, save_figure
 from .configs.posterior import CONFIGS

@@ -1,5 +1,5 @@
 r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4) by constrained,
-Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.bayes.branch_ti`); method and
+Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.transition.branch_ti`); method and
 results: docs/reports/posterior_branches.md.
 
     python -m experiments posterior-branches --preset plain [--tiny] [--out docs/reports]
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import jax
 
-from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.runner import GroupFailure, failures, map_groups
 from copyhead_jax.storage import jsonable, write_json
+from copyhead_jax.transition import branch_runs as BB
 from copyhead_jax.transition_plot import branch_figure as draw
 
 from .common import MODE_FLAGS, group_record, log, save_figure

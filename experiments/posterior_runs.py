@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax import branch_batch as BB
-from copyhead_jax.sample import REDUCED_HMC
+from copyhead_jax.sampling import REDUCED_HMC
 from copyhead_jax.storage import jsonable
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.points import transition_points
-from copyhead_jax.transition_ti import BRANCHES
+from copyhead_jax.transition import BRANCHES
+from copyhead_jax.transition import branch_runs as BB
 
 from .common import cached_sweep, mode_config
 from .configs.posterior import CONFIGS as ENGINES
@@ -115,7 +115,8 @@ def seeds_of(c: dict, seeds=None):
 
 
 def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
-    """The MAPs a group's chains start from (:func:`~copyhead_jax.branch_batch.reference_list`;
+    """The MAPs a group's chains start from
+    (:func:`~copyhead_jax.transition.branch_runs.reference_list`;
     a sweep added for other P leaves it, and so the group's cache key, unchanged)."""
     return BB.reference_list(sweeps, grp, seeds_of(c, seeds), c["a_thr"])
 

@@ -1,6 +1,6 @@
 r"""Tempered SMC across the softmax coexistence window (issue 12, item 4): the posterior weight
 of each branch and the P where the weights are equal, from one population of particles free to
-move its mass between the branches (:mod:`copyhead_jax.bayes.smc`), set against the constrained
+move its mass between the branches (:mod:`copyhead_jax.transition.smc`), set against the constrained
 TI of ``posterior_branches`` (same references, regions and HMC kernel); method and results:
 docs/reports/posterior_branches.md, "Tempered SMC across the window".
 
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import jax
 
-from copyhead_jax import branch_batch as BB
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.storage import jsonable, write_json
+from copyhead_jax.transition import branch_runs as BB
 from copyhead_jax.transition_plot import smc_figure as draw
 
 from . import posterior_runs as PR

@@ -118,10 +118,11 @@ def test_the_rooms_table_names_every_module_of_the_package():
         if len(parts) == 1 and not is_pkg:
             if not any(f"{parts[0]}.py" in first for first, _ in rows):
                 missing.append(m)
-        else:
-            sub, stem = parts[0], (parts[1] if len(parts) > 1 else None)
+        else:  # in a folder (maybe a folder's folder: its own name, and its modules)
+            sub, rest = parts[0], parts[1:]
             home = [row for first, row in rows if f"{sub}/" in first]
-            named = lambda row: stem is None or f"`{stem}.py`" in row or f"`{sub}/{stem}.py`" in row
+            leaf = f"`{rest[-1]}/`" if is_pkg and rest else f"`{rest[-1]}.py`" if rest else ""
+            named = lambda row: leaf in row or f"`{'/'.join(parts)}.py`" in row
             if not home or not any(named(row) for row in home):
                 missing.append(m)
     assert missing == []
@@ -137,9 +138,9 @@ def test_every_name_in_a_rooms_row_exists(row):
         if name == "copyhead":  # the console command
             ok = 'copyhead = "copyhead_jax.cli:main"' in (ROOT / "pyproject.toml").read_text()
         elif name.endswith("/"):
-            ok = (PKG / name).is_dir()
+            ok = (PKG / name).is_dir() or any((PKG / s / name).is_dir() for s in subs)
         elif name.endswith(".py"):
-            ok = (PKG / name).is_file() or any((PKG / s / name).is_file() for s in subs)
+            ok = (PKG / name).is_file() or any(any((PKG / s).rglob(name)) for s in subs)
         elif IDENT.fullmatch(name):
             ok = any(_resolves(mod, name.removesuffix("()")) for mod in modules)
         else:

@@ -150,7 +150,7 @@ def test_identity_12_with_the_mask(attention):
 def test_sampler_readout_conditional_is_the_quadratic_of_U(attention):
     """Given W^G, U is quadratic in the readout: U(w) - U(0) = sum_v (w_v Lam w_v / 2 - B_v w_v)
     with the sampler's ``(Lam, B)``; exact in float64 (1e-10) when the mask drops position 0."""
-    from copyhead_jax.collapsed import readout_conditional
+    from copyhead_jax.sampling.collapsed import readout_conditional
 
     with jax.enable_x64(True):
         h = reduce_head(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64),

@@ -143,9 +143,9 @@ def _identity_U_vs_action(cfg, G_theory, G_pos):
     the readout, which the samplers use) at a planted ``W^G``."""
     import equinox as eqx
 
-    from copyhead_jax.collapsed import marginal_energy, readout_conditional
     from copyhead_jax.data import sample_tokens
     from copyhead_jax.fit import quenched_energy
+    from copyhead_jax.sampling.collapsed import marginal_energy, readout_conditional
 
     L, V = cfg.task.L, cfg.task.V
     obj = objective.Objective.from_config(cfg)

@@ -36,5 +36,5 @@ def test_import_copyhead_jax_imports_neither_numpyro_nor_experiments_nor_benchma
     assert "copyhead_jax" in top and "jax" in top  # the probe did import the package
     assert not top & {"numpyro", "experiments", "benchmarks", "blackjax", "arviz"}
     # The NumPyro adapter is still reachable as ch.SGLD, and only then is numpyro imported.
-    assert mods["sgld"] == "copyhead_jax.sgld.numpyro_adapter"
+    assert mods["sgld"] == "copyhead_jax.sampling.sgld.numpyro_adapter"
     assert "numpyro" in _top(mods["after"])

@@ -36,7 +36,7 @@ def test_branch_config_presets():
     assert (paper.model.engine, paper.model.width) == ("reduced", 10_000)
     assert paper.sweep.n_seeds == mc["presets"]["paper"]["n_seeds"]
     sg = E.sampler_settings(mc)
-    assert sg.step_size == ch.sample.REDUCED_HMC.step_size  # the collapsed-HMC default step
+    assert sg.step_size == ch.sampling.REDUCED_HMC.step_size  # the collapsed-HMC default step
 
 
 def test_posterior_column_reads_verdicts_and_points():

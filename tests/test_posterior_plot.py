@@ -5,7 +5,7 @@ import matplotlib
 import numpy as np
 
 from copyhead_jax import posterior_plot as PP
-from copyhead_jax.posterior_summary import OBSERVABLES
+from copyhead_jax.sampling.summary import OBSERVABLES
 from copyhead_jax.style import figure_problems
 
 matplotlib.use("Agg")

@@ -169,7 +169,7 @@ def test_transition_cli_takes_the_markov_source_and_refuses_the_mask():
     """``copyhead transition --source markov --rho R`` reaches the config; --rho without the
     source is refused, and so is a causal config (its branch chains are built without it)."""
     from copyhead_jax.cli import build_parser
-    from copyhead_jax.posterior_transition import transition_config
+    from copyhead_jax.transition import transition_config
     from copyhead_jax.transition_cli import config_from_args
 
     parser = build_parser()

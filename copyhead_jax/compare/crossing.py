@@ -254,7 +254,7 @@ def start_crossing(P_a, a, P_b, b) -> tuple[list[int], np.ndarray, dict]:
 
 def ti_crossings(fe: dict, distinct) -> dict:
     """The crossings of a Laplace-referenced TI result ``fe`` (``[branch, P, seed]`` arrays of
-    :func:`copyhead_jax.laplace_ti.free_energies` on the grid ``fe["P"]``) over the runs whose
+    ``transition.laplace_sgld.free_energies`` on the grid ``fe["P"]``) over the runs whose
     two starts are ``distinct`` minima ``[P, seed]`` and whose chains kept their branch at t = 1
     (``stayed_distinct_t1``): of F, WBIC, the Laplace approximation ``U* + 1/2 log det H`` and
     ``U*`` alone. ``fe`` gains the runs kept, the copy weight per run (NaN elsewhere), its seed

@@ -2,7 +2,7 @@
 
 :class:`SGLDConfig` (full engine: every weight, NumPyro-contract SGLD kernel) and
 :class:`HMCConfig` (reduced engine: collapsed HMC on ``W^G``) are passed to
-:func:`copyhead_jax.sample.run_sampler`, which chooses the sampler by the config's type; each
+:func:`copyhead_jax.sampling.run.run_sampler`, which chooses the sampler by the config's type; each
 carries its real ``name`` (progress bar, figures, tables, netCDF and file metadata).
 """
 
@@ -64,7 +64,7 @@ class HMCConfig:
     marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded), ``n_adapt`` HMC
     iterations that tune the leapfrog step from ``step_size`` by dual averaging towards
     ``target_accept`` and, with ``adapt_mass``, a diagonal mass (Stan's windows;
-    ``copyhead_jax.kernels.hmc``) (discarded), then ``n_iter`` HMC iterations of
+    ``copyhead_jax.sampling.hmc``) (discarded), then ``n_iter`` HMC iterations of
     ``n_leapfrog`` leapfrog steps at the frozen step and mass, a draw every ``thin``."""
 
     name: ClassVar[str] = "collapsed HMC"

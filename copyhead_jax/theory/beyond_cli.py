@@ -52,7 +52,7 @@ def needs_beyond(args) -> bool:
 
 def task_of(args, params):
     """The ``TaskConfig`` of the source flags at the theory's ``L, V`` (validated there)."""
-    from ..config import TaskConfig
+    from ..config.sections import TaskConfig
 
     kw: dict[str, Any] = dict(L=params.L, V=params.V, source=args.source)
     if args.source == "markov":

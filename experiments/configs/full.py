@@ -4,7 +4,7 @@ protocols), meant for a GPU. On a CPU it starts and checkpoints every finished c
 
 Adam: lr 1e-5 on every raw weight, embeddings trained, 2,000 warm-up epochs then early stopping
 (patience 100), 10% linear warm-up for softmax; SGLD: eta = 5e-10 (lr 5e-10 on the loss with
-sigma^2 = chi = 30), 20,000 steps (``copyhead_jax.sample.PAPER_SGLD``). Grids span the paper's
+sigma^2 = chi = 30), 20,000 steps (``copyhead_jax.sampling.run.PAPER_SGLD``). Grids span the paper's
 range P in [1, 1000] (plain) / [1, 10000] (paper preset, whose P* reach ~2500).
 """
 

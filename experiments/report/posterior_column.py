@@ -109,7 +109,7 @@ def _mean(xs) -> float | None:
 
 def llc_line(post: dict) -> str | None:
     """lambda-hat (beta = 1, w* the exact MAP) against P, the mean over the seeds that have it,
-    per attention block (``copyhead_jax.posterior_summary.llc_summary``)."""
+    per attention block (``copyhead_jax.sampling.summary.llc_summary``)."""
     parts = []
     for path in LLC_BLOCKS:
         b = post

@@ -12,12 +12,12 @@ import argparse
 import json
 from pathlib import Path
 
-from copyhead_jax import posterior_summary as PS
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare.text import fmt
 from copyhead_jax.compare.text import located as ps  # short: table cells
 from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
+from copyhead_jax.sampling import summary as PS
 from copyhead_jax.storage import nulls_in_lists_to_nan
 
 from . import posterior_column

@@ -1,0 +1,84 @@
+"""The posterior of every run of a sweep: kernels, chains, starts, health, estimators, LLC.
+
+- ``hmc``            the one HMC kernel (diagonal mass, step jitter, an optional region,
+                     dual-averaging step adaptation) of the collapsed sampler, branch TI and SMC
+- ``sgld/``          the SGLD kernel (NumPyro contract), ``run_chains``, chain diagnostics;
+                     ``SGLD``, the NumPyro adapter (numpyro imported on first use)
+- ``stats``          split R-hat, ESS, MCSE of a mean, susceptibility with its error
+- ``collapsed``      the collapsed posterior of a reduced head: the readout integrated out
+- ``collapsed_hmc``  collapsed HMC, whitened SGLD and the NUTS reference on reduced sweeps
+- ``starts``         chain starts (fit, both branches, prior), branch weights, between-start R-hat
+- ``records``        per-sequence log-likelihoods and weights of the draws
+- ``health``         chain health per run: R-hat/ESS arrays, Var(U) check, warnings
+- ``run``            ``run_sampler(sweep, SGLDConfig | HMCConfig)``: every run's chains
+- ``estimators``     posterior mean and susceptibility per run ``[P, seed]``
+- ``summary``        per-run summaries of a reduced sweep's posterior and their tables
+- ``free_energy``    free energy by thermodynamic integration, WBIC; tempered SGLD chains
+- ``llc``            the local learning coefficient in devinterp's conventions
+- ``llc_runs``       LLC and WBIC of every run of a sweep (``copyhead llc``)
+- ``arviz``          ``to_arviz``, ``save_netcdf``: a posterior as ArviZ data (arviz lazily)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .arviz import NETCDF_SUFFIXES as NETCDF_SUFFIXES
+from .arviz import save_netcdf as save_netcdf
+from .arviz import to_arviz as to_arviz
+from .collapsed import draw_readout as draw_readout
+from .collapsed import marginal_energy as marginal_energy
+from .collapsed import marginal_whitening as marginal_whitening
+from .collapsed import with_WG as with_WG
+from .collapsed_hmc import collapsed_chains as collapsed_chains
+from .collapsed_hmc import nuts_reference as nuts_reference
+from .collapsed_hmc import whitened_potential as whitened_potential
+from .estimators import run_mean as run_mean
+from .estimators import run_susceptibility as run_susceptibility
+from .free_energy import ChainSummary as ChainSummary
+from .free_energy import TIResult as TIResult
+from .free_energy import WBICResult as WBICResult
+from .free_energy import beta_ladder as beta_ladder
+from .free_energy import thermodynamic_integration as thermodynamic_integration
+from .free_energy import ti_quadrature as ti_quadrature
+from .free_energy import wbic as wbic
+from .hmc import HMC_ADAPT as HMC_ADAPT
+from .hmc import LEAPFROG as LEAPFROG
+from .hmc import TARGET_ACCEPT as TARGET_ACCEPT
+from .hmc import hmc_chain as hmc_chain
+from .hmc import hmc_transition as hmc_transition
+from .llc import LLCResult as LLCResult
+from .llc import default_nbeta as default_nbeta
+from .llc import local_learning_coefficient as local_learning_coefficient
+from .llc_runs import LLCSettings as LLCSettings
+from .llc_runs import devinterp_sweep as devinterp_sweep
+from .llc_runs import llc_runs as llc_runs
+from .run import PAPER_SGLD as PAPER_SGLD
+from .run import REDUCED_HMC as REDUCED_HMC
+from .run import REDUCED_HMC_LINEAR as REDUCED_HMC_LINEAR
+from .run import Sampler as Sampler
+from .run import default_sampler as default_sampler
+from .run import draw_fields as draw_fields
+from .run import run_sampler as run_sampler
+from .run import whiten_runs as whiten_runs
+from .sgld import run_chains as run_chains
+from .sgld import sgld_kernel as sgld_kernel
+from .stats import Susceptibility as Susceptibility
+from .stats import ess as ess
+from .stats import mcse_mean as mcse_mean
+from .stats import split_rhat as split_rhat
+from .stats import susceptibility as susceptibility
+from .summary import branch_summary as branch_summary
+from .summary import merge_seeds as merge_seeds
+from .summary import verdicts as verdicts
+
+if TYPE_CHECKING:
+    from .sgld import SGLD as SGLD
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SGLD":  # lazily: the adapter imports numpyro
+        from .sgld import SGLD
+
+        return SGLD
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,182 @@
+r"""The collapsed posterior of a reduced head (docs/theory.md §9.1): the readout integrated out.
+
+Given $W^G$ the rows of $\hat W^O$ are i.i.d. $\mathcal N(\Lambda^{-1}b_v, \Lambda^{-1})$ with
+$$\Lambda=\alpha\,E^\top S_F E+\sigma_O^{-2}I,\qquad B=\beta\,E^\top B_F,\qquad
+\alpha=\frac{2w}{\chi N},\ \beta=\frac{2w}{\sqrt{\chi N}},$$
+$E$ the ``[D, N]`` embeddings, $w$ the likelihood weight and $(S_F, B_F)$ the moments of the
+readout features over the kept rows (:mod:`copyhead_jax.models._features`). The marginal energy
+$$U_m(W^G)=\frac{\lVert W^G\rVert^2}{2\sigma_G^2}-\tfrac12\operatorname{tr}B^\top\Lambda^{-1}B
++\tfrac V2\log\det(\sigma_O^2\Lambda)+w\textstyle\sum\lvert y\rvert^2 .$$
+Its data part is a ``custom_jvp`` with the gradient written out: with $Z=\Lambda^{-1}B$,
+$G_\Lambda=\tfrac12(ZZ^\top+V\Lambda^{-1})$ and $G_B=-Z$,
+$$\partial_{S_F}=\alpha\,E G_\Lambda E^\top,\quad \partial_{B_F}=\beta\,E G_B,\quad
+\partial_E=2\alpha\,S_F E G_\Lambda+\beta\,B_F G_B^\top ,$$
+and $\partial_M$ from the features' backward. The tangent map is linear, so reverse mode and
+the whitening's Hessian (forward over reverse: the gradient formulas are themselves
+differentiable) stay available. Not differentiable in the tokens or row weights.
+$\Lambda$ is D x D: its Cholesky factor and triangular solves are written out in
+``lax.fori_loop`` (no jaxlib LAPACK call inside vmapped chains: see ``_runtime``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, Float
+
+from .._types import Mask, TokenBatch
+from ..models import AbstractHead, feature_moments, feature_moments_grad, target_weights
+from ..objective import Objective
+
+#: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
+#: the posterior unchanged; the data part is rescaled by P / n_used).
+MARGINAL_PRECOND_SEQS = 256
+
+
+def cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
+    """Lower Cholesky factor, column by column (``fori_loop``: no LAPACK call)."""
+    n = A.shape[-1]
+    idx = jnp.arange(n)
+
+    def body(j, L):
+        v = A[:, j] - L @ L[j, :]
+        return L.at[:, j].set(jnp.where(idx >= j, v / jnp.sqrt(v[j]), 0.0))
+
+    return lax.fori_loop(0, n, body, jnp.zeros_like(A))
+
+
+def solve_lower(L, B):
+    """``L X = B`` by forward substitution."""
+
+    def body(i, X):
+        return X.at[i].set((B[i] - L[i] @ X) / L[i, i])
+
+    return lax.fori_loop(0, L.shape[0], body, jnp.zeros_like(B))
+
+
+def solve_upper(L, B):
+    """``L^T X = B`` by back substitution."""
+    n = L.shape[0]
+
+    def body(k, X):
+        i = n - 1 - k
+        return X.at[i].set((B[i] - L[:, i] @ X) / L[i, i])
+
+    return lax.fori_loop(0, n, body, jnp.zeros_like(B))
+
+
+def row_weights(head: AbstractHead, tokens: TokenBatch, mask: Mask, dtype) -> Array:
+    """``[P, L]``: 1 on the kept sequences' target rows (the causal mask drops position 0)."""
+    keep = (mask > 0).astype(dtype)
+    return keep[:, None] * target_weights(tokens.shape[1], head.causal).astype(dtype)[None]
+
+
+def _constants(head: AbstractHead, obj: Objective) -> tuple[float, float, float]:
+    return float(obj.likelihood_weight), float(head.chi), float(obj.sigma_O)
+
+
+def _scales(consts, N: int) -> tuple[float, float]:
+    """``(alpha, beta)`` of the module docstring."""
+    w, chi, _ = consts
+    return 2 * w / (chi * N), 2 * w / math.sqrt(chi * N)
+
+
+def _precision(SF, BF, E, consts):
+    """``(Lambda, B)`` from the feature moments (module docstring)."""
+    N = E.shape[1]
+    alpha, beta = _scales(consts, N)
+    Lam = alpha * (E.T @ SF @ E) + jnp.eye(N, dtype=SF.dtype) / consts[2] ** 2
+    return Lam, beta * (E.T @ BF)
+
+
+def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    r"""``(Lam, B, c)``: given ``head.W_G``, the readout rows are i.i.d.
+    $\hat W^O_v\sim\mathcal N(\Lambda^{-1}B_{:,v},\Lambda^{-1})$ (module docstring), and
+    ``c = w sum |y|^2`` over the kept rows."""
+    M = head.logit_gram()
+    k = row_weights(head, tokens, mask, M.dtype)
+    SF, BF, _ = feature_moments(head.feature_activation()[0], M, tokens, k)
+    Lam, B = _precision(SF, BF, head.embeddings(), _constants(head, obj))
+    return Lam, B, obj.likelihood_weight * jnp.sum(k)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def collapsed_data(fns, consts, M, E, t, k) -> Float[Array, ""]:
+    r"""$-\tfrac12\operatorname{tr}B^\top\Lambda^{-1}B+\tfrac V2\log\det(\sigma_O^2\Lambda)$ as a
+    function of ``(M, E)`` (``fns``: the head's ``feature_activation()``, ``consts``:
+    ``(w, chi, sigma_O)``, ``k`` the row weights)."""
+    return _collapsed(fns, consts, M, E, t, k, grad=False)[0]
+
+
+def _collapsed(fns, consts, M, E, t, k, grad: bool):
+    act, act_vjp = fns
+    SF, BF, res = feature_moments(act, M, t, k)
+    Lam, B = _precision(SF, BF, E, consts)
+    V, N = B.shape[1], E.shape[1]
+    Lc = cholesky(Lam)
+    Zl = solve_lower(Lc, B)
+    value = -0.5 * jnp.sum(Zl**2) + V * jnp.sum(jnp.log(jnp.diag(Lc) * consts[2]))
+    if not grad:
+        return value, None, None
+    alpha, beta = _scales(consts, N)
+    Z = solve_upper(Lc, Zl)  # Lambda^-1 B
+    Li = solve_lower(Lc, jnp.eye(N, dtype=Lam.dtype))
+    G_L = 0.5 * (Z @ Z.T + V * (Li.T @ Li))
+    gM = feature_moments_grad(act_vjp, res, t, k, alpha * (E @ G_L @ E.T), -beta * (E @ Z))
+    gE = 2 * alpha * (SF @ E @ G_L) - beta * (BF @ Z.T)
+    return value, gM, gE
+
+
+@collapsed_data.defjvp
+def _collapsed_data_jvp(fns, consts, primals, tangents):
+    M, E, t, k = primals
+    value, gM, gE = _collapsed(fns, consts, M, E, t, k, grad=True)
+    return value, jnp.sum(gM * tangents[0]) + jnp.sum(gE * tangents[1])
+
+
+def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective,
+                    weight_scale=1.0):  # fmt: skip
+    r"""$U_m(W^G)=-\log\int e^{-U}d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$ (quenched ``U``; the
+    readout of ``head`` is ignored). ``weight_scale`` multiplies every kept row's weight (the
+    whitening's subsample stands for all rows)."""
+    M = head.logit_gram()
+    k = weight_scale * row_weights(head, tokens, mask, M.dtype)
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    data = collapsed_data(head.feature_activation(), _constants(head, obj), M,
+                          head.embeddings(), tokens, k)  # fmt: skip
+    return prior + data + obj.likelihood_weight * jnp.sum(k)
+
+
+def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    """``head`` with ``W_O_hat`` drawn exactly from its Gaussian conditional given ``W_G``."""
+    Lam, B, _ = readout_conditional(head, tokens, mask, obj)
+    L = cholesky(Lam)
+    mean = solve_upper(L, solve_lower(L, B))  # [N, V]
+    z = jax.random.normal(key, mean.shape, mean.dtype)
+    return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + solve_upper(L, z)).T)
+
+
+def with_WG(head: AbstractHead, x):
+    """``head`` with ``W_G`` set to the flat vector ``x`` (reshaped)."""
+    return eqx.tree_at(lambda h: h.W_G, head, x.reshape(head.W_G.shape))
+
+
+def marginal_whitening(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    r"""$C=V\Lambda_c^{-1/2}$ for the flat ``W_G`` from the Hessian of :func:`marginal_energy`
+    at ``head.W_G`` on at most ``MARGINAL_PRECOND_SEQS`` sequences (every row's weight scaled
+    by P / n_used), eigenvalues floored at the prior curvature ``1/sigma_G^2``."""
+    n = min(MARGINAL_PRECOND_SEQS, tokens.shape[0])
+    used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
+    scale = jnp.sum(mask > 0) / used
+    t, m = tokens[:n], mask[:n]
+    x0 = head.W_G.ravel()
+    g = jax.grad(lambda x: marginal_energy(with_WG(head, x), t, m, obj, scale))
+    eye = jnp.eye(x0.size, dtype=x0.dtype)
+    H = lax.map(lambda v: jax.jvp(g, (x0,), (v,))[1], eye, batch_size=32)
+    lam, vec = jnp.linalg.eigh(0.5 * (H + H.T))
+    return vec * (jnp.maximum(lam, obj.sigma_G**-2) ** -0.5)[None, :]

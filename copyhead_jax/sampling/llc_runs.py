@@ -1,0 +1,328 @@
+r"""Learning coefficient and WBIC of every run of a reduced sweep (docs/theory.md §9.8).
+
+Per run ``[P, seed]`` the centre $w^*=(W^G,\hat W^O)$ is the **lowest-U minimum found** among
+the given sweeps of the same runs (the pooling- and copy-branch starts of a softmax sweep, or a
+sweep with continuation in P, which already keeps its lowest-U fit): a higher minimum makes
+$\hat\lambda$ negative wherever the chains find the lower one. With $nL_n=\mathcal E$ the data
+energy of docs/theory.md §2 ($n=P$ sequences) and $\Phi$ the prior energy of the reduced head,
+full-batch SGLD (:func:`copyhead_jax.sampling.sgld.run_chains`) samples
+$$p(w)\propto\exp\big(-n\beta L_n(w)-\tfrac\gamma2\lVert w-w^*\rVert^2-\pi\,\Phi(w)\big)$$
+three times per run, all seeds of one P in one compiled program ($n\beta$, $\gamma$, $\pi$
+traced):
+
+* ``beta1``:      $n\beta=n$, localisation $\gamma$, no prior: $\hat\lambda$ at $\beta=1$;
+* ``devinterp``:  $n\beta=n/\log n$, $\gamma$, no prior: devinterp's default estimator;
+* ``wbic``:       $n\beta=n/\log n$, $\gamma=0$, prior on: $\mathrm{WBIC}=\mathbb E[\mathcal E]$.
+
+$\hat\lambda=n\beta(\mathbb E[L_n]-L_n(w^*))$; its MCSE is $n\beta\,s_L/\sqrt{\mathrm{ESS}}$.
+The step per run is $\eta=\eta_{\rm frac}/(\gamma+\lambda_{\max}+\pi/\sigma_{\min}^2)$ with
+$\lambda_{\max}$ the top curvature of $n\beta L_n$ at $w^*$ (power iteration): SGLD's variance
+inflation in the stiffest direction is at most $1/(1-\eta_{\rm frac}/2)$. With a posterior file
+of the same runs, ``posterior`` is the posterior's own $\hat\lambda_{\beta=1}=\mathbb E_{\rm
+post}[\mathcal E]-\mathcal E(w^*)$ ($\gamma=0$, prior kept) from its draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._checks import check_float, check_int
+from ..fit import sweep_inputs
+from ..models import head_class
+from ..objective import Objective
+from ..results import PosteriorResult, SweepResult
+from .estimators import run_mean
+from .sgld import run_chains
+from .stats import ess, mcse_mean, split_rhat
+
+__all__ = ["LLCSettings", "RunLLC", "devinterp_sweep", "llc_runs", "lowest_u_fits"]
+
+PARAMS = ("W_E", "b", "W_G", "W_O_hat")
+#: the three chain sets per run: (n beta / n as a function of n, localised, prior on)
+ESTIMATORS = {
+    "beta1": (lambda n: 1.0, True, False),
+    "devinterp": (lambda n: 1.0 / math.log(n), True, False),
+    "wbic": (lambda n: 1.0 / math.log(n), False, True),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LLCSettings:
+    """SGLD settings of :func:`llc_runs` (devinterp's $\\gamma=100$ by default). At
+    $\\gamma=100$ the slowest localised direction relaxes in $\\sim(1+\\lambda_{\\max}/\\gamma)/
+    \\eta_{\\rm frac}$ steps (<= 70 on the plain grid at P <= 8): 1,500 kept steps are >= 20 of
+    them. The unlocalised WBIC chains relax on the prior's scale and may need more steps: read
+    their R-hat."""
+
+    gamma: float = 100.0
+    n_chains: int = 4
+    n_steps: int = 2000
+    burn_in: int = 500
+    thin: int = 5
+    eta_frac: float = 0.05
+    power_iters: int = 30
+    seed: int = 0
+
+    def __post_init__(self):
+        check_float("gamma", self.gamma, lo=0.0, lo_open=False)  # 0: no localisation
+        check_int("n_chains", self.n_chains, lo=1, hi=1024)
+        check_int("n_steps", self.n_steps, lo=2)
+        check_int("burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
+        check_int("thin", self.thin, lo=1, hi=self.n_steps - self.burn_in)
+        if (self.n_steps - self.burn_in) // self.thin < 4:
+            got = f"({self.n_steps} - {self.burn_in}) // {self.thin}"
+            raise ValueError(f"(n_steps - burn_in) // thin must be >= 4 draws per chain, got {got}")
+        check_float("eta_frac", self.eta_frac, lo=0.0, hi=1.0)
+        check_int("power_iters", self.power_iters, lo=1, hi=10_000)
+        check_int("seed", self.seed, lo=0)
+
+
+class RunLLC(NamedTuple):
+    """Per run ``[P, seed]`` arrays (NaN where a run is not ok, or P < 2), plus context."""
+
+    P: np.ndarray  # (nP,)
+    d: int  # reduced parameter count: |W^G| + |W^O_hat|
+    arrays: dict[str, np.ndarray]  # VALUE and VALUE_mcse for each estimator, health, w* data
+    pstar: dict[str, float]  # MAP P* of the sweeps (geometric mean of the located seeds)
+    attention: str
+    settings: LLCSettings
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: lists of lists, NaN as None."""
+        clean = lambda a: [[None if not np.isfinite(x) else float(x) for x in r] for r in a]
+        return {"P": self.P.tolist(), "d": self.d, "d_half": self.d / 2,
+                "attention": self.attention, "pstar": self.pstar,
+                "settings": dataclasses.asdict(self.settings),
+                **{k: clean(np.asarray(v, float)) for k, v in self.arrays.items()}}  # fmt: skip
+
+
+def _same_runs(sweeps: Sequence[SweepResult]) -> None:
+    if not sweeps or not all(isinstance(s, SweepResult) for s in sweeps):
+        raise ValueError("sweeps must be one or more SweepResult of the same runs")
+    for s in sweeps:
+        if s.config.model.engine != "reduced" or not s.has_params:
+            raise ValueError(
+                "llc needs reduced-engine sweeps with kept weights ('copyhead sweep --engine "
+                f"reduced --keep-params'); got engine {s.config.model.engine!r}, weights kept: "
+                f"{s.has_params}"
+            )
+    base = {k: v for k, v in sweeps[0].config.to_dict().items() if k != "train"}
+    for s in sweeps[1:]:
+        other = {k: v for k, v in s.config.to_dict().items() if k != "train"}
+        if other != base:
+            bad = sorted(k for k in base if base[k] != other.get(k))
+            raise ValueError(f"sweeps must share task, model, posterior and sweep settings (the "
+                             f"same runs, other starts); they differ in {bad}")  # fmt: skip
+
+
+def lowest_u_fits(sweeps: Sequence[SweepResult]) -> tuple[SweepResult, np.ndarray]:
+    """One sweep whose every run ``[P, seed]`` is the ok fit of lowest U among ``sweeps``, and
+    ``source[P, seed]``, the index of the sweep it came from (-1: no ok fit)."""
+    sweeps = list(sweeps)
+    _same_runs(sweeps)
+    U = np.stack([np.where(s.ok, np.asarray(s["U"], float), np.inf) for s in sweeps])
+    src = np.argmin(U, axis=0)
+    src = np.where(np.isfinite(U.min(0)), src, -1)
+    shape = U.shape[1:]
+    arrays = {}
+    for k, v0 in sweeps[0].arrays.items():
+        vs = [s.arrays.get(k) for s in sweeps]
+        if v0.shape[:2] != shape or any(v is None or v.shape != v0.shape for v in vs):
+            continue
+        st = np.stack(vs)
+        pick = np.maximum(src, 0).reshape((1, *shape) + (1,) * (v0.ndim - 2))
+        arrays[k] = np.take_along_axis(st, pick, axis=0)[0]
+    arrays["finite"] = np.where(src >= 0, arrays["finite"], False)
+    return sweeps[0].replace(arrays=arrays), src
+
+
+def _sq(w) -> Array:
+    return sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(w))
+
+
+def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg: Any,
+                st: LLCSettings):  # fmt: skip
+    """One run: ``(L_n draws [C, T], L_n(w*), eta, lambda_max, finite [C])``."""
+    cls, obj = head_class(cfg.model.attention), Objective.from_config(cfg)
+    n = jnp.maximum(jnp.sum(m), 1.0)
+    nbeta = nbeta_over_n * n
+
+    def Ln(w):
+        h = cls.from_config(cfg, W_E=W_E, b=b, W_G=w[0], W_O_hat=w[1])
+        return obj.likelihood_weight * jnp.sum(m * h.squared_errors(tok)) / n
+
+    def prior(w):
+        return jnp.sum(w[0] ** 2) / (2 * obj.sigma_G**2) + jnp.sum(w[1] ** 2) / (2 * obj.sigma_O**2)
+
+    g = jax.grad(Ln)
+
+    def power(v, _):
+        hv = jax.tree.map(lambda x: nbeta * x, jax.jvp(g, (ws,), (v,))[1])
+        nrm = jnp.sqrt(_sq(hv))
+        return jax.tree.map(lambda x: x / nrm, hv), nrm
+
+    size = sum(x.size for x in jax.tree.leaves(ws))
+    v0 = jax.tree.map(lambda x: jnp.ones_like(x) / math.sqrt(size), ws)
+    _, nrms = jax.lax.scan(power, v0, None, length=st.power_iters)
+    lam = nrms[-1]
+    prior_curv = prior_on / min(obj.sigma_G, obj.sigma_O) ** 2
+    eta = st.eta_frac / (gamma + lam + prior_curv)
+
+    def potential(w):
+        loc = _sq(jax.tree.map(jnp.subtract, w, ws))
+        return nbeta * Ln(w) + 0.5 * gamma * loc + prior_on * prior(w)
+
+    res = run_chains(key, ws, potential, n_steps=st.n_steps, step_size=eta, burn_in=st.burn_in,
+                     thin=st.thin, n_chains=st.n_chains, draw_fn=Ln)  # fmt: skip
+    return res.draws, Ln(ws), eta, lam, res.finite
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "st"))
+def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg, st):
+    """:func:`_run_chains` over the seeds of one P (leading axis; the scalars shared)."""
+    one = functools.partial(_run_chains, cfg=cfg, st=st)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
+        keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on
+    )
+
+
+def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C"], nbeta):
+    out = {k: np.full(len(L0), np.nan) for k in ("value", "mcse", "rhat", "ess", "mean")}
+    for j in range(len(L0)):
+        ok = draws[j][fin[j]]
+        if len(ok) < 1 or ok.shape[1] < 4:
+            continue
+        out["mean"][j] = ok.mean()
+        out["value"][j] = nbeta * (ok.mean() - L0[j])
+        out["mcse"][j] = nbeta * float(mcse_mean(ok))
+        out["ess"][j] = float(ess(ok))
+        out["rhat"][j] = float(split_rhat(ok))
+    return out
+
+
+def _pstar(sweeps: Sequence[SweepResult], best: SweepResult) -> dict[str, float]:
+    """MAP P* markers: linear onset and crossover of ``best``; softmax U crossing of the
+    pooling- and copy-branch sweeps where both are given (docs/theory.md §5)."""
+    from ..compare.pstar import linear_points, softmax_points
+
+    att = best.config.model.attention
+    if att == "linear":
+        found = linear_points(best) if len(best.P) >= 3 else {}
+    else:
+        by = {s.config.train.init_attention: s for s in sweeps}
+        found = softmax_points(by["zero"], by["copy"]) if {"zero", "copy"} <= set(by) else {}
+    out = {}
+    for name, per in found.items():
+        xs = [x.P_star for x in per if x.bracketed and x.P_star]
+        if xs:
+            out[name] = float(np.exp(np.mean(np.log(xs))))
+    return out
+
+
+def llc_runs(
+    sweeps: SweepResult | Sequence[SweepResult],
+    *,
+    posterior: PosteriorResult | None = None,
+    settings: LLCSettings | None = None,
+    estimators: Sequence[str] = tuple(ESTIMATORS),
+    key: jax.Array | None = None,
+    progress: bool = False,
+) -> RunLLC:
+    r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
+    WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
+    with its MCSE and chain health, centred at the lowest-U fit of ``sweeps`` (module doc).
+    ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN); ``key``: the
+    chains' key (default ``jax.random.key(settings.seed)``)."""
+    from tqdm.auto import tqdm
+
+    sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
+    st = LLCSettings() if settings is None else settings
+    if not isinstance(st, LLCSettings):
+        raise ValueError(f"settings must be an LLCSettings, got {type(st).__name__}")
+    if isinstance(estimators, str) or not set(estimators) <= set(ESTIMATORS) or not estimators:
+        raise ValueError(f"estimators must be a non-empty subset of {tuple(ESTIMATORS)}, "
+                         f"got {estimators!r}")  # fmt: skip
+    run = {e: ESTIMATORS[e] for e in ESTIMATORS if e in estimators}
+    best, src = lowest_u_fits(sweeps)
+    cfg = best.config
+    if posterior is not None:
+        if not isinstance(posterior, PosteriorResult):
+            raise ValueError(f"posterior must be a PosteriorResult, got {type(posterior).__name__}")
+        a = {k: v for k, v in posterior.config.to_dict().items() if k != "train"}
+        b = {k: v for k, v in cfg.to_dict().items() if k != "train"}
+        if a != b:
+            raise ValueError("posterior must sample the runs of the sweeps (same task, model, "
+                             "posterior and sweep settings)")  # fmt: skip
+    nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
+    inp = sweep_inputs(cfg, None)
+    train, mask = np.asarray(inp.train), np.asarray(inp.mask)
+    names = ["source", "U_star", "E_star"]
+    for e in ESTIMATORS:
+        names += [e, f"{e}_mcse", f"{e}_rhat", f"{e}_ess", f"{e}_eta", f"{e}_lambda_max",
+                  f"{e}_finite"]  # fmt: skip
+    out = {k: np.full((nP, nS), np.nan) for k in names}
+    out["source"], out["U_star"] = src.astype(float), np.where(src >= 0, best["U"], np.nan)
+    ok = best.ok
+    key = jax.random.key(st.seed) if key is None else key
+    statics = dict(cfg=cfg, st=st)
+    bar = tqdm(total=nP * len(run), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
+               unit="chain set", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
+    for i, P in enumerate(cfg.sweep.P):
+        if P < 2:  # beta = 1 / log n needs n >= 2
+            bar.update(len(run))
+            continue
+        rows = slice(i * nS, (i + 1) * nS)
+        tok = jnp.asarray(train[rows][:, :P])
+        m = jnp.asarray(mask[rows][:, :P], jnp.float32)
+        ws = (jnp.asarray(best["params/W_G"][i]), jnp.asarray(best["params/W_O_hat"][i]))
+        W_E, b = jnp.asarray(best["params/W_E"][i]), jnp.asarray(best["params/b"][i])
+        for e, (frac, localised, prior_on) in run.items():
+            keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, int(P)),
+                                                       list(ESTIMATORS).index(e)), nS)  # fmt: skip
+            res = _chains_jit(keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
+                              float(prior_on), **statics)  # fmt: skip
+            draws, L0, eta, lam, fin = (np.asarray(x, np.float64) for x in res)
+            fin = fin.astype(bool) & np.isfinite(draws).all(-1) & ok[i][:, None]
+            s = _summaries(draws, L0, fin, frac(P) * P)
+            out[e][i], out[f"{e}_mcse"][i] = s["value"], s["mcse"]
+            out[f"{e}_rhat"][i], out[f"{e}_ess"][i] = s["rhat"], s["ess"]
+            out[f"{e}_eta"][i], out[f"{e}_lambda_max"][i] = eta, lam
+            out[f"{e}_finite"][i] = fin.mean(-1)
+            out["E_star"][i] = np.where(ok[i], P * L0, np.nan)  # n L_n(w*)
+            if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
+                out[e][i], out[f"{e}_mcse"][i] = P * s["mean"], s["mcse"] / frac(P)
+            bar.update(1)
+    bar.close()
+    if posterior is not None:
+        w = Objective.from_config(cfg).likelihood_weight
+        mean, se, _ = run_mean(posterior, "train_loss")
+        scale = w * np.asarray(cfg.sweep.P, float)[:, None]
+        out["posterior"] = np.where(ok, scale * (mean - best["train_loss"]), np.nan)
+        out["posterior_mcse"] = np.where(ok, scale * se, np.nan)
+    d = int(np.prod(best["params/W_G"].shape[2:]) + np.prod(best["params/W_O_hat"].shape[2:]))
+    return RunLLC(np.asarray(cfg.sweep.P), d, out, _pstar(sweeps, best), cfg.model.attention, st)
+
+
+def devinterp_sweep(res: SweepResult, key: jax.Array, settings: LLCSettings) -> dict:
+    r"""devinterp's default $\hat\lambda$ ($n\beta=n/\log n$, localisation $\gamma$, no prior)
+    of every run of a kept-weights reduced sweep ``res``, centred at its own fit: :func:`llc_runs`
+    with that estimator alone, as arrays ``[P, seed]`` named ``value``, ``mcse``, ``rhat``,
+    ``ess``, ``eta``, ``lambda_max``, ``finite_frac`` and ``nbeta`` (NaN at P < 2)."""
+    a = llc_runs(res, settings=settings, estimators=("devinterp",), key=key).arrays
+    P = np.asarray(res.config.sweep.P, float)
+    with np.errstate(all="ignore"):
+        nbeta = np.where(P > 1, P / np.log(np.maximum(P, 2)), np.nan)
+    out = {k: a["devinterp" + s] for k, s in (("value", ""), ("mcse", "_mcse"), ("rhat", "_rhat"),
+           ("ess", "_ess"), ("eta", "_eta"), ("lambda_max", "_lambda_max"),
+           ("finite_frac", "_finite"))}  # fmt: skip
+    return out | {"nbeta": np.broadcast_to(nbeta[:, None], a["devinterp_mcse"].shape).copy()}

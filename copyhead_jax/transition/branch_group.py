@@ -1,0 +1,363 @@
+r"""One (seed, P) group of the Bayesian softmax transition: the free energies of the pool and
+copy branches by Laplace-referenced constrained TI (docs/theory.md §9.5), and a tempered-SMC
+cross-check of the copy weight (§9.6), for one run of a reduced softmax head.
+
+The pieces are those of :mod:`.branch_ti` and :mod:`.smc` (``path_rungs``,
+``reference_mass``, ``branch_log_z``, ``tempered_smc``, ``hmc_move``) on the collapsed energy
+$U_m(W^G)$ of :mod:`copyhead_jax.sampling.collapsed` (readout integrated out). A group is padded
+to a ``P_pad`` (one for every group of a small configuration, a ladder of them for a large one:
+``plan.pad_of``) and has two runs (the branches), so one compiled program
+serves every group of one ``P_pad``; the group's P enters through the mask only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._checks import check_float, check_int
+from ..data import masked_mean
+from ..models import AbstractHead
+from ..objective import Objective
+from ..observables import attention_matrices, order_parameters
+from ..sampling import marginal_energy, marginal_whitening, with_WG
+from .branch_ti import branch_log_z, path_rungs
+from .smc import hmc_move, tempered_smc
+
+BRANCHES = ("pool", "copy")
+SIDE = {"pool": -1, "copy": 1}
+#: The t = 1 chains also record U(P) - U(P - dP), dP = SLOPE_FRAC P: per branch E[dU] / dP is
+#: the slope dF/dP to first order (free-energy perturbation; by Jensen a lower bound of the
+#: finite difference). It only places the next probe (:func:`~copyhead_jax.bayes.
+#: transition.next_probe`); no estimate uses it.
+SLOPE_FRAC = 0.03
+#: Reference draws evaluated together on the CPU: larger batches' [batch, P, L, L] attention
+#: overflows its cache (the chains and the SMC particles run one after the other there for the
+#: same reason); on an accelerator ``ACCEL_REF_BATCH`` at a time, and everything else batched.
+REF_BATCH = 10
+ACCEL_REF_BATCH = 250
+#: With ``TISettings.exact_t0``, rounds of ``n_ref`` reference draws are added (at most
+#: ``REF_ROUNDS`` in all) until every branch has ``MIN_T0_HITS`` draws inside it: the t = 0
+#: rung's mean and variance need a few dozen i.i.d. draws; P_ref(R) is then estimated from all.
+MIN_T0_HITS = 64
+REF_ROUNDS = 20
+
+
+def batched_default() -> bool:
+    """Run branches, rungs, chains and SMC particles batched (``vmap``): on an accelerator,
+    where one chain's kernels leave the device idle; not on the CPU, where a batch's
+    ``[P, L, L]`` intermediates overflow the cache (measured 2x more CPU per gradient)."""
+    return jax.default_backend() != "cpu"
+
+
+#: Where the TI rungs crowd: ``near-1`` (default) or ``near-0``; :func:`rung_ts`.
+RUNG_SCHEDULES = ("near-1", "near-0")
+
+
+def rung_ts(K: int, schedule: str = "near-1") -> tuple[float, ...]:
+    """``K`` TI rungs from 0 to 1 spaced like ``1 - (1 - k/(K-1))^1.5`` (``near-1``) or
+    ``(k/(K-1))^1.5`` (``near-0``). The Laplace reference is exact near the mode, so the
+    integrand E_t[U - U_ref] bends most as t -> 1, where the restricted posterior leaves the
+    reference Gaussian: at the plain preset's probes, 9 rungs near 1 gave 2.2-8x smaller
+    quadrature (Euler-Maclaurin) terms than 9 near 0 (docs/reports/posterior_branches.md)."""
+    if schedule not in RUNG_SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(RUNG_SCHEDULES)}; got {schedule!r}")
+    k = np.linspace(0.0, 1.0, K)
+    t = 1.0 - (1.0 - k) ** 1.5 if schedule == "near-1" else k**1.5
+    return tuple(float(x) for x in t)
+
+
+@dataclasses.dataclass(frozen=True)
+class TISettings:
+    """Monte-Carlo settings of one group (defaults: sized for a 2-core CPU; the plain (25, 5)
+    experiment used 6 rungs, 2 chains, 360 iterations).
+
+    ``ts``: the TI rungs in t (default :func:`rung_ts` ``(5)``, crowded near t = 1; before
+    2026-12-04 ``(0, 0.1, 0.3, 0.6, 1)``); ``n_chains`` HMC chains per rung and branch,
+    ``n_adapt`` step adaptation iterations (discarded), then ``n_iter`` iterations recorded
+    every ``thin``, the first ``discard`` fraction dropped; ``n_ref`` exact reference draws for
+    ``P_ref(R)``; ``smc_particles`` particles of the SMC cross-check (0: none) with
+    ``smc_moves`` HMC moves per tempering step. ``batched``: run branches, rungs, chains and
+    particles batched (``vmap``) instead of one after the other (``None``:
+    :func:`batched_default`, batched on an accelerator); the same chains up to float rounding.
+    ``adapt_mass``: the rungs' HMC adapts a diagonal mass in its warm-up (default: unit mass in
+    the whitened coordinates). ``exact_t0``: the t = 0 rung is the reference draws that hit the
+    branch (exact i.i.d. draws of the restricted reference, at least ``MIN_T0_HITS`` where
+    ``REF_ROUNDS`` rounds of ``n_ref`` draws reach them: one energy each) instead of chains
+    (``False``: chains at every rung, as before 2026-12-04)."""
+
+    ts: tuple[float, ...] = rung_ts(5)
+    n_chains: int = 2
+    n_iter: int = 160
+    thin: int = 2
+    n_adapt: int = 60
+    step_size: float = 0.35
+    discard: float = 0.25
+    n_ref: int = 500
+    smc_particles: int = 24
+    smc_moves: int = 2
+    smc_max_steps: int = 120
+    batched: bool | None = None
+    adapt_mass: bool = False
+    exact_t0: bool = True
+
+    def __post_init__(self):
+        ts = tuple(float(t) for t in self.ts)
+        if len(ts) < 2 or ts[0] != 0.0 or ts[-1] != 1.0 or any(np.diff(ts) <= 0):
+            raise ValueError(f"TISettings.ts must rise strictly from 0 to 1, got {self.ts!r}")
+        object.__setattr__(self, "ts", ts)
+        if self.batched is None:
+            object.__setattr__(self, "batched", batched_default())
+        if not isinstance(self.batched, bool):
+            raise ValueError(
+                f"TISettings.batched must be True, False or None, got {self.batched!r}")
+        check_int("TISettings.n_chains", self.n_chains, lo=1, hi=64)
+        check_int("TISettings.thin", self.thin, lo=1, hi=1000)
+        check_int("TISettings.n_iter", self.n_iter, lo=8 * self.thin, hi=10**6)
+        check_int("TISettings.n_adapt", self.n_adapt, lo=0, hi=10**6)
+        check_float("TISettings.step_size", self.step_size, lo=0.0, hi=10.0)
+        check_float("TISettings.discard", self.discard, lo=0.0, hi=0.9, lo_open=False)
+        check_int("TISettings.n_ref", self.n_ref, lo=100, hi=10**7)
+        check_int("TISettings.smc_particles", self.smc_particles, lo=0, hi=10**5)
+        check_int("TISettings.smc_moves", self.smc_moves, lo=1, hi=100)
+        check_int("TISettings.smc_max_steps", self.smc_max_steps, lo=2, hi=10**4)
+
+    @property
+    def chain_ts(self) -> tuple[float, ...]:
+        """The rungs run by chains (all of ``ts`` but t = 0 with ``exact_t0``)."""
+        return self.ts[1:] if self.exact_t0 else self.ts
+
+    def hmc(self) -> dict:
+        return dict(n_iter=self.n_iter, thin=self.thin, step_size=self.step_size,
+                    n_adapt=self.n_adapt, adapt_mass=self.adapt_mass)  # fmt: skip
+
+
+def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
+    """Peak bytes of one group: the activations of one energy and its gradient (``[P, L, L]``
+    and ``[P, L, D]`` float32, a few copies each, once per chain and SMC particle run at the same
+    time: one, or all of them with ``s.batched``), per chain (2 branches x rungs x chains) its
+    state and records, the reference draws (``REF_BATCH`` or ``ACCEL_REF_BATCH`` at a time), the
+    float64 whitening (Hessian by ``n`` products, ``n = D^2``), the SMC particles' states."""
+    D = V + L
+    n = D * D
+    chains = 2 * len(s.chain_ts) * s.n_chains
+    act = P_pad * L * (L + D + V) * 4 * 6
+    at_once = max(chains, s.smc_particles) if s.batched else 1
+    rec = 4 * (s.n_iter // s.thin) * 4
+    whiten = 8 * (4 * n * n + 32 * min(P_pad, 256) * L * (L + D) * 6)
+    ref = 4 * 2 * s.n_ref * n + (ACCEL_REF_BATCH if s.batched else REF_BATCH) * act
+    smc = 2 * s.smc_particles * 4 * n * 4 if s.smc_particles else 0
+    return 2 * at_once * act + chains * (rec + 8 * n * 4) + max(whiten, ref) + smc
+
+
+def a_G(head: AbstractHead, tokens, mask) -> Float[Array, ""]:
+    """The copy order parameter $a_G$ of the run's mean attention on its training data."""
+    return order_parameters(masked_mean(attention_matrices(head, tokens), mask)).cG
+
+
+@functools.lru_cache(maxsize=8)
+def ti_programs(obj: Objective, s: TISettings):
+    """The compiled pieces of a group (cached per objective and settings): the whitening, the
+    reference draws' order parameter, and the rungs (steps adapted from the given start step per
+    branch and rung)."""
+
+    @jax.jit
+    def whiten(heads, train, mask):
+        return jax.lax.map(lambda h: marginal_whitening(h, train, mask, obj), heads)
+
+    @jax.jit
+    def orders_at_ref(key, heads, train, mask, C):
+        """``[2, n_ref, 2]``: ``(a_G, g = U - U_ref)`` at exact reference draws per branch
+        (``g`` only with ``exact_t0``, else 0)."""
+
+        def one(k, h, Cm):
+            x0 = h.W_G.ravel()
+            w = jax.random.normal(k, (s.n_ref, x0.size), x0.dtype)
+            U_star = marginal_energy(h, train, mask, obj) if s.exact_t0 else 0.0
+
+            def order(v):
+                return a_G(with_WG(h, x0 + Cm @ v), train, mask)
+
+            def g(v):
+                U = marginal_energy(with_WG(h, x0 + Cm @ v), train, mask, obj)
+                return U - U_star - 0.5 * jnp.sum(v**2)
+
+            batch = ACCEL_REF_BATCH if s.batched else REF_BATCH
+            o = jax.lax.map(order, w, batch_size=batch)
+            # the energies one at a time on the CPU (a batch's temporaries overflow its cache)
+            gs = jax.lax.map(g, w, batch_size=batch if s.batched else None) if s.exact_t0 \
+                else jnp.zeros_like(o)  # fmt: skip
+            return jnp.stack([o, gs], axis=-1)
+
+        return jax.vmap(one)(jax.random.split(key, 2), heads, C)
+
+    hmc = {**s.hmc(), "sequential": not s.batched}
+    hmc.pop("step_size")
+
+    @jax.jit
+    def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
+        def one(k, h, Cm, sd, eps):
+            x0 = h.W_G.ravel()
+            U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
+            order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
+            # U on the run's data less its last rows: the slope of F in P (probe placement)
+            dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
+            U_star = U(jnp.zeros_like(x0))
+            st = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
+                            n=x0.size, U_star=U_star, extra=dU, extra_last_only=True,
+                            step_size=eps,
+                            **hmc)  # fmt: skip
+            return st.draws, st.accept, st.finite, st.step_size, U_star
+
+        if s.batched:
+            return jax.vmap(one)(keys, heads, C, side, step)
+        return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
+
+    return whiten, orders_at_ref, rungs
+
+
+def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
+                  obj: Objective) -> dict:  # fmt: skip
+    """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
+    references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
+    ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
+    whiten, orders_at_ref, rungs = ti_programs(obj, s)
+    with jax.enable_x64(True):
+        h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
+        C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
+    logdet = [float(np.linalg.slogdet(c)[1]) for c in C64]
+    C32, m32 = jnp.asarray(C64, jnp.float32), jnp.asarray(mask, jnp.float32)
+    aG0 = np.asarray(jax.vmap(lambda h: a_G(h, train, m32))(heads))
+    k_ref, k_ch = jax.random.split(key)
+    ref = [np.asarray(orders_at_ref(k_ref, heads, train, m32, C32), np.float64)]
+    side_of = np.array([SIDE[b] for b in BRANCHES])[:, None]
+
+    def hits(r):  # [2, n]: draws inside each branch's region
+        return np.where(side_of > 0, r[..., 0] >= thr, r[..., 0] < thr)
+
+    while (s.exact_t0 and len(ref) < REF_ROUNDS
+           and hits(np.concatenate(ref, 1)).sum(1).min() < MIN_T0_HITS):  # fmt: skip
+        kk = jax.random.fold_in(k_ref, len(ref))
+        ref.append(np.asarray(orders_at_ref(kk, heads, train, m32, C32), np.float64))
+    ref = np.concatenate(ref, 1)
+    hit = hits(ref)
+    K, nC = len(s.chain_ts), s.n_chains
+    keys = jax.random.split(k_ch, 2 * K * nC).reshape(2, K, nC)
+    side = jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32)
+    P = int(np.sum(np.asarray(mask) > 0))
+    dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
+    m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
+    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
+        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
+        jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
+    draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
+    n = int(C64.shape[-1])
+    out = {}
+    lead = [None] if s.exact_t0 else []  # per-rung chain fields: none at an exact t = 0
+    for r, b in enumerate(BRANCHES):
+        p = float(hit[r].mean())
+        g0 = ref[r, hit[r], 1] if s.exact_t0 else None
+        fe = branch_log_z(s.ts, draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
+                          logdet_C=logdet[r], n=n, p_ref=p, g0=g0,
+                          p_ref_se=math.sqrt(p * (1 - p) / hit[r].size))  # fmt: skip
+        fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
+                  n_ref_draws=int(hit[r].size),
+                  accept=lead + acc[r].mean((1, 2)).tolist(),
+                  step=lead + step[r].mean(1).tolist(),
+                  finite=bool(finite[r].all()),
+                  rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
+                  ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip
+        ok = finite[r, -1].astype(bool)
+        fe["dU_dP"] = float(draws[r, -1][ok][..., 2].mean() / dP) if dP and ok.any() else None
+        out[b] = fe
+    out["_C"] = C64  # for the SMC cross-check; dropped before saving
+    return out
+
+
+def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISettings,
+               obj: Objective) -> dict:  # fmt: skip
+    r"""Tempered SMC (§9.6) from the two branches' Laplace Gaussians (a fair mixture) to
+    $e^{-U_m}$, HMC moves confined to the branch a particle sits in: the copy weight
+    $w_{\rm copy}$ read from the last reweighting, and $\log Z$. Independent of the TI's
+    estimator (different path, weights instead of integrated energies)."""
+    N = s.smc_particles
+    m32 = jnp.asarray(mask, jnp.float32)
+    h = jax.tree.map(lambda a: a[0], heads)  # the embeddings (both references share them)
+    x_ref = heads.W_G.reshape(2, -1)
+    C = jnp.asarray(C64, jnp.float32)
+    Cinv = jnp.asarray(np.linalg.inv(C64), jnp.float32)
+    logdet = jnp.asarray([np.linalg.slogdet(c)[1] for c in C64], jnp.float32)
+    n = x_ref.shape[1]
+    g_fn, record, mutate = _smc_programs(obj, thr, s.smc_moves, batched=s.batched)
+    k0, k1, k2 = jax.random.split(key, 3)
+    pick = jax.random.bernoulli(k0, 0.5, (1, N, 1))
+    z = jax.random.normal(k1, (1, N, n), jnp.float32)
+    xs = [x_ref[i][None, None] + z @ C[i].T for i in range(2)]
+    x0 = jnp.where(pick, xs[1], xs[0])
+    ref = (x_ref, C, Cinv, logdet)
+    log_eps = jnp.full((1, 2), math.log(s.step_size), jnp.float32)
+    res, _ = tempered_smc(
+        k2, x0, lambda x: g_fn(h, train, m32, ref, x),
+        lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
+        ess_target=0.5, max_steps=s.smc_max_steps, record=lambda x: record(h, train, m32, x),
+    )  # fmt: skip
+    w = float(np.sum(np.exp(res.log_w1[0]) * (res.obs1[0] >= thr)))
+    return {"w_copy": w, "log_Z": float(res.log_z[0]), "n_steps": int(res.ts.shape[0]),
+            "reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_particles": N,
+            "accept": float(np.mean(res.accept)) if res.accept.size else None}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5,
+                  batched: bool = False):  # fmt: skip
+    def U_m(h, t, m, x):
+        return marginal_energy(with_WG(h, x), t, m, obj)
+
+    def U_0(ref, x):  # -log of the normalised two-Gaussian reference
+        x_ref, _, Cinv, logdet = ref
+        lp = [-0.5 * jnp.sum((Cinv[i] @ (x - x_ref[i])) ** 2) - logdet[i] for i in range(2)]
+        return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * x.size * math.log(2 * math.pi))
+
+    def each(f, x):  # f over the particles x[1, N, n]: batched, or one after the other
+        return (jax.vmap(f)(x[0]) if batched else jax.lax.map(f, x[0]))[None]
+
+    @jax.jit
+    def g_fn(h, t, m, ref, x):
+        return each(lambda xx: U_m(h, t, m, xx) - U_0(ref, xx), x)
+
+    @jax.jit
+    def record(h, t, m, x):
+        return each(lambda xx: a_G(with_WG(h, xx), t, m), x)
+
+    @jax.jit
+    def mutate(key, h, t, m, ref, x, temp, log_eps):
+        x_ref, C, Cinv, _ = ref
+
+        def one(k, xi):
+            copy = a_G(with_WG(h, xi), t, m) >= thr
+            i = copy.astype(jnp.int32)
+            w0 = Cinv[i] @ (xi - x_ref[i])
+            to_x = lambda w: x_ref[i] + C[i] @ w  # noqa: E731
+            pot = lambda w: (1 - temp[0]) * U_0(ref, to_x(w)) + temp[0] * U_m(h, t, m, to_x(w))  # noqa: E731
+            inside = lambda w: (a_G(with_WG(h, to_x(w)), t, m) >= thr) == copy  # noqa: E731
+            w1, a = hmc_move(k, pot, w0, step_size=jnp.exp(log_eps[0, i]), n_steps=n_moves,
+                             n_leap=n_leap, inside=inside)  # fmt: skip
+            return to_x(w1), a, copy
+
+        N = x.shape[1]
+        ks = jax.random.split(key, N)
+        x1, a, copy = jax.vmap(one)(ks, x[0]) if batched else jax.lax.map(lambda kx: one(*kx),
+                                                                            (ks, x[0]))
+        n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
+        a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
+        # the step per branch follows its particles' acceptance (target 0.65), between moves
+        log_eps = jnp.where(n_b[None] > 0, log_eps + (a_b[None] - 0.65), log_eps)
+        return x1[None], a[None], jnp.clip(log_eps, math.log(0.01), math.log(1.5))
+
+    return g_fn, record, mutate

@@ -1,0 +1,199 @@
+r"""Free energy of one branch of a posterior: constrained, Laplace-referenced thermodynamic
+integration on collapsed-HMC rungs (issue 12, items 3-4).
+
+**Reference.** At a point $x^*$ of the branch (its exact MAP) with the whitening
+$C=V\Lambda_c^{-1/2}$ (for the reduced heads: ``sample_reduced.marginal_whitening``) the chain runs
+on $w$, $x=x^*+Cw$, and the reference energy is $U_{\rm ref}(w)=U_m(x^*)+\tfrac12|w|^2$. Over
+$x$ (Jacobian $|\det C|$)
+$$\log Z_{\rm ref}=-U_m(x^*)+\tfrac n2\log2\pi+\log|\det C| .$$
+
+**Region.** The branch is a region $R$ of the order parameter (for the softmax head: copy
+$=\{a_G\ge a_{\rm thr}\}$, pool $=\{a_G<a_{\rm thr}\}$, a partition of the whole space). The
+path $U_t=(1-t)\,U_{\rm ref}+t\,U_m$ is restricted to $R$ at every $t$, so
+$$\log Z_R=\log Z_{\rm ref}+\log P_{\rm ref}(R)-\int_0^1\mathbb E_{t,R}[U_m-U_{\rm ref}]\,dt ,$$
+with $P_{\rm ref}(R)$ the mass of $R$ under the reference $\mathcal N(0,I)$ in $w$ (exact
+draws, :func:`reference_mass`) and $\mathbb E_{t,R}$ the mean under $e^{-U_t}$ restricted to
+$R$, the integral by :func:`copyhead_jax.bayes.ti_quadrature` (trapezoid plus the
+Euler-Maclaurin end correction from $\frac{d}{dt}\mathbb E_{t,R}[g]=-\mathrm{Var}_{t,R}[g]$).
+$F_R=-\log Z_R$; when the regions partition the space the posterior weight of region $a$ is
+$1/(1+\sum_{b\ne a}e^{F_a-F_b})$.
+
+**Sampler.** :func:`hmc_chains` runs the one HMC kernel of the package,
+:func:`copyhead_jax.kernels.hmc_chain` (unit mass in the whitened coordinates, ``LEAPFROG`` steps
+of a jittered size, dual-averaging adaptation that is then frozen; the collapsed sampler of
+``sample_reduced`` runs it too), on any potential, with an optional region: a proposal that ends
+outside it is rejected. That is exact Metropolis-Hastings for the target restricted to the region
+(the target density is 0 outside, the leapfrog map stays volume preserving and reversible, so
+the acceptance ratio is the usual one times the indicator). With no region and the same potential
+and keys it makes the same moves as ``collapsed_chains`` (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..sampling import (
+    HMC_ADAPT,
+    LEAPFROG,
+    TARGET_ACCEPT,
+    ess,
+    hmc_chain,
+    mcse_mean,
+    split_rhat,
+    susceptibility,
+    ti_quadrature,
+)
+
+
+class HMCStats(NamedTuple):
+    """Chains of :func:`hmc_chains` (``C`` chains, ``S`` recorded draws)."""
+
+    draws: jax.Array  # [C, S, k]: record(w) every ``thin`` iterations
+    accept: jax.Array  # [C, S]: mean Metropolis acceptance probability of the thin iterations
+    outside: jax.Array  # [C, S]: fraction of the thin iterations whose proposal left the region
+    finite: jax.Array  # [C]: no non-finite energy along the chain
+    step_size: jax.Array  # [C]: the leapfrog step after adaptation
+
+
+def hmc_chains(
+    keys, potential: Callable, w_init, record: Callable, *, n_iter: int, thin: int,
+    step_size: float | jax.Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+    progress: Callable[[int, int], None] | None = None, sequential: bool = False,
+    adapt_mass: bool = False,
+) -> HMCStats:  # fmt: skip
+    """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``: the shared
+    kernel :func:`copyhead_jax.kernels.hmc_chain` under ``vmap`` (``sequential=True``: one
+    chain after the other, ``lax.map``, for a potential whose intermediates overflow the CPU's
+    cache when batched: the same chains up to float rounding, measured 2x less CPU per gradient
+    on the paper preset's transition). Proposals with
+    ``inside(w) == False`` are rejected (``inside=None``: no region). The first ``n_adapt``
+    iterations tune the step (dual averaging) and are discarded; ``record(w)`` is kept every
+    ``thin``-th of the ``n_iter`` iterations that follow (``adapt_mass``: a diagonal mass
+    adapted in those iterations too, Stan's windows). Every start must lie inside the region.
+
+    ``progress(done, total)`` is called on the host after every adaptation iteration and every
+    ``thin`` iterations after it, with the iterations done of ``n_adapt + n_iter``. Its argument
+    depends on the loop counter only, so under any ``vmap`` (chains, rungs, runs) it is called
+    once per step for the whole batch; it changes no number (tested)."""
+    total = n_adapt + (n_iter // thin) * thin
+    report = None
+    if progress is not None:
+        report = lambda d: jax.debug.callback(lambda x: progress(int(x), total), d)  # noqa: E731
+
+    def chain(key, w0):
+        c = hmc_chain(key, potential, w0, lambda w, j: record(w), n_iter=n_iter, thin=thin,
+                      step_size=step_size, inside=inside, n_leap=n_leap, n_adapt=n_adapt,
+                      target_accept=target_accept, adapt_mass=adapt_mass,
+                      report=report)  # fmt: skip
+        finite = c.finite & jnp.all(jnp.isfinite(c.records))
+        return HMCStats(c.records, c.accept, c.outside, finite, c.step_size)
+
+    return _map(chain, sequential)(keys, w_init)
+
+
+def _map(f: Callable, sequential: bool) -> Callable:
+    """``vmap(f)``, or ``f`` mapped one slice after the other (``lax.map``)."""
+    return (lambda *xs: lax.map(lambda a: f(*a), xs)) if sequential else jax.vmap(f)
+
+
+def path_rungs(
+    keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
+    threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
+    extra: Callable | None = None, extra_last_only: bool = False, **hmc,
+) -> HMCStats:  # fmt: skip
+    r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
+    whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
+    parameter; region ``order >= threshold`` for ``side = +1``, ``order < threshold`` for
+    ``side = -1`` (``side = 0``: everywhere; ``side`` and ``threshold`` may be traced). Each
+    chain starts at ``w_start`` (default ``w = 0``, the reference point; it must lie in the
+    region) and records ``(g, order)`` with ``g = U - U_ref``, ``U_ref = U_star + |w|^2/2``,
+    then ``extra(w)`` (a scalar) when given (``extra_last_only``: at the last rung only, 0 at
+    the others, for a quantity only the target's rung needs; run one rung after the other, the
+    others skip its cost). ``hmc``: :func:`hmc_chains`' options; its
+    ``step_size`` may be one per rung (``[K]``, may be traced: e.g. steps adapted elsewhere,
+    with ``n_adapt = 0``); ``sequential=True`` runs rungs and chains one after the other."""
+    side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
+
+    def inside(w):
+        o = order(w)
+        return jnp.where(side > 0, o >= thr, jnp.where(side < 0, o < thr, True))
+
+    def g(w):
+        return U(w) - (U_star + 0.5 * jnp.sum(w**2))
+
+    ts = jnp.asarray(ts, dtype)
+    steps = jnp.broadcast_to(jnp.asarray(hmc.pop("step_size"), dtype), ts.shape)
+
+    def one(k, t, eps):
+        pot = lambda w: (1 - t) * (U_star + 0.5 * jnp.sum(w**2)) + t * U(w)  # noqa: E731
+        more = () if extra is None else (extra,)
+        if extra is not None and extra_last_only:
+            zero = lambda w: jnp.zeros((), dtype)  # noqa: E731
+            more = (lambda w: lax.cond(t == ts[-1], extra, zero, w),)
+        rec = lambda w: jnp.stack([g(w), order(w), *(f(w) for f in more)])  # noqa: E731
+        w0 = jnp.zeros((k.shape[0], n), dtype)
+        w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
+        return hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps, **hmc)
+
+    return _map(one, hmc.get("sequential", False))(keys, ts, steps)
+
+
+def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, threshold: float,
+                   batch: int = 256) -> tuple[float, float, int]:  # fmt: skip
+    """``(p, se, hits)``: the mass of the region under the reference ``N(0, I_n)`` in ``w`` from
+    ``n_draws`` exact draws (binomial standard error ``sqrt(p (1 - p) / n_draws)``)."""
+    w = jax.random.normal(key, (n_draws, n), jnp.float32)
+    o = np.asarray(lax.map(order, w, batch_size=batch))
+    hit = (o >= threshold) if side > 0 else (o < threshold)
+    k = int(hit.sum())
+    p = k / n_draws
+    return p, math.sqrt(max(p * (1 - p), 0.0) / n_draws), k
+
+
+def branch_log_z(ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref: float,
+                 p_ref_se: float, g0=None) -> dict:  # fmt: skip
+    r"""$\log Z_R$ and $F_R=-\log Z_R$ with its Monte-Carlo standard error from the rungs'
+    ``g[K, C, S]`` (module docstring). The error adds the TI MCSE (rungs independent, ESS of
+    ``g`` per rung) and the binomial error of ``log P_ref(R)`` in quadrature; ``p_ref = 0``
+    gives ``F = inf``. ``quad_corr``: the Euler-Maclaurin term (a gauge of the rung spacing).
+
+    ``g0``: exact i.i.d. draws of ``g`` at ``t = 0`` (the reference restricted to the region:
+    the reference draws that hit it), standing for the first rung; ``g`` and ``finite`` then
+    hold the rungs ``ts[1:]`` only. Its statistics are the chains' estimators on one chain."""
+    rungs = [np.asarray(x, np.float64)[np.asarray(f, bool)] for x, f in zip(g, finite)]
+    if g0 is not None:
+        rungs.insert(0, np.asarray(g0, np.float64).reshape(1, -1))
+    K = len(ts)
+    if len(rungs) != K:
+        raise ValueError(f"branch_log_z: {len(rungs)} rungs of draws for {K} values of t")
+    m, v, mse, vse, rh, es = (np.full(K, np.nan) for _ in range(6))
+    for k in range(K):
+        x = rungs[k]
+        if x.shape[0] >= 1 and x.shape[1] >= 4:
+            m[k], mse[k] = -x.mean(), float(mcse_mean(x))
+            s = susceptibility(x)
+            v[k], vse[k] = float(s.value), float(s.mcse)
+            rh[k] = float(split_rhat(x)) if x.shape[0] > 1 else np.nan
+            es[k] = float(ess(x))
+    log_ratio, se_ti = ti_quadrature(ts, m, v, mse, vse)
+    trap, _ = ti_quadrature(ts, m)
+    log_ref = -U_star + 0.5 * n * math.log(2 * math.pi) + logdet_C
+    log_p = math.log(p_ref) if p_ref > 0 else -math.inf
+    se_p = p_ref_se / p_ref if p_ref > 0 else math.inf
+    # no reference mass in the region: Z_R = 0 whatever the rungs say (with an exact t = 0 rung
+    # they have no draws there, and NaN + -inf would hide the verdict F = inf)
+    log_z = log_ref + log_p + log_ratio if p_ref > 0 else -math.inf
+    return {
+        "F": -log_z, "mcse": math.hypot(se_ti, se_p), "mcse_ti": se_ti, "mcse_p_ref": se_p,
+        "log_Z_ref": log_ref, "log_p_ref": log_p, "log_Z_ratio": log_ratio,
+        "quad_corr": log_ratio - trap, "mean_g": (-m).tolist(), "var_g": v.tolist(),
+        "mcse_g": mse.tolist(), "rhat_g": rh.tolist(), "ess_g": es.tolist(),
+    }  # fmt: skip

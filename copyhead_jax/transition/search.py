@@ -1,0 +1,350 @@
+r"""The Bayesian transition of any configuration (docs/theory.md §9.9): ``transition(cfg)``.
+
+Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy
+start ``'copy'``) on a grid around the theory's point; the first probe at the theory's
+posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_jax.bayes.
+transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
+sign and refines the bracket, placed by the slope each probe measures; the root by log-P
+interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
+cross-check, and the seed mean with its interval. A later seed measures one probe at the earlier
+seeds' mean root and places its root with the slope of their brackets (the seeds' roots differ
+by far less than ``SEED_SPAN``, where that slope holds; ``anchored=False``: two probes a factor
+``SEED_SPAN`` either side, bracketing it). The SMC cross-check runs at the brackets' ends (an
+anchored seed has none: the bracketing seeds' checks hold for its root, a fraction of a per cent
+away) and reuses the TI's whitening.
+Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
+(:func:`~copyhead_jax.sampling.run.run_sampler`) on an exact-MAP sweep.
+
+Every (seed, P) group is a JSON checkpoint in ``OUT/groups-KEY/`` (``KEY``: a hash of the
+config and settings), written atomically, so a killed run resumes with identical numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_int, check_output_folder, check_P_grid
+from ..compare.locate import locate_crossing, locate_level
+from ..config import Config, exact_settings
+from ..data import nested_mask
+from ..fit import sweep_inputs
+from ..models import head_class
+from ..objective import Objective
+from ..runner import available_bytes, refuse_if_over
+from ..storage import acquire_lock
+from ..sweep import run_sweep
+from .branch_group import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
+from .plan import REFINE_RATIO, first_probes, pad_of, seed_probes
+from .root import (
+    bracket_slope,
+    combine_seeds,
+    crossing,
+    pooled_slope,
+)
+from .store import kept_sweep, run_key, write_checkpoint
+
+INIT = {"pool": "zero", "copy": "copy"}
+#: R-hat and ESS thresholds past which a run is named in ``flagged``.
+RHAT_MAX, ESS_MIN = 1.05, 100
+def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
+    """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
+    quenched embeddings, exact float64 MAP."""
+    if not isinstance(cfg, Config):
+        raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
+    if cfg.model.causal:  # the branch heads and chains here are built without the mask
+        raise ValueError("the Bayesian transition does not take the causal mask (causal=True)")
+    sw = {} if n_seeds is None else {"n_seeds": check_int("n_seeds", n_seeds, lo=1, hi=1000)}
+    exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
+    return cfg.replace(model=dict(engine="reduced"), sweep=sw,
+                       train=dict(solver=exact, train_embeddings=False))  # fmt: skip
+
+
+def _log(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"[transition {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _theory(cfg: Config) -> dict:
+    from ..theory import TheoryParams
+    from ..theory.points import transition_points
+
+    p = TheoryParams.from_config(cfg)
+    att = cfg.model.attention
+    key = "P_aG" if att == "softmax" else "P_cG_half"
+    if cfg.task.source != "iid":  # §12: the MAP's P* from full minimisers (no posterior form)
+        from ..theory.beyond import beyond_points
+
+        r = beyond_points(p, cfg.task, attention=att, P_range=(1.0, 3e4), n_P=41)
+        return {"map": r.get(key) or (r.get("P_aG_crossover") if att == "softmax" else None),
+                "post": None}  # fmt: skip
+    out = {}
+    for o in ("map", "post"):
+        tp = transition_points(p, att, o)
+        out[o] = tp.get(key) or (tp.get("P_aG_crossover") if att == "softmax" else None)
+    return out
+
+
+def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
+    """Integer log grid over ``[P0 / span, P0 span]`` (at least 2)."""
+    g = np.geomspace(max(2.0, P0 / span), max(4.0, P0 * span), n)
+    return tuple(sorted({max(2, int(round(p))) for p in g}))
+
+
+def transition(
+    cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
+    progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
+    P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
+    anchored: bool = True,
+) -> dict:  # fmt: skip
+    """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
+    ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
+
+    ``out``: a folder for checkpoints (resumed), the MAP sweeps, ``transition.json``.
+    ``settings``: the TI/SMC Monte-Carlo sizes; ``a_thr``: the branch threshold on ``a_G``
+    (default: the mid-value of the MAP ``a_G``); ``P_grid``: the MAP grid (default: around the
+    theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed);
+    ``sampler``: the linear head's ``HMCConfig`` (default ``REDUCED_HMC_LINEAR``);
+    ``anchored``: a later seed measures one probe at the earlier seeds' mean root and places
+    its root with the slope of their brackets (``bayes.transition.anchored_root``; a second
+    probe only when the root lies farther than ``SEED_SPAN``), else every seed is bracketed.
+    Returns a JSON-ready dict."""
+    cfg = transition_config(cfg, n_seeds)
+    settings = TISettings() if settings is None else settings
+    if not isinstance(settings, TISettings):
+        raise ValueError(f"settings must be a TISettings, got {type(settings).__name__}")
+    seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    out = None if out is None else check_output_folder("out", out)
+    if not theory and P_grid is None:
+        raise ValueError("P_grid is needed when theory=False (the grid is centred on the theory)")
+    th = _theory(cfg) if theory else {"map": None, "post": None}
+    P0 = th["post"] or th["map"] or 16.0
+    grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
+    if len(grid) < 2:
+        raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
+    P_pad = P_top = max(grid)
+    if cfg.model.attention == "softmax":  # before any work: a group up to 4 x the grid's P
+        need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
+        refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
+                       "use fewer --chains, --rungs or --iters, or a larger "
+                       "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
+    if out is not None:  # one writer per folder; released at exit or by exit_now
+        out.mkdir(parents=True, exist_ok=True)
+        acquire_lock(out / "transition.json")
+    if cfg.model.attention == "linear":
+        from .linear import linear_transition
+
+        res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
+                                sampler=sampler)  # fmt: skip
+        if out is not None:
+            write_checkpoint(out / "transition.json", res)
+        return res
+    t0 = time.time()
+    sweeps = {}
+    for b in BRANCHES:
+        c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
+        path = None if out is None else out / f"map_{b}.npz"
+        _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
+        sweeps[b] = kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
+                                                      progress=False)  # fmt: skip
+        if path is not None:  # the file's weights, as a resumed run reads them
+            sweeps[b] = kept_sweep(path, c) or sweeps[b]
+    aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
+    U = {b: np.asarray(sweeps[b]["U"], float) for b in BRANCHES}
+    if a_thr is None:
+        a_thr = 0.5 * (
+            float(np.nanmax(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
+            + float(np.nanmin(np.r_[aG["copy"].ravel(), aG["pool"].ravel()]))
+        )
+    a_thr = float(a_thr)
+    key = run_key(cfg, settings, [list(grid), a_thr, seed, "anchored" if anchored else "seed-span"])
+    gdir = None if out is None else out / f"groups-{key}"
+    obj = Objective.from_config(cfg)
+    nS = cfg.sweep.n_seeds
+    Pg = np.asarray(grid, float)
+    per_seed, whitened = [], {}
+    for s in range(nS):
+        distinct = (aG["copy"][:, s] >= a_thr) & (aG["pool"][:, s] < a_thr)
+        # the pool MAP stops being the lower one (U_pool - U_copy rises through 0)
+        mu = locate_crossing(Pg, U["pool"][:, s], U["copy"][:, s], valid=distinct).P_star
+        low = np.minimum(U["copy"][:, s], U["pool"][:, s])
+        glob = np.where(U["copy"][:, s] <= low, aG["copy"][:, s], aG["pool"][:, s])
+        start = mu or locate_level(Pg, glob, a_thr).P_star
+        # seed 0: one first probe (the theory's posterior point, else the MAP crossing), the
+        # slope each probe measures placing the next; a later seed: one probe at the earlier
+        # seeds' mean root when their brackets measured the slope of d (else two either side)
+        anchor = pooled_slope([p.get("bracket_slope") for p in per_seed]) if anchored else None
+        probes = first_probes([p["crossing"]["log_P"] for p in per_seed],
+                              th["post"] or start or P0, anchored=anchor is not None)  # fmt: skip
+        groups, anchored_cr = seed_probes(
+            lambda P: _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
+                             settings, obj, seed, gdir, progress, whitened),
+            probes, anchor)  # fmt: skip
+        per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
+                                     seed, gdir, P_top, progress, cross_check,
+                                     whitened, anchored_cr))  # fmt: skip
+        whitened.clear()
+    res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
+    if out is not None:
+        write_checkpoint(out / "transition.json", res)
+    return res
+
+
+def _heads(cfg, sweeps, aG, s, P, a_thr):
+    """The pool and copy references of seed ``s`` near ``P``: each branch's MAP at the grid P
+    nearest (in log P) whose a_G lies in the branch's region, from either start."""
+    grid = np.asarray(sweeps["pool"].P, float)
+    refs = []
+    for b in BRANCHES:
+        cands = []
+        for src in (b, *[x for x in BRANCHES if x != b]):
+            a = aG[src][:, s]
+            inside = a >= a_thr if SIDE[b] > 0 else a < a_thr
+            cands += [
+                (src != b, abs(math.log(grid[i] / P)), i, src) for i in np.flatnonzero(inside)
+            ]
+        if not cands:
+            return None, b
+        _, _, i, src = min(cands, key=lambda c: c[:3])  # own start first, then nearest P
+        refs.append((src, i))
+    arr = {k: np.stack([np.asarray(sweeps[src][f"params/{k}"][i, s]) for src, i in refs])
+           for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    ref_P = [int(grid[i]) for _, i in refs]
+    heads = head_class("softmax")(**{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()},
+                                  chi=cfg.posterior.chi)  # fmt: skip
+    return heads, ref_P
+
+
+def _data(cfg, s, P, P_pad):
+    inp = sweep_inputs(cfg.replace(sweep=dict(P=(P_pad,))), None, P_pad)
+    return inp.train[s], nested_mask(P, P_pad)
+
+
+def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
+           whitened) -> dict:  # fmt: skip
+    path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
+    if path is not None and path.is_file():
+        g = json.loads(path.read_text())
+        _log(progress, f"seed {s} P={P}: kept, F_copy - F_pool = {g['dF']:+.3f}")
+        return g
+    t0 = time.time()
+    heads, ref = _heads(cfg, sweeps, aG, s, P, a_thr)
+    if heads is None:
+        g = {"P": P, "seed": s, "dF": math.nan, "se": math.nan, "sys": math.nan,
+             "note": f"no MAP of the {ref} branch at any grid P"}  # fmt: skip
+    else:
+        train, mask = _data(cfg, s, P, P_pad)
+        key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), s), P)
+        fe = free_energies(key, heads, train, mask, a_thr, settings, obj)
+        whitened[P] = fe.pop("_C")  # for the SMC cross-check at this P
+        dF = fe["copy"]["F"] - fe["pool"]["F"]
+        sl = [fe[b].get("dU_dP") for b in ("copy", "pool")]
+        g = {"P": P, "seed": s, "dF": dF, "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
+             "slope": None if None in sl else P * (sl[0] - sl[1]),
+             "sys": abs(fe["copy"]["quad_corr"]) + abs(fe["pool"]["quad_corr"]), "ref_P": ref,
+             "P_pad": P_pad, "branches": fe, "seconds": time.time() - t0}  # fmt: skip
+    _log(progress, f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
+         f"({time.time() - t0:.0f} s)")  # fmt: skip
+    if path is not None:
+        write_checkpoint(path, g)
+    return g
+
+
+def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
+               whitened):  # fmt: skip
+    path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
+    if path is not None and path.is_file():
+        return json.loads(path.read_text())
+    t0 = time.time()
+    heads, _ = _heads(cfg, sweeps, aG, s, P, a_thr)
+    if heads is None:
+        return None
+    train, mask = _data(cfg, s, P, P_pad)
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed + 1), s), P)
+    from .branch_group import ti_programs  # the whitening program shared with the TI
+
+    C64 = whitened.get(P)  # the TI's whitening of this group, else computed again
+    if C64 is None:
+        with jax.enable_x64(True):
+            h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
+            C64 = np.asarray(ti_programs(obj, settings)[0](h64, train,
+                                                           jnp.asarray(mask, jnp.float64)))
+    g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
+    g.update(P=P, seed=s, seconds=time.time() - t0)
+    _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
+    if path is not None:
+        write_checkpoint(path, g)
+    return g
+
+
+def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_top,
+                 progress, cross_check, whitened, anchored_cr=None) -> dict:  # fmt: skip
+    Ps = sorted(groups)
+    d, se = [groups[p]["dF"] for p in Ps], [groups[p]["se"] for p in Ps]
+    cr = anchored_cr or crossing(
+        Ps, d, se, [groups[p]["sys"] for p in Ps],
+        [groups[p].get("slope") or math.nan for p in Ps])  # fmt: skip
+    br = cr["bracket"]
+    # the secant slope a later seed may borrow: from a bracket refined to REFINE_RATIO only
+    b_slope = bracket_slope(Ps, d, se) if br and br[1] / br[0] <= REFINE_RATIO else None
+    smc = None
+    # the SMC checks the sign of d at a bracket's ends; an anchored seed has none (at its one
+    # probe, near the root, the particles' weights cannot resolve a d of a nat or two)
+    if cross_check and settings.smc_particles and br:
+        pts = [_smc_group(cfg, sweeps, aG, s, int(p), pad_of(int(p), P_top, cfg.task.L), a_thr,
+                          settings, obj, seed, gdir, progress, whitened)
+               for p in br]  # fmt: skip
+        if all(pts):
+            eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
+            w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
+            lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
+            c = crossing(br, lo, [0.0, 0.0])
+            smc = {"P": br, "w_copy": [p["w_copy"] for p in pts],
+                   "dF_smc": lo.tolist(), "P_star": c["P_star"], "points": pts}  # fmt: skip
+    flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
+               f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
+               for p in Ps if "branches" in groups[p] for b in BRANCHES
+               if not (groups[p]["branches"][b]["rhat_max"] <= RHAT_MAX
+                       and groups[p]["branches"][b]["ess_min"] >= ESS_MIN)]  # fmt: skip
+    return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr, "map_U_crossing": mu,
+            "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
+
+
+def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
+    cr = [p["crossing"] for p in per_seed]
+    f = lambda k: [math.nan if c[k] is None else c[k] for c in cr]  # noqa: E731
+    mean = combine_seeds(f("log_P"), f("err_mc"), f("err_sys"))
+    smc = [p["smc"]["P_star"] if p["smc"] and p["smc"]["P_star"] else math.nan for p in per_seed]
+    ok = np.isfinite(smc)
+    mu = [p["map_U_crossing"] or math.nan for p in per_seed]
+    return {
+        "attention": "softmax", "quantity": "P_aG", "P_star": mean["P_star"],
+        "interval": [mean["lo"], mean["hi"]], "summary": mean,
+        "per_seed": [c["P_star"] for c in cr],
+        "cross_check": {"method": "tempered SMC copy weight at each seed's bracket ends",
+                        "per_seed": smc, "P_star":
+                        float(np.exp(np.mean(np.log(np.asarray(smc)[ok]))))
+                        if ok.any() else None},  # fmt: skip
+        "map_U_crossing": {"per_seed": mu,
+                           "mean": float(np.nanmean(mu)) if np.isfinite(mu).any() else None},
+        "theory": th, "a_thr": a_thr, "map_grid": list(grid),
+        "flagged": [x for p in per_seed for x in p["flagged"]],
+        "settings": dataclasses.asdict(settings), "config": cfg.to_dict(), "seeds": per_seed,
+        "wall_seconds": wall, "group_seconds": group_seconds(per_seed),
+    }  # fmt: skip
+
+
+def group_seconds(per_seed: list) -> float:
+    """Wall seconds of every TI group and SMC cross-check, as each recorded when it ran (a
+    resumed run's ``wall_seconds`` counts only what it computed itself)."""
+    return float(sum((g.get("seconds") or 0.0) for p in per_seed for g in p["probes"])
+                 + sum((x.get("seconds") or 0.0) for p in per_seed if p["smc"]
+                       for x in p["smc"]["points"]))  # fmt: skip

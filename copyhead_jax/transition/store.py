@@ -1,0 +1,76 @@
+"""Checkpoints of ``copyhead transition`` (:mod:`.posterior_transition`): the atomic JSON write
+of every (seed, P) group, the key that names a run's checkpoint folder, and the MAP sweeps a
+resumed run reuses. A run resumes wherever the numbers cannot change beyond float rounding:
+on another machine, memory budget or batching."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..config import Config
+from .branch_group import TISettings
+
+
+def write_checkpoint(path: Path, obj) -> None:
+    """Atomic JSON write (temporary file in the folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; honour the umask like open()
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, default=json_default)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def json_default(x):
+    """NumPy arrays and scalars for ``json.dump(default=...)`` (NaN stays NaN)."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON: {type(x).__name__}")
+
+
+def resume_identity(cfg: Config) -> dict:
+    """What a resumed run must share with the checkpoints: the config but the memory budget,
+    which only sizes chunks (it changes numbers by float rounding at most, as the platform
+    does), so a run resumes on a machine with another budget."""
+    d = cfg.to_dict()
+    d["sweep"] = {k: v for k, v in d["sweep"].items() if k != "memory_budget_gb"}
+    return d
+
+
+def run_key(cfg: Config, settings: TISettings, extra) -> str:
+    """The checkpoints' key: :func:`resume_identity`, Monte-Carlo settings and ``extra``. Not
+    ``batched`` (float rounding too): groups computed batched on an accelerator resume one
+    after the other on a CPU."""
+    s = {k: v for k, v in dataclasses.asdict(settings).items() if k != "batched"}
+    blob = json.dumps([resume_identity(cfg), s, extra], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def kept_sweep(path: Path | None, cfg: Config):
+    """The finished MAP sweep at ``path`` if it is this config's with kept weights (a resumed
+    transition does not refit it), else None."""
+    from ..results import SweepResult
+
+    if path is None or not path.is_file():
+        return None
+    try:
+        res = SweepResult.load(path)
+    except ValueError:
+        return None
+    same = resume_identity(res.config) == resume_identity(cfg)
+    return res if same and res.has_params else None

@@ -1,0 +1,81 @@
+"""The collapsed energy's hand-written gradient (copyhead_jax.sampling.collapsed, models._features).
+
+Reference: the same U_m built by plain autodiff from ``readout_conditional`` (whose value the
+tests of test_sample_reduced.py and test_causal.py tie to the quenched U) with LAPACK's
+Cholesky. In float64 the two gradients are the same sums in another order: 1e-10 relative.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+from copyhead_jax.data import sample_tokens
+from copyhead_jax.models import reduce_head
+from copyhead_jax.objective import Objective
+from copyhead_jax.sampling.collapsed import marginal_energy, readout_conditional, with_WG
+
+L, V, N, P = 6, 3, 16, 9
+RTOL_64 = 1e-10
+HEADS = [("softmax", "inv_L", False), ("softmax", "inv_L", True), ("linear", "none", False),
+         ("linear", "inv_L", True)]  # fmt: skip
+
+
+def reference_energy(head, tokens, mask, obj, scale):
+    """U_m by autodiff-able pieces: ``readout_conditional`` and ``jnp.linalg.cholesky``, the
+    row weights scaled by ``scale`` (the readout precision's data part and B are linear in
+    them)."""
+    Lam, B, c = readout_conditional(head, tokens, mask, obj)
+    eye = jnp.eye(Lam.shape[0], dtype=Lam.dtype) / obj.sigma_O**2
+    Lc = jnp.linalg.cholesky(scale * (Lam - eye) + eye)
+    Z = jax.scipy.linalg.solve_triangular(Lc, scale * B, lower=True)
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    logdet = jnp.sum(jnp.log(jnp.diag(Lc) * obj.sigma_O))
+    return prior - 0.5 * jnp.sum(Z**2) + B.shape[1] * logdet + scale * c
+
+
+def setup(attention, linear_scale, causal):
+    model = ch.ModelConfig(attention=attention, width=N, linear_scale=linear_scale,
+                           causal=causal)  # fmt: skip
+    head = ch.init_head(jax.random.key(2), model, L=L, V=V, chi=30.0)
+    head = reduce_head(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), head)).head
+    obj = Objective(likelihood_weight=0.7, sigma_G=1.3, sigma_O=0.9)
+    t = sample_tokens(jax.random.key(4), n=P, L=L, V=V)
+    mask = jnp.ones(P, jnp.float64).at[-3:].set(0.0)  # padding rows must leave every sum
+    return head, obj, t, mask
+
+
+@pytest.mark.parametrize(("attention", "linear_scale", "causal"), HEADS)
+def test_gradient_and_hessian_equal_autodiff(attention, linear_scale, causal):
+    """Value, gradient in W^G and a Hessian-vector product (forward over reverse, as the
+    whitening computes it) of the custom-JVP energy equal plain autodiff of the reference, with
+    padded rows and a row-weight scale."""
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup(attention, linear_scale, causal)
+        x0 = head.W_G.ravel() * 3.0  # off the init: a generic point
+        scale = 1.7
+        ours = lambda x: marginal_energy(with_WG(head, x), t, mask, obj, scale)  # noqa: E731
+        ref = lambda x: reference_energy(with_WG(head, x), t, mask, obj, scale)  # noqa: E731
+        np.testing.assert_allclose(ours(x0), ref(x0), rtol=RTOL_64)
+        g, g_ref = jax.grad(ours)(x0), jax.grad(ref)(x0)
+        assert float(jnp.max(jnp.abs(g - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
+        v = jax.random.normal(jax.random.key(5), x0.shape, x0.dtype)
+        hv = jax.jvp(jax.grad(ours), (x0,), (v,))[1]
+        hv_ref = jax.jvp(jax.grad(ref), (x0,), (v,))[1]
+        assert float(jnp.max(jnp.abs(hv - hv_ref)) / jnp.max(jnp.abs(hv_ref))) < RTOL_64
+
+
+def test_gradient_in_the_embeddings_equals_autodiff():
+    """The embeddings enter U_m through M and directly through Lambda and B: the custom rule's
+    embedding gradient (both paths) equals autodiff's."""
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup("softmax", "inv_L", False)
+
+        def energy(f):
+            return lambda W_E: f(eqx.tree_at(lambda h: h.W_E, head, W_E), t, mask, obj, 1.0)
+
+        ours = jax.grad(energy(marginal_energy))(head.W_E)
+        ref = jax.grad(energy(reference_energy))(head.W_E)
+        assert float(jnp.max(jnp.abs(ours - ref)) / jnp.max(jnp.abs(ref))) < RTOL_64
