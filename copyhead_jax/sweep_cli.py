@@ -57,7 +57,7 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
 def cmd_sweep(args) -> int:
     """Every (P, seed) run of each asked config; tables, P* and the figure."""
     from .plots import sweep_figure
-    from .sweep import run_sweep
+    from .sweep.run import run_sweep
 
     attentions = ATTENTIONS if args.attention == "both" else (args.attention,)
     if args.attention is None:

@@ -5,7 +5,8 @@
 * :func:`cache_path`, :func:`cached`, :func:`cached_sweep`: every stored result is keyed by what
   made it, the config and :func:`code_version` of the package.
 * :func:`measure`, :func:`adaptive`, :func:`finite_width`, :func:`posterior`: the package's
-  :mod:`copyhead_jax.refine`, :mod:`copyhead_jax.finite_runs` and ``run_sampler`` over the cache.
+  :mod:`copyhead_jax.sweep.refine`, :mod:`copyhead_jax.sweep.finite_theory` and ``run_sampler`` over
+  the cache.
 * JSON and figure output with provenance (:func:`save_artefact`), committed group records.
 """
 
@@ -27,9 +28,9 @@ from typing import Any
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax import finite_runs, refine
-from copyhead_jax.refine import Feature, Runs, computing
 from copyhead_jax.storage import environment, nulls_in_lists_to_nan, write_json
+from copyhead_jax.sweep import Feature, Runs, computing, refine
+from copyhead_jax.sweep import finite_theory as finite_runs
 from copyhead_jax.theory.minima import theory_curve
 from copyhead_jax.theory.params import TheoryParams
 from copyhead_jax.theory.points import transition_points
@@ -203,7 +204,7 @@ def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
 
 
 def measure(runs: Runs, P_new, spec: Spec, *, P_cap: int | None = None) -> list[int]:
-    """:func:`copyhead_jax.refine.measure` through :func:`cached_sweep` (the continuation's
+    """:func:`copyhead_jax.sweep.refine.measure` through :func:`cached_sweep` (the continuation's
     steps, if on, under ``CACHE/continuation``)."""
     runs.cache_dir, runs.version = spec.cache_dir, code_version()
     sweep = lambda cfg: cached_sweep(cfg, spec.cache_dir)  # noqa: E731
@@ -211,13 +212,14 @@ def measure(runs: Runs, P_new, spec: Spec, *, P_cap: int | None = None) -> list[
 
 
 def adaptive(features: list[Feature], spec: Spec, *, rounds: int, n_new: int, factor=2.0):
-    """:func:`copyhead_jax.refine.adaptive` with every new ``P`` measured by :func:`measure`."""
+    """:func:`copyhead_jax.sweep.refine.adaptive` with every new ``P`` measured by
+    :func:`measure`."""
     return refine.adaptive(features, lambda r, P: measure(r, P, spec), rounds=rounds,
                            n_new=n_new, factor=factor)  # fmt: skip
 
 
 def finite_width(spec: Spec, runs: Runs, attention: str, P_grid) -> dict[str, Any]:
-    """:func:`copyhead_jax.finite_runs.finite_width` of ``runs``, cached."""
+    """:func:`copyhead_jax.sweep.finite_theory.finite_width` of ``runs``, cached."""
     key = [runs.cfg.to_dict(), attention, np.asarray(P_grid).tolist(), runs.P.tolist()]
     fn = lambda: finite_runs.finite_width(spec.theory_params(), runs, attention, P_grid)  # noqa: E731
     return cached(spec.cache_dir, f"finite-{attention}", key, fn)
@@ -241,7 +243,7 @@ def ek_points(params: TheoryParams, objective: str, cache_dir: Path):
 
 
 def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.ndarray]:
-    """:func:`copyhead_jax.refine.posterior_moments` of ``runs`` with ``spec.sgld``, each
+    """:func:`copyhead_jax.sweep.refine.posterior_moments` of ``runs`` with ``spec.sgld``, each
     compiled group's chains stored at :func:`cache_path`."""
     att = runs.cfg.model.attention
     path_of = lambda sub, sgld: cache_path(  # noqa: E731

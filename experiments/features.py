@@ -8,7 +8,7 @@ from typing import Any
 
 from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.refine import Feature, Runs, reach_cap
+from copyhead_jax.sweep import Feature, Runs, reach_cap
 
 from . import common as C
 

@@ -19,9 +19,8 @@ from copyhead_jax.compare import branches as B
 from copyhead_jax.compare import rel_err
 from copyhead_jax.compare.locate import integer_grid
 from copyhead_jax.config import single_start
-from copyhead_jax.finite_runs import FINITE_DENSE
 from copyhead_jax.plots_branches import hysteresis_figure
-from copyhead_jax.refine import Feature, Runs
+from copyhead_jax.sweep import FINITE_DENSE, Feature, Runs
 
 from . import common as C
 from . import features as F

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax import sweep as sweep_mod
 from copyhead_jax.cli import build_parser, main, parse_P_grid, save_figure, sweep_paths
 from copyhead_jax.results import SweepResult
 from copyhead_jax.storage import remove_tmp_orphans
+from copyhead_jax.sweep import run as sweep_mod
 from tests.helpers import FAKE_CFG, fake_posterior, fake_sweep, one_line_error
 
 

@@ -24,8 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from copyhead_jax import finite_runs as FR  # noqa: E402
 from copyhead_jax.compare.branches import single_jump  # noqa: E402
+from copyhead_jax.sweep import finite_theory as FR  # noqa: E402
 from experiments import common as C  # noqa: E402
 from experiments import features as F  # noqa: E402
 from experiments import report  # noqa: E402

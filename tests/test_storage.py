@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax import sweep as sweep_mod
 from copyhead_jax.storage import acquire_lock, atomic_save_npz, release_lock
+from copyhead_jax.sweep import run as sweep_mod
 from tests.helpers import FAKE_CFG
 
 # crash safety

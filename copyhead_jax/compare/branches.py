@@ -2,7 +2,7 @@
 
 A *runs* argument is any object with ``P`` (sorted measured sizes), ``masked(key, P=None)``
 (``[nP, n_seeds]`` floats, NaN where a run diverged) and ``cfg`` (the engine config), e.g.
-:class:`copyhead_jax.refine.Runs`; nothing here runs or reads a sweep.
+:class:`copyhead_jax.sweep.refine.Runs`; nothing here runs or reads a sweep.
 
 * ``P_c1`` (:func:`onset`): onset of the row sum ``r`` of linear attention (second order).
 * ``P_cG`` (:func:`copy_crossover`): ``argmax dpsi/dlog P`` of the copy fraction above the onset.

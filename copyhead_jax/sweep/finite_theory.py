@@ -2,7 +2,7 @@
 training set and embedding Gram (as :func:`copyhead_jax.run_sweep` draws them), every local
 minimum batched over ``P``, and its transition points located like the measured ones.
 
-A *runs* argument is a :class:`copyhead_jax.refine.Runs` (``cfg``, ``P``, ``row``)."""
+A *runs* argument is a :class:`copyhead_jax.sweep.refine.Runs` (``cfg``, ``P``, ``row``)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from .compare import locate as loc
-from .compare.branches import quiet_nan
-from .config import Config
-from .models import embedding_root, init_head
-from .sources import task_data
-from .theory import TheoryParams, finite_minima
+from ..compare import locate as loc
+from ..compare.branches import quiet_nan
+from ..config import Config
+from ..models import embedding_root, init_head
+from ..sources import task_data
+from ..theory import TheoryParams, finite_minima
 
 FINITE_DENSE = 16  # log-spaced P across the theory range (plus the measured P)
 FINITE_REFINE = 6  # and this many integers inside each bracket of its own P*, per seed

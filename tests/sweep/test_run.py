@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax import sweep as sweep_mod
 from copyhead_jax.cli import main
 from copyhead_jax.fit import adam as train
 from copyhead_jax.results import SweepResult
-from copyhead_jax.sweep import run_chunked
+from copyhead_jax.runner import per_run_bytes, run_chunked
+from copyhead_jax.sweep import run as sweep_mod
 from tests.helpers import FAKE_CFG, SHORT_TINY, no_work, one_line_error
 
 CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, chunk_runs=2))
@@ -111,7 +111,7 @@ def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
     # one chunk of several segments; a snapshot after every segment; the run "crashes" in the
     # middle of the chunk and a rerun resumes from the snapshot: every number is the same as
     # an uninterrupted run (the state, Adam moments and stopping counters all travel)
-    import copyhead_jax.sweep as sweep_mod
+    import copyhead_jax.sweep.run as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
     cfg = CFG.replace(
@@ -186,7 +186,7 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
     rc = main(["sweep", "--preset", "tiny", "--no-plot", "--n-seeds", "1", "--P", "2",
                "--width", "65536", "--out", str(tmp_path / "x")])  # fmt: skip
     one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*but [\d.]+ GiB is available.*--engine")
-    need = sweep_mod.per_run_bytes(FAKE_CFG.replace(model=dict(width=65536)))
+    need = per_run_bytes(FAKE_CFG.replace(model=dict(width=65536)))
     assert need > 64 * 2**30  # the N x N key-query matrix and its Adam state
 
 
@@ -314,7 +314,7 @@ def test_unconverged_exact_fits_are_flagged_and_excluded(reduced_run, capsys):
 
 @pytest.mark.bad_input
 def test_bad_types_are_value_errors(tmp_path, monkeypatch):
-    from copyhead_jax import sweep as sweep_mod
+    from copyhead_jax.sweep import run as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "Trainer", no_work)
     with pytest.raises(ValueError, match=r"snapshot_every_s must be >= 0 seconds \(a number"):

@@ -1,11 +1,12 @@
-"""``copyhead_jax.refine``: runs merged by P, only new P swept, grouping by the cost model, and
+"""``copyhead_jax.sweep.refine``: runs merged by P, only new P swept, grouping by the cost model,
+and
 adaptive refinement that measures inside the located bracket (planted sweeps, no training)."""
 
 import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare import locate as loc
-from copyhead_jax.refine import Feature, Runs, adaptive, group_P, measure, reach_cap
+from copyhead_jax.sweep.refine import Feature, Runs, adaptive, group_P, measure, reach_cap
 
 CFG = ch.TINY.replace(sweep=dict(n_seeds=2))
 

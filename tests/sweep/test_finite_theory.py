@@ -1,4 +1,5 @@
-"""``copyhead_jax.finite_runs``: the finite-width theory sees exactly a run's training set and
+"""``copyhead_jax.sweep.finite_theory``: the finite-width theory sees exactly a run's training set
+and
 embeddings, and its transition points are located from its curves (planted curves; no fit)."""
 
 import types
@@ -8,14 +9,14 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax.finite_runs import (
+from copyhead_jax.fit import sweep_inputs
+from copyhead_jax.sweep.finite_theory import (
     finite_points,
     run_gram,
     seed_gram,
     seed_tokens,
     summarise_points,
 )
-from copyhead_jax.fit import sweep_inputs
 
 
 def test_seed_tokens_are_the_sweeps_training_sets():
@@ -53,7 +54,7 @@ def test_finite_points_locate_the_jump_and_the_spinodals_of_a_planted_curve():
 def test_finite_action_gap_is_the_seed_mean_weak_minus_strong_action_per_sequence():
     """Two local minima per (P, seed), weak (aG 0.1) and strong (aG 3); where only one exists
     the gap is NaN on that seed (and on every seed: NaN at that P)."""
-    from copyhead_jax.finite_runs import finite_action_gap
+    from copyhead_jax.sweep import finite_action_gap
 
     P = np.array([10.0, 20.0, 40.0])
     weak = np.array([[1.0, 3.0], [4.0, 4.0], [8.0, 8.0]])  # [P, seed]

@@ -24,9 +24,9 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._checks import check_output_path
-from .config import Config
-from .fit import (
+from .._checks import check_output_path
+from ..config import Config
+from ..fit import (
     RunInputs,
     Trainer,
     check_lr_mult,
@@ -35,14 +35,18 @@ from .fit import (
     run_segment,
     sweep_inputs,
 )
-from .results import SWEEP_KIND, SweepResult, divergence_flags, order_names
-from .runner import available_bytes as available_bytes  # re-exported: the memory model
-from .runner import check_memory, chunk_size, load_checkpoint, shard_runs, to_host
-from .runner import per_run_bytes as per_run_bytes
-from .runner import run_chunked as run_chunked  # re-exported: the checkpointed chunk loop
-from .runner import run_mesh as run_mesh  # re-exported: the mesh the run axis is sharded over
-from .sources import tokens_tag, user_seed_data
-from .storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
+from ..results import SWEEP_KIND, SweepResult, divergence_flags, order_names
+from ..runner import (
+    check_memory,
+    chunk_size,
+    load_checkpoint,
+    run_chunked,
+    run_mesh,
+    shard_runs,
+    to_host,
+)
+from ..sources import tokens_tag, user_seed_data
+from ..storage import acquire_lock, atomic_save_npz, environment, release_lock, remove_tmp_orphans
 
 SEGMENT_EPOCHS = 250  # epochs per compiled segment call (progress granularity)
 
@@ -119,7 +123,7 @@ def _run_chunk(
     cfg = trainer.cfg
     rows = jax.tree_util.tree_leaves(inp)[0].shape[0]  # the bar counts runs (padding: see done)
     if cfg.solver.kind == "exact":
-        from .fit.exact_sweep import run_exact_chunk
+        from ..fit.exact_sweep import run_exact_chunk
 
         out = run_exact_chunk(cfg, inp, keep_params, mesh)
         if bar is not None:
@@ -303,7 +307,7 @@ def run_sweep(
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
     if continuation:  # the exact solver pads to P_max in one group: `inputs` are all runs
-        from .fit.continuation import continue_in_P
+        from ..fit.continuation import continue_in_P
 
         merged = continue_in_P(
             cfg, inputs, merged, exact_solve_from(cfg, mesh),
@@ -348,7 +352,7 @@ def run_sweep(
 def exact_solve_from(cfg: Config, mesh):
     """``solve(inp, (W_G, W_O_hat))``: exact fits of the runs ``inp`` from those weights, the
     runs padded to a multiple of the mesh size (repeats of the last) and cut back."""
-    from .fit.exact_sweep import run_exact_chunk
+    from ..fit.exact_sweep import run_exact_chunk
 
     def solve(inp: RunInputs, weights: tuple) -> dict[str, np.ndarray]:
         n = len(np.asarray(inp.mask))

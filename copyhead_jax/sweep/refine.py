@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from .compare import locate as loc
-from .compare.branches import quiet_nan
-from .config import AdamConfig, Config, ExactConfig, single_start
-from .results import SweepResult
+from ..compare import locate as loc
+from ..compare.branches import quiet_nan
+from ..config import AdamConfig, Config, ExactConfig, single_start
+from ..results import SweepResult
 
 
 def log(msg: str) -> None:
@@ -192,9 +192,10 @@ class Runs:
 def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
     ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
-    from .fit.continuation import continue_in_P
-    from .fit.inputs import sweep_inputs
-    from .sweep import exact_solve_from, run_mesh
+    from ..fit.continuation import continue_in_P
+    from ..fit.inputs import sweep_inputs
+    from ..runner import run_mesh
+    from .run import exact_solve_from
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
     nS = cfg.sweep.n_seeds
@@ -306,10 +307,10 @@ def posterior_moments(
     The step size of each compiled group is ``min(eta_max, eta_seq / P_eff)`` with ``P_eff``
     the group's largest effective ``P`` (``P/L`` for the per-position likelihood): the
     likelihood curvature grows like ``P_eff``."""
-    from .config.samplers import SGLDConfig
-    from .conventions import effective_P
-    from .results import PosteriorResult
-    from .sampling.run import run_sampler
+    from ..config.samplers import SGLDConfig
+    from ..conventions import effective_P
+    from ..results import PosteriorResult
+    from ..sampling.run import run_sampler
 
     sg = dict(sgld)
     eta_max, eta_seq = sg.pop("eta_max"), sg.pop("eta_seq")
