@@ -1,6 +1,6 @@
 """The collapsed energy's gradient: the hand-written form (``copyhead_jax.sampling.collapsed``)
-against
-autodiff of the one-hot form it replaced (2026-12-04), in the same process, on the same heads.
+against autodiff of the one-hot form it replaced (2026-12-04), in the same process, on the same
+heads.
 
 U_m(W^G) of a reduced head at L = 25, V = 5 (the paper's), float32, one seed's tokens, a random
 W^G (the cost does not depend on the values); per head and P: the median time of one gradient

@@ -4,14 +4,14 @@ results: docs/reports/embeddings.md.
     python -m experiments embeddings --preset paper [--tiny] [--publish | --out DIR]
     python -m experiments.report.studies embeddings docs/reports/results/embeddings.json
 
-Per width N and attention (``paper-map`` conventions, ``configs/embeddings.py``): the quenched
-MAP from each branch start, and the joint MAP (``train_embeddings=True``, exact at width N) from
-the engine's own start and from each quenched MAP moved along the scale gauge
-(:mod:`copyhead_jax.joint_map`); per run the lowest converged U. P* per seed as ``copyhead
-sweep`` locates them (softmax: the jump of aG), EK theory beside. Settings: ``embeddings`` of
-``configs/MODE.py``, paper preset: ``config``, a mode of ``configs/embeddings.py`` (default mode:
-``full``; ``--tiny``: ``tiny``), and any of its keys to override (e.g. ``widths``). Cached in
-``results/embeddings/CONFIG/``; writes ``OUT/results/embeddings.json`` and
+Per width N and attention (``paper-map`` conventions, ``configs/embeddings.py``): the quenched MAP
+from each branch start, and the joint MAP (``train_embeddings=True``, exact at width N) from the
+engine's own start and from each quenched MAP moved along the scale gauge
+(:mod:`copyhead_jax.embeddings.joint_map`); per run the lowest converged U. P* per seed as
+``copyhead sweep`` locates them (softmax: the jump of aG), EK theory beside. Settings:
+``embeddings`` of ``configs/MODE.py``, paper preset: ``config``, a mode of ``configs/embeddings.py``
+(default mode: ``full``; ``--tiny``: ``tiny``), and any of its keys to override (e.g. ``widths``).
+Cached in ``results/embeddings/CONFIG/``; writes ``OUT/results/embeddings.json`` and
 ``OUT/figures/embeddings.png``.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax import joint_map as J
 from copyhead_jax.compare.pstar import array_points
+from copyhead_jax.embeddings import joint_map as J
 from copyhead_jax.plots_embeddings import embeddings_width_figure
 from copyhead_jax.theory import TheoryParams, transition_points
 

@@ -4,7 +4,7 @@ docs/reports/embeddings_protocol.md.
     nice -n 10 python -m experiments embeddings-posterior --preset paper [--tiny] [--publish]
 
 NUTS (4 chains from prior draws) on the full network's posterior with every weight sampled,
-through its exact width-D reduction (:func:`copyhead_jax.embedding_runs.embedded_nuts`,
+through its exact width-D reduction (:func:`copyhead_jax.embeddings.runs.embedded_nuts`,
 docs/theory.md §2f), against the quenched posterior (the Gram root of seed 0 held fixed) and,
 at the smallest N, NUTS on the full width-N network. Per (N, P): the Gram's distance from the
 prior's Sigma against its prior rms, the shift of the posterior mean Gram, the posterior aG.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import copyhead_jax as ch
-from copyhead_jax.embedding_runs import embedded_nuts
+from copyhead_jax.embeddings import embedded_nuts
 from copyhead_jax.storage import write_json
 
 from .common import group_record

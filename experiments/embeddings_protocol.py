@@ -6,7 +6,7 @@ results: docs/reports/embeddings_protocol.md.
 Every weight trained from the prior draw with the ``paper`` preset's Adam on the full engine for
 all 2,000 epochs (``min_epochs = max_epochs``: the movement bounds any early-stopped run's; some
 runs are cut earlier, said in the output). Per run: the embedding Gram's relative change
-(:func:`copyhead_jax.embedding_runs.adam_trace`) every 100 epochs, the largest entry move
+(:func:`copyhead_jax.embeddings.runs.adam_trace`) every 100 epochs, the largest entry move
 against Adam's bound, the order parameters, beside a frozen-embedding control and the quenched
 exact MAP of the same seed and P. Settings: ``embeddings_protocol`` of ``configs/MODE.py``, paper
 preset (``runs``, ``every``; tiny: the engine's ``task`` and ``solver``). Cached per run in
@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 
 import copyhead_jax as ch
-from copyhead_jax.embedding_runs import adam_trace
+from copyhead_jax.embeddings import adam_trace
 from copyhead_jax.storage import write_json
 
 from .common import group_record

@@ -2,7 +2,7 @@
 
 A tiny end-to-end run, whose science check is that the joint MAP never lies above a quenched
 MAP's function viewed as a point of the joint problem at its cheapest scale (the scale gauge
-itself: tests/test_joint_map.py)."""
+itself: tests/embeddings/test_joint_map.py)."""
 
 import json
 

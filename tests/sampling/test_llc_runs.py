@@ -1,6 +1,6 @@
 """copyhead_jax.sampling.llc_runs and ``copyhead llc``: the per-run learning coefficient against the
-exact
-answer of its Gaussian (Laplace) approximation, the lowest-U centre, the command, bad input."""
+exact answer of its Gaussian (Laplace) approximation, the lowest-U centre, the command, bad
+input."""
 
 import json
 import math

@@ -1,11 +1,13 @@
-"""SGLD kernel, chain runner, NumPyro adapter and health diagnostics (copyhead_jax.sampling.sgld).
+"""SGLD kernel, chain runner, NumPyro adapter and health diagnostics (sampling/sgld/).
 
-Monte Carlo checks compare a sample average with its exact value in units of its standard error ``sd
-/ sqrt(ESS)``, the ESS from ``copyhead_jax.sampling.sgld.ess`` (checked against NumPyro's; so the
-autocorrelation of the chains is accounted for). By the CLT the z-score is ~ N(0, 1); ``|z| < 3``
-fails with probability 0.27% per comparison for a correct sampler, and every key is fixed, so a pass
-is reproducible. Where there is a plausible wrong answer (the continuous-time covariance, drift-only
-preconditioning), the test also checks that it would sit far outside that band. """
+Monte Carlo checks compare a sample average with its exact value in units of its standard error
+``sd / sqrt(ESS)``, the ESS from ``copyhead_jax.sampling.sgld.ess`` (checked against NumPyro's;
+so the autocorrelation of the chains is accounted for). By the CLT the z-score is ~ N(0, 1);
+``|z| < 3`` fails with probability 0.27% per comparison for a correct sampler, and every key is
+fixed, so a pass is reproducible. Where there is a plausible wrong answer (the continuous-time
+covariance, drift-only preconditioning), the test also checks that it would sit far outside that
+band.
+"""
 
 from __future__ import annotations
 

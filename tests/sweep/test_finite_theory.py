@@ -1,6 +1,5 @@
 """``copyhead_jax.sweep.finite_theory``: the finite-width theory sees exactly a run's training set
-and
-embeddings, and its transition points are located from its curves (planted curves; no fit)."""
+and embeddings, and its transition points are located from its curves (planted curves; no fit)."""
 
 import types
 

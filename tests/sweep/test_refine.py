@@ -1,6 +1,5 @@
 """``copyhead_jax.sweep.refine``: runs merged by P, only new P swept, grouping by the cost model,
-and
-adaptive refinement that measures inside the located bracket (planted sweeps, no training)."""
+and adaptive refinement that measures inside the located bracket (planted sweeps, no training)."""
 
 import numpy as np
 

@@ -1,6 +1,5 @@
 """``copyhead_jax.transition.branch_runs``: the reference MAP of a branch is the run's own fit when
-it lies
-in the branch's region, else the same seed's fit at the nearest P in log P that does."""
+it lies in the branch's region, else the same seed's fit at the nearest P in log P that does."""
 
 import numpy as np
 

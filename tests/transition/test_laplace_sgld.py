@@ -1,6 +1,5 @@
 """``copyhead_jax.transition.laplace_sgld``: the Laplace-referenced TI quadrature on exact Gaussian
-draws
-(closed-form log Z ratio), and the one-program tempered chains on a tiny random reduced head
+draws (closed-form log Z ratio), and the one-program tempered chains on a tiny random reduced head
 (the reference rung samples N(0, I); U* is the quenched U)."""
 
 import math

@@ -33,12 +33,12 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
-from ._types import Mask, Scalar, TokenBatch
-from .config import Config
-from .data import masked_mean
-from .models import AbstractHead, head_template, init_head, reduced_head
-from .objective import Objective, neg_log_posterior
-from .observables import attention_matrices, order_parameters
+from .._types import Mask, Scalar, TokenBatch
+from ..config import Config
+from ..data import masked_mean
+from ..models import AbstractHead, head_template, init_head, reduced_head
+from ..objective import Objective, neg_log_posterior
+from ..observables import attention_matrices, order_parameters
 
 
 class EmbeddedPoint(NamedTuple):

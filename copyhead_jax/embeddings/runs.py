@@ -14,12 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .config import Config
-from .embedding_gram import adam_step_bound, gram_change
-from .fit import Trainer, init_runs, lr_schedule, measure_runs, run_segment, sweep_inputs
-from .models import embedding_root, head_class
-from .posterior_full import embedded_draws, prior_gram_rms, prior_scales, sampled_point
-from .sampling import mcse_mean, split_rhat
+from ..config import Config
+from ..fit import Trainer, init_runs, lr_schedule, measure_runs, run_segment, sweep_inputs
+from ..models import embedding_root, head_class
+from ..sampling import mcse_mean, split_rhat
+from .gram import adam_step_bound, gram_change
+from .posterior import embedded_draws, prior_gram_rms, prior_scales, sampled_point
 
 
 def adam_trace(cfg: Config, epochs: int, every: int) -> dict:

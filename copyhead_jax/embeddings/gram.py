@@ -15,7 +15,7 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._types import Gram
+from .._types import Gram
 
 #: the blocks reported by :func:`gram_change` (``all`` is the whole D x D Gram)
 GRAM_BLOCKS = ("all", "token", "position", "cross")

@@ -1,9 +1,9 @@
-"""``copyhead_jax.joint_map``: the scale-gauge start of the joint MAP keeps the function and
-minimises the prior energy along the gauge (docs/theory.md §2d)."""
+"""``copyhead_jax.embeddings.joint_map``: the scale-gauge start of the joint MAP keeps the function
+and minimises the prior energy along the gauge (docs/theory.md §2d)."""
 
 import numpy as np
 
-from copyhead_jax.joint_map import rebalance
+from copyhead_jax.embeddings import rebalance
 from copyhead_jax.objective import Objective
 
 
@@ -39,7 +39,7 @@ def test_rebalance_keeps_the_function_and_minimises_the_prior_energy():
 
 def test_lowest_start_keeps_the_lowest_converged_U_per_run():
     """Per run the start of lowest U wins, a non-converged or non-finite start never does."""
-    from copyhead_jax.joint_map import KEYS, lowest_start
+    from copyhead_jax.embeddings.joint_map import KEYS, lowest_start
 
     def start(U, conv, tag):
         r = {k: np.full((2, 2), tag) for k in KEYS}

@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import Config
-from .fit import blocks_of, measure_blocked, solve_map, sweep_inputs
-from .models import head_template, joint_split
-from .objective import Objective
-from .results import SweepResult
+from ..config import Config
+from ..fit import blocks_of, measure_blocked, solve_map, sweep_inputs
+from ..models import head_template, joint_split
+from ..objective import Objective
+from ..results import SweepResult
 
 #: what :func:`joint_from_quenched` measures per run
 KEYS = ("U", "c1", "cG", "r", "psi", "converged", "min_eig", "gram_trace")
