@@ -17,7 +17,7 @@ from copyhead_jax.compare import early_warning as warn
 from copyhead_jax.compare.locate import integer_grid
 from copyhead_jax.compare.seeds import ci_table, per_seed_points
 from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
-from copyhead_jax.plots_branches import main_figure
+from copyhead_jax.plots import main_figure
 from copyhead_jax.storage import jsonable
 from copyhead_jax.sweep import FINITE_DENSE, finite_action_gap
 

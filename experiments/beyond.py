@@ -30,16 +30,16 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax.cli.theory_options import jsonable  # full precision (common's: 7 digits)
 from copyhead_jax.compare.follow import KEEP, LARGE_AG, coexistence, passes
 from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
 from copyhead_jax.fit import sweep_inputs
-from copyhead_jax.plots_pstar import branch_follow_figure
+from copyhead_jax.plots import branch_follow_figure
 from copyhead_jax.runner import run_mesh
 from copyhead_jax.storage import environment, write_json
 from copyhead_jax.sweep import exact_solve_from, finite_width
 from copyhead_jax.theory import TheoryParams
 from copyhead_jax.theory.beyond import beyond_points
-from copyhead_jax.theory.options_cli import jsonable  # full precision (common's: 7 digits)
 from copyhead_jax.theory.points import transition_points
 from copyhead_jax.transition import TISettings
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax.compare.coverage import A1_SAMPLE_COVERAGE, a1_failures, coverage_rows, regimes
-from copyhead_jax.plots_branches import coverage_figure
+from copyhead_jax.plots import coverage_figure
 
 from . import common as C
 from .analysis import load_or_run

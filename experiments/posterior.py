@@ -26,7 +26,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
-from copyhead_jax.posterior_plot import result_figures
+from copyhead_jax.plots import result_figures
 from copyhead_jax.sampling import (
     LEAPFROG,
     TARGET_ACCEPT,

@@ -26,10 +26,10 @@ import jax
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
+from copyhead_jax.plots import branch_figure as draw
 from copyhead_jax.runner import GroupFailure, failures, map_groups
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition import branch_runs as BB
-from copyhead_jax.transition_plot import branch_figure as draw
 
 from .common import MODE_FLAGS, group_record, log, save_figure
 from .posterior_runs import (

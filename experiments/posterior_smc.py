@@ -23,9 +23,9 @@ from pathlib import Path
 import jax
 
 from copyhead_jax.compare import branch_tables as BT
+from copyhead_jax.plots import smc_figure as draw
 from copyhead_jax.storage import jsonable, write_json
 from copyhead_jax.transition import branch_runs as BB
-from copyhead_jax.transition_plot import smc_figure as draw
 
 from . import posterior_runs as PR
 from .common import MODE_FLAGS, group_record, log, save_figure

@@ -35,7 +35,7 @@ import copyhead_jax as ch
 from copyhead_jax.fit import polish, sweep_inputs
 from copyhead_jax.models import head_template
 from copyhead_jax.objective import Objective
-from copyhead_jax.plots_widths import reduction_width_figure
+from copyhead_jax.plots import reduction_width_figure
 from copyhead_jax.sampling import Sampler, default_sampler, ess, nuts_reference, run_sampler
 from copyhead_jax.theory import TheoryParams, theory_curve
 

@@ -21,7 +21,7 @@ import jax
 from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
 from copyhead_jax.compare.laws import fit_laws, grids_around, phase_panel, theory_row
 from copyhead_jax.compare.locate import integer_grid
-from copyhead_jax.plots_pstar import scaling_figure
+from copyhead_jax.plots import scaling_figure
 from copyhead_jax.sweep import FINITE_DENSE
 
 from . import common as C

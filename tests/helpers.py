@@ -109,7 +109,7 @@ def checked_figure(fig) -> list:
     closed."""
     import matplotlib.pyplot as plt
 
-    from copyhead_jax.style import figure_problems
+    from copyhead_jax.plots import figure_problems
 
     problems = figure_problems(fig)
     axes = list(fig.axes)

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from copyhead_jax.plots_embeddings import embeddings_width_figure
+from copyhead_jax.plots import embeddings_width_figure
 from experiments import embeddings as E
 from experiments.common import load_spec
 from experiments.configs.embeddings import TINY

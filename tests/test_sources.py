@@ -6,6 +6,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax import Config, TaskConfig
+from copyhead_jax.cli.tokens import load_tokens
 from copyhead_jax.data import sample_tokens, seed_data
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.sources import (
@@ -22,7 +23,6 @@ from copyhead_jax.sources import (
     transition_matrix,
     user_seed_data,
 )
-from copyhead_jax.sources_cli import load_tokens
 
 
 def _transition_counts(t: np.ndarray, V: int) -> np.ndarray:
@@ -169,8 +169,8 @@ def test_transition_cli_takes_the_markov_source_and_refuses_the_mask():
     """``copyhead transition --source markov --rho R`` reaches the config; --rho without the
     source is refused, and so is a causal config (its branch chains are built without it)."""
     from copyhead_jax.cli import build_parser
+    from copyhead_jax.cli.transition import config_from_args
     from copyhead_jax.transition import transition_config
-    from copyhead_jax.transition_cli import config_from_args
 
     parser = build_parser()
     a = parser.parse_args(["transition", "--preset", "plain", "--source", "markov", "--rho",

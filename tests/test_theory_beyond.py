@@ -193,7 +193,7 @@ def test_bad_inputs():
 
 @pytest.mark.heavy  # compiles the continuation and the Hessian kernels (~20 s idle, minutes loaded)
 def test_theory_points_cli_prints_the_full_minimisers_pstar(capsys):
-    from copyhead_jax.theory.cli import main
+    from copyhead_jax.cli.theory import main
 
     res = main(["points", "--L", "4", "--V", "2", "--source", "markov", "--rho", "0.5",
                 "--causal", "--attention", "linear", "--n-P", "7", "--space", "full"])  # fmt: skip
@@ -202,7 +202,7 @@ def test_theory_points_cli_prints_the_full_minimisers_pstar(capsys):
     assert res["full"]["P_c1"] is not None and "P_c1" in text
 
 def test_theory_points_cli_refuses_a_chain_parameter_without_the_chain():
-    from copyhead_jax.theory.cli import main
+    from copyhead_jax.cli.theory import main
 
     with pytest.raises(SystemExit):  # --rho without --source markov: a usage error
         main(["points", "--rho", "0.5", "--attention", "linear"])

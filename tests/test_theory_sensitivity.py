@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from copyhead_jax import theory as th
-from copyhead_jax.theory.cli import main
+from copyhead_jax.cli.theory import main
 from copyhead_jax.theory.sensitivity import ZERO_SLOPE, fit, parse_free, parse_targets, sensitivity
 
 # compute-bound (theory batches at the paper's size): XLA's default optimisations (conftest)

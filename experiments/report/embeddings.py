@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copyhead_jax.plots_embeddings import SHRINK
+from copyhead_jax.plots import SHRINK
 
 from .tables import table
 

@@ -1,11 +1,11 @@
 """``which_pstar.png`` and ``which_curves.png`` of a markov or causal result (the figures:
-:mod:`copyhead_jax.plots_pstar`)."""
+:mod:`copyhead_jax.plots.pstar`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from copyhead_jax.plots_pstar import beyond_curves_figure, beyond_pstar_figure
+from copyhead_jax.plots import beyond_curves_figure, beyond_pstar_figure
 
 
 def beyond_figures(res: dict, dest: Path, which: str) -> list[Path]:

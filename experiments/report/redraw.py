@@ -1,6 +1,6 @@
 """``python -m experiments.report.redraw [NAME ...] [--format png|pdf|svg] [--results DIR]
 [--out DIR]``: every committed figure drawn again from its result JSON, without recomputing
-anything but the posterior's EK curves; prints what :func:`copyhead_jax.style.figure_problems`
+anything but the posterior's EK curves; prints what :func:`copyhead_jax.plots.style.figure_problems`
 finds."""
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ import argparse
 import json
 from pathlib import Path
 
-from copyhead_jax import plots_branches as F
-from copyhead_jax.plots import width_figure
-from copyhead_jax.plots_embeddings import (
+from copyhead_jax.plots import (
+    branch_figure,
     embeddings_posterior_figure,
     embeddings_protocol_figure,
     embeddings_width_figure,
+    reduction_width_figure,
+    scaling_figure,
+    smc_figure,
+    width_figure,
 )
-from copyhead_jax.plots_pstar import scaling_figure
-from copyhead_jax.plots_widths import reduction_width_figure
+from copyhead_jax.plots import branches as F
 from copyhead_jax.storage import nulls_in_lists_to_nan
-from copyhead_jax.transition_plot import branch_figure, smc_figure
 
 from ..common import save_figure
 
@@ -61,7 +62,7 @@ def drawings(results: Path):
 
 def _posterior(post: dict):
     """The posterior's figures (its EK curves computed once, on the first draw)."""
-    from copyhead_jax.posterior_plot import result_figures
+    from copyhead_jax.plots import result_figures
 
     from ..configs.posterior import CONFIGS
     from ..posterior_runs import theory
@@ -83,8 +84,8 @@ def _posterior(post: dict):
 
 def render(results: str | Path, out: str | Path, fmt: str = "png", only=None) -> list[Path]:
     """Draw every figure of ``results/*.json`` into ``out/NAME.FMT``; ``only``: names to draw.
-    Prints what :func:`copyhead_jax.style.figure_problems` finds in each."""
-    from copyhead_jax.style import figure_problems
+    Prints what :func:`copyhead_jax.plots.style.figure_problems` finds in each."""
+    from copyhead_jax.plots import figure_problems
 
     if fmt not in ("png", "pdf", "svg"):
         raise ValueError(f"fmt must be one of png, pdf, svg; got {fmt!r}")

@@ -10,7 +10,7 @@ from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
 from copyhead_jax.compare.paper import PAPER_MEASURED
 from copyhead_jax.compare.readings import COVERAGE
 from copyhead_jax.compare.warning import signal_of
-from copyhead_jax.plots_branches import solver_kind
+from copyhead_jax.plots import solver_kind
 
 from . import posterior_column
 from .tables import measured_text, num, pct, reach_text, table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copyhead_jax as ch
 from copyhead_jax.compare import disagrees, rel_err
 from copyhead_jax.compare.claims import grid_band, judge, verdict_text
-from copyhead_jax.plots_branches import solver_kind, width_name
+from copyhead_jax.plots import solver_kind, width_name
 
 from .tables import ci_text, num, pct, table
 

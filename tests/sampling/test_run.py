@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax import sample_cli
 from copyhead_jax.cli import main
+from copyhead_jax.cli import sample as sample_cli
 from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult, SweepResult
 from copyhead_jax.sampling import run as sample_mod
 from copyhead_jax.sampling import run_sampler

@@ -73,13 +73,13 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
     for c, r in zip(cr, roots, strict=True):
         err = 3 * c["err_mc"] + c["err_sys"]
         assert abs(c["log_P"] - math.log(r)) <= err, (c, r)
-    from copyhead_jax.transition_plot import transition_figure
+    from copyhead_jax.plots import transition_figure
 
     ax = transition_figure(res).axes[0]  # the anchored seed's slope line ends on d = 0 at P*
     (line,) = [x for x in ax.get_lines() if x.get_label().startswith("one probe")]
     assert line.get_xdata()[-1] == pytest.approx(cr[1]["P_star"])
     assert abs(line.get_ydata()[-1]) < 1e-9
-    from copyhead_jax.transition_cli import format_result
+    from copyhead_jax.cli.transition import format_result
 
     text = format_result(res).splitlines()
     assert "bracket [" in text[1] and "one probe at" in text[2] and "bracket [" in text[3]
@@ -235,8 +235,8 @@ def test_adapted_mass_reaches_the_rungs_chains():
 def test_cli_rung_schedule_reaches_the_settings():
     import argparse
 
+    from copyhead_jax.cli.transition import add_transition_subparser, settings_from_args
     from copyhead_jax.transition import rung_ts
-    from copyhead_jax.transition_cli import add_transition_subparser, settings_from_args
 
     p = argparse.ArgumentParser()
     add_transition_subparser(p.add_subparsers())

@@ -1,0 +1,29 @@
+"""The ``copyhead`` command: thin subcommands over the public API.
+
+- ``main``            the entry point: ``build_parser``, ``main`` (the console script
+                      ``copyhead = copyhead_jax.cli:main``)
+- ``_common``         what the subcommands share: subparsers with examples, progress flags,
+                      ``save_figure``
+- ``flags``           one flag per config field (``config_from_args``, ``parse_P_grid``)
+- ``tokens``          ``--tokens FILE.npy``: a user's own token sequences
+- ``sweep``           ``copyhead sweep``
+- ``results``         ``copyhead polish``, ``show``, ``plot`` of result files
+- ``sample``          ``copyhead sample``
+- ``llc``             ``copyhead llc``
+- ``transition``      ``copyhead transition``
+- ``theory``          ``copyhead theory``, with ``theory_points`` (``points``, ``curve``,
+                      ``landscape``, ``scaling``), ``theory_fit`` (``sensitivity``, ``fit``),
+                      ``theory_beyond`` (the source and mask flags) and ``theory_options`` (the
+                      shared parameter flags and output helpers)
+
+``python -m copyhead_jax.cli ...`` runs the command. The face's ``main`` is the function (the
+module is ``cli/main.py``).
+"""
+
+from .main import build_parser as build_parser
+from .main import config_from_args as config_from_args
+from .main import main as main
+from .main import parse_P_grid as parse_P_grid
+from .main import print_table as print_table
+from .main import save_figure as save_figure
+from .main import sweep_paths as sweep_paths

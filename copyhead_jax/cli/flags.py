@@ -1,0 +1,228 @@
+"""The config flags of ``copyhead sweep``: one flag per field of every config section
+(``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...) and of the solver configs (``--solver``;
+Adam: ``--lr``, ``--max-epochs``, ...; exact: ``--exact-gtol``, ...), with its allowed values and
+per-preset default in the help, and the ``Config`` they name (``config_from_args``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+
+import numpy as np
+
+from ..config import (
+    ADAM_FIELDS,
+    ATTENTIONS,
+    EXACT_FIELDS,
+    PRESETS,
+    SOLVERS,
+    AdamConfig,
+    AutoConfig,
+    Config,
+    exact_settings,
+    preset,
+)
+
+_SECTIONS = ("task", "model", "posterior", "train", "sweep")
+
+
+def parse_P_grid(text: str) -> tuple[int, ...]:
+    """``"4,8,16"``, ``"4:1000:24log"`` (24 log-spaced) or ``"10:100:10lin"`` -> sorted ints."""
+    text = text.strip()
+    m = re.fullmatch(r"(\d+):(\d+):(\d+)(log|lin)", text)
+    try:
+        if m:
+            lo, hi, n, kind = int(m[1]), int(m[2]), int(m[3]), m[4]
+            if not (1 <= lo < hi) or n < 2:
+                raise ValueError
+            grid = np.geomspace(lo, hi, n) if kind == "log" else np.linspace(lo, hi, n)
+            return tuple(sorted({int(round(p)) for p in grid}))
+        return tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise ValueError(
+            f"P grid {text!r} must be a comma list of ints >= 1 or LO:HI:Nlog / LO:HI:Nlin "
+            "with 1 <= LO < HI and N >= 2"
+        ) from None
+
+
+def _P_arg(text: str) -> tuple[int, ...]:
+    try:
+        return parse_P_grid(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+class _BoolFlag(argparse.Action):
+    """``--flag`` / ``--no-flag``; the older ``--flag true|false`` still parses."""
+
+    def __init__(self, option_strings, dest, **kw):
+        neg = ["--no-" + o[2:] for o in option_strings if o.startswith("--")]
+        super().__init__([*option_strings, *neg], dest, nargs="?", metavar="BOOL", type=_bool,
+                         **kw)  # fmt: skip
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string.startswith("--no-"):
+            if values is not None:
+                raise argparse.ArgumentError(self, f"{option_string} takes no value")
+            setattr(namespace, self.dest, False)
+        else:
+            setattr(namespace, self.dest, True if values is None else values)
+
+    def format_usage(self) -> str:
+        return " | ".join(self.option_strings)
+
+
+def add_config_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per config field (``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...)."""
+    for sec, get, prefix in _GROUPS:
+        g = p.add_argument_group(f"{sec} config", _SOLVER_USE.get(sec))
+        for f in dataclasses.fields(get(Config())):
+            flag = "--" + prefix + f.name.replace("_", "-")
+            if f.name == "solver":
+                g.add_argument(flag, choices=SOLVERS, default=None,
+                               help="adam (either engine), exact (engine reduced) or auto (exact "
+                               "under engine reduced, adam under full); a flag of the solver "
+                               "not in use is an error; default by preset: " + ", ".join(
+                                   f"{k} {c.train.solver.kind}" for k, c in PRESETS.items()))
+            elif f.name == "attention":
+                g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None,
+                               help="both: one sweep each; " + _flag_help(get, f.name))  # fmt: skip
+            elif f.name == "width":
+                g.add_argument("--width", type=_widths_arg, default=None, metavar="N[,N...]",
+                               help="d_model N; a comma list runs one sweep per width (e.g. "
+                               "128,1024,10000,inf); 'inf' needs --engine reduced; "
+                               + _flag_help(get, f.name))  # fmt: skip
+            elif f.name == "P":
+                g.add_argument("--P", type=_P_arg, default=None, help="training-set sizes: "
+                               "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
+                               "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
+                                                         for k, c in PRESETS.items()))  # fmt: skip
+            elif isinstance(f.default, bool):
+                g.add_argument(flag, action=_BoolFlag, default=None,
+                               help="on/off; " + _flag_help(get, f.name))  # fmt: skip
+            else:
+                # a None default (warmup_frac) marks an optional number
+                typ = {int: int, float: float, type(None): float}.get(type(f.default), str)
+                typ = _matrix_arg if f.name == "transition" else typ
+                meta = flag[2:].replace("-", "_").upper()
+                g.add_argument(flag, type=typ, default=None, metavar=meta,
+                               help=_flag_help(get, f.name))  # fmt: skip
+
+
+def _grid(P) -> str:
+    return ",".join(map(str, P)) if len(P) <= 8 else f"{P[0]},...,{P[-1]} ({len(P)} values)"
+
+
+def _adam_settings(cfg: Config) -> AdamConfig | None:
+    """The Adam numbers ``cfg`` carries (``None`` under an ``ExactConfig``)."""
+    s = cfg.train.solver
+    return s.adam if isinstance(s, AutoConfig) else (s if isinstance(s, AdamConfig) else None)
+
+
+#: flag groups: (section or solver, the object of a config holding the fields, flag prefix)
+_GROUPS = [(sec, (lambda c, s=sec: getattr(c, s)), "") for sec in _SECTIONS] + [
+    ("adam solver", _adam_settings, ""),
+    ("exact solver", lambda c: exact_settings(c.train.solver), "exact-"),
+]
+_SOLVER_USE = {"adam solver": "used under --solver adam, or auto with --engine full",
+               "exact solver": "used under --solver exact, or auto with --engine reduced"}
+
+
+def _flag_help(get, name: str) -> str:
+    """``allowed values; default per preset``, the allowed values read off the validator."""
+    base = get(Config())
+    try:
+        dataclasses.replace(base, **{name: "?"})
+        allowed = "any"
+    except (ValueError, TypeError) as e:
+        m = re.search(r"must be (.*?)(?:,|;) got", str(e))
+        allowed = m[1] if m else "see the config docs"
+    values = {k: getattr(get(c), name) if get(c) is not None else "-" for k, c in PRESETS.items()}
+    if len(set(map(str, values.values()))) == 1:
+        default = f"default {next(iter(values.values()))}"
+    else:
+        default = "default by preset: " + ", ".join(f"{k} {v}" for k, v in values.items())
+    return f"{allowed}; {default}".replace("%", "%%")
+
+
+def _matrix_arg(text: str) -> tuple:
+    """``--transition``: a ``.npy`` file or rows ``"0.9,0.1;0.2,0.8"`` -> tuple of rows."""
+    try:
+        if text.endswith(".npy"):
+            T = np.load(text)
+        else:
+            T = np.array([[float(x) for x in row.split(",")] for row in text.split(";")])
+        return tuple(tuple(float(x) for x in row) for row in np.atleast_2d(T))
+    except (OSError, ValueError) as e:
+        raise argparse.ArgumentTypeError(
+            f"--transition must be a .npy file or rows like '0.9,0.1;0.2,0.8'; got {text!r} ({e})"
+        ) from None
+
+
+def _widths_arg(text: str) -> tuple:
+    """``"128,1024,inf"`` -> ``(128, 1024, inf)``."""
+    out = []
+    for w in text.split(","):
+        w = w.strip().lower()
+        try:
+            out.append(float("inf") if w in ("inf", "infinity") else int(w))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--width must be ints >= 1 or 'inf', comma separated; got {text!r}"
+            ) from None
+    return tuple(out)
+
+
+def config_from_args(args: argparse.Namespace, attention: str | None = None, width=None) -> Config:
+    """The preset of ``args.preset`` with every config flag given on the command line applied
+    (``attention`` and ``width``: the one sweep of a ``both`` or a width list)."""
+    cfg = preset(args.preset)
+    updates: dict[str, dict] = {}
+    for sec in _SECTIONS:
+        for f in dataclasses.fields(getattr(cfg, sec)):
+            if f.name == "solver":
+                continue
+            v = getattr(args, f.name, None)
+            if f.name == "attention":
+                v = attention
+            if f.name == "width":
+                v = width if width is not None else (v[0] if v else None)
+            if v is not None:
+                updates.setdefault(sec, {})[f.name] = v
+    engine = updates.get("model", {}).get("engine", cfg.model.engine)
+    solver = solver_from_args(args, cfg.train.solver, engine)
+    if solver is not cfg.train.solver:
+        updates.setdefault("train", {})["solver"] = solver
+    return cfg.replace(**updates)
+
+
+def solver_from_args(args: argparse.Namespace, base, engine: str):
+    """The solver config of ``--solver`` and the solver flags, from the preset's ``base`` (its
+    numbers kept where not given); a flag of the solver not in use under ``engine`` is a
+    ``ValueError``."""
+    kind = getattr(args, "solver", None) or base.kind
+    adam = {f: v for f in ADAM_FIELDS if (v := getattr(args, f, None)) is not None}
+    exact = {f: v for f in EXACT_FIELDS if (v := getattr(args, f"exact_{f}", None)) is not None}
+    if kind == base.kind and not adam and not exact:
+        return base
+    used = kind if kind != "auto" else ("exact" if engine == "reduced" else "adam")
+    other = {f"--{f}": 1 for f in adam} if used == "exact" else {f"--exact-{f}": 1 for f in exact}
+    if other:
+        flag = next(iter(other)).replace("_", "-")
+        raise ValueError(f"{flag} is a setting of the {'adam' if used == 'exact' else 'exact'} "
+                         f"solver; this sweep's solver is {used} (--solver {kind}, --engine "
+                         f"{engine})")  # fmt: skip
+    adam0 = base.adam if isinstance(base, AutoConfig) else (
+        base if isinstance(base, AdamConfig) else AdamConfig())  # fmt: skip
+    a = dataclasses.replace(adam0, **adam)
+    e = dataclasses.replace(exact_settings(base), **exact)
+    return {"auto": AutoConfig(a, e), "adam": a, "exact": e}[kind]

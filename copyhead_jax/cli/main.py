@@ -1,0 +1,88 @@
+"""The ``copyhead`` command: a thin layer over the public API.
+
+copyhead sweep --preset paper-map --attention both --out results/paper-map
+copyhead sweep --preset small --attention both --out results/small
+copyhead show results/small/sweep_softmax.npz
+copyhead plot results/small/sweep_*.npz --out results/small/sweep.png
+copyhead theory points --preset paper --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from ._common import save_figure
+from .flags import config_from_args, parse_P_grid
+from .llc import add_llc_subparser
+from .results import add_result_subparsers
+from .sample import add_sample_subparser
+from .sweep import add_sweep_subparser, print_table, sweep_paths
+from .theory import add_theory_subparser
+from .transition import add_transition_subparser
+
+# the entry point; each subcommand family lives in its own module of cli/, whose public helpers
+# the cli face re-exports
+__all__ = ["build_parser", "config_from_args", "main", "parse_P_grid", "print_table",
+           "save_figure", "sweep_paths"]  # fmt: skip
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reads ``--lr -1e-3`` like ``--lr=-1e-3`` (its own test for negative
+    numbers misses exponents and so takes ``-1e-3`` for an option); subparsers inherit it."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = _Parser(prog="copyhead", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"copyhead_jax {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    add_sweep_subparser(sub)
+    add_result_subparsers(sub)
+    add_theory_subparser(sub)
+    add_sample_subparser(sub)
+    add_llc_subparser(sub)
+    add_transition_subparser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # the console command, not a call from Python
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .._runtime import catch_sigterm, exit_now, interrupt_status
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if process:  # SIGTERM ends like Ctrl-C (exit 143), both answered within seconds
+        catch_sigterm(lambda: farewell(args))
+    try:
+        rc = args.func(args)
+        return rc if isinstance(rc, int) else 0  # some subcommands return their result
+    except (ValueError, OSError) as e:
+        print(f"copyhead: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:
+        print(f"\n{farewell(args)}", file=sys.stderr)
+        if process:
+            exit_now(interrupt_status(e))  # no teardown under XLA's running threads
+        return interrupt_status(e)
+
+
+def farewell(args: argparse.Namespace) -> str:
+    """The line an interrupted command ends with: what it kept and how to resume."""
+    kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
+    said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
+            if kept else "nothing was kept")  # fmt: skip
+    return f"copyhead: interrupted; {said}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

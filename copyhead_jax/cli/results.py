@@ -1,0 +1,135 @@
+"""``copyhead polish``, ``show`` and ``plot``: the commands that read result files (sweeps,
+posteriors) back, to refit them exactly, print them as tables, or draw them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from ..compare.overlay import theory_overlay
+from ._common import FIGURE_SUFFIXES, add_parser, save_figure
+from .sweep import print_table
+
+
+def add_result_subparsers(sub) -> None:
+    """Register ``polish``, ``show`` and ``plot`` on an argparse subparsers object."""
+    p = add_parser(
+        sub, "polish",
+        help="exact MAP (float64 L-BFGS on the width-(V+L) image) from every Adam fit of a "
+        "quenched sweep: how far was each fit from its own minimum",
+        examples=("copyhead polish results/small/sweep_linear.npz",),
+    )  # fmt: skip
+    p.add_argument("result", help="a sweep file with kept weights (copyhead sweep --keep-params)")
+    p.add_argument("--out", default=None, help="default: RESULT_polished.npz")
+    p.set_defaults(func=cmd_polish)
+
+    p = add_parser(
+        sub, "show", help="print a result file as a table",
+        examples=("copyhead show results/small/sweep_softmax.npz",
+                  "copyhead show results/small/sweep_softmax_posterior.npz"),
+    )  # fmt: skip
+    p.add_argument("files", nargs="+", help="sweep or posterior result files (.npz)")
+    p.set_defaults(func=cmd_show)
+
+    p = add_parser(
+        sub, "plot", help="order parameters, coverage and loss versus P (PNG, PDF or SVG)",
+        examples=(
+            "copyhead plot results/small/sweep_linear.npz results/small/sweep_softmax.npz",
+            "copyhead plot results/small/sweep_linear.npz --curves --out fig.pdf",
+            "copyhead plot results/small/sweep_softmax_posterior.npz "
+            "results/small/sweep_softmax.npz",
+        ),
+    )  # fmt: skip
+    p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
+    p.add_argument("--out", default=None, help="figure path, .png, .pdf or .svg (default: PNG "
+                   "next to the first file)")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=("png", "pdf", "svg"),
+        default=None,
+        help="figure format (sets the suffix of --out; default: from --out, else png)",
+    )
+    p.add_argument("--curves", action=argparse.BooleanOptionalAction, default=False,
+                   help="also plot training curves (Adam sweeps)")  # fmt: skip
+    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=False,
+                   help="overlay the EK theory curves")  # fmt: skip
+    p.set_defaults(func=cmd_plot)
+
+
+def cmd_show(args) -> int:
+    """Print each result file as a table (sweep or posterior)."""
+    from ..results import SweepResult
+
+    for f in args.files:
+        if _kind(f) == "copyhead_jax.PosteriorResult":
+            from ..results import PosteriorResult
+            from .sample import print_posterior
+
+            print(f"{f}: posterior")
+            print_posterior(PosteriorResult.load(f), None)
+            continue
+        res = SweepResult.load(f)
+        print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
+              f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
+        print_table(res)
+        if "polish/U" in res.arrays:
+            from ..fit.polish import polish_table
+
+            print(polish_table(res))
+    return 0
+
+
+def cmd_polish(args) -> int:
+    """Exact MAP from every kept Adam fit of a sweep; saves and prints the result."""
+    from ..fit.polish import polish, polish_table
+    from ..results import SweepResult
+
+    res = SweepResult.load(args.result)
+    out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_polished.npz"))
+    res = polish(res, out=out)
+    print(f"saved {out}")
+    print(polish_table(res))
+    return 0
+
+
+def _kind(path: str) -> str | None:
+    """The ``kind`` a result file's metadata names, or ``None``."""
+    import json
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return json.loads(str(z["__meta__"])).get("kind")
+    except Exception:  # noqa: BLE001 - the loaders below give the precise error
+        return None
+
+
+def cmd_plot(args) -> int:
+    """The sweep figure (and curves), or a posterior's figure and traces."""
+    from ..plots.sweeps import curves_figure, sweep_figure
+    from ..results import SweepResult
+
+    out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
+    if args.format:  # vector output on request: the format names the suffix
+        out = out.with_suffix(f".{args.format}")
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
+    if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
+        from ..plots.sweeps import posterior_figure, trace_figure
+        from ..results import PosteriorResult
+
+        post = PosteriorResult.load(args.files[0])
+        sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None
+        save_figure(posterior_figure(post, sweep), out)
+        save_figure(trace_figure(post), out.with_name(out.stem + "_traces" + out.suffix))
+        return 0
+    results = [SweepResult.load(f) for f in args.files]
+    theory = theory_overlay(results) if args.theory else None
+    save_figure(sweep_figure(results, theory), out)
+    if args.curves:
+        atts = [res.config.model.attention for res in results]
+        for i, (res, att) in enumerate(zip(results, atts)):
+            tag = att if atts.count(att) == 1 else f"{att}_{i + 1}"  # one file per result
+            save_figure(curves_figure(res), out.with_name(f"{out.stem}_curves_{tag}{out.suffix}"))
+    return 0

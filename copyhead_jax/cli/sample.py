@@ -1,0 +1,212 @@
+"""``copyhead sample RESULT``: posterior of every run of a saved sweep (``--sampler sgld``: SGLD
+on every weight, full-engine sweeps; ``--sampler hmc``: the collapsed HMC of reduced sweeps,
+:mod:`copyhead_jax.sampling.collapsed_hmc`; the default follows the engine)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from ..config import STARTS, HMCConfig, SGLDConfig
+
+#: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
+SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
+HMC_FLAGS = {"iterations": "n_iter", "warmup": "n_warmup", "adapt": "n_adapt",
+             "adapt_mass": "adapt_mass",
+             "leapfrog": "n_leapfrog", "target_accept": "target_accept", "starts": "starts",
+             "branch_threshold": "branch_threshold", "keep_weights": "keep_weights"}  # fmt: skip
+SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed",
+                "keep_loglik": "keep_loglik"}  # fmt: skip
+
+
+def add_sample_subparser(sub) -> None:
+    from ..config.presets import PRESETS
+    from ._common import add_parser, progress_flags
+
+    p = add_parser(
+        sub, "sample", help="posterior of a sweep (SGLD on full-engine sweeps, collapsed HMC on "
+        "reduced ones)",
+        examples=(
+            "copyhead sweep --preset small --engine reduced --attention softmax "
+            "--out results/red --keep-params",
+            "copyhead sample results/red/sweep_softmax.npz --starts both --netcdf post.nc",
+            "copyhead sample results/paper/sweep_linear.npz --preset paper --steps 2000",
+        ),
+    )  # fmt: skip
+    p.add_argument("result", help="a sweep result file (copyhead sweep ... --keep-params)")
+    p.add_argument("--out", default=None, help="posterior file (default: RESULT_posterior.npz)")
+    p.add_argument("--sampler", choices=("hmc", "sgld"), default=None,
+                   help="hmc: collapsed HMC (reduced sweeps: the readout integrated out "
+                   "exactly, HMC on W^G); sgld: SGLD on every weight (full-engine sweeps); "
+                   "default: the one the sweep's engine supports")  # fmt: skip
+    p.add_argument("--preset", choices=("default", *PRESETS), default="default",
+                   help="SGLD of a sweep preset (the names of 'copyhead sweep'): paper: the "
+                   "paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the engine's "
+                   "default sampler")  # fmt: skip
+    d, h = SGLDConfig(), HMCConfig()
+    g = p.add_argument_group("both samplers")
+    g.add_argument("--step-size", type=float, default=None,
+                   help=f"SGLD: eta on U (default {d.step_size}); HMC: the initial leapfrog "
+                   f"step in the whitened coordinates of the marginal, then adapted (default "
+                   f"{h.step_size})")  # fmt: skip
+    g.add_argument("--thin", type=int, default=None,
+                   help=f"a draw every THIN steps (SGLD, default {d.thin}) or iterations (HMC, "
+                   f"default {h.thin})")  # fmt: skip
+    g.add_argument("--chains", type=int, default=None, help=f"chains per run (default "
+                   f"{d.n_chains})")  # fmt: skip
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--keep-loglik", action="store_true", default=None,
+                   help="record each training sequence's log-likelihood per draw (ArviZ "
+                   "log_likelihood group, az.loo)")  # fmt: skip
+    g = p.add_argument_group("SGLD only (--sampler sgld)")
+    g.add_argument("--steps", type=int, default=None, help=f"SGLD steps (default {d.n_steps})")
+    g.add_argument("--burn-in", type=int, default=None,
+                   help=f"SGLD steps discarded (default {d.burn_in})")  # fmt: skip
+    g = p.add_argument_group("collapsed HMC only (--sampler hmc)")
+    g.add_argument("--iterations", type=int, default=None,
+                   help=f"HMC iterations kept after adaptation (default {h.n_iter}; linear "
+                   "attention 3500)")  # fmt: skip
+    g.add_argument("--warmup", type=int, default=None,
+                   help=f"unadjusted-Langevin warm-up steps, discarded (default {h.n_warmup})")
+    g.add_argument("--adapt", type=int, default=None,
+                   help=f"step (and mass) adaptation iterations, discarded (default "
+                   f"{h.n_adapt})")  # fmt: skip
+    g.add_argument("--adapt-mass", action=argparse.BooleanOptionalAction, default=None,
+                   help="adapt a diagonal mass over the adaptation iterations (Stan's windows; "
+                   f"default {'on' if h.adapt_mass else 'off'}; off: unit mass in the "
+                   "whitened coordinates)")  # fmt: skip
+    g.add_argument("--leapfrog", type=int, default=None,
+                   help=f"leapfrog steps per iteration (default {h.n_leapfrog})")
+    g.add_argument("--target-accept", type=float, default=None,
+                   help=f"acceptance the adaptation aims at (default {h.target_accept})")
+    g.add_argument("--starts", choices=STARTS, default=None,
+                   help="where chains start: fit (the sweep's fits), both (half from the "
+                   "pooling and half from the copy branch start), prior (each from a prior "
+                   "draw of W^G); default both for softmax near the MAP coexistence window, "
+                   "else fit")  # fmt: skip
+    g.add_argument("--branch-threshold", type=float, default=None,
+                   help=f"a draw is on the copy branch when aG >= this (default "
+                   f"{h.branch_threshold})")  # fmt: skip
+    g.add_argument("--keep-weights", action="store_true", default=None,
+                   help="record W^G and W_O_hat per draw (ArviZ posterior)")  # fmt: skip
+    p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
+    p.add_argument("--netcdf", default=None, metavar="FILE",
+                   help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the posterior figure next to the output (default on)")  # fmt: skip
+    progress_flags(p)
+    p.set_defaults(func=cmd_sample)
+
+
+def sampler_config(args, sweep):
+    """The sampler config of ``copyhead sample``'s flags; a flag of the other sampler is a
+    ValueError naming it."""
+    from ..sampling.run import PAPER_SGLD, default_sampler
+
+    kind = args.sampler or ("hmc" if sweep.config.model.engine == "reduced" else "sgld")
+    other = HMC_FLAGS if kind == "sgld" else SGLD_FLAGS
+    for flag in other:
+        if getattr(args, flag, None) is not None:
+            name = "--" + flag.replace("_", "-")
+            hint = ("collapsed HMC counts --iterations and --warmup" if kind == "hmc" else
+                    "SGLD counts --steps and --burn-in")  # fmt: skip
+            raise ValueError(f"{name} is a flag of --sampler {'hmc' if kind == 'sgld' else 'sgld'}"
+                             f"; this run uses --sampler {kind} ({hint})")  # fmt: skip
+    if args.preset == "paper" and kind != "sgld":
+        raise ValueError("--preset paper is the paper's SGLD; use it with --sampler sgld")
+    if args.preset == "paper":
+        base = PAPER_SGLD
+    else:
+        base = default_sampler(sweep)
+        if base.kind != kind:
+            base = SGLDConfig() if kind == "sgld" else HMCConfig()
+    own = {**SHARED_FLAGS, **(HMC_FLAGS if kind == "hmc" else SGLD_FLAGS)}
+    over = {f: getattr(args, a) for a, f in own.items() if getattr(args, a, None) is not None}
+    return dataclasses.replace(base, **over)
+
+
+def cmd_sample(args) -> int:
+    from .._checks import check_output_path
+    from ..plots.sweeps import posterior_figure
+    from ..results import POSTERIOR_KIND, SweepResult
+    from ..sampling.arviz import NETCDF_SUFFIXES
+    from ..sampling.run import run_sampler
+
+    sweep = SweepResult.load(args.result)
+    sampler = sampler_config(args, sweep)
+    if not sweep.has_params:
+        raise ValueError(
+            f"{args.result!r} has no fitted weights to warm-start from; rerun its sweep with "
+            "'copyhead sweep ... --keep-params' (Python: run_sweep(..., keep_params=True))"
+        )
+    out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
+    check_output_path("--out", out, inputs=[args.result], kind=POSTERIOR_KIND)  # before work
+    if args.netcdf:
+        check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
+                          inputs=[args.result, out])  # fmt: skip
+    args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
+    post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
+    print(
+        f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
+    )
+    if args.netcdf:
+        from ..sampling.arviz import save_netcdf
+
+        print(f"saved {save_netcdf(post, args.netcdf)}")
+    print_posterior(post, sweep)
+    if args.plot:
+        from ._common import save_figure
+
+        save_figure(posterior_figure(post, sweep), out.with_suffix(".png"))
+    return 0
+
+
+def print_posterior(post, sweep=None) -> None:
+    """The posterior as a table; MAP columns from ``sweep`` if given, else ``-``."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: R-hat of short chains
+        _print_rows(post, sweep)
+
+
+def _print_rows(post, sweep) -> None:
+    import numpy as np
+
+    m1, v1 = post.moments("c1")
+    mG, vG = post.moments("cG")
+    mL, _ = post.moments("train_loss")
+    att = post.config.model.attention
+    n1, nG = post.order_names  # softmax: a1, aG
+    print(f"# {att}, {post.sampler_name}: posterior mean (MAP) over seeds; var = "
+          "susceptibility")  # fmt: skip
+    print(f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
+          f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}")  # fmt: skip
+    for i, P in enumerate(post.P):
+        map1, mapG = (f"{np.nanmean(sweep[k][i]):>8.3f}" if sweep is not None else f"{'-':>8}"
+                      for k in ("c1", "cG"))  # fmt: skip
+        print(f"{P:>6d} {np.nanmean(m1[i]):>9.3f} {map1} {np.nanmean(mG[i]):>9.3f} {mapG} "
+              f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
+              f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
+              f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip
+    if "branch_weight" in post.arrays:
+        _print_branches(post)
+    if "flagged" in post.arrays and post["flagged"].any():
+        print(f"# {int(post['flagged'].sum())} run(s) flagged (a non-finite chain, or R-hat/ESS "
+              "NaN or past the thresholds): do not trust their means")  # fmt: skip
+
+
+def _print_branches(post) -> None:
+    """Per run: the copy-branch weight with its MCSE, per start, and the between-start R-hat."""
+    import numpy as np
+
+    a, mc = post.arrays, post.sampler
+    nG = post.order_names[1]
+    print(f"# branch weight: fraction of draws with {nG} >= {mc.branch_threshold} (copy "
+          f"branch) +- MCSE; chains started from: {mc.starts}")  # fmt: skip
+    print(f"{'P':>6} {'seed':>4} {'weight':>7} {'MCSE':>6} {'per start':>17} {'R-hat btw':>9}")
+    for (i, s), w in np.ndenumerate(a["branch_weight"]):
+        by = " ".join(f"{b:.2f}" for b in a["branch_weight_by_start"][i, s][:4])
+        print(f"{post.P[i]:>6d} {s:>4d} {w:>7.3f} {a['branch_weight_mcse'][i, s]:>6.3f} "
+              f"{by:>17} {a['rhat_between'][i, s]:>9.3f}")  # fmt: skip

@@ -1,0 +1,194 @@
+"""``copyhead sweep``: fit every (P, seed) run of a configuration, print a table per attention
+and the measured P* beside the EK theory's, save the results and a figure; the result paths
+(``sweep_paths``) and the per-P table (``print_table``, also used by ``copyhead show``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..compare.overlay import theory_overlay
+from ..config import ATTENTIONS, PRESETS, Config, preset, single_start
+from ._common import add_parser, progress_flags, save_figure
+from .flags import add_config_flags, config_from_args
+from .tokens import add_tokens_flag, load_tokens
+
+
+def add_sweep_subparser(sub) -> argparse.ArgumentParser:
+    """Register ``sweep`` (its own flags, the progress and ``--tokens`` flags, and one flag per
+    config field) on an argparse subparsers object."""
+    p = add_parser(
+        sub, "sweep", help="MAP sweep over P and seeds (Adam, or the exact solver)",
+        description="Fit every (P, seed) run of a preset, print a table per attention and the "
+        "measured P* beside the EK theory's, save the results and a figure.",
+        examples=(
+            "copyhead sweep --preset paper-map --attention both --out results/paper-map",
+            "copyhead sweep --preset small --attention softmax --width 256 --P 4:128:12log",
+            "copyhead sweep --preset small --engine reduced --width 128,10000,inf --keep-params",
+        ),
+    )  # fmt: skip
+    p.add_argument("--preset", default="small", metavar="{" + ",".join(PRESETS) + "}",
+                   help="paper-map: the paper's phase diagram by exact MAP (the README's main "
+                   "job); small: width 128, Adam (minutes); default small")  # fmt: skip
+    p.add_argument(
+        "--out", default=None,
+        help="output folder (sweep_ATT.npz + sweep.png), or FILE.npz for one attention; default "
+        "results/PRESET, or results/PRESET-HASH when flags change the preset (HASH: 8 hex digits "
+        "of the changed fields), so sweeps with other flags never overwrite each other",
+    )  # fmt: skip
+    p.add_argument("--keep-params", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep the fitted weights (needed by 'copyhead sample'); default: "
+                   "when they take under 2 GB")  # fmt: skip
+    p.add_argument("--branches", action=argparse.BooleanOptionalAction, default=None,
+                   help="softmax: run from the pooling branch (zero logits) and from the copy "
+                   "branch (sweep_softmax_copy.npz) and locate P*_aG where their U cross; "
+                   "default: on under the exact solver")  # fmt: skip
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
+                   help="draw the EK theory curves on the figure (default on)")  # fmt: skip
+    progress_flags(p)
+    add_tokens_flag(p)
+    add_config_flags(p)
+    p.set_defaults(func=cmd_sweep)
+    return p
+
+
+def cmd_sweep(args) -> int:
+    """Every (P, seed) run of each asked config; tables, P* and the figure."""
+    from ..plots.sweeps import sweep_figure
+    from ..sweep.run import run_sweep
+
+    attentions = ATTENTIONS if args.attention == "both" else (args.attention,)
+    if args.attention is None:
+        attentions = (preset(args.preset).model.attention,)
+    widths = args.width or (None,)
+    configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
+    asked = configs[0]  # the flags' config names the default folder (branch starts do not)
+    branches = args.branches if args.branches is not None else asked.solver.kind == "exact"
+    if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
+        configs = [c2 for c in configs for c2 in _branch_configs(c)]
+    tokens = load_tokens(args.tokens)
+    paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
+    args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
+    results = []
+    for cfg, path in zip(configs, paths):
+        res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params,
+                        tokens=tokens)  # fmt: skip
+        results.append(res)
+        print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
+        print_table(res)
+    _print_pstar(results)
+    if args.plot:
+        shown = [r for r in results if r.config.train.init_attention != "copy"]
+        theory = theory_overlay(shown) if args.theory else None
+        save_figure(sweep_figure(shown, theory), png)
+    return 0
+
+
+def _branch_configs(cfg: Config) -> list[Config]:
+    """Softmax: a pooling-branch start (zero logits) and a copy-branch start, each kept on its
+    branch (no continuation in P, which keeps the lower-U minimum); linear: as is."""
+    if cfg.model.attention != "softmax":
+        return [cfg]
+    return [cfg.replace(train=dict(init_attention=a), solver=single_start(cfg.train.solver))
+            for a in ("zero", "copy")]  # fmt: skip
+
+
+def _print_pstar(results) -> None:
+    """Measured P* [CI over seeds] beside the EK theory's (and the paper's, under its
+    conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
+    from ..compare.pstar import format_pstar, linear_points, pstar_rows, softmax_points
+    from ..config.presets import PAPER
+    from ..sources import is_iid
+    from ..theory.beyond import config_points
+
+    for width in dict.fromkeys(r.config.model.width for r in results):
+        group = [r for r in results if r.config.model.width == width]
+        init = {(r.config.model.attention, r.config.train.init_attention): r for r in group}
+        measured = {}
+        lin = next((r for r in group if r.config.model.attention == "linear"), None)
+        if lin is not None and len(lin.P) >= 3:
+            measured.update(linear_points(lin))
+        if ("softmax", "zero") in init and ("softmax", "copy") in init:
+            measured.update(softmax_points(init["softmax", "zero"], init["softmax", "copy"]))
+        if not measured:
+            continue
+        cfg = group[0].config
+        att = "both" if len({r.config.model.attention for r in group}) > 1 else (
+            cfg.model.attention)  # fmt: skip
+        theory = config_points(cfg, att)  # closed forms, or minimisers for Markov/causal
+        paper = (
+            (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V)
+            == (PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V)
+            and is_iid(cfg.task)
+            and not cfg.model.causal
+        )  # the paper: i.i.d. tokens, no mask
+        print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
+              "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
+              + (" and the paper" if paper else ""))  # fmt: skip
+        print(format_pstar(pstar_rows(measured, theory, compare_paper=paper)))
+
+
+def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
+                asked: Config | None = None):  # fmt: skip
+    """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
+    file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/PRESET``,
+    or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
+    changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
+    overwrites another."""
+    br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # softmax branch start
+    if out is not None and out.endswith(".npz"):
+        if len({(c.model.attention, c.model.width) for c in configs}) > 1:
+            raise ValueError(
+                "--out FILE.npz holds one attention and width; give a folder for --attention "
+                "both or several widths"
+            )
+        f = Path(out)
+        return [f.with_name(f.stem + br(c) + ".npz") for c in configs], f.with_suffix(".png")
+    if out is None:
+        import hashlib
+        import json
+
+        base, new = preset(preset_name).to_dict(), (asked or configs[0]).to_dict()
+        diff = {s: {k: v for k, v in new[s].items() if v != base[s][k] and k != "attention"}
+                for s in new}  # fmt: skip
+        diff = {s: d for s, d in diff.items() if d}
+        tag = hashlib.sha256(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
+        out = f"results/{preset_name}" + (f"-{tag}" if diff else "")
+    folder = Path(out)
+    widths = {c.model.width for c in configs}
+    tag = (lambda c: f"_N{c.model.width}") if len(widths) > 1 else (lambda c: "")
+    return [folder / f"sweep_{c.model.attention}{br(c)}{tag(c)}.npz" for c in configs], folder / (
+        "sweep.png"
+    )
+
+
+def print_table(res) -> None:
+    """Print a sweep's per-P summary (order parameters, losses, failures) as a table."""
+    s = res.summary()
+    att = res.config.model.attention
+    n1, nG = res.order_names  # softmax: a1, aG
+    cols = [
+        ("P", "P", "{:>6d}"), (n1, n1, "{:>8.3f}"), (nG, nG, "{:>8.3f}"),
+        ("cover", "coverage", "{:>7.3f}"), ("train", "train_loss", "{:>8.3f}"),
+        ("test", "test_loss", "{:>8.3f}"), ("acc", "copy_accuracy", "{:>6.3f}"),
+        ("epochs", "stop_epoch", "{:>7.0f}"), ("|grad|", "grad_norm", "{:>8.2e}"),
+        ("|g_span|", "grad_norm_span", "{:>8.2e}"),
+        ("ok", "n_ok", "{:>3d}"), ("div", "n_diverged", "{:>3d}"),
+    ]  # fmt: skip
+    print(f"# {att} attention, N={res.config.model.width}, seeds={res.config.sweep.n_seeds}")
+    print(" ".join(f"{h:>{len(fmt.format(0))}}" for h, _, fmt in cols))
+    for i in range(len(res.P)):
+        row = []
+        for _, k, fmt in cols:
+            v = s[k][i]
+            row.append(fmt.format(int(v)) if "d}" in fmt else fmt.format(float(v)))
+        print(" ".join(row))
+    n_div = int(s["n_diverged"].sum())
+    print(f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
+          "blown up past its start and the zero-output loss) excluded from the means")  # fmt: skip
+    n_unc = int((res.unconverged & ~res.diverged).sum())
+    if n_unc:
+        print(f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at --exact-max-steps) "
+              "also excluded from the means")  # fmt: skip

@@ -1,0 +1,208 @@
+"""``copyhead theory points``, ``curve``, ``landscape`` and ``scaling``: where the EK theory puts
+every P*, the order parameters and action around them, and how P* scales with L and V."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_int
+from .theory_options import (
+    attentions,
+    check_plot_paths,
+    common_flags,
+    jsonable,
+    save_attention_plot,
+    save_plot,
+    theory_params,
+    theory_subcommand,
+)
+
+EPILOG_POINTS = """examples:
+  copyhead theory points --preset paper
+  copyhead theory points --preset paper-chi-lik --objective post --json
+  copyhead theory points --L 40 --V 8 --no-chi-in-readout-prior --linear-scale inv_sqrt_L"""
+EPILOG_CURVE = """examples:
+  copyhead theory curve --preset paper --attention softmax --out figs/curve
+  copyhead theory curve --preset plain --P-min 1 --P-max 1e4 --no-plot --json"""
+EPILOG_LANDSCAPE = """examples:
+  copyhead theory landscape --preset paper --attention softmax
+  copyhead theory landscape --attention linear --P 50 100 400 --no-plot --json"""
+EPILOG_SCALING = """examples:
+  copyhead theory scaling --preset paper --L 10:32 --V 5
+  copyhead theory scaling --preset paper-chi-lik --L 25 --V 2:12 --json --no-plot"""
+
+
+def add_points_subparsers(sub) -> None:
+    """Register ``points``, ``curve``, ``landscape`` and ``scaling`` under ``copyhead theory``."""
+    p = theory_subcommand(
+        sub, "points", "every P* and the spinodals (docs/theory.md §5, §12)", EPILOG_POINTS
+    )
+    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    common_flags(p)
+    from .theory_beyond import add_source_flags
+
+    add_source_flags(p)
+    p.set_defaults(func=cmd_points)
+
+    p = theory_subcommand(
+        sub, "curve", "order parameters and action versus P (JSON/PNG)", EPILOG_CURVE
+    )
+    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    common_flags(p)
+    p.add_argument("--P-min", dest="P_min", type=float, default=None)
+    p.add_argument("--P-max", dest="P_max", type=float, default=None)
+    p.add_argument("--n-P", dest="n_P", type=int, default=121)
+    p.add_argument("--out", default=None, help="PNG path stem")
+    p.add_argument("--no-plot", action="store_true")
+    p.set_defaults(func=cmd_curve)
+
+    p = theory_subcommand(
+        sub, "landscape", "V_lin contours / V_soft(beta) wells around P*", EPILOG_LANDSCAPE
+    )
+    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="softmax")
+    common_flags(p)
+    p.add_argument("--P", type=float, nargs="+", default=None)
+    p.add_argument("--out", default=None, help="PNG path stem")
+    p.add_argument("--no-plot", action="store_true")
+    p.set_defaults(func=cmd_landscape)
+
+    p = theory_subcommand(
+        sub, "scaling", "P* over grids of L and V, fitted exponents, PNG", EPILOG_SCALING
+    )
+    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    common_flags(p, ranges=True)
+    p.add_argument("--out", default=None, help="PNG path")
+    p.add_argument("--no-plot", action="store_true")
+    p.set_defaults(func=cmd_scaling)
+
+
+def cmd_points(args) -> dict[str, Any]:
+    from ..theory.points import transition_points
+    from .theory_beyond import cmd_points_beyond, needs_beyond
+
+    if needs_beyond(args):  # Markov tokens or the causal mask: minimisers, §12
+        return cmd_points_beyond(args, theory_params(args), jsonable)
+    res = transition_points(theory_params(args), args.attention, args.objective)
+    if args.json:
+        print(json.dumps(jsonable(res), indent=2))
+    else:
+        for k in ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "first_order"):
+            if k in res:
+                print(f"{k:>12}: {res[k]}")
+        for note in res["notes"]:
+            print("note:", note)
+    return res
+
+
+def _default_P(params, attention, objective):
+    from ..theory.points import transition_points
+
+    pts = transition_points(params, attention, objective)
+    ref = [pts.get(k) for k in ("P_c1", "P_cG", "P_aG", "P_aG_crossover")]
+    ref = [r for r in ref if r]
+    return pts, float(min(ref)) / 30.0, float(max(ref)) * 30.0
+
+
+def cmd_curve(args) -> dict[str, Any]:
+    from ..plots.theory import plot_curve
+    from ..theory.minima import theory_curve
+
+    check_int("--n-P", args.n_P, lo=2, hi=10**6)
+    for name in ("P_min", "P_max"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    if args.P_min is not None and args.P_max is not None and not args.P_min < args.P_max:
+        raise ValueError(f"--P-min ({args.P_min:g}) must be below --P-max ({args.P_max:g})")
+    params = theory_params(args)
+    check_plot_paths(args, "curve")
+    out: dict[str, Any] = {}
+    for att in attentions(args.attention):
+        pts, lo, hi = _default_P(params, att, args.objective)
+        lo, hi = args.P_min or lo, args.P_max or hi
+        if not lo < hi:
+            raise ValueError(f"--P-min ({lo:g}) must be below --P-max ({hi:g})")
+        P = np.geomspace(lo, hi, args.n_P)
+        curve = theory_curve(params, P, att, args.objective)
+        out[att] = curve
+        if not args.no_plot:
+            save_attention_plot(args, att, "curve", lambda: plot_curve(curve, pts))
+    if args.json:
+        print(json.dumps(jsonable(out)))
+    return out
+
+
+def cmd_landscape(args) -> dict[str, Any]:
+    from ..plots.theory import plot_landscape
+    from ..theory.minima import landscape
+    from ..theory.points import transition_points
+
+    params = theory_params(args)
+    check_plot_paths(args, "landscape")
+    out: dict[str, Any] = {}
+    for att in attentions(args.attention):
+        if args.P:
+            P = args.P
+        else:
+            pts = transition_points(params, att, args.objective)
+            if att == "softmax":
+                Ps = pts["P_aG"] or pts["P_aG_crossover"]
+                sp = pts["spinodals"] or [0.8 * Ps, 1.25 * Ps]
+                P = [0.9 * sp[0], sp[0] * 1.02, Ps, sp[1] * 0.98, 1.1 * sp[1]]
+            else:
+                P = [0.5 * pts["P_c1"], 2.0 * pts["P_c1"], pts["P_cG"], 4.0 * pts["P_cG"]]
+        data = landscape(params, P, att, args.objective)
+        out[att] = data
+        if not args.no_plot:
+            save_attention_plot(args, att, "landscape", lambda: plot_landscape(data))
+    if args.json:
+        print(json.dumps(jsonable(out)))
+    return out
+
+
+def cmd_scaling(args) -> dict[str, Any]:
+    from ..plots.theory import plot_scaling
+    from ..theory.scaling import scaling_fits, scaling_table
+
+    params = theory_params(args, L=None, V=None)
+    Ls = args.L or [params.L]
+    Vs = args.V or [params.V]
+    for v in Ls:
+        check_int("--L entry", v, lo=2, hi=10**6)
+    for v in Vs:
+        check_int("--V entry", v, lo=2, hi=10**6)
+    table = scaling_table(
+        params, L_values=Ls, V_values=Vs, attention=args.attention, objective=args.objective
+    )
+    fits = scaling_fits(table)
+    res = {"table": table, "fits": fits}
+    if args.json:
+        print(json.dumps(jsonable(res)))
+    else:
+        _print_scaling(table, fits)
+    if not args.no_plot and (len(Ls) > 1 or len(Vs) > 1):
+        path = save_plot(plot_scaling(table, fits), args.out, f"theory_scaling_{args.preset}.png")
+        print(f"wrote {path}", file=sys.stderr)
+    return res
+
+
+def _print_scaling(table, fits) -> None:
+    keys = [k for k in ("P_c1", "P_cG", "P_cG_half", "P_aG") if k in table]
+    print(f"{'L':>5} {'V':>4} " + " ".join(f"{k:>12}" for k in keys))
+    for i, L in enumerate(table["L"]):
+        for j, V in enumerate(table["V"]):
+            vals = " ".join(f"{table[k][i, j]:12.5g}" for k in keys)
+            print(f"{L:5d} {V:4d} {vals}")
+    for k in keys:
+        for axis in ("L", "V"):
+            for f in fits[k].get(axis, [])[:1]:
+                if f["exponent"] is None:
+                    continue
+                ci = f"[{f['ci'][0]:.3f}, {f['ci'][1]:.3f}]" if f["ci"] else ""
+                print(f"{k}: exponent in {axis} = {f['exponent']:.3f} {ci} (R^2 {f['r2']:.4f})")
+        law = fits[k].get("law")
+        if law and law["r2"] is not None:
+            print(f"{k}: paper law {law['law']}: R^2 = {law['r2']:.4f}")

@@ -1,0 +1,231 @@
+"""``copyhead transition``: the Bayesian transition point of a configuration
+(:func:`copyhead_jax.transition.search.transition`), printed with its interval and
+cross-check."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+
+def _width(text: str):
+    w = text.strip().lower()
+    try:
+        return float("inf") if w in ("inf", "infinity") else int(w)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--width must be an int >= 1 or 'inf', got {text!r}"
+        ) from None
+
+
+def _P_grid(text: str) -> tuple[int, ...]:
+    """``4,8,16`` or ``LO:HI:Nlog`` (as ``copyhead sweep --P``; not imported from ``cli``,
+    which imports this module) -> at least 2 sorted distinct ints >= 1."""
+    import re
+
+    import numpy as np
+
+    m = re.fullmatch(r"(\d+):(\d+):(\d+)log", text.strip())
+    try:
+        vals = (np.geomspace(int(m[1]), int(m[2]), int(m[3])) if m else
+                [int(p) for p in text.split(",") if p.strip()])  # fmt: skip
+        grid = tuple(sorted({int(round(float(p))) for p in vals}))
+    except (ValueError, ZeroDivisionError):
+        grid = ()
+    if len(grid) < 2 or grid[0] < 1:
+        raise ValueError(f"--P must hold at least 2 values >= 1 (4,8,16 or LO:HI:Nlog), got "
+                         f"{text!r}")  # fmt: skip
+    return grid
+
+
+def add_transition_subparser(sub) -> None:
+    from ..config.presets import PRESETS
+    from ..sources import SOURCES
+    from ..transition.branch_group import RUNG_SCHEDULES, TISettings
+    from ._common import add_parser, progress_flags
+
+    # the field defaults, not TISettings(): its batched default asks JAX for the backend,
+    # which would initialise it for every command's parser
+    d = argparse.Namespace(**{f.name: f.default for f in dataclasses.fields(TISettings)})
+    p = add_parser(
+        sub, "transition",
+        help="the Bayesian transition point (softmax: P*_aG from the branch free energies; "
+        "linear: posterior psi = 1/2) with its interval and a cross-check",
+        examples=(
+            "copyhead transition --preset plain --L 15 --V 7 --width inf --attention softmax "
+            "--n-seeds 2",
+            "copyhead transition --preset plain --attention softmax --n-seeds 3 --out results/tr",
+            "copyhead transition --preset plain --L 10 --V 3 --width inf --json",
+            "copyhead transition --preset plain --source markov --rho 0.5 --n-seeds 1",
+        ),
+    )  # fmt: skip
+    p.add_argument("--preset", default="plain", choices=tuple(PRESETS),
+                   help="conventions and defaults (the engine is always the reduced one, exact "
+                   "MAP, quenched embeddings); default plain")  # fmt: skip
+    p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
+    p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
+    p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
+    p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
+    p.add_argument("--chi", type=float, default=None, help="output scale chi")
+    p.add_argument("--attention", choices=("softmax", "linear"), default="softmax")
+    p.add_argument("--source", choices=SOURCES, default="iid",
+                   help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
+                   "(docs/theory.md §12; no causal mask here)")  # fmt: skip
+    p.add_argument("--rho", type=float, default=None,
+                   help="Markov stickiness: stay w.p. rho + (1 - rho)/V")  # fmt: skip
+    p.add_argument("--alpha", type=float, default=None,
+                   help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
+    p.add_argument("--chain-seed", dest="chain_seed", type=int, default=None,
+                   help="seed of the Dirichlet transition matrix")  # fmt: skip
+    p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+    p.add_argument("--memory-budget-gb", type=float, default=None,
+                   help="memory one group may use (default: 70%% of free device memory, else "
+                   "4 GiB); a group over it is refused before any work")  # fmt: skip
+    p.add_argument("--P", default=None, metavar="GRID",
+                   help="MAP grid (4,8,16 or LO:HI:Nlog); default around the theory's "
+                   "point")  # fmt: skip
+    p.add_argument("--a-thr", type=float, default=None,
+                   help="branch threshold on aG (default: the mid-value of the MAP "
+                   "aG)")  # fmt: skip
+    p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
+    p.add_argument("--adapt-mass", action="store_true",
+                   help="the rungs' HMC adapts a diagonal mass in its warm-up (default: unit "
+                   "mass in the whitened coordinates)")  # fmt: skip
+    p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
+                   help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
+                   "or near t = 0 (the schedule before 2026-12-04)")  # fmt: skip
+    p.add_argument("--t0", choices=("exact", "chains"), default="exact",
+                   help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
+                   "default) or HMC chains (before 2026-12-04)")  # fmt: skip
+    p.add_argument("--seeds-probe", choices=("anchored", "bracket"), default="anchored",
+                   help="a later seed: one probe at the earlier seeds' mean root, its root "
+                   "placed with the slope their brackets measured (default), or two probes "
+                   "bracketing it (before 2026-12-04)")  # fmt: skip
+    p.add_argument("--chains", type=int, default=d.n_chains,
+                   help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
+    p.add_argument("--iters", type=int, default=d.n_iter,
+                   help=f"recorded HMC iterations per chain (default {d.n_iter})")  # fmt: skip
+    p.add_argument("--smc-particles", type=int, default=d.smc_particles,
+                   help=f"SMC cross-check particles, 0 = none (default "
+                   f"{d.smc_particles})")  # fmt: skip
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="keep checkpoints (resumed), MAP sweeps, transition.json, "
+                   "transition.png")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --out: save the figure (default on)")  # fmt: skip
+    progress_flags(p)
+    p.set_defaults(func=cmd_transition)
+
+
+def settings_from_args(args):
+    from .._checks import check_int
+    from ..transition.branch_group import TISettings, rung_ts
+
+    K = check_int("--rungs", args.rungs, lo=2, hi=64)
+    return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
+                      exact_t0=args.t0 == "exact",
+                      n_chains=args.chains, n_iter=args.iters,
+                      smc_particles=args.smc_particles)  # fmt: skip
+
+
+def config_from_args(args):
+    from .._checks import check_int
+    from ..config.presets import preset
+
+    cfg = preset(args.preset)
+    task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
+            for k in ("L", "V") if getattr(args, k) is not None}  # fmt: skip
+    chain = {k: getattr(args, k) for k in ("rho", "alpha", "chain_seed")
+             if getattr(args, k) is not None}  # fmt: skip
+    if args.source != "markov" and chain:
+        raise ValueError("--rho, --alpha and --chain-seed need --source markov")
+    task.update(source=args.source, **chain)
+    model = {"attention": args.attention, "engine": "reduced"}
+    if args.width is not None:
+        model["width"] = args.width
+    post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
+    sweep = {} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}
+    return cfg.replace(task=task, model=model, posterior=post, sweep=sweep,
+                       train=dict(train_embeddings=False))  # fmt: skip
+
+
+def cmd_transition(args) -> int:
+    from .._checks import check_int, check_output_folder
+    from ..transition.search import transition, transition_config
+
+    cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
+                                                               hi=1000))  # fmt: skip
+    settings = settings_from_args(args)
+    grid = None
+    if args.P is not None:
+        grid = _P_grid(args.P)
+    if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
+        raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
+    out = None if args.out is None else check_output_folder("--out", args.out)
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
+    args.kept = [] if out is None else [out]  # what a Ctrl-C leaves to resume from
+    res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
+                     P_grid=grid, seed=args.seed,
+                     anchored=args.seeds_probe == "anchored")  # fmt: skip
+    if args.json:
+        from ..transition.store import json_default
+
+        print(json.dumps(res, default=json_default, indent=1))
+    else:
+        print(format_result(res))
+    if out is not None and args.plot:
+        from ..plots.transition import transition_figure
+        from ._common import save_figure
+
+        save_figure(transition_figure(res), Path(out) / "transition.png")
+    return 0
+
+
+def _f(x, nd=4) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}g}"
+
+
+def format_result(res: dict) -> str:
+    """The printed summary: per seed, the mean with its interval, cross-check, theory, flags."""
+    q = res["quantity"]
+    s = res["summary"]
+    lines = [
+        f"# Bayesian {q} ({res['attention']}), {s.get('n', 0)} seed(s)"
+        + (f", {s['n_missing']} unbracketed" if s.get("n_missing") else "")
+    ]
+    for i, v in enumerate(res["per_seed"]):
+        c = res["seeds"][i]["crossing"] if res["attention"] == "softmax" else res["seeds"][i]
+        br, an = c.get("bracket"), c.get("anchor")
+        where = (f"bracket [{br[0]:g}, {br[1]:g}]" if br else
+                 f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "
+                 "earlier bracket(s)" if an else "")  # fmt: skip
+        lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, "
+                     f"log-P errors: MC {c['err_mc']:.3f}, quadrature {c['err_quad']:.3f}, "
+                     f"{'slope' if an else 'interpolation'} {c['err_interp']:.3f}" if where else
+                     f"  not bracketed ({c.get('side')})"))  # fmt: skip
+    lo, hi = res["interval"]
+    lines.append(f"{q} = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
+                 f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "
+                 "quadrature and interpolation)")  # fmt: skip
+    cc = res.get("cross_check")
+    if cc:
+        per = ", ".join(_f(x) for x in cc["per_seed"])
+        lines.append(f"cross-check ({cc['method']}): {_f(cc['P_star'])} (per seed: {per})")
+    if res.get("map_U_crossing"):
+        lines.append(f"MAP U crossing (exact MAP of both branches): "
+                     f"{_f(res['map_U_crossing']['mean'])}")  # fmt: skip
+    th = res["theory"]
+    lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
+    for f in res["flagged"]:
+        lines.append(f"flagged (R-hat > 1.05 or ESS < 100): {f}")
+    gs = res.get("group_seconds")
+    lines.append(f"({res['wall_seconds']:.0f} s" + ("" if gs is None else
+                 f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included")
+                 + ")")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""Figures: a result in, a matplotlib ``Figure`` out (Agg backend, nothing shown), in one style.
+
+- ``style``       the palette, sizes, legends off the data, log-P ticks; ``figure_problems``
+- ``sweeps``      sweeps, posteriors and the width table (``sweep_figure``, ``curves_figure``,
+                  ``posterior_figure``, ``trace_figure``, ``width_figure``)
+- ``branches``    the branch-run artefacts (``main_figure``, ``coverage_figure``,
+                  ``hysteresis_figure``)
+- ``pstar``       P* versus L, V or rho, branches followed in P (``scaling_figure``,
+                  ``beyond_pstar_figure``, ``beyond_curves_figure``, ``branch_follow_figure``)
+- ``widths``      the exact width reduction against the theory (``reduction_width_figure``)
+- ``embeddings``  the embedding studies (``embeddings_protocol_figure``, ...)
+- ``posterior``   per-run posterior summaries against P, with the TI free energies
+                  (``result_figures``)
+- ``transition``  the Bayesian transition and the branch TI and SMC runs (``transition_figure``,
+                  ``branch_figure``, ``smc_figure``)
+- ``theory``      the EK theory's curves, landscapes and scaling (``plot_curve``, ...)
+"""
+
+from .branches import coverage_figure as coverage_figure
+from .branches import hysteresis_figure as hysteresis_figure
+from .branches import main_figure as main_figure
+from .branches import solver_kind as solver_kind
+from .branches import width_name as width_name
+from .embeddings import SHRINK as SHRINK
+from .embeddings import embeddings_posterior_figure as embeddings_posterior_figure
+from .embeddings import embeddings_protocol_figure as embeddings_protocol_figure
+from .embeddings import embeddings_width_figure as embeddings_width_figure
+from .posterior import result_figures as result_figures
+from .pstar import beyond_curves_figure as beyond_curves_figure
+from .pstar import beyond_pstar_figure as beyond_pstar_figure
+from .pstar import branch_follow_figure as branch_follow_figure
+from .pstar import scaling_figure as scaling_figure
+from .style import P_LABEL as P_LABEL
+from .style import figure_problems as figure_problems
+from .sweeps import curves_figure as curves_figure
+from .sweeps import posterior_figure as posterior_figure
+from .sweeps import sweep_figure as sweep_figure
+from .sweeps import trace_figure as trace_figure
+from .sweeps import width_figure as width_figure
+from .theory import plot_curve as plot_curve
+from .theory import plot_landscape as plot_landscape
+from .theory import plot_phase_diagram as plot_phase_diagram
+from .theory import plot_scaling as plot_scaling
+from .transition import branch_figure as branch_figure
+from .transition import smc_figure as smc_figure
+from .transition import transition_figure as transition_figure
+from .widths import reduction_width_figure as reduction_width_figure
