@@ -97,7 +97,8 @@ def test_per_position_multiplies_the_theory_P_star_by_exactly_L():
 
 # ---- every convention honoured identically by the engine's U and the theory's action (§2b) ----
 
-# float64 throughout: the identities are exact, so they hold to rounding (as tests/test_reduce.py)
+# float64 throughout: the identities are exact, so they hold to rounding (as
+# tests/models/test_reduce.py)
 RTOL = 1e-10
 CHI_SWITCHES = list(itertools.product((True, False), (True, False)))
 LIN_CASES = [(lik, ls, *chi) for lik in config.LIKELIHOODS for ls in config.LINEAR_SCALES

@@ -1,6 +1,6 @@
 """The plumbing of the posterior experiments (``experiments/posterior*.py``): configs, cache keys,
-seed blocks, merges and assembly on planted summaries; seconds-sized, no sampling. Their
-statistics are tested in tests/test_compare_crossing.py and tests/test_laplace_ti.py."""
+seed blocks, merges and assembly on planted summaries; seconds-sized, no sampling. Their statistics
+are tested in tests/compare/test_crossing.py and tests/transition/test_laplace_sgld.py."""
 
 import json
 import math

@@ -4,7 +4,7 @@ L = 6, V = 3, width 16, 200 epochs, 1 seed, tiny grids and chains: it exercises 
 (sweeps, SGLD, finite-width and EK theory, tables, figures), not the physics. At L = 6 the
 softmax theory has no first-order transition; the artefacts must report that. Main refines
 nothing (``rounds=0``: each round is a new compiled program per branch, a third of main's time
-here; refinement is tested on planted sweeps in tests/test_refine.py); hysteresis refines.
+here; refinement is tested on planted sweeps in tests/sweep/test_refine.py); hysteresis refines.
 """
 
 ENGINE = dict(

@@ -1,7 +1,6 @@
 """The claims rule, the one early-warning definition and the Bayesian P* interval, on small
 synthetic inputs (numpy only: no JAX program is compiled here)."""
 
-
 import numpy as np
 import pytest
 

@@ -2,9 +2,9 @@
 mask in the general action, against brute force and the explicit network; today's numbers at
 rho = 0 without mask.
 
-Tolerances: float64 identities at 1e-10 (as tests/test_theory_action.py: O(D^3) Cholesky work
+Tolerances: float64 identities at 1e-10 (as tests/theory/test_action.py: O(D^3) Cholesky work
 on condition numbers <~1e4 leaves three decades of margin); the ``rho = 0`` statistics equal
-today's to 1e-15 (tests/test_theory_markov.py), so the actions agree to float64 rounding
+today's to 1e-15 (tests/theory/test_markov.py), so the actions agree to float64 rounding
 (1e-13 relative, 10x the ~1e-14 accumulated over a D x D solve).
 """
 
@@ -109,7 +109,7 @@ def test_causal_action_is_the_networks_U_at_a_planted_point(attention):
     gram = th.embedding_gram(jnp.asarray(W_E), jnp.asarray(b))
     t = th.finite_terms(jnp.asarray(G), tokens=jnp.asarray(tok), params=p, gram=gram,
                         attention=attention, causal=True)  # fmt: skip
-    assert rel(t["Q"], U_min) < 1e-9  # as identity 4 (tests/test_theory_action.py)
+    assert rel(t["Q"], U_min) < 1e-9  # as identity 4 (tests/theory/test_action.py)
     assert np.allclose(np.asarray(attention_of(jnp.asarray(G), attention, True)), A, atol=1e-14)
 
 

@@ -1,8 +1,7 @@
-"""copyhead_jax.compare: relative errors, the disagreement threshold, the paper's numbers."""
+"""compare/errors.py: relative errors and the disagreement threshold."""
 
 import math
 
-import numpy as np
 import pytest
 
 from copyhead_jax import compare
@@ -25,19 +24,3 @@ def test_disagreement_is_strictly_beyond_the_threshold():
     assert disagrees(0.1, tol=0.05) and not disagrees(0.1, tol=0.2)
     with pytest.raises(ValueError, match="tol must be a float >= 0"):
         disagrees(0.1, tol=-1.0)
-
-
-def test_paper_numbers_and_laws():
-    p = compare.paper
-    # the paper's order of the transitions: pooling onset < softmax jump < linear copy crossover
-    m = p.PAPER_MEASURED
-    assert m["P_c1"] < m["P_aG"] < m["P_cG"]
-    L, V = np.array([10.0, 20.0]), np.array([5.0, 5.0])
-    name, law = p.PAPER_LAWS["P_cG"]
-    assert name == "L^{3/2} V^{1/2}"
-    np.testing.assert_allclose(law(L, V), L**1.5 * np.sqrt(V))
-    assert set(p.PAPER_CLAIMS) == {
-        "softmax",
-        "linear, outside the crossover",
-        "linear, crossover (SGLD)",
-    }
