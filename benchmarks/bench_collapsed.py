@@ -31,7 +31,7 @@ import copyhead_jax as ch
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.models import head_class
 from copyhead_jax.objective import Objective
-from copyhead_jax.sampling.collapsed import cholesky, marginal_energy, solve_lower, with_WG
+from copyhead_jax.sampling import collapsed, marginal_energy, with_WG
 from copyhead_jax.storage import environment
 
 OUT = Path(__file__).parent / "results" / "bench_collapsed.json"
@@ -56,8 +56,8 @@ def one_hot_energy(head, tokens, mask, obj):
     w, N = obj.likelihood_weight, E.shape[1]
     Lam = (2 * w / (head.chi * N)) * (E.T @ SF @ E) + jnp.eye(N, dtype=dt) / obj.sigma_O**2
     B = (2 * w / math.sqrt(head.chi * N)) * (E.T @ BF)
-    Lc = cholesky(Lam)
-    Z = solve_lower(Lc, B)
+    Lc = collapsed.cholesky(Lam)
+    Z = collapsed.solve_lower(Lc, B)
     prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
     logdet = jnp.sum(jnp.log(jnp.diag(Lc) * obj.sigma_O))
     return prior - 0.5 * jnp.sum(Z**2) + V * logdet + w * jnp.sum(keep) * tokens.shape[1]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .cells import fmt_met, fmt_mib, fmt_pct, fmt_range, fmt_x
+from .render_posterior import posterior_lines
 from .suite import BENCHES
 
 
@@ -18,32 +20,6 @@ def load_results(results_dir: Path) -> dict[str, dict | None]:
         except json.JSONDecodeError:
             out[name] = None
     return out
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f}%"
-
-
-def _range(vals, fmt) -> str:
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return "-"
-    lo, hi = min(vals), max(vals)
-    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)} - {fmt(hi)}"
-
-
-def _met(ok: bool | None) -> str:
-    return "-" if ok is None else ("yes" if ok else "**no**")
-
-
-def _mib(b: float | None) -> str:
-    if b is None:
-        return "-"
-    return f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB"
 
 
 def sweep_rows(d: dict) -> list[dict]:
@@ -170,7 +146,7 @@ def _target_row(label, rows, key, fmt, target=None, target_s="-") -> str:
     if not vals:
         return f"| {label} | not measured | {target_s} | - |"
     met = None if target is None else all(v >= target for v in vals)
-    return f"| {label} | {_range(vals, fmt)} | {target_s} | {_met(met)} |"
+    return f"| {label} | {fmt_range(vals, fmt)} | {target_s} | {fmt_met(met)} |"
 
 
 def render(
@@ -203,22 +179,20 @@ def render(
     names = ("bench_sweep", "bench_sgld", "bench_theory", "bench_sample_sweep", "bench_reduced")
     sw, sg, th_, sp, rd = (res.get(n) for n in names)
     po = res.get("bench_posterior")
-    from .render_posterior import posterior_lines  # it imports this module's formatters
-
     rows = sweep_rows(sw) if sw else []
     multi = [r for r in rows if r["runs"] > 1]
     if rows:
         small64 = [r for r in rows if r["width"] <= 256 and r["runs"] >= 64]
         wide64 = [r for r in rows if r["width"] >= 1024 and r["runs"] > 1]
         specs = [  # label, rows, key, format, target (lower bound), target as text
-            ("fused vs per-run JAX loop (> 1 run)", multi, "loop_over_fused", _x, None, "-"),
-            ("fused vs eager PyTorch, width <= 256, >= 64 runs", small64, "torch_over_fused", _x,
+            ("fused vs per-run JAX loop (> 1 run)", multi, "loop_over_fused", fmt_x, None, "-"),
+            ("fused vs eager PyTorch, width <= 256, >= 64 runs", small64, "torch_over_fused", fmt_x,
              3.0, ">= 3x"),
-            ("roofline efficiency, width <= 256, >= 64 runs", small64, "eff_fused", _pct, 0.25,
+            ("roofline efficiency, width <= 256, >= 64 runs", small64, "eff_fused", fmt_pct, 0.25,
              ">= 25%"),
-            ("fused vs eager PyTorch, width >= 1024 (> 1 run)", wide64, "torch_over_fused", _x,
+            ("fused vs eager PyTorch, width >= 1024 (> 1 run)", wide64, "torch_over_fused", fmt_x,
              1.0, ">= 1x"),
-            ("roofline efficiency, width >= 1024 (> 1 run)", wide64, "eff_fused", _pct, 0.5,
+            ("roofline efficiency, width >= 1024 (> 1 run)", wide64, "eff_fused", fmt_pct, 0.5,
              ">= 50%"),
         ]  # fmt: skip
         L += [_target_row("sweep: " + s[0], *s[1:]) for s in specs]
@@ -227,25 +201,26 @@ def render(
             N = max(mem, key=int)
             m = mem[N]
             x = m["peak"] / m["W_G_bytes"]
-            L.append(f"| sweep: per-run memory at width {int(N):,} (XLA plan) | {_mib(m['peak'])}"
-                     f" = {x:.2f}x the bytes of W^G | <= 4.2x | {_met(x <= 4.2)} |")  # fmt: skip
+            L.append(f"| sweep: per-run memory at width {int(N):,} (XLA plan) | "
+                     f"{fmt_mib(m['peak'])} = {x:.2f}x the bytes of W^G | <= 4.2x | "
+                     f"{fmt_met(x <= 4.2)} |")  # fmt: skip
     srows = sgld_rows(sg) if sg else []
     if srows:
         tgt = sg.get("target_ratio", 1.2)
         per = ", ".join(f"{r['copyhead']:.2f}x at {r['chains']}" for r in srows)
         met = [r["copyhead"] >= tgt for r in srows]
         L.append(f"| SGLD: run_chains vs blackjax.sgld (chains) | {per} | >= {tgt}x | "
-                 f"{_met(all(met)) if all(met) or not any(met) else 'partly'} |")  # fmt: skip
+                 f"{fmt_met(all(met)) if all(met) or not any(met) else 'partly'} |")  # fmt: skip
     if sp:
         s = sp["seconds"]
         L.append(f"| sweep sampler: one program vs run by run | {s['run_by_run'] / s['fused']:.2f}x"
-                 f" (roofline {_pct(sp.get('roofline_eff_fused'))}) | - | - |")  # fmt: skip
+                 f" (roofline {fmt_pct(sp.get('roofline_eff_fused'))}) | - | - |")  # fmt: skip
     if rd and "map_cpu_s" in rd:
         n_runs = sum(r["map"]["runs"] for r in rd["rows"].values())
         ok_map = rd["map_cpu_s"] < rd["targets"]["map_s"]
         L.append(f"| reduced engine: exact MAP of the paper config ({n_runs} runs, width 10,000) | "
                  f"{rd['map_cpu_s']:.0f} s CPU ({rd['map_wall_s']:.0f} s wall) | < 60 s | "
-                 f"{_met(ok_map)} |")  # fmt: skip
+                 f"{fmt_met(ok_map)} |")  # fmt: skip
         for att, r in rd["rows"].items():
             s = r["sample"]
             per = ", ".join(
@@ -257,7 +232,7 @@ def render(
             L.append(f"| reduced engine: {att} posterior (collapsed HMC, {s['sgld']['n_chains']} "
                      f"chains x {s['sgld']['n_steps']} steps) per run | {per} CPU, compile "
                      f"{s['compile_cpu_s']:.0f} s{tot} | whole benchmark < 300 s | "
-                     f"{_met(None if not ext else ext + rd['map_cpu_s'] < 300)} |")  # fmt: skip
+                     f"{fmt_met(None if not ext else ext + rd['map_cpu_s'] < 300)} |")  # fmt: skip
         L.append(f"| full-width Adam at width 10,000 (for scale) | "
                  f"{rd['full_width_ms_per_run_epoch']:.0f} ms per run-epoch here, H200 "
                  f"{rd['h200_ms_per_run_epoch']} ms | - | - |")  # fmt: skip
@@ -266,7 +241,7 @@ def render(
         t = trows["total"]
         ok = t["ratio"] >= 50 and t["jax_s"] < 1
         L.append(f"| theory: phase diagram vs scipy loop (both attentions) | {t['ratio']:.0f}x, "
-                 f"{t['jax_s']:.2f} s after compile | >= 50x, < 1 s | {_met(ok)} |")  # fmt: skip
+                 f"{t['jax_s']:.2f} s after compile | >= 50x, < 1 s | {fmt_met(ok)} |")  # fmt: skip
     if po:
         L += posterior_lines(po, detail=False)
 
@@ -285,9 +260,10 @@ def render(
         for r in rows:
             L.append(
                 f"| {r['attention']} | {r['width']} | {r['runs']} | {r['fused_ms']:.3f} | "
-                f"{_x(r['loop_over_fused'])} | {_x(r['torch_over_fused'])} | "
-                f"{_pct(r['eff_fused'])} ({_pct(r['eff_loop'])}, {_pct(r['eff_torch'])}) | "
-                f"{_mib(r['peak_per_run'])} |"
+                f"{fmt_x(r['loop_over_fused'])} | {fmt_x(r['torch_over_fused'])} | "
+                f"{fmt_pct(r['eff_fused'])} "
+                f"({fmt_pct(r['eff_loop'])}, {fmt_pct(r['eff_torch'])}) | "
+                f"{fmt_mib(r['peak_per_run'])} |"
             )
         pk = sw.get("peaks") or {}
         if pk:
@@ -302,7 +278,7 @@ def render(
             if nom and any(e is not None for e in effs):
                 L.append(f"Against the datasheet ({nom['source']}: {nom['flops'] / 1e12:.0f} "
                          f"TFLOP/s, {nom['bandwidth'] / 1e12:.1f} TB/s) the fused efficiencies "
-                         f"are {', '.join(_pct(e) for e in effs)} (rows in order).")  # fmt: skip
+                         f"are {', '.join(fmt_pct(e) for e in effs)} (rows in order).")  # fmt: skip
     if srows and detail:
         L += [
             "",
@@ -316,8 +292,8 @@ def render(
         ]
         for r in srows:
             L.append(f"| {r['chains']} | {r['steps']} | {r['blackjax_cs']:,.0f} | "
-                     f"{_x(r['copyhead'])} | {_x(r['lean'])} | {_x(r['gradient_only'])} | "
-                     f"{_x(r['cpu'])} | {_mib(r['temp_bytes'])} |")  # fmt: skip
+                     f"{fmt_x(r['copyhead'])} | {fmt_x(r['lean'])} | {fmt_x(r['gradient_only'])} | "
+                     f"{fmt_x(r['cpu'])} | {fmt_mib(r['temp_bytes'])} |")  # fmt: skip
     if po and detail:
         L += posterior_lines(po)[1:]
     if trows and detail:
@@ -391,11 +367,11 @@ def paper_config_lines(pc: dict) -> list[str]:
         comp = r.get("first_chunk_minus_steady_s (compile)")
         L.append(f"| Adam, {att} | {r['runs']} ({r['chunk_runs']}) | {r['wall_s']:.0f} s | "
                  f"{r['steady_ms_per_run_epoch']:.2f} | {comp:.0f} s | "
-                 f"{_mib(r['peak_device_bytes'])} | {r['finite']}/{r['runs']} |")  # fmt: skip
+                 f"{fmt_mib(r['peak_device_bytes'])} | {r['finite']}/{r['runs']} |")  # fmt: skip
     g = pc.get("sgld") or {}
     if "wall_s" in g:
         L.append(f"| SGLD, {g['chains']} chains x {g['steps']} steps | - | {g['wall_s']:.0f} s | "
-                 f"- | incl. | {_mib(g['peak_device_bytes'])} | {g['finite_chains']}/"
+                 f"- | incl. | {fmt_mib(g['peak_device_bytes'])} | {g['finite_chains']}/"
                  f"{g['chains']} |")  # fmt: skip
     r = pc.get("softmax") or {}
     if "steady_ms_per_run_epoch" in r:

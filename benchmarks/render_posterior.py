@@ -4,7 +4,7 @@ and CPU seconds of ``benchmarks/results/bench_posterior.json``."""
 
 from __future__ import annotations
 
-from .render import _met, _mib, _range, _x
+from .cells import fmt_met, fmt_mib, fmt_range, fmt_x
 
 
 def posterior_rows(d: dict) -> list[dict]:
@@ -37,10 +37,10 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
              for r in rows]  # fmt: skip
     worst = [w for w in worst if w is not None]
     per = ", ".join(f"{r['attention']} P={r['P']}: "
-                    f"{_range(r['ratios'].get('numpyro_nuts', {}).values(), _x)}"
+                    f"{fmt_range(r['ratios'].get('numpyro_nuts', {}).values(), fmt_x)}"
                     for r in rows)  # fmt: skip
     load = " (measured under load)" if d.get("measured_under_load") else ""
-    met = _met(min(worst) >= tgt) if worst else "-"
+    met = fmt_met(min(worst) >= tgt) if worst else "-"
     L = [f"| posterior: collapsed HMC vs NumPyro NUTS, ESS/CPU-s of U and order parameters"
          f"{load} | {per} | >= {tgt:g}x | {met} |"]  # fmt: skip
     if not detail:
@@ -55,11 +55,11 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
           "NUTS | vs BlackJAX HMC | vs ours, unit mass | XLA temp (ours) |",
           "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
-        cell = lambda n: (_range(r["ratios"][n].values(), _x) if n in r["ratios"]  # noqa: E731
+        cell = lambda n: (fmt_range(r["ratios"][n].values(), fmt_x) if n in r["ratios"]  # noqa: E731
                           else ("failed" if n in r["fails"] else "-"))  # fmt: skip
         L.append(f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
                  f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
-                 f"{cell('copyhead_hmc_unit')} | {_mib(r['temp_bytes'])} |")  # fmt: skip
+                 f"{cell('copyhead_hmc_unit')} | {fmt_mib(r['temp_bytes'])} |")  # fmt: skip
     t = d.get("transition") or {}
     if t.get("status"):
         when = f", measured {t['date'][:10]}" if t.get("date") else ""

@@ -13,10 +13,15 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax.compare import branches as B
+from copyhead_jax.compare import (
+    ci_table,
+    integer_grid,
+    loss_patterns,
+    measured_orders,
+    per_seed_points,
+    pstar_table,
+)
 from copyhead_jax.compare import early_warning as warn
-from copyhead_jax.compare.locate import integer_grid
-from copyhead_jax.compare.seeds import ci_table, per_seed_points
-from copyhead_jax.compare.table import loss_patterns, measured_orders, pstar_table
 from copyhead_jax.plots import main_figure
 from copyhead_jax.storage import jsonable
 from copyhead_jax.sweep import FINITE_DENSE, finite_action_gap

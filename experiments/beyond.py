@@ -30,20 +30,20 @@ import jax
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.cli.theory_options import jsonable  # full precision (common's: 7 digits)
-from copyhead_jax.compare.follow import KEEP, LARGE_AG, coexistence, passes
-from copyhead_jax.compare.pstar import group_means, group_points, point_summary, seed_groups
+from copyhead_jax.cli import theory_options
+from copyhead_jax.compare import follow as BF
+from copyhead_jax.compare import group_means, group_points, point_summary, seed_groups
 from copyhead_jax.fit import sweep_inputs
 from copyhead_jax.plots import branch_follow_figure
 from copyhead_jax.runner import run_mesh
 from copyhead_jax.storage import environment, write_json
 from copyhead_jax.sweep import exact_solve_from, finite_width
-from copyhead_jax.theory import TheoryParams
-from copyhead_jax.theory.beyond import beyond_points
-from copyhead_jax.theory.points import transition_points
+from copyhead_jax.theory import TheoryParams, beyond_points, transition_points
 from copyhead_jax.transition import TISettings
 
 from . import common as C
+
+jsonable = theory_options.jsonable  # full precision (common's: 7 digits)
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 #: the settings a mode's config does not set: theory and networks at every ``rho``, no ``alpha``
@@ -206,7 +206,7 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
         for name, init, p in (("up", "zero", P[0]), ("down", "copy", P[-1])):
             res = C.cached_sweep(config(dict(sub, P=[p]), chain, causal, "softmax", init), cache)
             kept = ("params/W_G", "params/W_O_hat")
-            first[name] = {k: res.arrays[k][0] for k in kept} | {k: res[k][0] for k in KEEP}
+            first[name] = {k: res.arrays[k][0] for k in kept} | {k: res[k][0] for k in BF.KEEP}
         inputs = sweep_inputs(cfg, None)  # P-major, pools cut at P_max (nested)
         solve_runs, nS = exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices)), f["seeds"]
 
@@ -214,12 +214,12 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
             rows = np.arange(i * nS, (i + 1) * nS)
             return solve_runs(jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], inputs), w)
 
-        return passes(P, first["up"], first["down"], solve)
+        return BF.passes(P, first["up"], first["down"], solve)
 
     br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
-    out = {"P": P, "seeds": f["seeds"], "coexistence": coexistence(br, P),
+    out = {"P": P, "seeds": f["seeds"], "coexistence": BF.coexistence(br, P),
            # the branches of the jump itself (a_G apart by > 0.5, as markov.md's "starts distinct")
-           "coexistence_large": coexistence(br, P, LARGE_AG)}  # fmt: skip
+           "coexistence_large": BF.coexistence(br, P, BF.LARGE_AG)}  # fmt: skip
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out

@@ -31,9 +31,7 @@ import copyhead_jax as ch
 from copyhead_jax.storage import environment, nulls_in_lists_to_nan, write_json
 from copyhead_jax.sweep import Feature, Runs, computing, refine
 from copyhead_jax.sweep import finite_theory as finite_runs
-from copyhead_jax.theory.minima import theory_curve
-from copyhead_jax.theory.params import TheoryParams
-from copyhead_jax.theory.points import transition_points
+from copyhead_jax.theory import TheoryParams, theory_curve, transition_points
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MODES = ("paper", "quick", "full", "tiny")  # paper: the default (configs/paper.py)

@@ -19,16 +19,16 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare.pstar import linear_points, softmax_points
-from copyhead_jax.compare.readings import (
-    READINGS,
-    SWEPT,
+from copyhead_jax.compare import (
+    bootstrap_ci,
     ek_window,
+    linear_points,
     measured_exponents,
     measured_from_main,
     reading_theory,
+    softmax_points,
 )
-from copyhead_jax.compare.stats import bootstrap_ci
+from copyhead_jax.compare import readings as RD
 
 from .report.conventions import render
 
@@ -105,15 +105,16 @@ def main(argv=None) -> None:
     jpath = (REPORTS / "results" if out == REPORTS else out) / "conventions.json"
     if a.render:
         data = json.loads(jpath.read_text())
-        stale = any("ek_window" not in data[r] for r in READINGS)  # theory only: ~1 s per L
+        stale = any("ek_window" not in data[r] for r in RD.READINGS)  # theory only: ~1 s per L
     else:
         ch.check_output_folder("--out", out)
         res = REPORTS / "results"
-        data = {r: {"measured": measure_swept(r, out) if r in SWEPT else measured_from_main(res, r),
-                    "exponents_measured": measured_exponents(res, r), "theory": reading_theory(r)}
-                for r in READINGS}  # fmt: skip
+        measured = lambda r: (measure_swept(r, out) if r in RD.SWEPT  # noqa: E731
+                              else measured_from_main(res, r))
+        data = {r: {"measured": measured(r), "exponents_measured": measured_exponents(res, r),
+                    "theory": reading_theory(r)} for r in RD.READINGS}  # fmt: skip
     if not a.render or stale:
-        for r in READINGS:
+        for r in RD.READINGS:
             data[r]["ek_window"] = ek_window(r, EK_L[r])
         jpath.parent.mkdir(parents=True, exist_ok=True)
         jpath.write_text(json.dumps(data, indent=1, default=float) + "\n")

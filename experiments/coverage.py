@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from copyhead_jax.compare.coverage import A1_SAMPLE_COVERAGE, a1_failures, coverage_rows, regimes
+from copyhead_jax.compare import A1_SAMPLE_COVERAGE, a1_failures, coverage_rows
+from copyhead_jax.compare import coverage as CV
 from copyhead_jax.plots import coverage_figure
 
 from . import common as C
@@ -37,6 +38,6 @@ def main(spec: C.Spec, out_dir: str | Path, main_spec: C.Spec | None = None) -> 
         "table": coverage_rows(res_main, ek_lin),
         "a1_failures": a1_failures(res_main),
         "a1_threshold": A1_SAMPLE_COVERAGE,
-        "linear_regimes": {"P": P_lin, "regime": regimes(ek_lin["psi"], ek_lin["r"])},
+        "linear_regimes": {"P": P_lin, "regime": CV.regimes(ek_lin["psi"], ek_lin["r"])},
     }
     return C.save_artefact(spec, res, lambda r: coverage_figure(r, res_main), out_dir, t0)

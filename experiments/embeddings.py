@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare.pstar import array_points
+from copyhead_jax.compare import array_points
 from copyhead_jax.embeddings import joint_map as J
 from copyhead_jax.plots import embeddings_width_figure
 from copyhead_jax.theory import TheoryParams, transition_points

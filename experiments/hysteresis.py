@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from copyhead_jax.compare import branches as B
-from copyhead_jax.compare import rel_err
-from copyhead_jax.compare.locate import integer_grid
+from copyhead_jax.compare import integer_grid, rel_err
 from copyhead_jax.config import single_start
 from copyhead_jax.plots import hysteresis_figure
 from copyhead_jax.sweep import FINITE_DENSE, Feature, Runs

@@ -22,9 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare import bootstrap_ci
-from copyhead_jax.compare.locate import locate_level, locate_max_slope
-from copyhead_jax.compare.seeds import bracketed
+from copyhead_jax.compare import bootstrap_ci, bracketed, locate_level, locate_max_slope
 from copyhead_jax.storage import write_json
 
 from .common import PRESET_NAMES

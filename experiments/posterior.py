@@ -27,6 +27,7 @@ import copyhead_jax as ch
 from copyhead_jax.compare import crossing as CX
 from copyhead_jax.compare import paper
 from copyhead_jax.plots import result_figures
+from copyhead_jax.results import PosteriorResult
 from copyhead_jax.sampling import (
     LEAPFROG,
     TARGET_ACCEPT,
@@ -34,12 +35,12 @@ from copyhead_jax.sampling import (
     branch_summary,
     devinterp_sweep,
     merge_seeds,
+    run_sampler,
     verdicts,
 )
 from copyhead_jax.sampling import summary as PS
-from copyhead_jax.sampling.run import PosteriorResult, run_sampler
 from copyhead_jax.storage import write_json
-from copyhead_jax.transition.laplace_sgld import free_energies
+from copyhead_jax.transition import laplace_sgld
 
 from .common import MODE_FLAGS, cache_path, cached, cached_sweep, log, save_figure
 from .configs.posterior import CONFIGS
@@ -164,7 +165,7 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
         soft["free_energy"] = None
         return
     fe = cached(cache, "ti", [pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"]],
-                lambda: free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)))
+                lambda: laplace_sgld.free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)))
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
     cross = soft["crossings"]
     cross.update(CX.ti_crossings(fe, distinct[[common.index(p) for p in fe["P"]]]))

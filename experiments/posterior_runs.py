@@ -16,9 +16,7 @@ import numpy as np
 import copyhead_jax as ch
 from copyhead_jax.sampling import REDUCED_HMC
 from copyhead_jax.storage import jsonable
-from copyhead_jax.theory import TheoryParams
-from copyhead_jax.theory.minima import theory_curve
-from copyhead_jax.theory.points import transition_points
+from copyhead_jax.theory import TheoryParams, theory_curve, transition_points
 from copyhead_jax.transition import BRANCHES
 from copyhead_jax.transition import branch_runs as BB
 

@@ -18,9 +18,8 @@ from typing import Any
 
 import jax
 
-from copyhead_jax.compare.branches import KEYS, SINGLE, coexistence
-from copyhead_jax.compare.laws import fit_laws, grids_around, phase_panel, theory_row
-from copyhead_jax.compare.locate import integer_grid
+from copyhead_jax.compare import branches as B
+from copyhead_jax.compare import fit_laws, grids_around, integer_grid, phase_panel, theory_row
 from copyhead_jax.plots import scaling_figure
 from copyhead_jax.sweep import FINITE_DENSE
 
@@ -45,10 +44,10 @@ def measure_point(spec: C.Spec, axis: str, value: int, th: dict[str, Any]) -> di
     found = C.adaptive(feats, spec, rounds=s["rounds"], n_new=s["n_new"]) if feats else {}
     out: dict[str, Any] = {"value": int(value), "measured": {}, "reach": {}}
     if "P_aG" in which:
-        out["coexistence"] = coexistence(pool, copy)
-    if "P_aG" in which and found.get(SINGLE) is not None:
-        out["measured"][SINGLE] = found[SINGLE].to_dict()
-    for k in KEYS:
+        out["coexistence"] = B.coexistence(pool, copy)
+    if "P_aG" in which and found.get(B.SINGLE) is not None:
+        out["measured"][B.SINGLE] = found[B.SINGLE].to_dict()
+    for k in B.KEYS:
         if k not in which:
             out["measured"][k] = None
             continue
@@ -83,7 +82,7 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
     res = json.loads(path.read_text())
     if res.get("header", {}).get("mode") != spec.mode:
         return None
-    meas = {k: res["measured"].get(k) for k in (*KEYS, SINGLE)}
+    meas = {k: res["measured"].get(k) for k in (*B.KEYS, B.SINGLE)}
     fin = {
         k: (
             res["theory_finite"]["linear"].get(k) or res["theory_finite"]["softmax"].get(k) or {}
@@ -95,12 +94,12 @@ def from_main(spec: C.Spec, out_dir: Path) -> dict[str, Any] | None:
         "theory_finite": fin,
         "from_main": True,
         "n_seeds": res["header"]["engine"]["sweep"]["n_seeds"],
-        "reach": {k: {"P_cap": None, "in_reach": True} for k in KEYS},
+        "reach": {k: {"P_cap": None, "in_reach": True} for k in B.KEYS},
     }
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
-    from copyhead_jax.theory.scaling import scaling_table
+    from copyhead_jax.theory import scaling_table
 
     t0 = time.time()
     out_dir = Path(out_dir)

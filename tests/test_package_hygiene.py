@@ -1,6 +1,8 @@
 """The package stands alone: it never imports experiments/ or benchmarks/, never edits
-``sys.path``, and theory/ stays below compare/; artefact scripts import the library, not each
-other; the paper's numbers are written once."""
+``sys.path``; theory/ imports only the core and compare/ only the core and theory/; no folder's
+private module is imported from outside it; no import circle in the package, experiments/ or
+benchmarks/; experiments and benchmarks import the folders' faces and no private name;
+artefact scripts import the library, not each other; the paper's numbers are written once."""
 
 import ast
 import re
@@ -68,12 +70,6 @@ def test_importing_the_package_and_its_command_loads_nothing_outside():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True,
                          text=True, check=True)  # fmt: skip
     assert out.stdout.strip() == "[]"
-
-
-def test_theory_does_not_import_compare():
-    hits = [str(f.relative_to(ROOT)) for f, text in _sources(PKG / "theory")
-            if re.search(r"^\s*from\s+(\.\.|copyhead_jax\.)compare\b", text, re.M)]  # fmt: skip
-    assert hits == []
 
 
 def _imports_artefact(text: str, others: str) -> bool:
@@ -267,15 +263,24 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_package_has_no_import_circle():
+def _module_sources(folder: Path) -> dict[str, tuple[str, bool]]:
+    """``{dotted module name: (source, is_package)}`` of every file under ``folder``."""
     sources = {}
-    for f in PKG.rglob("*.py"):
+    for f in folder.rglob("*.py"):
         parts = f.relative_to(ROOT).with_suffix("").parts
         is_pkg = parts[-1] == "__init__"
         sources[".".join(parts[:-1] if is_pkg else parts)] = (f.read_text(), is_pkg)
-    graph = _import_graph(sources)
-    assert graph["copyhead_jax.sweep.run"] >= {"copyhead_jax.fit", "copyhead_jax.config"}
+    return sources
+
+
+@pytest.mark.parametrize("folder", ["copyhead_jax", "experiments", "benchmarks"])
+def test_no_import_circle_in_the_repository(folder):
+    graph = _import_graph(_module_sources(ROOT / folder))
     assert _cycles(graph) == []
+    if folder == "copyhead_jax":  # the graph is not empty
+        assert graph["copyhead_jax.sweep.run"] >= {"copyhead_jax.fit", "copyhead_jax.config"}
+    if folder == "benchmarks":
+        assert graph["benchmarks.render"] >= {"benchmarks.render_posterior", "benchmarks.cells"}
     # the check itself: a lazy import inside a function, and a subpackage's __init__, count
     toy = {
         "p": ("from . import a", True),
@@ -285,6 +290,81 @@ def test_the_package_has_no_import_circle():
         "p.q.c": ("", False),
     }
     assert _cycles(_import_graph(toy)) == [["p.a", "p.q", "p.q.b"]]
+
+
+def _folders() -> set[str]:
+    return {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+
+
+def private_crossings(graph: dict[str, set[str]], folders: set[str]) -> list[str]:
+    """Edges into a folder's ``_x`` module from outside that folder."""
+    bad = []
+    for a, targets in graph.items():
+        for b in targets:
+            parts = b.split(".")
+            home = ".".join(parts[:2])
+            inside = a == home or a.startswith(home + ".")
+            if len(parts) > 2 and parts[1] in folders and not inside and _is_private(b):
+                bad.append(f"{a} imports {b}")
+    return sorted(bad)
+
+
+def test_outside_a_folder_nothing_imports_its_private_modules():
+    """A folder's ``_x`` modules are reached through its face (or its public modules) only."""
+    assert private_crossings(_import_graph(_module_sources(PKG)), _folders()) == []
+    toy = {"copyhead_jax.fit.exact": {"copyhead_jax.models._reduce", "copyhead_jax._checks"},
+           "copyhead_jax.models._head": {"copyhead_jax.models._reduce"}}  # fmt: skip
+    assert private_crossings(toy, {"fit", "models"}) == [
+        "copyhead_jax.fit.exact imports copyhead_jax.models._reduce"
+    ]
+
+
+#: what theory/ and compare/ may import besides themselves: the core (no engine, no plotting)
+CORE = {"_runtime", "_types", "_checks", "storage", "conventions", "config", "data", "sources"}
+
+
+def side_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of theory/ beyond the core, and of compare/ beyond the core and theory/."""
+    bad = []
+    for a, targets in graph.items():
+        room = a.split(".")[1] if a.count(".") else None
+        allowed = {"theory": CORE | {"theory"}, "compare": CORE | {"theory", "compare"}}.get(room)
+        if allowed is not None:
+            bad += [f"{a} imports {b}" for b in targets if b.split(".")[1] not in allowed]
+    return sorted(bad)
+
+
+def test_theory_imports_only_the_core_and_compare_only_the_core_and_theory():
+    assert side_violations(_import_graph(_module_sources(PKG))) == []
+    toy = {
+        "copyhead_jax.theory.points": {"copyhead_jax.plots", "copyhead_jax.config"},
+        "copyhead_jax.compare.pstar": {"copyhead_jax.theory", "copyhead_jax.results"},
+    }
+    assert side_violations(toy) == [
+        "copyhead_jax.compare.pstar imports copyhead_jax.results",
+        "copyhead_jax.theory.points imports copyhead_jax.plots",
+    ]
+
+
+#: ``from copyhead_jax.F.m import x`` / ``import copyhead_jax.F.m`` (F a folder): a deep path
+DEEP = re.compile(
+    r"^\s*(from\s+copyhead_jax\.(\w+)\.\w+\S*\s+import|import\s+copyhead_jax\.(\w+)\.\w+)", re.M
+)
+
+
+def test_experiments_and_benchmarks_import_the_folders_faces():
+    """They take a folder's names from its face (``from copyhead_jax.sampling import ...``, or one
+    of its modules as ``from copyhead_jax.compare import readings``), never a deep path."""
+    folders = _folders()
+    bad = [f"{f.relative_to(ROOT)}: {m.group(0).strip()}"
+           for folder in ("experiments", "benchmarks") for f, text in _sources(ROOT / folder)
+           for m in DEEP.finditer(text) if (m.group(2) or m.group(3)) in folders]  # fmt: skip
+    assert bad == []
+    # the check itself
+    hits = [m.group(2) or m.group(3) for m in DEEP.finditer(
+        "from copyhead_jax.sampling.run import run_sampler\nimport copyhead_jax.fit.exact as E\n"
+        "from copyhead_jax.sampling import run_sampler\nfrom copyhead_jax.storage import x\n")]
+    assert hits == ["sampling", "fit"]
 
 
 def test_inside_the_package_private_names_stay_in_their_module():

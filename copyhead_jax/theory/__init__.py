@@ -45,6 +45,7 @@ from .action import (
     project,
     shift_matrix,
 )
+from .beyond import beyond_points
 from .finite import finite_minima, finite_theory_minimum, nested_stats
 from .full import full_minimum
 from .minima import (
@@ -84,6 +85,7 @@ from .sensitivity import fit, sensitivity
 
 __all__ = [
     "basis",
+    "beyond_points",
     "beta_of_aG",
     "copy_fraction",
     "dataset_stats",

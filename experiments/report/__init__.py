@@ -20,9 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from copyhead_jax.compare import GROWTH_TOL, REL_TOL
-from copyhead_jax.compare.crossing import bayesian_interval, interval_text
-from copyhead_jax.compare.readings import BRANCHES, TRANSITIONS, claims_matrix
+from copyhead_jax.compare import (
+    GROWTH_TOL,
+    REL_TOL,
+    bayesian_interval,
+    claims_matrix,
+    interval_text,
+)
+from copyhead_jax.compare import readings as RD
 
 from ..common import MODE_FLAGS
 from . import claims, posterior_column, widths
@@ -158,9 +163,9 @@ def bayes_section(out_dir: Path) -> str:
     """The Bayesian P*_aG of each preset with the interval of ``experiments.bayes_interval``
     (seeds, MC, quadrature, grid) and the poorly mixing runs named."""
     rows = [f"- **{p}**: {interval_text(bayesian_interval(res))}."
-            for p, name in BRANCHES.items()
+            for p, name in RD.BRANCHES.items()
             if (res := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
-    rows += [transition_row(p, tr) for p, name in TRANSITIONS.items()
+    rows += [transition_row(p, tr) for p, name in RD.TRANSITIONS.items()
              if (tr := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
     if not rows:
         return ""
@@ -238,7 +243,7 @@ def write_readme_block(out_dir: str | Path, readme: str | Path) -> Path:
 def write_width(out_dir: Path, mode: str) -> list[Path]:
     """The width table of each preset whose main artefact has several widths:
     ``results/width_PRESET.json`` and ``figures/width_PRESET.png`` (from ``main_PRESET.json``)."""
-    from copyhead_jax.compare.seeds import width_result
+    from copyhead_jax.compare import width_result
     from copyhead_jax.plots import width_figure
     from copyhead_jax.storage import write_json
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from copyhead_jax.compare.paper import PAPER_MEASURED
-from copyhead_jax.compare.readings import READINGS, claims_matrix, g4
+from copyhead_jax.compare import PAPER_MEASURED, claims_matrix
+from copyhead_jax.compare import readings as RD
 
 from . import claims
 from .tables import table
@@ -28,7 +28,7 @@ def widths_table(data: dict) -> str:
     """Measured P* [95% CI over seeds] at widths 10,000 and infinity beside the EK theory."""
     one = lambda x: "-" if x is None else f"{x:,.1f}"  # noqa: E731
     rows = []
-    for r in READINGS:
+    for r in RD.READINGS:
         th = data[r]["theory"]
         for k in KEYS:
             ms = [located(data[r]["measured"][w], k) for w in ("10000", "inf")]
@@ -50,7 +50,7 @@ def coexistence_table(results: Path) -> str:
     """The softmax coexistence window versus L (``scaling-L_{reading}.json``): the EK spinodals
     and whether the two starts (pooling, copy) stayed distinct minima at N = 10,000."""
     rows = []
-    for r in READINGS:
+    for r in RD.READINGS:
         path = Path(results) / f"scaling-L_{r}.json"
         for row in json.loads(path.read_text())["rows"] if path.exists() else ():
             th, m, co = row["theory_ek"], row.get("measured") or {}, row.get("coexistence")
@@ -61,19 +61,19 @@ def coexistence_table(results: Path) -> str:
                         "not recorded", "-", "-"]  # fmt: skip
             else:
                 meas = [f"{max(co['distinct_fraction'] or [0.0]):.0%} of {row.get('n_seeds')}",
-                        f"{g4(co.get('lower'))} .. {g4(co.get('upper'))}" if co["seen"]
-                        else "none seen", g4(co.get("max_gap"))]  # fmt: skip
+                        f"{RD.g4(co.get('lower'))} .. {RD.g4(co.get('upper'))}" if co["seen"]
+                        else "none seen", RD.g4(co.get("max_gap"))]  # fmt: skip
             rows.append([f"`{r}`", row["value"], "yes" if fo else "no",
-                         f"[{g4(th.get('spinodal_lo'))}, {g4(th.get('spinodal_hi'))}]" if fo
-                         else "-", g4(th.get("P_aG") or th.get("P_aG_crossover")), *meas,
-                         g4(pa.get("P_star")), g4(js.get("P_star"))])  # fmt: skip
+                         f"[{RD.g4(th.get('spinodal_lo'))}, {RD.g4(th.get('spinodal_hi'))}]" if fo
+                         else "-", RD.g4(th.get("P_aG") or th.get("P_aG_crossover")), *meas,
+                         RD.g4(pa.get("P_star")), RD.g4(js.get("P_star"))])  # fmt: skip
     return table(COEXISTENCE_HEAD, rows)
 
 
 def ek_window_text(data: dict) -> str:
     """Per reading, the smallest L from which the EK softmax transition is first order."""
     lines = []
-    for r in READINGS:
+    for r in RD.READINGS:
         rows = data.get(r, {}).get("ek_window")
         if not rows:
             continue

@@ -11,9 +11,9 @@ import json
 import math
 from pathlib import Path
 
-from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
-from copyhead_jax.compare.text import fmt_P as gP  # short: table cells
-from copyhead_jax.compare.warning import signal_of
+from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err, signal_of, text
+
+gP = text.fmt_P  # short: table cells
 
 #: main-table key -> (attention block, early-warning entry, observable)
 VERDICTS = {

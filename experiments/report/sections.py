@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 
-from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err
-from copyhead_jax.compare.paper import PAPER_MEASURED
-from copyhead_jax.compare.readings import COVERAGE
-from copyhead_jax.compare.warning import signal_of
+from copyhead_jax.compare import GROWTH_TOL, PAPER_MEASURED, disagrees, rel_err, signal_of
+from copyhead_jax.compare import readings as RD
 from copyhead_jax.plots import solver_kind
 
 from . import posterior_column
@@ -158,7 +156,7 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
                      two(r["adam_per_sample"]), two(g) if g["n"] else "n/a",
                      f"{r['boundary']}: {pct(r['boundary_err_ek'])} / "
                      f"{pct(r['boundary_err_finite'])}", r["paper"]])  # fmt: skip
-        claim = COVERAGE[r["attention"]]  # the paper's bound (its claims' text)
+        claim = RD.COVERAGE[r["attention"]]  # the paper's bound (its claims' text)
         if r["attention"] == "softmax" or not r["regime"].startswith("crossover"):
             if a["min"] is not None and a["min"] < claim:
                 dis.append(f"**{preset}, coverage, {r['attention']} {r['regime']}**: MAP mean-A "

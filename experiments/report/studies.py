@@ -14,13 +14,13 @@ from pathlib import Path
 
 from copyhead_jax.compare import branch_tables as BT
 from copyhead_jax.compare import crossing as CX
-from copyhead_jax.compare.text import fmt
-from copyhead_jax.compare.text import located as ps  # short: table cells
-from copyhead_jax.compare.text import per_seed_ci as pci  # short: table cells
+from copyhead_jax.compare import text
 from copyhead_jax.sampling import summary as PS
 from copyhead_jax.storage import nulls_in_lists_to_nan
 
 from . import posterior_column
+
+fmt, ps, pci = text.fmt, text.located, text.per_seed_ci  # short: table cells
 
 
 def posterior_tables(res: dict) -> str:

@@ -5,8 +5,7 @@ width, for ``results.md`` (:func:`section_ci`, :func:`section_width`) and the RE
 from __future__ import annotations
 
 import copyhead_jax as ch
-from copyhead_jax.compare import disagrees, rel_err
-from copyhead_jax.compare.claims import grid_band, judge, verdict_text
+from copyhead_jax.compare import disagrees, grid_band, judge, rel_err, verdict_text
 from copyhead_jax.plots import solver_kind, width_name
 
 from .tables import ci_text, num, pct, table
