@@ -6,7 +6,7 @@ Quenched protocol, paper preset (L = 25, V = 5, width 10,000, sigma^2 = chi = 30
 seeds, both attentions:
 
 1. the exact MAP of all 320 runs (float64 L-BFGS, ``engine='reduced'``), target < 60 s;
-2. the default reduced posterior sampler (collapsed HMC, ``sample.default_sampler``: 4 chains,
+2. the default reduced posterior sampler (collapsed HMC, ``sampling.default_sampler``: 4 chains,
    2,000 steps softmax / 4,000 linear) on **one seed at P = 32 and 322** (``SAMPLE_P``), each
    P its own run, so that the cost per run is measured against P. Sampling all 320 runs (issue 11's
    "whole benchmark under 5 min") takes hours on this CPU; the script measures the per-run cost

@@ -2,15 +2,14 @@
 
     python benchmarks/profile_transition_group.py [--P 1245] [--P-pad PAD]
 
-One seed's exact MAP (softmax, the paper-map preset's reduced engine, width 10,000) at the grid
-P next to ``--P`` stands for both branch references (the cost does not depend on which branch a
-reference is); the group's data are padded to ``--P-pad`` rows (default: as ``copyhead
-transition`` pads ``--P`` on the paper preset, whose MAP grid tops out at 1,652; 1,274 rows for
-the default P, where its later seeds' probes sit). The pieces of
-``transition_ti.free_energies`` are timed one by one in CPU seconds, default ``TISettings`` on
-the CPU: the float64 whitening (compilation included), the reference draws (a_G and, with the
-exact t = 0 rung, U at each; a second call without compilation), the rungs' compilation and
-their run, with the number of gradients.
+One seed's exact MAP (softmax, the paper-map preset's reduced engine, width 10,000) at the grid P
+next to ``--P`` stands for both branch references (the cost does not depend on which branch a
+reference is); the group's data are padded to ``--P-pad`` rows (default: as ``copyhead transition``
+pads ``--P`` on the paper preset, whose MAP grid tops out at 1,652; 1,274 rows for the default P,
+where its later seeds' probes sit). The pieces of ``transition.branch_group.free_energies`` are
+timed one by one in CPU seconds, default ``TISettings`` on the CPU: the float64 whitening
+(compilation included), the reference draws (a_G and, with the exact t = 0 rung, U at each; a second
+call without compilation), the rungs' compilation and their run, with the number of gradients.
 """
 
 from __future__ import annotations

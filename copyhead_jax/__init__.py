@@ -1,31 +1,35 @@
 """copyhead_jax: Bayesian copy-head emergence in one attention head, in JAX.
 
-Code map, in data-flow order:
+Code map, in data-flow order (folders end in /; docs/guide/architecture.md has the detail):
 
-- ``config``       frozen configs (TaskConfig, ModelConfig, PosteriorConfig, TrainConfig,
-                   SweepConfig); sampler configs ``SGLDConfig``, ``HMCConfig``; solver configs
-                   ``AdamConfig``, ``ExactConfig``, ``AutoConfig`` (``TrainConfig.solver``)
-- ``presets``      ``PAPER``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
-- ``data``         the copy task: one-hot tokens, targets y^a = x^{a-1}, nested P datasets
-- ``sources``      token sources: i.i.d. or a stationary Markov chain (rho, Dirichlet, given T)
-- ``models``       ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), ``init_head`` from the prior
-- ``posterior``    ``neg_log_posterior``: the one objective U shared by Adam and SGLD
-- ``train``        full-batch Adam with the paper's protocol, many runs in one compiled program
+- ``_runtime``, ``_types``, ``_checks``, ``storage``  the ground: the XLA thread guard and
+                 signal handling, array aliases, validators, result files (schema, atomic
+                 writes, locks, environment metadata)
+- ``conventions``  what engine and theory share: effective P and noise per likelihood
+                 convention, the shift matrix and ansatz basis, projection, copy fraction
+- ``data``, ``sources``  the copy task (one-hot tokens, y^a = x^{a-1}, nested P datasets) and
+                 its token sources (i.i.d. or a stationary Markov chain)
+- ``config/``    frozen configs (``Config`` and its sections; ``AdamConfig``, ``ExactConfig``,
+                 ``AutoConfig``; ``SGLDConfig``, ``HMCConfig``) and the presets (``preset``)
+- ``theory/``    the EK action, reduced potentials, every minimum, P*, scaling (pure JAX);
+                 ``compare/`` where theory and measurement meet (both import only the core)
+- ``runner/``    how work runs: checkpointed chunks, the memory budget, devices, ``map_groups``
+- ``models/``    ``LinearHead`` / ``SoftmaxHead`` (Equinox, muP), the exact width reduction
+- ``objective``  ``neg_log_posterior``: the one objective U of Adam, the exact solver and SGLD
 - ``observables``  order parameters (c1, cG) / (a1, aG), subspace coverage, copy accuracy
-- ``results``      ``SweepResult``, ``PosteriorResult`` (save/load, ok flags)
-- ``storage``      result files: schema, atomic writes, locks, environment metadata
-- ``kernels``      the one HMC kernel (+ dual averaging) and the one R-hat/ESS
-- ``sgld``         SGLD kernel, ``run_chains``, chain health; ``SGLD`` (NumPyro, lazy)
-- ``sweep``        ``run_sweep``: chunks, progress, resume, per-run failure flags
-- ``sample``       ``run_sampler(sweep, SGLDConfig | HMCConfig)``: the posterior of every run
-                   (SGLD on full sweeps, collapsed HMC from fit/branch/prior starts on reduced)
-- ``bayes``        susceptibility with MCSE, LLC (devinterp), free energy by TI, WBIC
-- ``posterior_transition``  ``transition(cfg)``: the Bayesian P* of any configuration
-- ``arviz_io``     ``to_arviz``: a posterior as ArviZ InferenceData / DataTree (lazy arviz)
-- ``fanout``       ``map_groups``: independent groups serially, in processes or on Dask
-- ``plots``        figures from results
-- ``theory``       the effective action S(G), reduced potentials, P*, scaling (pure JAX)
-- ``cli``          the ``copyhead`` command
+- ``results``    ``SweepResult``, ``PosteriorResult`` (save/load, ok flags)
+- ``fit/``       MAP fits: Adam with the paper's protocol, the exact float64 solver,
+                 continuation in P, polish
+- ``sampling/``  the posterior of every run: HMC and SGLD kernels, ``run_sampler``, chain
+                 health, R-hat/ESS, susceptibility, TI, WBIC, LLC, ArviZ export
+- ``sweep/``     ``run_sweep``: every (P, seed) run of a config; the experiments' engine
+- ``transition/``  ``transition(cfg)``: the Bayesian P* of any configuration
+- ``embeddings/``  the trained-embedding studies (Gram change, joint MAP, full posterior)
+- ``plots/``     figures: a result in, a ``Figure`` out
+- ``cli/``       the ``copyhead`` command
+
+``ch.bayes`` (the former posterior-statistics namespace) keeps its names, now defined in
+``sampling`` and ``transition``; ``ch.SGLD`` imports numpyro on first use.
 """
 
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts

@@ -135,7 +135,7 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
     """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.runner.run_dependent``:
     longest ready job first, one job per process). The results are those of the serial order:
     every job reads and writes the same content-addressed cache, and a result two jobs need is
-    computed once (``refine.computing``)."""
+    computed once (``sweep.computing``)."""
     worker = importlib.import_module("experiments.__main__").run_job  # picklable by name
     t0, c0 = time.time(), cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN)
     per: dict[int, float] = {}

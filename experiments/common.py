@@ -29,8 +29,7 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.storage import environment, nulls_in_lists_to_nan, write_json
-from copyhead_jax.sweep import Feature, Runs, computing, refine
-from copyhead_jax.sweep import finite_theory as finite_runs
+from copyhead_jax.sweep import Feature, Runs, computing, finite_theory, refine
 from copyhead_jax.theory import TheoryParams, theory_curve, transition_points
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -158,11 +157,12 @@ def code_version(part: str = "") -> str:
     """Hash of the package source that can change a number: every module but the command lines
     and the plots. Every cached result is keyed by it (``part``: accepted, one version)."""
     root = Path(ch.__file__).resolve().parent
-    skip = ("cli", "plot", "style.py", "arviz_io.py")
+    skip = ("cli", "plots", "sampling/arviz.py")  # the commands, the figures, the ArviZ export
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")):
-        if not any(s in f.name for s in skip):
-            h.update(str(f.relative_to(root)).encode() + f.read_bytes())
+        rel = f.relative_to(root)
+        if rel.parts[0] not in skip and rel.as_posix() not in skip:
+            h.update(str(rel).encode() + f.read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -219,7 +219,7 @@ def adaptive(features: list[Feature], spec: Spec, *, rounds: int, n_new: int, fa
 def finite_width(spec: Spec, runs: Runs, attention: str, P_grid) -> dict[str, Any]:
     """:func:`copyhead_jax.sweep.finite_theory.finite_width` of ``runs``, cached."""
     key = [runs.cfg.to_dict(), attention, np.asarray(P_grid).tolist(), runs.P.tolist()]
-    fn = lambda: finite_runs.finite_width(spec.theory_params(), runs, attention, P_grid)  # noqa: E731
+    fn = lambda: finite_theory.finite_width(spec.theory_params(), runs, attention, P_grid)  # noqa: E731
     return cached(spec.cache_dir, f"finite-{attention}", key, fn)
 
 

@@ -63,7 +63,7 @@ def run_group(c: dict, sweeps: dict, P_group, key, seeds=None, n_seeds_total=Non
 
 
 def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
-    """The result of a config's groups: :func:`copyhead_jax.compare.crossing.branch_tables`
+    """The result of a config's groups: :func:`copyhead_jax.compare.branch_tables.branch_tables`
     of their runs, the MAP U crossing of the first block's sweeps, the EK theory."""
     runs = [r for g in groups for r in g["runs"]]
     blocks = seed_blocks(c)

@@ -1,6 +1,6 @@
 """docs/guide/architecture.md is true of the package: its flow chain orders every module so that
-each imports only to its left, and its table of rooms names every module, and only names that
-exist."""
+each imports only to its left, and its table has one row per folder and one for the top-level
+modules, names every module, and only names that exist."""
 
 import importlib
 import re
@@ -77,8 +77,8 @@ def test_every_import_goes_left_along_the_flow_chain():
 
 
 def _table() -> list[tuple[list[str], str]]:
-    """Rows of the rooms table: (backticked names of the first column, the whole row)."""
-    text = DOC.read_text().split("## Rooms", 1)[1]
+    """Rows of the folders table: (backticked names of the first column, the whole row)."""
+    text = DOC.read_text().split("## Folders", 1)[1]
     rows = []
     for line in text.splitlines():
         if not line.startswith("|"):
@@ -86,11 +86,21 @@ def _table() -> list[tuple[list[str], str]]:
                 break
             continue
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if cells[0] in ("room", "---"):
+        if cells[0] in ("folder", "---"):
             continue
         rows.append((re.findall(r"`([^`]+)`", cells[0]), line))
-    assert len(rows) > 10, "the rooms table was not found"
+    assert len(rows) > 10, "the folders table was not found"
     return rows
+
+
+def test_one_row_per_folder_and_one_for_the_top_level_modules():
+    folders = sorted(p.name + "/" for p in PKG.iterdir() if (p / "__init__.py").exists())
+    top = sorted(f.name for f in PKG.glob("*.py") if f.name != "__init__.py")
+    firsts = [first for first, _ in _table()]
+    assert sorted(n for first in firsts for n in first if n.endswith("/")) == folders
+    assert all(len(first) == 1 for first in firsts if first[0].endswith("/"))
+    (core,) = [first for first in firsts if not first[0].endswith("/")]
+    assert sorted(core) == top
 
 
 def _row_modules(first: list[str]) -> list[str]:

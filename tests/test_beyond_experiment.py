@@ -5,12 +5,6 @@ sets them, the follow and transition variants write what they promise."""
 import numpy as np
 import pytest
 
-from copyhead_jax.objective import Objective
-
-L, V, N, P = 6, 3, 16, 7
-def objective() -> Objective:
-    return Objective(likelihood_weight=30.0 / (2 * L * 30.0))
-
 
 @pytest.mark.heavy  # theory continuation and three tiny exact sweeps: ~1 min on a loaded CPU
 def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):

@@ -1,7 +1,7 @@
 """The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``;
 :func:`preset`.
 
-Comments mark the values that differ from the dataclass defaults of :mod:`.config`.
+Comments mark the values that differ from the dataclass defaults of :mod:`.sections`.
 """
 
 from __future__ import annotations

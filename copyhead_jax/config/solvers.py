@@ -34,7 +34,7 @@ class AdamConfig:
 
     ``lr_scaling='raw'`` applies ``lr`` to every weight in the raw parametrisation (the paper's
     protocol); ``'mup'`` scales it per block with the width so that one ``lr`` works across
-    widths (see ``train.block_lr_factors``).
+    widths (see ``fit.adam.block_lr_factors``).
     """
 
     kind: ClassVar[str] = "adam"

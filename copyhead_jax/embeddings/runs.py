@@ -24,7 +24,7 @@ from .posterior import embedded_draws, prior_gram_rms, prior_scales, sampled_poi
 
 def adam_trace(cfg: Config, epochs: int, every: int) -> dict:
     """One full-engine Adam run of ``cfg`` (one P, one seed) for ``epochs`` epochs of its
-    schedule: the Gram's relative change (:func:`.embedding_gram.gram_change`) every ``every``
+    schedule: the Gram's relative change (:func:`.gram.gram_change`) every ``every``
     epochs, the largest entry move against Adam's bound, the order parameters and ``U``."""
     t0 = time.time()
     trainer, inp = Trainer(cfg), sweep_inputs(cfg, None)

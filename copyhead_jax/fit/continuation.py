@@ -77,7 +77,7 @@ def continue_in_P(
 ) -> dict[str, np.ndarray]:
     """The sweep's per-run arrays (P-major, ``params/W_G`` and ``params/W_O_hat`` included)
     after both passes. ``solve(inp, (W_G, W_O_hat))`` fits the runs ``inp`` from those weights
-    (``fit_exact.run_exact_chunk``); ``inputs`` are the sweep's, P-major like ``arrays``."""
+    (``exact_sweep.run_exact_chunk``); ``inputs`` are the sweep's, P-major like ``arrays``."""
     P, nS = cfg.sweep.P, cfg.sweep.n_seeds
     kept = {k: np.array(v) for k, v in arrays.items()}
     kept["U_own_start"] = kept["U"].copy()

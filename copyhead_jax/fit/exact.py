@@ -2,7 +2,7 @@ r"""Exact MAP of the quenched head: float64 L-BFGS to a stationary point, then i
 
 With frozen embeddings the trained weights of a reduced head (docs/theory.md §2c) are ``W^G``
 ($D\times D$) and ``W_O_hat`` ($V\times D$): about a thousand numbers at $L=25$, $V=5$. The
-quenched $U$ (the data term of ``posterior.neg_log_posterior`` through the head's own fused
+quenched $U$ (the data term of ``objective.neg_log_posterior`` through the head's own fused
 energy and hand-written gradient, plus the priors of the trained weights) is minimised over them
 in float64 by L-BFGS until $\|\nabla U\|\le g_{\rm tol}\max(1,|U|)$.
 

@@ -1,9 +1,9 @@
 r"""Exact MAP fits of a sweep's runs under the reduced engine (docs/theory.md §2c), in one program.
 
-A chunk of runs (``train.RunInputs``: init key, nested training pool, mask, test set) is
+A chunk of runs (``inputs.RunInputs``: init key, nested training pool, mask, test set) is
 initialised as reduced heads (:func:`models.init_reduced`: the run's embedding Gram per
 ``cfg.model``, weights from the prior or a branch start), solved to a stationary point of $U$
-in float64 (:func:`solve.solve_map`; runs one after the other on one CPU, ``vmap`` elsewhere)
+in float64 (:func:`.exact.solve_map`; runs one after the other on one CPU, ``vmap`` elsewhere)
 and measured with the same observables as the Adam fits. One compiled program serves every P of
 a sweep: the pools are padded to ``P_max`` and each chunk (one P) passes the number of blocks of
 sequences that hold data. The per-run arrays have the keys of an Adam chunk (one-point

@@ -2,7 +2,7 @@ r"""Polish: how far was each Adam fit from its own local minimum?
 
 Every run of a sweep with quenched embeddings and kept weights is reduced exactly to width
 $D=V+L$ (docs/theory.md §2c: $A=Q^\top W^GQ$, $B=\hat W^OQ$, off-span prior energy $U_\perp$) and
-the exact solver (:func:`solve.solve_map`, float64 L-BFGS) is run from that point. Per run:
+the exact solver (:func:`.exact.solve_map`, float64 L-BFGS) is run from that point. Per run:
 
 * ``polish/U_adam``: the Adam fit's quenched energy on the span, $U_N-U_{\rm emb}-U_\perp$
   (the part of $U$ that can change the network's function; $U_\perp$ only decays);

@@ -40,7 +40,7 @@ def embedding_scale(head: AbstractHead, width: float) -> float:
 
 
 def joint_split(head: AbstractHead, obj, *, width: float):
-    r"""``(x0, unflatten, inv_var)`` for ``solve.solve_map``: the flat coordinates
+    r"""``(x0, unflatten, inv_var)`` for ``fit.solve_map``: the flat coordinates
     $(\tilde U, W^G, \hat W^O)$ of the width-``width`` network whose reduced image is ``head``
     ($\tilde U$ = head embeddings $/c$, :func:`embedding_scale`; at ``width == head.width`` they
     are the head's own weights), and their inverse prior variances ($1/\sigma_e^2$ on the token
@@ -72,7 +72,7 @@ def joint_split(head: AbstractHead, obj, *, width: float):
 
 def scaled_objective(obj, *, width: float, head_width: int):
     r"""``obj`` with the embedding prior variances times $n/N$: the ordinary energy
-    (``posterior.neg_log_posterior``) of the width-$n$ reduced head under it is the width-$N$
+    (``objective.neg_log_posterior``) of the width-$n$ reduced head under it is the width-$N$
     energy (docs/theory.md §2d: a width-$N$ joint MAP is a width-$D$ one with embedding priors
     $\sigma_e^2D/N$, $\sigma_p^2D/N$)."""
     s = math.sqrt(head_width / width)

@@ -1,7 +1,7 @@
 """Figures of the branch-run artefacts (result dict in, Figure out): the main artefact (both
 attentions' order parameters, losses, the branches' U gap, susceptibility and coverage versus P,
 every P* of the EK and finite-width theories against the measured one), the coverage ablation
-and the hysteresis windows of the two starts; P* versus a parameter: :mod:`.plots_pstar`."""
+and the hysteresis windows of the two starts; P* versus a parameter: :mod:`.pstar`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Memory model of a sweep: device bytes per run, the budget, and runs per compiled chunk.
 
-Used by :func:`~.sweep.run_sweep` to size its chunks and to refuse, before compiling, a run
-that alone does not fit (re-exported from :mod:`.sweep`), and by :func:`~.sample.run_sampler`
-to refuse a sampling chunk that does not fit; every refusal goes through
-:func:`refuse_if_over` and names the size, the budget and the flags that lower it.
+Used by :func:`~copyhead_jax.sweep.run_sweep` to size its chunks and to refuse, before compiling, a
+run that alone does not fit, and by :func:`~copyhead_jax.sampling.run_sampler` to refuse a sampling
+chunk that does not fit; every refusal goes through :func:`refuse_if_over` and names the size, the
+budget and the flags that lower it.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def collapsed_chains(
     n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT, adapt_mass: bool = False,
 ) -> CollapsedStats:  # fmt: skip
     """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w``,
-    Metropolis-corrected: :func:`copyhead_jax.kernels.hmc_chain`, one chain per key. The first
+    Metropolis-corrected: :func:`.hmc.hmc_chain`, one chain per key. The first
     ``n_adapt`` iterations tune each chain's step from ``step_size`` towards acceptance
     ``target_accept`` (dual averaging) and, with ``adapt_mass``, a diagonal mass in ``w``
     (unit mass without), and are discarded; step and mass are then frozen, so the

@@ -1,6 +1,6 @@
 """Chain health of a sweep's posterior: per-run R-hat/ESS arrays, Var(U) check, warnings.
 
-Split out of ``sample.py`` (one job per module); ``run_sampler`` is the only caller.
+``run.run_sampler`` is the only caller.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
                         f"run P={p} seed={s}: posterior variance of U is {r:.2f} x n/2, the "
                         "value of a Gaussian posterior in n weights: the posterior is far from "
                         "Gaussian or the step too large for the whitening; check the means "
-                        "against NUTS (sample_reduced.nuts_reference) before trusting them"
+                        "against NUTS (sampling.nuts_reference) before trusting them"
                     )
     return out
 

@@ -4,7 +4,7 @@ chosen by the config's type: :class:`SGLDConfig` (full engine, below) and :class
 ``HMCConfig.starts``, :mod:`copyhead_jax.sampling.starts`).
 
 **SGLD.** Every run of a :class:`SweepResult` (each P and seed) runs ``n_chains`` SGLD chains
-on the same energy U as Adam (``posterior.neg_log_posterior``, docs/theory.md §2), all weights
+on the same energy U as Adam (``objective.neg_log_posterior``, docs/theory.md §2), all weights
 sampled, embeddings included, in one compiled program: ``vmap`` over runs x ``vmap`` over chains x
 ``scan`` over draws (``thin`` steps between draws, after ``burn_in`` steps). Positions are
 never stored: each draw records U, the training loss, the order parameters and the coverage of
@@ -324,7 +324,7 @@ def run_sampler(
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     mc, program = sampler, Sampler(cfg, sampler)
     cls = head_class(cfg.model.attention)
-    if reduced:  # [G, runs, D, D]: each start group's W^G (sample_starts)
+    if reduced:  # [G, runs, D, D]: each start group's W^G (starts.py)
         roots = np.asarray(jax.vmap(root_of)(cls.from_arrays(cfg, heads)))
         starts = start_points(cfg, mc, heads["W_G"], roots, np.random.default_rng(mc.seed))
     bar = tqdm(total=n_runs, desc=f"{mc.name} {cfg.model.attention} ({C} chains per run)",

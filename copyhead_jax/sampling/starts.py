@@ -102,7 +102,7 @@ def start_warnings(arrays: dict[str, np.ndarray], P, mc: HMCConfig, name: str) -
                 f"(between-start R-hat of {name} = {r:.3f} > {RHAT_BETWEEN_MAX}; copy-branch "
                 f"weight per start {by}): the chains did not cross between the branches, so "
                 "the pooled branch weight is not the posterior's; use branch free energies "
-                "(bayes.branch_log_z) for the weights"
+                "(transition.branch_log_z) for the weights"
             )
     return out
 

@@ -67,7 +67,7 @@ def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
     """Padded dataset length -> the runs (P-major indices) trained at that length.
 
     The exact solver always pads to ``P_max``, in one group: it passes each chunk the number of
-    blocks of sequences that hold data (``solve.value_and_grad_fn``), so a P = 4 run costs the
+    blocks of sequences that hold data (``fit.exact.value_and_grad_fn``), so a P = 4 run costs the
     work of one block while one compiled program serves every P of the sweep."""
     sw = cfg.sweep
     P_of = np.repeat(np.asarray(sw.P), sw.n_seeds)
@@ -221,8 +221,8 @@ def run_sweep(
             seeds by :func:`.sources.user_seed_data`; ``meta['tokens_sha256']`` names them.
 
     With ``ExactConfig.continuation`` (``cfg.solver``) every run is then also solved from its
-    neighbouring P's kept fit and the lowest-U minimum kept (:mod:`.continuation`; adds
-    ``start_source`` and ``U_own_start``).
+    neighbouring P's kept fit and the lowest-U minimum kept (:mod:`copyhead_jax.fit.continuation`;
+    adds ``start_source`` and ``U_own_start``).
 
     Returns:
         A :class:`SweepResult`; a diverged run has ``finite=False`` and the others are kept.

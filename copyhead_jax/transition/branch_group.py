@@ -34,8 +34,8 @@ BRANCHES = ("pool", "copy")
 SIDE = {"pool": -1, "copy": 1}
 #: The t = 1 chains also record U(P) - U(P - dP), dP = SLOPE_FRAC P: per branch E[dU] / dP is
 #: the slope dF/dP to first order (free-energy perturbation; by Jensen a lower bound of the
-#: finite difference). It only places the next probe (:func:`~copyhead_jax.bayes.
-#: transition.next_probe`); no estimate uses it.
+#: finite difference). It only places the next probe (:func:`.root.next_probe`); no estimate
+#: uses it.
 SLOPE_FRAC = 0.03
 #: Reference draws evaluated together on the CPU: larger batches' [batch, P, L, L] attention
 #: overflows its cache (the chains and the SMC particles run one after the other there for the

@@ -197,7 +197,7 @@ def free_energies(cfg, runs: list, arrs: list, trains: list, masks: list, key, c
                   label="", log=_log) -> dict:  # fmt: skip
     """F of every run of a group (``runs[r]``: P, seed, branch; ``arrs[r]``: its reference MAP's
     weights, :func:`head_arrays`; ``trains[r]``, ``masks[r]``: its data padded to one P) by
-    constrained Laplace-referenced TI (:func:`copyhead_jax.bayes.branch_log_z`): whitening in
+    constrained Laplace-referenced TI (:func:`.branch_ti.branch_log_z`): whitening in
     float64, then every run's rungs in one program. ``c``: ``a_thr``, ``ts``, ``hmc``,
     ``n_chains``, ``n_ref``, ``discard``. Each run gains its F, parts and chain health."""
     thr = c["a_thr"]

@@ -2,7 +2,7 @@ r"""Free energy of one branch of a posterior: constrained, Laplace-referenced th
 integration on collapsed-HMC rungs (issue 12, items 3-4).
 
 **Reference.** At a point $x^*$ of the branch (its exact MAP) with the whitening
-$C=V\Lambda_c^{-1/2}$ (for the reduced heads: ``sample_reduced.marginal_whitening``) the chain runs
+$C=V\Lambda_c^{-1/2}$ (for the reduced heads: ``sampling.marginal_whitening``) the chain runs
 on $w$, $x=x^*+Cw$, and the reference energy is $U_{\rm ref}(w)=U_m(x^*)+\tfrac12|w|^2$. Over
 $x$ (Jacobian $|\det C|$)
 $$\log Z_{\rm ref}=-U_m(x^*)+\tfrac n2\log2\pi+\log|\det C| .$$
@@ -13,17 +13,17 @@ path $U_t=(1-t)\,U_{\rm ref}+t\,U_m$ is restricted to $R$ at every $t$, so
 $$\log Z_R=\log Z_{\rm ref}+\log P_{\rm ref}(R)-\int_0^1\mathbb E_{t,R}[U_m-U_{\rm ref}]\,dt ,$$
 with $P_{\rm ref}(R)$ the mass of $R$ under the reference $\mathcal N(0,I)$ in $w$ (exact
 draws, :func:`reference_mass`) and $\mathbb E_{t,R}$ the mean under $e^{-U_t}$ restricted to
-$R$, the integral by :func:`copyhead_jax.bayes.ti_quadrature` (trapezoid plus the
+$R$, the integral by :func:`copyhead_jax.sampling.ti_quadrature` (trapezoid plus the
 Euler-Maclaurin end correction from $\frac{d}{dt}\mathbb E_{t,R}[g]=-\mathrm{Var}_{t,R}[g]$).
 $F_R=-\log Z_R$; when the regions partition the space the posterior weight of region $a$ is
 $1/(1+\sum_{b\ne a}e^{F_a-F_b})$.
 
 **Sampler.** :func:`hmc_chains` runs the one HMC kernel of the package,
-:func:`copyhead_jax.kernels.hmc_chain` (unit mass in the whitened coordinates, ``LEAPFROG`` steps
+:func:`copyhead_jax.sampling.hmc_chain` (unit mass in the whitened coordinates, ``LEAPFROG`` steps
 of a jittered size, dual-averaging adaptation that is then frozen; the collapsed sampler of
-``sample_reduced`` runs it too), on any potential, with an optional region: a proposal that ends
-outside it is rejected. That is exact Metropolis-Hastings for the target restricted to the region
-(the target density is 0 outside, the leapfrog map stays volume preserving and reversible, so
+``sampling.collapsed_hmc`` runs it too), on any potential, with an optional region: a proposal that
+ends outside it is rejected. That is exact Metropolis-Hastings for the target restricted to the
+region (the target density is 0 outside, the leapfrog map stays volume preserving and reversible, so
 the acceptance ratio is the usual one times the indicator). With no region and the same potential
 and keys it makes the same moves as ``collapsed_chains`` (tested).
 """
@@ -70,7 +70,7 @@ def hmc_chains(
     adapt_mass: bool = False,
 ) -> HMCStats:  # fmt: skip
     """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``: the shared
-    kernel :func:`copyhead_jax.kernels.hmc_chain` under ``vmap`` (``sequential=True``: one
+    kernel :func:`copyhead_jax.sampling.hmc_chain` under ``vmap`` (``sequential=True``: one
     chain after the other, ``lax.map``, for a potential whose intermediates overflow the CPU's
     cache when batched: the same chains up to float rounding, measured 2x less CPU per gradient
     on the paper preset's transition). Proposals with

@@ -4,7 +4,7 @@ integration with whitened SGLD, and WBIC as a cross-check (docs/reports/posterio
 In the whitened coordinates of :func:`copyhead_jax.sampling.run.whiten_runs` ($\theta=\theta^*+Cw$,
 $CC^\top=H^{-1}$ at the branch fit) the reference $U_0(w)=U^*+\tfrac12|w|^2$ is the branch's
 Laplace Gaussian and the path $U_t=(1-t)U_0+tU$ stays on the branch at every $t$. With
-$g=U-U_0$: $\log Z_1/Z_0=-\int_0^1\mathbb E_t[g]\,dt$ (:func:`copyhead_jax.bayes.ti_quadrature`)
+$g=U-U_0$: $\log Z_1/Z_0=-\int_0^1\mathbb E_t[g]\,dt$ (:func:`copyhead_jax.sampling.ti_quadrature`)
 and $F=U^*+\tfrac12\log\det H-\log Z_1/Z_0$, up to the likelihood's normalisation (common to
 both branches at one P). WBIC: $\mathbb E_{\beta_0}[D]$ at $\beta_0=1/\log P$. All chains of all
 runs, rungs and the WBIC temperature run in one compiled program (``vmap`` of

@@ -1,4 +1,4 @@
-"""Where a Bayesian transition's groups go (:mod:`.posterior_transition`): the padded size of a
+"""Where a Bayesian transition's groups go (:mod:`.search`): the padded size of a
 group, a later seed's first probes, and one seed's probing loop (:func:`seed_probes`, over any
 ``measure(P)``). Host-side."""
 

@@ -1,17 +1,16 @@
 r"""The Bayesian transition of any configuration (docs/theory.md §9.9): ``transition(cfg)``.
 
-Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy
-start ``'copy'``) on a grid around the theory's point; the first probe at the theory's
-posterior $P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`~copyhead_jax.bayes.
-transition.next_probe` widens until $F_{\rm copy}-F_{\rm pool}$ (:mod:`.transition_ti`) changes
-sign and refines the bracket, placed by the slope each probe measures; the root by log-P
-interpolation with its error budget, a tempered-SMC copy weight at the bracket's ends as the
-cross-check, and the seed mean with its interval. A later seed measures one probe at the earlier
-seeds' mean root and places its root with the slope of their brackets (the seeds' roots differ
-by far less than ``SEED_SPAN``, where that slope holds; ``anchored=False``: two probes a factor
-``SEED_SPAN`` either side, bracketing it). The SMC cross-check runs at the brackets' ends (an
-anchored seed has none: the bracketing seeds' checks hold for its root, a fraction of a per cent
-away) and reuses the TI's whitening.
+Softmax: per seed, the exact MAP of both branches (pool start ``init_attention='zero'``, copy start
+``'copy'``) on a grid around the theory's point; the first probe at the theory's posterior
+$P^*_{a_G}$ (else the seed's MAP $U$ crossing); then :func:`.root.next_probe` widens until
+$F_{\rm copy}-F_{\rm pool}$ (:mod:`.branch_group`) changes sign and refines the bracket, placed by
+the slope each probe measures; the root by log-P interpolation with its error budget, a tempered-SMC
+copy weight at the bracket's ends as the cross-check, and the seed mean with its interval. A later
+seed measures one probe at the earlier seeds' mean root and places its root with the slope of their
+brackets (the seeds' roots differ by far less than ``SEED_SPAN``, where that slope holds;
+``anchored=False``: two probes a factor ``SEED_SPAN`` either side, bracketing it). The SMC
+cross-check runs at the brackets' ends (an anchored seed has none: the bracketing seeds' checks hold
+for its root, a fraction of a per cent away) and reuses the TI's whitening.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sampling.run.run_sampler`) on an exact-MAP sweep.
 
@@ -114,7 +113,7 @@ def transition(
     theory's point); ``theory=False`` skips the EK points (then ``P_grid`` is needed);
     ``sampler``: the linear head's ``HMCConfig`` (default ``REDUCED_HMC_LINEAR``);
     ``anchored``: a later seed measures one probe at the earlier seeds' mean root and places
-    its root with the slope of their brackets (``bayes.transition.anchored_root``; a second
+    its root with the slope of their brackets (``root.anchored_root``; a second
     probe only when the root lies farther than ``SEED_SPAN``), else every seed is bracketed.
     Returns a JSON-ready dict."""
     cfg = transition_config(cfg, n_seeds)

@@ -95,7 +95,7 @@ def systematic_resample(key, log_w):
 def hmc_move(key, potential: Callable, w, *, step_size, n_steps: int, n_leap: int,
              inside: Callable | None = None):  # fmt: skip
     """``n_steps`` HMC transitions of one particle from ``w`` (unit mass, step ``step_size``
-    jittered by U(0.8, 1.2): :func:`~copyhead_jax.kernels.hmc_transition`), proposals
+    jittered by U(0.8, 1.2): :func:`~copyhead_jax.sampling.hmc_transition`), proposals
     outside ``inside`` rejected. Returns ``(w, mean acceptance probability)``."""
     vg = jax.value_and_grad(potential)
     log_eps = jnp.log(jnp.asarray(step_size, w.dtype))

@@ -1,4 +1,4 @@
-"""Checkpoints of ``copyhead transition`` (:mod:`.posterior_transition`): the atomic JSON write
+"""Checkpoints of ``copyhead transition`` (:mod:`.search`): the atomic JSON write
 of every (seed, P) group, the key that names a run's checkpoint folder, and the MAP sweeps a
 resumed run reuses. A run resumes wherever the numbers cannot change beyond float rounding:
 on another machine, memory budget or batching."""

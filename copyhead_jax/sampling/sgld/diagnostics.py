@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._checks import check_float, check_int
-from .. import stats as mcstats  # the one R-hat/ESS of the package
+from .. import stats  # the one R-hat/ESS of the package
 
 __all__ = [
     "ACCEPT_MIN",
@@ -72,12 +72,12 @@ def _trace_stat(stat, x: np.ndarray) -> float:
 
 def split_rhat(x: np.ndarray) -> float:
     """Split R-hat of a scalar trace ``x[chain, draw]`` (needs ``>= 4`` draws, else NaN)."""
-    return _trace_stat(mcstats.split_rhat, x)
+    return _trace_stat(stats.split_rhat, x)
 
 
 def ess(x: np.ndarray) -> float:
     """Effective sample size of a scalar trace ``x[chain, draw]``, chains pooled (NaN if < 4)."""
-    return _trace_stat(mcstats.ess, x)
+    return _trace_stat(stats.ess, x)
 
 
 def chain_health(result, *, burn_in: int = 0) -> ChainHealth:
