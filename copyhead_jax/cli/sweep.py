@@ -8,7 +8,8 @@ import argparse
 from pathlib import Path
 
 from ..compare.overlay import theory_overlay
-from ..config import ATTENTIONS, PRESETS, Config, preset, single_start
+from ..config import BOTH, PRESETS, Config, preset, single_start
+from ..models import head_class
 from ._common import add_parser, progress_flags, save_figure
 from .flags import add_config_flags, config_from_args
 from .tokens import add_tokens_flag, load_tokens
@@ -59,7 +60,7 @@ def cmd_sweep(args) -> int:
     from ..plots.sweeps import sweep_figure
     from ..sweep.run import run_sweep
 
-    attentions = ATTENTIONS if args.attention == "both" else (args.attention,)
+    attentions = BOTH if args.attention == "both" else (args.attention,)
     if args.attention is None:
         attentions = (preset(args.preset).model.attention,)
     widths = args.width or (None,)
@@ -87,9 +88,10 @@ def cmd_sweep(args) -> int:
 
 
 def _branch_configs(cfg: Config) -> list[Config]:
-    """Softmax: a pooling-branch start (zero logits) and a copy-branch start, each kept on its
-    branch (no continuation in P, which keeps the lower-U minimum); linear: as is."""
-    if cfg.model.attention != "softmax":
+    """A two-branch head (softmax): a pooling-branch start (zero logits) and a copy-branch
+    start, each kept on its branch (no continuation in P, which keeps the lower-U minimum);
+    linear: as is."""
+    if not head_class(cfg.model.attention).two_branches:
         return [cfg]
     return [cfg.replace(train=dict(init_attention=a), solver=single_start(cfg.train.solver))
             for a in ("zero", "copy")]  # fmt: skip
@@ -106,18 +108,19 @@ def _print_pstar(results) -> None:
     for width in dict.fromkeys(r.config.model.width for r in results):
         group = [r for r in results if r.config.model.width == width]
         init = {(r.config.model.attention, r.config.train.init_attention): r for r in group}
-        measured = {}
-        lin = next((r for r in group if r.config.model.attention == "linear"), None)
-        if lin is not None and len(lin.P) >= 3:
-            measured.update(linear_points(lin))
-        if ("softmax", "zero") in init and ("softmax", "copy") in init:
-            measured.update(softmax_points(init["softmax", "zero"], init["softmax", "copy"]))
+        measured, theory = {}, {}
+        for att in dict.fromkeys(r.config.model.attention for r in group):
+            first, found = next(r for r in group if r.config.model.attention == att), {}
+            if not head_class(att).two_branches:
+                found = linear_points(first) if len(first.P) >= 3 else {}
+            elif (att, "zero") in init and (att, "copy") in init:
+                found = softmax_points(init[att, "zero"], init[att, "copy"])
+            if found:  # beside the theory: closed forms, or minimisers for Markov/causal
+                measured.update(found)
+                theory.update(config_points(first.config, att))
         if not measured:
             continue
         cfg = group[0].config
-        att = "both" if len({r.config.model.attention for r in group}) > 1 else (
-            cfg.model.attention)  # fmt: skip
-        theory = config_points(cfg, att)  # closed forms, or minimisers for Markov/causal
         paper = (
             (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V)
             == (PAPER.posterior.likelihood, PAPER.model.linear_scale, PAPER.task.L, PAPER.task.V)
@@ -137,7 +140,7 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
     or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
     changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
     overwrites another."""
-    br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # softmax branch start
+    br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # a copy-branch start
     if out is not None and out.endswith(".npz"):
         if len({(c.model.attention, c.model.width) for c in configs}) > 1:
             raise ValueError(

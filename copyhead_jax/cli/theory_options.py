@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_output_path
-from ..config import ATTENTIONS, LIKELIHOODS, LINEAR_SCALES, PRESETS
+from ..config import BOTH, LIKELIHOODS, LINEAR_SCALES, PRESETS
 
 
 def parse_range(spec: str) -> list[int]:
@@ -117,8 +117,8 @@ def check_plot_paths(args, kind: str) -> None:
 
 
 def attentions(a: str) -> list[str]:
-    """``--attention``: ``both`` is every attention."""
-    return list(ATTENTIONS) if a == "both" else [a]
+    """``--attention``: ``both`` is the paper's two heads (linear and softmax)."""
+    return list(BOTH) if a == "both" else [a]
 
 
 def save_attention_plot(args, att: str, kind: str, draw) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from ..config import ATTENTIONS
 from .theory_options import (
     attentions,
     check_plot_paths,
@@ -41,7 +42,7 @@ def add_points_subparsers(sub) -> None:
     p = theory_subcommand(
         sub, "points", "every P* and the spinodals (docs/theory.md §5, §12)", EPILOG_POINTS
     )
-    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
     common_flags(p)
     from .theory_beyond import add_source_flags
 
@@ -51,7 +52,7 @@ def add_points_subparsers(sub) -> None:
     p = theory_subcommand(
         sub, "curve", "order parameters and action versus P (JSON/PNG)", EPILOG_CURVE
     )
-    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
     common_flags(p)
     p.add_argument("--P-min", dest="P_min", type=float, default=None)
     p.add_argument("--P-max", dest="P_max", type=float, default=None)
@@ -63,7 +64,7 @@ def add_points_subparsers(sub) -> None:
     p = theory_subcommand(
         sub, "landscape", "V_lin contours / V_soft(beta) wells around P*", EPILOG_LANDSCAPE
     )
-    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="softmax")
+    p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="softmax")
     common_flags(p)
     p.add_argument("--P", type=float, nargs="+", default=None)
     p.add_argument("--out", default=None, help="PNG path stem")
@@ -73,7 +74,7 @@ def add_points_subparsers(sub) -> None:
     p = theory_subcommand(
         sub, "scaling", "P* over grids of L and V, fitted exponents, PNG", EPILOG_SCALING
     )
-    p.add_argument("--attention", choices=("linear", "softmax", "both"), default="both")
+    p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
     common_flags(p, ranges=True)
     p.add_argument("--out", default=None, help="PNG path")
     p.add_argument("--no-plot", action="store_true")
@@ -137,6 +138,7 @@ def cmd_curve(args) -> dict[str, Any]:
 
 def cmd_landscape(args) -> dict[str, Any]:
     from ..plots.theory import plot_landscape
+    from ..theory import theory_of
     from ..theory.minima import landscape
     from ..theory.points import transition_points
 
@@ -148,7 +150,7 @@ def cmd_landscape(args) -> dict[str, Any]:
             P = args.P
         else:
             pts = transition_points(params, att, args.objective)
-            if att == "softmax":
+            if theory_of(att).two_branches:
                 Ps = pts["P_aG"] or pts["P_aG_crossover"]
                 sp = pts["spinodals"] or [0.8 * Ps, 1.25 * Ps]
                 P = [0.9 * sp[0], sp[0] * 1.02, Ps, sp[1] * 0.98, 1.1 * sp[1]]

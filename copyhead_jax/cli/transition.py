@@ -10,6 +10,8 @@ import json
 import math
 from pathlib import Path
 
+from ..config import ATTENTIONS
+
 
 def _width(text: str):
     w = text.strip().lower()
@@ -70,7 +72,7 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
     p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
     p.add_argument("--chi", type=float, default=None, help="output scale chi")
-    p.add_argument("--attention", choices=("softmax", "linear"), default="softmax")
+    p.add_argument("--attention", choices=ATTENTIONS, default="softmax")
     p.add_argument("--source", choices=SOURCES, default="iid",
                    help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
                    "(docs/theory.md §12; no causal mask here)")  # fmt: skip
@@ -200,7 +202,7 @@ def format_result(res: dict) -> str:
         + (f", {s['n_missing']} unbracketed" if s.get("n_missing") else "")
     ]
     for i, v in enumerate(res["per_seed"]):
-        c = res["seeds"][i]["crossing"] if res["attention"] == "softmax" else res["seeds"][i]
+        c = res["seeds"][i].get("crossing", res["seeds"][i])  # two branches: their crossing
         br, an = c.get("bracket"), c.get("anchor")
         where = (f"bracket [{br[0]:g}, {br[1]:g}]" if br else
                  f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..theory import theory_of
 from . import locate as loc
 from .paper import PAPER_MEASURED
 from .stats import bootstrap_ci
@@ -127,8 +128,8 @@ def array_points(attention: str, P, d: dict, min_jump: float) -> dict[str, dict[
     starts. Linear: :func:`linear_points` where the feature exists on the seed's grid (P*_c1: r
     passes ``R_ONSET``; P*_cG: psi reaches 1/2), elsewhere above the grid (a MAP at G = 0 has
     only residue in r, psi, which the locators would read as a feature). Softmax: the step of
-    ``aG`` (:func:`.locate.locate_jump`) where it exceeds ``min_jump``."""
-    if attention == "linear":
+    ``aG`` (:func:`.locate.locate_jump`) where it exceeds ``min_jump`` (two-branch kinds)."""
+    if not theory_of(attention).two_branches:
         d = dict(d)
         zero = (np.abs(d["r"]) < AT_ORIGIN) & (np.abs(d["cG"]) < AT_ORIGIN)
         d["r"] = np.where(zero, 0.0, d["r"])

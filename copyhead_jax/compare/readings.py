@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..config import preset
-from ..theory import TheoryParams, sensitivity, transition_points
+from ..theory import TheoryParams, sensitivity, theory_of, transition_points
 from .claims import EXPONENT_TOL, across_readings, grid_band, judge, order_of, verdict_text
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
@@ -237,7 +237,8 @@ def coverage_cell(d: Path, r: str) -> dict:
         return _cell("not measured")
     parts, ok = [], []
     for row in cov["table"]:
-        if row["attention"] == "linear" and not row["regime"].startswith(("pooling", "copy")):
+        one = not theory_of(row["attention"]).two_branches
+        if one and not row["regime"].startswith(("pooling", "copy")):
             continue  # the crossover claim is SGLD's; below P_c1 attention is off
         lo = (row["adam_mean_A"] or {}).get("min")
         if lo is None:

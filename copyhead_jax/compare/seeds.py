@@ -91,7 +91,7 @@ def ci_table(
     and the paper's reported value next to them."""
     rows = []
     for key, att, what, ek_key in CI_ROWS:
-        fin = fin_lin if att == "linear" else fin_soft
+        fin = {"linear": fin_lin, "softmax": fin_soft}[att]  # the paper's two heads
         fk = FINITE_OF.get(key, key)
         fin_per = (fin["summary"].get(fk) or {}).get("per_seed") if fin else None
         meas = bootstrap_ci(per_seed.get(key) or [])

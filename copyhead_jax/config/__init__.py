@@ -20,6 +20,7 @@ from .samplers import STARTS as STARTS
 from .samplers import HMCConfig as HMCConfig
 from .samplers import SGLDConfig as SGLDConfig
 from .sections import ATTENTIONS as ATTENTIONS
+from .sections import BOTH as BOTH
 from .sections import LIKELIHOODS as LIKELIHOODS
 from .sections import LINEAR_SCALES as LINEAR_SCALES
 from .sections import Config as Config

@@ -35,6 +35,7 @@ from .solvers import ExactConfig as ExactConfig
 
 Attention = Literal["linear", "softmax"]
 ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
+BOTH = ATTENTIONS[:2]  # what ``--attention both`` runs: the paper's two heads
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
 INITS = ("prior", "zero", "copy")

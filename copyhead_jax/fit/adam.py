@@ -33,7 +33,7 @@ from ..models import (
     trainable_filter,
 )
 from ..objective import Objective, log_prior_energy, neg_log_posterior
-from ..observables import Measurement, measure, shift_operator
+from ..observables import Measurement, measure
 from .inputs import RunInputs
 
 
@@ -129,13 +129,14 @@ class Trainer(eqx.Module):
         return params, frozen, self.optimizer(head)
 
     def _initial_W_G(self, head: AbstractHead) -> Array:
-        r"""``0`` (zero logits) or the minimum-norm $W^G$ with logits $\beta G^*$ on the
+        r"""``0`` (zero logits) or the minimum-norm $W^G$ with the head's copy logits
+        (:meth:`AbstractHead.copy_logits`, $\beta G^*$ for linear and softmax) on the
         positional block and zero elsewhere: $W^G = N\,U^+ M^* U^{+\top}$."""
         if self.cfg.train.init_attention == "zero":
             return jnp.zeros_like(head.W_G)
         V, L = self.cfg.task.V, self.cfg.task.L
         M = jnp.zeros((V + L, V + L), jnp.float32)
-        M = M.at[V:, V:].set(self.cfg.train.init_copy_logit * shift_operator(L))
+        M = M.at[V:, V:].set(head.copy_logits(L, self.cfg.train.init_copy_logit, jnp.float32))
         U_pinv = jnp.linalg.pinv(head.embeddings())  # [N, D]
         return head.width * U_pinv @ M @ U_pinv.T
 

@@ -121,7 +121,7 @@ def value_and_grad_fn(
     tb = jnp.concatenate([tokens, jnp.zeros((pad, L), tokens.dtype)]).reshape(n, B, L)
     kb = jnp.concatenate([mask > 0, jnp.zeros((pad,), bool)]).reshape(n, B)
     n_blk = n if n_blocks is None else jnp.minimum(n_blocks, n)
-    energy = head._energy_fn()
+    energy = head.energy_fn()
 
     def MR(x):
         h = unflatten(x)

@@ -51,7 +51,7 @@ def targets_T(t: TokenBatch, V: int) -> Float[Array, "P V L"]:
     return jnp.swapaxes(jax.nn.one_hot(jnp.roll(t, 1, axis=1), V, dtype=jnp.float32), 1, 2)
 
 
-def _values(R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P L V"]:
+def values(R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P L V"]:
     """``val[alpha, b] = R phi^b = R_E[:, t_b] + R_P[:, b]``: the output of attending to key b."""
     V = R.shape[0]
     return pick(R[:, :V].T, t) + R[:, V:].T[None]
@@ -87,7 +87,7 @@ def softmax_forward(M: Gram, R, t: TokenBatch, causal: bool = False):
         sT = jnp.where(causal_keys_T(t.shape[1])[None], sT, -jnp.inf)
     E = jnp.exp(sT - jnp.max(sT, axis=1, keepdims=True))
     AT = E / jnp.sum(E, axis=1, keepdims=True)  # softmax over keys b (axis 1)
-    val = _values(R, t)
+    val = values(R, t)
     fT = jnp.einsum("pvb,pba->pva", _values_T(R, t), AT)  # f = A val
     return fT, (AT, val)
 
@@ -146,7 +146,7 @@ def linear_forward(M: Gram, R, t: TokenBatch, scale: float):
     P, L = t.shape
     D = V + L
     X = jax.nn.one_hot(t, V, dtype=jnp.float32)  # [P, b, u]
-    valT = jnp.swapaxes(_values(R, t), 1, 2)  # [P, v, b]
+    valT = jnp.swapaxes(values(R, t), 1, 2)  # [P, v, b]
     KT = jnp.concatenate([jnp.einsum("pvb,pbu->pvu", valT, X), valT], axis=-1)  # [P, v, D]
     HT = (KT.reshape(P * V, D) @ M.T).reshape(P, V, D)  # (M K)^T
     fT = scale * (HT[:, :, V:] + pick_minor(HT[:, :, None, :V], t[:, None, :]))
@@ -180,7 +180,7 @@ def linear_causal_forward(M: Gram, R, t: TokenBatch, scale: float):
     V = R.shape[0]
     AT = scale * jnp.where(causal_keys_T(t.shape[1])[None], logits_T(M, t, V), 0.0)
     fT = jnp.einsum("pvb,pba->pva", _values_T(R, t), AT)  # f = A val
-    return fT, (AT, _values(R, t))
+    return fT, (AT, values(R, t))
 
 
 def linear_causal_energy(M: Gram, R, t: TokenBatch, keep: Bool[Array, " P"], scale: float):

@@ -9,7 +9,7 @@ B_F=\sum_\alpha F_\alpha^\top K_\alpha Y_\alpha .$$
 For any function of $(S_F, B_F)$ with gradients $(G_S, G_B)$, the chain rule through
 $F = A\Phi$, the activation and $s = \Phi M\Phi^\top$ gives
 $$\delta F = K F (G_S + G_S^\top) + K Y G_B^\top,\quad
-\delta A = \delta F\,\Phi^\top,\quad \delta s = \mathrm{act}^*(A, \delta A),\quad
+\delta A = \delta F\,\Phi^\top,\quad \delta s = \mathrm{act}^*(s, A, \delta A),\quad
 \delta M = \sum_\alpha\Phi^\top\delta s\,\Phi .$$
 Everything is in the query-major layout ``[P, a, b]``: the logits come from the key-major
 selects of ``_compute`` applied to $M^\top$ ($s = (s^\top)$ of the transpose), so no
@@ -42,8 +42,9 @@ def softmax_rows(s: AttnRows, causal: bool = False) -> AttnRows:
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
-def softmax_rows_vjp(A: AttnRows, dA: AttnRows) -> AttnRows:
+def softmax_rows_vjp(s: AttnRows, A: AttnRows, dA: AttnRows) -> AttnRows:
     r"""$\delta s = A\odot(\delta A - \sum_b A\,\delta A)$ (masked keys have $A = 0$)."""
+    del s  # the softmax's backward needs its output only
     return A * (dA - jnp.sum(A * dA, axis=-1, keepdims=True))
 
 
@@ -54,7 +55,9 @@ def linear_rows(s: AttnRows, scale: float, causal: bool = False) -> AttnRows:
     return scale * s
 
 
-def linear_rows_vjp(A: AttnRows, dA: AttnRows, scale: float, causal: bool = False) -> AttnRows:
+def linear_rows_vjp(s: AttnRows, A: AttnRows, dA: AttnRows, scale: float,
+                    causal: bool = False) -> AttnRows:  # fmt: skip
+    del s, A  # linear: the backward is the forward's transpose
     if causal:
         dA = jnp.where(causal_keys(dA.shape[-1])[None], dA, 0.0)
     return scale * dA
@@ -64,26 +67,27 @@ def feature_moments(act, M: Gram, t: TokenBatch, k: RowWeights):
     """``(S_F [D, D], B_F [D, V], residuals)`` for the activation ``act`` (module docstring)."""
     D = M.shape[0]
     V = D - t.shape[1]
-    A = act(logits_T(M.T, t, V))  # logits_T of M^T is s, query-major
+    s = logits_T(M.T, t, V)  # logits_T of M^T is s, query-major
+    A = act(s)
     X = jax.nn.one_hot(t, V, dtype=M.dtype)
     F = jnp.concatenate([jnp.einsum("pab,pbu->pau", A, X), A], axis=-1)  # [P, a, D]
     Fk = (F * k[..., None]).reshape(-1, D)
     Y = jax.nn.one_hot(jnp.roll(t, 1, axis=1), V, dtype=M.dtype)  # y^a = x^{a-1}
     S = Fk.T @ jnp.concatenate([F, Y], axis=-1).reshape(-1, D + V)  # one pass over the rows
-    return S[:, :D], S[:, D:], (A, Fk)
+    return S[:, :D], S[:, D:], (s, A, Fk)
 
 
 def feature_moments_grad(act_vjp, res, t: TokenBatch, k: RowWeights, G_S: Gram,
                          G_B: Float[Array, "D V"]) -> Gram:  # fmt: skip
     r"""$\delta M$ of a function of $(S_F, B_F)$ with gradients ``(G_S, G_B)``."""
-    A, Fk = res
+    s, A, Fk = res
     P, L = t.shape
     D = G_S.shape[0]
     V = D - L
     dF = (Fk @ (G_S + G_S.T)).reshape(P, L, D)
     dF = dF + k[..., None] * pick(G_B.T, jnp.roll(t, 1, axis=1))  # K Y G_B^T
     dA = dF[..., V:] + pick_minor(dF[:, :, None, :V], t[:, None, :])  # dF Phi^T
-    ds = act_vjp(A, dA)
+    ds = act_vjp(s, A, dA)
     X = jax.nn.one_hot(t, V, dtype=ds.dtype).reshape(-1, V)
     Q = jnp.einsum("pab,pbv->pav", ds, X.reshape(P, L, V))  # ds X
     return jnp.block([[X.T @ Q.reshape(-1, V), X.T @ ds.reshape(-1, L)],

@@ -51,6 +51,7 @@ from .._types import (
     TokenBatch,
 )
 from ..config import ATTENTIONS, AdamConfig, Config, ModelConfig
+from ..theory.heads import HeadTheory, LinearTheory, SoftmaxTheory
 from ._compute import (
     fused_sq_error,
     linear_causal_energy,
@@ -61,22 +62,32 @@ from ._compute import (
     softmax_energy,
     softmax_forward,
     targets_T,
+    values,
 )
 from ._features import linear_rows, linear_rows_vjp, softmax_rows, softmax_rows_vjp
 from ._mask import mask_logits, target_weights
 
 #: The array leaves of every head (a sweep stores them as ``params/<name>``).
 ARRAY_FIELDS = ("W_E", "b", "W_G", "W_O_hat")
+#: What a head takes from its theory class (:mod:`copyhead_jax.theory.heads`).
+THEORY_CONSTANTS = ("name", "order_names", "order_labels", "two_branches", "transition_key",
+                    "gauge_fix")  # fmt: skip
+_REGISTRY: dict[str, type] = {}  # every head class by attention name (``__init_subclass__``)
 
 
 class AbstractHead(eqx.Module):
     """Embedding, positional bias, key-query and readout; subclasses set the activation.
 
-    A subclass also says, as class constants, what the rest of the package needs to know about
-    its attention: ``order_names`` (its names for the projections ``(c1, cG)`` of the mean
-    attention on ``(J/L, G*/sqrt L)``), ``gauge_fix`` (a Z2 gauge fixed by ``r > 0``, or none)
-    and ``warmup_default`` (the lr warm-up fraction when ``AdamConfig.warmup_frac`` is None).
-    A new attention variant is a subclass plus an entry in ``HEADS``.
+    A subclass names its attention kind's theory class ``theory`` (:mod:`..theory.heads`),
+    from which it takes what the rest of the package needs to know about its attention:
+    ``name``, ``order_names`` (its names for the projections ``(c1, cG)`` of the mean attention
+    on ``(J/L, G*/sqrt L)``), ``order_labels``, ``two_branches`` (pooling and copy starts),
+    ``transition_key``, ``gauge_fix`` (a Z2 gauge fixed by ``r > 0``) and ``copy_logits`` (the
+    copy start); its own constants are ``warmup_default`` (the lr warm-up fraction when
+    ``AdamConfig.warmup_frac`` is None) and ``plot_style`` (colour, marker, line style). A new
+    attention variant is a subclass with its :meth:`activation` and its theory class; the
+    batched fast paths (:meth:`_outputs_T`, :meth:`energy_fn`, :meth:`feature_activation`)
+    default to autodiff of the activation, and a head may override them by hand.
     """
 
     # leading ``*runs`` axes: a stack of heads (the runs of a sweep, chains) is one head pytree;
@@ -88,9 +99,27 @@ class AbstractHead(eqx.Module):
     chi: float = eqx.field(static=True)
     causal: bool = eqx.field(static=True, default=False)  # mask b <= a; loss drops a = 0
 
+    theory: ClassVar[type[HeadTheory]]
+    name: ClassVar[str]
     order_names: ClassVar[tuple[str, str]]
+    order_labels: ClassVar[tuple[str, str]]
+    two_branches: ClassVar[bool]
+    transition_key: ClassVar[str]
     gauge_fix: ClassVar[bool]
-    warmup_default: ClassVar[float]
+    warmup_default: ClassVar[float] = 0.0
+    plot_style: ClassVar[dict[str, str]]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "theory" in cls.__dict__:  # the attention's descriptors, written once in its theory
+            for k in THEORY_CONSTANTS:
+                setattr(cls, k, getattr(cls.theory, k))
+            _REGISTRY[cls.name] = cls
+
+    @classmethod
+    def copy_logits(cls, L: int, logit, dtype=None) -> Float[Array, "L L"]:
+        """The positional logits of the copy branch's start (the theory's)."""
+        return cls.theory.copy_logits(L, logit, dtype)
 
     @classmethod
     def static_fields(cls, model: ModelConfig, *, L: int, chi: float) -> dict:
@@ -184,22 +213,49 @@ class AbstractHead(eqx.Module):
         """``sum_alpha [mask_alpha > 0] ||f_alpha - y_alpha||^2`` with a fused, hand-written
         gradient (``custom_jvp``): padding rows contribute exactly nothing, value or gradient."""
         M, R = self.logit_gram(), self.readout_map()
-        return fused_sq_error(self._energy_fn(), M, R, tokens, mask > 0)
+        return fused_sq_error(self.energy_fn(), M, R, tokens, mask > 0)
 
-    @abc.abstractmethod
+    def _skeleton(self) -> AbstractHead:
+        """This head without its arrays: its static fields only (a hashable value that plain
+        functions of arrays may close over)."""
+        return jax.tree.map(lambda _: None, self)
+
     def _outputs_T(self, M: Gram, R: Float[Array, "V D"], t: TokenBatch) -> Float[Array, "P V L"]:
-        """Outputs for token batch ``t``, transposed per sequence: ``fT[alpha, v, a]``."""
+        """Outputs for token batch ``t``, transposed per sequence: ``fT[alpha, v, a]`` (autodiff
+        default: the activation of the key-major logits, then ``f = A val``)."""
+        V = R.shape[0]
+        A = self.activation(jnp.swapaxes(logits_T(M, t, V), 1, 2))  # [P, a, b]
+        return jnp.einsum("pab,pbv->pva", A, values(R, t))
 
-    @abc.abstractmethod
-    def _energy_fn(self) -> Callable:
+    def energy_fn(self) -> Callable:
         """``(M, R, t, keep) -> (masked sum of squared errors, (d/dM, d/dR))``, a plain function
-        of arrays (no weights captured), so that it can be a static argument."""
+        of arrays (no weights captured), so that it can be a static argument. Default: autodiff
+        of :meth:`_outputs_T`."""
+        head = self._skeleton()
 
-    @abc.abstractmethod
+        def energy(M, R, t, keep):
+            def loss(M, R):
+                e = head._outputs_T(M, R, t) - targets_T(t, R.shape[0])
+                if head.causal:  # position 0 has no previous token (models._mask)
+                    e = e * target_weights(t.shape[1], True)[None, None, :]
+                return jnp.sum(jnp.where(keep, jnp.sum(e * e, axis=(1, 2)), 0.0))
+
+            return jax.value_and_grad(loss, argnums=(0, 1))(M, R)
+
+        return energy
+
     def feature_activation(self) -> tuple[Callable, Callable]:
         """``(act, act_vjp)`` on query-major logit stacks ``[P, L, L]``: the activation and
-        ``(A, dA) -> ds`` (``models._features``, the collapsed posterior's readout features),
-        plain functions of arrays, so that they can be static arguments."""
+        ``(s, A, dA) -> ds`` (``models._features``, the collapsed posterior's readout features),
+        plain functions of arrays, so that they can be static arguments. Default: the
+        activation and its autodiff pullback."""
+        head = self._skeleton()
+
+        def act_vjp(s, A, dA):
+            del A
+            return jax.vjp(head.activation, s)[1](dA)[0]
+
+        return head.activation, act_vjp
 
 
 class LinearHead(AbstractHead):
@@ -208,9 +264,9 @@ class LinearHead(AbstractHead):
 
     scale: float = eqx.field(static=True, default=1.0)
 
-    order_names = ("c1", "cG")
-    gauge_fix = True  # (W^G, W^O) -> (-W^G, -W^O) leaves f unchanged: fix r > 0
+    theory = LinearTheory
     warmup_default = 0.0
+    plot_style = dict(color="#0072B2", marker="o", ls="-.")  # Okabe-Ito blue
 
     @classmethod
     def static_fields(cls, model: ModelConfig, *, L: int, chi: float) -> dict:
@@ -227,7 +283,7 @@ class LinearHead(AbstractHead):
             return linear_causal_forward(M, R, t, self.scale)[0]
         return linear_forward(M, R, t, self.scale)[0]
 
-    def _energy_fn(self):
+    def energy_fn(self):
         if self.causal:
             return functools.partial(linear_causal_energy, scale=self.scale)
         return functools.partial(linear_energy, scale=self.scale)
@@ -240,9 +296,9 @@ class LinearHead(AbstractHead):
 class SoftmaxHead(AbstractHead):
     """Softmax attention over keys (``causal``: over keys ``b <= a``)."""
 
-    order_names = ("a1", "aG")
-    gauge_fix = False  # the softmax is not odd: no sign symmetry
+    theory = SoftmaxTheory
     warmup_default = 0.1  # paper: linear lr warm-up over the first 10% of epochs (softmax only)
+    plot_style = dict(color="#D55E00", marker="s", ls=":")  # Okabe-Ito vermillion
 
     def activation(self, s: LogitStack) -> AttnStack:
         if self.causal:
@@ -252,7 +308,7 @@ class SoftmaxHead(AbstractHead):
     def _outputs_T(self, M, R, t):
         return softmax_forward(M, R, t, self.causal)[0]
 
-    def _energy_fn(self):
+    def energy_fn(self):
         if self.causal:
             return functools.partial(softmax_energy, causal=True)
         return softmax_energy
@@ -263,7 +319,7 @@ class SoftmaxHead(AbstractHead):
 
 #: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the
 #: names are ``config.ATTENTIONS`` (config validates them and sits below models), in order.
-HEADS: dict[str, type[AbstractHead]] = dict(zip(ATTENTIONS, (LinearHead, SoftmaxHead), strict=True))
+HEADS: dict[str, type[AbstractHead]] = {a: _REGISTRY[a] for a in ATTENTIONS}
 
 
 def head_class(attention: str) -> type[AbstractHead]:

@@ -25,7 +25,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .. import conventions
 from ..config import Config, ModelConfig, TaskConfig, TrainConfig
 from ._head import AbstractHead, head_class, readout_prior_std
 
@@ -168,11 +167,12 @@ def expand_head(
     return eqx_replace(full_like, W_G=W_G, W_O_hat=W_O_hat)
 
 
-def copy_start(T: Root, *, V: int, L: int, logit: float) -> Float[Array, "D D"]:
-    r"""$A$ whose logits are ``logit`` $\cdot G^*$ on the positional block and zero elsewhere:
+def copy_start(T: Root, *, V: int, L: int, logit: float, attention: str) -> Float[Array, "D D"]:
+    r"""$A$ whose logits are the head's copy logits (``logit`` $\cdot G^*$ for linear and softmax,
+    :meth:`AbstractHead.copy_logits`) on the positional block and zero elsewhere:
     $A=T^{-1}M^*T^{-\top}$ (the reduced image of the full engine's minimum-norm copy start)."""
-    G_star = conventions.shift_matrix(L, jnp.float32)  # as observables.shift_operator
-    M = jnp.zeros((V + L, V + L), T.dtype).at[V:, V:].set(logit * G_star)
+    M_star = head_class(attention).copy_logits(L, logit, jnp.float32)  # as the full engine's
+    M = jnp.zeros((V + L, V + L), T.dtype).at[V:, V:].set(M_star)
     Ti = jnp.linalg.inv(T)
     return Ti @ M @ Ti.T
 
@@ -186,8 +186,7 @@ def init_reduced(key: Array, cfg: StartSpec, like: AbstractHead, dtype=jnp.float
 
 def init_reduced_arrays(key: Array, cfg, dtype=jnp.float64):
     """``(T, W_G, W_O_hat)`` of :func:`init_reduced`; ``cfg`` needs only ``model``, ``train``,
-    ``task`` and ``posterior`` (for the readout prior alone; none of them changes with the
-    attention)."""
+    ``task`` and ``posterior`` (for the readout prior alone)."""
     m, t, V, L = cfg.model, cfg.train, cfg.task.V, cfg.task.L
     D = V + L
     _, _, kG, kO = jax.random.split(key, 4)
@@ -196,7 +195,7 @@ def init_reduced_arrays(key: Array, cfg, dtype=jnp.float64):
     if t.init_attention == "zero":
         A = jnp.zeros_like(A)
     elif t.init_attention == "copy":
-        A = copy_start(T, V=V, L=L, logit=t.init_copy_logit)
+        A = copy_start(T, V=V, L=L, logit=t.init_copy_logit, attention=m.attention)
     p = cfg.posterior
     std = readout_prior_std(m.sigma_O, p.chi, chi_in_readout_prior=p.chi_in_readout_prior)
     B = std * jax.random.normal(kO, (V, D), dtype=dtype)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..models import head_class
 from . import style as S
 from .style import A_G_LABEL, KEY_COLORS, P_LABEL, legend, not_measured, num, styled
 
@@ -215,7 +216,7 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
         a.axhline(res["a1_threshold"], color=S.GREY, lw=0.8, ls="--",
                   label=f"A1 threshold ({res['a1_threshold']:g})")  # fmt: skip
         a.set_xscale("log")
-        start = " (pooling start)" if att == "softmax" else ""
+        start = " (pooling start)" if head_class(att).two_branches else ""
         a.set(xlabel=P_LABEL, ylabel=COVERAGE_LABEL, title=f"{att} attention{start}")
     lin = res["linear_regimes"]
     P = np.asarray(lin["P"], float)  # each P shaded by its regime, edges half way in log P

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..models import head_class  # noqa: E402
 from . import style  # noqa: E402
 
 __all__ = [
@@ -28,7 +29,7 @@ SHRINK = 2 * math.sqrt(2 / math.pi)  # docs/theory.md §2e: delta ~ 2 sqrt(2/pi)
 
 def lr_cumsum(epochs: np.ndarray, attention: str, lr=1e-5, total=2000) -> np.ndarray:
     """sum of the paper schedule's learning rates over the first ``epochs`` epochs."""
-    warm = int(round(0.1 * total)) if attention == "softmax" else 0
+    warm = int(round(head_class(attention).warmup_default * total))
     t = np.arange(total)
     eta = np.where(t < warm, lr * t / max(warm, 1), lr)
     return np.concatenate([[0.0], np.cumsum(eta)])[epochs]
@@ -53,7 +54,7 @@ def embeddings_protocol_figure(res: dict):
     ep = np.arange(0, 2001, 20)
     for att in ("softmax", "linear"):
         a.plot(ep, SHRINK * lr_cumsum(ep, att), color=style.BLACK, lw=0.8,
-               ls=":" if att == "softmax" else "-.",
+               ls=head_class(att).plot_style["ls"],
                label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})")  # fmt: skip
     a.set_xlabel("epoch (paper schedule, lr $10^{-5}$)")
     a.set_ylabel(r"$\|C-C_{\rm init}\|_F/\|C_{\rm init}\|_F$")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compare.crossing import quiet
+from ..models import head_class
 from . import style as st
 
 #: the softmax blocks of a posterior result: key, name, colour, marker
@@ -80,12 +81,11 @@ def susceptibility_figure(panels: list, tag: str):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(1, len(panels), figsize=(12, 5.4), layout="constrained")
-    syms = {"c1": "c_1", "cG": "c_G", "r": "r", "U": "U"}
     for a, (title, b, att, stars) in zip(np.atleast_1d(ax), panels, strict=True):
         P = np.asarray(b["P"], float)
+        n1, nG = (lab.strip("$") for lab in head_class(att).order_labels)
+        syms = {"c1": n1, "cG": nG, "r": "r", "U": "U"}
         for (k, sym), col, mk in zip(syms.items(), (st.SKY, st.BLUE, st.GREEN, st.ORANGE), "osD^"):
-            if att == "softmax":
-                sym = sym.replace("c_", "a_")
             v = np.asarray(b["susceptibility"][k]["value"], float)
             e = np.asarray(b["susceptibility"][k]["mcse"], float)
             with quiet():

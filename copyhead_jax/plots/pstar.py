@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..compare.branches import KEYS, SINGLE, THEORY_KEY
+from ..models import head_class
 from . import style as S
 from .style import KEY_COLORS, P_LABEL, legend, log_P_axis, styled
 
@@ -33,14 +34,16 @@ def scaling_figure(res: dict[str, Any]):
         m = a.pcolormesh(d["values"], d["P"], np.asarray(d[field], float).T, shading="nearest",
                          cmap="viridis")  # fmt: skip
         fig.colorbar(m, ax=a, label=f"{cbar} (EK theory, dimensionless)")
-        keys = ("P_c1", "P_cG") if att == "linear" else ("P_aG", "spinodal_lo", "spinodal_hi")
+        kind = head_class(att)
+        stars = [k for k in kind.theory.point_keys if k in pd["boundaries"]]
+        keys = stars + (["spinodal_lo", "spinodal_hi"] if kind.two_branches else [])
         for k in keys:
             spin = "spin" in k
             a.plot(pd["boundary_values"], _nan(pd["boundaries"][k]),
                    "--" if spin else (":" if k == "P_c1" else "-"), color="w", lw=1.4,
                    label=("EK spinodals" if k == "spinodal_lo" else None) if spin
                    else f"EK {S.star_label(k)}")  # fmt: skip
-        for k in keys[: 2 if att == "linear" else 1]:
+        for k in stars:
             first = True
             for r in rows:
                 mk = r["measured"].get(k)

@@ -18,6 +18,8 @@ from cycler import cycler  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
 
+from ..models import HEADS  # noqa: E402
+
 # Okabe & Ito (2008), "Color Universal Design"
 BLACK = "#000000"
 ORANGE = "#E69F00"
@@ -30,7 +32,7 @@ PURPLE = "#CC79A7"
 GREY = "#8C8C8C"
 PALETTE = (BLUE, VERMILLION, GREEN, ORANGE, SKY, PURPLE, BLACK, YELLOW)
 
-COLORS = {"linear": BLUE, "softmax": VERMILLION}
+COLORS = {name: cls.plot_style["color"] for name, cls in HEADS.items()}  # each head's colour
 KEY_COLORS = {  # P_aG black: vermillion is the softmax data's
     "P_c1": GREEN,
     "P_cG": PURPLE,

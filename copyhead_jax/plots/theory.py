@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..theory import theory_of
 from .style import GREY, KEY_COLORS, P_LABEL, PALETTE, legend, styled
 
 _MARKS = KEY_COLORS
@@ -48,37 +49,30 @@ def _metastable(ax, P, minima, valid):
     ax.plot(Pm[other], minima[other], ".", color=GREY, ms=3, label="metastable minima")
 
 
+_SYMBOL = {"beta": "$\\beta$", "u": "$u$", "c1": "$c_1$", "cG": "$c_G$", "r": "$r$"}
+
+
 @styled
 def plot_curve(curve: dict[str, Any], points: dict[str, Any] | None = None) -> Figure:
-    """Order parameters, copy fraction / attention, and loss versus P (:func:`theory_curve`)."""
+    """Order parameters, the copy measure, and loss versus P (:func:`theory_curve`)."""
+    kind = theory_of(curve["attention"])
     P = np.asarray(curve["P"])
     fig = Figure(figsize=(13, 5), layout="constrained")
     axs = fig.subplots(1, 3)
     valid = np.asarray(curve["minima_valid"])
-    if curve["attention"] == "linear":
-        axs[0].plot(P, curve["c1"], label="$c_1$")
-        axs[0].plot(P, curve["cG"], label="$c_G$")
-        _metastable(axs[0], P, np.asarray(curve["minima_cG"]), valid)
-        axs[0].set_ylabel("order parameters at the global minimum")
-        axs[1].plot(P, curve["psi"], color=PALETTE[2], label="$\\psi$")
-        axs[1].set_ylabel("copy fraction $\\psi$ (dimensionless)")
-        keys = ("P_c1", "P_cG", "P_cG_half")
-    else:
-        axs[0].plot(P, curve["beta"], label="$\\beta$ (global minimum)")
-        _metastable(axs[0], P, np.asarray(curve["minima_beta"]), valid)
-        axs[0].set_ylabel("logit scale $\\beta$ (dimensionless)")
-        axs[1].plot(P, curve["p"], color=PALETTE[3], label="$p = A_{a,a-1}$")
-        axs[1].plot(
-            P, np.asarray(curve["aG"]) / np.sqrt(curve["params"]["L"]), label="$a_G/\\sqrt{L}$"
-        )
-        axs[1].set_ylabel("attention on the previous token (0 to 1)")
-        keys = ("P_aG",)
+    for name, lab in zip(kind.order_names, kind.order_labels):
+        axs[0].plot(P, curve[name], label=lab)
+    _metastable(axs[0], P, np.asarray(curve[f"minima_{kind.order_names[1]}"]), valid)
+    axs[0].set_ylabel("order parameters at the global minimum")
+    field, lab = kind.phase_field
+    axs[1].plot(P, curve[field], color=PALETTE[2], label=lab)
+    axs[1].set_ylabel(f"{lab} (dimensionless)")
     axs[2].plot(P, curve["mse"], color="k", label="population loss")
     axs[2].set_ylabel("population loss per sequence")
     for ax in axs:
         ax.set_xscale("log")
         ax.set_xlabel(P_LABEL)
-        _mark_points(ax, points, keys)
+        _mark_points(ax, points, kind.point_keys)
         legend(ax)
     p = curve["params"]
     fig.suptitle(
@@ -91,37 +85,42 @@ def plot_curve(curve: dict[str, Any], points: dict[str, Any] | None = None) -> F
 
 @styled
 def plot_landscape(data: dict[str, Any]) -> Figure:
-    """``V_soft(beta)`` curves (the two wells) or ``V_lin`` contours (:func:`landscape`)."""
+    """The reduced potential: curves of a one-coordinate ansatz (softmax: the two wells of
+    ``V(beta)``) or contours of a two-coordinate one (:func:`landscape`)."""
+    kind = theory_of(data["attention"])
     P = np.asarray(data["P"])
     m = data["minima"]
-    if data["attention"] == "softmax":
+    if len(kind.coords) == 1:
+        x = kind.coords[0]
         fig = Figure(figsize=(6, 4), layout="constrained")
         ax = fig.subplots()
         for i, p in enumerate(P):
-            ax.plot(data["beta"], data["V"][i], color=_c(i), label=f"P = {p:.4g}")
+            ax.plot(data[x], data["V"][i], color=_c(i), label=f"P = {p:.4g}")
             ok = m["minima_valid"][i]
-            b = m["minima_beta"][i][ok]
-            ax.plot(b, np.interp(b, data["beta"], data["V"][i]), "o", color=_c(i), ms=4)
+            b = m[f"minima_{x}"][i][ok]
+            ax.plot(b, np.interp(b, data[x], data["V"][i]), "o", color=_c(i), ms=4)
         ax.plot([], [], "o", color=GREY, ms=4, label="local minima")
-        ax.set_xlabel("logit scale $\\beta$ (logits $\\beta G^*$)")
-        ax.set_ylabel("$V_{soft}(\\beta) - V_{soft}(0)$ (nats)")
+        ax.set_xlabel(f"coordinate {_SYMBOL.get(x, x)} of the ansatz")
+        ax.set_ylabel(f"$V({_SYMBOL.get(x, x).strip('$')}) - V(0)$ (nats)")
         legend(ax)
         return fig
+    a, b = kind.landscape_axes
     n = len(P)
     fig = Figure(figsize=(3.6 * n, 3.4), layout="constrained")
     axs = np.atleast_1d(fig.subplots(1, n))
     for i, (ax, p) in enumerate(zip(axs, P)):
         V = data["V"][i]
         lv = np.quantile(V, np.linspace(0.0, 0.6, 16))
-        ax.contour(data["c1"], data["cG"], V.T, levels=np.unique(lv), linewidths=0.7)
+        ax.contour(data[a], data[b], V.T, levels=np.unique(lv), linewidths=0.7)
         ok = m["minima_valid"][i]
-        for s in (1, -1):  # the Z2 partner of each minimum
-            ax.plot(s * m["minima_c1"][i][ok], s * m["minima_cG"][i][ok], "k.", ms=6)
+        for s in (1, -1) if kind.gauge_fix else (1,):  # the Z2 partner of each minimum
+            ax.plot(s * m[f"minima_{a}"][i][ok], s * m[f"minima_{b}"][i][ok], "k.", ms=6)
         ax.set_title(f"$P$ = {p:,.4g}", fontsize=9)
-        ax.set_xlabel("$c_1$")
-        ax.set_ylabel("$c_G$")
+        ax.set_xlabel(_SYMBOL.get(a, a))
+        ax.set_ylabel(_SYMBOL.get(b, b))
         keys = [Line2D([], [], color=GREY, lw=0.7), Line2D([], [], marker=".", color="k", ls="")]
-        legend(ax, handles=keys, labels=["contours of $V_{lin}$", "minima, $\\pm$ partners"])
+        mins = "minima, $\\pm$ partners" if kind.gauge_fix else "local minima"
+        legend(ax, handles=keys, labels=["contours of $V$", mins])
     return fig
 
 
@@ -161,15 +160,12 @@ def plot_phase_diagram(pd: dict[str, Any], table: dict[str, Any] | None = None) 
     """Order parameter of the global minimiser over ``(L or V, P)`` (:func:`phase_diagram`)."""
     fig = Figure(figsize=(6, 4.2), layout="constrained")
     ax = fig.subplots()
-    if pd["attention"] == "linear":
-        z, lab = pd["psi"], "copy fraction $\\psi$"
-    else:
-        z, lab = pd["p"], "$p = A_{a,a-1}$"
-    mesh = ax.pcolormesh(pd["P"], pd["values"], z, shading="nearest", cmap="viridis")
+    kind = theory_of(pd["attention"])
+    field, lab = kind.phase_field
+    mesh = ax.pcolormesh(pd["P"], pd["values"], pd[field], shading="nearest", cmap="viridis")
     fig.colorbar(mesh, ax=ax, label=lab)
     if table is not None:
-        keys = ("P_c1", "P_cG") if pd["attention"] == "linear" else ("P_aG",)
-        for k in keys:
+        for k in (k for k in kind.point_keys if k in table and k != "P_cG_half"):
             y = np.asarray(table[k])
             y = y[:, 0] if pd["axis"] == "L" else y[0, :]
             ax.plot(y, table[pd["axis"]], color=_MARKS[k], lw=1.2, label=k)

@@ -12,9 +12,10 @@ import numpy as np
 def transition_figure(res: dict):
     import matplotlib.pyplot as plt
 
+    from ..models import head_class
     from .style import BLACK, BLUE, GREEN, GREY, P_LABEL, RC, VERMILLION, legend, log_P_axis
 
-    soft = res["attention"] == "softmax"
+    soft = head_class(res["attention"]).two_branches
     with plt.rc_context(RC):
         fig, ax = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
         a = ax[0]

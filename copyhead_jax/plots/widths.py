@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..models import head_class  # noqa: E402
 from .style import BLACK, P_LABEL, PALETTE, RC, legend, log_P_axis  # noqa: E402
 
 __all__ = ["reduction_width_figure"]
@@ -34,8 +35,7 @@ def reduction_width_figure(width: dict):
                         "exact MAP, N = inf")  # fmt: skip
             log_P_axis(ax, P)
             ax.set_xlabel(P_LABEL)
-            ax.set_ylabel("copy coefficient " + ("$c_G$" if att == "linear" else "$a_G$")
-                          + " (dimensionless)")  # fmt: skip
+            ax.set_ylabel(f"copy coefficient {head_class(att).order_labels[1]} (dimensionless)")
             ax.set_title(f"{att} attention (small default, plain, 2 seeds)")
             legend(ax)
         ax = axes[2]

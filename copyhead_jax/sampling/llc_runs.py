@@ -211,12 +211,11 @@ def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C
 
 
 def _pstar(sweeps: Sequence[SweepResult], best: SweepResult) -> dict[str, float]:
-    """MAP P* markers: linear onset and crossover of ``best``; softmax U crossing of the
-    pooling- and copy-branch sweeps where both are given (docs/theory.md §5)."""
+    """MAP P* markers: linear onset and crossover of ``best``; for a two-branch head (softmax)
+    the U crossing of the pooling- and copy-branch sweeps where both are given (§5)."""
     from ..compare.pstar import linear_points, softmax_points
 
-    att = best.config.model.attention
-    if att == "linear":
+    if not head_class(best.config.model.attention).two_branches:
         found = linear_points(best) if len(best.P) >= 3 else {}
     else:
         by = {s.config.train.init_attention: s for s in sweeps}

@@ -88,7 +88,7 @@ def default_sampler(sweep) -> SGLDConfig | HMCConfig:
     cfg = sweep.config
     if cfg.model.engine != "reduced":
         return SGLDConfig()
-    if cfg.model.attention == "linear":
+    if not head_class(cfg.model.attention).two_branches:
         return REDUCED_HMC_LINEAR
     return dataclasses.replace(REDUCED_HMC, starts=default_starts(cfg))
 
@@ -373,7 +373,7 @@ def run_sampler(
     if reduced:
         D = cfg.task.V + cfg.task.L
         arrays["var_U_ratio"] = var_U_ratio(arrays, D * D + cfg.task.V * D)
-        if cfg.model.attention == "softmax":
+        if head_class(cfg.model.attention).two_branches:
             arrays.update(branch_arrays(arrays["draws"][..., 3], arrays["finite"], mc))
     meta = {"environment": environment(), "sampler_name": mc.name}
     res = PosteriorResult(cfg, mc, arrays, meta, draw_fields(cfg))

@@ -60,7 +60,8 @@ def start_points(cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray,
     logit = cfg.train.init_copy_logit
     with jax.enable_x64(True):  # T^{-1}: the Gram root may be ill conditioned
         with_copy = np.stack([np.asarray(copy_start(jnp.asarray(T, jnp.float64), V=V, L=L,
-                                                    logit=logit)) for T in roots])  # fmt: skip
+                                                    logit=logit, attention=cfg.model.attention))
+                              for T in roots])  # fmt: skip
     return np.stack([np.zeros_like(with_copy), with_copy]).astype(np.float32)
 
 
@@ -108,13 +109,14 @@ def start_warnings(arrays: dict[str, np.ndarray], P, mc: HMCConfig, name: str) -
 
 
 def default_starts(cfg: Config) -> str:
-    """``both`` for softmax on a reduced sweep one of whose P lies within ``NEAR_FACTOR`` of the
-    MAP theory's coexistence window (both branches minima), else ``fit``."""
-    if cfg.model.attention != "softmax" or cfg.model.engine != "reduced":
-        return "fit"
-    from ..theory import TheoryParams, transition_points
+    """``both`` for a two-branch head (softmax) on a reduced sweep one of whose P lies within
+    ``NEAR_FACTOR`` of the MAP theory's coexistence window (both branches minima), else
+    ``fit``."""
+    from ..theory import TheoryParams, theory_of, transition_points
 
-    spin = transition_points(TheoryParams.from_config(cfg), "softmax").get("spinodals")
+    if not theory_of(cfg.model.attention).two_branches or cfg.model.engine != "reduced":
+        return "fit"
+    spin = transition_points(TheoryParams.from_config(cfg), cfg.model.attention).get("spinodals")
     if not spin or not all(v is not None and math.isfinite(v) for v in spin):
         return "fit"
     lo, hi = spin[0] / NEAR_FACTOR, spin[1] * NEAR_FACTOR

@@ -17,14 +17,10 @@ from ..compare.branches import quiet_nan
 from ..config import Config
 from ..models import embedding_root, init_head
 from ..sources import task_data
-from ..theory import TheoryParams, finite_minima
+from ..theory import TheoryParams, finite_minima, theory_of
 
 FINITE_DENSE = 16  # log-spaced P across the theory range (plus the measured P)
 FINITE_REFINE = 6  # and this many integers inside each bracket of its own P*, per seed
-FINITE_KEYS = {
-    "linear": ("c1", "cG", "r", "psi", "minima_c1", "minima_cG"),
-    "softmax": ("beta", "aG", "a1", "minima_beta", "minima_aG"),
-}
 
 
 def seed_tokens(cfg: Config, seed_index: int, P: int) -> np.ndarray:
@@ -61,14 +57,17 @@ def finite_theory(
 ) -> dict[str, np.ndarray]:
     """Every local minimum of the exact finite-P action at finite width (MAP) on the ansatz, per
     seed (its ``tokens`` and embedding ``gram``) and ``P`` (nested prefixes): arrays
-    ``[nP, n_seeds]`` of the global minimiser (linear: ``c1, cG, r, psi``; softmax: ``beta, aG,
-    a1``), ``n_min`` and ``minima_*[nP, n_seeds, k]`` (slot 0 the global one)."""
+    ``[nP, n_seeds]`` of the global minimiser (its kind's ``fields``: linear ``c1, cG, r, psi``;
+    softmax ``beta, aG, a1, p``), ``n_min`` and ``minima_*[nP, n_seeds, k]`` (slot 0 the global
+    one)."""
     P = np.asarray(sorted(int(p) for p in P_values))
     per_seed = [
         finite_minima(t[: P[-1]], P, gram=g, params=params, attention=attention)
         for t, g in zip(tokens, grams)
     ]
-    keys = ("n_min", "minima_value", "minima_valid", *FINITE_KEYS[attention])
+    kind = theory_of(attention)
+    keys = ("n_min", "minima_value", "minima_valid", *kind.fields,
+            *(f"minima_{k}" for k in kind.minima_fields))  # fmt: skip
     return {"P": P, **{k: np.stack([x[k] for x in per_seed], axis=1) for k in keys}}
 
 
@@ -129,11 +128,11 @@ def finite_width(params: TheoryParams, runs, attention: str, P_grid) -> dict[str
 
 
 def finite_points(ft, attention: str, s: int) -> dict[str, loc.Located]:
-    """Seed ``s``'s transition points of a finite-theory curve ``ft`` (linear: onset, steepest
-    rise and psi = 1/2; softmax: the jump of ``aG`` and the spinodals, where two minima start
-    and stop coexisting)."""
+    """Seed ``s``'s transition points of a finite-theory curve ``ft`` (one branch, linear: onset,
+    steepest rise and psi = 1/2; two branches: the jump of ``aG`` and the spinodals, where two
+    minima start and stop coexisting)."""
     P = ft["P"]
-    if attention == "linear":
+    if not theory_of(attention).two_branches:
         r = ft["r"][:, s]
         tol = 1e-6 * max(float(np.abs(r).max()), 1e-300)
         return {

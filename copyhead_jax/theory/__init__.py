@@ -5,6 +5,9 @@ Code map, in data-flow order:
 * ``params``      :class:`TheoryParams` (L, V, prior scales, sigma^2, chi, the convention
                   switches: likelihood, linear scale, chi in the readout prior / in the noise;
                   ``from_config``, ``preset``).
+* ``heads``       each attention kind's theory as a class (:class:`HeadTheory`: what the head is,
+                  its attention and prior, its ansatz, potential and minima) and the registry
+                  :func:`theory_of`; every algorithm below dispatches through it.
 * ``action``      general actions on a full ``L x L`` matrix: EK form (ii) :func:`ek_action`,
                   exact finite-P form (i) :func:`finite_action` on a token set and an embedding
                   Gram (finite-width theory); the terms ``Q, D, R_lin, R_soft, J``; basis and
@@ -48,6 +51,7 @@ from .action import (
 from .beyond import beyond_points
 from .finite import finite_minima, finite_theory_minimum, nested_stats
 from .full import full_minimum
+from .heads import THEORIES, HeadTheory, theory_of
 from .minima import (
     copy_fraction,
     landscape,
@@ -100,6 +104,7 @@ __all__ = [
     "fit",
     "fit_law",
     "fit_power_law",
+    "HeadTheory",
     "from_coefficients",
     "full_minimum",
     "landscape",
@@ -127,6 +132,8 @@ __all__ = [
     "softmax_potential",
     "softmax_potential_aG",
     "theory_curve",
+    "theory_of",
+    "THEORIES",
     "TheoryParams",
     "transition_points",
 ]

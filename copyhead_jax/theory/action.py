@@ -30,7 +30,8 @@ from jax.scipy.linalg import cho_factor, cho_solve
 from .. import conventions as conv
 from .._checks import check_choice
 from .._types import AttnMatrix, Gram, LogitMatrix, Scalar, TokenBatch
-from ._common import ATTENTIONS, OBJECTIVES, as_float
+from ._common import OBJECTIVES, as_float
+from .heads import theory_of
 from .params import TheoryParams
 
 # ---------------------------------------------------------------------------------------------
@@ -162,25 +163,15 @@ def _weighted_moments(A, S4, S2, w):
     return M, m, ysq
 
 
-def causal_keys(L: int):
-    """``[a, b]``: True where query ``a`` sees key ``b`` (``b <= a``), as ``models.causal_keys``."""
-    return jnp.tril(jnp.ones((L, L), dtype=bool))
-
-
 def causal_weights(L: int, dtype=None):
     """Loss weight of each position under the causal mask: 0 at ``a = 0``, else 1 (§12)."""
     return jnp.ones((L,), dtype or jnp.result_type(float)).at[0].set(0.0)
 
 
 def attention_of(G: LogitMatrix, attention: str, causal: bool = False) -> AttnMatrix:
-    """``A`` of ``G``: ``G`` (linear) or ``softmax_b(G)``; with ``causal`` the entries ``b > a``
-    are 0 (linear) or the softmax runs over ``b <= a`` (docs/theory.md §12)."""
-    if not causal:
-        return G if attention == "linear" else jax.nn.softmax(G, axis=1)
-    keys = causal_keys(G.shape[0])
-    if attention == "linear":
-        return jnp.where(keys, G, 0.0)
-    return jax.nn.softmax(jnp.where(keys, G, -jnp.inf), axis=1)
+    """``A`` of logits ``G`` for the attention kind ``attention`` (:mod:`.heads`); with ``causal``
+    query ``a`` sees keys ``b <= a`` only (docs/theory.md §12)."""
+    return theory_of(attention).attention(G, causal)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,41 +210,13 @@ def solve_QD(calA, bvec, ysq, *, P, params: TheoryParams):
     return Q, D
 
 
-def R_lin(A: AttnMatrix, *, cbar, sigma_G) -> Scalar:
-    r"""``R_lin = tr(Cbar^{-1} A Cbar^{-1} A^T) / (2 sigma_G^2)`` (docs/theory.md §3)."""
-    cf = cho_factor(cbar)
-    return jnp.sum(cho_solve(cf, A) * cho_solve(cf, A.T).T) / (2.0 * sigma_G**2)
-
-
-def R_soft(G: LogitMatrix, *, cbar, sigma_G) -> Scalar:
-    r"""Gauge-fixed softmax prior ``tr(Cbar^{-1} G (Pi Cbar Pi)^+ G^T) / (2 sigma_G^2)`` (§3).
-
-    For the prior Gram ``(Pi Cbar Pi)^+ = Pi / sigma_p^2``, docs/theory.md's ``R_soft``; the general
-    pseudo-inverse is the exact marginal over the row-constant gauge for any ``Cbar``.
-    """
-    L = G.shape[0]
-    J = jnp.ones((L, L)) / L
-    Pi = jnp.eye(L) - J
-    Kp = Pi @ jnp.linalg.solve(Pi @ cbar @ Pi + J, Pi)
-    return jnp.sum(cho_solve(cho_factor(cbar), G) * (G @ Kp)) / (2.0 * sigma_G**2)
-
-
-def J_term(G: LogitMatrix, causal: bool = False) -> Scalar:
-    r"""``J(A) = sum_ab log A_ab``, ``A = softmax_b(G)``: pushforward to the density of A (§3);
-    with ``causal`` the sum and the softmax run over ``b <= a`` (§12)."""
-    if not causal:
-        return jnp.sum(jax.nn.log_softmax(G, axis=1))
-    keys = causal_keys(G.shape[0])
-    return jnp.sum(jnp.where(keys, jax.nn.log_softmax(jnp.where(keys, G, -jnp.inf), axis=1), 0.0))
-
-
 def _terms(
     G, S4, S2, P, *, gram, params: TheoryParams, attention: str, causal: bool = False
 ) -> dict[str, Scalar]:
     L = params.L
     if G.shape != (L, L):
         raise ValueError(f"G must have shape (L, L) = ({L}, {L}), got {G.shape}")
-    check_choice("attention", attention, ATTENTIONS)
+    kind = theory_of(attention)
     if gram is None:
         gram = prior_gram(params)
         R = jnp.diag(jnp.sqrt(jnp.diag(gram)))
@@ -263,14 +226,10 @@ def _terms(
             raise ValueError(f"gram must have shape (V+L, V+L) = {(params.V + L,) * 2}")
         R = gram_root(gram)
     cbar = logit_cov(gram, L)
-    A = attention_of(G, attention, causal)
+    A = kind.attention(G, causal)
     w = causal_weights(L, A.dtype) if causal else None
     Q, D = _QD(*moments(A, S4, S2, w), R=R, P=P, params=params)
-    if attention == "linear":  # the prior sees every entry of A; the mask only the likelihood
-        sG = params.sigma_G / conv.linear_scale_divisor(L, params.linear_scale)  # §2b
-        return {"Q": Q, "D": D, "R": R_lin(G, cbar=cbar, sigma_G=sG), "J": jnp.zeros_like(Q)}
-    R = R_soft(G, cbar=cbar, sigma_G=params.sigma_G)
-    return {"Q": Q, "D": D, "R": R, "J": J_term(G, causal)}
+    return {"Q": Q, "D": D, **kind.prior(G, cbar=cbar, params=params, causal=causal)}
 
 
 def _combine(t, objective: str, pushforward: bool) -> Scalar:

@@ -8,13 +8,14 @@ the general action (:func:`.action.ek_action` with the source's exact statistics
 mask), followed in ``log P`` by continuation:
 
 * ``space='full'``: the minimiser over the whole ``L x L`` matrix (no ansatz);
-* ``space='ansatz'``: the same action restricted to ``c1 B1 + cG B2`` (linear) or ``beta G*``
-  (softmax logits), to measure what the ansatz misses.
+* ``space='ansatz'``: the same action restricted to the kind's ansatz (:mod:`.heads`:
+  ``c1 B1 + cG B2`` linear, logits ``beta G*`` softmax), to measure what the ansatz misses.
 
-Per attention, a branch is followed up in ``P`` from ``G ~ 0`` and down from a strong copy
-start. ``P_c1``: the root of ``lambda_min(Hess S(0)) = 0`` in ``log P`` (bisection);
+Per attention, a branch is followed up in ``P`` from ``G ~ 0`` and, for a two-branch kind,
+down from a strong copy start (its :meth:`~.heads.HeadTheory.copy_logits`). ``P_c1``: the
+root of ``lambda_min(Hess S(0)) = 0`` in ``log P`` (bisection);
 ``P_cG``: ``argmax dpsi/dlog P`` on the grid (parabola through the top three points);
-``P_cG_half``: ``psi = 1/2``. Softmax: where the two branches differ (``|aG_up - aG_down| >``
+``P_cG_half``: ``psi = 1/2``. Two branches: where they differ (``|aG_up - aG_down| >``
 ``BRANCH_TOL``) the transition is first order, ``P_aG`` is the crossing of their actions and
 the window (spinodals) is the range of ``P`` where they differ; otherwise it is a crossover at
 ``argmax daG/dlog P``. Coverage: the cosine of the full minimiser's attention with the span
@@ -33,16 +34,17 @@ import numpy as np
 from .. import conventions as conv
 from .._checks import check_choice, check_int
 from ..sources import is_iid, transition_matrix
-from ._common import ATTENTIONS, as_float, x64
-from .action import attention_of, ek_action, project
+from ._common import as_float, x64
+from .action import ek_action, project
 from .full import lbfgs_minimise
+from .heads import COPY_START, theory_of
 from .markov import markov_stats
 from .params import TheoryParams
+from .points import kinds, transition_points
 
 BRANCH_TOL = 1e-3  # |aG_up - aG_down| above this: two distinct minima (L-BFGS reaches ~1e-6)
 SPACES = ("full", "ansatz")
 ZERO_ATOL = 1e-6  # |(c1, cG)| below this: the linear minimiser is A = 0 (below P_c1)
-COPY_START = 8.0  # descending softmax branch starts from logits COPY_START * G* (aG ~ 1)
 
 
 def source_stats(task, L: int | None = None):
@@ -51,11 +53,8 @@ def source_stats(task, L: int | None = None):
 
 
 def _to_G(theta, *, L, attention, space):
-    if space == "full":
-        return theta.reshape(L, L)
-    if attention == "linear":
-        return conv.basis(L, theta.dtype)[0] * theta[0] + conv.basis(L, theta.dtype)[1] * theta[1]
-    return theta[0] * conv.shift_matrix(L, theta.dtype)
+    """The logits: the full matrix, or the ansatz's at its coordinates ``theta``."""
+    return theta.reshape(L, L) if space == "full" else theory_of(attention).logits(theta, L)
 
 
 def _action(theta, P, S4, S2, *, params, attention, space, causal):
@@ -68,10 +67,11 @@ _STATIC = ("params", "attention", "space", "causal", "n_steps")
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def _branch(logPs, theta0, S4, S2, key, *, params, attention, space, causal, n_steps):
-    """Minimisers along ``logPs``, each started from the previous one (linear: plus a 1e-4
-    kick that lets the branch leave the saddle ``G = 0`` once ``P > P_c1``)."""
+    """Minimisers along ``logPs``, each started from the previous one (one-branch kinds: plus a
+    1e-4 kick that lets the branch leave the saddle ``G = 0`` once ``P > P_c1``)."""
     L = params.L
-    kick = 1e-4 if attention == "linear" else 0.0
+    kind = theory_of(attention)
+    kick = 1e-4 if not kind.two_branches else 0.0
 
     def step(theta, x):
         logP, k = x
@@ -79,11 +79,11 @@ def _branch(logPs, theta0, S4, S2, key, *, params, attention, space, causal, n_s
                               attention=attention, space=space, causal=causal)  # fmt: skip
         th = lbfgs_minimise(f, theta + kick * jax.random.normal(k, theta.shape, theta.dtype),
                             n_steps)  # fmt: skip
-        A = attention_of(_to_G(th, L=L, attention=attention, space=space), attention, causal)
+        A = kind.attention(_to_G(th, L=L, attention=attention, space=space), causal)
         pr = project(A)
         sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(L)) < 0, -1.0, 1.0)
         c1, cG = pr["c1"], pr["cG"]
-        if attention == "linear":  # Z2 gauge r >= 0 (docs/theory.md §6)
+        if kind.gauge_fix:  # Z2 gauge r >= 0 (docs/theory.md §6)
             c1, cG = c1 * sgn, cG * sgn
         out = {"value": f(th), "c1": c1, "cG": cG, "cosine": pr["cosine"],
                "grad_norm": jnp.linalg.norm(jax.grad(f)(th)), "theta": th}  # fmt: skip
@@ -93,18 +93,18 @@ def _branch(logPs, theta0, S4, S2, key, *, params, attention, space, causal, n_s
     return jax.lax.scan(step, theta0, (logPs, keys))[1]
 
 
-@functools.partial(jax.jit, static_argnames=("params", "causal", "space"))
-def _hess0_min_eig(logP, S4, S2, *, params, causal, space):
-    """``lambda_min`` of the Hessian of the linear action at ``A = 0`` (map), in ``space``."""
-    n = params.L**2 if space == "full" else 2
+@functools.partial(jax.jit, static_argnames=("params", "attention", "causal", "space"))
+def _hess0_min_eig(logP, S4, S2, *, params, attention, causal, space):
+    """``lambda_min`` of the Hessian of a one-branch (linear) action at ``G = 0`` (map)."""
+    n = params.L**2 if space == "full" else len(theory_of(attention).coords)
     f = functools.partial(_action, P=jnp.exp(logP), S4=S4, S2=S2, params=params,
-                          attention="linear", space=space, causal=causal)  # fmt: skip
+                          attention=attention, space=space, causal=causal)  # fmt: skip
     return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(n, S4.dtype)))[0]
 
 
-def _p_c1(S4, S2, params, causal, space, lo=-2.0, hi=12.0, n_iter=40):
+def _p_c1(S4, S2, params, attention, causal, space, lo=-2.0, hi=12.0, n_iter=40):
     """Bisection in ``log P`` on the sign of ``lambda_min(Hess S(0))`` (positive below P_c1)."""
-    kw = dict(params=params, causal=causal, space=space)
+    kw = dict(params=params, attention=attention, causal=causal, space=space)
     ev = lambda t: float(_hess0_min_eig(as_float(t), S4, S2, **kw))  # noqa: E731
     if ev(hi) > 0 or ev(lo) < 0:
         return None
@@ -136,13 +136,11 @@ def _crossing(logP, y, level):
 
 
 def _theta0(attention, space, L, *, copy, dtype):
+    kind = theory_of(attention)
     if space == "full":
-        return (
-            COPY_START * conv.shift_matrix(L, dtype) if copy else jnp.zeros((L, L), dtype)
-        ).ravel()
-    if attention == "linear":
-        return jnp.zeros(2, dtype)
-    return jnp.full((1,), COPY_START if copy else 0.0, dtype)
+        G = kind.copy_logits(L, COPY_START, dtype) if copy else jnp.zeros((L, L), dtype)
+        return G.ravel()
+    return kind.start(copy, dtype)
 
 
 @x64
@@ -166,7 +164,7 @@ def beyond_points(
     ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals, first_order, P_aG_crossover``
     (softmax), ``coverage_min`` (full space), the branches (``P``, ``up``, ``down``) and notes.
     """
-    check_choice("attention", attention, (*ATTENTIONS, "both"))
+    ks = kinds(attention)
     check_choice("space", space, SPACES)
     check_int("n_P", n_P, lo=5, hi=10_000)
     check_int("n_steps", n_steps, lo=1, hi=100_000)
@@ -187,32 +185,32 @@ def beyond_points(
                    "iid": task is None or is_iid(task), "P_range": list(P_range), "n_P": n_P},
         "P": np.exp(logP), "notes": [],
     }  # fmt: skip
-    atts = list(ATTENTIONS) if attention == "both" else [attention]
+    atts = [k.name for k in ks]
     key = jax.random.key(seed)
     with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
-        for att in atts:
+        for kind, att in zip(ks, atts):
             kw = dict(params=params, attention=att, space=space, causal=causal, n_steps=n_steps)
             t = jnp.asarray(logP)
             up = _branch(t, _theta0(att, space, L, copy=False, dtype=S4.dtype), S4, S2, key, **kw)
             up = {k: np.asarray(v) for k, v in up.items()}
-            if att == "linear":
-                out.update(_linear_points(logP, up, S4, S2, params, causal, space))
-                out["linear"] = {"up": up}
+            if not kind.two_branches:
+                out.update(_linear_points(logP, up, S4, S2, params, att, causal, space))
+                out[att] = {"up": up}
             else:
                 down = _branch(t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4,
                                S2, key, **kw)  # fmt: skip
                 down = {k: np.asarray(v)[::-1] for k, v in down.items()}
                 fine = _refine(logP, up, down, S4, S2, key, n_fine, kw)
-                out.update(_softmax_points(*(fine or (logP, up, down)), out["notes"]))
-                out["softmax"] = {"up": up, "down": down}
+                out.update(_softmax_points(*(fine or (logP, up, down)), out["notes"], att))
+                out[att] = {"up": up, "down": down}
                 if fine:
-                    out["softmax_fine"] = {"P": np.exp(fine[0]), "up": fine[1], "down": fine[2]}
-                    out["notes"].append(f"softmax: refined on {n_fine} points around the jump")
+                    out[f"{att}_fine"] = {"P": np.exp(fine[0]), "up": fine[1], "down": fine[2]}
+                    out["notes"].append(f"{att}: refined on {n_fine} points around the jump")
                     out["aG_max_step"] = float(np.max(np.abs(np.diff(fine[1]["cG"]))))
                     out["fine_step_decades"] = float((fine[0][1] - fine[0][0]) / np.log(10))
             g = max(float(np.nanmax(b["grad_norm"])) for b in out[att].values())
             out[f"{att}_max_grad_norm"] = g
-    for name in ("linear", "softmax", "softmax_fine"):  # the minimisers stay here (L x L each)
+    for name in (*atts, *(f"{a}_fine" for a in atts)):  # the minimisers stay here (L x L each)
         for b in out.get(name, {}).values():
             if isinstance(b, dict):
                 b.pop("theta", None)
@@ -223,12 +221,13 @@ def beyond_points(
     return out
 
 
-def _linear_points(logP, up, S4, S2, params, causal, space):
+def _linear_points(logP, up, S4, S2, params, attention, causal, space):
     moved = np.hypot(up["c1"], up["cG"]) > ZERO_ATOL
     psi = np.asarray(conv.copy_fraction(jnp.asarray(up["c1"]), jnp.asarray(up["cG"]), params.L))
     up["psi"] = np.where(moved, psi, 0.0)
     up["cosine"] = np.where(moved, up["cosine"], np.nan)  # no direction at A = 0
-    return {"P_c1": _p_c1(S4, S2, params, causal, space), "P_cG": _argmax_slope(logP, up["psi"]),
+    return {"P_c1": _p_c1(S4, S2, params, attention, causal, space),
+            "P_cG": _argmax_slope(logP, up["psi"]),
             "P_cG_half": _crossing(logP, up["psi"], 0.5)}  # fmt: skip
 
 
@@ -252,7 +251,7 @@ def _refine(logP, up, down, S4, S2, key, n_fine, kw):
             {k: np.asarray(v)[::-1] for k, v in f_dn.items()})  # fmt: skip
 
 
-def _softmax_points(logP, up, down, notes):
+def _softmax_points(logP, up, down, notes, attention):
     gap = np.abs(up["cG"] - down["cG"]) > BRANCH_TOL
     res: dict[str, Any] = {"first_order": bool(gap.any()), "P_aG": None, "spinodals": None}
     if gap.any():  # two minima: the global one switches where their actions cross
@@ -264,7 +263,7 @@ def _softmax_points(logP, up, down, notes):
         res["window_decades"] = float((t[-1] - t[0]) / np.log(10))
     else:
         notes.append(
-            "softmax: the two branches coincide on the grid: no coexistence window "
+            f"{attention}: the two branches coincide on the grid: no coexistence window "
             "resolved (a crossover, or a window narrower than one step)"
         )
     glob = np.where(up["value"] <= down["value"], up["cG"], down["cG"])
@@ -278,8 +277,6 @@ def config_points(cfg, attention: str = "both") -> dict[str, Any]:
     :func:`beyond_points` (full ``L x L`` minimisers) for its source and mask."""
     params = TheoryParams.from_config(cfg)
     if is_iid(cfg.task) and not cfg.model.causal:
-        from .points import transition_points
-
         return transition_points(params, attention)
     res = beyond_points(params, cfg.task, causal=cfg.model.causal, attention=attention,
                         P_range=(3.0, 3e4), n_P=41)  # fmt: skip

@@ -25,8 +25,7 @@ import numpy as np
 
 from .. import conventions as conv
 from .._checks import check_choice, check_int
-from ._common import ATTENTIONS, OBJECTIVES, as_float, x64
-from ._solvers import asinh_grid, minima_1d, minima_2d
+from ._common import OBJECTIVES, as_float, x64
 from .action import (
     DatasetStats,
     as_stats,
@@ -38,15 +37,10 @@ from .action import (
     solve_QD,
 )
 from .full import lbfgs_minimise, summarise_full
-from .minima import to_c
+from .heads import theory_of
 from .params import TheoryParams
-from .potentials import ansatz
 
 N_KEEP = 4  # local-minimum slots returned per P
-N_R, N_S, N_BETA = 48, 97, 513  # grids: linear (r >= 0, s symmetric), softmax beta
-ASINH_FRACTION = 60.0  # linear grids are fine within 1/60 of their half-width of 0
-S0_RTOL = 1e-12  # linear: minima are kept if S <= S(0) (1 + S0_RTOL), the region the grid covers
-N_SEEDS, N_ITER = 8, 30  # linear: grid minima refined by Newton, and its iterations
 
 
 class SpanAction(NamedTuple):
@@ -56,34 +50,34 @@ class SpanAction(NamedTuple):
     b: jax.Array  # [2, D, V]: b = c1 b[0] + cG b[1]
     ysq: jax.Array  # mean |Y|^2 (= L)
     P: jax.Array  # number of sequences (the likelihood convention is applied in solve_QD)
-    R_lin: jax.Array  # [3]: R_lin = R[0] c1^2 + R[1] cG^2 + R[2] c1 cG
-    R_beta: jax.Array  # R_soft(beta G*) = R_beta beta^2
+    H: jax.Array  # [d, d]: the prior of the ansatz's logits, R(x) = x^T H x / 2
 
 
-def _prior_coefficients(st: DatasetStats, gram, params: TheoryParams):
-    """``R_lin`` on the basis and ``R_soft(G*)`` (they depend on the Gram only)."""
-    B1, B2 = conv.basis(params.L, gram.dtype)
+def _prior_hessian(st: DatasetStats, gram, params: TheoryParams, kind) -> jax.Array:
+    """``H`` of the prior ``R(x) = x^T H x / 2`` in the kind's coordinates: the ansatz's logits
+    are linear in ``x`` and the prior quadratic in the logits, so the Hessian at 0 is exact (it
+    depends on the Gram only)."""
+    d = len(kind.coords)
 
-    def R(G, attention):
-        return finite_terms(G, tokens=st, gram=gram, params=params, attention=attention)["R"]
+    def R(x):
+        G = kind.logits(x, params.L)
+        return finite_terms(G, tokens=st, gram=gram, params=params, attention=kind.name)["R"]
 
-    r1, r2 = R(B1, "linear"), R(B2, "linear")
-    R_lin = jnp.stack([r1, r2, R(B1 + B2, "linear") - r1 - r2])
-    return R_lin, R(conv.shift_matrix(params.L, gram.dtype), "softmax")
+    return jax.hessian(R)(jnp.zeros(d, gram.dtype))
 
 
-def span_action(st: DatasetStats, gram, params: TheoryParams) -> SpanAction:
+def span_action(st: DatasetStats, gram, params: TheoryParams, attention="linear") -> SpanAction:
     """:class:`SpanAction` of one training set's statistics and an embedding Gram ``[D, D]``."""
-    R_lin, R_beta = _prior_coefficients(st, gram, params)
-    return _span_action(st, gram_root(gram), R_lin, R_beta, params)
+    kind = theory_of(attention)
+    return _span_action(st, gram_root(gram), _prior_hessian(st, gram, params, kind), params)
 
 
-def _span_action(st, root, R_lin, R_beta, params) -> SpanAction:
+def _span_action(st, root, H, params) -> SpanAction:
     B1, B2 = conv.basis(params.L, root.dtype)
     (M1, m1, ysq), (M2, m2, _), (M12, _, _) = (moments(B, st.S4, st.S2) for B in (B1, B2, B1 + B2))
     A = jnp.stack([root.T @ M @ root for M in (M1, M2, M12 - M1 - M2)])
     b = jnp.stack([root.T @ m1, root.T @ m2])
-    return SpanAction(A, b, ysq, st.P, R_lin, R_beta)
+    return SpanAction(A, b, ysq, st.P, H)
 
 
 def span_QD(c1, cG, sa: SpanAction, params: TheoryParams):
@@ -92,69 +86,40 @@ def span_QD(c1, cG, sa: SpanAction, params: TheoryParams):
     return solve_QD(calA, c1 * sa.b[0] + cG * sa.b[1], sa.ysq, P=sa.P, params=params)
 
 
-def span_linear(c1, cG, sa: SpanAction, params: TheoryParams, objective: str = "map"):
-    """Finite linear action ``Q + R_lin [+ D]`` at ``A = c1 B1 + cG B2``."""
-    Q, D = span_QD(c1, cG, sa, params)
-    R = sa.R_lin[0] * c1**2 + sa.R_lin[1] * cG**2 + sa.R_lin[2] * c1 * cG
-    return Q + R + (D if objective == "post" else 0.0)
-
-
-def span_softmax(beta, sa: SpanAction, params: TheoryParams, objective: str = "map"):
-    """Finite softmax action ``Q + R_soft [+ D]`` at logits ``beta G*``."""
-    _, a1, aG = ansatz(beta, as_float(params.L))
-    Q, D = span_QD(a1, aG, sa, params)
-    return Q + sa.R_beta * beta**2 + (D if objective == "post" else 0.0)
+def span_value(x, sa: SpanAction, params: TheoryParams, attention="linear", objective="map"):
+    """The finite action ``Q + R [+ D]`` at the kind's ansatz coordinates ``x``."""
+    kind = theory_of(attention)
+    Q, D = span_QD(*kind.span(x, as_float(params.L)), sa, params)
+    return Q + 0.5 * x @ sa.H @ x + (D if objective == "post" else 0.0)
 
 
 def _S0(sa: SpanAction, params: TheoryParams):
-    """``S(G = 0) = Q(0) = chi P_eff |Y|^2 / (2 sigma^2)`` (no fit, no prior, ``D = 0``)."""
+    """``S(A = 0) = Q(0) = chi P_eff |Y|^2 / (2 sigma^2)`` (no fit, no prior, ``D = 0``)."""
     Q, _ = solve_QD(sa.A[0] * 0.0, sa.b[0] * 0.0, sa.ysq, P=sa.P, params=params)
     return Q
 
 
-def _minima_one(sa: SpanAction, *, params, attention, objective, n_keep):
-    """Every local minimum at one ``P``; the grids bound the minima below ``S0`` (Q, D >= 0)."""
+def _minima_one(sa: SpanAction, *, params, kind, objective, n_keep):
+    """Every local minimum at one ``P``. A minimum below ``S0 = S(A = 0)`` has its prior
+    ``x^T H x / 2 <= S0`` (Q, D >= 0), so ``|x_i| <= sqrt(2 S0 (H^-1)_ii)`` bounds the grids."""
     S0 = _S0(sa, params)
-    if attention == "softmax":
-        b_max = 1.05 * jnp.sqrt(S0 / sa.R_beta) + 1.0
-        grid = asinh_grid(-b_max, b_max, 2.0, N_BETA)
-        beta, fx, valid, _ = minima_1d(
-            lambda x: span_softmax(x, sa, params, objective), grid, n_keep=n_keep
-        )
-        return {"beta": beta, "value": fx, "valid": valid}
-    L = params.L
-    k = jnp.sqrt(1.0 - 1.0 / L)
-    T = jnp.array([[1.0, -1.0 / (k * jnp.sqrt(L))], [0.0, 1.0 / k]])  # (r, s) -> (c1, cG)
-    r1, r2, rx = sa.R_lin
-    H = T.T @ jnp.array([[2.0 * r1, rx], [rx, 2.0 * r2]]) @ T  # R = x^T H x / 2
-    # a minimum below S0 has R <= S0: |x_i| <= sqrt(2 S0 (H^-1)_ii)
-    x_max = 1.05 * jnp.sqrt(2.0 * S0 * jnp.diag(jnp.linalg.inv(H)))
-    r_grid = asinh_grid(0.0, x_max[0], x_max[0] / ASINH_FRACTION, N_R)
-    s_grid = asinh_grid(-x_max[1], x_max[1], x_max[1] / ASINH_FRACTION, N_S)
-
-    def f(x):
-        c1, cG = to_c(x[0], x[1], L)
-        return span_linear(c1, cG, sa, params, objective)
-
-    # more seeds than slots: neighbouring grid cells of one flat minimum give duplicate seeds
-    x, fx, valid, _ = minima_2d(f, r_grid, s_grid, n_keep=max(N_SEEDS, n_keep), n_iter=N_ITER)
-    x, fx, valid = x[:n_keep], fx[:n_keep], valid[:n_keep]
-    valid = valid & (fx <= S0 + S0_RTOL * jnp.abs(S0))
-    c1, cG = to_c(x[:, 0], x[:, 1], L)
-    return {"c1": c1, "cG": cG, "value": fx, "valid": valid}
+    x_max = 1.05 * jnp.sqrt(2.0 * S0 * jnp.diag(jnp.linalg.inv(sa.H)))
+    x, fx, valid = kind.finite_minima(
+        lambda z: span_value(z, sa, params, kind, objective), x_max, n_keep=n_keep, S0=S0
+    )
+    return {"x": x, "value": fx, "valid": valid}
 
 
-@functools.partial(jax.jit, static_argnames=("params", "attention", "objective", "n_keep"))
-def finite_core(st: DatasetStats, gram, *, params, attention, objective, n_keep):
+@functools.partial(jax.jit, static_argnames=("params", "kind", "objective", "n_keep"))
+def finite_core(st: DatasetStats, gram, *, params, kind, objective, n_keep):
     """:func:`_minima_one` vmapped over the ``P`` axis of ``st`` (one Gram)."""
     first = DatasetStats(st.S4[0], st.S2[0], st.P[0])
-    R_lin, R_beta = _prior_coefficients(first, gram, params)
+    H = _prior_hessian(first, gram, params, kind)
     root = gram_root(gram)
 
     def one(s):
-        sa = _span_action(DatasetStats(*s), root, R_lin, R_beta, params)
-        return _minima_one(sa, params=params, attention=attention, objective=objective,
-                           n_keep=n_keep)  # fmt: skip
+        sa = _span_action(DatasetStats(*s), root, H, params)
+        return _minima_one(sa, params=params, kind=kind, objective=objective, n_keep=n_keep)
 
     return jax.lax.map(one, (st.S4, st.S2, st.P))
 
@@ -198,23 +163,16 @@ def _check_inputs(tokens, gram, params: TheoryParams):
     return tokens, gram
 
 
-def _named(m: dict, L: int) -> dict[str, np.ndarray]:
+def _named(m: dict, kind, L: int) -> dict[str, np.ndarray]:
     """Global minimiser (slot 0) and every minimum, NaN in empty slots (NumPy)."""
     ok = np.asarray(m["valid"])
-    nan = lambda a: np.where(ok, np.asarray(a), np.nan)  # noqa: E731
-    out: dict[str, Any] = {"n_min": ok.sum(-1), "minima_value": nan(m["value"]),
+    out: dict[str, Any] = {"n_min": ok.sum(-1),
+                           "minima_value": np.where(ok, np.asarray(m["value"]), np.nan),
                            "minima_valid": ok}  # fmt: skip
-    if "c1" in m:
-        c1, cG = nan(m["c1"]), nan(m["cG"])
-        r = c1 + cG / np.sqrt(L)
-        psi = np.asarray(conv.copy_fraction(jnp.asarray(c1), jnp.asarray(cG), L))
-        out.update(c1=c1[..., 0], cG=cG[..., 0], r=r[..., 0], psi=psi[..., 0],
-                   minima_c1=c1, minima_cG=cG)  # fmt: skip
-    else:
-        beta = nan(m["beta"])
-        p, a1, aG = (np.asarray(a) for a in ansatz(jnp.asarray(beta), as_float(L)))
-        out.update(beta=beta[..., 0], aG=aG[..., 0], a1=a1[..., 0], p=p[..., 0],
-                   minima_beta=beta, minima_aG=aG)  # fmt: skip
+    x = np.where(ok[..., None], np.asarray(m["x"]), np.nan)
+    named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), as_float(L)).items()}
+    out.update({k: named[k][..., 0] for k in kind.fields}, x=x[..., 0, :])
+    out.update({f"minima_{k}": named[k] for k in kind.minima_fields})
     out["action"] = out["minima_value"][..., 0]
     return out
 
@@ -240,7 +198,7 @@ def finite_minima(
     ``valid``, ``c1, cG`` or ``beta, aG``; NaN in empty slots). ``P`` is padded to a bucket
     (8, 16, 32, ...): one compiled program per bucket, Gram and data shape.
     """
-    check_choice("attention", attention, ATTENTIONS)
+    kind = theory_of(attention)
     check_choice("objective", objective, OBJECTIVES)
     check_int("n_keep", n_keep, lo=1, hi=64)
     tokens, gram = _check_inputs(tokens, gram, params)
@@ -251,9 +209,8 @@ def finite_minima(
     bucket = max(8, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P, np.full(bucket - n, P[-1])]).astype(np.int64)
     st = nested_stats(tokens, P_pad, params.V)
-    m = finite_core(st, gram, params=params, attention=attention, objective=objective,
-                     n_keep=n_keep)  # fmt: skip
-    out = _named({k: np.asarray(v)[:n] for k, v in m.items()}, params.L)
+    m = finite_core(st, gram, params=params, kind=kind, objective=objective, n_keep=n_keep)
+    out = _named({k: np.asarray(v)[:n] for k, v in m.items()}, kind, params.L)
     return {"P": P, **out, "attention": attention, "objective": objective}
 
 
@@ -306,11 +263,7 @@ def finite_theory_minimum(
         return out
     L = params.L
     with jax.enable_x64(True):
-        B1, B2 = conv.basis(L)
-        if attention == "linear":
-            G_span = out["c1"] * B1 + out["cG"] * B2
-        else:
-            G_span = out["beta"] * conv.shift_matrix(L)
+        G_span = theory_of(attention).logits(jnp.asarray(out["x"]), L)
         key = jax.random.key(0) if key is None else key
         G0 = G_span[None] + (jnp.std(G_span) + 1e-3) * jax.random.normal(key, (n_starts + 1, L, L))
         G0 = G0.at[0].set(G_span)
@@ -329,6 +282,5 @@ __all__ = [
     "finite_theory_minimum",
     "nested_stats",
     "span_action",
-    "span_linear",
-    "span_softmax",
+    "span_value",
 ]

@@ -17,8 +17,9 @@ import numpy as np
 import optax
 
 from .._checks import check_choice, check_int
-from ._common import ATTENTIONS, OBJECTIVES, as_float, x64
+from ._common import OBJECTIVES, as_float, x64
 from .action import ek_action, project
+from .heads import theory_of
 from .params import TheoryParams
 
 
@@ -39,10 +40,11 @@ def lbfgs_minimise(f, x0, n_steps: int):
 
 
 def summarise_full(f, G, attention):
-    A = G if attention == "linear" else jax.nn.softmax(G, axis=-1)
+    kind = theory_of(attention)
+    A = kind.attention(G)
     pr = jax.vmap(project)(A)
     c1, cG = pr["c1"], pr["cG"]
-    if attention == "linear":  # Z2 gauge r > 0 (docs/theory.md §6)
+    if kind.gauge_fix:  # Z2 gauge r > 0 (docs/theory.md §6)
         sgn = jnp.where(c1 + cG / jnp.sqrt(as_float(G.shape[-1])) < 0, -1.0, 1.0)
         c1, cG, G, A = c1 * sgn, cG * sgn, G * sgn[:, None, None], A * sgn[:, None, None]
     return {
@@ -87,7 +89,7 @@ def full_minimum(
     ``A``, its coefficients ``c1, cG`` on ``{B1, B2}`` (gauge ``r >= 0`` for linear), the subspace
     ``cosine``, the action ``value`` and the final gradient norm ``grad_norm``.
     """
-    check_choice("attention", attention, ATTENTIONS)
+    theory_of(attention)
     check_choice("objective", objective, OBJECTIVES)
     check_int("n_starts", n_starts, lo=1, hi=10_000)
     G0 = init_scale * jax.random.normal(key, (n_starts, params.L, params.L))

@@ -21,104 +21,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import conventions as conv
-from .._checks import check_choice, check_int
-from ._common import ATTENTIONS, Scales, sigma_G_lin, x64
-from ._solvers import asinh_grid, minima_1d, minima_2d, refine_minima
+from .._checks import check_int
+from ._common import x64
+from ._solvers import refine_minima
 from .full import full_minimum as full_minimum  # moved to full.py; re-exported
+from .heads import N_KEEP, LinearTheory, SoftmaxTheory, theory_of
 from .params import TheoryParams
-from .potentials import (
-    J_of,
-    ansatz,
-    c0_lam,
-    invariants,
-    keyword_scales,
-    lam1_of,
-    lin_V,
-    q_bracket,
-    soft_cost,
-    soft_V,
-)
-
-N_KEEP = 4  # local-minimum slots returned per P
-N_R, N_S = 48, 97  # linear grid in (r, s): r >= 0 (Z2), s symmetric
-N_BETA = 513  # softmax grid in beta
-
-
-# ---------------------------------------------------------------------------------------------
-# Linear attention: (r, s) coordinates, r = c1 + cG/sqrt(L) (row sum), s = sqrt(1-1/L) cG.
-
-
-def to_c(r, s, L):
-    """``(c1, cG)`` from the linear coordinates ``(r, s)``."""
-    cG = s / jnp.sqrt(1.0 - 1.0 / L)
-    return r - cG / jnp.sqrt(L), cG
-
-
-def _lin_f(P, sc: Scales):
-    def f(x):
-        c1, cG = to_c(x[0], x[1], sc.L)
-        return lin_V(c1, cG, P, sc)
-
-    return f
-
-
-def _lin_grids(P, sc: Scales, *, n_r: int, n_s: int):
-    gam = sigma_G_lin(sc) ** 2
-    c0, _ = c0_lam(P, sc)
-    V0 = c0 * sc.L  # V_lin(0) = Q(0) (D(0) = 0)
-    lam1 = lam1_of(sc)
-    r_max = 1.05 * lam1 * jnp.sqrt(2.0 * gam * V0)
-    s_max = 1.05 * sc.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
-    # natural amplitudes of the pooled and copying states (large-P balance of Q against R)
-    r_nat = (gam * lam1 * sc.chi * sc.L / (sc.sigma_O**2 * sc.V)) ** 0.25
-    s_nat = (
-        sc.chi * (sc.L - 1.0) * sc.V * gam * sc.sigma_p**4 / (2.0 * sc.sigma_O**2 * sc.sigma_e**2)
-    ) ** 0.25
-    r_grid = asinh_grid(0.0, r_max, 0.5 * jnp.minimum(r_max, r_nat), n_r)
-    s_grid = asinh_grid(-s_max, s_max, 0.5 * jnp.minimum(s_max, s_nat), n_s)
-    return r_grid, s_grid
-
-
-@functools.partial(jax.jit, static_argnames=("n_keep", "n_r", "n_s", "n_iter"))
-def lin_minima_core(
-    P, sc: Scales, *, n_keep=N_KEEP, n_r=N_R, n_s=N_S, n_iter=30
-) -> dict[str, jax.Array]:
-    """All local minima of ``V_lin`` at one ``P``: ``c1, cG, value, valid [n_keep]``, ``n_min``."""
-    r_grid, s_grid = _lin_grids(P, sc, n_r=n_r, n_s=n_s)
-    x, fx, valid, n_min = minima_2d(_lin_f(P, sc), r_grid, s_grid, n_keep=n_keep, n_iter=n_iter)
-    c1, cG = to_c(x[:, 0], x[:, 1], sc.L)
-    return {"c1": c1, "cG": cG, "value": fx, "valid": valid, "n_min": n_min}
-
-
-# ---------------------------------------------------------------------------------------------
-# Softmax attention: logits beta G*
-
-
-def _soft_f(P, sc: Scales):
-    return lambda x: soft_V(x[0], P, sc)
-
-
-def _beta_grid(P, sc: Scales, n: int):
-    V0 = soft_V(jnp.zeros_like(P), P, sc) - sc.w_J * J_of(0.0, sc.L)
-    b_max = 1.05 * jnp.sqrt(jnp.maximum(V0, 0.0) / soft_cost(sc)) + 1.0
-    # J <= 0 falls like -L (L-1) beta: its mode sits at beta = O(L sigma_G^2 sigma_p^4)
-    b_max = b_max + sc.w_J * (2.0 * sc.L * sc.sigma_G**2 * sc.sigma_p**4 + 2.0 * jnp.log(sc.L))
-    return asinh_grid(-b_max, b_max, 2.0, n)
-
-
-@functools.partial(jax.jit, static_argnames=("n_keep", "n_grid", "n_iter"))
-def soft_minima_core(
-    P, sc: Scales, *, n_keep=N_KEEP, n_grid=N_BETA, n_iter=40
-) -> dict[str, jax.Array]:
-    """All local minima of ``V_soft(beta)`` at one ``P`` (``beta, value, valid``, ``n_min``)."""
-    beta, fx, valid, n_min = minima_1d(
-        lambda b: soft_V(b, P, sc), _beta_grid(P, sc, n_grid), n_keep=n_keep, n_iter=n_iter
-    )
-    return {"beta": beta, "value": fx, "valid": valid, "n_min": n_min}
-
+from .potentials import c0_lam, keyword_scales, q_bracket
 
 # ---------------------------------------------------------------------------------------------
 # Public keyword API (pure JAX; vmappable over P and the scales; dtype of the inputs).
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "n_keep", "names"))
+def _named_minima(kind, P, sc, n_keep, names):
+    x, fx, valid, n_min = kind.minima(P, sc, n_keep=n_keep)
+    named = kind.named(x, sc.L)
+    return {**{k: named[k] for k in names}, "value": fx, "valid": valid, "n_min": n_min}
 
 
 def linear_minima(
@@ -143,7 +62,7 @@ def linear_minima(
         L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective,
         chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
     )  # fmt: skip
-    return lin_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
+    return _named_minima(LinearTheory, jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep, ("c1", "cG"))
 
 
 def softmax_minima(
@@ -164,7 +83,7 @@ def softmax_minima(
         L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward,
         chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
     )  # fmt: skip
-    return soft_minima_core(jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep=n_keep)
+    return _named_minima(SoftmaxTheory, jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep, ("beta",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,23 +93,18 @@ def softmax_minima(
 copy_fraction = conv.copy_fraction  # docs/theory.md §5 (one implementation)
 
 
-@functools.partial(jax.jit, static_argnames=("attention", "n_keep"))
-def _curve_minima(P, sc, *, attention, n_keep=N_KEEP):
+@functools.partial(jax.jit, static_argnames=("kind", "n_keep"))
+def _curve_minima(P, sc, *, kind, n_keep=N_KEEP):
     """Minima at every ``P`` (sorted 1-d), then continuation of each branch to the neighbours.
 
     A grid can miss a metastable minimum whose basin is narrow at some ``P``; Newton from the
     minima of ``P[i-1]`` (forward sweep) and ``P[i+1]`` (backward sweep) recovers it. Both sweeps
     run in one scan (one copy of the Newton body in the compiled program).
     """
-    if attention == "linear":
-        m = jax.vmap(lambda p: lin_minima_core(p, sc, n_keep=n_keep))(P)
-        r, _, _ = invariants(m["c1"], m["cG"], sc.L)
-        x = jnp.stack([r, jnp.sqrt(1.0 - 1.0 / sc.L) * m["cG"]], axis=-1)
-        f_of, z2 = _lin_f, True
-    else:
-        m = jax.vmap(lambda p: soft_minima_core(p, sc, n_keep=n_keep))(P)
-        x = m["beta"][..., None]
-        f_of, z2 = _soft_f, False
+    x, _, valid0, n_min = jax.vmap(lambda p: kind.minima(p, sc, n_keep=n_keep))(P)
+
+    def f_of(p):
+        return lambda z: kind.potential(z, p, sc)
 
     n = P.shape[0]
     steps = jnp.concatenate([jnp.arange(n), jnp.arange(n - 1, -1, -1)])  # forward, then back
@@ -198,18 +112,18 @@ def _curve_minima(P, sc, *, attention, n_keep=N_KEEP):
     def sweep(carry, i):
         x_all, v_all, x_prev, v_prev = carry
         xn, _, vn = refine_minima(
-            f_of(P[i], sc),
+            f_of(P[i]),
             jnp.concatenate([x_all[i], x_prev]),
             jnp.concatenate([v_all[i], v_prev]),
             1e-2,
             n_keep=n_keep,
-            z2=z2,
+            z2=kind.gauge_fix,
         )
         return (x_all.at[i].set(xn), v_all.at[i].set(vn), xn, vn), None
 
-    (x, valid, _, _), _ = jax.lax.scan(sweep, (x, m["valid"], x[0], m["valid"][0]), steps)
-    fx = jax.vmap(lambda p, xs: jax.vmap(f_of(p, sc))(xs))(P, x)  # rows sorted by refine_minima
-    return x, fx, valid, jnp.maximum(m["n_min"], jnp.sum(valid, axis=-1))
+    (x, valid, _, _), _ = jax.lax.scan(sweep, (x, valid0, x[0], valid0[0]), steps)
+    fx = jax.vmap(lambda p, xs: jax.vmap(f_of(p))(xs))(P, x)  # rows sorted by refine_minima
+    return x, fx, valid, jnp.maximum(n_min, jnp.sum(valid, axis=-1))
 
 
 def _mse(c1, cG, P, sc):
@@ -235,7 +149,7 @@ def theory_curve(
     ``minima_*`` is the global minimiser; the others are metastable branches (found on the grid
     at each ``P`` and continued along ``P``).
     """
-    check_choice("attention", attention, ATTENTIONS)
+    kind = theory_of(attention)
     check_int("n_keep", n_keep, lo=1, hi=64)
     P_in = np.atleast_1d(np.asarray(P_grid, dtype=np.float64))
     if P_in.ndim != 1 or not np.all(P_in > 0):
@@ -246,36 +160,15 @@ def theory_curve(
     n = P_in.size
     bucket = max(32, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P_in[order], np.full(bucket - n, P_in[order][-1])])
-    out = _curve_minima(jnp.asarray(P_pad), sc, attention=attention, n_keep=n_keep)
+    out = _curve_minima(jnp.asarray(P_pad), sc, kind=kind, n_keep=n_keep)
     undo = np.argsort(order)
     x, fx, valid, n_min = (np.asarray(a)[:n][undo] for a in out)
-    P = jnp.asarray(P_in)
-    res: dict[str, Any] = {}
-    if attention == "linear":
-        cG = x[..., 1] / np.sqrt(1.0 - 1.0 / params.L)
-        c1 = x[..., 0] - cG / np.sqrt(params.L)
-        res.update(
-            c1=c1[:, 0],
-            cG=cG[:, 0],
-            r=x[:, 0, 0],
-            psi=np.asarray(copy_fraction(c1[:, 0], cG[:, 0], sc.L)),
-            mse=np.asarray(_mse(c1[:, 0], cG[:, 0], P, sc)),
-            minima_c1=c1,
-            minima_cG=cG,
-        )
-    else:
-        beta = x[..., 0]
-        p, a1, aG = (np.asarray(a) for a in ansatz(jnp.asarray(beta), sc.L))
-        res.update(
-            beta=beta[:, 0],
-            aG=aG[:, 0],
-            a1=a1[:, 0],
-            p=p[:, 0],
-            mse=np.asarray(_mse(a1[:, 0], aG[:, 0], P, sc)),
-            minima_beta=beta,
-            minima_aG=aG,
-        )
+    named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), sc.L).items()}
+    c1, cG = (np.asarray(c)[:, 0] for c in kind.span(jnp.asarray(x), sc.L))
+    res: dict[str, Any] = {k: named[k][:, 0] for k in kind.fields}
+    res.update({f"minima_{k}": named[k] for k in kind.minima_fields})
     res.update(
+        mse=np.asarray(_mse(c1, cG, jnp.asarray(P_in), sc)),
         action=fx[:, 0],
         n_min=n_min,
         minima_value=fx,
@@ -305,27 +198,30 @@ def landscape(
     Linear: ``c1[n], cG[n]`` and ``V[nP, n, n]`` (``V_lin - V_lin(0)``) on ``[-c, c]^2``, ``c`` from
     the minima unless ``c_range`` is given. ``minima`` is :func:`theory_curve` at ``P_values``.
     """
-    check_choice("attention", attention, ATTENTIONS)
+    kind = theory_of(attention)
     P = np.atleast_1d(np.asarray(P_values, dtype=np.float64))
     sc = params.scales(objective)
     curve = theory_curve(params, P, attention, objective)
     out: dict[str, Any] = {"P": P, "attention": attention, "minima": curve}
-    if attention == "softmax":
-        beta = jnp.linspace(*beta_range, n)
-        Vg = jax.vmap(lambda p: soft_V(beta, p, sc) - soft_V(0.0, p, sc))(jnp.asarray(P))
-        out.update(beta=np.asarray(beta), V=np.asarray(Vg))
+    if len(kind.coords) == 1:
+        beta = jnp.linspace(*beta_range, n)[:, None]
+        Vg = jax.vmap(lambda p: kind.potential(beta, p, sc) - kind.potential(0.0 * beta[0], p, sc))(
+            jnp.asarray(P))
+        out.update({kind.coords[0]: np.asarray(beta[:, 0]), "V": np.asarray(Vg)})
         return out
+    if len(kind.coords) != 2:
+        raise ValueError(f"no landscape for a {len(kind.coords)}-parameter ansatz")
+    names = kind.landscape_axes
     if c_range is None:
         ok = curve["minima_valid"]
-        c = 1.5 * max(
-            np.max(np.abs(curve["minima_c1"][ok]), initial=0.1),
-            np.max(np.abs(curve["minima_cG"][ok]), initial=0.1),
-        )
+        c = 1.5 * max(np.max(np.abs(curve[f"minima_{k}"][ok]), initial=0.1) for k in names)
         c_range = (-c, c)
     c1 = jnp.linspace(*c_range, n)
     C1, CG = jnp.meshgrid(c1, c1, indexing="ij")
-    Vg = jax.vmap(lambda p: lin_V(C1, CG, p, sc) - lin_V(0.0, 0.0, p, sc))(jnp.asarray(P))
-    out.update(c1=np.asarray(c1), cG=np.asarray(c1), V=np.asarray(Vg))
+    x = kind.from_axes(C1, CG, sc.L)
+    x0 = jnp.zeros(2, x.dtype)
+    Vg = jax.vmap(lambda p: kind.potential(x, p, sc) - kind.potential(x0, p, sc))(jnp.asarray(P))
+    out.update({names[0]: np.asarray(c1), names[1]: np.asarray(c1), "V": np.asarray(Vg)})
     return out
 
 

@@ -26,13 +26,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_choice
+from ..config import BOTH
 from ._common import OBJECTIVES, Scales, sigma_G_lin, x64
-from .minima import copy_fraction, lin_minima_core, soft_minima_core
+from .heads import HeadTheory, LinearTheory, SoftmaxTheory, theory_of
+from .minima import copy_fraction
 from .params import TheoryParams, scales_batch
-from .potentials import lam1_of, lin_V, soft_V
+from .potentials import lam1_of, lin_V
 
-LIN_GRID = dict(n_r=16, n_s=33, n_keep=3, n_iter=15)  # global minimum only (tested vs 48 x 97)
-SOFT_GRID = dict(n_grid=257, n_keep=3, n_iter=25)  # bracketed Newton: 25 steps suffice
+COARSE = dict(n_keep=3, coarse=True)  # the global minimum only (tested against the fine grids)
 N_SCAN_LIN = 81  # psi scan: 8 decades above P_c1, 0.1 decade steps
 N_SCAN_SOFT = 141  # beta scan: 7 decades around the ln^2 L estimate, 0.05 decade steps
 N_ROUNDS = 5  # k-section refinement rounds after a scan (bracket / ~K^5)
@@ -72,12 +73,7 @@ def p_c1_asymptotic(sc: Scales):
 
 def p_aG_estimate(sc: Scales):
     r"""Leading-order ``sigma^2 ln^2 L / (chi sigma_G^2 sigma_p^4 (1 - 1/V))`` (§5)."""
-    Pe = (
-        sc.sigma2
-        * jnp.log(sc.L) ** 2
-        / (sc.chi * sc.sigma_G**2 * sc.sigma_p**4 * (1.0 - 1.0 / sc.V))
-    )
-    return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+    return SoftmaxTheory.estimate(sc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,8 +89,8 @@ def _hess0_min_eig(logP, sc):
 
 def _psi_slope(logP, sc):
     """``psi`` of the global minimiser and ``dpsi/dlog P`` by implicit differentiation."""
-    m = lin_minima_core(jnp.exp(logP), sc, **LIN_GRID)
-    c = jnp.stack([m["c1"][0], m["cG"][0]])
+    x = LinearTheory.minima(jnp.exp(logP), sc, **COARSE)[0]
+    c = jnp.stack(LinearTheory.span(x[0], sc.L))
 
     def grad_c(c, t):
         return jax.grad(lambda z: lin_V(z[0], z[1], jnp.exp(t), sc))(c)
@@ -108,46 +104,50 @@ def _psi_slope(logP, sc):
     return jnp.where(moved, psi, 0.0), jnp.where(moved, dpsi @ dc, 0.0)
 
 
-def _soft_glob(logP, sc):
-    m = soft_minima_core(jnp.exp(logP), sc, **SOFT_GRID)
-    valid = m["valid"]
-    return {
-        "beta": m["beta"][0],
-        "n_min": m["n_min"],
-        "beta_max": jnp.max(jnp.where(valid, m["beta"], -jnp.inf)),
-        "beta_min": jnp.min(jnp.where(valid, m["beta"], jnp.inf)),
-    }
+def _glob(logP, sc, kind):
+    """The global minimiser's copy logit ``beta``, the number of minima, and the coordinates of
+    the strongest (largest ``beta``) and the weakest minimum."""
+    x, _, valid, n_min = kind.minima(jnp.exp(logP), sc, **COARSE)
+    beta = kind.named(x, sc.L)["beta"]
+    strong = jnp.argmax(jnp.where(valid, beta, -jnp.inf))
+    weak = jnp.argmin(jnp.where(valid, beta, jnp.inf))
+    return {"beta": beta[0], "n_min": n_min, "x_strong": x[strong], "x_weak": x[weak]}
 
 
-def _fold_newton(beta0, t0, sc, n=30):
-    """Newton on ``(V'(beta; e^t), V''(beta; e^t)) = 0``: a fold (spinodal) of ``V_soft``."""
+def _fold_newton(x0, t0, sc, kind, n=30):
+    """Newton on ``(grad V(x; e^t), det hess V(x; e^t)) = 0`` in ``(x, t)``: a fold (spinodal)."""
 
     def F(z):
-        d1 = jax.grad(lambda b: soft_V(b, jnp.exp(z[1]), sc))
-        return jnp.stack([d1(z[0]), jax.grad(d1)(z[0])])
+        V = lambda x: kind.potential(x, jnp.exp(z[-1]), sc)  # noqa: E731
+        return jnp.concatenate([jax.grad(V)(z[:-1]), jnp.linalg.det(jax.hessian(V)(z[:-1]))[None]])
 
     def body(_, z):
         step = jnp.linalg.solve(jax.jacobian(F)(z), F(z))
         return jnp.where(jnp.all(jnp.isfinite(step)), z - step, z)
 
-    z = jax.lax.fori_loop(0, n, body, jnp.stack([beta0, t0]))
+    z = jax.lax.fori_loop(0, n, body, jnp.concatenate([x0, t0[None]]))
     return z, F(z)
 
 
 def _batched(fn):
-    """``fn(t, sc)`` for one point -> jitted over ``t[B, K]`` and scales with leaves ``[B]``."""
+    """``fn(t, sc, *static)`` for one point -> jitted over ``t[B, K]`` and scales with leaves
+    ``[B]`` (``static``: hashable arguments such as a theory class)."""
 
-    @jax.jit
-    def kernel(t, sc):
-        return jax.vmap(lambda tb, sb: jax.vmap(lambda x: fn(x, sb))(tb))(t, sc)
+    @functools.partial(jax.jit, static_argnums=(2,))
+    def kernel(t, sc, static):
+        return jax.vmap(lambda tb, sb: jax.vmap(lambda x: fn(x, sb, *static))(tb))(t, sc)
 
     return kernel
 
 
 _hess_kernel = _batched(_hess0_min_eig)
 _lin_kernel = _batched(_psi_slope)
-_soft_kernel = _batched(_soft_glob)
-_fold_kernel = jax.jit(jax.vmap(_fold_newton))
+_glob_kernel = _batched(_glob)
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _fold_kernel(x0, t0, sc, kind):
+    return jax.vmap(lambda x, t, s: _fold_newton(x, t, s, kind))(x0, t0, sc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
 
     # numeric root of lambda_min(hess V(0)): D only adds curvature, so it lies above cf
     def hess(t):
-        return {"eig": np.asarray(_hess_kernel(jnp.asarray(t), sc))}
+        return {"eig": np.asarray(_hess_kernel(jnp.asarray(t), sc, ()))}
 
     t_scan = _grid(np.log(cf) - 1.0, np.log(cf) + 30.0, K)
     neg = hess(t_scan)["eig"] < 0
@@ -208,7 +208,7 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
     num = np.where(~neg[:, 0] & neg[:, -1], np.exp(0.5 * (a + b)), np.nan)
     P_c1 = cf if objective == "map" else num
 
-    lin = functools.partial(_lin_kernel, sc=sc)
+    lin = lambda t: _lin_kernel(t, sc, ())  # noqa: E731
     t0 = np.log(P_c1) + 1e-3
     t_scan = _grid(t0, t0 + 8.0 * np.log(10.0), K)
     psi, slope = (np.asarray(a) for a in lin(jnp.asarray(t_scan)))
@@ -245,14 +245,15 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
     }
 
 
-def softmax_points_batch(sc: Scales) -> dict[str, np.ndarray]:
-    """Softmax ``P*``, first-order flag and spinodals for a batch of scales; NumPy ``[B]`` out."""
+def first_order_points_batch(sc: Scales, kind: type[HeadTheory]) -> dict[str, np.ndarray]:
+    """``P_aG``, first-order flag and spinodals of a two-branch kind for a batch of scales (the
+    jump of the global minimiser's copy logit ``beta``); NumPy ``[B]`` out."""
 
     def run(t):
-        return {k: np.asarray(v) for k, v in _soft_kernel(jnp.asarray(t), sc).items()}
+        return {k: np.asarray(v) for k, v in _glob_kernel(jnp.asarray(t), sc, (kind,)).items()}
 
     K = N_SCAN_SOFT
-    est = np.asarray(p_aG_estimate(sc))
+    est = np.asarray(kind.estimate(sc))
     t_scan = _grid(np.log(est) - 3.0 * np.log(10.0), np.log(est) + 4.0 * np.log(10.0), K)
     m = run(t_scan)
     beta = m["beta"]
@@ -279,15 +280,16 @@ def softmax_points_batch(sc: Scales) -> dict[str, np.ndarray]:
     )
     # the strong (largest-beta) minimum is born at P_s-, the weak (smallest-beta) dies at P_s+
     z, res = _fold_kernel(
-        jnp.asarray(np.concatenate([l_out["beta_max"], u_out["beta_min"]])),
+        jnp.asarray(np.concatenate([l_out["x_strong"], u_out["x_weak"]])),
         jnp.asarray(np.concatenate([l_in, u_in])),
         jax.tree.map(lambda x: jnp.concatenate([x, x]), sc),
+        kind,
     )
     z, res = np.asarray(z), np.asarray(res)
     t_in = np.concatenate([l_in, u_in])
     # keep the Newton polish only where it converged next to the k-section result
-    ok = np.all(np.abs(res) < 1e-8 * (1.0 + est.max()), axis=1) & (np.abs(z[:, 1] - t_in) < 0.05)
-    t_sp = np.where(ok, z[:, 1], t_in)
+    ok = np.all(np.abs(res) < 1e-8 * (1.0 + est.max()), axis=1) & (np.abs(z[:, -1] - t_in) < 0.05)
+    t_sp = np.where(ok, z[:, -1], t_in)
     B = t_aG.shape[0]
     nan = np.full(B, np.nan)
     return {
@@ -309,19 +311,28 @@ def _num(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
+def kinds(attention: str) -> list[type[HeadTheory]]:
+    """The theory classes of an attention name, or of ``'both'`` (linear and softmax)."""
+    return [theory_of(a) for a in (BOTH if attention == "both" else (attention,))]
+
+
+def _points_of(kind, sc, objective):
+    if kind.two_branches:
+        return first_order_points_batch(sc, kind)
+    return linear_points_batch(sc, objective=objective)
+
+
 @x64
 def points_batch(
     params: list[TheoryParams], attention: str = "both", objective: str = "map"
 ) -> dict[str, np.ndarray]:
     """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``)."""
-    check_choice("attention", attention, ("linear", "softmax", "both"))
+    ks = kinds(attention)
     check_choice("objective", objective, OBJECTIVES)
     sc = scales_batch(params, objective)
     out: dict[str, np.ndarray] = {}
-    if attention in ("linear", "both"):
-        out.update(linear_points_batch(sc, objective=objective))
-    if attention in ("softmax", "both"):
-        out.update(softmax_points_batch(sc))
+    for kind in ks:
+        out.update(_points_of(kind, sc, objective))
     return out
 
 
@@ -331,8 +342,9 @@ def transition_points(
     r"""Every ``P*`` and the spinodals of docs/theory.md §5 (float64; JSON-ready: ``None`` = none).
 
     Keys: ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals = [P_s-, P_s+]``,
-    ``first_order`` (softmax), diagnostics (``P_c1_closed_form, P_c1_numeric, P_c1_asymptotic,
-    P_aG_estimate, beta_weak, beta_strong``, ...), ``notes`` and ``inputs``.
+    ``first_order`` (two-branch kinds: softmax, sigmoid), diagnostics (``P_c1_closed_form,
+    P_c1_numeric, P_c1_asymptotic, P_aG_estimate, beta_weak, beta_strong``, ...), ``notes`` and
+    ``inputs``.
     """
     b = points_batch([params], attention, objective)
     out: dict[str, Any] = {
@@ -346,21 +358,25 @@ def transition_points(
     }
     for k, v in b.items():
         out[k] = bool(v[0]) if v.dtype == bool else _num(v[0])
-    if attention in ("linear", "both") and out["P_cG_half"] is None:
-        out["notes"].append("psi never reaches 1/2 in the scan (8 decades above P_c1)")
-    if attention in ("softmax", "both"):
-        if out["first_order"]:
+    for kind in kinds(attention):
+        if not kind.two_branches:
+            if out["P_cG_half"] is None:
+                out["notes"].append("psi never reaches 1/2 in the scan (8 decades above P_c1)")
+        elif out["first_order"]:
             out["spinodals"] = [out["spinodal_lo"], out["spinodal_hi"]]
         else:
             out["notes"].append(
                 f"no first-order transition at L={params.L}: the coexistence window is empty; "
                 "P_aG_crossover is where the global beta crosses its mid-value"
             )
-        del out["spinodal_lo"], out["spinodal_hi"]
+    out.pop("spinodal_lo", None), out.pop("spinodal_hi", None)
     return out
 
 
 __all__ = [
+    "first_order_points_batch",
+    "kinds",
+    "linear_points_batch",
     "p_aG_estimate",
     "p_c1_asymptotic",
     "p_c1_closed_form",

@@ -20,12 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betainc
 
-from .._checks import check_choice
-from ._common import ATTENTIONS, Scales, x64
-from .minima import copy_fraction, lin_minima_core, soft_minima_core
+from ._common import Scales, x64
+from .heads import theory_of
 from .params import TheoryParams, scales_batch
-from .points import LIN_GRID, SOFT_GRID, points_batch
-from .potentials import ansatz
+from .points import points_batch
 
 #: The paper's laws (docs/theory.md §2b, §5), as functions of ``(L, V)``; written only here (the
 #: theory fits need them), and published with the paper's numbers as
@@ -156,18 +154,13 @@ def scaling_fits(table: dict[str, Any], *, level: float = 0.95) -> dict[str, Any
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("attention",))
-def _phase_kernel(P, sc: Scales, *, attention):
+@functools.partial(jax.jit, static_argnames=("kind",))
+def _phase_kernel(P, sc: Scales, *, kind):
     """Global minimiser on ``P[nP]`` for scales with leaves ``[B]``."""
 
     def one(p, s):
-        if attention == "linear":
-            m = lin_minima_core(p, s, **LIN_GRID)
-            c1, cG = m["c1"][0], m["cG"][0]
-            return {"c1": c1, "cG": cG, "psi": copy_fraction(c1, cG, s.L), "n_min": m["n_min"]}
-        m = soft_minima_core(p, s, **SOFT_GRID)
-        pr, _, aG = ansatz(m["beta"][0], s.L)
-        return {"beta": m["beta"][0], "aG": aG, "p": pr, "n_min": m["n_min"]}
+        x, _, _, n_min = kind.minima(p, s, n_keep=3, coarse=True)
+        return {**kind.named(x[0], s.L), "n_min": n_min}
 
     return jax.vmap(lambda s: jax.vmap(lambda p: one(p, s))(P))(sc)
 
@@ -184,9 +177,10 @@ def phase_diagram(
 ) -> dict[str, Any]:
     r"""Global minimiser on an ``(L, P)`` grid (``L_values``) or ``(V, P)`` grid (``V_values``).
 
-    Linear: ``c1, cG, psi`` ``[n_axis, nP]``; softmax: ``beta, aG, p``; both: ``n_min``.
+    The theory class's ``fields`` ``[n_axis, nP]`` (linear: ``c1, cG, r, psi``; softmax:
+    ``beta, aG, a1, p``) and ``n_min``.
     """
-    check_choice("attention", attention, ATTENTIONS)
+    kind = theory_of(attention)
     if (L_values is None) == (V_values is None):
         raise ValueError("phase_diagram needs exactly one of L_values, V_values")
     axis, values = ("L", L_values) if V_values is None else ("V", V_values)
@@ -194,7 +188,7 @@ def phase_diagram(
     plist = [params.replace(**{axis: int(v)}) for v in vals]
     sc = scales_batch(plist, objective)
     P = np.asarray(P_values, dtype=np.float64)
-    out = _phase_kernel(jnp.asarray(P), sc, attention=attention)
+    out = _phase_kernel(jnp.asarray(P), sc, kind=kind)
     res = {k: np.asarray(v) for k, v in out.items()}
     res.update(P=P, axis=axis, values=vals, attention=attention, params=params.to_dict())
     return res

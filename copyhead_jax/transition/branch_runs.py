@@ -38,11 +38,11 @@ def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
     return r.ru_utime + r.ru_stime
 
 
-def stack_heads(arrs: list, chi: float, dtype):
-    """One softmax head whose leading axis runs over ``arrs`` (:func:`head_arrays` dicts)."""
-    cls = head_class("softmax")
-    return cls(**{k: jnp.asarray(np.stack([a[k] for a in arrs]), dtype) for k in arrs[0]},
-               chi=chi)  # fmt: skip
+def stack_heads(arrs: list, cfg, dtype):
+    """One head of ``cfg``'s attention whose leading axis runs over ``arrs`` (:func:`head_arrays`
+    dicts)."""
+    return head_class(cfg.model.attention).from_config(
+        cfg, **{k: jnp.asarray(np.stack([a[k] for a in arrs]), dtype) for k in arrs[0]})
 
 
 def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
@@ -206,7 +206,7 @@ def free_energies(cfg, runs: list, arrs: list, trains: list, masks: list, key, c
         if not (np.array_equal(a["W_E"], o["W_E"]) and np.array_equal(a["b"], o["b"])):
             raise ValueError(f"seed {r['seed']}: the sweeps' embeddings differ")
     train, mask = jnp.asarray(np.stack(trains)), np.stack(masks)
-    stack = lambda dt: stack_heads(arrs, cfg.posterior.chi, dt)  # noqa: E731
+    stack = lambda dt: stack_heads(arrs, cfg, dt)  # noqa: E731
     t0, c0 = time.time(), cpu_seconds()
     with jax.enable_x64(True):
         C64 = np.asarray(whiten(cfg, stack(jnp.float64), train, jnp.asarray(mask, jnp.float64)))
@@ -323,7 +323,7 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
     ``n_pilot``, ``n_particles``, ``n_reps``. Each run gains log Z and the copy weight."""
     c0, t0 = cpu_seconds(), time.time()
     train, mask = jnp.asarray(np.stack(trains)), np.stack(masks)
-    stack = lambda br, dt: stack_heads(arrs[br], cfg.posterior.chi, dt)  # noqa: E731
+    stack = lambda br, dt: stack_heads(arrs[br], cfg, dt)  # noqa: E731
     with jax.enable_x64(True):
         m64 = jnp.asarray(mask, jnp.float64)
         C64 = {br: np.asarray(whiten(cfg, stack(br, jnp.float64), train, m64))

@@ -45,7 +45,6 @@ def _one_run(cfg, n_steps, burn_in, thin, n_chains, eta, keys, head, train, mask
     ``coef = (a, b, c)`` and ``U_0 = U* + |w|^2/2`` (``U*`` = U at the fit)."""
     obj = Objective.from_config(cfg)
     U_w, head_of = whitened_potential(head, obj)
-    linear = cfg.model.attention == "linear"
 
     def parts(w, th, Cm, t, m):
         h = head_of(w, th, Cm)
@@ -62,7 +61,7 @@ def _one_run(cfg, n_steps, burn_in, thin, n_chains, eta, keys, head, train, mask
 
     def draw(w, th, Cm, t, m, cf):
         D, pr, h = parts(w, th, Cm, t, m)
-        o = order_parameters(masked_mean(attention_matrices(h, t), m), gauge_fix=linear)
+        o = order_parameters(masked_mean(attention_matrices(h, t), m), gauge_fix=head.gauge_fix)
         return jnp.stack([D, pr, 0.5 * jnp.sum(w**2), o.c1, o.cG, o.r])
 
     res = run_chains(

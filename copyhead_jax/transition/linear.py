@@ -60,7 +60,7 @@ def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, s
                f"{np.nanmin(ess[i, s]):.0f}" for i in range(len(P)) for s in range(m.shape[1])
                if not (np.nanmax(rhat[i, s]) <= 1.05 and np.nanmin(ess[i, s]) >= 100)]  # fmt: skip
     return {
-        "attention": "linear", "quantity": "P_cG_half (posterior psi = 1/2)",
+        "attention": cfg.model.attention, "quantity": "P_cG_half (posterior psi = 1/2)",
         "P_star": mean["P_star"], "interval": [mean["lo"], mean["hi"]], "summary": mean,
         "per_seed": [c["P_star"] for c in per], "seeds": per, "P": P.tolist(),
         "psi_mean": m.tolist(), "psi_mcse": se.tolist(), "theory": th,

@@ -77,19 +77,16 @@ def _theory(cfg: Config) -> dict:
     from ..theory.points import transition_points
 
     p = TheoryParams.from_config(cfg)
-    att = cfg.model.attention
-    key = "P_aG" if att == "softmax" else "P_cG_half"
+    att, cls = cfg.model.attention, head_class(cfg.model.attention)
+    # a two-branch head without a window: where the global minimiser crosses over
+    point = lambda r: r.get(cls.transition_key) or (  # noqa: E731
+        r.get("P_aG_crossover") if cls.two_branches else None)
     if cfg.task.source != "iid":  # §12: the MAP's P* from full minimisers (no posterior form)
         from ..theory.beyond import beyond_points
 
         r = beyond_points(p, cfg.task, attention=att, P_range=(1.0, 3e4), n_P=41)
-        return {"map": r.get(key) or (r.get("P_aG_crossover") if att == "softmax" else None),
-                "post": None}  # fmt: skip
-    out = {}
-    for o in ("map", "post"):
-        tp = transition_points(p, att, o)
-        out[o] = tp.get(key) or (tp.get("P_aG_crossover") if att == "softmax" else None)
-    return out
+        return {"map": point(r), "post": None}
+    return {o: point(transition_points(p, att, o)) for o in ("map", "post")}
 
 
 def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
@@ -130,7 +127,8 @@ def transition(
     if len(grid) < 2:
         raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
     P_pad = P_top = max(grid)
-    if cfg.model.attention == "softmax":  # before any work: a group up to 4 x the grid's P
+    two = head_class(cfg.model.attention).two_branches
+    if two:  # before any work: a group up to 4 x the grid's P
         need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
         refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
                        "use fewer --chains, --rungs or --iters, or a larger "
@@ -138,7 +136,7 @@ def transition(
     if out is not None:  # one writer per folder; released at exit or by exit_now
         out.mkdir(parents=True, exist_ok=True)
         acquire_lock(out / "transition.json")
-    if cfg.model.attention == "linear":
+    if not two:
         from .linear import linear_transition
 
         res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
@@ -217,8 +215,8 @@ def _heads(cfg, sweeps, aG, s, P, a_thr):
     arr = {k: np.stack([np.asarray(sweeps[src][f"params/{k}"][i, s]) for src, i in refs])
            for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
     ref_P = [int(grid[i]) for _, i in refs]
-    heads = head_class("softmax")(**{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()},
-                                  chi=cfg.posterior.chi)  # fmt: skip
+    heads = head_class(cfg.model.attention).from_config(
+        cfg, **{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()})
     return heads, ref_P
 
 
@@ -325,7 +323,7 @@ def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
     ok = np.isfinite(smc)
     mu = [p["map_U_crossing"] or math.nan for p in per_seed]
     return {
-        "attention": "softmax", "quantity": "P_aG", "P_star": mean["P_star"],
+        "attention": cfg.model.attention, "quantity": "P_aG", "P_star": mean["P_star"],
         "interval": [mean["lo"], mean["hi"]], "summary": mean,
         "per_seed": [c["P_star"] for c in cr],
         "cross_check": {"method": "tempered SMC copy weight at each seed's bracket ends",

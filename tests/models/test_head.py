@@ -230,3 +230,34 @@ def test_gauge_rule_matches_the_heads_symmetry(attention):
         o, o_flip = (ch.measure(h, tokens, mask, tokens).order for h in (head, flip))
         assert float(o.r) >= 0 and float(o_flip.r) >= 0
         np.testing.assert_allclose([o_flip.c1, o_flip.cG], [o.c1, o.cG], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("attention,linear_scale", HEADS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_scale, causal):
+    """A head's hand-derived ``_outputs_T``, ``energy_fn`` (value and gradient in ``(M, R)``) and
+    ``feature_activation`` (activation and its pullback) are overrides of ``AbstractHead``'s
+    autodiff defaults: the same numbers to float64 rounding (the sums run in another order)."""
+    from copyhead_jax.models import AbstractHead
+
+    L, V, N, P = 5, 3, 8, 7
+    model = ch.ModelConfig(attention=attention, width=N, linear_scale=linear_scale, causal=causal)
+    with jax.enable_x64(True):
+        head = ch.init_head(jax.random.key(0), model, L=L, V=V, chi=30.0)
+        head = jax.tree.map(lambda w: w.astype(jnp.float64), head)
+        t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
+        keep = jnp.arange(P) < 5  # two padding rows
+        M, R = head.logit_gram(), head.readout_map()
+        close = lambda a, b: np.testing.assert_allclose(  # noqa: E731
+            np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(b))))
+        close(head._outputs_T(M, R, t), AbstractHead._outputs_T(head, M, R, t))
+        (u1, (gM1, gR1)), (u2, (gM2, gR2)) = (e(M, R, t, keep) for e in (
+            head.energy_fn(), AbstractHead.energy_fn(head)))  # fmt: skip
+        close(u1, u2), close(gM1, gM2), close(gR1, gR2)
+        s = jax.random.normal(jax.random.key(2), (P, L, L), jnp.float64)
+        dA = jax.random.normal(jax.random.key(3), (P, L, L), jnp.float64)
+        act1, vjp1 = head.feature_activation()
+        act2, vjp2 = AbstractHead.feature_activation(head)
+        A = act1(s)
+        close(A, act2(s))
+        close(vjp1(s, A, dA), vjp2(s, A, dA))

@@ -90,7 +90,7 @@ def test_theory_figures():
             "objective": "map"}  # fmt: skip
     lin = dict(base, attention="linear", c1=ramp, cG=ramp**2, psi=ramp, minima_cG=minima)
     soft = dict(base, attention="softmax", beta=3 * ramp, minima_beta=3 * minima, p=ramp,
-                aG=3 * ramp)  # fmt: skip
+                aG=3 * ramp, a1=1 - ramp, minima_aG=3 * minima)  # fmt: skip
     pts = {"P_c1": 3.0, "P_cG": 30.0, "P_cG_half": 40.0, "P_aG": 20.0, "spinodals": [15.0, 25.0]}
     _check(plot_curve(lin, pts))
     _check(plot_curve(soft, pts))

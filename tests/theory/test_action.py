@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from copyhead_jax import theory as th
-from copyhead_jax.theory.action import R_soft, logit_cov, prior_gram
+from copyhead_jax.theory.action import logit_cov, prior_gram
+from copyhead_jax.theory.heads import R_soft
 
 
 @pytest.fixture(autouse=True)

@@ -52,7 +52,7 @@ def test_rho_zero_without_mask_is_todays_action(attention):
 
 
 def test_theory_mask_is_the_models_mask():
-    assert np.array_equal(np.asarray(th.action.causal_keys(7)), np.asarray(causal_keys(7)))
+    assert np.array_equal(np.asarray(th.heads.causal_keys(7)), np.asarray(causal_keys(7)))
     assert np.array_equal(np.asarray(th.action.causal_weights(7)),
                           np.asarray(target_weights(7, True), np.float64))  # fmt: skip
 

@@ -113,17 +113,15 @@ def test_span_action_is_the_finite_action_on_the_ansatz(preset):
     with jax.enable_x64(True):
         g = jnp.asarray(gram)
         st = th.dataset_stats(jnp.asarray(tokens), 3)
-        sa = F.span_action(st, g, params)
-        B1, B2 = th.basis(6)
-        for c1, cG, beta in rng.normal(0, 2, (3, 3)):
-            for obj in ("map", "post"):
-                kw = dict(tokens=st, gram=g, params=params, objective=obj)
-                ref = th.finite_action(c1 * B1 + cG * B2, **kw)
-                got = F.span_linear(c1, cG, sa, params, obj)
-                assert float(got) == pytest.approx(float(ref), rel=1e-10)
-                ref = th.finite_action(beta * th.shift_matrix(6), attention="softmax", **kw)
-                got = F.span_softmax(beta, sa, params, obj)
-                assert float(got) == pytest.approx(float(ref), rel=1e-10)
+        for name, kind in th.THEORIES.items():  # every kind's ansatz, at random coordinates
+            sa = F.span_action(st, g, params, name)
+            for x in rng.normal(0, 2, (3, len(kind.coords))):
+                x = jnp.asarray(x)
+                for obj in ("map", "post"):
+                    kw = dict(tokens=st, gram=g, params=params, objective=obj, attention=name)
+                    ref = th.finite_action(kind.logits(x, 6), **kw)
+                    got = F.span_value(x, sa, params, name, obj)
+                    assert float(got) == pytest.approx(float(ref), rel=1e-10), (name, obj)
 
 
 def test_a_curve_over_P_compiles_once_and_matches_single_P_calls():

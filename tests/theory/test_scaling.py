@@ -79,7 +79,10 @@ def test_phase_diagram_is_the_global_minimiser():
     pd = th.phase_diagram(p, P, L_values=[10, 25], attention="softmax")
     assert pd["beta"].shape == (2, 24)
     cur = th.theory_curve(p, P, "softmax")
-    np.testing.assert_allclose(pd["beta"][1], cur["beta"], rtol=1e-8, atol=1e-10)
+    # two compiled programs (a batched coarse kernel, the curve): at -O0 XLA's vectorised exp/log
+    # differ in their last bits between them, which moves the root of V' by up to 2e-7 relative
+    # (measured); a wrong minimiser differs at O(1)
+    np.testing.assert_allclose(pd["beta"][1], cur["beta"], rtol=1e-6, atol=1e-10)
     r = th.transition_points(p, "softmax")
     jump = np.argmax(np.diff(pd["p"][1]))
     assert P[jump] < r["P_aG"] < P[jump + 1]

@@ -1,0 +1,392 @@
+r"""Each attention kind's theory as a class (docs/theory.md §3-§5), and the registry.
+
+What the package would otherwise re-derive from an attention name is written here once, per
+kind, and read by name through :func:`theory_of`:
+
+* what the head is: ``order_names`` and ``order_labels`` (its names for the projections
+  ``(c1, cG)`` of the attention on ``(B1, B2)``), ``two_branches`` (a first-order transition
+  between a pooling and a copy branch, fitted from two starts; ``transition_key`` ``P_aG``) or
+  one branch with a crossover (``P_cG_half``), ``gauge_fix`` (the Z2 of linear attention) and
+  :meth:`copy_logits`, the logits of the copy branch's start;
+* the full ``L x L`` theory (§3): :meth:`attention` of a logit matrix, :meth:`prior` of the logits;
+* the two-parameter ansatz (§4): its coordinates ``coords``, the logit matrix :meth:`logits` and
+  the span coefficients :meth:`span` they give, the named ``fields`` of a minimiser, the reduced
+  EK potential :meth:`potential` and its local minima :meth:`minima` (grid, then Newton).
+
+The theory's algorithms (curves, landscapes, P*, the finite-width theory, Markov and causal
+minimisers) call these hooks and never compare names. ``x`` is always a coordinate vector
+``[..., len(coords)]``; ``sc`` the :class:`~._common.Scales` of a parameter set.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_factor, cho_solve
+
+from .. import conventions as conv
+from .._types import AttnMatrix, LogitMatrix, Scalar
+from ..config import ATTENTIONS
+from ._common import Scales, sigma_G_lin
+from ._solvers import asinh_grid, minima_1d, minima_2d
+from .potentials import J_of, ansatz, c0_lam, lam1_of, lin_V, soft_cost, soft_V
+
+N_KEEP = 4  # local-minimum slots returned per P
+
+
+def causal_keys(L: int):
+    """``[a, b]``: True where query ``a`` sees key ``b`` (``b <= a``), as ``models.causal_keys``."""
+    return jnp.tril(jnp.ones((L, L), dtype=bool))
+
+
+# ---------------------------------------------------------------------------------------------
+# Priors of a full L x L logit matrix (docs/theory.md §3.2)
+
+
+def R_lin(A: AttnMatrix, *, cbar, sigma_G) -> Scalar:
+    r"""``tr(Cbar^{-1} G Cbar^{-1} G^T) / (2 sigma_G^2)``: the prior of logits without a gauge
+    (linear attention's ``R_lin``, docs/theory.md §3)."""
+    cf = cho_factor(cbar)
+    return jnp.sum(cho_solve(cf, A) * cho_solve(cf, A.T).T) / (2.0 * sigma_G**2)
+
+
+def R_soft(G: LogitMatrix, *, cbar, sigma_G) -> Scalar:
+    r"""Gauge-fixed softmax prior ``tr(Cbar^{-1} G (Pi Cbar Pi)^+ G^T) / (2 sigma_G^2)`` (§3).
+
+    For the prior Gram ``(Pi Cbar Pi)^+ = Pi / sigma_p^2``, docs/theory.md's ``R_soft``; the general
+    pseudo-inverse is the exact marginal over the row-constant gauge for any ``Cbar``.
+    """
+    L = G.shape[0]
+    J = jnp.ones((L, L)) / L
+    Pi = jnp.eye(L) - J
+    Kp = Pi @ jnp.linalg.solve(Pi @ cbar @ Pi + J, Pi)
+    return jnp.sum(cho_solve(cho_factor(cbar), G) * (G @ Kp)) / (2.0 * sigma_G**2)
+
+
+def J_term(G: LogitMatrix, causal: bool = False) -> Scalar:
+    r"""``J(A) = sum_ab log A_ab``, ``A = softmax_b(G)``: pushforward to the density of A (§3);
+    with ``causal`` the sum and the softmax run over ``b <= a`` (§12)."""
+    if not causal:
+        return jnp.sum(jax.nn.log_softmax(G, axis=1))
+    keys = causal_keys(G.shape[0])
+    return jnp.sum(jnp.where(keys, jax.nn.log_softmax(jnp.where(keys, G, -jnp.inf), axis=1), 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class HeadTheory:
+    """The theory of one attention kind: class constants and hooks (module docstring)."""
+
+    name: ClassVar[str]
+    order_names: ClassVar[tuple[str, str]]
+    order_labels: ClassVar[tuple[str, str]]  # mathtext
+    two_branches: ClassVar[bool]
+    transition_key: ClassVar[str]  # the MAP / Bayesian P* of ``copyhead transition``
+    gauge_fix: ClassVar[bool]
+    coords: ClassVar[tuple[str, ...]]
+    fields: ClassVar[tuple[str, ...]]  # named quantities of a minimiser (:meth:`named`)
+    minima_fields: ClassVar[tuple[str, ...]]  # and those reported for every local minimum
+    phase_field: ClassVar[tuple[str, str]]  # the phase diagram's colour: (field, label)
+    point_keys: ClassVar[tuple[str, ...]]  # the P* a figure marks
+    landscape_axes: ClassVar[tuple[str, ...]] = ()  # a 2-d landscape's axes (:meth:`from_axes`)
+
+    # ---- full L x L (docs/theory.md §3) ----
+
+    @staticmethod
+    def attention(G, causal: bool = False):
+        """``A`` of logits ``G`` (query rows on the second-last axis); ``causal``: keys
+        ``b > a`` get weight 0 (docs/theory.md §12)."""
+        raise NotImplementedError
+
+    @classmethod
+    def prior(cls, G: LogitMatrix, *, cbar, params, causal: bool = False) -> dict[str, Scalar]:
+        """``R`` (the prior of the logits, weight space) and ``J`` (the pushforward term, 0 if
+        the kind has none) at ``G``; ``cbar`` the logit covariance factor."""
+        raise NotImplementedError
+
+    @classmethod
+    def copy_logits(cls, L: int, logit, dtype=None) -> LogitMatrix:
+        """The positional logits of the copy branch's start: ``logit * G*``."""
+        return logit * conv.shift_matrix(L, dtype)
+
+    # ---- the ansatz (docs/theory.md §4) ----
+
+    @classmethod
+    def logits(cls, x, L: int) -> LogitMatrix:
+        """The ansatz's ``L x L`` logit matrix at coordinates ``x`` (linear: ``A`` itself)."""
+        raise NotImplementedError
+
+    @classmethod
+    def span(cls, x, L):
+        """``(c1, cG)``: the attention at ``x`` is exactly ``c1 B1 + cG B2``."""
+        raise NotImplementedError
+
+    @classmethod
+    def named(cls, x, L) -> dict:
+        """The quantities ``fields`` of the minimiser at ``x`` (arrays over ``x``'s lead axes)."""
+        raise NotImplementedError
+
+    @classmethod
+    def potential(cls, x, P, sc: Scales):
+        """The reduced EK potential at ``x`` (``sc.w_D``: + D; ``sc.w_J``: + J)."""
+        raise NotImplementedError
+
+    @classmethod
+    def minima(cls, P, sc: Scales, *, n_keep: int = N_KEEP, coarse: bool = False):
+        """Every local minimum of :meth:`potential` at one ``P``: ``x[n_keep, d]``, values,
+        ``valid``, ``n_min`` (sorted by value; ``coarse``: grids that find the global one)."""
+        raise NotImplementedError
+
+    @classmethod
+    def finite_minima(cls, f, x_max, *, n_keep: int, S0):
+        """Local minima of a finite-P action ``f(x)`` whose prior bounds ``|x_i| <= x_max[i]``
+        for every minimum below ``S0 = S(A = 0)``: ``x[n_keep, d]``, values, ``valid``."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_axes(cls, a, b, L):
+        """Coordinates ``x`` at the landscape's axes values ``(a, b)``."""
+        return jnp.stack([a, b], axis=-1)
+
+    @classmethod
+    def start(cls, copy: bool, dtype) -> jax.Array:
+        """Coordinates of a continuation start: zero logits, or the copy start's logits
+        (:meth:`copy_logits` with ``COPY_START``)."""
+        return jnp.zeros(len(cls.coords), dtype)
+
+    @classmethod
+    def estimate(cls, sc: Scales):
+        """A leading-order estimate of the transition (the centre of the P* scans)."""
+        raise NotImplementedError
+
+
+COPY_START = 8.0  # descending branches start from the copy logits at this scale (aG ~ 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear attention: coordinates (r, s), r = c1 + cG/sqrt(L) (row sum), s = sqrt(1-1/L) cG.
+
+N_R, N_S = 48, 97  # EK grid in (r, s): r >= 0 (Z2), s symmetric
+ASINH_FRACTION = 60.0  # finite-P grids are fine within 1/60 of their half-width of 0
+FINITE_SEEDS, FINITE_ITER = 8, 30  # finite-P: grid minima refined by Newton, and its iterations
+S0_RTOL = 1e-12  # finite-P: minima are kept if S <= S(0) (1 + S0_RTOL)
+
+
+def to_c(r, s, L):
+    """``(c1, cG)`` from the linear coordinates ``(r, s)``."""
+    cG = s / jnp.sqrt(1.0 - 1.0 / L)
+    return r - cG / jnp.sqrt(L), cG
+
+
+class LinearTheory(HeadTheory):
+    """Linear attention ``A = G`` (docs/theory.md §3-§5): the pooling onset ``P_c1`` (second
+    order, Z2) and the copy crossover ``P_cG``."""
+
+    name = "linear"
+    order_names = ("c1", "cG")
+    order_labels = ("$c_1$", "$c_G$")
+    two_branches = False
+    transition_key = "P_cG_half"
+    gauge_fix = True  # (W^G, W^O) -> (-W^G, -W^O) leaves f unchanged: fix r > 0
+    coords = ("r", "s")
+    fields = ("c1", "cG", "r", "psi")
+    minima_fields = ("c1", "cG")
+    phase_field = ("psi", "copy fraction $\\psi$")
+    point_keys = ("P_c1", "P_cG", "P_cG_half")
+    landscape_axes = ("c1", "cG")
+
+    @staticmethod
+    def attention(G, causal=False):
+        return jnp.where(causal_keys(G.shape[-1]), G, 0.0) if causal else G
+
+    @classmethod
+    def prior(cls, G, *, cbar, params, causal=False):
+        # the prior sees every entry of A; the mask only the likelihood (§12)
+        sG = params.sigma_G / conv.linear_scale_divisor(params.L, params.linear_scale)  # §2b
+        R = R_lin(G, cbar=cbar, sigma_G=sG)
+        return {"R": R, "J": jnp.zeros_like(R)}
+
+    @classmethod
+    def logits(cls, x, L):
+        B1, B2 = conv.basis(L, x.dtype)
+        c1, cG = to_c(x[..., 0], x[..., 1], L)
+        return c1[..., None, None] * B1 + cG[..., None, None] * B2
+
+    @classmethod
+    def span(cls, x, L):
+        return to_c(x[..., 0], x[..., 1], L)
+
+    @classmethod
+    def from_axes(cls, a, b, L):
+        return jnp.stack([a + b / jnp.sqrt(L), jnp.sqrt(1.0 - 1.0 / L) * b], axis=-1)
+
+    @classmethod
+    def named(cls, x, L):
+        c1, cG = to_c(x[..., 0], x[..., 1], L)
+        return {"c1": c1, "cG": cG, "r": x[..., 0], "psi": conv.copy_fraction(c1, cG, L)}
+
+    @classmethod
+    def potential(cls, x, P, sc):
+        return lin_V(*to_c(x[..., 0], x[..., 1], sc.L), P, sc)
+
+    @classmethod
+    def _grids(cls, P, sc, n_r, n_s):
+        gam = sigma_G_lin(sc) ** 2
+        c0, _ = c0_lam(P, sc)
+        V0 = c0 * sc.L  # V_lin(0) = Q(0) (D(0) = 0)
+        lam1 = lam1_of(sc)
+        r_max = 1.05 * lam1 * jnp.sqrt(2.0 * gam * V0)
+        s_max = 1.05 * sc.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
+        # natural amplitudes of the pooled and copying states (large-P balance of Q against R)
+        r_nat = (gam * lam1 * sc.chi * sc.L / (sc.sigma_O**2 * sc.V)) ** 0.25
+        s_nat = (sc.chi * (sc.L - 1.0) * sc.V * gam * sc.sigma_p**4
+                 / (2.0 * sc.sigma_O**2 * sc.sigma_e**2)) ** 0.25  # fmt: skip
+        r_grid = asinh_grid(0.0, r_max, 0.5 * jnp.minimum(r_max, r_nat), n_r)
+        s_grid = asinh_grid(-s_max, s_max, 0.5 * jnp.minimum(s_max, s_nat), n_s)
+        return r_grid, s_grid
+
+    @classmethod
+    def minima(cls, P, sc, *, n_keep=N_KEEP, coarse=False):
+        # coarse: the global minimum only (tested against the fine grid)
+        n_r, n_s, n_iter = (16, 33, 15) if coarse else (N_R, N_S, 30)
+        return _lin_minima(P, sc, n_r=n_r, n_s=n_s, n_iter=n_iter, n_keep=n_keep)
+
+    @classmethod
+    def finite_minima(cls, f, x_max, *, n_keep, S0):
+        r_grid = asinh_grid(0.0, x_max[0], x_max[0] / ASINH_FRACTION, N_R)
+        s_grid = asinh_grid(-x_max[1], x_max[1], x_max[1] / ASINH_FRACTION, N_S)
+        # more seeds than slots: neighbouring grid cells of one flat minimum give duplicate seeds
+        x, fx, valid, _ = minima_2d(f, r_grid, s_grid, n_keep=max(FINITE_SEEDS, n_keep),
+                                    n_iter=FINITE_ITER)  # fmt: skip
+        # A = 0 is x = 0 here: keep the minima below S0, the region the grid covers
+        return x[:n_keep], fx[:n_keep], valid[:n_keep] & (fx[:n_keep] <= S0 + S0_RTOL * jnp.abs(S0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax attention: logits beta G*
+
+N_BETA = 513  # grid in beta
+
+
+class SoftmaxTheory(HeadTheory):
+    """Softmax attention over keys (docs/theory.md §3-§5): logits ``beta G*``, a first-order
+    copy transition ``P_aG`` between two wells, with spinodals."""
+
+    name = "softmax"
+    order_names = ("a1", "aG")
+    order_labels = ("$a_1$", "$a_G$")
+    two_branches = True
+    transition_key = "P_aG"
+    gauge_fix = False  # the softmax is not odd: no sign symmetry
+    coords = ("beta",)
+    fields = ("beta", "aG", "a1", "p")
+    minima_fields = ("beta", "aG")
+    phase_field = ("p", "$p = A_{a,a-1}$")
+    point_keys = ("P_aG",)
+
+    @staticmethod
+    def attention(G, causal=False):
+        if causal:
+            G = jnp.where(causal_keys(G.shape[-1]), G, -jnp.inf)
+        return jax.nn.softmax(G, axis=-1)
+
+    @classmethod
+    def prior(cls, G, *, cbar, params, causal=False):
+        return {"R": R_soft(G, cbar=cbar, sigma_G=params.sigma_G), "J": J_term(G, causal)}
+
+    @classmethod
+    def logits(cls, x, L):
+        return x[..., 0, None, None] * conv.shift_matrix(L, x.dtype)
+
+    @classmethod
+    def span(cls, x, L):
+        _, a1, aG = ansatz(x[..., 0], L)
+        return a1, aG
+
+    @classmethod
+    def named(cls, x, L):
+        p, a1, aG = ansatz(x[..., 0], L)
+        return {"beta": x[..., 0], "aG": aG, "a1": a1, "p": p}
+
+    @classmethod
+    def potential(cls, x, P, sc):
+        return soft_V(x[..., 0], P, sc)
+
+    @classmethod
+    def _grid(cls, P, sc, n):
+        V0 = soft_V(jnp.zeros_like(P), P, sc) - sc.w_J * J_of(0.0, sc.L)
+        b_max = 1.05 * jnp.sqrt(jnp.maximum(V0, 0.0) / soft_cost(sc)) + 1.0
+        # J <= 0 falls like -L (L-1) beta: its mode sits at beta = O(L sigma_G^2 sigma_p^4)
+        b_max = b_max + sc.w_J * (2.0 * sc.L * sc.sigma_G**2 * sc.sigma_p**4 + 2.0 * jnp.log(sc.L))
+        return asinh_grid(-b_max, b_max, 2.0, n)
+
+    @classmethod
+    def minima(cls, P, sc, *, n_keep=N_KEEP, coarse=False):
+        n, n_iter = (257, 25) if coarse else (N_BETA, 40)  # bracketed Newton: 25 steps suffice
+        beta, fx, valid, n_min = _soft_minima(P, sc, n=n, n_iter=n_iter, n_keep=n_keep)
+        return beta[:, None], fx, valid, n_min
+
+    @classmethod
+    def finite_minima(cls, f, x_max, *, n_keep, S0):
+        b = x_max[0] + 1.0
+        beta, fx, valid, _ = minima_1d(lambda z: f(z[None]), asinh_grid(-b, b, 2.0, N_BETA),
+                                       n_keep=n_keep)  # fmt: skip
+        return beta[:, None], fx, valid
+
+    @classmethod
+    def start(cls, copy, dtype):
+        return jnp.full((1,), COPY_START if copy else 0.0, dtype)
+
+    @classmethod
+    def estimate(cls, sc):
+        r"""Leading-order ``sigma^2 ln^2 L / (chi sigma_G^2 sigma_p^4 (1 - 1/V))`` (§5)."""
+        Pe = sc.sigma2 * jnp.log(sc.L) ** 2 / (sc.chi * sc.sigma_G**2 * sc.sigma_p**4
+                                                 * (1.0 - 1.0 / sc.V))  # fmt: skip
+        return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+
+
+@functools.partial(jax.jit, static_argnames=("n", "n_iter", "n_keep"))
+def _soft_minima(P, sc, *, n, n_iter, n_keep):
+    grid = SoftmaxTheory._grid(P, sc, n)
+    return minima_1d(lambda b: soft_V(b, P, sc), grid, n_keep=n_keep, n_iter=n_iter)
+
+
+@functools.partial(jax.jit, static_argnames=("n_r", "n_s", "n_iter", "n_keep"))
+def _lin_minima(P, sc, *, n_r, n_s, n_iter, n_keep):
+    r_grid, s_grid = LinearTheory._grids(P, sc, n_r, n_s)
+    f = lambda x: LinearTheory.potential(x, P, sc)  # noqa: E731
+    return minima_2d(f, r_grid, s_grid, n_keep=n_keep, n_iter=n_iter)
+
+
+# ---------------------------------------------------------------------------------------------
+
+_CLASSES = (LinearTheory, SoftmaxTheory)
+#: The theory class of each attention name (``config.ATTENTIONS``, in order).
+THEORIES: dict[str, type[HeadTheory]] = {c.name: c for c in _CLASSES}
+assert tuple(THEORIES) == ATTENTIONS, "every attention of config.ATTENTIONS has a theory class"
+
+
+def theory_of(attention: str | type[HeadTheory]) -> type[HeadTheory]:
+    """The theory class of an attention name (a class passes through)."""
+    if isinstance(attention, type) and issubclass(attention, HeadTheory):
+        return attention
+    if attention not in THEORIES:
+        raise ValueError(f"attention must be one of {tuple(THEORIES)}, got {attention!r}")
+    return THEORIES[attention]
+
+
+__all__ = [
+    "COPY_START",
+    "HeadTheory",
+    "J_term",
+    "LinearTheory",
+    "R_lin",
+    "R_soft",
+    "SoftmaxTheory",
+    "THEORIES",
+    "theory_of",
+]
