@@ -45,8 +45,8 @@ def main(argv=None) -> dict:
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
     arr = {k: np.stack([np.asarray(res[f"params/{k}"][0, 0])] * 2)
            for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-    heads = ch.head_class("softmax")(**{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()},
-                                     chi=cfg.posterior.chi)  # fmt: skip
+    heads = ch.head_class(cfg.model.attention).from_config(
+        cfg, **{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()})
     obj = Objective.from_config(cfg)
     train = sweep_inputs(cfg.replace(sweep=dict(P=(a.P_pad,))), None, a.P_pad).train[0]
     mask = nested_mask(a.P, a.P_pad)

@@ -100,7 +100,7 @@ class Spec:
         cfg = self.engine.replace(model=dict(attention=attention))
         if task:
             cfg = cfg.replace(task=task)
-        solver = self.softmax_solver if attention == "softmax" else self.linear_solver
+        solver = getattr(self, f"{attention}_solver", None)  # the paper's heads have their own
         return cfg.replace(solver=solver) if solver else cfg
 
     def theory_params(self) -> TheoryParams:

@@ -40,7 +40,7 @@ INITS = {"linear": ("prior",), "softmax": ("zero", "copy")}
 def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> ch.Config:
     """``paper-map`` at ``width``, one start, quenched or joint (no continuation: starts are
     chosen here)."""
-    P = c["P_softmax"] if attention == "softmax" else c["P_linear"]
+    P = c[f"P_{attention}"]
     cfg = ch.preset("paper-map").replace(
         task=c.get("task", {}), model=dict(attention=attention, width=width, gram=c["gram"]),
         train=dict(train_embeddings=trained, init_attention=init), solver=dict(continuation=False),

@@ -55,8 +55,8 @@ def width_part(base: str, widths) -> dict:
     for att in ("linear", "softmax"):
         cfg0 = _small(base, att)
         ek = theory_curve(TheoryParams.from_config(cfg0), np.asarray(cfg0.sweep.P, float), att)
-        rows = {"P": list(cfg0.sweep.P), "EK_cG": ek["cG" if att == "linear" else "aG"].tolist(),
-                "EK_c1": ek["c1" if att == "linear" else "a1"].tolist()}  # fmt: skip
+        n1, nG = ch.head_class(att).order_names
+        rows = {"P": list(cfg0.sweep.P), "EK_cG": ek[nG].tolist(), "EK_c1": ek[n1].tolist()}
         for N in widths:
             t0 = time.time()
             res = ch.run_sweep(_small(base, att, engine="reduced", width=N), progress=False)

@@ -8,6 +8,7 @@ import os
 
 from copyhead_jax.compare import GROWTH_TOL, PAPER_MEASURED, disagrees, rel_err, signal_of
 from copyhead_jax.compare import readings as RD
+from copyhead_jax.models import head_class
 from copyhead_jax.plots import solver_kind
 
 from . import posterior_column
@@ -157,7 +158,7 @@ def section_coverage(res: dict, preset: str, dis: list[str]) -> str:
                      f"{r['boundary']}: {pct(r['boundary_err_ek'])} / "
                      f"{pct(r['boundary_err_finite'])}", r["paper"]])  # fmt: skip
         claim = RD.COVERAGE[r["attention"]]  # the paper's bound (its claims' text)
-        if r["attention"] == "softmax" or not r["regime"].startswith("crossover"):
+        if head_class(r["attention"]).two_branches or not r["regime"].startswith("crossover"):
             if a["min"] is not None and a["min"] < claim:
                 dis.append(f"**{preset}, coverage, {r['attention']} {r['regime']}**: MAP mean-A "
                            f"coverage down to {num(a['min'])} (paper: > {claim:.1%}).")  # fmt: skip
