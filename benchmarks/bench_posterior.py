@@ -6,7 +6,7 @@ MAP, width 10,000), one seed's fit defines the density: the readout integrated o
 marginal energy U_m(W^G) of docs/theory.md §9.1 in the whitened coordinates ``x = x_fit + C w`` of
 its Hessian at the fit (``copyhead_jax.sampling.collapsed_hmc``), so that every sampler sees the
 same function of w and the same conditioning. Every draw is completed with an exact readout draw and
-recorded as the sweep sampler does (``copyhead_jax.sampling.run.Sampler.observe``): U and the order
+recorded as the sweep sampler does (``copyhead_jax.sampling.Sampler.observe``): U and the order
 parameters. Per candidate: CPU seconds of the process after compilation (warm-up / adaptation
 included), ESS of U and of each order parameter (``copyhead_jax.sampling.ess``, equal to NumPyro's
 estimator), ESS per CPU-second, and the ratio candidate-time-per-effective-draw / ours (> 1: ours is
@@ -50,13 +50,14 @@ from copyhead_jax.objective import Objective
 from copyhead_jax.sampling import (
     LEAPFROG,
     REDUCED_HMC,
-    Sampler,
-    collapsed_chains,
+    collapsed_target,
     draw_fields,
     draw_readout,
     ess,
+    hmc_chains,
     marginal_energy,
     marginal_whitening,
+    sampler_for,
     with_WG,
 )
 
@@ -97,7 +98,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
     sweep sampler's fields at every kept draw."""
     obj = Objective.from_config(cfg)
     x_fit = head.W_G.ravel()
-    sampler = Sampler(cfg, REDUCED_HMC)
+    sampler = sampler_for(cfg, REDUCED_HMC)
     observe = lambda h: sampler.observe(h, tok, mask)  # noqa: E731
     U_w = lambda w: marginal_energy(with_WG(head, x_fit + C @ w), tok, mask, obj)  # noqa: E731
     logdensity = lambda w: -U_w(w)  # noqa: E731
@@ -114,10 +115,11 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         def run(key):
             keys = jax.random.split(key, n_chains)
             xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
-            st = collapsed_chains(keys, head, tok, mask, obj, xs, C, observe, n_iter=n_samples,
-                                  thin=1, step_size=REDUCED_HMC.step_size, n_adapt=n_warmup,
-                                  adapt_mass=adapt_mass)  # fmt: skip
-            return st.draws
+            potential, rec = collapsed_target(head, tok, mask, obj, C, observe)
+            st = hmc_chains(keys, potential, jnp.zeros_like(xs), rec, n_iter=n_samples, thin=1,
+                            step_size=REDUCED_HMC.step_size, n_adapt=n_warmup,
+                            adapt_mass=adapt_mass, chain_args=(xs,))  # fmt: skip
+            return st.records[0]
 
         return run
 

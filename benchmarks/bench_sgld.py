@@ -1,4 +1,4 @@
-"""SGLD chain-steps per second: ``copyhead_jax.sampling.sgld.run_chains`` against ``blackjax.sgld``.
+"""SGLD chain-steps per second: ``copyhead_jax.sampling.sgld_chains`` against ``blackjax.sgld``.
 
 Same potential (Bayesian logistic regression, full batch), same chains, same loop structure
 (``lax.scan`` over steps, ``vmap`` over chains, one ``jit``), timed after compilation, best of
@@ -6,9 +6,9 @@ Same potential (Bayesian logistic regression, full batch), same chains, same loo
 
 * ``blackjax``: ``blackjax.sgld`` with the same potential's gradient; the loop keeps only the final
   positions and splits one key per step into one key per chain (blackjax's usual loop);
-* ``copyhead``: ``run_chains`` as shipped, which also records per step U, the MALA proxy and the
+* ``copyhead``: ``sgld_chains`` as shipped, which also records per step U, the MALA proxy and the
   drift/noise norms (``jax.value_and_grad``), and the draws;
-* ``copyhead_lean``: ``run_chains(record_potential=False)``, gradient only like blackjax;
+* ``copyhead_lean``: ``sgld_chains(record_potential=False)``, gradient only like blackjax;
 * ``gradient_only``: gradient descent in the same loop, no noise: the potential's own cost, an
   upper bound on what any SGLD kernel can reach.
 
@@ -88,7 +88,7 @@ def lax_scan(body, carry, n):
 
 def ours_loop(potential, init, *, n_chains, n_steps, step_size, record_potential=True, **opts):
     def run(key):
-        return ch.run_chains(
+        return ch.sgld_chains(
             key, init, potential, n_steps=n_steps, thin=n_steps, n_chains=n_chains,
             step_size=step_size, record_potential=record_potential, **opts,
         )  # fmt: skip
@@ -113,7 +113,7 @@ def gradient_loop(potential, init, *, n_chains, n_steps, step_size):
 
 CANDIDATES = {
     "blackjax": blackjax_loop,
-    "copyhead": ours_loop,  # run_chains as shipped: U, MALA proxy, norms, draws recorded
+    "copyhead": ours_loop,  # sgld_chains as shipped: U, MALA proxy, norms, draws recorded
     "copyhead_lean": functools.partial(ours_loop, record_potential=False),  # gradient only
     "gradient_only": gradient_loop,  # no noise, no kernel: the ceiling
 }
@@ -212,7 +212,7 @@ def main(argv=None) -> dict:
         )
     result = {
         "benchmark": "sgld chain-steps per second, "
-        "copyhead_jax.sampling.run_chains vs blackjax.sgld",
+        "copyhead_jax.sampling.sgld_chains vs blackjax.sgld",
         "problem": {
             "model": "Bayesian logistic regression, N(0, 1) prior, full batch",
             "n_data": a.n_data,

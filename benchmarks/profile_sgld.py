@@ -7,16 +7,16 @@ machine: the least disturbed round of each). Variants, cheapest first:
 * ``gradient``: gradient descent, the potential's gradient alone (the floor);
 * ``gradient+value``: the same with ``jax.value_and_grad``, U kept: the cost of the value;
 * ``gradient+noise``: a minimal SGLD, noise ``jax.random.normal(fold_in(k_c, t))``;
-* ``run_chains lean``: ``run_chains(record_potential=False)``, counter-mode Threefry noise;
-* ``run_chains lean jax-noise``: the same with ``noise="jax"``;
-* ``run_chains``: as shipped (U, the MALA proxy, drift/noise norms every step);
+* ``sgld_chains lean``: ``sgld_chains(record_potential=False)``, counter-mode Threefry noise;
+* ``sgld_chains lean jax-noise``: the same with ``noise="jax"``;
+* ``sgld_chains``: as shipped (U, the MALA proxy, drift/noise norms every step);
 * ``blackjax``: ``blackjax.sgld`` (if installed).
 
 The table gives microseconds of process CPU time per chain-step (wall times are kept too; on a
 loaded machine they mostly measure the load) and the ratio to ``gradient`` measured in the same
 process; the split below it attributes the differences (noise and kernel bookkeeping =
-``run_chains lean - gradient``; diagnostics = ``run_chains - run_chains lean``). ``--trace`` adds
-the top XLA ops per step of ``run_chains`` and ``gradient`` from a ``jax.profiler`` trace.
+``sgld_chains lean - gradient``; diagnostics = ``sgld_chains - sgld_chains lean``). ``--trace`` adds
+the top XLA ops per step of ``sgld_chains`` and ``gradient`` from a ``jax.profiler`` trace.
 
     python benchmarks/profile_sgld.py [--problem quadratic logreg] [--chains 1 16 64]
         [--steps 500] [--repeats 9] [--trace] [--out FILE]
@@ -116,11 +116,11 @@ def variants(potential, init, kw) -> dict:
         "gradient": gd_loop(potential, init, **kw),
         "gradient+value": gd_loop(potential, init, value=True, **kw),
         "gradient+noise": minimal_sgld(potential, init, **kw),
-        "run_chains lean": B.ours_loop(potential, init, record_potential=False, **kw),
-        "run_chains lean jax-noise": B.ours_loop(
+        "sgld_chains lean": B.ours_loop(potential, init, record_potential=False, **kw),
+        "sgld_chains lean jax-noise": B.ours_loop(
             potential, init, record_potential=False, noise="jax", **kw
         ),
-        "run_chains": B.ours_loop(potential, init, **kw),
+        "sgld_chains": B.ours_loop(potential, init, **kw),
     }
     try:
         import blackjax  # noqa: F401
@@ -181,9 +181,9 @@ def profile(problem: str, a, key) -> list[dict]:
         split = {
             "gradient": g,
             "value (U)": us["gradient+value"] - g,
-            "noise + kernel bookkeeping (lean - gradient)": us["run_chains lean"] - g,
-            "diagnostics: U, MALA proxy, norms (full - lean)": us["run_chains"]
-            - us["run_chains lean"],
+            "noise + kernel bookkeeping (lean - gradient)": us["sgld_chains lean"] - g,
+            "diagnostics: U, MALA proxy, norms (full - lean)": us["sgld_chains"]
+            - us["sgld_chains lean"],
             "minimal SGLD noise, jax.random.normal": us["gradient+noise"] - g,
         }
         row = {
@@ -199,7 +199,7 @@ def profile(problem: str, a, key) -> list[dict]:
             row["ratio_vs_blackjax"] = {n: us["blackjax"] / t for n, t in us.items()}
         if a.trace:
             row["trace"] = {
-                n: trace_table(fns[n], key, a.steps) for n in ("run_chains", "gradient")
+                n: trace_table(fns[n], key, a.steps) for n in ("sgld_chains", "gradient")
             }
         rows.append(row)
         print(f"\n{problem}, {c} chain(s), {a.steps} steps, best of {a.repeats}")
@@ -232,7 +232,7 @@ def main(argv=None) -> dict:
     load0 = os.getloadavg()
     rows = [r for problem in a.problem for r in profile(problem, a, key)]
     result = {
-        "benchmark": "SGLD per-step time split: run_chains variants vs gradient alone",
+        "benchmark": "SGLD per-step time split: sgld_chains variants vs gradient alone",
         "problems": a.problem,
         "n_steps": a.steps,
         "repeats": a.repeats,

@@ -209,7 +209,7 @@ def render(
         tgt = sg.get("target_ratio", 1.2)
         per = ", ".join(f"{r['copyhead']:.2f}x at {r['chains']}" for r in srows)
         met = [r["copyhead"] >= tgt for r in srows]
-        L.append(f"| SGLD: run_chains vs blackjax.sgld (chains) | {per} | >= {tgt}x | "
+        L.append(f"| SGLD: sgld_chains vs blackjax.sgld (chains) | {per} | >= {tgt}x | "
                  f"{fmt_met(all(met)) if all(met) or not any(met) else 'partly'} |")  # fmt: skip
     if sp:
         s = sp["seconds"]

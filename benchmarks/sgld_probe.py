@@ -1,5 +1,5 @@
 """Where does the SGLD kernel's time go on an accelerator? ``bench_sgld``'s candidates plus two
-variant of ``run_chains`` (diagnostics off) with ``noise="jax"`` (``jax.random.normal``) instead of
+variant of ``sgld_chains`` (diagnostics off) with ``noise="jax"`` (``jax.random.normal``) instead of
 the kernel's counter-mode Threefry. Prints chain-steps per second relative to ``blackjax.sgld``.
 (A no-noise variant was tried and dropped: on the CPU it ran 34x faster than blackjax at 64
 chains, far above gradient descent alone, so XLA must have removed work; it measured nothing.)

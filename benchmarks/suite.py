@@ -29,7 +29,7 @@ class Bench:
 
 BENCHES = (
     Bench("bench_sweep", "bench_sweep.py", "sweep: fused vs per-run JAX loop vs eager PyTorch"),
-    Bench("bench_sgld", "bench_sgld.py", "SGLD: run_chains vs blackjax.sgld"),
+    Bench("bench_sgld", "bench_sgld.py", "SGLD: sgld_chains vs blackjax.sgld"),
     Bench("bench_theory", "bench_theory.py", "theory phase diagram vs a scipy loop"),
     Bench("bench_sample_sweep", "bench_sample_sweep.py", "sweep sampler: one run vs all at once"),
     Bench("bench_reduced", "bench_reduced.py", "paper config via the exact width reduction"),

@@ -75,9 +75,11 @@ from .results import SweepResult as SweepResult
 from .runner import fanout as fanout
 from .sampling import PAPER_SGLD as PAPER_SGLD
 from .sampling import default_sampler as default_sampler
+from .sampling import hmc_kernel as hmc_kernel
 from .sampling import local_learning_coefficient as local_learning_coefficient
 from .sampling import run_chains as run_chains
 from .sampling import run_sampler as run_sampler
+from .sampling import sgld_chains as sgld_chains
 from .sampling import sgld_kernel as sgld_kernel
 from .sampling import susceptibility as susceptibility
 from .sampling import thermodynamic_integration as thermodynamic_integration
@@ -96,8 +98,8 @@ _BAYES = {
                  "beta_ladder", "default_nbeta", "ess", "local_learning_coefficient",
                  "mcse_mean", "run_mean", "run_susceptibility", "split_rhat", "susceptibility",
                  "thermodynamic_integration", "ti_quadrature", "wbic"),
-    "transition": ("HMCStats", "SMCResult", "anchored_root", "branch_log_z", "bracket_slope",
-                   "combine_seeds", "crossing", "hmc_chains", "hmc_move", "next_probe",
+    "transition": ("SMCResult", "anchored_root", "branch_log_z", "bracket_slope",
+                   "combine_seeds", "crossing", "hmc_move", "next_probe",
                    "path_rungs", "pooled_slope", "reference_mass", "tempered_smc"),
 }  # fmt: skip
 

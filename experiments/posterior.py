@@ -184,7 +184,7 @@ def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
                 lambda: theory(mc, preset))
     sg = sampler_settings(mc)
     res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
-           "sampler": {"kind": "collapsed HMC (sample_reduced.collapsed_chains)",
+           "sampler": {"kind": "collapsed HMC (sampling.CollapsedHMC)",
                        **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_iter,
                        "burn_in": sg.n_warmup,
                        "adapt_iterations": sg.n_adapt, "leapfrog": LEAPFROG,

@@ -36,7 +36,7 @@ from copyhead_jax.fit import polish, sweep_inputs
 from copyhead_jax.models import head_template
 from copyhead_jax.objective import Objective
 from copyhead_jax.plots import reduction_width_figure
-from copyhead_jax.sampling import Sampler, default_sampler, ess, nuts_reference, run_sampler
+from copyhead_jax.sampling import default_sampler, ess, nuts_reference, run_sampler, sampler_for
 from copyhead_jax.theory import TheoryParams, theory_curve
 
 from . import common as C
@@ -128,7 +128,7 @@ def _nuts(cfg, res) -> dict:
         head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in leaves), like,
                            tuple(leaves.values()))  # fmt: skip
         t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
-        sampler = Sampler(cfg, default_sampler(res))
+        sampler = sampler_for(cfg, default_sampler(res))
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
         t0 = time.time()
         ref = np.asarray(nuts_reference(jax.random.key(1), head, t, m, obj, obs,

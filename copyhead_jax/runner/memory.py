@@ -89,39 +89,18 @@ def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
     refuse_if_over(need, have, what, lower)
 
 
-def sampler_run_bytes(cfg: Config, sgld, P: int | None = None) -> int:
-    """Estimated peak device bytes of one run's chains under ``run_sampler``: the per-draw
-    records (7 observables, acceptance, distance; HMC: energy) of every chain, and per chain
-    its state and a step's activations; full engine: also SGLD's per-step traces (U, drift,
-    noise, acceptance) and four copies of the weights; reduced engine: the float64 whitening of
-    the marginal."""
-    L, V = cfg.task.L, cfg.task.V
-    P = cfg.sweep.P_max if P is None else P
-    C, S = sgld.n_chains, sgld.n_draws  # sgld: an SGLDConfig or an HMCConfig
-    extra = getattr(sgld, "keep_loglik", False) * P + getattr(sgld, "keep_weights", False) * (
-        (V + L) * (2 * V + L))  # fmt: skip
-    activations = P * L * L * 8 + P * L * V * 6
-    if cfg.model.engine == "reduced":
-        D = V + L
-        n = D * D
-        whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
-        return whiten + 4 * C * ((10 + extra) * S + 8 * n + activations)
-    N, T = int(cfg.model.width), sgld.n_steps
-    weights = N * N + V * N + N * (V + L)
-    return 4 * C * (4 * T + (9 + extra) * S + 4 * weights + activations)
-
-
-def check_sampler_memory(cfg: Config, sgld, runs_per_chunk: int) -> None:
-    """Refuse, before any work, a sampler chunk that does not fit the memory budget."""
-    need = runs_per_chunk * sampler_run_bytes(cfg, sgld)
-    what = (f"sampling {runs_per_chunk} run(s) x {sgld.n_chains} chain(s) of {sgld.n_draws} "
+def check_sampler_memory(mc, runs_per_chunk: int, run_bytes: int, have: int) -> None:
+    """Refuse, before any work, a sampler chunk of ``runs_per_chunk`` runs of ``run_bytes``
+    each (the sampler's own memory model, ``Sampler.run_bytes``) over the budget ``have``."""
+    need = runs_per_chunk * run_bytes
+    what = (f"sampling {runs_per_chunk} run(s) x {mc.n_chains} chain(s) of {mc.n_draws} "
             "draws")  # fmt: skip
-    steps = "--iterations" if getattr(sgld, "kind", "sgld") == "hmc" else "--steps"
+    steps = "--iterations" if getattr(mc, "kind", "sgld") == "hmc" else "--steps"
     lower = f"use fewer {steps} or --chains, a larger --thin, or a smaller --chunk-runs"
-    refuse_if_over(need, available_bytes(cfg), what, lower)
+    refuse_if_over(need, have, what, lower)
 
 
 __all__ = [
     "available_bytes", "check_memory", "check_sampler_memory", "chunk_size", "per_run_bytes",
-    "refuse_if_over", "sampler_run_bytes",
+    "refuse_if_over",
 ]  # fmt: skip

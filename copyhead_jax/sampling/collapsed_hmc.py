@@ -17,12 +17,13 @@ against a fit that is not a minimum (negative curvature).
 :func:`nuts_reference` samples the same posterior with NumPyro's NUTS (imported lazily): the
 gold standard against which SGLD's bias is measured.
 
-**The default sampler: collapsed HMC** (:func:`collapsed_chains`). Whitened SGLD fails for linear
-attention (issue 11): its posterior has the bilinear valley $(M,R)\to(cM,R/c)$ and its mass lies
-far from the fit (small default, P = 32: MAP c1 = 0.6, posterior c1 = 8.6 +- 5.4), where a
-preconditioner fitted at the MAP is wrong by up to 50x per direction. Both heads are *linear in
-the readout*: given $W^G$, $U$ is an exact quadratic in $\hat W^O$, whose rows are i.i.d.
-Gaussian, $\hat W^O_v\mid W^G\sim\mathcal N(\Lambda^{-1}b_v,\Lambda^{-1})$ with
+**The default sampler: collapsed HMC** (:class:`CollapsedHMC`, the program of ``HMCConfig``).
+Whitened SGLD fails for linear attention: its posterior has the bilinear valley
+$(M,R)\to(cM,R/c)$ and its mass lies far from the fit (small default, P = 32: MAP c1 = 0.6,
+posterior c1 = 8.6 +- 5.4), where a preconditioner fitted at the MAP is wrong by up to 50x per
+direction. Both heads are *linear in the readout*: given $W^G$, $U$ is an exact quadratic in
+$\hat W^O$, whose rows are i.i.d. Gaussian,
+$\hat W^O_v\mid W^G\sim\mathcal N(\Lambda^{-1}b_v,\Lambda^{-1})$ with
 $$\Lambda=2w\sum_{\alpha a}g^{\alpha a}g^{\alpha a\top}+\sigma_O^{-2}I,\qquad
 b_v=2w\sum_{\alpha a}g^{\alpha a}y^{\alpha a}_v,\qquad
 g^{\alpha a}=U^\top\textstyle\sum_bA^\alpha_{ab}\phi^{\alpha b}/\sqrt{\chi N}$$
@@ -52,20 +53,28 @@ $U_m$, its hand-written gradient, the readout draws and the whitening of $U_m$ l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from typing import NamedTuple
+from typing import ClassVar
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Float
 
 from .._types import Mask, TokenBatch
+from ..config import Config, HMCConfig
 from ..fit import hessian, quenched_energy, split_weights
-from ..models import AbstractHead
+from ..models import AbstractHead, head_class, root_of
 from ..objective import Objective
-from .collapsed import draw_readout, marginal_energy, with_WG
-from .hmc import HMC_ADAPT, LEAPFROG, TARGET_ACCEPT, hmc_chain
+from ..results import PosteriorResult, SweepResult
+from .collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
+from .health import var_U_ratio
+from .hmc import hmc_chains
+from .sampler import DrawStats, Sampler
+from .starts import branch_arrays, start_points, start_warnings
 
 Whitening = Float[Array, "n n"]
 
@@ -158,17 +167,6 @@ def nuts_reference(
 
 #: Unadjusted Langevin step of the warm-up (whitened at the fit), phase 1.
 WARMUP_ETA = 0.1
-class CollapsedStats(NamedTuple):
-    """One run's chains (``C`` chains, ``S`` draws)."""
-
-    draws: Array  # [C, S, k]: observe(head) at each draw
-    accept: Array  # [C, S]: mean Metropolis acceptance probability of the thin iterations
-    distance: Array  # [C, S]: || W_G - W_G at the fit ||
-    finite: Bool[Array, " C"]  # no non-finite energy along the chain
-    step_size: Array  # [C]: the leapfrog step after adaptation
-    energy: Array  # [C, S]: the Hamiltonian U_m + |p|^2 / 2 at each draw (whitened momentum)
-
-
 def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = WARMUP_ETA):
     """Phase 1: unadjusted Langevin on ``U_m`` in the whitening ``C`` from ``head.W_G``, one
     chain per key; returns the end points ``[chains, n]`` (flat ``W_G``)."""
@@ -189,35 +187,164 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
     return jax.vmap(chain)(keys)
 
 
-def collapsed_chains(
-    keys, head, tokens, mask, obj, x_init, C, observe, *,
-    n_iter: int, thin: int, step_size: float, n_leap: int = LEAPFROG,
-    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT, adapt_mass: bool = False,
-) -> CollapsedStats:  # fmt: skip
-    """Phase 3: HMC on ``U_m`` in the whitened coordinates ``x = x_init[c] + C w``,
-    Metropolis-corrected: :func:`.hmc.hmc_chain`, one chain per key. The first
-    ``n_adapt`` iterations tune each chain's step from ``step_size`` towards acceptance
-    ``target_accept`` (dual averaging) and, with ``adapt_mass``, a diagonal mass in ``w``
-    (unit mass without), and are discarded; step and mass are then frozen, so the
-    ``n_iter`` iterations that follow are an exact HMC chain. At every ``thin``-th of them the
-    readout is drawn exactly given ``W_G`` and ``observe(head)`` recorded. ``x_init``: one start
-    per chain (flat ``W_G``)."""
+def collapsed_target(head: AbstractHead, tokens, mask, obj: Objective, C: Whitening, observe):
+    r"""``(potential, record)`` of :func:`~.hmc.hmc_chains` for the collapsed posterior in the
+    whitened coordinates ``x = x_start + C w`` (``x_start``: each chain's origin, a chain
+    argument): $U_m(x)$, and at draw ``j`` the readout drawn exactly given ``W^G = x`` (key
+    ``fold_in(chain key, -1 - j)``, a fold HMC's transitions never use), recording
+    ``(observe(head), |x - x_fit|)``."""
     x_fit = head.W_G.ravel()
 
-    def chain(key, xs):
-        U = lambda w: marginal_energy(with_WG(head, xs + C @ w), tokens, mask, obj)
+    def potential(w, x_start):
+        return marginal_energy(with_WG(head, x_start + C @ w), tokens, mask, obj)
 
-        def record(w, j):
-            x = xs + C @ w
-            h = draw_readout(jax.random.fold_in(key, -1 - j), with_WG(head, x), tokens, mask,
-                             obj)  # fmt: skip
-            return observe(h), jnp.linalg.norm(x - x_fit)
+    def record(state, j, x_start):
+        x = x_start + C @ state.position
+        h = draw_readout(jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x), tokens,
+                         mask, obj)  # fmt: skip
+        return observe(h), jnp.linalg.norm(x - x_fit)
 
-        c = hmc_chain(key, U, jnp.zeros_like(xs), record, n_iter=n_iter, thin=thin,
-                      step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
-                      target_accept=target_accept, adapt_mass=adapt_mass)  # fmt: skip
-        obs, dist = c.records
-        finite = c.finite & jnp.all(jnp.isfinite(obs))
-        return CollapsedStats(obs, c.accept, dist, finite, c.step_size, c.energy)
+    return potential, record
 
-    return jax.vmap(chain)(keys, x_init)
+
+# ---------------------------------------------------------------------------------------------
+# The program of HMCConfig: every run of a reduced sweep (module docstring, phases 1-3)
+# ---------------------------------------------------------------------------------------------
+
+
+class CollapsedHMC(Sampler):
+    """Collapsed HMC of a reduced sweep's runs, chains started per ``HMCConfig.starts``
+    (:mod:`.starts`): the whitening of the marginal at the fit, the warm-up, the whitening at
+    the end of chain 0's warm-up, then :func:`~.hmc.hmc_chains` (module docstring)."""
+
+    config: ClassVar[type] = HMCConfig
+    trim_rows: ClassVar[bool] = True
+
+    def check(self, sweep: SweepResult) -> None:
+        cfg = sweep.config
+        if cfg.model.engine != "reduced":
+            raise ValueError(
+                "sampler: collapsed HMC (HMCConfig) needs a reduced sweep (engine='reduced'); a "
+                "full-engine sweep is sampled by SGLD (SGLDConfig, CLI --sampler sgld)"
+            )
+        if cfg.train.train_embeddings:
+            raise ValueError(
+                "sweep: a reduced sweep with trained embeddings holds joint-MAP fits "
+                "(docs/theory.md §2d); the collapsed HMC samples the quenched posterior only "
+                "(train_embeddings=False)"
+            )
+
+    def chunk_runs(self, n_runs: int) -> int:
+        """Runs are P-major: chunks of two P values, each trimmed to its largest P (the padding
+        rows cost as much as data here; 4 compiles on the small default)."""
+        return min(n_runs, 2 * self.cfg.sweep.n_seeds)
+
+    def run_bytes(self, P: int | None = None) -> int:
+        """The float64 whitening of the marginal, and per chain the per-draw records (7
+        observables and what the config keeps, acceptance, distance, energy), its state and a
+        step's activations."""
+        cfg, mc = self.cfg, self.mc
+        L, V = cfg.task.L, cfg.task.V
+        P = cfg.sweep.P_max if P is None else P
+        D = V + L
+        n = D * D
+        extra = mc.keep_loglik * P + mc.keep_weights * D * (2 * V + L)
+        activations = P * L * L * 8 + P * L * V * 6
+        whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
+        return whiten + 4 * mc.n_chains * ((10 + extra) * mc.n_draws + 8 * n + activations)
+
+    def prepare(self, heads: dict[str, np.ndarray]) -> np.ndarray:
+        """``[G, runs, D, D]``: each start group's ``W^G`` for every run (:mod:`.starts`)."""
+        cls = head_class(self.cfg.model.attention)
+        roots = np.asarray(jax.vmap(root_of)(cls.from_arrays(self.cfg, heads)))
+        rng = np.random.default_rng(self.mc.seed)
+        return start_points(self.cfg, self.mc, heads["W_G"], roots, rng)
+
+    def sample(self, keys, head, train, mask, prepared, idx) -> DrawStats:
+        """Each start group ``g`` of ``G`` runs the chains ``keys[:, g C/G : (g+1) C/G]`` from
+        ``W^G = prepared[g, idx]``; the groups' chains are concatenated in order."""
+        starts = prepared[:, idx]
+        G = len(starts)
+        Cg = keys.shape[1] // G
+        parts = []
+        for g in range(G):
+            # placed as the other weights are: an uncommitted W^G would compile the whitening
+            # twice
+            W_G = jax.device_put(np.asarray(starts[g], head.W_G.dtype), head.W_G.sharding)
+            h = eqx.tree_at(lambda hh: hh.W_G, head, W_G)
+            parts.append(self._from(keys[:, g * Cg : (g + 1) * Cg], h, train, mask))
+        if G == 1:
+            return parts[0]
+        return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *parts)
+
+    def _from(self, keys, heads, train, mask) -> DrawStats:
+        """Phases 1-3 for every run of a chunk from ``heads.W_G``."""
+        f64 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), tree)
+        f32 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
+        k_warm = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 1)))(keys)
+        k_hmc = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 2)))(keys)
+        with jax.enable_x64(True):
+            C1 = _marginal_whitening_runs(self.cfg, f64(heads), train, f64(mask))
+        heads, mask = f32(heads), f32(mask)
+        x_warm = _warmup_runs(self, k_warm, heads, train, mask, f32(C1))  # [runs, chains, n]
+        typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
+        with jax.enable_x64(True):
+            C2 = _marginal_whitening_runs(self.cfg, f64(typical), train, f64(mask))
+        return _hmc_runs(self, k_hmc, heads, train, mask, x_warm, f32(C2))
+
+    def draw_step(self) -> np.ndarray:
+        """The HMC iterations after adaptation at which draws are kept."""
+        return np.arange(1, self.mc.n_draws + 1) * self.mc.thin
+
+    def extras(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``var_U_ratio`` (Var U against a Gaussian posterior's), and for a head with two
+        branches the branch weights and the between-start R-hat (:func:`.starts.branch_arrays`)."""
+        cfg = self.cfg
+        D = cfg.task.V + cfg.task.L
+        out = {"var_U_ratio": var_U_ratio(arrays, D * D + cfg.task.V * D)}
+        if head_class(cfg.model.attention).two_branches:
+            out.update(branch_arrays(arrays["draws"][..., 3], arrays["finite"], self.mc))
+        return out
+
+    def warnings(self, res: PosteriorResult) -> list[str]:
+        return start_warnings(res.arrays, res.P, self.mc, res.order_names[1])
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _marginal_whitening_runs(cfg: Config, heads, train, mask):
+    """The marginal whitening of every run (one run at a time: a vmap over runs would hold
+    runs x 32 tangents of the data block); call inside ``jax.enable_x64``."""
+    obj = Objective.from_config(cfg)
+    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _warmup_runs(sampler: CollapsedHMC, keys, heads, train, mask, C):
+    obj = Objective.from_config(sampler.cfg)
+    n = sampler.mc.n_warmup
+    return jax.vmap(lambda k, h, t, m, c: warmup_chains(k, h, t, m, obj, c, n))(
+        keys, heads, train, mask, C
+    )
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _hmc_runs(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
+    """Phase 3 of every run: :func:`~.hmc.hmc_chains` on the collapsed target, from the
+    warm-up's end points ``x_init[runs, C, n]``."""
+    s = sampler.mc
+    obj = Objective.from_config(sampler.cfg)
+
+    def one(k, h, t, m, x, c):
+        potential, record = collapsed_target(h, t, m, obj, c,
+                                             lambda hh: sampler.observe_all(hh, t, m))  # fmt: skip
+        st = hmc_chains(k, potential, jnp.zeros_like(x), record, n_iter=s.n_iter, thin=s.thin,
+                        step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
+                        target_accept=s.target_accept, adapt_mass=s.adapt_mass,
+                        chain_args=(x,))  # fmt: skip
+        obs, dist = st.records
+        finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))
+        U0 = sampler.observe(h, t, m)[0]
+        return DrawStats(obs, st.accept, dist, jnp.full(k.shape, U0), finite, st.step_size,
+                         st.energy)  # fmt: skip
+
+    return jax.vmap(one)(keys, heads, train, mask, x_init, C)

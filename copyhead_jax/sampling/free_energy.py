@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_float, check_int
-from .sgld import run_chains
+from .sgld import sgld_chains
 from .stats import ess, mcse_mean, split_rhat, susceptibility
 
 __all__ = [
@@ -114,7 +114,7 @@ def make_runner(
         return nll_fn(w, *args)
 
     def chains(key, init, nbeta, eta, args, per_chain_init):
-        return run_chains(
+        return sgld_chains(
             key, init, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in, thin=thin,
             n_chains=n_chains, args=(nbeta, *args), preconditioner=preconditioner,
             per_chain_init=per_chain_init, draw_fn=record,

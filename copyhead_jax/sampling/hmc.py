@@ -1,4 +1,9 @@
-r"""HMC with a diagonal mass, step jitter, an optional region, and windowed adaptation.
+r"""The HMC kernel: diagonal mass, step jitter, an optional region, windowed adaptation.
+
+:func:`hmc_kernel` is a :class:`~.chains.Kernel` (``init`` / ``warmup`` / ``step`` over an
+explicit :class:`HMCState`; the loop, :func:`~.chains.run_chains`, lives outside), and
+:func:`hmc_chains` runs a batch of its chains with the records every HMC user keeps: the
+collapsed sampler of reduced sweeps, the TI rungs of branch free energies, SMC's moves.
 
 One transition from $w$ with $U$, $\nabla U$: momentum $p_0\sim\mathcal N(0,I)$, ``n_leap``
 leapfrog steps of size $\epsilon=e^{\log\epsilon}\,u$, $u\sim\mathcal U(0.8,1.2)$ (the jitter
@@ -7,19 +12,20 @@ with probability $\min(1,e^{H_0-H_1})$, $H=U+\tfrac12|p|^2$. With a region $R$ (
 proposal that ends outside is rejected: exact Metropolis-Hastings for $e^{-U}$ restricted to
 $R$ (the target is 0 outside; the leapfrog map stays volume preserving and reversible).
 
-Adaptation (Hoffman & Gelman 2014, §3.2, their constants $t_0=10$, $\gamma=0.05$,
-$\kappa=0.75$, $\mu=\log10\epsilon_0$): with $h_t=\delta-a_t$ (target $\delta$, acceptance
-$a_t$), $\bar h_t=(1-\frac1{t+t_0})\bar h_{t-1}+\frac{h_t}{t+t_0}$,
+Adaptation, the kernel's warm-up (Hoffman & Gelman 2014, §3.2, their constants $t_0=10$,
+$\gamma=0.05$, $\kappa=0.75$, $\mu=\log10\epsilon_0$): with $h_t=\delta-a_t$ (target
+$\delta$, acceptance $a_t$), $\bar h_t=(1-\frac1{t+t_0})\bar h_{t-1}+\frac{h_t}{t+t_0}$,
 $\log\epsilon_t=\min(\mu-\frac{\sqrt t}{\gamma}\bar h_t,\log2)$ and
 $\log\bar\epsilon_t=t^{-\kappa}\log\epsilon_t+(1-t^{-\kappa})\log\bar\epsilon_{t-1}$; after
-``n_adapt`` iterations the step is frozen at $\bar\epsilon$, so what follows is an exact chain.
-The cap $\epsilon\le2$ (in whitened units, where the target's scale is ~1) stops the early
-iterations, whose acceptance is high near a minimum, from jumping to steps that overflow $U$.
+``n_adapt`` warm-up transitions the step is frozen at $\bar\epsilon$, so what follows is an
+exact chain. The cap $\epsilon\le2$ (in whitened units, where the target's scale is ~1) stops
+the early iterations, whose acceptance is high near a minimum, from jumping to steps that
+overflow $U$.
 
 Mass (``adapt_mass=True``; Stan's windowed scheme, shortened): the inverse mass is
 $M^{-1}={\rm diag}(s^2)$, i.e. unit-mass HMC on $z=w/s$ (momentum $p\sim\mathcal N(0,I)$ in
 $z$, position step $w\mathrel{+}=\epsilon\,s\odot p$, force $s\odot\nabla U$). The
-adaptation iterations split 15% / 75% / 10% (Stan's proportions for a short warm-up): a fast
+warm-up splits 15% / 75% / 10% (Stan's proportions for a short warm-up): a fast
 window tunes the step alone; the slow window, cut in two doubling halves, estimates the variance
 of $w$ in each (Welford) and sets $s^2=\frac{n}{n+5}\widehat{\rm Var}+10^{-3}\frac5{n+5}$
 (Stan's regularisation) at its end, restarting the dual averaging from the current step; the
@@ -41,7 +47,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
+
+from .._checks import check_int
+from .chains import Kernel, run_chains
 
 #: Leapfrog steps per HMC iteration. With the default step 0.35 a trajectory is about 1.75
 #: whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough to
@@ -60,23 +69,13 @@ State = tuple[Flat, Float[Array, ""], Flat]  # (w, U(w), grad U(w))
 def hmc_transition(
     vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int,
     scale=1.0,
-) -> tuple[State, tuple[Array, Array]]:  # fmt: skip
+) -> tuple[State, tuple[Array, Array, Array]]:  # fmt: skip
     """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
     ``value_and_grad(U)``, ``inside=None``: no region, ``scale``: the square root of the
-    diagonal inverse mass (1: unit mass). Returns
-    ``(state, (acceptance probability, proposal left the region))``."""
-    state, (accept, out, _) = hmc_transition_energy(vg, inside, key, state, log_eps, n_leap,
-                                                    scale)  # fmt: skip
-    return state, (accept, out)
-
-
-def hmc_transition_energy(
-    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int,
-    scale=1.0,
-) -> tuple[State, tuple[Array, Array, Array]]:  # fmt: skip
-    """:func:`hmc_transition` that also returns the Hamiltonian ``H = U + |p|^2 / 2`` where the
-    transition ends: at the proposal ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and
-    NumPyro's ``energy``, the input of the BFMI). Same draws as :func:`hmc_transition`."""
+    diagonal inverse mass (1: unit mass). Returns ``(state, (acceptance probability, proposal
+    left the region, H))`` with the Hamiltonian ``H = U + |p|^2 / 2`` where the transition ends:
+    at the proposal ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and NumPyro's
+    ``energy``, the input of the BFMI)."""
     w, u, g = state
     k_eps, k_p, k_acc = jax.random.split(key, 3)
     eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
@@ -124,18 +123,6 @@ def dual_averaging_update(da: DualAveraging, t, accept, target_accept) -> DualAv
     return DualAveraging(log_eps, w * log_eps + (1 - w) * da.log_eps_bar, h_bar, da.mu)
 
 
-class HMCChain(NamedTuple):
-    """One chain of :func:`hmc_chain` (``S`` recorded blocks)."""
-
-    records: Any  # pytree with leading axis [S]: record(w, j) after block j
-    accept: Array  # [S]: mean acceptance probability of the block's iterations
-    outside: Array  # [S]: fraction of the block's proposals that left the region
-    finite: Array  # []: U finite at the start and the end
-    step_size: Array  # []: the frozen (adapted) step
-    energy: Array  # [S]: the Hamiltonian where the block's last transition ended (the draw's)
-    scale: Array  # [n]: the frozen sqrt of the diagonal inverse mass (ones: unit mass)
-
-
 #: Stan's split of a short warm-up: initial fast window, slow (mass) window, terminal window.
 MASS_FAST, MASS_TERMINAL = 0.15, 0.10
 #: Fewest adaptation iterations with which the mass is adapted (each slow half needs draws).
@@ -163,39 +150,83 @@ def _regularised_scale(acc: _Welford) -> Array:
     return jnp.sqrt(n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0))
 
 
-def hmc_chain(
-    key: Array, potential: Callable, w0: Flat, record: Callable, *, n_iter: int, thin: int,
-    step_size: float | Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
-    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
-    adapt_mass: bool = False, report: Callable | None = None,
-) -> HMCChain:  # fmt: skip
-    """One HMC chain on ``potential(w)`` from ``w0`` (one example in: ``vmap`` adds chains).
 
-    ``n_adapt`` iterations tune the step from ``step_size`` (and, with ``adapt_mass`` and at
-    least ``MASS_MIN_ADAPT`` of them, a diagonal mass; module docstring) and are discarded; then
-    ``n_iter // thin`` blocks of ``thin`` iterations at the frozen step and mass,
-    ``record(w, j)`` after block ``j``.
-    Iteration ``i`` draws from ``fold_in(key, i)`` (``i`` counts adaptation iterations too), so
-    ``record`` may use other folds of ``key`` (e.g. negative ones). ``report(done)`` (traced
-    iteration count) is called after every adaptation iteration and every block. ``energy``
-    holds each draw's Hamiltonian (:func:`hmc_transition_energy`), one float per draw."""
-    vg = jax.value_and_grad(potential)
-    rep = (lambda d: None) if report is None else report
+
+class Adaptation(NamedTuple):
+    """The warm-up's state: the dual averaging of the step and the running moments (Welford)
+    of the position in the current slow window."""
+
+    step: DualAveraging
+    moments: _Welford
+
+
+class HMCState(NamedTuple):
+    """One chain after ``i`` transitions (NumPyro's ``HMCState`` naming). ``accept_prob``,
+    ``outside`` and ``energy`` describe the last transition (1, 0 and ``U`` at ``i = 0``)."""
+
+    i: Int[Array, ""]  # transitions taken, warm-up included
+    position: Flat  # w
+    potential_energy: Float[Array, ""]  # U(w)
+    potential_grad: Flat  # grad U(w)
+    accept_prob: Float[Array, ""]  # min(1, e^{H0 - H1}) of the last proposal (0 if rejected out)
+    outside: Float[Array, ""]  # 1 if the last proposal left the region, else 0
+    energy: Float[Array, ""]  # the Hamiltonian where the last transition ended (the draw's)
+    scale: Flat  # sqrt of the diagonal inverse mass (ones: unit mass)
+    adaptation: Adaptation
+    rng_key: Array  # the chain's key; transition i draws from fold_in(rng_key, i)
+
+
+def hmc_kernel(
+    potential_fn: Callable, *, step_size: float | Array, n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT, adapt_mass: bool = False,
+    inside: Callable | None = None,
+) -> Kernel:  # fmt: skip
+    """HMC on ``potential_fn(w, *args)`` (module docstring) as a :class:`~.chains.Kernel`.
+
+    ``warmup`` (run ``n_adapt`` times first) tunes the step from ``step_size`` towards
+    acceptance ``target_accept`` by dual averaging and, with ``adapt_mass`` and at least
+    ``MASS_MIN_ADAPT`` warm-up transitions, a diagonal mass (Stan's windows); ``step`` runs at
+    the averaged step ``exp(state.adaptation.step.log_eps_bar)`` and the mass ``state.scale``,
+    both frozen after the warm-up, so what follows it is an exact chain (unit mass without
+    ``adapt_mass``). ``inside(w, *args) == False`` rejects a proposal (``None``:
+    no region). Transition ``i`` draws from ``fold_in(key, i)``, so a caller may use other
+    folds of the chain key (e.g. negative ones) for its own draws."""
+    n_adapt = check_int("n_adapt", n_adapt, lo=0)
+    n_leap = check_int("n_leap", n_leap, lo=1)
     mass = adapt_mass and n_adapt >= MASS_MIN_ADAPT
     start, middle, end = mass_windows(n_adapt) if mass else (n_adapt, n_adapt, n_adapt)
-    dt = w0.dtype
 
-    def transition(state, i, log_eps, scale):
-        key_i = jax.random.fold_in(key, i)
-        return hmc_transition_energy(vg, inside, key_i, state, log_eps, n_leap, scale)
+    def transition(state: HMCState, log_eps, scale, args) -> tuple[State, tuple]:
+        vg = lambda w: jax.value_and_grad(potential_fn)(w, *args)  # noqa: E731
+        region = None if inside is None else (lambda w: inside(w, *args))
+        key = jax.random.fold_in(state.rng_key, state.i)
+        old = (state.position, state.potential_energy, state.potential_grad)
+        return hmc_transition(vg, region, key, old, log_eps, n_leap, scale)
 
-    def adapt(carry, i):
-        state, da, scale, acc = carry
+    def moved(state: HMCState, new: State, info, **changes) -> HMCState:
+        (w, u, g), (a, out, e) = new, info
+        return state._replace(i=state.i + 1, position=w, potential_energy=u, potential_grad=g,
+                              accept_prob=a, outside=out, energy=e, **changes)  # fmt: skip
+
+    def init(key, position, *args) -> HMCState:
+        u, g = jax.value_and_grad(potential_fn)(position, *args)
+        dt = position.dtype
+        da = dual_averaging_init(step_size, dt)
+        zero = jnp.zeros_like(position)
+        moments = _Welford(jnp.zeros((), dt), zero, zero)
+        return HMCState(jnp.zeros((), jnp.int32), position, u, g, jnp.ones((), dt),
+                        jnp.zeros((), dt), u, jnp.ones_like(position),
+                        Adaptation(da, moments), key)  # fmt: skip
+
+    def warmup(state: HMCState, *args) -> HMCState:
+        i, dt = state.i, state.position.dtype
+        da, acc = state.adaptation
+        scale = state.scale
         restarted = jnp.where(i >= end, end, jnp.where(i >= middle, middle, 0))  # last cut
-        state, (a, _, _) = transition(state, i, da.log_eps, scale if mass else 1.0)
-        da = dual_averaging_update(da, (i + 1 - restarted).astype(dt), a, target_accept)
+        new, info = transition(state, da.log_eps, scale if mass else 1.0, args)
+        da = dual_averaging_update(da, (i + 1 - restarted).astype(dt), info[0], target_accept)
         if mass:
-            w = state[0]
+            w = new[0]
             slow = (i >= start) & (i < end)
             n = acc.n + slow
             d = w - acc.mean
@@ -209,25 +240,55 @@ def hmc_chain(
             zero = jnp.zeros_like(w)
             acc = jax.tree.map(lambda z, x: jnp.where(cut, z, x),
                                _Welford(jnp.zeros((), dt), zero, zero), acc)  # fmt: skip
-        rep(i + 1)
-        return (state, da, scale, acc), None
+        return moved(state, new, info, scale=scale, adaptation=Adaptation(da, acc))
 
-    u0, g0 = vg(w0)
-    ones = jnp.ones_like(w0)
-    acc0 = _Welford(jnp.zeros((), dt), jnp.zeros_like(w0), jnp.zeros_like(w0))
-    carry = ((w0, u0, g0), dual_averaging_init(step_size, dt), ones, acc0)
-    if n_adapt > 0:
-        carry, _ = lax.scan(adapt, carry, jnp.arange(n_adapt))
-    state, log_eps, scale = carry[0], carry[1].log_eps_bar, carry[2]
-    if not mass:
-        scale = 1.0  # the unit-mass chain, bit for bit
+    def step(state: HMCState, *args) -> HMCState:
+        log_eps = state.adaptation.step.log_eps_bar  # the averaged step, frozen after warm-up
+        new, info = transition(state, log_eps, state.scale if mass else 1.0, args)
+        return moved(state, new, info)
 
-    def block(state, j):
-        state, (a, o, e) = lax.scan(lambda st, i: transition(st, i, log_eps, scale), state,
-                                    n_adapt + j * thin + jnp.arange(thin))  # fmt: skip
-        rep(n_adapt + (j + 1) * thin)
-        return state, (record(state[0], j), jnp.mean(a), jnp.mean(o), e[-1])
+    return Kernel(init, step, warmup if n_adapt else None, n_adapt)
 
-    state, (rec, acc, out, energy) = lax.scan(block, state, jnp.arange(n_iter // thin))
-    finite = jnp.isfinite(u0) & jnp.isfinite(state[1])
-    return HMCChain(rec, acc, out, finite, jnp.exp(log_eps), energy, scale * ones)
+
+class HMCChains(NamedTuple):
+    """Chains of :func:`hmc_chains` (``C`` chains, ``S`` recorded draws)."""
+
+    records: Any  # pytree with leading axes [C, S]: record(state, j) after block j
+    accept: Array  # [C, S]: mean acceptance probability of the block's transitions
+    outside: Array  # [C, S]: fraction of the block's proposals that left the region
+    finite: Array  # [C]: U finite at the start and the end
+    step_size: Array  # [C]: the frozen (adapted) step
+    energy: Array  # [C, S]: the Hamiltonian where the block's last transition ended (the draw's)
+    scale: Array  # [C, n]: the frozen sqrt of the diagonal inverse mass (ones: unit mass)
+
+
+def hmc_chains(
+    keys, potential_fn: Callable, positions, record: Callable | None = None, *, n_iter: int,
+    thin: int = 1, step_size: float | Array, inside: Callable | None = None,
+    n_leap: int = LEAPFROG, n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
+    adapt_mass: bool = False, args: tuple = (), chain_args: tuple = (), batched: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> HMCChains:  # fmt: skip
+    """HMC chains on ``potential_fn(w, *args, *chain_args)``, one per key from
+    ``positions[c]``: :func:`hmc_kernel` through :func:`~.chains.run_chains` (``batched``:
+    ``vmap`` over chains, else one after the other). The ``n_adapt`` warm-up transitions are
+    discarded; then ``n_iter // thin`` blocks of ``thin`` transitions at the frozen step and
+    mass, ``record(state, j, *args, *chain_args)`` after block ``j`` (default: the position).
+    Every start must lie inside the region. ``progress``: see :func:`~.chains.run_chains`."""
+    kernel = hmc_kernel(potential_fn, step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
+                        target_accept=target_accept, adapt_mass=adapt_mass,
+                        inside=inside)  # fmt: skip
+    n_draws = check_int("n_iter // thin", n_iter // check_int("thin", thin, lo=1), lo=1)
+
+    def keep(state: HMCState, j, *a):
+        rec = state.position if record is None else record(state, j, *a)
+        return rec, state.energy
+
+    c = run_chains(kernel, keys, positions, n_draws=n_draws, thin=thin, record=keep,
+                   trace=lambda s: (s.accept_prob, s.outside), args=args,
+                   chain_args=chain_args, batched=batched, progress=progress)  # fmt: skip
+    rec, energy = c.records
+    acc, out = (x[:, n_adapt:].reshape(x.shape[0], n_draws, thin).mean(-1) for x in c.trace)
+    finite = jnp.isfinite(c.init.potential_energy) & jnp.isfinite(c.state.potential_energy)
+    step = jnp.exp(c.state.adaptation.step.log_eps_bar)
+    return HMCChains(rec, acc, out, finite, step, energy, c.state.scale)

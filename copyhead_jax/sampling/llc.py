@@ -96,7 +96,8 @@ def local_learning_coefficient(
       gamma: localisation strength $\gamma\ge0$ (devinterp's ``localization``).
       prior_fn: optional prior energy $-\log\varphi(w)$ added to the potential (not devinterp's
         estimator; Watanabe's tempered posterior).
-      burn_in, thin, n_chains, preconditioner: as in :func:`~copyhead_jax.sampling.sgld.run_chains`.
+      burn_in, thin, n_chains, preconditioner: as in
+        :func:`~copyhead_jax.sampling.sgld.sgld_chains`.
 
     The MCSE is $n\beta\,s_L/\sqrt{\mathrm{ESS}(L_n)}$; it does not include the $O(\eta)$ bias.
     """

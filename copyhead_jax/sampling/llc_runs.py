@@ -5,7 +5,7 @@ the given sweeps of the same runs (the pooling- and copy-branch starts of a soft
 sweep with continuation in P, which already keeps its lowest-U fit): a higher minimum makes
 $\hat\lambda$ negative wherever the chains find the lower one. With $nL_n=\mathcal E$ the data
 energy of docs/theory.md §2 ($n=P$ sequences) and $\Phi$ the prior energy of the reduced head,
-full-batch SGLD (:func:`copyhead_jax.sampling.sgld.run_chains`) samples
+full-batch SGLD (:func:`copyhead_jax.sampling.sgld.sgld_chains`) samples
 $$p(w)\propto\exp\big(-n\beta L_n(w)-\tfrac\gamma2\lVert w-w^*\rVert^2-\pi\,\Phi(w)\big)$$
 three times per run, all seeds of one P in one compiled program ($n\beta$, $\gamma$, $\pi$
 traced):
@@ -42,7 +42,7 @@ from ..models import head_class
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
 from .estimators import run_mean
-from .sgld import run_chains
+from .sgld import sgld_chains
 from .stats import ess, mcse_mean, split_rhat
 
 __all__ = ["LLCSettings", "RunLLC", "devinterp_sweep", "llc_runs", "lowest_u_fits"]
@@ -182,7 +182,7 @@ def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg: 
         loc = _sq(jax.tree.map(jnp.subtract, w, ws))
         return nbeta * Ln(w) + 0.5 * gamma * loc + prior_on * prior(w)
 
-    res = run_chains(key, ws, potential, n_steps=st.n_steps, step_size=eta, burn_in=st.burn_in,
+    res = sgld_chains(key, ws, potential, n_steps=st.n_steps, step_size=eta, burn_in=st.burn_in,
                      thin=st.thin, n_chains=st.n_chains, draw_fn=Ln)  # fmt: skip
     return res.draws, Ln(ws), eta, lam, res.finite
 

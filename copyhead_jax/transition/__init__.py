@@ -31,9 +31,7 @@ from .branch_group import a_G as a_G
 from .branch_group import rung_ts as rung_ts
 from .branch_group import ti_programs as ti_programs
 from .branch_runs import cpu_seconds as cpu_seconds
-from .branch_ti import HMCStats as HMCStats
 from .branch_ti import branch_log_z as branch_log_z
-from .branch_ti import hmc_chains as hmc_chains
 from .branch_ti import path_rungs as path_rungs
 from .branch_ti import reference_mass as reference_mass
 from .linear import linear_transition as linear_transition

@@ -213,7 +213,7 @@ def ti_programs(obj: Objective, s: TISettings):
                             n=x0.size, U_star=U_star, extra=dU, extra_last_only=True,
                             step_size=eps,
                             **hmc)  # fmt: skip
-            return st.draws, st.accept, st.finite, st.step_size, U_star
+            return st.records, st.accept, st.finite, st.step_size, U_star
 
         if s.batched:
             return jax.vmap(one)(keys, heads, C, side, step)

@@ -175,7 +175,7 @@ def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
         U_star = U(jnp.zeros_like(x0))
         st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
                         U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
-        return st.draws, st.accept, st.outside, st.finite, st.step_size, U_star
+        return st.records, st.accept, st.outside, st.finite, st.step_size, U_star
 
     return jax.vmap(one)(keys, heads, train, mask, C, side)
 

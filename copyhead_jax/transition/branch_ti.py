@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,11 +39,10 @@ import numpy as np
 from jax import lax
 
 from ..sampling import (
-    HMC_ADAPT,
-    LEAPFROG,
-    TARGET_ACCEPT,
+    HMCChains,
     ess,
-    hmc_chain,
+    hmc_chains,
+    map_chains,
     mcse_mean,
     split_rhat,
     susceptibility,
@@ -52,63 +50,11 @@ from ..sampling import (
 )
 
 
-class HMCStats(NamedTuple):
-    """Chains of :func:`hmc_chains` (``C`` chains, ``S`` recorded draws)."""
-
-    draws: jax.Array  # [C, S, k]: record(w) every ``thin`` iterations
-    accept: jax.Array  # [C, S]: mean Metropolis acceptance probability of the thin iterations
-    outside: jax.Array  # [C, S]: fraction of the thin iterations whose proposal left the region
-    finite: jax.Array  # [C]: no non-finite energy along the chain
-    step_size: jax.Array  # [C]: the leapfrog step after adaptation
-
-
-def hmc_chains(
-    keys, potential: Callable, w_init, record: Callable, *, n_iter: int, thin: int,
-    step_size: float | jax.Array, inside: Callable | None = None, n_leap: int = LEAPFROG,
-    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
-    progress: Callable[[int, int], None] | None = None, sequential: bool = False,
-    adapt_mass: bool = False,
-) -> HMCStats:  # fmt: skip
-    """HMC on ``potential(w)`` (unit mass), one chain per key from ``w_init[c]``: the shared
-    kernel :func:`copyhead_jax.sampling.hmc_chain` under ``vmap`` (``sequential=True``: one
-    chain after the other, ``lax.map``, for a potential whose intermediates overflow the CPU's
-    cache when batched: the same chains up to float rounding, measured 2x less CPU per gradient
-    on the paper preset's transition). Proposals with
-    ``inside(w) == False`` are rejected (``inside=None``: no region). The first ``n_adapt``
-    iterations tune the step (dual averaging) and are discarded; ``record(w)`` is kept every
-    ``thin``-th of the ``n_iter`` iterations that follow (``adapt_mass``: a diagonal mass
-    adapted in those iterations too, Stan's windows). Every start must lie inside the region.
-
-    ``progress(done, total)`` is called on the host after every adaptation iteration and every
-    ``thin`` iterations after it, with the iterations done of ``n_adapt + n_iter``. Its argument
-    depends on the loop counter only, so under any ``vmap`` (chains, rungs, runs) it is called
-    once per step for the whole batch; it changes no number (tested)."""
-    total = n_adapt + (n_iter // thin) * thin
-    report = None
-    if progress is not None:
-        report = lambda d: jax.debug.callback(lambda x: progress(int(x), total), d)  # noqa: E731
-
-    def chain(key, w0):
-        c = hmc_chain(key, potential, w0, lambda w, j: record(w), n_iter=n_iter, thin=thin,
-                      step_size=step_size, inside=inside, n_leap=n_leap, n_adapt=n_adapt,
-                      target_accept=target_accept, adapt_mass=adapt_mass,
-                      report=report)  # fmt: skip
-        finite = c.finite & jnp.all(jnp.isfinite(c.records))
-        return HMCStats(c.records, c.accept, c.outside, finite, c.step_size)
-
-    return _map(chain, sequential)(keys, w_init)
-
-
-def _map(f: Callable, sequential: bool) -> Callable:
-    """``vmap(f)``, or ``f`` mapped one slice after the other (``lax.map``)."""
-    return (lambda *xs: lax.map(lambda a: f(*a), xs)) if sequential else jax.vmap(f)
-
-
 def path_rungs(
     keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
     threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
     extra: Callable | None = None, extra_last_only: bool = False, **hmc,
-) -> HMCStats:  # fmt: skip
+) -> HMCChains:  # fmt: skip
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
     parameter; region ``order >= threshold`` for ``side = +1``, ``order < threshold`` for
@@ -117,9 +63,10 @@ def path_rungs(
     region) and records ``(g, order)`` with ``g = U - U_ref``, ``U_ref = U_star + |w|^2/2``,
     then ``extra(w)`` (a scalar) when given (``extra_last_only``: at the last rung only, 0 at
     the others, for a quantity only the target's rung needs; run one rung after the other, the
-    others skip its cost). ``hmc``: :func:`hmc_chains`' options; its
+    others skip its cost). ``hmc``: :func:`~copyhead_jax.sampling.hmc_chains`' options; its
     ``step_size`` may be one per rung (``[K]``, may be traced: e.g. steps adapted elsewhere,
-    with ``n_adapt = 0``); ``sequential=True`` runs rungs and chains one after the other."""
+    with ``n_adapt = 0``); ``sequential=True`` runs rungs and chains one after the other.
+    ``finite``: the chain's energy and every record finite."""
     side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
 
     def inside(w):
@@ -131,6 +78,7 @@ def path_rungs(
 
     ts = jnp.asarray(ts, dtype)
     steps = jnp.broadcast_to(jnp.asarray(hmc.pop("step_size"), dtype), ts.shape)
+    sequential = hmc.pop("sequential", False)
 
     def one(k, t, eps):
         pot = lambda w: (1 - t) * (U_star + 0.5 * jnp.sum(w**2)) + t * U(w)  # noqa: E731
@@ -138,12 +86,18 @@ def path_rungs(
         if extra is not None and extra_last_only:
             zero = lambda w: jnp.zeros((), dtype)  # noqa: E731
             more = (lambda w: lax.cond(t == ts[-1], extra, zero, w),)
-        rec = lambda w: jnp.stack([g(w), order(w), *(f(w) for f in more)])  # noqa: E731
+
+        def rec(state, j):
+            w = state.position
+            return jnp.stack([g(w), order(w), *(f(w) for f in more)])
+
         w0 = jnp.zeros((k.shape[0], n), dtype)
         w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
-        return hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps, **hmc)
+        c = hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps,
+                       batched=not sequential, **hmc)  # fmt: skip
+        return c._replace(finite=c.finite & jnp.all(jnp.isfinite(c.records), axis=(1, 2)))
 
-    return _map(one, hmc.get("sequential", False))(keys, ts, steps)
+    return map_chains(one, not sequential)(keys, ts, steps)
 
 
 def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, threshold: float,

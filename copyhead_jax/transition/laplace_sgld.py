@@ -8,7 +8,7 @@ $g=U-U_0$: $\log Z_1/Z_0=-\int_0^1\mathbb E_t[g]\,dt$ (:func:`copyhead_jax.sampl
 and $F=U^*+\tfrac12\log\det H-\log Z_1/Z_0$, up to the likelihood's normalisation (common to
 both branches at one P). WBIC: $\mathbb E_{\beta_0}[D]$ at $\beta_0=1/\log P$. All chains of all
 runs, rungs and the WBIC temperature run in one compiled program (``vmap`` of
-:func:`copyhead_jax.sampling.sgld.run_chains`), each started at the fit.
+:func:`copyhead_jax.sampling.sgld.sgld_chains`), each started at the fit.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..objective import Objective, embedding_prior_energy, log_prior_energy
 from ..observables import attention_matrices, order_parameters
 from ..sampling import (
     mcse_mean,
-    run_chains,
+    sgld_chains,
     split_rhat,
     susceptibility,
     ti_quadrature,
@@ -64,7 +64,7 @@ def _one_run(cfg, n_steps, burn_in, thin, n_chains, eta, keys, head, train, mask
         o = order_parameters(masked_mean(attention_matrices(h, t), m), gauge_fix=head.gauge_fix)
         return jnp.stack([D, pr, 0.5 * jnp.sum(w**2), o.c1, o.cG, o.r])
 
-    res = run_chains(
+    res = sgld_chains(
         keys, w0, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in, thin=thin,
         n_chains=n_chains, args=(theta, C, train, mask, coef), draw_fn=draw,
     )  # fmt: skip

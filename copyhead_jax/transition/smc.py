@@ -31,7 +31,7 @@ from jax import lax
 from scipy.special import logsumexp
 
 from .._checks import check_float, check_int
-from ..sampling import hmc_transition
+from ..sampling import hmc_kernel
 
 PyTree = Any
 
@@ -94,17 +94,18 @@ def systematic_resample(key, log_w):
 
 def hmc_move(key, potential: Callable, w, *, step_size, n_steps: int, n_leap: int,
              inside: Callable | None = None):  # fmt: skip
-    """``n_steps`` HMC transitions of one particle from ``w`` (unit mass, step ``step_size``
-    jittered by U(0.8, 1.2): :func:`~copyhead_jax.sampling.hmc_transition`), proposals
-    outside ``inside`` rejected. Returns ``(w, mean acceptance probability)``."""
-    vg = jax.value_and_grad(potential)
-    log_eps = jnp.log(jnp.asarray(step_size, w.dtype))
+    """``n_steps`` transitions of the package's HMC kernel (:func:`~copyhead_jax.sampling.
+    hmc_kernel`: unit mass, step ``step_size`` jittered by U(0.8, 1.2), no adaptation) of one
+    particle from ``w``, proposals outside ``inside`` rejected. Returns ``(w, mean acceptance
+    probability)``."""
+    kernel = hmc_kernel(potential, step_size=step_size, n_leap=n_leap, n_adapt=0, inside=inside)
 
-    def step(state, i):
-        return hmc_transition(vg, inside, jax.random.fold_in(key, i), state, log_eps, n_leap)
+    def step(state, _):
+        state = kernel.step(state)
+        return state, state.accept_prob
 
-    (w1, _, _), (a, _) = lax.scan(step, (w, *vg(w)), jnp.arange(n_steps))
-    return w1, jnp.mean(a)
+    state, a = lax.scan(step, kernel.init(key, w), None, length=n_steps)
+    return state.position, jnp.mean(a)
 
 
 def tempered_smc(

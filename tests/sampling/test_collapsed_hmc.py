@@ -13,11 +13,11 @@ from copyhead_jax.fit import polish, solve_map, sweep_inputs
 from copyhead_jax.models import head_template, init_reduced
 from copyhead_jax.objective import Objective
 from copyhead_jax.sampling import (
-    Sampler,
     default_sampler,
     ess,
     nuts_reference,
     run_sampler,
+    sampler_for,
     split_rhat,
 )
 
@@ -128,7 +128,7 @@ def test_default_sampler_agrees_with_nuts(att):
         h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))
         t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
         fit = solve_map(h0, t, m, obj)
-        sampler = Sampler(cfg, ch.HMCConfig())
+        sampler = sampler_for(cfg, ch.HMCConfig())
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
         ref = np.asarray(nuts_reference(jax.random.key(1), fit.head, t, m, obj, obs,
                                         n_warmup=300, n_samples=600, n_chains=2))  # fmt: skip

@@ -1,13 +1,19 @@
-"""sampling/hmc.py, the shared HMC kernel: its step adaptation is BlackJAX's dual averaging, a
-chain on a standard normal has the closed-form moments, the energy is the Hamiltonian, mass
-adaptation fixes a badly scaled normal."""
+"""sampling/hmc.py, the HMC kernel: its step adaptation is BlackJAX's dual averaging, a chain on
+a standard normal has the closed-form moments, the energy is the Hamiltonian, mass adaptation
+fixes a badly scaled normal, and ``hmc_chains`` is the kernel's ``init`` / ``warmup`` / ``step``
+driven by hand."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from copyhead_jax.sampling.hmc import dual_averaging_init, dual_averaging_update, hmc_chain
+from copyhead_jax.sampling.hmc import (
+    dual_averaging_init,
+    dual_averaging_update,
+    hmc_chains,
+    hmc_kernel,
+)
 
 
 def test_dual_averaging_equals_blackjax_where_the_cap_does_not_bind():
@@ -37,8 +43,8 @@ def test_chain_on_a_standard_normal():
     error uses n = 8,000 / 2 to allow for correlation); acceptance near the 0.75 target."""
     keys = jax.random.split(jax.random.key(0), 4)
     pot = lambda w: 0.5 * jnp.sum(w**2)
-    run = jax.jit(jax.vmap(lambda k: hmc_chain(k, pot, jnp.ones(3), lambda w, j: w,
-                                               n_iter=2000, thin=1, step_size=0.3)))
+    run = jax.jit(lambda k: hmc_chains(k, pot, jnp.ones((4, 3)), n_iter=2000, thin=1,
+                                       step_size=0.3))
     c = run(keys)
     w = np.asarray(c.records).reshape(-1, 3)
     n_eff = w.shape[0] / 2
@@ -65,15 +71,15 @@ def test_energy_is_the_hamiltonian_where_each_transition_ends(adapt_mass):
     key, n_adapt, n_leap, S = jax.random.key(3), 20, 5, 40
     kw = dict(n_iter=S, thin=1, step_size=0.3, n_adapt=n_adapt, n_leap=n_leap,
               adapt_mass=adapt_mass)
-    c = jax.jit(lambda k: hmc_chain(k, pot, jnp.ones(3), lambda w, j: w, **kw))(key)
-    w, E = np.asarray(c.records, np.float64), np.asarray(c.energy, np.float64)
-    s = np.asarray(c.scale, np.float64)
+    c = jax.jit(lambda k: hmc_chains(k[None], pot, jnp.ones((1, 3)), **kw))(key)
+    w, E = np.asarray(c.records[0], np.float64), np.asarray(c.energy[0], np.float64)
+    s = np.asarray(c.scale[0], np.float64)
     assert np.any(s != 1.0) == adapt_mass
     assert E.shape == (S,) and np.all(np.isfinite(E))
     moved = []
     for j in range(1, S):
         k_eps, k_p, _ = jax.random.split(jax.random.fold_in(key, n_adapt + j), 3)
-        eps = float(c.step_size) * float(jax.random.uniform(k_eps, (), jnp.float32, 0.8, 1.2))
+        eps = float(c.step_size[0]) * float(jax.random.uniform(k_eps, (), jnp.float32, 0.8, 1.2))
         p0 = np.asarray(jax.random.normal(k_p, (3,), jnp.float32), np.float64)
         x, p = w[j - 1].copy(), p0.copy()
         for _ in range(n_leap):
@@ -104,9 +110,9 @@ def test_mass_adaptation_on_a_badly_scaled_normal():
     keys = jax.random.split(jax.random.key(5), 4)
 
     def run(adapt_mass):
-        f = lambda k: hmc_chain(k, pot, jnp.zeros(4), lambda w, j: w, n_iter=2000, thin=1,
-                                step_size=0.3, n_adapt=600, adapt_mass=adapt_mass)
-        return jax.jit(jax.vmap(f))(keys)
+        f = lambda k: hmc_chains(k, pot, jnp.zeros((4, 4)), n_iter=2000, thin=1,
+                                 step_size=0.3, n_adapt=600, adapt_mass=adapt_mass)
+        return jax.jit(f)(keys)
 
     c = run(True)
     np.testing.assert_allclose(np.asarray(c.scale), np.broadcast_to(sd, (4, 4)), rtol=0.3)
@@ -115,3 +121,39 @@ def test_mass_adaptation_on_a_badly_scaled_normal():
     assert np.all(np.abs((w**2).mean(0) - var) < 5 * np.sqrt(2 * var**2 / n_eff))
     wide = lambda ch: float(ess(np.asarray(ch.records)[..., 3]))
     assert wide(c) > 10 * wide(run(False))
+
+
+@pytest.mark.parametrize("adapt_mass", [False, True])
+def test_hmc_chains_is_the_kernel_driven_by_hand(adapt_mass):
+    """The loop lives outside the kernel: ``init``, ``n_adapt`` calls of ``warmup``, then
+    ``step``, called one at a time from Python, give ``hmc_chains``' draws, acceptances,
+    energies, frozen step and mass (float32 rounding of a separately compiled step: rtol 1e-5;
+    the transitions are chaotic only over many more steps than these 30), and the counter
+    ``i`` counts every transition."""
+    A = jnp.asarray([[2.0, 0.3], [0.3, 1.0]])
+    pot = lambda w: 0.5 * w @ A @ w + 0.1 * jnp.sum(w**4)
+    key, n_adapt, thin = jax.random.key(8), 24, 3
+    kw = dict(step_size=0.3, n_adapt=n_adapt, adapt_mass=adapt_mass)
+    c = jax.jit(lambda k: hmc_chains(k[None], pot, jnp.ones((1, 2)), n_iter=6 * thin,
+                                     thin=thin, **kw))(key)  # fmt: skip
+    kernel = hmc_kernel(pot, **kw)
+    assert kernel.n_warmup == n_adapt
+    warm, step = jax.jit(kernel.warmup), jax.jit(kernel.step)
+    state, acc, draws, energy = kernel.init(key, jnp.ones(2)), [], [], []
+    for _ in range(n_adapt):
+        state = warm(state)
+    for _ in range(6):
+        for _ in range(thin):
+            state = step(state)
+            acc.append(float(state.accept_prob))
+        draws.append(np.asarray(state.position))
+        energy.append(float(state.energy))
+    assert int(state.i) == n_adapt + 6 * thin
+    np.testing.assert_allclose(np.asarray(c.records[0]), np.array(draws), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(c.energy[0]), energy, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(c.accept[0]), np.reshape(acc, (6, thin)).mean(1),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    step_size = float(jnp.exp(state.adaptation.step.log_eps_bar))
+    np.testing.assert_allclose(float(c.step_size[0]), step_size, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(c.scale[0]), np.asarray(state.scale), rtol=1e-6)
+    assert np.any(np.asarray(state.scale) != 1.0) == adapt_mass

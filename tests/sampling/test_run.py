@@ -12,8 +12,8 @@ import copyhead_jax as ch
 from copyhead_jax.cli import main
 from copyhead_jax.cli import sample as sample_cli
 from copyhead_jax.results import POSTERIOR_KIND, PosteriorResult, SweepResult
+from copyhead_jax.sampling import CollapsedHMC, run_sampler
 from copyhead_jax.sampling import run as sample_mod
-from copyhead_jax.sampling import run_sampler
 from tests.helpers import no_work, one_line_error
 
 CFG = ch.TINY.replace(solver=dict(max_epochs=150), sweep=dict(P=(2, 8), n_seeds=2))
@@ -191,7 +191,7 @@ def test_sample_too_many_steps_is_refused_before_work(which, request, monkeypatc
 
 
 def test_reduced_sampler_checks_its_draw_count_first(reduced, tmp_path, monkeypatch):
-    monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
+    monkeypatch.setattr(CollapsedHMC, "sample", no_work)
     monkeypatch.setattr(sample_mod, "sweep_inputs", no_work)
     with pytest.raises(ValueError, match=r"HMCConfig.thin"):
         ch.HMCConfig(n_iter=4, thin=5)  # keeps no draw: refused when the config is made
@@ -272,7 +272,7 @@ def test_collapsed_hmc_refuses_joint_map_fits(reduced, tmp_path, monkeypatch):
     posterior's centre: the collapsed sampler refuses them before any work."""
     import dataclasses
 
-    monkeypatch.setattr(sample_mod, "sample_collapsed", no_work)
+    monkeypatch.setattr(CollapsedHMC, "sample", no_work)
     sweep = SweepResult.load(reduced)
     sweep = dataclasses.replace(
         sweep, config=sweep.config.replace(train=dict(train_embeddings=True))

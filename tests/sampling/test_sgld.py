@@ -26,7 +26,7 @@ from copyhead_jax.sampling.sgld import (
     health_warnings,
     minibatch_potential,
     polynomial_step_size,
-    run_chains,
+    sgld_chains,
     sgld_kernel,
 )
 from copyhead_jax.sampling.sgld import ess as effective_sample_size
@@ -35,11 +35,11 @@ Z_MAX = 3.0  # see the module docstring
 
 # One jit for the whole file: calls with the same potential and settings reuse the executable.
 RUN = jax.jit(
-    run_chains,
+    sgld_chains,
     static_argnums=2,
     static_argnames=(
         "n_steps", "burn_in", "thin", "n_chains", "step_size", "batch_fn", "per_chain_init",
-        "noise_block", "noise", "record_potential", "draw_fn",
+        "noise", "record_potential", "draw_fn",
     ),
 )  # fmt: skip
 
@@ -185,7 +185,6 @@ R3 = rotation(3, 3)
 U_CORR = quadratic(R3 @ np.diag([0.5, 1.0, 3.0]) @ R3.T)
 
 
-# n_steps = 97 is prime: the automatic noise block is 1 (noise drawn inside each step).
 DET = dict(n_steps=97, burn_in=10, thin=4, step_size=0.1)
 
 
@@ -194,7 +193,7 @@ def test_vectorised_chains_equal_sequential_chains_and_the_pure_kernel():
     res = RUN(key, Z0, U_CORR, n_chains=4, **DET)
     keys = jax.random.split(key, 4)
     # One chain at a time: lax.map runs the single-chain program sequentially over the keys.
-    one = jax.jit(lambda ks: jax.lax.map(lambda k: run_chains(k[None], Z0, U_CORR, **DET), ks))(
+    one = jax.jit(lambda ks: jax.lax.map(lambda k: sgld_chains(k[None], Z0, U_CORR, **DET), ks))(
         keys
     )
     np.testing.assert_allclose(flat(one.draws)[:, 0], flat(res.draws), rtol=1e-5, atol=1e-6)
@@ -209,16 +208,6 @@ def test_vectorised_chains_equal_sequential_chains_and_the_pure_kernel():
     kept = np.array(zs)[draw_steps(97, 10, 4) - 1]
     np.testing.assert_allclose(kept, flat(res.draws)[2], rtol=1e-5, atol=1e-6)
     assert int(state.i) == 97
-
-
-def test_noise_block_does_not_change_the_chain():
-    ref = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, **DET)  # block 1
-    res = RUN(jax.random.key(3), Z0, U_CORR, n_chains=4, noise_block=7, **DET)  # 13 x 7 + 6
-    # the same chain up to float32 rounding of the noise's blocked draws, accumulated over 97
-    # steps (measured: 4e-6 relative at -O0, the tests' build)
-    np.testing.assert_allclose(flat(res.draws), flat(ref.draws), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(res.accept_prob, ref.accept_prob, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(res.draw_distance, ref.draw_distance, rtol=1e-5, atol=1e-6)
 
 
 def sum_squares(z):
@@ -396,12 +385,12 @@ def soft_quartic(z, scale):
 
 
 def test_health_flags_a_diverging_chain_and_stays_quiet_on_healthy_ones():
-    # A sweep's call: vmap over runs of run_chains, with a per-run argument, warm starts and
+    # A sweep's call: vmap over runs of sgld_chains, with a per-run argument, warm starts and
     # step size (traced, so not validated: the caller checks it).
     kw = dict(n_steps=3000, burn_in=500, n_chains=4, per_chain_init=True)
     runs = jax.jit(
         jax.vmap(
-            lambda k, z0, s, eta: run_chains(k, z0, soft_quartic, args=(s,), step_size=eta, **kw)
+            lambda k, z0, s, eta: sgld_chains(k, z0, soft_quartic, args=(s,), step_size=eta, **kw)
         )
     )
     starts = np.zeros((2, 4, 2), np.float32)
@@ -457,7 +446,6 @@ def test_health_flags_low_acceptance_and_disagreeing_chains():
         (dict(thin=0), "thin"),
         (dict(burn_in=4, thin=7), "thin"),
         (dict(n_chains=0), "n_chains"),
-        (dict(noise_block=0), "noise_block"),
         (dict(preconditioner={"a": -1.0, "b": 1.0}), "preconditioner"),
         (dict(preconditioner={"a": 1.0}), "preconditioner"),
         (dict(preconditioner={"a": jnp.ones(3), "b": 1.0}), "preconditioner"),
@@ -475,7 +463,7 @@ def test_bad_input_raises_value_error_naming_the_parameter(kwargs, match):
     kw.update(kwargs)
     key = kw.pop("key")
     with pytest.raises(ValueError, match=match):
-        run_chains(key, Z0, U_CORR, **kw)
+        sgld_chains(key, Z0, U_CORR, **kw)
 
 
 @pytest.mark.bad_input
@@ -488,9 +476,9 @@ def test_bad_input_elsewhere():
     with pytest.raises(ValueError, match="init_params"):
         SGLD(potential_fn=U, step_size=0.1).init(jax.random.key(0), 0, None, (), {})
     with pytest.raises(ValueError, match="potential_fn must return a real scalar"):
-        run_chains(jax.random.key(0), jnp.zeros(2), lambda z: z, n_steps=3, step_size=0.1)
+        sgld_chains(jax.random.key(0), jnp.zeros(2), lambda z: z, n_steps=3, step_size=0.1)
     with pytest.raises(ValueError, match="floating"):
-        run_chains(jax.random.key(0), jnp.zeros(2, jnp.int32), U, n_steps=3, step_size=0.1)
+        sgld_chains(jax.random.key(0), jnp.zeros(2, jnp.int32), U, n_steps=3, step_size=0.1)
     with pytest.raises(ValueError, match="batch_size"):
         minibatch_potential(U, U, batch_size=0)
     res = RUN(jax.random.key(3), Z0, U, n_chains=4, **DET)  # compiled above

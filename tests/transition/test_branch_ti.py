@@ -1,5 +1,4 @@
-"""Constrained, Laplace-referenced TI (``bayes.branch_ti``) against closed forms, and its HMC
-kernel against ``sample_reduced.collapsed_chains``."""
+"""Constrained, Laplace-referenced TI (``transition.branch_ti``) against closed forms."""
 
 import math
 
@@ -10,12 +9,7 @@ import pytest
 from scipy import integrate
 from scipy.special import log_ndtr
 
-import copyhead_jax as ch
-from copyhead_jax.fit import sweep_inputs
-from copyhead_jax.models import head_class
-from copyhead_jax.objective import Objective
-from copyhead_jax.sampling import collapsed_chains, marginal_energy, marginal_whitening, with_WG
-from copyhead_jax.transition import branch_log_z, hmc_chains, path_rungs, reference_mass
+from copyhead_jax.transition import branch_log_z, path_rungs, reference_mass
 
 TS = np.array([0.0, 0.1, 0.25, 0.45, 0.7, 1.0])
 HMC = dict(n_iter=1500, thin=3, step_size=0.5, n_adapt=100)
@@ -29,7 +23,7 @@ def _log_z(key, U, order, *, side, threshold, n, U_star=0.0, logdet=0.0, n_chain
         p, se = 1.0, 0.0
     else:
         p, se, _ = reference_mass(keys[0], order, n, 20_000, side=side, threshold=threshold)
-    d = np.asarray(st.draws)
+    d = np.asarray(st.records)
     fe = branch_log_z(TS, d[..., 0], np.asarray(st.finite), U_star=U_star, logdet_C=logdet,
                       n=n, p_ref=p, p_ref_se=se)  # fmt: skip
     return fe, d, st
@@ -68,7 +62,7 @@ def test_exact_first_rung_matches_erf_and_counts_as_one_chain():
     g0 = 0.5 * np.sum((w[inside] / np.asarray(S)) ** 2, 1) - 0.5 * np.sum(w[inside] ** 2, 1)
     p = inside.mean()
     kw = dict(U_star=0.0, logdet_C=0.0, n=2, p_ref=p, p_ref_se=math.sqrt(p * (1 - p) / 4000))
-    d, fin = np.asarray(st.draws)[..., 0], np.asarray(st.finite)
+    d, fin = np.asarray(st.records)[..., 0], np.asarray(st.finite)
     fe = branch_log_z(TS, d, fin, g0=g0, **kw)
     exact = LOG_Z_GAUSS + float(log_ndtr(-a / S[0]))
     assert abs(-fe["F"] - exact) < 4 * fe["mcse"] + 0.02, (fe["F"], exact, fe["mcse"])
@@ -120,40 +114,6 @@ def test_double_well_branches_and_weight():
     assert abs(w_est - w_ex) < 4 * se * w_ex * (1 - w_ex), (w_est, w_ex)  # delta method
 
 
-@pytest.mark.heavy  # ~30 s of compiles on an idle 2-core CPU; the closed-form tests above check
-# the constrained sampler's answers, this one that its moves are collapsed_chains' own
-def test_hmc_kernel_equals_collapsed_chains():
-    """With no region and U_m as the potential, ``hmc_chains`` makes the moves of
-    ``collapsed_chains`` from the same keys: the chain states agree to float32 rounding
-    (the two programs are compiled separately; no region means the same arithmetic)."""
-    cfg = ch.TINY.replace(model=dict(engine="reduced", width=10_000, attention="softmax"),
-                          sweep=dict(P=(8,), n_seeds=1))  # fmt: skip
-    res = ch.run_sweep(cfg, progress=False, keep_params=True)
-    inp = sweep_inputs(cfg, None)
-    obj = Objective.from_config(cfg)
-    t = inp.train[0]
-    with jax.enable_x64(True):
-        arr = {k: jnp.asarray(res[f"params/{k}"][0, 0], jnp.float64)
-               for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-        m = jnp.asarray(inp.mask[0], jnp.float64)
-        h64 = head_class("softmax").from_arrays(cfg, arr)
-        C = np.asarray(marginal_whitening(h64, t, m, obj))
-    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    h = jax.tree.map(f32, h64)
-    m32, C = f32(m), f32(C)
-    x0 = h.W_G.ravel()
-    keys = jax.random.split(jax.random.key(3), 2)
-    kw = dict(n_iter=20, thin=5, step_size=0.3, n_adapt=10)
-    ref = collapsed_chains(keys, h, t, m32, obj, jnp.stack([x0, x0]), C,
-                           lambda hh: hh.W_G.ravel(), **kw)  # fmt: skip
-    U = lambda w: marginal_energy(with_WG(h, x0 + C @ w), t, m32, obj)  # noqa: E731
-    new = hmc_chains(keys, U, jnp.zeros((2, x0.size), jnp.float32), lambda w: x0 + C @ w, **kw)
-    np.testing.assert_allclose(new.draws, ref.draws, rtol=0, atol=1e-4)
-    np.testing.assert_allclose(new.accept, ref.accept, rtol=0, atol=1e-4)
-    np.testing.assert_allclose(new.step_size, ref.step_size, rtol=1e-5)
-    assert float(np.max(np.abs(np.asarray(ref.draws[:, -1] - ref.draws[:, 0])))) > 0  # moved
-
-
 def test_progress_is_called_once_per_step_for_the_batch_and_changes_nothing():
     """``progress`` depends on the loop counter only: under vmap over runs, rungs and chains it
     is called once per adaptation step and once per block of ``thin`` steps, ending at the
@@ -186,13 +146,13 @@ def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
     ts = TS[[0, 2, -1]]
     a = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, **kw)
     b = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1, **kw)
-    da, db = np.asarray(a.draws), np.asarray(b.draws)
+    da, db = np.asarray(a.records), np.asarray(b.records)
     assert da.shape[-1] == 2 and db.shape[-1] == 3
     np.testing.assert_array_equal(da, db[..., :2])
     np.testing.assert_allclose(db[..., 2], 2 * db[..., 1] - 1, rtol=1e-6, atol=1e-6)
     c = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1,
                    extra_last_only=True, **kw)  # fmt: skip
-    dc = np.asarray(c.draws)
+    dc = np.asarray(c.records)
     np.testing.assert_array_equal(dc[..., :2], da)  # the chains are the same
     np.testing.assert_array_equal(dc[-1], db[-1])  # the last rung records extra
     assert np.all(dc[:-1, ..., 2] == 0)  # the others record 0
@@ -209,5 +169,5 @@ def test_path_rungs_steps_per_rung_are_kept_without_adaptation_and_a_scalar_broa
     np.testing.assert_allclose(np.asarray(st.step_size), np.repeat(steps[:, None], 2, 1), rtol=1e-6)
     one = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=0.5, **kw)
     same = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=np.full(3, 0.5), **kw)
-    np.testing.assert_array_equal(np.asarray(one.draws), np.asarray(same.draws))
-    assert not np.array_equal(np.asarray(st.draws[0]), np.asarray(one.draws[0]))
+    np.testing.assert_array_equal(np.asarray(one.records), np.asarray(same.records))
+    assert not np.array_equal(np.asarray(st.records[0]), np.asarray(one.records[0]))

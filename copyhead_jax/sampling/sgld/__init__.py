@@ -16,12 +16,12 @@ The parts, in data-flow order:
 - ``_layout``        the position pytree as one flat vector
 - ``_kernel``        ``SGLDState``, ``sgld_kernel`` (pure ``init`` / ``step``),
                      ``minibatch_potential``
-- ``_runner``        ``run_chains`` (``lax.scan`` x ``vmap``), ``SGLDResult``, ``draw_steps``
+- ``_runner``        ``sgld_chains`` (``lax.scan`` x ``vmap``), ``SGLDResult``, ``draw_steps``
 - ``diagnostics``    ``chain_health``, ``health_warnings``: split R-hat, ESS, MALA proxy (NumPy)
 - ``numpyro_adapter`` ``SGLD``, the ``numpyro.infer.MCMC`` kernel; imported (with numpyro) only
                      when ``SGLD`` is first used
 
-:func:`run_chains`, ``SGLD`` under ``MCMC(..., chain_method="vectorized")`` and a sequential loop
+:func:`sgld_chains`, ``SGLD`` under ``MCMC(..., chain_method="vectorized")`` and a sequential loop
 of ``sgld_kernel(...).step`` give the same chain.
 
 References: M. Welling and Y. W. Teh, *Bayesian learning via stochastic gradient Langevin
@@ -39,11 +39,9 @@ from ._kernel import SGLDState as SGLDState
 from ._kernel import minibatch_potential as minibatch_potential
 from ._kernel import sgld_kernel as sgld_kernel
 from ._noise import NOISE as NOISE
-from ._runner import AUTO_NOISE_ELEMENTS as AUTO_NOISE_ELEMENTS
-from ._runner import MAX_AUTO_NOISE_BLOCK as MAX_AUTO_NOISE_BLOCK
 from ._runner import SGLDResult as SGLDResult
 from ._runner import draw_steps as draw_steps
-from ._runner import run_chains as run_chains
+from ._runner import sgld_chains as sgld_chains
 from ._schedules import constant_step_size as constant_step_size
 from ._schedules import polynomial_step_size as polynomial_step_size
 from .diagnostics import ACCEPT_MIN as ACCEPT_MIN
@@ -60,9 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCEPT_MIN",
-    "AUTO_NOISE_ELEMENTS",
     "ESS_MIN",
-    "MAX_AUTO_NOISE_BLOCK",
     "NOISE",
     "RHAT_MAX",
     "SGLD",
@@ -77,7 +73,7 @@ __all__ = [
     "health_warnings",
     "minibatch_potential",
     "polynomial_step_size",
-    "run_chains",
+    "sgld_chains",
     "sgld_kernel",
     "split_rhat",
 ]

@@ -85,7 +85,7 @@ class Core(NamedTuple):
     schedule: Schedule
     preconditioner: PyTree | None
     batch_fn: Callable[..., Any] | None
-    with_value: bool = True  # False: jax.grad only, U is NaN (run_chains(record_potential=False))
+    with_value: bool = True  # False: jax.grad only, U is NaN (sgld_chains(record_potential=False))
     noise: str = "threefry"  # the normal generator (_noise.NOISE)
 
     def value_and_grad(self, layout: Layout, z: Array, key: Array, t, args: tuple):
@@ -157,10 +157,15 @@ class Core(NamedTuple):
         layout, _ = self.setup(z)  # checks the position and the preconditioner's structure
         t = jnp.zeros((), jnp.int32)
         u, g = self.value_and_grad(layout, layout.flatten(z), key, t, args)
+        return self.init_state(key, z, u, layout.unflatten(g))
+
+    def init_state(self, key: Array, z: PyTree, u: Scalar, g: PyTree) -> SGLDState:
+        """The state at ``t = 0`` from the position and its ``(U, grad U)``."""
         zero = jnp.zeros((), jnp.result_type(u))
         one = jnp.ones((), jnp.result_type(u))
-        bad = ~jnp.isfinite(u if self.with_value else jnp.sum(jnp.square(g)))
-        return SGLDState(t, z, u, layout.unflatten(g), zero, zero, one, bad, key)
+        sq = sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(g))
+        bad = ~jnp.isfinite(u if self.with_value else sq)
+        return SGLDState(jnp.zeros((), jnp.int32), z, u, g, zero, zero, one, bad, key)
 
     def step(self, state: SGLDState, args: tuple) -> SGLDState:
         layout, m = self.setup(state.z)
@@ -233,7 +238,7 @@ def minibatch_potential(
     The estimate $\hat U(\Theta;B)=U_0(\Theta)+\frac{N}{n}\sum_{\alpha\in B}u(\Theta,x_\alpha)$ over
     $n$ = ``batch_size`` indices drawn uniformly with replacement is unbiased, $\mathbb E_B\hat
     U=U$ (Welling & Teh 2011, eq. 4). The data (a pytree with leading axis $N$) is the first extra
-    argument: ``run_chains(..., potential_fn, batch_fn=batch_fn, args=(data,))``.
+    argument: ``sgld_chains(..., potential_fn, batch_fn=batch_fn, args=(data,))``.
     """
     batch_size = check_int("batch_size", batch_size, lo=1)
 

@@ -23,7 +23,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-NOISE = ("threefry", "jax")  # the noise generators run_chains / sgld_kernel / SGLD accept
+NOISE = ("threefry", "jax")  # the noise generators sgld_chains / sgld_kernel / SGLD accept
 
 
 def check_noise(noise: Any) -> str:

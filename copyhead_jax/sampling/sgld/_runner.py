@@ -1,8 +1,10 @@
-r"""The chain runner: ``lax.scan`` over steps, ``vmap`` over chains, one compiled program.
+r"""SGLD chains: the SGLD kernel on the flat position, run by the package's one chain loop
+(:func:`~copyhead_jax.sampling.chains.run_chains`: ``lax.scan`` over steps, ``vmap`` over
+chains, one compiled program), with SGLD's per-step health traces.
 
 Randomness is counter-based (:mod:`._noise`): the noise of step $t$ of chain $c$ depends only on
-the chain key $k_c$ and $t$, so the runner can draw the noise of several steps in one call and
-still give the chain that :func:`sgld_kernel`'s ``step`` gives one step at a time.
+the chain key $k_c$ and $t$, so the loop gives the chain that :func:`sgld_kernel`'s ``step``
+gives one step at a time.
 """
 
 from __future__ import annotations
@@ -13,22 +15,16 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jaxtyping import Array, Bool, Float
 
 from ..._checks import check_int
-from ._kernel import SGLDState, make_core
+from ..chains import Kernel, run_chains
+from ._kernel import Core, SGLDState, make_core
 from ._layout import Layout, PyTree
 from ._noise import as_key
 from ._schedules import Schedule
 
 Scalar = Float[Array, ""]
-
-#: Noise of ``noise_block`` steps is drawn at once; the automatic block holds at most this many
-#: normals per chain (64 KiB in float32), so a vmap over runs x chains stays small.
-AUTO_NOISE_ELEMENTS = 2**14
-MAX_AUTO_NOISE_BLOCK = 64
-
 
 def draw_steps(n_steps: int, burn_in: int, thin: int) -> np.ndarray:
     """Step numbers ``t`` (states ``Theta_t``, 1-based) kept as draws, as ``MCMC`` keeps them.
@@ -40,7 +36,7 @@ def draw_steps(n_steps: int, burn_in: int, thin: int) -> np.ndarray:
 
 
 class SGLDResult(NamedTuple):
-    r"""What :func:`run_chains` returns; ``C`` chains, ``T`` steps, ``S`` draws.
+    r"""What :func:`sgld_chains` returns; ``C`` chains, ``T`` steps, ``S`` draws.
 
     Steps are counted from 1: ``potential[c, t - 1]`` is $U(\Theta_t)$. Draws are the states at
     :func:`draw_steps`; an outer ``vmap`` over runs adds leading axes to every field.
@@ -69,15 +65,7 @@ def _chain_keys(key: Array, n_chains: int) -> Array:
     return key
 
 
-def _noise_block(noise_block: int | None, size: int, n_steps: int) -> int:
-    """The given block, or the largest divisor of ``n_steps`` within the automatic budget."""
-    if noise_block is not None:
-        return check_int("noise_block", noise_block, lo=1, hi=n_steps)
-    cap = max(1, min(MAX_AUTO_NOISE_BLOCK, n_steps, AUTO_NOISE_ELEMENTS // max(size, 1)))
-    return next(k for k in range(cap, 0, -1) if n_steps % k == 0)  # no tail loop to compile
-
-
-def run_chains(
+def sgld_chains(
     key: Array,
     init_position: PyTree,
     potential_fn: Callable[..., Scalar],
@@ -91,12 +79,14 @@ def run_chains(
     preconditioner: PyTree | None = None,
     batch_fn: Callable[..., Any] | None = None,
     per_chain_init: bool = False,
-    noise_block: int | None = None,
     noise: str = "threefry",
     record_potential: bool = True,
     draw_fn: Callable[..., PyTree] | None = None,
 ) -> SGLDResult:
     r"""Run ``n_chains`` SGLD chains for ``n_steps`` steps (``lax.scan`` x ``vmap`` over chains).
+
+    The draws are the states after the last ``(n_steps - burn_in) // thin`` blocks of ``thin``
+    steps; the steps before them (``burn_in`` and the remainder) are the loop's burn-in.
 
     $\Theta_{t+1}=\Theta_t-\eta_t M\nabla U(\Theta_t)+\sqrt{2\eta_t M}\,\xi_t$ (docs/theory.md §2);
     see :func:`sgld_kernel` for ``potential_fn``, ``step_size``, ``preconditioner`` and
@@ -111,11 +101,7 @@ def run_chains(
       burn_in, thin: draws are $\Theta_t$ for ``t in draw_steps(n_steps, burn_in, thin)``:
         ``(n_steps - burn_in) // thin`` states ending at the last one.
       args: extra arguments of ``potential_fn`` (and ``batch_fn``), e.g. the data of a run. To
-        sweep, ``jax.vmap`` ``run_chains`` over keys, warm starts and ``args``.
-      noise_block: draw the noise of this many steps in one call (same values, faster; memory
-        ``noise_block x size`` per chain); ``None`` picks the largest divisor of ``n_steps`` up
-        to ``MAX_AUTO_NOISE_BLOCK`` with at most ``AUTO_NOISE_ELEMENTS`` normals per chain; 1
-        draws the noise inside each step.
+        sweep, ``jax.vmap`` ``sgld_chains`` over keys, warm starts and ``args``.
       noise: the normal generator, ``"threefry"`` (default) or ``"jax"``: see
         :func:`sgld_kernel`.
       draw_fn: keep ``draw_fn(position, *args)`` (any pytree, e.g. observables) at each draw
@@ -154,95 +140,58 @@ def run_chains(
         one = jax.tree.map(lambda x: x[0], init_position)
     else:
         one = init_position
-    layout = Layout.of(one)
-    block = _noise_block(noise_block, layout.size, n_steps)
-    steps = draw_steps(n_steps, burn_in, thin)
-    n_draws, first = len(steps), int(steps[0])
+    layout, m = core.setup(one)  # checks the position and the preconditioner's structure
+    n_draws = (n_steps - burn_in) // thin
+    starts = jax.vmap(layout.flatten)(init_position) if per_chain_init else \
+        jnp.broadcast_to(layout.flatten(one), (n_chains, layout.size))  # fmt: skip
+    kernel = flat_kernel(core, layout, m)
 
-    def run_one(key: Array, z0: PyTree) -> SGLDResult:
-        state = core.init(key, z0, args)
-        layout, m = core.setup(z0)
-        z, g = layout.flatten(z0), layout.flatten(state.z_grad)
-        z0_flat = z
+    def record(state: SGLDState, j, *a):
+        z0 = a[-1]  # the chain's warm start (flat): a chain argument
+        dist = jnp.sqrt(jnp.sum(jnp.square(state.z - z0)))
+        kept = state.z if draw_fn is None else draw_fn(layout.unflatten(state.z), *a[:-1])
+        return kept, dist
 
-        def distance(z):  # || Theta - Theta_0 ||
-            return jnp.sqrt(jnp.sum(jnp.square(z - z0_flat)))
+    trace = lambda s: (s.potential_energy, s.drift_norm, s.noise_norm, s.accept_prob,  # noqa: E731
+                       s.diverging)  # fmt: skip
+    c = run_chains(kernel, keys, starts, n_draws=n_draws, thin=thin,
+                   burn_in=n_steps - n_draws * thin, record=record, trace=trace, args=args,
+                   chain_args=(starts,))  # fmt: skip
+    (kept, dist), (u, drift, noise_n, acc, div) = c.records, c.trace
+    first = n_steps - thin * (n_draws - 1)
+    bad = c.init.diverging | jnp.any(div, axis=1)
+    last = c.state._replace(z=jax.vmap(layout.unflatten)(c.state.z),
+                            z_grad=jax.vmap(layout.unflatten)(c.state.z_grad))  # fmt: skip
+    return SGLDResult(
+        draws=jax.vmap(jax.vmap(layout.unflatten))(kept) if draw_fn is None else kept,
+        potential=u,
+        drift_norm=drift,
+        noise_norm=noise_n,
+        accept_prob=acc,
+        draw_potential=u[:, first - 1 :: thin],
+        draw_distance=dist.astype(u.dtype),
+        init_potential=c.init.potential_energy,
+        finite=~bad & jnp.isfinite(u).all(axis=1) if record_potential else ~bad,
+        last_state=last,
+    )
 
-        def record(z):  # (what is kept of a draw, its distance from the warm start)
-            if draw_fn is None:  # the distances are taken from the kept draws at the end
-                return z, jnp.zeros((), z.dtype)
-            return draw_fn(layout.unflatten(z), *args), distance(z)
 
-        zero_rec = jax.tree.map(
-            lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(record, z0_flat)
-        )
-        buf = jax.tree.map(lambda x: jnp.zeros((n_draws, *x.shape), x.dtype), zero_rec)
+def flat_kernel(core: Core, layout: Layout, m) -> Kernel:
+    """The SGLD kernel on the flat position vector (``z``, ``z_grad`` flat in the state), the
+    form the loop runs: one fused update per step, no flattening in between. Its extra
+    arguments are ``potential_fn``'s, then the chain's flat warm start (unused here)."""
 
-        def one_step(carry, inp):
-            z, u, g, buf, bad = carry
-            xi, t = inp  # t is unbatched: cond stays a branch, the write a dynamic_update_slice
-            is_draw = (t + 1 >= first) & ((t + 1 - first) % thin == 0)
-            mv = core.move(layout, m, z, u, g, xi, t, key, args)
-            if draw_fn is None:  # cheap: write every state, the draw's write is the slot's last
-                rec = record(mv.z)
-            else:  # draw_fn may be costly: only at the draws
-                rec = lax.cond(is_draw, record, lambda _: zero_rec, mv.z)
-            idx = jnp.clip((t + thin - first) // thin, 0, n_draws - 1)  # the draw's write is last
-            buf = jax.tree.map(lambda b, r: lax.dynamic_update_index_in_dim(b, r, idx, 0), buf, rec)
-            out = (mv.u, mv.drift_norm, mv.noise_norm, mv.accept_prob, mv.diverging)
-            return (mv.z, mv.u, mv.g, buf, bad | mv.diverging), out
+    def init(key, z, *a):
+        key = as_key(key)
+        u, g = core.value_and_grad(layout, z, key, jnp.zeros((), jnp.int32), a[:-1])
+        s = core.init_state(key, z, u, g)
+        return s
 
-        def noise_of(t):
-            return layout.noise(key, t, core.noise)
+    def step(state: SGLDState, *a) -> SGLDState:
+        xi = layout.noise(state.rng_key, state.i, core.noise)
+        mv = core.move(layout, m, state.z, state.potential_energy, state.z_grad, xi, state.i,
+                       state.rng_key, a[:-1])  # fmt: skip
+        return SGLDState(state.i + 1, mv.z, mv.u, mv.g, mv.drift_norm, mv.noise_norm,
+                         mv.accept_prob, mv.diverging, state.rng_key)  # fmt: skip
 
-        def run_block(carry, t0, length):
-            ts = t0 + jnp.arange(length, dtype=jnp.int32)
-            if block == 1:
-                return lax.scan(lambda c, t: one_step(c, (noise_of(t), t)), carry, ts)
-            xi = jax.vmap(noise_of)(ts)  # one call for `length` steps
-            return lax.scan(one_step, carry, (xi, ts))
-
-        carry = (z, state.potential_energy, g, buf, state.diverging)
-        n_blocks, tail = divmod(n_steps, block)
-        if block == 1:  # one flat scan, the noise drawn inside the step
-            carry, outs = run_block(carry, jnp.int32(0), n_steps)
-            tail = 0
-        else:
-            carry, outs = lax.scan(
-                lambda c, t0: run_block(c, t0, block),
-                carry,
-                jnp.arange(n_blocks, dtype=jnp.int32) * block,
-            )
-            outs = [o.reshape(n_blocks * block) for o in outs]
-        if tail:
-            carry, tail_outs = run_block(carry, jnp.int32(n_blocks * block), tail)
-            outs = [jnp.concatenate([o, p]) for o, p in zip(outs, tail_outs)]
-        z, u_last, g, (kept, dist), bad = carry
-        if draw_fn is None:
-            dist = jax.vmap(distance)(kept)
-        u, drift, noise, acc, div = outs
-        last = SGLDState(
-            i=jnp.full((), n_steps, jnp.int32),
-            z=layout.unflatten(z),
-            potential_energy=u_last,
-            z_grad=layout.unflatten(g),
-            drift_norm=drift[-1],
-            noise_norm=noise[-1],
-            accept_prob=acc[-1],
-            diverging=div[-1],
-            rng_key=key,
-        )
-        return SGLDResult(
-            draws=jax.vmap(layout.unflatten)(kept) if draw_fn is None else kept,
-            potential=u,
-            drift_norm=drift,
-            noise_norm=noise,
-            accept_prob=acc,
-            draw_potential=u[first - 1 :: thin],
-            draw_distance=dist.astype(u.dtype),
-            init_potential=state.potential_energy,
-            finite=~bad & jnp.isfinite(u).all() if record_potential else ~bad,
-            last_state=last,
-        )
-
-    return jax.vmap(run_one, in_axes=(0, 0 if per_chain_init else None))(keys, init_position)
+    return Kernel(init, step)

@@ -81,7 +81,7 @@ def ess(x: np.ndarray) -> float:
 
 
 def chain_health(result, *, burn_in: int = 0) -> ChainHealth:
-    """Diagnostics of ``result = run_chains(...)`` (or a vmap of it) with the same ``burn_in``."""
+    """Diagnostics of ``result = sgld_chains(...)`` (or a vmap of it) with the same ``burn_in``."""
     u = np.asarray(result.potential, np.float64)  # (..., C, T)
     if u.ndim < 2:
         raise ValueError(f"result.potential must have shape (..., C, T), got {u.shape}")
@@ -89,7 +89,7 @@ def chain_health(result, *, burn_in: int = 0) -> ChainHealth:
     batch = u.shape[:-2]
     u_post = u[..., burn_in:]
     acc = np.asarray(result.accept_prob, np.float64)[..., burn_in:]
-    finite = np.asarray(result.finite, bool)  # run_chains folds U's finiteness in when recorded
+    finite = np.asarray(result.finite, bool)  # sgld_chains folds U's finiteness in when recorded
     with np.errstate(all="ignore"):
         accept_prob = acc.mean(-1)
         distance = np.asarray(result.draw_distance, np.float64).mean(-1)

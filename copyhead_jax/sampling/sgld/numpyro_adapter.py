@@ -8,7 +8,7 @@ Two modes, as NumPyro's own kernels have:
   constrained space through :meth:`SGLD.postprocess_fn`;
 * ``SGLD(potential_fn=U, step_size=eps)``: ``U(z, *model_args, **model_kwargs)`` on any pytree
   ``z``; ``MCMC.run(key, init_params=z0)`` with the warm start. Under ``chain_method=
-  "vectorized"`` (``z0`` leaves with a leading axis ``C > 1``) the chains equal ``run_chains(key,
+  "vectorized"`` (``z0`` leaves with a leading axis ``C > 1``) the chains equal ``sgld_chains(key,
   z0, U, n_steps=W + S, burn_in=W, n_chains=C, per_chain_init=True, step_size=eps)``: MCMC
   splits ``key`` into the chain keys the same way, and the noise of step ``t`` comes from
   ``fold_in(k_c, 2t)`` in both.

@@ -1,0 +1,149 @@
+r"""The one chain loop: any kernel with NumPyro's contract, chains batched from outside.
+
+A kernel (:class:`Kernel`) is a set of pure functions over an explicit NamedTuple state:
+``init(key, position, *args) -> state`` evaluates the target at the start, ``step(state, *args)
+-> state`` is one transition; a kernel that tunes itself (HMC's step size and mass) also has
+``warmup(state, *args) -> state``, a transition that adapts, run ``n_warmup`` times before any
+other. Every randomness of step ``i`` derives from the chain's key and ``i`` (the state counts its
+steps), so a chain is a function of its key, its start and the number of steps alone.
+
+:func:`run_chains` is the loop outside the kernels (NumPyro's and BlackJAX's shape), per chain:
+
+1. ``init``, then the kernel's ``n_warmup`` warm-up transitions (discarded);
+2. ``burn_in`` further transitions at the tuned settings (discarded);
+3. ``n_draws`` blocks of ``thin`` transitions, ``record(state, j, *args)`` kept after block ``j``
+   (the draws); ``trace(state)``, if given, after every transition of 1-3 (per-step health).
+
+``lax.scan`` over the transitions, ``vmap`` (or ``lax.map``, one chain after the other) over
+chains, one compiled program. ``args`` reach every chain alike; ``chain_args`` carry a leading
+chain axis and reach chain ``c`` as their ``c``-th slice (e.g. each chain's own origin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._checks import check_int
+
+PyTree = Any
+
+
+class Kernel(NamedTuple):
+    """A Markov kernel of one chain (NumPyro's ``MCMCKernel`` contract as a pytree of pure
+    functions). ``warmup``: an adapting transition run ``n_warmup`` times first (``None``: the
+    kernel does not adapt and ``n_warmup`` is 0)."""
+
+    init: Callable[..., Any]
+    step: Callable[..., Any]
+    warmup: Callable[..., Any] | None = None
+    n_warmup: int = 0
+
+
+class Chains(NamedTuple):
+    """What :func:`run_chains` returns; ``C`` chains, ``S`` draws, ``T`` transitions."""
+
+    records: PyTree  # leaves [C, S, ...]: record(state, j) after block j
+    trace: PyTree  # leaves [C, T, ...]: trace(state) after every transition (None: not asked)
+    init: PyTree  # leaves [C, ...]: each chain's state after init
+    state: PyTree  # leaves [C, ...]: each chain's last state
+
+
+def total_steps(kernel: Kernel, *, n_draws: int, thin: int = 1, burn_in: int = 0) -> int:
+    """Transitions per chain: warm-up, burn-in and the ``n_draws`` blocks of ``thin``."""
+    return kernel.n_warmup + burn_in + n_draws * thin
+
+
+def map_chains(f: Callable, batched: bool) -> Callable:
+    """``vmap(f)`` over a leading axis, or ``f`` mapped one slice after the other
+    (``lax.map``): the same numbers up to float rounding; one after the other keeps a large
+    potential's intermediates in the CPU's cache."""
+    return jax.vmap(f) if batched else (lambda *xs: lax.map(lambda a: f(*a), xs))
+
+
+def run_chains(
+    kernel: Kernel,
+    keys,
+    positions: PyTree,
+    *,
+    n_draws: int,
+    thin: int = 1,
+    burn_in: int = 0,
+    record: Callable[..., PyTree] | None = None,
+    trace: Callable[[Any], PyTree] | None = None,
+    args: tuple = (),
+    chain_args: tuple = (),
+    batched: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Chains:
+    """Run one chain per key from ``positions`` (leading chain axis) with ``kernel`` (module
+    docstring). ``record(state, j, *args, *chain_args)`` (default: the state's ``position``
+    field) is kept after each of the ``n_draws`` blocks of ``thin`` transitions.
+
+    ``progress(done, total)`` is called on the host after every warm-up and burn-in transition
+    and every block, with the transitions done of :func:`total_steps`. Its argument depends on
+    the loop counter only, so under any further ``vmap`` (runs, rungs) it is called once per
+    step for the whole batch; it changes no number. Every ``int`` argument is static."""
+    n_draws = check_int("n_draws", n_draws, lo=1)
+    thin = check_int("thin", thin, lo=1)
+    burn_in = check_int("burn_in", burn_in, lo=0)
+    n_warm = check_int("kernel.n_warmup", kernel.n_warmup, lo=0)
+    if n_warm and kernel.warmup is None:
+        raise ValueError(f"kernel.n_warmup = {n_warm} needs a kernel.warmup transition")
+    if not isinstance(args, tuple) or not isinstance(chain_args, tuple):
+        raise ValueError("args and chain_args must be tuples of extra kernel arguments")
+    total = total_steps(kernel, n_draws=n_draws, thin=thin, burn_in=burn_in)
+    report = _reporter(progress, total)
+    keep = (lambda s, j, *a: s.position) if record is None else record
+    follow = (lambda s: ()) if trace is None else trace
+
+    def chain(key, position, *own):
+        a = (*args, *own)
+        state0 = kernel.init(key, position, *a)
+
+        def run(fn, start):
+            def one(s, k):
+                s, t = _step_and_trace(fn, follow, s, a)
+                report(start + k + 1)
+                return s, t
+
+            return one
+
+        state, tr_pre = state0, []
+        for fn, n, start in ((kernel.warmup, n_warm, 0), (kernel.step, burn_in, n_warm)):
+            if n:
+                state, t = lax.scan(run(fn, start), state, jnp.arange(n))
+                tr_pre.append(t)
+
+        def block(s, j):
+            s, t = lax.scan(lambda c, _: _step_and_trace(kernel.step, follow, c, a), s, None,
+                            length=thin)  # fmt: skip
+            report(n_warm + burn_in + (j + 1) * thin)
+            return s, (keep(s, j, *a), t)
+
+        state, (rec, tr) = lax.scan(block, state, jnp.arange(n_draws))
+        tr = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), tr)
+        tr = jax.tree.map(lambda *xs: jnp.concatenate(xs), *tr_pre, tr) if tr_pre else tr
+        return Chains(rec, tr if trace is not None else None, state0, state)
+
+    return map_chains(chain, batched)(keys, positions, *chain_args)
+
+
+def _step_and_trace(step: Callable, follow: Callable, state, a: tuple):
+    state = step(state, *a)
+    return state, follow(state)
+
+
+def _reporter(progress: Callable[[int, int], None] | None, total: int) -> Callable:
+    """A traced ``report(done)`` that calls ``progress(done, total)`` on the host."""
+    if progress is None:
+        return lambda done: None
+
+    def report(done):
+        jax.debug.callback(lambda d: progress(int(d), total), done)
+
+    return report
