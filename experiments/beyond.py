@@ -33,11 +33,11 @@ import copyhead_jax as ch
 from copyhead_jax.cli import theory_options
 from copyhead_jax.compare import follow as BF
 from copyhead_jax.compare import group_means, group_points, point_summary, seed_groups
-from copyhead_jax.fit import sweep_inputs
+from copyhead_jax.fit import exact_solve_from, sweep_inputs
 from copyhead_jax.plots import branch_follow_figure
 from copyhead_jax.runner import run_mesh
 from copyhead_jax.storage import environment, write_json
-from copyhead_jax.sweep import exact_solve_from, finite_width
+from copyhead_jax.sweep import finite_width
 from copyhead_jax.theory import TheoryParams, beyond_points, transition_points
 from copyhead_jax.transition import TISettings
 

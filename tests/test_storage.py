@@ -16,6 +16,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.compare import locate as loc
+from copyhead_jax.fit import programs as programs_mod
 from copyhead_jax.storage import (
     acquire_lock,
     atomic_save_npz,
@@ -24,7 +25,6 @@ from copyhead_jax.storage import (
     release_lock,
     write_json,
 )
-from copyhead_jax.sweep import run as sweep_mod
 from tests.helpers import FAKE_CFG
 
 # crash safety
@@ -47,7 +47,7 @@ def test_lock_refuses_a_live_writer_and_takes_over_a_dead_one(tmp_path, monkeypa
         Path(str(out) + ".lock").write_text(f"{live.pid}\n")
         with pytest.raises(ValueError, match=rf"another process \(pid {live.pid}"):
             acquire_lock(out)
-        monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+        monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
         with pytest.raises(ValueError, match=f"pid {live.pid}"):
             ch.run_sweep(FAKE_CFG, out=out, progress=False)
     finally:

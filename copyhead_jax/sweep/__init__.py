@@ -1,7 +1,7 @@
 """MAP sweeps: every (P, seed) run of a config, and the experiments' engine over them.
 
 - ``run``            ``run_sweep``: chunks of one compiled program, progress, resume, per-run
-                     failure and divergence flags; Adam or the exact solver per the config
+                     failure and divergence flags; the solver config chooses its program
 - ``refine``         ``Runs``: sweeps at any subsets of P merged by P, the continuation in P over
                      their union; ``group_P`` (P grouped into programs by a cost model),
                      ``adaptive`` (the grid refined near each located feature),
@@ -20,6 +20,5 @@ from .refine import computing as computing
 from .refine import group_P as group_P
 from .refine import posterior_moments as posterior_moments
 from .refine import reach_cap as reach_cap
-from .run import exact_solve_from as exact_solve_from
 from .run import padding_groups as padding_groups
 from .run import run_sweep as run_sweep

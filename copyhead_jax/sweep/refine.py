@@ -193,9 +193,9 @@ def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The continuation in P of ``runs``' single-start fits at ``P`` (their union grid):
     ``[nP, n_seeds, ...]`` arrays with ``start_source`` and ``U_own_start`` added."""
     from ..fit.continuation import continue_in_P
+    from ..fit.exact_sweep import exact_solve_from
     from ..fit.inputs import sweep_inputs
     from ..runner import run_mesh
-    from .run import exact_solve_from
 
     cfg = runs.cfg.replace(sweep=dict(P=P))
     nS = cfg.sweep.n_seeds

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 import copyhead_jax as ch
-from copyhead_jax.fit import quenched_energy, sweep_inputs
+from copyhead_jax.fit import exact_solve_from, quenched_energy, sweep_inputs
 from copyhead_jax.fit.continuation import FROM_ABOVE, FROM_BELOW, OWN, continue_in_P, steps
 from copyhead_jax.fit.polish import full_head
 from copyhead_jax.objective import Objective
 from copyhead_jax.observables import measure
-from copyhead_jax.sweep import exact_solve_from
 
 # linear attention in the plain conventions (sigma^2 = chi = 30) at L = 8, V = 3: several minima
 # at small P, as at L = 25 (ch.TINY's smaller prior variances have one on this grid)

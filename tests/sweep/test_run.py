@@ -6,6 +6,8 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.cli import main
 from copyhead_jax.fit import adam as train
+from copyhead_jax.fit import adam_sweep
+from copyhead_jax.fit import programs as programs_mod
 from copyhead_jax.results import SweepResult
 from copyhead_jax.runner import per_run_bytes, run_chunked
 from copyhead_jax.sweep import run as sweep_mod
@@ -111,9 +113,8 @@ def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
     # one chunk of several segments; a snapshot after every segment; the run "crashes" in the
     # middle of the chunk and a rerun resumes from the snapshot: every number is the same as
     # an uninterrupted run (the state, Adam moments and stopping counters all travel)
-    import copyhead_jax.sweep.run as sweep_mod
 
-    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
+    monkeypatch.setattr(adam_sweep, "SEGMENT_EPOCHS", 40)  # 3 segments of 40 epochs
     cfg = CFG.replace(
         solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
     )
@@ -127,14 +128,14 @@ def test_crash_inside_a_chunk_resumes_from_its_snapshot(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(sweep_mod, "run_segment", crash_on_third)
+    monkeypatch.setattr(adam_sweep, "run_segment", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         ch.run_sweep(cfg, out=out, progress=False, snapshot_every_s=0.0)
     snaps = list((tmp_path / "s.npz.chunks").rglob("chunk_*.partial.npz"))
     assert len(snaps) == 1
     calls.clear()
     res = ch.run_sweep(cfg, out=out, progress=False, snapshot_every_s=0.0)
-    n_seg = -(-120 // (cfg.train.log_every * sweep_mod.segment_logs(cfg)))
+    n_seg = -(-120 // (cfg.train.log_every * adam_sweep.segment_logs(cfg)))
     assert n_seg == 3
     assert len(calls) == n_seg - 2  # the two segments saved before the crash were not redone
     _same(res, ref, PER_RUN + ("curve_U", "mean_attention"))
@@ -182,7 +183,7 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
     def no_training(*a, **k):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(sweep_mod, "Trainer", no_training)
+    monkeypatch.setattr(programs_mod, "Trainer", no_training)
     rc = main(["sweep", "--preset", "tiny", "--no-plot", "--n-seeds", "1", "--P", "2",
                "--width", "65536", "--out", str(tmp_path / "x")])  # fmt: skip
     one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*but [\d.]+ GiB is available.*--engine")
@@ -193,7 +194,7 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
 def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
     """Issue 31.1: the reduced engine has a memory model too (a huge P hung or died in the
     allocator and left a stale lock); both solvers, refused before the lock is taken."""
-    monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
     monkeypatch.setattr(sweep_mod, "acquire_lock", lambda *a: pytest.fail("lock taken"))
     out = tmp_path / "o"
     rc = main(["sweep", "--preset", "tiny", "--engine", "reduced", "--P", "10000000",
@@ -232,7 +233,7 @@ def test_lr_blow_up_is_flagged_in_a_real_sweep(capsys):
 
 
 def test_run_sweep_refuses_a_folder_before_training(tmp_path, monkeypatch):
-    monkeypatch.setattr(sweep_mod, "Trainer", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
     with pytest.raises(ValueError, match="is a folder"):
         ch.run_sweep(FAKE_CFG, out=tmp_path, progress=False)
 
@@ -259,7 +260,7 @@ def test_corrupt_snapshot_is_ignored(tmp_path, capsys):
 
     path = tmp_path / "chunk_00000.partial.npz"
     path.write_bytes(b"garbage")
-    assert sweep_mod.load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
+    assert adam_sweep.load_snapshot((path, "fp"), {"w": jnp.zeros(2)}) is None
     assert "unreadable" in capsys.readouterr().err and not path.exists()
 
 
@@ -280,11 +281,11 @@ def test_progress_bar_says_resumed(tmp_path, capsys):
 def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys):
     # 3 segments of 40 epochs, test_crash_inside_a_chunk_resumes_from_its_snapshot's config:
     # its compiled segment is reused
-    monkeypatch.setattr(sweep_mod, "SEGMENT_EPOCHS", 40)
+    monkeypatch.setattr(adam_sweep, "SEGMENT_EPOCHS", 40)
     cfg = CFG.replace(
         solver=dict(max_epochs=120, min_epochs=120), sweep=dict(P=(2, 4), chunk_runs=4)
     )
-    real, calls = sweep_mod.run_segment, []
+    real, calls = adam_sweep.run_segment, []
 
     def crash_on_second(*a, **k):
         calls.append(1)
@@ -292,7 +293,7 @@ def test_progress_bar_says_resumed_from_a_snapshot(tmp_path, monkeypatch, capsys
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(sweep_mod, "run_segment", crash_on_second)
+    monkeypatch.setattr(adam_sweep, "run_segment", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
         ch.run_sweep(cfg, out=tmp_path / "r.npz", progress=False, snapshot_every_s=0.0)
     capsys.readouterr()
@@ -314,9 +315,8 @@ def test_unconverged_exact_fits_are_flagged_and_excluded(reduced_run, capsys):
 
 @pytest.mark.bad_input
 def test_bad_types_are_value_errors(tmp_path, monkeypatch):
-    from copyhead_jax.sweep import run as sweep_mod
 
-    monkeypatch.setattr(sweep_mod, "Trainer", no_work)
+    monkeypatch.setattr(programs_mod, "Trainer", no_work)
     with pytest.raises(ValueError, match=r"snapshot_every_s must be >= 0 seconds \(a number"):
         ch.run_sweep(SHORT_TINY, snapshot_every_s="abc", progress=False)
     with pytest.raises(ValueError, match="out must be a file path"):
