@@ -16,7 +16,7 @@ faster), XLA temp memory where compiled ahead of time, and the process's peak RS
         [--transition-seeds 10] [--transition-only]
 
 It also times ``copyhead transition`` (``ch.transition``) on the paper preset for
-``--transition-seeds`` seeds (issue 30's target: 10 seeds in <= 60 CPU-min).
+``--transition-seeds`` seeds (target: 10 seeds in <= 60 CPU-min).
 
 Ours runs twice: as shipped (``copyhead_hmc``: ``HMCConfig``'s ``adapt_mass``) and with unit
 mass (``copyhead_hmc_unit``), the mass adaptation's own A/B. ``--candidates`` picks a subset.

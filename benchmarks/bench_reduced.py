@@ -8,9 +8,9 @@ seeds, both attentions:
 1. the exact MAP of all 320 runs (float64 L-BFGS, ``engine='reduced'``), target < 60 s;
 2. the default reduced posterior sampler (collapsed HMC, ``sampling.default_sampler``: 4 chains,
    2,000 steps softmax / 4,000 linear) on **one seed at P = 32 and 322** (``SAMPLE_P``), each
-   P its own run, so that the cost per run is measured against P. Sampling all 320 runs (issue 11's
-   "whole benchmark under 5 min") takes hours on this CPU; the script measures the per-run cost
-   and extrapolates the 320-run total from a fit ``t = a + b P`` (labelled as extrapolated);
+   P its own run, so that the cost per run is measured against P. Sampling all 320 runs (the old
+   target "whole benchmark under 5 min") takes hours on this CPU; the script measures the per-run
+   cost and extrapolates the 320-run total from a fit ``t = a + b P`` (labelled as extrapolated);
 3. the full-width engine's time per run-epoch of Adam at width 10,000 (one run, a few epochs
    after compilation), next to README's H200 figure (1.3 ms per run-epoch).
 

@@ -1,4 +1,4 @@
-"""Where the exact MAP solver's time goes (issue 11, item 7).
+"""Where the exact MAP solver's time goes.
 
     python benchmarks/profile_exact.py [--attention linear softmax] [--P 300 | --P 0] [--seeds 10]
         [--again]

@@ -1,4 +1,4 @@
-r"""Token sources (issue 32): i.i.d. uniform tokens or a stationary Markov chain over V tokens.
+r"""Token sources: i.i.d. uniform tokens or a stationary Markov chain over V tokens.
 
 The chain is given by its row-stochastic transition matrix $T_{uv}=\Pr(t_{a+1}=v\mid t_a=u)$,
 one of

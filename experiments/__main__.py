@@ -206,7 +206,7 @@ def run(args) -> int:
 
     out = output_dir(args)
     cache = Path(args.cache) if args.cache else ROOT / "results" / "reproduce" / "cache" / args.mode
-    ch.check_output_folder("--out", out)  # before any work (issue 31)
+    ch.check_output_folder("--out", out)  # before any work
     ch.check_output_folder("--cache", cache)
     presets = PRESETS if args.preset == "both" else (args.preset,)
     artefacts = {"all": ALL, "report": ()}.get(args.artefact, (args.artefact,))

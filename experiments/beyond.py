@@ -1,4 +1,4 @@
-"""Artefacts ``markov`` / ``causal``: the copy head beyond the paper's limits (issue 32 item 4):
+"""Artefacts ``markov`` / ``causal``: the copy head beyond the paper's limits:
 Markov tokens without / with the causal mask, over the sticky family (stickiness ``rho``) and the
 Dirichlet family (``alpha``: each row of the transition matrix ~ Dirichlet(alpha 1_V), drawn from
 ``chain_seed``).

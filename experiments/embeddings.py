@@ -1,4 +1,4 @@
-"""The joint MAP with trained embeddings versus width (issue 33 item 3; docs/theory.md §2d);
+"""The joint MAP with trained embeddings versus width (docs/theory.md §2d);
 results: docs/reports/embeddings.md.
 
     python -m experiments embeddings --preset paper [--tiny] [--publish | --out DIR]

@@ -1,4 +1,4 @@
-"""What the posterior does with the embeddings (issue 33, item 4); results:
+"""What the posterior does with the embeddings; results:
 docs/reports/embeddings_protocol.md.
 
     nice -n 10 python -m experiments embeddings-posterior --preset paper [--tiny] [--publish]

@@ -1,4 +1,4 @@
-"""The paper's literal Adam protocol: how far do the embeddings move? (issue 33, item 2);
+"""The paper's literal Adam protocol: how far do the embeddings move?;
 results: docs/reports/embeddings_protocol.md.
 
     nice -n 10 python -m experiments embeddings-protocol --preset paper [--tiny] [--publish]

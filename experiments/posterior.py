@@ -1,4 +1,4 @@
-"""The posterior of the copy head (issue 12, items 0-4) on the reduced engine; method and
+"""The posterior of the copy head on the reduced engine; method and
 results: docs/reports/posterior.md.
 
     python -m experiments posterior [--tiny] [--preset P] [--publish | --out DIR]

@@ -1,4 +1,4 @@
-r"""Free energy of each softmax branch and the Bayesian P*_aG (issue 12, items 3-4) by constrained,
+r"""Free energy of each softmax branch and the Bayesian P*_aG by constrained,
 Laplace-referenced TI on collapsed-HMC rungs (:mod:`copyhead_jax.transition.branch_ti`); method and
 results: docs/reports/posterior_branches.md.
 

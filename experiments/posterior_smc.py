@@ -1,4 +1,4 @@
-r"""Tempered SMC across the softmax coexistence window (issue 12, item 4): the posterior weight
+r"""Tempered SMC across the softmax coexistence window: the posterior weight
 of each branch and the P where the weights are equal, from one population of particles free to
 move its mass between the branches (:mod:`copyhead_jax.transition.smc`), set against the constrained
 TI of ``posterior_branches`` (same references, regions and HMC kernel); method and results:

@@ -1,4 +1,4 @@
-"""Artefact ``reduction``: the exact width reduction on the small default (issue 11): width,
+"""Artefact ``reduction``: the exact width reduction on the small default: width,
 polish, NUTS vs the default sampler.
 
     python -m experiments reduction --preset plain [--publish]

@@ -238,7 +238,7 @@ def full(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def reduced_run(tmp_path_factory):
-    """A reduced sweep whose exact fits stop after one step (issue 31.5), and its stderr."""
+    """A reduced sweep whose exact fits stop after one step, and its stderr."""
     import contextlib
     import io
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the config of the synthetic results below: three P, two seeds
 FAKE_CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))
 #: a short tiny sweep (two P, one seed, at most 20 epochs), and its reduced-engine twin whose
-#: exact fits stop after one step (issue 31.5)
+#: exact fits stop after one step
 SHORT_TINY = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1),
                              solver=dict(max_epochs=20, min_epochs=5))  # fmt: skip
 UNCONVERGED = SHORT_TINY.replace(model=dict(engine="reduced"), solver=dict(max_steps=1))

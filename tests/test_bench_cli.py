@@ -95,7 +95,7 @@ def test_ratios_are_recomputed_from_raw_timings():
     assert "2.00x | - | - |" in _line(out, "| sweep: fused vs per-run JAX loop")
     assert "| 3.00x | >= 3x | yes |" in _line(out, "| sweep: fused vs eager PyTorch, width <= 256")
     assert "| 25% | >= 25% | yes |" in _line(out, "| sweep: roofline efficiency, width <= 256")
-    # per-run memory: 8 x the bytes of W^G, target 4.2x (issue 15)
+    # per-run memory: 8 x the bytes of W^G, target 4.2x
     assert "8.00x the bytes of W^G | <= 4.2x | **no** |" in _line(out, "| sweep: per-run memory")
     # SGLD: best blackjax wall 2.0 / best copyhead wall 1.0 = 2.00x; lean 2.0 / 0.8 = 2.50x
     assert "| 4 | 10 | 20 | 2.00x | 2.50x | 4.00x | 4.00x | 1.0 MiB |" in out

@@ -1,4 +1,4 @@
-"""Token sources: the Markov chain's law, today's draws at rho = 0, validation (issue 32)."""
+"""Token sources: the Markov chain's law, today's draws at rho = 0, validation."""
 
 import jax
 import numpy as np
@@ -201,7 +201,7 @@ def test_theory_overlay_only_for_the_iid_task_without_mask():
     assert theory_overlay([res(cfg.replace(task=dict(source="markov", rho=0.5)))], n=3) == {}
 
 
-# a user's own token arrays (issue 32 item 1): ``run_sweep(tokens=...)``, ``sweep_inputs(...,
+# a user's own token arrays: ``run_sweep(tokens=...)``, ``sweep_inputs(...,
 # tokens=...)`` and ``copyhead sweep --tokens FILE.npy`` (moved from test_user_tokens.py)
 
 

@@ -1,5 +1,5 @@
 """``copyhead sweep --tokens FILE.npy``: a user's own token sequences instead of the task's
-source (issue 32); the rows are split into seeds by :func:`.sources.user_seed_data`."""
+source; the rows are split into seeds by :func:`.sources.user_seed_data`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""The causal mask (issue 32): query ``a`` attends to keys ``b <= a`` only.
+r"""The causal mask: query ``a`` attends to keys ``b <= a`` only.
 
 With the mask the target is not periodic: position ``a = 0`` has no previous token, so it is
 dropped from the loss (weight 0 in the squared-error sum, the test loss and the copy accuracy);

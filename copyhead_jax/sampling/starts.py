@@ -1,7 +1,7 @@
 r"""Where the chains of ``copyhead sample`` start, and what chains from different starts say.
 
 Chains that all start on one branch cannot see the other: above the Bayesian transition, chains
-started on the copy branch stay there and report $\hat R=1.00$ (issue 30). ``HMCConfig.starts``:
+started on the copy branch stay there and report $\hat R=1.00$. ``HMCConfig.starts``:
 
 * ``fit``: every chain from the run's fitted ``W^G`` (one start group);
 * ``both``: half the chains from each branch start of the head, pooling ($W^G=0$: zero logits)

@@ -1,4 +1,4 @@
-r"""Exact data statistics of a stationary Markov chain over V tokens (issue 32, item 3 groundwork).
+r"""Exact data statistics of a stationary Markov chain over V tokens.
 
 For a chain with row-stochastic transition matrix $T$ started from its stationary law $\pi$
 ($\pi T=\pi$), every position has marginal $\pi$ and the one-hot pair moments depend only on the

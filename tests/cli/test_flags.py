@@ -36,7 +36,7 @@ def test_bool_config_flags_take_both_spellings():
         False, True)  # fmt: skip
 
 
-# issue 14, item 7 -------------------------------------------------------------------------------
+# booleans and numbers as flags --------------------------------------------------------------------
 
 
 def _sweep_parser():

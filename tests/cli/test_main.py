@@ -59,7 +59,7 @@ def test_every_subcommand_help_ends_with_examples():
         assert "examples:" in text and f"copyhead {name}" in text.split("examples:")[1], name
 
 
-# issue 14, item 7 -------------------------------------------------------------------------------
+# booleans and numbers as flags --------------------------------------------------------------------
 
 
 def test_version(capsys):
