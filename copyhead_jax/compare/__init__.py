@@ -19,8 +19,9 @@
 from . import locate as locate
 from . import paper as paper
 from .claims import EXPONENT_TOL as EXPONENT_TOL
-from .claims import grid_band as grid_band
+from .claims import P_TOL as P_TOL
 from .claims import judge as judge
+from .claims import relative_band as relative_band
 from .claims import verdict_text as verdict_text
 from .coverage import A1_SAMPLE_COVERAGE as A1_SAMPLE_COVERAGE
 from .coverage import a1_failures as a1_failures

@@ -21,7 +21,15 @@ import numpy as np
 
 from ..config import preset
 from ..theory import TheoryParams, sensitivity, theory_of, transition_points
-from .claims import EXPONENT_TOL, across_readings, grid_band, judge, order_of, verdict_text
+from .claims import (
+    EXPONENT_TOL,
+    P_TOL,
+    across_readings,
+    judge,
+    order_of,
+    relative_band,
+    verdict_text,
+)
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from .warning import early_warning, signal_of
@@ -58,13 +66,15 @@ def _load(d: Path, name: str) -> dict | None:
 
 def _cell(value: str, rep: bool | None = None, unknown: str = "not measured") -> dict[str, Any]:
     word = {True: "reproduced", False: "not reproduced", None: unknown}[rep]
-    return {"value": value, "reproduced": rep, "verdict": word}
+    outcome = {True: "reproduced", False: "off", None: unknown}[rep]
+    return {"value": value, "reproduced": rep, "outcome": outcome, "verdict": word}
 
 
 def _judged(value: str, j: dict | None) -> dict[str, Any]:
     if j is None:
         return _cell(value)
-    return {"value": value, "reproduced": j["reproduced"], "verdict": verdict_text(j)}
+    return {"value": value, "reproduced": j["reproduced"], "outcome": j["outcome"],
+            "verdict": verdict_text(j)}
 
 
 def _ci(c: dict | None) -> str:
@@ -149,24 +159,23 @@ def ek_window(reading: str, L_values) -> list[dict]:
     return out
 
 
-def pstar_cell(d: Path, r: str, k: str, grid) -> dict:
-    """Reading ``r``'s width-10,000 ``k`` CI against the paper's number (band: its ``grid``
-    neighbours)."""
+def pstar_cell(d: Path, r: str, k: str) -> dict:
+    """Reading ``r``'s width-10,000 ``k`` CI against the paper's number (band: +- P_TOL)."""
     c, how = pstars(d, r)[k]
     ok = c and c.get("estimate") is not None
-    band = grid_band(PAPER_MEASURED[k], grid)
+    band = relative_band(PAPER_MEASURED[k])
     return _judged(_ci(c) + how, judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None)
 
 
-def bayes_cell(d: Path, r: str, grid) -> dict:
+def bayes_cell(d: Path, r: str) -> dict:
     """The Bayesian P*_aG (branch free energies, or a ``copyhead transition`` result) against
     the paper's 300, with the poorly mixing runs counted."""
     res = _load(d, BRANCHES[r]) if r in BRANCHES else None
     if res is None and r in TRANSITIONS and (tr := _load(d, TRANSITIONS[r])):
-        return transition_cell(tr, grid)
+        return transition_cell(tr)
     if res is None:
         return _cell(f"Bayesian P*_aG ({r}): not measured this session")
-    b, band = bayesian_interval(res), grid_band(PAPER_MEASURED["P_aG"], grid)
+    b, band = bayesian_interval(res), relative_band(PAPER_MEASURED["P_aG"])
     j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
     bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
           "results.md)" if b["flagged"] else ""  # fmt: skip
@@ -174,10 +183,10 @@ def bayes_cell(d: Path, r: str, grid) -> dict:
     return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
 
 
-def transition_cell(tr: dict, grid) -> dict:
+def transition_cell(tr: dict) -> dict:
     """The Bayesian P*_aG cell from a ``copyhead transition`` result: its interval (seeds, MC,
     quadrature, interpolation), the SMC cross-check and the flagged branch runs."""
-    s, band = tr["summary"], grid_band(PAPER_MEASURED["P_aG"], grid)
+    s, band = tr["summary"], relative_band(PAPER_MEASURED["P_aG"])
     n_runs = 2 * sum(len(x["probes"]) for x in tr["seeds"])
     bad = f"; {len(tr['flagged'])}/{n_runs} runs R-hat > 1.05 or ESS < 100" if tr["flagged"] else ""
     smc = (tr.get("cross_check") or {}).get("P_star")
@@ -207,7 +216,7 @@ def law_cell(d: Path, r: str, k: str) -> dict:
              for ax in ("L", "V")]  # fmt: skip
     v = [p[1] for p in parts]
     return _cell("; ".join(p[0] for p in parts), False if False in v else None if None in v
-                 else True)  # fmt: skip
+                 else True, "not resolved" if "not resolved" in str(parts) else "not measured")
 
 
 def order_cell(d: Path, r: str) -> dict:
@@ -306,11 +315,12 @@ def warning_cell(d: Path, r: str) -> dict:
 
 def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
     """Every claim x every reading (cells: value, verdict, reproduced) from ``results_dir``."""
-    d, grid = Path(results_dir), preset("paper").sweep.P
+    d = Path(results_dir)
     rows = [
-        *((NAMES[k], partial(pstar_cell, k=k, grid=grid)) for k in ("P_c1", "P_cG", "P_aG")),
-        ("Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid)",
-         partial(bayes_cell, grid=grid)),
+        *((f"{NAMES[k]}; +-{P_TOL:.0%}", partial(pstar_cell, k=k)) for k in ("P_c1", "P_cG",
+                                                                            "P_aG")),
+        (f"Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid); "
+         f"+-{P_TOL:.0%}", bayes_cell),
         *((f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], V in [2, 12]; "
            f"+-{EXPONENT_TOL})", partial(law_cell, k=k)) for k, (name, _) in PAPER_LAWS.items()),
         ("order P*_c1 < P*_aG < P*_cG (CIs disjoint)", order_cell),
@@ -321,5 +331,7 @@ def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
     ]  # fmt: skip
     rows = [{"claim": claim, "cells": {r: cell(d, r) for r in READINGS}} for claim, cell in rows]
     for row in rows:
-        row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()})
-    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL}
+        row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()},
+                                         {r: c["outcome"] for r, c in row["cells"].items()})
+    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL,
+            "p_tol": P_TOL}

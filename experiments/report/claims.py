@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from copyhead_jax.compare import EXPONENT_TOL
+from copyhead_jax.compare import EXPONENT_TOL, P_TOL
 
 from .tables import table
 
 RULE = (
-    "A claimed number is **reproduced** when the measured 95% CI meets its tolerance band: for "
-    "a reported P*, the reported value's neighbours on the paper's P grid (the paper could not "
-    "resolve its P* more finely: 16-32 for 23, 300-400 for 322, 256-322 for 300); for a law's "
-    f"exponent, the law's exponent +-{EXPONENT_TOL} (L ln^2 L: its effective exponent over the "
-    "fitted range). X% (or X for exponents) is the distance from the claimed number to the "
-    "nearest end of the CI. Bounds (coverage) are judged by the bound itself; the early warning "
-    "by `copyhead_jax.compare.early_warning` (docs/theory.md §9.10). 'Not reproduced under the "
-    "readings tried' only where no reading tried reproduces the claim (`copyhead_jax.compare."
-    "claims`, docs/theory.md §5b)."
+    "A claimed number is **reproduced** when the whole measured 95% CI lies inside its tolerance "
+    f"band, **not reproduced** when the whole CI lies outside it, and **not resolved** otherwise "
+    f"(a CI across the band's edge, or too wide to tell: a wide CI never reproduces a claim). "
+    f"Bands: a reported P* +-{P_TOL:.0%} of it (the reports' disagreement threshold; the paper's "
+    f"P grid is not published); a law's exponent +-{EXPONENT_TOL} (L ln^2 L: its effective "
+    "exponent over the fitted range). X% (or X for exponents) is the distance from the claimed "
+    "number to the nearest end of the CI. Bounds (coverage) are judged by the bound itself; the "
+    "early warning by `copyhead_jax.compare.early_warning` (docs/theory.md §9.10). 'Not "
+    "reproduced under the readings tried' only where every reading judged is off "
+    "(`copyhead_jax.compare.claims`, docs/theory.md §5b)."
 )
 
 

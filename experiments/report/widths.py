@@ -4,8 +4,7 @@ width, for ``results.md`` (:func:`section_ci`, :func:`section_width`) and the RE
 
 from __future__ import annotations
 
-import copyhead_jax as ch
-from copyhead_jax.compare import disagrees, grid_band, judge, rel_err, verdict_text
+from copyhead_jax.compare import disagrees, judge, rel_err, relative_band, verdict_text
 from copyhead_jax.plots import solver_kind, width_name
 
 from .tables import ci_text, num, pct, table
@@ -40,7 +39,7 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
     widths, by = _ci_rows(res)
     keys = list(by[widths[0]])
     labels = {k: f"{k}: {by[widths[0]][k]['what']}" for k in keys}
-    claims, grid = [], ch.preset("paper").sweep.P
+    claims = []
     for k in keys:
         for w in widths:
             r, m = by[w][k], by[w][k]["measured"]
@@ -55,7 +54,7 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
         paper = by[widths[0]][k]["paper"]
         for w in widths if paper else ():
             m = by[w][k]["measured"]
-            j = judge(m.get("lo"), m.get("hi"), paper, grid_band(paper, grid))
+            j = judge(m.get("lo"), m.get("hi"), paper, relative_band(paper))
             claims.append(f"- The paper's {k} ~ {num(paper)} at width {width_name(w)}, `{preset}` "
                           f"reading: measured {ci_text(m)}: **{verdict_text(j)}** (the rule and "
                           "every reading: the claims x readings matrix above).")  # fmt: skip

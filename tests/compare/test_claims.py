@@ -5,35 +5,48 @@ import numpy as np
 import pytest
 
 from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
-from copyhead_jax.compare.claims import across_readings, grid_band, order_of, verdict_text
+from copyhead_jax.compare.claims import across_readings, order_of, relative_band, verdict_text
 from copyhead_jax.compare.crossing import bayesian_interval, flagged_runs
 from copyhead_jax.compare.warning import signal_of
 
 
-def test_grid_band_is_the_neighbours():
-    assert grid_band(23, [8, 16, 23, 32, 64]) == (16.0, 32.0)
-    assert grid_band(8, [8, 16]) == (8.0, 16.0)  # an end of the grid: itself
-    with pytest.raises(ValueError, match="value must be a point of grid"):
-        grid_band(24, [16, 23, 32])
+def test_relative_band():
+    assert relative_band(300.0) == pytest.approx((225.0, 375.0), rel=1e-15)
+    assert relative_band(23.0, 0.5) == pytest.approx((11.5, 34.5), rel=1e-15)
+    for bad in (0.0, -3.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="value must be"):
+            relative_band(bad)
+    with pytest.raises(ValueError, match="tol must be"):
+        relative_band(23.0, 1.0)
 
 
-def test_judge_is_the_band_meeting_the_interval():
-    """Reproduced iff [lo, hi] meets the band; the deviation is the distance from the target to
-    the nearest end (0 inside), relative or absolute."""
+def test_judge_needs_the_whole_interval_inside_the_band():
+    """Reproduced iff [lo, hi] lies inside the band, off iff wholly outside, else not resolved:
+    widening an interval can turn 'reproduced' or 'off' into 'not resolved', never into
+    'reproduced'. The deviation is the distance from the target to the nearest end (0 inside)."""
     band = (16.0, 32.0)
     inside = judge(20.0, 25.0, 23.0, band)
-    assert inside["reproduced"] and inside["off"] == 0.0
+    assert inside["reproduced"] and inside["outcome"] == "reproduced" and inside["off"] == 0.0
     near = judge(17.0, 17.5, 23.0, band)  # 17.5 / 23 - 1 = -23.9%
     assert near["reproduced"] and near["off"] == pytest.approx(17.5 / 23.0 - 1.0, rel=1e-12)
     far = judge(100.0, 104.0, 23.0, band)
-    assert not far["reproduced"] and far["off"] == pytest.approx(100.0 / 23.0 - 1.0, rel=1e-12)
-    edge = judge(32.0, 40.0, 23.0, band)  # touching the band counts: the band is closed
-    assert edge["reproduced"]
+    assert far["reproduced"] is False and far["outcome"] == "off"
+    assert far["off"] == pytest.approx(100.0 / 23.0 - 1.0, rel=1e-12)
+    edge = judge(32.0, 40.0, 23.0, band)  # across the band's upper edge
+    assert edge["reproduced"] is None and edge["outcome"] == "not resolved"
+    wide = judge(1.0, 1000.0, 23.0, band)  # contains the target, but says nothing
+    assert wide["reproduced"] is None and wide["outcome"] == "not resolved"
+    for lo, hi in ((20.0, 25.0), (17.0, 17.5), (100.0, 104.0)):  # widening never reproduces
+        for w in (1.0, 10.0, 100.0):
+            before = judge(lo, hi, 23.0, band)["outcome"]
+            after = judge(lo / (1 + w), hi * (1 + w), 23.0, band)["outcome"]
+            assert after in ("not resolved", "off" if before == "off" else "not resolved")
     ex = judge(1.43, 1.49, 1.5, (1.5 - EXPONENT_TOL, 1.5 + EXPONENT_TOL), relative=False)
     assert ex["reproduced"] and ex["off"] == pytest.approx(-0.01, abs=1e-12)
-    assert judge(None, None, 23.0, band)["reproduced"] is None
+    assert judge(None, None, 23.0, band)["outcome"] == "not measured"
     assert "not reproduced" in verdict_text(far) and "band 16-32" in verdict_text(far)
     assert verdict_text(near) == "reproduced within 24%"
+    assert verdict_text(wide).startswith("not resolved")
     with pytest.raises(ValueError, match="band must contain target"):
         judge(1.0, 2.0, 23.0, (30.0, 40.0))
 
@@ -50,6 +63,8 @@ def test_across_readings_says_not_reproduced_only_where_no_reading_does():
     assert across_readings({"a": True, "b": True}) == "reproduced under `a`, `b`"
     assert across_readings({"a": False, "b": None}) == "not reproduced under the readings tried"
     assert across_readings({"a": None, "b": None}) == "not measured"
+    assert across_readings({"a": False, "b": None}, {"a": "off", "b": "not resolved"}) == \
+        "not resolved under `b`"
 
 
 P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])

@@ -65,15 +65,18 @@ def test_matrix_from_tiny_json(tmp_path):
 
 def test_transition_cell_judges_the_commands_interval():
     """A ``copyhead transition`` result becomes the Bayesian cell: its interval judged against
-    the paper's 300 (band = the neighbours on the grid), every flagged run counted."""
-    grid = [200, 256, 300, 322, 400]
+    the paper's 300 (band: +-25%), every flagged run counted; an interval across the band's edge
+    is not resolved, however close its centre."""
     tr = {"summary": {"P_star": 1028.0, "lo": 951.0, "hi": 1111.0, "n": 1},
           "seeds": [{"probes": [{}, {}, {}]}], "flagged": ["a", "b"],
           "cross_check": {"P_star": 994.0}}  # fmt: skip
-    cell = transition_cell(tr, grid)
+    cell = transition_cell(tr)
     assert cell["reproduced"] is False and "2/6 runs" in cell["value"] and "994" in cell["value"]
     tr["summary"].update(P_star=300.0, lo=290.0, hi=310.0)
-    assert transition_cell(tr, grid)["reproduced"] is True
+    assert transition_cell(tr)["reproduced"] is True
+    tr["summary"].update(P_star=300.0, lo=150.0, hi=600.0)  # centred on 300 but too wide to tell
+    cell = transition_cell(tr)
+    assert cell["reproduced"] is None and cell["outcome"] == "not resolved"
 
 
 def test_committed_pstars_and_exponents_of_a_reading(tmp_path):
