@@ -3,8 +3,9 @@ r"""Conventions that the engine and the theory share (docs/theory.md §2b, §4-�
 * likelihood convention: :func:`noise_factor`, :func:`effective_P`, :func:`noise_variance`
   (``per_position`` has noise $L\sigma^2/\chi$, so the action sees ``P/L``);
 * where $\chi$ enters: :func:`noise_chi`, :func:`readout_chi` (the two switches
-  ``chi_in_noise``, ``chi_in_readout_prior``) and :func:`theory_sigma2_chi`, which maps every
-  reading onto the $(\sigma^2, \chi)$ of the closed forms;
+  ``chi_in_noise``, ``chi_in_readout_prior``), the readout's prior std
+  :func:`readout_prior_std`, and :func:`theory_sigma2_chi`, which maps every reading onto the
+  $(\sigma^2, \chi)$ of the closed forms;
 * the linear attention scale $A=s/L^k$: :func:`linear_scale_divisor` (``none``, ``inv_sqrt_L``,
   ``inv_L``);
 * the copy pattern $G^*_{ab}=\delta_{a-1,b}$ (:func:`shift_matrix`) and the unit-Frobenius,
@@ -18,11 +19,15 @@ dtype of their inputs (``dtype=None``: JAX's default float, float64 inside ``jax
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
 from ._types import AttnMatrix, Scalar
+
+#: a switch: a bool, or a 0/1 number (an array inside compiled code)
+Flag = bool | jnp.ndarray
 
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")
@@ -55,30 +60,51 @@ def noise_variance(sigma2, *, L, likelihood):
     return sigma2 * noise_factor(L, likelihood)
 
 
-def noise_chi(chi, *, chi_in_noise: bool = True):
+def _switch(flag, chi):
+    """``chi`` where the switch is on, else 1: a bool, or a 0/1 number (traceable)."""
+    if isinstance(flag, bool):
+        return chi if flag else 1.0
+    return jnp.where(jnp.asarray(flag) > 0.5, chi, 1.0)
+
+
+def noise_chi(chi, *, chi_in_noise: Flag = True):
     r"""What divides the noise variance: ``chi`` (noise $\sigma^2/\chi$) or ``1`` (noise
-    $\sigma^2$), docs/theory.md §2b."""
-    return chi if chi_in_noise else 1.0
+    $\sigma^2$), docs/theory.md §2b; ``chi_in_noise`` a bool or a 0/1 number."""
+    return _switch(chi_in_noise, chi)
 
 
-def readout_chi(chi, *, chi_in_readout_prior: bool = True):
+def readout_chi(chi, *, chi_in_readout_prior: Flag = True):
     r"""What divides the readout prior variance $\sigma_O^2/N$: ``chi`` or ``1`` (§2b)."""
-    return chi if chi_in_readout_prior else 1.0
+    return _switch(chi_in_readout_prior, chi)
 
 
-def theory_sigma2_chi(sigma2, chi, *, chi_in_readout_prior: bool = True, chi_in_noise: bool = True):
+def readout_prior_std(sigma_O, chi, *, chi_in_readout_prior: Flag = True):
+    r"""Prior std of $\hat W^O=\sqrt{\chi N}W^O$ (the stored readout): ``sigma_O`` when the
+    prior of $W^O$ is $\sigma_O^2/(\chi N)$, ``sigma_O sqrt(chi)`` when it is $\sigma_O^2/N$
+    (``chi_in_readout_prior=False``, docs/theory.md §2b)."""
+    if isinstance(chi_in_readout_prior, bool):
+        return sigma_O if chi_in_readout_prior else sigma_O * math.sqrt(chi)
+    return sigma_O * jnp.sqrt(chi / readout_chi(chi, chi_in_readout_prior=chi_in_readout_prior))
+
+
+def theory_sigma2_chi(sigma2, chi, *, chi_in_readout_prior: Flag = True, chi_in_noise: Flag = True):
     r"""``(sigma2', chi')`` with the same noise $\sigma'^2/\chi'$ and readout prior
     $\sigma_O^2/(\chi' N)$ as the switches give (docs/theory.md §2b).
 
     The closed forms are written for both switches on (noise $\sigma^2/\chi$, readout prior
     $\sigma_O^2/(\chi N)$); the posterior depends on $\chi$ only through these two variances,
     so every reading is the same theory at ``chi' = readout_chi``, ``sigma2' = sigma2 chi' /
-    noise_chi``. Both switches on returns the inputs themselves (bit for bit).
+    noise_chi``. Both switches on returns the inputs themselves (bit for bit); the switches are
+    bools or 0/1 numbers (traceable).
     """
-    if chi_in_readout_prior and chi_in_noise:
+    names = isinstance(chi_in_readout_prior, bool) and isinstance(chi_in_noise, bool)
+    if names and chi_in_readout_prior and chi_in_noise:
         return sigma2, chi
     c_r = readout_chi(chi, chi_in_readout_prior=chi_in_readout_prior)
-    return sigma2 * c_r / noise_chi(chi, chi_in_noise=chi_in_noise), c_r
+    c_n = noise_chi(chi, chi_in_noise=chi_in_noise)
+    if names:
+        return sigma2 * c_r / c_n, c_r
+    return jnp.where(c_r == c_n, sigma2, sigma2 * c_r / c_n), c_r  # equal: sigma2 itself
 
 
 def linear_scale_divisor(L, linear_scale):
@@ -161,6 +187,7 @@ __all__ = [
     "noise_variance",
     "project",
     "readout_chi",
+    "readout_prior_std",
     "shift_matrix",
     "theory_sigma2_chi",
 ]

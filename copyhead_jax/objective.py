@@ -21,14 +21,15 @@ import jax.numpy as jnp
 from . import conventions
 from ._types import Mask, Scalar, TokenBatch
 from .config import Config
-from .models import AbstractHead, readout_prior_std
+from .conventions import readout_prior_std
+from .models import AbstractHead
 
 
 @dataclass(frozen=True)
 class Objective:
     """Constants of U: the likelihood weight and the prior scales (hashable, static under jit).
 
-    ``sigma_O`` is the prior std of ``W_O_hat`` (``models.readout_prior_std``): ``sigma_O`` of
+    ``sigma_O`` is the prior std of ``W_O_hat`` (``conventions.readout_prior_std``): ``sigma_O`` of
     the model, times ``sqrt(chi)`` when the readout prior carries no chi."""
 
     likelihood_weight: float  # chi_n / (2 sigma2_eff)

@@ -9,7 +9,6 @@ from ._head import LinearHead as LinearHead
 from ._head import SoftmaxHead as SoftmaxHead
 from ._head import head_class as head_class
 from ._head import init_head as init_head
-from ._head import readout_prior_std as readout_prior_std
 from ._head import trainable_filter as trainable_filter
 from ._mask import causal_keys as causal_keys
 from ._mask import target_weights as target_weights

@@ -5,8 +5,8 @@ $$h^a = W^E x^a + b^a,\quad s_{ab} = \tfrac1N h^{a\top} W^G h^b,\quad
 f^a = W^O \textstyle\sum_b A_{ab} h^b,\quad W^O = \hat W^O/\sqrt{\chi N}.$$
 The readout is always reparametrised by $\sqrt{\chi N}$; where the prior of $W^O$ carries no
 $\chi$ (``PosteriorConfig.chi_in_readout_prior=False``) the prior of $\hat W^O$ is wider by
-$\sqrt\chi$ instead (:func:`readout_prior_std`), so that a head's forward map never depends on
-the reading, only its energy and its prior draw do.
+$\sqrt\chi$ instead (``conventions.readout_prior_std``), so that a head's forward map never
+depends on the reading, only its energy and its prior draw do.
 One-hot structure: $h^a = U^\top\phi^a$ with $U=[W^{E\top}; b^\top]\in\mathbb R^{(V+L)\times N}$ and
 $\phi^a=(x^a, e_a)$, so every logit is an entry of the $(V+L)\times(V+L)$ matrix
 $M = U W^G U^\top/N$ and every output a row of $R = W^O U^\top$. Both are computed once per
@@ -329,18 +329,12 @@ def head_class(attention: str) -> type[AbstractHead]:
     return HEADS[attention]
 
 
-def readout_prior_std(sigma_O: float, chi: float, *, chi_in_readout_prior: bool = True) -> float:
-    r"""Prior std of $\hat W^O=\sqrt{\chi N}W^O$: ``sigma_O`` when the prior of $W^O$ is
-    $\sigma_O^2/(\chi N)$, ``sigma_O sqrt(chi)`` when it is $\sigma_O^2/N$ (docs/theory.md §2b)."""
-    return sigma_O if chi_in_readout_prior else sigma_O * math.sqrt(chi)
-
-
 def init_head(
     key: Array, model: ModelConfig, *, L: int, V: int, chi: float,
     chi_in_readout_prior: bool = True,
 ) -> AbstractHead:  # fmt: skip
     """Draw every weight from its prior (docs/theory.md §2 table), readout reparametrised
-    (``chi_in_readout_prior``: as ``PosteriorConfig``, see :func:`readout_prior_std`)."""
+    (``chi_in_readout_prior``: as ``PosteriorConfig``, see ``conventions.readout_prior_std``)."""
     N = model.width
     kE, kb, kG, kO = jax.random.split(key, 4)
     normal = lambda k, shape, s: s * jax.random.normal(k, shape, dtype=jnp.float32)
@@ -348,7 +342,7 @@ def init_head(
         W_E=normal(kE, (N, V), model.sigma_e),
         b=normal(kb, (N, L), model.sigma_p),
         W_G=normal(kG, (N, N), model.sigma_G),
-        W_O_hat=normal(kO, (V, N), readout_prior_std(
+        W_O_hat=normal(kO, (V, N), conventions.readout_prior_std(
             model.sigma_O, chi, chi_in_readout_prior=chi_in_readout_prior)),
     )
     cls = head_class(model.attention)

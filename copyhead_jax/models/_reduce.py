@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..config import Config, ModelConfig, TaskConfig, TrainConfig
-from ._head import AbstractHead, head_class, readout_prior_std
+from ..conventions import readout_prior_std
+from ._head import AbstractHead, head_class
 
 Root = Float[Array, "D D"]  # T with T T^T = C; rows: V tokens, then L positions
 
