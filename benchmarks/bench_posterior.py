@@ -82,7 +82,7 @@ def make_problem(attention: str, P: int, width):
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
     fit_cpu = time.process_time() - t0
     obj = Objective.from_config(cfg)
-    arrays = {k: np.asarray(res[f"params/{k}"][0, 0]) for k in ("W_E", "b", "W_G", "W_O_hat")}
+    arrays = res.head_arrays((0, 0))
     tok = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[0][:P])
     mask = jnp.ones((P,), jnp.float32)
     cls = head_class(attention)

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from .config import SAMPLERS, Config, HMCConfig, SGLDConfig
-from .models import head_class
+from .models import ARRAY_FIELDS, AbstractHead, head_class
 from .storage import SCHEMA_VERSION, atomic_save_npz, load_npz
 
 SWEEP_KIND = "copyhead_jax.SweepResult"
@@ -176,6 +177,25 @@ class SweepResult(_OfSweep):
     @property
     def has_params(self) -> bool:
         return "params/W_G" in self.arrays
+
+    def head_arrays(self, idx=Ellipsis, *, flat: bool = False) -> dict[str, np.ndarray]:
+        """The kept weights at ``idx`` of the ``[P, seed]`` axes (``(i, s)``, ``i``, a mask,
+        ``...``; ``flat``: ``idx`` on the P-major run axis of length ``nP n_seeds``), as NumPy
+        arrays ``{W_E, b, W_G, W_O_hat}``."""
+        if not self.has_params:
+            raise ValueError("this sweep kept no weights (run it with keep_params=True)")
+        out = {}
+        for k in ARRAY_FIELDS:
+            a = self.arrays[f"params/{k}"]
+            out[k] = np.asarray((a.reshape((-1,) + a.shape[2:]) if flat else a)[idx])
+        return out
+
+    def heads(self, idx=Ellipsis, *, flat: bool = False, dtype=None) -> AbstractHead:
+        """The fitted heads at ``idx`` (as :meth:`head_arrays`) as one head of the config's class
+        and static fields, its leaves JAX arrays (``dtype``: e.g. ``jnp.float64`` inside
+        ``jax.enable_x64``; default: as stored) with ``idx``'s leading axes."""
+        arrays = {k: jnp.asarray(v, dtype) for k, v in self.head_arrays(idx, flat=flat).items()}
+        return head_class(self.config.model.attention).from_config(self.config, **arrays)
 
     @property
     def diverged(self) -> np.ndarray:

@@ -33,7 +33,6 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.fit import polish, sweep_inputs
-from copyhead_jax.models import head_template
 from copyhead_jax.objective import Objective
 from copyhead_jax.plots import reduction_width_figure
 from copyhead_jax.sampling import default_sampler, ess, nuts_reference, run_sampler, sampler_for
@@ -117,16 +116,11 @@ def nuts_part(base: str, P: int = 32, reuse: dict | None = None) -> dict:
 
 def _nuts(cfg, res) -> dict:
     """NUTS on the joint posterior of (W^G, W_O_hat) of the run of ``res`` (2 x 1,000 draws)."""
-    import equinox as eqx
 
     inp = sweep_inputs(cfg, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(cfg)
-        like = head_template(cfg)
-        leaves = {k: jnp.asarray(res[f"params/{k}"][0, 0], jnp.float64)
-                  for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
-        head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in leaves), like,
-                           tuple(leaves.values()))  # fmt: skip
+        head = res.heads((0, 0), dtype=jnp.float64)
         t, m = inp.train[0], jnp.asarray(inp.mask[0], jnp.float64)
         sampler = sampler_for(cfg, default_sampler(res))
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]

@@ -15,14 +15,12 @@ import numpy as np
 
 from ..config import Config
 from ..fit import blocks_of, measure_blocked, solve_map, sweep_inputs
-from ..models import head_template, joint_split
+from ..models import ARRAY_FIELDS, head_template, joint_split
 from ..objective import Objective
 from ..results import SweepResult
 
 #: what :func:`joint_from_quenched` measures per run
 KEYS = ("U", "c1", "cG", "r", "psi", "converged", "min_eig", "gram_trace")
-#: the kept weights of a reduced sweep (``params/NAME``)
-FIELDS = ("W_E", "b", "W_G", "W_O_hat")
 
 
 def rebalance(w: dict, obj: Objective, width: float) -> dict:
@@ -57,7 +55,7 @@ def quenched_as_joint(cfg: Config, quenched: SweepResult) -> np.ndarray:
     obj, a = Objective.from_config(cfg), quenched.arrays
     U = np.asarray(a["U"], float).copy()
     for i, s in np.ndindex(U.shape):
-        w = {k: np.asarray(a[f"params/{k}"][i, s], np.float64) for k in FIELDS}
+        w = {k: v.astype(np.float64) for k, v in quenched.head_arrays((i, s)).items()}
         before, after = gauge_energy(w, obj, cfg.model.width)
         emb = 0.5 * (np.sum(w["W_E"] ** 2) / obj.sigma_e**2 + np.sum(w["b"] ** 2) / obj.sigma_p**2)
         U[i, s] += after - (before - emb * cfg.model.width / w["W_G"].shape[0])
@@ -66,7 +64,7 @@ def quenched_as_joint(cfg: Config, quenched: SweepResult) -> np.ndarray:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _joint_fit(cfg: Config, w: tuple, tokens, mask, test, n_blocks):
-    head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in FIELDS), head_template(cfg), w)
+    head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in ARRAY_FIELDS), head_template(cfg), w)
     ex = cfg.solver  # the ExactConfig
     fit = solve_map(head, tokens, mask, Objective.from_config(cfg), gtol=ex.gtol,
                     max_steps=ex.max_steps, n_blocks=n_blocks,
@@ -88,11 +86,10 @@ def joint_from_quenched(cfg: Config, quenched: SweepResult) -> dict[str, np.ndar
         for i, P in enumerate(cfg.sweep.P):
             nb = jnp.asarray(blocks_of(P, inp.train.shape[1]), jnp.int32)
             for s in range(nS):
-                w = {k: np.asarray(quenched.arrays[f"params/{k}"][i, s], np.float64)
-                     for k in FIELDS}  # fmt: skip
+                w = {k: v.astype(np.float64) for k, v in quenched.head_arrays((i, s)).items()}
                 w = rebalance(w, obj, cfg.model.width)
                 j = i * nS + s
-                r = _joint_fit(neutral, tuple(jnp.asarray(w[k]) for k in FIELDS),
+                r = _joint_fit(neutral, tuple(jnp.asarray(w[k]) for k in ARRAY_FIELDS),
                                jnp.asarray(inp.train[j]), jnp.asarray(inp.mask[j], jnp.float64),
                                jnp.asarray(inp.test[j]), nb)  # fmt: skip
                 for k in KEYS:

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 from ..config import Config
+from ..models import ARRAY_FIELDS
 from ..results import order_names
 from ..runner import load_checkpoint, shard_runs, to_host
 from ..storage import atomic_save_npz
@@ -136,6 +137,6 @@ def run_adam_chunk(
         import equinox as eqx
 
         head = eqx.combine(state.params, state.frozen)
-        for k in ("W_E", "b", "W_G", "W_O_hat"):
+        for k in ARRAY_FIELDS:
             out[f"params/{k}"] = to_host(getattr(head, k))
     return out

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..config import Config, single_start
 from ..models import (
+    ARRAY_FIELDS,
     AbstractHead,
     head_class,
     head_template,
@@ -224,7 +225,7 @@ def run_exact_chunk(
 
         out["gram"] = T @ np.swapaxes(T, 1, 2)
         if keep_params:
-            for k in ("W_E", "b", "W_G", "W_O_hat"):
+            for k in ARRAY_FIELDS:
                 out[f"params/{k}"] = to_host(getattr(fit.head, k))
     return out
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._checks import check_output_path
 from ..config import Config, exact_settings
-from ..models import head_template, reduce_head
+from ..models import head_class, reduce_head
 from ..objective import Objective
 from ..observables import measure
 from ..results import SWEEP_KIND, SweepResult, check_param_shapes
@@ -37,11 +37,8 @@ FIELDS = ("U", "c1", "cG", "r", "psi", "coverage", "train_loss")
 
 def full_head(cfg: Config, arrays: dict[str, np.ndarray]):
     """The float64 head of one run from its saved weights ``W_E, b, W_G, W_O_hat``."""
-    import equinox as eqx
-
-    like = head_template(cfg)
-    leaves = {k: jnp.asarray(arrays[k], jnp.float64) for k in ("W_E", "b", "W_G", "W_O_hat")}
-    return eqx.tree_at(lambda h: tuple(getattr(h, k) for k in leaves), like, tuple(leaves.values()))
+    return head_class(cfg.model.attention).from_arrays(
+        cfg, {k: jnp.asarray(v, jnp.float64) for k, v in arrays.items()})
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
@@ -87,8 +84,7 @@ def polish(
     max_steps = ex.max_steps if max_steps is None else max_steps
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     inp = sweep_inputs(cfg, None)
-    flat = {k: sweep[f"params/{k}"].reshape((nP * nS,) + sweep[f"params/{k}"].shape[2:])
-            for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    flat = sweep.head_arrays(flat=True)
     m = cfg.model
     with jax.enable_x64(True):
         s_O = Objective.from_config(cfg).sigma_O  # prior std of W_O_hat (readout convention)

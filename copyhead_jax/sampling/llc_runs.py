@@ -47,7 +47,6 @@ from .stats import ess, mcse_mean, split_rhat
 
 __all__ = ["LLCSettings", "RunLLC", "devinterp_sweep", "llc_runs", "lowest_u_fits"]
 
-PARAMS = ("W_E", "b", "W_G", "W_O_hat")
 #: the three chain sets per run: (n beta / n as a function of n, localised, prior on)
 ESTIMATORS = {
     "beta1": (lambda n: 1.0, True, False),

@@ -166,8 +166,7 @@ def run_sampler(
         lock = acquire_lock(out)  # one sampler per output; released after the final save
         remove_tmp_orphans(out, Path(str(out) + ".chunks"))  # a killed final write's
     inputs = sweep_inputs(cfg, None)
-    heads = {k: sweep[f"params/{k}"].reshape((n_runs,) + sweep[f"params/{k}"].shape[2:])
-             for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    heads = sweep.head_arrays(flat=True)
     chains = jax.random.split(jax.random.key(sampler.seed), n_runs * C)
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     cls = head_class(cfg.model.attention)
