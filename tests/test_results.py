@@ -184,3 +184,25 @@ def test_load_messages_name_the_problem(tmp_path, capsys):
     assert "pickle" not in str(e.value)
     one_line_error(capsys, main(["show", str(tmp_path)]), "is a folder, not a result file")
 
+
+
+def test_heads_of_a_sweep_are_its_kept_weights(reduced):
+    """``head_arrays``/``heads`` index the ``[P, seed]`` axes (or, ``flat``, the P-major run axis)
+    of the stored ``params/*`` exactly: the same numbers, the config's head class."""
+    import jax.numpy as jnp
+
+    res = SweepResult.load(reduced)
+    nS = res.config.sweep.n_seeds
+    last = (len(res.P) - 1, nS - 1)
+    one = res.head_arrays(last)
+    for k, v in one.items():
+        np.testing.assert_array_equal(v, res.arrays[f"params/{k}"][last])
+    flat = res.head_arrays(len(res.P) * nS - 1, flat=True)
+    assert all(np.array_equal(flat[k], one[k]) for k in one)
+    heads = res.heads((np.array([0, last[0]]), np.array([0, last[1]])), dtype=jnp.float32)
+    assert type(heads).name == res.config.model.attention
+    assert heads.W_G.shape[0] == 2 and heads.W_G.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(heads.W_G[1]), one["W_G"].astype(np.float32))
+    with pytest.raises(ValueError, match="kept no weights"):
+        res.replace(arrays={k: v for k, v in res.arrays.items()
+                            if not k.startswith("params/")}).head_arrays()  # fmt: skip
