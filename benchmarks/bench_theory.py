@@ -136,10 +136,9 @@ def main(argv=None):
     # the NumPy baseline evaluates the same function as the JAX closed form
     with jax.enable_x64(True):
         for c1, cG, P in ((0.3, 0.8, 40.0), (1.1, -0.4, 3000.0)):
-            a = float(th.linear_potential(c1, cG, P=P, **params.to_dict()))
+            a = float(th.linear_potential(c1, cG, P=P, params=params))
             assert abs(a - np_lin([c1, cG], P, params.L, params.V, params.to_dict())) < 1e-9 * a
-        kw = {k: v for k, v in params.to_dict().items() if k != "linear_scale"}
-        a = float(th.softmax_potential(2.5, P=700.0, **kw))
+        a = float(th.softmax_potential(2.5, P=700.0, params=params))
         assert abs(a - np_soft(2.5, 700.0, params.L, params.V, params.to_dict())) < 1e-9 * a
 
     res = {

@@ -91,7 +91,7 @@ def test_per_position_multiplies_the_theory_P_star_by_exactly_L():
         for L in (6, 25):
             seq = th.TheoryParams.preset("plain", L=L, V=5)
             pos = seq.replace(likelihood="per_position")
-            a, b = float(p_c1_closed_form(seq.scales())), float(p_c1_closed_form(pos.scales()))
+            a, b = float(p_c1_closed_form(seq)), float(p_c1_closed_form(pos))
             assert b == pytest.approx(L * a, rel=1e-14)
 
 

@@ -66,7 +66,8 @@ class TaskConfig:
     transition: tuple[tuple[float, ...], ...] | None = None  # markov: a given V x V matrix
 
     def __post_init__(self):
-        check_int("TaskConfig.L", self.L, lo=2, hi=4096)
+        # L reaches the closed-form theory's asymptotics; a run's arrays face the memory checks
+        check_int("TaskConfig.L", self.L, lo=2, hi=10**6)
         check_int("TaskConfig.V", self.V, lo=2, hi=4096)
         check_int("TaskConfig.n_test", self.n_test, lo=1, hi=10**6)
         from ..sources import check_task_source  # sources imports this module

@@ -15,7 +15,8 @@ kind, and read by name through :func:`theory_of`:
 
 The theory's algorithms (curves, landscapes, P*, the finite-width theory, Markov and causal
 minimisers) call these hooks and never compare names. ``x`` is always a coordinate vector
-``[..., len(coords)]``; ``sc`` the :class:`~._common.Scales` of a parameter set.
+``[..., len(coords)]``; ``p`` a :class:`~.params.TheoryParams` (names or arrays); ``objective``
+``'map'`` or ``'post'`` (adds D), ``pushforward`` adds J (§3).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from jax.scipy.linalg import cho_factor, cho_solve
 from .. import conventions as conv
 from .._types import AttnMatrix, LogitMatrix, Scalar
 from ..config import ATTENTIONS
-from ._common import Scales, sigma_G_lin
+from ._common import sigma_G_lin, weights
 from ._solvers import asinh_grid, minima_1d, minima_2d
-from .potentials import J_of, ansatz, c0_lam, lam1_of, lin_V, soft_cost, soft_V
+from .potentials import ansatz, c0_lam, lam1_of, lin_V, soft_cost, soft_V
 
 N_KEEP = 4  # local-minimum slots returned per P
 
@@ -131,12 +132,13 @@ class HeadTheory:
         raise NotImplementedError
 
     @classmethod
-    def potential(cls, x, P, sc: Scales):
-        """The reduced EK potential at ``x`` (``sc.w_D``: + D; ``sc.w_J``: + J)."""
+    def potential(cls, x, P, p, objective: str = "map", pushforward: bool = False):
+        """The reduced EK potential at ``x``."""
         raise NotImplementedError
 
     @classmethod
-    def minima(cls, P, sc: Scales, *, n_keep: int = N_KEEP, coarse: bool = False):
+    def minima(cls, P, p, *, objective: str = "map", pushforward: bool = False,
+               n_keep: int = N_KEEP, coarse: bool = False):  # fmt: skip
         """Every local minimum of :meth:`potential` at one ``P``: ``x[n_keep, d]``, values,
         ``valid``, ``n_min`` (sorted by value; ``coarse``: grids that find the global one)."""
         raise NotImplementedError
@@ -159,7 +161,7 @@ class HeadTheory:
         return jnp.zeros(len(cls.coords), dtype)
 
     @classmethod
-    def estimate(cls, sc: Scales):
+    def estimate(cls, p):
         """A leading-order estimate of the transition (the centre of the P* scans)."""
         raise NotImplementedError
 
@@ -230,30 +232,31 @@ class LinearTheory(HeadTheory):
         return {"c1": c1, "cG": cG, "r": x[..., 0], "psi": conv.copy_fraction(c1, cG, L)}
 
     @classmethod
-    def potential(cls, x, P, sc):
-        return lin_V(*to_c(x[..., 0], x[..., 1], sc.L), P, sc)
+    def potential(cls, x, P, p, objective="map", pushforward=False):
+        return lin_V(*to_c(x[..., 0], x[..., 1], p.L), P, p, objective)
 
     @classmethod
-    def _grids(cls, P, sc, n_r, n_s):
-        gam = sigma_G_lin(sc) ** 2
-        c0, _ = c0_lam(P, sc)
-        V0 = c0 * sc.L  # V_lin(0) = Q(0) (D(0) = 0)
-        lam1 = lam1_of(sc)
+    def _grids(cls, P, p, n_r, n_s):
+        gam = sigma_G_lin(p) ** 2
+        c0, _ = c0_lam(P, p)
+        V0 = c0 * p.L  # V_lin(0) = Q(0) (D(0) = 0)
+        lam1 = lam1_of(p)
+        chi = p.sigma2_chi[1]
         r_max = 1.05 * lam1 * jnp.sqrt(2.0 * gam * V0)
-        s_max = 1.05 * sc.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
+        s_max = 1.05 * p.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
         # natural amplitudes of the pooled and copying states (large-P balance of Q against R)
-        r_nat = (gam * lam1 * sc.chi * sc.L / (sc.sigma_O**2 * sc.V)) ** 0.25
-        s_nat = (sc.chi * (sc.L - 1.0) * sc.V * gam * sc.sigma_p**4
-                 / (2.0 * sc.sigma_O**2 * sc.sigma_e**2)) ** 0.25  # fmt: skip
+        r_nat = (gam * lam1 * chi * p.L / (p.sigma_O**2 * p.V)) ** 0.25
+        s_nat = (chi * (p.L - 1.0) * p.V * gam * p.sigma_p**4
+                 / (2.0 * p.sigma_O**2 * p.sigma_e**2)) ** 0.25  # fmt: skip
         r_grid = asinh_grid(0.0, r_max, 0.5 * jnp.minimum(r_max, r_nat), n_r)
         s_grid = asinh_grid(-s_max, s_max, 0.5 * jnp.minimum(s_max, s_nat), n_s)
         return r_grid, s_grid
 
     @classmethod
-    def minima(cls, P, sc, *, n_keep=N_KEEP, coarse=False):
+    def minima(cls, P, p, *, objective="map", pushforward=False, n_keep=N_KEEP, coarse=False):
         # coarse: the global minimum only (tested against the fine grid)
         n_r, n_s, n_iter = (16, 33, 15) if coarse else (N_R, N_S, 30)
-        return _lin_minima(P, sc, n_r=n_r, n_s=n_s, n_iter=n_iter, n_keep=n_keep)
+        return _lin_minima(P, p, objective, n_r=n_r, n_s=n_s, n_iter=n_iter, n_keep=n_keep)
 
     @classmethod
     def finite_minima(cls, f, x_max, *, n_keep, S0):
@@ -313,21 +316,23 @@ class SoftmaxTheory(HeadTheory):
         return {"beta": x[..., 0], "aG": aG, "a1": a1, "p": p}
 
     @classmethod
-    def potential(cls, x, P, sc):
-        return soft_V(x[..., 0], P, sc)
+    def potential(cls, x, P, p, objective="map", pushforward=False):
+        return soft_V(x[..., 0], P, p, objective, pushforward)
 
     @classmethod
-    def _grid(cls, P, sc, n):
-        V0 = soft_V(jnp.zeros_like(P), P, sc) - sc.w_J * J_of(0.0, sc.L)
-        b_max = 1.05 * jnp.sqrt(jnp.maximum(V0, 0.0) / soft_cost(sc)) + 1.0
+    def _grid(cls, P, p, n, objective, pushforward):
+        _, w_J = weights(objective, pushforward)
+        V0 = soft_V(jnp.zeros_like(P), P, p, objective)
+        b_max = 1.05 * jnp.sqrt(jnp.maximum(V0, 0.0) / soft_cost(p)) + 1.0
         # J <= 0 falls like -L (L-1) beta: its mode sits at beta = O(L sigma_G^2 sigma_p^4)
-        b_max = b_max + sc.w_J * (2.0 * sc.L * sc.sigma_G**2 * sc.sigma_p**4 + 2.0 * jnp.log(sc.L))
+        b_max = b_max + w_J * (2.0 * p.L * p.sigma_G**2 * p.sigma_p**4 + 2.0 * jnp.log(p.L))
         return asinh_grid(-b_max, b_max, 2.0, n)
 
     @classmethod
-    def minima(cls, P, sc, *, n_keep=N_KEEP, coarse=False):
+    def minima(cls, P, p, *, objective="map", pushforward=False, n_keep=N_KEEP, coarse=False):
         n, n_iter = (257, 25) if coarse else (N_BETA, 40)  # bracketed Newton: 25 steps suffice
-        beta, fx, valid, n_min = _soft_minima(P, sc, n=n, n_iter=n_iter, n_keep=n_keep)
+        beta, fx, valid, n_min = _soft_minima(P, p, objective, pushforward, n=n, n_iter=n_iter,
+                                              n_keep=n_keep)  # fmt: skip
         return beta[:, None], fx, valid, n_min
 
     @classmethod
@@ -342,23 +347,24 @@ class SoftmaxTheory(HeadTheory):
         return jnp.full((1,), COPY_START if copy else 0.0, dtype)
 
     @classmethod
-    def estimate(cls, sc):
+    def estimate(cls, p):
         r"""Leading-order ``sigma^2 ln^2 L / (chi sigma_G^2 sigma_p^4 (1 - 1/V))`` (§5)."""
-        Pe = sc.sigma2 * jnp.log(sc.L) ** 2 / (sc.chi * sc.sigma_G**2 * sc.sigma_p**4
-                                                 * (1.0 - 1.0 / sc.V))  # fmt: skip
-        return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+        sigma2, chi = p.sigma2_chi
+        Pe = sigma2 * jnp.log(p.L) ** 2 / (chi * p.sigma_G**2 * p.sigma_p**4 * (1.0 - 1.0 / p.V))
+        return Pe * conv.noise_factor(p.L, p.likelihood)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "n_iter", "n_keep"))
-def _soft_minima(P, sc, *, n, n_iter, n_keep):
-    grid = SoftmaxTheory._grid(P, sc, n)
-    return minima_1d(lambda b: soft_V(b, P, sc), grid, n_keep=n_keep, n_iter=n_iter)
+@functools.partial(jax.jit, static_argnums=(2, 3), static_argnames=("n", "n_iter", "n_keep"))
+def _soft_minima(P, p, objective, pushforward, *, n, n_iter, n_keep):
+    grid = SoftmaxTheory._grid(P, p, n, objective, pushforward)
+    f = lambda b: soft_V(b, P, p, objective, pushforward)  # noqa: E731
+    return minima_1d(f, grid, n_keep=n_keep, n_iter=n_iter)
 
 
-@functools.partial(jax.jit, static_argnames=("n_r", "n_s", "n_iter", "n_keep"))
-def _lin_minima(P, sc, *, n_r, n_s, n_iter, n_keep):
-    r_grid, s_grid = LinearTheory._grids(P, sc, n_r, n_s)
-    f = lambda x: LinearTheory.potential(x, P, sc)  # noqa: E731
+@functools.partial(jax.jit, static_argnums=(2,), static_argnames=("n_r", "n_s", "n_iter", "n_keep"))
+def _lin_minima(P, p, objective, *, n_r, n_s, n_iter, n_keep):
+    r_grid, s_grid = LinearTheory._grids(P, p, n_r, n_s)
+    f = lambda x: LinearTheory.potential(x, P, p, objective)  # noqa: E731
     return minima_2d(f, r_grid, s_grid, n_keep=n_keep, n_iter=n_iter)
 
 

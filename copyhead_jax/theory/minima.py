@@ -21,69 +21,48 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import conventions as conv
-from .._checks import check_int
-from ._common import x64
+from .._checks import check_choice, check_int
+from ._common import OBJECTIVES, x64
 from ._solvers import refine_minima
 from .full import full_minimum as full_minimum  # moved to full.py; re-exported
 from .heads import N_KEEP, LinearTheory, SoftmaxTheory, theory_of
 from .params import TheoryParams
-from .potentials import c0_lam, keyword_scales, q_bracket
+from .potentials import c0_lam, q_bracket
 
 # ---------------------------------------------------------------------------------------------
 # Public keyword API (pure JAX; vmappable over P and the scales; dtype of the inputs).
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "n_keep", "names"))
-def _named_minima(kind, P, sc, n_keep, names):
-    x, fx, valid, n_min = kind.minima(P, sc, n_keep=n_keep)
-    named = kind.named(x, sc.L)
+@functools.partial(jax.jit, static_argnames=("kind", "objective", "pushforward", "n_keep", "names"))
+def _named_minima(kind, P, p, objective, pushforward, n_keep, names):
+    x, fx, valid, n_min = kind.minima(P, p, objective=objective, pushforward=pushforward,
+                                      n_keep=n_keep)  # fmt: skip
+    named = kind.named(x, p.L)
     return {**{k: named[k] for k in names}, "value": fx, "valid": valid, "n_min": n_min}
 
 
-def linear_minima(
-    P,
-    *,
-    L,
-    V,
-    objective: str = "map",
-    likelihood: str = "per_position",
-    chi_in_readout_prior: bool = True,
-    chi_in_noise: bool = True,
-    linear_scale: str = "inv_L",
-    n_keep: int = N_KEEP,
-    **scales,
-) -> dict[str, jax.Array]:
+def _record(P, params: TheoryParams):
+    """``P`` and ``params`` as arrays of ``P``'s float dtype (a record of arrays passes)."""
+    P = jnp.asarray(P, dtype=jnp.result_type(P, float))
+    return P, (params if not isinstance(params.likelihood, str) else params.arrays(P.dtype))
+
+
+def linear_minima(P, *, params: TheoryParams, objective: str = "map",
+                  n_keep: int = N_KEEP) -> dict[str, jax.Array]:  # fmt: skip
     r"""Every local minimum of ``V_lin(c1, cG)`` at ``P`` (docs/theory.md §4-5), sorted by value.
 
     Returns ``c1, cG, value, valid`` (``[n_keep]``; slot 0 is the global minimiser, gauge
-    ``r >= 0``) and ``n_min``. Pass float64 inputs (or run under ``jax.enable_x64``) for accuracy.
+    ``r >= 0``) and ``n_min``. Pass float64 ``P`` (or run under ``jax.enable_x64``) for accuracy.
     """
-    sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective,
-        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
-    )  # fmt: skip
-    return _named_minima(LinearTheory, jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep, ("c1", "cG"))
+    P, p = _record(P, params)
+    return _named_minima(LinearTheory, P, p, objective, False, n_keep, ("c1", "cG"))
 
 
-def softmax_minima(
-    P,
-    *,
-    L,
-    V,
-    objective: str = "map",
-    likelihood: str = "per_position",
-    chi_in_readout_prior: bool = True,
-    chi_in_noise: bool = True,
-    pushforward: bool = False,
-    n_keep: int = N_KEEP,
-    **scales,
-) -> dict[str, jax.Array]:
+def softmax_minima(P, *, params: TheoryParams, objective: str = "map", pushforward: bool = False,
+                   n_keep: int = N_KEEP) -> dict[str, jax.Array]:  # fmt: skip
     r"""Every local minimum of ``V_soft(beta)`` at ``P`` (docs/theory.md §4-5), sorted by value."""
-    sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward,
-        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
-    )  # fmt: skip
-    return _named_minima(SoftmaxTheory, jnp.asarray(P, dtype=sc.L.dtype), sc, n_keep, ("beta",))
+    P, p = _record(P, params)
+    return _named_minima(SoftmaxTheory, P, p, objective, pushforward, n_keep, ("beta",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,18 +72,19 @@ def softmax_minima(
 copy_fraction = conv.copy_fraction  # docs/theory.md §5 (one implementation)
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "n_keep"))
-def _curve_minima(P, sc, *, kind, n_keep=N_KEEP):
+@functools.partial(jax.jit, static_argnames=("kind", "objective", "pushforward", "n_keep"))
+def _curve_minima(P, p, *, kind, objective, pushforward, n_keep=N_KEEP):
     """Minima at every ``P`` (sorted 1-d), then continuation of each branch to the neighbours.
 
     A grid can miss a metastable minimum whose basin is narrow at some ``P``; Newton from the
     minima of ``P[i-1]`` (forward sweep) and ``P[i+1]`` (backward sweep) recovers it. Both sweeps
     run in one scan (one copy of the Newton body in the compiled program).
     """
-    x, _, valid0, n_min = jax.vmap(lambda p: kind.minima(p, sc, n_keep=n_keep))(P)
+    how = dict(objective=objective, pushforward=pushforward)
+    x, _, valid0, n_min = jax.vmap(lambda q: kind.minima(q, p, n_keep=n_keep, **how))(P)
 
-    def f_of(p):
-        return lambda z: kind.potential(z, p, sc)
+    def f_of(q):
+        return lambda z: kind.potential(z, q, p, **how)
 
     n = P.shape[0]
     steps = jnp.concatenate([jnp.arange(n), jnp.arange(n - 1, -1, -1)])  # forward, then back
@@ -126,9 +106,9 @@ def _curve_minima(P, sc, *, kind, n_keep=N_KEEP):
     return x, fx, valid, jnp.maximum(n_min, jnp.sum(valid, axis=-1))
 
 
-def _mse(c1, cG, P, sc):
-    _, lam = c0_lam(P, sc)
-    return q_bracket(c1, cG, L=sc.L, V=sc.V, lam=lam, sigma_e=sc.sigma_e, sigma_p=sc.sigma_p)
+def _mse(c1, cG, P, p):
+    _, lam = c0_lam(P, p)
+    return q_bracket(c1, cG, L=p.L, V=p.V, lam=lam, sigma_e=p.sigma_e, sigma_p=p.sigma_p)
 
 
 @x64
@@ -155,20 +135,22 @@ def theory_curve(
     if P_in.ndim != 1 or not np.all(P_in > 0):
         raise ValueError("P_grid must be a 1-d array of numbers > 0")
     order = np.argsort(P_in)
-    sc = params.scales(objective, pushforward)
+    check_choice("objective", objective, OBJECTIVES)
+    pa = params.arrays()
     # pad to a bucket (32, 64, 128, ...) by repeating the largest P: one compile serves many grids
     n = P_in.size
     bucket = max(32, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P_in[order], np.full(bucket - n, P_in[order][-1])])
-    out = _curve_minima(jnp.asarray(P_pad), sc, kind=kind, n_keep=n_keep)
+    out = _curve_minima(jnp.asarray(P_pad), pa, kind=kind, objective=objective,
+                        pushforward=bool(pushforward), n_keep=n_keep)  # fmt: skip
     undo = np.argsort(order)
     x, fx, valid, n_min = (np.asarray(a)[:n][undo] for a in out)
-    named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), sc.L).items()}
-    c1, cG = (np.asarray(c)[:, 0] for c in kind.span(jnp.asarray(x), sc.L))
+    named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), pa.L).items()}
+    c1, cG = (np.asarray(c)[:, 0] for c in kind.span(jnp.asarray(x), pa.L))
     res: dict[str, Any] = {k: named[k][:, 0] for k in kind.fields}
     res.update({f"minima_{k}": named[k] for k in kind.minima_fields})
     res.update(
-        mse=np.asarray(_mse(c1, cG, jnp.asarray(P_in), sc)),
+        mse=np.asarray(_mse(c1, cG, jnp.asarray(P_in), pa)),
         action=fx[:, 0],
         n_min=n_min,
         minima_value=fx,
@@ -200,13 +182,14 @@ def landscape(
     """
     kind = theory_of(attention)
     P = np.atleast_1d(np.asarray(P_values, dtype=np.float64))
-    sc = params.scales(objective)
+    check_choice("objective", objective, OBJECTIVES)
+    pa = params.arrays()
     curve = theory_curve(params, P, attention, objective)
     out: dict[str, Any] = {"P": P, "attention": attention, "minima": curve}
     if len(kind.coords) == 1:
         beta = jnp.linspace(*beta_range, n)[:, None]
-        Vg = jax.vmap(lambda p: kind.potential(beta, p, sc) - kind.potential(0.0 * beta[0], p, sc))(
-            jnp.asarray(P))
+        Vg = jax.vmap(lambda q: kind.potential(beta, q, pa, objective)
+                      - kind.potential(0.0 * beta[0], q, pa, objective))(jnp.asarray(P))
         out.update({kind.coords[0]: np.asarray(beta[:, 0]), "V": np.asarray(Vg)})
         return out
     if len(kind.coords) != 2:
@@ -218,9 +201,10 @@ def landscape(
         c_range = (-c, c)
     c1 = jnp.linspace(*c_range, n)
     C1, CG = jnp.meshgrid(c1, c1, indexing="ij")
-    x = kind.from_axes(C1, CG, sc.L)
+    x = kind.from_axes(C1, CG, pa.L)
     x0 = jnp.zeros(2, x.dtype)
-    Vg = jax.vmap(lambda p: kind.potential(x, p, sc) - kind.potential(x0, p, sc))(jnp.asarray(P))
+    Vg = jax.vmap(lambda q: kind.potential(x, q, pa, objective)
+                  - kind.potential(x0, q, pa, objective))(jnp.asarray(P))
     out.update({names[0]: np.asarray(c1), names[1]: np.asarray(c1), "V": np.asarray(Vg)})
     return out
 

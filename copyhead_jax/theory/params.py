@@ -1,26 +1,42 @@
-"""``TheoryParams``: the frozen, validated inputs of the theory (docs/theory.md §2, §2b)."""
+"""``TheoryParams``: the one parameter record of the theory (docs/theory.md §2, §2b), derived from
+a config's sections by :meth:`TheoryParams.from_config` and validated by the same validators."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import conventions as conv
-from .._checks import check_choice, check_float, check_int
-from ..config import LIKELIHOODS, LINEAR_SCALES, PRESETS, Config
-from ._common import NUMERIC_FIELDS, OBJECTIVES, Scales, as_float, make_scales
+from .._checks import check_choice, python_scalar
+from ..config import PRESETS, Config, ModelConfig, PosteriorConfig, TaskConfig
+
+#: where each field of the record lives in a config (its validator is that section's)
+SECTION = {"L": "task", "V": "task", "sigma_e": "model", "sigma_p": "model", "sigma_G": "model",
+           "sigma_O": "model", "linear_scale": "model", "sigma2": "posterior", "chi": "posterior",
+           "likelihood": "posterior", "chi_in_readout_prior": "posterior",
+           "chi_in_noise": "posterior"}  # fmt: skip
+_SECTIONS = {"task": TaskConfig, "model": ModelConfig, "posterior": PosteriorConfig}
 
 
 @dataclass(frozen=True)
 class TheoryParams:
     """Task size, prior scales and convention switches of the Bayesian copy-head theory.
 
-    Defaults are the paper preset of docs/theory.md §2b (``per_position``, ``inv_L``,
-    ``sigma2 = chi = 30``, chi in both the noise and the readout prior, unit prior scales),
-    matching :mod:`copyhead_jax.config`.
+    The fields are those of the config's ``task``, ``model`` and ``posterior`` sections that the
+    theory reads, with their defaults (the paper preset of docs/theory.md §2b), and a record is
+    valid exactly when those sections are: construction builds them, so the config's validators
+    accept and refuse (the errors name ``TheoryParams.<field>``).
+
+    The same record holds arrays for the compiled closed forms (:meth:`arrays`, :meth:`stack`:
+    a pytree; the switches as numbers: ``likelihood`` 0/1 for per_sequence/per_position,
+    ``linear_scale`` the exponent ``k`` of ``A = s / L^k``, the chi switches 0/1), which every
+    function of :mod:`copyhead_jax.conventions` reads as it reads the names.
     """
 
     L: int = 25
@@ -37,59 +53,62 @@ class TheoryParams:
     chi_in_noise: bool = True  # noise sigma^2/chi; False: sigma^2
 
     def __post_init__(self):
-        check_int("TheoryParams.L", self.L, lo=2, hi=10**6)
-        check_int("TheoryParams.V", self.V, lo=2, hi=10**6)
-        for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O"):
-            check_float(f"TheoryParams.{name}", getattr(self, name), lo=0.0, hi=1e6)
-        check_float("TheoryParams.sigma2", self.sigma2, lo=0.0, hi=1e12)
-        check_float("TheoryParams.chi", self.chi, lo=0.0, hi=1e12)
-        check_choice("TheoryParams.likelihood", self.likelihood, LIKELIHOODS)
-        check_choice("TheoryParams.linear_scale", self.linear_scale, LINEAR_SCALES)
-        for name in ("chi_in_readout_prior", "chi_in_noise"):
-            if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValueError(f"TheoryParams.{name} must be a bool, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, bool(getattr(self, name)))
-        for name in ("L", "V"):
-            object.__setattr__(self, name, int(getattr(self, name)))
-        for name in ("sigma_e", "sigma_p", "sigma_G", "sigma_O", "sigma2", "chi"):
-            object.__setattr__(self, name, float(getattr(self, name)))
+        built = {}
+        for name, cls in _SECTIONS.items():
+            kw = {f: getattr(self, f) for f, s in SECTION.items() if s == name}
+            try:
+                built[name] = cls(**kw)
+            except ValueError as e:  # the section's message, naming this record's field
+                raise ValueError(re.sub(rf"\b{cls.__name__}\.", "TheoryParams.", str(e))) from None
+        for f, s in SECTION.items():  # as the sections store them (np.int64(4) -> 4)
+            object.__setattr__(self, f, python_scalar(getattr(built[s], f)))
+        for f in ("sigma_e", "sigma_p", "sigma_G", "sigma_O", "sigma2", "chi"):
+            object.__setattr__(self, f, float(getattr(self, f)))
 
     @classmethod
     def from_config(cls, cfg: Config) -> TheoryParams:
         """The theory of a :class:`~copyhead_jax.config.Config` (task, model prior, posterior)."""
         if not isinstance(cfg, Config):
             raise ValueError(f"cfg must be a copyhead_jax.config.Config, got {type(cfg).__name__}")
-        m, p = cfg.model, cfg.posterior
-        return cls(
-            L=cfg.task.L,
-            V=cfg.task.V,
-            sigma_e=m.sigma_e,
-            sigma_p=m.sigma_p,
-            sigma_G=m.sigma_G,
-            sigma_O=m.sigma_O,
-            sigma2=p.sigma2,
-            chi=p.chi,
-            likelihood=p.likelihood,
-            linear_scale=m.linear_scale,
-            chi_in_readout_prior=p.chi_in_readout_prior,
-            chi_in_noise=p.chi_in_noise,
-        )
+        return cls(**{f: getattr(getattr(cfg, s), f) for f, s in SECTION.items()})
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> TheoryParams:
         """``TheoryParams.preset('plain', L=40)``: a config preset's theory, fields overridden."""
-        return dataclasses.replace(
-            cls.from_config(PRESETS[check_choice("preset", name, PRESETS)]), **overrides
-        )
+        return cls.from_config(PRESETS[check_choice("preset", name, PRESETS)]).replace(**overrides)
 
     def replace(self, **kw: Any) -> TheoryParams:
         return dataclasses.replace(self, **kw)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    # ---- the record as arrays (for jit and vmap) ----
+
+    @classmethod
+    def stack(cls, params: list[TheoryParams], dtype=None) -> TheoryParams:
+        """One record whose fields are arrays ``[B]`` over ``params`` (switches as numbers)."""
+        cols = [p._numbers() for p in params]
+        dt = jnp.result_type(float) if dtype is None else dtype
+        return _of_leaves({f: jnp.asarray(np.array([c[f] for c in cols]), dt) for f in SECTION})
+
+    def arrays(self, dtype=None) -> TheoryParams:
+        """This record with every field a scalar array (switches as numbers)."""
+        dt = jnp.result_type(float) if dtype is None else dtype
+        return _of_leaves({f: jnp.asarray(v, dt) for f, v in self._numbers().items()})
+
+    def _numbers(self) -> dict[str, float]:
+        if not isinstance(self.likelihood, str):
+            raise ValueError("the record already holds arrays")
+        switches = ("likelihood", "linear_scale", "chi_in_readout_prior", "chi_in_noise")
+        return {**{f: float(getattr(self, f)) for f in SECTION if f not in switches},
+                "likelihood": float(self.likelihood == "per_position"),
+                "linear_scale": conv.LINEAR_SCALE_EXPONENTS[self.linear_scale],
+                "chi_in_readout_prior": float(self.chi_in_readout_prior),
+                "chi_in_noise": float(self.chi_in_noise)}  # fmt: skip
 
     @property
-    def sigma2_chi(self) -> tuple[float, float]:
+    def sigma2_chi(self):
         """``(sigma2, chi)`` of the closed forms for this reading, in which the noise is
         ``sigma2/chi`` and the readout prior ``sigma_O^2/(chi N)`` (``theory_sigma2_chi``)."""
         return conv.theory_sigma2_chi(
@@ -97,29 +116,23 @@ class TheoryParams:
             chi_in_noise=self.chi_in_noise,
         )  # fmt: skip
 
-    def scales(self, objective: str = "map", pushforward: bool = False) -> Scales:
-        """The numeric fields and switches as arrays (a vmappable pytree)."""
-        return make_scales(
-            **{k: getattr(self, k) for k in NUMERIC_FIELDS},
-            likelihood=self.likelihood,
-            linear_scale=self.linear_scale,
-            objective=objective,
-            pushforward=pushforward,
-            chi_in_readout_prior=self.chi_in_readout_prior,
-            chi_in_noise=self.chi_in_noise,
-        )
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(TheoryParams))
 
 
-def scales_batch(params: list[TheoryParams], objective: str = "map") -> Scales:
-    """``Scales`` with leaves ``[B]`` for a list of parameter sets (one array per field)."""
-    check_choice("objective", objective, OBJECTIVES)
-    cols = {k: [getattr(p, k) for p in params] for k in NUMERIC_FIELDS}
-    cols["sigma2"], cols["chi"] = ([p.sigma2_chi[i] for p in params] for i in (0, 1))
-    cols["per_position"] = [float(p.likelihood == "per_position") for p in params]
-    cols["inv_L"] = [conv.LINEAR_SCALE_EXPONENTS[p.linear_scale] for p in params]
-    cols["w_D"] = [float(objective == "post")] * len(params)
-    cols["w_J"] = [0.0] * len(params)
-    return Scales(**{k: as_float(np.asarray(cols[k], dtype=np.float64)) for k in Scales._fields})
+def _of_leaves(values: dict) -> TheoryParams:
+    """A record of arrays (or tracers): no validation, which is for Python values."""
+    p = object.__new__(TheoryParams)
+    for f in _FIELDS:
+        object.__setattr__(p, f, values[f])
+    return p
 
 
-__all__ = ["TheoryParams", "scales_batch"]
+jax.tree_util.register_pytree_node(
+    TheoryParams,
+    lambda p: (tuple(getattr(p, f) for f in _FIELDS), None),
+    lambda _, leaves: _of_leaves(dict(zip(_FIELDS, leaves, strict=True))),
+)
+
+
+__all__ = ["TheoryParams"]

@@ -1,4 +1,4 @@
-r"""Transition points ``P*`` on the EK potentials (docs/theory.md §5), batched over sets of scales.
+r"""Transition points ``P*`` on the EK potentials (docs/theory.md §5), batched over parameter sets.
 
 * ``P_c1`` (linear pooling onset, 2nd order): ``mu_max^{-1/2}`` of the generalised eigenproblem
   ``(A, B)`` of the Hessian at ``G = 0`` (closed form, MAP), and the numeric root of
@@ -25,12 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import conventions as conv
 from .._checks import check_choice
 from ..config import BOTH
-from ._common import OBJECTIVES, Scales, sigma_G_lin, x64
+from ._common import OBJECTIVES, sigma_G_lin, x64
 from .heads import HeadTheory, LinearTheory, SoftmaxTheory, theory_of
 from .minima import copy_fraction
-from .params import TheoryParams, scales_batch
+from .params import TheoryParams
 from .potentials import lam1_of, lin_V
 
 COARSE = dict(n_keep=3, coarse=True)  # the global minimum only (tested against the fine grids)
@@ -43,82 +44,81 @@ N_ROUNDS = 5  # k-section refinement rounds after a scan (bracket / ~K^5)
 # Closed forms
 
 
-def p_c1_closed_form(sc: Scales):
+def p_c1_closed_form(p: TheoryParams):
     r"""``P*_c1 = mu_max^{-1/2}``, ``mu_max`` the top generalised eigenvalue of ``(A, B)`` (§5)."""
-    L, V = sc.L, sc.V
-    lam1 = lam1_of(sc)
-    gam = sigma_G_lin(sc) ** 2
-    kappa = sc.chi * sc.sigma_O**2 / (sc.sigma2**2 * V)
+    L, V = p.L, p.V
+    lam1 = lam1_of(p)
+    gam = sigma_G_lin(p) ** 2
+    sigma2, chi = p.sigma2_chi
+    kappa = chi * p.sigma_O**2 / (sigma2**2 * V)
     u2, w2 = 1.0 / jnp.sqrt(L), jnp.sqrt(L)  # u = (1, L^-1/2), w = (1, sqrt L)
-    ka, kb = kappa * L * lam1, kappa * sc.sigma_e**2 * (1.0 - 1.0 / V)
+    ka, kb = kappa * L * lam1, kappa * p.sigma_e**2 * (1.0 - 1.0 / V)
     a11, a12, a22 = ka + kb, ka * u2 + kb * w2, ka * u2**2 + kb * w2**2
-    b0, be = 1.0 / (gam * lam1**2), (L - 1.0) / (L * gam * sc.sigma_p**4)
+    b0, be = 1.0 / (gam * lam1**2), (L - 1.0) / (L * gam * p.sigma_p**4)
     b11, b12, b22 = b0, b0 * u2, b0 * u2**2 + be
     # det(A - mu B) = detB mu^2 - t mu + detA
     detA, detB = a11 * a22 - a12**2, b11 * b22 - b12**2
     t = a11 * b22 + a22 * b11 - 2.0 * a12 * b12
     mu = (t + jnp.sqrt(t**2 - 4.0 * detA * detB)) / (2.0 * detB)
-    return mu**-0.5 * (1.0 + sc.per_position * (L - 1.0))
+    return mu**-0.5 * conv.noise_factor(L, p.likelihood)
 
 
-def p_c1_asymptotic(sc: Scales):
+def p_c1_asymptotic(p: TheoryParams):
     r"""Mean-sector estimate ``sigma^2/(sigma_O sigma_G) sqrt(V/(chi L lam1^3))`` (§5)."""
-    Pe = (
-        sc.sigma2
-        / (sc.sigma_O * sigma_G_lin(sc))
-        * jnp.sqrt(sc.V / (sc.chi * sc.L * lam1_of(sc) ** 3))
-    )
-    return Pe * (1.0 + sc.per_position * (sc.L - 1.0))
+    sigma2, chi = p.sigma2_chi
+    Pe = sigma2 / (p.sigma_O * sigma_G_lin(p)) * jnp.sqrt(p.V / (chi * p.L * lam1_of(p) ** 3))
+    return Pe * conv.noise_factor(p.L, p.likelihood)
 
 
-def p_aG_estimate(sc: Scales):
+def p_aG_estimate(p: TheoryParams):
     r"""Leading-order ``sigma^2 ln^2 L / (chi sigma_G^2 sigma_p^4 (1 - 1/V))`` (§5)."""
-    return SoftmaxTheory.estimate(sc)
+    return SoftmaxTheory.estimate(p)
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernels: t = log P of shape [B, K], scales with leaves [B]; one compile per (shape, switches).
+# Kernels: t = log P of shape [B, K], parameter records with leaves [B]; one compile per shape
+# (and objective, theory class).
 
 
-def _hess0_min_eig(logP, sc):
+def _hess0_min_eig(logP, p, objective):
     def f(c):
-        return lin_V(c[0], c[1], jnp.exp(logP), sc)
+        return lin_V(c[0], c[1], jnp.exp(logP), p, objective)
 
     return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(2, dtype=logP.dtype)))[0]
 
 
-def _psi_slope(logP, sc):
+def _psi_slope(logP, p, objective):
     """``psi`` of the global minimiser and ``dpsi/dlog P`` by implicit differentiation."""
-    x = LinearTheory.minima(jnp.exp(logP), sc, **COARSE)[0]
-    c = jnp.stack(LinearTheory.span(x[0], sc.L))
+    x = LinearTheory.minima(jnp.exp(logP), p, objective=objective, **COARSE)[0]
+    c = jnp.stack(LinearTheory.span(x[0], p.L))
 
     def grad_c(c, t):
-        return jax.grad(lambda z: lin_V(z[0], z[1], jnp.exp(t), sc))(c)
+        return jax.grad(lambda z: lin_V(z[0], z[1], jnp.exp(t), p, objective))(c)
 
     dc = -jnp.linalg.solve(
         jax.jacobian(grad_c, argnums=0)(c, logP), jax.jacobian(grad_c, argnums=1)(c, logP)
     )
     moved = jnp.sum(c**2) > 0
     c_safe = jnp.where(moved, c, jnp.ones_like(c))
-    psi, dpsi = jax.value_and_grad(lambda z: copy_fraction(z[0], z[1], sc.L))(c_safe)
+    psi, dpsi = jax.value_and_grad(lambda z: copy_fraction(z[0], z[1], p.L))(c_safe)
     return jnp.where(moved, psi, 0.0), jnp.where(moved, dpsi @ dc, 0.0)
 
 
-def _glob(logP, sc, kind):
+def _glob(logP, p, objective, kind):
     """The global minimiser's copy logit ``beta``, the number of minima, and the coordinates of
     the strongest (largest ``beta``) and the weakest minimum."""
-    x, _, valid, n_min = kind.minima(jnp.exp(logP), sc, **COARSE)
-    beta = kind.named(x, sc.L)["beta"]
+    x, _, valid, n_min = kind.minima(jnp.exp(logP), p, objective=objective, **COARSE)
+    beta = kind.named(x, p.L)["beta"]
     strong = jnp.argmax(jnp.where(valid, beta, -jnp.inf))
     weak = jnp.argmin(jnp.where(valid, beta, jnp.inf))
     return {"beta": beta[0], "n_min": n_min, "x_strong": x[strong], "x_weak": x[weak]}
 
 
-def _fold_newton(x0, t0, sc, kind, n=30):
+def _fold_newton(x0, t0, p, objective, kind, n=30):
     """Newton on ``(grad V(x; e^t), det hess V(x; e^t)) = 0`` in ``(x, t)``: a fold (spinodal)."""
 
     def F(z):
-        V = lambda x: kind.potential(x, jnp.exp(z[-1]), sc)  # noqa: E731
+        V = lambda x: kind.potential(x, jnp.exp(z[-1]), p, objective)  # noqa: E731
         return jnp.concatenate([jax.grad(V)(z[:-1]), jnp.linalg.det(jax.hessian(V)(z[:-1]))[None]])
 
     def body(_, z):
@@ -130,12 +130,12 @@ def _fold_newton(x0, t0, sc, kind, n=30):
 
 
 def _batched(fn):
-    """``fn(t, sc, *static)`` for one point -> jitted over ``t[B, K]`` and scales with leaves
-    ``[B]`` (``static``: hashable arguments such as a theory class)."""
+    """``fn(t, p, *static)`` for one point -> jitted over ``t[B, K]`` and parameter records with
+    leaves ``[B]`` (``static``: hashable arguments: the objective, a theory class)."""
 
     @functools.partial(jax.jit, static_argnums=(2,))
-    def kernel(t, sc, static):
-        return jax.vmap(lambda tb, sb: jax.vmap(lambda x: fn(x, sb, *static))(tb))(t, sc)
+    def kernel(t, p, static):
+        return jax.vmap(lambda tb, pb: jax.vmap(lambda x: fn(x, pb, *static))(tb))(t, p)
 
     return kernel
 
@@ -145,9 +145,9 @@ _lin_kernel = _batched(_psi_slope)
 _glob_kernel = _batched(_glob)
 
 
-@functools.partial(jax.jit, static_argnums=(3,))
-def _fold_kernel(x0, t0, sc, kind):
-    return jax.vmap(lambda x, t, s: _fold_newton(x, t, s, kind))(x0, t0, sc)
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _fold_kernel(x0, t0, p, objective, kind):
+    return jax.vmap(lambda x, t, q: _fold_newton(x, t, q, objective, kind))(x0, t0, p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,14 +190,15 @@ def _first_true(run, searches, K, rounds=N_ROUNDS):
     return state
 
 
-def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
-    """Linear ``P*`` for a batch of scales (leaves ``[B]``); NumPy arrays ``[B]`` out."""
-    cf = np.asarray(p_c1_closed_form(sc))
+def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndarray]:
+    """Linear ``P*`` for a batch of parameter sets (a record with leaves ``[B]``); NumPy arrays
+    ``[B]`` out."""
+    cf = np.asarray(p_c1_closed_form(p))
     K = N_SCAN_LIN
 
     # numeric root of lambda_min(hess V(0)): D only adds curvature, so it lies above cf
     def hess(t):
-        return {"eig": np.asarray(_hess_kernel(jnp.asarray(t), sc, ()))}
+        return {"eig": np.asarray(_hess_kernel(jnp.asarray(t), p, (objective,)))}
 
     t_scan = _grid(np.log(cf) - 1.0, np.log(cf) + 30.0, K)
     neg = hess(t_scan)["eig"] < 0
@@ -208,7 +209,7 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
     num = np.where(~neg[:, 0] & neg[:, -1], np.exp(0.5 * (a + b)), np.nan)
     P_c1 = cf if objective == "map" else num
 
-    lin = lambda t: _lin_kernel(t, sc, ())  # noqa: E731
+    lin = lambda t: _lin_kernel(t, p, (objective,))  # noqa: E731
     t0 = np.log(P_c1) + 1e-3
     t_scan = _grid(t0, t0 + 8.0 * np.log(10.0), K)
     psi, slope = (np.asarray(a) for a in lin(jnp.asarray(t_scan)))
@@ -228,8 +229,8 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
         i = np.argmax(slope[:, :k1], axis=1)
         best_slope = _take(slope, i)
         a_lo, a_hi = _take(t, np.maximum(i - 1, 0)), _take(t, np.minimum(i + 1, k1 - 1))
-        p = psi[:, k1:] >= 0.5
-        j = np.clip(np.where(p.any(axis=1), np.argmax(p, axis=1), K - k1 - 1), 1, K - k1 - 1)
+        up = psi[:, k1:] >= 0.5
+        j = np.clip(np.where(up.any(axis=1), np.argmax(up, axis=1), K - k1 - 1), 1, K - k1 - 1)
         h_lo, h_hi = _take(t[:, k1:], j - 1), _take(t[:, k1:], j)
     t_cG = 0.5 * (a_lo + a_hi)
     half = np.where(has_half, np.exp(0.5 * (h_lo + h_hi)), np.nan)
@@ -237,7 +238,7 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
         "P_c1": P_c1,
         "P_c1_closed_form": cf,
         "P_c1_numeric": num,
-        "P_c1_asymptotic": np.asarray(p_c1_asymptotic(sc)),
+        "P_c1_asymptotic": np.asarray(p_c1_asymptotic(p)),
         "P_cG": np.exp(t_cG),
         "P_cG_half": half,
         "psi_slope_max": best_slope,
@@ -245,15 +246,18 @@ def linear_points_batch(sc: Scales, *, objective: str) -> dict[str, np.ndarray]:
     }
 
 
-def first_order_points_batch(sc: Scales, kind: type[HeadTheory]) -> dict[str, np.ndarray]:
-    """``P_aG``, first-order flag and spinodals of a two-branch kind for a batch of scales (the
-    jump of the global minimiser's copy logit ``beta``); NumPy ``[B]`` out."""
+def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory],
+                             objective: str = "map") -> dict[str, np.ndarray]:  # fmt: skip
+    """``P_aG``, first-order flag and spinodals of a two-branch kind for a batch of parameter
+    sets (a record with leaves ``[B]``): the jump of the global minimiser's copy logit
+    ``beta``; NumPy ``[B]`` out."""
 
     def run(t):
-        return {k: np.asarray(v) for k, v in _glob_kernel(jnp.asarray(t), sc, (kind,)).items()}
+        out = _glob_kernel(jnp.asarray(t), p, (objective, kind))
+        return {k: np.asarray(v) for k, v in out.items()}
 
     K = N_SCAN_SOFT
-    est = np.asarray(kind.estimate(sc))
+    est = np.asarray(kind.estimate(p))
     t_scan = _grid(np.log(est) - 3.0 * np.log(10.0), np.log(est) + 4.0 * np.log(10.0), K)
     m = run(t_scan)
     beta = m["beta"]
@@ -282,7 +286,8 @@ def first_order_points_batch(sc: Scales, kind: type[HeadTheory]) -> dict[str, np
     z, res = _fold_kernel(
         jnp.asarray(np.concatenate([l_out["x_strong"], u_out["x_weak"]])),
         jnp.asarray(np.concatenate([l_in, u_in])),
-        jax.tree.map(lambda x: jnp.concatenate([x, x]), sc),
+        jax.tree.map(lambda x: jnp.concatenate([x, x]), p),
+        objective,
         kind,
     )
     z, res = np.asarray(z), np.asarray(res)
@@ -316,10 +321,10 @@ def kinds(attention: str) -> list[type[HeadTheory]]:
     return [theory_of(a) for a in (BOTH if attention == "both" else (attention,))]
 
 
-def _points_of(kind, sc, objective):
+def _points_of(kind, p, objective):
     if kind.two_branches:
-        return first_order_points_batch(sc, kind)
-    return linear_points_batch(sc, objective=objective)
+        return first_order_points_batch(p, kind, objective)
+    return linear_points_batch(p, objective=objective)
 
 
 @x64
@@ -329,10 +334,10 @@ def points_batch(
     """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``)."""
     ks = kinds(attention)
     check_choice("objective", objective, OBJECTIVES)
-    sc = scales_batch(params, objective)
+    p = TheoryParams.stack(params)
     out: dict[str, np.ndarray] = {}
     for kind in ks:
-        out.update(_points_of(kind, sc, objective))
+        out.update(_points_of(kind, p, objective))
     return out
 
 

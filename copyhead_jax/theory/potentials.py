@@ -1,9 +1,10 @@
 r"""Closed-form reduced potentials on the ansatz ``G = c1 B1 + cG B2`` (docs/theory.md §4).
 
-Every function is pure and elementwise in all numeric arguments (``c1, cG, beta, P, L, V`` and the
-prior scales), so broadcasting and ``jax.vmap`` over any of them work; it computes in the dtype of
-its inputs (wrap calls in ``jax.enable_x64(True)`` or pass float64 for double precision). The
-defaults of the convention switches are the paper preset (docs/theory.md §2b).
+Every function is pure and elementwise in its numeric arguments (``c1, cG, beta, P``) and in the
+fields of its parameter record ``p`` (:class:`~.params.TheoryParams`: Python values, or arrays
+from :meth:`~.params.TheoryParams.arrays` / :meth:`~.params.TheoryParams.stack`, which
+broadcast and ``jax.vmap`` like any pytree); it computes in the dtype of its inputs (wrap calls
+in ``jax.enable_x64(True)`` or pass float64 for double precision).
 
 Numerically stable forms used (exact rewrites of §4):
 ``L - s_e^2 g1^2/(s_e^2 g2 + lam V) = (s_e^2 (L-1) c1^2 + L lam V)/(s_e^2 g2 + lam V)`` (because
@@ -16,18 +17,16 @@ import jax
 import jax.numpy as jnp
 
 from .._types import Broadcast
-from ._common import Scales, make_scales, p_eff, sigma_G_lin
-
-_DEFAULT_SCALES = dict(sigma_e=1.0, sigma_p=1.0, sigma_G=1.0, sigma_O=1.0, sigma2=30.0, chi=30.0)
-
+from ._common import p_eff, sigma_G_lin, weights
+from .params import TheoryParams
 
 # ---------------------------------------------------------------------------------------------
-# Core (Scales in, arrays out). ``P`` is the raw number of sequences; switches live in ``sc``.
+# Core. ``P`` is the raw number of sequences; ``p`` a :class:`TheoryParams` (names or arrays).
 
 
-def lam1_of(sc: Scales):
+def lam1_of(p):
     """Top eigenvalue of ``Cbar = sigma_p^2 I + sigma_e^2 J/V`` (on the all-ones vector)."""
-    return sc.sigma_p**2 + sc.L * sc.sigma_e**2 / sc.V
+    return p.sigma_p**2 + p.L * p.sigma_e**2 / p.V
 
 
 def invariants(c1, cG, L):
@@ -50,41 +49,44 @@ def _bracket(c1, cG, L, V, lam, sigma_e, sigma_p):
     return mean + fluct
 
 
-def c0_lam(P, sc: Scales):
-    """Prefactor ``chi P/(2 sigma^2)`` of Q and the ridge ``lambda = sigma^2/(P sigma_O^2)``."""
-    Pe = p_eff(P, sc)
-    return sc.chi * Pe / (2.0 * sc.sigma2), sc.sigma2 / (Pe * sc.sigma_O**2)
+def c0_lam(P, p):
+    """Prefactor ``chi P/(2 sigma^2)`` of Q and the ridge ``lambda = sigma^2/(P sigma_O^2)``
+    (``sigma^2, chi`` of the closed forms: :attr:`TheoryParams.sigma2_chi`)."""
+    Pe = p_eff(P, p)
+    sigma2, chi = p.sigma2_chi
+    return chi * Pe / (2.0 * sigma2), sigma2 / (Pe * p.sigma_O**2)
 
 
-def QD(c1, cG, P, sc: Scales):
-    """Boxed ``Q`` and ``D`` of docs/theory.md §4."""
-    c0, lam = c0_lam(P, sc)
-    Q = c0 * _bracket(c1, cG, sc.L, sc.V, lam, sc.sigma_e, sc.sigma_p)
-    r, _, g2 = invariants(c1, cG, sc.L)
+def QD(c1, cG, P, p):
+    """Boxed ``Q`` and ``D`` of docs/theory.md §4 at any ``A = c1 B1 + cG B2``."""
+    c0, lam = c0_lam(P, p)
+    Q = c0 * _bracket(c1, cG, p.L, p.V, lam, p.sigma_e, p.sigma_p)
+    r, _, g2 = invariants(c1, cG, p.L)
     D = (
         0.5
-        * sc.V
+        * p.V
         * (
-            (sc.V - 1.0) * jnp.log1p(sc.sigma_e**2 * g2 / (sc.V * lam))
-            + jnp.log1p(lam1_of(sc) * r**2 / lam)
-            + (sc.L - 1.0) * jnp.log1p(sc.sigma_p**2 * cG**2 / (sc.L * lam))
+            (p.V - 1.0) * jnp.log1p(p.sigma_e**2 * g2 / (p.V * lam))
+            + jnp.log1p(lam1_of(p) * r**2 / lam)
+            + (p.L - 1.0) * jnp.log1p(p.sigma_p**2 * cG**2 / (p.L * lam))
         )
     )
     return Q, D
 
 
-def R_lin_of(c1, cG, sc: Scales):
-    """``R_lin = [r^2/lam1^2 + (1-1/L) cG^2/sigma_p^4] / (2 sigma_G^2)`` (§4; inv_L: sG/L)."""
-    r, _, _ = invariants(c1, cG, sc.L)
-    return (r**2 / lam1_of(sc) ** 2 + (1.0 - 1.0 / sc.L) * cG**2 / sc.sigma_p**4) / (
-        2.0 * sigma_G_lin(sc) ** 2
-    )
+def R_lin_of(c1, cG, p, sigma_G=None):
+    """``R_lin = [r^2/lam1^2 + (1-1/L) cG^2/sigma_p^4] / (2 sigma_G^2)`` (§4); ``sigma_G``
+    defaults to the linear head's ``sigma_G / L^k`` (§2b)."""
+    r, _, _ = invariants(c1, cG, p.L)
+    sG = sigma_G_lin(p) if sigma_G is None else sigma_G
+    return (r**2 / lam1_of(p) ** 2 + (1.0 - 1.0 / p.L) * cG**2 / p.sigma_p**4) / (2.0 * sG**2)
 
 
-def lin_V(c1, cG, P, sc: Scales):
-    """``V_lin = Q + R_lin [+ D]`` (docs/theory.md §4; ``sc.w_D`` selects the posterior)."""
-    Q, D = QD(c1, cG, P, sc)
-    return Q + R_lin_of(c1, cG, sc) + sc.w_D * D
+def lin_V(c1, cG, P, p, objective: str = "map"):
+    """``V_lin = Q + R_lin [+ D]`` (docs/theory.md §4; ``objective='post'`` adds D)."""
+    w_D, _ = weights(objective)
+    Q, D = QD(c1, cG, P, p)
+    return Q + R_lin_of(c1, cG, p) + w_D * D
 
 
 def ansatz(beta, L):
@@ -102,29 +104,21 @@ def J_of(beta, L):
     return L * (jax.nn.log_sigmoid(t) + (L - 1.0) * (jax.nn.log_sigmoid(-t) - jnp.log(L - 1.0)))
 
 
-def soft_cost(sc: Scales):
+def soft_cost(p):
     """``R_soft = cost * beta^2`` with ``cost = (L-1)/(2 sigma_G^2 sigma_p^4)`` (§4)."""
-    return (sc.L - 1.0) / (2.0 * sc.sigma_G**2 * sc.sigma_p**4)
+    return (p.L - 1.0) / (2.0 * p.sigma_G**2 * p.sigma_p**4)
 
 
-def soft_V(beta, P, sc: Scales):
-    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (theory §4; ``sc.w_D``, ``sc.w_J``)."""
-    _, a1, aG = ansatz(beta, sc.L)
-    Q, D = QD(a1, aG, P, sc)
-    return Q + soft_cost(sc) * beta**2 + sc.w_D * D + sc.w_J * J_of(beta, sc.L)
+def soft_V(beta, P, p, objective: str = "map", pushforward: bool = False):
+    """``V_soft(beta) = Q(a1, aG) + R_soft [+ D] [+ J]`` (theory §4)."""
+    w_D, w_J = weights(objective, pushforward)
+    _, a1, aG = ansatz(beta, p.L)
+    Q, D = QD(a1, aG, P, p)
+    return Q + soft_cost(p) * beta**2 + w_D * D + w_J * J_of(beta, p.L)
 
 
 # ---------------------------------------------------------------------------------------------
-# Public keyword API (STYLE.md convention 8).
-
-
-def keyword_scales(L, V, scales, **switches) -> Scales:
-    """``Scales`` from keyword arguments (prior scales default to 1, ``sigma2 = chi = 30``)."""
-    bad = set(scales) - set(_DEFAULT_SCALES)
-    if bad:
-        raise ValueError(f"unknown scale arguments {sorted(bad)}; allowed: {list(_DEFAULT_SCALES)}")
-    dtype = jnp.result_type(L, V, *scales.values(), float)
-    return make_scales(L=L, V=V, **{**_DEFAULT_SCALES, **scales}, **switches, dtype=dtype)
+# Public API: the closed forms at a parameter record (STYLE.md convention 8).
 
 
 def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Broadcast:
@@ -135,52 +129,19 @@ def q_bracket(c1, cG, *, L, V, lam, sigma_e=1.0, sigma_p=1.0) -> Broadcast:
     return _bracket(c1, cG, L, V, lam, sigma_e, sigma_p)
 
 
-def reduced_terms(
-    c1,
-    cG,
-    *,
-    P,
-    L,
-    V,
-    likelihood: str = "per_position",
-    chi_in_readout_prior: bool = True,
-    chi_in_noise: bool = True,
-    linear_scale: str = "inv_L",
-    **scales,
-) -> dict[str, Broadcast]:
+def reduced_terms(c1, cG, *, P, params: TheoryParams) -> dict[str, Broadcast]:
     r"""``Q``, ``D``, ``R_lin`` of docs/theory.md §4 on ``G = c1 B1 + cG B2`` (closed forms)."""
-    sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, linear_scale=linear_scale,
-        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
-    )  # fmt: skip
-    Q, D = QD(c1, cG, P, sc)
-    return {"Q": Q, "D": D, "R": R_lin_of(c1, cG, sc)}
+    Q, D = QD(c1, cG, P, params)
+    return {"Q": Q, "D": D, "R": R_lin_of(c1, cG, params)}
 
 
-def linear_potential(
-    c1,
-    cG,
-    *,
-    P,
-    L,
-    V,
-    objective: str = "map",
-    likelihood: str = "per_position",
-    chi_in_readout_prior: bool = True,
-    chi_in_noise: bool = True,
-    linear_scale: str = "inv_L",
-    **scales,
-) -> Broadcast:
+def linear_potential(c1, cG, *, P, params: TheoryParams, objective: str = "map") -> Broadcast:
     r"""``V_lin(c1, cG) = Q + R_lin`` (MAP) or ``Q + D + R_lin`` (post), docs/theory.md §4.
 
-    ``scales``: any of ``sigma_e, sigma_p, sigma_G, sigma_O, sigma2, chi`` (defaults 1, 1, 1, 1,
-    30, 30); the chi switches as in :class:`~copyhead_jax.theory.TheoryParams` (§2b).
+    Elementwise in ``c1, cG, P``; over the parameters, vmap a record of arrays
+    (:meth:`TheoryParams.arrays`, :meth:`TheoryParams.stack`).
     """
-    sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, linear_scale=linear_scale, objective=objective,
-        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
-    )  # fmt: skip
-    return lin_V(c1, cG, P, sc)
+    return lin_V(c1, cG, P, params, objective)
 
 
 def softmax_ansatz(beta, *, L) -> dict[str, Broadcast]:
@@ -195,28 +156,14 @@ def pushforward_term(beta, *, L) -> Broadcast:
 
 
 def softmax_potential(
-    beta,
-    *,
-    P,
-    L,
-    V,
-    objective: str = "map",
-    likelihood: str = "per_position",
-    chi_in_readout_prior: bool = True,
-    chi_in_noise: bool = True,
-    pushforward: bool = False,
-    **scales,
+    beta, *, P, params: TheoryParams, objective: str = "map", pushforward: bool = False
 ) -> Broadcast:
     r"""``V_soft(beta)`` on logits ``beta G*`` (docs/theory.md §4): ``Q + R_soft [+ D] [+ J]``.
 
     ``pushforward=True`` adds ``J``, the mode in A-coordinates; never use it to predict Adam/SGLD
     order parameters (docs/theory.md §3).
     """
-    sc = keyword_scales(
-        L, V, scales, likelihood=likelihood, objective=objective, pushforward=pushforward,
-        chi_in_readout_prior=chi_in_readout_prior, chi_in_noise=chi_in_noise,
-    )  # fmt: skip
-    return soft_V(beta, P, sc)
+    return soft_V(beta, P, params, objective, pushforward)
 
 
 def beta_of_aG(aG, *, L):
@@ -231,4 +178,4 @@ def softmax_potential_aG(aG, **kwargs) -> Broadcast:
     Defined for ``-sqrt(L)/(L-1) < aG < sqrt(L)``; prefer :func:`softmax_potential` (``beta`` is the
     stable coordinate).
     """
-    return softmax_potential(beta_of_aG(aG, L=kwargs["L"]), **kwargs)
+    return softmax_potential(beta_of_aG(aG, L=kwargs["params"].L), **kwargs)

@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betainc
 
-from ._common import Scales, x64
+from .._checks import check_choice
+from ._common import OBJECTIVES, x64
 from .heads import theory_of
-from .params import TheoryParams, scales_batch
+from .params import TheoryParams
 from .points import points_batch
 
 #: The paper's laws (docs/theory.md §2b, §5), as functions of ``(L, V)``; written only here (the
@@ -154,15 +155,15 @@ def scaling_fits(table: dict[str, Any], *, level: float = 0.95) -> dict[str, Any
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("kind",))
-def _phase_kernel(P, sc: Scales, *, kind):
-    """Global minimiser on ``P[nP]`` for scales with leaves ``[B]``."""
+@functools.partial(jax.jit, static_argnames=("kind", "objective"))
+def _phase_kernel(P, p: TheoryParams, *, kind, objective):
+    """Global minimiser on ``P[nP]`` for a parameter record with leaves ``[B]``."""
 
-    def one(p, s):
-        x, _, _, n_min = kind.minima(p, s, n_keep=3, coarse=True)
+    def one(q, s):
+        x, _, _, n_min = kind.minima(q, s, objective=objective, n_keep=3, coarse=True)
         return {**kind.named(x[0], s.L), "n_min": n_min}
 
-    return jax.vmap(lambda s: jax.vmap(lambda p: one(p, s))(P))(sc)
+    return jax.vmap(lambda s: jax.vmap(lambda q: one(q, s))(P))(p)
 
 
 @x64
@@ -186,9 +187,9 @@ def phase_diagram(
     axis, values = ("L", L_values) if V_values is None else ("V", V_values)
     vals = np.atleast_1d(np.asarray(values, dtype=int))
     plist = [params.replace(**{axis: int(v)}) for v in vals]
-    sc = scales_batch(plist, objective)
+    check_choice("objective", objective, OBJECTIVES)
     P = np.asarray(P_values, dtype=np.float64)
-    out = _phase_kernel(jnp.asarray(P), sc, kind=kind)
+    out = _phase_kernel(jnp.asarray(P), TheoryParams.stack(plist), kind=kind, objective=objective)
     res = {k: np.asarray(v) for k, v in out.items()}
     res.update(P=P, axis=axis, values=vals, attention=attention, params=params.to_dict())
     return res

@@ -14,7 +14,7 @@ from tests.helpers import FAKE_CFG
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: ch.TaskConfig(L=1), r"TaskConfig\.L must be an int in \[2, 4096\], got 1"),
+        (lambda: ch.TaskConfig(L=1), r"TaskConfig\.L must be an int in \[2, 1000000\], got 1"),
         (lambda: ch.TaskConfig(V=0), r"TaskConfig\.V must be an int"),
         (lambda: ch.TaskConfig(L=2.5), r"TaskConfig\.L must be an int"),
         (lambda: ch.ModelConfig(width=0), r"ModelConfig\.width must be an int in \[1, 65536\]"),
@@ -92,7 +92,7 @@ def test_numpy_numbers_become_python_numbers():
         (dict(task=dict(L="4")), r"TaskConfig\.L must be an int"),
         (dict(model=dict(widht=8)), r"ModelConfig has no field.*widht.*valid fields: .*width"),
         (dict(modle=dict(width=8)), r"Config has no section 'modle'"),
-        (dict(task=dict(L=1)), r"TaskConfig\.L must be an int in \[2, 4096\], got 1"),
+        (dict(task=dict(L=1)), r"TaskConfig\.L must be an int in \[2, 1000000\], got 1"),
         (dict(solver=dict(lr=float("nan"))), r"AdamConfig\.lr must be a (finite|real)"),
         (dict(sweep=dict(P=(8, 4))), r"SweepConfig\.P must be strictly increasing"),
         (dict(sweep=dict(P=())), r"SweepConfig\.P must be a non-empty"),

@@ -42,10 +42,6 @@ def random_params(rng, L=7, V=4, **kw):
     )
 
 
-def closed_kw(p):
-    return {k: v for k, v in p.to_dict().items()}
-
-
 def rel(a, b):
     return abs(float(a) - float(b)) / max(abs(float(b)), 1e-300)
 
@@ -62,13 +58,13 @@ def test_identity1_closed_form_equals_general_EK(likelihood, linear_scale):
         c1, cG = rng.normal(size=2) * 2.0
         P = float(np.exp(rng.uniform(0, 6)))
         t = th.ek_terms(th.from_coefficients(c1, cG, p.L), P=P, params=p)
-        tc = th.reduced_terms(c1, cG, P=P, **closed_kw(p))
+        tc = th.reduced_terms(c1, cG, P=P, params=p)
         for k in ("Q", "D", "R"):
             assert rel(t[k], tc[k]) < TIGHT, (k, float(t[k]), float(tc[k]))
         for obj in ("map", "post"):
             G = th.from_coefficients(c1, cG, p.L)
             v = th.ek_action(G, P=P, params=p, objective=obj)
-            vc = th.linear_potential(c1, cG, P=P, objective=obj, **closed_kw(p))
+            vc = th.linear_potential(c1, cG, P=P, params=p, objective=obj)
             assert rel(v, vc) < TIGHT
 
 
@@ -85,14 +81,13 @@ def test_identity2_softmax_ansatz_in_span_and_equals_general_action():
             p_ = float(an["p"])
             assert abs(float(an["aG"]) - np.sqrt(L) * (p_ * L - 1) / (L - 1)) < 1e-12
     p = random_params(np.random.default_rng(2))  # L = 7, V = 4 as in the other action tests
-    kw = {k: v for k, v in closed_kw(p).items() if k != "linear_scale"}
     for beta in (-1.3, 0.7, 4.0):
         for obj, push in itertools.product(("map", "post"), (False, True)):
             G = beta * th.shift_matrix(p.L)
             v = th.ek_action(
                 G, P=17.0, params=p, attention="softmax", objective=obj, pushforward=push
             )
-            vc = th.softmax_potential(beta, P=17.0, objective=obj, pushforward=push, **kw)
+            vc = th.softmax_potential(beta, P=17.0, params=p, objective=obj, pushforward=push)
             assert rel(v, vc) < TIGHT, (beta, obj, push)
 
 
@@ -221,8 +216,8 @@ def test_identity6_symmetries():
     p = random_params(rng, L=7, V=4)
     c1, cG = rng.normal(size=2)
     for obj in ("map", "post"):
-        a = th.linear_potential(c1, cG, P=30.0, objective=obj, **closed_kw(p))
-        b = th.linear_potential(-c1, -cG, P=30.0, objective=obj, **closed_kw(p))
+        a = th.linear_potential(c1, cG, P=30.0, params=p, objective=obj)
+        b = th.linear_potential(-c1, -cG, P=30.0, params=p, objective=obj)
         assert rel(a, b) < 1e-14
     S = jnp.roll(jnp.eye(7), 1, axis=0)  # cyclic relabelling of positions
     G = jnp.asarray(rng.normal(size=(7, 7)))

@@ -23,32 +23,31 @@ N_CURVE = 24  # theory_curve pads grids of <= 32 points: one compiled program pe
 @pytest.mark.slow
 def test_reported_minima_are_minima_and_the_global_one_beats_a_dense_grid():
     P = np.geomspace(50.0, 20000.0, N_CURVE)
-    kw = {k: v for k, v in PAPER.to_dict().items()}
     cur = th.theory_curve(PAPER, P, "linear")
     c = np.linspace(-3.0, 3.0, 601)
     C1, CG = np.meshgrid(c, c, indexing="ij")
     with jax.enable_x64(True):
         for i in (0, 9, 14, 17, 23):  # G = 0, pooling, crossover, copying
             p = P[i]
-            dense = np.asarray(th.linear_potential(jnp.asarray(C1), jnp.asarray(CG), P=p, **kw))
+            dense = np.asarray(th.linear_potential(jnp.asarray(C1), jnp.asarray(CG), P=p,
+                                                   params=PAPER))  # fmt: skip
             ok = cur["minima_valid"][i]
             assert ok[0] and cur["action"][i] <= dense.min() * (1 + 1e-12)
             for c1, cG in zip(cur["minima_c1"][i][ok], cur["minima_cG"][i][ok]):
                 x = jnp.array([c1, cG])
-                f = lambda z, p=p: th.linear_potential(z[0], z[1], P=p, **kw)  # noqa: E731
+                f = lambda z, p=p: th.linear_potential(z[0], z[1], P=p, params=PAPER)  # noqa: E731
                 g = np.asarray(jax.grad(f)(x))
                 H = np.asarray(jax.hessian(f)(x))
                 # Newton converges quadratically: the remaining step is at rounding level
                 assert np.linalg.norm(np.linalg.solve(H, g)) < 1e-9 * (1 + np.linalg.norm(x))
                 assert np.linalg.eigvalsh(H)[0] > -1e-8 * np.abs(H).max()
 
-    kws = {k: v for k, v in kw.items() if k != "linear_scale"}
     P = np.geomspace(300.0, 2000.0, N_CURVE)
     cur = th.theory_curve(PAPER, P, "softmax")
     beta = np.linspace(-10.0, 30.0, 40001)
     with jax.enable_x64(True):
         for i in range(0, N_CURVE, 3):
-            v = np.asarray(th.softmax_potential(jnp.asarray(beta), P=P[i], **kws))
+            v = np.asarray(th.softmax_potential(jnp.asarray(beta), P=P[i], params=PAPER))
             interior = (v[1:-1] < v[:-2]) & (v[1:-1] < v[2:])
             found = np.sort(cur["minima_beta"][i][cur["minima_valid"][i]])
             # the dense grid's discrete minima are the reported ones, to its spacing (1e-3)
@@ -57,10 +56,9 @@ def test_reported_minima_are_minima_and_the_global_one_beats_a_dense_grid():
 
 
 def test_keyword_minimisers_agree_with_the_curves():
-    kw = {k: v for k, v in SMALL.to_dict().items()}
     with jax.enable_x64(True):
-        lin = th.linear_minima(3.0, **kw)
-        soft = th.softmax_minima(19.8, **{k: v for k, v in kw.items() if k != "linear_scale"})
+        lin = th.linear_minima(3.0, params=SMALL)
+        soft = th.softmax_minima(19.8, params=SMALL)
     cl = th.theory_curve(SMALL, np.full(N_CURVE, 3.0), "linear")
     cs = th.theory_curve(SMALL, np.full(N_CURVE, 19.8), "softmax")
     assert abs(float(lin["cG"][0]) - cl["cG"][0]) < 1e-9 * abs(cl["cG"][0])

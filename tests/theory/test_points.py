@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from copyhead_jax import theory as th
-from copyhead_jax.theory.potentials import keyword_scales
 
 # compute-bound (theory batches at the paper's size): XLA's default optimisations (conftest)
 pytestmark = pytest.mark.xla_optimized
@@ -121,8 +120,8 @@ def test_identity11_asymptotic_laws():
     errs = []
     for L in (10, 100, 1000, 10000):
         with jax.enable_x64(True):
-            sc = keyword_scales(L, 5, {}, likelihood="per_sequence", linear_scale="none")
-            P = float(th.p_c1_closed_form(sc))
+            p = th.TheoryParams(L=L, V=5, likelihood="per_sequence", linear_scale="none")
+            P = float(th.p_c1_closed_form(p))
             lam1 = 1.0 + L / 5
         errs.append(abs(P * np.sqrt(30.0 * L * lam1**3 / 5) / 30.0 - 1))
     assert all(b < a for a, b in zip(errs, errs[1:])) and errs[-1] < 1e-3
