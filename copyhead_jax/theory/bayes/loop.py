@@ -1,0 +1,188 @@
+r"""Route A: the one-loop free-energy profile of the softmax head's attention weights (EK).
+
+docs/theory.md §13.7. At fixed order parameter $a$ the EK action (readout integrated out,
+all $D^2$ weights, :mod:`.exact`) is smallest on the copy ansatz $W_a$ (logits
+$\beta(a)G^*$, docs/theory.md §4); expanding it to second order in every other weight direction
+and integrating them out (coarea formula for the constraint $a_G(W)=a$),
+$$F_A(a)=\mathcal S(W_a)+\tfrac12\log\det\nolimits_{\perp}\!\big(\sigma_G^2H_T\big)+\log\lVert\nabla a_G\rVert,
+\qquad H_T=\nabla^2\mathcal S-\mu\nabla^2a_G,\quad \mu=\frac{d\mathcal S/d\beta}{da_G/d\beta},$$
+the determinant taken on the tangent space $\nabla a_G^\perp$ of the level set. The prior's
+$\log\det(\sigma_G^{-2}I)$ normalisation makes the null and gauge directions (no data curvature)
+contribute zero. $\mathcal S(W_a)=V_{\rm soft}(\beta)+\mathcal D$ in closed form (A1 is exact at
+token-independent logits); the Hessians are those of the EK action, its token average replaced by
+a sample closed under the $L$ cyclic shifts (:func:`~.exact.shifted_sample`), so the sampled
+action is exactly translation invariant and the Hessian is assembled from one column per
+translation orbit of weight entries (:func:`orbit_hessian`: $L+2V+V^2$ Hessian-vector products
+instead of $D^2$). Its sampling error is measured with independent samples.
+
+Where it must fail: the expansion is Gaussian in the logits about $W_a$. In the pooling basin the
+posterior's logit fluctuations are of prior size ($O(1)$, comparable with the softmax's scale),
+so the quadratic form misjudges what they cost (route B averages the softmax over them instead).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyhead_jax.theory.params import TheoryParams
+from copyhead_jax.theory.potentials import ansatz, soft_V
+
+from .exact import action, copy_weights, mean_copy_probability, shifted_sample
+
+
+def ek_sample(key, params: TheoryParams, n_base: int):
+    """``n_base`` i.i.d. uniform sequences and all their cyclic shifts: ``[n_base * L, L]``."""
+    return shifted_sample(jax.random.randint(key, (n_base, params.L), 0, params.V))
+
+
+def orbit_representatives(L: int, V: int) -> list[tuple[int, int]]:
+    """One weight entry ``(i, j)`` per orbit of the cyclic shifts of positions: positional block
+    ``(V, V + b)``, query-position/key-token ``(V, w)``, query-token/key-position ``(v, V)``, and
+    every token-token entry (fixed points)."""
+    reps = [(V, V + b) for b in range(L)] + [(V, w) for w in range(V)]
+    reps += [(v, V) for v in range(V)] + [(v, w) for v in range(V) for w in range(V)]
+    return reps
+
+
+def _shift_perm(L: int, V: int, k: int) -> np.ndarray:
+    return np.concatenate([np.arange(V), V + (np.arange(L) + k) % L])
+
+
+def orbit_hessian(hvp, L: int, V: int, chunk: int = 8) -> np.ndarray:
+    """The ``[D^2, D^2]`` Hessian of a translation-invariant function from ``hvp(E)`` on the orbit
+    representatives: the column of the shifted entry is the shifted column,
+    $H\\,\\tau^k e=\\tau^kHe$. Symmetrised (the sampled Hessian is symmetric up to rounding)."""
+    D = L + V
+    reps = orbit_representatives(L, V)
+    cols = []
+    for s in range(0, len(reps), chunk):
+        E = np.zeros((len(reps[s : s + chunk]), D, D))
+        for n, (i, j) in enumerate(reps[s : s + chunk]):
+            E[n, i, j] = 1.0
+        cols.append(np.asarray(hvp(jnp.asarray(E))))
+    cols = np.concatenate(cols)  # [n_reps, D, D]
+    H = np.zeros((D * D, D * D))
+    for n, (i, j) in enumerate(reps):
+        ks = range(L) if (i >= V or j >= V) else range(1)
+        for k in ks:
+            p = _shift_perm(L, V, k)
+            Hc = np.empty((D, D))
+            Hc[np.ix_(p, p)] = cols[n]
+            H[:, p[i] * D + p[j]] = Hc.ravel()
+    return 0.5 * (H + H.T)
+
+
+@functools.lru_cache(maxsize=4)
+def _hvps(params: TheoryParams):
+    def f(W, tokens, P):
+        return action(W, tokens, P, params)
+
+    def g(W, tokens):
+        return mean_copy_probability(W, tokens, params)
+
+    def hv(fun):
+        def one(W, E, *args):
+            return jax.jvp(lambda w: jax.grad(fun)(w, *args), (W,), (E,))[1]
+
+        return jax.jit(jax.vmap(one, in_axes=(None, 0) + (None,) * 2))
+
+    def hv_p(W, E, tokens):
+        return jax.jvp(lambda w: jax.grad(g)(w, tokens), (W,), (E,))[1]
+
+    return hv(f), jax.jit(jax.vmap(hv_p, in_axes=(None, 0, None))), jax.jit(jax.grad(g))
+
+
+def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
+    r"""$F_A$ at logits $\beta G^*$ (module docstring) and its parts, float64."""
+    L, V = params.L, params.V
+    hv_S, hv_p, grad_p = _hvps(params)
+    with jax.enable_x64(True):
+        W = copy_weights(beta, params)
+        Pj = jnp.asarray(P, jnp.float64)
+        H = orbit_hessian(lambda E: hv_S(W, E, tokens, Pj), L, V)
+        Hp = orbit_hessian(lambda E: hv_p(W, E, tokens), L, V)
+        gp = np.asarray(grad_p(W, tokens)).ravel()
+        sc = params.scales("post")
+        b = jnp.asarray(beta, jnp.float64)
+        dS = float(jax.grad(lambda x: soft_V(x, Pj, sc))(b))
+        S = float(soft_V(b, Pj, sc))
+        dp = float(jax.grad(lambda x: ansatz(x, jnp.asarray(float(L)))[0])(b))
+    # mu: multiplier of the constraint p = const (a_G is affine in p, the coarea factor uses p)
+    mu = dS / dp
+    HT = H - mu * Hp
+    n = gp / np.linalg.norm(gp)
+    Qm = np.linalg.qr(np.concatenate([n[:, None], np.eye(n.size)[:, :-1]], axis=1))[0][:, 1:]
+    w = np.linalg.eigvalsh(params.sigma_G**2 * (Qm.T @ HT @ Qm))
+    logdet = float(np.sum(np.log(np.abs(w))))
+    p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
+    aG = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+    # coarea: density of p; the constant Jacobian da/dp is the same for every point
+    F = S + 0.5 * logdet + math.log(np.linalg.norm(gp))
+    return {"beta": beta, "P": P, "aG": aG, "F": F, "S": S, "half_logdet": 0.5 * logdet,
+            "log_grad": math.log(np.linalg.norm(gp)), "mu": mu, "n_negative": int(np.sum(w <= 0)),
+            "min_eig": float(w.min())}  # fmt: skip
+
+
+def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
+    r"""$F_A(\beta;P)$ on a grid (module docstring): arrays ``[nP, nbeta]`` of ``F``, ``S``,
+    ``half_logdet``; the order-parameter Hessian (independent of $P$) is computed once per
+    $\beta$."""
+    L, V = params.L, params.V
+    hv_S, hv_p, grad_p = _hvps(params)
+    sc = params.scales("post")
+    out = {k: np.zeros((len(P_values), len(betas))) for k in ("F", "S", "half_logdet", "min_eig")}
+    aG = np.zeros(len(betas))
+    with jax.enable_x64(True):
+        for j, beta in enumerate(betas):
+            W = copy_weights(beta, params)
+            Hp = orbit_hessian(lambda E: hv_p(W, E, tokens), L, V)
+            gp = np.asarray(grad_p(W, tokens)).ravel()
+            n = gp / np.linalg.norm(gp)
+            Qm = np.linalg.qr(np.concatenate([n[:, None], np.eye(n.size)[:, :-1]], axis=1))[0][
+                :, 1:
+            ]
+            b = jnp.asarray(beta, jnp.float64)
+            dp = float(jax.grad(lambda x: ansatz(x, jnp.asarray(float(L)))[0])(b))
+            p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
+            aG[j] = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+            for i, P in enumerate(P_values):
+                Pj = jnp.asarray(P, jnp.float64)
+                H = orbit_hessian(lambda E: hv_S(W, E, tokens, Pj), L, V)
+                S = float(soft_V(b, Pj, sc))
+                mu = float(jax.grad(lambda x: soft_V(x, Pj, sc))(b)) / dp
+                w = np.linalg.eigvalsh(params.sigma_G**2 * (Qm.T @ (H - mu * Hp) @ Qm))
+                hl = 0.5 * float(np.sum(np.log(np.abs(w))))
+                out["F"][i, j] = S + hl + math.log(np.linalg.norm(gp))
+                out["S"][i, j], out["half_logdet"][i, j], out["min_eig"][i, j] = S, hl, w.min()
+    return {**out, "aG": aG, "beta": np.asarray(betas), "P": np.asarray(P_values)}
+
+
+def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
+    r"""Basins of a profile $F(\beta)$ given on a grid: cubic interpolation in $\beta$, local
+    minima, and $-\log\int_{\rm basin}e^{-F}\,da$ on each side of the barrier top ($a=a_G(\beta)$,
+    the integral over $a$ with $da/d\beta$)."""
+    from scipy.interpolate import CubicSpline
+
+    bf = np.linspace(beta[0], beta[-1], n_fine)
+    Ff = CubicSpline(beta, F)(bf)
+    p = 1.0 / (1.0 + np.exp(-(bf - math.log(L - 1.0))))
+    dadb = math.sqrt(L) * L / (L - 1.0) * p * (1.0 - p)
+    mins = [i for i in range(1, n_fine - 1) if Ff[i] < Ff[i - 1] and Ff[i] <= Ff[i + 1]]
+    out = {"minima_beta": bf[mins].tolist(), "minima_F": Ff[mins].tolist()}
+    if len(mins) >= 2:
+        i0, i1 = mins[0], mins[-1]
+        top = i0 + int(np.argmax(Ff[i0 : i1 + 1]))
+        g = -Ff + np.log(dadb)
+        db = bf[1] - bf[0]
+
+        def lse(x):
+            return float(np.max(x) + np.log(np.sum(np.exp(x - np.max(x))) * db))
+
+        out.update(F_pool=-lse(g[:top]), F_copy=-lse(g[top:]), barrier_beta=float(bf[top]),
+                   barrier=float(Ff[top] - max(Ff[i0], Ff[i1])))  # fmt: skip
+    return out
