@@ -26,18 +26,21 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 #: Default number of rows drawn (Monte-Carlo error of a moment ~ 1e-3 of its spread).
 N_ROWS = 1 << 15
 
 
 class RowDraws(NamedTuple):
-    """Fixed draws for the common-random-number Monte Carlo of one row (copy key = index 0)."""
+    """Fixed draws for the common-random-number Monte Carlo of one row (copy key = index 0),
+    with the token-only quantities every evaluation reuses computed once (:func:`row_draws`)."""
 
     n_key: Float[Array, "S L"]  # standard normals: positional noise of each key
-    n_tok: Float[Array, "S V"]  # standard normals: noise of each token value
-    tokens: Int[Array, "S L"]  # key tokens; the target is tokens[:, 0] (the copy key's token)
+    n_tok: Float[Array, "S L"]  # standard normals: noise of each key's token value (shared)
+    onehot: Float[Array, "S L V"]  # key tokens, one-hot; the target is the copy key's token
+    cv_dn: Float[Array, ""]  # mean n_t of the draws minus its expectation (control variate)
+    cv_dsig: Float[Array, ""]  # mean Sigma of the draws minus its expectation
 
 
 class RowNoise(NamedTuple):
@@ -62,10 +65,17 @@ def row_draws(key: Array, *, L: int, V: int, n: int = N_ROWS, dtype=None) -> Row
     """``n`` rows of standard normals and uniform tokens (``dtype``: float64 inside x64)."""
     k1, k2, k3 = jax.random.split(key, 3)
     dt = dtype or jnp.result_type(float)
+    tokens = jax.random.randint(k3, (n, L), 0, V)
+    per_value = jax.random.normal(k2, (n, V), dt)
+    onehot = jax.nn.one_hot(tokens, V, dtype=dt)
+    counts = jnp.sum(onehot[:, 1:], axis=1)  # [S, V]: non-copy keys per token value
+    n_t = jnp.sum(counts * onehot[:, 0], axis=1)
     return RowDraws(
         n_key=jax.random.normal(k1, (n, L), dt),
-        n_tok=jax.random.normal(k2, (n, V), dt),
-        tokens=jax.random.randint(k3, (n, L), 0, V),
+        n_tok=jnp.take_along_axis(per_value, tokens, axis=1),
+        onehot=onehot,
+        cv_dn=jnp.mean(n_t) - (L - 1.0) / V,
+        cv_dsig=jnp.mean(jnp.sum(counts**2, axis=1)) - (L - 1.0) * (1.0 + (L - 2.0) / V),
     )
 
 
@@ -73,17 +83,15 @@ def row_attention(beta, noise: RowNoise, draws: RowDraws) -> Float[Array, "S L"]
     """``A = softmax(z)`` of every drawn row (module docstring)."""
     L = draws.n_key.shape[1]
     sd_key = jnp.sqrt(jnp.concatenate([noise.v_copy[None], jnp.full((L - 1,), noise.v_other)]))
-    tok_noise = jnp.take_along_axis(draws.n_tok, draws.tokens, axis=1)  # [S, L]: n_tok[x_b]
-    z = draws.n_key * sd_key[None] + jnp.sqrt(noise.v_tok) * tok_noise
+    z = draws.n_key * sd_key[None] + jnp.sqrt(noise.v_tok) * draws.n_tok
     z = z.at[:, 0].add(beta)
     return jax.nn.softmax(z, axis=1)
 
 
 def row_moments(beta, noise: RowNoise, draws: RowDraws) -> RowMoments:
     """The five row moments by common-random-number Monte Carlo (module docstring)."""
-    V = draws.n_tok.shape[1]
     A = row_attention(beta, noise, draws)
-    onehot = jax.nn.one_hot(draws.tokens, V, dtype=A.dtype)  # [S, L, V]
+    onehot = draws.onehot
     m = jnp.einsum("sl,slv->sv", A, onehot)
     return RowMoments(
         p=jnp.mean(A[:, 0]),
@@ -130,13 +138,9 @@ def row_moments_cv(beta, noise: RowNoise, draws: RowDraws) -> RowMoments:
     $s_2=\bar p_o^2\Sigma+2p\bar p_on_t+p^2$, with $E[n_t]=(L-1)/V$,
     $E[\Sigma]=(L-1)(1+(L-2)/V)$, so $\hat m(\beta,0)-m_{\rm exact}$ is a closed form in the
     draws' two token averages (no second Monte Carlo pass)."""
-    L, V = draws.n_key.shape[1], draws.n_tok.shape[1]
+    L = draws.n_key.shape[1]
     m = row_moments(beta, noise, draws)
-    onehot = jax.nn.one_hot(draws.tokens, V, dtype=m.p.dtype)
-    counts = jnp.sum(onehot[:, 1:], axis=1)  # [S, V]: non-copy keys per token value
-    n_t = jnp.sum(counts * onehot[:, 0], axis=1)
-    dn = jnp.mean(n_t) - (L - 1.0) / V
-    dsig = jnp.mean(jnp.sum(counts**2, axis=1)) - (L - 1.0) * (1.0 + (L - 2.0) / V)
+    dn, dsig = draws.cv_dn, draws.cv_dsig
     p = jax.nn.sigmoid(beta - jnp.log(L - 1.0))
     po = (1.0 - p) / (L - 1.0)
     return m._replace(s2=m.s2 - po**2 * dsig - 2.0 * p * po * dn, t1=m.t1 - po * dn)
