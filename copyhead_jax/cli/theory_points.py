@@ -25,7 +25,8 @@ from .theory_options import (
 EPILOG_POINTS = """examples:
   copyhead theory points --preset paper
   copyhead theory points --preset paper-chi-lik --objective post --json
-  copyhead theory points --L 40 --V 8 --no-chi-in-readout-prior --linear-scale inv_sqrt_L"""
+  copyhead theory points --L 40 --V 8 --no-chi-in-readout-prior --linear-scale inv_sqrt_L
+  copyhead theory points --objective bayes --preset plain --L 15 --V 7 --attention softmax"""
 EPILOG_CURVE = """examples:
   copyhead theory curve --preset paper --attention softmax --out figs/curve
   copyhead theory curve --preset plain --P-min 1 --P-max 1e4 --no-plot --json"""
@@ -34,7 +35,8 @@ EPILOG_LANDSCAPE = """examples:
   copyhead theory landscape --attention linear --P 50 100 400 --no-plot --json"""
 EPILOG_SCALING = """examples:
   copyhead theory scaling --preset paper --L 10:32 --V 5
-  copyhead theory scaling --preset paper-chi-lik --L 25 --V 2:12 --json --no-plot"""
+  copyhead theory scaling --preset paper-chi-lik --L 25 --V 2:12 --json --no-plot
+  copyhead theory scaling --objective bayes --preset plain --attention softmax --L 8,12 --V 3,5"""
 
 
 def add_points_subparsers(sub) -> None:
@@ -43,10 +45,12 @@ def add_points_subparsers(sub) -> None:
         sub, "points", "every P* and the spinodals (docs/theory.md §5, §12)", EPILOG_POINTS
     )
     p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
-    common_flags(p)
+    common_flags(p, objectives=("map", "post", "bayes"))
+    from .theory_bayes import add_bayes_flags
     from .theory_beyond import add_source_flags
 
     add_source_flags(p)
+    add_bayes_flags(p)
     p.set_defaults(func=cmd_points)
 
     p = theory_subcommand(
@@ -75,7 +79,8 @@ def add_points_subparsers(sub) -> None:
         sub, "scaling", "P* over grids of L and V, fitted exponents, PNG", EPILOG_SCALING
     )
     p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
-    common_flags(p, ranges=True)
+    common_flags(p, ranges=True, objectives=("map", "post", "bayes"))
+    add_bayes_flags(p)
     p.add_argument("--out", default=None, help="PNG path")
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=cmd_scaling)
@@ -85,6 +90,10 @@ def cmd_points(args) -> dict[str, Any]:
     from ..theory.points import transition_points
     from .theory_beyond import cmd_points_beyond, needs_beyond
 
+    if args.objective == "bayes":  # the Bayesian transition, §13
+        from .theory_bayes import cmd_points_bayes
+
+        return cmd_points_bayes(args)
     if needs_beyond(args):  # Markov tokens or the causal mask: minimisers, §12
         return cmd_points_beyond(args, theory_params(args), jsonable)
     res = transition_points(theory_params(args), args.attention, args.objective)
@@ -169,6 +178,10 @@ def cmd_scaling(args) -> dict[str, Any]:
     from ..plots.theory import plot_scaling
     from ..theory.scaling import scaling_fits, scaling_table
 
+    if args.objective == "bayes":  # the law of the Bayesian transition, §13.10
+        from .theory_bayes import cmd_scaling_bayes
+
+        return cmd_scaling_bayes(args)
     params = theory_params(args, L=None, V=None)
     Ls = args.L or [params.L]
     Vs = args.V or [params.V]

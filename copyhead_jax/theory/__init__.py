@@ -26,6 +26,8 @@ Code map, in data-flow order:
 * ``sensitivity`` :func:`sensitivity` (log-log slope of every ``P*`` in every parameter, factor
                   of every switch), :func:`fit` (least squares in ``log P*`` over free
                   parameters, with the invariants that forbid an exact fit).
+* ``bayes/``      the Bayesian transition (§13): the entropy of the attention weights,
+                  route B (variational Gaussian), route A (one loop), :func:`bayes_points`.
 * ``plots``       figures (result in, ``Figure`` out); ``cli``: ``copyhead theory ...``.
 
 Precision: the closed forms and actions follow the dtype of their inputs; the entry points
@@ -48,6 +50,7 @@ from .action import (
     project,
     shift_matrix,
 )
+from .bayes import bayes_points
 from .beyond import beyond_points
 from .finite import finite_minima, finite_theory_minimum, nested_stats
 from .full import full_minimum
@@ -89,6 +92,7 @@ from .sensitivity import fit, sensitivity
 
 __all__ = [
     "basis",
+    "bayes_points",
     "beyond_points",
     "beta_of_aG",
     "copy_fraction",

@@ -4,10 +4,12 @@ Used to check route B's mean-field readout against the exact collapsed action
 (:mod:`.exact`): $E_q[\mathcal S(W)]$ by Monte Carlo over weight draws. The logit table
 $s(a,x_a;b,x_b)=G_{ab}+H_{x_ab}+K_{ax_b}+T_{x_ax_b}$ is drawn sector by sector with the covariances
 of §13.2 ($P_V=I_V-J_V/V$; the key-side projections are gauges and are dropped),
-$$G=\beta G^*+\sigma_G\sigma_p\,\bar C^{1/2}Z_G,\ \ H=\sqrt{\rho_H}\sigma_G\sigma_e\sigma_pP_VZ_H,\ \
+$$G=\beta G^*+\sigma_G\sigma_p\,\bar C^{1/2}Z_G,\ \
+ H=\sqrt{\rho_H}\sigma_G\sigma_e\sigma_pP_VZ_H,\ \
 K=\sqrt{\rho_K}\sigma_G\sigma_e\,\bar C^{1/2}Z_K,\ \ T=\sqrt{\rho_T}\sigma_G\sigma_e^2P_VZ_T,$$
 $Z$ standard normal except the rows of $Z_G$, whose copy entry has variance $\rho_c$ and the others
-$\rho_G$; the logit matrix $M$ holds $G,H,K,T$ in its four blocks and $W=T_\Sigma^{-1}MT_\Sigma^{-1}$.
+$\rho_G$; the logit matrix $M$ holds $G,H,K,T$ in its four blocks and
+$W=T_\Sigma^{-1}MT_\Sigma^{-1}$.
 """
 
 from __future__ import annotations
@@ -43,14 +45,26 @@ def draw_weights(key, beta, s: Spread, params: TheoryParams, n: int):
     PV = jnp.eye(V, dtype=dt) - jnp.ones((V, V), dt) / V
     ZG = jax.random.normal(kG, (n, L, L), dt) * sd_G[None]
     G = beta * Gs[None] + sG * sp * jnp.einsum("ac,ncb->nab", C12, ZG)
-    H = jnp.sqrt(s.rho_H) * sG * se * sp * jnp.einsum("uv,nvb->nub", PV,
-                                                      jax.random.normal(kH, (n, V, L), dt))  # fmt: skip
-    K = jnp.sqrt(s.rho_K) * sG * se * jnp.einsum("ac,ncw->naw", C12,
-                                                 jax.random.normal(kK, (n, L, V), dt))  # fmt: skip
-    T = jnp.sqrt(s.rho_T) * sG * se**2 * jnp.einsum("uv,nvw->nuw", PV,
-                                                    jax.random.normal(kT, (n, V, V), dt))  # fmt: skip
-    M = jnp.concatenate([jnp.concatenate([T, H], axis=2), jnp.concatenate([K, G], axis=2)],
-                        axis=1)  # fmt: skip
+    H = (
+        jnp.sqrt(s.rho_H)
+        * sG
+        * se
+        * sp
+        * jnp.einsum("uv,nvb->nub", PV, jax.random.normal(kH, (n, V, L), dt))
+    )
+    K = (
+        jnp.sqrt(s.rho_K)
+        * sG
+        * se
+        * jnp.einsum("ac,ncw->naw", C12, jax.random.normal(kK, (n, L, V), dt))
+    )
+    T = (
+        jnp.sqrt(s.rho_T)
+        * sG
+        * se**2
+        * jnp.einsum("uv,nvw->nuw", PV, jax.random.normal(kT, (n, V, V), dt))
+    )
+    M = jnp.concatenate([jnp.concatenate([T, H], axis=2), jnp.concatenate([K, G], axis=2)], axis=1)
     return jax.vmap(lambda m: weights_of_logits(m, params))(M)
 
 
@@ -64,7 +78,7 @@ def draw_weights_linear(key, c1, cG, rho, params: TheoryParams, n: int):
     from copyhead_jax import conventions as conv
 
     L, V = params.L, params.V
-    se, sp, sG = params.sigma_e, params.sigma_p, params.sigma_G
+    se, sG = params.sigma_e, params.sigma_G
     rr, col, row, perp, cp, rH, rK, rT = (float(r) for r in rho)
     dt = jnp.result_type(float)
     k = jax.random.split(key, 4)
@@ -74,21 +88,35 @@ def draw_weights_linear(key, c1, cG, rho, params: TheoryParams, n: int):
     Z0 = jax.random.normal(k[0], (n, L, L), dt)
     W0 = jnp.einsum("ab,nbc,cd->nad", Pi, Z0, Pi)
     wc = jnp.einsum("nab,ab->n", W0, c)[:, None, None] * c[None]
-    Z = (math.sqrt(rr) * jnp.einsum("ab,nbc,cd->nad", U, Z0, U)
-         + math.sqrt(col) * jnp.einsum("ab,nbc,cd->nad", U, Z0, Pi)
-         + math.sqrt(row) * jnp.einsum("ab,nbc,cd->nad", Pi, Z0, U)
-         + math.sqrt(perp) * (W0 - wc) + math.sqrt(cp) * wc)  # fmt: skip
+    Z = (
+        math.sqrt(rr) * jnp.einsum("ab,nbc,cd->nad", U, Z0, U)
+        + math.sqrt(col) * jnp.einsum("ab,nbc,cd->nad", U, Z0, Pi)
+        + math.sqrt(row) * jnp.einsum("ab,nbc,cd->nad", Pi, Z0, U)
+        + math.sqrt(perp) * (W0 - wc)
+        + math.sqrt(cp) * wc
+    )
     C12 = cbar_root(params, dt)
     B1, B2 = conv.basis(L, dt)
     ell = 1.0 / conv.linear_scale_divisor(L, params.linear_scale)
     G = ((c1 * B1 + cG * B2) / ell)[None] + sG * jnp.einsum("ab,nbc,cd->nad", C12, Z, C12)
     PV = jnp.eye(V, dtype=dt) - jnp.ones((V, V), dt) / V
-    H = math.sqrt(rH) * sG * se * jnp.einsum("uv,nvb,bc->nuc", PV,
-                                             jax.random.normal(k[1], (n, V, L), dt), C12)  # fmt: skip
-    K = math.sqrt(rK) * sG * se * jnp.einsum("ab,nbw,wv->nav", C12,
-                                             jax.random.normal(k[2], (n, L, V), dt), PV)  # fmt: skip
-    T = math.sqrt(rT) * sG * se**2 * jnp.einsum("uv,nvw,wx->nux", PV,
-                                                jax.random.normal(k[3], (n, V, V), dt), PV)  # fmt: skip
-    M = jnp.concatenate([jnp.concatenate([T, H], axis=2), jnp.concatenate([K, G], axis=2)],
-                        axis=1)  # fmt: skip
+    H = (
+        math.sqrt(rH)
+        * sG
+        * se
+        * jnp.einsum("uv,nvb,bc->nuc", PV, jax.random.normal(k[1], (n, V, L), dt), C12)
+    )
+    K = (
+        math.sqrt(rK)
+        * sG
+        * se
+        * jnp.einsum("ab,nbw,wv->nav", C12, jax.random.normal(k[2], (n, L, V), dt), PV)
+    )
+    T = (
+        math.sqrt(rT)
+        * sG
+        * se**2
+        * jnp.einsum("uv,nvw,wx->nux", PV, jax.random.normal(k[3], (n, V, V), dt), PV)
+    )
+    M = jnp.concatenate([jnp.concatenate([T, H], axis=2), jnp.concatenate([K, G], axis=2)], axis=1)
     return jax.vmap(lambda m: weights_of_logits(m, params))(M)

@@ -7,10 +7,12 @@ $$s_{ab}(X)=\phi_a^\top M\phi_b,\qquad M=TWT^\top,\qquad \phi_a=(x_a,e_a),$$
 so $s_{ab}=M_{x_ax_b}+M_{x_a,V+b}+M_{V+a,x_b}+M_{V+a,V+b}$: the four blocks of $M$ are the logit
 sectors $T,H,K,G$ before the gauge is removed. The readout integrated out exactly
 (docs/theory.md §3.3) leaves
-$$\mathcal S(W)=\mathcal Q(\mathcal A,\mathbf b)+\mathcal D(\mathcal A)+\frac{\lVert W\rVert^2}{2\sigma_G^2},\qquad
+$$\mathcal S(W)=\mathcal Q(\mathcal A,\mathbf b)+\mathcal D(\mathcal A)
++\frac{\lVert W\rVert^2}{2\sigma_G^2},\qquad
 \mathcal A=\frac1S\sum_\alpha\Psi_\alpha^\top A_\alpha^\top A_\alpha\Psi_\alpha,\quad
 \mathbf b=\frac1S\sum_\alpha\Psi_\alpha^\top A_\alpha^\top Y_\alpha ,$$
-$\Psi_\alpha=[\sigma_eX_\alpha,\sigma_pI_L]$, over a set of $S$ sequences; $\mathcal Q,\mathcal D$ are
+$\Psi_\alpha=[\sigma_eX_\alpha,\sigma_pI_L]$, over a set of $S$ sequences;
+$\mathcal Q,\mathcal D$ are
 evaluated at a given $P$ (``theory.action.solve_QD``). With the training set itself ($S=P$) this
 is the exact finite-$P$ collapsed energy $U_m$ of docs/theory.md §9.1 up to a constant (tested
 against ``collapsed.marginal_energy``); with a large sample standing in for the token law it is

@@ -18,22 +18,22 @@ import numpy as np
 from copyhead_jax.theory.params import TheoryParams
 from copyhead_jax.theory.scaling import PAPER_LAWS, fit_law, fit_power_law, t_quantile
 
-from .solve import VariationalSettings, transition
+from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
 
 
-def scaling_table(preset: str, Ls, Vs, *, n_rows: int = 1 << 14, replicas: int = 2) -> list[dict]:
-    """Route B's $P^*_{a_G}$ (and the EK points) on every ``(L, V)``."""
+def scaling_table(base: TheoryParams, Ls, Vs, *, n_rows: int = DEFAULT_ROWS,
+                  replicas: int = 2) -> list[dict]:  # fmt: skip
+    """Route B's $P^*_{a_G}$ (each replica) and the EK points on every ``(L, V)`` of ``base``."""
     rows = []
     for V in Vs:
         for L in Ls:
-            p = TheoryParams.preset(preset, L=int(L), V=int(V))
-            runs = [
-                transition(p, VariationalSettings(n_rows=n_rows, seed=s)) for s in range(replicas)
-            ]
-            vals = [r["P_star"] if r["first_order"] else r["P_star_crossover"] for r in runs]
-            rows.append({"L": int(L), "V": int(V), "P_bayes": vals,
+            p = base.replace(L=int(L), V=int(V))
+            ek = ek_points(p)
+            runs = [transition(p, VariationalSettings(n_rows=n_rows, seed=s), ek=ek)
+                    for s in range(replicas)]  # fmt: skip
+            rows.append({"L": int(L), "V": int(V), "P_bayes": [point(r) for r in runs],
                          "first_order": [r["first_order"] for r in runs],
-                         "ek_map": runs[0]["ek"]["map"], "ek_post": runs[0]["ek"]["post"]})  # fmt: skip
+                         "ek_map": ek["map"], "ek_post": ek["post"]})  # fmt: skip
     return rows
 
 
@@ -46,8 +46,13 @@ def joint_fit(L, V, y, *, level: float = 0.95) -> dict:
     coef, *_ = np.linalg.lstsq(X, ly, rcond=None)
     res = ly - X @ coef
     n, k = X.shape
-    out = {"n": int(n), "k_L": float(coef[1]), "k_V": float(coef[2]), "C": float(math.exp(coef[0])),
-           "r2": float(1.0 - res @ res / np.sum((ly - ly.mean()) ** 2))}  # fmt: skip
+    out = {
+        "n": int(n),
+        "k_L": float(coef[1]),
+        "k_V": float(coef[2]),
+        "C": float(math.exp(coef[0])),
+        "r2": float(1.0 - res @ res / np.sum((ly - ly.mean()) ** 2)),
+    }
     if n > k:
         s2 = res @ res / (n - k)
         se = np.sqrt(np.diag(s2 * np.linalg.inv(X.T @ X)))
@@ -58,24 +63,36 @@ def joint_fit(L, V, y, *, level: float = 0.95) -> dict:
     return out
 
 
-def fit_law_table(rows: list[dict]) -> dict:
+def fit_law_table(rows: list[dict], likelihood: str = "per_sequence") -> dict:
     """Fits of every column (route B, EK MAP, EK post) of a :func:`scaling_table`: joint, per
-    axis, and the paper's $P^*_{a_G}$ law ($L\\ln^2L$, i.e. $\\ln^2L$ per sequence)."""
+    axis, and the paper's $P^*_{a_G}$ law: $L\\ln^2L$ under the per-position likelihood (the
+    paper's reading), $\\ln^2L$ per sequence (the same law with $P$ counted in sequences)."""
+    per_position = likelihood == "per_position"
     L = np.array([r["L"] for r in rows], float)
     V = np.array([r["V"] for r in rows], float)
-    cols = {"bayes_B": np.array([np.exp(np.mean(np.log([v for v in r["P_bayes"] if v])))
-                                 if any(r["P_bayes"]) else np.nan for r in rows]),
-            "ek_map": np.array([r["ek_map"] or np.nan for r in rows], float),
-            "ek_post": np.array([r["ek_post"] or np.nan for r in rows], float)}  # fmt: skip
+    cols = {
+        "bayes_B": np.array(
+            [
+                np.exp(np.mean(np.log([v for v in r["P_bayes"] if v])))
+                if any(r["P_bayes"])
+                else np.nan
+                for r in rows
+            ]
+        ),
+        "ek_map": np.array([r["ek_map"] or np.nan for r in rows], float),
+        "ek_post": np.array([r["ek_post"] or np.nan for r in rows], float),
+    }
     out = {}
     for name, y in cols.items():
         f = {"joint": joint_fit(L, V, y)}
         f["per_V"] = {int(v): fit_power_law(L[V == v], y[V == v]) for v in np.unique(V)}
         f["per_L"] = {int(l): fit_power_law(V[L == l], y[L == l]) for l in np.unique(L)}
         lname, law = PAPER_LAWS["P_aG"]
-        f["paper_law"] = {"law": lname + " (per position; ln^2 L per sequence)",
-                          **fit_law(y, np.log(L) ** 2)}  # fmt: skip
-        f["ln2L_plus_V"] = _two_term(L, V, y)
+        f["paper_law"] = {
+            "law": lname if per_position else "ln^2 L (L ln^2 L per position)",
+            **fit_law(y, law(L, V) if per_position else np.log(L) ** 2),
+        }
+        f["ln2L_plus_V"] = _two_term(L, V, y / L if per_position else y)
         out[name] = f
     return out
 
@@ -87,5 +104,8 @@ def _two_term(L, V, y) -> dict:
     X = np.stack([np.log(L[ok]) ** 2, V[ok]], axis=1)
     coef, *_ = np.linalg.lstsq(X, y[ok], rcond=None)
     pred = X @ coef
-    return {"a": float(coef[0]), "b": float(coef[1]),
-            "max_ratio_error": float(np.max(np.abs(pred / y[ok] - 1.0)))}  # fmt: skip
+    return {
+        "a": float(coef[0]),
+        "b": float(coef[1]),
+        "max_ratio_error": float(np.max(np.abs(pred / y[ok] - 1.0))),
+    }

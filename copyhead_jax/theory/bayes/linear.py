@@ -3,7 +3,8 @@ r"""Route B for linear attention: the variational free energy and the posterior 
 docs/theory.md §13.8. Linear attention $A=\ell s$ is linear in the weights, so under a Gaussian
 $q$ every moment the readout needs is a closed form (no Monte Carlo). The logit table
 $s=G_{ab}+H_{x_ab}+K_{ax_b}+T_{x_ax_b}$ has no gauge here (row sums matter); $q$ has mean
-$\bar s=(c_1B_1+c_GB_2)/\ell$ and, in the prior-whitened coordinates $G=\sigma_G\bar C^{1/2}Z\bar C^{1/2}$,
+$\bar s=(c_1B_1+c_GB_2)/\ell$ and, in the prior-whitened coordinates
+$G=\sigma_G\bar C^{1/2}Z\bar C^{1/2}$,
 variance ratios on the blocks of $Z$ split by $u=\mathbf 1/\sqrt L$ and $\Pi=I-uu^\top$ on each
 side: the mean direction $uu^\top$ (``rr``), the column pattern $uu^\top\!\otimes\Pi$ (``col``),
 the row-sum pattern $\Pi\otimes uu^\top$ (``row``), the copy direction $c=G^*\Pi/\sqrt{L-1}$

@@ -4,7 +4,8 @@ docs/theory.md §13.7. At fixed order parameter $a$ the EK action (readout integ
 all $D^2$ weights, :mod:`.exact`) is smallest on the copy ansatz $W_a$ (logits
 $\beta(a)G^*$, docs/theory.md §4); expanding it to second order in every other weight direction
 and integrating them out (coarea formula for the constraint $a_G(W)=a$),
-$$F_A(a)=\mathcal S(W_a)+\tfrac12\log\det\nolimits_{\perp}\!\big(\sigma_G^2H_T\big)+\log\lVert\nabla a_G\rVert,
+$$F_A(a)=\mathcal S(W_a)
++\tfrac12\log\det\nolimits_{\perp}\!\big(\sigma_G^2H_T\big)+\log\lVert\nabla a_G\rVert,
 \qquad H_T=\nabla^2\mathcal S-\mu\nabla^2a_G,\quad \mu=\frac{d\mathcal S/d\beta}{da_G/d\beta},$$
 the determinant taken on the tangent space $\nabla a_G^\perp$ of the level set. The prior's
 $\log\det(\sigma_G^{-2}I)$ normalisation makes the null and gauge directions (no data curvature)

@@ -17,7 +17,7 @@ import scipy.optimize as so
 
 from ..params import TheoryParams
 from .rows import RowDraws, p_of_aG
-from .solve import BOUNDS, VariationalSettings
+from .solve import BOUNDS, DEFAULT_SETTINGS, VariationalSettings
 from .variational import free_energy_terms
 
 
@@ -37,11 +37,17 @@ def _aG_grad(params: TheoryParams, cv: bool):
     return jax.jit(jax.grad(aG))
 
 
-def basin_variance(x, P: float, params: TheoryParams, draws: RowDraws,
-                   settings: VariationalSettings = VariationalSettings()) -> dict:  # fmt: skip
+def basin_variance(
+    x,
+    P: float,
+    params: TheoryParams,
+    draws: RowDraws,
+    settings: VariationalSettings = DEFAULT_SETTINGS,
+) -> dict:
     r"""Posterior variance of $a_G$ in a basin from the curvature of its profile (§13.9).
 
-    Near the basin's minimum $x^*$, $\mathcal F_q\approx\mathcal F^*+\tfrac12\delta x^\top H\delta x$
+    Near the basin's minimum $x^*$,
+    $\mathcal F_q\approx\mathcal F^*+\tfrac12\delta x^\top H\delta x$
     and $a_G\approx a^*+g^\top\delta x$; the profile $F(a)=\min\{\mathcal F_q: a_G=a\}$ is then
     $F^*+(a-a^*)^2/(2g^\top H^{-1}g)$, the free energy of a Gaussian law of $a_G$ with variance
     $\mathrm{Var}(a_G)=g^\top H^{-1}g$, and the susceptibility (docs/theory.md §9.7) is
@@ -60,7 +66,8 @@ def basin_variance(x, P: float, params: TheoryParams, draws: RowDraws,
 def _profile_compiled(params: TheoryParams, cv: bool, n_inner: int = 10):
     """Value and gradient in ``y = log rho`` of $F(\\beta^*(y),y)$ with $\\beta^*$ solving
     $\\bar p(\\beta,y)=p_t$ (Newton on the log-odds, warm start ``b0``); the gradient by the
-    implicit function theorem, $\\nabla_yF-\\partial_\\beta F\\,\\nabla_y\\bar p/\\partial_\\beta\\bar p$."""
+    implicit function theorem,
+    $\\nabla_yF-\\partial_\\beta F\\,\\nabla_y\\bar p/\\partial_\\beta\\bar p$."""
     from .rows import row_attention
     from .variational import row_noise, spread_of
 
@@ -86,8 +93,14 @@ def _profile_compiled(params: TheoryParams, cv: bool, n_inner: int = 10):
     return jax.jit(fun)
 
 
-def profile(P: float, a_values, params: TheoryParams, draws: RowDraws,
-            settings: VariationalSettings = VariationalSettings(), y0=None) -> dict:  # fmt: skip
+def profile(
+    P: float,
+    a_values,
+    params: TheoryParams,
+    draws: RowDraws,
+    settings: VariationalSettings = DEFAULT_SETTINGS,
+    y0=None,
+) -> dict:
     r"""$F(a;P)=\min\{\mathcal F_q(\beta,\rho): a_G(\beta,\rho)=a\}$ on ``a_values`` (increasing),
     continued from the first value (``y0``: its start in log rho, default the prior's): the
     Landau free energy of route B in the units of $-\log p(a_G=a\mid\text{data})$ up to a
@@ -105,13 +118,20 @@ def profile(P: float, a_values, params: TheoryParams, draws: RowDraws,
             state = {"b": b}
 
             def f(yy):
-                v, g, bb, _ = fun(jnp.asarray(yy), jnp.asarray(state["b"], jnp.float64), p_t, Pj,
-                                  draws)  # fmt: skip
+                v, g, bb, _ = fun(
+                    jnp.asarray(yy), jnp.asarray(state["b"], jnp.float64), p_t, Pj, draws
+                )
                 state["b"] = float(bb)
                 return float(v), np.asarray(g, np.float64)
 
-            r = so.minimize(f, y, jac=True, method="L-BFGS-B", bounds=BOUNDS[1:],
-                            options=dict(maxiter=500, ftol=1e-13, gtol=1e-7))  # fmt: skip
+            r = so.minimize(
+                f,
+                y,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=BOUNDS[1:],
+                options=dict(maxiter=500, ftol=1e-13, gtol=1e-7),
+            )
             y, b = r.x, state["b"]
             _, _, _, pb = fun(jnp.asarray(y), jnp.asarray(b, jnp.float64), p_t, Pj, draws)
             out["a"].append(float(a))

@@ -54,6 +54,9 @@ class VariationalSettings:
     control_variate: bool = True
 
 
+DEFAULT_SETTINGS = VariationalSettings()
+
+
 def make_draws(params: TheoryParams, settings: VariationalSettings) -> RowDraws:
     """The common random numbers of one replica (float64)."""
     with jax.enable_x64(True):
@@ -95,14 +98,25 @@ def minimise(x0, P: float, params: TheoryParams, draws: RowDraws, *, cv: bool = 
             v, g, _, _ = run(jnp.asarray(x), Pj, draws)
             return float(v), np.asarray(g, dtype=np.float64)
 
-        r = so.minimize(fun, np.asarray(x0, float), jac=True, method="L-BFGS-B", bounds=BOUNDS,
-                        options=dict(maxiter=400, ftol=1e-13, gtol=1e-7))  # fmt: skip
+        r = so.minimize(
+            fun,
+            np.asarray(x0, float),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=BOUNDS,
+            options=dict(maxiter=400, ftol=1e-13, gtol=1e-7),
+        )
         v, _, dlogP, terms = run(jnp.asarray(r.x), Pj, draws)
     lo, hi = np.array(BOUNDS).T
     inside = bool(np.all((r.x > lo + 1e-6) & (r.x < hi - 1e-6)))
     out = {"F": float(v), **{k: float(u) for k, u in terms.items()}}
-    return {"x": r.x, **out, "dF_dlogP": float(dlogP), "ok": bool(r.success) and inside,
-            "n_eval": int(r.nfev)}  # fmt: skip
+    return {
+        "x": r.x,
+        **out,
+        "dF_dlogP": float(dlogP),
+        "ok": bool(r.success) and inside,
+        "n_eval": int(r.nfev),
+    }
 
 
 def _pair(P: float, pool: dict, copy: dict, L: int) -> dict:
@@ -110,9 +124,14 @@ def _pair(P: float, pool: dict, copy: dict, L: int) -> dict:
     lo, hi = sorted((pool, copy), key=lambda m: m["aG"])
     distinct = abs(hi["aG"] - lo["aG"]) > DISTINCT_FRACTION * math.sqrt(L)
     both = bool(distinct and lo["ok"] and hi["ok"])
-    return {"P": float(P), "pool": lo, "copy": hi, "both": both,
-            "dF": hi["F"] - lo["F"] if both else None,
-            "lower_aG": lo["aG"] if lo["F"] <= hi["F"] else hi["aG"]}  # fmt: skip
+    return {
+        "P": float(P),
+        "pool": lo,
+        "copy": hi,
+        "both": both,
+        "dF": hi["F"] - lo["F"] if both else None,
+        "lower_aG": lo["aG"] if lo["F"] <= hi["F"] else hi["aG"],
+    }
 
 
 def basins(P: float, params: TheoryParams, draws: RowDraws, *, cv: bool = True, x0=None) -> dict:
@@ -176,9 +195,14 @@ def _track(grid, x_start, params, draws, cv) -> list[dict]:
 COARSE = 8
 
 
-def transition(params: TheoryParams, settings: VariationalSettings = VariationalSettings(), *,
-               P_range: tuple[float, float] | None = None, n_scan: int = 9,
-               ek: dict | None = None) -> dict:  # fmt: skip
+def transition(
+    params: TheoryParams,
+    settings: VariationalSettings = DEFAULT_SETTINGS,
+    *,
+    P_range: tuple[float, float] | None = None,
+    n_scan: int = 9,
+    ek: dict | None = None,
+) -> dict:
     r"""Route B's Bayesian $P^*_{a_G}$ of one configuration (module docstring).
 
     The search of :func:`locate` runs on ``n_rows / COARSE`` rows (its own draws); a first-order
@@ -189,15 +213,22 @@ def transition(params: TheoryParams, settings: VariationalSettings = Variational
     """
     ek = ek_points(params) if ek is None else ek
     coarse_settings = dataclasses.replace(settings, n_rows=max(settings.n_rows // COARSE, 256))
-    coarse = locate(params, make_draws(params, coarse_settings), ek=ek, P_range=P_range,
-                    n_scan=n_scan, cv=settings.control_variate)  # fmt: skip
+    coarse = locate(
+        params,
+        make_draws(params, coarse_settings),
+        ek=ek,
+        P_range=P_range,
+        n_scan=n_scan,
+        cv=settings.control_variate,
+    )
     draws = make_draws(params, settings)
     out = None
     if coarse["first_order"] and coarse["converged"]:
         out = _polish(coarse, params, draws, settings.control_variate)
     if out is None:
-        out = locate(params, draws, ek=ek, P_range=P_range, n_scan=n_scan,
-                     cv=settings.control_variate)  # fmt: skip
+        out = locate(
+            params, draws, ek=ek, P_range=P_range, n_scan=n_scan, cv=settings.control_variate
+        )
         out.pop("last_probe")
         out["polished"] = False
     out["inputs"] = {**params.to_dict(), **dataclasses.asdict(settings)}
@@ -221,8 +252,14 @@ def _polish(coarse: dict, params, draws, cv, n_steps: int = 8) -> dict | None:
         x0 = np.stack([s["pool"]["x"], s["copy"]["x"]])
         if abs(s["dF"]) < 1e-6:
             out = {k: v for k, v in coarse.items() if k not in ("scan", "last_probe")}
-            out.update(P_star=math.exp(t), converged=True, polished=True, n_eval=n_eval,
-                       at_root=_public(s), bracket=None)  # fmt: skip
+            out.update(
+                P_star=math.exp(t),
+                converged=True,
+                polished=True,
+                n_eval=n_eval,
+                at_root=_public(s),
+                bracket=None,
+            )
             return out
         slope = s["copy"]["dF_dlogP"] - s["pool"]["dF_dlogP"]
         if slope >= 0:  # the copy basin must gain on the pooling one as P grows
@@ -231,24 +268,32 @@ def _polish(coarse: dict, params, draws, cv, n_steps: int = 8) -> dict | None:
     return None
 
 
-def locate(params: TheoryParams, draws: RowDraws, *, ek: dict, cv: bool = True,
-           P_range: tuple[float, float] | None = None, n_scan: int = 9, n_bisect: int = 6,
-           n_refine: int = 8) -> dict:  # fmt: skip
+def locate(
+    params: TheoryParams,
+    draws: RowDraws,
+    *,
+    ek: dict,
+    cv: bool = True,
+    P_range: tuple[float, float] | None = None,
+    n_scan: int = 9,
+    n_bisect: int = 6,
+    n_refine: int = 8,
+) -> dict:
     r"""The search of :func:`transition` on one draw set.
 
-    On ``n_scan`` log-spaced $P$ (default range: the EK posterior point times [0.8, 4]) the
-    pooling basin is followed upward from the pooling start and the copy basin downward from
-    the copy start, each minimum warm-started from its neighbour's (a branch that ends at its
-    spinodal falls into the other basin: then only one basin exists there). Where
-    $\Delta F=\mathcal F_{
-m copy}-\mathcal F_{
-m pool}$ changes sign between neighbours with
-    both basins present, $\Delta F=0$ is solved by safeguarded Newton in $\log P$
-    ($d\mathcal F/d\log P$ by the envelope theorem): **first order**. Where the lower basin's
-    $a_G$ jumps by more than $\sqrt L/4$ without such a bracket, the jump is bisected (cold
-    starts) until one appears; failing that, the jump's midpoint is reported with
-    ``first_order = False`` (the switch sits at a spinodal). Without a jump the lower basin's
-    $a_G$ rises smoothly: a **crossover**, at its steepest point in $\log P$.
+        On ``n_scan`` log-spaced $P$ (default range: the EK posterior point times [0.8, 4]) the
+        pooling basin is followed upward from the pooling start and the copy basin downward from
+        the copy start, each minimum warm-started from its neighbour's (a branch that ends at its
+        spinodal falls into the other basin: then only one basin exists there). Where
+        $\Delta F=\mathcal F_{
+    m copy}-\mathcal F_{
+    m pool}$ changes sign between neighbours with
+        both basins present, $\Delta F=0$ is solved by safeguarded Newton in $\log P$
+        ($d\mathcal F/d\log P$ by the envelope theorem): **first order**. Where the lower basin's
+        $a_G$ jumps by more than $\sqrt L/4$ without such a bracket, the jump is bisected (cold
+        starts) until one appears; failing that, the jump's midpoint is reported with
+        ``first_order = False`` (the switch sits at a spinodal). Without a jump the lower basin's
+        $a_G$ rises smoothly: a **crossover**, at its steepest point in $\log P$.
     """
     if P_range is None:
         P_range = (0.8 * ek["post"], 4.0 * ek["post"])
@@ -288,18 +333,29 @@ m pool}$ changes sign between neighbours with
                 pair = (lo, hi)
                 break
         if pair is None:
-            out.update(P_star=math.sqrt(lo["P"] * hi["P"]), first_order=False, converged=False,
-                       bracket=[lo["P"], hi["P"]])  # fmt: skip
+            out.update(
+                P_star=math.sqrt(lo["P"] * hi["P"]),
+                first_order=False,
+                converged=False,
+                bracket=[lo["P"], hi["P"]],
+            )
     if pair is not None:
         t, conv = _refine_root(pair[0], pair[1], params, draws, cv, n_refine, probes)
-        out.update(P_star=math.exp(t), first_order=True, converged=conv,
-                   bracket=[pair[0]["P"], pair[1]["P"]])  # fmt: skip
+        out.update(
+            P_star=math.exp(t),
+            first_order=True,
+            converged=conv,
+            bracket=[pair[0]["P"], pair[1]["P"]],
+        )
     elif out["P_star"] is None:
         t = np.log(grid)
         slope = np.diff(aG) / np.diff(t)
         j = int(np.argmax(slope))
-        out.update(P_star_crossover=float(np.exp(0.5 * (t[j] + t[j + 1]))), first_order=False,
-                   crossover_slope=float(slope[j]))  # fmt: skip
+        out.update(
+            P_star_crossover=float(np.exp(0.5 * (t[j] + t[j + 1]))),
+            first_order=False,
+            crossover_slope=float(slope[j]),
+        )
     both = sorted(s["P"] for s in probes if s["both"])
     out["coexistence_seen"] = [both[0], both[-1]] if both else None
     out["n_probes"] = len(probes)
@@ -312,8 +368,12 @@ m pool}$ changes sign between neighbours with
 def _public(s: dict) -> dict:
     """A probe as plain Python (JSON-ready)."""
     basin = ("x", "F", "aG", "Q", "D", "R", "KL", "ok")
-    return {"P": s["P"], "both": s["both"], "dF": s["dF"],
-            **{b: {k: np.asarray(s[b][k]).tolist() for k in basin} for b in ("pool", "copy")}}  # fmt: skip
+    return {
+        "P": s["P"],
+        "both": s["both"],
+        "dF": s["dF"],
+        **{b: {k: np.asarray(s[b][k]).tolist() for k in basin} for b in ("pool", "copy")},
+    }
 
 
 def point(s: dict) -> float | None:

@@ -6,7 +6,8 @@ symmetries up to five ratios to the prior, $\rho=(\rho_G,\rho_c,\rho_H,\rho_K,\r
 sector of the logit table $s(a,x_a;b,x_b)=G_{ab}+H_{x_ab}+K_{ax_b}+T_{x_ax_b}$ ($\rho_c$: the
 copy entries $G_{a,a-1}$). Its free energy in the EK limit, with the readout integrated out at the
 noise-averaged population moments (mean-field readout, §13.3),
-$$\mathcal F_q(\beta,\rho;P)=\mathcal Q(\bar{\mathcal A},\bar{\mathbf b})+\mathcal D(\bar{\mathcal A})
+$$\mathcal F_q(\beta,\rho;P)=\mathcal Q(\bar{\mathcal A},\bar{\mathbf b})
++\mathcal D(\bar{\mathcal A})
 +\frac{(L-1)\beta^2}{2\sigma_G^2\sigma_p^4}+\mathrm{KL}(\rho),\qquad
 \mathrm{KL}(\rho)=\sum_k\frac{n_k}2\,(\rho_k-1-\log\rho_k),$$
 is an upper bound on $-\log$ of the posterior mass it describes (Gibbs; concavity of
@@ -122,7 +123,8 @@ def data_terms(m: RowMoments, P, params: TheoryParams):
 
 
 def mean_cost(beta, params: TheoryParams):
-    r"""$\mathcal R_{\rm soft}(\beta G^*)=(L-1)\beta^2/(2\sigma_G^2\sigma_p^4)$ (docs/theory.md §4)."""
+    r"""$\mathcal R_{\rm soft}(\beta G^*)=(L-1)\beta^2/(2\sigma_G^2\sigma_p^4)$
+    (docs/theory.md §4)."""
     return (params.L - 1.0) * beta**2 / (2.0 * params.sigma_G**2 * params.sigma_p**4)
 
 

@@ -24,9 +24,11 @@ L, V, P = 6, 3, 40
 
 
 def _engine(preset):
-    cfg = PRESETS[preset].replace(task=dict(L=L, V=V), train=dict(train_embeddings=False),
-                                  model=dict(width=float("inf"), engine="reduced",
-                                             attention="softmax"))  # fmt: skip
+    cfg = PRESETS[preset].replace(
+        task=dict(L=L, V=V),
+        train=dict(train_embeddings=False),
+        model=dict(width=float("inf"), engine="reduced", attention="softmax"),
+    )
     T = prior_root(cfg.model, V=V, L=L)
     head = reduced_head(T, jnp.zeros((V + L, V + L)), jnp.zeros((V, V + L)), head_template(cfg))
     return cfg, head, Objective.from_config(cfg)
@@ -66,16 +68,30 @@ def test_token_independent_logits_reduce_to_the_A1_action():
         ours = [float(action(copy_weights(b, params), tokens, P, params)) for b in betas]
         from copyhead_jax.theory.action import shift_matrix
 
-        a1 = [float(finite_action(b * shift_matrix(L), tokens=tokens, params=params,
-                                  attention="softmax", objective="post")) for b in betas]  # fmt: skip
+        a1 = [
+            float(
+                finite_action(
+                    b * shift_matrix(L),
+                    tokens=tokens,
+                    params=params,
+                    attention="softmax",
+                    objective="post",
+                )
+            )
+            for b in betas
+        ]
     # The minimum-norm W of a logit matrix has prior cost R_soft only after the gauge and null
     # directions are removed; copy_weights puts the copy logits on the positional block alone,
     # whose norm differs from R_soft by a quadratic in beta: compare Q + D alone instead.
     from copyhead_jax.theory.bayes.exact import action_terms
 
     with jax.enable_x64(True):
-        qd = [float(sum(action_terms(copy_weights(b, params), tokens, P, params)[k]
-                        for k in ("Q", "D"))) for b in betas]  # fmt: skip
+        qd = [
+            float(
+                sum(action_terms(copy_weights(b, params), tokens, P, params)[k] for k in ("Q", "D"))
+            )
+            for b in betas
+        ]
         qd_a1 = [a - (L - 1) * b**2 / 2.0 for a, b in zip(a1, betas)]
     np.testing.assert_allclose(qd, qd_a1, rtol=1e-10)
     assert ours  # the full action evaluates at the same points

@@ -24,7 +24,7 @@ from copyhead_jax.theory.potentials import linear_potential
 def _sample_tables(key, rho, p, n):
     """Logit tables (G, H, K, T) from the linear q with zero mean (module docstring)."""
     L, V = p.L, p.V
-    se, sp, sG = p.sigma_e, p.sigma_p, p.sigma_G
+    se, sG = p.sigma_e, p.sigma_G
     rr, col, row, perp, cp, rH, rK, rT = rho
     k = jax.random.split(key, 5)
     u = jnp.ones((L, 1)) / math.sqrt(L)
@@ -33,10 +33,13 @@ def _sample_tables(key, rho, p, n):
     Z0 = jax.random.normal(k[0], (n, L, L))
     W0 = jnp.einsum("ab,nbc,cd->nad", Pi, Z0, Pi)
     wc = jnp.einsum("nab,ab->n", W0, c)[:, None, None] * c[None]
-    Z = (math.sqrt(rr) * jnp.einsum("ab,nbc,cd->nad", U, Z0, U)
-         + math.sqrt(col) * jnp.einsum("ab,nbc,cd->nad", U, Z0, Pi)
-         + math.sqrt(row) * jnp.einsum("ab,nbc,cd->nad", Pi, Z0, U)
-         + math.sqrt(perp) * (W0 - wc) + math.sqrt(cp) * wc)  # fmt: skip
+    Z = (
+        math.sqrt(rr) * jnp.einsum("ab,nbc,cd->nad", U, Z0, U)
+        + math.sqrt(col) * jnp.einsum("ab,nbc,cd->nad", U, Z0, Pi)
+        + math.sqrt(row) * jnp.einsum("ab,nbc,cd->nad", Pi, Z0, U)
+        + math.sqrt(perp) * (W0 - wc)
+        + math.sqrt(cp) * wc
+    )
     C12 = cbar_root(p)
     G = sG * jnp.einsum("ab,nbc,cd->nad", C12, Z, C12)
     PV = jnp.eye(V) - jnp.ones((V, V)) / V
@@ -71,9 +74,12 @@ def test_noise_moments_match_sampled_tables():
         G, H, K, T = _sample_tables(jax.random.PRNGKey(0), rho, p, n)
         tok = jax.random.randint(jax.random.PRNGKey(1), (n, L), 0, V)
         X = jax.nn.one_hot(tok, V)
-        s = (G + jnp.take_along_axis(H, tok[:, :, None].repeat(L, 2), axis=1)
-             + jnp.take_along_axis(K, tok[:, None, :].repeat(L, 1), axis=2)
-             + T[jnp.arange(n)[:, None, None], tok[:, :, None], tok[:, None, :]])  # fmt: skip
+        s = (
+            G
+            + jnp.take_along_axis(H, tok[:, :, None].repeat(L, 2), axis=1)
+            + jnp.take_along_axis(K, tok[:, None, :].repeat(L, 1), axis=2)
+            + T[jnp.arange(n)[:, None, None], tok[:, :, None], tok[:, None, :]]
+        )
         Psi = jnp.concatenate(
             [p.sigma_e * X, p.sigma_p * jnp.broadcast_to(jnp.eye(L), (n, L, L))], -1
         )
@@ -90,8 +96,16 @@ def test_noise_free_linear_free_energy_is_the_closed_form_potential():
         p = TheoryParams.preset("plain", L=9, V=4)
         x = jnp.array([0.7, 1.3] + [-30.0] * 8)
         F = free_energy_linear(x, 12.0, p) - kl_linear(jnp.exp(x[2:]), p)
-        V = linear_potential(0.7, 1.3, P=12.0, L=9, V=4, objective="post", likelihood="per_sequence",
-                             linear_scale="none")  # fmt: skip
+        V = linear_potential(
+            0.7,
+            1.3,
+            P=12.0,
+            L=9,
+            V=4,
+            objective="post",
+            likelihood="per_sequence",
+            linear_scale="none",
+        )
     np.testing.assert_allclose(float(F), float(V), rtol=1e-9)
 
 

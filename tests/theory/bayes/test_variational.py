@@ -47,15 +47,24 @@ def test_control_variate_is_exact_without_noise_and_unbiased_with_it():
         zero = RowNoise(*(jnp.asarray(0.0) for _ in range(3)))
         d = row_draws(jax.random.PRNGKey(0), L=10, V=4, n=2048)
         for b in (0.0, 2.5):
-            np.testing.assert_allclose(row_moments_cv(b, zero, d), exact_row_moments(b, L=10.0, V=4.0),
-                                       atol=1e-14)  # fmt: skip
+            np.testing.assert_allclose(
+                row_moments_cv(b, zero, d), exact_row_moments(b, L=10.0, V=4.0), atol=1e-14
+            )
         # with noise: CV and plain estimates of independent draw sets agree within their MC
         # error (5 standard errors of the plain estimate over 8 replicas)
         noise = RowNoise(jnp.asarray(0.5), jnp.asarray(1.5), jnp.asarray(1.0))
-        cv = np.array([row_moments_cv(2.0, noise, row_draws(jax.random.PRNGKey(k), L=10, V=4,
-                       n=4096)) for k in range(8)])  # fmt: skip
-        pl = np.array([row_moments(2.0, noise, row_draws(jax.random.PRNGKey(100 + k), L=10, V=4,
-                       n=4096)) for k in range(8)])  # fmt: skip
+        cv = np.array(
+            [
+                row_moments_cv(2.0, noise, row_draws(jax.random.PRNGKey(k), L=10, V=4, n=4096))
+                for k in range(8)
+            ]
+        )
+        pl = np.array(
+            [
+                row_moments(2.0, noise, row_draws(jax.random.PRNGKey(100 + k), L=10, V=4, n=4096))
+                for k in range(8)
+            ]
+        )
     se = np.sqrt(cv.var(0, ddof=1) / 8 + pl.var(0, ddof=1) / 8)
     assert np.all(np.abs(cv.mean(0) - pl.mean(0)) < 5 * se + 1e-12)
 
@@ -84,9 +93,18 @@ def _symmetry_means(calA, b, V, L):
     idx = np.arange(L)
     diags = [pos[..., idx, (idx + k) % L].mean(-1) for k in range(L)]
     bt, bp = b[..., :V, :], b[..., V:, :]
-    return np.stack([np.diagonal(tok, axis1=-2, axis2=-1).mean(-1), tok[..., off].mean(-1),
-                     cross.mean((-2, -1)), *diags, np.diagonal(bt, axis1=-2, axis2=-1).mean(-1),
-                     bt[..., off].mean(-1), bp.mean((-2, -1))], axis=-1)  # fmt: skip
+    return np.stack(
+        [
+            np.diagonal(tok, axis1=-2, axis2=-1).mean(-1),
+            tok[..., off].mean(-1),
+            cross.mean((-2, -1)),
+            *diags,
+            np.diagonal(bt, axis1=-2, axis2=-1).mean(-1),
+            bt[..., off].mean(-1),
+            bp.mean((-2, -1)),
+        ],
+        axis=-1,
+    )
 
 
 def test_row_moments_match_the_readout_moments_of_sampled_heads():

@@ -1,0 +1,98 @@
+r"""The Bayesian transition points of the theory (docs/theory.md §13): one call per configuration.
+
+* softmax: route B's $P^*_{a_G}$ on ``replicas`` independent sets of common random numbers
+  (their spread is the Monte-Carlo error: a Student-t interval over the replicas), first order
+  or crossover, the coexistence window seen, beside the EK MAP and EK posterior points (§5);
+* linear: the $P$ where route B's posterior mean of the copy fraction $\psi$ passes 1/2 (and
+  where $\psi$ of the posterior-mean attention does), beside the EK points.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from ..params import TheoryParams
+from ..points import transition_points
+from ..scaling import t_quantile
+from .linear import linear_curve, linear_half_point
+from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
+
+#: Linear head: the scan of P spans the EK posterior crossover times [1/2, 20].
+LINEAR_SPAN = (0.5, 20.0)
+
+
+def replica_interval(values, level: float = 0.95) -> list[float] | None:
+    """Student-t interval of the geometric mean of independent replicas (``None`` below 2)."""
+    v = np.log(np.asarray([x for x in values if x], float))
+    if v.size < 2:
+        return None
+    h = t_quantile(0.5 + level / 2.0, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
+    return [float(math.exp(v.mean() - h)), float(math.exp(v.mean() + h))]
+
+
+def softmax_points(params: TheoryParams, *, replicas: int = 2, n_rows: int = DEFAULT_ROWS,
+                   seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Route B's Bayesian $P^*_{a_G}$ over ``replicas`` seeds (``seed``, ``seed + 1``, ...)."""
+    t0 = time.perf_counter()
+    ek = ek_points(params)
+    runs = [transition(params, VariationalSettings(n_rows=n_rows, seed=seed + r), ek=ek)
+            for r in range(replicas)]  # fmt: skip
+    vals = [point(r) for r in runs]
+    good = [v for v in vals if v]
+    return {
+        "inputs": {**params.to_dict(), "attention": "softmax", "objective": "bayes",
+                   "n_rows": n_rows, "replicas": replicas, "seed": seed},
+        "route": "B (variational Gaussian)",
+        "P_aG_bayes": float(math.exp(np.mean(np.log(good)))) if good else None,
+        "replicas": vals,
+        "replica_interval": replica_interval(vals),
+        "first_order": all(r["first_order"] for r in runs),
+        "converged": all(bool(r["converged"]) for r in runs if r["first_order"]),
+        "coexistence_seen": runs[0]["coexistence_seen"],
+        "ek_map": ek["map"],
+        "ek_post": ek["post"],
+        "n_eval": int(sum(r["n_eval"] for r in runs)),
+        "seconds": time.perf_counter() - t0,
+        "runs": runs,
+    }  # fmt: skip
+
+
+def linear_points(params: TheoryParams, *, n_scan: int = 15, seed: int = 0) -> dict[str, Any]:
+    r"""Linear head: where route B's $E_q[\psi]$ passes 1/2 on ``n_scan`` log-spaced $P$ around
+    the EK posterior crossover (linear interpolation in $\log P$ between grid points)."""
+    from .linear import LinearSettings
+
+    t0 = time.perf_counter()
+    post = transition_points(params, "linear", "post")
+    mp = transition_points(params, "linear", "map")
+    ref = post["P_cG_half"] or post["P_c1"]
+    P = np.geomspace(LINEAR_SPAN[0] * ref, LINEAR_SPAN[1] * ref, n_scan)
+    rows = linear_curve(params, P, LinearSettings(seed=seed))
+    return {
+        "inputs": {**params.to_dict(), "attention": "linear", "objective": "bayes",
+                   "n_scan": n_scan, "seed": seed},
+        "route": "B (variational Gaussian, closed-form moments)",
+        "P_cG_half_bayes": linear_half_point(rows),
+        "P_cG_half_of_mean": linear_half_point(rows, "psi_of_mean"),
+        "ek_map": {"P_c1": mp["P_c1"], "P_cG_half": mp["P_cG_half"]},
+        "ek_post": {"P_c1": post["P_c1"], "P_cG_half": post["P_cG_half"]},
+        "seconds": time.perf_counter() - t0,
+        "curve": rows,
+    }  # fmt: skip
+
+
+def bayes_points(params: TheoryParams, attention: str = "softmax", **kw) -> dict[str, Any]:
+    """The theory's Bayesian transition of one configuration (module docstring); ``attention``
+    ``'softmax'``, ``'linear'`` or ``'both'`` (then ``{'softmax': ..., 'linear': ...}``)."""
+    if attention == "both":
+        lin_kw = {k: v for k, v in kw.items() if k == "seed"}
+        return {"softmax": softmax_points(params, **kw), "linear": linear_points(params, **lin_kw)}
+    if attention == "linear":
+        return linear_points(params, **{k: v for k, v in kw.items() if k == "seed"})
+    if attention != "softmax":
+        raise ValueError(f"attention must be 'softmax', 'linear' or 'both', got {attention!r}")
+    return softmax_points(params, **kw)
