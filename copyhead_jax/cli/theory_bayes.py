@@ -101,8 +101,8 @@ def cmd_scaling_bayes(args) -> dict[str, Any]:
     if fits:
         for name, f in fits.items():
             j = f["joint"]
-            ci = (f" CI {j['k_L_ci'][0]:.2f}..{j['k_L_ci'][1]:.2f}" if "k_L_ci" in j else "")
-            civ = (f" CI {j['k_V_ci'][0]:.2f}..{j['k_V_ci'][1]:.2f}" if "k_V_ci" in j else "")
+            ci = f" CI {j['k_L_ci'][0]:.2f}..{j['k_L_ci'][1]:.2f}" if "k_L_ci" in j else ""
+            civ = f" CI {j['k_V_ci'][0]:.2f}..{j['k_V_ci'][1]:.2f}" if "k_V_ci" in j else ""
             law = f["paper_law"]
             print(f"{name}: P* ~ L^{j['k_L']:.2f}{ci} V^{j['k_V']:.2f}{civ}; paper {law['law']}:"
                   f" R^2 {law['r2']}")  # fmt: skip

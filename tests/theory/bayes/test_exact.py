@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from copyhead_jax.config.presets import PRESETS
-from copyhead_jax.models import head_template, reduced_head
-from copyhead_jax.models._reduce import prior_root
+from copyhead_jax.models import head_template, prior_root, reduced_head
 from copyhead_jax.objective import Objective
 from copyhead_jax.sampling.collapsed import marginal_energy
 from copyhead_jax.theory import TheoryParams
