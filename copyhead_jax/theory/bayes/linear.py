@@ -99,7 +99,7 @@ def free_energy_linear(x, P, params: TheoryParams):
     r = jnp.concatenate([jnp.full((V,), params.sigma_e), jnp.full((L,), params.sigma_p)])
     calA = r[:, None] * M * r[None, :] + ell**2 * noise_moments(rho, params)
     Q, D = solve_QD(calA, r[:, None] * m, ysq, P=P, params=params)
-    R = R_lin_of(c1, cG, params.scales("post"))
+    R = R_lin_of(c1, cG, params)
     return Q + D + R + kl_linear(rho, params)
 
 

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from copyhead_jax.theory.params import TheoryParams
-from copyhead_jax.theory.potentials import ansatz, soft_V
+from copyhead_jax.theory.potentials import softmax_ansatz, softmax_potential
 
 from .exact import action, copy_weights, mean_copy_probability, shifted_sample
 
@@ -98,6 +98,11 @@ def _hvps(params: TheoryParams):
     return hv(f), jax.jit(jax.vmap(hv_p, in_axes=(None, 0, None))), jax.jit(jax.grad(g))
 
 
+def _V_post(beta, P, params: TheoryParams):
+    r"""$V_{\rm soft}(\beta)+\mathcal D$: the EK action on the ansatz (A1 exact there)."""
+    return softmax_potential(beta, P=P, params=params, objective="post")
+
+
 def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
     r"""$F_A$ at logits $\beta G^*$ (module docstring) and its parts, float64."""
     L, V = params.L, params.V
@@ -108,11 +113,10 @@ def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
         H = orbit_hessian(lambda E: hv_S(W, E, tokens, Pj), L, V)
         Hp = orbit_hessian(lambda E: hv_p(W, E, tokens), L, V)
         gp = np.asarray(grad_p(W, tokens)).ravel()
-        sc = params.scales("post")
         b = jnp.asarray(beta, jnp.float64)
-        dS = float(jax.grad(lambda x: soft_V(x, Pj, sc))(b))
-        S = float(soft_V(b, Pj, sc))
-        dp = float(jax.grad(lambda x: ansatz(x, jnp.asarray(float(L)))[0])(b))
+        dS = float(jax.grad(lambda x: _V_post(x, Pj, params))(b))
+        S = float(_V_post(b, Pj, params))
+        dp = float(jax.grad(lambda x: softmax_ansatz(x, L=float(L))["p"])(b))
     # mu: multiplier of the constraint p = const (a_G is affine in p, the coarea factor uses p)
     mu = dS / dp
     HT = H - mu * Hp
@@ -135,7 +139,6 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
     $\beta$."""
     L, V = params.L, params.V
     hv_S, hv_p, grad_p = _hvps(params)
-    sc = params.scales("post")
     out = {k: np.zeros((len(P_values), len(betas))) for k in ("F", "S", "half_logdet", "min_eig")}
     aG = np.zeros(len(betas))
     with jax.enable_x64(True):
@@ -148,14 +151,14 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
                 :, 1:
             ]
             b = jnp.asarray(beta, jnp.float64)
-            dp = float(jax.grad(lambda x: ansatz(x, jnp.asarray(float(L)))[0])(b))
+            dp = float(jax.grad(lambda x: softmax_ansatz(x, L=float(L))["p"])(b))
             p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
             aG[j] = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
             for i, P in enumerate(P_values):
                 Pj = jnp.asarray(P, jnp.float64)
                 H = orbit_hessian(lambda E: hv_S(W, E, tokens, Pj), L, V)
-                S = float(soft_V(b, Pj, sc))
-                mu = float(jax.grad(lambda x: soft_V(x, Pj, sc))(b)) / dp
+                S = float(_V_post(b, Pj, params))
+                mu = float(jax.grad(lambda x: _V_post(x, Pj, params))(b)) / dp
                 w = np.linalg.eigvalsh(params.sigma_G**2 * (Qm.T @ (H - mu * Hp) @ Qm))
                 hl = 0.5 * float(np.sum(np.log(np.abs(w))))
                 out["F"][i, j] = S + hl + math.log(np.linalg.norm(gp))

@@ -96,16 +96,7 @@ def test_noise_free_linear_free_energy_is_the_closed_form_potential():
         p = TheoryParams.preset("plain", L=9, V=4)
         x = jnp.array([0.7, 1.3] + [-30.0] * 8)
         F = free_energy_linear(x, 12.0, p) - kl_linear(jnp.exp(x[2:]), p)
-        V = linear_potential(
-            0.7,
-            1.3,
-            P=12.0,
-            L=9,
-            V=4,
-            objective="post",
-            likelihood="per_sequence",
-            linear_scale="none",
-        )
+        V = linear_potential(0.7, 1.3, P=12.0, params=p, objective="post")
     np.testing.assert_allclose(float(F), float(V), rtol=1e-9)
 
 

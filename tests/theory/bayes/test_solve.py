@@ -30,10 +30,7 @@ def test_zero_spread_limit_is_the_ek_posterior_potential(preset):
         for beta, P in ((0.4, 30.0), (3.0, 80.0)):
             t = free_energy_terms(beta, jnp.full((5,), -40.0), P, p, d)
             ours = float(t.F) - float(t.KL)
-            ek = float(softmax_potential(beta, P=P, L=L, V=V, objective="post",
-                                         likelihood=p.likelihood,
-                                         chi_in_readout_prior=p.chi_in_readout_prior,
-                                         chi_in_noise=p.chi_in_noise))  # fmt: skip
+            ek = float(softmax_potential(beta, P=P, params=p, objective="post"))
             assert abs(ours - ek) <= 1e-9 * abs(ek), (beta, P, ours, ek)
 
 

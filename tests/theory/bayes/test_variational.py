@@ -38,7 +38,7 @@ def test_noise_free_moments_give_the_closed_form_action(preset, beta):
         p = TheoryParams.preset(preset, L=9, V=4)
         Q, D = data_terms(exact_row_moments(beta, L=9.0, V=4.0), 37.0, p)
         _, a1, aG = ansatz(beta, 9.0)
-        Q2, D2 = QD(a1, aG, 37.0, p.scales("post"))
+        Q2, D2 = QD(a1, aG, 37.0, p)
     np.testing.assert_allclose([Q, D], [Q2, D2], rtol=1e-12)
 
 
