@@ -12,13 +12,17 @@ mask), followed in ``log P`` by continuation:
   ``c1 B1 + cG B2`` linear, logits ``beta G*`` softmax), to measure what the ansatz misses.
 
 Per attention, a branch is followed up in ``P`` from ``G ~ 0`` and, for a two-branch kind,
-down from a strong copy start (its :meth:`~.heads.HeadTheory.copy_logits`). ``P_c1``: the
-root of ``lambda_min(Hess S(0)) = 0`` in ``log P`` (bisection);
-``P_cG``: ``argmax dpsi/dlog P`` on the grid (parabola through the top three points);
-``P_cG_half``: ``psi = 1/2``. Two branches: where they differ (``|aG_up - aG_down| >``
-``BRANCH_TOL``) the transition is first order, ``P_aG`` is the crossing of their actions and
-the window (spinodals) is the range of ``P`` where they differ; otherwise it is a crossover at
-``argmax daG/dlog P``. Coverage: the cosine of the full minimiser's attention with the span
+down from a strong copy start (its :meth:`~.heads.HeadTheory.copy_logits`). The scan only
+brackets each point; every point is then located by root-finding on minimisers warm-started from
+the bracket's ends (:mod:`.beyond_roots`), so the Markov path is as exact as the closed forms:
+``P_c1``, the root of ``lambda_min(Hess S(0)) = 0`` in ``log P`` (bisection); ``P_cG``, the root
+of ``d^2 psi / d log P^2`` (the slope by implicit differentiation, its derivative by central
+differences); ``P_cG_half``, ``psi = 1/2``. Two branches: where they differ (``|aG_up -
+aG_down| >`` ``BRANCH_TOL``) the transition is first order, ``P_aG`` is the root of the
+difference of their actions and the spinodals are folds (Newton on ``grad S = 0``, ``H v = 0``,
+``|v| = 1`` in ``(G, v, log P)``); otherwise it is a crossover at ``argmax daG/dlog P``. A point
+whose bracket is not inside the scan is reported as not found (``None`` with a note), never as
+the scan's edge. Coverage: the cosine of the full minimiser's attention with the span
 (docs/theory.md §6), its minimum over the grid.
 """
 
@@ -34,6 +38,7 @@ import numpy as np
 from .. import conventions as conv
 from .._checks import check_choice, check_int
 from ..sources import is_iid, transition_matrix
+from . import beyond_roots as roots
 from ._common import as_float, x64
 from .action import ek_action, project
 from .full import lbfgs_minimise
@@ -102,6 +107,122 @@ def _hess0_min_eig(logP, S4, S2, *, params, attention, causal, space):
     return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(n, S4.dtype)))[0]
 
 
+def _psi(theta, *, params, attention, space, causal):
+    """The copy fraction of the attention at ``theta`` (Z2 gauge ``r >= 0``)."""
+    kind = theory_of(attention)
+    pr = project(kind.attention(_to_G(theta, L=params.L, attention=attention, space=space),
+                                causal))  # fmt: skip
+    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
+    return conv.copy_fraction(pr["c1"] * sgn, pr["cG"] * sgn, params.L)
+
+
+@functools.partial(jax.jit, static_argnames=("params", "attention", "space", "causal"))
+def _psi_slope(theta, logP, S4, S2, *, params, attention, space, causal):
+    """``dpsi/dlog P`` along the minimiser ``theta`` by implicit differentiation,
+    ``dtheta/dt = -H^{-1} d_t grad S``."""
+    kw = dict(params=params, attention=attention, space=space, causal=causal)
+    grad = jax.grad(lambda th, t: _action(th, jnp.exp(t), S4, S2, **kw))
+    H = jax.jacfwd(grad, argnums=0)(theta, logP)
+    dtheta = -jnp.linalg.lstsq(H, jax.jacfwd(grad, argnums=1)(theta, logP))[0]
+    return jax.grad(functools.partial(_psi, **kw))(theta) @ dtheta
+
+
+_KW = ("params", "attention", "space", "causal")
+
+
+def _grad_fn(S4, S2, kw):
+    return jax.grad(lambda th, t: _action(th, jnp.exp(t), S4, S2, **kw))
+
+
+@functools.partial(jax.jit, static_argnames=(*_KW, "n_iter"))
+def _newton(theta, logP, S4, S2, *, params, attention, space, causal, n_iter=12):
+    """Newton's method on ``grad S = 0`` from a nearby minimiser (least-squares steps: the full
+    space has exact null directions, e.g. the softmax rows' shifts), and the minimiser's
+    summary as :func:`_branch` gives it."""
+    kw = dict(params=params, attention=attention, space=space, causal=causal)
+    f = lambda th: _action(th, jnp.exp(logP), S4, S2, **kw)  # noqa: E731
+    g = jax.grad(f)
+
+    tol = 1e-12 * (1.0 + jnp.max(jnp.abs(theta)))  # float64 rounding of the gradient
+
+    def body(c):
+        i, th, _ = c
+        dth = jnp.linalg.lstsq(jax.hessian(f)(th), g(th))[0]
+        th = jnp.where(jnp.all(jnp.isfinite(dth)), th - dth, th)
+        return i + 1, th, jnp.linalg.norm(g(th))
+
+    def cond(c):
+        return (c[0] < n_iter) & (c[2] > tol)
+
+    th = jax.lax.while_loop(cond, body, (0, theta, jnp.linalg.norm(g(theta))))[1]
+    kind = theory_of(attention)
+    pr = project(kind.attention(_to_G(th, L=params.L, attention=attention, space=space), causal))
+    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
+    c1, cG = (pr["c1"] * sgn, pr["cG"] * sgn) if kind.gauge_fix else (pr["c1"], pr["cG"])
+    return {"value": f(th), "c1": c1, "cG": cG, "grad_norm": jnp.linalg.norm(g(th)),
+            "theta": th}  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames=_KW)
+def _soft_eig(theta, logP, Q, S4, S2, *, params, attention, space, causal):
+    """The smallest eigenvalue of the Hessian at ``theta`` in the directions ``Q`` (an
+    orthonormal basis of the non-null ones)."""
+    grad = _grad_fn(S4, S2, dict(params=params, attention=attention, space=space, causal=causal))
+    return jnp.linalg.eigvalsh(Q.T @ jax.jacfwd(grad)(theta, logP) @ Q)[0]
+
+
+class _Problem:
+    """One attention's action at fixed statistics: minimisers warm-started anywhere in
+    ``t = log P`` and the quantities the roots need (:mod:`.beyond_roots`)."""
+
+    def __init__(self, S4, S2, key, *, params, attention, space, causal, n_steps):
+        self.S4, self.S2, self.key, self.n_steps = S4, S2, key, n_steps
+        self.kw = dict(params=params, attention=attention, space=space, causal=causal)
+
+    def _t(self, t):
+        return jnp.asarray(t, self.S4.dtype)
+
+    def solve(self, t: float, theta0) -> dict[str, np.ndarray]:
+        """The minimiser at ``t`` in ``theta0``'s basin: Newton, or L-BFGS then Newton where
+        Newton alone does not converge (a start far from the minimiser)."""
+        scale = 1.0 + float(np.max(np.abs(np.asarray(theta0))))
+        out = _newton(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
+        if not float(out["grad_norm"]) < 1e-9 * scale:
+            far = _branch(jnp.asarray([t], self.S4.dtype), jnp.asarray(theta0), self.S4, self.S2,
+                          self.key, n_steps=self.n_steps, **self.kw)  # fmt: skip
+            out = _newton(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
+        return {k: np.asarray(v) for k, v in out.items()}
+
+    def psi(self, theta) -> float:
+        return float(_psi(jnp.asarray(theta), **self.kw))
+
+    def slope(self, theta, t) -> float:
+        return float(_psi_slope(jnp.asarray(theta), self._t(t), self.S4, self.S2, **self.kw))
+
+    def alive(self, theta_ref, t_ref: float, cG_ref: float, cG_other: float):
+        """``g(t)`` for a spinodal: the softest non-null curvature of the minimiser in the basin
+        of ``theta_ref`` (a minimiser at ``t_ref`` with copy order parameter ``cG_ref``) at
+        ``t``, found by Newton from ``theta_ref``; -1 where that basin has no minimum (Newton
+        does not converge, lands on a saddle, or lands nearer the other branch's ``cG_other``).
+        Positive on the alive side, falling to 0 at the fold like a square root, -1 beyond it:
+        a sign change that Brent locates."""
+        theta_ref = jnp.asarray(theta_ref)
+        H = jax.jacfwd(_grad_fn(self.S4, self.S2, self.kw))(theta_ref, self._t(t_ref))
+        lam, U = np.linalg.eigh(np.asarray(H))  # the null directions are the action's symmetries
+        Q = jnp.asarray(U[:, np.abs(lam) > 1e-9 * np.max(np.abs(lam))])
+        scale = 1.0 + float(jnp.max(jnp.abs(theta_ref)))
+
+        def g(t: float) -> float:
+            out = _newton(theta_ref, self._t(t), self.S4, self.S2, **self.kw)
+            cG = float(out["cG"])
+            if not float(out["grad_norm"]) < 1e-9 * scale or abs(cG - cG_ref) > abs(cG - cG_other):
+                return -1.0
+            lam_min = float(_soft_eig(out["theta"], self._t(t), Q, self.S4, self.S2, **self.kw))
+            return lam_min if lam_min > 0 else -1.0
+
+        return g
+
+
 def _p_c1(S4, S2, params, attention, causal, space, lo=-2.0, hi=12.0, n_iter=40):
     """Bisection in ``log P`` on the sign of ``lambda_min(Hess S(0))`` (positive below P_c1)."""
     kw = dict(params=params, attention=attention, causal=causal, space=space)
@@ -112,27 +233,6 @@ def _p_c1(S4, S2, params, attention, causal, space, lo=-2.0, hi=12.0, n_iter=40)
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if ev(mid) > 0 else (lo, mid)
     return float(np.exp(0.5 * (lo + hi)))
-
-
-def _argmax_slope(logP, y):
-    """``P`` at the largest ``dy/dlog P`` (centred differences, parabola through the top 3)."""
-    d = np.gradient(y, logP)
-    i = int(np.clip(np.argmax(d), 1, len(d) - 2))
-    y0, y1, y2 = d[i - 1 : i + 2]
-    den = y0 - 2 * y1 + y2
-    shift = 0.5 * (y0 - y2) / den if den < 0 else 0.0
-    return float(np.exp(logP[i] + np.clip(shift, -1, 1) * (logP[1] - logP[0])))
-
-
-def _crossing(logP, y, level):
-    """``P`` where ``y - level`` first changes sign (log-linear interpolation), else ``None``."""
-    s = np.sign(np.asarray(y) - level)
-    idx = np.nonzero(s[:-1] * s[1:] < 0)[0]
-    if idx.size == 0:
-        return None
-    i = int(idx[0])
-    t = (level - y[i]) / (y[i + 1] - y[i])
-    return float(np.exp(logP[i] + t * (logP[i + 1] - logP[i])))
 
 
 def _theta0(attention, space, L, *, copy, dtype):
@@ -190,18 +290,19 @@ def beyond_points(
     with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
         for kind, att in zip(ks, atts):
             kw = dict(params=params, attention=att, space=space, causal=causal, n_steps=n_steps)
+            prob = _Problem(S4, S2, key, **kw)
             t = jnp.asarray(logP)
             up = _branch(t, _theta0(att, space, L, copy=False, dtype=S4.dtype), S4, S2, key, **kw)
             up = {k: np.asarray(v) for k, v in up.items()}
             if not kind.two_branches:
-                out.update(_linear_points(logP, up, S4, S2, params, att, causal, space))
+                out.update(_linear_points(logP, up, prob, out["notes"]))
                 out[att] = {"up": up}
             else:
                 down = _branch(t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4,
                                S2, key, **kw)  # fmt: skip
                 down = {k: np.asarray(v)[::-1] for k, v in down.items()}
                 fine = _refine(logP, up, down, S4, S2, key, n_fine, kw)
-                out.update(_softmax_points(*(fine or (logP, up, down)), out["notes"], att))
+                out.update(_softmax_points(*(fine or (logP, up, down)), prob, out["notes"], att))
                 out[att] = {"up": up, "down": down}
                 if fine:
                     out[f"{att}_fine"] = {"P": np.exp(fine[0]), "up": fine[1], "down": fine[2]}
@@ -221,14 +322,39 @@ def beyond_points(
     return out
 
 
-def _linear_points(logP, up, S4, S2, params, attention, causal, space):
+def _linear_points(logP, up, prob: _Problem, notes):
+    """``P_c1`` (bisection), ``P_cG`` (root of the slope's derivative), ``P_cG_half`` (Brent on
+    ``psi = 1/2``), each warm-started from the scan; ``None`` with a note where the scan holds
+    no bracket."""
     moved = np.hypot(up["c1"], up["cG"]) > ZERO_ATOL
-    psi = np.asarray(conv.copy_fraction(jnp.asarray(up["c1"]), jnp.asarray(up["cG"]), params.L))
+    psi = np.asarray(conv.copy_fraction(jnp.asarray(up["c1"]), jnp.asarray(up["cG"]),
+                                        prob.kw["params"].L))  # fmt: skip
     up["psi"] = np.where(moved, psi, 0.0)
     up["cosine"] = np.where(moved, up["cosine"], np.nan)  # no direction at A = 0
-    return {"P_c1": _p_c1(S4, S2, params, attention, causal, space),
-            "P_cG": _argmax_slope(logP, up["psi"]),
-            "P_cG_half": _crossing(logP, up["psi"], 0.5)}  # fmt: skip
+    th = up["theta"]
+    slope = np.array([prob.slope(th[k], logP[k]) if moved[k] else 0.0 for k in range(len(logP))])
+    up["psi_slope"] = slope
+
+    def slope_at(x, i):
+        return prob.slope(prob.solve(x, th[i])["theta"], x)
+
+    def psi_at(x, i):
+        return prob.psi(prob.solve(x, th[i])["theta"])
+
+    kw = {k: prob.kw[k] for k in ("params", "attention", "causal", "space")}
+    res = {"P_c1": _p_c1(prob.S4, prob.S2, **kw),
+           "P_cG": roots.slope_argmax(logP, slope, slope_at) if moved.any() else None,
+           "P_cG_half": roots.first_crossing(logP, up["psi"], 0.5, psi_at)}  # fmt: skip
+    for k in ("P_cG", "P_cG_half"):
+        if res[k] is not None:
+            res[k] = float(np.exp(res[k]))
+    for k, what in (("P_c1", "lambda_min(Hess S(0)) keeps one sign"),
+                    ("P_cG", "the psi slope's maximum is not inside the scan"),
+                    ("P_cG_half", "psi does not cross 1/2 inside the scan")):  # fmt: skip
+        if res[k] is None:
+            notes.append(f"{prob.kw['attention']}: {k} not found: {what} "
+                         f"(P in [{np.exp(logP[0]):.4g}, {np.exp(logP[-1]):.4g}])")  # fmt: skip
+    return res
 
 
 def _refine(logP, up, down, S4, S2, key, n_fine, kw):
@@ -251,24 +377,69 @@ def _refine(logP, up, down, S4, S2, key, n_fine, kw):
             {k: np.asarray(v)[::-1] for k, v in f_dn.items()})  # fmt: skip
 
 
-def _softmax_points(logP, up, down, notes, attention):
+def _softmax_points(logP, up, down, prob: _Problem, notes, attention):
+    """First order where the branches differ: ``P_aG`` by Brent on the difference of their
+    actions, the spinodals as folds (Newton, kept only inside the scan's bracket, else the grid
+    point with a note); otherwise the crossover, located like ``P_cG`` on ``aG``. ``None`` with
+    a note where the scan holds no bracket."""
     gap = np.abs(up["cG"] - down["cG"]) > BRANCH_TOL
     res: dict[str, Any] = {"first_order": bool(gap.any()), "P_aG": None, "spinodals": None}
+    where = f"P in [{np.exp(logP[0]):.4g}, {np.exp(logP[-1]):.4g}]"
     if gap.any():  # two minima: the global one switches where their actions cross
-        i = np.nonzero(gap)[0]
-        t, dv = logP[i], up["value"][i] - down["value"][i]
-        edge = float(np.exp(t[0] if dv[0] > 0 else t[-1]))  # no crossing inside: an end
-        res["P_aG"] = _crossing(t, dv, 0.0) or edge
-        res["spinodals"] = [float(np.exp(t[0])), float(np.exp(t[-1]))]  # grid points inside
-        res["window_decades"] = float((t[-1] - t[0]) / np.log(10))
-    else:
-        notes.append(
-            f"{attention}: the two branches coincide on the grid: no coexistence window "
-            "resolved (a crossover, or a window narrower than one step)"
-        )
-    glob = np.where(up["value"] <= down["value"], up["cG"], down["cG"])
-    res["P_aG_crossover"] = _argmax_slope(logP, glob)
+        g = np.nonzero(gap)[0]
+        dv = up["value"] - down["value"]
+
+        def dv_at(x, i):
+            return float(prob.solve(x, up["theta"][i])["value"]
+                         - prob.solve(x, down["theta"][i + 1])["value"])  # fmt: skip
+
+        sub = np.arange(g[0], g[-1] + 1)
+        t_aG = roots.first_crossing(logP[sub], dv[sub], 0.0, lambda x, i: dv_at(x, sub[i]))
+        if t_aG is None:
+            notes.append(f"{attention}: P_aG not found: the branches' actions do not cross "
+                         f"inside the coexistence window seen ({where})")  # fmt: skip
+        res["P_aG"] = None if t_aG is None else float(np.exp(t_aG))
+        res["spinodals"] = [_spinodal(logP, g[0], -1, down, up, prob, notes, attention),
+                            _spinodal(logP, g[-1], 1, up, down, prob, notes, attention)]
+        ends = [np.log(x) for x in res["spinodals"] if x is not None]
+        res["window_decades"] = float((ends[1] - ends[0]) / np.log(10)) if len(ends) == 2 \
+            else None  # fmt: skip
+        res["P_aG_crossover"] = res["P_aG"]  # the global minimiser jumps there
+        return res
+    notes.append(f"{attention}: the two branches coincide on the grid: no coexistence window "
+                 "resolved (a crossover, or a window narrower than one step)")  # fmt: skip
+    h = roots.SLOPE_STEP
+
+    def slope_at(x, i):
+        th = up["theta"][i]
+        return (prob.solve(x + h, th)["cG"] - prob.solve(x - h, th)["cG"]) / (2 * h)
+
+    t_x = roots.slope_argmax(logP, np.gradient(up["cG"], logP), slope_at)
+    if t_x is None:
+        notes.append(f"{attention}: P_aG_crossover not found: the aG slope's maximum is not "
+                     f"inside the scan ({where})")  # fmt: skip
+    res["P_aG_crossover"] = None if t_x is None else float(np.exp(t_x))
     return res
+
+
+def _spinodal(logP, k, side, branch, other, prob: _Problem, notes, attention) -> float | None:
+    """The fold where ``branch`` (alive at grid index ``k``) ends on ``side`` (-1: below, +1:
+    above): Brent on :meth:`_Problem.alive` between ``k`` and the first grid point beyond it
+    where the branch has no minimum (the scan's continuation can lose a branch before its
+    fold); ``None`` with a note where the branch outlives the scanned range."""
+    name = "lower" if side < 0 else "upper"
+    g = prob.alive(branch["theta"][k], float(logP[k]), float(branch["cG"][k]),
+                   float(other["cG"][k]))  # fmt: skip
+    j = k + side
+    while 0 <= j < len(logP) and g(float(logP[j])) > 0:
+        j += side
+    if not 0 <= j < len(logP):
+        end = np.exp(logP[-1 if side > 0 else 0])
+        notes.append(f"{attention}: {name} spinodal not found: the branch outlives the scan "
+                     f"(alive from P = {np.exp(logP[k]):.4g} to {end:.4g})")  # fmt: skip
+        return None
+    t = roots.brent(g, float(logP[j - side]), float(logP[j]), xtol=roots.FOLD_XTOL)
+    return None if t is None else float(np.exp(t))
 
 
 def config_points(cfg, attention: str = "both") -> dict[str, Any]:

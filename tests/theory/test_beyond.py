@@ -206,3 +206,45 @@ def test_theory_points_cli_refuses_a_chain_parameter_without_the_chain():
 
     with pytest.raises(SystemExit):  # --rho without --source markov: a usage error
         main(["points", "--rho", "0.5", "--attention", "linear"])
+
+
+def test_markov_rho_zero_locates_the_iid_points_by_root_finding():
+    """A Markov chain at rho = 0 is i.i.d., so the general action's points must equal the closed
+    forms' once located by root-finding rather than read off the scan (0.2-decade steps here):
+    P_c1 (bisection to 2^-40 of 14 e-folds) and P_cG_half (Brent on minimisers converged to
+    ~1e-13) to 1e-9; P_cG, a maximum located as the root of a Richardson-extrapolated central
+    difference and compared with the closed forms' k-section (~1e-8 each), to 1e-7."""
+    p = th.TheoryParams.preset("paper", L=6, V=3)
+    today = th.transition_points(p, "linear")
+    task = TaskConfig(L=6, V=3, source="markov", rho=0.0)
+    r = beyond_points(p, task, attention="linear", space="ansatz", P_range=(3.0, 3e4), n_P=21,
+                      n_steps=60)  # fmt: skip
+    assert rel(r["P_c1"], today["P_c1"]) < 1e-9
+    assert rel(r["P_cG_half"], today["P_cG_half"]) < 1e-9
+    assert rel(r["P_cG"], today["P_cG"]) < 1e-7
+
+
+def test_a_point_outside_the_scan_is_not_found_never_the_scan_edge():
+    """A scan that stops below the crossover (P <= 60 here, P_cG ~ 260) holds no maximum of the
+    psi slope and no psi = 1/2: both are None with a note, not the scan's edge."""
+    p = th.TheoryParams.preset("paper", L=6, V=3)
+    r = beyond_points(p, attention="linear", space="ansatz", P_range=(3.0, 60.0), n_P=9,
+                      n_steps=60)  # fmt: skip
+    assert r["P_cG"] is None and r["P_cG_half"] is None
+    assert any("P_cG not found" in n for n in r["notes"])
+    assert any("P_cG_half not found" in n for n in r["notes"])
+    assert r["P_c1"] is not None and 3.0 < r["P_c1"] < 60.0
+
+
+@pytest.mark.heavy  # both softmax branches, a 41-point scan and the spinodals' bisections
+def test_markov_rho_zero_softmax_window_by_root_finding():
+    """The first-order window at rho = 0 (plain, L = 12, V = 4): P_aG (Brent on the branches'
+    action difference) to 1e-9; the spinodals (Brent on the softest curvature, which falls like
+    a square root at the fold, so the minimiser is resolved to ~1e-8 there) to 1e-7."""
+    p = th.TheoryParams.preset("plain", L=12, V=4)
+    today = th.transition_points(p, "softmax")
+    task = TaskConfig(L=12, V=4, source="markov", rho=0.0)
+    r = beyond_points(p, task, attention="softmax", space="ansatz", P_range=(3.0, 3e4), n_P=41)
+    assert r["first_order"] and rel(r["P_aG"], today["P_aG"]) < 1e-9
+    for a, b in zip(r["spinodals"], today["spinodals"]):
+        assert rel(a, b) < 1e-7
