@@ -1,0 +1,26 @@
+r"""The posterior's free-energy profile $F(a;P)=-\log p(a_G=a\mid{\rm data})$, and the Bayesian
+transition it decides.
+
+Why umbrella sampling: harmonic windows along $a_G$ make every part of the path a local,
+mixing HMC problem (no chain has to cross the barrier between pooling and copying), and MBAR
+joins them into one free-energy path whose error comes from independent replicas.
+
+- ``landscape``   what a model gives: an energy, an order parameter, restrained minima, whitening
+- ``umbrella``    HMC chains (``sampling.hmc.hmc_chains``) in every window; draws and diagnostics
+- ``mbar``        the windows joined by MBAR (``pymbar``)
+- ``basins``      the profile on bins, its basins, barrier and basin weights with their errors
+- ``windows``     one profile: windows placed, prepared, sampled (range extended), joined, judged
+- ``softmax``     a reduced softmax head's collapsed energy and its copy order parameter a_G
+- ``copy_order``  a_G's gradient written out (the unmasked head)
+- ``verdict``     first order or crossover, P* and its interval, per seed and over seeds
+- ``map_switch``  where the exact MAP switches, and whether it has coexistence
+- ``run``         ``profile_transition(cfg)``: probes per seed, verdict, JSON-ready result
+"""
+
+from .run import SearchSettings as SearchSettings
+from .run import default_profile_settings as default_profile_settings
+from .run import profile_transition as profile_transition
+from .umbrella import UmbrellaSettings as UmbrellaSettings
+from .verdict import decide as decide
+from .windows import ProfileSettings as ProfileSettings
+from .windows import measure_profile as measure_profile

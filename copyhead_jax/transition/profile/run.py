@@ -1,0 +1,269 @@
+r"""The Bayesian transition of a softmax configuration from its posterior profiles, per seed.
+
+For each seed on its own: profiles $F(a_G;P)$ at the first probes (:func:`.windows.measure_profile`
+on :mod:`.softmax`'s landscape, the data of exactly $P$ rows), then more probes placed by
+:func:`~copyhead_jax.transition.root.next_probe` on $d(P)$ (widening until $d$ changes sign,
+then regula falsi in $\log P$) until the bracket is narrower than ``refine_ratio`` or
+``max_probes`` are measured. $d$ uses a dividing surface defined at every probe (:func:`probes`):
+a bimodal profile's own barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
+bimodal probe, the midpoint of the posterior means at the lowest and highest probe; so the last
+probes land where the two sides weigh the same, where a barrier, if the transition has one, is
+highest. Then the verdict (:mod:`.verdict`) and, over seeds, ``combine_seeds``. The whitening
+Hessians are measured at a seed's first probe and carried to its others
+(:meth:`.windows.Anchors.rescaled`). Beside it: the exact MAP's switch and coexistence
+(:mod:`.map_switch`). The first probes come from the theory's posterior point when it has one,
+else from the MAP switch; they only place probes, the answer is the posterior's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import resource
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from ..._checks import check_int
+from ...config import Config
+from ..root import next_probe
+from .map_switch import map_branches, map_switch
+from .softmax import Problem, a_bounds, beta_of_aG, build_problem, landscape, logit_start
+from .softmax import profile_config as profile_config
+from .umbrella import UmbrellaSettings
+from .verdict import Probe, Verdict, decide, over_seeds
+from .windows import Anchors, Profile, ProfileSettings, Sampled, analyse, measure_profile
+
+#: d is clipped to this many nats when it places a probe (a basin of weight ~1e-13 is none).
+D_CLIP = 30.0
+
+
+def default_profile_settings(L: int, **kw) -> ProfileSettings:
+    """Windows every 0.15 in $a_G$ from $-0.9\\sqrt L/(L-1)$ (near the lower bound
+    $-\\sqrt L/(L-1)$, no attention on the previous token) to $0.75\\sqrt L$, extended where the
+    profile has not risen 4 nats (:mod:`.windows`); 6 chains (replicas) per window, 200
+    iterations each after 40 of warm-up."""
+    base = dict(a_lo=round(-0.9 * math.sqrt(L) / (L - 1), 2), a_bounds=a_bounds(L),
+                a_hi=round(0.75 * math.sqrt(L), 2), spacing=0.15,
+                umbrella=UmbrellaSettings())  # fmt: skip
+    base.update(kw)
+    return ProfileSettings(**base)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """``probes``: the first P values (``None``: around the theory's or the MAP's point);
+    ``max_probes`` per seed; ``refine_ratio``: stop when the bracket's ``hi / lo`` is below it;
+    ``profile``: the windows (``None``: :func:`default_profile_settings`); ``reuse_hessians``:
+    carry the whitening Hessians from a seed's first probe; ``map_switch``: the exact MAP's
+    switch beside the verdict."""
+
+    probes: tuple[int, ...] | None = None
+    max_probes: int = 6
+    refine_ratio: float = 1.04
+    profile: ProfileSettings | None = None
+    reuse_hessians: bool = True
+    map_switch: bool = True
+
+    def __post_init__(self):
+        check_int("max_probes", self.max_probes, lo=2, hi=64)
+        if self.probes is not None and (len(self.probes) < 1 or min(self.probes) < 2):
+            raise ValueError(f"probes must hold at least one P >= 2, got {self.probes!r}")
+        if not self.refine_ratio > 1:
+            raise ValueError(f"refine_ratio must be > 1, got {self.refine_ratio!r}")
+
+
+@dataclasses.dataclass
+class SeedRun:
+    """A seed's profiles, window draws (for re-analysis), verdict and CPU seconds per probe."""
+
+    seed: int
+    profiles: dict[int, Profile]
+    sampled: dict[int, Sampled]
+    verdict: Verdict | None = None
+    cpu: dict = dataclasses.field(default_factory=dict)
+
+
+def probe_of(P: int, prof: Profile, b) -> Probe:
+    return Probe(P, b.bimodal, b.barrier, b.barrier_se, b.a_pool, b.a_top, b.a_copy, b.w_copy,
+                 b.w_copy_se, b.d, b.d_se, b.d_split_sys, prof.mean_a, prof.mean_a_se,
+                 int(prof.F_rep.shape[0]), prof.flagged, prof.short)  # fmt: skip
+
+
+def probes(run: SeedRun, s: ProfileSettings) -> list[Probe]:
+    """The seed's probes with a dividing surface defined at every P (module docstring)."""
+    profs = run.profiles
+    bim = [P for P, p in profs.items() if p.basins.bimodal and not p.short]
+    Ps = sorted(profs)
+    a_mid = 0.5 * (profs[Ps[0]].mean_a + profs[Ps[-1]].mean_a)
+    out = []
+    for P in Ps:
+        p = profs[P]
+        b = p.basins
+        if not b.bimodal:
+            top = (profs[min(bim, key=lambda q: abs(math.log(q / P)))].basins.a_top if bim
+                   else a_mid)  # fmt: skip
+            sm = run.sampled[P]
+            b = analyse(sm.draws, s, sm.centers, sm.a_min, a_top=top)["basins"]
+        out.append(probe_of(P, p, b))
+    return out
+
+
+def _log(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"[profile {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSettings, key,
+                    log: Callable[[str], None]) -> SeedRun:  # fmt: skip
+    """Profiles, probe placement and verdict of sweep seed ``seed`` (module docstring)."""
+    L = cfg.task.L
+    s = ss.profile or default_profile_settings(L)
+    ls = landscape(_objective(cfg))
+    run = SeedRun(seed, {}, {})
+    anchors: Anchors | None = None
+    P_pad = None
+
+    def measure(P: int):
+        nonlocal anchors, P_pad
+        t0 = time.process_time()
+        P_pad = max(P, P_pad or 0)
+        prob: Problem = build_problem(cfg, seed, P, _pad(P))
+        reuse = anchors.rescaled(P, ls.floor) if (anchors and ss.reuse_hessians) else None
+        prof, sm, anc = measure_profile(jax.random.fold_in(key, P), ls, prob, s,
+                                        lambda c: logit_start(prob, beta_of_aG(c, L)),
+                                        anchors=reuse, weight=P)  # fmt: skip
+        anchors = anchors or anc
+        run.profiles[P], run.sampled[P] = prof, sm
+        run.cpu[P] = time.process_time() - t0
+        b = prof.basins
+        d = f", d {b.d:+.2f} +- {b.d_se:.2f}" if b.bimodal else ""
+        log(f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
+            f"{b.barrier:.2f} +- {b.barrier_se:.2f}{d}, mean a {prof.mean_a:.3f}, "
+            f"{len(sm.centers)} windows, {len(prof.flagged)} not mixed"
+            f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s")  # fmt: skip
+
+    for P in first:
+        measure(int(P))
+    while len(run.profiles) < ss.max_probes:
+        used = [p for p in probes(run, s) if p.usable]
+        d = np.clip([p.d for p in used], -D_CLIP, D_CLIP)
+        P_new = next_probe([p.P for p in used], d, refine_ratio=ss.refine_ratio, P_floor=2)
+        if P_new is None or int(P_new) in run.profiles:
+            break
+        measure(int(P_new))
+    run.verdict = decide(probes(run, s))
+    return run
+
+
+def _pad(P: int) -> int:
+    """Rows a problem is padded to: P rounded up to a multiple of 8 (one compiled program
+    serves nearby P)."""
+    return 8 * math.ceil(P / 8)
+
+
+def _objective(cfg: Config):
+    from ...objective import Objective
+
+    return Objective.from_config(profile_config(cfg))
+
+
+def _theory_point(cfg: Config) -> float | None:
+    """The theory's posterior P* (else its MAP point) where it has one (None otherwise)."""
+    try:
+        from ..search import _theory
+
+        th = _theory(cfg)
+        return th.get("post") or th.get("map")
+    except Exception:  # noqa: BLE001 - a configuration the theory does not cover
+        return None
+
+
+def first_probes(P0: float) -> tuple[int, ...]:
+    """Two probes a factor 1.25 either side of ``P0``."""
+    return tuple(sorted({max(2, int(round(P0 / 1.25))), max(3, int(round(P0 * 1.25)))}))
+
+
+def profile_transition(cfg: Config, *, n_seeds: int | None = None,
+                       settings: SearchSettings | None = None, seed: int = 0,
+                       progress: bool = True) -> dict:  # fmt: skip
+    """The Bayesian transition of ``cfg`` (softmax, any source, causal or not) from posterior
+    profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed.
+    Returns a JSON-ready dict: ``verdict``, ``P_star``, ``interval``, per seed its verdict,
+    evidence, probes and profiles, the MAP switch, CPU seconds."""
+    ss = SearchSettings() if settings is None else settings
+    cfg = profile_config(cfg if n_seeds is None else cfg.replace(sweep=dict(n_seeds=n_seeds)))
+    nS = cfg.sweep.n_seeds
+    seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    log = lambda m: _log(progress, m)  # noqa: E731
+    cpu0 = _cpu()
+    P0 = _theory_point(cfg)
+    maps: list[dict] = []
+    if ss.map_switch:
+        grid = sorted({max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4,
+                                                                    (P0 or 16) * 1.6, 14)})
+        log(f"exact MAP from both starts, P = {grid}, {nS} seed(s)")
+        maps = [{**br, **map_switch(br)} for br in map_branches(cfg, nS, grid)]
+        for s, m in enumerate(maps):
+            log(f"seed {s}: MAP switch {_f(m['P_switch'])}, coexistence "
+                f"{'yes at P = ' + str(m['coexistence_P']) if m['coexistence'] else 'no'}")
+    if ss.probes is not None:
+        first = tuple(sorted(set(int(p) for p in ss.probes)))
+    else:
+        sw = [m["P_switch"] for m in maps if m.get("P_switch")]
+        P0 = P0 or (float(np.exp(np.mean(np.log(sw)))) if sw else 16.0)
+        first = first_probes(P0)
+    s_prof = ss.profile or default_profile_settings(cfg.task.L)
+    ss = dataclasses.replace(ss, profile=s_prof)
+    runs = []
+    for s in range(nS):
+        key = jax.random.fold_in(jax.random.key(seed), s)
+        run = seed_transition(cfg, s, first, ss, key, log)
+        v = run.verdict
+        log(f"seed {s}: {v.kind}, P* = {_f(v.P_star)}")
+        runs.append(run)
+    over = over_seeds([r.verdict for r in runs])
+    return {
+        "method": "profile", "quantity": "P*_aG", "attention": cfg.model.attention,
+        "L": cfg.task.L, "V": cfg.task.V, "width": cfg.model.width, "causal": cfg.model.causal,
+        "source": cfg.task.source, "n_seeds": nS, "seed": seed,
+        "verdict": over["kind"], "P_star": over["P_star"], "interval": [over["lo"], over["hi"]],
+        "summary": over, "theory_point": P0, "first_probes": list(first),
+        "seeds": [seed_json(r) for r in runs],
+        "map": maps, "settings": dataclasses.asdict(ss),
+        "flagged": [f"seed {r.seed} P={P}: {line}" for r in runs for P in sorted(r.profiles)
+                    for line in r.profiles[P].flagged + r.profiles[P].short],
+        "cpu_seconds": _cpu() - cpu0,
+    }  # fmt: skip
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _f(x, nd=4) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}g}"
+
+
+def profile_json(prof: Profile) -> dict:
+    h = prof.health
+    return {"edges": prof.edges, "F": prof.F, "F_se": prof.F_se, "mean_a": prof.mean_a,
+            "mean_a_se": prof.mean_a_se, "basins": dataclasses.asdict(prof.basins),
+            "flagged": prof.flagged, "short": prof.short, "rows": prof.rows,
+            "seconds": prof.seconds, "centers": prof.centers, "kappa": prof.kappa,
+            "windows": {"a_min": h.a_min, "rhat": h.rhat, "ess": h.ess, "accept": h.accept,
+                        "step": h.step, "overlap_next": h.overlap_next}}  # fmt: skip
+
+
+def seed_json(run: SeedRun) -> dict:
+    v = run.verdict
+    return {"seed": run.seed, "verdict": v.kind, "evidence": list(v.evidence),
+            "P_star": v.P_star, "crossing": v.crossing,
+            "coexistence": v.coexistence, "coexistence_outer": v.coexistence_outer,
+            "P_mid": v.P_mid, "P_steepest": v.P_steepest,
+            "probes": [dataclasses.asdict(p) for p in v.probes], "cpu": run.cpu,
+            "profiles": {P: profile_json(run.profiles[P]) for P in sorted(run.profiles)}}

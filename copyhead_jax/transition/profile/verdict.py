@@ -1,0 +1,157 @@
+r"""First order or crossover, and $P^*$, from profiles measured at a few $P$ (host NumPy).
+
+Per probe $P$ the profile gives: bimodal or not (:mod:`.basins`), the barrier, the basin weights
+split at the barrier top, $d(P)=F_{\rm copy}-F_{\rm pool}=-\log(w_{\rm copy}/w_{\rm pool})$ and
+the posterior mean $\bar a(P)$, each with its replica error.
+
+* **First order** when at least one usable probe is bimodal. $P^*$ is the root of $d$ in
+  $\log P$ (:func:`copyhead_jax.transition.root.crossing`, the package's one root rule: linear
+  between the bracketing probes, the quadratic through a third as the interpolation error). At a
+  probe where the profile is unimodal (one basin gone) the dividing surface is the barrier top of
+  the nearest bimodal probe. The **coexistence range** is the span of bimodal probes (at least
+  that span, at most the span to the unimodal neighbours ``coexistence_outer``).
+* **Crossover** when no probe is bimodal: $P^*$ is where $\bar a(P)$ passes midway between its
+  values at the lowest and highest probe (the same root rule on $a_{\rm mid}-\bar a$); the
+  steepest point (largest $\Delta\bar a/\Delta\log P$ between neighbours) is reported beside it.
+
+**Errors.** Replica standard errors are multiplied by $t_{0.975,R-1}/z_{0.975}$ before they enter
+the root's budget (an error from $R$ replicas has $R-1$ degrees of freedom); the dividing
+surface's sensitivity (:attr:`.basins.Basins.d_split_sys`) is a systematic term. **Mixing**: a
+probe with a window that did not mix enters with widened errors (:mod:`.windows`) and is named;
+a probe whose range misses a tail (its normalisation may lack a basin) is left out; without a
+bracket of usable probes the verdict is ``undecided`` with the reason. Over seeds: each seed's
+root on its own, then :func:`~copyhead_jax.transition.root.combine_seeds`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import stats
+
+from ..root import combine_seeds, crossing
+
+FIRST_ORDER, CROSSOVER, UNDECIDED = "first order", "crossover", "undecided"
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """What the verdict needs of one profile at ``P``: ``flagged`` windows that did not mix
+    (errors already widened), ``short`` a range that misses a tail."""
+
+    P: int
+    bimodal: bool
+    barrier: float
+    barrier_se: float
+    a_pool: float
+    a_top: float
+    a_copy: float
+    w_copy: float
+    w_copy_se: float
+    d: float
+    d_se: float
+    d_sys: float
+    mean_a: float
+    mean_a_se: float
+    n_replicas: int
+    flagged: tuple[str, ...] = ()
+    short: tuple[str, ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        return not self.short and self.n_replicas >= 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One seed's verdict: ``kind`` (:data:`FIRST_ORDER`, :data:`CROSSOVER`, :data:`UNDECIDED`),
+    the evidence lines, ``P_star`` and ``crossing`` (:func:`~..root.crossing`'s dict in log P),
+    the coexistence span ``[lo, hi]`` of bimodal probes with its unimodal neighbours ``outer``,
+    the crossover's midpoint and steepest point (also for a first-order verdict, beside it),
+    and the probes."""
+
+    kind: str
+    evidence: tuple[str, ...]
+    P_star: float | None
+    crossing: dict
+    coexistence: tuple[float, float] | None
+    coexistence_outer: tuple[float | None, float | None] | None
+    P_mid: float | None
+    P_steepest: float | None
+    probes: tuple[Probe, ...]
+
+
+def replica_factor(R: int) -> float:
+    """$t_{0.975,R-1}/z_{0.975}$."""
+    return float(stats.t.ppf(0.975, max(R - 1, 1)) / stats.norm.ppf(0.975))
+
+
+def _midpoint_root(ps: list[Probe]) -> tuple[float | None, dict, float | None]:
+    P = [p.P for p in ps]
+    a = np.array([p.mean_a for p in ps])
+    mid = 0.5 * (a[0] + a[-1])
+    f = [replica_factor(p.n_replicas) for p in ps]
+    cr = crossing(P, mid - a, [p.mean_a_se * k for p, k in zip(ps, f)])
+    slope = np.diff(a) / np.diff(np.log(P))
+    j = int(np.argmax(slope)) if len(slope) else None
+    steep = None if j is None else float(math.exp(0.5 * (math.log(P[j]) + math.log(P[j + 1]))))
+    return cr["P_star"], cr, steep
+
+
+def decide(probes: list[Probe]) -> Verdict:
+    """The verdict of one seed (module docstring)."""
+    ps = sorted(probes, key=lambda p: p.P)
+    used = [p for p in ps if p.usable]
+    ev = [f"P={p.P}: left out ({(p.short or ('fewer than 2 replicas',))[0]})"
+          for p in ps if not p.usable]  # fmt: skip
+    ev += [f"P={p.P}: {len(p.flagged)} window(s) not mixed (errors widened to the replicas' sd): "
+           f"{p.flagged[0]}{' ...' if len(p.flagged) > 1 else ''}" for p in used if p.flagged]
+    bim = [p for p in used if p.bimodal]
+    P_mid, cr_mid, steep = _midpoint_root(used) if len(used) >= 2 else (None, {}, None)
+    if len(used) < 2:
+        return Verdict(UNDECIDED, tuple(ev + ["fewer than two usable probes"]), None, {},
+                       None, None, None, None, tuple(ps))  # fmt: skip
+    if bim:
+        kind = FIRST_ORDER
+        for p in bim:
+            ev.append(f"P={p.P}: bimodal, barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats "
+                      f"at a = {p.a_top:.2f} (minima {p.a_pool:.2f}, {p.a_copy:.2f}), "
+                      f"w_copy {p.w_copy:.3f} +- {p.w_copy_se:.3f}")  # fmt: skip
+        lo, hi = min(p.P for p in bim), max(p.P for p in bim)
+        below = [p.P for p in used if p.P < lo and not p.bimodal]
+        above = [p.P for p in used if p.P > hi and not p.bimodal]
+        coex, outer = (lo, hi), (max(below) if below else None, min(above) if above else None)
+        f = [replica_factor(p.n_replicas) for p in used]
+        cr = crossing([p.P for p in used], [p.d for p in used],
+                      [p.d_se * k for p, k in zip(used, f)], [p.d_sys for p in used])  # fmt: skip
+        P_star = cr["P_star"]
+        if P_star is None:
+            ev.append(f"the basin weights do not cross between the probes (d {cr['side']} 0 at "
+                      "every usable probe)")  # fmt: skip
+            kind = UNDECIDED
+    else:
+        coex = outer = None
+        kind = CROSSOVER
+        ev.append("no probe bimodal: " + ", ".join(
+            f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f}" for p in used))
+        P_star, cr = P_mid, cr_mid
+        if P_star is None:
+            ev.append("the posterior mean does not pass midway between the probes")
+            kind = UNDECIDED
+    return Verdict(kind, tuple(ev), P_star, cr, coex, outer, P_mid, steep, tuple(ps))
+
+
+def over_seeds(verdicts: list[Verdict]) -> dict:
+    """Every seed measured on its own, combined by ``combine_seeds``; the kinds listed (the
+    overall kind is theirs when they agree, else ``undecided``)."""
+    get = lambda v, k: v.crossing.get(k) if v.P_star else math.nan  # noqa: E731
+    t, m, s = ([math.nan if get(v, k) is None else get(v, k) for v in verdicts]
+               for k in ("log_P", "err_mc", "err_sys"))  # fmt: skip
+    out = combine_seeds(t, m, s)
+    kinds = [v.kind for v in verdicts]
+    out["kinds"] = kinds
+    out["kind"] = kinds[0] if len(set(kinds)) == 1 else UNDECIDED
+    out["per_seed"] = [v.P_star for v in verdicts]
+    return out
