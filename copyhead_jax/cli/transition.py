@@ -1,6 +1,8 @@
-"""``copyhead transition``: the Bayesian transition point of a configuration
-(:func:`copyhead_jax.transition.search.transition`), printed with its interval and
-cross-check."""
+"""``copyhead transition``: the Bayesian transition of a configuration, printed with its
+verdict, evidence and interval. Softmax by default from the posterior's free-energy profile
+(:func:`copyhead_jax.transition.profile.profile_transition`); ``--method ti`` the branch free
+energies with the SMC cross-check (:func:`copyhead_jax.transition.search.transition`); linear
+attention its posterior crossover psi = 1/2."""
 
 from __future__ import annotations
 
@@ -54,14 +56,17 @@ def add_transition_subparser(sub) -> None:
     d = argparse.Namespace(**{f.name: f.default for f in dataclasses.fields(TISettings)})
     p = add_parser(
         sub, "transition",
-        help="the Bayesian transition point (softmax: P*_aG from the branch free energies; "
-        "linear: posterior psi = 1/2) with its interval and a cross-check",
+        help="the Bayesian transition (softmax: first order or crossover and P*_aG from the "
+        "posterior's free-energy profile in a_G, or --method ti: branch free energies; "
+        "linear: posterior psi = 1/2) with its interval",
         examples=(
             "copyhead transition --preset plain --L 15 --V 7 --width inf --attention softmax "
             "--n-seeds 2",
             "copyhead transition --preset plain --attention softmax --n-seeds 3 --out results/tr",
             "copyhead transition --preset plain --L 10 --V 3 --width inf --json",
             "copyhead transition --preset plain --source markov --rho 0.5 --n-seeds 1",
+            "copyhead transition --preset plain --L 8 --V 4 --width inf --causal --n-seeds 1",
+            "copyhead transition --preset plain --L 12 --V 6 --width inf --method ti",
         ),
     )  # fmt: skip
     p.add_argument("--preset", default="plain", choices=tuple(PRESETS),
@@ -73,9 +78,15 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
     p.add_argument("--chi", type=float, default=None, help="output scale chi")
     p.add_argument("--attention", choices=ATTENTIONS, default="softmax")
+    p.add_argument("--method", choices=("profile", "ti"), default="profile",
+                   help="softmax: the posterior's free-energy profile in a_G by umbrella "
+                   "windows (default; decides first order or crossover) or branch TI with an SMC "
+                   "cross-check (ti: assumes two branches split at a threshold on a_G)")
+    p.add_argument("--causal", action="store_true",
+                   help="causal mask (keys b <= a; --method profile only)")
     p.add_argument("--source", choices=SOURCES, default="iid",
                    help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
-                   "(docs/theory.md §12; no causal mask here)")  # fmt: skip
+                   "(docs/theory.md §12)")  # fmt: skip
     p.add_argument("--rho", type=float, default=None,
                    help="Markov stickiness: stay w.p. rho + (1 - rho)/V")  # fmt: skip
     p.add_argument("--alpha", type=float, default=None,
@@ -90,8 +101,21 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--P", default=None, metavar="GRID",
                    help="MAP grid (4,8,16 or LO:HI:Nlog); default around the theory's "
                    "point")  # fmt: skip
+    p.add_argument("--probes", default=None, metavar="P1,P2",
+                   help="profile: the first probes (default: 1.25x either side of the theory's "
+                   "posterior point, else of the MAP switch)")  # fmt: skip
+    p.add_argument("--max-probes", type=int, default=6,
+                   help="profile: probes per seed at most (default 6)")  # fmt: skip
+    p.add_argument("--spacing", type=float, default=0.15,
+                   help="profile: window spacing in a_G (default 0.15)")  # fmt: skip
+    p.add_argument("--window-chains", type=int, default=6,
+                   help="profile: chains per window = independent replicas (default 6)")
+    p.add_argument("--window-iters", type=int, default=200,
+                   help="profile: recorded HMC iterations per window chain (default 200)")
+    p.add_argument("--no-map", dest="map_switch", action="store_false",
+                   help="profile: skip the exact MAP's switch beside the verdict")  # fmt: skip
     p.add_argument("--a-thr", type=float, default=None,
-                   help="branch threshold on aG (default: the mid-value of the MAP "
+                   help="ti: branch threshold on aG (default: the mid-value of the MAP "
                    "aG)")  # fmt: skip
     p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
     p.add_argument("--adapt-mass", action="store_true",
@@ -147,7 +171,7 @@ def config_from_args(args):
     if args.source != "markov" and chain:
         raise ValueError("--rho, --alpha and --chain-seed need --source markov")
     task.update(source=args.source, **chain)
-    model = {"attention": args.attention, "engine": "reduced"}
+    model = {"attention": args.attention, "engine": "reduced", "causal": args.causal}
     if args.width is not None:
         model["width"] = args.width
     post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
@@ -156,8 +180,122 @@ def config_from_args(args):
                        train=dict(train_embeddings=False))  # fmt: skip
 
 
+def _probes(text: str) -> tuple[int, ...]:
+    """``48`` or ``40,48,56`` -> sorted distinct ints >= 2."""
+    try:
+        vals = tuple(sorted({int(p) for p in text.split(",") if p.strip()}))
+    except ValueError:
+        vals = ()
+    if not vals or vals[0] < 2:
+        raise ValueError(f"--probes must hold ints >= 2 (e.g. 40,56), got {text!r}")
+    return vals
+
+
+def profile_settings_from_args(args):
+    from .._checks import check_int
+    from ..transition.profile import SearchSettings, UmbrellaSettings, default_profile_settings
+
+    probes = None if args.probes is None else _probes(args.probes)
+    if not (math.isfinite(args.spacing) and 0.01 <= args.spacing <= 1.0):
+        raise ValueError(f"--spacing must lie in [0.01, 1], got {args.spacing!r}")
+    um = UmbrellaSettings(n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
+                          n_iter=check_int("--window-iters", args.window_iters, lo=16,
+                                           hi=10**5))  # fmt: skip
+    prof = default_profile_settings(args.L_eff, spacing=args.spacing, umbrella=um)
+    return SearchSettings(probes=probes, max_probes=check_int("--max-probes", args.max_probes,
+                                                              lo=2, hi=64),
+                          profile=prof, map_switch=args.map_switch)  # fmt: skip
+
+
 def cmd_transition(args) -> int:
-    from .._checks import check_int, check_output_folder
+    cfg = config_from_args(args)
+    if args.method == "profile" and cfg.model.attention == "softmax":
+        return _cmd_profile(args, cfg)
+    if cfg.model.causal:
+        raise ValueError("--causal needs --method profile and softmax attention")
+    return _cmd_ti(args)
+
+
+def _check_out(args):
+    from .._checks import check_output_folder
+
+    out = None if args.out is None else check_output_folder("--out", args.out)
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
+    return out
+
+
+def _cmd_profile(args, cfg) -> int:
+    import contextlib
+    import sys
+
+    from .._checks import check_int
+    from ..transition.profile import profile_transition
+    from ..transition.store import json_default, write_checkpoint
+
+    args.L_eff = cfg.task.L
+    settings = profile_settings_from_args(args)
+    n = check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
+    out = _check_out(args)
+    res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
+                             progress=args.progress)  # fmt: skip
+    if args.json:
+        print(json.dumps(res, default=json_default, indent=1))
+    else:
+        print(format_profile(res))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_checkpoint(out / "transition.json", res)
+        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+            print(f"saved {out / 'transition.json'}")
+            if args.plot:
+                from ..plots.profile import profile_figure
+                from ._common import save_figure
+
+                save_figure(profile_figure(res), Path(out) / "profile.png")
+    return 0
+
+
+def format_profile(res: dict) -> str:
+    """The printed summary of the profile method: verdict, P* with its interval, per seed the
+    evidence, the MAP beside it, flags, CPU time."""
+    s = res["summary"]
+    lines = [f"# Bayesian transition ({res['attention']}, L={res['L']}, V={res['V']}, "
+             f"{res['source']}{', causal' if res['causal'] else ''}) from the posterior's "
+             f"free-energy profile in a_G, {res['n_seeds']} seed(s): {res['verdict']}"]
+    for sd in res["seeds"]:
+        cr = sd["crossing"] or {}
+        br = cr.get("bracket")
+        lines.append(f"seed {sd['seed']}: {sd['verdict']}, P* = {_f(sd['P_star'])}"
+                     + (f"  bracket [{br[0]:g}, {br[1]:g}], log-P errors: MC "
+                        f"{cr['err_mc']:.3f}, quadrature {cr['err_quad']:.3f}, interpolation "
+                        f"{cr['err_interp']:.3f}" if br else ""))  # fmt: skip
+        if sd.get("coexistence"):
+            o = sd["coexistence_outer"]
+            lines.append(f"  both basins at P in [{sd['coexistence'][0]}, "
+                         f"{sd['coexistence'][1]}] (unimodal at {_f(o[0])} and {_f(o[1])})")
+        lines.append(f"  posterior mean of a_G passes midway at {_f(sd['P_mid'])}, steepest "
+                     f"at {_f(sd['P_steepest'])}")  # fmt: skip
+        lines += [f"  {e}" for e in sd["evidence"]]
+    lo, hi = res["interval"]
+    lines.append(f"P*_aG = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
+                 f"({100 * s.get('level', 0.95):.0f}% interval over {s.get('n', 0)} seed(s): "
+                 "seed spread, replicas, quadrature and interpolation)")  # fmt: skip
+    for i, m in enumerate(res.get("map", [])):
+        lines.append(f"MAP seed {i}: switch at {_f(m['P_switch'])}, coexistence "
+                     + ("yes (distinct minima at P = " + ", ".join(
+                         f"{p:g}" for p in m["coexistence_P"]) + ")" if m["coexistence"] else
+                        "no (one minimum at every P of its grid)"))  # fmt: skip
+    if res.get("theory_point"):
+        lines.append(f"EK theory: posterior {_f(res['theory_point'])}")
+    for f in res["flagged"]:
+        lines.append(f"flagged: {f}")
+    lines.append(f"({res['cpu_seconds']:.0f} CPU-s)")
+    return "\n".join(lines)
+
+
+def _cmd_ti(args) -> int:
+    from .._checks import check_int
     from ..transition.search import transition, transition_config
 
     cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
@@ -168,9 +306,7 @@ def cmd_transition(args) -> int:
         grid = _P_grid(args.P)
     if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
         raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
-    out = None if args.out is None else check_output_folder("--out", args.out)
-    if out is not None and out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
+    out = _check_out(args)
     args.kept = [] if out is None else [out]  # what a Ctrl-C leaves to resume from
     res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
                      P_grid=grid, seed=args.seed,
@@ -182,10 +318,14 @@ def cmd_transition(args) -> int:
     else:
         print(format_result(res))
     if out is not None and args.plot:
+        import contextlib
+        import sys
+
         from ..plots.transition import transition_figure
         from ._common import save_figure
 
-        save_figure(transition_figure(res), Path(out) / "transition.png")
+        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+            save_figure(transition_figure(res), Path(out) / "transition.png")
     return 0
 
 
