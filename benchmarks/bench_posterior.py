@@ -201,7 +201,7 @@ def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> 
     cfg = ch.preset("paper").replace(model=dict(attention="softmax"),
                                      sweep=dict(memory_budget_gb=memory_gb))  # fmt: skip
     c0, w0 = time.process_time(), time.time()
-    res = ch.transition(cfg, n_seeds=n_seeds, out=out, progress=True)
+    res = ch.transition(cfg, method="ti", n_seeds=n_seeds, out=out, progress=True)
     cpu, wall = time.process_time() - c0, time.time() - w0
     per_seed = cpu / n_seeds
     ten = per_seed * 10 if n_seeds < 10 else cpu * 10 / n_seeds

@@ -250,8 +250,8 @@ def transition(spec: C.Spec, out_dir: str | Path) -> dict:
             folder = C.cache_path(spec.cache_dir, "transition", [cfg.to_dict(), repr(ti),
                                   s["seeds"], grid], "")  # fmt: skip
             t0 = time.process_time()
-            res = ch.transition(cfg, n_seeds=s["seeds"], out=folder, settings=ti, P_grid=grid,
-                                theory=s.get("theory", True),
+            res = ch.transition(cfg, method="ti", n_seeds=s["seeds"], out=folder, settings=ti,
+                                P_grid=grid, theory=s.get("theory", True),
                                 anchored=s.get("anchored", True))  # fmt: skip
             row = {"rho": rho, "width": width, **{k: res[k] for k in TRANSITION_KEEP},
                    "brackets": [x["crossing"]["bracket"] for x in res["seeds"]],

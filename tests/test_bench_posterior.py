@@ -67,7 +67,8 @@ def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatc
 
     seen = {}
 
-    def fake(cfg, *, n_seeds, out, progress):
+    def fake(cfg, *, method, n_seeds, out, progress):
+        assert method == "ti"  # the bench times branch TI, whose probes and brackets it reads
         seen.update(L=cfg.task.L, V=cfg.task.V, width=cfg.model.width, n_seeds=n_seeds,
                     att=cfg.model.attention, budget=cfg.sweep.memory_budget_gb)  # fmt: skip
         return {"P_star": 1248.0, "interval": [1200.0, 1300.0], "per_seed": [1248.0] * n_seeds,

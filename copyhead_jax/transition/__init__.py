@@ -1,7 +1,11 @@
-"""The Bayesian transition: where two branches' free energies cross (softmax), or where the
-posterior copy fraction passes 1/2 (linear).
+"""The Bayesian transition: first order or crossover from the posterior's free-energy profile
+(softmax, default), where two branches' free energies cross (softmax, ``method="ti"``), or where
+the posterior copy fraction passes 1/2 (linear).
 
-- ``search``        ``transition(cfg)``: probes per seed, their assembly into P* with an interval
+- ``method``        ``transition(cfg, method=...)``: the profile method or branch TI
+- ``profile/``      the posterior's free-energy profile in a_G (umbrella windows, MBAR), its
+                    basins and the verdict, per seed; ``profile_transition(cfg)``
+- ``search``        branch TI's ``transition(cfg)``: probes per seed, their assembly into P*
 - ``plan``          where the groups go: padded group sizes, a later seed's first probes, one
                     seed's probing loop (``seed_probes``)
 - ``root``          a P* from a free-energy difference at a few P: next probe, root, error
@@ -35,15 +39,16 @@ from .branch_ti import branch_log_z as branch_log_z
 from .branch_ti import path_rungs as path_rungs
 from .branch_ti import reference_mass as reference_mass
 from .linear import linear_transition as linear_transition
+from .method import transition as transition
 from .plan import pad_of as pad_of
 from .plan import seed_probes as seed_probes
+from .profile import profile_transition as profile_transition
 from .root import anchored_root as anchored_root
 from .root import bracket_slope as bracket_slope
 from .root import combine_seeds as combine_seeds
 from .root import crossing as crossing
 from .root import next_probe as next_probe
 from .root import pooled_slope as pooled_slope
-from .search import transition as transition
 from .search import transition_config as transition_config
 from .smc import SMCResult as SMCResult
 from .smc import hmc_move as hmc_move
