@@ -104,8 +104,8 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--probes", default=None, metavar="P1,P2",
                    help="profile: the first probes (default: 1.25x either side of the theory's "
                    "posterior point, else of the MAP switch)")  # fmt: skip
-    p.add_argument("--max-probes", type=int, default=6,
-                   help="profile: probes per seed at most (default 6)")  # fmt: skip
+    p.add_argument("--max-probes", type=int, default=7,
+                   help="profile: probes per seed at most (default 7)")  # fmt: skip
     p.add_argument("--spacing", type=float, default=0.15,
                    help="profile: window spacing in a_G (default 0.15)")  # fmt: skip
     p.add_argument("--window-chains", type=int, default=6,

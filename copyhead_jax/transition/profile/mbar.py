@@ -55,7 +55,7 @@ def join(a_k: list[np.ndarray], centers: np.ndarray, kappa: float) -> Joined:
         raise ValueError("every window needs at least one draw")
     a = np.concatenate([np.asarray(x, np.float64) for x in a_k])
     u = bias_matrix(a, centers, kappa)
-    with jax.enable_x64(True):
+    with jax.enable_x64(True), jax.numpy_rank_promotion("allow"):  # pymbar broadcasts
         m = pymbar.MBAR(u, N_k, solver_protocol="robust")
         f = np.asarray(m.f_k, np.float64)
         O = np.asarray(m.compute_overlap()["matrix"], np.float64)

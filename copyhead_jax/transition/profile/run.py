@@ -4,11 +4,15 @@ For each seed on its own: profiles $F(a_G;P)$ at the first probes (:func:`.windo
 on :mod:`.softmax`'s landscape, the data of exactly $P$ rows), then more probes placed by
 :func:`~copyhead_jax.transition.root.next_probe` on $d(P)$ (widening until $d$ changes sign,
 then regula falsi in $\log P$) until the bracket is narrower than ``refine_ratio`` or
-``max_probes`` are measured. $d$ uses a dividing surface defined at every probe (:func:`probes`):
-a bimodal profile's own barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
-bimodal probe, the midpoint of the posterior means at the lowest and highest probe; so the last
-probes land where the two sides weigh the same, where a barrier, if the transition has one, is
-highest. Then the verdict (:mod:`.verdict`) and, over seeds, ``combine_seeds``. The whitening
+``max_probes`` are measured. The probes are placed on the log-odds of $a_G\ge a_s$ at a fixed
+search surface $a_s$ (the middle of the windows' range, between the pooling and the copying
+region): it changes sign only when the probes span both, so a first pair of probes on one side
+of the transition widens instead of refining inside one basin; the last probes land where the two
+sides weigh about the same, where a barrier, if the transition has one, is highest. $a_s$ only
+places probes: the verdict's $d$ uses a dividing surface of the posterior's own (:func:`probes`):
+a bimodal profile's barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
+bimodal probe, the midpoint of the posterior means at the lowest and highest probe. Then the
+verdict (:mod:`.verdict`) and, over seeds, ``combine_seeds``. The whitening
 Hessians are measured at a seed's first probe and carried to its others
 (:meth:`.windows.Anchors.rescaled`). Beside it: the exact MAP's switch and coexistence
 (:mod:`.map_switch`). The first probes come from the theory's posterior point when it has one,
@@ -56,13 +60,14 @@ def default_profile_settings(L: int, **kw) -> ProfileSettings:
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:
     """``probes``: the first P values (``None``: around the theory's or the MAP's point);
-    ``max_probes`` per seed; ``refine_ratio``: stop when the bracket's ``hi / lo`` is below it;
+    ``max_probes`` per seed (the first included); ``refine_ratio``: stop when the bracket's
+    ``hi / lo`` is below it;
     ``profile``: the windows (``None``: :func:`default_profile_settings`); ``reuse_hessians``:
     carry the whitening Hessians from a seed's first probe; ``map_switch``: the exact MAP's
     switch beside the verdict."""
 
     probes: tuple[int, ...] | None = None
-    max_probes: int = 6
+    max_probes: int = 7
     refine_ratio: float = 1.04
     profile: ProfileSettings | None = None
     reuse_hessians: bool = True
@@ -146,12 +151,18 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
             f"{len(sm.centers)} windows, {len(prof.flagged)} not mixed"
             f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s")  # fmt: skip
 
+    a_s = 0.5 * (s.a_lo + s.a_hi)
+    placement: dict[int, float] = {}
     for P in first:
         measure(int(P))
     while len(run.profiles) < ss.max_probes:
-        used = [p for p in probes(run, s) if p.usable]
-        d = np.clip([p.d for p in used], -D_CLIP, D_CLIP)
-        P_new = next_probe([p.P for p in used], d, refine_ratio=ss.refine_ratio, P_floor=2)
+        for P, prof in run.profiles.items():
+            if P not in placement and not prof.short:
+                sm = run.sampled[P]
+                placement[P] = analyse(sm.draws, s, sm.centers, sm.a_min, a_top=a_s)["basins"].d
+        Ps = sorted(placement)
+        d = np.clip([placement[P] for P in Ps], -D_CLIP, D_CLIP)
+        P_new = next_probe(Ps, d, refine_ratio=ss.refine_ratio, P_floor=2)
         if P_new is None or int(P_new) in run.profiles:
             break
         measure(int(P_new))

@@ -62,7 +62,7 @@ def start(w: Well):
     return f
 
 
-def exact_log_density(w: Well, a: np.ndarray, n_x1: int = 4001) -> np.ndarray:
+def exact_log_density(w: Well, a: np.ndarray, n_x1: int = 2001) -> np.ndarray:
     """$\\log p(a)$ normalised on the grid ``a`` (fine, uniform, covering the mass)."""
     x1 = np.linspace(-8.0, 8.0, n_x1)
     x0 = a[:, None] - w.gamma * np.tanh(x1)[None]
@@ -86,7 +86,7 @@ def exact_on_bins(w: Well, edges: np.ndarray, per_bin: int = 50) -> np.ndarray:
 
 def exact_copy_weight(w: Well, a_star: float) -> float:
     """$\\int_{a^*}^\\infty p(a)\\,da$."""
-    a = np.linspace(-5.0, 5.0, 20001)
+    a = np.linspace(-5.0, 5.0, 5001)
     lp = exact_log_density(w, a)
     p = np.exp(lp) * (a[1] - a[0])
     return float(p[a >= a_star].sum())

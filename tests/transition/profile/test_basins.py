@@ -1,0 +1,48 @@
+"""Barrier, split and weights of constructed profiles; whitening identities."""
+
+import math
+
+import numpy as np
+
+from copyhead_jax.transition.profile.basins import barrier_at, d_of, sd_of, se_of, split
+from copyhead_jax.transition.profile.landscape import restrain, root_of_inverse
+
+
+def test_split_finds_the_barrier_between_two_minima():
+    a = np.linspace(-2, 2, 81)
+    F = 3.0 * (a**2 - 1) ** 2 + 0.5 * a  # minima near -1 and 1, top near 0
+    j, B = split(F)
+    assert abs(a[j]) < 0.1
+    assert math.isclose(B, F[j] - F[np.argmin(np.where(a > 0, F, np.inf))], rel_tol=1e-12)
+    assert barrier_at(F, j) == B
+
+
+def test_unimodal_profile_has_no_positive_barrier():
+    a = np.linspace(-2, 2, 81)
+    _, B = split((a - 0.3) ** 2)
+    assert B <= 0
+
+
+def test_d_is_minus_log_odds_and_widened_error_is_the_sd():
+    assert math.isclose(d_of(0.25), math.log(3.0))
+    assert d_of(0.0) == math.inf and d_of(1.0) == -math.inf
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    assert math.isclose(sd_of(x), x.std(ddof=1)) and math.isclose(se_of(x), x.std(ddof=1) / 2)
+
+
+def test_restrain_is_the_root_of_the_restrained_inverse():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((7, 7))
+    H = A @ A.T + 0.5 * np.eye(7)
+    g = rng.standard_normal(7)
+    C = root_of_inverse(H, floor=0.1)
+    Ck = restrain(C, g, 37.0)
+    # exact identity: C_k C_k^T = (H + kappa g g^T)^{-1} (float64 rounding only)
+    np.testing.assert_allclose(Ck @ Ck.T, np.linalg.inv(H + 37.0 * np.outer(g, g)),
+                               rtol=1e-9, atol=1e-12)  # fmt: skip
+
+
+def test_root_of_inverse_floors_negative_curvature():
+    C = root_of_inverse(np.diag([4.0, -2.0, 0.01]), floor=1.0)
+    # eigenvalues max(lam, 1): 4, 1, 1 -> C C^T = diag(1/4, 1, 1)
+    np.testing.assert_allclose(C @ C.T, np.diag([0.25, 1.0, 1.0]), atol=1e-12)

@@ -1,0 +1,77 @@
+"""The softmax landscape: the written-out a_G equals the package's, masked or not; umbrella
+windows of a Gaussian have their exact moments; the CLI's --json is one JSON document."""
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import copyhead_jax as ch
+from copyhead_jax.cli import main
+from copyhead_jax.transition.profile.landscape import Landscape
+from copyhead_jax.transition.profile.softmax import build_problem, order, order_reference, row_copy
+from copyhead_jax.transition.profile.umbrella import UmbrellaSettings, run_windows
+
+
+def _cfg(causal=False):
+    return ch.preset("plain").replace(
+        task=dict(L=4, V=3), train=dict(train_embeddings=False),
+        model=dict(width=math.inf, attention="softmax", engine="reduced", causal=causal))
+
+
+def test_a_G_value_and_gradient_match_the_package():
+    prob = build_problem(_cfg(), 0, 5, 6)  # 5 kept rows of 6: the mask matters
+    x = 0.7 * jax.random.normal(jax.random.key(3), (prob.n,))
+    a, g = jax.value_and_grad(lambda y: order(prob, y))(x)
+    a_ref, g_ref = jax.value_and_grad(lambda y: order_reference(prob, y))(x)
+    # float32 sums of ~60 softmax terms: agreement to a few ulps of O(1) values
+    np.testing.assert_allclose(a, a_ref, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=2e-6 * float(jnp.max(jnp.abs(g_ref))))
+    # a_G = sqrt(L) (L pbar - 1) / (L - 1), pbar the mean of the per-row copy probabilities
+    pbar = float(jnp.mean(row_copy(prob, x)))
+    L = prob.L
+    np.testing.assert_allclose(a, math.sqrt(L) * (L * pbar - 1) / (L - 1), atol=2e-6)
+
+
+def test_causal_head_masks_its_attention():
+    x = 0.7 * jax.random.normal(jax.random.key(3), (49,))
+    free, causal = (build_problem(_cfg(c), 0, 5, 6) for c in (False, True))
+    assert causal.head.causal and not free.head.causal
+    # row 0 of a causal head reads only itself: its previous token (wrapped) gets nothing
+    assert float(row_copy(causal, x)[0]) == 0.0 and float(row_copy(free, x)[0]) > 0.0
+    assert float(order(causal, x)) != pytest.approx(float(order(free, x)))
+
+
+GAUSS = Landscape(energy=lambda p, x: 0.5 * jnp.sum(x**2), order=lambda p, x: x[0])
+
+
+def test_gaussian_windows_have_their_exact_moments_and_repeat():
+    # U = |x|^2 / 2 in 3-d, a = x_0: window k is Gaussian in x_0 with precision 1 + kappa and
+    # mean kappa c / (1 + kappa)
+    s = UmbrellaSettings(n_chains=4, n_adapt=30, n_iter=400, thin=2)
+    c = np.array([-1.0, 0.0, 2.0])
+    x0, C = np.zeros((3, 3)), np.stack([np.eye(3)] * 3)
+    dr = run_windows(jax.random.key(1), GAUSS, {}, x0, C, c, 4.0, s)
+    again = run_windows(jax.random.key(1), GAUSS, {}, x0, C, c, 4.0, s)
+    np.testing.assert_array_equal(dr.a, again.a)
+    m = dr.a.mean(axis=(1, 2))
+    se = dr.a.std(axis=(1, 2)) / np.sqrt(dr.ess())
+    assert np.all(np.abs(m - 4.0 * c / 5.0) < 5 * se)  # 5 standard errors (ESS-based)
+    np.testing.assert_allclose(dr.a.var(axis=(1, 2)), 1 / 5.0, rtol=0.2)  # ~800 ESS: 5% sd
+
+
+def test_cli_json_is_one_document(tmp_path, capsys):
+    argv = ["transition", "--L", "4", "--V", "3", "--width", "inf", "--n-seeds", "1",
+            "--probes", "10,20", "--max-probes", "2", "--spacing", "0.3", "--window-chains",
+            "3", "--window-iters", "32", "--no-map", "--json", "--out", str(tmp_path / "t")]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)  # nothing but the JSON on stdout
+    assert res["method"] == "profile" and [p["P"] for p in res["seeds"][0]["probes"]] == [10, 20]
+    assert res["verdict"] in ("first order", "crossover", "undecided")
+    assert "saved" in cap.err and (tmp_path / "t" / "profile.png").is_file()
+    assert json.loads((tmp_path / "t" / "transition.json").read_text())["verdict"] == \
+        res["verdict"]  # fmt: skip
