@@ -72,7 +72,8 @@ def _log(progress: bool, msg: str) -> None:
         print(f"[transition {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _theory(cfg: Config) -> dict:
+def theory_points(cfg: Config) -> dict:
+    """The EK theory's MAP and posterior points of ``cfg`` (``None`` where it has none)."""
     from ..theory import TheoryParams
     from ..theory.points import transition_points
 
@@ -121,7 +122,7 @@ def transition(
     out = None if out is None else check_output_folder("out", out)
     if not theory and P_grid is None:
         raise ValueError("P_grid is needed when theory=False (the grid is centred on the theory)")
-    th = _theory(cfg) if theory else {"map": None, "post": None}
+    th = theory_points(cfg) if theory else {"map": None, "post": None}
     P0 = th["post"] or th["map"] or 16.0
     grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
     if len(grid) < 2:

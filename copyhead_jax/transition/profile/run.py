@@ -185,9 +185,9 @@ def _objective(cfg: Config):
 def _theory_point(cfg: Config) -> float | None:
     """The theory's posterior P* (else its MAP point) where it has one (None otherwise)."""
     try:
-        from ..search import _theory
+        from ..search import theory_points
 
-        th = _theory(cfg)
+        th = theory_points(cfg)
         return th.get("post") or th.get("map")
     except Exception:  # noqa: BLE001 - a configuration the theory does not cover
         return None
