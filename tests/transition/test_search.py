@@ -37,8 +37,8 @@ SETTINGS = TISettings(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_chains=4, n_iter=400, n_ad
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("transition")
-    res = ch.transition(TINY_CFG, n_seeds=1, out=out, progress=False, settings=SETTINGS,
-                        P_grid=GRID, theory=False)  # fmt: skip
+    res = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=out, progress=False,
+                        settings=SETTINGS, P_grid=GRID, theory=False)  # fmt: skip
     return out, res
 
 
@@ -62,8 +62,8 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
         return seed_probes(d, probes, anchor)
 
     monkeypatch.setattr(pt, "seed_probes", known_d)
-    res = ch.transition(TINY_CFG, n_seeds=3, progress=False, settings=SETTINGS, P_grid=GRID,
-                        theory=False, cross_check=False)  # fmt: skip
+    res = ch.transition(TINY_CFG, method="ti", n_seeds=3, progress=False, settings=SETTINGS,
+                        P_grid=GRID, theory=False, cross_check=False)  # fmt: skip
     probes = [[p["P"] for p in sd["probes"]] for sd in res["seeds"]]
     cr = [sd["crossing"] for sd in res["seeds"]]
     assert calls[0] is None and calls[1][0] == pytest.approx(-30.0)  # seed 0's secant slope
@@ -191,8 +191,8 @@ def test_resume_gives_identical_numbers(tiny_run, tmp_path):
     groups = sorted(copy.glob("groups-*/seed0-P*.json"))
     [g for g in groups if "smc" not in g.name][-1].unlink()  # killed before this group
     [g for g in groups if "smc" in g.name][-1].unlink()  # and before this cross-check
-    again = ch.transition(TINY_CFG, n_seeds=1, out=copy, progress=False, settings=SETTINGS,
-                          P_grid=GRID, theory=False)  # fmt: skip
+    again = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=copy, progress=False,
+                          settings=SETTINGS, P_grid=GRID, theory=False)  # fmt: skip
     assert again["P_star"] == res["P_star"] and again["interval"] == res["interval"]
     assert [g["dF"] for g in again["seeds"][0]["probes"]] == \
         [g["dF"] for g in res["seeds"][0]["probes"]]  # fmt: skip
@@ -203,7 +203,8 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     particles instead of running them one after the other: the same chains up to float32
     rounding. Over 16 iterations the rounding cannot grow into a different trajectory, so every
     probe's F_copy - F_pool, the root and the SMC weights agree to 1e-4 relative."""
-    runs = [ch.transition(TINY_CFG, n_seeds=1, progress=False, P_grid=GRID[2:6], theory=False,
+    runs = [ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[2:6],
+                          theory=False,
                           settings=TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=16,
                                               n_adapt=0, n_ref=200, smc_particles=8,
                                               smc_max_steps=4, batched=b))
@@ -222,7 +223,8 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
 def test_adapted_mass_reaches_the_rungs_chains():
     """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
     iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
-    runs = [ch.transition(TINY_CFG, n_seeds=1, progress=False, P_grid=GRID[2:6], theory=False,
+    runs = [ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[2:6],
+                          theory=False,
                           settings=TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=16,
                                               n_adapt=24, n_ref=200, smc_particles=0,
                                               adapt_mass=m))
@@ -264,24 +266,24 @@ def _one_line_error(capsys, rc, pattern):
 @pytest.mark.bad_input
 def test_bad_api_input_is_refused_before_work():
     with pytest.raises(ValueError, match="n_seeds must be"):
-        ch.transition(TINY_CFG, n_seeds=0)
+        ch.transition(TINY_CFG, method="ti", n_seeds=0)
     with pytest.raises(ValueError, match="settings must be a TISettings"):
-        ch.transition(TINY_CFG, settings={"n_iter": 3}, P_grid=GRID, theory=False)
+        ch.transition(TINY_CFG, method="ti", settings={"n_iter": 3}, P_grid=GRID, theory=False)
     with pytest.raises(ValueError, match="TISettings.ts must rise"):
         TISettings(ts=(0.0, 0.5))
     with pytest.raises(ValueError, match="P_grid is needed"):
-        ch.transition(TINY_CFG, theory=False)
+        ch.transition(TINY_CFG, method="ti", theory=False)
     with pytest.raises(ValueError, match="cfg must be a copyhead_jax Config"):
         ch.transition({"L": 4})
     big = TINY_CFG.replace(sweep=dict(memory_budget_gb=1e-6))
     with pytest.raises(ValueError, match="needs about .* GiB of memory"):
-        ch.transition(big, P_grid=GRID, theory=False)
+        ch.transition(big, method="ti", P_grid=GRID, theory=False)
 
 
 def test_bad_cli_input_is_one_line(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    base = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
-            "--P", "8,16", "--quiet"]  # fmt: skip
+    base = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
+            "--width", "inf", "--P", "8,16", "--quiet"]  # fmt: skip
     _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file")]),
                     "--out .*file.* not a folder")  # fmt: skip
     _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file" / "x")]),
@@ -306,6 +308,8 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
 def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
     argv = [
         "transition",
+        "--method",
+        "ti",
         "--preset",
         "plain",
         "--L",
