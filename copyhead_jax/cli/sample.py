@@ -30,7 +30,8 @@ def add_sample_subparser(sub) -> None:
         examples=(
             "copyhead sweep --preset small --engine reduced --attention softmax "
             "--out results/red --keep-params",
-            "copyhead sample results/red/sweep_softmax.npz --starts both --netcdf post.nc",
+            "copyhead sample results/red/sweep_softmax.npz --starts both --keep-loglik "
+            "--netcdf post.nc --run 64,0",
             "copyhead sample results/paper/sweep_linear.npz --preset paper --steps 2000",
         ),
     )  # fmt: skip
@@ -92,11 +93,44 @@ def add_sample_subparser(sub) -> None:
                    help="record W^G and W_O_hat per draw (ArviZ posterior)")  # fmt: skip
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",
-                   help="also write the draws as ArviZ netCDF (needs arviz)")  # fmt: skip
+                   help="also write one run's draws, log-likelihood and observed data as ArviZ "
+                   "netCDF, on which az.loo / az.bfmi / az.summary work (needs arviz; the run: "
+                   "--run)")  # fmt: skip
+    p.add_argument("--run", default=None, metavar="P,SEED", type=_run_pair,
+                   help="the run that --netcdf writes: its training set size P (one of the "
+                   "sweep's) and seed (in [0, n_seeds - 1]); needed when the sweep has more "
+                   "than one run")  # fmt: skip
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the posterior figure next to the output (default on)")  # fmt: skip
     progress_flags(p)
     p.set_defaults(func=cmd_sample)
+
+
+def _run_pair(text: str) -> tuple[int, int]:
+    """``P,SEED`` -> ``(P, SEED)``: two integers."""
+    parts = text.split(",")
+    try:
+        P, seed = (int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected P,SEED (two integers), got {text!r}") from None
+    return P, seed
+
+
+def netcdf_run(args, sweep) -> dict[str, int]:
+    """The run ``--netcdf`` writes (``{'P', 'seed'}``), checked against the sweep before any
+    work: ``--run``, or the sweep's only run."""
+    Ps, nS = [int(x) for x in sweep.P], sweep.config.sweep.n_seeds
+    if args.run is None:
+        if len(Ps) * nS > 1:
+            raise ValueError(f"--netcdf writes one run (az.loo needs one run's sequences): give "
+                             f"--run P,SEED with P in {Ps} and SEED in [0, {nS - 1}]")  # fmt: skip
+        return {"P": Ps[0], "seed": 0}
+    P, seed = args.run
+    if P not in Ps:
+        raise ValueError(f"--run: P must be one of the sweep's {Ps}, got {P}")
+    if not 0 <= seed < nS:
+        raise ValueError(f"--run: SEED must be in [0, {nS - 1}], got {seed}")
+    return {"P": P, "seed": seed}
 
 
 def sampler_config(args, sweep):
@@ -142,9 +176,12 @@ def cmd_sample(args) -> int:
         )
     out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
     check_output_path("--out", out, inputs=[args.result], kind=POSTERIOR_KIND)  # before work
+    if args.run is not None and not args.netcdf:
+        raise ValueError("--run selects the run that --netcdf writes; give --netcdf FILE too")
     if args.netcdf:
         check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
                           inputs=[args.result, out])  # fmt: skip
+        run = netcdf_run(args, sweep)
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
     post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
     print(
@@ -153,7 +190,8 @@ def cmd_sample(args) -> int:
     if args.netcdf:
         from ..sampling.arviz import save_netcdf
 
-        print(f"saved {save_netcdf(post, args.netcdf)}")
+        print(f"saved {save_netcdf(post, args.netcdf, **run)} (P = {run['P']}, seed "
+              f"{run['seed']})")  # fmt: skip
     print_posterior(post, sweep)
     if args.plot:
         from ._common import save_figure

@@ -1,4 +1,4 @@
-r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult` (issues 12 and 30).
+r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult`.
 
 :func:`to_arviz` returns what the installed ArviZ works with: ``arviz.InferenceData`` (ArviZ
 < 1) or ``xarray.DataTree`` (ArviZ >= 1), with the groups:
@@ -21,10 +21,15 @@ r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult` (issues 12 
   the transition before each draw ended, so ``az.bfmi`` works on a one-run selection. SGLD
   has no Hamiltonian and no ``energy``.
 
-``to_arviz(post, P=..., seed=...)`` selects one run: dims ``(chain, draw, ...)`` and only the
-run's ``P`` sequences in ``log_likelihood``, so ``az.loo``/``az.waic`` work on it directly.
-Attributes name the sampler (``sampler``: its real name, e.g. "collapsed HMC"), its kind and
-settings (JSON) and the sweep's config.
+``to_arviz(post, P=..., seed=...)`` selects one run: dims ``(chain, draw, ...)``, only the
+run's ``P`` sequences in ``log_likelihood``, and ``observed_data`` with the run's training
+sequences ``x`` and their copy targets ``y`` (``y^a = x^{a-1}``, periodic; dims ``sequence,
+position``), redrawn from the config's source and seed exactly as the sweep drew them (absent for
+a sweep of a user's token rows, which the result does not store), so ``az.loo``, ``az.waic``,
+``az.bfmi`` and ``az.summary`` work on it directly and on its netCDF file
+(:func:`save_netcdf`; ``copyhead sample --netcdf FILE --run P,SEED``). Attributes name the
+sampler (``sampler``: its real name, e.g. "collapsed HMC"), its kind and settings (JSON), the
+sweep's config and the versions of copyhead_jax and ArviZ that wrote it.
 
 ArviZ is imported only when called (``pip install copyhead_jax[posterior]``); ``import
 copyhead_jax`` does not import it.
@@ -41,7 +46,7 @@ import numpy as np
 
 from ..results import PosteriorResult
 
-__all__ = ["save_netcdf", "to_arviz"]
+__all__ = ["run_tokens", "save_netcdf", "to_arviz"]
 
 SAMPLE_DIMS = ("chain", "draw")
 RUN_DIMS = ("P", "seed")
@@ -79,6 +84,23 @@ def _run_index(post, P, seed) -> tuple[int, int] | None:
     if not isinstance(seed, int | np.integer) or not 0 <= seed < nS:
         raise ValueError(f"seed must be an int in [0, {nS - 1}], got {seed!r}")
     return Ps.index(P), int(seed)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def run_tokens(cfg, P: int, seed: int) -> np.ndarray:
+    """The ``P`` training sequences ``[P, L]`` of seed ``seed`` of a sweep of ``cfg``, drawn as
+    the sweep drew them (the seed's key, the task's source, the nested pool's first rows)."""
+    import jax
+
+    from ..sources import task_data
+
+    key = jax.random.split(jax.random.key(cfg.sweep.seed + seed))[0]
+    return np.asarray(task_data(key, cfg.task, P_max=cfg.sweep.P_max).train)[:P]
 
 
 def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
@@ -132,6 +154,11 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
         stats["step_size"] = var(np.broadcast_to(np.asarray(a["step"])[..., None],
                                                  (nP, nS, C, D)))  # fmt: skip
     groups["sample_stats"] = xr.Dataset(stats, coords)
+    if run is not None and "tokens_sha256" not in post.meta:
+        x = run_tokens(post.config, int(post.P[run[0]]), run[1])
+        groups["observed_data"] = xr.Dataset(
+            {"x": (("sequence", "position"), x), "y": (("sequence", "position"),
+                                                       np.roll(x, 1, axis=-1))})  # fmt: skip
     mc = post.sampler
     attrs = {
         "inference_library": "copyhead_jax",
@@ -140,6 +167,8 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
         "sampler_settings": json.dumps(dataclasses.asdict(mc)),
         "attention": post.config.model.attention,
         "config": json.dumps(post.config.to_dict()),
+        "copyhead_jax_version": _version(),
+        "arviz_version": az.__version__,
     }
     if run is not None:
         attrs.update(P=int(post.P[run[0]]), seed=run[1])

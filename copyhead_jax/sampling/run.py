@@ -209,6 +209,8 @@ def run_sampler(
     arrays.update(health_arrays(arrays, order_names(cfg)))
     arrays.update(program.extras(arrays))
     meta = {"environment": environment(), "sampler_name": sampler.name}
+    if "tokens_sha256" in sweep.meta:  # a user's rows: the data cannot be redrawn from cfg
+        meta["tokens_sha256"] = sweep.meta["tokens_sha256"]
     res = PosteriorResult(cfg, sampler, arrays, meta, draw_fields(cfg))
     res.meta["warnings"] = warnings = posterior_warnings(res) + program.warnings(res)
     res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt

@@ -1,5 +1,6 @@
 """ArviZ output of a posterior: dims, coordinates and values survive InferenceData/DataTree and
-netCDF; ``az.summary`` reads it; ``copyhead sample --netcdf`` writes it."""
+netCDF; ``az.summary`` reads it; ``copyhead sample --netcdf FILE --run P,SEED`` writes one run,
+on whose file as written ``az.loo``, ``az.bfmi`` and ``az.summary`` work."""
 
 import json
 
@@ -90,9 +91,9 @@ def test_to_arviz_rejects_other_objects():
         to_arviz({"draws": np.zeros(3)})
 
 
-def test_cli_sample_writes_netcdf(post, tmp_path, monkeypatch, capsys):
-    # The sampler itself is tested in test_sample.py (a sweep plus its chains compile for ~30 s on
-    # 2 cores); here it returns the fixture, and the flag's wiring is what is checked.
+def _cli(post, tmp_path, monkeypatch, *extra):
+    """``copyhead sample`` on a stand-in sweep whose sampler returns ``post``: the sampling
+    itself is tested elsewhere; here the flags' wiring and the file written."""
     import copyhead_jax.results
     import copyhead_jax.sampling.run
     from copyhead_jax.cli import main
@@ -100,6 +101,7 @@ def test_cli_sample_writes_netcdf(post, tmp_path, monkeypatch, capsys):
     class Sweep:
         has_params = True
         config = post.config  # default_sampler reads the engine off it
+        P = np.asarray(post.P)
 
         def __getitem__(self, name):
             return np.zeros(SHAPE[:2])
@@ -108,12 +110,65 @@ def test_cli_sample_writes_netcdf(post, tmp_path, monkeypatch, capsys):
                        accept_mean=np.ones(SHAPE[:3]))  # fmt: skip
     post.meta.update(wall_seconds=0.0, warnings=[])
     monkeypatch.setattr(copyhead_jax.results.SweepResult, "load", lambda path: Sweep())
-    monkeypatch.setattr(copyhead_jax.sampling.run, "run_sampler", lambda *a, **k: post)
+    called = []
+    monkeypatch.setattr(copyhead_jax.sampling.run, "run_sampler",
+                        lambda *a, **k: called.append(1) or post)  # fmt: skip
+    argv = ["sample", str(tmp_path / "sweep.npz"), "--quiet", "--no-plot", *extra]
+    return main(argv), called
+
+
+def test_cli_sample_writes_one_run_that_arviz_reads_as_written(tmp_path, monkeypatch, capsys):
+    """The netCDF of ``--run 8,1`` holds that run alone: ``az.loo`` finite (no NaN padding),
+    ``az.bfmi`` one value per chain, ``az.summary`` a row per order parameter; its
+    ``observed_data`` are the run's training sequences as the sweep drew them, ``y`` their
+    copy targets; the attributes name the sampler and both libraries' versions."""
+    from copyhead_jax.sampling.arviz import run_tokens
+
+    post = _hmc_post(400, weights=False)
     nc = tmp_path / "post.nc"
-    argv = ["sample", str(tmp_path / "sweep.npz"), "--quiet", "--no-plot", "--netcdf", str(nc)]
-    assert main(argv) == 0
-    assert f"saved {nc}" in capsys.readouterr().out
-    _check(az.from_netcdf(nc), post)
+    rc, _ = _cli(post, tmp_path, monkeypatch, "--netcdf", str(nc), "--run", "8,1")
+    assert rc == 0 and f"saved {nc}" in capsys.readouterr().out
+    back = az.from_netcdf(nc)
+    loo = az.loo(back)
+    assert np.isfinite(float(loo["elpd_loo"] if "elpd_loo" in loo else loo.elpd_loo))
+    bfmi = az.bfmi(back)
+    assert bfmi.shape == (3,) and np.all(np.isfinite(bfmi))
+    assert "aG" in az.summary(back, var_names=["aG"], kind="stats").index
+    x = run_tokens(post.config, 8, 1)
+    assert x.shape == (8, CFG.task.L)
+    np.testing.assert_array_equal(back.observed_data["x"].values, x)
+    np.testing.assert_array_equal(back.observed_data["y"][:, 1:].values, x[:, :-1])
+    attrs = back.posterior.attrs
+    assert attrs["copyhead_jax_version"] == ch.__version__ and attrs["arviz_version"]
+    assert attrs["P"] == 8 and attrs["seed"] == 1 and attrs["sampler"] == "collapsed HMC"
+
+
+def test_run_tokens_are_the_samplers_training_rows():
+    """``run_tokens`` redraws exactly the rows the sweep and the sampler condition on."""
+    from copyhead_jax.fit import sweep_inputs
+    from copyhead_jax.sampling.arviz import run_tokens
+
+    train = np.asarray(sweep_inputs(CFG, None).train)  # runs P-major: (P index, seed)
+    for i, P in enumerate(CFG.sweep.P):
+        for seed in range(CFG.sweep.n_seeds):
+            np.testing.assert_array_equal(run_tokens(CFG, P, seed),
+                                          train[i * CFG.sweep.n_seeds + seed, :P])  # fmt: skip
+
+
+@pytest.mark.parametrize("extra, match", [
+    (("--netcdf", "X.nc"), r"--netcdf writes one run .* give --run P,SEED with P in \[2, 8, 16\]"),
+    (("--netcdf", "X.nc", "--run", "3,0"), r"--run: P must be one of the sweep's \[2, 8, 16\]"),
+    (("--netcdf", "X.nc", "--run", "8,2"), r"--run: SEED must be in \[0, 1\]"),
+    (("--run", "8,0"), "--run selects the run that --netcdf writes"),
+])  # fmt: skip
+def test_cli_netcdf_run_refused_before_any_work(tmp_path, monkeypatch, capsys, extra, match):
+    extra = tuple(str(tmp_path / e) if e.endswith(".nc") else e for e in extra)
+    rc, called = _cli(_hmc_post(4, weights=False), tmp_path, monkeypatch, *extra)
+    assert rc != 0 and not called
+    err = capsys.readouterr().err
+    import re
+
+    assert re.search(match, err), err
 
 
 HMC = ch.HMCConfig(n_iter=8, thin=1, n_chains=3, keep_loglik=True, keep_weights=True)
@@ -133,7 +188,7 @@ def _hmc_post(S: int, weights: bool):
     arrays = dict(
         draws=rng.normal(size=(*shape, len(DRAW_FIELDS))), accept=rng.uniform(size=shape),
         distance=rng.uniform(size=shape), U0=np.zeros(shape[:3]), finite=np.ones(shape[:3], bool),
-        step=rng.uniform(0.2, 0.4, size=shape[:3]), log_lik=ll,
+        step=rng.uniform(0.2, 0.4, size=shape[:3]), log_lik=ll, energy=rng.normal(size=shape),
     )  # fmt: skip
     if weights:
         arrays.update(W_G=rng.normal(size=(*shape, D, D)),
