@@ -133,15 +133,44 @@ def stored_kind(path: Any) -> str | None:
 
 
 def python_scalar(value: Any) -> Any:
-    """numpy scalars (``np.int64(4)``, ``np.float32(0.1)``, ``np.bool_``) as Python numbers, so
-    that configs compare, hash and serialise to JSON like hand-written ones."""
+    """A number given as a NumPy scalar or 0-d array (``np.int64(4)``, ``np.array(30.0)``,
+    ``np.bool_``), a ``Decimal`` or a ``Fraction`` as the Python number it equals (an int when it
+    is integral and not a float type), so that configs compare, hash and serialise to JSON like
+    hand-written ones; tuples entry by entry; anything else unchanged (the validators judge it).
+    """
+    import numbers
+    from decimal import Decimal
+    from fractions import Fraction
+
     import numpy as np
 
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return float(value)
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Fraction):
+        return int(value) if value.denominator == 1 else float(value)
     if isinstance(value, tuple):
         return tuple(python_scalar(v) for v in value)
+    if isinstance(value, numbers.Number) or value is None or isinstance(value, str | bool):
+        return value
     return value
+
+
+def normalise_scalars(obj: Any) -> None:
+    """Every field of the frozen dataclass ``obj`` through :func:`python_scalar`, in place: the
+    first step of each config's validation, so that what passes is stored as plain Python."""
+    import dataclasses
+
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        w = python_scalar(v)
+        if w is not v:
+            object.__setattr__(obj, f.name, w)
 
 
 def _np_int() -> type:

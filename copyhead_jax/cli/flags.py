@@ -27,6 +27,18 @@ from ..config import (
 _SECTIONS = ("task", "model", "posterior", "train", "sweep")
 
 
+def finite_float(text: str) -> float:
+    """The ``type`` of every real-valued flag: a finite real number (argparse names the flag in
+    its one-line error; ``nan`` and ``inf`` are not numbers any command can use)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a real number, got {text!r}") from None
+    if not np.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a finite real number, got {text!r}")
+    return v
+
+
 def parse_P_grid(text: str) -> tuple[int, ...]:
     """``"4,8,16"``, ``"4:1000:24log"`` (24 log-spaced) or ``"10:100:10lin"`` -> sorted ints."""
     text = text.strip()
@@ -111,7 +123,8 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
                                help="on/off; " + _flag_help(get, f.name))  # fmt: skip
             else:
                 # a None default (warmup_frac) marks an optional number
-                typ = {int: int, float: float, type(None): float}.get(type(f.default), str)
+                typ = {int: int, float: finite_float, type(None): finite_float}.get(
+                    type(f.default), str)
                 typ = _matrix_arg if f.name == "transition" else typ
                 meta = flag[2:].replace("-", "_").upper()
                 g.add_argument(flag, type=typ, default=None, metavar=meta,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .flags import finite_float
+
 #: (key of RunLLC.arrays, label) of the estimators drawn and printed, in that order
 SHOWN = (
     ("beta1", r"$\beta = 1$, $\gamma$-localised"),
@@ -40,7 +42,7 @@ def add_llc_subparser(sub) -> None:
     p.add_argument("--siblings", action=argparse.BooleanOptionalAction, default=True,
                    help="also use FILE_copy.npz next to a softmax FILE.npz, and FILE.npz next to "
                    "FILE_posterior.npz (default on)")  # fmt: skip
-    p.add_argument("--gamma", type=float, default=d.gamma,
+    p.add_argument("--gamma", type=finite_float, default=d.gamma,
                    help=f"localisation (default {d.gamma}); 0 leaves directions the data do not "
                    "pin free to drift (no prior in these chains): the posterior file's "
                    "estimate is the unlocalised one")  # fmt: skip
@@ -48,7 +50,7 @@ def add_llc_subparser(sub) -> None:
     p.add_argument("--burn-in", type=int, default=d.burn_in, help=f"default {d.burn_in}")
     p.add_argument("--thin", type=int, default=d.thin, help=f"default {d.thin}")
     p.add_argument("--chains", type=int, default=d.n_chains, help=f"default {d.n_chains}")
-    p.add_argument("--eta-frac", type=float, default=d.eta_frac,
+    p.add_argument("--eta-frac", type=finite_float, default=d.eta_frac,
                    help="SGLD step times (gamma + top curvature); default "
                    f"{d.eta_frac}")  # fmt: skip
     p.add_argument("--seed", type=int, default=d.seed, help=f"chains' seed (default {d.seed})")

@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from ..config import STARTS, HMCConfig, SGLDConfig
+from .flags import finite_float
 
 #: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
 SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
@@ -47,7 +48,7 @@ def add_sample_subparser(sub) -> None:
                    "default sampler")  # fmt: skip
     d, h = SGLDConfig(), HMCConfig()
     g = p.add_argument_group("both samplers")
-    g.add_argument("--step-size", type=float, default=None,
+    g.add_argument("--step-size", type=finite_float, default=None,
                    help=f"SGLD: eta on U (default {d.step_size}); HMC: the initial leapfrog "
                    f"step in the whitened coordinates of the marginal, then adapted (default "
                    f"{h.step_size})")  # fmt: skip
@@ -79,14 +80,14 @@ def add_sample_subparser(sub) -> None:
                    "whitened coordinates)")  # fmt: skip
     g.add_argument("--leapfrog", type=int, default=None,
                    help=f"leapfrog steps per iteration (default {h.n_leapfrog})")
-    g.add_argument("--target-accept", type=float, default=None,
+    g.add_argument("--target-accept", type=finite_float, default=None,
                    help=f"acceptance the adaptation aims at (default {h.target_accept})")
     g.add_argument("--starts", choices=STARTS, default=None,
                    help="where chains start: fit (the sweep's fits), both (half from the "
                    "pooling and half from the copy branch start), prior (each from a prior "
                    "draw of W^G); default both for softmax near the MAP coexistence window, "
                    "else fit")  # fmt: skip
-    g.add_argument("--branch-threshold", type=float, default=None,
+    g.add_argument("--branch-threshold", type=finite_float, default=None,
                    help=f"a draw is on the copy branch when aG >= this (default "
                    f"{h.branch_threshold})")  # fmt: skip
     g.add_argument("--keep-weights", action="store_true", default=None,

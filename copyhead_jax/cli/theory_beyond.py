@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from ..sources import SOURCES
+from .flags import finite_float
 
 
 def add_source_flags(p: argparse.ArgumentParser) -> None:
@@ -16,9 +17,9 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("token source and mask (docs/theory.md §12)")
     g.add_argument("--source", choices=SOURCES, default="iid",
                    help="i.i.d. uniform tokens (default) or a stationary Markov chain")  # fmt: skip
-    g.add_argument("--rho", type=float, default=0.0,
+    g.add_argument("--rho", type=finite_float, default=0.0,
                    help="Markov stickiness: stay w.p. rho + (1 - rho)/V (default 0)")  # fmt: skip
-    g.add_argument("--alpha", type=float, default=None,
+    g.add_argument("--alpha", type=finite_float, default=None,
                    help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
     g.add_argument("--chain-seed", dest="chain_seed", type=int, default=0,
                    help="seed of the Dirichlet transition matrix (default 0)")  # fmt: skip
@@ -34,7 +35,7 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--P-range",
         dest="P_range",
-        type=float,
+        type=finite_float,
         nargs=2,
         default=(3.0, 3e4),
         metavar=("LO", "HI"),

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from .flags import finite_float
 from .theory_options import common_flags, jsonable, theory_params, theory_subcommand
 
 EPILOG_SENSITIVITY = """examples:
@@ -34,7 +35,7 @@ def add_fit_subparsers(sub) -> None:
         "switch (docs/theory.md §2b, §5)", EPILOG_SENSITIVITY,
     )  # fmt: skip
     common_flags(p, objectives=("map", "post", "both"), objective="both")
-    p.add_argument("--step", type=float, default=1e-2, help="log step of the differences")
+    p.add_argument("--step", type=finite_float, default=1e-2, help="log step of the differences")
     p.set_defaults(func=cmd_sensitivity)
 
     p = theory_subcommand(
@@ -46,7 +47,7 @@ def add_fit_subparsers(sub) -> None:
     p.add_argument("--free", type=_free, required=True,
                    help="parameters to adjust: 'sigma2,chi' (sigma2, chi, sigma_O, sigma_G, "
                    "sigma_e, sigma_p)")  # fmt: skip
-    p.add_argument("--tol", type=float, default=0.05,
+    p.add_argument("--tol", type=finite_float, default=0.05,
                    help="relative error that counts as a fit (default 0.05)")  # fmt: skip
     p.add_argument("--max-iter", dest="max_iter", type=int, default=40,
                    help="Levenberg-Marquardt iterations at most")  # fmt: skip

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._checks import check_output_path
 from ..config import BOTH, LIKELIHOODS, LINEAR_SCALES, PRESETS
+from .flags import finite_float
 
 
 def parse_range(spec: str) -> list[int]:
@@ -51,7 +52,7 @@ def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives
         p.add_argument("--L", type=int, default=None, help="sequence length")
         p.add_argument("--V", type=int, default=None, help="vocabulary size")
     for name in _SCALES:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, default=None,
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=finite_float, default=None,
                        help=f"{name} (docs/theory.md §2)")  # fmt: skip
     p.add_argument("--likelihood", choices=LIKELIHOODS, default=None,
                    help="noise per sequence entry or L times it (per_position), §2b")  # fmt: skip

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..config import ATTENTIONS
+from .flags import finite_float
 from .theory_options import (
     attentions,
     check_plot_paths,
@@ -58,8 +59,8 @@ def add_points_subparsers(sub) -> None:
     )
     p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="both")
     common_flags(p)
-    p.add_argument("--P-min", dest="P_min", type=float, default=None)
-    p.add_argument("--P-max", dest="P_max", type=float, default=None)
+    p.add_argument("--P-min", dest="P_min", type=finite_float, default=None)
+    p.add_argument("--P-max", dest="P_max", type=finite_float, default=None)
     p.add_argument("--n-P", dest="n_P", type=int, default=121)
     p.add_argument("--out", default=None, help="PNG path stem")
     p.add_argument("--no-plot", action="store_true")
@@ -70,7 +71,7 @@ def add_points_subparsers(sub) -> None:
     )
     p.add_argument("--attention", choices=(*ATTENTIONS, "both"), default="softmax")
     common_flags(p)
-    p.add_argument("--P", type=float, nargs="+", default=None)
+    p.add_argument("--P", type=finite_float, nargs="+", default=None)
     p.add_argument("--out", default=None, help="PNG path stem")
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=cmd_landscape)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .._checks import check_choice, check_float, check_int
+from .._checks import check_choice, check_float, check_int, normalise_scalars
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class SGLDConfig:
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
 
     def __post_init__(self):
+        normalise_scalars(self)
         check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
         if not isinstance(self.keep_loglik, bool):
             raise ValueError(f"SGLDConfig.keep_loglik must be True or False, got "
@@ -86,6 +87,7 @@ class HMCConfig:
     keep_weights: bool = False  # record W^G and W_O_hat per draw
 
     def __post_init__(self):
+        normalise_scalars(self)
         check_float("HMCConfig.step_size", self.step_size, lo=0.0, hi=2.0)
         check_int("HMCConfig.n_iter", self.n_iter, lo=1, hi=10**9)
         check_int("HMCConfig.n_warmup", self.n_warmup, lo=0, hi=10**9)

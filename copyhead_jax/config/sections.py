@@ -13,7 +13,14 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .._checks import check_choice, check_float, check_int, check_P_grid, python_scalar
+from .._checks import (
+    check_choice,
+    check_float,
+    check_int,
+    check_P_grid,
+    normalise_scalars,
+    python_scalar,
+)
 from .samplers import SAMPLERS as SAMPLERS  # the sampler configs, re-exported
 from .samplers import STARTS as STARTS
 from .samplers import HMCConfig as HMCConfig
@@ -66,6 +73,7 @@ class TaskConfig:
     transition: tuple[tuple[float, ...], ...] | None = None  # markov: a given V x V matrix
 
     def __post_init__(self):
+        normalise_scalars(self)
         # L reaches the closed-form theory's asymptotics; a run's arrays face the memory checks
         check_int("TaskConfig.L", self.L, lo=2, hi=10**6)
         check_int("TaskConfig.V", self.V, lo=2, hi=4096)
@@ -100,6 +108,7 @@ class ModelConfig:
     causal: bool = False  # causal mask (b <= a) and the non-periodic target, see models._mask
 
     def __post_init__(self):
+        normalise_scalars(self)
         check_choice("ModelConfig.attention", self.attention, ATTENTIONS)
         check_choice("ModelConfig.engine", self.engine, ENGINES)
         check_choice("ModelConfig.gram", self.gram, GRAMS)
@@ -137,6 +146,7 @@ class PosteriorConfig:
     chi_in_noise: bool = True  # noise sigma^2/chi; False: sigma^2
 
     def __post_init__(self):
+        normalise_scalars(self)
         check_float("PosteriorConfig.sigma2", self.sigma2, lo=0.0, hi=1e12)
         check_float("PosteriorConfig.chi", self.chi, lo=0.0, hi=1e12)
         check_choice("PosteriorConfig.likelihood", self.likelihood, LIKELIHOODS)
@@ -161,6 +171,7 @@ class TrainConfig:
     solver: Solver = field(default_factory=AutoConfig)  # or a dict {"kind": "exact", ...}
 
     def __post_init__(self):
+        normalise_scalars(self)
         if not isinstance(self.train_embeddings, bool):
             raise ValueError(
                 f"TrainConfig.train_embeddings must be a bool, got {self.train_embeddings!r}"
@@ -189,6 +200,7 @@ class SweepConfig:
     padding: Literal["max", "pow2"] = "max"
 
     def __post_init__(self):
+        normalise_scalars(self)
         object.__setattr__(self, "P", check_P_grid("SweepConfig.P", self.P))
         check_int("SweepConfig.n_seeds", self.n_seeds, lo=1, hi=100_000)
         check_int("SweepConfig.seed", self.seed, lo=0, hi=2**31 - 1)
@@ -213,6 +225,7 @@ class Config:
     sweep: SweepConfig = field(default_factory=SweepConfig)
 
     def __post_init__(self):
+        normalise_scalars(self)
         for name, cls in _SECTIONS.items():
             sec = getattr(self, name)
             if not isinstance(sec, cls):

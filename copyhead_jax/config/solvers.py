@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from .._checks import check_choice, check_float, check_int, python_scalar
+from .._checks import check_choice, check_float, check_int, normalise_scalars
 
 SCHEDULES = ("constant", "cosine")
 LR_SCALINGS = ("raw", "mup")
@@ -22,10 +22,7 @@ MONITORS = ("loss", "U")
 SOLVERS = ("auto", "adam", "exact")
 
 
-def _scalars(cfg) -> None:
-    """numpy scalars as Python numbers (JSON, hashing, fingerprints)."""
-    for f in dataclasses.fields(cfg):
-        object.__setattr__(cfg, f.name, python_scalar(getattr(cfg, f.name)))
+_scalars = normalise_scalars
 
 
 @dataclass(frozen=True)

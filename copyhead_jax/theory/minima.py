@@ -132,8 +132,8 @@ def theory_curve(
     kind = theory_of(attention)
     check_int("n_keep", n_keep, lo=1, hi=64)
     P_in = np.atleast_1d(np.asarray(P_grid, dtype=np.float64))
-    if P_in.ndim != 1 or not np.all(P_in > 0):
-        raise ValueError("P_grid must be a 1-d array of numbers > 0")
+    if P_in.ndim != 1 or not np.all(np.isfinite(P_in) & (P_in > 0)):
+        raise ValueError(f"P_grid must be a 1-d array of finite numbers > 0, got {P_grid!r}")
     order = np.argsort(P_in)
     check_choice("objective", objective, OBJECTIVES)
     pa = params.arrays()
