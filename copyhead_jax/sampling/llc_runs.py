@@ -41,6 +41,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
+from ..runner.memory import available_bytes, refuse_if_over
 from .estimators import run_mean
 from .sgld import sgld_chains
 from .stats import ess, mcse_mean, split_rhat
@@ -115,6 +116,12 @@ def _same_runs(sweeps: Sequence[SweepResult]) -> None:
                 f"reduced --keep-params'); got engine {s.config.model.engine!r}, weights kept: "
                 f"{s.has_params}"
             )
+        if s.config.train.train_embeddings:
+            raise ValueError(
+                "llc needs quenched embeddings (train_embeddings=False): a reduced sweep with "
+                "trained embeddings holds joint-MAP fits (docs/theory.md §2d), whose centre is "
+                "not a minimum of the quenched posterior that the chains sample"
+            )
     base = {k: v for k, v in sweeps[0].config.to_dict().items() if k != "train"}
     for s in sweeps[1:]:
         other = {k: v for k, v in s.config.to_dict().items() if k != "train"}
@@ -143,6 +150,25 @@ def lowest_u_fits(sweeps: Sequence[SweepResult]) -> tuple[SweepResult, np.ndarra
         arrays[k] = np.take_along_axis(st, pick, axis=0)[0]
     arrays["finite"] = np.where(src >= 0, arrays["finite"], False)
     return sweeps[0].replace(arrays=arrays), src
+
+
+def llc_bytes(cfg, st: LLCSettings, n_params: int) -> int:
+    """Memory of one P's chains (the seeds vmapped): each chain's kept draws (float32) and its
+    SGLD state (parameters, gradient, noise, proposal: 4 copies, float32), doubled for XLA's
+    temporaries."""
+    n_draws = (st.n_steps - st.burn_in) // st.thin
+    return 2 * cfg.sweep.n_seeds * st.n_chains * 4 * (n_draws + 4 * n_params)
+
+
+def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> None:
+    """Refuse, before any work, chains whose buffers exceed the memory budget."""
+    shapes = (best["params/W_G"].shape[2:], best["params/W_O_hat"].shape[2:])
+    n_params = int(sum(np.prod(s) for s in shapes))
+    n_draws = (st.n_steps - st.burn_in) // st.thin
+    what = (f"llc: {cfg.sweep.n_seeds} seed(s) x {st.n_chains} chain(s) of {n_draws:,} draws "
+            f"and {n_params:,} parameters")  # fmt: skip
+    refuse_if_over(llc_bytes(cfg, st, n_params), available_bytes(cfg), what,
+                   "use fewer --steps or --chains, or a larger --thin")  # fmt: skip
 
 
 def _sq(w) -> Array:
@@ -262,6 +288,7 @@ def llc_runs(
             raise ValueError("posterior must sample the runs of the sweeps (same task, model, "
                              "posterior and sweep settings)")  # fmt: skip
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
+    check_llc_memory(cfg, st, best)
     inp = sweep_inputs(cfg, None)
     train, mask = np.asarray(inp.train), np.asarray(inp.mask)
     names = ["source", "U_star", "E_star"]

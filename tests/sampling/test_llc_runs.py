@@ -140,10 +140,29 @@ def test_bad_input_is_refused_with_the_parameter_named(sweep, tmp_path):
         llc_runs(sweep, settings=ST, estimators=("lambda",))
     with pytest.raises(ValueError, match="settings"):
         llc_runs(sweep, settings={"gamma": 1.0})
+    trained = sweep.replace(config=sweep.config.replace(train=dict(train_embeddings=True)))
+    with pytest.raises(ValueError, match="llc needs quenched embeddings"):
+        llc_runs(trained, settings=ST)  # its centres are joint-MAP fits: a NaN table otherwise
     junk = tmp_path / "junk.npz"
     np.savez(junk, x=np.zeros(2))
     assert main(["llc", str(junk)]) == 2  # 'copyhead: error: files: ... neither a sweep ...'
     assert main(["llc", str(tmp_path / "missing.npz")]) == 2
+
+
+def test_chains_too_large_for_the_budget_are_refused_before_any_work(sweep):
+    """The buffer of 10^9 steps (4 chains x 2 x 10^8 kept draws, float32: ~6 GiB) against a
+    1 GiB budget: refused by the memory model in one line naming the flags that shrink it,
+    before any chain is compiled; the model is linear in the kept draws."""
+    from copyhead_jax.sampling.llc_runs import llc_bytes
+
+    small = sweep.replace(config=sweep.config.replace(sweep=dict(memory_budget_gb=1.0)))
+    big = LLCSettings(n_steps=10**9, burn_in=0, thin=5)
+    with pytest.raises(ValueError, match=r"llc: 1 seed\(s\) x 4 chain\(s\) of 200,000,000 draws"
+                       r".* needs about .* GiB .* use fewer --steps or --chains"):
+        llc_runs(small, settings=big)
+    a, b = (llc_bytes(small.config, LLCSettings(n_steps=n, burn_in=0, thin=1), 10)
+            for n in (1000, 2000))  # fmt: skip
+    assert b - a == 2 * 4 * 4 * 1000  # 2 x chains x float32 x the extra draws
 
 
 @pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
