@@ -165,7 +165,7 @@ def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
 
 
 def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
-    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--exact-continuation", "true",
+    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--exact-continuation",
             "--P", "2:3000:12log", "--n-seeds", "4", "--out", "r.npz", "--quiet", "--no-plot"]
     got, err = interrupt(argv, signal.SIGTERM, tmp_path)
     assert got == 143, err

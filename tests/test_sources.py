@@ -155,7 +155,7 @@ def test_cli_flags_reach_the_config(tmp_path):
                            "--causal"])  # fmt: skip
     cfg = config_from_args(a, attention="softmax")
     assert (cfg.task.source, cfg.task.rho, cfg.model.causal) == ("markov", 0.5, True)
-    a = parser.parse_args(["sweep", "--preset", "tiny", "--causal", "false"])
+    a = parser.parse_args(["sweep", "--preset", "tiny", "--no-causal"])
     assert config_from_args(a, attention="softmax").model.causal is False
     np.save(tmp_path / "T.npy", sticky_transition(3, 0.25))
     for text in ("0.5,0.25,0.25;0.25,0.5,0.25;0.25,0.25,0.5", str(tmp_path / "T.npy")):

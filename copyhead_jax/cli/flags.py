@@ -65,34 +65,6 @@ def _P_arg(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
-class _BoolFlag(argparse.Action):
-    """``--flag`` / ``--no-flag``; the older ``--flag true|false`` still parses."""
-
-    def __init__(self, option_strings, dest, **kw):
-        neg = ["--no-" + o[2:] for o in option_strings if o.startswith("--")]
-        super().__init__([*option_strings, *neg], dest, nargs="?", metavar="BOOL", type=_bool,
-                         **kw)  # fmt: skip
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if option_string.startswith("--no-"):
-            if values is not None:
-                raise argparse.ArgumentError(self, f"{option_string} takes no value")
-            setattr(namespace, self.dest, False)
-        else:
-            setattr(namespace, self.dest, True if values is None else values)
-
-    def format_usage(self) -> str:
-        return " | ".join(self.option_strings)
-
-
 def add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per config field (``--width``, ``--sigma2``, ``--P 4:1000:24log``, ...)."""
     for sec, get, prefix in _GROUPS:
@@ -119,7 +91,7 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
                                "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
                                                          for k, c in PRESETS.items()))  # fmt: skip
             elif isinstance(f.default, bool):
-                g.add_argument(flag, action=_BoolFlag, default=None,
+                g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
                                help="on/off; " + _flag_help(get, f.name))  # fmt: skip
             else:
                 # a None default (warmup_frac) marks an optional number

@@ -54,7 +54,8 @@ def add_llc_subparser(sub) -> None:
                    help="SGLD step times (gamma + top curvature); default "
                    f"{d.eta_frac}")  # fmt: skip
     p.add_argument("--seed", type=int, default=d.seed, help=f"chains' seed (default {d.seed})")
-    p.add_argument("--json", action="store_true", help="print the result as JSON (no table)")
+    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
+                   help="print the result as JSON (no table; default off)")  # fmt: skip
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
     p.set_defaults(func=cmd_llc)

@@ -58,7 +58,7 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--chains", type=int, default=None, help=f"chains per run (default "
                    f"{d.n_chains})")  # fmt: skip
     g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--keep-loglik", action="store_true", default=None,
+    g.add_argument("--keep-loglik", action=argparse.BooleanOptionalAction, default=None,
                    help="record each training sequence's log-likelihood per draw (ArviZ "
                    "log_likelihood group, az.loo)")  # fmt: skip
     g = p.add_argument_group("SGLD only (--sampler sgld)")
@@ -90,7 +90,7 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--branch-threshold", type=finite_float, default=None,
                    help=f"a draw is on the copy branch when aG >= this (default "
                    f"{h.branch_threshold})")  # fmt: skip
-    g.add_argument("--keep-weights", action="store_true", default=None,
+    g.add_argument("--keep-weights", action=argparse.BooleanOptionalAction, default=None,
                    help="record W^G and W_O_hat per draw (ArviZ posterior)")  # fmt: skip
     p.add_argument("--chunk-runs", type=int, default=0, help="runs per compiled chunk (0 = all)")
     p.add_argument("--netcdf", default=None, metavar="FILE",

@@ -25,8 +25,9 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
                    help="seed of the Dirichlet transition matrix (default 0)")  # fmt: skip
     g.add_argument(
         "--causal",
-        action="store_true",
-        help="causal mask (b <= a) and the non-periodic target (position 0 dropped)",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="causal mask (b <= a) and the non-periodic target (position 0 dropped); default off",
     )
     g.add_argument("--space", choices=("full", "ansatz", "both"), default=None,
                    help="minimise over the full L x L matrix, the two-parameter ansatz, or both "

@@ -66,7 +66,8 @@ def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives
                    help="noise sigma^2/chi; --no-...: sigma^2 (§2b)")  # fmt: skip
     p.add_argument("--objective", choices=objectives, default=objective,
                    help=f"MAP or posterior (adds D) objective (default {objective})")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
+                   help="print the result as JSON (default off)")  # fmt: skip
 
 
 def theory_params(args, **override):
@@ -110,7 +111,7 @@ def save_plot(fig, out: str | None, default: str) -> str:
 
 def check_plot_paths(args, kind: str) -> None:
     """The figures' paths, checked before the theory is computed (issue 31)."""
-    if args.no_plot:
+    if not args.plot:
         return
     for att in attentions(args.attention):
         path = f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{args.preset}_{att}.png"

@@ -3,6 +3,7 @@ every P*, the order parameters and action around them, and how P* scales with L 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -63,7 +64,8 @@ def add_points_subparsers(sub) -> None:
     p.add_argument("--P-max", dest="P_max", type=finite_float, default=None)
     p.add_argument("--n-P", dest="n_P", type=int, default=121)
     p.add_argument("--out", default=None, help="PNG path stem")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the figure (default on)")  # fmt: skip
     p.set_defaults(func=cmd_curve)
 
     p = theory_subcommand(
@@ -73,7 +75,8 @@ def add_points_subparsers(sub) -> None:
     common_flags(p)
     p.add_argument("--P", type=finite_float, nargs="+", default=None)
     p.add_argument("--out", default=None, help="PNG path stem")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the figure (default on)")  # fmt: skip
     p.set_defaults(func=cmd_landscape)
 
     p = theory_subcommand(
@@ -83,7 +86,8 @@ def add_points_subparsers(sub) -> None:
     common_flags(p, ranges=True, objectives=("map", "post", "bayes"))
     add_bayes_flags(p)
     p.add_argument("--out", default=None, help="PNG path")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="save the figure (default on)")  # fmt: skip
     p.set_defaults(func=cmd_scaling)
 
 
@@ -139,7 +143,7 @@ def cmd_curve(args) -> dict[str, Any]:
         P = np.geomspace(lo, hi, args.n_P)
         curve = theory_curve(params, P, att, args.objective)
         out[att] = curve
-        if not args.no_plot:
+        if args.plot:
             save_attention_plot(args, att, "curve", lambda: plot_curve(curve, pts))
     if args.json:
         print(json.dumps(jsonable(out)))
@@ -168,7 +172,7 @@ def cmd_landscape(args) -> dict[str, Any]:
                 P = [0.5 * pts["P_c1"], 2.0 * pts["P_c1"], pts["P_cG"], 4.0 * pts["P_cG"]]
         data = landscape(params, P, att, args.objective)
         out[att] = data
-        if not args.no_plot:
+        if args.plot:
             save_attention_plot(args, att, "landscape", lambda: plot_landscape(data))
     if args.json:
         print(json.dumps(jsonable(out)))
@@ -199,7 +203,7 @@ def cmd_scaling(args) -> dict[str, Any]:
         print(json.dumps(jsonable(res)))
     else:
         _print_scaling(table, fits)
-    if not args.no_plot and (len(Ls) > 1 or len(Vs) > 1):
+    if args.plot and (len(Ls) > 1 or len(Vs) > 1):
         path = save_plot(plot_scaling(table, fits), args.out, f"theory_scaling_{args.preset}.png")
         print(f"wrote {path}", file=sys.stderr)
     return res

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from ..config import ATTENTIONS
+from .flags import finite_float
 
 
 def _width(text: str):
@@ -75,27 +76,27 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
     p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
     p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
-    p.add_argument("--sigma2", type=float, default=None, help="noise sigma^2")
-    p.add_argument("--chi", type=float, default=None, help="output scale chi")
+    p.add_argument("--sigma2", type=finite_float, default=None, help="noise sigma^2")
+    p.add_argument("--chi", type=finite_float, default=None, help="output scale chi")
     p.add_argument("--attention", choices=ATTENTIONS, default="softmax")
     p.add_argument("--method", choices=("profile", "ti"), default="profile",
                    help="softmax: the posterior's free-energy profile in a_G by umbrella "
                    "windows (default; decides first order or crossover) or branch TI with an SMC "
                    "cross-check (ti: assumes two branches split at a threshold on a_G)")
-    p.add_argument("--causal", action="store_true",
-                   help="causal mask (keys b <= a; --method profile only)")
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=False,
+                   help="causal mask (keys b <= a; --method profile only; default off)")
     p.add_argument("--source", choices=SOURCES, default="iid",
                    help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
                    "(docs/theory.md §12)")  # fmt: skip
-    p.add_argument("--rho", type=float, default=None,
+    p.add_argument("--rho", type=finite_float, default=None,
                    help="Markov stickiness: stay w.p. rho + (1 - rho)/V")  # fmt: skip
-    p.add_argument("--alpha", type=float, default=None,
+    p.add_argument("--alpha", type=finite_float, default=None,
                    help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
     p.add_argument("--chain-seed", dest="chain_seed", type=int, default=None,
                    help="seed of the Dirichlet transition matrix")  # fmt: skip
     p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
-    p.add_argument("--memory-budget-gb", type=float, default=None,
+    p.add_argument("--memory-budget-gb", type=finite_float, default=None,
                    help="memory one group may use (default: 70%% of free device memory, else "
                    "4 GiB); a group over it is refused before any work")  # fmt: skip
     p.add_argument("--P", default=None, metavar="GRID",
@@ -106,19 +107,20 @@ def add_transition_subparser(sub) -> None:
                    "posterior point, else of the MAP switch)")  # fmt: skip
     p.add_argument("--max-probes", type=int, default=7,
                    help="profile: probes per seed at most (default 7)")  # fmt: skip
-    p.add_argument("--spacing", type=float, default=0.15,
+    p.add_argument("--spacing", type=finite_float, default=0.15,
                    help="profile: window spacing in a_G (default 0.15)")  # fmt: skip
     p.add_argument("--window-chains", type=int, default=6,
                    help="profile: chains per window = independent replicas (default 6)")
     p.add_argument("--window-iters", type=int, default=200,
                    help="profile: recorded HMC iterations per window chain (default 200)")
-    p.add_argument("--no-map", dest="map_switch", action="store_false",
-                   help="profile: skip the exact MAP's switch beside the verdict")  # fmt: skip
-    p.add_argument("--a-thr", type=float, default=None,
+    p.add_argument("--map", dest="map_switch", action=argparse.BooleanOptionalAction,
+                   default=True, help="profile: the exact MAP's switch beside the verdict "
+                   "(default on)")  # fmt: skip
+    p.add_argument("--a-thr", type=finite_float, default=None,
                    help="ti: branch threshold on aG (default: the mid-value of the MAP "
                    "aG)")  # fmt: skip
     p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
-    p.add_argument("--adapt-mass", action="store_true",
+    p.add_argument("--adapt-mass", action=argparse.BooleanOptionalAction, default=False,
                    help="the rungs' HMC adapts a diagonal mass in its warm-up (default: unit "
                    "mass in the whitened coordinates)")  # fmt: skip
     p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
@@ -141,7 +143,8 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="keep checkpoints (resumed), MAP sweeps, transition.json, "
                    "transition.png")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
+                   help="print the result as JSON (default off)")
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="with --out: save the figure (default on)")  # fmt: skip
     progress_flags(p)
