@@ -187,7 +187,7 @@ def measure(name, run, key, fields, order):
     return out
 
 
-#: Issue 30's target: the paper preset's Bayesian P*_aG for 10 seeds in <= 60 CPU-min.
+#: The target: the paper preset's Bayesian P*_aG for 10 seeds in <= 60 CPU-min.
 TRANSITION_TARGET_CPU_S = 3600.0
 
 

@@ -26,7 +26,7 @@ from . import common as C
 ROOT = Path(__file__).resolve().parents[1]
 READING = "paper-chi-lik"
 STEPS = ("scaling-L", "scaling-V", "main", "coverage", "posterior")
-#: scaling under this reading: 3 seeds (the issue's minimum), no finite theory per point (~1
+#: scaling under this reading: 3 seeds (the minimum for an interval), no finite theory per point (~1
 #: CPU-min each; the finite theory sits within 1% of EK at N = 10,000 in main_paper.json)
 SCALING = dict(n_seeds=3, finite=False)
 #: main under this reading (EK: P_c1 19.0, P_cG 388, P_aG 230 with spinodals [221, 247];

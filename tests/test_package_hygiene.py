@@ -378,3 +378,21 @@ def test_inside_the_package_private_names_stay_in_their_module():
                 bad += [f"{f.relative_to(ROOT)}:{node.lineno}: {a.name}" for a in node.names
                         if _is_private(a.name) and f"{mod}.{a.name}" not in modules]  # fmt: skip
     assert bad == []
+
+
+#: a tracker reference: the word followed by a number or "item", or in the possessive
+TRACKER = re.compile(r"\bissues? (\d|item)|\bissue's\b", re.I)
+
+
+def test_no_tracker_references_in_code_or_docs():
+    """History belongs in git: no source, test, script or page cites a tracker entry (there is
+    no public tracker to follow the reference to)."""
+    files = [*(ROOT / d for d in ("README.md", "CITATION.cff")),
+             *(f for d in ("copyhead_jax", "tests", "experiments", "benchmarks", "docs")
+               for f in (ROOT / d).rglob("*") if f.suffix in (".py", ".md"))]  # fmt: skip
+    hits = [f"{f.relative_to(ROOT)}:{i}" for f in files if f.is_file()
+            for i, line in enumerate(f.read_text().splitlines(), 1)
+            if TRACKER.search(line) and "TRACKER" not in line]  # fmt: skip
+    assert not hits, hits
+    assert TRACKER.search("see issue 12") and TRACKER.search("the issue's minimum")
+    assert not TRACKER.search("an issue with the mask")  # the word itself is fine

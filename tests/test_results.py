@@ -125,7 +125,7 @@ def test_divergence_flags_blown_up_but_finite_runs():
 
 
 def test_a_run_ending_above_its_start_and_the_zero_output_loss_is_diverged():
-    """Issue 31.9: reduced engine + Adam at lr 10 (raw) ended at loss 17.5 from 9.0, with 6.0
+    """The reduced engine + Adam at lr 10 (raw) ended at loss 17.5 from 9.0, with 6.0
     for a network that outputs nothing: finite, but worse than both; it must not count as ok."""
     a = fake_sweep().arrays
     a["train_loss"] = np.full((3, 2), 17.5)

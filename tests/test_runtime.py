@@ -174,7 +174,7 @@ def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
 
 
 def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
-    """Issue 31.3: an interrupt early in the reduced sampler (3 s from the start) exited 139
+    """An interrupt early in the reduced sampler (3 s from the start) exited 139
     (segfault in the interpreter's teardown under XLA's running threads); now 130."""
     argv = ["sample", str(reduced), "--out", "p.npz", "--iterations", "20000", "--quiet",
             "--no-plot"]  # fmt: skip

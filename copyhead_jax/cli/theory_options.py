@@ -110,7 +110,7 @@ def save_plot(fig, out: str | None, default: str) -> str:
 
 
 def check_plot_paths(args, kind: str) -> None:
-    """The figures' paths, checked before the theory is computed (issue 31)."""
+    """The figures' paths, checked before the theory is computed."""
     if not args.plot:
         return
     for att in attentions(args.attention):

@@ -2,7 +2,7 @@ r"""Posterior of a reduced sweep (docs/theory.md §2c): SGLD in whitened coordin
 
 With frozen embeddings the posterior of $\theta=(W^G,\hat W^O)$ of a reduced run has about a
 thousand dimensions whose curvatures span several decades (data-pinned logit directions against
-prior-only ones), so plain SGLD either diverges or never moves (issue 11). A **constant**
+prior-only ones), so plain SGLD either diverges or never moves. A **constant**
 preconditioner is allowed (docs/theory.md §2): with $H$ the Hessian of $U$ at the fitted point,
 $H=V\Lambda V^\top$, $\Lambda_c=\max(\Lambda,\lambda_{\rm floor})$ and $C=V\Lambda_c^{-1/2}$, the
 chain runs on $w$ with $\theta=\theta^*+Cw$,

@@ -52,7 +52,7 @@ def health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str,
 
 
 #: Reduced sweeps: a run mixes when split R-hat <= 1.05 and ESS >= 400 for U and for each
-#: order parameter (issue 11; Vehtari et al. 2021 recommend R-hat < 1.01 and ESS > 400 for
+#: order parameter (Vehtari et al. 2021 recommend R-hat < 1.01 and ESS > 400 for
 #: final results, 1.05 is their earlier working threshold); the HMC acceptance of a
 #: well-tuned chain is 0.6-0.9, below ``REDUCED_ACCEPT_MIN`` the step is too large.
 REDUCED_RHAT_MAX, REDUCED_ESS_MIN, REDUCED_ACCEPT_MIN = 1.05, 400.0, 0.3
@@ -65,7 +65,7 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
     reduced = res.config.model.engine == "reduced"
-    if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar of issue 11
+    if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar above
         msgs = health_warnings(h, rhat_max=REDUCED_RHAT_MAX, ess_min=REDUCED_ESS_MIN,
                                accept_min=REDUCED_ACCEPT_MIN)  # fmt: skip
         msgs = [m.replace("MALA acceptance proxy", "HMC acceptance") for m in msgs]

@@ -1,5 +1,5 @@
 r"""Free energy of one branch of a posterior: constrained, Laplace-referenced thermodynamic
-integration on collapsed-HMC rungs (issue 12, items 3-4).
+integration on collapsed-HMC rungs.
 
 **Reference.** At a point $x^*$ of the branch (its exact MAP) with the whitening
 $C=V\Lambda_c^{-1/2}$ (for the reduced heads: ``sampling.marginal_whitening``) the chain runs

@@ -1,5 +1,5 @@
-r"""Adaptive tempered sequential Monte Carlo on a batch of independent problems (issue 12,
-item 4; the design of BlackJAX's ``adaptive_tempered_smc``).
+r"""Adaptive tempered sequential Monte Carlo on a batch of independent problems (the design
+of BlackJAX's ``adaptive_tempered_smc``).
 
 Each problem ``r`` anneals $N$ particles along $\pi_t\propto e^{-U_0-t\,g}$, $t:0\to1$, from a
 normalised reference $\pi_0=e^{-U_0}$ (exact draws ``x0``) to $e^{-U_1}$, $g=U_1-U_0$. A step

@@ -6,7 +6,7 @@ A = s / L, the exact float64 solver of the reduced engine); each non-default val
 """
 
 FULL = dict(
-    # the issue's widths (64 ... the paper's 10,000); the joint MAP costs the same at any width
+    # the widths asked for (64 ... the paper's 10,000); the joint MAP costs the same at any width
     # (the paper's width first: a run cut short by its budget still has it; --widths picks some)
     widths=[10_000, 64, 1000, 256],
     # 2 seeds: a run is solved 3 (linear) or 5 (softmax) times (quenched per start, joint per

@@ -97,7 +97,7 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
 @pytest.mark.parametrize("att", ["softmax", "linear"])
 def test_default_sampler_mixes(request, linear_sweep, att):
     """The default protocol on a reduced sweep: split R-hat <= 1.05 and ESS >= 400 for U and
-    each order parameter in every run (issue 11's bar: R-hat 1.05 is Gelman-Rubin's working
+    each order parameter in every run (the bar: R-hat 1.05 is Gelman-Rubin's working
     threshold, an ESS of 400 puts the Monte-Carlo error of a mean at 5% of the posterior
     standard deviation; 4 chains x 1,500 HMC draws, 3,500 for linear attention, clear both with
     a margin here), and no health warning. Linear attention is the case whitened SGLD could not
@@ -263,7 +263,7 @@ def test_collapsed_hmc_energy_resumes_exactly_and_feeds_bfmi(reduced_sweep, shor
 
 @pytest.mark.slow
 def test_small_default_softmax_adam_ends_at_its_own_minimum():
-    """Issue 10: Adam runs of the small default end stationary. The exact solver started from
+    """Adam runs of the small default end stationary. The exact solver started from
     the Adam fit (polish) measures how far the run was from its own local minimum; an Adam run
     that stopped early would move there by a visible amount. Bound: order parameters move by
     under 1e-3 relative (the three digits the docs' tables print) and U by under 1e-4 relative

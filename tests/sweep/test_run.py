@@ -192,7 +192,7 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
 
 
 def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
-    """Issue 31.1: the reduced engine has a memory model too (a huge P hung or died in the
+    """The reduced engine has a memory model too (a huge P hung or died in the
     allocator and left a stale lock); both solvers, refused before the lock is taken."""
     monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
     monkeypatch.setattr(sweep_mod, "acquire_lock", lambda *a: pytest.fail("lock taken"))

@@ -40,7 +40,7 @@ def test_slopes_and_factors_that_are_known_in_closed_form(sens):
         # noise sigma^2 instead of sigma^2/chi: the same theory at sigma2 * chi
         assert f["chi_in_noise=False"][t] == pytest.approx(30.0, rel=1e-6)
     assert f["linear_scale=none"]["P_aG"] == 1.0  # the linear scale never touches softmax
-    # the invariant: P_cG / P_c1 moves with neither sigma2, chi, sigma_O, sigma_G nor a
+    # the invariant: P_cG / P_c1 moves with neither sigma2, chi, sigma_O, sigma_G nor a
     # switch, only with the embedding scales (and L, V)
     for name in ("sigma2", "chi", "sigma_O", "sigma_G"):
         assert s[name]["P_cG"] - s[name]["P_c1"] == pytest.approx(0.0, abs=ZERO_SLOPE)
