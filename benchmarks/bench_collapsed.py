@@ -1,13 +1,24 @@
-"""The collapsed energy's gradient: the hand-written form (``copyhead_jax.sampling.collapsed``)
-against autodiff of the one-hot form it replaced (2026-12-04), in the same process, on the same
-heads.
+"""The collapsed energy's value and gradient (``copyhead_jax.sampling.collapsed``) against
+autodiff of the one-hot form it replaced, in the same process, on the same heads, with its
+roofline.
 
 U_m(W^G) of a reduced head at L = 25, V = 5 (the paper's), float32, one seed's tokens, a random
 W^G (the cost does not depend on the values); per head and P: the median time of one gradient
 (``jax.grad``, jitted, compilation excluded) in interleaved rounds (the minimum over rounds of
-each median is kept: the machine is shared), the ratio baseline / ours (> 1: ours faster), the
-largest relative difference of the two gradients, and XLA's temporary buffer bytes of each
-compiled gradient.
+each median is kept: the machine is shared) and the process CPU time per call, the ratio
+baseline / ours (> 1: ours faster), the largest relative difference of the two gradients, and
+XLA's temporary buffer bytes of each compiled gradient.
+
+Roofline. FLOPs and bytes of one value + gradient are counted from the formulation
+(:func:`counted`: every product's multiply-adds, the per-entry arithmetic of the ``L x L``
+arrays, and the traffic that the query-row blocks cannot keep in cache: the residuals written
+by the forward pass and read back by the backward one) and, as a second opinion, taken from
+XLA's cost analysis of the compiled program (every operation's operands and result, no reuse).
+The peaks are measured in the same run, before and after the rows (the larger kept): GEMM
+GFLOP/s of a 1024 x 1024 float32 product, and stream bandwidth of ``a + 3 b`` over 64 MB
+arrays. The roofline time is ``max(flops / peak_flops, bytes / peak_bw)``; its fraction is that
+time over the measured one. The load average is recorded with every row, the process's peak
+resident memory at the end.
 
     python benchmarks/bench_collapsed.py [--quick] [--rounds N]
 
@@ -20,6 +31,8 @@ import argparse
 import datetime
 import json
 import math
+import os
+import resource
 import time
 from pathlib import Path
 
@@ -29,7 +42,7 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.fit import sweep_inputs
-from copyhead_jax.models import head_class
+from copyhead_jax.models import head_class, query_blocks
 from copyhead_jax.objective import Objective
 from copyhead_jax.sampling import collapsed, marginal_energy, with_WG
 from copyhead_jax.storage import environment
@@ -63,6 +76,28 @@ def one_hot_energy(head, tokens, mask, obj):
     return prior - 0.5 * jnp.sum(Z**2) + V * logdet + w * jnp.sum(keep) * tokens.shape[1]
 
 
+def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
+    """FLOPs and bytes of one value + gradient in the formulation of ``models._features``.
+
+    With ``Q = L P`` query rows, ``D = V + L``, ``E = D + V``: the products ``S = G G^T``
+    (``2 E^2 Q``), ``W = G_x G`` (``2 D E Q``) and the two of ``dM`` (``2 (L + V)(V + 1) Q``);
+    per entry of the ``L x L`` arrays (``L Q`` of them) the arithmetic written in the code:
+    softmax forward 8 + V (four-term logits, max, shift, exp, sum, scale, V histogram adds),
+    backward 4 + V, plus the row term's ``2 D`` per query row; linear forward 4 + V, backward
+    3 + V; and ``13 D^3`` for the D x D algebra (``E^T S E``, the sweep, the gradient's
+    products). Bytes: what the query-row blocks cannot keep in cache, i.e. the residuals of
+    every block (``X``: ``L Q``, ``G``: ``E Q`` values) written forwards and read backwards,
+    plus tokens and row weights read once per pass."""
+    Q, D = L * P, V + L
+    E = D + V
+    gemm = 2 * E * E * Q + 2 * D * E * Q + 2 * (L + V) * (V + 1) * Q
+    per_entry = (12 + 2 * V) if attention == "softmax" else (7 + 2 * V)
+    flops = gemm + per_entry * L * Q + (2 * D * Q if attention == "softmax" else 0) + 13 * D**3
+    bytes_ = 2 * (L + E) * Q * itemsize + 2 * 2 * Q * 4
+    return {"flops": int(flops), "gemm_flops": int(gemm), "bytes": int(bytes_),
+            "blocks": len(query_blocks(L, P))}  # fmt: skip
+
+
 def problem(attention: str, P: int):
     cfg = ch.preset("paper-map").replace(model=dict(attention=attention, width="inf"),
                                          sweep=dict(P=(P,), n_seeds=1))  # fmt: skip
@@ -76,14 +111,34 @@ def problem(attention: str, P: int):
     return head, tokens, jnp.ones((P,), jnp.float32), Objective.from_config(cfg)
 
 
-def median_ms(f, x, n: int) -> float:
+def timed(f, x, n: int) -> tuple[float, float]:
+    """(median wall ms, mean process-CPU ms) of ``n`` calls after one warm call."""
     jax.block_until_ready(f(x))
     ts = []
+    c0 = time.process_time()
     for _ in range(n):
         t0 = time.perf_counter()
         jax.block_until_ready(f(x))
         ts.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(ts))
+    return 1e3 * float(np.median(ts)), 1e3 * (time.process_time() - c0) / n
+
+
+def peaks(rounds: int = 5) -> dict:
+    """This process's GEMM GFLOP/s (1024^3 float32 product) and stream GB/s (``a + 3 b``: three
+    arrays moved per call) for 64 MB arrays (memory) and 4 MB ones (last-level cache), each the
+    best of ``rounds`` runs, timed by wall clock (medians) and by process CPU time (means), the
+    faster kept: a shared machine only ever slows a run down."""
+    n = 1024
+    a = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
+    gemm = jax.jit(lambda a: a @ a)
+    triad = jax.jit(lambda x, y: x + 3.0 * y)
+    out = {"gemm_gflops": 2 * n**3 / min(min(timed(gemm, a, 20)) for _ in range(rounds)) / 1e6}
+    for name, m in (("stream_gbs", 1 << 24), ("stream_cache_gbs", 1 << 20)):
+        x, y = jnp.ones((m,), jnp.float32), jnp.ones((m,), jnp.float32)
+        f = lambda x, y=y: triad(x, y)  # noqa: E731
+        t = min(min(timed(f, x, max(5, (1 << 26) // m))) for _ in range(rounds))
+        out[name] = 3 * 4 * m / t / 1e6
+    return out | {"load": os.getloadavg()}
 
 
 def main(argv=None) -> dict:
@@ -94,6 +149,10 @@ def main(argv=None) -> dict:
     a = ap.parse_args(argv)
     Ps = (32, 322) if a.quick else (32, 322, 1250)
     rounds = 2 if a.quick else a.rounds
+    peak0 = peaks()
+    print(f"peaks: {peak0['gemm_gflops']:.0f} GFLOP/s GEMM, stream {peak0['stream_gbs']:.1f} GB/s "
+          f"(memory), {peak0['stream_cache_gbs']:.1f} GB/s (cache); load {peak0['load'][0]:.2f}",
+          flush=True)  # fmt: skip
     rows = []
     for attention in ("softmax", "linear"):
         for P in Ps:
@@ -101,33 +160,68 @@ def main(argv=None) -> dict:
             x0 = head.W_G.ravel()
             grads = {name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
                      for name, f in (("ours", marginal_energy), ("one_hot", one_hot_energy))}
+            compiled, compile_s = {}, {}
+            for k, g in grads.items():
+                t0 = time.perf_counter()
+                compiled[k] = g.lower(x0).compile()
+                compile_s[k] = time.perf_counter() - t0
             g0, g1 = (np.asarray(grads[k](x0), np.float64) for k in ("ours", "one_hot"))
+            load0 = os.getloadavg()
             n = max(10, int(2000 / P))
             ms = {k: [] for k in grads}
+            cpu = {k: [] for k in grads}
             for _ in range(rounds):
                 for k, g in grads.items():
-                    ms[k].append(median_ms(g, x0, n))
-            mem = {k: int(g.lower(x0).compile().memory_analysis().temp_size_in_bytes)
-                   for k, g in grads.items()}  # fmt: skip
+                    wall, proc = timed(g, x0, n)
+                    ms[k].append(wall)
+                    cpu[k].append(proc)
+            cost = compiled["ours"].cost_analysis()
+            cost = cost[0] if isinstance(cost, list) else cost
+            mem = {k: int(c.memory_analysis().temp_size_in_bytes) for k, c in compiled.items()}
             row = {"attention": attention, "P": P, "ms_ours": min(ms["ours"]),
                    "ms_one_hot": min(ms["one_hot"]), "ms_rounds": ms,
+                   "cpu_ms_ours": min(cpu["ours"]), "cpu_ms_one_hot": min(cpu["one_hot"]),
                    "ratio": min(ms["one_hot"]) / min(ms["ours"]),
+                   "cpu_ratio": min(cpu["one_hot"]) / min(cpu["ours"]),
                    "max_rel_diff": float(np.max(np.abs(g0 - g1)) / np.max(np.abs(g1))),
-                   "temp_bytes": mem}  # fmt: skip
+                   "temp_bytes": mem, "compile_s": compile_s,
+                   "counted": counted(attention, P, t.shape[1], head.W_E.shape[1]),
+                   "xla_cost": {"flops": float(cost.get("flops", float("nan"))),
+                                "bytes": float(cost.get("bytes accessed", float("nan")))},
+                   "load": [load0, os.getloadavg()]}  # fmt: skip
             rows.append(row)
-            print(f"{attention:8s} P={P:5d}: ours {row['ms_ours']:.2f} ms, one-hot "
-                  f"{row['ms_one_hot']:.2f} ms, ratio {row['ratio']:.2f}, temp "
-                  f"{mem['ours'] / 2**20:.1f} / {mem['one_hot'] / 2**20:.1f} MiB, "
-                  f"rel diff {row['max_rel_diff']:.1e}", flush=True)  # fmt: skip
+            print(f"{attention:8s} P={P:5d}: ours {row['ms_ours']:.2f} ms (CPU "
+                  f"{row['cpu_ms_ours']:.2f}), one-hot {row['ms_one_hot']:.2f} ms, ratio "
+                  f"{row['ratio']:.2f} (CPU {row['cpu_ratio']:.2f}), compile "
+                  f"{compile_s['ours']:.1f} s, load {load0[0]:.2f}", flush=True)  # fmt: skip
+    peak1 = peaks()
+    peak = {k: max(peak0[k], peak1[k]) for k in ("gemm_gflops", "stream_gbs", "stream_cache_gbs")}
+    peak["runs"] = [peak0, peak1]
+    for r in rows:  # the cache bandwidth (the larger): the roofline is then the shorter
+        for src, c in (("counted", r["counted"]), ("xla", r["xla_cost"])):
+            t_flop = c["flops"] / peak["gemm_gflops"] / 1e6  # ms
+            t_byte = c["bytes"] / peak["stream_cache_gbs"] / 1e6
+            r[f"roofline_ms_{src}"] = max(t_flop, t_byte)
+            r[f"roofline_fraction_{src}"] = max(t_flop, t_byte) / r["ms_ours"]
+            r[f"roofline_fraction_{src}_cpu"] = max(t_flop, t_byte) / r["cpu_ms_ours"]
     out = {"date": datetime.date.today().isoformat(), "environment": environment(),
-           "rounds": rounds, "rows": rows}  # fmt: skip
+           "rounds": rounds, "peaks": peak, "rows": rows,
+           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1))
-    print("\n| head | P | ours (ms) | one-hot autodiff (ms) | ratio | temp MiB (ours / one-hot) |")
-    print("|---|---|---|---|---|---|")
+    print(f"\npeaks {peak['gemm_gflops']:.0f} GFLOP/s, stream {peak['stream_gbs']:.1f} GB/s "
+          f"(memory), {peak['stream_cache_gbs']:.1f} GB/s (cache); peak RSS "
+          f"{out['peak_rss_mib']:.0f} MiB")  # fmt: skip
+    print("\n| head | P | ours (ms) | one-hot autodiff (ms) | ratio | CPU ms (ours / one-hot) "
+          "| MFLOP | MB | roofline (ms) | of roofline | load | temp MiB (ours / one-hot) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        c = r["counted"]
         print(f"| {r['attention']} | {r['P']} | {r['ms_ours']:.2f} | {r['ms_one_hot']:.2f} | "
-              f"{r['ratio']:.2f} | {r['temp_bytes']['ours'] / 2**20:.1f} / "
+              f"{r['ratio']:.2f} | {r['cpu_ms_ours']:.2f} / {r['cpu_ms_one_hot']:.2f} | "
+              f"{c['flops'] / 1e6:.0f} | {c['bytes'] / 1e6:.1f} | "
+              f"{r['roofline_ms_counted']:.2f} | {100 * r['roofline_fraction_counted']:.0f}% | "
+              f"{r['load'][0][0]:.2f} | {r['temp_bytes']['ours'] / 2**20:.1f} / "
               f"{r['temp_bytes']['one_hot'] / 2**20:.1f} |")  # fmt: skip
     return out
 

@@ -64,7 +64,7 @@ from ._compute import (
     targets_T,
     values,
 )
-from ._features import linear_rows, linear_rows_vjp, softmax_rows, softmax_rows_vjp
+from ._features import AutodiffFeatures, LinearFeatures, RowFeatures, SoftmaxFeatures
 from ._mask import mask_logits, target_weights
 
 #: The array leaves of every head (a sweep stores them as ``params/<name>``).
@@ -184,7 +184,7 @@ class AbstractHead(eqx.Module):
         """``A`` of every sequence from token indices (the batched path's selects; the same
         values as ``vmap(self.attention)`` over one-hot rows)."""
         V = self.W_E.shape[1]
-        return self.feature_activation()[0](logits_T(self.logit_gram().T, tokens, V))
+        return self.feature_activation().rows(logits_T(self.logit_gram().T, tokens, V))
 
     def __call__(self, x: OneHotSeq, M: Gram | None = None, R=None) -> OneHotSeq:
         """``f = A Phi R^T`` with ``Phi = [X, I_L]``, for one sequence ``x`` [L, V]."""
@@ -244,18 +244,11 @@ class AbstractHead(eqx.Module):
 
         return energy
 
-    def feature_activation(self) -> tuple[Callable, Callable]:
-        """``(act, act_vjp)`` on query-major logit stacks ``[P, L, L]``: the activation and
-        ``(s, A, dA) -> ds`` (``models._features``, the collapsed posterior's readout features),
-        plain functions of arrays, so that they can be static arguments. Default: the
-        activation and its autodiff pullback."""
-        head = self._skeleton()
-
-        def act_vjp(s, A, dA):
-            del A
-            return jax.vjp(head.activation, s)[1](dA)[0]
-
-        return head.activation, act_vjp
+    def feature_activation(self) -> RowFeatures:
+        """The activation as the collapsed posterior's readout features use it
+        (``models._features``): hashable, so that it can be a static argument. Default: the
+        activation and its autodiff pullback (``AutodiffFeatures``)."""
+        return AutodiffFeatures(self._skeleton().activation)
 
 
 class LinearHead(AbstractHead):
@@ -289,8 +282,7 @@ class LinearHead(AbstractHead):
         return functools.partial(linear_energy, scale=self.scale)
 
     def feature_activation(self):
-        kw = dict(scale=self.scale, causal=self.causal)
-        return functools.partial(linear_rows, **kw), functools.partial(linear_rows_vjp, **kw)
+        return LinearFeatures(scale=self.scale, causal=self.causal)
 
 
 class SoftmaxHead(AbstractHead):
@@ -314,7 +306,7 @@ class SoftmaxHead(AbstractHead):
         return softmax_energy
 
     def feature_activation(self):
-        return functools.partial(softmax_rows, causal=self.causal), softmax_rows_vjp
+        return SoftmaxFeatures(causal=self.causal)
 
 
 #: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the

@@ -14,8 +14,10 @@ $$\partial_{S_F}=\alpha\,E G_\Lambda E^\top,\quad \partial_{B_F}=\beta\,E G_B,\q
 and $\partial_M$ from the features' backward. The tangent map is linear, so reverse mode and
 the whitening's Hessian (forward over reverse: the gradient formulas are themselves
 differentiable) stay available. Not differentiable in the tokens or row weights.
-$\Lambda$ is D x D: its Cholesky factor and triangular solves are written out in
-``lax.fori_loop`` (no jaxlib LAPACK call inside vmapped chains: see ``_runtime``).
+$\Lambda$ is D x D: in the energy, $\Lambda^{-1}$ and $\log\det\Lambda$ come from Gauss-Jordan
+sweeps over its D pivots in one ``lax.fori_loop`` (:func:`spd_inverse`; a Cholesky factor and
+three triangular solves took four such loops); the readout draw keeps the Cholesky factor. No
+jaxlib LAPACK call inside vmapped chains: see ``_runtime``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,28 @@ def cholesky(A: Float[Array, "n n"]) -> Float[Array, "n n"]:
         return L.at[:, j].set(jnp.where(idx >= j, v / jnp.sqrt(v[j]), 0.0))
 
     return lax.fori_loop(0, n, body, jnp.zeros_like(A))
+
+
+def spd_inverse(A: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Array, ""]]:
+    r"""$(A^{-1}, \log\det A)$ of a symmetric positive-definite $A$ by Gauss-Jordan sweeps on
+    the pivots in order (``fori_loop``: no LAPACK call). Without pivoting this is stable for SPD
+    matrices: the pivots are the diagonal of $A = LDL^\top$, all positive, and their logs sum
+    to $\log\det A$. One loop of n steps, where a Cholesky factor and the solves for
+    $\Lambda^{-1}B$ and $\Lambda^{-1}$ take four."""
+    n = A.shape[-1]
+    idx = jnp.arange(n)
+
+    def sweep(k, carry):
+        X, logdet = carry
+        d = X[k, k]
+        row = jnp.where(idx == k, 1.0, X[k]) / d  # row k after the sweep
+        col = jnp.where(idx == k, 0.0, X[:, k])
+        X = jnp.where((idx == k)[:, None], row[None], jnp.where((idx == k)[None], 0.0, X)
+                      - col[:, None] * row[None])  # fmt: skip
+        return X, logdet + jnp.log(d)
+
+    X, logdet = lax.fori_loop(0, n, sweep, (A, jnp.zeros((), A.dtype)))
+    return 0.5 * (X + X.T), logdet
 
 
 def solve_lower(L, B):
@@ -100,42 +124,39 @@ def readout_conditional(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj:
     ``c = w sum |y|^2`` over the kept rows."""
     M = head.logit_gram()
     k = row_weights(head, tokens, mask, M.dtype)
-    SF, BF, _ = feature_moments(head.feature_activation()[0], M, tokens, k)
+    SF, BF, _ = feature_moments(head.feature_activation(), M, tokens, k)
     Lam, B = _precision(SF, BF, head.embeddings(), _constants(head, obj))
     return Lam, B, obj.likelihood_weight * jnp.sum(k)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def collapsed_data(fns, consts, M, E, t, k) -> Float[Array, ""]:
+def collapsed_data(act, consts, M, E, t, k) -> Float[Array, ""]:
     r"""$-\tfrac12\operatorname{tr}B^\top\Lambda^{-1}B+\tfrac V2\log\det(\sigma_O^2\Lambda)$ as a
-    function of ``(M, E)`` (``fns``: the head's ``feature_activation()``, ``consts``:
+    function of ``(M, E)`` (``act``: the head's ``feature_activation()``, ``consts``:
     ``(w, chi, sigma_O)``, ``k`` the row weights)."""
-    return _collapsed(fns, consts, M, E, t, k, grad=False)[0]
+    return _collapsed(act, consts, M, E, t, k, grad=False)[0]
 
 
-def _collapsed(fns, consts, M, E, t, k, grad: bool):
-    act, act_vjp = fns
+def _collapsed(act, consts, M, E, t, k, grad: bool):
     SF, BF, res = feature_moments(act, M, t, k)
     Lam, B = _precision(SF, BF, E, consts)
     V, N = B.shape[1], E.shape[1]
-    Lc = cholesky(Lam)
-    Zl = solve_lower(Lc, B)
-    value = -0.5 * jnp.sum(Zl**2) + V * jnp.sum(jnp.log(jnp.diag(Lc) * consts[2]))
+    Li, logdet = spd_inverse(Lam)
+    Z = Li @ B  # Lambda^-1 B
+    value = -0.5 * jnp.sum(B * Z) + 0.5 * V * (logdet + 2 * N * math.log(consts[2]))
     if not grad:
         return value, None, None
     alpha, beta = _scales(consts, N)
-    Z = solve_upper(Lc, Zl)  # Lambda^-1 B
-    Li = solve_lower(Lc, jnp.eye(N, dtype=Lam.dtype))
-    G_L = 0.5 * (Z @ Z.T + V * (Li.T @ Li))
-    gM = feature_moments_grad(act_vjp, res, t, k, alpha * (E @ G_L @ E.T), -beta * (E @ Z))
+    G_L = 0.5 * (Z @ Z.T + V * Li)
+    gM = feature_moments_grad(act, res, t, k, alpha * (E @ G_L @ E.T), -beta * (E @ Z))
     gE = 2 * alpha * (SF @ E @ G_L) - beta * (BF @ Z.T)
     return value, gM, gE
 
 
 @collapsed_data.defjvp
-def _collapsed_data_jvp(fns, consts, primals, tangents):
+def _collapsed_data_jvp(act, consts, primals, tangents):
     M, E, t, k = primals
-    value, gM, gE = _collapsed(fns, consts, M, E, t, k, grad=True)
+    value, gM, gE = _collapsed(act, consts, M, E, t, k, grad=True)
     return value, jnp.sum(gM * tangents[0]) + jnp.sum(gE * tangents[1])
 
 

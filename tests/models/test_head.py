@@ -12,6 +12,7 @@ import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
+from copyhead_jax.models import feature_moments, feature_moments_grad
 from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 
 HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
@@ -236,8 +237,9 @@ def test_gauge_rule_matches_the_heads_symmetry(attention):
 @pytest.mark.parametrize("causal", [False, True])
 def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_scale, causal):
     """A head's hand-derived ``_outputs_T``, ``energy_fn`` (value and gradient in ``(M, R)``) and
-    ``feature_activation`` (activation and its pullback) are overrides of ``AbstractHead``'s
-    autodiff defaults: the same numbers to float64 rounding (the sums run in another order)."""
+    ``feature_activation`` (activation, the readout features' moments and their pullback) are
+    overrides of ``AbstractHead``'s autodiff defaults: the same numbers to float64 rounding
+    (the sums run in another order)."""
     from copyhead_jax.models import AbstractHead
 
     L, V, N, P = 5, 3, 8, 7
@@ -255,9 +257,15 @@ def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_s
             head.energy_fn(), AbstractHead.energy_fn(head)))  # fmt: skip
         close(u1, u2), close(gM1, gM2), close(gR1, gR2)
         s = jax.random.normal(jax.random.key(2), (P, L, L), jnp.float64)
-        dA = jax.random.normal(jax.random.key(3), (P, L, L), jnp.float64)
-        act1, vjp1 = head.feature_activation()
-        act2, vjp2 = AbstractHead.feature_activation(head)
-        A = act1(s)
-        close(A, act2(s))
-        close(vjp1(s, A, dA), vjp2(s, A, dA))
+        act1, act2 = head.feature_activation(), AbstractHead.feature_activation(head)
+        close(act1.rows(s), act2.rows(s))
+        # the readout features' moments and their pullback (blocked and hand-written against
+        # one block and autodiff), at random row weights and random cotangents
+        k = jax.random.uniform(jax.random.key(4), (P, L), jnp.float64) * keep[:, None]
+        D = V + L
+        G_S = jax.random.normal(jax.random.key(5), (D, D), jnp.float64)
+        G_B = jax.random.normal(jax.random.key(6), (D, V), jnp.float64)
+        (S1, B1, r1), (S2, B2, r2) = (feature_moments(a, M, t, k) for a in (act1, act2))
+        close(S1, S2), close(B1, B2)
+        close(feature_moments_grad(act1, r1, t, k, G_S, G_B),
+              feature_moments_grad(act2, r2, t, k, G_S, G_B))

@@ -79,3 +79,47 @@ def test_gradient_in_the_embeddings_equals_autodiff():
         ours = jax.grad(energy(marginal_energy))(head.W_E)
         ref = jax.grad(energy(reference_energy))(head.W_E)
         assert float(jnp.max(jnp.abs(ours - ref)) / jnp.max(jnp.abs(ref))) < RTOL_64
+
+
+def test_spd_inverse_equals_lapack():
+    """The Gauss-Jordan sweep's inverse and log-determinant equal LAPACK's (float64) on a
+    generic SPD matrix of the collapsed precision's size, condition number 1e4 and inverse of
+    norm 1: both are backward stable, so they agree to ~cond * eps = 2e-12 (tolerance 5x)."""
+    from copyhead_jax.collapsed import spd_inverse
+
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        Q, _ = np.linalg.qr(rng.normal(size=(30, 30)))
+        A = jnp.asarray((Q * np.logspace(0, 4, 30)) @ Q.T)
+        inv, logdet = spd_inverse(A)
+        np.testing.assert_allclose(inv, np.linalg.inv(np.asarray(A)), rtol=0, atol=1e-11)
+        np.testing.assert_allclose(logdet, np.linalg.slogdet(np.asarray(A))[1], rtol=1e-13)
+
+
+@pytest.mark.parametrize(("attention", "linear_scale", "causal", "rows_in_product"),
+                         [(*HEADS[1], 8), (*HEADS[3], 0)])  # fmt: skip
+def test_query_blocks_and_halves_equal_autodiff(monkeypatch, attention, linear_scale, causal,
+                                                rows_in_product):  # fmt: skip
+    """With one query row per block (so that the causal mask and the target weights differ
+    between blocks) the value, gradient and Hessian-vector product still equal autodiff of the
+    reference; P = 9 is odd, so the sequence halves are uneven too; dM's sum over sequences
+    both inside its product and apart (``rows_in_product``)."""
+    from copyhead_jax.models import _features
+
+    monkeypatch.setattr(_features, "BLOCK_FLOATS", L * P)
+    monkeypatch.setattr(_features, "QUERY_ROWS_IN_PRODUCT", rows_in_product)
+    assert _features.query_blocks(L, P) == [(a, a + 1) for a in range(L)]
+    test_gradient_and_hessian_equal_autodiff(attention, linear_scale, causal)
+
+
+def test_one_sequence_equals_autodiff():
+    """P = 1 (no halves): value and gradient equal autodiff of the reference."""
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup("softmax", "inv_L", False)
+        t, mask = t[:1], jnp.ones(1, jnp.float64)
+        x0 = head.W_G.ravel() * 3.0
+        ours = lambda x: marginal_energy(with_WG(head, x), t, mask, obj, 1.0)  # noqa: E731
+        ref = lambda x: reference_energy(with_WG(head, x), t, mask, obj, 1.0)  # noqa: E731
+        np.testing.assert_allclose(ours(x0), ref(x0), rtol=RTOL_64)
+        g, g_ref = jax.grad(ours)(x0), jax.grad(ref)(x0)
+        assert float(jnp.max(jnp.abs(g - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
