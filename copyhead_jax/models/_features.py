@@ -169,8 +169,8 @@ class RowFeatures:
         r"""$\sqrt k\sum_b A\,\delta A$ where :meth:`backward` needs it (else ``None``)."""
         return None
 
-    def backward_pieces(self, X: Block, c, aux, W: Block, Wt: Block, rows: dict, P: int,
-                        pieces: list[tuple[int, int]]) -> list[Block]:  # fmt: skip
+    def backward_pieces(self, X: Block, c, aux, W: Float[Array, "D a P"], Wt: Block, rows: dict,
+                        P: int, pieces: list[tuple[int, int]]) -> list[Array]:  # fmt: skip
         r"""$k\,\delta s$ in the key ranges ``pieces`` (``W``: $\sqrt k\,\delta F$,
         ``[D, a, p]``; ``Wt[b] = W[x^b]``): :meth:`backward` on each range."""
         del aux
@@ -239,7 +239,7 @@ class LinearFeatures(RowFeatures):
         return t1 + t2
 
 
-def _query_major(x: Block) -> AttnRows:
+def _query_major(x: Float[Array, "i a j"]) -> Float[Array, "j a i"]:
     """``[b, a, p]`` -> ``[p, a, b]`` (and back: the same transpose)."""
     return jnp.transpose(x, (2, 1, 0))
 

@@ -15,7 +15,12 @@ import copyhead_jax as ch
 from copyhead_jax.data import sample_tokens
 from copyhead_jax.models import reduce_head
 from copyhead_jax.objective import Objective
-from copyhead_jax.sampling.collapsed import marginal_energy, readout_conditional, with_WG
+from copyhead_jax.sampling.collapsed import (
+    marginal_energy,
+    readout_conditional,
+    spd_inverse,
+    with_WG,
+)
 
 L, V, N, P = 6, 3, 16, 9
 RTOL_64 = 1e-10
@@ -85,8 +90,6 @@ def test_spd_inverse_equals_lapack():
     """The Gauss-Jordan sweep's inverse and log-determinant equal LAPACK's (float64) on a
     generic SPD matrix of the collapsed precision's size, condition number 1e4 and inverse of
     norm 1: both are backward stable, so they agree to ~cond * eps = 2e-12 (tolerance 5x)."""
-    from copyhead_jax.collapsed import spd_inverse
-
     with jax.enable_x64(True):
         rng = np.random.default_rng(0)
         Q, _ = np.linalg.qr(rng.normal(size=(30, 30)))
