@@ -18,7 +18,7 @@ Code map:
 
 from .exact import action, action_terms, copy_weights, mean_copy_probability
 from .law import fit_law_table, scaling_table
-from .loop import basin_free_energies, one_loop_point, one_loop_profile
+from .loop import basin_free_energies, one_loop_point, one_loop_profile, one_loop_transition
 from .points import bayes_points, linear_points, softmax_points
 from .profile import basin_variance, profile
 from .solve import VariationalSettings, basins, make_draws, transition
@@ -40,6 +40,7 @@ __all__ = [
     "mean_copy_probability",
     "one_loop_point",
     "one_loop_profile",
+    "one_loop_transition",
     "profile",
     "scaling_table",
     "softmax_points",

@@ -190,3 +190,22 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
         out.update(F_pool=-lse(g[:top]), F_copy=-lse(g[top:]), barrier_beta=float(bf[top]),
                    barrier=float(Ff[top] - max(Ff[i0], Ff[i1])))  # fmt: skip
     return out
+
+
+def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
+    r"""Route A's Bayesian $P^*_{a_G}$: the basins' $-\log\int e^{-F_A}da$ at each of
+    ``P_values`` (:func:`basin_free_energies`) and the root of $F_{\rm copy}-F_{\rm pool}$ by linear
+    interpolation between the first neighbours where both basins exist and it changes sign
+    (``None`` when no such pair: widen ``P_values``)."""
+    prof = one_loop_profile(params, P_values, betas, tokens)
+    rows = [basin_free_energies(np.asarray(betas), prof["F"][i], params.L)
+            for i in range(len(P_values))]  # fmt: skip
+    dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
+    P_star = None
+    for i in range(len(P_values) - 1):
+        a, b = dF[i], dF[i + 1]
+        if a is not None and b is not None and a > 0 > b:
+            t0, t1 = math.log(P_values[i]), math.log(P_values[i + 1])
+            P_star = math.exp(t0 + (t1 - t0) * a / (a - b))
+            break
+    return {"P": [float(p) for p in P_values], "dF": dF, "basins": rows, "P_star": P_star}

@@ -21,8 +21,8 @@ from ..scaling import t_quantile
 from .linear import linear_curve, linear_half_point
 from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
 
-#: Linear head: the scan of P spans the EK posterior crossover times [1/2, 20].
-LINEAR_SPAN = (0.5, 20.0)
+#: Linear head: the scan of P spans the EK posterior crossover times [1/2, 60].
+LINEAR_SPAN = (0.5, 60.0)
 
 
 def replica_interval(values, level: float = 0.95) -> list[float] | None:
@@ -61,7 +61,7 @@ def softmax_points(params: TheoryParams, *, replicas: int = 2, n_rows: int = DEF
     }  # fmt: skip
 
 
-def linear_points(params: TheoryParams, *, n_scan: int = 15, seed: int = 0) -> dict[str, Any]:
+def linear_points(params: TheoryParams, *, n_scan: int = 19, seed: int = 0) -> dict[str, Any]:
     r"""Linear head: where route B's $E_q[\psi]$ passes 1/2 on ``n_scan`` log-spaced $P$ around
     the EK posterior crossover (linear interpolation in $\log P$ between grid points)."""
     from .linear import LinearSettings
