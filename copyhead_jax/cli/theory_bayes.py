@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 from .._checks import check_int
+from ..theory.heads import theory_of
+from ..theory.points import kinds
 from .theory_options import jsonable, theory_params
 
 
@@ -70,18 +72,17 @@ def cmd_points_bayes(args) -> dict[str, Any]:
     if args.json:
         print(json.dumps(jsonable(res)))
         return res
-    if args.attention in ("softmax", "both"):
-        _print_softmax(res["softmax"] if both else res)
-    if args.attention in ("linear", "both"):
-        _print_linear(res["linear"] if both else res)
+    for kind in kinds(args.attention):  # the head's class says which table it gets
+        (_print_softmax if kind.two_branches else _print_linear)(res[kind.name] if both else res)
     return res
 
 
 def cmd_scaling_bayes(args) -> dict[str, Any]:
     from ..theory.bayes import fit_law_table, scaling_table
 
-    if args.attention != "softmax":
-        raise ValueError("theory scaling --objective bayes: give --attention softmax")
+    if args.attention == "both" or not theory_of(args.attention).two_branches:
+        raise ValueError("theory scaling --objective bayes: give --attention softmax (the law "
+                         "of a two-branch transition)")  # fmt: skip
     params = theory_params(args, L=None, V=None)
     Ls = args.L or [params.L]
     Vs = args.V or [params.V]

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from ..config import ATTENTIONS
+from ..models import head_class
 from .flags import finite_float
 
 
@@ -212,7 +213,7 @@ def profile_settings_from_args(args):
 
 def cmd_transition(args) -> int:
     cfg = config_from_args(args)
-    if args.method == "profile" and cfg.model.attention == "softmax":
+    if args.method == "profile" and head_class(cfg.model.attention).two_branches:
         return _cmd_profile(args, cfg)
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")

@@ -10,6 +10,7 @@ the posterior crossover psi = 1/2 (:func:`.search.transition`) whatever the meth
 from __future__ import annotations
 
 from ..config import Config
+from ..models import head_class
 
 METHODS = ("profile", "ti")
 
@@ -20,7 +21,7 @@ def transition(cfg: Config, *, method: str = "profile", **kw) -> dict:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "profile" and getattr(cfg, "model", None) is not None and \
-            cfg.model.attention == "softmax":  # fmt: skip
+            head_class(cfg.model.attention).two_branches:  # fmt: skip
         from .profile import profile_transition
 
         return profile_transition(cfg, **kw)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from copyhead_jax.theory.action import shift_matrix, solve_QD
+from copyhead_jax.theory.heads import theory_of
 from copyhead_jax.theory.params import TheoryParams
 
 Tokens = Int[Array, "S L"]
@@ -73,7 +74,7 @@ def attention(W: Weights, tokens: Tokens, params: TheoryParams,
     the linear scale of docs/theory.md §2b."""
     M = logit_matrix(W, params)
     s = jax.vmap(lambda t: sequence_logits(M, t, params.V))(tokens)
-    if kind == "linear":
+    if not theory_of(kind).two_branches:  # linear attention: the logits, scaled
         from copyhead_jax import conventions as conv
 
         return s / conv.linear_scale_divisor(params.L, params.linear_scale)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..params import TheoryParams
-from ..points import transition_points
+from ..points import kinds, transition_points
 from ..scaling import t_quantile
 from .linear import linear_curve, linear_half_point
 from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
@@ -88,11 +88,11 @@ def linear_points(params: TheoryParams, *, n_scan: int = 19, seed: int = 0) -> d
 def bayes_points(params: TheoryParams, attention: str = "softmax", **kw) -> dict[str, Any]:
     """The theory's Bayesian transition of one configuration (module docstring); ``attention``
     ``'softmax'``, ``'linear'`` or ``'both'`` (then ``{'softmax': ..., 'linear': ...}``)."""
-    if attention == "both":
-        lin_kw = {k: v for k, v in kw.items() if k == "seed"}
-        return {"softmax": softmax_points(params, **kw), "linear": linear_points(params, **lin_kw)}
-    if attention == "linear":
-        return linear_points(params, **{k: v for k, v in kw.items() if k == "seed"})
-    if attention != "softmax":
-        raise ValueError(f"attention must be 'softmax', 'linear' or 'both', got {attention!r}")
-    return softmax_points(params, **kw)
+    ks = kinds(attention)  # validates the name ('both': every kind)
+    lin_kw = {k: v for k, v in kw.items() if k == "seed"}
+
+    def one(kind):  # two branches: the first-order point; one: the posterior crossover
+        return softmax_points(params, **kw) if kind.two_branches else linear_points(params,
+                                                                                    **lin_kw)
+
+    return {k.name: one(k) for k in ks} if attention == "both" else one(ks[0])

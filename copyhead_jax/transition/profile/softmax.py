@@ -26,7 +26,14 @@ from jaxtyping import Array, Float
 from ...config import Config, exact_settings
 from ...data import masked_mean, nested_mask
 from ...fit import sweep_inputs
-from ...models import AbstractHead, copy_start, head_template, init_reduced_arrays, reduced_head
+from ...models import (
+    AbstractHead,
+    copy_start,
+    head_class,
+    head_template,
+    init_reduced_arrays,
+    reduced_head,
+)
 from ...objective import Objective
 from ...observables import attention_matrices, order_parameters
 from ...sampling.collapsed import marginal_energy, with_WG
@@ -41,8 +48,8 @@ def profile_config(cfg: Config) -> Config:
     MAP (the MAP switch beside the profile); softmax attention, any source, causal or not."""
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
-    if cfg.model.attention != "softmax":
-        raise ValueError(f"the profile method needs softmax attention, got "
+    if not head_class(cfg.model.attention).two_branches:
+        raise ValueError(f"the profile method needs a two-branch (softmax) attention, got "
                          f"{cfg.model.attention!r}")  # fmt: skip
     exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
     return cfg.replace(model=dict(engine="reduced"), train=dict(solver=exact,
