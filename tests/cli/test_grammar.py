@@ -7,13 +7,12 @@ parser itself, before any work, in one line naming the flag)."""
 import argparse
 import math
 
+import hypothesis as hyp  # a test dependency (pyproject): never skipped
+import hypothesis.strategies as st
 import pytest
 
 from copyhead_jax.cli.flags import finite_float
 from copyhead_jax.cli.main import build_parser
-
-hyp = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
 
 
 def _parsers(parser, path=()):

@@ -10,14 +10,13 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
+import hypothesis as hyp  # a test dependency (pyproject): never skipped
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 
-hyp = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
-
-from copyhead_jax import Config  # noqa: E402
-from copyhead_jax.config import (  # noqa: E402
+from copyhead_jax import Config
+from copyhead_jax.config import (
     AdamConfig,
     ExactConfig,
     HMCConfig,
