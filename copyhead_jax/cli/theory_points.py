@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, check_output_path
 from ..config import ATTENTIONS
 from .flags import finite_float
 from .theory_options import (
@@ -194,6 +194,10 @@ def cmd_scaling(args) -> dict[str, Any]:
         check_int("--L entry", v, lo=2, hi=10**6)
     for v in Vs:
         check_int("--V entry", v, lo=2, hi=10**6)
+    plot = args.plot and (len(Ls) > 1 or len(Vs) > 1)
+    default = f"theory_scaling_{args.preset}.png"
+    if plot:  # the figure's path, checked before the theory is computed
+        check_output_path("--out", args.out or default, suffixes=(".png",))
     table = scaling_table(
         params, L_values=Ls, V_values=Vs, attention=args.attention, objective=args.objective
     )
@@ -203,8 +207,8 @@ def cmd_scaling(args) -> dict[str, Any]:
         print(json.dumps(jsonable(res)))
     else:
         _print_scaling(table, fits)
-    if args.plot and (len(Ls) > 1 or len(Vs) > 1):
-        path = save_plot(plot_scaling(table, fits), args.out, f"theory_scaling_{args.preset}.png")
+    if plot:
+        path = save_plot(plot_scaling(table, fits), args.out, default)
         print(f"wrote {path}", file=sys.stderr)
     return res
 

@@ -79,3 +79,15 @@ def test_theory_curve_checks_its_figure_path_first(tmp_path, monkeypatch, capsys
     rc = main(["theory", "curve", "--preset", "plain", "--out", str(tmp_path / "file" / "c")])
     one_line_error(capsys, rc, r"--out '.*file/c_linear\.png' is not writable")
 
+
+
+def test_theory_scaling_checks_its_figure_path_first(tmp_path, monkeypatch, capsys):
+    """The figure under a file is refused before the scaling table is computed (it took 31 s
+    of theory, then failed)."""
+    from copyhead_jax.theory import scaling
+
+    monkeypatch.setattr(scaling, "scaling_table", no_work)
+    (tmp_path / "file").write_text("")
+    rc = main(["theory", "scaling", "--preset", "plain", "--L", "8:12", "--V", "3",
+               "--out", str(tmp_path / "file" / "s.png")])  # fmt: skip
+    one_line_error(capsys, rc, r"--out '.*file/s\.png' is not writable")
