@@ -97,6 +97,14 @@ def _branch_configs(cfg: Config) -> list[Config]:
             for a in ("zero", "copy")]  # fmt: skip
 
 
+def merge_points(theory: dict, points: dict) -> dict:
+    """``theory`` updated with one head's theory ``points``, in place: each head reports every
+    key, ``None`` where the point is not its own, so only located values are taken (a later
+    head's ``None`` never hides an earlier head's number)."""
+    theory.update({k: v for k, v in points.items() if v is not None})
+    return theory
+
+
 def _print_pstar(results) -> None:
     """Measured P* [CI over seeds] beside the EK theory's (and the paper's, under its
     conventions), for each width whose sweeps locate them (docs/theory.md §5)."""
@@ -117,7 +125,7 @@ def _print_pstar(results) -> None:
                 found = softmax_points(init[att, "zero"], init[att, "copy"])
             if found:  # beside the theory: closed forms, or minimisers for Markov/causal
                 measured.update(found)
-                theory.update(config_points(first.config, att))
+                merge_points(theory, config_points(first.config, att))
         if not measured:
             continue
         cfg = group[0].config

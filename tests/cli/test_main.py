@@ -273,3 +273,20 @@ def test_not_a_result_file(tmp_path, capsys):
     np.savez(tmp_path / "plain.npz", x=np.zeros(2))
     one_line_error(capsys, main(["show", str(tmp_path / "plain.npz")]), "no metadata")
 
+
+
+def test_the_table_keeps_each_heads_theory_points():
+    """The main job's table once showed "-" for the linear EK points: the softmax head's
+    ``P_c1 = None`` (not its point) overwrote the linear head's 103.9. Merged in either order,
+    both heads' located points survive."""
+    from copyhead_jax.cli.sweep import merge_points
+    from copyhead_jax.theory import TheoryParams, transition_points
+
+    p = TheoryParams.preset("plain", L=8, V=3)
+    lin, soft = transition_points(p, "linear"), transition_points(p, "softmax")
+    for order in ((lin, soft), (soft, lin)):
+        t: dict = {}
+        for pts in order:
+            merge_points(t, pts)
+        assert t["P_c1"] == lin["P_c1"] and t["P_cG"] == lin["P_cG"]
+        assert t["P_aG_crossover"] == soft["P_aG_crossover"]
