@@ -109,14 +109,18 @@ def __getattr__(name: str):
         from .sampling import SGLD
 
         return SGLD
-    if name == "bayes":
-        import importlib
+    if name == "bayes":  # lazily: the faces of sampling/ and transition/, by plain imports
+        import sys
         import types
 
+        from . import sampling
+        from .transition import crossing  # noqa: F401  (loads the face; the package's own
+        # ``transition`` attribute is the command's function, so the face is read from sys.modules)
+
+        faces = {"sampling": sampling, "transition": sys.modules[f"{__name__}.transition"]}
         ns = types.SimpleNamespace()
         for folder, names in _BAYES.items():
-            face = importlib.import_module(f"{__name__}.{folder}")
             for n in names:
-                setattr(ns, n, getattr(face, n))
+                setattr(ns, n, getattr(faces[folder], n))
         return ns
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

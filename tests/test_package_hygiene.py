@@ -398,3 +398,16 @@ def test_no_tracker_references_in_code_or_docs():
     assert not hits, hits
     assert TRACKER.search("see issue 12") and TRACKER.search("the issue's minimum")
     assert not TRACKER.search("an issue with the mask")  # the word itself is fine
+
+
+def test_the_lazy_bayes_namespace_reads_the_folders_faces():
+    """``ch.bayes`` (loaded on first use, by plain imports) holds the objects of the sampling/
+    and transition/ faces; ``ch.transition`` stays the command."""
+    import copyhead_jax as ch
+    from copyhead_jax import sampling
+    from copyhead_jax.transition import crossing, tempered_smc
+
+    for n in ("ess", "split_rhat", "wbic", "thermodynamic_integration"):
+        assert getattr(ch.bayes, n) is getattr(sampling, n)
+    assert ch.bayes.crossing is crossing and ch.bayes.tempered_smc is tempered_smc
+    assert callable(ch.transition) and not hasattr(ch.transition, "crossing")
