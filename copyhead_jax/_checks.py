@@ -138,7 +138,6 @@ def python_scalar(value: Any) -> Any:
     is integral and not a float type), so that configs compare, hash and serialise to JSON like
     hand-written ones; tuples entry by entry; anything else unchanged (the validators judge it).
     """
-    import numbers
     from decimal import Decimal
     from fractions import Fraction
 
@@ -156,8 +155,6 @@ def python_scalar(value: Any) -> Any:
         return int(value) if value.denominator == 1 else float(value)
     if isinstance(value, tuple):
         return tuple(python_scalar(v) for v in value)
-    if isinstance(value, numbers.Number) or value is None or isinstance(value, str | bool):
-        return value
     return value
 
 

@@ -196,27 +196,28 @@ def transition_cell(tr: dict) -> dict:
     return _judged(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
 
 
-def _law_part(fits: dict, k: str, ax: str) -> tuple[str, bool | None]:
+def _law_part(fits: dict, k: str, ax: str) -> tuple[str, str]:
     """One axis of a law: the measured exponent against the law's over the fitted range."""
     key = k if (fits.get(k) or {}).get("measured", {}).get("ci") else "P_aG_single"
     f = fits.get(key if k == "P_aG" else k) or {}
     m, t = f.get("measured") or {}, f.get("paper_exponent")
     if m.get("exponent") is None or t is None:
-        return f"{ax}: not measured", None
+        return f"{ax}: not measured", "not measured"
     lo, hi = m["ci"] if m.get("ci") else (m["exponent"], m["exponent"])
     j = judge(lo, hi, t, (t - EXPONENT_TOL, t + EXPONENT_TOL), relative=False)
     ci = f" [{lo:.2f}, {hi:.2f}]" if m.get("ci") else f" ({m.get('n')} points, no CI)"
     via = " (single-start jump)" if key == "P_aG_single" and k == "P_aG" else ""
-    return f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}", j["reproduced"]
+    return f"{ax}: {m['exponent']:.2f}{ci}{via} vs {t:.2f}: {verdict_text(j)}", j["outcome"]
 
 
 def law_cell(d: Path, r: str, k: str) -> dict:
     """A law holds when its exponents in L and V both reproduce the paper's."""
     parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k, ax)
              for ax in ("L", "V")]  # fmt: skip
-    v = [p[1] for p in parts]
-    return _cell("; ".join(p[0] for p in parts), False if False in v else None if None in v
-                 else True, "not resolved" if "not resolved" in str(parts) else "not measured")
+    out = [p[1] for p in parts]  # each axis's judge outcome
+    rep = False if "off" in out else True if all(o == "reproduced" for o in out) else None
+    return _cell("; ".join(p[0] for p in parts), rep,
+                 "not resolved" if "not resolved" in out else "not measured")
 
 
 def order_cell(d: Path, r: str) -> dict:

@@ -160,8 +160,9 @@ def llc_bytes(cfg, st: LLCSettings, n_params: int) -> int:
     return 2 * cfg.sweep.n_seeds * st.n_chains * 4 * (n_draws + 4 * n_params)
 
 
-def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> None:
-    """Refuse, before any work, chains whose buffers exceed the memory budget."""
+def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> int:
+    """Refuse, before any work, chains whose buffers exceed the memory budget; returns the
+    reduced parameter count ``|W^G| + |W^O_hat|``."""
     shapes = (best["params/W_G"].shape[2:], best["params/W_O_hat"].shape[2:])
     n_params = int(sum(np.prod(s) for s in shapes))
     n_draws = (st.n_steps - st.burn_in) // st.thin
@@ -169,6 +170,7 @@ def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> None:
             f"and {n_params:,} parameters")  # fmt: skip
     refuse_if_over(llc_bytes(cfg, st, n_params), available_bytes(cfg), what,
                    "use fewer --steps or --chains, or a larger --thin")  # fmt: skip
+    return n_params
 
 
 def _sq(w) -> Array:
@@ -288,7 +290,7 @@ def llc_runs(
             raise ValueError("posterior must sample the runs of the sweeps (same task, model, "
                              "posterior and sweep settings)")  # fmt: skip
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
-    check_llc_memory(cfg, st, best)
+    d = check_llc_memory(cfg, st, best)
     inp = sweep_inputs(cfg, None)
     train, mask = np.asarray(inp.train), np.asarray(inp.mask)
     names = ["source", "U_star", "E_star"]
@@ -334,7 +336,6 @@ def llc_runs(
         scale = w * np.asarray(cfg.sweep.P, float)[:, None]
         out["posterior"] = np.where(ok, scale * (mean - best["train_loss"]), np.nan)
         out["posterior_mcse"] = np.where(ok, scale * se, np.nan)
-    d = int(np.prod(best["params/W_G"].shape[2:]) + np.prod(best["params/W_O_hat"].shape[2:]))
     return RunLLC(np.asarray(cfg.sweep.P), d, out, _pstar(sweeps, best), cfg.model.attention, st)
 
 

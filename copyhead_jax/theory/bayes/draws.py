@@ -68,11 +68,12 @@ def draw_weights(key, beta, s: Spread, params: TheoryParams, n: int):
     return jax.vmap(lambda m: weights_of_logits(m, params))(M)
 
 
-def draw_weights_linear(key, c1, cG, rho, params: TheoryParams, n: int):
-    r"""``n`` weight matrices from the linear head's $q$ (:mod:`.linear`): mean logits
-    $(c_1B_1+c_GB_2)/\ell$, and in $G=\sigma_G\bar C^{1/2}Z\bar C^{1/2}$ the blocks of $Z$
-    (``rr, col, row, perp, copy``) scaled by the square roots of their ratios; $H$, $K$, $T$ as
-    for softmax but with the key-position side $\bar C^{1/2}$ (no gauge)."""
+def tables_linear(key, c1, cG, rho, params: TheoryParams, n: int):
+    r"""``n`` logit tables ``(G [n, L, L], H [n, V, L], K [n, L, V], T [n, V, V])`` from the
+    linear head's $q$ (:mod:`.linear`): mean logits $(c_1B_1+c_GB_2)/\ell$, and in
+    $G=\sigma_G\bar C^{1/2}Z\bar C^{1/2}$ the blocks of $Z$ (``rr, col, row, perp, copy``) scaled
+    by the square roots of their ratios; $H$, $K$, $T$ as for softmax but with the key-position
+    side $\bar C^{1/2}$ (no gauge)."""
     import math
 
     from copyhead_jax import conventions as conv
@@ -118,5 +119,12 @@ def draw_weights_linear(key, c1, cG, rho, params: TheoryParams, n: int):
         * se**2
         * jnp.einsum("uv,nvw,wx->nux", PV, jax.random.normal(k[3], (n, V, V), dt), PV)
     )
+    return G, H, K, T
+
+
+def draw_weights_linear(key, c1, cG, rho, params: TheoryParams, n: int):
+    """``n`` weight matrices from the linear head's $q$: the tables of :func:`tables_linear`
+    assembled into the logit matrix and mapped to weights."""
+    G, H, K, T = tables_linear(key, c1, cG, rho, params, n)
     M = jnp.concatenate([jnp.concatenate([T, H], axis=2), jnp.concatenate([K, G], axis=2)], axis=1)
     return jax.vmap(lambda m: weights_of_logits(m, params))(M)

@@ -9,7 +9,7 @@ import numpy as np
 
 from copyhead_jax import conventions as conv
 from copyhead_jax.theory import TheoryParams
-from copyhead_jax.theory.bayes.draws import cbar_root
+from copyhead_jax.theory.bayes.draws import tables_linear
 from copyhead_jax.theory.bayes.linear import (
     LIN_SECTORS,
     free_energy_linear,
@@ -21,49 +21,6 @@ from copyhead_jax.theory.bayes.linear import (
 from copyhead_jax.theory.potentials import linear_potential
 
 
-def _sample_tables(key, rho, p, n):
-    """Logit tables (G, H, K, T) from the linear q with zero mean (module docstring)."""
-    L, V = p.L, p.V
-    se, sG = p.sigma_e, p.sigma_G
-    rr, col, row, perp, cp, rH, rK, rT = rho
-    k = jax.random.split(key, 5)
-    u = jnp.ones((L, 1)) / math.sqrt(L)
-    U, Pi = u @ u.T, jnp.eye(L) - u @ u.T
-    c = conv.shift_matrix(L) @ Pi / math.sqrt(L - 1)
-    Z0 = jax.random.normal(k[0], (n, L, L))
-    W0 = jnp.einsum("ab,nbc,cd->nad", Pi, Z0, Pi)
-    wc = jnp.einsum("nab,ab->n", W0, c)[:, None, None] * c[None]
-    Z = (
-        math.sqrt(rr) * jnp.einsum("ab,nbc,cd->nad", U, Z0, U)
-        + math.sqrt(col) * jnp.einsum("ab,nbc,cd->nad", U, Z0, Pi)
-        + math.sqrt(row) * jnp.einsum("ab,nbc,cd->nad", Pi, Z0, U)
-        + math.sqrt(perp) * (W0 - wc)
-        + math.sqrt(cp) * wc
-    )
-    C12 = cbar_root(p)
-    G = sG * jnp.einsum("ab,nbc,cd->nad", C12, Z, C12)
-    PV = jnp.eye(V) - jnp.ones((V, V)) / V
-    H = (
-        math.sqrt(rH)
-        * sG
-        * se
-        * jnp.einsum("uv,nvb,bc->nuc", PV, jax.random.normal(k[1], (n, V, L)), C12)
-    )
-    K = (
-        math.sqrt(rK)
-        * sG
-        * se
-        * jnp.einsum("ab,nbw,wv->nav", C12, jax.random.normal(k[2], (n, L, V)), PV)
-    )
-    T = (
-        math.sqrt(rT)
-        * sG
-        * se**2
-        * jnp.einsum("uv,nvw,wx->nux", PV, jax.random.normal(k[3], (n, V, V)), PV)
-    )
-    return G, H, K, T
-
-
 def test_noise_moments_match_sampled_tables():
     # E over q and tokens of sum_a (sum_b s_ab psi_b)(...)^T at zero mean: the closed form
     # against 20,000 sampled (table, sequence) pairs; tolerance 4 standard errors per entry.
@@ -71,7 +28,7 @@ def test_noise_moments_match_sampled_tables():
     with jax.enable_x64(True):
         p = TheoryParams.preset("plain", L=L, V=V)
         rho = (0.7, 1.3, 0.4, 0.9, 2.0, 0.6, 1.1, 0.5)
-        G, H, K, T = _sample_tables(jax.random.PRNGKey(0), rho, p, n)
+        G, H, K, T = tables_linear(jax.random.PRNGKey(0), 0.0, 0.0, rho, p, n)  # zero mean
         tok = jax.random.randint(jax.random.PRNGKey(1), (n, L), 0, V)
         X = jax.nn.one_hot(tok, V)
         s = (
@@ -105,7 +62,7 @@ def test_projection_law_matches_samples():
     with jax.enable_x64(True):
         p = TheoryParams.preset("plain", L=L, V=V)
         rho = (0.7, 1.3, 0.4, 0.9, 2.0, 0.6, 1.1, 0.5)
-        G = _sample_tables(jax.random.PRNGKey(2), rho, p, n)[0]
+        G = tables_linear(jax.random.PRNGKey(2), 0.0, 0.0, rho, p, n)[0]
         B1, B2 = conv.basis(L)
         y = np.stack(
             [
