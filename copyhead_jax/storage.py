@@ -168,6 +168,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class DamagedCheckpointWarning(UserWarning):
+    """A checkpoint or chunk that failed to load: set aside as ``PATH.damaged`` and its work
+    recomputed."""
+
+
+def set_aside(path: str | os.PathLike, why: str) -> Path | None:
+    """Rename the damaged checkpoint ``path`` to ``PATH.damaged`` (replacing an older one, so
+    the folder keeps one copy to inspect) and warn naming both; returns the new path (``None``
+    if it could not be renamed, then it is removed so that a rerun is never blocked by it)."""
+    import warnings
+
+    path = Path(path)
+    kept = path.with_name(path.name + ".damaged")
+    try:
+        os.replace(path, kept)
+    except OSError:
+        kept = None
+        _unlink_quietly(str(path))
+    where = f"set aside as {str(kept)!r}" if kept else "removed"
+    warnings.warn(f"checkpoint {str(path)!r} failed to load ({why}); {where}, recomputing its "
+                  "work", DamagedCheckpointWarning, stacklevel=2)  # fmt: skip
+    return kept
+
+
 def load_npz(
     path: str | os.PathLike, *, kind: str, schema: int = SCHEMA_VERSION
 ) -> tuple[dict[str, np.ndarray], dict]:

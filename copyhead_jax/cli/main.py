@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import warnings
 from pathlib import Path
 
 from ._common import save_figure
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     if process:  # SIGTERM ends like Ctrl-C (exit 143), both answered within seconds
         catch_sigterm(lambda: farewell(args))
     try:
-        rc = args.func(args)
+        with warnings.catch_warnings():  # the package's own warnings in one line each
+            warnings.showwarning = _one_line(warnings.showwarning)
+            rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
     except (ValueError, OSError) as e:
         print(f"copyhead: error: {e}", file=sys.stderr)
@@ -74,6 +77,20 @@ def main(argv: list[str] | None = None) -> int:
         if process:
             exit_now(interrupt_status(e))  # no teardown under XLA's running threads
         return interrupt_status(e)
+
+
+def _one_line(show):
+    """``warnings.showwarning`` that prints the package's own warnings (a damaged checkpoint set
+    aside) as ``copyhead: warning: ...``, and hands any other to ``show``."""
+    from ..storage import DamagedCheckpointWarning
+
+    def one_line(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, DamagedCheckpointWarning):
+            print(f"copyhead: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return one_line
 
 
 def farewell(args: argparse.Namespace) -> str:

@@ -9,26 +9,24 @@ determines it, and on a rerun loads the chunks whose fingerprint matches instead
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from ..storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz
+from ..storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz, set_aside
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
 
 
 def load_checkpoint(path: Path, kind: str) -> tuple[dict[str, np.ndarray], dict]:
-    """A checkpoint's arrays and meta; an unreadable one is deleted, said on stderr, and
-    returned empty (no fingerprint), so that its work is recomputed instead of blocking."""
+    """A checkpoint's arrays and meta; an unreadable one is set aside (``PATH.damaged``, a
+    :class:`~copyhead_jax.storage.DamagedCheckpointWarning` naming it) and returned empty (no
+    fingerprint), so that its work is recomputed instead of blocking."""
     try:
         return load_npz(path, kind=kind, schema=CHECKPOINT_SCHEMA)
     except ValueError as e:
-        print(f"warning: checkpoint {str(path)!r} is unreadable, recomputing it ({e})",
-              file=sys.stderr)  # fmt: skip
-        path.unlink(missing_ok=True)
+        set_aside(path, str(e))
         return {}, {}
 
 

@@ -21,7 +21,6 @@ config and settings), written atomically, so a killed run resumes with identical
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -49,9 +48,12 @@ from .root import (
     crossing,
     pooled_slope,
 )
-from .store import kept_sweep, run_key, write_checkpoint
+from .store import kept_sweep, read_checkpoint, run_key, write_checkpoint
 
 INIT = {"pool": "zero", "copy": "copy"}
+#: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
+GROUP_KEYS = ("P", "seed", "dF", "se", "sys")
+SMC_KEYS = ("P", "seed", "w_copy")
 #: R-hat and ESS thresholds past which a run is named in ``flagged``.
 RHAT_MAX, ESS_MIN = 1.05, 100
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
@@ -229,8 +231,8 @@ def _data(cfg, s, P, P_pad):
 def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
            whitened) -> dict:  # fmt: skip
     path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
-    if path is not None and path.is_file():
-        g = json.loads(path.read_text())
+    g = read_checkpoint(path, GROUP_KEYS)
+    if g is not None:
         _log(progress, f"seed {s} P={P}: kept, F_copy - F_pool = {g['dF']:+.3f}")
         return g
     t0 = time.time()
@@ -259,8 +261,9 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
 def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
                whitened):  # fmt: skip
     path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
-    if path is not None and path.is_file():
-        return json.loads(path.read_text())
+    g = read_checkpoint(path, SMC_KEYS)
+    if g is not None:
+        return g
     t0 = time.time()
     heads, _ = _heads(cfg, sweeps, aG, s, P, a_thr)
     if heads is None:

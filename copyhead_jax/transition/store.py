@@ -1,7 +1,8 @@
-"""Checkpoints of ``copyhead transition`` (:mod:`.search`): the atomic JSON write
-of every (seed, P) group, the key that names a run's checkpoint folder, and the MAP sweeps a
-resumed run reuses. A run resumes wherever the numbers cannot change beyond float rounding:
-on another machine, memory budget or batching."""
+"""Checkpoints of ``copyhead transition`` (:mod:`.search`): the atomic JSON write and the
+checked read of every (seed, P) group (a damaged one set aside and recomputed), the key that
+names a run's checkpoint folder, and the MAP sweeps a resumed run reuses. A run resumes
+wherever the numbers cannot change beyond float rounding: on another machine, memory budget or
+batching."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import Config
+from ..storage import set_aside
 from .branch_group import TISettings
 
 
@@ -32,6 +34,26 @@ def write_checkpoint(path: Path, obj) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_checkpoint(path: Path | None, required: tuple[str, ...]) -> dict | None:
+    """The JSON checkpoint at ``path``, or ``None`` when there is none. One that fails to load
+    (truncated, emptied, not an object, a key of ``required`` missing) is set aside as
+    ``PATH.damaged`` with a warning naming it (:func:`~copyhead_jax.storage.set_aside`) and
+    ``None`` returned, so that its work is recomputed instead of blocking every rerun."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        obj = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        set_aside(path, f"{type(e).__name__}: {e}")
+        return None
+    missing = [k for k in required if k not in obj] if isinstance(obj, dict) else required
+    if missing:
+        set_aside(path, "not a JSON object" if not isinstance(obj, dict) else
+                  f"no {', '.join(map(repr, missing))}")  # fmt: skip
+        return None
+    return obj
 
 
 def json_default(x):
@@ -70,7 +92,8 @@ def kept_sweep(path: Path | None, cfg: Config):
         return None
     try:
         res = SweepResult.load(path)
-    except ValueError:
+    except ValueError as e:  # unreadable: set aside, refitted
+        set_aside(path, str(e))
         return None
     same = resume_identity(res.config) == resume_identity(cfg)
     return res if same and res.has_params else None
