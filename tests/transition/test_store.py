@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 import copyhead_jax as ch
@@ -41,39 +42,53 @@ DAMAGES = {
 }
 
 
+def _fake_ti(monkeypatch, calls):
+    """The TI and SMC of each (seed, P) group replaced by numbers that depend on P alone
+    (d(P) = -10 log(P / 20): a root at P = 20), so that a recomputed group equals the first."""
+    from copyhead_jax.transition import search
+
+    def free_energies(key, heads, train, mask, a_thr, settings, obj):
+        P = float(np.sum(mask))
+        calls.append(P)
+        br = lambda F: {"F": F, "mcse": 0.1, "quad_corr": 0.01, "dU_dP": 0.5,
+                        "rhat_max": 1.0, "ess_min": 400.0}  # fmt: skip
+        return {"copy": br(-10 * math.log(P / 20)), "pool": br(0.0), "_C": None}
+
+    def smc_weight(key, heads, train, mask, a_thr, C64, settings, obj):
+        P = float(np.sum(mask))
+        return {"w_copy": 1 / (1 + math.exp(-10 * math.log(P / 20)))}
+
+    monkeypatch.setattr(search, "free_energies", free_energies)
+    monkeypatch.setattr(search, "smc_weight", smc_weight)
+
+
+SMALL = TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=50, n_adapt=10, n_ref=100,
+                   smc_particles=16, batched=False)  # fmt: skip
+
+
 @pytest.mark.parametrize("damage", list(DAMAGES))
 def test_a_damaged_group_is_named_set_aside_and_recomputed(damage, tmp_path, monkeypatch):
     """A (seed, P) group file of the TI search that fails to load is named in a warning, kept as
-    ``.damaged`` for inspection, and its group recomputed (here by a stand-in for the TI whose
-    numbers depend only on (seed, P), so the recomputed group equals the first one)."""
+    ``.damaged`` for inspection, and its group recomputed: the rerun's numbers equal the first
+    run's (the TI replaced by a stand-in whose numbers depend on P alone)."""
     from copyhead_jax.storage import DamagedCheckpointWarning
-    from copyhead_jax.transition import search
 
     calls = []
-
-    def fake_fe(key, heads, train, mask, a_thr, settings, obj):
-        calls.append(1)
-        br = lambda F: {"F": F, "mcse": 0.1, "quad_corr": 0.01, "dU_dP": 0.5,
-                        "rhat_max": 1.0, "ess_min": 400.0}  # fmt: skip
-        return {"copy": br(1.25), "pool": br(0.5), "_C": None}
-
-    monkeypatch.setattr(search, "_heads", lambda *a: ("heads", [8, 8]))
-    monkeypatch.setattr(search, "_data", lambda *a: (None, None))
-    monkeypatch.setattr(search, "free_energies", fake_fe)
-    group = lambda: search._group(TINY_CFG, None, None, 0, 8, 8, 0.5, TISettings(batched=False),
-                                  None, 0, tmp_path, False, {})  # fmt: skip
-    first = group()
-    path = tmp_path / "seed0-P8.json"
+    _fake_ti(monkeypatch, calls)
+    run = lambda: ch.transition(TINY_CFG, method="ti", n_seeds=1, out=tmp_path, progress=False,
+                                settings=SMALL, P_grid=(8, 16, 32), theory=False)  # fmt: skip
+    first = run()
+    assert first["P_star"] is not None  # a located root: its equality below means something
+    n_first = len(calls)
+    path = sorted(p for p in tmp_path.glob("groups-*/seed0-P*.json") if "smc" not in p.name)[0]
     text = path.read_text()
-    assert group() == first and len(calls) == 1  # a whole file is reused
     path.write_text(DAMAGES[damage](text))
-    with pytest.warns(DamagedCheckpointWarning, match="seed0-P8.json") as w:
-        again = group()
-    assert len(calls) == 2 and len(w) == 1
-    assert {k: v for k, v in again.items() if k != "seconds"} == \
-        {k: v for k, v in first.items() if k != "seconds"}  # fmt: skip
-    assert (tmp_path / "seed0-P8.json.damaged").read_text() == DAMAGES[damage](text)
-    assert json.loads(path.read_text())["dF"] == first["dF"]  # whole again
+    with pytest.warns(DamagedCheckpointWarning, match=path.name) as w:
+        again = run()
+    assert len(w) == 1 and len(calls) == n_first + 1  # only the damaged group is recomputed
+    assert again["P_star"] == first["P_star"] and again["interval"] == first["interval"]
+    assert path.with_name(path.name + ".damaged").read_text() == DAMAGES[damage](text)
+    assert json.loads(path.read_text())["dF"] == json.loads(text)["dF"]  # whole again
 
 
 def test_a_damaged_map_sweep_is_set_aside(tmp_path):
@@ -90,14 +105,19 @@ def test_a_damaged_map_sweep_is_set_aside(tmp_path):
 @pytest.mark.filterwarnings("default::copyhead_jax.storage.DamagedCheckpointWarning")
 def test_the_command_names_a_damaged_checkpoint_in_one_line(tmp_path, monkeypatch, capsys):
     from copyhead_jax.cli import main
-    from copyhead_jax.cli import transition as cli_transition
-    from copyhead_jax.transition.store import read_checkpoint
 
-    bad = tmp_path / "seed0-P8.json"
-    bad.write_text('{"P": 8, "dF": ')
-    monkeypatch.setattr(cli_transition, "_cmd_ti",
-                        lambda args: 0 if read_checkpoint(bad, ("dF",)) is None else 1)
-    assert main(["transition", "--method", "ti", "--attention", "linear", "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    _fake_ti(monkeypatch, [])
+    argv = ["transition", "--method", "ti", "--L", "4", "--V", "3", "--width", "inf",
+            "--n-seeds", "1", "--P", "8,16,32", "--rungs", "3", "--chains", "2", "--iters",
+            "50", "--smc-particles", "16", "--out", str(tmp_path), "--json", "--no-plot",
+            "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    bad = sorted(tmp_path.glob("groups-*/seed0-P*-smc.json"))[0]
+    bad.write_text("")  # emptied
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("copyhead: warning: checkpoint"), err
     assert str(bad) in err[0] and "recomputing" in err[0]
+    assert json.loads(out)["P_star"] == first["P_star"]
