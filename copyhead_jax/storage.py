@@ -4,7 +4,9 @@ A file holds named arrays plus one JSON string (``__meta__``) with the result ki
 version, the full config, package versions and platform. Writes go to a temporary file in the
 same folder followed by ``os.replace``, so a crash never leaves a half-written result; a
 ``.lock`` file beside a result keeps two processes from writing it at once. Summaries go to JSON
-(:func:`write_json`: arrays as lists, 7 significant digits, NaN as null).
+(:func:`write_json`: arrays as lists, 7 significant digits, NaN as null). Every writer of the
+package (npz, JSON, netCDF, figures) goes through :func:`atomic_write`, so that a library's
+failure is one error naming the file and leaves no temporary behind.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import platform
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,31 +52,58 @@ def environment() -> dict[str, Any]:
     }
 
 
-def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> Path:
-    """Write ``arrays`` and ``meta`` to ``path`` atomically; errors name the path."""
+class WriteError(ValueError):
+    """A file that could not be written: one line naming it and saying ``why``; the library's
+    own exception (h5py's ``RuntimeError``, an ``OSError`` of a full disk, matplotlib's
+    ``ValueError``) is its ``__cause__``."""
+
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"cannot write {str(path)!r}: {why}")
+        self.path, self.why = path, why
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+    """``write(tmp)`` into a temporary file beside ``path``, then renamed onto it: a crash never
+    leaves a half-written ``path``. Any exception of the writer or the file system becomes a
+    :class:`WriteError` naming ``path`` (``KeyboardInterrupt`` passes unchanged), and the
+    temporary is removed either way. The file honours the umask, like ``open()``."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
-        raise ValueError(f"output path {str(path)!r} is not writable: {e}") from None
+        raise WriteError(path, f"not writable: {e.strerror or e}") from e
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; honour the umask like open()
-        buf = io.BytesIO()
-        np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
-        with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600
+        finally:
+            os.close(fd)
+        write(tmp)
         os.replace(tmp, path)
-    except OSError as e:  # disk full, quota, a folder gone: name the file, leave no orphan
+    except Exception as e:  # noqa: BLE001 - any library's failure: one line naming the file
         _unlink_quietly(tmp)
-        raise ValueError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__}: {e}"
+        raise WriteError(path, " ".join(why.split())) from e  # h5py's text spans lines
     except BaseException:
         _unlink_quietly(tmp)
         raise
     return path
+
+
+def atomic_save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+    """Write ``arrays`` and ``meta`` to ``path`` atomically (:func:`atomic_write`); errors name
+    the path."""
+
+    def write(tmp: str) -> None:
+        buf = io.BytesIO()
+        np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
+        with open(tmp, "wb") as f:
+            f.write(buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+
+    return atomic_write(path, write)
 
 
 def _unlink_quietly(path: str) -> None:
@@ -251,13 +281,10 @@ def jsonable(x: Any) -> Any:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """``jsonable(obj)`` to ``path`` (indented), written atomically; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(jsonable(obj), indent=1, sort_keys=False) + "\n")
-    tmp.replace(path)
-    return path
+    """``jsonable(obj)`` to ``path`` (indented), written atomically (:func:`atomic_write`);
+    returns the path."""
+    text = lambda: json.dumps(jsonable(obj), indent=1, sort_keys=False) + "\n"
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text()))
 
 
 def nulls_in_lists_to_nan(x: Any) -> Any:

@@ -100,13 +100,9 @@ def jsonable(x: Any) -> Any:
 
 def save_plot(fig, out: str | None, default: str) -> str:
     """``fig`` to ``out`` (else ``default``) as PNG; the path written, or a one-line error."""
-    path = Path(out or default)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise ValueError(f"cannot write the figure {str(path)!r}: {e.strerror or e}") from None
-    return str(path)
+    from ._common import write_figure
+
+    return str(write_figure(fig, Path(out or default), dpi=120))
 
 
 def check_plot_paths(args, kind: str) -> None:

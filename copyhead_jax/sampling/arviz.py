@@ -185,26 +185,38 @@ NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
 
 def save_netcdf(post, path: str | Path, **run) -> Path:
     """Write :func:`to_arviz` of ``post`` (``run``: its ``P``, ``seed``) to a netCDF-4 file
-    (read back: ``az.from_netcdf``), atomically: a temporary file in the same folder, then
-    renamed; errors name the path."""
-    import os
-    import tempfile
-
+    (read back: ``az.from_netcdf``), atomically (:func:`~copyhead_jax.storage.atomic_write`).
+    The file is built in memory and then written as plain bytes: h5py never touches the disk,
+    so a full disk or an unwritable folder is one error naming the path, with no temporary
+    left (h5py writing the file itself would fail again at exit, outside any handler)."""
     from .._checks import check_output_path
-    from ..storage import remove_tmp_orphans
+    from ..storage import atomic_write, remove_tmp_orphans
 
     path = check_output_path("netCDF path", path, suffixes=NETCDF_SUFFIXES)
     data = to_arviz(post, **run)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_tmp_orphans(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        data.to_netcdf(tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise ValueError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    if path.parent.is_dir():
+        remove_tmp_orphans(path)
+    return atomic_write(path, lambda tmp: Path(tmp).write_bytes(netcdf_bytes(data)))
+
+
+def netcdf_bytes(data) -> bytes:
+    """The netCDF-4 file of ``data`` (an ArviZ ``InferenceData``, or a ``DataTree``) as bytes,
+    group by group as ``InferenceData.to_netcdf`` writes it (numeric variables compressed)."""
+    import io
+
+    import xarray as xr
+
+    buf = io.BytesIO()
+    if not hasattr(data, "_groups_all"):  # a DataTree writes itself to a buffer
+        data.to_netcdf(buf, engine="h5netcdf")
+        return buf.getvalue()
+    mode = "w"
+    if data.attrs:
+        xr.Dataset(attrs=data.attrs).to_netcdf(buf, mode=mode, engine="h5netcdf", group="/")
+        mode = "a"
+    for g in data.groups():
+        ds = data[g]
+        enc = {v: {"zlib": True} for v, x in ds.variables.items() if x.dtype.kind in "biufc"}
+        ds.to_netcdf(buf, mode=mode, engine="h5netcdf", group=f"/{g}", encoding=enc)
+        mode = "a"
+    return buf.getvalue()

@@ -9,31 +9,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..config import Config
-from ..storage import set_aside
+from ..storage import atomic_write, set_aside
 from .branch_group import TISettings
 
 
 def write_checkpoint(path: Path, obj) -> None:
-    """Atomic JSON write (temporary file in the folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # mkstemp makes 0600; honour the umask like open()
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, default=json_default)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Atomic JSON write (:func:`~copyhead_jax.storage.atomic_write`: a temporary file in the
+    folder, then renamed; a failure names the file and leaves no temporary)."""
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(obj, default=json_default)))
 
 
 def read_checkpoint(path: Path | None, required: tuple[str, ...]) -> dict | None:
