@@ -12,13 +12,15 @@ from ..config import STARTS, HMCConfig, SGLDConfig
 from .flags import finite_float
 
 #: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
-SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in"}
+SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in", "round_steps": "round_steps"}
 HMC_FLAGS = {"iterations": "n_iter", "warmup": "n_warmup", "adapt": "n_adapt",
              "adapt_mass": "adapt_mass",
              "leapfrog": "n_leapfrog", "target_accept": "target_accept", "starts": "starts",
-             "branch_threshold": "branch_threshold", "keep_weights": "keep_weights"}  # fmt: skip
+             "branch_threshold": "branch_threshold", "keep_weights": "keep_weights",
+             "round_iter": "round_iter"}  # fmt: skip
 SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", "seed": "seed",
-                "keep_loglik": "keep_loglik"}  # fmt: skip
+                "keep_loglik": "keep_loglik", "ess_target": "ess_target",
+                "rhat_target": "rhat_target"}  # fmt: skip
 
 
 def add_sample_subparser(sub) -> None:
@@ -61,14 +63,27 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--keep-loglik", action=argparse.BooleanOptionalAction, default=None,
                    help="record each training sequence's log-likelihood per draw (ArviZ "
                    "log_likelihood group, az.loo)")  # fmt: skip
+    g.add_argument("--ess-target", type=finite_float, default=None, metavar="N",
+                   help="stop when enough: draw in rounds until every run's ESS of U and both "
+                   "order parameters is >= N and their split R-hat <= --rhat-target, or the cap "
+                   "(--iterations / --steps, in whole rounds); a run that reaches the cap "
+                   "first is flagged; default 0: the fixed length")  # fmt: skip
+    g.add_argument("--rhat-target", type=finite_float, default=None,
+                   help=f"the R-hat bar of --ess-target (default {h.rhat_target})")
     g = p.add_argument_group("SGLD only (--sampler sgld)")
     g.add_argument("--steps", type=int, default=None, help=f"SGLD steps (default {d.n_steps})")
     g.add_argument("--burn-in", type=int, default=None,
                    help=f"SGLD steps discarded (default {d.burn_in})")  # fmt: skip
+    g.add_argument("--round-steps", type=int, default=None,
+                   help=f"SGLD steps per round with --ess-target, a multiple of --thin "
+                   f"(default {d.round_steps})")  # fmt: skip
     g = p.add_argument_group("collapsed HMC only (--sampler hmc)")
     g.add_argument("--iterations", type=int, default=None,
                    help=f"HMC iterations kept after adaptation (default {h.n_iter}; linear "
                    "attention 3500)")  # fmt: skip
+    g.add_argument("--round-iter", type=int, default=None,
+                   help=f"HMC iterations per round with --ess-target, a multiple of --thin "
+                   f"(default {h.round_iter})")  # fmt: skip
     g.add_argument("--warmup", type=int, default=None,
                    help=f"unadjusted-Langevin warm-up steps, discarded (default {h.n_warmup})")
     g.add_argument("--adapt", type=int, default=None,
@@ -220,15 +235,27 @@ def _print_rows(post, sweep) -> None:
     n1, nG = post.order_names  # softmax: a1, aG
     print(f"# {att}, {post.sampler_name}: posterior mean (MAP) over seeds; var = "
           "susceptibility")  # fmt: skip
+    target = "target_met" in post.arrays
+    if target:
+        t = post.meta.get("target") or {}
+        print(f"# stop when enough: ESS >= {t.get('ess')} and R-hat <= {t.get('rhat')} on U, {n1}, "
+              f"{nG}, in rounds of {t.get('round_draws')} draws per chain, at most "
+              f"{t.get('cap_draws')}; R-hat, ESS: the worst of the three; draws: per chain; "
+              "met: runs that met it")  # fmt: skip
+    rk, ek = ("rhat_reached", "ess_reached") if target else ("rhat", "ess")
     print(f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
-          f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}")  # fmt: skip
+          f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}"
+          + (f" {'draws':>6} {'met':>5}" if target else ""))  # fmt: skip
     for i, P in enumerate(post.P):
         map1, mapG = (f"{np.nanmean(sweep[k][i]):>8.3f}" if sweep is not None else f"{'-':>8}"
                       for k in ("c1", "cG"))  # fmt: skip
         print(f"{P:>6d} {np.nanmean(m1[i]):>9.3f} {map1} {np.nanmean(mG[i]):>9.3f} {mapG} "
               f"{np.nanmean(vG[i]):>9.2e} {np.nanmean(mL[i]):>8.3f} "
-              f"{np.nanmax(post['rhat'][i]):>6.2f} {np.nanmin(post['ess'][i]):>6.0f} "
-              f"{np.nanmean(post['accept_mean'][i]):>6.3f}")  # fmt: skip
+              f"{np.nanmax(post[rk][i]):>6.2f} {np.nanmin(post[ek][i]):>6.0f} "
+              f"{np.nanmean(post['accept_mean'][i]):>6.3f}"
+              + (f" {int(np.max(post['n_draws'][i])):>6d} "
+                 f"{int(post['target_met'][i].sum()):>2d}/{post['target_met'].shape[1]:<2d}"
+                 if target else ""))  # fmt: skip
     if "branch_weight" in post.arrays:
         _print_branches(post)
     if "flagged" in post.arrays and post["flagged"].any():

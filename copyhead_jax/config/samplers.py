@@ -4,10 +4,20 @@
 :class:`HMCConfig` (reduced engine: collapsed HMC on ``W^G``) are passed to
 :func:`copyhead_jax.sampling.run.run_sampler`, which chooses the sampler by the config's type; each
 carries its real ``name`` (progress bar, figures, tables, netCDF and file metadata).
+
+**Stopping when enough** (both samplers): with ``ess_target > 0`` the draws are taken in rounds
+(``round_iter`` HMC iterations, ``round_steps`` SGLD steps) until every run's ESS of U and of
+both order parameters is ``>= ess_target`` and their split R-hat ``<= rhat_target``, or the cap:
+the fixed length (``n_iter``; SGLD ``n_steps - burn_in``) rounded up to whole rounds
+(:mod:`copyhead_jax.sampling.rounds`). The default, ``ess_target = 0``, is today's fixed length,
+so that no number of a default run changes: whether a target reproduces the fixed-length
+numbers within their errors is a property of each posterior, measured
+(``benchmarks/bench_rounds.py``), not assumed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +39,9 @@ class SGLDConfig:
     n_chains: int = 4
     seed: int = 1
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
+    ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
+    rhat_target: float = 1.01  # Vehtari et al. 2021's bar for final results
+    round_steps: int = 500  # SGLD steps per round (a multiple of thin) when a target is set
 
     def __post_init__(self):
         normalise_scalars(self)
@@ -41,15 +54,47 @@ class SGLDConfig:
         check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)
         check_int("SGLDConfig.n_chains", self.n_chains, lo=1, hi=100_000)
         check_int("SGLDConfig.seed", self.seed, lo=0, hi=2**31 - 1)
+        check_target(self, "SGLDConfig", "round_steps")
 
     @property
     def n_draws(self) -> int:
-        """Draws kept per chain: ``(n_steps - burn_in) // thin``."""
+        """Draws kept per chain: ``(n_steps - burn_in) // thin`` (with a target: the cap)."""
         return (self.n_steps - self.burn_in) // self.thin
+
+    @property
+    def round_draws(self) -> int:
+        """Draws per chain of one round (no target: one round of ``n_draws``)."""
+        return self.round_steps // self.thin if self.ess_target else self.n_draws
+
+    @property
+    def n_rounds(self) -> int:
+        """Rounds at most: the fixed length in whole rounds (1 without a target)."""
+        return math.ceil(self.n_draws / self.round_draws)
 
     def describe(self) -> str:
         """One line for titles and tables."""
-        return f"SGLD eta={self.step_size:g}, {self.n_steps} steps, {self.n_chains} chains"
+        return (f"SGLD eta={self.step_size:g}, {self.n_steps} steps, {self.n_chains} chains"
+                + target_text(self))
+
+
+def check_target(mc, name: str, round_field: str) -> None:
+    """The stopping fields of a sampler config (module docstring): ``ess_target >= 0``,
+    ``rhat_target > 1``, and with a target a round that is a whole number of ``thin`` blocks
+    holding at least 4 draws (split R-hat and ESS need them)."""
+    check_float(f"{name}.ess_target", mc.ess_target, lo=0.0, hi=1e9, lo_open=False)
+    check_float(f"{name}.rhat_target", mc.rhat_target, lo=1.0, hi=10.0)
+    n = check_int(f"{name}.{round_field}", getattr(mc, round_field), lo=1, hi=10**9)
+    if mc.ess_target and (n % mc.thin or n // mc.thin < 4):
+        raise ValueError(f"{name}.{round_field} must be a multiple of thin = {mc.thin} holding "
+                         f">= 4 draws when ess_target is set, got {n}")  # fmt: skip
+
+
+def target_text(mc) -> str:
+    """``", until ESS >= N and R-hat <= r (at most CAP draws)"`` with a target, else ``""``."""
+    if not mc.ess_target:
+        return ""
+    return (f", until ESS >= {mc.ess_target:g} and R-hat <= {mc.rhat_target:g} (at most "
+            f"{mc.n_rounds * mc.round_draws} draws per chain)")
 
 
 #: Where the chains of ``copyhead sample`` start: ``fit`` the sweep's fitted weights, ``both``
@@ -85,6 +130,9 @@ class HMCConfig:
     branch_threshold: float = 1.0  # a draw is on the copy branch when aG >= this
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
     keep_weights: bool = False  # record W^G and W_O_hat per draw
+    ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
+    rhat_target: float = 1.01  # Vehtari et al. 2021's bar for final results
+    round_iter: int = 500  # HMC iterations per round (a multiple of thin) when a target is set
 
     def __post_init__(self):
         normalise_scalars(self)
@@ -107,17 +155,28 @@ class HMCConfig:
                 f"HMCConfig.n_chains must be even with starts='both' (half per branch start), "
                 f"got {self.n_chains}"
             )
+        check_target(self, "HMCConfig", "round_iter")
 
     @property
     def n_draws(self) -> int:
-        """Draws kept per chain: ``n_iter // thin``."""
+        """Draws kept per chain: ``n_iter // thin`` (with a target: the cap)."""
         return self.n_iter // self.thin
+
+    @property
+    def round_draws(self) -> int:
+        """Draws per chain of one round (no target: one round of ``n_draws``)."""
+        return self.round_iter // self.thin if self.ess_target else self.n_draws
+
+    @property
+    def n_rounds(self) -> int:
+        """Rounds at most: the fixed length in whole rounds (1 without a target)."""
+        return math.ceil(self.n_draws / self.round_draws)
 
     def describe(self) -> str:
         """One line for titles and tables."""
         return (f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
                 f"{'' if self.adapt_mass else 'unit mass, '}{self.n_iter} iterations, "
-                f"{self.n_chains} chains, starts {self.starts}")
+                f"{self.n_chains} chains, starts {self.starts}" + target_text(self))
 
 
 #: The sampler configs by ``kind`` (``copyhead sample --sampler``; files record the kind).

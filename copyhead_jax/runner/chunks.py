@@ -39,13 +39,15 @@ def run_chunked(
     ckpt_dir: Path | None,
     on_done: Callable[[int, int, bool], None] | None = None,
     snapshots: bool = False,
+    merge: Callable[[list[dict[str, np.ndarray]]], dict[str, np.ndarray]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-run arrays of all runs (leading axis ``n_runs``), chunk by chunk.
 
     ``on_done(i, n_chunks, loaded)`` is called after chunk ``i`` is computed and saved (or
     loaded from its checkpoint). With ``snapshots``, ``compute(idx, snapshot)`` also gets
     ``(path, fingerprint)`` (or ``None`` without ``ckpt_dir``) where it may keep the state of the
-    chunk in progress; the file is removed once the chunk is checkpointed.
+    chunk in progress; the file is removed once the chunk is checkpointed. ``merge(parts)``
+    joins the chunks' arrays (default: concatenated along the run axis).
     """
     n_chunks = math.ceil(n_runs / chunk)
     parts = []
@@ -74,4 +76,6 @@ def run_chunked(
         parts.append(arrays)
         if on_done is not None:
             on_done(c, n_chunks, False)
+    if merge is not None:
+        return merge(parts)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -21,7 +21,9 @@ r"""ArviZ output of a :class:`~copyhead_jax.results.PosteriorResult`.
   the transition before each draw ended, so ``az.bfmi`` works on a one-run selection. SGLD
   has no Hamiltonian and no ``energy``.
 
-``to_arviz(post, P=..., seed=...)`` selects one run: dims ``(chain, draw, ...)``, only the
+A whole sweep sampled in rounds keeps its NaN padding past each run's ``n_draws``
+(:mod:`.rounds`). ``to_arviz(post, P=..., seed=...)`` selects one run: dims ``(chain, draw,
+...)``, its own draws, only the
 run's ``P`` sequences in ``log_likelihood``, and ``observed_data`` with the run's training
 sequences ``x`` and their copy targets ``y`` (``y^a = x^{a-1}``, periodic; dims ``sequence,
 position``), redrawn from the config's source and seed exactly as the sweep drew them (absent for
@@ -117,16 +119,18 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
         raise ValueError(f"draws has {F} fields, post.fields names {len(post.fields)}")
     run = _run_index(post, P, seed)
     steps = np.asarray(a.get("draw_step", np.arange(1, D + 1)))
+    # one run: its own draws (a run in rounds holds n_draws, NaN past them; sampling.rounds)
+    n = D if run is None or "n_draws" not in a else int(a["n_draws"][run])
     coords = {
-        "chain": np.arange(C), "draw": np.arange(D), "P": np.asarray(post.P)[:nP],
-        "seed": np.arange(nS), "step": ("draw", steps),
+        "chain": np.arange(C), "draw": np.arange(n), "P": np.asarray(post.P)[:nP],
+        "seed": np.arange(nS), "step": ("draw", steps[:n]),
     }  # fmt: skip
     dims = SAMPLE_DIMS + RUN_DIMS
 
     def var(x, extra=()):  # [P, seed, chain, draw, *extra] -> (dims, values) of the selection
         x = _sample_first(np.asarray(x))
         if run is not None:
-            return SAMPLE_DIMS + extra, x[:, :, run[0], run[1]]
+            return SAMPLE_DIMS + extra, x[:, :n, run[0], run[1]]
         return dims + extra, x
 
     if run is not None:

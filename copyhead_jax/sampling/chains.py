@@ -14,6 +14,10 @@ steps), so a chain is a function of its key, its start and the number of steps a
 3. ``n_draws`` blocks of ``thin`` transitions, ``record(state, j, *args)`` kept after block ``j``
    (the draws); ``trace(state)``, if given, after every transition of 1-3 (per-step health).
 
+:func:`continue_chains` runs more blocks of step 3 from the chains' last states: a chain run in
+rounds (one :func:`run_chains`, then :func:`continue_chains` calls) is the chain of one call of
+the summed length, since every transition's randomness is fixed by the chain's key and count.
+
 ``lax.scan`` over the transitions, ``vmap`` (or ``lax.map``, one chain after the other) over
 chains, one compiled program. ``args`` reach every chain alike; ``chain_args`` carry a leading
 chain axis and reach chain ``c`` as their ``c``-th slice (e.g. each chain's own origin).
@@ -119,18 +123,62 @@ def run_chains(
                 state, t = lax.scan(run(fn, start), state, jnp.arange(n))
                 tr_pre.append(t)
 
-        def block(s, j):
-            s, t = lax.scan(lambda c, _: _step_and_trace(kernel.step, follow, c, a), s, None,
-                            length=thin)  # fmt: skip
-            report(n_warm + burn_in + (j + 1) * thin)
-            return s, (keep(s, j, *a), t)
-
-        state, (rec, tr) = lax.scan(block, state, jnp.arange(n_draws))
-        tr = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), tr)
+        state, (rec, tr) = _blocks(kernel, state, n_draws, thin, keep, follow, a, report,
+                                   n_warm + burn_in, 0)  # fmt: skip
         tr = jax.tree.map(lambda *xs: jnp.concatenate(xs), *tr_pre, tr) if tr_pre else tr
         return Chains(rec, tr if trace is not None else None, state0, state)
 
     return map_chains(chain, batched)(keys, positions, *chain_args)
+
+
+def continue_chains(
+    kernel: Kernel,
+    states: PyTree,
+    *,
+    n_draws: int,
+    thin: int = 1,
+    first_draw=0,
+    record: Callable[..., PyTree] | None = None,
+    trace: Callable[[Any], PyTree] | None = None,
+    args: tuple = (),
+    chain_args: tuple = (),
+    batched: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Chains:
+    """``n_draws`` more blocks of ``thin`` transitions from ``states`` (leaves ``[C, ...]``, a
+    :class:`Chains`' ``state``): no init, warm-up or burn-in. ``record(state, first_draw + j,
+    ...)`` is kept after block ``j`` (``first_draw``, the draws already taken, may be traced: one
+    compiled program serves every round); ``Chains.init`` holds ``states``; ``progress`` counts
+    this call's ``n_draws * thin`` transitions."""
+    n_draws = check_int("n_draws", n_draws, lo=1)
+    thin = check_int("thin", thin, lo=1)
+    report = _reporter(progress, n_draws * thin)
+    keep = (lambda s, j, *a: s.position) if record is None else record
+    follow = (lambda s: ()) if trace is None else trace
+
+    def chain(state0, *own):
+        a = (*args, *own)
+        state, (rec, tr) = _blocks(kernel, state0, n_draws, thin, keep, follow, a, report, 0,
+                                   first_draw)  # fmt: skip
+        return Chains(rec, tr if trace is not None else None, state0, state)
+
+    return map_chains(chain, batched)(states, *chain_args)
+
+
+def _blocks(kernel: Kernel, state, n_draws: int, thin: int, keep, follow, a: tuple, report,
+            done: int, first_draw):  # fmt: skip
+    """Step 3 of the loop from ``state``: ``(state, (records, trace))``, the trace flattened to
+    ``[n_draws * thin, ...]``; ``done`` transitions came before (progress only)."""
+
+    def block(s, j):
+        s, t = lax.scan(lambda c, _: _step_and_trace(kernel.step, follow, c, a), s, None,
+                        length=thin)  # fmt: skip
+        report(done + (j + 1) * thin)
+        return s, (keep(s, first_draw + j, *a), t)
+
+    state, (rec, tr) = lax.scan(block, state, jnp.arange(n_draws))
+    tr = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), tr)
+    return state, (rec, tr)
 
 
 def _step_and_trace(step: Callable, follow: Callable, state, a: tuple):

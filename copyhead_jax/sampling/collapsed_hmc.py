@@ -72,7 +72,7 @@ from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
 from .collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
 from .health import var_U_ratio
-from .hmc import hmc_chains
+from .hmc import hmc_chains, hmc_state_structure
 from .sampler import DrawStats, Sampler
 from .starts import branch_arrays, start_points, start_warnings
 
@@ -263,22 +263,46 @@ class CollapsedHMC(Sampler):
     def sample(self, keys, head, train, mask, prepared, idx) -> DrawStats:
         """Each start group ``g`` of ``G`` runs the chains ``keys[:, g C/G : (g+1) C/G]`` from
         ``W^G = prepared[g, idx]``; the groups' chains are concatenated in order."""
+        parts = [self._from(k, h, train, mask) for k, h in self._groups(keys, head, prepared, idx)]
+        return _chains_concat(parts)
+
+    def start(self, keys, head, train, mask, prepared, idx) -> tuple[DrawStats, tuple]:
+        """The first round (:mod:`.rounds`): :meth:`sample` with ``round_draws`` draws per
+        chain, and the carry: per start group the chains' HMC states, origins and whitening."""
+        out = [self._from(k, h, train, mask, carry=True)
+               for k, h in self._groups(keys, head, prepared, idx)]  # fmt: skip
+        return _chains_concat([o[0] for o in out]), tuple(o[1] for o in out)
+
+    def more(self, carry, head, train, mask, prepared, idx, first_draw) -> tuple[DrawStats, tuple]:
+        """The next round from ``carry``, its draws numbered from ``first_draw``."""
+        out = [_hmc_more(self, h, train, mask, *c, jnp.int32(first_draw))
+               for (_, h), c in zip(self._groups(None, head, prepared, idx), carry)]  # fmt: skip
+        carry = tuple((o[1], *c[1:]) for o, c in zip(out, carry))  # new states, same origins
+        return _chains_concat([o[0] for o in out]), carry
+
+    def carry_structure(self, head=None):
+        """The pytree structure of :meth:`start`'s carry (to rebuild a saved round's)."""
+        hmc = hmc_state_structure()
+        state = jax.tree.unflatten(hmc, [0] * hmc.num_leaves)
+        G = 2 if self.mc.starts == "both" else 1
+        return jax.tree.structure(tuple((state, 0, 0) for _ in range(G)))
+
+    def _groups(self, keys, head, prepared, idx):
+        """``(keys, head)`` of each start group: its chains' keys (``None`` without ``keys``)
+        and the heads with ``W^G`` at the group's start."""
         starts = prepared[:, idx]
         G = len(starts)
-        Cg = keys.shape[1] // G
-        parts = []
         for g in range(G):
             # placed as the other weights are: an uncommitted W^G would compile the whitening
             # twice
             W_G = jax.device_put(np.asarray(starts[g], head.W_G.dtype), head.W_G.sharding)
             h = eqx.tree_at(lambda hh: hh.W_G, head, W_G)
-            parts.append(self._from(keys[:, g * Cg : (g + 1) * Cg], h, train, mask))
-        if G == 1:
-            return parts[0]
-        return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *parts)
+            Cg = None if keys is None else keys.shape[1] // G
+            yield (None if keys is None else keys[:, g * Cg : (g + 1) * Cg]), h
 
-    def _from(self, keys, heads, train, mask) -> DrawStats:
-        """Phases 1-3 for every run of a chunk from ``heads.W_G``."""
+    def _from(self, keys, heads, train, mask, carry: bool = False):
+        """Phases 1-3 for every run of a chunk from ``heads.W_G`` (``carry``: the first round,
+        with what :meth:`more` continues from)."""
         f64 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), tree)
         f32 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
         k_warm = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 1)))(keys)
@@ -290,11 +314,14 @@ class CollapsedHMC(Sampler):
         typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
         with jax.enable_x64(True):
             C2 = _marginal_whitening_runs(self.cfg, f64(typical), train, f64(mask))
+        if carry:
+            st, states = _hmc_start(self, k_hmc, heads, train, mask, x_warm, f32(C2))
+            return st, (states, x_warm, f32(C2))
         return _hmc_runs(self, k_hmc, heads, train, mask, x_warm, f32(C2))
 
-    def draw_step(self) -> np.ndarray:
+    def draw_step(self, n_draws: int | None = None) -> np.ndarray:
         """The HMC iterations after adaptation at which draws are kept."""
-        return np.arange(1, self.mc.n_draws + 1) * self.mc.thin
+        return np.arange(1, (n_draws or self.mc.n_draws) + 1) * self.mc.thin
 
     def extras(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``var_U_ratio`` (Var U against a Gaussian posterior's), and for a head with two
@@ -327,24 +354,53 @@ def _warmup_runs(sampler: CollapsedHMC, keys, heads, train, mask, C):
     )
 
 
+def _chains_concat(parts: list[DrawStats]) -> DrawStats:
+    """The start groups' chains side by side (axis 1, after the runs)."""
+    if len(parts) == 1:
+        return parts[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *parts)
+
+
+def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, first_draw=0):
+    """Phase 3 of one run (``state``: continue those chains): ``(DrawStats, HMC states)``."""
+    s = sampler.mc
+    obj = Objective.from_config(sampler.cfg)
+    potential, record = collapsed_target(h, t, m, obj, c,
+                                         lambda hh: sampler.observe_all(hh, t, m))  # fmt: skip
+    st = hmc_chains(k, potential, jnp.zeros_like(x), record, n_iter=n_iter, thin=s.thin,
+                    step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
+                    target_accept=s.target_accept, adapt_mass=s.adapt_mass, chain_args=(x,),
+                    state=state, first_draw=first_draw)  # fmt: skip
+    obs, dist = st.records
+    finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))
+    U0 = sampler.observe(h, t, m)[0] if state is None else jnp.nan  # the first round's counts
+    return DrawStats(obs, st.accept, dist, jnp.full(x.shape[:1], U0, obs.dtype), finite,
+                     st.step_size, st.energy), st.state  # fmt: skip
+
+
 @functools.partial(jax.jit, static_argnums=0)
 def _hmc_runs(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
     """Phase 3 of every run: :func:`~.hmc.hmc_chains` on the collapsed target, from the
-    warm-up's end points ``x_init[runs, C, n]``."""
-    s = sampler.mc
-    obj = Objective.from_config(sampler.cfg)
+    warm-up's end points ``x_init[runs, C, n]``, ``n_iter`` iterations."""
+    n_iter = sampler.mc.n_iter
+    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter)[0])(keys, heads, train, mask,
+                                                                   x_init, C)  # fmt: skip
 
-    def one(k, h, t, m, x, c):
-        potential, record = collapsed_target(h, t, m, obj, c,
-                                             lambda hh: sampler.observe_all(hh, t, m))  # fmt: skip
-        st = hmc_chains(k, potential, jnp.zeros_like(x), record, n_iter=s.n_iter, thin=s.thin,
-                        step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
-                        target_accept=s.target_accept, adapt_mass=s.adapt_mass,
-                        chain_args=(x,))  # fmt: skip
-        obs, dist = st.records
-        finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))
-        U0 = sampler.observe(h, t, m)[0]
-        return DrawStats(obs, st.accept, dist, jnp.full(k.shape, U0), finite, st.step_size,
-                         st.energy)  # fmt: skip
 
-    return jax.vmap(one)(keys, heads, train, mask, x_init, C)
+@functools.partial(jax.jit, static_argnums=0)
+def _hmc_start(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
+    """:func:`_hmc_runs` for the first round (``round_draws`` draws), with the chains' states."""
+    n_iter = sampler.mc.round_draws * sampler.mc.thin
+    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter))(keys, heads, train, mask, x_init,
+                                                                C)  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _hmc_more(sampler: CollapsedHMC, heads, train, mask, states, x_init, C, first_draw):
+    """One more round of every run from ``states``: ``(DrawStats, states)``."""
+    n_iter = sampler.mc.round_draws * sampler.mc.thin
+
+    def one(h, t, m, st, x, c):
+        return _one_run(sampler, None, h, t, m, x, c, n_iter, st, first_draw)
+
+    return jax.vmap(one)(heads, train, mask, states, x_init, C)

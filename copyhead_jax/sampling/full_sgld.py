@@ -27,7 +27,7 @@ from ..config import SGLDConfig
 from ..objective import Objective, neg_log_posterior
 from ..results import SweepResult
 from .sampler import DrawStats, Sampler
-from .sgld import draw_steps, sgld_chains
+from .sgld import SGLDState, draw_steps, sgld_chains
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
 PAPER_SGLD = SGLDConfig(step_size=5e-10, n_steps=20_000, burn_in=5_000, thin=50, n_chains=4)
@@ -59,17 +59,22 @@ class FullSGLD(Sampler):
         return 4 * mc.n_chains * (4 * mc.n_steps + (9 + extra) * mc.n_draws + 4 * weights
                                   + activations)  # fmt: skip
 
-    def run(self, keys, head0, train, mask) -> DrawStats:
-        """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start)."""
+    def run(self, keys, head0, train, mask, n_steps: int | None = None, burn_in: int | None = None,
+            state=None):  # fmt: skip
+        """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start):
+        ``n_steps`` steps (default the config's) after ``burn_in``, or continued from ``state``
+        (:mod:`.rounds`). Returns ``(DrawStats, the chains' last state)``."""
         s = self.mc
+        n_steps = s.n_steps if n_steps is None else n_steps
+        burn_in = s.burn_in if burn_in is None else burn_in
         obj = Objective.from_config(self.cfg)
         res = sgld_chains(
             keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
-            n_steps=s.n_steps, step_size=s.step_size, burn_in=s.burn_in, thin=s.thin,
-            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe_all,
+            n_steps=n_steps, step_size=s.step_size, burn_in=burn_in, thin=s.thin,
+            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe_all, state=state,
         )  # fmt: skip
         n_draws = res.draws.shape[1]
-        acc = res.accept_prob[:, s.n_steps - n_draws * s.thin :]  # the steps leading to draws
+        acc = res.accept_prob[:, n_steps - n_draws * s.thin :]  # the steps leading to draws
         return DrawStats(
             draws=res.draws,
             accept=acc.reshape(s.n_chains, n_draws, s.thin).mean(-1),
@@ -77,16 +82,49 @@ class FullSGLD(Sampler):
             U0=res.init_potential,
             finite=res.finite & jnp.all(jnp.isfinite(res.draws), axis=(1, 2)),
             step=jnp.full((s.n_chains,), s.step_size, res.draws.dtype),
-        )
+        ), res.last_state
 
     def sample(self, keys, head, train, mask, prepared, idx) -> DrawStats:
         return _sample_runs(self, keys, head, train, mask)
 
-    def draw_step(self) -> np.ndarray:
-        return draw_steps(self.mc.n_steps, self.mc.burn_in, self.mc.thin)
+    def start(self, keys, head, train, mask, prepared, idx):
+        """The first round (:mod:`.rounds`): ``burn_in`` steps, then ``round_steps``."""
+        return _start_runs(self, keys, head, train, mask)
+
+    def more(self, carry, head, train, mask, prepared, idx, first_draw):
+        """``round_steps`` more steps of every chain from ``carry`` (the last states)."""
+        return _more_runs(self, carry, head, train, mask)
+
+    def carry_structure(self, head):
+        """The structure of the carry: an SGLD state whose position and gradient are heads."""
+        z = jax.tree.unflatten(jax.tree.structure(head), [0] * len(jax.tree.leaves(head)))
+        return jax.tree.structure(SGLDState(0, z, 0, z, 0, 0, 0, 0, 0))
+
+    def draw_step(self, n_draws: int | None = None) -> np.ndarray:
+        s = self.mc
+        if not s.ess_target:
+            return draw_steps(s.n_steps, s.burn_in, s.thin)
+        return s.burn_in + s.thin * np.arange(1, (n_draws or s.n_draws) + 1)
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def _sample_runs(sampler: FullSGLD, keys, heads, train, mask) -> DrawStats:
     """``vmap`` over runs of :meth:`FullSGLD.run`: the one compiled program of a chunk."""
-    return jax.vmap(sampler.run)(keys, heads, train, mask)
+    return jax.vmap(lambda *a: sampler.run(*a)[0])(keys, heads, train, mask)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _start_runs(sampler: FullSGLD, keys, heads, train, mask):
+    n = sampler.mc.burn_in + sampler.mc.round_draws * sampler.mc.thin
+    return jax.vmap(lambda *a: sampler.run(*a, n_steps=n))(keys, heads, train, mask)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _more_runs(sampler: FullSGLD, states, heads, train, mask):
+    n = sampler.mc.round_draws * sampler.mc.thin
+
+    def one(st, h, t, m):
+        keys = st.rng_key  # unused when continuing: the chains carry their keys
+        return sampler.run(keys, h, t, m, n_steps=n, burn_in=0, state=st)
+
+    return jax.vmap(one)(states, heads, train, mask)

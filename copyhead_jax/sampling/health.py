@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..results import PosteriorResult
-from .sgld import chain_health, health_warnings
+from .sgld import ChainHealth, chain_health, health_warnings
 
 
 class _HealthInput(NamedTuple):
@@ -58,12 +58,36 @@ def health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str,
 REDUCED_RHAT_MAX, REDUCED_ESS_MIN, REDUCED_ACCEPT_MIN = 1.05, 400.0, 0.3
 
 
+def target_arrays(a: dict[str, np.ndarray], names: tuple[str, str], mc) -> dict[str, np.ndarray]:
+    """Per run: ``ess_reached`` (the smallest ESS of U and the order parameters), ``rhat_reached``
+    (the largest split R-hat) and, with a target (``mc.ess_target > 0``), ``target_met``: every
+    chain finite and both within the target (:func:`.rounds.met`)."""
+    from .rounds import met
+
+    e = np.stack([a["ess"]] + [a[f"ess_{n}"] for n in names])
+    r = np.stack([a["rhat"]] + [a[f"rhat_{n}"] for n in names])
+    out = {"ess_reached": e.min(0), "rhat_reached": r.max(0)}  # NaN stays NaN
+    if mc.ess_target:
+        out["target_met"] = met(out["ess_reached"], out["rhat_reached"], a["finite"], mc)
+    return out
+
+
+def target_meta(mc) -> dict | None:
+    """The target of a run in rounds (``None``: fixed length): ESS, R-hat, draws per round and
+    the cap in draws per chain."""
+    if not mc.ess_target:
+        return None
+    return {"ess": mc.ess_target, "rhat": mc.rhat_target, "round_draws": mc.round_draws,
+            "cap_draws": mc.n_rounds * mc.round_draws}  # fmt: skip
+
+
 def posterior_warnings(res: PosteriorResult) -> list[str]:
     """One line per unhealthy run of ``res`` (non-finite chains, R-hat, ESS, acceptance, NaN
-    diagnostics), runs named by ``P`` and seed."""
+    diagnostics, a target not met at the cap), runs named by ``P`` and seed; from the health
+    arrays of :func:`health_arrays` (each run's own draws)."""
     a = res.arrays
-    U = a["draws"][..., 0]
-    h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
+    h = ChainHealth(a["rhat"], a["ess"], a["accept_mean"], a["distance_mean"],
+                    a["frac_below_start"], np.asarray(a["finite"], bool))  # fmt: skip
     reduced = res.config.model.engine == "reduced"
     if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar above
         msgs = health_warnings(h, rhat_max=REDUCED_RHAT_MAX, ess_min=REDUCED_ESS_MIN,
@@ -94,6 +118,15 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
             if bad and np.any(a["finite"][i, s]):
                 out.append(f"run P={p} seed={s}: {', '.join(bad)} is NaN (under 4 draws per "
                            "chain?): the chains cannot be judged; raise --steps")  # fmt: skip
+    if "target_met" in a:
+        t = res.meta.get("target") or {}
+        for (i, s), ok in np.ndenumerate(a["target_met"]):
+            if not ok:
+                e, r = a["ess_reached"][i, s], a["rhat_reached"][i, s]
+                out.append(f"run P={P[i]} seed={s}: target not met at the cap of "
+                           f"{int(a['n_draws'][i, s])} draws per chain (ESS {e:.0f} < "
+                           f"{t.get('ess')} or R-hat {r:.3f} > {t.get('rhat')}, or a chain not "
+                           "finite)")  # fmt: skip
     if reduced and "var_U_ratio" in a:
         for i, p in enumerate(P):
             for s, r in enumerate(a["var_U_ratio"][i]):
@@ -114,7 +147,8 @@ def _diagnostic_keys(res: PosteriorResult) -> list[str]:
 
 def run_flags(res: PosteriorResult) -> np.ndarray:
     """``[P, seed]`` bool: runs whose chains cannot be trusted: a non-finite chain, a NaN
-    R-hat or ESS, or R-hat/ESS/acceptance past the thresholds of :func:`posterior_warnings`."""
+    R-hat or ESS, R-hat/ESS/acceptance past the thresholds of :func:`posterior_warnings`, or a
+    target (:mod:`.rounds`) not met at the cap."""
     from .sgld import ESS_MIN, RHAT_MAX
 
     a = res.arrays
@@ -125,4 +159,6 @@ def run_flags(res: PosteriorResult) -> np.ndarray:
         for k in _diagnostic_keys(res):
             x = np.asarray(a[k], float)
             bad |= ~np.isfinite(x) | (x > rhat_max if k.startswith("rhat") else x < ess_min)
+    if "target_met" in a:
+        bad |= ~np.asarray(a["target_met"], bool)
     return bad

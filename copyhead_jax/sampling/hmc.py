@@ -50,7 +50,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from .._checks import check_int
-from .chains import Kernel, run_chains
+from .chains import Kernel, continue_chains, run_chains
 
 #: Leapfrog steps per HMC iteration. With the default step 0.35 a trajectory is about 1.75
 #: whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough to
@@ -260,6 +260,15 @@ class HMCChains(NamedTuple):
     step_size: Array  # [C]: the frozen (adapted) step
     energy: Array  # [C, S]: the Hamiltonian where the block's last transition ended (the draw's)
     scale: Array  # [C, n]: the frozen sqrt of the diagonal inverse mass (ones: unit mass)
+    state: Any = None  # HMCState, leaves [C, ...]: each chain's last state (to continue it)
+
+
+def hmc_state_structure():
+    """The pytree structure of an :class:`HMCState` (its leaves in ``jax.tree.leaves`` order;
+    the key is the last), to rebuild a saved state from its leaves."""
+    z = 0
+    return jax.tree.structure(HMCState(z, z, z, z, z, z, z, z, Adaptation(
+        DualAveraging(z, z, z, z), _Welford(z, z, z)), z))  # fmt: skip
 
 
 def hmc_chains(
@@ -267,14 +276,19 @@ def hmc_chains(
     thin: int = 1, step_size: float | Array, inside: Callable | None = None,
     n_leap: int = LEAPFROG, n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
     adapt_mass: bool = False, args: tuple = (), chain_args: tuple = (), batched: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, state: HMCState | None = None,
+    first_draw=0,
 ) -> HMCChains:  # fmt: skip
     """HMC chains on ``potential_fn(w, *args, *chain_args)``, one per key from
     ``positions[c]``: :func:`hmc_kernel` through :func:`~.chains.run_chains` (``batched``:
     ``vmap`` over chains, else one after the other). The ``n_adapt`` warm-up transitions are
     discarded; then ``n_iter // thin`` blocks of ``thin`` transitions at the frozen step and
     mass, ``record(state, j, *args, *chain_args)`` after block ``j`` (default: the position).
-    Every start must lie inside the region. ``progress``: see :func:`~.chains.run_chains`."""
+    Every start must lie inside the region. ``progress``: see :func:`~.chains.run_chains`.
+
+    ``state`` (a previous call's ``HMCChains.state``): continue those chains for ``n_iter`` more
+    iterations (:func:`~.chains.continue_chains`: no warm-up; ``positions`` unused), their draws
+    numbered from ``first_draw``; the chains equal one call of the summed length."""
     kernel = hmc_kernel(potential_fn, step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
                         target_accept=target_accept, adapt_mass=adapt_mass,
                         inside=inside)  # fmt: skip
@@ -284,11 +298,16 @@ def hmc_chains(
         rec = state.position if record is None else record(state, j, *a)
         return rec, state.energy
 
-    c = run_chains(kernel, keys, positions, n_draws=n_draws, thin=thin, record=keep,
-                   trace=lambda s: (s.accept_prob, s.outside), args=args,
-                   chain_args=chain_args, batched=batched, progress=progress)  # fmt: skip
+    common = dict(n_draws=n_draws, thin=thin, record=keep, args=args, chain_args=chain_args,
+                  trace=lambda s: (s.accept_prob, s.outside), batched=batched,
+                  progress=progress)  # fmt: skip
+    if state is None:
+        c = run_chains(kernel, keys, positions, **common)
+    else:
+        c = continue_chains(kernel, state, first_draw=first_draw, **common)
     rec, energy = c.records
-    acc, out = (x[:, n_adapt:].reshape(x.shape[0], n_draws, thin).mean(-1) for x in c.trace)
+    skip = n_adapt if state is None else 0
+    acc, out = (x[:, skip:].reshape(x.shape[0], n_draws, thin).mean(-1) for x in c.trace)
     finite = jnp.isfinite(c.init.potential_energy) & jnp.isfinite(c.state.potential_energy)
     step = jnp.exp(c.state.adaptation.step.log_eps_bar)
-    return HMCChains(rec, acc, out, finite, step, energy, c.state.scale)
+    return HMCChains(rec, acc, out, finite, step, energy, c.state.scale, c.state)

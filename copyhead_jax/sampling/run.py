@@ -53,8 +53,9 @@ from ..storage import acquire_lock, environment, release_lock, remove_tmp_orphan
 from .collapsed_hmc import CollapsedHMC, whitening
 from .full_sgld import PAPER_SGLD as PAPER_SGLD
 from .full_sgld import FullSGLD
-from .health import health_arrays, posterior_warnings, run_flags
+from .health import health_arrays, posterior_warnings, run_flags, target_arrays, target_meta
 from .records import split_extras
+from .rounds import by_length, merge, sample_rounds
 from .sampler import DrawStats, Sampler
 from .starts import default_starts
 
@@ -174,7 +175,7 @@ def run_sampler(
     bar = tqdm(total=n_runs, desc=f"{sampler.name} {cfg.model.attention} ({C} chains per run)",
                unit="run", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
 
-    def compute(idx):
+    def compute(idx, snapshot):
         train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
         if program.trim_rows:  # drop the padding rows no run of the chunk uses
             n_keep = max(1, int((mask > 0).sum(-1).max()))
@@ -187,9 +188,20 @@ def run_sampler(
         )  # fmt: skip
         head = cls.from_arrays(cfg, data)
         keys = jax.random.wrap_key_data(data["keys"])
-        st = program.sample(keys, head, data["train"], data["mask"], prepared, idx)
-        got = {k: to_host(v) for k, v in st._asdict().items() if v is not None}
-        return split_extras(got, sampler, mask, cfg)
+        t, m = data["train"], data["mask"]
+
+        def host(st):
+            got = {k: to_host(v) for k, v in st._asdict().items() if v is not None}
+            return split_extras(got, sampler, mask, cfg)
+
+        if not sampler.ess_target:
+            st = program.sample(keys, head, t, m, prepared, idx)
+            return {**host(st), "n_draws": np.full(len(idx), sampler.n_draws, np.int64)}
+        return sample_rounds(
+            sampler, lambda: program.start(keys, head, t, m, prepared, idx),
+            lambda carry, n: program.more(carry, head, t, m, prepared, idx, n), host,
+            program.carry_structure(head), snapshot,
+        )  # fmt: skip
 
     def done(c, n, loaded):
         bar.update(min(chunk, n_runs - c * chunk))  # the chunk's runs, not its padded slots
@@ -202,13 +214,16 @@ def run_sampler(
     fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     merged = run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
-                         ckpt_dir=ckpt, on_done=done)  # fmt: skip
+                         ckpt_dir=ckpt, on_done=done, snapshots=True, merge=merge)  # fmt: skip
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
-    arrays["draw_step"] = program.draw_step()
-    arrays.update(health_arrays(arrays, order_names(cfg)))
-    arrays.update(program.extras(arrays))
-    meta = {"environment": environment(), "sampler_name": sampler.name}
+    n_used = arrays["n_draws"]
+    arrays["draw_step"] = program.draw_step(int(n_used.max()))
+    arrays.update(by_length(lambda a: health_arrays(a, order_names(cfg)), arrays, n_used))
+    arrays.update(by_length(program.extras, arrays, n_used))
+    arrays.update(target_arrays(arrays, order_names(cfg), sampler))
+    meta = {"environment": environment(), "sampler_name": sampler.name,
+            "target": target_meta(sampler)}  # fmt: skip
     if "tokens_sha256" in sweep.meta:  # a user's rows: the data cannot be redrawn from cfg
         meta["tokens_sha256"] = sweep.meta["tokens_sha256"]
     res = PosteriorResult(cfg, sampler, arrays, meta, draw_fields(cfg))

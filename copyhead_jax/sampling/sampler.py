@@ -97,8 +97,23 @@ class Sampler(eqx.Module):
         leading run axis, ``idx`` the runs' indices into the sweep)."""
         raise NotImplementedError
 
-    def draw_step(self) -> np.ndarray:
-        """The step (SGLD) or iteration after adaptation (HMC) of each kept draw."""
+    def start(self, keys, head: AbstractHead, train, mask, prepared: Any, idx):
+        """The first round of :mod:`.rounds` (``mc.round_draws`` draws per chain, everything
+        before them included): ``(DrawStats, carry)``, the carry what :meth:`more` continues."""
+        raise NotImplementedError
+
+    def more(self, carry, head: AbstractHead, train, mask, prepared: Any, idx, first_draw):
+        """The next round from ``carry`` (``first_draw`` draws per chain so far):
+        ``(DrawStats, carry)``; the chains equal one run of the summed length."""
+        raise NotImplementedError
+
+    def carry_structure(self, head: AbstractHead):
+        """The pytree structure of the carry (a saved round's leaves are rebuilt with it)."""
+        raise NotImplementedError
+
+    def draw_step(self, n_draws: int | None = None) -> np.ndarray:
+        """The step (SGLD) or iteration after adaptation (HMC) of each of the first
+        ``n_draws`` draws (default: the config's)."""
         raise NotImplementedError
 
     def extras(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from ..._checks import check_int
-from ..chains import Kernel, run_chains
+from ..chains import Kernel, continue_chains, run_chains
 from ._kernel import Core, SGLDState, make_core
 from ._layout import Layout, PyTree
 from ._noise import as_key
@@ -82,6 +82,7 @@ def sgld_chains(
     noise: str = "threefry",
     record_potential: bool = True,
     draw_fn: Callable[..., PyTree] | None = None,
+    state: SGLDState | None = None,
 ) -> SGLDResult:
     r"""Run ``n_chains`` SGLD chains for ``n_steps`` steps (``lax.scan`` x ``vmap`` over chains).
 
@@ -112,6 +113,10 @@ def sgld_chains(
         ``accept_prob``, ``draw_potential`` and ``init_potential`` are then NaN, ``finite``
         checks the gradient, and :func:`~copyhead_jax.sampling.sgld.chain_health` reports
         only divergences, distances and noise.
+
+      state: a previous result's ``last_state`` (same ``init_position``, ``args`` and
+        settings): continue those chains for ``n_steps`` more steps, all kept in blocks of
+        ``thin`` (``burn_in`` must be 0); the chains equal one run of the summed length.
 
     Every ``int`` argument is static. Works under ``jit`` and ``vmap``.
     """
@@ -154,9 +159,18 @@ def sgld_chains(
 
     trace = lambda s: (s.potential_energy, s.drift_norm, s.noise_norm, s.accept_prob,  # noqa: E731
                        s.diverging)  # fmt: skip
-    c = run_chains(kernel, keys, starts, n_draws=n_draws, thin=thin,
-                   burn_in=n_steps - n_draws * thin, record=record, trace=trace, args=args,
-                   chain_args=(starts,))  # fmt: skip
+    if state is None:
+        c = run_chains(kernel, keys, starts, n_draws=n_draws, thin=thin,
+                       burn_in=n_steps - n_draws * thin, record=record, trace=trace, args=args,
+                       chain_args=(starts,))  # fmt: skip
+    else:
+        if burn_in or n_steps % thin:
+            raise ValueError("continuing chains (state=...) needs burn_in = 0 and n_steps a "
+                             f"multiple of thin, got burn_in={burn_in}, n_steps={n_steps}")
+        flat = state._replace(z=jax.vmap(layout.flatten)(state.z),
+                              z_grad=jax.vmap(layout.flatten)(state.z_grad))  # fmt: skip
+        c = continue_chains(kernel, flat, n_draws=n_draws, thin=thin, record=record,
+                            trace=trace, args=args, chain_args=(starts,))  # fmt: skip
     (kept, dist), (u, drift, noise_n, acc, div) = c.records, c.trace
     first = n_steps - thin * (n_draws - 1)
     bad = c.init.diverging | jnp.any(div, axis=1)
