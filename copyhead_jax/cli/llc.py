@@ -97,9 +97,21 @@ def _inputs(files: list[str], siblings: bool):
     return sweeps, loaded, (PosteriorResult.load(posts[0]) if posts else None)
 
 
+def checkpoint_folder(sweep: str) -> Path:
+    """Where ``copyhead llc`` keeps its finished chain sets: ``SWEEP_llc.chunks`` beside the
+    first sweep file (removed once the command completes)."""
+    p = Path(sweep)
+    return p.with_name(p.stem + "_llc.chunks")
+
+
 def cmd_llc(args) -> int:
+    import os
+    import shutil
+    import sys
+
     from .._checks import check_output_path
     from ..sampling.llc_runs import LLCSettings, llc_runs
+    from ..storage import acquire_lock, release_lock, remove_tmp_orphans
     from ._common import FIGURE_SUFFIXES, save_figure
 
     st = LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
@@ -108,9 +120,21 @@ def cmd_llc(args) -> int:
     names, sweeps, post = _inputs(args.files, args.siblings)
     if args.out is not None:
         check_output_path("--out", args.out, suffixes=FIGURE_SUFFIXES, inputs=args.files)
+    ckpt, lock = checkpoint_folder(names[0]), None
+    if os.access(ckpt.parent, os.W_OK | os.X_OK):  # one writer; a Ctrl-C keeps what finished
+        lock = acquire_lock(ckpt)
+        remove_tmp_orphans(ckpt)
+        args.kept = [ckpt]
+    else:
+        print(f"copyhead: note: {str(ckpt.parent)!r} is not writable: finished chain sets are "
+              "not kept (an interrupted run starts again)", file=sys.stderr)  # fmt: skip
+        ckpt = None
     if not args.json:
         print(f"# w* per run: the lowest-U fit of {', '.join(names)}")
-    r = llc_runs(sweeps, posterior=post, settings=st, progress=args.progress)
+    r = llc_runs(sweeps, posterior=post, settings=st, progress=args.progress, ckpt_dir=ckpt)
+    if ckpt is not None:
+        shutil.rmtree(ckpt, ignore_errors=True)
+        release_lock(lock)
     if args.json:
         print(json.dumps(r.to_dict()))
     else:

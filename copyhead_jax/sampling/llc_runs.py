@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -41,6 +44,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
+from ..runner import run_chunked
 from ..runner.memory import available_bytes, refuse_if_over
 from .estimators import run_mean
 from .sgld import sgld_chains
@@ -223,6 +227,22 @@ def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg,
     )
 
 
+#: what one chain set (one P, one estimator) keeps per seed
+CHUNK_FIELDS = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "finite", "E_star")
+
+
+def _fingerprint(cfg, st: LLCSettings, estimators: list[str], key, best: SweepResult) -> str:
+    """What determines every chain set: the runs' config, the settings, the estimators, the
+    chains' key and the centres w* (their weights, U and ok flags)."""
+    h = hashlib.sha256(json.dumps([cfg.to_dict(), dataclasses.asdict(st), estimators],
+                                  sort_keys=True, default=str).encode())  # fmt: skip
+    h.update(np.asarray(jax.random.key_data(key)).tobytes())
+    for k in ("params/W_G", "params/W_O_hat", "params/W_E", "params/b", "U"):
+        h.update(np.ascontiguousarray(best[k]).tobytes())
+    h.update(np.asarray(best.ok).tobytes())
+    return h.hexdigest()[:16]
+
+
 def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C"], nbeta):
     out = {k: np.full(len(L0), np.nan) for k in ("value", "mcse", "rhat", "ess", "mean")}
     for j in range(len(L0)):
@@ -263,12 +283,15 @@ def llc_runs(
     estimators: Sequence[str] = tuple(ESTIMATORS),
     key: jax.Array | None = None,
     progress: bool = False,
+    ckpt_dir: str | Path | None = None,
 ) -> RunLLC:
     r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
     WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
     with its MCSE and chain health, centred at the lowest-U fit of ``sweeps`` (module doc).
     ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN); ``key``: the
-    chains' key (default ``jax.random.key(settings.seed)``)."""
+    chains' key (default ``jax.random.key(settings.seed)``); ``ckpt_dir``: a folder where each
+    finished chain set (one P, one estimator, every seed) is kept (``runner.run_chunked``), so
+    that an interrupted call resumes there, with the numbers of an uninterrupted one."""
     from tqdm.auto import tqdm
 
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
@@ -302,34 +325,46 @@ def llc_runs(
     ok = best.ok
     key = jax.random.key(st.seed) if key is None else key
     statics = dict(cfg=cfg, st=st)
-    bar = tqdm(total=nP * len(run), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
+    sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
+    bar = tqdm(total=len(sets), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
                unit="chain set", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
-    for i, P in enumerate(cfg.sweep.P):
-        if P < 2:  # beta = 1 / log n needs n >= 2
-            bar.update(len(run))
-            continue
+
+    def compute(idx) -> dict[str, np.ndarray]:
+        """The chain set ``sets[idx[0]]``: its per-seed estimate, MCSE, health, step, curvature
+        and ``n L_n(w*)``, each ``[1, nS]`` (NaN at P < 2: beta = 1 / log n needs n >= 2)."""
+        i, e = sets[int(idx[0])]
+        P = int(cfg.sweep.P[i])
+        row = {k: np.full((1, nS), np.nan) for k in CHUNK_FIELDS}
+        if P < 2:
+            return row
+        frac, localised, prior_on = run[e]
         rows = slice(i * nS, (i + 1) * nS)
         tok = jnp.asarray(train[rows][:, :P])
         m = jnp.asarray(mask[rows][:, :P], jnp.float32)
         ws = (jnp.asarray(best["params/W_G"][i]), jnp.asarray(best["params/W_O_hat"][i]))
         W_E, b = jnp.asarray(best["params/W_E"][i]), jnp.asarray(best["params/b"][i])
-        for e, (frac, localised, prior_on) in run.items():
-            keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, int(P)),
-                                                       list(ESTIMATORS).index(e)), nS)  # fmt: skip
-            res = _chains_jit(keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
-                              float(prior_on), **statics)  # fmt: skip
-            draws, L0, eta, lam, fin = (np.asarray(x, np.float64) for x in res)
-            fin = fin.astype(bool) & np.isfinite(draws).all(-1) & ok[i][:, None]
-            s = _summaries(draws, L0, fin, frac(P) * P)
-            out[e][i], out[f"{e}_mcse"][i] = s["value"], s["mcse"]
-            out[f"{e}_rhat"][i], out[f"{e}_ess"][i] = s["rhat"], s["ess"]
-            out[f"{e}_eta"][i], out[f"{e}_lambda_max"][i] = eta, lam
-            out[f"{e}_finite"][i] = fin.mean(-1)
-            out["E_star"][i] = np.where(ok[i], P * L0, np.nan)  # n L_n(w*)
-            if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
-                out[e][i], out[f"{e}_mcse"][i] = P * s["mean"], s["mcse"] / frac(P)
-            bar.update(1)
+        keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, P),
+                                                   list(ESTIMATORS).index(e)), nS)  # fmt: skip
+        res = _chains_jit(keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
+                          float(prior_on), **statics)  # fmt: skip
+        draws, L0, eta, lam, fin = (np.asarray(x, np.float64) for x in res)
+        fin = fin.astype(bool) & np.isfinite(draws).all(-1) & ok[i][:, None]
+        sm = _summaries(draws, L0, fin, frac(P) * P)
+        row.update(value=sm["value"], mcse=sm["mcse"], rhat=sm["rhat"], ess=sm["ess"], eta=eta,
+                   lambda_max=lam, finite=fin.mean(-1), E_star=np.where(ok[i], P * L0, np.nan))
+        if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
+            row.update(value=P * sm["mean"], mcse=sm["mcse"] / frac(P))
+        return {k: np.asarray(v, np.float64).reshape(1, nS) for k, v in row.items()}
+
+    fp = _fingerprint(cfg, st, list(run), key, best)
+    done = run_chunked(n_runs=len(sets), chunk=1, compute=compute, fingerprint=fp,
+                       ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
+                       on_done=lambda *_: bar.update(1))  # fmt: skip
     bar.close()
+    for j, (i, e) in enumerate(sets):  # the chain sets' rows into the [P, seed] arrays
+        out["E_star"][i] = done["E_star"][j]  # n L_n(w*), the same for every estimator
+        for k in CHUNK_FIELDS[:-1]:
+            out[e if k == "value" else f"{e}_{k}"][i] = done[k][j]
     if posterior is not None:
         w = Objective.from_config(cfg).likelihood_weight
         mean, se, _ = run_mean(posterior, "train_loss")

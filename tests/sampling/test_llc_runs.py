@@ -2,6 +2,7 @@
 exact answer of its Gaussian (Laplace) approximation, the lowest-U centre, the command, bad
 input."""
 
+import dataclasses
 import json
 import math
 
@@ -190,3 +191,88 @@ def test_a_posterior_file_adds_its_own_beta1_estimate(sweep, tmp_path, capsys):
     two = tmp_path / "other_posterior.npz"
     post.save(two)
     assert main(["llc", str(path), str(two)]) == 2  # at most one posterior file
+
+
+# --- resume: finished chain sets are kept ----------------------------------------------------
+
+#: short chains on a 3-P sweep: 9 chain sets (3 P x 3 estimators), each a checkpoint
+RESUME_ST = LLCSettings(n_steps=400, burn_in=100, thin=3, n_chains=2)
+
+
+@pytest.fixture(scope="module")
+def sweep3(sweep):
+    cfg = sweep.config.replace(sweep=dict(P=(1, 8, 12), n_seeds=2))
+    return ch.run_sweep(cfg, keep_params=True, progress=False)
+
+
+@pytest.fixture(scope="module")
+def whole(sweep3):
+    """The uninterrupted run, without checkpoints."""
+    return llc_runs(sweep3, settings=RESUME_ST)
+
+
+def test_an_interrupted_llc_resumes_bit_identically(sweep3, whole, tmp_path):
+    """Kept chain sets are reused and the rest recomputed: a run that lost some of its chain
+    sets (killed before them) gives numbers bit-identical to an uninterrupted run, and leaves
+    the kept ones untouched; another setting recomputes (the fingerprint names them)."""
+    ckpt = tmp_path / "ck"
+    first = llc_runs(sweep3, settings=RESUME_ST, ckpt_dir=ckpt)
+    chunks = sorted(ckpt.glob("chunk_*.npz"))
+    assert len(chunks) == 9
+    for k in whole.arrays:
+        np.testing.assert_array_equal(first.arrays[k], whole.arrays[k], err_msg=k)
+    lost = chunks[4:]  # the run ended after its fourth chain set
+    for c in lost:
+        c.unlink()
+    kept = {c: c.stat().st_mtime_ns for c in chunks[:4]}
+    again = llc_runs(sweep3, settings=RESUME_ST, ckpt_dir=ckpt)
+    assert {c: c.stat().st_mtime_ns for c in chunks[:4]} == kept  # reused, not rewritten
+    assert all(c.is_file() for c in lost)
+    for k in whole.arrays:
+        np.testing.assert_array_equal(again.arrays[k], whole.arrays[k], err_msg=k)
+    assert np.isfinite(whole.arrays["beta1"][1:]).all()  # real numbers were compared
+    other = llc_runs(sweep3, settings=dataclasses.replace(RESUME_ST, seed=1), ckpt_dir=ckpt,
+                     estimators=("beta1",))  # fmt: skip
+    assert np.isfinite(other.arrays["beta1"][1:]).all()
+    assert not (other.arrays["beta1"][1:] == whole.arrays["beta1"][1:]).any()
+
+
+def test_the_command_keeps_finished_chain_sets_on_ctrl_c_and_resumes(sweep3, whole, tmp_path):
+    """``copyhead llc`` stopped by SIGINT once its first chain sets are kept: exit 130, the
+    farewell names the kept folder; the same command again resumes from it and prints the JSON
+    of an uninterrupted run; the folder is removed once the command completes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from copyhead_jax.cli.llc import checkpoint_folder
+    from tests.helpers import ROOT
+
+    path = sweep3.save(tmp_path / "sweep_softmax.npz")
+    argv = ["llc", str(path), "--steps", "400", "--burn-in", "100", "--thin", "3", "--chains",
+            "2", "--json", "--no-progress"]  # fmt: skip
+    ckpt = checkpoint_folder(str(path))
+    cmd = [sys.executable, "-c", "import sys; from copyhead_jax.cli import main; "
+           "sys.exit(main())", *argv]  # fmt: skip
+    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        t0 = time.time()
+        while not (ckpt / "chunk_00001.npz").exists() and time.time() - t0 < 300:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert f"finished work is kept in {ckpt}" in err, err
+    n_kept = len(list(ckpt.glob("chunk_*.npz")))
+    assert 2 <= n_kept < 9, n_kept  # stopped part-way
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert not ckpt.exists()
+    assert json.loads(again.stdout.splitlines()[0]) == json.loads(json.dumps(whole.to_dict()))
