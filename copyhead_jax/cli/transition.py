@@ -114,6 +114,16 @@ def add_transition_subparser(sub) -> None:
                    help="profile: chains per window = independent replicas (default 6)")
     p.add_argument("--window-iters", type=int, default=200,
                    help="profile: recorded HMC iterations per window chain (default 200)")
+    p.add_argument("--window-ess-target", type=finite_float, default=0.0, metavar="N",
+                   help="profile: sample the windows in rounds of --window-round-iter until "
+                   "every window's ESS of a_G and U is >= N and their R-hat <= "
+                   "--window-rhat-target (--window-iters the cap; a window that reaches it "
+                   "first is flagged and widens the errors); default 0: the fixed length")
+    p.add_argument("--window-rhat-target", type=finite_float, default=1.01,
+                   help="profile: the R-hat bar of --window-ess-target (default 1.01)")
+    p.add_argument("--window-round-iter", type=int, default=100,
+                   help="profile: HMC iterations per round with --window-ess-target (default "
+                   "100)")  # fmt: skip
     p.add_argument("--map", dest="map_switch", action=argparse.BooleanOptionalAction,
                    default=True, help="profile: the exact MAP's switch beside the verdict "
                    "(default on)")  # fmt: skip
@@ -204,7 +214,11 @@ def profile_settings_from_args(args):
         raise ValueError(f"--spacing must lie in [0.01, 1], got {args.spacing!r}")
     um = UmbrellaSettings(n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
                           n_iter=check_int("--window-iters", args.window_iters, lo=16,
-                                           hi=10**5))  # fmt: skip
+                                           hi=10**5),
+                          ess_target=args.window_ess_target,
+                          rhat_target=args.window_rhat_target,
+                          round_iter=check_int("--window-round-iter", args.window_round_iter,
+                                               lo=1, hi=10**5))  # fmt: skip
     prof = default_profile_settings(args.L_eff, spacing=args.spacing, umbrella=um)
     return SearchSettings(probes=probes, max_probes=check_int("--max-probes", args.max_probes,
                                                               lo=2, hi=64),
@@ -231,6 +245,7 @@ def _check_out(args):
 
 def _cmd_profile(args, cfg) -> int:
     import contextlib
+    import shutil
     import sys
 
     from .._checks import check_int
@@ -241,8 +256,10 @@ def _cmd_profile(args, cfg) -> int:
     settings = profile_settings_from_args(args)
     n = check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
     out = _check_out(args)
+    rounds = None if out is None else out / "windows"  # each window set's rounds, resumed
+    args.kept = [] if rounds is None else [rounds]  # what a Ctrl-C leaves to resume from
     res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
-                             progress=args.progress)  # fmt: skip
+                             progress=args.progress, ckpt_dir=rounds)  # fmt: skip
     if args.json:
         print(json.dumps(res, default=json_default, indent=1))
     else:
@@ -250,6 +267,7 @@ def _cmd_profile(args, cfg) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_checkpoint(out / "transition.json", res)
+        shutil.rmtree(rounds, ignore_errors=True)
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
             print(f"saved {out / 'transition.json'}")
             if args.plot:

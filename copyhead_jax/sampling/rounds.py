@@ -85,21 +85,26 @@ def join_rounds(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str,
 
 
 def sample_rounds(mc, start: Callable, more: Callable, host: Callable, structure,
-                  snapshot: tuple[Path, str] | None) -> dict[str, np.ndarray]:  # fmt: skip
+                  snapshot: tuple[Path, str] | None,
+                  done: Callable[[dict], bool] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
     """The draws of one chunk's runs in rounds (module docstring), as host arrays with a leading
-    run axis plus ``n_draws[runs]``. ``start()`` and ``more(carry, first_draw)`` return
-    ``(stats, carry)`` (device), ``host(stats)`` the host arrays; ``structure`` is the carry's
-    pytree structure; ``snapshot = (path, fingerprint)`` where each round is saved (``None``:
-    not saved). A matching snapshot is resumed from."""
+    run axis plus ``n_draws[runs]``. ``mc`` gives ``n_rounds`` and ``round_draws`` (and the
+    target); ``start()`` and ``more(carry, first_draw)`` return ``(stats, carry)`` (device),
+    ``host(stats)`` the host arrays; ``structure`` is the carry's pytree structure;
+    ``snapshot = (path, fingerprint)`` where each round is saved (``None``: not saved), a
+    matching one resumed from; ``done(arrays)``: whether every run has enough (default: every
+    run :func:`met` ``mc``'s target on ``draws`` and ``finite``)."""
+    if done is None:
+        def done(a):
+            return bool(met(*reached(a["draws"], a["finite"]), a["finite"], mc).all())
+
     got = _load(snapshot, structure)
     if got is None:
         stats, carry = start()
         arrays, rounds = host(stats), 1
     else:
         arrays, carry, rounds = got
-    while rounds < mc.n_rounds:
-        if met(*reached(arrays["draws"], arrays["finite"]), arrays["finite"], mc).all():
-            break
+    while rounds < mc.n_rounds and not done(arrays):
         _save(snapshot, arrays, carry, rounds)
         stats, carry = more(carry, rounds * mc.round_draws)
         arrays, rounds = join_rounds(arrays, host(stats)), rounds + 1

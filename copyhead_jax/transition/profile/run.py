@@ -123,8 +123,9 @@ def _log(progress: bool, msg: str) -> None:
 
 
 def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSettings, key,
-                    log: Callable[[str], None]) -> SeedRun:  # fmt: skip
-    """Profiles, probe placement and verdict of sweep seed ``seed`` (module docstring)."""
+                    log: Callable[[str], None], ckpt_dir=None) -> SeedRun:  # fmt: skip
+    """Profiles, probe placement and verdict of sweep seed ``seed`` (module docstring);
+    ``ckpt_dir``: where the windows' rounds and draws are kept (resumed on a rerun)."""
     L = cfg.task.L
     s = ss.profile or default_profile_settings(L)
     ls = landscape(_objective(cfg))
@@ -140,7 +141,7 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
         reuse = anchors.rescaled(P, ls.floor) if (anchors and ss.reuse_hessians) else None
         prof, sm, anc = measure_profile(jax.random.fold_in(key, P), ls, prob, s,
                                         lambda c: logit_start(prob, beta_of_aG(c, L)),
-                                        anchors=reuse, weight=P)  # fmt: skip
+                                        anchors=reuse, weight=P, ckpt_dir=ckpt_dir)  # fmt: skip
         anchors = anchors or anc
         run.profiles[P], run.sampled[P] = prof, sm
         run.cpu[P] = time.process_time() - t0
@@ -200,9 +201,12 @@ def first_probes(P0: float) -> tuple[int, ...]:
 
 def profile_transition(cfg: Config, *, n_seeds: int | None = None,
                        settings: SearchSettings | None = None, seed: int = 0,
-                       progress: bool = True) -> dict:  # fmt: skip
+                       progress: bool = True, ckpt_dir=None) -> dict:  # fmt: skip
     """The Bayesian transition of ``cfg`` (softmax, any source, causal or not) from posterior
-    profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed.
+    profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed;
+    ``ckpt_dir``: a folder where every window set's rounds and finished draws are kept, so a
+    killed run resumes, recomputing at most the round in progress (the windows' inputs are
+    recomputed: deterministic).
     Returns a JSON-ready dict: ``verdict``, ``P_star``, ``interval``, per seed its verdict,
     evidence, probes and profiles, the MAP switch, CPU seconds."""
     ss = SearchSettings() if settings is None else settings
@@ -232,7 +236,7 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
     runs = []
     for s in range(nS):
         key = jax.random.fold_in(jax.random.key(seed), s)
-        run = seed_transition(cfg, s, first, ss, key, log)
+        run = seed_transition(cfg, s, first, ss, key, log, ckpt_dir)
         v = run.verdict
         log(f"seed {s}: {v.kind}, P* = {_f(v.P_star)}")
         runs.append(run)
@@ -266,8 +270,11 @@ def profile_json(prof: Profile) -> dict:
             "mean_a_se": prof.mean_a_se, "basins": dataclasses.asdict(prof.basins),
             "flagged": prof.flagged, "short": prof.short, "rows": prof.rows,
             "seconds": prof.seconds, "centers": prof.centers, "kappa": prof.kappa,
+            "target": prof.target,
             "windows": {"a_min": h.a_min, "rhat": h.rhat, "ess": h.ess, "accept": h.accept,
-                        "step": h.step, "overlap_next": h.overlap_next}}  # fmt: skip
+                        "step": h.step, "overlap_next": h.overlap_next, "rhat_U": h.rhat_U,
+                        "ess_U": h.ess_U, "n_draws": h.n_draws,
+                        "target_met": h.target_met}}  # fmt: skip
 
 
 def seed_json(run: SeedRun) -> dict:

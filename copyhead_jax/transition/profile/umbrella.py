@@ -10,12 +10,26 @@ the replicas are independent umbrella runs (whole profiles), whose spread is the
 Monte-Carlo error, and the chains of one window give its split $\hat R$ and ESS
 (:mod:`copyhead_jax.sampling.stats`). Windows run one after the other (``lax.map``), the chains of
 a window batched (``vmap``).
+
+**Stop when enough** (``ess_target > 0``): the windows are sampled in rounds of ``round_iter``
+iterations (:mod:`copyhead_jax.sampling.rounds`: the chains continued from their states, one
+compiled program per kind of round) until every window's ESS of $a$ and of $U$ is
+``>= ess_target`` and their split $\hat R$ ``<= rhat_target`` with every chain finite, or
+``n_iter`` (in whole rounds, the cap). All windows of a call continue together; those that met
+the target keep drawing (the round costs the same) and keep their draws. A window that reaches
+the cap first is flagged by the profile (:mod:`.windows`), which widens its errors. With a
+``snapshot`` path each round is saved and a killed run resumes after the last saved round, bit
+for bit; a finished call's draws stay there and are returned by a rerun with the same inputs.
+The default, ``ess_target = 0``, is the fixed length ``n_iter``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import math
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -23,8 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ...sampling.hmc import hmc_chains
+from ...runner.chunks import load_checkpoint
+from ...sampling.hmc import hmc_chains, hmc_state_structure
+from ...sampling.rounds import sample_rounds
 from ...sampling.stats import ess, split_rhat
+from ...storage import atomic_save_npz
 from .landscape import Landscape
 
 
@@ -36,7 +53,9 @@ class UmbrellaSettings:
     R-hat across chains); ``n_adapt`` step-adaptation iterations (discarded), then ``n_iter``
     iterations recorded every ``thin``; ``n_leap`` leapfrog steps of initial size ``step_size``
     (whitened units); ``start_scale`` the spread of the starts around the window's restrained
-    minimum; ``adapt_mass`` a diagonal mass in the warm-up."""
+    minimum; ``adapt_mass`` a diagonal mass in the warm-up; ``ess_target`` (> 0: in rounds of
+    ``round_iter`` iterations until every window has ESS ``>= ess_target`` and R-hat
+    ``<= rhat_target`` on ``a`` and ``U``, ``n_iter`` the cap; module docstring)."""
 
     n_chains: int = 6
     n_adapt: int = 40
@@ -46,6 +65,9 @@ class UmbrellaSettings:
     step_size: float = 0.35
     start_scale: float = 1.0
     adapt_mass: bool = False
+    ess_target: float = 0.0
+    rhat_target: float = 1.01
+    round_iter: int = 100
 
     def __post_init__(self):
         for name, lo in (("n_chains", 2), ("n_adapt", 0), ("thin", 1), ("n_leap", 1)):
@@ -57,15 +79,35 @@ class UmbrellaSettings:
                              f"{self.n_iter!r}")  # fmt: skip
         if not self.step_size > 0 or not self.start_scale >= 0:
             raise ValueError("UmbrellaSettings.step_size must be > 0 and start_scale >= 0")
+        if not (math.isfinite(self.ess_target) and self.ess_target >= 0
+                and math.isfinite(self.rhat_target) and self.rhat_target > 1):
+            raise ValueError("UmbrellaSettings needs ess_target >= 0 and rhat_target > 1, got "
+                             f"{self.ess_target!r}, {self.rhat_target!r}")  # fmt: skip
+        r = self.round_iter
+        if not isinstance(r, int) or r < 1 or (self.ess_target and (r % self.thin
+                                                                  or r // self.thin < 4)):
+            raise ValueError(f"UmbrellaSettings.round_iter must be an int >= 1, with a target a "
+                             f"multiple of thin = {self.thin} holding >= 4 draws, got {r!r}")
 
     @property
     def n_draws(self) -> int:
         return self.n_iter // self.thin
 
+    @property
+    def round_draws(self) -> int:
+        """Draws per chain of one round (no target: one round of ``n_draws``)."""
+        return self.round_iter // self.thin if self.ess_target else self.n_draws
+
+    @property
+    def n_rounds(self) -> int:
+        """Rounds at most: ``n_iter`` in whole rounds (1 without a target)."""
+        return math.ceil(self.n_draws / self.round_draws)
+
 
 class WindowDraws(NamedTuple):
     """Draws of every window and chain: ``a``, ``U`` ``[K, R, S]``, ``extra`` ``[K, R, S, m]``,
-    per chain the mean acceptance, frozen step and finiteness ``[K, R]``."""
+    per chain the mean acceptance, frozen step and finiteness ``[K, R]``; ``n_draws[K]`` the
+    draws of each window (``None``: all ``S``; windows sampled in rounds are NaN past theirs)."""
 
     a: Float[Array, "K R S"]
     U: Float[Array, "K R S"]
@@ -73,24 +115,70 @@ class WindowDraws(NamedTuple):
     accept: Float[Array, "K R"]
     step: Float[Array, "K R"]
     finite: Array
+    n_draws: np.ndarray | None = None
 
-    def rhat(self) -> np.ndarray:
-        """``[K]`` split R-hat of ``a`` over each window's chains."""
-        return np.asarray(split_rhat(np.asarray(self.a, np.float64)))
+    def lengths(self) -> np.ndarray:
+        """``[K]`` draws per chain of each window."""
+        K, _, S = np.shape(self.a)
+        return np.full(K, S) if self.n_draws is None else np.asarray(self.n_draws)
 
-    def ess(self) -> np.ndarray:
-        """``[K]`` ESS of ``a`` in each window (chains pooled)."""
-        return np.asarray(ess(np.asarray(self.a, np.float64)))
+    def of(self, x, k: int) -> np.ndarray:
+        """Window ``k``'s own draws of a per-draw array ``x[K, R, S, ...]``: ``[R, n_k, ...]``."""
+        return np.asarray(x[k])[:, : int(self.lengths()[k])]
+
+    def _per_window(self, stat, x) -> np.ndarray:
+        if self.n_draws is None:
+            return np.asarray(stat(np.asarray(x, np.float64)))
+        return np.array([float(stat(np.asarray(self.of(x, k), np.float64)))
+                         for k in range(len(self.lengths()))])  # fmt: skip
+
+    def rhat(self, of: str = "a") -> np.ndarray:
+        """``[K]`` split R-hat of ``a`` (or ``U``) over each window's chains."""
+        return self._per_window(split_rhat, getattr(self, of))
+
+    def ess(self, of: str = "a") -> np.ndarray:
+        """``[K]`` ESS of ``a`` (or ``U``) in each window (chains pooled)."""
+        return self._per_window(ess, getattr(self, of))
+
+    def reversed(self) -> WindowDraws:
+        """The windows in the opposite order."""
+        return WindowDraws(*(None if v is None else np.asarray(v)[::-1] for v in self))
 
     def concat(self, other: WindowDraws, before: bool = False) -> WindowDraws:
-        """The windows of ``self`` and ``other`` (``other`` first if ``before``)."""
+        """The windows of ``self`` and ``other`` (``other`` first if ``before``); per-draw
+        arrays padded with NaN to the longer's draws when they differ."""
         pair = (other, self) if before else (self, other)
-        return WindowDraws(*(np.concatenate(x) for x in zip(*pair)))
+        S = max(np.shape(d.a)[2] for d in pair)
+
+        def pad(x):
+            x = np.asarray(x)
+            if x.shape[2] == S:
+                return x
+            width = [(0, 0)] * x.ndim
+            width[2] = (0, S - x.shape[2])
+            return np.pad(x.astype(np.float64), width, constant_values=np.nan)
+
+        fields = [np.concatenate([pad(getattr(d, f)) if f in ("a", "U", "extra") else
+                                  np.asarray(getattr(d, f)) for d in pair])
+                  for f in self._fields[:-1]]  # fmt: skip
+        same = all(d.n_draws is None for d in pair) and len({np.shape(d.a)[2] for d in pair}) == 1
+        return WindowDraws(*fields, None if same else np.concatenate([d.lengths() for d in pair]))
 
 
-@functools.lru_cache(maxsize=16)
-def _program(ls: Landscape, s: UmbrellaSettings):
-    """The compiled umbrella run of a landscape and settings (window arrays are arguments)."""
+def window_target(dr: WindowDraws, s: UmbrellaSettings) -> dict[str, np.ndarray]:
+    """Per window: ``ess_min`` and ``rhat_max`` over ``a`` and ``U``, and ``met``: every chain
+    finite and both within ``s``'s target (module docstring)."""
+    e = np.minimum(dr.ess("a"), dr.ess("U"))
+    r = np.maximum(dr.rhat("a"), dr.rhat("U"))
+    with np.errstate(invalid="ignore"):
+        ok = np.all(np.asarray(dr.finite, bool), axis=1) & (e >= s.ess_target) & \
+            (r <= s.rhat_target)  # fmt: skip
+    return {"ess_min": e, "rhat_max": r, "met": ok}
+
+
+def _target(ls: Landscape):
+    """``(potential, record)`` of a window's chains in its whitening: the biased energy, and
+    per draw ``(a, U, extra)`` with ``U`` the unbiased energy."""
 
     def pot(w, params, x0, C, center, kappa):
         return ls.biased(params, x0 + C @ w, center, kappa)
@@ -101,14 +189,27 @@ def _program(ls: Landscape, s: UmbrellaSettings):
         return ls.order(params, x), state.potential_energy - 0.5 * kappa * (
             ls.order(params, x) - center) ** 2, ex  # fmt: skip
 
+    return pot, record
+
+
+@functools.lru_cache(maxsize=16)
+def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
+    """The compiled umbrella run of a landscape and settings (window arrays are arguments);
+    ``rounds``: the first round (``round_draws`` draws per chain), with per-draw acceptances
+    and the chains' states."""
+    pot, record = _target(ls)
+    n_iter = s.round_draws * s.thin if rounds else s.n_iter
+
     def one_window(key, params, x0, C, center, kappa):
         k_start, k_run = jax.random.split(key)
         w0 = s.start_scale * jax.random.normal(k_start, (s.n_chains, x0.shape[0]), x0.dtype)
-        ch = hmc_chains(jax.random.split(k_run, s.n_chains), pot, w0, record, n_iter=s.n_iter,
+        ch = hmc_chains(jax.random.split(k_run, s.n_chains), pot, w0, record, n_iter=n_iter,
                         thin=s.thin, step_size=s.step_size, n_leap=s.n_leap,
                         n_adapt=s.n_adapt, adapt_mass=s.adapt_mass,
                         args=(params, x0, C, center, kappa))  # fmt: skip
         a, U, ex = ch.records
+        if rounds:
+            return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
         return a, U, ex, jnp.mean(ch.accept, -1), ch.step_size, ch.finite
 
     @jax.jit
@@ -120,10 +221,102 @@ def _program(ls: Landscape, s: UmbrellaSettings):
     return run
 
 
+@functools.lru_cache(maxsize=16)
+def _more(ls: Landscape, s: UmbrellaSettings):
+    """The compiled next round of every window from its chains' states."""
+    pot, record = _target(ls)
+
+    def one_window(state, params, x0, C, center, kappa, first_draw):
+        ch = hmc_chains(None, pot, None, record, n_iter=s.round_draws * s.thin, thin=s.thin,
+                        step_size=s.step_size, n_leap=s.n_leap, n_adapt=s.n_adapt,
+                        adapt_mass=s.adapt_mass, args=(params, x0, C, center, kappa),
+                        state=state, first_draw=first_draw)  # fmt: skip
+        a, U, ex = ch.records
+        return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
+
+    @jax.jit
+    def run(states, params, x0, C, centers, kappa, first_draw):
+        return jax.lax.map(lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa,
+                                                first_draw), (states, x0, C, centers))
+
+    return run
+
+
+_FIELDS = ("a", "U", "extra", "accept", "step", "finite")
+
+
 def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray,
-                centers: np.ndarray, kappa: float, s: UmbrellaSettings) -> WindowDraws:  # fmt: skip
+                centers: np.ndarray, kappa: float, s: UmbrellaSettings,
+                ckpt_dir: Path | None = None) -> WindowDraws:  # fmt: skip
     """Every window's chains (module docstring): ``x0[K, n]`` the restrained minima,
-    ``C[K, n, n]`` the whitenings, ``centers[K]``; float32."""
+    ``C[K, n, n]`` the whitenings, ``centers[K]``; float32. ``ckpt_dir``: a folder where the
+    rounds are saved and a finished call's draws kept, in files named by a hash of the
+    settings and every input, so a rerun with the same inputs resumes or reads them."""
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
-    out = _program(ls, s)(key, params, f32(x0), f32(C), f32(centers), jnp.float32(kappa))
-    return WindowDraws(*(np.asarray(v) for v in out))
+    inputs = (key, params, f32(x0), f32(C), f32(centers), jnp.float32(kappa))
+    fp = _fingerprint(s, inputs) if ckpt_dir is not None else None
+    snapshot = None if ckpt_dir is None else Path(ckpt_dir) / f"windows-{fp}.npz"
+    done = _load_done(snapshot, fp)
+    if done is not None:
+        return done
+    if not s.ess_target:
+        out = _program(ls, s)(*inputs)
+        dr = WindowDraws(*(np.asarray(v) for v in out))
+    else:
+        def enough(arrays):
+            return bool(window_target(_draws(arrays), s)["met"].all())
+
+        got = sample_rounds(
+            s, lambda: _program(ls, s, True)(*inputs),
+            lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n)),
+            lambda out: {k: np.asarray(v) for k, v in zip(_FIELDS, out)},
+            hmc_state_structure(), None if snapshot is None else (_partial(snapshot), fp),
+            done=enough,
+        )  # fmt: skip
+        dr = _draws(got)
+    if snapshot is not None:
+        _save_done(snapshot, fp, dr)
+        _partial(snapshot).unlink(missing_ok=True)
+    return dr
+
+
+def _partial(path: Path) -> Path:
+    """Where the rounds of a call in progress are saved, beside its finished draws."""
+    return path.with_name(path.stem + ".partial.npz")
+
+
+def _draws(arrays: dict) -> WindowDraws:
+    """The rounds' host arrays as :class:`WindowDraws` (acceptance: the mean over the draws)."""
+    return WindowDraws(arrays["a"], arrays["U"], arrays["extra"], arrays["accept"].mean(-1),
+                       arrays["step"], arrays["finite"], arrays.get("n_draws"))  # fmt: skip
+
+
+def _fingerprint(s: UmbrellaSettings, inputs) -> str:
+    """A hash of the settings and every input of a call (keys by their data)."""
+    h = hashlib.sha256(repr(dataclasses.asdict(s)).encode())
+    for x in jax.tree.leaves(inputs):
+        if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        x = np.asarray(x)
+        h.update(str((x.shape, x.dtype)).encode() + x.tobytes())
+    return h.hexdigest()[:24]
+
+
+_DONE_KIND = "copyhead_jax.WindowDraws"
+
+
+def _save_done(path: Path, fp: str, dr: WindowDraws) -> None:
+    arrays = {f: np.asarray(getattr(dr, f)) for f in _FIELDS}
+    if dr.n_draws is not None:
+        arrays["n_draws"] = np.asarray(dr.n_draws)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_save_npz(path, arrays, {"kind": _DONE_KIND, "schema": 1, "fingerprint": fp})
+
+
+def _load_done(path: Path | None, fp: str | None) -> WindowDraws | None:
+    if path is None or not path.exists():
+        return None
+    arrays, meta = load_checkpoint(path, _DONE_KIND)  # a round in progress is another kind
+    if meta.get("fingerprint") != fp:
+        return None
+    return WindowDraws(*(arrays[f] for f in _FIELDS), arrays.get("n_draws"))

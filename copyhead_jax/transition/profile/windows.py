@@ -21,7 +21,9 @@ r"""One free-energy profile $F(a;P)$: windows placed, prepared, sampled, joined 
    $\hat R>$ ``rhat_max`` or ESS $<$ ``ess_min``, or a neighbour overlap below ``overlap_min``,
    is named in ``flagged``, and the profile's errors become the replicas' standard deviation
    instead of their standard error (:mod:`.basins`): a window that did not mix widens the
-   errors, it never leaves them as they were.
+   errors, it never leaves them as they were. Windows sampled until a target
+   (``UmbrellaSettings.ess_target``, :mod:`.umbrella`) that reached the cap without meeting it
+   are flagged the same way.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from .landscape import (
     root_of_inverse,
 )
 from .mbar import join, neighbour_overlap
-from .umbrella import UmbrellaSettings, WindowDraws, run_windows
+from .umbrella import UmbrellaSettings, WindowDraws, run_windows, window_target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,8 +114,9 @@ class ProfileSettings:
 
 @dataclasses.dataclass(frozen=True)
 class WindowHealth:
-    """Per window: restrained minimum's ``a``, split R-hat and ESS of ``a``, mean acceptance,
-    step, overlap with the next window (NaN for the last)."""
+    """Per window: restrained minimum's ``a``, split R-hat and ESS of ``a`` (and of ``U``),
+    mean acceptance, step, overlap with the next window (NaN for the last), draws per chain and,
+    sampled until a target, whether the window met it (``None`` without a target)."""
 
     a_min: np.ndarray
     rhat: np.ndarray
@@ -121,6 +124,10 @@ class WindowHealth:
     accept: np.ndarray
     step: np.ndarray
     overlap_next: np.ndarray
+    rhat_U: np.ndarray | None = None
+    ess_U: np.ndarray | None = None
+    n_draws: np.ndarray | None = None
+    target_met: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +136,8 @@ class Profile:
     per replica, each normalised), the posterior mean of ``a`` with its error, the basins,
     window ``centers`` and ``kappa``, their health, ``flagged`` lines (not mixed: the errors
     are widened), ``short`` (the range missed a tail after every extension), the basins' per-row
-    copy probabilities (``rows``), CPU seconds (``seconds``: prepare, sample, join)."""
+    copy probabilities (``rows``), CPU seconds (``seconds``: prepare, sample, join), the
+    windows' target (``None``: fixed length; else ESS, R-hat, round and cap in draws)."""
 
     edges: np.ndarray
     F: np.ndarray
@@ -145,6 +153,7 @@ class Profile:
     seconds: dict
     centers: np.ndarray
     kappa: float
+    target: dict | None = None
 
     @property
     def mixed(self) -> bool:
@@ -213,8 +222,12 @@ def row_summary(dr: WindowDraws, log_w: np.ndarray, a_top: float) -> dict:
     basin: the weighted mean and standard deviation over draws of every row's $p_a$, and the
     weighted mean over draws of the spread across rows ($\\max_a p_a-\\min_a p_a$): a basin in
     which some rows copy while others pool has a spread near 1."""
+    if np.shape(dr.extra)[-1] == 0:  # a landscape that records nothing per row
+        return {}
     ex = np.asarray(dr.extra, np.float64).reshape(-1, dr.extra.shape[-1])
-    ok = np.repeat(np.asarray(dr.finite, bool).reshape(-1), dr.a.shape[-1])
+    K, R, S = np.shape(dr.a)
+    own = np.arange(S)[None, None, :] < dr.lengths()[:, None, None]  # each window's draws
+    ok = (np.asarray(dr.finite, bool)[:, :, None] & own).reshape(-1)
     ex = ex[ok]
     a = np.asarray(dr.a, np.float64).reshape(-1)[ok]
     out = {}
@@ -253,13 +266,14 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
     kappa, edges = s.kappa, s.edges(centers)
     ok = np.asarray(dr.finite, bool)  # [K, R]
     a = np.asarray(dr.a, np.float64)
-    pooled = join([a[k][ok[k]].ravel() for k in range(K)], centers, kappa)
+    n = dr.lengths()  # each window's own draws (windows sampled in rounds: NaN past them)
+    pooled = join([a[k][ok[k]][:, : n[k]].ravel() for k in range(K)], centers, kappa)
     F = profile_on_bins(pooled.a, pooled.log_w, edges)
     reps, F_rep, means = [], [], []
     for r in range(R):
         if not ok[:, r].all():
             continue
-        jr = join([a[k, r] for k in range(K)], centers, kappa)
+        jr = join([a[k, r, : n[k]] for k in range(K)], centers, kappa)
         reps.append((jr.a, jr.log_w))
         F_rep.append(profile_on_bins(jr.a, jr.log_w, edges))
         means.append(weighted_mean(jr.a, jr.log_w))
@@ -273,6 +287,12 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
                            f"ESS {ess[k]:.0f}")  # fmt: skip
         if k < K - 1 and not ov[k] >= s.overlap_min:
             flagged.append(f"windows {k}-{k + 1}: overlap {ov[k]:.3f}")
+    um = s.umbrella
+    tgt = window_target(dr, um) if um.ess_target else None
+    for k in np.flatnonzero(~tgt["met"]) if tgt is not None else ():
+        flagged.append(f"window {k} (c = {centers[k]:.2f}): target ESS >= {um.ess_target:g}, "
+                       f"R-hat <= {um.rhat_target:g} not met at the cap of {n[k]} draws "
+                       f"(ESS {tgt['ess_min'][k]:.0f}, R-hat {tgt['rhat_max'][k]:.3f})")
     if not ok.all():
         flagged.append(f"{int((~ok).sum())} chain(s) not finite (left out)")
     if len(reps) < 2:
@@ -281,7 +301,8 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
     with np.errstate(invalid="ignore"):
         F_se = np.array([se(F_rep[:, j]) for j in range(F.size)]) if len(reps) else \
             np.full(F.size, np.nan)  # fmt: skip
-    se_a = np.array([a[k][ok[k]].std() for k in range(K)]) / np.sqrt(np.maximum(ess, 1.0))
+    se_a = np.array([a[k][ok[k]][:, : n[k]].std() for k in range(K)]) / np.sqrt(
+        np.maximum(ess, 1.0))
     mid = 0.5 * (edges[1:] + edges[:-1])
     if np.isfinite(F).any():  # F relative to its minimum: floored like d (basins.path_error)
         a0 = float(mid[np.nanargmin(np.where(np.isfinite(F), F, np.nan))])
@@ -290,7 +311,12 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
     b = basins(edges, F, pooled.a, pooled.log_w, F_rep, reps, a_top=a_top,
                windows=(centers, se_a, kappa), widen=bool(flagged))  # fmt: skip
     health = WindowHealth(np.full(K, np.nan) if a_min is None else np.asarray(a_min), rhat, ess,
-                          np.asarray(dr.accept).mean(1), np.asarray(dr.step).mean(1), ov)
+                          np.asarray(dr.accept).mean(1), np.asarray(dr.step).mean(1), ov,
+                          dr.rhat("U"), dr.ess("U"), n,
+                          None if tgt is None else tgt["met"])  # fmt: skip
+    target = None if not um.ess_target else {
+        "ess": um.ess_target, "rhat": um.rhat_target, "round_draws": um.round_draws,
+        "cap_draws": um.n_rounds * um.round_draws}  # fmt: skip
     rise = tail_rise(F, edges, s)
     short = tuple(f"range: the profile's {end} end lies {r:.1f} nats above its minimum "
                   f"(< {s.tail_rise}): the windows miss a tail"
@@ -300,7 +326,7 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
                 mean_a_se=se(np.array(means)) if len(means) > 1 else math.nan,
                 basins=b, health=health, flagged=tuple(flagged), short=short,
                 rows=row_summary(dr, pooled.log_w, b.a_top), centers=np.asarray(centers),
-                kappa=kappa)  # fmt: skip
+                kappa=kappa, target=target)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,17 +342,18 @@ class Sampled:
 
 def measure_profile(key, ls: Landscape, params, s: ProfileSettings,
                     start: Callable[[float], np.ndarray], *, a_top: float | None = None,
-                    anchors: Anchors | None = None,
-                    weight: float = 1.0) -> tuple[Profile, Sampled, Anchors]:  # fmt: skip
+                    anchors: Anchors | None = None, weight: float = 1.0,
+                    ckpt_dir=None) -> tuple[Profile, Sampled, Anchors]:  # fmt: skip
     """The profile of ``ls`` at ``params`` (module docstring); ``start(c)`` a flat start for
     the centre ``c``; ``a_top`` forces the dividing surface (else the profile's barrier top);
-    ``anchors``/``weight``: :func:`prepare`. Returns the profile, its windows' draws and the
+    ``anchors``/``weight``: :func:`prepare`; ``ckpt_dir``: where the windows' rounds and draws
+    are kept (:func:`.umbrella.run_windows`). Returns the profile, its windows' draws and the
     whitening Hessians (for the next P)."""
     t0 = time.process_time()
     c = s.centers
     x0, C, a_min, anchors = prepare(ls, params, s, c, start, anchors, weight)
     t1 = time.process_time()
-    dr = run_windows(key, ls, params, x0, C, c, s.kappa, s.umbrella)
+    dr = run_windows(key, ls, params, x0, C, c, s.kappa, s.umbrella, ckpt_dir)
     t2 = time.process_time()
     fields = analyse(dr, s, c, a_min, a_top)
     t_prep, t_samp = t1 - t0, t2 - t1
@@ -348,12 +375,11 @@ def measure_profile(key, ls: Landscape, params, s: ProfileSettings,
             nx, nC, na, anchors = prepare(ls, params, s, new, start, anchors, weight, seed_x)
             t4 = time.process_time()
             nd = run_windows(jax.random.fold_in(key, 1 + 2 * i + (end == "high")), ls, params,
-                             nx, nC, new, s.kappa, s.umbrella)  # fmt: skip
+                             nx, nC, new, s.kappa, s.umbrella, ckpt_dir)  # fmt: skip
             t_prep += t4 - t3
             t_samp += time.process_time() - t4
             if end == "low":  # windows kept in increasing order of their centres
-                new, nx, na, nd = new[::-1], nx[::-1], na[::-1], WindowDraws(
-                    *(np.asarray(v)[::-1] for v in nd))  # fmt: skip
+                new, nx, na, nd = new[::-1], nx[::-1], na[::-1], nd.reversed()
                 c, x0, a_min, dr = (np.r_[new, c], np.concatenate([nx, x0]), np.r_[na, a_min],
                                     dr.concat(nd, before=True))  # fmt: skip
             else:
