@@ -86,14 +86,17 @@ def join_rounds(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str,
 
 def sample_rounds(mc, start: Callable, more: Callable, host: Callable, structure,
                   snapshot: tuple[Path, str] | None,
-                  done: Callable[[dict], bool] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+                  done: Callable[[dict], bool] | None = None,
+                  on_round: Callable[[int], None] | None = None,
+                  ) -> dict[str, np.ndarray]:  # fmt: skip
     """The draws of one chunk's runs in rounds (module docstring), as host arrays with a leading
     run axis plus ``n_draws[runs]``. ``mc`` gives ``n_rounds`` and ``round_draws`` (and the
     target); ``start()`` and ``more(carry, first_draw)`` return ``(stats, carry)`` (device),
     ``host(stats)`` the host arrays; ``structure`` is the carry's pytree structure;
     ``snapshot = (path, fingerprint)`` where each round is saved (``None``: not saved), a
     matching one resumed from; ``done(arrays)``: whether every run has enough (default: every
-    run :func:`met` ``mc``'s target on ``draws`` and ``finite``)."""
+    run :func:`met` ``mc``'s target on ``draws`` and ``finite``); ``on_round(rounds)`` is called
+    after a round is saved, before the next one starts (progress; it changes no number)."""
     if done is None:
         def done(a):
             return bool(met(*reached(a["draws"], a["finite"]), a["finite"], mc).all())
@@ -106,6 +109,8 @@ def sample_rounds(mc, start: Callable, more: Callable, host: Callable, structure
         arrays, carry, rounds = got
     while rounds < mc.n_rounds and not done(arrays):
         _save(snapshot, arrays, carry, rounds)
+        if on_round is not None:
+            on_round(rounds)
         stats, carry = more(carry, rounds * mc.round_draws)
         arrays, rounds = join_rounds(arrays, host(stats)), rounds + 1
     runs = arrays["finite"].shape[0]

@@ -247,11 +247,13 @@ _FIELDS = ("a", "U", "extra", "accept", "step", "finite")
 
 def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray,
                 centers: np.ndarray, kappa: float, s: UmbrellaSettings,
-                ckpt_dir: Path | None = None) -> WindowDraws:  # fmt: skip
+                ckpt_dir: Path | None = None, on_round=None) -> WindowDraws:  # fmt: skip
     """Every window's chains (module docstring): ``x0[K, n]`` the restrained minima,
     ``C[K, n, n]`` the whitenings, ``centers[K]``; float32. ``ckpt_dir``: a folder where the
     rounds are saved and a finished call's draws kept, in files named by a hash of the
-    settings and every input, so a rerun with the same inputs resumes or reads them."""
+    settings and every input, so a rerun with the same inputs resumes or reads them.
+    ``on_round(rounds)``: called after each saved round (:func:`~copyhead_jax.sampling.rounds.
+    sample_rounds`)."""
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
     inputs = (key, params, f32(x0), f32(C), f32(centers), jnp.float32(kappa))
     fp = _fingerprint(s, inputs) if ckpt_dir is not None else None
@@ -271,7 +273,7 @@ def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray
             lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n)),
             lambda out: {k: np.asarray(v) for k, v in zip(_FIELDS, out)},
             hmc_state_structure(), None if snapshot is None else (_partial(snapshot), fp),
-            done=enough,
+            done=enough, on_round=on_round,
         )  # fmt: skip
         dr = _draws(got)
     if snapshot is not None:

@@ -12,7 +12,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from copyhead_jax.transition.profile import umbrella
 from copyhead_jax.transition.profile.landscape import Landscape
 from copyhead_jax.transition.profile.run import profile_json
 from copyhead_jax.transition.profile.umbrella import UmbrellaSettings, run_windows, window_target
@@ -30,9 +29,9 @@ X0, W = np.zeros((5, 3)), np.stack([np.eye(3)] * 5)
 BASE = UmbrellaSettings(n_chains=4, n_adapt=30, n_iter=400, thin=2, round_iter=40)
 
 
-def windows(s, key=1, ckpt_dir=None):
-    return run_windows(jax.random.key(key), GAUSS, {}, X0, W, C, PROF.kappa, s, ckpt_dir)
-
+def windows(s, key=1, ckpt_dir=None, on_round=None):
+    return run_windows(jax.random.key(key), GAUSS, {}, X0, W, C, PROF.kappa, s, ckpt_dir,
+                       on_round)  # fmt: skip
 
 def test_target_met_early_stops_early_with_exact_moments():
     """ESS >= 60 on a and U: every window stops before the cap, in whole rounds, with the
@@ -79,37 +78,25 @@ def test_kill_between_rounds_resumes_bit_for_bit(tmp_path, monkeypatch):
     gives the uninterrupted draws bit for bit; a rerun reads the finished draws back."""
     s = dataclasses.replace(BASE, ess_target=1e6, n_iter=120)
     ref = windows(s)
-    more = umbrella._more
-    calls = []
 
-    def dying(ls, st):
-        run = more(ls, st)
-
-        def wrapped(*a):
-            calls.append(1)
-            if len(calls) == 2:
+    def die_after(n):
+        def on_round(r):
+            if r == n:
                 raise KeyboardInterrupt
-            return run(*a)
 
-        return wrapped
+        return on_round
 
-    monkeypatch.setattr(umbrella, "_more", dying)
     with pytest.raises(KeyboardInterrupt):
-        windows(s, ckpt_dir=tmp_path)
+        windows(s, ckpt_dir=tmp_path, on_round=die_after(2))  # two rounds saved
     assert len(list(tmp_path.glob("*.partial.npz"))) == 1
-    monkeypatch.setattr(umbrella, "_more", more)
-    res = windows(s, ckpt_dir=tmp_path)
+    done = []
+    res = windows(s, ckpt_dir=tmp_path, on_round=done.append)
+    assert done == [2]  # resumed after round 2, then the third and last round
     for f in ("a", "U", "extra", "accept", "step", "finite", "n_draws"):
         np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f)
     assert not list(tmp_path.glob("*.partial.npz")) and len(list(tmp_path.glob("*.npz"))) == 1
-
-    def no_work(*a, **k):
-        raise AssertionError("a finished window set was sampled again")
-
-    monkeypatch.setattr(umbrella, "_program", no_work)
-    again = windows(s, ckpt_dir=tmp_path)
+    again = windows(s, ckpt_dir=tmp_path, on_round=die_after(1))  # read back: no round runs
     np.testing.assert_array_equal(again.a, ref.a)
-
 
 def test_windows_of_different_lengths_are_judged_on_their_own_draws():
     """Joined window sets of 20 and 40 draws: NaN past the shorter's draws, and its R-hat and
