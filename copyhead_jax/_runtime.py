@@ -52,6 +52,44 @@ def avoid_lapack_pool_deadlock() -> bool:
     return True
 
 
+#: where the console commands keep JAX's persistent compilation cache (``COPYHEAD_JAX_CACHE``:
+#: a folder, or ``off``); every program is kept (a theory command compiles ~100 of 0.1-5 s)
+CACHE_ENV, CACHE_MIN_COMPILE_S = "COPYHEAD_JAX_CACHE", 0.0
+
+
+def cache_dir() -> str | None:
+    """The compilation cache folder of the console commands (None: off). JAX's own
+    ``JAX_COMPILATION_CACHE_DIR`` wins; else ``COPYHEAD_JAX_CACHE``; else
+    ``$XDG_CACHE_HOME/copyhead_jax/xla`` (``~/.cache/copyhead_jax/xla``)."""
+    env = os.environ
+    if env.get("JAX_COMPILATION_CACHE_DIR"):
+        return None  # the user configured JAX directly
+    chosen = env.get(CACHE_ENV)
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "0", "off", "no", "false") else chosen
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "copyhead_jax", "xla")
+
+
+def enable_compilation_cache() -> str | None:
+    """Keep compiled XLA programs across runs of the console commands (JAX's persistent cache:
+    a second run of a command skips its compilation, most of a theory command's time). The
+    numbers do not change: the cache key is the program, its compiler options and the JAX and
+    jaxlib versions. Returns the folder, or None when off or the folder cannot be made."""
+    path = cache_dir()
+    if path is None:
+        return None
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
+    return path
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread like Ctrl-C's ``KeyboardInterrupt`` so that the same
     clean-up runs (kept chunks, locks); a command then exits with 143 instead of 130."""

@@ -106,6 +106,8 @@ if os.environ.get("COPYHEAD_TEST_XLA_CACHE", "1") == "1":
         _OWN_XLA_CACHE = True
     jax.config.update("jax_compilation_cache_dir", os.environ["COPYHEAD_TEST_XLA_CACHE_DIR"])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+# the console commands the tests start use this run's cache (or none), never the user's
+os.environ.setdefault("COPYHEAD_JAX_CACHE", os.environ.get("COPYHEAD_TEST_XLA_CACHE_DIR", "off"))
 
 
 def resident_gb() -> float:

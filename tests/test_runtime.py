@@ -190,3 +190,31 @@ def test_sigterm_ends_the_experiments_cleanly(tmp_path):
     assert got == 143, err
     assert "Traceback" not in err and "interrupted" in err and "resume" in err
 
+
+
+@pytest.mark.parametrize(
+    "env, want",
+    [({"COPYHEAD_JAX_CACHE": "off"}, None), ({"COPYHEAD_JAX_CACHE": "/x/c"}, "/x/c"),
+     ({"JAX_COMPILATION_CACHE_DIR": "/j", "COPYHEAD_JAX_CACHE": "/x/c"}, None),
+     ({"XDG_CACHE_HOME": "/xdg"}, "/xdg/copyhead_jax/xla")],
+)  # fmt: skip
+def test_compilation_cache_folder_follows_the_environment(monkeypatch, env, want):
+    for k in ("COPYHEAD_JAX_CACHE", "JAX_COMPILATION_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert _runtime.cache_dir() == want
+
+
+def test_compilation_cache_keeps_a_program_across_processes(tmp_path):
+    """A second process loads the first one's program from the folder: same answer, and the
+    folder holds the entry (JAX's persistent cache, switched on by the console commands)."""
+    code = ("from copyhead_jax._runtime import enable_compilation_cache as e; import sys; "
+            "print(e()); import jax, jax.numpy as jnp; "
+            "print(float(jax.jit(lambda x: jnp.sin(x) * 3.0 + x ** 2)(0.7)))")  # fmt: skip
+    env = {**os.environ, "COPYHEAD_JAX_CACHE": str(tmp_path / "xla")}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]  # fmt: skip
+    assert runs[0] == runs[1] and runs[0][0] == str(tmp_path / "xla")
+    assert any((tmp_path / "xla").iterdir())

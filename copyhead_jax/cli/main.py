@@ -58,12 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     process = argv is None  # the console command, not a call from Python
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .._runtime import catch_sigterm, exit_now, interrupt_status
+    from .._runtime import catch_sigterm, enable_compilation_cache, exit_now, interrupt_status
 
     parser = build_parser()
     args = parser.parse_args(argv)
     if process:  # SIGTERM ends like Ctrl-C (exit 143), both answered within seconds
         catch_sigterm(lambda: farewell(args))
+        enable_compilation_cache()
     try:
         with warnings.catch_warnings():  # the package's own warnings in one line each
             warnings.showwarning = _one_line(warnings.showwarning)

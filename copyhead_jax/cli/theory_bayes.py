@@ -49,16 +49,22 @@ def _print_softmax(res: dict) -> None:
     reps = ", ".join(f"{v:.4g}" if v else "none" for v in res["replicas"])
     print(f"softmax L={inp['L']} V={inp['V']}: Bayesian P*_aG (route B) = "
           f"{res['P_aG_bayes']:.4g} ({kind}; replicas {reps}{ci_s})")  # fmt: skip
-    print(f"  coexistence seen {res['coexistence_seen']}; EK MAP {res['ek_map']:.4g}, "
+    seen = res["coexistence_seen"]
+    seen_s = f"[{seen[0]:.4g}, {seen[1]:.4g}]" if seen else "none"
+    print(f"  coexistence seen {seen_s}; EK MAP {res['ek_map']:.4g}, "
           f"EK post {res['ek_post']:.4g}; {res['seconds']:.1f} s")  # fmt: skip
+
+
+def _g(x) -> str:
+    return "none" if x is None else f"{x:.4g}"
 
 
 def _print_linear(res: dict) -> None:
     inp = res["inputs"]
     print(f"linear L={inp['L']} V={inp['V']}: posterior E[psi] = 1/2 (route B) at "
-          f"P = {res['P_cG_half_bayes']}; psi of the posterior mean at "
-          f"{res['P_cG_half_of_mean']}; EK post P_cG_half {res['ek_post']['P_cG_half']}, "
-          f"EK MAP {res['ek_map']['P_cG_half']}; {res['seconds']:.1f} s")  # fmt: skip
+          f"P = {_g(res['P_cG_half_bayes'])}; psi of the posterior mean at "
+          f"{_g(res['P_cG_half_of_mean'])}; EK post P_cG_half {_g(res['ek_post']['P_cG_half'])}, "
+          f"EK MAP {_g(res['ek_map']['P_cG_half'])}; {res['seconds']:.1f} s")  # fmt: skip
 
 
 def cmd_points_bayes(args) -> dict[str, Any]:

@@ -22,6 +22,7 @@ reduce to the closed forms of :func:`exact_row_moments` (tested).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -63,8 +64,14 @@ class RowMoments(NamedTuple):
 
 def row_draws(key: Array, *, L: int, V: int, n: int = N_ROWS, dtype=None) -> RowDraws:
     """``n`` rows of standard normals and uniform tokens (``dtype``: float64 inside x64)."""
+    return _row_draws(key, L=L, V=V, n=n, dtype=jnp.dtype(dtype or jnp.result_type(float)))
+
+
+@functools.partial(jax.jit, static_argnames=("L", "V", "n", "dtype"))
+def _row_draws(key: Array, *, L: int, V: int, n: int, dtype) -> RowDraws:
+    """:func:`row_draws` as one compiled program (op by op, each random draw compiles alone)."""
     k1, k2, k3 = jax.random.split(key, 3)
-    dt = dtype or jnp.result_type(float)
+    dt = dtype
     tokens = jax.random.randint(k3, (n, L), 0, V)
     per_value = jax.random.normal(k2, (n, V), dt)
     onehot = jax.nn.one_hot(tokens, V, dtype=dt)
