@@ -63,9 +63,10 @@ ARTEFACTS = {
     "embeddings-protocol": ("embeddings_protocol", "spec", None),
     "embeddings-posterior": ("embeddings_posterior", "spec", None),
     # commands: three readings at once (conventions, with --render), four artefacts under the
-    # paper-chi-lik reading's specs (reading)
+    # paper-chi-lik reading's specs (reading), route B's early warning for the claims matrix
     "conventions": ("conventions", "cli", None),
     "reading": ("reading", "cli", None),
+    "warning-theory": ("warning_theory", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 

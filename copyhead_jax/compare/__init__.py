@@ -5,7 +5,7 @@
 - ``errors``   relative errors and the thresholds that make one a disagreement
 - ``paper``    the paper's reported numbers and laws, written once
 - ``stats``    bootstrap confidence intervals over seeds
-- ``warning``  early warning, defined once (growth ratio, its CI, the signal threshold)
+- ``warning``  early warning, defined once (growth ratio, its CI, the criterion, §13.9)
 - ``crossing`` where two branches' free energies cross, branch weights, the Bayesian interval
 - ``claims``   the rule that says whether a measurement reproduces a reported claim
 - ``branches`` measured P* of branch runs (onset, crossover, crossing, coexistence window)
@@ -28,7 +28,7 @@ from .coverage import a1_failures as a1_failures
 from .coverage import coverage_rows as coverage_rows
 from .crossing import bayesian_interval as bayesian_interval
 from .crossing import interval_text as interval_text
-from .errors import GROWTH_TOL as GROWTH_TOL
+from .errors import GROWTH_NULL as GROWTH_NULL
 from .errors import REL_TOL as REL_TOL
 from .errors import disagrees as disagrees
 from .errors import rel_err as rel_err
@@ -65,5 +65,6 @@ from .stats import ci_contains as ci_contains
 from .table import loss_patterns as loss_patterns
 from .table import measured_orders as measured_orders
 from .table import pstar_table as pstar_table
+from .warning import as_predicted as as_predicted
 from .warning import early_warning as early_warning
 from .warning import signal_of as signal_of

@@ -58,7 +58,7 @@ def t_interval(x, level: float = 0.95) -> dict:
 def growth_verdict(P, chi, P_star: float, *, lo: float = 0.5, hi: float = 0.9) -> dict:
     r"""Early warning from the susceptibility $\chi=P\,\mathrm{Var}$ (``chi[nP, n_seeds]``):
     :func:`copyhead_jax.compare.early_warning` (the one definition: growth of the variance from
-    ``lo P*`` to ``hi P*``, its t-interval over seeds, ``signal`` against ``GROWTH_TOL``) on
+    ``lo P*`` to ``hi P*``, its t-interval over seeds, ``signal`` against ``GROWTH_NULL``) on
     ``chi / P``, plus ``ratio``: the growth of $\chi$ itself (the variance's times ``hi / lo``).
     ``verdict``: ``grows`` / ``flat`` / ``shrinks`` (the interval against 1) or
     ``undetermined``."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 REL_TOL = 0.25  # |measured/theory - 1| above this is listed as a disagreement
-GROWTH_TOL = 1.5  # susceptibility growth factor that counts as an early-warning signal
+#: the growth of an order parameter's posterior variance from 0.5 P* to 0.9 P* that a basin
+#: which only sharpens cannot exceed (docs/theory.md §13.9): growth above it is a warning
+GROWTH_NULL = 1.0
 
 
 def rel_err(measured, theory) -> float | None:

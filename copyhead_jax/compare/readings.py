@@ -32,11 +32,11 @@ from .claims import (
 )
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
-from .warning import early_warning, signal_of
+from .warning import as_predicted, early_warning, signal_of
 
 __all__ = ["BRANCHES", "COVERAGE", "KEYS", "READINGS", "SWEPT", "claims_matrix", "ek_window", "g4",
-           "measured_exponents", "measured_from_main", "pstars", "reading_theory",
-           "transition_cell"]
+           "measured_exponents", "measured_from_main", "predicted_growth_of", "pstars",
+           "reading_theory", "transition_cell", "warning_cell", "warning_checks", "WARNING_THEORY"]
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 READINGS = ("paper", "plain", "paper-chi-lik")
@@ -270,16 +270,34 @@ def bayesian_point(d: Path, r: str) -> float | None:
     return None
 
 
-def _warning_checks(post: dict, pb: float | None) -> list[tuple[str, dict | None, str]]:
-    """(name, early-warning result, the paper's verdict): before P*_c1 and P*_cG in windows at
-    the MAP P* and the posterior's own crossover, before P*_aG at the MAP and Bayesian P*
-    (``pb``; None: not measured)."""
+#: the file of route B's predicted growth per reading and check (``python -m
+#: experiments.warning_theory``; docs/theory.md §13.9)
+WARNING_THEORY = "early_warning_theory.json"
+
+
+def warning_checks(d: Path, r: str) -> list[dict[str, Any]]:
+    """Reading ``r``'s early-warning checks: ``name``, the measured ``result``
+    (:func:`early_warning`), the paper's verdict ``want``, the ``attention`` and ``order``
+    measured and the window's ``P_star``. Before P*_c1 and P*_cG in windows at the MAP P* and
+    the posterior's own crossover; before P*_aG at the MAP and at the Bayesian P* (when
+    measured). Empty when the reading has no posterior file."""
+    post = _load(d, f"posterior_{r}.json")
+    if post is None:
+        return []
+    pb = bayesian_point(d, r)
     lin_ew = (post.get("linear") or {}).get("early_warning") or {}
-    checks = [(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs), "signal")
+
+    def check(name, result, want, attention, order):
+        return {"name": name, "result": result, "want": want, "attention": attention,
+                "order": order, "P_star": (result or {}).get("P_star")}  # fmt: skip
+
+    checks = [check(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs),
+                    "signal", "linear", obs)
               for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))]  # fmt: skip
     for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
         if (lin_ew.get(name) or {}).get("cG"):
-            checks.append(("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal"))
+            checks.append(check("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal",
+                                "linear", "cG"))  # fmt: skip
             break
     soft = post.get("softmax") or {}
     pool = soft.get("pool") or {}
@@ -288,28 +306,44 @@ def _warning_checks(post: dict, pb: float | None) -> list[tuple[str, dict | None
     var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
     stored = (soft.get("early_warning") or {}).get("theory_map_P_aG")
     th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
-    checks.append(("P_aG (MAP window)", early_warning(P, var, th) if sus else None, "no signal"))
+    checks.append(check("P_aG (MAP window)", early_warning(P, var, th) if sus else None,
+                        "no signal", "softmax", "aG"))  # fmt: skip
     if pb is not None and sus:
-        checks.append(("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal"))
+        checks.append(check("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal",
+                            "softmax", "aG"))  # fmt: skip
     return checks
 
 
+def predicted_growth_of(d: Path, r: str, check: dict) -> float | None:
+    """Route B's growth for ``check`` from :data:`WARNING_THEORY` in ``d``; None where the file
+    has none for this window (or one placed at another P*)."""
+    row = ((_load(d, WARNING_THEORY) or {}).get(r) or {}).get(check["name"]) or {}
+    P0, P1 = row.get("P_star"), check["P_star"]
+    if P0 is None or P1 is None or abs(P0 - P1) > 1e-6 * abs(P1):
+        return None
+    return row.get("growth")
+
+
 def warning_cell(d: Path, r: str) -> dict:
-    """Early warning (compare.early_warning): a signal before P*_c1 and P*_cG, none before
-    P*_aG, in windows placed at the MAP P* and, for P*_aG, at the Bayesian one."""
-    post = _load(d, f"posterior_{r}.json")
-    if post is None:
+    """Early warning (:func:`early_warning`, criterion §13.9: growth above 1): a signal before
+    P*_c1 and P*_cG, none before P*_aG, in windows placed at the MAP P* and, for P*_aG, at the
+    Bayesian one; route B's predicted growth beside each where computed."""
+    checks = warning_checks(d, r)
+    if not checks:
         return _cell("not measured")
     parts, seen = [], []
-    for name, v, want in _warning_checks(post, bayesian_point(d, r)):
+    for c in checks:
+        name, v = c["name"], c["result"]
         ci = (v or {}).get("var_ratio_ci")
         if not ci:
             why = (v or {}).get("reason")
             parts.append(f"{name}: undetermined" + (f" ({why})" if why else ""))
             continue
         s = signal_of(ci)
-        seen.append(s == want if s != "inconclusive" else None)
-        parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}")
+        seen.append(s == c["want"] if s != "inconclusive" else None)
+        g = predicted_growth_of(d, r, c)
+        th = "" if g is None else f" (route B x{g:.3g}: {as_predicted(ci, g)})"
+        parts.append(f"{name}: x{v['var_ratio']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}] {s}{th}")
     rep = False if False in seen else None if (None in seen or not seen) else True
     return _cell("; ".join(parts), rep, "not resolved")
 
@@ -328,7 +362,7 @@ def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
         ("softmax transition first order (coexisting branches)", first_order_cell),
         ("coverage of span{B1, B2} (MAP mean attention)", coverage_cell),
         ("early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
-         "CI above x1.5)", warning_cell),
+         "CI above x1, §13.9)", warning_cell),
     ]  # fmt: skip
     rows = [{"claim": claim, "cells": {r: cell(d, r) for r in READINGS}} for claim, cell in rows]
     for row in rows:

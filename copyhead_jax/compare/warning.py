@@ -1,12 +1,17 @@
-r"""Early warning, defined once (docs/theory.md §9.10): does the posterior variance of an order
-parameter grow on the approach to a transition point ``P*``?
+r"""Early warning, defined once (docs/theory.md §9.10, its criterion §13.9): does the posterior
+variance of an order parameter grow on the approach to a transition point ``P*``?
 
 Growth ratio: per seed, the variance at ``hi P*`` over the variance at ``lo P*`` (``lo, hi =
 0.5, 0.9``; each read off the sampled grid by linear interpolation in ``(log P, log Var)``,
 never extrapolated); its 95% confidence interval is the Student-t interval of the mean log ratio
-over seeds. A **signal** is a growth ratio whose whole interval lies above :data:`GROWTH_TOL`;
-**no signal** when the whole interval lies below it; otherwise **inconclusive**. The window can be
-placed at any ``P*`` (the MAP one, the Bayesian one): the caller says which.
+over seeds. The criterion: a basin that only sharpens with ``P`` (its curvature per sequence
+along the order parameter does not fall) has ``Var = 1/(k0 + P k)`` and cannot grow, so growth
+above :data:`GROWTH_NULL` = 1 means the basin softens ahead of a fold or crossover. A
+**signal** is a growth ratio whose whole interval lies above 1; **no signal** when the whole
+interval lies below it; otherwise **inconclusive**. Beside it, route B's predicted growth
+(``theory.bayes.predicted_growth``) says whether the measurement has the size the theory gives
+(:func:`as_predicted`). The window can be placed at any ``P*`` (the MAP one, the Bayesian one):
+the caller says which.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..theory.scaling import t_quantile
-from .errors import GROWTH_TOL
+from .errors import GROWTH_NULL
 
 #: the window, as fractions of P*: far enough below P* to be outside the transition's own
 #: width on the paper's grids, close enough that a susceptibility peak at P* shows
@@ -34,7 +39,7 @@ def interp_loglog(P, y, P0: float) -> float:
     return float(np.exp(np.interp(math.log(P0), np.log(P), np.log(y))))
 
 
-def signal_of(ci, threshold: float = GROWTH_TOL) -> str:
+def signal_of(ci, threshold: float = GROWTH_NULL) -> str:
     """``'signal'``, ``'no signal'`` or ``'inconclusive'`` for a growth-ratio interval ``ci``
     (``'undetermined'`` without one)."""
     if not ci or ci[0] is None or ci[1] is None:
@@ -42,8 +47,19 @@ def signal_of(ci, threshold: float = GROWTH_TOL) -> str:
     return "signal" if ci[0] > threshold else "no signal" if ci[1] < threshold else "inconclusive"
 
 
+def as_predicted(ci, predicted: float | None) -> str | None:
+    """``'as predicted'`` when the growth interval ``ci`` contains the theory's ``predicted``
+    growth, ``'above the prediction'`` / ``'below the prediction'`` otherwise; None without
+    both."""
+    if not ci or ci[0] is None or ci[1] is None or predicted is None:
+        return None
+    if ci[0] <= predicted <= ci[1]:
+        return "as predicted"
+    return "above the prediction" if ci[0] > predicted else "below the prediction"
+
+
 def early_warning(
-    P, var, P_star: float | None, *, window=WINDOW, threshold: float = GROWTH_TOL,
+    P, var, P_star: float | None, *, window=WINDOW, threshold: float = GROWTH_NULL,
     level: float = 0.95,
 ) -> dict[str, Any]:  # fmt: skip
     """The growth ratio of ``var[nP, n_seeds]`` (posterior variance per ``P`` and seed) over
@@ -83,4 +99,4 @@ def early_warning(
     return out
 
 
-__all__ = ["GROWTH_TOL", "WINDOW", "early_warning", "interp_loglog", "signal_of"]
+__all__ = ["GROWTH_NULL", "WINDOW", "as_predicted", "early_warning", "interp_loglog", "signal_of"]

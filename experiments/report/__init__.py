@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from copyhead_jax.compare import (
-    GROWTH_TOL,
+    GROWTH_NULL,
     REL_TOL,
     bayesian_interval,
     claims_matrix,
@@ -67,7 +67,8 @@ THRESHOLDS = (
     "Early warning (one definition, `copyhead_jax.compare.early_warning`, docs/theory.md "
     "§9.10): the ratio of the posterior variance at 0.9 P* to that at 0.5 P*, with its 95% "
     "t-interval over seeds; a **signal** when the whole interval lies above "
-    f"x{GROWTH_TOL}, **no signal** when it lies below, else inconclusive. Relative errors are "
+    f"x{GROWTH_NULL:g} (a basin that only sharpens cannot grow its variance, §13.9), **no "
+    "signal** when it lies below, else inconclusive. Relative errors are "
     "(measured - theory) / theory.\n"
     "\n- Measured P* use docs/theory.md §5's definitions (`copyhead_jax.compare.locate`): P_c1 "
     "= onset of the row sum r of the linear attention matrix; P_cG = argmax dpsi/dlog P; P_aG = "

@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from copyhead_jax.compare import GROWTH_TOL, disagrees, rel_err, signal_of, text
+from copyhead_jax.compare import GROWTH_NULL, disagrees, rel_err, signal_of, text
 
 gP = text.fmt_P  # short: table cells
 
@@ -70,7 +70,7 @@ def cell(post: dict | None, key: str) -> str | None:
         name = "aG" if block == "softmax" else obs
         parts.append(f"Var({name}) x{gP(v['var_ratio'])} [{gP(lo)}, {gP(hi)}] from 0.5 to 0.9 P*"
                      f" ({v['n_seeds']} seeds): {v['verdict']}, {signal_of(v['var_ratio_ci'])}"
-                     f" (signal: CI above x{GROWTH_TOL:g})")  # fmt: skip
+                     f" (signal: CI above x{GROWTH_NULL:g})")  # fmt: skip
     elif v:
         parts.append(f"{v['verdict']} ({v.get('reason') or 'P* outside the sampled grid'})")
     if key == "P_cG":

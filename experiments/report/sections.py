@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from copyhead_jax.compare import GROWTH_TOL, PAPER_MEASURED, disagrees, rel_err, signal_of
+from copyhead_jax.compare import GROWTH_NULL, PAPER_MEASURED, disagrees, rel_err, signal_of
 from copyhead_jax.compare import readings as RD
 from copyhead_jax.models import head_class
 from copyhead_jax.plots import solver_kind
@@ -27,7 +27,7 @@ def warning_text(ew: dict | None) -> str:
         return f"n/a ({(ew or {}).get('reason') or 'no posterior'})"
     lo, hi = (ew.get("window") or (0.5, 0.9))[:2]
     return (f"Var x{num(ew['var_ratio'])} [{num(ci[0])}, {num(ci[1])}] from {lo:g} to {hi:g} P* "
-            f"({ew['n_seeds']} seeds): {signal_of(ci)} (threshold x{GROWTH_TOL:g})")  # fmt: skip
+            f"({ew['n_seeds']} seeds): {signal_of(ci)} (threshold x{GROWTH_NULL:g})")  # fmt: skip
 
 
 def section_main(res: dict, preset: str, dis: list, reach: list, post: dict | None = None) -> str:

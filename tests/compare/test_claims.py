@@ -4,7 +4,7 @@ synthetic inputs (numpy only: no JAX program is compiled here)."""
 import numpy as np
 import pytest
 
-from copyhead_jax.compare import EXPONENT_TOL, early_warning, judge
+from copyhead_jax.compare import EXPONENT_TOL, as_predicted, early_warning, judge
 from copyhead_jax.compare.claims import across_readings, order_of, relative_band, verdict_text
 from copyhead_jax.compare.crossing import bayesian_interval, flagged_runs
 from copyhead_jax.compare.warning import signal_of
@@ -73,23 +73,29 @@ P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
 def test_early_warning_planted_growth():
     """Var = P^(a +- e) over 6 seeds (3 with +e, 3 with -e): the ratio from 0.5 P* to 0.9 P* is
     1.8^(a +- e) exactly per seed (log-log interpolation is exact on a power law), so the mean
-    log ratio is a log 1.8 exactly and its t-interval is symmetric about it. a = 1 (x1.8) is a
-    signal against x1.5, a = 0.5 (x1.34) is none, a = 0 is flat."""
+    log ratio is a log 1.8 exactly and its t-interval is symmetric about it. Against the null 1
+    (a basin that only sharpens cannot grow its variance): a = 0.5 (x1.34) is a signal, a = 0
+    (flat) is inconclusive, a = -0.5 (x0.75, a sharpening basin) is none."""
     e = np.array([0.05, -0.05] * 3)
     var = lambda a: P[:, None] ** (a + e[None, :])  # noqa: E731
-    up = early_warning(P, var(1.0), 16.0)
+    up = early_warning(P, var(0.5), 16.0)
     assert up["signal"] == "signal" and up["verdict"] == "grows"
-    assert up["var_ratio"] == pytest.approx(1.8, rel=1e-9)
-    half = early_warning(P, var(0.5), 16.0)
-    assert half["signal"] == "no signal" and half["verdict"] == "grows"
+    assert up["var_ratio"] == pytest.approx(1.8**0.5, rel=1e-9)
     flat = early_warning(P, var(0.0), 16.0)
-    assert flat["signal"] == "no signal" and flat["verdict"] == "flat"
+    assert flat["signal"] == "inconclusive" and flat["verdict"] == "flat"
     assert flat["var_ratio"] == pytest.approx(1.0, abs=1e-12)
+    down = early_warning(P, var(-0.5), 16.0)
+    assert down["signal"] == "no signal" and down["verdict"] == "shrinks"
+    # beside it, whether the measured growth has the size route B predicts
+    assert as_predicted(up["var_ratio_ci"], 1.8**0.5) == "as predicted"
+    assert as_predicted(up["var_ratio_ci"], 1.0) == "above the prediction"
+    assert as_predicted(down["var_ratio_ci"], 1.0) == "below the prediction"
+    assert as_predicted(None, 1.0) is None
     noise = var(0.0)
     off = early_warning(P, noise, 4.0)  # 0.5 P* = 2 is below the grid: no extrapolation
     assert off["signal"] == "undetermined" and "not on the sampled grid" in off["reason"]
     assert early_warning(P, noise, None)["signal"] == "undetermined"
-    assert signal_of([1.2, 1.7]) == "inconclusive" and signal_of(None) == "undetermined"
+    assert signal_of([0.9, 1.7]) == "inconclusive" and signal_of(None) == "undetermined"
     with pytest.raises(ValueError, match="window must be"):
         early_warning(P, noise, 16.0, window=(0.9, 0.5))
 

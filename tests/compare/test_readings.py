@@ -123,13 +123,23 @@ def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path
         return {"softmax": {"pool": {"P": P, "susceptibility": {"cG": {"value": chi}}},
                             "early_warning": {"theory_map_P_aG": {"cG": {"P_star": 220.0}}}}}
 
-    # Var = chi / P, flat over the MAP window 110-198 on three seeds: no signal there
-    flat = [[110 * (1 + 0.01 * s) for s in range(3)], [198 * (1 + 0.01 * s) for s in range(3)]]
+    # chi flat over the MAP window 110-198 on three seeds: Var = chi / P falls like 1/P (x0.556),
+    # a basin that only sharpens: no signal there
+    flat = [[1.0, 1.0, 1.0], [0.99, 1.0, 1.01]]
     _write(tmp_path, f"posterior_{r}.json", post([110, 198], flat))
     value = warning_cell(tmp_path, r)["value"]
-    assert "P_aG (MAP window): x1 [1, 1] no signal" in value
+    assert "P_aG (MAP window): x0.556 [0.542, 0.57] no signal" in value
     assert "P_aG (Bayesian window): undetermined" in value
+    # route B's prediction for the same window is printed beside it; one placed at another P*
+    # (a stale file) is not
+    pred = {r: {"P_aG (MAP window)": {"P_star": 220.0, "growth": 0.5 / 0.9}}}
+    _write(tmp_path, "early_warning_theory.json", pred)
+    assert "no signal (route B x0.556: as predicted)" in warning_cell(tmp_path, r)["value"]
+    pred[r]["P_aG (MAP window)"]["P_star"] = 230.0
+    _write(tmp_path, "early_warning_theory.json", pred)
+    assert "route B" not in warning_cell(tmp_path, r)["value"]
     # Var quadruples from 0.5 to 0.9 P*_Bayes (500 -> 900): a signal where none is claimed
+    flat = [[110 * (1 + 0.01 * s) for s in range(3)], [198 * (1 + 0.01 * s) for s in range(3)]]
     grows = flat + [[500 * (1 + 0.01 * s) for s in range(3)],
                     [4 * 900 * (1 + 0.01 * s) for s in range(3)]]
     _write(tmp_path, f"posterior_{r}.json", post([110, 198, 500, 900], grows))

@@ -14,6 +14,7 @@ Code map:
 * ``draws``       weights drawn from route B's measure (checks of the mean-field readout).
 * ``law``         the law of the Bayesian $P^*$ in $L$ and $V$ beside the paper's.
 * ``points``      :func:`bayes_points`: one configuration's Bayesian points, every head.
+* ``warning``     the early warning route B predicts: the variance's growth toward ``P*``.
 """
 
 from .exact import action, action_terms, copy_weights, mean_copy_probability
@@ -23,6 +24,7 @@ from .points import bayes_points, linear_points, softmax_points
 from .profile import basin_variance, profile
 from .solve import VariationalSettings, basins, make_draws, transition
 from .variational import free_energy, free_energy_terms
+from .warning import predicted_growth
 
 __all__ = [
     "action",
@@ -41,6 +43,7 @@ __all__ = [
     "one_loop_point",
     "one_loop_profile",
     "one_loop_transition",
+    "predicted_growth",
     "profile",
     "scaling_table",
     "softmax_points",
