@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 from ._common import save_figure
+from .config_file import add_config_file_flag, expand_config_file
 from .flags import config_from_args, parse_P_grid
 from .llc import add_llc_subparser
 from .results import add_result_subparsers
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sample_subparser(sub)
     add_llc_subparser(sub)
     add_transition_subparser(sub)
+    add_config_file_flag(parser)
     return parser
 
 
@@ -61,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     from .._runtime import catch_sigterm, enable_compilation_cache, exit_now, interrupt_status
 
     parser = build_parser()
+    try:
+        argv = expand_config_file(parser, argv)
+    except ValueError as e:
+        print(f"copyhead: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if process:  # SIGTERM ends like Ctrl-C (exit 143), both answered within seconds
         catch_sigterm(lambda: farewell(args))
