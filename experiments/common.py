@@ -267,14 +267,11 @@ def group_record(path: Path, compute, **meta: Any) -> dict:
     return nulls_in_lists_to_nan(json.loads(path.read_text()))  # the runs' lists with NaN
 
 
-def save_figure(fig, path: Path, dpi: int = 110) -> Path:
-    import matplotlib.pyplot as plt
+def save_figure(fig, path: Path, dpi: int = 150) -> Path:
+    """:func:`copyhead_jax.plots.style.save_figure` (matplotlib loads on use)."""
+    from copyhead_jax.plots import save_figure as save
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi)
 
 
 def header(spec: Spec, t0: float) -> dict[str, Any]:

@@ -106,6 +106,6 @@ def main(spec, out: str | Path) -> dict:
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "results" / "embeddings.json").write_text(json.dumps(result, indent=1) + "\n")
-    embeddings_width_figure(result).savefig(out / "figures" / "embeddings.png")
+    C.save_figure(embeddings_width_figure(result), out / "figures" / "embeddings.png")
     print(embeddings_tables(result))
     return result

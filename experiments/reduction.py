@@ -162,7 +162,6 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, default=float))
     if "width" in data:
-        fig_path = out / "figures" / "reduction_width.png"
-        fig_path.parent.mkdir(parents=True, exist_ok=True)
-        reduction_width_figure(data["width"]).savefig(fig_path, dpi=130)
+        fig = reduction_width_figure(data["width"])
+        C.save_figure(fig, out / "figures" / "reduction_width.png")
     return data

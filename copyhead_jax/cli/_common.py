@@ -6,37 +6,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")  # as plots.style.FIGURE_SUFFIXES (no matplotlib here)
 
 
 def save_figure(fig, path: Path, dpi: int = 150) -> Path:
-    """``fig`` to ``path`` (PNG, PDF or SVG by suffix), atomically; errors name the path."""
-    path = Path(path)
-    if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise ValueError(f"figure path {str(path)!r} must end in one of {FIGURE_SUFFIXES}")
-    write_figure(fig, path, dpi=dpi, note="; any result files announced above are saved")
+    """:func:`copyhead_jax.plots.style.save_figure` (atomic; errors name the path), announced
+    (matplotlib loads on use)."""
+    from ..plots.style import save_figure as save
+
+    path = save(fig, path, dpi, note="; any result files announced above are saved")
     print(f"saved {path}")
-    return path
-
-
-def write_figure(fig, path: Path, *, dpi: int, note: str = "") -> Path:
-    """``fig`` to ``path`` through :func:`~copyhead_jax.storage.atomic_write` (a temporary
-    beside it, then renamed: a failed draw or a full disk leaves neither a half-written figure
-    nor a temporary), then closed. A figure matplotlib cannot draw (a log axis with no data
-    left) is a one-line error too, ``note`` appended."""
-    import matplotlib.pyplot as plt
-
-    from ..storage import WriteError, atomic_write
-
-    fmt = path.suffix.lower().lstrip(".")
-    try:
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format=fmt))
-    except WriteError as e:
-        if isinstance(e.__cause__, ValueError) and not isinstance(e.__cause__, OSError):
-            raise ValueError(f"cannot draw the figure {str(path)!r} ({e.__cause__}){note}") from e
-        raise ValueError(f"cannot write the figure {str(path)!r}: {e.why}") from e
-    finally:
-        plt.close(fig)
     return path
 
 

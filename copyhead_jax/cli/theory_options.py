@@ -99,10 +99,11 @@ def jsonable(x: Any) -> Any:
 
 
 def save_plot(fig, out: str | None, default: str) -> str:
-    """``fig`` to ``out`` (else ``default``) as PNG; the path written, or a one-line error."""
-    from ._common import write_figure
+    """``fig`` to ``out`` (else ``default``) as PNG (:func:`copyhead_jax.plots.style.save_figure`);
+    the path written, or a one-line error."""
+    from ..plots.style import save_figure
 
-    return str(write_figure(fig, Path(out or default), dpi=120))
+    return str(save_figure(fig, Path(out or default)))
 
 
 def check_plot_paths(args, kind: str) -> None:

@@ -1,6 +1,8 @@
 """Figures: a result in, a matplotlib ``Figure`` out (Agg backend, nothing shown), in one style.
 
-- ``style``       the palette, sizes, legends off the data, log-P ticks; ``figure_problems``
+- ``style``       the palette, sizes, legends off the data, log-P ticks; ``save_figure`` (every
+                  figure written: 150 dpi, PNG with its record), ``figure_problems``
+- ``check``       the figure check of a saved PNG and its record (``check_png``)
 - ``sweeps``      sweeps, posteriors and the width table (``sweep_figure``, ``curves_figure``,
                   ``posterior_figure``, ``trace_figure``, ``width_figure``)
 - ``branches``    the branch-run artefacts (``main_figure``, ``coverage_figure``,
@@ -11,6 +13,7 @@
 - ``embeddings``  the embedding studies (``embeddings_protocol_figure``, ...)
 - ``posterior``   per-run posterior summaries against P, with the TI free energies
                   (``result_figures``)
+- ``profile``     the posterior's free-energy profile in a_G (``profile_figure``)
 - ``transition``  the Bayesian transition and the branch TI and SMC runs (``transition_figure``,
                   ``branch_figure``, ``smc_figure``)
 - ``theory``      the EK theory's curves, landscapes and scaling (``plot_curve``, ...)
@@ -21,17 +24,20 @@ from .branches import hysteresis_figure as hysteresis_figure
 from .branches import main_figure as main_figure
 from .branches import solver_kind as solver_kind
 from .branches import width_name as width_name
+from .check import check_png as check_png
 from .embeddings import SHRINK as SHRINK
 from .embeddings import embeddings_posterior_figure as embeddings_posterior_figure
 from .embeddings import embeddings_protocol_figure as embeddings_protocol_figure
 from .embeddings import embeddings_width_figure as embeddings_width_figure
 from .posterior import result_figures as result_figures
+from .profile import profile_figure as profile_figure
 from .pstar import beyond_curves_figure as beyond_curves_figure
 from .pstar import beyond_pstar_figure as beyond_pstar_figure
 from .pstar import branch_follow_figure as branch_follow_figure
 from .pstar import scaling_figure as scaling_figure
 from .style import P_LABEL as P_LABEL
 from .style import figure_problems as figure_problems
+from .style import save_figure as save_figure
 from .sweeps import curves_figure as curves_figure
 from .sweeps import posterior_figure as posterior_figure
 from .sweeps import sweep_figure as sweep_figure

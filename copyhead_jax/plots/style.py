@@ -1,5 +1,6 @@
 """One look for every figure: a colour-blind-safe palette, readable sizes, legends off the data,
-log-P ticks that never collide, and :func:`figure_problems`, the checks a reviewer would make.
+log-P ticks that never collide, :func:`save_figure` (the one writer of figures) and
+:func:`figure_problems`, the checks a reviewer would make (:mod:`.check`).
 
 The palette is Okabe & Ito's (2008), safe for the common colour-vision deficiencies; viridis for
 colour maps. Roles, in every figure: linear attention blue, softmax vermillion; a transition
@@ -9,6 +10,7 @@ point keeps one colour wherever it is marked (:data:`KEY_COLORS`).
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import matplotlib
 
@@ -19,6 +21,17 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa
 from matplotlib.transforms import offset_copy  # noqa: E402
 
 from ..models import HEADS  # noqa: E402
+from .check import (  # noqa: E402
+    LEGEND_PT,
+    MIN_DPI,
+    MIN_POINTS,
+    NOT_MEASURED,
+    check_record,
+    figure_record,
+    sha256,
+    sidecar_path,
+    sidecar_text,
+)
 
 # Okabe & Ito (2008), "Color Universal Design"
 BLACK = "#000000"
@@ -41,7 +54,7 @@ KEY_COLORS = {  # P_aG black: vermillion is the softmax data's
     "P_aG_single": ORANGE,
     "window_lo": GREY,
 }
-LEGEND_PT = 8  # the smallest legend text that stays readable at column width
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 P_LABEL = "training set size $P$ (sequences)"
 A_G_LABEL = "copy logit $a_G$ (dimensionless)"
 #: legend names of the transition points whose name is not their key's tail (``P_cG`` -> cG)
@@ -60,9 +73,8 @@ RC = {
     "legend.fontsize": LEGEND_PT,
     "legend.title_fontsize": LEGEND_PT,
     "figure.titlesize": 11,
-    "savefig.dpi": 110,
+    "savefig.dpi": MIN_DPI,
 }
-NOT_MEASURED = "not measured"
 
 
 def styled(draw):
@@ -100,6 +112,26 @@ def num(v: float) -> str:
 def star_label(name: str) -> str:
     """A transition point's key as a legend's symbol: ``P_cG`` -> ``$P^*_{cG}$``."""
     return f"$P^*_{{{STAR_NAMES.get(name, name[2:])}}}$"
+
+
+def curve(ax, x, y, fmt: str = "-", *, marker: str = "o", **kw):
+    """``ax.plot(x, y, fmt)`` where at least :data:`~copyhead_jax.plots.check.MIN_POINTS` points
+    are finite; fewer are drawn as ``marker`` alone (a line between two values shows no shape).
+    Nothing is drawn (and ``None`` returned) where no point is finite."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = int((np.isfinite(x) & np.isfinite(y)).sum())
+    if n == 0:
+        return None
+    if n < MIN_POINTS:
+        kw = {k: v for k, v in kw.items() if k not in ("ls", "linestyle", "lw", "linewidth")}
+        return ax.plot(x, y, ls="none", marker=marker, **kw)[0]
+    return ax.plot(x, y, fmt, **kw)[0]
+
+
+def law_tex(law: str) -> str:
+    """A scaling law as mathtext, thin spaces between factors: ``L ln^2 L`` ->
+    ``$L\\,\\ln^2\\,L$``."""
+    return "$" + law.replace("ln", "\\ln").replace(" ", "\\,") + "$"
 
 
 def not_measured(ax, what: str = "") -> None:
@@ -154,90 +186,61 @@ def log_P_at_data(ax, P=None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The reviewer's checks
-
-
-def _has_data(ax) -> bool:
-    for ln in ax.lines:
-        x, y = (np.asarray(v, float) for v in ln.get_data())
-        if np.isfinite(x).any() and np.isfinite(y).any():
-            return True
-    for c in ax.collections:
-        if len(c.get_offsets()) or len(c.get_paths()):
-            return True
-    if ax.images or ax.patches:
-        return True
-    return any(NOT_MEASURED in t.get_text() for t in ax.texts)
-
-
-def _overlaps(boxes) -> bool:
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1 :]:
-            if a.overlaps(b) and a.width > 0 and b.width > 0:
-                return True
-    return False
-
-
-def _data_points(ax) -> np.ndarray:
-    """Display coordinates of every drawn data vertex and marker of the axes."""
-    pts = []
-    for ln in ax.lines:
-        if ln.get_visible():
-            xy = np.asarray(ln.get_xydata(), float)
-            if ln.get_transform() != ax.transData:  # axvline / axhline: not data points
-                continue
-            pts.append(ax.transData.transform(xy[np.isfinite(xy).all(1)]))
-    for c in ax.collections:
-        off = np.asarray(c.get_offsets(), float)
-        if len(off) and c.get_offset_transform() == ax.transData:
-            pts.append(ax.transData.transform(off[np.isfinite(off).all(1)]))
-    return np.concatenate(pts) if pts else np.zeros((0, 2))
+# Saving and checking
 
 
 def figure_problems(fig) -> list[str]:
-    """What a reviewer would flag, one line per problem: an axes without an x or y label, an
-    empty panel (no data and no "not measured"), a legend under 8 pt or over data points, tick
-    labels that collide. Colour bars are checked for a label only."""
-    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure (no pyplot): give it Agg
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    """What a reviewer would flag in a drawn figure, one line per problem (the rules of
+    :func:`copyhead_jax.plots.check.check_record`, resolution aside)."""
+    return check_record(figure_record(fig))
 
-        FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    out = []
-    r = fig.canvas.get_renderer()
-    for i, ax in enumerate(fig.axes):
-        name = f"axes {i} ({ax.get_title() or 'untitled'})"
-        if not ax.get_visible() or not ax.axison:
-            continue
-        if ax.get_label() == "<colorbar>":
-            if not (ax.get_ylabel() or ax.get_xlabel()):
-                out.append(f"{name}: colour bar without a label")
-            continue
-        if not ax.get_xlabel():
-            out.append(f"{name}: no x label")
-        if not ax.get_ylabel():
-            out.append(f"{name}: no y label")
-        if not _has_data(ax):
-            out.append(f"{name}: empty panel")
-        for axis in (ax.xaxis, ax.yaxis):
-            labels = [t for t in axis.get_ticklabels(which="both") if t.get_visible()
-                      and t.get_text()]  # fmt: skip
-            if _overlaps([t.get_window_extent(r) for t in labels]):
-                out.append(f"{name}: {axis.axis_name} tick labels collide")
-        leg = ax.get_legend()
-        if leg is not None:
-            if min((t.get_fontsize() for t in leg.get_texts()), default=99) < LEGEND_PT:
-                out.append(f"{name}: legend under {LEGEND_PT} pt")
-            box = leg.get_window_extent(r)
-            pts = _data_points(ax)
-            inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0)
-                      & (pts[:, 1] < box.y1))  # fmt: skip
-            axbox = ax.get_window_extent(r)
-            in_axes = ((pts[:, 0] >= axbox.x0) & (pts[:, 0] <= axbox.x1)
-                       & (pts[:, 1] >= axbox.y0) & (pts[:, 1] <= axbox.y1))  # fmt: skip
-            if (inside & in_axes).any():
-                out.append(f"{name}: legend covers {int((inside & in_axes).sum())} data points")
-    for leg in fig.legends:
-        if min((t.get_fontsize() for t in leg.get_texts()), default=99) < LEGEND_PT:
-            out.append(f"figure legend under {LEGEND_PT} pt")
-    return out
+
+def save_figure(fig, path: str | Path, dpi: int = MIN_DPI, *, note: str = "",
+                close: bool = True) -> Path:  # fmt: skip
+    """``fig`` to ``path`` (PNG, PDF or SVG by suffix) at ``dpi``, atomically
+    (:func:`~copyhead_jax.storage.atomic_write`: a failed draw or a full disk leaves neither a
+    half-written figure nor a temporary); errors are one line naming the path (``note``
+    appended to a figure matplotlib cannot draw). A PNG is written in a 256-colour palette (a
+    third of the bytes; figures have few colours) with its record beside it
+    (``NAME.png.json``, :mod:`copyhead_jax.plots.check`)."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from ..storage import WriteError, atomic_write
+
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"figure path {str(path)!r} must end in one of {FIGURE_SUFFIXES}")
+    side = sidecar_path(path)
+
+    def png(tmp: str) -> None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        rec = figure_record(fig, dpi=dpi)  # after the save: the boxes as drawn in the PNG
+        with Image.open(buf) as im:
+            im = im.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT)
+            im.save(tmp, format="PNG", optimize=True, dpi=(dpi, dpi))
+        text = sidecar_text(rec, sha256(tmp))
+        atomic_write(side, lambda t: Path(t).write_text(text))
+
+    try:
+        if fmt == "png":
+            atomic_write(path, png)
+        else:
+            atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format=fmt))
+    except WriteError as e:
+        if fmt == "png" and side.exists() and not path.exists():
+            side.unlink()  # no record without its figure
+        cause = e.__cause__
+        if isinstance(cause, WriteError):  # the record's own write
+            raise ValueError(f"cannot write the figure's record {str(side)!r}: {cause.why}") from e
+        if isinstance(cause, ValueError) and not isinstance(cause, OSError):
+            raise ValueError(f"cannot draw the figure {str(path)!r} ({cause}){note}") from e
+        raise ValueError(f"cannot write the figure {str(path)!r}: {e.why}") from e
+    finally:
+        if close:
+            plt.close(fig)
+    return path

@@ -10,13 +10,7 @@ from copyhead_jax.plots import beyond_curves_figure, beyond_pstar_figure
 
 def beyond_figures(res: dict, dest: Path, which: str) -> list[Path]:
     """``which_pstar.png`` and ``which_curves.png`` of a markov or causal result in ``dest``."""
-    import matplotlib.pyplot as plt
+    from ..common import save_figure
 
-    Path(dest).mkdir(parents=True, exist_ok=True)
-    out = []
-    for name, draw in (("pstar", beyond_pstar_figure), ("curves", beyond_curves_figure)):
-        fig = draw(res)
-        out.append(Path(dest) / f"{which}_{name}.png")
-        fig.savefig(out[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
-    return out
+    draws = (("pstar", beyond_pstar_figure), ("curves", beyond_curves_figure))
+    return [save_figure(draw(res), Path(dest) / f"{which}_{name}.png") for name, draw in draws]
