@@ -81,9 +81,11 @@ def cmd_sweep(args) -> int:
         print_table(res)
     _print_pstar(results)
     if args.plot:
-        shown = [r for r in results if r.config.train.init_attention != "copy"]
-        theory = theory_overlay(shown) if args.theory else None
-        save_figure(sweep_figure(shown, theory), png)
+        from ..compare import softmax_marks
+
+        pools = [r for r in results if r.config.train.init_attention != "copy"]
+        theory = theory_overlay(pools) if args.theory else None
+        save_figure(sweep_figure(results, theory, softmax_marks(results)), png)
     return 0
 
 

@@ -40,6 +40,7 @@ from .locate import Located as Located
 from .locate import integer_grid as integer_grid
 from .locate import locate_level as locate_level
 from .locate import locate_max_slope as locate_max_slope
+from .overlay import softmax_marks as softmax_marks
 from .overlay import theory_overlay as theory_overlay
 from .paper import PAPER_CLAIMS as PAPER_CLAIMS
 from .paper import PAPER_LAWS as PAPER_LAWS

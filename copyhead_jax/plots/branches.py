@@ -114,7 +114,7 @@ def main_figure(res: dict[str, Any]):
         smaller_widths(a, name, col, lambda w: None)  # the colour says the start
     for (w, r), mk in zip(other.items(), "x+1"):  # one legend entry per width, in grey
         if r.get("curves_small", {}).get("pool"):
-            a.plot([], [], mk, color=S.GREY, label=f"N={width_name(w)} (colour: start)")
+            a.plot([], [], mk, color=S.GREY, label=f"N={width_name(w)} (colour: start)", gid="key")
     sgld(a, "sgld_softmax", "$a_G$")
     if sp := th.get("spinodals"):
         a.axvspan(sp[0], sp[1], color=S.VERMILLION, alpha=0.1, lw=0,
@@ -139,11 +139,12 @@ def main_figure(res: dict[str, Any]):
     if len(br["P"]):
         P, dU = np.asarray(br["P"], float), np.asarray(br["dU_per_seq"], float)
         dist = np.asarray(br["distinct"], float) > 0
-        a.plot(P[dist], dU[dist], "o-", color=S.VERMILLION,
-               label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$")  # fmt: skip
+        if dist.any():
+            a.plot(P[dist], dU[dist], "o-", color=S.VERMILLION,
+                   label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$")  # fmt: skip
         if (~dist).any():
             a.plot(P[~dist], dU[~dist], "x", color=S.GREY, label="branches merged (excluded)")
-    if "dS_per_seq" in f:
+    if "dS_per_seq" in f and np.isfinite(np.asarray(f["dS_per_seq"], float)).any():
         lim = a.get_xlim() if len(br["P"]) else None
         a.plot(f["P"], f["dS_per_seq"], ":", color=S.VERMILLION, lw=1.5,
                label="finite-width theory $(S_{weak} - S_{strong})/P$")  # fmt: skip
@@ -155,21 +156,21 @@ def main_figure(res: dict[str, Any]):
     stars(a, ("P_aG",))
     a.set(ylabel=GAP_LABEL, title="softmax: objective gap between the branches")
 
-    a = ax[0, 2]  # SGLD susceptibility, or "not measured"
-    drawn = [a.plot(p["P"], p[f"{q}_var"], "o-", color=col, label=lab)
-             for key, q, col, lab in (("sgld_linear", "r", S.GREEN, "linear: var($r$)"),
-                                      ("sgld_linear", "cG", S.BLUE, "linear: var($c_G$)"),
-                                      ("sgld_softmax", "cG", S.VERMILLION, "softmax: var($a_G$)"))
-             if (p := cur.get(key))]  # fmt: skip
-    if drawn:
+    if cur.get("sgld_linear") or cur.get("sgld_softmax"):
+        a = ax[0, 2]  # SGLD susceptibility
+        for key, q, col, lab in (("sgld_linear", "r", S.GREEN, "linear: var($r$)"),
+                                 ("sgld_linear", "cG", S.BLUE, "linear: var($c_G$)"),
+                                 ("sgld_softmax", "cG", S.VERMILLION, "softmax: var($a_G$)")):
+            if p := cur.get(key):
+                a.plot(p["P"], p[f"{q}_var"], "o-", color=col, label=lab)
         a.set_yscale("log")
         stars(a, ("P_c1", "P_cG", "P_aG"))
-    else:
-        not_measured(a, "no SGLD in this run\n(see posterior_susceptibility)")
-        a.set(xticks=[], yticks=[])
-    a.set(ylabel="posterior variance over draws", title="SGLD susceptibility (early warning)")
-
-    a = ax[1, 2]  # coverage
+        a.set(ylabel="posterior variance over draws", title="SGLD susceptibility (early warning)")
+        a = ax[1, 2]
+    else:  # no sampler in this run: no panel (the posterior's own figures have it)
+        fig.delaxes(ax[1, 2])
+        a = ax[0, 2]
+    # coverage
     panels = (("linear", S.BLUE, "linear"), ("pool", S.VERMILLION, "softmax"))
     for key, col, lab in panels:
         c = cur[key]
@@ -181,7 +182,7 @@ def main_figure(res: dict[str, Any]):
         if p := cur.get(f"sgld_{lab}"):
             a.plot(p["P"], p["coverage_mean"], "^--", color=col, mfc="none", label=f"SGLD {lab}")
     a.set(ylabel=COVERAGE_LABEL, title="subspace coverage")
-    for a in ax.flat:
+    for a in fig.axes:
         if a.has_data() and a is not ax[1, 0]:
             S.log_P_at_data(a)
         a.set_xlabel(P_LABEL)
@@ -192,6 +193,11 @@ def main_figure(res: dict[str, Any]):
                  f"{e['sweep']['n_seeds']} seeds; vertical lines: $P^*$ (dashed EK theory, solid "
                  "measured)")  # fmt: skip
     return fig
+
+
+def _regime_tex(name: str) -> str:
+    """A regime's name (``compare.coverage.regimes``) in mathtext."""
+    return name.replace("P < P_c1", "$P < P^*_{c1}$").replace("psi", "$\\psi$")
 
 
 REGIME_COLORS = {"no": S.GREY, "poo": S.GREEN, "cro": S.ORANGE, "cop": S.PURPLE}
@@ -223,8 +229,9 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
     edges = np.sqrt(P[1:] * P[:-1])
     seen = set()
     for x0, x1, name in zip(np.r_[P[0] / 1.3, edges], np.r_[edges, P[-1] * 1.3], lin["regime"]):
+        lab = None if name in seen else f"EK regime: {_regime_tex(name)}"
         ax[0].axvspan(x0, x1, color=REGIME_COLORS.get(name[:3], S.GREY), alpha=0.15, lw=0,
-                      label=None if name in seen else f"EK regime: {name}")  # fmt: skip
+                      label=lab)  # fmt: skip
         seen.add(name)
     for a in ax:
         S.log_P_at_data(a)

@@ -48,8 +48,8 @@ def embeddings_protocol_figure(res: dict):
         d = np.array([x["all"] for x in r["trace"]])
         lab = f"{r['attention']}, N={r['width']:,}"
         ls = "-" if r["width"] == 2000 else "--"
-        a.plot(ep, d, color=style.COLORS[r["attention"]], lw=1.0, alpha=0.8, ls=ls,
-               label=None if lab in seen else lab)  # fmt: skip
+        style.curve(a, ep, d, ls, color=style.COLORS[r["attention"]], lw=1.0, alpha=0.8,
+                    label=None if lab in seen else lab)  # fmt: skip
         seen.add(lab)
     ep = np.arange(0, 2001, 20)
     for att in ("softmax", "linear"):
@@ -72,10 +72,11 @@ def embeddings_protocol_figure(res: dict):
             b.plot(x, r["order"][name], mk, color=style.COLORS[att], mfc=fill, ms=5)
             if ex is not None and r["trained"]:
                 b.plot(r["P"] * 0.96, ex[name], mk, color=style.GREY, ms=5)
-    for att, name, mk in (("softmax", "aG", "o"), ("linear", "cG", "s")):
-        b.plot([], [], mk, color=style.COLORS[att], label=f"{name}: Adam, trained emb.")
-        b.plot([], [], mk, color=style.COLORS[att], mfc="none", label=f"{name}: Adam, frozen emb.")
-        b.plot([], [], mk, color=style.GREY, label=f"{name}: quenched exact MAP")
+    for att, name, mk in (("softmax", "$a_G$", "o"), ("linear", "$c_G$", "s")):  # the keys
+        b.plot([], [], mk, color=style.COLORS[att], label=f"{name}: Adam, trained emb.", gid="key")
+        b.plot([], [], mk, color=style.COLORS[att], mfc="none", gid="key",
+               label=f"{name}: Adam, frozen emb.")  # fmt: skip
+        b.plot([], [], mk, color=style.GREY, label=f"{name}: quenched exact MAP", gid="key")
     style.log_P_axis(b, [r["P"] for r in res["runs"]])
     b.set_xlabel(style.P_LABEL)
     b.set_ylabel("order parameter")
@@ -103,16 +104,18 @@ def embeddings_posterior_figure(res: dict):
             if not rs:
                 continue
             N = [r["width"] for r in rs]
+            line = len(N) >= style.MIN_POINTS  # fewer widths: markers, no line
             if kind == "annealed":
                 a.errorbar(N, [r["gram_dist"]["mean"] for r in rs],
-                           yerr=[r["gram_dist"]["mcse"] for r in rs], fmt=mk + "-", color=c, ms=4,
-                           lw=0.8, label=f"posterior, P={P}")  # fmt: skip
-                a.plot(N, [r["mean_gram_shift"] for r in rs], mk + ":", color=c, mfc="none", ms=4,
-                       lw=0.8, label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, P={P}")  # fmt: skip
+                           yerr=[r["gram_dist"]["mcse"] for r in rs], fmt=mk + "-" * line,
+                           color=c, ms=4, lw=0.8, label=f"posterior, $P$ = {P}")  # fmt: skip
+                style.curve(a, N, [r["mean_gram_shift"] for r in rs], ":", marker=mk, color=c,
+                            mfc="none", ms=4, lw=0.8,
+                            label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, $P$ = {P}")  # fmt: skip
             b.errorbar(N, [r["aG"]["mean"] for r in rs], yerr=[r["aG"]["mcse"] for r in rs],
-                       fmt=mk + ("-" if kind == "annealed" else "--"), color=c, ms=4, lw=0.8,
-                       mfc=c if kind == "annealed" else "none",
-                       label=f"{name[kind]}, P={P}")  # fmt: skip
+                       fmt=mk + ("-" if kind == "annealed" else "--") * line, color=c, ms=4,
+                       lw=0.8, mfc=c if kind == "annealed" else "none",
+                       label=f"{name[kind]}, $P$ = {P}")  # fmt: skip
     top = sorted((r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]),
                  key=lambda r: r["width"])  # fmt: skip
     if top:  # a 1/N reference through the smallest width (docs/theory.md §2f item 5)
@@ -150,8 +153,9 @@ def embeddings_width_figure(r: dict):
         for obj, mk, ls in (("joint", "o", "-"), ("quenched", "s", ":")):
             pts = [r["widths"][str(w)][att]["points"][obj].get(k, {}) for w in widths]
             y = np.array([np.nan if p.get("P_star") is None else p["P_star"] for p in pts])
-            ax.plot(widths, y, ls, marker=mk, color=col, mfc="none" if obj == "quenched" else col,
-                    label=f"{k} {obj} MAP")  # fmt: skip
+            style.curve(ax, widths, y, ls, marker=mk, color=col,
+                        mfc="none" if obj == "quenched" else col,
+                        label=f"{style.star_label(k)} {obj} MAP")  # fmt: skip
             # not located, above the grid: a lower bound at the grid's largest P
             top = [(w, max(r["widths"][str(w)][att]["P"])) for w, p in zip(widths, pts)
                    if p.get("P_star") is None and "above" in p.get("unlocated", [])]  # fmt: skip
@@ -161,7 +165,7 @@ def embeddings_width_figure(r: dict):
         if th[k] is not None:
             ax.axhline(th[k], color=col, lw=0.8, ls="--")
     ax.set(xscale="log", yscale="log", xlabel="width $N$", ylabel="$P^*$",
-           title="transitions (dashed: EK theory; ^: above the grid)")  # fmt: skip
+           title="transitions (dashed: EK theory; triangles: above the grid)")  # fmt: skip
     style.legend(ax, ncol=2)
     for i, w in enumerate(widths):
         s = r["widths"][str(w)]["softmax"]

@@ -18,12 +18,20 @@ SOFT = (("pool", "pooling start", st.ORANGE, "s"), ("copy", "copy start", st.PUR
         ("copy_high", "copy start, high P", st.VERMILLION, "^"))  # fmt: skip
 
 
+#: below this a susceptibility ``P Var`` of an O(1) order parameter is float64 rounding (the
+#: softmax row sum r is 1 by construction), not a variance: named, not drawn
+NUMERICAL_ZERO = 1e-9
+
+
 def band(ax, P, y, label, **kw) -> None:
-    """The seed mean of ``y[P, seed]`` against P, error bars the sd over seeds."""
+    """The seed mean of ``y[P, seed]`` against P, error bars the sd over seeds; joined by a
+    line only through at least ``MIN_POINTS`` finite means."""
     y = np.asarray(y, float).reshape(len(P), -1)
     with quiet():
         m, s = np.nanmean(y, 1), np.nanstd(y, 1)
     kw.setdefault("marker", "o")
+    if np.isfinite(m).sum() < st.MIN_POINTS:
+        kw["ls"] = "none"
     ax.errorbar(P, m, yerr=s, ms=4, capsize=2, label=label, **kw)
 
 
@@ -61,9 +69,9 @@ def orderparams_figure(lin: dict, soft: list, curves: dict, tag: str, fe: dict |
                    label=f"EK theory $a_G$ ({who})")  # fmt: skip
         if fe is not None:
             top = np.nanmax(np.asarray(soft[0][1]["map"]["cG"], float))
-            a.plot(fe["P"], np.nanmean(np.asarray(fe["w_copy"], float), 1) * top, "D:",
-                   color=st.GREY, ms=4,
-                   label=f"posterior weight of copying $w_{{copy}}$ x {top:.2g}")  # fmt: skip
+            st.curve(a, fe["P"], np.nanmean(np.asarray(fe["w_copy"], float), 1) * top, ":",
+                     marker="D", color=st.GREY, ms=4,
+                     label=f"posterior weight of copying $w_{{copy}}$ x {top:.2g}")  # fmt: skip
     a.set(ylabel="copy logit $a_G$ (dimensionless)", title=f"softmax attention ({tag})")
     for a in ax:
         st.log_P_axis(a, Pc)
@@ -76,8 +84,9 @@ def orderparams_figure(lin: dict, soft: list, curves: dict, tag: str, fe: dict |
 @st.styled
 def susceptibility_figure(panels: list, tag: str):
     """One panel per ``(title, summary, attention, stars)``: ``P Var`` of c1, cG, r, U over the
-    draws (seed mean, MCSE over seeds; a log axis, so an all-zero one is named, not drawn) and
-    the ``stars`` ``(name, P*, colour)`` inside the grid as EK MAP lines."""
+    draws (seed mean, MCSE over seeds; a log axis, so one that is zero to float64 rounding,
+    under :data:`NUMERICAL_ZERO`, is named in the panel, not drawn) and the ``stars``
+    ``(name, P*, colour)`` inside the grid as EK MAP lines."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(1, len(panels), figsize=(12, 5.4), layout="constrained")
@@ -85,19 +94,26 @@ def susceptibility_figure(panels: list, tag: str):
         P = np.asarray(b["P"], float)
         n1, nG = (lab.strip("$") for lab in head_class(att).order_labels)
         syms = {"c1": n1, "cG": nG, "r": "r", "U": "U"}
+        zeros = []
         for (k, sym), col, mk in zip(syms.items(), (st.SKY, st.BLUE, st.GREEN, st.ORANGE), "osD^"):
             v = np.asarray(b["susceptibility"][k]["value"], float)
             e = np.asarray(b["susceptibility"][k]["mcse"], float)
             with quiet():
                 m = np.nanmean(v, 1)
                 lab = f"$P\\,\\mathrm{{Var}}({sym})$"
-                if not (m > 0).any():
-                    a.plot([], [], marker=mk, color=col, ls="", label=lab + " = 0 (not drawn)")
+                if not (m > NUMERICAL_ZERO).any():
+                    zeros.append(lab)
                     continue
                 # c1 and r nearly coincide in the linear head: c1 open, larger, on top
                 big = dict(mfc="none", ms=8, ls="--", zorder=3) if k == "c1" else dict(ms=4)
+                if np.isfinite(m).sum() < st.MIN_POINTS:
+                    big["ls"] = "none"
                 a.errorbar(P, m, yerr=np.sqrt(np.nanmean(e**2, 1)), marker=mk, capsize=2,
                            color=col, label=lab, **big)  # fmt: skip
+        if zeros:
+            a.text(0.02, 0.02, f"{', '.join(zeros)} < {NUMERICAL_ZERO:.0e}: zero to float64 "
+                   "rounding, not drawn", transform=a.transAxes, fontsize=st.LEGEND_PT,
+                   color=st.GREY)  # fmt: skip
         for name, v, col in stars:
             if v and P[0] <= v <= P[-1]:
                 a.axvline(v, color=col, ls="--", lw=1, label=f"EK MAP {name} = {v:,.1f}")

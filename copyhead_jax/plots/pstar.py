@@ -61,17 +61,19 @@ def scaling_figure(res: dict[str, Any]):
     a, x = ax[2], np.asarray(res["values"], float)
     for k in (*KEYS, SINGLE):
         tk, fits, one = THEORY_KEY[k], res["fits"][k], k == SINGLE
-        a.plot(x, _nan(r["theory_ek"].get(tk) for r in rows), "--" if one else "-",
-               color=colors[k], label=f"EK {S.star_label(tk)} (exponent "
-               f"{_fmt(fits['theory_ek']['exponent'])})")  # fmt: skip
+        S.curve(a, x, _nan(r["theory_ek"].get(tk) for r in rows), "--" if one else "-",
+                color=colors[k], label=f"EK {S.star_label(tk)} (exponent "
+                f"{_fmt(fits['theory_ek']['exponent'])})")  # fmt: skip
         fin = _nan((r.get("theory_finite") or {}).get(tk) for r in rows)
-        if np.isfinite(fin).any():
-            a.plot(x, fin, ":", color=colors[k], label=f"finite-width {S.star_label(tk)}")
+        S.curve(a, x, fin, ":", marker="D", mfc="none", color=colors[k],
+                label=f"finite-width {S.star_label(tk)}")  # fmt: skip
         me = [(r["measured"].get(k) or {}) for r in rows]
-        a.plot(x, [m["P_star"] if m.get("bracketed") else np.nan for m in me], "x" if one else "o",
-               color=colors[k],
-               label=f"measured {S.star_label(k)} (exponent {_fmt(fits['measured']['exponent'])}; "
-               f"paper {fits['paper_law']}: {_fmt(fits['paper_exponent'])})")  # fmt: skip
+        y = np.array([m["P_star"] if m.get("bracketed") else np.nan for m in me], float)
+        if np.isfinite(y).any():
+            a.plot(x, y, "x" if one else "o", color=colors[k],
+                   label=f"measured {S.star_label(k)} (exponent "
+                   f"{_fmt(fits['measured']['exponent'])}; paper {S.law_tex(fits['paper_law'])}: "
+                   f"{_fmt(fits['paper_exponent'])})")  # fmt: skip
     a.set(xscale="log", yscale="log")
     log_P_axis(a, x)
     a.set(xlabel=f"{axis} (log scale)", ylabel="$P^*$ (sequences)",
@@ -96,15 +98,16 @@ def beyond_pstar_figure(res: dict):
     (lines), the ansatz (dashed), networks (CIs); the softmax coexistence window versus rho."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10.0, 5.6), layout="constrained")
     rows = res["rows"]
     rho = np.array([r["rho"] for r in rows])
     for k in KEYS:
         c = KEY_COLORS[k]
         for sp, ls in (("full", "-"), ("ansatz", "--")):
             if sp in rows[0]["theory"]:
-                lab = f"{k} theory ({sp})" if sp == "full" or k == "P_aG" else None
-                a.plot(rho, _nan(r["theory"][sp].get(k) for r in rows), ls, color=c, label=lab)
+                lab = f"{S.star_label(k)} theory ({sp})" if sp == "full" or k == "P_aG" else None
+                S.curve(a, rho, _nan(r["theory"][sp].get(k) for r in rows), ls, marker="_",
+                        ms=10, color=c, label=lab)  # fmt: skip
         for mk, dx, what in (("measured", 0.0, ""), ("measured_inf", 0.015, ", width inf")):
             m = [_point(r.get(mk), k) for r in rows]
             y = np.array([x.get("mean") or np.nan for x in m], float)
@@ -112,25 +115,31 @@ def beyond_pstar_figure(res: dict):
             err = np.abs(np.stack([y - np.where(np.isnan(lo), y, lo),
                                    np.where(np.isnan(hi), y, hi) - y]))  # fmt: skip
             jump = np.array([x.get("_key") == "P_aG_jump" for x in m])
-            for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (largest aG step)")):
+            for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (largest $a_G$ step)")):
                 if np.isfinite(y[sel]).any():
                     a.errorbar(rho[sel] + dx, y[sel], yerr=err[:, sel], fmt=fmt, color=c,
                                capsize=3, mfc="none" if mk == "measured_inf" else c,
-                               label=f"{k}{tag} measured{what}")  # fmt: skip
+                               label=f"{S.star_label(k)}{tag} measured{what}")  # fmt: skip
     a.set(yscale="log", xlabel=r"stickiness $\rho$",
           ylabel=r"$P^*$ (bars: seeds' CI and grid brackets)")
     legend(a, ncol=2)
     full = [r["theory"]["full"] for r in rows]
     win = np.array([t.get("spinodals") or (np.nan, np.nan) for t in full], float)
-    b.fill_between(rho, win[:, 0], win[:, 1], color=S.PALETTE[1], alpha=0.3,
-                   label="coexistence window (full)")  # fmt: skip
-    b.plot(rho, [t.get("P_aG") or np.nan for t in full], "k-", label=r"$P^*_{aG}$ (full)")
-    b.plot(rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=S.PALETTE[2],
-           label="steepest aG (crossover)")  # fmt: skip
+    if np.isfinite(win).all(1).sum() >= S.MIN_POINTS:
+        b.fill_between(rho, win[:, 0], win[:, 1], color=S.PALETTE[1], alpha=0.3,
+                       label="coexistence window (full)")  # fmt: skip
+    else:  # too few rho for an area: the window's edges as bars
+        y = win.mean(1)  # NaN where the window has no edges
+        b.errorbar(rho, y, yerr=np.abs([y - win[:, 0], win[:, 1] - y]), fmt="none",
+                   color=S.PALETTE[1], capsize=4, label="coexistence window (full)")  # fmt: skip
+    S.curve(b, rho, [t.get("P_aG") or np.nan for t in full], "-", marker="_", ms=10,
+            color=S.BLACK, label=r"$P^*_{aG}$ (full)")  # fmt: skip
+    S.curve(b, rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=S.PALETTE[2],
+            label="steepest $a_G$ (crossover)")  # fmt: skip
     b.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel="softmax window in $P$")
     legend(b)
-    nets = f", networks at N={res['width']}" if any(r.get("measured") for r in rows) else ""
-    fig.suptitle(f"{res['artefact']}: L=25, V=5, {res['preset']}; EK theory (N = inf)"
+    nets = f", networks at $N$ = {res['width']}" if any(r.get("measured") for r in rows) else ""
+    fig.suptitle(f"{res['artefact']}: $L$ = 25, $V$ = 5, {res['preset']}; EK theory ($N$ = inf)"
                  f"{nets or ', no network runs'}")  # fmt: skip
     return fig
 
@@ -158,7 +167,7 @@ def beyond_curves_figure(res: dict):
     """Theory order parameters versus P (full minimiser) per rho, networks' seed means."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10.0, 4.6), layout="constrained")
     for i, r in enumerate(res["rows"]):
         col, th, lab = S.PALETTE[i % len(S.PALETTE)], r["theory"]["full"], rf"$\rho$={r['rho']:g}"
         a.plot(th["P"], th["linear_up"]["cG"], "-", color=col, label=lab)

@@ -30,6 +30,7 @@ from .style import (  # noqa: E402
     GREY,
     KEY_COLORS,
     LEGEND_PT,
+    MIN_POINTS,
     P_LABEL,
     legend,
     log_P_at_data,
@@ -100,38 +101,50 @@ def _flagged(ax, P, y, flagged, marker: str, color) -> int:
 
 
 @_styled
-def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None) -> Figure:
+def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None,
+                 marks: dict | None = None) -> Figure:  # fmt: skip
     """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps.
 
     Means and bands are over the ok runs; flagged runs (non-finite, diverged, unconverged:
     ``SweepResult.ok``) are drawn one by one as hollow markers, counted in the legend and title.
-    ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or "a1"/"aG", "mse": [...]}}``
-    curves (e.g. ``theory.theory_curve``) drawn as dashed lines over the measured points.
+    A sweep started on the copy branch (``train.init_attention == "copy"``) is drawn dashed
+    beside the pooling start. ``theory`` (optional): ``{attention: {"P": [...], "c1"/"cG" or
+    "a1"/"aG", "mse": [...]}}`` curves (e.g. ``theory.theory_curve``) drawn over the measured
+    points. ``marks`` (optional): ``{"P_aG": P, "spinodals": [lo, hi]}``, the measured branch
+    crossing (solid) and the EK theory's spinodals (dotted), drawn on every panel.
     """
     results = [results] if isinstance(results, SweepResult) else list(results)
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 9), constrained_layout=True)
     (ax_o, ax_c), (ax_l, ax_a) = axes
     pending = []  # flagged runs, drawn once every panel's range is set by the ok runs
+    two = {r.config.model.attention for r in results if r.config.train.init_attention == "copy"}
     for res in results:
         att = res.config.model.attention
         ok = res.ok
         P = res.P
         n1, nG = order_names(att)
         col = COLORS.get(att, "k")
+        copy = res.config.train.init_attention == "copy"
+        who = f"{att}, {'copy' if copy else 'pooling'} start" if att in two else att
         series = (
-            (ax_o, "cG", f"{att}: {_tex(nG)}", "o", "-"),
-            (ax_o, "c1", f"{att}: {_tex(n1)}", "s", ":"),
-            (ax_c, "coverage", f"{att}: mean-A cosine", "o", "-"),
-            (ax_c, "sample_coverage", f"{att}: per-sample", "^", ":"),
-            (ax_l, "train_loss", f"{att}: train", "o", "-"),
-            (ax_l, "test_loss", f"{att}: test", "^", ":"),
-            (ax_a, "copy_accuracy", f"{att}", "o", "-"),
+            (ax_o, "cG", f"{who}: {_tex(nG)}", "o", "-"),
+            (ax_o, "c1", f"{who}: {_tex(n1)}", "s", ":"),
+            (ax_c, "coverage", f"{who}: mean-A cosine", "o", "-"),
+            (ax_c, "sample_coverage", f"{who}: per-sample", "^", ":"),
+            (ax_l, "train_loss", f"{who}: train", "o", "-"),
+            (ax_l, "test_loss", f"{who}: test", "^", ":"),
+            (ax_a, "copy_accuracy", f"{who}", "o", "-"),
         )
+        if copy:  # the copy start: open markers, dashed, beside the pooling start
+            series = tuple((ax, k, lab, "D" if mk == "o" else "v", "--" if ls == "-" else "-.")
+                           for ax, k, lab, mk, ls in series)  # fmt: skip
         for ax, k, label, mk, ls in series:
             y = np.asarray(res[k], float)
-            _band(ax, P, np.where(ok, y, np.nan), label, marker=mk, color=col, ls=ls)
+            line = _band(ax, P, np.where(ok, y, np.nan), label, marker=mk, color=col, ls=ls)
+            if copy:
+                line.set_markerfacecolor("none")
             pending.append((ax, P, y, ~ok, mk, col))
-        if theory and att in theory:
+        if theory and att in theory and not copy:
             th = theory[att]
             for k, ls in ((nG, "--"), (n1, "-.")):
                 if k in th:
@@ -151,7 +164,7 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
     why = ", ".join(f"{v} {k.replace('_', '-')}" for k, v in n.items() if v)
     ylabels = [
         "order parameter (dimensionless)",
-        "subspace coverage (cosine, 0 to 1)",
+        "coverage (cosine, 0 to 1)",
         "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
         "copy accuracy (fraction of positions)",
     ]
@@ -162,16 +175,30 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
         ax.set_xlabel(P_LABEL)
         ax.set_ylabel(yl)
         ax.set_title(t)
+        _marks(ax, marks or {})
         if n_out:  # the key of the hollow markers (an empty line: no data, no range change)
-            ax.plot([], [], ls="none", marker="o", mfc="none", mec=GREY,
+            ax.plot([], [], ls="none", marker="o", mfc="none", mec=GREY, gid="key",
                     label=f"hollow: {n_out} flagged, not in means")  # fmt: skip
-        _legend(ax)
-    excluded = f"; {n_out} flagged run(s) excluded from means ({why})" if n_out else ""
+        _legend(ax, ncol=2)
+    excluded = f"\n{n_out} flagged run(s) excluded from means ({why})" if n_out else ""
     fig.suptitle(
         f"$L$={L}, $V$={V}, $N$={c.model.width}, $\\sigma^2$={c.posterior.sigma2:g}, "
-        f"$\\chi$={c.posterior.chi:g}, {c.posterior.likelihood}, seeds={c.sweep.n_seeds}{excluded}"
+        f"$\\chi$={c.posterior.chi:g}, {c.posterior.likelihood.replace('_', '-')} likelihood, "
+        f"seeds={c.sweep.n_seeds}{excluded}"
     )
     return fig
+
+
+def _marks(ax, marks: dict) -> None:
+    """The measured branch crossing P*_aG (solid) and the EK spinodals (dotted) as vertical
+    lines, each named once in the legend."""
+    if (p := marks.get("P_aG")) is not None:
+        ax.axvline(p, color=KEY_COLORS["P_aG"], lw=1.0,
+                   label=f"{star_label('P_aG')} = {p:,.0f} (branch crossing)")  # fmt: skip
+    spin = [v for v in marks.get("spinodals") or () if v is not None]
+    for i, v in enumerate(spin):
+        ax.axvline(v, color=GREY, lw=1.0, ls=":", label=None if i else
+                   "EK spinodals " + ", ".join(f"{x:,.0f}" for x in spin))  # fmt: skip
 
 
 @_styled
@@ -289,7 +316,8 @@ def width_figure(res: dict[str, Any]) -> Figure:
         y, lo, hi = (np.array([row["measured"][w].get(k) or row["measured"][w]["estimate"]
                                for w in got], float) for k in ("estimate", "lo", "hi"))  # fmt: skip
         a.errorbar([x_of[w] * shift for w in got], y / ek, yerr=[(y - lo) / ek, (hi - y) / ek],
-                   fmt="o-", color=col, ms=4, capsize=2, label=star_label(row["key"]))  # fmt: skip
+                   fmt="o-" if len(got) >= MIN_POINTS else "o", color=col, ms=4, capsize=2,
+                   label=star_label(row["key"]))  # fmt: skip
         t = [(x_of[w] * shift, row["theory_finite"][w].get("estimate")) for w in widths]
         t = [(x, v / ek) for x, v in t if v is not None]
         a.plot([x for x, _ in t], [v for _, v in t], "D", mfc="none", color=col, ms=5)
@@ -333,8 +361,8 @@ def width_figure(res: dict[str, Any]) -> Figure:
             if branch == "pool":
                 a.plot(c["copy"]["P"], c["copy"][q], "s--", ms=3, color=shade[w])
         if branch == "pool":
-            a.plot([], [], "o-", color=GREY, label="pooling start")
-            a.plot([], [], "s--", color=GREY, label="copy start")
+            a.plot([], [], "o-", color=GREY, label="pooling start", gid="key")
+            a.plot([], [], "s--", color=GREY, label="copy start", gid="key")
         if a.has_data():
             log_P_at_data(a)
         a.set(xlabel=P_LABEL, ylabel=yl, title=title)

@@ -9,9 +9,16 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..theory import theory_of
-from .style import GREY, KEY_COLORS, P_LABEL, PALETTE, legend, styled
+from .style import GREY, KEY_COLORS, P_LABEL, PALETTE, legend, star_label, styled
 
 _MARKS = KEY_COLORS
+
+
+def _words(name: str) -> str:
+    """A config value for a title: ``per_position`` -> ``per-position``, ``inv_L`` ->
+    ``$A = s/L$``."""
+    scales = {"inv_L": "$A = s/L$", "inv_sqrt_L": "$A = s/\\sqrt{L}$", "none": "$A = s$"}
+    return scales.get(name, name.replace("_", "-"))
 
 
 def _c(i: int) -> str:
@@ -28,7 +35,7 @@ def _mark_points(ax, points: dict[str, Any] | None, keys) -> None:
         v = points.get(k)
         if v:
             ls = ":" if k == "P_cG_half" else "--"
-            ax.axvline(v, color=_MARKS[k], ls=ls, lw=1, label=f"{k} = {v:,.4g}")
+            ax.axvline(v, color=_MARKS[k], ls=ls, lw=1, label=f"{star_label(k)} = {v:,.4g}")
     sp = points.get("spinodals")
     if sp and "P_aG" in keys:
         ax.axvspan(
@@ -76,8 +83,8 @@ def plot_curve(curve: dict[str, Any], points: dict[str, Any] | None = None) -> F
         legend(ax)
     p = curve["params"]
     fig.suptitle(
-        f"{curve['attention']} attention, L={p['L']}, V={p['V']}, {p['likelihood']}, "
-        f"{p['linear_scale']}, objective={curve['objective']}",
+        f"{curve['attention']} attention, $L$={p['L']}, $V$={p['V']}, {_words(p['likelihood'])}, "
+        f"{_words(p['linear_scale'])}, objective={curve['objective']}",
         fontsize=9,
     )
     return fig
@@ -149,7 +156,8 @@ def plot_scaling(table: dict[str, Any], fits: dict[str, Any]) -> Figure:
     ax.set_ylabel("$P^*$ (sequences)")
     other = "V" if axis == "L" else "L"
     p = table["params"]
-    ax.set_title(f"{other}={table[other][0]}, {p['likelihood']}, {p['linear_scale']}", fontsize=9)
+    ax.set_title(f"{other}={table[other][0]}, {_words(p['likelihood'])}, "
+                 f"{_words(p['linear_scale'])}", fontsize=9)  # fmt: skip
     ax.plot([], [], "--", color=GREY, lw=0.8, label="fitted power law")
     legend(ax, ncol=1)
     return fig

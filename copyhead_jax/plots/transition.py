@@ -13,7 +13,18 @@ def transition_figure(res: dict):
     import matplotlib.pyplot as plt
 
     from ..models import head_class
-    from .style import BLACK, BLUE, GREEN, GREY, P_LABEL, RC, VERMILLION, legend, log_P_axis
+    from .style import (
+        BLACK,
+        BLUE,
+        GREEN,
+        GREY,
+        P_LABEL,
+        RC,
+        VERMILLION,
+        legend,
+        log_P_axis,
+        star_label,
+    )
 
     soft = head_class(res["attention"]).two_branches
     with plt.rc_context(RC):
@@ -71,7 +82,7 @@ def transition_figure(res: dict):
         for y, (lab, v, col, mk) in enumerate(marks):
             b.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:.4g}")
             if lab.startswith("Bayesian") and res["interval"][0]:
-                b.plot(res["interval"], [y, y], "-", color=col, lw=2)
+                b.hlines(y, *res["interval"], color=col, lw=2)  # the interval: a bar
         b.set_yticks(range(len(marks)), [m[0] for m in marks])
         b.set_ylim(-0.6, len(marks) - 0.4)
         b.invert_yaxis()
@@ -79,7 +90,8 @@ def transition_figure(res: dict):
             log_P_axis(b, [m[1] for m in marks] + [x for x in res["interval"] if x])
         b.set(xlabel="$P^*$ (sequences, log scale)", ylabel="estimate", title="every estimate")
         legend(b, ncol=1)
-        fig.suptitle(f"Bayesian transition: {res['quantity']}")
+        q = res["quantity"]
+        fig.suptitle(f"Bayesian transition: {star_label(q) if q.startswith('P_') else q}")
     return fig
 
 
@@ -111,8 +123,8 @@ def branch_figure(res: dict, main_P=None):
                                color=st.GREY, alpha=0.7, label=lab)  # fmt: skip
                 ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=st.GREY, alpha=0.7,
                            label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
-            ax[0].plot(P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
-            ax[1].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
+            st.curve(ax[0], P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
+            st.curve(ax[1], P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
         ax[0].axhline(0, color=st.BLACK, lw=0.5)
         ax[1].axhline(0.5, color=st.BLACK, lw=0.5)
         for a in ax[:2]:
@@ -136,7 +148,7 @@ def branch_figure(res: dict, main_P=None):
             ("EK theory, MAP", th["map"]["P_aG"], st.GREY, "s"),
             ("EK theory, posterior", th["post"]["P_aG"], st.GREY, "D"),
             ("MAP $U$ crossing (these sweeps)", res["map_U_crossing"]["P_star"], st.BLUE, "o"),
-            (f"MAP $U$ crossing (main_{pre}, 10 seeds)", main_P, st.GREEN, "o"),
+            (f"MAP $U$ crossing (main artefact, {pre}, 10 seeds)", main_P, st.GREEN, "o"),
             ("Bayesian ($F$ crossing)", cross, st.VERMILLION, "*"),
             ("paper", res.get("paper_P_aG") if pre == "paper" else None, st.PURPLE, "^"),
         ]
@@ -144,7 +156,7 @@ def branch_figure(res: dict, main_P=None):
         for y, (lab, v, col, mk) in enumerate(marks):
             a.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:,.1f}")
             if lab.startswith("Bayesian") and ci.get("lo") is not None:
-                a.plot([ci["lo"], ci["hi"]], [y, y], "-", color=col, lw=2)
+                a.hlines(y, ci["lo"], ci["hi"], color=col, lw=2)  # the interval: a bar
         a.axvspan(P.min(), P.max(), color=st.ORANGE, alpha=0.15, lw=0, label="sampled P range")
         a.set_yticks(range(len(marks)), [m[0] for m in marks])
         a.set_ylim(-0.6, len(marks) - 0.4)
@@ -185,18 +197,20 @@ def smc_figure(res: dict, ti_cross=None):
             ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=st.BLACK, alpha=0.5)
             ax[2].plot(dx, d[:, s], ".", color=st.GREY, alpha=0.7,
                        label="per seed" if first else None)  # fmt: skip
-        ax[0].plot(P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
+        st.curve(ax[0], P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
         ti = res.get("ti_log_odds")
         if ti:
             Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
             for s in range(Lt.shape[1]):
                 ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4,
                            alpha=0.6)  # fmt: skip
-            ax[1].plot([], [], "x", color=st.VERMILLION,
+            ax[1].plot([], [], "x", color=st.VERMILLION, gid="key",
                        label="constrained TI: $F_{pool} - F_{copy}$")  # fmt: skip
-        ax[1].plot([], [], "o", ms=3, color=st.BLACK, label="SMC: $\\log w_{copy}/(1 - w_{copy})$")
-        ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK,
-                   label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
+        ax[1].plot([], [], "o", ms=3, color=st.BLACK, gid="key",
+                   label="SMC: $\\log w_{copy}/(1 - w_{copy})$")  # fmt: skip
+        if (np.abs(odds) >= clip - 1e-9).any():
+            ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK, gid="key",
+                       label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
         for a in ax[:2]:
             a.axhline(0.5 if a is ax[0] else 0.0, color=st.BLACK, lw=0.5)
             P_eq = res["weight_window"].get("P_equal")

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..models import head_class  # noqa: E402
-from .style import BLACK, P_LABEL, PALETTE, RC, legend, log_P_axis  # noqa: E402
+from .style import BLACK, P_LABEL, PALETTE, RC, curve, legend, log_P_axis  # noqa: E402
 
 __all__ = ["reduction_width_figure"]
 
@@ -48,10 +48,12 @@ def reduction_width_figure(width: dict):
                 gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in widths]
                 col = PALETTE[k % len(PALETTE)]
                 k += 1
-                ax.plot(widths[:-1], gap[:-1], mk + "-", ms=4, color=col,
-                        label=f"{att}, P = {P[j]}")  # fmt: skip
+                curve(ax, widths[:-1], gap[:-1], "-", marker=mk, ms=4, color=col,
+                      label=f"{att}, $P$ = {P[j]}")  # fmt: skip
                 ax.axhline(gap[-1], color=col, ls=":", lw=1)
-        ax.plot([], [], ":", color=BLACK, label="N = inf (dotted level, same colour)")
+        if k:
+            ax.plot([], [], ":", color=BLACK, label="$N$ = inf (dotted level, same colour)",
+                    gid="key")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log" if k else "linear")  # k = 0: no P >= 32 on the grid (--tiny)
         ax.set_xticks(widths[:-1], [f"{N:,}" for N in widths[:-1]])

@@ -34,17 +34,19 @@ def test_width_name_and_solver_kind():
 
 
 @needs
-def test_main_figure_has_six_panels_with_every_quantity():
+def test_main_figure_has_a_panel_for_every_measured_quantity():
     res = _load("main_plain")
+    assert res["curves"]["sgld_linear"] is None  # no sampler in the main artefact: no panel
     fig = main_figure(res)
     title = fig._suptitle.get_text()
     axes = checked_figure(fig)
-    assert len(axes) == 6 and title.startswith("main, plain preset")
+    assert len(axes) == 5 and title.startswith("main, plain preset")
     assert all(a.get_xlabel() == P_LABEL for a in axes)
     titles = " ".join(a.get_title() for a in axes)
-    for what in ("linear attention", "train and test loss", "objective gap", "susceptibility",
+    for what in ("linear attention", "train and test loss", "objective gap",
                  "subspace coverage", "softmax attention"):  # fmt: skip
         assert what in titles
+    assert "susceptibility" not in titles
     labels = [ln.get_label() for a in axes for ln in a.get_lines()]
     assert any(lab.startswith("EK $P^*_{aG}$") for lab in labels)  # the theory's P* marked
     assert any(lab.startswith("measured $P^*_{") for lab in labels)
