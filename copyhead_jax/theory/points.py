@@ -246,11 +246,12 @@ def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndar
     }
 
 
-def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory],
-                             objective: str = "map") -> dict[str, np.ndarray]:  # fmt: skip
+def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective: str = "map",
+                             *, spinodals: bool = True) -> dict[str, np.ndarray]:  # fmt: skip
     """``P_aG``, first-order flag and spinodals of a two-branch kind for a batch of parameter
     sets (a record with leaves ``[B]``): the jump of the global minimiser's copy logit
-    ``beta``; NumPy ``[B]`` out."""
+    ``beta``; NumPy ``[B]`` out. ``spinodals=False`` skips the spinodals (NaN; their fold
+    Newton is most of the cost of tracing the batch) and leaves every other number unchanged."""
 
     def run(t):
         out = _glob_kernel(jnp.asarray(t), p, (objective, kind))
@@ -268,6 +269,20 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory],
     )
     first = (end_a["n_min"] >= 2) & (end_b["n_min"] >= 2)
     t_aG = 0.5 * (a + b)
+    B = t_aG.shape[0]
+    nan = np.full(B, np.nan)
+    points = {
+        "P_aG": np.where(first, np.exp(t_aG), nan),
+        "first_order": first,
+        "beta_weak": np.where(first, end_a["beta"], nan),
+        "beta_strong": np.where(first, end_b["beta"], nan),
+        "P_aG_crossover": np.exp(t_aG),
+        "P_aG_estimate": est,
+        "scan_lo": np.exp(t_scan[:, 0]),
+        "scan_hi": np.exp(t_scan[:, -1]),
+    }
+    if not spinodals:
+        return {**points, "spinodal_lo": nan, "spinodal_hi": nan}
 
     # spinodals: nearest scan points outside the window, then k-section on n_min >= 2
     two = m["n_min"] >= 2
@@ -295,20 +310,8 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory],
     # keep the Newton polish only where it converged next to the k-section result
     ok = np.all(np.abs(res) < 1e-8 * (1.0 + est.max()), axis=1) & (np.abs(z[:, -1] - t_in) < 0.05)
     t_sp = np.where(ok, z[:, -1], t_in)
-    B = t_aG.shape[0]
-    nan = np.full(B, np.nan)
-    return {
-        "P_aG": np.where(first, np.exp(t_aG), nan),
-        "first_order": first,
-        "spinodal_lo": np.where(first, np.exp(t_sp[:B]), nan),
-        "spinodal_hi": np.where(first, np.exp(t_sp[B:]), nan),
-        "beta_weak": np.where(first, end_a["beta"], nan),
-        "beta_strong": np.where(first, end_b["beta"], nan),
-        "P_aG_crossover": np.exp(t_aG),
-        "P_aG_estimate": est,
-        "scan_lo": np.exp(t_scan[:, 0]),
-        "scan_hi": np.exp(t_scan[:, -1]),
-    }
+    return {**points, "spinodal_lo": np.where(first, np.exp(t_sp[:B]), nan),
+            "spinodal_hi": np.where(first, np.exp(t_sp[B:]), nan)}  # fmt: skip
 
 
 def _num(x) -> float | None:
@@ -321,37 +324,40 @@ def kinds(attention: str) -> list[type[HeadTheory]]:
     return [theory_of(a) for a in (BOTH if attention == "both" else (attention,))]
 
 
-def _points_of(kind, p, objective):
+def _points_of(kind, p, objective, spinodals):
     if kind.two_branches:
-        return first_order_points_batch(p, kind, objective)
+        return first_order_points_batch(p, kind, objective, spinodals=spinodals)
     return linear_points_batch(p, objective=objective)
 
 
 @x64
 def points_batch(
-    params: list[TheoryParams], attention: str = "both", objective: str = "map"
-) -> dict[str, np.ndarray]:
-    """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``)."""
+    params: list[TheoryParams], attention: str = "both", objective: str = "map", *,
+    spinodals: bool = True,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``);
+    ``spinodals=False``: without the spinodals (:func:`first_order_points_batch`)."""
     ks = kinds(attention)
     check_choice("objective", objective, OBJECTIVES)
     p = TheoryParams.stack(params)
     out: dict[str, np.ndarray] = {}
     for kind in ks:
-        out.update(_points_of(kind, p, objective))
+        out.update(_points_of(kind, p, objective, spinodals))
     return out
 
 
 def transition_points(
-    params: TheoryParams, attention: str = "both", objective: str = "map"
-) -> dict[str, Any]:
+    params: TheoryParams, attention: str = "both", objective: str = "map", *,
+    spinodals: bool = True,
+) -> dict[str, Any]:  # fmt: skip
     r"""Every ``P*`` and the spinodals of docs/theory.md §5 (float64; JSON-ready: ``None`` = none).
 
     Keys: ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals = [P_s-, P_s+]``,
     ``first_order`` (two-branch kinds: softmax, sigmoid), diagnostics (``P_c1_closed_form,
     P_c1_numeric, P_c1_asymptotic, P_aG_estimate, beta_weak, beta_strong``, ...), ``notes`` and
-    ``inputs``.
+    ``inputs``. ``spinodals=False`` leaves the spinodals out (None), every other number equal.
     """
-    b = points_batch([params], attention, objective)
+    b = points_batch([params], attention, objective, spinodals=spinodals)
     out: dict[str, Any] = {
         "inputs": {**params.to_dict(), "attention": attention, "objective": objective},
         "P_c1": None,
@@ -367,7 +373,7 @@ def transition_points(
         if not kind.two_branches:
             if out["P_cG_half"] is None:
                 out["notes"].append("psi never reaches 1/2 in the scan (8 decades above P_c1)")
-        elif out["first_order"]:
+        elif out["first_order"] and spinodals:
             out["spinodals"] = [out["spinodal_lo"], out["spinodal_hi"]]
         else:
             out["notes"].append(

@@ -89,6 +89,16 @@ def test_spinodals_bound_the_window_sharply():
     assert list(cur["n_min"]) == [1, 2, 2, 2, 2, 1]
 
 
+def test_points_without_spinodals_are_the_same_points():
+    """Leaving the spinodals out (the Bayesian command's EK points beside) changes no other
+    number: P_aG and the rest come from the same scan before the spinodals' search."""
+    full = th.transition_points(PLAIN, "softmax", "post")
+    lean = th.transition_points(PLAIN, "softmax", "post", spinodals=False)
+    assert lean["spinodals"] is None and full["spinodals"] is not None
+    for k in ("P_aG", "first_order", "P_aG_crossover", "beta_weak", "beta_strong"):
+        assert lean[k] == full[k], k
+
+
 def test_empty_window_gives_a_clear_result():
     r = th.transition_points(PLAIN.replace(L=6), "softmax")
     assert r["first_order"] is False

@@ -143,9 +143,10 @@ def basins(P: float, params: TheoryParams, draws: RowDraws, *, cv: bool = True, 
 
 
 def ek_points(params: TheoryParams) -> dict[str, Any]:
-    """The EK MAP and EK posterior (readout Occam term) points of docs/theory.md §5."""
-    m = transition_points(params, "softmax", "map")
-    p = transition_points(params, "softmax", "post")
+    """The EK MAP and EK posterior (readout Occam term) points of docs/theory.md §5 (their
+    spinodals are not needed here and not computed)."""
+    m = transition_points(params, "softmax", "map", spinodals=False)
+    p = transition_points(params, "softmax", "post", spinodals=False)
     return {
         "map": m["P_aG"] or m["P_aG_crossover"],
         "post": p["P_aG"] or p["P_aG_crossover"],
