@@ -58,6 +58,9 @@ def branch_summary(res, post) -> dict:
     out["health"]["step"] = np.nanmean(post["step"], -1)  # adapted leapfrog step, chain mean
     out["health"]["finite_chains"] = post["finite"].sum(-1)
     out["health"]["var_U_ratio"] = post["var_U_ratio"]
+    for k in ("n_draws", "target_met"):  # draws per chain; a run sampled until a target: met?
+        if k in post.arrays:
+            out["health"][k] = post[k]
     out["wall_seconds"] = post.meta.get("wall_seconds")
     return health_line(out)
 

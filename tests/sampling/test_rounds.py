@@ -149,6 +149,28 @@ def test_cap_hit_is_flagged_and_saved(capped, tmp_path, capsys):
         assert float(r[7]) == pytest.approx(back["rhat_reached"][i, 0], abs=0.006)
 
 
+def test_estimators_and_arviz_use_each_runs_own_draws(capped):
+    """A run whose draws stop at 40 of 80 (NaN past them, ``n_draws`` 40, as when its chunk
+    stopped earlier than another's): its mean, MCSE and ESS are those of its 40 draws, and its
+    ArviZ selection holds exactly them."""
+    from copyhead_jax.sampling import run_mean, to_arviz
+
+    a = {k: np.array(v, copy=True) for k, v in capped.arrays.items()}
+    a["n_draws"][0, 0] = 40
+    for k in ("draws", "accept", "distance", "energy"):
+        a[k][0, 0, :, 40:] = np.nan
+    cut = PosteriorResult(capped.config, capped.sampler, a, dict(capped.meta), capped.fields)
+    m, se, n_eff = run_mean(cut, "aG")
+    x = np.asarray(capped["aG"][0, 0, :, :40], np.float64)
+    assert m[0, 0] == pytest.approx(x.mean(), rel=1e-12)
+    assert n_eff[0, 0] == pytest.approx(float(ess(x)), rel=1e-12)
+    np.testing.assert_array_equal(m[1], run_mean(capped, "aG")[0][1])  # the full run untouched
+    pytest.importorskip("arviz")
+    run = to_arviz(cut, P=int(cut.P[0]), seed=0)
+    post = run.posterior if hasattr(run, "posterior") else run["posterior"]
+    np.testing.assert_array_equal(post["aG"].values, capped["aG"][0, 0, :, :40])
+
+
 def test_cli_flags_set_the_target(red_sweep):
     """``--ess-target``, ``--rhat-target`` and ``--round-iter`` reach the HMC config, and
     ``--round-steps`` is refused for it (an SGLD flag)."""
