@@ -40,8 +40,8 @@ from .solvers import AdamConfig as AdamConfig
 from .solvers import AutoConfig as AutoConfig
 from .solvers import ExactConfig as ExactConfig
 
-Attention = Literal["linear", "softmax"]
-ATTENTIONS = ("linear", "softmax")  # written once: models.HEADS maps each to its head class
+Attention = Literal["linear", "softmax", "sigmoid"]
+ATTENTIONS = ("linear", "softmax", "sigmoid")  # written once: models.HEADS maps each to a class
 BOTH = ATTENTIONS[:2]  # what ``--attention both`` runs: the paper's two heads
 LIKELIHOODS = ("per_sequence", "per_position")
 LINEAR_SCALES = ("none", "inv_sqrt_L", "inv_L")

@@ -51,7 +51,7 @@ from .._types import (
     TokenBatch,
 )
 from ..config import ATTENTIONS, AdamConfig, Config, ModelConfig
-from ..theory.heads import HeadTheory, LinearTheory, SoftmaxTheory
+from ..theory.heads import HeadTheory, LinearTheory, SigmoidTheory, SoftmaxTheory
 from ._compute import (
     fused_sq_error,
     linear_causal_energy,
@@ -307,6 +307,19 @@ class SoftmaxHead(AbstractHead):
 
     def feature_activation(self):
         return SoftmaxFeatures(causal=self.causal)
+
+
+class SigmoidHead(AbstractHead):
+    """Sigmoid attention ``A_ab = sigmoid(s_ab - log L)`` entrywise, no normalisation over keys
+    (``causal``: keys ``b > a`` get weight 0); the activation is its theory's. The batched fast
+    paths are the autodiff defaults."""
+
+    theory = SigmoidTheory
+    warmup_default = 0.0  # the paper's warm-up is softmax's; none is assumed here
+    plot_style = dict(color="#009E73", marker="^", ls="--")  # Okabe-Ito bluish green
+
+    def activation(self, s: LogitStack) -> AttnStack:
+        return self.theory.attention(s, self.causal)
 
 
 #: The one place that maps an attention name (``ModelConfig.attention``) to its head class; the

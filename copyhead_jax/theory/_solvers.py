@@ -127,17 +127,19 @@ def refine_minima(f, x0, started, step_scale, *, n_keep: int, z2: bool = False, 
     return x[:n_keep], fx[:n_keep], valid[:n_keep]
 
 
-def minima_2d(f, r_grid, s_grid, *, n_keep: int = 4, n_iter: int = 30):
-    """Local minima of ``f(x)``, ``x = (r, s)``, with ``f(-x) = f(x)`` (reported with ``r >= 0``).
+def minima_2d(f, r_grid, s_grid, *, n_keep: int = 4, n_iter: int = 30, z2: bool = True):
+    """Local minima of ``f(x)``, ``x = (r, s)``, inside the grid's box.
 
-    ``r_grid`` must start at 0 and ``s_grid`` be symmetric (``s_grid[::-1] == -s_grid``): the row
-    ``r = -r_grid[1]`` is the mirror of row 1, so minima on ``r = 0`` are detected too.
+    With ``z2`` (the default), ``f(-x) = f(x)`` and minima are reported with ``r >= 0``:
+    ``r_grid`` must start at 0 and ``s_grid`` be symmetric (``s_grid[::-1] == -s_grid``), so that
+    the row ``r = -r_grid[1]`` is the mirror of row 1 and minima on ``r = 0`` are detected too.
+    Without it any increasing grids serve; points on the box's edge never seed.
     Returns ``x[n_keep, 2], f(x), valid, n_min`` sorted by value.
     """
     R, S = jnp.meshgrid(r_grid, s_grid, indexing="ij")
     pts = jnp.stack([R, S], axis=-1)
     v = jax.vmap(jax.vmap(f))(pts)
-    mirror = v[1, ::-1][None]
+    mirror = v[1, ::-1][None] if z2 else jnp.full_like(v[:1], -_INF)
     vp = jnp.concatenate([mirror, v, jnp.full_like(mirror, -_INF)], axis=0)
     col = jnp.full((vp.shape[0], 1), -_INF)
     vp = jnp.concatenate([col, vp, col], axis=1)
@@ -153,7 +155,7 @@ def minima_2d(f, r_grid, s_grid, *, n_keep: int = 4, n_iter: int = 30):
         jnp.isfinite(score[idx]),
         step,
         n_keep=n_keep,
-        z2=True,
+        z2=z2,
         n_iter=n_iter,
     )
     return x, fx, valid, jnp.sum(valid)

@@ -15,7 +15,7 @@ from copyhead_jax.data import sample_tokens
 from copyhead_jax.models import feature_moments, feature_moments_grad
 from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 
-HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
+HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L"), ("sigmoid", "inv_L")]
 SHAPES = [(6, 3, 16), (25, 5, 64)]  # (L, V, N): the TINY shape and the paper's L, V
 
 # float32 relative tolerances, against max |reference|. The fast path sums the same products
@@ -47,6 +47,8 @@ def naive_outputs(head, tokens) -> np.ndarray:
     if isinstance(head, ch.SoftmaxHead):
         A = np.exp(s - s.max(-1, keepdims=True))
         A /= A.sum(-1, keepdims=True)
+    elif head.name == "sigmoid":  # A_ab = 1 / (1 + e^{-(s_ab - log L)}) = 1 / (1 + L e^{-s_ab})
+        A = 1.0 / (1.0 + s.shape[-1] * np.exp(-s))
     else:
         A = head.scale * s
     return np.einsum("pab,pbn,vn->pav", A, h, W_O)
@@ -58,7 +60,12 @@ def naive_energy(head, tokens, mask, obj):
     X = jax.nn.one_hot(tokens, V, dtype=jnp.float32)
     h = X @ head.W_E.T + head.b.T[None]
     s = jnp.einsum("pan,nm,pbm->pab", h, head.W_G, h) / N
-    A = jax.nn.softmax(s, -1) if isinstance(head, ch.SoftmaxHead) else head.scale * s
+    if isinstance(head, ch.SoftmaxHead):
+        A = jax.nn.softmax(s, -1)
+    elif head.name == "sigmoid":
+        A = 1.0 / (1.0 + s.shape[-1] * jnp.exp(-s))
+    else:
+        A = head.scale * s
     f = jnp.einsum("pab,pbn,vn->pav", A, h, head.W_O_hat) / jnp.sqrt(head.chi * N)
     err = jnp.sum((f - jnp.roll(X, 1, axis=1)) ** 2, axis=(1, 2))
     return obj.likelihood_weight * jnp.sum(jnp.where(mask > 0, err, 0.0)) + log_prior_energy(
@@ -187,7 +194,8 @@ def test_registry_is_the_one_map_from_attention_to_class():
 
     assert tuple(HEADS) == ATTENTIONS  # every configurable attention has exactly one class
     assert head_class("linear") is ch.LinearHead and head_class("softmax") is ch.SoftmaxHead
-    with pytest.raises(ValueError, match=r"attention must be one of \('linear', 'softmax'\)"):
+    assert head_class("sigmoid").theory.name == "sigmoid"
+    with pytest.raises(ValueError, match=r"attention must be one of \('linear', 'softmax', 'sig"):
         head_class("relu")
     assert ch.LinearHead.order_names == ("c1", "cG") and ch.SoftmaxHead.order_names == ("a1", "aG")
     assert ch.LinearHead.gauge_fix and not ch.SoftmaxHead.gauge_fix
@@ -214,7 +222,7 @@ def test_from_config_and_from_arrays_rebuild_the_head(attention, linear_scale):
         np.testing.assert_array_equal(getattr(back, k), getattr(head, k))
 
 
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ["linear", "softmax", "sigmoid"])
 def test_gauge_rule_matches_the_heads_symmetry(attention):
     """Linear: ``(W^G, W^O) -> -(W^G, W^O)`` leaves ``f`` unchanged (a Z2 gauge), and the measured
     order parameters are the same for both signs with ``r >= 0``. Softmax: the flip changes

@@ -22,7 +22,7 @@ from copyhead_jax.models import reduce_head
 from copyhead_jax.objective import Objective, log_prior_energy, neg_log_posterior
 from copyhead_jax.observables import copy_accuracy_of
 
-HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L")]
+HEADS = [("softmax", "inv_L"), ("linear", "none"), ("linear", "inv_L"), ("sigmoid", "inv_L")]
 L, V, N, P = 6, 3, 16, 7
 RTOL_F = 2e-5  # float32 outputs and energies (see tests/models/test_head.py)
 RTOL_G = 1e-4  # float32 gradients and Hessian-vector products
@@ -57,6 +57,8 @@ def loop_network(head, tokens):
             if isinstance(head, ch.SoftmaxHead):
                 w = np.exp(s - s.max())
                 w /= w.sum()
+            elif head.name == "sigmoid":  # sigmoid(s - log L) on the keys b <= a
+                w = 1.0 / (1.0 + L * np.exp(-s))
             else:
                 w = head.scale * s
             f[i, a] = W_O @ sum(w[c] * h[c] for c in keys)
@@ -74,6 +76,8 @@ def naive_energy(head, tokens, mask, obj):
     tril = jnp.tril(jnp.ones((L, L), bool))[None]
     if isinstance(head, ch.SoftmaxHead):
         A = jax.nn.softmax(jnp.where(tril, s, -jnp.inf), -1)
+    elif head.name == "sigmoid":
+        A = jnp.where(tril, 1.0 / (1.0 + L * jnp.exp(-s)), 0.0)
     else:
         A = head.scale * jnp.where(tril, s, 0.0)
     f = jnp.einsum("pab,pbn,vn->pav", A, h, head.W_O_hat) / jnp.sqrt(head.chi * n)
@@ -121,7 +125,7 @@ def test_fused_gradient_and_hvp_equal_autodiff(attention, linear_scale):
         assert rel(x, y) < RTOL_G
 
 
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ["linear", "softmax", "sigmoid"])
 def test_identity_12_with_the_mask(attention):
     """The width-N causal head and its width-(V+L) image: same logits, outputs, errors, U up to
     the off-span prior, projected gradients (docs/theory.md §2c, identity 12 in §7)."""
@@ -147,7 +151,7 @@ def test_identity_12_with_the_mask(attention):
         assert close(gF.W_O_hat @ red.Q, gR.W_O_hat)
 
 
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ["linear", "softmax", "sigmoid"])
 def test_sampler_readout_conditional_is_the_quadratic_of_U(attention):
     """Given W^G, U is quadratic in the readout: U(w) - U(0) = sum_v (w_v Lam w_v / 2 - B_v w_v)
     with the sampler's ``(Lam, B)``; exact in float64 (1e-10) when the mask drops position 0."""

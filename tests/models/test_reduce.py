@@ -28,6 +28,7 @@ N, L, V, P = 64, 6, 3, 12
 RTOL = 1e-10
 
 CASES = [(att, pre) for att in ("linear", "softmax") for pre in ("paper", "plain", "paper-chi-lik")]
+CASES += [("sigmoid", "plain")]  # a head on autodiff's fast paths: the reduction is generic
 
 
 def _cfg(attention, preset):

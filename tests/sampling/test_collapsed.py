@@ -25,7 +25,8 @@ from copyhead_jax.sampling.collapsed import (
 L, V, N, P = 6, 3, 16, 9
 RTOL_64 = 1e-10
 HEADS = [("softmax", "inv_L", False), ("softmax", "inv_L", True), ("linear", "none", False),
-         ("linear", "inv_L", True)]  # fmt: skip
+         ("linear", "inv_L", True), ("sigmoid", "inv_L", False),
+         ("sigmoid", "inv_L", True)]  # fmt: skip
 
 
 def reference_energy(head, tokens, mask, obj, scale):
