@@ -28,6 +28,7 @@ from ...data import masked_mean, nested_mask
 from ...fit import sweep_inputs
 from ...models import (
     AbstractHead,
+    SoftmaxHead,
     copy_start,
     head_class,
     head_template,
@@ -48,9 +49,9 @@ def profile_config(cfg: Config) -> Config:
     MAP (the MAP switch beside the profile); softmax attention, any source, causal or not."""
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
-    if not head_class(cfg.model.attention).two_branches:
-        raise ValueError(f"the profile method needs a two-branch (softmax) attention, got "
-                         f"{cfg.model.attention!r}")  # fmt: skip
+    if not issubclass(head_class(cfg.model.attention), SoftmaxHead):  # a_G, windows, starts
+        raise ValueError(f"the profile method is written for softmax attention (rows of A sum to "
+                         f"one), got {cfg.model.attention!r}: run --method ti")  # fmt: skip
     exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
     return cfg.replace(model=dict(engine="reduced"), train=dict(solver=exact,
                        train_embeddings=False))  # fmt: skip
