@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from .._checks import check_int
-from ..theory.heads import theory_of
+from ..theory.heads import SoftmaxTheory, theory_of
 from ..theory.points import kinds
 from .theory_options import jsonable, theory_params
 
@@ -86,9 +86,9 @@ def cmd_points_bayes(args) -> dict[str, Any]:
 def cmd_scaling_bayes(args) -> dict[str, Any]:
     from ..theory.bayes import fit_law_table, scaling_table
 
-    if args.attention == "both" or not theory_of(args.attention).two_branches:
+    if args.attention == "both" or theory_of(args.attention) is not SoftmaxTheory:
         raise ValueError("theory scaling --objective bayes: give --attention softmax (the law "
-                         "of a two-branch transition)")  # fmt: skip
+                         "of its first-order transition, docs/theory.md §13.10)")  # fmt: skip
     params = theory_params(args, L=None, V=None)
     Ls = args.L or [params.L]
     Vs = args.V or [params.V]

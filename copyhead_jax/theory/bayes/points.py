@@ -15,11 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from ..heads import LinearTheory, SoftmaxTheory
 from ..params import TheoryParams
 from ..points import kinds, transition_points
 from ..scaling import t_quantile
 from .linear import linear_curve, linear_half_point
 from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
+
+#: The kinds whose Bayesian transition §13 derives (route B's row moments are softmax's).
+BAYES_KINDS = (LinearTheory, SoftmaxTheory)
 
 #: Linear head: the scan of P spans the EK posterior crossover times [1/2, 60].
 LINEAR_SPAN = (0.5, 60.0)
@@ -89,6 +93,10 @@ def bayes_points(params: TheoryParams, attention: str = "softmax", **kw) -> dict
     """The theory's Bayesian transition of one configuration (module docstring); ``attention``
     ``'softmax'``, ``'linear'`` or ``'both'`` (then ``{'softmax': ..., 'linear': ...}``)."""
     ks = kinds(attention)  # validates the name ('both': every kind)
+    for k in ks:
+        if k not in BAYES_KINDS:
+            raise ValueError(f"the Bayesian theory (docs/theory.md §13) is derived for linear "
+                             f"and softmax attention, not {k.name!r}")  # fmt: skip
     lin_kw = {k: v for k, v in kw.items() if k == "seed"}
 
     def one(kind):  # two branches: the first-order point; one: the posterior crossover
