@@ -60,3 +60,14 @@ def test_transition_refuses_the_profile_for_sigmoid_in_one_line(capsys):
     argv = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
             "--attention", "sigmoid", "--n-seeds", "1"]  # fmt: skip
     one_line_error(capsys, main(argv), r"softmax attention .* run --method ti")
+
+
+def test_the_bayesian_theory_refuses_sigmoid_in_one_line(capsys):
+    """§13's theory is derived for linear and softmax rows: no softmax numbers under another
+    head's name."""
+    for argv, pattern in (
+        (["points", "--attention", "sigmoid", "--objective", "bayes"], "linear and softmax"),
+        (["scaling", "--attention", "sigmoid", "--objective", "bayes", "--L", "8,12"],
+         "give --attention softmax"),
+    ):  # fmt: skip
+        one_line_error(capsys, main(["theory", *argv]), pattern)
