@@ -142,8 +142,10 @@ def main_figure(res: dict[str, Any]):
         if dist.any():
             a.plot(P[dist], dU[dist], "o-", color=S.VERMILLION,
                    label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$")  # fmt: skip
-        if (~dist).any():
-            a.plot(P[~dist], dU[~dist], "x", color=S.GREY, label="branches merged (excluded)")
+        if (~dist).any():  # one minimum: the gap is zero up to float64 rounding, drawn as 0
+            zero = np.where(np.abs(dU[~dist]) < 1e-9, 0.0, dU[~dist])
+            a.plot(P[~dist], zero, "x", color=S.GREY,
+                   label="branches merged, gap 0 to rounding (excluded)")  # fmt: skip
     if "dS_per_seq" in f and np.isfinite(np.asarray(f["dS_per_seq"], float)).any():
         lim = a.get_xlim() if len(br["P"]) else None
         a.plot(f["P"], f["dS_per_seq"], ":", color=S.VERMILLION, lw=1.5,
