@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Iterable
@@ -94,6 +95,93 @@ def check_output_path(
                              f"a {kind!r} (give another path)")  # fmt: skip
     _check_writable_parent(name, p, target.parent)
     return p
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """One path a command writes: ``name`` says which (a flag, or what is derived from one);
+    ``folder``: a folder it creates (``--out DIR``, a chunk folder), else a file; ``suffixes``
+    and ``kind`` as in :func:`check_output_path`; ``removed``: a folder deleted when the command
+    completes (its chunks), so nothing else may live inside it."""
+
+    name: str
+    path: Path
+    folder: bool = False
+    suffixes: tuple[str, ...] | None = None
+    kind: str | None = None
+    removed: bool = False
+
+
+def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[Path]:
+    """Every path a command will write, checked as a set before any work; nothing is created.
+
+    Each output on its own (:func:`check_output_path` for a file, :func:`check_output_folder`
+    for a folder; a file where a folder goes, or a folder where a file goes, is refused), then
+    against every input (``inputs``: the files it reads; ``None`` entries skipped) and against
+    every other output: never the same file (also on a case-insensitive file system), never
+    under a file, never an input inside a folder that is removed at the end. Errors name both
+    paths in one line."""
+    outputs = [o for o in outputs if o is not None]
+    ins = [Path(i) for i in inputs if i is not None]
+    for o in outputs:
+        if o.folder:
+            check_output_folder(o.name, o.path)
+            if o.path.exists() and not o.path.is_dir():
+                raise ValueError(f"{o.name} {str(o.path)!r} is a file; it must be a folder")
+        else:
+            check_output_path(o.name, o.path, suffixes=o.suffixes, kind=o.kind)
+    for o in outputs:
+        for i in ins:
+            if same_path(o.path, i):
+                raise ValueError(f"{o.name} {str(o.path)!r} is the input file {str(i)!r}; give "
+                                 "another path")  # fmt: skip
+            if _under(o.path, i):
+                raise ValueError(f"{o.name} {str(o.path)!r} lies under the input file "
+                                 f"{str(i)!r}; give another path")  # fmt: skip
+            if o.folder and _under(i, o.path) and o.removed:
+                raise ValueError(f"{o.name} {str(o.path)!r} holds the input {str(i)!r} and is "
+                                 "removed when the command completes; move the input")  # fmt: skip
+    for j, a in enumerate(outputs):
+        for b in outputs[j + 1 :]:
+            if same_path(a.path, b.path):
+                raise ValueError(f"{a.name} {str(a.path)!r} and {b.name} {str(b.path)!r} are "
+                                 "the same file; give other paths")  # fmt: skip
+            for x, y in ((a, b), (b, a)):
+                if _under(x.path, y.path) and (not y.folder or y.removed):
+                    what = "the file" if not y.folder else "the folder removed at the end,"
+                    raise ValueError(f"{x.name} {str(x.path)!r} lies under {what} {y.name} "
+                                     f"{str(y.path)!r}; give other paths")  # fmt: skip
+    return [o.path for o in outputs]
+
+
+def same_path(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same resolved path, the same existing file
+    (links), or paths that differ only in case inside a folder of a case-insensitive file
+    system (``A.NPZ`` and ``a.npz`` on macOS)."""
+    a, b = Path(a).resolve(), Path(b).resolve()
+    if a == b:
+        return True
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return str(a).casefold() == str(b).casefold() and case_insensitive(a)
+
+
+def _under(a: Path, b: Path) -> bool:
+    """``a`` lies strictly inside ``b`` (resolved paths)."""
+    a, b = Path(a).resolve(), Path(b).resolve()
+    return a != b and b in a.parents
+
+
+def case_insensitive(p: Path) -> bool:
+    """Whether the nearest existing folder of ``p`` sits on a case-insensitive file system: it
+    is found again under its name with the case swapped."""
+    folder = p.parent
+    while not folder.exists():
+        folder = folder.parent
+    swapped = folder.with_name(folder.name.swapcase())
+    if folder.name == folder.name.swapcase():  # no letters: ask a file of its own instead
+        return False
+    return swapped.exists() and os.path.samefile(folder, swapped)
 
 
 def check_output_folder(name: str, path: Any) -> Path:

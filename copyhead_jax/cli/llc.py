@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -58,13 +59,31 @@ def add_llc_subparser(sub) -> None:
                    help="print the result as JSON (no table; default off)")  # fmt: skip
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
-    p.set_defaults(func=cmd_llc)
+    p.set_defaults(func=cmd_llc, paths=llc_outputs)
 
 
-def _inputs(files: list[str], siblings: bool):
-    """``(sweeps, posterior or None)`` from the command's files (kinds read from the files)."""
+def llc_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead llc``: the figure, the chunk folder and its lock; the
+    files and their siblings."""
+    from .._checks import Output
+    from ._common import FIGURE_SUFFIXES
+
+    sweeps, posts = _names(args.files, args.siblings)
+    outs = []
+    if args.out is not None:
+        outs.append(Output("--out", Path(args.out), suffixes=FIGURE_SUFFIXES))
+    ckpt = checkpoint_folder(sweeps[0])
+    if os.access(ckpt.parent, os.W_OK | os.X_OK):
+        outs += [Output("the chunk folder", ckpt, folder=True, removed=True),
+                 Output("the chunk folder's lock", Path(str(ckpt) + ".lock"))]  # fmt: skip
+    return outs, [*sweeps, *posts]
+
+
+def _names(files: list[str], siblings: bool) -> tuple[list[str], list[str]]:
+    """The sweep files (siblings added) and posterior files the command reads (kinds read from
+    the files)."""
     from .._checks import stored_kind
-    from ..results import POSTERIOR_KIND, SWEEP_KIND, PosteriorResult, SweepResult
+    from ..results import POSTERIOR_KIND, SWEEP_KIND
 
     sweeps, posts = [], []
     for f in files:
@@ -93,6 +112,14 @@ def _inputs(files: list[str], siblings: bool):
     if not sweeps:
         raise ValueError("files: no sweep file with kept weights given (the centre w* of every "
                          "run is its fit); add the sweep of the posterior's runs")  # fmt: skip
+    return sweeps, posts
+
+
+def _inputs(files: list[str], siblings: bool):
+    """``(sweep names, sweeps, posterior or None)`` from the command's files."""
+    from ..results import PosteriorResult, SweepResult
+
+    sweeps, posts = _names(files, siblings)
     loaded = [SweepResult.load(f) for f in sweeps]
     return sweeps, loaded, (PosteriorResult.load(posts[0]) if posts else None)
 
@@ -105,21 +132,17 @@ def checkpoint_folder(sweep: str) -> Path:
 
 
 def cmd_llc(args) -> int:
-    import os
     import shutil
     import sys
 
-    from .._checks import check_output_path
     from ..sampling.llc_runs import LLCSettings, llc_runs
     from ..storage import acquire_lock, release_lock, remove_tmp_orphans
-    from ._common import FIGURE_SUFFIXES, save_figure
+    from ._common import save_figure
 
     st = LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
                      burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,
                      seed=args.seed)  # fmt: skip
-    names, sweeps, post = _inputs(args.files, args.siblings)
-    if args.out is not None:
-        check_output_path("--out", args.out, suffixes=FIGURE_SUFFIXES, inputs=args.files)
+    names, sweeps, post = _inputs(args.files, args.siblings)  # paths checked by cli.main
     ckpt, lock = checkpoint_folder(names[0]), None
     if os.access(ckpt.parent, os.W_OK | os.X_OK):  # one writer; a Ctrl-C keeps what finished
         lock = acquire_lock(ckpt)

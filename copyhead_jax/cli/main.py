@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         catch_sigterm(lambda: farewell(args))
         enable_compilation_cache()
     try:
+        check_command_paths(args)  # every output against every input, before any work
         with warnings.catch_warnings():  # the package's own warnings in one line each
             warnings.showwarning = _one_line(warnings.showwarning)
             rc = args.func(args)
@@ -85,6 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         if process:
             exit_now(interrupt_status(e))  # no teardown under XLA's running threads
         return interrupt_status(e)
+
+
+def check_command_paths(args) -> list[Path]:
+    """The paths the parsed command ``args`` will write, derived up front by its ``paths``
+    function and checked as a set against its inputs and each other
+    (:func:`copyhead_jax._checks.check_paths`); returns the outputs."""
+    from .._checks import check_paths
+
+    outputs, inputs = args.paths(args)
+    return check_paths(outputs, inputs)
 
 
 def _one_line(show):

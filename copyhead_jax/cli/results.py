@@ -23,7 +23,7 @@ def add_result_subparsers(sub) -> None:
     )  # fmt: skip
     p.add_argument("result", help="a sweep file with kept weights (copyhead sweep --keep-params)")
     p.add_argument("--out", default=None, help="default: RESULT_polished.npz")
-    p.set_defaults(func=cmd_polish)
+    p.set_defaults(func=cmd_polish, paths=polish_outputs)
 
     p = add_parser(
         sub, "show", help="print a result file as a table",
@@ -31,7 +31,7 @@ def add_result_subparsers(sub) -> None:
                   "copyhead show results/small/sweep_softmax_posterior.npz"),
     )  # fmt: skip
     p.add_argument("files", nargs="+", help="sweep or posterior result files (.npz)")
-    p.set_defaults(func=cmd_show)
+    p.set_defaults(func=cmd_show, paths=lambda args: ([], args.files))
 
     p = add_parser(
         sub, "plot", help="order parameters, coverage and loss versus P (PNG, PDF or SVG)",
@@ -55,7 +55,7 @@ def add_result_subparsers(sub) -> None:
                    help="also plot training curves (Adam sweeps)")  # fmt: skip
     p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=False,
                    help="overlay the EK theory curves")  # fmt: skip
-    p.set_defaults(func=cmd_plot)
+    p.set_defaults(func=cmd_plot, paths=plot_outputs)
 
 
 def cmd_show(args) -> int:
@@ -81,17 +81,69 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _polish_path(args) -> Path:
+    return Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_polished.npz"))
+
+
+def polish_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead polish``: the polished sweep and its lock."""
+    from ..results import SWEEP_KIND
+    from .sweep import result_outputs
+
+    return result_outputs("--out", _polish_path(args), SWEEP_KIND)[:2], [args.result]
+
+
+def plot_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead plot``: every figure it draws."""
+    from .._checks import Output
+
+    return [Output(n, f, suffixes=FIGURE_SUFFIXES) for n, f in _plot_paths(args)], args.files
+
+
+def _plot_paths(args) -> list[tuple[str, Path]]:
+    """``(what, path)`` of each figure of ``copyhead plot``: the figure; a posterior's traces,
+    or with ``--curves`` one curves figure per sweep."""
+    out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
+    if args.format:  # vector output on request: the format names the suffix
+        out = out.with_suffix(f".{args.format}")
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
+    found = [("--out", out)]
+    if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
+        return found + [("the traces figure of --out",
+                         out.with_name(out.stem + "_traces" + out.suffix))]  # fmt: skip
+    if args.curves:
+        atts = [_attention(f) for f in args.files]
+        for i, att in enumerate(atts):
+            tag = att if atts.count(att) == 1 else f"{att}_{i + 1}"  # one file per result
+            found.append((f"the curves figure of --out ({args.files[i]})",
+                          out.with_name(f"{out.stem}_curves_{tag}{out.suffix}")))  # fmt: skip
+    return found
+
+
 def cmd_polish(args) -> int:
     """Exact MAP from every kept Adam fit of a sweep; saves and prints the result."""
     from ..fit.polish import polish, polish_table
     from ..results import SweepResult
 
     res = SweepResult.load(args.result)
-    out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_polished.npz"))
+    out = _polish_path(args)
     res = polish(res, out=out)
     print(f"saved {out}")
     print(polish_table(res))
     return 0
+
+
+def _attention(path: str) -> str:
+    """The attention a result file's metadata names (``?`` if unreadable: its loader will say
+    why)."""
+    import json
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return json.loads(str(z["__meta__"]))["config"]["model"]["attention"]
+    except Exception:  # noqa: BLE001 - the loaders give the precise error
+        return "?"
 
 
 def _kind(path: str) -> str | None:
@@ -110,26 +162,19 @@ def cmd_plot(args) -> int:
     from ..plots.sweeps import curves_figure, sweep_figure
     from ..results import SweepResult
 
-    out = Path(args.out or Path(args.files[0]).with_suffix(".png"))
-    if args.format:  # vector output on request: the format names the suffix
-        out = out.with_suffix(f".{args.format}")
-    if out.suffix.lower() not in FIGURE_SUFFIXES:
-        raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
+    paths = [p for _, p in _plot_paths(args)]
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
         from ..plots.sweeps import posterior_figure, trace_figure
         from ..results import PosteriorResult
 
         post = PosteriorResult.load(args.files[0])
         sweep = SweepResult.load(args.files[1]) if len(args.files) > 1 else None
-        save_figure(posterior_figure(post, sweep), out)
-        save_figure(trace_figure(post), out.with_name(out.stem + "_traces" + out.suffix))
+        save_figure(posterior_figure(post, sweep), paths[0])
+        save_figure(trace_figure(post), paths[1])
         return 0
     results = [SweepResult.load(f) for f in args.files]
     theory = theory_overlay(results) if args.theory else None
-    save_figure(sweep_figure(results, theory), out)
-    if args.curves:
-        atts = [res.config.model.attention for res in results]
-        for i, (res, att) in enumerate(zip(results, atts)):
-            tag = att if atts.count(att) == 1 else f"{att}_{i + 1}"  # one file per result
-            save_figure(curves_figure(res), out.with_name(f"{out.stem}_curves_{tag}{out.suffix}"))
+    save_figure(sweep_figure(results, theory), paths[0])
+    for res, path in zip(results, paths[1:]):  # with --curves: one per result
+        save_figure(curves_figure(res), path)
     return 0

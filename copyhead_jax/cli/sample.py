@@ -119,7 +119,7 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the posterior figure next to the output (default on)")  # fmt: skip
     progress_flags(p)
-    p.set_defaults(func=cmd_sample)
+    p.set_defaults(func=cmd_sample, paths=sample_outputs)
 
 
 def _run_pair(text: str) -> tuple[int, int]:
@@ -176,11 +176,32 @@ def sampler_config(args, sweep):
     return dataclasses.replace(base, **over)
 
 
-def cmd_sample(args) -> int:
-    from .._checks import check_output_path
-    from ..plots.sweeps import posterior_figure
-    from ..results import POSTERIOR_KIND, SweepResult
+def _out(args) -> Path:
+    return Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
+
+
+def sample_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead sample``: the posterior file with its lock and chunk
+    folder, the netCDF, the figure; the sweep file."""
+    from .._checks import Output
+    from ..results import POSTERIOR_KIND
     from ..sampling.arviz import NETCDF_SUFFIXES
+    from ._common import FIGURE_SUFFIXES
+    from .sweep import result_outputs
+
+    out = _out(args)
+    outs = result_outputs("--out", out, POSTERIOR_KIND)
+    if args.netcdf:
+        outs.append(Output("--netcdf", Path(args.netcdf), suffixes=NETCDF_SUFFIXES))
+    if args.plot:
+        outs.append(Output("the figure of --out", out.with_suffix(".png"),
+                           suffixes=FIGURE_SUFFIXES))  # fmt: skip
+    return outs, [args.result]
+
+
+def cmd_sample(args) -> int:
+    from ..plots.sweeps import posterior_figure
+    from ..results import SweepResult
     from ..sampling.run import run_sampler
 
     sweep = SweepResult.load(args.result)
@@ -190,13 +211,10 @@ def cmd_sample(args) -> int:
             f"{args.result!r} has no fitted weights to warm-start from; rerun its sweep with "
             "'copyhead sweep ... --keep-params' (Python: run_sweep(..., keep_params=True))"
         )
-    out = Path(args.out or Path(args.result).with_name(Path(args.result).stem + "_posterior.npz"))
-    check_output_path("--out", out, inputs=[args.result], kind=POSTERIOR_KIND)  # before work
+    out = _out(args)  # its paths are checked with the others before any work (cli.main)
     if args.run is not None and not args.netcdf:
         raise ValueError("--run selects the run that --netcdf writes; give --netcdf FILE too")
     if args.netcdf:
-        check_output_path("--netcdf", args.netcdf, suffixes=NETCDF_SUFFIXES,
-                          inputs=[args.result, out])  # fmt: skip
         run = netcdf_run(args, sweep)
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
     post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)

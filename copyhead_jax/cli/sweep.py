@@ -51,15 +51,13 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
     progress_flags(p)
     add_tokens_flag(p)
     add_config_flags(p)
-    p.set_defaults(func=cmd_sweep)
+    p.set_defaults(func=cmd_sweep, paths=sweep_outputs)
     return p
 
 
-def cmd_sweep(args) -> int:
-    """Every (P, seed) run of each asked config; tables, P* and the figure."""
-    from ..plots.sweeps import sweep_figure
-    from ..sweep.run import run_sweep
-
+def _configs(args) -> tuple[list[Config], Config]:
+    """The configs the flags ask for (validated), branch starts included, and the flags' own
+    config (it names the default folder)."""
     attentions = BOTH if args.attention == "both" else (args.attention,)
     if args.attention is None:
         attentions = (preset(args.preset).model.attention,)
@@ -69,6 +67,40 @@ def cmd_sweep(args) -> int:
     branches = args.branches if args.branches is not None else asked.solver.kind == "exact"
     if branches:  # softmax from both branches: pooling (zero logits) and copy (docs/theory.md §5)
         configs = [c2 for c in configs for c2 in _branch_configs(c)]
+    return configs, asked
+
+
+def sweep_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead sweep``: each result file with its lock and chunk
+    folder, the figure; the ``--tokens`` file."""
+    from .._checks import Output
+    from ..results import SWEEP_KIND
+    from ._common import FIGURE_SUFFIXES
+
+    configs, asked = _configs(args)
+    paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
+    outs = [x for f in paths for x in result_outputs("--out", f, SWEEP_KIND)]
+    if args.plot:
+        outs.append(Output("the figure of --out", png, suffixes=FIGURE_SUFFIXES))
+    return outs, [args.tokens]
+
+
+def result_outputs(name: str, path: Path, kind: str) -> list:
+    """A result file ``path`` of ``kind`` as written: itself, its lock, its chunk folder."""
+    from .._checks import Output
+
+    return [Output(name, Path(path), suffixes=(".npz",), kind=kind),
+            Output(f"the lock of {name}", Path(str(path) + ".lock")),
+            Output(f"the chunk folder of {name}", Path(str(path) + ".chunks"), folder=True,
+                   removed=True)]  # fmt: skip
+
+
+def cmd_sweep(args) -> int:
+    """Every (P, seed) run of each asked config; tables, P* and the figure."""
+    from ..plots.sweeps import sweep_figure
+    from ..sweep.run import run_sweep
+
+    configs, asked = _configs(args)
     tokens = load_tokens(args.tokens)
     paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
@@ -151,14 +183,14 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
     changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
     overwrites another."""
     br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # a copy-branch start
-    if out is not None and out.endswith(".npz"):
+    if out is not None and out.lower().endswith(".npz"):
         if len({(c.model.attention, c.model.width) for c in configs}) > 1:
             raise ValueError(
                 "--out FILE.npz holds one attention and width; give a folder for --attention "
                 "both or several widths"
             )
         f = Path(out)
-        return [f.with_name(f.stem + br(c) + ".npz") for c in configs], f.with_suffix(".png")
+        return [f.with_name(f.stem + br(c) + f.suffix) for c in configs], f.with_suffix(".png")
     if out is None:
         import hashlib
         import json

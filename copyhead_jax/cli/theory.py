@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> Any:
         argv = ["theory", *argv]
     args = parser.parse_args(argv)
     try:
+        from .main import check_command_paths
+
+        check_command_paths(args)
         return args.func(args)
     except ValueError as e:
         parser.error(str(e))

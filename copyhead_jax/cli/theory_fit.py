@@ -36,7 +36,7 @@ def add_fit_subparsers(sub) -> None:
     )  # fmt: skip
     common_flags(p, objectives=("map", "post", "both"), objective="both")
     p.add_argument("--step", type=finite_float, default=1e-2, help="log step of the differences")
-    p.set_defaults(func=cmd_sensitivity)
+    p.set_defaults(func=cmd_sensitivity, paths=lambda args: ([], []))
 
     p = theory_subcommand(
         sub, "fit", "least-squares fit of log P* to targets over the free parameters", EPILOG_FIT
@@ -51,7 +51,7 @@ def add_fit_subparsers(sub) -> None:
                    help="relative error that counts as a fit (default 0.05)")  # fmt: skip
     p.add_argument("--max-iter", dest="max_iter", type=int, default=40,
                    help="Levenberg-Marquardt iterations at most")  # fmt: skip
-    p.set_defaults(func=cmd_fit)
+    p.set_defaults(func=cmd_fit, paths=lambda args: ([], []))
 
 
 def cmd_sensitivity(args) -> dict[str, Any]:

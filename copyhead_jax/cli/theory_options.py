@@ -111,8 +111,25 @@ def check_plot_paths(args, kind: str) -> None:
     if not args.plot:
         return
     for att in attentions(args.attention):
-        path = f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{args.preset}_{att}.png"
-        check_output_path("--out", path, suffixes=(".png",))
+        check_output_path("--out", _plot_path(args, kind, att), suffixes=(".png",))
+
+
+def _plot_path(args, kind: str, att: str) -> str:
+    return f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{args.preset}_{att}.png"
+
+
+def plot_outputs(kind: str):
+    """The ``paths`` of a theory command drawing one figure ``kind`` per attention:
+    ``args -> (outputs, inputs)`` (no inputs)."""
+    from .._checks import Output
+
+    def outputs(args):
+        if not args.plot:
+            return [], []
+        return [Output("--out", Path(_plot_path(args, kind, att)), suffixes=(".png",))
+                for att in attentions(args.attention)], []  # fmt: skip
+
+    return outputs
 
 
 def attentions(a: str) -> list[str]:
@@ -122,11 +139,7 @@ def attentions(a: str) -> list[str]:
 
 def save_attention_plot(args, att: str, kind: str, draw) -> None:
     """``draw()``'s figure to ``OUT_ATT.png`` (or the default name of ``kind``), announced."""
-    path = save_plot(
-        draw(),
-        f"{args.out}_{att}.png" if args.out else None,
-        f"theory_{kind}_{args.preset}_{att}.png",
-    )
+    path = save_plot(draw(), _plot_path(args, kind, att), "")
     print(f"wrote {path}", file=sys.stderr)
 
 

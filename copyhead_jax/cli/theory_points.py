@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from .theory_options import (
     check_plot_paths,
     common_flags,
     jsonable,
+    plot_outputs,
     save_attention_plot,
     save_plot,
     theory_params,
@@ -53,7 +55,7 @@ def add_points_subparsers(sub) -> None:
 
     add_source_flags(p)
     add_bayes_flags(p)
-    p.set_defaults(func=cmd_points)
+    p.set_defaults(func=cmd_points, paths=no_files)
 
     p = theory_subcommand(
         sub, "curve", "order parameters and action versus P (JSON/PNG)", EPILOG_CURVE
@@ -66,7 +68,7 @@ def add_points_subparsers(sub) -> None:
     p.add_argument("--out", default=None, help="PNG path stem")
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the figure (default on)")  # fmt: skip
-    p.set_defaults(func=cmd_curve)
+    p.set_defaults(func=cmd_curve, paths=plot_outputs("curve"))
 
     p = theory_subcommand(
         sub, "landscape", "V_lin contours / V_soft(beta) wells around P*", EPILOG_LANDSCAPE
@@ -77,7 +79,7 @@ def add_points_subparsers(sub) -> None:
     p.add_argument("--out", default=None, help="PNG path stem")
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the figure (default on)")  # fmt: skip
-    p.set_defaults(func=cmd_landscape)
+    p.set_defaults(func=cmd_landscape, paths=plot_outputs("landscape"))
 
     p = theory_subcommand(
         sub, "scaling", "P* over grids of L and V, fitted exponents, PNG", EPILOG_SCALING
@@ -88,7 +90,22 @@ def add_points_subparsers(sub) -> None:
     p.add_argument("--out", default=None, help="PNG path")
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the figure (default on)")  # fmt: skip
-    p.set_defaults(func=cmd_scaling)
+    p.set_defaults(func=cmd_scaling, paths=scaling_outputs)
+
+
+def no_files(args):
+    """A command that writes and reads no file."""
+    return [], []
+
+
+def scaling_outputs(args):
+    """``copyhead theory scaling``: its figure, drawn when a scan has several L or V."""
+    from .._checks import Output
+
+    if not (args.plot and (len(args.L or []) > 1 or len(args.V or []) > 1)):
+        return [], []
+    return [Output("--out", Path(args.out or f"theory_scaling_{args.preset}.png"),
+                   suffixes=(".png",))], []  # fmt: skip
 
 
 def cmd_points(args) -> dict[str, Any]:

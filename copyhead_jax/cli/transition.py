@@ -159,7 +159,7 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="with --out: save the figure (default on)")  # fmt: skip
     progress_flags(p)
-    p.set_defaults(func=cmd_transition)
+    p.set_defaults(func=cmd_transition, paths=transition_outputs)
 
 
 def settings_from_args(args):
@@ -232,6 +232,29 @@ def cmd_transition(args) -> int:
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")
     return _cmd_ti(args)
+
+
+def transition_outputs(args):
+    """``(outputs, inputs)`` of ``copyhead transition``: the ``--out`` folder and what it holds
+    at its top (the result, its lock, the figure, the TI's MAP sweeps); no inputs."""
+    from .._checks import Output
+    from ..results import SWEEP_KIND
+
+    if args.out is None:
+        return [], []
+    out = Path(args.out)
+    cfg = config_from_args(args)
+    two = head_class(cfg.model.attention).two_branches
+    outs = [Output("--out", out, folder=True),
+            Output("--out's transition.json", out / "transition.json", suffixes=(".json",)),
+            Output("--out's lock", out / "transition.json.lock")]  # fmt: skip
+    if two and args.method == "ti":
+        outs += [Output(f"--out's map_{b}.npz", out / f"map_{b}.npz", suffixes=(".npz",),
+                        kind=SWEEP_KIND) for b in ("pool", "copy")]  # fmt: skip
+    if args.plot:
+        name = "profile.png" if two and args.method == "profile" else "transition.png"
+        outs.append(Output(f"--out's {name}", out / name, suffixes=(".png",)))
+    return outs, []
 
 
 def _check_out(args):
