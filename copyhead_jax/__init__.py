@@ -35,8 +35,11 @@ Code map, in data-flow order (folders end in /; docs/guide/architecture.md has t
 from . import _runtime as _runtime  # first: sets PJRT_NPROC before the CPU backend starts
 from . import config as config
 from . import sources as sources
+from ._checks import Output as Output
 from ._checks import check_output_folder as check_output_folder
 from ._checks import check_output_path as check_output_path
+from ._checks import check_paths as check_paths
+from ._checks import same_path as same_path
 from ._runtime import catch_sigterm as catch_sigterm
 from ._runtime import exit_now as exit_now
 from ._runtime import interrupt_status as interrupt_status

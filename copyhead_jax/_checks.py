@@ -115,21 +115,14 @@ class Output:
 def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[Path]:
     """Every path a command will write, checked as a set before any work; nothing is created.
 
-    Each output on its own (:func:`check_output_path` for a file, :func:`check_output_folder`
-    for a folder; a file where a folder goes, or a folder where a file goes, is refused), then
-    against every input (``inputs``: the files it reads; ``None`` entries skipped) and against
-    every other output: never the same file (also on a case-insensitive file system), never
-    under a file, never an input inside a folder that is removed at the end. Errors name both
-    paths in one line."""
+    Each output against every input (``inputs``: the files it reads; ``None`` entries skipped),
+    on its own (:func:`check_output_path` for a file, :func:`check_output_folder` for a folder;
+    a file where a folder goes, or a folder where a file goes, is refused), and against every
+    other output: never the same file (links and case-insensitive file systems included),
+    never under a file, never an input inside a folder that is removed at the end. Errors name
+    the paths in one line."""
     outputs = [o for o in outputs if o is not None]
     ins = [Path(i) for i in inputs if i is not None]
-    for o in outputs:
-        if o.folder:
-            check_output_folder(o.name, o.path)
-            if o.path.exists() and not o.path.is_dir():
-                raise ValueError(f"{o.name} {str(o.path)!r} is a file; it must be a folder")
-        else:
-            check_output_path(o.name, o.path, suffixes=o.suffixes, kind=o.kind)
     for o in outputs:
         for i in ins:
             if same_path(o.path, i):
@@ -141,6 +134,13 @@ def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[P
             if o.folder and _under(i, o.path) and o.removed:
                 raise ValueError(f"{o.name} {str(o.path)!r} holds the input {str(i)!r} and is "
                                  "removed when the command completes; move the input")  # fmt: skip
+    for o in outputs:
+        if o.folder:
+            check_output_folder(o.name, o.path)
+            if o.path.exists() and not o.path.is_dir():
+                raise ValueError(f"{o.name} {str(o.path)!r} is a file; it must be a folder")
+        else:
+            check_output_path(o.name, o.path, suffixes=o.suffixes, kind=o.kind)
     for j, a in enumerate(outputs):
         for b in outputs[j + 1 :]:
             if same_path(a.path, b.path):
@@ -154,16 +154,19 @@ def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[P
     return [o.path for o in outputs]
 
 
-def same_path(a: Any, b: Any) -> bool:
+def same_path(a: Any, b: Any, *, fold_case: bool | None = None) -> bool:
     """Whether ``a`` and ``b`` name one file: the same resolved path, the same existing file
-    (links), or paths that differ only in case inside a folder of a case-insensitive file
-    system (``A.NPZ`` and ``a.npz`` on macOS)."""
+    (links), or paths that differ only in case on a case-insensitive file system (``A.NPZ``
+    and ``a.npz`` on macOS; ``fold_case``: whether it is, default found out from ``a``'s
+    nearest existing folder)."""
     a, b = Path(a).resolve(), Path(b).resolve()
     if a == b:
         return True
     if a.exists() and b.exists():
         return os.path.samefile(a, b)
-    return str(a).casefold() == str(b).casefold() and case_insensitive(a)
+    if str(a).casefold() != str(b).casefold():
+        return False
+    return case_insensitive(a) if fold_case is None else fold_case
 
 
 def _under(a: Path, b: Path) -> bool:

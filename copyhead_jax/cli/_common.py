@@ -19,6 +19,16 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
     return path
 
 
+def check_command_paths(args) -> list[Path]:
+    """The paths the parsed command ``args`` will write, derived up front by its ``paths``
+    function and checked as a set against its inputs and each other
+    (:func:`copyhead_jax._checks.check_paths`); returns the outputs."""
+    from .._checks import check_paths
+
+    outputs, inputs = args.paths(args)
+    return check_paths(outputs, inputs)
+
+
 def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {x}" for x in lines)
 

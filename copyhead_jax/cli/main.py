@@ -15,7 +15,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ._common import save_figure
+from ._common import check_command_paths, save_figure
 from .config_file import add_config_file_flag, expand_config_file
 from .flags import config_from_args, parse_P_grid
 from .llc import add_llc_subparser
@@ -86,16 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         if process:
             exit_now(interrupt_status(e))  # no teardown under XLA's running threads
         return interrupt_status(e)
-
-
-def check_command_paths(args) -> list[Path]:
-    """The paths the parsed command ``args`` will write, derived up front by its ``paths``
-    function and checked as a set against its inputs and each other
-    (:func:`copyhead_jax._checks.check_paths`); returns the outputs."""
-    from .._checks import check_paths
-
-    outputs, inputs = args.paths(args)
-    return check_paths(outputs, inputs)
 
 
 def _one_line(show):

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> Any:
         argv = ["theory", *argv]
     args = parser.parse_args(argv)
     try:
-        from .main import check_command_paths
+        from ._common import check_command_paths
 
         check_command_paths(args)
         return args.func(args)
