@@ -154,7 +154,8 @@ def _matrix_arg(text: str) -> tuple:
 
 
 def _widths_arg(text: str) -> tuple:
-    """``"128,1024,inf"`` -> ``(128, 1024, inf)``."""
+    """``"128,1024,inf"`` -> ``(128, 1024, inf)``; a width listed twice is refused (it would run
+    the same sweep twice into the same file)."""
     out = []
     for w in text.split(","):
         w = w.strip().lower()
@@ -164,6 +165,10 @@ def _widths_arg(text: str) -> tuple:
             raise argparse.ArgumentTypeError(
                 f"--width must be ints >= 1 or 'inf', comma separated; got {text!r}"
             ) from None
+    twice = sorted({w for w in out if out.count(w) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"--width lists {', '.join(map(str, twice))} more than "
+                                         f"once; give each width once, got {text!r}")  # fmt: skip
     return tuple(out)
 
 

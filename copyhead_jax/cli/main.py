@@ -32,12 +32,14 @@ __all__ = ["build_parser", "config_from_args", "main", "parse_P_grid", "print_ta
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reads ``--lr -1e-3`` like ``--lr=-1e-3`` (its own test for negative
-    numbers misses exponents and so takes ``-1e-3`` for an option); subparsers inherit it."""
+    """argparse that reads a value beginning with a minus sign and a digit, a point or a
+    non-finite word (``--lr -1e-3``, ``--P -4,8``, ``--width -inf``) as the option's value, not
+    as another option (argparse's own test takes only plain negative numbers), so that the
+    option's own check refuses it with its range; subparsers inherit it."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
-        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.I)
 
 
 def build_parser() -> argparse.ArgumentParser:

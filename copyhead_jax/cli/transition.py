@@ -41,10 +41,14 @@ def _P_grid(text: str) -> tuple[int, ...]:
         grid = tuple(sorted({int(round(float(p))) for p in vals}))
     except (ValueError, ZeroDivisionError):
         grid = ()
-    if len(grid) < 2 or grid[0] < 1:
-        raise ValueError(f"--P must hold at least 2 values >= 1 (4,8,16 or LO:HI:Nlog), got "
-                         f"{text!r}")  # fmt: skip
+    if len(grid) < 2 or grid[0] < 1 or grid[-1] > P_MAX:
+        raise ValueError(f"--P must hold at least 2 values in [1, {P_MAX}] (4,8,16 or "
+                         f"LO:HI:Nlog), got {text!r}")  # fmt: skip
     return grid
+
+
+#: the largest P of a MAP grid (as the sweep's)
+P_MAX = 10**7
 
 
 def add_transition_subparser(sub) -> None:
@@ -226,8 +230,13 @@ def profile_settings_from_args(args):
 
 
 def cmd_transition(args) -> int:
+    if args.P is not None:
+        _P_grid(args.P)  # its range, before the theory places anything
     cfg = config_from_args(args)
     if args.method == "profile" and head_class(cfg.model.attention).two_branches:
+        if args.P is not None:
+            raise ValueError("--P is the MAP grid of --method ti (and of linear attention); "
+                             "the profile places its own probes (--probes)")  # fmt: skip
         return _cmd_profile(args, cfg)
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")

@@ -124,14 +124,17 @@ def polish(
 
 
 def polish_table(res: SweepResult) -> str:
-    """Per P, mean over seeds: Adam vs exact order parameters and energy."""
+    """Per P, mean over seeds: the sweep's fit (Adam or the exact solver, as it ran) vs the
+    exact order parameters and energy."""
     if "polish/U" not in res.arrays:
         raise ValueError("this result has not been polished (copyhead polish RESULT)")
     a = res  # generic names c1/cG resolve to the head's (softmax: a1/aG)
     n1, nG = res.order_names
-    head = (f"{'P':>6} {n1 + ' adam':>9} {n1 + ' map':>9} {nG + ' adam':>9} {nG + ' map':>9} "
-            f"{'dU':>10} {'|g|/|U|':>8} {'min eig':>9} {'conv':>4}")  # fmt: skip
-    rows = [f"# polish: Adam (N={res.config.model.width}) vs the exact MAP from each fit", head]
+    src = res.config.solver.kind  # 'adam' or 'exact': the columns say which fit was polished
+    who = "Adam" if src == "adam" else "the exact solver"
+    head = (f"{'P':>6} {n1 + ' ' + src:>9} {n1 + ' map':>9} {nG + ' ' + src:>9} "
+            f"{nG + ' map':>9} {'dU':>10} {'|g|/|U|':>8} {'min eig':>9} {'conv':>4}")  # fmt: skip
+    rows = [f"# polish: {who} (N={res.config.model.width}) vs the exact MAP from each fit", head]
     for i, P in enumerate(res.P):
         rows.append(
             f"{P:>6d} {np.mean(a['c1'][i]):>9.4f} {np.mean(a['polish/c1'][i]):>9.4f} "

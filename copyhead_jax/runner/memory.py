@@ -67,11 +67,19 @@ def refuse_if_over(need: int, have: int, what: str, lower: str) -> None:
     """The one refusal of every engine and sampler: ``what`` needs ``need`` bytes, more than
     the budget ``have`` (:func:`available_bytes`); ``lower`` names the flags that shrink it."""
     if need > have:
+        a, b = size_text(need), size_text(have)
+        if a == b:  # rounded alike: the bytes say which is larger
+            a, b = f"{need:,} bytes", f"{have:,} bytes"
         raise ValueError(
-            f"{what} needs about {need / 2**30:.1f} GiB of memory, but {have / 2**30:.1f} GiB is "
-            "available (SweepConfig.memory_budget_gb, else 70% of free device memory, else 4 "
-            f"GiB); {lower}"
+            f"{what} needs about {a} of memory, but {b} is available "
+            "(SweepConfig.memory_budget_gb, else 70% of free device memory, else 4 GiB); "
+            f"{lower}"
         )
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as GiB to one decimal, or as MiB below 0.1 GiB (never "0.0 GiB")."""
+    return f"{n / 2**30:.1f} GiB" if n >= 0.1 * 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:

@@ -100,3 +100,50 @@ def test_solver_flags_build_the_typed_solver(flags, solver):
 # bad input and crash safety (moved from test_reliability.py / test_bad_input.py)
 
 
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["sweep", "--width", "-inf"], "--width"), (["sweep", "--width", "-4"], "width"),
+    (["sweep", "--P", "-4,8"], "P"), (["transition", "--width", "-inf"], "--width"),
+    (["transition", "--method", "ti", "--P", "-4,8"], "--P"),
+    (["transition", "--method", "ti", "--P", "8,100000000"], "--P"),
+    (["sweep", "--P", "8,100000000"], "P"), (["sweep", "--width", "16,16"], "--width"),
+    (["sweep", "--lr", "-1e-3"], "lr"),
+])  # fmt: skip
+def test_negative_duplicate_and_huge_values_are_refused_with_the_range(argv, flag, capsys,
+                                                                       monkeypatch):
+    """A value with a minus sign reaches its option's check (argparse would read ``-4,8`` or
+    ``-inf`` as another option: "expected one argument"), which refuses it in one line naming
+    the flag and its range; a width listed twice is refused (it would run the same sweep twice
+    into one file); a grid past its range is refused before the theory places the grid."""
+    from copyhead_jax.cli import sweep as sweep_cli
+    from copyhead_jax.transition import search
+    from tests.helpers import no_work
+
+    monkeypatch.setattr(sweep_cli, "run_sweep", no_work, raising=False)
+    monkeypatch.setattr(search, "theory_points", no_work)
+    try:
+        rc = main([*argv, "--quiet"])
+    except SystemExit as e:  # argparse's own refusal (a type function's)
+        rc = e.code
+    err = capsys.readouterr().err.strip()
+    last = err.splitlines()[-1]  # argparse prints its usage above
+    assert rc == 2 and "expected one argument" not in err and "Traceback" not in err, err
+    assert flag in last and any(w in last for w in ("[1,", ">= 1", "(0.0,", "once")), err
+
+
+def test_polish_names_the_solver_of_the_fit_it_polished():
+    from copyhead_jax.fit import polish_table
+    from tests.helpers import fake_sweep
+
+    for engine, solver in (("full", ch.AdamConfig()), ("reduced", ch.ExactConfig())):
+        cfg = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1), model=dict(engine=engine),
+                              train=dict(solver=solver))  # fmt: skip
+        res = fake_sweep(cfg)
+        shape = res["U"].shape
+        res = res.replace(arrays={**res.arrays, **{f"polish/{k}": np.ones(shape) for k in
+                                  ("U", "c1", "cG", "a1", "aG", "dU", "rel_grad", "min_eig",
+                                   "converged")}})  # fmt: skip
+        table = polish_table(res)
+        assert f"{res.order_names[0]} {solver.kind}" in table, table
+        assert ("adam" in table) == (solver.kind == "adam"), table
