@@ -105,8 +105,8 @@ def add_transition_subparser(sub) -> None:
                    help="memory one group may use (default: 70%% of free device memory, else "
                    "4 GiB); a group over it is refused before any work")  # fmt: skip
     p.add_argument("--P", default=None, metavar="GRID",
-                   help="MAP grid (4,8,16 or LO:HI:Nlog); default around the theory's "
-                   "point")  # fmt: skip
+                   help="MAP grid of --method ti and of linear attention (4,8,16 or "
+                   "LO:HI:Nlog); default around the theory's point")  # fmt: skip
     p.add_argument("--probes", default=None, metavar="P1,P2",
                    help="profile: the first probes (default: 1.25x either side of the theory's "
                    "posterior point, else of the MAP switch)")  # fmt: skip
