@@ -19,14 +19,15 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
     return path
 
 
-def check_command_paths(args) -> list[Path]:
+def check_command_paths(args, read: list | tuple = ()) -> list[Path]:
     """The paths the parsed command ``args`` will write, derived up front by its ``paths``
-    function and checked as a set against its inputs and each other
-    (:func:`copyhead_jax._checks.check_paths`); returns the outputs."""
+    function and checked as a set against its inputs (and the files in ``read``: a
+    ``--config`` file) and each other (:func:`copyhead_jax._checks.check_paths`); returns the
+    outputs."""
     from .._checks import check_paths
 
     outputs, inputs = args.paths(args)
-    return check_paths(outputs, inputs)
+    return check_paths(outputs, [*inputs, *read])
 
 
 def _examples(*lines: str) -> str:

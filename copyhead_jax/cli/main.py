@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from .._runtime import catch_sigterm, enable_compilation_cache, exit_now, interrupt_status
 
     parser = build_parser()
+    read = _config_file(argv)  # an input too: no output may replace it
     try:
         argv = expand_config_file(parser, argv)
     except ValueError as e:
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         catch_sigterm(lambda: farewell(args))
         enable_compilation_cache()
     try:
-        check_command_paths(args)  # every output against every input, before any work
+        check_command_paths(args, read)  # every output against every input, before any work
         with warnings.catch_warnings():  # the package's own warnings in one line each
             warnings.showwarning = _one_line(warnings.showwarning)
             rc = args.func(args)
@@ -88,6 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         if process:
             exit_now(interrupt_status(e))  # no teardown under XLA's running threads
         return interrupt_status(e)
+
+
+def _config_file(argv: list[str]) -> list[str]:
+    """The ``--config FILE`` of ``argv``, as a list (empty without one)."""
+    for i, a in enumerate(argv):
+        if a == "--config" and i + 1 < len(argv):
+            return [argv[i + 1]]
+        if a.startswith("--config="):
+            return [a.split("=", 1)[1]]
+    return []
 
 
 def _one_line(show):

@@ -223,3 +223,15 @@ def test_what_plot_writes_is_what_it_declared(extra, tmp_path):
                                                             == ["--curves"]))  # fmt: skip
         for p in written:
             p.unlink()
+
+
+def test_the_config_file_is_an_input(world, tmp_path, capsys):
+    d, inputs, _ = world
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("")
+    for argv in (["sweep", "--out", str(cfg)],
+                 ["plot", inputs["sweep"], "--out", str(cfg / "x.png")]):
+        rc = main([*argv, "--config", str(cfg)])
+        err = capsys.readouterr().err
+        assert rc == 2 and str(cfg) in err and "input file" in err, err
+    assert cfg.read_text() == ""
