@@ -78,8 +78,11 @@ def refuse_if_over(need: int, have: int, what: str, lower: str) -> None:
 
 
 def size_text(n: int) -> str:
-    """``n`` bytes as GiB to one decimal, or as MiB below 0.1 GiB (never "0.0 GiB")."""
-    return f"{n / 2**30:.1f} GiB" if n >= 0.1 * 2**30 else f"{n / 2**20:.1f} MiB"
+    """``n`` bytes as GiB to one decimal, as MiB below 0.1 GiB, in bytes below 0.1 MiB (never
+    "0.0 GiB")."""
+    if n >= 0.1 * 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 0.1 * 2**20 else f"{int(n):,} bytes"
 
 
 def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:

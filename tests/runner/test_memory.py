@@ -24,7 +24,8 @@ def test_a_refusal_never_reads_zero_and_never_reads_equal():
 
     from copyhead_jax.runner import refuse_if_over
 
-    cases = [(3 * 2**20, 2**20), (5 * 2**30, 2**30), (2**30 + 10, 2**30), (2**29, 2**24)]
+    cases = [(3 * 2**20, 2**20), (5 * 2**30, 2**30), (2**30 + 10, 2**30), (2**29, 2**24),
+             (4 * 2**20, 1073)]  # a budget of 1e-6 GB
     for need, have in cases:
         with pytest.raises(ValueError) as e:
             refuse_if_over(need, have, "x", "y")

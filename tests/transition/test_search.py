@@ -276,7 +276,7 @@ def test_bad_api_input_is_refused_before_work():
     with pytest.raises(ValueError, match="cfg must be a copyhead_jax Config"):
         ch.transition({"L": 4})
     big = TINY_CFG.replace(sweep=dict(memory_budget_gb=1e-6))
-    with pytest.raises(ValueError, match="needs about .* GiB of memory"):
+    with pytest.raises(ValueError, match="needs about .* [GM]iB of memory"):
         ch.transition(big, method="ti", P_grid=GRID, theory=False)
 
 
@@ -294,7 +294,7 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
     _one_line_error(capsys, main(base + ["--n-seeds", "0"]), "--n-seeds must be")
     _one_line_error(capsys, main([*base[:-3], "--P", "8", "--quiet"]), "--P must hold")
     _one_line_error(capsys, main(base + ["--memory-budget-gb", "1e-6"]),
-                    "needs about .* GiB of memory.*--memory-budget-gb")  # fmt: skip
+                    "needs about .* [GM]iB of memory.*--memory-budget-gb")  # fmt: skip
     _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]), "memory_budget_gb")
     assert not any((tmp_path / "file").parent.glob("*.lock"))
 
