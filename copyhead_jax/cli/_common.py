@@ -19,6 +19,18 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
     return path
 
 
+def figure_outputs(name: str, path, suffixes=FIGURE_SUFFIXES) -> list:
+    """A figure as :func:`copyhead_jax.plots.style.save_figure` writes it: the file, and for a
+    PNG its record ``NAME.png.json`` beside it."""
+    from .._checks import Output
+
+    path = Path(path)
+    outs = [Output(name, path, suffixes=suffixes)]
+    if path.suffix.lower() == ".png":
+        outs.append(Output(f"the record of {name}", path.with_name(path.name + ".json")))
+    return outs
+
+
 def check_command_paths(args, read: list | tuple = ()) -> list[Path]:
     """The paths the parsed command ``args`` will write, derived up front by its ``paths``
     function and checked as a set against its inputs (and the files in ``read``: a

@@ -66,12 +66,12 @@ def llc_outputs(args):
     """``(outputs, inputs)`` of ``copyhead llc``: the figure, the chunk folder and its lock; the
     files and their siblings."""
     from .._checks import Output
-    from ._common import FIGURE_SUFFIXES
+    from ._common import figure_outputs
 
     sweeps, posts = _names(args.files, args.siblings)
     outs = []
     if args.out is not None:
-        outs.append(Output("--out", Path(args.out), suffixes=FIGURE_SUFFIXES))
+        outs += figure_outputs("--out", args.out)
     ckpt = checkpoint_folder(sweeps[0])
     if os.access(ckpt.parent, os.W_OK | os.X_OK):
         outs += [Output("the chunk folder", ckpt, folder=True, removed=True),

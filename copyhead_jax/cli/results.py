@@ -95,9 +95,9 @@ def polish_outputs(args):
 
 def plot_outputs(args):
     """``(outputs, inputs)`` of ``copyhead plot``: every figure it draws."""
-    from .._checks import Output
+    from ._common import figure_outputs
 
-    return [Output(n, f, suffixes=FIGURE_SUFFIXES) for n, f in _plot_paths(args)], args.files
+    return [o for n, f in _plot_paths(args) for o in figure_outputs(n, f)], args.files
 
 
 def _plot_paths(args) -> list[tuple[str, Path]]:

@@ -186,7 +186,7 @@ def sample_outputs(args):
     from .._checks import Output
     from ..results import POSTERIOR_KIND
     from ..sampling.arviz import NETCDF_SUFFIXES
-    from ._common import FIGURE_SUFFIXES
+    from ._common import figure_outputs
     from .sweep import result_outputs
 
     out = _out(args)
@@ -194,8 +194,7 @@ def sample_outputs(args):
     if args.netcdf:
         outs.append(Output("--netcdf", Path(args.netcdf), suffixes=NETCDF_SUFFIXES))
     if args.plot:
-        outs.append(Output("the figure of --out", out.with_suffix(".png"),
-                           suffixes=FIGURE_SUFFIXES))  # fmt: skip
+        outs += figure_outputs("the figure of --out", out.with_suffix(".png"))
     return outs, [args.result]
 
 

@@ -73,15 +73,14 @@ def _configs(args) -> tuple[list[Config], Config]:
 def sweep_outputs(args):
     """``(outputs, inputs)`` of ``copyhead sweep``: each result file with its lock and chunk
     folder, the figure; the ``--tokens`` file."""
-    from .._checks import Output
     from ..results import SWEEP_KIND
-    from ._common import FIGURE_SUFFIXES
+    from ._common import figure_outputs
 
     configs, asked = _configs(args)
     paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     outs = [x for f in paths for x in result_outputs("--out", f, SWEEP_KIND)]
     if args.plot:
-        outs.append(Output("the figure of --out", png, suffixes=FIGURE_SUFFIXES))
+        outs += figure_outputs("the figure of --out", png)
     return outs, [args.tokens]
 
 

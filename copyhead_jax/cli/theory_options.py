@@ -121,13 +121,13 @@ def _plot_path(args, kind: str, att: str) -> str:
 def plot_outputs(kind: str):
     """The ``paths`` of a theory command drawing one figure ``kind`` per attention:
     ``args -> (outputs, inputs)`` (no inputs)."""
-    from .._checks import Output
+    from ._common import figure_outputs
 
     def outputs(args):
         if not args.plot:
             return [], []
-        return [Output("--out", Path(_plot_path(args, kind, att)), suffixes=(".png",))
-                for att in attentions(args.attention)], []  # fmt: skip
+        return [o for att in attentions(args.attention)
+                for o in figure_outputs("--out", _plot_path(args, kind, att), (".png",))], []
 
     return outputs
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,12 +99,11 @@ def no_files(args):
 
 def scaling_outputs(args):
     """``copyhead theory scaling``: its figure, drawn when a scan has several L or V."""
-    from .._checks import Output
+    from ._common import figure_outputs
 
     if not (args.plot and (len(args.L or []) > 1 or len(args.V or []) > 1)):
         return [], []
-    return [Output("--out", Path(args.out or f"theory_scaling_{args.preset}.png"),
-                   suffixes=(".png",))], []  # fmt: skip
+    return figure_outputs("--out", args.out or f"theory_scaling_{args.preset}.png", (".png",)), []
 
 
 def cmd_points(args) -> dict[str, Any]:

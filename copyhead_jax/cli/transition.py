@@ -248,6 +248,7 @@ def transition_outputs(args):
     at its top (the result, its lock, the figure, the TI's MAP sweeps); no inputs."""
     from .._checks import Output
     from ..results import SWEEP_KIND
+    from ._common import figure_outputs
 
     if args.out is None:
         return [], []
@@ -262,7 +263,7 @@ def transition_outputs(args):
                         kind=SWEEP_KIND) for b in ("pool", "copy")]  # fmt: skip
     if args.plot:
         name = "profile.png" if two and args.method == "profile" else "transition.png"
-        outs.append(Output(f"--out's {name}", out / name, suffixes=(".png",)))
+        outs += figure_outputs(f"--out's {name}", out / name, (".png",))
     return outs, []
 
 
