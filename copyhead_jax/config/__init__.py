@@ -18,6 +18,7 @@ from .presets import preset as preset
 from .samplers import SAMPLERS as SAMPLERS
 from .samplers import STARTS as STARTS
 from .samplers import HMCConfig as HMCConfig
+from .samplers import Rounds as Rounds
 from .samplers import SGLDConfig as SGLDConfig
 from .sections import ATTENTIONS as ATTENTIONS
 from .sections import BOTH as BOTH

@@ -24,13 +24,32 @@ from typing import ClassVar
 from .._checks import check_choice, check_float, check_int, normalise_scalars
 
 
+class Rounds:
+    """What a target adds to a fixed-length sampler's settings (a mixin of frozen dataclasses
+    with ``thin``, ``ess_target``, ``n_draws`` and the round-length field ``ROUND_FIELD``): the
+    draws per chain of one round and the rounds at most."""
+
+    ROUND_FIELD: ClassVar[str]
+
+    @property
+    def round_draws(self) -> int:
+        """Draws per chain of one round (no target: one round of ``n_draws``)."""
+        return getattr(self, self.ROUND_FIELD) // self.thin if self.ess_target else self.n_draws
+
+    @property
+    def n_rounds(self) -> int:
+        """Rounds at most: the fixed length in whole rounds (1 without a target)."""
+        return math.ceil(self.n_draws / self.round_draws)
+
+
 @dataclass(frozen=True)
-class SGLDConfig:
+class SGLDConfig(Rounds):
     """SGLD as in docs/theory.md §2: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U), every
     weight of a full-engine head sampled (``copyhead sample --sampler sgld``)."""
 
     name: ClassVar[str] = "SGLD"
     kind: ClassVar[str] = "sgld"
+    ROUND_FIELD: ClassVar[str] = "round_steps"
 
     step_size: float = 1e-6  # eta, in units of U
     n_steps: int = 2000
@@ -60,16 +79,6 @@ class SGLDConfig:
     def n_draws(self) -> int:
         """Draws kept per chain: ``(n_steps - burn_in) // thin`` (with a target: the cap)."""
         return (self.n_steps - self.burn_in) // self.thin
-
-    @property
-    def round_draws(self) -> int:
-        """Draws per chain of one round (no target: one round of ``n_draws``)."""
-        return self.round_steps // self.thin if self.ess_target else self.n_draws
-
-    @property
-    def n_rounds(self) -> int:
-        """Rounds at most: the fixed length in whole rounds (1 without a target)."""
-        return math.ceil(self.n_draws / self.round_draws)
 
     def describe(self) -> str:
         """One line for titles and tables."""
@@ -104,7 +113,7 @@ STARTS = ("fit", "both", "prior")
 
 
 @dataclass(frozen=True)
-class HMCConfig:
+class HMCConfig(Rounds):
     """Collapsed HMC of a reduced sweep (docs/theory.md §2c; ``copyhead sample --sampler hmc``):
     the readout integrated out exactly, HMC on ``W^G`` in the whitened coordinates of the
     marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded), ``n_adapt`` HMC
@@ -115,6 +124,7 @@ class HMCConfig:
 
     name: ClassVar[str] = "collapsed HMC"
     kind: ClassVar[str] = "hmc"
+    ROUND_FIELD: ClassVar[str] = "round_iter"
 
     step_size: float = 0.35  # initial leapfrog step in whitened units (the target's scale ~ 1)
     n_iter: int = 1500
@@ -161,16 +171,6 @@ class HMCConfig:
     def n_draws(self) -> int:
         """Draws kept per chain: ``n_iter // thin`` (with a target: the cap)."""
         return self.n_iter // self.thin
-
-    @property
-    def round_draws(self) -> int:
-        """Draws per chain of one round (no target: one round of ``n_draws``)."""
-        return self.round_iter // self.thin if self.ess_target else self.n_draws
-
-    @property
-    def n_rounds(self) -> int:
-        """Rounds at most: the fixed length in whole rounds (1 without a target)."""
-        return math.ceil(self.n_draws / self.round_draws)
 
     def describe(self) -> str:
         """One line for titles and tables."""

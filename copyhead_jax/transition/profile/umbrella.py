@@ -30,13 +30,14 @@ import functools
 import hashlib
 import math
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from ...config import Rounds
 from ...runner.chunks import load_checkpoint
 from ...sampling.hmc import hmc_chains, hmc_state_structure
 from ...sampling.rounds import sample_rounds
@@ -46,7 +47,7 @@ from .landscape import Landscape
 
 
 @dataclasses.dataclass(frozen=True)
-class UmbrellaSettings:
+class UmbrellaSettings(Rounds):
     """Monte-Carlo sizes of one umbrella run.
 
     ``n_chains`` chains per window (= independent replicas of the profile, >= 2 for a split
@@ -56,6 +57,8 @@ class UmbrellaSettings:
     minimum; ``adapt_mass`` a diagonal mass in the warm-up; ``ess_target`` (> 0: in rounds of
     ``round_iter`` iterations until every window has ESS ``>= ess_target`` and R-hat
     ``<= rhat_target`` on ``a`` and ``U``, ``n_iter`` the cap; module docstring)."""
+
+    ROUND_FIELD: ClassVar[str] = "round_iter"
 
     n_chains: int = 6
     n_adapt: int = 40
@@ -93,15 +96,6 @@ class UmbrellaSettings:
     def n_draws(self) -> int:
         return self.n_iter // self.thin
 
-    @property
-    def round_draws(self) -> int:
-        """Draws per chain of one round (no target: one round of ``n_draws``)."""
-        return self.round_iter // self.thin if self.ess_target else self.n_draws
-
-    @property
-    def n_rounds(self) -> int:
-        """Rounds at most: ``n_iter`` in whole rounds (1 without a target)."""
-        return math.ceil(self.n_draws / self.round_draws)
 
 
 class WindowDraws(NamedTuple):
