@@ -6,6 +6,7 @@ files of the same name in two folders do not collide). Fixtures built on these a
 ``conftest.py``.
 """
 
+import argparse
 import os
 import re
 import subprocess
@@ -116,3 +117,12 @@ def checked_figure(fig) -> list:
     plt.close(fig)
     assert not problems, "\n".join(problems)
     return axes
+
+
+def parser_tree(parser, path=()):
+    """(command path, parser) of every (sub)command of an argparse tree, the root first."""
+    yield path, parser
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                yield from parser_tree(sub, (*path, name))

@@ -9,17 +9,9 @@ import pytest
 from copyhead_jax.cli.config_file import FLAG, expand_config_file
 from copyhead_jax.cli.flags import finite_float
 from copyhead_jax.cli.main import build_parser, main
+from tests.helpers import parser_tree
 
 PARSER = build_parser()
-
-
-def _leaves(parser, path=()):
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        yield path, parser
-    for a in subs:
-        for name, sub in a.choices.items():
-            yield from _leaves(sub, (*path, name))
 
 
 def _value(a):
@@ -46,7 +38,8 @@ def _positionals(p):
             and not isinstance(a, argparse._SubParsersAction)]  # fmt: skip
 
 
-LEAVES = list(_leaves(PARSER))
+LEAVES = [(path, p) for path, p in parser_tree(PARSER)
+          if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)]
 #: required flags of a custom kind, typed on both sides
 REQUIRED = {("theory", "fit"): ["--target", "P_aG=300", "--free", "sigma2"]}
 

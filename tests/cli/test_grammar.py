@@ -13,24 +13,15 @@ import pytest
 
 from copyhead_jax.cli.flags import finite_float
 from copyhead_jax.cli.main import build_parser
+from tests.helpers import parser_tree
 
-
-def _parsers(parser, path=()):
-    """(command path, parser) of every (sub)command."""
-    yield path, parser
-    for a in parser._actions:
-        if isinstance(a, argparse._SubParsersAction):
-            for name, sub in a.choices.items():
-                yield from _parsers(sub, (*path, name))
-
-
-REAL_FLAGS = [(path, a.option_strings[0], a.nargs) for path, p in _parsers(build_parser())
+REAL_FLAGS = [(path, a.option_strings[0], a.nargs) for path, p in parser_tree(build_parser())
               for a in p._actions if a.type is finite_float and a.option_strings]  # fmt: skip
 
 
 def test_every_real_flag_is_finite_checked():
     """No command parses a real number with plain ``float`` (which takes nan and inf)."""
-    plain = [(path, a.option_strings) for path, p in _parsers(build_parser())
+    plain = [(path, a.option_strings) for path, p in parser_tree(build_parser())
              for a in p._actions if a.type is float]  # fmt: skip
     assert REAL_FLAGS and not plain, plain
 
@@ -39,7 +30,7 @@ def test_every_boolean_is_a_flag_and_its_negation():
     """No ``store_true`` / ``store_false`` / value-taking boolean: each boolean action is
     argparse's ``BooleanOptionalAction`` (``--x`` and ``--no-x``), and ``--x`` takes no value."""
     odd = []
-    for path, p in _parsers(build_parser()):
+    for path, p in parser_tree(build_parser()):
         pairs = {a.dest for a in p._actions if isinstance(a, argparse.BooleanOptionalAction)}
         for a in p._actions:
             alias = a.help == argparse.SUPPRESS and a.dest in pairs  # --quiet: --no-progress

@@ -19,20 +19,11 @@ import pytest
 
 from copyhead_jax import Output, check_paths, same_path
 from copyhead_jax.cli.main import build_parser, main
-from tests.helpers import fake_posterior, fake_sweep, no_work
-
-
-def _parsers(parser, path=()):
-    """(command path, parser) of every (sub)command."""
-    yield path, parser
-    for a in parser._actions:
-        if isinstance(a, argparse._SubParsersAction):
-            for name, sub in a.choices.items():
-                yield from _parsers(sub, (*path, name))
+from tests.helpers import fake_posterior, fake_sweep, no_work, parser_tree
 
 
 def _leaves():
-    return [(path, p) for path, p in _parsers(build_parser())
+    return [(path, p) for path, p in parser_tree(build_parser())
             if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)]  # fmt: skip
 
 
@@ -164,7 +155,7 @@ def test_a_collision_is_refused_in_one_line_before_any_work(path, parser, world,
 
     def parser_without_work():
         p = build()
-        for _, leaf in _parsers(p):
+        for _, leaf in parser_tree(p):
             if "func" in leaf._defaults:
                 leaf.set_defaults(func=no_work)
         return p

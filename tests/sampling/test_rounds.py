@@ -186,11 +186,10 @@ def test_cli_flags_set_the_target(red_sweep):
         sampler_config(args, red_sweep)
 
 
-def test_kill_between_rounds_resumes_bit_for_bit(red_sweep, capped, tmp_path, monkeypatch):
-    """Killed during its third round, a run resumes from the second round's snapshot and saves
-    the draws, energies and acceptances of the uninterrupted run bit for bit."""
-    calls = []
-    more = CollapsedHMC.more
+def _killed_in_second_round(monkeypatch, program, run):
+    """``run()`` with ``program.more`` (a sampler's later rounds) raising Ctrl-C on its second
+    call; ``program.more`` restored afterwards."""
+    calls, more = [], program.more
 
     def dying(self, *a, **k):
         calls.append(1)
@@ -198,11 +197,18 @@ def test_kill_between_rounds_resumes_bit_for_bit(red_sweep, capped, tmp_path, mo
             raise KeyboardInterrupt
         return more(self, *a, **k)
 
-    out = tmp_path / "post.npz"
-    monkeypatch.setattr(CollapsedHMC, "more", dying)
+    monkeypatch.setattr(program, "more", dying)
     with pytest.raises(KeyboardInterrupt):
-        run_sampler(red_sweep, HMC, out=out, progress=False)
-    monkeypatch.setattr(CollapsedHMC, "more", more)
+        run()
+    monkeypatch.setattr(program, "more", more)
+
+
+def test_kill_between_rounds_resumes_bit_for_bit(red_sweep, capped, tmp_path, monkeypatch):
+    """Killed during its third round, a run resumes from the second round's snapshot and saves
+    the draws, energies and acceptances of the uninterrupted run bit for bit."""
+    out = tmp_path / "post.npz"
+    _killed_in_second_round(monkeypatch, CollapsedHMC, lambda: run_sampler(
+        red_sweep, HMC, out=out, progress=False))  # fmt: skip
     assert list((tmp_path / "post.npz.chunks").glob("*.partial.npz"))  # the snapshot
     started = []
     start = CollapsedHMC.start
@@ -230,20 +236,9 @@ def test_sgld_rounds_cap_and_resume(tmp_path, monkeypatch):
     np.testing.assert_array_equal(ref["n_draws"], 12)
     np.testing.assert_array_equal(ref["draw_step"], 20 + 5 * np.arange(1, 13))
     assert not ref["target_met"].any() and ref["flagged"].all()
-    calls = []
-    more = FullSGLD.more
-
-    def dying(self, *a, **k):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return more(self, *a, **k)
-
     out = tmp_path / "post.npz"
-    monkeypatch.setattr(FullSGLD, "more", dying)
-    with pytest.raises(KeyboardInterrupt):
-        run_sampler(sweep, SGLD, out=out, progress=False)
-    monkeypatch.setattr(FullSGLD, "more", more)
+    _killed_in_second_round(monkeypatch, FullSGLD, lambda: run_sampler(
+        sweep, SGLD, out=out, progress=False))  # fmt: skip
     res = run_sampler(sweep, SGLD, out=out, progress=False)
     for k in ("draws", "accept", "distance", "finite", "U0"):
         np.testing.assert_array_equal(res[k], ref[k], err_msg=k)
