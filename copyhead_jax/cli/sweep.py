@@ -149,18 +149,6 @@ def _print_pstar(results) -> None:
     for width in dict.fromkeys(r.config.model.width for r in results):
         group = [r for r in results if r.config.model.width == width]
         init = {(r.config.model.attention, r.config.train.init_attention): r for r in group}
-        measured, theory = {}, {}
-        for att in dict.fromkeys(r.config.model.attention for r in group):
-            first, found = next(r for r in group if r.config.model.attention == att), {}
-            if not head_class(att).two_branches:
-                found = linear_points(first) if len(first.P) >= 3 else {}
-            elif (att, "zero") in init and (att, "copy") in init:
-                found = softmax_points(init[att, "zero"], init[att, "copy"])
-            if found:  # beside the theory: closed forms, or minimisers for Markov/causal
-                measured.update(found)
-                merge_points(theory, config_points(first.config, att))
-        if not measured:
-            continue
         cfg = group[0].config
         paper = (
             (cfg.posterior.likelihood, cfg.model.linear_scale, cfg.task.L, cfg.task.V)
@@ -168,10 +156,23 @@ def _print_pstar(results) -> None:
             and is_iid(cfg.task)
             and not cfg.model.causal
         )  # the paper: i.i.d. tokens, no mask
+        rows = []
+        for att in dict.fromkeys(r.config.model.attention for r in group):
+            first, found = next(r for r in group if r.config.model.attention == att), {}
+            if not head_class(att).two_branches:
+                found = linear_points(first) if len(first.P) >= 3 else {}
+            elif (att, "zero") in init and (att, "copy") in init:
+                found = softmax_points(init[att, "zero"], init[att, "copy"])
+            if found:  # beside the theory: closed forms, or minimisers for Markov/causal
+                theory = merge_points({}, config_points(first.config, att))
+                rows += pstar_rows(found, theory, attention=att, compare_paper=paper)
+        if not rows:
+            continue
+        paper = paper and any(r["paper"] is not None for r in rows)
         print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
               "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
               + (" and the paper" if paper else ""))  # fmt: skip
-        print(format_pstar(pstar_rows(measured, theory, compare_paper=paper)))
+        print(format_pstar(rows))
 
 
 def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,

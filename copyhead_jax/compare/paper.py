@@ -7,6 +7,8 @@ from ..theory.scaling import PAPER_LAWS as PAPER_LAWS
 
 #: The paper's main table, L = 25, V = 5: the reported P of each transition.
 PAPER_MEASURED = {"P_c1": 23.0, "P_cG": 322.0, "P_aG": 300.0}
+#: The attention kinds the paper measured (its table's P* are theirs, not another head's).
+PAPER_HEADS = ("linear", "softmax")
 
 #: The paper's coverage claims (its ablation table).
 PAPER_CLAIMS = {
@@ -18,4 +20,4 @@ PAPER_CLAIMS = {
 # PAPER_LAWS, ``{key: (name, f(L, V))}`` (P_aG's V dependence is not stated: none), is defined
 # with the theory's fits in ``copyhead_jax.theory.scaling``, which may not import this module.
 
-__all__ = ["PAPER_CLAIMS", "PAPER_LAWS", "PAPER_MEASURED"]
+__all__ = ["PAPER_CLAIMS", "PAPER_HEADS", "PAPER_LAWS", "PAPER_MEASURED"]

@@ -24,17 +24,18 @@ import numpy as np
 
 from ..theory import theory_of
 from . import locate as loc
-from .paper import PAPER_MEASURED
+from .paper import PAPER_HEADS, PAPER_MEASURED
 from .stats import bootstrap_ci
 
 ONSET_TOL = 0.02  # r below 2% of its largest seed-mean value counts as zero (no pooling)
 AT_ORIGIN = 1e-6  # |r|, |cG| below this: the exact MAP sits at G = 0 (float64 residue ~1e-10)
 
+#: What each P* is; a table row puts the head's name before it (``softmax copy transition``).
 LABELS = {
-    "P_c1": "linear pooling onset P*_c1",
-    "P_cG": "linear copy crossover P*_cG",
-    "P_aG": "softmax copy transition P*_aG",
-    "P_aG_jump": "softmax jump, one minimum per P",
+    "P_c1": "pooling onset P*_c1",
+    "P_cG": "copy crossover P*_cG",
+    "P_aG": "copy transition P*_aG",
+    "P_aG_jump": "jump, one minimum per P",
 }
 
 
@@ -147,10 +148,15 @@ def array_points(attention: str, P, d: dict, min_jump: float) -> dict[str, dict[
     return {"P_aG": seeds_summary(per)}
 
 
-def pstar_rows(measured: dict[str, list], theory: dict[str, Any], *, compare_paper: bool):
-    """Rows of the measured-vs-theory table: the seeds' geometric mean [95% bootstrap CI], the
-    grid bracket that holds every seed's ``P*`` (the CI collapses inside one bracket), the
-    number of seeds located, the EK theory's ``P*`` and (``compare_paper``) the paper's."""
+def pstar_rows(
+    measured: dict[str, list], theory: dict[str, Any], *, attention: str, compare_paper: bool
+):
+    """Rows of the measured-vs-theory table of one head (``attention``, whose name labels the
+    rows): the seeds' geometric mean [95% bootstrap CI], the grid bracket that holds every
+    seed's ``P*`` (the CI collapses inside one bracket), the number of seeds located, the EK
+    theory's ``P*`` and (``compare_paper``, for a head the paper measured) the paper's."""
+    name = theory_of(attention).name
+    compare_paper = compare_paper and name in PAPER_HEADS
     rows = []
     for key, per_seed in measured.items():
         ok = [x for x in per_seed if x.bracketed and x.P_star is not None]
@@ -158,7 +164,7 @@ def pstar_rows(measured: dict[str, list], theory: dict[str, Any], *, compare_pap
         rows.append(
             dict(
                 key=key,
-                label=LABELS[key],
+                label=f"{name} {LABELS[key]}",
                 measured=ci["estimate"],
                 lo=ci["lo"],
                 hi=ci["hi"],

@@ -40,7 +40,12 @@ def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
             A = np.mean(1.0 / (1.0 + L * np.exp(-s)), axis=0)
             aG = order_parameters(jnp.asarray(A)).cG
             np.testing.assert_allclose(float(aG), r["aG"][i, 0], rtol=1e-4, atol=1e-5)
-    assert "# sigmoid attention" in capsys.readouterr().out
+    cap = capsys.readouterr().out
+    assert "# sigmoid attention" in cap
+    # its P* table's rows carry the head's own name, with no paper column (the paper has none)
+    table = cap.split("# P* at N = inf")[1].split("saved ")[0].split("\n")[2:-1]
+    assert table and all(r.startswith("sigmoid ") for r in table), table
+    assert "softmax" not in cap and "and the paper" not in cap
 
     post = tmp_path / "post.npz"
     assert main(["sample", str(out / "sweep_sigmoid.npz"), "--iterations", "40", "--warmup",

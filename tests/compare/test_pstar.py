@@ -35,7 +35,7 @@ def test_softmax_crossing_is_exact_where_the_U_difference_is_linear_in_log_P():
     copy = _Sweep(P, U=U_copy, cG=aG_copy)
     per = softmax_points(pool, copy)["P_aG"]
     assert [x.P_star for x in per] == pytest.approx(P0, rel=1e-9)
-    (row,) = pstar_rows({"P_aG": per}, {"P_aG": 612.6}, compare_paper=True)
+    (row,) = pstar_rows({"P_aG": per}, {"P_aG": 612.6}, attention="softmax", compare_paper=True)
     assert row["measured"] == pytest.approx(np.sqrt(500 * 720), rel=1e-9)
     assert row["n"] == 2 and row["lo"] <= row["measured"] <= row["hi"]
     assert row["bracket"][0] < 500 and row["bracket"][1] > 720
@@ -49,7 +49,7 @@ def test_branches_that_never_separate_locate_nothing():
     same = _Sweep(P, U=U, cG=np.zeros_like(U))
     per = softmax_points(same, same)["P_aG"]
     assert all(not x.bracketed for x in per)
-    (row,) = pstar_rows({"P_aG": per}, {}, compare_paper=False)
+    (row,) = pstar_rows({"P_aG": per}, {}, attention="softmax", compare_paper=False)
     assert row["measured"] is None and "not on the grid" in format_pstar([row])
 
 
@@ -70,7 +70,8 @@ def test_diverged_runs_locate_nothing():
     nan = np.full((P.size, 2), np.nan)
     bad = _Sweep(P, r=nan, psi=nan, cG=nan, U=nan)
     bad.ok[:] = False
-    rows = pstar_rows({**linear_points(bad), **softmax_points(bad, bad)}, {}, compare_paper=False)
+    rows = pstar_rows(linear_points(bad), {}, attention="linear", compare_paper=False)
+    rows += pstar_rows(softmax_points(bad, bad), {}, attention="softmax", compare_paper=False)
     assert [r["n"] for r in rows] == [0, 0, 0, 0]
 
 
@@ -85,8 +86,12 @@ def test_one_minimum_that_jumps_is_located_by_its_step():
     assert all(not x.bracketed for x in pts["P_aG"])
     for x, p0 in zip(pts["P_aG_jump"], P0):
         assert x.bracketed and x.bracket[0] <= p0 < x.bracket[1], x  # aG = 0.9 above P0
-    rows = pstar_rows(pts, {}, compare_paper=False)
+    rows = pstar_rows(pts, {}, attention="softmax", compare_paper=False)
     assert "softmax jump, one minimum per P" in format_pstar(rows)
+    # another two-branch head's rows carry its own name, and no paper number (not the paper's)
+    rows = pstar_rows(pts, {}, attention="sigmoid", compare_paper=True)
+    assert [r["label"].split()[0] for r in rows] == ["sigmoid", "sigmoid"]
+    assert all(r["paper"] is None for r in rows)
 
 
 def test_array_points_locates_planted_features_and_marks_absent_ones_above_the_grid():

@@ -130,7 +130,7 @@ def logit_start(prob: Problem, beta: float) -> np.ndarray:
     ($\\beta=0$: the pooling start, large $\\beta$: the copy start; docs/theory.md §9b)."""
     with jax.enable_x64(True):
         T = jnp.asarray(prob.head.embeddings() / math.sqrt(prob.head.W_G.shape[0]), jnp.float64)
-        A = copy_start(T, V=prob.V, L=prob.L, logit=float(beta), attention="softmax")
+        A = copy_start(T, V=prob.V, L=prob.L, logit=float(beta), attention=prob.head.name)
     return np.asarray(A, np.float64).ravel()
 
 
