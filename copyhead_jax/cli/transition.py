@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from ..config import ATTENTIONS
+from ..config import ATTENTIONS, FINAL, TRANSITION_RUN
 from ..models import head_class
 from .flags import finite_float
 
@@ -123,8 +123,9 @@ def add_transition_subparser(sub) -> None:
                    "every window's ESS of a_G and U is >= N and their R-hat <= "
                    "--window-rhat-target (--window-iters the cap; a window that reaches it "
                    "first is flagged and widens the errors); default 0: the fixed length")
-    p.add_argument("--window-rhat-target", type=finite_float, default=1.01,
-                   help="profile: the R-hat bar of --window-ess-target (default 1.01)")
+    p.add_argument("--window-rhat-target", type=finite_float, default=FINAL.rhat_max,
+                   help="profile: the R-hat bar of --window-ess-target (default "
+                   f"{FINAL.rhat_max:g})")  # fmt: skip
     p.add_argument("--window-round-iter", type=int, default=100,
                    help="profile: HMC iterations per round with --window-ess-target (default "
                    "100)")  # fmt: skip
@@ -420,7 +421,7 @@ def format_result(res: dict) -> str:
     th = res["theory"]
     lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
     for f in res["flagged"]:
-        lines.append(f"flagged (R-hat > 1.05 or ESS < 100): {f}")
+        lines.append(f"flagged ({TRANSITION_RUN.bar()}): {f}")
     gs = res.get("group_seconds")
     lines.append(f"({res['wall_seconds']:.0f} s" + ("" if gs is None else
                  f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included")

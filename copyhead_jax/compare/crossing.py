@@ -9,7 +9,7 @@ t-interval (``seeds``), the crossing of ``mean dF +- 1.96 MCSE`` (``mc``), the s
 by the quadrature's Euler-Maclaurin term (``mc_quad``, systematic: averaged, not divided by
 sqrt n) and a quadratic-in-log-P root against the linear one (``grid``; the whole bracket with
 two points). The ``[P, seed]`` tables of branch-TI and tempered-SMC runs are in
-:mod:`.branch_tables`. Runs with R-hat > :data:`RHAT_MAX` or ESS < :data:`ESS_MIN` are named and
+:mod:`.branch_tables`. Runs past ``config.TRANSITION_RUN`` (R-hat or ESS) are named and
 the crossing recomputed without the seeds flagged at the bracket.
 """
 
@@ -24,12 +24,13 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import expit
 
+from ..config import TRANSITION_RUN
 from .locate import locate_crossing
 from .text import fmt, mean_sd
 from .warning import early_warning
 
-RHAT_MAX = 1.05  # split R-hat above this: the chains did not agree
-ESS_MIN = 100.0  # fewer effective draws than this: the MCSE itself is unreliable
+#: R-hat above / ESS below: the chains did not agree / the MCSE itself is unreliable.
+RHAT_MAX, ESS_MIN = TRANSITION_RUN.rhat_max, TRANSITION_RUN.ess_min
 Z = 1.96  # two-sided 95% normal quantile, for the MC band
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import preset
+from ..config import TRANSITION_RUN, preset
 from ..theory import TheoryParams, sensitivity, theory_of, transition_points
 from .claims import (
     EXPONENT_TOL,
@@ -177,7 +177,7 @@ def bayes_cell(d: Path, r: str) -> dict:
         return _cell(f"Bayesian P*_aG ({r}): not measured this session")
     b, band = bayesian_interval(res), relative_band(PAPER_MEASURED["P_aG"])
     j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
-    bad = f"; {len(b['flagged'])}/{b['n_runs']} runs R-hat > 1.05 or ESS < 100 (named in " \
+    bad = f"; {len(b['flagged'])}/{b['n_runs']} runs {TRANSITION_RUN.bar()} (named in " \
           "results.md)" if b["flagged"] else ""  # fmt: skip
     iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
     return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
@@ -188,7 +188,7 @@ def transition_cell(tr: dict) -> dict:
     quadrature, interpolation), the SMC cross-check and the flagged branch runs."""
     s, band = tr["summary"], relative_band(PAPER_MEASURED["P_aG"])
     n_runs = 2 * sum(len(x["probes"]) for x in tr["seeds"])
-    bad = f"; {len(tr['flagged'])}/{n_runs} runs R-hat > 1.05 or ESS < 100" if tr["flagged"] else ""
+    bad = f"; {len(tr['flagged'])}/{n_runs} runs {TRANSITION_RUN.bar()}" if tr["flagged"] else ""
     smc = (tr.get("cross_check") or {}).get("P_star")
     cross = f", SMC {g4(smc)}" if smc else ""
     text = (f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['n']} seed(s), `copyhead "

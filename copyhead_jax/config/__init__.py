@@ -4,9 +4,18 @@
                 ``TrainConfig``, ``SweepConfig``), the choices (``ATTENTIONS``, ...)
 - ``solvers``   the MAP solver's settings: ``AdamConfig``, ``ExactConfig``, ``AutoConfig``
 - ``samplers``  the posterior sampler's settings: ``SGLDConfig``, ``HMCConfig``
+- ``health``    the chain-health thresholds, one ``Mixing`` record per purpose (``MIXING``)
 - ``presets``   ``PAPER``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
 """
 
+from .health import BETWEEN_STARTS as BETWEEN_STARTS
+from .health import FINAL as FINAL
+from .health import HMC_RUN as HMC_RUN
+from .health import MIXING as MIXING
+from .health import PROFILE_WINDOW as PROFILE_WINDOW
+from .health import SGLD_RUN as SGLD_RUN
+from .health import TRANSITION_RUN as TRANSITION_RUN
+from .health import Mixing as Mixing
 from .presets import PAPER as PAPER
 from .presets import PAPER_CHI_LIK as PAPER_CHI_LIK
 from .presets import PAPER_MAP as PAPER_MAP

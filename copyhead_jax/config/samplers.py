@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .._checks import check_choice, check_float, check_int, normalise_scalars
+from .health import FINAL
 
 
 class Rounds:
@@ -59,7 +60,7 @@ class SGLDConfig(Rounds):
     seed: int = 1
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
     ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
-    rhat_target: float = 1.01  # Vehtari et al. 2021's bar for final results
+    rhat_target: float = FINAL.rhat_max  # the bar for final results (health.FINAL)
     round_steps: int = 500  # SGLD steps per round (a multiple of thin) when a target is set
 
     def __post_init__(self):
@@ -141,7 +142,7 @@ class HMCConfig(Rounds):
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
     keep_weights: bool = False  # record W^G and W_O_hat per draw
     ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
-    rhat_target: float = 1.01  # Vehtari et al. 2021's bar for final results
+    rhat_target: float = FINAL.rhat_max  # the bar for final results (health.FINAL)
     round_iter: int = 500  # HMC iterations per round (a multiple of thin) when a target is set
 
     def __post_init__(self):

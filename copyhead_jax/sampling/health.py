@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..config import HMC_RUN, SGLD_RUN
 from ..results import PosteriorResult
 from .sgld import ChainHealth, chain_health, health_warnings
 
@@ -51,13 +52,6 @@ def health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str,
     return out
 
 
-#: Reduced sweeps: a run mixes when split R-hat <= 1.05 and ESS >= 400 for U and for each
-#: order parameter (Vehtari et al. 2021 recommend R-hat < 1.01 and ESS > 400 for
-#: final results, 1.05 is their earlier working threshold); the HMC acceptance of a
-#: well-tuned chain is 0.6-0.9, below ``REDUCED_ACCEPT_MIN`` the step is too large.
-REDUCED_RHAT_MAX, REDUCED_ESS_MIN, REDUCED_ACCEPT_MIN = 1.05, 400.0, 0.3
-
-
 def target_arrays(a: dict[str, np.ndarray], names: tuple[str, str], mc) -> dict[str, np.ndarray]:
     """Per run: ``ess_reached`` (the smallest ESS of U and the order parameters), ``rhat_reached``
     (the largest split R-hat) and, with a target (``mc.ess_target > 0``), ``target_met``: every
@@ -89,18 +83,19 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
     h = ChainHealth(a["rhat"], a["ess"], a["accept_mean"], a["distance_mean"],
                     a["frac_below_start"], np.asarray(a["finite"], bool))  # fmt: skip
     reduced = res.config.model.engine == "reduced"
-    if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar above
-        msgs = health_warnings(h, rhat_max=REDUCED_RHAT_MAX, ess_min=REDUCED_ESS_MIN,
-                               accept_min=REDUCED_ACCEPT_MIN)  # fmt: skip
+    if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar (config.HMC_RUN)
+        bar = HMC_RUN
+        msgs = health_warnings(h, rhat_max=bar.rhat_max, ess_min=bar.ess_min,
+                               accept_min=bar.accept_min)  # fmt: skip
         msgs = [m.replace("MALA acceptance proxy", "HMC acceptance") for m in msgs]
         for name in res.order_names:
             for idx in np.ndindex(a[f"rhat_{name}"].shape):
                 r, e = float(a[f"rhat_{name}"][idx]), float(a[f"ess_{name}"][idx])
-                if r > REDUCED_RHAT_MAX:
+                if r > bar.rhat_max:
                     msgs.append(f"run {idx}, split R-hat of {name} = {r:.3f} > "
-                                f"{REDUCED_RHAT_MAX}: chains disagree")  # fmt: skip
-                if e < REDUCED_ESS_MIN:
-                    msgs.append(f"run {idx}, ESS of {name} = {e:.1f} < {REDUCED_ESS_MIN}: "
+                                f"{bar.rhat_max}: chains disagree")  # fmt: skip
+                if e < bar.ess_min:
+                    msgs.append(f"run {idx}, ESS of {name} = {e:.1f} < {bar.ess_min}: "
                                 "too few independent draws")  # fmt: skip
     else:
         msgs = health_warnings(h)
@@ -149,11 +144,9 @@ def run_flags(res: PosteriorResult) -> np.ndarray:
     """``[P, seed]`` bool: runs whose chains cannot be trusted: a non-finite chain, a NaN
     R-hat or ESS, R-hat/ESS/acceptance past the thresholds of :func:`posterior_warnings`, or a
     target (:mod:`.rounds`) not met at the cap."""
-    from .sgld import ESS_MIN, RHAT_MAX
-
     a = res.arrays
-    reduced = res.config.model.engine == "reduced"
-    rhat_max, ess_min = (REDUCED_RHAT_MAX, REDUCED_ESS_MIN) if reduced else (RHAT_MAX, ESS_MIN)
+    bar = HMC_RUN if res.config.model.engine == "reduced" else SGLD_RUN
+    rhat_max, ess_min = bar.rhat_max, bar.ess_min
     bad = ~np.all(np.asarray(a["finite"], bool), axis=-1)
     with np.errstate(invalid="ignore"):
         for k in _diagnostic_keys(res):

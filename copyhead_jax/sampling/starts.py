@@ -24,12 +24,11 @@ import math
 
 import numpy as np
 
-from ..config import Config, HMCConfig
+from ..config import BETWEEN_STARTS, Config, HMCConfig
 from .stats import mcse_mean, split_rhat
 
-#: Between-start R-hat above this: chains from different starts disagree (the bar of the
-#: reduced sampler's per-run R-hat, Vehtari et al. 2021's working threshold).
-RHAT_BETWEEN_MAX = 1.05
+#: Between-start R-hat above this: chains from different starts disagree (config.BETWEEN_STARTS).
+RHAT_BETWEEN_MAX = BETWEEN_STARTS.rhat_max
 #: ``default_starts``: a sweep is near the coexistence window when one of its P lies within
 #: this factor of the MAP theory's spinodals (both branches are minima between them, §5).
 NEAR_FACTOR = 2.0

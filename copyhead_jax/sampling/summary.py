@@ -17,8 +17,16 @@ from ..compare.locate import locate_level, locate_max_slope
 from ..compare.paper import PAPER_MEASURED
 from ..compare.pstar import AT_ORIGIN
 from ..compare.text import fmt, mean_sd
+from ..config import FINAL, HMC_RUN
 from ..objective import Objective
 from .estimators import run_mean, run_susceptibility
+
+#: The health summary's counts: runs past the run's bar (config.HMC_RUN) and past the final one
+#: (config.FINAL); the keys carry the bars (``n_rhat_gt_1.05``, ``n_rhat_gt_1.01``,
+#: ``n_ess_lt_400``).
+RHAT_RUN_KEY = f"n_rhat_gt_{HMC_RUN.rhat_max:g}"
+RHAT_FINAL_KEY = f"n_rhat_gt_{FINAL.rhat_max:g}"
+ESS_KEY = f"n_ess_lt_{HMC_RUN.ess_min:g}"
 
 #: the observables whose susceptibility is summarised
 OBSERVABLES = ("c1", "cG", "r", "U")
@@ -120,8 +128,9 @@ def health_line(b: dict) -> dict:
             "accept_range": [float(np.nanmin(h["accept_mean"])),
                              float(np.nanmax(h["accept_mean"]))],
             "n_runs": int(np.sum(np.isfinite(h["rhat"]))),
-            "n_rhat_gt_1.05": int(np.sum(rh > 1.05)), "n_rhat_gt_1.01": int(np.sum(rh > 1.01)),
-            "n_ess_lt_400": int(np.sum(es < 400)),
+            RHAT_RUN_KEY: int(np.sum(rh > HMC_RUN.rhat_max)),
+            RHAT_FINAL_KEY: int(np.sum(rh > FINAL.rhat_max)),
+            ESS_KEY: int(np.sum(es < HMC_RUN.ess_min)),
             "finite_chains_min": int(np.nanmin(h["finite_chains"])),
         }  # fmt: skip
     return b
@@ -268,15 +277,16 @@ def per_P_markdown(title: str, b: dict) -> list[str]:
 def health_markdown(blocks) -> list[str]:
     """Lines of the chain-health table, one row per ``(title, summary)`` of ``blocks`` (None
     summaries skipped) from its :func:`health_line` and ``wall_seconds``."""
-    out = ["| block | runs | max R-hat | runs R-hat > 1.01 / > 1.05 | min ESS | runs ESS < 400 |"
-           " HMC acceptance | sampling min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [f"| block | runs | max R-hat | runs R-hat > {FINAL.rhat_max:g} / > {HMC_RUN.rhat_max:g}"
+           f" | min ESS | runs ESS < {HMC_RUN.ess_min:g} | HMC acceptance | sampling min |",
+           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for title, b in blocks:
         if b is None:
             continue
         h, ws = b["health_summary"], b.get("wall_seconds")
         out.append(
-            f"| {title} | {h['n_runs']} | {fmt(h['rhat_max'], 4)} | {h['n_rhat_gt_1.01']} /"
-            f" {h['n_rhat_gt_1.05']} | {fmt(h['ess_min'], 3)} | {h['n_ess_lt_400']} |"
+            f"| {title} | {h['n_runs']} | {fmt(h['rhat_max'], 4)} | {h[RHAT_FINAL_KEY]} /"
+            f" {h[RHAT_RUN_KEY]} | {fmt(h['ess_min'], 3)} | {h[ESS_KEY]} |"
             f" {fmt(h['accept_range'][0], 2)}-{fmt(h['accept_range'][1], 2)} |"
             f" {round(ws / 60) if ws else '-'} |"
         )

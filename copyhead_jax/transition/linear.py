@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import Config, HMCConfig
+from ..config import TRANSITION_RUN, Config, HMCConfig
 from ..sampling import REDUCED_HMC_LINEAR, run_mean, run_sampler
 from ..sweep import run_sweep
 from .root import combine_seeds, crossing
@@ -56,9 +56,10 @@ def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, s
     per = [crossing(P, 0.5 - m[:, s], se[:, s]) for s in range(m.shape[1])]
     f = lambda k: [math.nan if c[k] is None else c[k] for c in per]  # noqa: E731
     mean = combine_seeds(f("log_P"), f("err_mc"), f("err_sys"))
+    mixed = TRANSITION_RUN.mixed
     flagged = [f"seed {s} P={int(P[i])}: R-hat {np.nanmax(rhat[i, s]):.3f}, ESS "
                f"{np.nanmin(ess[i, s]):.0f}" for i in range(len(P)) for s in range(m.shape[1])
-               if not (np.nanmax(rhat[i, s]) <= 1.05 and np.nanmin(ess[i, s]) >= 100)]  # fmt: skip
+               if not mixed(np.nanmax(rhat[i, s]), np.nanmin(ess[i, s]))]  # fmt: skip
     return {
         "attention": cfg.model.attention, "quantity": "P_cG_half (posterior psi = 1/2)",
         "P_star": mean["P_star"], "interval": [mean["lo"], mean["hi"]], "summary": mean,

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._checks import check_int, check_output_folder, check_P_grid
 from ..compare.locate import locate_crossing, locate_level
-from ..config import Config, exact_settings
+from ..config import TRANSITION_RUN, Config, exact_settings
 from ..data import nested_mask
 from ..fit import sweep_inputs
 from ..models import head_class
@@ -54,8 +54,6 @@ INIT = {"pool": "zero", "copy": "copy"}
 #: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
 GROUP_KEYS = ("P", "seed", "dF", "se", "sys")
 SMC_KEYS = ("P", "seed", "w_copy")
-#: R-hat and ESS thresholds past which a run is named in ``flagged``.
-RHAT_MAX, ESS_MIN = 1.05, 100
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
     quenched embeddings, exact float64 MAP."""
@@ -313,8 +311,8 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
     flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
                f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
                for p in Ps if "branches" in groups[p] for b in BRANCHES
-               if not (groups[p]["branches"][b]["rhat_max"] <= RHAT_MAX
-                       and groups[p]["branches"][b]["ess_min"] >= ESS_MIN)]  # fmt: skip
+               if not TRANSITION_RUN.mixed(groups[p]["branches"][b]["rhat_max"],
+                                           groups[p]["branches"][b]["ess_min"])]  # fmt: skip
     return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr, "map_U_crossing": mu,
             "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
 

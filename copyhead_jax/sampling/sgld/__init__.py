@@ -44,9 +44,6 @@ from ._runner import draw_steps as draw_steps
 from ._runner import sgld_chains as sgld_chains
 from ._schedules import constant_step_size as constant_step_size
 from ._schedules import polynomial_step_size as polynomial_step_size
-from .diagnostics import ACCEPT_MIN as ACCEPT_MIN
-from .diagnostics import ESS_MIN as ESS_MIN
-from .diagnostics import RHAT_MAX as RHAT_MAX
 from .diagnostics import ChainHealth as ChainHealth
 from .diagnostics import chain_health as chain_health
 from .diagnostics import ess as ess
@@ -57,10 +54,7 @@ if TYPE_CHECKING:
     from .numpyro_adapter import SGLD as SGLD
 
 __all__ = [
-    "ACCEPT_MIN",
-    "ESS_MIN",
     "NOISE",
-    "RHAT_MAX",
     "SGLD",
     "ChainHealth",
     "SGLDKernel",

@@ -31,24 +31,16 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._checks import check_float, check_int
+from ...config import SGLD_RUN  # the bars (config/health.py)
 from .. import stats  # the one R-hat/ESS of the package
 
 __all__ = [
-    "ACCEPT_MIN",
-    "ESS_MIN",
-    "RHAT_MAX",
     "ChainHealth",
     "chain_health",
     "ess",
     "health_warnings",
     "split_rhat",
 ]
-
-RHAT_MAX = 1.1  # split R-hat above this: chains disagree (Gelman et al. 2013 suggest 1.1)
-ESS_MIN = 100.0  # pooled ESS of U below this: too few independent draws to trust a moment
-ACCEPT_MIN = 0.7  # mean MALA proxy below this: eta is large on the posterior's scale (0.5 is
-# the proxy's saturation value, which a far too large step size also gives; see above)
-
 
 class ChainHealth(NamedTuple):
     """Leading axes ``...`` are the result's run axes; ``C`` chains."""
@@ -112,9 +104,9 @@ def _run_name(idx: tuple[int, ...]) -> str:
 def health_warnings(
     health: ChainHealth,
     *,
-    rhat_max: float = RHAT_MAX,
-    ess_min: float = ESS_MIN,
-    accept_min: float = ACCEPT_MIN,
+    rhat_max: float = SGLD_RUN.rhat_max,
+    ess_min: float = SGLD_RUN.ess_min,
+    accept_min: float = SGLD_RUN.accept_min,
     below_start_max: float | None = None,
 ) -> list[str]:
     """Messages for every unhealthy run/chain; empty when all is well.

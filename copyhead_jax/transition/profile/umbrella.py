@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ...config import Rounds
+from ...config import FINAL, Rounds
 from ...runner.chunks import load_checkpoint
 from ...sampling.hmc import hmc_chains, hmc_state_structure
 from ...sampling.rounds import sample_rounds
@@ -69,7 +69,7 @@ class UmbrellaSettings(Rounds):
     start_scale: float = 1.0
     adapt_mass: bool = False
     ess_target: float = 0.0
-    rhat_target: float = 1.01
+    rhat_target: float = FINAL.rhat_max
     round_iter: int = 100
 
     def __post_init__(self):

@@ -36,6 +36,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from ...config import PROFILE_WINDOW
 from .basins import (
     Basins,
     basins,
@@ -73,8 +74,8 @@ class ProfileSettings:
     spacing: float = 0.1
     kappa_factor: float = 1.0
     bin_width: float | None = None
-    rhat_max: float = 1.1
-    ess_min: float = 50.0
+    rhat_max: float = PROFILE_WINDOW.rhat_max
+    ess_min: float = PROFILE_WINDOW.ess_min
     overlap_min: float = 0.03
     tail_rise: float = 4.0
     a_bounds: tuple[float | None, float | None] = (None, None)
