@@ -1,8 +1,8 @@
 """The reproduction's science, end to end, and its pieces.
 
-* A tiny reproduction (``--tiny``: L = 6, V = 3, width 16, Adam, one seed) runs once through the
-  command line (module fixture ``tiny``; the artefacts share one cache, as in ``python -m
-  experiments all``). The tests check what its theory and measurements say and that the
+* A tiny reproduction (``--tiny``: L = 6, V = 3, width 16, Adam, one seed; ``-m slow``) runs
+  once through the command line (module fixture ``tiny``; the artefacts share one cache, as in
+  ``python -m experiments all``). The tests check what its theory and measurements say and that the
   artefacts reuse main's runs, not the layout of its files. At L = 6 the softmax theory has no
   first-order transition, and 200 Adam epochs at width 16 place every P* off the measured grid:
   the measurement must then say on which side, and that side must be the theory's.
@@ -39,6 +39,11 @@ from experiments.analysis import width_spec  # noqa: E402
 TINY_ARTEFACTS = ("main", "coverage")
 
 
+#: the tests on the tiny reproduction: ~45 s idle for the one run they share, so off by default
+#: (``python -m pytest -m slow``); the pieces they rest on are tested on their own
+TINY_RUN = pytest.mark.slow
+
+
 @dataclasses.dataclass
 class Tiny:
     out: Path
@@ -72,6 +77,7 @@ def tiny(tmp_path_factory):
     return t
 
 
+@TINY_RUN
 def test_tiny_theory_has_no_first_order_transition_and_pools_before_copying(tiny):
     # docs/theory.md §5: at L = 6 the softmax potential has one minimum at every P (no coexistence
     # window, so no spinodals and no P_aG), and the table compares the softmax row with the
@@ -86,6 +92,7 @@ def test_tiny_theory_has_no_first_order_transition_and_pools_before_copying(tiny
     assert max(main["curves"]["finite_softmax"]["n_min_max"]) == 1
 
 
+@TINY_RUN
 def test_tiny_measurement_places_each_transition_on_the_theorys_side(tiny):
     # every P* is compared with the finite-width theory of the same tokens and embeddings where
     # it located one (else the EK theory): a P* off the measured grid must lie on the side the
@@ -107,6 +114,7 @@ def test_tiny_measurement_places_each_transition_on_the_theorys_side(tiny):
     assert n_checked == 3, main["measured"]
 
 
+@TINY_RUN
 def test_tiny_pooling_branch_has_the_lower_U_below_the_crossover(tiny):
     # below P*_aG the pooling minimum is the global one (docs/theory.md §5): runs started on the two
     # branches stay distinct, and the pooling start ends with the lower U at every common P
@@ -118,6 +126,7 @@ def test_tiny_pooling_branch_has_the_lower_U_below_the_crossover(tiny):
     assert all(d < 0 for d in br["dU_per_seq"]), br["dU_per_seq"]
 
 
+@TINY_RUN
 def test_tiny_ansatz_captures_softmax_attention_and_A1_fails_only_for_linear(tiny):
     # the two-parameter ansatz captures the softmax attention (the paper: > 99.8% at full width;
     # width 16 and 200 epochs leave it at 0.990-0.997), and approximation A1 (token-independent
@@ -130,6 +139,7 @@ def test_tiny_ansatz_captures_softmax_attention_and_A1_fails_only_for_linear(tin
     assert all(f["per_sample"] < res["a1_threshold"] for f in res["a1_failures"])
 
 
+@TINY_RUN
 def test_tiny_artefacts_reuse_main_runs(tiny):
     # coverage measures nothing itself; a second `main` through the command line reloads every
     # run from the cache and reproduces the same table
@@ -158,6 +168,7 @@ def test_tiny_hysteresis_and_scaling_run_and_agree_with_main(tiny):
     assert row["theory_ek"]["P_cG"] == pytest.approx(main["theory_ek_points"]["P_cG"])
 
 
+@TINY_RUN
 def test_seed_data_and_embeddings_match_the_sweep(tiny):
     # the finite-width theory must see exactly the run's training set and embeddings (the runs
     # come from the tiny reproduction's cache: no new sweep)

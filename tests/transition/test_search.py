@@ -198,6 +198,65 @@ def test_resume_gives_identical_numbers(tiny_run, tmp_path):
         [g["dF"] for g in res["seeds"][0]["probes"]]  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def one_group():
+    """The arguments the command hands one probe's branch free energies (TI and SMC replaced by
+    stand-ins, so only the MAP grid runs): the real ones are then called on them directly."""
+    from copyhead_jax.transition import search
+
+    seen = []
+
+    def free_energies(key, heads, train, mask, a_thr, settings, obj):
+        seen.append((key, heads, train, mask, a_thr, obj))
+        P = float(np.sum(mask))  # a root at P = 13: the grid below brackets it
+        br = lambda F: {"F": F, "mcse": 0.1, "quad_corr": 0.0, "dU_dP": 0.5, "rhat_max": 1.0,
+                        "ess_min": 400.0}  # fmt: skip
+        return {"copy": br(-10 * math.log(P / 13)), "pool": br(0.0), "_C": None}
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(search, "free_energies", free_energies)
+        ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[1:3],
+                      theory=False, settings=TISettings(smc_particles=0))  # fmt: skip
+    return seen[0]
+
+
+def _settings(**kw) -> TISettings:
+    return TISettings(**{"ts": (0.0, 0.5, 1.0), "n_chains": 2, "n_iter": 16, "n_adapt": 0,
+                         "n_ref": 200, "smc_particles": 8, "smc_max_steps": 4, **kw})  # fmt: skip
+
+
+def test_a_batched_group_makes_the_same_chains_as_one_after_the_other(one_group):
+    """``TISettings.batched`` (the accelerators' default) vmaps branches, rungs, chains and SMC
+    particles instead of running them one after the other: the same chains up to float32
+    rounding. Over 16 iterations the rounding cannot grow into a different trajectory, so both
+    branch free energies and the SMC weight agree to 1e-4 relative."""
+    from copyhead_jax.transition.branch_group import free_energies, smc_weight
+
+    key, heads, train, mask, a_thr, obj = one_group
+    fe = [free_energies(key, heads, train, mask, a_thr, _settings(batched=b), obj)
+          for b in (False, True)]  # fmt: skip
+    for br in ("copy", "pool"):
+        assert math.isfinite(fe[0][br]["F"])
+        assert fe[1][br]["F"] == pytest.approx(fe[0][br]["F"], rel=1e-4)
+    C64 = fe[0]["_C"]
+    w = [smc_weight(key, heads, train, mask, a_thr, C64, _settings(batched=b), obj)["w_copy"]
+         for b in (False, True)]  # fmt: skip
+    np.testing.assert_allclose(w[1], w[0], rtol=1e-4, atol=1e-6)
+
+
+def test_adapted_mass_reaches_a_groups_rung_chains(one_group):
+    """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
+    iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
+    from copyhead_jax.transition.branch_group import free_energies
+
+    key, heads, train, mask, a_thr, obj = one_group
+    F = [free_energies(key, heads, train, mask, a_thr,
+                       _settings(n_adapt=24, smc_particles=0, adapt_mass=m), obj)["copy"]["F"]
+         for m in (False, True)]  # fmt: skip
+    assert all(math.isfinite(f) for f in F) and F[0] != F[1]
+
+
+@pytest.mark.slow  # the fast siblings above call one group directly
 def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     """``TISettings.batched`` (the accelerators' default) vmaps branches, rungs, chains and SMC
     particles instead of running them one after the other: the same chains up to float32
@@ -220,6 +279,7 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     assert all(0 < r["group_seconds"] <= r["wall_seconds"] for r in runs)
 
 
+@pytest.mark.slow  # the fast sibling above calls one group directly
 def test_adapted_mass_reaches_the_rungs_chains():
     """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
     iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
