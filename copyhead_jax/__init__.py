@@ -10,7 +10,8 @@ Code map, in data-flow order (folders end in /; docs/guide/architecture.md has t
 - ``data``, ``sources``  the copy task (one-hot tokens, y^a = x^{a-1}, nested P datasets) and
                  its token sources (i.i.d. or a stationary Markov chain)
 - ``config/``    frozen configs (``Config`` and its sections; ``AdamConfig``, ``ExactConfig``,
-                 ``AutoConfig``; ``SGLDConfig``, ``HMCConfig``) and the presets (``preset``)
+                 ``AutoConfig``; ``SGLDConfig``, ``HMCConfig``) and the presets and
+                 readings (``preset(name, reading=...)``)
 - ``theory/``    the EK action, reduced potentials, every minimum, P*, scaling (pure JAX);
                  ``compare/`` where theory and measurement meet (both import only the core)
 - ``runner/``    how work runs: checkpointed chunks, the memory budget, devices, ``map_groups``
@@ -46,6 +47,7 @@ from ._runtime import interrupt_status as interrupt_status
 from .config import PAPER as PAPER
 from .config import PLAIN as PLAIN
 from .config import PRESETS as PRESETS
+from .config import READINGS as READINGS
 from .config import SMALL as SMALL
 from .config import TINY as TINY
 from .config import AdamConfig as AdamConfig

@@ -14,8 +14,11 @@ import numpy as np
 from ..config import (
     ADAM_FIELDS,
     ATTENTIONS,
+    DEFAULT_PRESET,
     EXACT_FIELDS,
     PRESETS,
+    READINGS,
+    SHORTHANDS,
     SOLVERS,
     AdamConfig,
     AutoConfig,
@@ -63,6 +66,29 @@ def _P_arg(text: str) -> tuple[int, ...]:
         return parse_P_grid(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_preset_flags(p: argparse.ArgumentParser, what: str) -> None:
+    """``--preset NAME`` (default :data:`~copyhead_jax.config.DEFAULT_PRESET`) and ``--reading
+    NAME``, the two choices every command that starts from a preset takes: what runs, and
+    which reading of the paper's conventions (docs/theory.md §2b) it runs under. ``what``: the
+    parts of the preset the command uses. The help lists each reading's fields, read off
+    :data:`~copyhead_jax.config.READINGS`; a convention flag given beside it wins."""
+    short = "; ".join(f"{k} = {p} --reading {r}" for k, (p, r) in SHORTHANDS.items())
+    p.add_argument("--preset", default=DEFAULT_PRESET, metavar=_choices(PRESETS),
+                   help=f"{what}; {short}; default {DEFAULT_PRESET}")  # fmt: skip
+    fields = {r: ", ".join(f"{k}={v}" for sec in f.values() for k, v in sec.items())
+              for r, f in READINGS.items()}  # fmt: skip
+    p.add_argument("--reading", default=None, metavar=_choices(READINGS),
+                   help="the reading of the paper's conventions the preset runs under: "
+                   + "; ".join(f"{r}: {f}" for r, f in fields.items())
+                   + "; default: the preset's own; an explicit convention flag wins")  # fmt: skip
+
+
+def _choices(names) -> str:
+    """``{a,b,c}``: the choices of a flag checked where it is used (one ``ValueError`` line
+    naming them, as every config value)."""
+    return "{" + ",".join(names) + "}"
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
@@ -173,9 +199,10 @@ def _widths_arg(text: str) -> tuple:
 
 
 def config_from_args(args: argparse.Namespace, attention: str | None = None, width=None) -> Config:
-    """The preset of ``args.preset`` with every config flag given on the command line applied
-    (``attention`` and ``width``: the one sweep of a ``both`` or a width list)."""
-    cfg = preset(args.preset)
+    """The preset of ``args.preset`` under ``args.reading`` with every config flag given on the
+    command line applied (``attention`` and ``width``: the one sweep of a ``both`` or a width
+    list)."""
+    cfg = preset(args.preset, getattr(args, "reading", None))
     updates: dict[str, dict] = {}
     for sec in _SECTIONS:
         for f in dataclasses.fields(getattr(cfg, sec)):

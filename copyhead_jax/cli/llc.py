@@ -50,7 +50,8 @@ def add_llc_subparser(sub) -> None:
     p.add_argument("--steps", type=int, default=d.n_steps, help=f"SGLD steps (default {d.n_steps})")
     p.add_argument("--burn-in", type=int, default=d.burn_in, help=f"default {d.burn_in}")
     p.add_argument("--thin", type=int, default=d.thin, help=f"default {d.thin}")
-    p.add_argument("--chains", type=int, default=d.n_chains, help=f"default {d.n_chains}")
+    p.add_argument("--chains", type=int, default=d.n_chains,
+                   help=f"SGLD chains per run (default {d.n_chains}, as every sampler command)")
     p.add_argument("--eta-frac", type=finite_float, default=d.eta_frac,
                    help="SGLD step times (gamma + top curvature); default "
                    f"{d.eta_frac}")  # fmt: skip

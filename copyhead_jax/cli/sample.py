@@ -8,8 +8,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..config import STARTS, HMCConfig, SGLDConfig
-from .flags import finite_float
+from ..config import DEFAULT_CHAINS, STARTS, HMCConfig, SGLDConfig
+from .flags import add_preset_flags, finite_float
 
 #: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
 SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in", "round_steps": "round_steps"}
@@ -24,7 +24,6 @@ SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", 
 
 
 def add_sample_subparser(sub) -> None:
-    from ..config.presets import PRESETS
     from ._common import add_parser, progress_flags
 
     p = add_parser(
@@ -44,10 +43,9 @@ def add_sample_subparser(sub) -> None:
                    help="hmc: collapsed HMC (reduced sweeps: the readout integrated out "
                    "exactly, HMC on W^G); sgld: SGLD on every weight (full-engine sweeps); "
                    "default: the one the sweep's engine supports")  # fmt: skip
-    p.add_argument("--preset", choices=("default", *PRESETS), default="default",
-                   help="SGLD of a sweep preset (the names of 'copyhead sweep'): paper: the "
-                   "paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the engine's "
-                   "default sampler")  # fmt: skip
+    add_preset_flags(p, "the sampler (the posterior itself is the sweep's): paper: the "
+                     "paper's SGLD, eta = 5e-10 (sigma^2 = chi = 30); any other: the engine's "
+                     "default sampler; --reading: checked against the sweep's conventions")
     d, h = SGLDConfig(), HMCConfig()
     g = p.add_argument_group("both samplers")
     g.add_argument("--step-size", type=finite_float, default=None,
@@ -58,7 +56,7 @@ def add_sample_subparser(sub) -> None:
                    help=f"a draw every THIN steps (SGLD, default {d.thin}) or iterations (HMC, "
                    f"default {h.thin})")  # fmt: skip
     g.add_argument("--chains", type=int, default=None, help=f"chains per run (default "
-                   f"{d.n_chains})")  # fmt: skip
+                   f"{DEFAULT_CHAINS}, as every sampler command)")  # fmt: skip
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--keep-loglik", action=argparse.BooleanOptionalAction, default=None,
                    help="record each training sequence's log-likelihood per draw (ArviZ "
@@ -152,6 +150,7 @@ def netcdf_run(args, sweep) -> dict[str, int]:
 def sampler_config(args, sweep):
     """The sampler config of ``copyhead sample``'s flags; a flag of the other sampler is a
     ValueError naming it."""
+    from ..config import preset
     from ..sampling.run import PAPER_SGLD, default_sampler
 
     kind = args.sampler or ("hmc" if sweep.config.model.engine == "reduced" else "sgld")
@@ -163,6 +162,8 @@ def sampler_config(args, sweep):
                     "SGLD counts --steps and --burn-in")  # fmt: skip
             raise ValueError(f"{name} is a flag of --sampler {'hmc' if kind == 'sgld' else 'sgld'}"
                              f"; this run uses --sampler {kind} ({hint})")  # fmt: skip
+    check_reading(args, sweep.config)
+    preset(args.preset)  # a known name, whichever sampler it names
     if args.preset == "paper" and kind != "sgld":
         raise ValueError("--preset paper is the paper's SGLD; use it with --sampler sgld")
     if args.preset == "paper":
@@ -174,6 +175,21 @@ def sampler_config(args, sweep):
     own = {**SHARED_FLAGS, **(HMC_FLAGS if kind == "hmc" else SGLD_FLAGS)}
     over = {f: getattr(args, a) for a, f in own.items() if getattr(args, a, None) is not None}
     return dataclasses.replace(base, **over)
+
+
+def check_reading(args, cfg) -> None:
+    """``--reading`` of a command that reads its config from a file: the file's conventions
+    must be that reading's (the posterior and the fits are the file's; refit to change it)."""
+    from .._checks import check_choice
+    from ..config import READINGS, reading_of
+
+    if getattr(args, "reading", None) is None:
+        return
+    want, have = check_choice("reading", args.reading, READINGS), reading_of(cfg)
+    if want != have:
+        raise ValueError(f"--reading {want}: the sweep was fitted under "
+                         f"{'the reading ' + have if have else 'no named reading'}; its "
+                         f"posterior is that reading's (refit it with --reading {want})")
 
 
 def _out(args) -> Path:

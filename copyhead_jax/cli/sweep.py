@@ -8,10 +8,10 @@ import argparse
 from pathlib import Path
 
 from ..compare.overlay import theory_overlay
-from ..config import BOTH, PRESETS, Config, preset, single_start
+from ..config import BOTH, Config, preset, run_name, single_start
 from ..models import head_class
 from ._common import add_parser, progress_flags, save_figure
-from .flags import add_config_flags, config_from_args
+from .flags import add_config_flags, add_preset_flags, config_from_args
 from .tokens import add_tokens_flag, load_tokens
 
 
@@ -28,14 +28,15 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
             "copyhead sweep --preset small --engine reduced --width 128,10000,inf --keep-params",
         ),
     )  # fmt: skip
-    p.add_argument("--preset", default="small", metavar="{" + ",".join(PRESETS) + "}",
-                   help="paper-map: the paper's phase diagram by exact MAP (the README's main "
-                   "job); small: width 128, Adam (minutes); default small")  # fmt: skip
+    add_preset_flags(p, "the sweep: paper-map: the paper's phase diagram by exact MAP (the "
+                     "README's main job); paper: the paper's Adam protocol, trained embeddings "
+                     "(a GPU job); small: width 128, Adam (minutes); tiny: seconds")  # fmt: skip
     p.add_argument(
         "--out", default=None,
         help="output folder (sweep_ATT.npz + sweep.png), or FILE.npz for one attention; default "
-        "results/PRESET, or results/PRESET-HASH when flags change the preset (HASH: 8 hex digits "
-        "of the changed fields), so sweeps with other flags never overwrite each other",
+        "results/NAME, NAME the preset (PRESET-READING, or its shorthand, under another "
+        "reading), or results/NAME-HASH when flags change more (HASH: 8 hex digits of the "
+        "changed fields), so sweeps with other flags never overwrite each other",
     )  # fmt: skip
     p.add_argument("--keep-params", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the fitted weights (needed by 'copyhead sample'); default: "
@@ -60,7 +61,7 @@ def _configs(args) -> tuple[list[Config], Config]:
     config (it names the default folder)."""
     attentions = BOTH if args.attention == "both" else (args.attention,)
     if args.attention is None:
-        attentions = (preset(args.preset).model.attention,)
+        attentions = (preset(args.preset, args.reading).model.attention,)
     widths = args.width or (None,)
     configs = [config_from_args(args, a, w) for w in widths for a in attentions]  # validate all
     asked = configs[0]  # the flags' config names the default folder (branch starts do not)
@@ -178,10 +179,13 @@ def _print_pstar(results) -> None:
 def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
                 asked: Config | None = None):  # fmt: skip
     """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
-    file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/PRESET``,
-    or ``results/PRESET-HASH`` when flags change the preset (``HASH``: 8 hex digits of the
-    changed fields of ``asked``, default ``configs[0]``), so that a sweep with other flags never
-    overwrites another."""
+    file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/NAME``,
+    ``NAME`` the preset's name under the reading of ``asked`` (default ``configs[0]``;
+    :func:`~copyhead_jax.config.run_name`: ``paper-map-chi-lik``, ``plain``), or
+    ``results/NAME-HASH`` when flags change more than the reading (``HASH``: 8 hex digits of
+    the fields changed from that preset and reading), so that a sweep with other flags or
+    another reading never overwrites another, and one config gets one folder however its
+    reading was asked for."""
     br = lambda c: "_copy" if c.train.init_attention == "copy" else ""  # a copy-branch start
     if out is not None and out.lower().endswith(".npz"):
         if len({(c.model.attention, c.model.width) for c in configs}) > 1:
@@ -195,12 +199,17 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
         import hashlib
         import json
 
-        base, new = preset(preset_name).to_dict(), (asked or configs[0]).to_dict()
-        diff = {s: {k: v for k, v in new[s].items() if v != base[s][k] and k != "attention"}
-                for s in new}  # fmt: skip
+        from ..config import reading_of
+
+        asked = asked or configs[0]
+        name, reading = run_name(preset_name, asked), reading_of(asked)
+        base = preset(preset_name, reading if name != preset_name else None).to_dict()
+        new = asked.to_dict()
+        diff = {s: {k: v for k, v in new[s].items()  # a field omitted at its default: None
+                    if v != base[s].get(k) and k != "attention"} for s in new}  # fmt: skip
         diff = {s: d for s, d in diff.items() if d}
         tag = hashlib.sha256(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
-        out = f"results/{preset_name}" + (f"-{tag}" if diff else "")
+        out = f"results/{name}" + (f"-{tag}" if diff else "")
     folder = Path(out)
     widths = {c.model.width for c in configs}
     tag = (lambda c: f"_N{c.model.width}") if len(widths) > 1 else (lambda c: "")

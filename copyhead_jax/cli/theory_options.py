@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_output_path
-from ..config import BOTH, LIKELIHOODS, LINEAR_SCALES, PRESETS
-from .flags import finite_float
+from ..config import BOTH, LIKELIHOODS, LINEAR_SCALES
+from .flags import add_preset_flags, finite_float
 
 
 def parse_range(spec: str) -> list[int]:
@@ -42,8 +42,8 @@ _SWITCHES = ("likelihood", "linear_scale", "chi_in_readout_prior", "chi_in_noise
 def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives=("map", "post"),
             objective="map") -> None:  # fmt: skip
     """The parameters of the theory (a preset, then overrides) and the output options."""
-    p.add_argument("--preset", default="paper", choices=tuple(PRESETS),
-                   help="the reading (default paper); the flags below override it")  # fmt: skip
+    add_preset_flags(p, "the theory's parameters (task, priors, posterior; the flags below "
+                     "override them)")  # fmt: skip
     if ranges:
         p.add_argument("--L", type=parse_range, default=None,
                        help="'10:60', '10:60:5', '10,20' or 25")  # fmt: skip
@@ -71,7 +71,9 @@ def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives
 
 
 def theory_params(args, **override):
-    """The ``TheoryParams`` of ``args.preset`` with the flags given (``override``: L or V)."""
+    """The ``TheoryParams`` of ``args.preset`` under ``args.reading`` with the flags given
+    (``override``: L or V)."""
+    from ..config import preset
     from ..theory.params import TheoryParams
 
     kw = {k: getattr(args, k) for k in (*_SCALES, *_SWITCHES)}
@@ -80,7 +82,15 @@ def theory_params(args, **override):
         v = override.get(k, getattr(args, k))
         if v is not None:
             kw[k] = v
-    return TheoryParams.preset(args.preset, **kw)
+    return TheoryParams.from_config(preset(args.preset, args.reading)).replace(**kw)
+
+
+def preset_label(args) -> str:
+    """The preset's name under the reading asked (``paper-map``, ``paper-map-chi-lik``), for
+    default file names: another reading never overwrites a figure."""
+    from ..config import preset, run_name
+
+    return run_name(args.preset, preset(args.preset, args.reading))
 
 
 def jsonable(x: Any) -> Any:
@@ -115,7 +125,8 @@ def check_plot_paths(args, kind: str) -> None:
 
 
 def _plot_path(args, kind: str, att: str) -> str:
-    return f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{args.preset}_{att}.png"
+    return (f"{args.out}_{att}.png" if args.out else
+            f"theory_{kind}_{preset_label(args)}_{att}.png")  # fmt: skip
 
 
 def plot_outputs(kind: str):

@@ -19,6 +19,7 @@ from .theory_options import (
     common_flags,
     jsonable,
     plot_outputs,
+    preset_label,
     save_attention_plot,
     save_plot,
     theory_params,
@@ -103,7 +104,8 @@ def scaling_outputs(args):
 
     if not (args.plot and (len(args.L or []) > 1 or len(args.V or []) > 1)):
         return [], []
-    return figure_outputs("--out", args.out or f"theory_scaling_{args.preset}.png", (".png",)), []
+    path = args.out or f"theory_scaling_{preset_label(args)}.png"
+    return figure_outputs("--out", path, (".png",)), []
 
 
 def cmd_points(args) -> dict[str, Any]:
@@ -210,7 +212,7 @@ def cmd_scaling(args) -> dict[str, Any]:
     for v in Vs:
         check_int("--V entry", v, lo=2, hi=10**6)
     plot = args.plot and (len(Ls) > 1 or len(Vs) > 1)
-    default = f"theory_scaling_{args.preset}.png"
+    default = f"theory_scaling_{preset_label(args)}.png"
     if plot:  # the figure's path, checked before the theory is computed
         check_output_path("--out", args.out or default, suffixes=(".png",))
     table = scaling_table(

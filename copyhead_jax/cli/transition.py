@@ -12,9 +12,9 @@ import json
 import math
 from pathlib import Path
 
-from ..config import ATTENTIONS, FINAL, TRANSITION_RUN
+from ..config import ATTENTIONS, DEFAULT_CHAINS, FINAL, TRANSITION_RUN
 from ..models import head_class
-from .flags import finite_float
+from .flags import add_preset_flags, finite_float
 
 
 def _width(text: str):
@@ -52,7 +52,6 @@ P_MAX = 10**7
 
 
 def add_transition_subparser(sub) -> None:
-    from ..config.presets import PRESETS
     from ..sources import SOURCES
     from ..transition.branch_group import RUNG_SCHEDULES, TISettings
     from ._common import add_parser, progress_flags
@@ -75,9 +74,8 @@ def add_transition_subparser(sub) -> None:
             "copyhead transition --preset plain --L 12 --V 6 --width inf --method ti",
         ),
     )  # fmt: skip
-    p.add_argument("--preset", default="plain", choices=tuple(PRESETS),
-                   help="conventions and defaults (the engine is always the reduced one, exact "
-                   "MAP, quenched embeddings); default plain")  # fmt: skip
+    add_preset_flags(p, "the configuration (L, V, width, sigma^2, chi; the engine is always the "
+                     "reduced one, exact MAP, quenched embeddings)")  # fmt: skip
     p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
     p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
     p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
@@ -149,8 +147,9 @@ def add_transition_subparser(sub) -> None:
                    help="a later seed: one probe at the earlier seeds' mean root, its root "
                    "placed with the slope their brackets measured (default), or two probes "
                    "bracketing it (before 2026-12-04)")  # fmt: skip
-    p.add_argument("--chains", type=int, default=d.n_chains,
-                   help=f"HMC chains per rung and branch (default {d.n_chains})")  # fmt: skip
+    p.add_argument("--chains", type=int, default=DEFAULT_CHAINS,
+                   help=f"ti: HMC chains per rung and branch (default {DEFAULT_CHAINS}, as "
+                   "every sampler command)")  # fmt: skip
     p.add_argument("--iters", type=int, default=d.n_iter,
                    help=f"recorded HMC iterations per chain (default {d.n_iter})")  # fmt: skip
     p.add_argument("--smc-particles", type=int, default=d.smc_particles,
@@ -182,7 +181,7 @@ def config_from_args(args):
     from .._checks import check_int
     from ..config.presets import preset
 
-    cfg = preset(args.preset)
+    cfg = preset(args.preset, args.reading)
     task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
             for k in ("L", "V") if getattr(args, k) is not None}  # fmt: skip
     chain = {k: getattr(args, k) for k in ("rho", "alpha", "chain_seed")

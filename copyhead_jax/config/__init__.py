@@ -5,7 +5,8 @@
 - ``solvers``   the MAP solver's settings: ``AdamConfig``, ``ExactConfig``, ``AutoConfig``
 - ``samplers``  the posterior sampler's settings: ``SGLDConfig``, ``HMCConfig``
 - ``health``    the chain-health thresholds, one ``Mixing`` record per purpose (``MIXING``)
-- ``presets``   ``PAPER``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``, ``preset(name)``
+- ``presets``   ``PAPER``, ``PAPER_MAP``, ``SMALL``, ``TINY`` and the shorthands ``PLAIN``,
+                ``PAPER_CHI_LIK``; the readings ``READINGS``; ``preset(name, reading=None)``
 """
 
 from .health import BETWEEN_STARTS as BETWEEN_STARTS
@@ -16,14 +17,21 @@ from .health import PROFILE_WINDOW as PROFILE_WINDOW
 from .health import SGLD_RUN as SGLD_RUN
 from .health import TRANSITION_RUN as TRANSITION_RUN
 from .health import Mixing as Mixing
+from .presets import DEFAULT_PRESET as DEFAULT_PRESET
 from .presets import PAPER as PAPER
 from .presets import PAPER_CHI_LIK as PAPER_CHI_LIK
 from .presets import PAPER_MAP as PAPER_MAP
 from .presets import PLAIN as PLAIN
 from .presets import PRESETS as PRESETS
+from .presets import READINGS as READINGS
+from .presets import SHORTHANDS as SHORTHANDS
 from .presets import SMALL as SMALL
 from .presets import TINY as TINY
 from .presets import preset as preset
+from .presets import reading_of as reading_of
+from .presets import run_name as run_name
+from .presets import with_reading as with_reading
+from .samplers import DEFAULT_CHAINS as DEFAULT_CHAINS
 from .samplers import SAMPLERS as SAMPLERS
 from .samplers import STARTS as STARTS
 from .samplers import HMCConfig as HMCConfig

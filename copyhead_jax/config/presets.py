@@ -1,5 +1,7 @@
-"""The named presets: ``PAPER``, ``PAPER_CHI_LIK``, ``PAPER_MAP``, ``PLAIN``, ``SMALL``, ``TINY``;
-:func:`preset`.
+"""The named presets (``PAPER``, ``PAPER_MAP``, ``SMALL``, ``TINY``: what a run does) and the
+readings of the paper's conventions (:data:`READINGS`: what its loss and priors mean,
+docs/theory.md §2b), two separate choices joined by :func:`preset`. ``PAPER_CHI_LIK`` and
+``PLAIN`` are shorthands: the ``paper`` preset under the ``chi-lik`` and ``plain`` readings.
 
 Comments mark the values that differ from the dataclass defaults of :mod:`.sections`.
 """
@@ -21,12 +23,45 @@ PAPER = Config(
     ),
 )
 
+#: The readings of the paper's conventions (docs/theory.md §2b): each sets every convention field
+#: (section -> field -> value), so a reading means the same on top of any preset. ``paper``: the
+#: loss averaged over positions, A = s/L, chi in the noise and the readout prior; ``chi-lik``: as
+#: ``paper`` with chi a likelihood precision only (readout prior sigma_O^2 / N); ``plain``: the
+#: literal loss 1/2 sum ||f - y||^2 (per-sequence noise) and A = s.
+READINGS: dict[str, dict[str, dict]] = {
+    "paper": {"model": {"linear_scale": "inv_L"},
+              "posterior": {"likelihood": "per_position", "chi_in_readout_prior": True,
+                            "chi_in_noise": True}},
+    "chi-lik": {"model": {"linear_scale": "inv_L"},
+                "posterior": {"likelihood": "per_position", "chi_in_readout_prior": False,
+                              "chi_in_noise": True}},
+    "plain": {"model": {"linear_scale": "none"},
+              "posterior": {"likelihood": "per_sequence", "chi_in_readout_prior": True,
+                            "chi_in_noise": True}},
+}  # fmt: skip
+
+
+def with_reading(cfg: Config, reading: str) -> Config:
+    """``cfg`` under the reading ``reading`` (one of :data:`READINGS`): its convention fields
+    replaced, every other field kept."""
+    return cfg.replace(**READINGS[check_choice("reading", reading, READINGS)])
+
+
+def reading_of(cfg: Config) -> str | None:
+    """The reading whose convention fields ``cfg`` has (None: no reading of :data:`READINGS`)."""
+    for name, fields in READINGS.items():
+        if all(getattr(getattr(cfg, sec), k) == v for sec, kv in fields.items()
+               for k, v in kv.items()):  # fmt: skip
+            return name
+    return None
+
+
 #: The paper with chi in the likelihood only (docs/theory.md §2b): readout prior sigma_O^2 / N.
-PAPER_CHI_LIK = PAPER.replace(posterior=dict(chi_in_readout_prior=False))
+PAPER_CHI_LIK = with_reading(PAPER, "chi-lik")
 
 #: The plain reading of the loss 1/2 sum ||f - y||^2 (docs/theory.md §2b): per-sequence noise,
 #: A = s.
-PLAIN = PAPER.replace(model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence"))
+PLAIN = with_reading(PAPER, "plain")
 
 #: Laptop-sized (minutes on a CPU): the plain conventions put every P* of L=25, V=5 below
 #: P ~ 40 (all P* scale by L under the per-position likelihood), width 128, quenched embeddings.
@@ -88,10 +123,35 @@ PRESETS = {
     "tiny": TINY,
 }
 
+#: The presets that are another preset under a reading: name -> (preset, reading).
+SHORTHANDS = {"paper-chi-lik": ("paper", "chi-lik"), "plain": ("paper", "plain")}
 
-def preset(name: str) -> Config:
-    """The named preset (one of :data:`PRESETS`)."""
-    return PRESETS[check_choice("preset", name, PRESETS)]
+#: The preset every command starts from unless told otherwise: the paper's configuration by
+#: exact MAP (the README's main job, a couple of CPU minutes as a sweep; its theory is the
+#: ``paper`` preset's).
+DEFAULT_PRESET = "paper-map"
 
 
-__all__ = ["PAPER", "PAPER_CHI_LIK", "PAPER_MAP", "PLAIN", "PRESETS", "SMALL", "TINY", "preset"]
+def preset(name: str, reading: str | None = None) -> Config:
+    """The named preset (one of :data:`PRESETS`), under the reading ``reading`` (one of
+    :data:`READINGS`) when given, else under its own."""
+    cfg = PRESETS[check_choice("preset", name, PRESETS)]
+    return cfg if reading is None else with_reading(cfg, reading)
+
+
+def run_name(name: str, cfg: Config) -> str:
+    """The name of a run of preset ``name`` whose config is ``cfg``: ``name`` when ``cfg`` has
+    the preset's own reading (or none of :data:`READINGS`), else the preset under that reading,
+    its shorthand where one exists (``paper`` under ``plain``: ``plain``) or ``PRESET-READING``.
+    Equal configs of one protocol get one name, however their reading was asked for."""
+    own, asked = reading_of(preset(name)), reading_of(cfg)
+    if asked is None or asked == own:
+        return name
+    base = SHORTHANDS.get(name, (name,))[0]
+    named = {v: k for k, v in SHORTHANDS.items()}
+    return named.get((base, asked), base if asked == reading_of(preset(base)) else
+                     f"{base}-{asked}")  # fmt: skip
+
+
+__all__ = ["DEFAULT_PRESET", "PAPER", "PAPER_CHI_LIK", "PAPER_MAP", "PLAIN", "PRESETS", "READINGS",
+           "SHORTHANDS", "SMALL", "TINY", "preset", "reading_of", "run_name", "with_reading"]

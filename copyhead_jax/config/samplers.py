@@ -43,6 +43,12 @@ class Rounds:
         return math.ceil(self.n_draws / self.round_draws)
 
 
+#: Chains per run of every sampler (SGLD, collapsed HMC, the LLC's and the transition's): four
+#: chains are the fewest for which split R-hat compares enough independent sequences to flag one
+#: that is stuck (Vehtari et al. 2021 advise at least four), and even, as ``starts='both'`` needs.
+DEFAULT_CHAINS = 4
+
+
 @dataclass(frozen=True)
 class SGLDConfig(Rounds):
     """SGLD as in docs/theory.md §2: ``theta - eta grad U + sqrt(2 eta) xi`` (T = 1 on U), every
@@ -56,7 +62,7 @@ class SGLDConfig(Rounds):
     n_steps: int = 2000
     burn_in: int = 500
     thin: int = 10
-    n_chains: int = 4
+    n_chains: int = DEFAULT_CHAINS
     seed: int = 1
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
     ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
@@ -131,7 +137,7 @@ class HMCConfig(Rounds):
     n_iter: int = 1500
     n_warmup: int = 500
     thin: int = 1
-    n_chains: int = 4
+    n_chains: int = DEFAULT_CHAINS
     seed: int = 1
     n_leapfrog: int = 5  # x 0.35 ~ pi/2: a quarter period of a unit-curvature direction
     n_adapt: int = 200  # mass + step (bench_posterior, linear P = 322: c1 ESS 298 -> 529)

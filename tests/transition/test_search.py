@@ -91,8 +91,8 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
 
     monkeypatch.setattr(pt, "transition", fake)
     for flag, want in (([], True), (["--seeds-probe", "bracket"], False)):
-        assert main(["transition", "--method", "ti", "--L", "4", "--V", "3", "--width", "inf",
-                     *flag]) == 0
+        assert main(["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
+                     "--width", "inf", *flag]) == 0
         assert seen["anchored"] is want
 
 

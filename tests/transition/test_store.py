@@ -107,9 +107,9 @@ def test_the_command_names_a_damaged_checkpoint_in_one_line(tmp_path, monkeypatc
     from copyhead_jax.cli import main
 
     _fake_ti(monkeypatch, [])
-    argv = ["transition", "--method", "ti", "--L", "4", "--V", "3", "--width", "inf",
-            "--n-seeds", "1", "--P", "8,16,32", "--rungs", "3", "--chains", "2", "--iters",
-            "50", "--smc-particles", "16", "--out", str(tmp_path), "--json", "--no-plot",
+    argv = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
+            "--width", "inf", "--n-seeds", "1", "--P", "8,16,32", "--rungs", "3", "--chains", "2",
+            "--iters", "50", "--smc-particles", "16", "--out", str(tmp_path), "--json", "--no-plot",
             "--quiet"]  # fmt: skip
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)

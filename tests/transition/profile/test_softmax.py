@@ -64,9 +64,10 @@ def test_gaussian_windows_have_their_exact_moments_and_repeat():
 
 
 def test_cli_json_is_one_document(tmp_path, capsys):
-    argv = ["transition", "--L", "4", "--V", "3", "--width", "inf", "--n-seeds", "1",
-            "--probes", "10,20", "--max-probes", "2", "--spacing", "0.5", "--window-chains",
-            "3", "--window-iters", "16", "--no-map", "--json", "--out", str(tmp_path / "t")]
+    argv = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
+            "--n-seeds", "1", "--probes", "10,20", "--max-probes", "2", "--spacing", "0.5",
+            "--window-chains", "3", "--window-iters", "16", "--no-map", "--json", "--out",
+            str(tmp_path / "t")]
     assert main(argv) == 0
     cap = capsys.readouterr()
     res = json.loads(cap.out)  # nothing but the JSON on stdout
