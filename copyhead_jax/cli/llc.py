@@ -133,32 +133,28 @@ def checkpoint_folder(sweep: str) -> Path:
 
 
 def cmd_llc(args) -> int:
-    import shutil
     import sys
 
+    from ..runner import claim
     from ..sampling.llc_runs import LLCSettings, llc_runs
-    from ..storage import acquire_lock, release_lock, remove_tmp_orphans
     from ._common import save_figure
 
     st = LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
                      burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,
                      seed=args.seed)  # fmt: skip
     names, sweeps, post = _inputs(args.files, args.siblings)  # paths checked by cli.main
-    ckpt, lock = checkpoint_folder(names[0]), None
+    ckpt = checkpoint_folder(names[0])
     if os.access(ckpt.parent, os.W_OK | os.X_OK):  # one writer; a Ctrl-C keeps what finished
-        lock = acquire_lock(ckpt)
-        remove_tmp_orphans(ckpt)
+        held = claim(None, ckpt=ckpt, lock=ckpt)
         args.kept = [ckpt]
     else:
         print(f"copyhead: note: {str(ckpt.parent)!r} is not writable: finished chain sets are "
               "not kept (an interrupted run starts again)", file=sys.stderr)  # fmt: skip
-        ckpt = None
+        ckpt, held = None, claim(None)
     if not args.json:
         print(f"# w* per run: the lowest-U fit of {', '.join(names)}")
     r = llc_runs(sweeps, posterior=post, settings=st, progress=args.progress, ckpt_dir=ckpt)
-    if ckpt is not None:
-        shutil.rmtree(ckpt, ignore_errors=True)
-        release_lock(lock)
+    held.finish()
     if args.json:
         print(json.dumps(r.to_dict()))
     else:

@@ -28,7 +28,7 @@ from ..models import head_class, reduce_head
 from ..objective import Objective
 from ..observables import measure
 from ..results import SWEEP_KIND, SweepResult, check_param_shapes
-from ..storage import acquire_lock, release_lock, remove_tmp_orphans
+from ..runner import claim
 from .exact import quenched_energy, solve_map
 from .inputs import sweep_inputs
 
@@ -73,12 +73,9 @@ def polish(
     if not sweep.has_params:
         raise ValueError("polish needs the fitted weights: rerun the sweep with --keep-params")
     check_param_shapes(sweep.arrays, cfg, "sweep")
-    lock = None
     if out is not None:  # before the work: a bad path fails in a second, not after minutes
         out = check_output_path("out", out, kind=SWEEP_KIND)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(out)
-        remove_tmp_orphans(out)
+    held = claim(out)  # one writer of out, released after the final save
     ex = exact_settings(cfg.train.solver)  # an Adam sweep's AutoConfig carries them
     gtol = ex.gtol if gtol is None else gtol
     max_steps = ex.max_steps if max_steps is None else max_steps
@@ -117,9 +114,7 @@ def polish(
     n_bad = int((~new["converged"]).sum())
     if n_bad:
         print(f"warning: the exact solver did not converge on {n_bad} runs", file=sys.stderr)
-    if out is not None:
-        res.save(out)
-        release_lock(lock)
+    held.finish(None if out is None else lambda: res.save(out))
     return res
 
 

@@ -2,6 +2,9 @@
 
 - ``chunks``   ``run_chunked``: a list of chunks, each checkpointed next to the output and
                skipped on resume; ``load_checkpoint``
+- ``harness``  what every long run shares: ``claim`` (one writer per output, a killed write's
+               temporary files removed; ``Claim.finish``: save, checkpoints removed, lock
+               released), ``fingerprint``, ``Progress`` (a bar of real runs over the chunks)
 - ``memory``   the sweep's and the sampler's memory model: bytes per run, the budget, runs per
                compiled chunk, the refusal of a run that alone does not fit
 - ``devices``  the run axis sharded over the devices (``run_mesh``, ``shard_runs``, ``to_host``)
@@ -19,6 +22,10 @@ from .fanout import GroupFailure as GroupFailure
 from .fanout import failures as failures
 from .fanout import map_groups as map_groups
 from .fanout import run_dependent as run_dependent
+from .harness import Claim as Claim
+from .harness import Progress as Progress
+from .harness import claim as claim
+from .harness import fingerprint as fingerprint
 from .memory import available_bytes as available_bytes
 from .memory import check_memory as check_memory
 from .memory import check_sampler_memory as check_sampler_memory

@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,7 +41,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
-from ..runner import run_chunked
+from ..runner import Progress, fingerprint
 from ..runner.memory import available_bytes, refuse_if_over
 from .estimators import run_mean
 from .sgld import sgld_chains
@@ -234,13 +231,11 @@ CHUNK_FIELDS = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "finite", "
 def _fingerprint(cfg, st: LLCSettings, estimators: list[str], key, best: SweepResult) -> str:
     """What determines every chain set: the runs' config, the settings, the estimators, the
     chains' key and the centres w* (their weights, U and ok flags)."""
-    h = hashlib.sha256(json.dumps([cfg.to_dict(), dataclasses.asdict(st), estimators],
-                                  sort_keys=True, default=str).encode())  # fmt: skip
-    h.update(np.asarray(jax.random.key_data(key)).tobytes())
-    for k in ("params/W_G", "params/W_O_hat", "params/W_E", "params/b", "U"):
-        h.update(np.ascontiguousarray(best[k]).tobytes())
-    h.update(np.asarray(best.ok).tobytes())
-    return h.hexdigest()[:16]
+    weights = ("params/W_G", "params/W_O_hat", "params/W_E", "params/b", "U")
+    return fingerprint([cfg.to_dict(), dataclasses.asdict(st), estimators],
+                       np.asarray(jax.random.key_data(key)).tobytes(),
+                       *(np.ascontiguousarray(best[k]).tobytes() for k in weights),
+                       np.asarray(best.ok).tobytes())  # fmt: skip
 
 
 def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C"], nbeta):
@@ -292,8 +287,6 @@ def llc_runs(
     chains' key (default ``jax.random.key(settings.seed)``); ``ckpt_dir``: a folder where each
     finished chain set (one P, one estimator, every seed) is kept (``runner.run_chunked``), so
     that an interrupted call resumes there, with the numbers of an uninterrupted one."""
-    from tqdm.auto import tqdm
-
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
     st = LLCSettings() if settings is None else settings
     if not isinstance(st, LLCSettings):
@@ -326,8 +319,8 @@ def llc_runs(
     key = jax.random.key(st.seed) if key is None else key
     statics = dict(cfg=cfg, st=st)
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
-    bar = tqdm(total=len(sets), desc=f"llc {cfg.model.attention} ({nS} seeds per P)",
-               unit="chain set", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
+    bar = Progress(len(sets), f"llc {cfg.model.attention} ({nS} seeds per P)",
+                   show=progress, n_chunks=len(sets), unit="chain set")  # fmt: skip
 
     def compute(idx) -> dict[str, np.ndarray]:
         """The chain set ``sets[idx[0]]``: its per-seed estimate, MCSE, health, step, curvature
@@ -357,9 +350,8 @@ def llc_runs(
         return {k: np.asarray(v, np.float64).reshape(1, nS) for k, v in row.items()}
 
     fp = _fingerprint(cfg, st, list(run), key, best)
-    done = run_chunked(n_runs=len(sets), chunk=1, compute=compute, fingerprint=fp,
-                       ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
-                       on_done=lambda *_: bar.update(1))  # fmt: skip
+    done = bar.chunks(n_runs=len(sets), chunk=1, compute=compute, fingerprint=fp,
+                      ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir))  # fmt: skip
     bar.close()
     for j, (i, e) in enumerate(sets):  # the chain sets' rows into the [P, seed] arrays
         out["E_star"][i] = done["E_star"][j]  # n L_n(w*), the same for every estimator

@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import math
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._checks import check_int, check_output_path
 from ..config import Config, HMCConfig, SGLDConfig
@@ -42,14 +38,16 @@ from ..results import (
     rename_order,
 )
 from ..runner import (
+    Progress,
     available_bytes,
     check_sampler_memory,
-    run_chunked,
+    claim,
+    fingerprint,
     run_mesh,
     shard_runs,
     to_host,
 )
-from ..storage import acquire_lock, environment, release_lock, remove_tmp_orphans
+from ..storage import environment
 from .collapsed_hmc import CollapsedHMC, whitening
 from .full_sgld import PAPER_SGLD as PAPER_SGLD
 from .full_sgld import FullSGLD
@@ -161,19 +159,16 @@ def run_sampler(
     chunk = mesh.size * math.ceil(min(chunk, n_runs) / mesh.size)
     check_sampler_memory(sampler, math.ceil(chunk / mesh.size), program.run_bytes(),
                          available_bytes(cfg))  # fmt: skip
-    lock = None
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(out)  # one sampler per output; released after the final save
-        remove_tmp_orphans(out, Path(str(out) + ".chunks"))  # a killed final write's
+    ckpt = Path(str(out) + ".chunks") if out is not None else None
+    held = claim(out, ckpt=ckpt)  # one sampler per output; released after the final save
     inputs = sweep_inputs(cfg, None)
     heads = sweep.head_arrays(flat=True)
     chains = jax.random.split(jax.random.key(sampler.seed), n_runs * C)
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     cls = head_class(cfg.model.attention)
     prepared = program.prepare(heads)
-    bar = tqdm(total=n_runs, desc=f"{sampler.name} {cfg.model.attention} ({C} chains per run)",
-               unit="run", disable=not progress, file=sys.stderr, leave=False)  # fmt: skip
+    bar = Progress(n_runs, f"{sampler.name} {cfg.model.attention} ({C} chains per run)",
+                   show=progress, n_chunks=math.ceil(n_runs / chunk), on_chunk=on_chunk)
 
     def compute(idx, snapshot):
         train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
@@ -203,18 +198,11 @@ def run_sampler(
             program.carry_structure(head), snapshot,
         )  # fmt: skip
 
-    def done(c, n, loaded):
-        bar.update(min(chunk, n_runs - c * chunk))  # the chunk's runs, not its padded slots
-        if on_chunk is not None and not loaded:
-            on_chunk(c, n)
-
     # the record fields name what a checkpoint holds: older chunks without energy are redone
-    blob = json.dumps([cfg.to_dict(), sampler.kind, dataclasses.asdict(sampler), chunk,
-                       DrawStats._fields], sort_keys=True)  # fmt: skip
-    fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    ckpt = Path(str(out) + ".chunks") if out is not None else None
-    merged = run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
-                         ckpt_dir=ckpt, on_done=done, snapshots=True, merge=merge)  # fmt: skip
+    fp = fingerprint([cfg.to_dict(), sampler.kind, dataclasses.asdict(sampler), chunk,
+                      DrawStats._fields])  # fmt: skip
+    merged = bar.chunks(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
+                        ckpt_dir=ckpt, snapshots=True, merge=merge)  # fmt: skip
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_used = arrays["n_draws"]
@@ -235,8 +223,5 @@ def run_sampler(
     if flagged.any():
         print(f"warning: {int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
               "R-hat/ESS NaN or past the thresholds: flagged=True)", file=sys.stderr)  # fmt: skip
-    if out is not None:
-        res.save(out)
-        shutil.rmtree(ckpt, ignore_errors=True)
-        release_lock(lock)
+    held.finish(None if out is None else lambda: res.save(out))
     return res

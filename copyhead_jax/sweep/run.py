@@ -13,9 +13,7 @@ results; the final file is written atomically and the checkpoints removed. The m
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -23,20 +21,18 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._checks import check_output_path
 from ..config import Config
 from ..fit import check_lr_mult, solver_program, sweep_inputs
 from ..results import SWEEP_KIND, SweepResult, divergence_flags
-from ..runner import check_memory, chunk_size, run_chunked, run_mesh
+from ..runner import Progress, check_memory, chunk_size, claim, fingerprint, run_mesh
 from ..sources import tokens_tag, user_seed_data
-from ..storage import acquire_lock, environment, release_lock, remove_tmp_orphans
+from ..storage import environment
 
 
 def _fingerprint(cfg: Config, chunk: int) -> str:
-    blob = json.dumps({"config": cfg.to_dict(), "chunk": chunk}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return fingerprint({"config": cfg.to_dict(), "chunk": chunk})
 
 
 def padding_groups(cfg: Config) -> dict[int, np.ndarray]:
@@ -111,57 +107,39 @@ def run_sweep(
     n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
     check_memory(cfg, groups)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(out)  # one writer per output; released after the final save
-        remove_tmp_orphans(out, ckpt)  # left by a final write that was killed
-    bar = tqdm(  # counts runs (a continuation step re-solves the n_seeds runs of one P)
-        total=n_runs + program.extra_runs(),
-        unit="run",
-        bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}{postfix}]",
-        desc=f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver.kind} "
+    held = claim(out, ckpt=ckpt)  # one writer per output; released after the final save
+    bar = Progress(  # counts runs (a continuation step re-solves the n_seeds runs of one P)
+        n_runs + program.extra_runs(),
+        f"sweep {cfg.model.attention} N={N} {cfg.model.engine}/{cfg.solver.kind} "
         f"({n_runs} runs, {n_chunks} chunk(s))",
-        disable=not progress,
-        file=sys.stderr,
-        leave=False,
+        show=progress,
+        n_chunks=n_chunks,
+        on_chunk=on_chunk,
+        bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} runs [{elapsed}<{remaining}{postfix}]",
     )
-    chunks_done = [0]
-    runs_done, group = [0], {"n": 0, "size": 1}  # the group being run: its runs, chunk size
-
-    def done(c, n, loaded):
-        if loaded:
-            bar.set_postfix_str(f"resumed {chunks_done[0] + 1} chunk(s) from checkpoints")
-        elif on_chunk is not None:
-            on_chunk(chunks_done[0], n_chunks)
-        chunks_done[0] += 1
-        # the chunk's real runs, not its padded slots (the last chunk repeats a run to fill up)
-        runs_done[0] += min(group["size"], group["n"] - c * group["size"])
-        bar.n = runs_done[0]
-        bar.refresh()
 
     merged: dict[str, np.ndarray] = {}
     for pad, runs in groups.items():
         inputs = jax.tree_util.tree_map(lambda a: a[runs], sweep_inputs(cfg, lr_mult, pad, tokens))
-        group.update(n=len(runs), size=sizes[pad])
 
         def compute(idx, snapshot, inputs=inputs):
             chunk_inputs = jax.tree_util.tree_map(lambda a: a[idx], inputs)
             return program.run_chunk(
-                chunk_inputs, keep_fitted, bar, mesh, snapshot, snapshot_every_s
+                chunk_inputs, keep_fitted, bar.bar, mesh, snapshot, snapshot_every_s
             )
 
-        fingerprint = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
-        fingerprint += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
-        part = run_chunked(
-            n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fingerprint,
-            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", on_done=done, snapshots=True,
+        fp = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
+        fp += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
+        part = bar.chunks(
+            n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fp,
+            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", snapshots=True,
         )  # fmt: skip
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
     # what needs every chunk's fits (continuation in P; it runs on the one padding group the
     # exact solver has, so `inputs` are all runs)
     merged = program.after_chunks(inputs, merged, mesh,
-                                  None if ckpt is None else ckpt / "continuation", fingerprint,
+                                  None if ckpt is None else ckpt / "continuation", fp,
                                   on_runs=bar.update)  # fmt: skip
     if not keep_params:  # kept only for the work after the chunks
         merged = {k: v for k, v in merged.items() if not k.startswith("params/")}
@@ -188,10 +166,7 @@ def run_sweep(
         print(f"warning: {n_unc} of {n_runs} exact fits did not converge within "
               f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
               "means); raise --exact-max-steps or --exact-gtol", file=sys.stderr)  # fmt: skip
-    if out is not None:
-        result.save(out)
-        shutil.rmtree(ckpt, ignore_errors=True)
-        release_lock(lock)
+    held.finish(None if out is None else lambda: result.save(out))
     return result
 
 

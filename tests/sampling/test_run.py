@@ -85,7 +85,7 @@ def test_cli_sample_and_plot(sweep, tmp_path, capsys):
 
 def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
     # 4 runs in chunks of CHUNK = 3: the last holds 1 run and 2 padding slots; the bar counts 4
-    import copyhead_jax.sampling.run as sample_mod
+    import copyhead_jax.runner.harness as harness
 
     bars = []
 
@@ -97,10 +97,16 @@ def test_progress_bar_counts_runs_not_padded_slots(sweep, monkeypatch):
         def update(self, k=1):
             self.n += k
 
+        def refresh(self):
+            pass
+
+        def set_postfix_str(self, s):
+            pass
+
         def close(self):
             pass
 
-    monkeypatch.setattr(sample_mod, "tqdm", Bar)
+    monkeypatch.setattr(harness, "tqdm", Bar)
     run_sampler(sweep, SGLD, progress=True, chunk_runs=CHUNK)
     assert [(b.total, b.n) for b in bars] == [(4, 4)]
     assert bars[0].desc.startswith("SGLD ")  # the sampler's real name

@@ -195,7 +195,7 @@ def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch,
     """The reduced engine has a memory model too (a huge P hung or died in the
     allocator and left a stale lock); both solvers, refused before the lock is taken."""
     monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
-    monkeypatch.setattr(sweep_mod, "acquire_lock", lambda *a: pytest.fail("lock taken"))
+    monkeypatch.setattr(sweep_mod, "claim", lambda *a, **k: pytest.fail("lock taken"))
     out = tmp_path / "o"
     rc = main(["sweep", "--preset", "tiny", "--engine", "reduced", "--P", "10000000",
                "--L", "25", "--width", "inf", "--n-seeds", "1", "--no-plot", "--quiet",
