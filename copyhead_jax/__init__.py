@@ -2,9 +2,9 @@
 
 Code map, in data-flow order (folders end in /; docs/guide/architecture.md has the detail):
 
-- ``_runtime``, ``_types``, ``_checks``, ``storage``  the ground: the XLA thread guard and
-                 signal handling, array aliases, validators, result files (schema, atomic
-                 writes, locks, environment metadata)
+- ``_runtime``, ``_types``, ``_checks``, ``_warn``, ``storage``  the ground: the XLA thread
+                 guard and signal handling, array aliases, validators, the warning categories,
+                 result files (schema, atomic writes, locks, environment metadata)
 - ``conventions``  what engine and theory share: effective P and noise per likelihood
                  convention, the shift matrix and ansatz basis, projection, copy fraction
 - ``data``, ``sources``  the copy task (one-hot tokens, y^a = x^{a-1}, nested P datasets) and
@@ -44,6 +44,8 @@ from ._checks import same_path as same_path
 from ._runtime import catch_sigterm as catch_sigterm
 from ._runtime import exit_now as exit_now
 from ._runtime import interrupt_status as interrupt_status
+from ._warn import CopyheadWarning as CopyheadWarning
+from ._warn import RunHealthWarning as RunHealthWarning
 from .config import PAPER as PAPER
 from .config import PLAIN as PLAIN
 from .config import PRESETS as PRESETS

@@ -20,6 +20,7 @@ yourself to override (``COPYHEAD_KEEP_XLA_POOL=1`` leaves the environment untouc
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import signal
 import sys
@@ -162,7 +163,7 @@ def _watch_signals(read_fd: int, farewell) -> None:
             _signal_seen.clear()
             if _signal_caught.wait(CAUGHT_GRACE_S):
                 continue  # the main thread handles it
-        print(f"\n{farewell()}", file=sys.stderr)
+        logging.getLogger(__name__).critical(f"\n{farewell()}")  # shown with or without a handler
         exit_now(128 + signum)
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ._warn import CopyheadWarning
+
 #: 2: order parameters stored under the head's names (softmax ``a1``/``aG``). Schema 1 stored
 #: them as ``c1``/``cG`` for every head; it is refused at load (no silent renaming).
 SCHEMA_VERSION = 2
@@ -198,7 +200,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class DamagedCheckpointWarning(UserWarning):
+class DamagedCheckpointWarning(CopyheadWarning):
     """A checkpoint or chunk that failed to load: set aside as ``PATH.damaged`` and its work
     recomputed."""
 

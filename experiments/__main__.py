@@ -245,8 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(raw)
     if argv is None:  # the command, not a call from Python
         ch.catch_sigterm()  # SIGTERM ends like Ctrl-C (exit 143)
+    from copyhead_jax.cli import console
+
     try:
-        return run(args)
+        with console():  # the package's warnings and progress notes on stderr
+            return run(args)
     except ValueError as e:
         print(f"python -m experiments: error: {e}", file=sys.stderr)
         return 2

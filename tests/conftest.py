@@ -240,18 +240,14 @@ def full(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def reduced_run(tmp_path_factory):
-    """A reduced sweep whose exact fits stop after one step, and its stderr."""
-    import contextlib
-    import io
-
+    """A reduced sweep whose exact fits stop after one step, and its warnings' text."""
     import copyhead_jax as ch
     from tests.helpers import UNCONVERGED
 
     path = tmp_path_factory.mktemp("reduced") / "reduced.npz"
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    with pytest.warns(ch.RunHealthWarning) as seen:
         ch.run_sweep(UNCONVERGED, out=path, progress=False, keep_params=True)
-    return path, err.getvalue()
+    return path, "\n".join(str(w.message) for w in seen)
 
 
 @pytest.fixture(scope="session")

@@ -411,3 +411,27 @@ def test_the_lazy_bayes_namespace_reads_the_folders_faces():
         assert getattr(ch.bayes, n) is getattr(sampling, n)
     assert ch.bayes.crossing is crossing and ch.bayes.tempered_smc is tempered_smc
     assert callable(ch.transition) and not hasattr(ch.transition, "crossing")
+
+
+def _prints(tree: ast.AST) -> list[int]:
+    """Lines of ``print(...)`` calls and of ``sys.stdout/sys.stderr.write(...)`` in ``tree``."""
+    out = []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        f = ast.unparse(n.func)
+        if f == "print" or re.fullmatch(r"sys\.(stdout|stderr)\.write", f):
+            out.append(n.lineno)
+    return out
+
+
+def test_only_the_command_prints():
+    """Library code raises warnings and logs (``warnings.warn``, ``logging``); only cli/ turns
+    them into lines on the terminal, so that a program using the package decides what it sees
+    and ``--json`` keeps stdout pure JSON."""
+    assert _prints(ast.parse("import sys\nprint(1, file=sys.stderr)\nsys.stderr.write('x')")) == \
+        [2, 3]  # fmt: skip
+    bad = [f"{f.relative_to(ROOT)}:{line}" for f in sorted(PKG.rglob("*.py"))
+           if "cli" not in f.relative_to(PKG).parts
+           for line in _prints(ast.parse(f.read_text()))]  # fmt: skip
+    assert not bad, bad

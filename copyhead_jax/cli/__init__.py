@@ -4,6 +4,8 @@
                       ``copyhead = copyhead_jax.cli:main``)
 - ``_common``         what the subcommands share: subparsers with examples, progress flags,
                       ``save_figure``
+- ``console``         the package's warnings and progress notes as one line each on stderr
+                      (``console``: the command's, and ``python -m experiments``'s)
 - ``flags``           one flag per config field (``config_from_args``, ``parse_P_grid``)
 - ``tokens``          ``--tokens FILE.npy``: a user's own token sequences
 - ``sweep``           ``copyhead sweep``
@@ -20,6 +22,7 @@
 module is ``cli/main.py``).
 """
 
+from .console import console as console
 from .main import build_parser as build_parser
 from .main import config_from_args as config_from_args
 from .main import main as main

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import warnings
 from pathlib import Path
 
 from ._common import check_command_paths, save_figure
 from .config_file import add_config_file_flag, expand_config_file
+from .console import console
 from .flags import config_from_args, parse_P_grid
 from .llc import add_llc_subparser
 from .results import add_result_subparsers
@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         enable_compilation_cache()
     try:
         check_command_paths(args, read)  # every output against every input, before any work
-        with warnings.catch_warnings():  # the package's own warnings in one line each
-            warnings.showwarning = _one_line(warnings.showwarning)
+        with console():  # the package's warnings and progress notes, one line each on stderr
             rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
     except (ValueError, OSError) as e:
@@ -99,20 +98,6 @@ def _config_file(argv: list[str]) -> list[str]:
         if a.startswith("--config="):
             return [a.split("=", 1)[1]]
     return []
-
-
-def _one_line(show):
-    """``warnings.showwarning`` that prints the package's own warnings (a damaged checkpoint set
-    aside) as ``copyhead: warning: ...``, and hands any other to ``show``."""
-    from ..storage import DamagedCheckpointWarning
-
-    def one_line(message, category, filename, lineno, file=None, line=None) -> None:
-        if issubclass(category, DamagedCheckpointWarning):
-            print(f"copyhead: warning: {message}", file=sys.stderr if file is None else file)
-        else:
-            show(message, category, filename, lineno, file, line)
-
-    return one_line
 
 
 def farewell(args: argparse.Namespace) -> str:

@@ -15,7 +15,7 @@ the exact solver (:func:`.exact.solve_map`, float64 L-BFGS) is run from that poi
 from __future__ import annotations
 
 import functools
-import sys
+import warnings
 from pathlib import Path
 
 import jax
@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_output_path
+from .._warn import RunHealthWarning
 from ..config import Config, exact_settings
 from ..models import head_class, reduce_head
 from ..objective import Objective
@@ -113,7 +114,8 @@ def polish(
     res = sweep.replace(arrays=arrays, meta={**sweep.meta, "polished": True})
     n_bad = int((~new["converged"]).sum())
     if n_bad:
-        print(f"warning: the exact solver did not converge on {n_bad} runs", file=sys.stderr)
+        warnings.warn(f"the exact solver did not converge on {n_bad} runs (polish/converged="
+                      "False)", RunHealthWarning, stacklevel=2)  # fmt: skip
     held.finish(None if out is None else lambda: res.save(out))
     return res
 

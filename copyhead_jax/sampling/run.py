@@ -15,14 +15,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import sys
 import time
+import warnings as _warnings  # the name warnings is a list here
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from .._checks import check_int, check_output_path
+from .._warn import RunHealthWarning
 from ..config import Config, HMCConfig, SGLDConfig
 from ..fit import sweep_inputs
 from ..models import head_class
@@ -219,9 +220,10 @@ def run_sampler(
     res.arrays["flagged"] = flagged = run_flags(res)  # "ok" means ok: health past doubt
     res.meta["wall_seconds"] = time.time() - t0
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        _warnings.warn(w, RunHealthWarning, stacklevel=2)
     if flagged.any():
-        print(f"warning: {int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
-              "R-hat/ESS NaN or past the thresholds: flagged=True)", file=sys.stderr)  # fmt: skip
+        _warnings.warn(f"{int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
+                       "R-hat/ESS NaN or past the thresholds: flagged=True)", RunHealthWarning,
+                       stacklevel=2)  # fmt: skip
     held.finish(None if out is None else lambda: res.save(out))
     return res

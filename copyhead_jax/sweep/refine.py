@@ -18,8 +18,8 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +35,8 @@ from ..results import SweepResult
 
 
 def log(msg: str) -> None:
-    print(f"[copyhead {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    """A progress note (``logging``, shown by the command)."""
+    logging.getLogger(__name__).info(msg)
 
 
 def digest(obj: Any) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from .._checks import check_output_path
+from .._warn import RunHealthWarning
 from ..config import Config
 from ..fit import check_lr_mult, solver_program, sweep_inputs
 from ..results import SWEEP_KIND, SweepResult, divergence_flags
@@ -159,13 +160,15 @@ def run_sweep(
     result = SweepResult(config=cfg, arrays=arrays, meta=meta)
     n_bad = int(arrays["diverged"].sum())
     if n_bad:
-        print(f"warning: {n_bad} of {n_runs} runs diverged (non-finite or blown up: "
-              "diverged=True; excluded from means)", file=sys.stderr)  # fmt: skip
+        warnings.warn(f"{n_bad} of {n_runs} runs diverged (non-finite or blown up: "
+                      "diverged=True; excluded from means)", RunHealthWarning,
+                      stacklevel=2)  # fmt: skip
     n_unc = int((result.unconverged & ~arrays["diverged"]).sum())
     if n_unc:
-        print(f"warning: {n_unc} of {n_runs} exact fits did not converge within "
-              f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
-              "means); raise --exact-max-steps or --exact-gtol", file=sys.stderr)  # fmt: skip
+        warnings.warn(f"{n_unc} of {n_runs} exact fits did not converge within "
+                      f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
+                      "means); raise --exact-max-steps or --exact-gtol", RunHealthWarning,
+                      stacklevel=2)  # fmt: skip
     held.finish(None if out is None else lambda: result.save(out))
     return result
 

@@ -9,9 +9,9 @@ version with probes chosen on the fly is :mod:`copyhead_jax.transition.branch_gr
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import resource
-import sys
 import time
 
 import jax
@@ -28,7 +28,7 @@ from .smc import hmc_move, tempered_smc
 
 
 def _log(msg: str) -> None:
-    print(f"[branches {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+    logging.getLogger(__name__).info(msg)
 
 
 def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:

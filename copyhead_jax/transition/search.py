@@ -21,8 +21,8 @@ config and settings), written atomically, so a killed run resumes with identical
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -69,7 +69,7 @@ def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
 
 def _log(progress: bool, msg: str) -> None:
     if progress:
-        print(f"[transition {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+        logging.getLogger(__name__).info(msg)
 
 
 def theory_points(cfg: Config) -> dict:

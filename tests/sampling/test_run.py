@@ -249,10 +249,11 @@ def test_sample_paths_checked_before_sampling(full, tmp_path, flag, monkeypatch,
 
 
 def test_nan_sampler_diagnostics_are_not_healthy(full, capsys):
-    post = sample_mod.run_sampler(SweepResult.load(full), SHORT, progress=False)  # 3 draws
+    with pytest.warns(ch.RunHealthWarning) as seen:  # 3 draws
+        post = sample_mod.run_sampler(SweepResult.load(full), SHORT, progress=False)
     assert np.isnan(post["rhat"]).all()
-    err = capsys.readouterr().err
-    assert "is NaN" in err and "raise --steps" in err
+    err = "\n".join(str(w.message) for w in seen)
+    assert "is NaN" in err and "raise --steps" in err and "runs flagged" in err
     assert any("NaN" in w for w in post.meta["warnings"])
     assert post["flagged"].all()
     sample_cli.print_posterior(post)

@@ -65,12 +65,12 @@ def test_run_alone_equals_run_in_batch(baseline):
         np.testing.assert_allclose(own[k][0, 0], baseline[k][1, 1], rtol=2e-3, err_msg=k)
 
 
-def test_forced_divergence_is_flagged_and_others_kept(baseline, capsys):
+def test_forced_divergence_is_flagged_and_others_kept(baseline):
     lr = np.ones(6, np.float32)
     lr[3] = 1e30  # P=4, seed 1: parameters overflow at the first step
-    res = ch.run_sweep(CFG, progress=False, lr_mult=lr)
+    with pytest.warns(ch.RunHealthWarning, match="1 of 6 runs diverged"):
+        res = ch.run_sweep(CFG, progress=False, lr_mult=lr)
     assert not res["finite"][1, 1] and res["finite"].sum() == 5
-    assert "1 of 6 runs diverged" in capsys.readouterr().err
     keep = np.ones((3, 2), bool)
     keep[1, 1] = False
     _same(res, baseline, index=keep)
@@ -211,25 +211,26 @@ def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch,
     assert not list(tmp_path.iterdir())
 
 
-def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive(capsys):
+def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive():
     cfg = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(2,), n_seeds=1),
                           solver=dict(kind="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
     for bad in ([-1.0], [0.0], [float("nan")]):
         with pytest.raises(ValueError, match="lr_mult entries must be finite reals > 0"):
             ch.run_sweep(cfg, lr_mult=np.array(bad), progress=False)
-    res = ch.run_sweep(cfg, progress=False)
+    with pytest.warns(ch.RunHealthWarning, match="1 of 1 runs diverged"):
+        res = ch.run_sweep(cfg, progress=False)
     assert res["train_loss"][0, 0] > max(cfg.task.L, res["loss_init"][0, 0])
-    assert not res.ok.any() and "diverged" in capsys.readouterr().err
+    assert not res.ok.any()
 
 
-def test_lr_blow_up_is_flagged_in_a_real_sweep(capsys):
+def test_lr_blow_up_is_flagged_in_a_real_sweep():
     cfg = ch.TINY.replace(
         solver=dict(lr=10.0, lr_scaling="raw", max_epochs=20, min_epochs=5),
         sweep=dict(P=(2,), n_seeds=1),
     )
-    res = ch.run_sweep(cfg, progress=False)
+    with pytest.warns(ch.RunHealthWarning, match="diverged"):
+        res = ch.run_sweep(cfg, progress=False)
     assert res["diverged"].all() and res.summary()["n_ok"].tolist() == [0]
-    assert "diverged" in capsys.readouterr().err
 
 
 def test_run_sweep_refuses_a_folder_before_training(tmp_path, monkeypatch):

@@ -5,7 +5,9 @@ bad input, signals."""
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -183,7 +185,7 @@ def test_pstar_agrees_with_an_importance_sampling_evidence_ratio(tiny_run):
 
 
 @pytest.mark.heavy
-def test_resume_gives_identical_numbers(tiny_run, tmp_path):
+def test_resume_gives_identical_numbers(tiny_run, tmp_path, caplog):
     out, res = tiny_run
     copy = tmp_path / "again"
     shutil.copytree(out, copy)
@@ -191,9 +193,12 @@ def test_resume_gives_identical_numbers(tiny_run, tmp_path):
     groups = sorted(copy.glob("groups-*/seed0-P*.json"))
     [g for g in groups if "smc" not in g.name][-1].unlink()  # killed before this group
     [g for g in groups if "smc" in g.name][-1].unlink()  # and before this cross-check
-    again = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=copy, progress=False,
+    caplog.set_level(logging.INFO, logger="copyhead_jax")
+    again = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=copy, progress=True,
                           settings=SETTINGS, P_grid=GRID, theory=False)  # fmt: skip
     assert again["P_star"] == res["P_star"] and again["interval"] == res["interval"]
+    notes = [r.getMessage() for r in caplog.records if r.name.startswith("copyhead_jax.")]
+    assert any(re.fullmatch(r"seed 0 P=\d+: kept, F_copy - F_pool = .*", m) for m in notes)
     assert [g["dF"] for g in again["seeds"][0]["probes"]] == \
         [g["dF"] for g in res["seeds"][0]["probes"]]  # fmt: skip
 

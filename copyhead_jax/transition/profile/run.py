@@ -22,9 +22,9 @@ else from the MAP switch; they only place probes, the answer is the posterior's.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import resource
-import sys
 import time
 from collections.abc import Callable
 
@@ -119,7 +119,7 @@ def probes(run: SeedRun, s: ProfileSettings) -> list[Probe]:
 
 def _log(progress: bool, msg: str) -> None:
     if progress:
-        print(f"[profile {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+        logging.getLogger(__name__).info(msg)
 
 
 def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSettings, key,
