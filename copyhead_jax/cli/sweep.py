@@ -56,7 +56,7 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def _configs(args) -> tuple[list[Config], Config]:
+def sweep_configs(args) -> tuple[list[Config], Config]:
     """The configs the flags ask for (validated), branch starts included, and the flags' own
     config (it names the default folder)."""
     attentions = BOTH if args.attention == "both" else (args.attention,)
@@ -77,7 +77,7 @@ def sweep_outputs(args):
     from ..results import SWEEP_KIND
     from ._common import figure_outputs
 
-    configs, asked = _configs(args)
+    configs, asked = sweep_configs(args)
     paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     outs = [x for f in paths for x in result_outputs("--out", f, SWEEP_KIND)]
     if args.plot:
@@ -100,7 +100,7 @@ def cmd_sweep(args) -> int:
     from ..plots.sweeps import sweep_figure
     from ..sweep.run import run_sweep
 
-    configs, asked = _configs(args)
+    configs, asked = sweep_configs(args)
     tokens = load_tokens(args.tokens)
     paths, png = sweep_paths(args.out, args.preset, configs, asked=asked)
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from

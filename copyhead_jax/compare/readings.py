@@ -34,7 +34,8 @@ from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from .warning import as_predicted, early_warning, signal_of
 
-__all__ = ["BRANCHES", "COVERAGE", "KEYS", "READINGS", "SWEPT", "claims_matrix", "ek_window", "g4",
+__all__ = ["BRANCHES", "COVERAGE", "CROSSOVER_COVERAGE", "KEYS", "READINGS", "SWEPT",
+           "claims_matrix", "crossover_coverage_cell", "crossover_interval", "ek_window", "g4",
            "measured_exponents", "measured_from_main", "predicted_growth_of", "pstars",
            "reading_theory", "transition_cell", "warning_cell", "warning_checks", "WARNING_THEORY"]
 
@@ -51,6 +52,10 @@ NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (line
 COVERAGE = {att: float(re.search(r"> ([\d.]+)%", PAPER_CLAIMS[claim]).group(1)) / 100.0
             for att, claim in (("softmax", "softmax"),
                                ("linear", "linear, outside the crossover"))}  # fmt: skip
+#: the paper's coverage range in the linear crossover (``'82.4% - 91.0%'`` -> (0.824, 0.910)):
+#: the one coverage number that tells the readings apart
+CROSSOVER_COVERAGE = tuple(float(x) / 100.0 for x in re.findall(
+    r"([\d.]+)%", PAPER_CLAIMS["linear, crossover (SGLD)"]))  # fmt: skip
 
 
 
@@ -249,7 +254,7 @@ def coverage_cell(d: Path, r: str) -> dict:
     for row in cov["table"]:
         one = not theory_of(row["attention"]).two_branches
         if one and not row["regime"].startswith(("pooling", "copy")):
-            continue  # the crossover claim is SGLD's; below P_c1 attention is off
+            continue  # the crossover: crossover_coverage_cell; below P_c1 attention is off
         lo = (row["adam_mean_A"] or {}).get("min")
         if lo is None:
             continue
@@ -258,6 +263,41 @@ def coverage_cell(d: Path, r: str) -> dict:
         parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} (paper > "
                      f"{bound:.1%})")  # fmt: skip
     return _cell("; ".join(parts) or "none", all(ok) if ok else None)
+
+
+def crossover_interval(cov: dict, main: dict) -> dict[str, Any] | None:
+    """The measured coverage of the linear crossover (EK copy fraction psi in [0.1, 0.9]): the
+    range over its P of the seeds' mean MAP coverage, each end widened by its seeds' 95% error
+    (1.96 sd / sqrt(n)); ``{'lo', 'hi', 'mean', 'P', 'n_seeds'}``, None without crossover
+    points. The paper's range is one over its crossover P too, so range meets range."""
+    reg = cov.get("linear_regimes") or {}
+    cross = [float(P) for P, g in zip(reg.get("P", []), reg.get("regime", []))
+             if g.startswith("crossover")]  # fmt: skip
+    lin, h = main["curves"]["linear"], main["header"]
+    n = (h.get("settings") or {}).get("n_seeds") or h["engine"]["sweep"]["n_seeds"]
+    rows = [(m, s) for P, m, s in zip(lin["P"], lin["coverage"], lin["coverage_sd"])
+            if float(P) in cross and m is not None and np.isfinite(m)]  # fmt: skip
+    if not rows:
+        return None
+    m, s = np.array(rows, float).T
+    err = 1.96 * np.nan_to_num(s) / np.sqrt(n)
+    return {"lo": float((m - err).min()), "hi": float((m + err).max()), "mean": float(m.mean()),
+            "P": [min(cross), max(cross)], "n_seeds": int(n)}
+
+
+def crossover_coverage_cell(d: Path, r: str) -> dict:
+    """The linear crossover's MAP mean-attention coverage (range over its P, seeds' error at
+    each end) against the paper's range, judged by the one rule with the paper's range as the
+    band (its source: the paper's ablation table) around its midpoint."""
+    cov, main = _load(d, f"coverage_{r}.json"), _load(d, f"main_{r}.json")
+    iv = crossover_interval(cov, main) if cov and main else None
+    if iv is None:
+        return _cell("not measured" if not cov else "no crossover point on the grid")
+    band = CROSSOVER_COVERAGE
+    j = judge(iv["lo"], iv["hi"], 0.5 * (band[0] + band[1]), band, relative=False)
+    text = (f"{iv['lo']:.2%}-{iv['hi']:.2%} over P {iv['P'][0]:g}-{iv['P'][1]:g} (mean "
+            f"{iv['mean']:.1%}, {iv['n_seeds']} seeds)")  # fmt: skip
+    return _judged(text, j)
 
 
 def bayesian_point(d: Path, r: str) -> float | None:
@@ -361,6 +401,9 @@ def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
         ("order P*_c1 < P*_aG < P*_cG (CIs disjoint)", order_cell),
         ("softmax transition first order (coexisting branches)", first_order_cell),
         ("coverage of span{B1, B2} (MAP mean attention)", coverage_cell),
+        (f"coverage in the linear crossover {CROSSOVER_COVERAGE[0]:.1%}-"
+         f"{CROSSOVER_COVERAGE[1]:.1%} (paper: SGLD; here MAP mean attention, psi in [0.1, 0.9]; "
+         "band: the paper's range)", crossover_coverage_cell),
         ("early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
          "CI above x1, §13.9)", warning_cell),
     ]  # fmt: skip

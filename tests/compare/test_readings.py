@@ -4,6 +4,8 @@ Bayesian cell of a ``copyhead transition`` result."""
 import json
 import math
 
+import pytest
+
 from copyhead_jax.compare import EXPONENT_TOL
 from copyhead_jax.compare.readings import (
     READINGS,
@@ -164,3 +166,50 @@ def test_bayes_section_names_every_flagged_run_of_a_transition_result(tmp_path):
     assert "944 [489, 1,824]" in row and "quadrature 0.281" in row and "cross-check 990" in row
     assert "2/10 runs" in row  # two branch runs per probe, five probes
     assert all(f in row for f in tr["flagged"])
+
+
+def _crossover_files(d, reading, cov, sd, n_seeds=10):
+    """``coverage_r.json`` and ``main_r.json`` holding one linear grid: P 1-4 pooling, 8-32
+    crossover (``cov`` and ``sd`` there), 64 copying."""
+    P = [1, 2, 4, 8, 16, 32, 64]
+    regime = ["pooling (psi < 0.1)"] * 3 + ["crossover (0.1 <= psi <= 0.9)"] * 3 + \
+        ["copying (psi > 0.9)"]  # fmt: skip
+    _write(d, f"coverage_{reading}.json", {"table": [], "linear_regimes": {"P": P,
+                                                                           "regime": regime}})
+    lin = {"P": P, "coverage": [0.3, 0.99, 0.99, *cov, 0.999],
+           "coverage_sd": [0.1, 0.0, 0.0, *sd, 0.0]}  # fmt: skip
+    _write(d, f"main_{reading}.json", {"curves": {"linear": lin}, "ci_table": [], "header": {
+        "settings": {}, "engine": {"sweep": {"n_seeds": n_seeds}}}})
+
+
+def test_crossover_coverage_meets_the_papers_range_by_the_one_rule(tmp_path):
+    """The range over the crossover's P, each end widened by 1.96 sd / sqrt(n) of its seeds,
+    against the paper's 82.4-91.0%: inside it reproduces, apart from it is off, across an edge
+    (or wider than the paper's range) is not resolved, so a wide spread never reproduces."""
+    from copyhead_jax.compare.readings import CROSSOVER_COVERAGE, crossover_coverage_cell
+
+    assert CROSSOVER_COVERAGE == pytest.approx((0.824, 0.91), abs=1e-12)
+    _crossover_files(tmp_path, "plain", [0.85, 0.86, 0.88], [0.01, 0.0, 0.02])
+    cell = crossover_coverage_cell(tmp_path, "plain")
+    lo, hi = 0.85 - 1.96 * 0.01 / math.sqrt(10), 0.88 + 1.96 * 0.02 / math.sqrt(10)
+    assert cell["outcome"] == "reproduced", cell
+    assert cell["value"].startswith(f"{lo:.2%}-{hi:.2%} over P 8-32 (mean 86.3%, 10 seeds")
+    _crossover_files(tmp_path, "paper", [0.998, 0.999, 0.999], [0.0, 0.0, 0.0])
+    assert crossover_coverage_cell(tmp_path, "paper")["outcome"] == "off"
+    _crossover_files(tmp_path, "paper-chi-lik", [0.86, 0.90, 0.905], [0.0, 0.0, 0.03])
+    assert crossover_coverage_cell(tmp_path, "paper-chi-lik")["outcome"] == "not resolved"
+    _crossover_files(tmp_path, "plain", [0.80, 0.86, 0.93], [0.0, 0.0, 0.0])  # wider
+    assert crossover_coverage_cell(tmp_path, "plain")["outcome"] == "not resolved"
+    row = next(r for r in claims_matrix(tmp_path)["rows"] if "linear crossover" in r["claim"])
+    assert row["overall"] == "not resolved under `plain`, `paper-chi-lik`"
+
+
+def test_the_committed_matrix_has_the_crossover_coverage_row():
+    """From the committed results: the row exists for every reading and the cells name the
+    crossover's P range of each reading's own grid (the numbers are the results', not here)."""
+    from pathlib import Path
+
+    res = Path(__file__).resolve().parents[2] / "docs" / "reports" / "results"
+    row = next(r for r in claims_matrix(res)["rows"] if "linear crossover" in r["claim"])
+    assert set(row["cells"]) == set(READINGS)
+    assert all(" over P " in c["value"] for c in row["cells"].values()), row
