@@ -278,10 +278,10 @@ def _check_out(args):
 
 def _cmd_profile(args, cfg) -> int:
     import contextlib
-    import shutil
     import sys
 
     from .._checks import check_int
+    from ..runner import claim
     from ..transition.profile import profile_transition
     from ..transition.store import json_default, write_checkpoint
 
@@ -291,16 +291,16 @@ def _cmd_profile(args, cfg) -> int:
     out = _check_out(args)
     rounds = None if out is None else out / "windows"  # each window set's rounds, resumed
     args.kept = [] if rounds is None else [rounds]  # what a Ctrl-C leaves to resume from
+    # one writer per folder; the rounds removed and the lock released once the result is saved
+    held = claim(None if out is None else out / "transition.json", ckpt=rounds)
     res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
                              progress=args.progress, ckpt_dir=rounds)  # fmt: skip
     if args.json:
         print(json.dumps(res, default=json_default, indent=1))
     else:
         print(format_profile(res))
+    held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_checkpoint(out / "transition.json", res)
-        shutil.rmtree(rounds, ignore_errors=True)
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
             print(f"saved {out / 'transition.json'}")
             if args.plot:

@@ -19,8 +19,6 @@ results and a grid refined afterwards reuses the steps whose start did not chang
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import jax
 import numpy as np
 
 from ..config import Config
+from ..runner import fingerprint as content_hash
 from ..runner import load_checkpoint
 from ..storage import atomic_save_npz
 from .inputs import RunInputs
@@ -60,10 +59,9 @@ def _step_key(fingerprint: str, P: int, inputs: RunInputs, start: tuple) -> str:
     """What a step's result depends on: the sweep (``fingerprint``, without its P grid), the
     P solved, the padded pool length and the start's bytes. A grid refined between two runs of
     a continuation reuses every step whose start did not change."""
-    h = hashlib.sha256(json.dumps([fingerprint, int(P), list(inputs.train.shape)]).encode())
-    for w in start:
-        h.update(np.ascontiguousarray(w, np.float64).tobytes())
-    return h.hexdigest()[:24]
+    return content_hash([fingerprint, int(P), list(inputs.train.shape)],
+                        *(np.ascontiguousarray(w, np.float64).tobytes() for w in start),
+                        digits=24)  # fmt: skip
 
 
 def continue_in_P(

@@ -15,9 +15,7 @@ its own store.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import json
 import logging
 import math
 import time
@@ -32,6 +30,7 @@ from ..compare import locate as loc
 from ..compare.branches import quiet_nan
 from ..config import AdamConfig, Config, ExactConfig, single_start
 from ..results import SweepResult
+from ..runner import fingerprint
 
 
 def log(msg: str) -> None:
@@ -41,7 +40,7 @@ def log(msg: str) -> None:
 
 def digest(obj: Any) -> str:
     """A short content hash of a JSON-able object (keys sorted; anything else by ``str``)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return fingerprint(obj)
 
 
 @contextlib.contextmanager

@@ -37,8 +37,7 @@ from ..data import nested_mask
 from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
-from ..runner import available_bytes, refuse_if_over
-from ..storage import acquire_lock
+from ..runner import available_bytes, claim, refuse_if_over
 from ..sweep import run_sweep
 from .branch_group import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
 from .plan import REFINE_RATIO, first_probes, pad_of, seed_probes
@@ -134,16 +133,16 @@ def transition(
         refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
                        "use fewer --chains, --rungs or --iters, or a larger "
                        "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
-    if out is not None:  # one writer per folder; released at exit or by exit_now
-        out.mkdir(parents=True, exist_ok=True)
-        acquire_lock(out / "transition.json")
+    # one writer per folder, released after the result is written (or at exit, or by exit_now);
+    # the groups' checkpoints stay in the folder for a later call with another grid
+    held = claim(None if out is None else out / "transition.json")
     if not two:
         from .linear import linear_transition
 
         res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
                                 sampler=sampler)  # fmt: skip
-        if out is not None:
-            write_checkpoint(out / "transition.json", res)
+        held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json",
+                                                                      res))  # fmt: skip
         return res
     t0 = time.time()
     sweeps = {}
@@ -191,8 +190,7 @@ def transition(
                                      whitened, anchored_cr))  # fmt: skip
         whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
-    if out is not None:
-        write_checkpoint(out / "transition.json", res)
+    held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
     return res
 
 

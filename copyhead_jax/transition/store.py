@@ -7,13 +7,13 @@ batching."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 
 from ..config import Config
+from ..runner import fingerprint
 from ..storage import atomic_write, set_aside
 from .branch_group import TISettings
 
@@ -67,8 +67,7 @@ def run_key(cfg: Config, settings: TISettings, extra) -> str:
     ``batched`` (float rounding too): groups computed batched on an accelerator resume one
     after the other on a CPU."""
     s = {k: v for k, v in dataclasses.asdict(settings).items() if k != "batched"}
-    blob = json.dumps([resume_identity(cfg), s, extra], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+    return fingerprint([resume_identity(cfg), s, extra], digits=10)
 
 
 def kept_sweep(path: Path | None, cfg: Config):

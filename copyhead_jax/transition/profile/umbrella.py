@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import math
 from pathlib import Path
 from typing import ClassVar, NamedTuple
@@ -38,7 +37,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ...config import FINAL, Rounds
-from ...runner.chunks import load_checkpoint
+from ...runner import fingerprint, load_checkpoint
 from ...sampling.hmc import hmc_chains, hmc_state_structure
 from ...sampling.rounds import sample_rounds
 from ...sampling.stats import ess, split_rhat
@@ -289,13 +288,13 @@ def _draws(arrays: dict) -> WindowDraws:
 
 def _fingerprint(s: UmbrellaSettings, inputs) -> str:
     """A hash of the settings and every input of a call (keys by their data)."""
-    h = hashlib.sha256(repr(dataclasses.asdict(s)).encode())
+    blobs = []
     for x in jax.tree.leaves(inputs):
         if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
             x = jax.random.key_data(x)
         x = np.asarray(x)
-        h.update(str((x.shape, x.dtype)).encode() + x.tobytes())
-    return h.hexdigest()[:24]
+        blobs.append(str((x.shape, x.dtype)).encode() + x.tobytes())
+    return fingerprint(dataclasses.asdict(s), *blobs, digits=24)
 
 
 _DONE_KIND = "copyhead_jax.WindowDraws"
