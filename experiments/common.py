@@ -63,10 +63,12 @@ ARTEFACTS = {
     "embeddings-protocol": ("embeddings_protocol", "spec", None),
     "embeddings-posterior": ("embeddings_posterior", "spec", None),
     # commands: three readings at once (conventions, with --render), four artefacts under the
-    # paper-chi-lik reading's specs (reading), route B's early warning for the claims matrix
+    # paper-chi-lik reading's specs (reading), route B's early warning for the claims matrix,
+    # the Bayesian transition's theory against measurement (a figure from committed results)
     "conventions": ("conventions", "cli", None),
     "reading": ("reading", "cli", None),
     "warning-theory": ("warning_theory", "cli", None),
+    "bayes-figure": ("bayes_figure", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 

@@ -16,6 +16,8 @@
 - ``profile``     the posterior's free-energy profile in a_G (``profile_figure``)
 - ``transition``  the Bayesian transition and the branch TI and SMC runs (``transition_figure``,
                   ``branch_figure``, ``smc_figure``)
+- ``ratio``       predictions over a measured transition point, per configuration
+                  (``ratio_figure``, ``ROUTE_STYLES``)
 - ``theory``      the EK theory's curves, landscapes and scaling (``plot_curve``, ...)
 """
 
@@ -35,6 +37,8 @@ from .pstar import beyond_curves_figure as beyond_curves_figure
 from .pstar import beyond_pstar_figure as beyond_pstar_figure
 from .pstar import branch_follow_figure as branch_follow_figure
 from .pstar import scaling_figure as scaling_figure
+from .ratio import ROUTE_STYLES as ROUTE_STYLES
+from .ratio import ratio_figure as ratio_figure
 from .style import P_LABEL as P_LABEL
 from .style import figure_problems as figure_problems
 from .style import save_figure as save_figure
