@@ -22,7 +22,7 @@ import numpy as np
 
 from copyhead_jax.compare import bayesian_interval
 from copyhead_jax.config import TRANSITION_RUN
-from copyhead_jax.plots import ROUTE_STYLES, ratio_figure, save_figure
+from copyhead_jax.plots import bayes_compare_figure, save_figure
 from copyhead_jax.storage import write_json
 
 RULE = f"R-hat > {TRANSITION_RUN.rhat_max:g} or ESS < {TRANSITION_RUN.ess_min:g}"
@@ -161,31 +161,6 @@ def linear_rows(results: Path) -> list[dict]:
     return rows
 
 
-def _label(r: dict) -> str:
-    return f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$"
-
-
-def _panel_rows(rows: list[dict]) -> list[dict]:
-    out = []
-    for r in rows:
-        m = r["measured"]
-        flag = m["n_flagged"] and f"{m['n_flagged']}/{m['n_runs']} {m.get('unit', 'runs')}"
-        out.append(dict(label=_label(r), series=r["series"],
-                        measured=dict(P_star=m["P_star"], lo=m["lo"], hi=m["hi"],
-                                      flag=flag or None)))  # fmt: skip
-    return out
-
-
-def figure(doc: dict):
-    """The figure of a ``bayes_compare.json`` document."""
-    panels = [dict(title="softmax: Bayesian $P^*_{a_G}$", name="softmax",
-                   rows=_panel_rows(doc["softmax"]))]
-    if doc["linear"]:
-        panels.append(dict(title="linear: posterior $\\psi=1/2$", name="linear",
-                           rows=_panel_rows(doc["linear"]), xlabel="configuration"))
-    return ratio_figure(panels, ROUTE_STYLES, width=9.0)
-
-
 def compare(results: Path) -> dict:
     """Every row with its ratios over the measured point."""
     doc = {"kind": "bayes_compare", "softmax": softmax_rows(results),
@@ -205,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     doc = compare(args.results)
     write_json(args.results / "bayes_compare.json", doc)
-    save_figure(figure(doc), args.figures / FIGURE)
+    save_figure(bayes_compare_figure(doc), args.figures / FIGURE)
     for r in doc["softmax"] + doc["linear"]:
         m = r["measured"]
         ratios = ", ".join(f"{k} {v:.3f}" for k, v in r["ratio"].items())

@@ -17,7 +17,7 @@
 - ``transition``  the Bayesian transition and the branch TI and SMC runs (``transition_figure``,
                   ``branch_figure``, ``smc_figure``)
 - ``ratio``       predictions over a measured transition point, per configuration
-                  (``ratio_figure``, ``ROUTE_STYLES``)
+                  (``ratio_figure``, ``ROUTE_STYLES``; ``bayes_compare_figure``)
 - ``theory``      the EK theory's curves, landscapes and scaling (``plot_curve``, ...)
 """
 
@@ -38,6 +38,7 @@ from .pstar import beyond_pstar_figure as beyond_pstar_figure
 from .pstar import branch_follow_figure as branch_follow_figure
 from .pstar import scaling_figure as scaling_figure
 from .ratio import ROUTE_STYLES as ROUTE_STYLES
+from .ratio import bayes_compare_figure as bayes_compare_figure
 from .ratio import ratio_figure as ratio_figure
 from .style import P_LABEL as P_LABEL
 from .style import figure_problems as figure_problems

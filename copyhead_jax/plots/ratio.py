@@ -7,7 +7,8 @@ A panel is ``{"title": str, "rows": [row, ...]}`` (optional: ``"name"``, the pre
 flagged rows in the legend; ``"xlabel"``, ``"ylabel"``); a row is ``{"label": str, "measured":
 {"P_star", "lo", "hi", "flag": str | None}, "series": {name: {"P", "lo"?, "hi"?} | None}}``
 (``None``: not computed for that row, nothing drawn). ``styles`` maps a series name to its
-legend text, colour and marker.
+legend text, colour and marker. :func:`bayes_compare_figure` draws the Bayesian transition's
+comparison (``python -m experiments bayes-figure``'s ``bayes_compare.json``) this way.
 """
 
 from __future__ import annotations
@@ -122,3 +123,27 @@ def ratio_figure(panels: Sequence[dict], styles: dict[str, dict], *, width: floa
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
                    ncol=3, fontsize=LEGEND_PT, frameon=False)  # fmt: skip
     return fig
+
+
+def _compare_rows(rows: list[dict]) -> list[dict]:
+    """Panel rows of ``bayes_compare.json`` rows: the flag is the count of flagged runs."""
+    out = []
+    for r in rows:
+        m = r["measured"]
+        flag = m["n_flagged"] and f"{m['n_flagged']}/{m['n_runs']} {m.get('unit', 'runs')}"
+        out.append(dict(label=f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$", series=r["series"],
+                        measured=dict(P_star=m["P_star"], lo=m["lo"], hi=m["hi"],
+                                      flag=flag or None)))  # fmt: skip
+    return out
+
+
+def bayes_compare_figure(doc: dict):
+    """The Bayesian transition's theory over measurement: softmax ``P*_aG`` per configuration
+    and, where measured, the linear head's posterior crossover (``doc``: a
+    ``bayes_compare.json``, rows with ``reading``, ``L``, ``V``, ``measured`` and ``series``)."""
+    panels = [dict(title="softmax: Bayesian $P^*_{a_G}$", name="softmax",
+                   rows=_compare_rows(doc["softmax"]))]  # fmt: skip
+    if doc.get("linear"):
+        panels.append(dict(title="linear: posterior $\\psi=1/2$", name="linear",
+                           rows=_compare_rows(doc["linear"]), xlabel="configuration"))
+    return ratio_figure(panels, ROUTE_STYLES, width=9.0)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from copyhead_jax.plots import (
+    bayes_compare_figure,
     beyond_curves_figure,
     beyond_pstar_figure,
     branch_figure,
@@ -76,6 +77,8 @@ def drawings(results: Path):
             yield name, lambda r=emb, d=draw: d(r)
     yield from _beyond(results)
     yield from _transitions(results)
+    if cmp := _load(results, "bayes_compare"):
+        yield "bayes_theory_vs_measured", lambda r=cmp: bayes_compare_figure(r)
 
 
 def _beyond(results: Path):
