@@ -6,6 +6,8 @@
                       ``save_figure``
 - ``console``         the package's warnings and progress notes as one line each on stderr
                       (``console``: the command's, and ``python -m experiments``'s)
+- ``refusals``        a refusal names the flag as typed (``as_typed``: the API's field names
+                      rewritten into the command's flags)
 - ``flags``           one flag per config field (``config_from_args``, ``parse_P_grid``)
 - ``tokens``          ``--tokens FILE.npy``: a user's own token sequences
 - ``sweep``           ``copyhead sweep``

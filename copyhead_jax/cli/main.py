@@ -19,6 +19,7 @@ from .config_file import add_config_file_flag, expand_config_file
 from .console import console
 from .flags import config_from_args, parse_P_grid
 from .llc import add_llc_subparser
+from .refusals import as_typed, command_parser
 from .results import add_result_subparsers
 from .sample import add_sample_subparser
 from .sweep import add_sweep_subparser, print_table, sweep_paths
@@ -80,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         with console():  # the package's warnings and progress notes, one line each on stderr
             rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
-    except (ValueError, OSError) as e:
-        print(f"copyhead: error: {e}", file=sys.stderr)
+    except (ValueError, OSError) as e:  # the API's names of values become the flags as typed
+        print(f"copyhead: error: {as_typed(str(e), command_parser(parser, args))}",
+              file=sys.stderr)  # fmt: skip
         return 2
     except KeyboardInterrupt as e:
         print(f"\n{farewell(args)}", file=sys.stderr)

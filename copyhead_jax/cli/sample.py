@@ -151,6 +151,7 @@ def sampler_config(args, sweep):
     """The sampler config of ``copyhead sample``'s flags; a flag of the other sampler is a
     ValueError naming it."""
     from ..config import preset
+    from ..models import head_class
     from ..sampling.run import PAPER_SGLD, default_sampler
 
     kind = args.sampler or ("hmc" if sweep.config.model.engine == "reduced" else "sgld")
@@ -166,14 +167,19 @@ def sampler_config(args, sweep):
     preset(args.preset)  # a known name, whichever sampler it names
     if args.preset == "paper" and kind != "sgld":
         raise ValueError("--preset paper is the paper's SGLD; use it with --sampler sgld")
-    if args.preset == "paper":
-        base = PAPER_SGLD
-    else:
-        base = default_sampler(sweep)
-        if base.kind != kind:
-            base = SGLDConfig() if kind == "sgld" else HMCConfig()
     own = {**SHARED_FLAGS, **(HMC_FLAGS if kind == "hmc" else SGLD_FLAGS)}
     over = {f: getattr(args, a) for a, f in own.items() if getattr(args, a, None) is not None}
+    if args.preset == "paper":
+        return dataclasses.replace(PAPER_SGLD, **over)
+    cfg = sweep.config
+    if kind == "hmc" and cfg.model.engine == "reduced" and head_class(
+            cfg.model.attention).two_branches:  # fmt: skip
+        # the values first: the default's starts are placed by the theory (seconds), and it is
+        # HMCConfig() with those starts
+        dataclasses.replace(HMCConfig(), **over)
+    base = default_sampler(sweep)
+    if base.kind != kind:
+        base = SGLDConfig() if kind == "sgld" else HMCConfig()
     return dataclasses.replace(base, **over)
 
 

@@ -210,7 +210,7 @@ def _probes(text: str) -> tuple[int, ...]:
 
 
 def profile_settings_from_args(args):
-    from .._checks import check_int
+    from .._checks import check_float, check_int
     from ..transition.profile import SearchSettings, UmbrellaSettings, default_profile_settings
 
     probes = None if args.probes is None else _probes(args.probes)
@@ -219,8 +219,10 @@ def profile_settings_from_args(args):
     um = UmbrellaSettings(n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
                           n_iter=check_int("--window-iters", args.window_iters, lo=16,
                                            hi=10**5),
-                          ess_target=args.window_ess_target,
-                          rhat_target=args.window_rhat_target,
+                          ess_target=check_float("--window-ess-target", args.window_ess_target,
+                                                 lo=0.0, lo_open=False),
+                          rhat_target=check_float("--window-rhat-target",
+                                                  args.window_rhat_target, lo=1.0),
                           round_iter=check_int("--window-round-iter", args.window_round_iter,
                                                lo=1, hi=10**5))  # fmt: skip
     prof = default_profile_settings(args.L_eff, spacing=args.spacing, umbrella=um)

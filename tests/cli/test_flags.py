@@ -103,12 +103,12 @@ def test_solver_flags_build_the_typed_solver(flags, solver):
 
 
 @pytest.mark.parametrize("argv, flag", [
-    (["sweep", "--width", "-inf"], "--width"), (["sweep", "--width", "-4"], "width"),
-    (["sweep", "--P", "-4,8"], "P"), (["transition", "--width", "-inf"], "--width"),
+    (["sweep", "--width", "-inf"], "--width"), (["sweep", "--width", "-4"], "--width"),
+    (["sweep", "--P", "-4,8"], "--P"), (["transition", "--width", "-inf"], "--width"),
     (["transition", "--method", "ti", "--P", "-4,8"], "--P"),
     (["transition", "--method", "ti", "--P", "8,100000000"], "--P"),
-    (["sweep", "--P", "8,100000000"], "P"), (["sweep", "--width", "16,16"], "--width"),
-    (["sweep", "--preset", "small", "--lr", "-1e-3"], "lr"),
+    (["sweep", "--P", "8,100000000"], "--P"), (["sweep", "--width", "16,16"], "--width"),
+    (["sweep", "--preset", "small", "--lr", "-1e-3"], "--lr"),
 ])  # fmt: skip
 def test_negative_duplicate_and_huge_values_are_refused_with_the_range(argv, flag, capsys,
                                                                        monkeypatch):

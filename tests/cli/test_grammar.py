@@ -70,3 +70,109 @@ def test_a_non_finite_value_is_refused_naming_the_flag(path, flag, nargs, capsys
 
 #: commands whose first argument is a positional file
 POSITIONAL = {"sample", "llc", "show", "plot", "polish"}
+
+
+# every refusal of a value names the flag as typed (the API's validators name the field; the
+# command rewrites it in one place, cli/refusals.py), over every command and value-taking flag
+
+
+class _Started(BaseException):
+    """The command accepted its values and began its work (a stub ends it there)."""
+
+
+def _started(*a, **k):
+    raise _Started
+
+
+#: every command's work, stubbed: a value is refused before it, or accepted
+WORK = [("copyhead_jax.sweep.run", "run_sweep"), ("copyhead_jax.sampling.run", "run_sampler"),
+        ("copyhead_jax.sampling.run", "default_starts"),
+        ("copyhead_jax.sampling.llc_runs", "llc_runs"), ("copyhead_jax.fit.polish", "polish"),
+        ("copyhead_jax.transition.search", "transition"),
+        ("copyhead_jax.transition.search", "theory_points"),
+        ("copyhead_jax.transition.profile", "profile_transition"),
+        ("copyhead_jax.theory.points", "transition_points"),
+        ("copyhead_jax.theory.minima", "theory_curve"), ("copyhead_jax.theory.minima", "landscape"),
+        ("copyhead_jax.theory.scaling", "scaling_table"),
+        ("copyhead_jax.theory.bayes", "bayes_points"),
+        ("copyhead_jax.theory.bayes", "scaling_table"),
+        ("copyhead_jax.theory.sensitivity", "sensitivity"),
+        ("copyhead_jax.theory.sensitivity", "fit"),
+        ("copyhead_jax.theory.beyond", "beyond_points")]  # fmt: skip
+#: flags that take a path (a drawn value would be a file name, not a bad value)
+PATH_DESTS = {"config", "out", "netcdf", "tokens"}
+#: flags a command needs, with a good value
+REQUIRED = {("theory", "fit"): {"--target": "P_aG=300", "--free": "sigma2"}}
+
+BAD_VALUE = st.one_of(st.integers(max_value=-1), st.integers(min_value=10**9), st.just(0),
+                      st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False),
+                      st.floats(min_value=1e9, allow_nan=False, allow_infinity=False),
+                      st.sampled_from(["bogus", "1,2,x", "-1e999"])).map(str)  # fmt: skip
+
+
+def _valued(p) -> list[str]:
+    return [a.option_strings[0] for a in p._actions
+            if a.option_strings and a.nargs != 0 and a.dest not in PATH_DESTS
+            and a.help != argparse.SUPPRESS and a.dest != "help"]  # fmt: skip
+
+
+COMMANDS = [(path, p) for path, p in parser_tree(build_parser())
+            if "func" in p._defaults and _valued(p)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def weights_file(tmp_path_factory):
+    """A synthetic reduced-engine sweep with weights of the right shapes (no training): what
+    sample, llc, polish and plot read before they check their flags."""
+    import numpy as np
+
+    from tests.helpers import UNCONVERGED, fake_sweep
+
+    res = fake_sweep(UNCONVERGED)
+    nP, nS, L, V = len(UNCONVERGED.sweep.P), 1, UNCONVERGED.task.L, UNCONVERGED.task.V
+    n = L + V  # the reduced engine's width
+    rng = np.random.default_rng(0)
+    for k, shape in (("W_E", (n, V)), ("b", (n, L)), ("W_G", (n, n)), ("W_O_hat", (V, n))):
+        res.arrays[f"params/{k}"] = rng.normal(size=(nP, nS, *shape)).astype(np.float32)
+    return res.save(tmp_path_factory.mktemp("weights") / "sweep.npz")
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    import importlib
+
+    for module, name in WORK:
+        monkeypatch.setattr(importlib.import_module(module), name, _started)
+
+
+@pytest.mark.parametrize("path, parser", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_refusal_names_the_flag_as_typed(path, parser, stubbed, request, capsys):
+    """A bad value of any flag is either refused in a line naming that flag as typed (not the
+    API's ``ModelConfig.width`` or ``n_chains``), or accepted; nothing else (hypothesis draws
+    the flag and a value: negative, zero, huge, a word)."""
+    import re
+
+    from copyhead_jax.cli import main
+
+    need = REQUIRED.get(path, {})
+    head = [*path, *([str(request.getfixturevalue("weights_file"))] if path[-1] in POSITIONAL
+                     else [])]  # fmt: skip
+
+    @hyp.settings(max_examples=10, deadline=None, derandomize=True,
+                  suppress_health_check=list(hyp.HealthCheck))  # fmt: skip
+    @hyp.given(flag=st.sampled_from(_valued(parser)), value=BAD_VALUE)
+    def check(flag, value):
+        rest = [x for f, v in need.items() if f != flag for x in (f, v)]
+        try:
+            rc = main([*head, *rest, flag, value])
+        except SystemExit as e:  # argparse's refusal
+            rc = e.code
+        except _Started:  # accepted: its work began
+            capsys.readouterr()
+            return
+        err = capsys.readouterr().err.strip()
+        assert rc == 2, (flag, value, rc, err)  # never a run without its work stubbed
+        last = err.splitlines()[-1]
+        assert re.search(rf"{re.escape(flag)}(?![\w-])", last), (flag, value, last)
+
+    check()

@@ -69,9 +69,9 @@ def test_the_reading_reaches_each_commands_config_and_a_convention_flag_wins():
 
 
 @pytest.mark.parametrize("argv, pattern", [
-    (["theory", "points", "--reading", "chi"], "reading must be one of"),
-    (["transition", "--preset", "huge"], "preset must be one of"),
-    (["sweep", "--reading", "lik"], "reading must be one of"),
+    (["theory", "points", "--reading", "chi"], "--reading must be one of"),
+    (["transition", "--preset", "huge"], "--preset must be one of"),
+    (["sweep", "--reading", "lik"], "--reading must be one of"),
 ])  # fmt: skip
 def test_an_unknown_preset_or_reading_is_one_line(argv, pattern, capsys):
     one_line_error(capsys, main(argv), pattern)

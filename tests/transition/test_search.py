@@ -354,13 +354,14 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
     _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file" / "x")]),
                     "--out .* not writable")  # fmt: skip
     _one_line_error(capsys, main(base + ["--rungs", "1"]), "--rungs must be")
-    _one_line_error(capsys, main(base + ["--chains", "0"]), "n_chains must be")
+    _one_line_error(capsys, main(base + ["--chains", "0"]), "--chains must be")
     _one_line_error(capsys, main(base + ["--a-thr", "-1"]), "--a-thr must be")
     _one_line_error(capsys, main(base + ["--n-seeds", "0"]), "--n-seeds must be")
     _one_line_error(capsys, main([*base[:-3], "--P", "8", "--quiet"]), "--P must hold")
     _one_line_error(capsys, main(base + ["--memory-budget-gb", "1e-6"]),
                     "needs about .* [GM]iB of memory.*--memory-budget-gb")  # fmt: skip
-    _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]), "memory_budget_gb")
+    _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]),
+                    "--memory-budget-gb must be")
     assert not any((tmp_path / "file").parent.glob("*.lock"))
 
 
