@@ -27,6 +27,13 @@ import numpy as np
 MIN_DPI = 150  # print resolution for a single-column figure
 MIN_POINTS = 3  # fewer points than this drawn as a curve: a line between two values, no shape
 MAX_DECADES = 10.0  # a log axis over more decades of data holds numerical zeros drawn as data
+#: a linear axis whose data all lie below this in magnitude (some not exactly 0) draws numerical
+#: zeros: float64 round-off of the O(1) quantities drawn here is ~1e-16, float32's ~1e-8 times
+#: a P or an energy of O(1-100) stays above it only when it is no zero
+ZERO_ABS = 1e-10
+#: a linear axis whose data differ by less than this fraction of their size draws round-off
+#: (autoscaled to an offset such as "1e-9 + 1"): float32 resolves 6e-8 of a value
+ROUNDOFF_REL = 1e-6
 LEGEND_PT = 8  # the smallest legend text that stays readable at column width
 NOT_MEASURED = "not measured"
 KEY_GID = "key"
@@ -269,6 +276,8 @@ def _axes_defects(ax: dict) -> list[str]:
             if ax[f"{a}scale"] == "log" and s[f"{a}_nonpos"] and s["kind"] != "band":
                 out.append(f"{who}: {s[f'{a}_nonpos']} value(s) <= 0 on the log {a} axis")
     for a in "xy":
+        if ax[f"{a}scale"] == "linear":
+            out += _linear_noise(name, a, [s[a] for s in series if s[a] and s["kind"] != "band"])
         spans = [s[f"{a}_pos"] for s in series if s[f"{a}_pos"] and s["kind"] != "band"]
         if ax[f"{a}scale"] == "log" and spans:
             lo, hi = min(v[0] for v in spans), max(v[1] for v in spans)
@@ -286,6 +295,23 @@ def _axes_defects(ax: dict) -> list[str]:
     return out
 
 
+def _linear_noise(name: str, a: str, spans: list[list[float]]) -> list[str]:
+    """Numerical zeros or round-off drawn as data on a linear axis: every value below
+    :data:`ZERO_ABS` in magnitude (not all exactly 0), or all values equal to within
+    :data:`ROUNDOFF_REL` of their size (not all exactly equal)."""
+    if not spans:
+        return []
+    lo, hi = min(v[0] for v in spans), max(v[1] for v in spans)
+    size = max(abs(lo), abs(hi))
+    if 0 < size < ZERO_ABS:
+        return [f"{name}: the linear {a} axis draws only values below {ZERO_ABS:g} in magnitude "
+                f"(up to {size:.1e}): numerical zeros drawn as data"]  # fmt: skip
+    if lo < hi and hi - lo < ROUNDOFF_REL * size:
+        return [f"{name}: the linear {a} axis draws values that differ by {hi - lo:.1e} about "
+                f"{size:.3g} (< {ROUNDOFF_REL:g} of it): round-off drawn as data"]  # fmt: skip
+    return []
+
+
 def _legend_defects(leg: dict, name: str) -> list[str]:
     out = []
     if leg["fontsize"] < LEGEND_PT:
@@ -299,7 +325,8 @@ def check_record(rec: dict[str, Any], dpi: float | None = None) -> list[str]:
     """Every defect of a figure's record, one line each: resolution under :data:`MIN_DPI`;
     an axes without x or y label; an empty panel (no data, no "not measured"); a curve through
     fewer than :data:`MIN_POINTS` points; a legend entry whose series has no data; TeX outside
-    ``$...$``; values <= 0 or over :data:`MAX_DECADES` decades on a log axis; a legend under
+    ``$...$``; values <= 0 or over :data:`MAX_DECADES` decades on a log axis; numerical zeros
+    or round-off on a linear axis (:func:`_linear_noise`); a legend under
     8 pt or over data; overlapping tick labels, axis labels, titles or legends."""
     out = []
     dpi = rec.get("dpi") if dpi is None else dpi

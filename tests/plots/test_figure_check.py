@@ -113,6 +113,23 @@ def test_values_at_or_below_zero_and_numerical_zeros_on_a_log_axis(tmp_path):
     assert any("spans 17 decades" in d for d in _defects(fig, tmp_path))  # 1e-16 to 8
 
 
+def test_numerical_zeros_and_round_off_on_a_linear_axis(tmp_path):
+    def linear(*ys):
+        fig, axes = plt.subplots(1, len(ys), figsize=(4 * len(ys), 3), layout="constrained")
+        for ax, y in zip(fig.axes, ys, strict=True):
+            ax.plot([1, 2, 3, 4], y, "o-", label="measured")
+            ax.set(xlabel="$P$", ylabel="$a_G$")
+        return fig
+
+    zeros = _defects(linear([3e-17, -1e-16, 2e-16, 0.0]), tmp_path)  # float64 zeros
+    assert any("linear y axis draws only values below 1e-10" in d for d in zeros), zeros
+    noise = _defects(linear([1.0, 1.0 + 2e-9, 1.0 - 1e-9, 1.0]), tmp_path)  # offset noise
+    assert any("linear y axis draws values that differ by 3.0e-09" in d for d in noise), noise
+    # exact zeros are data; so are small values and small differences that are not round-off
+    assert _defects(linear([0.0] * 4, [1e-4, 2e-4, 5e-5, 3e-4], [1.0, 1.001, 0.999, 1.0]),
+                    tmp_path) == []  # fmt: skip
+
+
 def test_overlapping_labels_and_labels_cut_off(tmp_path):
     fig, ax = plt.subplots(1, 2, figsize=(6, 3))
     fig.subplots_adjust(wspace=0.0)  # no room for the right panel's y label
