@@ -103,7 +103,7 @@ def render(data: dict, results: Path) -> str:
         "## P* per reading and width",
         "The `paper-chi-lik` row at N = 10,000 is what `copyhead sweep --config "
         "docs/reports/configs/paper-map_chi-lik.toml` prints (`--preset paper-map --reading "
-        "chi-lik` on this page's grid and 10 seeds: the same configs, so the same fits; ~9 "
+        "chi-lik` on this page's grid and 10 seeds: the same configs, so the same fits; ~8 "
         "CPU-min).",
         widths_table(data),
         "## Softmax coexistence window versus L (width 10,000, exact MAP)",
