@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from ..config import ATTENTIONS, DEFAULT_CHAINS, FINAL, TRANSITION_RUN
+from ..config import ATTENTIONS, DEFAULT_CHAINS, PROFILE_WINDOW, TRANSITION_RUN
 from ..models import head_class
 from .flags import add_preset_flags, finite_float
 
@@ -114,16 +114,20 @@ def add_transition_subparser(sub) -> None:
                    help="profile: window spacing in a_G (default 0.15)")  # fmt: skip
     p.add_argument("--window-chains", type=int, default=6,
                    help="profile: chains per window = independent replicas (default 6)")
-    p.add_argument("--window-iters", type=int, default=200,
-                   help="profile: recorded HMC iterations per window chain (default 200)")
-    p.add_argument("--window-ess-target", type=finite_float, default=0.0, metavar="N",
+    p.add_argument("--window-iters", type=int, default=None,
+                   help="profile: recorded HMC iterations per window chain: the cap with "
+                   "--window-ess-target (default 1000), the fixed length without (default "
+                   "200)")  # fmt: skip
+    p.add_argument("--window-ess-target", type=finite_float, default=PROFILE_WINDOW.ess_min,
+                   metavar="N",
                    help="profile: sample the windows in rounds of --window-round-iter until "
                    "every window's ESS of a_G and U is >= N and their R-hat <= "
                    "--window-rhat-target (--window-iters the cap; a window that reaches it "
-                   "first is flagged and widens the errors); default 0: the fixed length")
-    p.add_argument("--window-rhat-target", type=finite_float, default=FINAL.rhat_max,
+                   "first is flagged and widens the errors); 0: a fixed length (default "
+                   f"{PROFILE_WINDOW.ess_min:g}, the bar below which a window is flagged)")
+    p.add_argument("--window-rhat-target", type=finite_float, default=PROFILE_WINDOW.rhat_max,
                    help="profile: the R-hat bar of --window-ess-target (default "
-                   f"{FINAL.rhat_max:g})")  # fmt: skip
+                   f"{PROFILE_WINDOW.rhat_max:g})")  # fmt: skip
     p.add_argument("--window-round-iter", type=int, default=100,
                    help="profile: HMC iterations per round with --window-ess-target (default "
                    "100)")  # fmt: skip
@@ -211,14 +215,22 @@ def _probes(text: str) -> tuple[int, ...]:
 
 def profile_settings_from_args(args):
     from .._checks import check_float, check_int
-    from ..transition.profile import SearchSettings, UmbrellaSettings, default_profile_settings
+    from ..transition.profile import (
+        FIXED_WINDOW_ITERS,
+        PROFILE_UMBRELLA,
+        SearchSettings,
+        UmbrellaSettings,
+        default_profile_settings,
+    )
 
     probes = None if args.probes is None else _probes(args.probes)
     if not (math.isfinite(args.spacing) and 0.01 <= args.spacing <= 1.0):
         raise ValueError(f"--spacing must lie in [0.01, 1], got {args.spacing!r}")
+    iters = args.window_iters
+    if iters is None:
+        iters = PROFILE_UMBRELLA.n_iter if args.window_ess_target else FIXED_WINDOW_ITERS
     um = UmbrellaSettings(n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
-                          n_iter=check_int("--window-iters", args.window_iters, lo=16,
-                                           hi=10**5),
+                          n_iter=check_int("--window-iters", iters, lo=16, hi=10**5),
                           ess_target=check_float("--window-ess-target", args.window_ess_target,
                                                  lo=0.0, lo_open=False),
                           rhat_target=check_float("--window-rhat-target",
@@ -345,6 +357,9 @@ def format_profile(res: dict) -> str:
                         "no (one minimum at every P of its grid)"))  # fmt: skip
     if res.get("theory_point"):
         lines.append(f"EK theory: posterior {_f(res['theory_point'])}")
+    if res.get("theory_bayes_point"):
+        lines.append(f"route B (theory of the Bayesian transition, placed the first probes): "
+                     f"{_f(res['theory_bayes_point'])}")
     for f in res["flagged"]:
         lines.append(f"flagged: {f}")
     lines.append(f"({res['cpu_seconds']:.0f} CPU-s)")

@@ -17,6 +17,8 @@ joins them into one free-energy path whose error comes from independent replicas
 - ``run``         ``profile_transition(cfg)``: probes per seed, verdict, JSON-ready result
 """
 
+from .run import FIXED_WINDOW_ITERS as FIXED_WINDOW_ITERS
+from .run import PROFILE_UMBRELLA as PROFILE_UMBRELLA
 from .run import SearchSettings as SearchSettings
 from .run import default_profile_settings as default_profile_settings
 from .run import profile_transition as profile_transition

@@ -15,8 +15,9 @@ bimodal probe, the midpoint of the posterior means at the lowest and highest pro
 verdict (:mod:`.verdict`) and, over seeds, ``combine_seeds``. The whitening
 Hessians are measured at a seed's first probe and carried to its others
 (:meth:`.windows.Anchors.rescaled`). Beside it: the exact MAP's switch and coexistence
-(:mod:`.map_switch`). The first probes come from the theory's posterior point when it has one,
-else from the MAP switch; they only place probes, the answer is the posterior's.
+(:mod:`.map_switch`). The first probes come from route B's Bayesian point (docs/theory.md
+§13) where it covers the configuration, else the EK theory's posterior point, else the MAP
+switch; they only place probes, the answer is the posterior's.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import jax
 import numpy as np
 
 from ..._checks import check_int
-from ...config import Config
+from ...config import PROFILE_WINDOW, Config
 from ..root import next_probe
 from .map_switch import map_branches, map_switch
 from .softmax import Problem, a_bounds, beta_of_aG, build_problem, landscape, logit_start
@@ -45,14 +46,24 @@ from .windows import Anchors, Profile, ProfileSettings, Sampled, analyse, measur
 D_CLIP = 30.0
 
 
+#: The windows' default sampling: in rounds of 100 iterations until every window meets the bar
+#: below which the profile flags it (``PROFILE_WINDOW``: ESS >= 50 of a_G and U, split R-hat
+#: <= 1.1), at most 1,000 iterations (a window that reaches the cap is flagged): the windows
+#: that mix get the old fixed length's 200 iterations or fewer, the slow ones what they need.
+PROFILE_UMBRELLA = UmbrellaSettings(n_iter=1000, ess_target=PROFILE_WINDOW.ess_min,
+                                    rhat_target=PROFILE_WINDOW.rhat_max, round_iter=100)
+#: The fixed length of windows sampled without a target (``ess_target = 0``).
+FIXED_WINDOW_ITERS = 200
+
+
 def default_profile_settings(L: int, **kw) -> ProfileSettings:
-    """Windows every 0.15 in $a_G$ from $-0.9\\sqrt L/(L-1)$ (near the lower bound
-    $-\\sqrt L/(L-1)$, no attention on the previous token) to $0.75\\sqrt L$, extended where the
-    profile has not risen 4 nats (:mod:`.windows`); 6 chains (replicas) per window, 200
-    iterations each after 40 of warm-up."""
+    r"""Windows every 0.15 in $a_G$ from $-0.9\sqrt L/(L-1)$ (near the lower bound
+    $-\sqrt L/(L-1)$, no attention on the previous token) to $0.75\sqrt L$, extended where the
+    profile has not risen 4 nats (:mod:`.windows`); 6 chains (replicas) per window, sampled
+    until they mix (:data:`PROFILE_UMBRELLA`) after 40 iterations of warm-up."""
     base = dict(a_lo=round(-0.9 * math.sqrt(L) / (L - 1), 2), a_bounds=a_bounds(L),
                 a_hi=round(0.75 * math.sqrt(L), 2), spacing=0.15,
-                umbrella=UmbrellaSettings())  # fmt: skip
+                umbrella=PROFILE_UMBRELLA)  # fmt: skip
     base.update(kw)
     return ProfileSettings(**base)
 
@@ -184,13 +195,29 @@ def _objective(cfg: Config):
 
 
 def _theory_point(cfg: Config) -> float | None:
-    """The theory's posterior P* (else its MAP point) where it has one (None otherwise)."""
+    """The EK theory's posterior P* (else its MAP point) where it has one (None otherwise)."""
     try:
         from ..search import theory_points
 
         th = theory_points(cfg)
         return th.get("post") or th.get("map")
     except Exception:  # noqa: BLE001 - a configuration the theory does not cover
+        return None
+
+
+def _bayes_point(cfg: Config) -> float | None:
+    """Route B's Bayesian P*_aG (docs/theory.md §13, one replica) where §13 covers ``cfg``
+    (i.i.d. tokens, no causal mask), else None: it lies within ~5% of every measured
+    posterior switch where the EK points lie at half of it, so probes placed around it
+    bracket the switch at once."""
+    if cfg.task.source != "iid" or cfg.model.causal:
+        return None
+    try:
+        from ...theory import TheoryParams
+        from ...theory.bayes import softmax_points
+
+        return softmax_points(TheoryParams.from_config(cfg), replicas=1)["P_aG_bayes"]
+    except Exception:  # noqa: BLE001 - a configuration route B does not solve
         return None
 
 
@@ -225,12 +252,16 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         for s, m in enumerate(maps):
             log(f"seed {s}: MAP switch {_f(m['P_switch'])}, coexistence "
                 f"{'yes at P = ' + str(m['coexistence_P']) if m['coexistence'] else 'no'}")
+    P_bayes = None
     if ss.probes is not None:
         first = tuple(sorted(set(int(p) for p in ss.probes)))
     else:
+        P_bayes = _bayes_point(cfg)
         sw = [m["P_switch"] for m in maps if m.get("P_switch")]
         P0 = P0 or (float(np.exp(np.mean(np.log(sw)))) if sw else 16.0)
-        first = first_probes(P0)
+        first = first_probes(P_bayes or P0)
+        log(f"first probes {list(first)} around "
+            + (f"route B's P* {P_bayes:.1f}" if P_bayes else f"P = {P0:.1f}"))
     s_prof = ss.profile or default_profile_settings(cfg.task.L)
     ss = dataclasses.replace(ss, profile=s_prof)
     runs = []
@@ -246,7 +277,8 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         "L": cfg.task.L, "V": cfg.task.V, "width": cfg.model.width, "causal": cfg.model.causal,
         "source": cfg.task.source, "n_seeds": nS, "seed": seed,
         "verdict": over["kind"], "P_star": over["P_star"], "interval": [over["lo"], over["hi"]],
-        "summary": over, "theory_point": P0, "first_probes": list(first),
+        "summary": over, "theory_point": P0, "theory_bayes_point": P_bayes,
+        "first_probes": list(first),
         "seeds": [seed_json(r) for r in runs],
         "map": maps, "settings": dataclasses.asdict(ss),
         "flagged": [f"seed {r.seed} P={P}: {line}" for r in runs for P in sorted(r.profiles)
