@@ -216,24 +216,40 @@ def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
 
 @functools.lru_cache(maxsize=16)
 def _more(ls: Landscape, s: UmbrellaSettings):
-    """The compiled next round of every window from its chains' states."""
+    """The compiled next round of the windows marked ``active`` from their chains' states; an
+    inactive window (one that met the target) costs nothing: its state stays, its draws are NaN
+    with acceptance :data:`STOPPED` (``lax.cond`` inside the windows' ``lax.map``)."""
     pot, record = _target(ls)
 
-    def one_window(state, params, x0, C, center, kappa, first_draw):
-        ch = hmc_chains(None, pot, None, record, n_iter=s.round_draws * s.thin, thin=s.thin,
-                        step_size=s.step_size, n_leap=s.n_leap, n_adapt=s.n_adapt,
-                        adapt_mass=s.adapt_mass, args=(params, x0, C, center, kappa),
-                        state=state, first_draw=first_draw)  # fmt: skip
-        a, U, ex = ch.records
-        return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
+    def one_window(state, params, x0, C, center, kappa, first_draw, active):
+        def draw(state):
+            ch = hmc_chains(None, pot, None, record, n_iter=s.round_draws * s.thin,
+                            thin=s.thin, step_size=s.step_size, n_leap=s.n_leap,
+                            n_adapt=s.n_adapt, adapt_mass=s.adapt_mass,
+                            args=(params, x0, C, center, kappa), state=state,
+                            first_draw=first_draw)  # fmt: skip
+            a, U, ex = ch.records
+            return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
+
+        def stay(state):
+            a, U, ex, acc, step, finite = jax.eval_shape(draw, state)[0]
+            nan = lambda x: jnp.full(x.shape, jnp.nan, x.dtype)  # noqa: E731
+            return (nan(a), nan(U), nan(ex), jnp.full(acc.shape, STOPPED, acc.dtype), nan(step),
+                    jnp.ones(finite.shape, finite.dtype)), state  # fmt: skip
+
+        return jax.lax.cond(active, draw, stay, state)
 
     @jax.jit
-    def run(states, params, x0, C, centers, kappa, first_draw):
+    def run(states, params, x0, C, centers, kappa, first_draw, active):
         return jax.lax.map(lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa,
-                                                first_draw), (states, x0, C, centers))
+                                                first_draw, a[4]),
+                           (states, x0, C, centers, active))  # fmt: skip
 
     return run
 
+
+#: The acceptance recorded for the draws a stopped window does not take (never a probability).
+STOPPED = -1.0
 
 _FIELDS = ("a", "U", "extra", "accept", "step", "finite")
 
@@ -258,12 +274,16 @@ def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray
         out = _program(ls, s)(*inputs)
         dr = WindowDraws(*(np.asarray(v) for v in out))
     else:
-        def enough(arrays):
-            return bool(window_target(_draws(arrays), s)["met"].all())
+        active = {}
+
+        def enough(arrays):  # also marks the windows that go on: those short of the target
+            met = window_target(_draws(arrays), s)["met"]
+            active["mask"] = jnp.asarray(~met)
+            return bool(met.all())
 
         got = sample_rounds(
             s, lambda: _program(ls, s, True)(*inputs),
-            lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n)),
+            lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n), active["mask"]),
             lambda out: {k: np.asarray(v) for k, v in zip(_FIELDS, out)},
             hmc_state_structure(), None if snapshot is None else (_partial(snapshot), fp),
             done=enough, on_round=on_round,
@@ -281,9 +301,14 @@ def _partial(path: Path) -> Path:
 
 
 def _draws(arrays: dict) -> WindowDraws:
-    """The rounds' host arrays as :class:`WindowDraws` (acceptance: the mean over the draws)."""
-    return WindowDraws(arrays["a"], arrays["U"], arrays["extra"], arrays["accept"].mean(-1),
-                       arrays["step"], arrays["finite"], arrays.get("n_draws"))  # fmt: skip
+    """The rounds' host arrays as :class:`WindowDraws`: each window's draws are those it took
+    (up to the round in which it met the target), the acceptance their mean."""
+    acc = np.asarray(arrays["accept"])
+    took = acc[:, 0, :] != STOPPED  # [K, S]: a stopped window's later rounds are not draws
+    n = took.sum(-1)
+    mean_acc = np.where(took[:, None, :], acc, 0.0).sum(-1) / np.maximum(n, 1)[:, None]
+    return WindowDraws(arrays["a"], arrays["U"], arrays["extra"], mean_acc, arrays["step"],
+                       arrays["finite"], None if took.all() else n)  # fmt: skip
 
 
 def _fingerprint(s: UmbrellaSettings, inputs) -> str:

@@ -110,3 +110,24 @@ def test_windows_of_different_lengths_are_judged_on_their_own_draws():
     np.testing.assert_array_equal(j.rhat("U")[5:], b.rhat("U"))
     r = j.reversed()
     np.testing.assert_array_equal(r.lengths(), [40] * 5 + [20] * 5)
+
+
+def test_each_window_stops_in_the_round_it_meets_the_target():
+    """Windows stop one by one: each window's draws end in the first round after which its own
+    draws meet the target (not one round earlier), later rounds leave it NaN, and what it drew
+    is the start of the same chains run to the cap at a fixed length (float32 rounding)."""
+    s = dataclasses.replace(BASE, ess_target=70.0, rhat_target=1.1)
+    dr = windows(s)
+    n = dr.lengths()
+    assert len(set(n.tolist())) > 1, n  # the windows did stop in different rounds
+    fixed = windows(dataclasses.replace(s, ess_target=0.0, n_iter=int(n.max()) * s.thin))
+    for k in range(5):
+        own = dr.of(dr.a, k)
+        assert np.isnan(np.asarray(dr.a[k])[:, n[k]:]).all()
+        np.testing.assert_allclose(own, np.asarray(fixed.a[k])[:, : n[k]], rtol=1e-4, atol=1e-5)
+        t = window_target(dr, s)
+        assert t["met"][k]
+        if n[k] > s.round_draws:  # one round fewer would not have met it
+            cut = dr._replace(n_draws=np.where(np.arange(5) == k, n - s.round_draws,
+                                               n))  # fmt: skip
+            assert not window_target(cut, s)["met"][k]
