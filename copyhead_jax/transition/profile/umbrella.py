@@ -15,9 +15,10 @@ a window batched (``vmap``).
 iterations (:mod:`copyhead_jax.sampling.rounds`: the chains continued from their states, one
 compiled program per kind of round) until every window's ESS of $a$ and of $U$ is
 ``>= ess_target`` and their split $\hat R$ ``<= rhat_target`` with every chain finite, or
-``n_iter`` (in whole rounds, the cap). All windows of a call continue together; those that met
-the target keep drawing (the round costs the same) and keep their draws. A window that reaches
-the cap first is flagged by the profile (:mod:`.windows`), which widens its errors. With a
+``n_iter`` (in whole rounds, the cap). Each window stops in the first round after which its own
+draws meet the target: the next rounds skip it at no cost (windows run one after the other) and
+leave its later draws NaN. A window that reaches the cap first is flagged by the profile
+(:mod:`.windows`), which widens its errors. With a
 ``snapshot`` path each round is saved and a killed run resumes after the last saved round, bit
 for bit; a finished call's draws stay there and are returned by a rerun with the same inputs.
 The default, ``ess_target = 0``, is the fixed length ``n_iter``.
