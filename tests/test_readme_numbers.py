@@ -89,7 +89,7 @@ def test_the_readme_verdict_table_is_the_committed_claims_matrix():
             continue
         mrow = next(r for r in matrix["rows"] if r["claim"].startswith(ROWS[key]))
         for reading, cell in zip(head[1:4], row[1:4]):
-            m = re.match(rf"(?:({NUMBER})[^:]*: )?(off|reproduced|not resolved)\b", cell)
+            m = re.match(rf"(?:<?\s*({NUMBER})[^:]*: )?(off|reproduced|not resolved)\b", cell)
             if not m:
                 continue
             want = mrow["cells"][reading]

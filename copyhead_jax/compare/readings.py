@@ -165,10 +165,14 @@ def ek_window(reading: str, L_values) -> list[dict]:
 
 
 def pstar_cell(d: Path, r: str, k: str) -> dict:
-    """Reading ``r``'s width-10,000 ``k`` CI against the paper's number (band: +- P_TOL)."""
+    """Reading ``r``'s width-10,000 ``k`` CI against the paper's number (band: +- P_TOL); a
+    point below the grid on every seed is the interval (0, the grid's first P]."""
     c, how = pstars(d, r)[k]
     ok = c and c.get("estimate") is not None
     band = relative_band(PAPER_MEASURED[k])
+    if not ok and c and c.get("side") == "below" and c.get("edge") and not c.get("n"):
+        j = judge(0.0, c["edge"], PAPER_MEASURED[k], band)
+        return _judged(f"< {g4(c['edge'])} (every seed below the grid){how}", j)
     return _judged(_ci(c) + how, judge(c["lo"], c["hi"], PAPER_MEASURED[k], band) if ok else None)
 
 

@@ -213,3 +213,21 @@ def test_the_committed_matrix_has_the_crossover_coverage_row():
     row = next(r for r in claims_matrix(res)["rows"] if "linear crossover" in r["claim"])
     assert set(row["cells"]) == set(READINGS)
     assert all(" over P " in c["value"] for c in row["cells"].values()), row
+
+
+def test_a_point_below_every_seeds_grid_is_the_interval_up_to_the_grids_first_P(tmp_path):
+    """No seed located P*_c1 because it lies below the grid's first P on every one: the
+    measurement is (0, that P], judged by the same rule (off when that P is below the band)."""
+    from copyhead_jax.compare.readings import pstar_cell
+
+    def main(edge):
+        below = {"n": 0, "n_missing": 10, "estimate": None, "lo": None, "hi": None,
+                 "side": "below", "edge": edge}  # fmt: skip
+        return {"width": "10000", "widths": {"10000": {"ci_table": [
+            {"key": "P_c1", "measured": below}]}}}  # fmt: skip
+
+    _write(tmp_path, "main_plain.json", main(1.0))
+    cell = pstar_cell(tmp_path, "plain", "P_c1")
+    assert cell["outcome"] == "off" and cell["value"].startswith("< 1 ")
+    _write(tmp_path, "main_plain.json", main(20.0))  # (0, 20] crosses the band 17.25-28.75
+    assert pstar_cell(tmp_path, "plain", "P_c1")["outcome"] == "not resolved"
