@@ -52,6 +52,25 @@ def add_parser(sub, name: str, *, examples: tuple[str, ...], **kw) -> argparse.A
                           formatter_class=argparse.RawDescriptionHelpFormatter, **kw)  # fmt: skip
 
 
+def cluster_flag(p: argparse.ArgumentParser, *, groups: str | None = None,
+                 why_not: str | None = None) -> None:
+    """``--cluster ADDRESS``, the one flag of every command with independent groups: they run
+    on a Dask cluster (``runner.map_groups``) with the same numbers as without it. ``groups``
+    names what fans out; a command whose groups cannot says ``why_not`` and refuses the flag
+    (``cli.main``, before any work)."""
+    help_ = (f"run {groups} on a Dask cluster: a scheduler tcp://HOST:PORT, or local:N worker "
+             "processes started for the run (pip install \"copyhead_jax[cluster]\"); the same "
+             "numbers as without it" if groups else f"not available here: {why_not}")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS", help=help_)
+    p.set_defaults(cluster_refused=why_not)
+
+
+def refuse_cluster(args) -> None:
+    """The one-line refusal of ``--cluster`` by a command that cannot fan out its groups."""
+    if getattr(args, "cluster", None) is not None and getattr(args, "cluster_refused", None):
+        raise ValueError(f"--cluster: {args.cluster_refused}")
+
+
 def progress_flags(p: argparse.ArgumentParser) -> None:
     """``--progress/--no-progress`` (``--quiet`` = ``--no-progress``)."""
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

@@ -24,7 +24,7 @@ SHOWN = (
 
 def add_llc_subparser(sub) -> None:
     from ..sampling.llc_runs import LLCSettings
-    from ._common import add_parser, progress_flags
+    from ._common import add_parser, cluster_flag, progress_flags
 
     d = LLCSettings()
     p = add_parser(
@@ -60,6 +60,8 @@ def add_llc_subparser(sub) -> None:
                    help="print the result as JSON (no table; default off)")  # fmt: skip
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
+    cluster_flag(p, why_not="the chain sets are not yet built from the config alone on a "
+                 "worker (they run the programs compiled in this process); run without it")
     p.set_defaults(func=cmd_llc, paths=llc_outputs)
 
 

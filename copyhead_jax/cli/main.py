@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from ._common import check_command_paths, save_figure
+from ._common import check_command_paths, refuse_cluster, save_figure
 from .config_file import add_config_file_flag, expand_config_file
 from .console import console
 from .flags import config_from_args, parse_P_grid
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         catch_sigterm(lambda: farewell(args))
         enable_compilation_cache()
     try:
+        refuse_cluster(args)  # a command whose groups cannot fan out says why
         check_command_paths(args, read)  # every output against every input, before any work
         with console():  # the package's warnings and progress notes, one line each on stderr
             rc = args.func(args)

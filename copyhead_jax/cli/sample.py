@@ -24,7 +24,7 @@ SHARED_FLAGS = {"thin": "thin", "chains": "n_chains", "step_size": "step_size", 
 
 
 def add_sample_subparser(sub) -> None:
-    from ._common import add_parser, progress_flags
+    from ._common import add_parser, cluster_flag, progress_flags
 
     p = add_parser(
         sub, "sample", help="posterior of a sweep (SGLD on full-engine sweeps, collapsed HMC on "
@@ -117,6 +117,9 @@ def add_sample_subparser(sub) -> None:
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="save the posterior figure next to the output (default on)")  # fmt: skip
     progress_flags(p)
+    cluster_flag(p, why_not="the sampler's chunks of runs are not yet built from the config "
+                 "alone on a worker (they run the programs compiled in this process); run "
+                 "without it")  # fmt: skip
     p.set_defaults(func=cmd_sample, paths=sample_outputs)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..compare.overlay import theory_overlay
 from ..config import BOTH, Config, preset, run_name, single_start
 from ..models import head_class
-from ._common import add_parser, progress_flags, save_figure
+from ._common import add_parser, cluster_flag, progress_flags, save_figure
 from .flags import add_config_flags, add_preset_flags, config_from_args
 from .tokens import add_tokens_flag, load_tokens
 
@@ -50,6 +50,7 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
     p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
                    help="draw the EK theory curves on the figure (default on)")  # fmt: skip
     progress_flags(p)
+    cluster_flag(p, groups="the chunks of runs")
     add_tokens_flag(p)
     add_config_flags(p)
     p.set_defaults(func=cmd_sweep, paths=sweep_outputs)
@@ -107,7 +108,7 @@ def cmd_sweep(args) -> int:
     results = []
     for cfg, path in zip(configs, paths):
         res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params,
-                        tokens=tokens)  # fmt: skip
+                        tokens=tokens, cluster=args.cluster)  # fmt: skip
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         print_table(res)

@@ -54,7 +54,7 @@ P_MAX = 10**7
 def add_transition_subparser(sub) -> None:
     from ..sources import SOURCES
     from ..transition.branch_group import RUNG_SCHEDULES, TISettings
-    from ._common import add_parser, progress_flags
+    from ._common import add_parser, cluster_flag, progress_flags
 
     # the field defaults, not TISettings(): its batched default asks JAX for the backend,
     # which would initialise it for every command's parser
@@ -167,6 +167,8 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="with --out: save the figure (default on)")  # fmt: skip
     progress_flags(p)
+    cluster_flag(p, why_not="its groups are not independent: each probe is placed from the "
+                 "ones before it (and a later seed's from the earlier seeds'); run without it")
     p.set_defaults(func=cmd_transition, paths=transition_outputs)
 
 

@@ -40,6 +40,7 @@ def run_chunked(
     on_done: Callable[[int, int, bool], None] | None = None,
     snapshots: bool = False,
     merge: Callable[[list[dict[str, np.ndarray]]], dict[str, np.ndarray]] | None = None,
+    fan_out: Callable[[list[np.ndarray]], list[dict[str, np.ndarray]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-run arrays of all runs (leading axis ``n_runs``), chunk by chunk.
 
@@ -47,25 +48,41 @@ def run_chunked(
     loaded from its checkpoint). With ``snapshots``, ``compute(idx, snapshot)`` also gets
     ``(path, fingerprint)`` (or ``None`` without ``ckpt_dir``) where it may keep the state of the
     chunk in progress; the file is removed once the chunk is checkpointed. ``merge(parts)``
-    joins the chunks' arrays (default: concatenated along the run axis).
+    joins the chunks' arrays (default: concatenated along the run axis). ``fan_out(idxs)``:
+    the arrays of every chunk not kept, computed elsewhere (in the order of ``idxs``, the chunks'
+    run indices; :func:`~.fanout.map_groups` on a cluster) instead of by ``compute``.
     """
     n_chunks = math.ceil(n_runs / chunk)
+
+    def run_idx(c: int) -> np.ndarray:  # the last chunk repeats the last run to fill up
+        return np.minimum(np.arange(c * chunk, (c + 1) * chunk), n_runs - 1)
+
+    kept = {}
+    for c in range(n_chunks):
+        path = ckpt_dir / f"chunk_{c:05d}.npz" if ckpt_dir is not None else None
+        if path is not None and path.exists():
+            arrays, meta = load_checkpoint(path, _CHUNK_KIND)
+            if meta.get("fingerprint") == f"{fingerprint}-{c}":
+                kept[c] = arrays
+    todo = [c for c in range(n_chunks) if c not in kept]
+    remote = {} if fan_out is None or not todo else dict(
+        zip(todo, fan_out([run_idx(c) for c in todo]), strict=True))  # fmt: skip
     parts = []
     for c in range(n_chunks):
+        if c in kept:
+            parts.append(kept[c])
+            if on_done is not None:
+                on_done(c, n_chunks, True)
+            continue
         idx = np.arange(c * chunk, (c + 1) * chunk)
         valid = idx < n_runs
         fp = f"{fingerprint}-{c}"
         path = ckpt_dir / f"chunk_{c:05d}.npz" if ckpt_dir is not None else None
-        if path is not None and path.exists():
-            arrays, meta = load_checkpoint(path, _CHUNK_KIND)
-            if meta.get("fingerprint") == fp:
-                parts.append(arrays)
-                if on_done is not None:
-                    on_done(c, n_chunks, True)
-                continue
-        safe_idx = np.where(valid, idx, n_runs - 1)
+        safe_idx = run_idx(c)
         partial = ckpt_dir / f"chunk_{c:05d}.partial.npz" if ckpt_dir is not None else None
-        if snapshots:
+        if c in remote:
+            arrays = remote.pop(c)
+        elif snapshots:
             arrays = compute(safe_idx, None if partial is None else (partial, fp))
         else:
             arrays = compute(safe_idx)

@@ -37,8 +37,9 @@ from .._checks import check_int
 
 __all__ = ["GroupFailure", "map_groups", "failures", "run_dependent"]
 
-#: a scheduler address: ``scheme://host:port`` (tcp, tls, ws, wss, ucx, inproc)
-_ADDRESS = re.compile(r"^(tcp|tls|ws|wss|ucx|inproc)://[^\s/:]+:\d+$")
+#: a scheduler address: ``scheme://host:port`` (tcp, tls, ws, wss, ucx), or an in-process
+#: cluster's ``inproc://...``
+_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://[^\s/:]+:\d+|inproc://\S+)$")
 _LOCAL = re.compile(r"^local:(\d+)$")
 
 

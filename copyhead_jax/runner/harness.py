@@ -107,6 +107,7 @@ class Progress:
         ckpt_dir: Path | None,
         snapshots: bool = False,
         merge: Callable[[list[dict[str, np.ndarray]]], dict[str, np.ndarray]] | None = None,
+        fan_out: Callable[[list[np.ndarray]], list[dict[str, np.ndarray]]] | None = None,
     ) -> dict[str, np.ndarray]:
         """:func:`~.chunks.run_chunked` of ``n_runs`` runs in chunks of ``chunk``, each chunk
         counted on the bar by its real runs (the last chunk's padding repeats a run)."""
@@ -116,7 +117,7 @@ class Progress:
 
         return run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fingerprint,
                            ckpt_dir=ckpt_dir, on_done=done, snapshots=snapshots,
-                           merge=merge)  # fmt: skip
+                           merge=merge, fan_out=fan_out)  # fmt: skip
 
     def update(self, n: float = 1) -> None:
         """Advance the bar by ``n`` runs inside a chunk (or after the chunks)."""

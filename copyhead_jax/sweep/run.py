@@ -12,6 +12,7 @@ results; the final file is written atomically and the checkpoints removed. The m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
@@ -27,7 +28,16 @@ from .._warn import RunHealthWarning
 from ..config import Config
 from ..fit import check_lr_mult, solver_program, sweep_inputs
 from ..results import SWEEP_KIND, SweepResult, divergence_flags
-from ..runner import Progress, check_memory, chunk_size, claim, fingerprint, run_mesh
+from ..runner import (
+    Progress,
+    check_memory,
+    chunk_size,
+    claim,
+    failures,
+    fingerprint,
+    map_groups,
+    run_mesh,
+)
 from ..sources import tokens_tag, user_seed_data
 from ..storage import environment
 
@@ -52,6 +62,7 @@ def run_sweep(
     on_chunk: Callable[[int, int], None] | None = None,
     snapshot_every_s: float = 600.0,
     tokens: np.ndarray | None = None,
+    cluster: str | None = None,
 ) -> SweepResult:
     """Fit every (P, seed) run of ``cfg`` with its solver and measure it.
 
@@ -69,6 +80,10 @@ def run_sweep(
             a long chunk loses at most this much work; ``inf`` turns it off.
         tokens: a user's int sequences ``[n, L]`` instead of the task's source, split into
             seeds by :func:`.sources.user_seed_data`; ``meta['tokens_sha256']`` names them.
+        cluster: run the chunks on a Dask cluster (``"tcp://host:port"``, ``"local:N"``;
+            :func:`~copyhead_jax.runner.map_groups`), each from the config alone: the same
+            numbers as here (a chunk is a function of its runs), checkpointed here as they
+            return; ``None``: in this process.
 
     The solver config (``cfg.solver``) chooses the program (:func:`~copyhead_jax.fit.
     solver_program`): Adam, or the exact solver; with ``ExactConfig.continuation`` every run is
@@ -88,6 +103,8 @@ def run_sweep(
         )
     if out is not None:
         out = check_output_path("out", out, kind=SWEEP_KIND)
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     t0 = time.time()
     sw = cfg.sweep
     nP, nS = len(sw.P), sw.n_seeds
@@ -131,9 +148,11 @@ def run_sweep(
 
         fp = _fingerprint(cfg, sizes[pad]) + f"-{int(keep_fitted)}-{_lr_tag(lr_mult)}"
         fp += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
+        task = (cfg, lr_mult, pad, tokens, runs, keep_fitted)
         part = bar.chunks(
             n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fp,
             ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", snapshots=True,
+            fan_out=None if cluster is None else functools.partial(_fan_out, cluster, task),
         )  # fmt: skip
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
@@ -171,6 +190,28 @@ def run_sweep(
                       stacklevel=2)  # fmt: skip
     held.finish(None if out is None else lambda: result.save(out))
     return result
+
+
+def _remote_chunk(task: tuple) -> dict[str, np.ndarray]:
+    """One chunk of a sweep from ``(cfg, lr_mult, pad, tokens, runs, keep_fitted, idx)``, built
+    from the config alone (a cluster's worker): the inputs and program of :func:`run_sweep`."""
+    cfg, lr_mult, pad, tokens, runs, keep_fitted, idx = task
+    inputs = sweep_inputs(cfg, lr_mult, pad, tokens)
+    chunk_inputs = jax.tree_util.tree_map(lambda a: a[runs[idx]], inputs)
+    program = solver_program(cfg)
+    return program.run_chunk(chunk_inputs, keep_fitted, None, run_mesh(cfg.sweep.n_devices),
+                             None, math.inf)  # fmt: skip
+
+
+def _fan_out(cluster: str, task: tuple, idxs: list) -> list[dict[str, np.ndarray]]:
+    """The chunks ``idxs`` of one padding group on ``cluster``; a chunk that failed there is
+    one ``ValueError`` after the others (the caller checkpoints what came back first)."""
+    out = map_groups(_remote_chunk, [(*task, i) for i in idxs], cluster=cluster)
+    bad = failures(out)
+    if bad:
+        raise ValueError(f"{len(bad)} of {len(idxs)} sweep chunk(s) failed on {cluster}: "
+                         f"{bad[0]}")  # fmt: skip
+    return out
 
 
 def _lr_tag(lr_mult) -> str:
