@@ -29,6 +29,14 @@ if not OPTIMIZE_ALL:
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 
+def pytest_configure(config):
+    # runs flagged by the health checks of the tests' tiny chains and fits: data (meta, flags),
+    # not errors; the tests of each such warning catch it with pytest.warns. Added here, not in
+    # pyproject's filterwarnings: pytest resolves those at start-up, and importing the package
+    # then would import JAX before the settings above
+    config.addinivalue_line("filterwarnings", "ignore::copyhead_jax.RunHealthWarning")
+
+
 def _xla_accepts(flag: str) -> bool:
     """Whether this jaxlib knows an XLA flag: an unknown one aborts the process that reads it
     (XLA is retiring the elemental CPU route below; openxla/xla#48001). One probe process, ~2 s,
