@@ -39,6 +39,7 @@ def test_chunks_fanned_out_are_the_chunks_computed_here(in_process_cluster, tmp_
     this process, the kept chunks loaded and only the others sent."""
     from copyhead_jax.runner import map_groups
     from copyhead_jax.runner.chunks import run_chunked
+    from tests.helpers import no_work  # nothing is computed here
 
     sent = []
 
@@ -48,12 +49,12 @@ def test_chunks_fanned_out_are_the_chunks_computed_here(in_process_cluster, tmp_
 
     kw = dict(n_runs=5, chunk=2, fingerprint="f")
     here = run_chunked(compute=_chunk, ckpt_dir=None, **kw)
-    there = run_chunked(compute=None, ckpt_dir=tmp_path, fan_out=fan_out, **kw)
+    there = run_chunked(compute=no_work, ckpt_dir=tmp_path, fan_out=fan_out, **kw)
     for k in here:
         assert here[k].tobytes() == there[k].tobytes(), k
     (tmp_path / "chunk_00001.npz").unlink()  # one chunk lost: only it is sent again
     sent.clear()
-    again = run_chunked(compute=None, ckpt_dir=tmp_path, fan_out=fan_out, **kw)
+    again = run_chunked(compute=no_work, ckpt_dir=tmp_path, fan_out=fan_out, **kw)
     assert sent == [2] and all(again[k].tobytes() == here[k].tobytes() for k in here)
 
 
