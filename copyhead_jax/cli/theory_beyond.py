@@ -78,7 +78,9 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
                              space=sp, P_range=tuple(args.P_range), n_P=args.n_P_scan)
            for sp in spaces}  # fmt: skip
     if args.json:
-        print(json.dumps(jsonable({sp: {k: r.get(k) for k in (*KEYS, "notes", "inputs")}
+        print(json.dumps(jsonable({sp: {k: r.get(k) for k in (*KEYS, "notes", "not_found",
+                                                             "inputs")}
+                                       | {"n_not_found": len(r["not_found"])}
                                    for sp, r in res.items()}), indent=2))  # fmt: skip
         return res
     src = (
@@ -103,6 +105,9 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
     for sp in spaces:
         for note in res[sp]["notes"]:
             print(f"note ({sp}):", note)
+        if res[sp]["not_found"]:
+            print(f"not found ({sp}): {len(res[sp]['not_found'])} "
+                  f"({', '.join(res[sp]['not_found'])}): outside the scan, not its edge")
     return res
 
 

@@ -127,6 +127,8 @@ def cmd_points(args) -> dict[str, Any]:
                 print(f"{k:>12}: {res[k]}")
         for note in res["notes"]:
             print("note:", note)
+        if res["not_found"]:
+            print(f"not found: {len(res['not_found'])} ({', '.join(res['not_found'])})")
     return res
 
 

@@ -29,6 +29,7 @@ the scan's edge. Coverage: the cosine of the full minimiser's attention with the
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import jax
@@ -315,10 +316,22 @@ def beyond_points(
         for b in out.get(name, {}).values():
             if isinstance(b, dict):
                 b.pop("theta", None)
+    out["not_found"] = not_found(out["notes"])
     if space == "full":
         cos = [np.nanmin(b["cosine"]) for a in atts for b in out[a].values()
                if np.any(np.isfinite(b["cosine"]))]  # fmt: skip
         out["coverage_min"] = float(min(cos)) if cos else None
+    return out
+
+
+def not_found(notes: list[str]) -> list[str]:
+    """The points a scan did not bracket, read off their notes (``"<attention>: <point> not
+    found: ..."``; spinodals as ``spinodal_lower`` / ``spinodal_upper``)."""
+    out = []
+    for n in notes:
+        m = re.match(r"\w+: (\w+?)( spinodal)? not found:", n)
+        if m:
+            out.append(f"spinodal_{m[1]}" if m[2] else m[1])
     return out
 
 

@@ -35,7 +35,8 @@ from .params import TheoryParams
 from .potentials import lam1_of, lin_V
 
 COARSE = dict(n_keep=3, coarse=True)  # the global minimum only (tested against the fine grids)
-N_SCAN_LIN = 81  # psi scan: 8 decades above P_c1, 0.1 decade steps
+N_SCAN_LIN = 81  # psi scan: LIN_SCAN_DECADES above P_c1, 0.1 decade steps
+LIN_SCAN_DECADES = 8.0
 N_SCAN_SOFT = 141  # beta scan: 7 decades around the ln^2 L estimate, 0.05 decade steps
 N_ROUNDS = 5  # k-section refinement rounds after a scan (bracket / ~K^5)
 
@@ -211,8 +212,9 @@ def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndar
 
     lin = lambda t: _lin_kernel(t, p, (objective,))  # noqa: E731
     t0 = np.log(P_c1) + 1e-3
-    t_scan = _grid(t0, t0 + 8.0 * np.log(10.0), K)
+    t_scan = _grid(t0, t0 + LIN_SCAN_DECADES * np.log(10.0), K)
     psi, slope = (np.asarray(a) for a in lin(jnp.asarray(t_scan)))
+    slope_scan = slope
     psi_step = np.max(np.abs(np.diff(psi, axis=1)), axis=1)
     step = t_scan[:, 1] - t_scan[:, 0]
     i = np.argmax(slope, axis=1)
@@ -234,12 +236,14 @@ def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndar
         h_lo, h_hi = _take(t[:, k1:], j - 1), _take(t[:, k1:], j)
     t_cG = 0.5 * (a_lo + a_hi)
     half = np.where(has_half, np.exp(0.5 * (h_lo + h_hi)), np.nan)
+    # a slope largest at the scan's last point has its maximum beyond the scan: not found
+    inside = np.argmax(slope_scan, axis=1) < K - 1
     return {
         "P_c1": P_c1,
         "P_c1_closed_form": cf,
         "P_c1_numeric": num,
         "P_c1_asymptotic": np.asarray(p_c1_asymptotic(p)),
-        "P_cG": np.exp(t_cG),
+        "P_cG": np.where(inside, np.exp(t_cG), np.nan),
         "P_cG_half": half,
         "psi_slope_max": best_slope,
         "psi_max_step": psi_step,
@@ -271,12 +275,15 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective:
     t_aG = 0.5 * (a + b)
     B = t_aG.shape[0]
     nan = np.full(B, np.nan)
+    # the largest step in the scan's first or last interval may be the edge of a larger one
+    # beyond it: not found (NaN), never the scan's edge
+    inside = (i > 0) & (i < K - 2)
     points = {
-        "P_aG": np.where(first, np.exp(t_aG), nan),
+        "P_aG": np.where(first & inside, np.exp(t_aG), nan),
         "first_order": first,
         "beta_weak": np.where(first, end_a["beta"], nan),
         "beta_strong": np.where(first, end_b["beta"], nan),
-        "P_aG_crossover": np.exp(t_aG),
+        "P_aG_crossover": np.where(inside, np.exp(t_aG), nan),
         "P_aG_estimate": est,
         "scan_lo": np.exp(t_scan[:, 0]),
         "scan_hi": np.exp(t_scan[:, -1]),
@@ -310,8 +317,10 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective:
     # keep the Newton polish only where it converged next to the k-section result
     ok = np.all(np.abs(res) < 1e-8 * (1.0 + est.max()), axis=1) & (np.abs(z[:, -1] - t_in) < 0.05)
     t_sp = np.where(ok, z[:, -1], t_in)
-    return {**points, "spinodal_lo": np.where(first, np.exp(t_sp[:B]), nan),
-            "spinodal_hi": np.where(first, np.exp(t_sp[B:]), nan)}  # fmt: skip
+    # a window that reaches an end of the scan has its spinodal beyond it: not found
+    lo_ok, hi_ok = first & ~two[:, 0], first & ~two[:, -1]
+    return {**points, "spinodal_lo": np.where(lo_ok, np.exp(t_sp[:B]), nan),
+            "spinodal_hi": np.where(hi_ok, np.exp(t_sp[B:]), nan)}  # fmt: skip
 
 
 def _num(x) -> float | None:
@@ -369,18 +378,37 @@ def transition_points(
     }
     for k, v in b.items():
         out[k] = bool(v[0]) if v.dtype == bool else _num(v[0])
+    nf = out["not_found"] = []
     for kind in kinds(attention):
         if not kind.two_branches:
             if out["P_cG_half"] is None:
-                out["notes"].append("psi never reaches 1/2 in the scan (8 decades above P_c1)")
-        elif out["first_order"] and spinodals:
+                nf.append("P_cG_half")
+                out["notes"].append("P_cG_half not found: psi never reaches 1/2 in the scan "
+                                    f"({LIN_SCAN_DECADES:g} decades above P_c1)")  # fmt: skip
+            if out["P_cG"] is None:
+                nf.append("P_cG")
+                out["notes"].append("P_cG not found: the psi slope is largest at the scan's end "
+                                    f"({LIN_SCAN_DECADES:g} decades above P_c1)")  # fmt: skip
+            continue
+        where = f"(scan {out['scan_lo']:.4g} to {out['scan_hi']:.4g})"
+        if out["P_aG_crossover"] is None:
+            nf.extend(["P_aG", "P_aG_crossover"] if out["first_order"] else ["P_aG_crossover"])
+            out["notes"].append(f"{kind.name}: P_aG not found: the largest beta step is in the "
+                                f"scan's first or last interval {where}")  # fmt: skip
+        if out["first_order"] and spinodals:
             out["spinodals"] = [out["spinodal_lo"], out["spinodal_hi"]]
-        else:
+            for side, v in zip(("lower", "upper"), out["spinodals"]):
+                if v is None:
+                    nf.append(f"spinodal_{side}")
+                    out["notes"].append(f"{kind.name}: {side} spinodal not found: the "
+                                        f"coexistence window reaches the scan's end {where}")
+        elif not out["first_order"]:
             out["notes"].append(
                 f"no first-order transition at L={params.L}: the coexistence window is empty; "
                 "P_aG_crossover is where the global beta crosses its mid-value"
             )
     out.pop("spinodal_lo", None), out.pop("spinodal_hi", None)
+    out["n_not_found"] = len(nf)
     return out
 
 

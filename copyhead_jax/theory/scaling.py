@@ -122,7 +122,24 @@ def scaling_table(
     b = points_batch(plist, attention, objective)
     table: dict[str, Any] = {k: v.reshape(len(Ls), len(Vs)) for k, v in b.items()}
     table.update(L=Ls, V=Vs, attention=attention, objective=objective, params=params.to_dict())
+    table["not_found"] = not_found_counts(table)
+    table["n_not_found"] = sum(table["not_found"].values())
     return table
+
+
+def not_found_counts(table: dict[str, Any]) -> dict[str, int]:
+    """Per point, the grid entries whose search found nothing inside its scan (NaN; a NaN
+    ``P_aG`` or spinodal where the transition is not first order is no such entry)."""
+    out = {}
+    for k in ("P_cG", "P_cG_half", "P_aG_crossover"):
+        if k in table:
+            out[k] = int(np.sum(~np.isfinite(np.asarray(table[k], float))))
+    if "first_order" in table:
+        first = np.asarray(table["first_order"], bool)
+        for k in ("spinodal_lo", "spinodal_hi"):
+            if k in table:
+                out[k] = int(np.sum(first & ~np.isfinite(np.asarray(table[k], float))))
+    return out
 
 
 def scaling_fits(table: dict[str, Any], *, level: float = 0.95) -> dict[str, Any]:

@@ -108,6 +108,8 @@ def sensitivity(
         d = (logp[1 : 1 + 2 * n : 2] - logp[2 : 2 + 2 * n : 2]) / steps[:, None]
         out[obj] = {
             "P": dict(zip(TARGETS, np.exp(logp[0]).tolist())),
+            # a P* whose search found nothing inside its scan (NaN, printed as null)
+            "not_found": [t for t, v in zip(TARGETS, logp[0]) if not np.isfinite(v)],
             "first_order": bool(first[0]),
             "slopes": {c: dict(zip(TARGETS, d[i].tolist())) for i, c in enumerate(CONTINUOUS)},
             "factors": {

@@ -231,6 +231,7 @@ def test_a_point_outside_the_scan_is_not_found_never_the_scan_edge():
     r = beyond_points(p, attention="linear", space="ansatz", P_range=(3.0, 60.0), n_P=9,
                       n_steps=60)  # fmt: skip
     assert r["P_cG"] is None and r["P_cG_half"] is None
+    assert {"P_cG", "P_cG_half"} <= set(r["not_found"])
     assert any("P_cG not found" in n for n in r["notes"])
     assert any("P_cG_half not found" in n for n in r["notes"])
     assert r["P_c1"] is not None and 3.0 < r["P_c1"] < 60.0

@@ -157,3 +157,23 @@ def test_x64_scope_leaves_the_callers_precision_alone():
     assert jax.config.jax_enable_x64 == before is False
     assert jnp.ones(2).dtype == jnp.float32
     assert isinstance(r["P_aG"], float)
+
+
+def test_a_point_outside_its_scan_is_not_found(monkeypatch):
+    """The softmax scan centred five decades below its point (it spans -3 to +4 decades of the
+    estimate) and the linear psi scan shortened to a fifth of a decade above P_c1 (P_cG lies
+    about a decade above): every P* they search is None, named in ``not_found`` with a note,
+    never the scan's edge; the closed-form P_c1 stays."""
+    from copyhead_jax.theory import points as pts
+    from copyhead_jax.theory.heads import SoftmaxTheory
+
+    est = SoftmaxTheory.estimate.__func__
+    monkeypatch.setattr(SoftmaxTheory, "estimate", classmethod(lambda c, p: est(c, p) * 1e-5))
+    monkeypatch.setattr(pts, "LIN_SCAN_DECADES", 0.2)
+    soft = th.transition_points(PLAIN, "softmax")
+    assert soft["P_aG"] is None and soft["P_aG_crossover"] is None and soft["spinodals"] is None
+    assert "P_aG_crossover" in soft["not_found"] and soft["n_not_found"] >= 1
+    lin = th.transition_points(PLAIN, "linear")
+    assert lin["P_cG"] is None and lin["P_cG_half"] is None and lin["P_c1"] is not None
+    assert {"P_cG", "P_cG_half"} <= set(lin["not_found"]) and lin["n_not_found"] == 2
+    assert sum("not found" in n for n in soft["notes"] + lin["notes"]) >= 3

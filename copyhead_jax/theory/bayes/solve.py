@@ -235,6 +235,7 @@ def transition(
     out["inputs"] = {**params.to_dict(), **dataclasses.asdict(settings)}
     out["coarse"] = {k: v for k, v in coarse.items() if k not in ("scan", "last_probe")}
     out["n_eval"] += coarse["n_eval"]
+    out["n_not_found"] = len(out.get("not_found", []))
     return out
 
 
@@ -312,6 +313,8 @@ def locate(
         "first_order": None,
         "P_star_crossover": None,
         "converged": None,
+        "not_found": [],
+        "notes": [],
     }
 
     def bracket_ok(lo, hi):
@@ -351,12 +354,14 @@ def locate(
     elif out["P_star"] is None:
         t = np.log(grid)
         slope = np.diff(aG) / np.diff(t)
-        j = int(np.argmax(slope))
-        out.update(
-            P_star_crossover=float(np.exp(0.5 * (t[j] + t[j + 1]))),
-            first_order=False,
-            crossover_slope=float(slope[j]),
-        )
+        j = steepest_inside(slope)
+        out.update(first_order=False, crossover_slope=float(np.max(slope)))
+        if j is None:  # steepest at an end of the scan: the maximum may lie beyond it
+            out["not_found"].append("P_star_crossover")
+            out["notes"].append(f"P_star_crossover not found: a_G rises fastest in the first or "
+                                f"last interval of the scan {out['P_range']}")  # fmt: skip
+        else:
+            out["P_star_crossover"] = float(np.exp(0.5 * (t[j] + t[j + 1])))
     both = sorted(s["P"] for s in probes if s["both"])
     out["coexistence_seen"] = [both[0], both[-1]] if both else None
     out["n_probes"] = len(probes)
@@ -364,6 +369,14 @@ def locate(
     out["scan"] = [_public(s) for s in scan]
     out["last_probe"] = probes[-1]
     return out
+
+
+def steepest_inside(slope) -> int | None:
+    """The interval of the largest ``slope``, or ``None`` where it is the first or the last
+    one: a maximum at the scan's end is not located (it may lie beyond the scan)."""
+    slope = np.asarray(slope, float)
+    j = int(np.argmax(slope))
+    return j if 0 < j < slope.size - 1 else None
 
 
 def _public(s: dict) -> dict:
