@@ -74,6 +74,7 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
 
     task = task_of(args, params)
     spaces = ["full", "ansatz"] if args.space in (None, "both") else [args.space]
+    check_beyond_memory(params, spaces, args.n_P_scan)
     res = {sp: beyond_points(params, task, causal=args.causal, attention=args.attention,
                              space=sp, P_range=tuple(args.P_range), n_P=args.n_P_scan)
            for sp in spaces}  # fmt: skip
@@ -109,6 +110,18 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
             print(f"not found ({sp}): {len(res[sp]['not_found'])} "
                   f"({', '.join(res[sp]['not_found'])}): outside the scan, not its edge")
     return res
+
+
+def check_beyond_memory(params, spaces, n_P: int) -> None:
+    """Refuse, before any work, a Markov/causal theory whose arrays cannot fit
+    (:func:`~copyhead_jax.theory.beyond.beyond_bytes`, the largest space)."""
+    from ..runner.memory import available_bytes, refuse_if_over
+    from ..theory.beyond import beyond_bytes
+
+    need = max(beyond_bytes(params.L, params.V, n_P, sp) for sp in spaces)
+    refuse_if_over(need, available_bytes(), f"the theory at L = {params.L}, V = {params.V} over "
+                   f"{n_P} P ({' and '.join(spaces)} space)", "use a smaller --L or --n-P, or "
+                   "--space ansatz")  # fmt: skip
 
 
 def _fmt(v) -> str:

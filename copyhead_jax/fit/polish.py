@@ -30,6 +30,7 @@ from ..objective import Objective
 from ..observables import measure
 from ..results import SWEEP_KIND, SweepResult, check_param_shapes
 from ..runner import claim
+from ..runner.memory import check_polish_memory
 from .exact import quenched_energy, solve_map
 from .inputs import sweep_inputs
 
@@ -74,6 +75,7 @@ def polish(
     if not sweep.has_params:
         raise ValueError("polish needs the fitted weights: rerun the sweep with --keep-params")
     check_param_shapes(sweep.arrays, cfg, "sweep")
+    check_polish_memory(cfg)
     if out is not None:  # before the work: a bad path fails in a second, not after minutes
         out = check_output_path("out", out, kind=SWEEP_KIND)
     held = claim(out)  # one writer of out, released after the final save

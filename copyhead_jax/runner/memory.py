@@ -9,6 +9,7 @@ budget and the flags that lower it.
 from __future__ import annotations
 
 import math
+import os
 
 import jax
 import numpy as np
@@ -38,16 +39,32 @@ def per_run_bytes(cfg: Config, P: int | None = None) -> int:
 DATA_BYTES_PER_TOKEN = 48
 
 
-def available_bytes(cfg: Config) -> int:
-    """Memory budget for one chunk: the config's, else free device memory (70%), else 4 GB."""
-    if cfg.sweep.memory_budget_gb > 0:
-        return int(cfg.sweep.memory_budget_gb * 2**30)
+def available_bytes(cfg: Config | None = None) -> int:
+    """Memory budget for one chunk: the config's (at most the machine's memory), else free device
+    memory (70%), else 4 GiB (at most the machine's memory)."""
+    real = machine_bytes()
+    if cfg is not None and cfg.sweep.memory_budget_gb > 0:
+        return min(int(cfg.sweep.memory_budget_gb * 2**30), real)
     try:
         stats = jax.devices()[0].memory_stats() or {}
         free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
         return int(0.7 * free)
     except (KeyError, AttributeError, RuntimeError):
-        return 4 * 2**30
+        return min(4 * 2**30, real)
+
+
+def machine_bytes() -> int:
+    """The memory the work can have at most: the device's (an accelerator's limit), else the
+    host's physical memory; a budget above it would end in the allocator, not in a refusal."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+        return int(stats["bytes_limit"])
+    except (KeyError, AttributeError, RuntimeError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf: no cap
+        return 2**62
 
 
 def chunk_size(cfg: Config, n_runs: int, n_devices: int = 1, P: int | None = None) -> int:
@@ -72,8 +89,8 @@ def refuse_if_over(need: int, have: int, what: str, lower: str) -> None:
             a, b = f"{need:,} bytes", f"{have:,} bytes"
         raise ValueError(
             f"{what} needs about {a} of memory, but {b} is available "
-            "(SweepConfig.memory_budget_gb, else 70% of free device memory, else 4 GiB); "
-            f"{lower}"
+            "(SweepConfig.memory_budget_gb up to the machine's memory, else 70% of free device "
+            f"memory, else 4 GiB); {lower}"
         )
 
 
@@ -100,6 +117,42 @@ def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
     refuse_if_over(need, have, what, lower)
 
 
+def kept_params_bytes(cfg: Config) -> int:
+    """Host bytes of a sweep's kept weights (``keep_params``): every run's trained blocks, float64
+    at most (the reduced engine's width is V + L)."""
+    Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else cfg.model.width
+    n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
+    return n_runs * 8 * (Nw * Nw + Nw * (2 * cfg.task.V + cfg.task.L))
+
+
+def check_kept_params(cfg: Config) -> None:
+    """Refuse, before any work, kept weights over the budget."""
+    n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
+    refuse_if_over(kept_params_bytes(cfg), available_bytes(cfg),
+                   f"keeping the weights of {n_runs} runs at width {cfg.model.width}",
+                   "drop --keep-params, or use fewer --P or --seeds, a smaller --width, or a "
+                   "larger memory_budget_gb")  # fmt: skip
+
+
+def polish_bytes(cfg: Config) -> int:
+    """Peak bytes of polishing a sweep: every run's exact float64 solve at once (vmapped; the
+    reduced engine's exact model of :func:`per_run_bytes`) plus one full-width head reduced at a
+    time (``W^G``, its reduction and one temporary, float64)."""
+    red = cfg.replace(model=dict(engine="reduced"), solver=dict(kind="exact"))
+    n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
+    N = cfg.model.width if cfg.model.engine != "reduced" else 0  # the sweep's full heads
+    return n_runs * per_run_bytes(red, cfg.sweep.P_max) + 3 * 8 * N * N
+
+
+def check_polish_memory(cfg: Config) -> None:
+    """Refuse, before any work, a polish over the budget."""
+    n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
+    refuse_if_over(polish_bytes(cfg), available_bytes(cfg),
+                   f"polishing {n_runs} runs at P <= {cfg.sweep.P_max}",
+                   "polish a sweep of fewer runs (--P, --seeds) or give a larger "
+                   "memory_budget_gb")  # fmt: skip
+
+
 def check_sampler_memory(mc, runs_per_chunk: int, run_bytes: int, have: int) -> None:
     """Refuse, before any work, a sampler chunk of ``runs_per_chunk`` runs of ``run_bytes``
     each (the sampler's own memory model, ``Sampler.run_bytes``) over the budget ``have``."""
@@ -112,6 +165,7 @@ def check_sampler_memory(mc, runs_per_chunk: int, run_bytes: int, have: int) -> 
 
 
 __all__ = [
-    "available_bytes", "check_memory", "check_sampler_memory", "chunk_size", "per_run_bytes",
-    "refuse_if_over",
+    "available_bytes", "check_kept_params", "check_memory", "check_polish_memory",
+    "check_sampler_memory", "chunk_size", "kept_params_bytes", "machine_bytes", "per_run_bytes",
+    "polish_bytes", "refuse_if_over",
 ]  # fmt: skip

@@ -38,6 +38,7 @@ from ..runner import (
     map_groups,
     run_mesh,
 )
+from ..runner.memory import check_kept_params, kept_params_bytes
 from ..sources import tokens_tag, user_seed_data
 from ..storage import environment
 
@@ -115,8 +116,9 @@ def run_sweep(
         tokens = user_seed_data(tokens, cfg, sw.P_max, check_only=True)
     N = cfg.model.width
     if keep_params is None:
-        Nw = cfg.task.V + cfg.task.L if cfg.model.engine == "reduced" else N
-        keep_params = n_runs * 8 * (Nw * Nw + Nw * (2 * cfg.task.V + cfg.task.L)) < 2 * 2**30
+        keep_params = kept_params_bytes(cfg) < 2 * 2**30
+    elif keep_params:  # asked for: refused before any work when it cannot fit
+        check_kept_params(cfg)
     program = solver_program(cfg)
     keep_fitted = program.keep_fitted(keep_params)
     mesh = run_mesh(cfg.sweep.n_devices)

@@ -136,7 +136,7 @@ def _grad_fn(S4, S2, kw):
 
 
 @functools.partial(jax.jit, static_argnames=(*_KW, "n_iter"))
-def _newton(theta, logP, S4, S2, *, params, attention, space, causal, n_iter=12):
+def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n_iter=12):
     """Newton's method on ``grad S = 0`` from a nearby minimiser (least-squares steps: the full
     space has exact null directions, e.g. the softmax rows' shifts), and the minimiser's
     summary as :func:`_branch` gives it."""
@@ -187,11 +187,11 @@ class _Problem:
         """The minimiser at ``t`` in ``theta0``'s basin: Newton, or L-BFGS then Newton where
         Newton alone does not converge (a start far from the minimiser)."""
         scale = 1.0 + float(np.max(np.abs(np.asarray(theta0))))
-        out = _newton(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
+        out = newton_minimiser(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
         if not float(out["grad_norm"]) < 1e-9 * scale:
             far = _branch(jnp.asarray([t], self.S4.dtype), jnp.asarray(theta0), self.S4, self.S2,
                           self.key, n_steps=self.n_steps, **self.kw)  # fmt: skip
-            out = _newton(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
+            out = newton_minimiser(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
         return {k: np.asarray(v) for k, v in out.items()}
 
     def psi(self, theta) -> float:
@@ -214,7 +214,7 @@ class _Problem:
         scale = 1.0 + float(jnp.max(jnp.abs(theta_ref)))
 
         def g(t: float) -> float:
-            out = _newton(theta_ref, self._t(t), self.S4, self.S2, **self.kw)
+            out = newton_minimiser(theta_ref, self._t(t), self.S4, self.S2, **self.kw)
             cG = float(out["cG"])
             if not float(out["grad_norm"]) < 1e-9 * scale or abs(cG - cG_ref) > abs(cG - cG_other):
                 return -1.0
@@ -333,6 +333,18 @@ def not_found(notes: list[str]) -> list[str]:
         if m:
             out.append(f"spinodal_{m[1]}" if m[2] else m[1])
     return out
+
+
+def beyond_bytes(L: int, V: int, n_P: int, space: str, n_fine: int = 25) -> int:
+    """Peak bytes of :func:`beyond_points`, float64: the statistics ``S4[LV, LV]`` and the
+    action's ``D x D`` kernels (``D = LV``; with its Cholesky ~8 copies), Newton's Hessian by
+    forward-over-reverse (``n`` tangents of one ``D x D`` kernel at once, fused by XLA into about
+    one copy: 1.0-1.5x in the compiled program's buffer assignment at L = 6-10; ``n = L^2`` in
+    the full space, the ansatz's few), its least-squares solve (~4 ``n x n``), and the
+    minimisers kept per scanned point (both branches, scan and refinement)."""
+    n = L * L if space == "full" else 4
+    D = L * V
+    return 8 * (9 * D * D + n * D * D + 4 * n * n + 2 * n * (n_P + n_fine) * 3)
 
 
 def _linear_points(logP, up, prob: _Problem, notes):

@@ -1,4 +1,8 @@
-"""runner/memory.py: a chunk of runs fits the memory budget."""
+"""runner/memory.py and the commands' memory models: a chunk of runs fits the memory budget, a
+budget is capped at the machine's memory, every long command refuses a size that cannot fit
+before any work, and an estimate lies within 2x of a measured peak."""
+
+import pytest
 
 import copyhead_jax as ch
 from copyhead_jax.runner import chunk_size, per_run_bytes
@@ -36,3 +40,119 @@ def test_a_refusal_never_reads_zero_and_never_reads_equal():
         assert n > h > 0 and "0.0 " not in str(e.value), str(e.value)
         assert abs(n - need) <= 0.05 * scale[got[2]] and abs(h - have) <= 0.05 * scale[got[4]]
     refuse_if_over(1, 1, "x", "y")  # not over: no refusal
+
+
+def test_a_budget_above_the_machine_is_capped_at_it():
+    from copyhead_jax.runner.memory import available_bytes, machine_bytes
+
+    real = machine_bytes()
+    assert 2**28 < real < 2**62  # this machine's memory, read
+    huge = ch.TINY.replace(sweep=dict(memory_budget_gb=1e9))
+    assert available_bytes(huge) == real
+    small = ch.TINY.replace(sweep=dict(memory_budget_gb=0.5))
+    assert available_bytes(small) == min(2**29, real)
+
+
+def _refused(capsys, argv, flag):
+    """The command refused in one line naming ``flag`` and the sizes, before any work."""
+    from copyhead_jax.cli import main
+    from tests.helpers import one_line_error
+
+    one_line_error(capsys, main(argv), rf"needs about [\d.,]+ \w+ of memory, but .*{flag}")
+
+
+def test_markov_theory_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
+    from copyhead_jax.theory import beyond
+    from tests.helpers import no_work
+
+    monkeypatch.setattr(beyond, "beyond_points", no_work)
+    _refused(capsys, ["theory", "points", "--source", "markov", "--L", "300", "--V", "5",
+                      "--attention", "linear"], "--L")  # fmt: skip
+
+
+def test_profile_transition_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
+    from copyhead_jax.transition.profile import run
+    from tests.helpers import no_work
+
+    monkeypatch.setattr(run, "map_branches", no_work)  # the first check precedes the theory
+    _refused(capsys, ["transition", "--L", "2000", "--V", "3", "--width", "inf"], "--spacing")
+    _refused(capsys, ["transition", "--L", "10", "--V", "3", "--width", "inf", "--probes",
+                      "1000000000,2000000000"], "--window-chains")  # fmt: skip
+
+
+def test_sweep_refuses_kept_weights_that_cannot_fit(monkeypatch):
+    import pytest
+
+    from copyhead_jax.sweep import run
+    from tests.helpers import no_work
+
+    monkeypatch.setattr(run, "check_memory", no_work)
+    cfg = ch.TINY.replace(model=dict(width=60_000), sweep=dict(P=(4, 8), n_seeds=100))
+    with pytest.raises(ValueError, match="keeping the weights of 200 runs.*--keep-params"):
+        ch.run_sweep(cfg, keep_params=True, progress=False)
+
+
+def test_polish_refuses_a_sweep_that_cannot_fit(monkeypatch):
+    import importlib
+
+    import pytest
+
+    from tests.helpers import fake_sweep, no_work
+
+    polish = importlib.import_module("copyhead_jax.fit.polish")
+
+    monkeypatch.setattr(polish, "sweep_inputs", no_work)
+    sw = fake_sweep(ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, memory_budget_gb=1e-5),
+                                    train=dict(train_embeddings=False)))  # fmt: skip
+    sw = sw.replace(arrays={**sw.arrays, **_params(sw.config)})
+    with pytest.raises(ValueError, match="polishing 6 runs at P <= 8 needs about"):
+        polish.polish(sw)
+
+
+def _params(cfg):
+    import numpy as np
+
+    nP, nS, L, V, N = len(cfg.sweep.P), cfg.sweep.n_seeds, cfg.task.L, cfg.task.V, cfg.model.width
+    shapes = dict(W_E=(N, V), b=(N, L), W_G=(N, N), W_O_hat=(V, N))
+    return {f"params/{k}": np.zeros((nP, nS, *s), np.float32) for k, s in shapes.items()}
+
+
+@pytest.mark.slow  # a sweep or a compile; the refusals above are the fast siblings
+def test_kept_weights_estimate_is_within_2x_of_the_kept_arrays(reduced):
+    """The estimate counts every trained block in float64 (D^2 + D(2V + L) per run, D = V + L);
+    the kept arrays are measured as stored. A factor 2 covers float32 storage (exactly 2x) and
+    the blocks a head does not train (fewer bytes), never more than counted."""
+    import numpy as np
+
+    from copyhead_jax.results import SweepResult
+    from copyhead_jax.runner.memory import kept_params_bytes
+
+    res = SweepResult.load(reduced)
+    kept = sum(np.asarray(v).nbytes for k, v in res.arrays.items() if k.startswith("params/"))
+    est = kept_params_bytes(res.config)
+    assert kept > 0 and 0.5 <= est / kept <= 2.0, (est, kept)
+
+
+@pytest.mark.slow  # a sweep or a compile; the refusals above are the fast siblings
+def test_markov_theory_estimate_is_within_2x_of_the_compiled_peak():
+    """The peak program of the Markov theory is Newton's step (a Hessian by forward-over-reverse
+    and its least-squares solve); XLA's buffer assignment of it, compiled at L = 10, V = 4
+    (full space), is the measured peak. The estimate adds the host-side statistics and kept
+    minimisers (~35% of it at this size), so it lies above the program by less than 2x."""
+    import jax
+    import numpy as np
+
+    from copyhead_jax import TaskConfig
+    from copyhead_jax import theory as th
+    from copyhead_jax.theory import beyond
+
+    L, V = 10, 4
+    p = th.TheoryParams.preset("paper", L=L, V=V)
+    with jax.enable_x64(True):
+        S4, S2 = beyond.source_stats(TaskConfig(L=L, V=V, source="markov", rho=0.3))
+        low = beyond.newton_minimiser.lower(np.zeros(L * L), 3.0, S4, S2, params=p,
+                                            attention="softmax", space="full", causal=False)
+        m = low.compile().memory_analysis()
+    peak = m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
+    est = beyond.beyond_bytes(L, V, 41, "full")
+    assert 1.0 <= est / peak <= 2.0, (est, peak)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..._checks import check_int
 from ...config import PROFILE_WINDOW, Config
+from ...runner.memory import available_bytes, refuse_if_over
 from ..root import next_probe
 from .map_switch import map_branches, map_switch
 from .softmax import Problem, a_bounds, beta_of_aG, build_problem, landscape, logit_start
@@ -146,6 +147,7 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
 
     def measure(P: int):
         nonlocal anchors, P_pad
+        check_profile_memory(cfg, s, P)  # a probe the search widened to
         t0 = time.process_time()
         P_pad = max(P, P_pad or 0)
         prob: Problem = build_problem(cfg, seed, P, _pad(P))
@@ -180,6 +182,34 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
         measure(int(P_new))
     run.verdict = decide(probes(run, s))
     return run
+
+
+def profile_bytes(s: ProfileSettings, *, L: int, V: int, P_pad: int) -> int:
+    """Peak bytes of one profile at ``P_pad`` rows: one window's chains at a time (the windows
+    run in sequence), each an energy and its gradient over the rows (``[P, L, L]`` and
+    ``[P, L, D]`` float32, a few copies: the TI groups' count, ``branch_group.group_bytes``),
+    or the float64 whitening Hessian 32 products at a time, whichever is larger; plus every
+    window's whitening ``C[n, n]`` (``n = D^2``, the flat ``W^G``; the most windows the range
+    extensions allow), one Hessian and its eigenvectors, and the recorded draws."""
+    D = V + L
+    n = D * D
+    act = P_pad * L * (L + D + V) * 4 * 6
+    K = s.n_windows + 2 * s.extend_by * s.max_extend
+    u = s.umbrella
+    chains = 2 * u.n_chains * act
+    hess = 2 * 32 * 2 * act
+    whiten = 4 * K * n * n + 3 * 8 * n * n
+    records = 4 * K * u.n_chains * (u.n_iter // u.thin) * 8
+    return max(chains, hess) + whiten + records
+
+
+def check_profile_memory(cfg: Config, s: ProfileSettings, P: int) -> None:
+    """Refuse, before its work, a profile at ``P`` rows over the memory budget."""
+    need = profile_bytes(s, L=cfg.task.L, V=cfg.task.V, P_pad=_pad(P))
+    refuse_if_over(need, available_bytes(cfg), f"a free-energy profile at P = {P} "
+                   f"({s.n_windows} windows x {s.umbrella.n_chains} chains)",
+                   "use fewer --window-chains or --window-iters, a larger --spacing, a smaller "
+                   "--L, or a larger --memory-budget-gb")  # fmt: skip
 
 
 def _pad(P: int) -> int:
@@ -242,7 +272,12 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
     seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
     log = lambda m: _log(progress, m)  # noqa: E731
     cpu0 = _cpu()
+    s0 = ss.profile or default_profile_settings(cfg.task.L)
+    # before any work: the part no P changes (windows, chains, draws; the fewest rows), then,
+    # once the theory placed them, the first probes and a search widening to 4x them
+    check_profile_memory(cfg, s0, min(ss.probes) if ss.probes else 2)
     P0 = _theory_point(cfg)
+    check_profile_memory(cfg, s0, 4 * max(ss.probes or first_probes(P0 or 16.0)))
     maps: list[dict] = []
     if ss.map_switch:
         grid = sorted({max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4,
