@@ -26,9 +26,8 @@ import jax
 import numpy as np
 
 from ..config import Config
+from ..runner import checkpointed
 from ..runner import fingerprint as content_hash
-from ..runner import load_checkpoint
-from ..storage import atomic_save_npz
 from .inputs import RunInputs
 
 _KIND = "copyhead_jax.ContinuationStep"
@@ -85,16 +84,11 @@ def continue_in_P(
         start = (kept["params/W_G"][prev], kept["params/W_O_hat"][prev])
         fp = _step_key(fingerprint, P[i], inputs, start)
         path = None if ckpt_dir is None else ckpt_dir / f"step-{fp}.npz"
-        cand = None
-        if path is not None and path.exists():
-            loaded, meta = load_checkpoint(path, _KIND)
-            cand = loaded if meta.get("fingerprint") == fp else None
-        if cand is None:
-            inp = jax.tree_util.tree_map(lambda a: a[rows], inputs)
-            cand = solve(inp, start)
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_save_npz(path, cand, {"kind": _KIND, "schema": 1, "fingerprint": fp})
+        cand, _ = checkpointed(
+            path, _KIND, fp,
+            lambda rows=rows, start=start: solve(
+                jax.tree_util.tree_map(lambda a: a[rows], inputs), start),
+        )  # fmt: skip
         win = better(cand, {key: kept[key][rows] for key in ("finite", "converged", "U")})
         for key, v in cand.items():
             if key in kept:

@@ -1,7 +1,8 @@
 """How work runs: checkpoints and resume, the memory budget, devices, fan-out of groups.
 
 - ``chunks``   ``run_chunked``: a list of chunks, each checkpointed next to the output and
-               skipped on resume; ``load_checkpoint``
+               skipped on resume; ``checkpointed``: one piece of work kept under its
+               fingerprint; ``load_checkpoint``
 - ``harness``  what every long run shares: ``claim`` (one writer per output, a killed write's
                temporary files removed; ``Claim.finish``: save, checkpoints removed, lock
                released), ``fingerprint``, ``Progress`` (a bar of real runs over the chunks)
@@ -13,6 +14,7 @@
 """
 
 from . import fanout as fanout
+from .chunks import checkpointed as checkpointed
 from .chunks import load_checkpoint as load_checkpoint
 from .chunks import run_chunked as run_chunked
 from .devices import run_mesh as run_mesh

@@ -1,9 +1,12 @@
 """Chunked, checkpointed execution of a run axis: the resume machinery of sweeps and samplers.
 
-``run_chunked`` splits ``n_runs`` runs into equal chunks (the last padded by repeating a run, so
-one compiled program serves every chunk), computes each with ``compute(idx)``, checkpoints it
-atomically in ``ckpt_dir/chunk_XXXXX.npz`` tagged with a fingerprint of everything that
-determines it, and on a rerun loads the chunks whose fingerprint matches instead of recomputing.
+``checkpointed`` keeps one piece of work in a file tagged with the fingerprint of what
+determines it: read back when the tag matches, else computed and saved (a continuation step,
+an umbrella window set). ``run_chunked`` splits ``n_runs`` runs into equal chunks (the
+last padded by repeating a run, so one compiled program serves every chunk), computes each with
+``compute(idx)``, checkpoints it atomically in ``ckpt_dir/chunk_XXXXX.npz`` tagged with a
+fingerprint of everything that determines it, and on a rerun loads the chunks whose fingerprint
+matches instead of recomputing.
 """
 
 from __future__ import annotations
@@ -28,6 +31,27 @@ def load_checkpoint(path: Path, kind: str) -> tuple[dict[str, np.ndarray], dict]
     except ValueError as e:
         set_aside(path, str(e))
         return {}, {}
+
+
+def checkpointed(
+    path: Path | None,
+    kind: str,
+    fingerprint: str | None,
+    compute: Callable[[], dict[str, np.ndarray]],
+) -> tuple[dict[str, np.ndarray], bool]:
+    """``(arrays, loaded)``: the arrays kept at ``path`` if its fingerprint is ``fingerprint``
+    (``loaded``), else ``compute()`` saved there atomically with that tag (``path=None``: not
+    kept, and no fingerprint needed); a damaged file is set aside and recomputed
+    (:func:`load_checkpoint`)."""
+    if path is not None and path.exists():
+        arrays, meta = load_checkpoint(path, kind)
+        if meta.get("fingerprint") == fingerprint:
+            return arrays, True
+    arrays = compute()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_save_npz(path, arrays, {"kind": kind, "schema": 1, "fingerprint": fingerprint})
+    return arrays, False
 
 
 def run_chunked(

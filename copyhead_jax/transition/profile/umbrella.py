@@ -38,11 +38,10 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ...config import FINAL, Rounds
-from ...runner import fingerprint, load_checkpoint
+from ...runner import checkpointed, fingerprint
 from ...sampling.hmc import hmc_chains, hmc_state_structure
 from ...sampling.rounds import sample_rounds
 from ...sampling.stats import ess, split_rhat
-from ...storage import atomic_save_npz
 from .landscape import Landscape
 
 
@@ -268,13 +267,11 @@ def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray
     inputs = (key, params, f32(x0), f32(C), f32(centers), jnp.float32(kappa))
     fp = _fingerprint(s, inputs) if ckpt_dir is not None else None
     snapshot = None if ckpt_dir is None else Path(ckpt_dir) / f"windows-{fp}.npz"
-    done = _load_done(snapshot, fp)
-    if done is not None:
-        return done
-    if not s.ess_target:
-        out = _program(ls, s)(*inputs)
-        dr = WindowDraws(*(np.asarray(v) for v in out))
-    else:
+
+    def sample() -> dict[str, np.ndarray]:
+        if not s.ess_target:
+            out = _program(ls, s)(*inputs)
+            return _arrays(WindowDraws(*(np.asarray(v) for v in out)))
         active = {}
 
         def enough(arrays):  # also marks the windows that go on: those short of the target
@@ -289,11 +286,12 @@ def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray
             hmc_state_structure(), None if snapshot is None else (_partial(snapshot), fp),
             done=enough, on_round=on_round,
         )  # fmt: skip
-        dr = _draws(got)
-    if snapshot is not None:
-        _save_done(snapshot, fp, dr)
+        return _arrays(_draws(got))
+
+    arrays, loaded = checkpointed(snapshot, _DONE_KIND, fp, sample)
+    if snapshot is not None and not loaded:
         _partial(snapshot).unlink(missing_ok=True)
-    return dr
+    return WindowDraws(*(arrays[f] for f in _FIELDS), arrays.get("n_draws"))
 
 
 def _partial(path: Path) -> Path:
@@ -326,18 +324,10 @@ def _fingerprint(s: UmbrellaSettings, inputs) -> str:
 _DONE_KIND = "copyhead_jax.WindowDraws"
 
 
-def _save_done(path: Path, fp: str, dr: WindowDraws) -> None:
+def _arrays(dr: WindowDraws) -> dict[str, np.ndarray]:
+    """The finished draws as the arrays of their checkpoint (a round in progress is another
+    kind, ``sampling.rounds``)."""
     arrays = {f: np.asarray(getattr(dr, f)) for f in _FIELDS}
     if dr.n_draws is not None:
         arrays["n_draws"] = np.asarray(dr.n_draws)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_save_npz(path, arrays, {"kind": _DONE_KIND, "schema": 1, "fingerprint": fp})
-
-
-def _load_done(path: Path | None, fp: str | None) -> WindowDraws | None:
-    if path is None or not path.exists():
-        return None
-    arrays, meta = load_checkpoint(path, _DONE_KIND)  # a round in progress is another kind
-    if meta.get("fingerprint") != fp:
-        return None
-    return WindowDraws(*(arrays[f] for f in _FIELDS), arrays.get("n_draws"))
+    return arrays
