@@ -216,7 +216,7 @@ def test_chunk_runs_must_be_an_int(full, bad, monkeypatch):
 
 
 def test_chunk_runs_from_the_cli(full, capsys):
-    one_line_error(capsys, main(["sample", str(full), "--chunk-runs", "-1"]), "chunk_runs")
+    one_line_error(capsys, main(["sample", str(full), "--chunk-runs", "-1"]), "--chunk-runs")
 
 
 def test_sample_out_cannot_destroy_data(full, tmp_path, monkeypatch, capsys):
