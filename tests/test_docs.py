@@ -86,3 +86,10 @@ def test_python_blocks_run(page, line, code, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # blocks that write files write them here
     exec(compile(code, f"{page}:{line}", "exec"), {"__name__": "__docs__"})
     capsys.readouterr()
+
+
+def test_readme_fits_in_150_lines():
+    """The README is the front page (what, install, the main job, verdicts, posterior commands,
+    links): the rest belongs in docs/."""
+    n = len((ROOT / "README.md").read_text().splitlines())
+    assert n <= 150, f"README.md has {n} lines"
