@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import os
 import resource
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax.storage import write_json
 from copyhead_jax.transition.profile import (
     FIXED_WINDOW_ITERS,
     PROFILE_UMBRELLA,
@@ -55,8 +55,8 @@ def run(cfg, probes, umbrella, seed: int) -> dict:
     for P, prof in s["profiles"].items():
         w = prof["windows"]
         rows.append({
-            "P": int(P), "cpu_s": round(s["cpu"][P], 1), "draws": [min(w["n_draws"]),
-                                                                    max(w["n_draws"])],
+            "P": int(P), "cpu_s": round(s["cpu"][P], 1), "draws": [int(min(w["n_draws"])),
+                                                                    int(max(w["n_draws"]))],
             "ess_min": round(float(np.min(np.minimum(w["ess"], w["ess_U"]))), 1),
             "rhat_max": round(float(np.max(np.maximum(w["rhat"], w["rhat_U"]))), 3),
             "windows": len(w["n_draws"]), "flagged": len(prof["flagged"]),
@@ -77,7 +77,9 @@ def main(argv=None) -> int:
                     default=Path(__file__).parent / "results" / "bench_profile.json")
     args = ap.parse_args(argv)
     cfg = ch.preset("plain").replace(task=dict(L=args.L, V=args.V),
-                                     model=dict(width=float("inf"), attention="softmax"))
+                                     model=dict(width=float("inf"), attention="softmax",
+                                                engine="reduced"),
+                                     train=dict(train_embeddings=False))  # fmt: skip
     load0 = os.getloadavg()
     fixed = dataclasses.replace(PROFILE_UMBRELLA, ess_target=0.0, n_iter=FIXED_WINDOW_ITERS)
     out = {"fixed_200": run(cfg, args.probes, fixed, args.seed),
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
                peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                cpus=os.cpu_count(), date=datetime.date.today().isoformat())  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     for k in ("fixed_200", "until_mixed"):
         r = out[k]
         print(f"{k}: {r['cpu_s']} CPU-s, P* {r['P_star']}, " + "; ".join(
