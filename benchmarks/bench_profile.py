@@ -31,7 +31,7 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.storage import write_json
-from copyhead_jax.transition.profile import (
+from copyhead_jax.transition import (
     FIXED_WINDOW_ITERS,
     PROFILE_UMBRELLA,
     SearchSettings,

@@ -42,6 +42,10 @@ from .linear import linear_transition as linear_transition
 from .method import transition as transition
 from .plan import pad_of as pad_of
 from .plan import seed_probes as seed_probes
+from .profile import FIXED_WINDOW_ITERS as FIXED_WINDOW_ITERS
+from .profile import PROFILE_UMBRELLA as PROFILE_UMBRELLA
+from .profile import SearchSettings as SearchSettings
+from .profile import default_profile_settings as default_profile_settings
 from .profile import profile_transition as profile_transition
 from .root import anchored_root as anchored_root
 from .root import bracket_slope as bracket_slope
