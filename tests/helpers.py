@@ -126,3 +126,30 @@ def parser_tree(parser, path=()):
         if isinstance(a, argparse._SubParsersAction):
             for name, sub in a.choices.items():
                 yield from parser_tree(sub, (*path, name))
+
+
+def check_coexistence_window(params, kind: str, n_inside: int, n_below: int,
+                             n_above: int) -> dict:  # fmt: skip
+    """The EK theory's first-order window of head ``kind`` at ``params``: ``P_aG`` between the
+    spinodals, two minima at ``n_inside`` P inside them (and at ``P_aG``), one at ``n_below`` /
+    ``n_above`` P up to a factor 3 outside, the two equally deep at ``P_aG`` (the curve on its
+    own grid against the points' root). Returns the points."""
+    from copyhead_jax import theory as th
+
+    r = th.transition_points(params, kind)
+    assert r["first_order"]
+    lo, hi = r["spinodals"]
+    Ps = r["P_aG"]
+    assert lo < Ps < hi
+    inside = np.concatenate([np.geomspace(lo, hi, n_inside + 2)[1:-1], [Ps]])
+    outside = np.concatenate(
+        [np.geomspace(lo / 3, lo * 0.995, n_below), np.geomspace(hi * 1.005, hi * 3, n_above)]
+    )
+    cur = th.theory_curve(params, np.sort(np.concatenate([inside, outside])), kind)
+    n = dict(zip(cur["P"], cur["n_min"]))
+    assert all(n[p] == 2 for p in inside)
+    assert all(n[p] == 1 for p in outside)
+    i = int(np.argmin(np.abs(cur["P"] - Ps)))
+    v = cur["minima_value"][i][cur["minima_valid"][i]]
+    assert abs(v[0] - v[1]) < 1e-6 * abs(v[0])
+    return r

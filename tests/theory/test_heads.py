@@ -10,6 +10,7 @@ import pytest
 from copyhead_jax import conventions as conv
 from copyhead_jax import theory as th
 from copyhead_jax.theory.heads import SigmoidTheory
+from tests.helpers import check_coexistence_window
 
 PLAIN = th.TheoryParams.preset("plain", L=10, V=3)
 WINDOW = th.TheoryParams.preset("plain", L=25, V=5)  # first order: docs/reports/sigmoid.md
@@ -124,20 +125,5 @@ def test_sigmoid_window_two_minima_inside_one_outside():
     """At ``L = 25, V = 5`` (plain) the transition is first order: two minima between the
     spinodals, one outside, equal depths at ``P_aG``; the coarse grid of the points agrees
     with the fine grid of the curve."""
-    r = th.transition_points(WINDOW, "sigmoid")
-    assert r["first_order"]
-    lo, hi = r["spinodals"]
-    Ps = r["P_aG"]
-    assert lo < Ps < hi
-    inside = np.concatenate([np.geomspace(lo, hi, 8)[1:-1], [Ps]])
-    outside = np.concatenate(
-        [np.geomspace(lo / 3, lo * 0.995, 8), np.geomspace(hi * 1.005, hi * 3, 6)]
-    )
-    cur = th.theory_curve(WINDOW, np.sort(np.concatenate([inside, outside])), "sigmoid")
-    n = dict(zip(cur["P"], cur["n_min"]))
-    assert all(n[p] == 2 for p in inside)
-    assert all(n[p] == 1 for p in outside)
-    i = int(np.argmin(np.abs(cur["P"] - Ps)))
-    v = cur["minima_value"][i][cur["minima_valid"][i]]
-    assert abs(v[0] - v[1]) < 1e-6 * abs(v[0])
+    r = check_coexistence_window(WINDOW, "sigmoid", n_inside=6, n_below=8, n_above=6)
     assert r["beta_strong"] > r["beta_weak"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from copyhead_jax import theory as th
+from tests.helpers import check_coexistence_window
 
 # compute-bound (theory batches at the paper's size): XLA's default optimisations (conftest)
 pytestmark = pytest.mark.xla_optimized
@@ -59,23 +60,9 @@ def test_identity9_order_parameter_grows_like_a_square_root_above_P_c1():
 
 
 def test_identity10_two_minima_inside_the_window_one_outside():
-    r = th.transition_points(PLAIN, "softmax")
-    assert r["first_order"]
-    lo, hi = r["spinodals"]
-    Ps = r["P_aG"]
-    assert lo < Ps < hi
-    inside = np.concatenate([np.geomspace(lo, hi, N_CURVE // 2 + 2)[1:-1], [Ps]])
-    outside = np.concatenate(
-        [np.geomspace(lo / 3, lo * 0.995, N_CURVE // 4), np.geomspace(hi * 1.005, hi * 3, 5)]
-    )
-    cur = th.theory_curve(PLAIN, np.sort(np.concatenate([inside, outside])), "softmax")
-    n = dict(zip(cur["P"], cur["n_min"]))
-    assert all(n[p] == 2 for p in inside)
-    assert all(n[p] == 1 for p in outside)
-    # at P_aG the two wells are equally deep, and beta jumps by O(log L)
-    i = int(np.argmin(np.abs(cur["P"] - Ps)))
-    v = cur["minima_value"][i][cur["minima_valid"][i]]
-    assert abs(v[0] - v[1]) < 1e-6 * abs(v[0])
+    r = check_coexistence_window(PLAIN, "softmax", n_inside=N_CURVE // 2,
+                                 n_below=N_CURVE // 4, n_above=5)
+    # at P_aG the two wells are equally deep (above), and beta jumps by O(log L)
     jump = r["beta_strong"] - r["beta_weak"]
     assert 0.5 * np.log(PLAIN.L) < jump < 2.0 * np.log(PLAIN.L)
 
