@@ -217,7 +217,8 @@ def sample_outputs(args):
     out = _out(args)
     outs = result_outputs("--out", out, POSTERIOR_KIND)
     if args.netcdf:
-        outs.append(Output("--netcdf", Path(args.netcdf), suffixes=NETCDF_SUFFIXES))
+        outs += [Output("--netcdf", Path(args.netcdf), suffixes=NETCDF_SUFFIXES),
+                 Output("the lock of --netcdf", Path(str(args.netcdf) + ".lock"))]
     if args.plot:
         outs += figure_outputs("the figure of --out", out.with_suffix(".png"))
     return outs, [args.result]
@@ -238,8 +239,12 @@ def cmd_sample(args) -> int:
     out = _out(args)  # its paths are checked with the others before any work (cli.main)
     if args.run is not None and not args.netcdf:
         raise ValueError("--run selects the run that --netcdf writes; give --netcdf FILE too")
+    nc_claim = None
     if args.netcdf:
+        from ..runner import claim
+
         run = netcdf_run(args, sweep)
+        nc_claim = claim(Path(args.netcdf))  # a second writer of the file is refused now
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
     post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
     print(
@@ -248,8 +253,8 @@ def cmd_sample(args) -> int:
     if args.netcdf:
         from ..sampling.arviz import save_netcdf
 
-        print(f"saved {save_netcdf(post, args.netcdf, **run)} (P = {run['P']}, seed "
-              f"{run['seed']})")  # fmt: skip
+        nc_claim.finish(lambda: print(f"saved {save_netcdf(post, args.netcdf, **run)} (P = "
+                                      f"{run['P']}, seed {run['seed']})"))  # fmt: skip
     print_posterior(post, sweep)
     if args.plot:
         from ._common import save_figure

@@ -4,6 +4,8 @@ on whose file as written ``az.loo``, ``az.bfmi`` and ``az.summary`` work."""
 
 import json
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -128,6 +130,7 @@ def test_cli_sample_writes_one_run_that_arviz_reads_as_written(tmp_path, monkeyp
     nc = tmp_path / "post.nc"
     rc, _ = _cli(post, tmp_path, monkeypatch, "--netcdf", str(nc), "--run", "8,1")
     assert rc == 0 and f"saved {nc}" in capsys.readouterr().out
+    assert not Path(str(nc) + ".lock").exists()  # released once written
     back = az.from_netcdf(nc)
     loo = az.loo(back)
     assert np.isfinite(float(loo["elpd_loo"] if "elpd_loo" in loo else loo.elpd_loo))
@@ -169,6 +172,19 @@ def test_cli_netcdf_run_refused_before_any_work(tmp_path, monkeypatch, capsys, e
     import re
 
     assert re.search(match, err), err
+
+
+def test_cli_netcdf_of_another_live_writer_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """The netCDF is held like --out from the start: a live writer's lock on it (here the
+    test runner's parent process) stops the command before it samples, naming the file."""
+    import os
+
+    nc = tmp_path / "post.nc"
+    Path(str(nc) + ".lock").write_text(f"{os.getppid()}\n")
+    rc, called = _cli(_hmc_post(4, weights=False), tmp_path, monkeypatch, "--netcdf", str(nc),
+                      "--run", "8,1")  # fmt: skip
+    assert rc != 0 and not called
+    assert "being written by another process" in capsys.readouterr().err and not nc.exists()
 
 
 HMC = ch.HMCConfig(n_iter=8, thin=1, n_chains=3, keep_loglik=True, keep_weights=True)
