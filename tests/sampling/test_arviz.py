@@ -3,7 +3,6 @@ netCDF; ``az.summary`` reads it; ``copyhead sample --netcdf FILE --run P,SEED`` 
 on whose file as written ``az.loo``, ``az.bfmi`` and ``az.summary`` work."""
 
 import json
-
 from pathlib import Path
 
 import numpy as np
