@@ -19,6 +19,7 @@ from copyhead_jax.compare import (
     loss_patterns,
     measured_orders,
     per_seed_points,
+    per_seed_values,
     pstar_table,
 )
 from copyhead_jax.compare import early_warning as warn
@@ -147,11 +148,12 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
     m = collect(spec)
     res = analyse(spec, m)
     lower = B.copy_fallback(m["pool"], m["copy"])
-    res["per_seed"] = per_seed_points(m["lin"], m["found"], lower)
+    located = per_seed_points(m["lin"], m["found"], lower)
+    res["per_seed"] = per_seed_values(located)
     fl, fs = res["theory_finite"]["linear"], res["theory_finite"]["softmax"]
     pooled = {**res["measured"], "window_lo_pooled": res["window"]["lower"]}
     res["ci_table"] = ci_table(
-        res["per_seed"],
+        located,
         {"summary": fl},
         {"summary": fs},
         res["theory_ek_points"],

@@ -20,12 +20,12 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.compare import (
-    bootstrap_ci,
     ek_window,
     linear_points,
     measured_exponents,
     measured_from_main,
     reading_theory,
+    seeds_summary,
     softmax_points,
 )
 from copyhead_jax.compare import readings as RD
@@ -69,8 +69,8 @@ def swept(cfg, path: Path):
 
 
 def measure_swept(name: str, out: Path) -> dict:
-    """Per width: every P* per seed with its bootstrap CI (``P_aG`` by the U crossing, or, where
-    the two starts never stay apart, by the one minimum's step ``P_aG_jump``)."""
+    """Per width: every P* per seed with :func:`seeds_summary` (``P_aG`` by the U crossing, or,
+    where the two starts never stay apart, by the one minimum's step ``P_aG_jump``)."""
     result = {}
     for width in WIDTHS:
         tag = "inf" if math.isinf(width) else str(int(width))
@@ -80,9 +80,9 @@ def measure_swept(name: str, out: Path) -> dict:
         copy = swept(reading_config(name, width, "softmax", "copy"), d / "sweep_softmax_copy.npz")
         per = {**linear_points(lin), **softmax_points(pool, copy)}
         cell = {}
-        for k, located in per.items():
-            vals = [x.P_star if x.bracketed else None for x in located]
-            cell[k] = {**bootstrap_ci(vals), "brackets": [x.bracket for x in located]}
+        for k, located in per.items():  # the seeds' interval widened by the grid's error
+            cell[k] = {**seeds_summary(located), "brackets": [x.bracket for x in located],
+                       "grids": [x.grid_interval for x in located]}  # fmt: skip
         gap = np.asarray(copy["cG"]) - np.asarray(pool["cG"])
         cell["coexistence_seen"] = bool(np.nanmax(gap) > 0.1 * math.sqrt(pool.config.task.L))
         result[tag] = cell

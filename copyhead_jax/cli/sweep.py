@@ -171,8 +171,9 @@ def _print_pstar(results) -> None:
         if not rows:
             continue
         paper = paper and any(r["paper"] is not None for r in rows)
-        print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI]; "
-              "seeds located; the grid bracket holding them) vs the EK theory (N -> inf)"
+        print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI "
+              "over seeds widened by the grid's error]; seeds located; the grid bracket "
+              "holding them) vs the EK theory (N -> inf)"
               + (" and the paper" if paper else ""))  # fmt: skip
         print(format_pstar(rows))
 

@@ -51,6 +51,7 @@ from .pstar import group_points as group_points
 from .pstar import linear_points as linear_points
 from .pstar import point_summary as point_summary
 from .pstar import seed_groups as seed_groups
+from .pstar import seeds_summary as seeds_summary
 from .pstar import softmax_points as softmax_points
 from .readings import claims_matrix as claims_matrix
 from .readings import ek_window as ek_window
@@ -60,6 +61,7 @@ from .readings import reading_theory as reading_theory
 from .seeds import bracketed as bracketed
 from .seeds import ci_table as ci_table
 from .seeds import per_seed_points as per_seed_points
+from .seeds import per_seed_values as per_seed_values
 from .seeds import width_result as width_result
 from .stats import bootstrap_ci as bootstrap_ci
 from .stats import ci_contains as ci_contains

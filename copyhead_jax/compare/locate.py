@@ -18,6 +18,16 @@ at coarse ``P``, locate, measure again where the locator asks, merge, and locate
 Values may be ``[nP]`` or ``[nP, n_seeds]`` (averaged over seeds, NaNs ignored). Interpolation is
 linear in ``log P``. A locator never extrapolates: a feature outside the grid gives
 ``bracketed=False`` with ``side`` ``'below'`` or ``'above'``.
+
+**Grid error** (``Located.grid``, docs/theory.md §6): the interval the grid's resolution leaves
+for ``P*``. A point the data place nowhere in particular inside its bracket (the onset: the
+first grid point past a threshold; the jump: a step between two grid points) has the bracket
+itself. An interpolated point (level, crossing, largest slope) has the hull of its estimate
+and the next-order interpolant's (three points, in the same variable ``log P``) on each side
+where a third point exists, else of the same rule linear in ``P`` (the other natural variable):
+the difference between successive orders is the interpolation's error estimate. It is never
+wider than the bracket. Every seed shares one grid, so this error does not average out over
+seeds: :func:`.pstar.seeds_summary` widens the seeds' interval by it.
 """
 
 from __future__ import annotations
@@ -50,7 +60,9 @@ class Located:
     the neighbouring grid points that contain it; ``precision`` is the bracket's relative
     half-width ``(P_hi - P_lo) / (2 P_star)``; ``side`` says where an unbracketed feature lies
     (``'below'`` the smallest or ``'above'`` the largest ``P``); ``detail`` holds method-specific
-    numbers (jump size, slope, number of crossings, ...).
+    numbers (jump size, slope, number of crossings, ...). ``grid = (g_lo, g_hi)`` is the grid
+    error: where in the bracket ``P*`` may lie given the grid's resolution (the module's
+    docstring); :attr:`grid_interval` falls back to the bracket where a locator set none.
     """
 
     kind: str
@@ -59,6 +71,14 @@ class Located:
     bracketed: bool
     side: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    grid: tuple[float, float] | None = None
+
+    @property
+    def grid_interval(self) -> tuple[float, float] | None:
+        """``grid``, else the bracket (the widest honest grid error); None if not bracketed."""
+        if self.P_star is None or not self.bracketed:
+            return None
+        return self.grid if self.grid is not None else self.bracket
 
     @property
     def precision(self) -> float | None:
@@ -69,6 +89,7 @@ class Located:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["bracket"] = None if self.bracket is None else [float(b) for b in self.bracket]
+        d["grid"] = None if self.grid is None else [float(b) for b in self.grid]
         d["precision"] = self.precision
         return d
 
@@ -118,6 +139,67 @@ def _interp_log(P0, P1, y0, y1, level) -> float:
     return float(math.exp((1.0 - w) * math.log(P0) + w * math.log(P1)))
 
 
+def _interp_lin(P0, P1, y0, y1, level) -> float:
+    """``P`` where the straight line through ``(P0, y0), (P1, y1)`` meets ``level``."""
+    if y1 == y0:
+        return 0.5 * (P0 + P1)
+    w = float(np.clip((level - y0) / (y1 - y0), 0.0, 1.0))
+    return float((1.0 - w) * P0 + w * P1)
+
+
+def _quad_root(x, y, level, lo: float, hi: float) -> float | None:
+    """The root in ``[lo, hi]`` of the parabola through the three points ``(x, y)`` minus
+    ``level`` (the one nearest the middle of ``[lo, hi]`` if two; None if none)."""
+    a, b, c = np.polyfit(np.asarray(x, float), np.asarray(y, float) - level, 2)
+    r = np.roots([a, b, c]) if abs(a) > 1e-300 else (np.array([-c / b]) if b else np.zeros(0))
+    r = np.real(r[np.abs(np.imag(r)) <= 1e-12 * (1.0 + np.abs(r))])
+    r = r[(r >= lo - 1e-12 * abs(lo)) & (r <= hi + 1e-12 * abs(hi))]
+    if r.size == 0:
+        return None
+    return float(np.clip(r[np.argmin(np.abs(r - 0.5 * (lo + hi)))], lo, hi))
+
+
+def _crossing_grid(P, y, j: int, level: float, scale: str = "log") -> tuple[float, tuple]:
+    """The estimate of where ``y`` crosses ``level`` between ``P[j-1]`` and ``P[j]`` (two-point,
+    linear in ``log P`` or, ``scale='linear'``, in ``P``) and its grid interval: the hull of the
+    estimate and of the three-point interpolant's root (same variable) with each neighbour that
+    exists, or, with no neighbour, of the two-point rule in the other variable."""
+    P0, P1 = float(P[j - 1]), float(P[j])
+    two = {"log": _interp_log, "linear": _interp_lin}
+    est = two[scale](P0, P1, y[j - 1], y[j], level)
+    x = np.log(P) if scale == "log" else np.asarray(P, float)
+    back = np.exp if scale == "log" else (lambda v: v)
+    alt = []
+    for i in (j - 2, j + 1):  # the left and the right three-point interpolants
+        if 0 <= i < len(P):
+            idx = sorted((j - 1, j, i))
+            r = _quad_root(x[idx], y[idx], level, x[j - 1], x[j])
+            alt.extend([P0, P1] if r is None else [float(back(r))])  # no root: the bracket
+    if not alt:
+        other = "linear" if scale == "log" else "log"
+        alt.append(two[other](P0, P1, y[j - 1], y[j], level))
+    pts = [est, *alt]
+    lo, hi = max(min(pts), P0), min(max(pts), P1)
+    return est, (float(lo), float(hi))
+
+
+def _vertex(x, s) -> float:
+    """The vertex of the parabola through three points ``(x, s)``, clipped to their span (the
+    middle point when the parabola opens upwards)."""
+    a, b, _ = np.polyfit(x - x[1], s, 2)
+    v = x[1] + (-b / (2.0 * a) if a < 0 else 0.0)
+    return float(np.clip(v, x[0], x[-1]))
+
+
+def _cubic_max(x, s, lo: float, hi: float) -> float:
+    """Where the cubic through four points ``(x, s)`` is largest on ``[lo, hi]``."""
+    c = np.polyfit(x - x[1], s, 3)
+    r = np.roots(np.polyder(c))
+    r = np.real(r[np.abs(np.imag(r)) < 1e-12]) + x[1]
+    cand = np.concatenate([[lo, hi], r[(r > lo) & (r < hi)]])
+    return float(cand[np.argmax(np.polyval(c, cand - x[1]))])
+
+
 def _outside(kind: str, side: str, P: np.ndarray, detail: dict) -> Located:
     edge = float(P[0] if side == "below" else P[-1])
     return Located(kind, None, None, False, side, {**detail, "edge": edge})
@@ -135,7 +217,8 @@ def locate_jump(P, y, *, direction: int = 1, min_jump: float = 0.0) -> Located:
     ``log P``; for a step resolved to neighbouring integers it is their geometric mean). ``detail``
     reports the ``jump``, the ``mid`` value and the ``sharpness`` = jump / (max y - min y): close
     to 1 for a jump resolved by the grid, small for a smooth rise. No step larger than
-    ``min_jump``: ``P_star = None``.
+    ``min_jump``: ``P_star = None``. The grid error is the bracket: the jump happens somewhere
+    between the two grid points, and the mid-value says nothing about where.
     """
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1, got {direction!r}")
@@ -160,13 +243,18 @@ def locate_jump(P, y, *, direction: int = 1, min_jump: float = 0.0) -> Located:
     P_star = math.sqrt(P[i] * P[i + 1])
     if P[i + 1] - P[i] > 1.0 + 1e-9:  # not resolved to neighbouring integers: interpolate
         P_star = _interp_log(P[i], P[i + 1], y[i], y[i + 1], detail["mid"])
-    return Located("jump", float(P_star), (float(P[i]), float(P[i + 1])), True, None, detail)
+    br = (float(P[i]), float(P[i + 1]))
+    return Located("jump", float(P_star), br, True, None, detail, grid=br)
 
 
-def locate_level(P, y, level: float, *, direction: int = 1) -> Located:
-    """First ``P`` where ``y`` crosses ``level`` upwards (``direction=1``) or downwards."""
+def locate_level(P, y, level: float, *, direction: int = 1, scale: str = "log") -> Located:
+    """First ``P`` where ``y`` crosses ``level`` upwards (``direction=1``) or downwards,
+    interpolated linearly in ``log P`` (``scale='linear'``: in ``P``); the grid error is the hull
+    with the three-point interpolants' crossings (the module's docstring)."""
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1, got {direction!r}")
+    if scale not in ("log", "linear"):
+        raise ValueError(f"scale must be 'log' or 'linear', got {scale!r}")
     if not math.isfinite(level):
         raise ValueError(f"level must be a finite number, got {level!r}")
     P, (y,) = _prepare(P, y)
@@ -180,8 +268,8 @@ def locate_level(P, y, level: float, *, direction: int = 1) -> Located:
     if not above.any():
         return _outside("level", "above", P, detail)
     j = int(np.argmax(above))
-    P_star = _interp_log(P[j - 1], P[j], y[j - 1], y[j], level)
-    return Located("level", P_star, (float(P[j - 1]), float(P[j])), True, None, detail)
+    P_star, grid = _crossing_grid(P, direction * y, j, direction * level, scale)
+    return Located("level", P_star, (float(P[j - 1]), float(P[j])), True, None, detail, grid=grid)
 
 
 def locate_max_slope(P, y) -> Located:
@@ -192,7 +280,9 @@ def locate_max_slope(P, y) -> Located:
     (clipped to their span). A maximum at the first or last interval is not bracketed:
     ``side`` says where the true maximum may lie. An inner maximum of a curve that does not rise
     across the grid (``y[-1] <= y[0]``) is not a crossover (on noise the largest slope is merely
-    the least negative one): nothing is located.
+    the least negative one): nothing is located. The grid error is the hull with the maximum of
+    the cubic through four slopes (each side where a fourth exists; else the parabola's vertex
+    in ``P``), inside the three slopes' span.
     """
     P, (y,) = _prepare(P, y)
     P, y = _finite(P, y)
@@ -213,12 +303,16 @@ def locate_max_slope(P, y) -> Located:
         return Located("max_slope", None, None, False, None,
                        {**detail, "reason": "no net rise across the grid"})  # fmt: skip
     x = m[k - 1 : k + 2]
-    a, b, _ = np.polyfit(x - m[k], s[k - 1 : k + 2], 2)
-    t_star = m[k] + (-b / (2.0 * a) if a < 0 else 0.0)
-    t_star = float(np.clip(t_star, x[0], x[-1]))
+    t_star = _vertex(x, s[k - 1 : k + 2])
+    alt = [_cubic_max(m[i : i + 4], s[i : i + 4], x[0], x[-1])
+           for i in (k - 2, k - 1) if i >= 0 and i + 4 <= s.size]  # fmt: skip
+    if not alt:  # no fourth slope: the same parabola in P
+        alt = [math.log(_vertex(np.exp(x), s[k - 1 : k + 2]))]
+    pts = [t_star, *alt]
     detail["slope_neighbours"] = [float(v) for v in s[k - 1 : k + 2]]
     return Located(
-        "max_slope", math.exp(t_star), (float(P[k - 1]), float(P[k + 2])), True, None, detail
+        "max_slope", math.exp(t_star), (float(P[k - 1]), float(P[k + 2])), True, None, detail,
+        grid=(math.exp(min(pts)), math.exp(max(pts))),
     )
 
 
@@ -226,7 +320,8 @@ def locate_onset(P, y, *, tol: float) -> Located:
     """Second-order onset: the ``P`` where ``|y|`` (an order parameter, zero in the symmetric
     phase) exceeds the noise level ``tol`` and stays above it up to the end of the grid.
 
-    The bracket is ``[last P with |y| <= tol, the next P]`` and ``P_star`` its geometric mean.
+    The bracket is ``[last P with |y| <= tol, the next P]`` and ``P_star`` its geometric mean;
+    the bracket is also the grid error (the threshold says only that the onset lies inside it).
     ``detail['P_landau']`` extrapolates the Landau law ``y^2 \\propto P - P*`` through the first
     two points above the onset (a diagnostic, kept only when it falls inside the bracket).
     """
@@ -256,7 +351,7 @@ def locate_onset(P, y, *, tol: float) -> Located:
         if y2[1] > y2[0]:
             P_l = float(P[j] - y2[0] * (P[j + 1] - P[j]) / (y2[1] - y2[0]))
             detail["P_landau"] = P_l if P_lo <= P_l <= P_hi else None
-    return Located("onset", P_star, (P_lo, P_hi), True, None, detail)
+    return Located("onset", P_star, (P_lo, P_hi), True, None, detail, grid=(P_lo, P_hi))
 
 
 def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Located:
@@ -267,7 +362,8 @@ def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Lo
     the linear interpolation in ``log P``. ``valid`` (``[nP]`` or ``[nP, n_seeds]`` booleans,
     all of a row's seeds must hold) masks out points where the two runs did not stay on distinct
     branches (there the difference is noise around 0). With several upward sign changes the one
-    with the largest rise is taken and ``detail['n_crossings']`` says how many there were.
+    with the largest rise is taken and ``detail['n_crossings']`` says how many there were. The
+    grid error is the hull with the three-point interpolants' zeros (the module's docstring).
     """
     P0 = np.asarray(P, dtype=float)
     P, (Ua, Ub) = _prepare(P0, U_a, U_b, name="U")
@@ -297,8 +393,9 @@ def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Lo
             return Located("crossing", None, None, False, None, {**detail, "reason": "no rise"})
         return _outside("crossing", side, P, detail)
     k = int(up[np.argmax(d[up + 1] - d[up])])
-    P_star = _interp_log(P[k], P[k + 1], d[k], d[k + 1], 0.0)
-    return Located("crossing", P_star, (float(P[k]), float(P[k + 1])), True, None, detail)
+    P_star, grid = _crossing_grid(P, d, k + 1, 0.0)
+    br = (float(P[k]), float(P[k + 1]))
+    return Located("crossing", P_star, br, True, None, detail, grid=grid)
 
 
 # ---------------------------------------------------------------------------------------------

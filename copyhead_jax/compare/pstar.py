@@ -2,7 +2,7 @@ r"""Measured ``P*`` of a phase diagram beside the EK theory's and the paper's (`
 
 Per seed (its own embeddings and training set), each ``P*`` is located on the sweep's grid by the
 definitions of docs/theory.md §5 (:mod:`.locate`); the seeds' values are averaged in ``log P``
-with a 95% bootstrap interval over seeds (:func:`.stats.bootstrap_ci`).
+with a 95% bootstrap interval over seeds widened by the grid's error (:func:`seeds_summary`).
 
 * ``P_c1`` (linear): onset of the row sum ``r`` (pooling), on the ``P`` before copying sets in.
 * ``P_cG`` (linear): ``argmax dpsi/dlog P`` of the copy fraction above that onset.
@@ -107,16 +107,51 @@ class Arrays:
         return self._d[k]
 
 
-def seeds_summary(per_seed: list[loc.Located]) -> dict[str, Any]:
-    """Seeds' geometric mean with its bootstrap interval, the grid bracket, per-seed values and
-    on which side of the grid the unlocated seeds' feature lies."""
-    ok = [x for x in per_seed if x.bracketed and x.P_star is not None]
-    ci = bootstrap_ci([x.P_star for x in ok] + [None] * (len(per_seed) - len(ok)))
-    sides = sorted({x.side for x in per_seed if not x.bracketed and x.side})
-    return dict(P_star=ci["estimate"], lo=ci["lo"], hi=ci["hi"], n=len(ok), n_seeds=len(per_seed),
-                bracket=[min(x.bracket[0] for x in ok), max(x.bracket[1] for x in ok)] if ok
-                else None, per_seed=[x.P_star if x.bracketed else None for x in per_seed],
-                unlocated=sides)  # fmt: skip
+def _as_dict(x) -> dict | None:
+    return x if x is None or isinstance(x, dict) else x.to_dict()
+
+
+def _grid_of(d: dict) -> list[float] | None:
+    """A located seed's grid error: its ``grid``, else (a locator that set none, an older
+    result) its bracket."""
+    return d.get("grid") or d.get("bracket")
+
+
+def seeds_summary(per_seed: list) -> dict[str, Any]:
+    """One ``P*`` over seeds (:class:`.locate.Located` or their ``to_dict``; ``None``: not looked
+    for on that seed), the one summary every table uses.
+
+    ``P_star`` (also ``estimate``) is the geometric mean of the seeds that bracketed it;
+    ``seeds_lo, seeds_hi`` its 95% percentile bootstrap interval over seeds (the seeds' scatter);
+    ``grid_lo, grid_hi`` the geometric means of the seeds' grid errors
+    (:attr:`.locate.Located.grid`), where the mean lies whatever the grid hides inside each
+    seed's interval. Every seed shares one grid, so the grid error is systematic: it does not
+    shrink with more seeds and is not bootstrapped, but added to the seeds' interval in
+    ``log P`` (where the mean is taken): ``lo = seeds_lo * grid_lo / P_star``, ``hi = seeds_hi *
+    grid_hi / P_star``. A step function gives its bracket as the interval whatever the number of
+    seeds. Also: ``n`` located of ``n_seeds`` (``n_missing`` the others), ``values`` /
+    ``per_seed`` (None: not located), ``bracket`` (the hull of the seeds' brackets), and
+    ``unlocated``, the sides of the grid where the unlocated seeds' feature lies."""
+    d = [_as_dict(x) for x in per_seed]
+    found = [x is not None and bool(x.get("bracketed")) and x.get("P_star") is not None
+             for x in d]  # fmt: skip
+    ok = [x for x, f in zip(d, found) if f]
+    vals = [x["P_star"] if f else None for x, f in zip(d, found)]
+    ci = bootstrap_ci(vals)
+    out = dict(P_star=ci["estimate"], estimate=ci["estimate"], lo=ci["lo"], hi=ci["hi"],
+               seeds_lo=ci["lo"], seeds_hi=ci["hi"], grid_lo=None, grid_hi=None, n=len(ok),
+               n_seeds=len(d), n_missing=len(d) - len(ok), level=ci["level"], values=vals,
+               per_seed=vals, bracket=None,
+               unlocated=sorted({x["side"] for x, f in zip(d, found)
+                                 if x is not None and not f and x.get("side")}))  # fmt: skip
+    if not ok:
+        return out
+    g = np.log(np.asarray([_grid_of(x) for x in ok], float))
+    g_lo, g_hi = (float(np.exp(v)) for v in g.mean(axis=0))
+    est = ci["estimate"]
+    out.update(grid_lo=g_lo, grid_hi=g_hi, lo=ci["lo"] * g_lo / est, hi=ci["hi"] * g_hi / est,
+               bracket=[min(x["bracket"][0] for x in ok), max(x["bracket"][1] for x in ok)])
+    return out
 
 
 R_ONSET = 0.05  # a seed pools somewhere on the grid when its r passes this
@@ -152,27 +187,21 @@ def pstar_rows(
     measured: dict[str, list], theory: dict[str, Any], *, attention: str, compare_paper: bool
 ):
     """Rows of the measured-vs-theory table of one head (``attention``, whose name labels the
-    rows): the seeds' geometric mean [95% bootstrap CI], the grid bracket that holds every
-    seed's ``P*`` (the CI collapses inside one bracket), the number of seeds located, the EK
-    theory's ``P*`` and (``compare_paper``, for a head the paper measured) the paper's."""
+    rows): :func:`seeds_summary` of each ``P*`` (``measured`` its estimate; ``lo, hi`` the seeds'
+    interval widened by the grid error, both parts kept), the EK theory's ``P*`` and
+    (``compare_paper``, for a head the paper measured) the paper's."""
     name = theory_of(attention).name
     compare_paper = compare_paper and name in PAPER_HEADS
     rows = []
     for key, per_seed in measured.items():
-        ok = [x for x in per_seed if x.bracketed and x.P_star is not None]
-        ci = bootstrap_ci([x.P_star for x in ok] + [None] * (len(per_seed) - len(ok)))
+        s = seeds_summary(per_seed)
         rows.append(
             dict(
                 key=key,
                 label=f"{name} {LABELS[key]}",
-                measured=ci["estimate"],
-                lo=ci["lo"],
-                hi=ci["hi"],
-                n=ci["n"],
-                n_seeds=len(per_seed),
-                bracket=(min(x.bracket[0] for x in ok), max(x.bracket[1] for x in ok))
-                if ok
-                else None,
+                measured=s["P_star"],
+                **{k: s[k] for k in ("lo", "hi", "seeds_lo", "seeds_hi", "grid_lo", "grid_hi",
+                                     "n", "n_seeds", "bracket")},  # fmt: skip
                 theory=theory.get(key, theory.get(key.removesuffix("_jump"))),  # same P*
                 paper=PAPER_MEASURED.get(key.removesuffix("_jump")) if compare_paper else None,
             )
@@ -184,7 +213,7 @@ def format_pstar(rows) -> str:
     """The rows as a plain-text table (what ``copyhead sweep`` prints at the end)."""
     f = lambda x: "-" if x is None else f"{x:,.1f}"
     g = lambda b: "-" if b is None else f"{b[0]:,.0f}-{b[1]:,.0f}"
-    lines = [f"{'transition':<30} {'measured [95% CI]':>26} {'seeds':>5} {'grid':>11} "
+    lines = [f"{'transition':<30} {'measured [CI: seeds, grid]':>26} {'seeds':>5} {'grid':>11} "
              f"{'EK theory':>10} {'paper':>6}"]  # fmt: skip
     for r in rows:
         m = f"{f(r['measured'])} [{f(r['lo'])}, {f(r['hi'])}]" if r["n"] else "not on the grid"
@@ -194,22 +223,20 @@ def format_pstar(rows) -> str:
 
 
 def point_summary(located: list) -> dict[str, Any]:
-    """One ``P*`` over seeds as the markov/causal artefacts store it: the geometric mean of the
-    seeds that bracketed it with its bootstrap CI (``mean``, ``ci``, ``n``, ``n_missing``);
-    ``per_seed`` (None: not bracketed, or, ``None`` in ``located``, not looked for on that seed's
-    grid); ``bracket_hull``, the smallest interval of grid points that holds every located seed's
-    bracket (the grid's error); ``side``, where an unlocated seed's feature lies (``above`` /
-    ``below`` the grid; None: absent)."""
-    d = [x if x is None or isinstance(x, dict) else x.to_dict() for x in located]
-    per_seed = [None if x is None or not x.get("bracketed") else x.get("P_star") for x in d]
-    b = bootstrap_ci(per_seed)
-    br = [x["bracket"] for x, v in zip(d, per_seed) if v is not None and x.get("bracket")]
-    return {"mean": b["estimate"], "ci": [b["lo"], b["hi"]], "n": b["n"],
-            "n_missing": sum(v is None for v in per_seed),
-            "bracket_hull": [min(x[0] for x in br), max(x[1] for x in br)] if br else None,
-            "per_seed": per_seed,
+    """One ``P*`` over seeds as the markov/causal artefacts store it, from
+    :func:`seeds_summary`: ``mean``, ``ci`` (seeds and grid error), ``seeds_ci`` and ``grid``
+    (the two parts), ``n``, ``n_missing``; ``per_seed`` (None: not bracketed, or, ``None`` in
+    ``located``, not looked for on that seed's grid); ``bracket_hull``, the smallest interval of
+    grid points that holds every located seed's bracket; ``side``, where an unlocated seed's
+    feature lies (``above`` / ``below`` the grid; None: absent)."""
+    d = [_as_dict(x) for x in located]
+    s = seeds_summary(d)
+    both = lambda a, b: None if s[a] is None else [s[a], s[b]]  # noqa: E731
+    return {"mean": s["P_star"], "ci": both("lo", "hi"), "seeds_ci": both("seeds_lo", "seeds_hi"),
+            "grid": both("grid_lo", "grid_hi"), "n": s["n"], "n_missing": s["n_missing"],
+            "bracket_hull": s["bracket"], "per_seed": s["per_seed"],
             "side": [None if x is None or v is not None else x.get("side")
-                     for x, v in zip(d, per_seed)]}  # fmt: skip
+                     for x, v in zip(d, s["per_seed"])]}  # fmt: skip
 
 
 #: the arrays :func:`seed_groups` merges

@@ -16,6 +16,7 @@ from . import locate as loc
 from .branches import ONSET_TOL, linear_psi, quiet_nan
 from .errors import rel_err
 from .paper import PAPER_MEASURED
+from .pstar import seeds_summary
 from .stats import bootstrap_ci
 
 
@@ -53,29 +54,34 @@ def bracketed(L_: loc.Located | dict) -> float | None:
 
 
 def per_seed_points(lin, found: dict, window_lower: loc.Located | None) -> dict[str, list]:
-    """Every measured ``P*`` located on each seed's own runs (None: not bracketed on the grid):
-    the linear ones on ``lin``, the softmax ones from the per-seed details of ``found``."""
+    """Every measured ``P*`` located on each seed's own runs (:class:`.locate.Located`, or its
+    ``to_dict`` from a stored per-seed detail; None: not looked for): the linear ones on ``lin``,
+    the softmax ones from the per-seed details of ``found``. :func:`bracketed` of each is the
+    seed's value."""
     nS = lin.cfg.sweep.n_seeds
     r, psi = lin.masked("r"), linear_psi(lin)
     with quiet_nan():
         scale = float(np.nanmax(np.abs(np.nanmean(r, axis=1))))
     out: dict[str, list] = {}
     if np.isfinite(scale) and scale > 0:
-        out["P_c1"] = [
-            bracketed(loc.locate_onset(lin.P, r[:, s], tol=ONSET_TOL * scale)) for s in range(nS)
-        ]
+        out["P_c1"] = [loc.locate_onset(lin.P, r[:, s], tol=ONSET_TOL * scale) for s in range(nS)]
     else:
         out["P_c1"] = [None] * nS
-    out["P_cG"] = [bracketed(loc.locate_max_slope(lin.P, psi[:, s])) for s in range(nS)]
-    out["P_cG_half"] = [bracketed(loc.locate_level(lin.P, psi[:, s], 0.5)) for s in range(nS)]
+    out["P_cG"] = [loc.locate_max_slope(lin.P, psi[:, s]) for s in range(nS)]
+    out["P_cG_half"] = [loc.locate_level(lin.P, psi[:, s], 0.5) for s in range(nS)]
     for key, L_ in (
         ("P_aG", found.get("P_aG")),
         ("P_aG_single", found.get("P_aG_single")),
         ("window_lo", window_lower),
     ):
         per = (L_.detail.get("per_seed") if L_ is not None else None) or [None] * nS
-        out[key] = [None if x is None else bracketed(x) for x in per]
+        out[key] = list(per)
     return out
+
+
+def per_seed_values(points: dict[str, list]) -> dict[str, list]:
+    """The seeds' values of :func:`per_seed_points` (None: not bracketed)."""
+    return {k: [None if x is None else bracketed(x) for x in v] for k, v in points.items()}
 
 
 def ci_table(
@@ -86,15 +92,17 @@ def ci_table(
     pooled: dict | None = None,
     paper_conventions: bool = True,
 ) -> list[dict[str, Any]]:
-    """One row per ``P*``: measured (exact MAP, per seed) and finite-width theory (per seed, same
-    Grams and data), each as the geometric mean over seeds with a 95% bootstrap CI; the EK theory
-    and the paper's reported value next to them."""
+    """One row per ``P*``: measured (exact MAP, per seed: :func:`per_seed_points`), summarised by
+    :func:`.pstar.seeds_summary` (geometric mean over seeds, 95% bootstrap CI widened by the
+    grid's error, both parts kept), and finite-width theory (per seed, same Grams and data,
+    located by k-section: a bootstrap CI alone); the EK theory and the paper's reported value
+    next to them."""
     rows = []
     for key, att, what, ek_key in CI_ROWS:
         fin = {"linear": fin_lin, "softmax": fin_soft}[att]  # the paper's two heads
         fk = FINITE_OF.get(key, key)
         fin_per = (fin["summary"].get(fk) or {}).get("per_seed") if fin else None
-        meas = bootstrap_ci(per_seed.get(key) or [])
+        meas = seeds_summary(per_seed.get(key) or [])
         p = (pooled or {}).get(key if key != "window_lo" else "window_lo_pooled") or {}
         if meas["estimate"] is None and p.get("side"):  # outside the grid: say on which side
             meas["side"] = p["side"]

@@ -70,13 +70,21 @@ def test_linear_points_and_the_ci_table():
     psi = np.clip((np.log(P) - np.log(16)) / np.log(8) + 0.5, 0, 1)[:, None] * np.ones((1, 3))
     lin = Planted(P, r=r, cG=r, psi=psi)
     assert B.onset(lin).bracket == (4.0, 8.0)
-    per = seeds.per_seed_points(lin, {}, None)
+    located = seeds.per_seed_points(lin, {}, None)
+    per = seeds.per_seed_values(located)
     assert len(per["P_c1"]) == 3 and all(4 <= p <= 8 for p in per["P_c1"])
     # psi is linear in log P and 1/2 at P = 16: log interpolation finds it exactly
     assert per["P_cG_half"] == pytest.approx([16.0] * 3) and per["P_aG"] == [None] * 3
-    rows = {r["key"]: r for r in seeds.ci_table(per, None, None, {"P_c1": 6.0})}
-    assert rows["P_c1"]["measured"]["n"] == 3
-    assert rows["P_c1"]["rel_err_ek"] == pytest.approx(rows["P_c1"]["measured"]["estimate"] / 6 - 1)
+    rows = {r["key"]: r for r in seeds.ci_table(located, None, None, {"P_c1": 6.0})}
+    m = rows["P_c1"]["measured"]
+    assert m["n"] == 3
+    assert rows["P_c1"]["rel_err_ek"] == pytest.approx(m["estimate"] / 6 - 1)
+    # three identical seeds: no scatter, but the onset is anywhere in its bracket [4, 8]
+    assert (m["seeds_lo"], m["seeds_hi"]) == pytest.approx((m["estimate"],) * 2)
+    assert (m["lo"], m["hi"]) == pytest.approx((4.0, 8.0))
+    # the exact log-linear crossing: no interpolation error either
+    half = rows["P_cG_half"]["measured"]
+    assert (half["lo"], half["hi"]) == pytest.approx((16.0, 16.0))
     assert rows["P_aG"]["measured"]["estimate"] is None
 
 

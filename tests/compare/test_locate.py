@@ -197,3 +197,69 @@ def test_located_json_round_trip():
 def test_integer_grid_is_distinct_log_spaced_integers_from_one():
     assert loc.integer_grid(0.2, 10.0, 4).tolist() == [1, 2, 5, 10]
     assert loc.integer_grid(1, 10, 30).tolist() == list(range(1, 11))  # rounding merges: distinct
+
+
+# --- the grid error (Located.grid) -----------------------------------------------------------
+
+
+def test_a_step_on_the_grid_has_its_bracket_as_grid_error():
+    # the onset (first point past a threshold) and the jump (a step between two grid points)
+    # say nothing about where inside the bracket the feature lies: the grid error is the bracket
+    P = np.array([10.0, 20, 40, 80, 160])
+    y = np.where(P > 50, 1.0, 0.0)
+    for found in (loc.locate_onset(P, y, tol=0.1), loc.locate_jump(P, y)):
+        assert found.bracket == (40.0, 80.0) and found.grid == found.bracket
+        assert found.to_dict()["grid"] == [40.0, 80.0]
+
+
+def test_a_level_crossing_linear_in_log_P_has_no_interpolation_error_in_log_P():
+    # y = log(P / 55) crosses 0 at 55 inside (40, 80). Linear in log P, the two-point rule and
+    # both three-point interpolants (in log P) are exact: zero width. Linear in P, the rule
+    # gives 40 + 40 w (w = log(55/40) / log 2) and the parabolas in P through (20, 40, 80) and
+    # (40, 80, 160) cross elsewhere: the interval is their hull (roots found here by brentq on
+    # scipy's Lagrange polynomials, independently of the locator's polyfit)
+    from scipy.interpolate import lagrange
+    from scipy.optimize import brentq
+
+    P = np.array([10.0, 20, 40, 80, 160, 320])
+    y = np.log(P / 55.0)
+    found = loc.locate_level(P, y, 0.0)
+    assert found.P_star == pytest.approx(55.0, rel=1e-12)
+    assert found.grid == pytest.approx((55.0, 55.0), rel=1e-12)
+    lin = loc.locate_level(P, y, 0.0, scale="linear")
+    w = math.log(55 / 40) / math.log(2)
+    roots = [brentq(lagrange(P[i], y[i]), 40, 80) for i in ([1, 2, 3], [2, 3, 4])]
+    assert lin.P_star == pytest.approx(40 + 40 * w, rel=1e-12)
+    want = (min(roots + [lin.P_star]), max(roots + [lin.P_star]))
+    assert lin.grid == pytest.approx(want, rel=1e-9)
+    assert 40 < lin.grid[0] < 55 < lin.grid[1] < 80  # the linear rule's error covers the truth
+
+
+def test_a_crossing_with_no_neighbours_spans_the_two_variables_and_stays_in_the_bracket():
+    # two points only: no three-point interpolant, so the other variable's rule stands in
+    P = np.array([40.0, 80.0])
+    found = loc.locate_level(P, np.log(P / 55.0), 0.0)
+    w = math.log(55 / 40) / math.log(2)
+    assert found.grid == pytest.approx((55.0, 40 + 40 * w), rel=1e-12)
+    # a crossing of U's: dU / P linear in log P is exact, whatever the neighbours
+    P = np.array([10.0, 20, 40, 80, 160])
+    U_a = P * np.log(P / 55.0)
+    c = loc.locate_crossing(P, U_a, np.zeros_like(U_a))
+    assert c.grid == pytest.approx((55.0, 55.0), rel=1e-12)
+    # a sharp kink: the three-point interpolants miss it, the error never leaves the bracket
+    y = np.array([-1.0, -1, -1, 1, 1])
+    g = loc.locate_level(P, y, 0.0).grid
+    assert 40.0 <= g[0] <= g[1] <= 80.0
+
+
+@pytest.mark.parametrize("P0", [70.0, 100.0, 130.0])
+def test_max_slope_grid_error_covers_the_true_steepest_point(P0):
+    # psi = sigmoid(2 log(P / P0)) is steepest in log P at P0; a coarse factor-2 grid misplaces
+    # the parabola's vertex by a few percent, and the grid error (hull with the four-slope
+    # cubics' maxima) covers P0 while staying inside the bracket
+    P = 10.0 * 2.0 ** np.arange(8)
+    y = 1 / (1 + (P0 / P) ** 2)
+    found = loc.locate_max_slope(P, y)
+    lo, hi = found.grid
+    assert found.bracket[0] <= lo <= found.P_star <= hi <= found.bracket[1]
+    assert lo <= P0 <= hi

@@ -187,3 +187,52 @@ def test_group_points_and_point_summary_over_seed_groups():
     s = point_summary([off, None, pts["P_aG"][1]])
     assert s["per_seed"][:2] == [None, None] and s["side"][:2] == ["above", None]
     assert s["n"] == 1 and s["n_missing"] == 2
+
+
+# --- the seeds' interval widened by the grid's error (seeds_summary) -------------------------
+
+
+@pytest.mark.parametrize("n_seeds", [1, 3, 10])
+def test_a_step_on_a_shared_grid_gives_its_bracket_whatever_the_number_of_seeds(n_seeds):
+    # every seed jumps between the same two grid points: no scatter over seeds, and the grid
+    # cannot say where in [40, 80] the step lies, so the interval is [40, 80] for any n
+    from copyhead_jax.compare import locate as loc
+    from copyhead_jax.compare.pstar import seeds_summary
+
+    grid = np.array([10.0, 20, 40, 80, 160])
+    y = np.where(grid > 50, 1.0, 0.0)
+    s = seeds_summary([loc.locate_jump(grid, y) for _ in range(n_seeds)])
+    assert s["P_star"] == pytest.approx(np.sqrt(40 * 80))
+    assert (s["seeds_lo"], s["seeds_hi"]) == pytest.approx((s["P_star"],) * 2)  # no scatter
+    assert (s["grid_lo"], s["grid_hi"]) == pytest.approx((40.0, 80.0))
+    assert (s["lo"], s["hi"]) == pytest.approx((40.0, 80.0))
+    (row,) = pstar_rows({"P_aG_jump": [loc.locate_jump(grid, y)] * n_seeds}, {},
+                        attention="softmax", compare_paper=False)  # fmt: skip
+    assert (row["lo"], row["hi"]) == pytest.approx((40.0, 80.0))
+    assert "56.6 [40.0, 80.0]" in format_pstar([row])
+
+
+def test_scattered_seeds_add_their_grid_error_in_log_P():
+    # seeds at 50, 60, 70 with brackets (40, 80): the interval is the bootstrap CI of the
+    # geometric mean times (geometric mean of the grid ends) / estimate, at both ends
+    from copyhead_jax.compare import locate as loc
+    from copyhead_jax.compare.pstar import point_summary, seeds_summary
+    from copyhead_jax.compare.stats import bootstrap_ci
+
+    vals = [50.0, 60.0, 70.0]
+    grids = [(45.0, 55.0), (40.0, 80.0), (65.0, 75.0)]
+    per = [loc.Located("level", v, (40.0, 80.0), True, grid=g) for v, g in zip(vals, grids)]
+    s, b = seeds_summary(per + [None]), bootstrap_ci(vals)
+    g_lo = (45.0 * 40 * 65) ** (1 / 3)
+    g_hi = (55.0 * 80 * 75) ** (1 / 3)
+    assert (s["grid_lo"], s["grid_hi"]) == pytest.approx((g_lo, g_hi))
+    assert s["lo"] == pytest.approx(b["lo"] * g_lo / b["estimate"])
+    assert s["hi"] == pytest.approx(b["hi"] * g_hi / b["estimate"])
+    assert (s["seeds_lo"], s["seeds_hi"]) == (b["lo"], b["hi"])
+    assert s["n"] == 3 and s["n_seeds"] == 4 and s["n_missing"] == 1
+    # a located seed with no grid error of its own (an older result) counts its whole bracket
+    old = [x.to_dict() | {"grid": None} for x in per]
+    assert seeds_summary(old)["grid_lo"] == pytest.approx(40.0)
+    p = point_summary(per)
+    assert p["ci"] == pytest.approx([s["lo"], s["hi"]])
+    assert p["grid"] == [s["grid_lo"], s["grid_hi"]]
