@@ -74,6 +74,19 @@ def copy_weight(a: np.ndarray, log_w: np.ndarray, a_star: float) -> float:
     return float(np.exp(logsumexp(log_w[hi]))) if hi.any() else 0.0
 
 
+def log_odds(a: np.ndarray, log_w: np.ndarray, a_star: float) -> float:
+    """$d=\\log\\sum_{a_n<a^*}w_n-\\log\\sum_{a_n\\ge a^*}w_n$, the same $d$ as
+    :func:`d_of` of :func:`copy_weight` but from the two sides' log-masses, so finite whenever
+    both sides hold draws (far from the transition $w_{\\rm copy}$ rounds to 0 or 1 in float64
+    while $|d|$ is only ~40 nats); infinite when one side is empty."""
+    hi = a >= a_star
+    lo_mass = logsumexp(log_w[~hi]) if (~hi).any() else -math.inf
+    hi_mass = logsumexp(log_w[hi]) if hi.any() else -math.inf
+    if hi_mass == -math.inf:
+        return math.inf
+    return float(lo_mass - hi_mass)
+
+
 def d_of(w: float) -> float:
     """$d=-\\log(w/(1-w))$ (infinite at 0 and 1)."""
     if w <= 0.0:
@@ -165,13 +178,14 @@ def basins(edges: np.ndarray, F: np.ndarray, a: np.ndarray, log_w: np.ndarray,
     bimodal = bool(np.isfinite(B) and B > 0 and B > student(R) * B_se)
     w = copy_weight(a, log_w, a_top)
     ws = np.array([copy_weight(ar, lr, a_top) for ar, lr in reps])
-    ds = np.array([d_of(x) for x in ws])
+    ds = np.array([log_odds(ar, lr, a_top) for ar, lr in reps])
     h = float(np.mean(np.diff(edges)))
-    d_shift = [d_of(copy_weight(a, log_w, a_top + s * h)) for s in (-1, 1)]
+    d = log_odds(a, log_w, a_top)
+    d_shift = [log_odds(a, log_w, a_top + s * h) for s in (-1, 1)]
     d_se = max(se(ds), floor_d) if np.isfinite(se(ds)) else se(ds)
     w_se = max(se(ws), w * (1 - w) * floor_d)
     return Basins(bimodal, a_pool, float(a_top), a_copy, float(B), B_se, w, w_se,
-                  d_of(w), d_se, float(max(abs(x - d_of(w)) for x in d_shift)))  # fmt: skip
+                  d, d_se, float(max(abs(x - d) for x in d_shift)))  # fmt: skip
 
 
 def path_error(centers: np.ndarray, se_a: np.ndarray, kappa: float, a0: float, a1: float) -> float:

@@ -4,7 +4,15 @@ import math
 
 import numpy as np
 
-from copyhead_jax.transition.profile.basins import barrier_at, d_of, sd_of, se_of, split
+from copyhead_jax.transition.profile.basins import (
+    barrier_at,
+    copy_weight,
+    d_of,
+    log_odds,
+    sd_of,
+    se_of,
+    split,
+)
 from copyhead_jax.transition.profile.landscape import restrain, root_of_inverse
 
 
@@ -46,3 +54,18 @@ def test_root_of_inverse_floors_negative_curvature():
     C = root_of_inverse(np.diag([4.0, -2.0, 0.01]), floor=1.0)
     # eigenvalues max(lam, 1): 4, 1, 1 -> C C^T = diag(1/4, 1, 1)
     np.testing.assert_allclose(C @ C.T, np.diag([0.25, 1.0, 1.0]), atol=1e-12)
+
+
+def test_log_odds_is_d_of_the_copy_weight_and_stays_finite_far_from_the_transition():
+    """Two draws with normalised weights w and 1 - w on either side of a*: d = log((1 - w)/w)
+    exactly; at w = 1 - e^-45 the copy weight rounds to 1 (d_of: -inf) while the log-masses
+    still give -45 (a probe past the transition keeps its place in the root search)."""
+    a = np.array([0.1, 2.0])
+    for d in (-3.0, 0.5, 20.0):
+        log_w = np.array([-np.logaddexp(0.0, -d), -np.logaddexp(0.0, d)])  # pool, copy
+        assert math.isclose(log_odds(a, log_w, 1.0), d, rel_tol=1e-12)
+        assert math.isclose(d_of(copy_weight(a, log_w, 1.0)), d, rel_tol=1e-9)
+    far = np.array([-45.0, 0.0])
+    assert d_of(copy_weight(a, far, 1.0)) == -math.inf
+    assert math.isclose(log_odds(a, far, 1.0), -45.0)
+    assert log_odds(a, far, 5.0) == math.inf  # no draw past a*: all pooling
