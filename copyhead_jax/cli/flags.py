@@ -42,6 +42,20 @@ def finite_float(text: str) -> float:
     return v
 
 
+def target_flags(g, cap: str, rhat_default: float, judged: str = "U") -> None:
+    """``--ess-target N`` and ``--rhat-target``, stopping when enough, on an argument group of
+    every sampler command (``copyhead sample``, ``copyhead llc``): one name, one meaning, one
+    default (``None``: the sampler config's, 0 = the fixed length); ``cap`` names the flags
+    that set the cap, ``judged`` the energy judged beside the order parameters."""
+    g.add_argument("--ess-target", type=finite_float, default=None, metavar="N",
+                   help=f"stop when enough: draw in rounds until every run's ESS of {judged} "
+                   "and both order parameters is >= N and their split R-hat <= "
+                   f"--rhat-target, or the cap ({cap}, in whole rounds); a run that reaches "
+                   "the cap first is flagged; default 0: the fixed length")  # fmt: skip
+    g.add_argument("--rhat-target", type=finite_float, default=None,
+                   help=f"the R-hat bar of --ess-target (default {rhat_default})")
+
+
 def parse_P_grid(text: str) -> tuple[int, ...]:
     """``"4,8,16"``, ``"4:1000:24log"`` (24 log-spaced) or ``"10:100:10lin"`` -> sorted ints."""
     text = text.strip()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .flags import finite_float
+from .flags import finite_float, target_flags
 
 #: (key of RunLLC.arrays, label) of the estimators drawn and printed, in that order
 SHOWN = (
@@ -56,6 +56,11 @@ def add_llc_subparser(sub) -> None:
                    help="SGLD step times (gamma + top curvature); default "
                    f"{d.eta_frac}")  # fmt: skip
     p.add_argument("--seed", type=int, default=d.seed, help=f"chains' seed (default {d.seed})")
+    g = p.add_argument_group("stop when enough (the flags of copyhead sample)")
+    target_flags(g, "--steps", d.rhat_target, judged="L_n")
+    g.add_argument("--round-steps", type=int, default=None,
+                   help=f"SGLD steps per round with --ess-target, a multiple of --thin "
+                   f"(default {d.round_steps})")  # fmt: skip
     p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
                    help="print the result as JSON (no table; default off)")  # fmt: skip
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
@@ -134,16 +139,26 @@ def checkpoint_folder(sweep: str) -> Path:
     return p.with_name(p.stem + "_llc.chunks")
 
 
+def llc_settings(args):
+    """The :class:`~copyhead_jax.sampling.llc_runs.LLCSettings` of ``copyhead llc``'s flags (a
+    target flag left out: the settings' default)."""
+    from ..sampling.llc_runs import LLCSettings
+
+    target = {f: getattr(args, f) for f in ("ess_target", "rhat_target", "round_steps")
+              if getattr(args, f) is not None}  # fmt: skip
+    return LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
+                       burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,
+                       seed=args.seed, **target)  # fmt: skip
+
+
 def cmd_llc(args) -> int:
     import sys
 
     from ..runner import claim
-    from ..sampling.llc_runs import LLCSettings, llc_runs
+    from ..sampling.llc_runs import llc_runs
     from ._common import save_figure
 
-    st = LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
-                     burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,
-                     seed=args.seed)  # fmt: skip
+    st = llc_settings(args)
     names, sweeps, post = _inputs(args.files, args.siblings)  # paths checked by cli.main
     ckpt = checkpoint_folder(names[0])
     if os.access(ckpt.parent, os.W_OK | os.X_OK):  # one writer; a Ctrl-C keeps what finished
@@ -178,18 +193,37 @@ def print_llc(r) -> None:
     print(f"# {r.attention}: lambda-hat (seed mean, max MCSE over seeds); d/2 = {r.d / 2:g}; "
           f"gamma = {r.settings.gamma:g}; WBIC = E[n L_n] at beta = 1/log n, likelihood "
           "normalisation omitted; w* alt: seeds whose centre is a later file's fit")  # fmt: skip
+    from ..models import head_class
+
+    st = r.settings
+    ran = [k for k in ("beta1", "devinterp", "wbic") if np.isfinite(a[f"{k}_n_draws"]).any()]
+    n1, nG = head_class(r.attention).order_names
+    print(f"# R-hat, ESS: the worst of L_n, {n1}, {nG} over the chain sets and seeds"
+          + (f"; stop when enough: ESS >= {st.ess_target:g} and R-hat <= {st.rhat_target:g}, in "
+             f"rounds of {st.round_draws} draws per chain, at most {st.n_rounds * st.round_draws}"
+             "; draws: per chain; met: chain sets whose every seed met it"
+             if st.ess_target else ""))  # fmt: skip
     head = f"{'P':>6} " + " ".join(f"{n:>16}" for _, n in shown)
-    print(head + f" {'WBIC':>16} {'R-hat':>6} {'w* alt':>7}")
+    print(head + f" {'WBIC':>16} {'R-hat':>6} {'ESS':>6} {'w* alt':>7}"
+          + (f" {'draws':>6} {'met':>5}" if st.ess_target else ""))  # fmt: skip
     for i, P in enumerate(r.P):
         cells = []
         for k, _ in [*shown, ("wbic", "")]:
             m, _sd = _seed_stats(a[k], i)
             se = np.nanmax(a[f"{k}_mcse"][i]) if np.isfinite(a[f"{k}_mcse"][i]).any() else math.nan
             cells.append(f"{m:>9.3g} ({se:>4.2g})")
-        rh = [a[f"{k}_rhat"][i] for k in ("beta1", "devinterp", "wbic")]
+        rh = [a[f"{k}_rhat_reached"][i] for k in ran]
+        es = [a[f"{k}_ess_reached"][i] for k in ran]
         rmax = np.nanmax(rh) if np.isfinite(rh).any() else math.nan
+        emin = np.nanmin(es) if np.isfinite(es).any() else math.nan
         n_alt = int(np.sum(a["source"][i] >= 1))  # seeds centred at a later file's fit
-        print(f"{P:>6d} " + " ".join(cells) + f" {rmax:>6.2f} {n_alt:>7d}")
+        line = f"{P:>6d} " + " ".join(cells) + f" {rmax:>6.2f} {emin:>6.0f} {n_alt:>7d}"
+        if st.ess_target:
+            n_draws = [a[f"{k}_n_draws"][i] for k in ran]
+            n_met = sum(bool(np.all(a[f"{k}_target_met"][i] == 1)) for k in ran)
+            top = np.nanmax(n_draws) if np.isfinite(n_draws).any() else math.nan
+            line += f" {top:>6.0f} {n_met:>2d}/{len(ran):<2d}"
+        print(line)
     if r.pstar:
         print("# MAP P*: " + ", ".join(f"{k} = {v:.4g}" for k, v in r.pstar.items()))
 

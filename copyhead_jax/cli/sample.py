@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from ..config import DEFAULT_CHAINS, STARTS, HMCConfig, SGLDConfig
-from .flags import add_preset_flags, finite_float
+from .flags import add_preset_flags, finite_float, target_flags
 
 #: CLI flag -> (sampler kind, config field): a flag means one thing for the one sampler it names.
 SGLD_FLAGS = {"steps": "n_steps", "burn_in": "burn_in", "round_steps": "round_steps"}
@@ -61,13 +61,7 @@ def add_sample_subparser(sub) -> None:
     g.add_argument("--keep-loglik", action=argparse.BooleanOptionalAction, default=None,
                    help="record each training sequence's log-likelihood per draw (ArviZ "
                    "log_likelihood group, az.loo)")  # fmt: skip
-    g.add_argument("--ess-target", type=finite_float, default=None, metavar="N",
-                   help="stop when enough: draw in rounds until every run's ESS of U and both "
-                   "order parameters is >= N and their split R-hat <= --rhat-target, or the cap "
-                   "(--iterations / --steps, in whole rounds); a run that reaches the cap "
-                   "first is flagged; default 0: the fixed length")  # fmt: skip
-    g.add_argument("--rhat-target", type=finite_float, default=None,
-                   help=f"the R-hat bar of --ess-target (default {h.rhat_target})")
+    target_flags(g, "--iterations / --steps", h.rhat_target)
     g = p.add_argument_group("SGLD only (--sampler sgld)")
     g.add_argument("--steps", type=int, default=None, help=f"SGLD steps (default {d.n_steps})")
     g.add_argument("--burn-in", type=int, default=None,

@@ -20,6 +20,16 @@ $\lambda_{\max}$ the top curvature of $n\beta L_n$ at $w^*$ (power iteration): S
 inflation in the stiffest direction is at most $1/(1-\eta_{\rm frac}/2)$. With a posterior file
 of the same runs, ``posterior`` is the posterior's own $\hat\lambda_{\beta=1}=\mathbb E_{\rm
 post}[\mathcal E]-\mathcal E(w^*)$ ($\gamma=0$, prior kept) from its draws.
+
+Each draw records $L_n$ and both order parameters; every chain set reports the smallest ESS and
+the largest split R-hat of the three per seed (``E_ess_reached``, ``E_rhat_reached``), the
+quantities a target is judged on. **Stop when enough** (``ess_target > 0``): a chain set is drawn
+in rounds of ``round_steps`` SGLD steps by the samplers' one round loop
+(:func:`~copyhead_jax.sampling.rounds.sample_rounds`) until every seed with a centre meets the
+target on those three, or the cap (``n_steps - burn_in`` in whole rounds); its seeds run in one
+vmapped program, so they stop together and a seed that met the target early keeps its later
+draws. Each round is saved beside the chain sets, and a killed run resumes after the last saved
+round with the numbers of an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -37,13 +47,19 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .._checks import check_float, check_int
+from ..config import FINAL, Rounds
+from ..config.samplers import check_target
+from ..data import masked_mean
 from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
+from ..observables import attention_matrices, order_parameters
 from ..results import PosteriorResult, SweepResult
 from ..runner import Progress, fingerprint
 from ..runner.memory import available_bytes, refuse_if_over
 from .estimators import run_mean
+from .health import target_meta
+from .rounds import met, reached, sample_rounds
 from .sgld import sgld_chains
 from .stats import ess, mcse_mean, split_rhat
 
@@ -58,12 +74,15 @@ ESTIMATORS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class LLCSettings:
+class LLCSettings(Rounds):
     """SGLD settings of :func:`llc_runs` (devinterp's $\\gamma=100$ by default). At
     $\\gamma=100$ the slowest localised direction relaxes in $\\sim(1+\\lambda_{\\max}/\\gamma)/
     \\eta_{\\rm frac}$ steps (<= 70 on the plain grid at P <= 8): 1,500 kept steps are >= 20 of
     them. The unlocalised WBIC chains relax on the prior's scale and may need more steps: read
-    their R-hat."""
+    their R-hat. ``ess_target > 0``: stop when enough, in rounds of ``round_steps`` steps
+    (module docstring; the fields and defaults of ``SGLDConfig``'s)."""
+
+    ROUND_FIELD: ClassVar[str] = "round_steps"
 
     gamma: float = 100.0
     n_chains: int = 4
@@ -73,6 +92,9 @@ class LLCSettings:
     eta_frac: float = 0.05
     power_iters: int = 30
     seed: int = 0
+    ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target
+    rhat_target: float = FINAL.rhat_max
+    round_steps: int = 500  # SGLD steps per round (a multiple of thin) when a target is set
 
     def __post_init__(self):
         check_float("gamma", self.gamma, lo=0.0, lo_open=False)  # 0: no localisation
@@ -86,6 +108,12 @@ class LLCSettings:
         check_float("eta_frac", self.eta_frac, lo=0.0, hi=1.0)
         check_int("power_iters", self.power_iters, lo=1, hi=10_000)
         check_int("seed", self.seed, lo=0)
+        check_target(self, "LLCSettings", "round_steps")
+
+    @property
+    def n_draws(self) -> int:
+        """Draws kept per chain: ``(n_steps - burn_in) // thin`` (with a target: the cap)."""
+        return (self.n_steps - self.burn_in) // self.thin
 
 
 class RunLLC(NamedTuple):
@@ -104,6 +132,7 @@ class RunLLC(NamedTuple):
         return {"P": self.P.tolist(), "d": self.d, "d_half": self.d / 2,
                 "attention": self.attention, "pstar": self.pstar,
                 "settings": dataclasses.asdict(self.settings),
+                "target": target_meta(self.settings),
                 **{k: clean(np.asarray(v, float)) for k, v in self.arrays.items()}}  # fmt: skip
 
 
@@ -154,11 +183,11 @@ def lowest_u_fits(sweeps: Sequence[SweepResult]) -> tuple[SweepResult, np.ndarra
 
 
 def llc_bytes(cfg, st: LLCSettings, n_params: int) -> int:
-    """Memory of one P's chains (the seeds vmapped): each chain's kept draws (float32) and its
-    SGLD state (parameters, gradient, noise, proposal: 4 copies, float32), doubled for XLA's
-    temporaries."""
-    n_draws = (st.n_steps - st.burn_in) // st.thin
-    return 2 * cfg.sweep.n_seeds * st.n_chains * 4 * (n_draws + 4 * n_params)
+    """Memory of one P's chains (the seeds vmapped): each chain's kept draws (``L_n`` and two
+    order parameters, float32; with a target the cap) and its SGLD state (parameters, gradient,
+    noise, proposal: 4 copies, float32), doubled for XLA's temporaries."""
+    n_draws = st.n_rounds * st.round_draws  # the cap in whole rounds
+    return 2 * cfg.sweep.n_seeds * st.n_chains * 4 * (len(OBSERVED) * n_draws + 4 * n_params)
 
 
 def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> int:
@@ -166,7 +195,7 @@ def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> int:
     reduced parameter count ``|W^G| + |W^O_hat|``."""
     shapes = (best["params/W_G"].shape[2:], best["params/W_O_hat"].shape[2:])
     n_params = int(sum(np.prod(s) for s in shapes))
-    n_draws = (st.n_steps - st.burn_in) // st.thin
+    n_draws = st.n_rounds * st.round_draws
     what = (f"llc: {cfg.sweep.n_seeds} seed(s) x {st.n_chains} chain(s) of {n_draws:,} draws "
             f"and {n_params:,} parameters")  # fmt: skip
     refuse_if_over(llc_bytes(cfg, st, n_params), available_bytes(cfg), what,
@@ -178,54 +207,112 @@ def _sq(w) -> Array:
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(w))
 
 
-def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg: Any,
-                st: LLCSettings):  # fmt: skip
-    """One run: ``(L_n draws [C, T], L_n(w*), eta, lambda_max, finite [C])``."""
+def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=None, *,
+                cfg: Any, st: LLCSettings, n_steps: int, burn_in: int):  # fmt: skip
+    """One run's chains for ``n_steps`` steps after ``burn_in``, or continued from ``carry`` (the
+    previous round's): ``(stats, carry)`` with ``stats = (draws [C, T, 3] of (L_n, o1, oG),
+    L_n(w*), eta, lambda_max, finite [C])`` and ``carry = (SGLD state, eta, lambda_max,
+    L_n(w*))``: the step and the centre's values are computed once, in the first round."""
     cls, obj = head_class(cfg.model.attention), Objective.from_config(cfg)
     n = jnp.maximum(jnp.sum(m), 1.0)
     nbeta = nbeta_over_n * n
 
+    def head(w):
+        return cls.from_config(cfg, W_E=W_E, b=b, W_G=w[0], W_O_hat=w[1])
+
     def Ln(w):
-        h = cls.from_config(cfg, W_E=W_E, b=b, W_G=w[0], W_O_hat=w[1])
-        return obj.likelihood_weight * jnp.sum(m * h.squared_errors(tok)) / n
+        return obj.likelihood_weight * jnp.sum(m * head(w).squared_errors(tok)) / n
+
+    def observe(w):  # L_n and the order parameters: what a target is judged on
+        h = head(w)
+        o = order_parameters(masked_mean(attention_matrices(h, tok), m), gauge_fix=h.gauge_fix)
+        return jnp.stack([Ln(w), o.c1, o.cG])
 
     def prior(w):
         return jnp.sum(w[0] ** 2) / (2 * obj.sigma_G**2) + jnp.sum(w[1] ** 2) / (2 * obj.sigma_O**2)
-
-    g = jax.grad(Ln)
-
-    def power(v, _):
-        hv = jax.tree.map(lambda x: nbeta * x, jax.jvp(g, (ws,), (v,))[1])
-        nrm = jnp.sqrt(_sq(hv))
-        return jax.tree.map(lambda x: x / nrm, hv), nrm
-
-    size = sum(x.size for x in jax.tree.leaves(ws))
-    v0 = jax.tree.map(lambda x: jnp.ones_like(x) / math.sqrt(size), ws)
-    _, nrms = jax.lax.scan(power, v0, None, length=st.power_iters)
-    lam = nrms[-1]
-    prior_curv = prior_on / min(obj.sigma_G, obj.sigma_O) ** 2
-    eta = st.eta_frac / (gamma + lam + prior_curv)
 
     def potential(w):
         loc = _sq(jax.tree.map(jnp.subtract, w, ws))
         return nbeta * Ln(w) + 0.5 * gamma * loc + prior_on * prior(w)
 
-    res = sgld_chains(key, ws, potential, n_steps=st.n_steps, step_size=eta, burn_in=st.burn_in,
-                     thin=st.thin, n_chains=st.n_chains, draw_fn=Ln)  # fmt: skip
-    return res.draws, Ln(ws), eta, lam, res.finite
+    if carry is None:
+        g = jax.grad(Ln)
+
+        def power(v, _):
+            hv = jax.tree.map(lambda x: nbeta * x, jax.jvp(g, (ws,), (v,))[1])
+            nrm = jnp.sqrt(_sq(hv))
+            return jax.tree.map(lambda x: x / nrm, hv), nrm
+
+        size = sum(x.size for x in jax.tree.leaves(ws))
+        v0 = jax.tree.map(lambda x: jnp.ones_like(x) / math.sqrt(size), ws)
+        _, nrms = jax.lax.scan(power, v0, None, length=st.power_iters)
+        lam = nrms[-1]
+        prior_curv = prior_on / min(obj.sigma_G, obj.sigma_O) ** 2
+        eta = st.eta_frac / (gamma + lam + prior_curv)
+        state, L0 = None, Ln(ws)
+    else:
+        state, eta, lam, L0 = carry
+    res = sgld_chains(key, ws, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in,
+                      thin=st.thin, n_chains=st.n_chains, draw_fn=observe, state=state)  # fmt: skip
+    return (res.draws, L0, eta, lam, res.finite), (res.last_state, eta, lam, L0)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "st"))
-def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, *, cfg, st):
+@functools.partial(jax.jit, static_argnames=("cfg", "st", "n_steps", "burn_in"))
+def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=None, *, cfg,
+                st, n_steps, burn_in):  # fmt: skip
     """:func:`_run_chains` over the seeds of one P (leading axis; the scalars shared)."""
-    one = functools.partial(_run_chains, cfg=cfg, st=st)
-    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
-        keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on
+    one = functools.partial(_run_chains, cfg=cfg, st=st, n_steps=n_steps, burn_in=burn_in)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None, 0))(
+        keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry
     )
 
 
+def _chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg) -> dict:
+    """The host arrays of one chain set (``args`` of :func:`_chains_jit` without the carry;
+    ``ok[seed]``: the seeds with a centre): ``draws [S, C, T, 3]``, ``finite [S, C]``,
+    ``L0``, ``step``, ``lambda_max`` ``[S]`` and ``n_draws [S]``; the fixed length, or rounds
+    until every seed with a centre meets ``st``'s target (module docstring)."""
+
+    def host(out):
+        draws, L0, eta, lam, fin = (np.asarray(x) for x in out)
+        return {"draws": draws, "finite": fin.astype(bool), "L0": L0, "step": eta,
+                "lambda_max": lam}  # fmt: skip
+
+    if not st.ess_target:
+        got = host(_chains_jit(*args, cfg=cfg, st=st, n_steps=st.n_steps,
+                               burn_in=st.burn_in)[0])  # fmt: skip
+        return {**got, "n_draws": np.full(len(ok), st.n_draws, np.int64)}
+
+    def start():
+        return _chains_jit(*args, cfg=cfg, st=st, burn_in=st.burn_in,
+                           n_steps=st.burn_in + st.round_draws * st.thin)  # fmt: skip
+
+    def more(carry, _first_draw):
+        return _chains_jit(*args, carry, cfg=cfg, st=st, burn_in=0,
+                           n_steps=st.round_draws * st.thin)  # fmt: skip
+
+    def done(a) -> bool:
+        fin = _finite(a["draws"], a["finite"])
+        return bool((met(*reached(a["draws"], fin, OBSERVED), fin, st) | ~ok).all())
+
+    # the carry's structure reads a saved round back (traced only where rounds are saved)
+    structure = None if snapshot is None else jax.tree.structure(jax.eval_shape(start)[1])
+    return sample_rounds(st, start, more, host, structure, snapshot, done=done)
+
+
+#: the columns of a chain set's draws: L_n and the two order parameters, all judged by a target
+OBSERVED = (0, 1, 2)
+
+
+def _finite(draws: np.ndarray, fin: np.ndarray) -> np.ndarray:
+    """Chains finite in every step and every recorded draw (NaN padding past a chain set's own
+    draws does not count: there is none within one chain set)."""
+    return fin & np.isfinite(draws).all(axis=(-2, -1))
+
+
 #: what one chain set (one P, one estimator) keeps per seed
-CHUNK_FIELDS = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "finite", "E_star")
+CHUNK_FIELDS = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "ess_reached",
+                "rhat_reached", "n_draws", "target_met", "finite", "E_star")
 
 
 def _fingerprint(cfg, st: LLCSettings, estimators: list[str], key, best: SweepResult) -> str:
@@ -312,19 +399,20 @@ def llc_runs(
     names = ["source", "U_star", "E_star"]
     for e in ESTIMATORS:
         names += [e, f"{e}_mcse", f"{e}_rhat", f"{e}_ess", f"{e}_eta", f"{e}_lambda_max",
+                  f"{e}_ess_reached", f"{e}_rhat_reached", f"{e}_n_draws", f"{e}_target_met",
                   f"{e}_finite"]  # fmt: skip
     out = {k: np.full((nP, nS), np.nan) for k in names}
     out["source"], out["U_star"] = src.astype(float), np.where(src >= 0, best["U"], np.nan)
     ok = best.ok
     key = jax.random.key(st.seed) if key is None else key
-    statics = dict(cfg=cfg, st=st)
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
     bar = Progress(len(sets), f"llc {cfg.model.attention} ({nS} seeds per P)",
                    show=progress, n_chunks=len(sets), unit="chain set")  # fmt: skip
 
-    def compute(idx) -> dict[str, np.ndarray]:
-        """The chain set ``sets[idx[0]]``: its per-seed estimate, MCSE, health, step, curvature
-        and ``n L_n(w*)``, each ``[1, nS]`` (NaN at P < 2: beta = 1 / log n needs n >= 2)."""
+    def compute(idx, snapshot) -> dict[str, np.ndarray]:
+        """The chain set ``sets[idx[0]]``: its per-seed estimate, MCSE, health, step, curvature,
+        reached ESS and R-hat, draws and ``n L_n(w*)``, each ``[1, nS]`` (NaN at P < 2: beta =
+        1 / log n needs n >= 2); ``snapshot``: where its rounds are saved."""
         i, e = sets[int(idx[0])]
         P = int(cfg.sweep.P[i])
         row = {k: np.full((1, nS), np.nan) for k in CHUNK_FIELDS}
@@ -338,25 +426,36 @@ def llc_runs(
         W_E, b = jnp.asarray(best["params/W_E"][i]), jnp.asarray(best["params/b"][i])
         keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, P),
                                                    list(ESTIMATORS).index(e)), nS)  # fmt: skip
-        res = _chains_jit(keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
-                          float(prior_on), **statics)  # fmt: skip
-        draws, L0, eta, lam, fin = (np.asarray(x, np.float64) for x in res)
-        fin = fin.astype(bool) & np.isfinite(draws).all(-1) & ok[i][:, None]
-        sm = _summaries(draws, L0, fin, frac(P) * P)
-        row.update(value=sm["value"], mcse=sm["mcse"], rhat=sm["rhat"], ess=sm["ess"], eta=eta,
-                   lambda_max=lam, finite=fin.mean(-1), E_star=np.where(ok[i], P * L0, np.nan))
+        args = (keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
+                float(prior_on))  # fmt: skip
+        got = _chain_set(args, st, ok[i], snapshot, cfg)
+        draws = np.asarray(got["draws"], np.float64)
+        L0 = np.asarray(got["L0"], np.float64)
+        fin = _finite(draws, got["finite"]) & ok[i][:, None]
+        sm = _summaries(draws[..., 0], L0, fin, frac(P) * P)
+        e_min, r_max = reached(draws, fin, OBSERVED)
+        row.update(value=sm["value"], mcse=sm["mcse"], rhat=sm["rhat"], ess=sm["ess"],
+                   eta=got["step"], lambda_max=got["lambda_max"], ess_reached=e_min,
+                   rhat_reached=r_max, n_draws=got["n_draws"], finite=fin.mean(-1),
+                   E_star=np.where(ok[i], P * L0, np.nan))  # fmt: skip
+        if st.ess_target:
+            row["target_met"] = met(e_min, r_max, fin, st)
         if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
             row.update(value=P * sm["mean"], mcse=sm["mcse"] / frac(P))
         return {k: np.asarray(v, np.float64).reshape(1, nS) for k, v in row.items()}
 
     fp = _fingerprint(cfg, st, list(run), key, best)
     done = bar.chunks(n_runs=len(sets), chunk=1, compute=compute, fingerprint=fp,
-                      ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir))  # fmt: skip
+                      ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
+                      snapshots=True)  # fmt: skip
     bar.close()
     for j, (i, e) in enumerate(sets):  # the chain sets' rows into the [P, seed] arrays
         out["E_star"][i] = done["E_star"][j]  # n L_n(w*), the same for every estimator
         for k in CHUNK_FIELDS[:-1]:
             out[e if k == "value" else f"{e}_{k}"][i] = done[k][j]
+    if not st.ess_target:  # met or not: only a run with a target says
+        for e in ESTIMATORS:
+            del out[f"{e}_target_met"]
     if posterior is not None:
         w = Objective.from_config(cfg).likelihood_weight
         mean, se, _ = run_mean(posterior, "train_loss")

@@ -40,23 +40,21 @@ from .stats import ess, split_rhat
 
 #: the columns of ``draws`` a target is judged on: U and the two order parameters
 JUDGED = tuple(DRAW_FIELDS.index(f) for f in ("U", "c1", "cG"))
-#: per-chain arrays of a round: the first round's are kept (U at the start, the frozen step),
-#: ``finite`` is and-ed over rounds; every other array is per draw (axis 2, after runs, chains)
-FIRST_ROUND = ("U0", "step")
 _SNAPSHOT_KIND = "copyhead_jax.RoundSnapshot"
 
 
-def reached(draws: np.ndarray, finite: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reached(draws: np.ndarray, finite: np.ndarray,
+            columns: tuple[int, ...] = JUDGED) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(ess_min, rhat_max)`` per run of ``draws[runs, C, S, F]``: the smallest ESS and largest
-    split R-hat of the :data:`JUDGED` columns over the run's finite chains (NaN with no finite
-    chain, under 4 draws, or a constant trace)."""
+    split R-hat of the judged ``columns`` (default :data:`JUDGED`) over the run's finite chains
+    (NaN with no finite chain, under 4 draws, or a constant trace)."""
     runs = draws.shape[0]
     e, r = np.full(runs, np.nan), np.full(runs, np.nan)
     for i in range(runs):
         ok = np.asarray(finite[i], bool)
         if not ok.any() or draws.shape[2] < 4:
             continue
-        x = np.moveaxis(np.asarray(draws[i][ok][..., JUDGED], np.float64), -1, 0)  # [k, C, S]
+        x = np.moveaxis(np.asarray(draws[i][ok][..., columns], np.float64), -1, 0)  # [k, C, S]
         with np.errstate(all="ignore"):
             e[i], r[i] = np.min(ess(x)), np.max(split_rhat(x))
     return e, r
@@ -72,13 +70,15 @@ def met(ess_min, rhat_max, finite, mc) -> np.ndarray:
 
 
 def join_rounds(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The host arrays of two consecutive rounds of the same runs as one (module docstring)."""
+    """The host arrays of two consecutive rounds of the same runs as one: per-draw arrays
+    (``[runs, C, draw, ...]``) joined along the draws, ``finite[runs, C]`` and-ed, and every
+    other array (per run or per chain: U at the start, the frozen step) the first round's."""
     out = {}
     for k, v in a.items():
-        if k in FIRST_ROUND:
-            out[k] = v
-        elif k == "finite":
+        if k == "finite":
             out[k] = v & b[k]
+        elif np.ndim(v) < 3:
+            out[k] = v
         else:
             out[k] = np.concatenate([v, b[k]], axis=2)
     return out

@@ -163,7 +163,7 @@ def test_chains_too_large_for_the_budget_are_refused_before_any_work(sweep):
         llc_runs(small, settings=big)
     a, b = (llc_bytes(small.config, LLCSettings(n_steps=n, burn_in=0, thin=1), 10)
             for n in (1000, 2000))  # fmt: skip
-    assert b - a == 2 * 4 * 4 * 1000  # 2 x chains x float32 x the extra draws
+    assert b - a == 2 * 4 * 4 * 3 * 1000  # 2 x chains x float32 x (L_n, o1, oG) x extra draws
 
 
 @pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
