@@ -40,7 +40,7 @@ def features(lin: Runs, pool: Runs, copy: Runs, which=B.KEYS) -> list[Feature]:
         out.append(F("P_cG", lambda: B.copy_crossover(lin), [lin]))
         out.append(F("P_cG_half", lambda: loc.locate_level(lin.P, B.linear_psi(lin), 0.5), [lin]))
     if "P_aG" in which:
-        out.append(F("P_aG", lambda: B.crossing(pool, copy), [pool, copy]))
+        out.append(F("P_aG", lambda: B.u_crossing(pool, copy), [pool, copy]))
         # the coexistence window's edges: refining them puts runs inside each seed's window
         out.append(F("window", lambda: B.window_interior(pool, copy), [pool, copy]))
         out.append(F("P_aG_single", lambda: B.single_jump(pool), [pool]))

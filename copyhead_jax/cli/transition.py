@@ -338,9 +338,7 @@ def format_profile(res: dict) -> str:
         cr = sd["crossing"] or {}
         br = cr.get("bracket")
         lines.append(f"seed {sd['seed']}: {sd['verdict']}, P* = {_f(sd['P_star'])}"
-                     + (f"  bracket [{br[0]:g}, {br[1]:g}], log-P errors: MC "
-                        f"{cr['err_mc']:.3f}, quadrature {cr['err_quad']:.3f}, interpolation "
-                        f"{cr['err_interp']:.3f}" if br else ""))  # fmt: skip
+                     + (f"  bracket [{br[0]:g}, {br[1]:g}], {_errors(cr)}" if br else ""))
         if sd.get("coexistence"):
             o = sd["coexistence_outer"]
             lines.append(f"  both basins at P in [{sd['coexistence'][0]}, "
@@ -407,6 +405,16 @@ def _f(x, nd=4) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}g}"
 
 
+def _errors(c: dict, anchored: bool = False) -> str:
+    """A crossing's log-P error budget in words (an unbounded part, JSON null, named)."""
+    e = lambda x: "unbounded" if x is None or not math.isfinite(x) else f"{x:.3f}"  # noqa: E731
+    txt = (f"log-P errors: MC {e(c['err_mc'])}, quadrature {e(c['err_quad'])}, "
+           f"{'slope' if anchored else 'interpolation'} {e(c['err_interp'])}")  # fmt: skip
+    if c.get("straddles"):
+        txt += " (a bracket end's error reaches across zero: followed past it)"
+    return txt
+
+
 def format_result(res: dict) -> str:
     """The printed summary: per seed, the mean with its interval, cross-check, theory, flags."""
     q = res["quantity"]
@@ -421,10 +429,8 @@ def format_result(res: dict) -> str:
         where = (f"bracket [{br[0]:g}, {br[1]:g}]" if br else
                  f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "
                  "earlier bracket(s)" if an else "")  # fmt: skip
-        lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, "
-                     f"log-P errors: MC {c['err_mc']:.3f}, quadrature {c['err_quad']:.3f}, "
-                     f"{'slope' if an else 'interpolation'} {c['err_interp']:.3f}" if where else
-                     f"  not bracketed ({c.get('side')})"))  # fmt: skip
+        lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, {_errors(c, bool(an))}" if where else
+                                             f"  not bracketed ({c.get('side')})"))  # fmt: skip
     lo, hi = res["interval"]
     lines.append(f"{q} = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
                  f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "

@@ -1,5 +1,7 @@
 """Where theory and measurement meet (the only such place in the package).
 
+- ``root``     the one crossing rule: where a measured difference turns sign, its interval
+               (Monte Carlo, quadrature, interpolation; an end straddling zero widens it)
 - ``locate``   measured transition points ``P*`` on a grid of ``P`` (docs/theory.md §5)
 - ``overlay``  theory curves over measured sweeps
 - ``errors``   relative errors and the thresholds that make one a disagreement
@@ -18,6 +20,7 @@
 
 from . import locate as locate
 from . import paper as paper
+from . import root as root
 from .claims import EXPONENT_TOL as EXPONENT_TOL
 from .claims import P_TOL as P_TOL
 from .claims import judge as judge
@@ -58,6 +61,7 @@ from .readings import ek_window as ek_window
 from .readings import measured_exponents as measured_exponents
 from .readings import measured_from_main as measured_from_main
 from .readings import reading_theory as reading_theory
+from .root import Crossing as Crossing
 from .seeds import bracketed as bracketed
 from .seeds import ci_table as ci_table
 from .seeds import per_seed_points as per_seed_points

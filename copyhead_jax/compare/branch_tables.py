@@ -16,8 +16,8 @@ import numpy as np
 
 from .crossing import (
     bayesian_interval,
+    branch_crossing,
     copy_weight,
-    crossing,
     interval_text,
     quiet,
     t_interval,
@@ -80,7 +80,7 @@ def threshold_shift(runs, P_all, nS, a_old, a_new):
 def branch_tables(runs, P_all, nS, a_thr: float, a_alt=()) -> dict:
     """The ``[P, seed]`` tables of branch-TI runs (``P``, ``seed``, ``branch``, ``F``, ``mcse``,
     ``rhat_g``, ``ess_g``, ...): each branch's F and MCSE, their difference, the copy weight
-    (per seed, seed mean) with its window, the F crossing (``crossing(P, F_pool, F_copy)``:
+    (per seed, seed mean) with its window, the F crossing (``branch_crossing(P, F_pool, F_copy)``:
     F_copy < F_pool above it), chain health per branch, and the same weights and crossing at each
     threshold of ``a_alt`` (:func:`threshold_shift` from ``a_thr``). Each run gains its
     ``rhat_max`` and ``ess_min``."""
@@ -100,7 +100,7 @@ def branch_tables(runs, P_all, nS, a_thr: float, a_alt=()) -> dict:
         with quiet():
             alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
                            "moved_fraction": moved, "F_lower_bound": bound,
-                           "crossing": crossing(Pa, Fp, Fc)}  # fmt: skip
+                           "crossing": branch_crossing(Pa, Fp, Fc)}  # fmt: skip
     health = {b: {k: run_table(runs, P_all, nS, k, b)
                   for k in ("rhat_max", "ess_min", "quad_corr", "p_ref", "ref_P")}
               for b in ("pool", "copy")}  # fmt: skip
@@ -108,7 +108,7 @@ def branch_tables(runs, P_all, nS, a_thr: float, a_alt=()) -> dict:
         "F_pool": F["pool"], "F_copy": F["copy"], "mcse_pool": se["pool"],
         "mcse_copy": se["copy"], "dF": F["copy"] - F["pool"],
         "dF_mcse": np.hypot(se["copy"], se["pool"]), "w_copy": w, "w_copy_mean": w_mean,
-        "crossing_F": crossing(Pa, F["pool"], F["copy"]),
+        "crossing_F": branch_crossing(Pa, F["pool"], F["copy"]),
         "weight_window": weight_window(Pa, w_mean),
         "weight_window_per_seed": [weight_window(Pa, w[:, s]) for s in range(nS)],
         "threshold_sensitivity": alt, "health": health,
@@ -149,8 +149,8 @@ def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict
         "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
         "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
         "weight_window": weight_window(Pa, w_mean),
-        # where the log-odds change sign: crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
-        "crossing_log_odds": crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
+        # where the log-odds change sign: branch_crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
+        "crossing_log_odds": branch_crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
         "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
         "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
                              "n": bias.size},

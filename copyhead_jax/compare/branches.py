@@ -6,8 +6,9 @@ A *runs* argument is any object with ``P`` (sorted measured sizes), ``masked(key
 
 * ``P_c1`` (:func:`onset`): onset of the row sum ``r`` of linear attention (second order).
 * ``P_cG`` (:func:`copy_crossover`): ``argmax dpsi/dlog P`` of the copy fraction above the onset.
-* ``P_aG`` (:func:`crossing`): where ``U`` of the pooling-branch start (zero logits) and of the
-  copy-branch start cross, at the ``P`` where the two stayed distinct.
+* ``P_aG`` (:func:`u_crossing`): where ``U`` of the pooling-branch start (zero logits) and of
+  the copy-branch start cross, at the ``P`` where the two stayed distinct (the one crossing
+  rule, :func:`.root.crossing`, through :func:`.locate.locate_crossing`).
 * :func:`single_jump`: the jump of ``a_G`` of the pooling start alone (an upper spinodal).
 * :func:`copy_fallback`, :func:`window_top`: the edges of the measured coexistence window.
 """
@@ -85,7 +86,7 @@ def _too_few(kind: str) -> loc.Located:
     return loc.Located(kind, None, None, False, None, {"reason": "< 2 common P"})
 
 
-def crossing(pool, copy) -> loc.Located:
+def u_crossing(pool, copy) -> loc.Located:
     """``P*_aG``: per seed, where ``U`` of the pooling and copy starts cross (only at the ``P``
     where that seed's two runs stayed distinct), combined by :func:`combine_seeds`."""
     P = common_P(pool, copy)

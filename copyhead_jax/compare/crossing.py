@@ -1,16 +1,16 @@
 r"""Where two branches' free energies cross, and how sure that is (docs/theory.md §9.11).
 
-``crossing``: the P where ``F_a - F_b`` turns sign (seed mean and per seed, with a t-interval);
-``copy_weight`` and ``weight_window``: the posterior weight of a branch and where it passes 5%,
-1/2, 95%; ``growth_verdict``: the early warning of :mod:`.warning` on a susceptibility
-``P Var``; ``bayesian_interval``: the seed-mean crossing of an assembled branch-TI result
-(``dF``, ``dF_mcse``, per-branch ``quad_corr``) with the hull of four intervals: the per-seed
-t-interval (``seeds``), the crossing of ``mean dF +- 1.96 MCSE`` (``mc``), the same band widened
-by the quadrature's Euler-Maclaurin term (``mc_quad``, systematic: averaged, not divided by
-sqrt n) and a quadratic-in-log-P root against the linear one (``grid``; the whole bracket with
-two points). The ``[P, seed]`` tables of branch-TI and tempered-SMC runs are in
-:mod:`.branch_tables`. Runs past ``config.TRANSITION_RUN`` (R-hat or ESS) are named and
-the crossing recomputed without the seeds flagged at the bracket.
+``branch_crossing``: the P where ``F_a - F_b`` turns sign (seed mean and per seed, with a
+t-interval); ``copy_weight`` and ``weight_window``: the posterior weight of a branch and where it
+passes 5%, 1/2, 95%; ``growth_verdict``: the early warning of :mod:`.warning` on a
+susceptibility ``P Var``; ``bayesian_interval``: the seed-mean crossing of an assembled branch-TI
+result (``dF``, ``dF_mcse``, per-branch ``quad_corr``) by the package's one crossing rule
+(:func:`.root.crossing` on ``mean dF / P``: the seed mean's MCSE, the quadrature's
+Euler-Maclaurin term as a systematic bound, averaged over seeds, not divided by sqrt n, and the
+interpolation error), hulled with the per-seed t-interval (``seeds``). Every root here is the
+rule's. The ``[P, seed]`` tables of branch-TI and tempered-SMC runs are in
+:mod:`.branch_tables`. Runs past ``config.TRANSITION_RUN`` (R-hat or ESS) are named and the
+crossing recomputed without the seeds flagged at the bracket.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from scipy.special import expit
 
 from ..config import TRANSITION_RUN
 from .locate import locate_crossing
+from .root import crossing
 from .text import fmt, mean_sd
 from .warning import early_warning
 
@@ -72,7 +73,7 @@ def growth_verdict(P, chi, P_star: float, *, lo: float = 0.5, hi: float = 0.9) -
     return out
 
 
-def crossing(P, F_a, F_b, valid=None) -> dict:
+def branch_crossing(P, F_a, F_b, valid=None) -> dict:
     """Where branch ``a`` stops being preferred: ``(F_a - F_b)/P`` turns from < 0 to >= 0
     (log-linear interpolation, :func:`copyhead_jax.compare.locate.locate_crossing`), on the seed
     mean and per seed (``[nP, n_seeds]``), with a t-interval over the seeds that cross."""
@@ -112,37 +113,6 @@ def weight_window(P, w, lo: float = 0.05, hi: float = 0.95) -> dict:
     return {"P_w05": level(lo), "P_equal": level(0.5), "P_w95": level(hi)}
 
 
-def _crossing(P: np.ndarray, y: np.ndarray) -> tuple[float | None, int | None]:
-    """First sign change of ``y`` from > 0 to <= 0, ``y / P`` linear in ``log P``: (P*, bracket
-    index)."""
-    for i in range(P.size - 1):
-        a, b = y[i] / P[i], y[i + 1] / P[i + 1]
-        if np.isfinite(a) and np.isfinite(b) and a > 0 >= b:
-            x0, x1 = math.log(P[i]), math.log(P[i + 1])
-            return math.exp(x0 + a / (a - b) * (x1 - x0)), i
-    return None, None
-
-
-def _band(P, y, e) -> list[float | None]:
-    """The crossings of ``y - e`` and ``y + e`` (sorted; None where one leaves the grid)."""
-    c = [_crossing(P, y + s * e)[0] for s in (-1.0, 1.0)]
-    return sorted(c) if None not in c else c
-
-
-def _quadratic(P: np.ndarray, y: np.ndarray, i: int) -> float | None:
-    """Root inside the bracket ``[P_i, P_i+1]`` of the quadratic in ``log P`` through the 3
-    finite grid points nearest it; None with fewer than 3 or no root there."""
-    ok = np.flatnonzero(np.isfinite(y))
-    if ok.size < 3:
-        return None
-    x = np.log(P)
-    mid = 0.5 * (x[i] + x[i + 1])
-    near = ok[np.argsort(np.abs(x[ok] - mid))[:3]]
-    c = np.polyfit(x[near], y[near] / P[near], 2)
-    roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and x[i] <= r.real <= x[i + 1]]
-    return math.exp(roots[0]) if roots else None
-
-
 def flagged_runs(res: dict) -> list[dict[str, Any]]:
     """Every run whose worst rung has R-hat > RHAT_MAX or ESS < ESS_MIN."""
     out = []
@@ -154,42 +124,41 @@ def flagged_runs(res: dict) -> list[dict[str, Any]]:
 
 
 def bayesian_interval(res: dict) -> dict[str, Any]:
-    """The seed-mean crossing, its four intervals and their hull (module docstring)."""
+    """The seed-mean crossing of an assembled branch-TI result and its interval (module
+    docstring): the one crossing rule on ``mean dF / P`` with the seed mean's MCSE and
+    quadrature term, hulled with the per-seed t-interval."""
     P = np.asarray(res["P"], float)
     dF = np.asarray(res["dF"], float)
     se = np.asarray(res["dF_mcse"], float)
     qc = sum(np.abs(np.asarray(res["health"][b]["quad_corr"], float)) for b in ("pool", "copy"))
-    n = np.isfinite(dF).sum(1)
-    with np.errstate(all="ignore"):
+    fin = np.isfinite(dF)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         m = np.nanmean(dF, 1)
-        e_mc = Z * np.sqrt(np.nansum(np.where(np.isfinite(dF), se, 0.0) ** 2, 1)) / n
-        e_q = np.nanmean(np.where(np.isfinite(dF), qc, np.nan), 1)
-    P_star, i = _crossing(P, m)
-    out: dict[str, Any] = {"P_star": P_star, "rule": "hull of seeds, mc, mc_quad, grid"}
+        e_mc = np.sqrt(np.nansum(np.where(fin, se, 0.0) ** 2, 1)) / fin.sum(1)
+        e_q = np.nanmean(np.where(fin, qc, np.nan), 1)
+    cr = crossing(P, m / P, e_mc / P, e_q / P)
+    out: dict[str, Any] = {"P_star": cr.P_star, "rule": "hull of seeds and crossing",
+                           "crossing": cr.to_dict()}  # fmt: skip
     flags = flagged_runs(res)
     out["flagged"], out["n_runs"] = flags, len(res.get("runs", []))
-    if P_star is None:
+    if cr.P_star is None:
         return {**out, "reason": "the seed-mean dF does not change sign on the grid"}
-    br = [float(P[i]), float(P[i + 1])]
+    br = list(cr.bracket)
     ps = (res.get("crossing_F") or {}).get("per_seed_ci") or {}
     parts = {"seeds": [ps["lo"], ps["hi"]]} if ps.get("lo") is not None else {}
-    parts |= {
-        "mc": _band(P, m, e_mc),
-        "mc_quad": _band(P, m, e_mc + e_q),
-    }
-    qd = _quadratic(P, m, i)
-    parts["grid"] = br if qd is None else sorted([P_star, qd])
+    parts["crossing"] = [cr.lo if cr.lo > 0 else None, cr.hi if math.isfinite(cr.hi) else None]
     lows = [p[0] for p in parts.values()]
     highs = [p[1] for p in parts.values()]
-    out.update(bracket=br, parts=parts, grid_method="bracket" if qd is None else "quadratic",
-               lo=None if None in lows else min(lows), hi=None if None in highs else max(highs),
-               e_mc=e_mc[i : i + 2].tolist(), e_quad=e_q[i : i + 2].tolist())  # fmt: skip
+    out.update(bracket=br, parts=parts, lo=None if None in lows else min(lows),
+               hi=None if None in highs else max(highs))  # fmt: skip
     bad = {f["seed"] for f in flags if f["P"] in (int(br[0]), int(br[1]))}
+    i = int(np.searchsorted(P, br[0]))
     keep = [s for s in range(dF.shape[1]) if s not in bad and np.isfinite(dF[i : i + 2, s]).all()]
     out["seeds_flagged_at_bracket"] = sorted(bad)
     if keep:
         with np.errstate(all="ignore"):
-            out["P_star_unflagged"] = _crossing(P, np.nanmean(dF[:, keep], 1))[0]
+            out["P_star_unflagged"] = crossing(P, np.nanmean(dF[:, keep], 1) / P).P_star
         out["n_unflagged"] = len(keep)
     return out
 
@@ -203,11 +172,13 @@ def interval_text(d: dict[str, Any]) -> str:
     if d.get("P_star") is None:
         return f"not located ({d.get('reason', 'no crossing')})"
     iv = lambda p: f"[{_g(p[0])}, {_g(p[1])}]" if None not in p else "[beyond the grid]"  # noqa: E731
-    p = d["parts"]
+    p, c = d["parts"], d["crossing"]
     seeds = f"seeds {iv(p['seeds'])}, " if "seeds" in p else ""
-    txt = (f"{_g(d['P_star'])} {iv([d['lo'], d['hi']])} (hull of: {seeds}"
-           f"MC {iv(p['mc'])}, MC + quadrature {iv(p['mc_quad'])}, grid {iv(p['grid'])} "
-           f"({d['grid_method']}))")  # fmt: skip
+    e = lambda x: "unbounded" if x is None or not math.isfinite(x) else f"{x:.3f}"  # noqa: E731
+    reach = "; a bracket end's error reaches across zero" if c.get("straddles") else ""
+    txt = (f"{_g(d['P_star'])} {iv([d['lo'], d['hi']])} (hull of: {seeds}crossing "
+           f"{iv(p['crossing'])}, log-P errors MC {e(c['err_mc'])} (1 s.e.), quadrature "
+           f"{e(c['err_quad'])}, interpolation {e(c['err_interp'])}{reach})")  # fmt: skip
     fl = d["flagged"]
     if fl:
         at = [f for f in fl if f["P"] in {int(x) for x in d["bracket"]}]
@@ -250,7 +221,7 @@ def start_crossing(P_a, a, P_b, b) -> tuple[list[int], np.ndarray, dict]:
     :func:`distinct_starts` (per seed only where they sit on distinct minima)."""
     P, ia, ib, distinct = distinct_starts(P_a, a, P_b, b)
     U_a, U_b = np.asarray(a["U"])[ia], np.asarray(b["U"])[ib]
-    return P, distinct, crossing(np.asarray(P, float), U_a, U_b, distinct)
+    return P, distinct, branch_crossing(np.asarray(P, float), U_a, U_b, distinct)
 
 
 def ti_crossings(fe: dict, distinct) -> dict:
@@ -269,7 +240,7 @@ def ti_crossings(fe: dict, distinct) -> dict:
               weight_window=weight_window(P, w_mean),
               weight_window_per_seed=[weight_window(P, w[:, s]) for s in range(w.shape[1])])
     laplace = fe["U_star"] + fe["half_logdet_H"]
-    return {k: crossing(P, x[0], x[1], valid=stayed) for k, x in (
+    return {k: branch_crossing(P, x[0], x[1], valid=stayed) for k, x in (
         ("free_energy", fe["F"]), ("wbic", fe["wbic"]), ("laplace", laplace),
         ("map_U_same_runs", fe["U_star"]))}  # fmt: skip
 

@@ -13,7 +13,8 @@ at coarse ``P``, locate, measure again where the locator asks, merge, and locate
 * :func:`locate_jump` -- first-order jump (single-start ``a_G``): the largest step, bracketed by
   the grid points on either side of its mid-value (the theory's bisection on
   ``1[beta > (beta_- + beta_+)/2]``).
-* :func:`locate_crossing` -- where two branches' objectives ``U`` cross (``P*_aG``).
+* :func:`locate_crossing` -- where two branches' objectives ``U`` cross (``P*_aG``), by the
+  package's one crossing rule (:func:`.root.crossing`; a MAP has no Monte-Carlo error).
 
 Values may be ``[nP]`` or ``[nP, n_seeds]`` (averaged over seeds, NaNs ignored). Interpolation is
 linear in ``log P``. A locator never extrapolates: a feature outside the grid gives
@@ -38,6 +39,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .root import crossing
 
 __all__ = [
     "Located",
@@ -393,9 +396,9 @@ def locate_crossing(P, U_a, U_b, *, valid=None, per_sequence: bool = True) -> Lo
             return Located("crossing", None, None, False, None, {**detail, "reason": "no rise"})
         return _outside("crossing", side, P, detail)
     k = int(up[np.argmax(d[up + 1] - d[up])])
-    P_star, grid = _crossing_grid(P, d, k + 1, 0.0)
-    br = (float(P[k]), float(P[k + 1]))
-    return Located("crossing", P_star, br, True, None, detail, grid=grid)
+    cr = crossing(P, -d)  # the one crossing rule; its d falls through 0 (no MC error: a MAP)
+    _, grid = _crossing_grid(P, d, k + 1, 0.0)
+    return Located("crossing", cr.P_star, cr.bracket, True, None, detail, grid=grid)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ the posterior copy fraction passes 1/2 (linear).
 - ``search``        branch TI's ``transition(cfg)``: probes per seed, their assembly into P*
 - ``plan``          where the groups go: padded group sizes, a later seed's first probes, one
                     seed's probing loop (``seed_probes``)
-- ``root``          a P* from a free-energy difference at a few P: next probe, root, error
-                    budget, seeds combined, the bracket slope a later seed borrows
+- ``root``          a P* from a free-energy difference at a few P: next probe, seeds
+                    combined, the bracket slope a later seed borrows; the root and its error
+                    budget are the one crossing rule, ``compare.root.crossing``, re-exported
 - ``branch_group``  one (seed, P) group: both branches' free energies by Laplace-referenced
                     constrained TI, and a tempered-SMC copy weight (``TISettings``)
 - ``branch_ti``     the free energy of one branch: constrained, Laplace-referenced TI on
@@ -47,6 +48,7 @@ from .profile import PROFILE_UMBRELLA as PROFILE_UMBRELLA
 from .profile import SearchSettings as SearchSettings
 from .profile import default_profile_settings as default_profile_settings
 from .profile import profile_transition as profile_transition
+from .root import Crossing as Crossing
 from .root import anchored_root as anchored_root
 from .root import bracket_slope as bracket_slope
 from .root import combine_seeds as combine_seeds

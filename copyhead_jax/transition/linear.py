@@ -53,7 +53,7 @@ def linear_transition(cfg: Config, grid, th: dict, *, out=None, progress=True, s
             rhat, ess = np.r_[rhat, r2], np.r_[ess, e2]
     o = np.argsort(P)
     P, m, se, rhat, ess = P[o], m[o], se[o], rhat[o], ess[o]
-    per = [crossing(P, 0.5 - m[:, s], se[:, s]) for s in range(m.shape[1])]
+    per = [crossing(P, 0.5 - m[:, s], se[:, s]).to_dict() for s in range(m.shape[1])]
     f = lambda k: [math.nan if c[k] is None else c[k] for c in per]  # noqa: E731
     mean = combine_seeds(f("log_P"), f("err_mc"), f("err_sys"))
     mixed = TRANSITION_RUN.mixed

@@ -2,11 +2,9 @@ r"""Locating a transition $P^*$ from a free-energy difference measured at a few 
 
 $d(P)=F_{\rm copy}-F_{\rm pool}$ (or any difference whose sign flips at the transition) is
 measured at probes chosen one at a time by :func:`next_probe`: widen geometrically until $d$
-changes sign, then bisect (in $\log P$) the bracket until it is narrower than a ratio.
-:func:`crossing` interpolates the root linearly in $t=\log P$ and gives its error budget
-(docs/theory.md §9.9): Monte-Carlo (the probes' standard errors propagated), quadrature (the TI's
-Euler-Maclaurin term as a systematic bound on each $d$), and interpolation (the linear root
-against the quadratic one through the nearest third probe). :func:`bracket_slope` and
+changes sign, then bisect (in $\log P$) the bracket until it is narrower than a ratio. The root
+and its error budget are the package's one crossing rule,
+:func:`copyhead_jax.compare.root.crossing` (re-exported here). :func:`bracket_slope` and
 :func:`anchored_root` place a later seed's root from one probe and the slope of ``d`` its
 earlier seeds' brackets measured. :func:`combine_seeds` averages seeds in
 $\log P$ with an interval that adds the seed spread, the Monte-Carlo errors and the systematic
@@ -20,33 +18,22 @@ import math
 import numpy as np
 from scipy import stats
 
-#: Fallback interpolation allowance (in log P, as a fraction of the bracket) when the bracket
-#: has no third probe: a quarter of its width (a root of a monotone d whose curvature is
-#: unknown is placed no better than that by two points).
-TWO_POINT_ALLOWANCE = 0.25
+from ..compare.root import (
+    Crossing,
+    crossing,
+    hermite_root,
+    sign_change,
+    sorted_probes,
+)
+
+__all__ = ["Crossing", "crossing", "hermite_root", "sign_change"]
+
 #: An anchored root's allowance for its borrowed slope, as a fraction of the slope: the slope
 #: of this seed at its root may differ from the earlier seeds' bracket secants by the seeds'
 #: spread and by the curvature of ``d`` between the secant's probes and the root (on the paper
 #: preset the three seeds' secants agree to 2% and the curvature moves the slope ~7% over
 #: +-4% in P; docs/theory.md §9.9): a quarter, several times both.
 ANCHOR_SLOPE_REL = 0.25
-
-
-def _sorted(P, d, *rest):
-    P = np.asarray(P, float)
-    o = np.argsort(P)
-    return (P[o], np.asarray(d, float)[o], *(np.asarray(r, float)[o] for r in rest))
-
-
-def sign_change(P, d) -> int | None:
-    """Index ``i`` of the sorted probes with ``d[i] > 0 >= d[i + 1]`` (the largest drop if
-    several), else ``None``."""
-    P, d = _sorted(P, d)
-    ok = np.isfinite(d)
-    idx = [i for i in range(len(d) - 1) if ok[i] and ok[i + 1] and d[i] > 0 >= d[i + 1]]
-    if not idx:
-        return None
-    return max(idx, key=lambda i: d[i] - d[i + 1])
 
 
 def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor: int = 1,
@@ -69,7 +56,7 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     refining with slopes at both ends takes the root of the cubic Hermite interpolant, moved
     a quarter of ``log refine_ratio`` towards the bracket's middle (so the probe tends to land
     on the far side of the root and the bracket closes from both ends)."""
-    P, d, sl = _sorted(P, d, np.full(len(P), np.nan) if slope is None else slope)
+    P, d, sl = sorted_probes(P, d, np.full(len(P), np.nan) if slope is None else slope)
     ok = np.isfinite(d)
     P, d, sl = P[ok], d[ok], sl[ok]
     if P.size == 0:
@@ -108,63 +95,6 @@ def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor:
     return nxt if P_floor <= nxt < P[0] else None
 
 
-def hermite_root(t0, t1, d0, d1, s0, s1, fallback: float, none=None) -> float:
-    """The root in ``(t0, t1)`` of the cubic with values ``d0, d1`` and slopes ``s0, s1`` at
-    the ends (the one nearest ``fallback`` if several; ``none``, default ``fallback``, if
-    none)."""
-    h = t1 - t0
-    # d(t0 + h u) = h00 d0 + h10 h s0 + h01 d1 + h11 h s1, coefficients in u
-    c3 = 2 * d0 + h * s0 - 2 * d1 + h * s1
-    c2 = -3 * d0 - 2 * h * s0 + 3 * d1 - h * s1
-    c1, c0 = h * s0, d0
-    roots = [r.real for r in np.roots([c3, c2, c1, c0]) if abs(r.imag) < 1e-9 and 0 < r.real < 1]
-    if not roots:
-        return fallback if none is None else none
-    return t0 + h * min(roots, key=lambda u: abs(t0 + h * u - fallback))
-
-
-def crossing(P, d, se, sys=None, slope=None) -> dict:
-    r"""The root of ``d`` by linear interpolation in ``t = log P`` across the sign change, with
-    its error budget in ``t``: ``mc`` (``se`` propagated), ``quad`` (``sys``, a bound on each
-    ``|d|`` error, propagated linearly), ``interp`` (linear against quadratic root through the
-    nearest third probe; with no third probe, linear against the cubic Hermite root when
-    ``slope`` (``dd / dlog P`` per probe, NaN where unknown) is finite at both ends, else
-    ``TWO_POINT_ALLOWANCE`` of the bracket). Noisy slopes only widen that term on average (the
-    true curvature over a narrow bracket is small). Returns ``P_star`` (None if unbracketed),
-    ``bracket``, ``log_P``, ``err_mc``, ``err_sys``."""
-    sys = np.zeros(len(P)) if sys is None else sys
-    sl = np.full(len(P), np.nan) if slope is None else slope
-    P, d, se, sys, sl = _sorted(P, d, se, sys, sl)
-    i = sign_change(P, d)
-    if i is None:
-        side = "above" if np.all(d[np.isfinite(d)] > 0) else "below"
-        return {"P_star": None, "bracket": None, "side": side, "log_P": None,
-                "err_mc": None, "err_sys": None}  # fmt: skip
-    t = np.log(P)
-    t0, t1, d0, d1 = t[i], t[i + 1], d[i], d[i + 1]
-    D, dt = d0 - d1, t1 - t0
-    ts = t0 + dt * d0 / D
-    g0, g1 = dt * (-d1) / D**2, dt * d0 / D**2  # d t* / d d0, d t* / d d1
-    mc = math.hypot(g0 * se[i], g1 * se[i + 1])
-    quad = abs(g0) * sys[i] + abs(g1) * sys[i + 1]
-    third = [j for j in (i - 1, i + 2) if 0 <= j < len(P) and np.isfinite(d[j])]
-    if third:
-        j = min(third, key=lambda j: abs(t[j] - ts))
-        idx = sorted([i, i + 1, j])
-        c = np.polyfit(t[idx], d[idx], 2)
-        roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and t0 <= r.real <= t1]
-        interp = min((abs(r - ts) for r in roots), default=TWO_POINT_ALLOWANCE * dt)
-    elif np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
-        herm = hermite_root(t0, t1, d0, d1, sl[i], sl[i + 1], ts, none=math.nan)
-        interp = abs(herm - ts) if math.isfinite(herm) else TWO_POINT_ALLOWANCE * dt
-    else:
-        interp = TWO_POINT_ALLOWANCE * dt
-    return {"P_star": float(math.exp(ts)), "bracket": [float(P[i]), float(P[i + 1])],
-            "side": None, "log_P": float(ts), "err_mc": float(mc),
-            "err_quad": float(quad), "err_interp": float(interp),
-            "err_sys": float(quad + interp)}  # fmt: skip
-
-
 def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
     r"""Seeds' roots ``log_P[s]`` into one ``P*`` (geometric mean) with an interval in ``log P``:
     half-width
@@ -196,7 +126,7 @@ def bracket_slope(P, d, se) -> tuple[float, float] | None:
     """``(slope, se)``: the secant ``dd / dlog P`` across the sign change of ``d`` and its
     Monte-Carlo error (``se`` of the two ends in quadrature), or ``None`` without a sign
     change."""
-    P, d, se = _sorted(P, d, se)
+    P, d, se = sorted_probes(P, d, se)
     i = sign_change(P, d)
     if i is None:
         return None
@@ -217,14 +147,14 @@ def pooled_slope(slopes) -> tuple[float, float, int] | None:
 
 
 def anchored_root(P: float, d: float, se: float, sys: float, slope: tuple[float, float, int],
-                  max_step: float) -> dict | None:  # fmt: skip
+                  max_step: float, *, level: float = 0.95) -> Crossing | None:  # fmt: skip
     r"""The root of ``d`` from one probe and a slope measured elsewhere (``slope``:
     :func:`pooled_slope`'s ``(s, se_s, n)``): $t^*=\log P-d/s$, or ``None`` when
     $|d/s|>$ ``max_step`` (farther than the slope was measured: bracket it instead). Error
     budget in $t$ as :func:`crossing`'s: ``mc`` from ``se`` and ``se_s``
     ($|d|\,\mathrm{se}_s/s^2$), ``quad`` ``sys / |s|``, ``interp``
-    ``ANCHOR_SLOPE_REL |d / s|`` (the borrowed slope's model error). Same keys as
-    :func:`crossing` (``bracket`` ``None``) plus ``anchor``."""
+    ``ANCHOR_SLOPE_REL |d / s|`` (the borrowed slope's model error); a
+    :class:`~copyhead_jax.compare.root.Crossing` without a bracket, with ``anchor``."""
     s, s_se, n = slope
     step = -d / s
     if not (math.isfinite(step) and abs(step) <= max_step):
@@ -232,7 +162,8 @@ def anchored_root(P: float, d: float, se: float, sys: float, slope: tuple[float,
     ts = math.log(P) + step
     mc = math.hypot(se / s, d * s_se / s**2)
     quad, interp = abs(sys / s), ANCHOR_SLOPE_REL * abs(step)
-    return {"P_star": float(math.exp(ts)), "bracket": None, "side": None, "log_P": float(ts),
-            "err_mc": float(mc), "err_quad": float(quad), "err_interp": float(interp),
-            "err_sys": float(quad + interp),
-            "anchor": {"P": float(P), "slope": s, "slope_se": s_se, "n_slopes": n}}  # fmt: skip
+    half = float(stats.norm.ppf(0.5 + level / 2)) * mc + quad + interp
+    anchor = {"P": float(P), "slope": s, "slope_se": s_se, "n_slopes": n}
+    return Crossing(float(math.exp(ts)), None, None, float(ts), float(mc), float(quad),
+                    float(interp), math.exp(ts - half), math.exp(ts + half), level,
+                    anchor=anchor)  # fmt: skip

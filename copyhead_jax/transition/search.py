@@ -289,7 +289,7 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
     cr = anchored_cr or crossing(
         Ps, d, se, [groups[p]["sys"] for p in Ps],
         [groups[p].get("slope") or math.nan for p in Ps])  # fmt: skip
-    br = cr["bracket"]
+    br = cr.bracket
     # the secant slope a later seed may borrow: from a bracket refined to REFINE_RATIO only
     b_slope = bracket_slope(Ps, d, se) if br and br[1] / br[0] <= REFINE_RATIO else None
     smc = None
@@ -304,14 +304,15 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
             w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
             lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
             c = crossing(br, lo, [0.0, 0.0])
-            smc = {"P": br, "w_copy": [p["w_copy"] for p in pts],
-                   "dF_smc": lo.tolist(), "P_star": c["P_star"], "points": pts}  # fmt: skip
+            smc = {"P": list(br), "w_copy": [p["w_copy"] for p in pts],
+                   "dF_smc": lo.tolist(), "P_star": c.P_star, "points": pts}  # fmt: skip
     flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
                f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
                for p in Ps if "branches" in groups[p] for b in BRANCHES
                if not TRANSITION_RUN.mixed(groups[p]["branches"][b]["rhat_max"],
                                            groups[p]["branches"][b]["ess_min"])]  # fmt: skip
-    return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr, "map_U_crossing": mu,
+    return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr.to_dict(),
+            "map_U_crossing": mu,
             "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
 
 

@@ -161,8 +161,8 @@ def render(out_dir: Path, mode: str) -> str:
 
 
 def bayes_section(out_dir: Path) -> str:
-    """The Bayesian P*_aG of each preset with the interval of ``experiments.bayes_interval``
-    (seeds, MC, quadrature, grid) and the poorly mixing runs named."""
+    """The Bayesian P*_aG of each preset with the interval of ``compare.bayesian_interval``
+    (seeds, MC, quadrature, interpolation) and the poorly mixing runs named."""
     rows = [f"- **{p}**: {interval_text(bayesian_interval(res))}."
             for p, name in RD.BRANCHES.items()
             if (res := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
@@ -172,11 +172,13 @@ def bayes_section(out_dir: Path) -> str:
         return ""
     return (
         "### Bayesian P*_aG with every error named\n\nWhere F_copy - F_pool changes sign "
-        "(docs/theory.md §9.11): the estimate, then [the hull of] the seed spread (95% t), the "
-        "Monte-Carlo band (1.96 MCSE), the same widened by the quadrature's Euler-Maclaurin "
-        "term, and the grid (a quadratic through the nearest 3 grid points, or the whole bracket "
-        "where only 2 exist). Runs with R-hat > 1.05 or ESS < 100 are named at the bracketing P "
-        "and counted elsewhere.\n\n" + "\n".join(rows) + "\n"
+        "(docs/theory.md §9.9, §9.11): the estimate, then [the hull of] the seed spread (95% t) "
+        "and the package's one crossing rule on the seed mean (`compare.root.crossing`: 1.96 "
+        "MCSE propagated, the quadrature's Euler-Maclaurin term as a bound, the interpolation "
+        "error of a quadratic through the nearest third point or the bracket itself; a bracket "
+        "end whose own error straddles zero is followed past it). Runs with R-hat > 1.05 or "
+        "ESS < 100 are named at the bracketing P and counted elsewhere.\n\n"
+        + "\n".join(rows) + "\n"
     )
 
 

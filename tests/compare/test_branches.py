@@ -45,7 +45,7 @@ def branches(P_lo=100.0, P_hi=300.0, P_cross=200.0):
 
 def test_crossing_is_found_inside_the_window_and_combined_over_seeds():
     pool, copy = branches()
-    c = B.crossing(pool, copy)
+    c = B.u_crossing(pool, copy)
     assert c.bracketed and c.bracket == (160.0, 240.0) and 160 < c.P_star < 240
     assert c.detail["n_bracketed"] == 2
     lo, hi = B.copy_fallback(pool, copy), B.window_top(pool, copy)
@@ -59,7 +59,7 @@ def test_crossing_is_found_inside_the_window_and_combined_over_seeds():
 
 def test_no_distinct_branches_locates_nothing_and_says_why():
     pool, _ = branches()
-    c = B.crossing(pool, pool)
+    c = B.u_crossing(pool, pool)
     assert not c.bracketed and c.P_star is None
     assert B.window_interior(pool, pool).detail["reason"] == "never distinct"
 

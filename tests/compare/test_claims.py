@@ -1,6 +1,8 @@
 """The claims rule, the one early-warning definition and the Bayesian P* interval, on small
 synthetic inputs (numpy only: no JAX program is compiled here)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -111,23 +113,27 @@ def _branches(dF, se, qc, rhat=1.0, ess=500.0, P=(10.0, 20.0, 40.0)):
 
 
 def test_bayesian_interval_parts():
-    """dF / P linear in log P with a root at P = 20 (a grid point's neighbour): the crossing is
-    exact; zero MC and quadrature errors give a zero-width band; each error widens only its own
-    part; a flagged run is named."""
+    """dF / P linear in log P with its root at P = 25: the one crossing rule on the seed mean is
+    exact; zero MC and quadrature errors give a zero-width interval (the quadratic through the
+    third point is the same line); each error widens it; two points give the rule's two-point
+    interpolation error, the bracket; a flagged run is named."""
+
     Pg = np.array([10.0, 20.0, 40.0])
     y = -np.log(Pg / 25.0)  # dF / P: root at 25, linear in log P
     dF = np.repeat((y * Pg)[:, None], 3, axis=1)
     exact = bayesian_interval(_branches(dF, 0.0, 0.0, P=Pg))
     assert exact["P_star"] == pytest.approx(25.0, rel=1e-12)
-    assert exact["parts"]["mc"] == pytest.approx([25.0, 25.0], rel=1e-12)
-    assert exact["grid_method"] == "quadratic"  # 3 points: the curvature is known (zero here)
-    assert exact["parts"]["grid"] == pytest.approx([25.0, 25.0], rel=1e-9)
-    assert exact["flagged"] == []
+    assert exact["parts"]["crossing"] == pytest.approx([25.0, 25.0], rel=1e-9)
+    assert exact["flagged"] == [] and exact["crossing"]["err_mc"] == 0
     noisy = bayesian_interval(_branches(dF, 1.0, 2.0, P=Pg))
-    mc, mq = noisy["parts"]["mc"], noisy["parts"]["mc_quad"]
-    assert mc[0] < 25.0 < mc[1] and mq[0] < mc[0] and mq[1] > mc[1]
-    assert noisy["lo"] == mq[0] and noisy["hi"] == mq[1]
+    c = noisy["crossing"]
+    assert c["err_mc"] > 0 and c["err_quad"] > 0
+    assert noisy["lo"] < 25.0 < noisy["hi"]
+    half = 1.959964 * c["err_mc"] + c["err_sys"]
+    assert noisy["hi"] == pytest.approx(25.0 * math.exp(half), rel=1e-6)
     two = _branches(dF[1:], 0.0, 0.0, P=Pg[1:])
-    assert bayesian_interval(two)["parts"]["grid"] == [20.0, 40.0]  # bracket only
+    half2 = math.log(40.0 / 25.0)  # the root lies nearer P = 20: the far end, 40, bounds it
+    assert bayesian_interval(two)["parts"]["crossing"] == pytest.approx(
+        [25.0 * math.exp(-half2), 25.0 * math.exp(half2)], rel=1e-9)
     bad = _branches(dF, 0.0, 0.0, rhat=1.2, P=Pg)
     assert len(flagged_runs(bad)) == 18 and bayesian_interval(bad)["seeds_flagged_at_bracket"]

@@ -35,18 +35,18 @@ def test_crossing_planted_curves():
     roots = np.array([20.5, 21.5, 22.5])
     Fb = np.zeros((Pg.size, 3))
     Fa = Pg[:, None] * np.log(Pg[:, None] / roots[None, :])
-    c = CX.crossing(Pg, Fa, Fb)
+    c = CX.branch_crossing(Pg, Fa, Fb)
     np.testing.assert_allclose(c["per_seed"], roots, rtol=1e-9)
     ci = c["per_seed_ci"]
     assert ci["lo"] < 21.5 < ci["hi"]
-    one = CX.crossing(Pg, Pg * np.log(Pg / 21.5), np.zeros(Pg.size))
+    one = CX.branch_crossing(Pg, Pg * np.log(Pg / 21.5), np.zeros(Pg.size))
     assert abs(one["P_star"] - 21.5) < 1e-9
     # masked points (branches not distinct) are ignored: a wrong value there changes nothing
     Fa2 = Fa.copy()
     Fa2[0] = 1e6
     valid = np.ones_like(Fa, bool)
     valid[0] = False
-    np.testing.assert_allclose(CX.crossing(Pg, Fa2, Fb, valid)["per_seed"], roots, rtol=1e-9)
+    np.testing.assert_allclose(CX.branch_crossing(Pg, Fa2, Fb, valid)["per_seed"], roots, rtol=1e-9)
 
 
 def test_copy_weight_and_window():
@@ -111,7 +111,7 @@ def test_start_crossing_counts_only_distinct_starts():
             "U": np.array([[3.0, 1.0], [1.0, 2.0], [0.0, 0.0]])}  # fmt: skip
     P, distinct, c = CX.start_crossing([10, 20, 40], pool, np.array([10, 20, 99]), copy)
     assert P == [10, 20] and distinct.tolist() == [[True, False], [True, False]]
-    want = CX.crossing([10.0, 20.0], pool["U"][:2], copy["U"][:2], distinct)
+    want = CX.branch_crossing([10.0, 20.0], pool["U"][:2], copy["U"][:2], distinct)
     assert c["per_seed"][0] == want["per_seed"][0] and math.isnan(c["per_seed"][1])
     assert 10 < c["P_star"] < 20
 
@@ -129,7 +129,7 @@ def test_branch_tables_planted_runs():
     np.testing.assert_allclose(t["w_copy"], CX.copy_weight(t["F_copy"], t["F_pool"]))
     assert runs[0]["rhat_max"] == 1.01 and runs[0]["ess_min"] == 200.0
     assert t["health"]["copy"]["ref_P"].tolist() == [[20, 20], [40, 40]]
-    want = CX.crossing([20.0, 40.0], [[0.0], [0.0]], [[10.0], [-10.0]])["P_star"]
+    want = CX.branch_crossing([20.0, 40.0], [[0.0], [0.0]], [[10.0], [-10.0]])["P_star"]
     assert 20 < want < 40 and t["crossing_F"]["per_seed"][0] == pytest.approx(want)
     alt = t["threshold_sensitivity"]["0.5"]
     np.testing.assert_allclose(alt["dF"], t["dF"])
@@ -151,7 +151,7 @@ def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
     assert fe["stayed_distinct_t1"].tolist() == [[True, True], [True, False]]
     assert math.isnan(fe["w_copy"][1, 1])
     assert fe["w_copy"][1, 0] == pytest.approx(CX.copy_weight(0, 10))
-    want = CX.crossing(P, F[0][:, :1], F[1][:, :1])["P_star"]
+    want = CX.branch_crossing(P, F[0][:, :1], F[1][:, :1])["P_star"]
     for k in ("free_energy", "wbic", "laplace", "map_U_same_runs"):
         assert c[k]["per_seed"][0] == pytest.approx(want)
         assert math.isnan(c[k]["per_seed"][1])

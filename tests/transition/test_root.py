@@ -21,18 +21,18 @@ def test_crossing_of_a_linear_difference_is_exact_with_no_interpolation_error():
     P = np.array([20.0, 30.0, 45.0, 70.0])
     d = 3 * (t0 - np.log(P))
     c = crossing(P, d, np.zeros(4), np.zeros(4))
-    assert c["P_star"] == pytest.approx(37.0, rel=1e-12)
-    assert c["bracket"] == [30.0, 45.0] and c["err_interp"] < 1e-9 and c["err_mc"] == 0
+    assert c.P_star == pytest.approx(37.0, rel=1e-12)
+    assert c.bracket == (30.0, 45.0) and c.err_interp < 1e-9 and c.err_mc == 0
 
 
 def test_crossing_error_propagation_matches_a_finite_difference():
     """err_mc is |dt*/dd| se propagated: compare with moving each d by se (linear map)."""
     P, d, se = np.array([30.0, 45.0]), np.array([2.0, -1.0]), np.array([0.1, 0.2])
-    base = crossing(P, d, se)["log_P"]
-    g = [(crossing(P, d + np.eye(2)[i] * 1e-6, se)["log_P"] - base) / 1e-6 for i in range(2)]
-    assert crossing(P, d, se)["err_mc"] == pytest.approx(math.hypot(g[0] * 0.1, g[1] * 0.2),
+    base = crossing(P, d, se).log_P
+    g = [(crossing(P, d + np.eye(2)[i] * 1e-6, se).log_P - base) / 1e-6 for i in range(2)]
+    assert crossing(P, d, se).err_mc == pytest.approx(math.hypot(g[0] * 0.1, g[1] * 0.2),
                                                          rel=1e-4)  # fmt: skip
-    assert crossing(P, np.array([2.0, 1.0]), se)["P_star"] is None
+    assert crossing(P, np.array([2.0, 1.0]), se).P_star is None
 
 
 def test_next_probe_widens_then_refines_to_the_bracket_ratio():
@@ -43,7 +43,7 @@ def test_next_probe_widens_then_refines_to_the_bracket_ratio():
         Ps.append(nxt)
         assert len(Ps) < 12
     c = crossing(Ps, [d(p) for p in Ps], np.zeros(len(Ps)))
-    assert c["bracket"][1] / c["bracket"][0] <= 1.1 and c["P_star"] == pytest.approx(55.0)
+    assert c.bracket[1] / c.bracket[0] <= 1.1 and c.P_star == pytest.approx(55.0)
 
 
 def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
@@ -62,8 +62,8 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
             assert nxt not in Ps and len(Ps) < 10
             Ps.append(nxt)
         c = crossing(Ps, [d(p) for p in Ps], np.zeros(len(Ps)))
-        assert c["bracket"][1] / c["bracket"][0] <= 1.25
-        assert c["P_star"] == pytest.approx(1248.0, rel=0.01)
+        assert c.bracket[1] / c.bracket[0] <= 1.25
+        assert c.P_star == pytest.approx(1248.0, rel=0.01)
         runs[with_slope] = Ps
     assert len(runs[True]) < len(runs[False]), runs
     # slopes of the wrong sign (or NaN) fall back to the secant rule
@@ -79,25 +79,24 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
 
 def test_two_probe_interpolation_error_from_the_slopes_is_the_linear_roots_error():
     """With no third probe, exact slopes of a d quadratic in log P (which the cubic Hermite
-    reproduces) make err_interp the linear root's true error; without slopes it is the
-    fallback fraction of the bracket, and slopes never move the root itself."""
+    reproduces) make err_interp the linear root's true error; without slopes it is the grid
+    bracket (the larger distance from the root to a bracket end), and slopes never move the
+    root itself."""
     u = lambda P: math.log(P / 1248.0)  # noqa: E731
     d = lambda P: -240 * u(P) - 100 * u(P) ** 2  # noqa: E731
     s = lambda P: -240 - 200 * u(P)  # noqa: E731
     P = [1150.0, 1300.0]
     c = crossing(P, [d(p) for p in P], [0.0, 0.0], slope=[s(p) for p in P])
     plain = crossing(P, [d(p) for p in P], [0.0, 0.0])
-    assert c["P_star"] == plain["P_star"]
-    true_err = abs(c["log_P"] - math.log(1248.0))
-    assert true_err > 1e-4 and c["err_interp"] == pytest.approx(true_err, rel=1e-6)
-    from copyhead_jax.transition.root import TWO_POINT_ALLOWANCE
-
-    dt = math.log(1300.0 / 1150.0)
-    assert plain["err_interp"] == pytest.approx(TWO_POINT_ALLOWANCE * dt)
+    assert c.P_star == plain.P_star
+    true_err = abs(c.log_P - math.log(1248.0))
+    assert true_err > 1e-4 and c.err_interp == pytest.approx(true_err, rel=1e-6)
+    t = plain.log_P
+    assert plain.err_interp == pytest.approx(max(t - math.log(1150.0), math.log(1300.0) - t))
     # a third probe: the quadratic through it decides (exact here), whatever the slopes say
     three = crossing([*P, 1500.0], [d(p) for p in (*P, 1500.0)], [0.0] * 3,
                      slope=[-1.0, -1e4, 0.0])  # fmt: skip
-    assert three["err_interp"] == pytest.approx(true_err, rel=1e-6)
+    assert three.err_interp == pytest.approx(true_err, rel=1e-6)
 
 
 def test_anchored_root_from_one_probe_and_an_earlier_seeds_slope():
@@ -119,12 +118,12 @@ def test_anchored_root_from_one_probe_and_an_earlier_seeds_slope():
     pooled = pooled_slope([s0, None])
     assert pooled[2] == 1 and pooled_slope([(5.0, 0.1)]) is None  # d must fall with P
     r = anchored_root(1248.0, d(1248.0, 1262.0), 0.5, 0.2, pooled, max_step=math.log(1.04))
-    true_err = abs(r["log_P"] - math.log(1262.0))
-    assert r["bracket"] is None and r["anchor"]["P"] == 1248.0
-    assert 1e-5 < true_err < r["err_interp"]
+    true_err = abs(r.log_P - math.log(1262.0))
+    assert r.bracket is None and r.anchor["P"] == 1248.0
+    assert 1e-5 < true_err < r.err_interp
     step = -d(1248.0, 1262.0) / pooled[0]
-    assert r["err_mc"] == pytest.approx(math.hypot(0.5 / pooled[0], step * pooled[1] / pooled[0]))
-    assert r["err_quad"] == pytest.approx(0.2 / abs(pooled[0]))
+    assert r.err_mc == pytest.approx(math.hypot(0.5 / pooled[0], step * pooled[1] / pooled[0]))
+    assert r.err_quad == pytest.approx(0.2 / abs(pooled[0]))
     assert anchored_root(1248.0, d(1248.0, 1400.0), 0.5, 0.2, pooled, math.log(1.04)) is None
 
 

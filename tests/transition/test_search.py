@@ -174,14 +174,14 @@ def test_pstar_agrees_with_an_importance_sampling_evidence_ratio(tiny_run):
     Ps, d_is, se_is = list(near), list(d_is), list(se_is)
     for _ in range(3):  # no IS sign change among the probes: one IS point further out
         c = crossing(Ps, d_is, se_is)
-        if c["P_star"] is not None:
+        if c.P_star is not None:
             break
-        P = round(max(Ps) * 1.15) if c["side"] == "above" else round(min(Ps) / 1.15)
+        P = round(max(Ps) * 1.15) if c.side == "above" else round(min(Ps) / 1.15)
         d, se = _is_delta_F(out, P, res["a_thr"], jax.random.key(P))
         Ps, d_is, se_is = Ps + [P], d_is + [d], se_is + [se]
-    assert c["P_star"] is not None
-    half = res["summary"]["half_width_log"] + 3 * c["err_mc"]
-    assert abs(math.log(c["P_star"]) - math.log(res["P_star"])) <= half, (c, res["summary"])
+    assert c.P_star is not None
+    half = res["summary"]["half_width_log"] + 3 * c.err_mc
+    assert abs(math.log(c.P_star) - math.log(res["P_star"])) <= half, (c, res["summary"])
 
 
 @pytest.mark.heavy

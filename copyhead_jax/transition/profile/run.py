@@ -347,7 +347,8 @@ def profile_json(prof: Profile) -> dict:
 def seed_json(run: SeedRun) -> dict:
     v = run.verdict
     return {"seed": run.seed, "verdict": v.kind, "evidence": list(v.evidence),
-            "P_star": v.P_star, "crossing": v.crossing,
+            "P_star": v.P_star,
+            "crossing": None if v.crossing is None else v.crossing.to_dict(),
             "coexistence": v.coexistence, "coexistence_outer": v.coexistence_outer,
             "P_mid": v.P_mid, "P_steepest": v.P_steepest,
             "probes": [dataclasses.asdict(p) for p in v.probes], "cpu": run.cpu,

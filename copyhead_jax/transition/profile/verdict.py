@@ -5,7 +5,7 @@ split at the barrier top, $d(P)=F_{\rm copy}-F_{\rm pool}=-\log(w_{\rm copy}/w_{
 the posterior mean $\bar a(P)$, each with its replica error.
 
 * **First order** when at least one usable probe is bimodal. $P^*$ is the root of $d$ in
-  $\log P$ (:func:`copyhead_jax.transition.root.crossing`, the package's one root rule: linear
+  $\log P$ (:func:`copyhead_jax.compare.root.crossing`, the package's one crossing rule: linear
   between the bracketing probes, the quadratic through a third as the interpolation error). At a
   probe where the profile is unimodal (one basin gone) the dividing surface is the barrier top of
   the nearest bimodal probe. The **coexistence range** is the span of bimodal probes (at least
@@ -31,7 +31,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from ..root import combine_seeds, crossing
+from ..root import Crossing, combine_seeds, crossing
 
 FIRST_ORDER, CROSSOVER, UNDECIDED = "first order", "crossover", "undecided"
 
@@ -67,7 +67,8 @@ class Probe:
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """One seed's verdict: ``kind`` (:data:`FIRST_ORDER`, :data:`CROSSOVER`, :data:`UNDECIDED`),
-    the evidence lines, ``P_star`` and ``crossing`` (:func:`~..root.crossing`'s dict in log P),
+    the evidence lines, ``P_star`` and ``crossing`` (the root's :class:`Crossing`, errors in
+    log P; ``None`` with fewer than two usable probes),
     the coexistence span ``[lo, hi]`` of bimodal probes with its unimodal neighbours ``outer``,
     the crossover's midpoint and steepest point (also for a first-order verdict, beside it),
     and the probes."""
@@ -75,7 +76,7 @@ class Verdict:
     kind: str
     evidence: tuple[str, ...]
     P_star: float | None
-    crossing: dict
+    crossing: Crossing | None
     coexistence: tuple[float, float] | None
     coexistence_outer: tuple[float | None, float | None] | None
     P_mid: float | None
@@ -88,7 +89,7 @@ def replica_factor(R: int) -> float:
     return float(stats.t.ppf(0.975, max(R - 1, 1)) / stats.norm.ppf(0.975))
 
 
-def _midpoint_root(ps: list[Probe]) -> tuple[float | None, dict, float | None]:
+def _midpoint_root(ps: list[Probe]) -> tuple[float | None, Crossing, float | None]:
     P = [p.P for p in ps]
     a = np.array([p.mean_a for p in ps])
     mid = 0.5 * (a[0] + a[-1])
@@ -97,7 +98,7 @@ def _midpoint_root(ps: list[Probe]) -> tuple[float | None, dict, float | None]:
     slope = np.diff(a) / np.diff(np.log(P))
     j = int(np.argmax(slope)) if len(slope) else None
     steep = None if j is None else float(math.exp(0.5 * (math.log(P[j]) + math.log(P[j + 1]))))
-    return cr["P_star"], cr, steep
+    return cr.P_star, cr, steep
 
 
 def decide(probes: list[Probe]) -> Verdict:
@@ -109,9 +110,9 @@ def decide(probes: list[Probe]) -> Verdict:
     ev += [f"P={p.P}: {len(p.flagged)} window(s) not mixed (errors widened to the replicas' sd): "
            f"{p.flagged[0]}{' ...' if len(p.flagged) > 1 else ''}" for p in used if p.flagged]
     bim = [p for p in used if p.bimodal]
-    P_mid, cr_mid, steep = _midpoint_root(used) if len(used) >= 2 else (None, {}, None)
+    P_mid, cr_mid, steep = _midpoint_root(used) if len(used) >= 2 else (None, None, None)
     if len(used) < 2:
-        return Verdict(UNDECIDED, tuple(ev + ["fewer than two usable probes"]), None, {},
+        return Verdict(UNDECIDED, tuple(ev + ["fewer than two usable probes"]), None, None,
                        None, None, None, None, tuple(ps))  # fmt: skip
     if bim:
         kind = FIRST_ORDER
@@ -126,9 +127,9 @@ def decide(probes: list[Probe]) -> Verdict:
         f = [replica_factor(p.n_replicas) for p in used]
         cr = crossing([p.P for p in used], [p.d for p in used],
                       [p.d_se * k for p, k in zip(used, f)], [p.d_sys for p in used])  # fmt: skip
-        P_star = cr["P_star"]
+        P_star = cr.P_star
         if P_star is None:
-            ev.append(f"the basin weights do not cross between the probes (d {cr['side']} 0 at "
+            ev.append(f"the basin weights do not cross between the probes (d {cr.side} 0 at "
                       "every usable probe)")  # fmt: skip
             kind = UNDECIDED
     else:
@@ -146,7 +147,7 @@ def decide(probes: list[Probe]) -> Verdict:
 def over_seeds(verdicts: list[Verdict]) -> dict:
     """Every seed measured on its own, combined by ``combine_seeds``; the kinds listed (the
     overall kind is theirs when they agree, else ``undecided``)."""
-    get = lambda v, k: v.crossing.get(k) if v.P_star else math.nan  # noqa: E731
+    get = lambda v, k: getattr(v.crossing, k) if v.P_star else math.nan  # noqa: E731
     t, m, s = ([math.nan if get(v, k) is None else get(v, k) for v in verdicts]
                for k in ("log_P", "err_mc", "err_sys"))  # fmt: skip
     out = combine_seeds(t, m, s)

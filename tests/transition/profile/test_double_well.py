@@ -83,9 +83,9 @@ def test_copy_weight_equals_quadrature(measured):
 def test_first_order_and_P_star_equal_quadrature(measured):
     v = decide([probe_of(P, prof, prof.basins) for P, prof in measured.items()])
     assert v.kind == "first order" and v.coexistence == (40, 49)
-    lo, hi = v.crossing["bracket"]
+    lo, hi = v.crossing.bracket
     a_star = float(np.mean([measured[int(P)].basins.a_top for P in (lo, hi)]))
-    err = 3 * v.crossing["err_mc"] + v.crossing["err_sys"]
+    err = 3 * v.crossing.err_mc + v.crossing.err_sys
     P_exact = exact_P_star(a_star)
     assert abs(math.log(v.P_star / P_exact)) < err, (v.P_star, P_exact, v.crossing)
     assert abs(math.log(v.P_star / exact_P_star(a_star, slope=1.6))) > err  # can fail

@@ -47,7 +47,7 @@ def test_unmixed_probe_stays_with_its_widened_error_named():
                   d_se=1.0 if P == 55 else 0.1) for P in (40, 45, 55)]  # fmt: skip
     a, b = decide(ok), decide(wide)
     assert b.kind == "first order" and any("not mixed" in e for e in b.evidence)
-    assert b.crossing["err_mc"] > 3 * a.crossing["err_mc"]  # never narrower
+    assert b.crossing.err_mc > 3 * a.crossing.err_mc  # never narrower
 
 
 def test_over_seeds_combines_roots():
