@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .root import anchored_root, next_probe
+from .root import Crossing, anchored_root, next_probe
 
 #: Groups are padded to a ladder of ``PAD_STEPS`` rungs an octave anchored at the grid's top
 #: (compiled once per rung of it) when the top group holds at least this many P L^2
@@ -60,7 +60,7 @@ def first_probes(log_roots, fallback: float, *, anchored: bool = False) -> list[
 def seed_probes(
     measure: Callable[[int], dict], probes: list[int],
     anchor: tuple[float, float, int] | None = None,
-) -> tuple[dict, dict | None]:  # fmt: skip
+) -> tuple[dict, Crossing | None]:  # fmt: skip
     """One seed's probes, measured one at a time: ``measure(P)`` returns a dict with ``dF``
     (the difference whose root is sought), ``se``, ``sys`` and optionally ``slope``. From
     ``probes`` on, :func:`~copyhead_jax.transition.root.next_probe` widens and refines to a

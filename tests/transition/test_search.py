@@ -71,7 +71,7 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
     assert calls[0] is None and calls[1][0] == pytest.approx(-30.0)  # seed 0's secant slope
     assert cr[0]["bracket"] and len(probes[1]) == 1 and cr[1]["anchor"]["n_slopes"] == 1
     assert probes[1] == [round(math.exp(cr[0]["log_P"]))]
-    assert len(probes[2]) == 2 and cr[2]["bracket"] and "anchor" not in cr[2]
+    assert len(probes[2]) == 2 and cr[2]["bracket"] and cr[2]["anchor"] is None
     for c, r in zip(cr, roots, strict=True):
         err = 3 * c["err_mc"] + c["err_sys"]
         assert abs(c["log_P"] - math.log(r)) <= err, (c, r)
