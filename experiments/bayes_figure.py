@@ -7,7 +7,9 @@ and its flagged runs (the free-energy profile, ``transition_profile_L*_V*.json``
 ``transition_<reading>.json``), the other measurements of the same point, the EK MAP and EK +
 readout points and route B with its replica interval (``bayes_theory_softmax.json``) and route A
 (``bayes_theory_route_a.json``); the linear head's posterior copy crossover against route B
-(``posterior_plain.json``, ``bayes_theory_linear.json``). Writes ``DIR/bayes_compare.json`` and
+(``posterior_plain.json``, ``bayes_theory_linear.json``); the joint law in ``L`` and ``V`` of the
+measured plain points beside route B's on the same configurations and the paper's ``ln^2 L``
+(``compare.laws.measured_law``). Writes ``DIR/bayes_compare.json`` and
 ``FIGURES/bayes_theory_vs_measured.png`` (each prediction over the measured point). Seconds.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from copyhead_jax.compare import bayesian_interval
+from copyhead_jax.compare import bayesian_interval, measured_law
 from copyhead_jax.config import TRANSITION_RUN
 from copyhead_jax.plots import bayes_compare_figure, save_figure
 from copyhead_jax.storage import write_json
@@ -37,6 +39,8 @@ SOFTMAX = (
     ("paper-chi-lik", 25, 5, "transition", "transition_paper-chi-lik.json"),
     ("plain", 12, 6, "profile", "transition_profile_L12_V6.json"),
     ("plain", 15, 7, "profile", "transition_profile_L15_V7.json"),
+    ("plain", 8, 3, "profile", "transition_profile_L8_V3.json"),
+    ("plain", 8, 5, "profile", "transition_profile_L8_V5.json"),
 )
 #: route A's file records no configuration: its runs are at plain (12, 6) on 64 sequences and
 #: their L cyclic shifts (docs/reports/bayes_theory.md), checked by ``n_sequences == 64 L``
@@ -161,13 +165,25 @@ def linear_rows(results: Path) -> list[dict]:
     return rows
 
 
+def law(rows: list[dict]) -> dict:
+    """The joint law of the measured plain softmax ``P*`` (each with its 95% interval) and of
+    route B on the same configurations (its replica intervals), by ``measured_law``."""
+    plain = [r for r in rows if r["reading"] == "plain"]
+    L, V = [r["L"] for r in plain], [r["V"] for r in plain]
+    m = [[r["measured"][k] for r in plain] for k in ("P_star", "lo", "hi")]
+    b = [[r["series"]["route_B"][k] for r in plain] for k in ("P", "lo", "hi")]
+    return {"configurations": [[r["L"], r["V"]] for r in plain],
+            "measured": measured_law(L, V, *m), "route_B": measured_law(L, V, *b)}  # fmt: skip
+
+
 def compare(results: Path) -> dict:
-    """Every row with its ratios over the measured point."""
+    """Every row with its ratios over the measured point, and the law of the plain rows."""
     doc = {"kind": "bayes_compare", "softmax": softmax_rows(results),
            "linear": linear_rows(results), "no_json_source": NO_SOURCE}
     for r in doc["softmax"] + doc["linear"]:
         P = r["measured"]["P_star"]
         r["ratio"] = {k: v["P"] / P for k, v in r["series"].items() if v is not None}
+    doc["law"] = law(doc["softmax"])
     return doc
 
 
@@ -187,6 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['reading']} L={r['L']} V={r['V']}: measured {m['P_star']:.4g} "
               f"[{m['lo']:.4g}, {m['hi']:.4g}] ({m['n_flagged']}/{m['n_runs']} flagged); "
               f"over it: {ratios}")  # fmt: skip
+    for name, f in doc["law"].items():
+        if name == "configurations":
+            continue
+        j = f["fit"]
+        print(f"law, {name} ({j['n']} plain configurations): k_L {j['k_L']:.3f} "
+              f"[{f['k_L_ci'][0]:.3f}, {f['k_L_ci'][1]:.3f}], k_V {j['k_V']:.3f} "
+              f"[{f['k_V_ci'][0]:.3f}, {f['k_V_ci'][1]:.3f}], C {j['C']:.3g}, R^2 {j['r2']:.3f}; "
+              f"ln^2 L: R^2 {f['paper_law']['r2']:.2f}")  # fmt: skip
     print(f"wrote {args.results / 'bayes_compare.json'} and {args.figures / FIGURE}")
     return 0
 

@@ -13,7 +13,7 @@
 - ``branches`` measured P* of branch runs (onset, crossover, crossing, coexistence window)
 - ``seeds``    every P* per seed with its CI beside the theories; the table across widths
 - ``table``    the P* table of branch runs: theories, measurement, order, loss pattern
-- ``laws``     power laws of the P* against L or V beside the paper's
+- ``laws``     power laws of the P* against L or V beside the paper's; the joint law in L, V
 - ``coverage`` the coverage ablation's table: the ansatz's share of the attention per regime
 - ``text``     number formats of the markdown tables
 """
@@ -37,6 +37,7 @@ from .errors import disagrees as disagrees
 from .errors import rel_err as rel_err
 from .laws import fit_laws as fit_laws
 from .laws import grids_around as grids_around
+from .laws import measured_law as measured_law
 from .laws import phase_panel as phase_panel
 from .laws import theory_row as theory_row
 from .locate import Located as Located

@@ -126,12 +126,16 @@ def ratio_figure(panels: Sequence[dict], styles: dict[str, dict], *, width: floa
 
 
 def _compare_rows(rows: list[dict]) -> list[dict]:
-    """Panel rows of ``bayes_compare.json`` rows: the flag is the count of flagged runs."""
+    """Panel rows of ``bayes_compare.json`` rows: the flag is the count of flagged runs; a
+    measured crossover is named under its configuration."""
     out = []
     for r in rows:
         m = r["measured"]
         flag = m["n_flagged"] and f"{m['n_flagged']}/{m['n_runs']} {m.get('unit', 'runs')}"
-        out.append(dict(label=f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$", series=r["series"],
+        label = f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$"
+        if m.get("verdict") == "crossover":  # P*: the posterior mean midway, not equal weights
+            label += "\n(crossover)"
+        out.append(dict(label=label, series=r["series"],
                         measured=dict(P_star=m["P_star"], lo=m["lo"], hi=m["hi"],
                                       flag=flag or None)))  # fmt: skip
     return out
@@ -146,4 +150,5 @@ def bayes_compare_figure(doc: dict):
     if doc.get("linear"):
         panels.append(dict(title="linear: posterior $\\psi=1/2$", name="linear",
                            rows=_compare_rows(doc["linear"]), xlabel="configuration"))
-    return ratio_figure(panels, ROUTE_STYLES, width=9.0)
+    n = sum(len(p["rows"]) for p in panels)
+    return ratio_figure(panels, ROUTE_STYLES, width=max(9.0, 2.5 + 0.7 * n))  # ~0.7 in a row
