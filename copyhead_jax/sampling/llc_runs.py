@@ -56,7 +56,9 @@ from ..objective import Objective
 from ..observables import attention_matrices, order_parameters
 from ..results import PosteriorResult, SweepResult
 from ..runner import Progress, fingerprint
+from ..runner.eta import announce
 from ..runner.memory import available_bytes, refuse_if_over
+from .cost import llc_estimate
 from .estimators import run_mean
 from .health import target_meta
 from .rounds import met, reached, sample_rounds
@@ -406,6 +408,8 @@ def llc_runs(
     ok = best.ok
     key = jax.random.key(st.seed) if key is None else key
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
+    if progress:  # what it will cost, before any work (one line on stderr under the command)
+        announce(lambda: llc_estimate(cfg, len(run), st.n_chains, st.n_steps), __name__)
     bar = Progress(len(sets), f"llc {cfg.model.attention} ({nS} seeds per P)",
                    show=progress, n_chunks=len(sets), unit="chain set")  # fmt: skip
 

@@ -48,8 +48,10 @@ from ..runner import (
     shard_runs,
     to_host,
 )
+from ..runner.eta import announce
 from ..storage import environment
 from .collapsed_hmc import CollapsedHMC, whitening
+from .cost import sampler_estimate
 from .full_sgld import PAPER_SGLD as PAPER_SGLD
 from .full_sgld import FullSGLD
 from .health import health_arrays, posterior_warnings, run_flags, target_arrays, target_meta
@@ -160,6 +162,8 @@ def run_sampler(
     chunk = mesh.size * math.ceil(min(chunk, n_runs) / mesh.size)
     check_sampler_memory(sampler, math.ceil(chunk / mesh.size), program.run_bytes(),
                          available_bytes(cfg))  # fmt: skip
+    if progress:  # what it will cost, before any work (one line on stderr under the command)
+        announce(lambda: sampler_estimate(cfg, sampler), __name__)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     held = claim(out, ckpt=ckpt)  # one sampler per output; released after the final save
     inputs = sweep_inputs(cfg, None)

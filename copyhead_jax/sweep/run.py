@@ -38,9 +38,11 @@ from ..runner import (
     map_groups,
     run_mesh,
 )
+from ..runner.eta import announce
 from ..runner.memory import check_kept_params, kept_params_bytes
 from ..sources import tokens_tag, user_seed_data
 from ..storage import environment
+from .estimate import sweep_estimate
 
 
 def _fingerprint(cfg: Config, chunk: int) -> str:
@@ -71,7 +73,8 @@ def run_sweep(
         cfg: the sweep's configuration (``ch.preset('small')``, ``cfg.replace(...)``).
         out: save the result here (atomic ``.npz``); checkpoints finished chunks in
             ``OUT.chunks/`` and resumes from them when run again with the same config.
-        progress: show a progress bar (stderr) over compiled segments.
+        progress: say what the sweep will cost before it starts (a progress note,
+            :mod:`.estimate`) and show a progress bar (stderr) with its ETA.
         keep_params: keep the fitted weights (to warm-start a sampler); default: when they take
             under 2 GB.
         lr_mult: per-run learning-rate multipliers (P-major order), e.g. to probe stability.
@@ -126,6 +129,8 @@ def run_sweep(
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
     n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
     check_memory(cfg, groups)
+    if progress:  # what it will cost, before any work (one line on stderr under the command)
+        announce(lambda: sweep_estimate(cfg), __name__)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     held = claim(out, ckpt=ckpt)  # one writer per output; released after the final save
     bar = Progress(  # counts runs (a continuation step re-solves the n_seeds runs of one P)

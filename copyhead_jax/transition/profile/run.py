@@ -34,8 +34,10 @@ import numpy as np
 
 from ..._checks import check_int
 from ...config import PROFILE_WINDOW, Config
+from ...runner.eta import LONG_S, announce, duration
 from ...runner.memory import available_bytes, refuse_if_over
 from ..root import next_probe
+from .cost import SMALLER, profile_estimate
 from .map_switch import map_branches, map_switch
 from .softmax import Problem, a_bounds, beta_of_aG, build_problem, landscape, logit_start
 from .softmax import profile_config as profile_config
@@ -160,10 +162,13 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
         run.cpu[P] = time.process_time() - t0
         b = prof.basins
         d = f", d {b.d:+.2f} +- {b.d_se:.2f}" if b.bimodal else ""
+        left = ss.max_probes - len(run.profiles)
         log(f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
             f"{b.barrier:.2f} +- {b.barrier_se:.2f}{d}, mean a {prof.mean_a:.3f}, "
             f"{len(sm.centers)} windows, {len(prof.flagged)} not mixed"
-            f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s")  # fmt: skip
+            f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s; at most {left} "
+            f"more probe(s) for this seed, ~{duration(left * run.cpu[P])} of CPU at this "
+            "one's cost")  # fmt: skip
 
     a_s = 0.5 * (s.a_lo + s.a_hi)
     placement: dict[int, float] = {}
@@ -182,6 +187,15 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
         measure(int(P_new))
     run.verdict = decide(probes(run, s))
     return run
+
+
+def _estimate(cfg: Config, s: ProfileSettings, nS: int, ss: SearchSettings, probes, where: str,
+              warn: bool = True) -> bool:  # fmt: skip
+    """Announce what the windows will cost (:mod:`.cost`); whether it is long work."""
+    est = announce(lambda: profile_estimate(cfg, s, n_seeds=nS, max_probes=ss.max_probes,
+                                            probes=probes, where=where),
+                   __name__, SMALLER, warn=warn)  # fmt: skip
+    return est is not None and est.seconds[0] > LONG_S
 
 
 def profile_bytes(s: ProfileSettings, *, L: int, V: int, P_pad: int) -> int:
@@ -278,6 +292,11 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
     check_profile_memory(cfg, s0, min(ss.probes) if ss.probes else 2)
     P0 = _theory_point(cfg)
     check_profile_memory(cfg, s0, 4 * max(ss.probes or first_probes(P0 or 16.0)))
+    long = False
+    if progress:  # what it will cost, before any work (one line on stderr under the command)
+        where = ("given" if ss.probes else "around the EK theory's posterior point; the "
+                 "posterior's own lies up to ~2x above it" if P0 else "the default P = 16")
+        long = _estimate(cfg, s0, nS, ss, tuple(ss.probes or first_probes(P0 or 16.0)), where)
     maps: list[dict] = []
     if ss.map_switch:
         grid = sorted({max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4,
@@ -297,6 +316,8 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         first = first_probes(P_bayes or P0)
         log(f"first probes {list(first)} around "
             + (f"route B's P* {P_bayes:.1f}" if P_bayes else f"P = {P0:.1f}"))
+        if progress:  # the estimate again, at the probes' own rows
+            _estimate(cfg, s0, nS, ss, first, "placed", warn=not long)
     s_prof = ss.profile or default_profile_settings(cfg.task.L)
     ss = dataclasses.replace(ss, profile=s_prof)
     runs = []
@@ -304,8 +325,11 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         key = jax.random.fold_in(jax.random.key(seed), s)
         run = seed_transition(cfg, s, first, ss, key, log, ckpt_dir)
         v = run.verdict
-        log(f"seed {s}: {v.kind}, P* = {_f(v.P_star)}")
         runs.append(run)
+        left = nS - s - 1
+        log(f"seed {s}: {v.kind}, P* = {_f(v.P_star)}" + (
+            f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at this "
+            "seed's cost" if left else ""))  # fmt: skip
     over = over_seeds([r.verdict for r in runs])
     return {
         "method": "profile", "quantity": "P*_aG", "attention": cfg.model.attention,
