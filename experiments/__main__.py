@@ -10,6 +10,7 @@ python -m experiments report --publish            # refresh the committed docs/r
 python -m experiments main --full-network --preset paper --out results/full   # GPU protocol
 python -m experiments posterior-branches --cluster tcp://10.0.0.1:8786   # groups on Dask
 python -m experiments posterior --tiny            # a study run on request only (not in all)
+python -m experiments main --preset paper --reading chi-lik   # its grids under another reading
 
 Output goes to ``--out`` (default ``results/experiments/MODE``); ``--publish`` writes into
 ``docs/reports/`` instead (the committed reports, their JSON and figures) and refreshes the
@@ -30,6 +31,7 @@ from pathlib import Path
 import jax
 
 import copyhead_jax as ch
+from copyhead_jax.config import READINGS
 from copyhead_jax.runner import run_dependent
 from copyhead_jax.transition import cpu_seconds
 
@@ -48,9 +50,11 @@ REPORTS = ROOT / "docs" / "reports"
 SUMMARY = REPORTS / "README.md"
 
 
-def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path, **kw) -> dict:
-    """Run one artefact for one preset and return its result dict (``kw``: its own options)."""
-    spec = common.load_spec(mode, preset, artefact, cache)
+def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path,
+                 reading: str | None = None, **kw) -> dict:  # fmt: skip
+    """Run one artefact for one preset (under ``reading``: ``common.load_spec``) and return its
+    result dict (``kw``: its own options)."""
+    spec = common.load_spec(mode, preset, artefact, cache, reading)
     module = importlib.import_module(f"experiments.{ARTEFACTS[artefact][0]}")
     try:
         return module.main(spec, out, **kw)
@@ -84,7 +88,7 @@ def use_compile_cache(cache: Path) -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-def run_job(job: tuple, *, mode: str, out: Path, cache: Path) -> dict:
+def run_job(job: tuple, *, mode: str, out: Path, cache: Path, reading: str | None = None) -> dict:
     """One job of :func:`plan` (in a worker process): ``("width", preset, width)`` measures the
     main artefact at one width into the cache, ``(artefact, preset)`` runs an artefact."""
     if mode == "paper":
@@ -93,10 +97,10 @@ def run_job(job: tuple, *, mode: str, out: Path, cache: Path) -> dict:
     if job[0] == "width":
         from . import analysis
 
-        spec = common.load_spec(mode, job[1], "main", cache)
+        spec = common.load_spec(mode, job[1], "main", cache, reading)
         analysis.measure_width(analysis.width_spec(spec, job[2]))
     else:
-        run_artefact(job[0], mode=mode, preset=job[1], out=out, cache=cache)
+        run_artefact(job[0], mode=mode, preset=job[1], out=out, cache=cache, reading=reading)
     return {"cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0, "pid": os.getpid()}
 
 
@@ -108,7 +112,8 @@ def job_name(job: tuple) -> str:
     return f"{job[0]} ({job[1]})"
 
 
-def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[tuple], float]]:
+def plan(artefacts, presets, mode: str, cache: Path,
+         reading: str | None = None) -> list[tuple[tuple, list[tuple], float]]:  # fmt: skip
     """Independent jobs with their dependencies: ``(job, deps, cost)``. Each width of the main
     artefact is a job of its own (its runs and theory go to the cache; ``main`` then only
     assembles them); every other artefact waits for ``main`` of its preset (it reuses main's
@@ -117,7 +122,7 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
     for preset in presets:
         main_deps = []
         if "main" in artefacts:
-            spec = common.load_spec(mode, preset, "main", cache)
+            spec = common.load_spec(mode, preset, "main", cache, reading)
             widths = [spec.engine.model.width, *spec.settings.get("extra_widths", [])]
             if len(widths) > 1:
                 for w in widths:
@@ -131,7 +136,8 @@ def plan(artefacts, presets, mode: str, cache: Path) -> list[tuple[tuple, list[t
     return out
 
 
-def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path) -> None:
+def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path,
+                 reading: str | None = None) -> None:  # fmt: skip
     """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.runner.run_dependent``:
     longest ready job first, one job per process). The results are those of the serial order:
     every job reads and writes the same content-addressed cache, and a result two jobs need is
@@ -145,8 +151,8 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
         print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
               f"(worker {t['pid']})", flush=True)  # fmt: skip
 
-    fn = functools.partial(worker, mode=mode, out=out, cache=cache)
-    n = len(run_dependent(fn, plan(artefacts, presets, mode, cache), workers=jobs,
+    fn = functools.partial(worker, mode=mode, out=out, cache=cache, reading=reading)
+    n = len(run_dependent(fn, plan(artefacts, presets, mode, cache, reading), workers=jobs,
                           on_done=done))  # fmt: skip
     # the workers have exited: their CPU time (start-up included) is the children's
     cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
@@ -173,6 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(mode="paper")
     p.add_argument("--preset", choices=(*PRESETS, "both"), default="both",
                    help="theory/engine conventions (default: both, plain first)")  # fmt: skip
+    p.add_argument("--reading", choices=tuple(READINGS), default=None,
+                   help="the reading of the paper's conventions the preset runs under, as on "
+                   "every copyhead command: "
+                   + "; ".join(f"{r}: " + ", ".join(f"{k}={v}" for sec in f.values()
+                                                    for k, v in sec.items())
+                               for r, f in READINGS.items())
+                   + "; the preset's grids and settings kept, outputs named PRESET-READING; "
+                   f"one --preset, artefacts {', '.join(common.READING_ARTEFACTS)} (the others "
+                   "refuse it); default: the preset's own")  # fmt: skip
     o = p.add_mutually_exclusive_group()
     o.add_argument("--out", default=None,
                    help="output folder (default: results/experiments/MODE; never docs/ unless "
@@ -213,6 +228,16 @@ def run(args) -> int:
     kw = {"cluster": args.cluster} if args.cluster else {}
     if kw and artefacts != ("posterior-branches",):
         raise ValueError("--cluster is an option of posterior-branches only")
+    reading = args.reading
+    if reading is not None:  # before any work: one preset, artefacts it means something for
+        if args.artefact in ("all", "report"):
+            raise ValueError(f"--reading: {args.artefact} writes the report of the presets' "
+                             "own readings; run its artefacts one by one under a reading")
+        if args.preset == "both":
+            raise ValueError("--reading runs one preset's grids under a reading: give --preset "
+                             "paper or --preset plain")  # fmt: skip
+        for a in artefacts:
+            common.load_spec(args.mode, args.preset, a, cache, reading)
     if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
         use_compile_cache(cache)
     jobs = args.jobs
@@ -220,15 +245,18 @@ def run(args) -> int:
         jobs = min(2, len(os.sched_getaffinity(0))) if args.mode == "paper" and not kw else 1
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1; got {jobs}")
-    n_jobs = len(plan(artefacts, presets, args.mode, cache)) if artefacts else 0
+    n_jobs = len(plan(artefacts, presets, args.mode, cache, reading)) if artefacts else 0
     if jobs > 1 and n_jobs > 1:
-        run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache)
+        run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache,
+                     reading=reading)  # fmt: skip
         artefacts = ()  # done; the report below
     for preset in presets:  # main first: the others reuse its runs
         for a in artefacts:
             t0, c0 = time.time(), cpu_seconds()
-            run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache, **kw)
-            print(f"{a} ({preset}, {args.mode}): {time.time() - t0:.0f} s wall, "
+            run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache,
+                         reading=reading, **kw)  # fmt: skip
+            name = preset if reading is None else f"{preset} under {reading}"
+            print(f"{a} ({name}, {args.mode}): {time.time() - t0:.0f} s wall, "
                   f"{cpu_seconds() - c0:.0f} s CPU", flush=True)  # fmt: skip
     if args.artefact in ("all", "report"):
         path = report.main(out, mode=args.mode)
@@ -241,6 +269,10 @@ def run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     if raw and ARTEFACTS.get(raw[0], (None, None))[1] == "cli":
+        if any(a == "--reading" or a.startswith("--reading=") for a in raw[1:]):
+            print(f"python -m experiments: error: --reading: {raw[0]} takes none: "
+                  f"{common.NO_READING[raw[0]]}", file=sys.stderr)  # fmt: skip
+            return 2
         return run_command(raw[0], raw[1:])
     args = build_parser().parse_args(raw)
     if argv is None:  # the command, not a call from Python

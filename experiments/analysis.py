@@ -23,6 +23,7 @@ from copyhead_jax.compare import (
     pstar_table,
 )
 from copyhead_jax.compare import early_warning as warn
+from copyhead_jax.config import reading_of
 from copyhead_jax.plots import main_figure
 from copyhead_jax.storage import jsonable
 from copyhead_jax.sweep import FINITE_DENSE, finite_action_gap
@@ -158,7 +159,8 @@ def measure_width(spec: C.Spec) -> tuple[dict[str, Any], dict[str, Any]]:
         {"summary": fs},
         res["theory_ek_points"],
         pooled,
-        paper_conventions=spec.preset == "paper",  # the paper's numbers are in its conventions
+        # the paper's numbers are in its conventions
+        paper_conventions=reading_of(spec.engine) == "paper",
     )
     res["width"] = width_label(spec.engine.model.width)
     return res, m

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 import copyhead_jax as ch
+from copyhead_jax.config import reading_of, with_reading
 from copyhead_jax.storage import environment, nulls_in_lists_to_nan, write_json
 from copyhead_jax.sweep import Feature, Runs, computing, finite_theory, refine
 from copyhead_jax.theory import TheoryParams, theory_curve, transition_points
@@ -71,6 +72,19 @@ ARTEFACTS = {
     "bayes-figure": ("bayes_figure", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
+#: the artefacts that build every configuration from their spec's engine, so that ``--reading``
+#: (``load_spec(..., reading=)``) means for them what it means on every ``copyhead`` command
+READING_ARTEFACTS = ("main", "coverage", "scaling-L", "scaling-V", "hysteresis")
+#: why ``--reading`` means nothing for the others (one line each, the refusal's reason)
+NO_READING = {
+    "conventions": "it measures all three readings itself",
+    "reading": "it is the chi-lik reading's runs by definition (python -m experiments main "
+               "--preset paper --reading chi-lik runs one artefact under it)",
+    "warning-theory": "it reads route B's early warning for the presets' own readings",
+    "bayes-figure": "it draws committed results; it runs nothing",
+    **{a: "its configurations come from the preset's own settings and records, not from the "
+          "spec's engine" for a in SPEC_ARTEFACTS if a not in READING_ARTEFACTS},
+}  # fmt: skip
 
 
 def artefact_main(name: str):
@@ -97,6 +111,8 @@ class Spec:
     sgld: dict[str, Any] | None  # SGLD settings (None: no posterior sampling)
     cost: dict[str, float]  # cost model for grouping P into compiled programs
     cache_dir: Path
+    base: str | None = None  # the preset whose settings it runs (default ``preset``)
+    reading: str | None = None  # the reading it runs under (None: the preset's own)
 
     def engine_for(self, attention: str, **task) -> ch.Config:
         """The engine config of one attention (with that attention's solver overrides)."""
@@ -128,8 +144,14 @@ def mode_config(mode: str) -> dict[str, Any]:
     return mod.CONFIG
 
 
-def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path) -> Spec:
-    """The :class:`Spec` of ``artefact`` for ``preset`` (``plain``/``paper``) in ``mode``."""
+def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path,
+              reading: str | None = None) -> Spec:  # fmt: skip
+    """The :class:`Spec` of ``artefact`` for ``preset`` (``plain``/``paper``) in ``mode``; with
+    ``reading`` (one of ``copyhead_jax.config.READINGS``), its engine under that reading (as
+    ``--reading`` of every ``copyhead`` command: the convention fields replaced, the preset's
+    grids and settings kept) and named ``PRESET-READING`` where that is not the preset's own."""
+    if reading is not None and artefact not in READING_ARTEFACTS:
+        raise ValueError(f"--reading: {artefact} takes none: {NO_READING[artefact]}")
     if preset not in PRESET_NAMES:
         raise ValueError(f"preset must be one of {', '.join(PRESET_NAMES)}; got {preset!r}")
     if artefact not in SPEC_ARTEFACTS:
@@ -137,18 +159,31 @@ def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path) -> S
     c = mode_config(mode)
     per = c["presets"][preset]
     train = lambda k: _merge(c.get(k, {}), per.get(k, {}))  # noqa: E731
+    engine = ch.preset(preset).replace(**train("engine"))
+    name = preset
+    if reading is not None and reading != reading_of(engine):  # checked by with_reading
+        engine, name = with_reading(engine, reading), f"{preset}-{reading}"
     return Spec(
         mode=mode,
-        preset=preset,
+        preset=name,
         artefact=artefact,
-        engine=ch.preset(preset).replace(**train("engine")),
+        engine=engine,
         settings=per.get(artefact.replace("-", "_"), {}),
         softmax_solver=train("softmax_solver"),
         linear_solver=train("linear_solver"),
         sgld=None if c.get("sgld") is None else _merge(c["sgld"], per.get("sgld", {})),
         cost=dict(c.get("cost", {})),
         cache_dir=Path(cache_dir),
+        base=preset,
+        reading=None if name == preset else reading,
     )
+
+
+def sibling_spec(spec: Spec, artefact: str) -> Spec:
+    """The spec of ``artefact`` for the preset and reading of ``spec`` (e.g. the ``main`` whose
+    runs an ablation reuses)."""
+    return load_spec(spec.mode, spec.base or spec.preset, artefact, spec.cache_dir,
+                     reading=spec.reading)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

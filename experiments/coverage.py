@@ -29,7 +29,7 @@ def main(spec: C.Spec, out_dir: str | Path, main_spec: C.Spec | None = None) -> 
     """The ablation on the main artefact's runs (``main_spec``: by default the preset's)."""
     t0 = time.time()
     out_dir = Path(out_dir)
-    ms = main_spec or C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
+    ms = main_spec or C.sibling_spec(spec, "main")
     res_main = load_or_run(ms, out_dir)
     th = spec.theory_params()
     P_lin = np.asarray(res_main["curves"]["linear"]["P"], float)

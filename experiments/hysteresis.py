@@ -39,7 +39,7 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
     t0 = time.time()
     out_dir = Path(out_dir)
     s = spec.settings
-    ms = C.load_spec(spec.mode, spec.preset, "main", spec.cache_dir)
+    ms = C.sibling_spec(spec, "main")
     m = F.collect(ms)
     lin, pool, copy = m["lin"], m["pool"], m["copy"]
     C.log(f"hysteresis {spec.preset}: refining the coexistence window")
