@@ -98,13 +98,16 @@ def sampler_estimate(cfg: Config, mc: SGLDConfig | HMCConfig, unit=None) -> Esti
                     + (", the fewest: one round per chain" if mc.ess_target else ""))  # fmt: skip
 
 
-def llc_estimate(cfg: Config, n_sets_per_P: int, n_chains: int, n_steps: int) -> Estimate:
+def llc_estimate(cfg: Config, n_sets_per_P: int, st) -> Estimate:
     """The SGLD gradient evaluations of :func:`~.llc_runs.llc_runs` (``n_sets_per_P`` chain
-    sets per P, each ``n_chains`` chains of ``n_steps`` per seed) and their time."""
+    sets per P, each ``st.n_chains`` chains per seed of ``st.n_steps`` steps, or with a target
+    its first round, the fewest, up to that cap) and their time."""
     Ps = [P for P in cfg.sweep.P if P >= 2] or [2]
-    per = n_sets_per_P * n_chains * n_steps
-    s = _rows_seconds(cfg, Ps, per, "U", jnp.float32)
-    n = len(Ps) * cfg.sweep.n_seeds * per
+    hi = st.n_steps
+    lo = min(st.burn_in + st.round_steps, hi) if st.ess_target else hi
+    s = _rows_seconds(cfg, Ps, n_sets_per_P * st.n_chains, "U", jnp.float32)
+    n = len(Ps) * cfg.sweep.n_seeds * n_sets_per_P * st.n_chains
     return Estimate(f"llc, {len(Ps)} P x {cfg.sweep.n_seeds} seeds x {n_sets_per_P} chain sets",
-                    (n, n), "gradient evaluations", (s, s),
-                    "one evaluation timed here at the most rows, proportional below")  # fmt: skip
+                    (n * lo, n * hi), "gradient evaluations", (s * lo, s * hi),
+                    "one evaluation timed here at the most rows, proportional below"
+                    + (", the fewest: one round per chain" if st.ess_target else ""))  # fmt: skip

@@ -409,7 +409,7 @@ def llc_runs(
     key = jax.random.key(st.seed) if key is None else key
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
     if progress:  # what it will cost, before any work (one line on stderr under the command)
-        announce(lambda: llc_estimate(cfg, len(run), st.n_chains, st.n_steps), __name__)
+        announce(lambda: llc_estimate(cfg, len(run), st), __name__)
     bar = Progress(len(sets), f"llc {cfg.model.attention} ({nS} seeds per P)",
                    show=progress, n_chunks=len(sets), unit="chain set")  # fmt: skip
 

@@ -97,11 +97,11 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
 
     llc_runs = importlib.import_module("copyhead_jax.sampling.llc_runs")
 
-    def chains(keys, ws, tok, m, W_E, b, *a, cfg, st):  # the chains, drawn, not sampled
-        nS = len(keys)
-        T = (st.n_steps - st.burn_in) // st.thin
-        draws = np.random.default_rng(0).normal(1.0, 0.1, (nS, st.n_chains, T))
-        return draws, np.ones(nS), np.full(nS, 1e-3), np.ones(nS), np.ones((nS, st.n_chains))
+    def chains(keys, ws, tok, m, W_E, b, *a, cfg, st, n_steps, burn_in):  # drawn, not sampled
+        nS, T = len(keys), (n_steps - burn_in) // st.thin
+        draws = np.random.default_rng(0).normal(1.0, 0.1, (nS, st.n_chains, T, 3))
+        ones = np.ones(nS)
+        return (draws, ones, 1e-3 * ones, ones, np.ones((nS, st.n_chains))), None
 
     def inputs(cfg, lr_mult):  # the runs' rows, drawn by NumPy (nothing compiled)
         n, P = len(cfg.sweep.P) * cfg.sweep.n_seeds, cfg.sweep.P_max
