@@ -160,8 +160,9 @@ def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n
     pr = project(kind.attention(_to_G(th, L=params.L, attention=attention, space=space), causal))
     sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
     c1, cG = (pr["c1"] * sgn, pr["cG"] * sgn) if kind.gauge_fix else (pr["c1"], pr["cG"])
+    lam = jnp.linalg.eigvalsh(jax.hessian(f)(th))  # Newton stops at any stationary point
     return {"value": f(th), "c1": c1, "cG": cG, "grad_norm": jnp.linalg.norm(g(th)),
-            "theta": th}  # fmt: skip
+            "theta": th, "lam_min_rel": lam[0] / jnp.max(jnp.abs(lam))}  # fmt: skip
 
 
 @functools.partial(jax.jit, static_argnames=_KW)
@@ -170,6 +171,25 @@ def _soft_eig(theta, logP, Q, S4, S2, *, params, attention, space, causal):
     orthonormal basis of the non-null ones)."""
     grad = _grad_fn(S4, S2, dict(params=params, attention=attention, space=space, causal=causal))
     return jnp.linalg.eigvalsh(Q.T @ jax.jacfwd(grad)(theta, logP) @ Q)[0]
+
+
+#: the smallest Hessian eigenvalue over the largest (in modulus) below which a stationary point
+#: is a saddle: exact null directions (the softmax rows' shifts) sit at rounding level, ~1e-16
+#: of the largest; a saddle's negative curvature is of the order of the spectrum's
+MIN_CURVATURE = -1e-8
+
+
+def _is_minimum(out, scale: float) -> bool:
+    """Whether a Newton result is a minimum: converged (gradient below ``1e-9 scale``, where
+    ``scale`` is ``1 + max |theta0|``) and without negative curvature."""
+    return bool(float(out["grad_norm"]) < 1e-9 * scale
+                and float(out["lam_min_rel"]) > MIN_CURVATURE)  # fmt: skip
+
+
+def _nearest(logP, x: float) -> int:
+    """The grid index nearest ``x``: the warm start a root-finder's evaluation at ``x`` uses
+    (half a grid step away at most, so Newton starts inside the minimiser's basin)."""
+    return int(np.argmin(np.abs(np.asarray(logP) - x)))
 
 
 class _Problem:
@@ -185,14 +205,19 @@ class _Problem:
 
     def solve(self, t: float, theta0) -> dict[str, np.ndarray]:
         """The minimiser at ``t`` in ``theta0``'s basin: Newton, or L-BFGS then Newton where
-        Newton alone does not converge (a start far from the minimiser)."""
+        Newton alone does not reach a minimum (a start far from the minimiser: Newton converges
+        to whichever stationary point is near, a saddle included). ``ok``: a minimum was
+        reached (gradient at rounding level, no negative curvature beyond ``MIN_CURVATURE``);
+        callers read a quantity at a point that is not ``ok`` as NaN (not found)."""
         scale = 1.0 + float(np.max(np.abs(np.asarray(theta0))))
         out = newton_minimiser(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
-        if not float(out["grad_norm"]) < 1e-9 * scale:
+        if not _is_minimum(out, scale):
             far = _branch(jnp.asarray([t], self.S4.dtype), jnp.asarray(theta0), self.S4, self.S2,
                           self.key, n_steps=self.n_steps, **self.kw)  # fmt: skip
             out = newton_minimiser(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
-        return {k: np.asarray(v) for k, v in out.items()}
+        out = {k: np.asarray(v) for k, v in out.items()}
+        out["ok"] = _is_minimum(out, scale)
+        return out
 
     def psi(self, theta) -> float:
         return float(_psi(jnp.asarray(theta), **self.kw))
@@ -360,11 +385,13 @@ def _linear_points(logP, up, prob: _Problem, notes):
     slope = np.array([prob.slope(th[k], logP[k]) if moved[k] else 0.0 for k in range(len(logP))])
     up["psi_slope"] = slope
 
-    def slope_at(x, i):
-        return prob.slope(prob.solve(x, th[i])["theta"], x)
+    def slope_at(x, _):
+        m = prob.solve(x, th[_nearest(logP, x)])
+        return prob.slope(m["theta"], x) if m["ok"] else np.nan
 
-    def psi_at(x, i):
-        return prob.psi(prob.solve(x, th[i])["theta"])
+    def psi_at(x, _):
+        m = prob.solve(x, th[_nearest(logP, x)])
+        return prob.psi(m["theta"]) if m["ok"] else np.nan
 
     kw = {k: prob.kw[k] for k in ("params", "attention", "causal", "space")}
     res = {"P_c1": _p_c1(prob.S4, prob.S2, **kw),
@@ -414,9 +441,10 @@ def _softmax_points(logP, up, down, prob: _Problem, notes, attention):
         g = np.nonzero(gap)[0]
         dv = up["value"] - down["value"]
 
-        def dv_at(x, i):
-            return float(prob.solve(x, up["theta"][i])["value"]
-                         - prob.solve(x, down["theta"][i + 1])["value"])  # fmt: skip
+        def dv_at(x, _):
+            k = g[_nearest(logP[g], x)]  # where both branches live, apart
+            a, b = prob.solve(x, up["theta"][k]), prob.solve(x, down["theta"][k])
+            return float(a["value"] - b["value"]) if a["ok"] and b["ok"] else np.nan
 
         sub = np.arange(g[0], g[-1] + 1)
         t_aG = roots.first_crossing(logP[sub], dv[sub], 0.0, lambda x, i: dv_at(x, sub[i]))
@@ -435,9 +463,10 @@ def _softmax_points(logP, up, down, prob: _Problem, notes, attention):
                  "resolved (a crossover, or a window narrower than one step)")  # fmt: skip
     h = roots.SLOPE_STEP
 
-    def slope_at(x, i):
-        th = up["theta"][i]
-        return (prob.solve(x + h, th)["cG"] - prob.solve(x - h, th)["cG"]) / (2 * h)
+    def slope_at(x, _):
+        th = up["theta"][_nearest(logP, x)]
+        a, b = prob.solve(x + h, th), prob.solve(x - h, th)
+        return float(a["cG"] - b["cG"]) / (2 * h) if a["ok"] and b["ok"] else np.nan
 
     t_x = roots.slope_argmax(logP, np.gradient(up["cG"], logP), slope_at)
     if t_x is None:

@@ -28,17 +28,31 @@ XTOL = 1e-13
 SLOPE_STEP = 1e-3
 
 
+class _Undefined(Exception):
+    """``f`` is not finite somewhere in the bracket (no minimum reached there)."""
+
+
 def brent(f: Callable[[float], float], a: float, b: float, xtol: float = XTOL) -> float | None:
     """The root of ``f`` in ``[a, b]`` (Brent, to ``xtol`` in ``t``) when ``f`` changes sign
-    there, else ``None``."""
-    fa, fb = f(a), f(b)
-    if not (np.isfinite(fa) and np.isfinite(fb)) or fa * fb > 0:
+    there, else ``None``; ``None`` too when ``f`` is not finite at a point Brent evaluates."""
+
+    def finite(x):
+        y = float(f(x))
+        if not np.isfinite(y):
+            raise _Undefined
+        return y
+
+    try:
+        fa, fb = finite(a), finite(b)
+        if fa * fb > 0:
+            return None
+        if fa == 0:
+            return a
+        if fb == 0:
+            return b
+        return float(brentq(finite, a, b, xtol=xtol, rtol=8 * np.finfo(float).eps))
+    except _Undefined:
         return None
-    if fa == 0:
-        return a
-    if fb == 0:
-        return b
-    return float(brentq(f, a, b, xtol=xtol, rtol=8 * np.finfo(float).eps))
 
 
 def first_crossing(t: np.ndarray, y: np.ndarray, level: float,

@@ -4,7 +4,9 @@ r"""Transition points ``P*`` on the EK potentials (docs/theory.md §5), batched 
   ``(A, B)`` of the Hessian at ``G = 0`` (closed form, MAP), and the numeric root of
   ``lambda_min(hess V(0)) = 0`` (any objective; the only definition for ``post``).
 * ``P_cG`` (linear copy crossover): ``argmax_P dpsi/dlog P`` of the global minimiser, with the
-  implicit derivative ``dc/dlogP = -H^{-1} d_logP grad V``; ``P_cG_half``: ``psi = 1/2``.
+  implicit derivative ``dc/dlogP = -H^{-1} d_logP grad V``, k-section on the slope, then the
+  root of its derivative (the rule of the Markov path, :func:`.beyond_roots.slope_argmax`);
+  ``P_cG_half``: ``psi = 1/2``.
 * ``P_aG`` (softmax copy transition, 1st order): the jump of the global minimiser ``beta``,
   located by bisection on ``1[beta_glob > (beta_left + beta_right)/2]`` across the largest jump of
   a log-P scan. It is first order iff two local minima coexist at the jump; otherwise ``P_aG`` is
@@ -29,6 +31,7 @@ from .. import conventions as conv
 from .._checks import check_choice
 from ..config import BOTH
 from ._common import OBJECTIVES, sigma_G_lin, x64
+from .beyond_roots import SLOPE_STEP
 from .heads import HeadTheory, LinearTheory, SoftmaxTheory, theory_of
 from .minima import copy_fraction
 from .params import TheoryParams
@@ -191,6 +194,33 @@ def _first_true(run, searches, K, rounds=N_ROUNDS):
     return state
 
 
+def _argmax_by_derivative(lin, t0, K, width=1e-5, rounds=7):
+    """The slope's maximum near ``t0`` (a k-section argmax, resolved to ~1e-8 in ``log P`` only:
+    values near a maximum differ by its curvature times the squared distance) as the root of
+    its derivative, by k-section on the derivative's sign in ``t0 +- width`` (Richardson's
+    central differences, as :func:`.beyond_roots.slope_argmax`; ``K // 4`` points a round, 7
+    rounds: ``2 width / 19^7`` ~ 2e-14). Where the derivative does not change sign there,
+    ``t0`` is kept."""
+    h = SLOPE_STEP
+    off = np.array([-h, -h / 2, h / 2, h])
+    n = K // 4
+    lo, hi = t0 - width, t0 + width
+    valid = np.ones(t0.shape, bool)
+    for r in range(rounds):
+        x = _grid(lo, hi, n)
+        t = (x[:, :, None] + off).reshape(x.shape[0], -1)
+        t = np.pad(t, ((0, 0), (0, K - t.shape[1])), mode="edge")  # the kernel's compiled width
+        s = np.asarray(lin(jnp.asarray(t))[1])
+        s = s[:, : 4 * n].reshape(-1, n, 4)
+        d = (4.0 * (s[..., 2] - s[..., 1]) / h - (s[..., 3] - s[..., 0]) / (2 * h)) / 3.0
+        neg = d < 0
+        if r == 0:
+            valid = ~neg[:, 0] & neg[:, -1]
+        j = np.clip(np.argmax(neg, axis=1), 1, n - 1)
+        lo, hi = np.where(valid, _take(x, j - 1), lo), np.where(valid, _take(x, j), hi)
+    return np.where(valid, 0.5 * (lo + hi), t0)
+
+
 def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndarray]:
     """Linear ``P*`` for a batch of parameter sets (a record with leaves ``[B]``); NumPy arrays
     ``[B]`` out."""
@@ -234,7 +264,7 @@ def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndar
         up = psi[:, k1:] >= 0.5
         j = np.clip(np.where(up.any(axis=1), np.argmax(up, axis=1), K - k1 - 1), 1, K - k1 - 1)
         h_lo, h_hi = _take(t[:, k1:], j - 1), _take(t[:, k1:], j)
-    t_cG = 0.5 * (a_lo + a_hi)
+    t_cG = _argmax_by_derivative(lin, 0.5 * (a_lo + a_hi), K)
     half = np.where(has_half, np.exp(0.5 * (h_lo + h_hi)), np.nan)
     # a slope largest at the scan's last point has its maximum beyond the scan: not found
     inside = np.argmax(slope_scan, axis=1) < K - 1

@@ -95,6 +95,15 @@ def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
     return tuple(sorted({max(2, int(round(p))) for p in g}))
 
 
+def _check_group_memory(cfg: Config, settings: TISettings, P_top: int) -> None:
+    """Refuse a transition whose group at ``P <= 4 P_top`` (a branch probe may reach 4x the
+    grid's top) does not fit (:func:`~.branch_group.group_bytes`)."""
+    need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_top)
+    refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_top}",
+                   "use fewer --chains, --rungs or --iters, or a larger "
+                   "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
+
+
 def transition(
     cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
     progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
@@ -121,18 +130,19 @@ def transition(
     out = None if out is None else check_output_folder("out", out)
     if not theory and P_grid is None:
         raise ValueError("P_grid is needed when theory=False (the grid is centred on the theory)")
+    given = None if P_grid is None else check_P_grid("P_grid", P_grid)
+    if given is not None and len(given) < 2:
+        raise ValueError(f"P_grid must hold at least 2 values, got {given}")
+    two = head_class(cfg.model.attention).two_branches
+    if two:  # before any work, the theory included: the given grid's top, else the least top
+        # a grid the theory places can have (map_grid's floor); the placed grid's after it
+        _check_group_memory(cfg, settings, max(given) if given else max(map_grid(0.0)))
     th = theory_points(cfg) if theory else {"map": None, "post": None}
     P0 = th["post"] or th["map"] or 16.0
-    grid = map_grid(P0) if P_grid is None else check_P_grid("P_grid", P_grid)
-    if len(grid) < 2:
-        raise ValueError(f"P_grid must hold at least 2 values, got {grid}")
+    grid = map_grid(P0) if given is None else given
     P_pad = P_top = max(grid)
-    two = head_class(cfg.model.attention).two_branches
-    if two:  # before any work: a group up to 4 x the grid's P
-        need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_pad)
-        refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_pad}",
-                       "use fewer --chains, --rungs or --iters, or a larger "
-                       "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
+    if two and given is None:  # the grid the theory placed
+        _check_group_memory(cfg, settings, P_pad)
     # one writer per folder, released after the result is written (or at exit, or by exit_now);
     # the groups' checkpoints stay in the folder for a later call with another grid
     held = claim(None if out is None else out / "transition.json")

@@ -164,3 +164,23 @@ def test_a_point_outside_its_scan_is_not_found(monkeypatch):
     assert lin["P_cG"] is None and lin["P_cG_half"] is None and lin["P_c1"] is not None
     assert {"P_cG", "P_cG_half"} <= set(lin["not_found"]) and lin["n_not_found"] == 2
     assert sum("not found" in n for n in soft["notes"] + lin["notes"]) >= 3
+
+
+def test_P_cG_is_the_root_of_the_slope_derivative():
+    """``P_cG`` is the maximum of the psi slope S(t), t = log P: S'(t) = 0 there. S' from central
+    differences at steps d and d/2 combined by Richardson (the d^2 term of the third derivative
+    cancels; d = 1e-3 leaves ~d^4 plus the slope's rounding ~1e-14 / d), over the curvature
+    S'' < 0, gives the offset from the maximum: below 1e-10 in log P (the k-section argmax
+    alone: ~1e-8)."""
+    from copyhead_jax.theory import points as pts
+
+    r = th.transition_points(PAPER, "linear")
+    t, d = np.log(r["P_cG"]), 1e-3
+    x = t + np.array([-d, -d / 2, 0.0, d / 2, d])
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        p = th.TheoryParams.stack([PAPER])
+        grid = np.pad(x[None], ((0, 0), (0, pts.N_SCAN_LIN - 5)), mode="edge")
+        s = np.asarray(pts._lin_kernel(jnp.asarray(grid), p, ("map",))[1])[0, :5]
+    slope1 = (4 * (s[3] - s[1]) / d - (s[4] - s[0]) / (2 * d)) / 3
+    k = (s[1] + s[3] - 2 * s[2]) / (d / 2) ** 2
+    assert k < 0 and abs(slope1 / k) < 1e-10

@@ -345,6 +345,23 @@ def test_bad_api_input_is_refused_before_work():
         ch.transition(big, method="ti", P_grid=GRID, theory=False)
 
 
+@pytest.mark.bad_input
+def test_a_too_big_group_is_refused_before_the_theory(monkeypatch):
+    """The group's memory check runs before the theory (which may be the Markov minimisers,
+    minutes): with a grid given, at its top; without one, at the least top a theory-placed grid
+    has, so a budget no group fits is refused without computing the theory."""
+    from copyhead_jax.transition import search
+
+    def no_theory(cfg):
+        raise AssertionError("the theory ran before the memory check")
+
+    monkeypatch.setattr(search, "theory_points", no_theory)
+    big = TINY_CFG.replace(sweep=dict(memory_budget_gb=1e-6))
+    for grid in (GRID, None):
+        with pytest.raises(ValueError, match="transition group at P <= .* needs about"):
+            ch.transition(big, method="ti", P_grid=grid)
+
+
 def test_bad_cli_input_is_one_line(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     base = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
