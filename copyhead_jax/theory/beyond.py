@@ -192,7 +192,7 @@ def _nearest(logP, x: float) -> int:
     return int(np.argmin(np.abs(np.asarray(logP) - x)))
 
 
-class _Problem:
+class Problem:
     """One attention's action at fixed statistics: minimisers warm-started anywhere in
     ``t = log P`` and the quantities the roots need (:mod:`.beyond_roots`)."""
 
@@ -316,7 +316,7 @@ def beyond_points(
     with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
         for kind, att in zip(ks, atts):
             kw = dict(params=params, attention=att, space=space, causal=causal, n_steps=n_steps)
-            prob = _Problem(S4, S2, key, **kw)
+            prob = Problem(S4, S2, key, **kw)
             t = jnp.asarray(logP)
             up = _branch(t, _theta0(att, space, L, copy=False, dtype=S4.dtype), S4, S2, key, **kw)
             up = {k: np.asarray(v) for k, v in up.items()}
@@ -372,7 +372,7 @@ def beyond_bytes(L: int, V: int, n_P: int, space: str, n_fine: int = 25) -> int:
     return 8 * (9 * D * D + n * D * D + 4 * n * n + 2 * n * (n_P + n_fine) * 3)
 
 
-def _linear_points(logP, up, prob: _Problem, notes):
+def _linear_points(logP, up, prob: Problem, notes):
     """``P_c1`` (bisection), ``P_cG`` (root of the slope's derivative), ``P_cG_half`` (Brent on
     ``psi = 1/2``), each warm-started from the scan; ``None`` with a note where the scan holds
     no bracket."""
@@ -429,7 +429,7 @@ def _refine(logP, up, down, S4, S2, key, n_fine, kw):
             {k: np.asarray(v)[::-1] for k, v in f_dn.items()})  # fmt: skip
 
 
-def _softmax_points(logP, up, down, prob: _Problem, notes, attention):
+def _softmax_points(logP, up, down, prob: Problem, notes, attention):
     """First order where the branches differ: ``P_aG`` by Brent on the difference of their
     actions, the spinodals as folds (Newton, kept only inside the scan's bracket, else the grid
     point with a note); otherwise the crossover, located like ``P_cG`` on ``aG``. ``None`` with
@@ -476,9 +476,9 @@ def _softmax_points(logP, up, down, prob: _Problem, notes, attention):
     return res
 
 
-def _spinodal(logP, k, side, branch, other, prob: _Problem, notes, attention) -> float | None:
+def _spinodal(logP, k, side, branch, other, prob: Problem, notes, attention) -> float | None:
     """The fold where ``branch`` (alive at grid index ``k``) ends on ``side`` (-1: below, +1:
-    above): Brent on :meth:`_Problem.alive` between ``k`` and the first grid point beyond it
+    above): Brent on :meth:`Problem.alive` between ``k`` and the first grid point beyond it
     where the branch has no minimum (the scan's continuation can lose a branch before its
     fold); ``None`` with a note where the branch outlives the scanned range."""
     name = "lower" if side < 0 else "upper"
@@ -510,4 +510,4 @@ def config_points(cfg, attention: str = "both") -> dict[str, Any]:
     return res
 
 
-__all__ = ["BRANCH_TOL", "beyond_points", "config_points", "source_stats"]
+__all__ = ["BRANCH_TOL", "Problem", "beyond_points", "config_points", "source_stats"]

@@ -1,7 +1,6 @@
 r"""Root-finding for the transition points of the general action (§12): a scan in ``log P``
 brackets each point, and these locate it to float64 precision on minimisers warm-started from
-the bracket's ends (the fold of a spinodal is Newton's method on the extended system,
-``beyond._Problem.fold``).
+the grid (a spinodal: Brent on the branch's softest curvature, ``beyond.Problem.alive``).
 
 Every function takes the problem as callables of ``t = log P`` (so it serves the full ``L x L``
 space and the ansatz alike) and returns ``None`` where the scan holds no bracket: a point not

@@ -385,6 +385,18 @@ def points_batch(
     return out
 
 
+@x64
+def psi_slope(params: TheoryParams, logP, objective: str = "map") -> tuple[np.ndarray, np.ndarray]:
+    """``psi`` of the global minimiser and ``dpsi/dlog P`` (implicit derivative) at each of
+    ``logP`` (1-d, at most ``N_SCAN_LIN`` values), by the kernel that locates ``P_cG``."""
+    t = np.atleast_1d(np.asarray(logP, np.float64))
+    if t.ndim != 1 or not 0 < t.size <= N_SCAN_LIN:
+        raise ValueError(f"logP must hold 1 to {N_SCAN_LIN} values, got shape {t.shape}")
+    grid = np.pad(t[None], ((0, 0), (0, N_SCAN_LIN - t.size)), mode="edge")
+    psi, slope = _lin_kernel(jnp.asarray(grid), TheoryParams.stack([params]), (objective,))
+    return np.asarray(psi)[0, : t.size], np.asarray(slope)[0, : t.size]
+
+
 def transition_points(
     params: TheoryParams, attention: str = "both", objective: str = "map", *,
     spinodals: bool = True,
@@ -450,5 +462,6 @@ __all__ = [
     "p_c1_asymptotic",
     "p_c1_closed_form",
     "points_batch",
+    "psi_slope",
     "transition_points",
 ]

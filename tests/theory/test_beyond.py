@@ -265,7 +265,7 @@ def test_solve_refuses_a_saddle_and_reaches_the_minimum():
     with jax.numpy_dtype_promotion("standard"):
         stuck = beyond.newton_minimiser(jnp.zeros(2), t, S4, S2, **kw)
         assert float(stuck["grad_norm"]) == 0.0 and float(stuck["lam_min_rel"]) < 0
-        prob = beyond._Problem(S4, S2, jax.random.key(0), n_steps=60, **kw)
+        prob = beyond.Problem(S4, S2, jax.random.key(0), n_steps=60, **kw)
         m = prob.solve(t, np.zeros(2))
     ref = th.linear_minima(jnp.asarray(200.0), params=p)
     assert m["ok"] and float(m["lam_min_rel"]) > 0

@@ -172,15 +172,12 @@ def test_P_cG_is_the_root_of_the_slope_derivative():
     cancels; d = 1e-3 leaves ~d^4 plus the slope's rounding ~1e-14 / d), over the curvature
     S'' < 0, gives the offset from the maximum: below 1e-10 in log P (the k-section argmax
     alone: ~1e-8)."""
-    from copyhead_jax.theory import points as pts
+    from copyhead_jax.theory.points import psi_slope
 
     r = th.transition_points(PAPER, "linear")
     t, d = np.log(r["P_cG"]), 1e-3
-    x = t + np.array([-d, -d / 2, 0.0, d / 2, d])
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
-        p = th.TheoryParams.stack([PAPER])
-        grid = np.pad(x[None], ((0, 0), (0, pts.N_SCAN_LIN - 5)), mode="edge")
-        s = np.asarray(pts._lin_kernel(jnp.asarray(grid), p, ("map",))[1])[0, :5]
+    with jax.numpy_dtype_promotion("standard"):
+        s = psi_slope(PAPER, t + np.array([-d, -d / 2, 0.0, d / 2, d]))[1]
     slope1 = (4 * (s[3] - s[1]) / d - (s[4] - s[0]) / (2 * d)) / 3
     k = (s[1] + s[3] - 2 * s[2]) / (d / 2) ** 2
     assert k < 0 and abs(slope1 / k) < 1e-10
