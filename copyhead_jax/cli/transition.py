@@ -167,8 +167,8 @@ def add_transition_subparser(sub) -> None:
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
                    help="with --out: save the figure (default on)")  # fmt: skip
     progress_flags(p)
-    cluster_flag(p, why_not="its groups are not independent: each probe is placed from the "
-                 "ones before it (and a later seed's from the earlier seeds'); run without it")
+    cluster_flag(p, groups="the seeds (softmax, --method profile: each seed's probes and "
+                 "profiles are its own)")  # fmt: skip
     p.set_defaults(func=cmd_transition, paths=transition_outputs)
 
 
@@ -245,6 +245,12 @@ def profile_settings_from_args(args):
                           profile=prof, map_switch=args.map_switch)  # fmt: skip
 
 
+#: why ``--cluster`` is refused by the TI method (and linear attention, which runs it)
+TI_NOT_INDEPENDENT = ("--cluster: the seeds of --method ti (and of linear attention) are not "
+                      "independent: a later seed's probe is placed from the earlier seeds' roots; "
+                      "run it without --cluster (softmax --method profile fans out its seeds)")
+
+
 def cmd_transition(args) -> int:
     if args.P is not None:
         _P_grid(args.P)  # its range, before the theory places anything
@@ -254,6 +260,8 @@ def cmd_transition(args) -> int:
             raise ValueError("--P is the MAP grid of --method ti (and of linear attention); "
                              "the profile places its own probes (--probes)")  # fmt: skip
         return _cmd_profile(args, cfg)
+    if args.cluster is not None:
+        raise ValueError(TI_NOT_INDEPENDENT)
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")
     return _cmd_ti(args)
@@ -310,7 +318,8 @@ def _cmd_profile(args, cfg) -> int:
     # one writer per folder; the rounds removed and the lock released once the result is saved
     held = claim(None if out is None else out / "transition.json", ckpt=rounds)
     res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
-                             progress=args.progress, ckpt_dir=rounds)  # fmt: skip
+                             progress=args.progress, ckpt_dir=rounds,
+                             cluster=args.cluster)  # fmt: skip
     if args.json:
         print(json.dumps(res, default=json_default, indent=1))
     else:

@@ -1,6 +1,7 @@
-"""``--cluster ADDRESS``: a sweep's chunks run on a Dask cluster (an in-process one here) give the
-same file, bit for bit, as the same command without it, and a damaged address is refused before
-any work; a command whose groups cannot fan out refuses the flag in one line saying why."""
+"""``--cluster ADDRESS``: a sweep's chunks and a profile transition's seeds run on a Dask cluster
+(an in-process one here) give the same result, bit for bit, as the same command without it, and
+a damaged address is refused before any work; a command whose groups cannot fan out refuses the
+flag in one line saying why."""
 
 import numpy as np
 import pytest
@@ -86,16 +87,80 @@ def test_a_sweep_on_a_cluster_is_bit_identical(in_process_cluster, tmp_path, cap
 
 
 @pytest.mark.parametrize("argv", [
-    ["sample", "x.npz"], ["llc", "x.npz"], ["transition", "--L", "4", "--V", "3"],
+    ["sample", "x.npz"], ["llc", "x.npz"], ["transition", "--L", "4", "--V", "3", "--method", "ti"],
+    ["transition", "--L", "4", "--V", "3", "--attention", "linear"],
 ])  # fmt: skip
 def test_commands_whose_groups_cannot_fan_out_refuse_it(argv, capsys):
-    one_line_error(capsys, main([*argv, "--cluster", "local:2"]), r"--cluster: .* run without it")
+    one_line_error(capsys, main([*argv, "--cluster", "local:2"]),
+                   r"--cluster: .*(not|run without)")  # fmt: skip
+
+
+#: a tiny profile transition: two seeds (what fans out), two given probes, a few short windows
+TR = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf", "--n-seeds",
+      "2", "--probes", "10,20", "--max-probes", "2", "--spacing", "0.5", "--window-chains", "3",
+      "--window-iters", "16", "--window-ess-target", "0", "--no-map", "--no-progress",
+      "--json"]  # fmt: skip
+
+
+def test_transition_hands_its_cluster_to_the_profile(monkeypatch, tmp_path):
+    from copyhead_jax.transition import profile as profile_run  # the face the command calls
+
+    seen = {}
+
+    def record(cfg, **kw):
+        seen.update(kw)
+        raise KeyboardInterrupt  # stop there
+
+    monkeypatch.setattr(profile_run, "profile_transition", record)
+    assert main([*TR, "--cluster", "local:2"]) == 130
+    assert seen["cluster"] == "local:2"
+
+
+def test_the_seeds_on_a_cluster_are_the_seeds_run_here(in_process_cluster, monkeypatch):
+    """``seed_task``, what a worker runs: the same seed from the same inputs (its key from the
+    Monte-Carlo seed and its index alone), in the seeds' order."""
+    from copyhead_jax.runner import map_groups
+    from copyhead_jax.transition.profile import run as R
+
+    def seed_transition(cfg, s, first, ss, key, log, ckpt_dir):  # the seed's inputs, not its work
+        import jax
+
+        return R.SeedRun(s, {}, {}, cpu={"first": tuple(first), "ckpt": ckpt_dir,
+                                         "key": jax.random.key_data(key).tolist()})  # fmt: skip
+
+    monkeypatch.setattr(R, "seed_transition", seed_transition)
+    tasks = [("cfg", s, (10, 20), None, 7, None, False) for s in (0, 1, 2)]
+    here = [R.seed_task(t) for t in tasks]
+    there = map_groups(R.seed_task, tasks, cluster=in_process_cluster)
+    assert there == here and [h.seed for h in here] == [0, 1, 2]
+    assert here[0].cpu["key"] != here[1].cpu["key"]  # each seed its own key
+
+
+@pytest.mark.slow  # two tiny profile transitions of two seeds: ~1 min on a loaded 2-core CPU
+def test_a_profile_transition_on_a_cluster_is_bit_identical(in_process_cluster, capsys):
+    import json
+
+    assert main(TR) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert main([*TR, "--cluster", in_process_cluster]) == 0
+    there = json.loads(capsys.readouterr().out)
+    for res in (here, there):  # the time it took differs, nothing else
+        res.pop("cpu_seconds")
+        for sd in res["seeds"]:
+            sd.pop("cpu")
+            for prof in sd["profiles"].values():
+                prof.pop("seconds")
+    assert there == here and here["n_seeds"] == 2
 
 
 def test_a_bad_address_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     from copyhead_jax.sweep import run as sweep_run
+    from copyhead_jax.transition.profile import run as profile_run
     from tests.helpers import no_work
 
     monkeypatch.setattr(sweep_run, "solver_program", no_work)
     rc = main([*TINY, "--out", str(tmp_path / "s.npz"), "--cluster", "localhost:8786"])
     one_line_error(capsys, rc, r"--cluster must be a scheduler address")
+    monkeypatch.setattr(profile_run, "check_profile_memory", no_work)
+    one_line_error(capsys, main([*TR, "--cluster", "localhost:8786"]),
+                   r"--cluster must be a scheduler address")  # fmt: skip

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..._checks import check_int
 from ...config import PROFILE_WINDOW, Config
+from ...runner import failures, map_groups
 from ...runner.eta import LONG_S, announce, duration
 from ...runner.memory import available_bytes, refuse_if_over
 from ..root import next_probe
@@ -272,18 +273,25 @@ def first_probes(P0: float) -> tuple[int, ...]:
 
 def profile_transition(cfg: Config, *, n_seeds: int | None = None,
                        settings: SearchSettings | None = None, seed: int = 0,
-                       progress: bool = True, ckpt_dir=None) -> dict:  # fmt: skip
+                       progress: bool = True, ckpt_dir=None,
+                       cluster: str | None = None) -> dict:  # fmt: skip
     """The Bayesian transition of ``cfg`` (softmax, any source, causal or not) from posterior
     profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed;
     ``ckpt_dir``: a folder where every window set's rounds and finished draws are kept, so a
     killed run resumes, recomputing at most the round in progress (the windows' inputs are
-    recomputed: deterministic).
+    recomputed: deterministic). ``cluster``: the seeds, independent groups (a seed's probes
+    depend only on its own profiles and the first probes), run on a Dask cluster
+    (``"tcp://host:port"`` or ``"local:N"``, :func:`~copyhead_jax.runner.map_groups`), each
+    from its inputs alone (:func:`seed_task`): the same numbers as here; their windows are kept
+    in ``ckpt_dir`` by local workers only (a remote worker's filesystem is not this one).
     Returns a JSON-ready dict: ``verdict``, ``P_star``, ``interval``, per seed its verdict,
     evidence, probes and profiles, the MAP switch, CPU seconds."""
     ss = SearchSettings() if settings is None else settings
     cfg = profile_config(cfg if n_seeds is None else cfg.replace(sweep=dict(n_seeds=n_seeds)))
     nS = cfg.sweep.n_seeds
     seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     log = lambda m: _log(progress, m)  # noqa: E731
     cpu0 = _cpu()
     s0 = ss.profile or default_profile_settings(cfg.task.L)
@@ -320,16 +328,19 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
             _estimate(cfg, s0, nS, ss, first, "placed", warn=not long)
     s_prof = ss.profile or default_profile_settings(cfg.task.L)
     ss = dataclasses.replace(ss, profile=s_prof)
-    runs = []
-    for s in range(nS):
-        key = jax.random.fold_in(jax.random.key(seed), s)
-        run = seed_transition(cfg, s, first, ss, key, log, ckpt_dir)
-        v = run.verdict
-        runs.append(run)
-        left = nS - s - 1
-        log(f"seed {s}: {v.kind}, P* = {_f(v.P_star)}" + (
-            f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at this "
-            "seed's cost" if left else ""))  # fmt: skip
+    tasks = [(cfg, s, first, ss, seed, ckpt_dir, progress) for s in range(nS)]
+    runs, cpu_away = [], 0.0
+    if cluster is None:
+        for s in range(nS):
+            run = seed_task(tasks[s])
+            runs.append(run)
+            left = nS - s - 1
+            log(f"seed {s}: {run.verdict.kind}, P* = {_f(run.verdict.P_star)}" + (
+                f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at "
+                "this seed's cost" if left else ""))  # fmt: skip
+    else:
+        runs = _fan_out(cluster, tasks, log)
+        cpu_away = sum(sum(r.cpu.values()) for r in runs)  # the workers' probes
     over = over_seeds([r.verdict for r in runs])
     return {
         "method": "profile", "quantity": "P*_aG", "attention": cfg.model.attention,
@@ -342,8 +353,32 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         "map": maps, "settings": dataclasses.asdict(ss),
         "flagged": [f"seed {r.seed} P={P}: {line}" for r in runs for P in sorted(r.profiles)
                     for line in r.profiles[P].flagged + r.profiles[P].short],
-        "cpu_seconds": _cpu() - cpu0,
+        "cpu_seconds": _cpu() - cpu0 + cpu_away,
     }  # fmt: skip
+
+
+def seed_task(task: tuple) -> SeedRun:
+    """One seed of :func:`profile_transition` from ``(cfg, seed index, first probes, search
+    settings, Monte-Carlo seed, ckpt_dir, progress)`` alone (here, or on a cluster's worker)."""
+    cfg, s, first, ss, seed, ckpt_dir, progress = task
+    key = jax.random.fold_in(jax.random.key(seed), s)
+    return seed_transition(cfg, s, first, ss, key, lambda m: _log(progress, m), ckpt_dir)
+
+
+def _fan_out(cluster: str, tasks: list, log) -> list[SeedRun]:
+    """The seeds ``tasks`` on ``cluster`` (windows kept in ``ckpt_dir`` by local workers only);
+    a seed that failed there is one ``ValueError`` after the others ran."""
+    local = cluster.startswith("local:")
+    tasks = [t if local else (*t[:5], None, t[6]) for t in tasks]
+    log(f"{len(tasks)} seed(s) on {cluster}")
+    out = map_groups(seed_task, tasks, cluster=cluster,
+                     progress=lambda d, n: log(f"cluster: {d}/{n} seed(s) done"))  # fmt: skip
+    bad = failures(out)
+    if bad:
+        raise ValueError(f"{len(bad)} of {len(tasks)} seed(s) failed on {cluster}: {bad[0]}")
+    for r in out:
+        log(f"seed {r.seed}: {r.verdict.kind}, P* = {_f(r.verdict.P_star)}")
+    return out
 
 
 def _cpu() -> float:
