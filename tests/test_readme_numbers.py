@@ -126,9 +126,10 @@ def test_the_chi_lik_config_file_runs_the_conventions_sweeps():
 
 @pytest.mark.slow
 def test_the_chi_lik_command_prints_the_committed_seeds(tmp_path, capsys):
-    """~3 CPU-min: the config file's command on its first 3 seeds prints the bootstrap of the
-    committed 10-seed sweeps' first 3 per-seed P* (seeds are independent of their number)."""
-    from copyhead_jax.compare import bootstrap_ci
+    """~3 CPU-min: the config file's command on its first 3 seeds prints the summary (bootstrap
+    widened by the grid's error) of the committed 10-seed sweeps' first 3 per-seed P* and grid
+    errors (seeds are independent of their number)."""
+    from copyhead_jax.compare import seeds_summary
 
     argv = ["sweep", "--config", str(CHI_LIK_TOML), "--n-seeds", "3", "--no-plot",
             "--no-progress", "--out", str(tmp_path)]  # fmt: skip
@@ -138,7 +139,10 @@ def test_the_chi_lik_command_prints_the_committed_seeds(tmp_path, capsys):
     rows = {"linear pooling onset": "P_c1", "linear copy crossover": "P_cG",
             "softmax jump": "P_aG_jump"}  # fmt: skip
     for label, key in rows.items():
-        ci = bootstrap_ci(conv["measured"]["10000"][key]["values"][:3])
+        c = conv["measured"]["10000"][key]
+        seeds = [{"P_star": v, "bracketed": v is not None, "bracket": b, "grid": g}
+                 for v, b, g in zip(c["values"], c["brackets"], c["grids"])][:3]  # fmt: skip
+        ci = seeds_summary(seeds)
         line = next(x for x in out.splitlines() if x.startswith(label))
         want = f"{ci['estimate']:,.1f} [{ci['lo']:,.1f}, {ci['hi']:,.1f}]  3/3"
         assert want in line, (line, want)

@@ -83,9 +83,12 @@ def _judged(value: str, j: dict | None) -> dict[str, Any]:
 
 
 def _ci(c: dict | None) -> str:
+    """``estimate [lo, hi] (n seeds)``; an interval summarised before the grid's error was part
+    of it (no ``grid_lo``: the seeds' scatter only, docs/theory.md §6) says so."""
     if not c or c.get("estimate") is None:
         return "not located"
-    return f"{g4(c['estimate'])} [{g4(c['lo'])}, {g4(c['hi'])}] ({c.get('n', '?')} seeds)"
+    only = "" if "grid_lo" in c else ", seeds only: no grid error"
+    return f"{g4(c['estimate'])} [{g4(c['lo'])}, {g4(c['hi'])}] ({c.get('n', '?')} seeds{only})"
 
 
 def pstars(d: Path, reading: str) -> dict[str, tuple[dict | None, str]]:

@@ -25,7 +25,8 @@ def located(cell: dict, key: str) -> tuple[dict | None, str]:
 
 
 def widths_table(data: dict) -> str:
-    """Measured P* [95% CI over seeds] at widths 10,000 and infinity beside the EK theory."""
+    """Measured P* [95% CI over seeds widened by the grid's error; ``*``: seeds only, an older
+    result] at widths 10,000 and infinity beside the EK theory."""
     one = lambda x: "-" if x is None else f"{x:,.1f}"  # noqa: E731
     rows = []
     for r in RD.READINGS:
@@ -34,7 +35,8 @@ def widths_table(data: dict) -> str:
             ms = [located(data[r]["measured"][w], k) for w in ("10000", "inf")]
             rows.append([f"`{r}`", k, one(th["map"][k]), one(th["post"][k]),
                          *("not located" if c is None else f"{one(c['estimate'])} "
-                           f"[{one(c['lo'])}, {one(c['hi'])}]{how}" for c, how in ms),
+                           f"[{one(c['lo'])}, {one(c['hi'])}]{'' if 'grid_lo' in c else '*'}"
+                           f"{how}" for c, how in ms),
                          f"{PAPER_MEASURED[k]:g}"])  # fmt: skip
     return table(["reading", "P*", "EK MAP", "EK posterior", "N = 10,000", "N = inf", "paper"],
                  rows)  # fmt: skip
@@ -96,8 +98,10 @@ def render(data: dict, results: Path) -> str:
         "`paper` and `plain` come from `python -m experiments all`'s committed JSON, the "
         "`paper-chi-lik` scaling, coverage and main artefacts from `python -m "
         "experiments.reading`); do not edit by hand. Readings: docs/theory.md §2b. CIs: 95% "
-        "bootstrap over seeds; the grid's step is the other error of a located P* (brackets in "
-        "`results/conventions.json`)._",
+        "bootstrap over seeds widened by the grid's error of the located P* (docs/theory.md §6; "
+        "both parts and the brackets in `results/conventions.json`); an interval marked `*` or "
+        "'seeds only' comes from a result summarised before the grid's error was part of it "
+        "(rerun its artefact to widen it)._",
         "## Claims x readings (width 10,000, exact MAP unless the row says otherwise)",
         claims.render(claims_matrix(results)).rstrip(),
         "## P* per reading and width",

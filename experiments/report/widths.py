@@ -18,6 +18,23 @@ def _ci_rows(res: dict) -> tuple[list[str], dict[str, dict[str, dict]]]:
     return widths, {w: {r["key"]: r for r in res["widths"][w]["ci_table"]} for w in widths}
 
 
+def main_measured(mains) -> list[dict]:
+    """Every measured interval of main results ``mains`` (each width's ``ci_table``)."""
+    return [r["measured"] for m in mains if m for w in (m.get("widths") or {}).values()
+            for r in w["ci_table"]]  # fmt: skip
+
+
+def interval_kind(measured) -> str:
+    """What the ``measured`` intervals hold: the seeds' bootstrap widened by the grid's error
+    (docs/theory.md §6), or, for results summarised before that, the seeds' scatter only."""
+    rows = [m for m in measured if m and m.get("estimate") is not None]
+    if rows and all("grid_lo" in m for m in rows):
+        return "bootstrap CI over seeds widened by the grid's error, docs/theory.md §6"
+    return ("bootstrap CI over seeds only: these results predate the grid's error in the "
+            "interval (docs/theory.md §6), so identical seeds give a zero-width interval; "
+            "`python -m experiments main` widens them")
+
+
 def _ci_table(res: dict, labels: dict[str, str], corner: str, col: str, paper: tuple) -> str:
     """One row per measured key of ``labels`` (key -> label): EK theory, finite theory and
     measured at each width (``col``: header with ``{what}``, ``{N}``), ``paper``: (head, cell)."""
@@ -60,10 +77,10 @@ def section_ci(res: dict, preset: str, dis: list[str]) -> str:
                           "every reading: the claims x readings matrix above).")  # fmt: skip
     tab = _ci_table(res, labels, "P*", "{what}, N = {N}", ("paper", num))
     return (f"#### {preset} preset: every P* by exact MAP, geometric mean over seeds [95% "
-            "bootstrap CI over seeds]\n\nMeasured: each seed's P* located on its own runs (same "
-            "locators as above); finite theory: docs/theory.md §2b on each seed's Gram and "
-            "training set, located the same way. Seeds where a point is not bracketed by the grid "
-            f"are left out and counted.\n\n{tab}\n\n"
+            f"{interval_kind(main_measured([res]))}]\n\nMeasured: each seed's P* located on its "
+            "own runs (same locators as above); finite theory: docs/theory.md §2b on each seed's "
+            "Gram and training set, located the same way. Seeds where a point is not bracketed by "
+            f"the grid are left out and counted.\n\n{tab}\n\n"
             + "\n".join(claims) + "\n")  # fmt: skip
 
 
@@ -133,8 +150,9 @@ def section_width(res: dict, dis: list[str]) -> str:
                        f"{pct(r['rel_err_ek'].get('inf'))}.")  # fmt: skip
     text = (f"### {preset} preset\n\nEvery P* by exact MAP at each width (same 10 seeds, data and "
             "grids; the reduced engine on each seed's realised embedding Gram at that width, the "
-            "prior's Gram at infinity), geometric mean over seeds [95% bootstrap CI]; the finite "
-            "theory (docs/theory.md §2b) on the same Grams and data.\n\n"
+            "prior's Gram at infinity), geometric mean over seeds [95% "
+            f"{interval_kind(m for r in res['rows'] for m in r['measured'].values())}]; the "
+            "finite theory (docs/theory.md §2b) on the same Grams and data.\n\n"
             f"{table(head, rows)}\n\n![width {preset}](figures/width_{preset}.png)\n")  # fmt: skip
     if not dec:
         return text
