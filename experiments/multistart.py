@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import copyhead_jax as ch
-from copyhead_jax.compare import bootstrap_ci, bracketed, locate_level, locate_max_slope
+from copyhead_jax.compare import locate_level, locate_max_slope, seeds_summary
 from copyhead_jax.storage import write_json
 
 from .common import PRESET_NAMES
@@ -45,12 +45,13 @@ U_TOL = 1e-3
 
 def locate(P, psi) -> dict:
     """P*_cG (max slope) and psi = 1/2 per seed, bracketed seeds only, as the main reproduction
-    (``analysis.per_seed_points``): geometric mean over seeds with its 95% bootstrap CI."""
+    (``analysis.per_seed_points``): :func:`seeds_summary`, the geometric mean over seeds with
+    its 95% bootstrap CI widened by the grid's error."""
     P = np.asarray(P, float)
     nS = psi.shape[1]
-    ms = [bracketed(locate_max_slope(P, psi[:, s])) for s in range(nS)]
-    half = [bracketed(locate_level(P, psi[:, s], 0.5)) for s in range(nS)]
-    return {"P_cG": bootstrap_ci(ms), "P_cG_half": bootstrap_ci(half)}
+    ms = [locate_max_slope(P, psi[:, s]) for s in range(nS)]
+    half = [locate_level(P, psi[:, s], 0.5) for s in range(nS)]
+    return {"P_cG": seeds_summary(ms), "P_cG_half": seeds_summary(half)}
 
 
 def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
