@@ -10,7 +10,7 @@ from typing import Any
 from .._checks import check_int
 from ..theory.heads import SoftmaxTheory, theory_of
 from ..theory.points import kinds
-from .theory_options import jsonable, theory_params
+from .theory_options import check_theory_memory, jsonable, theory_params
 
 
 def add_bayes_flags(p) -> None:
@@ -29,6 +29,15 @@ def _bayes_kw(args) -> dict[str, Any]:
     n_rows = DEFAULT_ROWS if args.n_rows is None else args.n_rows
     check_int("--n-rows", n_rows, lo=256, hi=1 << 22)
     return {"replicas": args.replicas, "n_rows": n_rows, "seed": args.seed}
+
+
+def _check_rows_memory(L: int, V: int, n_rows: int) -> None:
+    """Refuse, before any work, route B's rows (two-branch kinds) at the largest ``L`` and ``V``
+    (:func:`~copyhead_jax.theory.bayes.solve.rows_bytes`, rising in both)."""
+    from ..theory.bayes.solve import rows_bytes
+
+    check_theory_memory(rows_bytes(L, V, n_rows), f"route B's {n_rows} rows at L = {L}, V = {V}",
+                        "use a smaller --n-rows, --L or --V")  # fmt: skip
 
 
 def _refuse_beyond(args) -> None:
@@ -73,6 +82,8 @@ def cmd_points_bayes(args) -> dict[str, Any]:
     _refuse_beyond(args)
     params = theory_params(args)
     kw = _bayes_kw(args)
+    if any(k.two_branches for k in kinds(args.attention)):  # the linear head's is closed form
+        _check_rows_memory(params.L, params.V, kw["n_rows"])
     res = bayes_points(params, args.attention, **kw)
     both = args.attention == "both"
     if args.json:
@@ -95,6 +106,7 @@ def cmd_scaling_bayes(args) -> dict[str, Any]:
     for v in (*Ls, *Vs):
         check_int("--L/--V entry", v, lo=3, hi=10**4)
     kw = _bayes_kw(args)
+    _check_rows_memory(max(Ls), max(Vs), kw["n_rows"])
     rows = scaling_table(params, Ls, Vs, n_rows=kw["n_rows"], replicas=kw["replicas"])
     fits = fit_law_table(rows, params.likelihood) if len(rows) > 3 else None
     res = {"inputs": {**params.to_dict(), **kw, "L": Ls, "V": Vs}, "rows": rows, "fits": fits}

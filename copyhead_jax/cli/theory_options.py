@@ -85,6 +85,14 @@ def theory_params(args, **override):
     return TheoryParams.from_config(preset(args.preset, args.reading)).replace(**kw)
 
 
+def check_theory_memory(need: int, what: str, lower: str) -> None:
+    """Refuse, before any work, a theory command whose arrays (``need`` bytes, from the theory's
+    memory models) cannot fit the budget; ``lower`` names the flags that shrink them."""
+    from ..runner.memory import available_bytes, refuse_if_over
+
+    refuse_if_over(need, available_bytes(), what, lower)
+
+
 def preset_label(args) -> str:
     """The preset's name under the reading asked (``paper-map``, ``paper-map-chi-lik``), for
     default file names: another reading never overwrites a figure."""

@@ -16,6 +16,7 @@ from .flags import finite_float
 from .theory_options import (
     attentions,
     check_plot_paths,
+    check_theory_memory,
     common_flags,
     jsonable,
     plot_outputs,
@@ -151,6 +152,10 @@ def cmd_curve(args) -> dict[str, Any]:
             raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
     if args.P_min is not None and args.P_max is not None and not args.P_min < args.P_max:
         raise ValueError(f"--P-min ({args.P_min:g}) must be below --P-max ({args.P_max:g})")
+    from ..theory.minima import curve_bytes
+
+    check_theory_memory(max(curve_bytes(args.n_P, a) for a in attentions(args.attention)),
+                        f"the curve over {args.n_P} P", "use a smaller --n-P")  # fmt: skip
     params = theory_params(args)
     check_plot_paths(args, "curve")
     out: dict[str, Any] = {}
@@ -172,9 +177,12 @@ def cmd_curve(args) -> dict[str, Any]:
 def cmd_landscape(args) -> dict[str, Any]:
     from ..plots.theory import plot_landscape
     from ..theory import theory_of
-    from ..theory.minima import landscape
+    from ..theory.minima import landscape, landscape_bytes
     from ..theory.points import transition_points
 
+    n_P = len(args.P) if args.P else 5  # the default: five P around the transition
+    check_theory_memory(max(landscape_bytes(n_P, a) for a in attentions(args.attention)),
+                        f"the landscape at {n_P} P", "give fewer --P values")  # fmt: skip
     params = theory_params(args)
     check_plot_paths(args, "landscape")
     out: dict[str, Any] = {}
@@ -200,6 +208,7 @@ def cmd_landscape(args) -> dict[str, Any]:
 
 def cmd_scaling(args) -> dict[str, Any]:
     from ..plots.theory import plot_scaling
+    from ..theory.points import points_bytes
     from ..theory.scaling import scaling_fits, scaling_table
 
     if args.objective == "bayes":  # the law of the Bayesian transition, §13.10
@@ -213,6 +222,9 @@ def cmd_scaling(args) -> dict[str, Any]:
         check_int("--L entry", v, lo=2, hi=10**6)
     for v in Vs:
         check_int("--V entry", v, lo=2, hi=10**6)
+    n = len(Ls) * len(Vs)
+    check_theory_memory(points_bytes(n, args.attention), f"the scaling table over {len(Ls)} L "
+                        f"x {len(Vs)} V", "give fewer --L or --V values")  # fmt: skip
     plot = args.plot and (len(Ls) > 1 or len(Vs) > 1)
     default = f"theory_scaling_{preset_label(args)}.png"
     if plot:  # the figure's path, checked before the theory is computed

@@ -163,6 +163,31 @@ def theory_curve(
     return res
 
 
+#: Peak bytes of one P's minima in :func:`theory_curve`'s compiled program: XLA's buffer
+#: assignment of ``_curve_minima`` at 32, 64 and 128 P (L = 8) holds linear 120.4 kB,
+#: softmax 74.2 kB, sigmoid 215.3 kB per P (the same at each size: the grids are fixed, and no
+#: array has a length L or V); here rounded up by ~20%.
+CURVE_BYTES_PER_P = {"linear": 145_000, "softmax": 90_000, "sigmoid": 260_000}
+#: Arrays of the landscape's grid ``[n_P, n^d]`` alive at once: it is evaluated op by op (eager
+#: vmap), each elementwise op of the potential a full float64 array (compiled, XLA fuses the
+#: potential into one such array: 8.0 bytes per grid point at 8 P; eager, a few live at once).
+LANDSCAPE_LIVE = 8
+
+
+def curve_bytes(n_P: int, attention: str) -> int:
+    """Peak bytes of :func:`theory_curve` over ``n_P`` values of ``P``: the minima of every
+    ``P`` at once, padded to its bucket (:data:`CURVE_BYTES_PER_P`)."""
+    bucket = max(32, 1 << (max(int(n_P), 1) - 1).bit_length())
+    return CURVE_BYTES_PER_P[theory_of(attention).name] * bucket
+
+
+def landscape_bytes(n_P: int, attention: str, n: int = 161) -> int:
+    """Peak bytes of :func:`landscape` at ``n_P`` values of ``P``: its curve, or the potential on
+    the ``n`` (one coordinate) or ``n x n`` grid at every ``P`` (:data:`LANDSCAPE_LIVE` arrays)."""
+    grid = 8 * int(n_P) * n ** min(len(theory_of(attention).coords), 2)
+    return max(curve_bytes(n_P, attention), LANDSCAPE_LIVE * grid)
+
+
 @x64
 def landscape(
     params: TheoryParams,
@@ -211,8 +236,10 @@ def landscape(
 
 __all__ = [
     "copy_fraction",
+    "curve_bytes",
     "full_minimum",
     "landscape",
+    "landscape_bytes",
     "linear_minima",
     "softmax_minima",
     "theory_curve",

@@ -385,6 +385,19 @@ def points_batch(
     return out
 
 
+#: Peak bytes per (parameter set, log P) point of a kind's scan kernel: XLA's buffer assignment
+#: at 2, 4 and 8 parameter sets (L = 8) holds 15.6 kB (linear psi slope), 37.1 kB (softmax
+#: global minimiser), 57.2 kB (sigmoid) per point, the same at each size; rounded up by ~20%.
+POINT_BYTES = {"linear": 19_000, "softmax": 45_000, "sigmoid": 69_000}
+
+
+def points_bytes(n_params: int, attention: str = "both") -> int:
+    """Peak bytes of :func:`points_batch` over ``n_params`` parameter sets: each kind's scan
+    kernel over ``[n_params, K]`` points at once (the kinds run one after the other)."""
+    K = {k.name: N_SCAN_SOFT if k.two_branches else N_SCAN_LIN for k in kinds(attention)}
+    return max(POINT_BYTES[name] * int(n_params) * n for name, n in K.items())
+
+
 @x64
 def psi_slope(params: TheoryParams, logP, objective: str = "map") -> tuple[np.ndarray, np.ndarray]:
     """``psi`` of the global minimiser and ``dpsi/dlog P`` (implicit derivative) at each of
@@ -462,6 +475,7 @@ __all__ = [
     "p_c1_asymptotic",
     "p_c1_closed_form",
     "points_batch",
+    "points_bytes",
     "psi_slope",
     "transition_points",
 ]

@@ -156,3 +156,77 @@ def test_markov_theory_estimate_is_within_2x_of_the_compiled_peak():
     peak = m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
     est = beyond.beyond_bytes(L, V, 41, "full")
     assert 1.0 <= est / peak <= 2.0, (est, peak)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["curve", "--n-P", "1000000"], "--n-P"),
+    (["landscape", "--attention", "linear", "--P", *map(str, range(1, 20_001))], "--P"),
+    (["scaling", "--L", "2:3000", "--V", "2:300"], "--V"),
+    (["points", "--objective", "bayes", "--attention", "softmax", "--L", "2000", "--V", "2000"],
+     "--n-rows"),
+    (["scaling", "--objective", "bayes", "--attention", "softmax", "--L", "3000", "--V", "3000"],
+     "--n-rows"),
+], ids=["curve", "landscape", "scaling", "bayes-points", "bayes-scaling"])  # fmt: skip
+def test_theory_grids_refuse_a_size_that_cannot_fit(capsys, monkeypatch, argv, flag):
+    """curve, landscape, scaling and route B's rows: a grid their memory model puts above the
+    budget (4 GiB on a CPU without one) is refused in one line naming the flag, before the
+    theory computes anything (every entry point of the work replaced by one that fails)."""
+    from copyhead_jax.theory import bayes, minima, points, scaling
+    from tests.helpers import no_work
+
+    for mod, name in ((minima, "theory_curve"), (minima, "landscape"), (points,
+                      "transition_points"), (scaling, "scaling_table"), (bayes, "bayes_points"),
+                      (bayes, "scaling_table")):  # fmt: skip
+        monkeypatch.setattr(mod, name, no_work)
+    plot = [] if argv[0] == "points" else ["--no-plot"]
+    _refused(capsys, ["theory", *argv, *plot], flag)
+
+
+def test_theory_memory_models_scale_with_their_grids():
+    """The models' closed forms: the curve's bytes follow its padded bucket (32, 64, ...), the
+    scaling table's grow linearly in its parameter sets, route B's rows linearly in the rows,
+    the landscape's with the grid at many P."""
+    from copyhead_jax.theory.bayes.solve import rows_bytes
+    from copyhead_jax.theory.minima import curve_bytes, landscape_bytes
+    from copyhead_jax.theory.points import points_bytes
+
+    assert curve_bytes(1, "linear") == curve_bytes(32, "linear") == curve_bytes(20, "linear")
+    one = curve_bytes(32, "softmax")
+    assert curve_bytes(33, "softmax") == curve_bytes(64, "softmax") == 2 * one
+    assert points_bytes(6, "both") == 3 * points_bytes(2, "both") >= points_bytes(6, "linear")
+    assert rows_bytes(8, 5, 2**16) == 4 * rows_bytes(8, 5, 2**14)
+    assert landscape_bytes(10**4, "linear") > 8 * 10**4 * 161**2 > landscape_bytes(5, "linear")
+
+
+@pytest.mark.slow  # three compiles; the refusals and closed forms above are the fast siblings
+def test_theory_grid_estimates_are_within_1_5x_of_the_compiled_peak():
+    """XLA's buffer assignment of each grid's compiled program at a tiny size (arguments,
+    outputs and temporaries) is the measured peak: the curve's minima at 32 P, the scaling
+    table's softmax kernel at 2 parameter sets, route B's value and gradient over 4,096 rows at
+    (L, V) = (6, 4) (plus its draws, which live beside it). Each estimate lies above the program
+    by less than 1.5x (the models round the per-point bytes up by ~20%)."""
+    import jax
+    import jax.numpy as jnp
+
+    from copyhead_jax import theory as th
+    from copyhead_jax.theory import minima, points
+    from copyhead_jax.theory.bayes import solve
+    from copyhead_jax.theory.heads import SoftmaxTheory, theory_of
+
+    def peak(low):
+        m = low.compile().memory_analysis()
+        return m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
+
+    p = th.TheoryParams.preset("plain", L=6, V=4)
+    with jax.enable_x64(True):
+        low = minima._curve_minima.lower(jnp.ones(32), p.arrays(), kind=theory_of("linear"),
+                                         objective="map", pushforward=False, n_keep=4)  # fmt: skip
+        assert 1.0 <= minima.curve_bytes(32, "linear") / peak(low) <= 1.5
+        low = points._glob_kernel.lower(jnp.ones((2, points.N_SCAN_SOFT)),
+                                        th.TheoryParams.stack([p, p]), ("map", SoftmaxTheory))
+        assert 1.0 <= points.points_bytes(2, "softmax") / peak(low) <= 1.5
+        draws = solve.make_draws(p, solve.VariationalSettings(n_rows=4096))  # an argument
+        low = solve._program(p, True).lower(jnp.zeros(6), 100.0, draws)
+        # the estimate counts the coarse search's rows too: compare the full rows' share
+        est = solve.rows_bytes(6, 4, 4096) * 4096 / (4096 + max(4096 // solve.COARSE, 256))
+        assert 1.0 <= est / peak(low) <= 1.5

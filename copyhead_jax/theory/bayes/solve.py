@@ -57,6 +57,16 @@ class VariationalSettings:
 DEFAULT_SETTINGS = VariationalSettings()
 
 
+def rows_bytes(L: int, V: int, n_rows: int) -> int:
+    """Peak bytes of one route-B transition (replicas run one after the other): its draws and
+    the compiled value and gradient of F_q over them, ``8 (L V + 6 (L + V))`` per row (XLA's
+    buffer assignment at 4,096 and 16,384 rows holds 816 bytes per row at (L, V) = (8, 5) and
+    2,264 at (16, 10): the one-hot tokens, then a few rows of L and V; the formula lies 12-16%
+    above), for the full rows and the coarse search's ``n_rows / COARSE`` beside them."""
+    per_row = 8 * (L * V + 6 * (L + V))
+    return per_row * (int(n_rows) + max(int(n_rows) // COARSE, 256))
+
+
 def make_draws(params: TheoryParams, settings: VariationalSettings) -> RowDraws:
     """The common random numbers of one replica (float64)."""
     with jax.enable_x64(True):
