@@ -73,7 +73,7 @@ copy_fraction = conv.copy_fraction  # docs/theory.md §5 (one implementation)
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "objective", "pushforward", "n_keep"))
-def _curve_minima(P, p, *, kind, objective, pushforward, n_keep=N_KEEP):
+def curve_minima(P, p, *, kind, objective, pushforward, n_keep=N_KEEP):
     """Minima at every ``P`` (sorted 1-d), then continuation of each branch to the neighbours.
 
     A grid can miss a metastable minimum whose basin is narrow at some ``P``; Newton from the
@@ -141,7 +141,7 @@ def theory_curve(
     n = P_in.size
     bucket = max(32, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P_in[order], np.full(bucket - n, P_in[order][-1])])
-    out = _curve_minima(jnp.asarray(P_pad), pa, kind=kind, objective=objective,
+    out = curve_minima(jnp.asarray(P_pad), pa, kind=kind, objective=objective,
                         pushforward=bool(pushforward), n_keep=n_keep)  # fmt: skip
     undo = np.argsort(order)
     x, fx, valid, n_min = (np.asarray(a)[:n][undo] for a in out)
@@ -164,7 +164,7 @@ def theory_curve(
 
 
 #: Peak bytes of one P's minima in :func:`theory_curve`'s compiled program: XLA's buffer
-#: assignment of ``_curve_minima`` at 32, 64 and 128 P (L = 8) holds linear 120.4 kB,
+#: assignment of ``curve_minima`` at 32, 64 and 128 P (L = 8) holds linear 120.4 kB,
 #: softmax 74.2 kB, sigmoid 215.3 kB per P (the same at each size: the grids are fixed, and no
 #: array has a length L or V); here rounded up by ~20%.
 CURVE_BYTES_PER_P = {"linear": 145_000, "softmax": 90_000, "sigmoid": 260_000}

@@ -146,7 +146,7 @@ def _batched(fn):
 
 _hess_kernel = _batched(_hess0_min_eig)
 _lin_kernel = _batched(_psi_slope)
-_glob_kernel = _batched(_glob)
+glob_kernel = _batched(_glob)
 
 
 @functools.partial(jax.jit, static_argnums=(3, 4))
@@ -288,7 +288,7 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective:
     Newton is most of the cost of tracing the batch) and leaves every other number unchanged."""
 
     def run(t):
-        out = _glob_kernel(jnp.asarray(t), p, (objective, kind))
+        out = glob_kernel(jnp.asarray(t), p, (objective, kind))
         return {k: np.asarray(v) for k, v in out.items()}
 
     K = N_SCAN_SOFT

@@ -219,14 +219,14 @@ def test_theory_grid_estimates_are_within_1_5x_of_the_compiled_peak():
 
     p = th.TheoryParams.preset("plain", L=6, V=4)
     with jax.enable_x64(True):
-        low = minima._curve_minima.lower(jnp.ones(32), p.arrays(), kind=theory_of("linear"),
+        low = minima.curve_minima.lower(jnp.ones(32), p.arrays(), kind=theory_of("linear"),
                                          objective="map", pushforward=False, n_keep=4)  # fmt: skip
         assert 1.0 <= minima.curve_bytes(32, "linear") / peak(low) <= 1.5
-        low = points._glob_kernel.lower(jnp.ones((2, points.N_SCAN_SOFT)),
+        low = points.glob_kernel.lower(jnp.ones((2, points.N_SCAN_SOFT)),
                                         th.TheoryParams.stack([p, p]), ("map", SoftmaxTheory))
         assert 1.0 <= points.points_bytes(2, "softmax") / peak(low) <= 1.5
         draws = solve.make_draws(p, solve.VariationalSettings(n_rows=4096))  # an argument
-        low = solve._program(p, True).lower(jnp.zeros(6), 100.0, draws)
+        low = solve.free_energy_program(p, True).lower(jnp.zeros(6), 100.0, draws)
         # the estimate counts the coarse search's rows too: compare the full rows' share
         est = solve.rows_bytes(6, 4, 4096) * 4096 / (4096 + max(4096 // solve.COARSE, 256))
         assert 1.0 <= est / peak(low) <= 1.5

@@ -81,7 +81,7 @@ def starts(L: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _program(params: TheoryParams, cv: bool):
+def free_energy_program(params: TheoryParams, cv: bool):
     """Jitted ``(x, P, draws) -> (F, dF/dx, dF/dlog P, terms)`` (one compile per parameter set
     and row count)."""
 
@@ -100,7 +100,7 @@ def minimise(x0, P: float, params: TheoryParams, draws: RowDraws, *, cv: bool = 
     r"""A local minimum of $\mathcal F_q$ from ``x0`` (L-BFGS-B on the compiled value and
     gradient, float64): ``x``, ``F``, ``aG``, the terms, ``dF_dlogP`` (envelope theorem: the
     minimiser's shift does not count), ``ok`` (converged strictly inside the box), ``n_eval``."""
-    run = _program(params, cv)
+    run = free_energy_program(params, cv)
     with jax.enable_x64(True):
         Pj = jnp.asarray(P, jnp.float64)
 
