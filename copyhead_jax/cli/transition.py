@@ -160,16 +160,21 @@ def add_transition_subparser(sub) -> None:
                    help=f"SMC cross-check particles, 0 = none (default "
                    f"{d.smc_particles})")  # fmt: skip
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="keep checkpoints (resumed), MAP sweeps, transition.json, "
-                   "transition.png")  # fmt: skip
+                   help="the folder of the result (transition.json), its figure (profile.png, "
+                   "or transition.png of --method ti and linear attention), the checkpoints a "
+                   "rerun resumes from and --method ti's MAP sweeps; default "
+                   "results/transition_ATT_LL_VV_NAME, NAME the preset (as copyhead sweep names "
+                   "it), -HASH added when other flags change the run (HASH: 8 hex digits of "
+                   "them). A folder whose transition.json holds another run is refused; the "
+                   "same run's is printed again without work")  # fmt: skip
     p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
                    help="print the result as JSON (default off)")
     p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="with --out: save the figure (default on)")  # fmt: skip
+                   help="save the figure (default on)")  # fmt: skip
     progress_flags(p)
     cluster_flag(p, groups="the seeds (softmax, --method profile: each seed's probes and "
                  "profiles are its own)")  # fmt: skip
-    p.set_defaults(func=cmd_transition, paths=transition_outputs)
+    p.set_defaults(func=cmd_transition, paths=transition_outputs, flag_default=p.get_default)
 
 
 def settings_from_args(args):
@@ -274,9 +279,7 @@ def transition_outputs(args):
     from ..results import SWEEP_KIND
     from ._common import figure_outputs
 
-    if args.out is None:
-        return [], []
-    out = Path(args.out)
+    out = out_folder(args)
     cfg = config_from_args(args)
     two = head_class(cfg.model.attention).two_branches
     outs = [Output("--out", out, folder=True),
@@ -291,48 +294,124 @@ def transition_outputs(args):
     return outs, []
 
 
-def _check_out(args):
+#: flags that do not change a run's numbers (nor name it: the preset, L, V and attention do)
+NOT_RUN = frozenset({"command", "preset", "reading", "L", "V", "attention", "memory_budget_gb",
+                     "out", "json", "plot", "progress", "cluster", "cluster_refused", "config",
+                     "func", "paths", "flag_default", "kept", "L_eff"})  # fmt: skip
+
+
+def run_flags(args) -> dict:
+    """The flags that shape the run's numbers, as given."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_RUN}
+
+
+def out_folder(args) -> Path:
+    """``--out``, else ``results/transition_ATT_LL_VV_NAME`` (``NAME``: the preset's run name,
+    as ``copyhead sweep`` names its folder), ``-HASH`` added when flags other than those change
+    the run (``HASH``: 8 hex digits of the flags that differ from their defaults), so that runs
+    with other flags never share a folder."""
+    from ..config.presets import run_name
+    from ..runner import fingerprint
+
+    if args.out is not None:
+        return Path(args.out)
+    cfg = config_from_args(args)
+    given = getattr(args, "flag_default", None)
+    diff = {k: v for k, v in run_flags(args).items() if given is None or v != given(k)}
+    name = (f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_"
+            f"{run_name(args.preset, cfg)}")  # fmt: skip
+    return Path("results") / (name + (f"-{fingerprint(diff, digits=8)}" if diff else ""))
+
+
+def run_fingerprint(args, cfg) -> str:
+    """What a folder's ``transition.json`` must match to be this run's: the config (its memory
+    budget aside, which only sizes groups) and the run's flags."""
+    from ..runner import fingerprint
+    from ..transition.store import resume_identity
+
+    return fingerprint({"config": resume_identity(cfg), "flags": run_flags(args)})
+
+
+def _check_out(args, fp: str) -> tuple[Path, dict | None]:
+    """The output folder, checked, and the result it already holds of this run (``None``: no
+    result yet). A result of another run is refused (never overwritten)."""
     from .._checks import check_output_folder
 
-    out = None if args.out is None else check_output_folder("--out", args.out)
-    if out is not None and out.exists() and not out.is_dir():
+    out = check_output_folder("--out", out_folder(args))
+    if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a file; give a folder")
-    return out
+    f = out / "transition.json"
+    if not f.is_file():
+        return out, None
+    try:
+        old = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        old = None
+    if not isinstance(old, dict) or old.get("fingerprint") != fp:
+        raise ValueError(f"--out {str(out)!r} holds the result of another run "
+                         f"({str(f)!r}); give another --out or remove it")  # fmt: skip
+    return out, old
 
 
-def _cmd_profile(args, cfg) -> int:
+def _tidy(out: Path, new: bool, held) -> None:
+    """A run that failed before it wrote anything (a refusal, a bad input) leaves no folder it
+    made behind: only its lock is in there. Checkpoints of real work stay to resume from."""
+    import shutil
+
+    if not new or not out.is_dir():
+        return
+    if {p.name for p in out.iterdir()} <= {"transition.json.lock"}:
+        if held is not None:
+            held.finish(None)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _report(args, res: dict, out: Path, fmt, draw, name: str, kept: bool) -> None:
+    """Print the result (``--json``: the JSON alone on stdout, every note on stderr) and save
+    its figure (``--plot``; a kept result's only where missing)."""
     import contextlib
     import sys
 
+    from ..transition.store import json_default
+    from ._common import save_figure
+
+    print(json.dumps(res, default=json_default, indent=1) if args.json else fmt(res))
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        print(f"{'kept (this run, already done)' if kept else 'saved'} {out / 'transition.json'}")
+        if args.plot and not (kept and (out / name).is_file()):
+            save_figure(draw(res), out / name)
+
+
+def _cmd_profile(args, cfg) -> int:
     from .._checks import check_int
+    from ..plots.profile import profile_figure
     from ..runner import claim
     from ..transition.profile import profile_transition
-    from ..transition.store import json_default, write_checkpoint
+    from ..transition.store import write_checkpoint
 
     args.L_eff = cfg.task.L
     settings = profile_settings_from_args(args)
     n = check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
-    out = _check_out(args)
-    rounds = None if out is None else out / "windows"  # each window set's rounds, resumed
-    args.kept = [] if rounds is None else [rounds]  # what a Ctrl-C leaves to resume from
+    fp = run_fingerprint(args, cfg)
+    out, kept = _check_out(args, fp)
+    if kept is not None:
+        _report(args, kept, out, format_profile, profile_figure, "profile.png", kept=True)
+        return 0
+    rounds = out / "windows"  # each window set's rounds, resumed
+    args.kept = [rounds]  # what a Ctrl-C leaves to resume from
+    new = not out.exists()
     # one writer per folder; the rounds removed and the lock released once the result is saved
-    held = claim(None if out is None else out / "transition.json", ckpt=rounds)
-    res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
-                             progress=args.progress, ckpt_dir=rounds,
-                             cluster=args.cluster)  # fmt: skip
-    if args.json:
-        print(json.dumps(res, default=json_default, indent=1))
-    else:
-        print(format_profile(res))
-    held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
-    if out is not None:
-        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            print(f"saved {out / 'transition.json'}")
-            if args.plot:
-                from ..plots.profile import profile_figure
-                from ._common import save_figure
-
-                save_figure(profile_figure(res), Path(out) / "profile.png")
+    held = claim(out / "transition.json", ckpt=rounds)
+    try:
+        res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
+                                 progress=args.progress, ckpt_dir=rounds,
+                                 cluster=args.cluster)  # fmt: skip
+    except BaseException:
+        _tidy(out, new, held)
+        raise
+    res["fingerprint"] = fp
+    held.finish(lambda: write_checkpoint(out / "transition.json", res))
+    _report(args, res, out, format_profile, profile_figure, "profile.png", kept=False)
     return 0
 
 
@@ -356,7 +435,7 @@ def format_profile(res: dict) -> str:
                      f"at {_f(sd['P_steepest'])}")  # fmt: skip
         lines += [f"  {e}" for e in sd["evidence"]]
     lo, hi = res["interval"]
-    lines.append(f"P*_aG = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
+    lines.append(f"P*_aG = {_f(res['P_star'])}  {_iv(lo, hi)} "
                  f"({100 * s.get('level', 0.95):.0f}% interval over {s.get('n', 0)} seed(s): "
                  "seed spread, replicas, quadrature and interpolation)")  # fmt: skip
     for i, m in enumerate(res.get("map", [])):
@@ -377,6 +456,7 @@ def format_profile(res: dict) -> str:
 
 def _cmd_ti(args) -> int:
     from .._checks import check_int
+    from ..plots.transition import transition_figure
     from ..transition.search import transition, transition_config
 
     cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
@@ -387,31 +467,33 @@ def _cmd_ti(args) -> int:
         grid = _P_grid(args.P)
     if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
         raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
-    out = _check_out(args)
-    args.kept = [] if out is None else [out]  # what a Ctrl-C leaves to resume from
-    res = transition(cfg, out=out, progress=args.progress, settings=settings, a_thr=args.a_thr,
-                     P_grid=grid, seed=args.seed,
-                     anchored=args.seeds_probe == "anchored")  # fmt: skip
-    if args.json:
-        from ..transition.store import json_default
-
-        print(json.dumps(res, default=json_default, indent=1))
-    else:
-        print(format_result(res))
-    if out is not None and args.plot:
-        import contextlib
-        import sys
-
-        from ..plots.transition import transition_figure
-        from ._common import save_figure
-
-        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            save_figure(transition_figure(res), Path(out) / "transition.png")
+    fp = run_fingerprint(args, cfg)
+    out, kept = _check_out(args, fp)
+    if kept is not None:
+        _report(args, kept, out, format_result, transition_figure, "transition.png", kept=True)
+        return 0
+    args.kept = [out]  # what a Ctrl-C leaves to resume from
+    new = not out.exists()
+    try:
+        res = transition(cfg, out=out, progress=args.progress, settings=settings,
+                         a_thr=args.a_thr, P_grid=grid, seed=args.seed,
+                         anchored=args.seeds_probe == "anchored",
+                         record={"fingerprint": fp})  # fmt: skip
+    except BaseException:
+        _tidy(out, new, None)
+        raise
+    _report(args, res, out, format_result, transition_figure, "transition.png", kept=False)
     return 0
 
 
 def _f(x, nd=4) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}g}"
+
+
+def _iv(lo, hi) -> str:
+    """An interval; a side the crossing rule could not bound (0, inf or null) is named."""
+    ok = lambda x: x is not None and math.isfinite(x) and x > 0  # noqa: E731
+    return f"[{_f(lo) if ok(lo) else 'unbounded'}, {_f(hi) if ok(hi) else 'unbounded'}]"
 
 
 def _errors(c: dict, anchored: bool = False) -> str:
@@ -441,7 +523,7 @@ def format_result(res: dict) -> str:
         lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, {_errors(c, bool(an))}" if where else
                                              f"  not bracketed ({c.get('side')})"))  # fmt: skip
     lo, hi = res["interval"]
-    lines.append(f"{q} = {_f(res['P_star'])}  [{_f(lo)}, {_f(hi)}] "
+    lines.append(f"{q} = {_f(res['P_star'])}  {_iv(lo, hi)} "
                  f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "
                  "quadrature and interpolation)")  # fmt: skip
     cc = res.get("cross_check")

@@ -14,7 +14,7 @@ def _arr(x):
 def profile_figure(res: dict):
     import matplotlib.pyplot as plt
 
-    from .style import A_G_LABEL, BLACK, GREY, P_LABEL, RC, VERMILLION, legend
+    from .style import A_G_LABEL, BLACK, GREY, P_LABEL, RC, VERMILLION, interval_span, legend
 
     with plt.rc_context(RC):
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
@@ -54,10 +54,11 @@ def profile_figure(res: dict):
             bx.errorbar(P, d, yerr=2 * de, fmt="o-", ms=4, capsize=2,
                         label=f"seed {s['seed']}: {s['verdict']}")  # fmt: skip
         if res.get("P_star"):
-            lo_, hi_ = res["interval"]
+            allP = [q["P"] for s in res["seeds"] for q in s["probes"]]
+            lo_, hi_, iv = interval_span(res["interval"], allP)
             bx.axvline(res["P_star"], color=VERMILLION, lw=1)
             bx.axvspan(lo_, hi_, color=VERMILLION, alpha=0.2,
-                       label=f"$P^*={res['P_star']:.4g}$ [{lo_:.4g}, {hi_:.4g}]")
+                       label=f"$P^*={res['P_star']:.4g}$ {iv}")
         for m in res.get("map", [])[:1]:
             if m.get("P_switch"):
                 bx.axvline(m["P_switch"], color=GREY, ls="--", lw=1,

@@ -134,6 +134,16 @@ def law_tex(law: str) -> str:
     return "$" + law.replace("ln", "\\ln").replace(" ", "\\,") + "$"
 
 
+def interval_span(interval, P) -> tuple[float, float, str]:
+    """An interval ``[lo, hi]`` as drawn on a log-P axis: an unbounded side (``lo`` 0 or None,
+    ``hi`` inf or None: the crossing rule could not bound it) stops at the edge of the probes
+    ``P``, and the text names it ``unbounded``."""
+    lo, hi = (None if x is None or not np.isfinite(x) or x <= 0 else float(x) for x in interval)
+    P = [float(p) for p in P if p is not None and np.isfinite(p) and p > 0]
+    text = f"[{num(lo) if lo else 'unbounded'}, {num(hi) if hi else 'unbounded'}]"
+    return (lo or (min(P) if P else np.nan)), (hi or (max(P) if P else np.nan)), text
+
+
 def not_measured(ax, what: str = "") -> None:
     """Write "not measured" inside an axes that has no data (an empty panel says why)."""
     text = NOT_MEASURED + (f":\n{what}" if what else "")

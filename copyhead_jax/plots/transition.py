@@ -21,6 +21,7 @@ def transition_figure(res: dict):
         P_LABEL,
         RC,
         VERMILLION,
+        interval_span,
         legend,
         log_P_axis,
         star_label,
@@ -64,7 +65,8 @@ def transition_figure(res: dict):
         if res["P_star"]:
             a.axvline(res["P_star"], color=VERMILLION, lw=1.2,
                       label=f"Bayesian $P^*$ = {res['P_star']:.4g}")  # fmt: skip
-            a.axvspan(*res["interval"], color=VERMILLION, alpha=0.12, lw=0, label="its interval")
+            lo_, hi_, iv = interval_span(res["interval"], allP or [res["P_star"]])
+            a.axvspan(lo_, hi_, color=VERMILLION, alpha=0.12, lw=0, label=f"its interval {iv}")
         if allP:
             log_P_axis(a, allP)
         a.set_xlabel(P_LABEL)
@@ -81,13 +83,15 @@ def transition_figure(res: dict):
         marks = [m for m in marks if m[1]]
         for y, (lab, v, col, mk) in enumerate(marks):
             b.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:.4g}")
-            if lab.startswith("Bayesian") and res["interval"][0]:
-                b.hlines(y, *res["interval"], color=col, lw=2)  # the interval: a bar
+            if lab.startswith("Bayesian"):
+                b.hlines(y, *interval_span(res["interval"], allP or [v])[:2], color=col,
+                         lw=2)  # the interval: a bar (an unbounded side to the probes' edge)
         b.set_yticks(range(len(marks)), [m[0] for m in marks])
         b.set_ylim(-0.6, len(marks) - 0.4)
         b.invert_yaxis()
         if marks:
-            log_P_axis(b, [m[1] for m in marks] + [x for x in res["interval"] if x])
+            log_P_axis(b, [m[1] for m in marks] + [x for x in res["interval"]
+                                                    if x and np.isfinite(x)])
         b.set(xlabel="$P^*$ (sequences, log scale)", ylabel="estimate", title="every estimate")
         legend(b, ncol=1)
         q = res["quantity"]

@@ -108,7 +108,7 @@ def transition(
     cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
     progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
     P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
-    anchored: bool = True,
+    anchored: bool = True, record: dict | None = None,
 ) -> dict:  # fmt: skip
     """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
     ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
@@ -121,6 +121,7 @@ def transition(
     ``anchored``: a later seed measures one probe at the earlier seeds' mean root and places
     its root with the slope of their brackets (``root.anchored_root``; a second
     probe only when the root lies farther than ``SEED_SPAN``), else every seed is bracketed.
+    ``record``: keys the result carries as written (the command's run fingerprint).
     Returns a JSON-ready dict."""
     cfg = transition_config(cfg, n_seeds)
     settings = TISettings() if settings is None else settings
@@ -151,6 +152,7 @@ def transition(
 
         res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
                                 sampler=sampler)  # fmt: skip
+        res.update(record or {})
         held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json",
                                                                       res))  # fmt: skip
         return res
@@ -200,6 +202,7 @@ def transition(
                                      whitened, anchored_cr))  # fmt: skip
         whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
+    res.update(record or {})
     held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
     return res
 

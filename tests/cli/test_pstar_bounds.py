@@ -148,11 +148,11 @@ def test_transition_root_outside_the_probes_is_none():
     P = [20.0, 25.0, 31.0]
     for d, side in (([5.0, 3.0, 1.0], "above"), ([-1.0, -3.0, -5.0], "below")):
         cr = crossing(P, d, [0.5] * 3)
-        assert cr["P_star"] is None and cr["side"] == side
+        assert cr.P_star is None and cr.side == side
     ok = crossing(P, [2.0, 1.0, -1.0], [0.5] * 3)
-    assert P[1] < ok["P_star"] < P[2]
-    s = combine_seeds([ok["log_P"], np.nan], [ok["err_mc"], np.nan], [ok["err_sys"], np.nan])
-    assert s["n"] == 1 and s["n_missing"] == 1 and s["P_star"] == pytest.approx(ok["P_star"])
+    assert P[1] < ok.P_star < P[2]
+    s = combine_seeds([ok.log_P, np.nan], [ok.err_mc, np.nan], [ok.err_sys, np.nan])
+    assert s["n"] == 1 and s["n_missing"] == 1 and s["P_star"] == pytest.approx(ok.P_star)
 
 
 def test_bayes_crossover_at_a_scan_end_is_not_located():

@@ -47,3 +47,13 @@ def test_smc_figure_draws_the_weights_and_equal_weight_point():
     np.testing.assert_allclose(mean.get_ydata(), [0.25, 0.8])
     assert figure_problems(fig) == []
     plt.close(fig)
+
+
+def test_an_unbounded_interval_is_drawn_to_the_probes_edge_and_named():
+    """The crossing rule gives lo = 0 / hi = inf (JSON: null) where it cannot bound a side: the
+    span stops at the outermost probe and its text says unbounded; a bounded side is kept."""
+    from copyhead_jax.plots.style import interval_span
+
+    assert interval_span((0.0, math.inf), [20, 10, 40]) == (10.0, 40.0, "[unbounded, unbounded]")
+    assert interval_span((None, 35.0), [20, 40]) == (20.0, 35.0, "[unbounded, 35]")
+    assert interval_span((12.5, 30.0), [20, 40]) == (12.5, 30.0, "[12.5, 30]")

@@ -44,7 +44,7 @@ def tiny_run(tmp_path_factory):
     return out, res
 
 
-def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monkeypatch):
+def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monkeypatch, tmp_path):
     """The seed loop on a known d (each group's TI replaced by d_s(P) = -30 log(P / root_s)): seed 0
     brackets its root; seed 1 (root 3% from the mean) is placed from one probe at the mean root
     with seed 0's slope, its true root inside its error budget; seed 2 (root 20% away) needs a
@@ -92,6 +92,7 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
         return res
 
     monkeypatch.setattr(pt, "transition", fake)
+    monkeypatch.chdir(tmp_path)  # the command's default folder, results/..., goes here
     for flag, want in (([], True), (["--seeds-probe", "bracket"], False)):
         assert main(["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
                      "--width", "inf", *flag]) == 0

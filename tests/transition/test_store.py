@@ -115,9 +115,10 @@ def test_the_command_names_a_damaged_checkpoint_in_one_line(tmp_path, monkeypatc
     first = json.loads(capsys.readouterr().out)
     bad = sorted(tmp_path.glob("groups-*/seed0-P*-smc.json"))[0]
     bad.write_text("")  # emptied
+    (tmp_path / "transition.json").unlink()  # a run stopped after its groups: resumed from them
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    err = err.strip().splitlines()
+    err = [x for x in err.strip().splitlines() if not x.startswith("saved ")]
     assert len(err) == 1 and err[0].startswith("copyhead: warning: checkpoint"), err
     assert str(bad) in err[0] and "recomputing" in err[0]
     assert json.loads(out)["P_star"] == first["P_star"]

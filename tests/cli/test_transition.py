@@ -1,0 +1,64 @@
+"""cli/transition.py: ``copyhead transition`` writes its result and figure by default, into a
+folder named after the configuration; a folder holding another run is refused, the same run's
+result is printed again without work; ``--json`` keeps stdout to the JSON alone. The
+computation is replaced by a committed result (the numbers are not what is tested here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from copyhead_jax.cli import build_parser, main
+from copyhead_jax.cli.transition import out_folder
+from tests.helpers import one_line_error
+
+RESULT = Path(__file__).resolve().parents[2] / "docs/reports/results/transition_paper-chi-lik.json"
+ARGV = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3", "--width",
+        "inf", "--quiet"]  # fmt: skip
+
+
+def test_the_default_folder_is_named_after_the_configuration():
+    p = build_parser()
+    f = lambda *a: out_folder(p.parse_args(["transition", "--preset", "plain", *a]))  # noqa: E731
+    assert f() == Path("results/transition_softmax_L25_V5_plain")
+    assert f("--L", "15", "--V", "7") == Path("results/transition_softmax_L15_V7_plain")
+    wide, other = f("--width", "inf"), f("--width", "inf", "--seed", "1")
+    assert re.fullmatch(r"transition_softmax_L25_V5_plain-[0-9a-f]{8}", wide.name)
+    assert other != wide and f("--width", "inf") == wide  # other flags, another folder
+    assert f("--json", "--no-plot") == f()  # output flags change no number
+    assert f("--out", "x") == Path("x")
+
+
+def test_default_output_written_kept_and_another_run_refused(tmp_path, monkeypatch, capsys):
+    from copyhead_jax.transition import search
+    from copyhead_jax.transition.store import write_checkpoint
+
+    canned, calls = json.loads(RESULT.read_text()), []
+
+    def fake(cfg, *, out, record, **kw):
+        calls.append(out)
+        res = dict(canned, **record)
+        write_checkpoint(out / "transition.json", res)
+        return res
+
+    monkeypatch.setattr(search, "transition", fake)
+    # the figure as the writer's file alone (drawing it is the plots' tests' job; seconds)
+    monkeypatch.setattr("copyhead_jax.plots.transition.transition_figure", lambda res: "figure")
+    monkeypatch.setattr("copyhead_jax.plots.style.save_figure",
+                        lambda fig, path, *a, **k: Path(path).write_text(fig) and Path(path))
+    monkeypatch.chdir(tmp_path)
+    assert main([*ARGV, "--json"]) == 0
+    first = capsys.readouterr()
+    res = json.loads(first.out)  # nothing but the JSON on stdout
+    (folder,) = (tmp_path / "results").iterdir()
+    assert folder.name.startswith("transition_softmax_L4_V3_plain-") and "saved" in first.err
+    assert (folder / "transition.png").is_file()
+    assert json.loads((folder / "transition.json").read_text())["fingerprint"] == \
+        res["fingerprint"]  # fmt: skip
+    assert main([*ARGV, "--json"]) == 0  # the same run: printed again, no work
+    again = capsys.readouterr()
+    assert len(calls) == 1 and json.loads(again.out) == res and "kept" in again.err
+    one_line_error(capsys, main([*ARGV, "--seed", "1", "--out", str(folder)]),
+                   "holds the result of another run")  # fmt: skip
+    assert len(calls) == 1
