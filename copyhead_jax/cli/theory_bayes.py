@@ -94,6 +94,33 @@ def cmd_points_bayes(args) -> dict[str, Any]:
     return res
 
 
+def scaling_notes(replicas: int):
+    """Progress notes of route B's scaling: after the first configuration, an estimate of the
+    rest at its measured seconds (the unit measured at start; a warning past an hour); after
+    each later one, the time left at the mean so far."""
+    import logging
+
+    from ..runner.eta import Estimate, announce, duration
+
+    log, spent = "copyhead_jax.theory.bayes", []
+
+    def on_row(k: int, n: int, row: dict, seconds: float) -> None:
+        spent.append(seconds)
+        left = n - k - 1
+        if k == 0 and left:
+            announce(Estimate(f"route B's P*_aG on {n} configurations x {replicas} replicas",
+                              (n * replicas,) * 2, "solves", (left * seconds,) * 2,
+                              f"the rest at the first one's {seconds:.0f} s (L = {row['L']}, "
+                              f"V = {row['V']}) each; a larger L costs more"), log)  # fmt: skip
+        elif left:
+            logging.getLogger(log).info(
+                f"configuration {k + 1}/{n} (L = {row['L']}, V = {row['V']}) done in "
+                f"{seconds:.0f} s; ~{duration(left * sum(spent) / len(spent))} left at the "
+                "mean so far")  # fmt: skip
+
+    return on_row
+
+
 def cmd_scaling_bayes(args) -> dict[str, Any]:
     from ..theory.bayes import fit_law_table, scaling_table
 
@@ -107,7 +134,8 @@ def cmd_scaling_bayes(args) -> dict[str, Any]:
         check_int("--L/--V entry", v, lo=3, hi=10**4)
     kw = _bayes_kw(args)
     _check_rows_memory(max(Ls), max(Vs), kw["n_rows"])
-    rows = scaling_table(params, Ls, Vs, n_rows=kw["n_rows"], replicas=kw["replicas"])
+    rows = scaling_table(params, Ls, Vs, n_rows=kw["n_rows"], replicas=kw["replicas"],
+                         on_row=scaling_notes(kw["replicas"]))  # fmt: skip
     fits = fit_law_table(rows, params.likelihood) if len(rows) > 3 else None
     res = {"inputs": {**params.to_dict(), **kw, "L": Ls, "V": Vs}, "rows": rows, "fits": fits}
     if args.json:

@@ -119,3 +119,26 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
     # 2 P x 1 seed x 3 chain sets x 2 chains x 40 steps, before the bar
     assert "llc, 2 P x 1 seeds x 3 chain sets: 480 gradient evaluations" in line
     assert err.index("estimate:") < err.index("llc softmax")
+
+
+def test_route_b_scaling_says_what_the_rest_costs_after_its_first_configuration(monkeypatch,
+                                                                              capsys):  # fmt: skip
+    """The unit measured at start is one configuration's solves: after the first, an estimate
+    of the rest at its cost; after each later one, the time left."""
+    import importlib
+
+    from copyhead_jax.cli.theory_bayes import scaling_notes
+    from copyhead_jax.theory import TheoryParams
+
+    law = importlib.import_module("copyhead_jax.theory.bayes.law")
+    monkeypatch.setattr(law, "ek_points", lambda p: {"map": 1.0, "post": 2.0})
+    monkeypatch.setattr(law, "transition", lambda p, st, ek: {"first_order": True, "P": p.L})
+    monkeypatch.setattr(law, "point", lambda r: float(r["P"]))
+    with console():
+        rows = law.scaling_table(TheoryParams(L=8, V=3), [8, 10, 12], [3], replicas=2,
+                                 on_row=scaling_notes(2))  # fmt: skip
+    assert [r["P_bayes"] for r in rows] == [[8.0, 8.0], [10.0, 10.0], [12.0, 12.0]]
+    notes = capsys.readouterr().err.splitlines()
+    assert len(notes) == 2 and "estimate: route B's P*_aG on 3 configurations x 2 replicas: 6 " \
+        "solves" in notes[0] and "(L = 8, V = 3)" in notes[0]  # fmt: skip
+    assert "configuration 2/3 (L = 10, V = 3) done in" in notes[1] and "left" in notes[1]
