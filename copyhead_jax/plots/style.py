@@ -140,7 +140,7 @@ def interval_span(interval, P) -> tuple[float, float, str]:
     ``P``, and the text names it ``unbounded``."""
     lo, hi = (None if x is None or not np.isfinite(x) or x <= 0 else float(x) for x in interval)
     P = [float(p) for p in P if p is not None and np.isfinite(p) and p > 0]
-    text = f"[{num(lo) if lo else 'unbounded'}, {num(hi) if hi else 'unbounded'}]"
+    text = f"[{f'{lo:.4g}' if lo else 'unbounded'}, {f'{hi:.4g}' if hi else 'unbounded'}]"
     return (lo or (min(P) if P else np.nan)), (hi or (max(P) if P else np.nan)), text
 
 

@@ -66,7 +66,8 @@ def transition_figure(res: dict):
             a.axvline(res["P_star"], color=VERMILLION, lw=1.2,
                       label=f"Bayesian $P^*$ = {res['P_star']:.4g}")  # fmt: skip
             lo_, hi_, iv = interval_span(res["interval"], allP or [res["P_star"]])
-            a.axvspan(lo_, hi_, color=VERMILLION, alpha=0.12, lw=0, label=f"its interval {iv}")
+            a.axvspan(lo_, hi_, color=VERMILLION, alpha=0.12, lw=0,
+                      label="its interval" + (f" {iv}" if "unbounded" in iv else ""))
         if allP:
             log_P_axis(a, allP)
         a.set_xlabel(P_LABEL)
