@@ -25,6 +25,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "UmbrellaSettings.ess_target": ("window_ess_target",),
     "UmbrellaSettings.rhat_target": ("window_rhat_target",),
     "UmbrellaSettings.round_iter": ("window_round_iter",),
+    "TISettings.ess_target": ("rung_ess_target",),
+    "TISettings.rhat_target": ("rung_rhat_target",),
+    "TISettings.round_iter": ("rung_round_iter",),
 }
 
 #: ``Section.field`` anywhere in a message (a config section, settings or parameter record)

@@ -156,6 +156,16 @@ def add_transition_subparser(sub) -> None:
                    "every sampler command)")  # fmt: skip
     p.add_argument("--iters", type=int, default=d.n_iter,
                    help=f"recorded HMC iterations per chain (default {d.n_iter})")  # fmt: skip
+    p.add_argument("--rung-ess-target", type=finite_float, default=d.ess_target, metavar="N",
+                   help="ti: draw the rungs in rounds of --rung-round-iter until each rung's ESS "
+                   "of g and a_G is >= N and their R-hat <= --rung-rhat-target (each rung "
+                   "stopping on its own; --iters the cap); default 0: the fixed --iters")
+    p.add_argument("--rung-rhat-target", type=finite_float, default=d.rhat_target,
+                   help=f"ti: the R-hat bar of --rung-ess-target (default {d.rhat_target}, the "
+                   "bar above which a rung is flagged)")  # fmt: skip
+    p.add_argument("--rung-round-iter", type=int, default=d.round_iter,
+                   help=f"ti: HMC iterations per round with --rung-ess-target (default "
+                   f"{d.round_iter})")  # fmt: skip
     p.add_argument("--smc-particles", type=int, default=d.smc_particles,
                    help=f"SMC cross-check particles, 0 = none (default "
                    f"{d.smc_particles})")  # fmt: skip
@@ -185,7 +195,9 @@ def settings_from_args(args):
     return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
                       exact_t0=args.t0 == "exact",
                       n_chains=args.chains, n_iter=args.iters,
-                      smc_particles=args.smc_particles)  # fmt: skip
+                      smc_particles=args.smc_particles, ess_target=args.rung_ess_target,
+                      rhat_target=args.rung_rhat_target,
+                      round_iter=args.rung_round_iter)  # fmt: skip
 
 
 def config_from_args(args):
@@ -300,9 +312,15 @@ NOT_RUN = frozenset({"command", "preset", "reading", "L", "V", "attention", "mem
                      "func", "paths", "flag_default", "kept", "L_eff"})  # fmt: skip
 
 
+#: the rungs' stopping flags, which change nothing without a target (--rung-ess-target 0)
+RUNG_TARGET = frozenset({"rung_ess_target", "rung_rhat_target", "rung_round_iter"})
+
+
 def run_flags(args) -> dict:
-    """The flags that shape the run's numbers, as given."""
-    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_RUN}
+    """The flags that shape the run's numbers, as given (the rungs' stopping flags only with a
+    target)."""
+    skip = NOT_RUN | (frozenset() if getattr(args, "rung_ess_target", 0) else RUNG_TARGET)
+    return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
 
 
 def out_folder(args) -> Path:
@@ -535,8 +553,9 @@ def format_result(res: dict) -> str:
                      f"{_f(res['map_U_crossing']['mean'])}")  # fmt: skip
     th = res["theory"]
     lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
-    for f in res["flagged"]:
-        lines.append(f"flagged ({TRANSITION_RUN.bar()}): {f}")
+    for f in res["flagged"]:  # a rung's chains, or a collapsed SMC (which names its reason)
+        lines.append(f"flagged: {f}" if "SMC collapsed" in f else
+                     f"flagged ({TRANSITION_RUN.bar()}): {f}")  # fmt: skip
     gs = res.get("group_seconds")
     lines.append(f"({res['wall_seconds']:.0f} s" + ("" if gs is None else
                  f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included")

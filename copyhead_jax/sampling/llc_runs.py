@@ -269,11 +269,15 @@ def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=N
     )
 
 
-def _chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg) -> dict:
-    """The host arrays of one chain set (``args`` of :func:`_chains_jit` without the carry;
+def chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg,
+              program=None) -> dict:  # fmt: skip
+    """The host arrays of one chain set (``args`` of the chains' program without the carry;
     ``ok[seed]``: the seeds with a centre): ``draws [S, C, T, 3]``, ``finite [S, C]``,
     ``L0``, ``step``, ``lambda_max`` ``[S]`` and ``n_draws [S]``; the fixed length, or rounds
-    until every seed with a centre meets ``st``'s target (module docstring)."""
+    until every seed with a centre meets ``st``'s target (module docstring). ``program``: the
+    compiled chains (default; ``program(*args, [carry], cfg=, st=, n_steps=, burn_in=)``
+    returns ``((draws, L_n(w*), eta, lambda_max, finite), carry)``)."""
+    run = _chains_jit if program is None else program
 
     def host(out):
         draws, L0, eta, lam, fin = (np.asarray(x) for x in out)
@@ -281,17 +285,15 @@ def _chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg) -> d
                 "lambda_max": lam}  # fmt: skip
 
     if not st.ess_target:
-        got = host(_chains_jit(*args, cfg=cfg, st=st, n_steps=st.n_steps,
-                               burn_in=st.burn_in)[0])  # fmt: skip
+        got = host(run(*args, cfg=cfg, st=st, n_steps=st.n_steps, burn_in=st.burn_in)[0])
         return {**got, "n_draws": np.full(len(ok), st.n_draws, np.int64)}
 
     def start():
-        return _chains_jit(*args, cfg=cfg, st=st, burn_in=st.burn_in,
-                           n_steps=st.burn_in + st.round_draws * st.thin)  # fmt: skip
+        return run(*args, cfg=cfg, st=st, burn_in=st.burn_in,
+                   n_steps=st.burn_in + st.round_draws * st.thin)  # fmt: skip
 
     def more(carry, _first_draw):
-        return _chains_jit(*args, carry, cfg=cfg, st=st, burn_in=0,
-                           n_steps=st.round_draws * st.thin)  # fmt: skip
+        return run(*args, carry, cfg=cfg, st=st, burn_in=0, n_steps=st.round_draws * st.thin)
 
     def done(a) -> bool:
         fin = _finite(a["draws"], a["finite"])
@@ -432,7 +434,7 @@ def llc_runs(
                                                    list(ESTIMATORS).index(e)), nS)  # fmt: skip
         args = (keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
                 float(prior_on))  # fmt: skip
-        got = _chain_set(args, st, ok[i], snapshot, cfg)
+        got = chain_set(args, st, ok[i], snapshot, cfg)
         draws = np.asarray(got["draws"], np.float64)
         L0 = np.asarray(got["L0"], np.float64)
         fin = _finite(draws, got["finite"]) & ok[i][:, None]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,16 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._checks import check_float, check_int
+from ..config import TRANSITION_RUN, Rounds
+from ..config.samplers import check_target
 from ..data import masked_mean
 from ..models import AbstractHead
 from ..objective import Objective
 from ..observables import attention_matrices, order_parameters
-from ..sampling import marginal_energy, marginal_whitening, with_WG
-from .branch_ti import branch_log_z, path_rungs
+from ..sampling import ess, marginal_energy, marginal_whitening, split_rhat, with_WG
+from ..sampling.health import target_meta
+from ..sampling.rounds import sample_rounds
+from .branch_ti import STOPPED, branch_log_z, path_rungs
 from .smc import hmc_move, tempered_smc
 
 BRANCHES = ("pool", "copy")
@@ -74,7 +79,7 @@ def rung_ts(K: int, schedule: str = "near-1") -> tuple[float, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class TISettings:
+class TISettings(Rounds):
     """Monte-Carlo settings of one group (defaults: sized for a 2-core CPU; the plain (25, 5)
     experiment used 6 rungs, 2 chains, 360 iterations).
 
@@ -90,7 +95,17 @@ class TISettings:
     the whitened coordinates). ``exact_t0``: the t = 0 rung is the reference draws that hit the
     branch (exact i.i.d. draws of the restricted reference, at least ``MIN_T0_HITS`` where
     ``REF_ROUNDS`` rounds of ``n_ref`` draws reach them: one energy each) instead of chains
-    (``False``: chains at every rung, as before 2026-12-04)."""
+    (``False``: chains at every rung, as before 2026-12-04).
+
+    **Stop when enough** (``ess_target > 0``; the rule of the profile's umbrella windows): the
+    rungs are drawn in rounds of ``round_iter`` iterations (:mod:`copyhead_jax.sampling.rounds`,
+    the chains continued from their states) until each rung's kept draws (after ``discard``)
+    have ESS ``>= ess_target`` and split R-hat ``<= rhat_target`` on ``g`` and ``a_G`` with
+    every chain finite, or ``n_iter`` in whole rounds (the cap). Each rung stops on its own: run
+    one after the other, a rung that met the target skips the next rounds at no cost (batched,
+    it is computed and discarded). The default, 0, is the fixed ``n_iter``."""
+
+    ROUND_FIELD: ClassVar[str] = "round_iter"
 
     ts: tuple[float, ...] = rung_ts(5)
     n_chains: int = 2
@@ -106,6 +121,9 @@ class TISettings:
     batched: bool | None = None
     adapt_mass: bool = False
     exact_t0: bool = True
+    ess_target: float = 0.0
+    rhat_target: float = TRANSITION_RUN.rhat_max
+    round_iter: int = 40
 
     def __post_init__(self):
         ts = tuple(float(t) for t in self.ts)
@@ -127,6 +145,12 @@ class TISettings:
         check_int("TISettings.smc_particles", self.smc_particles, lo=0, hi=10**5)
         check_int("TISettings.smc_moves", self.smc_moves, lo=1, hi=100)
         check_int("TISettings.smc_max_steps", self.smc_max_steps, lo=2, hi=10**4)
+        check_target(self, "TISettings", "round_iter")
+
+    @property
+    def n_draws(self) -> int:
+        """Draws recorded per chain of a rung (with a target: the cap)."""
+        return self.n_iter // self.thin
 
     @property
     def chain_ts(self) -> tuple[float, ...]:
@@ -197,29 +221,101 @@ def ti_programs(obj: Objective, s: TISettings):
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
 
-    hmc = {**s.hmc(), "sequential": not s.batched}
+    return whiten, orders_at_ref, _rung_program(obj, s, s.n_iter, False)
+
+
+@functools.lru_cache(maxsize=8)
+def ti_round_programs(obj: Objective, s: TISettings):
+    """The compiled rounds of a group's rungs (``s.ess_target > 0``): the first (``n_adapt``
+    warm-up iterations, then ``round_iter``), returning the chains' states too, and the next
+    (``round_iter`` more from the states, only the rungs marked ``active``)."""
+    n = s.round_draws * s.thin
+    return _rung_program(obj, s, n, True), _rung_program(obj, s, n, True, more=True)
+
+
+def _rung_program(obj: Objective, s: TISettings, n_iter: int, rounds: bool, more: bool = False):
+    """Both branches' rungs (``vmap``, or one after the other): ``(records [2, K, C, S, 3],
+    accept [2, K, C, S], finite [2, K, C], step [2, K, C], U* [2])``; ``rounds``: with the
+    chains' states; ``more``: continued from ``states`` (``first_draw``, ``active[2, K]``)."""
+    hmc = {**s.hmc(), "sequential": not s.batched, "n_iter": n_iter}
     hmc.pop("step_size")
 
-    @jax.jit
-    def rungs(keys, heads, train, mask, C, side, thr, mask_lo, step):
-        def one(k, h, Cm, sd, eps):
+    def program(keys, heads, train, mask, C, side, thr, mask_lo, step, states=None,
+                first_draw=0, active=None):  # fmt: skip
+        def one(k, h, Cm, sd, eps, st=None, act=None):
             x0 = h.W_G.ravel()
             U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
             order = lambda w: a_G(with_WG(h, x0 + Cm @ w), train, mask)  # noqa: E731
             # U on the run's data less its last rows: the slope of F in P (probe placement)
             dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
-            st = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
+            ch = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
                             n=x0.size, U_star=U_star, extra=dU, extra_last_only=True,
-                            step_size=eps,
+                            step_size=eps, state=st, active=act, first_draw=first_draw,
                             **hmc)  # fmt: skip
-            return st.records, st.accept, st.finite, st.step_size, U_star
+            out = (ch.records, ch.accept, ch.finite, ch.step_size, U_star)
+            return (out, ch.state) if rounds else out
 
+        xs = (keys, heads, C, side, step) + ((states, active) if more else ())
         if s.batched:
-            return jax.vmap(one)(keys, heads, C, side, step)
-        return jax.lax.map(lambda a: one(*a), (keys, heads, C, side, step))
+            return jax.vmap(one)(*xs)
+        return jax.lax.map(lambda a: one(*a), xs)
 
-    return whiten, orders_at_ref, rungs
+    return jax.jit(program)
+
+
+def rung_draws(draws, accept, finite, s: TISettings) -> list[dict]:
+    """Per rung (``draws[R, C, S, m]``, rungs of both branches flattened): its own kept draws
+    (those it took, rounds after it stopped left out, then the first ``discard`` fraction
+    dropped), ``n_draws`` (taken), ``accept`` (their mean) and the reached ``ess``/``rhat`` (the
+    smallest ESS, largest split R-hat of ``g`` and ``a_G`` over its finite chains; NaN under 4
+    draws) and ``met`` (every chain finite and both within ``s``'s target)."""
+    out = []
+    for x, a, f in zip(draws, accept, finite, strict=True):
+        took = np.asarray(a[0]) != STOPPED
+        n = int(took.sum())
+        kept = np.asarray(x[:, :n], np.float64)[:, int(s.discard * n):]
+        fin = np.asarray(f, bool)
+        e = r = math.nan
+        if fin.any() and kept.shape[1] >= 4:
+            with np.errstate(all="ignore"):
+                q = np.moveaxis(kept[fin][..., :2], -1, 0)
+                e, r = float(np.min(ess(q))), float(np.max(split_rhat(q)))
+        met = bool(fin.all() and e >= s.ess_target and r <= s.rhat_target)  # NaN never meets
+        acc = float(np.mean(np.asarray(a, np.float64)[:, :n]))
+        out.append({"draws": kept, "n_draws": n, "accept": acc,
+                    "ess": e, "rhat": r, "met": met})  # fmt: skip
+    return out
+
+
+def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dict:
+    """The rungs of both branches (``args`` of the rungs' program before the states): the
+    fixed ``n_iter``, or in rounds until each rung meets ``s``'s target (TISettings). Host
+    arrays with the rungs of both branches flattened: ``draws [2K, C, S, 3]``, ``accept``,
+    ``finite``, ``step`` and ``U_star [2]``. ``programs``: the rounds' ``(first, next)``
+    (default :func:`ti_round_programs`'s)."""
+
+    def host(out):
+        rec, acc, fin, step, U_star = (np.asarray(x) for x in out)
+        flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+        return {"draws": flat(rec), "accept": flat(acc), "finite": flat(fin).astype(bool),
+                "step": flat(step), "U_star": U_star}  # fmt: skip
+
+    if not s.ess_target:
+        return host(ti_programs(obj, s)[2](*args))
+    # the programs do not read the target's values: one compiled pair for every target
+    start, more = programs or ti_round_programs(
+        obj, dataclasses.replace(s, ess_target=1.0, rhat_target=1.01))
+    active = {}
+
+    def enough(a) -> bool:  # also marks the rungs that go on: those short of the target
+        met = np.array([r["met"] for r in rung_draws(a["draws"], a["accept"], a["finite"], s)])
+        active["mask"] = jnp.asarray(~met.reshape(2, -1))
+        return bool(met.all())
+
+    return sample_rounds(s, lambda: start(*args),
+                         lambda carry, n: more(*args, carry, jnp.int32(n), active["mask"]),
+                         host, None, None, done=enough)  # fmt: skip
 
 
 def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
@@ -227,7 +323,7 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
     references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
     ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
-    whiten, orders_at_ref, rungs = ti_programs(obj, s)
+    whiten, orders_at_ref, _ = ti_programs(obj, s)
     with jax.enable_x64(True):
         h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
         C64 = np.asarray(whiten(h64, train, jnp.asarray(mask, jnp.float64)))
@@ -253,28 +349,38 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     P = int(np.sum(np.asarray(mask) > 0))
     dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
     m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
-    draws, acc, finite, step, U_star = (np.asarray(x, np.float64) for x in rungs(
-        keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
-        jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
-    draws = draws[..., int(s.discard * draws.shape[-2]) :, :]
+    got = draw_rungs(s, obj, (keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
+                              jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
+    per = rung_draws(got["draws"], got["accept"], got["finite"], s)
+    finite = got["finite"].reshape(2, K, -1)
+    step = np.asarray(got["step"], np.float64).reshape(2, K, -1)
+    U_star = np.asarray(got["U_star"], np.float64)
     n = int(C64.shape[-1])
     out = {}
     lead = [None] if s.exact_t0 else []  # per-rung chain fields: none at an exact t = 0
     for r, b in enumerate(BRANCHES):
+        mine = per[r * K:(r + 1) * K]
         p = float(hit[r].mean())
         g0 = ref[r, hit[r], 1] if s.exact_t0 else None
-        fe = branch_log_z(s.ts, draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
+        fe = branch_log_z(s.ts, [x["draws"][..., 0] for x in mine], finite[r], U_star=U_star[r],
                           logdet_C=logdet[r], n=n, p_ref=p, g0=g0,
                           p_ref_se=math.sqrt(p * (1 - p) / hit[r].size))  # fmt: skip
         fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
                   n_ref_draws=int(hit[r].size),
-                  accept=lead + acc[r].mean((1, 2)).tolist(),
+                  accept=lead + [x["accept"] for x in mine],
                   step=lead + step[r].mean(1).tolist(),
                   finite=bool(finite[r].all()),
                   rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
-                  ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])))  # fmt: skip
-        ok = finite[r, -1].astype(bool)
-        fe["dU_dP"] = float(draws[r, -1][ok][..., 2].mean() / dP) if dP and ok.any() else None
+                  ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])),
+                  n_draws=lead + [x["n_draws"] for x in mine],
+                  ess_reached=lead + [x["ess"] for x in mine],
+                  rhat_reached=lead + [x["rhat"] for x in mine],
+                  target=target_meta(s))  # fmt: skip
+        if s.ess_target:
+            fe["target_met"] = lead + [x["met"] for x in mine]
+        ok = finite[r, -1]
+        last = mine[-1]["draws"]
+        fe["dU_dP"] = float(last[ok][..., 2].mean() / dP) if dP and ok.any() else None
         out[b] = fe
     out["_C"] = C64  # for the SMC cross-check; dropped before saving
     return out
@@ -308,9 +414,40 @@ def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISett
         ess_target=0.5, max_steps=s.smc_max_steps, record=lambda x: record(h, train, m32, x),
     )  # fmt: skip
     w = float(np.sum(np.exp(res.log_w1[0]) * (res.obs1[0] >= thr)))
-    return {"w_copy": w, "log_Z": float(res.log_z[0]), "n_steps": int(res.ts.shape[0]),
-            "reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_particles": N,
-            "accept": float(np.mean(res.accept)) if res.accept.size else None}  # fmt: skip
+    out = {"w_copy": w, "log_Z": float(res.log_z[0]), "n_steps": int(res.ts.shape[0]),
+           "reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_particles": N,
+           "accept": float(np.mean(res.accept)) if res.accept.size else None,
+           "ts": res.ts[:, 0].tolist(), "ess": res.ess[:, 0].tolist(),
+           "accept_steps": res.accept[:, 0].tolist(),
+           "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / N}  # fmt: skip
+    out["collapsed"] = smc_collapse(out)
+    return out
+
+
+#: Tempered SMC has collapsed where a step's weights leave fewer than this fraction of the
+#: particles effective (the adaptive schedule keeps every step at its ESS target, 0.5: only a
+#: fixed schedule can fall below), or where fewer than this fraction of the final particles are
+#: distinct (the moves did not rejuvenate the resampled copies: the weights then rest on a
+#: handful of points, and so does the copy weight read from them).
+SMC_FLOOR = 0.25
+
+
+def smc_collapse(r: dict) -> list[str]:
+    """Why an SMC cross-check (:func:`smc_weight`'s record) cannot be trusted, one phrase per
+    reason (empty: none): t = 1 not reached, no finite particle, a step's ESS or the distinct
+    final particles under :data:`SMC_FLOOR`."""
+    why = []
+    if not r["reached"]:
+        why.append(f"t = 1 not reached in {r['n_steps']} steps")
+    if not r["finite"]:
+        why.append("no particle with a finite energy")
+    ess = np.asarray(r["ess"], float)
+    if ess.size and np.nanmin(ess) < SMC_FLOOR:
+        k = int(np.nanargmin(ess))
+        why.append(f"ESS {ess[k]:.2f} N at step {k} (t = {r['ts'][k]:.3g})")
+    if r["unique"] < SMC_FLOOR:
+        why.append(f"{r['unique']:.2f} of the final particles distinct")
+    return why
 
 
 @functools.lru_cache(maxsize=8)

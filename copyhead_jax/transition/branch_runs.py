@@ -22,7 +22,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..sampling import marginal_energy, marginal_whitening, with_WG
-from .branch_group import BRANCHES, SIDE, a_G
+from .branch_group import BRANCHES, SIDE, a_G, smc_collapse
 from .branch_ti import branch_log_z, path_rungs
 from .smc import hmc_move, tempered_smc
 
@@ -394,5 +394,12 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
             aG_final=[np.asarray(p.obs[r]).tolist() for p in reps],
             log_Z_pilot=float(pilot.log_z[r]),
             w_copy_pilot=w_copy(pilot, r),
+            ess=[p.ess[:, r].tolist() for p in reps],  # on the pilot's fixed schedule
+            collapsed=[smc_collapse({
+                "reached": bool(p.reached[r]), "finite": bool(p.finite[r]),
+                "n_steps": int(p.ts.shape[0]), "ts": p.ts[:, r].tolist(),
+                "ess": p.ess[:, r].tolist(),
+                "unique": len(np.unique(np.asarray(p.x[r]), axis=0)) / p.x.shape[1]})
+                for p in reps],
         )  # fmt: skip
     return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}

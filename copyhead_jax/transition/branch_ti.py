@@ -53,7 +53,8 @@ from ..sampling import (
 def path_rungs(
     keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
     threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
-    extra: Callable | None = None, extra_last_only: bool = False, **hmc,
+    extra: Callable | None = None, extra_last_only: bool = False, state=None, active=None,
+    first_draw=0, **hmc,
 ) -> HMCChains:  # fmt: skip
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
@@ -66,7 +67,12 @@ def path_rungs(
     others skip its cost). ``hmc``: :func:`~copyhead_jax.sampling.hmc_chains`' options; its
     ``step_size`` may be one per rung (``[K]``, may be traced: e.g. steps adapted elsewhere,
     with ``n_adapt = 0``); ``sequential=True`` runs rungs and chains one after the other.
-    ``finite``: the chain's energy and every record finite."""
+    ``finite``: the chain's energy and every record finite.
+
+    ``state`` (a previous call's ``HMCChains.state``, leaves ``[K, C, ...]``): continue each
+    rung's chains for ``n_iter`` more iterations, draws numbered from ``first_draw``; only the
+    rungs ``active[K]`` draw (run one after the other, an inactive rung costs nothing): an
+    inactive rung keeps its state and returns NaN records with acceptance :data:`STOPPED`."""
     side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
 
     def inside(w):
@@ -80,7 +86,7 @@ def path_rungs(
     steps = jnp.broadcast_to(jnp.asarray(hmc.pop("step_size"), dtype), ts.shape)
     sequential = hmc.pop("sequential", False)
 
-    def one(k, t, eps):
+    def one(k, t, eps, st=None, act=None):
         pot = lambda w: (1 - t) * (U_star + 0.5 * jnp.sum(w**2)) + t * U(w)  # noqa: E731
         more = () if extra is None else (extra,)
         if extra is not None and extra_last_only:
@@ -91,13 +97,38 @@ def path_rungs(
             w = state.position
             return jnp.stack([g(w), order(w), *(f(w) for f in more)])
 
-        w0 = jnp.zeros((k.shape[0], n), dtype)
-        w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
-        c = hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps,
-                       batched=not sequential, **hmc)  # fmt: skip
-        return c._replace(finite=c.finite & jnp.all(jnp.isfinite(c.records), axis=(1, 2)))
+        def run(st):
+            if st is None:
+                w0 = jnp.zeros((k.shape[0], n), dtype)
+                w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
+                c = hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps,
+                               batched=not sequential, **hmc)  # fmt: skip
+            else:
+                c = hmc_chains(None, pot, None, rec, inside=inside, step_size=eps,
+                               batched=not sequential, state=st, first_draw=first_draw,
+                               **hmc)  # fmt: skip
+            return c._replace(finite=c.finite & jnp.all(jnp.isfinite(c.records), axis=(1, 2)))
 
-    return map_chains(one, not sequential)(keys, ts, steps)
+        if st is None:
+            return run(None)
+
+        def stay(st):
+            c = jax.eval_shape(run, st)
+            nan = lambda x: jnp.full(x.shape, jnp.nan, x.dtype)  # noqa: E731
+            return c._replace(records=nan(c.records), accept=jnp.full(c.accept.shape, STOPPED,
+                              c.accept.dtype), outside=nan(c.outside), energy=nan(c.energy),
+                              finite=jnp.ones(c.finite.shape, bool), step_size=nan(c.step_size),
+                              scale=nan(c.scale), state=st)  # fmt: skip
+
+        return lax.cond(act, run, stay, st)
+
+    if state is None:
+        return map_chains(one, not sequential)(keys, ts, steps)
+    return map_chains(one, not sequential)(keys, ts, steps, state, jnp.asarray(active, bool))
+
+
+#: The acceptance recorded for the draws of a rung that stopped (never a probability).
+STOPPED = -1.0
 
 
 def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, threshold: float,

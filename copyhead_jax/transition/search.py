@@ -52,7 +52,7 @@ from .store import kept_sweep, read_checkpoint, run_key, write_checkpoint
 INIT = {"pool": "zero", "copy": "copy"}
 #: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
 GROUP_KEYS = ("P", "seed", "dF", "se", "sys")
-SMC_KEYS = ("P", "seed", "w_copy")
+SMC_KEYS = ("P", "seed", "w_copy", "collapsed")
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
     quenched embeddings, exact float64 MAP."""
@@ -313,20 +313,32 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
                           settings, obj, seed, gdir, progress, whitened)
                for p in br]  # fmt: skip
         if all(pts):
-            eps = 1 / (2 * settings.smc_particles)  # a weight the particles cannot resolve
-            w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
-            lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
-            c = crossing(br, lo, [0.0, 0.0])
-            smc = {"P": list(br), "w_copy": [p["w_copy"] for p in pts],
-                   "dF_smc": lo.tolist(), "P_star": c.P_star, "points": pts}  # fmt: skip
+            smc = smc_cross_check(s, br, pts, settings.smc_particles)
     flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
                f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
                for p in Ps if "branches" in groups[p] for b in BRANCHES
                if not TRANSITION_RUN.mixed(groups[p]["branches"][b]["rhat_max"],
                                            groups[p]["branches"][b]["ess_min"])]  # fmt: skip
+    flagged += smc["collapsed"] if smc else []
     return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr.to_dict(),
             "map_U_crossing": mu,
             "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
+
+
+def smc_cross_check(seed: int, bracket, pts: list[dict], n_particles: int) -> dict:
+    """The SMC cross-check of one seed's root from the copy weights at its bracket's ends
+    (``pts``: :func:`~.branch_group.smc_weight`'s records with ``P``): ``F_copy - F_pool`` read
+    from each weight (clipped to the resolution of ``n_particles``) and their crossing. A
+    collapsed population's weight is no cross-check: then ``P_star`` is None (refused) and
+    ``collapsed`` names it, a line per bracket end."""
+    eps = 1 / (2 * n_particles)  # a weight the particles cannot resolve
+    w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
+    lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
+    c = crossing(bracket, lo, [0.0, 0.0])
+    bad = [f"seed {seed} P={p['P']} SMC collapsed: {'; '.join(p['collapsed'])}"
+           for p in pts if p["collapsed"]]  # fmt: skip
+    return {"P": list(bracket), "w_copy": [p["w_copy"] for p in pts], "dF_smc": lo.tolist(),
+            "P_star": None if bad else c.P_star, "collapsed": bad, "points": pts}
 
 
 def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:

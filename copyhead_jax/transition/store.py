@@ -65,8 +65,11 @@ def resume_identity(cfg: Config) -> dict:
 def run_key(cfg: Config, settings: TISettings, extra) -> str:
     """The checkpoints' key: :func:`resume_identity`, Monte-Carlo settings and ``extra``. Not
     ``batched`` (float rounding too): groups computed batched on an accelerator resume one
-    after the other on a CPU."""
-    s = {k: v for k, v in dataclasses.asdict(settings).items() if k != "batched"}
+    after the other on a CPU; nor, without a target, the rungs' stopping fields (they change
+    nothing then)."""
+    drop = {"batched"} | (set() if settings.ess_target else
+                          {"ess_target", "rhat_target", "round_iter"})  # fmt: skip
+    s = {k: v for k, v in dataclasses.asdict(settings).items() if k not in drop}
     return fingerprint([resume_identity(cfg), s, extra], digits=10)
 
 

@@ -7,8 +7,8 @@ on the step: continued rounds equal one run by construction, so any difference i
 plumbing's); the slow ones run the real SGLD chains."""
 
 import dataclasses
-import importlib
 import json
+import sys
 
 import jax
 import numpy as np
@@ -18,11 +18,8 @@ import copyhead_jax as ch
 from copyhead_jax.cli import main
 from copyhead_jax.cli.llc import llc_settings
 from copyhead_jax.cli.main import build_parser
-from copyhead_jax.sampling.llc_runs import OBSERVED, LLCSettings, llc_runs
+from copyhead_jax.sampling.llc_runs import OBSERVED, LLCSettings, chain_set, llc_runs
 from copyhead_jax.sampling.rounds import met, reached
-
-#: the module (``copyhead_jax.sampling.llc_runs`` the attribute is its function)
-llc_mod = importlib.import_module("copyhead_jax.sampling.llc_runs")
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -32,10 +29,10 @@ FAKE_ST = LLCSettings(n_steps=360, burn_in=40, thin=4, n_chains=2, round_steps=4
 
 
 def _fake_chains(calls=None, nan_seed=None):
-    """A stand-in for ``_chains_jit`` (NumPy, nothing compiled): the draw of seed ``s`` at step
-    ``t`` is ``N(0, I_3)`` per chain from the generator seeded ``(s, t)`` (``nan_seed``: that
-    seed's draws NaN); the carry is the steps taken and the centre's values. ``calls`` collects
-    the ``n_steps`` of each call."""
+    """A stand-in for the chains' program of ``chain_set`` (NumPy, nothing compiled): the draw
+    of seed ``s`` at step ``t`` is ``N(0, I_3)`` per chain from the generator seeded ``(s, t)``
+    (``nan_seed``: that seed's draws NaN); the carry is the steps taken and the centre's values.
+    ``calls`` collects the ``n_steps`` of each call."""
 
     def run(keys, *args, cfg, st, n_steps, burn_in):
         carry = args[8] if len(args) > 8 else None
@@ -66,15 +63,14 @@ def _meets(draws, ok, st):
     return bool((met(*reached(draws, fin, OBSERVED), fin, st) | ~ok).all())
 
 
-def test_a_chain_set_stops_in_the_first_round_that_meets_the_target(monkeypatch):
+def test_a_chain_set_stops_in_the_first_round_that_meets_the_target():
     """The set of two seeds stops after round k, the first whose draws meet the target for
     every seed (round k - 1's do not), below the cap; its draws are the fixed-length program's
     first k rounds; a seed without a centre (NaN draws, not ok) does not hold the set, one with
     a centre and the same NaN draws does (the set runs to the cap)."""
     calls = []
-    monkeypatch.setattr(llc_mod, "_chains_jit", _fake_chains(calls))
     ok = np.array([True, True])
-    got = llc_mod._chain_set(_args(), FAKE_ST, ok, None, None)
+    got = chain_set(_args(), FAKE_ST, ok, None, None, _fake_chains(calls))
     R, cap = FAKE_ST.round_draws, FAKE_ST.n_rounds
     n = int(got["n_draws"][0])
     k = n // R
@@ -83,23 +79,22 @@ def test_a_chain_set_stops_in_the_first_round_that_meets_the_target(monkeypatch)
     assert not _meets(got["draws"][:, :, : (k - 1) * R], ok, FAKE_ST)
     assert calls == [40 + 40] + [40] * (k - 1)  # burn-in + a round, then one round each
     fixed = dataclasses.replace(FAKE_ST, ess_target=0.0, n_steps=40 + k * 40)
-    ref = llc_mod._chain_set(_args(), fixed, ok, None, None)
+    ref = chain_set(_args(), fixed, ok, None, None, _fake_chains())
     np.testing.assert_array_equal(got["draws"], ref["draws"])
     assert got["step"].shape == (2,) and got["lambda_max"].shape == (2,)  # the first round's
     # a seed with NaN draws: left out without a centre, holding the set to the cap with one
-    monkeypatch.setattr(llc_mod, "_chains_jit", _fake_chains(nan_seed=1))
-    alone = llc_mod._chain_set(_args(), FAKE_ST, np.array([True, False]), None, None)
+    nan = _fake_chains(nan_seed=1)
+    alone = chain_set(_args(), FAKE_ST, np.array([True, False]), None, None, nan)
     assert alone["n_draws"][0] == n  # seed 0's draws decide, as above
-    held = llc_mod._chain_set(_args(), FAKE_ST, ok, None, None)
+    held = chain_set(_args(), FAKE_ST, ok, None, None, nan)
     assert held["n_draws"][0] == cap * R
 
 
-def test_a_chain_set_killed_between_rounds_resumes_bit_for_bit(monkeypatch, tmp_path):
+def test_a_chain_set_killed_between_rounds_resumes_bit_for_bit(tmp_path):
     """Killed in its third round, the chain set resumes from the snapshot of two rounds, draws
     only the rounds it lacked and returns the uninterrupted arrays."""
-    monkeypatch.setattr(llc_mod, "_chains_jit", _fake_chains())
     ok = np.array([True, True])
-    whole = llc_mod._chain_set(_args(), FAKE_ST, ok, None, None)
+    whole = chain_set(_args(), FAKE_ST, ok, None, None, _fake_chains())
     k = int(whole["n_draws"][0]) // FAKE_ST.round_draws
     assert k >= 3
     calls, fake = [], _fake_chains()
@@ -110,14 +105,12 @@ def test_a_chain_set_killed_between_rounds_resumes_bit_for_bit(monkeypatch, tmp_
             raise KeyboardInterrupt
         return fake(*a, **kw)
 
-    monkeypatch.setattr(llc_mod, "_chains_jit", dies)
     snap = (tmp_path / "set.partial.npz", "fp")
     with pytest.raises(KeyboardInterrupt):
-        llc_mod._chain_set(_args(), FAKE_ST, ok, snap, None)
+        chain_set(_args(), FAKE_ST, ok, snap, None, dies)
     assert snap[0].is_file()
     calls.clear()
-    monkeypatch.setattr(llc_mod, "_chains_jit", _fake_chains(calls))
-    again = llc_mod._chain_set(_args(), FAKE_ST, ok, snap, None)
+    again = chain_set(_args(), FAKE_ST, ok, snap, None, _fake_chains(calls))
     assert calls.count(40) == k - 2  # the rounds after the two saved ones
     for key in whole:
         np.testing.assert_array_equal(again[key], whole[key], err_msg=key)
@@ -197,20 +190,23 @@ def test_real_chains_resume_and_the_json_states_target_and_reached(
     """Killed in its third round, ``llc_runs`` resumes from the chain set's snapshot and gives
     the uninterrupted numbers; the command's JSON holds the target, the settings and, per run,
     the reached ESS and R-hat, the draws and whether the target was met."""
-    real, calls = llc_mod._chains_jit, []
+    llc_mod = sys.modules["copyhead_jax.sampling.llc_runs"]
+    real = llc_mod.sample_rounds
 
-    def dies(*a, **k):
-        calls.append(len(a) > 9)  # a round that continues the chains
-        if sum(calls) == 2:
-            raise KeyboardInterrupt
-        return real(*a, **k)
+    def dies(st, start, more, *a, **k):  # the third round never ends
+        def more_once(carry, n):
+            if n >= 2 * st.round_draws:
+                raise KeyboardInterrupt
+            return more(carry, n)
+
+        return real(st, start, more_once, *a, **k)
 
     ckpt = tmp_path / "ck"
-    monkeypatch.setattr(llc_mod, "_chains_jit", dies)
+    monkeypatch.setattr(llc_mod, "sample_rounds", dies)
     with pytest.raises(KeyboardInterrupt):
         llc_runs(sweep, settings=ST, estimators=("beta1",), ckpt_dir=ckpt)
     assert list(ckpt.glob("*.partial.npz"))
-    monkeypatch.setattr(llc_mod, "_chains_jit", real)
+    monkeypatch.setattr(llc_mod, "sample_rounds", real)
     again = llc_runs(sweep, settings=ST, estimators=("beta1",), ckpt_dir=ckpt)
     for key, v in until.arrays.items():
         np.testing.assert_array_equal(again.arrays[key], v, err_msg=key)

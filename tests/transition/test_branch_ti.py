@@ -175,3 +175,28 @@ def test_path_rungs_steps_per_rung_are_kept_without_adaptation_and_a_scalar_broa
     same = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, step_size=np.full(3, 0.5), **kw)
     np.testing.assert_array_equal(np.asarray(one.records), np.asarray(same.records))
     assert not np.array_equal(np.asarray(st.records[0]), np.asarray(one.records[0]))
+
+
+@pytest.mark.slow  # three compiled rung programs; the round loop's fast test: test_rung_rounds.py
+def test_continued_rungs_equal_one_run_and_a_stopped_rung_keeps_its_state():
+    """Rungs continued from their states (``state``, ``first_draw``) give the records of one
+    call of the summed length, bit for bit, for the rungs marked active; an inactive rung
+    draws nothing (NaN records, acceptance ``STOPPED``) and hands its state back unchanged, so
+    it continues later as if never paused."""
+    from copyhead_jax.transition.branch_ti import STOPPED
+
+    keys = jax.random.split(jax.random.key(3), 6).reshape(3, 2)
+    kw = dict(side=1, threshold=0.2, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]), thin=2,
+              step_size=0.5, n_adapt=10, sequential=True)  # fmt: skip
+    ts = TS[[0, 2, -1]]
+    full = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=40, **kw)
+    a = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=20, **kw)
+    b = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=20, state=a.state, first_draw=10,
+                   active=np.array([True, False, True]), **kw)  # fmt: skip
+    both = np.concatenate([np.asarray(a.records), np.asarray(b.records)], 2)
+    for k in (0, 2):
+        np.testing.assert_array_equal(both[k], np.asarray(full.records)[k])
+    assert np.isnan(np.asarray(b.records)[1]).all() and (np.asarray(b.accept)[1] == STOPPED).all()
+    data = lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    for x, y in zip(jax.tree.leaves(a.state), jax.tree.leaves(b.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(data(x))[1], np.asarray(data(y))[1])

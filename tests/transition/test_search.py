@@ -262,6 +262,46 @@ def test_adapted_mass_reaches_a_groups_rung_chains(one_group):
     assert all(math.isfinite(f) for f in F) and F[0] != F[1]
 
 
+@pytest.mark.slow  # compiles the rounds' two programs; fast sibling: test_rung_rounds.py
+def test_a_groups_rungs_in_rounds_stop_on_their_own_and_report_target_and_reached(one_group):
+    """With a target no rung can meet, the rungs drawn in rounds are the fixed-length rungs:
+    the same F up to float32 rounding (another compiled program: 1e-6 relative, ~10 float32
+    ulps, where a different chain would differ at the MCSE), every rung at the cap and unmet.
+    With a reachable one each rung stops in a whole round at or before the cap, those that
+    stopped having met it; the output
+    states the target and, per rung, the draws, the reached ESS and R-hat and whether it was
+    met (the t = 0 rung, exact draws: None)."""
+    from copyhead_jax.transition.branch_group import free_energies
+
+    key, heads, train, mask, a_thr, obj = one_group
+    base = dict(n_iter=64, round_iter=16, smc_particles=0)
+    fixed = free_energies(key, heads, train, mask, a_thr, _settings(**base), obj)
+    capped = free_energies(key, heads, train, mask, a_thr,
+                           _settings(**base, ess_target=1e6), obj)  # fmt: skip
+    for br in ("copy", "pool"):
+        assert capped[br]["F"] == pytest.approx(fixed[br]["F"], rel=1e-6)
+        assert capped[br]["mcse"] == pytest.approx(fixed[br]["mcse"], rel=1e-4)
+        assert abs(capped[br]["F"] - fixed[br]["F"]) < 1e-3 * fixed[br]["mcse"]
+        assert capped[br]["n_draws"] == fixed[br]["n_draws"] == [None, 32, 32]
+        assert capped[br]["target_met"] == [None, False, False]
+        assert fixed[br]["target"] is None and "target_met" not in fixed[br]
+        assert capped[br]["target"] == {"ess": 1e6, "rhat": 1.05, "round_draws": 8,
+                                        "cap_draws": 32}  # fmt: skip
+    s = _settings(**base, ess_target=8.0, rhat_target=1.5)
+    got = free_energies(key, heads, train, mask, a_thr, s, obj)
+    n = [k for br in ("copy", "pool") for k in got[br]["n_draws"][1:]]
+    met = [m for br in ("copy", "pool") for m in got[br]["target_met"][1:]]
+    assert all(k % 8 == 0 and 8 <= k <= 32 for k in n), n
+    assert all(m for k, m in zip(n, met) if k < 32), (n, met)  # stopped early: met it
+    assert min(n) < 32, n  # some rung stopped before the cap
+    for br in ("copy", "pool"):
+        fe = got[br]
+        for k, e, r, m in zip(fe["n_draws"][1:], fe["ess_reached"][1:], fe["rhat_reached"][1:],
+                              fe["target_met"][1:]):  # fmt: skip
+            assert m == (e >= 8.0 and r <= 1.5), (k, e, r, m)
+        assert math.isfinite(fe["F"])
+
+
 @pytest.mark.slow  # the fast siblings above call one group directly
 def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     """``TISettings.batched`` (the accelerators' default) vmaps branches, rungs, chains and SMC

@@ -150,3 +150,40 @@ def test_a_diverging_problem_is_flagged_not_fatal():
         tempered_smc(jax.random.key(1), x0, g_fn, mutate, ess_target=1.5)
     with pytest.raises(ValueError, match="schedule"):
         tempered_smc(jax.random.key(1), x0, g_fn, mutate, schedule=[0.5, 0.9])
+
+
+def test_a_collapsed_population_is_named_and_its_cross_check_refused():
+    """On a fixed two-step schedule from N(0, 1) to N(4, 0.3^2) the second step's weights
+    collapse (ESS a few particles of 64, recorded per step) and particles that are never moved
+    stay copies of a few: ``smc_collapse`` names both. The search refuses the SMC P* of a seed
+    whose bracket end collapsed and names the reason (the seed's flags); a healthy record has
+    none."""
+    from copyhead_jax.transition import search
+    from copyhead_jax.transition.branch_group import SMC_FLOOR, smc_collapse
+
+    n = 64
+    x0 = jax.random.normal(jax.random.key(0), (1, n, 1))
+
+    def g_fn(x):
+        x = np.asarray(x)[..., 0]
+        return 0.5 * ((x - 4.0) / 0.3) ** 2 - 0.5 * x**2
+
+    still = lambda k, x, t, aux: (x, jnp.zeros(x.shape[:2]), aux)  # noqa: E731
+    res, _ = tempered_smc(jax.random.key(1), x0, g_fn, still, schedule=[0.05, 1.0])
+    rec = {"reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_steps": 2,
+           "ts": res.ts[:, 0].tolist(), "ess": res.ess[:, 0].tolist(),
+           "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / n}  # fmt: skip
+    assert min(rec["ess"]) < SMC_FLOOR and rec["unique"] < SMC_FLOOR
+    why = smc_collapse(rec)
+    assert len(why) == 2 and "ESS" in why[0] and "distinct" in why[1], why
+    healthy = dict(rec, ess=[0.6, 0.55], unique=0.9)
+    assert smc_collapse(healthy) == []
+    assert smc_collapse(dict(healthy, reached=False)) == ["t = 1 not reached in 2 steps"]
+
+    pts = [dict(P=20, w_copy=0.1, collapsed=[]), dict(P=40, w_copy=0.9, collapsed=why)]
+    out = search.smc_cross_check(0, [20, 40], pts, 8)
+    assert out["P_star"] is None and out["w_copy"] == [0.1, 0.9]
+    assert out["collapsed"] == [f"seed 0 P=40 SMC collapsed: {'; '.join(why)}"]
+    pts[1]["collapsed"] = []
+    out = search.smc_cross_check(0, [20, 40], pts, 8)
+    assert 20 < out["P_star"] < 40 and out["collapsed"] == []  # d = ln 9 at 20, -ln 9 at 40

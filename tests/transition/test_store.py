@@ -56,7 +56,7 @@ def _fake_ti(monkeypatch, calls):
 
     def smc_weight(key, heads, train, mask, a_thr, C64, settings, obj):
         P = float(np.sum(mask))
-        return {"w_copy": 1 / (1 + math.exp(-10 * math.log(P / 20)))}
+        return {"w_copy": 1 / (1 + math.exp(-10 * math.log(P / 20))), "collapsed": []}
 
     monkeypatch.setattr(search, "free_energies", free_energies)
     monkeypatch.setattr(search, "smc_weight", smc_weight)
