@@ -258,9 +258,10 @@ def test_solve_refuses_a_saddle_and_reaches_the_minimum():
     rho = 0 is the closed forms' minimiser (L-BFGS then Newton: to ~1e-12; held to 1e-9)."""
     from copyhead_jax.theory import beyond
 
-    p = th.TheoryParams.preset("paper", L=5, V=3)
-    S4, S2 = source_stats(TaskConfig(L=5, V=3, source="markov", rho=0.0))
-    t = np.log(200.0)  # P_c1 ~ 20, P_cG ~ 200 at this size
+    # the size, preset and L-BFGS steps of the root-finding test above: its programs serve
+    p = th.TheoryParams.preset("paper", L=6, V=3)
+    S4, S2 = source_stats(TaskConfig(L=6, V=3, source="markov", rho=0.0))
+    t = np.log(200.0)  # P_c1 ~ 26, P_cG ~ 260 at this size
     kw = dict(params=p, attention="linear", space="ansatz", causal=False)
     with jax.numpy_dtype_promotion("standard"):
         stuck = beyond.newton_minimiser(jnp.zeros(2), t, S4, S2, **kw)
