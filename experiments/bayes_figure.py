@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from copyhead_jax.compare import bayesian_interval, measured_law
 from copyhead_jax.config import TRANSITION_RUN
 from copyhead_jax.plots import bayes_compare_figure, save_figure
 from copyhead_jax.storage import write_json
+from copyhead_jax.transition import profile
 
 RULE = f"R-hat > {TRANSITION_RUN.rhat_max:g} or ESS < {TRANSITION_RUN.ess_min:g}"
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +43,7 @@ SOFTMAX = (
     ("plain", 15, 7, "profile", "transition_profile_L15_V7.json"),
     ("plain", 8, 3, "profile", "transition_profile_L8_V3.json"),
     ("plain", 8, 5, "profile", "transition_profile_L8_V5.json"),
+    ("plain", 8, 7, "profile", "transition_profile_L8_V7.json"),
 )
 #: route A's file records no configuration: its runs are at plain (12, 6) on 64 sequences and
 #: their L cyclic shifts (docs/reports/bayes_theory.md), checked by ``n_sequences == 64 L``
@@ -75,12 +78,24 @@ def _measured(results: Path, kind: str, name: str) -> dict:
                     method="copyhead transition (branch TI per seed)")  # fmt: skip
     n_win = sum(len(p["windows"]["a_min"]) for s in d["seeds"] for p in s["profiles"].values())
     lim = d["settings"]["profile"]
-    return dict(P_star=d["P_star"], lo=d["interval"][0], hi=d["interval"][1],
+    lo, hi = _profile_interval(d)
+    return dict(P_star=d["P_star"], lo=lo, hi=hi, printed=d["interval"],
                 n_seeds=d["n_seeds"], n_flagged=len(d["flagged"]), n_runs=n_win,
                 verdict=d["verdict"], source=name, unit="windows",
                 flag_rule=f"R-hat > {lim['rhat_max']:g} or ESS < {lim['ess_min']:g} "
                           "(the profile's own limits; its errors widened there)",
                 method="free-energy profile in a_G")  # fmt: skip
+
+
+def _profile_interval(d: dict) -> tuple[float, float]:
+    """A profile run's interval: the hull of the one it printed and the package's crossing rule
+    applied to its stored probes (``decide`` per seed, ``over_seeds``); a run printed before the
+    rule may have propagated a bracket end's error linearly, which the rule does not."""
+    num = lambda x: tuple(x) if isinstance(x, list) else math.nan if x is None else x  # noqa: E731
+    v = [profile.decide([profile.Probe(**{k: num(x) for k, x in p.items()}) for p in s["probes"]])
+         for s in d["seeds"]]  # fmt: skip
+    o = profile.over_seeds(v)
+    return min(o["lo"], d["interval"][0]), max(o["hi"], d["interval"][1])
 
 
 def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
@@ -89,7 +104,8 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
     prof = results / f"transition_profile_L{L}_V{V}.json"
     if reading == "plain" and primary != "profile" and prof.exists():
         d = _load(results, prof.name)
-        out["profile"] = dict(P=d["P_star"], lo=d["interval"][0], hi=d["interval"][1],
+        lo, hi = _profile_interval(d)
+        out["profile"] = dict(P=d["P_star"], lo=lo, hi=hi,
                               n_flagged=len(d["flagged"]), source=prof.name)  # fmt: skip
     if (reading, L, V) == ("plain", 25, 5):
         w = _load(results, "posterior_smc.json")["weight_window"]

@@ -121,7 +121,7 @@ Z95 = 1.959963984540054
 def measured_law(L, V, P, lo, hi, *, seed: int = 0, n_boot: int = 4000) -> dict[str, Any]:
     r"""The joint law $\log P^*=\log C+k_L\log L+k_V\log V$ of measured points with 95%
     intervals ``[lo, hi]``, beside the paper's $\ln^2L$ (one free constant, $R^2$ of
-    $\log P^*$).
+    $\log P^*$; and its own $k_L$, $k_V$ on the same points).
 
     Two intervals on each exponent: ``fit`` (Student t on the least-squares residuals, n - 3
     degrees of freedom: the scatter about the law) and ``bootstrap`` (the 2.5-97.5 percentiles
@@ -148,6 +148,8 @@ def measured_law(L, V, P, lo, hi, *, seed: int = 0, n_boot: int = 4000) -> dict[
         out[f"{k}_ci"] = [min(fit_ci[0], boot[k][0]), max(fit_ci[1], boot[k][1])]
     out["per_V"] = {int(v): fit_power_law(L[V == v], P[V == v]) for v in np.unique(V)
                     if np.unique(L[V == v]).size >= 3}  # fmt: skip
+    shape = joint_fit(L, V, np.log(L) ** 2)  # the paper's law's own exponents on these points
     out["paper_law"] = {"law": "ln^2 L per sequence (L ln^2 L per position)",
-                        **fit_law(P, np.log(L) ** 2)}  # fmt: skip
+                        **fit_law(P, np.log(L) ** 2),
+                        "k_L": shape["k_L"], "k_V": shape["k_V"]}  # fmt: skip
     return out

@@ -21,6 +21,9 @@ def test_an_exact_power_law_is_recovered_with_the_fit_interval_collapsed():
     assert law["k_L_ci"] == law["bootstrap"]["k_L_ci"]
     assert sorted(law["per_V"]) == [3, 5]  # V = 7 has two L only
     assert law["per_V"][3]["exponent"] == pytest.approx(0.12, abs=1e-12)
+    # the paper's ln^2 L has the local exponent 2 / ln L: between 2 / ln 40 and 2 / ln 8
+    assert 2 / np.log(40) < law["paper_law"]["k_L"] < 2 / np.log(8)
+    assert law["paper_law"]["k_V"] == pytest.approx(0.0, abs=0.1)
 
 
 def test_the_bootstrap_interval_is_the_propagated_error_of_symmetric_log_intervals():

@@ -23,6 +23,8 @@ from .run import SearchSettings as SearchSettings
 from .run import default_profile_settings as default_profile_settings
 from .run import profile_transition as profile_transition
 from .umbrella import UmbrellaSettings as UmbrellaSettings
+from .verdict import Probe as Probe
 from .verdict import decide as decide
+from .verdict import over_seeds as over_seeds
 from .windows import ProfileSettings as ProfileSettings
 from .windows import measure_profile as measure_profile
