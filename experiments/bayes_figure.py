@@ -44,6 +44,7 @@ SOFTMAX = (
     ("plain", 8, 3, "profile", "transition_profile_L8_V3.json"),
     ("plain", 8, 5, "profile", "transition_profile_L8_V5.json"),
     ("plain", 8, 7, "profile", "transition_profile_L8_V7.json"),
+    ("plain", 12, 3, "profile", "transition_profile_L12_V3.json"),
 )
 #: route A's file records no configuration: its runs are at plain (12, 6) on 64 sequences and
 #: their L cyclic shifts (docs/reports/bayes_theory.md), checked by ``n_sequences == 64 L``
