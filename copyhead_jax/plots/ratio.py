@@ -110,7 +110,8 @@ def ratio_figure(panels: Sequence[dict], styles: dict[str, dict], *, width: floa
     with plt.rc_context(RC):
         n = [len(p["rows"]) for p in panels]
         fig, axes = plt.subplots(1, len(panels), figsize=(width, 5.6), layout="constrained",
-                                 width_ratios=[k + 1.0 for k in n], squeeze=False)  # fmt: skip
+                                 width_ratios=[max(k + 1.0, 2.6) for k in n],  # a title fits
+                                 squeeze=False)  # fmt: skip
         handles: dict[str, object] = {}
         flagged: list[str] = []
         for ax, panel in zip(axes[0], panels, strict=True):
@@ -151,4 +152,4 @@ def bayes_compare_figure(doc: dict):
         panels.append(dict(title="linear: posterior $\\psi=1/2$", name="linear",
                            rows=_compare_rows(doc["linear"]), xlabel="configuration"))
     n = sum(len(p["rows"]) for p in panels)
-    return ratio_figure(panels, ROUTE_STYLES, width=max(9.0, 2.5 + 0.7 * n))  # ~0.7 in a row
+    return ratio_figure(panels, ROUTE_STYLES, width=max(9.0, 3.0 + 0.85 * n))  # ~0.85 in a row
