@@ -303,9 +303,10 @@ def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dic
 
     if not s.ess_target:
         return host(ti_programs(obj, s)[2](*args))
-    # the programs do not read the target's values: one compiled pair for every target
-    start, more = programs or ti_round_programs(
-        obj, dataclasses.replace(s, ess_target=1.0, rhat_target=1.01))
+    # the programs do not read the target's values: one compiled pair for every target (keyed
+    # on the table's transition bar, whatever the asked target)
+    start, more = programs or ti_round_programs(obj, dataclasses.replace(
+        s, ess_target=TRANSITION_RUN.ess_min, rhat_target=TRANSITION_RUN.rhat_max))
     active = {}
 
     def enough(a) -> bool:  # also marks the rungs that go on: those short of the target
