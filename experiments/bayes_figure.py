@@ -36,7 +36,7 @@ FIGURES = ROOT / "docs" / "reports" / "figures"
 FIGURE = "bayes_theory_vs_measured.png"
 #: where each softmax configuration's measured Bayesian P* is read (as the report's table does)
 SOFTMAX = (
-    ("plain", 25, 5, "branch", "posterior_branches.json"),
+    ("plain", 25, 5, "profile", "transition_profile_L25_V5.json"),
     ("paper", 25, 5, "branch", "posterior_branches_paper.json"),
     ("paper-chi-lik", 25, 5, "transition", "transition_paper-chi-lik.json"),
     ("plain", 12, 6, "profile", "transition_profile_L12_V6.json"),
@@ -45,6 +45,7 @@ SOFTMAX = (
     ("plain", 8, 5, "profile", "transition_profile_L8_V5.json"),
     ("plain", 8, 7, "profile", "transition_profile_L8_V7.json"),
     ("plain", 12, 3, "profile", "transition_profile_L12_V3.json"),
+    ("plain", 12, 5, "profile", "transition_profile_L12_V5.json"),
 )
 #: route A's file records no configuration: its runs are at plain (12, 6) on 64 sequences and
 #: their L cyclic shifts (docs/reports/bayes_theory.md), checked by ``n_sequences == 64 L``

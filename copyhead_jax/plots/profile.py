@@ -51,7 +51,8 @@ def profile_figure(res: dict):
             P = _arr([q["P"] for q in pr])
             d = np.clip(_arr([q["d"] for q in pr]), -15, 15)
             de = _arr([q["d_se"] for q in pr])
-            bx.errorbar(P, d, yerr=2 * de, fmt="o-", ms=4, capsize=2,
+            line = "o-" if np.isfinite(d).sum() >= 3 else "o"  # no curve through two points
+            bx.errorbar(P, d, yerr=2 * de, fmt=line, ms=4, capsize=2,
                         label=f"seed {s['seed']}: {s['verdict']}")  # fmt: skip
         if res.get("P_star"):
             allP = [q["P"] for s in res["seeds"] for q in s["probes"]]
