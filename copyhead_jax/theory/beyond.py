@@ -28,7 +28,6 @@ the scan's edge. Coverage: the cosine of the full minimiser's attention with the
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -41,8 +40,9 @@ from .._checks import check_choice, check_int
 from ..sources import is_iid, transition_matrix
 from . import beyond_roots as roots
 from ._common import as_float, x64
-from .action import ek_action, project
-from .full import lbfgs_minimise
+from .beyond_problem import Problem as Problem
+from .beyond_problem import hess0_min_eig, minimisers, nearest
+from .beyond_problem import newton_minimiser as newton_minimiser
 from .heads import COPY_START, theory_of
 from .markov import markov_stats
 from .params import TheoryParams
@@ -58,201 +58,10 @@ def source_stats(task, L: int | None = None):
     return markov_stats(transition_matrix(task), task.L if L is None else L)
 
 
-def _to_G(theta, *, L, attention, space):
-    """The logits: the full matrix, or the ansatz's at its coordinates ``theta``."""
-    return theta.reshape(L, L) if space == "full" else theory_of(attention).logits(theta, L)
-
-
-def _action(theta, P, S4, S2, *, params, attention, space, causal):
-    G = _to_G(theta, L=params.L, attention=attention, space=space)
-    return ek_action(G, P=P, params=params, attention=attention, stats=(S4, S2), causal=causal)
-
-
-_STATIC = ("params", "attention", "space", "causal", "n_steps")
-
-
-@functools.partial(jax.jit, static_argnames=_STATIC)
-def _branch(logPs, theta0, S4, S2, key, *, params, attention, space, causal, n_steps):
-    """Minimisers along ``logPs``, each started from the previous one (one-branch kinds: plus a
-    1e-4 kick that lets the branch leave the saddle ``G = 0`` once ``P > P_c1``)."""
-    L = params.L
-    kind = theory_of(attention)
-    kick = 1e-4 if not kind.two_branches else 0.0
-
-    def step(theta, x):
-        logP, k = x
-        f = functools.partial(_action, P=jnp.exp(logP), S4=S4, S2=S2, params=params,
-                              attention=attention, space=space, causal=causal)  # fmt: skip
-        th = lbfgs_minimise(f, theta + kick * jax.random.normal(k, theta.shape, theta.dtype),
-                            n_steps)  # fmt: skip
-        A = kind.attention(_to_G(th, L=L, attention=attention, space=space), causal)
-        pr = project(A)
-        sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(L)) < 0, -1.0, 1.0)
-        c1, cG = pr["c1"], pr["cG"]
-        if kind.gauge_fix:  # Z2 gauge r >= 0 (docs/theory.md §6)
-            c1, cG = c1 * sgn, cG * sgn
-        out = {"value": f(th), "c1": c1, "cG": cG, "cosine": pr["cosine"],
-               "grad_norm": jnp.linalg.norm(jax.grad(f)(th)), "theta": th}  # fmt: skip
-        return th, out
-
-    keys = jax.random.split(key, logPs.shape[0])
-    return jax.lax.scan(step, theta0, (logPs, keys))[1]
-
-
-@functools.partial(jax.jit, static_argnames=("params", "attention", "causal", "space"))
-def _hess0_min_eig(logP, S4, S2, *, params, attention, causal, space):
-    """``lambda_min`` of the Hessian of a one-branch (linear) action at ``G = 0`` (map)."""
-    n = params.L**2 if space == "full" else len(theory_of(attention).coords)
-    f = functools.partial(_action, P=jnp.exp(logP), S4=S4, S2=S2, params=params,
-                          attention=attention, space=space, causal=causal)  # fmt: skip
-    return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(n, S4.dtype)))[0]
-
-
-def _psi(theta, *, params, attention, space, causal):
-    """The copy fraction of the attention at ``theta`` (Z2 gauge ``r >= 0``)."""
-    kind = theory_of(attention)
-    pr = project(kind.attention(_to_G(theta, L=params.L, attention=attention, space=space),
-                                causal))  # fmt: skip
-    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
-    return conv.copy_fraction(pr["c1"] * sgn, pr["cG"] * sgn, params.L)
-
-
-@functools.partial(jax.jit, static_argnames=("params", "attention", "space", "causal"))
-def _psi_slope(theta, logP, S4, S2, *, params, attention, space, causal):
-    """``dpsi/dlog P`` along the minimiser ``theta`` by implicit differentiation,
-    ``dtheta/dt = -H^{-1} d_t grad S``."""
-    kw = dict(params=params, attention=attention, space=space, causal=causal)
-    grad = jax.grad(lambda th, t: _action(th, jnp.exp(t), S4, S2, **kw))
-    H = jax.jacfwd(grad, argnums=0)(theta, logP)
-    dtheta = -jnp.linalg.lstsq(H, jax.jacfwd(grad, argnums=1)(theta, logP))[0]
-    return jax.grad(functools.partial(_psi, **kw))(theta) @ dtheta
-
-
-_KW = ("params", "attention", "space", "causal")
-
-
-def _grad_fn(S4, S2, kw):
-    return jax.grad(lambda th, t: _action(th, jnp.exp(t), S4, S2, **kw))
-
-
-@functools.partial(jax.jit, static_argnames=(*_KW, "n_iter"))
-def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n_iter=12):
-    """Newton's method on ``grad S = 0`` from a nearby minimiser (least-squares steps: the full
-    space has exact null directions, e.g. the softmax rows' shifts), and the minimiser's
-    summary as :func:`_branch` gives it."""
-    kw = dict(params=params, attention=attention, space=space, causal=causal)
-    f = lambda th: _action(th, jnp.exp(logP), S4, S2, **kw)  # noqa: E731
-    g = jax.grad(f)
-
-    tol = 1e-12 * (1.0 + jnp.max(jnp.abs(theta)))  # float64 rounding of the gradient
-
-    def body(c):
-        i, th, _ = c
-        dth = jnp.linalg.lstsq(jax.hessian(f)(th), g(th))[0]
-        th = jnp.where(jnp.all(jnp.isfinite(dth)), th - dth, th)
-        return i + 1, th, jnp.linalg.norm(g(th))
-
-    def cond(c):
-        return (c[0] < n_iter) & (c[2] > tol)
-
-    th = jax.lax.while_loop(cond, body, (0, theta, jnp.linalg.norm(g(theta))))[1]
-    kind = theory_of(attention)
-    pr = project(kind.attention(_to_G(th, L=params.L, attention=attention, space=space), causal))
-    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
-    c1, cG = (pr["c1"] * sgn, pr["cG"] * sgn) if kind.gauge_fix else (pr["c1"], pr["cG"])
-    lam = jnp.linalg.eigvalsh(jax.hessian(f)(th))  # Newton stops at any stationary point
-    return {"value": f(th), "c1": c1, "cG": cG, "grad_norm": jnp.linalg.norm(g(th)),
-            "theta": th, "lam_min_rel": lam[0] / jnp.max(jnp.abs(lam))}  # fmt: skip
-
-
-@functools.partial(jax.jit, static_argnames=_KW)
-def _soft_eig(theta, logP, Q, S4, S2, *, params, attention, space, causal):
-    """The smallest eigenvalue of the Hessian at ``theta`` in the directions ``Q`` (an
-    orthonormal basis of the non-null ones)."""
-    grad = _grad_fn(S4, S2, dict(params=params, attention=attention, space=space, causal=causal))
-    return jnp.linalg.eigvalsh(Q.T @ jax.jacfwd(grad)(theta, logP) @ Q)[0]
-
-
-#: the smallest Hessian eigenvalue over the largest (in modulus) below which a stationary point
-#: is a saddle: exact null directions (the softmax rows' shifts) sit at rounding level, ~1e-16
-#: of the largest; a saddle's negative curvature is of the order of the spectrum's
-MIN_CURVATURE = -1e-8
-
-
-def _is_minimum(out, scale: float) -> bool:
-    """Whether a Newton result is a minimum: converged (gradient below ``1e-9 scale``, where
-    ``scale`` is ``1 + max |theta0|``) and without negative curvature."""
-    return bool(float(out["grad_norm"]) < 1e-9 * scale
-                and float(out["lam_min_rel"]) > MIN_CURVATURE)  # fmt: skip
-
-
-def _nearest(logP, x: float) -> int:
-    """The grid index nearest ``x``: the warm start a root-finder's evaluation at ``x`` uses
-    (half a grid step away at most, so Newton starts inside the minimiser's basin)."""
-    return int(np.argmin(np.abs(np.asarray(logP) - x)))
-
-
-class Problem:
-    """One attention's action at fixed statistics: minimisers warm-started anywhere in
-    ``t = log P`` and the quantities the roots need (:mod:`.beyond_roots`)."""
-
-    def __init__(self, S4, S2, key, *, params, attention, space, causal, n_steps):
-        self.S4, self.S2, self.key, self.n_steps = S4, S2, key, n_steps
-        self.kw = dict(params=params, attention=attention, space=space, causal=causal)
-
-    def _t(self, t):
-        return jnp.asarray(t, self.S4.dtype)
-
-    def solve(self, t: float, theta0) -> dict[str, np.ndarray]:
-        """The minimiser at ``t`` in ``theta0``'s basin: Newton, or L-BFGS then Newton where
-        Newton alone does not reach a minimum (a start far from the minimiser: Newton converges
-        to whichever stationary point is near, a saddle included). ``ok``: a minimum was
-        reached (gradient at rounding level, no negative curvature beyond ``MIN_CURVATURE``);
-        callers read a quantity at a point that is not ``ok`` as NaN (not found)."""
-        scale = 1.0 + float(np.max(np.abs(np.asarray(theta0))))
-        out = newton_minimiser(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
-        if not _is_minimum(out, scale):
-            far = _branch(jnp.asarray([t], self.S4.dtype), jnp.asarray(theta0), self.S4, self.S2,
-                          self.key, n_steps=self.n_steps, **self.kw)  # fmt: skip
-            out = newton_minimiser(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
-        out = {k: np.asarray(v) for k, v in out.items()}
-        out["ok"] = _is_minimum(out, scale)
-        return out
-
-    def psi(self, theta) -> float:
-        return float(_psi(jnp.asarray(theta), **self.kw))
-
-    def slope(self, theta, t) -> float:
-        return float(_psi_slope(jnp.asarray(theta), self._t(t), self.S4, self.S2, **self.kw))
-
-    def alive(self, theta_ref, t_ref: float, cG_ref: float, cG_other: float):
-        """``g(t)`` for a spinodal: the softest non-null curvature of the minimiser in the basin
-        of ``theta_ref`` (a minimiser at ``t_ref`` with copy order parameter ``cG_ref``) at
-        ``t``, found by Newton from ``theta_ref``; -1 where that basin has no minimum (Newton
-        does not converge, lands on a saddle, or lands nearer the other branch's ``cG_other``).
-        Positive on the alive side, falling to 0 at the fold like a square root, -1 beyond it:
-        a sign change that Brent locates."""
-        theta_ref = jnp.asarray(theta_ref)
-        H = jax.jacfwd(_grad_fn(self.S4, self.S2, self.kw))(theta_ref, self._t(t_ref))
-        lam, U = np.linalg.eigh(np.asarray(H))  # the null directions are the action's symmetries
-        Q = jnp.asarray(U[:, np.abs(lam) > 1e-9 * np.max(np.abs(lam))])
-        scale = 1.0 + float(jnp.max(jnp.abs(theta_ref)))
-
-        def g(t: float) -> float:
-            out = newton_minimiser(theta_ref, self._t(t), self.S4, self.S2, **self.kw)
-            cG = float(out["cG"])
-            if not float(out["grad_norm"]) < 1e-9 * scale or abs(cG - cG_ref) > abs(cG - cG_other):
-                return -1.0
-            lam_min = float(_soft_eig(out["theta"], self._t(t), Q, self.S4, self.S2, **self.kw))
-            return lam_min if lam_min > 0 else -1.0
-
-        return g
-
-
 def _p_c1(S4, S2, params, attention, causal, space, lo=-2.0, hi=12.0, n_iter=40):
     """Bisection in ``log P`` on the sign of ``lambda_min(Hess S(0))`` (positive below P_c1)."""
     kw = dict(params=params, attention=attention, causal=causal, space=space)
-    ev = lambda t: float(_hess0_min_eig(as_float(t), S4, S2, **kw))  # noqa: E731
+    ev = lambda t: float(hess0_min_eig(as_float(t), S4, S2, **kw))  # noqa: E731
     if ev(hi) > 0 or ev(lo) < 0:
         return None
     for _ in range(n_iter):
@@ -318,13 +127,14 @@ def beyond_points(
             kw = dict(params=params, attention=att, space=space, causal=causal, n_steps=n_steps)
             prob = Problem(S4, S2, key, **kw)
             t = jnp.asarray(logP)
-            up = _branch(t, _theta0(att, space, L, copy=False, dtype=S4.dtype), S4, S2, key, **kw)
+            th0 = _theta0(att, space, L, copy=False, dtype=S4.dtype)
+            up = minimisers(t, th0, S4, S2, key, **kw)
             up = {k: np.asarray(v) for k, v in up.items()}
             if not kind.two_branches:
                 out.update(_linear_points(logP, up, prob, out["notes"]))
                 out[att] = {"up": up}
             else:
-                down = _branch(t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4,
+                down = minimisers(t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4,
                                S2, key, **kw)  # fmt: skip
                 down = {k: np.asarray(v)[::-1] for k, v in down.items()}
                 fine = _refine(logP, up, down, S4, S2, key, n_fine, kw)
@@ -386,11 +196,11 @@ def _linear_points(logP, up, prob: Problem, notes):
     up["psi_slope"] = slope
 
     def slope_at(x, _):
-        m = prob.solve(x, th[_nearest(logP, x)])
+        m = prob.solve(x, th[nearest(logP, x)])
         return prob.slope(m["theta"], x) if m["ok"] else np.nan
 
     def psi_at(x, _):
-        m = prob.solve(x, th[_nearest(logP, x)])
+        m = prob.solve(x, th[nearest(logP, x)])
         return prob.psi(m["theta"]) if m["ok"] else np.nan
 
     kw = {k: prob.kw[k] for k in ("params", "attention", "causal", "space")}
@@ -423,8 +233,8 @@ def _refine(logP, up, down, S4, S2, key, n_fine, kw):
         k = int(np.argmax(np.abs(np.diff(up["cG"]))))
         i, j = max(k - 1, 0), min(k + 2, len(logP) - 1)
     t = np.linspace(logP[i], logP[j], n_fine)
-    f_up = _branch(jnp.asarray(t), jnp.asarray(up["theta"][i]), S4, S2, key, **kw)
-    f_dn = _branch(jnp.asarray(t[::-1]), jnp.asarray(down["theta"][j]), S4, S2, key, **kw)
+    f_up = minimisers(jnp.asarray(t), jnp.asarray(up["theta"][i]), S4, S2, key, **kw)
+    f_dn = minimisers(jnp.asarray(t[::-1]), jnp.asarray(down["theta"][j]), S4, S2, key, **kw)
     return (t, {k: np.asarray(v) for k, v in f_up.items()},
             {k: np.asarray(v)[::-1] for k, v in f_dn.items()})  # fmt: skip
 
@@ -442,7 +252,7 @@ def _softmax_points(logP, up, down, prob: Problem, notes, attention):
         dv = up["value"] - down["value"]
 
         def dv_at(x, _):
-            k = g[_nearest(logP[g], x)]  # where both branches live, apart
+            k = g[nearest(logP[g], x)]  # where both branches live, apart
             a, b = prob.solve(x, up["theta"][k]), prob.solve(x, down["theta"][k])
             return float(a["value"] - b["value"]) if a["ok"] and b["ok"] else np.nan
 
@@ -464,7 +274,7 @@ def _softmax_points(logP, up, down, prob: Problem, notes, attention):
     h = roots.SLOPE_STEP
 
     def slope_at(x, _):
-        th = up["theta"][_nearest(logP, x)]
+        th = up["theta"][nearest(logP, x)]
         a, b = prob.solve(x + h, th), prob.solve(x - h, th)
         return float(a["cG"] - b["cG"]) / (2 * h) if a["ok"] and b["ok"] else np.nan
 

@@ -33,7 +33,7 @@ from ..sampling import ess, marginal_energy, marginal_whitening, split_rhat, wit
 from ..sampling.health import target_meta
 from ..sampling.rounds import sample_rounds
 from .branch_ti import STOPPED, branch_log_z, path_rungs
-from .smc import hmc_move, tempered_smc
+from .smc import hmc_move, smc_collapse, tempered_smc
 
 BRANCHES = ("pool", "copy")
 SIDE = {"pool": -1, "copy": 1}
@@ -423,32 +423,6 @@ def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISett
            "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / N}  # fmt: skip
     out["collapsed"] = smc_collapse(out)
     return out
-
-
-#: Tempered SMC has collapsed where a step's weights leave fewer than this fraction of the
-#: particles effective (the adaptive schedule keeps every step at its ESS target, 0.5: only a
-#: fixed schedule can fall below), or where fewer than this fraction of the final particles are
-#: distinct (the moves did not rejuvenate the resampled copies: the weights then rest on a
-#: handful of points, and so does the copy weight read from them).
-SMC_FLOOR = 0.25
-
-
-def smc_collapse(r: dict) -> list[str]:
-    """Why an SMC cross-check (:func:`smc_weight`'s record) cannot be trusted, one phrase per
-    reason (empty: none): t = 1 not reached, no finite particle, a step's ESS or the distinct
-    final particles under :data:`SMC_FLOOR`."""
-    why = []
-    if not r["reached"]:
-        why.append(f"t = 1 not reached in {r['n_steps']} steps")
-    if not r["finite"]:
-        why.append("no particle with a finite energy")
-    ess = np.asarray(r["ess"], float)
-    if ess.size and np.nanmin(ess) < SMC_FLOOR:
-        k = int(np.nanargmin(ess))
-        why.append(f"ESS {ess[k]:.2f} N at step {k} (t = {r['ts'][k]:.3g})")
-    if r["unique"] < SMC_FLOOR:
-        why.append(f"{r['unique']:.2f} of the final particles distinct")
-    return why
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,9 +22,9 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..sampling import marginal_energy, marginal_whitening, with_WG
-from .branch_group import BRANCHES, SIDE, a_G, smc_collapse
+from .branch_group import BRANCHES, SIDE, a_G
 from .branch_ti import branch_log_z, path_rungs
-from .smc import hmc_move, tempered_smc
+from .smc import hmc_move, smc_collapse, tempered_smc
 
 
 def _log(msg: str) -> None:

@@ -181,3 +181,29 @@ def tempered_smc(
         finite=finite, reached=t >= 1.0,
     )  # fmt: skip
     return res, aux
+
+
+#: Tempered SMC has collapsed where a step's weights leave fewer than this fraction of the
+#: particles effective (the adaptive schedule keeps every step at its ESS target, 0.5: only a
+#: fixed schedule can fall below), or where fewer than this fraction of the final particles are
+#: distinct (the moves did not rejuvenate the resampled copies: the weights then rest on a
+#: handful of points, and so does the copy weight read from them).
+SMC_FLOOR = 0.25
+
+
+def smc_collapse(r: dict) -> list[str]:
+    """Why an SMC cross-check (:func:`~.branch_group.smc_weight`'s record) cannot be trusted,
+    one phrase per reason (empty: none): t = 1 not reached, no finite particle, a step's ESS or
+    the distinct final particles under :data:`SMC_FLOOR`."""
+    why = []
+    if not r["reached"]:
+        why.append(f"t = 1 not reached in {r['n_steps']} steps")
+    if not r["finite"]:
+        why.append("no particle with a finite energy")
+    ess = np.asarray(r["ess"], float)
+    if ess.size and np.nanmin(ess) < SMC_FLOOR:
+        k = int(np.nanargmin(ess))
+        why.append(f"ESS {ess[k]:.2f} N at step {k} (t = {r['ts'][k]:.3g})")
+    if r["unique"] < SMC_FLOOR:
+        why.append(f"{r['unique']:.2f} of the final particles distinct")
+    return why

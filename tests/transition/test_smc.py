@@ -159,7 +159,7 @@ def test_a_collapsed_population_is_named_and_its_cross_check_refused():
     whose bracket end collapsed and names the reason (the seed's flags); a healthy record has
     none."""
     from copyhead_jax.transition import search
-    from copyhead_jax.transition.branch_group import SMC_FLOOR, smc_collapse
+    from copyhead_jax.transition.smc import SMC_FLOOR, smc_collapse
 
     n = 64
     x0 = jax.random.normal(jax.random.key(0), (1, n, 1))
