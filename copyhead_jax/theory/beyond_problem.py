@@ -23,6 +23,15 @@ def to_G(theta, *, L, attention, space):
     return theta.reshape(L, L) if space == "full" else theory_of(attention).logits(theta, L)
 
 
+def gauged(pr: dict, L: int, fix: bool = True):
+    """``(c1, cG)`` of a projection ``pr`` in the Z2 gauge ``r >= 0`` (docs/theory.md §6) where
+    ``fix`` (the head has that symmetry), else as projected."""
+    if not fix:
+        return pr["c1"], pr["cG"]
+    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(L)) < 0, -1.0, 1.0)
+    return pr["c1"] * sgn, pr["cG"] * sgn
+
+
 def action(theta, P, S4, S2, *, params, attention, space, causal):
     G = to_G(theta, L=params.L, attention=attention, space=space)
     return ek_action(G, P=P, params=params, attention=attention, stats=(S4, S2), causal=causal)
@@ -47,10 +56,7 @@ def minimisers(logPs, theta0, S4, S2, key, *, params, attention, space, causal, 
                             n_steps)  # fmt: skip
         A = kind.attention(to_G(th, L=L, attention=attention, space=space), causal)
         pr = project(A)
-        sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(L)) < 0, -1.0, 1.0)
-        c1, cG = pr["c1"], pr["cG"]
-        if kind.gauge_fix:  # Z2 gauge r >= 0 (docs/theory.md §6)
-            c1, cG = c1 * sgn, cG * sgn
+        c1, cG = gauged(pr, L, kind.gauge_fix)
         out = {"value": f(th), "c1": c1, "cG": cG, "cosine": pr["cosine"],
                "grad_norm": jnp.linalg.norm(jax.grad(f)(th)), "theta": th}  # fmt: skip
         return th, out
@@ -73,8 +79,7 @@ def psi(theta, *, params, attention, space, causal):
     kind = theory_of(attention)
     pr = project(kind.attention(to_G(theta, L=params.L, attention=attention, space=space),
                                 causal))  # fmt: skip
-    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
-    return conv.copy_fraction(pr["c1"] * sgn, pr["cG"] * sgn, params.L)
+    return conv.copy_fraction(*gauged(pr, params.L), params.L)
 
 
 @functools.partial(jax.jit, static_argnames=("params", "attention", "space", "causal"))
@@ -118,8 +123,7 @@ def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n
     th = jax.lax.while_loop(cond, body, (0, theta, jnp.linalg.norm(g(theta))))[1]
     kind = theory_of(attention)
     pr = project(kind.attention(to_G(th, L=params.L, attention=attention, space=space), causal))
-    sgn = jnp.where(pr["c1"] + pr["cG"] / jnp.sqrt(as_float(params.L)) < 0, -1.0, 1.0)
-    c1, cG = (pr["c1"] * sgn, pr["cG"] * sgn) if kind.gauge_fix else (pr["c1"], pr["cG"])
+    c1, cG = gauged(pr, params.L, kind.gauge_fix)
     lam = jnp.linalg.eigvalsh(jax.hessian(f)(th))  # Newton stops at any stationary point
     return {"value": f(th), "c1": c1, "cG": cG, "grad_norm": jnp.linalg.norm(g(th)),
             "theta": th, "lam_min_rel": lam[0] / jnp.max(jnp.abs(lam))}  # fmt: skip
