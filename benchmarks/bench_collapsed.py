@@ -94,19 +94,28 @@ def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
     per_entry = (12 + 2 * V) if attention == "softmax" else (7 + 2 * V)
     flops = gemm + per_entry * L * Q + (2 * D * Q if attention == "softmax" else 0) + 13 * D**3
     bytes_ = 2 * (L + E) * Q * itemsize + 2 * 2 * Q * 4
-    return {"flops": int(flops), "gemm_flops": int(gemm), "bytes": int(bytes_),
-            "blocks": len(query_blocks(L, P))}  # fmt: skip
+    return {
+        "flops": int(flops),
+        "gemm_flops": int(gemm),
+        "bytes": int(bytes_),
+        "blocks": len(query_blocks(L, P)),
+    }
 
 
 def problem(attention: str, P: int):
-    cfg = ch.preset("paper-map").replace(model=dict(attention=attention, width="inf"),
-                                         sweep=dict(P=(P,), n_seeds=1))  # fmt: skip
+    cfg = ch.preset("paper-map").replace(
+        model=dict(attention=attention, width="inf"), sweep=dict(P=(P,), n_seeds=1)
+    )
     V, L = cfg.task.V, cfg.task.L
     D = V + L
     k = jax.random.split(jax.random.key(0), 4)
     head = head_class(attention).from_config(
-        cfg, W_E=jax.random.normal(k[0], (D, V)), b=jax.random.normal(k[1], (D, L)),
-        W_G=0.3 * jax.random.normal(k[2], (D, D)), W_O_hat=jax.random.normal(k[3], (V, D)))
+        cfg,
+        W_E=jax.random.normal(k[0], (D, V)),
+        b=jax.random.normal(k[1], (D, L)),
+        W_G=0.3 * jax.random.normal(k[2], (D, D)),
+        W_O_hat=jax.random.normal(k[3], (V, D)),
+    )
     tokens = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[0][:P])
     return head, tokens, jnp.ones((P,), jnp.float32), Objective.from_config(cfg)
 
@@ -150,16 +159,20 @@ def main(argv=None) -> dict:
     Ps = (32, 322) if a.quick else (32, 322, 1250)
     rounds = 2 if a.quick else a.rounds
     peak0 = peaks()
-    print(f"peaks: {peak0['gemm_gflops']:.0f} GFLOP/s GEMM, stream {peak0['stream_gbs']:.1f} GB/s "
-          f"(memory), {peak0['stream_cache_gbs']:.1f} GB/s (cache); load {peak0['load'][0]:.2f}",
-          flush=True)  # fmt: skip
+    print(
+        f"peaks: {peak0['gemm_gflops']:.0f} GFLOP/s GEMM, stream {peak0['stream_gbs']:.1f} GB/s "
+        f"(memory), {peak0['stream_cache_gbs']:.1f} GB/s (cache); load {peak0['load'][0]:.2f}",
+        flush=True,
+    )
     rows = []
     for attention in ("softmax", "linear"):
         for P in Ps:
             head, t, m, obj = problem(attention, P)
             x0 = head.W_G.ravel()
-            grads = {name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
-                     for name, f in (("ours", marginal_energy), ("one_hot", one_hot_energy))}
+            grads = {
+                name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
+                for name, f in (("ours", marginal_energy), ("one_hot", one_hot_energy))
+            }
             compiled, compile_s = {}, {}
             for k, g in grads.items():
                 t0 = time.perf_counter()
@@ -178,22 +191,34 @@ def main(argv=None) -> dict:
             cost = compiled["ours"].cost_analysis()
             cost = cost[0] if isinstance(cost, list) else cost
             mem = {k: int(c.memory_analysis().temp_size_in_bytes) for k, c in compiled.items()}
-            row = {"attention": attention, "P": P, "ms_ours": min(ms["ours"]),
-                   "ms_one_hot": min(ms["one_hot"]), "ms_rounds": ms,
-                   "cpu_ms_ours": min(cpu["ours"]), "cpu_ms_one_hot": min(cpu["one_hot"]),
-                   "ratio": min(ms["one_hot"]) / min(ms["ours"]),
-                   "cpu_ratio": min(cpu["one_hot"]) / min(cpu["ours"]),
-                   "max_rel_diff": float(np.max(np.abs(g0 - g1)) / np.max(np.abs(g1))),
-                   "temp_bytes": mem, "compile_s": compile_s,
-                   "counted": counted(attention, P, t.shape[1], head.W_E.shape[1]),
-                   "xla_cost": {"flops": float(cost.get("flops", float("nan"))),
-                                "bytes": float(cost.get("bytes accessed", float("nan")))},
-                   "load": [load0, os.getloadavg()]}  # fmt: skip
+            row = {
+                "attention": attention,
+                "P": P,
+                "ms_ours": min(ms["ours"]),
+                "ms_one_hot": min(ms["one_hot"]),
+                "ms_rounds": ms,
+                "cpu_ms_ours": min(cpu["ours"]),
+                "cpu_ms_one_hot": min(cpu["one_hot"]),
+                "ratio": min(ms["one_hot"]) / min(ms["ours"]),
+                "cpu_ratio": min(cpu["one_hot"]) / min(cpu["ours"]),
+                "max_rel_diff": float(np.max(np.abs(g0 - g1)) / np.max(np.abs(g1))),
+                "temp_bytes": mem,
+                "compile_s": compile_s,
+                "counted": counted(attention, P, t.shape[1], head.W_E.shape[1]),
+                "xla_cost": {
+                    "flops": float(cost.get("flops", float("nan"))),
+                    "bytes": float(cost.get("bytes accessed", float("nan"))),
+                },
+                "load": [load0, os.getloadavg()],
+            }
             rows.append(row)
-            print(f"{attention:8s} P={P:5d}: ours {row['ms_ours']:.2f} ms (CPU "
-                  f"{row['cpu_ms_ours']:.2f}), one-hot {row['ms_one_hot']:.2f} ms, ratio "
-                  f"{row['ratio']:.2f} (CPU {row['cpu_ratio']:.2f}), compile "
-                  f"{compile_s['ours']:.1f} s, load {load0[0]:.2f}", flush=True)  # fmt: skip
+            print(
+                f"{attention:8s} P={P:5d}: ours {row['ms_ours']:.2f} ms (CPU "
+                f"{row['cpu_ms_ours']:.2f}), one-hot {row['ms_one_hot']:.2f} ms, ratio "
+                f"{row['ratio']:.2f} (CPU {row['cpu_ratio']:.2f}), compile "
+                f"{compile_s['ours']:.1f} s, load {load0[0]:.2f}",
+                flush=True,
+            )
     peak1 = peaks()
     peak = {k: max(peak0[k], peak1[k]) for k in ("gemm_gflops", "stream_gbs", "stream_cache_gbs")}
     peak["runs"] = [peak0, peak1]
@@ -204,25 +229,36 @@ def main(argv=None) -> dict:
             r[f"roofline_ms_{src}"] = max(t_flop, t_byte)
             r[f"roofline_fraction_{src}"] = max(t_flop, t_byte) / r["ms_ours"]
             r[f"roofline_fraction_{src}_cpu"] = max(t_flop, t_byte) / r["cpu_ms_ours"]
-    out = {"date": datetime.date.today().isoformat(), "environment": environment(),
-           "rounds": rounds, "peaks": peak, "rows": rows,
-           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # fmt: skip
+    out = {
+        "date": datetime.date.today().isoformat(),
+        "environment": environment(),
+        "rounds": rounds,
+        "peaks": peak,
+        "rows": rows,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1))
-    print(f"\npeaks {peak['gemm_gflops']:.0f} GFLOP/s, stream {peak['stream_gbs']:.1f} GB/s "
-          f"(memory), {peak['stream_cache_gbs']:.1f} GB/s (cache); peak RSS "
-          f"{out['peak_rss_mib']:.0f} MiB")  # fmt: skip
-    print("\n| head | P | ours (ms) | one-hot autodiff (ms) | ratio | CPU ms (ours / one-hot) "
-          "| MFLOP | MB | roofline (ms) | of roofline | load | temp MiB (ours / one-hot) |")
+    print(
+        f"\npeaks {peak['gemm_gflops']:.0f} GFLOP/s, stream {peak['stream_gbs']:.1f} GB/s "
+        f"(memory), {peak['stream_cache_gbs']:.1f} GB/s (cache); peak RSS "
+        f"{out['peak_rss_mib']:.0f} MiB"
+    )
+    print(
+        "\n| head | P | ours (ms) | one-hot autodiff (ms) | ratio | CPU ms (ours / one-hot) "
+        "| MFLOP | MB | roofline (ms) | of roofline | load | temp MiB (ours / one-hot) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["counted"]
-        print(f"| {r['attention']} | {r['P']} | {r['ms_ours']:.2f} | {r['ms_one_hot']:.2f} | "
-              f"{r['ratio']:.2f} | {r['cpu_ms_ours']:.2f} / {r['cpu_ms_one_hot']:.2f} | "
-              f"{c['flops'] / 1e6:.0f} | {c['bytes'] / 1e6:.1f} | "
-              f"{r['roofline_ms_counted']:.2f} | {100 * r['roofline_fraction_counted']:.0f}% | "
-              f"{r['load'][0][0]:.2f} | {r['temp_bytes']['ours'] / 2**20:.1f} / "
-              f"{r['temp_bytes']['one_hot'] / 2**20:.1f} |")  # fmt: skip
+        print(
+            f"| {r['attention']} | {r['P']} | {r['ms_ours']:.2f} | {r['ms_one_hot']:.2f} | "
+            f"{r['ratio']:.2f} | {r['cpu_ms_ours']:.2f} / {r['cpu_ms_one_hot']:.2f} | "
+            f"{c['flops'] / 1e6:.0f} | {c['bytes'] / 1e6:.1f} | "
+            f"{r['roofline_ms_counted']:.2f} | {100 * r['roofline_fraction_counted']:.0f}% | "
+            f"{r['load'][0][0]:.2f} | {r['temp_bytes']['ours'] / 2**20:.1f} / "
+            f"{r['temp_bytes']['one_hot'] / 2**20:.1f} |"
+        )
     return out
 
 

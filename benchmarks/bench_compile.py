@@ -45,21 +45,79 @@ def commands(quick: bool) -> list[tuple[str, list[str], str]]:
     P = "32,100,322,1000" if quick else "32,56,100,178,322,562,1000,1778,4000"
     its = "300" if quick else "1000"
     return [
-        ("main job, 1 seed (exact MAP)",
-         ["sweep", "--preset", "paper-map", "--attention", "both", "--n-seeds", "1", "--P", P,
-          "--out", "{dir}/map", "--no-plot", "--no-theory", "--quiet"], "map/sweep_linear.npz"),
-        ("Adam sweep (tiny)",
-         ["sweep", "--preset", "tiny", "--attention", "both", "--out", "{dir}/tiny", "--no-plot",
-          "--no-theory", "--quiet"], "tiny/sweep_softmax.npz"),
-        ("exact MAP, linear, P = 100, 322",
-         ["sweep", "--preset", "paper-map", "--attention", "linear", "--n-seeds", "1", "--P",
-          "100,322", "--keep-params", "--out", "{dir}/hmc.npz", "--no-plot", "--no-theory",
-          "--quiet"], "hmc.npz"),
-        (f"collapsed HMC, {its} iterations, 4 chains (paper L, V)",
-         ["sample", "{dir}/hmc.npz", "--out", "{dir}/post.npz", "--iterations", its,
-          "--no-plot", "--no-progress"], "post.npz"),
+        (
+            "main job, 1 seed (exact MAP)",
+            [
+                "sweep",
+                "--preset",
+                "paper-map",
+                "--attention",
+                "both",
+                "--n-seeds",
+                "1",
+                "--P",
+                P,
+                "--out",
+                "{dir}/map",
+                "--no-plot",
+                "--no-theory",
+                "--quiet",
+            ],
+            "map/sweep_linear.npz",
+        ),
+        (
+            "Adam sweep (tiny)",
+            [
+                "sweep",
+                "--preset",
+                "tiny",
+                "--attention",
+                "both",
+                "--out",
+                "{dir}/tiny",
+                "--no-plot",
+                "--no-theory",
+                "--quiet",
+            ],
+            "tiny/sweep_softmax.npz",
+        ),
+        (
+            "exact MAP, linear, P = 100, 322",
+            [
+                "sweep",
+                "--preset",
+                "paper-map",
+                "--attention",
+                "linear",
+                "--n-seeds",
+                "1",
+                "--P",
+                "100,322",
+                "--keep-params",
+                "--out",
+                "{dir}/hmc.npz",
+                "--no-plot",
+                "--no-theory",
+                "--quiet",
+            ],
+            "hmc.npz",
+        ),
+        (
+            f"collapsed HMC, {its} iterations, 4 chains (paper L, V)",
+            [
+                "sample",
+                "{dir}/hmc.npz",
+                "--out",
+                "{dir}/post.npz",
+                "--iterations",
+                its,
+                "--no-plot",
+                "--no-progress",
+            ],
+            "post.npz",
+        ),
         ("theory points (paper)", ["theory", "points", "--preset", "paper", "--json"], "stdout"),
-    ]  # fmt: skip
+    ]
 
 
 def run_one(argv: list[str], flags: str, stdout: Path) -> dict:
@@ -76,8 +134,11 @@ def run_one(argv: list[str], flags: str, stdout: Path) -> dict:
         err.seek(0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{err.read().decode()[-2000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
-            "peak_rss_gib": ru.ru_maxrss / 2**20}  # fmt: skip
+    return {
+        "wall_s": wall,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_rss_gib": ru.ru_maxrss / 2**20,
+    }
 
 
 def numbers(path: Path) -> dict[str, np.ndarray]:
@@ -158,8 +219,10 @@ def main() -> None:
                 for k, (name, argv, _) in enumerate(cmds):
                     a = [x.format(dir=d) for x in argv]
                     timing[name][e].append(run_one(a, EMITTERS[e], d / f"stdout{k}"))
-                    print(f"round {r} {e:9s} {name}: {timing[name][e][-1]['wall_s']:.1f} s",
-                          flush=True)  # fmt: skip
+                    print(
+                        f"round {r} {e:9s} {name}: {timing[name][e][-1]['wall_s']:.1f} s",
+                        flush=True,
+                    )
         for k, (name, argv, out) in enumerate(cmds):
             out = f"stdout{k}" if out == "stdout" else out
             a, b = (Path(tmp) / f"{e}-0" / out for e in EMITTERS)
@@ -179,22 +242,34 @@ def main() -> None:
             row[f"{e}_peak_rss_gib"] = max(x["peak_rss_gib"] for x in runs)
         row["wall_ratio"] = row["fusion_wall_s"] / row["elemental_wall_s"]
         rows.append(row)
-    res = {"what": "XLA CPU emitters (fusion = XLA's default, elemental = "
-           "--xla_cpu_use_fusion_emitters=false) on copyhead commands, fresh process each",
-           "ratio": "fusion wall / elemental wall (> 1: elemental faster)",
-           "quick": args.quick, "rounds": args.rounds, "rows": rows,
-           "load_avg": os.getloadavg(), "environment": environment(),
-           "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}  # fmt: skip
+    res = {
+        "what": "XLA CPU emitters (fusion = XLA's default, elemental = "
+        "--xla_cpu_use_fusion_emitters=false) on copyhead commands, fresh process each",
+        "ratio": "fusion wall / elemental wall (> 1: elemental faster)",
+        "quick": args.quick,
+        "rounds": args.rounds,
+        "rows": rows,
+        "load_avg": os.getloadavg(),
+        "environment": environment(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=1) + "\n")
-    print("| command | fusion s | elemental s | ratio | CPU s (f / e) | peak GiB (f / e) | "
-          "results differ by |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    print(
+        "| command | fusion s | elemental s | ratio | CPU s (f / e) | peak GiB (f / e) | "
+        "results differ by |\n|---|---|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| {r['command']} | {r['fusion_wall_s']:.1f} | {r['elemental_wall_s']:.1f} | "
-              f"{r['wall_ratio']:.2f} | {r['fusion_cpu_s']:.0f} / {r['elemental_cpu_s']:.0f} | "
-              f"{r['fusion_peak_rss_gib']:.2f} / {r['elemental_peak_rss_gib']:.2f} | "
-              + (f"{r['max_rel_diff']:.1e} (relative) |" if "max_rel_diff" in r
-                 else f"{r['max_z_mc']:.1f} MC standard errors |"))  # fmt: skip
+        print(
+            f"| {r['command']} | {r['fusion_wall_s']:.1f} | {r['elemental_wall_s']:.1f} | "
+            f"{r['wall_ratio']:.2f} | {r['fusion_cpu_s']:.0f} / {r['elemental_cpu_s']:.0f} | "
+            f"{r['fusion_peak_rss_gib']:.2f} / {r['elemental_peak_rss_gib']:.2f} | "
+            + (
+                f"{r['max_rel_diff']:.1e} (relative) |"
+                if "max_rel_diff" in r
+                else f"{r['max_z_mc']:.1f} MC standard errors |"
+            )
+        )
     print(f"wrote {OUT}")
 
 

@@ -63,8 +63,7 @@ from copyhead_jax.sampling import (
 
 OUT = Path(__file__).parent / "results" / "bench_posterior.json"
 BASELINE = "numpyro_nuts"
-CANDIDATES = ("copyhead_hmc", "copyhead_hmc_unit", "numpyro_nuts", "blackjax_nuts",
-              "blackjax_hmc")
+CANDIDATES = ("copyhead_hmc", "copyhead_hmc_unit", "numpyro_nuts", "blackjax_nuts", "blackjax_hmc")
 
 
 def maxrss_mb() -> float:
@@ -76,8 +75,9 @@ def make_problem(attention: str, P: int, width):
     """The exact MAP of one seed at ``P`` and the whitened marginal density around it."""
     cfg = ch.preset("paper-map").replace(
         model=dict(attention=attention, width=width),
-        solver=dict(continuation=False), sweep=dict(P=(P,), n_seeds=1),
-    )  # fmt: skip
+        solver=dict(continuation=False),
+        sweep=dict(P=(P,), n_seeds=1),
+    )
     t0 = time.process_time()
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
     fit_cpu = time.process_time() - t0
@@ -116,9 +116,18 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
             keys = jax.random.split(key, n_chains)
             xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
             potential, rec = collapsed_target(head, tok, mask, obj, C, observe)
-            st = hmc_chains(keys, potential, jnp.zeros_like(xs), rec, n_iter=n_samples, thin=1,
-                            step_size=REDUCED_HMC.step_size, n_adapt=n_warmup,
-                            adapt_mass=adapt_mass, chain_args=(xs,))  # fmt: skip
+            st = hmc_chains(
+                keys,
+                potential,
+                jnp.zeros_like(xs),
+                rec,
+                n_iter=n_samples,
+                thin=1,
+                step_size=REDUCED_HMC.step_size,
+                n_adapt=n_warmup,
+                adapt_mass=adapt_mass,
+                chain_args=(xs,),
+            )
             return st.records[0]
 
         return run
@@ -148,8 +157,14 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
     def numpyro_run(key):  # not jit-able as a whole: MCMC compiles its own kernel
         from numpyro.infer import MCMC, NUTS
 
-        mcmc = MCMC(NUTS(potential_fn=U_w), num_warmup=n_warmup, num_samples=n_samples,
-                    num_chains=n_chains, chain_method="sequential", progress_bar=False)  # fmt: skip
+        mcmc = MCMC(
+            NUTS(potential_fn=U_w),
+            num_warmup=n_warmup,
+            num_samples=n_samples,
+            num_chains=n_chains,
+            chain_method="sequential",
+            progress_bar=False,
+        )
         k_run, k_rec = jax.random.split(key)
         mcmc.run(k_run, init_params=jnp.zeros((n_chains, x_fit.size), x_fit.dtype))
         return _record_jit(k_rec, mcmc.get_samples(group_by_chain=True))
@@ -198,8 +213,9 @@ def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> 
     the 10-seed time is extrapolated from the per-seed time (marked ``extrapolated``)."""
     if n_seeds <= 0:
         return {"status": "not measured: --transition-seeds 0"}
-    cfg = ch.preset("paper").replace(model=dict(attention="softmax"),
-                                     sweep=dict(memory_budget_gb=memory_gb))  # fmt: skip
+    cfg = ch.preset("paper").replace(
+        model=dict(attention="softmax"), sweep=dict(memory_budget_gb=memory_gb)
+    )
     c0, w0 = time.process_time(), time.time()
     res = ch.transition(cfg, method="ti", n_seeds=n_seeds, out=out, progress=True)
     cpu, wall = time.process_time() - c0, time.time() - w0
@@ -207,21 +223,33 @@ def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> 
     ten = per_seed * 10 if n_seeds < 10 else cpu * 10 / n_seeds
     lo, hi = res["interval"]
     fmt = lambda x: "none" if x is None else f"{x:,.1f}"  # noqa: E731
-    status = (f"paper preset, {n_seeds} seed(s): {cpu / 60:,.1f} CPU-min "
-              f"({per_seed / 60:,.1f} per seed; 10 seeds "
-              f"{'extrapolated ' if n_seeds < 10 else ''}{ten / 60:,.0f} CPU-min, target "
-              f"{TRANSITION_TARGET_CPU_S / 60:.0f}), P*_aG = {fmt(res['P_star'])} "
-              f"[{fmt(lo)}, {fmt(hi)}]")  # fmt: skip
-    return {"status": status, "n_seeds": n_seeds, "cpu_s": cpu, "wall_s": wall,
-            "cpu_s_per_seed": per_seed, "cpu_s_10_seeds": ten, "extrapolated": n_seeds < 10,
-            "target_cpu_s_10_seeds": TRANSITION_TARGET_CPU_S,
-            "met": bool(ten <= TRANSITION_TARGET_CPU_S), "P_star": res["P_star"],
-            "interval": res["interval"], "per_seed": res["per_seed"],
-            "probes_per_seed": [[g["P"] for g in sd["probes"]] for sd in res["seeds"]],
-            "seeds_anchored": sum(bool(sd["crossing"].get("anchor")) for sd in res["seeds"]),
-            "group_seconds": res["group_seconds"],
-            "cross_check_P_star": res["cross_check"]["P_star"],
-            "n_flagged": len(res["flagged"]), "memory_budget_gb": memory_gb}  # fmt: skip
+    status = (
+        f"paper preset, {n_seeds} seed(s): {cpu / 60:,.1f} CPU-min "
+        f"({per_seed / 60:,.1f} per seed; 10 seeds "
+        f"{'extrapolated ' if n_seeds < 10 else ''}{ten / 60:,.0f} CPU-min, target "
+        f"{TRANSITION_TARGET_CPU_S / 60:.0f}), P*_aG = {fmt(res['P_star'])} "
+        f"[{fmt(lo)}, {fmt(hi)}]"
+    )
+    return {
+        "status": status,
+        "n_seeds": n_seeds,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "cpu_s_per_seed": per_seed,
+        "cpu_s_10_seeds": ten,
+        "extrapolated": n_seeds < 10,
+        "target_cpu_s_10_seeds": TRANSITION_TARGET_CPU_S,
+        "met": bool(ten <= TRANSITION_TARGET_CPU_S),
+        "P_star": res["P_star"],
+        "interval": res["interval"],
+        "per_seed": res["per_seed"],
+        "probes_per_seed": [[g["P"] for g in sd["probes"]] for sd in res["seeds"]],
+        "seeds_anchored": sum(bool(sd["crossing"].get("anchor")) for sd in res["seeds"]),
+        "group_seconds": res["group_seconds"],
+        "cross_check_P_star": res["cross_check"]["P_star"],
+        "n_flagged": len(res["flagged"]),
+        "memory_budget_gb": memory_gb,
+    }
 
 
 def main(argv=None) -> dict:
@@ -233,23 +261,46 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup", type=int, default=None, help="default 500 (quick: 150)")
     p.add_argument("--samples", type=int, default=None, help="default 1000 (quick: 300)")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES),
-                   help="samplers to run (default: all; the ratio needs numpyro_nuts)")
-    p.add_argument("--under-load", action="store_true",
-                   help="record that the machine was shared with other jobs")  # fmt: skip
+    p.add_argument(
+        "--candidates",
+        nargs="+",
+        choices=CANDIDATES,
+        default=list(CANDIDATES),
+        help="samplers to run (default: all; the ratio needs numpyro_nuts)",
+    )
+    p.add_argument(
+        "--under-load",
+        action="store_true",
+        help="record that the machine was shared with other jobs",
+    )
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--transition-seeds", type=int, default=None,
-                   help="seeds of the timed paper-preset `copyhead transition` (default 10, "
-                   "quick: 2; fewer than 10: the 10-seed time is extrapolated; 0: not "
-                   "timed)")  # fmt: skip
-    p.add_argument("--transition-memory-gb", type=float, default=32.0,
-                   help="its memory_budget_gb (its refusal bound is a worst case at 4x the "
-                   "grid's top P; the measured peak RSS is maxrss_mb)")  # fmt: skip
-    p.add_argument("--transition-out", type=Path, default=None,
-                   help="keep its checkpoints here (resumable; default: none)")  # fmt: skip
-    p.add_argument("--transition-only", action="store_true",
-                   help="time the transition only (no sampler rows; an existing --out keeps "
-                   "its sampler rows, its transition block is replaced)")  # fmt: skip
+    p.add_argument(
+        "--transition-seeds",
+        type=int,
+        default=None,
+        help="seeds of the timed paper-preset `copyhead transition` (default 10, "
+        "quick: 2; fewer than 10: the 10-seed time is extrapolated; 0: not "
+        "timed)",
+    )
+    p.add_argument(
+        "--transition-memory-gb",
+        type=float,
+        default=32.0,
+        help="its memory_budget_gb (its refusal bound is a worst case at 4x the "
+        "grid's top P; the measured peak RSS is maxrss_mb)",
+    )
+    p.add_argument(
+        "--transition-out",
+        type=Path,
+        default=None,
+        help="keep its checkpoints here (resumable; default: none)",
+    )
+    p.add_argument(
+        "--transition-only",
+        action="store_true",
+        help="time the transition only (no sampler rows; an existing --out keeps "
+        "its sampler rows, its transition block is replaced)",
+    )
     a = p.parse_args(argv)
     q = a.quick
     a.P = a.P or ([32] if q else [32, 322])
@@ -265,14 +316,21 @@ def main(argv=None) -> dict:
             cfg, head, tok, mask, C, fit_cpu = make_problem(att, P, width)
             fields = draw_fields(cfg)
             order = tuple(fields[2:4])  # the head's (c1, cG) or (a1, aG)
-            runs = candidates(cfg, head, tok, mask, C, n_chains=a.chains, n_warmup=a.warmup,
-                              n_samples=a.samples)  # fmt: skip
-            row = {"attention": att, "P": P, "dim": int(head.W_G.size), "fit_cpu_s": fit_cpu,
-                   "candidates": {}}  # fmt: skip
+            runs = candidates(
+                cfg, head, tok, mask, C, n_chains=a.chains, n_warmup=a.warmup, n_samples=a.samples
+            )
+            row = {
+                "attention": att,
+                "P": P,
+                "dim": int(head.W_G.size),
+                "fit_cpu_s": fit_cpu,
+                "candidates": {},
+            }
             for name, run in ((n, runs[n]) for n in a.candidates):
                 try:
-                    row["candidates"][name] = m = measure(name, run, jax.random.key(1), fields,
-                                                          order)  # fmt: skip
+                    row["candidates"][name] = m = measure(
+                        name, run, jax.random.key(1), fields, order
+                    )
                     print(
                         f"{att} P={P} {name}: {m['cpu_s']:.1f} CPU s, ESS "
                         + ", ".join(f"{f} {v:.0f}" for f, v in m["ess"].items()),
@@ -285,8 +343,9 @@ def main(argv=None) -> dict:
             ours = row["candidates"].get("copyhead_hmc", {})
             row["ratio_vs_" + BASELINE] = {
                 f: ours["ess_per_cpu_s"][f] / base["ess_per_cpu_s"][f]
-                for f in ours.get("ess_per_cpu_s", {}) if f in base.get("ess_per_cpu_s", {})
-            }  # fmt: skip
+                for f in ours.get("ess_per_cpu_s", {})
+                if f in base.get("ess_per_cpu_s", {})
+            }
             rows.append(row)
     trans = transition_time(a.transition_seeds, a.transition_memory_gb, a.transition_out)
     result = {
@@ -295,14 +354,22 @@ def main(argv=None) -> dict:
         "quick": q,
         "measured_under_load": bool(a.under_load),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "settings": {"chains": a.chains, "warmup": a.warmup, "samples": a.samples,
-                     "width": a.width, "L": 25, "V": 5, "preset": "paper-map", "seed": 0,
-                     "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
-                     f"{REDUCED_HMC.step_size} and (adapt_mass={REDUCED_HMC.adapt_mass}) a "
-                     f"diagonal mass over the warm-up (production: {REDUCED_HMC.n_adapt} "
-                     "adaptation iterations after its Langevin warm-up)",
-                     "copyhead_hmc_unit": "the same, unit mass (adapt_mass=False)",
-                     "numpyro": "chain_method sequential"},  # fmt: skip
+        "settings": {
+            "chains": a.chains,
+            "warmup": a.warmup,
+            "samples": a.samples,
+            "width": a.width,
+            "L": 25,
+            "V": 5,
+            "preset": "paper-map",
+            "seed": 0,
+            "copyhead_hmc": f"{LEAPFROG} leapfrog steps, step adapted from "
+            f"{REDUCED_HMC.step_size} and (adapt_mass={REDUCED_HMC.adapt_mass}) a "
+            f"diagonal mass over the warm-up (production: {REDUCED_HMC.n_adapt} "
+            "adaptation iterations after its Langevin warm-up)",
+            "copyhead_hmc_unit": "the same, unit mass (adapt_mass=False)",
+            "numpyro": "chain_method sequential",
+        },
         "target_ratio": 10.0,
         "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
         "load_average": {"start": load0, "end": os.getloadavg()},
@@ -310,18 +377,25 @@ def main(argv=None) -> dict:
         "transition": trans,
         "transition_only": bool(a.transition_only),
         "maxrss_mb": maxrss_mb(),
-        "platform": {"system": platform.platform(), "machine": platform.machine(),
-                     "python": platform.python_version(), "cpu_count": os.cpu_count()},
+        "platform": {
+            "system": platform.platform(),
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+        },
         "device": {"backend": jax.default_backend(), "kind": jax.devices()[0].device_kind},
         "versions": {m: version(m) for m in ("jax", "jaxlib", "numpyro", "blackjax", "arviz")},
-    }  # fmt: skip
+    }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     if a.transition_only and a.out.is_file():  # keep the file's sampler rows
         kept = json.loads(a.out.read_text())
-        kept["transition"] = dict(result["transition"], date=result["date"],
-                                  load_average=result["load_average"],
-                                  command="python benchmarks/bench_posterior.py --transition-only "
-                                  f"--transition-seeds {a.transition_seeds}")  # fmt: skip
+        kept["transition"] = dict(
+            result["transition"],
+            date=result["date"],
+            load_average=result["load_average"],
+            command="python benchmarks/bench_posterior.py --transition-only "
+            f"--transition-seeds {a.transition_seeds}",
+        )
         result = kept
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {a.out}")

@@ -101,11 +101,14 @@ def exact_map(attention: str, n_seeds: int) -> dict:
     with Clock() as c:
         res = ch.run_sweep(paper_config(attention, n_seeds=n_seeds), progress=False)
     return dict(
-        runs=int(res["U"].size), wall_s=c.wall, cpu_s=c.cpu,
-        converged=int(np.sum(res["converged"])), max_rel_grad=float(np.max(res["rel_grad"])),
+        runs=int(res["U"].size),
+        wall_s=c.wall,
+        cpu_s=c.cpu,
+        converged=int(np.sum(res["converged"])),
+        max_rel_grad=float(np.max(res["rel_grad"])),
         min_eig_min=float(np.min(res["min_eig"])),
         solver_steps_median=float(np.median(res["stop_epoch"])),
-    )  # fmt: skip
+    )
 
 
 def sample_cost(attention: str, P_list) -> dict:
@@ -114,20 +117,35 @@ def sample_cost(attention: str, P_list) -> dict:
     rows, fits = [], {}
     for i, P in enumerate([P_list[0], *P_list]):
         if P not in fits:  # the exact MAP to start from, once per P
-            fits[P] = ch.run_sweep(paper_config(attention, P=(P,), n_seeds=1), progress=False,
-                                   keep_params=True)  # fmt: skip
+            fits[P] = ch.run_sweep(
+                paper_config(attention, P=(P,), n_seeds=1), progress=False, keep_params=True
+            )
         res = fits[P]
         sg = default_sampler(res)
         with Clock() as c:
             post = run_sampler(res, sg, progress=False)
         names = post.order_names
-        rows.append(dict(
-            P=int(P), cached=i == 1, wall_s=c.wall, cpu_s=c.cpu,
-            rhat_max=float(np.nanmax([np.nanmax(post[k]) for k in
-                                      ("rhat", f"rhat_{names[0]}", f"rhat_{names[1]}")])),
-            ess_min=float(np.nanmin([np.nanmin(post[k]) for k in
-                                     ("ess", f"ess_{names[0]}", f"ess_{names[1]}")])),
-        ))  # fmt: skip
+        rows.append(
+            dict(
+                P=int(P),
+                cached=i == 1,
+                wall_s=c.wall,
+                cpu_s=c.cpu,
+                rhat_max=float(
+                    np.nanmax(
+                        [
+                            np.nanmax(post[k])
+                            for k in ("rhat", f"rhat_{names[0]}", f"rhat_{names[1]}")
+                        ]
+                    )
+                ),
+                ess_min=float(
+                    np.nanmin(
+                        [np.nanmin(post[k]) for k in ("ess", f"ess_{names[0]}", f"ess_{names[1]}")]
+                    )
+                ),
+            )
+        )
         print(attention, rows[-1], flush=True)
     first, again = rows[0], rows[1]
     steady = rows[1:]  # compiled program per shape: each P but the repeat compiles once
@@ -136,8 +154,13 @@ def sample_cost(attention: str, P_list) -> dict:
     run_cpu = np.array([r["cpu_s"] for r in steady]) - np.where(
         [r["cached"] for r in steady], 0.0, compile_cpu
     )
-    return dict(sgld=dataclasses.asdict(sg), rows=rows, compile_cpu_s=compile_cpu,
-                fit_P=P.tolist(), fit_run_cpu_s=run_cpu.tolist())  # fmt: skip
+    return dict(
+        sgld=dataclasses.asdict(sg),
+        rows=rows,
+        compile_cpu_s=compile_cpu,
+        fit_P=P.tolist(),
+        fit_run_cpu_s=run_cpu.tolist(),
+    )
 
 
 def extrapolate(cost: dict, P_grid, n_seeds: int, chunk_P: int = 2) -> float | None:
@@ -175,19 +198,40 @@ def main(argv=None) -> dict:
     maps = [r["map"] for r in rows.values()]
     out = dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        quick=args.quick, n_seeds=n_seeds, P=list(ch.PAPER.sweep.P), width=10_000,
-        sample_P=list(P_sample), rows=rows,
-        map_wall_s=sum(m["wall_s"] for m in maps), map_cpu_s=sum(m["cpu_s"] for m in maps),
-        total_wall_s=c_all.wall, total_cpu_s=c_all.cpu,
-        full_width_ms_per_run_epoch=ms, h200_ms_per_run_epoch=H200_MS_PER_RUN_EPOCH,
-        peak_rss_mb=_rss_mb(), load=[load0, os.getloadavg()[0]],
-        targets=dict(map_s=60.0, total_s=300.0), environment=environment(),
-    )  # fmt: skip
+        quick=args.quick,
+        n_seeds=n_seeds,
+        P=list(ch.PAPER.sweep.P),
+        width=10_000,
+        sample_P=list(P_sample),
+        rows=rows,
+        map_wall_s=sum(m["wall_s"] for m in maps),
+        map_cpu_s=sum(m["cpu_s"] for m in maps),
+        total_wall_s=c_all.wall,
+        total_cpu_s=c_all.cpu,
+        full_width_ms_per_run_epoch=ms,
+        h200_ms_per_run_epoch=H200_MS_PER_RUN_EPOCH,
+        peak_rss_mb=_rss_mb(),
+        load=[load0, os.getloadavg()[0]],
+        targets=dict(map_s=60.0, total_s=300.0),
+        environment=environment(),
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
-    print(json.dumps({k: out[k] for k in ("map_wall_s", "map_cpu_s", "total_cpu_s",
-                                          "full_width_ms_per_run_epoch", "peak_rss_mb",
-                                          "load")}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                k: out[k]
+                for k in (
+                    "map_wall_s",
+                    "map_cpu_s",
+                    "total_cpu_s",
+                    "full_width_ms_per_run_epoch",
+                    "peak_rss_mb",
+                    "load",
+                )
+            }
+        )
+    )
     return out
 
 

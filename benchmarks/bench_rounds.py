@@ -54,8 +54,13 @@ def per_run(post, names) -> list[dict]:
     out = []
     means = {k: run_mean(post, k) for k in names}
     for i, P in enumerate(post.P):
-        row = {"P": int(P), "draws": int(n[i, 0]), "ess_min": float(a["ess_reached"][i, 0]),
-               "rhat_max": float(a["rhat_reached"][i, 0]), "flagged": bool(a["flagged"][i, 0])}
+        row = {
+            "P": int(P),
+            "draws": int(n[i, 0]),
+            "ess_min": float(a["ess_reached"][i, 0]),
+            "rhat_max": float(a["rhat_reached"][i, 0]),
+            "flagged": bool(a["flagged"][i, 0]),
+        }
         if "target_met" in a:
             row["target_met"] = bool(a["target_met"][i, 0])
         for k in names:
@@ -72,12 +77,14 @@ def main(argv=None) -> dict:
     p.add_argument("--target", type=float, default=400.0)
     p.add_argument("--round", type=int, default=250)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--out", type=Path, default=Path(__file__).parent / "results" /
-                   "bench_rounds.json")  # fmt: skip
+    p.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "bench_rounds.json"
+    )
     a = p.parse_args(argv)
     load0 = os.getloadavg()
-    cfg = ch.preset("paper-map").replace(model=dict(attention=a.attention),
-                                         sweep=dict(P=tuple(a.P), n_seeds=1))  # fmt: skip
+    cfg = ch.preset("paper-map").replace(
+        model=dict(attention=a.attention), sweep=dict(P=tuple(a.P), n_seeds=1)
+    )
     t0 = time.time()
     sweep = ch.run_sweep(cfg, progress=False, keep_params=True)
     fit_s = time.time() - t0
@@ -90,29 +97,44 @@ def main(argv=None) -> dict:
         if warm:
             timing["cpu_s_warm"] = min(w["cpu_s"] for w in warm)
             timing["wall_s_warm"] = min(w["wall_s"] for w in warm)
-        res[label] = {"sampler": dataclasses.asdict(mc), **timing,
-                      "runs": per_run(post, post.order_names)}  # fmt: skip
-        print(f"{label}: {timing['cpu_s']:.0f} CPU-s, {timing['wall_s']:.0f} s wall"
-              + (f"; again {timing['cpu_s_warm']:.0f} CPU-s" if warm else ""), flush=True)
+        res[label] = {
+            "sampler": dataclasses.asdict(mc),
+            **timing,
+            "runs": per_run(post, post.order_names),
+        }
+        print(
+            f"{label}: {timing['cpu_s']:.0f} CPU-s, {timing['wall_s']:.0f} s wall"
+            + (f"; again {timing['cpu_s_warm']:.0f} CPU-s" if warm else ""),
+            flush=True,
+        )
     for rf, re_ in zip(res["fixed"]["runs"], res["enough"]["runs"]):
         for k in res["fixed"]["runs"][0]:
             if isinstance(rf[k], dict):
                 d = re_[k]["mean"] - rf[k]["mean"]
                 re_[k]["z_vs_fixed"] = d / math.hypot(re_[k]["mcse"], rf[k]["mcse"])
     result = {
-        "benchmark": "bench_rounds", "measured": datetime.datetime.now(
-            datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "command": " ".join(["python benchmarks/bench_rounds.py",
-                             *(sys.argv[1:] if argv is None else argv)]),
-        "config": {"attention": a.attention, "L": cfg.task.L, "V": cfg.task.V, "P": a.P,
-                   "width": cfg.model.width, "seeds": 1},
-        "fit_wall_s": fit_s, **res,
+        "benchmark": "bench_rounds",
+        "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(
+            ["python benchmarks/bench_rounds.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "config": {
+            "attention": a.attention,
+            "L": cfg.task.L,
+            "V": cfg.task.V,
+            "P": a.P,
+            "width": cfg.model.width,
+            "seeds": 1,
+        },
+        "fit_wall_s": fit_s,
+        **res,
         "cpu_ratio": res["fixed"]["cpu_s"] / res["enough"]["cpu_s"],
-        "cpu_ratio_warm": (res["fixed"]["cpu_s_warm"] / res["enough"]["cpu_s_warm"]
-                           if a.repeat > 1 else None),
+        "cpu_ratio_warm": (
+            res["fixed"]["cpu_s_warm"] / res["enough"]["cpu_s_warm"] if a.repeat > 1 else None
+        ),
         "load_average": {"start": load0, "end": os.getloadavg()},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }  # fmt: skip
+    }
     print(table(result))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2, default=float) + "\n")
@@ -121,23 +143,37 @@ def main(argv=None) -> dict:
 
 def table(r: dict) -> str:
     """One markdown row per run and sampler."""
-    lines = ["| sampler | P | draws/chain | min ESS | max R-hat | met | means (z vs fixed) | "
-             "CPU-s (all runs) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| sampler | P | draws/chain | min ESS | max R-hat | met | means (z vs fixed) | "
+        "CPU-s (all runs) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for label in ("fixed", "enough"):
         for row in r[label]["runs"]:
-            ms = ", ".join(f"{k} {v['mean']:.3f}+-{v['mcse']:.3f}"
-                           + (f" ({v['z_vs_fixed']:+.1f})" if "z_vs_fixed" in v else "")
-                           for k, v in row.items() if isinstance(v, dict))  # fmt: skip
+            ms = ", ".join(
+                f"{k} {v['mean']:.3f}+-{v['mcse']:.3f}"
+                + (f" ({v['z_vs_fixed']:+.1f})" if "z_vs_fixed" in v else "")
+                for k, v in row.items()
+                if isinstance(v, dict)
+            )
             met = {True: "yes", False: "no"}.get(row.get("target_met"), "-")
-            lines.append(f"| {label} | {row['P']} | {row['draws']} | {row['ess_min']:.0f} | "
-                         f"{row['rhat_max']:.3f} | {met} | {ms} | {r[label]['cpu_s']:.0f} |")
+            lines.append(
+                f"| {label} | {row['P']} | {row['draws']} | {row['ess_min']:.0f} | "
+                f"{row['rhat_max']:.3f} | {met} | {ms} | {r[label]['cpu_s']:.0f} |"
+            )
     la = r["load_average"]
     warm = r.get("cpu_ratio_warm")
-    lines.append(f"\nfixed / enough CPU: {r['cpu_ratio']:.2f}x with compilation"
-                 + (f", {warm:.2f}x compiled ({r['fixed']['cpu_s_warm']:.0f} / "
-                    f"{r['enough']['cpu_s_warm']:.0f} CPU-s)" if warm else "")
-                 + f"; load {la['start'][0]:.1f} - {la['end'][0]:.1f}; peak RSS "
-                 f"{r['peak_rss_mb']:.0f} MB")
+    lines.append(
+        f"\nfixed / enough CPU: {r['cpu_ratio']:.2f}x with compilation"
+        + (
+            f", {warm:.2f}x compiled ({r['fixed']['cpu_s_warm']:.0f} / "
+            f"{r['enough']['cpu_s_warm']:.0f} CPU-s)"
+            if warm
+            else ""
+        )
+        + f"; load {la['start'][0]:.1f} - {la['end'][0]:.1f}; peak RSS "
+        f"{r['peak_rss_mb']:.0f} MB"
+    )
     return "\n".join(lines)
 
 

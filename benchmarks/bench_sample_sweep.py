@@ -80,7 +80,7 @@ def main(argv=None) -> dict:
             "runs": n_runs,
             "chains": sg.n_chains,
             "steps": sg.n_steps,
-        },  # fmt: skip
+        },
         "seconds": times,
         "fused_over_run_by_run": times["run_by_run"] / times["fused"],
         "chain_steps_per_s_fused": chain_steps / times["fused"],

@@ -89,9 +89,16 @@ def lax_scan(body, carry, n):
 def ours_loop(potential, init, *, n_chains, n_steps, step_size, record_potential=True, **opts):
     def run(key):
         return ch.sgld_chains(
-            key, init, potential, n_steps=n_steps, thin=n_steps, n_chains=n_chains,
-            step_size=step_size, record_potential=record_potential, **opts,
-        )  # fmt: skip
+            key,
+            init,
+            potential,
+            n_steps=n_steps,
+            thin=n_steps,
+            n_chains=n_chains,
+            step_size=step_size,
+            record_potential=record_potential,
+            **opts,
+        )
 
     return run
 

@@ -148,13 +148,19 @@ def peaks_in_fresh_process(quick: bool) -> dict:
     import subprocess
 
     before = os.getloadavg()[0]
-    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-            f"import bench_sweep as b; print(json.dumps(b.machine_peaks({quick})))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"import bench_sweep as b; print(json.dumps(b.machine_peaks({quick})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     peaks = json.loads(out.stdout.strip().splitlines()[-1])
-    return {**peaks, "load_before": before, "load_after": os.getloadavg()[0],
-            "cores": len(os.sched_getaffinity(0)), "measured_in": "a fresh process"}  # fmt: skip
+    return {
+        **peaks,
+        "load_before": before,
+        "load_after": os.getloadavg()[0],
+        "cores": len(os.sched_getaffinity(0)),
+        "measured_in": "a fresh process",
+    }
 
 
 # ---- what one run-step has to do -----------------------------------------------------------
@@ -208,11 +214,13 @@ def model_counts(cfg: ch.Config, P: int) -> dict:
     data = P * (fwd + bwd)
     n_G, n_O, n_emb = N * N, V * N, N * (V + L)
     gram = (
-        2 * D * N * N + 2 * D * D * N  # M = U (W^G U^T) / N
+        2 * D * N * N
+        + 2 * D * D * N  # M = U (W^G U^T) / N
         + 2 * V * N * D  # R = W^O U^T
-        + 2 * D * D * N + 2 * D * N * N  # dW^G = (U^T dM) U / N
+        + 2 * D * D * N
+        + 2 * D * N * N  # dW^G = (U^T dM) U / N
         + 2 * V * D * N  # dW^O = dR U
-    )  # fmt: skip
+    )
     trained = n_G + n_O
     if cfg.train.train_embeddings:
         gram += 2 * 2 * D * N * N + 2 * V * D * N  # dU through both factors of M, and R
@@ -236,7 +244,8 @@ def bench_config(width: int, attention: str) -> ch.Config:
     """The ``SMALL`` protocol at this width; early stopping cannot trigger while timing."""
     return ch.SMALL.replace(
         model=dict(width=width, attention=attention),
-        train=dict(log_every=LOG_EVERY), solver=dict(min_epochs=10**7, max_epochs=10**8),
+        train=dict(log_every=LOG_EVERY),
+        solver=dict(min_epochs=10**7, max_epochs=10**8),
     )
 
 
@@ -374,8 +383,11 @@ def main(argv=None) -> dict:
 
     peaks = peaks_in_fresh_process(a.quick)
     nominal = nominal_peaks()
-    print(f"peak matmul {peaks['peak_flops'] / 1e9:.1f} GFLOP/s, "
-          f"peak bandwidth {peaks['peak_bandwidth'] / 1e9:.1f} GB/s", flush=True)  # fmt: skip
+    print(
+        f"peak matmul {peaks['peak_flops'] / 1e9:.1f} GFLOP/s, "
+        f"peak bandwidth {peaks['peak_bandwidth'] / 1e9:.1f} GB/s",
+        flush=True,
+    )
     rows = []
     use_torch = not a.no_torch and _have_torch()
     for att in atts:
@@ -397,8 +409,13 @@ def main(argv=None) -> dict:
                     th = min((1, 2), key=lambda k: tm[f"torch_{k}"]["s_per_run_step"])
                     tor = {**tm[f"torch_{th}"], "threads": th}
                 row = {
-                    "attention": att, "width": N, "runs": R, "P": a.P, "loop_runs": n_loop,
-                    "fused_ms": 1e3 * t, "loop_ms": 1e3 * loop,
+                    "attention": att,
+                    "width": N,
+                    "runs": R,
+                    "P": a.P,
+                    "loop_runs": n_loop,
+                    "fused_ms": 1e3 * t,
+                    "loop_ms": 1e3 * loop,
                     "torch_ms": None if tor is None else 1e3 * tor["s_per_run_step"],
                     "loop_over_fused": loop / t,
                     "torch_over_fused": None if tor is None else tor["s_per_run_step"] / t,
@@ -406,13 +423,19 @@ def main(argv=None) -> dict:
                     "roofline_eff_fused": bound / t,
                     "roofline_eff_loop": bound / loop,
                     "roofline_eff_torch": None if tor is None else bound / tor["s_per_run_step"],
-                    "roofline_eff_nominal": None if nominal is None else roofline_seconds(
-                        counts, {"peak_flops": nominal["flops"],
-                                 "peak_bandwidth": nominal["bandwidth"]}) / t,
+                    "roofline_eff_nominal": None
+                    if nominal is None
+                    else roofline_seconds(
+                        counts,
+                        {"peak_flops": nominal["flops"], "peak_bandwidth": nominal["bandwidth"]},
+                    )
+                    / t,
                     "peak_bytes": cands["fused"].memory["peak"],
                     "peak_bytes_per_run": cands["fused"].memory["peak"] / R,
-                    "counts": counts, "timings": tm, "torch": tor,
-                }  # fmt: skip
+                    "counts": counts,
+                    "timings": tm,
+                    "torch": tor,
+                }
                 rows.append(row)
                 print(_row_line(row), flush=True)
                 del cands
@@ -434,8 +457,10 @@ def main(argv=None) -> dict:
     }
     print()
     print(markdown_table(rows))
-    print(f"\nper-run peak bytes at width {a.memory_width}: {big['peak'] / 2**30:.2f} GiB = "
-          f"{big['ratio_to_4_W_G']:.2f} x (4 x bytes of W^G)")  # fmt: skip
+    print(
+        f"\nper-run peak bytes at width {a.memory_width}: {big['peak'] / 2**30:.2f} GiB = "
+        f"{big['ratio_to_4_W_G']:.2f} x (4 x bytes of W^G)"
+    )
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -461,19 +486,25 @@ def _fmt(x, f="{:.2f}"):
 
 def _row_line(r) -> str:
     eff = 100 * r["roofline_eff_fused"]
-    return (f"{r['attention']:8s} N={r['width']:5d} runs={r['runs']:3d}: fused "
-            f"{r['fused_ms']:.3f} ms/run-step, loop x{r['loop_over_fused']:.2f}, torch x"
-            f"{_fmt(r['torch_over_fused'])}, roofline {eff:.0f}%")  # fmt: skip
+    return (
+        f"{r['attention']:8s} N={r['width']:5d} runs={r['runs']:3d}: fused "
+        f"{r['fused_ms']:.3f} ms/run-step, loop x{r['loop_over_fused']:.2f}, torch x"
+        f"{_fmt(r['torch_over_fused'])}, roofline {eff:.0f}%"
+    )
 
 
 def markdown_table(rows) -> str:
-    head = ("| attention | width | runs | fused ms/run-step | loop / fused | torch / fused | "
-            "roofline eff. fused (loop, torch) | peak MiB per run |")  # fmt: skip
+    head = (
+        "| attention | width | runs | fused ms/run-step | loop / fused | torch / fused | "
+        "roofline eff. fused (loop, torch) | peak MiB per run |"
+    )
     lines = [head, "|" + "---|" * 8]
     for r in rows:
         et = r["roofline_eff_torch"]
-        eff = (f"{100 * r['roofline_eff_fused']:.0f}% ({100 * r['roofline_eff_loop']:.0f}%, "
-               f"{_fmt(et and 100 * et, '{:.0f}%')})")  # fmt: skip
+        eff = (
+            f"{100 * r['roofline_eff_fused']:.0f}% ({100 * r['roofline_eff_loop']:.0f}%, "
+            f"{_fmt(et and 100 * et, '{:.0f}%')})"
+        )
         lines.append(
             f"| {r['attention']} | {r['width']} | {r['runs']} | {r['fused_ms']:.3f} | "
             f"{r['loop_over_fused']:.2f} | {_fmt(r['torch_over_fused'])} | {eff} | "

@@ -48,8 +48,10 @@ def main(argv=None):
         a = r.arrays
         print(f"{att} P={cfg.sweep.P} x {args.seeds}: sweep {_since(t0)}")
         n_ok, n = int(np.sum(a["converged"])), a["converged"].size
-        print(f"  converged {n_ok} of {n}, max rel_grad {np.max(a['rel_grad']):.2g}, "
-              f"min min_eig {np.min(a['min_eig']):.4g}")  # fmt: skip
+        print(
+            f"  converged {n_ok} of {n}, max rel_grad {np.max(a['rel_grad']):.2g}, "
+            f"min min_eig {np.min(a['min_eig']):.4g}"
+        )
         print(f"  L-BFGS steps per P (max over seeds): {np.max(a['stop_epoch'], 1)}")
         if args.again:
             marks = []

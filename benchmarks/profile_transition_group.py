@@ -40,8 +40,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--P-pad", type=int, default=None)
     a = ap.parse_args(argv)
     a.P_pad = pad_of(a.P, 1652, 25) if a.P_pad is None else a.P_pad
-    cfg = ch.preset("paper-map").replace(model=dict(attention="softmax"),
-                                         sweep=dict(P=(a.P,), n_seeds=1))  # fmt: skip
+    cfg = ch.preset("paper-map").replace(
+        model=dict(attention="softmax"), sweep=dict(P=(a.P,), n_seeds=1)
+    )
     res = ch.run_sweep(cfg, keep_params=True, progress=False)
     heads = res.heads((np.zeros(2, int), np.zeros(2, int)), dtype=jnp.float32)  # the fit, twice
     obj = Objective.from_config(cfg)
@@ -59,10 +60,17 @@ def main(argv=None) -> dict:
     _, out["ref_first_s"] = cpu(lambda: orders_at_ref(jax.random.key(0), heads, train, m32, C32))
     _, out["ref_s"] = cpu(lambda: orders_at_ref(jax.random.key(1), heads, train, m32, C32))
     K, nC = len(s.chain_ts), s.n_chains
-    args = (jax.random.split(jax.random.key(2), 2 * K * nC).reshape(2, K, nC), heads, train, m32,
-            C32, jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32), jnp.float32(thr),
-            jnp.asarray(np.arange(a.P_pad) < a.P - 35, jnp.float32),
-            jnp.full((2, K), s.step_size, jnp.float32))  # fmt: skip
+    args = (
+        jax.random.split(jax.random.key(2), 2 * K * nC).reshape(2, K, nC),
+        heads,
+        train,
+        m32,
+        C32,
+        jnp.asarray([SIDE[b] for b in BRANCHES], jnp.int32),
+        jnp.float32(thr),
+        jnp.asarray(np.arange(a.P_pad) < a.P - 35, jnp.float32),
+        jnp.full((2, K), s.step_size, jnp.float32),
+    )
     t0 = time.process_time()
     compiled = rungs.lower(*args).compile()
     out["rungs_compile_s"] = time.process_time() - t0

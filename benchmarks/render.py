@@ -27,16 +27,22 @@ def sweep_rows(d: dict) -> list[dict]:
     out = []
     for r in d.get("rows", []):
         f, lp, tt, rl = r["fused_ms"], r["loop_ms"], r.get("torch_ms"), r.get("roofline_ms")
-        out.append({
-            "attention": r["attention"], "width": r["width"], "runs": r["runs"],
-            "fused_ms": f, "loop_ms": lp, "torch_ms": tt,
-            "loop_over_fused": lp / f,
-            "torch_over_fused": None if tt is None else tt / f,
-            "eff_fused": None if rl is None else rl / f,
-            "eff_loop": None if rl is None else rl / lp,
-            "eff_torch": None if rl is None or tt is None else rl / tt,
-            "peak_per_run": r.get("peak_bytes_per_run"),
-        })  # fmt: skip
+        out.append(
+            {
+                "attention": r["attention"],
+                "width": r["width"],
+                "runs": r["runs"],
+                "fused_ms": f,
+                "loop_ms": lp,
+                "torch_ms": tt,
+                "loop_over_fused": lp / f,
+                "torch_over_fused": None if tt is None else tt / f,
+                "eff_fused": None if rl is None else rl / f,
+                "eff_loop": None if rl is None else rl / lp,
+                "eff_torch": None if rl is None or tt is None else rl / tt,
+                "peak_per_run": r.get("peak_bytes_per_run"),
+            }
+        )
     return out
 
 
@@ -55,13 +61,18 @@ def sgld_rows(d: dict) -> list[dict]:
             bc = {k: min(v) for k, v in r["cpu_s"].items()}
             cpu = bc["blackjax"] / bc["copyhead"]
         mem = r.get("compiled_memory", {}).get("copyhead", {})
-        out.append({
-            "chains": r["n_chains"], "steps": r["n_steps"],
-            "blackjax_cs": r["chain_steps_per_s"]["blackjax"],
-            "copyhead": ratio.get("copyhead"), "lean": ratio.get("copyhead_lean"),
-            "gradient_only": ratio.get("gradient_only"), "cpu": cpu,
-            "temp_bytes": mem.get("temp_bytes"),
-        })  # fmt: skip
+        out.append(
+            {
+                "chains": r["n_chains"],
+                "steps": r["n_steps"],
+                "blackjax_cs": r["chain_steps_per_s"]["blackjax"],
+                "copyhead": ratio.get("copyhead"),
+                "lean": ratio.get("copyhead_lean"),
+                "gradient_only": ratio.get("gradient_only"),
+                "cpu": cpu,
+                "temp_bytes": mem.get("temp_bytes"),
+            }
+        )
     return out
 
 
@@ -70,9 +81,12 @@ def theory_rows(d: dict) -> dict:
     for att in ("linear", "softmax"):
         if att in d:
             r = d[att]
-            out[att] = {"jax_s": r["jax_s"], "scipy_s": r["scipy_s"],
-                        "ratio": r["scipy_s"] / r["jax_s"],
-                        "agree": r.get("max_rel_value_excess_jax")}  # fmt: skip
+            out[att] = {
+                "jax_s": r["jax_s"],
+                "scipy_s": r["scipy_s"],
+                "ratio": r["scipy_s"] / r["jax_s"],
+                "agree": r.get("max_rel_value_excess_jax"),
+            }
     if out:
         j = sum(r["jax_s"] for r in out.values())
         s = sum(r["scipy_s"] for r in out.values())
@@ -135,8 +149,11 @@ def platform_line(res: dict[str, dict | None]) -> str:
     if cpus:
         parts.append(f"{cpus} CPUs")
     parts.append(f"JAX backend {backend or '?'}{dev}")
-    v = ", ".join(f"{k} {versions[k]}" for k in ("jax", "numpy", "scipy", "blackjax", "torch")
-                  if k in versions)  # fmt: skip
+    v = ", ".join(
+        f"{k} {versions[k]}"
+        for k in ("jax", "numpy", "scipy", "blackjax", "torch")
+        if k in versions
+    )
     return "; ".join(parts) + (f"; {v}" if v else "")
 
 
@@ -186,41 +203,73 @@ def render(
         wide64 = [r for r in rows if r["width"] >= 1024 and r["runs"] > 1]
         specs = [  # label, rows, key, format, target (lower bound), target as text
             ("fused vs per-run JAX loop (> 1 run)", multi, "loop_over_fused", fmt_x, None, "-"),
-            ("fused vs eager PyTorch, width <= 256, >= 64 runs", small64, "torch_over_fused", fmt_x,
-             3.0, ">= 3x"),
-            ("roofline efficiency, width <= 256, >= 64 runs", small64, "eff_fused", fmt_pct, 0.25,
-             ">= 25%"),
-            ("fused vs eager PyTorch, width >= 1024 (> 1 run)", wide64, "torch_over_fused", fmt_x,
-             1.0, ">= 1x"),
-            ("roofline efficiency, width >= 1024 (> 1 run)", wide64, "eff_fused", fmt_pct, 0.5,
-             ">= 50%"),
-        ]  # fmt: skip
+            (
+                "fused vs eager PyTorch, width <= 256, >= 64 runs",
+                small64,
+                "torch_over_fused",
+                fmt_x,
+                3.0,
+                ">= 3x",
+            ),
+            (
+                "roofline efficiency, width <= 256, >= 64 runs",
+                small64,
+                "eff_fused",
+                fmt_pct,
+                0.25,
+                ">= 25%",
+            ),
+            (
+                "fused vs eager PyTorch, width >= 1024 (> 1 run)",
+                wide64,
+                "torch_over_fused",
+                fmt_x,
+                1.0,
+                ">= 1x",
+            ),
+            (
+                "roofline efficiency, width >= 1024 (> 1 run)",
+                wide64,
+                "eff_fused",
+                fmt_pct,
+                0.5,
+                ">= 50%",
+            ),
+        ]
         L += [_target_row("sweep: " + s[0], *s[1:]) for s in specs]
         mem = sw.get("per_run_memory") or {}
         if mem:
             N = max(mem, key=int)
             m = mem[N]
             x = m["peak"] / m["W_G_bytes"]
-            L.append(f"| sweep: per-run memory at width {int(N):,} (XLA plan) | "
-                     f"{fmt_mib(m['peak'])} = {x:.2f}x the bytes of W^G | <= 4.2x | "
-                     f"{fmt_met(x <= 4.2)} |")  # fmt: skip
+            L.append(
+                f"| sweep: per-run memory at width {int(N):,} (XLA plan) | "
+                f"{fmt_mib(m['peak'])} = {x:.2f}x the bytes of W^G | <= 4.2x | "
+                f"{fmt_met(x <= 4.2)} |"
+            )
     srows = sgld_rows(sg) if sg else []
     if srows:
         tgt = sg.get("target_ratio", 1.2)
         per = ", ".join(f"{r['copyhead']:.2f}x at {r['chains']}" for r in srows)
         met = [r["copyhead"] >= tgt for r in srows]
-        L.append(f"| SGLD: sgld_chains vs blackjax.sgld (chains) | {per} | >= {tgt}x | "
-                 f"{fmt_met(all(met)) if all(met) or not any(met) else 'partly'} |")  # fmt: skip
+        L.append(
+            f"| SGLD: sgld_chains vs blackjax.sgld (chains) | {per} | >= {tgt}x | "
+            f"{fmt_met(all(met)) if all(met) or not any(met) else 'partly'} |"
+        )
     if sp:
         s = sp["seconds"]
-        L.append(f"| sweep sampler: one program vs run by run | {s['run_by_run'] / s['fused']:.2f}x"
-                 f" (roofline {fmt_pct(sp.get('roofline_eff_fused'))}) | - | - |")  # fmt: skip
+        L.append(
+            f"| sweep sampler: one program vs run by run | {s['run_by_run'] / s['fused']:.2f}x"
+            f" (roofline {fmt_pct(sp.get('roofline_eff_fused'))}) | - | - |"
+        )
     if rd and "map_cpu_s" in rd:
         n_runs = sum(r["map"]["runs"] for r in rd["rows"].values())
         ok_map = rd["map_cpu_s"] < rd["targets"]["map_s"]
-        L.append(f"| reduced engine: exact MAP of the paper config ({n_runs} runs, width 10,000) | "
-                 f"{rd['map_cpu_s']:.0f} s CPU ({rd['map_wall_s']:.0f} s wall) | < 60 s | "
-                 f"{fmt_met(ok_map)} |")  # fmt: skip
+        L.append(
+            f"| reduced engine: exact MAP of the paper config ({n_runs} runs, width 10,000) | "
+            f"{rd['map_cpu_s']:.0f} s CPU ({rd['map_wall_s']:.0f} s wall) | < 60 s | "
+            f"{fmt_met(ok_map)} |"
+        )
         for att, r in rd["rows"].items():
             s = r["sample"]
             per = ", ".join(
@@ -229,19 +278,25 @@ def render(
             ext = s.get("extrapolated_cpu_s_all_runs")
             n_ext = s.get("extrapolated_runs", 160)  # 16 P x 10 seeds (older files)
             tot = f"; all {n_ext} runs ~{ext / 3600:.1f} h CPU (extrapolated)" if ext else ""
-            L.append(f"| reduced engine: {att} posterior (collapsed HMC, {s['sgld']['n_chains']} "
-                     f"chains x {s['sgld']['n_steps']} steps) per run | {per} CPU, compile "
-                     f"{s['compile_cpu_s']:.0f} s{tot} | whole benchmark < 300 s | "
-                     f"{fmt_met(None if not ext else ext + rd['map_cpu_s'] < 300)} |")  # fmt: skip
-        L.append(f"| full-width Adam at width 10,000 (for scale) | "
-                 f"{rd['full_width_ms_per_run_epoch']:.0f} ms per run-epoch here, H200 "
-                 f"{rd['h200_ms_per_run_epoch']} ms | - | - |")  # fmt: skip
+            L.append(
+                f"| reduced engine: {att} posterior (collapsed HMC, {s['sgld']['n_chains']} "
+                f"chains x {s['sgld']['n_steps']} steps) per run | {per} CPU, compile "
+                f"{s['compile_cpu_s']:.0f} s{tot} | whole benchmark < 300 s | "
+                f"{fmt_met(None if not ext else ext + rd['map_cpu_s'] < 300)} |"
+            )
+        L.append(
+            f"| full-width Adam at width 10,000 (for scale) | "
+            f"{rd['full_width_ms_per_run_epoch']:.0f} ms per run-epoch here, H200 "
+            f"{rd['h200_ms_per_run_epoch']} ms | - | - |"
+        )
     trows = theory_rows(th_) if th_ else {}
     if trows:
         t = trows["total"]
         ok = t["ratio"] >= 50 and t["jax_s"] < 1
-        L.append(f"| theory: phase diagram vs scipy loop (both attentions) | {t['ratio']:.0f}x, "
-                 f"{t['jax_s']:.2f} s after compile | >= 50x, < 1 s | {fmt_met(ok)} |")  # fmt: skip
+        L.append(
+            f"| theory: phase diagram vs scipy loop (both attentions) | {t['ratio']:.0f}x, "
+            f"{t['jax_s']:.2f} s after compile | >= 50x, < 1 s | {fmt_met(ok)} |"
+        )
     if po:
         L += posterior_lines(po, detail=False)
 
@@ -268,17 +323,25 @@ def render(
         pk = sw.get("peaks") or {}
         if pk:
             L.append("")
-            load = (f" (fresh process, load {pk['load_before']:.1f} before, "
-                    f"{pk['load_after']:.1f} after)" if "load_before" in pk else "")  # fmt: skip
-            L.append(f"Measured peaks{load}: {pk['peak_flops'] / 1e9:.0f} GFLOP/s dense float32 "
-                     f"matmul, {pk['peak_bandwidth'] / 1e9:.0f} GB/s memory bandwidth (read + "
-                     "write bytes).")  # fmt: skip
+            load = (
+                f" (fresh process, load {pk['load_before']:.1f} before, "
+                f"{pk['load_after']:.1f} after)"
+                if "load_before" in pk
+                else ""
+            )
+            L.append(
+                f"Measured peaks{load}: {pk['peak_flops'] / 1e9:.0f} GFLOP/s dense float32 "
+                f"matmul, {pk['peak_bandwidth'] / 1e9:.0f} GB/s memory bandwidth (read + "
+                "write bytes)."
+            )
             nom = sw.get("nominal_peaks")
             effs = [r.get("roofline_eff_nominal") for r in sw["rows"]]
             if nom and any(e is not None for e in effs):
-                L.append(f"Against the datasheet ({nom['source']}: {nom['flops'] / 1e12:.0f} "
-                         f"TFLOP/s, {nom['bandwidth'] / 1e12:.1f} TB/s) the fused efficiencies "
-                         f"are {', '.join(fmt_pct(e) for e in effs)} (rows in order).")  # fmt: skip
+                L.append(
+                    f"Against the datasheet ({nom['source']}: {nom['flops'] / 1e12:.0f} "
+                    f"TFLOP/s, {nom['bandwidth'] / 1e12:.1f} TB/s) the fused efficiencies "
+                    f"are {', '.join(fmt_pct(e) for e in effs)} (rows in order)."
+                )
     if srows and detail:
         L += [
             "",
@@ -291,9 +354,11 @@ def render(
             "|---|---|---|---|---|---|---|---|",
         ]
         for r in srows:
-            L.append(f"| {r['chains']} | {r['steps']} | {r['blackjax_cs']:,.0f} | "
-                     f"{fmt_x(r['copyhead'])} | {fmt_x(r['lean'])} | {fmt_x(r['gradient_only'])} | "
-                     f"{fmt_x(r['cpu'])} | {fmt_mib(r['temp_bytes'])} |")  # fmt: skip
+            L.append(
+                f"| {r['chains']} | {r['steps']} | {r['blackjax_cs']:,.0f} | "
+                f"{fmt_x(r['copyhead'])} | {fmt_x(r['lean'])} | {fmt_x(r['gradient_only'])} | "
+                f"{fmt_x(r['cpu'])} | {fmt_mib(r['temp_bytes'])} |"
+            )
     if po and detail:
         L += posterior_lines(po)[1:]
     if trows and detail:
@@ -312,8 +377,10 @@ def render(
             if att in trows:
                 r = trows[att]
                 agree = r.get("agree")
-                L.append(f"| {att} | {r['jax_s']:.3f} | {r['scipy_s']:.1f} | {r['ratio']:.0f}x | "
-                         f"{'-' if agree is None else f'{agree:.1e}'} |")  # fmt: skip
+                L.append(
+                    f"| {att} | {r['jax_s']:.3f} | {r['scipy_s']:.1f} | {r['ratio']:.0f}x | "
+                    f"{'-' if agree is None else f'{agree:.1e}'} |"
+                )
 
     L += [
         "",
@@ -365,20 +432,27 @@ def paper_config_lines(pc: dict) -> list[str]:
             L.append(f"| Adam, {att} | - | - | - | - | - | {r.get('error') or r.get('skipped')} |")
             continue
         comp = r.get("first_chunk_minus_steady_s (compile)")
-        L.append(f"| Adam, {att} | {r['runs']} ({r['chunk_runs']}) | {r['wall_s']:.0f} s | "
-                 f"{r['steady_ms_per_run_epoch']:.2f} | {comp:.0f} s | "
-                 f"{fmt_mib(r['peak_device_bytes'])} | {r['finite']}/{r['runs']} |")  # fmt: skip
+        L.append(
+            f"| Adam, {att} | {r['runs']} ({r['chunk_runs']}) | {r['wall_s']:.0f} s | "
+            f"{r['steady_ms_per_run_epoch']:.2f} | {comp:.0f} s | "
+            f"{fmt_mib(r['peak_device_bytes'])} | {r['finite']}/{r['runs']} |"
+        )
     g = pc.get("sgld") or {}
     if "wall_s" in g:
-        L.append(f"| SGLD, {g['chains']} chains x {g['steps']} steps | - | {g['wall_s']:.0f} s | "
-                 f"- | incl. | {fmt_mib(g['peak_device_bytes'])} | {g['finite_chains']}/"
-                 f"{g['chains']} |")  # fmt: skip
+        L.append(
+            f"| SGLD, {g['chains']} chains x {g['steps']} steps | - | {g['wall_s']:.0f} s | "
+            f"- | incl. | {fmt_mib(g['peak_device_bytes'])} | {g['finite_chains']}/"
+            f"{g['chains']} |"
+        )
     r = pc.get("softmax") or {}
     if "steady_ms_per_run_epoch" in r:
         full = r["runs"] * 2000 * r["steady_ms_per_run_epoch"] / 1e3
-        L += ["", f"At this rate the paper's protocol (at least 2,000 epochs per run, early "
-                  f"stopping) takes at least {full / 60:.0f} minutes per attention for the "
-                  f"{r['runs']} runs on this device."]  # fmt: skip
+        L += [
+            "",
+            f"At this rate the paper's protocol (at least 2,000 epochs per run, early "
+            f"stopping) takes at least {full / 60:.0f} minutes per attention for the "
+            f"{r['runs']} runs on this device.",
+        ]
     return L
 
 

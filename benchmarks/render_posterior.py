@@ -18,12 +18,24 @@ def posterior_rows(d: dict) -> list[dict]:
             continue
         rate = lambda m: {f: e / m["cpu_s"] for f, e in m["ess"].items()}  # noqa: E731
         mine = rate(ours)
-        ratios = {n: {f: mine[f] / v for f, v in rate(m).items() if v > 0}
-                  for n, m in c.items() if n != "copyhead_hmc" and "ess" in m}  # fmt: skip
+        ratios = {
+            n: {f: mine[f] / v for f, v in rate(m).items() if v > 0}
+            for n, m in c.items()
+            if n != "copyhead_hmc" and "ess" in m
+        }
         fails = {n: m["error"] for n, m in c.items() if "error" in m}
-        out.append({"attention": r["attention"], "P": r["P"], "dim": r.get("dim"),
-                    "ours": mine, "ours_cpu_s": ours["cpu_s"], "ratios": ratios,
-                    "fails": fails, "temp_bytes": ours.get("xla_temp_bytes")})  # fmt: skip
+        out.append(
+            {
+                "attention": r["attention"],
+                "P": r["P"],
+                "dim": r.get("dim"),
+                "ours": mine,
+                "ours_cpu_s": ours["cpu_s"],
+                "ratios": ratios,
+                "fails": fails,
+                "temp_bytes": ours.get("xla_temp_bytes"),
+            }
+        )
     return out
 
 
@@ -33,33 +45,45 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
     if not rows:
         return []
     tgt = d.get("target_ratio", 10.0)
-    worst = [min(r["ratios"].get("numpyro_nuts", {"-": None}).values(), default=None)
-             for r in rows]  # fmt: skip
+    worst = [min(r["ratios"].get("numpyro_nuts", {"-": None}).values(), default=None) for r in rows]
     worst = [w for w in worst if w is not None]
-    per = ", ".join(f"{r['attention']} P={r['P']}: "
-                    f"{fmt_range(r['ratios'].get('numpyro_nuts', {}).values(), fmt_x)}"
-                    for r in rows)  # fmt: skip
+    per = ", ".join(
+        f"{r['attention']} P={r['P']}: "
+        f"{fmt_range(r['ratios'].get('numpyro_nuts', {}).values(), fmt_x)}"
+        for r in rows
+    )
     load = " (measured under load)" if d.get("measured_under_load") else ""
     met = fmt_met(min(worst) >= tgt) if worst else "-"
-    L = [f"| posterior: collapsed HMC vs NumPyro NUTS, ESS/CPU-s of U and order parameters"
-         f"{load} | {per} | >= {tgt:g}x | {met} |"]  # fmt: skip
+    L = [
+        f"| posterior: collapsed HMC vs NumPyro NUTS, ESS/CPU-s of U and order parameters"
+        f"{load} | {per} | >= {tgt:g}x | {met} |"
+    ]
     if not detail:
         return L
     st = d.get("settings", {})
-    L += ["", f"**Posterior** (reduced posterior, whitened marginal density of W^G, same for "
-          f"every sampler; L = {st.get('L')}, V = {st.get('V')}, width {st.get('width')}; "
-          f"{st.get('chains')} chains x {st.get('warmup')} warm-up + {st.get('samples')} "
-          "draws; ratio = ESS per CPU-second of the collapsed HMC / the candidate's, worst to "
-          "best over U and the order parameters):", "",
-          "| head | P | dim | collapsed HMC ESS/CPU-s (U) | vs NumPyro NUTS | vs BlackJAX "
-          "NUTS | vs BlackJAX HMC | vs ours, unit mass | XLA temp (ours) |",
-          "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    L += [
+        "",
+        f"**Posterior** (reduced posterior, whitened marginal density of W^G, same for "
+        f"every sampler; L = {st.get('L')}, V = {st.get('V')}, width {st.get('width')}; "
+        f"{st.get('chains')} chains x {st.get('warmup')} warm-up + {st.get('samples')} "
+        "draws; ratio = ESS per CPU-second of the collapsed HMC / the candidate's, worst to "
+        "best over U and the order parameters):",
+        "",
+        "| head | P | dim | collapsed HMC ESS/CPU-s (U) | vs NumPyro NUTS | vs BlackJAX "
+        "NUTS | vs BlackJAX HMC | vs ours, unit mass | XLA temp (ours) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        cell = lambda n: (fmt_range(r["ratios"][n].values(), fmt_x) if n in r["ratios"]  # noqa: E731
-                          else ("failed" if n in r["fails"] else "-"))  # fmt: skip
-        L.append(f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
-                 f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
-                 f"{cell('copyhead_hmc_unit')} | {fmt_mib(r['temp_bytes'])} |")  # fmt: skip
+        cell = lambda n: (
+            fmt_range(r["ratios"][n].values(), fmt_x)
+            if n in r["ratios"]  # noqa: E731
+            else ("failed" if n in r["fails"] else "-")
+        )
+        L.append(
+            f"| {r['attention']} | {r['P']} | {r['dim']} | {r['ours'].get('U', 0):,.0f} | "
+            f"{cell('numpyro_nuts')} | {cell('blackjax_nuts')} | {cell('blackjax_hmc')} | "
+            f"{cell('copyhead_hmc_unit')} | {fmt_mib(r['temp_bytes'])} |"
+        )
     t = d.get("transition") or {}
     if t.get("status"):
         when = f", measured {t['date'][:10]}" if t.get("date") else ""

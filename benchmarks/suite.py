@@ -75,8 +75,9 @@ def run_one(bench: Bench, bench_dir: Path, quick: bool) -> dict:
     root = bench_dir.parent
     load0 = _load()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     assert proc.stdout is not None
     with proc.stdout:
         for line in proc.stdout:
@@ -105,8 +106,10 @@ def run_suite(bench_dir: Path, quick: bool, only=None) -> dict[str, dict]:
     runs = {}
     t_start = time.perf_counter()
     for i, b in enumerate(todo, 1):
-        print(f"[{i}/{len(todo)}] {b.name}: {b.what} "
-              f"(elapsed {time.perf_counter() - t_start:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"[{i}/{len(todo)}] {b.name}: {b.what} (elapsed {time.perf_counter() - t_start:.0f} s)",
+            flush=True,
+        )
         path = results_dir / f"{b.name}.json"
         before = path.stat().st_mtime_ns if path.exists() else None
         try:
@@ -132,8 +135,9 @@ def run_suite(bench_dir: Path, quick: bool, only=None) -> dict[str, dict]:
         rss_s = "" if rss is None else f", peak RSS {rss:.0f} MB"
         print(f"[{i}/{len(todo)}] {b.name}: {state} in {run['wall_s']:.0f} s{rss_s}", flush=True)
     total = time.perf_counter() - t_start
-    print(f"suite: {sum(r['ok'] for r in runs.values())}/{len(runs)} ok in {total:.0f} s",
-          flush=True)  # fmt: skip
+    print(
+        f"suite: {sum(r['ok'] for r in runs.values())}/{len(runs)} ok in {total:.0f} s", flush=True
+    )
     return runs
 
 

@@ -100,8 +100,9 @@ class TorchRun:
             val = R[:, :V].T[self.t] + R[:, V:].T  # [P, b, v]
             K = torch.cat([torch.bmm(self.X.transpose(1, 2), val), val], 1)  # [P, D, V]
             H = torch.matmul(M, K)  # [P, D, V]
-            f = self.scale * (torch.gather(H[:, :V], 1, self.t[:, :, None].expand(-1, -1, V))
-                              + H[:, V:])  # fmt: skip
+            f = self.scale * (
+                torch.gather(H[:, :V], 1, self.t[:, :, None].expand(-1, -1, V)) + H[:, V:]
+            )
         err = ((f - self.Y) ** 2).sum((1, 2))
         data = torch.where(self.keep, err, torch.zeros_like(err)).sum()
         prior = sum((getattr(self, k) ** 2).sum() / (2 * s**2) for k, s in self.sig.items())
@@ -110,8 +111,14 @@ class TorchRun:
     def step(self) -> tuple[float, bool]:
         """One Adam epoch and the early-stopping bookkeeping; returns ``(U, stopped)``."""
         t = self.cfg.solver
-        lr = lr_at(self.step_count, lr=t.lr, warm=self.warm, total=t.max_epochs,
-                   schedule=t.schedule, final_frac=t.final_lr_frac)  # fmt: skip
+        lr = lr_at(
+            self.step_count,
+            lr=t.lr,
+            warm=self.warm,
+            total=t.max_epochs,
+            schedule=t.schedule,
+            final_frac=t.final_lr_frac,
+        )
         for g in self.opt.param_groups:
             g["lr"] = lr * g["factor"]
         self.opt.zero_grad(set_to_none=True)

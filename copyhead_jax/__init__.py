@@ -101,14 +101,40 @@ __version__ = "0.1.0"
 #: ``ch.bayes``: the names of the former ``bayes/`` namespace, which now live in ``sampling``
 #: (statistics, TI, WBIC, LLC) and ``transition`` (branch TI, SMC, the root of a P*)
 _BAYES = {
-    "sampling": ("ChainSummary", "LLCResult", "Susceptibility", "TIResult", "WBICResult",
-                 "beta_ladder", "default_nbeta", "ess", "local_learning_coefficient",
-                 "mcse_mean", "run_mean", "run_susceptibility", "split_rhat", "susceptibility",
-                 "thermodynamic_integration", "ti_quadrature", "wbic"),
-    "transition": ("SMCResult", "anchored_root", "branch_log_z", "bracket_slope",
-                   "combine_seeds", "crossing", "hmc_move", "next_probe",
-                   "path_rungs", "pooled_slope", "reference_mass", "tempered_smc"),
-}  # fmt: skip
+    "sampling": (
+        "ChainSummary",
+        "LLCResult",
+        "Susceptibility",
+        "TIResult",
+        "WBICResult",
+        "beta_ladder",
+        "default_nbeta",
+        "ess",
+        "local_learning_coefficient",
+        "mcse_mean",
+        "run_mean",
+        "run_susceptibility",
+        "split_rhat",
+        "susceptibility",
+        "thermodynamic_integration",
+        "ti_quadrature",
+        "wbic",
+    ),
+    "transition": (
+        "SMCResult",
+        "anchored_root",
+        "branch_log_z",
+        "bracket_slope",
+        "combine_seeds",
+        "crossing",
+        "hmc_move",
+        "next_probe",
+        "path_rungs",
+        "pooled_slope",
+        "reference_mass",
+        "tempered_smc",
+    ),
+}
 
 
 def __getattr__(name: str):

@@ -91,8 +91,10 @@ def check_output_path(
     if kind is not None and p.is_file():
         have = stored_kind(p)
         if have is not None and have != kind:
-            raise ValueError(f"{name} {str(p)!r} holds a {have!r}; refusing to replace it with "
-                             f"a {kind!r} (give another path)")  # fmt: skip
+            raise ValueError(
+                f"{name} {str(p)!r} holds a {have!r}; refusing to replace it with "
+                f"a {kind!r} (give another path)"
+            )
     _check_writable_parent(name, p, target.parent)
     return p
 
@@ -126,14 +128,19 @@ def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[P
     for o in outputs:
         for i in ins:
             if same_path(o.path, i):
-                raise ValueError(f"{o.name} {str(o.path)!r} is the input file {str(i)!r}; give "
-                                 "another path")  # fmt: skip
+                raise ValueError(
+                    f"{o.name} {str(o.path)!r} is the input file {str(i)!r}; give another path"
+                )
             if _under(o.path, i):
-                raise ValueError(f"{o.name} {str(o.path)!r} lies under the input file "
-                                 f"{str(i)!r}; give another path")  # fmt: skip
+                raise ValueError(
+                    f"{o.name} {str(o.path)!r} lies under the input file "
+                    f"{str(i)!r}; give another path"
+                )
             if o.folder and _under(i, o.path) and o.removed:
-                raise ValueError(f"{o.name} {str(o.path)!r} holds the input {str(i)!r} and is "
-                                 "removed when the command completes; move the input")  # fmt: skip
+                raise ValueError(
+                    f"{o.name} {str(o.path)!r} holds the input {str(i)!r} and is "
+                    "removed when the command completes; move the input"
+                )
     for o in outputs:
         if o.folder:
             check_output_folder(o.name, o.path)
@@ -144,13 +151,17 @@ def check_paths(outputs: Iterable[Output], inputs: Iterable[Any] = ()) -> list[P
     for j, a in enumerate(outputs):
         for b in outputs[j + 1 :]:
             if same_path(a.path, b.path):
-                raise ValueError(f"{a.name} {str(a.path)!r} and {b.name} {str(b.path)!r} are "
-                                 "the same file; give other paths")  # fmt: skip
+                raise ValueError(
+                    f"{a.name} {str(a.path)!r} and {b.name} {str(b.path)!r} are "
+                    "the same file; give other paths"
+                )
             for x, y in ((a, b), (b, a)):
                 if _under(x.path, y.path) and (not y.folder or y.removed):
                     what = "the file" if not y.folder else "the folder removed at the end,"
-                    raise ValueError(f"{x.name} {str(x.path)!r} lies under {what} {y.name} "
-                                     f"{str(y.path)!r}; give other paths")  # fmt: skip
+                    raise ValueError(
+                        f"{x.name} {str(x.path)!r} lies under {what} {y.name} "
+                        f"{str(y.path)!r}; give other paths"
+                    )
     return [o.path for o in outputs]
 
 
@@ -206,8 +217,9 @@ def _check_writable_parent(name: str, p: Path, folder: Path) -> None:
     if not folder.is_dir():
         raise ValueError(f"{name} {str(p)!r} is not writable: {str(folder)!r} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {str(p)!r} is not writable: no write permission in "
-                         f"{str(folder)!r}")  # fmt: skip
+        raise ValueError(
+            f"{name} {str(p)!r} is not writable: no write permission in {str(folder)!r}"
+        )
 
 
 def stored_kind(path: Any) -> str | None:

@@ -49,8 +49,11 @@ def rename_order(name: str, src: tuple[str, str], dst: tuple[str, str]) -> str:
 
 def resolve_order(name: str, keys, names: tuple[str, str]) -> str:
     """The key of ``keys`` that ``name`` means: itself, or its generic/own alias; else ``name``."""
-    for cand in (name, rename_order(name, GENERIC_ORDER, names),
-                 rename_order(name, names, GENERIC_ORDER)):  # fmt: skip
+    for cand in (
+        name,
+        rename_order(name, GENERIC_ORDER, names),
+        rename_order(name, names, GENERIC_ORDER),
+    ):
         if cand in keys:
             return cand
     return name
@@ -59,9 +62,21 @@ def resolve_order(name: str, keys, names: tuple[str, str]) -> str:
 #: Per-run scalar fields of a sweep, each stored as an array indexed ``[P, seed]``; ``c1``/``cG``
 #: are the generic names (stored under the head's ``order_names``, see ``GENERIC_ORDER``).
 SCALARS = (
-    "c1", "cG", "r", "psi", "coverage", "sample_coverage", "train_loss", "test_loss",
-    "copy_accuracy", "U", "grad_norm", "grad_norm_span", "stop_epoch", "finite",
-)  # fmt: skip
+    "c1",
+    "cG",
+    "r",
+    "psi",
+    "coverage",
+    "sample_coverage",
+    "train_loss",
+    "test_loss",
+    "copy_accuracy",
+    "U",
+    "grad_norm",
+    "grad_norm_span",
+    "stop_epoch",
+    "finite",
+)
 #: Arrays every sweep file must hold (checked at load); ``diverged`` is optional (older files).
 REQUIRED = (*SCALARS, "mean_attention", "positional_logits", "curve_U", "curve_loss")
 
@@ -292,9 +307,16 @@ def sampler_from_meta(meta: dict, cfg: Config) -> SGLDConfig | HMCConfig:
     old = SGLDConfig(**meta["sgld"])
     if cfg.model.engine != "reduced":
         return old
-    return HMCConfig(step_size=old.step_size, n_iter=old.n_steps - old.burn_in,
-                     n_warmup=old.burn_in, thin=old.thin, n_chains=old.n_chains,
-                     seed=old.seed, n_adapt=100, adapt_mass=False)  # fmt: skip
+    return HMCConfig(
+        step_size=old.step_size,
+        n_iter=old.n_steps - old.burn_in,
+        n_warmup=old.burn_in,
+        thin=old.thin,
+        n_chains=old.n_chains,
+        seed=old.seed,
+        n_adapt=100,
+        adapt_mass=False,
+    )
 
 
 @dataclass
@@ -319,8 +341,10 @@ class PosteriorResult(_OfSweep):
         if name in self.fields:
             return self.arrays["draws"][..., self.fields.index(name)]
         if name not in self.arrays:
-            raise KeyError(f"PosteriorResult has no {name!r}; fields {self.fields}, "
-                           f"arrays {sorted(self.arrays)}")  # fmt: skip
+            raise KeyError(
+                f"PosteriorResult has no {name!r}; fields {self.fields}, "
+                f"arrays {sorted(self.arrays)}"
+            )
         return self.arrays[name]
 
     @property
@@ -342,10 +366,14 @@ class PosteriorResult(_OfSweep):
     def save(self, path) -> Path:
         meta = dict(self.meta)
         meta.update(
-            kind=POSTERIOR_KIND, schema=SCHEMA_VERSION, config=self.config.to_dict(),
-            sampler=dataclasses.asdict(self.sampler), sampler_kind=self.sampler.kind,
-            sampler_name=self.sampler.name, fields=list(self.fields),
-        )  # fmt: skip
+            kind=POSTERIOR_KIND,
+            schema=SCHEMA_VERSION,
+            config=self.config.to_dict(),
+            sampler=dataclasses.asdict(self.sampler),
+            sampler_kind=self.sampler.kind,
+            sampler_name=self.sampler.name,
+            fields=list(self.fields),
+        )
         return atomic_save_npz(path, self.arrays, meta)
 
     @classmethod

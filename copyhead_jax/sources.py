@@ -87,8 +87,15 @@ def check_task_source(task) -> None:
     if task.transition is not None:
         T = check_transition(task.transition, V=task.V, name="TaskConfig.transition")
         object.__setattr__(task, "transition", tuple(tuple(float(x) for x in r) for r in T))
-    chosen = [k for k, on in (("rho", rho != 0.0), ("alpha", task.alpha is not None),
-                              ("transition", task.transition is not None)) if on]  # fmt: skip
+    chosen = [
+        k
+        for k, on in (
+            ("rho", rho != 0.0),
+            ("alpha", task.alpha is not None),
+            ("transition", task.transition is not None),
+        )
+        if on
+    ]
     if task.source == "iid" and chosen:
         raise ValueError(
             f"TaskConfig.{chosen[0]} needs TaskConfig.source='markov' (source is 'iid')"
@@ -267,7 +274,7 @@ def user_seed_data(tokens: Any, cfg, P_pad: int, *, check_only: bool = False):
         SeedData(
             train=jnp.asarray(t[s * B : s * B + P_pad]),
             test=jnp.asarray(t[(s + 1) * B - n_test : (s + 1) * B]),
-        )  # fmt: skip
+        )
         for s in range(cfg.sweep.n_seeds)
     ]
 

@@ -219,8 +219,11 @@ def set_aside(path: str | os.PathLike, why: str) -> Path | None:
         kept = None
         _unlink_quietly(str(path))
     where = f"set aside as {str(kept)!r}" if kept else "removed"
-    warnings.warn(f"checkpoint {str(path)!r} failed to load ({why}); {where}, recomputing its "
-                  "work", DamagedCheckpointWarning, stacklevel=2)  # fmt: skip
+    warnings.warn(
+        f"checkpoint {str(path)!r} failed to load ({why}); {where}, recomputing its work",
+        DamagedCheckpointWarning,
+        stacklevel=2,
+    )
     return kept
 
 

@@ -50,8 +50,16 @@ REPORTS = ROOT / "docs" / "reports"
 SUMMARY = REPORTS / "README.md"
 
 
-def run_artefact(artefact: str, *, mode: str, preset: str, out: Path, cache: Path,
-                 reading: str | None = None, **kw) -> dict:  # fmt: skip
+def run_artefact(
+    artefact: str,
+    *,
+    mode: str,
+    preset: str,
+    out: Path,
+    cache: Path,
+    reading: str | None = None,
+    **kw,
+) -> dict:
     """Run one artefact for one preset (under ``reading``: ``common.load_spec``) and return its
     result dict (``kw``: its own options)."""
     spec = common.load_spec(mode, preset, artefact, cache, reading)
@@ -72,8 +80,12 @@ def run_command(name: str, argv: list[str]) -> int:
     try:
         with warnings.catch_warnings():  # runs it as __main__ even if imported
             warnings.filterwarnings("ignore", "'experiments\\..*' found in sys.modules")
-            runpy.run_module(f"experiments.{ARTEFACTS[name][0]}", {"COMMAND": name},
-                             run_name="__main__", alter_sys=True)  # fmt: skip
+            runpy.run_module(
+                f"experiments.{ARTEFACTS[name][0]}",
+                {"COMMAND": name},
+                run_name="__main__",
+                alter_sys=True,
+            )
     finally:
         sys.argv = saved
     return 0
@@ -112,8 +124,9 @@ def job_name(job: tuple) -> str:
     return f"{job[0]} ({job[1]})"
 
 
-def plan(artefacts, presets, mode: str, cache: Path,
-         reading: str | None = None) -> list[tuple[tuple, list[tuple], float]]:  # fmt: skip
+def plan(
+    artefacts, presets, mode: str, cache: Path, reading: str | None = None
+) -> list[tuple[tuple, list[tuple], float]]:
     """Independent jobs with their dependencies: ``(job, deps, cost)``. Each width of the main
     artefact is a job of its own (its runs and theory go to the cache; ``main`` then only
     assembles them); every other artefact waits for ``main`` of its preset (it reuses main's
@@ -136,8 +149,9 @@ def plan(artefacts, presets, mode: str, cache: Path,
     return out
 
 
-def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path,
-                 reading: str | None = None) -> None:  # fmt: skip
+def run_parallel(
+    jobs: int, artefacts, presets, *, mode: str, out: Path, cache: Path, reading: str | None = None
+) -> None:
     """Run :func:`plan`'s jobs in ``jobs`` worker processes (``copyhead_jax.runner.run_dependent``:
     longest ready job first, one job per process). The results are those of the serial order:
     every job reads and writes the same content-addressed cache, and a result two jobs need is
@@ -148,64 +162,105 @@ def run_parallel(jobs: int, artefacts, presets, *, mode: str, out: Path, cache: 
 
     def done(job, t):
         per[t["pid"]] = per.get(t["pid"], 0.0) + t["cpu_s"]
-        print(f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
-              f"(worker {t['pid']})", flush=True)  # fmt: skip
+        print(
+            f"{job_name(job)}: {t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU "
+            f"(worker {t['pid']})",
+            flush=True,
+        )
 
     fn = functools.partial(worker, mode=mode, out=out, cache=cache, reading=reading)
-    n = len(run_dependent(fn, plan(artefacts, presets, mode, cache, reading), workers=jobs,
-                          on_done=done))  # fmt: skip
+    n = len(
+        run_dependent(
+            fn, plan(artefacts, presets, mode, cache, reading), workers=jobs, on_done=done
+        )
+    )
     # the workers have exited: their CPU time (start-up included) is the children's
     cpu = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
-    print(f"{n} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, {cpu:.0f} s CPU in all "
-          f"(jobs per worker: {', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))}"
-          " s CPU)", flush=True)  # fmt: skip
+    print(
+        f"{n} jobs in {jobs} workers: {time.time() - t0:.0f} s wall, {cpu:.0f} s CPU in all "
+        f"(jobs per worker: {', '.join(f'{v:.0f}' for v in sorted(per.values(), reverse=True))}"
+        " s CPU)",
+        flush=True,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments", description=__doc__.split("\n")[0])
-    p.add_argument("artefact", choices=(*SPEC_ARTEFACTS, "all", "report"),
-                   help="an artefact, all of them (then the report), or only the report; "
-                   f"with their own flags: {', '.join(sorted(set(ARTEFACTS) - set(SPEC_ARTEFACTS)))}")  # fmt: skip  # noqa: E501
+    p.add_argument(
+        "artefact",
+        choices=(*SPEC_ARTEFACTS, "all", "report"),
+        help="an artefact, all of them (then the report), or only the report; "
+        f"with their own flags: {', '.join(sorted(set(ARTEFACTS) - set(SPEC_ARTEFACTS)))}",
+    )  # noqa: E501
     g = p.add_mutually_exclusive_group()
     for flags, const, text in (
-        (("--quick",), "quick", "small and fast: width 128, full-width Adam, 1-2 seeds (<= ~15 "
-         "min per artefact)"),
-        (("--full-network", "--full"), "full", "the paper's full-network protocol (width 10,000, "
-         "trained embeddings, Adam, 10 seeds): a GPU job"),
+        (
+            ("--quick",),
+            "quick",
+            "small and fast: width 128, full-width Adam, 1-2 seeds (<= ~15 min per artefact)",
+        ),
+        (
+            ("--full-network", "--full"),
+            "full",
+            "the paper's full-network protocol (width 10,000, "
+            "trained embeddings, Adam, 10 seeds): a GPU job",
+        ),
         (("--tiny",), "tiny", "seconds-sized smoke run"),
-    ):  # fmt: skip
+    ):
         g.add_argument(*flags, dest="mode", action="store_const", const=const, help=text)
     # the default: the paper's configuration through the exact width reduction (a CPU job)
     p.set_defaults(mode="paper")
-    p.add_argument("--preset", choices=(*PRESETS, "both"), default="both",
-                   help="theory/engine conventions (default: both, plain first)")  # fmt: skip
-    p.add_argument("--reading", choices=tuple(READINGS), default=None,
-                   help="the reading of the paper's conventions the preset runs under, as on "
-                   "every copyhead command: "
-                   + "; ".join(f"{r}: " + ", ".join(f"{k}={v}" for sec in f.values()
-                                                    for k, v in sec.items())
-                               for r, f in READINGS.items())
-                   + "; the preset's grids and settings kept, outputs named PRESET-READING; "
-                   f"one --preset, artefacts {', '.join(common.READING_ARTEFACTS)} (the others "
-                   "refuse it); default: the preset's own")  # fmt: skip
+    p.add_argument(
+        "--preset",
+        choices=(*PRESETS, "both"),
+        default="both",
+        help="theory/engine conventions (default: both, plain first)",
+    )
+    p.add_argument(
+        "--reading",
+        choices=tuple(READINGS),
+        default=None,
+        help="the reading of the paper's conventions the preset runs under, as on "
+        "every copyhead command: "
+        + "; ".join(
+            f"{r}: " + ", ".join(f"{k}={v}" for sec in f.values() for k, v in sec.items())
+            for r, f in READINGS.items()
+        )
+        + "; the preset's grids and settings kept, outputs named PRESET-READING; "
+        f"one --preset, artefacts {', '.join(common.READING_ARTEFACTS)} (the others "
+        "refuse it); default: the preset's own",
+    )
     o = p.add_mutually_exclusive_group()
-    o.add_argument("--out", default=None,
-                   help="output folder (default: results/experiments/MODE; never docs/ unless "
-                   "--publish)")  # fmt: skip
-    o.add_argument("--publish", action="store_true",
-                   help="write into docs/reports/ (the committed reports) and refresh the table "
-                   "of docs/reports/README.md")  # fmt: skip
-    p.add_argument("--cache", default=None,
-                   help="sweep/sampler cache (default: results/reproduce/cache/MODE)")  # fmt: skip
-    p.add_argument("--cluster", metavar="ADDRESS",
-                   help="posterior-branches: run its groups without a record on a Dask cluster: a "
-                   "scheduler address tcp://host:port, or local:N (N local worker processes); "
-                   "same records as without")  # fmt: skip
-    p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes for independent (artefact, preset, width) jobs (default: "
-                   "2 in the default mode on a machine with 2 or more cores, else 1; XLA runs one "
-                   "thread per process on a small machine, so 2 workers use both cores); same "
-                   "results as 1")  # fmt: skip
+    o.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: results/experiments/MODE; never docs/ unless --publish)",
+    )
+    o.add_argument(
+        "--publish",
+        action="store_true",
+        help="write into docs/reports/ (the committed reports) and refresh the table "
+        "of docs/reports/README.md",
+    )
+    p.add_argument(
+        "--cache", default=None, help="sweep/sampler cache (default: results/reproduce/cache/MODE)"
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="posterior-branches: run its groups without a record on a Dask cluster: a "
+        "scheduler address tcp://host:port, or local:N (N local worker processes); "
+        "same records as without",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes for independent (artefact, preset, width) jobs (default: "
+        "2 in the default mode on a machine with 2 or more cores, else 1; XLA runs one "
+        "thread per process on a small machine, so 2 workers use both cores); same "
+        "results as 1",
+    )
     return p
 
 
@@ -231,11 +286,15 @@ def run(args) -> int:
     reading = args.reading
     if reading is not None:  # before any work: one preset, artefacts it means something for
         if args.artefact in ("all", "report"):
-            raise ValueError(f"--reading: {args.artefact} writes the report of the presets' "
-                             "own readings; run its artefacts one by one under a reading")
+            raise ValueError(
+                f"--reading: {args.artefact} writes the report of the presets' "
+                "own readings; run its artefacts one by one under a reading"
+            )
         if args.preset == "both":
-            raise ValueError("--reading runs one preset's grids under a reading: give --preset "
-                             "paper or --preset plain")  # fmt: skip
+            raise ValueError(
+                "--reading runs one preset's grids under a reading: give --preset "
+                "paper or --preset plain"
+            )
         for a in artefacts:
             common.load_spec(args.mode, args.preset, a, cache, reading)
     if artefacts and args.mode == "paper":  # the exact solver's programs (Adam modes: --quick)
@@ -247,17 +306,22 @@ def run(args) -> int:
         raise ValueError(f"--jobs must be >= 1; got {jobs}")
     n_jobs = len(plan(artefacts, presets, args.mode, cache, reading)) if artefacts else 0
     if jobs > 1 and n_jobs > 1:
-        run_parallel(jobs, artefacts, presets, mode=args.mode, out=out, cache=cache,
-                     reading=reading)  # fmt: skip
+        run_parallel(
+            jobs, artefacts, presets, mode=args.mode, out=out, cache=cache, reading=reading
+        )
         artefacts = ()  # done; the report below
     for preset in presets:  # main first: the others reuse its runs
         for a in artefacts:
             t0, c0 = time.time(), cpu_seconds()
-            run_artefact(a, mode=args.mode, preset=preset, out=out, cache=cache,
-                         reading=reading, **kw)  # fmt: skip
+            run_artefact(
+                a, mode=args.mode, preset=preset, out=out, cache=cache, reading=reading, **kw
+            )
             name = preset if reading is None else f"{preset} under {reading}"
-            print(f"{a} ({name}, {args.mode}): {time.time() - t0:.0f} s wall, "
-                  f"{cpu_seconds() - c0:.0f} s CPU", flush=True)  # fmt: skip
+            print(
+                f"{a} ({name}, {args.mode}): {time.time() - t0:.0f} s wall, "
+                f"{cpu_seconds() - c0:.0f} s CPU",
+                flush=True,
+            )
     if args.artefact in ("all", "report"):
         path = report.main(out, mode=args.mode)
         print(f"wrote {path}")
@@ -270,8 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     if raw and ARTEFACTS.get(raw[0], (None, None))[1] == "cli":
         if any(a == "--reading" or a.startswith("--reading=") for a in raw[1:]):
-            print(f"python -m experiments: error: --reading: {raw[0]} takes none: "
-                  f"{common.NO_READING[raw[0]]}", file=sys.stderr)  # fmt: skip
+            print(
+                f"python -m experiments: error: --reading: {raw[0]} takes none: "
+                f"{common.NO_READING[raw[0]]}",
+                file=sys.stderr,
+            )
             return 2
         return run_command(raw[0], raw[1:])
     args = build_parser().parse_args(raw)
@@ -286,8 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m experiments: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        print("\npython -m experiments: interrupted; finished runs are kept in the cache; rerun "
-              "the same command to resume", file=sys.stderr)  # fmt: skip
+        print(
+            "\npython -m experiments: interrupted; finished runs are kept in the cache; rerun "
+            "the same command to resume",
+            file=sys.stderr,
+        )
         if argv is None:
             ch.exit_now(ch.interrupt_status(e))  # no teardown under XLA's running threads
         return ch.interrupt_status(e)

@@ -49,8 +49,12 @@ def early_warning(post: dict | None, field: str, P_star: float | None) -> dict[s
     """:func:`copyhead_jax.compare.early_warning` (the one definition) of the SGLD variance of
     ``field`` in the window placed at ``P_star``."""
     if post is None:
-        return {"signal": "undetermined", "verdict": "undetermined", "var_ratio": None,
-                "reason": "no posterior"}  # fmt: skip
+        return {
+            "signal": "undetermined",
+            "verdict": "undetermined",
+            "var_ratio": None,
+            "reason": "no posterior",
+        }
     return {"field": field, **warn(post["P"], post[f"{field}_var"], P_star)}
 
 
@@ -117,8 +121,9 @@ def analyse(spec: C.Spec, m: dict[str, Any]) -> dict[str, Any]:
         "sgld_softmax": post_summary(post_soft),
     }
     keep = ("P", "c1", "cG", "psi", "aG", "mse", "n_min", "minima_aG", "minima_valid")
-    ek_small = {a: {o: {k: v for k, v in c.items() if k in keep} for o, c in ek[a].items()}
-                for a in ek}  # fmt: skip
+    ek_small = {
+        a: {o: {k: v for k, v in c.items() if k in keep} for o, c in ek[a].items()} for a in ek
+    }
     return {
         "theory_ek_points": ek_map,
         "theory_ek_points_post": ek_post,

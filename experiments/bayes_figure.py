@@ -69,24 +69,48 @@ def _measured(results: Path, kind: str, name: str) -> dict:
     d = _load(results, name)
     if kind == "branch":
         b = bayesian_interval(d)
-        return dict(P_star=b["P_star"], lo=b["lo"], hi=b["hi"], n_seeds=d["n_seeds"],
-                    n_flagged=len(b["flagged"]), n_runs=b["n_runs"], source=name, flag_rule=RULE,
-                    method="branch TI (F_copy = F_pool), " + b["rule"])  # fmt: skip
+        return dict(
+            P_star=b["P_star"],
+            lo=b["lo"],
+            hi=b["hi"],
+            n_seeds=d["n_seeds"],
+            n_flagged=len(b["flagged"]),
+            n_runs=b["n_runs"],
+            source=name,
+            flag_rule=RULE,
+            method="branch TI (F_copy = F_pool), " + b["rule"],
+        )
     if kind == "transition":
         n_runs = sum(2 * len(s["probes"]) for s in d["seeds"])
-        return dict(P_star=d["P_star"], lo=d["interval"][0], hi=d["interval"][1],
-                    n_seeds=d["summary"]["n"], n_flagged=len(d["flagged"]), n_runs=n_runs,
-                    source=name, flag_rule=RULE,
-                    method="copyhead transition (branch TI per seed)")  # fmt: skip
+        return dict(
+            P_star=d["P_star"],
+            lo=d["interval"][0],
+            hi=d["interval"][1],
+            n_seeds=d["summary"]["n"],
+            n_flagged=len(d["flagged"]),
+            n_runs=n_runs,
+            source=name,
+            flag_rule=RULE,
+            method="copyhead transition (branch TI per seed)",
+        )
     n_win = sum(len(p["windows"]["a_min"]) for s in d["seeds"] for p in s["profiles"].values())
     lim = d["settings"]["profile"]
     lo, hi = _profile_interval(d)
-    return dict(P_star=d["P_star"], lo=lo, hi=hi, printed=d["interval"],
-                n_seeds=d["n_seeds"], n_flagged=len(d["flagged"]), n_runs=n_win,
-                verdict=d["verdict"], source=name, unit="windows",
-                flag_rule=f"R-hat > {lim['rhat_max']:g} or ESS < {lim['ess_min']:g} "
-                          "(the profile's own limits; its errors widened there)",
-                method="free-energy profile in a_G")  # fmt: skip
+    return dict(
+        P_star=d["P_star"],
+        lo=lo,
+        hi=hi,
+        printed=d["interval"],
+        n_seeds=d["n_seeds"],
+        n_flagged=len(d["flagged"]),
+        n_runs=n_win,
+        verdict=d["verdict"],
+        source=name,
+        unit="windows",
+        flag_rule=f"R-hat > {lim['rhat_max']:g} or ESS < {lim['ess_min']:g} "
+        "(the profile's own limits; its errors widened there)",
+        method="free-energy profile in a_G",
+    )
 
 
 def _profile_interval(d: dict) -> tuple[float, float]:
@@ -94,8 +118,10 @@ def _profile_interval(d: dict) -> tuple[float, float]:
     applied to its stored probes (``decide`` per seed, ``over_seeds``); a run printed before the
     rule may have propagated a bracket end's error linearly, which the rule does not."""
     num = lambda x: tuple(x) if isinstance(x, list) else math.nan if x is None else x  # noqa: E731
-    v = [profile.decide([profile.Probe(**{k: num(x) for k, x in p.items()}) for p in s["probes"]])
-         for s in d["seeds"]]  # fmt: skip
+    v = [
+        profile.decide([profile.Probe(**{k: num(x) for k, x in p.items()}) for p in s["probes"]])
+        for s in d["seeds"]
+    ]
     o = profile.over_seeds(v)
     return min(o["lo"], d["interval"][0]), max(o["hi"], d["interval"][1])
 
@@ -107,8 +133,9 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
     if reading == "plain" and primary != "profile" and prof.exists():
         d = _load(results, prof.name)
         lo, hi = _profile_interval(d)
-        out["profile"] = dict(P=d["P_star"], lo=lo, hi=hi,
-                              n_flagged=len(d["flagged"]), source=prof.name)  # fmt: skip
+        out["profile"] = dict(
+            P=d["P_star"], lo=lo, hi=hi, n_flagged=len(d["flagged"]), source=prof.name
+        )
     if (reading, L, V) == ("plain", 25, 5):
         w = _load(results, "posterior_smc.json")["weight_window"]
         out["smc"] = dict(P=w["P_equal"], source="posterior_smc.json (w_copy = 1/2)")
@@ -129,17 +156,31 @@ def softmax_rows(results: Path) -> list[dict]:
     rows = []
     for reading, L, V, kind, name in SOFTMAX:
         t = theory[(reading, L, V)]
-        series = {"ek_map": {"P": t["ek_map"]}, "ek_post": {"P": t["ek_post"]},
-                  "route_B": {"P": t["P_aG_bayes"], "lo": t["replica_interval"][0],
-                              "hi": t["replica_interval"][1], "replicas": t["replicas"]},
-                  "route_A": None}  # fmt: skip
+        series = {
+            "ek_map": {"P": t["ek_map"]},
+            "ek_post": {"P": t["ek_post"]},
+            "route_B": {
+                "P": t["P_aG_bayes"],
+                "lo": t["replica_interval"][0],
+                "hi": t["replica_interval"][1],
+                "replicas": t["replicas"],
+            },
+            "route_A": None,
+        }
         if (reading, L, V) == ROUTE_A[:3]:
             if any(r["n_sequences"] != ROUTE_A[3] * L for r in ra):
                 raise ValueError("bayes_theory_route_a.json is not at the configuration named")
             reps = [r["P_star"] for r in ra]
             series["route_A"] = {"P": float(np.mean(reps)), "replicas": reps}
-        rows.append(dict(reading=reading, L=L, V=V, measured=_measured(results, kind, name),
-                         series=series | _others(results, reading, L, V, kind)))  # fmt: skip
+        rows.append(
+            dict(
+                reading=reading,
+                L=L,
+                V=V,
+                measured=_measured(results, kind, name),
+                series=series | _others(results, reading, L, V, kind),
+            )
+        )
     return rows
 
 
@@ -170,16 +211,29 @@ def linear_rows(results: Path) -> list[dict]:
         if (t["inputs"]["L"], t["inputs"]["V"]) != (25, 5):  # posterior_plain's configuration
             continue
         bad, n = _linear_flags(post, m["bracket"])
-        rows.append(dict(
-            reading="plain", L=25, V=5,
-            measured=dict(P_star=m["P_star"], lo=m["bracket"][0], hi=m["bracket"][1],
-                          n_seeds=min(post["n_seeds_per_P"]), n_flagged=bad, n_runs=n,
-                          flag_rule=RULE + " (worst of U, c1, cG)",
-                          source="posterior_plain.json (linear, posterior psi = 1/2)",
-                          method="seed-mean psi = 1/2, bracket of the P grid"),
-            series={"ek_map": {"P": t["ek_map"]["P_cG_half"]},
+        rows.append(
+            dict(
+                reading="plain",
+                L=25,
+                V=5,
+                measured=dict(
+                    P_star=m["P_star"],
+                    lo=m["bracket"][0],
+                    hi=m["bracket"][1],
+                    n_seeds=min(post["n_seeds_per_P"]),
+                    n_flagged=bad,
+                    n_runs=n,
+                    flag_rule=RULE + " (worst of U, c1, cG)",
+                    source="posterior_plain.json (linear, posterior psi = 1/2)",
+                    method="seed-mean psi = 1/2, bracket of the P grid",
+                ),
+                series={
+                    "ek_map": {"P": t["ek_map"]["P_cG_half"]},
                     "ek_post": {"P": t["ek_post"]["P_cG_half"]},
-                    "route_B": {"P": t["P_cG_half_bayes"]}}))  # fmt: skip
+                    "route_B": {"P": t["P_cG_half_bayes"]},
+                },
+            )
+        )
     return rows
 
 
@@ -190,14 +244,21 @@ def law(rows: list[dict]) -> dict:
     L, V = [r["L"] for r in plain], [r["V"] for r in plain]
     m = [[r["measured"][k] for r in plain] for k in ("P_star", "lo", "hi")]
     b = [[r["series"]["route_B"][k] for r in plain] for k in ("P", "lo", "hi")]
-    return {"configurations": [[r["L"], r["V"]] for r in plain],
-            "measured": measured_law(L, V, *m), "route_B": measured_law(L, V, *b)}  # fmt: skip
+    return {
+        "configurations": [[r["L"], r["V"]] for r in plain],
+        "measured": measured_law(L, V, *m),
+        "route_B": measured_law(L, V, *b),
+    }
 
 
 def compare(results: Path) -> dict:
     """Every row with its ratios over the measured point, and the law of the plain rows."""
-    doc = {"kind": "bayes_compare", "softmax": softmax_rows(results),
-           "linear": linear_rows(results), "no_json_source": NO_SOURCE}
+    doc = {
+        "kind": "bayes_compare",
+        "softmax": softmax_rows(results),
+        "linear": linear_rows(results),
+        "no_json_source": NO_SOURCE,
+    }
     for r in doc["softmax"] + doc["linear"]:
         P = r["measured"]["P_star"]
         r["ratio"] = {k: v["P"] / P for k, v in r["series"].items() if v is not None}
@@ -206,10 +267,15 @@ def compare(results: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments bayes-figure",
-                                 description=__doc__.split("\n")[0])  # fmt: skip
-    ap.add_argument("--results", type=Path, default=RESULTS,
-                    help="folder of the committed results; bayes_compare.json goes there")
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments bayes-figure", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder of the committed results; bayes_compare.json goes there",
+    )
     ap.add_argument("--figures", type=Path, default=FIGURES, help="folder of the figure")
     args = ap.parse_args(argv)
     doc = compare(args.results)
@@ -218,17 +284,21 @@ def main(argv: list[str] | None = None) -> int:
     for r in doc["softmax"] + doc["linear"]:
         m = r["measured"]
         ratios = ", ".join(f"{k} {v:.3f}" for k, v in r["ratio"].items())
-        print(f"{r['reading']} L={r['L']} V={r['V']}: measured {m['P_star']:.4g} "
-              f"[{m['lo']:.4g}, {m['hi']:.4g}] ({m['n_flagged']}/{m['n_runs']} flagged); "
-              f"over it: {ratios}")  # fmt: skip
+        print(
+            f"{r['reading']} L={r['L']} V={r['V']}: measured {m['P_star']:.4g} "
+            f"[{m['lo']:.4g}, {m['hi']:.4g}] ({m['n_flagged']}/{m['n_runs']} flagged); "
+            f"over it: {ratios}"
+        )
     for name, f in doc["law"].items():
         if name == "configurations":
             continue
         j = f["fit"]
-        print(f"law, {name} ({j['n']} plain configurations): k_L {j['k_L']:.3f} "
-              f"[{f['k_L_ci'][0]:.3f}, {f['k_L_ci'][1]:.3f}], k_V {j['k_V']:.3f} "
-              f"[{f['k_V_ci'][0]:.3f}, {f['k_V_ci'][1]:.3f}], C {j['C']:.3g}, R^2 {j['r2']:.3f}; "
-              f"ln^2 L: R^2 {f['paper_law']['r2']:.2f}")  # fmt: skip
+        print(
+            f"law, {name} ({j['n']} plain configurations): k_L {j['k_L']:.3f} "
+            f"[{f['k_L_ci'][0]:.3f}, {f['k_L_ci'][1]:.3f}], k_V {j['k_V']:.3f} "
+            f"[{f['k_V_ci'][0]:.3f}, {f['k_V_ci'][1]:.3f}], C {j['C']:.3g}, R^2 {j['r2']:.3f}; "
+            f"ln^2 L: R^2 {f['paper_law']['r2']:.2f}"
+        )
     print(f"wrote {args.results / 'bayes_compare.json'} and {args.figures / FIGURE}")
     return 0
 

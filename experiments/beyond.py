@@ -78,8 +78,9 @@ DEFAULTS = dict(
 
 def chains(s: dict) -> list[dict]:
     """The Markov chains of the settings, as ``TaskConfig`` fields."""
-    return [{"rho": r} for r in s["rho"]] + [{"alpha": a, "chain_seed": s["chain_seed"]}
-                                             for a in s["alpha"]]  # fmt: skip
+    return [{"rho": r} for r in s["rho"]] + [
+        {"alpha": a, "chain_seed": s["chain_seed"]} for a in s["alpha"]
+    ]
 
 
 def config(s: dict, chain: dict, causal: bool, attention: str, init: str = "prior"):
@@ -100,13 +101,33 @@ def theory(s: dict, chain: dict, causal: bool) -> dict:
     params = TheoryParams.from_config(cfg)
     out = {}
     for sp in s["spaces"]:
-        r = beyond_points(params, cfg.task, causal=causal, space=sp, P_range=tuple(s["theory_P"]),
-                          n_P=s["n_P"])  # fmt: skip
-        out[sp] = jsonable({k: r.get(k) for k in (*KEYS, "P_cG_half", "spinodals", "first_order",
-                            "window_decades", "P_aG_crossover", "coverage_min", "P", "notes",
-                            "aG_max_step", "fine_step_decades", "softmax_fine")}
-                           | {"linear_up": r["linear"]["up"], "softmax_up": r["softmax"]["up"],
-                              "softmax_down": r["softmax"]["down"]})  # fmt: skip
+        r = beyond_points(
+            params, cfg.task, causal=causal, space=sp, P_range=tuple(s["theory_P"]), n_P=s["n_P"]
+        )
+        out[sp] = jsonable(
+            {
+                k: r.get(k)
+                for k in (
+                    *KEYS,
+                    "P_cG_half",
+                    "spinodals",
+                    "first_order",
+                    "window_decades",
+                    "P_aG_crossover",
+                    "coverage_min",
+                    "P",
+                    "notes",
+                    "aG_max_step",
+                    "fine_step_decades",
+                    "softmax_fine",
+                )
+            }
+            | {
+                "linear_up": r["linear"]["up"],
+                "softmax_up": r["softmax"]["up"],
+                "softmax_down": r["softmax"]["down"],
+            }
+        )
     return out
 
 
@@ -122,8 +143,11 @@ def extras(s: dict, chain: dict, causal: bool, attention: str, init: str, cache:
 
 
 def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
-    starts = {"linear": ("linear", "prior"), "pool": ("softmax", "zero"),
-              "copy": ("softmax", "copy")}  # fmt: skip
+    starts = {
+        "linear": ("linear", "prior"),
+        "pool": ("softmax", "zero"),
+        "copy": ("softmax", "copy"),
+    }
     groups, checks = {}, {}
     for name, (att, init) in ((k, v) for k, v in starts.items() if k in s["starts"]):
         main = C.cached_sweep(config(s, chain, causal, att, init), cache)
@@ -134,8 +158,12 @@ def measure(s: dict, chain: dict, causal: bool, cache: Path) -> dict:
         P[name] = [int(p) for p in gs[0][1].P]  # the widest grid (the extended seeds)
         curves[name] = group_means(gs, ("c1", "cG", "U", "coverage"))
         ok[name] = int(sum(np.sum(g.ok) for _, g in gs))
-    out = {"P": P["linear"], "points": {k: point_summary(v) for k, v in pts.items()},
-           "curves": jsonable(curves), "ok_runs": ok}  # fmt: skip
+    out = {
+        "P": P["linear"],
+        "points": {k: point_summary(v) for k, v in pts.items()},
+        "curves": jsonable(curves),
+        "ok_runs": ok,
+    }
     if any(checks.values()):
         out["P_of"] = P  # each start's P (extended seeds): the curves are means on these
         out["extended"] = {k: v for k, v in checks.items() if v}
@@ -159,8 +187,14 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     for chain in chains(s):
         t1 = time.time()
         cfg = config(s, chain, causal, "linear")  # the theory's key: what it reads
-        key = [TheoryParams.from_config(cfg).to_dict(), cfg.to_dict()["task"], causal,
-               s["spaces"], s["n_P"], s["theory_P"]]  # fmt: skip
+        key = [
+            TheoryParams.from_config(cfg).to_dict(),
+            cfg.to_dict()["task"],
+            causal,
+            s["spaces"],
+            s["n_P"],
+            s["theory_P"],
+        ]
         th = C.cached(spec.cache_dir, "beyond-theory", key, lambda: theory(s, chain, causal))
         row = {**chain, "causal": causal, "theory": th}
         (axis, value), *_ = chain.items()
@@ -176,9 +210,18 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
         row["wall_s"] = time.time() - t1
         rows.append(row)
         C.log(format_row(row))
-    res = {"artefact": which, "preset": s["preset"], "width": s["width"], "seeds": s["seeds"],
-           "P_grid": s["P"], "theory_n_P": s["n_P"], "settings": s, "rows": rows,
-           "wall_s": time.time() - t0, "environment": environment()}  # fmt: skip
+    res = {
+        "artefact": which,
+        "preset": s["preset"],
+        "width": s["width"],
+        "seeds": s["seeds"],
+        "P_grid": s["P"],
+        "theory_n_P": s["n_P"],
+        "settings": s,
+        "rows": rows,
+        "wall_s": time.time() - t0,
+        "environment": environment(),
+    }
     name = which if spec.preset == "paper" else f"{which}_{spec.preset}"
     path = Path(out_dir) / "results" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,8 +231,11 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     if any("followed" in r for r in rows):
         C.save_figure(branch_follow_figure(rows), Path(out_dir) / "figures" / f"{name}.png")
     if any("rho" in r and r["theory"] for r in rows):  # the figures: against rho, with theory
-        beyond_figures(dict(res, rows=[r for r in rows if "rho" in r and r["theory"]]),
-                       Path(out_dir) / "figures", name)  # fmt: skip
+        beyond_figures(
+            dict(res, rows=[r for r in rows if "rho" in r and r["theory"]]),
+            Path(out_dir) / "figures",
+            name,
+        )
     return res
 
 
@@ -217,16 +263,30 @@ def follow(s: dict, chain: dict, causal: bool, f: dict, cache, config) -> dict:
         return BF.passes(P, first["up"], first["down"], solve)
 
     br = C.cached(cache, "beyond-follow", [cfg.to_dict()], run)
-    out = {"P": P, "seeds": f["seeds"], "coexistence": BF.coexistence(br, P),
-           # the branches of the jump itself (a_G apart by > 0.5, as markov.md's "starts distinct")
-           "coexistence_large": BF.coexistence(br, P, BF.LARGE_AG)}  # fmt: skip
+    out = {
+        "P": P,
+        "seeds": f["seeds"],
+        "coexistence": BF.coexistence(br, P),
+        # the branches of the jump itself (a_G apart by > 0.5, as markov.md's "starts distinct")
+        "coexistence_large": BF.coexistence(br, P, BF.LARGE_AG),
+    }
     for name in ("up", "down"):
         out[name] = {k: np.asarray(v, float).tolist() for k, v in br[name].items()}
     return out
 
 
-TRANSITION_KEEP = ("P_star", "interval", "per_seed", "cross_check", "map_U_crossing", "theory",
-                   "a_thr", "map_grid", "flagged", "wall_seconds")  # fmt: skip
+TRANSITION_KEEP = (
+    "P_star",
+    "interval",
+    "per_seed",
+    "cross_check",
+    "map_U_crossing",
+    "theory",
+    "a_thr",
+    "map_grid",
+    "flagged",
+    "wall_seconds",
+)
 
 
 def transition(spec: C.Spec, out_dir: str | Path) -> dict:
@@ -247,23 +307,42 @@ def transition(spec: C.Spec, out_dir: str | Path) -> dict:
                 train=dict(train_embeddings=False),  # as ``copyhead transition`` builds it
             )
             grid = g.get(rho) if isinstance(g := s.get("P_grid"), dict) else g  # per rho or one
-            folder = C.cache_path(spec.cache_dir, "transition", [cfg.to_dict(), repr(ti),
-                                  s["seeds"], grid], "")  # fmt: skip
+            folder = C.cache_path(
+                spec.cache_dir, "transition", [cfg.to_dict(), repr(ti), s["seeds"], grid], ""
+            )
             t0 = time.process_time()
-            res = ch.transition(cfg, method="ti", n_seeds=s["seeds"], out=folder, settings=ti,
-                                P_grid=grid, theory=s.get("theory", True),
-                                anchored=s.get("anchored", True))  # fmt: skip
-            row = {"rho": rho, "width": width, **{k: res[k] for k in TRANSITION_KEEP},
-                   "brackets": [x["crossing"]["bracket"] for x in res["seeds"]],
-                   "probes": [[p["P"] for p in x["probes"]] for x in res["seeds"]],
-                   "cpu_s_this_call": time.process_time() - t0}  # fmt: skip
+            res = ch.transition(
+                cfg,
+                method="ti",
+                n_seeds=s["seeds"],
+                out=folder,
+                settings=ti,
+                P_grid=grid,
+                theory=s.get("theory", True),
+                anchored=s.get("anchored", True),
+            )
+            row = {
+                "rho": rho,
+                "width": width,
+                **{k: res[k] for k in TRANSITION_KEEP},
+                "brackets": [x["crossing"]["bracket"] for x in res["seeds"]],
+                "probes": [[p["P"] for p in x["probes"]] for x in res["seeds"]],
+                "cpu_s_this_call": time.process_time() - t0,
+            }
             if rho == 0 and s.get("theory", True):  # i.i.d. tokens: the EK posterior point too
-                row["ek_post_iid"] = transition_points(TheoryParams.from_config(cfg), "softmax",
-                                                       "post").get("P_aG")  # fmt: skip
+                row["ek_post_iid"] = transition_points(
+                    TheoryParams.from_config(cfg), "softmax", "post"
+                ).get("P_aG")
             rows.append(row)
             C.log(f"rho={rho:g} width={width}: P*_aG {row['P_star']} {row['interval']}")
-    res = {"artefact": spec.artefact, "preset": spec.preset, "settings": s, "ti": repr(ti),
-           "rows": rows, "environment": environment()}  # fmt: skip
+    res = {
+        "artefact": spec.artefact,
+        "preset": spec.preset,
+        "settings": s,
+        "ti": repr(ti),
+        "rows": rows,
+        "environment": environment(),
+    }
     name = spec.artefact if spec.preset == "paper" else f"{spec.artefact}_{spec.preset}"
     write_json(Path(out_dir) / "results" / f"{name}.json", res)
     return res
@@ -281,12 +360,24 @@ def finite(spec: C.Spec, out_dir: str | Path) -> dict:
         runs = SimpleNamespace(cfg=cfg, P=np.asarray(s["P"]))  # frozen embeddings: all it reads
         fn = lambda: finite_width(TheoryParams.from_config(cfg), runs, "linear", s["P"])  # noqa: E731
         ft = C.cached(spec.cache_dir, "finite-linear", [cfg.to_dict(), s["P"]], fn)
-        rows.append({**chain, "summary": ft["summary"], "cpu_s": time.process_time() - t0,
-                     "per_seed": [{k: [p.P_star, p.bracket] for k, p in pts.items()}
-                                  for pts in ft["points"]]})  # fmt: skip
+        rows.append(
+            {
+                **chain,
+                "summary": ft["summary"],
+                "cpu_s": time.process_time() - t0,
+                "per_seed": [
+                    {k: [p.P_star, p.bracket] for k, p in pts.items()} for pts in ft["points"]
+                ],
+            }
+        )
         C.log(f"{chain}: finite-P theory {ft['summary']}")
-    res = {"artefact": spec.artefact, "preset": s["preset"], "settings": s, "rows": rows,
-           "environment": environment()}  # fmt: skip
+    res = {
+        "artefact": spec.artefact,
+        "preset": s["preset"],
+        "settings": s,
+        "rows": rows,
+        "environment": environment(),
+    }
     write_json(Path(out_dir) / "results" / f"{spec.artefact}.json", res)
     return res
 

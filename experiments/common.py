@@ -50,10 +50,14 @@ ARTEFACTS = {
     "hysteresis": ("hysteresis", "spec", 2.0),
     # no cost: on their own, not in all. beyond.py: Markov inputs and the causal mask, and the rows
     # beside them in their own JSON (settings: configs/paper.py and tiny.py)
-    "markov": ("beyond", "spec", None), "causal": ("beyond", "spec", None),
-    "markov-dirichlet": ("beyond", "spec", None), "causal-inf": ("beyond", "spec", None),
-    "markov-follow": ("beyond", "spec", None), "markov-cg": ("beyond", "spec", None),
-    "causal-follow": ("beyond", "spec", None), "markov-transition": ("beyond", "spec", None),
+    "markov": ("beyond", "spec", None),
+    "causal": ("beyond", "spec", None),
+    "markov-dirichlet": ("beyond", "spec", None),
+    "causal-inf": ("beyond", "spec", None),
+    "markov-follow": ("beyond", "spec", None),
+    "markov-cg": ("beyond", "spec", None),
+    "causal-follow": ("beyond", "spec", None),
+    "markov-transition": ("beyond", "spec", None),
     "markov-finite": ("beyond", "spec", None),
     "reduction": ("reduction", "spec", None),
     "posterior-branches": ("posterior_branches", "spec", 8.0),
@@ -79,12 +83,16 @@ READING_ARTEFACTS = ("main", "coverage", "scaling-L", "scaling-V", "hysteresis")
 NO_READING = {
     "conventions": "it measures all three readings itself",
     "reading": "it is the chi-lik reading's runs by definition (python -m experiments main "
-               "--preset paper --reading chi-lik runs one artefact under it)",
+    "--preset paper --reading chi-lik runs one artefact under it)",
     "warning-theory": "it reads route B's early warning for the presets' own readings",
     "bayes-figure": "it draws committed results; it runs nothing",
-    **{a: "its configurations come from the preset's own settings and records, not from the "
-          "spec's engine" for a in SPEC_ARTEFACTS if a not in READING_ARTEFACTS},
-}  # fmt: skip
+    **{
+        a: "its configurations come from the preset's own settings and records, not from the "
+        "spec's engine"
+        for a in SPEC_ARTEFACTS
+        if a not in READING_ARTEFACTS
+    },
+}
 
 
 def artefact_main(name: str):
@@ -144,8 +152,9 @@ def mode_config(mode: str) -> dict[str, Any]:
     return mod.CONFIG
 
 
-def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path,
-              reading: str | None = None) -> Spec:  # fmt: skip
+def load_spec(
+    mode: str, preset: str, artefact: str, cache_dir: str | Path, reading: str | None = None
+) -> Spec:
     """The :class:`Spec` of ``artefact`` for ``preset`` (``plain``/``paper``) in ``mode``; with
     ``reading`` (one of ``copyhead_jax.config.READINGS``), its engine under that reading (as
     ``--reading`` of every ``copyhead`` command: the convention fields replaced, the preset's
@@ -182,8 +191,9 @@ def load_spec(mode: str, preset: str, artefact: str, cache_dir: str | Path,
 def sibling_spec(spec: Spec, artefact: str) -> Spec:
     """The spec of ``artefact`` for the preset and reading of ``spec`` (e.g. the ``main`` whose
     runs an ablation reuses)."""
-    return load_spec(spec.mode, spec.base or spec.preset, artefact, spec.cache_dir,
-                     reading=spec.reading)  # fmt: skip
+    return load_spec(
+        spec.mode, spec.base or spec.preset, artefact, spec.cache_dir, reading=spec.reading
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,8 +244,10 @@ def cached_sweep(cfg: ch.Config, cache_dir: Path) -> ch.SweepResult:
             return ch.SweepResult.load(path)
         t0 = time.time()
         res = ch.run_sweep(cfg, out=path, progress=sys.stderr.isatty(), keep_params=True)
-    log(f"  swept {cfg.model.attention} L={cfg.task.L} V={cfg.task.V} P={list(cfg.sweep.P)} "
-        f"x {cfg.sweep.n_seeds} seeds in {time.time() - t0:.0f} s")  # fmt: skip
+    log(
+        f"  swept {cfg.model.attention} L={cfg.task.L} V={cfg.task.V} P={list(cfg.sweep.P)} "
+        f"x {cfg.sweep.n_seeds} seeds in {time.time() - t0:.0f} s"
+    )
     return res
 
 
@@ -250,8 +262,9 @@ def measure(runs: Runs, P_new, spec: Spec, *, P_cap: int | None = None) -> list[
 def adaptive(features: list[Feature], spec: Spec, *, rounds: int, n_new: int, factor=2.0):
     """:func:`copyhead_jax.sweep.refine.adaptive` with every new ``P`` measured by
     :func:`measure`."""
-    return refine.adaptive(features, lambda r, P: measure(r, P, spec), rounds=rounds,
-                           n_new=n_new, factor=factor)  # fmt: skip
+    return refine.adaptive(
+        features, lambda r, P: measure(r, P, spec), rounds=rounds, n_new=n_new, factor=factor
+    )
 
 
 def finite_width(spec: Spec, runs: Runs, attention: str, P_grid) -> dict[str, Any]:
@@ -285,8 +298,9 @@ def posterior(runs: Runs, P_list, spec: Spec, *, seeds=(0,)) -> dict[str, np.nda
     path_of = lambda sub, sgld: cache_path(  # noqa: E731
         spec.cache_dir, f"post-{att}", [sub.config.to_dict(), dataclasses.asdict(sgld)], ".npz"
     )
-    return refine.posterior_moments(runs, P_list, spec.sgld, cost=spec.cost, path_of=path_of,
-                                    seeds=seeds)  # fmt: skip
+    return refine.posterior_moments(
+        runs, P_list, spec.sgld, cost=spec.cost, path_of=path_of, seeds=seeds
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,9 +36,45 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "docs" / "reports"
 #: the swept reading's grid: its EK P* are 19.0 / 388 / 230 (spinodals [221, 247]); 2 apart
 #: around the softmax jump, where the two branches were seen to meet
-GRID = (4, 8, 12, 16, 18, 20, 22, 24, 28, 32, 48, 64, 96, 128, 160, 192, 210, 220, 226, 230,
-        234, 236, 238, 240, 242, 246, 250, 270, 300, 340, 370, 390, 410, 450, 500, 600,
-        800)  # fmt: skip
+GRID = (
+    4,
+    8,
+    12,
+    16,
+    18,
+    20,
+    22,
+    24,
+    28,
+    32,
+    48,
+    64,
+    96,
+    128,
+    160,
+    192,
+    210,
+    220,
+    226,
+    230,
+    234,
+    236,
+    238,
+    240,
+    242,
+    246,
+    250,
+    270,
+    300,
+    340,
+    370,
+    390,
+    410,
+    450,
+    500,
+    600,
+    800,
+)
 WIDTHS = (10_000, math.inf)
 
 
@@ -81,8 +117,11 @@ def measure_swept(name: str, out: Path) -> dict:
         per = {**linear_points(lin), **softmax_points(pool, copy)}
         cell = {}
         for k, located in per.items():  # the seeds' interval widened by the grid's error
-            cell[k] = {**seeds_summary(located), "brackets": [x.bracket for x in located],
-                       "grids": [x.grid_interval for x in located]}  # fmt: skip
+            cell[k] = {
+                **seeds_summary(located),
+                "brackets": [x.bracket for x in located],
+                "grids": [x.grid_interval for x in located],
+            }
         gap = np.asarray(copy["cG"]) - np.asarray(pool["cG"])
         cell["coexistence_seen"] = bool(np.nanmax(gap) > 0.1 * math.sqrt(pool.config.task.L))
         result[tag] = cell
@@ -98,8 +137,11 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m experiments conventions", description=__doc__)
     p.add_argument("--out", default="results/experiments/conventions", help="output folder")
     p.add_argument("--publish", action="store_true", help="write into docs/reports/")
-    p.add_argument("--render", action="store_true", help="rewrite the page from "
-                   "docs/reports/results/conventions.json (no sweep)")  # fmt: skip
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="rewrite the page from docs/reports/results/conventions.json (no sweep)",
+    )
     a = p.parse_args(argv)
     out = REPORTS if a.publish or a.render else Path(a.out)
     jpath = (REPORTS / "results" if out == REPORTS else out) / "conventions.json"
@@ -109,10 +151,19 @@ def main(argv=None) -> None:
     else:
         ch.check_output_folder("--out", out)
         res = REPORTS / "results"
-        measured = lambda r: (measure_swept(r, out) if r in RD.SWEPT  # noqa: E731
-                              else measured_from_main(res, r))
-        data = {r: {"measured": measured(r), "exponents_measured": measured_exponents(res, r),
-                    "theory": reading_theory(r)} for r in RD.READINGS}  # fmt: skip
+        measured = lambda r: (
+            measure_swept(r, out)
+            if r in RD.SWEPT  # noqa: E731
+            else measured_from_main(res, r)
+        )
+        data = {
+            r: {
+                "measured": measured(r),
+                "exponents_measured": measured_exponents(res, r),
+                "theory": reading_theory(r),
+            }
+            for r in RD.READINGS
+        }
     if not a.render or stale:
         for r in RD.READINGS:
             data[r]["ek_window"] = ek_window(r, EK_L[r])

@@ -42,10 +42,12 @@ def engine(c: dict, attention: str, width: int, *, trained: bool, init: str) -> 
     chosen here)."""
     P = c[f"P_{attention}"]
     cfg = ch.preset("paper-map").replace(
-        task=c.get("task", {}), model=dict(attention=attention, width=width, gram=c["gram"]),
-        train=dict(train_embeddings=trained, init_attention=init), solver=dict(continuation=False),
+        task=c.get("task", {}),
+        model=dict(attention=attention, width=width, gram=c["gram"]),
+        train=dict(train_embeddings=trained, init_attention=init),
+        solver=dict(continuation=False),
         sweep=dict(P=tuple(P), n_seeds=c["n_seeds"]),
-    )  # fmt: skip
+    )
     return cfg
 
 
@@ -60,21 +62,29 @@ def run_width(c: dict, attention: str, width: int, cache: Path) -> dict:
             j[init] = J.order_arrays(C.cached_sweep(cj, cache))
         cj = engine(c, attention, width, trained=True, init=init)
         start["q-" + init] = J.quenched_as_joint(cj, q[init]).tolist()
-        j["q-" + init] = C.cached(cache, f"joint-from-quenched-{attention}-{width}-{init}",
-                                  [cj.to_dict(), C.code_version("engine")],
-                                  lambda cj=cj, r=q[init]: J.joint_from_quenched(cj, r))
+        j["q-" + init] = C.cached(
+            cache,
+            f"joint-from-quenched-{attention}-{width}-{init}",
+            [cj.to_dict(), C.code_version("engine")],
+            lambda cj=cj, r=q[init]: J.joint_from_quenched(cj, r),
+        )
     quenched, _ = J.lowest_start(*(J.order_arrays(r) for r in q.values()))
     starts = list(j)
     joint, pick = J.lowest_start(*j.values())
     P = list(next(iter(q.values())).P)
     tolist = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
     return dict(
-        P=[int(p) for p in P], quenched=tolist(quenched), joint=tolist(joint),
-        joint_start=[[starts[k] for k in row] for row in pick], starts=starts,
+        P=[int(p) for p in P],
+        quenched=tolist(quenched),
+        joint=tolist(joint),
+        joint_start=[[starts[k] for k in row] for row in pick],
+        starts=starts,
         quenched_function_U=start,
-        points=dict(quenched=array_points(attention, P, quenched, c["min_jump"]),
-                    joint=array_points(attention, P, joint, c["min_jump"])),
-    )  # fmt: skip
+        points=dict(
+            quenched=array_points(attention, P, quenched, c["min_jump"]),
+            joint=array_points(attention, P, joint, c["min_jump"]),
+        ),
+    )
 
 
 def main(spec, out: str | Path) -> dict:
@@ -88,8 +98,9 @@ def main(spec, out: str | Path) -> dict:
     cache = Path("results") / "embeddings" / mode
     out = Path(out)
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_SELF)
-    th = transition_points(TheoryParams.from_config(engine(c, "softmax", 10**4, trained=False,
-                                                           init="zero")))  # fmt: skip
+    th = transition_points(
+        TheoryParams.from_config(engine(c, "softmax", 10**4, trained=False, init="zero"))
+    )
     theory = {k: th[k] for k in ("P_c1", "P_cG", "P_aG", "spinodals")}  # None: no such P*
     widths = {}
     for width in c["widths"]:
@@ -99,10 +110,14 @@ def main(spec, out: str | Path) -> dict:
     result = dict(
         object="MAP of U over every weight (joint) vs W^G, W^O at the prior-draw embeddings "
         "(quenched), exact (float64 L-BFGS, docs/theory.md §2c, §2d)",
-        mode=mode, settings=c, theory_ek=theory, widths=widths,
-        seconds=dict(wall=time.time() - t0, cpu=ru.ru_utime + ru.ru_stime - cpu0.ru_utime
-                     - cpu0.ru_stime),
-    )  # fmt: skip
+        mode=mode,
+        settings=c,
+        theory_ek=theory,
+        widths=widths,
+        seconds=dict(
+            wall=time.time() - t0, cpu=ru.ru_utime + ru.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+        ),
+    )
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "results" / "embeddings.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -51,23 +51,39 @@ def main(spec, out: str | Path, *, jobs=None) -> dict:
         jobs = [("annealed", widths[0], Ps[-1]), ("full", widths[0], Ps[-1])]
         jobs += [(k, w, P) for P in Ps[::-1] for w in widths for k in ("annealed", "quenched")]
         if s.get("extra_P"):  # on the copying side, at the two largest widths only (CPU time)
-            jobs += [(k, w, s["extra_P"]) for w in widths[-1:-3:-1]
-                     for k in ("quenched", "annealed")]  # fmt: skip
+            jobs += [
+                (k, w, s["extra_P"]) for w in widths[-1:-3:-1] for k in ("quenched", "annealed")
+            ]
     records = {}
     for kind, width, P in jobs:
         tag = f"{kind}_N{width}_P{P}"
-        rec = records[tag] = group_record(cache / f"{tag}.json", lambda: embedded_nuts(
-            cfg, width, P, kind, P_pad=max(p for _, _, p in jobs), n_chains=N_CHAINS,
-            n_warmup=n_warmup, n_samples=n_samples))  # fmt: skip
-        print(f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}+-{rec['aG']['mcse']:.3f} "
-              f"d {rec['gram_dist']['mean']:.3f} (prior {rec['prior_gram_dist_rms']:.3f})")
+        rec = records[tag] = group_record(
+            cache / f"{tag}.json",
+            lambda: embedded_nuts(
+                cfg,
+                width,
+                P,
+                kind,
+                P_pad=max(p for _, _, p in jobs),
+                n_chains=N_CHAINS,
+                n_warmup=n_warmup,
+                n_samples=n_samples,
+            ),
+        )
+        print(
+            f"{tag}: {rec['seconds']:.0f}s aG {rec['aG']['mean']:.3f}+-{rec['aG']['mcse']:.3f} "
+            f"d {rec['gram_dist']['mean']:.3f} (prior {rec['prior_gram_dist_rms']:.3f})"
+        )
     result = dict(
         object="posterior with every weight sampled (embeddings included), exact width-D "
         "reduction, NUTS; quenched: the Gram of seed 0's embeddings held fixed",
-        config=cfg.to_dict(), n_chains=N_CHAINS, n_warmup=n_warmup, n_samples=n_samples,
+        config=cfg.to_dict(),
+        n_chains=N_CHAINS,
+        n_warmup=n_warmup,
+        n_samples=n_samples,
         runs=records,
-    )  # fmt: skip
-    write_json(out / ("embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"),
-               result)
+    )
+    write_json(
+        out / ("embeddings_posterior_tiny.json" if tiny else "embeddings_posterior.json"), result
+    )
     return result
-

@@ -37,9 +37,11 @@ def base_config(s: dict) -> ch.Config:
 
 
 def run_config(base: ch.Config, attention: str, width: int, P: int, seed: int, trained: bool):
-    return base.replace(model=dict(attention=attention, width=width),  # seed s: as in a sweep
-                        train=dict(train_embeddings=trained),
-                        sweep=dict(P=(P,), n_seeds=1, seed=seed))  # fmt: skip
+    return base.replace(
+        model=dict(attention=attention, width=width),  # seed s: as in a sweep
+        train=dict(train_embeddings=trained),
+        sweep=dict(P=(P,), n_seeds=1, seed=seed),
+    )
 
 
 def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seeds: int) -> dict:
@@ -48,16 +50,19 @@ def exact_map(base: ch.Config, attention: str, width: int, Ps: list[int], n_seed
         model=dict(attention=attention, width=width, engine="reduced", gram="realised"),
         train=dict(train_embeddings=False),
         solver=dict(kind="exact", continuation=len(Ps) > 1),
-        sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0))  # fmt: skip
+        sweep=dict(P=tuple(sorted(Ps)), n_seeds=n_seeds, seed=0),
+    )
     res = ch.run_sweep(cfg, progress=False, keep_params=False)
     names = res.order_names
     out = {}
     for i, P in enumerate(res.P):
         for s in range(n_seeds):
-            out[f"{int(P)}/{s}"] = {names[0]: float(res[names[0]][i, s]),
-                                    names[1]: float(res[names[1]][i, s]),
-                                    "r": float(res["r"][i, s]),
-                                    "ok": bool(res.ok[i, s])}  # fmt: skip
+            out[f"{int(P)}/{s}"] = {
+                names[0]: float(res[names[0]][i, s]),
+                names[1]: float(res[names[1]][i, s]),
+                "r": float(res["r"][i, s]),
+                "ok": bool(res.ok[i, s]),
+            }
     return out
 
 
@@ -72,26 +77,38 @@ def main(spec, out: str | Path, *, runs=None) -> dict:
     cache = out / ("embeddings_protocol_tiny.runs" if tiny else "embeddings_protocol.runs")
     base, every = base_config(s), s["every"]
     records = []
-    for att, width, P, seed, epochs, trained in (runs if runs is not None else s["runs"]):
+    for att, width, P, seed, epochs, trained in runs if runs is not None else s["runs"]:
         tag = f"{att}_N{width}_P{P}_s{seed}_E{epochs}_{'trained' if trained else 'frozen'}"
         cfg = run_config(base, att, width, P, seed, trained)
-        records.append(group_record(cache / f"{tag}.json", lambda: adam_trace(cfg, epochs, every),
-                                    attention=att, width=width, P=P, seed=seed, trained=trained,
-                                    tag=tag))  # fmt: skip
+        records.append(
+            group_record(
+                cache / f"{tag}.json",
+                lambda: adam_trace(cfg, epochs, every),
+                attention=att,
+                width=width,
+                P=P,
+                seed=seed,
+                trained=trained,
+                tag=tag,
+            )
+        )
         print(f"{tag}: {records[-1]['seconds']:.0f}s gram {records[-1]['gram']['all']:.2e}")
     exact = {}
     for att, width in sorted({(r["attention"], r["width"]) for r in records}):
         mine = [r for r in records if (r["attention"], r["width"]) == (att, width)]
         Ps, n_seeds = sorted({r["P"] for r in mine}), 1 + max(r["seed"] for r in mine)
-        exact[f"{att}/{width}"] = group_record(cache / f"exact_{att}_N{width}.json",
-                                               lambda: exact_map(base, att, width, Ps, n_seeds))
+        exact[f"{att}/{width}"] = group_record(
+            cache / f"exact_{att}_N{width}.json", lambda: exact_map(base, att, width, Ps, n_seeds)
+        )
     result = dict(
         object="paper Adam protocol (lr 1e-5, raw, warm-up 10% softmax, <= 2000 epochs), "
         "full engine, every weight trained, from the prior draw",
-        config=base.to_dict(), runs=records, exact_map=exact,
+        config=base.to_dict(),
+        runs=records,
+        exact_map=exact,
         machine=dict(cpus=jax.local_device_count(), platform=jax.default_backend()),
-    )  # fmt: skip
-    write_json(out / ("embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"),
-               result)
+    )
+    write_json(
+        out / ("embeddings_protocol_tiny.json" if tiny else "embeddings_protocol.json"), result
+    )
     return result
-

@@ -70,13 +70,19 @@ def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
     gap = U[0] - U.min(0)
     conv = np.stack([r["converged"] for r in res.values()])
     return {
-        "P": P, "n_seeds": n_seeds, "starts": list(STARTS),
-        "seeds_improved": (gap > U_TOL).sum(1).tolist(), "max_U_gap": gap.max(1).tolist(),
+        "P": P,
+        "n_seeds": n_seeds,
+        "starts": list(STARTS),
+        "seeds_improved": (gap > U_TOL).sum(1).tolist(),
+        "max_U_gap": gap.max(1).tolist(),
         "best_start_counts": {n: int((best == i).sum()) for i, n in enumerate(STARTS)},
         # runs (P, seed) where each start reaches the lowest U (ties count for every start)
         "reaches_lowest": {n: int((U[i] - U.min(0) <= U_TOL).sum()) for i, n in enumerate(STARTS)},
-        "reaches_lowest_pairs": {f"prior+{n}": int(((np.minimum(U[0], U[i]) - U.min(0)) <= U_TOL)
-                                                   .sum()) for i, n in enumerate(STARTS) if i},
+        "reaches_lowest_pairs": {
+            f"prior+{n}": int(((np.minimum(U[0], U[i]) - U.min(0)) <= U_TOL).sum())
+            for i, n in enumerate(STARTS)
+            if i
+        },
         "n_runs": int(U[0].size),
         # the continuation: runs where it reaches the lowest U of the six starts, and where
         # it goes lower still (a minimum none of the six found)
@@ -88,10 +94,13 @@ def preset_scan(mc: dict, preset: str, P: list[int], n_seeds: int) -> dict:
         "r_continuation": cont["r"].mean(1).tolist(),
         "located_continuation": locate(P, cont["psi"]),
         "all_converged": bool(conv.all()),
-        "psi_prior": res["prior"]["psi"].mean(1).tolist(), "psi_best": pick("psi").mean(1).tolist(),
-        "r_prior": res["prior"]["r"].mean(1).tolist(), "r_best": pick("r").mean(1).tolist(),
-        "located_prior": locate(P, res["prior"]["psi"]), "located_best": locate(P, pick("psi")),
-    }  # fmt: skip
+        "psi_prior": res["prior"]["psi"].mean(1).tolist(),
+        "psi_best": pick("psi").mean(1).tolist(),
+        "r_prior": res["prior"]["r"].mean(1).tolist(),
+        "r_best": pick("r").mean(1).tolist(),
+        "located_prior": locate(P, res["prior"]["psi"]),
+        "located_best": locate(P, pick("psi")),
+    }
 
 
 def main(spec, out: str | Path) -> dict:
@@ -110,10 +119,12 @@ def main(spec, out: str | Path) -> dict:
     scans = {p: scans[p] for p in (*PRESET_NAMES, *scans) if p in scans}  # plain first
     # the scans' time (the other preset's, where it is in the file, as written with it)
     seconds = time.time() - t0 + (prev.get("seconds", 0) if set(scans) - {spec.preset} else 0)
-    out = {"presets": scans, "command": "python -m experiments multistart"
-           + (" --tiny" if spec.mode == "tiny" else ""),
-           "engine": "reduced, width 10,000 (tiny: the TINY posterior engine)",
-           "seconds": seconds}  # fmt: skip
+    out = {
+        "presets": scans,
+        "command": "python -m experiments multistart" + (" --tiny" if spec.mode == "tiny" else ""),
+        "engine": "reduced, width 10,000 (tiny: the TINY posterior engine)",
+        "seconds": seconds,
+    }
     path = write_json(path, out)
     print(multistart_table(out))
     print(f"[multistart] wrote {path} ({out['seconds']:.0f} s)")

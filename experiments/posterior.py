@@ -62,10 +62,15 @@ def fit_and_sample(mc: dict, cfg: ch.Config, cache: Path):
     # chunks of one P each where asked (run_sampler's default, two P values per chunk, pads
     # the smaller P to the larger: no cost saved when the two are far apart)
     chunk = cfg.sweep.n_seeds if mc.get("chunk_one_P") else 0
-    post = PosteriorResult.load(ppath) if ppath.exists() else run_sampler(
-        res, sg, out=ppath, progress=False, chunk_runs=chunk)  # fmt: skip
-    log(f"{cfg.model.attention} init={cfg.train.init_attention} P={list(res.P)} "
-        f"seeds={cfg.sweep.n_seeds}: {time.time() - t0:.0f} s")  # fmt: skip
+    post = (
+        PosteriorResult.load(ppath)
+        if ppath.exists()
+        else run_sampler(res, sg, out=ppath, progress=False, chunk_runs=chunk)
+    )
+    log(
+        f"{cfg.model.attention} init={cfg.train.init_attention} P={list(res.P)} "
+        f"seeds={cfg.sweep.n_seeds}: {time.time() - t0:.0f} s"
+    )
     return res, post
 
 
@@ -99,12 +104,15 @@ def seed_blocks(mc, preset, attention, spec, init=None) -> list:
     cfg = branch_config(mc, preset, attention, P, init, nS)
     n0 = cfg.sweep.n_seeds
     total = (spec.get("n_seeds_total") if isinstance(spec, dict) else None) or pc.get(
-        "n_seeds_total", n0)  # fmt: skip
+        "n_seeds_total", n0
+    )
     sizes = (spec.get("blocks") if isinstance(spec, dict) else None) or (
-        [total - n0] if total > n0 else [])  # fmt: skip
+        [total - n0] if total > n0 else []
+    )
     if sum(sizes) != max(total - n0, 0) or min(sizes, default=1) < 1:
-        raise ValueError(f"blocks {sizes} must be positive and add up to n_seeds_total - "
-                         f"n_seeds = {total - n0}")  # fmt: skip
+        raise ValueError(
+            f"blocks {sizes} must be positive and add up to n_seeds_total - n_seeds = {total - n0}"
+        )
     out, k = [(opts, cfg)], n0
     sg = sampler_settings(mc)
     for m in sizes:
@@ -132,24 +140,30 @@ def llc_devinterp(pc: dict, res, cache: Path) -> dict:
             return v | {"settings": st, "seconds": time.time() - t0, "n": "P (sequences)"}
 
         v = out[f"gamma={g:g}"] = cached(cache, "llc", [res.config.to_dict(), st], run)
-        log(f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
-            f"{v['seconds']:.0f} s")  # fmt: skip
+        log(
+            f"devinterp LLC gamma={g:g} {res.config.model.attention} P={list(res.P)}: "
+            f"{v['seconds']:.0f} s"
+        )
     return {"llc_dv": out}
 
 
 def linear_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    parts = [branch(mc, preset, "linear", e, cache)
-             for e in (pc["P_linear"], *grid_entries(pc.get("P_linear_high")))]  # fmt: skip
+    parts = [
+        branch(mc, preset, "linear", e, cache)
+        for e in (pc["P_linear"], *grid_entries(pc.get("P_linear_high")))
+    ]
     return PS.linear_summary(parts, th["points"])
 
 
 def softmax_block(mc: dict, preset: str, th: dict, cache: Path) -> dict:
     pc = mc["presets"][preset]
-    return PS.softmax_summary(branch(mc, preset, "softmax", pc["P_pool"], cache, "zero"),
-                              branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy"),
-                              branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy"),
-                              th["points"])  # fmt: skip
+    return PS.softmax_summary(
+        branch(mc, preset, "softmax", pc["P_pool"], cache, "zero"),
+        branch(mc, preset, "softmax", pc.get("P_copy"), cache, "copy"),
+        branch(mc, preset, "softmax", pc.get("P_copy_high"), cache, "copy"),
+        th["points"],
+    )
 
 
 def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
@@ -164,40 +178,59 @@ def free_energy_block(mc: dict, soft: dict, cache: Path) -> None:
     if not P_ti:
         soft["free_energy"] = None
         return
-    fe = cached(cache, "ti", [pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"]],
-                lambda: laplace_sgld.free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)))
+    fe = cached(
+        cache,
+        "ti",
+        [pr.config.to_dict(), cr.config.to_dict(), P_ti, ti["sgld"]],
+        lambda: laplace_sgld.free_energies(pr, cr, P_ti, ti["sgld"], jax.random.key(12)),
+    )
     fe["n_seeds"], fe["sweeps"] = nS, "the 3-seed MAP sweeps of configs.posterior.TI"
     cross = soft["crossings"]
     cross.update(CX.ti_crossings(fe, distinct[[common.index(p) for p in fe["P"]]]))
     soft["free_energy"] = fe
     P_bayes = (cross.get("free_energy") or {}).get("P_star")
-    soft["early_warning"]["posterior_P_aG"] = (verdicts(soft["pool"], P_bayes) if P_bayes
-                                               else None)  # fmt: skip
+    soft["early_warning"]["posterior_P_aG"] = verdicts(soft["pool"], P_bayes) if P_bayes else None
 
 
-def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path,
-               command: str) -> dict:  # fmt: skip
+def run_preset(mc: dict, preset: str, mode: str, out_dir: Path, cache: Path, command: str) -> dict:
     t0 = time.time()
     pc = mc["presets"][preset]
     grids = [pc.get(k) for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")]
-    th = cached(cache, f"theory-{preset}", [mc["engine"], pc["conventions"], grids],
-                lambda: theory(mc, preset))
+    th = cached(
+        cache,
+        f"theory-{preset}",
+        [mc["engine"], pc["conventions"], grids],
+        lambda: theory(mc, preset),
+    )
     sg = sampler_settings(mc)
-    res = {"mode": mode, "preset": preset, "config": mc["engine"] | {"preset": pc},
-           "sampler": {"kind": "collapsed HMC (sampling.CollapsedHMC)",
-                       **dataclasses.asdict(sg), "hmc_iterations_kept": sg.n_iter,
-                       "burn_in": sg.n_warmup,
-                       "adapt_iterations": sg.n_adapt, "leapfrog": LEAPFROG,
-                       "target_accept": TARGET_ACCEPT},
-           "theory": th["points"], "paper": paper.PAPER_MEASURED}  # fmt: skip
+    res = {
+        "mode": mode,
+        "preset": preset,
+        "config": mc["engine"] | {"preset": pc},
+        "sampler": {
+            "kind": "collapsed HMC (sampling.CollapsedHMC)",
+            **dataclasses.asdict(sg),
+            "hmc_iterations_kept": sg.n_iter,
+            "burn_in": sg.n_warmup,
+            "adapt_iterations": sg.n_adapt,
+            "leapfrog": LEAPFROG,
+            "target_accept": TARGET_ACCEPT,
+        },
+        "theory": th["points"],
+        "paper": paper.PAPER_MEASURED,
+    }
     res["linear"] = linear_block(mc, preset, th, cache)
     res["softmax"] = softmax_block(mc, preset, th, cache)
     if pc.get("ti"):
         free_energy_block(mc, res["softmax"], cache)
     res["runtime_s"] = time.time() - t0
     res["sampling_seconds"] = sum(
-        b.get("wall_seconds") or 0 for b in (res["linear"], *(
-            res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high"))))  # fmt: skip
+        b.get("wall_seconds") or 0
+        for b in (
+            res["linear"],
+            *(res["softmax"].get(k) or {} for k in ("pool", "copy", "copy_high")),
+        )
+    )
     res["command"] = command
     figs = result_figures(res, th["curves"])
     for name, fig in figs.items():

@@ -76,14 +76,21 @@ def assemble(c: dict, groups: list[dict], sweeps: dict) -> dict:
     common, _, map_u = CX.start_crossing(pr.P, pr, cr.P, cr)
     th = ek_points(branch_config(c["mc"], preset(c), "softmax", [1]), ("P_aG", "spinodals"))
     return {
-        "P": P_all, "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)
-        **{k: c[k] for k in ("a_thr", "ts", "n_chains", "hmc", "n_ref")}, **tables,
-        "map_U_crossing": map_u, "map_U_P": common, "theory": th, "preset": preset(c),
+        "P": P_all,
+        "n_seeds": len({r["seed"] for r in runs}),  # measured (the tables: nS)
+        **{k: c[k] for k in ("a_thr", "ts", "n_chains", "hmc", "n_ref")},
+        **tables,
+        "map_U_crossing": map_u,
+        "map_U_P": common,
+        "theory": th,
+        "preset": preset(c),
         "map_U_crossing_main": f"docs/reports/results/main_{preset(c)}.json measured.P_aG (10 "
-        "seeds, exact MAP, width 10,000)", "paper_P_aG": paper.PAPER_MEASURED["P_aG"],
-        "runs": runs, "cpu_s": sum(g["cpu_s"] for g in groups),
+        "seeds, exact MAP, width 10,000)",
+        "paper_P_aG": paper.PAPER_MEASURED["P_aG"],
+        "runs": runs,
+        "cpu_s": sum(g["cpu_s"] for g in groups),
         "wall_s": sum(g["wall_s"] for g in groups),
-    }  # fmt: skip
+    }
 
 
 def group_index(block: int, j: int) -> int:
@@ -105,19 +112,31 @@ def fan_out(todo: list, records: Path, cluster: str) -> None:
     (workers need no shared folder). A failed group is reported after the others are written."""
     missing = [t for t in todo if not (records / f"{t[0]}.json").exists()]
     log(f"{len(missing)} of {len(todo)} groups to run on {cluster}")
-    out = map_groups(compute_group, [t[4] for t in missing], cluster=cluster,
-                     progress=lambda d, n: log(f"cluster: {d}/{n} groups done"))  # fmt: skip
+    out = map_groups(
+        compute_group,
+        [t[4] for t in missing],
+        cluster=cluster,
+        progress=lambda d, n: log(f"cluster: {d}/{n} groups done"),
+    )
     for (name, bi, gi, grp, _), g in zip(missing, out, strict=True):
         if not isinstance(g, GroupFailure):
             group_record(records / f"{name}.json", lambda g=g: g, block=bi, group=gi, P_group=grp)
     bad = [f"group {missing[f.index][2]}: {f}" for f in failures(out)]
     if bad:
-        raise RuntimeError(f"{len(bad)} group(s) failed on {cluster} (the others' records are "
-                           f"written; rerun to retry): {'; '.join(bad)}")  # fmt: skip
+        raise RuntimeError(
+            f"{len(bad)} group(s) failed on {cluster} (the others' records are "
+            f"written; rerun to retry): {'; '.join(bad)}"
+        )
 
 
-def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None = None,
-         skip_missing: bool = False) -> dict:  # fmt: skip
+def main(
+    spec,
+    out: str | Path,
+    *,
+    cluster: str | None = None,
+    only: int | None = None,
+    skip_missing: bool = False,
+) -> dict:
     """Run (or load) every group of ``spec``'s settings, assemble, write (nothing where its mode
     has none for its preset); ``only``: compute that group alone and stop (block b's j-th group
     has index j in the first block, 100 b + j after it; one process per group, then a call
@@ -130,8 +149,9 @@ def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None 
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     c, tiny = config(spec.settings, spec.preset), spec.mode == "tiny"
     blocks = seed_blocks(c)
-    check_only(only, [group_index(bi, j) for bi, bl in enumerate(blocks)
-                      for j in range(len(bl["groups"]))])  # fmt: skip
+    check_only(
+        only, [group_index(bi, j) for bi, bl in enumerate(blocks) for j in range(len(bl["groups"]))]
+    )
     cache = cache_dir(spec.settings)
     base = "posterior_branches" + "_tiny" * tiny
     records = Path(out) / "results" / "records" / base
@@ -155,15 +175,21 @@ def main(spec, out: str | Path, *, cluster: str | None = None, only: int | None 
         fan_out(todo, records, cluster)
     groups = []
     for name, bi, gi, grp, task in todo:
-        g = group_record(records / f"{name}.json", functools.partial(compute_group, task),
-                         block=bi, group=gi, P_group=grp)  # fmt: skip
+        g = group_record(
+            records / f"{name}.json",
+            functools.partial(compute_group, task),
+            block=bi,
+            group=gi,
+            P_group=grp,
+        )
         log(f"block {bi} P={grp}: {g['cpu_s']:.0f} CPU s; record {name}")
         groups.append(g)
     if only is not None:
         return {}
     res = assemble(c, groups, sweeps[0])
-    res["command"] = (f"python -m experiments posterior-branches{MODE_FLAGS[spec.mode]} "
-                      f"--preset {spec.preset}")  # fmt: skip
+    res["command"] = (
+        f"python -m experiments posterior-branches{MODE_FLAGS[spec.mode]} --preset {spec.preset}"
+    )
     res["sweep_cpu_s"] = sweep_cpu  # this invocation's (cached sweeps: ~0)
     mp = Path(out) / "results" / f"main_{preset(c)}.json"
     main_P = None

@@ -36,8 +36,9 @@ def cache_key(*objs) -> str:
     return hashlib.sha256(json.dumps(jsonable(objs), sort_keys=True).encode()).hexdigest()[:12]
 
 
-def branch_config(mc: dict, preset: str, attention: str, P, init: str | None = None,
-                  n_seeds: int | None = None) -> ch.Config:  # fmt: skip
+def branch_config(
+    mc: dict, preset: str, attention: str, P, init: str | None = None, n_seeds: int | None = None
+) -> ch.Config:
     """The engine config of one sweep: ``mc`` (a mode of ``configs/posterior.py``) with the
     preset's conventions, ``attention``, the grid ``P``, the start ``init``, ``n_seeds``."""
     pc = mc["presets"][preset]
@@ -98,8 +99,13 @@ def load_sweeps(c: dict, cache: Path, block: dict | None = None) -> dict:
     """``{branch: [SweepResult]}`` of the exact MAP sweeps (``common.cached_sweep``) of the
     first block of seeds, or of ``block``."""
     sw, nS = (c, c["n_seeds"]) if block is None else (block, block["n_seeds_total"])
-    return {b: [cached_sweep(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
-                for P in sw["sweeps"][b]] for b in BRANCHES}  # fmt: skip
+    return {
+        b: [
+            cached_sweep(branch_config(c["mc"], preset(c), "softmax", P, INIT[b], nS), cache)
+            for P in sw["sweeps"][b]
+        ]
+        for b in BRANCHES
+    }
 
 
 def group_config(c: dict, P_group, nS: int):
@@ -119,8 +125,15 @@ def group_refs(c: dict, sweeps: dict, grp, seeds=None) -> list:
     return BB.reference_list(sweeps, grp, seeds_of(c, seeds), c["a_thr"])
 
 
-def group_key(c: dict, grp, gi: int, tiny: bool, refs: list, skip=("mc", "groups", "a_alt",
-              "sweeps", "blocks"), engine=None) -> str:  # fmt: skip
+def group_key(
+    c: dict,
+    grp,
+    gi: int,
+    tiny: bool,
+    refs: list,
+    skip=("mc", "groups", "a_alt", "sweeps", "blocks"),
+    engine=None,
+) -> str:
     """Cache key of one group: everything its chains depend on (its references, not the other
     groups, nor the threshold-sensitivity and figure settings: ``skip``) and the engine config
     (default ``c``'s); ``gi`` seeds its keys."""
@@ -148,8 +161,12 @@ def theory(mc: dict, preset: str) -> dict:
     params = TheoryParams.from_config(cfg)
     pts = ek_points(cfg, ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "notes"))
     pc = mc["presets"][preset]
-    Ps = [p for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
-          for e in grid_entries(pc.get(k)) for p in grid_entry(e)[0]]  # fmt: skip
+    Ps = [
+        p
+        for k in ("P_linear", "P_linear_high", "P_pool", "P_copy", "P_copy_high")
+        for e in grid_entries(pc.get(k))
+        for p in grid_entry(e)[0]
+    ]
     Pg = np.geomspace(0.5 * min(Ps), 2 * max(Ps), 24)
     curves = {"P": Pg}
     for o in ("map", "post"):

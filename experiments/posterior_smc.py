@@ -43,10 +43,15 @@ def assemble(c: dict, groups: list[dict], ti: dict) -> dict:
     runs = [r for g in groups for r in g["runs"]]
     P_all = sorted({int(p) for grp in c["groups"] for p in grp})
     tables = BT.smc_tables(runs, P_all, c["n_seeds"], c["n_particles"], c["n_reps"], ti)
-    return {"P": P_all, "n_seeds": c["n_seeds"],
-            "config": {k: v for k, v in c.items() if k != "branches"}, **tables, "runs": runs,
-            "cpu_s": sum(g["cpu_s"] for g in groups),
-            "wall_s": sum(g["wall_s"] for g in groups)}  # fmt: skip
+    return {
+        "P": P_all,
+        "n_seeds": c["n_seeds"],
+        "config": {k: v for k, v in c.items() if k != "branches"},
+        **tables,
+        "runs": runs,
+        "cpu_s": sum(g["cpu_s"] for g in groups),
+        "wall_s": sum(g["wall_s"] for g in groups),
+    }
 
 
 def main(spec, out: str | Path, *, only: int | None = None) -> dict:
@@ -66,8 +71,15 @@ def main(spec, out: str | Path, *, only: int | None = None) -> dict:
     for gi, grp in enumerate(c["groups"]):
         if only is not None and gi != only:
             continue
-        key = PR.group_key(c, grp, gi, tiny, PR.group_refs(c, sweeps, grp),
-                           skip=("branches", "groups"), engine=b["mc"]["engine"])  # fmt: skip
+        key = PR.group_key(
+            c,
+            grp,
+            gi,
+            tiny,
+            PR.group_refs(c, sweeps, grp),
+            skip=("branches", "groups"),
+            engine=b["mc"]["engine"],
+        )
         run = functools.partial(run_group, c, b, sweeps, grp, jax.random.key(1500 + gi))
         g = group_record(records / f"group-{key}.json", run, group=gi, P_group=grp)
         log(f"P={grp}: {g['cpu_s']:.0f} CPU s, {g['wall_s']:.0f} s wall; record group-{key}")

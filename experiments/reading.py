@@ -59,10 +59,12 @@ def reading_spec(artefact: str, cache: Path, mode: str = "paper") -> C.Spec:
 def run(step: str, out: Path, cache: Path, mode: str = "paper") -> dict:
     """One step into ``out/results`` (the main spec is shared by ``main`` and ``coverage``)."""
     if step == "posterior":  # the early-warning windows (configs/posterior.py QUICK)
-        spec = dataclasses.replace(reading_spec("main", cache, mode), artefact="posterior",
-                                   settings={"mc": "quick"})  # fmt: skip
+        spec = dataclasses.replace(
+            reading_spec("main", cache, mode), artefact="posterior", settings={"mc": "quick"}
+        )
         return C.artefact_main("posterior")(
-            spec, out, command="python -m experiments.reading posterior")
+            spec, out, command="python -m experiments.reading posterior"
+        )
     spec = reading_spec(step, cache, mode)
     if step == "main":
         return analysis.load_or_run(spec, out)

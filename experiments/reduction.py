@@ -41,8 +41,12 @@ from copyhead_jax.theory import TheoryParams, theory_curve
 from . import common as C
 
 #: the settings a mode's config does not set
-DEFAULTS = dict(base="small", widths=[128, 1024, 10_000, math.inf],
-                parts=["width", "polish", "nuts"], reuse_nuts=False)  # fmt: skip
+DEFAULTS = dict(
+    base="small",
+    widths=[128, 1024, 10_000, math.inf],
+    parts=["width", "polish", "nuts"],
+    reuse_nuts=False,
+)
 
 
 def _small(base: str, attention: str, **model) -> ch.Config:
@@ -60,11 +64,14 @@ def width_part(base: str, widths) -> dict:
             t0 = time.time()
             res = ch.run_sweep(_small(base, att, engine="reduced", width=N), progress=False)
             rows[f"N={N}"] = dict(
-                c1=res["c1"].mean(1).tolist(), cG=res["cG"].mean(1).tolist(),
-                cG_seeds=res["cG"].tolist(), coverage=res["coverage"].mean(1).tolist(),
-                converged=int(res["converged"].sum()), min_eig=float(res["min_eig"].min()),
+                c1=res["c1"].mean(1).tolist(),
+                cG=res["cG"].mean(1).tolist(),
+                cG_seeds=res["cG"].tolist(),
+                coverage=res["coverage"].mean(1).tolist(),
+                converged=int(res["converged"].sum()),
+                min_eig=float(res["min_eig"].min()),
                 seconds=time.time() - t0,
-            )  # fmt: skip
+            )
             print(att, N, np.round(res["cG"].mean(1), 3), flush=True)
         out[att] = rows
     return out
@@ -80,14 +87,18 @@ def polish_part(base: str) -> dict:
         a = p.arrays
         n1, nG = getattr(p, "order_names", ("c1", "cG"))  # softmax results: a1, aG
         out[att] = dict(
-            P=list(p.config.sweep.P), adam_seconds=t_adam,
-            adam_c1=p[n1].mean(1).tolist(), map_c1=a[f"polish/{n1}"].mean(1).tolist(),
-            adam_cG=p[nG].mean(1).tolist(), map_cG=a[f"polish/{nG}"].mean(1).tolist(),
-            dU=a["polish/dU"].mean(1).tolist(), grad_span=a["grad_norm_span"].max(1).tolist(),
+            P=list(p.config.sweep.P),
+            adam_seconds=t_adam,
+            adam_c1=p[n1].mean(1).tolist(),
+            map_c1=a[f"polish/{n1}"].mean(1).tolist(),
+            adam_cG=p[nG].mean(1).tolist(),
+            map_cG=a[f"polish/{nG}"].mean(1).tolist(),
+            dU=a["polish/dU"].mean(1).tolist(),
+            grad_span=a["grad_norm_span"].max(1).tolist(),
             rel_grad=a["polish/rel_grad"].max(1).tolist(),
             min_eig=a["polish/min_eig"].min(1).tolist(),
             converged=int(a["polish/converged"].sum()),
-        )  # fmt: skip
+        )
         print(att, json.dumps(out[att])[:400], flush=True)
     return out
 
@@ -125,8 +136,11 @@ def _nuts(cfg, res) -> dict:
         sampler = sampler_for(cfg, default_sampler(res))
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
         t0 = time.time()
-        ref = np.asarray(nuts_reference(jax.random.key(1), head, t, m, obj, obs,
-                                        n_warmup=500, n_samples=1000, n_chains=2))  # fmt: skip
+        ref = np.asarray(
+            nuts_reference(
+                jax.random.key(1), head, t, m, obj, obs, n_warmup=500, n_samples=1000, n_chains=2
+            )
+        )
     return {"NUTS": _moments(ref), "NUTS_seconds": time.time() - t0}
 
 
@@ -134,11 +148,14 @@ def _moments(x: np.ndarray) -> dict:
     """Mean, MCSE of the mean and variance of U, c1, cG from draws ``[chain, draw, 3]``."""
     names = ("U", "c1", "cG")
     return {
-        n: dict(mean=float(x[..., k].mean()), var=float(x[..., k].var()),
-                mcse=float(x[..., k].std() / np.sqrt(ess(x[..., k]))),
-                ess=float(ess(x[..., k])))
+        n: dict(
+            mean=float(x[..., k].mean()),
+            var=float(x[..., k].var()),
+            mcse=float(x[..., k].std() / np.sqrt(ess(x[..., k]))),
+            ess=float(ess(x[..., k])),
+        )
         for k, n in enumerate(names)
-    }  # fmt: skip
+    }
 
 
 def main(spec: C.Spec, out_dir: str | Path) -> dict:
@@ -152,9 +169,11 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict:
     path = out / "results" / "reduction.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     reuse = data.get("nuts") if s["reuse_nuts"] else None
-    fns = {"width": lambda: width_part(s["base"], s["widths"]),
-           "polish": lambda: polish_part(s["base"]),
-           "nuts": lambda: nuts_part(s["base"], reuse=reuse)}  # fmt: skip
+    fns = {
+        "width": lambda: width_part(s["base"], s["widths"]),
+        "polish": lambda: polish_part(s["base"]),
+        "nuts": lambda: nuts_part(s["base"], reuse=reuse),
+    }
     for part in s["parts"]:
         result = fns[part]()
         data = json.loads(path.read_text()) if path.exists() else {}  # other parts may have run

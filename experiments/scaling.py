@@ -128,8 +128,12 @@ def main(spec: C.Spec, out_dir: str | Path) -> dict[str, Any]:
         rows.append(row)
     # phase diagrams on a dense axis, with the theory's boundaries
     th_rows = [r["theory_ek"] for r in rows]
-    pdg = C.cached(spec.cache_dir, "phase-panel", [th0.to_dict(), axis, values],
-                   lambda: phase_panel(th0, axis, values, th_rows))  # fmt: skip
+    pdg = C.cached(
+        spec.cache_dir,
+        "phase-panel",
+        [th0.to_dict(), axis, values],
+        lambda: phase_panel(th0, axis, values, th_rows),
+    )
     res = {
         "axis": axis,
         "values": values,

@@ -37,22 +37,35 @@ def predictions(results: Path) -> dict:
             t = time.perf_counter()
             g = bayes.predicted_growth(params, theory_of(c["attention"]), c["P_star"], c["order"])
             g.pop("rows")
-            rows[c["name"]] = {**g, "attention": c["attention"],
-                               "seconds": round(time.perf_counter() - t, 1)}  # fmt: skip
+            rows[c["name"]] = {
+                **g,
+                "attention": c["attention"],
+                "seconds": round(time.perf_counter() - t, 1),
+            }
             print(f"{r}: {c['name']}: route B x{g['growth']} ({rows[c['name']]['seconds']} s)")
         out[r] = rows
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments warning-theory",
-                                 description=__doc__.split("\n")[0])  # fmt: skip
-    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "reports" / "results",
-                    help="folder of the posterior_<reading>.json files; the output goes there")
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments warning-theory", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=ROOT / "docs" / "reports" / "results",
+        help="folder of the posterior_<reading>.json files; the output goes there",
+    )
     args = ap.parse_args(argv)
     res = predictions(args.results)
-    doc = {"kind": "early_warning_theory", "route": "B (docs/theory.md §13.9)",
-           "window": [0.5, 0.9], "readings": list(readings.READINGS), **res}  # fmt: skip
+    doc = {
+        "kind": "early_warning_theory",
+        "route": "B (docs/theory.md §13.9)",
+        "window": [0.5, 0.9],
+        "readings": list(readings.READINGS),
+        **res,
+    }
     write_json(args.results / readings.WARNING_THEORY, doc)
     print(f"wrote {args.results / readings.WARNING_THEORY}")
     return 0

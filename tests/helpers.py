@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKE_CFG = ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2))
 #: a short tiny sweep (two P, one seed, at most 20 epochs), and its reduced-engine twin whose
 #: exact fits stop after one step
-SHORT_TINY = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1),
-                             solver=dict(max_epochs=20, min_epochs=5))  # fmt: skip
+SHORT_TINY = ch.TINY.replace(
+    sweep=dict(P=(2, 4), n_seeds=1), solver=dict(max_epochs=20, min_epochs=5)
+)
 UNCONVERGED = SHORT_TINY.replace(model=dict(engine="reduced"), solver=dict(max_steps=1))
 
 
@@ -73,21 +74,20 @@ def fake_posterior(cfg: Config = FAKE_CFG):
         "draws": rng.normal(size=(nP, nS, nC, nD, len(DRAW_FIELDS))),
         "finite": np.ones((nP, nS, nC), bool),
         "draw_step": np.arange(nD) * 10,
-        "rhat": np.ones((nP, nS)), "ess": np.full((nP, nS), 50.0),
+        "rhat": np.ones((nP, nS)),
+        "ess": np.full((nP, nS), 50.0),
         "accept_mean": np.full((nP, nS), 0.9),
-    }  # fmt: skip
+    }
     return PosteriorResult(cfg, ch.SGLDConfig(), arrays, {"wall_seconds": 1.0, "warnings": []})
 
 
-def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.0,
-              answer_s=None):  # fmt: skip
+def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.0, answer_s=None):
     """Run the command, send ``sig`` ``wait_s`` after it took its first output lock (the
     work has begun; a slow start-up on a loaded machine does not matter: up to ``start_s``),
     return ``(exit status, stderr)``. With ``answer_s``, assert that the command ended within
     that many seconds of the signal."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())",
-           *argv]  # fmt: skip
+    cmd = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())", *argv]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.time()
@@ -128,8 +128,7 @@ def parser_tree(parser, path=()):
                 yield from parser_tree(sub, (*path, name))
 
 
-def check_coexistence_window(params, kind: str, n_inside: int, n_below: int,
-                             n_above: int) -> dict:  # fmt: skip
+def check_coexistence_window(params, kind: str, n_inside: int, n_below: int, n_above: int) -> dict:
     """The EK theory's first-order window of head ``kind`` at ``params``: ``P_aG`` between the
     spinodals, two minima at ``n_inside`` P inside them (and at ``P_aG``), one at ``n_below`` /
     ``n_above`` P up to a factor 3 outside, the two equally deep at ``P_aG`` (the curve on its

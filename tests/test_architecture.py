@@ -69,8 +69,10 @@ def test_every_import_goes_left_along_the_flow_chain():
     assert graph["copyhead_jax.sweep.run"] >= {"copyhead_jax.fit"}  # the graph is not empty
     assert flow_violations(_flow(DOC.read_text()), graph) == []
     # the check itself: an import to the right is caught, one inside a subpackage is not
-    toy = {"copyhead_jax.data": {"copyhead_jax.sweep.run"},
-           "copyhead_jax.theory.a": {"copyhead_jax.theory.b"}}  # fmt: skip
+    toy = {
+        "copyhead_jax.data": {"copyhead_jax.sweep.run"},
+        "copyhead_jax.theory.a": {"copyhead_jax.theory.b"},
+    }
     assert flow_violations([["data", "theory/"], ["sweep/"]], toy) == [
         "copyhead_jax.data imports copyhead_jax.sweep.run, which stands to its right"
     ]
@@ -112,9 +114,10 @@ def _row_modules(first: list[str]) -> list[str]:
         elif n.endswith("/"):
             sub = n.rstrip("/")
             out += [f"copyhead_jax.{sub}"] + [
-                f"copyhead_jax.{sub}.{f.stem}" for f in sorted((PKG / sub).glob("*.py"))
+                f"copyhead_jax.{sub}.{f.stem}"
+                for f in sorted((PKG / sub).glob("*.py"))
                 if f.stem != "__init__"
-            ]  # fmt: skip
+            ]
     return out
 
 

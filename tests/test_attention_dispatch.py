@@ -47,25 +47,29 @@ def name_dispatch(text: str, names=ATTENTIONS) -> list[tuple[int, str]]:
 
 
 def test_the_counter_catches_what_it_should():
-    src = "\n".join([
-        'if att == "softmax":',
-        'x = 1 if "linear" != a else 2',
-        'if a in ("linear", "both"):',
-        'cls = head_class("softmax")',
-        'f = {"linear": 1, "softmax": 2}[a]',
-        'for a in ("softmax", "linear"):',  # a loop over names: no dispatch
-        'y = [f(a) for a in ("linear", "softmax")]',
-        'label = "linear attention"',
-        "check(attention)  # == 'softmax' in a comment",
-    ])  # fmt: skip
+    src = "\n".join(
+        [
+            'if att == "softmax":',
+            'x = 1 if "linear" != a else 2',
+            'if a in ("linear", "both"):',
+            'cls = head_class("softmax")',
+            'f = {"linear": 1, "softmax": 2}[a]',
+            'for a in ("softmax", "linear"):',  # a loop over names: no dispatch
+            'y = [f(a) for a in ("linear", "softmax")]',
+            'label = "linear attention"',
+            "check(attention)  # == 'softmax' in a comment",
+        ]
+    )
     assert [i for i, _ in name_dispatch(src)] == [1, 2, 3, 4, 5]
 
 
 def test_the_attention_name_is_rarely_compared_outside_models_and_config():
-    hits = [f"{f.relative_to(ROOT)}:{i}: {code}"
-            for f in sorted(PKG.rglob("*.py"))
-            if f.relative_to(PKG).parts[0] not in OWN
-            for i, code in name_dispatch(f.read_text())]  # fmt: skip
+    hits = [
+        f"{f.relative_to(ROOT)}:{i}: {code}"
+        for f in sorted(PKG.rglob("*.py"))
+        if f.relative_to(PKG).parts[0] not in OWN
+        for i, code in name_dispatch(f.read_text())
+    ]
     assert len(hits) <= MAX_NAME_DISPATCH, "\n".join(hits)
 
 
@@ -90,6 +94,7 @@ def test_every_attention_has_a_head_and_a_theory_that_agree(name):
         m = ModelConfig(attention=name, width=4, causal=causal, linear_scale="none")
         h = init_head(jax.random.key(1), m, L=5, V=3, chi=1.0)
         assert type(h) is head
-        np.testing.assert_allclose(np.asarray(h.activation(s)),
-                                   np.asarray(theory.attention(s, causal)), rtol=1e-6, atol=0)
+        np.testing.assert_allclose(
+            np.asarray(h.activation(s)), np.asarray(theory.attention(s, causal)), rtol=1e-6, atol=0
+        )
     assert jnp.all(theory.copy_logits(5, 2.0) == head.copy_logits(5, 2.0))

@@ -19,12 +19,20 @@ from benchmarks.render import render  # noqa: E402
 
 def _sweep(fused_ms=2.0, loop_ms=4.0, torch_ms=6.0, roofline_ms=0.5, width=128, runs=64):
     row = {
-        "attention": "softmax", "width": width, "runs": runs, "P": 100,
-        "fused_ms": fused_ms, "loop_ms": loop_ms, "torch_ms": torch_ms,
-        "roofline_ms": roofline_ms, "peak_bytes_per_run": 3 * 2**20,
+        "attention": "softmax",
+        "width": width,
+        "runs": runs,
+        "P": 100,
+        "fused_ms": fused_ms,
+        "loop_ms": loop_ms,
+        "torch_ms": torch_ms,
+        "roofline_ms": roofline_ms,
+        "peak_bytes_per_run": 3 * 2**20,
         # stale derived fields that the renderer must not trust
-        "loop_over_fused": 99.0, "torch_over_fused": 99.0, "roofline_eff_fused": 0.99,
-    }  # fmt: skip
+        "loop_over_fused": 99.0,
+        "torch_over_fused": 99.0,
+        "roofline_eff_fused": 0.99,
+    }
     return {
         "quick": True,
         "date": "2030-01-02T03:04:05+00:00",
@@ -34,7 +42,7 @@ def _sweep(fused_ms=2.0, loop_ms=4.0, torch_ms=6.0, roofline_ms=0.5, width=128, 
             "devices": ["cpu:0"],
             "versions": {"jax": "9.9"},
             "torch": "7.7",
-        },  # fmt: skip
+        },
         "peaks": {"peak_flops": 1e11, "peak_bandwidth": 4e10},
         "rows": [row],
         "per_run_memory": {"10000": {"peak": 8 * 4e8, "W_G_bytes": 4e8}},
@@ -42,22 +50,30 @@ def _sweep(fused_ms=2.0, loop_ms=4.0, torch_ms=6.0, roofline_ms=0.5, width=128, 
 
 
 def _sgld():
-    walls = {"blackjax": [3.0, 2.0], "copyhead": [1.5, 1.0], "copyhead_lean": [0.8, 2.0],
-             "gradient_only": [0.5, 0.6]}  # fmt: skip
+    walls = {
+        "blackjax": [3.0, 2.0],
+        "copyhead": [1.5, 1.0],
+        "copyhead_lean": [0.8, 2.0],
+        "gradient_only": [0.5, 0.6],
+    }
     return {
         "quick": True,
         "target_ratio": 1.2,
         "problem": {"n_params": 11, "n_data": 50},
         "platform": {"system": "TestOS-1", "cpu_count": 3},
-        "results": [{
-            "n_chains": 4, "n_steps": 10,
-            "chain_steps_per_s": {"blackjax": 20.0, "copyhead": 40.0},
-            "ratio_vs_blackjax": {"copyhead": 99.0},  # stale: not used
-            "wall_s": walls, "cpu_s": {"blackjax": [4.0], "copyhead": [1.0]},
-            "compiled_memory": {"copyhead": {"temp_bytes": 2**20}},
-            "maxrss_mb": 123.0,
-        }],
-    }  # fmt: skip
+        "results": [
+            {
+                "n_chains": 4,
+                "n_steps": 10,
+                "chain_steps_per_s": {"blackjax": 20.0, "copyhead": 40.0},
+                "ratio_vs_blackjax": {"copyhead": 99.0},  # stale: not used
+                "wall_s": walls,
+                "cpu_s": {"blackjax": [4.0], "copyhead": [1.0]},
+                "compiled_memory": {"copyhead": {"temp_bytes": 2**20}},
+                "maxrss_mb": 123.0,
+            }
+        ],
+    }
 
 
 def _theory():
@@ -75,8 +91,12 @@ def _sample():
 
 
 def _results(**over):
-    res = {"bench_sweep": _sweep(), "bench_sgld": _sgld(), "bench_theory": _theory(),
-           "bench_sample_sweep": _sample()}  # fmt: skip
+    res = {
+        "bench_sweep": _sweep(),
+        "bench_sgld": _sgld(),
+        "bench_theory": _theory(),
+        "bench_sample_sweep": _sample(),
+    }
     res.update(over)
     return res
 
@@ -131,8 +151,10 @@ def test_targets_missed_are_flagged_and_platform_and_date_shown():
 
 def test_missing_and_failed_benchmarks_are_reported():
     res = _results(bench_theory=None)
-    runs = {"bench_sgld": {"ok": False, "returncode": 3}, "bench_theory": {"ok": False,
-            "returncode": 1}}  # fmt: skip
+    runs = {
+        "bench_sgld": {"ok": False, "returncode": 3},
+        "bench_theory": {"ok": False, "returncode": 1},
+    }
     out = render(res, runs)
     assert "| theory:" not in out
     assert "**failed** (exit 3); figures above: previous run" in _line(out, "| bench_sgld |")

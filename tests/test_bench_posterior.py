@@ -11,24 +11,37 @@ from benchmarks.suite import NAMES  # noqa: E402
 
 
 def _cand(cpu_s, ess_U, ess_1, ess_G):
-    return {"cpu_s": cpu_s, "ess": {"U": ess_U, "c1": ess_1, "cG": ess_G}, "xla_temp_bytes": 2**20,
-            "ess_per_cpu_s": {"U": 999.0}}  # stale: the renderer must recompute  # fmt: skip
+    return {
+        "cpu_s": cpu_s,
+        "ess": {"U": ess_U, "c1": ess_1, "cG": ess_G},
+        "xla_temp_bytes": 2**20,
+        "ess_per_cpu_s": {"U": 999.0},
+    }  # stale: the renderer must recompute
 
 
 def _posterior(under_load=True):
     return {
-        "target_ratio": 10.0, "measured_under_load": under_load, "quick": True,
+        "target_ratio": 10.0,
+        "measured_under_load": under_load,
+        "quick": True,
         "date": "2030-01-02T03:04:05+00:00",
         "settings": {"L": 25, "V": 5, "width": "10000", "chains": 2, "warmup": 10, "samples": 20},
-        "rows": [{"attention": "linear", "P": 32, "dim": 900, "candidates": {
-            "copyhead_hmc": _cand(1.0, 100.0, 50.0, 80.0),
-            "numpyro_nuts": _cand(10.0, 200.0, 100.0, 40.0),
-            "blackjax_nuts": _cand(2.0, 100.0, 100.0, 160.0),
-            "blackjax_hmc": {"error": "TypeError: boom"},
-            "copyhead_hmc_unit": _cand(4.0, 100.0, 50.0, 80.0),
-        }}],
+        "rows": [
+            {
+                "attention": "linear",
+                "P": 32,
+                "dim": 900,
+                "candidates": {
+                    "copyhead_hmc": _cand(1.0, 100.0, 50.0, 80.0),
+                    "numpyro_nuts": _cand(10.0, 200.0, 100.0, 40.0),
+                    "blackjax_nuts": _cand(2.0, 100.0, 100.0, 160.0),
+                    "blackjax_hmc": {"error": "TypeError: boom"},
+                    "copyhead_hmc_unit": _cand(4.0, 100.0, 50.0, 80.0),
+                },
+            }
+        ],
         "transition": {"status": "not measured: hook"},
-    }  # fmt: skip
+    }
 
 
 def _line(text, start):
@@ -69,18 +82,35 @@ def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatc
 
     def fake(cfg, *, method, n_seeds, out, progress):
         assert method == "ti"  # the bench times branch TI, whose probes and brackets it reads
-        seen.update(L=cfg.task.L, V=cfg.task.V, width=cfg.model.width, n_seeds=n_seeds,
-                    att=cfg.model.attention, budget=cfg.sweep.memory_budget_gb)  # fmt: skip
-        return {"P_star": 1248.0, "interval": [1200.0, 1300.0], "per_seed": [1248.0] * n_seeds,
-                "seeds": [{"probes": [{"P": 660}, {"P": 1320}],
-                           "crossing": {"bracket": [660, 1320]}}] * n_seeds,
-                "cross_check": {"P_star": 1250.0}, "flagged": [],
-                "group_seconds": 1.0}  # fmt: skip
+        seen.update(
+            L=cfg.task.L,
+            V=cfg.task.V,
+            width=cfg.model.width,
+            n_seeds=n_seeds,
+            att=cfg.model.attention,
+            budget=cfg.sweep.memory_budget_gb,
+        )
+        return {
+            "P_star": 1248.0,
+            "interval": [1200.0, 1300.0],
+            "per_seed": [1248.0] * n_seeds,
+            "seeds": [{"probes": [{"P": 660}, {"P": 1320}], "crossing": {"bracket": [660, 1320]}}]
+            * n_seeds,
+            "cross_check": {"P_star": 1250.0},
+            "flagged": [],
+            "group_seconds": 1.0,
+        }
 
     monkeypatch.setattr(ch, "transition", fake)
     r = bp.transition_time(2, 32.0)
-    assert seen == {"L": 25, "V": 5, "width": 10_000, "n_seeds": 2, "att": "softmax",
-                    "budget": 32.0}  # fmt: skip
+    assert seen == {
+        "L": 25,
+        "V": 5,
+        "width": 10_000,
+        "n_seeds": 2,
+        "att": "softmax",
+        "budget": 32.0,
+    }
     assert r["extrapolated"] and r["cpu_s_10_seeds"] == r["cpu_s_per_seed"] * 10
     assert r["probes_per_seed"] == [[660, 1320]] * 2 and "extrapolated" in r["status"]
     assert r["seeds_anchored"] == 0  # both bracketed

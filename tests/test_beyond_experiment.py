@@ -19,10 +19,19 @@ def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
 
     spec = C.load_spec("tiny", "plain", "markov", tmp_path / "cache")
     # 2 seeds; an extra grid on seed 0 for each attention; width inf beside (tiny: already inf)
-    extra = [dict(attention="linear", P=[64, 256], seeds=1, rho=[0.5]),
-             dict(attention="softmax", P=[16], seeds=1, rho=[0.5])]  # fmt: skip
-    settings = {**spec.settings, "rho": [0.5], "alpha": [1.0], "networks_alpha": [], "seeds": 2,
-                "extra": extra, "width_inf": dict(rho=[0.5], seeds=1)}  # fmt: skip
+    extra = [
+        dict(attention="linear", P=[64, 256], seeds=1, rho=[0.5]),
+        dict(attention="softmax", P=[16], seeds=1, rho=[0.5]),
+    ]
+    settings = {
+        **spec.settings,
+        "rho": [0.5],
+        "alpha": [1.0],
+        "networks_alpha": [],
+        "seeds": 2,
+        "extra": extra,
+        "width_inf": dict(rho=[0.5], seeds=1),
+    }
     res = beyond.main(dataclasses.replace(spec, settings=settings), tmp_path)
     rho, alpha = res["rows"]
     assert list(rho) == ["rho", "causal", "theory", "measured", "measured_inf", "wall_s"]
@@ -39,9 +48,18 @@ def test_markov_artefact_keeps_rho_rows_and_adds_alpha_rows(tmp_path):
     assert (tmp_path / "figures" / "markov_plain_pstar.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("artefact", ["markov-dirichlet", "markov-follow", "markov-cg",
-                                      "causal-inf", "causal-follow",
-                                      "markov-transition", "markov-finite"])  # fmt: skip
+@pytest.mark.parametrize(
+    "artefact",
+    [
+        "markov-dirichlet",
+        "markov-follow",
+        "markov-cg",
+        "causal-inf",
+        "causal-follow",
+        "markov-transition",
+        "markov-finite",
+    ],
+)
 def test_beyond_variants_run_only_where_a_mode_sets_them(artefact, tmp_path):
     """The markov / causal variants (rows in their own JSON) are not part of ``all``; a mode
     without their settings (``--quick``) runs and writes nothing; the tiny mode has them."""
@@ -63,8 +81,9 @@ def test_markov_follow_variant_writes_the_followed_branches(tmp_path):
 
     from experiments.__main__ import run_artefact
 
-    res = run_artefact("markov-follow", mode="tiny", preset="paper", out=tmp_path,
-                       cache=tmp_path / "cache")  # fmt: skip
+    res = run_artefact(
+        "markov-follow", mode="tiny", preset="paper", out=tmp_path, cache=tmp_path / "cache"
+    )
     (row,) = res["rows"]
     assert row["theory"] == {} and "measured" not in row and not row["causal"]
     (f,) = row["followed"]
@@ -85,8 +104,9 @@ def test_markov_transition_variant_writes_the_bayesian_point_per_rho(tmp_path):
     from experiments.__main__ import run_artefact
 
     def run():
-        return run_artefact("markov-transition", mode="tiny", preset="plain", out=tmp_path,
-                            cache=tmp_path / "cache")  # fmt: skip
+        return run_artefact(
+            "markov-transition", mode="tiny", preset="plain", out=tmp_path, cache=tmp_path / "cache"
+        )
 
     res = run()
     assert [(r["rho"], r["width"]) for r in res["rows"]] == [(0.0, "inf"), (0.5, "inf")]

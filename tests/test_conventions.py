@@ -28,8 +28,15 @@ def test_observables_order_parameters_are_unchanged():
     # (commit d597967, XLA's default optimisation), float32: the same numbers to 4 ulp (the
     # tests' -O0 build rounds without fused multiply-adds; a changed formula moves them by far
     # more), and the gauge flip exact
-    old = np.float32([-3.0883259773254395, -2.0844171047210693, -3.876161575317383,
-                      0.19863255321979523, 0.6154047846794128])  # fmt: skip
+    old = np.float32(
+        [
+            -3.0883259773254395,
+            -2.0844171047210693,
+            -3.876161575317383,
+            0.19863255321979523,
+            0.6154047846794128,
+        ]
+    )
     A = jnp.asarray(_matrix(), jnp.float32)
     new = np.float32([float(x) for x in observables.order_parameters(A)])
     np.testing.assert_array_max_ulp(new, old, maxulp=4)
@@ -101,8 +108,12 @@ def test_per_position_multiplies_the_theory_P_star_by_exactly_L():
 # tests/models/test_reduce.py)
 RTOL = 1e-10
 CHI_SWITCHES = list(itertools.product((True, False), (True, False)))
-LIN_CASES = [(lik, ls, *chi) for lik in config.LIKELIHOODS for ls in config.LINEAR_SCALES
-             for chi in CHI_SWITCHES]  # fmt: skip
+LIN_CASES = [
+    (lik, ls, *chi)
+    for lik in config.LIKELIHOODS
+    for ls in config.LINEAR_SCALES
+    for chi in CHI_SWITCHES
+]
 SOFT_CASES = [(lik, "inv_L", *chi) for lik in config.LIKELIHOODS for chi in CHI_SWITCHES]
 
 
@@ -116,12 +127,25 @@ def _cfg(attention, likelihood, linear_scale, in_readout, in_noise):
     """Non-default scales everywhere: a convention applied twice or not at all shows."""
     return config.PAPER.replace(
         task=dict(L=5, V=3),
-        model=dict(attention=attention, engine="reduced", width=64, linear_scale=linear_scale,
-                   sigma_e=1.3, sigma_p=0.8, sigma_G=1.7, sigma_O=0.6),
-        posterior=dict(likelihood=likelihood, sigma2=4.0, chi=7.0,
-                       chi_in_readout_prior=in_readout, chi_in_noise=in_noise),
+        model=dict(
+            attention=attention,
+            engine="reduced",
+            width=64,
+            linear_scale=linear_scale,
+            sigma_e=1.3,
+            sigma_p=0.8,
+            sigma_G=1.7,
+            sigma_O=0.6,
+        ),
+        posterior=dict(
+            likelihood=likelihood,
+            sigma2=4.0,
+            chi=7.0,
+            chi_in_readout_prior=in_readout,
+            chi_in_noise=in_noise,
+        ),
         train=dict(train_embeddings=False),
-    )  # fmt: skip
+    )
 
 
 def _planted(cfg, G_pos):
@@ -162,8 +186,13 @@ def _identity_U_vs_action(cfg, G_theory, G_pos):
     prior_G = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
     U_map = quenched_energy(best, t, mask, obj) - prior_G
     U_post = marginal_energy(head, t, mask, obj) - prior_G
-    terms = th.finite_terms(G_theory, tokens=t, gram=th.embedding_gram(head.W_E, head.b),
-                            params=params, attention=cfg.model.attention)  # fmt: skip
+    terms = th.finite_terms(
+        G_theory,
+        tokens=t,
+        gram=th.embedding_gram(head.W_E, head.b),
+        params=params,
+        attention=cfg.model.attention,
+    )
     assert float(U_map) == pytest.approx(float(terms["Q"]), rel=RTOL)
     assert float(U_post) == pytest.approx(float(terms["Q"] + terms["D"]), rel=RTOL)
     return head, params, obj
@@ -191,8 +220,9 @@ def test_linear_network_energy_equals_theory_action(likelihood, linear_scale, in
 
 
 @pytest.mark.parametrize("likelihood,linear_scale,in_readout,in_noise", SOFT_CASES)
-def test_softmax_network_energy_equals_theory_action(likelihood, linear_scale, in_readout,
-                                                     in_noise):  # fmt: skip
+def test_softmax_network_energy_equals_theory_action(
+    likelihood, linear_scale, in_readout, in_noise
+):
     cfg = _cfg("softmax", likelihood, linear_scale, in_readout, in_noise)
     with jax.enable_x64(True), _standard():
         G = 1.3 * conventions.shift_matrix(cfg.task.L, jnp.float64)

@@ -56,17 +56,27 @@ def test_the_documented_pages_have_examples_to_check():
     # the collector itself: the README's Python example and its main-job command are found
     assert any(p == "README.md" for p, _, _ in PYTHON)
     cmds = [c for _, _, code in SHELL for c in copyhead_commands(code)]
-    assert ["sweep", "--preset", "paper-map", "--attention", "both", "--out",
-            "results/paper-map"] in cmds  # fmt: skip
+    assert [
+        "sweep",
+        "--preset",
+        "paper-map",
+        "--attention",
+        "both",
+        "--out",
+        "results/paper-map",
+    ] in cmds
 
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_relative_links_point_to_files_that_exist():
-    broken = [f"{page.relative_to(ROOT)}: {target}" for page in [*PAGES, *REPORTS]
-              for target in LINK.findall(page.read_text())
-              if "://" not in target and not (page.parent / target).exists()]  # fmt: skip
+    broken = [
+        f"{page.relative_to(ROOT)}: {target}"
+        for page in [*PAGES, *REPORTS]
+        for target in LINK.findall(page.read_text())
+        if "://" not in target and not (page.parent / target).exists()
+    ]
     assert not broken, broken
 
 
@@ -77,8 +87,10 @@ def test_copyhead_commands_parse(page, line, code, capsys):
         try:
             parser.parse_args(argv)
         except SystemExit:
-            pytest.fail(f"{page}:{line}: `copyhead {' '.join(argv)}` does not parse: "
-                        f"{capsys.readouterr().err.strip().splitlines()[-1]}")  # fmt: skip
+            pytest.fail(
+                f"{page}:{line}: `copyhead {' '.join(argv)}` does not parse: "
+                f"{capsys.readouterr().err.strip().splitlines()[-1]}"
+            )
 
 
 @pytest.mark.parametrize("page, line, code", PYTHON, ids=[f"{p}:{n}" for p, n, _ in PYTHON])

@@ -27,8 +27,10 @@ def test_report_tables_have_a_row_per_run():
     from experiments.report.embeddings import posterior_table, protocol_table
 
     results = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
-    for name, render in (("embeddings_protocol", protocol_table),
-                         ("embeddings_posterior", posterior_table)):  # fmt: skip
+    for name, render in (
+        ("embeddings_protocol", protocol_table),
+        ("embeddings_posterior", posterior_table),
+    ):
         path = results / f"{name}.json"
         if not path.exists():
             pytest.skip(f"no {path}")

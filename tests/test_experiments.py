@@ -397,8 +397,16 @@ def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
     from experiments.__main__ import main as experiments
 
     (tmp_path / "file").write_text("")
-    rc = experiments(["main", "--tiny", "--out", str(tmp_path / "file" / "o"),
-                      "--cache", str(tmp_path / "cache")])  # fmt: skip
+    rc = experiments(
+        [
+            "main",
+            "--tiny",
+            "--out",
+            str(tmp_path / "file" / "o"),
+            "--cache",
+            str(tmp_path / "cache"),
+        ]
+    )
     assert rc == 2 and "--out" in capsys.readouterr().err and not (tmp_path / "cache").exists()
     rc = experiments(["report", "--out", str(tmp_path / "empty")])
     err = capsys.readouterr().err
@@ -406,9 +414,17 @@ def test_experiments_check_out_and_refuse_an_empty_report(tmp_path, capsys):
     assert not (tmp_path / "empty").exists()
 
 
-
-@pytest.mark.parametrize("artefact", ["posterior", "posterior-smc", "multistart", "embeddings",
-                                      "embeddings-protocol", "embeddings-posterior"])  # fmt: skip
+@pytest.mark.parametrize(
+    "artefact",
+    [
+        "posterior",
+        "posterior-smc",
+        "multistart",
+        "embeddings",
+        "embeddings-protocol",
+        "embeddings-posterior",
+    ],
+)
 def test_artefacts_run_on_request_only_and_nothing_without_settings(artefact, tmp_path):
     """The posterior and embeddings studies are registered but not part of ``all``; a mode
     without their settings (``--quick``) runs and writes nothing."""
@@ -418,5 +434,9 @@ def test_artefacts_run_on_request_only_and_nothing_without_settings(artefact, tm
     out = tmp_path / "out"
     assert run_artefact(artefact, mode="quick", preset="plain", out=out, cache=tmp_path) == {}
     assert not out.exists()
-    assert C.load_spec("tiny", "plain" if artefact in ("posterior-smc", "multistart") else
-                       "paper", artefact, tmp_path).settings  # fmt: skip
+    assert C.load_spec(
+        "tiny",
+        "plain" if artefact in ("posterior-smc", "multistart") else "paper",
+        artefact,
+        tmp_path,
+    ).settings

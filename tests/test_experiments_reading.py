@@ -28,15 +28,18 @@ def test_a_reading_replaces_the_conventions_as_on_the_command_line(preset, readi
     spec = C.load_spec("paper", preset, "scaling-L", tmp_path, reading)
     assert reading_of(spec.engine) == reading and spec.settings == base.settings
     # the fields a reading names are copyhead sweep --preset paper --reading R's; no other moved
-    cli = config_from_args(build_parser().parse_args(["sweep", "--preset", "paper", "--reading",
-                                                      reading]))  # fmt: skip
+    cli = config_from_args(
+        build_parser().parse_args(["sweep", "--preset", "paper", "--reading", reading])
+    )
     for sec, fields in READINGS[reading].items():
         for k in fields:
             assert getattr(getattr(spec.engine, sec), k) == getattr(getattr(cli, sec), k)
     named = {k for f in READINGS.values() for kv in f.values() for k in kv}
     for sec in ("task", "model", "posterior", "train", "sweep"):
-        a, b = dataclasses.asdict(getattr(spec.engine, sec)), dataclasses.asdict(
-            getattr(base.engine, sec))
+        a, b = (
+            dataclasses.asdict(getattr(spec.engine, sec)),
+            dataclasses.asdict(getattr(base.engine, sec)),
+        )
         assert {k for k in a if a[k] != b[k]} <= named, sec
     own = reading_of(base.engine) == reading  # the preset's own reading: the same spec
     assert spec.preset == (preset if own else f"{preset}-{reading}")
@@ -48,8 +51,20 @@ def test_a_reading_replaces_the_conventions_as_on_the_command_line(preset, readi
 def test_the_runner_runs_an_artefact_under_the_reading(tmp_path, monkeypatch, capsys):
     seen = []
     monkeypatch.setattr(M, "main", lambda spec, out, **kw: seen.append(spec) or {})
-    argv = ["main", "--tiny", "--preset", "paper", "--reading", "chi-lik", "--jobs", "1",
-            "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]  # fmt: skip
+    argv = [
+        "main",
+        "--tiny",
+        "--preset",
+        "paper",
+        "--reading",
+        "chi-lik",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+        "--cache",
+        str(tmp_path / "c"),
+    ]
     assert experiments(argv) == 0
     (spec,) = seen
     assert spec.preset == "paper-chi-lik" and reading_of(spec.engine) == "chi-lik"
@@ -58,16 +73,24 @@ def test_the_runner_runs_an_artefact_under_the_reading(tmp_path, monkeypatch, ca
     assert "main (paper under chi-lik, tiny)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, why", [
-    (["conventions", "--reading", "plain"], "conventions takes none: it measures all three"),
-    (["posterior", "--tiny", "--preset", "plain", "--reading", "paper"],
-     "posterior takes none: its configurations come from the preset's own"),
-    (["main", "--tiny", "--reading", "plain"], "give --preset paper or --preset plain"),
-    (["all", "--tiny", "--preset", "paper", "--reading", "plain"], "all writes the report"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, why",
+    [
+        (["conventions", "--reading", "plain"], "conventions takes none: it measures all three"),
+        (
+            ["posterior", "--tiny", "--preset", "plain", "--reading", "paper"],
+            "posterior takes none: its configurations come from the preset's own",
+        ),
+        (["main", "--tiny", "--reading", "plain"], "give --preset paper or --preset plain"),
+        (["all", "--tiny", "--preset", "paper", "--reading", "plain"], "all writes the report"),
+    ],
+)
 def test_where_a_reading_means_nothing_it_is_refused_in_one_line(argv, why, tmp_path, capsys):
-    rc = experiments([*argv, "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]
-                     if argv[0] != "conventions" else argv)  # fmt: skip
+    rc = experiments(
+        [*argv, "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]
+        if argv[0] != "conventions"
+        else argv
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and why in err, err
     assert not (tmp_path / "o").exists()  # refused before any work

@@ -46,14 +46,17 @@ def test_posterior_column_reads_verdicts_and_points():
 
     v = {"var_ratio": 0.78, "var_ratio_ci": [0.74, 0.82], "n_seeds": 10, "verdict": "shrinks"}
     post = {
-        "linear": {"early_warning": {"theory_map_P_cG": {"cG": v}},
-                   "transitions": {"post": {"P_cG_half": {"P_star": 93.7,
-                                                          "bracket": [64, 128]}}}},
+        "linear": {
+            "early_warning": {"theory_map_P_cG": {"cG": v}},
+            "transitions": {"post": {"P_cG_half": {"P_star": 93.7, "bracket": [64, 128]}}},
+        },
         "softmax": {"early_warning": {"theory_map_P_aG": {"cG": dict(v, verdict="flat")}}},
-        "branches": {"crossing_F": {"located": {"P_star": 49.5, "bracket": [48, 64]}},
-                     "n_seeds": 3},
+        "branches": {
+            "crossing_F": {"located": {"P_star": 49.5, "bracket": [48, 64]}},
+            "n_seeds": 3,
+        },
         "smc": {"weight_window": {"P_equal": 49.7}, "n_seeds": 10},
-    }  # fmt: skip
+    }
     lin = PCOL.cell(post, "P_cG")
     assert "x0.78 [0.74, 0.82]" in lin and "shrinks" in lin and "93.7 [64, 128]" in lin
     soft = PCOL.cell(post, "P_aG")
@@ -69,12 +72,19 @@ def test_report_sets_the_bayesian_point_beside_the_others_and_lists_lambda_hat()
     only on the paper preset), and lambda-hat's seed mean per P, skipping missing seeds."""
     from experiments.report import posterior_column as PCOL
 
-    branches = {"crossing_F": {"located": {"P_star": 1250.0, "bracket": [1200, 1300]}},
-                "n_seeds": 10, "map_U_crossing_main_P_star": 625.0, "paper_P_aG": 300.0,
-                "theory": {"map": {"P_aG": 625.0}, "post": {"P_aG": 1100.0}},
-                "weight_window": {"P_w05": 1205.0, "P_equal": 1249.0, "P_w95": 1295.0}}  # fmt: skip
-    post = {"preset": "paper", "branches": branches,
-            "linear": {"P": [32, 64], "llc": {"value": [[1.0, 3.0], [None, 5.0]]}}}  # fmt: skip
+    branches = {
+        "crossing_F": {"located": {"P_star": 1250.0, "bracket": [1200, 1300]}},
+        "n_seeds": 10,
+        "map_U_crossing_main_P_star": 625.0,
+        "paper_P_aG": 300.0,
+        "theory": {"map": {"P_aG": 625.0}, "post": {"P_aG": 1100.0}},
+        "weight_window": {"P_w05": 1205.0, "P_equal": 1249.0, "P_w95": 1295.0},
+    }
+    post = {
+        "preset": "paper",
+        "branches": branches,
+        "linear": {"P": [32, 64], "llc": {"value": [[1.0, 3.0], [None, 5.0]]}},
+    }
     dis = []
     line = PCOL.bayes_line(post, dis)
     assert "1,250 (F_copy = F_pool, 10 seeds)" in line and "w_copy = 1/2 at 1,249" in line
@@ -116,16 +126,19 @@ def test_seed_blocks_split_the_extra_seeds():
 
     one = E.seed_blocks(TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5))
     assert [(c.sweep.seed, c.sweep.n_seeds) for _, c in one] == [(0, 2), (2, 3)]
-    split = E.seed_blocks(TINY, "plain", "linear",
-                          dict(P=[2], n_seeds=2, n_seeds_total=5, blocks=[1, 2]))  # fmt: skip
+    split = E.seed_blocks(
+        TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5, blocks=[1, 2])
+    )
     assert [(c.sweep.seed, c.sweep.n_seeds) for _, c in split] == [(0, 2), (2, 1), (3, 2)]
     seeds = [o.get("sampler", {}).get("seed") for o, _ in split]
     assert seeds[1] != seeds[2]  # fresh chain noise per block
     assert E.seed_blocks(TINY, "plain", "linear", [2]) and not E.seed_blocks(
-        TINY, "plain", "linear", [])  # fmt: skip
+        TINY, "plain", "linear", []
+    )
     with pytest.raises(ValueError, match="blocks"):
-        E.seed_blocks(TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5,
-                                                    blocks=[1, 1]))  # fmt: skip
+        E.seed_blocks(
+            TINY, "plain", "linear", dict(P=[2], n_seeds=2, n_seeds_total=5, blocks=[1, 1])
+        )
 
 
 def test_branch_presets_and_paper_companion(tmp_path):
@@ -175,10 +188,14 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
     rng = np.random.default_rng(0)
     # t = 1 draws of aG: the copy branch's straddle 1.5, the pool branch's 0.5 (x.25 ends: no
     # draw within 7 significant digits of a threshold, so the record's rounding moves none)
-    draws = {"pool": rng.uniform(0.0, 0.75, 270).round(2) + 0.0025,
-             "copy": rng.uniform(1.0, 3.0, 270).round(2) + 0.0025}  # fmt: skip
-    runs = [dict(P=1200, seed=0, branch=b, F=F, rhat_g=[1.0, math.nan], aG_t1=draws[b].tolist())
-            for b, F in (("pool", -300.0), ("copy", -302.5))]  # fmt: skip
+    draws = {
+        "pool": rng.uniform(0.0, 0.75, 270).round(2) + 0.0025,
+        "copy": rng.uniform(1.0, 3.0, 270).round(2) + 0.0025,
+    }
+    runs = [
+        dict(P=1200, seed=0, branch=b, F=F, rhat_g=[1.0, math.nan], aG_t1=draws[b].tolist())
+        for b, F in (("pool", -300.0), ("copy", -302.5))
+    ]
     g = group_record(tmp_path / "group.json", lambda: {"runs": runs, "cpu_s": 1.0}, group=3)
     assert g["group"] == 3 and g["runs"][0]["rhat_g"][0] == 1.0
     assert math.isnan(g["runs"][0]["rhat_g"][1])
@@ -189,8 +206,9 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
         a = 1.5 if r["branch"] == "copy" else 0.5
         below, n = BT.t1_below(r, a)
         assert n == 270 and below == np.mean(draws[r["branch"]] < a)
-        rebuilt.append({k: v for k, v in r.items() if k != "aG_t1"} | {"t1_below": {str(a): below},
-                                                                        "n_t1": n})  # fmt: skip
+        rebuilt.append(
+            {k: v for k, v in r.items() if k != "aG_t1"} | {"t1_below": {str(a): below}, "n_t1": n}
+        )
     for a in (0.5, 1.5):
         from_draws = BT.threshold_shift(g["runs"], [1200], 1, 1.0, a)
         from_fractions = BT.threshold_shift(rebuilt, [1200], 1, 1.0, a)
@@ -201,10 +219,16 @@ def test_branch_records_keep_nan_and_rebuilt_fractions_give_the_same_shift(tmp_p
         BT.t1_below(rebuilt[1], 2.0)
 
 
-@pytest.mark.parametrize("artefact, name", [
-    ("posterior", "posterior_plain"), ("posterior-branches", "posterior_branches"),
-    ("posterior-smc", "posterior_smc"), ("embeddings", "embeddings"),
-    ("multistart", "multistart_linear")])  # fmt: skip
+@pytest.mark.parametrize(
+    "artefact, name",
+    [
+        ("posterior", "posterior_plain"),
+        ("posterior-branches", "posterior_branches"),
+        ("posterior-smc", "posterior_smc"),
+        ("embeddings", "embeddings"),
+        ("multistart", "multistart_linear"),
+    ],
+)
 def test_the_study_tables_render_from_the_committed_results(artefact, name, capsys):
     """``python -m experiments.report.studies ARTEFACT JSON``: each study's markdown tables
     from its committed result (the posterior with its branch and SMC companions attached)."""

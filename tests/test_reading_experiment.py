@@ -23,15 +23,30 @@ def test_reading_spec_is_the_paper_spec_with_chi_in_the_likelihood_only(tmp_path
 
 
 def test_coexistence_table_reads_the_scaling_rows(tmp_path):
-    row = {"value": 10, "n_seeds": 3,
-           "theory_ek": {"first_order": True, "spinodal_lo": 100.0, "spinodal_hi": 120.0,
-                         "P_aG": 110.0},
-           "measured": {"P_aG": {"P_star": 111.0}, "P_aG_single": {"P_star": 119.0}},
-           "coexistence": {"P": [100, 110, 120], "distinct_fraction": [0.0, 2 / 3, 0.0],
-                           "max_gap": 2.5, "seen": True, "lower": 105.0,
-                           "upper": 115.0}}  # fmt: skip
-    old = {"value": 25, "theory_ek": {"first_order": False, "P_aG_crossover": 50.0},
-           "measured": {"P_aG": None}}  # fmt: skip
+    row = {
+        "value": 10,
+        "n_seeds": 3,
+        "theory_ek": {
+            "first_order": True,
+            "spinodal_lo": 100.0,
+            "spinodal_hi": 120.0,
+            "P_aG": 110.0,
+        },
+        "measured": {"P_aG": {"P_star": 111.0}, "P_aG_single": {"P_star": 119.0}},
+        "coexistence": {
+            "P": [100, 110, 120],
+            "distinct_fraction": [0.0, 2 / 3, 0.0],
+            "max_gap": 2.5,
+            "seen": True,
+            "lower": 105.0,
+            "upper": 115.0,
+        },
+    }
+    old = {
+        "value": 25,
+        "theory_ek": {"first_order": False, "P_aG_crossover": 50.0},
+        "measured": {"P_aG": None},
+    }
     (tmp_path / "scaling-L_paper-chi-lik.json").write_text(json.dumps({"rows": [row, old]}))
     text = conventions.coexistence_table(tmp_path)
     lines = text.splitlines()

@@ -19,12 +19,18 @@ pytestmark = pytest.mark.xla_optimized  # two theory batches: compute-bound
 
 #: (command, JSON key -> the number as the README prints it, README text that holds them all)
 QUICK = [
-    ("copyhead theory points --preset paper-map",  # the main job's EK theory column
-     {"P_c1": "103.9", "P_cG": "2,124.9", "P_aG": "612.6"}, "EK theory"),
+    (
+        "copyhead theory points --preset paper-map",  # the main job's EK theory column
+        {"P_c1": "103.9", "P_cG": "2,124.9", "P_aG": "612.6"},
+        "EK theory",
+    ),
     pytest.param(  # ~20-40 CPU-s (two Monte-Carlo replicas of route B): -m slow
         "copyhead theory points --objective bayes --preset plain --L 15 --V 7 --attention softmax",
-        {"P_aG_bayes": "54.9"}, "50.9 and 54.9 on those two", marks=pytest.mark.slow),
-]  # fmt: skip
+        {"P_aG_bayes": "54.9"},
+        "50.9 and 54.9 on those two",
+        marks=pytest.mark.slow,
+    ),
+]
 
 
 def _decimals(text: str) -> int:
@@ -50,11 +56,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "reports" / "results"
 CHI_LIK_TOML = ROOT / "docs" / "reports" / "configs" / "paper-map_chi-lik.toml"
 #: README's verdict-table rows -> the claims matrix's rows (copyhead_jax.compare.readings)
-ROWS = {"P*_c1 ~ 23": "P*_c1 ~ 23", "P*_cG ~ 322": "P*_cG ~ 322", "P*_aG ~ 300 (MAP)":
-        "P*_aG ~ 300", "Bayesian P*_aG ~ 300": "Bayesian P*_aG", "P*_c1 ~ V^2": "law P*_c1",
-        "P*_cG ~ L^{3/2}": "law P*_cG", "P*_aG ~ L ln^2 L": "law P*_aG",
-        "coverage of span": "coverage of span", "crossover coverage": "coverage in the linear "
-        "crossover"}  # fmt: skip
+ROWS = {
+    "P*_c1 ~ 23": "P*_c1 ~ 23",
+    "P*_cG ~ 322": "P*_cG ~ 322",
+    "P*_aG ~ 300 (MAP)": "P*_aG ~ 300",
+    "Bayesian P*_aG ~ 300": "Bayesian P*_aG",
+    "P*_c1 ~ V^2": "law P*_c1",
+    "P*_cG ~ L^{3/2}": "law P*_cG",
+    "P*_aG ~ L ln^2 L": "law P*_aG",
+    "coverage of span": "coverage of span",
+    "crossover coverage": "coverage in the linear crossover",
+}
 NUMBER = r"-?\d[\d,]*(?:\.\d+)?"
 
 
@@ -98,8 +110,12 @@ def test_the_readme_verdict_table_is_the_committed_claims_matrix():
                 got = re.search(NUMBER, want["value"])[0]
                 tol = _digits(m[1]) + _digits(got)
                 x, y = (float(s.replace(",", "")) for s in (m[1], got))
-                assert abs(x - y) <= tol * (100 if "%" in want["value"][:12] else 1), \
-                    (key, reading, cell, want["value"])  # fmt: skip
+                assert abs(x - y) <= tol * (100 if "%" in want["value"][:12] else 1), (
+                    key,
+                    reading,
+                    cell,
+                    want["value"],
+                )
             if "%)" in cell and m[2] == "reproduced":  # the distance the matrix prints
                 pct = re.search(r"\((\d+)%\)", cell)[1]
                 assert f"within {pct}%" in want["verdict"], (key, reading, want["verdict"])
@@ -117,9 +133,11 @@ def test_the_chi_lik_config_file_runs_the_conventions_sweeps():
     parser = build_parser()
     args = parser.parse_args(expand_config_file(parser, ["sweep", "--config", str(CHI_LIK_TOML)]))
     configs, _ = sweep_configs(args)
-    want = [reading_config("paper-chi-lik", 10_000, "linear"),
-            reading_config("paper-chi-lik", 10_000, "softmax", "zero"),
-            reading_config("paper-chi-lik", 10_000, "softmax", "copy")]  # fmt: skip
+    want = [
+        reading_config("paper-chi-lik", 10_000, "linear"),
+        reading_config("paper-chi-lik", 10_000, "softmax", "zero"),
+        reading_config("paper-chi-lik", 10_000, "softmax", "copy"),
+    ]
     assert configs == want
     assert str(CHI_LIK_TOML.relative_to(ROOT)) in README
 
@@ -131,17 +149,31 @@ def test_the_chi_lik_command_prints_the_committed_seeds(tmp_path, capsys):
     errors (seeds are independent of their number)."""
     from copyhead_jax.compare import seeds_summary
 
-    argv = ["sweep", "--config", str(CHI_LIK_TOML), "--n-seeds", "3", "--no-plot",
-            "--no-progress", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "sweep",
+        "--config",
+        str(CHI_LIK_TOML),
+        "--n-seeds",
+        "3",
+        "--no-plot",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     conv = json.loads((RESULTS / "conventions.json").read_text())["paper-chi-lik"]
-    rows = {"linear pooling onset": "P_c1", "linear copy crossover": "P_cG",
-            "softmax jump": "P_aG_jump"}  # fmt: skip
+    rows = {
+        "linear pooling onset": "P_c1",
+        "linear copy crossover": "P_cG",
+        "softmax jump": "P_aG_jump",
+    }
     for label, key in rows.items():
         c = conv["measured"]["10000"][key]
-        seeds = [{"P_star": v, "bracketed": v is not None, "bracket": b, "grid": g}
-                 for v, b, g in zip(c["values"], c["brackets"], c["grids"])][:3]  # fmt: skip
+        seeds = [
+            {"P_star": v, "bracketed": v is not None, "bracket": b, "grid": g}
+            for v, b, g in zip(c["values"], c["brackets"], c["grids"])
+        ][:3]
         ci = seeds_summary(seeds)
         line = next(x for x in out.splitlines() if x.startswith(label))
         want = f"{ci['estimate']:,.1f} [{ci['lo']:,.1f}, {ci['hi']:,.1f}]  3/3"

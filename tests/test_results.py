@@ -61,9 +61,12 @@ def test_a_fresh_run_gives_the_schema1_codes_numbers(fresh):
     for k in (*SCALARS, "mean_attention", "positional_logits", "curve_U", "params/W_G"):
         k = SCHEMA1_NAMES.get(k, k)
         np.testing.assert_allclose(
-            np.asarray(new[k], float), np.asarray(old[k], float), rtol=RTOL, atol=ATOL,
+            np.asarray(new[k], float),
+            np.asarray(old[k], float),
+            rtol=RTOL,
+            atol=ATOL,
             err_msg=k,
-        )  # fmt: skip
+        )
     back = ch.SweepResult.load(path)
     assert back.meta["schema"] == SCHEMA_VERSION == 2 and "aG" in back.arrays
 
@@ -78,10 +81,13 @@ def _posterior_file(path, attention: str, schema: int) -> Path:
     rng = np.random.default_rng(0)
     shape = (3, 2, 2, 4)  # P, seed, chain, draw (TINY: 3 P, 2 seeds)
     arrays = dict(
-        draws=rng.normal(size=(*shape, len(DRAW_FIELDS))), accept=rng.uniform(size=shape),
-        distance=rng.uniform(size=shape), U0=rng.normal(size=shape[:3]),
-        finite=np.ones(shape[:3], bool), rhat_cG=rng.uniform(size=shape[:2]),
-    )  # fmt: skip
+        draws=rng.normal(size=(*shape, len(DRAW_FIELDS))),
+        accept=rng.uniform(size=shape),
+        distance=rng.uniform(size=shape),
+        U0=rng.normal(size=shape[:3]),
+        finite=np.ones(shape[:3], bool),
+        rhat_cG=rng.uniform(size=shape[:2]),
+    )
     cfg = CFG.replace(model=dict(attention=attention)).to_dict()
     sgld = dict(step_size=1e-6, n_steps=40, burn_in=8, thin=8, n_chains=2, seed=1)
     meta = dict(kind=POSTERIOR_KIND, schema=schema, config=cfg, fields=list(DRAW_FIELDS), sgld=sgld)
@@ -185,7 +191,6 @@ def test_load_messages_name_the_problem(tmp_path, capsys):
     one_line_error(capsys, main(["show", str(tmp_path)]), "is a folder, not a result file")
 
 
-
 def test_heads_of_a_sweep_are_its_kept_weights(reduced):
     """``head_arrays``/``heads`` index the ``[P, seed]`` axes (or, ``flat``, the P-major run axis)
     of the stored ``params/*`` exactly: the same numbers, the config's head class."""
@@ -204,5 +209,6 @@ def test_heads_of_a_sweep_are_its_kept_weights(reduced):
     assert heads.W_G.shape[0] == 2 and heads.W_G.dtype == jnp.float32
     np.testing.assert_array_equal(np.asarray(heads.W_G[1]), one["W_G"].astype(np.float32))
     with pytest.raises(ValueError, match="kept no weights"):
-        res.replace(arrays={k: v for k, v in res.arrays.items()
-                            if not k.startswith("params/")}).head_arrays()  # fmt: skip
+        res.replace(
+            arrays={k: v for k, v in res.arrays.items() if not k.startswith("params/")}
+        ).head_arrays()

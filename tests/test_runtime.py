@@ -16,8 +16,13 @@ SNIPPET = "import os, copyhead_jax; print(os.environ.get('PJRT_NPROC', 'unset'))
 
 def _pool_after_import(**env):
     clean = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
-    out = subprocess.run([sys.executable, "-c", SNIPPET], env={**clean, **env},
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", SNIPPET],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
@@ -54,8 +59,9 @@ print(float(lowered(jnp.float32(1.0))))
 
 @pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_ends_a_long_compiled_computation_within_seconds(sig, rc):
-    proc = subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SPIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "started"
     time.sleep(0.5)  # inside the compiled loop
     t0 = time.monotonic()
@@ -91,8 +97,9 @@ while True:
 
 
 def test_an_interrupt_python_swallows_still_ends_the_process():
-    proc = subprocess.Popen([sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     t0 = time.monotonic()
     try:
         out, err = proc.communicate(timeout=60)
@@ -141,8 +148,7 @@ except KeyboardInterrupt as e:
 @pytest.mark.parametrize("where, sig, rc", [("gc", "SIGTERM", 143), ("del", "SIGINT", 130)])
 def test_an_interrupt_inside_gc_reaches_the_command(where, sig, rc):
     code = DEFERRED.replace("signal.SIG)", f"signal.{sig})").replace("WHERE", repr(where))
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "Exception ignored" not in got.stderr and "Traceback" not in got.stderr
     assert got.returncode == rc, got.stderr
     assert got.stdout.startswith("caught"), got.stdout
@@ -155,9 +161,23 @@ def test_an_interrupt_inside_gc_reaches_the_command(where, sig, rc):
 
 @pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
-    argv = ["sweep", "--preset", "tiny", "--P", "2,4", "--n-seeds", "1", "--max-epochs",
-            "1000000", "--min-epochs", "900000", "--out", "r.npz", "--quiet",
-            "--no-plot"]  # fmt: skip
+    argv = [
+        "sweep",
+        "--preset",
+        "tiny",
+        "--P",
+        "2,4",
+        "--n-seeds",
+        "1",
+        "--max-epochs",
+        "1000000",
+        "--min-epochs",
+        "900000",
+        "--out",
+        "r.npz",
+        "--quiet",
+        "--no-plot",
+    ]
     got, err = interrupt(argv, sig, tmp_path)
     assert got == rc, err
     assert "Traceback" not in err and "copyhead: interrupted" in err
@@ -165,8 +185,22 @@ def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
 
 
 def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
-    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--exact-continuation",
-            "--P", "2:3000:12log", "--n-seeds", "4", "--out", "r.npz", "--quiet", "--no-plot"]
+    argv = [
+        "sweep",
+        "--preset",
+        "tiny",
+        "--engine",
+        "reduced",
+        "--exact-continuation",
+        "--P",
+        "2:3000:12log",
+        "--n-seeds",
+        "4",
+        "--out",
+        "r.npz",
+        "--quiet",
+        "--no-plot",
+    ]
     got, err = interrupt(argv, signal.SIGTERM, tmp_path)
     assert got == 143, err
     assert "Traceback" not in err and "copyhead: interrupted" in err
@@ -176,28 +210,46 @@ def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
 def test_ctrl_c_during_collapsed_hmc_exits_130(reduced, tmp_path):
     """An interrupt early in the reduced sampler (3 s from the start) exited 139
     (segfault in the interpreter's teardown under XLA's running threads); now 130."""
-    argv = ["sample", str(reduced), "--out", "p.npz", "--iterations", "20000", "--quiet",
-            "--no-plot"]  # fmt: skip
+    argv = [
+        "sample",
+        str(reduced),
+        "--out",
+        "p.npz",
+        "--iterations",
+        "20000",
+        "--quiet",
+        "--no-plot",
+    ]
     got, err = interrupt(argv, signal.SIGINT, tmp_path)
     assert got == 130, err
     assert "Traceback" not in err and not (tmp_path / "p.npz.lock").exists()
 
 
 def test_sigterm_ends_the_experiments_cleanly(tmp_path):
-    argv = ["main", "--tiny", "--preset", "plain", "--out", str(tmp_path / "o"), "--cache",
-            str(tmp_path / "c")]  # fmt: skip
+    argv = [
+        "main",
+        "--tiny",
+        "--preset",
+        "plain",
+        "--out",
+        str(tmp_path / "o"),
+        "--cache",
+        str(tmp_path / "c"),
+    ]
     got, err = interrupt(argv, signal.SIGTERM, tmp_path, module="experiments.__main__")
     assert got == 143, err
     assert "Traceback" not in err and "interrupted" in err and "resume" in err
 
 
-
 @pytest.mark.parametrize(
     "env, want",
-    [({"COPYHEAD_JAX_CACHE": "off"}, None), ({"COPYHEAD_JAX_CACHE": "/x/c"}, "/x/c"),
-     ({"JAX_COMPILATION_CACHE_DIR": "/j", "COPYHEAD_JAX_CACHE": "/x/c"}, None),
-     ({"XDG_CACHE_HOME": "/xdg"}, "/xdg/copyhead_jax/xla")],
-)  # fmt: skip
+    [
+        ({"COPYHEAD_JAX_CACHE": "off"}, None),
+        ({"COPYHEAD_JAX_CACHE": "/x/c"}, "/x/c"),
+        ({"JAX_COMPILATION_CACHE_DIR": "/j", "COPYHEAD_JAX_CACHE": "/x/c"}, None),
+        ({"XDG_CACHE_HOME": "/xdg"}, "/xdg/copyhead_jax/xla"),
+    ],
+)
 def test_compilation_cache_folder_follows_the_environment(monkeypatch, env, want):
     for k in ("COPYHEAD_JAX_CACHE", "JAX_COMPILATION_CACHE_DIR", "XDG_CACHE_HOME"):
         monkeypatch.delenv(k, raising=False)
@@ -209,12 +261,18 @@ def test_compilation_cache_folder_follows_the_environment(monkeypatch, env, want
 def test_compilation_cache_keeps_a_program_across_processes(tmp_path):
     """A second process loads the first one's program from the folder: same answer, and the
     folder holds the entry (JAX's persistent cache, switched on by the console commands)."""
-    code = ("from copyhead_jax._runtime import enable_compilation_cache as e; import sys; "
-            "print(e()); import jax, jax.numpy as jnp; "
-            "print(float(jax.jit(lambda x: jnp.sin(x) * 3.0 + x ** 2)(0.7)))")  # fmt: skip
+    code = (
+        "from copyhead_jax._runtime import enable_compilation_cache as e; import sys; "
+        "print(e()); import jax, jax.numpy as jnp; "
+        "print(float(jax.jit(lambda x: jnp.sin(x) * 3.0 + x ** 2)(0.7)))"
+    )
     env = {**os.environ, "COPYHEAD_JAX_CACHE": str(tmp_path / "xla")}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.split() for _ in range(2)]  # fmt: skip
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1] and runs[0][0] == str(tmp_path / "xla")
     assert any((tmp_path / "xla").iterdir())

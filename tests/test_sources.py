@@ -48,8 +48,9 @@ def _check_law(t: np.ndarray, T: np.ndarray):
 def test_chain_follows_its_transition_matrix_from_the_stationary_law(kind):
     V, L = 4, 12
     if kind == "given":  # an asymmetric matrix with a zero entry and a non-uniform pi
-        T = np.array([[0.0, 0.5, 0.3, 0.2], [0.1, 0.6, 0.2, 0.1],
-                      [0.3, 0.3, 0.3, 0.1], [0.7, 0.1, 0.1, 0.1]])  # fmt: skip
+        T = np.array(
+            [[0.0, 0.5, 0.3, 0.2], [0.1, 0.6, 0.2, 0.1], [0.3, 0.3, 0.3, 0.1], [0.7, 0.1, 0.1, 0.1]]
+        )
         task = TaskConfig(L=L, V=V, source="markov", transition=T.tolist())
     elif kind == "dirichlet":
         task = TaskConfig(L=L, V=V, source="markov", alpha=0.7, chain_seed=3)
@@ -119,7 +120,7 @@ def _given(T):
         (dict(source="hmm"), r"TaskConfig\.source"),
         (dict(source="markov", alpha=1e-4, chain_seed=9), r"Dirichlet matrix .*unique stationary"),
     ],
-)  # fmt: skip
+)
 def test_bad_source_parameters_raise_one_line_errors(fields, match):
     with pytest.raises(ValueError, match=match) as e:
         TaskConfig(L=4, V=2, **fields)
@@ -151,16 +152,18 @@ def test_cli_flags_reach_the_config(tmp_path):
     from copyhead_jax.cli import build_parser, config_from_args
 
     parser = build_parser()
-    a = parser.parse_args(["sweep", "--preset", "tiny", "--source", "markov", "--rho", "0.5",
-                           "--causal"])  # fmt: skip
+    a = parser.parse_args(
+        ["sweep", "--preset", "tiny", "--source", "markov", "--rho", "0.5", "--causal"]
+    )
     cfg = config_from_args(a, attention="softmax")
     assert (cfg.task.source, cfg.task.rho, cfg.model.causal) == ("markov", 0.5, True)
     a = parser.parse_args(["sweep", "--preset", "tiny", "--no-causal"])
     assert config_from_args(a, attention="softmax").model.causal is False
     np.save(tmp_path / "T.npy", sticky_transition(3, 0.25))
     for text in ("0.5,0.25,0.25;0.25,0.5,0.25;0.25,0.25,0.5", str(tmp_path / "T.npy")):
-        a = parser.parse_args(["sweep", "--preset", "tiny", "--source", "markov",
-                               "--transition", text])  # fmt: skip
+        a = parser.parse_args(
+            ["sweep", "--preset", "tiny", "--source", "markov", "--transition", text]
+        )
         T = np.asarray(config_from_args(a, attention="softmax").task.transition)
         np.testing.assert_allclose(T, sticky_transition(3, 0.25), atol=1e-15)
 
@@ -173,8 +176,7 @@ def test_transition_cli_takes_the_markov_source_and_refuses_the_mask():
     from copyhead_jax.transition import transition_config
 
     parser = build_parser()
-    a = parser.parse_args(["transition", "--preset", "plain", "--source", "markov", "--rho",
-                           "0.5"])  # fmt: skip
+    a = parser.parse_args(["transition", "--preset", "plain", "--source", "markov", "--rho", "0.5"])
     cfg = config_from_args(a)
     assert (cfg.task.source, cfg.task.rho, cfg.model.causal) == ("markov", 0.5, False)
     assert config_from_args(parser.parse_args(["transition"])).task.source == "iid"
@@ -206,8 +208,9 @@ def test_theory_overlay_only_for_the_iid_task_without_mask():
 
 
 def cfg(n_seeds=2):
-    return ch.preset("tiny").replace(task=dict(L=4, V=3, n_test=3),
-                                     sweep=dict(P=(2, 5), n_seeds=n_seeds))  # fmt: skip
+    return ch.preset("tiny").replace(
+        task=dict(L=4, V=3, n_test=3), sweep=dict(P=(2, 5), n_seeds=n_seeds)
+    )
 
 
 def test_each_seed_gets_its_own_block_of_rows():

@@ -20,10 +20,14 @@ def _post():
     cfg = ch.TINY.replace(sweep=dict(P=(2, 8), n_seeds=1))
     sgld = ch.SGLDConfig(step_size=1e-5, n_steps=100, burn_in=20, thin=10, n_chains=2)
     shape, rng = (2, 1, 2, 8), np.random.default_rng(0)
-    arrays = dict(draws=rng.normal(size=(*shape, len(DRAW_FIELDS))),
-                  accept=rng.uniform(size=shape), distance=rng.uniform(size=shape),
-                  U0=rng.normal(size=shape[:3]), finite=np.ones(shape[:3], bool),
-                  draw_step=np.arange(30, 101, 10))  # fmt: skip
+    arrays = dict(
+        draws=rng.normal(size=(*shape, len(DRAW_FIELDS))),
+        accept=rng.uniform(size=shape),
+        distance=rng.uniform(size=shape),
+        U0=rng.normal(size=shape[:3]),
+        finite=np.ones(shape[:3], bool),
+        draw_step=np.arange(30, 101, 10),
+    )
     return PosteriorResult(cfg, sgld, arrays)
 
 
@@ -55,8 +59,7 @@ def write(kind: str, path):
     }[kind]()
 
 
-SUFFIX = {"npz": ".npz", "json": ".json", "checkpoint": ".json", "netcdf": ".nc",
-          "figure": ".png"}  # fmt: skip
+SUFFIX = {"npz": ".npz", "json": ".json", "checkpoint": ".json", "netcdf": ".nc", "figure": ".png"}
 
 
 def _library_fails(kind, monkeypatch):
@@ -72,9 +75,13 @@ def _library_fails(kind, monkeypatch):
                     f.write(b"partial")
         raise RuntimeError("Can't decrement id ref count (file write failed:\nerrno = 28)")
 
-    target = {"npz": (np, "savez"), "json": (json, "dumps"), "checkpoint": (json, "dumps"),
-              "netcdf": (xarray.Dataset, "to_netcdf"),
-              "figure": (matplotlib.figure.Figure, "savefig")}[kind]  # fmt: skip
+    target = {
+        "npz": (np, "savez"),
+        "json": (json, "dumps"),
+        "checkpoint": (json, "dumps"),
+        "netcdf": (xarray.Dataset, "to_netcdf"),
+        "figure": (matplotlib.figure.Figure, "savefig"),
+    }[kind]
     monkeypatch.setattr(*target, boom)
 
 
@@ -139,9 +146,14 @@ def test_a_full_disk_is_one_error_per_file_and_leaves_nothing(tmp_path):
     ends cleanly (h5py writing the netCDF itself failed again at exit: tracebacks from its
     ``__dealloc__``, then a segmentation fault)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(FULL_DISK), str(tmp_path)],
-                       capture_output=True, text=True, timeout=300, cwd=root,
-                       env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FULL_DISK), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     assert len(lines) == len(SUFFIX), r.stdout

@@ -48,19 +48,28 @@ def _examples(*lines: str) -> str:
 
 def add_parser(sub, name: str, *, examples: tuple[str, ...], **kw) -> argparse.ArgumentParser:
     """A subcommand whose ``--help`` ends with example lines."""
-    return sub.add_parser(name, epilog=_examples(*examples),
-                          formatter_class=argparse.RawDescriptionHelpFormatter, **kw)  # fmt: skip
+    return sub.add_parser(
+        name,
+        epilog=_examples(*examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kw,
+    )
 
 
-def cluster_flag(p: argparse.ArgumentParser, *, groups: str | None = None,
-                 why_not: str | None = None) -> None:
+def cluster_flag(
+    p: argparse.ArgumentParser, *, groups: str | None = None, why_not: str | None = None
+) -> None:
     """``--cluster ADDRESS``, the one flag of every command with independent groups: they run
     on a Dask cluster (``runner.map_groups``) with the same numbers as without it. ``groups``
     names what fans out; a command whose groups cannot says ``why_not`` and refuses the flag
     (``cli.main``, before any work)."""
-    help_ = (f"run {groups} on a Dask cluster: a scheduler tcp://HOST:PORT, or local:N worker "
-             "processes started for the run (pip install \"copyhead_jax[cluster]\"); the same "
-             "numbers as without it" if groups else f"not available here: {why_not}")
+    help_ = (
+        f"run {groups} on a Dask cluster: a scheduler tcp://HOST:PORT, or local:N worker "
+        'processes started for the run (pip install "copyhead_jax[cluster]"); the same '
+        "numbers as without it"
+        if groups
+        else f"not available here: {why_not}"
+    )
     p.add_argument("--cluster", default=None, metavar="ADDRESS", help=help_)
     p.set_defaults(cluster_refused=why_not)
 
@@ -73,6 +82,10 @@ def refuse_cluster(args) -> None:
 
 def progress_flags(p: argparse.ArgumentParser) -> None:
     """``--progress/--no-progress`` (``--quiet`` = ``--no-progress``)."""
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help="progress bar on stderr (default on)")  # fmt: skip
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bar on stderr (default on)",
+    )
     p.add_argument("--quiet", dest="progress", action="store_false", help=argparse.SUPPRESS)

@@ -23,8 +23,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 FLAG = "--config"
-HELP = ("a TOML file of this command's flags (keys: flag names, e.g. L = 15, attention = "
-        "'softmax', P = [4, 8, 16]); flags typed on the command line win")  # fmt: skip
+HELP = (
+    "a TOML file of this command's flags (keys: flag names, e.g. L = 15, attention = "
+    "'softmax', P = [4, 8, 16]); flags typed on the command line win"
+)
 
 
 def add_config_file_flag(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +63,10 @@ def _text(value: Any, key: str, path: Path) -> str:
         return repr(value) if math.isfinite(value) else str(value)
     if isinstance(value, (int, str)):
         return str(value)
-    raise ValueError(f"{FLAG} {path}: key {key!r} has a {type(value).__name__}; give a number, "
-                     f"a string, a boolean or a list")  # fmt: skip
+    raise ValueError(
+        f"{FLAG} {path}: key {key!r} has a {type(value).__name__}; give a number, "
+        f"a string, a boolean or a list"
+    )
 
 
 def _flatten(doc: dict, path: Path) -> dict[str, Any]:
@@ -110,8 +114,9 @@ def expand_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> list
         name = "--" + key.replace("_", "-")
         action = by_option.get(name) or by_option.get("--" + key)
         if action is None or name == FLAG:
-            raise ValueError(f"{FLAG} {path}: unknown key {key!r} (not a flag of "
-                             f"'{leaf.prog}'; see its --help)")  # fmt: skip
+            raise ValueError(
+                f"{FLAG} {path}: unknown key {key!r} (not a flag of '{leaf.prog}'; see its --help)"
+            )
         flag = action.option_strings[0] if name not in action.option_strings else name
         if _given(rest, action.option_strings):
             continue  # typed on the command line: it wins

@@ -47,13 +47,22 @@ def target_flags(g, cap: str, rhat_default: float, judged: str = "U") -> None:
     every sampler command (``copyhead sample``, ``copyhead llc``): one name, one meaning, one
     default (``None``: the sampler config's, 0 = the fixed length); ``cap`` names the flags
     that set the cap, ``judged`` the energy judged beside the order parameters."""
-    g.add_argument("--ess-target", type=finite_float, default=None, metavar="N",
-                   help=f"stop when enough: draw in rounds until every run's ESS of {judged} "
-                   "and both order parameters is >= N and their split R-hat <= "
-                   f"--rhat-target, or the cap ({cap}, in whole rounds); a run that reaches "
-                   "the cap first is flagged; default 0: the fixed length")  # fmt: skip
-    g.add_argument("--rhat-target", type=finite_float, default=None,
-                   help=f"the R-hat bar of --ess-target (default {rhat_default})")
+    g.add_argument(
+        "--ess-target",
+        type=finite_float,
+        default=None,
+        metavar="N",
+        help=f"stop when enough: draw in rounds until every run's ESS of {judged} "
+        "and both order parameters is >= N and their split R-hat <= "
+        f"--rhat-target, or the cap ({cap}, in whole rounds); a run that reaches "
+        "the cap first is flagged; default 0: the fixed length",
+    )
+    g.add_argument(
+        "--rhat-target",
+        type=finite_float,
+        default=None,
+        help=f"the R-hat bar of --ess-target (default {rhat_default})",
+    )
 
 
 def parse_P_grid(text: str) -> tuple[int, ...]:
@@ -89,14 +98,24 @@ def add_preset_flags(p: argparse.ArgumentParser, what: str) -> None:
     parts of the preset the command uses. The help lists each reading's fields, read off
     :data:`~copyhead_jax.config.READINGS`; a convention flag given beside it wins."""
     short = "; ".join(f"{k} = {p} --reading {r}" for k, (p, r) in SHORTHANDS.items())
-    p.add_argument("--preset", default=DEFAULT_PRESET, metavar=_choices(PRESETS),
-                   help=f"{what}; {short}; default {DEFAULT_PRESET}")  # fmt: skip
-    fields = {r: ", ".join(f"{k}={v}" for sec in f.values() for k, v in sec.items())
-              for r, f in READINGS.items()}  # fmt: skip
-    p.add_argument("--reading", default=None, metavar=_choices(READINGS),
-                   help="the reading of the paper's conventions the preset runs under: "
-                   + "; ".join(f"{r}: {f}" for r, f in fields.items())
-                   + "; default: the preset's own; an explicit convention flag wins")  # fmt: skip
+    p.add_argument(
+        "--preset",
+        default=DEFAULT_PRESET,
+        metavar=_choices(PRESETS),
+        help=f"{what}; {short}; default {DEFAULT_PRESET}",
+    )
+    fields = {
+        r: ", ".join(f"{k}={v}" for sec in f.values() for k, v in sec.items())
+        for r, f in READINGS.items()
+    }
+    p.add_argument(
+        "--reading",
+        default=None,
+        metavar=_choices(READINGS),
+        help="the reading of the paper's conventions the preset runs under: "
+        + "; ".join(f"{r}: {f}" for r, f in fields.items())
+        + "; default: the preset's own; an explicit convention flag wins",
+    )
 
 
 def _choices(names) -> str:
@@ -112,35 +131,58 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
         for f in dataclasses.fields(get(Config())):
             flag = "--" + prefix + f.name.replace("_", "-")
             if f.name == "solver":
-                g.add_argument(flag, choices=SOLVERS, default=None,
-                               help="adam (either engine), exact (engine reduced) or auto (exact "
-                               "under engine reduced, adam under full); a flag of the solver "
-                               "not in use is an error; default by preset: " + ", ".join(
-                                   f"{k} {c.train.solver.kind}" for k, c in PRESETS.items()))
+                g.add_argument(
+                    flag,
+                    choices=SOLVERS,
+                    default=None,
+                    help="adam (either engine), exact (engine reduced) or auto (exact "
+                    "under engine reduced, adam under full); a flag of the solver "
+                    "not in use is an error; default by preset: "
+                    + ", ".join(f"{k} {c.train.solver.kind}" for k, c in PRESETS.items()),
+                )
             elif f.name == "attention":
-                g.add_argument(flag, choices=(*ATTENTIONS, "both"), default=None,
-                               help="both: one sweep each; " + _flag_help(get, f.name))  # fmt: skip
+                g.add_argument(
+                    flag,
+                    choices=(*ATTENTIONS, "both"),
+                    default=None,
+                    help="both: one sweep each; " + _flag_help(get, f.name),
+                )
             elif f.name == "width":
-                g.add_argument("--width", type=_widths_arg, default=None, metavar="N[,N...]",
-                               help="d_model N; a comma list runs one sweep per width (e.g. "
-                               "128,1024,10000,inf); 'inf' needs --engine reduced; "
-                               + _flag_help(get, f.name))  # fmt: skip
+                g.add_argument(
+                    "--width",
+                    type=_widths_arg,
+                    default=None,
+                    metavar="N[,N...]",
+                    help="d_model N; a comma list runs one sweep per width (e.g. "
+                    "128,1024,10000,inf); 'inf' needs --engine reduced; " + _flag_help(get, f.name),
+                )
             elif f.name == "P":
-                g.add_argument("--P", type=_P_arg, default=None, help="training-set sizes: "
-                               "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
-                               "by preset: " + ", ".join(f"{k} {_grid(c.sweep.P)}"
-                                                         for k, c in PRESETS.items()))  # fmt: skip
+                g.add_argument(
+                    "--P",
+                    type=_P_arg,
+                    default=None,
+                    help="training-set sizes: "
+                    "4,8,16 or LO:HI:Nlog or LO:HI:Nlin, ints in [1, 10^7]; default "
+                    "by preset: "
+                    + ", ".join(f"{k} {_grid(c.sweep.P)}" for k, c in PRESETS.items()),
+                )
             elif isinstance(f.default, bool):
-                g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                               help="on/off; " + _flag_help(get, f.name))  # fmt: skip
+                g.add_argument(
+                    flag,
+                    action=argparse.BooleanOptionalAction,
+                    default=None,
+                    help="on/off; " + _flag_help(get, f.name),
+                )
             else:
                 # a None default (warmup_frac) marks an optional number
                 typ = {int: int, float: finite_float, type(None): finite_float}.get(
-                    type(f.default), str)
+                    type(f.default), str
+                )
                 typ = _matrix_arg if f.name == "transition" else typ
                 meta = flag[2:].replace("-", "_").upper()
-                g.add_argument(flag, type=typ, default=None, metavar=meta,
-                               help=_flag_help(get, f.name))  # fmt: skip
+                g.add_argument(
+                    flag, type=typ, default=None, metavar=meta, help=_flag_help(get, f.name)
+                )
 
 
 def _grid(P) -> str:
@@ -158,8 +200,10 @@ _GROUPS = [(sec, (lambda c, s=sec: getattr(c, s)), "") for sec in _SECTIONS] + [
     ("adam solver", _adam_settings, ""),
     ("exact solver", lambda c: exact_settings(c.train.solver), "exact-"),
 ]
-_SOLVER_USE = {"adam solver": "used under --solver adam, or auto with --engine full",
-               "exact solver": "used under --solver exact, or auto with --engine reduced"}
+_SOLVER_USE = {
+    "adam solver": "used under --solver adam, or auto with --engine full",
+    "exact solver": "used under --solver exact, or auto with --engine reduced",
+}
 
 
 def _flag_help(get, name: str) -> str:
@@ -207,8 +251,10 @@ def _widths_arg(text: str) -> tuple:
             ) from None
     twice = sorted({w for w in out if out.count(w) > 1})
     if twice:
-        raise argparse.ArgumentTypeError(f"--width lists {', '.join(map(str, twice))} more than "
-                                         f"once; give each width once, got {text!r}")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"--width lists {', '.join(map(str, twice))} more than "
+            f"once; give each width once, got {text!r}"
+        )
     return tuple(out)
 
 
@@ -249,11 +295,16 @@ def solver_from_args(args: argparse.Namespace, base, engine: str):
     other = {f"--{f}": 1 for f in adam} if used == "exact" else {f"--exact-{f}": 1 for f in exact}
     if other:
         flag = next(iter(other)).replace("_", "-")
-        raise ValueError(f"{flag} is a setting of the {'adam' if used == 'exact' else 'exact'} "
-                         f"solver; this sweep's solver is {used} (--solver {kind}, --engine "
-                         f"{engine})")  # fmt: skip
-    adam0 = base.adam if isinstance(base, AutoConfig) else (
-        base if isinstance(base, AdamConfig) else AdamConfig())  # fmt: skip
+        raise ValueError(
+            f"{flag} is a setting of the {'adam' if used == 'exact' else 'exact'} "
+            f"solver; this sweep's solver is {used} (--solver {kind}, --engine "
+            f"{engine})"
+        )
+    adam0 = (
+        base.adam
+        if isinstance(base, AutoConfig)
+        else (base if isinstance(base, AdamConfig) else AdamConfig())
+    )
     a = dataclasses.replace(adam0, **adam)
     e = dataclasses.replace(exact_settings(base), **exact)
     return {"auto": AutoConfig(a, e), "adam": a, "exact": e}[kind]

@@ -28,7 +28,9 @@ def add_llc_subparser(sub) -> None:
 
     d = LLCSettings()
     p = add_parser(
-        sub, "llc", help="learning coefficient (beta = 1 and devinterp's beta = 1/log n) and "
+        sub,
+        "llc",
+        help="learning coefficient (beta = 1 and devinterp's beta = 1/log n) and "
         "WBIC of every run of a reduced sweep, at its lowest-U fit",
         examples=(
             "copyhead sweep --preset small --engine reduced --attention softmax --keep-params "
@@ -36,37 +38,67 @@ def add_llc_subparser(sub) -> None:
             "copyhead llc results/red/sweep_softmax.npz --out results/red/llc.png",
             "copyhead llc results/red/sweep_softmax_posterior.npz --json",
         ),
-    )  # fmt: skip
-    p.add_argument("files", nargs="+", help="reduced sweep files with kept weights (several "
-                   "starts of the same runs: the lowest-U fit per run is the centre w*), and "
-                   "at most one posterior file of those runs")  # fmt: skip
-    p.add_argument("--siblings", action=argparse.BooleanOptionalAction, default=True,
-                   help="also use FILE_copy.npz next to a softmax FILE.npz, and FILE.npz next to "
-                   "FILE_posterior.npz (default on)")  # fmt: skip
-    p.add_argument("--gamma", type=finite_float, default=d.gamma,
-                   help=f"localisation (default {d.gamma}); 0 leaves directions the data do not "
-                   "pin free to drift (no prior in these chains): the posterior file's "
-                   "estimate is the unlocalised one")  # fmt: skip
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        help="reduced sweep files with kept weights (several "
+        "starts of the same runs: the lowest-U fit per run is the centre w*), and "
+        "at most one posterior file of those runs",
+    )
+    p.add_argument(
+        "--siblings",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also use FILE_copy.npz next to a softmax FILE.npz, and FILE.npz next to "
+        "FILE_posterior.npz (default on)",
+    )
+    p.add_argument(
+        "--gamma",
+        type=finite_float,
+        default=d.gamma,
+        help=f"localisation (default {d.gamma}); 0 leaves directions the data do not "
+        "pin free to drift (no prior in these chains): the posterior file's "
+        "estimate is the unlocalised one",
+    )
     p.add_argument("--steps", type=int, default=d.n_steps, help=f"SGLD steps (default {d.n_steps})")
     p.add_argument("--burn-in", type=int, default=d.burn_in, help=f"default {d.burn_in}")
     p.add_argument("--thin", type=int, default=d.thin, help=f"default {d.thin}")
-    p.add_argument("--chains", type=int, default=d.n_chains,
-                   help=f"SGLD chains per run (default {d.n_chains}, as every sampler command)")
-    p.add_argument("--eta-frac", type=finite_float, default=d.eta_frac,
-                   help="SGLD step times (gamma + top curvature); default "
-                   f"{d.eta_frac}")  # fmt: skip
+    p.add_argument(
+        "--chains",
+        type=int,
+        default=d.n_chains,
+        help=f"SGLD chains per run (default {d.n_chains}, as every sampler command)",
+    )
+    p.add_argument(
+        "--eta-frac",
+        type=finite_float,
+        default=d.eta_frac,
+        help=f"SGLD step times (gamma + top curvature); default {d.eta_frac}",
+    )
     p.add_argument("--seed", type=int, default=d.seed, help=f"chains' seed (default {d.seed})")
     g = p.add_argument_group("stop when enough (the flags of copyhead sample)")
     target_flags(g, "--steps", d.rhat_target, judged="L_n")
-    g.add_argument("--round-steps", type=int, default=None,
-                   help=f"SGLD steps per round with --ess-target, a multiple of --thin "
-                   f"(default {d.round_steps})")  # fmt: skip
-    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
-                   help="print the result as JSON (no table; default off)")  # fmt: skip
+    g.add_argument(
+        "--round-steps",
+        type=int,
+        default=None,
+        help=f"SGLD steps per round with --ess-target, a multiple of --thin "
+        f"(default {d.round_steps})",
+    )
+    p.add_argument(
+        "--json",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="print the result as JSON (no table; default off)",
+    )
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
-    cluster_flag(p, why_not="the chain sets are not yet built from the config alone on a "
-                 "worker (they run the programs compiled in this process); run without it")
+    cluster_flag(
+        p,
+        why_not="the chain sets are not yet built from the config alone on a "
+        "worker (they run the programs compiled in this process); run without it",
+    )
     p.set_defaults(func=cmd_llc, paths=llc_outputs)
 
 
@@ -82,8 +114,10 @@ def llc_outputs(args):
         outs += figure_outputs("--out", args.out)
     ckpt = checkpoint_folder(sweeps[0])
     if os.access(ckpt.parent, os.W_OK | os.X_OK):
-        outs += [Output("the chunk folder", ckpt, folder=True, removed=True),
-                 Output("the chunk folder's lock", Path(str(ckpt) + ".lock"))]  # fmt: skip
+        outs += [
+            Output("the chunk folder", ckpt, folder=True, removed=True),
+            Output("the chunk folder's lock", Path(str(ckpt) + ".lock")),
+        ]
     return outs, [*sweeps, *posts]
 
 
@@ -103,8 +137,9 @@ def _names(files: list[str], siblings: bool) -> tuple[list[str], list[str]]:
         elif kind == SWEEP_KIND:
             sweeps.append(f)
         else:
-            raise ValueError(f"files: {f!r} is neither a sweep nor a posterior file (kind "
-                             f"{kind!r})")  # fmt: skip
+            raise ValueError(
+                f"files: {f!r} is neither a sweep nor a posterior file (kind {kind!r})"
+            )
     if len(posts) > 1:
         raise ValueError(f"files: at most one posterior file, got {len(posts)}")
     if siblings:
@@ -118,8 +153,10 @@ def _names(files: list[str], siblings: bool) -> tuple[list[str], list[str]]:
             if c.is_file() and str(c) not in sweeps:
                 sweeps.append(str(c))
     if not sweeps:
-        raise ValueError("files: no sweep file with kept weights given (the centre w* of every "
-                         "run is its fit); add the sweep of the posterior's runs")  # fmt: skip
+        raise ValueError(
+            "files: no sweep file with kept weights given (the centre w* of every "
+            "run is its fit); add the sweep of the posterior's runs"
+        )
     return sweeps, posts
 
 
@@ -144,11 +181,21 @@ def llc_settings(args):
     target flag left out: the settings' default)."""
     from ..sampling.llc_runs import LLCSettings
 
-    target = {f: getattr(args, f) for f in ("ess_target", "rhat_target", "round_steps")
-              if getattr(args, f) is not None}  # fmt: skip
-    return LLCSettings(gamma=args.gamma, n_chains=args.chains, n_steps=args.steps,
-                       burn_in=args.burn_in, thin=args.thin, eta_frac=args.eta_frac,
-                       seed=args.seed, **target)  # fmt: skip
+    target = {
+        f: getattr(args, f)
+        for f in ("ess_target", "rhat_target", "round_steps")
+        if getattr(args, f) is not None
+    }
+    return LLCSettings(
+        gamma=args.gamma,
+        n_chains=args.chains,
+        n_steps=args.steps,
+        burn_in=args.burn_in,
+        thin=args.thin,
+        eta_frac=args.eta_frac,
+        seed=args.seed,
+        **target,
+    )
 
 
 def cmd_llc(args) -> int:
@@ -165,8 +212,11 @@ def cmd_llc(args) -> int:
         held = claim(None, ckpt=ckpt, lock=ckpt)
         args.kept = [ckpt]
     else:
-        print(f"copyhead: note: {str(ckpt.parent)!r} is not writable: finished chain sets are "
-              "not kept (an interrupted run starts again)", file=sys.stderr)  # fmt: skip
+        print(
+            f"copyhead: note: {str(ckpt.parent)!r} is not writable: finished chain sets are "
+            "not kept (an interrupted run starts again)",
+            file=sys.stderr,
+        )
         ckpt, held = None, claim(None)
     if not args.json:
         print(f"# w* per run: the lowest-U fit of {', '.join(names)}")
@@ -190,22 +240,32 @@ def print_llc(r) -> None:
     """One row per P: seed mean of each estimator with the largest MCSE over seeds."""
     a = r.arrays
     shown = [(k, k if k != "devinterp" else "devint") for k, _ in SHOWN if k in a]
-    print(f"# {r.attention}: lambda-hat (seed mean, max MCSE over seeds); d/2 = {r.d / 2:g}; "
-          f"gamma = {r.settings.gamma:g}; WBIC = E[n L_n] at beta = 1/log n, likelihood "
-          "normalisation omitted; w* alt: seeds whose centre is a later file's fit")  # fmt: skip
+    print(
+        f"# {r.attention}: lambda-hat (seed mean, max MCSE over seeds); d/2 = {r.d / 2:g}; "
+        f"gamma = {r.settings.gamma:g}; WBIC = E[n L_n] at beta = 1/log n, likelihood "
+        "normalisation omitted; w* alt: seeds whose centre is a later file's fit"
+    )
     from ..models import head_class
 
     st = r.settings
     ran = [k for k in ("beta1", "devinterp", "wbic") if np.isfinite(a[f"{k}_n_draws"]).any()]
     n1, nG = head_class(r.attention).order_names
-    print(f"# R-hat, ESS: the worst of L_n, {n1}, {nG} over the chain sets and seeds"
-          + (f"; stop when enough: ESS >= {st.ess_target:g} and R-hat <= {st.rhat_target:g}, in "
-             f"rounds of {st.round_draws} draws per chain, at most {st.n_rounds * st.round_draws}"
-             "; draws: per chain; met: chain sets whose every seed met it"
-             if st.ess_target else ""))  # fmt: skip
+    print(
+        f"# R-hat, ESS: the worst of L_n, {n1}, {nG} over the chain sets and seeds"
+        + (
+            f"; stop when enough: ESS >= {st.ess_target:g} and R-hat <= {st.rhat_target:g}, in "
+            f"rounds of {st.round_draws} draws per chain, at most {st.n_rounds * st.round_draws}"
+            "; draws: per chain; met: chain sets whose every seed met it"
+            if st.ess_target
+            else ""
+        )
+    )
     head = f"{'P':>6} " + " ".join(f"{n:>16}" for _, n in shown)
-    print(head + f" {'WBIC':>16} {'R-hat':>6} {'ESS':>6} {'w* alt':>7}"
-          + (f" {'draws':>6} {'met':>5}" if st.ess_target else ""))  # fmt: skip
+    print(
+        head
+        + f" {'WBIC':>16} {'R-hat':>6} {'ESS':>6} {'w* alt':>7}"
+        + (f" {'draws':>6} {'met':>5}" if st.ess_target else "")
+    )
     for i, P in enumerate(r.P):
         cells = []
         for k, _ in [*shown, ("wbic", "")]:
@@ -258,18 +318,34 @@ def llc_figure(r):
             ms = np.array([_seed_stats(r.arrays[k], i) for i in range(len(P))])
             ok = np.isfinite(ms[:, 0])
             if ok.any():
-                ax.errorbar(P[ok], ms[ok, 0], yerr=ms[ok, 1], color=colors[k], marker="o",
-                            ms=4, capsize=2, label=label)  # fmt: skip
+                ax.errorbar(
+                    P[ok],
+                    ms[ok, 0],
+                    yerr=ms[ok, 1],
+                    color=colors[k],
+                    marker="o",
+                    ms=4,
+                    capsize=2,
+                    label=label,
+                )
         ax.axhline(r.d / 2, color=GREY, ls=":", lw=1.2, label=f"$d/2$ = {num(r.d / 2)} (regular)")
         for k, v in r.pstar.items():
-            ax.axvline(v, color=KEY_COLORS.get(k, BLACK), ls="--", lw=0.8,
-                       label=f"MAP $P^*_{{{k[2:]}}}$ = {num(v)}")  # fmt: skip
+            ax.axvline(
+                v,
+                color=KEY_COLORS.get(k, BLACK),
+                ls="--",
+                lw=0.8,
+                label=f"MAP $P^*_{{{k[2:]}}}$ = {num(v)}",
+            )
         log_P_axis(ax, P)
         ax.set_yscale("symlog", linthresh=1.0)
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, max(hi, 2.0 * r.d))  # the d/2 line inside the axes, not on its edge
-        ax.set(xlabel=P_LABEL, ylabel=r"$\hat\lambda$ (symmetric log scale)",
-               title=f"learning coefficient, {r.attention} head "
-               f"($\\gamma$ = {r.settings.gamma:g}); error bars: sd over seeds")  # fmt: skip
+        ax.set(
+            xlabel=P_LABEL,
+            ylabel=r"$\hat\lambda$ (symmetric log scale)",
+            title=f"learning coefficient, {r.attention} head "
+            f"($\\gamma$ = {r.settings.gamma:g}); error bars: sd over seeds",
+        )
         legend(ax)
     return fig

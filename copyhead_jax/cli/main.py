@@ -28,8 +28,15 @@ from .transition import add_transition_subparser
 
 # the entry point; each subcommand family lives in its own module of cli/, whose public helpers
 # the cli face re-exports
-__all__ = ["build_parser", "config_from_args", "main", "parse_P_grid", "print_table",
-           "save_figure", "sweep_paths"]  # fmt: skip
+__all__ = [
+    "build_parser",
+    "config_from_args",
+    "main",
+    "parse_P_grid",
+    "print_table",
+    "save_figure",
+    "sweep_paths",
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             rc = args.func(args)
         return rc if isinstance(rc, int) else 0  # some subcommands return their result
     except (ValueError, OSError) as e:  # the API's names of values become the flags as typed
-        print(f"copyhead: error: {as_typed(str(e), command_parser(parser, args))}",
-              file=sys.stderr)  # fmt: skip
+        print(f"copyhead: error: {as_typed(str(e), command_parser(parser, args))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(f"\n{farewell(args)}", file=sys.stderr)
@@ -106,8 +112,11 @@ def _config_file(argv: list[str]) -> list[str]:
 def farewell(args: argparse.Namespace) -> str:
     """The line an interrupted command ends with: what it kept and how to resume."""
     kept = [str(p) for p in getattr(args, "kept", []) if Path(p).exists()]
-    said = (f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
-            if kept else "nothing was kept")  # fmt: skip
+    said = (
+        f"finished work is kept in {', '.join(kept)}; rerun the same command to resume"
+        if kept
+        else "nothing was kept"
+    )
     return f"copyhead: interrupted; {said}"
 
 

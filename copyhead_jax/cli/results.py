@@ -16,45 +16,63 @@ from .sweep import print_table
 def add_result_subparsers(sub) -> None:
     """Register ``polish``, ``show`` and ``plot`` on an argparse subparsers object."""
     p = add_parser(
-        sub, "polish",
+        sub,
+        "polish",
         help="exact MAP (float64 L-BFGS on the width-(V+L) image) from every Adam fit of a "
         "quenched sweep: how far was each fit from its own minimum",
         examples=("copyhead polish results/small/sweep_linear.npz",),
-    )  # fmt: skip
+    )
     p.add_argument("result", help="a sweep file with kept weights (copyhead sweep --keep-params)")
     p.add_argument("--out", default=None, help="default: RESULT_polished.npz")
     p.set_defaults(func=cmd_polish, paths=polish_outputs)
 
     p = add_parser(
-        sub, "show", help="print a result file as a table",
-        examples=("copyhead show results/small/sweep_softmax.npz",
-                  "copyhead show results/small/sweep_softmax_posterior.npz"),
-    )  # fmt: skip
+        sub,
+        "show",
+        help="print a result file as a table",
+        examples=(
+            "copyhead show results/small/sweep_softmax.npz",
+            "copyhead show results/small/sweep_softmax_posterior.npz",
+        ),
+    )
     p.add_argument("files", nargs="+", help="sweep or posterior result files (.npz)")
     p.set_defaults(func=cmd_show, paths=lambda args: ([], args.files))
 
     p = add_parser(
-        sub, "plot", help="order parameters, coverage and loss versus P (PNG, PDF or SVG)",
+        sub,
+        "plot",
+        help="order parameters, coverage and loss versus P (PNG, PDF or SVG)",
         examples=(
             "copyhead plot results/small/sweep_linear.npz results/small/sweep_softmax.npz",
             "copyhead plot results/small/sweep_linear.npz --curves --out fig.pdf",
             "copyhead plot results/small/sweep_softmax_posterior.npz "
             "results/small/sweep_softmax.npz",
         ),
-    )  # fmt: skip
+    )
     p.add_argument("files", nargs="+", help="sweep files, or one posterior file [+ its sweep]")
-    p.add_argument("--out", default=None, help="figure path, .png, .pdf or .svg (default: PNG "
-                   "next to the first file)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        default=None,
+        help="figure path, .png, .pdf or .svg (default: PNG next to the first file)",
+    )
     p.add_argument(
         "--format",
         choices=("png", "pdf", "svg"),
         default=None,
         help="figure format (sets the suffix of --out; default: from --out, else png)",
     )
-    p.add_argument("--curves", action=argparse.BooleanOptionalAction, default=False,
-                   help="also plot training curves (Adam sweeps)")  # fmt: skip
-    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=False,
-                   help="overlay the EK theory curves")  # fmt: skip
+    p.add_argument(
+        "--curves",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also plot training curves (Adam sweeps)",
+    )
+    p.add_argument(
+        "--theory",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="overlay the EK theory curves",
+    )
     p.set_defaults(func=cmd_plot, paths=plot_outputs)
 
 
@@ -71,8 +89,10 @@ def cmd_show(args) -> int:
             print_posterior(PosteriorResult.load(f), None)
             continue
         res = SweepResult.load(f)
-        print(f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
-              f"{res.meta.get('wall_seconds', float('nan')):.1f} s")  # fmt: skip
+        print(
+            f"{f}: {res.meta.get('environment', {}).get('backend', '?')}, "
+            f"{res.meta.get('wall_seconds', float('nan')):.1f} s"
+        )
         print_table(res)
         if "polish/U" in res.arrays:
             from ..fit.polish import polish_table
@@ -110,14 +130,19 @@ def _plot_paths(args) -> list[tuple[str, Path]]:
         raise ValueError(f"--out {str(out)!r} must end in one of {FIGURE_SUFFIXES}")
     found = [("--out", out)]
     if _kind(args.files[0]) == "copyhead_jax.PosteriorResult":
-        return found + [("the traces figure of --out",
-                         out.with_name(out.stem + "_traces" + out.suffix))]  # fmt: skip
+        return found + [
+            ("the traces figure of --out", out.with_name(out.stem + "_traces" + out.suffix))
+        ]
     if args.curves:
         atts = [_attention(f) for f in args.files]
         for i, att in enumerate(atts):
             tag = att if atts.count(att) == 1 else f"{att}_{i + 1}"  # one file per result
-            found.append((f"the curves figure of --out ({args.files[i]})",
-                          out.with_name(f"{out.stem}_curves_{tag}{out.suffix}")))  # fmt: skip
+            found.append(
+                (
+                    f"the curves figure of --out ({args.files[i]})",
+                    out.with_name(f"{out.stem}_curves_{tag}{out.suffix}"),
+                )
+            )
     return found
 
 

@@ -19,7 +19,9 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
     """Register ``sweep`` (its own flags, the progress and ``--tokens`` flags, and one flag per
     config field) on an argparse subparsers object."""
     p = add_parser(
-        sub, "sweep", help="MAP sweep over P and seeds (Adam, or the exact solver)",
+        sub,
+        "sweep",
+        help="MAP sweep over P and seeds (Adam, or the exact solver)",
         description="Fit every (P, seed) run of a preset, print a table per attention and the "
         "measured P* beside the EK theory's, save the results and a figure.",
         examples=(
@@ -27,28 +29,48 @@ def add_sweep_subparser(sub) -> argparse.ArgumentParser:
             "copyhead sweep --preset small --attention softmax --width 256 --P 4:128:12log",
             "copyhead sweep --preset small --engine reduced --width 128,10000,inf --keep-params",
         ),
-    )  # fmt: skip
-    add_preset_flags(p, "the sweep: paper-map: the paper's phase diagram by exact MAP (the "
-                     "README's main job); paper: the paper's Adam protocol, trained embeddings "
-                     "(a GPU job); small: width 128, Adam (minutes); tiny: seconds")  # fmt: skip
+    )
+    add_preset_flags(
+        p,
+        "the sweep: paper-map: the paper's phase diagram by exact MAP (the "
+        "README's main job); paper: the paper's Adam protocol, trained embeddings "
+        "(a GPU job); small: width 128, Adam (minutes); tiny: seconds",
+    )
     p.add_argument(
-        "--out", default=None,
+        "--out",
+        default=None,
         help="output folder (sweep_ATT.npz + sweep.png), or FILE.npz for one attention; default "
         "results/NAME, NAME the preset (PRESET-READING, or its shorthand, under another "
         "reading), or results/NAME-HASH when flags change more (HASH: 8 hex digits of the "
         "changed fields), so sweeps with other flags never overwrite each other",
-    )  # fmt: skip
-    p.add_argument("--keep-params", action=argparse.BooleanOptionalAction, default=None,
-                   help="keep the fitted weights (needed by 'copyhead sample'); default: "
-                   "when they take under 2 GB")  # fmt: skip
-    p.add_argument("--branches", action=argparse.BooleanOptionalAction, default=None,
-                   help="softmax: run from the pooling branch (zero logits) and from the copy "
-                   "branch (sweep_softmax_copy.npz) and locate P*_aG where their U cross; "
-                   "default: on under the exact solver")  # fmt: skip
-    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="save the figure (default on)")  # fmt: skip
-    p.add_argument("--theory", action=argparse.BooleanOptionalAction, default=True,
-                   help="draw the EK theory curves on the figure (default on)")  # fmt: skip
+    )
+    p.add_argument(
+        "--keep-params",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep the fitted weights (needed by 'copyhead sample'); default: "
+        "when they take under 2 GB",
+    )
+    p.add_argument(
+        "--branches",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="softmax: run from the pooling branch (zero logits) and from the copy "
+        "branch (sweep_softmax_copy.npz) and locate P*_aG where their U cross; "
+        "default: on under the exact solver",
+    )
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the figure (default on)",
+    )
+    p.add_argument(
+        "--theory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="draw the EK theory curves on the figure (default on)",
+    )
     progress_flags(p)
     cluster_flag(p, groups="the chunks of runs")
     add_tokens_flag(p)
@@ -90,10 +112,13 @@ def result_outputs(name: str, path: Path, kind: str) -> list:
     """A result file ``path`` of ``kind`` as written: itself, its lock, its chunk folder."""
     from .._checks import Output
 
-    return [Output(name, Path(path), suffixes=(".npz",), kind=kind),
-            Output(f"the lock of {name}", Path(str(path) + ".lock")),
-            Output(f"the chunk folder of {name}", Path(str(path) + ".chunks"), folder=True,
-                   removed=True)]  # fmt: skip
+    return [
+        Output(name, Path(path), suffixes=(".npz",), kind=kind),
+        Output(f"the lock of {name}", Path(str(path) + ".lock")),
+        Output(
+            f"the chunk folder of {name}", Path(str(path) + ".chunks"), folder=True, removed=True
+        ),
+    ]
 
 
 def cmd_sweep(args) -> int:
@@ -107,8 +132,14 @@ def cmd_sweep(args) -> int:
     args.kept = [Path(str(p) + ".chunks") for p in paths]  # what a Ctrl-C leaves to resume from
     results = []
     for cfg, path in zip(configs, paths):
-        res = run_sweep(cfg, out=path, progress=args.progress, keep_params=args.keep_params,
-                        tokens=tokens, cluster=args.cluster)  # fmt: skip
+        res = run_sweep(
+            cfg,
+            out=path,
+            progress=args.progress,
+            keep_params=args.keep_params,
+            tokens=tokens,
+            cluster=args.cluster,
+        )
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")
         print_table(res)
@@ -128,8 +159,10 @@ def _branch_configs(cfg: Config) -> list[Config]:
     linear: as is."""
     if not head_class(cfg.model.attention).two_branches:
         return [cfg]
-    return [cfg.replace(train=dict(init_attention=a), solver=single_start(cfg.train.solver))
-            for a in ("zero", "copy")]  # fmt: skip
+    return [
+        cfg.replace(train=dict(init_attention=a), solver=single_start(cfg.train.solver))
+        for a in ("zero", "copy")
+    ]
 
 
 def merge_points(theory: dict, points: dict) -> dict:
@@ -171,15 +204,17 @@ def _print_pstar(results) -> None:
         if not rows:
             continue
         paper = paper and any(r["paper"] is not None for r in rows)
-        print(f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI "
-              "over seeds widened by the grid's error]; seeds located; the grid bracket "
-              "holding them) vs the EK theory (N -> inf)"
-              + (" and the paper" if paper else ""))  # fmt: skip
+        print(
+            f"\n# P* at N = {width}: measured (geometric mean over seeds [95% bootstrap CI "
+            "over seeds widened by the grid's error]; seeds located; the grid bracket "
+            "holding them) vs the EK theory (N -> inf)" + (" and the paper" if paper else "")
+        )
         print(format_pstar(rows))
 
 
-def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
-                asked: Config | None = None):  # fmt: skip
+def sweep_paths(
+    out: str | None, preset_name: str, configs: list[Config], *, asked: Config | None = None
+):
     """Result files and figure of ``copyhead sweep``: ``--out FILE.npz`` (one attention) is that
     file; ``--out FOLDER`` holds ``sweep_ATT.npz``; the default folder is ``results/NAME``,
     ``NAME`` the preset's name under the reading of ``asked`` (default ``configs[0]``;
@@ -207,8 +242,14 @@ def sweep_paths(out: str | None, preset_name: str, configs: list[Config], *,
         name, reading = run_name(preset_name, asked), reading_of(asked)
         base = preset(preset_name, reading if name != preset_name else None).to_dict()
         new = asked.to_dict()
-        diff = {s: {k: v for k, v in new[s].items()  # a field omitted at its default: None
-                    if v != base[s].get(k) and k != "attention"} for s in new}  # fmt: skip
+        diff = {
+            s: {
+                k: v
+                for k, v in new[s].items()  # a field omitted at its default: None
+                if v != base[s].get(k) and k != "attention"
+            }
+            for s in new
+        }
         diff = {s: d for s, d in diff.items() if d}
         tag = hashlib.sha256(json.dumps(diff, sort_keys=True).encode()).hexdigest()[:8]
         out = f"results/{name}" + (f"-{tag}" if diff else "")
@@ -226,13 +267,19 @@ def print_table(res) -> None:
     att = res.config.model.attention
     n1, nG = res.order_names  # softmax: a1, aG
     cols = [
-        ("P", "P", "{:>6d}"), (n1, n1, "{:>8.3f}"), (nG, nG, "{:>8.3f}"),
-        ("cover", "coverage", "{:>7.3f}"), ("train", "train_loss", "{:>8.3f}"),
-        ("test", "test_loss", "{:>8.3f}"), ("acc", "copy_accuracy", "{:>6.3f}"),
-        ("epochs", "stop_epoch", "{:>7.0f}"), ("|grad|", "grad_norm", "{:>8.2e}"),
+        ("P", "P", "{:>6d}"),
+        (n1, n1, "{:>8.3f}"),
+        (nG, nG, "{:>8.3f}"),
+        ("cover", "coverage", "{:>7.3f}"),
+        ("train", "train_loss", "{:>8.3f}"),
+        ("test", "test_loss", "{:>8.3f}"),
+        ("acc", "copy_accuracy", "{:>6.3f}"),
+        ("epochs", "stop_epoch", "{:>7.0f}"),
+        ("|grad|", "grad_norm", "{:>8.2e}"),
         ("|g_span|", "grad_norm_span", "{:>8.2e}"),
-        ("ok", "n_ok", "{:>3d}"), ("div", "n_diverged", "{:>3d}"),
-    ]  # fmt: skip
+        ("ok", "n_ok", "{:>3d}"),
+        ("div", "n_diverged", "{:>3d}"),
+    ]
     print(f"# {att} attention, N={res.config.model.width}, seeds={res.config.sweep.n_seeds}")
     print(" ".join(f"{h:>{len(fmt.format(0))}}" for h, _, fmt in cols))
     for i in range(len(res.P)):
@@ -242,9 +289,13 @@ def print_table(res) -> None:
             row.append(fmt.format(int(v)) if "d}" in fmt else fmt.format(float(v)))
         print(" ".join(row))
     n_div = int(s["n_diverged"].sum())
-    print(f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
-          "blown up past its start and the zero-output loss) excluded from the means")  # fmt: skip
+    print(
+        f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
+        "blown up past its start and the zero-output loss) excluded from the means"
+    )
     n_unc = int((res.unconverged & ~res.diverged).sum())
     if n_unc:
-        print(f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at --exact-max-steps) "
-              "also excluded from the means")  # fmt: skip
+        print(
+            f"# {n_unc} unconverged exact fit(s) (converged=False: stopped at --exact-max-steps) "
+            "also excluded from the means"
+        )

@@ -15,24 +15,45 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
     """``--source``, ``--rho``, ``--alpha``, ``--chain-seed``, ``--causal``, ``--space``,
     ``--P-range``, ``--n-P`` (only the first five change what the theory describes)."""
     g = p.add_argument_group("token source and mask (docs/theory.md §12)")
-    g.add_argument("--source", choices=SOURCES, default="iid",
-                   help="i.i.d. uniform tokens (default) or a stationary Markov chain")  # fmt: skip
-    g.add_argument("--rho", type=finite_float, default=0.0,
-                   help="Markov stickiness: stay w.p. rho + (1 - rho)/V (default 0)")  # fmt: skip
-    g.add_argument("--alpha", type=finite_float, default=None,
-                   help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
-    g.add_argument("--chain-seed", dest="chain_seed", type=int, default=0,
-                   help="seed of the Dirichlet transition matrix (default 0)")  # fmt: skip
+    g.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="iid",
+        help="i.i.d. uniform tokens (default) or a stationary Markov chain",
+    )
+    g.add_argument(
+        "--rho",
+        type=finite_float,
+        default=0.0,
+        help="Markov stickiness: stay w.p. rho + (1 - rho)/V (default 0)",
+    )
+    g.add_argument(
+        "--alpha",
+        type=finite_float,
+        default=None,
+        help="Markov: Dirichlet(alpha) random rows instead of --rho",
+    )
+    g.add_argument(
+        "--chain-seed",
+        dest="chain_seed",
+        type=int,
+        default=0,
+        help="seed of the Dirichlet transition matrix (default 0)",
+    )
     g.add_argument(
         "--causal",
         action=argparse.BooleanOptionalAction,
         default=False,
         help="causal mask (b <= a) and the non-periodic target (position 0 dropped); default off",
     )
-    g.add_argument("--space", choices=("full", "ansatz", "both"), default=None,
-                   help="minimise over the full L x L matrix, the two-parameter ansatz, or both "
-                   "(default: both where the ansatz is not exact, i.e. Markov or causal; "
-                   "closed forms otherwise)")  # fmt: skip
+    g.add_argument(
+        "--space",
+        choices=("full", "ansatz", "both"),
+        default=None,
+        help="minimise over the full L x L matrix, the two-parameter ansatz, or both "
+        "(default: both where the ansatz is not exact, i.e. Markov or causal; "
+        "closed forms otherwise)",
+    )
     g.add_argument(
         "--P-range",
         dest="P_range",
@@ -42,8 +63,13 @@ def add_source_flags(p: argparse.ArgumentParser) -> None:
         metavar=("LO", "HI"),
         help="P scanned by continuation (default 3 30000)",
     )
-    g.add_argument("--n-P", dest="n_P_scan", type=int, default=41,
-                   help="log-spaced points of that scan (default 41)")  # fmt: skip
+    g.add_argument(
+        "--n-P",
+        dest="n_P_scan",
+        type=int,
+        default=41,
+        help="log-spaced points of that scan (default 41)",
+    )
 
 
 def needs_beyond(args) -> bool:
@@ -64,8 +90,17 @@ def task_of(args, params):
     return TaskConfig(**kw)
 
 
-KEYS = ("P_c1", "P_cG", "P_cG_half", "P_aG", "spinodals", "window_decades", "first_order",
-        "P_aG_crossover", "coverage_min")  # fmt: skip
+KEYS = (
+    "P_c1",
+    "P_cG",
+    "P_cG_half",
+    "P_aG",
+    "spinodals",
+    "window_decades",
+    "first_order",
+    "P_aG_crossover",
+    "coverage_min",
+)
 
 
 def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
@@ -75,14 +110,31 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
     task = task_of(args, params)
     spaces = ["full", "ansatz"] if args.space in (None, "both") else [args.space]
     check_beyond_memory(params, spaces, args.n_P_scan)
-    res = {sp: beyond_points(params, task, causal=args.causal, attention=args.attention,
-                             space=sp, P_range=tuple(args.P_range), n_P=args.n_P_scan)
-           for sp in spaces}  # fmt: skip
+    res = {
+        sp: beyond_points(
+            params,
+            task,
+            causal=args.causal,
+            attention=args.attention,
+            space=sp,
+            P_range=tuple(args.P_range),
+            n_P=args.n_P_scan,
+        )
+        for sp in spaces
+    }
     if args.json:
-        print(json.dumps(jsonable({sp: {k: r.get(k) for k in (*KEYS, "notes", "not_found",
-                                                             "inputs")}
-                                       | {"n_not_found": len(r["not_found"])}
-                                   for sp, r in res.items()}), indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                jsonable(
+                    {
+                        sp: {k: r.get(k) for k in (*KEYS, "notes", "not_found", "inputs")}
+                        | {"n_not_found": len(r["not_found"])}
+                        for sp, r in res.items()
+                    }
+                ),
+                indent=2,
+            )
+        )
         return res
     src = (
         "i.i.d."
@@ -107,8 +159,10 @@ def cmd_points_beyond(args, params, jsonable) -> dict[str, Any]:
         for note in res[sp]["notes"]:
             print(f"note ({sp}):", note)
         if res[sp]["not_found"]:
-            print(f"not found ({sp}): {len(res[sp]['not_found'])} "
-                  f"({', '.join(res[sp]['not_found'])}): outside the scan, not its edge")
+            print(
+                f"not found ({sp}): {len(res[sp]['not_found'])} "
+                f"({', '.join(res[sp]['not_found'])}): outside the scan, not its edge"
+            )
     return res
 
 
@@ -119,9 +173,12 @@ def check_beyond_memory(params, spaces, n_P: int) -> None:
     from ..theory.beyond import beyond_bytes
 
     need = max(beyond_bytes(params.L, params.V, n_P, sp) for sp in spaces)
-    refuse_if_over(need, available_bytes(), f"the theory at L = {params.L}, V = {params.V} over "
-                   f"{n_P} P ({' and '.join(spaces)} space)", "use a smaller --L or --n-P, or "
-                   "--space ansatz")  # fmt: skip
+    refuse_if_over(
+        need,
+        available_bytes(),
+        f"the theory at L = {params.L}, V = {params.V} over {n_P} P ({' and '.join(spaces)} space)",
+        "use a smaller --L or --n-P, or --space ansatz",
+    )
 
 
 def _fmt(v) -> str:

@@ -31,9 +31,12 @@ no fit within --tol exists and which invariant forbids it."""
 def add_fit_subparsers(sub) -> None:
     """Register ``sensitivity`` and ``fit`` under ``copyhead theory``."""
     p = theory_subcommand(
-        sub, "sensitivity", "log-log slope of every P* in every parameter, factor of every "
-        "switch (docs/theory.md §2b, §5)", EPILOG_SENSITIVITY,
-    )  # fmt: skip
+        sub,
+        "sensitivity",
+        "log-log slope of every P* in every parameter, factor of every "
+        "switch (docs/theory.md §2b, §5)",
+        EPILOG_SENSITIVITY,
+    )
     common_flags(p, objectives=("map", "post", "both"), objective="both")
     p.add_argument("--step", type=finite_float, default=1e-2, help="log step of the differences")
     p.set_defaults(func=cmd_sensitivity, paths=lambda args: ([], []))
@@ -42,15 +45,28 @@ def add_fit_subparsers(sub) -> None:
         sub, "fit", "least-squares fit of log P* to targets over the free parameters", EPILOG_FIT
     )
     common_flags(p)
-    p.add_argument("--target", type=_targets, required=True,
-                   help="target P*, e.g. 'P_c1=23,P_cG=322,P_aG=300'")  # fmt: skip
-    p.add_argument("--free", type=_free, required=True,
-                   help="parameters to adjust: 'sigma2,chi' (sigma2, chi, sigma_O, sigma_G, "
-                   "sigma_e, sigma_p)")  # fmt: skip
-    p.add_argument("--tol", type=finite_float, default=0.05,
-                   help="relative error that counts as a fit (default 0.05)")  # fmt: skip
-    p.add_argument("--max-iter", dest="max_iter", type=int, default=40,
-                   help="Levenberg-Marquardt iterations at most")  # fmt: skip
+    p.add_argument(
+        "--target", type=_targets, required=True, help="target P*, e.g. 'P_c1=23,P_cG=322,P_aG=300'"
+    )
+    p.add_argument(
+        "--free",
+        type=_free,
+        required=True,
+        help="parameters to adjust: 'sigma2,chi' (sigma2, chi, sigma_O, sigma_G, sigma_e, sigma_p)",
+    )
+    p.add_argument(
+        "--tol",
+        type=finite_float,
+        default=0.05,
+        help="relative error that counts as a fit (default 0.05)",
+    )
+    p.add_argument(
+        "--max-iter",
+        dest="max_iter",
+        type=int,
+        default=40,
+        help="Levenberg-Marquardt iterations at most",
+    )
     p.set_defaults(func=cmd_fit, paths=lambda args: ([], []))
 
 
@@ -79,8 +95,14 @@ def cmd_sensitivity(args) -> dict[str, Any]:
 def cmd_fit(args) -> dict[str, Any]:
     from ..theory.sensitivity import fit
 
-    res = fit(theory_params(args), args.target, args.free, objective=args.objective, tol=args.tol,
-              max_iter=args.max_iter)  # fmt: skip
+    res = fit(
+        theory_params(args),
+        args.target,
+        args.free,
+        objective=args.objective,
+        tol=args.tol,
+        max_iter=args.max_iter,
+    )
     if args.json:
         print(json.dumps(jsonable(res), indent=2))
         return res
@@ -92,11 +114,14 @@ def cmd_fit(args) -> dict[str, Any]:
     inv = res["invariants"]
     print(f"Jacobian rank {inv['rank']} for {inv['n_targets']} targets")
     for v in inv["ratios"]:
-        print(f"invariant: {v['ratio']} = {v['model']:.4g} whatever {', '.join(res['free'])} "
-              f"(target {v['target']:.4g})")  # fmt: skip
+        print(
+            f"invariant: {v['ratio']} = {v['model']:.4g} whatever {', '.join(res['free'])} "
+            f"(target {v['target']:.4g})"
+        )
     for v in inv["combinations"]:
-        print(f"fixed to first order: {v['monomial']} = {v['model']:.4g} "
-              f"(target {v['target']:.4g})")  # fmt: skip
+        print(
+            f"fixed to first order: {v['monomial']} = {v['model']:.4g} (target {v['target']:.4g})"
+        )
     print(res["verdict"])
     return res
 

@@ -39,35 +39,68 @@ _SCALES = ("sigma2", "chi", "sigma_e", "sigma_p", "sigma_G", "sigma_O")
 _SWITCHES = ("likelihood", "linear_scale", "chi_in_readout_prior", "chi_in_noise")
 
 
-def common_flags(p: argparse.ArgumentParser, *, ranges: bool = False, objectives=("map", "post"),
-            objective="map") -> None:  # fmt: skip
+def common_flags(
+    p: argparse.ArgumentParser, *, ranges: bool = False, objectives=("map", "post"), objective="map"
+) -> None:
     """The parameters of the theory (a preset, then overrides) and the output options."""
-    add_preset_flags(p, "the theory's parameters (task, priors, posterior; the flags below "
-                     "override them)")  # fmt: skip
+    add_preset_flags(
+        p, "the theory's parameters (task, priors, posterior; the flags below override them)"
+    )
     if ranges:
-        p.add_argument("--L", type=parse_range, default=None,
-                       help="'10:60', '10:60:5', '10,20' or 25")  # fmt: skip
+        p.add_argument(
+            "--L", type=parse_range, default=None, help="'10:60', '10:60:5', '10,20' or 25"
+        )
         p.add_argument("--V", type=parse_range, default=None, help="'2:12' or 5")
     else:
         p.add_argument("--L", type=int, default=None, help="sequence length")
         p.add_argument("--V", type=int, default=None, help="vocabulary size")
     for name in _SCALES:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=finite_float, default=None,
-                       help=f"{name} (docs/theory.md §2)")  # fmt: skip
-    p.add_argument("--likelihood", choices=LIKELIHOODS, default=None,
-                   help="noise per sequence entry or L times it (per_position), §2b")  # fmt: skip
-    p.add_argument("--linear-scale", dest="linear_scale", choices=LINEAR_SCALES, default=None,
-                   help="linear attention A = s, s/sqrt(L) or s/L (§2b)")  # fmt: skip
-    p.add_argument("--chi-in-readout-prior", dest="chi_in_readout_prior", default=None,
-                   action=argparse.BooleanOptionalAction,
-                   help="readout prior sigma_O^2/(chi N); --no-...: sigma_O^2/N (§2b)")  # fmt: skip
-    p.add_argument("--chi-in-noise", dest="chi_in_noise", default=None,
-                   action=argparse.BooleanOptionalAction,
-                   help="noise sigma^2/chi; --no-...: sigma^2 (§2b)")  # fmt: skip
-    p.add_argument("--objective", choices=objectives, default=objective,
-                   help=f"MAP or posterior (adds D) objective (default {objective})")  # fmt: skip
-    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
-                   help="print the result as JSON (default off)")  # fmt: skip
+        p.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=finite_float,
+            default=None,
+            help=f"{name} (docs/theory.md §2)",
+        )
+    p.add_argument(
+        "--likelihood",
+        choices=LIKELIHOODS,
+        default=None,
+        help="noise per sequence entry or L times it (per_position), §2b",
+    )
+    p.add_argument(
+        "--linear-scale",
+        dest="linear_scale",
+        choices=LINEAR_SCALES,
+        default=None,
+        help="linear attention A = s, s/sqrt(L) or s/L (§2b)",
+    )
+    p.add_argument(
+        "--chi-in-readout-prior",
+        dest="chi_in_readout_prior",
+        default=None,
+        action=argparse.BooleanOptionalAction,
+        help="readout prior sigma_O^2/(chi N); --no-...: sigma_O^2/N (§2b)",
+    )
+    p.add_argument(
+        "--chi-in-noise",
+        dest="chi_in_noise",
+        default=None,
+        action=argparse.BooleanOptionalAction,
+        help="noise sigma^2/chi; --no-...: sigma^2 (§2b)",
+    )
+    p.add_argument(
+        "--objective",
+        choices=objectives,
+        default=objective,
+        help=f"MAP or posterior (adds D) objective (default {objective})",
+    )
+    p.add_argument(
+        "--json",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="print the result as JSON (default off)",
+    )
 
 
 def theory_params(args, **override):
@@ -133,8 +166,7 @@ def check_plot_paths(args, kind: str) -> None:
 
 
 def _plot_path(args, kind: str, att: str) -> str:
-    return (f"{args.out}_{att}.png" if args.out else
-            f"theory_{kind}_{preset_label(args)}_{att}.png")  # fmt: skip
+    return f"{args.out}_{att}.png" if args.out else f"theory_{kind}_{preset_label(args)}_{att}.png"
 
 
 def plot_outputs(kind: str):
@@ -145,8 +177,11 @@ def plot_outputs(kind: str):
     def outputs(args):
         if not args.plot:
             return [], []
-        return [o for att in attentions(args.attention)
-                for o in figure_outputs("--out", _plot_path(args, kind, att), (".png",))], []
+        return [
+            o
+            for att in attentions(args.attention)
+            for o in figure_outputs("--out", _plot_path(args, kind, att), (".png",))
+        ], []
 
     return outputs
 
@@ -164,5 +199,10 @@ def save_attention_plot(args, att: str, kind: str, draw) -> None:
 
 def theory_subcommand(sub, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
     """A ``copyhead theory`` subcommand whose ``--help`` is ``help`` then ``epilog`` as written."""
-    return sub.add_parser(name, help=help, description=help, epilog=epilog,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

@@ -67,8 +67,12 @@ def add_points_subparsers(sub) -> None:
     p.add_argument("--P-max", dest="P_max", type=finite_float, default=None)
     p.add_argument("--n-P", dest="n_P", type=int, default=121)
     p.add_argument("--out", default=None, help="PNG path stem")
-    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the figure (default on)",
+    )
     p.set_defaults(func=cmd_curve, paths=plot_outputs("curve"))
 
     p = theory_subcommand(
@@ -78,8 +82,12 @@ def add_points_subparsers(sub) -> None:
     common_flags(p)
     p.add_argument("--P", type=finite_float, nargs="+", default=None)
     p.add_argument("--out", default=None, help="PNG path stem")
-    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the figure (default on)",
+    )
     p.set_defaults(func=cmd_landscape, paths=plot_outputs("landscape"))
 
     p = theory_subcommand(
@@ -89,8 +97,12 @@ def add_points_subparsers(sub) -> None:
     common_flags(p, ranges=True, objectives=("map", "post", "bayes"))
     add_bayes_flags(p)
     p.add_argument("--out", default=None, help="PNG path")
-    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the figure (default on)",
+    )
     p.set_defaults(func=cmd_scaling, paths=scaling_outputs)
 
 
@@ -154,8 +166,11 @@ def cmd_curve(args) -> dict[str, Any]:
         raise ValueError(f"--P-min ({args.P_min:g}) must be below --P-max ({args.P_max:g})")
     from ..theory.minima import curve_bytes
 
-    check_theory_memory(max(curve_bytes(args.n_P, a) for a in attentions(args.attention)),
-                        f"the curve over {args.n_P} P", "use a smaller --n-P")  # fmt: skip
+    check_theory_memory(
+        max(curve_bytes(args.n_P, a) for a in attentions(args.attention)),
+        f"the curve over {args.n_P} P",
+        "use a smaller --n-P",
+    )
     params = theory_params(args)
     check_plot_paths(args, "curve")
     out: dict[str, Any] = {}
@@ -181,8 +196,11 @@ def cmd_landscape(args) -> dict[str, Any]:
     from ..theory.points import transition_points
 
     n_P = len(args.P) if args.P else 5  # the default: five P around the transition
-    check_theory_memory(max(landscape_bytes(n_P, a) for a in attentions(args.attention)),
-                        f"the landscape at {n_P} P", "give fewer --P values")  # fmt: skip
+    check_theory_memory(
+        max(landscape_bytes(n_P, a) for a in attentions(args.attention)),
+        f"the landscape at {n_P} P",
+        "give fewer --P values",
+    )
     params = theory_params(args)
     check_plot_paths(args, "landscape")
     out: dict[str, Any] = {}
@@ -223,8 +241,11 @@ def cmd_scaling(args) -> dict[str, Any]:
     for v in Vs:
         check_int("--V entry", v, lo=2, hi=10**6)
     n = len(Ls) * len(Vs)
-    check_theory_memory(points_bytes(n, args.attention), f"the scaling table over {len(Ls)} L "
-                        f"x {len(Vs)} V", "give fewer --L or --V values")  # fmt: skip
+    check_theory_memory(
+        points_bytes(n, args.attention),
+        f"the scaling table over {len(Ls)} L x {len(Vs)} V",
+        "give fewer --L or --V values",
+    )
     plot = args.plot and (len(Ls) > 1 or len(Vs) > 1)
     default = f"theory_scaling_{preset_label(args)}.png"
     if plot:  # the figure's path, checked before the theory is computed

@@ -10,10 +10,14 @@ import numpy as np
 
 
 def add_tokens_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokens", default=None, metavar="FILE.npy",
-                   help="train and test on these int sequences [n, L] in [0, V) instead of the "
-                   "task's source: seed s uses rows s*B .. (s+1)*B - 1, B = P_max + n_test (the "
-                   "first P_max for training, nested; the last n_test for testing)")  # fmt: skip
+    p.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE.npy",
+        help="train and test on these int sequences [n, L] in [0, V) instead of the "
+        "task's source: seed s uses rows s*B .. (s+1)*B - 1, B = P_max + n_test (the "
+        "first P_max for training, nested; the last n_test for testing)",
+    )
 
 
 def load_tokens(path: str | None) -> np.ndarray | None:

@@ -38,14 +38,18 @@ def _P_grid(text: str) -> tuple[int, ...]:
 
     m = re.fullmatch(r"(\d+):(\d+):(\d+)log", text.strip())
     try:
-        vals = (np.geomspace(int(m[1]), int(m[2]), int(m[3])) if m else
-                [int(p) for p in text.split(",") if p.strip()])  # fmt: skip
+        vals = (
+            np.geomspace(int(m[1]), int(m[2]), int(m[3]))
+            if m
+            else [int(p) for p in text.split(",") if p.strip()]
+        )
         grid = tuple(sorted({int(round(float(p))) for p in vals}))
     except (ValueError, ZeroDivisionError):
         grid = ()
     if len(grid) < 2 or grid[0] < 1 or grid[-1] > P_MAX:
-        raise ValueError(f"--P must hold at least 2 values in [1, {P_MAX}] (4,8,16 or "
-                         f"LO:HI:Nlog), got {text!r}")  # fmt: skip
+        raise ValueError(
+            f"--P must hold at least 2 values in [1, {P_MAX}] (4,8,16 or LO:HI:Nlog), got {text!r}"
+        )
     return grid
 
 
@@ -62,7 +66,8 @@ def add_transition_subparser(sub) -> None:
     # which would initialise it for every command's parser
     d = argparse.Namespace(**{f.name: f.default for f in dataclasses.fields(TISettings)})
     p = add_parser(
-        sub, "transition",
+        sub,
+        "transition",
         help="the Bayesian transition (softmax: first order or crossover and P*_aG from the "
         "posterior's free-energy profile in a_G, or --method ti: branch free energies; "
         "linear: posterior psi = 1/2) with its interval",
@@ -75,117 +80,239 @@ def add_transition_subparser(sub) -> None:
             "copyhead transition --preset plain --L 8 --V 4 --width inf --causal --n-seeds 1",
             "copyhead transition --preset plain --L 12 --V 6 --width inf --method ti",
         ),
-    )  # fmt: skip
-    add_preset_flags(p, "the configuration (L, V, width, sigma^2, chi; the engine is always the "
-                     "reduced one, exact MAP, quenched embeddings)")  # fmt: skip
+    )
+    add_preset_flags(
+        p,
+        "the configuration (L, V, width, sigma^2, chi; the engine is always the "
+        "reduced one, exact MAP, quenched embeddings)",
+    )
     p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
     p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
     p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
     p.add_argument("--sigma2", type=finite_float, default=None, help="noise sigma^2")
     p.add_argument("--chi", type=finite_float, default=None, help="output scale chi")
     p.add_argument("--attention", choices=ATTENTIONS, default="softmax")
-    p.add_argument("--method", choices=("profile", "ti"), default="profile",
-                   help="softmax: the posterior's free-energy profile in a_G by umbrella "
-                   "windows (default; decides first order or crossover) or branch TI with an SMC "
-                   "cross-check (ti: assumes two branches split at a threshold on a_G)")
-    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=False,
-                   help="causal mask (keys b <= a; --method profile only; default off)")
-    p.add_argument("--source", choices=SOURCES, default="iid",
-                   help="tokens: i.i.d. uniform (default) or a stationary Markov chain "
-                   "(docs/theory.md §12)")  # fmt: skip
-    p.add_argument("--rho", type=finite_float, default=None,
-                   help="Markov stickiness: stay w.p. rho + (1 - rho)/V")  # fmt: skip
-    p.add_argument("--alpha", type=finite_float, default=None,
-                   help="Markov: Dirichlet(alpha) random rows instead of --rho")  # fmt: skip
-    p.add_argument("--chain-seed", dest="chain_seed", type=int, default=None,
-                   help="seed of the Dirichlet transition matrix")  # fmt: skip
+    p.add_argument(
+        "--method",
+        choices=("profile", "ti"),
+        default="profile",
+        help="softmax: the posterior's free-energy profile in a_G by umbrella "
+        "windows (default; decides first order or crossover) or branch TI with an SMC "
+        "cross-check (ti: assumes two branches split at a threshold on a_G)",
+    )
+    p.add_argument(
+        "--causal",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="causal mask (keys b <= a; --method profile only; default off)",
+    )
+    p.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="iid",
+        help="tokens: i.i.d. uniform (default) or a stationary Markov chain (docs/theory.md §12)",
+    )
+    p.add_argument(
+        "--rho",
+        type=finite_float,
+        default=None,
+        help="Markov stickiness: stay w.p. rho + (1 - rho)/V",
+    )
+    p.add_argument(
+        "--alpha",
+        type=finite_float,
+        default=None,
+        help="Markov: Dirichlet(alpha) random rows instead of --rho",
+    )
+    p.add_argument(
+        "--chain-seed",
+        dest="chain_seed",
+        type=int,
+        default=None,
+        help="seed of the Dirichlet transition matrix",
+    )
     p.add_argument("--n-seeds", type=int, default=2, help="seeds (default 2)")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
-    p.add_argument("--memory-budget-gb", type=finite_float, default=None,
-                   help="memory one group may use (default: 70%% of free device memory, else "
-                   "4 GiB); a group over it is refused before any work")  # fmt: skip
-    p.add_argument("--P", default=None, metavar="GRID",
-                   help="MAP grid of --method ti and of linear attention (4,8,16 or "
-                   "LO:HI:Nlog); default around the theory's point")  # fmt: skip
-    p.add_argument("--probes", default=None, metavar="P1,P2",
-                   help="profile: the first probes (default: 1.25x either side of the theory's "
-                   "posterior point, else of the MAP switch)")  # fmt: skip
-    p.add_argument("--max-probes", type=int, default=7,
-                   help="profile: probes per seed at most (default 7)")  # fmt: skip
-    p.add_argument("--spacing", type=finite_float, default=0.15,
-                   help="profile: window spacing in a_G (default 0.15)")  # fmt: skip
-    p.add_argument("--window-chains", type=int, default=6,
-                   help="profile: chains per window = independent replicas (default 6)")
-    p.add_argument("--window-iters", type=int, default=None,
-                   help="profile: recorded HMC iterations per window chain: the cap with "
-                   "--window-ess-target (default 1000), the fixed length without (default "
-                   "200)")  # fmt: skip
-    p.add_argument("--window-ess-target", type=finite_float, default=PROFILE_WINDOW.ess_min,
-                   metavar="N",
-                   help="profile: sample the windows in rounds of --window-round-iter until "
-                   "every window's ESS of a_G and U is >= N and their R-hat <= "
-                   "--window-rhat-target (--window-iters the cap; a window that reaches it "
-                   "first is flagged and widens the errors); 0: a fixed length (default "
-                   f"{PROFILE_WINDOW.ess_min:g}, the bar below which a window is flagged)")
-    p.add_argument("--window-rhat-target", type=finite_float, default=PROFILE_WINDOW.rhat_max,
-                   help="profile: the R-hat bar of --window-ess-target (default "
-                   f"{PROFILE_WINDOW.rhat_max:g})")  # fmt: skip
-    p.add_argument("--window-round-iter", type=int, default=100,
-                   help="profile: HMC iterations per round with --window-ess-target (default "
-                   "100)")  # fmt: skip
-    p.add_argument("--map", dest="map_switch", action=argparse.BooleanOptionalAction,
-                   default=True, help="profile: the exact MAP's switch beside the verdict "
-                   "(default on)")  # fmt: skip
-    p.add_argument("--a-thr", type=finite_float, default=None,
-                   help="ti: branch threshold on aG (default: the mid-value of the MAP "
-                   "aG)")  # fmt: skip
+    p.add_argument(
+        "--memory-budget-gb",
+        type=finite_float,
+        default=None,
+        help="memory one group may use (default: 70%% of free device memory, else "
+        "4 GiB); a group over it is refused before any work",
+    )
+    p.add_argument(
+        "--P",
+        default=None,
+        metavar="GRID",
+        help="MAP grid of --method ti and of linear attention (4,8,16 or "
+        "LO:HI:Nlog); default around the theory's point",
+    )
+    p.add_argument(
+        "--probes",
+        default=None,
+        metavar="P1,P2",
+        help="profile: the first probes (default: 1.25x either side of the theory's "
+        "posterior point, else of the MAP switch)",
+    )
+    p.add_argument(
+        "--max-probes", type=int, default=7, help="profile: probes per seed at most (default 7)"
+    )
+    p.add_argument(
+        "--spacing",
+        type=finite_float,
+        default=0.15,
+        help="profile: window spacing in a_G (default 0.15)",
+    )
+    p.add_argument(
+        "--window-chains",
+        type=int,
+        default=6,
+        help="profile: chains per window = independent replicas (default 6)",
+    )
+    p.add_argument(
+        "--window-iters",
+        type=int,
+        default=None,
+        help="profile: recorded HMC iterations per window chain: the cap with "
+        "--window-ess-target (default 1000), the fixed length without (default "
+        "200)",
+    )
+    p.add_argument(
+        "--window-ess-target",
+        type=finite_float,
+        default=PROFILE_WINDOW.ess_min,
+        metavar="N",
+        help="profile: sample the windows in rounds of --window-round-iter until "
+        "every window's ESS of a_G and U is >= N and their R-hat <= "
+        "--window-rhat-target (--window-iters the cap; a window that reaches it "
+        "first is flagged and widens the errors); 0: a fixed length (default "
+        f"{PROFILE_WINDOW.ess_min:g}, the bar below which a window is flagged)",
+    )
+    p.add_argument(
+        "--window-rhat-target",
+        type=finite_float,
+        default=PROFILE_WINDOW.rhat_max,
+        help=f"profile: the R-hat bar of --window-ess-target (default {PROFILE_WINDOW.rhat_max:g})",
+    )
+    p.add_argument(
+        "--window-round-iter",
+        type=int,
+        default=100,
+        help="profile: HMC iterations per round with --window-ess-target (default 100)",
+    )
+    p.add_argument(
+        "--map",
+        dest="map_switch",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="profile: the exact MAP's switch beside the verdict (default on)",
+    )
+    p.add_argument(
+        "--a-thr",
+        type=finite_float,
+        default=None,
+        help="ti: branch threshold on aG (default: the mid-value of the MAP aG)",
+    )
     p.add_argument("--rungs", type=int, default=len(d.ts), help=f"TI rungs (default {len(d.ts)})")
-    p.add_argument("--adapt-mass", action=argparse.BooleanOptionalAction, default=False,
-                   help="the rungs' HMC adapts a diagonal mass in its warm-up (default: unit "
-                   "mass in the whitened coordinates)")  # fmt: skip
-    p.add_argument("--rung-schedule", choices=RUNG_SCHEDULES, default=RUNG_SCHEDULES[0],
-                   help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
-                   "or near t = 0 (the schedule before 2026-12-04)")  # fmt: skip
-    p.add_argument("--t0", choices=("exact", "chains"), default="exact",
-                   help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
-                   "default) or HMC chains (before 2026-12-04)")  # fmt: skip
-    p.add_argument("--seeds-probe", choices=("anchored", "bracket"), default="anchored",
-                   help="a later seed: one probe at the earlier seeds' mean root, its root "
-                   "placed with the slope their brackets measured (default), or two probes "
-                   "bracketing it (before 2026-12-04)")  # fmt: skip
-    p.add_argument("--chains", type=int, default=DEFAULT_CHAINS,
-                   help=f"ti: HMC chains per rung and branch (default {DEFAULT_CHAINS}, as "
-                   "every sampler command)")  # fmt: skip
-    p.add_argument("--iters", type=int, default=d.n_iter,
-                   help=f"recorded HMC iterations per chain (default {d.n_iter})")  # fmt: skip
-    p.add_argument("--rung-ess-target", type=finite_float, default=d.ess_target, metavar="N",
-                   help="ti: draw the rungs in rounds of --rung-round-iter until each rung's ESS "
-                   "of g and a_G is >= N and their R-hat <= --rung-rhat-target (each rung "
-                   "stopping on its own; --iters the cap); default 0: the fixed --iters")
-    p.add_argument("--rung-rhat-target", type=finite_float, default=d.rhat_target,
-                   help=f"ti: the R-hat bar of --rung-ess-target (default {d.rhat_target}, the "
-                   "bar above which a rung is flagged)")  # fmt: skip
-    p.add_argument("--rung-round-iter", type=int, default=d.round_iter,
-                   help=f"ti: HMC iterations per round with --rung-ess-target (default "
-                   f"{d.round_iter})")  # fmt: skip
-    p.add_argument("--smc-particles", type=int, default=d.smc_particles,
-                   help=f"SMC cross-check particles, 0 = none (default "
-                   f"{d.smc_particles})")  # fmt: skip
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="the folder of the result (transition.json), its figure (profile.png, "
-                   "or transition.png of --method ti and linear attention), the checkpoints a "
-                   "rerun resumes from and --method ti's MAP sweeps; default "
-                   "results/transition_ATT_LL_VV_NAME, NAME the preset (as copyhead sweep names "
-                   "it), -HASH added when other flags change the run (HASH: 8 hex digits of "
-                   "them). A folder whose transition.json holds another run is refused; the "
-                   "same run's is printed again without work")  # fmt: skip
-    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
-                   help="print the result as JSON (default off)")
-    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
-                   help="save the figure (default on)")  # fmt: skip
+    p.add_argument(
+        "--adapt-mass",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="the rungs' HMC adapts a diagonal mass in its warm-up (default: unit "
+        "mass in the whitened coordinates)",
+    )
+    p.add_argument(
+        "--rung-schedule",
+        choices=RUNG_SCHEDULES,
+        default=RUNG_SCHEDULES[0],
+        help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
+        "or near t = 0 (the schedule before 2026-12-04)",
+    )
+    p.add_argument(
+        "--t0",
+        choices=("exact", "chains"),
+        default="exact",
+        help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
+        "default) or HMC chains (before 2026-12-04)",
+    )
+    p.add_argument(
+        "--seeds-probe",
+        choices=("anchored", "bracket"),
+        default="anchored",
+        help="a later seed: one probe at the earlier seeds' mean root, its root "
+        "placed with the slope their brackets measured (default), or two probes "
+        "bracketing it (before 2026-12-04)",
+    )
+    p.add_argument(
+        "--chains",
+        type=int,
+        default=DEFAULT_CHAINS,
+        help=f"ti: HMC chains per rung and branch (default {DEFAULT_CHAINS}, as "
+        "every sampler command)",
+    )
+    p.add_argument(
+        "--iters",
+        type=int,
+        default=d.n_iter,
+        help=f"recorded HMC iterations per chain (default {d.n_iter})",
+    )
+    p.add_argument(
+        "--rung-ess-target",
+        type=finite_float,
+        default=d.ess_target,
+        metavar="N",
+        help="ti: draw the rungs in rounds of --rung-round-iter until each rung's ESS "
+        "of g and a_G is >= N and their R-hat <= --rung-rhat-target (each rung "
+        "stopping on its own; --iters the cap); default 0: the fixed --iters",
+    )
+    p.add_argument(
+        "--rung-rhat-target",
+        type=finite_float,
+        default=d.rhat_target,
+        help=f"ti: the R-hat bar of --rung-ess-target (default {d.rhat_target}, the "
+        "bar above which a rung is flagged)",
+    )
+    p.add_argument(
+        "--rung-round-iter",
+        type=int,
+        default=d.round_iter,
+        help=f"ti: HMC iterations per round with --rung-ess-target (default {d.round_iter})",
+    )
+    p.add_argument(
+        "--smc-particles",
+        type=int,
+        default=d.smc_particles,
+        help=f"SMC cross-check particles, 0 = none (default {d.smc_particles})",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="the folder of the result (transition.json), its figure (profile.png, "
+        "or transition.png of --method ti and linear attention), the checkpoints a "
+        "rerun resumes from and --method ti's MAP sweeps; default "
+        "results/transition_ATT_LL_VV_NAME, NAME the preset (as copyhead sweep names "
+        "it), -HASH added when other flags change the run (HASH: 8 hex digits of "
+        "them). A folder whose transition.json holds another run is refused; the "
+        "same run's is printed again without work",
+    )
+    p.add_argument(
+        "--json",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="print the result as JSON (default off)",
+    )
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="save the figure (default on)",
+    )
     progress_flags(p)
-    cluster_flag(p, groups="the seeds (softmax, --method profile: each seed's probes and "
-                 "profiles are its own)")  # fmt: skip
+    cluster_flag(
+        p,
+        groups="the seeds (softmax, --method profile: each seed's probes and profiles are its own)",
+    )
     p.set_defaults(func=cmd_transition, paths=transition_outputs, flag_default=p.get_default)
 
 
@@ -194,12 +321,17 @@ def settings_from_args(args):
     from ..transition.branch_group import TISettings, rung_ts
 
     K = check_int("--rungs", args.rungs, lo=2, hi=64)
-    return TISettings(ts=rung_ts(K, args.rung_schedule), adapt_mass=args.adapt_mass,
-                      exact_t0=args.t0 == "exact",
-                      n_chains=args.chains, n_iter=args.iters,
-                      smc_particles=args.smc_particles, ess_target=args.rung_ess_target,
-                      rhat_target=args.rung_rhat_target,
-                      round_iter=args.rung_round_iter)  # fmt: skip
+    return TISettings(
+        ts=rung_ts(K, args.rung_schedule),
+        adapt_mass=args.adapt_mass,
+        exact_t0=args.t0 == "exact",
+        n_chains=args.chains,
+        n_iter=args.iters,
+        smc_particles=args.smc_particles,
+        ess_target=args.rung_ess_target,
+        rhat_target=args.rung_rhat_target,
+        round_iter=args.rung_round_iter,
+    )
 
 
 def config_from_args(args):
@@ -207,10 +339,14 @@ def config_from_args(args):
     from ..config.presets import preset
 
     cfg = preset(args.preset, args.reading)
-    task = {k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
-            for k in ("L", "V") if getattr(args, k) is not None}  # fmt: skip
-    chain = {k: getattr(args, k) for k in ("rho", "alpha", "chain_seed")
-             if getattr(args, k) is not None}  # fmt: skip
+    task = {
+        k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
+        for k in ("L", "V")
+        if getattr(args, k) is not None
+    }
+    chain = {
+        k: getattr(args, k) for k in ("rho", "alpha", "chain_seed") if getattr(args, k) is not None
+    }
     if args.source != "markov" and chain:
         raise ValueError("--rho, --alpha and --chain-seed need --source markov")
     task.update(source=args.source, **chain)
@@ -219,8 +355,9 @@ def config_from_args(args):
         model["width"] = args.width
     post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
     sweep = {} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}
-    return cfg.replace(task=task, model=model, posterior=post, sweep=sweep,
-                       train=dict(train_embeddings=False))  # fmt: skip
+    return cfg.replace(
+        task=task, model=model, posterior=post, sweep=sweep, train=dict(train_embeddings=False)
+    )
 
 
 def _probes(text: str) -> tuple[int, ...]:
@@ -250,24 +387,30 @@ def profile_settings_from_args(args):
     iters = args.window_iters
     if iters is None:
         iters = PROFILE_UMBRELLA.n_iter if args.window_ess_target else FIXED_WINDOW_ITERS
-    um = UmbrellaSettings(n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
-                          n_iter=check_int("--window-iters", iters, lo=16, hi=10**5),
-                          ess_target=check_float("--window-ess-target", args.window_ess_target,
-                                                 lo=0.0, lo_open=False),
-                          rhat_target=check_float("--window-rhat-target",
-                                                  args.window_rhat_target, lo=1.0),
-                          round_iter=check_int("--window-round-iter", args.window_round_iter,
-                                               lo=1, hi=10**5))  # fmt: skip
+    um = UmbrellaSettings(
+        n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
+        n_iter=check_int("--window-iters", iters, lo=16, hi=10**5),
+        ess_target=check_float(
+            "--window-ess-target", args.window_ess_target, lo=0.0, lo_open=False
+        ),
+        rhat_target=check_float("--window-rhat-target", args.window_rhat_target, lo=1.0),
+        round_iter=check_int("--window-round-iter", args.window_round_iter, lo=1, hi=10**5),
+    )
     prof = default_profile_settings(args.L_eff, spacing=args.spacing, umbrella=um)
-    return SearchSettings(probes=probes, max_probes=check_int("--max-probes", args.max_probes,
-                                                              lo=2, hi=64),
-                          profile=prof, map_switch=args.map_switch)  # fmt: skip
+    return SearchSettings(
+        probes=probes,
+        max_probes=check_int("--max-probes", args.max_probes, lo=2, hi=64),
+        profile=prof,
+        map_switch=args.map_switch,
+    )
 
 
 #: why ``--cluster`` is refused by the TI method (and linear attention, which runs it)
-TI_NOT_INDEPENDENT = ("--cluster: the seeds of --method ti (and of linear attention) are not "
-                      "independent: a later seed's probe is placed from the earlier seeds' roots; "
-                      "run it without --cluster (softmax --method profile fans out its seeds)")
+TI_NOT_INDEPENDENT = (
+    "--cluster: the seeds of --method ti (and of linear attention) are not "
+    "independent: a later seed's probe is placed from the earlier seeds' roots; "
+    "run it without --cluster (softmax --method profile fans out its seeds)"
+)
 
 
 def cmd_transition(args) -> int:
@@ -276,8 +419,10 @@ def cmd_transition(args) -> int:
     cfg = config_from_args(args)
     if args.method == "profile" and head_class(cfg.model.attention).two_branches:
         if args.P is not None:
-            raise ValueError("--P is the MAP grid of --method ti (and of linear attention); "
-                             "the profile places its own probes (--probes)")  # fmt: skip
+            raise ValueError(
+                "--P is the MAP grid of --method ti (and of linear attention); "
+                "the profile places its own probes (--probes)"
+            )
         return _cmd_profile(args, cfg)
     if args.cluster is not None:
         raise ValueError(TI_NOT_INDEPENDENT)
@@ -296,12 +441,18 @@ def transition_outputs(args):
     out = out_folder(args)
     cfg = config_from_args(args)
     two = head_class(cfg.model.attention).two_branches
-    outs = [Output("--out", out, folder=True),
-            Output("--out's transition.json", out / "transition.json", suffixes=(".json",)),
-            Output("--out's lock", out / "transition.json.lock")]  # fmt: skip
+    outs = [
+        Output("--out", out, folder=True),
+        Output("--out's transition.json", out / "transition.json", suffixes=(".json",)),
+        Output("--out's lock", out / "transition.json.lock"),
+    ]
     if two and args.method == "ti":
-        outs += [Output(f"--out's map_{b}.npz", out / f"map_{b}.npz", suffixes=(".npz",),
-                        kind=SWEEP_KIND) for b in ("pool", "copy")]  # fmt: skip
+        outs += [
+            Output(
+                f"--out's map_{b}.npz", out / f"map_{b}.npz", suffixes=(".npz",), kind=SWEEP_KIND
+            )
+            for b in ("pool", "copy")
+        ]
     if args.plot:
         name = "profile.png" if two and args.method == "profile" else "transition.png"
         outs += figure_outputs(f"--out's {name}", out / name, (".png",))
@@ -309,9 +460,29 @@ def transition_outputs(args):
 
 
 #: flags that do not change a run's numbers (nor name it: the preset, L, V and attention do)
-NOT_RUN = frozenset({"command", "preset", "reading", "L", "V", "attention", "memory_budget_gb",
-                     "out", "json", "plot", "progress", "cluster", "cluster_refused", "config",
-                     "func", "paths", "flag_default", "kept", "L_eff"})  # fmt: skip
+NOT_RUN = frozenset(
+    {
+        "command",
+        "preset",
+        "reading",
+        "L",
+        "V",
+        "attention",
+        "memory_budget_gb",
+        "out",
+        "json",
+        "plot",
+        "progress",
+        "cluster",
+        "cluster_refused",
+        "config",
+        "func",
+        "paths",
+        "flag_default",
+        "kept",
+        "L_eff",
+    }
+)
 
 
 #: the rungs' stopping flags, which change nothing without a target (--rung-ess-target 0)
@@ -338,8 +509,9 @@ def out_folder(args) -> Path:
     cfg = config_from_args(args)
     given = getattr(args, "flag_default", None)
     diff = {k: v for k, v in run_flags(args).items() if given is None or v != given(k)}
-    name = (f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_"
-            f"{run_name(args.preset, cfg)}")  # fmt: skip
+    name = (
+        f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_{run_name(args.preset, cfg)}"
+    )
     return Path("results") / (name + (f"-{fingerprint(diff, digits=8)}" if diff else ""))
 
 
@@ -368,8 +540,10 @@ def _check_out(args, fp: str) -> tuple[Path, dict | None]:
     except (OSError, UnicodeDecodeError, ValueError):
         old = None
     if not isinstance(old, dict) or old.get("fingerprint") != fp:
-        raise ValueError(f"--out {str(out)!r} holds the result of another run "
-                         f"({str(f)!r}); give another --out or remove it")  # fmt: skip
+        raise ValueError(
+            f"--out {str(out)!r} holds the result of another run "
+            f"({str(f)!r}); give another --out or remove it"
+        )
     return out, old
 
 
@@ -423,9 +597,15 @@ def _cmd_profile(args, cfg) -> int:
     # one writer per folder; the rounds removed and the lock released once the result is saved
     held = claim(out / "transition.json", ckpt=rounds)
     try:
-        res = profile_transition(cfg, n_seeds=n, settings=settings, seed=args.seed,
-                                 progress=args.progress, ckpt_dir=rounds,
-                                 cluster=args.cluster)  # fmt: skip
+        res = profile_transition(
+            cfg,
+            n_seeds=n,
+            settings=settings,
+            seed=args.seed,
+            progress=args.progress,
+            ckpt_dir=rounds,
+            cluster=args.cluster,
+        )
     except BaseException:
         _tidy(out, new, held)
         raise
@@ -440,8 +620,9 @@ def _cmd_ti(args) -> int:
     from ..plots.transition import transition_figure
     from ..transition.search import transition, transition_config
 
-    cfg = transition_config(config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1,
-                                                               hi=1000))  # fmt: skip
+    cfg = transition_config(
+        config_from_args(args), check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
+    )
     settings = settings_from_args(args)
     grid = None
     if args.P is not None:
@@ -456,10 +637,17 @@ def _cmd_ti(args) -> int:
     args.kept = [out]  # what a Ctrl-C leaves to resume from
     new = not out.exists()
     try:
-        res = transition(cfg, out=out, progress=args.progress, settings=settings,
-                         a_thr=args.a_thr, P_grid=grid, seed=args.seed,
-                         anchored=args.seeds_probe == "anchored",
-                         record={"fingerprint": fp})  # fmt: skip
+        res = transition(
+            cfg,
+            out=out,
+            progress=args.progress,
+            settings=settings,
+            a_thr=args.a_thr,
+            P_grid=grid,
+            seed=args.seed,
+            anchored=args.seeds_probe == "anchored",
+            record={"fingerprint": fp},
+        )
     except BaseException:
         _tidy(out, new, None)
         raise

@@ -13,35 +13,53 @@ def format_profile(res: dict) -> str:
     """The printed summary of the profile method: verdict, P* with its interval, per seed the
     evidence, the MAP beside it, flags, CPU time."""
     s = res["summary"]
-    lines = [f"# Bayesian transition ({res['attention']}, L={res['L']}, V={res['V']}, "
-             f"{res['source']}{', causal' if res['causal'] else ''}) from the posterior's "
-             f"free-energy profile in a_G, {res['n_seeds']} seed(s): {res['verdict']}"]
+    lines = [
+        f"# Bayesian transition ({res['attention']}, L={res['L']}, V={res['V']}, "
+        f"{res['source']}{', causal' if res['causal'] else ''}) from the posterior's "
+        f"free-energy profile in a_G, {res['n_seeds']} seed(s): {res['verdict']}"
+    ]
     for sd in res["seeds"]:
         cr = sd["crossing"] or {}
         br = cr.get("bracket")
-        lines.append(f"seed {sd['seed']}: {sd['verdict']}, P* = {_f(sd['P_star'])}"
-                     + (f"  bracket [{br[0]:g}, {br[1]:g}], {_errors(cr)}" if br else ""))
+        lines.append(
+            f"seed {sd['seed']}: {sd['verdict']}, P* = {_f(sd['P_star'])}"
+            + (f"  bracket [{br[0]:g}, {br[1]:g}], {_errors(cr)}" if br else "")
+        )
         if sd.get("coexistence"):
             o = sd["coexistence_outer"]
-            lines.append(f"  both basins at P in [{sd['coexistence'][0]}, "
-                         f"{sd['coexistence'][1]}] (unimodal at {_f(o[0])} and {_f(o[1])})")
-        lines.append(f"  posterior mean of a_G passes midway at {_f(sd['P_mid'])}, steepest "
-                     f"at {_f(sd['P_steepest'])}")  # fmt: skip
+            lines.append(
+                f"  both basins at P in [{sd['coexistence'][0]}, "
+                f"{sd['coexistence'][1]}] (unimodal at {_f(o[0])} and {_f(o[1])})"
+            )
+        lines.append(
+            f"  posterior mean of a_G passes midway at {_f(sd['P_mid'])}, steepest "
+            f"at {_f(sd['P_steepest'])}"
+        )
         lines += [f"  {e}" for e in sd["evidence"]]
     lo, hi = res["interval"]
-    lines.append(f"P*_aG = {_f(res['P_star'])}  {_iv(lo, hi)} "
-                 f"({100 * s.get('level', 0.95):.0f}% interval over {s.get('n', 0)} seed(s): "
-                 "seed spread, replicas, quadrature and interpolation)")  # fmt: skip
+    lines.append(
+        f"P*_aG = {_f(res['P_star'])}  {_iv(lo, hi)} "
+        f"({100 * s.get('level', 0.95):.0f}% interval over {s.get('n', 0)} seed(s): "
+        "seed spread, replicas, quadrature and interpolation)"
+    )
     for i, m in enumerate(res.get("map", [])):
-        lines.append(f"MAP seed {i}: switch at {_f(m['P_switch'])}, coexistence "
-                     + ("yes (distinct minima at P = " + ", ".join(
-                         f"{p:g}" for p in m["coexistence_P"]) + ")" if m["coexistence"] else
-                        "no (one minimum at every P of its grid)"))  # fmt: skip
+        lines.append(
+            f"MAP seed {i}: switch at {_f(m['P_switch'])}, coexistence "
+            + (
+                "yes (distinct minima at P = "
+                + ", ".join(f"{p:g}" for p in m["coexistence_P"])
+                + ")"
+                if m["coexistence"]
+                else "no (one minimum at every P of its grid)"
+            )
+        )
     if res.get("theory_point"):
         lines.append(f"EK theory: posterior {_f(res['theory_point'])}")
     if res.get("theory_bayes_point"):
-        lines.append(f"route B (theory of the Bayesian transition, placed the first probes): "
-                     f"{_f(res['theory_bayes_point'])}")
+        lines.append(
+            f"route B (theory of the Bayesian transition, placed the first probes): "
+            f"{_f(res['theory_bayes_point'])}"
+        )
     for f in res["flagged"]:
         lines.append(f"flagged: {f}")
     lines.append(f"({res['cpu_seconds']:.0f} CPU-s)")
@@ -61,8 +79,10 @@ def _iv(lo, hi) -> str:
 def _errors(c: dict, anchored: bool = False) -> str:
     """A crossing's log-P error budget in words (an unbounded part, JSON null, named)."""
     e = lambda x: "unbounded" if x is None or not math.isfinite(x) else f"{x:.3f}"  # noqa: E731
-    txt = (f"log-P errors: MC {e(c['err_mc'])}, quadrature {e(c['err_quad'])}, "
-           f"{'slope' if anchored else 'interpolation'} {e(c['err_interp'])}")  # fmt: skip
+    txt = (
+        f"log-P errors: MC {e(c['err_mc'])}, quadrature {e(c['err_quad'])}, "
+        f"{'slope' if anchored else 'interpolation'} {e(c['err_interp'])}"
+    )
     if c.get("straddles"):
         txt += " (a bracket end's error reaches across zero: followed past it)"
     return txt
@@ -79,31 +99,52 @@ def format_result(res: dict) -> str:
     for i, v in enumerate(res["per_seed"]):
         c = res["seeds"][i].get("crossing", res["seeds"][i])  # two branches: their crossing
         br, an = c.get("bracket"), c.get("anchor")
-        where = (f"bracket [{br[0]:g}, {br[1]:g}]" if br else
-                 f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "
-                 "earlier bracket(s)" if an else "")  # fmt: skip
-        lines.append(f"seed {i}: {_f(v)}" + (f"  {where}, {_errors(c, bool(an))}" if where else
-                                             f"  not bracketed ({c.get('side')})"))  # fmt: skip
+        where = (
+            f"bracket [{br[0]:g}, {br[1]:g}]"
+            if br
+            else f"one probe at {an['P']:g}, slope {an['slope']:.4g} from {an['n_slopes']} "
+            "earlier bracket(s)"
+            if an
+            else ""
+        )
+        lines.append(
+            f"seed {i}: {_f(v)}"
+            + (
+                f"  {where}, {_errors(c, bool(an))}"
+                if where
+                else f"  not bracketed ({c.get('side')})"
+            )
+        )
     lo, hi = res["interval"]
-    lines.append(f"{q} = {_f(res['P_star'])}  {_iv(lo, hi)} "
-                 f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "
-                 "quadrature and interpolation)")  # fmt: skip
+    lines.append(
+        f"{q} = {_f(res['P_star'])}  {_iv(lo, hi)} "
+        f"({100 * s.get('level', 0.95):.0f}% interval: seed spread, Monte-Carlo, "
+        "quadrature and interpolation)"
+    )
     cc = res.get("cross_check")
     if cc:
         per = ", ".join(_f(x) for x in cc["per_seed"])
         lines.append(f"cross-check ({cc['method']}): {_f(cc['P_star'])} (per seed: {per})")
     if res.get("map_U_crossing"):
-        lines.append(f"MAP U crossing (exact MAP of both branches): "
-                     f"{_f(res['map_U_crossing']['mean'])}")  # fmt: skip
+        lines.append(
+            f"MAP U crossing (exact MAP of both branches): {_f(res['map_U_crossing']['mean'])}"
+        )
     th = res["theory"]
     lines.append(f"EK theory: MAP {_f(th.get('map'))}, posterior {_f(th.get('post'))}")
     for f in res["flagged"]:  # a rung's chains, or a collapsed SMC (which names its reason)
-        lines.append(f"flagged: {f}" if "SMC collapsed" in f else
-                     f"flagged ({TRANSITION_RUN.bar()}): {f}")  # fmt: skip
+        lines.append(
+            f"flagged: {f}" if "SMC collapsed" in f else f"flagged ({TRANSITION_RUN.bar()}): {f}"
+        )
     gs = res.get("group_seconds")
-    lines.append(f"({res['wall_seconds']:.0f} s" + ("" if gs is None else
-                 f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included")
-                 + ")")  # fmt: skip
+    lines.append(
+        f"({res['wall_seconds']:.0f} s"
+        + (
+            ""
+            if gs is None
+            else f"; groups and cross-checks {gs:.0f} s as they ran, resumed ones included"
+        )
+        + ")"
+    )
     return "\n".join(lines)
 
 

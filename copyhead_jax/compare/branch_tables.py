@@ -98,21 +98,36 @@ def branch_tables(runs, P_all, nS, a_thr: float, a_alt=()) -> dict:
         Fp, Fc, moved, bound = threshold_shift(runs, P_all, nS, a_thr, a)
         wa = copy_weight(Fc, Fp)
         with quiet():
-            alt[str(a)] = {"dF": Fc - Fp, "w_copy": wa, "w_copy_mean": np.nanmean(wa, 1),
-                           "moved_fraction": moved, "F_lower_bound": bound,
-                           "crossing": branch_crossing(Pa, Fp, Fc)}  # fmt: skip
-    health = {b: {k: run_table(runs, P_all, nS, k, b)
-                  for k in ("rhat_max", "ess_min", "quad_corr", "p_ref", "ref_P")}
-              for b in ("pool", "copy")}  # fmt: skip
+            alt[str(a)] = {
+                "dF": Fc - Fp,
+                "w_copy": wa,
+                "w_copy_mean": np.nanmean(wa, 1),
+                "moved_fraction": moved,
+                "F_lower_bound": bound,
+                "crossing": branch_crossing(Pa, Fp, Fc),
+            }
+    health = {
+        b: {
+            k: run_table(runs, P_all, nS, k, b)
+            for k in ("rhat_max", "ess_min", "quad_corr", "p_ref", "ref_P")
+        }
+        for b in ("pool", "copy")
+    }
     return {
-        "F_pool": F["pool"], "F_copy": F["copy"], "mcse_pool": se["pool"],
-        "mcse_copy": se["copy"], "dF": F["copy"] - F["pool"],
-        "dF_mcse": np.hypot(se["copy"], se["pool"]), "w_copy": w, "w_copy_mean": w_mean,
+        "F_pool": F["pool"],
+        "F_copy": F["copy"],
+        "mcse_pool": se["pool"],
+        "mcse_copy": se["copy"],
+        "dF": F["copy"] - F["pool"],
+        "dF_mcse": np.hypot(se["copy"], se["pool"]),
+        "w_copy": w,
+        "w_copy_mean": w_mean,
         "crossing_F": branch_crossing(Pa, F["pool"], F["copy"]),
         "weight_window": weight_window(Pa, w_mean),
         "weight_window_per_seed": [weight_window(Pa, w[:, s]) for s in range(nS)],
-        "threshold_sensitivity": alt, "health": health,
-    }  # fmt: skip
+        "threshold_sensitivity": alt,
+        "health": health,
+    }
 
 
 def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict:
@@ -146,16 +161,26 @@ def smc_tables(runs, P_all, nS, n_particles: int, n_reps: int, ti: dict) -> dict
     bias = np.array([r["log_Z_pilot"] - np.mean(r["log_Z"]) for r in runs])
     diff = np.array([r["log_Z"][0] - r["log_Z"][1] for r in runs if len(r["log_Z"]) > 1])
     return {
-        "log_Z": lz, "log_Z_se": lz_se, "w_copy": w, "w_copy_se": w_se, "w_copy_mean": w_mean,
-        "log_odds_copy": odds, "log_odds_clip": math.log((1 - eps) / eps),
+        "log_Z": lz,
+        "log_Z_se": lz_se,
+        "w_copy": w,
+        "w_copy_se": w_se,
+        "w_copy_mean": w_mean,
+        "log_odds_copy": odds,
+        "log_odds_clip": math.log((1 - eps) / eps),
         "weight_window": weight_window(Pa, w_mean),
         # where the log-odds change sign: branch_crossing(P, F_a, F_b) with F_a = 0, F_b = -log-odds
         "crossing_log_odds": branch_crossing(Pa, np.zeros_like(odds), -odds, np.isfinite(odds)),
-        "log_Z_ti": lz_ti, "w_copy_ti": w_ti, "dlog_Z_smc_minus_ti": lz - lz_ti,
-        "pilot_log_Z_bias": {"mean": bias.mean(), "se": bias.std(ddof=1) / math.sqrt(bias.size),
-                             "n": bias.size},
+        "log_Z_ti": lz_ti,
+        "w_copy_ti": w_ti,
+        "dlog_Z_smc_minus_ti": lz - lz_ti,
+        "pilot_log_Z_bias": {
+            "mean": bias.mean(),
+            "se": bias.std(ddof=1) / math.sqrt(bias.size),
+            "n": bias.size,
+        },
         "population_log_Z_sd": diff.std(ddof=1) / math.sqrt(2) if diff.size > 1 else None,
-    }  # fmt: skip
+    }
 
 
 def smc_against_ti(smc: dict, ti: dict, below: float = 9, above: float = 5) -> dict:
@@ -164,16 +189,20 @@ def smc_against_ti(smc: dict, ti: dict, below: float = 9, above: float = 5) -> d
     within ``[min P - below, max P + above]`` of SMC's, its per-seed crossings, and SMC's minus
     the TI's crossing per seed (t-interval and sd over the seeds where both are finite)."""
     near = [i for i, p in enumerate(ti["P"]) if min(smc["P"]) - below <= p <= max(smc["P"]) + above]
-    d = (np.asarray(smc["crossing_log_odds"]["per_seed"], float)
-         - np.asarray(ti["crossing_F"]["per_seed"], float)[: smc["n_seeds"]])  # fmt: skip
+    d = (
+        np.asarray(smc["crossing_log_odds"]["per_seed"], float)
+        - np.asarray(ti["crossing_F"]["per_seed"], float)[: smc["n_seeds"]]
+    )
     d = d[np.isfinite(d)]
     return {
-        "ti_log_odds": {"P": [ti["P"][i] for i in near],
-                        "values": -np.asarray(ti["dF"], float)[near]},
+        "ti_log_odds": {
+            "P": [ti["P"][i] for i in near],
+            "values": -np.asarray(ti["dF"], float)[near],
+        },
         "ti_crossing_per_seed": ti["crossing_F"]["per_seed"],
-        "crossing_minus_ti_per_seed": t_interval(d) | {
-            "sd": float(d.std(ddof=1)) if d.size > 1 else None},
-    }  # fmt: skip
+        "crossing_minus_ti_per_seed": t_interval(d)
+        | {"sd": float(d.std(ddof=1)) if d.size > 1 else None},
+    }
 
 
 def branch_markdown(res: dict) -> str:
@@ -183,19 +212,29 @@ def branch_markdown(res: dict) -> str:
     P = res["P"]
     dF, se, w = (np.asarray(res[k], float) for k in ("dF", "dF_mcse", "w_copy"))
     hp, hc = res["health"]["pool"], res["health"]["copy"]
-    L = ["| P | F_copy - F_pool per seed (± MCSE) | seed mean ± sd | w_copy per seed | "
-         "w_copy mean | max R-hat pool / copy | min ESS pool / copy | P_ref(R) pool / copy |"
-         " Euler-Maclaurin term max |", "|" + "---|" * 9]  # fmt: skip
+    L = [
+        "| P | F_copy - F_pool per seed (± MCSE) | seed mean ± sd | w_copy per seed | "
+        "w_copy mean | max R-hat pool / copy | min ESS pool / copy | P_ref(R) pool / copy |"
+        " Euler-Maclaurin term max |",
+        "|" + "---|" * 9,
+    ]
     for i, p in enumerate(P):
         ok = np.isfinite(dF[i])
-        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1])
-                        if ok[s])  # fmt: skip
-        ms = (f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}" if ok.sum() > 1 else
-              fmt(dF[i, ok].mean() if ok.any() else None))  # fmt: skip
+        per = ", ".join(f"{dF[i, s]:.2f} ± {se[i, s]:.2f}" for s in range(dF.shape[1]) if ok[s])
+        ms = (
+            f"{dF[i, ok].mean():.2f} ± {dF[i, ok].std(ddof=1):.2f}"
+            if ok.sum() > 1
+            else fmt(dF[i, ok].mean() if ok.any() else None)
+        )
         ws = ", ".join(fmt(x, 2) for x in w[i] if np.isfinite(x))
         with quiet():
-            qc = np.nanmax(np.abs(np.r_[np.asarray(hp["quad_corr"][i], float),
-                                        np.asarray(hc["quad_corr"][i], float)]))  # fmt: skip
+            qc = np.nanmax(
+                np.abs(
+                    np.r_[
+                        np.asarray(hp["quad_corr"][i], float), np.asarray(hc["quad_corr"][i], float)
+                    ]
+                )
+            )
             h = lambda d, k: np.asarray(d[k][i], float)  # noqa: E731  (JSON: None = missing seed)
             L.append(
                 f"| {p} | {per} | {ms} | {ws} | {fmt(res['w_copy_mean'][i], 2)} |"
@@ -211,14 +250,22 @@ def branch_markdown(res: dict) -> str:
 def smc_markdown(res: dict) -> str:
     """An :func:`smc_tables` result as a markdown table per P: w_copy per seed (SMC ± its SE over
     populations; the TI's), its seed mean, and log Z of SMC minus the TI's."""
-    w, wse, wti, d = (np.asarray(res[k], float) for k in
-                      ("w_copy", "w_copy_se", "w_copy_ti", "dlog_Z_smc_minus_ti"))  # fmt: skip
-    L = ["| P | w_copy per seed, SMC ± SE | seed mean | w_copy per seed, TI | "
-         "log Z SMC - TI, seed mean ± sd (n) |", "|" + "---|" * 5]  # fmt: skip
+    w, wse, wti, d = (
+        np.asarray(res[k], float)
+        for k in ("w_copy", "w_copy_se", "w_copy_ti", "dlog_Z_smc_minus_ti")
+    )
+    L = [
+        "| P | w_copy per seed, SMC ± SE | seed mean | w_copy per seed, TI | "
+        "log Z SMC - TI, seed mean ± sd (n) |",
+        "|" + "---|" * 5,
+    ]
     for i, p in enumerate(res["P"]):
         ok = np.isfinite(w[i])
-        per = ", ".join(f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
-                        for s in range(w.shape[1]) if ok[s])  # fmt: skip
+        per = ", ".join(
+            f"{w[i, s]:.2g}" + (f" ± {wse[i, s]:.1g}" if wse[i, s] > 1e-9 else "")
+            for s in range(w.shape[1])
+            if ok[s]
+        )
         ti = ", ".join(fmt(x, 2) for x in wti[i] if np.isfinite(x)) or "-"
         dd = d[i][np.isfinite(d[i])]
         ds = f"{dd.mean():+.2f} ± {dd.std(ddof=1):.2f} ({dd.size})" if dd.size > 1 else "-"

@@ -34,9 +34,13 @@ def relative_band(value: float, tol: float = P_TOL) -> tuple[float, float]:
 
 
 def judge(
-    lo: float | None, hi: float | None, target: float, band: tuple[float, float],
-    *, relative: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+    lo: float | None,
+    hi: float | None,
+    target: float,
+    band: tuple[float, float],
+    *,
+    relative: bool = True,
+) -> dict[str, Any]:
     """The rule for one interval ``[lo, hi]`` against ``target`` with tolerance ``band``:
     ``{'outcome': 'reproduced' | 'off' | 'not resolved' | 'not measured', 'reproduced': True |
     False | None (not resolved or not measured), 'off': signed deviation | None, 'band',
@@ -92,12 +96,20 @@ def order_of(intervals) -> str | None:
     return "reversed" if any(a[0] > b[1] for a, b in pairs) else "overlapping"
 
 
-__all__ = ["EXPONENT_TOL", "P_TOL", "across_readings", "judge", "order_of", "relative_band",
-           "verdict_text"]
+__all__ = [
+    "EXPONENT_TOL",
+    "P_TOL",
+    "across_readings",
+    "judge",
+    "order_of",
+    "relative_band",
+    "verdict_text",
+]
 
 
-def across_readings(reproduced: dict[str, bool | None], outcomes: dict[str, str] | None = None
-                    ) -> str:  # fmt: skip
+def across_readings(
+    reproduced: dict[str, bool | None], outcomes: dict[str, str] | None = None
+) -> str:
     """The verdict over every reading tried (reading -> :func:`judge`'s ``reproduced``, and
     optionally its ``outcome``): the readings that reproduce the claim; else the readings where
     it is not resolved; "not reproduced under the readings tried" only where every judged

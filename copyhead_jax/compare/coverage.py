@@ -75,8 +75,11 @@ def coverage_rows(res_main: dict, ek_lin: dict) -> list[dict[str, Any]]:
 
     P = np.asarray(pool["P"])
     every = np.ones(len(P), bool)
-    rows.append(row("softmax", "whole grid", P, pool, every, sgld_at(ps, P), "P_aG",
-                    PAPER_CLAIMS["softmax"]))  # fmt: skip
+    rows.append(
+        row(
+            "softmax", "whole grid", P, pool, every, sgld_at(ps, P), "P_aG", PAPER_CLAIMS["softmax"]
+        )
+    )
     P = np.asarray(lin["P"])
     reg = np.asarray(regimes(ek_lin["psi"], ek_lin["r"]))
     sg = sgld_at(pl, P)

@@ -88,8 +88,12 @@ def branch_crossing(P, F_a, F_b, valid=None) -> dict:
     for s in range(Fa.shape[1]):
         r = locate_crossing(P, Fa[:, s], Fb[:, s], valid=v[:, s])
         per.append(r.P_star if r.P_star is not None else float("nan"))
-    return {"P_star": mean.P_star, "located": mean.to_dict(), "per_seed": per,
-            "per_seed_ci": t_interval(per)}  # fmt: skip
+    return {
+        "P_star": mean.P_star,
+        "located": mean.to_dict(),
+        "per_seed": per,
+        "per_seed_ci": t_interval(per),
+    }
 
 
 def copy_weight(F_copy, F_pool):
@@ -138,8 +142,11 @@ def bayesian_interval(res: dict) -> dict[str, Any]:
         e_mc = np.sqrt(np.nansum(np.where(fin, se, 0.0) ** 2, 1)) / fin.sum(1)
         e_q = np.nanmean(np.where(fin, qc, np.nan), 1)
     cr = crossing(P, m / P, e_mc / P, e_q / P)
-    out: dict[str, Any] = {"P_star": cr.P_star, "rule": "hull of seeds and crossing",
-                           "crossing": cr.to_dict()}  # fmt: skip
+    out: dict[str, Any] = {
+        "P_star": cr.P_star,
+        "rule": "hull of seeds and crossing",
+        "crossing": cr.to_dict(),
+    }
     flags = flagged_runs(res)
     out["flagged"], out["n_runs"] = flags, len(res.get("runs", []))
     if cr.P_star is None:
@@ -150,8 +157,12 @@ def bayesian_interval(res: dict) -> dict[str, Any]:
     parts["crossing"] = [cr.lo if cr.lo > 0 else None, cr.hi if math.isfinite(cr.hi) else None]
     lows = [p[0] for p in parts.values()]
     highs = [p[1] for p in parts.values()]
-    out.update(bracket=br, parts=parts, lo=None if None in lows else min(lows),
-               hi=None if None in highs else max(highs))  # fmt: skip
+    out.update(
+        bracket=br,
+        parts=parts,
+        lo=None if None in lows else min(lows),
+        hi=None if None in highs else max(highs),
+    )
     bad = {f["seed"] for f in flags if f["P"] in (int(br[0]), int(br[1]))}
     i = int(np.searchsorted(P, br[0]))
     keep = [s for s in range(dF.shape[1]) if s not in bad and np.isfinite(dF[i : i + 2, s]).all()]
@@ -176,20 +187,27 @@ def interval_text(d: dict[str, Any]) -> str:
     seeds = f"seeds {iv(p['seeds'])}, " if "seeds" in p else ""
     e = lambda x: "unbounded" if x is None or not math.isfinite(x) else f"{x:.3f}"  # noqa: E731
     reach = "; a bracket end's error reaches across zero" if c.get("straddles") else ""
-    txt = (f"{_g(d['P_star'])} {iv([d['lo'], d['hi']])} (hull of: {seeds}crossing "
-           f"{iv(p['crossing'])}, log-P errors MC {e(c['err_mc'])} (1 s.e.), quadrature "
-           f"{e(c['err_quad'])}, interpolation {e(c['err_interp'])}{reach})")  # fmt: skip
+    txt = (
+        f"{_g(d['P_star'])} {iv([d['lo'], d['hi']])} (hull of: {seeds}crossing "
+        f"{iv(p['crossing'])}, log-P errors MC {e(c['err_mc'])} (1 s.e.), quadrature "
+        f"{e(c['err_quad'])}, interpolation {e(c['err_interp'])}{reach})"
+    )
     fl = d["flagged"]
     if fl:
         at = [f for f in fl if f["P"] in {int(x) for x in d["bracket"]}]
-        named = "; ".join(f"P={f['P']} seed {f['seed']} {f['branch']} (R-hat {f['rhat_max']:.3g},"
-                          f" ESS {f['ess_min']:.3g})" for f in at)  # fmt: skip
+        named = "; ".join(
+            f"P={f['P']} seed {f['seed']} {f['branch']} (R-hat {f['rhat_max']:.3g},"
+            f" ESS {f['ess_min']:.3g})"
+            for f in at
+        )
         rest = {}
         for f in fl:
             if f not in at:
                 rest[f["P"]] = rest.get(f["P"], 0) + 1
-        txt += (f"; {len(fl)}/{d['n_runs']} runs with R-hat > {RHAT_MAX} or ESS < {ESS_MIN:g}; "
-                f"at the bracketing P: {named or 'none'}")  # fmt: skip
+        txt += (
+            f"; {len(fl)}/{d['n_runs']} runs with R-hat > {RHAT_MAX} or ESS < {ESS_MIN:g}; "
+            f"at the bracketing P: {named or 'none'}"
+        )
         if rest:
             txt += "; elsewhere: " + ", ".join(f"{n} at P={p}" for p, n in sorted(rest.items()))
         if d.get("P_star_unflagged") is not None and d["seeds_flagged_at_bracket"]:
@@ -236,22 +254,35 @@ def ti_crossings(fe: dict, distinct) -> dict:
     w = np.where(stayed, copy_weight(fe["F"][1], fe["F"][0]), np.nan)
     with quiet():
         w_mean = np.nanmean(w, 1)
-    fe.update(stayed_distinct_t1=stayed, w_copy=w, w_copy_mean=w_mean,
-              weight_window=weight_window(P, w_mean),
-              weight_window_per_seed=[weight_window(P, w[:, s]) for s in range(w.shape[1])])
+    fe.update(
+        stayed_distinct_t1=stayed,
+        w_copy=w,
+        w_copy_mean=w_mean,
+        weight_window=weight_window(P, w_mean),
+        weight_window_per_seed=[weight_window(P, w[:, s]) for s in range(w.shape[1])],
+    )
     laplace = fe["U_star"] + fe["half_logdet_H"]
-    return {k: branch_crossing(P, x[0], x[1], valid=stayed) for k, x in (
-        ("free_energy", fe["F"]), ("wbic", fe["wbic"]), ("laplace", laplace),
-        ("map_U_same_runs", fe["U_star"]))}  # fmt: skip
+    return {
+        k: branch_crossing(P, x[0], x[1], valid=stayed)
+        for k, x in (
+            ("free_energy", fe["F"]),
+            ("wbic", fe["wbic"]),
+            ("laplace", laplace),
+            ("map_U_same_runs", fe["U_star"]),
+        )
+    }
 
 
 def ti_markdown(fe: dict) -> list[str]:
     """Lines of a markdown table of a TI result after :func:`ti_crossings`, per P (mean ± sd over
     seeds): pool minus copy of F and its parts (U*, the Occam term, -log Z1/Z0), WBIC, the copy
     weight, aG at t = 1 and at the WBIC temperature per branch."""
-    out = ["| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
-           " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
-           " aG at WBIC pool / copy |", "|" + "---|" * 10]  # fmt: skip
+    out = [
+        "| P | (F_pool - F_copy) | TI MCSE | (U*_pool - U*_copy) | Occam 1/2 dlogdet H |"
+        " -d log(Z1/Z0) | WBIC_pool - WBIC_copy | w_copy | aG at t=1 pool / copy |"
+        " aG at WBIC pool / copy |",
+        "|" + "---|" * 10,
+    ]
     for i, p in enumerate(fe["P"]):
         d = lambda k: np.asarray(fe[k][0][i], float) - np.asarray(fe[k][1][i], float)  # noqa
         mc = np.hypot(np.asarray(fe["F_mcse"][0][i]), np.asarray(fe["F_mcse"][1][i]))

@@ -64,6 +64,12 @@ def coexistence(br: dict, P, tol: float = DISTINCT_AG) -> dict:
             out.append([float(a[i + 1] - a[i]), float(P[i]), float(P[i + 1])])
     with np.errstate(all="ignore"):
         max_gap = [float(x) if np.isfinite(x) else None for x in np.nanmax(gap, 1)]
-    return {"n_distinct": distinct.sum(1).tolist(), "max_gap": max_gap,
-            "n_ok": ok.sum(1).tolist(), "window": window, "crossing": crossing,
-            "up_step": rise, "down_step": drop}  # fmt: skip
+    return {
+        "n_distinct": distinct.sum(1).tolist(),
+        "max_gap": max_gap,
+        "n_ok": ok.sum(1).tolist(),
+        "window": window,
+        "crossing": crossing,
+        "up_step": rise,
+        "down_step": drop,
+    }

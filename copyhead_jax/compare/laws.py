@@ -70,8 +70,9 @@ def phase_panel(params, axis: str, values, rows: list[dict], n_P: int = 60) -> d
         out[a] = {k: d[k] for k in ("P", "values", order)}
     table = scaling_table(params, **kw)
     out["boundary_values"] = dense
-    out["boundaries"] = {k: [theory_row(table, i).get(k) for i in range(len(dense))]
-                         for k in BOUNDARIES}  # fmt: skip
+    out["boundaries"] = {
+        k: [theory_row(table, i).get(k) for i in range(len(dense))] for k in BOUNDARIES
+    }
     return out
 
 
@@ -141,15 +142,25 @@ def measured_law(L, V, P, lo, hi, *, seed: int = 0, n_boot: int = 4000) -> dict[
     X = np.stack([np.ones_like(L), np.log(L), np.log(V)], axis=1)
     coef = np.linalg.lstsq(X, np.log(draws).T, rcond=None)[0]  # [3, n_boot]
     boot = {k: np.percentile(coef[i], [2.5, 97.5]).tolist() for k, i in (("k_L", 1), ("k_V", 2))}
-    out["bootstrap"] = {"k_L_ci": boot["k_L"], "k_V_ci": boot["k_V"], "n_boot": n_boot,
-                        "seed": seed}  # fmt: skip
+    out["bootstrap"] = {
+        "k_L_ci": boot["k_L"],
+        "k_V_ci": boot["k_V"],
+        "n_boot": n_boot,
+        "seed": seed,
+    }
     for k in ("k_L", "k_V"):
         fit_ci = out["fit"].get(f"{k}_ci") or boot[k]
         out[f"{k}_ci"] = [min(fit_ci[0], boot[k][0]), max(fit_ci[1], boot[k][1])]
-    out["per_V"] = {int(v): fit_power_law(L[V == v], P[V == v]) for v in np.unique(V)
-                    if np.unique(L[V == v]).size >= 3}  # fmt: skip
+    out["per_V"] = {
+        int(v): fit_power_law(L[V == v], P[V == v])
+        for v in np.unique(V)
+        if np.unique(L[V == v]).size >= 3
+    }
     shape = joint_fit(L, V, np.log(L) ** 2)  # the paper's law's own exponents on these points
-    out["paper_law"] = {"law": "ln^2 L per sequence (L ln^2 L per position)",
-                        **fit_law(P, np.log(L) ** 2),
-                        "k_L": shape["k_L"], "k_V": shape["k_V"]}  # fmt: skip
+    out["paper_law"] = {
+        "law": "ln^2 L per sequence (L ln^2 L per position)",
+        **fit_law(P, np.log(L) ** 2),
+        "k_L": shape["k_L"],
+        "k_V": shape["k_V"],
+    }
     return out

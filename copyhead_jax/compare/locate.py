@@ -303,18 +303,32 @@ def locate_max_slope(P, y) -> Located:
     if k == len(s) - 1:
         return _outside("max_slope", "above", P, detail)
     if y[-1] <= y[0]:
-        return Located("max_slope", None, None, False, None,
-                       {**detail, "reason": "no net rise across the grid"})  # fmt: skip
+        return Located(
+            "max_slope",
+            None,
+            None,
+            False,
+            None,
+            {**detail, "reason": "no net rise across the grid"},
+        )
     x = m[k - 1 : k + 2]
     t_star = _vertex(x, s[k - 1 : k + 2])
-    alt = [_cubic_max(m[i : i + 4], s[i : i + 4], x[0], x[-1])
-           for i in (k - 2, k - 1) if i >= 0 and i + 4 <= s.size]  # fmt: skip
+    alt = [
+        _cubic_max(m[i : i + 4], s[i : i + 4], x[0], x[-1])
+        for i in (k - 2, k - 1)
+        if i >= 0 and i + 4 <= s.size
+    ]
     if not alt:  # no fourth slope: the same parabola in P
         alt = [math.log(_vertex(np.exp(x), s[k - 1 : k + 2]))]
     pts = [t_star, *alt]
     detail["slope_neighbours"] = [float(v) for v in s[k - 1 : k + 2]]
     return Located(
-        "max_slope", math.exp(t_star), (float(P[k - 1]), float(P[k + 2])), True, None, detail,
+        "max_slope",
+        math.exp(t_star),
+        (float(P[k - 1]), float(P[k + 2])),
+        True,
+        None,
+        detail,
         grid=(math.exp(min(pts)), math.exp(max(pts))),
     )
 

@@ -87,8 +87,9 @@ def softmax_points(pool, copy) -> dict[str, list[loc.Located]]:
     g_max = np.nanmax(gap) if np.isfinite(gap).any() else 0.0
     thr = max(0.5 * g_max, 0.1 * math.sqrt(pool.config.task.L))
     distinct = np.nan_to_num(gap, nan=-np.inf) > thr  # the two starts stayed on their branches
-    per = [loc.locate_crossing(P, Up[:, s], Uc[:, s], valid=distinct[:, s])
-           for s in range(Up.shape[1])]  # fmt: skip
+    per = [
+        loc.locate_crossing(P, Up[:, s], Uc[:, s], valid=distinct[:, s]) for s in range(Up.shape[1])
+    ]
     if any(x.bracketed for x in per):
         return {"P_aG": per}
     jumps = [loc.locate_jump(P, aGp[:, s], min_jump=thr) for s in range(aGp.shape[1])]
@@ -133,24 +134,42 @@ def seeds_summary(per_seed: list) -> dict[str, Any]:
     ``per_seed`` (None: not located), ``bracket`` (the hull of the seeds' brackets), and
     ``unlocated``, the sides of the grid where the unlocated seeds' feature lies."""
     d = [_as_dict(x) for x in per_seed]
-    found = [x is not None and bool(x.get("bracketed")) and x.get("P_star") is not None
-             for x in d]  # fmt: skip
+    found = [x is not None and bool(x.get("bracketed")) and x.get("P_star") is not None for x in d]
     ok = [x for x, f in zip(d, found) if f]
     vals = [x["P_star"] if f else None for x, f in zip(d, found)]
     ci = bootstrap_ci(vals)
-    out = dict(P_star=ci["estimate"], estimate=ci["estimate"], lo=ci["lo"], hi=ci["hi"],
-               seeds_lo=ci["lo"], seeds_hi=ci["hi"], grid_lo=None, grid_hi=None, n=len(ok),
-               n_seeds=len(d), n_missing=len(d) - len(ok), level=ci["level"], values=vals,
-               per_seed=vals, bracket=None,
-               unlocated=sorted({x["side"] for x, f in zip(d, found)
-                                 if x is not None and not f and x.get("side")}))  # fmt: skip
+    out = dict(
+        P_star=ci["estimate"],
+        estimate=ci["estimate"],
+        lo=ci["lo"],
+        hi=ci["hi"],
+        seeds_lo=ci["lo"],
+        seeds_hi=ci["hi"],
+        grid_lo=None,
+        grid_hi=None,
+        n=len(ok),
+        n_seeds=len(d),
+        n_missing=len(d) - len(ok),
+        level=ci["level"],
+        values=vals,
+        per_seed=vals,
+        bracket=None,
+        unlocated=sorted(
+            {x["side"] for x, f in zip(d, found) if x is not None and not f and x.get("side")}
+        ),
+    )
     if not ok:
         return out
     g = np.log(np.asarray([_grid_of(x) for x in ok], float))
     g_lo, g_hi = (float(np.exp(v)) for v in g.mean(axis=0))
     est = ci["estimate"]
-    out.update(grid_lo=g_lo, grid_hi=g_hi, lo=ci["lo"] * g_lo / est, hi=ci["hi"] * g_hi / est,
-               bracket=[min(x["bracket"][0] for x in ok), max(x["bracket"][1] for x in ok)])
+    out.update(
+        grid_lo=g_lo,
+        grid_hi=g_hi,
+        lo=ci["lo"] * g_lo / est,
+        hi=ci["hi"] * g_hi / est,
+        bracket=[min(x["bracket"][0] for x in ok), max(x["bracket"][1] for x in ok)],
+    )
     return out
 
 
@@ -177,9 +196,12 @@ def array_points(attention: str, P, d: dict, min_jump: float) -> dict[str, dict[
             pts[key] = [x if h else ABSENT for x, h in zip(pts[key], has)]
         return {k: seeds_summary(v) for k, v in pts.items()}
     aG = np.where((d["converged"] > 0), d["cG"], np.nan)
-    per = [loc.locate_jump(np.asarray(P, float), aG[:, s], min_jump=min_jump)
-           if np.nanmax(aG[:, s]) > min_jump else ABSENT  # no copying on the grid
-           for s in range(aG.shape[1])]  # fmt: skip
+    per = [
+        loc.locate_jump(np.asarray(P, float), aG[:, s], min_jump=min_jump)
+        if np.nanmax(aG[:, s]) > min_jump
+        else ABSENT  # no copying on the grid
+        for s in range(aG.shape[1])
+    ]
     return {"P_aG": seeds_summary(per)}
 
 
@@ -200,8 +222,20 @@ def pstar_rows(
                 key=key,
                 label=f"{name} {LABELS[key]}",
                 measured=s["P_star"],
-                **{k: s[k] for k in ("lo", "hi", "seeds_lo", "seeds_hi", "grid_lo", "grid_hi",
-                                     "n", "n_seeds", "bracket")},  # fmt: skip
+                **{
+                    k: s[k]
+                    for k in (
+                        "lo",
+                        "hi",
+                        "seeds_lo",
+                        "seeds_hi",
+                        "grid_lo",
+                        "grid_hi",
+                        "n",
+                        "n_seeds",
+                        "bracket",
+                    )
+                },
                 theory=theory.get(key, theory.get(key.removesuffix("_jump"))),  # same P*
                 paper=PAPER_MEASURED.get(key.removesuffix("_jump")) if compare_paper else None,
             )
@@ -213,12 +247,16 @@ def format_pstar(rows) -> str:
     """The rows as a plain-text table (what ``copyhead sweep`` prints at the end)."""
     f = lambda x: "-" if x is None else f"{x:,.1f}"
     g = lambda b: "-" if b is None else f"{b[0]:,.0f}-{b[1]:,.0f}"
-    lines = [f"{'transition':<30} {'measured [CI: seeds, grid]':>26} {'seeds':>5} {'grid':>11} "
-             f"{'EK theory':>10} {'paper':>6}"]  # fmt: skip
+    lines = [
+        f"{'transition':<30} {'measured [CI: seeds, grid]':>26} {'seeds':>5} {'grid':>11} "
+        f"{'EK theory':>10} {'paper':>6}"
+    ]
     for r in rows:
         m = f"{f(r['measured'])} [{f(r['lo'])}, {f(r['hi'])}]" if r["n"] else "not on the grid"
-        lines.append(f"{r['label']:<30} {m:>26} {r['n']:>2}/{r['n_seeds']:<2} "
-                     f"{g(r['bracket']):>11} {f(r['theory']):>10} {f(r['paper']):>6}")  # fmt: skip
+        lines.append(
+            f"{r['label']:<30} {m:>26} {r['n']:>2}/{r['n_seeds']:<2} "
+            f"{g(r['bracket']):>11} {f(r['theory']):>10} {f(r['paper']):>6}"
+        )
     return "\n".join(lines)
 
 
@@ -232,11 +270,19 @@ def point_summary(located: list) -> dict[str, Any]:
     d = [_as_dict(x) for x in located]
     s = seeds_summary(d)
     both = lambda a, b: None if s[a] is None else [s[a], s[b]]  # noqa: E731
-    return {"mean": s["P_star"], "ci": both("lo", "hi"), "seeds_ci": both("seeds_lo", "seeds_hi"),
-            "grid": both("grid_lo", "grid_hi"), "n": s["n"], "n_missing": s["n_missing"],
-            "bracket_hull": s["bracket"], "per_seed": s["per_seed"],
-            "side": [None if x is None or v is not None else x.get("side")
-                     for x, v in zip(d, s["per_seed"])]}  # fmt: skip
+    return {
+        "mean": s["P_star"],
+        "ci": both("lo", "hi"),
+        "seeds_ci": both("seeds_lo", "seeds_hi"),
+        "grid": both("grid_lo", "grid_hi"),
+        "n": s["n"],
+        "n_missing": s["n_missing"],
+        "bracket_hull": s["bracket"],
+        "per_seed": s["per_seed"],
+        "side": [
+            None if x is None or v is not None else x.get("side") for x, v in zip(d, s["per_seed"])
+        ],
+    }
 
 
 #: the arrays :func:`seed_groups` merges
@@ -268,8 +314,12 @@ def seed_groups(main, more: list) -> tuple[list, dict]:
     check = {"seeds_extended": k, "overlap_max_dU": dU}
     if main.config.sweep.n_seeds <= k:
         return [(k, merged)], check
-    tail = Arrays(main.P, {a: np.asarray(main[a], float)[:, k:] for a in GROUP_ARRAYS},
-                  main.ok[:, k:], main.config)  # fmt: skip
+    tail = Arrays(
+        main.P,
+        {a: np.asarray(main[a], float)[:, k:] for a in GROUP_ARRAYS},
+        main.ok[:, k:],
+        main.config,
+    )
     return [(k, merged), (main.config.sweep.n_seeds - k, tail)], check
 
 
@@ -305,6 +355,16 @@ def group_means(groups: list, keys) -> dict[str, np.ndarray]:
     return out
 
 
-__all__ = ["Arrays", "array_points", "format_pstar", "group_means", "group_points",
-           "linear_points", "point_summary", "pstar_rows", "seed_groups", "seeds_summary",
-           "softmax_points"]
+__all__ = [
+    "Arrays",
+    "array_points",
+    "format_pstar",
+    "group_means",
+    "group_points",
+    "linear_points",
+    "point_summary",
+    "pstar_rows",
+    "seed_groups",
+    "seeds_summary",
+    "softmax_points",
+]

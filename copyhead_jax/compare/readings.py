@@ -34,10 +34,28 @@ from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_LAWS, PAPER_MEASURED
 from .warning import as_predicted, early_warning, signal_of
 
-__all__ = ["BRANCHES", "COVERAGE", "CROSSOVER_COVERAGE", "KEYS", "READINGS", "SWEPT",
-           "claims_matrix", "crossover_coverage_cell", "crossover_interval", "ek_window", "g4",
-           "measured_exponents", "measured_from_main", "predicted_growth_of", "pstars",
-           "reading_theory", "transition_cell", "warning_cell", "warning_checks", "WARNING_THEORY"]
+__all__ = [
+    "BRANCHES",
+    "COVERAGE",
+    "CROSSOVER_COVERAGE",
+    "KEYS",
+    "READINGS",
+    "SWEPT",
+    "claims_matrix",
+    "crossover_coverage_cell",
+    "crossover_interval",
+    "ek_window",
+    "g4",
+    "measured_exponents",
+    "measured_from_main",
+    "predicted_growth_of",
+    "pstars",
+    "reading_theory",
+    "transition_cell",
+    "warning_cell",
+    "warning_checks",
+    "WARNING_THEORY",
+]
 
 KEYS = ("P_c1", "P_cG", "P_aG")
 READINGS = ("paper", "plain", "paper-chi-lik")
@@ -45,18 +63,22 @@ SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventi
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
 #: readings whose Bayesian P*_aG is a ``copyhead transition --out`` result (its transition.json)
 TRANSITIONS = {"paper-chi-lik": "transition_paper-chi-lik.json"}
-NAMES = {"P_c1": "P*_c1 ~ 23 (linear pooling onset)", "P_cG": "P*_cG ~ 322 (linear copy "
-         "crossover)", "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)"}  # fmt: skip
+NAMES = {
+    "P_c1": "P*_c1 ~ 23 (linear pooling onset)",
+    "P_cG": "P*_cG ~ 322 (linear copy crossover)",
+    "P_aG": "P*_aG ~ 300 (softmax copy transition, MAP)",
+}
 #: the paper's coverage bounds (``'> 99.8% ...'`` -> 0.998): softmax everywhere, linear outside
 #: the crossover (where attention is on: the pooling and copying regimes)
-COVERAGE = {att: float(re.search(r"> ([\d.]+)%", PAPER_CLAIMS[claim]).group(1)) / 100.0
-            for att, claim in (("softmax", "softmax"),
-                               ("linear", "linear, outside the crossover"))}  # fmt: skip
+COVERAGE = {
+    att: float(re.search(r"> ([\d.]+)%", PAPER_CLAIMS[claim]).group(1)) / 100.0
+    for att, claim in (("softmax", "softmax"), ("linear", "linear, outside the crossover"))
+}
 #: the paper's coverage range in the linear crossover (``'82.4% - 91.0%'`` -> (0.824, 0.910)):
 #: the one coverage number that tells the readings apart
-CROSSOVER_COVERAGE = tuple(float(x) / 100.0 for x in re.findall(
-    r"([\d.]+)%", PAPER_CLAIMS["linear, crossover (SGLD)"]))  # fmt: skip
-
+CROSSOVER_COVERAGE = tuple(
+    float(x) / 100.0 for x in re.findall(r"([\d.]+)%", PAPER_CLAIMS["linear, crossover (SGLD)"])
+)
 
 
 def g4(x, none: str = "-") -> str:
@@ -78,8 +100,12 @@ def _cell(value: str, rep: bool | None = None, unknown: str = "not measured") ->
 def _judged(value: str, j: dict | None) -> dict[str, Any]:
     if j is None:
         return _cell(value)
-    return {"value": value, "reproduced": j["reproduced"], "outcome": j["outcome"],
-            "verdict": verdict_text(j)}
+    return {
+        "value": value,
+        "reproduced": j["reproduced"],
+        "outcome": j["outcome"],
+        "verdict": verdict_text(j),
+    }
 
 
 def _ci(c: dict | None) -> str:
@@ -162,8 +188,14 @@ def ek_window(reading: str, L_values) -> list[dict]:
     out = []
     for L in L_values:
         t = transition_points(params.replace(L=int(L)), "softmax", "map")
-        out.append({"L": int(L), "first_order": bool(t["first_order"]),
-                    "spinodals": t.get("spinodals"), "P_aG": t.get("P_aG")})  # fmt: skip
+        out.append(
+            {
+                "L": int(L),
+                "first_order": bool(t["first_order"]),
+                "spinodals": t.get("spinodals"),
+                "P_aG": t.get("P_aG"),
+            }
+        )
     return out
 
 
@@ -189,8 +221,11 @@ def bayes_cell(d: Path, r: str) -> dict:
         return _cell(f"Bayesian P*_aG ({r}): not measured this session")
     b, band = bayesian_interval(res), relative_band(PAPER_MEASURED["P_aG"])
     j = judge(b["lo"], b["hi"], PAPER_MEASURED["P_aG"], band) if b.get("lo") else None
-    bad = f"; {len(b['flagged'])}/{b['n_runs']} runs {TRANSITION_RUN.bar()} (named in " \
-          "results.md)" if b["flagged"] else ""  # fmt: skip
+    bad = (
+        f"; {len(b['flagged'])}/{b['n_runs']} runs {TRANSITION_RUN.bar()} (named in results.md)"
+        if b["flagged"]
+        else ""
+    )
     iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
     return _judged(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
 
@@ -203,8 +238,10 @@ def transition_cell(tr: dict) -> dict:
     bad = f"; {len(tr['flagged'])}/{n_runs} runs {TRANSITION_RUN.bar()}" if tr["flagged"] else ""
     smc = (tr.get("cross_check") or {}).get("P_star")
     cross = f", SMC {g4(smc)}" if smc else ""
-    text = (f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['n']} seed(s), `copyhead "
-            f"transition`{cross}){bad}")  # fmt: skip
+    text = (
+        f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['n']} seed(s), `copyhead "
+        f"transition`{cross}){bad}"
+    )
     return _judged(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
 
 
@@ -224,19 +261,26 @@ def _law_part(fits: dict, k: str, ax: str) -> tuple[str, str]:
 
 def law_cell(d: Path, r: str, k: str) -> dict:
     """A law holds when its exponents in L and V both reproduce the paper's."""
-    parts = [_law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k, ax)
-             for ax in ("L", "V")]  # fmt: skip
+    parts = [
+        _law_part((_load(d, f"scaling-{ax}_{r}.json") or {}).get("fits") or {}, k, ax)
+        for ax in ("L", "V")
+    ]
     out = [p[1] for p in parts]  # each axis's judge outcome
     rep = False if "off" in out else True if all(o == "reproduced" for o in out) else None
-    return _cell("; ".join(p[0] for p in parts), rep,
-                 "not resolved" if "not resolved" in out else "not measured")
+    return _cell(
+        "; ".join(p[0] for p in parts),
+        rep,
+        "not resolved" if "not resolved" in out else "not measured",
+    )
 
 
 def order_cell(d: Path, r: str) -> dict:
     """Whether the CIs of P*_c1 < P*_aG < P*_cG are disjoint and in the paper's order."""
     p = pstars(d, r)
-    iv = [(c["lo"], c["hi"]) if c and c.get("lo") is not None else None
-          for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))]  # fmt: skip
+    iv = [
+        (c["lo"], c["hi"]) if c and c.get("lo") is not None else None
+        for c in (p[k][0] for k in ("P_c1", "P_aG", "P_cG"))
+    ]
     o = order_of(iv)
     return _cell(o or "not located", None if o is None else o == "ordered")
 
@@ -267,8 +311,9 @@ def coverage_cell(d: Path, r: str) -> dict:
             continue
         bound = COVERAGE[row["attention"]]
         ok.append(lo >= bound)
-        parts.append(f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} (paper > "
-                     f"{bound:.1%})")  # fmt: skip
+        parts.append(
+            f"{row['attention']} {row['regime'].split(' (')[0]}: min {lo:.2%} (paper > {bound:.1%})"
+        )
     return _cell("; ".join(parts) or "none", all(ok) if ok else None)
 
 
@@ -278,18 +323,29 @@ def crossover_interval(cov: dict, main: dict) -> dict[str, Any] | None:
     (1.96 sd / sqrt(n)); ``{'lo', 'hi', 'mean', 'P', 'n_seeds'}``, None without crossover
     points. The paper's range is one over its crossover P too, so range meets range."""
     reg = cov.get("linear_regimes") or {}
-    cross = [float(P) for P, g in zip(reg.get("P", []), reg.get("regime", []))
-             if g.startswith("crossover")]  # fmt: skip
+    cross = [
+        float(P)
+        for P, g in zip(reg.get("P", []), reg.get("regime", []))
+        if g.startswith("crossover")
+    ]
     lin, h = main["curves"]["linear"], main["header"]
     n = (h.get("settings") or {}).get("n_seeds") or h["engine"]["sweep"]["n_seeds"]
-    rows = [(m, s) for P, m, s in zip(lin["P"], lin["coverage"], lin["coverage_sd"])
-            if float(P) in cross and m is not None and np.isfinite(m)]  # fmt: skip
+    rows = [
+        (m, s)
+        for P, m, s in zip(lin["P"], lin["coverage"], lin["coverage_sd"])
+        if float(P) in cross and m is not None and np.isfinite(m)
+    ]
     if not rows:
         return None
     m, s = np.array(rows, float).T
     err = 1.96 * np.nan_to_num(s) / np.sqrt(n)
-    return {"lo": float((m - err).min()), "hi": float((m + err).max()), "mean": float(m.mean()),
-            "P": [min(cross), max(cross)], "n_seeds": int(n)}
+    return {
+        "lo": float((m - err).min()),
+        "hi": float((m + err).max()),
+        "mean": float(m.mean()),
+        "P": [min(cross), max(cross)],
+        "n_seeds": int(n),
+    }
 
 
 def crossover_coverage_cell(d: Path, r: str) -> dict:
@@ -302,8 +358,10 @@ def crossover_coverage_cell(d: Path, r: str) -> dict:
         return _cell("not measured" if not cov else "no crossover point on the grid")
     band = CROSSOVER_COVERAGE
     j = judge(iv["lo"], iv["hi"], 0.5 * (band[0] + band[1]), band, relative=False)
-    text = (f"{iv['lo']:.2%}-{iv['hi']:.2%} over P {iv['P'][0]:g}-{iv['P'][1]:g} (mean "
-            f"{iv['mean']:.1%}, {iv['n_seeds']} seeds)")  # fmt: skip
+    text = (
+        f"{iv['lo']:.2%}-{iv['hi']:.2%} over P {iv['P'][0]:g}-{iv['P'][1]:g} (mean "
+        f"{iv['mean']:.1%}, {iv['n_seeds']} seeds)"
+    )
     return _judged(text, j)
 
 
@@ -335,16 +393,30 @@ def warning_checks(d: Path, r: str) -> list[dict[str, Any]]:
     lin_ew = (post.get("linear") or {}).get("early_warning") or {}
 
     def check(name, result, want, attention, order):
-        return {"name": name, "result": result, "want": want, "attention": attention,
-                "order": order, "P_star": (result or {}).get("P_star")}  # fmt: skip
+        return {
+            "name": name,
+            "result": result,
+            "want": want,
+            "attention": attention,
+            "order": order,
+            "P_star": (result or {}).get("P_star"),
+        }
 
-    checks = [check(f"{k} (MAP window)", (lin_ew.get(f"theory_map_{k}") or {}).get(obs),
-                    "signal", "linear", obs)
-              for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))]  # fmt: skip
+    checks = [
+        check(
+            f"{k} (MAP window)",
+            (lin_ew.get(f"theory_map_{k}") or {}).get(obs),
+            "signal",
+            "linear",
+            obs,
+        )
+        for k, obs in (("P_c1", "c1"), ("P_cG", "cG"))
+    ]
     for name in ("posterior_P_cG", "posterior_P_cG_half"):  # the posterior's own crossover
         if (lin_ew.get(name) or {}).get("cG"):
-            checks.append(check("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal",
-                                "linear", "cG"))  # fmt: skip
+            checks.append(
+                check("P_cG (Bayesian window)", lin_ew[name]["cG"], "signal", "linear", "cG")
+            )
             break
     soft = post.get("softmax") or {}
     pool = soft.get("pool") or {}
@@ -353,11 +425,19 @@ def warning_checks(d: Path, r: str) -> list[dict[str, Any]]:
     var = np.asarray(sus.get("value", []), float).reshape(P.size, -1) / P[:, None]
     stored = (soft.get("early_warning") or {}).get("theory_map_P_aG")
     th = ((stored or {}).get("cG") or {}).get("P_star")  # the EK MAP P*_aG it was placed at
-    checks.append(check("P_aG (MAP window)", early_warning(P, var, th) if sus else None,
-                        "no signal", "softmax", "aG"))  # fmt: skip
+    checks.append(
+        check(
+            "P_aG (MAP window)",
+            early_warning(P, var, th) if sus else None,
+            "no signal",
+            "softmax",
+            "aG",
+        )
+    )
     if pb is not None and sus:
-        checks.append(check("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal",
-                            "softmax", "aG"))  # fmt: skip
+        checks.append(
+            check("P_aG (Bayesian window)", early_warning(P, var, pb), "no signal", "softmax", "aG")
+        )
     return checks
 
 
@@ -399,24 +479,43 @@ def claims_matrix(results_dir: str | Path) -> dict[str, Any]:
     """Every claim x every reading (cells: value, verdict, reproduced) from ``results_dir``."""
     d = Path(results_dir)
     rows = [
-        *((f"{NAMES[k]}; +-{P_TOL:.0%}", partial(pstar_cell, k=k)) for k in ("P_c1", "P_cG",
-                                                                            "P_aG")),
-        (f"Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid); "
-         f"+-{P_TOL:.0%}", bayes_cell),
-        *((f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], V in [2, 12]; "
-           f"+-{EXPONENT_TOL})", partial(law_cell, k=k)) for k, (name, _) in PAPER_LAWS.items()),
+        *(
+            (f"{NAMES[k]}; +-{P_TOL:.0%}", partial(pstar_cell, k=k))
+            for k in ("P_c1", "P_cG", "P_aG")
+        ),
+        (
+            f"Bayesian P*_aG ~ 300 (F_copy = F_pool; interval: seeds, MC, quadrature, grid); "
+            f"+-{P_TOL:.0%}",
+            bayes_cell,
+        ),
+        *(
+            (
+                f"law P*_{k[2:]} ~ {name} (exponents over L in [10, 32], V in [2, 12]; "
+                f"+-{EXPONENT_TOL})",
+                partial(law_cell, k=k),
+            )
+            for k, (name, _) in PAPER_LAWS.items()
+        ),
         ("order P*_c1 < P*_aG < P*_cG (CIs disjoint)", order_cell),
         ("softmax transition first order (coexisting branches)", first_order_cell),
         ("coverage of span{B1, B2} (MAP mean attention)", coverage_cell),
-        (f"coverage in the linear crossover {CROSSOVER_COVERAGE[0]:.1%}-"
-         f"{CROSSOVER_COVERAGE[1]:.1%} (paper: SGLD; here MAP mean attention, psi in [0.1, 0.9]; "
-         "band: the paper's range)", crossover_coverage_cell),
-        ("early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
-         "CI above x1, §13.9)", warning_cell),
-    ]  # fmt: skip
+        (
+            f"coverage in the linear crossover {CROSSOVER_COVERAGE[0]:.1%}-"
+            f"{CROSSOVER_COVERAGE[1]:.1%} (paper: SGLD; here MAP "
+            f"mean attention, psi in [0.1, 0.9]; "
+            "band: the paper's range)",
+            crossover_coverage_cell,
+        ),
+        (
+            "early warning: Var grows before P*_c1, P*_cG, not before P*_aG (0.5-0.9 P*, signal: "
+            "CI above x1, §13.9)",
+            warning_cell,
+        ),
+    ]
     rows = [{"claim": claim, "cells": {r: cell(d, r) for r in READINGS}} for claim, cell in rows]
     for row in rows:
-        row["overall"] = across_readings({r: c["reproduced"] for r, c in row["cells"].items()},
-                                         {r: c["outcome"] for r, c in row["cells"].items()})
-    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL,
-            "p_tol": P_TOL}
+        row["overall"] = across_readings(
+            {r: c["reproduced"] for r, c in row["cells"].items()},
+            {r: c["outcome"] for r, c in row["cells"].items()},
+        )
+    return {"readings": list(READINGS), "rows": rows, "exponent_tol": EXPONENT_TOL, "p_tol": P_TOL}

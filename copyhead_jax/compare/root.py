@@ -198,7 +198,15 @@ def crossing(P, d, se=None, sys=None, slope=None, *, level: float = 0.95) -> Cro
     interp = _interp_error(t, d, sl, i, ts)
     half = mc_side + err_quad + interp
     return Crossing(
-        float(math.exp(ts)), (float(P[i]), float(P[i + 1])), None, ts, float(err_mc),
-        float(err_quad), float(interp), float(math.exp(ts - half)), float(math.exp(ts + half)),
-        level, bool(s_mc or s_q),
-    )  # fmt: skip
+        float(math.exp(ts)),
+        (float(P[i]), float(P[i + 1])),
+        None,
+        ts,
+        float(err_mc),
+        float(err_quad),
+        float(interp),
+        float(math.exp(ts - half)),
+        float(math.exp(ts + half)),
+        level,
+        bool(s_mc or s_q),
+    )

@@ -42,7 +42,7 @@ CI_ROWS = (
         "softmax",
         "copy branch lost (window's lower edge) vs lower spinodal",
         "spinodal_lo",
-    ),  # fmt: skip
+    ),
 )
 #: the finite-width theory's point compared with each row
 FINITE_OF = {"P_aG_single": "spinodal_hi", "window_lo": "spinodal_lo"}

@@ -59,9 +59,14 @@ def as_predicted(ci, predicted: float | None) -> str | None:
 
 
 def early_warning(
-    P, var, P_star: float | None, *, window=WINDOW, threshold: float = GROWTH_NULL,
+    P,
+    var,
+    P_star: float | None,
+    *,
+    window=WINDOW,
+    threshold: float = GROWTH_NULL,
     level: float = 0.95,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The growth ratio of ``var[nP, n_seeds]`` (posterior variance per ``P`` and seed) over
     ``[window[0] P*, window[1] P*]`` with its CI: ``signal`` (:func:`signal_of`, against
     ``threshold``) and ``verdict``, where the interval lies against 1 (``grows`` / ``flat`` /
@@ -71,11 +76,16 @@ def early_warning(
     if not 0 < lo < hi:
         raise ValueError(f"window must be (lo, hi) with 0 < lo < hi, got {window!r}")
     out: dict[str, Any] = {
-        "P_star": None if P_star is None else float(P_star), "window": [lo, hi],
-        "threshold": threshold, "var_ratio": None, "var_ratio_ci": None, "n_seeds": 0,
-        "signal": "undetermined", "verdict": "undetermined",
+        "P_star": None if P_star is None else float(P_star),
+        "window": [lo, hi],
+        "threshold": threshold,
+        "var_ratio": None,
+        "var_ratio_ci": None,
+        "n_seeds": 0,
+        "signal": "undetermined",
+        "verdict": "undetermined",
         "ci_method": f"{level:.0%} Student-t over seeds of log(Var(hi P*) / Var(lo P*))",
-    }  # fmt: skip
+    }
     if P_star is None or not math.isfinite(P_star):
         return {**out, "reason": "no P*"}
     P = np.asarray(P, float)
@@ -84,13 +94,21 @@ def early_warning(
     b = np.array([interp_loglog(P, v[:, s], hi * P_star) for s in range(v.shape[1])])
     with np.errstate(all="ignore"):
         lr = np.log(b / a)
-    out.update(P_lo=lo * P_star, P_hi=hi * P_star, var_lo=a.tolist(), var_hi=b.tolist(),
-               log_ratio=lr.tolist())  # fmt: skip
+    out.update(
+        P_lo=lo * P_star,
+        P_hi=hi * P_star,
+        var_lo=a.tolist(),
+        var_hi=b.tolist(),
+        log_ratio=lr.tolist(),
+    )
     x = lr[np.isfinite(lr)]
     out["n_seeds"] = int(x.size)
     if x.size < 2:
-        return {**out, "reason": f"window [{lo * P_star:.4g}, {hi * P_star:.4g}] not on the "
-                f"sampled grid [{P.min():.4g}, {P.max():.4g}] for 2 seeds"}  # fmt: skip
+        return {
+            **out,
+            "reason": f"window [{lo * P_star:.4g}, {hi * P_star:.4g}] not on the "
+            f"sampled grid [{P.min():.4g}, {P.max():.4g}] for 2 seeds",
+        }
     m = float(x.mean())
     h = t_quantile(0.5 + level / 2, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
     ci = [math.exp(m - h), math.exp(m + h)]

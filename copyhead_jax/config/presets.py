@@ -29,16 +29,31 @@ PAPER = Config(
 #: ``paper`` with chi a likelihood precision only (readout prior sigma_O^2 / N); ``plain``: the
 #: literal loss 1/2 sum ||f - y||^2 (per-sequence noise) and A = s.
 READINGS: dict[str, dict[str, dict]] = {
-    "paper": {"model": {"linear_scale": "inv_L"},
-              "posterior": {"likelihood": "per_position", "chi_in_readout_prior": True,
-                            "chi_in_noise": True}},
-    "chi-lik": {"model": {"linear_scale": "inv_L"},
-                "posterior": {"likelihood": "per_position", "chi_in_readout_prior": False,
-                              "chi_in_noise": True}},
-    "plain": {"model": {"linear_scale": "none"},
-              "posterior": {"likelihood": "per_sequence", "chi_in_readout_prior": True,
-                            "chi_in_noise": True}},
-}  # fmt: skip
+    "paper": {
+        "model": {"linear_scale": "inv_L"},
+        "posterior": {
+            "likelihood": "per_position",
+            "chi_in_readout_prior": True,
+            "chi_in_noise": True,
+        },
+    },
+    "chi-lik": {
+        "model": {"linear_scale": "inv_L"},
+        "posterior": {
+            "likelihood": "per_position",
+            "chi_in_readout_prior": False,
+            "chi_in_noise": True,
+        },
+    },
+    "plain": {
+        "model": {"linear_scale": "none"},
+        "posterior": {
+            "likelihood": "per_sequence",
+            "chi_in_readout_prior": True,
+            "chi_in_noise": True,
+        },
+    },
+}
 
 
 def with_reading(cfg: Config, reading: str) -> Config:
@@ -50,8 +65,9 @@ def with_reading(cfg: Config, reading: str) -> Config:
 def reading_of(cfg: Config) -> str | None:
     """The reading whose convention fields ``cfg`` has (None: no reading of :data:`READINGS`)."""
     for name, fields in READINGS.items():
-        if all(getattr(getattr(cfg, sec), k) == v for sec, kv in fields.items()
-               for k, v in kv.items()):  # fmt: skip
+        if all(
+            getattr(getattr(cfg, sec), k) == v for sec, kv in fields.items() for k, v in kv.items()
+        ):
             return name
     return None
 
@@ -92,8 +108,31 @@ PAPER_MAP = PAPER.replace(
         solver=ExactConfig(continuation=True),
     ),
     sweep=dict(
-        P=(32, 64, 80, 96, 112, 128, 160, 256, 400, 512, 560, 600, 650, 700, 800, 1000, 1500,
-           1750, 2000, 2250, 2500, 3000, 4000),  # fmt: skip
+        P=(
+            32,
+            64,
+            80,
+            96,
+            112,
+            128,
+            160,
+            256,
+            400,
+            512,
+            560,
+            600,
+            650,
+            700,
+            800,
+            1000,
+            1500,
+            1750,
+            2000,
+            2250,
+            2500,
+            3000,
+            4000,
+        ),
         n_seeds=3,  # enough for a bootstrap interval over seeds
     ),
 )
@@ -104,10 +143,16 @@ TINY = Config(
     model=ModelConfig(width=16),
     posterior=PosteriorConfig(),
     train=TrainConfig(
-        solver=AutoConfig(adam=AdamConfig(
-            lr=2e-2, lr_scaling="mup", schedule="cosine", min_epochs=20, max_epochs=200,
-            patience=20,
-        )),
+        solver=AutoConfig(
+            adam=AdamConfig(
+                lr=2e-2,
+                lr_scaling="mup",
+                schedule="cosine",
+                min_epochs=20,
+                max_epochs=200,
+                patience=20,
+            )
+        ),
         log_every=5,
         train_embeddings=False,
     ),
@@ -149,9 +194,24 @@ def run_name(name: str, cfg: Config) -> str:
         return name
     base = SHORTHANDS.get(name, (name,))[0]
     named = {v: k for k, v in SHORTHANDS.items()}
-    return named.get((base, asked), base if asked == reading_of(preset(base)) else
-                     f"{base}-{asked}")  # fmt: skip
+    return named.get(
+        (base, asked), base if asked == reading_of(preset(base)) else f"{base}-{asked}"
+    )
 
 
-__all__ = ["DEFAULT_PRESET", "PAPER", "PAPER_CHI_LIK", "PAPER_MAP", "PLAIN", "PRESETS", "READINGS",
-           "SHORTHANDS", "SMALL", "TINY", "preset", "reading_of", "run_name", "with_reading"]
+__all__ = [
+    "DEFAULT_PRESET",
+    "PAPER",
+    "PAPER_CHI_LIK",
+    "PAPER_MAP",
+    "PLAIN",
+    "PRESETS",
+    "READINGS",
+    "SHORTHANDS",
+    "SMALL",
+    "TINY",
+    "preset",
+    "reading_of",
+    "run_name",
+    "with_reading",
+]

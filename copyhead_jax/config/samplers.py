@@ -73,8 +73,9 @@ class SGLDConfig(Rounds):
         normalise_scalars(self)
         check_float("SGLDConfig.step_size", self.step_size, lo=0.0, hi=1.0)
         if not isinstance(self.keep_loglik, bool):
-            raise ValueError(f"SGLDConfig.keep_loglik must be True or False, got "
-                             f"{self.keep_loglik!r}")  # fmt: skip
+            raise ValueError(
+                f"SGLDConfig.keep_loglik must be True or False, got {self.keep_loglik!r}"
+            )
         check_int("SGLDConfig.n_steps", self.n_steps, lo=1, hi=10**9)
         check_int("SGLDConfig.burn_in", self.burn_in, lo=0, hi=self.n_steps - 1)
         check_int("SGLDConfig.thin", self.thin, lo=1, hi=self.n_steps)
@@ -89,8 +90,10 @@ class SGLDConfig(Rounds):
 
     def describe(self) -> str:
         """One line for titles and tables."""
-        return (f"SGLD eta={self.step_size:g}, {self.n_steps} steps, {self.n_chains} chains"
-                + target_text(self))
+        return (
+            f"SGLD eta={self.step_size:g}, {self.n_steps} steps, {self.n_chains} chains"
+            + target_text(self)
+        )
 
 
 def check_target(mc, name: str, round_field: str) -> None:
@@ -101,16 +104,20 @@ def check_target(mc, name: str, round_field: str) -> None:
     check_float(f"{name}.rhat_target", mc.rhat_target, lo=1.0, hi=10.0)
     n = check_int(f"{name}.{round_field}", getattr(mc, round_field), lo=1, hi=10**9)
     if mc.ess_target and (n % mc.thin or n // mc.thin < 4):
-        raise ValueError(f"{name}.{round_field} must be a multiple of thin = {mc.thin} holding "
-                         f">= 4 draws when ess_target is set, got {n}")  # fmt: skip
+        raise ValueError(
+            f"{name}.{round_field} must be a multiple of thin = {mc.thin} holding "
+            f">= 4 draws when ess_target is set, got {n}"
+        )
 
 
 def target_text(mc) -> str:
     """``", until ESS >= N and R-hat <= r (at most CAP draws)"`` with a target, else ``""``."""
     if not mc.ess_target:
         return ""
-    return (f", until ESS >= {mc.ess_target:g} and R-hat <= {mc.rhat_target:g} (at most "
-            f"{mc.n_rounds * mc.round_draws} draws per chain)")
+    return (
+        f", until ESS >= {mc.ess_target:g} and R-hat <= {mc.rhat_target:g} (at most "
+        f"{mc.n_rounds * mc.round_draws} draws per chain)"
+    )
 
 
 #: Where the chains of ``copyhead sample`` start: ``fit`` the sweep's fitted weights, ``both``
@@ -181,9 +188,11 @@ class HMCConfig(Rounds):
 
     def describe(self) -> str:
         """One line for titles and tables."""
-        return (f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
-                f"{'' if self.adapt_mass else 'unit mass, '}{self.n_iter} iterations, "
-                f"{self.n_chains} chains, starts {self.starts}" + target_text(self))
+        return (
+            f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
+            f"{'' if self.adapt_mass else 'unit mass, '}{self.n_iter} iterations, "
+            f"{self.n_chains} chains, starts {self.starts}" + target_text(self)
+        )
 
 
 #: The sampler configs by ``kind`` (``copyhead sample --sampler``; files record the kind).

@@ -273,8 +273,10 @@ class Config:
                 f"this config's solver is {solver.kind!r}"
             )
         if not exact and t.log_every > solver.max_epochs:
-            raise ValueError(f"TrainConfig.log_every must be an int in [1, {solver.max_epochs}] "
-                             f"(AdamConfig.max_epochs), got {t.log_every}")  # fmt: skip
+            raise ValueError(
+                f"TrainConfig.log_every must be an int in [1, {solver.max_epochs}] "
+                f"(AdamConfig.max_epochs), got {t.log_every}"
+            )
 
     @property
     def solver(self) -> AdamConfig | ExactConfig:
@@ -302,8 +304,11 @@ class Config:
         if solver is not None:
             train = new.get("train", self.train)
             if isinstance(solver, dict):
-                solver = (solver_from_dict(solver) if "kind" in solver
-                          else update_solver(train.solver, solver))  # fmt: skip
+                solver = (
+                    solver_from_dict(solver)
+                    if "kind" in solver
+                    else update_solver(train.solver, solver)
+                )
             new["train"] = replace(train, solver=check_solver("solver", solver))
         return replace(self, **new)
 
@@ -363,8 +368,10 @@ def _check_fields(sec_cls, values: dict) -> None:
         hint = ""
         old = {*ADAM_FIELDS, *(f"exact_{f}" for f in EXACT_FIELDS)}
         if sec_cls is TrainConfig and set(bad) & old:
-            hint = (" (the solver's settings live in TrainConfig.solver: "
-                    "cfg.replace(solver=dict(lr=...)) or solver=ExactConfig(...))")  # fmt: skip
+            hint = (
+                " (the solver's settings live in TrainConfig.solver: "
+                "cfg.replace(solver=dict(lr=...)) or solver=ExactConfig(...))"
+            )
         raise ValueError(
             f"{sec_cls.__name__} has no field(s) {', '.join(bad)}; "
             f"valid fields: {', '.join(fields)}{hint}"

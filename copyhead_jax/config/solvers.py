@@ -128,26 +128,31 @@ EXACT_FIELDS = tuple(f.name for f in dataclasses.fields(ExactConfig))
 def check_solver(name: str, solver: Any) -> Solver:
     """``solver`` must be an ``AdamConfig``, ``ExactConfig`` or ``AutoConfig``."""
     if not isinstance(solver, Solver):
-        raise ValueError(f"{name} must be an AdamConfig, ExactConfig or AutoConfig, got "
-                         f"{solver!r}")  # fmt: skip
+        raise ValueError(f"{name} must be an AdamConfig, ExactConfig or AutoConfig, got {solver!r}")
     return solver
 
 
 def update_solver(solver: Solver, fields: dict[str, Any]) -> Solver:
     """``solver`` with ``fields`` replaced; under ``AutoConfig`` each field goes to the setting
     that has it (``lr`` to ``adam``, ``gtol`` to ``exact``). Unknown names raise."""
-    own = ADAM_FIELDS + EXACT_FIELDS if isinstance(solver, AutoConfig) else (
-        tuple(f.name for f in dataclasses.fields(solver)))  # fmt: skip
+    own = (
+        ADAM_FIELDS + EXACT_FIELDS
+        if isinstance(solver, AutoConfig)
+        else (tuple(f.name for f in dataclasses.fields(solver)))
+    )
     bad = sorted(set(fields) - set(own))
     if bad:
-        raise ValueError(f"{type(solver).__name__} has no field(s) {', '.join(bad)}; valid "
-                         f"fields: {', '.join(own)}")  # fmt: skip
+        raise ValueError(
+            f"{type(solver).__name__} has no field(s) {', '.join(bad)}; valid "
+            f"fields: {', '.join(own)}"
+        )
     if not isinstance(solver, AutoConfig):
         return dataclasses.replace(solver, **fields)
     adam = {k: v for k, v in fields.items() if k in ADAM_FIELDS}
     exact = {k: v for k, v in fields.items() if k in EXACT_FIELDS}
-    return AutoConfig(dataclasses.replace(solver.adam, **adam),
-                      dataclasses.replace(solver.exact, **exact))  # fmt: skip
+    return AutoConfig(
+        dataclasses.replace(solver.adam, **adam), dataclasses.replace(solver.exact, **exact)
+    )
 
 
 def exact_settings(solver: Solver) -> ExactConfig:
@@ -167,23 +172,29 @@ def single_start(solver: Solver) -> Solver:
 def solver_to_dict(solver: Solver) -> dict[str, Any]:
     """``{"kind": ..., field: value, ...}``; ``AutoConfig``: its ``adam`` and ``exact`` nested."""
     if isinstance(solver, AutoConfig):
-        return {"kind": "auto", "adam": solver_to_dict(solver.adam),
-                "exact": solver_to_dict(solver.exact)}  # fmt: skip
+        return {
+            "kind": "auto",
+            "adam": solver_to_dict(solver.adam),
+            "exact": solver_to_dict(solver.exact),
+        }
     return {"kind": solver.kind, **dataclasses.asdict(solver)}
 
 
 def solver_from_dict(d: dict[str, Any]) -> Solver:
     """The inverse of :func:`solver_to_dict`."""
     if not isinstance(d, dict) or d.get("kind") not in SOLVER_CONFIGS:
-        raise ValueError(f"TrainConfig.solver must be a dict with 'kind' one of "
-                         f"{', '.join(map(repr, SOLVERS))}, got {d!r}")  # fmt: skip
+        raise ValueError(
+            f"TrainConfig.solver must be a dict with 'kind' one of "
+            f"{', '.join(map(repr, SOLVERS))}, got {d!r}"
+        )
     values = {k: v for k, v in d.items() if k != "kind"}
     cls = SOLVER_CONFIGS[d["kind"]]
     if cls is AutoConfig:
         bad = sorted(set(values) - {"adam", "exact"})
         if bad:
-            raise ValueError(f"AutoConfig has no field(s) {', '.join(bad)}; valid fields: "
-                             "adam, exact")  # fmt: skip
+            raise ValueError(
+                f"AutoConfig has no field(s) {', '.join(bad)}; valid fields: adam, exact"
+            )
         return AutoConfig(**{k: solver_from_dict({"kind": k, **v}) for k, v in values.items()})
     return update_solver(cls(), values)
 

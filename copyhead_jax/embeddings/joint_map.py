@@ -66,13 +66,28 @@ def quenched_as_joint(cfg: Config, quenched: SweepResult) -> np.ndarray:
 def _joint_fit(cfg: Config, w: tuple, tokens, mask, test, n_blocks):
     head = eqx.tree_at(lambda h: tuple(getattr(h, k) for k in ARRAY_FIELDS), head_template(cfg), w)
     ex = cfg.solver  # the ExactConfig
-    fit = solve_map(head, tokens, mask, Objective.from_config(cfg), gtol=ex.gtol,
-                    max_steps=ex.max_steps, n_blocks=n_blocks,
-                    split=functools.partial(joint_split, width=cfg.model.width))  # fmt: skip
+    fit = solve_map(
+        head,
+        tokens,
+        mask,
+        Objective.from_config(cfg),
+        gtol=ex.gtol,
+        max_steps=ex.max_steps,
+        n_blocks=n_blocks,
+        split=functools.partial(joint_split, width=cfg.model.width),
+    )
     o = measure_blocked(fit.head, tokens, mask, test, n_blocks).order
     E = fit.head.embeddings()
-    return dict(U=fit.U, c1=o.c1, cG=o.cG, r=o.r, psi=o.psi, converged=fit.converged,
-                min_eig=fit.min_eig, gram_trace=jnp.trace(E @ E.T) / E.shape[0] ** 2)  # fmt: skip
+    return dict(
+        U=fit.U,
+        c1=o.c1,
+        cG=o.cG,
+        r=o.r,
+        psi=o.psi,
+        converged=fit.converged,
+        min_eig=fit.min_eig,
+        gram_trace=jnp.trace(E @ E.T) / E.shape[0] ** 2,
+    )
 
 
 def joint_from_quenched(cfg: Config, quenched: SweepResult) -> dict[str, np.ndarray]:
@@ -89,9 +104,14 @@ def joint_from_quenched(cfg: Config, quenched: SweepResult) -> dict[str, np.ndar
                 w = {k: v.astype(np.float64) for k, v in quenched.head_arrays((i, s)).items()}
                 w = rebalance(w, obj, cfg.model.width)
                 j = i * nS + s
-                r = _joint_fit(neutral, tuple(jnp.asarray(w[k]) for k in ARRAY_FIELDS),
-                               jnp.asarray(inp.train[j]), jnp.asarray(inp.mask[j], jnp.float64),
-                               jnp.asarray(inp.test[j]), nb)  # fmt: skip
+                r = _joint_fit(
+                    neutral,
+                    tuple(jnp.asarray(w[k]) for k in ARRAY_FIELDS),
+                    jnp.asarray(inp.train[j]),
+                    jnp.asarray(inp.mask[j], jnp.float64),
+                    jnp.asarray(inp.test[j]),
+                    nb,
+                )
                 for k in KEYS:
                     out[k][i, s] = float(r[k])
     return out
@@ -103,17 +123,25 @@ def order_arrays(res: SweepResult) -> dict[str, np.ndarray]:
     a = res.arrays
     n1, nG = res.order_names
     g = np.asarray(a["gram"])
-    out = {"U": a["U"], "c1": a[n1], "cG": a[nG], "r": a["r"], "psi": a["psi"],
-           "converged": a["converged"], "min_eig": a["min_eig"],
-           "gram_trace": np.trace(g, axis1=-2, axis2=-1) / g.shape[-1]}  # fmt: skip
+    out = {
+        "U": a["U"],
+        "c1": a[n1],
+        "cG": a[nG],
+        "r": a["r"],
+        "psi": a["psi"],
+        "converged": a["converged"],
+        "min_eig": a["min_eig"],
+        "gram_trace": np.trace(g, axis1=-2, axis2=-1) / g.shape[-1],
+    }
     return {k: np.asarray(v, float) for k, v in out.items()}
 
 
 def lowest_start(*runs: dict) -> tuple[dict, np.ndarray]:
     """Per run ``(P, seed)``, the :data:`KEYS` of the converged start of lowest finite U among
     ``runs`` (each as :func:`order_arrays`), and the index of that start."""
-    U = np.stack([np.where((r["converged"] > 0) & np.isfinite(r["U"]), r["U"], np.inf)
-                  for r in runs])  # fmt: skip
+    U = np.stack(
+        [np.where((r["converged"] > 0) & np.isfinite(r["U"]), r["U"], np.inf) for r in runs]
+    )
     pick = np.argmin(U, axis=0)
     best = {k: np.take_along_axis(np.stack([r[k] for r in runs]), pick[None], 0)[0] for k in KEYS}
     return best, pick

@@ -47,14 +47,21 @@ def adam_trace(cfg: Config, epochs: int, every: int) -> dict:
     dW = np.abs(np.concatenate([np.asarray(head.W_E[0]) - W_E0, np.asarray(head.b[0]) - b0], 1))
     o = meas.order
     return dict(
-        epochs=int(state.epoch[0]), stopped=bool(state.stopped[0]), finite=bool(state.finite[0]),
-        gram=trace[-1], trace=trace, max_entry_move=float(dW.max()),
-        rms_entry_move=float(np.sqrt(np.mean(dW**2))), lr_sum=lr_sum,
+        epochs=int(state.epoch[0]),
+        stopped=bool(state.stopped[0]),
+        finite=bool(state.finite[0]),
+        gram=trace[-1],
+        trace=trace,
+        max_entry_move=float(dW.max()),
+        rms_entry_move=float(np.sqrt(np.mean(dW**2))),
+        lr_sum=lr_sum,
         adam_bound=adam_step_bound(lr_sum),
         order={names[0]: float(o.c1[0]), names[1]: float(o.cG[0]), "r": float(o.r[0])},
-        train_loss=float(meas.train_loss[0]), U=float(state.U[0]),
-        grad_norm_span=float(gspan[0]), seconds=time.time() - t0,
-    )  # fmt: skip
+        train_loss=float(meas.train_loss[0]),
+        U=float(state.U[0]),
+        grad_norm_span=float(gspan[0]),
+        seconds=time.time() - t0,
+    )
 
 
 def _problem(cfg: Config, width: int, P: int, P_pad: int):
@@ -65,8 +72,17 @@ def _problem(cfg: Config, width: int, P: int, P_pad: int):
     return c, inp.train[0], inp.mask[0], inp.key[0]
 
 
-def embedded_nuts(cfg: Config, width: int, P: int, kind: str, *, P_pad: int, n_chains: int,
-                  n_warmup: int, n_samples: int) -> dict:  # fmt: skip
+def embedded_nuts(
+    cfg: Config,
+    width: int,
+    P: int,
+    kind: str,
+    *,
+    P_pad: int,
+    n_chains: int,
+    n_warmup: int,
+    n_samples: int,
+) -> dict:
     """NUTS of one (kind, width, P) from ``n_chains`` prior draws, summarised: kind is
     ``annealed`` (embeddings sampled, reduced), ``quenched`` (Gram root of seed 0's embeddings
     fixed) or ``full`` (the width-N network). Per order parameter and for the Gram's distance
@@ -79,26 +95,47 @@ def embedded_nuts(cfg: Config, width: int, P: int, kind: str, *, P_pad: int, n_c
     T = embedding_root(key, c, dtype=jnp.float32)  # the realised Gram root of seed 0's draw
     shape_cfg = c if kind == "full" else c.replace(model=dict(width=D))  # width traced
     t0 = time.time()
-    out = embedded_draws(keys[0], init, tokens, mask, jnp.float32(width), T, kind=kind,
-                         cfg=shape_cfg, n_warmup=n_warmup, n_samples=n_samples)  # fmt: skip
+    out = embedded_draws(
+        keys[0],
+        init,
+        tokens,
+        mask,
+        jnp.float32(width),
+        T,
+        kind=kind,
+        cfg=shape_cfg,
+        n_warmup=n_warmup,
+        n_samples=n_samples,
+    )
     obs = np.asarray(out.observed, np.float64)  # [chain, draw, 3 + D^2]
     Sigma = np.diag(np.asarray(prior_scales(V, L, c.model.sigma_e, c.model.sigma_p)) ** 2)
     C = obs[:, :, 3:].reshape(*obs.shape[:2], D, D)
     rel = lambda X: float(np.linalg.norm(X - Sigma) / np.linalg.norm(Sigma))  # noqa: E731
-    stat = lambda x: dict(mean=float(x.mean()), mcse=float(mcse_mean(x)),  # noqa: E731
-                          rhat=float(split_rhat(x)), sd=float(x.std()))  # fmt: skip
+    stat = lambda x: dict(
+        mean=float(x.mean()),
+        mcse=float(mcse_mean(x)),  # noqa: E731
+        rhat=float(split_rhat(x)),
+        sd=float(x.std()),
+    )
     names = head_class(c.model.attention).order_names
     return dict(
-        kind=kind, width=width, P=P, seconds=time.time() - t0, dim=int(init.shape[1]),
-        **{names[0]: stat(obs[:, :, 0]), names[1]: stat(obs[:, :, 1]),
-           "gram_dist": stat(obs[:, :, 2])},
+        kind=kind,
+        width=width,
+        P=P,
+        seconds=time.time() - t0,
+        dim=int(init.shape[1]),
+        **{
+            names[0]: stat(obs[:, :, 0]),
+            names[1]: stat(obs[:, :, 1]),
+            "gram_dist": stat(obs[:, :, 2]),
+        },
         mean_gram_shift=rel(C.mean((0, 1))),
         mean_gram_shift_chains=[rel(C[i].mean(0)) for i in range(len(C))],
         prior_gram_dist_rms=prior_gram_rms(Sigma, width),
         acceptance=np.asarray(out.acceptance).tolist(),
         divergent=np.asarray(out.divergent).tolist(),
         step_size=np.asarray(out.step_size).tolist(),
-    )  # fmt: skip
+    )
 
 
 __all__ = ["adam_trace", "embedded_nuts"]

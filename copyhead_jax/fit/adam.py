@@ -120,8 +120,14 @@ class Trainer(eqx.Module):
             spec = trainable_filter(head, train_embeddings=False)
             params, frozen = eqx.partition(head, spec)
             return params, frozen, self.optimizer(head)
-        head = init_head(key, c.model, L=c.task.L, V=c.task.V, chi=c.posterior.chi,
-                         chi_in_readout_prior=c.posterior.chi_in_readout_prior)  # fmt: skip
+        head = init_head(
+            key,
+            c.model,
+            L=c.task.L,
+            V=c.task.V,
+            chi=c.posterior.chi,
+            chi_in_readout_prior=c.posterior.chi_in_readout_prior,
+        )
         if c.train.init_attention != "prior":
             head = eqx.tree_at(lambda h: h.W_G, head, self._initial_W_G(head))
         spec = trainable_filter(head, train_embeddings=c.train.train_embeddings)

@@ -119,12 +119,22 @@ def run_adam_chunk(
     o = m.order
     n1, nG = order_names(cfg)  # softmax: a1, aG
     out = {
-        n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
-        "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
-        "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": state.U,
-        "grad_norm": state.grad_norm, "grad_norm_span": span_gn, "stop_epoch": state.stop_epoch,
-        "mean_attention": m.mean_attention, "positional_logits": m.positional_logits,
-    }  # fmt: skip
+        n1: o.c1,
+        nG: o.cG,
+        "r": o.r,
+        "psi": o.psi,
+        "coverage": o.coverage,
+        "sample_coverage": m.sample_coverage,
+        "train_loss": m.train_loss,
+        "test_loss": m.test_loss,
+        "copy_accuracy": m.copy_accuracy,
+        "U": state.U,
+        "grad_norm": state.grad_norm,
+        "grad_norm_span": span_gn,
+        "stop_epoch": state.stop_epoch,
+        "mean_attention": m.mean_attention,
+        "positional_logits": m.positional_logits,
+    }
     out = {k: to_host(v) for k, v in out.items()}
     measured_ok = np.all(np.isfinite(out["mean_attention"]), axis=(1, 2)) & np.isfinite(
         out["train_loss"]

@@ -58,9 +58,11 @@ def _step_key(fingerprint: str, P: int, inputs: RunInputs, start: tuple) -> str:
     """What a step's result depends on: the sweep (``fingerprint``, without its P grid), the
     P solved, the padded pool length and the start's bytes. A grid refined between two runs of
     a continuation reuses every step whose start did not change."""
-    return content_hash([fingerprint, int(P), list(inputs.train.shape)],
-                        *(np.ascontiguousarray(w, np.float64).tobytes() for w in start),
-                        digits=24)  # fmt: skip
+    return content_hash(
+        [fingerprint, int(P), list(inputs.train.shape)],
+        *(np.ascontiguousarray(w, np.float64).tobytes() for w in start),
+        digits=24,
+    )
 
 
 def continue_in_P(
@@ -85,10 +87,13 @@ def continue_in_P(
         fp = _step_key(fingerprint, P[i], inputs, start)
         path = None if ckpt_dir is None else ckpt_dir / f"step-{fp}.npz"
         cand, _ = checkpointed(
-            path, _KIND, fp,
+            path,
+            _KIND,
+            fp,
             lambda rows=rows, start=start: solve(
-                jax.tree_util.tree_map(lambda a: a[rows], inputs), start),
-        )  # fmt: skip
+                jax.tree_util.tree_map(lambda a: a[rows], inputs), start
+            ),
+        )
         win = better(cand, {key: kept[key][rows] for key in ("finite", "converged", "U")})
         for key, v in cand.items():
             if key in kept:

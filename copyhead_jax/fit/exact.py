@@ -94,17 +94,24 @@ def quenched_split(head: AbstractHead, obj: Objective):
     inverse prior variance of each coordinate."""
     x0, unflatten = split_weights(head)
     nG = head.W_G.size
-    inv_var = jnp.concatenate([
-        jnp.full((nG,), 1.0 / obj.sigma_G**2, x0.dtype),
-        jnp.full((x0.size - nG,), 1.0 / obj.sigma_O**2, x0.dtype),
-    ])  # fmt: skip
+    inv_var = jnp.concatenate(
+        [
+            jnp.full((nG,), 1.0 / obj.sigma_G**2, x0.dtype),
+            jnp.full((x0.size - nG,), 1.0 / obj.sigma_O**2, x0.dtype),
+        ]
+    )
     return x0, unflatten, inv_var
 
 
 def value_and_grad_fn(
-    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, n_blocks=None,
-    block: int = BLOCK, split=quenched_split,
-):  # fmt: skip
+    head: AbstractHead,
+    tokens: TokenBatch,
+    mask: Mask,
+    obj: Objective,
+    n_blocks=None,
+    block: int = BLOCK,
+    split=quenched_split,
+):
     r"""``(x0, unflatten, vg)``: ``vg(x) = (U, grad U)`` of the quenched energy
     (:func:`quenched_energy`) in the flat weights, the data term summed over the first
     ``n_blocks`` blocks of ``block`` sequences (all by default; may be traced, so that one
@@ -225,18 +232,37 @@ def _lbfgs(vg, x0, gtol: float, max_steps: int, m: int) -> _LBFGS:
         a_back = jnp.where(finite & (curv > 0), jnp.clip(a_q, 0.1 * s.a, 0.5 * s.a), 0.1 * s.a)
         pick = lambda new, old: jnp.where(ok, new, old)
         return _LBFGS(
-            x=pick(z, s.x), u=pick(uz, s.u), g=pick(gz, s.g), d=pick(d, s.d),
-            a=pick(a_new, a_back), S=S, Y=Y, rho=rho, ptr=ptr, n_pairs=n_pairs,
-            it=s.it + (ok & (s.n_eval > 0)), n_eval=s.n_eval + 1,
+            x=pick(z, s.x),
+            u=pick(uz, s.u),
+            g=pick(gz, s.g),
+            d=pick(d, s.d),
+            a=pick(a_new, a_back),
+            S=S,
+            Y=Y,
+            rho=rho,
+            ptr=ptr,
+            n_pairs=n_pairs,
+            it=s.it + (ok & (s.n_eval > 0)),
+            n_eval=s.n_eval + 1,
             n_back=jnp.where(ok, 0, s.n_back + 1),
-        )  # fmt: skip
+        )
 
     z = jnp.zeros((m, n), dt)
     init = _LBFGS(
-        x=x0, u=jnp.asarray(jnp.inf, dt), g=jnp.zeros_like(x0), d=jnp.zeros_like(x0),
-        a=jnp.zeros((), dt), S=z, Y=z, rho=jnp.zeros(m, dt), ptr=i32(0), n_pairs=i32(0),
-        it=i32(0), n_eval=i32(0), n_back=i32(0),
-    )  # fmt: skip
+        x=x0,
+        u=jnp.asarray(jnp.inf, dt),
+        g=jnp.zeros_like(x0),
+        d=jnp.zeros_like(x0),
+        a=jnp.zeros((), dt),
+        S=z,
+        Y=z,
+        rho=jnp.zeros(m, dt),
+        ptr=i32(0),
+        n_pairs=i32(0),
+        it=i32(0),
+        n_eval=i32(0),
+        n_back=i32(0),
+    )
     return lax.while_loop(cond, body, init)
 
 
@@ -249,9 +275,16 @@ def _tridiag_min(alpha, beta, used):
 
 
 def lanczos_min_eig(
-    hvp, n: int, key: Array, dtype, k: int = N_LANCZOS, *, rnd: int = LANCZOS_ROUND,
-    rtol: float = LANCZOS_RTOL, steps: bool = False,
-) -> Scalar:  # fmt: skip
+    hvp,
+    n: int,
+    key: Array,
+    dtype,
+    k: int = N_LANCZOS,
+    *,
+    rnd: int = LANCZOS_ROUND,
+    rtol: float = LANCZOS_RTOL,
+    steps: bool = False,
+) -> Scalar:
     r"""Smallest Ritz value of at most ``k`` Lanczos steps on the symmetric operator ``hvp``
     (size ``n``), with full reorthogonalisation (Golub & Van Loan, *Matrix Computations*,
     §10.1); stops early when the smallest Ritz value moved by at most ``rtol`` times the
@@ -343,9 +376,16 @@ def solve_map(
 
 
 def solve_map_optax(
-    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, *, gtol: float = 1e-9,
-    max_steps: int = 5000, memory_size: int = 20, n_lanczos: int = N_LANCZOS,
-) -> ExactFit:  # fmt: skip
+    head: AbstractHead,
+    tokens: TokenBatch,
+    mask: Mask,
+    obj: Objective,
+    *,
+    gtol: float = 1e-9,
+    max_steps: int = 5000,
+    memory_size: int = 20,
+    n_lanczos: int = N_LANCZOS,
+) -> ExactFit:
     """The reference solver: ``optax.lbfgs`` (zoom line search) on :func:`quenched_energy`, and
     ``n_lanczos`` Lanczos steps on forward-over-reverse Hessian-vector products."""
     x0, unflatten = split_weights(head)

@@ -103,8 +103,9 @@ class ExactSolver(eqx.Module):
         starts)."""
         reset = ("init_attention", "init_copy_logit")
         default = type(cfg.train)()
-        neutral = dataclasses.replace(cfg.train, **{f: getattr(default, f) for f in reset},
-                                      solver=single_start(cfg.solver))  # fmt: skip
+        neutral = dataclasses.replace(
+            cfg.train, **{f: getattr(default, f) for f in reset}, solver=single_start(cfg.solver)
+        )
         return cls(dataclasses.replace(cfg, train=neutral, sweep=type(cfg.sweep)()), serial)
 
     def fit(self, inp: RunInputs, start, n_blocks: jax.Array) -> tuple[ExactFit, object]:
@@ -114,9 +115,15 @@ class ExactSolver(eqx.Module):
         if t.train_embeddings:
             split = functools.partial(joint_split, width=self.cfg.model.width)
         fit = solve_map(
-            head, inp.train, inp.mask, Objective.from_config(self.cfg),
-            gtol=ex.gtol, max_steps=ex.max_steps, n_blocks=n_blocks, split=split,
-        )  # fmt: skip
+            head,
+            inp.train,
+            inp.mask,
+            Objective.from_config(self.cfg),
+            gtol=ex.gtol,
+            max_steps=ex.max_steps,
+            n_blocks=n_blocks,
+            split=split,
+        )
         return fit, measure_blocked(fit.head, inp.train, inp.mask, inp.test, n_blocks)
 
 
@@ -201,14 +208,25 @@ def run_exact_chunk(
         o = m.order
         n1, nG = head_class(cfg.model.attention).order_names  # softmax: a1, aG
         out = {
-            n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
-            "sample_coverage": m.sample_coverage, "train_loss": m.train_loss,
-            "test_loss": m.test_loss, "copy_accuracy": m.copy_accuracy, "U": fit.U,
-            "grad_norm": fit.grad_norm, "grad_norm_span": fit.grad_norm,
-            "stop_epoch": fit.n_steps, "mean_attention": m.mean_attention,
-            "positional_logits": m.positional_logits, "rel_grad": fit.rel_grad,
-            "min_eig": fit.min_eig, "converged": fit.converged,
-        }  # fmt: skip
+            n1: o.c1,
+            nG: o.cG,
+            "r": o.r,
+            "psi": o.psi,
+            "coverage": o.coverage,
+            "sample_coverage": m.sample_coverage,
+            "train_loss": m.train_loss,
+            "test_loss": m.test_loss,
+            "copy_accuracy": m.copy_accuracy,
+            "U": fit.U,
+            "grad_norm": fit.grad_norm,
+            "grad_norm_span": fit.grad_norm,
+            "stop_epoch": fit.n_steps,
+            "mean_attention": m.mean_attention,
+            "positional_logits": m.positional_logits,
+            "rel_grad": fit.rel_grad,
+            "min_eig": fit.min_eig,
+            "converged": fit.converged,
+        }
         out = {k: to_host(v) for k, v in out.items()}
         out["finite"] = (
             np.isfinite(out["U"])

@@ -34,8 +34,11 @@ def sweep_inputs(cfg: Config, lr_mult, P_pad: int | None = None, tokens=None) ->
     sw, task = cfg.sweep, cfg.task
     P_pad = sw.P_max if P_pad is None else P_pad
     keys = [jax.random.split(jax.random.key(sw.seed + s)) for s in range(sw.n_seeds)]
-    data = ([task_data(k[0], task, P_max=P_pad) for k in keys] if tokens is None
-            else user_seed_data(tokens, cfg, P_pad))  # the task's source, or the user's rows
+    data = (
+        [task_data(k[0], task, P_max=P_pad) for k in keys]
+        if tokens is None
+        else user_seed_data(tokens, cfg, P_pad)
+    )  # the task's source, or the user's rows
     init_keys = jnp.stack([jax.random.key_data(k[1]) for k in keys])
     train = jnp.stack([d.train for d in data])
     test = jnp.stack([d.test for d in data])

@@ -40,7 +40,8 @@ FIELDS = ("U", "c1", "cG", "r", "psi", "coverage", "train_loss")
 def full_head(cfg: Config, arrays: dict[str, np.ndarray]):
     """The float64 head of one run from its saved weights ``W_E, b, W_G, W_O_hat``."""
     return head_class(cfg.model.attention).from_arrays(
-        cfg, {k: jnp.asarray(v, jnp.float64) for k, v in arrays.items()})
+        cfg, {k: jnp.asarray(v, jnp.float64) for k, v in arrays.items()}
+    )
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
@@ -59,9 +60,12 @@ def polish_runs(cfg: Config, gtol: float, max_steps: int, heads, train, mask, te
 
 
 def polish(
-    sweep: SweepResult, *, gtol: float | None = None, max_steps: int | None = None,
+    sweep: SweepResult,
+    *,
+    gtol: float | None = None,
+    max_steps: int | None = None,
     out: str | Path | None = None,
-) -> SweepResult:  # fmt: skip
+) -> SweepResult:
     """Run the exact solver from every fitted run of ``sweep``; the result has the sweep's
     arrays plus ``polish/*`` (see the module docstring), each indexed ``[P, seed]``."""
     if not isinstance(sweep, SweepResult):
@@ -101,11 +105,20 @@ def polish(
         o = meas.order
         n1, nG = sweep.order_names  # softmax: a1, aG
         new = {
-            "U": fit.U, n1: o.c1, nG: o.cG, "r": o.r, "psi": o.psi, "coverage": o.coverage,
-            "train_loss": meas.train_loss, "U_adam": U_adam, "rel_grad": fit.rel_grad,
-            "min_eig": fit.min_eig, "converged": fit.converged, "steps": fit.n_steps,
+            "U": fit.U,
+            n1: o.c1,
+            nG: o.cG,
+            "r": o.r,
+            "psi": o.psi,
+            "coverage": o.coverage,
+            "train_loss": meas.train_loss,
+            "U_adam": U_adam,
+            "rel_grad": fit.rel_grad,
+            "min_eig": fit.min_eig,
+            "converged": fit.converged,
+            "steps": fit.n_steps,
             "U_perp": jnp.asarray(U_perp),
-        }  # fmt: skip
+        }
         new = {k: np.asarray(v).reshape(nP, nS) for k, v in new.items()}
     arrays = dict(sweep.arrays)
     for k, v in new.items():
@@ -116,8 +129,11 @@ def polish(
     res = sweep.replace(arrays=arrays, meta={**sweep.meta, "polished": True})
     n_bad = int((~new["converged"]).sum())
     if n_bad:
-        warnings.warn(f"the exact solver did not converge on {n_bad} runs (polish/converged="
-                      "False)", RunHealthWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"the exact solver did not converge on {n_bad} runs (polish/converged=False)",
+            RunHealthWarning,
+            stacklevel=2,
+        )
     held.finish(None if out is None else lambda: res.save(out))
     return res
 
@@ -131,8 +147,10 @@ def polish_table(res: SweepResult) -> str:
     n1, nG = res.order_names
     src = res.config.solver.kind  # 'adam' or 'exact': the columns say which fit was polished
     who = "Adam" if src == "adam" else "the exact solver"
-    head = (f"{'P':>6} {n1 + ' ' + src:>9} {n1 + ' map':>9} {nG + ' ' + src:>9} "
-            f"{nG + ' map':>9} {'dU':>10} {'|g|/|U|':>8} {'min eig':>9} {'conv':>4}")  # fmt: skip
+    head = (
+        f"{'P':>6} {n1 + ' ' + src:>9} {n1 + ' map':>9} {nG + ' ' + src:>9} "
+        f"{nG + ' map':>9} {'dU':>10} {'|g|/|U|':>8} {'min eig':>9} {'conv':>4}"
+    )
     rows = [f"# polish: {who} (N={res.config.model.width}) vs the exact MAP from each fit", head]
     for i, P in enumerate(res.P):
         rows.append(

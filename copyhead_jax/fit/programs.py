@@ -53,8 +53,15 @@ class SolverProgram:
         """Run fits after the chunks (progress: the bar's total counts them)."""
         return 0
 
-    def after_chunks(self, inputs: RunInputs, merged: dict, mesh, ckpt: Path | None,
-                     fingerprint: str, on_runs: Callable[[int], None]) -> dict:  # fmt: skip
+    def after_chunks(
+        self,
+        inputs: RunInputs,
+        merged: dict,
+        mesh,
+        ckpt: Path | None,
+        fingerprint: str,
+        on_runs: Callable[[int], None],
+    ) -> dict:
         """The merged per-run arrays after any work that needs every chunk's fits (its
         checkpoints under ``ckpt``, keyed by ``fingerprint``; ``on_runs(n)`` after each step
         that re-fits ``n`` runs)."""
@@ -116,8 +123,15 @@ class ExactSweep(SolverProgram):
         if not self.continuation:
             return merged
         nS = self.cfg.sweep.n_seeds
-        return continue_in_P(self.cfg, inputs, merged, exact_solve_from(self.cfg, mesh), ckpt,
-                             fingerprint, on_step=lambda: on_runs(nS))  # fmt: skip
+        return continue_in_P(
+            self.cfg,
+            inputs,
+            merged,
+            exact_solve_from(self.cfg, mesh),
+            ckpt,
+            fingerprint,
+            on_step=lambda: on_runs(nS),
+        )
 
     def curve_epoch(self, arrays):
         """One point: the solver's last iterate."""

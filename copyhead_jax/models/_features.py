@@ -128,8 +128,11 @@ def _logits(M: Gram, rows: dict, tT, p0: int, p1: int) -> Block:
     x, xa = tT[:, p0:p1], rows["xa"][:, p0:p1]
     # K[v][a, p] = M_PE[a, v] + M_EE[x^a, v]: the logit of a key holding token v, less M_EP, M_PP
     K = [rows["pe"][:, v, None] + _select(M_EE[:, v], xa) for v in range(V)]
-    return (_select([Kv[None] for Kv in K], x[:, None, :]) + _select(M_EP[:, :, None, None],
-            xa[None]) + rows["pp"].T[:, :, None])  # fmt: skip
+    return (
+        _select([Kv[None] for Kv in K], x[:, None, :])
+        + _select(M_EP[:, :, None, None], xa[None])
+        + rows["pp"].T[:, :, None]
+    )
 
 
 def _hist_row(X: Block, tT, u: int) -> Float[Array, "a P"]:
@@ -158,8 +161,16 @@ class RowFeatures:
         needs (``None`` for the hand-written activations)."""
         raise NotImplementedError
 
-    def backward(self, X: Block, c, Wp: Block, Wt: Block, w: Float[Array, "a P"], keys,
-                 row: Float[Array, "a P"] | None) -> Block:  # fmt: skip
+    def backward(
+        self,
+        X: Block,
+        c,
+        Wp: Block,
+        Wt: Block,
+        w: Float[Array, "a P"],
+        keys,
+        row: Float[Array, "a P"] | None,
+    ) -> Block:
         r"""$\delta s$ (for some keys) with $\sqrt k\,\delta A = $ ``Wp + Wt``
         (``Wp[b] = W[V + b]``, ``Wt[b] = W[x^b]``), ``w`` $=\sqrt k$, ``keys[b, a, 1]`` the
         causal mask and ``row`` $=\sqrt k\sum_b A\,\delta A$."""
@@ -169,15 +180,28 @@ class RowFeatures:
         r"""$\sqrt k\sum_b A\,\delta A$ where :meth:`backward` needs it (else ``None``)."""
         return None
 
-    def backward_pieces(self, X: Block, c, aux, W: Float[Array, "D a P"], Wt: Block, rows: dict,
-                        P: int, pieces: list[tuple[int, int]]) -> list[Array]:  # fmt: skip
+    def backward_pieces(
+        self,
+        X: Block,
+        c,
+        aux,
+        W: Float[Array, "D a P"],
+        Wt: Block,
+        rows: dict,
+        P: int,
+        pieces: list[tuple[int, int]],
+    ) -> list[Array]:
         r"""$k\,\delta s$ in the key ranges ``pieces`` (``W``: $\sqrt k\,\delta F$,
         ``[D, a, p]``; ``Wt[b] = W[x^b]``): :meth:`backward` on each range."""
         del aux
         V = W.shape[0] - X.shape[0]
         row = self.row(X, c, W[V:], Wt, P)
-        return [self.backward(X[b0:b1], c, W[V + b0:V + b1], Wt[b0:b1], rows["rk"],
-                              rows["keys"][b0:b1], row) for b0, b1 in pieces]  # fmt: skip
+        return [
+            self.backward(
+                X[b0:b1], c, W[V + b0 : V + b1], Wt[b0:b1], rows["rk"], rows["keys"][b0:b1], row
+            )
+            for b0, b1 in pieces
+        ]
 
     def mask(self, s: Block, keys) -> Block:
         return jnp.where(keys, s, self.fill) if self.causal else s
@@ -207,8 +231,10 @@ class SoftmaxFeatures(RowFeatures):
         """``c sum_b X (Wp + Wt)``, in two halves along the sequences (:func:`_stored`): the
         backward's row term, stored once, and so is each tangent of it in the whitening's
         Hessian (fused, it was recomputed for every key)."""
-        return _stored(lambda p0, p1: c[:, p0:p1] * _sum(X[:, :, p0:p1] * (Wp[:, :, p0:p1]
-                       + Wt[:, :, p0:p1])), P)  # fmt: skip
+        return _stored(
+            lambda p0, p1: c[:, p0:p1] * _sum(X[:, :, p0:p1] * (Wp[:, :, p0:p1] + Wt[:, :, p0:p1])),
+            P,
+        )
 
     def backward(self, X, c, Wp, Wt, w, keys, row):
         r"""$k A\odot(\delta A - \sum_b A\,\delta A)$."""
@@ -280,8 +306,14 @@ def _row_blocks(M: Gram, t: TokenBatch, k: RowWeights, whole_rows: bool = False)
     P, L = t.shape
     V = M.shape[0] - L
     tT, kT = _transposed(t, k)
-    rows = dict(pe=M[V:, :V], pp=M[V:, V:], xa=tT, ya=jnp.roll(tT, 1, axis=0),
-                rk=jnp.sqrt(kT), keys=causal_keys(L))  # y^a = x^{a-1}  # fmt: skip
+    rows = dict(
+        pe=M[V:, :V],
+        pp=M[V:, V:],
+        xa=tT,
+        ya=jnp.roll(tT, 1, axis=0),
+        rk=jnp.sqrt(kT),
+        keys=causal_keys(L),
+    )  # y^a = x^{a-1}
     blocks = []
     for a0, a1 in [(0, L)] if whole_rows else query_blocks(L, P):
         b = {name: x[a0:a1] for name, x in rows.items()}
@@ -308,7 +340,8 @@ def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     res = []
     for rows in blocks:
         X, c, aux = act.forward(
-            lambda p0, p1: act.mask(_logits(M, rows, tT, p0, p1), rows["keys"]), P)
+            lambda p0, p1: act.mask(_logits(M, rows, tT, p0, p1), rows["keys"]), P
+        )
         w = rows["rk"] * c
         # more than 8 pieces, each its own loop: XLA:CPU copies such a concatenation as one
         # operation (a fused one branches per element, measured 2x slower), and then the
@@ -324,8 +357,9 @@ def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     return S[:D, :D], S[:D, D:], tuple(res)
 
 
-def feature_moments_grad(act: RowFeatures, res, t: TokenBatch, k: RowWeights, G_S: Gram,
-                         G_B: Float[Array, "D V"]) -> Gram:  # fmt: skip
+def feature_moments_grad(
+    act: RowFeatures, res, t: TokenBatch, k: RowWeights, G_S: Gram, G_B: Float[Array, "D V"]
+) -> Gram:
     r"""$\delta M$ of a function of $(S_F, B_F)$ with gradients ``(G_S, G_B)``."""
     P, L = t.shape
     D = G_S.shape[0]
@@ -339,9 +373,16 @@ def feature_moments_grad(act: RowFeatures, res, t: TokenBatch, k: RowWeights, G_
         # ds in key ranges and Q from them, R = [Q; ds] concatenated from > 8 pieces: stored
         # once, its flat view free (a fused reshape would index every element by division)
         ds = act.backward_pieces(X, c, aux, W, Wt, rows, P, _pieces(L, 9 - V))
-        Q = [_sum([jnp.where(tT[b, None] == u, part[b - b0], 0.0)
-                   for (b0, b1), part in zip(_pieces(L, 9 - V), ds, strict=True)
-                   for b in range(b0, b1)])[None] for u in range(V)]  # fmt: skip
+        Q = [
+            _sum(
+                [
+                    jnp.where(tT[b, None] == u, part[b - b0], 0.0)
+                    for (b0, b1), part in zip(_pieces(L, 9 - V), ds, strict=True)
+                    for b in range(b0, b1)
+                ]
+            )[None]
+            for u in range(V)
+        ]
         R = jnp.concatenate(Q + ds)  # [(x^b, b), a, p]
         T = _flat(R) @ rows["query"].T  # [(x^b, b), x^a (, a)]
         Ta = T[:, V:] if T.shape[1] > V else jnp.sum(R, axis=2)  # [(x^b, b), a]

@@ -70,8 +70,14 @@ from ._mask import mask_logits, target_weights
 #: The array leaves of every head (a sweep stores them as ``params/<name>``).
 ARRAY_FIELDS = ("W_E", "b", "W_G", "W_O_hat")
 #: What a head takes from its theory class (:mod:`copyhead_jax.theory.heads`).
-THEORY_CONSTANTS = ("name", "order_names", "order_labels", "two_branches", "transition_key",
-                    "gauge_fix")  # fmt: skip
+THEORY_CONSTANTS = (
+    "name",
+    "order_names",
+    "order_labels",
+    "two_branches",
+    "transition_key",
+    "gauge_fix",
+)
 _REGISTRY: dict[str, type] = {}  # every head class by attention name (``__init_subclass__``)
 
 
@@ -335,9 +341,14 @@ def head_class(attention: str) -> type[AbstractHead]:
 
 
 def init_head(
-    key: Array, model: ModelConfig, *, L: int, V: int, chi: float,
+    key: Array,
+    model: ModelConfig,
+    *,
+    L: int,
+    V: int,
+    chi: float,
     chi_in_readout_prior: bool = True,
-) -> AbstractHead:  # fmt: skip
+) -> AbstractHead:
     """Draw every weight from its prior (docs/theory.md §2 table), readout reparametrised
     (``chi_in_readout_prior``: as ``PosteriorConfig``, see ``conventions.readout_prior_std``)."""
     N = model.width
@@ -347,8 +358,13 @@ def init_head(
         W_E=normal(kE, (N, V), model.sigma_e),
         b=normal(kb, (N, L), model.sigma_p),
         W_G=normal(kG, (N, N), model.sigma_G),
-        W_O_hat=normal(kO, (V, N), conventions.readout_prior_std(
-            model.sigma_O, chi, chi_in_readout_prior=chi_in_readout_prior)),
+        W_O_hat=normal(
+            kO,
+            (V, N),
+            conventions.readout_prior_std(
+                model.sigma_O, chi, chi_in_readout_prior=chi_in_readout_prior
+            ),
+        ),
     )
     cls = head_class(model.attention)
     return cls(**weights, **cls.static_fields(model, L=L, chi=chi))

@@ -145,9 +145,13 @@ def reduce_head(head: AbstractHead, *, sigma_G: float = 1.0, sigma_O: float = 1.
 
 
 def expand_head(
-    red: AbstractHead, full_like: AbstractHead, key: Array, *, sigma_G: float = 1.0,
+    red: AbstractHead,
+    full_like: AbstractHead,
+    key: Array,
+    *,
+    sigma_G: float = 1.0,
     sigma_O: float = 1.0,
-) -> AbstractHead:  # fmt: skip
+) -> AbstractHead:
     r"""Map a reduced head back to the width of ``full_like`` (whose embeddings it was reduced
     from): the span part is $QAQ^\top$, $BQ^\top$; the off-span part is drawn from its prior
     (zero at a MAP would also do: it carries no data term)."""

@@ -61,12 +61,14 @@ def joint_split(head: AbstractHead, obj, *, width: float):
         leaves = (Ut[:V].T, Ut[V:].T, W_G, W_O)
         return eqx.tree_at(lambda h: (h.W_E, h.b, h.W_G, h.W_O_hat), head, leaves)
 
-    inv_var = jnp.concatenate([
-        jnp.full((V * n,), 1.0 / obj.sigma_e**2, dt),
-        jnp.full(((D - V) * n,), 1.0 / obj.sigma_p**2, dt),
-        jnp.full((sizes[1],), 1.0 / obj.sigma_G**2, dt),
-        jnp.full((sizes[2],), 1.0 / obj.sigma_O**2, dt),
-    ])  # fmt: skip
+    inv_var = jnp.concatenate(
+        [
+            jnp.full((V * n,), 1.0 / obj.sigma_e**2, dt),
+            jnp.full(((D - V) * n,), 1.0 / obj.sigma_p**2, dt),
+            jnp.full((sizes[1],), 1.0 / obj.sigma_G**2, dt),
+            jnp.full((sizes[2],), 1.0 / obj.sigma_O**2, dt),
+        ]
+    )
     return x0, unflatten, inv_var
 
 

@@ -49,8 +49,9 @@ def _fit_name(res: dict) -> str:
 def _band(a, x, m, sd, label, **kw) -> None:
     """Seed means with their sd as error bars."""
     yerr = None if sd is None else np.asarray(sd, float)
-    a.errorbar(np.asarray(x, float), np.asarray(m, float), yerr=yerr, ms=4, capsize=2,
-               label=label, **kw)  # fmt: skip
+    a.errorbar(
+        np.asarray(x, float), np.asarray(m, float), yerr=yerr, ms=4, capsize=2, label=label, **kw
+    )
 
 
 def _other_minima(a, e: dict, skip_global: bool, label: str) -> np.ndarray:
@@ -84,8 +85,16 @@ def main_figure(res: dict[str, Any]):
 
     def sgld(a, key, q):
         if p := cur.get(key):
-            _band(a, p["P"], p["cG_mean"], np.sqrt(p["cG_var"]), f"SGLD {q}", fmt="^",
-                  color=S.BLACK, mfc="none")  # fmt: skip
+            _band(
+                a,
+                p["P"],
+                p["cG_mean"],
+                np.sqrt(p["cG_var"]),
+                f"SGLD {q}",
+                fmt="^",
+                color=S.BLACK,
+                mfc="none",
+            )
 
     def smaller_widths(a, branch, col, label):
         for (w, r), mk in zip(other.items(), "x+1"):
@@ -93,8 +102,10 @@ def main_figure(res: dict[str, Any]):
                 a.plot(cs["P"], cs["cG"], mk, color=col, alpha=0.7, label=label(w))
 
     a, lin = ax[0, 0], cur["linear"]  # linear order parameters
-    for src, ls, lw, name in ((ek["linear"]["map"], "--", None, "EK theory"),
-                              (cur["finite_linear"], ":", 1.5, "finite-width theory")):  # fmt: skip
+    for src, ls, lw, name in (
+        (ek["linear"]["map"], "--", None, "EK theory"),
+        (cur["finite_linear"], ":", 1.5, "finite-width theory"),
+    ):
         for q, col in (("c1", S.SKY), ("cG", S.BLUE)):
             a.plot(src["P"], src[q], ls, color=col, lw=lw, label=f"{name} ${q[0]}_{q[1]}$")
     for q, fmt, col in (("c1", "s", S.SKY), ("cG", "o", S.BLUE)):
@@ -117,8 +128,14 @@ def main_figure(res: dict[str, Any]):
             a.plot([], [], mk, color=S.GREY, label=f"N={width_name(w)} (colour: start)", gid="key")
     sgld(a, "sgld_softmax", "$a_G$")
     if sp := th.get("spinodals"):
-        a.axvspan(sp[0], sp[1], color=S.VERMILLION, alpha=0.1, lw=0,
-                  label="EK coexistence (between the spinodals)")  # fmt: skip
+        a.axvspan(
+            sp[0],
+            sp[1],
+            color=S.VERMILLION,
+            alpha=0.1,
+            lw=0,
+            label="EK coexistence (between the spinodals)",
+        )
     stars(a, ("P_aG",))
     Pm = np.concatenate([np.asarray(cur[k]["P"], float) for k in ("pool", "copy")])
     a.set_xlim(Pm.min() / 2, Pm.max() * 2)  # the transition, not the flat ends
@@ -129,8 +146,16 @@ def main_figure(res: dict[str, Any]):
     for name, col, key in (("linear", S.BLUE, "linear"), ("softmax", S.VERMILLION, "pool")):
         c = cur[key]
         for split, fmt, mfc in (("train", "o", None), ("test", "s", "none")):
-            _band(a, c["P"], c[f"{split}_loss"], c[f"{split}_loss_sd"], f"{fit} {name}, {split}",
-                  fmt=fmt, color=col, mfc=mfc)  # fmt: skip
+            _band(
+                a,
+                c["P"],
+                c[f"{split}_loss"],
+                c[f"{split}_loss_sd"],
+                f"{fit} {name}, {split}",
+                fmt=fmt,
+                color=col,
+                mfc=mfc,
+            )
         e = ek[name]["map"]
         a.plot(e["P"], e["mse"], "--", color=col, label=f"EK population loss ({name})")
     a.set(ylabel=LOSS_LABEL, title="train and test loss")
@@ -140,16 +165,32 @@ def main_figure(res: dict[str, Any]):
         P, dU = np.asarray(br["P"], float), np.asarray(br["dU_per_seq"], float)
         dist = np.asarray(br["distinct"], float) > 0
         if dist.any():
-            a.plot(P[dist], dU[dist], "o-", color=S.VERMILLION,
-                   label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$")  # fmt: skip
+            a.plot(
+                P[dist],
+                dU[dist],
+                "o-",
+                color=S.VERMILLION,
+                label=f"{fit}: $(U_{{pool}} - U_{{copy}})/P$",
+            )
         if (~dist).any():  # one minimum: the gap is zero up to float64 rounding, drawn as 0
             zero = np.where(np.abs(dU[~dist]) < 1e-9, 0.0, dU[~dist])
-            a.plot(P[~dist], zero, "x", color=S.GREY,
-                   label="branches merged, gap 0 to rounding (excluded)")  # fmt: skip
+            a.plot(
+                P[~dist],
+                zero,
+                "x",
+                color=S.GREY,
+                label="branches merged, gap 0 to rounding (excluded)",
+            )
     if "dS_per_seq" in f and np.isfinite(np.asarray(f["dS_per_seq"], float)).any():
         lim = a.get_xlim() if len(br["P"]) else None
-        a.plot(f["P"], f["dS_per_seq"], ":", color=S.VERMILLION, lw=1.5,
-               label="finite-width theory $(S_{weak} - S_{strong})/P$")  # fmt: skip
+        a.plot(
+            f["P"],
+            f["dS_per_seq"],
+            ":",
+            color=S.VERMILLION,
+            lw=1.5,
+            label="finite-width theory $(S_{weak} - S_{strong})/P$",
+        )
         if lim:
             a.set_xlim(lim)
             pad = 0.15 * (np.nanmax(dU) - np.nanmin(dU) or 1.0)
@@ -160,9 +201,11 @@ def main_figure(res: dict[str, Any]):
 
     if cur.get("sgld_linear") or cur.get("sgld_softmax"):
         a = ax[0, 2]  # SGLD susceptibility
-        for key, q, col, lab in (("sgld_linear", "r", S.GREEN, "linear: var($r$)"),
-                                 ("sgld_linear", "cG", S.BLUE, "linear: var($c_G$)"),
-                                 ("sgld_softmax", "cG", S.VERMILLION, "softmax: var($a_G$)")):
+        for key, q, col, lab in (
+            ("sgld_linear", "r", S.GREEN, "linear: var($r$)"),
+            ("sgld_linear", "cG", S.BLUE, "linear: var($c_G$)"),
+            ("sgld_softmax", "cG", S.VERMILLION, "softmax: var($a_G$)"),
+        ):
             if p := cur.get(key):
                 a.plot(p["P"], p[f"{q}_var"], "o-", color=col, label=lab)
         a.set_yscale("log")
@@ -176,10 +219,24 @@ def main_figure(res: dict[str, Any]):
     panels = (("linear", S.BLUE, "linear"), ("pool", S.VERMILLION, "softmax"))
     for key, col, lab in panels:
         c = cur[key]
-        _band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit} {lab}, mean attention", fmt="o",
-              color=col)  # fmt: skip
-        a.plot(c["P"], c["sample_coverage"], "s:", mfc="none", ms=4, color=col,
-               label=f"{fit} {lab}, per sample")  # fmt: skip
+        _band(
+            a,
+            c["P"],
+            c["coverage"],
+            c["coverage_sd"],
+            f"{fit} {lab}, mean attention",
+            fmt="o",
+            color=col,
+        )
+        a.plot(
+            c["P"],
+            c["sample_coverage"],
+            "s:",
+            mfc="none",
+            ms=4,
+            color=col,
+            label=f"{fit} {lab}, per sample",
+        )
     for _, col, lab in panels:  # SGLD after the MAP curves (legend order)
         if p := cur.get(f"sgld_{lab}"):
             a.plot(p["P"], p["coverage_mean"], "^--", color=col, mfc="none", label=f"SGLD {lab}")
@@ -190,10 +247,12 @@ def main_figure(res: dict[str, Any]):
         a.set_xlabel(P_LABEL)
         legend(a, ncol=2)
     h, e = res["header"], res["header"]["engine"]
-    fig.suptitle(f"main, {h['preset']} preset, {h['mode']}: L={e['task']['L']}, V={e['task']['V']}"
-                 f"; points: {fit} at N={e['model']['width']:,}, error bars: sd over "
-                 f"{e['sweep']['n_seeds']} seeds; vertical lines: $P^*$ (dashed EK theory, solid "
-                 "measured)")  # fmt: skip
+    fig.suptitle(
+        f"main, {h['preset']} preset, {h['mode']}: L={e['task']['L']}, V={e['task']['V']}"
+        f"; points: {fit} at N={e['model']['width']:,}, error bars: sd over "
+        f"{e['sweep']['n_seeds']} seeds; vertical lines: $P^*$ (dashed EK theory, solid "
+        "measured)"
+    )
     return fig
 
 
@@ -214,15 +273,41 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
     cur, fit = res_main["curves"], _fit_name(res_main)
     for a, att, key in ((ax[0], "linear", "linear"), (ax[1], "softmax", "pool")):
         c, col = cur[key], S.COLORS[att]
-        _band(a, c["P"], c["coverage"], c["coverage_sd"], f"{fit}, mean attention", fmt="o-",
-              color=col)  # fmt: skip
-        _band(a, c["P"], c["sample_coverage"], c["sample_coverage_sd"], f"{fit}, per sample",
-              fmt="s:", color=col, mfc="none")  # fmt: skip
+        _band(
+            a,
+            c["P"],
+            c["coverage"],
+            c["coverage_sd"],
+            f"{fit}, mean attention",
+            fmt="o-",
+            color=col,
+        )
+        _band(
+            a,
+            c["P"],
+            c["sample_coverage"],
+            c["sample_coverage_sd"],
+            f"{fit}, per sample",
+            fmt="s:",
+            color=col,
+            mfc="none",
+        )
         if p := cur.get(f"sgld_{att}"):
-            a.plot(p["P"], np.asarray(p["coverage_mean"], float), "^--", mfc="none",
-                   color=S.BLACK, label="SGLD, mean attention")  # fmt: skip
-        a.axhline(res["a1_threshold"], color=S.GREY, lw=0.8, ls="--",
-                  label=f"A1 threshold ({res['a1_threshold']:g})")  # fmt: skip
+            a.plot(
+                p["P"],
+                np.asarray(p["coverage_mean"], float),
+                "^--",
+                mfc="none",
+                color=S.BLACK,
+                label="SGLD, mean attention",
+            )
+        a.axhline(
+            res["a1_threshold"],
+            color=S.GREY,
+            lw=0.8,
+            ls="--",
+            label=f"A1 threshold ({res['a1_threshold']:g})",
+        )
         a.set_xscale("log")
         start = " (pooling start)" if head_class(att).two_branches else ""
         a.set(xlabel=P_LABEL, ylabel=COVERAGE_LABEL, title=f"{att} attention{start}")
@@ -232,15 +317,18 @@ def coverage_figure(res: dict[str, Any], res_main: dict[str, Any]):
     seen = set()
     for x0, x1, name in zip(np.r_[P[0] / 1.3, edges], np.r_[edges, P[-1] * 1.3], lin["regime"]):
         lab = None if name in seen else f"EK regime: {_regime_tex(name)}"
-        ax[0].axvspan(x0, x1, color=REGIME_COLORS.get(name[:3], S.GREY), alpha=0.15, lw=0,
-                      label=lab)  # fmt: skip
+        ax[0].axvspan(
+            x0, x1, color=REGIME_COLORS.get(name[:3], S.GREY), alpha=0.15, lw=0, label=lab
+        )
         seen.add(name)
     for a in ax:
         S.log_P_at_data(a)
         legend(a)
     h = res["header"]
-    fig.suptitle(f"subspace coverage, {h['preset']} preset, {h['mode']} (error bars: sd over "
-                 "seeds; linear panel shaded by the EK regime at each P)")  # fmt: skip
+    fig.suptitle(
+        f"subspace coverage, {h['preset']} preset, {h['mode']} (error bars: sd over "
+        "seeds; linear panel shaded by the EK regime at each P)"
+    )
     return fig
 
 
@@ -255,8 +343,15 @@ def hysteresis_figure(res: dict[str, Any]):
     a, b = ax[0], res["softmax"]
     maG = _other_minima(a, res["theory_ek_softmax"], False, "EK theory: local minima")
     for name, fmt, col in (("pool", "o", S.ORANGE), ("copy", "v", S.PURPLE)):
-        _band(a, b["P"], b[f"aG_{name}"], b[f"aG_{name}_sd"], f"exact MAP / Adam, {name} start",
-              fmt=fmt, color=col)  # fmt: skip
+        _band(
+            a,
+            b["P"],
+            b[f"aG_{name}"],
+            b[f"aG_{name}_sd"],
+            f"exact MAP / Adam, {name} start",
+            fmt=fmt,
+            color=col,
+        )
     # the windows as separate bars above the data (they overlap; one band would merge them)
     vals = np.r_[maG.ravel(), np.asarray(b["aG_pool"], float), np.asarray(b["aG_copy"], float)]
     top = np.nanmax(vals) if np.isfinite(vals).any() else 1.0
@@ -269,8 +364,16 @@ def hysteresis_figure(res: dict[str, Any]):
         ("measured window (both starts)", [w.get("lower"), w.get("upper")], S.BLUE, 0.85),
     ):
         if win and all(v is not None and np.isfinite(v) for v in win):
-            a.plot(win, [y, y], "-|", color=col, lw=3, ms=10, transform=tr,
-                   label=f"{label}: {num(win[0])} to {num(win[1])}")  # fmt: skip
+            a.plot(
+                win,
+                [y, y],
+                "-|",
+                color=col,
+                lw=3,
+                ms=10,
+                transform=tr,
+                label=f"{label}: {num(win[0])} to {num(win[1])}",
+            )
     Pd = np.asarray(b["P"], float)
     a.set_xlim(Pd.min() / 1.5, Pd.max() * 1.5)
     S.log_P_at_data(a, Pd)

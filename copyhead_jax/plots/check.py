@@ -75,11 +75,21 @@ def _series(ax) -> list[dict[str, Any]]:
     out = []
 
     def add(artist, kind, xy, **kw):
-        out.append(dict(kind=kind, label=str(artist.get_label() or ""), gid=artist.get_gid(),
-                        n=len(xy), x=_span(xy[:, 0]), y=_span(xy[:, 1]),
-                        x_pos=_positive_span(xy[:, 0]), y_pos=_positive_span(xy[:, 1]),
-                        x_nonpos=int((xy[:, 0] <= 0).sum()), y_nonpos=int((xy[:, 1] <= 0).sum()),
-                        **kw))  # fmt: skip
+        out.append(
+            dict(
+                kind=kind,
+                label=str(artist.get_label() or ""),
+                gid=artist.get_gid(),
+                n=len(xy),
+                x=_span(xy[:, 0]),
+                y=_span(xy[:, 1]),
+                x_pos=_positive_span(xy[:, 0]),
+                y_pos=_positive_span(xy[:, 1]),
+                x_nonpos=int((xy[:, 0] <= 0).sum()),
+                y_nonpos=int((xy[:, 1] <= 0).sum()),
+                **kw,
+            )
+        )
 
     for ln in ax.lines:
         if not ln.get_visible():
@@ -87,8 +97,13 @@ def _series(ax) -> list[dict[str, Any]]:
         if isinstance(ln, AxLine) or ln.get_transform() != ax.transData:  # axhline, axvline
             add(ln, "reference", np.zeros((0, 2)), curve=False)
             continue
-        add(ln, "line", _finite_xy(ln.get_xydata()), curve=ln.get_linestyle() not in _NO_STYLE,
-            markers=ln.get_marker() not in _NO_STYLE)  # fmt: skip
+        add(
+            ln,
+            "line",
+            _finite_xy(ln.get_xydata()),
+            curve=ln.get_linestyle() not in _NO_STYLE,
+            markers=ln.get_marker() not in _NO_STYLE,
+        )
     for c in ax.collections:
         if not c.get_visible():
             continue
@@ -148,9 +163,12 @@ def _drawn_ticklabels(axis) -> list:
 
 def _legend_record(leg, r, ax=None) -> dict[str, Any]:
     box = leg.get_window_extent(r)
-    rec = dict(entries=[t.get_text() for t in leg.get_texts()],
-               fontsize=min((t.get_fontsize() for t in leg.get_texts()), default=99.0),
-               title=leg.get_title().get_text(), covers=0)  # fmt: skip
+    rec = dict(
+        entries=[t.get_text() for t in leg.get_texts()],
+        fontsize=min((t.get_fontsize() for t in leg.get_texts()), default=99.0),
+        title=leg.get_title().get_text(),
+        covers=0,
+    )
     if ax is not None:
         p, a = _data_pixels(ax), ax.get_window_extent(r)
         inside = (p[:, 0] > box.x0) & (p[:, 0] < box.x1) & (p[:, 1] > box.y0) & (p[:, 1] < box.y1)
@@ -173,23 +191,37 @@ def figure_record(fig, dpi: float | None = None) -> dict[str, Any]:
 
     def box(what, artist, owner=None, frame=False):
         if (b := _box(artist, r)) is not None:
-            boxes.append(dict(what=what, box=b, **({"axes": owner} if owner is not None else {}),
-                              **({"frame": True} if frame else {})))  # fmt: skip
+            boxes.append(
+                dict(
+                    what=what,
+                    box=b,
+                    **({"axes": owner} if owner is not None else {}),
+                    **({"frame": True} if frame else {}),
+                )
+            )
 
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible() or not ax.axison:
             continue
-        title = " / ".join(t for t in (ax.get_title(loc=s) for s in ("left", "center", "right"))
-                           if t)  # fmt: skip
+        title = " / ".join(
+            t for t in (ax.get_title(loc=s) for s in ("left", "center", "right")) if t
+        )
         name = f"axes {i} ({title or 'untitled'})"
         colorbar = ax.get_label() == "<colorbar>"
         leg = ax.get_legend()
-        rec = dict(name=name, colorbar=colorbar, xlabel=ax.get_xlabel(), ylabel=ax.get_ylabel(),
-                   xscale=ax.get_xscale(), yscale=ax.get_yscale(),
-                   series=[] if colorbar else _series(ax),
-                   images=len(ax.images), patches=len(ax.patches),
-                   texts=[t.get_text() for t in ax.texts],
-                   legend=_legend_record(leg, r, ax) if leg is not None else None)  # fmt: skip
+        rec = dict(
+            name=name,
+            colorbar=colorbar,
+            xlabel=ax.get_xlabel(),
+            ylabel=ax.get_ylabel(),
+            xscale=ax.get_xscale(),
+            yscale=ax.get_yscale(),
+            series=[] if colorbar else _series(ax),
+            images=len(ax.images),
+            patches=len(ax.patches),
+            texts=[t.get_text() for t in ax.texts],
+            legend=_legend_record(leg, r, ax) if leg is not None else None,
+        )
         axes.append(rec)
         box("frame", ax.patch, len(axes) - 1, frame=True)
         for axis in (ax.xaxis, ax.yaxis):
@@ -212,10 +244,16 @@ def figure_record(fig, dpi: float | None = None) -> dict[str, Any]:
             box(f"figure {name[1:]}", t)
             texts.append(t.get_text())
     texts += [t.get_text() for t in fig.texts]
-    return dict(version=SIDECAR_VERSION, dpi=dpi, size_in=[float(v) for v in fig.get_size_inches()],
-                canvas=[0.0, 0.0, float(fig.bbox.width), float(fig.bbox.height)],
-                axes=axes, figure_legends=legends, boxes=boxes,
-                texts=sorted({t for t in texts if t}))  # fmt: skip
+    return dict(
+        version=SIDECAR_VERSION,
+        dpi=dpi,
+        size_in=[float(v) for v in fig.get_size_inches()],
+        canvas=[0.0, 0.0, float(fig.bbox.width), float(fig.bbox.height)],
+        axes=axes,
+        figure_legends=legends,
+        boxes=boxes,
+        texts=sorted({t for t in texts if t}),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,8 +273,10 @@ def _overlaps(boxes: list[dict], axes: list[dict], canvas=None, slack: float = 1
     ``slack`` pixels in both directions (boxes rounded to whole pixels), or reach past the
     figure's edge (cut off). A box's ``axes``: its index in ``axes``."""
     b = np.array([x["box"] for x in boxes], float).reshape(-1, 4)
-    named = [dict(x, what=f"{axes[x['axes']]['name']} {x['what']}" if "axes" in x else x["what"])
-             for x in boxes]  # fmt: skip
+    named = [
+        dict(x, what=f"{axes[x['axes']]['name']} {x['what']}" if "axes" in x else x["what"])
+        for x in boxes
+    ]
     boxes, out = named, []
     for i in range(len(b)):
         dx = np.minimum(b[i, 2], b[i + 1 :, 2]) - np.maximum(b[i, 0], b[i + 1 :, 0])
@@ -250,8 +290,12 @@ def _overlaps(boxes: list[dict], axes: list[dict], canvas=None, slack: float = 1
             out.append(f"{x['what']} overlaps {y['what']}")
         if canvas is not None and not boxes[i].get("frame"):
             x0, y0, x1, y1 = b[i]
-            if x0 < canvas[0] - slack or y0 < canvas[1] - slack or x1 > canvas[2] + slack \
-                    or y1 > canvas[3] + slack:  # fmt: skip
+            if (
+                x0 < canvas[0] - slack
+                or y0 < canvas[1] - slack
+                or x1 > canvas[2] + slack
+                or y1 > canvas[3] + slack
+            ):
                 out.append(f"{boxes[i]['what']} is cut off at the figure's edge")
     return out
 
@@ -282,12 +326,17 @@ def _axes_defects(ax: dict) -> list[str]:
         if ax[f"{a}scale"] == "log" and spans:
             lo, hi = min(v[0] for v in spans), max(v[1] for v in spans)
             if np.log10(hi / lo) > MAX_DECADES:
-                out.append(f"{name}: the log {a} axis spans {np.log10(hi / lo):.0f} decades of "
-                           f"data (> {MAX_DECADES:g}: numerical zeros drawn as data?)")  # fmt: skip
+                out.append(
+                    f"{name}: the log {a} axis spans {np.log10(hi / lo):.0f} decades of "
+                    f"data (> {MAX_DECADES:g}: numerical zeros drawn as data?)"
+                )
     if (leg := ax["legend"]) is not None:
         out += _legend_defects(leg, name)
-        empty = {s["label"] for s in series if s["n"] == 0 and s["kind"] in ("line", "markers")
-                 and s["gid"] != KEY_GID}  # fmt: skip
+        empty = {
+            s["label"]
+            for s in series
+            if s["n"] == 0 and s["kind"] in ("line", "markers") and s["gid"] != KEY_GID
+        }
         full = {s["label"] for s in series if s["n"] > 0 or s["kind"] == "reference"}
         for e in leg["entries"]:
             if e in empty and e not in full:
@@ -304,11 +353,15 @@ def _linear_noise(name: str, a: str, spans: list[list[float]]) -> list[str]:
     lo, hi = min(v[0] for v in spans), max(v[1] for v in spans)
     size = max(abs(lo), abs(hi))
     if 0 < size < ZERO_ABS:
-        return [f"{name}: the linear {a} axis draws only values below {ZERO_ABS:g} in magnitude "
-                f"(up to {size:.1e}): numerical zeros drawn as data"]  # fmt: skip
+        return [
+            f"{name}: the linear {a} axis draws only values below {ZERO_ABS:g} in magnitude "
+            f"(up to {size:.1e}): numerical zeros drawn as data"
+        ]
     if lo < hi and hi - lo < ROUNDOFF_REL * size:
-        return [f"{name}: the linear {a} axis draws values that differ by {hi - lo:.1e} about "
-                f"{size:.3g} (< {ROUNDOFF_REL:g} of it): round-off drawn as data"]  # fmt: skip
+        return [
+            f"{name}: the linear {a} axis draws values that differ by {hi - lo:.1e} about "
+            f"{size:.3g} (< {ROUNDOFF_REL:g} of it): round-off drawn as data"
+        ]
     return []
 
 

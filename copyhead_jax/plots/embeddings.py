@@ -48,14 +48,27 @@ def embeddings_protocol_figure(res: dict):
         d = np.array([x["all"] for x in r["trace"]])
         lab = f"{r['attention']}, N={r['width']:,}"
         ls = "-" if r["width"] == 2000 else "--"
-        style.curve(a, ep, d, ls, color=style.COLORS[r["attention"]], lw=1.0, alpha=0.8,
-                    label=None if lab in seen else lab)  # fmt: skip
+        style.curve(
+            a,
+            ep,
+            d,
+            ls,
+            color=style.COLORS[r["attention"]],
+            lw=1.0,
+            alpha=0.8,
+            label=None if lab in seen else lab,
+        )
         seen.add(lab)
     ep = np.arange(0, 2001, 20)
     for att in ("softmax", "linear"):
-        a.plot(ep, SHRINK * lr_cumsum(ep, att), color=style.BLACK, lw=0.8,
-               ls=head_class(att).plot_style["ls"],
-               label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})")  # fmt: skip
+        a.plot(
+            ep,
+            SHRINK * lr_cumsum(ep, att),
+            color=style.BLACK,
+            lw=0.8,
+            ls=head_class(att).plot_style["ls"],
+            label=f"$2\\sqrt{{2/\\pi}}\\sum\\eta_t$ ({att})",
+        )
     a.set_xlabel("epoch (paper schedule, lr $10^{-5}$)")
     a.set_ylabel(r"$\|C-C_{\rm init}\|_F/\|C_{\rm init}\|_F$")
     a.set_title("(a) embedding Gram change under the paper's Adam")
@@ -74,8 +87,15 @@ def embeddings_protocol_figure(res: dict):
                 b.plot(r["P"] * 0.96, ex[name], mk, color=style.GREY, ms=5)
     for att, name, mk in (("softmax", "$a_G$", "o"), ("linear", "$c_G$", "s")):  # the keys
         b.plot([], [], mk, color=style.COLORS[att], label=f"{name}: Adam, trained emb.", gid="key")
-        b.plot([], [], mk, color=style.COLORS[att], mfc="none", gid="key",
-               label=f"{name}: Adam, frozen emb.")  # fmt: skip
+        b.plot(
+            [],
+            [],
+            mk,
+            color=style.COLORS[att],
+            mfc="none",
+            gid="key",
+            label=f"{name}: Adam, frozen emb.",
+        )
         b.plot([], [], mk, color=style.GREY, label=f"{name}: quenched exact MAP", gid="key")
     style.log_P_axis(b, [r["P"] for r in res["runs"]])
     b.set_xlabel(style.P_LABEL)
@@ -99,33 +119,64 @@ def embeddings_posterior_figure(res: dict):
         c = style.PALETTE[i % len(style.PALETTE)]
         name = {"annealed": "emb. sampled", "quenched": "quenched"}
         for kind, mk in (("annealed", "o"), ("quenched", "s")):
-            rs = sorted((r for r in runs if r["kind"] == kind and r["P"] == P),
-                        key=lambda r: r["width"])  # fmt: skip
+            rs = sorted(
+                (r for r in runs if r["kind"] == kind and r["P"] == P), key=lambda r: r["width"]
+            )
             if not rs:
                 continue
             N = [r["width"] for r in rs]
             line = len(N) >= style.MIN_POINTS  # fewer widths: markers, no line
             if kind == "annealed":
-                a.errorbar(N, [r["gram_dist"]["mean"] for r in rs],
-                           yerr=[r["gram_dist"]["mcse"] for r in rs], fmt=mk + "-" * line,
-                           color=c, ms=4, lw=0.8, label=f"posterior, $P$ = {P}")  # fmt: skip
-                style.curve(a, N, [r["mean_gram_shift"] for r in rs], ":", marker=mk, color=c,
-                            mfc="none", ms=4, lw=0.8,
-                            label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, $P$ = {P}")  # fmt: skip
-            b.errorbar(N, [r["aG"]["mean"] for r in rs], yerr=[r["aG"]["mcse"] for r in rs],
-                       fmt=mk + ("-" if kind == "annealed" else "--") * line, color=c, ms=4,
-                       lw=0.8, mfc=c if kind == "annealed" else "none",
-                       label=f"{name[kind]}, $P$ = {P}")  # fmt: skip
-    top = sorted((r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]),
-                 key=lambda r: r["width"])  # fmt: skip
+                a.errorbar(
+                    N,
+                    [r["gram_dist"]["mean"] for r in rs],
+                    yerr=[r["gram_dist"]["mcse"] for r in rs],
+                    fmt=mk + "-" * line,
+                    color=c,
+                    ms=4,
+                    lw=0.8,
+                    label=f"posterior, $P$ = {P}",
+                )
+                style.curve(
+                    a,
+                    N,
+                    [r["mean_gram_shift"] for r in rs],
+                    ":",
+                    marker=mk,
+                    color=c,
+                    mfc="none",
+                    ms=4,
+                    lw=0.8,
+                    label=f"$\\|E C-\\Sigma\\|/\\|\\Sigma\\|$, $P$ = {P}",
+                )
+            b.errorbar(
+                N,
+                [r["aG"]["mean"] for r in rs],
+                yerr=[r["aG"]["mcse"] for r in rs],
+                fmt=mk + ("-" if kind == "annealed" else "--") * line,
+                color=c,
+                ms=4,
+                lw=0.8,
+                mfc=c if kind == "annealed" else "none",
+                label=f"{name[kind]}, $P$ = {P}",
+            )
+    top = sorted(
+        (r for r in runs if r["kind"] == "annealed" and r["P"] == Ps[-1]), key=lambda r: r["width"]
+    )
     if top:  # a 1/N reference through the smallest width (docs/theory.md §2f item 5)
         n0, s0 = top[0]["width"], top[0]["mean_gram_shift"]
         a.plot(Ns, s0 * n0 / Ns, color=style.GREY, lw=0.8, ls="--", label="$\\propto 1/N$")
     for r in runs:
         if r["kind"] == "full":
             for ax, k in ((a, "gram_dist"), (b, "aG")):
-                ax.errorbar([r["width"] * 1.08], [r[k]["mean"]], yerr=[r[k]["mcse"]], fmt="x",
-                            color=style.GREY, label=f"full-width NUTS, P={r['P']}")  # fmt: skip
+                ax.errorbar(
+                    [r["width"] * 1.08],
+                    [r[k]["mean"]],
+                    yerr=[r[k]["mcse"]],
+                    fmt="x",
+                    color=style.GREY,
+                    label=f"full-width NUTS, P={r['P']}",
+                )
     for ax in (a, b):
         ax.set_xscale("log")
         ax.set_xticks(Ns, [f"{n:,.0f}" for n in Ns], minor=False)
@@ -147,25 +198,49 @@ def embeddings_width_figure(r: dict):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
     widths = sorted(int(w) for w in r["widths"])
     th = r["theory_ek"]
-    keys = (("softmax", "P_aG", style.VERMILLION), ("linear", "P_c1", style.SKY),
-            ("linear", "P_cG", style.BLUE))  # fmt: skip
+    keys = (
+        ("softmax", "P_aG", style.VERMILLION),
+        ("linear", "P_c1", style.SKY),
+        ("linear", "P_cG", style.BLUE),
+    )
     for att, k, col in keys:
         for obj, mk, ls in (("joint", "o", "-"), ("quenched", "s", ":")):
             pts = [r["widths"][str(w)][att]["points"][obj].get(k, {}) for w in widths]
             y = np.array([np.nan if p.get("P_star") is None else p["P_star"] for p in pts])
-            style.curve(ax, widths, y, ls, marker=mk, color=col,
-                        mfc="none" if obj == "quenched" else col,
-                        label=f"{style.star_label(k)} {obj} MAP")  # fmt: skip
+            style.curve(
+                ax,
+                widths,
+                y,
+                ls,
+                marker=mk,
+                color=col,
+                mfc="none" if obj == "quenched" else col,
+                label=f"{style.star_label(k)} {obj} MAP",
+            )
             # not located, above the grid: a lower bound at the grid's largest P
-            top = [(w, max(r["widths"][str(w)][att]["P"])) for w, p in zip(widths, pts)
-                   if p.get("P_star") is None and "above" in p.get("unlocated", [])]  # fmt: skip
+            top = [
+                (w, max(r["widths"][str(w)][att]["P"]))
+                for w, p in zip(widths, pts)
+                if p.get("P_star") is None and "above" in p.get("unlocated", [])
+            ]
             if top:
-                ax.plot(*zip(*top), "^", color=col, mfc="none" if obj == "quenched" else col,
-                        ms=7, ls="none")  # fmt: skip
+                ax.plot(
+                    *zip(*top),
+                    "^",
+                    color=col,
+                    mfc="none" if obj == "quenched" else col,
+                    ms=7,
+                    ls="none",
+                )
         if th[k] is not None:
             ax.axhline(th[k], color=col, lw=0.8, ls="--")
-    ax.set(xscale="log", yscale="log", xlabel="width $N$", ylabel="$P^*$",
-           title="transitions (dashed: EK theory; triangles: above the grid)")  # fmt: skip
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="width $N$",
+        ylabel="$P^*$",
+        title="transitions (dashed: EK theory; triangles: above the grid)",
+    )
     style.legend(ax, ncol=2)
     for i, w in enumerate(widths):
         s = r["widths"][str(w)]["softmax"]
@@ -173,8 +248,13 @@ def embeddings_width_figure(r: dict):
         col = style.PALETTE[i % len(style.PALETTE)]
         bx.plot(s["P"], aG, "-o", ms=3, color=col, label=f"N={w:,}")
     s = r["widths"][str(widths[-1])]["softmax"]
-    bx.plot(s["P"], np.nanmean(np.asarray(s["quenched"]["cG"], float), axis=1), ":",
-            color=style.GREY, label=f"quenched, N={widths[-1]:,}")  # fmt: skip
+    bx.plot(
+        s["P"],
+        np.nanmean(np.asarray(s["quenched"]["cG"], float), axis=1),
+        ":",
+        color=style.GREY,
+        label=f"quenched, N={widths[-1]:,}",
+    )
     bx.set(xlabel=style.P_LABEL, ylabel="$a_G$ (seed mean)", title="softmax joint MAP")
     style.log_P_axis(bx, s["P"])
     style.legend(bx, ncol=2)

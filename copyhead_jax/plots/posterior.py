@@ -14,8 +14,11 @@ from ..models import head_class
 from . import style as st
 
 #: the softmax blocks of a posterior result: key, name, colour, marker
-SOFT = (("pool", "pooling start", st.ORANGE, "s"), ("copy", "copy start", st.PURPLE, "v"),
-        ("copy_high", "copy start, high P", st.VERMILLION, "^"))  # fmt: skip
+SOFT = (
+    ("pool", "pooling start", st.ORANGE, "s"),
+    ("copy", "copy start", st.PURPLE, "v"),
+    ("copy_high", "copy start, high P", st.VERMILLION, "^"),
+)
 
 
 #: below this a susceptibility ``P Var`` of an O(1) order parameter is float64 rounding (the
@@ -49,29 +52,61 @@ def orderparams_figure(lin: dict, soft: list, curves: dict, tag: str, fe: dict |
     with quiet():
         for k, name, col in (("cG", "$c_G$", st.BLUE), ("r", "$r$", st.GREEN)):
             band(a, lin["P"], lin["map"][k], f"MAP {name}", color=col)
-            band(a, lin["P"], lin["post_mean"][k], f"posterior mean {name}", color=col,
-                 mfc="none", marker="s", ls=":")  # fmt: skip
-        band(a, lin["P"], lin["post_mean"]["psi"], "posterior mean $\\psi$", color=st.ORANGE,
-             marker="^", ls=":")  # fmt: skip
-        for o, k, ls, col, who in (("map", "cG", "-", st.BLACK, "MAP"),
-                                   ("post", "cG", "--", st.BLACK, "posterior"),
-                                   ("map", "c1", "-", st.SKY, "MAP")):  # fmt: skip
-            a.plot(Pc, curves[o][k], ls, color=col, lw=1,
-                   label=f"EK theory ${k[0]}_{k[1]}$ ({who})")  # fmt: skip
+            band(
+                a,
+                lin["P"],
+                lin["post_mean"][k],
+                f"posterior mean {name}",
+                color=col,
+                mfc="none",
+                marker="s",
+                ls=":",
+            )
+        band(
+            a,
+            lin["P"],
+            lin["post_mean"]["psi"],
+            "posterior mean $\\psi$",
+            color=st.ORANGE,
+            marker="^",
+            ls=":",
+        )
+        for o, k, ls, col, who in (
+            ("map", "cG", "-", st.BLACK, "MAP"),
+            ("post", "cG", "--", st.BLACK, "posterior"),
+            ("map", "c1", "-", st.SKY, "MAP"),
+        ):
+            a.plot(
+                Pc, curves[o][k], ls, color=col, lw=1, label=f"EK theory ${k[0]}_{k[1]}$ ({who})"
+            )
         a.set(ylabel="order parameter (dimensionless)", title=f"linear attention ({tag})")
         a = ax[1]
         for name, b, col, _ in soft:
             band(a, b["P"], b["map"]["cG"], f"MAP $a_G$, {name}", color=col)
-            band(a, b["P"], b["post_mean"]["cG"], f"posterior mean $a_G$, {name}", color=col,
-                 mfc="none", marker="s", ls=":")  # fmt: skip
+            band(
+                a,
+                b["P"],
+                b["post_mean"]["cG"],
+                f"posterior mean $a_G$, {name}",
+                color=col,
+                mfc="none",
+                marker="s",
+                ls=":",
+            )
         for o, ls, who in (("map", "-", "MAP"), ("post", "--", "posterior")):
-            a.plot(Pc, curves[o]["aG"], ls, color=st.BLACK, lw=1,
-                   label=f"EK theory $a_G$ ({who})")  # fmt: skip
+            a.plot(Pc, curves[o]["aG"], ls, color=st.BLACK, lw=1, label=f"EK theory $a_G$ ({who})")
         if fe is not None:
             top = np.nanmax(np.asarray(soft[0][1]["map"]["cG"], float))
-            st.curve(a, fe["P"], np.nanmean(np.asarray(fe["w_copy"], float), 1) * top, ":",
-                     marker="D", color=st.GREY, ms=4,
-                     label=f"posterior weight of copying $w_{{copy}}$ x {top:.2g}")  # fmt: skip
+            st.curve(
+                a,
+                fe["P"],
+                np.nanmean(np.asarray(fe["w_copy"], float), 1) * top,
+                ":",
+                marker="D",
+                color=st.GREY,
+                ms=4,
+                label=f"posterior weight of copying $w_{{copy}}$ x {top:.2g}",
+            )
     a.set(ylabel="copy logit $a_G$ (dimensionless)", title=f"softmax attention ({tag})")
     for a in ax:
         st.log_P_axis(a, Pc)
@@ -108,19 +143,33 @@ def susceptibility_figure(panels: list, tag: str):
                 big = dict(mfc="none", ms=8, ls="--", zorder=3) if k == "c1" else dict(ms=4)
                 if np.isfinite(m).sum() < st.MIN_POINTS:
                     big["ls"] = "none"
-                a.errorbar(P, m, yerr=np.sqrt(np.nanmean(e**2, 1)), marker=mk, capsize=2,
-                           color=col, label=lab, **big)  # fmt: skip
+                a.errorbar(
+                    P,
+                    m,
+                    yerr=np.sqrt(np.nanmean(e**2, 1)),
+                    marker=mk,
+                    capsize=2,
+                    color=col,
+                    label=lab,
+                    **big,
+                )
         if zeros:
-            a.text(0.02, 0.02, f"{', '.join(zeros)} < {NUMERICAL_ZERO:.0e}: zero to float64 "
-                   "rounding, not drawn", transform=a.transAxes, fontsize=st.LEGEND_PT,
-                   color=st.GREY)  # fmt: skip
+            a.text(
+                0.02,
+                0.02,
+                f"{', '.join(zeros)} < {NUMERICAL_ZERO:.0e}: zero to float64 rounding, not drawn",
+                transform=a.transAxes,
+                fontsize=st.LEGEND_PT,
+                color=st.GREY,
+            )
         for name, v, col in stars:
             if v and P[0] <= v <= P[-1]:
                 a.axvline(v, color=col, ls="--", lw=1, label=f"EK MAP {name} = {v:,.1f}")
         a.set_yscale("log")
         st.log_P_axis(a, P)
-        a.set(xlabel=st.P_LABEL, ylabel="susceptibility $P\\,\\mathrm{Var}$ over draws",
-              title=title)  # fmt: skip
+        a.set(
+            xlabel=st.P_LABEL, ylabel="susceptibility $P\\,\\mathrm{Var}$ over draws", title=title
+        )
         st.legend(a)
     fig.suptitle(f"posterior susceptibilities ({tag}); error bars: MCSE over seeds")
     return fig
@@ -135,9 +184,11 @@ def llc_figure(blocks: list, tag: str):
     for name, b, col, mk in blocks:
         band(a, b["P"], b["llc"]["value"], name, color=col, marker=mk)
     st.log_P_axis(a, [p for _, b, _, _ in blocks for p in b["P"]])
-    a.set(xlabel=st.P_LABEL, ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",
-          title=f"$\\hat\\lambda$ from the posterior draws ($n\\beta = n$, $\\gamma = 0$; "
-                f"{tag})")  # fmt: skip
+    a.set(
+        xlabel=st.P_LABEL,
+        ylabel="learning coefficient $\\hat\\lambda$ (dimensionless)",
+        title=f"$\\hat\\lambda$ from the posterior draws ($n\\beta = n$, $\\gamma = 0$; {tag})",
+    )
     st.legend(a)
     return fig
 
@@ -153,16 +204,27 @@ def devinterp_figure(blocks: list, ek_map: dict, tag: str):
     Ps, neg = [], False
     for name, b, col, mk in blocks:
         for g, v in b["llc_dv"].items():
-            band(ax[0], b["P"], v["value"], f"{name} ({g.replace('gamma', 'γ')})", color=col,
-                 marker=mk)  # fmt: skip
+            band(
+                ax[0],
+                b["P"],
+                v["value"],
+                f"{name} ({g.replace('gamma', 'γ')})",
+                color=col,
+                marker=mk,
+            )
             neg |= bool(np.nanmin(np.asarray(v["value"], float)) < 0)
         band(ax[1], b["P"], b["llc"]["value"], name, color=col, marker=mk)
         Ps += list(b["P"])
     for a in ax:
         for k in ("P_cG", "P_aG"):
             if ek_map.get(k):
-                a.axvline(ek_map[k], color=st.KEY_COLORS[k], ls="--", lw=0.8,
-                          label=f"EK MAP $P^*_{{{k[2:]}}}$ = {st.num(ek_map[k])}")  # fmt: skip
+                a.axvline(
+                    ek_map[k],
+                    color=st.KEY_COLORS[k],
+                    ls="--",
+                    lw=0.8,
+                    label=f"EK MAP $P^*_{{{k[2:]}}}$ = {st.num(ek_map[k])}",
+                )
         st.log_P_axis(a, Ps)
         a.set_xlabel(st.P_LABEL)
     a = ax[0]
@@ -171,11 +233,15 @@ def devinterp_figure(blocks: list, ek_map: dict, tag: str):
         bad = "$\\hat\\lambda < 0$: invalid (chains went below the MAP's loss)"
         a.axhspan(a.get_ylim()[0], 0, color=st.GREY, alpha=0.15, lw=0, label=bad)
         a.axhline(0, color=st.BLACK, lw=0.6)
-    a.set(ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
-          title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$")  # fmt: skip
+    a.set(
+        ylabel="$\\hat\\lambda$ (symmetric log scale)" if neg else "$\\hat\\lambda$",
+        title="devinterp default: $n\\beta = n / \\log n$, $\\gamma = 100$",
+    )
     ax[1].set_yscale("log")
-    ax[1].set(ylabel="$\\hat\\lambda$ (log scale)",
-              title="posterior: $n\\beta = n$, $\\gamma = 0$ (prior kept)")  # fmt: skip
+    ax[1].set(
+        ylabel="$\\hat\\lambda$ (log scale)",
+        title="posterior: $n\\beta = n$, $\\gamma = 0$ (prior kept)",
+    )
     for a in ax:
         st.legend(a)
     fig.suptitle(f"learning coefficient $\\hat\\lambda$ ({tag}); error bars: sd over seeds")
@@ -194,21 +260,34 @@ def free_energy_figure(fe: dict, ek: dict):
     err = np.hypot(np.asarray(fe["F_mcse"][0], float), np.asarray(fe["F_mcse"][1], float))
     with quiet():
         dF = diff("F")
-        a.errorbar(P, np.nanmean(dF, 1), yerr=np.nanstd(dF, 1), marker="o", capsize=2,
-                   color=st.VERMILLION,
-                   label="$(F_{pool} - F_{copy})/P$, TI (bars: sd over seeds)")  # fmt: skip
+        a.errorbar(
+            P,
+            np.nanmean(dF, 1),
+            yerr=np.nanstd(dF, 1),
+            marker="o",
+            capsize=2,
+            color=st.VERMILLION,
+            label="$(F_{pool} - F_{copy})/P$, TI (bars: sd over seeds)",
+        )
         a.plot(P, np.nanmean(err / P[:, None], 1), ".", color=st.SKY, label="TI MCSE / P (mean)")
-        a.plot(P, np.nanmean(diff("wbic"), 1), "s--", color=st.GREEN,
-               label="WBIC difference / P")  # fmt: skip
-        a.plot(P, np.nanmean(diff("U_star"), 1), "^--", color=st.ORANGE,
-               label="MAP objective difference / P")  # fmt: skip
+        a.plot(P, np.nanmean(diff("wbic"), 1), "s--", color=st.GREEN, label="WBIC difference / P")
+        a.plot(
+            P,
+            np.nanmean(diff("U_star"), 1),
+            "^--",
+            color=st.ORANGE,
+            label="MAP objective difference / P",
+        )
     a.axhline(0, color=st.BLACK, lw=0.5)
     for v, ls, lab in ((ek["map"], "-", "EK MAP"), (ek["post"], "--", "EK posterior")):
         if v:
             a.axvline(v, color=st.BLACK, ls=ls, lw=0.8, label=f"{lab} $P^*_{{aG}}$ = {v:.1f}")
     st.log_P_axis(a, P)
-    a.set(xlabel=st.P_LABEL, ylabel="difference per sequence (nats)",
-          title="softmax branches: free energy, pooling minus copying")  # fmt: skip
+    a.set(
+        xlabel=st.P_LABEL,
+        ylabel="difference per sequence (nats)",
+        title="softmax branches: free energy, pooling minus copying",
+    )
     st.legend(a)
     return fig
 
@@ -222,19 +301,30 @@ def result_figures(res: dict, curves: dict) -> dict:
     blocks = [(n, soft[k], c, m) for k, n, c, m in SOFT if soft.get(k) is not None]
     fe = soft.get("free_energy")
     mark = lambda k: (f"$P^*_{{{k[2:]}}}$", th["map"][k], st.KEY_COLORS[k])  # noqa: E731
-    panels = [("linear attention", lin, "linear", (mark("P_c1"), mark("P_cG"))),
-              ("softmax attention, pooling start", soft["pool"], "softmax", (mark("P_aG"),))]
-    names = {"pool": "softmax, pooling start", "copy": "softmax, copy start",
-             "copy_high": "softmax, copy start (high P)"}  # fmt: skip
+    panels = [
+        ("linear attention", lin, "linear", (mark("P_c1"), mark("P_cG"))),
+        ("softmax attention, pooling start", soft["pool"], "softmax", (mark("P_aG"),)),
+    ]
+    names = {
+        "pool": "softmax, pooling start",
+        "copy": "softmax, copy start",
+        "copy_high": "softmax, copy start (high P)",
+    }
     llc = [("linear", lin, st.BLUE, "o")] + [
-        (names[k], soft[k], c, m) for k, _, c, m in SOFT if soft.get(k) is not None]
-    dv = (("linear", lin, st.BLUE, "o"), ("softmax, pooling start", soft["pool"], st.ORANGE, "s"),
-          ("softmax, copy start", soft.get("copy_high"), st.VERMILLION, "v"))  # fmt: skip
+        (names[k], soft[k], c, m) for k, _, c, m in SOFT if soft.get(k) is not None
+    ]
+    dv = (
+        ("linear", lin, st.BLUE, "o"),
+        ("softmax, pooling start", soft["pool"], st.ORANGE, "s"),
+        ("softmax, copy start", soft.get("copy_high"), st.VERMILLION, "v"),
+    )
     dv = [x for x in dv if x[1] is not None and x[1].get("llc_dv")]
-    figs = {"orderparams": orderparams_figure(lin, blocks, curves, pre, fe),
-            "susceptibility": susceptibility_figure(panels, pre),
-            "llc": llc_figure(llc, pre),
-            "llc_devinterp": devinterp_figure(dv, th["map"], pre) if dv else None}  # fmt: skip
+    figs = {
+        "orderparams": orderparams_figure(lin, blocks, curves, pre, fe),
+        "susceptibility": susceptibility_figure(panels, pre),
+        "llc": llc_figure(llc, pre),
+        "llc_devinterp": devinterp_figure(dv, th["map"], pre) if dv else None,
+    }
     if fe is not None:
         figs["free_energy"] = free_energy_figure(fe, {o: th[o]["P_aG"] for o in ("map", "post")})
     return figs

@@ -30,11 +30,15 @@ def profile_figure(res: dict):
             ok = np.isfinite(F) & (F < 14)
             col = cmap(j / max(len(Ps) - 1, 1))
             b = p["basins"]
-            ax.plot(mid[ok], F[ok], color=col, lw=1.4,
-                    label=f"$P={P}$ ({'bimodal' if b['bimodal'] else 'unimodal'})")
+            ax.plot(
+                mid[ok],
+                F[ok],
+                color=col,
+                lw=1.4,
+                label=f"$P={P}$ ({'bimodal' if b['bimodal'] else 'unimodal'})",
+            )
             s = np.where(np.isfinite(se), se, 0.0)
-            ax.fill_between(mid[ok], (F - 2 * s)[ok], (F + 2 * s)[ok], color=col, alpha=0.25,
-                            lw=0)  # fmt: skip
+            ax.fill_between(mid[ok], (F - 2 * s)[ok], (F + 2 * s)[ok], color=col, alpha=0.25, lw=0)
             if b["bimodal"]:
                 k = int(np.argmin(abs(mid - b["a_top"])))
                 ax.plot([b["a_top"]], [F[k]], "v", color=col, ms=6)
@@ -52,19 +56,32 @@ def profile_figure(res: dict):
             d = np.clip(_arr([q["d"] for q in pr]), -15, 15)
             de = _arr([q["d_se"] for q in pr])
             line = "o-" if np.isfinite(d).sum() >= 3 else "o"  # no curve through two points
-            bx.errorbar(P, d, yerr=2 * de, fmt=line, ms=4, capsize=2,
-                        label=f"seed {s['seed']}: {s['verdict']}")  # fmt: skip
+            bx.errorbar(
+                P,
+                d,
+                yerr=2 * de,
+                fmt=line,
+                ms=4,
+                capsize=2,
+                label=f"seed {s['seed']}: {s['verdict']}",
+            )
         if res.get("P_star"):
             allP = [q["P"] for s in res["seeds"] for q in s["probes"]]
             lo_, hi_, iv = interval_span(res["interval"], allP)
             bx.axvline(res["P_star"], color=VERMILLION, lw=1)
-            bx.axvspan(lo_, hi_, color=VERMILLION, alpha=0.2,
-                       label=f"$P^*={res['P_star']:.4g}$ {iv}")
+            bx.axvspan(
+                lo_, hi_, color=VERMILLION, alpha=0.2, label=f"$P^*={res['P_star']:.4g}$ {iv}"
+            )
         for m in res.get("map", [])[:1]:
             if m.get("P_switch"):
-                bx.axvline(m["P_switch"], color=GREY, ls="--", lw=1,
-                           label=f"MAP switch {m['P_switch']:.3g} (coexistence: "
-                           f"{'yes' if m['coexistence'] else 'no'})")  # fmt: skip
+                bx.axvline(
+                    m["P_switch"],
+                    color=GREY,
+                    ls="--",
+                    lw=1,
+                    label=f"MAP switch {m['P_switch']:.3g} (coexistence: "
+                    f"{'yes' if m['coexistence'] else 'no'})",
+                )
         bx.axhline(0, color=BLACK, lw=0.5)
         bx.set_xscale("log")
         bx.set_xlabel(P_LABEL)

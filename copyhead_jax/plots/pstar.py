@@ -31,18 +31,25 @@ def scaling_figure(res: dict[str, Any]):
         (ax[1], "softmax", "aG", "softmax: EK $a_G$", "copy logit $a_G$"),
     ):
         d = pd[att]
-        m = a.pcolormesh(d["values"], d["P"], np.asarray(d[field], float).T, shading="nearest",
-                         cmap="viridis")  # fmt: skip
+        m = a.pcolormesh(
+            d["values"], d["P"], np.asarray(d[field], float).T, shading="nearest", cmap="viridis"
+        )
         fig.colorbar(m, ax=a, label=f"{cbar} (EK theory, dimensionless)")
         kind = head_class(att)
         stars = [k for k in kind.theory.point_keys if k in pd["boundaries"]]
         keys = stars + (["spinodal_lo", "spinodal_hi"] if kind.two_branches else [])
         for k in keys:
             spin = "spin" in k
-            a.plot(pd["boundary_values"], _nan(pd["boundaries"][k]),
-                   "--" if spin else (":" if k == "P_c1" else "-"), color="w", lw=1.4,
-                   label=("EK spinodals" if k == "spinodal_lo" else None) if spin
-                   else f"EK {S.star_label(k)}")  # fmt: skip
+            a.plot(
+                pd["boundary_values"],
+                _nan(pd["boundaries"][k]),
+                "--" if spin else (":" if k == "P_c1" else "-"),
+                color="w",
+                lw=1.4,
+                label=("EK spinodals" if k == "spinodal_lo" else None)
+                if spin
+                else f"EK {S.star_label(k)}",
+            )
         for k in stars:
             first = True
             for r in rows:
@@ -50,8 +57,16 @@ def scaling_figure(res: dict[str, Any]):
                 if mk and mk.get("bracketed"):
                     (lo, hi), y = mk["bracket"], mk["P_star"]
                     lab = f"measured {S.star_label(k)} (bar: bracket)" if first else None
-                    a.errorbar([r["value"]], [y], yerr=[[y - lo], [hi - y]], fmt="o",
-                               color=colors[k], mec="w", capsize=3, label=lab)  # fmt: skip
+                    a.errorbar(
+                        [r["value"]],
+                        [y],
+                        yerr=[[y - lo], [hi - y]],
+                        fmt="o",
+                        color=colors[k],
+                        mec="w",
+                        capsize=3,
+                        label=lab,
+                    )
                     first = False
         what = "sequence length" if axis == "L" else "vocabulary size"
         a.set(yscale="log", xlabel=f"{axis} ({what})", ylabel=P_LABEL, title=title)
@@ -61,23 +76,42 @@ def scaling_figure(res: dict[str, Any]):
     a, x = ax[2], np.asarray(res["values"], float)
     for k in (*KEYS, SINGLE):
         tk, fits, one = THEORY_KEY[k], res["fits"][k], k == SINGLE
-        S.curve(a, x, _nan(r["theory_ek"].get(tk) for r in rows), "--" if one else "-",
-                color=colors[k], label=f"EK {S.star_label(tk)} (exponent "
-                f"{_fmt(fits['theory_ek']['exponent'])})")  # fmt: skip
+        S.curve(
+            a,
+            x,
+            _nan(r["theory_ek"].get(tk) for r in rows),
+            "--" if one else "-",
+            color=colors[k],
+            label=f"EK {S.star_label(tk)} (exponent {_fmt(fits['theory_ek']['exponent'])})",
+        )
         fin = _nan((r.get("theory_finite") or {}).get(tk) for r in rows)
-        S.curve(a, x, fin, ":", marker="D", mfc="none", color=colors[k],
-                label=f"finite-width {S.star_label(tk)}")  # fmt: skip
+        S.curve(
+            a,
+            x,
+            fin,
+            ":",
+            marker="D",
+            mfc="none",
+            color=colors[k],
+            label=f"finite-width {S.star_label(tk)}",
+        )
         me = [(r["measured"].get(k) or {}) for r in rows]
         y = np.array([m["P_star"] if m.get("bracketed") else np.nan for m in me], float)
         if np.isfinite(y).any():
-            a.plot(x, y, "x" if one else "o", color=colors[k],
-                   label=f"measured {S.star_label(k)} (exponent "
-                   f"{_fmt(fits['measured']['exponent'])}; paper {S.law_tex(fits['paper_law'])}: "
-                   f"{_fmt(fits['paper_exponent'])})")  # fmt: skip
+            a.plot(
+                x,
+                y,
+                "x" if one else "o",
+                color=colors[k],
+                label=f"measured {S.star_label(k)} (exponent "
+                f"{_fmt(fits['measured']['exponent'])}; paper {S.law_tex(fits['paper_law'])}: "
+                f"{_fmt(fits['paper_exponent'])})",
+            )
     a.set(xscale="log", yscale="log")
     log_P_axis(a, x)
-    a.set(xlabel=f"{axis} (log scale)", ylabel="$P^*$ (sequences)",
-          title="$P^*$ and fitted exponents")  # fmt: skip
+    a.set(
+        xlabel=f"{axis} (log scale)", ylabel="$P^*$ (sequences)", title="$P^*$ and fitted exponents"
+    )
     legend(a, ncol=1)
     h = res["header"]
     fig.suptitle(f"{h['artefact']}, {h['preset']} preset, {h['mode']}")
@@ -106,41 +140,89 @@ def beyond_pstar_figure(res: dict):
         for sp, ls in (("full", "-"), ("ansatz", "--")):
             if sp in rows[0]["theory"]:
                 lab = f"{S.star_label(k)} theory ({sp})" if sp == "full" or k == "P_aG" else None
-                S.curve(a, rho, _nan(r["theory"][sp].get(k) for r in rows), ls, marker="_",
-                        ms=10, color=c, label=lab)  # fmt: skip
+                S.curve(
+                    a,
+                    rho,
+                    _nan(r["theory"][sp].get(k) for r in rows),
+                    ls,
+                    marker="_",
+                    ms=10,
+                    color=c,
+                    label=lab,
+                )
         for mk, dx, what in (("measured", 0.0, ""), ("measured_inf", 0.015, ", width inf")):
             m = [_point(r.get(mk), k) for r in rows]
             y = np.array([x.get("mean") or np.nan for x in m], float)
             lo, hi = np.array([_interval(x) for x in m], float).reshape(-1, 2).T
-            err = np.abs(np.stack([y - np.where(np.isnan(lo), y, lo),
-                                   np.where(np.isnan(hi), y, hi) - y]))  # fmt: skip
+            err = np.abs(
+                np.stack([y - np.where(np.isnan(lo), y, lo), np.where(np.isnan(hi), y, hi) - y])
+            )
             jump = np.array([x.get("_key") == "P_aG_jump" for x in m])
             for sel, fmt, tag in ((~jump, "o", ""), (jump, "D", " (largest $a_G$ step)")):
                 if np.isfinite(y[sel]).any():
-                    a.errorbar(rho[sel] + dx, y[sel], yerr=err[:, sel], fmt=fmt, color=c,
-                               capsize=3, mfc="none" if mk == "measured_inf" else c,
-                               label=f"{S.star_label(k)}{tag} measured{what}")  # fmt: skip
-    a.set(yscale="log", xlabel=r"stickiness $\rho$",
-          ylabel=r"$P^*$ (bars: seeds' CI and grid brackets)")
+                    a.errorbar(
+                        rho[sel] + dx,
+                        y[sel],
+                        yerr=err[:, sel],
+                        fmt=fmt,
+                        color=c,
+                        capsize=3,
+                        mfc="none" if mk == "measured_inf" else c,
+                        label=f"{S.star_label(k)}{tag} measured{what}",
+                    )
+    a.set(
+        yscale="log",
+        xlabel=r"stickiness $\rho$",
+        ylabel=r"$P^*$ (bars: seeds' CI and grid brackets)",
+    )
     legend(a, ncol=2)
     full = [r["theory"]["full"] for r in rows]
     win = np.array([t.get("spinodals") or (np.nan, np.nan) for t in full], float)
     if np.isfinite(win).all(1).sum() >= S.MIN_POINTS:
-        b.fill_between(rho, win[:, 0], win[:, 1], color=S.PALETTE[1], alpha=0.3,
-                       label="coexistence window (full)")  # fmt: skip
+        b.fill_between(
+            rho,
+            win[:, 0],
+            win[:, 1],
+            color=S.PALETTE[1],
+            alpha=0.3,
+            label="coexistence window (full)",
+        )
     else:  # too few rho for an area: the window's edges as bars
         y = win.mean(1)  # NaN where the window has no edges
-        b.errorbar(rho, y, yerr=np.abs([y - win[:, 0], win[:, 1] - y]), fmt="none",
-                   color=S.PALETTE[1], capsize=4, label="coexistence window (full)")  # fmt: skip
-    S.curve(b, rho, [t.get("P_aG") or np.nan for t in full], "-", marker="_", ms=10,
-            color=S.BLACK, label=r"$P^*_{aG}$ (full)")  # fmt: skip
-    S.curve(b, rho, _nan(t.get("P_aG_crossover") for t in full), ":", color=S.PALETTE[2],
-            label="steepest $a_G$ (crossover)")  # fmt: skip
+        b.errorbar(
+            rho,
+            y,
+            yerr=np.abs([y - win[:, 0], win[:, 1] - y]),
+            fmt="none",
+            color=S.PALETTE[1],
+            capsize=4,
+            label="coexistence window (full)",
+        )
+    S.curve(
+        b,
+        rho,
+        [t.get("P_aG") or np.nan for t in full],
+        "-",
+        marker="_",
+        ms=10,
+        color=S.BLACK,
+        label=r"$P^*_{aG}$ (full)",
+    )
+    S.curve(
+        b,
+        rho,
+        _nan(t.get("P_aG_crossover") for t in full),
+        ":",
+        color=S.PALETTE[2],
+        label="steepest $a_G$ (crossover)",
+    )
     b.set(yscale="log", xlabel=r"stickiness $\rho$", ylabel="softmax window in $P$")
     legend(b)
     nets = f", networks at $N$ = {res['width']}" if any(r.get("measured") for r in rows) else ""
-    fig.suptitle(f"{res['artefact']}: $L$ = 25, $V$ = 5, {res['preset']}; EK theory ($N$ = inf)"
-                 f"{nets or ', no network runs'}")  # fmt: skip
+    fig.suptitle(
+        f"{res['artefact']}: $L$ = 25, $V$ = 5, {res['preset']}; EK theory ($N$ = inf)"
+        f"{nets or ', no network runs'}"
+    )
     return fig
 
 
@@ -196,21 +278,26 @@ def branch_follow_figure(rows: list[dict]):
     import matplotlib.pyplot as plt
 
     panels = [(r, f) for r in rows for f in r.get("followed", [])]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False, layout="constrained"
+    )
     for ax, (r, f) in zip(axes[0], panels):
         P = np.asarray(f["P"], float)
         up, dn = np.asarray(f["up"]["aG"], float), np.asarray(f["down"]["aG"], float)
         for s in range(up.shape[1]):
             col = S.PALETTE[s % len(S.PALETTE)]
             ax.plot(P, up[:, s], "-o", color=col, ms=3, label=f"seed {s}: up" if s == 0 else None)
-            ax.plot(P, dn[:, s], "--s", color=col, ms=3, mfc="none",
-                    label="down" if s == 0 else None)  # fmt: skip
+            ax.plot(
+                P, dn[:, s], "--s", color=col, ms=3, mfc="none", label="down" if s == 0 else None
+            )
         for x in f["coexistence"]["crossing"]:
             if x is not None:
                 ax.axvline(x, color="0.6", lw=0.8, zorder=0)
         chain = ", ".join(f"$\\{k}$ = {r[k]:g}" for k in ("rho", "alpha") if k in r)
-        ax.set(title=f"{chain}{', causal' if r['causal'] else ''}", xlabel=P_LABEL,
-               ylabel="copy logit $a_G$")  # fmt: skip
+        ax.set(
+            title=f"{chain}{', causal' if r['causal'] else ''}",
+            xlabel=P_LABEL,
+            ylabel="copy logit $a_G$",
+        )
         legend(ax)
     return fig

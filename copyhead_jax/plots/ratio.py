@@ -53,8 +53,15 @@ def _panel(ax, panel: dict, styles: dict, names: list[str]) -> list[str]:
     for i, r in enumerate(rows):
         m = r["measured"]
         lo, hi = m["lo"] / m["P_star"], m["hi"] / m["P_star"]
-        ax.fill_between([x[i] - HALF, x[i] + HALF], [lo, lo], [hi, hi], color=GREY, alpha=0.3,
-                        lw=0, label="measured 95% interval / measured $P^*$" if i == 0 else None)
+        ax.fill_between(
+            [x[i] - HALF, x[i] + HALF],
+            [lo, lo],
+            [hi, hi],
+            color=GREY,
+            alpha=0.3,
+            lw=0,
+            label="measured 95% interval / measured $P^*$" if i == 0 else None,
+        )
         ys += [lo, hi]
         if m.get("flag"):
             name = " ".join([panel.get("name", ""), *r["label"].split("\n")]).strip()
@@ -65,8 +72,11 @@ def _panel(ax, panel: dict, styles: dict, names: list[str]) -> list[str]:
     for k, name in enumerate(present):
         st, labelled = styles[name], False
         for hollow in (False, True):
-            pts = [(i, r) for i, r in enumerate(rows) if r["series"].get(name) is not None
-                   and bool(r["measured"].get("flag")) == hollow]  # fmt: skip
+            pts = [
+                (i, r)
+                for i, r in enumerate(rows)
+                if r["series"].get(name) is not None and bool(r["measured"].get("flag")) == hollow
+            ]
             if not pts:
                 continue
             xs = np.array([x[i] + offs[k] for i, _ in pts])
@@ -75,10 +85,19 @@ def _panel(ax, panel: dict, styles: dict, names: list[str]) -> list[str]:
             lo = np.array([r["series"][name].get("lo", np.nan) for _, r in pts], float) / P
             hi = np.array([r["series"][name].get("hi", np.nan) for _, r in pts], float) / P
             err = np.where(np.isfinite([lo, hi]), np.abs(np.array([y - lo, hi - y])), 0.0)
-            drawn = ax.errorbar(xs, y, yerr=err if (err > 0).any() else None, ls="none",
-                                marker=st["marker"], ms=7, color=st["color"], mec=st["color"],
-                                mfc="none" if hollow else st["color"], capsize=2,
-                                label=None if labelled else st["label"])  # fmt: skip
+            drawn = ax.errorbar(
+                xs,
+                y,
+                yerr=err if (err > 0).any() else None,
+                ls="none",
+                marker=st["marker"],
+                ms=7,
+                color=st["color"],
+                mec=st["color"],
+                mfc="none" if hollow else st["color"],
+                capsize=2,
+                label=None if labelled else st["label"],
+            )
             labelled = True
             drawn[0].set_gid(name)  # the markers' line, found by its series' name
             ys += [*y, *lo[np.isfinite(lo)], *hi[np.isfinite(hi)]]
@@ -109,9 +128,14 @@ def ratio_figure(panels: Sequence[dict], styles: dict[str, dict], *, width: floa
     names = list(styles)
     with plt.rc_context(RC):
         n = [len(p["rows"]) for p in panels]
-        fig, axes = plt.subplots(1, len(panels), figsize=(width, 5.6), layout="constrained",
-                                 width_ratios=[max(k + 1.0, 2.6) for k in n],  # a title fits
-                                 squeeze=False)  # fmt: skip
+        fig, axes = plt.subplots(
+            1,
+            len(panels),
+            figsize=(width, 5.6),
+            layout="constrained",
+            width_ratios=[max(k + 1.0, 2.6) for k in n],  # a title fits
+            squeeze=False,
+        )
         handles: dict[str, object] = {}
         flagged: list[str] = []
         for ax, panel in zip(axes[0], panels, strict=True):
@@ -120,9 +144,16 @@ def ratio_figure(panels: Sequence[dict], styles: dict[str, dict], *, width: floa
                 handles.setdefault(lab, h)
         if flagged:
             handles["hollow: measurement flagged\n" + "\n".join(flagged)] = Line2D(
-                [], [], ls="none", marker="o", mfc="none", mec=GREY, ms=7)
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncol=3, fontsize=LEGEND_PT, frameon=False)  # fmt: skip
+                [], [], ls="none", marker="o", mfc="none", mec=GREY, ms=7
+            )
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncol=3,
+            fontsize=LEGEND_PT,
+            frameon=False,
+        )
     return fig
 
 
@@ -136,9 +167,13 @@ def _compare_rows(rows: list[dict]) -> list[dict]:
         label = f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$"
         if m.get("verdict") == "crossover":  # P*: the posterior mean midway, not equal weights
             label += "\n(crossover)"
-        out.append(dict(label=label, series=r["series"],
-                        measured=dict(P_star=m["P_star"], lo=m["lo"], hi=m["hi"],
-                                      flag=flag or None)))  # fmt: skip
+        out.append(
+            dict(
+                label=label,
+                series=r["series"],
+                measured=dict(P_star=m["P_star"], lo=m["lo"], hi=m["hi"], flag=flag or None),
+            )
+        )
     return out
 
 
@@ -146,10 +181,21 @@ def bayes_compare_figure(doc: dict):
     """The Bayesian transition's theory over measurement: softmax ``P*_aG`` per configuration
     and, where measured, the linear head's posterior crossover (``doc``: a
     ``bayes_compare.json``, rows with ``reading``, ``L``, ``V``, ``measured`` and ``series``)."""
-    panels = [dict(title="softmax: Bayesian $P^*_{a_G}$", name="softmax",
-                   rows=_compare_rows(doc["softmax"]))]  # fmt: skip
+    panels = [
+        dict(
+            title="softmax: Bayesian $P^*_{a_G}$",
+            name="softmax",
+            rows=_compare_rows(doc["softmax"]),
+        )
+    ]
     if doc.get("linear"):
-        panels.append(dict(title="linear: posterior $\\psi=1/2$", name="linear",
-                           rows=_compare_rows(doc["linear"]), xlabel="configuration"))
+        panels.append(
+            dict(
+                title="linear: posterior $\\psi=1/2$",
+                name="linear",
+                rows=_compare_rows(doc["linear"]),
+                xlabel="configuration",
+            )
+        )
     n = sum(len(p["rows"]) for p in panels)
     return ratio_figure(panels, ROUTE_STYLES, width=max(9.0, 3.0 + 0.85 * n))  # ~0.85 in a row

@@ -58,9 +58,13 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 P_LABEL = "training set size $P$ (sequences)"
 A_G_LABEL = "copy logit $a_G$ (dimensionless)"
 #: legend names of the transition points whose name is not their key's tail (``P_cG`` -> cG)
-STAR_NAMES = {"P_cG_half": "cG,1/2", "P_aG_single": "aG,\\ one\\ start",
-              "window_lo": "window,\\ low", "spinodal_lo": "spinodal,\\ lower",
-              "spinodal_hi": "spinodal,\\ upper"}  # fmt: skip
+STAR_NAMES = {
+    "P_cG_half": "cG,1/2",
+    "P_aG_single": "aG,\\ one\\ start",
+    "window_lo": "window,\\ low",
+    "spinodal_lo": "spinodal,\\ lower",
+    "spinodal_hi": "spinodal,\\ upper",
+}
 
 RC = {
     "axes.prop_cycle": cycler(color=PALETTE),
@@ -99,9 +103,18 @@ def legend(ax, *, ncol: int | None = None, handles=None, labels=None, gap_pt: fl
     if ncol is None:
         ncol = 1 if len(handles) <= 3 else 2
     anchor = offset_copy(ax.transAxes, fig=ax.figure, y=-gap_pt, units="points")
-    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                     bbox_transform=anchor, ncol=ncol, fontsize=LEGEND_PT,
-                     frameon=False, handlelength=2.2, columnspacing=1.2)  # fmt: skip
+    return ax.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=anchor,
+        ncol=ncol,
+        fontsize=LEGEND_PT,
+        frameon=False,
+        handlelength=2.2,
+        columnspacing=1.2,
+    )
 
 
 def num(v: float) -> str:
@@ -147,8 +160,9 @@ def interval_span(interval, P) -> tuple[float, float, str]:
 def not_measured(ax, what: str = "") -> None:
     """Write "not measured" inside an axes that has no data (an empty panel says why)."""
     text = NOT_MEASURED + (f":\n{what}" if what else "")
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color=GREY,
-            fontsize=10)  # fmt: skip
+    ax.text(
+        0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color=GREY, fontsize=10
+    )
 
 
 def _spread(P: np.ndarray, n: int = 6) -> list[float]:
@@ -205,8 +219,9 @@ def figure_problems(fig) -> list[str]:
     return check_record(figure_record(fig))
 
 
-def save_figure(fig, path: str | Path, dpi: int = MIN_DPI, *, note: str = "",
-                close: bool = True) -> Path:  # fmt: skip
+def save_figure(
+    fig, path: str | Path, dpi: int = MIN_DPI, *, note: str = "", close: bool = True
+) -> Path:
     """``fig`` to ``path`` (PNG, PDF or SVG by suffix) at ``dpi``, atomically
     (:func:`~copyhead_jax.storage.atomic_write`: a failed draw or a full disk leaves neither a
     half-written figure nor a temporary); errors are one line naming the path (``note``

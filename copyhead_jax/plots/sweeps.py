@@ -40,8 +40,18 @@ from .style import (  # noqa: E402
 )
 from .style import styled as _styled  # noqa: E402
 
-__all__ = ["COLORS", "LEGEND_PT", "P_LABEL", "curves_figure", "flag_counts", "log_P_axis",
-           "posterior_figure", "sweep_figure", "trace_figure", "width_figure"]  # fmt: skip
+__all__ = [
+    "COLORS",
+    "LEGEND_PT",
+    "P_LABEL",
+    "curves_figure",
+    "flag_counts",
+    "log_P_axis",
+    "posterior_figure",
+    "sweep_figure",
+    "trace_figure",
+    "width_figure",
+]
 BAND_LABEL = "shaded: $\\pm 1$ sd over seeds"
 
 
@@ -94,15 +104,25 @@ def _flagged(ax, P, y, flagged, marker: str, color) -> int:
     sel = np.asarray(flagged, bool) & np.isfinite(y)
     if sel.any():
         x = np.broadcast_to(np.asarray(P, float)[:, None], y.shape)
-        ax.plot(x[sel], np.clip(y[sel], lo, hi), ls="none", marker=marker, ms=6, mfc="none",
-                mec=color, mew=1.0, gid="flagged")  # fmt: skip
+        ax.plot(
+            x[sel],
+            np.clip(y[sel], lo, hi),
+            ls="none",
+            marker=marker,
+            ms=6,
+            mfc="none",
+            mec=color,
+            mew=1.0,
+            gid="flagged",
+        )
         ax.set_ylim(lo, hi)
     return int(sel.sum())
 
 
 @_styled
-def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None = None,
-                 marks: dict | None = None) -> Figure:  # fmt: skip
+def sweep_figure(
+    results: list[SweepResult] | SweepResult, theory: dict | None = None, marks: dict | None = None
+) -> Figure:
     """Order parameters, coverage, losses and copy accuracy versus P for one or more sweeps.
 
     Means and bands are over the ok runs; flagged runs (non-finite, diverged, unconverged:
@@ -136,8 +156,10 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
             (ax_a, "copy_accuracy", f"{who}", "o", "-"),
         )
         if copy:  # the copy start: open markers, dashed, beside the pooling start
-            series = tuple((ax, k, lab, "D" if mk == "o" else "v", "--" if ls == "-" else "-.")
-                           for ax, k, lab, mk, ls in series)  # fmt: skip
+            series = tuple(
+                (ax, k, lab, "D" if mk == "o" else "v", "--" if ls == "-" else "-.")
+                for ax, k, lab, mk, ls in series
+            )
         for ax, k, label, mk, ls in series:
             y = np.asarray(res[k], float)
             line = _band(ax, P, np.where(ok, y, np.nan), label, marker=mk, color=col, ls=ls)
@@ -150,8 +172,9 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
                 if k in th:
                     ax_o.plot(th["P"], th[k], ls, lw=1.2, color=col, label=f"EK theory {_tex(k)}")
             if "mse" in th:
-                ax_l.plot(th["P"], th["mse"], "--", lw=1.2, color=col,
-                          label="EK theory: population loss")  # fmt: skip
+                ax_l.plot(
+                    th["P"], th["mse"], "--", lw=1.2, color=col, label="EK theory: population loss"
+                )
     c = results[0].config
     L, V = c.task.L, c.task.V
     ax_l.axhline(L, color="gray", lw=0.8, ls=":", label=f"zero output ($L$ = {L})")
@@ -177,8 +200,16 @@ def sweep_figure(results: list[SweepResult] | SweepResult, theory: dict | None =
         ax.set_title(t)
         _marks(ax, marks or {})
         if n_out:  # the key of the hollow markers (an empty line: no data, no range change)
-            ax.plot([], [], ls="none", marker="o", mfc="none", mec=GREY, gid="key",
-                    label=f"hollow: {n_out} flagged, not in means")  # fmt: skip
+            ax.plot(
+                [],
+                [],
+                ls="none",
+                marker="o",
+                mfc="none",
+                mec=GREY,
+                gid="key",
+                label=f"hollow: {n_out} flagged, not in means",
+            )
         _legend(ax, ncol=2)
     excluded = f"\n{n_out} flagged run(s) excluded from means ({why})" if n_out else ""
     fig.suptitle(
@@ -193,12 +224,21 @@ def _marks(ax, marks: dict) -> None:
     """The measured branch crossing P*_aG (solid) and the EK spinodals (dotted) as vertical
     lines, each named once in the legend."""
     if (p := marks.get("P_aG")) is not None:
-        ax.axvline(p, color=KEY_COLORS["P_aG"], lw=1.0,
-                   label=f"{star_label('P_aG')} = {p:,.0f} (branch crossing)")  # fmt: skip
+        ax.axvline(
+            p,
+            color=KEY_COLORS["P_aG"],
+            lw=1.0,
+            label=f"{star_label('P_aG')} = {p:,.0f} (branch crossing)",
+        )
     spin = [v for v in marks.get("spinodals") or () if v is not None]
     for i, v in enumerate(spin):
-        ax.axvline(v, color=GREY, lw=1.0, ls=":", label=None if i else
-                   "EK spinodals " + ", ".join(f"{x:,.0f}" for x in spin))  # fmt: skip
+        ax.axvline(
+            v,
+            color=GREY,
+            lw=1.0,
+            ls=":",
+            label=None if i else "EK spinodals " + ", ".join(f"{x:,.0f}" for x in spin),
+        )
 
 
 @_styled
@@ -207,11 +247,18 @@ def curves_figure(res: SweepResult) -> Figure:
     fig, ax = plt.subplots(figsize=(6.5, 5), constrained_layout=True)
     ep = np.asarray(res["curve_epoch"])
     if len(ep) < 2:  # the exact solver keeps its last iterate only: no curve to draw
-        not_measured(ax, f"one logged point, no curve (solver '{res.config.solver.kind}';\n"
-                     "the exact solver keeps its final iterate only)")  # fmt: skip
-        ax.set(xlabel="epoch (Adam steps, full batch)", xticks=[], yticks=[],
-               ylabel="train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
-               title=f"{res.config.model.attention}: training curves")  # fmt: skip
+        not_measured(
+            ax,
+            f"one logged point, no curve (solver '{res.config.solver.kind}';\n"
+            "the exact solver keeps its final iterate only)",
+        )
+        ax.set(
+            xlabel="epoch (Adam steps, full batch)",
+            xticks=[],
+            yticks=[],
+            ylabel="train loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
+            title=f"{res.config.model.attention}: training curves",
+        )
         return fig
     P = res.P.astype(float)
     norm = LogNorm(P.min(), P.max()) if P.max() > P.min() else Normalize(P.min() - 1, P.max() + 1)
@@ -256,8 +303,11 @@ def posterior_figure(post, sweep: SweepResult | None = None) -> Figure:
     mL, _ = post.moments("train_loss")
     _band(ax_l, P, mL, f"{who} train loss", color=col)
     ax_l.axhline(post.config.task.L, color="gray", lw=0.8, ls=":", label="zero output ($L$)")
-    ylabels = ("order parameter (dimensionless)", f"susceptibility var({_tex(nG)}) over draws",
-               "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$")  # fmt: skip
+    ylabels = (
+        "order parameter (dimensionless)",
+        f"susceptibility var({_tex(nG)}) over draws",
+        "loss per sequence $\\sum_a \\|f^a - y^a\\|^2$",
+    )
     titles = ("posterior order parameters", "susceptibility", "loss")
     for ax, t, yl in zip((ax_o, ax_v, ax_l), titles, ylabels):
         log_P_axis(ax, P)
@@ -276,8 +326,9 @@ def trace_figure(post, field: str = "cG", seed: int = 0) -> Figure:
     n = len(post.P)
     cols = min(n, 4)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False,
-                             constrained_layout=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, constrained_layout=True
+    )
     names = order_names(post.config.model.attention)
     own = dict(zip(("c1", "cG"), names)).get(field, field)  # c1/cG: the generic names
     label = _tex(own) if own in names else field
@@ -302,8 +353,9 @@ def width_figure(res: dict[str, Any]) -> Figure:
     and the order parameters versus P per width."""
     from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(1, 4, figsize=(20, 6.2), layout="constrained",
-                           gridspec_kw={"width_ratios": [1.4, 1, 1, 1]})  # fmt: skip
+    fig, ax = plt.subplots(
+        1, 4, figsize=(20, 6.2), layout="constrained", gridspec_kw={"width_ratios": [1.4, 1, 1, 1]}
+    )
     widths = res["widths"]
     finite = [w for w in widths if w != "inf"]
     x_of = {w: float(w) for w in finite}  # infinity one decade right of the largest width
@@ -313,11 +365,22 @@ def width_figure(res: dict[str, Any]) -> Figure:
         ek, col = row["theory_ek"], KEY_COLORS.get(row["key"], BLACK)
         shift = 1.0 + 0.04 * (j - (len(rows) - 1) / 2)  # side by side, not on top
         got = [w for w in widths if row["measured"][w].get("estimate") is not None]
-        y, lo, hi = (np.array([row["measured"][w].get(k) or row["measured"][w]["estimate"]
-                               for w in got], float) for k in ("estimate", "lo", "hi"))  # fmt: skip
-        a.errorbar([x_of[w] * shift for w in got], y / ek, yerr=[(y - lo) / ek, (hi - y) / ek],
-                   fmt="o-" if len(got) >= MIN_POINTS else "o", color=col, ms=4, capsize=2,
-                   label=star_label(row["key"]))  # fmt: skip
+        y, lo, hi = (
+            np.array(
+                [row["measured"][w].get(k) or row["measured"][w]["estimate"] for w in got], float
+            )
+            for k in ("estimate", "lo", "hi")
+        )
+        a.errorbar(
+            [x_of[w] * shift for w in got],
+            y / ek,
+            yerr=[(y - lo) / ek, (hi - y) / ek],
+            fmt="o-" if len(got) >= MIN_POINTS else "o",
+            color=col,
+            ms=4,
+            capsize=2,
+            label=star_label(row["key"]),
+        )
         t = [(x_of[w] * shift, row["theory_finite"][w].get("estimate")) for w in widths]
         t = [(x, v / ek) for x, v in t if v is not None]
         a.plot([x for x, _ in t], [v for _, v in t], "D", mfc="none", color=col, ms=5)
@@ -336,12 +399,17 @@ def width_figure(res: dict[str, Any]) -> Figure:
     a.set_xticks([*(x_of[w] for w in finite), x_inf])
     a.set_xticklabels([*(f"{int(float(w)):,}" for w in finite), "inf"])
     a.set_xticks([], minor=True)
-    a.set(xlabel="width $N$", ylabel="$P^*$ / $P^*$(EK theory)",
-          title="$P^*$ relative to the EK theory versus width")  # fmt: skip
+    a.set(
+        xlabel="width $N$",
+        ylabel="$P^*$ / $P^*$(EK theory)",
+        title="$P^*$ relative to the EK theory versus width",
+    )
     h, lab = a.get_legend_handles_labels()
-    h += [Line2D([], [], marker="o", color=GREY, ls="-"),
-          Line2D([], [], marker="D", mfc="none", color=GREY, ls=""),
-          Line2D([], [], marker="x", color=GREY, ls="")]  # fmt: skip
+    h += [
+        Line2D([], [], marker="o", color=GREY, ls="-"),
+        Line2D([], [], marker="D", mfc="none", color=GREY, ls=""),
+        Line2D([], [], marker="x", color=GREY, ls=""),
+    ]
     lab += ["exact MAP (bars: 95% CI)", "finite-width theory", "old Adam run, N = 128"]
     legend(a, handles=h, labels=lab, ncol=3)
     cmap = plt.get_cmap("viridis")
@@ -349,9 +417,14 @@ def width_figure(res: dict[str, Any]) -> Figure:
     for a, branch, q, title, yl in (
         (ax[1], "linear", "psi", "linear: copy fraction $\\psi$", "copy fraction $\\psi$"),
         (ax[2], "linear", "r", "linear: attention row sum $r$", "row sum $r$ (dimensionless)"),
-        (ax[3], "pool", "cG", "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
-         A_G_LABEL),
-    ):  # fmt: skip
+        (
+            ax[3],
+            "pool",
+            "cG",
+            "softmax: $a_G$ (solid: pooling start, dashed: copy start)",
+            A_G_LABEL,
+        ),
+    ):
         for w in widths:
             c = res["curves"].get(w)
             if not c or q not in c[branch]:

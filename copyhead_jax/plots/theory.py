@@ -156,8 +156,10 @@ def plot_scaling(table: dict[str, Any], fits: dict[str, Any]) -> Figure:
     ax.set_ylabel("$P^*$ (sequences)")
     other = "V" if axis == "L" else "L"
     p = table["params"]
-    ax.set_title(f"{other}={table[other][0]}, {_words(p['likelihood'])}, "
-                 f"{_words(p['linear_scale'])}", fontsize=9)  # fmt: skip
+    ax.set_title(
+        f"{other}={table[other][0]}, {_words(p['likelihood'])}, {_words(p['linear_scale'])}",
+        fontsize=9,
+    )
     ax.plot([], [], "--", color=GREY, lw=0.8, label="fitted power law")
     legend(ax, ncol=1)
     return fig

@@ -37,16 +37,28 @@ def transition_figure(res: dict):
                 pr = [g for g in sd["probes"] if np.isfinite(g["dF"])]
                 P = np.array([g["P"] for g in pr], float)
                 allP += list(P)
-                a.errorbar(P, [g["dF"] for g in pr], yerr=[g["se"] + g["sys"] for g in pr],
-                           fmt="o", ms=4, capsize=2, color=GREY if i else BLACK,
-                           label="per seed (bars: MCSE + quadrature)" if i == 0
-                           else None)  # fmt: skip
+                a.errorbar(
+                    P,
+                    [g["dF"] for g in pr],
+                    yerr=[g["se"] + g["sys"] for g in pr],
+                    fmt="o",
+                    ms=4,
+                    capsize=2,
+                    color=GREY if i else BLACK,
+                    label="per seed (bars: MCSE + quadrature)" if i == 0 else None,
+                )
                 an = sd["crossing"].get("anchor")
                 if an and sd["crossing"].get("P_star"):  # the borrowed slope to the root
                     x = np.geomspace(an["P"], sd["crossing"]["P_star"], 8)
                     d0 = [g["dF"] for g in pr if g["P"] == an["P"]][0]
-                    a.plot(x, d0 + an["slope"] * np.log(x / an["P"]), "--", lw=0.8, color=GREY,
-                           label="one probe, earlier brackets' slope" if not anchored else None)
+                    a.plot(
+                        x,
+                        d0 + an["slope"] * np.log(x / an["P"]),
+                        "--",
+                        lw=0.8,
+                        color=GREY,
+                        label="one probe, earlier brackets' slope" if not anchored else None,
+                    )
                     anchored = True
             a.axhline(0, color=BLACK, lw=0.5)
             a.set_ylabel("$F_{copy} - F_{pool}$ (nats)")
@@ -56,18 +68,35 @@ def transition_figure(res: dict):
             allP += list(P)
             m, se = np.asarray(res["psi_mean"], float), np.asarray(res["psi_mcse"], float)
             for s in range(m.shape[1]):
-                a.errorbar(P, m[:, s], yerr=se[:, s], fmt="o-", ms=4, capsize=2,
-                           color=BLUE if s == 0 else GREY,
-                           label="posterior mean $\\psi$ per seed" if s == 0 else None)  # fmt: skip
+                a.errorbar(
+                    P,
+                    m[:, s],
+                    yerr=se[:, s],
+                    fmt="o-",
+                    ms=4,
+                    capsize=2,
+                    color=BLUE if s == 0 else GREY,
+                    label="posterior mean $\\psi$ per seed" if s == 0 else None,
+                )
             a.axhline(0.5, color=BLACK, lw=0.5)
             a.set_ylabel("posterior mean $\\psi$")
             a.set_title("posterior copy fraction")
         if res["P_star"]:
-            a.axvline(res["P_star"], color=VERMILLION, lw=1.2,
-                      label=f"Bayesian $P^*$ = {res['P_star']:.4g}")  # fmt: skip
+            a.axvline(
+                res["P_star"],
+                color=VERMILLION,
+                lw=1.2,
+                label=f"Bayesian $P^*$ = {res['P_star']:.4g}",
+            )
             lo_, hi_, iv = interval_span(res["interval"], allP or [res["P_star"]])
-            a.axvspan(lo_, hi_, color=VERMILLION, alpha=0.12, lw=0,
-                      label="its interval" + (f" {iv}" if "unbounded" in iv else ""))
+            a.axvspan(
+                lo_,
+                hi_,
+                color=VERMILLION,
+                alpha=0.12,
+                lw=0,
+                label="its interval" + (f" {iv}" if "unbounded" in iv else ""),
+            )
         if allP:
             log_P_axis(a, allP)
         a.set_xlabel(P_LABEL)
@@ -76,23 +105,27 @@ def transition_figure(res: dict):
         th = res["theory"]
         cc = (res.get("cross_check") or {}).get("P_star")
         mu = (res.get("map_U_crossing") or {}).get("mean")
-        marks = [("EK theory, MAP", th.get("map"), GREY, "s"),
-                 ("EK theory, posterior", th.get("post"), GREY, "D"),
-                 ("MAP $U$ crossing", mu, BLUE, "o"),
-                 ("cross-check (SMC)", cc, GREEN, "^"),
-                 ("Bayesian (this run)", res["P_star"], VERMILLION, "*")]  # fmt: skip
+        marks = [
+            ("EK theory, MAP", th.get("map"), GREY, "s"),
+            ("EK theory, posterior", th.get("post"), GREY, "D"),
+            ("MAP $U$ crossing", mu, BLUE, "o"),
+            ("cross-check (SMC)", cc, GREEN, "^"),
+            ("Bayesian (this run)", res["P_star"], VERMILLION, "*"),
+        ]
         marks = [m for m in marks if m[1]]
         for y, (lab, v, col, mk) in enumerate(marks):
             b.plot([v], [y], mk, color=col, ms=9, label=f"{lab}: {v:.4g}")
             if lab.startswith("Bayesian"):
-                b.hlines(y, *interval_span(res["interval"], allP or [v])[:2], color=col,
-                         lw=2)  # the interval: a bar (an unbounded side to the probes' edge)
+                b.hlines(
+                    y, *interval_span(res["interval"], allP or [v])[:2], color=col, lw=2
+                )  # the interval: a bar (an unbounded side to the probes' edge)
         b.set_yticks(range(len(marks)), [m[0] for m in marks])
         b.set_ylim(-0.6, len(marks) - 0.4)
         b.invert_yaxis()
         if marks:
-            log_P_axis(b, [m[1] for m in marks] + [x for x in res["interval"]
-                                                    if x and np.isfinite(x)])
+            log_P_axis(
+                b, [m[1] for m in marks] + [x for x in res["interval"] if x and np.isfinite(x)]
+            )
         b.set(xlabel="$P^*$ (sequences, log scale)", ylabel="estimate", title="every estimate")
         legend(b, ncol=1)
         q = res["quantity"]
@@ -118,33 +151,58 @@ def branch_figure(res: dict, main_P=None):
     nS = dF.shape[1]
     cross = res["crossing_F"]["P_star"]
     with matplotlib.rc_context(st.RC):
-        fig, ax = plt.subplots(1, 3, figsize=(16, 5.4), layout="constrained",
-                               gridspec_kw={"width_ratios": [1, 1, 1.1]})  # fmt: skip
+        fig, ax = plt.subplots(
+            1, 3, figsize=(16, 5.4), layout="constrained", gridspec_kw={"width_ratios": [1, 1, 1.1]}
+        )
         jit = 1 + 0.008 * (np.arange(nS) - (nS - 1) / 2) / max(1, nS - 1)
         with quiet():
             for s in range(nS):
                 lab = f"per seed ({nS} seeds; bars: MCSE)" if s == 0 else None
-                ax[0].errorbar(P * jit[s], dF[:, s], yerr=se[:, s], fmt=".", ms=4, capsize=2,
-                               color=st.GREY, alpha=0.7, label=lab)  # fmt: skip
-                ax[1].plot(P * jit[s], w[:, s], ".", ms=5, color=st.GREY, alpha=0.7,
-                           label=f"per seed ({nS} seeds)" if s == 0 else None)  # fmt: skip
+                ax[0].errorbar(
+                    P * jit[s],
+                    dF[:, s],
+                    yerr=se[:, s],
+                    fmt=".",
+                    ms=4,
+                    capsize=2,
+                    color=st.GREY,
+                    alpha=0.7,
+                    label=lab,
+                )
+                ax[1].plot(
+                    P * jit[s],
+                    w[:, s],
+                    ".",
+                    ms=5,
+                    color=st.GREY,
+                    alpha=0.7,
+                    label=f"per seed ({nS} seeds)" if s == 0 else None,
+                )
             st.curve(ax[0], P, np.nanmean(dF, 1), "-o", color=st.BLACK, ms=5, label="seed mean")
             st.curve(ax[1], P, res["w_copy_mean"], "-o", color=st.BLACK, ms=5, label="seed mean")
         ax[0].axhline(0, color=st.BLACK, lw=0.5)
         ax[1].axhline(0.5, color=st.BLACK, lw=0.5)
         for a in ax[:2]:
             if cross:
-                a.axvline(cross, color=st.VERMILLION, lw=1.2,
-                          label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}")  # fmt: skip
+                a.axvline(
+                    cross,
+                    color=st.VERMILLION,
+                    lw=1.2,
+                    label=f"Bayesian $P^*_{{aG}}$ ($F$ crossing) = {cross:,.1f}",
+                )
             pad = (P.max() / P.min()) ** 0.08 if P.max() > P.min() else 1.1
             a.set_xlim(P.min() / pad, P.max() * pad)
             st.log_P_axis(a, P)
             a.set_xlabel(st.P_LABEL)
             st.legend(a)
-        ax[0].set(ylabel="$F_{copy} - F_{pool}$ (nats)",
-                  title="free-energy difference between the branches")  # fmt: skip
-        ax[1].set(ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
-                  title="posterior weight of copying")  # fmt: skip
+        ax[0].set(
+            ylabel="$F_{copy} - F_{pool}$ (nats)",
+            title="free-energy difference between the branches",
+        )
+        ax[1].set(
+            ylabel="$w_{copy} = 1/(1 + e^{F_{copy} - F_{pool}})$",
+            title="posterior weight of copying",
+        )
         # every estimate of P*_aG on one strip
         a = ax[2]
         th = res["theory"]
@@ -167,8 +225,11 @@ def branch_figure(res: dict, main_P=None):
         a.set_ylim(-0.6, len(marks) - 0.4)
         a.invert_yaxis()
         st.log_P_axis(a, [m[1] for m in marks] + list(P))
-        a.set(xlabel="$P^*_{aG}$ (sequences, log scale)", ylabel="estimate",
-              title="$P^*_{aG}$: every estimate")  # fmt: skip
+        a.set(
+            xlabel="$P^*_{aG}$ (sequences, log scale)",
+            ylabel="estimate",
+            title="$P^*_{aG}$: every estimate",
+        )
         st.legend(a, ncol=1)
         fig.suptitle(f"softmax branches ({pre}): thermodynamic integration of each branch")
     return fig
@@ -194,45 +255,84 @@ def smc_figure(res: dict, ti_cross=None):
         for s in range(nS):
             dx = P + 0.04 * (s - nS / 2)
             first = s == 0
-            ax[0].errorbar(dx, w[:, s], yerr=wse[:, s], fmt=".", ms=4, alpha=0.6, capsize=2,
-                           color=st.GREY, label="SMC, per seed (bars: 2 populations)" if first
-                           else None)  # fmt: skip
+            ax[0].errorbar(
+                dx,
+                w[:, s],
+                yerr=wse[:, s],
+                fmt=".",
+                ms=4,
+                alpha=0.6,
+                capsize=2,
+                color=st.GREY,
+                label="SMC, per seed (bars: 2 populations)" if first else None,
+            )
             cl = np.abs(odds[:, s]) >= clip - 1e-9
             ax[1].plot(dx[~cl], odds[~cl, s], "o", ms=3, color=st.BLACK, alpha=0.5)
             ax[1].plot(dx[cl], odds[cl, s], "o", ms=5, mfc="none", color=st.BLACK, alpha=0.5)
-            ax[2].plot(dx, d[:, s], ".", color=st.GREY, alpha=0.7,
-                       label="per seed" if first else None)  # fmt: skip
+            ax[2].plot(
+                dx, d[:, s], ".", color=st.GREY, alpha=0.7, label="per seed" if first else None
+            )
         st.curve(ax[0], P, res["w_copy_mean"], "-o", color=st.BLACK, ms=4, label="SMC, seed mean")
         ti = res.get("ti_log_odds")
         if ti:
             Pt, Lt = np.asarray(ti["P"], float), np.asarray(ti["values"], float)
             for s in range(Lt.shape[1]):
-                ax[1].plot(Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4,
-                           alpha=0.6)  # fmt: skip
-            ax[1].plot([], [], "x", color=st.VERMILLION, gid="key",
-                       label="constrained TI: $F_{pool} - F_{copy}$")  # fmt: skip
-        ax[1].plot([], [], "o", ms=3, color=st.BLACK, gid="key",
-                   label="SMC: $\\log w_{copy}/(1 - w_{copy})$")  # fmt: skip
+                ax[1].plot(
+                    Pt + 0.04 * (s - nS / 2), Lt[:, s], "x", color=st.VERMILLION, ms=4, alpha=0.6
+                )
+            ax[1].plot(
+                [],
+                [],
+                "x",
+                color=st.VERMILLION,
+                gid="key",
+                label="constrained TI: $F_{pool} - F_{copy}$",
+            )
+        ax[1].plot(
+            [],
+            [],
+            "o",
+            ms=3,
+            color=st.BLACK,
+            gid="key",
+            label="SMC: $\\log w_{copy}/(1 - w_{copy})$",
+        )
         if (np.abs(odds) >= clip - 1e-9).any():
-            ax[1].plot([], [], "o", ms=5, mfc="none", color=st.BLACK, gid="key",
-                       label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)")  # fmt: skip
+            ax[1].plot(
+                [],
+                [],
+                "o",
+                ms=5,
+                mfc="none",
+                color=st.BLACK,
+                gid="key",
+                label=f"SMC, clipped at $\\pm${clip:.2f} (not resolved)",
+            )
         for a in ax[:2]:
             a.axhline(0.5 if a is ax[0] else 0.0, color=st.BLACK, lw=0.5)
             P_eq = res["weight_window"].get("P_equal")
-            marks = ((P_eq, "SMC: $w = 1/2$", st.BLACK),
-                     (ti_cross, "TI: $F_{copy} = F_{pool}$", st.VERMILLION))  # fmt: skip
+            marks = (
+                (P_eq, "SMC: $w = 1/2$", st.BLACK),
+                (ti_cross, "TI: $F_{copy} = F_{pool}$", st.VERMILLION),
+            )
             for v, lab, col in marks:
                 if v:
                     a.axvline(v, color=col, ls="--", lw=1, label=f"{lab} at $P$ = {v:.2f}")
         ax[2].axhline(0, color=st.BLACK, lw=0.5)
-        ax[0].set(ylabel="$w_{copy}$ (posterior weight of copying)",
-                  title="posterior weight of copying (SMC)")  # fmt: skip
+        ax[0].set(
+            ylabel="$w_{copy}$ (posterior weight of copying)",
+            title="posterior weight of copying (SMC)",
+        )
         ax[1].set(ylabel="log-odds of copying (nats)", title="SMC weights against the branch TI")
-        ax[2].set(ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
-                  title="evidence: SMC against the branch TI")  # fmt: skip
+        ax[2].set(
+            ylabel="$\\log Z_{SMC} - \\log(Z_{pool} + Z_{copy})_{TI}$ (nats)",
+            title="evidence: SMC against the branch TI",
+        )
         for a in ax:
             a.set_xlabel(st.P_LABEL)
             st.legend(a, ncol=1)
-        fig.suptitle("softmax (plain preset): sequential Monte Carlo against thermodynamic "
-                     "integration, per seed")  # fmt: skip
+        fig.suptitle(
+            "softmax (plain preset): sequential Monte Carlo against thermodynamic "
+            "integration, per seed"
+        )
     return fig

@@ -30,9 +30,14 @@ def reduction_width_figure(width: dict):
             P = np.asarray(d["P"])
             ax.plot(P, d["EK_cG"], "--", color=BLACK, lw=1.5, label="EK theory (N = inf)")
             for i, N in enumerate(widths):
-                ax.plot(P, d[f"N={N}"]["cG"], "o-", ms=3, color=plt.cm.viridis(0.85 * i / 3),
-                        label=f"exact MAP, N = {N:,.0f}" if N < math.inf else
-                        "exact MAP, N = inf")  # fmt: skip
+                ax.plot(
+                    P,
+                    d[f"N={N}"]["cG"],
+                    "o-",
+                    ms=3,
+                    color=plt.cm.viridis(0.85 * i / 3),
+                    label=f"exact MAP, N = {N:,.0f}" if N < math.inf else "exact MAP, N = inf",
+                )
             log_P_axis(ax, P)
             ax.set_xlabel(P_LABEL)
             ax.set_ylabel(f"copy coefficient {head_class(att).order_labels[1]} (dimensionless)")
@@ -48,12 +53,21 @@ def reduction_width_figure(width: dict):
                 gap = [abs(d[f"N={N}"]["cG"][j] / ek[j] - 1) for N in widths]
                 col = PALETTE[k % len(PALETTE)]
                 k += 1
-                curve(ax, widths[:-1], gap[:-1], "-", marker=mk, ms=4, color=col,
-                      label=f"{att}, $P$ = {P[j]}")  # fmt: skip
+                curve(
+                    ax,
+                    widths[:-1],
+                    gap[:-1],
+                    "-",
+                    marker=mk,
+                    ms=4,
+                    color=col,
+                    label=f"{att}, $P$ = {P[j]}",
+                )
                 ax.axhline(gap[-1], color=col, ls=":", lw=1)
         if k:
-            ax.plot([], [], ":", color=BLACK, label="$N$ = inf (dotted level, same colour)",
-                    gid="key")  # fmt: skip
+            ax.plot(
+                [], [], ":", color=BLACK, label="$N$ = inf (dotted level, same colour)", gid="key"
+            )
         ax.set_xscale("log")
         ax.set_yscale("log" if k else "linear")  # k = 0: no P >= 32 on the grid (--tiny)
         ax.set_xticks(widths[:-1], [f"{N:,}" for N in widths[:-1]])

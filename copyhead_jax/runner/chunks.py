@@ -89,8 +89,11 @@ def run_chunked(
             if meta.get("fingerprint") == f"{fingerprint}-{c}":
                 kept[c] = arrays
     todo = [c for c in range(n_chunks) if c not in kept]
-    remote = {} if fan_out is None or not todo else dict(
-        zip(todo, fan_out([run_idx(c) for c in todo]), strict=True))  # fmt: skip
+    remote = (
+        {}
+        if fan_out is None or not todo
+        else dict(zip(todo, fan_out([run_idx(c) for c in todo]), strict=True))
+    )
     parts = []
     for c in range(n_chunks):
         if c in kept:

@@ -26,8 +26,9 @@ def run_mesh(n_devices: int = 0) -> Mesh:
     if n > len(devices):
         raise ValueError(f"n_devices must be <= {len(devices)} (devices available), got {n}")
     try:
-        return jax.make_mesh((n,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,),
-                             devices=devices[:n])  # fmt: skip
+        return jax.make_mesh(
+            (n,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,), devices=devices[:n]
+        )
     except (AttributeError, TypeError):  # older JAX: no axis types, Auto is the only kind
         return Mesh(np.asarray(devices[:n]), ("runs",))
 

@@ -83,8 +83,13 @@ def seconds_per_call(fn, *args, budget_s: float = 0.05, max_calls: int = 20) -> 
     return float(np.median(times))
 
 
-def announce(est: Estimate | Callable[[], Estimate], logger: str, smaller: str | None = None,
-             *, warn: bool = True) -> Estimate | None:  # fmt: skip
+def announce(
+    est: Estimate | Callable[[], Estimate],
+    logger: str,
+    smaller: str | None = None,
+    *,
+    warn: bool = True,
+) -> Estimate | None:
     """``est`` (or what the callable ``est`` returns) as one progress note of ``logger`` (the
     ``copyhead`` command prints it on stderr), and (``warn``) as a :class:`LongWorkWarning`
     (with ``smaller``: how to run less) when its low end is past :data:`LONG_S`; returns it. An
@@ -97,7 +102,10 @@ def announce(est: Estimate | Callable[[], Estimate], logger: str, smaller: str |
             return None
     logging.getLogger(logger).info(est.line())
     if warn and est.seconds[0] > LONG_S:
-        warnings.warn(f"{est.what} will take at least {duration(est.seconds[0])} on this machine "
-                      f"(estimated before it starts)" + (f"; {smaller}" if smaller else ""),
-                      LongWorkWarning, stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{est.what} will take at least {duration(est.seconds[0])} on this machine "
+            f"(estimated before it starts)" + (f"; {smaller}" if smaller else ""),
+            LongWorkWarning,
+            stacklevel=3,
+        )
     return est

@@ -78,11 +78,20 @@ class Progress:
     their real runs; ``n_chunks`` chunks in all, ``on_chunk(i, n_chunks)`` after each one
     computed (not one resumed). ``bar_kw`` go to tqdm (``unit``, ``bar_format``)."""
 
-    def __init__(self, total: int, desc: str, *, show: bool = True, n_chunks: int = 0,
-                 on_chunk: Callable[[int, int], None] | None = None, **bar_kw):  # fmt: skip
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        *,
+        show: bool = True,
+        n_chunks: int = 0,
+        on_chunk: Callable[[int, int], None] | None = None,
+        **bar_kw,
+    ):
         bar_kw.setdefault("unit", "run")
-        self.bar = tqdm(total=total, desc=desc, disable=not show, file=sys.stderr, leave=False,
-                        **bar_kw)  # fmt: skip
+        self.bar = tqdm(
+            total=total, desc=desc, disable=not show, file=sys.stderr, leave=False, **bar_kw
+        )
         self.n_chunks, self.on_chunk = n_chunks, on_chunk
         self.chunks_done = self.runs_done = 0
 
@@ -115,9 +124,17 @@ class Progress:
         def done(c: int, _n: int, loaded: bool) -> None:
             self.chunk_done(min(chunk, n_runs - c * chunk), loaded)
 
-        return run_chunked(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fingerprint,
-                           ckpt_dir=ckpt_dir, on_done=done, snapshots=snapshots,
-                           merge=merge, fan_out=fan_out)  # fmt: skip
+        return run_chunked(
+            n_runs=n_runs,
+            chunk=chunk,
+            compute=compute,
+            fingerprint=fingerprint,
+            ckpt_dir=ckpt_dir,
+            on_done=done,
+            snapshots=snapshots,
+            merge=merge,
+            fan_out=fan_out,
+        )
 
     def update(self, n: float = 1) -> None:
         """Advance the bar by ``n`` runs inside a chunk (or after the chunks)."""

@@ -112,8 +112,9 @@ def check_memory(cfg: Config, groups: dict[int, np.ndarray]) -> None:
         lower = "use a smaller largest P (--P) or a larger memory_budget_gb"
     else:
         what = f"one run at width {cfg.model.width}"
-        lower = ("use engine='reduced' (--engine reduced), a smaller width, or a larger "
-                 "memory_budget_gb")  # fmt: skip
+        lower = (
+            "use engine='reduced' (--engine reduced), a smaller width, or a larger memory_budget_gb"
+        )
     refuse_if_over(need, have, what, lower)
 
 
@@ -128,10 +129,13 @@ def kept_params_bytes(cfg: Config) -> int:
 def check_kept_params(cfg: Config) -> None:
     """Refuse, before any work, kept weights over the budget."""
     n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
-    refuse_if_over(kept_params_bytes(cfg), available_bytes(cfg),
-                   f"keeping the weights of {n_runs} runs at width {cfg.model.width}",
-                   "drop --keep-params, or use fewer --P or --seeds, a smaller --width, or a "
-                   "larger memory_budget_gb")  # fmt: skip
+    refuse_if_over(
+        kept_params_bytes(cfg),
+        available_bytes(cfg),
+        f"keeping the weights of {n_runs} runs at width {cfg.model.width}",
+        "drop --keep-params, or use fewer --P or --seeds, a smaller --width, or a "
+        "larger memory_budget_gb",
+    )
 
 
 def polish_bytes(cfg: Config) -> int:
@@ -147,25 +151,34 @@ def polish_bytes(cfg: Config) -> int:
 def check_polish_memory(cfg: Config) -> None:
     """Refuse, before any work, a polish over the budget."""
     n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
-    refuse_if_over(polish_bytes(cfg), available_bytes(cfg),
-                   f"polishing {n_runs} runs at P <= {cfg.sweep.P_max}",
-                   "polish a sweep of fewer runs (--P, --seeds) or give a larger "
-                   "memory_budget_gb")  # fmt: skip
+    refuse_if_over(
+        polish_bytes(cfg),
+        available_bytes(cfg),
+        f"polishing {n_runs} runs at P <= {cfg.sweep.P_max}",
+        "polish a sweep of fewer runs (--P, --seeds) or give a larger memory_budget_gb",
+    )
 
 
 def check_sampler_memory(mc, runs_per_chunk: int, run_bytes: int, have: int) -> None:
     """Refuse, before any work, a sampler chunk of ``runs_per_chunk`` runs of ``run_bytes``
     each (the sampler's own memory model, ``Sampler.run_bytes``) over the budget ``have``."""
     need = runs_per_chunk * run_bytes
-    what = (f"sampling {runs_per_chunk} run(s) x {mc.n_chains} chain(s) of {mc.n_draws} "
-            "draws")  # fmt: skip
+    what = f"sampling {runs_per_chunk} run(s) x {mc.n_chains} chain(s) of {mc.n_draws} draws"
     steps = "--iterations" if getattr(mc, "kind", "sgld") == "hmc" else "--steps"
     lower = f"use fewer {steps} or --chains, a larger --thin, or a smaller --chunk-runs"
     refuse_if_over(need, have, what, lower)
 
 
 __all__ = [
-    "available_bytes", "check_kept_params", "check_memory", "check_polish_memory",
-    "check_sampler_memory", "chunk_size", "kept_params_bytes", "machine_bytes", "per_run_bytes",
-    "polish_bytes", "refuse_if_over",
-]  # fmt: skip
+    "available_bytes",
+    "check_kept_params",
+    "check_memory",
+    "check_polish_memory",
+    "check_sampler_memory",
+    "chunk_size",
+    "kept_params_bytes",
+    "machine_bytes",
+    "per_run_bytes",
+    "polish_bytes",
+    "refuse_if_over",
+]

@@ -122,9 +122,12 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
     # one run: its own draws (a run in rounds holds n_draws, NaN past them; sampling.rounds)
     n = D if run is None or "n_draws" not in a else int(a["n_draws"][run])
     coords = {
-        "chain": np.arange(C), "draw": np.arange(n), "P": np.asarray(post.P)[:nP],
-        "seed": np.arange(nS), "step": ("draw", steps[:n]),
-    }  # fmt: skip
+        "chain": np.arange(C),
+        "draw": np.arange(n),
+        "P": np.asarray(post.P)[:nP],
+        "seed": np.arange(nS),
+        "step": ("draw", steps[:n]),
+    }
     dims = SAMPLE_DIMS + RUN_DIMS
 
     def var(x, extra=()):  # [P, seed, chain, draw, *extra] -> (dims, values) of the selection
@@ -150,19 +153,22 @@ def to_arviz(post, *, P: int | None = None, seed: int | None = None) -> Any:
     if U is not None:
         stats["lp"] = var(-U)
     if "finite" in a:
-        stats["diverging"] = var(np.broadcast_to(~np.asarray(a["finite"], bool)[..., None],
-                                                 (nP, nS, C, D)))  # fmt: skip
+        stats["diverging"] = var(
+            np.broadcast_to(~np.asarray(a["finite"], bool)[..., None], (nP, nS, C, D))
+        )
     if "energy" in a:  # HMC only
         stats["energy"] = var(a["energy"])
     if "step" in a:
-        stats["step_size"] = var(np.broadcast_to(np.asarray(a["step"])[..., None],
-                                                 (nP, nS, C, D)))  # fmt: skip
+        stats["step_size"] = var(np.broadcast_to(np.asarray(a["step"])[..., None], (nP, nS, C, D)))
     groups["sample_stats"] = xr.Dataset(stats, coords)
     if run is not None and "tokens_sha256" not in post.meta:
         x = run_tokens(post.config, int(post.P[run[0]]), run[1])
         groups["observed_data"] = xr.Dataset(
-            {"x": (("sequence", "position"), x), "y": (("sequence", "position"),
-                                                       np.roll(x, 1, axis=-1))})  # fmt: skip
+            {
+                "x": (("sequence", "position"), x),
+                "y": (("sequence", "position"), np.roll(x, 1, axis=-1)),
+            }
+        )
     mc = post.sampler
     attrs = {
         "inference_library": "copyhead_jax",

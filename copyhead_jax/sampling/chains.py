@@ -123,8 +123,9 @@ def run_chains(
                 state, t = lax.scan(run(fn, start), state, jnp.arange(n))
                 tr_pre.append(t)
 
-        state, (rec, tr) = _blocks(kernel, state, n_draws, thin, keep, follow, a, report,
-                                   n_warm + burn_in, 0)  # fmt: skip
+        state, (rec, tr) = _blocks(
+            kernel, state, n_draws, thin, keep, follow, a, report, n_warm + burn_in, 0
+        )
         tr = jax.tree.map(lambda *xs: jnp.concatenate(xs), *tr_pre, tr) if tr_pre else tr
         return Chains(rec, tr if trace is not None else None, state0, state)
 
@@ -158,21 +159,33 @@ def continue_chains(
 
     def chain(state0, *own):
         a = (*args, *own)
-        state, (rec, tr) = _blocks(kernel, state0, n_draws, thin, keep, follow, a, report, 0,
-                                   first_draw)  # fmt: skip
+        state, (rec, tr) = _blocks(
+            kernel, state0, n_draws, thin, keep, follow, a, report, 0, first_draw
+        )
         return Chains(rec, tr if trace is not None else None, state0, state)
 
     return map_chains(chain, batched)(states, *chain_args)
 
 
-def _blocks(kernel: Kernel, state, n_draws: int, thin: int, keep, follow, a: tuple, report,
-            done: int, first_draw):  # fmt: skip
+def _blocks(
+    kernel: Kernel,
+    state,
+    n_draws: int,
+    thin: int,
+    keep,
+    follow,
+    a: tuple,
+    report,
+    done: int,
+    first_draw,
+):
     """Step 3 of the loop from ``state``: ``(state, (records, trace))``, the trace flattened to
     ``[n_draws * thin, ...]``; ``done`` transitions came before (progress only)."""
 
     def block(s, j):
-        s, t = lax.scan(lambda c, _: _step_and_trace(kernel.step, follow, c, a), s, None,
-                        length=thin)  # fmt: skip
+        s, t = lax.scan(
+            lambda c, _: _step_and_trace(kernel.step, follow, c, a), s, None, length=thin
+        )
         report(done + (j + 1) * thin)
         return s, (keep(s, first_draw + j, *a), t)
 

@@ -66,8 +66,11 @@ def spd_inverse(A: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Arra
         d = X[k, k]
         row = jnp.where(idx == k, 1.0, X[k]) / d  # row k after the sweep
         col = jnp.where(idx == k, 0.0, X[:, k])
-        X = jnp.where((idx == k)[:, None], row[None], jnp.where((idx == k)[None], 0.0, X)
-                      - col[:, None] * row[None])  # fmt: skip
+        X = jnp.where(
+            (idx == k)[:, None],
+            row[None],
+            jnp.where((idx == k)[None], 0.0, X) - col[:, None] * row[None],
+        )
         return X, logdet + jnp.log(d)
 
     X, logdet = lax.fori_loop(0, n, sweep, (A, jnp.zeros((), A.dtype)))
@@ -160,16 +163,18 @@ def _collapsed_data_jvp(act, consts, primals, tangents):
     return value, jnp.sum(gM * tangents[0]) + jnp.sum(gE * tangents[1])
 
 
-def marginal_energy(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective,
-                    weight_scale=1.0):  # fmt: skip
+def marginal_energy(
+    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, weight_scale=1.0
+):
     r"""$U_m(W^G)=-\log\int e^{-U}d\hat W^O/(2\pi\sigma_O^2)^{VN/2}$ (quenched ``U``; the
     readout of ``head`` is ignored). ``weight_scale`` multiplies every kept row's weight (the
     whitening's subsample stands for all rows)."""
     M = head.logit_gram()
     k = weight_scale * row_weights(head, tokens, mask, M.dtype)
     prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
-    data = collapsed_data(head.feature_activation(), _constants(head, obj), M,
-                          head.embeddings(), tokens, k)  # fmt: skip
+    data = collapsed_data(
+        head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
+    )
     return prior + data + obj.likelihood_weight * jnp.sum(k)
 
 

@@ -109,10 +109,12 @@ def _hessian_weighted(head, tokens, mask, obj_unit, w):
     """Hessian of ``w * data + prior`` (``obj_unit`` has likelihood weight 1; ``w`` may be
     traced): the prior part of U in ``(W^G, W_O_hat)`` is diagonal, ``1/sigma_G^2, 1/sigma_O^2``."""
     H_all = hessian(head, tokens, mask, obj_unit)
-    prior = jnp.concatenate([
-        jnp.full((head.W_G.size,), 1.0 / obj_unit.sigma_G**2, H_all.dtype),
-        jnp.full((head.W_O_hat.size,), 1.0 / obj_unit.sigma_O**2, H_all.dtype),
-    ])  # fmt: skip
+    prior = jnp.concatenate(
+        [
+            jnp.full((head.W_G.size,), 1.0 / obj_unit.sigma_G**2, H_all.dtype),
+            jnp.full((head.W_O_hat.size,), 1.0 / obj_unit.sigma_O**2, H_all.dtype),
+        ]
+    )
     return w * (H_all - jnp.diag(prior)) + jnp.diag(prior)
 
 
@@ -151,9 +153,13 @@ def nuts_reference(
     U_w, head_of = whitened_potential(head, obj)
     kernel = NUTS(potential_fn=lambda w: U_w(w, theta, C, tokens, mask))
     mcmc = MCMC(
-        kernel, num_warmup=n_warmup, num_samples=n_samples, num_chains=n_chains,
-        chain_method="sequential", progress_bar=False,
-    )  # fmt: skip
+        kernel,
+        num_warmup=n_warmup,
+        num_samples=n_samples,
+        num_chains=n_chains,
+        chain_method="sequential",
+        progress_bar=False,
+    )
     init = jnp.zeros((n_chains, theta.size) if n_chains > 1 else (theta.size,), theta.dtype)
     mcmc.run(key, init_params=init)
     w = mcmc.get_samples(group_by_chain=True)  # [C, S, n]
@@ -167,6 +173,8 @@ def nuts_reference(
 
 #: Unadjusted Langevin step of the warm-up (whitened at the fit), phase 1.
 WARMUP_ETA = 0.1
+
+
 def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = WARMUP_ETA):
     """Phase 1: unadjusted Langevin on ``U_m`` in the whitening ``C`` from ``head.W_G``, one
     chain per key; returns the end points ``[chains, n]`` (flat ``W_G``)."""
@@ -200,8 +208,9 @@ def collapsed_target(head: AbstractHead, tokens, mask, obj: Objective, C: Whiten
 
     def record(state, j, x_start):
         x = x_start + C @ state.position
-        h = draw_readout(jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x), tokens,
-                         mask, obj)  # fmt: skip
+        h = draw_readout(
+            jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x), tokens, mask, obj
+        )
         return observe(h), jnp.linalg.norm(x - x_fit)
 
     return potential, record
@@ -269,14 +278,18 @@ class CollapsedHMC(Sampler):
     def start(self, keys, head, train, mask, prepared, idx) -> tuple[DrawStats, tuple]:
         """The first round (:mod:`.rounds`): :meth:`sample` with ``round_draws`` draws per
         chain, and the carry: per start group the chains' HMC states, origins and whitening."""
-        out = [self._from(k, h, train, mask, carry=True)
-               for k, h in self._groups(keys, head, prepared, idx)]  # fmt: skip
+        out = [
+            self._from(k, h, train, mask, carry=True)
+            for k, h in self._groups(keys, head, prepared, idx)
+        ]
         return _chains_concat([o[0] for o in out]), tuple(o[1] for o in out)
 
     def more(self, carry, head, train, mask, prepared, idx, first_draw) -> tuple[DrawStats, tuple]:
         """The next round from ``carry``, its draws numbered from ``first_draw``."""
-        out = [_hmc_more(self, h, train, mask, *c, jnp.int32(first_draw))
-               for (_, h), c in zip(self._groups(None, head, prepared, idx), carry)]  # fmt: skip
+        out = [
+            _hmc_more(self, h, train, mask, *c, jnp.int32(first_draw))
+            for (_, h), c in zip(self._groups(None, head, prepared, idx), carry)
+        ]
         carry = tuple((o[1], *c[1:]) for o, c in zip(out, carry))  # new states, same origins
         return _chains_concat([o[0] for o in out]), carry
 
@@ -365,17 +378,29 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
     """Phase 3 of one run (``state``: continue those chains): ``(DrawStats, HMC states)``."""
     s = sampler.mc
     obj = Objective.from_config(sampler.cfg)
-    potential, record = collapsed_target(h, t, m, obj, c,
-                                         lambda hh: sampler.observe_all(hh, t, m))  # fmt: skip
-    st = hmc_chains(k, potential, jnp.zeros_like(x), record, n_iter=n_iter, thin=s.thin,
-                    step_size=s.step_size, n_leap=s.n_leapfrog, n_adapt=s.n_adapt,
-                    target_accept=s.target_accept, adapt_mass=s.adapt_mass, chain_args=(x,),
-                    state=state, first_draw=first_draw)  # fmt: skip
+    potential, record = collapsed_target(h, t, m, obj, c, lambda hh: sampler.observe_all(hh, t, m))
+    st = hmc_chains(
+        k,
+        potential,
+        jnp.zeros_like(x),
+        record,
+        n_iter=n_iter,
+        thin=s.thin,
+        step_size=s.step_size,
+        n_leap=s.n_leapfrog,
+        n_adapt=s.n_adapt,
+        target_accept=s.target_accept,
+        adapt_mass=s.adapt_mass,
+        chain_args=(x,),
+        state=state,
+        first_draw=first_draw,
+    )
     obs, dist = st.records
     finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))
     U0 = sampler.observe(h, t, m)[0] if state is None else jnp.nan  # the first round's counts
-    return DrawStats(obs, st.accept, dist, jnp.full(x.shape[:1], U0, obs.dtype), finite,
-                     st.step_size, st.energy), st.state  # fmt: skip
+    return DrawStats(
+        obs, st.accept, dist, jnp.full(x.shape[:1], U0, obs.dtype), finite, st.step_size, st.energy
+    ), st.state
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -383,16 +408,16 @@ def _hmc_runs(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
     """Phase 3 of every run: :func:`~.hmc.hmc_chains` on the collapsed target, from the
     warm-up's end points ``x_init[runs, C, n]``, ``n_iter`` iterations."""
     n_iter = sampler.mc.n_iter
-    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter)[0])(keys, heads, train, mask,
-                                                                   x_init, C)  # fmt: skip
+    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter)[0])(
+        keys, heads, train, mask, x_init, C
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def _hmc_start(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
     """:func:`_hmc_runs` for the first round (``round_draws`` draws), with the chains' states."""
     n_iter = sampler.mc.round_draws * sampler.mc.thin
-    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter))(keys, heads, train, mask, x_init,
-                                                                C)  # fmt: skip
+    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter))(keys, heads, train, mask, x_init, C)
 
 
 @functools.partial(jax.jit, static_argnums=0)

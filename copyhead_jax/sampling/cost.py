@@ -30,8 +30,10 @@ def _head(cfg: Config, dtype):
     V, L = cfg.task.V, cfg.task.L
     N = V + L if cfg.model.engine == "reduced" else int(cfg.model.width)
     rng = np.random.default_rng(0)
-    w = {k: jnp.asarray(rng.standard_normal(shape), dtype) for k, shape in
-         dict(W_E=(N, V), b=(N, L), W_G=(N, N), W_O_hat=(V, N)).items()}  # fmt: skip
+    w = {
+        k: jnp.asarray(rng.standard_normal(shape), dtype)
+        for k, shape in dict(W_E=(N, V), b=(N, L), W_G=(N, N), W_O_hat=(V, N)).items()
+    }
     return head_class(cfg.model.attention).from_config(cfg, **w)
 
 
@@ -47,8 +49,9 @@ def _one(cfg: Config, rows: int, energy: str, dtype) -> float:
     return seconds_per_call(f, head, tok, mask)
 
 
-def unit_seconds(cfg: Config, rows: np.ndarray | Sequence[float], *, energy: str = "U",
-                 dtype=jnp.float32) -> Callable[[np.ndarray], np.ndarray]:  # fmt: skip
+def unit_seconds(
+    cfg: Config, rows: np.ndarray | Sequence[float], *, energy: str = "U", dtype=jnp.float32
+) -> Callable[[np.ndarray], np.ndarray]:
     """Seconds of one evaluation of the energy (``"U"``: the negative log posterior of the
     config's head; ``"marginal"``: the collapsed $U_m(W^G)$ of a reduced head) and its gradient
     on one run of ``r`` rows, as a function of ``r``: timed once, at the most of ``rows``, and
@@ -91,11 +94,14 @@ def sampler_estimate(cfg: Config, mc: SGLDConfig | HMCConfig, unit=None) -> Esti
         energy, dtype = "U", jnp.float32
     lo = hi if not mc.ess_target else lo
     s = _rows_seconds(cfg, cfg.sweep.P, mc.n_chains, energy, dtype, unit)
-    return Estimate(f"{mc.name}, {n_runs} runs x {mc.n_chains} chains",
-                    (n_runs * mc.n_chains * lo, n_runs * mc.n_chains * hi),
-                    "gradient evaluations", (s * lo, s * hi),
-                    "one evaluation timed here at the most rows, proportional below"
-                    + (", the fewest: one round per chain" if mc.ess_target else ""))  # fmt: skip
+    return Estimate(
+        f"{mc.name}, {n_runs} runs x {mc.n_chains} chains",
+        (n_runs * mc.n_chains * lo, n_runs * mc.n_chains * hi),
+        "gradient evaluations",
+        (s * lo, s * hi),
+        "one evaluation timed here at the most rows, proportional below"
+        + (", the fewest: one round per chain" if mc.ess_target else ""),
+    )
 
 
 def llc_estimate(cfg: Config, n_sets_per_P: int, st) -> Estimate:
@@ -107,7 +113,11 @@ def llc_estimate(cfg: Config, n_sets_per_P: int, st) -> Estimate:
     lo = min(st.burn_in + st.round_steps, hi) if st.ess_target else hi
     s = _rows_seconds(cfg, Ps, n_sets_per_P * st.n_chains, "U", jnp.float32)
     n = len(Ps) * cfg.sweep.n_seeds * n_sets_per_P * st.n_chains
-    return Estimate(f"llc, {len(Ps)} P x {cfg.sweep.n_seeds} seeds x {n_sets_per_P} chain sets",
-                    (n * lo, n * hi), "gradient evaluations", (s * lo, s * hi),
-                    "one evaluation timed here at the most rows, proportional below"
-                    + (", the fewest: one round per chain" if st.ess_target else ""))  # fmt: skip
+    return Estimate(
+        f"llc, {len(Ps)} P x {cfg.sweep.n_seeds} seeds x {n_sets_per_P} chain sets",
+        (n * lo, n * hi),
+        "gradient evaluations",
+        (s * lo, s * hi),
+        "one evaluation timed here at the most rows, proportional below"
+        + (", the fewest: one round per chain" if st.ess_target else ""),
+    )

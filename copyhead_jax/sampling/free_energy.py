@@ -115,10 +115,19 @@ def make_runner(
 
     def chains(key, init, nbeta, eta, args, per_chain_init):
         return sgld_chains(
-            key, init, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in, thin=thin,
-            n_chains=n_chains, args=(nbeta, *args), preconditioner=preconditioner,
-            per_chain_init=per_chain_init, draw_fn=record,
-        )  # fmt: skip
+            key,
+            init,
+            potential,
+            n_steps=n_steps,
+            step_size=eta,
+            burn_in=burn_in,
+            thin=thin,
+            n_chains=n_chains,
+            args=(nbeta, *args),
+            preconditioner=preconditioner,
+            per_chain_init=per_chain_init,
+            draw_fn=record,
+        )
 
     jitted = jax.jit(chains, static_argnums=5)
 
@@ -263,9 +272,16 @@ def thermodynamic_integration(
     etas = _step_sizes(step_size, b)
     C = check_int("n_chains", n_chains, lo=1)
     run = make_runner(
-        nll_fn, prior_fn=prior_fn, gamma=0.0, center=None, n_steps=n_steps, burn_in=burn_in,
-        thin=thin, n_chains=C, preconditioner=preconditioner,
-    )  # fmt: skip
+        nll_fn,
+        prior_fn=prior_fn,
+        gamma=0.0,
+        center=None,
+        n_steps=n_steps,
+        burn_in=burn_in,
+        thin=thin,
+        n_chains=C,
+        preconditioner=preconditioner,
+    )
     start = jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), (C, *np.shape(x))), init)
     K = len(b)
     mean, var, mse, vse = (np.full(K, np.nan) for _ in range(4))
@@ -317,9 +333,16 @@ def wbic(
         raise ValueError(f"prior_fn must be callable w -> -log prior(w), got {prior_fn!r}")
     nbeta = n / math.log(n)
     run = make_runner(
-        nll_fn, prior_fn=prior_fn, gamma=0.0, center=None, n_steps=n_steps, burn_in=burn_in,
-        thin=thin, n_chains=n_chains, preconditioner=preconditioner,
-    )  # fmt: skip
+        nll_fn,
+        prior_fn=prior_fn,
+        gamma=0.0,
+        center=None,
+        n_steps=n_steps,
+        burn_in=burn_in,
+        thin=thin,
+        n_chains=n_chains,
+        preconditioner=preconditioner,
+    )
     d = run(key, init, nbeta, step_size, args)
     m, ok = finite_mean(d.loss, d.health.finite)
     se = float(mcse_mean(ok)) if ok.size and ok.shape[1] >= 4 else float("nan")

@@ -56,11 +56,22 @@ class FullSGLD(Sampler):
         N = int(cfg.model.width)
         weights = N * N + V * N + N * (V + L)
         activations = P * L * L * 8 + P * L * V * 6
-        return 4 * mc.n_chains * (4 * mc.n_steps + (9 + extra) * mc.n_draws + 4 * weights
-                                  + activations)  # fmt: skip
+        return (
+            4
+            * mc.n_chains
+            * (4 * mc.n_steps + (9 + extra) * mc.n_draws + 4 * weights + activations)
+        )
 
-    def run(self, keys, head0, train, mask, n_steps: int | None = None, burn_in: int | None = None,
-            state=None):  # fmt: skip
+    def run(
+        self,
+        keys,
+        head0,
+        train,
+        mask,
+        n_steps: int | None = None,
+        burn_in: int | None = None,
+        state=None,
+    ):
         """All chains of one run (``keys``: one per chain, ``head0`` the shared warm start):
         ``n_steps`` steps (default the config's) after ``burn_in``, or continued from ``state``
         (:mod:`.rounds`). Returns ``(DrawStats, the chains' last state)``."""
@@ -69,10 +80,18 @@ class FullSGLD(Sampler):
         burn_in = s.burn_in if burn_in is None else burn_in
         obj = Objective.from_config(self.cfg)
         res = sgld_chains(
-            keys, head0, lambda h, t, m: neg_log_posterior(h, t, m, obj),
-            n_steps=n_steps, step_size=s.step_size, burn_in=burn_in, thin=s.thin,
-            n_chains=s.n_chains, args=(train, mask), draw_fn=self.observe_all, state=state,
-        )  # fmt: skip
+            keys,
+            head0,
+            lambda h, t, m: neg_log_posterior(h, t, m, obj),
+            n_steps=n_steps,
+            step_size=s.step_size,
+            burn_in=burn_in,
+            thin=s.thin,
+            n_chains=s.n_chains,
+            args=(train, mask),
+            draw_fn=self.observe_all,
+            state=state,
+        )
         n_draws = res.draws.shape[1]
         acc = res.accept_prob[:, n_steps - n_draws * s.thin :]  # the steps leading to draws
         return DrawStats(

@@ -42,9 +42,12 @@ def health_arrays(a: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str,
     U = a["draws"][..., 0]
     h = chain_health(_HealthInput(U, a["accept"], a["finite"], a["distance"], U, a["U0"]))
     out = {
-        "rhat": h.rhat, "ess": h.ess, "accept_mean": h.accept_prob,
-        "distance_mean": h.distance, "frac_below_start": h.frac_below_start,
-    }  # fmt: skip
+        "rhat": h.rhat,
+        "ess": h.ess,
+        "accept_mean": h.accept_prob,
+        "distance_mean": h.distance,
+        "frac_below_start": h.frac_below_start,
+    }
     for name, k in zip(names, (2, 3)):
         x = a["draws"][..., k]
         hk = chain_health(_HealthInput(x, a["accept"], a["finite"], a["distance"], U, a["U0"]))
@@ -71,8 +74,12 @@ def target_meta(mc) -> dict | None:
     the cap in draws per chain."""
     if not mc.ess_target:
         return None
-    return {"ess": mc.ess_target, "rhat": mc.rhat_target, "round_draws": mc.round_draws,
-            "cap_draws": mc.n_rounds * mc.round_draws}  # fmt: skip
+    return {
+        "ess": mc.ess_target,
+        "rhat": mc.rhat_target,
+        "round_draws": mc.round_draws,
+        "cap_draws": mc.n_rounds * mc.round_draws,
+    }
 
 
 def posterior_warnings(res: PosteriorResult) -> list[str]:
@@ -80,23 +87,34 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
     diagnostics, a target not met at the cap), runs named by ``P`` and seed; from the health
     arrays of :func:`health_arrays` (each run's own draws)."""
     a = res.arrays
-    h = ChainHealth(a["rhat"], a["ess"], a["accept_mean"], a["distance_mean"],
-                    a["frac_below_start"], np.asarray(a["finite"], bool))  # fmt: skip
+    h = ChainHealth(
+        a["rhat"],
+        a["ess"],
+        a["accept_mean"],
+        a["distance_mean"],
+        a["frac_below_start"],
+        np.asarray(a["finite"], bool),
+    )
     reduced = res.config.model.engine == "reduced"
     if reduced:  # HMC: a Metropolis acceptance, and the stricter mixing bar (config.HMC_RUN)
         bar = HMC_RUN
-        msgs = health_warnings(h, rhat_max=bar.rhat_max, ess_min=bar.ess_min,
-                               accept_min=bar.accept_min)  # fmt: skip
+        msgs = health_warnings(
+            h, rhat_max=bar.rhat_max, ess_min=bar.ess_min, accept_min=bar.accept_min
+        )
         msgs = [m.replace("MALA acceptance proxy", "HMC acceptance") for m in msgs]
         for name in res.order_names:
             for idx in np.ndindex(a[f"rhat_{name}"].shape):
                 r, e = float(a[f"rhat_{name}"][idx]), float(a[f"ess_{name}"][idx])
                 if r > bar.rhat_max:
-                    msgs.append(f"run {idx}, split R-hat of {name} = {r:.3f} > "
-                                f"{bar.rhat_max}: chains disagree")  # fmt: skip
+                    msgs.append(
+                        f"run {idx}, split R-hat of {name} = {r:.3f} > "
+                        f"{bar.rhat_max}: chains disagree"
+                    )
                 if e < bar.ess_min:
-                    msgs.append(f"run {idx}, ESS of {name} = {e:.1f} < {bar.ess_min}: "
-                                "too few independent draws")  # fmt: skip
+                    msgs.append(
+                        f"run {idx}, ESS of {name} = {e:.1f} < {bar.ess_min}: "
+                        "too few independent draws"
+                    )
     else:
         msgs = health_warnings(h)
     # name runs by (P, seed) rather than by array index
@@ -111,17 +129,21 @@ def posterior_warnings(res: PosteriorResult) -> list[str]:
         for s in range(res.config.sweep.n_seeds):
             bad = [k for k in _diagnostic_keys(res) if not np.isfinite(a[k][i, s])]
             if bad and np.any(a["finite"][i, s]):
-                out.append(f"run P={p} seed={s}: {', '.join(bad)} is NaN (under 4 draws per "
-                           "chain?): the chains cannot be judged; raise --steps")  # fmt: skip
+                out.append(
+                    f"run P={p} seed={s}: {', '.join(bad)} is NaN (under 4 draws per "
+                    "chain?): the chains cannot be judged; raise --steps"
+                )
     if "target_met" in a:
         t = res.meta.get("target") or {}
         for (i, s), ok in np.ndenumerate(a["target_met"]):
             if not ok:
                 e, r = a["ess_reached"][i, s], a["rhat_reached"][i, s]
-                out.append(f"run P={P[i]} seed={s}: target not met at the cap of "
-                           f"{int(a['n_draws'][i, s])} draws per chain (ESS {e:.0f} < "
-                           f"{t.get('ess')} or R-hat {r:.3f} > {t.get('rhat')}, or a chain not "
-                           "finite)")  # fmt: skip
+                out.append(
+                    f"run P={P[i]} seed={s}: target not met at the cap of "
+                    f"{int(a['n_draws'][i, s])} draws per chain (ESS {e:.0f} < "
+                    f"{t.get('ess')} or R-hat {r:.3f} > {t.get('rhat')}, or a chain not "
+                    "finite)"
+                )
     if reduced and "var_U_ratio" in a:
         for i, p in enumerate(P):
             for s, r in enumerate(a["var_U_ratio"][i]):

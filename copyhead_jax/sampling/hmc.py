@@ -67,9 +67,14 @@ State = tuple[Flat, Float[Array, ""], Flat]  # (w, U(w), grad U(w))
 
 
 def hmc_transition(
-    vg: Callable, inside: Callable | None, key: Array, state: State, log_eps, n_leap: int,
+    vg: Callable,
+    inside: Callable | None,
+    key: Array,
+    state: State,
+    log_eps,
+    n_leap: int,
     scale=1.0,
-) -> tuple[State, tuple[Array, Array, Array]]:  # fmt: skip
+) -> tuple[State, tuple[Array, Array, Array]]:
     """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
     ``value_and_grad(U)``, ``inside=None``: no region, ``scale``: the square root of the
     diagonal inverse mass (1: unit mass). Returns ``(state, (acceptance probability, proposal
@@ -150,8 +155,6 @@ def _regularised_scale(acc: _Welford) -> Array:
     return jnp.sqrt(n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0))
 
 
-
-
 class Adaptation(NamedTuple):
     """The warm-up's state: the dual averaging of the step and the running moments (Welford)
     of the position in the current slow window."""
@@ -177,10 +180,15 @@ class HMCState(NamedTuple):
 
 
 def hmc_kernel(
-    potential_fn: Callable, *, step_size: float | Array, n_leap: int = LEAPFROG,
-    n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT, adapt_mass: bool = False,
+    potential_fn: Callable,
+    *,
+    step_size: float | Array,
+    n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT,
+    target_accept: float = TARGET_ACCEPT,
+    adapt_mass: bool = False,
     inside: Callable | None = None,
-) -> Kernel:  # fmt: skip
+) -> Kernel:
     """HMC on ``potential_fn(w, *args)`` (module docstring) as a :class:`~.chains.Kernel`.
 
     ``warmup`` (run ``n_adapt`` times first) tunes the step from ``step_size`` towards
@@ -205,8 +213,16 @@ def hmc_kernel(
 
     def moved(state: HMCState, new: State, info, **changes) -> HMCState:
         (w, u, g), (a, out, e) = new, info
-        return state._replace(i=state.i + 1, position=w, potential_energy=u, potential_grad=g,
-                              accept_prob=a, outside=out, energy=e, **changes)  # fmt: skip
+        return state._replace(
+            i=state.i + 1,
+            position=w,
+            potential_energy=u,
+            potential_grad=g,
+            accept_prob=a,
+            outside=out,
+            energy=e,
+            **changes,
+        )
 
     def init(key, position, *args) -> HMCState:
         u, g = jax.value_and_grad(potential_fn)(position, *args)
@@ -214,9 +230,18 @@ def hmc_kernel(
         da = dual_averaging_init(step_size, dt)
         zero = jnp.zeros_like(position)
         moments = _Welford(jnp.zeros((), dt), zero, zero)
-        return HMCState(jnp.zeros((), jnp.int32), position, u, g, jnp.ones((), dt),
-                        jnp.zeros((), dt), u, jnp.ones_like(position),
-                        Adaptation(da, moments), key)  # fmt: skip
+        return HMCState(
+            jnp.zeros((), jnp.int32),
+            position,
+            u,
+            g,
+            jnp.ones((), dt),
+            jnp.zeros((), dt),
+            u,
+            jnp.ones_like(position),
+            Adaptation(da, moments),
+            key,
+        )
 
     def warmup(state: HMCState, *args) -> HMCState:
         i, dt = state.i, state.position.dtype
@@ -238,8 +263,9 @@ def hmc_kernel(
             restart = dual_averaging_init(jnp.exp(da.log_eps), dt)
             da = jax.tree.map(lambda r, x: jnp.where(cut, r, x), restart, da)
             zero = jnp.zeros_like(w)
-            acc = jax.tree.map(lambda z, x: jnp.where(cut, z, x),
-                               _Welford(jnp.zeros((), dt), zero, zero), acc)  # fmt: skip
+            acc = jax.tree.map(
+                lambda z, x: jnp.where(cut, z, x), _Welford(jnp.zeros((), dt), zero, zero), acc
+            )
         return moved(state, new, info, scale=scale, adaptation=Adaptation(da, acc))
 
     def step(state: HMCState, *args) -> HMCState:
@@ -267,18 +293,34 @@ def hmc_state_structure():
     """The pytree structure of an :class:`HMCState` (its leaves in ``jax.tree.leaves`` order;
     the key is the last), to rebuild a saved state from its leaves."""
     z = 0
-    return jax.tree.structure(HMCState(z, z, z, z, z, z, z, z, Adaptation(
-        DualAveraging(z, z, z, z), _Welford(z, z, z)), z))  # fmt: skip
+    return jax.tree.structure(
+        HMCState(
+            z, z, z, z, z, z, z, z, Adaptation(DualAveraging(z, z, z, z), _Welford(z, z, z)), z
+        )
+    )
 
 
 def hmc_chains(
-    keys, potential_fn: Callable, positions, record: Callable | None = None, *, n_iter: int,
-    thin: int = 1, step_size: float | Array, inside: Callable | None = None,
-    n_leap: int = LEAPFROG, n_adapt: int = HMC_ADAPT, target_accept: float = TARGET_ACCEPT,
-    adapt_mass: bool = False, args: tuple = (), chain_args: tuple = (), batched: bool = True,
-    progress: Callable[[int, int], None] | None = None, state: HMCState | None = None,
+    keys,
+    potential_fn: Callable,
+    positions,
+    record: Callable | None = None,
+    *,
+    n_iter: int,
+    thin: int = 1,
+    step_size: float | Array,
+    inside: Callable | None = None,
+    n_leap: int = LEAPFROG,
+    n_adapt: int = HMC_ADAPT,
+    target_accept: float = TARGET_ACCEPT,
+    adapt_mass: bool = False,
+    args: tuple = (),
+    chain_args: tuple = (),
+    batched: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    state: HMCState | None = None,
     first_draw=0,
-) -> HMCChains:  # fmt: skip
+) -> HMCChains:
     """HMC chains on ``potential_fn(w, *args, *chain_args)``, one per key from
     ``positions[c]``: :func:`hmc_kernel` through :func:`~.chains.run_chains` (``batched``:
     ``vmap`` over chains, else one after the other). The ``n_adapt`` warm-up transitions are
@@ -289,18 +331,31 @@ def hmc_chains(
     ``state`` (a previous call's ``HMCChains.state``): continue those chains for ``n_iter`` more
     iterations (:func:`~.chains.continue_chains`: no warm-up; ``positions`` unused), their draws
     numbered from ``first_draw``; the chains equal one call of the summed length."""
-    kernel = hmc_kernel(potential_fn, step_size=step_size, n_leap=n_leap, n_adapt=n_adapt,
-                        target_accept=target_accept, adapt_mass=adapt_mass,
-                        inside=inside)  # fmt: skip
+    kernel = hmc_kernel(
+        potential_fn,
+        step_size=step_size,
+        n_leap=n_leap,
+        n_adapt=n_adapt,
+        target_accept=target_accept,
+        adapt_mass=adapt_mass,
+        inside=inside,
+    )
     n_draws = check_int("n_iter // thin", n_iter // check_int("thin", thin, lo=1), lo=1)
 
     def keep(state: HMCState, j, *a):
         rec = state.position if record is None else record(state, j, *a)
         return rec, state.energy
 
-    common = dict(n_draws=n_draws, thin=thin, record=keep, args=args, chain_args=chain_args,
-                  trace=lambda s: (s.accept_prob, s.outside), batched=batched,
-                  progress=progress)  # fmt: skip
+    common = dict(
+        n_draws=n_draws,
+        thin=thin,
+        record=keep,
+        args=args,
+        chain_args=chain_args,
+        trace=lambda s: (s.accept_prob, s.outside),
+        batched=batched,
+        progress=progress,
+    )
     if state is None:
         c = run_chains(kernel, keys, positions, **common)
     else:

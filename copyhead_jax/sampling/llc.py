@@ -104,9 +104,16 @@ def local_learning_coefficient(
     n = check_int("n", n, lo=2)
     nbeta = default_nbeta(n) if nbeta is None else check_float("nbeta", nbeta, lo=0.0)
     run = make_runner(
-        nll_fn, prior_fn=prior_fn, gamma=gamma, center=w_star, n_steps=n_steps,
-        burn_in=burn_in, thin=thin, n_chains=n_chains, preconditioner=preconditioner,
-    )  # fmt: skip
+        nll_fn,
+        prior_fn=prior_fn,
+        gamma=gamma,
+        center=w_star,
+        n_steps=n_steps,
+        burn_in=burn_in,
+        thin=thin,
+        n_chains=n_chains,
+        preconditioner=preconditioner,
+    )
     draws = run(key, w_star, nbeta, step_size, args)
     init_loss = float(nll_fn(w_star, *args))
     mean, ok = finite_mean(draws.loss, draws.health.finite)

@@ -131,11 +131,16 @@ class RunLLC(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: lists of lists, NaN as None."""
         clean = lambda a: [[None if not np.isfinite(x) else float(x) for x in r] for r in a]
-        return {"P": self.P.tolist(), "d": self.d, "d_half": self.d / 2,
-                "attention": self.attention, "pstar": self.pstar,
-                "settings": dataclasses.asdict(self.settings),
-                "target": target_meta(self.settings),
-                **{k: clean(np.asarray(v, float)) for k, v in self.arrays.items()}}  # fmt: skip
+        return {
+            "P": self.P.tolist(),
+            "d": self.d,
+            "d_half": self.d / 2,
+            "attention": self.attention,
+            "pstar": self.pstar,
+            "settings": dataclasses.asdict(self.settings),
+            "target": target_meta(self.settings),
+            **{k: clean(np.asarray(v, float)) for k, v in self.arrays.items()},
+        }
 
 
 def _same_runs(sweeps: Sequence[SweepResult]) -> None:
@@ -159,8 +164,10 @@ def _same_runs(sweeps: Sequence[SweepResult]) -> None:
         other = {k: v for k, v in s.config.to_dict().items() if k != "train"}
         if other != base:
             bad = sorted(k for k in base if base[k] != other.get(k))
-            raise ValueError(f"sweeps must share task, model, posterior and sweep settings (the "
-                             f"same runs, other starts); they differ in {bad}")  # fmt: skip
+            raise ValueError(
+                f"sweeps must share task, model, posterior and sweep settings (the "
+                f"same runs, other starts); they differ in {bad}"
+            )
 
 
 def lowest_u_fits(sweeps: Sequence[SweepResult]) -> tuple[SweepResult, np.ndarray]:
@@ -198,10 +205,16 @@ def check_llc_memory(cfg, st: LLCSettings, best: SweepResult) -> int:
     shapes = (best["params/W_G"].shape[2:], best["params/W_O_hat"].shape[2:])
     n_params = int(sum(np.prod(s) for s in shapes))
     n_draws = st.n_rounds * st.round_draws
-    what = (f"llc: {cfg.sweep.n_seeds} seed(s) x {st.n_chains} chain(s) of {n_draws:,} draws "
-            f"and {n_params:,} parameters")  # fmt: skip
-    refuse_if_over(llc_bytes(cfg, st, n_params), available_bytes(cfg), what,
-                   "use fewer --steps or --chains, or a larger --thin")  # fmt: skip
+    what = (
+        f"llc: {cfg.sweep.n_seeds} seed(s) x {st.n_chains} chain(s) of {n_draws:,} draws "
+        f"and {n_params:,} parameters"
+    )
+    refuse_if_over(
+        llc_bytes(cfg, st, n_params),
+        available_bytes(cfg),
+        what,
+        "use fewer --steps or --chains, or a larger --thin",
+    )
     return n_params
 
 
@@ -209,8 +222,23 @@ def _sq(w) -> Array:
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(w))
 
 
-def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=None, *,
-                cfg: Any, st: LLCSettings, n_steps: int, burn_in: int):  # fmt: skip
+def _run_chains(
+    key,
+    ws,
+    tok,
+    m,
+    W_E,
+    b,
+    nbeta_over_n,
+    gamma,
+    prior_on,
+    carry=None,
+    *,
+    cfg: Any,
+    st: LLCSettings,
+    n_steps: int,
+    burn_in: int,
+):
     """One run's chains for ``n_steps`` steps after ``burn_in``, or continued from ``carry`` (the
     previous round's): ``(stats, carry)`` with ``stats = (draws [C, T, 3] of (L_n, o1, oG),
     L_n(w*), eta, lambda_max, finite [C])`` and ``carry = (SGLD state, eta, lambda_max,
@@ -254,14 +282,39 @@ def _run_chains(key, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=No
         state, L0 = None, Ln(ws)
     else:
         state, eta, lam, L0 = carry
-    res = sgld_chains(key, ws, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in,
-                      thin=st.thin, n_chains=st.n_chains, draw_fn=observe, state=state)  # fmt: skip
+    res = sgld_chains(
+        key,
+        ws,
+        potential,
+        n_steps=n_steps,
+        step_size=eta,
+        burn_in=burn_in,
+        thin=st.thin,
+        n_chains=st.n_chains,
+        draw_fn=observe,
+        state=state,
+    )
     return (res.draws, L0, eta, lam, res.finite), (res.last_state, eta, lam, L0)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "st", "n_steps", "burn_in"))
-def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=None, *, cfg,
-                st, n_steps, burn_in):  # fmt: skip
+def _chains_jit(
+    keys,
+    ws,
+    tok,
+    m,
+    W_E,
+    b,
+    nbeta_over_n,
+    gamma,
+    prior_on,
+    carry=None,
+    *,
+    cfg,
+    st,
+    n_steps,
+    burn_in,
+):
     """:func:`_run_chains` over the seeds of one P (leading axis; the scalars shared)."""
     one = functools.partial(_run_chains, cfg=cfg, st=st, n_steps=n_steps, burn_in=burn_in)
     return jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None, 0))(
@@ -269,8 +322,7 @@ def _chains_jit(keys, ws, tok, m, W_E, b, nbeta_over_n, gamma, prior_on, carry=N
     )
 
 
-def chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg,
-              program=None) -> dict:  # fmt: skip
+def chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg, program=None) -> dict:
     """The host arrays of one chain set (``args`` of the chains' program without the carry;
     ``ok[seed]``: the seeds with a centre): ``draws [S, C, T, 3]``, ``finite [S, C]``,
     ``L0``, ``step``, ``lambda_max`` ``[S]`` and ``n_draws [S]``; the fixed length, or rounds
@@ -281,16 +333,22 @@ def chain_set(args: tuple, st: LLCSettings, ok: np.ndarray, snapshot, cfg,
 
     def host(out):
         draws, L0, eta, lam, fin = (np.asarray(x) for x in out)
-        return {"draws": draws, "finite": fin.astype(bool), "L0": L0, "step": eta,
-                "lambda_max": lam}  # fmt: skip
+        return {
+            "draws": draws,
+            "finite": fin.astype(bool),
+            "L0": L0,
+            "step": eta,
+            "lambda_max": lam,
+        }
 
     if not st.ess_target:
         got = host(run(*args, cfg=cfg, st=st, n_steps=st.n_steps, burn_in=st.burn_in)[0])
         return {**got, "n_draws": np.full(len(ok), st.n_draws, np.int64)}
 
     def start():
-        return run(*args, cfg=cfg, st=st, burn_in=st.burn_in,
-                   n_steps=st.burn_in + st.round_draws * st.thin)  # fmt: skip
+        return run(
+            *args, cfg=cfg, st=st, burn_in=st.burn_in, n_steps=st.burn_in + st.round_draws * st.thin
+        )
 
     def more(carry, _first_draw):
         return run(*args, carry, cfg=cfg, st=st, burn_in=0, n_steps=st.round_draws * st.thin)
@@ -315,18 +373,32 @@ def _finite(draws: np.ndarray, fin: np.ndarray) -> np.ndarray:
 
 
 #: what one chain set (one P, one estimator) keeps per seed
-CHUNK_FIELDS = ("value", "mcse", "rhat", "ess", "eta", "lambda_max", "ess_reached",
-                "rhat_reached", "n_draws", "target_met", "finite", "E_star")
+CHUNK_FIELDS = (
+    "value",
+    "mcse",
+    "rhat",
+    "ess",
+    "eta",
+    "lambda_max",
+    "ess_reached",
+    "rhat_reached",
+    "n_draws",
+    "target_met",
+    "finite",
+    "E_star",
+)
 
 
 def _fingerprint(cfg, st: LLCSettings, estimators: list[str], key, best: SweepResult) -> str:
     """What determines every chain set: the runs' config, the settings, the estimators, the
     chains' key and the centres w* (their weights, U and ok flags)."""
     weights = ("params/W_G", "params/W_O_hat", "params/W_E", "params/b", "U")
-    return fingerprint([cfg.to_dict(), dataclasses.asdict(st), estimators],
-                       np.asarray(jax.random.key_data(key)).tobytes(),
-                       *(np.ascontiguousarray(best[k]).tobytes() for k in weights),
-                       np.asarray(best.ok).tobytes())  # fmt: skip
+    return fingerprint(
+        [cfg.to_dict(), dataclasses.asdict(st), estimators],
+        np.asarray(jax.random.key_data(key)).tobytes(),
+        *(np.ascontiguousarray(best[k]).tobytes() for k in weights),
+        np.asarray(best.ok).tobytes(),
+    )
 
 
 def _summaries(draws: Float[np.ndarray, "S C T"], L0, fin: Bool[np.ndarray, "S C"], nbeta):
@@ -383,8 +455,9 @@ def llc_runs(
     if not isinstance(st, LLCSettings):
         raise ValueError(f"settings must be an LLCSettings, got {type(st).__name__}")
     if isinstance(estimators, str) or not set(estimators) <= set(ESTIMATORS) or not estimators:
-        raise ValueError(f"estimators must be a non-empty subset of {tuple(ESTIMATORS)}, "
-                         f"got {estimators!r}")  # fmt: skip
+        raise ValueError(
+            f"estimators must be a non-empty subset of {tuple(ESTIMATORS)}, got {estimators!r}"
+        )
     run = {e: ESTIMATORS[e] for e in ESTIMATORS if e in estimators}
     best, src = lowest_u_fits(sweeps)
     cfg = best.config
@@ -394,17 +467,29 @@ def llc_runs(
         a = {k: v for k, v in posterior.config.to_dict().items() if k != "train"}
         b = {k: v for k, v in cfg.to_dict().items() if k != "train"}
         if a != b:
-            raise ValueError("posterior must sample the runs of the sweeps (same task, model, "
-                             "posterior and sweep settings)")  # fmt: skip
+            raise ValueError(
+                "posterior must sample the runs of the sweeps (same task, model, "
+                "posterior and sweep settings)"
+            )
     nP, nS = len(cfg.sweep.P), cfg.sweep.n_seeds
     d = check_llc_memory(cfg, st, best)
     inp = sweep_inputs(cfg, None)
     train, mask = np.asarray(inp.train), np.asarray(inp.mask)
     names = ["source", "U_star", "E_star"]
     for e in ESTIMATORS:
-        names += [e, f"{e}_mcse", f"{e}_rhat", f"{e}_ess", f"{e}_eta", f"{e}_lambda_max",
-                  f"{e}_ess_reached", f"{e}_rhat_reached", f"{e}_n_draws", f"{e}_target_met",
-                  f"{e}_finite"]  # fmt: skip
+        names += [
+            e,
+            f"{e}_mcse",
+            f"{e}_rhat",
+            f"{e}_ess",
+            f"{e}_eta",
+            f"{e}_lambda_max",
+            f"{e}_ess_reached",
+            f"{e}_rhat_reached",
+            f"{e}_n_draws",
+            f"{e}_target_met",
+            f"{e}_finite",
+        ]
     out = {k: np.full((nP, nS), np.nan) for k in names}
     out["source"], out["U_star"] = src.astype(float), np.where(src >= 0, best["U"], np.nan)
     ok = best.ok
@@ -412,8 +497,13 @@ def llc_runs(
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
     if progress:  # what it will cost, before any work (one line on stderr under the command)
         announce(lambda: llc_estimate(cfg, len(run), st), __name__)
-    bar = Progress(len(sets), f"llc {cfg.model.attention} ({nS} seeds per P)",
-                   show=progress, n_chunks=len(sets), unit="chain set")  # fmt: skip
+    bar = Progress(
+        len(sets),
+        f"llc {cfg.model.attention} ({nS} seeds per P)",
+        show=progress,
+        n_chunks=len(sets),
+        unit="chain set",
+    )
 
     def compute(idx, snapshot) -> dict[str, np.ndarray]:
         """The chain set ``sets[idx[0]]``: its per-seed estimate, MCSE, health, step, curvature,
@@ -430,20 +520,29 @@ def llc_runs(
         m = jnp.asarray(mask[rows][:, :P], jnp.float32)
         ws = (jnp.asarray(best["params/W_G"][i]), jnp.asarray(best["params/W_O_hat"][i]))
         W_E, b = jnp.asarray(best["params/W_E"][i]), jnp.asarray(best["params/b"][i])
-        keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, P),
-                                                   list(ESTIMATORS).index(e)), nS)  # fmt: skip
-        args = (keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0,
-                float(prior_on))  # fmt: skip
+        keys = jax.random.split(
+            jax.random.fold_in(jax.random.fold_in(key, P), list(ESTIMATORS).index(e)), nS
+        )
+        args = (keys, ws, tok, m, W_E, b, frac(P), st.gamma if localised else 0.0, float(prior_on))
         got = chain_set(args, st, ok[i], snapshot, cfg)
         draws = np.asarray(got["draws"], np.float64)
         L0 = np.asarray(got["L0"], np.float64)
         fin = _finite(draws, got["finite"]) & ok[i][:, None]
         sm = _summaries(draws[..., 0], L0, fin, frac(P) * P)
         e_min, r_max = reached(draws, fin, OBSERVED)
-        row.update(value=sm["value"], mcse=sm["mcse"], rhat=sm["rhat"], ess=sm["ess"],
-                   eta=got["step"], lambda_max=got["lambda_max"], ess_reached=e_min,
-                   rhat_reached=r_max, n_draws=got["n_draws"], finite=fin.mean(-1),
-                   E_star=np.where(ok[i], P * L0, np.nan))  # fmt: skip
+        row.update(
+            value=sm["value"],
+            mcse=sm["mcse"],
+            rhat=sm["rhat"],
+            ess=sm["ess"],
+            eta=got["step"],
+            lambda_max=got["lambda_max"],
+            ess_reached=e_min,
+            rhat_reached=r_max,
+            n_draws=got["n_draws"],
+            finite=fin.mean(-1),
+            E_star=np.where(ok[i], P * L0, np.nan),
+        )
         if st.ess_target:
             row["target_met"] = met(e_min, r_max, fin, st)
         if e == "wbic":  # E_beta0[n L_n] = P * mean L_n and its MCSE, not a difference
@@ -451,9 +550,14 @@ def llc_runs(
         return {k: np.asarray(v, np.float64).reshape(1, nS) for k, v in row.items()}
 
     fp = _fingerprint(cfg, st, list(run), key, best)
-    done = bar.chunks(n_runs=len(sets), chunk=1, compute=compute, fingerprint=fp,
-                      ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
-                      snapshots=True)  # fmt: skip
+    done = bar.chunks(
+        n_runs=len(sets),
+        chunk=1,
+        compute=compute,
+        fingerprint=fp,
+        ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
+        snapshots=True,
+    )
     bar.close()
     for j, (i, e) in enumerate(sets):  # the chain sets' rows into the [P, seed] arrays
         out["E_star"][i] = done["E_star"][j]  # n L_n(w*), the same for every estimator
@@ -480,7 +584,16 @@ def devinterp_sweep(res: SweepResult, key: jax.Array, settings: LLCSettings) -> 
     P = np.asarray(res.config.sweep.P, float)
     with np.errstate(all="ignore"):
         nbeta = np.where(P > 1, P / np.log(np.maximum(P, 2)), np.nan)
-    out = {k: a["devinterp" + s] for k, s in (("value", ""), ("mcse", "_mcse"), ("rhat", "_rhat"),
-           ("ess", "_ess"), ("eta", "_eta"), ("lambda_max", "_lambda_max"),
-           ("finite_frac", "_finite"))}  # fmt: skip
+    out = {
+        k: a["devinterp" + s]
+        for k, s in (
+            ("value", ""),
+            ("mcse", "_mcse"),
+            ("rhat", "_rhat"),
+            ("ess", "_ess"),
+            ("eta", "_eta"),
+            ("lambda_max", "_lambda_max"),
+            ("finite_frac", "_finite"),
+        )
+    }
     return out | {"nbeta": np.broadcast_to(nbeta[:, None], a["devinterp_mcse"].shape).copy()}

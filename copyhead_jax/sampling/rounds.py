@@ -43,8 +43,9 @@ JUDGED = tuple(DRAW_FIELDS.index(f) for f in ("U", "c1", "cG"))
 _SNAPSHOT_KIND = "copyhead_jax.RoundSnapshot"
 
 
-def reached(draws: np.ndarray, finite: np.ndarray,
-            columns: tuple[int, ...] = JUDGED) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def reached(
+    draws: np.ndarray, finite: np.ndarray, columns: tuple[int, ...] = JUDGED
+) -> tuple[np.ndarray, np.ndarray]:
     """``(ess_min, rhat_max)`` per run of ``draws[runs, C, S, F]``: the smallest ESS and largest
     split R-hat of the judged ``columns`` (default :data:`JUDGED`) over the run's finite chains
     (NaN with no finite chain, under 4 draws, or a constant trace)."""
@@ -64,9 +65,11 @@ def met(ess_min, rhat_max, finite, mc) -> np.ndarray:
     """Whether each run meets ``mc``'s target: every chain finite (``finite[..., C]``), ESS
     ``>= mc.ess_target``, R-hat ``<= mc.rhat_target`` (NaN never meets it)."""
     with np.errstate(invalid="ignore"):
-        return np.asarray(np.all(np.asarray(finite, bool), axis=-1)
-                          & (np.asarray(ess_min) >= mc.ess_target)
-                          & (np.asarray(rhat_max) <= mc.rhat_target))  # fmt: skip
+        return np.asarray(
+            np.all(np.asarray(finite, bool), axis=-1)
+            & (np.asarray(ess_min) >= mc.ess_target)
+            & (np.asarray(rhat_max) <= mc.rhat_target)
+        )
 
 
 def join_rounds(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -84,11 +87,16 @@ def join_rounds(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str,
     return out
 
 
-def sample_rounds(mc, start: Callable, more: Callable, host: Callable, structure,
-                  snapshot: tuple[Path, str] | None,
-                  done: Callable[[dict], bool] | None = None,
-                  on_round: Callable[[int], None] | None = None,
-                  ) -> dict[str, np.ndarray]:  # fmt: skip
+def sample_rounds(
+    mc,
+    start: Callable,
+    more: Callable,
+    host: Callable,
+    structure,
+    snapshot: tuple[Path, str] | None,
+    done: Callable[[dict], bool] | None = None,
+    on_round: Callable[[int], None] | None = None,
+) -> dict[str, np.ndarray]:
     """The draws of one chunk's runs in rounds (module docstring), as host arrays with a leading
     run axis plus ``n_draws[runs]``. ``mc`` gives ``n_rounds`` and ``round_draws`` (and the
     target); ``start()`` and ``more(carry, first_draw)`` return ``(stats, carry)`` (device),
@@ -98,6 +106,7 @@ def sample_rounds(mc, start: Callable, more: Callable, host: Callable, structure
     run :func:`met` ``mc``'s target on ``draws`` and ``finite``); ``on_round(rounds)`` is called
     after a round is saved, before the next one starts (progress; it changes no number)."""
     if done is None:
+
         def done(a):
             return bool(met(*reached(a["draws"], a["finite"]), a["finite"], mc).all())
 
@@ -126,8 +135,13 @@ def _save(snapshot, arrays: dict, carry, rounds: int) -> None:
     out = {f"round/{k}": v for k, v in arrays.items()}
     for i, (x, key) in enumerate(zip(leaves, is_key)):
         out[f"carry_{i:04d}"] = np.asarray(jax.random.key_data(x) if key else x)
-    meta = {"kind": _SNAPSHOT_KIND, "schema": 1, "fingerprint": fp, "rounds": rounds,
-            "keys": [i for i, k in enumerate(is_key) if k]}  # fmt: skip
+    meta = {
+        "kind": _SNAPSHOT_KIND,
+        "schema": 1,
+        "fingerprint": fp,
+        "rounds": rounds,
+        "keys": [i for i, k in enumerate(is_key) if k],
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_save_npz(path, out, meta)
 
@@ -141,9 +155,13 @@ def _load(snapshot, structure):
     if meta.get("fingerprint") != snapshot[1] or n != structure.num_leaves:
         return None
     keys = set(meta["keys"])
-    leaves = [jax.random.wrap_key_data(saved[f"carry_{i:04d}"]) if i in keys
-              else jnp.asarray(saved[f"carry_{i:04d}"]) for i in range(n)]  # fmt: skip
-    arrays = {k[len("round/"):]: v for k, v in saved.items() if k.startswith("round/")}
+    leaves = [
+        jax.random.wrap_key_data(saved[f"carry_{i:04d}"])
+        if i in keys
+        else jnp.asarray(saved[f"carry_{i:04d}"])
+        for i in range(n)
+    ]
+    arrays = {k[len("round/") :]: v for k, v in saved.items() if k.startswith("round/")}
     return arrays, jax.tree.unflatten(structure, leaves), int(meta["rounds"])
 
 
@@ -168,8 +186,9 @@ def _pad(x: np.ndarray, S: int) -> np.ndarray:
     return np.pad(x, pad, constant_values=fill)
 
 
-def by_length(fn: Callable[[dict], dict], arrays: dict[str, np.ndarray],
-              n_draws: np.ndarray | None) -> dict[str, np.ndarray]:  # fmt: skip
+def by_length(
+    fn: Callable[[dict], dict], arrays: dict[str, np.ndarray], n_draws: np.ndarray | None
+) -> dict[str, np.ndarray]:
     """``fn(arrays)`` (per-run results ``[P, seed, ...]``) computed for each set of runs with
     the same ``n_draws[P, seed]`` on their own draws alone: per-draw arrays
     ``[P, seed, chain, draw, ...]`` cut at that many draws (``None``: every run has all)."""
@@ -184,14 +203,20 @@ def by_length(fn: Callable[[dict], dict], arrays: dict[str, np.ndarray],
     out: dict[str, np.ndarray] = {}
     for n in lengths:
         sel = n_draws == n
-        sub = {k: (v[sel][:, None, :, :n] if v.ndim >= 4 else v[sel][:, None])
-               for k, v in arrays.items() if v.shape[:2] == lead}  # fmt: skip
+        sub = {
+            k: (v[sel][:, None, :, :n] if v.ndim >= 4 else v[sel][:, None])
+            for k, v in arrays.items()
+            if v.shape[:2] == lead
+        }
         for k, v in fn(sub).items():
             v = np.asarray(v)
             if k not in out:
                 fill = False if v.dtype == bool else np.nan
-                dtype = v.dtype if v.dtype == bool or np.issubdtype(v.dtype, np.floating) \
-                    else np.float64  # fmt: skip
+                dtype = (
+                    v.dtype
+                    if v.dtype == bool or np.issubdtype(v.dtype, np.floating)
+                    else np.float64
+                )
                 out[k] = np.full(lead + v.shape[2:], fill, dtype)
             out[k][sel] = v[:, 0]
     return out

@@ -99,9 +99,7 @@ SAMPLERS: dict[type, type[Sampler]] = {SGLDConfig: FullSGLD, HMCConfig: Collapse
 def sampler_for(cfg: Config, mc: SGLDConfig | HMCConfig) -> Sampler:
     """The program that runs ``mc`` on the sweeps of ``cfg``."""
     if type(mc) not in SAMPLERS:
-        raise ValueError(
-            f"sampler must be an SGLDConfig or an HMCConfig, got {type(mc).__name__}"
-        )
+        raise ValueError(f"sampler must be an SGLDConfig or an HMCConfig, got {type(mc).__name__}")
     return SAMPLERS[type(mc)](cfg, mc)
 
 
@@ -160,8 +158,9 @@ def run_sampler(
     mesh = run_mesh(cfg.sweep.n_devices)
     chunk = chunk_runs or cfg.sweep.chunk_runs or program.chunk_runs(n_runs) or n_runs
     chunk = mesh.size * math.ceil(min(chunk, n_runs) / mesh.size)
-    check_sampler_memory(sampler, math.ceil(chunk / mesh.size), program.run_bytes(),
-                         available_bytes(cfg))  # fmt: skip
+    check_sampler_memory(
+        sampler, math.ceil(chunk / mesh.size), program.run_bytes(), available_bytes(cfg)
+    )
     if progress:  # what it will cost, before any work (one line on stderr under the command)
         announce(lambda: sampler_estimate(cfg, sampler), __name__)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
@@ -172,8 +171,13 @@ def run_sampler(
     chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
     cls = head_class(cfg.model.attention)
     prepared = program.prepare(heads)
-    bar = Progress(n_runs, f"{sampler.name} {cfg.model.attention} ({C} chains per run)",
-                   show=progress, n_chunks=math.ceil(n_runs / chunk), on_chunk=on_chunk)
+    bar = Progress(
+        n_runs,
+        f"{sampler.name} {cfg.model.attention} ({C} chains per run)",
+        show=progress,
+        n_chunks=math.ceil(n_runs / chunk),
+        on_chunk=on_chunk,
+    )
 
     def compute(idx, snapshot):
         train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
@@ -182,10 +186,14 @@ def run_sampler(
             if not np.any(mask[:, n_keep:] > 0):
                 train, mask = train[:, :n_keep], mask[:, :n_keep]
         data = shard_runs(
-            dict(keys=chain_keys[idx], train=train, mask=mask,
-                 **{k: v[idx] for k, v in heads.items()}),
+            dict(
+                keys=chain_keys[idx],
+                train=train,
+                mask=mask,
+                **{k: v[idx] for k, v in heads.items()},
+            ),
             mesh,
-        )  # fmt: skip
+        )
         head = cls.from_arrays(cfg, data)
         keys = jax.random.wrap_key_data(data["keys"])
         t, m = data["train"], data["mask"]
@@ -198,16 +206,27 @@ def run_sampler(
             st = program.sample(keys, head, t, m, prepared, idx)
             return {**host(st), "n_draws": np.full(len(idx), sampler.n_draws, np.int64)}
         return sample_rounds(
-            sampler, lambda: program.start(keys, head, t, m, prepared, idx),
-            lambda carry, n: program.more(carry, head, t, m, prepared, idx, n), host,
-            program.carry_structure(head), snapshot,
-        )  # fmt: skip
+            sampler,
+            lambda: program.start(keys, head, t, m, prepared, idx),
+            lambda carry, n: program.more(carry, head, t, m, prepared, idx, n),
+            host,
+            program.carry_structure(head),
+            snapshot,
+        )
 
     # the record fields name what a checkpoint holds: older chunks without energy are redone
-    fp = fingerprint([cfg.to_dict(), sampler.kind, dataclasses.asdict(sampler), chunk,
-                      DrawStats._fields])  # fmt: skip
-    merged = bar.chunks(n_runs=n_runs, chunk=chunk, compute=compute, fingerprint=fp,
-                        ckpt_dir=ckpt, snapshots=True, merge=merge)  # fmt: skip
+    fp = fingerprint(
+        [cfg.to_dict(), sampler.kind, dataclasses.asdict(sampler), chunk, DrawStats._fields]
+    )
+    merged = bar.chunks(
+        n_runs=n_runs,
+        chunk=chunk,
+        compute=compute,
+        fingerprint=fp,
+        ckpt_dir=ckpt,
+        snapshots=True,
+        merge=merge,
+    )
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
     n_used = arrays["n_draws"]
@@ -215,8 +234,11 @@ def run_sampler(
     arrays.update(by_length(lambda a: health_arrays(a, order_names(cfg)), arrays, n_used))
     arrays.update(by_length(program.extras, arrays, n_used))
     arrays.update(target_arrays(arrays, order_names(cfg), sampler))
-    meta = {"environment": environment(), "sampler_name": sampler.name,
-            "target": target_meta(sampler)}  # fmt: skip
+    meta = {
+        "environment": environment(),
+        "sampler_name": sampler.name,
+        "target": target_meta(sampler),
+    }
     if "tokens_sha256" in sweep.meta:  # a user's rows: the data cannot be redrawn from cfg
         meta["tokens_sha256"] = sweep.meta["tokens_sha256"]
     res = PosteriorResult(cfg, sampler, arrays, meta, draw_fields(cfg))
@@ -226,8 +248,11 @@ def run_sampler(
     for w in warnings:
         _warnings.warn(w, RunHealthWarning, stacklevel=2)
     if flagged.any():
-        _warnings.warn(f"{int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
-                       "R-hat/ESS NaN or past the thresholds: flagged=True)", RunHealthWarning,
-                       stacklevel=2)  # fmt: skip
+        _warnings.warn(
+            f"{int(flagged.sum())} of {n_runs} runs flagged (non-finite chains, or "
+            "R-hat/ESS NaN or past the thresholds: flagged=True)",
+            RunHealthWarning,
+            stacklevel=2,
+        )
     held.finish(None if out is None else lambda: res.save(out))
     return res

@@ -39,8 +39,9 @@ def n_groups(mc: HMCConfig) -> int:
     return {"fit": 1, "both": 2, "prior": mc.n_chains}[mc.starts]
 
 
-def start_points(cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray,
-                 rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def start_points(
+    cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """``[G, runs, D, D]``: the start ``W^G`` of each group for every run; ``W_G[runs, D, D]``
     the fits, ``roots[runs, D, D]`` each run's Gram root ``T``."""
     if mc.starts == "fit":
@@ -58,9 +59,20 @@ def start_points(cfg: Config, mc: HMCConfig, W_G: np.ndarray, roots: np.ndarray,
     L, V = cfg.task.L, cfg.task.V
     logit = cfg.train.init_copy_logit
     with jax.enable_x64(True):  # T^{-1}: the Gram root may be ill conditioned
-        with_copy = np.stack([np.asarray(copy_start(jnp.asarray(T, jnp.float64), V=V, L=L,
-                                                    logit=logit, attention=cfg.model.attention))
-                              for T in roots])  # fmt: skip
+        with_copy = np.stack(
+            [
+                np.asarray(
+                    copy_start(
+                        jnp.asarray(T, jnp.float64),
+                        V=V,
+                        L=L,
+                        logit=logit,
+                        attention=cfg.model.attention,
+                    )
+                )
+                for T in roots
+            ]
+        )
     return np.stack([np.zeros_like(with_copy), with_copy]).astype(np.float32)
 
 
@@ -85,8 +97,12 @@ def branch_arrays(aG: np.ndarray, finite: np.ndarray, mc: HMCConfig) -> dict[str
                     se[i, s] = 0.0  # every draw on one branch: no spread to estimate
             if G > 1 and ok.all() and S >= 2:
                 rhat[i, s] = float(split_rhat(x[i, s].reshape(G, C // G * S)))
-    return {"branch_weight": w, "branch_weight_mcse": se, "branch_weight_by_start": by,
-            "rhat_between": rhat}  # fmt: skip
+    return {
+        "branch_weight": w,
+        "branch_weight_mcse": se,
+        "branch_weight_by_start": by,
+        "rhat_between": rhat,
+    }
 
 
 def start_warnings(arrays: dict[str, np.ndarray], P, mc: HMCConfig, name: str) -> list[str]:

@@ -35,8 +35,15 @@ import numpy as np
 
 from .._checks import check_float
 
-__all__ = ["PerTrace", "Susceptibility", "check_trace", "ess", "mcse_mean", "split_rhat",
-           "susceptibility"]  # fmt: skip
+__all__ = [
+    "PerTrace",
+    "Susceptibility",
+    "check_trace",
+    "ess",
+    "mcse_mean",
+    "split_rhat",
+    "susceptibility",
+]
 
 #: one value per leading index: an array, or one NumPy number for a single ``(chain, draw)`` trace
 PerTrace = np.ndarray | np.floating

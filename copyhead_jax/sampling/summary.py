@@ -45,14 +45,23 @@ def llc_summary(res, post) -> dict:
     w = Objective.from_config(res.config).likelihood_weight
     m, se, n_eff = run_mean(post, "train_loss")
     scale = w * res.P.astype(float)[:, None]
-    return {"value": scale * (m - res["train_loss"]), "mcse": scale * se, "ess": n_eff,
-            "D_star": scale * res["train_loss"], "nbeta": "n (beta = 1)", "gamma": 0.0}  # fmt: skip
+    return {
+        "value": scale * (m - res["train_loss"]),
+        "mcse": scale * se,
+        "ess": n_eff,
+        "D_star": scale * res["train_loss"],
+        "nbeta": "n (beta = 1)",
+        "gamma": 0.0,
+    }
 
 
 def branch_summary(res, post) -> dict:
     """MAP and posterior-mean order parameters, susceptibilities with MCSE, LLC, chain health."""
-    out = {"P": res.P.tolist(), "n_seeds": int(res.config.sweep.n_seeds),
-           "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")}}  # fmt: skip
+    out = {
+        "P": res.P.tolist(),
+        "n_seeds": int(res.config.sweep.n_seeds),
+        "map": {k: res[k] for k in ("c1", "cG", "r", "psi", "U")},
+    }
     out["map"]["converged"], out["map"]["min_eig"] = res["converged"], res["min_eig"]
     out["post_mean"], out["post_mcse"], out["susceptibility"] = {}, {}, {}
     for k in ("c1", "cG", "r", "psi", "U"):
@@ -119,20 +128,24 @@ def health_line(b: dict) -> dict:
         rh = np.fmax(np.fmax(h["rhat"], h["rhat_cG"]), h["rhat_c1"])
         es = np.fmin(np.fmin(h["ess"], h["ess_cG"]), h["ess_c1"])
         b["health_summary"] = {
-            "rhat_max": float(np.nanmax(rh)), "rhat_U_max": float(np.nanmax(h["rhat"])),
+            "rhat_max": float(np.nanmax(rh)),
+            "rhat_U_max": float(np.nanmax(h["rhat"])),
             "rhat_cG_max": float(np.nanmax(h["rhat_cG"])),
             "rhat_c1_max": float(np.nanmax(h["rhat_c1"])),
-            "ess_min": float(np.nanmin(es)), "ess_U_min": float(np.nanmin(h["ess"])),
+            "ess_min": float(np.nanmin(es)),
+            "ess_U_min": float(np.nanmin(h["ess"])),
             "ess_cG_min": float(np.nanmin(h["ess_cG"])),
             "ess_c1_min": float(np.nanmin(h["ess_c1"])),
-            "accept_range": [float(np.nanmin(h["accept_mean"])),
-                             float(np.nanmax(h["accept_mean"]))],
+            "accept_range": [
+                float(np.nanmin(h["accept_mean"])),
+                float(np.nanmax(h["accept_mean"])),
+            ],
             "n_runs": int(np.sum(np.isfinite(h["rhat"]))),
             RHAT_RUN_KEY: int(np.sum(rh > HMC_RUN.rhat_max)),
             RHAT_FINAL_KEY: int(np.sum(rh > FINAL.rhat_max)),
             ESS_KEY: int(np.sum(es < HMC_RUN.ess_min)),
             "finite_chains_min": int(np.nanmin(h["finite_chains"])),
-        }  # fmt: skip
+        }
     return b
 
 
@@ -176,10 +189,15 @@ def linear_transitions(P, psi_map, psi_post, r_map) -> dict:
     psi of the MAP and of the posterior mean turns fastest in log P (``P_cG``) and passes 1/2
     (``P_cG_half``), and where the MAP's r (gauge-fixed >= 0) leaves 0, passing 0.05."""
     P = np.asarray(P, float)
-    on = lambda psi: {"P_cG": locate_max_slope(P, psi).to_dict(),  # noqa: E731
-                      "P_cG_half": locate_level(P, psi, 0.5).to_dict()}  # fmt: skip
-    return {"map": on(psi_map), "post": on(psi_post),
-            "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict()}  # fmt: skip
+    on = lambda psi: {
+        "P_cG": locate_max_slope(P, psi).to_dict(),  # noqa: E731
+        "P_cG_half": locate_level(P, psi, 0.5).to_dict(),
+    }
+    return {
+        "map": on(psi_map),
+        "post": on(psi_post),
+        "map_P_c1_r005": locate_level(P, r_map, 0.05).to_dict(),
+    }
 
 
 def seed_mean_transitions(merged: dict, parts: list) -> dict:
@@ -208,12 +226,17 @@ def linear_summary(parts: list, points: dict) -> dict:
     (``points["map"]``) and at the posterior's own P*_cG and psi = 1/2."""
     lin = functools.reduce(merge_blocks, parts)
     t = lin["transitions"] = seed_mean_transitions(lin, parts) | {
-        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"}
-    lin["early_warning"] = {k: verdicts(lin, P) for k, P in (
-        ("theory_map_P_c1", points["map"]["P_c1"]),
-        ("theory_map_P_cG", points["map"]["P_cG"]),
-        ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
-        ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]))}  # fmt: skip
+        "note": "psi = seed mean (fewer seeds on the high grid); r is gauge-fixed >= 0"
+    }
+    lin["early_warning"] = {
+        k: verdicts(lin, P)
+        for k, P in (
+            ("theory_map_P_c1", points["map"]["P_c1"]),
+            ("theory_map_P_cG", points["map"]["P_cG"]),
+            ("posterior_P_cG", t["post"]["P_cG"]["P_star"]),
+            ("posterior_P_cG_half", t["post"]["P_cG_half"]["P_star"]),
+        )
+    }
     return lin
 
 
@@ -224,10 +247,13 @@ def softmax_summary(pool: dict, copy: dict | None, high: dict | None, points: di
     seed-mean posterior ``aG`` passes 1 (from the copy start where run); the early-warning
     verdict at the EK MAP P*_aG."""
     soft: dict = {"pool": pool}
-    cross = {"theory_map": points["map"]["P_aG"], "theory_post": points["post"]["P_aG"],
-             "theory_map_spinodals": points["map"]["spinodals"],
-             "theory_post_spinodals": points["post"]["spinodals"],
-             "paper": PAPER_MEASURED["P_aG"]}  # fmt: skip
+    cross = {
+        "theory_map": points["map"]["P_aG"],
+        "theory_post": points["post"]["P_aG"],
+        "theory_map_spinodals": points["map"]["spinodals"],
+        "theory_post_spinodals": points["post"]["spinodals"],
+        "paper": PAPER_MEASURED["P_aG"],
+    }
     if copy is not None:
         common, distinct, mcr = start_crossing(pool["P"], pool["map"], copy["P"], copy["map"])
         cross.update(map_U=mcr["located"], map_U_per_seed=mcr)
@@ -236,7 +262,8 @@ def softmax_summary(pool: dict, copy: dict | None, high: dict | None, points: di
         soft["copy_high"] = high
     starts = [b for b in (copy, high) if b] or [pool]
     soft["posterior_copies"] = posterior_level(starts) | {
-        "start": "copy" if starts[0] is not pool else "zero logits"}
+        "start": "copy" if starts[0] is not pool else "zero logits"
+    }
     soft["posterior_copies_pool_start"] = posterior_level([pool])
     soft["crossings"] = cross
     soft["early_warning"] = {"theory_map_P_aG": verdicts(pool, points["map"]["P_aG"])}
@@ -249,22 +276,37 @@ def per_P_markdown(title: str, b: dict) -> list[str]:
     brackets; devinterp's per ``b["llc_dv"]`` entry) and chain health."""
     sus, llc = b["susceptibility"], b["llc"]
     gammas = list(b.get("llc_dv", {}))
-    L = [f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
-         "", "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
-         " P Var U | lambda-hat (beta 1) |" + "".join(f" devinterp {g} |" for g in gammas) +
-         " finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
-         "|" + "---|" * (14 + len(gammas))]  # fmt: skip
+    L = [
+        f"#### {title}: order parameters, susceptibilities, lambda-hat (cG = aG for softmax)",
+        "",
+        "| P | seeds | MAP cG | post cG | MAP r | post r | P Var c1 | P Var cG | P Var r |"
+        " P Var U | lambda-hat (beta 1) |"
+        + "".join(f" devinterp {g} |" for g in gammas)
+        + " finite chains | max R-hat (U, c1, cG) | min ESS (U, c1, cG) |",
+        "|" + "---|" * (14 + len(gammas)),
+    ]
     h = b["health"]
     err = lambda x, i: fmt(float(np.nanmax(np.asarray(x["mcse"][i], float))), 2)  # noqa: E731
     for i, p in enumerate(b["P"]):
         with quiet():
             nS = int(np.sum(np.isfinite(np.asarray(b["map"]["cG"][i], float))))
-            row = [str(p), str(nS), mean_sd(b["map"]["cG"][i]), mean_sd(b["post_mean"]["cG"][i]),
-                   mean_sd(b["map"]["r"][i]), mean_sd(b["post_mean"]["r"][i])]  # fmt: skip
-            row += [f"{fmt(float(np.nanmean(np.asarray(sus[k]['value'][i], float))))} "
-                    f"({err(sus[k], i)})" for k in OBSERVABLES]  # fmt: skip
-            row += [f"{mean_sd(x['value'][i])} ({err(x, i)})"
-                    for x in (llc, *(b["llc_dv"][g] for g in gammas))]  # fmt: skip
+            row = [
+                str(p),
+                str(nS),
+                mean_sd(b["map"]["cG"][i]),
+                mean_sd(b["post_mean"]["cG"][i]),
+                mean_sd(b["map"]["r"][i]),
+                mean_sd(b["post_mean"]["r"][i]),
+            ]
+            row += [
+                f"{fmt(float(np.nanmean(np.asarray(sus[k]['value'][i], float))))} "
+                f"({err(sus[k], i)})"
+                for k in OBSERVABLES
+            ]
+            row += [
+                f"{mean_sd(x['value'][i])} ({err(x, i)})"
+                for x in (llc, *(b["llc_dv"][g] for g in gammas))
+            ]
             row += [
                 str(int(np.nansum(h["finite_chains"][i]))),
                 ", ".join(fmt(np.nanmax(h[k][i]), 4) for k in ("rhat", "rhat_c1", "rhat_cG")),
@@ -277,9 +319,11 @@ def per_P_markdown(title: str, b: dict) -> list[str]:
 def health_markdown(blocks) -> list[str]:
     """Lines of the chain-health table, one row per ``(title, summary)`` of ``blocks`` (None
     summaries skipped) from its :func:`health_line` and ``wall_seconds``."""
-    out = [f"| block | runs | max R-hat | runs R-hat > {FINAL.rhat_max:g} / > {HMC_RUN.rhat_max:g}"
-           f" | min ESS | runs ESS < {HMC_RUN.ess_min:g} | HMC acceptance | sampling min |",
-           "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        f"| block | runs | max R-hat | runs R-hat > {FINAL.rhat_max:g} / > {HMC_RUN.rhat_max:g}"
+        f" | min ESS | runs ESS < {HMC_RUN.ess_min:g} | HMC acceptance | sampling min |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for title, b in blocks:
         if b is None:
             continue
@@ -296,14 +340,19 @@ def health_markdown(blocks) -> list[str]:
 def verdicts_markdown(blocks) -> list[str]:
     """Lines of the early-warning table: per ``(name, {which P*: verdicts(...)})`` of ``blocks``,
     one row per observable (entries that are not dicts skipped)."""
-    out = ["| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
-           " verdict |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        "| attention | P* used | observable | seeds | chi ratio [95% CI] | Var ratio [95% CI] |"
+        " verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for att, ew in blocks:
         for which, vs in ew.items():
             for k, v in (vs if isinstance(vs, dict) else {}).items():
                 ci, vc = v["ratio_ci"] or [None, None], v["var_ratio_ci"] or [None, None]
-                out.append(f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
-                           f" {fmt(v['ratio'])} [{fmt(ci[0])}, {fmt(ci[1])}] |"
-                           f" {fmt(v['var_ratio'])} [{fmt(vc[0])}, {fmt(vc[1])}] |"
-                           f" {v['verdict']} |")  # fmt: skip
+                out.append(
+                    f"| {att} | {which} = {v['P_star']:.3g} | {k} | {v['n_seeds']} |"
+                    f" {fmt(v['ratio'])} [{fmt(ci[0])}, {fmt(ci[1])}] |"
+                    f" {fmt(v['var_ratio'])} [{fmt(vc[0])}, {fmt(vc[1])}] |"
+                    f" {v['verdict']} |"
+                )
     return out

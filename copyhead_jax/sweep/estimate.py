@@ -44,21 +44,24 @@ def sweep_estimate(cfg: Config, unit=None) -> Estimate:
         rows = _BLOCK * np.ceil(P_of / _BLOCK)
         per = EXACT_EVALS
         dtype = jnp.float64
-        basis = (f"per run {per[0]}-{per[1]} as at the paper's configuration, at most "
-                 f"{cfg.solver.max_steps + 64}")  # fmt: skip
+        basis = (
+            f"per run {per[0]}-{per[1]} as at the paper's configuration, at most "
+            f"{cfg.solver.max_steps + 64}"
+        )
     t = unit or unit_seconds(cfg, rows, dtype=dtype)
     extra = program.extra_runs() / max(n_runs, 1)  # continuation: re-solves, each like a run
     s = float(t(rows).sum()) * (1 + extra)
     n = n_runs * (1 + extra)
-    return Estimate(f"sweep {cfg.model.attention} N={cfg.model.width}, {n_runs} runs"
-                    + (f" + {program.extra_runs()} continuation re-solves" if extra else ""),
-                    (n * per[0], n * per[1]), "evaluations of U and its gradient",
-                    (s * per[0], s * per[1]),
-                    f"{basis}; one evaluation timed here: {_ms(t(rows.max()))} at "
-                    f"{int(rows.max())} rows")  # fmt: skip
+    return Estimate(
+        f"sweep {cfg.model.attention} N={cfg.model.width}, {n_runs} runs"
+        + (f" + {program.extra_runs()} continuation re-solves" if extra else ""),
+        (n * per[0], n * per[1]),
+        "evaluations of U and its gradient",
+        (s * per[0], s * per[1]),
+        f"{basis}; one evaluation timed here: {_ms(t(rows.max()))} at {int(rows.max())} rows",
+    )
 
 
 def _ms(s) -> str:
     s = float(np.asarray(s))
     return f"{1e3 * s:.2g} ms" if s < 1 else f"{s:.3g} s"
-

@@ -66,8 +66,13 @@ def finite_theory(
         for t, g in zip(tokens, grams)
     ]
     kind = theory_of(attention)
-    keys = ("n_min", "minima_value", "minima_valid", *kind.fields,
-            *(f"minima_{k}" for k in kind.minima_fields))  # fmt: skip
+    keys = (
+        "n_min",
+        "minima_value",
+        "minima_valid",
+        *kind.fields,
+        *(f"minima_{k}" for k in kind.minima_fields),
+    )
     return {"P": P, **{k: np.stack([x[k] for x in per_seed], axis=1) for k in keys}}
 
 
@@ -121,8 +126,9 @@ def finite_width(params: TheoryParams, runs, attention: str, P_grid) -> dict[str
             more = finite_theory(th, attention, toks, grams, extra)
             Pm = np.concatenate([ft["P"], more["P"]])
             order = np.argsort(Pm)
-            ft = {k: (Pm[order] if k == "P" else np.concatenate([ft[k], more[k]])[order])
-                  for k in ft}  # fmt: skip
+            ft = {
+                k: (Pm[order] if k == "P" else np.concatenate([ft[k], more[k]])[order]) for k in ft
+            }
     pts = [finite_points(ft, attention, s) for s in range(nS)]
     return {"curve": ft, "points": pts, "summary": summarise_points(pts)}
 
@@ -146,10 +152,18 @@ def finite_points(ft, attention: str, s: int) -> dict[str, loc.Located]:
         i, j = np.flatnonzero(two)[[0, -1]]
         lo = (float(P[i - 1]) if i > 0 else None, float(P[i]))
         hi = (float(P[j]), float(P[j + 1]) if j + 1 < P.size else None)
-        out["spinodal_lo"] = loc.Located("spinodal", math.sqrt(lo[0] * lo[1]) if lo[0] else None,
-                                         lo if lo[0] else None, lo[0] is not None)  # fmt: skip
-        out["spinodal_hi"] = loc.Located("spinodal", math.sqrt(hi[0] * hi[1]) if hi[1] else None,
-                                         hi if hi[1] else None, hi[1] is not None)  # fmt: skip
+        out["spinodal_lo"] = loc.Located(
+            "spinodal",
+            math.sqrt(lo[0] * lo[1]) if lo[0] else None,
+            lo if lo[0] else None,
+            lo[0] is not None,
+        )
+        out["spinodal_hi"] = loc.Located(
+            "spinodal",
+            math.sqrt(hi[0] * hi[1]) if hi[1] else None,
+            hi if hi[1] else None,
+            hi[1] is not None,
+        )
     return out
 
 

@@ -159,8 +159,9 @@ class Runs:
         cont = self.continued()
         if cont is not None:
             return cont[key][np.searchsorted(self.P, np.asarray(P, int))]
-        return np.stack([self.parts[self._where[int(p)][0]][key][self._where[int(p)][1]]
-                         for p in P])  # fmt: skip
+        return np.stack(
+            [self.parts[self._where[int(p)][0]][key][self._where[int(p)][1]] for p in P]
+        )
 
     def masked(self, key: str, P=None) -> np.ndarray:
         """``key`` as float with diverged runs set to NaN."""
@@ -210,9 +211,11 @@ def continue_runs(runs: Runs, P: tuple[int, ...]) -> dict[str, np.ndarray]:
             stack.enter_context(computing(ckpt / f"{runs.cfg.model.attention}-{fp}"))
         solve = exact_solve_from(cfg, run_mesh(cfg.sweep.n_devices))
         out = continue_in_P(cfg, sweep_inputs(cfg, None), arrays, solve, ckpt, fp)
-    log(f"  continued {runs.label or cfg.model.attention} L={cfg.task.L} V={cfg.task.V} over "
+    log(
+        f"  continued {runs.label or cfg.model.attention} L={cfg.task.L} V={cfg.task.V} over "
         f"{len(P)} P x {nS} seeds in {time.time() - t0:.0f} s "
-        f"({int((out['start_source'] != 0).sum())} runs moved to a lower minimum)")  # fmt: skip
+        f"({int((out['start_source'] != 0).sum())} runs moved to a lower minimum)"
+    )
     return {k: v.reshape((len(P), nS) + v.shape[1:]) for k, v in out.items()}
 
 
@@ -338,8 +341,10 @@ def posterior_moments(
                 t0 = time.time()
                 with contextlib.redirect_stderr(io.StringIO()):  # chain health is in the result
                     post = run_sampler(sub, chain, out=path, progress=False)
-                log(f"  sampled {cfg.model.attention} P={g} seed {s} (eta={eta:.2g}) in "
-                    f"{time.time() - t0:.0f} s")  # fmt: skip
+                log(
+                    f"  sampled {cfg.model.attention} P={g} seed {s} (eta={eta:.2g}) in "
+                    f"{time.time() - t0:.0f} s"
+                )
             rows = [index[p] for p in g]
             for f in fields:
                 m, v = post.moments(f)

@@ -99,9 +99,11 @@ def run_sweep(
     """
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
-    if (isinstance(snapshot_every_s, bool | str | bytes)
-            or not isinstance(snapshot_every_s, int | float | np.integer | np.floating)
-            or not snapshot_every_s >= 0):  # fmt: skip  (not >= 0 also rejects NaN)
+    if (
+        isinstance(snapshot_every_s, bool | str | bytes)
+        or not isinstance(snapshot_every_s, int | float | np.integer | np.floating)
+        or not snapshot_every_s >= 0
+    ):  # not >= 0 also rejects NaN
         raise ValueError(
             f"snapshot_every_s must be >= 0 seconds (a number; inf: off), got {snapshot_every_s!r}"
         )
@@ -157,17 +159,26 @@ def run_sweep(
         fp += "" if tokens is None else f"-{tokens_tag(tokens)}"  # resume: same rows
         task = (cfg, lr_mult, pad, tokens, runs, keep_fitted)
         part = bar.chunks(
-            n_runs=len(runs), chunk=sizes[pad], compute=compute, fingerprint=fp,
-            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}", snapshots=True,
+            n_runs=len(runs),
+            chunk=sizes[pad],
+            compute=compute,
+            fingerprint=fp,
+            ckpt_dir=None if ckpt is None else ckpt / f"pad{pad}",
+            snapshots=True,
             fan_out=None if cluster is None else functools.partial(_fan_out, cluster, task),
-        )  # fmt: skip
+        )
         for k, v in part.items():
             merged.setdefault(k, np.zeros((n_runs,) + v.shape[1:], v.dtype))[runs] = v
     # what needs every chunk's fits (continuation in P; it runs on the one padding group the
     # exact solver has, so `inputs` are all runs)
-    merged = program.after_chunks(inputs, merged, mesh,
-                                  None if ckpt is None else ckpt / "continuation", fp,
-                                  on_runs=bar.update)  # fmt: skip
+    merged = program.after_chunks(
+        inputs,
+        merged,
+        mesh,
+        None if ckpt is None else ckpt / "continuation",
+        fp,
+        on_runs=bar.update,
+    )
     if not keep_params:  # kept only for the work after the chunks
         merged = {k: v for k, v in merged.items() if not k.startswith("params/")}
     C = max(sizes.values())
@@ -186,15 +197,21 @@ def run_sweep(
     result = SweepResult(config=cfg, arrays=arrays, meta=meta)
     n_bad = int(arrays["diverged"].sum())
     if n_bad:
-        warnings.warn(f"{n_bad} of {n_runs} runs diverged (non-finite or blown up: "
-                      "diverged=True; excluded from means)", RunHealthWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{n_bad} of {n_runs} runs diverged (non-finite or blown up: "
+            "diverged=True; excluded from means)",
+            RunHealthWarning,
+            stacklevel=2,
+        )
     n_unc = int((result.unconverged & ~arrays["diverged"]).sum())
     if n_unc:
-        warnings.warn(f"{n_unc} of {n_runs} exact fits did not converge within "
-                      f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
-                      "means); raise --exact-max-steps or --exact-gtol", RunHealthWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{n_unc} of {n_runs} exact fits did not converge within "
+            f"max_steps={cfg.solver.max_steps} (converged=False; excluded from "
+            "means); raise --exact-max-steps or --exact-gtol",
+            RunHealthWarning,
+            stacklevel=2,
+        )
     held.finish(None if out is None else lambda: result.save(out))
     return result
 
@@ -206,8 +223,9 @@ def _remote_chunk(task: tuple) -> dict[str, np.ndarray]:
     inputs = sweep_inputs(cfg, lr_mult, pad, tokens)
     chunk_inputs = jax.tree_util.tree_map(lambda a: a[runs[idx]], inputs)
     program = solver_program(cfg)
-    return program.run_chunk(chunk_inputs, keep_fitted, None, run_mesh(cfg.sweep.n_devices),
-                             None, math.inf)  # fmt: skip
+    return program.run_chunk(
+        chunk_inputs, keep_fitted, None, run_mesh(cfg.sweep.n_devices), None, math.inf
+    )
 
 
 def _fan_out(cluster: str, task: tuple, idxs: list) -> list[dict[str, np.ndarray]]:
@@ -216,8 +234,7 @@ def _fan_out(cluster: str, task: tuple, idxs: list) -> list[dict[str, np.ndarray
     out = map_groups(_remote_chunk, [(*task, i) for i in idxs], cluster=cluster)
     bad = failures(out)
     if bad:
-        raise ValueError(f"{len(bad)} of {len(idxs)} sweep chunk(s) failed on {cluster}: "
-                         f"{bad[0]}")  # fmt: skip
+        raise ValueError(f"{len(bad)} of {len(idxs)} sweep chunk(s) failed on {cluster}: {bad[0]}")
     return out
 
 

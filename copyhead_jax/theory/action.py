@@ -277,8 +277,7 @@ def ek_action(
     prior scale is ``sigma_G / L``, ``'inv_sqrt_L'``: ``sigma_G / sqrt L``); for softmax ``G``
     is the logit matrix. ``stats``, ``causal``: the source and the mask (:func:`ek_terms`, §12).
     """
-    t = ek_terms(G, P=P, params=params, attention=attention, gram=gram, stats=stats,
-                 causal=causal)  # fmt: skip
+    t = ek_terms(G, P=P, params=params, attention=attention, gram=gram, stats=stats, causal=causal)
     return _combine(t, objective, pushforward)
 
 
@@ -299,8 +298,9 @@ def finite_terms(
     """``Q, D, R, J`` of the exact finite-P form (i) on a training set (docs/theory.md §3, §2b;
     ``causal``: §12). Any token source: the statistics are the training set's own."""
     st = as_stats(tokens, params.V)
-    return _terms(G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention,
-                  causal=causal)  # fmt: skip
+    return _terms(
+        G, st.S4, st.S2, st.P, gram=gram, params=params, attention=attention, causal=causal
+    )
 
 
 def finite_action(
@@ -321,6 +321,5 @@ def finite_action(
     ``None`` for the ``N -> infinity`` prior Gram. Under A1 this is the exact objective of the
     quenched MAP protocol (docs/theory.md §2, §2b).
     """
-    t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram,
-                     causal=causal)  # fmt: skip
+    t = finite_terms(G, tokens=tokens, params=params, attention=attention, gram=gram, causal=causal)
     return _combine(t, objective, pushforward)

@@ -116,10 +116,17 @@ def beyond_points(
         S4, S2 = source_stats(task)
     logP = np.linspace(np.log(P_range[0]), np.log(P_range[1]), n_P)
     out: dict[str, Any] = {
-        "inputs": {**params.to_dict(), "causal": causal, "space": space,
-                   "iid": task is None or is_iid(task), "P_range": list(P_range), "n_P": n_P},
-        "P": np.exp(logP), "notes": [],
-    }  # fmt: skip
+        "inputs": {
+            **params.to_dict(),
+            "causal": causal,
+            "space": space,
+            "iid": task is None or is_iid(task),
+            "P_range": list(P_range),
+            "n_P": n_P,
+        },
+        "P": np.exp(logP),
+        "notes": [],
+    }
     atts = [k.name for k in ks]
     key = jax.random.key(seed)
     with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
@@ -134,8 +141,9 @@ def beyond_points(
                 out.update(_linear_points(logP, up, prob, out["notes"]))
                 out[att] = {"up": up}
             else:
-                down = minimisers(t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4,
-                               S2, key, **kw)  # fmt: skip
+                down = minimisers(
+                    t[::-1], _theta0(att, space, L, copy=True, dtype=S4.dtype), S4, S2, key, **kw
+                )
                 down = {k: np.asarray(v)[::-1] for k, v in down.items()}
                 fine = _refine(logP, up, down, S4, S2, key, n_fine, kw)
                 out.update(_softmax_points(*(fine or (logP, up, down)), prob, out["notes"], att))
@@ -153,8 +161,12 @@ def beyond_points(
                 b.pop("theta", None)
     out["not_found"] = not_found(out["notes"])
     if space == "full":
-        cos = [np.nanmin(b["cosine"]) for a in atts for b in out[a].values()
-               if np.any(np.isfinite(b["cosine"]))]  # fmt: skip
+        cos = [
+            np.nanmin(b["cosine"])
+            for a in atts
+            for b in out[a].values()
+            if np.any(np.isfinite(b["cosine"]))
+        ]
         out["coverage_min"] = float(min(cos)) if cos else None
     return out
 
@@ -187,8 +199,9 @@ def _linear_points(logP, up, prob: Problem, notes):
     ``psi = 1/2``), each warm-started from the scan; ``None`` with a note where the scan holds
     no bracket."""
     moved = np.hypot(up["c1"], up["cG"]) > ZERO_ATOL
-    psi = np.asarray(conv.copy_fraction(jnp.asarray(up["c1"]), jnp.asarray(up["cG"]),
-                                        prob.kw["params"].L))  # fmt: skip
+    psi = np.asarray(
+        conv.copy_fraction(jnp.asarray(up["c1"]), jnp.asarray(up["cG"]), prob.kw["params"].L)
+    )
     up["psi"] = np.where(moved, psi, 0.0)
     up["cosine"] = np.where(moved, up["cosine"], np.nan)  # no direction at A = 0
     th = up["theta"]
@@ -204,18 +217,24 @@ def _linear_points(logP, up, prob: Problem, notes):
         return prob.psi(m["theta"]) if m["ok"] else np.nan
 
     kw = {k: prob.kw[k] for k in ("params", "attention", "causal", "space")}
-    res = {"P_c1": _p_c1(prob.S4, prob.S2, **kw),
-           "P_cG": roots.slope_argmax(logP, slope, slope_at) if moved.any() else None,
-           "P_cG_half": roots.first_crossing(logP, up["psi"], 0.5, psi_at)}  # fmt: skip
+    res = {
+        "P_c1": _p_c1(prob.S4, prob.S2, **kw),
+        "P_cG": roots.slope_argmax(logP, slope, slope_at) if moved.any() else None,
+        "P_cG_half": roots.first_crossing(logP, up["psi"], 0.5, psi_at),
+    }
     for k in ("P_cG", "P_cG_half"):
         if res[k] is not None:
             res[k] = float(np.exp(res[k]))
-    for k, what in (("P_c1", "lambda_min(Hess S(0)) keeps one sign"),
-                    ("P_cG", "the psi slope's maximum is not inside the scan"),
-                    ("P_cG_half", "psi does not cross 1/2 inside the scan")):  # fmt: skip
+    for k, what in (
+        ("P_c1", "lambda_min(Hess S(0)) keeps one sign"),
+        ("P_cG", "the psi slope's maximum is not inside the scan"),
+        ("P_cG_half", "psi does not cross 1/2 inside the scan"),
+    ):
         if res[k] is None:
-            notes.append(f"{prob.kw['attention']}: {k} not found: {what} "
-                         f"(P in [{np.exp(logP[0]):.4g}, {np.exp(logP[-1]):.4g}])")  # fmt: skip
+            notes.append(
+                f"{prob.kw['attention']}: {k} not found: {what} "
+                f"(P in [{np.exp(logP[0]):.4g}, {np.exp(logP[-1]):.4g}])"
+            )
     return res
 
 
@@ -235,8 +254,11 @@ def _refine(logP, up, down, S4, S2, key, n_fine, kw):
     t = np.linspace(logP[i], logP[j], n_fine)
     f_up = minimisers(jnp.asarray(t), jnp.asarray(up["theta"][i]), S4, S2, key, **kw)
     f_dn = minimisers(jnp.asarray(t[::-1]), jnp.asarray(down["theta"][j]), S4, S2, key, **kw)
-    return (t, {k: np.asarray(v) for k, v in f_up.items()},
-            {k: np.asarray(v)[::-1] for k, v in f_dn.items()})  # fmt: skip
+    return (
+        t,
+        {k: np.asarray(v) for k, v in f_up.items()},
+        {k: np.asarray(v)[::-1] for k, v in f_dn.items()},
+    )
 
 
 def _softmax_points(logP, up, down, prob: Problem, notes, attention):
@@ -259,18 +281,23 @@ def _softmax_points(logP, up, down, prob: Problem, notes, attention):
         sub = np.arange(g[0], g[-1] + 1)
         t_aG = roots.first_crossing(logP[sub], dv[sub], 0.0, lambda x, i: dv_at(x, sub[i]))
         if t_aG is None:
-            notes.append(f"{attention}: P_aG not found: the branches' actions do not cross "
-                         f"inside the coexistence window seen ({where})")  # fmt: skip
+            notes.append(
+                f"{attention}: P_aG not found: the branches' actions do not cross "
+                f"inside the coexistence window seen ({where})"
+            )
         res["P_aG"] = None if t_aG is None else float(np.exp(t_aG))
-        res["spinodals"] = [_spinodal(logP, g[0], -1, down, up, prob, notes, attention),
-                            _spinodal(logP, g[-1], 1, up, down, prob, notes, attention)]
+        res["spinodals"] = [
+            _spinodal(logP, g[0], -1, down, up, prob, notes, attention),
+            _spinodal(logP, g[-1], 1, up, down, prob, notes, attention),
+        ]
         ends = [np.log(x) for x in res["spinodals"] if x is not None]
-        res["window_decades"] = float((ends[1] - ends[0]) / np.log(10)) if len(ends) == 2 \
-            else None  # fmt: skip
+        res["window_decades"] = float((ends[1] - ends[0]) / np.log(10)) if len(ends) == 2 else None
         res["P_aG_crossover"] = res["P_aG"]  # the global minimiser jumps there
         return res
-    notes.append(f"{attention}: the two branches coincide on the grid: no coexistence window "
-                 "resolved (a crossover, or a window narrower than one step)")  # fmt: skip
+    notes.append(
+        f"{attention}: the two branches coincide on the grid: no coexistence window "
+        "resolved (a crossover, or a window narrower than one step)"
+    )
     h = roots.SLOPE_STEP
 
     def slope_at(x, _):
@@ -280,8 +307,10 @@ def _softmax_points(logP, up, down, prob: Problem, notes, attention):
 
     t_x = roots.slope_argmax(logP, np.gradient(up["cG"], logP), slope_at)
     if t_x is None:
-        notes.append(f"{attention}: P_aG_crossover not found: the aG slope's maximum is not "
-                     f"inside the scan ({where})")  # fmt: skip
+        notes.append(
+            f"{attention}: P_aG_crossover not found: the aG slope's maximum is not "
+            f"inside the scan ({where})"
+        )
     res["P_aG_crossover"] = None if t_x is None else float(np.exp(t_x))
     return res
 
@@ -292,15 +321,18 @@ def _spinodal(logP, k, side, branch, other, prob: Problem, notes, attention) -> 
     where the branch has no minimum (the scan's continuation can lose a branch before its
     fold); ``None`` with a note where the branch outlives the scanned range."""
     name = "lower" if side < 0 else "upper"
-    g = prob.alive(branch["theta"][k], float(logP[k]), float(branch["cG"][k]),
-                   float(other["cG"][k]))  # fmt: skip
+    g = prob.alive(
+        branch["theta"][k], float(logP[k]), float(branch["cG"][k]), float(other["cG"][k])
+    )
     j = k + side
     while 0 <= j < len(logP) and g(float(logP[j])) > 0:
         j += side
     if not 0 <= j < len(logP):
         end = np.exp(logP[-1 if side > 0 else 0])
-        notes.append(f"{attention}: {name} spinodal not found: the branch outlives the scan "
-                     f"(alive from P = {np.exp(logP[k]):.4g} to {end:.4g})")  # fmt: skip
+        notes.append(
+            f"{attention}: {name} spinodal not found: the branch outlives the scan "
+            f"(alive from P = {np.exp(logP[k]):.4g} to {end:.4g})"
+        )
         return None
     t = roots.brent(g, float(logP[j - side]), float(logP[j]), xtol=roots.FOLD_XTOL)
     return None if t is None else float(np.exp(t))
@@ -313,8 +345,9 @@ def config_points(cfg, attention: str = "both") -> dict[str, Any]:
     params = TheoryParams.from_config(cfg)
     if is_iid(cfg.task) and not cfg.model.causal:
         return transition_points(params, attention)
-    res = beyond_points(params, cfg.task, causal=cfg.model.causal, attention=attention,
-                        P_range=(3.0, 3e4), n_P=41)  # fmt: skip
+    res = beyond_points(
+        params, cfg.task, causal=cfg.model.causal, attention=attention, P_range=(3.0, 3e4), n_P=41
+    )
     if res.get("first_order") is False:  # no jump: the crossover faces a measured single jump
         res["P_aG_jump"] = res["P_aG_crossover"]
     return res

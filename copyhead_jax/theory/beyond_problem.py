@@ -50,15 +50,30 @@ def minimisers(logPs, theta0, S4, S2, key, *, params, attention, space, causal, 
 
     def step(theta, x):
         logP, k = x
-        f = functools.partial(action, P=jnp.exp(logP), S4=S4, S2=S2, params=params,
-                              attention=attention, space=space, causal=causal)  # fmt: skip
-        th = lbfgs_minimise(f, theta + kick * jax.random.normal(k, theta.shape, theta.dtype),
-                            n_steps)  # fmt: skip
+        f = functools.partial(
+            action,
+            P=jnp.exp(logP),
+            S4=S4,
+            S2=S2,
+            params=params,
+            attention=attention,
+            space=space,
+            causal=causal,
+        )
+        th = lbfgs_minimise(
+            f, theta + kick * jax.random.normal(k, theta.shape, theta.dtype), n_steps
+        )
         A = kind.attention(to_G(th, L=L, attention=attention, space=space), causal)
         pr = project(A)
         c1, cG = gauged(pr, L, kind.gauge_fix)
-        out = {"value": f(th), "c1": c1, "cG": cG, "cosine": pr["cosine"],
-               "grad_norm": jnp.linalg.norm(jax.grad(f)(th)), "theta": th}  # fmt: skip
+        out = {
+            "value": f(th),
+            "c1": c1,
+            "cG": cG,
+            "cosine": pr["cosine"],
+            "grad_norm": jnp.linalg.norm(jax.grad(f)(th)),
+            "theta": th,
+        }
         return th, out
 
     keys = jax.random.split(key, logPs.shape[0])
@@ -69,16 +84,23 @@ def minimisers(logPs, theta0, S4, S2, key, *, params, attention, space, causal, 
 def hess0_min_eig(logP, S4, S2, *, params, attention, causal, space):
     """``lambda_min`` of the Hessian of a one-branch (linear) action at ``G = 0`` (map)."""
     n = params.L**2 if space == "full" else len(theory_of(attention).coords)
-    f = functools.partial(action, P=jnp.exp(logP), S4=S4, S2=S2, params=params,
-                          attention=attention, space=space, causal=causal)  # fmt: skip
+    f = functools.partial(
+        action,
+        P=jnp.exp(logP),
+        S4=S4,
+        S2=S2,
+        params=params,
+        attention=attention,
+        space=space,
+        causal=causal,
+    )
     return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(n, S4.dtype)))[0]
 
 
 def psi(theta, *, params, attention, space, causal):
     """The copy fraction of the attention at ``theta`` (Z2 gauge ``r >= 0``)."""
     kind = theory_of(attention)
-    pr = project(kind.attention(to_G(theta, L=params.L, attention=attention, space=space),
-                                causal))  # fmt: skip
+    pr = project(kind.attention(to_G(theta, L=params.L, attention=attention, space=space), causal))
     return conv.copy_fraction(*gauged(pr, params.L), params.L)
 
 
@@ -125,8 +147,14 @@ def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n
     pr = project(kind.attention(to_G(th, L=params.L, attention=attention, space=space), causal))
     c1, cG = gauged(pr, params.L, kind.gauge_fix)
     lam = jnp.linalg.eigvalsh(jax.hessian(f)(th))  # Newton stops at any stationary point
-    return {"value": f(th), "c1": c1, "cG": cG, "grad_norm": jnp.linalg.norm(g(th)),
-            "theta": th, "lam_min_rel": lam[0] / jnp.max(jnp.abs(lam))}  # fmt: skip
+    return {
+        "value": f(th),
+        "c1": c1,
+        "cG": cG,
+        "grad_norm": jnp.linalg.norm(g(th)),
+        "theta": th,
+        "lam_min_rel": lam[0] / jnp.max(jnp.abs(lam)),
+    }
 
 
 @functools.partial(jax.jit, static_argnames=_KW)
@@ -146,8 +174,9 @@ MIN_CURVATURE = -1e-8
 def _is_minimum(out, scale: float) -> bool:
     """Whether a Newton result is a minimum: converged (gradient below ``1e-9 scale``, where
     ``scale`` is ``1 + max |theta0|``) and without negative curvature."""
-    return bool(float(out["grad_norm"]) < 1e-9 * scale
-                and float(out["lam_min_rel"]) > MIN_CURVATURE)  # fmt: skip
+    return bool(
+        float(out["grad_norm"]) < 1e-9 * scale and float(out["lam_min_rel"]) > MIN_CURVATURE
+    )
 
 
 def nearest(logP, x: float) -> int:
@@ -176,8 +205,15 @@ class Problem:
         scale = 1.0 + float(np.max(np.abs(np.asarray(theta0))))
         out = newton_minimiser(jnp.asarray(theta0), self._t(t), self.S4, self.S2, **self.kw)
         if not _is_minimum(out, scale):
-            far = minimisers(jnp.asarray([t], self.S4.dtype), jnp.asarray(theta0), self.S4, self.S2,
-                          self.key, n_steps=self.n_steps, **self.kw)  # fmt: skip
+            far = minimisers(
+                jnp.asarray([t], self.S4.dtype),
+                jnp.asarray(theta0),
+                self.S4,
+                self.S2,
+                self.key,
+                n_steps=self.n_steps,
+                **self.kw,
+            )
             out = newton_minimiser(far["theta"][0], self._t(t), self.S4, self.S2, **self.kw)
         out = {k: np.asarray(v) for k, v in out.items()}
         out["ok"] = _is_minimum(out, scale)

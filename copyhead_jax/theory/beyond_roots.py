@@ -54,8 +54,9 @@ def brent(f: Callable[[float], float], a: float, b: float, xtol: float = XTOL) -
         return None
 
 
-def first_crossing(t: np.ndarray, y: np.ndarray, level: float,
-                   at: Callable[[float, int], float]) -> float | None:  # fmt: skip
+def first_crossing(
+    t: np.ndarray, y: np.ndarray, level: float, at: Callable[[float, int], float]
+) -> float | None:
     """``t`` where ``y - level`` first changes sign on the grid, refined by Brent on
     ``at(t, i) - level`` (``i``: the bracket's left grid index, for a warm start)."""
     s = np.sign(np.asarray(y, float) - level)
@@ -66,8 +67,9 @@ def first_crossing(t: np.ndarray, y: np.ndarray, level: float,
     return brent(lambda x: at(x, i) - level, float(t[i]), float(t[i + 1]))
 
 
-def slope_argmax(t: np.ndarray, slope: np.ndarray, slope_at: Callable[[float, int], float],
-                 h: float = SLOPE_STEP) -> float | None:  # fmt: skip
+def slope_argmax(
+    t: np.ndarray, slope: np.ndarray, slope_at: Callable[[float, int], float], h: float = SLOPE_STEP
+) -> float | None:
     """``argmax`` of a slope sampled on the grid ``t``, located as the root of its derivative
     between the grid neighbours of the sampled maximum (the derivative by central differences
     with Richardson's extrapolation, error ~h^4); ``None`` when that maximum sits at an end of

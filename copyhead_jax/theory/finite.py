@@ -166,9 +166,11 @@ def _check_inputs(tokens, gram, params: TheoryParams):
 def _named(m: dict, kind, L: int) -> dict[str, np.ndarray]:
     """Global minimiser (slot 0) and every minimum, NaN in empty slots (NumPy)."""
     ok = np.asarray(m["valid"])
-    out: dict[str, Any] = {"n_min": ok.sum(-1),
-                           "minima_value": np.where(ok, np.asarray(m["value"]), np.nan),
-                           "minima_valid": ok}  # fmt: skip
+    out: dict[str, Any] = {
+        "n_min": ok.sum(-1),
+        "minima_value": np.where(ok, np.asarray(m["value"]), np.nan),
+        "minima_valid": ok,
+    }
     x = np.where(ok[..., None], np.asarray(m["x"]), np.nan)
     named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), as_float(L)).items()}
     out.update({k: named[k][..., 0] for k in kind.fields}, x=x[..., 0, :])
@@ -250,8 +252,15 @@ def finite_theory_minimum(
     """
     check_choice("space", space, ("span", "full"))
     tokens, gram = _check_inputs(tokens, gram, params)
-    m = finite_minima(tokens, [tokens.shape[0]], gram=gram, params=params, attention=attention,
-                      objective=objective, n_keep=n_keep)  # fmt: skip
+    m = finite_minima(
+        tokens,
+        [tokens.shape[0]],
+        gram=gram,
+        params=params,
+        attention=attention,
+        objective=objective,
+        n_keep=n_keep,
+    )
     out: dict[str, Any] = {}
     for k, v in m.items():  # the single P as scalars (minima_* stay [n_keep])
         if isinstance(v, np.ndarray):
@@ -269,8 +278,15 @@ def finite_theory_minimum(
         G0 = G0.at[0].set(G_span)
         st = DatasetStats(*(as_float(x) for x in as_stats(jnp.asarray(tokens), params.V)))
         with jax.numpy_dtype_promotion("standard"):  # optax counters, see lbfgs_minimise
-            full = _full_core(G0, st, gram, params=params, attention=attention,
-                              objective=objective, n_steps=n_steps)  # fmt: skip
+            full = _full_core(
+                G0,
+                st,
+                gram,
+                params=params,
+                attention=attention,
+                objective=objective,
+                n_steps=n_steps,
+            )
     best = int(np.argmin(np.asarray(full["value"])))
     out["full"] = {k: np.asarray(v)[best] for k, v in full.items()}
     return out

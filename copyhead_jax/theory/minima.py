@@ -35,8 +35,9 @@ from .potentials import c0_lam, q_bracket
 
 @functools.partial(jax.jit, static_argnames=("kind", "objective", "pushforward", "n_keep", "names"))
 def _named_minima(kind, P, p, objective, pushforward, n_keep, names):
-    x, fx, valid, n_min = kind.minima(P, p, objective=objective, pushforward=pushforward,
-                                      n_keep=n_keep)  # fmt: skip
+    x, fx, valid, n_min = kind.minima(
+        P, p, objective=objective, pushforward=pushforward, n_keep=n_keep
+    )
     named = kind.named(x, p.L)
     return {**{k: named[k] for k in names}, "value": fx, "valid": valid, "n_min": n_min}
 
@@ -47,8 +48,9 @@ def _record(P, params: TheoryParams):
     return P, (params if not isinstance(params.likelihood, str) else params.arrays(P.dtype))
 
 
-def linear_minima(P, *, params: TheoryParams, objective: str = "map",
-                  n_keep: int = N_KEEP) -> dict[str, jax.Array]:  # fmt: skip
+def linear_minima(
+    P, *, params: TheoryParams, objective: str = "map", n_keep: int = N_KEEP
+) -> dict[str, jax.Array]:
     r"""Every local minimum of ``V_lin(c1, cG)`` at ``P`` (docs/theory.md §4-5), sorted by value.
 
     Returns ``c1, cG, value, valid`` (``[n_keep]``; slot 0 is the global minimiser, gauge
@@ -58,8 +60,14 @@ def linear_minima(P, *, params: TheoryParams, objective: str = "map",
     return _named_minima(LinearTheory, P, p, objective, False, n_keep, ("c1", "cG"))
 
 
-def softmax_minima(P, *, params: TheoryParams, objective: str = "map", pushforward: bool = False,
-                   n_keep: int = N_KEEP) -> dict[str, jax.Array]:  # fmt: skip
+def softmax_minima(
+    P,
+    *,
+    params: TheoryParams,
+    objective: str = "map",
+    pushforward: bool = False,
+    n_keep: int = N_KEEP,
+) -> dict[str, jax.Array]:
     r"""Every local minimum of ``V_soft(beta)`` at ``P`` (docs/theory.md §4-5), sorted by value."""
     P, p = _record(P, params)
     return _named_minima(SoftmaxTheory, P, p, objective, pushforward, n_keep, ("beta",))
@@ -141,8 +149,14 @@ def theory_curve(
     n = P_in.size
     bucket = max(32, 1 << (n - 1).bit_length())
     P_pad = np.concatenate([P_in[order], np.full(bucket - n, P_in[order][-1])])
-    out = curve_minima(jnp.asarray(P_pad), pa, kind=kind, objective=objective,
-                        pushforward=bool(pushforward), n_keep=n_keep)  # fmt: skip
+    out = curve_minima(
+        jnp.asarray(P_pad),
+        pa,
+        kind=kind,
+        objective=objective,
+        pushforward=bool(pushforward),
+        n_keep=n_keep,
+    )
     undo = np.argsort(order)
     x, fx, valid, n_min = (np.asarray(a)[:n][undo] for a in out)
     named = {k: np.asarray(v) for k, v in kind.named(jnp.asarray(x), pa.L).items()}
@@ -213,8 +227,12 @@ def landscape(
     out: dict[str, Any] = {"P": P, "attention": attention, "minima": curve}
     if len(kind.coords) == 1:
         beta = jnp.linspace(*beta_range, n)[:, None]
-        Vg = jax.vmap(lambda q: kind.potential(beta, q, pa, objective)
-                      - kind.potential(0.0 * beta[0], q, pa, objective))(jnp.asarray(P))
+        Vg = jax.vmap(
+            lambda q: (
+                kind.potential(beta, q, pa, objective)
+                - kind.potential(0.0 * beta[0], q, pa, objective)
+            )
+        )(jnp.asarray(P))
         out.update({kind.coords[0]: np.asarray(beta[:, 0]), "V": np.asarray(Vg)})
         return out
     if len(kind.coords) != 2:
@@ -228,8 +246,9 @@ def landscape(
     C1, CG = jnp.meshgrid(c1, c1, indexing="ij")
     x = kind.from_axes(C1, CG, pa.L)
     x0 = jnp.zeros(2, x.dtype)
-    Vg = jax.vmap(lambda q: kind.potential(x, q, pa, objective)
-                  - kind.potential(x0, q, pa, objective))(jnp.asarray(P))
+    Vg = jax.vmap(
+        lambda q: kind.potential(x, q, pa, objective) - kind.potential(x0, q, pa, objective)
+    )(jnp.asarray(P))
     out.update({names[0]: np.asarray(c1), names[1]: np.asarray(c1), "V": np.asarray(Vg)})
     return out
 

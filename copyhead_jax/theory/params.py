@@ -17,10 +17,20 @@ from .._checks import check_choice, python_scalar
 from ..config import PRESETS, Config, ModelConfig, PosteriorConfig, TaskConfig
 
 #: where each field of the record lives in a config (its validator is that section's)
-SECTION = {"L": "task", "V": "task", "sigma_e": "model", "sigma_p": "model", "sigma_G": "model",
-           "sigma_O": "model", "linear_scale": "model", "sigma2": "posterior", "chi": "posterior",
-           "likelihood": "posterior", "chi_in_readout_prior": "posterior",
-           "chi_in_noise": "posterior"}  # fmt: skip
+SECTION = {
+    "L": "task",
+    "V": "task",
+    "sigma_e": "model",
+    "sigma_p": "model",
+    "sigma_G": "model",
+    "sigma_O": "model",
+    "linear_scale": "model",
+    "sigma2": "posterior",
+    "chi": "posterior",
+    "likelihood": "posterior",
+    "chi_in_readout_prior": "posterior",
+    "chi_in_noise": "posterior",
+}
 _SECTIONS = {"task": TaskConfig, "model": ModelConfig, "posterior": PosteriorConfig}
 
 
@@ -101,20 +111,24 @@ class TheoryParams:
         if not isinstance(self.likelihood, str):
             raise ValueError("the record already holds arrays")
         switches = ("likelihood", "linear_scale", "chi_in_readout_prior", "chi_in_noise")
-        return {**{f: float(getattr(self, f)) for f in SECTION if f not in switches},
-                "likelihood": float(self.likelihood == "per_position"),
-                "linear_scale": conv.LINEAR_SCALE_EXPONENTS[self.linear_scale],
-                "chi_in_readout_prior": float(self.chi_in_readout_prior),
-                "chi_in_noise": float(self.chi_in_noise)}  # fmt: skip
+        return {
+            **{f: float(getattr(self, f)) for f in SECTION if f not in switches},
+            "likelihood": float(self.likelihood == "per_position"),
+            "linear_scale": conv.LINEAR_SCALE_EXPONENTS[self.linear_scale],
+            "chi_in_readout_prior": float(self.chi_in_readout_prior),
+            "chi_in_noise": float(self.chi_in_noise),
+        }
 
     @property
     def sigma2_chi(self):
         """``(sigma2, chi)`` of the closed forms for this reading, in which the noise is
         ``sigma2/chi`` and the readout prior ``sigma_O^2/(chi N)`` (``theory_sigma2_chi``)."""
         return conv.theory_sigma2_chi(
-            self.sigma2, self.chi, chi_in_readout_prior=self.chi_in_readout_prior,
+            self.sigma2,
+            self.chi,
+            chi_in_readout_prior=self.chi_in_readout_prior,
             chi_in_noise=self.chi_in_noise,
-        )  # fmt: skip
+        )
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(TheoryParams))

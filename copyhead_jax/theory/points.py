@@ -280,8 +280,9 @@ def linear_points_batch(p: TheoryParams, *, objective: str) -> dict[str, np.ndar
     }
 
 
-def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective: str = "map",
-                             *, spinodals: bool = True) -> dict[str, np.ndarray]:  # fmt: skip
+def first_order_points_batch(
+    p: TheoryParams, kind: type[HeadTheory], objective: str = "map", *, spinodals: bool = True
+) -> dict[str, np.ndarray]:
     """``P_aG``, first-order flag and spinodals of a two-branch kind for a batch of parameter
     sets (a record with leaves ``[B]``): the jump of the global minimiser's copy logit
     ``beta``; NumPy ``[B]`` out. ``spinodals=False`` skips the spinodals (NaN; their fold
@@ -349,8 +350,11 @@ def first_order_points_batch(p: TheoryParams, kind: type[HeadTheory], objective:
     t_sp = np.where(ok, z[:, -1], t_in)
     # a window that reaches an end of the scan has its spinodal beyond it: not found
     lo_ok, hi_ok = first & ~two[:, 0], first & ~two[:, -1]
-    return {**points, "spinodal_lo": np.where(lo_ok, np.exp(t_sp[:B]), nan),
-            "spinodal_hi": np.where(hi_ok, np.exp(t_sp[B:]), nan)}  # fmt: skip
+    return {
+        **points,
+        "spinodal_lo": np.where(lo_ok, np.exp(t_sp[:B]), nan),
+        "spinodal_hi": np.where(hi_ok, np.exp(t_sp[B:]), nan),
+    }
 
 
 def _num(x) -> float | None:
@@ -371,9 +375,12 @@ def _points_of(kind, p, objective, spinodals):
 
 @x64
 def points_batch(
-    params: list[TheoryParams], attention: str = "both", objective: str = "map", *,
+    params: list[TheoryParams],
+    attention: str = "both",
+    objective: str = "map",
+    *,
     spinodals: bool = True,
-) -> dict[str, np.ndarray]:  # fmt: skip
+) -> dict[str, np.ndarray]:
     """All ``P*`` for a list of parameter sets, one batch per kernel (NumPy arrays ``[B]``);
     ``spinodals=False``: without the spinodals (:func:`first_order_points_batch`)."""
     ks = kinds(attention)
@@ -411,9 +418,12 @@ def psi_slope(params: TheoryParams, logP, objective: str = "map") -> tuple[np.nd
 
 
 def transition_points(
-    params: TheoryParams, attention: str = "both", objective: str = "map", *,
+    params: TheoryParams,
+    attention: str = "both",
+    objective: str = "map",
+    *,
     spinodals: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     r"""Every ``P*`` and the spinodals of docs/theory.md §5 (float64; JSON-ready: ``None`` = none).
 
     Keys: ``P_c1, P_cG, P_cG_half`` (linear), ``P_aG, spinodals = [P_s-, P_s+]``,
@@ -438,25 +448,33 @@ def transition_points(
         if not kind.two_branches:
             if out["P_cG_half"] is None:
                 nf.append("P_cG_half")
-                out["notes"].append("P_cG_half not found: psi never reaches 1/2 in the scan "
-                                    f"({LIN_SCAN_DECADES:g} decades above P_c1)")  # fmt: skip
+                out["notes"].append(
+                    "P_cG_half not found: psi never reaches 1/2 in the scan "
+                    f"({LIN_SCAN_DECADES:g} decades above P_c1)"
+                )
             if out["P_cG"] is None:
                 nf.append("P_cG")
-                out["notes"].append("P_cG not found: the psi slope is largest at the scan's end "
-                                    f"({LIN_SCAN_DECADES:g} decades above P_c1)")  # fmt: skip
+                out["notes"].append(
+                    "P_cG not found: the psi slope is largest at the scan's end "
+                    f"({LIN_SCAN_DECADES:g} decades above P_c1)"
+                )
             continue
         where = f"(scan {out['scan_lo']:.4g} to {out['scan_hi']:.4g})"
         if out["P_aG_crossover"] is None:
             nf.extend(["P_aG", "P_aG_crossover"] if out["first_order"] else ["P_aG_crossover"])
-            out["notes"].append(f"{kind.name}: P_aG not found: the largest beta step is in the "
-                                f"scan's first or last interval {where}")  # fmt: skip
+            out["notes"].append(
+                f"{kind.name}: P_aG not found: the largest beta step is in the "
+                f"scan's first or last interval {where}"
+            )
         if out["first_order"] and spinodals:
             out["spinodals"] = [out["spinodal_lo"], out["spinodal_hi"]]
             for side, v in zip(("lower", "upper"), out["spinodals"]):
                 if v is None:
                     nf.append(f"spinodal_{side}")
-                    out["notes"].append(f"{kind.name}: {side} spinodal not found: the "
-                                        f"coexistence window reaches the scan's end {where}")
+                    out["notes"].append(
+                        f"{kind.name}: {side} spinodal not found: the "
+                        f"coexistence window reaches the scan's end {where}"
+                    )
         elif not out["first_order"]:
             out["notes"].append(
                 f"no first-order transition at L={params.L}: the coexistence window is empty; "

@@ -187,22 +187,26 @@ def _invariants(J: np.ndarray, J0: np.ndarray, targets, log_model, log_target) -
     combos = []
     for i in range(rank, m):
         u = U[:, i] / U[np.argmax(np.abs(U[:, i])), i]
-        combos.append({
-            "coefficients": dict(zip(targets, u.tolist())),
-            "monomial": _monomial(u, targets),
-            "model": float(np.exp(u @ log_model)),
-            "target": float(np.exp(u @ log_target)),
-            "at_start_too": _zero(u @ J0, J0),
-        })  # fmt: skip
+        combos.append(
+            {
+                "coefficients": dict(zip(targets, u.tolist())),
+                "monomial": _monomial(u, targets),
+                "model": float(np.exp(u @ log_model)),
+                "target": float(np.exp(u @ log_target)),
+                "at_start_too": _zero(u @ J0, J0),
+            }
+        )
     ratios = []
     for a in range(m):
         for b in range(a + 1, m):
             if _zero(J[b] - J[a], J) and _zero(J0[b] - J0[a], J0):
-                ratios.append({
-                    "ratio": f"{targets[b]}/{targets[a]}",
-                    "model": float(np.exp(log_model[b] - log_model[a])),
-                    "target": float(np.exp(log_target[b] - log_target[a])),
-                })  # fmt: skip
+                ratios.append(
+                    {
+                        "ratio": f"{targets[b]}/{targets[a]}",
+                        "model": float(np.exp(log_model[b] - log_model[a])),
+                        "target": float(np.exp(log_target[b] - log_target[a])),
+                    }
+                )
     return {"rank": rank, "n_targets": m, "combinations": combos, "ratios": ratios}
 
 
@@ -278,12 +282,18 @@ def fit(
         worst = tnames[int(np.argmax(rel))]
         verdict = f"no fit within {tol:.0%} over {free_s}: {worst} off by {rel.max():.1%}"
         off = lambda v: abs(math.log(v["model"] / v["target"])) > math.log1p(tol)  # noqa: E731
-        why = [f"{v['ratio']} = {v['model']:.4g} (target {v['target']:.4g}) is independent of "
-               f"{free_s}" for v in inv["ratios"] if off(v)]  # fmt: skip
+        why = [
+            f"{v['ratio']} = {v['model']:.4g} (target {v['target']:.4g}) is independent of {free_s}"
+            for v in inv["ratios"]
+            if off(v)
+        ]
         if not why:
-            why = [f"{v['monomial']} = {v['model']:.4g} (target {v['target']:.4g}) does not "
-                   f"move with {free_s} to first order"
-                   for v in inv["combinations"] if off(v)]  # fmt: skip
+            why = [
+                f"{v['monomial']} = {v['model']:.4g} (target {v['target']:.4g}) does not "
+                f"move with {free_s} to first order"
+                for v in inv["combinations"]
+                if off(v)
+            ]
         verdict += "; " + "; ".join(why) if why else " (a local minimum of the misfit)"
     return {
         "inputs": {**params.to_dict(), "objective": objective},
@@ -303,5 +313,13 @@ def fit(
     }
 
 
-__all__ = ["CONTINUOUS", "FREE", "SWITCHES", "TARGETS", "fit", "parse_free", "parse_targets",
-           "sensitivity"]  # fmt: skip
+__all__ = [
+    "CONTINUOUS",
+    "FREE",
+    "SWITCHES",
+    "TARGETS",
+    "fit",
+    "parse_free",
+    "parse_targets",
+    "sensitivity",
+]

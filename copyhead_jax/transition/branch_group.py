@@ -134,7 +134,8 @@ class TISettings(Rounds):
             object.__setattr__(self, "batched", batched_default())
         if not isinstance(self.batched, bool):
             raise ValueError(
-                f"TISettings.batched must be True, False or None, got {self.batched!r}")
+                f"TISettings.batched must be True, False or None, got {self.batched!r}"
+            )
         check_int("TISettings.n_chains", self.n_chains, lo=1, hi=64)
         check_int("TISettings.thin", self.thin, lo=1, hi=1000)
         check_int("TISettings.n_iter", self.n_iter, lo=8 * self.thin, hi=10**6)
@@ -158,8 +159,13 @@ class TISettings(Rounds):
         return self.ts[1:] if self.exact_t0 else self.ts
 
     def hmc(self) -> dict:
-        return dict(n_iter=self.n_iter, thin=self.thin, step_size=self.step_size,
-                    n_adapt=self.n_adapt, adapt_mass=self.adapt_mass)  # fmt: skip
+        return dict(
+            n_iter=self.n_iter,
+            thin=self.thin,
+            step_size=self.step_size,
+            n_adapt=self.n_adapt,
+            adapt_mass=self.adapt_mass,
+        )
 
 
 def group_bytes(s: TISettings, *, L: int, V: int, P_pad: int) -> int:
@@ -215,8 +221,11 @@ def ti_programs(obj: Objective, s: TISettings):
             batch = ACCEL_REF_BATCH if s.batched else REF_BATCH
             o = jax.lax.map(order, w, batch_size=batch)
             # the energies one at a time on the CPU (a batch's temporaries overflow its cache)
-            gs = jax.lax.map(g, w, batch_size=batch if s.batched else None) if s.exact_t0 \
-                else jnp.zeros_like(o)  # fmt: skip
+            gs = (
+                jax.lax.map(g, w, batch_size=batch if s.batched else None)
+                if s.exact_t0
+                else jnp.zeros_like(o)
+            )
             return jnp.stack([o, gs], axis=-1)
 
         return jax.vmap(one)(jax.random.split(key, 2), heads, C)
@@ -240,8 +249,20 @@ def _rung_program(obj: Objective, s: TISettings, n_iter: int, rounds: bool, more
     hmc = {**s.hmc(), "sequential": not s.batched, "n_iter": n_iter}
     hmc.pop("step_size")
 
-    def program(keys, heads, train, mask, C, side, thr, mask_lo, step, states=None,
-                first_draw=0, active=None):  # fmt: skip
+    def program(
+        keys,
+        heads,
+        train,
+        mask,
+        C,
+        side,
+        thr,
+        mask_lo,
+        step,
+        states=None,
+        first_draw=0,
+        active=None,
+    ):
         def one(k, h, Cm, sd, eps, st=None, act=None):
             x0 = h.W_G.ravel()
             U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), train, mask, obj)  # noqa: E731
@@ -249,10 +270,23 @@ def _rung_program(obj: Objective, s: TISettings, n_iter: int, rounds: bool, more
             # U on the run's data less its last rows: the slope of F in P (probe placement)
             dU = lambda w: U(w) - marginal_energy(with_WG(h, x0 + Cm @ w), train, mask_lo, obj)  # noqa: E731
             U_star = U(jnp.zeros_like(x0))
-            ch = path_rungs(k, U, order, np.asarray(s.chain_ts), side=sd, threshold=thr,
-                            n=x0.size, U_star=U_star, extra=dU, extra_last_only=True,
-                            step_size=eps, state=st, active=act, first_draw=first_draw,
-                            **hmc)  # fmt: skip
+            ch = path_rungs(
+                k,
+                U,
+                order,
+                np.asarray(s.chain_ts),
+                side=sd,
+                threshold=thr,
+                n=x0.size,
+                U_star=U_star,
+                extra=dU,
+                extra_last_only=True,
+                step_size=eps,
+                state=st,
+                active=act,
+                first_draw=first_draw,
+                **hmc,
+            )
             out = (ch.records, ch.accept, ch.finite, ch.step_size, U_star)
             return (out, ch.state) if rounds else out
 
@@ -274,7 +308,7 @@ def rung_draws(draws, accept, finite, s: TISettings) -> list[dict]:
     for x, a, f in zip(draws, accept, finite, strict=True):
         took = np.asarray(a[0]) != STOPPED
         n = int(took.sum())
-        kept = np.asarray(x[:, :n], np.float64)[:, int(s.discard * n):]
+        kept = np.asarray(x[:, :n], np.float64)[:, int(s.discard * n) :]
         fin = np.asarray(f, bool)
         e = r = math.nan
         if fin.any() and kept.shape[1] >= 4:
@@ -283,8 +317,7 @@ def rung_draws(draws, accept, finite, s: TISettings) -> list[dict]:
                 e, r = float(np.min(ess(q))), float(np.max(split_rhat(q)))
         met = bool(fin.all() and e >= s.ess_target and r <= s.rhat_target)  # NaN never meets
         acc = float(np.mean(np.asarray(a, np.float64)[:, :n]))
-        out.append({"draws": kept, "n_draws": n, "accept": acc,
-                    "ess": e, "rhat": r, "met": met})  # fmt: skip
+        out.append({"draws": kept, "n_draws": n, "accept": acc, "ess": e, "rhat": r, "met": met})
     return out
 
 
@@ -298,15 +331,24 @@ def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dic
     def host(out):
         rec, acc, fin, step, U_star = (np.asarray(x) for x in out)
         flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
-        return {"draws": flat(rec), "accept": flat(acc), "finite": flat(fin).astype(bool),
-                "step": flat(step), "U_star": U_star}  # fmt: skip
+        return {
+            "draws": flat(rec),
+            "accept": flat(acc),
+            "finite": flat(fin).astype(bool),
+            "step": flat(step),
+            "U_star": U_star,
+        }
 
     if not s.ess_target:
         return host(ti_programs(obj, s)[2](*args))
     # the programs do not read the target's values: one compiled pair for every target (keyed
     # on the table's transition bar, whatever the asked target)
-    start, more = programs or ti_round_programs(obj, dataclasses.replace(
-        s, ess_target=TRANSITION_RUN.ess_min, rhat_target=TRANSITION_RUN.rhat_max))
+    start, more = programs or ti_round_programs(
+        obj,
+        dataclasses.replace(
+            s, ess_target=TRANSITION_RUN.ess_min, rhat_target=TRANSITION_RUN.rhat_max
+        ),
+    )
     active = {}
 
     def enough(a) -> bool:  # also marks the rungs that go on: those short of the target
@@ -314,13 +356,20 @@ def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dic
         active["mask"] = jnp.asarray(~met.reshape(2, -1))
         return bool(met.all())
 
-    return sample_rounds(s, lambda: start(*args),
-                         lambda carry, n: more(*args, carry, jnp.int32(n), active["mask"]),
-                         host, None, None, done=enough)  # fmt: skip
+    return sample_rounds(
+        s,
+        lambda: start(*args),
+        lambda carry, n: more(*args, carry, jnp.int32(n), active["mask"]),
+        host,
+        None,
+        None,
+        done=enough,
+    )
 
 
-def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettings,
-                  obj: Objective) -> dict:  # fmt: skip
+def free_energies(
+    key, heads: AbstractHead, train, mask, thr: float, s: TISettings, obj: Objective
+) -> dict:
     """``F``, its MCSE and health of both branches of one run: ``heads`` stacks the pool and copy
     references (leading axis 2, ``W_G`` inside their regions ``a_G < thr`` / ``>= thr``),
     ``train[P_pad, L]`` the run's data, ``mask`` its first P rows."""
@@ -338,8 +387,11 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     def hits(r):  # [2, n]: draws inside each branch's region
         return np.where(side_of > 0, r[..., 0] >= thr, r[..., 0] < thr)
 
-    while (s.exact_t0 and len(ref) < REF_ROUNDS
-           and hits(np.concatenate(ref, 1)).sum(1).min() < MIN_T0_HITS):  # fmt: skip
+    while (
+        s.exact_t0
+        and len(ref) < REF_ROUNDS
+        and hits(np.concatenate(ref, 1)).sum(1).min() < MIN_T0_HITS
+    ):
         kk = jax.random.fold_in(k_ref, len(ref))
         ref.append(np.asarray(orders_at_ref(kk, heads, train, m32, C32), np.float64))
     ref = np.concatenate(ref, 1)
@@ -350,8 +402,21 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     P = int(np.sum(np.asarray(mask) > 0))
     dP = max(1, int(round(SLOPE_FRAC * P))) if P > 1 else 0
     m_lo = jnp.asarray(np.arange(m32.shape[0]) < P - dP, jnp.float32)
-    got = draw_rungs(s, obj, (keys, heads, train, m32, C32, side, jnp.float32(thr), m_lo,
-                              jnp.full((2, K), s.step_size, jnp.float32)))  # fmt: skip
+    got = draw_rungs(
+        s,
+        obj,
+        (
+            keys,
+            heads,
+            train,
+            m32,
+            C32,
+            side,
+            jnp.float32(thr),
+            m_lo,
+            jnp.full((2, K), s.step_size, jnp.float32),
+        ),
+    )
     per = rung_draws(got["draws"], got["accept"], got["finite"], s)
     finite = got["finite"].reshape(2, K, -1)
     step = np.asarray(got["step"], np.float64).reshape(2, K, -1)
@@ -360,23 +425,36 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     out = {}
     lead = [None] if s.exact_t0 else []  # per-rung chain fields: none at an exact t = 0
     for r, b in enumerate(BRANCHES):
-        mine = per[r * K:(r + 1) * K]
+        mine = per[r * K : (r + 1) * K]
         p = float(hit[r].mean())
         g0 = ref[r, hit[r], 1] if s.exact_t0 else None
-        fe = branch_log_z(s.ts, [x["draws"][..., 0] for x in mine], finite[r], U_star=U_star[r],
-                          logdet_C=logdet[r], n=n, p_ref=p, g0=g0,
-                          p_ref_se=math.sqrt(p * (1 - p) / hit[r].size))  # fmt: skip
-        fe.update(p_ref=p, aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=logdet[r],
-                  n_ref_draws=int(hit[r].size),
-                  accept=lead + [x["accept"] for x in mine],
-                  step=lead + step[r].mean(1).tolist(),
-                  finite=bool(finite[r].all()),
-                  rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
-                  ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])),
-                  n_draws=lead + [x["n_draws"] for x in mine],
-                  ess_reached=lead + [x["ess"] for x in mine],
-                  rhat_reached=lead + [x["rhat"] for x in mine],
-                  target=target_meta(s))  # fmt: skip
+        fe = branch_log_z(
+            s.ts,
+            [x["draws"][..., 0] for x in mine],
+            finite[r],
+            U_star=U_star[r],
+            logdet_C=logdet[r],
+            n=n,
+            p_ref=p,
+            g0=g0,
+            p_ref_se=math.sqrt(p * (1 - p) / hit[r].size),
+        )
+        fe.update(
+            p_ref=p,
+            aG_ref=float(aG0[r]),
+            U_star=float(U_star[r]),
+            logdet_C=logdet[r],
+            n_ref_draws=int(hit[r].size),
+            accept=lead + [x["accept"] for x in mine],
+            step=lead + step[r].mean(1).tolist(),
+            finite=bool(finite[r].all()),
+            rhat_max=float(np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
+            ess_min=float(np.nanmin(np.r_[fe["ess_g"], np.inf])),
+            n_draws=lead + [x["n_draws"] for x in mine],
+            ess_reached=lead + [x["ess"] for x in mine],
+            rhat_reached=lead + [x["rhat"] for x in mine],
+            target=target_meta(s),
+        )
         if s.ess_target:
             fe["target_met"] = lead + [x["met"] for x in mine]
         ok = finite[r, -1]
@@ -387,8 +465,9 @@ def free_energies(key, heads: AbstractHead, train, mask, thr: float, s: TISettin
     return out
 
 
-def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISettings,
-               obj: Objective) -> dict:  # fmt: skip
+def smc_weight(
+    key, heads: AbstractHead, train, mask, thr: float, C64, s: TISettings, obj: Objective
+) -> dict:
     r"""Tempered SMC (§9.6) from the two branches' Laplace Gaussians (a fair mixture) to
     $e^{-U_m}$, HMC moves confined to the branch a particle sits in: the copy weight
     $w_{\rm copy}$ read from the last reweighting, and $\log Z$. Independent of the TI's
@@ -410,24 +489,35 @@ def smc_weight(key, heads: AbstractHead, train, mask, thr: float, C64, s: TISett
     ref = (x_ref, C, Cinv, logdet)
     log_eps = jnp.full((1, 2), math.log(s.step_size), jnp.float32)
     res, _ = tempered_smc(
-        k2, x0, lambda x: g_fn(h, train, m32, ref, x),
-        lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
-        ess_target=0.5, max_steps=s.smc_max_steps, record=lambda x: record(h, train, m32, x),
-    )  # fmt: skip
+        k2,
+        x0,
+        lambda x: g_fn(h, train, m32, ref, x),
+        lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le),
+        log_eps,
+        ess_target=0.5,
+        max_steps=s.smc_max_steps,
+        record=lambda x: record(h, train, m32, x),
+    )
     w = float(np.sum(np.exp(res.log_w1[0]) * (res.obs1[0] >= thr)))
-    out = {"w_copy": w, "log_Z": float(res.log_z[0]), "n_steps": int(res.ts.shape[0]),
-           "reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_particles": N,
-           "accept": float(np.mean(res.accept)) if res.accept.size else None,
-           "ts": res.ts[:, 0].tolist(), "ess": res.ess[:, 0].tolist(),
-           "accept_steps": res.accept[:, 0].tolist(),
-           "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / N}  # fmt: skip
+    out = {
+        "w_copy": w,
+        "log_Z": float(res.log_z[0]),
+        "n_steps": int(res.ts.shape[0]),
+        "reached": bool(res.reached[0]),
+        "finite": bool(res.finite[0]),
+        "n_particles": N,
+        "accept": float(np.mean(res.accept)) if res.accept.size else None,
+        "ts": res.ts[:, 0].tolist(),
+        "ess": res.ess[:, 0].tolist(),
+        "accept_steps": res.accept[:, 0].tolist(),
+        "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / N,
+    }
     out["collapsed"] = smc_collapse(out)
     return out
 
 
 @functools.lru_cache(maxsize=8)
-def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5,
-                  batched: bool = False):  # fmt: skip
+def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5, batched: bool = False):
     def U_m(h, t, m, x):
         return marginal_energy(with_WG(h, x), t, m, obj)
 
@@ -458,14 +548,22 @@ def _smc_programs(obj: Objective, thr: float, n_moves: int, n_leap: int = 5,
             to_x = lambda w: x_ref[i] + C[i] @ w  # noqa: E731
             pot = lambda w: (1 - temp[0]) * U_0(ref, to_x(w)) + temp[0] * U_m(h, t, m, to_x(w))  # noqa: E731
             inside = lambda w: (a_G(with_WG(h, to_x(w)), t, m) >= thr) == copy  # noqa: E731
-            w1, a = hmc_move(k, pot, w0, step_size=jnp.exp(log_eps[0, i]), n_steps=n_moves,
-                             n_leap=n_leap, inside=inside)  # fmt: skip
+            w1, a = hmc_move(
+                k,
+                pot,
+                w0,
+                step_size=jnp.exp(log_eps[0, i]),
+                n_steps=n_moves,
+                n_leap=n_leap,
+                inside=inside,
+            )
             return to_x(w1), a, copy
 
         N = x.shape[1]
         ks = jax.random.split(key, N)
-        x1, a, copy = jax.vmap(one)(ks, x[0]) if batched else jax.lax.map(lambda kx: one(*kx),
-                                                                            (ks, x[0]))
+        x1, a, copy = (
+            jax.vmap(one)(ks, x[0]) if batched else jax.lax.map(lambda kx: one(*kx), (ks, x[0]))
+        )
         n_b = jnp.stack([jnp.sum(~copy), jnp.sum(copy)])
         a_b = jnp.stack([jnp.sum(a * ~copy), jnp.sum(a * copy)]) / jnp.maximum(n_b, 1)
         # the step per branch follows its particles' acceptance (target 0.65), between moves

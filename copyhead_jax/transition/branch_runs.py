@@ -42,7 +42,8 @@ def stack_heads(arrs: list, cfg, dtype):
     """One head of ``cfg``'s attention whose leading axis runs over ``arrs`` (:func:`head_arrays`
     dicts)."""
     return head_class(cfg.model.attention).from_config(
-        cfg, **{k: jnp.asarray(np.stack([a[k] for a in arrs]), dtype) for k in arrs[0]})
+        cfg, **{k: jnp.asarray(np.stack([a[k] for a in arrs]), dtype) for k in arrs[0]}
+    )
 
 
 def pick_reference(sweeps, branch: str, P: int, s: int, thr: float):
@@ -77,9 +78,11 @@ def references(sweeps: dict, P_group, seeds, a_thr: float):
 def reference_list(sweeps: dict, P_group, seeds, a_thr: float) -> list:
     """``[P, seed, branch, the reference sweep's P grid, ref_P]`` per run with a reference: what
     a group's chains start from (a sweep added for other P leaves it unchanged)."""
-    return [[int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
-            for _, P, s, b, ref in references(sweeps, P_group, seeds, a_thr)
-            if ref is not None]  # fmt: skip
+    return [
+        [int(P), s, b, [int(p) for p in ref[0].P], int(ref[2])]
+        for _, P, s, b, ref in references(sweeps, P_group, seeds, a_thr)
+        if ref is not None
+    ]
 
 
 def _rows(cfg, P_group):
@@ -155,8 +158,10 @@ class _RungProgress:
             return
         self.last, spent = now, now - self.t0
         left = spent * (total - done) / max(done, 1)
-        _log(f"rungs: HMC step {done}/{total} ({done / total:.0%}), {spent / 60:.0f} min in, "
-            f"~{left / 60:.0f} min left")  # fmt: skip
+        _log(
+            f"rungs: HMC step {done}/{total} ({done / total:.0%}), {spent / 60:.0f} min in, "
+            f"~{left / 60:.0f} min left"
+        )
 
 
 _PROGRESS = _RungProgress()
@@ -173,8 +178,18 @@ def _rungs(cfg, ts, hmc, keys, heads, train, mask, C, side, thr):
         U = lambda w: marginal_energy(with_WG(h, x0 + Cm @ w), t, m, obj)  # noqa: E731
         order = lambda w: a_G(with_WG(h, x0 + Cm @ w), t, m)  # noqa: E731
         U_star = U(jnp.zeros_like(x0))
-        st = path_rungs(k, U, order, np.asarray(ts), side=sd, threshold=thr, n=x0.size,
-                        U_star=U_star, progress=_PROGRESS, **hmc)  # fmt: skip
+        st = path_rungs(
+            k,
+            U,
+            order,
+            np.asarray(ts),
+            side=sd,
+            threshold=thr,
+            n=x0.size,
+            U_star=U_star,
+            progress=_PROGRESS,
+            **hmc,
+        )
         return st.records, st.accept, st.outside, st.finite, st.step_size, U_star
 
     return jax.vmap(one)(keys, heads, train, mask, C, side)
@@ -193,8 +208,9 @@ def _ref_orders(n_draws, key, heads, train, mask, C):
     return jax.vmap(one)(keys, heads, train, mask, C)
 
 
-def free_energies(cfg, runs: list, arrs: list, trains: list, masks: list, key, c: dict,
-                  label="", log=_log) -> dict:  # fmt: skip
+def free_energies(
+    cfg, runs: list, arrs: list, trains: list, masks: list, key, c: dict, label="", log=_log
+) -> dict:
     """F of every run of a group (``runs[r]``: P, seed, branch; ``arrs[r]``: its reference MAP's
     weights, :func:`head_arrays`; ``trains[r]``, ``masks[r]``: its data padded to one P) by
     constrained Laplace-referenced TI (:func:`.branch_ti.branch_log_z`): whitening in
@@ -226,8 +242,18 @@ def free_energies(cfg, runs: list, arrs: list, trains: list, masks: list, key, c
     K, nC = len(c["ts"]), c["n_chains"]
     keys = jax.random.split(k_ch, len(runs) * K * nC).reshape(len(runs), K, nC)
     c2 = cpu_seconds()
-    out = _rungs(cfg, tuple(c["ts"]), tuple(sorted(c["hmc"].items())), keys, heads, train, m32,
-                 C32, side, thr)  # fmt: skip
+    out = _rungs(
+        cfg,
+        tuple(c["ts"]),
+        tuple(sorted(c["hmc"].items())),
+        keys,
+        heads,
+        train,
+        m32,
+        C32,
+        side,
+        thr,
+    )
     draws, acc, outside, finite, step, U_star = (np.asarray(x, np.float64) for x in out)
     draws = draws[..., int(c["discard"] * draws.shape[-2]) :, :]  # further burn-in
     log(f"P={label}: {len(runs)} runs x {K} rungs x {nC} chains, {cpu_seconds() - c2:.0f} CPU s")
@@ -235,15 +261,31 @@ def free_energies(cfg, runs: list, arrs: list, trains: list, masks: list, key, c
     for r, run in enumerate(runs):
         hit = (o_ref[r] >= thr) if run["branch"] == "copy" else (o_ref[r] < thr)
         p = float(hit.mean())
-        fe = branch_log_z(c["ts"], draws[r, ..., 0], finite[r].astype(bool), U_star=U_star[r],
-                          logdet_C=float(logdet[r]), n=n, p_ref=p,
-                          p_ref_se=math.sqrt(p * (1 - p) / hit.size))  # fmt: skip
-        run.update(fe, p_ref=p, ref_hits=int(hit.sum()), n_ref=int(hit.size),
-                   aG_ref=float(aG0[r]), U_star=float(U_star[r]), logdet_C=float(logdet[r]),
-                   accept=acc[r].mean((1, 2)).tolist(), outside=outside[r].mean((1, 2)).tolist(),
-                   step=step[r].mean(1).tolist(), finite=finite[r].all(1).tolist(),
-                   aG_mean=draws[r, ..., 1].mean((1, 2)).tolist(),
-                   aG_t1=draws[r, -1, ..., 1][finite[r, -1] > 0].ravel().tolist())  # fmt: skip
+        fe = branch_log_z(
+            c["ts"],
+            draws[r, ..., 0],
+            finite[r].astype(bool),
+            U_star=U_star[r],
+            logdet_C=float(logdet[r]),
+            n=n,
+            p_ref=p,
+            p_ref_se=math.sqrt(p * (1 - p) / hit.size),
+        )
+        run.update(
+            fe,
+            p_ref=p,
+            ref_hits=int(hit.sum()),
+            n_ref=int(hit.size),
+            aG_ref=float(aG0[r]),
+            U_star=float(U_star[r]),
+            logdet_C=float(logdet[r]),
+            accept=acc[r].mean((1, 2)).tolist(),
+            outside=outside[r].mean((1, 2)).tolist(),
+            step=step[r].mean(1).tolist(),
+            finite=finite[r].all(1).tolist(),
+            aG_mean=draws[r, ..., 1].mean((1, 2)).tolist(),
+            aG_t1=draws[r, -1, ..., 1][finite[r, -1] > 0].ravel().tolist(),
+        )
     return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}
 
 
@@ -264,8 +306,10 @@ def smc_programs(cfg, c):
 
     def U_0(ref, x):
         """-log of the normalised two-component reference at ``x``."""
-        lp = [-0.5 * jnp.sum((Ci @ (x - x0)) ** 2) - ld for x0, Ci, ld in
-              zip(ref["x0"], ref["Cinv"], ref["logdet"], strict=True)]  # fmt: skip
+        lp = [
+            -0.5 * jnp.sum((Ci @ (x - x0)) ** 2) - ld
+            for x0, Ci, ld in zip(ref["x0"], ref["Cinv"], ref["logdet"], strict=True)
+        ]
         n = x.size
         return -(jnp.logaddexp(*lp) - math.log(2.0) - 0.5 * n * math.log(2 * math.pi))
 
@@ -274,7 +318,8 @@ def smc_programs(cfg, c):
     @jax.jit
     def g_fn(h, t, m, ref, x):
         return per_run(lambda hh, tt, mm, rr, xx: U_m(hh, tt, mm, xx) - U_0(rr, xx))(
-            h, t, m, ref, x)  # fmt: skip
+            h, t, m, ref, x
+        )
 
     @jax.jit
     def record(h, t, m, x):
@@ -298,8 +343,9 @@ def smc_programs(cfg, c):
 
             inside = lambda w: (aG(hh, tt, mm, to_x(w)) >= thr) == copy  # noqa: E731
             eps = jnp.exp(jnp.where(copy, le[1], le[0]))
-            w1, a = hmc_move(k, pot, w0, step_size=eps, n_steps=n_moves, n_leap=n_leap,
-                             inside=inside)  # fmt: skip
+            w1, a = hmc_move(
+                k, pot, w0, step_size=eps, n_steps=n_moves, n_leap=n_leap, inside=inside
+            )
             return to_x(w1), a, copy
 
         ks = jax.random.split(key, R * N).reshape(R, N)
@@ -314,8 +360,9 @@ def smc_programs(cfg, c):
     return g_fn, record, mutate
 
 
-def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: dict,
-                label="", log=_log) -> dict:  # fmt: skip
+def smc_weights(
+    cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: dict, label="", log=_log
+) -> dict:
     """Tempered SMC of every run of a group from the fair mixture of its two branches' Laplace
     Gaussians to ``e^{-U_m}`` (``arrs[branch][r]``: the branch's reference weights): a pilot
     population on an adaptive schedule, then ``n_reps`` populations on the pilot's. ``c``:
@@ -326,8 +373,7 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
     stack = lambda br, dt: stack_heads(arrs[br], cfg, dt)  # noqa: E731
     with jax.enable_x64(True):
         m64 = jnp.asarray(mask, jnp.float64)
-        C64 = {br: np.asarray(whiten(cfg, stack(br, jnp.float64), train, m64))
-               for br in BRANCHES}  # fmt: skip
+        C64 = {br: np.asarray(whiten(cfg, stack(br, jnp.float64), train, m64)) for br in BRANCHES}
     log(f"P={label}: whitening, {len(runs)} runs x 2 branches, {cpu_seconds() - c0:.0f} CPU s")
     heads = {br: stack(br, jnp.float32) for br in BRANCHES}
     h = heads["pool"]  # the embeddings; W_G is each particle's
@@ -348,8 +394,10 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
         k1, k2 = jax.random.split(k)
         copy = jax.random.bernoulli(k1, 0.5, (R, N, 1))
         z = jax.random.normal(k2, (R, N, n), jnp.float32)
-        xs = [x_ref[br][:, None] + jnp.einsum("rij,rnj->rni", ref["C"][i], z)
-              for i, br in enumerate(BRANCHES)]  # fmt: skip
+        xs = [
+            x_ref[br][:, None] + jnp.einsum("rij,rnj->rni", ref["C"][i], z)
+            for i, br in enumerate(BRANCHES)
+        ]
         return jnp.where(copy, xs[1], xs[0])
 
     def population(k, N, schedule):
@@ -361,11 +409,17 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
                 log(f"P={label} N={N}: step {i}, min t {np.min(t):.3g}")
 
         res, _ = tempered_smc(
-            k1, draw(k0, N), lambda x: g_fn(h, train, m32, ref, x),
-            lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le), log_eps,
-            ess_target=c["ess_target"], max_steps=c["max_steps"],
-            record=lambda x: record(h, train, m32, x), progress=prog, schedule=schedule,
-        )  # fmt: skip
+            k1,
+            draw(k0, N),
+            lambda x: g_fn(h, train, m32, ref, x),
+            lambda kk, x, t, le: mutate(kk, h, train, m32, ref, x, t, le),
+            log_eps,
+            ess_target=c["ess_target"],
+            max_steps=c["max_steps"],
+            record=lambda x: record(h, train, m32, x),
+            progress=prog,
+            schedule=schedule,
+        )
         return res
 
     k_pilot, k_reps = jax.random.split(key)
@@ -387,19 +441,30 @@ def smc_weights(cfg, runs: list, arrs: dict, trains: list, masks: list, key, c: 
         wc = np.array([w_copy(p, r) for p in reps])
         nc = np.array([int(np.sum(p.obs[r] >= thr)) for p in reps])
         run.update(
-            log_Z=lz.tolist(), w_copy=wc.tolist(), n_copy_final=nc.tolist(),
-            finite=[bool(p.finite[r]) for p in reps], n_steps=int(pilot.ts.shape[0]),
-            ts=pilot.ts[:, r].tolist(), pilot_ess=pilot.ess[:, r].tolist(),
+            log_Z=lz.tolist(),
+            w_copy=wc.tolist(),
+            n_copy_final=nc.tolist(),
+            finite=[bool(p.finite[r]) for p in reps],
+            n_steps=int(pilot.ts.shape[0]),
+            ts=pilot.ts[:, r].tolist(),
+            pilot_ess=pilot.ess[:, r].tolist(),
             accept=[p.accept[:, r].mean() for p in reps],
             aG_final=[np.asarray(p.obs[r]).tolist() for p in reps],
             log_Z_pilot=float(pilot.log_z[r]),
             w_copy_pilot=w_copy(pilot, r),
             ess=[p.ess[:, r].tolist() for p in reps],  # on the pilot's fixed schedule
-            collapsed=[smc_collapse({
-                "reached": bool(p.reached[r]), "finite": bool(p.finite[r]),
-                "n_steps": int(p.ts.shape[0]), "ts": p.ts[:, r].tolist(),
-                "ess": p.ess[:, r].tolist(),
-                "unique": len(np.unique(np.asarray(p.x[r]), axis=0)) / p.x.shape[1]})
-                for p in reps],
-        )  # fmt: skip
+            collapsed=[
+                smc_collapse(
+                    {
+                        "reached": bool(p.reached[r]),
+                        "finite": bool(p.finite[r]),
+                        "n_steps": int(p.ts.shape[0]),
+                        "ts": p.ts[:, r].tolist(),
+                        "ess": p.ess[:, r].tolist(),
+                        "unique": len(np.unique(np.asarray(p.x[r]), axis=0)) / p.x.shape[1],
+                    }
+                )
+                for p in reps
+            ],
+        )
     return {"runs": runs, "cpu_s": cpu_seconds() - c0, "wall_s": time.time() - t0}

@@ -51,11 +51,24 @@ from ..sampling import (
 
 
 def path_rungs(
-    keys, U: Callable, order: Callable, ts, *, side: int | jax.Array,
-    threshold: float | jax.Array, n: int, U_star, w_start=None, dtype=jnp.float32,
-    extra: Callable | None = None, extra_last_only: bool = False, state=None, active=None,
-    first_draw=0, **hmc,
-) -> HMCChains:  # fmt: skip
+    keys,
+    U: Callable,
+    order: Callable,
+    ts,
+    *,
+    side: int | jax.Array,
+    threshold: float | jax.Array,
+    n: int,
+    U_star,
+    w_start=None,
+    dtype=jnp.float32,
+    extra: Callable | None = None,
+    extra_last_only: bool = False,
+    state=None,
+    active=None,
+    first_draw=0,
+    **hmc,
+) -> HMCChains:
     r"""The rungs of one branch: ``keys[K, C]``, ``ts[K]``. ``U(w)`` is the target energy in the
     whitened coordinates ($U_m(x^*+Cw)$), ``U_star = U(0)``, ``order(w)`` the region's order
     parameter; region ``order >= threshold`` for ``side = +1``, ``order < threshold`` for
@@ -101,12 +114,22 @@ def path_rungs(
             if st is None:
                 w0 = jnp.zeros((k.shape[0], n), dtype)
                 w0 = w0 if w_start is None else w0 + jnp.asarray(w_start, dtype)[None]
-                c = hmc_chains(k, pot, w0, rec, inside=inside, step_size=eps,
-                               batched=not sequential, **hmc)  # fmt: skip
+                c = hmc_chains(
+                    k, pot, w0, rec, inside=inside, step_size=eps, batched=not sequential, **hmc
+                )
             else:
-                c = hmc_chains(None, pot, None, rec, inside=inside, step_size=eps,
-                               batched=not sequential, state=st, first_draw=first_draw,
-                               **hmc)  # fmt: skip
+                c = hmc_chains(
+                    None,
+                    pot,
+                    None,
+                    rec,
+                    inside=inside,
+                    step_size=eps,
+                    batched=not sequential,
+                    state=st,
+                    first_draw=first_draw,
+                    **hmc,
+                )
             return c._replace(finite=c.finite & jnp.all(jnp.isfinite(c.records), axis=(1, 2)))
 
         if st is None:
@@ -115,10 +138,16 @@ def path_rungs(
         def stay(st):
             c = jax.eval_shape(run, st)
             nan = lambda x: jnp.full(x.shape, jnp.nan, x.dtype)  # noqa: E731
-            return c._replace(records=nan(c.records), accept=jnp.full(c.accept.shape, STOPPED,
-                              c.accept.dtype), outside=nan(c.outside), energy=nan(c.energy),
-                              finite=jnp.ones(c.finite.shape, bool), step_size=nan(c.step_size),
-                              scale=nan(c.scale), state=st)  # fmt: skip
+            return c._replace(
+                records=nan(c.records),
+                accept=jnp.full(c.accept.shape, STOPPED, c.accept.dtype),
+                outside=nan(c.outside),
+                energy=nan(c.energy),
+                finite=jnp.ones(c.finite.shape, bool),
+                step_size=nan(c.step_size),
+                scale=nan(c.scale),
+                state=st,
+            )
 
         return lax.cond(act, run, stay, st)
 
@@ -131,8 +160,9 @@ def path_rungs(
 STOPPED = -1.0
 
 
-def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, threshold: float,
-                   batch: int = 256) -> tuple[float, float, int]:  # fmt: skip
+def reference_mass(
+    key, order: Callable, n: int, n_draws: int, *, side: int, threshold: float, batch: int = 256
+) -> tuple[float, float, int]:
     """``(p, se, hits)``: the mass of the region under the reference ``N(0, I_n)`` in ``w`` from
     ``n_draws`` exact draws (binomial standard error ``sqrt(p (1 - p) / n_draws)``)."""
     w = jax.random.normal(key, (n_draws, n), jnp.float32)
@@ -143,8 +173,9 @@ def reference_mass(key, order: Callable, n: int, n_draws: int, *, side: int, thr
     return p, math.sqrt(max(p * (1 - p), 0.0) / n_draws), k
 
 
-def branch_log_z(ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref: float,
-                 p_ref_se: float, g0=None) -> dict:  # fmt: skip
+def branch_log_z(
+    ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref: float, p_ref_se: float, g0=None
+) -> dict:
     r"""$\log Z_R$ and $F_R=-\log Z_R$ with its Monte-Carlo standard error from the rungs'
     ``g[K, C, S]`` (module docstring). The error adds the TI MCSE (rungs independent, ESS of
     ``g`` per rung) and the binomial error of ``log P_ref(R)`` in quadrature; ``p_ref = 0``
@@ -177,8 +208,17 @@ def branch_log_z(ts, g, finite, *, U_star: float, logdet_C: float, n: int, p_ref
     # they have no draws there, and NaN + -inf would hide the verdict F = inf)
     log_z = log_ref + log_p + log_ratio if p_ref > 0 else -math.inf
     return {
-        "F": -log_z, "mcse": math.hypot(se_ti, se_p), "mcse_ti": se_ti, "mcse_p_ref": se_p,
-        "log_Z_ref": log_ref, "log_p_ref": log_p, "log_Z_ratio": log_ratio,
-        "quad_corr": log_ratio - trap, "mean_g": (-m).tolist(), "var_g": v.tolist(),
-        "mcse_g": mse.tolist(), "rhat_g": rh.tolist(), "ess_g": es.tolist(),
-    }  # fmt: skip
+        "F": -log_z,
+        "mcse": math.hypot(se_ti, se_p),
+        "mcse_ti": se_ti,
+        "mcse_p_ref": se_p,
+        "log_Z_ref": log_ref,
+        "log_p_ref": log_p,
+        "log_Z_ratio": log_ratio,
+        "quad_corr": log_ratio - trap,
+        "mean_g": (-m).tolist(),
+        "var_g": v.tolist(),
+        "mcse_g": mse.tolist(),
+        "rhat_g": rh.tolist(),
+        "ess_g": es.tolist(),
+    }

@@ -65,15 +65,24 @@ def _one_run(cfg, n_steps, burn_in, thin, n_chains, eta, keys, head, train, mask
         return jnp.stack([D, pr, 0.5 * jnp.sum(w**2), o.c1, o.cG, o.r])
 
     res = sgld_chains(
-        keys, w0, potential, n_steps=n_steps, step_size=eta, burn_in=burn_in, thin=thin,
-        n_chains=n_chains, args=(theta, C, train, mask, coef), draw_fn=draw,
-    )  # fmt: skip
+        keys,
+        w0,
+        potential,
+        n_steps=n_steps,
+        step_size=eta,
+        burn_in=burn_in,
+        thin=thin,
+        n_chains=n_chains,
+        args=(theta, C, train, mask, coef),
+        draw_fn=draw,
+    )
     return res.draws, res.finite, U_star
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
-def tempered_chains(cfg, n_steps, burn_in, thin, n_chains, eta, keys, heads, train, mask, theta,
-                    C, coef):  # fmt: skip
+def tempered_chains(
+    cfg, n_steps, burn_in, thin, n_chains, eta, keys, heads, train, mask, theta, C, coef
+):
     """``vmap`` over runs ``r`` and temperatures ``k`` (``coef[r, k, 3]``, ``keys[r, k, C]``):
     draws ``[r, k, chain, draw, field]``, finite ``[r, k, chain]``, ``U*[r, k]``."""
     one = functools.partial(_one_run, cfg, n_steps, burn_in, thin, n_chains, eta)
@@ -107,18 +116,25 @@ def branch_free_energy(ts, draws, finite, U_star: float, half_logdet_H: float) -
     logz, se = ti_quadrature(ts, mean, var, mse, vse)
     trap, _ = ti_quadrature(ts, mean)
     return {
-        "F": float(U_star + half_logdet_H - logz), "mcse": se, "U_star": float(U_star),
-        "half_logdet_H": float(half_logdet_H), "log_Z_ratio": logz,
-        "quadrature_correction": logz - trap, "mean_g": (-mean).tolist(),
-        "var_g": var.tolist(), "rhat_g": rhat.tolist(),
-    }  # fmt: skip
+        "F": float(U_star + half_logdet_H - logz),
+        "mcse": se,
+        "U_star": float(U_star),
+        "half_logdet_H": float(half_logdet_H),
+        "log_Z_ratio": logz,
+        "quadrature_correction": logz - trap,
+        "mean_g": (-mean).tolist(),
+        "var_g": var.tolist(),
+        "rhat_g": rhat.tolist(),
+    }
 
 
 def _heads(res, idx):
     cfg = res.config
     n_runs = len(cfg.sweep.P) * cfg.sweep.n_seeds
-    h = {k: res[f"params/{k}"].reshape((n_runs,) + res[f"params/{k}"].shape[2:])[idx]
-         for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    h = {
+        k: res[f"params/{k}"].reshape((n_runs,) + res[f"params/{k}"].shape[2:])[idx]
+        for k in ("W_E", "b", "W_G", "W_O_hat")
+    }
     return head_class(cfg.model.attention)(**h, chi=cfg.posterior.chi)
 
 
@@ -160,22 +176,50 @@ def free_energies(pool, copy, P_ti, ti: dict, key) -> dict:
     head32 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), head)
     t0 = time.time()
     draws, finite, U_star = tempered_chains(
-        cfg, ti["n_steps"], ti["burn_in"], ti["thin"], nC, ti["step_size"], keys, head32, train,
-        mask, jnp.asarray(theta, jnp.float32), jnp.asarray(C, jnp.float32), jnp.asarray(coef),
-    )  # fmt: skip
+        cfg,
+        ti["n_steps"],
+        ti["burn_in"],
+        ti["thin"],
+        nC,
+        ti["step_size"],
+        keys,
+        head32,
+        train,
+        mask,
+        jnp.asarray(theta, jnp.float32),
+        jnp.asarray(C, jnp.float32),
+        jnp.asarray(coef),
+    )
     draws, finite, U_star = np.asarray(draws, np.float64), np.asarray(finite), np.asarray(U_star)
     iG = TEMPERED_FIELDS.index("cG")
-    out = {k: np.full((2, len(P_ti), nS), np.nan) for k in (
-        "F", "F_mcse", "U_star", "half_logdet_H", "log_Z_ratio", "quad_corr", "wbic",
-        "wbic_mcse", "aG_t1", "aG_wbic", "rhat_g_max")}  # fmt: skip
+    out = {
+        k: np.full((2, len(P_ti), nS), np.nan)
+        for k in (
+            "F",
+            "F_mcse",
+            "U_star",
+            "half_logdet_H",
+            "log_Z_ratio",
+            "quad_corr",
+            "wbic",
+            "wbic_mcse",
+            "aG_t1",
+            "aG_wbic",
+            "rhat_g_max",
+        )
+    }
     for r, (br, p, s) in enumerate(runs):
         b, i = ("pool", "copy").index(br), P_ti.index(p)
-        fe = branch_free_energy(ts, draws[r, :-1], finite[r, :-1], U_star[r, 0],
-                                   half_logdet[r])  # fmt: skip
-        for k, v in (("F", fe["F"]), ("F_mcse", fe["mcse"]), ("U_star", fe["U_star"]),
-                     ("half_logdet_H", fe["half_logdet_H"]), ("log_Z_ratio", fe["log_Z_ratio"]),
-                     ("quad_corr", fe["quadrature_correction"]),
-                     ("rhat_g_max", np.nanmax(np.r_[fe["rhat_g"], -np.inf]))):  # fmt: skip
+        fe = branch_free_energy(ts, draws[r, :-1], finite[r, :-1], U_star[r, 0], half_logdet[r])
+        for k, v in (
+            ("F", fe["F"]),
+            ("F_mcse", fe["mcse"]),
+            ("U_star", fe["U_star"]),
+            ("half_logdet_H", fe["half_logdet_H"]),
+            ("log_Z_ratio", fe["log_Z_ratio"]),
+            ("quad_corr", fe["quadrature_correction"]),
+            ("rhat_g_max", np.nanmax(np.r_[fe["rhat_g"], -np.inf])),
+        ):
             out[k][b, i, s] = v
         w = draws[r, -1][finite[r, -1]]  # WBIC temperature
         D = w[..., TEMPERED_FIELDS.index("D")]
@@ -183,6 +227,12 @@ def free_energies(pool, copy, P_ti, ti: dict, key) -> dict:
         out["wbic_mcse"][b, i, s] = float(mcse_mean(D)) if D.shape[1] >= 4 else np.nan
         out["aG_wbic"][b, i, s] = w[..., iG].mean()
         out["aG_t1"][b, i, s] = draws[r, len(ts) - 1][finite[r, len(ts) - 1]][..., iG].mean()
-    out.update(P=P_ti, ts=ts, same_data=same, same_embeddings=same_emb,
-               finite_frac=float(finite.mean()), seconds=time.time() - t0)  # fmt: skip
+    out.update(
+        P=P_ti,
+        ts=ts,
+        same_data=same,
+        same_embeddings=same_emb,
+        finite_frac=float(finite.mean()),
+        seconds=time.time() - t0,
+    )
     return out

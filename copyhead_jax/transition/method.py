@@ -20,8 +20,11 @@ def transition(cfg: Config, *, method: str = "profile", **kw) -> dict:
     function. Returns its JSON-ready dict."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if method == "profile" and getattr(cfg, "model", None) is not None and \
-            head_class(cfg.model.attention).two_branches:  # fmt: skip
+    if (
+        method == "profile"
+        and getattr(cfg, "model", None) is not None
+        and head_class(cfg.model.attention).two_branches
+    ):
         from .profile import profile_transition
 
         return profile_transition(cfg, **kw)

@@ -58,9 +58,10 @@ def first_probes(log_roots, fallback: float, *, anchored: bool = False) -> list[
 
 
 def seed_probes(
-    measure: Callable[[int], dict], probes: list[int],
+    measure: Callable[[int], dict],
+    probes: list[int],
     anchor: tuple[float, float, int] | None = None,
-) -> tuple[dict, Crossing | None]:  # fmt: skip
+) -> tuple[dict, Crossing | None]:
     """One seed's probes, measured one at a time: ``measure(P)`` returns a dict with ``dF``
     (the difference whose root is sought), ``se``, ``sys`` and optionally ``slope``. From
     ``probes`` on, :func:`~copyhead_jax.transition.root.next_probe` widens and refines to a
@@ -86,8 +87,12 @@ def seed_probes(
             probes = [max(2, int(round(P * math.exp(step))))]
         if not probes:
             Ps = sorted(groups)
-            nxt = next_probe(Ps, [groups[p]["dF"] for p in Ps], grow=GROW,
-                             refine_ratio=REFINE_RATIO,
-                             slope=[groups[p].get("slope") or math.nan for p in Ps])  # fmt: skip
+            nxt = next_probe(
+                Ps,
+                [groups[p]["dF"] for p in Ps],
+                grow=GROW,
+                refine_ratio=REFINE_RATIO,
+                slope=[groups[p].get("slope") or math.nan for p in Ps],
+            )
             probes = [] if nxt is None else [nxt]
     return groups, None

@@ -36,8 +36,17 @@ __all__ = ["Crossing", "crossing", "hermite_root", "sign_change"]
 ANCHOR_SLOPE_REL = 0.25
 
 
-def next_probe(P, d, *, grow: float = 1.25, refine_ratio: float = 1.25, P_floor: int = 1,
-               P_ceil: int = 10**7, slope=None, max_jump: float = 2.0) -> int | None:  # fmt: skip
+def next_probe(
+    P,
+    d,
+    *,
+    grow: float = 1.25,
+    refine_ratio: float = 1.25,
+    P_floor: int = 1,
+    P_ceil: int = 10**7,
+    slope=None,
+    max_jump: float = 2.0,
+) -> int | None:
     """The next ``P`` to measure, or ``None`` when done.
 
     Widening (no sign change yet): above the largest probe while every ``d > 0``, below the
@@ -116,10 +125,19 @@ def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
     rand = math.sqrt(spread**2 / n + float(np.sum(m**2)) / n**2)
     half = q * rand + float(s.mean())
     c = float(t.mean())
-    return {"P_star": math.exp(c), "lo": math.exp(c - half), "hi": math.exp(c + half),
-            "n": n, "n_missing": int((~ok).sum()), "level": level, "half_width_log": half,
-            "seed_sd_log": spread, "mc_log": math.sqrt(float(np.sum(m**2))) / n,
-            "sys_log": float(s.mean()), "quantile": q}  # fmt: skip
+    return {
+        "P_star": math.exp(c),
+        "lo": math.exp(c - half),
+        "hi": math.exp(c + half),
+        "n": n,
+        "n_missing": int((~ok).sum()),
+        "level": level,
+        "half_width_log": half,
+        "seed_sd_log": spread,
+        "mc_log": math.sqrt(float(np.sum(m**2))) / n,
+        "sys_log": float(s.mean()),
+        "quantile": q,
+    }
 
 
 def bracket_slope(P, d, se) -> tuple[float, float] | None:
@@ -146,8 +164,16 @@ def pooled_slope(slopes) -> tuple[float, float, int] | None:
     return m, math.sqrt(sum(e * e for _, e in ok)) / len(ok), len(ok)
 
 
-def anchored_root(P: float, d: float, se: float, sys: float, slope: tuple[float, float, int],
-                  max_step: float, *, level: float = 0.95) -> Crossing | None:  # fmt: skip
+def anchored_root(
+    P: float,
+    d: float,
+    se: float,
+    sys: float,
+    slope: tuple[float, float, int],
+    max_step: float,
+    *,
+    level: float = 0.95,
+) -> Crossing | None:
     r"""The root of ``d`` from one probe and a slope measured elsewhere (``slope``:
     :func:`pooled_slope`'s ``(s, se_s, n)``): $t^*=\log P-d/s$, or ``None`` when
     $|d/s|>$ ``max_step`` (farther than the slope was measured: bracket it instead). Error
@@ -164,6 +190,16 @@ def anchored_root(P: float, d: float, se: float, sys: float, slope: tuple[float,
     quad, interp = abs(sys / s), ANCHOR_SLOPE_REL * abs(step)
     half = float(stats.norm.ppf(0.5 + level / 2)) * mc + quad + interp
     anchor = {"P": float(P), "slope": s, "slope_se": s_se, "n_slopes": n}
-    return Crossing(float(math.exp(ts)), None, None, float(ts), float(mc), float(quad),
-                    float(interp), math.exp(ts - half), math.exp(ts + half), level,
-                    anchor=anchor)  # fmt: skip
+    return Crossing(
+        float(math.exp(ts)),
+        None,
+        None,
+        float(ts),
+        float(mc),
+        float(quad),
+        float(interp),
+        math.exp(ts - half),
+        math.exp(ts + half),
+        level,
+        anchor=anchor,
+    )

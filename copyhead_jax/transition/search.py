@@ -53,6 +53,8 @@ INIT = {"pool": "zero", "copy": "copy"}
 #: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
 GROUP_KEYS = ("P", "seed", "dF", "se", "sys")
 SMC_KEYS = ("P", "seed", "w_copy", "collapsed")
+
+
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
     """``cfg`` on the engine the Bayesian transition needs: reduced (exact width reduction),
     quenched embeddings, exact float64 MAP."""
@@ -62,8 +64,9 @@ def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
         raise ValueError("the Bayesian transition does not take the causal mask (causal=True)")
     sw = {} if n_seeds is None else {"n_seeds": check_int("n_seeds", n_seeds, lo=1, hi=1000)}
     exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
-    return cfg.replace(model=dict(engine="reduced"), sweep=sw,
-                       train=dict(solver=exact, train_embeddings=False))  # fmt: skip
+    return cfg.replace(
+        model=dict(engine="reduced"), sweep=sw, train=dict(solver=exact, train_embeddings=False)
+    )
 
 
 def _log(progress: bool, msg: str) -> None:
@@ -79,8 +82,12 @@ def theory_points(cfg: Config) -> dict:
     p = TheoryParams.from_config(cfg)
     att, cls = cfg.model.attention, head_class(cfg.model.attention)
     # a two-branch head without a window: where the global minimiser crosses over
-    point = lambda r: r.get(cls.transition_key) or (  # noqa: E731
-        r.get("P_aG_crossover") if cls.two_branches else None)
+    point = lambda r: (
+        r.get(cls.transition_key)
+        or (  # noqa: E731
+            r.get("P_aG_crossover") if cls.two_branches else None
+        )
+    )
     if cfg.task.source != "iid":  # §12: the MAP's P* from full minimisers (no posterior form)
         from ..theory.beyond import beyond_points
 
@@ -99,17 +106,31 @@ def _check_group_memory(cfg: Config, settings: TISettings, P_top: int) -> None:
     """Refuse a transition whose group at ``P <= 4 P_top`` (a branch probe may reach 4x the
     grid's top) does not fit (:func:`~.branch_group.group_bytes`)."""
     need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_top)
-    refuse_if_over(need, available_bytes(cfg), f"a transition group at P <= {4 * P_top}",
-                   "use fewer --chains, --rungs or --iters, or a larger "
-                   "memory_budget_gb (CLI --memory-budget-gb)")  # fmt: skip
+    refuse_if_over(
+        need,
+        available_bytes(cfg),
+        f"a transition group at P <= {4 * P_top}",
+        "use fewer --chains, --rungs or --iters, or a larger "
+        "memory_budget_gb (CLI --memory-budget-gb)",
+    )
 
 
 def transition(
-    cfg: Config, *, n_seeds: int | None = None, out: str | Path | None = None,
-    progress: bool = True, settings: TISettings | None = None, a_thr: float | None = None,
-    P_grid=None, cross_check: bool = True, seed: int = 0, theory: bool = True, sampler=None,
-    anchored: bool = True, record: dict | None = None,
-) -> dict:  # fmt: skip
+    cfg: Config,
+    *,
+    n_seeds: int | None = None,
+    out: str | Path | None = None,
+    progress: bool = True,
+    settings: TISettings | None = None,
+    a_thr: float | None = None,
+    P_grid=None,
+    cross_check: bool = True,
+    seed: int = 0,
+    theory: bool = True,
+    sampler=None,
+    anchored: bool = True,
+    record: dict | None = None,
+) -> dict:
     """The Bayesian transition point of ``cfg`` (softmax: ``P*_aG``, linear: posterior
     ``psi = 1/2``) per seed and over seeds, with intervals and a cross-check (module docstring).
 
@@ -150,11 +171,11 @@ def transition(
     if not two:
         from .linear import linear_transition
 
-        res = linear_transition(cfg, grid, th, out=out, progress=progress, seed=seed,
-                                sampler=sampler)  # fmt: skip
+        res = linear_transition(
+            cfg, grid, th, out=out, progress=progress, seed=seed, sampler=sampler
+        )
         res.update(record or {})
-        held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json",
-                                                                      res))  # fmt: skip
+        held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
         return res
     t0 = time.time()
     sweeps = {}
@@ -162,8 +183,7 @@ def transition(
         c = cfg.replace(sweep=dict(P=grid), train=dict(init_attention=INIT[b]))
         path = None if out is None else out / f"map_{b}.npz"
         _log(progress, f"exact MAP, {b} start, P = {list(grid)}, {cfg.sweep.n_seeds} seed(s)")
-        sweeps[b] = kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path,
-                                                      progress=False)  # fmt: skip
+        sweeps[b] = kept_sweep(path, c) or run_sweep(c, keep_params=True, out=path, progress=False)
         if path is not None:  # the file's weights, as a resumed run reads them
             sweeps[b] = kept_sweep(path, c) or sweeps[b]
     aG = {b: np.asarray(sweeps[b]["cG"], float) for b in BRANCHES}  # [nP, nS]
@@ -191,15 +211,50 @@ def transition(
         # slope each probe measures placing the next; a later seed: one probe at the earlier
         # seeds' mean root when their brackets measured the slope of d (else two either side)
         anchor = pooled_slope([p.get("bracket_slope") for p in per_seed]) if anchored else None
-        probes = first_probes([p["crossing"]["log_P"] for p in per_seed],
-                              th["post"] or start or P0, anchored=anchor is not None)  # fmt: skip
+        probes = first_probes(
+            [p["crossing"]["log_P"] for p in per_seed],
+            th["post"] or start or P0,
+            anchored=anchor is not None,
+        )
         groups, anchored_cr = seed_probes(
-            lambda P: _group(cfg, sweeps, aG, s, P, pad_of(P, P_top, cfg.task.L), a_thr,
-                             settings, obj, seed, gdir, progress, whitened),
-            probes, anchor)  # fmt: skip
-        per_seed.append(_seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj,
-                                     seed, gdir, P_top, progress, cross_check,
-                                     whitened, anchored_cr))  # fmt: skip
+            lambda P: _group(
+                cfg,
+                sweeps,
+                aG,
+                s,
+                P,
+                pad_of(P, P_top, cfg.task.L),
+                a_thr,
+                settings,
+                obj,
+                seed,
+                gdir,
+                progress,
+                whitened,
+            ),
+            probes,
+            anchor,
+        )
+        per_seed.append(
+            _seed_result(
+                cfg,
+                sweeps,
+                aG,
+                s,
+                groups,
+                mu,
+                a_thr,
+                settings,
+                obj,
+                seed,
+                gdir,
+                P_top,
+                progress,
+                cross_check,
+                whitened,
+                anchored_cr,
+            )
+        )
         whitened.clear()
     res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     res.update(record or {})
@@ -224,11 +279,14 @@ def _heads(cfg, sweeps, aG, s, P, a_thr):
             return None, b
         _, _, i, src = min(cands, key=lambda c: c[:3])  # own start first, then nearest P
         refs.append((src, i))
-    arr = {k: np.stack([np.asarray(sweeps[src][f"params/{k}"][i, s]) for src, i in refs])
-           for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+    arr = {
+        k: np.stack([np.asarray(sweeps[src][f"params/{k}"][i, s]) for src, i in refs])
+        for k in ("W_E", "b", "W_G", "W_O_hat")
+    }
     ref_P = [int(grid[i]) for _, i in refs]
     heads = head_class(cfg.model.attention).from_config(
-        cfg, **{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()})
+        cfg, **{k: jnp.asarray(v, jnp.float32) for k, v in arr.items()}
+    )
     return heads, ref_P
 
 
@@ -237,8 +295,9 @@ def _data(cfg, s, P, P_pad):
     return inp.train[s], nested_mask(P, P_pad)
 
 
-def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
-           whitened) -> dict:  # fmt: skip
+def _group(
+    cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress, whitened
+) -> dict:
     path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
     g = read_checkpoint(path, GROUP_KEYS)
     if g is not None:
@@ -247,8 +306,14 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
     t0 = time.time()
     heads, ref = _heads(cfg, sweeps, aG, s, P, a_thr)
     if heads is None:
-        g = {"P": P, "seed": s, "dF": math.nan, "se": math.nan, "sys": math.nan,
-             "note": f"no MAP of the {ref} branch at any grid P"}  # fmt: skip
+        g = {
+            "P": P,
+            "seed": s,
+            "dF": math.nan,
+            "se": math.nan,
+            "sys": math.nan,
+            "note": f"no MAP of the {ref} branch at any grid P",
+        }
     else:
         train, mask = _data(cfg, s, P, P_pad)
         key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), s), P)
@@ -256,19 +321,29 @@ def _group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progr
         whitened[P] = fe.pop("_C")  # for the SMC cross-check at this P
         dF = fe["copy"]["F"] - fe["pool"]["F"]
         sl = [fe[b].get("dU_dP") for b in ("copy", "pool")]
-        g = {"P": P, "seed": s, "dF": dF, "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
-             "slope": None if None in sl else P * (sl[0] - sl[1]),
-             "sys": abs(fe["copy"]["quad_corr"]) + abs(fe["pool"]["quad_corr"]), "ref_P": ref,
-             "P_pad": P_pad, "branches": fe, "seconds": time.time() - t0}  # fmt: skip
-    _log(progress, f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
-         f"({time.time() - t0:.0f} s)")  # fmt: skip
+        g = {
+            "P": P,
+            "seed": s,
+            "dF": dF,
+            "se": math.hypot(fe["copy"]["mcse"], fe["pool"]["mcse"]),
+            "slope": None if None in sl else P * (sl[0] - sl[1]),
+            "sys": abs(fe["copy"]["quad_corr"]) + abs(fe["pool"]["quad_corr"]),
+            "ref_P": ref,
+            "P_pad": P_pad,
+            "branches": fe,
+            "seconds": time.time() - t0,
+        }
+    _log(
+        progress,
+        f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
+        f"({time.time() - t0:.0f} s)",
+    )
     if path is not None:
         write_checkpoint(path, g)
     return g
 
 
-def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress,
-               whitened):  # fmt: skip
+def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress, whitened):
     path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
     g = read_checkpoint(path, SMC_KEYS)
     if g is not None:
@@ -285,8 +360,9 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     if C64 is None:
         with jax.enable_x64(True):
             h64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), heads)
-            C64 = np.asarray(ti_programs(obj, settings)[0](h64, train,
-                                                           jnp.asarray(mask, jnp.float64)))
+            C64 = np.asarray(
+                ti_programs(obj, settings)[0](h64, train, jnp.asarray(mask, jnp.float64))
+            )
     g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
     g.update(P=P, seed=s, seconds=time.time() - t0)
     _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
@@ -295,13 +371,29 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     return g
 
 
-def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdir, P_top,
-                 progress, cross_check, whitened, anchored_cr=None) -> dict:  # fmt: skip
+def _seed_result(
+    cfg,
+    sweeps,
+    aG,
+    s,
+    groups,
+    mu,
+    a_thr,
+    settings,
+    obj,
+    seed,
+    gdir,
+    P_top,
+    progress,
+    cross_check,
+    whitened,
+    anchored_cr=None,
+) -> dict:
     Ps = sorted(groups)
     d, se = [groups[p]["dF"] for p in Ps], [groups[p]["se"] for p in Ps]
     cr = anchored_cr or crossing(
-        Ps, d, se, [groups[p]["sys"] for p in Ps],
-        [groups[p].get("slope") or math.nan for p in Ps])  # fmt: skip
+        Ps, d, se, [groups[p]["sys"] for p in Ps], [groups[p].get("slope") or math.nan for p in Ps]
+    )
     br = cr.bracket
     # the secant slope a later seed may borrow: from a bracket refined to REFINE_RATIO only
     b_slope = bracket_slope(Ps, d, se) if br and br[1] / br[0] <= REFINE_RATIO else None
@@ -309,20 +401,46 @@ def _seed_result(cfg, sweeps, aG, s, groups, mu, a_thr, settings, obj, seed, gdi
     # the SMC checks the sign of d at a bracket's ends; an anchored seed has none (at its one
     # probe, near the root, the particles' weights cannot resolve a d of a nat or two)
     if cross_check and settings.smc_particles and br:
-        pts = [_smc_group(cfg, sweeps, aG, s, int(p), pad_of(int(p), P_top, cfg.task.L), a_thr,
-                          settings, obj, seed, gdir, progress, whitened)
-               for p in br]  # fmt: skip
+        pts = [
+            _smc_group(
+                cfg,
+                sweeps,
+                aG,
+                s,
+                int(p),
+                pad_of(int(p), P_top, cfg.task.L),
+                a_thr,
+                settings,
+                obj,
+                seed,
+                gdir,
+                progress,
+                whitened,
+            )
+            for p in br
+        ]
         if all(pts):
             smc = smc_cross_check(s, br, pts, settings.smc_particles)
-    flagged = [f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
-               f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
-               for p in Ps if "branches" in groups[p] for b in BRANCHES
-               if not TRANSITION_RUN.mixed(groups[p]["branches"][b]["rhat_max"],
-                                           groups[p]["branches"][b]["ess_min"])]  # fmt: skip
+    flagged = [
+        f"seed {s} P={p} {b}: R-hat {groups[p]['branches'][b]['rhat_max']:.3f}, "
+        f"ESS {groups[p]['branches'][b]['ess_min']:.0f}"
+        for p in Ps
+        if "branches" in groups[p]
+        for b in BRANCHES
+        if not TRANSITION_RUN.mixed(
+            groups[p]["branches"][b]["rhat_max"], groups[p]["branches"][b]["ess_min"]
+        )
+    ]
     flagged += smc["collapsed"] if smc else []
-    return {"seed": s, "probes": [groups[p] for p in Ps], "crossing": cr.to_dict(),
-            "map_U_crossing": mu,
-            "smc": smc, "flagged": flagged, "bracket_slope": b_slope}  # fmt: skip
+    return {
+        "seed": s,
+        "probes": [groups[p] for p in Ps],
+        "crossing": cr.to_dict(),
+        "map_U_crossing": mu,
+        "smc": smc,
+        "flagged": flagged,
+        "bracket_slope": b_slope,
+    }
 
 
 def smc_cross_check(seed: int, bracket, pts: list[dict], n_particles: int) -> dict:
@@ -335,10 +453,19 @@ def smc_cross_check(seed: int, bracket, pts: list[dict], n_particles: int) -> di
     w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
     lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
     c = crossing(bracket, lo, [0.0, 0.0])
-    bad = [f"seed {seed} P={p['P']} SMC collapsed: {'; '.join(p['collapsed'])}"
-           for p in pts if p["collapsed"]]  # fmt: skip
-    return {"P": list(bracket), "w_copy": [p["w_copy"] for p in pts], "dF_smc": lo.tolist(),
-            "P_star": None if bad else c.P_star, "collapsed": bad, "points": pts}
+    bad = [
+        f"seed {seed} P={p['P']} SMC collapsed: {'; '.join(p['collapsed'])}"
+        for p in pts
+        if p["collapsed"]
+    ]
+    return {
+        "P": list(bracket),
+        "w_copy": [p["w_copy"] for p in pts],
+        "dF_smc": lo.tolist(),
+        "P_star": None if bad else c.P_star,
+        "collapsed": bad,
+        "points": pts,
+    }
 
 
 def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
@@ -349,25 +476,37 @@ def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
     ok = np.isfinite(smc)
     mu = [p["map_U_crossing"] or math.nan for p in per_seed]
     return {
-        "attention": cfg.model.attention, "quantity": "P_aG", "P_star": mean["P_star"],
-        "interval": [mean["lo"], mean["hi"]], "summary": mean,
+        "attention": cfg.model.attention,
+        "quantity": "P_aG",
+        "P_star": mean["P_star"],
+        "interval": [mean["lo"], mean["hi"]],
+        "summary": mean,
         "per_seed": [c["P_star"] for c in cr],
-        "cross_check": {"method": "tempered SMC copy weight at each seed's bracket ends",
-                        "per_seed": smc, "P_star":
-                        float(np.exp(np.mean(np.log(np.asarray(smc)[ok]))))
-                        if ok.any() else None},  # fmt: skip
-        "map_U_crossing": {"per_seed": mu,
-                           "mean": float(np.nanmean(mu)) if np.isfinite(mu).any() else None},
-        "theory": th, "a_thr": a_thr, "map_grid": list(grid),
+        "cross_check": {
+            "method": "tempered SMC copy weight at each seed's bracket ends",
+            "per_seed": smc,
+            "P_star": float(np.exp(np.mean(np.log(np.asarray(smc)[ok])))) if ok.any() else None,
+        },
+        "map_U_crossing": {
+            "per_seed": mu,
+            "mean": float(np.nanmean(mu)) if np.isfinite(mu).any() else None,
+        },
+        "theory": th,
+        "a_thr": a_thr,
+        "map_grid": list(grid),
         "flagged": [x for p in per_seed for x in p["flagged"]],
-        "settings": dataclasses.asdict(settings), "config": cfg.to_dict(), "seeds": per_seed,
-        "wall_seconds": wall, "group_seconds": group_seconds(per_seed),
-    }  # fmt: skip
+        "settings": dataclasses.asdict(settings),
+        "config": cfg.to_dict(),
+        "seeds": per_seed,
+        "wall_seconds": wall,
+        "group_seconds": group_seconds(per_seed),
+    }
 
 
 def group_seconds(per_seed: list) -> float:
     """Wall seconds of every TI group and SMC cross-check, as each recorded when it ran (a
     resumed run's ``wall_seconds`` counts only what it computed itself)."""
-    return float(sum((g.get("seconds") or 0.0) for p in per_seed for g in p["probes"])
-                 + sum((x.get("seconds") or 0.0) for p in per_seed if p["smc"]
-                       for x in p["smc"]["points"]))  # fmt: skip
+    return float(
+        sum((g.get("seconds") or 0.0) for p in per_seed for g in p["probes"])
+        + sum((x.get("seconds") or 0.0) for p in per_seed if p["smc"] for x in p["smc"]["points"])
+    )

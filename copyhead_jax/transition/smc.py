@@ -92,8 +92,16 @@ def systematic_resample(key, log_w):
     return jax.vmap(jnp.searchsorted)(cdf, u)
 
 
-def hmc_move(key, potential: Callable, w, *, step_size, n_steps: int, n_leap: int,
-             inside: Callable | None = None):  # fmt: skip
+def hmc_move(
+    key,
+    potential: Callable,
+    w,
+    *,
+    step_size,
+    n_steps: int,
+    n_leap: int,
+    inside: Callable | None = None,
+):
     """``n_steps`` transitions of the package's HMC kernel (:func:`~copyhead_jax.sampling.
     hmc_kernel`: unit mass, step ``step_size`` jittered by U(0.8, 1.2), no adaptation) of one
     particle from ``w``, proposals outside ``inside`` rejected. Returns ``(w, mean acceptance
@@ -109,10 +117,18 @@ def hmc_move(key, potential: Callable, w, *, step_size, n_steps: int, n_leap: in
 
 
 def tempered_smc(
-    key, x0, g_fn: Callable, mutate: Callable, aux: PyTree = None, *, ess_target: float = 0.5,
-    max_steps: int = 500, record: Callable | None = None, progress: Callable | None = None,
+    key,
+    x0,
+    g_fn: Callable,
+    mutate: Callable,
+    aux: PyTree = None,
+    *,
+    ess_target: float = 0.5,
+    max_steps: int = 500,
+    record: Callable | None = None,
+    progress: Callable | None = None,
     schedule=None,
-) -> tuple[SMCResult, PyTree]:  # fmt: skip
+) -> tuple[SMCResult, PyTree]:
     r"""Adaptive tempered SMC (module docstring) of ``R`` problems at once.
 
     ``x0[R, N, ...]``: exact draws of each reference. ``g_fn(x[R, N, ...]) -> [R, N]``:
@@ -136,10 +152,14 @@ def tempered_smc(
     log_w1 = np.full((R, N), -np.log(N))
     obs1 = None
     if schedule is not None:
-        schedule = np.broadcast_to(np.asarray(schedule, np.float64).reshape(len(schedule), -1),
-                                   (len(schedule), R))  # fmt: skip
-        if np.any(np.diff(schedule, axis=0) < 0) or np.any(schedule[-1] != 1.0) or \
-                np.any(schedule[0] <= 0):  # fmt: skip
+        schedule = np.broadcast_to(
+            np.asarray(schedule, np.float64).reshape(len(schedule), -1), (len(schedule), R)
+        )
+        if (
+            np.any(np.diff(schedule, axis=0) < 0)
+            or np.any(schedule[-1] != 1.0)
+            or np.any(schedule[0] <= 0)
+        ):
             raise ValueError("schedule must rise from above 0 to exactly 1 in every column")
         max_steps = len(schedule)
     for k in range(max_steps):
@@ -166,8 +186,9 @@ def tempered_smc(
             log_w1[last] = (log_v - lse[:, None])[last]
         key, k_res, k_mut = jax.random.split(key, 3)
         idx = systematic_resample(k_res, jnp.asarray(log_v, jnp.float32))
-        x = jax.tree.map(lambda a: jnp.take_along_axis(
-            a, idx.reshape(idx.shape + (1,) * (a.ndim - 2)), 1), x)  # fmt: skip
+        x = jax.tree.map(
+            lambda a: jnp.take_along_axis(a, idx.reshape(idx.shape + (1,) * (a.ndim - 2)), 1), x
+        )
         t = t_new
         x, acc, aux = mutate(k_mut, x, jnp.asarray(t, jnp.float32), aux)
         accs.append(np.asarray(acc, np.float64).mean(-1))
@@ -176,10 +197,17 @@ def tempered_smc(
             progress(k, t)
     obs1 = np.asarray(record(x)) if obs1 is None else obs1
     res = SMCResult(
-        x=x, log_z=np.where(finite, log_z, np.nan), ts=np.asarray(ts), ess=np.asarray(esses),
-        accept=np.asarray(accs), log_w1=log_w1, obs1=obs1, obs=np.asarray(record(x)),
-        finite=finite, reached=t >= 1.0,
-    )  # fmt: skip
+        x=x,
+        log_z=np.where(finite, log_z, np.nan),
+        ts=np.asarray(ts),
+        ess=np.asarray(esses),
+        accept=np.asarray(accs),
+        log_w1=log_w1,
+        obs1=obs1,
+        obs=np.asarray(record(x)),
+        finite=finite,
+        reached=t >= 1.0,
+    )
     return res, aux
 
 

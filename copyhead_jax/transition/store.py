@@ -38,8 +38,12 @@ def read_checkpoint(path: Path | None, required: tuple[str, ...]) -> dict | None
         return None
     missing = [k for k in required if k not in obj] if isinstance(obj, dict) else required
     if missing:
-        set_aside(path, "not a JSON object" if not isinstance(obj, dict) else
-                  f"no {', '.join(map(repr, missing))}")  # fmt: skip
+        set_aside(
+            path,
+            "not a JSON object"
+            if not isinstance(obj, dict)
+            else f"no {', '.join(map(repr, missing))}",
+        )
         return None
     return obj
 
@@ -67,8 +71,9 @@ def run_key(cfg: Config, settings: TISettings, extra) -> str:
     ``batched`` (float rounding too): groups computed batched on an accelerator resume one
     after the other on a CPU; nor, without a target, the rungs' stopping fields (they change
     nothing then)."""
-    drop = {"batched"} | (set() if settings.ess_target else
-                          {"ess_target", "rhat_target", "round_iter"})  # fmt: skip
+    drop = {"batched"} | (
+        set() if settings.ess_target else {"ess_target", "rhat_target", "round_iter"}
+    )
     s = {k: v for k, v in dataclasses.asdict(settings).items() if k not in drop}
     return fingerprint([resume_identity(cfg), s, extra], digits=10)
 

@@ -43,16 +43,27 @@ _MAIN_COMMON = dict(rounds=1, n_new=2, max_run_s=1e9, extra_widths=[math.inf, 10
 # (3 seeds per point: the exponent's CI comes from the 5 points' scatter). The paper preset's
 # measured P_c1 and P_cG sit within 5% of EK (main), so a narrow grid brackets them; P_cG's runs
 # are the expensive ones (P ~ 2 P_cG ~ 10^4 at L = 40)
-_SCALING = dict(measure=["P_c1", "P_cG", "P_aG"], n_seeds=3, rounds=1, n_new=2, max_run_s=1e9,
-                n_grid=5, spread={"P_c1": 2.5, "P_cG": 2.0, "P_aG": 1.5})  # fmt: skip
+_SCALING = dict(
+    measure=["P_c1", "P_cG", "P_aG"],
+    n_seeds=3,
+    rounds=1,
+    n_new=2,
+    max_run_s=1e9,
+    n_grid=5,
+    spread={"P_c1": 2.5, "P_cG": 2.0, "P_aG": 1.5},
+)
 # paper preset: 2 seeds per point and no finite-width theory per point (each costs ~1 min here;
 # at N = 10,000 the finite theory sits within 1% of EK at the main point, see main_paper.json):
 # the cold suite's time on this shared CPU
 _SCALING_PAPER = {**_SCALING, "n_seeds": 2, "finite": False}
 # plain conventions: P_c1 < 1 (below any training set) at every point, so not measured; the
 # measured P_cG is ~2.3x the EK value (main), so its grid is wide (cheap: P ~ 10)
-_SCALING_PLAIN = {**_SCALING, "measure": ["P_cG", "P_aG"], "n_grid": 7,
-                  "spread": {"P_cG": 6.0, "P_aG": 1.5}}  # fmt: skip
+_SCALING_PLAIN = {
+    **_SCALING,
+    "measure": ["P_cG", "P_aG"],
+    "n_grid": 7,
+    "spread": {"P_cG": 6.0, "P_aG": 1.5},
+}
 # markov / causal (experiments/beyond.py, its DEFAULTS otherwise; docs/reports/markov.md): the
 # exact MAP at width 10,000 on the DEFAULTS grid (32 ... 3,500), 5 seeds, every rho; the theory's
 # full L x L minimiser on 31 P (the ansatz's coverage is reported by the full space itself)
@@ -62,40 +73,91 @@ _BEYOND = dict(rho=_RHOS, seeds=5, spaces=["full"], n_P=31)
 # resolved on finer P (5 seeds; no continuation in P, so the main runs are found again: checked)
 _MARKOV = dict(
     _BEYOND,
-    extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5, rho=_RHOS),
-           dict(attention="softmax", P=[2700, 3000], seeds=5, rho=[0.9])],
+    extra=[
+        dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5, rho=_RHOS),
+        dict(attention="softmax", P=[2700, 3000], seeds=5, rho=[0.9]),
+    ],
     width_inf=dict(rho=[0.0, 0.9], seeds=2),
-)  # fmt: skip
+)
 _CAUSAL = _BEYOND
 # markov-dirichlet: the Dirichlet family (each transition row ~ Dirichlet(alpha 1_V), chain_seed
 # 0), no mask, the same networks, softmax extras and theory as _MARKOV's rho rows (EK windows:
 # [583, 754] at alpha = 0.5, [569, 835] at 5; docs/reports/markov.md)
-_DIRICHLET = dict(_BEYOND, rho=[], alpha=[0.5, 5.0], chain_seed=0,
-                  extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5,
-                              alpha=[0.5, 5.0])])  # fmt: skip
+_DIRICHLET = dict(
+    _BEYOND,
+    rho=[],
+    alpha=[0.5, 5.0],
+    chain_seed=0,
+    extra=[dict(attention="softmax", P=[600, 650, 750, 850, 1200], seeds=5, alpha=[0.5, 5.0])],
+)
 # causal-inf: networks at width infinity (the prior's Gram) with the mask, beside causal's rows
 # (no theory: causal.json holds it for these rows)
-_CAUSAL_INF = dict(_BEYOND, rho=[0.0, 0.9], networks_rho=[], spaces=[],
-                   width_inf=dict(rho=[0.0, 0.9], seeds=3))  # fmt: skip
+_CAUSAL_INF = dict(
+    _BEYOND, rho=[0.0, 0.9], networks_rho=[], spaces=[], width_inf=dict(rho=[0.0, 0.9], seeds=3)
+)
 # markov-follow / causal-follow: softmax branches followed up (from the pool start at the grid's
 # bottom) and down (from the copy start at its top) on fine grids around the steps of markov.json /
 # causal.json (experiments/beyond_follow.py), 5 seeds; rho = 0: the control (coexistence known)
 _FOLLOW = dict(_BEYOND, networks_rho=[], spaces=[])
-_MARKOV_FOLLOW = dict(_FOLLOW, rho=[0.0, 0.75, 0.9], follow=[
-    dict(rho=[0.0], P=list(range(540, 821, 20)), seeds=5),
-    dict(rho=[0.75], P=list(range(975, 1226, 25)), seeds=5),
-    dict(rho=[0.9], P=list(range(2200, 2751, 50)), seeds=5)])  # fmt: skip
-_CAUSAL_FOLLOW = dict(_FOLLOW, rho=[0.9], follow=[dict(rho=[0.9], seeds=5, P=[
-    700, 850, 1000, 1200, 1400, 1700, 2000, 2250, 2500, 2750, 3000, 3500])])  # fmt: skip
+_MARKOV_FOLLOW = dict(
+    _FOLLOW,
+    rho=[0.0, 0.75, 0.9],
+    follow=[
+        dict(rho=[0.0], P=list(range(540, 821, 20)), seeds=5),
+        dict(rho=[0.75], P=list(range(975, 1226, 25)), seeds=5),
+        dict(rho=[0.9], P=list(range(2200, 2751, 50)), seeds=5),
+    ],
+)
+_CAUSAL_FOLLOW = dict(
+    _FOLLOW,
+    rho=[0.9],
+    follow=[
+        dict(
+            rho=[0.9],
+            seeds=5,
+            P=[700, 850, 1000, 1200, 1400, 1700, 2000, 2250, 2500, 2750, 3000, 3500],
+        )
+    ],
+)
 # markov-cg: P*_cG above markov.json's grid top (3,500): linear networks only, continued in P over
 # one grid from 32 to 14,000 (a sweep started at 3,500 lands in higher minima: markov.md), 3 seeds
 # (~13-40 min per rho on one core of a loaded 2-core machine; the Dirichlet chains not run)
-_MARKOV_CG = dict(_BEYOND, rho=[0.25, 0.5, 0.75, 0.9], spaces=[], starts=["linear"], seeds=3,
-                  P=[32, 64, 100, 160, 256, 400, 560, 700, 1000, 1500, 2000, 2700, 3500, 4500,
-                     6000, 8000, 10500, 14000])  # fmt: skip
+_MARKOV_CG = dict(
+    _BEYOND,
+    rho=[0.25, 0.5, 0.75, 0.9],
+    spaces=[],
+    starts=["linear"],
+    seeds=3,
+    P=[
+        32,
+        64,
+        100,
+        160,
+        256,
+        400,
+        560,
+        700,
+        1000,
+        1500,
+        2000,
+        2700,
+        3500,
+        4500,
+        6000,
+        8000,
+        10500,
+        14000,
+    ],
+)
 # plain conventions (A = s, per-sequence likelihood): every EK P* ~ 1/L of paper-map's
-_BEYOND_PLAIN = dict(rho=[0.0, 0.5, 0.9], seeds=5, spaces=["full"], n_P=31, theory_P=[0.05, 2000.0],
-                     P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256])  # fmt: skip
+_BEYOND_PLAIN = dict(
+    rho=[0.0, 0.5, 0.9],
+    seeds=5,
+    spaces=["full"],
+    n_P=31,
+    theory_P=[0.05, 2000.0],
+    P=[2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 128, 256],
+)
 
 
 def _width_reference() -> dict:
@@ -105,43 +167,68 @@ def _width_reference() -> dict:
     table can say how much of each disagreement was finite width."""
     results = Path(__file__).resolve().parents[2] / "docs" / "reports" / "results"
     files = {p: results / f"width_{p}.json" for p in ("plain", "paper")}
-    return {p: json.loads(f.read_text()).get("reference_128") for p, f in files.items()
-            if f.exists()}  # fmt: skip
+    return {
+        p: json.loads(f.read_text()).get("reference_128") for p, f in files.items() if f.exists()
+    }
 
 
 # posterior-branches (experiments/posterior_branches.py): the reduced engine of configs/posterior.py
 # (``mc``), its quick mode, at width 10,000; method and numbers: docs/reports/posterior_branches.md
 _BRANCHES = dict(
-    mc="quick", n_seeds=3, a_thr=1.0, a_alt=(0.5, 1.5),
+    mc="quick",
+    n_seeds=3,
+    a_thr=1.0,
+    a_alt=(0.5, 1.5),
     # the reference MAP sweeps: posterior.py's 3-seed TI and copy-start sweeps, plus copy starts
-    sweeps=dict(pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
-                copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]]),
+    sweeps=dict(
+        pool=[[8, 12, 16, 20, 22, 24, 26, 28, 32]],
+        copy=[[22, 24, 26, 28, 32], [24, 48], [40, 64], [52, 56, 60]],
+    ),
     # one compiled program per group; [52, 56], [60]: a finer grid inside the bracket (48, 64)
     groups=[[22, 24, 28, 32], [40, 48], [64], [52, 56], [60]],
     ts=[0.0, 0.1, 0.25, 0.45, 0.7, 1.0],
     # 2 chains per rung, the first quarter of the kept iterations dropped: ~25 CPU-min
-    n_chains=2, n_ref=4000, discard=0.25,
+    n_chains=2,
+    n_ref=4000,
+    discard=0.25,
     hmc=dict(n_iter=360, thin=2, step_size=0.35, n_adapt=100),
     # seeds 3-9 where the crossing is bracketed, from 10-seed sweeps (seeds 0-2: same data);
     # the pooling start jumps to copying above P ~ 34, so its references lie at P <= 32
-    blocks=[dict(seeds=list(range(3, 10)), n_seeds_total=10, groups=[[40, 48], [52, 56]],
-                 sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]))],
-)  # fmt: skip
+    blocks=[
+        dict(
+            seeds=list(range(3, 10)),
+            n_seeds_total=10,
+            groups=[[40, 48], [52, 56]],
+            sweeps=dict(pool=[[24, 28, 32, 40, 48, 52, 56]], copy=[[40, 48, 52, 56]]),
+        )
+    ],
+)
 # Paper preset: every EK P* is L = 25 times the plain one, so the plain crossing 49.3 predicts
 # ~1,233: P = 1,200, 1,300 (25 x 48, 25 x 52). A run costs ~33x a plain one. Pool-start MAPs
 # exist up to ~830; the copy-start sweep holds the copy references at 1,200 and 1,300.
-_BRANCH_SWEEPS_PAPER = dict(pool=[[560, 600, 640, 700, 800]],
-                            copy=[[560, 600, 640, 700, 800, 1200, 1300]])  # fmt: skip
+_BRANCH_SWEEPS_PAPER = dict(
+    pool=[[560, 600, 640, 700, 800]], copy=[[560, 600, 640, 700, 800, 1200, 1300]]
+)
 _BRANCHES_PAPER = dict(
-    _BRANCHES, n_seeds=2, sweeps=_BRANCH_SWEEPS_PAPER, groups=[[1200], [1300]],
+    _BRANCHES,
+    n_seeds=2,
+    sweeps=_BRANCH_SWEEPS_PAPER,
+    groups=[[1200], [1300]],
     # seeds 2-3 (groups 100, 101: a 4-seed sweep's data), then from 10-seed sweeps seeds 4-5
     # (groups 200, 201), 6 (300, 301), 7 (400, 401), 8-9 (500, 501)
-    blocks=[dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]],
-                 sweeps=_BRANCH_SWEEPS_PAPER),
-            *(dict(seeds=s, n_seeds_total=10, groups=[[1200], [1300]],
-                   sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]))
-              for s in ([4, 5], [6], [7], [8, 9]))],
-)  # fmt: skip
+    blocks=[
+        dict(seeds=[2, 3], n_seeds_total=4, groups=[[1200], [1300]], sweeps=_BRANCH_SWEEPS_PAPER),
+        *(
+            dict(
+                seeds=s,
+                n_seeds_total=10,
+                groups=[[1200], [1300]],
+                sweeps=dict(pool=[[700, 800]], copy=[[1200, 1300]]),
+            )
+            for s in ([4, 5], [6], [7], [8, 9])
+        ),
+    ],
+)
 
 
 # the posterior (experiments/posterior.py): configs/posterior.py's QUICK engine (``mc``), both
@@ -151,31 +238,54 @@ _POSTERIOR = dict(mc="quick")
 # (its ``branches`` mode, ``block`` of seeds, ``a_thr``); docs/reports/posterior_branches.md.
 # block 0: posterior_branches' 10-seed sweeps; P = 48, 52: the TI's bracketing points (10 seeds
 # there); 49, 50: inside, where the TI puts every seed's crossing (49.0-49.5). 62 CPU-min in all
-_SMC = dict(branches="paper", block=0, n_seeds=10, groups=[[48, 49], [50, 52]], a_thr=1.0,
-            n_particles=128, n_pilot=64, n_reps=2, ess_target=0.5, n_moves=4, n_leap=5,
-            step_size=0.3, max_steps=200)  # fmt: skip
+_SMC = dict(
+    branches="paper",
+    block=0,
+    n_seeds=10,
+    groups=[[48, 49], [50, 52]],
+    a_thr=1.0,
+    n_particles=128,
+    n_pilot=64,
+    n_reps=2,
+    ess_target=0.5,
+    n_moves=4,
+    n_leap=5,
+    step_size=0.3,
+    max_steps=200,
+)
 # multistart: P grids around each preset's linear transitions (EK P*_cG: plain 3.4, paper
 # 2,125), 10 seeds, the QUICK engine (reduced, width 10,000); docs/reports/multistart.md
-_MULTISTART_PLAIN = dict(mc="quick", n_seeds=10,
-                         P=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32, 64])  # fmt: skip
-_MULTISTART_PAPER = dict(mc="quick", n_seeds=10, P=[128, 256, 512, 768, 1062, 1500, 2000, 2500,
-                                                    3000, 4000, 6000])  # fmt: skip
+_MULTISTART_PLAIN = dict(
+    mc="quick", n_seeds=10, P=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20, 24, 32, 64]
+)
+_MULTISTART_PAPER = dict(
+    mc="quick", n_seeds=10, P=[128, 256, 512, 768, 1062, 1500, 2000, 2500, 3000, 4000, 6000]
+)
 # the embeddings artefacts (paper preset only; docs/reports/embeddings*.md): the joint MAP
 # (configs/embeddings.py's FULL), the paper's Adam protocol, the posterior of every weight
 _EMBEDDINGS = dict(config="full")
 # runs: (attention, width, P, seed, epochs, train_embeddings), in this order (cache per run),
 # cut to fit ~30 CPU-minutes on the shared 2-core machine; every: epochs between Gram measurements
-_PROTOCOL = dict(runs=[
-    ("softmax", 2000, 300, 0, 2000, True), ("softmax", 2000, 600, 0, 2000, True),
-    ("softmax", 2000, 1000, 0, 2000, True), ("linear", 2000, 160, 0, 2000, True),
-    ("linear", 2000, 2000, 0, 2000, True), ("softmax", 2000, 1000, 0, 2000, False),
-    ("softmax", 10_000, 1000, 0, 200, True), ("softmax", 2000, 1000, 1, 2000, True),
-    ("linear", 2000, 2000, 1, 2000, True), ("linear", 2000, 2000, 0, 2000, False)],
-    every=100)  # fmt: skip
+_PROTOCOL = dict(
+    runs=[
+        ("softmax", 2000, 300, 0, 2000, True),
+        ("softmax", 2000, 600, 0, 2000, True),
+        ("softmax", 2000, 1000, 0, 2000, True),
+        ("linear", 2000, 160, 0, 2000, True),
+        ("linear", 2000, 2000, 0, 2000, True),
+        ("softmax", 2000, 1000, 0, 2000, False),
+        ("softmax", 10_000, 1000, 0, 200, True),
+        ("softmax", 2000, 1000, 1, 2000, True),
+        ("linear", 2000, 2000, 1, 2000, True),
+        ("linear", 2000, 2000, 0, 2000, False),
+    ],
+    every=100,
+)
 # 4 NUTS chains of 200 warm-up + 200 draws; extra_P: where the quenched posterior copies (aG ~
 # 1.6 at N = 4,096), at the two largest widths only
-_EMB_POSTERIOR = dict(widths=[16, 64, 256, 4096], P=[96, 192], extra_P=384, n_warmup=200,
-                      n_samples=200)  # fmt: skip
+_EMB_POSTERIOR = dict(
+    widths=[16, 64, 256, 4096], P=[96, 192], extra_P=384, n_warmup=200, n_samples=200
+)
 
 CONFIG = dict(
     width_reference=_width_reference(),
@@ -210,11 +320,15 @@ CONFIG = dict(
             causal=_BEYOND_PLAIN,
             # the Bayesian P*_aG; rho 0.9: a MAP grid over the networks'
             # MAP step (90.5, not the EK 37.2), top 200 (4 x top fits the 4 GiB default budget)
-            markov_transition=dict(rho=[0.0, 0.5, 0.9], widths=["inf"], seeds=3, P_grid={
-                0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]},
+            markov_transition=dict(
+                rho=[0.0, 0.5, 0.9],
+                widths=["inf"],
+                seeds=3,
+                P_grid={0.9: [40, 47, 55, 64, 75, 88, 103, 120, 140, 160, 180, 200]},
                 # the settings it was measured with (TISettings' defaults before 2026-12)
-                ti=dict(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_ref=2000, smc_particles=48,
-                       exact_t0=False), anchored=False),  # fmt: skip
+                ti=dict(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_ref=2000, smc_particles=48, exact_t0=False),
+                anchored=False,
+            ),
             # the small default (plain conventions only); NUTS (~16 min) kept from the JSON
             reduction=dict(reuse_nuts=True),
         ),

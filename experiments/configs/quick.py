@@ -28,8 +28,9 @@ ENGINE = dict(
 )
 
 # scaling: one seed and one refinement round per point, on ~n_grid P around each EK P*
-_SCALING = dict(measure=["P_c1", "P_cG", "P_aG"], n_seeds=1, rounds=1, n_new=2, max_run_s=30.0,
-                n_grid=7)  # fmt: skip
+_SCALING = dict(
+    measure=["P_c1", "P_cG", "P_aG"], n_seeds=1, rounds=1, n_new=2, max_run_s=30.0, n_grid=7
+)
 _SCALING_PAPER = {**_SCALING, "max_run_s": 25.0, "n_grid": 6}  # its P* are 10x larger
 
 CONFIG = dict(
@@ -50,7 +51,10 @@ CONFIG = dict(
                 P_copy=[8, 12, 16, 20, 24, 28, 32, 40, 48, 64],  # spinodals ~ [21.7, 34.1]
                 sgld_linear=[1, 2, 3, 4, 6, 8, 16, 32],
                 sgld_softmax=[8, 12, 16, 20, 24, 28, 32, 48],
-                rounds=2, n_new=3, max_run_s=60.0, theory_P=[0.05, 400.0],  # theory curves' range
+                rounds=2,
+                n_new=3,
+                max_run_s=60.0,
+                theory_P=[0.05, 400.0],  # theory curves' range
             ),
             hysteresis=dict(rounds=2, n_new=3, P_linear_copy=[1, 2, 3, 4, 6, 8, 16, 32]),
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING),
@@ -66,7 +70,10 @@ CONFIG = dict(
                 sgld_linear=[16, 32, 64, 96, 128, 256, 512, 1024],
                 sgld_softmax=[128, 256, 384, 512, 640],
                 # max_run_s: P = 8192 (linear, 4k epochs) is ~100 s on this CPU
-                rounds=2, n_new=2, max_run_s=120.0, theory_P=[2.0, 20000.0],
+                rounds=2,
+                n_new=2,
+                max_run_s=120.0,
+                theory_P=[2.0, 20000.0],
             ),
             hysteresis=dict(rounds=2, n_new=2, P_linear_copy=[64, 128, 256, 512, 1024]),
             scaling_L=dict(values=[10, 16, 25, 40, 60], **_SCALING_PAPER),

@@ -95,8 +95,11 @@ def _runtime_row(a: str, p: str, r: dict) -> list[str]:
     sw = r.get("sweep_seconds")
     if sw is None and r.get("rows"):  # scaling: its own points (main's is in main's)
         sw = sum(x.get("sweep_seconds") or 0.0 for x in r["rows"])
-    cmd = (f"python -m experiments {a}{MODE_FLAGS[r['header']['mode']]} --preset {p}"
-           if p in ("plain", "paper") else f"python -m experiments.reading {a}")  # fmt: skip
+    cmd = (
+        f"python -m experiments {a}{MODE_FLAGS[r['header']['mode']]} --preset {p}"
+        if p in ("plain", "paper")
+        else f"python -m experiments.reading {a}"
+    )
     return [a, p, f"{r['header']['runtime_s']:.0f}", "-" if sw is None else f"{sw:.0f}", f"`{cmd}`"]
 
 
@@ -141,16 +144,23 @@ def render(out_dir: Path, mode: str) -> str:
     parts.append("## 2. Coverage ablation\n")
     parts += [sec.section_coverage(r, p, dis) for p in PRESETS if (r := loaded[("coverage", p)])]
     parts += ["## 3. Scaling\n", SCALING_NOTE]
-    parts += [sec.section_scaling(r, p, dis, reach) for a in ("scaling-L", "scaling-V")
-              for p in PRESETS if (r := loaded[(a, p)])]  # fmt: skip
+    parts += [
+        sec.section_scaling(r, p, dis, reach)
+        for a in ("scaling-L", "scaling-V")
+        for p in PRESETS
+        if (r := loaded[(a, p)])
+    ]
     parts.append("## 4. Hysteresis (first-order evidence)\n")
-    parts += [sec.section_hysteresis(r, p, dis) for p in PRESETS
-              if (r := loaded[("hysteresis", p)])]  # fmt: skip
+    parts += [
+        sec.section_hysteresis(r, p, dis) for p in PRESETS if (r := loaded[("hysteresis", p)])
+    ]
     width_tables = [w for p in PRESETS if (w := _load(out_dir, f"width_{p}"))]
     if width_tables:
         parts.append("## 5. Width (finite size): 128, 1,024, 10,000, infinity\n")
-        parts.append("Made by `python -m experiments report` from the main artefact's extra "
-                     "widths (`docs/reports/results/width_*.json`).\n")  # fmt: skip
+        parts.append(
+            "Made by `python -m experiments report` from the main artefact's extra "
+            "widths (`docs/reports/results/width_*.json`).\n"
+        )
         parts += [widths.section_width(w, dis) for w in width_tables]
     parts += [posterior_column.section(out_dir, dis), bayes_section(out_dir)]
     parts.append("## 6. Disagreements (theory vs experiment vs paper)\n")
@@ -163,11 +173,16 @@ def render(out_dir: Path, mode: str) -> str:
 def bayes_section(out_dir: Path) -> str:
     """The Bayesian P*_aG of each preset with the interval of ``compare.bayesian_interval``
     (seeds, MC, quadrature, interpolation) and the poorly mixing runs named."""
-    rows = [f"- **{p}**: {interval_text(bayesian_interval(res))}."
-            for p, name in RD.BRANCHES.items()
-            if (res := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
-    rows += [transition_row(p, tr) for p, name in RD.TRANSITIONS.items()
-             if (tr := _load(out_dir, name.removesuffix(".json")))]  # fmt: skip
+    rows = [
+        f"- **{p}**: {interval_text(bayesian_interval(res))}."
+        for p, name in RD.BRANCHES.items()
+        if (res := _load(out_dir, name.removesuffix(".json")))
+    ]
+    rows += [
+        transition_row(p, tr)
+        for p, name in RD.TRANSITIONS.items()
+        if (tr := _load(out_dir, name.removesuffix(".json")))
+    ]
     if not rows:
         return ""
     return (
@@ -178,7 +193,8 @@ def bayes_section(out_dir: Path) -> str:
         "error of a quadratic through the nearest third point or the bracket itself; a bracket "
         "end whose own error straddles zero is followed past it). Runs with R-hat > 1.05 or "
         "ESS < 100 are named at the bracketing P and counted elsewhere.\n\n"
-        + "\n".join(rows) + "\n"
+        + "\n".join(rows)
+        + "\n"
     )
 
 
@@ -189,24 +205,31 @@ def transition_row(reading: str, tr: dict) -> str:
     smc = tr["cross_check"]["P_star"]
     flagged = tr.get("flagged") or []
     runs = 2 * sum(len(s["probes"]) for s in tr.get("seeds", []))
-    return (f"- **{reading}** (`copyhead transition`, {m['n']} seeds): {m['P_star']:,.0f} "
-            f"[{m['lo']:,.0f}, {m['hi']:,.0f}] (95% t over seeds with, in log P, seed sd "
-            f"{m['seed_sd_log']:.3f}, MC {m['mc_log']:.3f}, quadrature {m['sys_log']:.3f}); per "
-            f"seed {', '.join(f'{p:,.0f}' for p in per)}; tempered-SMC cross-check "
-            + ("none" if smc is None else f"{smc:,.0f}")
-            + f"; {len(flagged)}/{runs} runs with R-hat > 1.05 or ESS < 100"
-            + (f": {'; '.join(flagged)}" if flagged else ""))  # fmt: skip
+    return (
+        f"- **{reading}** (`copyhead transition`, {m['n']} seeds): {m['P_star']:,.0f} "
+        f"[{m['lo']:,.0f}, {m['hi']:,.0f}] (95% t over seeds with, in log P, seed sd "
+        f"{m['seed_sd_log']:.3f}, MC {m['mc_log']:.3f}, quadrature {m['sys_log']:.3f}); per "
+        f"seed {', '.join(f'{p:,.0f}' for p in per)}; tempered-SMC cross-check "
+        + ("none" if smc is None else f"{smc:,.0f}")
+        + f"; {len(flagged)}/{runs} runs with R-hat > 1.05 or ESS < 100"
+        + (f": {'; '.join(flagged)}" if flagged else "")
+    )
 
 
 def _mode_note(loaded: dict, mode: str) -> str:
     """Say which artefacts come from another mode than the page's (not rerun yet)."""
-    other = sorted(f"{a} ({p}): `{r['header']['mode']}`" for (a, p), r in loaded.items()
-                   if r and r["header"]["mode"] != mode)  # fmt: skip
+    other = sorted(
+        f"{a} ({p}): `{r['header']['mode']}`"
+        for (a, p), r in loaded.items()
+        if r and r["header"]["mode"] != mode
+    )
     if not other:
         return ""
-    return (f"- **Mixed modes**: these artefacts were not rerun in this mode (`{mode}`) and come "
-            f"from the mode named: {', '.join(other)}. Their setup is that mode's (see "
-            "`experiments/README.md`).\n")  # fmt: skip
+    return (
+        f"- **Mixed modes**: these artefacts were not rerun in this mode (`{mode}`) and come "
+        f"from the mode named: {', '.join(other)}. Their setup is that mode's (see "
+        "`experiments/README.md`).\n"
+    )
 
 
 def readme_block(out_dir: Path) -> str:

@@ -27,7 +27,16 @@ RULE = (
 
 def render(m: dict[str, Any]) -> str:
     """The matrix as a markdown table, the rule first."""
-    rows = [[row["claim"], *(f"{row['cells'][r]['value']}: **{row['cells'][r]['verdict']}**"
-             for r in m["readings"]), row["overall"]] for row in m["rows"]]  # fmt: skip
+    rows = [
+        [
+            row["claim"],
+            *(
+                f"{row['cells'][r]['value']}: **{row['cells'][r]['verdict']}**"
+                for r in m["readings"]
+            ),
+            row["overall"],
+        ]
+        for row in m["rows"]
+    ]
     head = ["claim", *(f"`{r}`" for r in m["readings"]), "across readings"]
     return f"{RULE}\n\n{table(head, rows)}\n"

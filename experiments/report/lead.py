@@ -30,11 +30,17 @@ def slim(results: list[SweepResult]) -> dict:
         a = np.asarray(a, float)
         return np.where(np.isfinite(a), a, None).tolist()
 
-    return {"command": "copyhead sweep --preset paper-map --attention both --out "
-            "results/paper-map", "sweeps": [
-        {"config": r.config.to_dict(), "wall_seconds": r.meta.get("wall_seconds"),
-         "arrays": {k: lists(v) for k, v in r.arrays.items() if np.ndim(v) == 2}}
-        for r in results]}  # fmt: skip
+    return {
+        "command": "copyhead sweep --preset paper-map --attention both --out results/paper-map",
+        "sweeps": [
+            {
+                "config": r.config.to_dict(),
+                "wall_seconds": r.meta.get("wall_seconds"),
+                "arrays": {k: lists(v) for k, v in r.arrays.items() if np.ndim(v) == 2},
+            }
+            for r in results
+        ],
+    }
 
 
 def load(path: str | Path) -> list[SweepResult]:

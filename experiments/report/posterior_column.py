@@ -68,9 +68,11 @@ def cell(post: dict | None, key: str) -> str | None:
     if verdict(post, key):
         lo, hi = v["var_ratio_ci"]
         name = "aG" if block == "softmax" else obs
-        parts.append(f"Var({name}) x{gP(v['var_ratio'])} [{gP(lo)}, {gP(hi)}] from 0.5 to 0.9 P*"
-                     f" ({v['n_seeds']} seeds): {v['verdict']}, {signal_of(v['var_ratio_ci'])}"
-                     f" (signal: CI above x{GROWTH_NULL:g})")  # fmt: skip
+        parts.append(
+            f"Var({name}) x{gP(v['var_ratio'])} [{gP(lo)}, {gP(hi)}] from 0.5 to 0.9 P*"
+            f" ({v['n_seeds']} seeds): {v['verdict']}, {signal_of(v['var_ratio_ci'])}"
+            f" (signal: CI above x{GROWTH_NULL:g})"
+        )
     elif v:
         parts.append(f"{v['verdict']} ({v.get('reason') or 'P* outside the sampled grid'})")
     if key == "P_cG":
@@ -82,24 +84,29 @@ def cell(post: dict | None, key: str) -> str | None:
         c = (post["branches"].get("crossing_F") or {}).get("located") or {}
         if c.get("P_star") and c.get("bracket"):
             lo, hi = c["bracket"]
-            parts.append(f"Bayesian P*_aG (F_copy = F_pool) {gP(c['P_star'])} [{gP(lo)}, {gP(hi)}]"
-                         f" ({post['branches']['n_seeds']} seeds)")  # fmt: skip
+            parts.append(
+                f"Bayesian P*_aG (F_copy = F_pool) {gP(c['P_star'])} [{gP(lo)}, {gP(hi)}]"
+                f" ({post['branches']['n_seeds']} seeds)"
+            )
             ps = post["branches"]["crossing_F"].get("per_seed_ci") or {}
             if ps.get("lo") is not None:
-                parts.append(f"per seed {gP(ps['mean'])} [{gP(ps['lo'])}, {gP(ps['hi'])}] "
-                             f"(95% t-interval, {ps['n']} seeds)")  # fmt: skip
+                parts.append(
+                    f"per seed {gP(ps['mean'])} [{gP(ps['lo'])}, {gP(ps['hi'])}] "
+                    f"(95% t-interval, {ps['n']} seeds)"
+                )
     if key == "P_aG" and post.get("smc"):
         ww = post["smc"]["weight_window"]
         if ww.get("P_equal"):
-            parts.append(f"tempered SMC: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} "
-                         f"({post['smc']['n_seeds']} seeds)")  # fmt: skip
+            parts.append(
+                f"tempered SMC: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} "
+                f"({post['smc']['n_seeds']} seeds)"
+            )
     return "; ".join(parts) or None
 
 
 #: the posterior result's blocks whose lambda-hat is reported, with their names
 LLC_BLOCKS = (("linear",), ("softmax", "pool"), ("softmax", "copy_high"))
-LLC_NAMES = {"linear": "linear", "pool": "softmax pooling start",
-             "copy_high": "softmax copy start"}  # fmt: skip
+LLC_NAMES = {"linear": "linear", "pool": "softmax pooling start", "copy_high": "softmax copy start"}
 
 
 def _mean(xs) -> float | None:
@@ -123,8 +130,9 @@ def llc_line(post: dict) -> str | None:
             parts.append(f"{LLC_NAMES[path[-1]]} {pts}")
     if not parts:
         return None
-    return ("lambda-hat (beta = 1, w* the exact MAP; seed mean, at P in parentheses): "
-            + "; ".join(parts))  # fmt: skip
+    return "lambda-hat (beta = 1, w* the exact MAP; seed mean, at P in parentheses): " + "; ".join(
+        parts
+    )
 
 
 def bayes_points(post: dict) -> list[tuple[str, float]]:
@@ -134,11 +142,13 @@ def bayes_points(post: dict) -> list[tuple[str, float]]:
     b = post.get("branches") or {}
     th = b.get("theory") or {}
     out = [
-        ("MAP U crossing (main artefact: exact MAP, width 10,000)",
-         b.get("map_U_crossing_main_P_star")),
+        (
+            "MAP U crossing (main artefact: exact MAP, width 10,000)",
+            b.get("map_U_crossing_main_P_star"),
+        ),
         ("EK theory, MAP (no Occam term)", (th.get("map") or {}).get("P_aG")),
         ("EK theory, posterior (with the Occam term)", (th.get("post") or {}).get("P_aG")),
-    ]  # fmt: skip
+    ]
     if post.get("preset") == "paper":
         out.append(("the paper", b.get("paper_P_aG")))
     return [(n, float(v)) for n, v in out if v is not None]
@@ -155,13 +165,17 @@ def bayes_line(post: dict, dis: list[str] | None = None) -> str | None:
     head = f"Bayesian P*_aG {gP(P)} (F_copy = F_pool, {b['n_seeds']} seeds)"
     ww = b.get("weight_window") or {}
     if ww.get("P_equal"):
-        head += (f"; branch weights: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} (0.05 at "
-                 f"{gP(ww.get('P_w05'))}, 0.95 at {gP(ww.get('P_w95'))})")  # fmt: skip
+        head += (
+            f"; branch weights: seed-mean w_copy = 1/2 at {gP(ww['P_equal'])} (0.05 at "
+            f"{gP(ww.get('P_w05'))}, 0.95 at {gP(ww.get('P_w95'))})"
+        )
     refs = bayes_points(post)
     for name, v in refs:
         if dis is not None and disagrees(rel_err(P, v)):
-            dis.append(f"**{post.get('preset')}, Bayesian P*_aG vs {name}**: {gP(P)} vs {gP(v)}"
-                       f" ({P / v:.2f}x).")  # fmt: skip
+            dis.append(
+                f"**{post.get('preset')}, Bayesian P*_aG vs {name}**: {gP(P)} vs {gP(v)}"
+                f" ({P / v:.2f}x)."
+            )
     if not refs:
         return head
     return head + "; beside " + ", ".join(f"{n} {gP(v)} ({P / v:.2f}x)" for n, v in refs)
@@ -177,9 +191,11 @@ def section(out_dir: Path, dis: list[str] | None = None) -> str:
         post = load(out_dir, preset)
         if post is None:
             continue
-        lines.append(f"- **{preset}**: early warning (posterior Var ratio 0.5 P* -> 0.9 P*): "
-                     + "; ".join(f"{k} {cell(post, k)}" for k in VERDICTS if cell(post, k))
-                     + ".")  # fmt: skip
+        lines.append(
+            f"- **{preset}**: early warning (posterior Var ratio 0.5 P* -> 0.9 P*): "
+            + "; ".join(f"{k} {cell(post, k)}" for k in VERDICTS if cell(post, k))
+            + "."
+        )
         for extra in (bayes_line(post, dis), llc_line(post)):
             if extra:
                 lines.append(f"  - {extra}.")
@@ -196,8 +212,10 @@ def section(out_dir: Path, dis: list[str] | None = None) -> str:
             lines.append("  ![embeddings](figures/embeddings.png)")
     if not lines:
         return ""
-    return ("## Posterior and trained embeddings\n\nFrom `docs/reports/posterior.md` "
-            "(collapsed HMC, `python -m experiments.posterior`), "
-            "`docs/reports/posterior_branches.md` (branch free energies and tempered SMC) and "
-            "`docs/reports/embeddings.md`; the numbers are also in the main table's last "
-            "column.\n\n" + "\n".join(lines) + "\n")  # fmt: skip
+    return (
+        "## Posterior and trained embeddings\n\nFrom `docs/reports/posterior.md` "
+        "(collapsed HMC, `python -m experiments.posterior`), "
+        "`docs/reports/posterior_branches.md` (branch free energies and tempered SMC) and "
+        "`docs/reports/embeddings.md`; the numbers are also in the main table's last "
+        "column.\n\n" + "\n".join(lines) + "\n"
+    )

@@ -52,9 +52,13 @@ def drawings(results: Path):
         yield "paper-map", lambda: figure(results / "paper-map.json")
     for p in PRESETS:
         main = _load(results, f"main_{p}")
-        arts = [("main", F.main_figure), ("hysteresis", F.hysteresis_figure),
-                ("scaling-L", scaling_figure), ("scaling-V", scaling_figure),
-                ("width", width_figure)]  # fmt: skip
+        arts = [
+            ("main", F.main_figure),
+            ("hysteresis", F.hysteresis_figure),
+            ("scaling-L", scaling_figure),
+            ("scaling-V", scaling_figure),
+            ("width", width_figure),
+        ]
         if main:
             arts.insert(1, ("coverage", lambda r, m=main: F.coverage_figure(r, m)))
         for name, draw in arts:
@@ -71,8 +75,10 @@ def drawings(results: Path):
         yield "embeddings", lambda r=emb: embeddings_width_figure(r)
     if (red := _load(results, "reduction")) and "width" in red:
         yield "reduction_width", lambda r=red: reduction_width_figure(r["width"])
-    for name, draw in (("embeddings_protocol", embeddings_protocol_figure),
-                       ("embeddings_posterior", embeddings_posterior_figure)):  # fmt: skip
+    for name, draw in (
+        ("embeddings_protocol", embeddings_protocol_figure),
+        ("embeddings_posterior", embeddings_posterior_figure),
+    ):
         if emb := _load(results, name):
             yield name, lambda r=emb, d=draw: d(r)
     yield from _beyond(results)
@@ -102,8 +108,10 @@ def _transitions(results: Path):
 
     for p in sorted(results.glob("transition_*.json")):
         res = _load(results, p.stem)
-        yield p.stem, lambda r=res, d=(profile_figure if "profile" in p.stem
-                                       else transition_figure): d(r)  # fmt: skip
+        yield (
+            p.stem,
+            lambda r=res, d=(profile_figure if "profile" in p.stem else transition_figure): d(r),
+        )
 
 
 def _posterior(post: dict):
@@ -135,8 +143,9 @@ def place(name: str, out: str | Path | None) -> Path:
     return ROOT / PLACES.get(name, "docs/reports/figures")
 
 
-def render(results: str | Path, out: str | Path | None = None, fmt: str = "png",
-           only=None) -> list[Path]:  # fmt: skip
+def render(
+    results: str | Path, out: str | Path | None = None, fmt: str = "png", only=None
+) -> list[Path]:
     """Draw every figure of ``results/*.json`` into ``place(NAME, out)/NAME.FMT``; ``only``:
     names to draw. Prints the defects :mod:`copyhead_jax.plots.check` finds in each PNG."""
     from copyhead_jax.plots import check_png
@@ -164,8 +173,9 @@ def main(argv=None) -> int:
     )
     p.add_argument("only", nargs="*", help="figure names (default: every figure)")
     p.add_argument("--results", default="docs/reports/results", help="folder of the result JSON")
-    p.add_argument("--out", default=None, help="folder the figures go to (default: where docs/ "
-                   "keeps each)")
+    p.add_argument(
+        "--out", default=None, help="folder the figures go to (default: where docs/ keeps each)"
+    )
     p.add_argument("--format", default="png", choices=("png", "pdf", "svg"))
     a = p.parse_args(argv)
     render(a.results, a.out, a.format, a.only)

@@ -11,17 +11,37 @@ from copyhead_jax.results import SweepResult
 from tests.helpers import one_line_error
 
 #: a tiny reduced sweep: two chunks of one run each (what fans out), exact fits of a few steps
-TINY = ["sweep", "--preset", "tiny", "--attention", "softmax", "--engine", "reduced",
-        "--solver", "exact", "--P", "2,4", "--n-seeds", "1", "--chunk-runs", "1",
-        "--exact-max-steps", "20", "--no-exact-continuation", "--no-branches", "--no-plot",
-        "--no-progress"]  # fmt: skip
+TINY = [
+    "sweep",
+    "--preset",
+    "tiny",
+    "--attention",
+    "softmax",
+    "--engine",
+    "reduced",
+    "--solver",
+    "exact",
+    "--P",
+    "2,4",
+    "--n-seeds",
+    "1",
+    "--chunk-runs",
+    "1",
+    "--exact-max-steps",
+    "20",
+    "--no-exact-continuation",
+    "--no-branches",
+    "--no-plot",
+    "--no-progress",
+]
 
 
 @pytest.fixture(scope="module")
 def in_process_cluster():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:  # fmt: skip
+    with distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
         yield cluster.scheduler_address
 
 
@@ -86,20 +106,48 @@ def test_a_sweep_on_a_cluster_is_bit_identical(in_process_cluster, tmp_path, cap
     assert not (tmp_path / "there.npz.chunks").exists()  # checkpointed here, then removed
 
 
-@pytest.mark.parametrize("argv", [
-    ["sample", "x.npz"], ["llc", "x.npz"], ["transition", "--L", "4", "--V", "3", "--method", "ti"],
-    ["transition", "--L", "4", "--V", "3", "--attention", "linear"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sample", "x.npz"],
+        ["llc", "x.npz"],
+        ["transition", "--L", "4", "--V", "3", "--method", "ti"],
+        ["transition", "--L", "4", "--V", "3", "--attention", "linear"],
+    ],
+)
 def test_commands_whose_groups_cannot_fan_out_refuse_it(argv, capsys):
-    one_line_error(capsys, main([*argv, "--cluster", "local:2"]),
-                   r"--cluster: .*(not|run without)")  # fmt: skip
+    one_line_error(capsys, main([*argv, "--cluster", "local:2"]), r"--cluster: .*(not|run without)")
 
 
 #: a tiny profile transition: two seeds (what fans out), two given probes, a few short windows
-TR = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf", "--n-seeds",
-      "2", "--probes", "10,20", "--max-probes", "2", "--spacing", "0.5", "--window-chains", "3",
-      "--window-iters", "16", "--window-ess-target", "0", "--no-map", "--no-progress",
-      "--json"]  # fmt: skip
+TR = [
+    "transition",
+    "--preset",
+    "plain",
+    "--L",
+    "4",
+    "--V",
+    "3",
+    "--width",
+    "inf",
+    "--n-seeds",
+    "2",
+    "--probes",
+    "10,20",
+    "--max-probes",
+    "2",
+    "--spacing",
+    "0.5",
+    "--window-chains",
+    "3",
+    "--window-iters",
+    "16",
+    "--window-ess-target",
+    "0",
+    "--no-map",
+    "--no-progress",
+    "--json",
+]
 
 
 def test_transition_hands_its_cluster_to_the_profile(monkeypatch, tmp_path):
@@ -125,8 +173,12 @@ def test_the_seeds_on_a_cluster_are_the_seeds_run_here(in_process_cluster, monke
     def seed_transition(cfg, s, first, ss, key, log, ckpt_dir):  # the seed's inputs, not its work
         import jax
 
-        return R.SeedRun(s, {}, {}, cpu={"first": tuple(first), "ckpt": ckpt_dir,
-                                         "key": jax.random.key_data(key).tolist()})  # fmt: skip
+        return R.SeedRun(
+            s,
+            {},
+            {},
+            cpu={"first": tuple(first), "ckpt": ckpt_dir, "key": jax.random.key_data(key).tolist()},
+        )
 
     monkeypatch.setattr(R, "seed_transition", seed_transition)
     tasks = [("cfg", s, (10, 20), None, 7, None, False) for s in (0, 1, 2)]
@@ -162,5 +214,6 @@ def test_a_bad_address_is_refused_before_any_work(tmp_path, capsys, monkeypatch)
     rc = main([*TINY, "--out", str(tmp_path / "s.npz"), "--cluster", "localhost:8786"])
     one_line_error(capsys, rc, r"--cluster must be a scheduler address")
     monkeypatch.setattr(profile_run, "check_profile_memory", no_work)
-    one_line_error(capsys, main([*TR, "--cluster", "localhost:8786"]),
-                   r"--cluster must be a scheduler address")  # fmt: skip
+    one_line_error(
+        capsys, main([*TR, "--cluster", "localhost:8786"]), r"--cluster must be a scheduler address"
+    )

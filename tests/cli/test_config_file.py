@@ -34,12 +34,18 @@ def _value(a):
 
 
 def _positionals(p):
-    return [a.metavar or a.dest for a in p._actions if not a.option_strings and a.required
-            and not isinstance(a, argparse._SubParsersAction)]  # fmt: skip
+    return [
+        a.metavar or a.dest
+        for a in p._actions
+        if not a.option_strings and a.required and not isinstance(a, argparse._SubParsersAction)
+    ]
 
 
-LEAVES = [(path, p) for path, p in parser_tree(PARSER)
-          if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)]
+LEAVES = [
+    (path, p)
+    for path, p in parser_tree(PARSER)
+    if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)
+]
 #: required flags of a custom kind, typed on both sides
 REQUIRED = {("theory", "fit"): ["--target", "P_aG=300", "--free", "sigma2"]}
 
@@ -61,22 +67,33 @@ def test_a_file_parses_like_the_typed_flags(tmp_path, path, leaf):
 
 
 def _toml(v):
-    return ("true" if v else "false") if isinstance(v, bool) else repr(v) if isinstance(
-        v, str) else str(v)  # fmt: skip
+    return (
+        ("true" if v else "false")
+        if isinstance(v, bool)
+        else repr(v)
+        if isinstance(v, str)
+        else str(v)
+    )
 
 
 def test_typed_flags_win_and_tables_only_group(tmp_path):
     f = tmp_path / "c.toml"
     f.write_text('preset = "plain"\n[task]\nL = 8\nV = 3\n[model]\nattention = "softmax"\n')
-    args = PARSER.parse_args(expand_config_file(
-        PARSER, ["theory", "points", FLAG, str(f), "--L", "9"]))  # fmt: skip
+    args = PARSER.parse_args(
+        expand_config_file(PARSER, ["theory", "points", FLAG, str(f), "--L", "9"])
+    )
     assert (args.preset, args.L, args.V, args.attention) == ("plain", 9, 3, "softmax")
 
 
-@pytest.mark.parametrize("text,msg", [
-    ("foo = 3", "unknown key 'foo'"), ("L = [", "not TOML"), ("json = 3", "is on/off"),
-    ("L = true", "takes a value"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("foo = 3", "unknown key 'foo'"),
+        ("L = [", "not TOML"),
+        ("json = 3", "is on/off"),
+        ("L = true", "takes a value"),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_it(tmp_path, capsys, text, msg):
     f = tmp_path / "bad.toml"
     f.write_text(text)

@@ -31,7 +31,10 @@ def test_bool_config_flags_are_a_flag_and_its_negation(capsys):
     p = build_parser()
     parse = lambda *a: p.parse_args(["sweep", *a]).train_embeddings  # noqa: E731
     assert (parse(), parse("--train-embeddings"), parse("--no-train-embeddings")) == (
-        None, True, False)  # fmt: skip
+        None,
+        True,
+        False,
+    )
     with pytest.raises(SystemExit):  # a value is not part of the grammar any more
         parse("--train-embeddings", "false")
     assert "unrecognized arguments: false" in capsys.readouterr().err
@@ -48,8 +51,9 @@ def _sweep_parser():
 
 def test_every_sweep_flag_has_help_with_default_and_allowed_values():
     _, p = _sweep_parser()
-    config_flags = [a for g in p._action_groups if g.title.endswith("config")
-                    for a in g._group_actions]  # fmt: skip
+    config_flags = [
+        a for g in p._action_groups if g.title.endswith("config") for a in g._group_actions
+    ]
     assert len(config_flags) > 30
     for a in config_flags:
         if a.dest in ("attention",):
@@ -75,19 +79,50 @@ def test_negative_numbers_are_values(value):
     [
         ([], ch.TINY.train.solver),
         (["--engine", "reduced", "--width", "64"], ch.TINY.train.solver),  # auto: exact there
-        (["--max-epochs", "50"], ch.AutoConfig(adam=ch.AdamConfig(
-            lr=2e-2, lr_scaling="mup", schedule="cosine", min_epochs=20, max_epochs=50,
-            patience=20))),
-        (["--engine", "reduced", "--width", "64", "--exact-continuation", "--exact-gtol", "1e-7"],
-         ch.AutoConfig(adam=ch.TINY.train.solver.adam,
-                       exact=ch.ExactConfig(gtol=1e-7, continuation=True))),
-        (["--solver", "adam", "--lr", "0.5"],
-         ch.AdamConfig(lr=0.5, lr_scaling="mup", schedule="cosine", min_epochs=20,
-                       max_epochs=200, patience=20)),
-        (["--solver", "exact", "--engine", "reduced", "--width", "64", "--exact-max-steps", "9"],
-         ch.ExactConfig(max_steps=9)),
+        (
+            ["--max-epochs", "50"],
+            ch.AutoConfig(
+                adam=ch.AdamConfig(
+                    lr=2e-2,
+                    lr_scaling="mup",
+                    schedule="cosine",
+                    min_epochs=20,
+                    max_epochs=50,
+                    patience=20,
+                )
+            ),
+        ),
+        (
+            [
+                "--engine",
+                "reduced",
+                "--width",
+                "64",
+                "--exact-continuation",
+                "--exact-gtol",
+                "1e-7",
+            ],
+            ch.AutoConfig(
+                adam=ch.TINY.train.solver.adam, exact=ch.ExactConfig(gtol=1e-7, continuation=True)
+            ),
+        ),
+        (
+            ["--solver", "adam", "--lr", "0.5"],
+            ch.AdamConfig(
+                lr=0.5,
+                lr_scaling="mup",
+                schedule="cosine",
+                min_epochs=20,
+                max_epochs=200,
+                patience=20,
+            ),
+        ),
+        (
+            ["--solver", "exact", "--engine", "reduced", "--width", "64", "--exact-max-steps", "9"],
+            ch.ExactConfig(max_steps=9),
+        ),
     ],
-)  # fmt: skip
+)
 def test_solver_flags_build_the_typed_solver(flags, solver):
     """``--solver`` and its flags give the solver config, the preset's numbers kept."""
     from copyhead_jax.cli import config_from_args
@@ -100,18 +135,23 @@ def test_solver_flags_build_the_typed_solver(flags, solver):
 # bad input and crash safety (moved from test_reliability.py / test_bad_input.py)
 
 
-
-
-@pytest.mark.parametrize("argv, flag", [
-    (["sweep", "--width", "-inf"], "--width"), (["sweep", "--width", "-4"], "--width"),
-    (["sweep", "--P", "-4,8"], "--P"), (["transition", "--width", "-inf"], "--width"),
-    (["transition", "--method", "ti", "--P", "-4,8"], "--P"),
-    (["transition", "--method", "ti", "--P", "8,100000000"], "--P"),
-    (["sweep", "--P", "8,100000000"], "--P"), (["sweep", "--width", "16,16"], "--width"),
-    (["sweep", "--preset", "small", "--lr", "-1e-3"], "--lr"),
-])  # fmt: skip
-def test_negative_duplicate_and_huge_values_are_refused_with_the_range(argv, flag, capsys,
-                                                                       monkeypatch):
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["sweep", "--width", "-inf"], "--width"),
+        (["sweep", "--width", "-4"], "--width"),
+        (["sweep", "--P", "-4,8"], "--P"),
+        (["transition", "--width", "-inf"], "--width"),
+        (["transition", "--method", "ti", "--P", "-4,8"], "--P"),
+        (["transition", "--method", "ti", "--P", "8,100000000"], "--P"),
+        (["sweep", "--P", "8,100000000"], "--P"),
+        (["sweep", "--width", "16,16"], "--width"),
+        (["sweep", "--preset", "small", "--lr", "-1e-3"], "--lr"),
+    ],
+)
+def test_negative_duplicate_and_huge_values_are_refused_with_the_range(
+    argv, flag, capsys, monkeypatch
+):
     """A value with a minus sign reaches its option's check (argparse would read ``-4,8`` or
     ``-inf`` as another option: "expected one argument"), which refuses it in one line naming
     the flag and its range; a width listed twice is refused (it would run the same sweep twice
@@ -137,13 +177,20 @@ def test_polish_names_the_solver_of_the_fit_it_polished():
     from tests.helpers import fake_sweep
 
     for engine, solver in (("full", ch.AdamConfig()), ("reduced", ch.ExactConfig())):
-        cfg = ch.TINY.replace(sweep=dict(P=(2, 4), n_seeds=1), model=dict(engine=engine),
-                              train=dict(solver=solver))  # fmt: skip
+        cfg = ch.TINY.replace(
+            sweep=dict(P=(2, 4), n_seeds=1), model=dict(engine=engine), train=dict(solver=solver)
+        )
         res = fake_sweep(cfg)
         shape = res["U"].shape
-        res = res.replace(arrays={**res.arrays, **{f"polish/{k}": np.ones(shape) for k in
-                                  ("U", "c1", "cG", "a1", "aG", "dU", "rel_grad", "min_eig",
-                                   "converged")}})  # fmt: skip
+        res = res.replace(
+            arrays={
+                **res.arrays,
+                **{
+                    f"polish/{k}": np.ones(shape)
+                    for k in ("U", "c1", "cG", "a1", "aG", "dU", "rel_grad", "min_eig", "converged")
+                },
+            }
+        )
         table = polish_table(res)
         assert f"{res.order_names[0]} {solver.kind}" in table, table
         assert ("adam" in table) == (solver.kind == "adam"), table

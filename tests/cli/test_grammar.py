@@ -15,14 +15,22 @@ from copyhead_jax.cli.flags import finite_float
 from copyhead_jax.cli.main import build_parser
 from tests.helpers import parser_tree
 
-REAL_FLAGS = [(path, a.option_strings[0], a.nargs) for path, p in parser_tree(build_parser())
-              for a in p._actions if a.type is finite_float and a.option_strings]  # fmt: skip
+REAL_FLAGS = [
+    (path, a.option_strings[0], a.nargs)
+    for path, p in parser_tree(build_parser())
+    for a in p._actions
+    if a.type is finite_float and a.option_strings
+]
 
 
 def test_every_real_flag_is_finite_checked():
     """No command parses a real number with plain ``float`` (which takes nan and inf)."""
-    plain = [(path, a.option_strings) for path, p in parser_tree(build_parser())
-             for a in p._actions if a.type is float]  # fmt: skip
+    plain = [
+        (path, a.option_strings)
+        for path, p in parser_tree(build_parser())
+        for a in p._actions
+        if a.type is float
+    ]
     assert REAL_FLAGS and not plain, plain
 
 
@@ -43,8 +51,10 @@ def test_every_boolean_is_a_flag_and_its_negation():
 
 
 @hyp.settings(max_examples=60, deadline=None, derandomize=True)
-@hyp.given(x=st.floats(allow_nan=True, allow_infinity=True),
-           word=st.sampled_from(["nan", "inf", "-inf", "NaN", "1e400", "-1e999", "thirty"]))
+@hyp.given(
+    x=st.floats(allow_nan=True, allow_infinity=True),
+    word=st.sampled_from(["nan", "inf", "-inf", "NaN", "1e400", "-1e999", "thirty"]),
+)
 def test_finite_float_accepts_exactly_the_finite_numbers(x, word):
     if math.isfinite(x):
         assert finite_float(repr(x)) == x
@@ -55,14 +65,16 @@ def test_finite_float_accepts_exactly_the_finite_numbers(x, word):
         finite_float(word)
 
 
-@pytest.mark.parametrize("path, flag, nargs", REAL_FLAGS,
-                         ids=[" ".join((*p, f)) for p, f, _ in REAL_FLAGS])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, flag, nargs", REAL_FLAGS, ids=[" ".join((*p, f)) for p, f, _ in REAL_FLAGS]
+)
 def test_a_non_finite_value_is_refused_naming_the_flag(path, flag, nargs, capsys):
     n = nargs if isinstance(nargs, int) else 1
     values = ["inf"] if n == 1 else ["1"] * (n - 1) + ["inf"]
     with pytest.raises(SystemExit) as e:
-        build_parser().parse_args([*path, *(["X"] if path[-1] in POSITIONAL else []), flag,
-                                   *values])  # fmt: skip
+        build_parser().parse_args(
+            [*path, *(["X"] if path[-1] in POSITIONAL else []), flag, *values]
+        )
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert flag in err and "finite" in err, err
@@ -85,39 +97,55 @@ def _started(*a, **k):
 
 
 #: every command's work, stubbed: a value is refused before it, or accepted
-WORK = [("copyhead_jax.sweep.run", "run_sweep"), ("copyhead_jax.sampling.run", "run_sampler"),
-        ("copyhead_jax.sampling.run", "default_starts"),
-        ("copyhead_jax.sampling.llc_runs", "llc_runs"), ("copyhead_jax.fit.polish", "polish"),
-        ("copyhead_jax.transition.search", "transition"),
-        ("copyhead_jax.transition.search", "theory_points"),
-        ("copyhead_jax.transition.profile", "profile_transition"),
-        ("copyhead_jax.theory.points", "transition_points"),
-        ("copyhead_jax.theory.minima", "theory_curve"), ("copyhead_jax.theory.minima", "landscape"),
-        ("copyhead_jax.theory.scaling", "scaling_table"),
-        ("copyhead_jax.theory.bayes", "bayes_points"),
-        ("copyhead_jax.theory.bayes", "scaling_table"),
-        ("copyhead_jax.theory.sensitivity", "sensitivity"),
-        ("copyhead_jax.theory.sensitivity", "fit"),
-        ("copyhead_jax.theory.beyond", "beyond_points")]  # fmt: skip
+WORK = [
+    ("copyhead_jax.sweep.run", "run_sweep"),
+    ("copyhead_jax.sampling.run", "run_sampler"),
+    ("copyhead_jax.sampling.run", "default_starts"),
+    ("copyhead_jax.sampling.llc_runs", "llc_runs"),
+    ("copyhead_jax.fit.polish", "polish"),
+    ("copyhead_jax.transition.search", "transition"),
+    ("copyhead_jax.transition.search", "theory_points"),
+    ("copyhead_jax.transition.profile", "profile_transition"),
+    ("copyhead_jax.theory.points", "transition_points"),
+    ("copyhead_jax.theory.minima", "theory_curve"),
+    ("copyhead_jax.theory.minima", "landscape"),
+    ("copyhead_jax.theory.scaling", "scaling_table"),
+    ("copyhead_jax.theory.bayes", "bayes_points"),
+    ("copyhead_jax.theory.bayes", "scaling_table"),
+    ("copyhead_jax.theory.sensitivity", "sensitivity"),
+    ("copyhead_jax.theory.sensitivity", "fit"),
+    ("copyhead_jax.theory.beyond", "beyond_points"),
+]
 #: flags that take a path (a drawn value would be a file name, not a bad value)
 PATH_DESTS = {"config", "out", "netcdf", "tokens"}
 #: flags a command needs, with a good value
 REQUIRED = {("theory", "fit"): {"--target": "P_aG=300", "--free": "sigma2"}}
 
-BAD_VALUE = st.one_of(st.integers(max_value=-1), st.integers(min_value=10**9), st.just(0),
-                      st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False),
-                      st.floats(min_value=1e9, allow_nan=False, allow_infinity=False),
-                      st.sampled_from(["bogus", "1,2,x", "-1e999"])).map(str)  # fmt: skip
+BAD_VALUE = st.one_of(
+    st.integers(max_value=-1),
+    st.integers(min_value=10**9),
+    st.just(0),
+    st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=1e9, allow_nan=False, allow_infinity=False),
+    st.sampled_from(["bogus", "1,2,x", "-1e999"]),
+).map(str)
 
 
 def _valued(p) -> list[str]:
-    return [a.option_strings[0] for a in p._actions
-            if a.option_strings and a.nargs != 0 and a.dest not in PATH_DESTS
-            and a.help != argparse.SUPPRESS and a.dest != "help"]  # fmt: skip
+    return [
+        a.option_strings[0]
+        for a in p._actions
+        if a.option_strings
+        and a.nargs != 0
+        and a.dest not in PATH_DESTS
+        and a.help != argparse.SUPPRESS
+        and a.dest != "help"
+    ]
 
 
-COMMANDS = [(path, p) for path, p in parser_tree(build_parser())
-            if "func" in p._defaults and _valued(p)]  # fmt: skip
+COMMANDS = [
+    (path, p) for path, p in parser_tree(build_parser()) if "func" in p._defaults and _valued(p)
+]
 
 
 @pytest.fixture(scope="module")
@@ -155,11 +183,17 @@ def test_every_refusal_names_the_flag_as_typed(path, parser, stubbed, request, c
     from copyhead_jax.cli import main
 
     need = REQUIRED.get(path, {})
-    head = [*path, *([str(request.getfixturevalue("weights_file"))] if path[-1] in POSITIONAL
-                     else [])]  # fmt: skip
+    head = [
+        *path,
+        *([str(request.getfixturevalue("weights_file"))] if path[-1] in POSITIONAL else []),
+    ]
 
-    @hyp.settings(max_examples=10, deadline=None, derandomize=True,
-                  suppress_health_check=list(hyp.HealthCheck))  # fmt: skip
+    @hyp.settings(
+        max_examples=10,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(hyp.HealthCheck),
+    )
     @hyp.given(flag=st.sampled_from(_valued(parser)), value=BAD_VALUE)
     def check(flag, value):
         rest = [x for f, v in need.items() if f != flag for x in (f, v)]

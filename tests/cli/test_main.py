@@ -18,17 +18,44 @@ from tests.helpers import FAKE_CFG, fake_posterior, fake_sweep, one_line_error
 
 def test_sweep_show_plot_round_trip(tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["sweep", "--preset", "tiny", "--attention", "both", "--P", "2,4", "--n-seeds", "1",
-            "--max-epochs", "40", "--min-epochs", "10", "--out", str(out), "--quiet",
-            "--no-theory"]  # fmt: skip
+    argv = [
+        "sweep",
+        "--preset",
+        "tiny",
+        "--attention",
+        "both",
+        "--P",
+        "2,4",
+        "--n-seeds",
+        "1",
+        "--max-epochs",
+        "40",
+        "--min-epochs",
+        "10",
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-theory",
+    ]
     assert main(argv) == 0
     for f in ("sweep_linear.npz", "sweep_softmax.npz", "sweep.png"):
         assert (out / f).stat().st_size > 0
     assert main(["show", str(out / "sweep_linear.npz")]) == 0
     assert "linear attention" in capsys.readouterr().out
     png = tmp_path / "fig.png"
-    assert main(["plot", str(out / "sweep_linear.npz"), str(out / "sweep_softmax.npz"),
-                 "--out", str(png), "--curves"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "plot",
+                str(out / "sweep_linear.npz"),
+                str(out / "sweep_softmax.npz"),
+                "--out",
+                str(png),
+                "--curves",
+            ]
+        )
+        == 0
+    )
     assert png.stat().st_size > 0
     assert (tmp_path / "fig_curves_softmax.png").exists()
 
@@ -37,13 +64,29 @@ def test_exact_sweep_runs_both_softmax_branches_and_prints_the_P_star_table(tmp_
     # under the exact solver softmax is started on both branches (P*_aG is where their U
     # cross), the table compares with the EK theory, and the progress bar counts runs
     out = tmp_path / "ex"
-    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--attention", "softmax",
-            "--P", "4,8", "--n-seeds", "1", "--out", str(out), "--no-plot"]  # fmt: skip
+    argv = [
+        "sweep",
+        "--preset",
+        "tiny",
+        "--engine",
+        "reduced",
+        "--attention",
+        "softmax",
+        "--P",
+        "4,8",
+        "--n-seeds",
+        "1",
+        "--out",
+        str(out),
+        "--no-plot",
+    ]
     assert main(argv) == 0
     for f in ("sweep_softmax.npz", "sweep_softmax_copy.npz"):
         assert (out / f).exists()
-    inits = {ch.SweepResult.load(out / f).config.train.init_attention
-             for f in ("sweep_softmax.npz", "sweep_softmax_copy.npz")}  # fmt: skip
+    inits = {
+        ch.SweepResult.load(out / f).config.train.init_attention
+        for f in ("sweep_softmax.npz", "sweep_softmax_copy.npz")
+    }
     assert inits == {"zero", "copy"}
     cap = capsys.readouterr()
     assert "# P* at N = 16" in cap.out and "softmax copy transition P*_aG" in cap.out
@@ -105,9 +148,28 @@ def tiny_run(tmp_path_factory):
     orphan.write_bytes(b"\0" * 1000)
     old = os.umask(0o022)
     try:
-        rc = main(["sweep", "--preset", "tiny", "--attention", "softmax", "--P", "2,4",
-                   "--n-seeds", "1", "--max-epochs", "40", "--min-epochs", "10", "--out", str(out),
-                   "--quiet", "--no-theory", "--keep-params"])  # fmt: skip
+        rc = main(
+            [
+                "sweep",
+                "--preset",
+                "tiny",
+                "--attention",
+                "softmax",
+                "--P",
+                "2,4",
+                "--n-seeds",
+                "1",
+                "--max-epochs",
+                "40",
+                "--min-epochs",
+                "10",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-theory",
+                "--keep-params",
+            ]
+        )
     finally:
         os.umask(old)
     assert rc == 0
@@ -118,8 +180,11 @@ def test_plot_to_an_unwritable_place_is_one_line(tmp_path, capsys):
     f = fake_sweep().save(tmp_path / "r.npz")
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    one_line_error(capsys, main(["plot", str(f), "--out", str(blocker / "x.png")]),
-                   r"cannot write the figure|not a directory|is not a folder")  # fmt: skip
+    one_line_error(
+        capsys,
+        main(["plot", str(f), "--out", str(blocker / "x.png")]),
+        r"cannot write the figure|not a directory|is not a folder",
+    )
     one_line_error(capsys, main(["plot", str(f), "--out", "/proc/copyhead_x.png"]), "figure")
 
 
@@ -228,12 +293,28 @@ def test_a_sweep_with_no_ok_run_plots_or_names_the_figure(full, tmp_path, capsys
         (["sweep", "--preset", "tiny", "--min-epochs", "500"], r"--min-epochs must be"),
         (["sweep", "--preset", "tiny", "--likelihood", "poisson"], r"--likelihood must be one of"),
         (["sweep", "--preset", "tiny", "--b1", "1.5"], r"--b1 must be"),
-        (["sweep", "--preset", "tiny", "--exact-gtol", "1e-6"],
-         r"--exact-gtol is a setting of the exact solver; this sweep's solver is adam"),
-        (["sweep", "--preset", "paper-map", "--lr", "0.1"],
-         r"--lr is a setting of the adam solver; this sweep's solver is exact"),
-        (["sweep", "--preset", "tiny", "--engine", "reduced", "--width", "64", "--max-epochs",
-          "9"], r"--max-epochs is a setting of the adam solver"),
+        (
+            ["sweep", "--preset", "tiny", "--exact-gtol", "1e-6"],
+            r"--exact-gtol is a setting of the exact solver; this sweep's solver is adam",
+        ),
+        (
+            ["sweep", "--preset", "paper-map", "--lr", "0.1"],
+            r"--lr is a setting of the adam solver; this sweep's solver is exact",
+        ),
+        (
+            [
+                "sweep",
+                "--preset",
+                "tiny",
+                "--engine",
+                "reduced",
+                "--width",
+                "64",
+                "--max-epochs",
+                "9",
+            ],
+            r"--max-epochs is a setting of the adam solver",
+        ),
         (["sweep", "--preset", "tiny", "--solver", "exact"], r"ExactConfig needs --engine="),
         (["sweep", "--preset", "tiny", "--attention", "both", "--out", "x.npz"], "one attention"),
         (["show", "nonexistent.npz"], "does not exist"),
@@ -272,7 +353,6 @@ def test_not_a_result_file(tmp_path, capsys):
     one_line_error(capsys, main(["show", str(junk)]), "not a readable copyhead_jax result")
     np.savez(tmp_path / "plain.npz", x=np.zeros(2))
     one_line_error(capsys, main(["show", str(tmp_path / "plain.npz")]), "no metadata")
-
 
 
 def test_the_table_keeps_each_heads_theory_points():

@@ -23,8 +23,11 @@ from tests.helpers import fake_posterior, fake_sweep, no_work, parser_tree
 
 
 def _leaves():
-    return [(path, p) for path, p in parser_tree(build_parser())
-            if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)]  # fmt: skip
+    return [
+        (path, p)
+        for path, p in parser_tree(build_parser())
+        if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)
+    ]
 
 
 LEAVES = _leaves()
@@ -48,20 +51,44 @@ def world(tmp_path_factory):
     np.save(d / "tok.npy", np.zeros((4, 3), int))
     (d / "dir").mkdir()
     inputs = {"sweep": str(sweep), "post": str(post), "tokens": str(d / "tok.npy")}
-    names = ["sweep_softmax.npz", "SWEEP_SOFTMAX.NPZ", "sweep_softmax.npz/x.png",
-             "sweep_softmax.npz/x.npz", "sweep_softmax_copy.npz", "sweep_softmax_posterior.npz",
-             "sweep_softmax.png", "sweep_softmax_posterior.png", "sweep_softmax.npz.chunks",
-             "sweep_softmax_llc.chunks", "sweep_softmax_llc.chunks/x.png", "tok.npy",
-             "tok.npy/x.npz", "dir", "dir/new.npz", "new.npz", "NEW.NPZ", "new.png", "new.nc",
-             "new.pdf", "new", "sweep_softmax_posterior.npz.chunks/x.nc", "new.npz.chunks/x.nc",
-             "new.npz.lock", "sweep_softmax_posterior.npz.lock"]  # fmt: skip
+    names = [
+        "sweep_softmax.npz",
+        "SWEEP_SOFTMAX.NPZ",
+        "sweep_softmax.npz/x.png",
+        "sweep_softmax.npz/x.npz",
+        "sweep_softmax_copy.npz",
+        "sweep_softmax_posterior.npz",
+        "sweep_softmax.png",
+        "sweep_softmax_posterior.png",
+        "sweep_softmax.npz.chunks",
+        "sweep_softmax_llc.chunks",
+        "sweep_softmax_llc.chunks/x.png",
+        "tok.npy",
+        "tok.npy/x.npz",
+        "dir",
+        "dir/new.npz",
+        "new.npz",
+        "NEW.NPZ",
+        "new.png",
+        "new.nc",
+        "new.pdf",
+        "new",
+        "sweep_softmax_posterior.npz.chunks/x.nc",
+        "new.npz.chunks/x.nc",
+        "new.npz.lock",
+        "sweep_softmax_posterior.npz.lock",
+    ]
     return d, inputs, [str(d / n) for n in names]
 
 
 def _path_actions(p):
     """The actions of parser ``p`` that take a path: positional files and PATH_OPTIONS."""
-    return [a for a in p._actions if (not a.option_strings and a.dest != "help") or
-            (a.option_strings and a.dest in PATH_OPTIONS)]  # fmt: skip
+    return [
+        a
+        for a in p._actions
+        if (not a.option_strings and a.dest != "help")
+        or (a.option_strings and a.dest in PATH_OPTIONS)
+    ]
 
 
 #: the flags a command cannot parse without
@@ -96,15 +123,19 @@ def _invariants(outs: list[Output], ins: list) -> None:
             if r.exists() and i.exists():
                 assert not os.path.samefile(r, i), (o, i)
     for j, (a, ra) in enumerate(res):
-        for b, rb in res[j + 1:]:
+        for b, rb in res[j + 1 :]:
             assert ra != rb, (a, b)
             assert not (rb in ra.parents and not b.folder), (a, b)
             assert not (ra in rb.parents and not a.folder), (a, b)
 
 
 @pytest.mark.parametrize("path, parser", LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
-@hyp.settings(max_examples=25, deadline=None, derandomize=True,
-              suppress_health_check=[hyp.HealthCheck.function_scoped_fixture])  # fmt: skip
+@hyp.settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[hyp.HealthCheck.function_scoped_fixture],
+)
 @hyp.given(data=st.data())
 def test_no_command_writes_over_its_inputs(path, parser, data, world, capsys):
     d, inputs, candidates = world
@@ -126,8 +157,10 @@ def test_no_command_writes_over_its_inputs(path, parser, data, world, capsys):
         named = named if planned else []
     for n in named:  # a path given on the command line is among what it plans to write
         # (itself, a folder it fills, or the stem of its figures)
-        assert any(same_path(n, q) or str(q).startswith(str(n.resolve())) for q in planned), \
-            (argv, planned)  # fmt: skip
+        assert any(same_path(n, q) or str(q).startswith(str(n.resolve())) for q in planned), (
+            argv,
+            planned,
+        )
 
 
 COLLISIONS = {
@@ -135,16 +168,24 @@ COLLISIONS = {
     ("polish",): ["{d}/sweep_softmax.npz", "--out", "{d}/sweep_softmax.npz"],
     ("show",): None,  # writes nothing
     ("plot",): ["{d}/sweep_softmax.npz", "--out", "{d}/sweep_softmax.npz/x.png"],
-    ("sample",): ["{d}/sweep_softmax.npz", "--out", "{d}/new.npz", "--netcdf",
-                  "{d}/new.npz.chunks/x.nc", "--run", "1,0"],
+    ("sample",): [
+        "{d}/sweep_softmax.npz",
+        "--out",
+        "{d}/new.npz",
+        "--netcdf",
+        "{d}/new.npz.chunks/x.nc",
+        "--run",
+        "1,0",
+    ],
     ("llc",): ["{d}/sweep_softmax.npz", "--out", "{d}/sweep_softmax_copy.npz"],
     ("transition",): ["--out", "{d}/sweep_softmax.npz"],
 }
 
 
 @pytest.mark.parametrize("path, parser", LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
-def test_a_collision_is_refused_in_one_line_before_any_work(path, parser, world, capsys,
-                                                            monkeypatch):  # fmt: skip
+def test_a_collision_is_refused_in_one_line_before_any_work(
+    path, parser, world, capsys, monkeypatch
+):
     """Each command with a path to write, given one that collides (the theory commands: a
     figure under a file), ends with exit 2 and one line; its work never starts."""
     import importlib
@@ -165,8 +206,11 @@ def test_a_collision_is_refused_in_one_line_before_any_work(path, parser, world,
     if path[0] == "theory":
         if not any(a.dest == "out" for a in parser._actions):
             return  # writes nothing
-        argv = ["--out", f"{d}/sweep_softmax.npz/fig", "--L", "4,5"] if path[1] == "scaling" \
-            else ["--out", f"{d}/sweep_softmax.npz/fig"]  # fmt: skip
+        argv = (
+            ["--out", f"{d}/sweep_softmax.npz/fig", "--L", "4,5"]
+            if path[1] == "scaling"
+            else ["--out", f"{d}/sweep_softmax.npz/fig"]
+        )
     if argv is None:
         return
     argv = [*path, *(x.format(d=d) for x in argv)]
@@ -210,8 +254,9 @@ def test_what_plot_writes_is_what_it_declared(extra, tmp_path):
         declared = {o.path.resolve() for o in args.paths(args)[0]}
         assert main(argv) == 0
         written = {p.resolve() for p in set(tmp_path.iterdir()) - before}
-        assert written == declared and len(written) >= 1 + (len(files) == 1 or bool(extra[:1]
-                                                            == ["--curves"]))  # fmt: skip
+        assert written == declared and len(written) >= 1 + (
+            len(files) == 1 or bool(extra[:1] == ["--curves"])
+        )
         for p in written:
             p.unlink()
 
@@ -220,8 +265,10 @@ def test_the_config_file_is_an_input(world, tmp_path, capsys):
     d, inputs, _ = world
     cfg = tmp_path / "c.toml"
     cfg.write_text("")
-    for argv in (["sweep", "--out", str(cfg)],
-                 ["plot", inputs["sweep"], "--out", str(cfg / "x.png")]):
+    for argv in (
+        ["sweep", "--out", str(cfg)],
+        ["plot", inputs["sweep"], "--out", str(cfg / "x.png")],
+    ):
         rc = main([*argv, "--config", str(cfg)])
         err = capsys.readouterr().err
         assert rc == 2 and str(cfg) in err and "input file" in err, err

@@ -57,8 +57,9 @@ def values(d, keys=(*KEYS, "spinodals", "spinodal_lo", "spinodal_hi")):
     if isinstance(d, dict):
         for k, v in d.items():
             if k in keys:
-                yield from ((k, x) for x in np.ravel(np.asarray(v, dtype=object))
-                            if isinstance(x, float))  # fmt: skip
+                yield from (
+                    (k, x) for x in np.ravel(np.asarray(v, dtype=object)) if isinstance(x, float)
+                )
             else:
                 yield from values(v, keys)
     elif isinstance(d, list):
@@ -67,8 +68,11 @@ def values(d, keys=(*KEYS, "spinodals", "spinodal_lo", "spinodal_hi")):
 
 
 def test_every_json_command_is_driven_or_prints_no_pstar():
-    with_json = {path for path, p in parser_tree(build_parser())
-                 if any("--json" in a.option_strings for a in p._actions)}  # fmt: skip
+    with_json = {
+        path
+        for path, p in parser_tree(build_parser())
+        if any("--json" in a.option_strings for a in p._actions)
+    }
     assert with_json == set(NO_PSTAR) | set(DRIVEN)
 
 
@@ -77,10 +81,33 @@ def test_markov_points_outside_the_range(capsys):
     """The Markov theory's scan ends at 60, below P_cG ~ 260 (linear, L = 6, V = 3): P_cG and
     P_cG_half are null, counted, and nothing printed equals either end of --P-range."""
     lo, hi = 3.0, 60.0
-    res = run_json(capsys, ["theory", "points", "--preset", "paper", "--L", "6", "--V", "3",
-                            "--attention", "linear", "--source", "markov", "--rho", "0.3",
-                            "--space", "ansatz", "--P-range", str(lo), str(hi), "--n-P", "7",
-                            "--json"])  # fmt: skip
+    res = run_json(
+        capsys,
+        [
+            "theory",
+            "points",
+            "--preset",
+            "paper",
+            "--L",
+            "6",
+            "--V",
+            "3",
+            "--attention",
+            "linear",
+            "--source",
+            "markov",
+            "--rho",
+            "0.3",
+            "--space",
+            "ansatz",
+            "--P-range",
+            str(lo),
+            str(hi),
+            "--n-P",
+            "7",
+            "--json",
+        ],
+    )
     r = res["ansatz"]
     assert r["P_cG"] is None and r["P_cG_half"] is None
     assert r["n_not_found"] >= 2 and {"P_cG", "P_cG_half"} <= set(r["not_found"])
@@ -114,8 +141,23 @@ def test_iid_points_outside_scans(capsys, far_estimate, short_span):
 
 @pytest.mark.slow
 def test_scaling_table_counts_what_it_did_not_find(capsys, far_estimate):
-    res = run_json(capsys, ["theory", "scaling", "--preset", "tiny", "--attention", "softmax",
-                            "--L", "6,7", "--V", "3", "--no-plot", "--json"])  # fmt: skip
+    res = run_json(
+        capsys,
+        [
+            "theory",
+            "scaling",
+            "--preset",
+            "tiny",
+            "--attention",
+            "softmax",
+            "--L",
+            "6,7",
+            "--V",
+            "3",
+            "--no-plot",
+            "--json",
+        ],
+    )
     t = res["table"]
     assert all(v is None for row in t["P_aG_crossover"] for v in row)
     assert t["not_found"]["P_aG_crossover"] == 2 and t["n_not_found"] >= 2
@@ -125,16 +167,18 @@ def test_scaling_table_counts_what_it_did_not_find(capsys, far_estimate):
 
 @pytest.mark.slow
 def test_sensitivity_names_what_it_did_not_find(capsys, far_estimate):
-    res = run_json(capsys, ["theory", "sensitivity", "--preset", "tiny", "--objective", "map",
-                            "--json"])  # fmt: skip
+    res = run_json(
+        capsys, ["theory", "sensitivity", "--preset", "tiny", "--objective", "map", "--json"]
+    )
     assert res["map"]["P"]["P_aG"] is None and res["map"]["not_found"] == ["P_aG"]
     assert res["map"]["P"]["P_c1"] is not None
 
 
 @pytest.mark.slow
 def test_fit_refuses_a_target_not_found_at_the_start(capsys, far_estimate):
-    rc = main(["theory", "fit", "--preset", "tiny", "--target", "P_aG=300", "--free", "sigma2",
-               "--json"])  # fmt: skip
+    rc = main(
+        ["theory", "fit", "--preset", "tiny", "--target", "P_aG=300", "--free", "sigma2", "--json"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "undefined at the start" in err and "Traceback" not in err
 
@@ -170,7 +214,9 @@ def test_measured_points_outside_the_grid_are_not_located():
     from copyhead_jax.compare.locate import locate_crossing, locate_level, locate_max_slope
 
     P = np.array([4.0, 8.0, 16.0, 32.0])
-    for loc in (locate_level(P, np.array([0.0, 0.1, 0.2, 0.3]), 0.5),
-                locate_max_slope(P, np.array([0.0, 0.1, 0.3, 0.9])),
-                locate_crossing(P, np.array([1.0, 2.0, 3.0, 4.0]), np.zeros(4))):  # fmt: skip
+    for loc in (
+        locate_level(P, np.array([0.0, 0.1, 0.2, 0.3]), 0.5),
+        locate_max_slope(P, np.array([0.0, 0.1, 0.3, 0.9])),
+        locate_crossing(P, np.array([1.0, 2.0, 3.0, 4.0]), np.zeros(4)),
+    ):
         assert loc.P_star is None and not loc.bracketed and loc.side in ("above", "below")

@@ -17,14 +17,26 @@ def _options(p) -> dict:
     return {o: a for a in p._actions for o in a.option_strings}
 
 
-PRESET_COMMANDS = [(" ".join(path), _options(p)) for path, p in parser_tree(build_parser())
-                   if "--preset" in _options(p)]  # fmt: skip
+PRESET_COMMANDS = [
+    (" ".join(path), _options(p))
+    for path, p in parser_tree(build_parser())
+    if "--preset" in _options(p)
+]
 
 
 def test_every_command_with_a_preset_takes_a_reading_and_the_one_default():
     names = {n for n, _ in PRESET_COMMANDS}
-    assert {"sweep", "sample", "transition", "theory points", "theory curve", "theory landscape",
-            "theory scaling", "theory sensitivity", "theory fit"} <= names, names  # fmt: skip
+    assert {
+        "sweep",
+        "sample",
+        "transition",
+        "theory points",
+        "theory curve",
+        "theory landscape",
+        "theory scaling",
+        "theory sensitivity",
+        "theory fit",
+    } <= names, names
     for name, opts in PRESET_COMMANDS:
         assert opts["--preset"].default == DEFAULT_PRESET, name
         assert "--reading" in opts and opts["--reading"].default is None, name
@@ -36,8 +48,11 @@ def test_every_sampler_command_has_the_one_default_chain_count():
     from copyhead_jax.sampling.llc_runs import LLCSettings
     from copyhead_jax.sampling.run import PAPER_SGLD, REDUCED_HMC, REDUCED_HMC_LINEAR
 
-    chains = {" ".join(path): _options(p)["--chains"] for path, p in parser_tree(build_parser())
-              if "--chains" in _options(p)}  # fmt: skip
+    chains = {
+        " ".join(path): _options(p)["--chains"]
+        for path, p in parser_tree(build_parser())
+        if "--chains" in _options(p)
+    }
     assert set(chains) == {"sample", "llc", "transition"}, chains
     # sample leaves --chains to the sampler it picks: every one of them has the default
     samplers = (ch.SGLDConfig(), ch.HMCConfig(), PAPER_SGLD, REDUCED_HMC, REDUCED_HMC_LINEAR)
@@ -60,19 +75,23 @@ def test_the_reading_reaches_each_commands_config_and_a_convention_flag_wins():
     assert cfg == ch.preset(DEFAULT_PRESET)  # the flag undoes the one field chi-lik sets
     th = theory_params(parse(["theory", "points", "--preset", "paper", "--reading", "plain"]))
     assert th == TheoryParams.from_config(ch.PLAIN)
-    th = theory_params(parse(["theory", "points", "--reading", "plain", "--likelihood",
-                              "per_position"]))  # fmt: skip
+    th = theory_params(
+        parse(["theory", "points", "--reading", "plain", "--likelihood", "per_position"])
+    )
     assert (th.likelihood, th.linear_scale) == ("per_position", "none")
     cfg = transition_config(parse(["transition", "--preset", "paper", "--reading", "chi-lik"]))
     assert cfg.posterior == ch.preset("paper-chi-lik").posterior
     assert cfg.model.linear_scale == "inv_L"
 
 
-@pytest.mark.parametrize("argv, pattern", [
-    (["theory", "points", "--reading", "chi"], "--reading must be one of"),
-    (["transition", "--preset", "huge"], "--preset must be one of"),
-    (["sweep", "--reading", "lik"], "--reading must be one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["theory", "points", "--reading", "chi"], "--reading must be one of"),
+        (["transition", "--preset", "huge"], "--preset must be one of"),
+        (["sweep", "--reading", "lik"], "--reading must be one of"),
+    ],
+)
 def test_an_unknown_preset_or_reading_is_one_line(argv, pattern, capsys):
     one_line_error(capsys, main(argv), pattern)
 
@@ -91,8 +110,11 @@ def test_a_reading_never_shares_a_sweeps_default_folder():
     assert chi == "results/paper-map-chi-lik"
     assert _folder("--preset", "paper-map", "--no-chi-in-readout-prior") == chi  # same config
     assert _folder("--preset", "paper-map", "--reading", "plain") == "results/paper-map-plain"
-    assert (_folder("--preset", "paper", "--reading", "chi-lik")
-            == _folder("--preset", "paper-chi-lik") == "results/paper-chi-lik")  # fmt: skip
+    assert (
+        _folder("--preset", "paper", "--reading", "chi-lik")
+        == _folder("--preset", "paper-chi-lik")
+        == "results/paper-chi-lik"
+    )
     more = _folder("--preset", "paper-map", "--reading", "chi-lik", "--n-seeds", "2")
     assert more.startswith(chi + "-") and len(more) == len(chi) + 9  # PRESET-READING-HASH
     assert more != _folder("--preset", "paper-map", "--n-seeds", "2")

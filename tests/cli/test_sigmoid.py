@@ -16,9 +16,26 @@ from tests.helpers import one_line_error
 
 def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
     out = tmp_path / "ex"
-    argv = ["sweep", "--preset", "tiny", "--engine", "reduced", "--width", "inf",
-            "--no-train-embeddings", "--attention", "sigmoid", "--P", "4,16", "--n-seeds", "1",
-            "--out", str(out), "--keep-params", "--no-progress"]  # fmt: skip
+    argv = [
+        "sweep",
+        "--preset",
+        "tiny",
+        "--engine",
+        "reduced",
+        "--width",
+        "inf",
+        "--no-train-embeddings",
+        "--attention",
+        "sigmoid",
+        "--P",
+        "4,16",
+        "--n-seeds",
+        "1",
+        "--out",
+        str(out),
+        "--keep-params",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     assert (out / "sweep.png").stat().st_size > 0
     res = {
@@ -48,22 +65,68 @@ def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
     assert "softmax" not in cap and "and the paper" not in cap
 
     post = tmp_path / "post.npz"
-    assert main(["sample", str(out / "sweep_sigmoid.npz"), "--iterations", "40", "--warmup",
-                 "20", "--adapt", "20", "--chains", "2", "--out", str(post),
-                 "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sample",
+                str(out / "sweep_sigmoid.npz"),
+                "--iterations",
+                "40",
+                "--warmup",
+                "20",
+                "--adapt",
+                "20",
+                "--chains",
+                "2",
+                "--out",
+                str(post),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert post.stat().st_size > 0
     assert "# sigmoid, collapsed HMC" in capsys.readouterr().out
 
-    assert main(["theory", "points", "--attention", "sigmoid", "--preset", "plain", "--L", "6",
-                 "--V", "3", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "theory",
+                "points",
+                "--attention",
+                "sigmoid",
+                "--preset",
+                "plain",
+                "--L",
+                "6",
+                "--V",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     pts = json.loads(capsys.readouterr().out)
     assert pts["inputs"]["attention"] == "sigmoid" and pts["P_c1"] is None
     assert pts["first_order"] is False and pts["P_aG_crossover"] > 0
 
 
 def test_transition_refuses_the_profile_for_sigmoid_in_one_line(capsys):
-    argv = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
-            "--attention", "sigmoid", "--n-seeds", "1"]  # fmt: skip
+    argv = [
+        "transition",
+        "--preset",
+        "plain",
+        "--L",
+        "4",
+        "--V",
+        "3",
+        "--width",
+        "inf",
+        "--attention",
+        "sigmoid",
+        "--n-seeds",
+        "1",
+    ]
     one_line_error(capsys, main(argv), r"softmax attention .* run --method ti")
 
 
@@ -72,7 +135,9 @@ def test_the_bayesian_theory_refuses_sigmoid_in_one_line(capsys):
     head's name."""
     for argv, pattern in (
         (["points", "--attention", "sigmoid", "--objective", "bayes"], "linear and softmax"),
-        (["scaling", "--attention", "sigmoid", "--objective", "bayes", "--L", "8,12"],
-         "give --attention softmax"),
-    ):  # fmt: skip
+        (
+            ["scaling", "--attention", "sigmoid", "--objective", "bayes", "--L", "8,12"],
+            "give --attention softmax",
+        ),
+    ):
         one_line_error(capsys, main(["theory", *argv]), pattern)

@@ -80,7 +80,6 @@ def test_theory_curve_checks_its_figure_path_first(tmp_path, monkeypatch, capsys
     one_line_error(capsys, rc, r"--out '.*file/c_linear\.png' is not writable")
 
 
-
 def test_theory_scaling_checks_its_figure_path_first(tmp_path, monkeypatch, capsys):
     """The figure under a file is refused before the scaling table is computed (it took 31 s
     of theory, then failed)."""
@@ -88,6 +87,18 @@ def test_theory_scaling_checks_its_figure_path_first(tmp_path, monkeypatch, caps
 
     monkeypatch.setattr(scaling, "scaling_table", no_work)
     (tmp_path / "file").write_text("")
-    rc = main(["theory", "scaling", "--preset", "plain", "--L", "8:12", "--V", "3",
-               "--out", str(tmp_path / "file" / "s.png")])  # fmt: skip
+    rc = main(
+        [
+            "theory",
+            "scaling",
+            "--preset",
+            "plain",
+            "--L",
+            "8:12",
+            "--V",
+            "3",
+            "--out",
+            str(tmp_path / "file" / "s.png"),
+        ]
+    )
     one_line_error(capsys, rc, r"--out '.*file/s\.png' is not writable")

@@ -14,8 +14,20 @@ from copyhead_jax.cli.transition import out_folder
 from tests.helpers import one_line_error
 
 RESULT = Path(__file__).resolve().parents[2] / "docs/reports/results/transition_paper-chi-lik.json"
-ARGV = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3", "--width",
-        "inf", "--quiet"]  # fmt: skip
+ARGV = [
+    "transition",
+    "--method",
+    "ti",
+    "--preset",
+    "plain",
+    "--L",
+    "4",
+    "--V",
+    "3",
+    "--width",
+    "inf",
+    "--quiet",
+]
 
 
 def test_the_default_folder_is_named_after_the_configuration():
@@ -45,8 +57,10 @@ def test_default_output_written_kept_and_another_run_refused(tmp_path, monkeypat
     monkeypatch.setattr(search, "transition", fake)
     # the figure as the writer's file alone (drawing it is the plots' tests' job; seconds)
     monkeypatch.setattr("copyhead_jax.plots.transition.transition_figure", lambda res: "figure")
-    monkeypatch.setattr("copyhead_jax.plots.style.save_figure",
-                        lambda fig, path, *a, **k: Path(path).write_text(fig) and Path(path))
+    monkeypatch.setattr(
+        "copyhead_jax.plots.style.save_figure",
+        lambda fig, path, *a, **k: Path(path).write_text(fig) and Path(path),
+    )
     monkeypatch.chdir(tmp_path)
     assert main([*ARGV, "--json"]) == 0
     first = capsys.readouterr()
@@ -54,11 +68,13 @@ def test_default_output_written_kept_and_another_run_refused(tmp_path, monkeypat
     (folder,) = (tmp_path / "results").iterdir()
     assert folder.name.startswith("transition_softmax_L4_V3_plain-") and "saved" in first.err
     assert (folder / "transition.png").is_file()
-    assert json.loads((folder / "transition.json").read_text())["fingerprint"] == \
-        res["fingerprint"]  # fmt: skip
+    assert json.loads((folder / "transition.json").read_text())["fingerprint"] == res["fingerprint"]
     assert main([*ARGV, "--json"]) == 0  # the same run: printed again, no work
     again = capsys.readouterr()
     assert len(calls) == 1 and json.loads(again.out) == res and "kept" in again.err
-    one_line_error(capsys, main([*ARGV, "--seed", "1", "--out", str(folder)]),
-                   "holds the result of another run")  # fmt: skip
+    one_line_error(
+        capsys,
+        main([*ARGV, "--seed", "1", "--out", str(folder)]),
+        "holds the result of another run",
+    )
     assert len(calls) == 1

@@ -20,8 +20,9 @@ class Planted:
         self.P = np.asarray(P)
         self.arrays = {k: np.asarray(v, float) for k, v in arrays.items()}
         n_seeds = next(iter(self.arrays.values())).shape[1]
-        self.cfg = types.SimpleNamespace(task=types.SimpleNamespace(L=L),
-                                         sweep=types.SimpleNamespace(n_seeds=n_seeds))  # fmt: skip
+        self.cfg = types.SimpleNamespace(
+            task=types.SimpleNamespace(L=L), sweep=types.SimpleNamespace(n_seeds=n_seeds)
+        )
 
     def masked(self, key, P=None):
         idx = slice(None) if P is None else np.searchsorted(self.P, np.atleast_1d(P))
@@ -90,8 +91,14 @@ def test_linear_points_and_the_ci_table():
 
 def test_fit_laws_recovers_the_exponent_of_a_planted_power_law():
     values = [2, 3, 5, 8, 12]
-    rows = [{"theory_ek": {"P_c1": 4.0 * v**2}, "measured": {"P_c1": {"P_star": 5.0 * v**2,
-             "bracketed": True}}, "theory_finite": {}} for v in values]  # fmt: skip
+    rows = [
+        {
+            "theory_ek": {"P_c1": 4.0 * v**2},
+            "measured": {"P_c1": {"P_star": 5.0 * v**2, "bracketed": True}},
+            "theory_finite": {},
+        }
+        for v in values
+    ]
     out = laws.fit_laws(values, rows, "V", {"L": 25, "V": 5})["P_c1"]
     assert out["theory_ek"]["exponent"] == pytest.approx(2.0)
     assert out["measured"]["exponent"] == pytest.approx(2.0) and out["measured_points"] == 5

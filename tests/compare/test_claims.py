@@ -65,8 +65,10 @@ def test_across_readings_says_not_reproduced_only_where_no_reading_does():
     assert across_readings({"a": True, "b": True}) == "reproduced under `a`, `b`"
     assert across_readings({"a": False, "b": None}) == "not reproduced under the readings tried"
     assert across_readings({"a": None, "b": None}) == "not measured"
-    assert across_readings({"a": False, "b": None}, {"a": "off", "b": "not resolved"}) == \
-        "not resolved under `b`"
+    assert (
+        across_readings({"a": False, "b": None}, {"a": "off", "b": "not resolved"})
+        == "not resolved under `b`"
+    )
 
 
 P = np.array([4.0, 6.0, 8.0, 10.0, 12.0, 16.0])
@@ -104,12 +106,22 @@ def test_early_warning_planted_growth():
 
 def _branches(dF, se, qc, rhat=1.0, ess=500.0, P=(10.0, 20.0, 40.0)):
     nP, nS = dF.shape
-    runs = [{"P": int(P[i]), "seed": s, "branch": b, "rhat_max": rhat, "ess_min": ess}
-            for i in range(nP) for s in range(nS) for b in ("pool", "copy")]  # fmt: skip
+    runs = [
+        {"P": int(P[i]), "seed": s, "branch": b, "rhat_max": rhat, "ess_min": ess}
+        for i in range(nP)
+        for s in range(nS)
+        for b in ("pool", "copy")
+    ]
     h = {"quad_corr": np.full((nP, nS), qc).tolist()}
-    return {"P": list(P), "dF": dF.tolist(), "dF_mcse": np.full((nP, nS), se).tolist(),
-            "health": {"pool": h, "copy": h}, "runs": runs, "n_seeds": nS,
-            "crossing_F": {"per_seed_ci": {"lo": None, "hi": None}}}  # fmt: skip
+    return {
+        "P": list(P),
+        "dF": dF.tolist(),
+        "dF_mcse": np.full((nP, nS), se).tolist(),
+        "health": {"pool": h, "copy": h},
+        "runs": runs,
+        "n_seeds": nS,
+        "crossing_F": {"per_seed_ci": {"lo": None, "hi": None}},
+    }
 
 
 def test_bayesian_interval_parts():
@@ -134,6 +146,7 @@ def test_bayesian_interval_parts():
     two = _branches(dF[1:], 0.0, 0.0, P=Pg[1:])
     half2 = math.log(40.0 / 25.0)  # the root lies nearer P = 20: the far end, 40, bounds it
     assert bayesian_interval(two)["parts"]["crossing"] == pytest.approx(
-        [25.0 * math.exp(-half2), 25.0 * math.exp(half2)], rel=1e-9)
+        [25.0 * math.exp(-half2), 25.0 * math.exp(half2)], rel=1e-9
+    )
     bad = _branches(dF, 0.0, 0.0, rhat=1.2, P=Pg)
     assert len(flagged_runs(bad)) == 18 and bayesian_interval(bad)["seeds_flagged_at_bracket"]

@@ -15,8 +15,11 @@ from copyhead_jax.compare.paper import PAPER_CLAIMS
 
 def test_regimes_follow_the_ek_copy_fraction():
     assert regimes([0.0, 0.05, 0.5, 0.95], [0.0, 0.3, 0.3, 0.3]) == [
-        "no attention (P < P_c1)", "pooling (psi < 0.1)", "crossover (0.1 <= psi <= 0.9)",
-        "copying (psi > 0.9)"]  # fmt: skip
+        "no attention (P < P_c1)",
+        "pooling (psi < 0.1)",
+        "crossover (0.1 <= psi <= 0.9)",
+        "copying (psi > 0.9)",
+    ]
 
 
 def test_coverage_stats_over_the_finite_entries():
@@ -27,12 +30,17 @@ def test_coverage_stats_over_the_finite_entries():
 def _main():
     """A main result: linear on P = 1..4 (pooling, crossover, copying), softmax on P = 10, 20;
     SGLD coverage at one linear P only; per-sample coverage below A1's threshold at P = 20."""
-    lin = {"P": [1, 2, 3, 4], "coverage": [0.99, 0.98, 0.9, 1.0],
-           "sample_coverage": [0.95, 0.95, 0.95, 0.95]}  # fmt: skip
+    lin = {
+        "P": [1, 2, 3, 4],
+        "coverage": [0.99, 0.98, 0.9, 1.0],
+        "sample_coverage": [0.95, 0.95, 0.95, 0.95],
+    }
     pool = {"P": [10, 20], "coverage": [1.0, 0.999], "sample_coverage": [0.97, 0.5]}
     sgld = {"P": [3], "coverage_mean": [[0.8, 0.6]]}
-    table = [{"key": k, "rel_err_ek": e, "rel_err_finite": -e}
-             for k, e in (("P_c1", 0.1), ("P_cG", 0.2), ("P_aG", 0.3))]  # fmt: skip
+    table = [
+        {"key": k, "rel_err_ek": e, "rel_err_finite": -e}
+        for k, e in (("P_c1", 0.1), ("P_cG", 0.2), ("P_aG", 0.3))
+    ]
     return {"curves": {"linear": lin, "pool": pool, "sgld_linear": sgld}, "table": table}
 
 
@@ -40,7 +48,11 @@ def test_rows_per_regime_with_their_boundary_and_claim():
     ek = {"psi": [0.05, 0.05, 0.5, 0.95], "r": [0.1, 0.1, 0.2, 0.3]}
     rows = coverage_rows(_main(), ek)
     assert [(r["attention"], r["regime"][:5]) for r in rows] == [
-        ("softmax", "whole"), ("linear", "pooli"), ("linear", "cross"), ("linear", "copyi")]
+        ("softmax", "whole"),
+        ("linear", "pooli"),
+        ("linear", "cross"),
+        ("linear", "copyi"),
+    ]
     soft, pool, cross, _ = rows
     assert soft["P_range"] == [10, 20] and soft["boundary_err_ek"] == 0.3
     assert soft["paper"] == PAPER_CLAIMS["softmax"] and soft["sgld"]["n"] == 0

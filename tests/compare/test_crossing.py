@@ -70,8 +70,9 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
     runs, ti = [], {}
     for (P, s), o in odds.items():
         w = float(expit(o))
-        runs.append(dict(P=P, seed=s, log_Z=[100.0 + P, 101.0 + P], w_copy=[w, w],
-                         log_Z_pilot=100.0 + P))  # fmt: skip
+        runs.append(
+            dict(P=P, seed=s, log_Z=[100.0 + P, 101.0 + P], w_copy=[w, w], log_Z_pilot=100.0 + P)
+        )
         lz = 100.5 + P  # F_b = -(log Z + log w_b): the TI agrees with the SMC exactly
         ti[(P, s, "copy")] = {"F": -(lz + math.log(w))}
         ti[(P, s, "pool")] = {"F": -(lz + math.log1p(-w))}
@@ -79,8 +80,9 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
     eps = 1 / 32
     assert res["log_odds_clip"] == pytest.approx(math.log((1 - eps) / eps))
     assert res["log_odds_copy"][1, 1] == pytest.approx(logit(1 - eps))  # clipped
-    np.testing.assert_allclose(res["w_copy_mean"], [np.mean(expit([-1, -3])),
-                                                    np.mean(expit([2, 30]))])  # fmt: skip
+    np.testing.assert_allclose(
+        res["w_copy_mean"], [np.mean(expit([-1, -3])), np.mean(expit([2, 30]))]
+    )
     np.testing.assert_allclose(res["dlog_Z_smc_minus_ti"], 0, atol=1e-9)
     assert res["pilot_log_Z_bias"]["mean"] == pytest.approx(-0.5)  # pilot vs the reps' mean
     assert res["population_log_Z_sd"] == pytest.approx(0.0)  # every pair differs by 1 nat
@@ -90,10 +92,16 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
         expect = math.exp(math.log(48) + fa / (fa - fb) * math.log(50 / 48))
         assert res["crossing_log_odds"]["per_seed"][s] == pytest.approx(expect, rel=1e-6)
     # its markdown row (no ± where the two populations agree) and the pairing with the TI's
-    assert BT.smc_markdown(dict(res, P=[48, 50])).splitlines()[2].startswith(
-        "| 48 | 0.27, 0.047 | 0.16 | 0.27, 0.047 |")
-    ti_res = {"P": [30, 40, 48, 50, 56], "dF": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0],
-              [9.0, 0.0]], "crossing_F": {"per_seed": [49.0, 49.5, 60.0]}}  # fmt: skip
+    assert (
+        BT.smc_markdown(dict(res, P=[48, 50]))
+        .splitlines()[2]
+        .startswith("| 48 | 0.27, 0.047 | 0.16 | 0.27, 0.047 |")
+    )
+    ti_res = {
+        "P": [30, 40, 48, 50, 56],
+        "dF": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 0.0]],
+        "crossing_F": {"per_seed": [49.0, 49.5, 60.0]},
+    }
     both = BT.smc_against_ti(dict(res, P=[48, 50], n_seeds=2), ti_res)
     assert both["ti_log_odds"]["P"] == [40, 48, 50]  # within [48 - 9, 50 + 5]
     np.testing.assert_array_equal(both["ti_log_odds"]["values"], [[-3, -4], [-5, -6], [-7, -8]])
@@ -105,10 +113,14 @@ def test_smc_tables_weights_crossing_and_ti_comparison():
 def test_start_crossing_counts_only_distinct_starts():
     """The MAP U crossing of two starts on their common P, per seed only where their cG differ
     by more than 1/2: seed 1's starts coincide at every P, so it has no crossing."""
-    pool = {"cG": np.array([[0.0, 0.0], [0.1, 0.0], [0.2, 0.0]]),
-            "U": np.array([[1.0, 1.0], [2.0, 2.0], [5.0, 3.0]])}  # fmt: skip
-    copy = {"cG": np.array([[2.0, 0.0], [2.0, 0.3], [9.0, 9.0]]),
-            "U": np.array([[3.0, 1.0], [1.0, 2.0], [0.0, 0.0]])}  # fmt: skip
+    pool = {
+        "cG": np.array([[0.0, 0.0], [0.1, 0.0], [0.2, 0.0]]),
+        "U": np.array([[1.0, 1.0], [2.0, 2.0], [5.0, 3.0]]),
+    }
+    copy = {
+        "cG": np.array([[2.0, 0.0], [2.0, 0.3], [9.0, 9.0]]),
+        "U": np.array([[3.0, 1.0], [1.0, 2.0], [0.0, 0.0]]),
+    }
     P, distinct, c = CX.start_crossing([10, 20, 40], pool, np.array([10, 20, 99]), copy)
     assert P == [10, 20] and distinct.tolist() == [[True, False], [True, False]]
     want = CX.branch_crossing([10.0, 20.0], pool["U"][:2], copy["U"][:2], distinct)
@@ -119,10 +131,24 @@ def test_start_crossing_counts_only_distinct_starts():
 def test_branch_tables_planted_runs():
     """F_copy - F_pool = 30 - P (+ seed): the weights, the F crossing, the health tables, and a
     threshold shift that moves no draw leaves F as it was."""
-    runs = [dict(P=P, seed=s, branch=b, F=(30.0 - P + s) if b == "copy" else 0.0, mcse=0.1,
-                 rhat_g=[1.0, 1.01], ess_g=[300.0, 200.0], quad_corr=0.0, p_ref=1.0, ref_P=P,
-                 aG_t1=[0.0] if b == "pool" else [5.0])
-            for P in (20, 40) for s in (0, 1) for b in ("pool", "copy")]  # fmt: skip
+    runs = [
+        dict(
+            P=P,
+            seed=s,
+            branch=b,
+            F=(30.0 - P + s) if b == "copy" else 0.0,
+            mcse=0.1,
+            rhat_g=[1.0, 1.01],
+            ess_g=[300.0, 200.0],
+            quad_corr=0.0,
+            p_ref=1.0,
+            ref_P=P,
+            aG_t1=[0.0] if b == "pool" else [5.0],
+        )
+        for P in (20, 40)
+        for s in (0, 1)
+        for b in ("pool", "copy")
+    ]
     t = BT.branch_tables(runs, [20, 40], 2, 1.0, (0.5,))
     np.testing.assert_allclose(t["dF"], [[10.0, 11.0], [-10.0, -9.0]])
     np.testing.assert_allclose(t["dF_mcse"], math.hypot(0.1, 0.1))
@@ -135,8 +161,10 @@ def test_branch_tables_planted_runs():
     np.testing.assert_allclose(alt["dF"], t["dF"])
     assert np.all(alt["moved_fraction"] == 0)
     md = BT.branch_markdown(dict(t, P=[20, 40])).splitlines()
-    assert md[2] == ("| 20 | 10.00 ± 0.14, 11.00 ± 0.14 | 10.50 ± 0.71 | 4.5e-05, 1.7e-05 |"
-                     " 3.1e-05 | 1.01 / 1.01 | 200 / 200 | 1 / 1 | 0 |")  # fmt: skip
+    assert md[2] == (
+        "| 20 | 10.00 ± 0.14, 11.00 ± 0.14 | 10.50 ± 0.71 | 4.5e-05, 1.7e-05 |"
+        " 3.1e-05 | 1.01 / 1.01 | 200 / 200 | 1 / 1 | 0 |"
+    )
     assert md[-1].startswith("Bayesian P*_aG (docs/theory.md §9.11): ")
 
 
@@ -158,5 +186,7 @@ def test_ti_crossings_keep_the_runs_that_stayed_on_distinct_branches():
     # the table: pool minus copy per P, mean ± sd over seeds (-log Z1/Z0: minus the difference)
     fe.update(F_mcse=np.full_like(F, 0.3), log_Z_ratio=F, aG_wbic=aG)
     row = CX.ti_markdown(fe)[3]
-    assert row == ("| 40 | 10 ± 0 | 0.42 | 10 ± 0 | 0 ± 0 | -10 ± 0 | 10 ± 0 | 1 |"
-                   " 0 ± 0 / 1.1 ± 1.3 | 0 ± 0 / 1.1 ± 1.3 |")  # w_copy: seed 1 has none
+    assert row == (
+        "| 40 | 10 ± 0 | 0.42 | 10 ± 0 | 0 ± 0 | -10 ± 0 | 10 ± 0 | 1 |"
+        " 0 ± 0 / 1.1 ± 1.3 | 0 ± 0 / 1.1 ± 1.3 |"
+    )  # w_copy: seed 1 has none

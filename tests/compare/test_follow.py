@@ -17,9 +17,17 @@ def _fake(P, lower, upper, nS=2):
         p = P[i]
         aG = np.where((aG == 0) & (p >= upper), 3.0, np.where((aG == 3) & (p <= lower), 0.0, aG))
         U = np.where(aG == 0, 0.0, 1.0 - (p - 550) / 100)  # copy lower above P = 650
-        return {"params/W_G": aG.copy(), "params/W_O_hat": np.arange(nS, dtype=float), "U": U,
-                "aG": aG, "a1": aG / 3, "psi": aG / 3, "r": np.ones(nS),
-                "converged": np.ones(nS, bool), "finite": np.ones(nS, bool)}  # fmt: skip
+        return {
+            "params/W_G": aG.copy(),
+            "params/W_O_hat": np.arange(nS, dtype=float),
+            "U": U,
+            "aG": aG,
+            "a1": aG / 3,
+            "psi": aG / 3,
+            "r": np.ones(nS),
+            "converged": np.ones(nS, bool),
+            "finite": np.ones(nS, bool),
+        }
 
     calls = []
 
@@ -30,8 +38,9 @@ def _fake(P, lower, upper, nS=2):
     return run, solve, calls
 
 
-@pytest.mark.parametrize("lower, upper, n_distinct", [(550, 750, [0, 0, 2, 2, 0]),
-                                                      (650, 650, [0] * 5)])  # fmt: skip
+@pytest.mark.parametrize(
+    "lower, upper, n_distinct", [(550, 750, [0, 0, 2, 2, 0]), (650, 650, [0] * 5)]
+)
 def test_passes_follow_each_branch_until_it_ends(lower, upper, n_distinct):
     """A window (lower, upper): the up pass stays on the pool branch to its end, the down pass
     on the copy branch to its end, distinct in between; no window: the passes agree."""

@@ -103,8 +103,13 @@ def test_array_points_locates_planted_features_and_marks_absent_ones_above_the_g
     one = np.ones(P.size)
     r = np.stack([np.clip(1 - 100 / P, 0, None), 1e-9 * one], 1)
     psi = np.stack([1 / (1 + (2000 / P) ** 4), 1e-9 * one], 1)
-    d = dict(U=np.ones((P.size, 2)), converged=np.ones((P.size, 2)), r=r, psi=psi,
-             cG=np.stack([psi[:, 0], 1e-9 * one], 1))  # fmt: skip
+    d = dict(
+        U=np.ones((P.size, 2)),
+        converged=np.ones((P.size, 2)),
+        r=r,
+        psi=psi,
+        cG=np.stack([psi[:, 0], 1e-9 * one], 1),
+    )
     pts = array_points("linear", P, d, min_jump=0.5)
     for key, planted in (("P_c1", 100.0), ("P_cG", 2000.0)):
         s = pts[key]
@@ -206,8 +211,12 @@ def test_a_step_on_a_shared_grid_gives_its_bracket_whatever_the_number_of_seeds(
     assert (s["seeds_lo"], s["seeds_hi"]) == pytest.approx((s["P_star"],) * 2)  # no scatter
     assert (s["grid_lo"], s["grid_hi"]) == pytest.approx((40.0, 80.0))
     assert (s["lo"], s["hi"]) == pytest.approx((40.0, 80.0))
-    (row,) = pstar_rows({"P_aG_jump": [loc.locate_jump(grid, y)] * n_seeds}, {},
-                        attention="softmax", compare_paper=False)  # fmt: skip
+    (row,) = pstar_rows(
+        {"P_aG_jump": [loc.locate_jump(grid, y)] * n_seeds},
+        {},
+        attention="softmax",
+        compare_paper=False,
+    )
     assert (row["lo"], row["hi"]) == pytest.approx((40.0, 80.0))
     assert "56.6 [40.0, 80.0]" in format_pstar([row])
 

@@ -35,15 +35,18 @@ def test_matrix_from_tiny_json(tmp_path):
     reading tried reproduces it."""
 
     def main(scale):
-        rows = [{"key": k, "measured": _ci(v * scale)} for k, v in
-                (("P_c1", 23.0), ("P_cG", 322.0), ("P_aG", 300.0))]  # fmt: skip
+        rows = [
+            {"key": k, "measured": _ci(v * scale)}
+            for k, v in (("P_c1", 23.0), ("P_cG", 322.0), ("P_aG", 300.0))
+        ]
         rows.append({"key": "window_lo", "measured": _ci(250.0 * scale)})
         return {"width": "10000", "widths": {"10000": {"ci_table": rows}}}
 
     _write(tmp_path, "main_paper.json", main(4.0))
     _write(tmp_path, "main_plain.json", main(1.0))
-    fits = {"P_cG": {"paper_exponent": 1.5,
-                     "measured": {"exponent": 1.45, "ci": [1.40, 1.52], "n": 5}}}  # fmt: skip
+    fits = {
+        "P_cG": {"paper_exponent": 1.5, "measured": {"exponent": 1.45, "ci": [1.40, 1.52], "n": 5}}
+    }
     _write(tmp_path, "scaling-L_plain.json", {"fits": fits})
     m = claims_matrix(tmp_path)
     assert m["readings"] == list(READINGS)
@@ -69,9 +72,12 @@ def test_transition_cell_judges_the_commands_interval():
     """A ``copyhead transition`` result becomes the Bayesian cell: its interval judged against
     the paper's 300 (band: +-25%), every flagged run counted; an interval across the band's edge
     is not resolved, however close its centre."""
-    tr = {"summary": {"P_star": 1028.0, "lo": 951.0, "hi": 1111.0, "n": 1},
-          "seeds": [{"probes": [{}, {}, {}]}], "flagged": ["a", "b"],
-          "cross_check": {"P_star": 994.0}}  # fmt: skip
+    tr = {
+        "summary": {"P_star": 1028.0, "lo": 951.0, "hi": 1111.0, "n": 1},
+        "seeds": [{"probes": [{}, {}, {}]}],
+        "flagged": ["a", "b"],
+        "cross_check": {"P_star": 994.0},
+    }
     cell = transition_cell(tr)
     assert cell["reproduced"] is False and "2/6 runs" in cell["value"] and "994" in cell["value"]
     tr["summary"].update(P_star=300.0, lo=290.0, hi=310.0)
@@ -88,8 +94,11 @@ def test_committed_pstars_and_exponents_of_a_reading(tmp_path):
     from copyhead_jax.compare.readings import measured_exponents, measured_from_main
 
     def rows(x, window_n):
-        return [{"key": "P_c1", "measured": _ci(x)}, {"key": "P_aG_single", "measured": _ci(x)},
-                {"key": "window_lo", "measured": _ci(x, n=window_n)}]  # fmt: skip
+        return [
+            {"key": "P_c1", "measured": _ci(x)},
+            {"key": "P_aG_single", "measured": _ci(x)},
+            {"key": "window_lo", "measured": _ci(x, n=window_n)},
+        ]
 
     main = {"ci_table": rows(20.0, 0), "widths": {"inf": {"ci_table": rows(30.0, 4)}}}
     _write(tmp_path, "main_plain.json", main)
@@ -98,8 +107,9 @@ def test_committed_pstars_and_exponents_of_a_reading(tmp_path):
     assert m["inf"] == {"P_c1": _ci(30.0), "coexistence_seen": True}
     fits = {"P_cG": {"measured": {"exponent": 1.45, "ci": [1.4, 1.5]}}, "P_c1": {"measured": {}}}
     _write(tmp_path, "scaling-V_plain.json", {"fits": fits})
-    assert measured_exponents(tmp_path, "plain") == {"P_cG": {"V": {"exponent": 1.45,
-                                                                    "ci": [1.4, 1.5]}}}  # fmt: skip
+    assert measured_exponents(tmp_path, "plain") == {
+        "P_cG": {"V": {"exponent": 1.45, "ci": [1.4, 1.5]}}
+    }
 
 
 def test_the_ek_window_of_a_reading_follows_its_preset():
@@ -117,13 +127,20 @@ def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path
     its Bayesian window there: undetermined (with no pool draws in it), or the growth ratio of
     the pool start's Var(aG) = chi / P over [0.5, 0.9] P*_Bayes where the grid covers it."""
     r = "paper-chi-lik"
-    tr = {"summary": {"P_star": 1000.0, "lo": 950.0, "hi": 1050.0, "n": 1}, "seeds": [],
-          "flagged": []}  # fmt: skip
+    tr = {
+        "summary": {"P_star": 1000.0, "lo": 950.0, "hi": 1050.0, "n": 1},
+        "seeds": [],
+        "flagged": [],
+    }
     _write(tmp_path, f"transition_{r}.json", tr)
 
     def post(P, chi):  # chi[P, seed]: the pool start's susceptibility of aG
-        return {"softmax": {"pool": {"P": P, "susceptibility": {"cG": {"value": chi}}},
-                            "early_warning": {"theory_map_P_aG": {"cG": {"P_star": 220.0}}}}}
+        return {
+            "softmax": {
+                "pool": {"P": P, "susceptibility": {"cG": {"value": chi}}},
+                "early_warning": {"theory_map_P_aG": {"cG": {"P_star": 220.0}}},
+            }
+        }
 
     # chi flat over the MAP window 110-198 on three seeds: Var = chi / P falls like 1/P (x0.556),
     # a basin that only sharpens: no signal there
@@ -142,8 +159,10 @@ def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path
     assert "route B" not in warning_cell(tmp_path, r)["value"]
     # Var quadruples from 0.5 to 0.9 P*_Bayes (500 -> 900): a signal where none is claimed
     flat = [[110 * (1 + 0.01 * s) for s in range(3)], [198 * (1 + 0.01 * s) for s in range(3)]]
-    grows = flat + [[500 * (1 + 0.01 * s) for s in range(3)],
-                    [4 * 900 * (1 + 0.01 * s) for s in range(3)]]
+    grows = flat + [
+        [500 * (1 + 0.01 * s) for s in range(3)],
+        [4 * 900 * (1 + 0.01 * s) for s in range(3)],
+    ]
     _write(tmp_path, f"posterior_{r}.json", post([110, 198, 500, 900], grows))
     cell = warning_cell(tmp_path, r)
     assert "P_aG (Bayesian window): x4 [4, 4] signal" in cell["value"]
@@ -153,12 +172,21 @@ def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path
 def test_bayes_section_names_every_flagged_run_of_a_transition_result(tmp_path):
     from experiments.report import bayes_section
 
-    tr = {"summary": {"P_star": 944.2, "lo": 488.8, "hi": 1823.8, "n": 2, "seed_sd_log": 0.085,
-                      "mc_log": 0.073, "sys_log": 0.281},
-          "per_seed": [921.5, 1037.9], "cross_check": {"P_star": 990.3},
-          "flagged": ["seed 0 P=309 copy: R-hat 5.391, ESS 2",
-                      "seed 1 P=958 pool: R-hat 3.2, ESS 2"],
-          "seeds": [{"probes": [{}, {}]}, {"probes": [{}, {}, {}]}]}  # fmt: skip
+    tr = {
+        "summary": {
+            "P_star": 944.2,
+            "lo": 488.8,
+            "hi": 1823.8,
+            "n": 2,
+            "seed_sd_log": 0.085,
+            "mc_log": 0.073,
+            "sys_log": 0.281,
+        },
+        "per_seed": [921.5, 1037.9],
+        "cross_check": {"P_star": 990.3},
+        "flagged": ["seed 0 P=309 copy: R-hat 5.391, ESS 2", "seed 1 P=958 pool: R-hat 3.2, ESS 2"],
+        "seeds": [{"probes": [{}, {}]}, {"probes": [{}, {}, {}]}],
+    }
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "transition_paper-chi-lik.json").write_text(json.dumps(tr))
     text = bayes_section(tmp_path)
@@ -172,14 +200,28 @@ def _crossover_files(d, reading, cov, sd, n_seeds=10):
     """``coverage_r.json`` and ``main_r.json`` holding one linear grid: P 1-4 pooling, 8-32
     crossover (``cov`` and ``sd`` there), 64 copying."""
     P = [1, 2, 4, 8, 16, 32, 64]
-    regime = ["pooling (psi < 0.1)"] * 3 + ["crossover (0.1 <= psi <= 0.9)"] * 3 + \
-        ["copying (psi > 0.9)"]  # fmt: skip
-    _write(d, f"coverage_{reading}.json", {"table": [], "linear_regimes": {"P": P,
-                                                                           "regime": regime}})
-    lin = {"P": P, "coverage": [0.3, 0.99, 0.99, *cov, 0.999],
-           "coverage_sd": [0.1, 0.0, 0.0, *sd, 0.0]}  # fmt: skip
-    _write(d, f"main_{reading}.json", {"curves": {"linear": lin}, "ci_table": [], "header": {
-        "settings": {}, "engine": {"sweep": {"n_seeds": n_seeds}}}})
+    regime = (
+        ["pooling (psi < 0.1)"] * 3
+        + ["crossover (0.1 <= psi <= 0.9)"] * 3
+        + ["copying (psi > 0.9)"]
+    )
+    _write(
+        d, f"coverage_{reading}.json", {"table": [], "linear_regimes": {"P": P, "regime": regime}}
+    )
+    lin = {
+        "P": P,
+        "coverage": [0.3, 0.99, 0.99, *cov, 0.999],
+        "coverage_sd": [0.1, 0.0, 0.0, *sd, 0.0],
+    }
+    _write(
+        d,
+        f"main_{reading}.json",
+        {
+            "curves": {"linear": lin},
+            "ci_table": [],
+            "header": {"settings": {}, "engine": {"sweep": {"n_seeds": n_seeds}}},
+        },
+    )
 
 
 def test_crossover_coverage_meets_the_papers_range_by_the_one_rule(tmp_path):
@@ -221,10 +263,19 @@ def test_a_point_below_every_seeds_grid_is_the_interval_up_to_the_grids_first_P(
     from copyhead_jax.compare.readings import pstar_cell
 
     def main(edge):
-        below = {"n": 0, "n_missing": 10, "estimate": None, "lo": None, "hi": None,
-                 "side": "below", "edge": edge}  # fmt: skip
-        return {"width": "10000", "widths": {"10000": {"ci_table": [
-            {"key": "P_c1", "measured": below}]}}}  # fmt: skip
+        below = {
+            "n": 0,
+            "n_missing": 10,
+            "estimate": None,
+            "lo": None,
+            "hi": None,
+            "side": "below",
+            "edge": edge,
+        }
+        return {
+            "width": "10000",
+            "widths": {"10000": {"ci_table": [{"key": "P_c1", "measured": below}]}},
+        }
 
     _write(tmp_path, "main_plain.json", main(1.0))
     cell = pstar_cell(tmp_path, "plain", "P_c1")

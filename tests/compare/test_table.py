@@ -32,8 +32,11 @@ def test_rows_carry_theories_measurement_and_errors():
 def test_loss_patterns_name_the_linear_losses_and_the_single_start_jump():
     P = np.array([1, 2, 4, 8, 16, 32])
     lin = {"P": P, "test_loss": np.linspace(5.0, 0.0, 6)}
-    pool = {"P": P, "train_loss": np.array([9, 9, 9, 1, 1, 1.0]),
-            "test_loss": np.array([8, 8, 8, 2, 2, 2.0])}  # fmt: skip
+    pool = {
+        "P": P,
+        "train_loss": np.array([9, 9, 9, 1, 1, 1.0]),
+        "test_loss": np.array([8, 8, 8, 2, 2, 2.0]),
+    }
     text = loss_patterns(lin, pool, {"P_aG_single": _at(6.0, 4, 8)}, L=6, V=3)
     assert text["P_c1"] == text["P_cG"]
     assert text["P_c1"].startswith("test loss 5.0 (P=1) -> ")
@@ -43,8 +46,11 @@ def test_loss_patterns_name_the_linear_losses_and_the_single_start_jump():
 
 
 def test_measured_orders_need_a_bracket_except_the_first_order_one():
-    found = {"P_c1": _at(2.0, 1, 3), "P_cG": OUTSIDE,
-             "P_aG_single": _at(20.0, 16, 24, jump=1.234, sharpness=0.5)}  # fmt: skip
+    found = {
+        "P_c1": _at(2.0, 1, 3),
+        "P_cG": OUTSIDE,
+        "P_aG_single": _at(20.0, 16, 24, jump=1.234, sharpness=0.5),
+    }
     o = measured_orders(found, {"lower": _at(18.0, 16, 20), "upper": OUTSIDE})
     assert o["P_c1"] == "continuous onset of r" and o["P_cG"] is None
     assert o["P_aG"].startswith("jump of aG by 1.23 (sharpness 0.50); coexistence window 18 [16")

@@ -28,8 +28,13 @@ from copyhead_jax.config import (
     TrainConfig,
 )
 
-SECTIONS = {"task": TaskConfig, "model": ModelConfig, "posterior": PosteriorConfig,
-            "train": TrainConfig, "sweep": SweepConfig}  # fmt: skip
+SECTIONS = {
+    "task": TaskConfig,
+    "model": ModelConfig,
+    "posterior": PosteriorConfig,
+    "train": TrainConfig,
+    "sweep": SweepConfig,
+}
 OTHERS = (SGLDConfig, HMCConfig, AdamConfig, ExactConfig)
 
 
@@ -43,10 +48,11 @@ def numeric_fields(cls):
     return out
 
 
-FIELDS = [(cls, name, d) for cls in (*SECTIONS.values(), *OTHERS)
-          for name, d in numeric_fields(cls)]  # fmt: skip
+FIELDS = [
+    (cls, name, d) for cls in (*SECTIONS.values(), *OTHERS) for name, d in numeric_fields(cls)
+]
 
-finite = st.one_of(st.integers(-10**7, 10**7), st.floats(-1e7, 1e7, allow_nan=False))
+finite = st.one_of(st.integers(-(10**7), 10**7), st.floats(-1e7, 1e7, allow_nan=False))
 special = st.sampled_from([math.nan, math.inf, -math.inf])
 
 
@@ -71,8 +77,9 @@ def _equal_number(stored, given) -> bool:
     return float(stored) == g
 
 
-@pytest.mark.parametrize("cls, name, default", FIELDS,
-                         ids=[f"{c.__name__}.{n}" for c, n, _ in FIELDS])  # fmt: skip
+@pytest.mark.parametrize(
+    "cls, name, default", FIELDS, ids=[f"{c.__name__}.{n}" for c, n, _ in FIELDS]
+)
 @hyp.settings(max_examples=40, deadline=None, derandomize=True)
 @hyp.given(value=st.one_of(forms(), st.builds(lambda d: d, st.just(0))))
 def test_a_field_is_stored_as_python_or_refused_in_one_line(cls, name, default, value):
@@ -103,8 +110,9 @@ def test_a_field_is_stored_as_python_or_refused_in_one_line(cls, name, default, 
 def test_the_forms_the_issue_names_are_plain_python_after_construction():
     """``cfg.replace(posterior=dict(sigma2=np.array(30.0)))`` stores 30.0, a float: the run key
     and the JSON of a sweep see what a hand-written config gives."""
-    cfg = Config().replace(posterior=dict(sigma2=np.array(30.0), chi=Decimal("30")),
-                           sweep=dict(n_seeds=Fraction(4, 2)))  # fmt: skip
+    cfg = Config().replace(
+        posterior=dict(sigma2=np.array(30.0), chi=Decimal("30")), sweep=dict(n_seeds=Fraction(4, 2))
+    )
     assert cfg == Config().replace(posterior=dict(sigma2=30.0, chi=30), sweep=dict(n_seeds=2))
     assert type(cfg.posterior.sigma2) is float and type(cfg.sweep.n_seeds) is int
     json.dumps(cfg.to_dict())

@@ -33,17 +33,24 @@ def _is_bar(name: str, x: float | None) -> bool:
     acceptance."""
     if x is None or not math.isfinite(x):
         return False
-    return bool((RHAT.search(name) and x > 1) or (ESS.search(name) and x >= 1)
-                or (ACCEPT.search(name) and x > 0))  # fmt: skip
+    return bool(
+        (RHAT.search(name) and x > 1)
+        or (ESS.search(name) and x >= 1)
+        or (ACCEPT.search(name) and x > 0)
+    )
 
 
 def threshold_literals(src: str) -> list[str]:
     """``line: code`` of every R-hat/ESS/acceptance threshold written as a literal in ``src``:
     compared with, assigned to or passed as a name that holds one, or written in a string."""
     tree, hits = ast.parse(src), []
-    docs = {id(n.body[0].value) for n in ast.walk(tree)
-            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef)
-            and n.body and isinstance(n.body[0], ast.Expr)}  # fmt: skip
+    docs = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+    }
     for n in ast.walk(tree):
         pairs = []
         if isinstance(n, ast.Compare):
@@ -65,38 +72,51 @@ def threshold_literals(src: str) -> list[str]:
             args = [*n.posonlyargs, *n.args]
             pairs += list(zip([a.arg for a in args[len(args) - len(n.defaults) :]], n.defaults))
             pairs += [(a.arg, d) for a, d in zip(n.kwonlyargs, n.kw_defaults) if d is not None]
-        elif (isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
-              and TEXT.search(n.value)):  # fmt: skip
+        elif (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and id(n) not in docs
+            and TEXT.search(n.value)
+        ):
             hits.append(f"{n.lineno}: {n.value!r}")
-        hits += [f"{v.lineno}: {name} ~ {ast.unparse(v)}" for name, v in pairs
-                 if _is_bar(name, _number(v))]  # fmt: skip
+        hits += [
+            f"{v.lineno}: {name} ~ {ast.unparse(v)}"
+            for name, v in pairs
+            if _is_bar(name, _number(v))
+        ]
     return hits
 
 
 def test_the_scan_finds_the_bars_it_should():
-    src = "\n".join([
-        "RHAT_MAX, ESS_MIN = 1.05, 100",
-        "ok = rhat <= 1.1 and ess[k] >= 50",
-        "def f(x, rhat_max=1.1, *, accept_min=0.3): pass",
-        "g(h, ess_min=400.0)",
-        "rhat_target: float = 1.01",
-        "n = int(np.sum(rh > 1.05))",
-        "msg = f'flagged (R-hat > 1.05 or ESS < {m}): {x}'",
-        "p.add_argument('--window-rhat-target', type=float, default=1.01)",
-        # not bars: R-hat's range, no target, an SMC fraction, a step-size target, a docstring
-        "check(rhat_target > 1)",
-        "ess_target: float = 0.0",
-        "smc(x, ess_target=0.5)",
-        "target_accept = 0.75",
-        "def h():\n    '''ESS >= 400 in words'''",
-    ])  # fmt: skip
+    src = "\n".join(
+        [
+            "RHAT_MAX, ESS_MIN = 1.05, 100",
+            "ok = rhat <= 1.1 and ess[k] >= 50",
+            "def f(x, rhat_max=1.1, *, accept_min=0.3): pass",
+            "g(h, ess_min=400.0)",
+            "rhat_target: float = 1.01",
+            "n = int(np.sum(rh > 1.05))",
+            "msg = f'flagged (R-hat > 1.05 or ESS < {m}): {x}'",
+            "p.add_argument('--window-rhat-target', type=float, default=1.01)",
+            # not bars: R-hat's range, no target, an SMC fraction, a step-size target, a docstring
+            "check(rhat_target > 1)",
+            "ess_target: float = 0.0",
+            "smc(x, ess_target=0.5)",
+            "target_accept = 0.75",
+            "def h():\n    '''ESS >= 400 in words'''",
+        ]
+    )
     lines = sorted(int(h.split(":")[0]) for h in threshold_literals(src))
     assert lines == [1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8]
 
 
 def test_no_module_but_the_table_writes_a_chain_health_threshold():
-    hits = [f"{f.relative_to(PKG.parent)}:{h}" for f in sorted(PKG.rglob("*.py")) if f != TABLE
-            for h in threshold_literals(f.read_text())]  # fmt: skip
+    hits = [
+        f"{f.relative_to(PKG.parent)}:{h}"
+        for f in sorted(PKG.rglob("*.py"))
+        if f != TABLE
+        for h in threshold_literals(f.read_text())
+    ]
     assert hits == [], "\n".join(hits)
 
 

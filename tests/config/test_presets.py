@@ -38,13 +38,34 @@ def test_paper_preset_is_the_papers_configuration():
 #: every preset's solver before the typed config (commit 8735280): the resolved kind and the
 #: numbers that differ from the defaults (Adam: AdamConfig's; exact: ExactConfig's)
 BEFORE = {
-    "paper": ("adam", {}), "paper-chi-lik": ("adam", {}), "plain": ("adam", {}),
+    "paper": ("adam", {}),
+    "paper-chi-lik": ("adam", {}),
+    "plain": ("adam", {}),
     "paper-map": ("exact", {"continuation": True}),
-    "small": ("adam", {"lr": 1.0, "lr_scaling": "mup", "schedule": "cosine", "min_epochs": 1000,
-                       "max_epochs": 4000, "patience": 200, "rel_tol": 1e-05}),
-    "tiny": ("adam", {"lr": 0.02, "lr_scaling": "mup", "schedule": "cosine", "min_epochs": 20,
-                      "max_epochs": 200, "patience": 20}),
-}  # fmt: skip
+    "small": (
+        "adam",
+        {
+            "lr": 1.0,
+            "lr_scaling": "mup",
+            "schedule": "cosine",
+            "min_epochs": 1000,
+            "max_epochs": 4000,
+            "patience": 200,
+            "rel_tol": 1e-05,
+        },
+    ),
+    "tiny": (
+        "adam",
+        {
+            "lr": 0.02,
+            "lr_scaling": "mup",
+            "schedule": "cosine",
+            "min_epochs": 20,
+            "max_epochs": 200,
+            "patience": 20,
+        },
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(ch.PRESETS))
@@ -59,7 +80,6 @@ def test_presets_keep_their_solver_and_its_numbers(name):
         assert red.solver == ch.ExactConfig()
 
 
-
 def test_the_shorthand_presets_are_the_paper_preset_under_a_reading():
     """``paper-chi-lik`` and ``plain`` are the ``paper`` protocol under another reading, as
     docs/theory.md §2b defines them (written out here, not through the readings table)."""
@@ -67,8 +87,9 @@ def test_the_shorthand_presets_are_the_paper_preset_under_a_reading():
     assert ch.preset("plain") == ch.preset("paper", reading="plain")
     chi_lik = ch.PAPER.replace(posterior=dict(chi_in_readout_prior=False))
     assert ch.preset("paper-chi-lik") == chi_lik
-    assert ch.preset("plain") == ch.PAPER.replace(model=dict(linear_scale="none"),
-                                                  posterior=dict(likelihood="per_sequence"))
+    assert ch.preset("plain") == ch.PAPER.replace(
+        model=dict(linear_scale="none"), posterior=dict(likelihood="per_sequence")
+    )
     for name, (base, reading) in ch.config.SHORTHANDS.items():
         assert ch.preset(name) == ch.preset(base, reading=reading), name
         assert ch.preset(name, reading=reading) == ch.preset(name)  # its own reading: no change
@@ -82,9 +103,12 @@ def test_a_reading_sets_its_convention_fields_and_nothing_else(name):
     for reading, fields in ch.READINGS.items():
         cfg = ch.preset(name, reading=reading)
         assert ch.config.reading_of(cfg) == reading
-        changed = {(s, f.name) for s in ("task", "model", "posterior", "train", "sweep")
-                   for f in dataclasses.fields(getattr(base, s))
-                   if getattr(getattr(base, s), f.name) != getattr(getattr(cfg, s), f.name)}
+        changed = {
+            (s, f.name)
+            for s in ("task", "model", "posterior", "train", "sweep")
+            for f in dataclasses.fields(getattr(base, s))
+            if getattr(getattr(base, s), f.name) != getattr(getattr(cfg, s), f.name)
+        }
         assert changed <= {(s, k) for s, kv in fields.items() for k in kv}, changed
     with pytest.raises(ValueError, match="reading must be one of"):
         ch.preset(name, reading="chi")

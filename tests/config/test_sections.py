@@ -32,13 +32,19 @@ from tests.helpers import FAKE_CFG
         (lambda: ch.AutoConfig(adam=ch.ExactConfig()), r"AutoConfig\.adam must be an AdamConfig"),
         (lambda: ch.TrainConfig(solver="exact"), r"TrainConfig\.solver must be an AdamConfig, "),
         (lambda: ch.TrainConfig(log_every=0), r"TrainConfig\.log_every must be an int in"),
-        (lambda: ch.TINY.replace(train=dict(log_every=500)),
-         r"TrainConfig\.log_every must be an int in \[1, 200\] \(AdamConfig\.max_epochs\)"),
-        (lambda: ch.TINY.replace(train=dict(lr=1.0)),
-         r"TrainConfig has no field\(s\) lr; .*solver=dict\(lr=\.\.\.\)"),
+        (
+            lambda: ch.TINY.replace(train=dict(log_every=500)),
+            r"TrainConfig\.log_every must be an int in \[1, 200\] \(AdamConfig\.max_epochs\)",
+        ),
+        (
+            lambda: ch.TINY.replace(train=dict(lr=1.0)),
+            r"TrainConfig has no field\(s\) lr; .*solver=dict\(lr=\.\.\.\)",
+        ),
         (lambda: ch.TINY.replace(solver=dict(gamma=1.0)), r"AutoConfig has no field\(s\) gamma"),
-        (lambda: ch.TINY.replace(solver=ch.ExactConfig()),
-         r"TrainConfig\.solver=ExactConfig needs ModelConfig\.engine='reduced'"),
+        (
+            lambda: ch.TINY.replace(solver=ch.ExactConfig()),
+            r"TrainConfig\.solver=ExactConfig needs ModelConfig\.engine='reduced'",
+        ),
         (lambda: ch.SweepConfig(P=()), r"SweepConfig\.P must be a non-empty"),
         (lambda: ch.SweepConfig(P=(8, 4)), r"SweepConfig\.P must be strictly increasing"),
         (lambda: ch.SweepConfig(P=(0, 4)), r"SweepConfig\.P entry must be an int"),
@@ -46,8 +52,11 @@ from tests.helpers import FAKE_CFG
             lambda: ch.SweepConfig(n_seeds=0),
             r"SweepConfig\.n_seeds must be an int in \[1, 100000\], got 0",
         ),
-        (lambda: ch.preset("huge"),
-         r"preset must be one of 'paper', 'paper-chi-lik', 'paper-map', 'plain', 'small', 'tiny'"),
+        (
+            lambda: ch.preset("huge"),
+            r"preset must be one of 'paper', 'paper-chi-lik', 'paper-map', "
+            r"'plain', 'small', 'tiny'",
+        ),
     ],
 )
 def test_bad_config_names_parameter_and_range(make, match):
@@ -76,8 +85,11 @@ def test_warmup_frac_is_validated_and_overrides_the_head_default():
 
 
 def test_numpy_numbers_become_python_numbers():
-    cfg = FAKE_CFG.replace(task=dict(L=np.int64(4)), solver=dict(lr=np.float32(0.5)),
-                      sweep=dict(P=(np.int64(2), np.int32(4))))  # fmt: skip
+    cfg = FAKE_CFG.replace(
+        task=dict(L=np.int64(4)),
+        solver=dict(lr=np.float32(0.5)),
+        sweep=dict(P=(np.int64(2), np.int32(4))),
+    )
     assert type(cfg.task.L) is int and type(cfg.solver.lr) is float
     assert all(type(p) is int for p in cfg.sweep.P)
     text = json.dumps(cfg.to_dict())  # was: TypeError, int64 is not JSON serializable
@@ -109,4 +121,3 @@ def test_from_dict_typo_lists_valid_fields():
     d["train"]["solver"]["adam"]["lrr"] = 1.0
     with pytest.raises(ValueError, match=r"AdamConfig has no field.*lrr.*valid fields: lr"):
         Config.from_dict(d)
-

@@ -9,12 +9,28 @@ import copyhead_jax as ch
 
 #: ``TINY.to_dict()["train"]`` as written before the typed solver (commit 8735280): flat fields
 OLD_TINY_TRAIN = {
-    "lr": 0.02, "lr_scaling": "mup", "b1": 0.9, "b2": 0.999, "eps": 1e-08, "schedule": "cosine",
-    "final_lr_frac": 0.01, "warmup_frac": None, "min_epochs": 20, "max_epochs": 200,
-    "patience": 20, "rel_tol": 1e-07, "monitor": "loss", "train_embeddings": False,
-    "init_attention": "prior", "init_copy_logit": 5.0, "log_every": 5, "solver": "auto",
-    "exact_gtol": 1e-09, "exact_max_steps": 5000, "exact_continuation": False,
-}  # fmt: skip
+    "lr": 0.02,
+    "lr_scaling": "mup",
+    "b1": 0.9,
+    "b2": 0.999,
+    "eps": 1e-08,
+    "schedule": "cosine",
+    "final_lr_frac": 0.01,
+    "warmup_frac": None,
+    "min_epochs": 20,
+    "max_epochs": 200,
+    "patience": 20,
+    "rel_tol": 1e-07,
+    "monitor": "loss",
+    "train_embeddings": False,
+    "init_attention": "prior",
+    "init_copy_logit": 5.0,
+    "log_every": 5,
+    "solver": "auto",
+    "exact_gtol": 1e-09,
+    "exact_max_steps": 5000,
+    "exact_continuation": False,
+}
 
 
 @pytest.mark.parametrize("attention, expected", [("softmax", 0.3), ("linear", 0.05)])
@@ -34,10 +50,12 @@ def test_old_warmup_fields_load_as_the_files_attention(attention, expected):
     [
         ({}, ch.TINY.train.solver),  # 'auto': both settings kept, the engine picks
         ({"solver": "adam", "lr": 0.5}, dataclasses.replace(ch.TINY.solver, lr=0.5)),
-        ({"solver": "exact", "exact_gtol": 1e-6, "exact_continuation": True},
-         ch.ExactConfig(gtol=1e-6, continuation=True)),
+        (
+            {"solver": "exact", "exact_gtol": 1e-6, "exact_continuation": True},
+            ch.ExactConfig(gtol=1e-6, continuation=True),
+        ),
     ],
-)  # fmt: skip
+)
 def test_old_flat_train_dicts_load_as_the_typed_solver(old, solver):
     """Files written before the typed solver (flat Adam and ``exact_*`` fields) load with the
     same solver and numbers; 'auto' becomes an AutoConfig carrying both."""
@@ -50,8 +68,11 @@ def test_old_flat_train_dicts_load_as_the_typed_solver(old, solver):
 
 
 def test_solver_dict_round_trip_and_kind():
-    for solver in (ch.AdamConfig(lr=0.1, monitor="U"), ch.ExactConfig(max_steps=7),
-                   ch.AutoConfig(exact=ch.ExactConfig(gtol=1e-7))):  # fmt: skip
+    for solver in (
+        ch.AdamConfig(lr=0.1, monitor="U"),
+        ch.ExactConfig(max_steps=7),
+        ch.AutoConfig(exact=ch.ExactConfig(gtol=1e-7)),
+    ):
         cfg = ch.TINY.replace(model=dict(engine="reduced", width=64), solver=solver)
         d = cfg.to_dict()
         assert d["train"]["solver"]["kind"] == solver.kind
@@ -87,11 +108,11 @@ def test_the_solver_rules_of_the_engines():
 def test_replace_applies_the_solver_with_the_sections():
     """Sections and solver are validated together (paper-map with trained embeddings is valid
     only with its continuation off); a dict with ``kind`` is a new solver, as to_dict writes."""
-    cfg = ch.preset("paper-map").replace(train=dict(train_embeddings=True),
-                                         solver=dict(continuation=False))
+    cfg = ch.preset("paper-map").replace(
+        train=dict(train_embeddings=True), solver=dict(continuation=False)
+    )
     assert cfg.solver == ch.ExactConfig() and cfg.train.train_embeddings
     red = ch.TINY.replace(model=dict(engine="reduced", width=64))
     new = red.replace(solver=dict(kind="exact", gtol=1e-8))
     assert new.train.solver == ch.ExactConfig(gtol=1e-8)
     assert ch.TrainConfig(solver={"kind": "adam", "lr": 0.5}).solver == ch.AdamConfig(lr=0.5)
-

@@ -20,8 +20,12 @@ def _prior(w, obj, width):
 def test_rebalance_keeps_the_function_and_minimises_the_prior_energy():
     rng = np.random.default_rng(0)
     D, V, L, width = 9, 3, 6, 1000.0
-    w = dict(W_E=rng.normal(size=(D, V)), b=rng.normal(size=(D, L)),
-             W_G=rng.normal(size=(D, D)), W_O_hat=rng.normal(size=(V, D)))  # fmt: skip
+    w = dict(
+        W_E=rng.normal(size=(D, V)),
+        b=rng.normal(size=(D, L)),
+        W_G=rng.normal(size=(D, D)),
+        W_O_hat=rng.normal(size=(V, D)),
+    )
     obj = Objective(likelihood_weight=1.0, sigma_e=1.0, sigma_p=0.7, sigma_G=1.3, sigma_O=0.5)
     r = rebalance(w, obj, width)
     U0 = np.concatenate([w["W_E"].T, w["b"].T])

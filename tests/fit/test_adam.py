@@ -94,8 +94,11 @@ def test_quenched_embeddings_stay_at_prior_draw(tiny):
     res = ch.run_sweep(tiny.replace(sweep=dict(P=(4,), n_seeds=1)), progress=False)
     head0 = ch.init_head(
         jax.random.split(jax.random.key(tiny.sweep.seed))[1],
-        tiny.model, L=tiny.task.L, V=tiny.task.V, chi=tiny.posterior.chi,
-    )  # fmt: skip
+        tiny.model,
+        L=tiny.task.L,
+        V=tiny.task.V,
+        chi=tiny.posterior.chi,
+    )
     assert np.array_equal(res["params/W_E"][0, 0], head0.W_E)
     assert np.array_equal(res["params/b"][0, 0], head0.b)
     assert not np.array_equal(res["params/W_G"][0, 0], head0.W_G)
@@ -126,8 +129,9 @@ def test_fused_adam_update_equals_optax_chain_bit_for_bit():
     tr = Trainer(cfg)
     inp = jax.tree_util.tree_map(lambda x: x[0], _inputs(cfg))
     inp = inp._replace(lr_mult=jnp.float32(0.7))
-    s = jax.tree_util.tree_map(lambda x: x[0], init_runs(tr, jax.tree_util.tree_map(
-        lambda x: x[None], inp)))  # fmt: skip
+    s = jax.tree_util.tree_map(
+        lambda x: x[0], init_runs(tr, jax.tree_util.tree_map(lambda x: x[None], inp))
+    )
     head = eqx.combine(s.params, s.frozen)
     opt = tr.optimizer(head)
     key = jax.random.key(3)
@@ -135,8 +139,12 @@ def test_fused_adam_update_equals_optax_chain_bit_for_bit():
     for i in range(4):
         key, k = jax.random.split(key)
         leaves, tdef = jax.tree_util.tree_flatten(params)
-        g = tdef.unflatten([jax.random.normal(jax.random.fold_in(k, j), x.shape, x.dtype)
-                            for j, x in enumerate(leaves)])  # fmt: skip
+        g = tdef.unflatten(
+            [
+                jax.random.normal(jax.random.fold_in(k, j), x.shape, x.dtype)
+                for j, x in enumerate(leaves)
+            ]
+        )
         move = jnp.asarray(i != 2)
 
         @jax.jit  # both compiled, as in training (XLA turns x / c into x * (1 / c) alike)
@@ -147,13 +155,15 @@ def test_fused_adam_update_equals_optax_chain_bit_for_bit():
             ref, ref_state = jax.tree_util.tree_map(
                 lambda a, b: jnp.where(move, a, b), (ref, ref_state), (params, state)
             )
-            got = tr._adam_update(head, g, s._replace(params=params, opt_state=state), move,
-                                  inp.lr_mult)  # fmt: skip
+            got = tr._adam_update(
+                head, g, s._replace(params=params, opt_state=state), move, inp.lr_mult
+            )
             return (ref, ref_state), got
 
         (ref, ref_state), (got, got_state) = both(g, params, state, move)
-        for a, b in zip(jax.tree_util.tree_leaves((ref, ref_state)),
-                        jax.tree_util.tree_leaves((got, got_state))):  # fmt: skip
+        for a, b in zip(
+            jax.tree_util.tree_leaves((ref, ref_state)), jax.tree_util.tree_leaves((got, got_state))
+        ):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         params, state = got, got_state
 

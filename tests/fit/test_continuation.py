@@ -25,8 +25,9 @@ CFG = ch.SMALL.replace(
 @pytest.fixture(scope="module")
 def sweeps():
     single = ch.run_sweep(CFG, progress=False, keep_params=True)
-    cont = ch.run_sweep(CFG.replace(solver=dict(continuation=True)), progress=False,
-                        keep_params=True)  # fmt: skip
+    cont = ch.run_sweep(
+        CFG.replace(solver=dict(continuation=True)), progress=False, keep_params=True
+    )
     return single, cont
 
 
@@ -61,19 +62,22 @@ def test_kept_fields_belong_to_the_kept_weights(sweeps):
     nS = cont["U"].shape[1]
     obj = Objective.from_config(CFG)
     moved = list(zip(*np.nonzero(cont["start_source"] != OWN)))
-    energy_and_measure = jax.jit(lambda h, t, m, te: (quenched_energy(h, t, m, obj),
-                                                      measure(h, t, m, te)))  # fmt: skip
+    energy_and_measure = jax.jit(
+        lambda h, t, m, te: (quenched_energy(h, t, m, obj), measure(h, t, m, te))
+    )
     with jax.enable_x64(True):
         for i, s in [(0, 0), *moved]:
             r = i * nS + s
-            head = full_head(CFG, {k: cont[f"params/{k}"][i, s]
-                                    for k in ("W_E", "b", "W_G", "W_O_hat")})  # fmt: skip
+            head = full_head(
+                CFG, {k: cont[f"params/{k}"][i, s] for k in ("W_E", "b", "W_G", "W_O_hat")}
+            )
             t, m = jnp.asarray(inp.train[r]), jnp.asarray(inp.mask[r], jnp.float64)
             U, meas = energy_and_measure(head, t, m, jnp.asarray(inp.test[r]))
             U = float(U)
             assert abs(U - cont["U"][i, s]) <= 1e-9 * max(1.0, abs(U))
-            np.testing.assert_allclose(cont["mean_attention"][i, s],
-                                       np.asarray(meas.mean_attention), atol=1e-9)  # fmt: skip
+            np.testing.assert_allclose(
+                cont["mean_attention"][i, s], np.asarray(meas.mean_attention), atol=1e-9
+            )
             assert abs(float(meas.order.psi) - cont["psi"][i, s]) <= 1e-7
 
 
@@ -85,8 +89,11 @@ def test_interrupted_continuation_resumes_identically(sweeps, tmp_path):
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("runs",))
     solve = exact_solve_from(cfg, mesh)
     inputs = sweep_inputs(cfg, None)
-    arrays = {k: np.asarray(v).reshape((-1,) + v.shape[2:]) for k, v in single.arrays.items()
-              if v.shape[:2] == single["U"].shape}  # fmt: skip
+    arrays = {
+        k: np.asarray(v).reshape((-1,) + v.shape[2:])
+        for k, v in single.arrays.items()
+        if v.shape[:2] == single["U"].shape
+    }
     calls = []
 
     def dying(inp, w):

@@ -18,9 +18,10 @@ N, L, V, P = 64, 6, 3, 12
 
 def _cfg(attention, preset):
     return ch.preset(preset).replace(
-        task=dict(L=L, V=V), model=dict(attention=attention, width=N),
+        task=dict(L=L, V=V),
+        model=dict(attention=attention, width=N),
         train=dict(train_embeddings=False),
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
@@ -65,12 +66,14 @@ def test_solver_matches_optax_reference(attention):
         t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
         mask = jnp.zeros(P_pad, jnp.float64).at[:P].set(1.0)
         h0 = init_reduced(jax.random.key(0), cfg, head_template(cfg))
-        ref = jax.jit(lambda h: solve_map_optax(h, t[:P], mask[:P], obj, gtol=gtol,
-                                                n_lanczos=128))(h0)  # fmt: skip
+        ref = jax.jit(lambda h: solve_map_optax(h, t[:P], mask[:P], obj, gtol=gtol, n_lanczos=128))(
+            h0
+        )
         nb = blocks_of(P, P_pad)
         assert nb == 1
-        new = jax.jit(lambda h, n: solve_map(h, t, mask, obj, gtol=gtol, n_lanczos=128,
-                                             n_blocks=n))(h0, jnp.asarray(nb))  # fmt: skip
+        new = jax.jit(
+            lambda h, n: solve_map(h, t, mask, obj, gtol=gtol, n_lanczos=128, n_blocks=n)
+        )(h0, jnp.asarray(nb))
         assert bool(ref.converged) and bool(new.converged)
         lam = np.linalg.eigvalsh(np.asarray(hessian(new.head, t[:P], mask[:P], obj)))
         assert lam[0] > 0

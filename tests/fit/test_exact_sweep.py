@@ -15,9 +15,10 @@ RTOL = 1e-10  # float64: sums in another order agree to rounding
 
 def _cfg(attention, preset):
     return ch.preset(preset).replace(
-        task=dict(L=L, V=V), model=dict(attention=attention, width=N),
+        task=dict(L=L, V=V),
+        model=dict(attention=attention, width=N),
         train=dict(train_embeddings=False),
-    )  # fmt: skip
+    )
 
 
 def _close(a, b, rtol=RTOL):

@@ -37,8 +37,9 @@ def make_head(attention: str, linear_scale: str, L: int, V: int, N: int, seed: i
 
 def naive_outputs(head, tokens) -> np.ndarray:
     """``f[P, L, V]`` by the literal forward pass, float64."""
-    W_E, b, W_G, W_O_hat = (np.asarray(w, np.float64) for w in (head.W_E, head.b, head.W_G,
-                                                                 head.W_O_hat))  # fmt: skip
+    W_E, b, W_G, W_O_hat = (
+        np.asarray(w, np.float64) for w in (head.W_E, head.b, head.W_G, head.W_O_hat)
+    )
     N, V = W_G.shape[0], W_E.shape[1]
     W_O = W_O_hat / np.sqrt(head.chi * N)
     X = np.eye(V)[np.asarray(tokens)]  # [P, L, V]
@@ -208,8 +209,9 @@ def test_from_config_and_from_arrays_rebuild_the_head(attention, linear_scale):
     class and the static fields (``chi``, linear ``scale``); the arrays are kept as given."""
     from copyhead_jax.models import head_class, head_template
 
-    cfg = ch.TINY.replace(model=dict(attention=attention, linear_scale=linear_scale),
-                          posterior=dict(chi=7.0))  # fmt: skip
+    cfg = ch.TINY.replace(
+        model=dict(attention=attention, linear_scale=linear_scale), posterior=dict(chi=7.0)
+    )
     L, V = cfg.task.L, cfg.task.V
     head = ch.init_head(jax.random.key(3), cfg.model, L=L, V=V, chi=cfg.posterior.chi)
     stored = {f"params/{k}": np.asarray(getattr(head, k)) for k in ("W_E", "b", "W_G", "W_O_hat")}
@@ -259,10 +261,12 @@ def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_s
         keep = jnp.arange(P) < 5  # two padding rows
         M, R = head.logit_gram(), head.readout_map()
         close = lambda a, b: np.testing.assert_allclose(  # noqa: E731
-            np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(b))))
+            np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(b)))
+        )
         close(head._outputs_T(M, R, t), AbstractHead._outputs_T(head, M, R, t))
-        (u1, (gM1, gR1)), (u2, (gM2, gR2)) = (e(M, R, t, keep) for e in (
-            head.energy_fn(), AbstractHead.energy_fn(head)))  # fmt: skip
+        (u1, (gM1, gR1)), (u2, (gM2, gR2)) = (
+            e(M, R, t, keep) for e in (head.energy_fn(), AbstractHead.energy_fn(head))
+        )
         close(u1, u2), close(gM1, gM2), close(gR1, gR2)
         s = jax.random.normal(jax.random.key(2), (P, L, L), jnp.float64)
         act1, act2 = head.feature_activation(), AbstractHead.feature_activation(head)
@@ -275,5 +279,7 @@ def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_s
         G_B = jax.random.normal(jax.random.key(6), (D, V), jnp.float64)
         (S1, B1, r1), (S2, B2, r2) = (feature_moments(a, M, t, k) for a in (act1, act2))
         close(S1, S2), close(B1, B2)
-        close(feature_moments_grad(act1, r1, t, k, G_S, G_B),
-              feature_moments_grad(act2, r2, t, k, G_S, G_B))
+        close(
+            feature_moments_grad(act1, r1, t, k, G_S, G_B),
+            feature_moments_grad(act2, r2, t, k, G_S, G_B),
+        )

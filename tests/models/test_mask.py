@@ -30,8 +30,9 @@ RTOL_64 = 1e-10  # float64 identities
 
 
 def make_head(attention, linear_scale, *, causal=True, width=N, seed=0):
-    model = ch.ModelConfig(attention=attention, width=width, linear_scale=linear_scale,
-                           causal=causal)  # fmt: skip
+    model = ch.ModelConfig(
+        attention=attention, width=width, linear_scale=linear_scale, causal=causal
+    )
     return ch.init_head(jax.random.key(seed), model, L=L, V=V, chi=30.0)
 
 
@@ -42,8 +43,9 @@ def rel(a, b) -> float:
 
 def loop_network(head, tokens):
     """``(f[P, L, V], squared errors[P])`` by explicit loops over sequences, queries, keys."""
-    W_E, b, W_G, W_O_hat = (np.asarray(w, np.float64) for w in (head.W_E, head.b, head.W_G,
-                                                                 head.W_O_hat))  # fmt: skip
+    W_E, b, W_G, W_O_hat = (
+        np.asarray(w, np.float64) for w in (head.W_E, head.b, head.W_G, head.W_O_hat)
+    )
     n = W_G.shape[0]
     W_O = W_O_hat / math.sqrt(head.chi * n)
     tokens = np.asarray(tokens)
@@ -120,8 +122,10 @@ def test_fused_gradient_and_hvp_equal_autodiff(attention, linear_scale):
     for name in ("W_E", "b", "W_G", "W_O_hat"):
         assert rel(getattr(g1, name), getattr(g0, name)) < RTOL_G, name
     hvp = lambda f: jax.jvp(lambda h: jax.grad(f)(h, t, mask, obj), (head,), (g0,))[1]
-    for x, y in zip(jax.tree_util.tree_leaves(hvp(neg_log_posterior)),
-                    jax.tree_util.tree_leaves(hvp(naive_energy))):  # fmt: skip
+    for x, y in zip(
+        jax.tree_util.tree_leaves(hvp(neg_log_posterior)),
+        jax.tree_util.tree_leaves(hvp(naive_energy)),
+    ):
         assert rel(x, y) < RTOL_G
 
 
@@ -158,8 +162,9 @@ def test_sampler_readout_conditional_is_the_quadratic_of_U(attention):
     from copyhead_jax.sampling.collapsed import readout_conditional
 
     with jax.enable_x64(True):
-        h = reduce_head(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64),
-                                               make_head(attention, "inv_L"))).head  # fmt: skip
+        h = reduce_head(
+            jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), make_head(attention, "inv_L"))
+        ).head
         t = sample_tokens(jax.random.key(4), n=P, L=L, V=V)
         mask = jnp.ones(P, jnp.float64).at[-2:].set(0.0)
         obj = objective()
@@ -182,10 +187,10 @@ def test_exact_solver_reaches_a_causal_stationary_point():
     from copyhead_jax.models import head_template, init_reduced
 
     cfg = ch.preset("plain").replace(
-        task=dict(L=L, V=V), model=dict(attention="softmax", width=N, engine="reduced",
-                                        causal=True),
+        task=dict(L=L, V=V),
+        model=dict(attention="softmax", width=N, engine="reduced", causal=True),
         train=dict(train_embeddings=False),
-    )  # fmt: skip
+    )
     with jax.enable_x64(True):
         obj = Objective.from_config(cfg)
         t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
@@ -221,8 +226,9 @@ def test_blocked_measure_matches_measure_with_the_mask(attention):
 
     P_pad = BLOCK + 3
     with jax.enable_x64(True):
-        h = reduce_head(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64),
-                                               make_head(attention, "inv_L"))).head  # fmt: skip
+        h = reduce_head(
+            jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), make_head(attention, "inv_L"))
+        ).head
         t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
         test = sample_tokens(jax.random.key(2), n=16, L=L, V=V)
         mask = jnp.zeros(P_pad, jnp.float64).at[:5].set(1.0)

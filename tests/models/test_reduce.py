@@ -33,15 +33,22 @@ CASES += [("sigmoid", "plain")]  # a head on autodiff's fast paths: the reductio
 
 def _cfg(attention, preset):
     return ch.preset(preset).replace(
-        task=dict(L=L, V=V), model=dict(attention=attention, width=N),
+        task=dict(L=L, V=V),
+        model=dict(attention=attention, width=N),
         train=dict(train_embeddings=False),
-    )  # fmt: skip
+    )
 
 
 def _full(cfg, key=0):
     c = cfg
-    h = init_head(jax.random.key(key), c.model, L=L, V=V, chi=c.posterior.chi,
-                  chi_in_readout_prior=c.posterior.chi_in_readout_prior)  # fmt: skip
+    h = init_head(
+        jax.random.key(key),
+        c.model,
+        L=L,
+        V=V,
+        chi=c.posterior.chi,
+        chi_in_readout_prior=c.posterior.chi_in_readout_prior,
+    )
     return jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), h)
 
 
@@ -86,15 +93,21 @@ def test_identity_12(attention, preset):
             xiO = jax.random.normal(kO, (V, N), jnp.float64)
             gF, gR = grad(full), grad(h)
             full = eqx.tree_at(
-                lambda x: (x.W_G, x.W_O_hat), full,
-                (full.W_G - eta * gF.W_G + math.sqrt(2 * eta) * xiG,
-                 full.W_O_hat - eta * gF.W_O_hat + math.sqrt(2 * eta) * xiO),
-            )  # fmt: skip
+                lambda x: (x.W_G, x.W_O_hat),
+                full,
+                (
+                    full.W_G - eta * gF.W_G + math.sqrt(2 * eta) * xiG,
+                    full.W_O_hat - eta * gF.W_O_hat + math.sqrt(2 * eta) * xiO,
+                ),
+            )
             h = eqx.tree_at(
-                lambda x: (x.W_G, x.W_O_hat), h,
-                (h.W_G - eta * gR.W_G + math.sqrt(2 * eta) * (Q.T @ xiG @ Q),
-                 h.W_O_hat - eta * gR.W_O_hat + math.sqrt(2 * eta) * (xiO @ Q)),
-            )  # fmt: skip
+                lambda x: (x.W_G, x.W_O_hat),
+                h,
+                (
+                    h.W_G - eta * gR.W_G + math.sqrt(2 * eta) * (Q.T @ xiG @ Q),
+                    h.W_O_hat - eta * gR.W_O_hat + math.sqrt(2 * eta) * (xiO @ Q),
+                ),
+            )
         _close(Q.T @ full.W_G @ Q, h.W_G)
         _close(full.W_O_hat @ Q, h.W_O_hat)
         _close(h.outputs(t), full.outputs(t))

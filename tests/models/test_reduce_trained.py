@@ -45,8 +45,14 @@ def _f64(tree):
 
 def _full(cfg, key=0):
     p = cfg.posterior
-    h = init_head(jax.random.key(key), cfg.model, L=L, V=V, chi=p.chi,
-                  chi_in_readout_prior=p.chi_in_readout_prior)  # fmt: skip
+    h = init_head(
+        jax.random.key(key),
+        cfg.model,
+        L=L,
+        V=V,
+        chi=p.chi,
+        chi_in_readout_prior=p.chi_in_readout_prior,
+    )
     return _f64(h)
 
 
@@ -75,10 +81,13 @@ def test_reduced_energy_is_the_full_energy_at_the_expanded_point(attention):
         red = reduce_head(full0).head  # a width-D head; perturb every weight off the image
         k = jax.random.split(jax.random.key(3), 4)
         red = eqx.tree_at(
-            lambda h: (h.W_E, h.b, h.W_G, h.W_O_hat), red,
-            tuple(w + 0.3 * jax.random.normal(kk, w.shape, w.dtype)
-                  for kk, w in zip(k, (red.W_E, red.b, red.W_G, red.W_O_hat))),
-        )  # fmt: skip
+            lambda h: (h.W_E, h.b, h.W_G, h.W_O_hat),
+            red,
+            tuple(
+                w + 0.3 * jax.random.normal(kk, w.shape, w.dtype)
+                for kk, w in zip(k, (red.W_E, red.b, red.W_G, red.W_O_hat))
+            ),
+        )
         full = expand_trained(red, full0, jax.random.key(4))
         t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
         mask = jnp.ones(P, jnp.float64)
@@ -154,8 +163,9 @@ def test_engine_reduced_with_trained_embeddings_runs_the_joint_map():
     W = 10_000
     cfg = ch.preset("tiny").replace(
         model=dict(engine="reduced", width=W, gram="wishart", attention="softmax"),
-        train=dict(solver=ch.ExactConfig(), train_embeddings=True), sweep=dict(P=(P,), n_seeds=1),
-    )  # fmt: skip
+        train=dict(solver=ch.ExactConfig(), train_embeddings=True),
+        sweep=dict(P=(P,), n_seeds=1),
+    )
     r = ch.run_sweep(cfg, progress=False, keep_params=True)
     a = r.arrays
     assert bool(np.all(a["converged"]))

@@ -43,8 +43,13 @@ def test_main_figure_has_a_panel_for_every_measured_quantity():
     assert len(axes) == 5 and title.startswith("main, plain preset")
     assert all(a.get_xlabel() == P_LABEL for a in axes)
     titles = " ".join(a.get_title() for a in axes)
-    for what in ("linear attention", "train and test loss", "objective gap",
-                 "subspace coverage", "softmax attention"):  # fmt: skip
+    for what in (
+        "linear attention",
+        "train and test loss",
+        "objective gap",
+        "subspace coverage",
+        "softmax attention",
+    ):
         assert what in titles
     assert "susceptibility" not in titles
     labels = [ln.get_label() for a in axes for ln in a.get_lines()]
@@ -55,8 +60,10 @@ def test_main_figure_has_a_panel_for_every_measured_quantity():
 @needs
 def test_coverage_and_hysteresis_figures():
     axes = checked_figure(coverage_figure(_load("coverage_plain"), _load("main_plain")))
-    assert [a.get_title() for a in axes] == ["linear attention",
-                                             "softmax attention (pooling start)"]  # fmt: skip
+    assert [a.get_title() for a in axes] == [
+        "linear attention",
+        "softmax attention (pooling start)",
+    ]
     axes = checked_figure(hysteresis_figure(_load("hysteresis_plain")))
     assert len(axes) == 3 and axes[0].get_title() == "softmax: $a_G$ from both starts"
     windows = [ln.get_label() for ln in axes[0].get_lines() if "window" in ln.get_label()]

@@ -35,10 +35,13 @@ def test_lr_cumsum_is_the_schedules_sum():
     assert lr_cumsum(np.array([200]), "softmax")[0] == pytest.approx(1e-5 * 199 / 2)
 
 
-@pytest.mark.parametrize(("name", "draw", "title"), [
-    ("embeddings_protocol", embeddings_protocol_figure, "(a) embedding Gram change"),
-    ("embeddings_posterior", embeddings_posterior_figure, "(a) posterior embedding Gram"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "draw", "title"),
+    [
+        ("embeddings_protocol", embeddings_protocol_figure, "(a) embedding Gram change"),
+        ("embeddings_posterior", embeddings_posterior_figure, "(a) posterior embedding Gram"),
+    ],
+)
 def test_figures_have_two_panels(name, draw, title):
     fig = draw(_load(name))
     problems = figure_problems(fig)
@@ -55,10 +58,18 @@ def test_embeddings_width_figure_draws_both_maps_per_width():
 
     P = [100, 200, 400]
     side = {"cG": [[0.0, 0.0], [0.1, 0.2], [2.0, 2.1]]}
-    att = lambda: {"P": P, "joint": side, "quenched": side,  # noqa: E731
-                   "points": {"joint": {"P_aG": {"P_star": 300.0}, "P_c1": {}, "P_cG": {}},
-                              "quenched": {"P_aG": {"P_star": 250.0}, "P_c1": {}, "P_cG": {}}}}
-    r = {"widths": {str(w): {"softmax": att(), "linear": att()} for w in (64, 1000)},
-         "theory_ek": {"P_aG": 613.0, "P_c1": None, "P_cG": None}}
+    att = lambda: {
+        "P": P,
+        "joint": side,
+        "quenched": side,  # noqa: E731
+        "points": {
+            "joint": {"P_aG": {"P_star": 300.0}, "P_c1": {}, "P_cG": {}},
+            "quenched": {"P_aG": {"P_star": 250.0}, "P_c1": {}, "P_cG": {}},
+        },
+    }
+    r = {
+        "widths": {str(w): {"softmax": att(), "linear": att()} for w in (64, 1000)},
+        "theory_ek": {"P_aG": 613.0, "P_c1": None, "P_cG": None},
+    }
     axes = checked_figure(embeddings_width_figure(r))
     assert len(axes) == 2 and len(axes[1].get_lines()) == 3  # two widths + the quenched one

@@ -90,8 +90,9 @@ def test_a_legend_entry_without_data_and_a_style_key(tmp_path):
     assert _defects(fig, tmp_path) == []
 
 
-@pytest.mark.parametrize("text", ["paper L^{3/2} V^{1/2}", "P_aG measured", "\\frac{1}{2}",
-                                  "$P^*$ and V^2"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text", ["paper L^{3/2} V^{1/2}", "P_aG measured", "\\frac{1}{2}", "$P^*$ and V^2"]
+)
 def test_tex_outside_mathtext(tmp_path, text):
     fig, ax = _clean()
     ax.set_title(text)
@@ -126,8 +127,10 @@ def test_numerical_zeros_and_round_off_on_a_linear_axis(tmp_path):
     noise = _defects(linear([1.0, 1.0 + 2e-9, 1.0 - 1e-9, 1.0]), tmp_path)  # offset noise
     assert any("linear y axis draws values that differ by 3.0e-09" in d for d in noise), noise
     # exact zeros are data; so are small values and small differences that are not round-off
-    assert _defects(linear([0.0] * 4, [1e-4, 2e-4, 5e-5, 3e-4], [1.0, 1.001, 0.999, 1.0]),
-                    tmp_path) == []  # fmt: skip
+    assert (
+        _defects(linear([0.0] * 4, [1e-4, 2e-4, 5e-5, 3e-4], [1.0, 1.001, 0.999, 1.0]), tmp_path)
+        == []
+    )
 
 
 def test_overlapping_labels_and_labels_cut_off(tmp_path):
@@ -136,8 +139,10 @@ def test_overlapping_labels_and_labels_cut_off(tmp_path):
     for a in ax:
         a.plot([1, 2, 3], [1, 2, 3], "o-")
         a.set(xlabel="$P$", ylabel="a long label for the order parameter")
-    assert any("axes 0 (untitled) frame overlaps axes 1 (untitled) y label" in d
-               for d in _defects(fig, tmp_path))  # fmt: skip
+    assert any(
+        "axes 0 (untitled) frame overlaps axes 1 (untitled) y label" in d
+        for d in _defects(fig, tmp_path)
+    )
     fig, ax = _clean()
     fig.suptitle("a title far wider than the four inches of this small figure, cut off")
     assert any("cut off" in d for d in _defects(fig, tmp_path))

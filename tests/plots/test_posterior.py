@@ -16,10 +16,14 @@ P = [4, 8, 16]
 
 def _summary(scale: float) -> dict:
     x = scale * np.array([[1.0, 3.0], [2.0, 4.0], [5.0, np.nan]])  # [P, seed], one seed missing
-    return {"P": P, "map": {"cG": x, "r": x / 2}, "post_mean": {"cG": x, "r": x / 2, "psi": x / 9},
-            "susceptibility": {k: {"value": x, "mcse": x / 10} for k in OBSERVABLES},
-            "llc": {"value": x, "mcse": x / 10},
-            "llc_dv": {"gamma=100": {"value": x - 2.0}}}  # fmt: skip
+    return {
+        "P": P,
+        "map": {"cG": x, "r": x / 2},
+        "post_mean": {"cG": x, "r": x / 2, "psi": x / 9},
+        "susceptibility": {k: {"value": x, "mcse": x / 10} for k in OBSERVABLES},
+        "llc": {"value": x, "mcse": x / 10},
+        "llc_dv": {"gamma=100": {"value": x - 2.0}},
+    }
 
 
 def _close(fig) -> list[str]:
@@ -44,11 +48,14 @@ def test_every_figure_passes_the_reviewer_checks():
     for k in ("F", "F_mcse", "wbic", "U_star"):
         fe[k] = np.stack([np.ones((3, 2)), np.zeros((3, 2))])
     stars = (("$P^*$", 8.0, "k"), ("off grid", 100.0, "k"))
-    figs = [PP.orderparams_figure(lin, [("pool", soft, "C1", "s")], curves, "plain", fe),
-            PP.susceptibility_figure([("linear", lin, "linear", stars),
-                                      ("softmax", soft, "softmax", stars)], "plain"),
-            PP.devinterp_figure([("linear", lin, "C0", "o")], {"P_cG": 8.0}, "plain"),
-            PP.free_energy_figure(fe, {"map": 8.0, "post": None})]  # fmt: skip
+    figs = [
+        PP.orderparams_figure(lin, [("pool", soft, "C1", "s")], curves, "plain", fe),
+        PP.susceptibility_figure(
+            [("linear", lin, "linear", stars), ("softmax", soft, "softmax", stars)], "plain"
+        ),
+        PP.devinterp_figure([("linear", lin, "C0", "o")], {"P_cG": 8.0}, "plain"),
+        PP.free_energy_figure(fe, {"map": 8.0, "post": None}),
+    ]
     # the TI difference per sequence: (1 - 0) / P; the off-grid P* draws no line
     assert np.allclose(figs[3].axes[0].lines[0].get_ydata(), 1 / np.asarray(P, float))
     labels = [t.get_text() for t in figs[1].axes[0].get_legend().get_texts()]

@@ -29,9 +29,11 @@ def _load(name: str) -> dict:
 def test_scaling_figure_has_two_phase_diagrams_and_the_fits(axis):
     axes = checked_figure(scaling_figure(_load(f"scaling-{axis}_plain")))
     main = [a for a in axes if a.get_title()]  # the colour bars have none
-    assert [a.get_title() for a in main] == ["linear: EK copy fraction $\\psi$",
-                                             "softmax: EK $a_G$",
-                                             "$P^*$ and fitted exponents"]  # fmt: skip
+    assert [a.get_title() for a in main] == [
+        "linear: EK copy fraction $\\psi$",
+        "softmax: EK $a_G$",
+        "$P^*$ and fitted exponents",
+    ]
     assert len(axes) == 5  # and two colour bars
     labels = [ln.get_label() for ln in main[2].get_lines()]
     assert any("exponent" in lab and lab.startswith("measured") for lab in labels)

@@ -14,18 +14,31 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def _rows():
     return [
-        dict(label="a\n$L=8$", measured=dict(P_star=40.0, lo=36.0, hi=44.0, flag=None),
-             series={"ek_map": {"P": 20.0}, "route_B": {"P": 42.0, "lo": 41.0, "hi": 43.0},
-                     "route_A": None}),
-        dict(label="b\n$L=12$", measured=dict(P_star=50.0, lo=25.0, hi=100.0, flag="3/4 runs"),
-             series={"ek_map": {"P": 10.0}, "route_B": {"P": 60.0}, "route_A": {"P": 55.0}}),
-    ]  # fmt: skip
+        dict(
+            label="a\n$L=8$",
+            measured=dict(P_star=40.0, lo=36.0, hi=44.0, flag=None),
+            series={
+                "ek_map": {"P": 20.0},
+                "route_B": {"P": 42.0, "lo": 41.0, "hi": 43.0},
+                "route_A": None,
+            },
+        ),
+        dict(
+            label="b\n$L=12$",
+            measured=dict(P_star=50.0, lo=25.0, hi=100.0, flag="3/4 runs"),
+            series={"ek_map": {"P": 10.0}, "route_B": {"P": 60.0}, "route_A": {"P": 55.0}},
+        ),
+    ]
 
 
 def _points(ax, name):
     """(x, y, face colour) of the markers of series ``name``."""
-    return [(x, y, ln.get_markerfacecolor()) for ln in ax.lines if ln.get_gid() == name
-            for x, y in zip(*ln.get_data(), strict=True)]  # fmt: skip
+    return [
+        (x, y, ln.get_markerfacecolor())
+        for ln in ax.lines
+        if ln.get_gid() == name
+        for x, y in zip(*ln.get_data(), strict=True)
+    ]
 
 
 def test_ratio_figure_draws_each_prediction_over_the_measurement():

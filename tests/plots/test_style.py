@@ -86,11 +86,24 @@ def test_theory_figures():
     valid[3:5, 1] = True  # a metastable minimum near the transition
     minima = np.stack([ramp, 1 - ramp, ramp], 1)
     params = {"L": 6, "V": 3, "likelihood": "per_position", "linear_scale": "inv_L"}
-    base = {"P": P, "minima_valid": valid, "mse": 6 - 5 * ramp, "params": params,
-            "objective": "map"}  # fmt: skip
+    base = {
+        "P": P,
+        "minima_valid": valid,
+        "mse": 6 - 5 * ramp,
+        "params": params,
+        "objective": "map",
+    }
     lin = dict(base, attention="linear", c1=ramp, cG=ramp**2, psi=ramp, minima_cG=minima)
-    soft = dict(base, attention="softmax", beta=3 * ramp, minima_beta=3 * minima, p=ramp,
-                aG=3 * ramp, a1=1 - ramp, minima_aG=3 * minima)  # fmt: skip
+    soft = dict(
+        base,
+        attention="softmax",
+        beta=3 * ramp,
+        minima_beta=3 * minima,
+        p=ramp,
+        aG=3 * ramp,
+        a1=1 - ramp,
+        minima_aG=3 * minima,
+    )
     pts = {"P_c1": 3.0, "P_cG": 30.0, "P_cG_half": 40.0, "P_aG": 20.0, "spinodals": [15.0, 25.0]}
     _check(plot_curve(lin, pts))
     _check(plot_curve(soft, pts))
@@ -144,8 +157,9 @@ def _experiment_figures():
     from experiments.report.redraw import drawings
 
     own = ("posterior_branches", "posterior_smc")  # drawn from their JSON alone
-    return [(n, d) for n, d in drawings(RESULTS)
-            if not n.startswith("posterior_") or n.startswith(own)]  # fmt: skip
+    return [
+        (n, d) for n, d in drawings(RESULTS) if not n.startswith("posterior_") or n.startswith(own)
+    ]
 
 
 @needs_results
@@ -174,8 +188,10 @@ def test_posterior_figures(preset):
     post = nulls_in_lists_to_nan(json.loads((RESULTS / f"posterior_{preset}.json").read_text()))
     P = np.geomspace(1.0, 3000.0, 12)
     ramp = np.clip(np.log(P) / 8, 0, 1)
-    curves = {"P": P, **{o: {"cG": ramp, "c1": ramp, "psi": ramp, "aG": 3 * ramp}
-                         for o in ("map", "post")}}  # fmt: skip
+    curves = {
+        "P": P,
+        **{o: {"cG": ramp, "c1": ramp, "psi": ramp, "aG": 3 * ramp} for o in ("map", "post")},
+    }
     figs = result_figures(post, curves)
     for name, fig in figs.items():
         if fig is not None:

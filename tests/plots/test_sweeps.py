@@ -10,8 +10,11 @@ from tests.helpers import FAKE_CFG, fake_posterior, fake_sweep
 def _texts_overlap(fig, ax) -> bool:
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(r) for t in ax.get_xticklabels(which="both")
-             if t.get_visible() and t.get_text()]  # fmt: skip
+    boxes = [
+        t.get_window_extent(r)
+        for t in ax.get_xticklabels(which="both")
+        if t.get_visible() and t.get_text()
+    ]
     boxes.sort(key=lambda b: b.x0)
     return any(b.x0 < a.x1 for a, b in zip(boxes, boxes[1:]))
 
@@ -23,10 +26,18 @@ def test_sweep_figure_is_fit_for_a_paper(P):
     from copyhead_jax.plots.sweeps import BAND_LABEL, COLORS, LEGEND_PT, sweep_figure
 
     base = FAKE_CFG.replace(sweep=dict(P=P))
-    res = [fake_sweep(base.replace(model=dict(attention=a)), loss=np.full((len(P), 2), 3.0))
-           for a in ("linear", "softmax")]  # fmt: skip
-    th = {"softmax": {"P": np.geomspace(P[0], P[-1], 5), "aG": np.ones(5), "a1": np.ones(5),
-                      "mse": np.ones(5)}}  # fmt: skip
+    res = [
+        fake_sweep(base.replace(model=dict(attention=a)), loss=np.full((len(P), 2), 3.0))
+        for a in ("linear", "softmax")
+    ]
+    th = {
+        "softmax": {
+            "P": np.geomspace(P[0], P[-1], 5),
+            "aG": np.ones(5),
+            "a1": np.ones(5),
+            "mse": np.ones(5),
+        }
+    }
     fig = sweep_figure(res, th)
     for ax in fig.axes:
         assert ax.get_xlabel() == "training set size $P$ (sequences)" and ax.get_ylabel()

@@ -15,12 +15,32 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def _branches() -> dict:
     """F_copy - F_pool = 30 - P (+ seed) at P = 20, 40 (the tables of test_compare_crossing)."""
-    runs = [dict(P=P, seed=s, branch=b, F=(30.0 - P + s) if b == "copy" else 0.0, mcse=0.1,
-                 rhat_g=[1.0], ess_g=[300.0], quad_corr=0.0, p_ref=1.0, ref_P=P, aG_t1=[0.0])
-            for P in (20, 40) for s in (0, 1) for b in ("pool", "copy")]  # fmt: skip
+    runs = [
+        dict(
+            P=P,
+            seed=s,
+            branch=b,
+            F=(30.0 - P + s) if b == "copy" else 0.0,
+            mcse=0.1,
+            rhat_g=[1.0],
+            ess_g=[300.0],
+            quad_corr=0.0,
+            p_ref=1.0,
+            ref_P=P,
+            aG_t1=[0.0],
+        )
+        for P in (20, 40)
+        for s in (0, 1)
+        for b in ("pool", "copy")
+    ]
     t = BT.branch_tables(runs, [20, 40], 2, 1.0)
-    return dict(t, P=[20, 40], theory={"map": {"P_aG": 25.0}, "post": {"P_aG": 35.0}},
-                map_U_crossing={"P_star": 28.0}, preset="plain")  # fmt: skip
+    return dict(
+        t,
+        P=[20, 40],
+        theory={"map": {"P_aG": 25.0}, "post": {"P_aG": 35.0}},
+        map_U_crossing={"P_star": 28.0},
+        preset="plain",
+    )
 
 
 def test_branch_figure_draws_the_seed_mean_and_the_crossing():
@@ -38,10 +58,17 @@ def test_branch_figure_draws_the_seed_mean_and_the_crossing():
 def test_smc_figure_draws_the_weights_and_equal_weight_point():
     w = np.array([[0.2, 0.3], [0.7, 0.9]])
     odds = np.log(w / (1 - w))
-    res = {"P": [48, 50], "w_copy": w, "w_copy_se": np.full((2, 2), 0.01), "log_odds_copy": odds,
-           "dlog_Z_smc_minus_ti": np.zeros((2, 2)), "log_odds_clip": math.log(63),
-           "w_copy_mean": w.mean(1), "weight_window": {"P_equal": 49.0},
-           "ti_log_odds": {"P": [48, 50], "values": odds}}  # fmt: skip
+    res = {
+        "P": [48, 50],
+        "w_copy": w,
+        "w_copy_se": np.full((2, 2), 0.01),
+        "log_odds_copy": odds,
+        "dlog_Z_smc_minus_ti": np.zeros((2, 2)),
+        "log_odds_clip": math.log(63),
+        "w_copy_mean": w.mean(1),
+        "weight_window": {"P_equal": 49.0},
+        "ti_log_odds": {"P": [48, 50], "values": odds},
+    }
     fig = smc_figure(res, ti_cross=49.2)
     mean = [ln for ln in fig.axes[0].lines if ln.get_label() == "SMC, seed mean"][0]
     np.testing.assert_allclose(mean.get_ydata(), [0.25, 0.8])

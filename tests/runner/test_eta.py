@@ -19,12 +19,18 @@ from copyhead_jax.runner.eta import LONG_S, Estimate, LongWorkWarning, announce,
 
 def test_the_line_states_the_range_of_work_and_of_time():
     est = Estimate("job", (100, 400), "evaluations", (30.0, 7200.0), "timed here")
-    assert est.line() == ("estimate: job: 100 to 400 evaluations, 30 s to 2.0 h plus compiling "
-                          "(timed here)")  # fmt: skip
+    assert est.line() == (
+        "estimate: job: 100 to 400 evaluations, 30 s to 2.0 h plus compiling (timed here)"
+    )
     one = Estimate("job", (5, 5), "runs", (200.0, 200.0), "b").line()
     assert "5 runs, 3.3 min plus" in one and " to " not in one  # no range where there is none
     assert [duration(s) for s in (0.2, 89, 600, 3 * 3600, 3 * 86400)] == [
-        "1 s", "89 s", "10.0 min", "3.0 h", "3.0 days"]  # fmt: skip
+        "1 s",
+        "89 s",
+        "10.0 min",
+        "3.0 h",
+        "3.0 days",
+    ]
 
 
 def test_long_work_is_also_a_warning_that_says_how_to_run_less(capsys):
@@ -82,8 +88,9 @@ def reduced_file(tmp_path_factory):
     surface is tested, not its numbers)."""
     from tests.helpers import fake_sweep
 
-    cfg = ch.TINY.replace(model=dict(engine="reduced", attention="softmax"),
-                          sweep=dict(P=(4, 8), n_seeds=1))  # fmt: skip
+    cfg = ch.TINY.replace(
+        model=dict(engine="reduced", attention="softmax"), sweep=dict(P=(4, 8), n_seeds=1)
+    )
     res = fake_sweep(cfg)
     D, L, V = cfg.task.V + cfg.task.L, cfg.task.L, cfg.task.V
     rng = np.random.default_rng(0)
@@ -110,8 +117,19 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
 
     monkeypatch.setattr(llc_runs, "_chains_jit", chains)
     monkeypatch.setattr(llc_runs, "sweep_inputs", inputs)
-    argv = ["llc", str(reduced_file), "--steps", "40", "--burn-in", "8", "--thin", "2",
-            "--chains", "2", "--json"]  # fmt: skip
+    argv = [
+        "llc",
+        str(reduced_file),
+        "--steps",
+        "40",
+        "--burn-in",
+        "8",
+        "--thin",
+        "2",
+        "--chains",
+        "2",
+        "--json",
+    ]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["P"] == [4, 8]  # the whole of stdout is one JSON document
@@ -121,8 +139,9 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
     assert err.index("estimate:") < err.index("llc softmax")
 
 
-def test_route_b_scaling_says_what_the_rest_costs_after_its_first_configuration(monkeypatch,
-                                                                              capsys):  # fmt: skip
+def test_route_b_scaling_says_what_the_rest_costs_after_its_first_configuration(
+    monkeypatch, capsys
+):
     """The unit measured at start is one configuration's solves: after the first, an estimate
     of the rest at its cost; after each later one, the time left."""
     import importlib
@@ -135,10 +154,14 @@ def test_route_b_scaling_says_what_the_rest_costs_after_its_first_configuration(
     monkeypatch.setattr(law, "transition", lambda p, st, ek: {"first_order": True, "P": p.L})
     monkeypatch.setattr(law, "point", lambda r: float(r["P"]))
     with console():
-        rows = law.scaling_table(TheoryParams(L=8, V=3), [8, 10, 12], [3], replicas=2,
-                                 on_row=scaling_notes(2))  # fmt: skip
+        rows = law.scaling_table(
+            TheoryParams(L=8, V=3), [8, 10, 12], [3], replicas=2, on_row=scaling_notes(2)
+        )
     assert [r["P_bayes"] for r in rows] == [[8.0, 8.0], [10.0, 10.0], [12.0, 12.0]]
     notes = capsys.readouterr().err.splitlines()
-    assert len(notes) == 2 and "estimate: route B's P*_aG on 3 configurations x 2 replicas: 6 " \
-        "solves" in notes[0] and "(L = 8, V = 3)" in notes[0]  # fmt: skip
+    assert (
+        len(notes) == 2
+        and "estimate: route B's P*_aG on 3 configurations x 2 replicas: 6 solves" in notes[0]
+        and "(L = 8, V = 3)" in notes[0]
+    )
     assert "configuration 2/3 (L = 10, V = 3) done in" in notes[1] and "left" in notes[1]

@@ -66,8 +66,9 @@ def test_progress_counts_real_runs_and_resumes_the_same_arrays(tmp_path, monkeyp
     def compute(idx):  # the last chunk's padding repeats run 4 (run_chunked drops it)
         return {"x": np.asarray(idx, float) ** 2}
 
-    whole = Progress(5, "t").chunks(n_runs=5, chunk=2, compute=compute, fingerprint="f",
-                                    ckpt_dir=None)  # fmt: skip
+    whole = Progress(5, "t").chunks(
+        n_runs=5, chunk=2, compute=compute, fingerprint="f", ckpt_dir=None
+    )
     assert whole["x"].tolist() == [0, 1, 4, 9, 16]
 
     def stop(i, n):

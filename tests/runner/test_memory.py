@@ -28,8 +28,13 @@ def test_a_refusal_never_reads_zero_and_never_reads_equal():
 
     from copyhead_jax.runner import refuse_if_over
 
-    cases = [(3 * 2**20, 2**20), (5 * 2**30, 2**30), (2**30 + 10, 2**30), (2**29, 2**24),
-             (4 * 2**20, 1073)]  # a budget of 1e-6 GB
+    cases = [
+        (3 * 2**20, 2**20),
+        (5 * 2**30, 2**30),
+        (2**30 + 10, 2**30),
+        (2**29, 2**24),
+        (4 * 2**20, 1073),
+    ]  # a budget of 1e-6 GB
     for need, have in cases:
         with pytest.raises(ValueError) as e:
             refuse_if_over(need, have, "x", "y")
@@ -66,8 +71,22 @@ def test_markov_theory_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
     from tests.helpers import no_work
 
     monkeypatch.setattr(beyond, "beyond_points", no_work)
-    _refused(capsys, ["theory", "points", "--source", "markov", "--L", "300", "--V", "5",
-                      "--attention", "linear"], "--L")  # fmt: skip
+    _refused(
+        capsys,
+        [
+            "theory",
+            "points",
+            "--source",
+            "markov",
+            "--L",
+            "300",
+            "--V",
+            "5",
+            "--attention",
+            "linear",
+        ],
+        "--L",
+    )
 
 
 def test_profile_transition_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
@@ -76,8 +95,21 @@ def test_profile_transition_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
 
     monkeypatch.setattr(run, "map_branches", no_work)  # the first check precedes the theory
     _refused(capsys, ["transition", "--L", "2000", "--V", "3", "--width", "inf"], "--spacing")
-    _refused(capsys, ["transition", "--L", "10", "--V", "3", "--width", "inf", "--probes",
-                      "1000000000,2000000000"], "--window-chains")  # fmt: skip
+    _refused(
+        capsys,
+        [
+            "transition",
+            "--L",
+            "10",
+            "--V",
+            "3",
+            "--width",
+            "inf",
+            "--probes",
+            "1000000000,2000000000",
+        ],
+        "--window-chains",
+    )
 
 
 def test_sweep_refuses_kept_weights_that_cannot_fit(monkeypatch):
@@ -102,8 +134,12 @@ def test_polish_refuses_a_sweep_that_cannot_fit(monkeypatch):
     polish = importlib.import_module("copyhead_jax.fit.polish")
 
     monkeypatch.setattr(polish, "sweep_inputs", no_work)
-    sw = fake_sweep(ch.TINY.replace(sweep=dict(P=(2, 4, 8), n_seeds=2, memory_budget_gb=1e-5),
-                                    train=dict(train_embeddings=False)))  # fmt: skip
+    sw = fake_sweep(
+        ch.TINY.replace(
+            sweep=dict(P=(2, 4, 8), n_seeds=2, memory_budget_gb=1e-5),
+            train=dict(train_embeddings=False),
+        )
+    )
     sw = sw.replace(arrays={**sw.arrays, **_params(sw.config)})
     with pytest.raises(ValueError, match="polishing 6 runs at P <= 8 needs about"):
         polish.polish(sw)
@@ -150,23 +186,52 @@ def test_markov_theory_estimate_is_within_2x_of_the_compiled_peak():
     p = th.TheoryParams.preset("paper", L=L, V=V)
     with jax.enable_x64(True):
         S4, S2 = beyond.source_stats(TaskConfig(L=L, V=V, source="markov", rho=0.3))
-        low = beyond.newton_minimiser.lower(np.zeros(L * L), 3.0, S4, S2, params=p,
-                                            attention="softmax", space="full", causal=False)
+        low = beyond.newton_minimiser.lower(
+            np.zeros(L * L), 3.0, S4, S2, params=p, attention="softmax", space="full", causal=False
+        )
         m = low.compile().memory_analysis()
     peak = m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
     est = beyond.beyond_bytes(L, V, 41, "full")
     assert 1.0 <= est / peak <= 2.0, (est, peak)
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["curve", "--n-P", "1000000"], "--n-P"),
-    (["landscape", "--attention", "linear", "--P", *map(str, range(1, 20_001))], "--P"),
-    (["scaling", "--L", "2:3000", "--V", "2:300"], "--V"),
-    (["points", "--objective", "bayes", "--attention", "softmax", "--L", "2000", "--V", "2000"],
-     "--n-rows"),
-    (["scaling", "--objective", "bayes", "--attention", "softmax", "--L", "3000", "--V", "3000"],
-     "--n-rows"),
-], ids=["curve", "landscape", "scaling", "bayes-points", "bayes-scaling"])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["curve", "--n-P", "1000000"], "--n-P"),
+        (["landscape", "--attention", "linear", "--P", *map(str, range(1, 20_001))], "--P"),
+        (["scaling", "--L", "2:3000", "--V", "2:300"], "--V"),
+        (
+            [
+                "points",
+                "--objective",
+                "bayes",
+                "--attention",
+                "softmax",
+                "--L",
+                "2000",
+                "--V",
+                "2000",
+            ],
+            "--n-rows",
+        ),
+        (
+            [
+                "scaling",
+                "--objective",
+                "bayes",
+                "--attention",
+                "softmax",
+                "--L",
+                "3000",
+                "--V",
+                "3000",
+            ],
+            "--n-rows",
+        ),
+    ],
+    ids=["curve", "landscape", "scaling", "bayes-points", "bayes-scaling"],
+)
 def test_theory_grids_refuse_a_size_that_cannot_fit(capsys, monkeypatch, argv, flag):
     """curve, landscape, scaling and route B's rows: a grid their memory model puts above the
     budget (4 GiB on a CPU without one) is refused in one line naming the flag, before the
@@ -174,9 +239,14 @@ def test_theory_grids_refuse_a_size_that_cannot_fit(capsys, monkeypatch, argv, f
     from copyhead_jax.theory import bayes, minima, points, scaling
     from tests.helpers import no_work
 
-    for mod, name in ((minima, "theory_curve"), (minima, "landscape"), (points,
-                      "transition_points"), (scaling, "scaling_table"), (bayes, "bayes_points"),
-                      (bayes, "scaling_table")):  # fmt: skip
+    for mod, name in (
+        (minima, "theory_curve"),
+        (minima, "landscape"),
+        (points, "transition_points"),
+        (scaling, "scaling_table"),
+        (bayes, "bayes_points"),
+        (bayes, "scaling_table"),
+    ):
         monkeypatch.setattr(mod, name, no_work)
     plot = [] if argv[0] == "points" else ["--no-plot"]
     _refused(capsys, ["theory", *argv, *plot], flag)
@@ -219,11 +289,18 @@ def test_theory_grid_estimates_are_within_1_5x_of_the_compiled_peak():
 
     p = th.TheoryParams.preset("plain", L=6, V=4)
     with jax.enable_x64(True):
-        low = minima.curve_minima.lower(jnp.ones(32), p.arrays(), kind=theory_of("linear"),
-                                         objective="map", pushforward=False, n_keep=4)  # fmt: skip
+        low = minima.curve_minima.lower(
+            jnp.ones(32),
+            p.arrays(),
+            kind=theory_of("linear"),
+            objective="map",
+            pushforward=False,
+            n_keep=4,
+        )
         assert 1.0 <= minima.curve_bytes(32, "linear") / peak(low) <= 1.5
-        low = points.glob_kernel.lower(jnp.ones((2, points.N_SCAN_SOFT)),
-                                        th.TheoryParams.stack([p, p]), ("map", SoftmaxTheory))
+        low = points.glob_kernel.lower(
+            jnp.ones((2, points.N_SCAN_SOFT)), th.TheoryParams.stack([p, p]), ("map", SoftmaxTheory)
+        )
         assert 1.0 <= points.points_bytes(2, "softmax") / peak(low) <= 1.5
         draws = solve.make_draws(p, solve.VariationalSettings(n_rows=4096))  # an argument
         low = solve.free_energy_program(p, True).lower(jnp.zeros(6), 100.0, draws)

@@ -107,13 +107,15 @@ def _cli(post, tmp_path, monkeypatch, *extra):
         def __getitem__(self, name):
             return np.zeros(SHAPE[:2])
 
-    post.arrays.update(rhat=np.ones(SHAPE[:2]), ess=np.ones(SHAPE[:2]),
-                       accept_mean=np.ones(SHAPE[:3]))  # fmt: skip
+    post.arrays.update(
+        rhat=np.ones(SHAPE[:2]), ess=np.ones(SHAPE[:2]), accept_mean=np.ones(SHAPE[:3])
+    )
     post.meta.update(wall_seconds=0.0, warnings=[])
     monkeypatch.setattr(copyhead_jax.results.SweepResult, "load", lambda path: Sweep())
     called = []
-    monkeypatch.setattr(copyhead_jax.sampling.run, "run_sampler",
-                        lambda *a, **k: called.append(1) or post)  # fmt: skip
+    monkeypatch.setattr(
+        copyhead_jax.sampling.run, "run_sampler", lambda *a, **k: called.append(1) or post
+    )
     argv = ["sample", str(tmp_path / "sweep.npz"), "--quiet", "--no-plot", *extra]
     return main(argv), called
 
@@ -153,16 +155,23 @@ def test_run_tokens_are_the_samplers_training_rows():
     train = np.asarray(sweep_inputs(CFG, None).train)  # runs P-major: (P index, seed)
     for i, P in enumerate(CFG.sweep.P):
         for seed in range(CFG.sweep.n_seeds):
-            np.testing.assert_array_equal(run_tokens(CFG, P, seed),
-                                          train[i * CFG.sweep.n_seeds + seed, :P])  # fmt: skip
+            np.testing.assert_array_equal(
+                run_tokens(CFG, P, seed), train[i * CFG.sweep.n_seeds + seed, :P]
+            )
 
 
-@pytest.mark.parametrize("extra, match", [
-    (("--netcdf", "X.nc"), r"--netcdf writes one run .* give --run P,SEED with P in \[2, 8, 16\]"),
-    (("--netcdf", "X.nc", "--run", "3,0"), r"--run: P must be one of the sweep's \[2, 8, 16\]"),
-    (("--netcdf", "X.nc", "--run", "8,2"), r"--run: SEED must be in \[0, 1\]"),
-    (("--run", "8,0"), "--run selects the run that --netcdf writes"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (
+            ("--netcdf", "X.nc"),
+            r"--netcdf writes one run .* give --run P,SEED with P in \[2, 8, 16\]",
+        ),
+        (("--netcdf", "X.nc", "--run", "3,0"), r"--run: P must be one of the sweep's \[2, 8, 16\]"),
+        (("--netcdf", "X.nc", "--run", "8,2"), r"--run: SEED must be in \[0, 1\]"),
+        (("--run", "8,0"), "--run selects the run that --netcdf writes"),
+    ],
+)
 def test_cli_netcdf_run_refused_before_any_work(tmp_path, monkeypatch, capsys, extra, match):
     extra = tuple(str(tmp_path / e) if e.endswith(".nc") else e for e in extra)
     rc, called = _cli(_hmc_post(4, weights=False), tmp_path, monkeypatch, *extra)
@@ -180,8 +189,9 @@ def test_cli_netcdf_of_another_live_writer_refused_before_any_work(tmp_path, mon
 
     nc = tmp_path / "post.nc"
     Path(str(nc) + ".lock").write_text(f"{os.getppid()}\n")
-    rc, called = _cli(_hmc_post(4, weights=False), tmp_path, monkeypatch, "--netcdf", str(nc),
-                      "--run", "8,1")  # fmt: skip
+    rc, called = _cli(
+        _hmc_post(4, weights=False), tmp_path, monkeypatch, "--netcdf", str(nc), "--run", "8,1"
+    )
     assert rc != 0 and not called
     assert "being written by another process" in capsys.readouterr().err and not nc.exists()
 
@@ -201,13 +211,19 @@ def _hmc_post(S: int, weights: bool):
     for i, P in enumerate((2, 8, 16)):
         ll[i, ..., P:] = np.nan
     arrays = dict(
-        draws=rng.normal(size=(*shape, len(DRAW_FIELDS))), accept=rng.uniform(size=shape),
-        distance=rng.uniform(size=shape), U0=np.zeros(shape[:3]), finite=np.ones(shape[:3], bool),
-        step=rng.uniform(0.2, 0.4, size=shape[:3]), log_lik=ll, energy=rng.normal(size=shape),
-    )  # fmt: skip
+        draws=rng.normal(size=(*shape, len(DRAW_FIELDS))),
+        accept=rng.uniform(size=shape),
+        distance=rng.uniform(size=shape),
+        U0=np.zeros(shape[:3]),
+        finite=np.ones(shape[:3], bool),
+        step=rng.uniform(0.2, 0.4, size=shape[:3]),
+        log_lik=ll,
+        energy=rng.normal(size=shape),
+    )
     if weights:
-        arrays.update(W_G=rng.normal(size=(*shape, D, D)),
-                      W_O_hat=rng.normal(size=(*shape, CFG.task.V, D)))  # fmt: skip
+        arrays.update(
+            W_G=rng.normal(size=(*shape, D, D)), W_O_hat=rng.normal(size=(*shape, CFG.task.V, D))
+        )
     fields = tuple(f.replace("c1", "a1").replace("cG", "aG") for f in DRAW_FIELDS)
     return PosteriorResult(cfg, HMC, arrays, {}, fields)
 
@@ -222,8 +238,9 @@ def test_hmc_export_has_log_likelihood_weights_and_step_size(hmc_post):
     p, s = _posterior(data), _stats(data)
     assert p.attrs["sampler"] == "collapsed HMC" and p.attrs["sampler_kind"] == "hmc"
     assert p["W_G"].dims == ("chain", "draw", "P", "seed", "W_G_row", "W_G_col")
-    np.testing.assert_array_equal(p["W_G"].transpose("P", "seed", "chain", "draw", ...).values,
-                                  hmc_post["W_G"])  # fmt: skip
+    np.testing.assert_array_equal(
+        p["W_G"].transpose("P", "seed", "chain", "draw", ...).values, hmc_post["W_G"]
+    )
     np.testing.assert_array_equal(_back(s["step_size"])[..., 0], hmc_post["step"])
     ll = data.log_likelihood if hasattr(data, "log_likelihood") else data["log_likelihood"]
     assert ll["y"].dims == ("chain", "draw", "P", "seed", "sequence")

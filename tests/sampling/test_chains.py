@@ -48,10 +48,20 @@ def test_warmup_burn_in_blocks_records_and_trace(batched):
     def progress(done, total):
         got.append((done, total))
 
-    c = run_chains(kernel, keys, x, n_draws=S, thin=thin, burn_in=B, args=(jnp.int32(7),),
-                   chain_args=(inc,), trace=lambda s: (s.i, s.position),
-                   record=lambda s, j, shift, inc: (s.position, j), batched=batched,
-                   progress=progress)  # fmt: skip
+    c = run_chains(
+        kernel,
+        keys,
+        x,
+        n_draws=S,
+        thin=thin,
+        burn_in=B,
+        args=(jnp.int32(7),),
+        chain_args=(inc,),
+        trace=lambda s: (s.i, s.position),
+        record=lambda s, j, shift, inc: (s.position, j),
+        batched=batched,
+        progress=progress,
+    )
     start = (np.asarray(x) + 7) * 2**W
     j = np.arange(S)
     want = start[:, None] + np.asarray(inc)[:, None] * (B + (j + 1) * thin)

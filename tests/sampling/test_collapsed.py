@@ -26,9 +26,14 @@ from copyhead_jax.sampling.collapsed import (
 
 L, V, N, P = 6, 3, 16, 9
 RTOL_64 = 1e-10
-HEADS = [("softmax", "inv_L", False), ("softmax", "inv_L", True), ("linear", "none", False),
-         ("linear", "inv_L", True), ("sigmoid", "inv_L", False),
-         ("sigmoid", "inv_L", True)]  # fmt: skip
+HEADS = [
+    ("softmax", "inv_L", False),
+    ("softmax", "inv_L", True),
+    ("linear", "none", False),
+    ("linear", "inv_L", True),
+    ("sigmoid", "inv_L", False),
+    ("sigmoid", "inv_L", True),
+]
 
 
 def reference_energy(head, tokens, mask, obj, scale):
@@ -45,8 +50,7 @@ def reference_energy(head, tokens, mask, obj, scale):
 
 
 def setup(attention, linear_scale, causal):
-    model = ch.ModelConfig(attention=attention, width=N, linear_scale=linear_scale,
-                           causal=causal)  # fmt: skip
+    model = ch.ModelConfig(attention=attention, width=N, linear_scale=linear_scale, causal=causal)
     head = ch.init_head(jax.random.key(2), model, L=L, V=V, chi=30.0)
     head = reduce_head(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), head)).head
     obj = Objective(likelihood_weight=0.7, sigma_G=1.3, sigma_O=0.9)
@@ -107,10 +111,12 @@ def test_spd_inverse_equals_lapack():
         np.testing.assert_allclose(logdet, np.linalg.slogdet(np.asarray(A))[1], rtol=1e-13)
 
 
-@pytest.mark.parametrize(("attention", "linear_scale", "causal", "rows_in_product"),
-                         [(*HEADS[1], 8), (*HEADS[3], 0)])  # fmt: skip
-def test_query_blocks_and_halves_equal_autodiff(monkeypatch, attention, linear_scale, causal,
-                                                rows_in_product):  # fmt: skip
+@pytest.mark.parametrize(
+    ("attention", "linear_scale", "causal", "rows_in_product"), [(*HEADS[1], 8), (*HEADS[3], 0)]
+)
+def test_query_blocks_and_halves_equal_autodiff(
+    monkeypatch, attention, linear_scale, causal, rows_in_product
+):
     """With one query row per block (so that the causal mask and the target weights differ
     between blocks) the value, gradient and Hessian-vector product still equal autodiff of the
     reference; P = 9 is odd, so the sequence halves are uneven too; dM's sum over sequences

@@ -28,8 +28,9 @@ CFG = ch.TINY.replace(
 LIN = CFG.replace(model=dict(attention="linear"))
 #: A full-width Adam sweep small enough to train (width 32) and its exact image: one compiled
 #: exact sweep serves the stationarity, polish and short-chain tests.
-ADAM = ch.TINY.replace(model=dict(width=32), sweep=dict(P=(4, 8), n_seeds=1),
-                       solver=dict(max_epochs=400))  # fmt: skip
+ADAM = ch.TINY.replace(
+    model=dict(width=32), sweep=dict(P=(4, 8), n_seeds=1), solver=dict(max_epochs=400)
+)
 EXACT = ADAM.replace(model=dict(engine="reduced"))
 
 
@@ -65,30 +66,35 @@ def test_marginal_energy_integrates_the_readout(linear_sweep):
         draw_readout,
         marginal_energy,
         readout_conditional,
-    )  # fmt: skip
+    )
 
     inp = sweep_inputs(LIN, None)
     with jax.enable_x64(True):
         obj = Objective.from_config(LIN)
-        arr = {k: jnp.asarray(linear_sweep[f"params/{k}"][1, 0], jnp.float64)
-               for k in ("W_E", "b", "W_G", "W_O_hat")}  # fmt: skip
+        arr = {
+            k: jnp.asarray(linear_sweep[f"params/{k}"][1, 0], jnp.float64)
+            for k in ("W_E", "b", "W_G", "W_O_hat")
+        }
         h = head_class("linear").from_arrays(LIN, arr)
         t, m = inp.train[1], jnp.asarray(inp.mask[1], jnp.float64)
         Lam, B, _ = readout_conditional(h, t, m, obj)
-        np.testing.assert_allclose(cholesky(Lam), np.linalg.cholesky(np.asarray(Lam)),
-                                   rtol=1e-10, atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            cholesky(Lam), np.linalg.cholesky(np.asarray(Lam)), rtol=1e-10, atol=1e-12
+        )
         mean = np.linalg.solve(np.asarray(Lam), np.asarray(B)).T
         np.testing.assert_allclose(mean, h.W_O_hat, atol=1e-6)  # the fit is the conditional mode
         import equinox as eqx
 
         Uj = quenched_energy(eqx.tree_at(lambda x: x.W_O_hat, h, jnp.asarray(mean)), t, m, obj)
         logdet = np.linalg.slogdet(np.asarray(Lam) * obj.sigma_O**2)[1]
-        np.testing.assert_allclose(marginal_energy(h, t, m, obj), Uj + 0.5 * B.shape[1] * logdet,
-                                   rtol=1e-10)  # fmt: skip
+        np.testing.assert_allclose(
+            marginal_energy(h, t, m, obj), Uj + 0.5 * B.shape[1] * logdet, rtol=1e-10
+        )
         keys = jax.random.split(jax.random.key(0), 4000)
         W = jax.vmap(lambda k: draw_readout(k, h, t, m, obj).W_O_hat)(keys)  # [S, V, N]
-        np.testing.assert_allclose(W.mean(0), mean, atol=5 * np.sqrt(np.diag(np.linalg.inv(
-            np.asarray(Lam))).max() / 4000))  # fmt: skip
+        np.testing.assert_allclose(
+            W.mean(0), mean, atol=5 * np.sqrt(np.diag(np.linalg.inv(np.asarray(Lam))).max() / 4000)
+        )
         cov = np.cov(np.asarray(W[:, 0, :]).T)
         np.testing.assert_allclose(cov, np.linalg.inv(np.asarray(Lam)), atol=0.1 * cov.max())
 
@@ -106,8 +112,11 @@ def test_default_sampler_mixes(request, linear_sweep, att):
     sweep = request.getfixturevalue("wide_sweep") if att == "softmax" else linear_sweep
     post = run_sampler(sweep, default_sampler(sweep), progress=False)
     n1, nG = post.order_names
-    for name, rh, es in (("U", "rhat", "ess"), (n1, f"rhat_{n1}", f"ess_{n1}"),
-                         (nG, f"rhat_{nG}", f"ess_{nG}")):  # fmt: skip
+    for name, rh, es in (
+        ("U", "rhat", "ess"),
+        (n1, f"rhat_{n1}", f"ess_{n1}"),
+        (nG, f"rhat_{nG}", f"ess_{nG}"),
+    ):
         assert np.all(post[rh] <= 1.05), (name, post[rh])
         assert np.all(post[es] >= 400), (name, post[es])
         x = post[name]  # [P, seed, chain, draw]: the same numbers from the draws
@@ -130,14 +139,19 @@ def test_default_sampler_agrees_with_nuts(att):
         fit = solve_map(h0, t, m, obj)
         sampler = sampler_for(cfg, ch.HMCConfig())
         obs = lambda h: sampler.observe(h, t, m)[jnp.array([0, 2, 3])]
-        ref = np.asarray(nuts_reference(jax.random.key(1), fit.head, t, m, obj, obs,
-                                        n_warmup=300, n_samples=600, n_chains=2))  # fmt: skip
+        ref = np.asarray(
+            nuts_reference(
+                jax.random.key(1), fit.head, t, m, obj, obs, n_warmup=300, n_samples=600, n_chains=2
+            )
+        )
     res = ch.run_sweep(cfg, progress=False, keep_params=True)
     post = run_sampler(res, default_sampler(res), progress=False)
     sg = np.stack([post["U"][0, 0], post["c1"][0, 0], post["cG"][0, 0]], -1)  # [C, S, 3]
     for k in range(3):
-        se = np.hypot(np.std(ref[..., k]) / np.sqrt(ess(ref[..., k])),
-                      np.std(sg[..., k]) / np.sqrt(ess(sg[..., k])))  # fmt: skip
+        se = np.hypot(
+            np.std(ref[..., k]) / np.sqrt(ess(ref[..., k])),
+            np.std(sg[..., k]) / np.sqrt(ess(sg[..., k])),
+        )
         diff = abs(ref[..., k].mean() - sg[..., k].mean())
         assert diff <= 4 * se, (k, ref[..., k].mean(), sg[..., k].mean(), se)
 
@@ -161,8 +175,9 @@ def test_polish_descends_and_agrees_with_exact(reduced_sweep, tmp_path):
 SHORT = ch.HMCConfig(n_iter=24, n_warmup=10, n_adapt=10, thin=2, n_chains=2)
 #: ... from both branch starts, log-likelihoods and weights kept: one compiled program (one run
 #: per chunk) serves the records test and the energy/resume test below
-BOTH = dataclasses.replace(SHORT, starts="both", branch_threshold=0.05, keep_loglik=True,
-                           keep_weights=True)  # fmt: skip
+BOTH = dataclasses.replace(
+    SHORT, starts="both", branch_threshold=0.05, keep_loglik=True, keep_weights=True
+)
 
 
 @pytest.fixture(scope="module")
@@ -198,11 +213,12 @@ def test_both_starts_branch_weight_and_kept_records(short_post):
         ll = post["log_lik"][i]  # [seed, C, S, P_max]
         assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
         loss = post["train_loss"][i]
-        np.testing.assert_allclose(ll[..., :P].sum(-1),
-                                   -w * P * loss + P * 0.5 * n_y * np.log(w / np.pi),
-                                   rtol=1e-4)  # fmt: skip
-        prior = ((post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2)
-                 + (post["W_O_hat"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_O**2))  # fmt: skip
+        np.testing.assert_allclose(
+            ll[..., :P].sum(-1), -w * P * loss + P * 0.5 * n_y * np.log(w / np.pi), rtol=1e-4
+        )
+        prior = (post["W_G"][i] ** 2).sum((-1, -2)) / (2 * obj.sigma_G**2) + (
+            post["W_O_hat"][i] ** 2
+        ).sum((-1, -2)) / (2 * obj.sigma_O**2)
         np.testing.assert_allclose(post["U"][i], w * P * loss + prior, rtol=1e-4)
 
 

@@ -52,5 +52,3 @@ def test_per_run_estimators_use_p_and_only_the_finite_chains():
 
 # ---------------------------------------------------------------------------------------------
 # Bayesian linear regression: y = X w + N(0, 1), prior w ~ N(0, 1 / alpha)
-
-

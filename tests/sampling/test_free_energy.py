@@ -84,9 +84,18 @@ def test_thermodynamic_integration_reproduces_the_closed_form_evidence():
 
     w_map = np.linalg.solve(at(1.0)[2], X.T @ y)
     r = thermodynamic_integration(
-        jax.random.key(2), _f32(w_map)[0], _nll, lambda w: 0.5 * alpha * jnp.sum(w**2), n=n,
-        step_size=eta, n_steps=4000, burn_in=500, n_chains=8, betas=b, args=_f32(X, y),
-    )  # fmt: skip
+        jax.random.key(2),
+        _f32(w_map)[0],
+        _nll,
+        lambda w: 0.5 * alpha * jnp.sum(w**2),
+        n=n,
+        step_size=eta,
+        n_steps=4000,
+        burn_in=500,
+        n_chains=8,
+        betas=b,
+        args=_f32(X, y),
+    )
     # the same quadrature on the exact SGLD expectations: quadrature error + step-size bias
     m, v = np.array([at(x, eta(x))[:2] for x in b]).T
     biased, _ = ti_quadrature(b, m, v)
@@ -104,10 +113,17 @@ def test_wbic_matches_its_closed_form_for_linear_regression():
     A = at(beta0)[2]
     eta = 0.05 / np.linalg.eigvalsh(A).max()
     r = wbic(
-        jax.random.key(3), _f32(np.linalg.solve(A, beta0 * X.T @ y))[0], _nll,
-        lambda w: 0.5 * alpha * jnp.sum(w**2), n=n, step_size=eta, n_steps=3000, burn_in=500,
-        n_chains=8, args=_f32(X, y),
-    )  # fmt: skip
+        jax.random.key(3),
+        _f32(np.linalg.solve(A, beta0 * X.T @ y))[0],
+        _nll,
+        lambda w: 0.5 * alpha * jnp.sum(w**2),
+        n=n,
+        step_size=eta,
+        n_steps=3000,
+        burn_in=500,
+        n_chains=8,
+        args=_f32(X, y),
+    )
     expected = -at(beta0, eta)[0]  # E_beta0[n L_n] = -E_beta0[ell] under the SGLD law
     assert r.nbeta == pytest.approx(n / math.log(n))
     assert r.mcse < 0.2
@@ -125,10 +141,12 @@ def test_samplers_reject_bad_arguments():
     with pytest.raises(ValueError, match="step_size must be"):
         local_learning_coefficient(key, w, nll, n=10, step_size=0.0, n_steps=10)
     with pytest.raises(ValueError, match="betas must increase"):
-        thermodynamic_integration(key, w, nll, nll, n=10, step_size=0.1, n_steps=10,
-                                  betas=[0.0, 0.5, 0.4, 1.0])  # fmt: skip
+        thermodynamic_integration(
+            key, w, nll, nll, n=10, step_size=0.1, n_steps=10, betas=[0.0, 0.5, 0.4, 1.0]
+        )
     with pytest.raises(ValueError, match="one value per beta"):
-        thermodynamic_integration(key, w, nll, nll, n=10, step_size=[0.1, 0.1], n_steps=10,
-                                  betas=[0.0, 0.5, 1.0])  # fmt: skip
+        thermodynamic_integration(
+            key, w, nll, nll, n=10, step_size=[0.1, 0.1], n_steps=10, betas=[0.0, 0.5, 1.0]
+        )
     with pytest.raises(ValueError, match="power must be"):
         beta_ladder(4, 0.5)

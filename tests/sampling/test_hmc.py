@@ -43,8 +43,9 @@ def test_chain_on_a_standard_normal():
     error uses n = 8,000 / 2 to allow for correlation); acceptance near the 0.75 target."""
     keys = jax.random.split(jax.random.key(0), 4)
     pot = lambda w: 0.5 * jnp.sum(w**2)
-    run = jax.jit(lambda k: hmc_chains(k, pot, jnp.ones((4, 3)), n_iter=2000, thin=1,
-                                       step_size=0.3))
+    run = jax.jit(
+        lambda k: hmc_chains(k, pot, jnp.ones((4, 3)), n_iter=2000, thin=1, step_size=0.3)
+    )
     c = run(keys)
     w = np.asarray(c.records).reshape(-1, 3)
     n_eff = w.shape[0] / 2
@@ -69,8 +70,9 @@ def test_energy_is_the_hamiltonian_where_each_transition_ends(adapt_mass):
     U = lambda w: 0.5 * w @ A @ w + 0.1 * np.sum(w**4)
     grad = lambda w: A @ w + 0.4 * w**3
     key, n_adapt, n_leap, S = jax.random.key(3), 20, 5, 40
-    kw = dict(n_iter=S, thin=1, step_size=0.3, n_adapt=n_adapt, n_leap=n_leap,
-              adapt_mass=adapt_mass)
+    kw = dict(
+        n_iter=S, thin=1, step_size=0.3, n_adapt=n_adapt, n_leap=n_leap, adapt_mass=adapt_mass
+    )
     c = jax.jit(lambda k: hmc_chains(k[None], pot, jnp.ones((1, 3)), **kw))(key)
     w, E = np.asarray(c.records[0], np.float64), np.asarray(c.energy[0], np.float64)
     s = np.asarray(c.scale[0], np.float64)
@@ -110,8 +112,16 @@ def test_mass_adaptation_on_a_badly_scaled_normal():
     keys = jax.random.split(jax.random.key(5), 4)
 
     def run(adapt_mass):
-        f = lambda k: hmc_chains(k, pot, jnp.zeros((4, 4)), n_iter=2000, thin=1,
-                                 step_size=0.3, n_adapt=600, adapt_mass=adapt_mass)
+        f = lambda k: hmc_chains(
+            k,
+            pot,
+            jnp.zeros((4, 4)),
+            n_iter=2000,
+            thin=1,
+            step_size=0.3,
+            n_adapt=600,
+            adapt_mass=adapt_mass,
+        )
         return jax.jit(f)(keys)
 
     c = run(True)
@@ -134,8 +144,9 @@ def test_hmc_chains_is_the_kernel_driven_by_hand(adapt_mass):
     pot = lambda w: 0.5 * w @ A @ w + 0.1 * jnp.sum(w**4)
     key, n_adapt, thin = jax.random.key(8), 24, 3
     kw = dict(step_size=0.3, n_adapt=n_adapt, adapt_mass=adapt_mass)
-    c = jax.jit(lambda k: hmc_chains(k[None], pot, jnp.ones((1, 2)), n_iter=6 * thin,
-                                     thin=thin, **kw))(key)  # fmt: skip
+    c = jax.jit(
+        lambda k: hmc_chains(k[None], pot, jnp.ones((1, 2)), n_iter=6 * thin, thin=thin, **kw)
+    )(key)
     kernel = hmc_kernel(pot, **kw)
     assert kernel.n_warmup == n_adapt
     warm, step = jax.jit(kernel.warmup), jax.jit(kernel.step)
@@ -151,8 +162,9 @@ def test_hmc_chains_is_the_kernel_driven_by_hand(adapt_mass):
     assert int(state.i) == n_adapt + 6 * thin
     np.testing.assert_allclose(np.asarray(c.records[0]), np.array(draws), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(c.energy[0]), energy, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(c.accept[0]), np.reshape(acc, (6, thin)).mean(1),
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(c.accept[0]), np.reshape(acc, (6, thin)).mean(1), rtol=1e-5, atol=1e-6
+    )
     step_size = float(jnp.exp(state.adaptation.step.log_eps_bar))
     np.testing.assert_allclose(float(c.step_size[0]), step_size, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(c.scale[0]), np.asarray(state.scale), rtol=1e-6)

@@ -41,9 +41,17 @@ def test_llc_of_a_regular_model_is_half_its_dimension():
     A = nbeta * X.T @ X / n + gamma * np.eye(d)  # precision of the localised tempered posterior
     eta = 0.05 / np.linalg.eigvalsh(A).max()
     r = local_learning_coefficient(
-        jax.random.key(0), _f32(w_star)[0], _nll, n=n, step_size=eta, n_steps=4000,
-        burn_in=500, n_chains=8, gamma=gamma, args=_f32(X, y),
-    )  # fmt: skip
+        jax.random.key(0),
+        _f32(w_star)[0],
+        _nll,
+        n=n,
+        step_size=eta,
+        n_steps=4000,
+        burn_in=500,
+        n_chains=8,
+        gamma=gamma,
+        args=_f32(X, y),
+    )
     # E[lambda-hat] = 1/2 tr(n beta H Sigma_eta) exactly, Sigma_eta the SGLD covariance
     sigma = np.linalg.inv(A) @ np.linalg.inv(np.eye(d) - eta * A / 2)
     expected = 0.5 * np.trace(nbeta * X.T @ X / n @ sigma)
@@ -63,13 +71,19 @@ def test_llc_of_w4_is_one_quarter_at_large_n():
     n = 10**6
     a = default_nbeta(n)
     r = local_learning_coefficient(
-        jax.random.key(1), jnp.zeros(()), lambda w: w**4, n=n, step_size=0.003 / math.sqrt(a),
-        n_steps=20_000, burn_in=2_000, n_chains=16, gamma=0.0, prior_fn=lambda w: 0.5 * w**2,
-    )  # fmt: skip
+        jax.random.key(1),
+        jnp.zeros(()),
+        lambda w: w**4,
+        n=n,
+        step_size=0.003 / math.sqrt(a),
+        n_steps=20_000,
+        burn_in=2_000,
+        n_chains=16,
+        gamma=0.0,
+        prior_fn=lambda w: 0.5 * w**2,
+    )
     u = np.linspace(-3, 3, 600_001)  # the tempered posterior by quadrature, in u
     p = np.exp(-(u**4) - u**2 / (2 * math.sqrt(a)))
     assert abs(np.sum(u**4 * p) / np.sum(p) - 0.25) < 1e-3
     assert r.mcse < 0.012
     assert abs(r.llc - 0.25) < 4 * r.mcse, (r.llc, r.mcse)
-
-

@@ -24,8 +24,9 @@ from copyhead_jax.sampling.rounds import met, reached
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 #: rounds of 10 draws per chain (40 steps, thin 4) after 40 steps of burn-in, at most 8 rounds
-FAKE_ST = LLCSettings(n_steps=360, burn_in=40, thin=4, n_chains=2, round_steps=40,
-                      ess_target=40.0, rhat_target=1.1)  # fmt: skip
+FAKE_ST = LLCSettings(
+    n_steps=360, burn_in=40, thin=4, n_chains=2, round_steps=40, ess_target=40.0, rhat_target=1.1
+)
 
 
 def _fake_chains(calls=None, nan_seed=None):
@@ -41,9 +42,20 @@ def _fake_chains(calls=None, nan_seed=None):
         S = keys.shape[0]
         t0 = np.zeros(S, np.int32) if carry is None else np.asarray(carry[0])
         k = np.arange(1, (n_steps - burn_in) // st.thin + 1)
-        draws = np.stack([np.stack([np.random.default_rng([s, int(t0[s] + burn_in + st.thin * j)])
-                                    .normal(size=(st.n_chains, 3)) for j in k], 1)
-                          for s in range(S)])  # fmt: skip
+        draws = np.stack(
+            [
+                np.stack(
+                    [
+                        np.random.default_rng([s, int(t0[s] + burn_in + st.thin * j)]).normal(
+                            size=(st.n_chains, 3)
+                        )
+                        for j in k
+                    ],
+                    1,
+                )
+                for s in range(S)
+            ]
+        )
         if nan_seed is not None:
             draws[nan_seed] = np.nan
         L0, eta, lam = np.zeros(S), np.full(S, 0.01), np.full(S, 3.0)
@@ -122,15 +134,20 @@ def test_llc_takes_the_target_flags_of_sample_with_their_defaults():
     parser = build_parser()
     args = parser.parse_args(["llc", "s.npz"])
     st, sg = llc_settings(args), ch.SGLDConfig()
-    assert (st.ess_target, st.rhat_target, st.round_steps) == (
-        sg.ess_target, sg.rhat_target, sg.round_steps) == (0.0, 1.01, 500)  # fmt: skip
-    args = parser.parse_args(["llc", "s.npz", "--ess-target", "300", "--rhat-target", "1.05",
-                              "--round-steps", "100"])  # fmt: skip
+    assert (
+        (st.ess_target, st.rhat_target, st.round_steps)
+        == (sg.ess_target, sg.rhat_target, sg.round_steps)
+        == (0.0, 1.01, 500)
+    )
+    args = parser.parse_args(
+        ["llc", "s.npz", "--ess-target", "300", "--rhat-target", "1.05", "--round-steps", "100"]
+    )
     st = llc_settings(args)
     assert (st.ess_target, st.rhat_target, st.round_steps) == (300.0, 1.05, 100)
     assert (st.round_draws, st.n_rounds) == (20, 15)  # 100 // thin 5; 300 draws in rounds
-    sample = parser.parse_args(["sample", "s.npz", "--ess-target", "300", "--rhat-target",
-                                "1.05", "--round-steps", "100"])  # fmt: skip
+    sample = parser.parse_args(
+        ["sample", "s.npz", "--ess-target", "300", "--rhat-target", "1.05", "--round-steps", "100"]
+    )
     assert (sample.ess_target, sample.rhat_target, sample.round_steps) == (300.0, 1.05, 100)
     with pytest.raises(ValueError, match="round_steps must be a multiple of thin"):
         LLCSettings(ess_target=100.0, round_steps=12)
@@ -139,18 +156,34 @@ def test_llc_takes_the_target_flags_of_sample_with_their_defaults():
 # --- the real chains (slow: four compiled chain programs) -----------------------------------
 
 #: rounds of 10 draws per chain (80 steps), at most 10; a target of ESS 10 at R-hat 1.1
-ST = LLCSettings(n_steps=840, burn_in=40, thin=8, n_chains=2, round_steps=80, ess_target=10.0,
-                 rhat_target=1.1)  # fmt: skip
-CLI = ["--steps", "840", "--burn-in", "40", "--thin", "8", "--chains", "2", "--round-steps",
-       "80", "--ess-target", "10", "--rhat-target", "1.1"]  # fmt: skip
+ST = LLCSettings(
+    n_steps=840, burn_in=40, thin=8, n_chains=2, round_steps=80, ess_target=10.0, rhat_target=1.1
+)
+CLI = [
+    "--steps",
+    "840",
+    "--burn-in",
+    "40",
+    "--thin",
+    "8",
+    "--chains",
+    "2",
+    "--round-steps",
+    "80",
+    "--ess-target",
+    "10",
+    "--rhat-target",
+    "1.1",
+]
 
 
 @pytest.fixture(scope="module")
 def sweep():
     cfg = ch.TINY.replace(
-        task=dict(L=4, V=2), model=dict(engine="reduced", attention="linear", width=16),
+        task=dict(L=4, V=2),
+        model=dict(engine="reduced", attention="linear", width=16),
         sweep=dict(P=(6,), n_seeds=2),
-    )  # fmt: skip
+    )
     return ch.run_sweep(cfg, keep_params=True, progress=False)
 
 
@@ -171,16 +204,33 @@ def test_real_chains_stop_when_enough_and_equal_the_fixed_length_run(sweep, unti
     assert 3 <= k < ST.n_rounds and a["beta1_target_met"].all(), a
     assert (a["beta1_ess_reached"] >= ST.ess_target).all()
     assert (a["beta1_rhat_reached"] <= ST.rhat_target).all()
-    fixed = llc_runs(sweep, settings=dataclasses.replace(ST, ess_target=0.0,
-                     n_steps=ST.burn_in + k * ST.round_steps), estimators=("beta1",))  # fmt: skip
-    for key in ("beta1", "beta1_mcse", "beta1_ess", "beta1_rhat", "beta1_ess_reached",
-                "beta1_rhat_reached", "beta1_eta", "beta1_lambda_max", "E_star"):
+    fixed = llc_runs(
+        sweep,
+        settings=dataclasses.replace(ST, ess_target=0.0, n_steps=ST.burn_in + k * ST.round_steps),
+        estimators=("beta1",),
+    )
+    for key in (
+        "beta1",
+        "beta1_mcse",
+        "beta1_ess",
+        "beta1_rhat",
+        "beta1_ess_reached",
+        "beta1_rhat_reached",
+        "beta1_eta",
+        "beta1_lambda_max",
+        "E_star",
+    ):
         np.testing.assert_array_equal(fixed.arrays[key], a[key], err_msg=key)
-    short = llc_runs(sweep, settings=dataclasses.replace(ST, ess_target=0.0,
-                     n_steps=ST.burn_in + (k - 1) * ST.round_steps),
-                     estimators=("beta1",)).arrays  # fmt: skip
-    assert not met(short["beta1_ess_reached"][0], short["beta1_rhat_reached"][0],
-                   np.ones((2, 1), bool), ST).all()  # fmt: skip
+    short = llc_runs(
+        sweep,
+        settings=dataclasses.replace(
+            ST, ess_target=0.0, n_steps=ST.burn_in + (k - 1) * ST.round_steps
+        ),
+        estimators=("beta1",),
+    ).arrays
+    assert not met(
+        short["beta1_ess_reached"][0], short["beta1_rhat_reached"][0], np.ones((2, 1), bool), ST
+    ).all()
 
 
 @pytest.mark.slow

@@ -32,9 +32,11 @@ def sweep():
     """Tiny reduced softmax sweep; sigma^2 = 0.03 makes the data curvatures comparable to
     gamma = 100, so lambda-hat is O(1) rather than ~0 (a comparison of two zeros tests nothing)."""
     cfg = ch.TINY.replace(
-        task=dict(L=6, V=3), model=dict(engine="reduced", attention="softmax", width=64),
-        sweep=dict(P=(8,), n_seeds=1), posterior=dict(sigma2=0.03),
-    )  # fmt: skip
+        task=dict(L=6, V=3),
+        model=dict(engine="reduced", attention="softmax", width=64),
+        sweep=dict(P=(8,), n_seeds=1),
+        posterior=dict(sigma2=0.03),
+    )
     return ch.run_sweep(cfg, keep_params=True, progress=False)
 
 
@@ -52,8 +54,12 @@ def _laplace_llc(res, nbeta_over_n: float, gamma: float) -> float:
 
     def Ln(x):
         h = head_class(cfg.model.attention).from_config(
-            cfg, W_E=prm["W_E"], b=prm["b"], W_G=x[:nG].reshape(prm["W_G"].shape),
-            W_O_hat=x[nG:].reshape(prm["W_O_hat"].shape))  # fmt: skip
+            cfg,
+            W_E=prm["W_E"],
+            b=prm["b"],
+            W_G=x[:nG].reshape(prm["W_G"].shape),
+            W_O_hat=x[nG:].reshape(prm["W_O_hat"].shape),
+        )
         return obj.likelihood_weight * jnp.sum(h.squared_errors(tok)) / P
 
     x = jnp.concatenate([prm["W_G"].ravel(), prm["W_O_hat"].ravel()])
@@ -158,11 +164,15 @@ def test_chains_too_large_for_the_budget_are_refused_before_any_work(sweep):
 
     small = sweep.replace(config=sweep.config.replace(sweep=dict(memory_budget_gb=1.0)))
     big = LLCSettings(n_steps=10**9, burn_in=0, thin=5)
-    with pytest.raises(ValueError, match=r"llc: 1 seed\(s\) x 4 chain\(s\) of 200,000,000 draws"
-                       r".* needs about .* GiB .* use fewer --steps or --chains"):
+    with pytest.raises(
+        ValueError,
+        match=r"llc: 1 seed\(s\) x 4 chain\(s\) of 200,000,000 draws"
+        r".* needs about .* GiB .* use fewer --steps or --chains",
+    ):
         llc_runs(small, settings=big)
-    a, b = (llc_bytes(small.config, LLCSettings(n_steps=n, burn_in=0, thin=1), 10)
-            for n in (1000, 2000))  # fmt: skip
+    a, b = (
+        llc_bytes(small.config, LLCSettings(n_steps=n, burn_in=0, thin=1), 10) for n in (1000, 2000)
+    )
     assert b - a == 2 * 4 * 4 * 3 * 1000  # 2 x chains x float32 x (L_n, o1, oG) x extra draws
 
 
@@ -177,8 +187,9 @@ def test_a_posterior_file_adds_its_own_beta1_estimate(sweep, tmp_path, capsys):
     delta = 0.25
     draws[..., fields.index("train_loss")] = sweep["train_loss"][0, 0] + delta
     draws[0, 0, 1, :, fields.index("train_loss")] = 1e6  # the chain flagged non-finite below
-    post = ch.PosteriorResult(cfg, ch.SGLDConfig(), {"draws": draws,
-                              "finite": np.array([[[True, False]]])}, {}, fields)  # fmt: skip
+    post = ch.PosteriorResult(
+        cfg, ch.SGLDConfig(), {"draws": draws, "finite": np.array([[[True, False]]])}, {}, fields
+    )
     want = Objective.from_config(cfg).likelihood_weight * P * delta
     r = llc_runs(sweep, posterior=post, settings=ST, estimators=("beta1",))
     assert r.arrays["posterior"][0, 0] == pytest.approx(want, rel=1e-9)  # float64 arithmetic
@@ -231,8 +242,12 @@ def test_an_interrupted_llc_resumes_bit_identically(sweep3, whole, tmp_path):
     for k in whole.arrays:
         np.testing.assert_array_equal(again.arrays[k], whole.arrays[k], err_msg=k)
     assert np.isfinite(whole.arrays["beta1"][1:]).all()  # real numbers were compared
-    other = llc_runs(sweep3, settings=dataclasses.replace(RESUME_ST, seed=1), ckpt_dir=ckpt,
-                     estimators=("beta1",))  # fmt: skip
+    other = llc_runs(
+        sweep3,
+        settings=dataclasses.replace(RESUME_ST, seed=1),
+        ckpt_dir=ckpt,
+        estimators=("beta1",),
+    )
     assert np.isfinite(other.arrays["beta1"][1:]).all()
     assert not (other.arrays["beta1"][1:] == whole.arrays["beta1"][1:]).any()
 
@@ -250,14 +265,29 @@ def test_the_command_keeps_finished_chain_sets_on_ctrl_c_and_resumes(sweep3, who
     from tests.helpers import ROOT
 
     path = sweep3.save(tmp_path / "sweep_softmax.npz")
-    argv = ["llc", str(path), "--steps", "400", "--burn-in", "100", "--thin", "3", "--chains",
-            "2", "--json", "--no-progress"]  # fmt: skip
+    argv = [
+        "llc",
+        str(path),
+        "--steps",
+        "400",
+        "--burn-in",
+        "100",
+        "--thin",
+        "3",
+        "--chains",
+        "2",
+        "--json",
+        "--no-progress",
+    ]
     ckpt = checkpoint_folder(str(path))
-    cmd = [sys.executable, "-c", "import sys; from copyhead_jax.cli import main; "
-           "sys.exit(main())", *argv]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from copyhead_jax.cli import main; sys.exit(main())",
+        *argv,
+    ]
     env = dict(__import__("os").environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.time()
         while not (ckpt / "chunk_00001.npz").exists() and time.time() - t0 < 300:

@@ -24,8 +24,7 @@ from copyhead_jax.sampling.stats import ess, split_rhat
 #: round and one compiled next round per sampler config
 RED = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(4, 8), n_seeds=1))
 #: short collapsed HMC in rounds of 20 draws; the cap is 4 rounds (80 draws)
-HMC = ch.HMCConfig(n_iter=80, n_warmup=20, n_adapt=30, n_chains=2, round_iter=20,
-                   ess_target=1e6)  # fmt: skip
+HMC = ch.HMCConfig(n_iter=80, n_warmup=20, n_adapt=30, n_chains=2, round_iter=20, ess_target=1e6)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +57,9 @@ def test_continued_hmc_chains_equal_one_run():
     a = hmc_chains(keys, pot, w0, rec, n_iter=20, **kw)
     b = hmc_chains(None, pot, w0, rec, n_iter=20, state=a.state, first_draw=10, **kw)
     for f in ("accept", "energy", "outside"):
-        np.testing.assert_array_equal(np.concatenate([getattr(a, f), getattr(b, f)], 1),
-                                      getattr(full, f), err_msg=f)  # fmt: skip
+        np.testing.assert_array_equal(
+            np.concatenate([getattr(a, f), getattr(b, f)], 1), getattr(full, f), err_msg=f
+        )
     for x, y, z in zip(a.records, b.records, full.records):
         np.testing.assert_array_equal(np.concatenate([x, y], 1), z)
     np.testing.assert_array_equal(b.step_size, full.step_size)
@@ -90,10 +90,16 @@ def test_merge_pads_and_by_length_cuts():
     """Chunks of 3 and 5 draws merge padded with NaN (False for booleans); ``by_length`` gives
     each run the statistic of its own draws, as if computed on it alone."""
     rng = np.random.default_rng(1)
-    a = {"draws": rng.normal(size=(2, 2, 3, 7)), "finite": np.ones((2, 2), bool),
-         "n_draws": np.full(2, 3)}  # fmt: skip
-    b = {"draws": rng.normal(size=(1, 2, 5, 7)), "finite": np.ones((1, 2), bool),
-         "n_draws": np.full(1, 5)}  # fmt: skip
+    a = {
+        "draws": rng.normal(size=(2, 2, 3, 7)),
+        "finite": np.ones((2, 2), bool),
+        "n_draws": np.full(2, 3),
+    }
+    b = {
+        "draws": rng.normal(size=(1, 2, 5, 7)),
+        "finite": np.ones((1, 2), bool),
+        "n_draws": np.full(1, 5),
+    }
     m = merge([a, b])
     assert m["draws"].shape == (3, 2, 5, 7)
     assert np.isnan(m["draws"][:2, :, 3:]).all() and np.isfinite(m["draws"][2]).all()
@@ -177,8 +183,9 @@ def test_cli_flags_set_the_target(red_sweep):
     from copyhead_jax.cli.main import build_parser
 
     p = build_parser()
-    args = p.parse_args(["sample", "x.npz", "--ess-target", "400", "--rhat-target", "1.02",
-                         "--round-iter", "250"])  # fmt: skip
+    args = p.parse_args(
+        ["sample", "x.npz", "--ess-target", "400", "--rhat-target", "1.02", "--round-iter", "250"]
+    )
     mc = sampler_config(args, red_sweep)
     assert (mc.ess_target, mc.rhat_target, mc.round_iter) == (400.0, 1.02, 250)
     args = p.parse_args(["sample", "x.npz", "--round-steps", "100"])
@@ -207,8 +214,9 @@ def test_kill_between_rounds_resumes_bit_for_bit(red_sweep, capped, tmp_path, mo
     """Killed during its third round, a run resumes from the second round's snapshot and saves
     the draws, energies and acceptances of the uninterrupted run bit for bit."""
     out = tmp_path / "post.npz"
-    _killed_in_second_round(monkeypatch, CollapsedHMC, lambda: run_sampler(
-        red_sweep, HMC, out=out, progress=False))  # fmt: skip
+    _killed_in_second_round(
+        monkeypatch, CollapsedHMC, lambda: run_sampler(red_sweep, HMC, out=out, progress=False)
+    )
     assert list((tmp_path / "post.npz.chunks").glob("*.partial.npz"))  # the snapshot
     started = []
     start = CollapsedHMC.start
@@ -222,8 +230,9 @@ def test_kill_between_rounds_resumes_bit_for_bit(red_sweep, capped, tmp_path, mo
 
 #: full engine: SGLD on every weight in rounds of 20 steps (2 draws), at most 3 rounds
 FULL = ch.TINY.replace(solver=dict(max_epochs=60), sweep=dict(P=(2, 8), n_seeds=1))
-SGLD = ch.SGLDConfig(step_size=1e-5, n_steps=80, burn_in=20, thin=5, n_chains=2,
-                     ess_target=1e6, round_steps=20)  # fmt: skip
+SGLD = ch.SGLDConfig(
+    step_size=1e-5, n_steps=80, burn_in=20, thin=5, n_chains=2, ess_target=1e6, round_steps=20
+)
 
 
 def test_sgld_rounds_cap_and_resume(tmp_path, monkeypatch):
@@ -237,8 +246,9 @@ def test_sgld_rounds_cap_and_resume(tmp_path, monkeypatch):
     np.testing.assert_array_equal(ref["draw_step"], 20 + 5 * np.arange(1, 13))
     assert not ref["target_met"].any() and ref["flagged"].all()
     out = tmp_path / "post.npz"
-    _killed_in_second_round(monkeypatch, FullSGLD, lambda: run_sampler(
-        sweep, SGLD, out=out, progress=False))  # fmt: skip
+    _killed_in_second_round(
+        monkeypatch, FullSGLD, lambda: run_sampler(sweep, SGLD, out=out, progress=False)
+    )
     res = run_sampler(sweep, SGLD, out=out, progress=False)
     for k in ("draws", "accept", "distance", "finite", "U0"):
         np.testing.assert_array_equal(res[k], ref[k], err_msg=k)

@@ -60,8 +60,9 @@ def test_sampler_resume_and_determinism(sweep, tmp_path):
 
 
 def test_sampler_needs_weights(sweep):
-    no_params = sweep.replace(arrays={k: v for k, v in sweep.arrays.items()
-                                      if not k.startswith("params/")})  # fmt: skip
+    no_params = sweep.replace(
+        arrays={k: v for k, v in sweep.arrays.items() if not k.startswith("params/")}
+    )
     with pytest.raises(ValueError, match="no fitted weights"):
         run_sampler(no_params, SGLD, progress=False)
     with pytest.raises(ValueError, match="SGLDConfig.step_size"):
@@ -72,9 +73,24 @@ def test_cli_sample_and_plot(sweep, tmp_path, capsys):
     f = tmp_path / "sweep.npz"
     sweep.save(f)
     # the sampler and chunk of test_sgld_keeps_the_log_likelihood_for_loo: one compiled program
-    argv = ["sample", str(f), "--steps", "60", "--burn-in", "20", "--thin", "10", "--chains",
-            "2", "--step-size", "1e-5", "--keep-loglik", "--chunk-runs", "4",
-            "--quiet"]  # fmt: skip
+    argv = [
+        "sample",
+        str(f),
+        "--steps",
+        "60",
+        "--burn-in",
+        "20",
+        "--thin",
+        "10",
+        "--chains",
+        "2",
+        "--step-size",
+        "1e-5",
+        "--keep-loglik",
+        "--chunk-runs",
+        "4",
+        "--quiet",
+    ]
     assert main(argv) == 0
     post = tmp_path / "sweep_posterior.npz"
     assert post.exists() and (tmp_path / "sweep_posterior.png").exists()
@@ -120,9 +136,21 @@ def test_old_posterior_files_read_with_their_sampler(tmp_path):
 
     red = CFG.replace(model=dict(engine="reduced", width=64), train=dict(train_embeddings=False))
     arrays = dict(draws=np.zeros((2, 2, 2, 4, 7)), finite=np.ones((2, 2, 2), bool))
-    for cfg, want in ((CFG, SGLD), (red, ch.HMCConfig(step_size=1e-5, n_iter=40, n_warmup=20,
-                                                       thin=10, n_chains=2, n_adapt=100,
-                                                       adapt_mass=False))):  # fmt: skip
+    for cfg, want in (
+        (CFG, SGLD),
+        (
+            red,
+            ch.HMCConfig(
+                step_size=1e-5,
+                n_iter=40,
+                n_warmup=20,
+                thin=10,
+                n_chains=2,
+                n_adapt=100,
+                adapt_mass=False,
+            ),
+        ),
+    ):
         path = PosteriorResult(cfg, SGLD, arrays).save(tmp_path / "p.npz")
         a, meta = load_npz(path, kind=POSTERIOR_KIND)
         for k in ("sampler", "sampler_kind", "sampler_name"):
@@ -140,12 +168,18 @@ def test_old_posterior_files_read_with_their_sampler(tmp_path):
     assert PosteriorResult.load(path).sampler == dataclasses.replace(hmc, adapt_mass=False)
 
 
-@pytest.mark.parametrize("argv, pattern", [
-    (["--sampler", "hmc"], "collapsed HMC .HMCConfig. needs a reduced sweep"),
-    (["--iterations", "10"], "--iterations is a flag of --sampler hmc; this run uses --sampler "
-                             "sgld .SGLD counts --steps"),
-    (["--starts", "both"], "--starts is a flag of --sampler hmc"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["--sampler", "hmc"], "collapsed HMC .HMCConfig. needs a reduced sweep"),
+        (
+            ["--iterations", "10"],
+            "--iterations is a flag of --sampler hmc; this run uses --sampler "
+            "sgld .SGLD counts --steps",
+        ),
+        (["--starts", "both"], "--starts is a flag of --sampler hmc"),
+    ],
+)
 def test_cli_flags_belong_to_one_sampler(sweep, tmp_path, capsys, argv, pattern):
     f = tmp_path / "sweep.npz"
     sweep.save(f)
@@ -164,16 +198,20 @@ def test_sgld_keeps_the_log_likelihood_for_loo(sweep):
     past a run's P are NaN, and one run's export carries its P sequences for ``az.loo``."""
     import dataclasses
 
-    post = run_sampler(sweep, dataclasses.replace(SGLD, keep_loglik=True), progress=False,
-                       chunk_runs=4)  # fmt: skip
+    post = run_sampler(
+        sweep, dataclasses.replace(SGLD, keep_loglik=True), progress=False, chunk_runs=4
+    )
     w = ch.Objective.from_config(CFG).likelihood_weight
     n_y = CFG.task.L * CFG.task.V
     assert not CFG.model.causal
     for i, P in enumerate(post.P):
         ll = post["log_lik"][i]
         assert np.all(np.isnan(ll[..., P:])) and np.all(np.isfinite(ll[..., :P]))
-        np.testing.assert_allclose(ll[..., :P].sum(-1), -w * P * post["train_loss"][i]
-                                   + P * 0.5 * n_y * np.log(w / np.pi), rtol=1e-4)  # fmt: skip
+        np.testing.assert_allclose(
+            ll[..., :P].sum(-1),
+            -w * P * post["train_loss"][i] + P * 0.5 * n_y * np.log(w / np.pi),
+            rtol=1e-4,
+        )
     pytest.importorskip("arviz")
     one = ch.to_arviz(post, P=8, seed=1)
     assert one.log_likelihood["y"].shape == (2, 4, 8)
@@ -222,13 +260,19 @@ def test_chunk_runs_from_the_cli(full, capsys):
 def test_sample_out_cannot_destroy_data(full, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sample_mod, "run_sampler", no_work)
     before = full.read_bytes()
-    one_line_error(capsys, main(["sample", str(full), "--out", str(tmp_path / "x.png")]),
-                   r"--out .*x\.png' must end in \.npz")  # fmt: skip
+    one_line_error(
+        capsys,
+        main(["sample", str(full), "--out", str(tmp_path / "x.png")]),
+        r"--out .*x\.png' must end in \.npz",
+    )
     one_line_error(capsys, main(["sample", str(full), "--out", str(full)]), "is the input file")
     other = tmp_path / "other.npz"
     other.write_bytes(before)
-    one_line_error(capsys, main(["sample", str(full), "--out", str(other)]),
-                   r"holds a 'copyhead_jax\.SweepResult'; refusing to replace it")  # fmt: skip
+    one_line_error(
+        capsys,
+        main(["sample", str(full), "--out", str(other)]),
+        r"holds a 'copyhead_jax\.SweepResult'; refusing to replace it",
+    )
     assert full.read_bytes() == before and other.read_bytes() == before
 
 
@@ -287,4 +331,3 @@ def test_collapsed_hmc_refuses_joint_map_fits(reduced, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"trained embeddings holds joint-MAP fits"):
         sample_mod.run_sampler(sweep, ch.HMCConfig(n_iter=4), out=tmp_path / "p.npz")
     assert not list(tmp_path.iterdir())
-

@@ -38,10 +38,18 @@ RUN = jax.jit(
     sgld_chains,
     static_argnums=2,
     static_argnames=(
-        "n_steps", "burn_in", "thin", "n_chains", "step_size", "batch_fn", "per_chain_init",
-        "noise", "record_potential", "draw_fn",
+        "n_steps",
+        "burn_in",
+        "thin",
+        "n_chains",
+        "step_size",
+        "batch_fn",
+        "per_chain_init",
+        "noise",
+        "record_potential",
+        "draw_fn",
     ),
-)  # fmt: skip
+)
 
 
 @pytest.fixture(autouse=True)
@@ -103,8 +111,9 @@ def test_gaussian_stationary_covariance_of_the_discretised_chain():
     F = np.eye(3) - eps * A
     np.testing.assert_allclose(S, scipy.linalg.solve_discrete_lyapunov(F, 2 * eps * np.eye(3)))
 
-    res = RUN(jax.random.key(0), Z0, quadratic(A), n_steps=3000, burn_in=100, n_chains=32,
-              step_size=eps)  # fmt: skip
+    res = RUN(
+        jax.random.key(0), Z0, quadratic(A), n_steps=3000, burn_in=100, n_chains=32, step_size=eps
+    )
     theta = flat(res.draws)
     assert res.finite.all()
     assert (moment_z_scores(theta, np.zeros(3), S) < Z_MAX).all()
@@ -135,8 +144,16 @@ def test_bayesian_linear_regression_posterior():
     args = (jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32))
     # key 1 gave z = 3.09 on one coordinate; over 12 keys the 36 z-scores had sd 1.1, no sign
     # pattern (an exact float64 AR(1) gives sd 1.0), so it was the 0.27% tail: key 2 is used.
-    res = RUN(jax.random.key(2), Z0, potential, n_steps=4000, burn_in=500, n_chains=16,
-              step_size=float(eps), args=args)  # fmt: skip
+    res = RUN(
+        jax.random.key(2),
+        Z0,
+        potential,
+        n_steps=4000,
+        burn_in=500,
+        n_chains=16,
+        step_size=float(eps),
+        args=args,
+    )
     theta = flat(res.draws)
     pooled = theta.reshape(-1, 3)
     se_mean = np.array([pooled[:, i].std() for i in range(3)])
@@ -168,8 +185,16 @@ def test_preconditioner_keeps_the_gaussian_stationary_law():
     S = stationary(eps, 2 * eps * M)
     np.testing.assert_allclose(stationary(1e-6, 2e-6 * M), np.linalg.inv(A), rtol=1e-4)
     precond = {"a": jnp.asarray(m[:2], jnp.float32), "b": 1.0}
-    res = RUN(jax.random.key(2), Z0, quadratic(A), n_steps=3000, burn_in=200, n_chains=32,
-              step_size=eps, preconditioner=precond)  # fmt: skip
+    res = RUN(
+        jax.random.key(2),
+        Z0,
+        quadratic(A),
+        n_steps=3000,
+        burn_in=200,
+        n_chains=32,
+        step_size=eps,
+        preconditioner=precond,
+    )
     theta = flat(res.draws)
     assert res.finite.all()
     assert (moment_z_scores(theta, np.zeros(3), S) < Z_MAX).all()
@@ -235,14 +260,20 @@ def test_numpyro_adapter_reproduces_the_runner(capsys):
         "b": jnp.asarray([0.1, -1.0, 0.3], jnp.float32),
     }
     mcmc = MCMC(
-        SGLD(potential_fn=U, step_size=0.1), num_warmup=30, num_samples=60, num_chains=3,
-        thinning=4, chain_method="vectorized", progress_bar=False,
-    )  # fmt: skip
+        SGLD(potential_fn=U, step_size=0.1),
+        num_warmup=30,
+        num_samples=60,
+        num_chains=3,
+        thinning=4,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     mcmc.run(key, init_params=z0, extra_fields=("potential_energy", "accept_prob"))
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
-    res = RUN(key, z0, U, n_steps=90, burn_in=30, thin=4, n_chains=3, step_size=0.1,
-              per_chain_init=True)  # fmt: skip
+    res = RUN(
+        key, z0, U, n_steps=90, burn_in=30, thin=4, n_chains=3, step_size=0.1, per_chain_init=True
+    )
     assert set(samples) == {"a", "b"} and samples["a"].shape == (3, 15, 2)
     np.testing.assert_allclose(flat(samples), flat(res.draws), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(extra["potential_energy"], res.draw_potential, rtol=1e-5, atol=1e-6)
@@ -289,8 +320,7 @@ def test_noise_is_jax_normal_of_the_step_key():
     np.testing.assert_array_equal(y, jax.jit(lambda k: jax.random.normal(k, (20_001,)))(step0))
     assert not np.array_equal(x, y) and scipy.stats.kstest(np.asarray(y), "norm").pvalue > 1e-3
     # Other key implementations fall back to jax.random.normal.
-    rbg = RUN(jax.random.key(6, impl="rbg"), Z0, U_CORR, n_steps=20, n_chains=2,
-              step_size=0.1)  # fmt: skip
+    rbg = RUN(jax.random.key(6, impl="rbg"), Z0, U_CORR, n_steps=20, n_chains=2, step_size=0.1)
     assert rbg.finite.all()
 
 
@@ -333,8 +363,14 @@ def test_polynomial_schedule_drives_drift_and_noise():
     eta = a * (b + t) ** -gamma
     np.testing.assert_allclose(jax.vmap(sched)(jnp.asarray(t)), eta, rtol=1e-6)
     d = 2000
-    res = RUN(jax.random.key(8), jnp.ones(d, jnp.float32), half_square, n_steps=200, n_chains=4,
-              step_size=sched)  # fmt: skip
+    res = RUN(
+        jax.random.key(8),
+        jnp.ones(d, jnp.float32),
+        half_square,
+        n_steps=200,
+        n_chains=4,
+        step_size=sched,
+    )
     # drift of step t is eta_t * |grad U(theta_t)| = eta_t |theta_t| exactly (draws = all states)
     norms = np.linalg.norm(np.asarray(res.draws), axis=-1)
     prev = np.concatenate([np.full((4, 1), np.sqrt(d)), norms[:, :-1]], axis=1)
@@ -363,8 +399,17 @@ def test_minibatch_estimator_is_unbiased_and_samples_the_posterior():
     assert idx.shape == (10,) and idx.min() >= 0 and idx.max() < N
 
     post_mean, post_var = float(data.sum()) / (N + 1), 1 / (N + 1)
-    res = RUN(jax.random.key(10), jnp.zeros(1, jnp.float32), pot, n_steps=2000, burn_in=200,
-              n_chains=8, step_size=1e-3, batch_fn=batch_fn, args=(data,))  # fmt: skip
+    res = RUN(
+        jax.random.key(10),
+        jnp.zeros(1, jnp.float32),
+        pot,
+        n_steps=2000,
+        burn_in=200,
+        n_chains=8,
+        step_size=1e-3,
+        batch_fn=batch_fn,
+        args=(data,),
+    )
     x = np.asarray(res.draws)[..., 0]
     assert res.finite.all()
     assert z_score(x, post_mean) < Z_MAX
@@ -404,8 +449,9 @@ def test_health_flags_a_diverging_chain_and_stays_quiet_on_healthy_ones():
     assert health_warnings(health) == ["run 1, chain 3: non-finite U or MALA log-ratio (diverged)"]
     assert (health.accept_prob[0] > 0.9).all() and health.rhat[0] < 1.1 and health.ess[0] > 100
     # The healthy run alone, outside the runs vmap, is the same run and is not flagged.
-    alone = RUN(keys[0], jnp.asarray(starts[0]), soft_quartic, args=(scales[0],), step_size=0.05,
-                **kw)  # fmt: skip
+    alone = RUN(
+        keys[0], jnp.asarray(starts[0]), soft_quartic, args=(scales[0],), step_size=0.05, **kw
+    )
     np.testing.assert_allclose(alone.potential, res.potential[0], rtol=1e-5, atol=1e-5)
     assert health_warnings(chain_health(alone, burn_in=500)) == []
 
@@ -416,16 +462,30 @@ def tilted_double_well(z):
 
 def test_health_flags_low_acceptance_and_disagreeing_chains():
     # eps = 1 on a 50-d standard Gaussian: stable, but the MALA proxy is ~0.55 < ACCEPT_MIN.
-    res = RUN(jax.random.key(12), jnp.zeros(50, jnp.float32), half_square, n_steps=400,
-              burn_in=100, n_chains=2, step_size=1.0)  # fmt: skip
+    res = RUN(
+        jax.random.key(12),
+        jnp.zeros(50, jnp.float32),
+        half_square,
+        n_steps=400,
+        burn_in=100,
+        n_chains=2,
+        step_size=1.0,
+    )
     w = health_warnings(chain_health(res, burn_in=100))
     assert [s.split(":")[0] for s in w] == ["chain 0", "chain 1"]
     assert all("MALA acceptance proxy" in s for s in w)
     # Chains started in the two wells of a tilted double well (barrier 20) stay there: their
     # U differ by ~2, far more than within a chain, so split R-hat trips.
     z0 = jnp.asarray([[-1.0], [1.0], [-1.0], [1.0]], jnp.float32)
-    res = RUN(jax.random.key(13), z0, tilted_double_well, n_steps=400, n_chains=4,
-              step_size=1e-3, per_chain_init=True)  # fmt: skip
+    res = RUN(
+        jax.random.key(13),
+        z0,
+        tilted_double_well,
+        n_steps=400,
+        n_chains=4,
+        step_size=1e-3,
+        per_chain_init=True,
+    )
     w = health_warnings(chain_health(res))
     assert any(s.startswith("split R-hat of U") for s in w) and res.finite.all()
 
@@ -533,8 +593,14 @@ def test_numpyro_model_mode_recovers_a_conjugate_posterior_and_converts_to_arviz
     mean = np.array([float(y.sum()) / (n + 1), 0.0])
     var = 1 / (prec * (1 - eps / 2))  # SGLD's stationary variance [A (1 - eta M A / 2)]^{-1}
     kernel = SGLD(model=gaussian_model, step_size=eps, preconditioner={"mu": m[0], "sigma": m[1]})
-    mcmc = MCMC(kernel, num_warmup=100, num_samples=1500, num_chains=4,
-                chain_method="vectorized", progress_bar=False)  # fmt: skip
+    mcmc = MCMC(
+        kernel,
+        num_warmup=100,
+        num_samples=1500,
+        num_chains=4,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(16), y, extra_fields=("potential_energy", "accept_prob"))
     s = mcmc.get_samples(group_by_chain=True)  # constrained space (postprocess_fn)
     assert set(s) == {"mu", "sigma"} and s["mu"].shape == (4, 1500)
@@ -550,8 +616,11 @@ def test_numpyro_model_mode_recovers_a_conjugate_posterior_and_converts_to_arviz
     assert not idata.sample_stats["diverging"].values.any()
 
     # init_strategy sets the warm start, in unconstrained space (log sigma).
-    start = SGLD(model=gaussian_model, step_size=eps,
-                 init_strategy=init_to_value(values={"mu": 3.0, "sigma": 2.0}))  # fmt: skip
+    start = SGLD(
+        model=gaussian_model,
+        step_size=eps,
+        init_strategy=init_to_value(values={"mu": 3.0, "sigma": 2.0}),
+    )
     state = start.init(jax.random.key(0), 0, None, (y,), {})
     np.testing.assert_allclose([state.z["mu"], state.z["sigma"]], [3.0, np.log(2.0)], rtol=1e-6)
 

@@ -18,8 +18,10 @@ def test_start_points_are_the_branch_starts_and_prior_draws():
     from copyhead_jax.conventions import shift_matrix
     from copyhead_jax.sampling.starts import start_points
 
-    cfg = CFG.replace(model=dict(engine="reduced", width=64, attention="softmax"),
-                      train=dict(train_embeddings=False))  # fmt: skip
+    cfg = CFG.replace(
+        model=dict(engine="reduced", width=64, attention="softmax"),
+        train=dict(train_embeddings=False),
+    )
     L, V = cfg.task.L, cfg.task.V
     D = L + V
     rng = np.random.default_rng(0)
@@ -32,8 +34,9 @@ def test_start_points_are_the_branch_starts_and_prior_draws():
     want[V:, V:] = cfg.train.init_copy_logit * np.asarray(shift_matrix(L))
     for r in range(2):
         np.testing.assert_allclose(roots[r] @ s[1, r] @ roots[r].T, want, atol=1e-4)
-    assert np.array_equal(start_points(cfg, dataclasses.replace(mc, starts="fit"), fits, roots,
-                                       rng)[0], fits)  # fmt: skip
+    assert np.array_equal(
+        start_points(cfg, dataclasses.replace(mc, starts="fit"), fits, roots, rng)[0], fits
+    )
     p = start_points(cfg, dataclasses.replace(mc, starts="prior"), fits, roots, rng)
     assert p.shape == (4, 2, D, D)
     sigma_G = ch.Objective.from_config(cfg).sigma_G
@@ -46,8 +49,9 @@ def test_default_starts_follow_the_coexistence_window():
     from copyhead_jax.sampling.starts import NEAR_FACTOR, default_starts
     from copyhead_jax.theory import TheoryParams, transition_points
 
-    cfg = ch.SMALL.replace(model=dict(engine="reduced", attention="softmax"),
-                           train=dict(train_embeddings=False))  # fmt: skip
+    cfg = ch.SMALL.replace(
+        model=dict(engine="reduced", attention="softmax"), train=dict(train_embeddings=False)
+    )
     lo, hi = transition_points(TheoryParams.from_config(cfg), "softmax")["spinodals"]
     inside = int(np.sqrt(lo * hi))
     far = int(hi * NEAR_FACTOR * 4)
@@ -57,5 +61,3 @@ def test_default_starts_follow_the_coexistence_window():
 
 
 # bad input and crash safety (moved from test_bad_input.py)
-
-

@@ -48,12 +48,20 @@ def _block(P, nS, v):
     """A branch summary with every per-run array filled with ``v`` (shape [len(P), nS])."""
     a = np.full((len(P), nS), v)
     h = {k: a.copy() for k in ("rhat", "rhat_c1", "rhat_cG")}
-    h.update({k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a,
-             finite_chains=2 + 0 * a)  # fmt: skip
+    h.update(
+        {k: 1000 * a for k in ("ess", "ess_c1", "ess_cG")}, accept_mean=a, finite_chains=2 + 0 * a
+    )
     sus = {k: {"value": a, "mcse": a, "ess_sq": a} for k in E.OBSERVABLES}
-    return {"P": P, "n_seeds": nS, "map": {"cG": a}, "post_mean": {"cG": a},
-            "post_mcse": {"cG": a}, "susceptibility": sus, "llc": {"value": a},
-            "health": h}  # fmt: skip
+    return {
+        "P": P,
+        "n_seeds": nS,
+        "map": {"cG": a},
+        "post_mean": {"cG": a},
+        "post_mcse": {"cG": a},
+        "susceptibility": sus,
+        "llc": {"value": a},
+        "health": h,
+    }
 
 
 def test_merge_blocks_pads_seeds():
@@ -84,8 +92,13 @@ def test_merge_seeds_concatenates_seed_blocks():
 
 
 def test_map_psi_is_zero_at_the_origin_and_unchanged_elsewhere():
-    b = {"map": {"r": np.array([[1e-10, 0.5]]), "cG": np.array([[1e-12, 0.2]]),
-                 "psi": np.array([[0.94, 0.3]])}}  # fmt: skip
+    b = {
+        "map": {
+            "r": np.array([[1e-10, 0.5]]),
+            "cG": np.array([[1e-12, 0.2]]),
+            "psi": np.array([[0.94, 0.3]]),
+        }
+    }
     assert E.map_psi(b).tolist() == [[0.0, 0.3]]  # the 1e-10 residues' ratio is not a psi
 
 
@@ -130,7 +143,8 @@ def test_seed_mean_transitions_and_posterior_level_of_merged_parts():
     m = E.merge_blocks(low, high)
     psi = np.array([0.0, 0.2, 0.8, 1.0])
     assert E.seed_mean_transitions(m, [low, high]) == E.linear_transitions(
-        [1, 2, 4, 8], psi, psi / 2, psi / 2)
+        [1, 2, 4, 8], psi, psi / 2, psi / 2
+    )
     got = E.posterior_level([low, high])
     assert got == locate_level(np.array([1.0, 2, 4, 8]), 2 * psi, 1.0).to_dict()
     assert 2 < got["P_star"] < 4
@@ -149,8 +163,12 @@ def test_linear_summary_merges_the_parts_and_judges_at_each_reference():
     assert lin["transitions"]["map"] == E.seed_mean_transitions(lin, [low, high])["map"]
     ew = lin["early_warning"]
     assert set(ew["theory_map_P_c1"]) == set(E.OBSERVABLES) and ew["theory_map_P_cG"] is None
-    assert list(ew) == ["theory_map_P_c1", "theory_map_P_cG", "posterior_P_cG",
-                        "posterior_P_cG_half"]  # fmt: skip
+    assert list(ew) == [
+        "theory_map_P_c1",
+        "theory_map_P_cG",
+        "posterior_P_cG",
+        "posterior_P_cG_half",
+    ]
 
 
 def test_softmax_summary_crosses_the_two_starts_and_reads_the_theory():
@@ -179,24 +197,50 @@ def test_markdown_tables_of_a_planted_summary():
     health row per block; one verdict row per observable."""
     two = lambda a, b: np.array([[a, b], [a + 1, b + 1]], float)  # noqa: E731  [P, seed]
     ones = np.ones((2, 2))
-    b = {"P": [4, 8], "map": {"cG": two(1, 3), "r": two(0, 0)},
-         "post_mean": {"cG": two(2, 2), "r": two(0.5, 0.5)},
-         "susceptibility": {k: {"value": two(1, 3), "mcse": two(0.1, 0.2)} for k in E.OBSERVABLES},
-         "llc": {"value": two(5, 7), "mcse": two(0.5, 0.25)},
-         "health": {"finite_chains": 2 * ones, "rhat": two(1.0, 1.02), "rhat_c1": ones,
-                    "rhat_cG": ones, "ess": two(300, 500), "ess_c1": 1e3 * ones,
-                    "ess_cG": 1e3 * ones},
-         "health_summary": {"n_runs": 4, "rhat_max": 1.02, "n_rhat_gt_1.01": 1,
-                            "n_rhat_gt_1.05": 0, "ess_min": 300.0, "n_ess_lt_400": 1,
-                            "accept_range": [0.6, 0.8]},
-         "wall_seconds": 120.0}  # fmt: skip
+    b = {
+        "P": [4, 8],
+        "map": {"cG": two(1, 3), "r": two(0, 0)},
+        "post_mean": {"cG": two(2, 2), "r": two(0.5, 0.5)},
+        "susceptibility": {k: {"value": two(1, 3), "mcse": two(0.1, 0.2)} for k in E.OBSERVABLES},
+        "llc": {"value": two(5, 7), "mcse": two(0.5, 0.25)},
+        "health": {
+            "finite_chains": 2 * ones,
+            "rhat": two(1.0, 1.02),
+            "rhat_c1": ones,
+            "rhat_cG": ones,
+            "ess": two(300, 500),
+            "ess_c1": 1e3 * ones,
+            "ess_cG": 1e3 * ones,
+        },
+        "health_summary": {
+            "n_runs": 4,
+            "rhat_max": 1.02,
+            "n_rhat_gt_1.01": 1,
+            "n_rhat_gt_1.05": 0,
+            "ess_min": 300.0,
+            "n_ess_lt_400": 1,
+            "accept_range": [0.6, 0.8],
+        },
+        "wall_seconds": 120.0,
+    }
     rows = E.per_P_markdown("linear", b)
-    assert rows[4] == ("| 4 | 2 | 2 ± 1.4 | 2 ± 0 | 0 ± 0 | 0.5 ± 0 | 2 (0.2) | 2 (0.2) |"
-                       " 2 (0.2) | 2 (0.2) | 6 ± 1.4 (0.5) | 4 | 1.02, 1, 1 | 300, 1e+03, 1e+03 |")
+    assert rows[4] == (
+        "| 4 | 2 | 2 ± 1.4 | 2 ± 0 | 0 ± 0 | 0.5 ± 0 | 2 (0.2) | 2 (0.2) |"
+        " 2 (0.2) | 2 (0.2) | 6 ± 1.4 (0.5) | 4 | 1.02, 1, 1 | 300, 1e+03, 1e+03 |"
+    )
     assert E.health_markdown([("linear", b), ("none", None)])[2:] == [
-        "| linear | 4 | 1.02 | 1 / 0 | 300 | 1 | 0.6-0.8 | 2 |"]
-    v = {"P_star": 8.0, "n_seeds": 2, "ratio": 2.0, "ratio_ci": [1.5, 2.5], "var_ratio": 1.5,
-         "var_ratio_ci": None, "verdict": "grows"}
+        "| linear | 4 | 1.02 | 1 / 0 | 300 | 1 | 0.6-0.8 | 2 |"
+    ]
+    v = {
+        "P_star": 8.0,
+        "n_seeds": 2,
+        "ratio": 2.0,
+        "ratio_ci": [1.5, 2.5],
+        "var_ratio": 1.5,
+        "var_ratio_ci": None,
+        "verdict": "grows",
+    }
     rows = E.verdicts_markdown([("linear", {"theory_map_P_cG": {"cG": v}, "other": None})])
     assert rows[2:] == [
-        "| linear | theory_map_P_cG = 8 | cG | 2 | 2 [1.5, 2.5] | 1.5 [-, -] | grows |"]
+        "| linear | theory_map_P_cG = 8 | cG | 2 | 2 [1.5, 2.5] | 1.5 [-, -] | grows |"
+    ]

@@ -60,8 +60,12 @@ def test_finite_action_gap_is_the_seed_mean_weak_minus_strong_action_per_sequenc
     strong = np.array([[2.0, 2.0], [2.0, 0.0], [8.0, 8.0]])
     valid = np.ones((3, 2, 2), bool)
     valid[2, :, 1] = False  # P = 40: the strong minimum is gone on both seeds
-    ft = {"P": P, "aG": np.array([[0.1, 3.0]] * 3),  # the global minimum's: split at 1.55
-          "minima_aG": np.broadcast_to([0.1, 3.0], (3, 2, 2)),
-          "minima_value": np.stack([weak, strong], -1), "minima_valid": valid}  # fmt: skip
+    ft = {
+        "P": P,
+        "aG": np.array([[0.1, 3.0]] * 3),  # the global minimum's: split at 1.55
+        "minima_aG": np.broadcast_to([0.1, 3.0], (3, 2, 2)),
+        "minima_value": np.stack([weak, strong], -1),
+        "minima_valid": valid,
+    }
     gap = finite_action_gap(ft)
     assert gap[:2] == pytest.approx([0.0, 0.15]) and np.isnan(gap[2])

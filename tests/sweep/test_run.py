@@ -59,8 +59,9 @@ def test_run_alone_equals_run_in_batch(baseline):
         np.testing.assert_allclose(alone[k], baseline[k], rtol=1e-4, atol=1e-5, err_msg=k)
     # the same run in a sweep of its own (P_max = 4, seed 1): the data are nested prefixes so
     # it sees the same 4 sequences and the same init; only the padding length differs
-    own = ch.run_sweep(CFG.replace(sweep=dict(P=(4,), seed=CFG.sweep.seed + 1, n_seeds=1)),
-                       progress=False)  # fmt: skip
+    own = ch.run_sweep(
+        CFG.replace(sweep=dict(P=(4,), seed=CFG.sweep.seed + 1, n_seeds=1)), progress=False
+    )
     for k in ("c1", "cG", "train_loss"):
         np.testing.assert_allclose(own[k][0, 0], baseline[k][1, 1], rtol=2e-3, err_msg=k)
 
@@ -184,8 +185,22 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
         raise AssertionError("training started")
 
     monkeypatch.setattr(programs_mod, "Trainer", no_training)
-    rc = main(["sweep", "--preset", "tiny", "--no-plot", "--n-seeds", "1", "--P", "2",
-               "--width", "65536", "--out", str(tmp_path / "x")])  # fmt: skip
+    rc = main(
+        [
+            "sweep",
+            "--preset",
+            "tiny",
+            "--no-plot",
+            "--n-seeds",
+            "1",
+            "--P",
+            "2",
+            "--width",
+            "65536",
+            "--out",
+            str(tmp_path / "x"),
+        ]
+    )
     one_line_error(capsys, rc, r"needs about [\d.]+ GiB.*but [\d.]+ GiB is available.*--engine")
     need = per_run_bytes(FAKE_CFG.replace(model=dict(width=65536)))
     assert need > 64 * 2**30  # the N x N key-query matrix and its Adam state
@@ -197,23 +212,46 @@ def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch,
     monkeypatch.setattr(programs_mod, "Trainer", lambda *a: pytest.fail("training started"))
     monkeypatch.setattr(sweep_mod, "claim", lambda *a, **k: pytest.fail("lock taken"))
     out = tmp_path / "o"
-    rc = main(["sweep", "--preset", "tiny", "--engine", "reduced", "--P", "10000000",
-               "--L", "25", "--width", "inf", "--n-seeds", "1", "--no-plot", "--quiet",
-               "--out", str(out)])  # fmt: skip
+    rc = main(
+        [
+            "sweep",
+            "--preset",
+            "tiny",
+            "--engine",
+            "reduced",
+            "--P",
+            "10000000",
+            "--L",
+            "25",
+            "--width",
+            "inf",
+            "--n-seeds",
+            "1",
+            "--no-plot",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     one_line_error(capsys, rc, r"reduced-engine run at P = 10000000 needs about .*GiB.*--P")
     assert not out.exists()
-    big = FAKE_CFG.replace(task=dict(L=25), model=dict(engine="reduced", width=float("inf")),
-                      sweep=dict(P=(10**7,)))
+    big = FAKE_CFG.replace(
+        task=dict(L=25), model=dict(engine="reduced", width=float("inf")), sweep=dict(P=(10**7,))
+    )
     for solver in ("adam", "exact"):
         with pytest.raises(ValueError, match="GiB is available"):
-            ch.run_sweep(big.replace(solver=dict(kind=solver)), out=tmp_path / "a.npz",
-                         progress=False)  # fmt: skip
+            ch.run_sweep(
+                big.replace(solver=dict(kind=solver)), out=tmp_path / "a.npz", progress=False
+            )
     assert not list(tmp_path.iterdir())
 
 
 def test_reduced_adam_blow_up_is_not_ok_and_lr_mult_must_be_positive():
-    cfg = ch.TINY.replace(model=dict(engine="reduced"), sweep=dict(P=(2,), n_seeds=1),
-                          solver=dict(kind="adam", lr=10.0, lr_scaling="raw"))  # fmt: skip
+    cfg = ch.TINY.replace(
+        model=dict(engine="reduced"),
+        sweep=dict(P=(2,), n_seeds=1),
+        solver=dict(kind="adam", lr=10.0, lr_scaling="raw"),
+    )
     for bad in ([-1.0], [0.0], [float("nan")]):
         with pytest.raises(ValueError, match="lr_mult entries must be finite reals > 0"):
             ch.run_sweep(cfg, lr_mult=np.array(bad), progress=False)
@@ -332,4 +370,3 @@ def test_bad_types_are_value_errors(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="a result path must be a str or path"):
         SweepResult.load(123)
     assert ch.ModelConfig(engine="reduced", width=np.float32("inf")).width == float("inf")
-

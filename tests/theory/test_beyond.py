@@ -43,18 +43,26 @@ def test_rho_zero_without_mask_is_todays_action(attention):
     p = params(L=6, V=4)
     G = jnp.asarray(np.random.default_rng(0).normal(size=(6, 6)))
     today = th.ek_action(G, P=37.0, params=p, attention=attention, objective="post")
-    same = th.ek_action(G, P=37.0, params=p, attention=attention, objective="post",
-                        causal=False, stats=None)  # fmt: skip
+    same = th.ek_action(
+        G, P=37.0, params=p, attention=attention, objective="post", causal=False, stats=None
+    )
     assert float(same) == float(today)  # the unmasked path is today's code, op for op
-    rho0 = th.ek_action(G, P=37.0, params=p, attention=attention, objective="post",
-                        stats=markov_stats(sticky_transition(4, 0.0), 6))  # fmt: skip
+    rho0 = th.ek_action(
+        G,
+        P=37.0,
+        params=p,
+        attention=attention,
+        objective="post",
+        stats=markov_stats(sticky_transition(4, 0.0), 6),
+    )
     assert rel(rho0, today) < 1e-13
 
 
 def test_theory_mask_is_the_models_mask():
     assert np.array_equal(np.asarray(th.heads.causal_keys(7)), np.asarray(causal_keys(7)))
-    assert np.array_equal(np.asarray(th.action.causal_weights(7)),
-                          np.asarray(target_weights(7, True), np.float64))  # fmt: skip
+    assert np.array_equal(
+        np.asarray(th.action.causal_weights(7)), np.asarray(target_weights(7, True), np.float64)
+    )
 
 
 def test_weighted_moments_equal_brute_force_on_markov_tokens():
@@ -94,8 +102,9 @@ def test_causal_action_is_the_networks_U_at_a_planted_point(attention):
     A = np.zeros((L, L))  # the literal masked attention, row by row
     for a in range(L):
         s = G[a, : a + 1]
-        A[a, : a + 1] = s if attention == "linear" else np.exp(s - s.max()) / np.exp(
-            s - s.max()).sum()  # fmt: skip
+        A[a, : a + 1] = (
+            s if attention == "linear" else np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+        )
     X = np.eye(V)[tok]
     H = X @ W_E.T + b.T[None]
     F = np.einsum("ab,pbn->pan", A, H)[:, 1:].reshape(-1, N)  # position 0 has no target
@@ -107,8 +116,14 @@ def test_causal_action_is_the_networks_U_at_a_planted_point(attention):
         2 * p.sigma_O**2
     )
     gram = th.embedding_gram(jnp.asarray(W_E), jnp.asarray(b))
-    t = th.finite_terms(jnp.asarray(G), tokens=jnp.asarray(tok), params=p, gram=gram,
-                        attention=attention, causal=True)  # fmt: skip
+    t = th.finite_terms(
+        jnp.asarray(G),
+        tokens=jnp.asarray(tok),
+        params=p,
+        gram=gram,
+        attention=attention,
+        causal=True,
+    )
     assert rel(t["Q"], U_min) < 1e-9  # as identity 4 (tests/theory/test_action.py)
     assert np.allclose(np.asarray(attention_of(jnp.asarray(G), attention, True)), A, atol=1e-14)
 
@@ -125,8 +140,10 @@ def test_markov_ek_action_is_the_finite_action_on_the_exact_statistics():
         fin = th.finite_action(G, tokens=st, params=p, causal=causal)
         assert rel(ek, fin) < TIGHT
     # and the chain's moments move the action away from the i.i.d. one
-    assert rel(th.ek_action(G, P=50.0, params=p, stats=(S4, S2)),
-               th.ek_action(G, P=50.0, params=p)) > 1e-3  # fmt: skip
+    assert (
+        rel(th.ek_action(G, P=50.0, params=p, stats=(S4, S2)), th.ek_action(G, P=50.0, params=p))
+        > 1e-3
+    )
 
 
 @pytest.mark.heavy  # ~2 min on a loaded 2-core machine (41 P points of L-BFGS)
@@ -136,8 +153,7 @@ def test_full_minimiser_reproduces_the_closed_forms_without_mask():
     argmax of a sampled slope; 0.1 decade here), P_cG_half by interpolation to 3%."""
     p = th.TheoryParams.preset("paper", L=6, V=3)
     today = th.transition_points(p, "linear")
-    r = beyond_points(p, attention="linear", space="full", P_range=(3.0, 3e4), n_P=41,
-                      n_steps=60)  # fmt: skip
+    r = beyond_points(p, attention="linear", space="full", P_range=(3.0, 3e4), n_P=41, n_steps=60)
     assert rel(r["P_c1"], today["P_c1"]) < 1e-8
     assert abs(np.log10(r["P_cG"] / today["P_cG"])) <= 0.1
     assert rel(r["P_cG_half"], today["P_cG_half"]) < 0.03
@@ -152,8 +168,15 @@ def test_mask_takes_the_minimiser_out_of_the_span():
     out = {}
     for causal in (False, True):
         for sp in ("full", "ansatz"):
-            out[causal, sp] = beyond_points(p, causal=causal, attention="linear", space=sp,
-                                            P_range=(300.0, 3000.0), n_P=5, n_steps=80)  # fmt: skip
+            out[causal, sp] = beyond_points(
+                p,
+                causal=causal,
+                attention="linear",
+                space=sp,
+                P_range=(300.0, 3000.0),
+                n_P=5,
+                n_steps=80,
+            )
     v = {k: r["linear"]["up"]["value"] for k, r in out.items()}
     assert np.all(v[True, "full"] <= v[True, "ansatz"] * (1 + 1e-12))
     assert np.max(v[True, "ansatz"] - v[True, "full"]) > 1e-6 * np.max(v[True, "full"])
@@ -170,8 +193,9 @@ def test_beyond_points_reads_a_dirichlet_chain():
 
     p = th.TheoryParams.preset("paper", L=5, V=3)
     task = TaskConfig(L=5, V=3, source="markov", alpha=0.5, chain_seed=3)
-    given = TaskConfig(L=5, V=3, source="markov",
-                       transition=tuple(map(tuple, transition_matrix(task).tolist())))  # fmt: skip
+    given = TaskConfig(
+        L=5, V=3, source="markov", transition=tuple(map(tuple, transition_matrix(task).tolist()))
+    )
     kw = dict(attention="linear", P_range=(3.0, 3e4), n_P=7, n_steps=40)
     r, r_given, r_iid = (beyond_points(p, t, **kw) for t in (task, given, None))
     assert not r["inputs"]["iid"] and r["P_c1"] is not None and np.isfinite(r["P_c1"])
@@ -195,11 +219,30 @@ def test_bad_inputs():
 def test_theory_points_cli_prints_the_full_minimisers_pstar(capsys):
     from copyhead_jax.cli.theory import main
 
-    res = main(["points", "--L", "4", "--V", "2", "--source", "markov", "--rho", "0.5",
-                "--causal", "--attention", "linear", "--n-P", "7", "--space", "full"])  # fmt: skip
+    res = main(
+        [
+            "points",
+            "--L",
+            "4",
+            "--V",
+            "2",
+            "--source",
+            "markov",
+            "--rho",
+            "0.5",
+            "--causal",
+            "--attention",
+            "linear",
+            "--n-P",
+            "7",
+            "--space",
+            "full",
+        ]
+    )
     text = capsys.readouterr().out
     assert "Markov rho=0.5 tokens, causal mask" in text and "full" in text
     assert res["full"]["P_c1"] is not None and "P_c1" in text
+
 
 def test_theory_points_cli_refuses_a_chain_parameter_without_the_chain():
     from copyhead_jax.cli.theory import main
@@ -217,8 +260,9 @@ def test_markov_rho_zero_locates_the_iid_points_by_root_finding():
     p = th.TheoryParams.preset("paper", L=6, V=3)
     today = th.transition_points(p, "linear")
     task = TaskConfig(L=6, V=3, source="markov", rho=0.0)
-    r = beyond_points(p, task, attention="linear", space="ansatz", P_range=(3.0, 3e4), n_P=21,
-                      n_steps=60)  # fmt: skip
+    r = beyond_points(
+        p, task, attention="linear", space="ansatz", P_range=(3.0, 3e4), n_P=21, n_steps=60
+    )
     assert rel(r["P_c1"], today["P_c1"]) < 1e-9
     assert rel(r["P_cG_half"], today["P_cG_half"]) < 1e-9
     assert rel(r["P_cG"], today["P_cG"]) < 1e-9
@@ -228,8 +272,7 @@ def test_a_point_outside_the_scan_is_not_found_never_the_scan_edge():
     """A scan that stops below the crossover (P <= 60 here, P_cG ~ 260) holds no maximum of the
     psi slope and no psi = 1/2: both are None with a note, not the scan's edge."""
     p = th.TheoryParams.preset("paper", L=6, V=3)
-    r = beyond_points(p, attention="linear", space="ansatz", P_range=(3.0, 60.0), n_P=9,
-                      n_steps=60)  # fmt: skip
+    r = beyond_points(p, attention="linear", space="ansatz", P_range=(3.0, 60.0), n_P=9, n_steps=60)
     assert r["P_cG"] is None and r["P_cG_half"] is None
     assert {"P_cG", "P_cG_half"} <= set(r["not_found"])
     assert any("P_cG not found" in n for n in r["notes"])
@@ -293,7 +336,8 @@ def test_markov_rho_zero_locates_the_iid_points_at_L25():
     p = th.TheoryParams.preset("paper", L=25, V=5)
     today = th.transition_points(p, "linear")
     task = TaskConfig(L=25, V=5, source="markov", rho=0.0)
-    r = beyond_points(p, task, attention="linear", space="ansatz", P_range=(3.0, 3e4), n_P=31,
-                      n_steps=200)  # fmt: skip
+    r = beyond_points(
+        p, task, attention="linear", space="ansatz", P_range=(3.0, 3e4), n_P=31, n_steps=200
+    )
     for k in ("P_c1", "P_cG", "P_cG_half"):
         assert r[k] is not None and rel(r[k], today[k]) < 1e-9, (k, r[k], today[k])

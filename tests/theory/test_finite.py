@@ -164,19 +164,22 @@ def test_exact_map_lands_on_the_finite_width_theory(attention):
     cfg = ch.PLAIN.replace(
         task=dict(L=10, V=3, n_test=64),
         model=dict(attention=attention, engine="reduced", width=10_000),
-        train=dict(train_embeddings=False, init_attention="copy" if attention == "softmax"
-                   else "prior"),
+        train=dict(
+            train_embeddings=False, init_attention="copy" if attention == "softmax" else "prior"
+        ),
         sweep=dict(P=(64,), n_seeds=1),
-    )  # fmt: skip
+    )
     # the sweep under the suite's standard promotion (tests/conftest.py); the theory stays strict
     with jax.numpy_dtype_promotion("standard"):
         res = ch.run_sweep(cfg, progress=False, keep_params=True)
     assert bool(res["converged"][0, 0]) and float(res["min_eig"][0, 0]) > 0
     tokens = np.asarray(sweep_inputs(cfg, None).train[0])[:64]
     ft = th.finite_theory_minimum(
-        tokens=tokens, gram=res["gram"][0, 0], params=th.TheoryParams.from_config(cfg),
+        tokens=tokens,
+        gram=res["gram"][0, 0],
+        params=th.TheoryParams.from_config(cfg),
         attention=attention,
-    )  # fmt: skip
+    )
     measured = float(res["cG"][0, 0])
     theory = ft["aG" if attention == "softmax" else "cG"]
     cov = float(res["coverage"][0, 0])

@@ -43,8 +43,9 @@ def test_sigmoid_potential_equals_the_full_EK_action_on_the_ansatz(likelihood):
                 G = SigmoidTheory.logits(x, L)
                 for obj in ("map", "post"):
                     for pf in (False, True):
-                        full = th.ek_action(G, P=37.0, params=p, attention="sigmoid",
-                                            objective=obj, pushforward=pf)  # fmt: skip
+                        full = th.ek_action(
+                            G, P=37.0, params=p, attention="sigmoid", objective=obj, pushforward=pf
+                        )
                         red = SigmoidTheory.potential(x, 37.0, pa, obj, pf)
                         assert abs(float(red - full)) <= RTOL_64 * abs(float(full)), (x, obj, pf)
 

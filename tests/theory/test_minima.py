@@ -29,8 +29,9 @@ def test_reported_minima_are_minima_and_the_global_one_beats_a_dense_grid():
     with jax.enable_x64(True):
         for i in (0, 9, 14, 17, 23):  # G = 0, pooling, crossover, copying
             p = P[i]
-            dense = np.asarray(th.linear_potential(jnp.asarray(C1), jnp.asarray(CG), P=p,
-                                                   params=PAPER))  # fmt: skip
+            dense = np.asarray(
+                th.linear_potential(jnp.asarray(C1), jnp.asarray(CG), P=p, params=PAPER)
+            )
             ok = cur["minima_valid"][i]
             assert ok[0] and cur["action"][i] <= dense.min() * (1 + 1e-12)
             for c1, cG in zip(cur["minima_c1"][i][ok], cur["minima_cG"][i][ok]):

@@ -56,16 +56,26 @@ def test_array_record_gives_the_closed_forms_of_the_named_one():
     or as 0/1 numbers (``jnp.where``); both compute the same float64 expression, so they agree
     to a few ulps (1e-14 relative)."""
     base = dict(L=9, V=4, sigma_e=1.3, sigma_p=0.8, sigma_G=1.7, sigma_O=0.6, sigma2=4.0, chi=7.0)
-    ps = [th.TheoryParams(**base, likelihood=lk, linear_scale=ls, chi_in_readout_prior=cr,
-                          chi_in_noise=cn)
-          for lk, ls, cr, cn in itertools.product(("per_sequence", "per_position"),
-                                                  ("none", "inv_sqrt_L", "inv_L"),
-                                                  (True, False), (True, False))]  # fmt: skip
+    ps = [
+        th.TheoryParams(
+            **base, likelihood=lk, linear_scale=ls, chi_in_readout_prior=cr, chi_in_noise=cn
+        )
+        for lk, ls, cr, cn in itertools.product(
+            ("per_sequence", "per_position"),
+            ("none", "inv_sqrt_L", "inv_L"),
+            (True, False),
+            (True, False),
+        )
+    ]
     with jax.enable_x64(True):
         stacked = th.TheoryParams.stack(ps)
         assert stacked.L.shape == (len(ps),)
-        for fn in (p_c1_closed_form, p_c1_asymptotic, lambda q: q.sigma2_chi[0],
-                   lambda q: q.sigma2_chi[1]):  # fmt: skip
+        for fn in (
+            p_c1_closed_form,
+            p_c1_asymptotic,
+            lambda q: q.sigma2_chi[0],
+            lambda q: q.sigma2_chi[1],
+        ):
             named = np.array([float(fn(q)) for q in ps])
             np.testing.assert_allclose(np.asarray(fn(stacked)), named, rtol=1e-14)
             one = np.array([float(fn(q.arrays())) for q in ps])

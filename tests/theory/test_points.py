@@ -60,8 +60,9 @@ def test_identity9_order_parameter_grows_like_a_square_root_above_P_c1():
 
 
 def test_identity10_two_minima_inside_the_window_one_outside():
-    r = check_coexistence_window(PLAIN, "softmax", n_inside=N_CURVE // 2,
-                                 n_below=N_CURVE // 4, n_above=5)
+    r = check_coexistence_window(
+        PLAIN, "softmax", n_inside=N_CURVE // 2, n_below=N_CURVE // 4, n_above=5
+    )
     # at P_aG the two wells are equally deep (above), and beta jumps by O(log L)
     jump = r["beta_strong"] - r["beta_weak"]
     assert 0.5 * np.log(PLAIN.L) < jump < 2.0 * np.log(PLAIN.L)

@@ -37,8 +37,9 @@ def test_vectorised_over_P_and_a_stacked_record_equals_a_loop():
         p25 = th.TheoryParams()
         f = jax.vmap(lambda b, q: th.softmax_potential(b, P=q, params=p25, objective=obj))
         b = jnp.array([0.0, 1.0, 3.0])
-        loop = [float(th.softmax_potential(b[i], P=P[i], params=p25, objective=obj))
-                for i in range(3)]  # fmt: skip
+        loop = [
+            float(th.softmax_potential(b[i], P=P[i], params=p25, objective=obj)) for i in range(3)
+        ]
         np.testing.assert_allclose(np.asarray(f(b, jnp.asarray(P))), loop, rtol=1e-13)
         # vmap over the record itself
         g = jax.vmap(lambda q: th.softmax_potential(1.0, P=30.0, params=q, objective=obj))
@@ -84,8 +85,9 @@ def test_per_position_likelihood_is_P_over_L():
         a = th.linear_potential(c1, cG, P=260.0, params=pos, objective=obj)
         b = th.linear_potential(c1, cG, P=260.0 / L, params=seq, objective=obj)
         assert abs(float(a) - float(b)) < 1e-13 * abs(float(b))
-        pos, seq = (q.replace(**{k: 1.0 for k in SCALES if k.startswith("sigma_")})
-                    for q in (pos, seq))  # fmt: skip
+        pos, seq = (
+            q.replace(**{k: 1.0 for k in SCALES if k.startswith("sigma_")}) for q in (pos, seq)
+        )
         a = th.softmax_potential(1.1, P=260.0, params=pos, objective=obj)
         b = th.softmax_potential(1.1, P=20.0, params=seq, objective=obj)
         assert abs(float(a) - float(b)) < 1e-13 * abs(float(b))
@@ -94,8 +96,9 @@ def test_per_position_likelihood_is_P_over_L():
 def test_inv_L_is_sigma_G_over_L_for_linear_only():
     L = 13
     a = th.linear_potential(0.5, 1.0, P=9.0, params=params(L=L, V=4, linear_scale="inv_L"))
-    b = th.linear_potential(0.5, 1.0, P=9.0,
-                            params=params(L=L, V=4, linear_scale="none", sigma_G=1.7 / L))
+    b = th.linear_potential(
+        0.5, 1.0, P=9.0, params=params(L=L, V=4, linear_scale="none", sigma_G=1.7 / L)
+    )
     assert abs(float(a) - float(b)) < 1e-13 * abs(float(b))
     a = th.softmax_potential(0.5, P=9.0, params=params(L=L, V=4, linear_scale="inv_L"))
     b = th.softmax_potential(0.5, P=9.0, params=params(L=L, V=4, linear_scale="none"))

@@ -40,5 +40,3 @@ def test_rungs_near_one_integrate_an_integrand_that_bends_there_better():
 
 
 # --- bad input --------------------------------------------------------------------------------
-
-

@@ -17,15 +17,33 @@ HMC = dict(n_iter=1500, thin=3, step_size=0.5, n_adapt=100)
 
 def _log_z(key, U, order, *, side, threshold, n, U_star=0.0, logdet=0.0, n_chains=2, w_start=None):
     keys = jax.random.split(key, len(TS) * n_chains + 1)
-    st = path_rungs(keys[1:].reshape(len(TS), n_chains), U, order, TS, side=side,
-                    threshold=threshold, n=n, U_star=U_star, w_start=w_start, **HMC)  # fmt: skip
+    st = path_rungs(
+        keys[1:].reshape(len(TS), n_chains),
+        U,
+        order,
+        TS,
+        side=side,
+        threshold=threshold,
+        n=n,
+        U_star=U_star,
+        w_start=w_start,
+        **HMC,
+    )
     if side == 0:
         p, se = 1.0, 0.0
     else:
         p, se, _ = reference_mass(keys[0], order, n, 20_000, side=side, threshold=threshold)
     d = np.asarray(st.records)
-    fe = branch_log_z(TS, d[..., 0], np.asarray(st.finite), U_star=U_star, logdet_C=logdet,
-                      n=n, p_ref=p, p_ref_se=se)  # fmt: skip
+    fe = branch_log_z(
+        TS,
+        d[..., 0],
+        np.asarray(st.finite),
+        U_star=U_star,
+        logdet_C=logdet,
+        n=n,
+        p_ref=p,
+        p_ref_se=se,
+    )
     return fe, d, st
 
 
@@ -40,8 +58,15 @@ def test_half_space_gaussian_matches_erf():
     Tolerance: 4 standard errors (TI MCSE and the reference mass's binomial error) plus 0.02
     for the rung spacing (6 rungs; the Euler-Maclaurin term on this path is ~0.01)."""
     a = 0.3
-    fe, d, _ = _log_z(jax.random.key(0), U_GAUSS, lambda w: w[0], side=1, threshold=a, n=2,
-                      w_start=jnp.array([1.0, 0.0]))  # fmt: skip
+    fe, d, _ = _log_z(
+        jax.random.key(0),
+        U_GAUSS,
+        lambda w: w[0],
+        side=1,
+        threshold=a,
+        n=2,
+        w_start=jnp.array([1.0, 0.0]),
+    )
     exact = LOG_Z_GAUSS + float(log_ndtr(-a / S[0]))
     assert abs(-fe["F"] - exact) < 4 * fe["mcse"] + 0.02, (fe["F"], exact, fe["mcse"])
     assert np.all(d[..., 1] >= a)  # the constraint keeps every recorded draw inside
@@ -54,9 +79,18 @@ def test_exact_first_rung_matches_erf_and_counts_as_one_chain():
     draws."""
     a = 0.3
     keys = jax.random.split(jax.random.key(7), (len(TS) - 1) * 2 + 2)
-    st = path_rungs(keys[2:].reshape(len(TS) - 1, 2), U_GAUSS, lambda w: w[0], TS[1:], side=1,
-                    threshold=a, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]),
-                    **HMC)  # fmt: skip
+    st = path_rungs(
+        keys[2:].reshape(len(TS) - 1, 2),
+        U_GAUSS,
+        lambda w: w[0],
+        TS[1:],
+        side=1,
+        threshold=a,
+        n=2,
+        U_star=0.0,
+        w_start=jnp.array([1.0, 0.0]),
+        **HMC,
+    )
     w = np.asarray(jax.random.normal(keys[0], (4000, 2)), np.float64)
     inside = w[:, 0] >= a
     g0 = 0.5 * np.sum((w[inside] / np.asarray(S)) ** 2, 1) - 0.5 * np.sum(w[inside] ** 2, 1)
@@ -103,8 +137,16 @@ def test_double_well_branches_and_weight():
         c = curv**-0.5
         U = lambda w, x_star=x_star, c=c: _double_well(x_star + c * w[0])  # noqa: E731
         order = lambda w, x_star=x_star, c=c: x_star + c * w[0]  # noqa: E731
-        fe, d, _ = _log_z(jax.random.key(2 + side), U, order, side=side, threshold=0.0, n=1,
-                          U_star=float(_double_well(x_star)), logdet=math.log(c))  # fmt: skip
+        fe, d, _ = _log_z(
+            jax.random.key(2 + side),
+            U,
+            order,
+            side=side,
+            threshold=0.0,
+            n=1,
+            U_star=float(_double_well(x_star)),
+            logdet=math.log(c),
+        )
         assert np.all((d[..., 1] >= 0) if side > 0 else (d[..., 1] < 0))
         assert abs(fe["F"] - F_ex[side]) < 4 * fe["mcse"] + 0.02, (side, fe["F"], F_ex[side])
         F_est[side] = (fe["F"], fe["mcse"])
@@ -123,8 +165,18 @@ def test_progress_is_called_once_per_step_for_the_batch_and_changes_nothing():
 
     def run(progress):
         def one(k):
-            return path_rungs(k, U_GAUSS, lambda w: w[0], TS[:3], side=0, threshold=0.0, n=2,
-                              U_star=0.0, progress=progress, **kw)  # fmt: skip
+            return path_rungs(
+                k,
+                U_GAUSS,
+                lambda w: w[0],
+                TS[:3],
+                side=0,
+                threshold=0.0,
+                n=2,
+                U_star=0.0,
+                progress=progress,
+                **kw,
+            )
 
         keys = jax.random.split(jax.random.key(5), 2 * 3 * 2).reshape(2, 3, 2)
         return jax.block_until_ready(jax.jit(jax.vmap(one))(keys))
@@ -133,9 +185,12 @@ def test_progress_is_called_once_per_step_for_the_batch_and_changes_nothing():
     total = kw["n_adapt"] + kw["n_iter"]
     blocks = [kw["n_adapt"] + (j + 1) * kw["thin"] for j in range(kw["n_iter"] // kw["thin"])]
     assert sorted(calls) == [(d, total) for d in [*range(1, kw["n_adapt"] + 1), *blocks]]
+
     def leaves(chains):  # the chains' final state carries PRNG keys: compare their bits
-        return [jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-                for x in jax.tree.leaves(chains)]  # fmt: skip
+        return [
+            jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+            for x in jax.tree.leaves(chains)
+        ]
 
     for a, b in zip(leaves(with_progress), leaves(run(None)), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -145,8 +200,17 @@ def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
     """``extra(w)`` is recorded third; the chains (same keys) and their (g, order) records are
     the ones without it (the extra record only reads the state)."""
     keys = jax.random.split(jax.random.key(5), 6).reshape(3, 2)
-    kw = dict(side=1, threshold=0.2, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]),
-              n_iter=40, thin=2, step_size=0.5, n_adapt=10)  # fmt: skip
+    kw = dict(
+        side=1,
+        threshold=0.2,
+        n=2,
+        U_star=0.0,
+        w_start=jnp.array([1.0, 0.0]),
+        n_iter=40,
+        thin=2,
+        step_size=0.5,
+        n_adapt=10,
+    )
     ts = TS[[0, 2, -1]]
     a = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, **kw)
     b = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1, **kw)
@@ -154,8 +218,9 @@ def test_path_rungs_extra_record_is_appended_and_changes_no_draw():
     assert da.shape[-1] == 2 and db.shape[-1] == 3
     np.testing.assert_array_equal(da, db[..., :2])
     np.testing.assert_allclose(db[..., 2], 2 * db[..., 1] - 1, rtol=1e-6, atol=1e-6)
-    c = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1,
-                   extra_last_only=True, **kw)  # fmt: skip
+    c = path_rungs(
+        keys, U_GAUSS, lambda w: w[0], ts, extra=lambda w: 2 * w[0] - 1, extra_last_only=True, **kw
+    )
     dc = np.asarray(c.records)
     np.testing.assert_array_equal(dc[..., :2], da)  # the chains are the same
     np.testing.assert_array_equal(dc[-1], db[-1])  # the last rung records extra
@@ -186,13 +251,31 @@ def test_continued_rungs_equal_one_run_and_a_stopped_rung_keeps_its_state():
     from copyhead_jax.transition.branch_ti import STOPPED
 
     keys = jax.random.split(jax.random.key(3), 6).reshape(3, 2)
-    kw = dict(side=1, threshold=0.2, n=2, U_star=0.0, w_start=jnp.array([1.0, 0.0]), thin=2,
-              step_size=0.5, n_adapt=10, sequential=True)  # fmt: skip
+    kw = dict(
+        side=1,
+        threshold=0.2,
+        n=2,
+        U_star=0.0,
+        w_start=jnp.array([1.0, 0.0]),
+        thin=2,
+        step_size=0.5,
+        n_adapt=10,
+        sequential=True,
+    )
     ts = TS[[0, 2, -1]]
     full = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=40, **kw)
     a = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=20, **kw)
-    b = path_rungs(keys, U_GAUSS, lambda w: w[0], ts, n_iter=20, state=a.state, first_draw=10,
-                   active=np.array([True, False, True]), **kw)  # fmt: skip
+    b = path_rungs(
+        keys,
+        U_GAUSS,
+        lambda w: w[0],
+        ts,
+        n_iter=20,
+        state=a.state,
+        first_draw=10,
+        active=np.array([True, False, True]),
+        **kw,
+    )
     both = np.concatenate([np.asarray(a.records), np.asarray(b.records)], 2)
     for k in (0, 2):
         np.testing.assert_array_equal(both[k], np.asarray(full.records)[k])

@@ -60,8 +60,9 @@ def test_tempered_chains_tiny_head():
     coef = jnp.asarray(np.stack([LT.ti_coefficients([0.0, 1.0], None)] * 2))
     ck = jax.random.split(jax.random.key(1), 2 * 2 * 2).reshape(2, 2, 2)
     eta = 0.1
-    draws, finite, U_star = LT.tempered_chains(cfg, 600, 100, 5, 2, eta, ck, heads, tokens,
-                                               mask, theta, C, coef)  # fmt: skip
+    draws, finite, U_star = LT.tempered_chains(
+        cfg, 600, 100, 5, 2, eta, ck, heads, tokens, mask, theta, C, coef
+    )
     assert bool(np.all(finite))
     hw = np.asarray(draws)[:, 0, ..., LT.TEMPERED_FIELDS.index("half_w2")]
     target = 0.5 * n / (1 - eta / 2)  # E|w|^2/2 under SGLD on a unit Gaussian

@@ -35,5 +35,3 @@ def test_pad_of_is_a_ladder_above_P_and_one_shape_for_small_configurations():
 # --- the command on a tiny configuration ------------------------------------------------------
 
 # --- bad input --------------------------------------------------------------------------------
-
-

@@ -30,8 +30,7 @@ def test_crossing_error_propagation_matches_a_finite_difference():
     P, d, se = np.array([30.0, 45.0]), np.array([2.0, -1.0]), np.array([0.1, 0.2])
     base = crossing(P, d, se).log_P
     g = [(crossing(P, d + np.eye(2)[i] * 1e-6, se).log_P - base) / 1e-6 for i in range(2)]
-    assert crossing(P, d, se).err_mc == pytest.approx(math.hypot(g[0] * 0.1, g[1] * 0.2),
-                                                         rel=1e-4)  # fmt: skip
+    assert crossing(P, d, se).err_mc == pytest.approx(math.hypot(g[0] * 0.1, g[1] * 0.2), rel=1e-4)
     assert crossing(P, np.array([2.0, 1.0]), se).P_star is None
 
 
@@ -57,8 +56,11 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
     runs = {}
     for with_slope in (False, True):
         Ps = [660]
-        while (nxt := next_probe(Ps, [d(p) for p in Ps], slope=[s(p) for p in Ps]
-                                 if with_slope else None)) is not None:  # fmt: skip
+        while (
+            nxt := next_probe(
+                Ps, [d(p) for p in Ps], slope=[s(p) for p in Ps] if with_slope else None
+            )
+        ) is not None:
             assert nxt not in Ps and len(Ps) < 10
             Ps.append(nxt)
         c = crossing(Ps, [d(p) for p in Ps], np.zeros(len(Ps)))
@@ -73,8 +75,9 @@ def test_next_probe_with_slopes_brackets_in_fewer_probes_and_moves_no_root():
 
     cubic = lambda t: (t - 0.3) * (t + 2.0) * (t - 3.0)  # noqa: E731
     dcub = lambda t: 3 * t**2 - 2.6 * t - 5.7  # noqa: E731
-    assert hermite_root(0.0, 1.0, cubic(0), cubic(1), dcub(0), dcub(1), 0.5) == \
-        pytest.approx(0.3, abs=1e-9)  # fmt: skip
+    assert hermite_root(0.0, 1.0, cubic(0), cubic(1), dcub(0), dcub(1), 0.5) == pytest.approx(
+        0.3, abs=1e-9
+    )
 
 
 def test_two_probe_interpolation_error_from_the_slopes_is_the_linear_roots_error():
@@ -94,8 +97,7 @@ def test_two_probe_interpolation_error_from_the_slopes_is_the_linear_roots_error
     t = plain.log_P
     assert plain.err_interp == pytest.approx(max(t - math.log(1150.0), math.log(1300.0) - t))
     # a third probe: the quadratic through it decides (exact here), whatever the slopes say
-    three = crossing([*P, 1500.0], [d(p) for p in (*P, 1500.0)], [0.0] * 3,
-                     slope=[-1.0, -1e4, 0.0])  # fmt: skip
+    three = crossing([*P, 1500.0], [d(p) for p in (*P, 1500.0)], [0.0] * 3, slope=[-1.0, -1e4, 0.0])
     assert three.err_interp == pytest.approx(true_err, rel=1e-6)
 
 
@@ -140,5 +142,3 @@ def test_combine_seeds_interval_adds_spread_mc_and_systematic_parts():
 # --- the command on a tiny configuration ------------------------------------------------------
 
 # --- bad input --------------------------------------------------------------------------------
-
-

@@ -15,8 +15,17 @@ from copyhead_jax.transition import branch_group as bg
 from copyhead_jax.transition.branch_ti import STOPPED
 
 #: three chain rungs per branch (exact t = 0), rounds of 20 draws, at most 10 rounds
-S = bg.TISettings(ts=(0.0, 0.3, 0.6, 1.0), n_chains=2, n_iter=400, thin=2, round_iter=40,
-                  ess_target=30.0, rhat_target=1.1, discard=0.25, batched=False)  # fmt: skip
+S = bg.TISettings(
+    ts=(0.0, 0.3, 0.6, 1.0),
+    n_chains=2,
+    n_iter=400,
+    thin=2,
+    round_iter=40,
+    ess_target=30.0,
+    rhat_target=1.1,
+    discard=0.25,
+    batched=False,
+)
 #: lag-one correlation of each rung's chains: ESS per draw ~ (1 - rho) / (1 + rho)
 RHO = np.array([[0.0, 0.6, 0.93], [0.3, 0.0, 0.8]])
 
@@ -64,8 +73,9 @@ def test_each_rung_stops_in_the_first_round_its_own_draws_meet_the_target():
     rounds = np.array([x["n_draws"] for x in per]) // R
     assert len(set(rounds.tolist())) >= 3, rounds  # the rungs stop apart
     assert rounds.max() <= cap and rounds.min() >= 1
-    ref = _advance(np.zeros((2, 3), np.int64), np.zeros((2, 3, S.n_chains, 2)), cap * R,
-                   np.ones((2, 3), bool))[0][0].reshape(6, S.n_chains, cap * R, 3)  # fmt: skip
+    ref = _advance(
+        np.zeros((2, 3), np.int64), np.zeros((2, 3, S.n_chains, 2)), cap * R, np.ones((2, 3), bool)
+    )[0][0].reshape(6, S.n_chains, cap * R, 3)
     acc = np.full(ref.shape[:3], 0.8)
     fin = np.ones((6, S.n_chains), bool)
     for i, k in enumerate(rounds):
@@ -77,8 +87,9 @@ def test_each_rung_stops_in_the_first_round_its_own_draws_meet_the_target():
         assert now["ess"] == per[i]["ess"] and now["rhat"] == per[i]["rhat"]
         if k > 1:  # the round before did not meet it
             m = (k - 1) * R
-            assert not bg.rung_draws(ref[i : i + 1, :, :m], acc[i : i + 1, :, :m],
-                                     fin[i : i + 1], S)[0]["met"]  # fmt: skip
+            assert not bg.rung_draws(
+                ref[i : i + 1, :, :m], acc[i : i + 1, :, :m], fin[i : i + 1], S
+            )[0]["met"]
     # every round after the first drew exactly the rungs still short of the target
     for j, active in enumerate(calls[1:], start=1):
         np.testing.assert_array_equal(active.ravel(), rounds > j)

@@ -28,19 +28,30 @@ from tests.helpers import interrupt
 
 # --- the command on a tiny configuration ------------------------------------------------------
 
-TINY_CFG = ch.PLAIN.replace(task=dict(L=4, V=3), model=dict(width=math.inf, attention="softmax",
-                                                               engine="reduced"),
-                            train=dict(train_embeddings=False))  # fmt: skip
+TINY_CFG = ch.PLAIN.replace(
+    task=dict(L=4, V=3),
+    model=dict(width=math.inf, attention="softmax", engine="reduced"),
+    train=dict(train_embeddings=False),
+)
 GRID = (8, 11, 16, 23, 32, 45, 64)
-SETTINGS = TISettings(ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_chains=4, n_iter=400, n_adapt=60,
-                      n_ref=4000, smc_particles=64)  # fmt: skip
+SETTINGS = TISettings(
+    ts=(0.0, 0.1, 0.3, 0.6, 1.0), n_chains=4, n_iter=400, n_adapt=60, n_ref=4000, smc_particles=64
+)
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("transition")
-    res = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=out, progress=False,
-                        settings=SETTINGS, P_grid=GRID, theory=False)  # fmt: skip
+    res = ch.transition(
+        TINY_CFG,
+        method="ti",
+        n_seeds=1,
+        out=out,
+        progress=False,
+        settings=SETTINGS,
+        P_grid=GRID,
+        theory=False,
+    )
     return out, res
 
 
@@ -59,13 +70,26 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
     def known_d(measure, probes, anchor=None):  # seed_probes on d_s instead of the TI
         s = len(calls)
         calls.append(anchor)
-        d = lambda P: {"P": P, "seed": s, "dF": -30 * math.log(P / roots[s]), "se": 0.05,
-                       "sys": 0.0}  # noqa: E731  # fmt: skip
+        d = lambda P: {
+            "P": P,
+            "seed": s,
+            "dF": -30 * math.log(P / roots[s]),
+            "se": 0.05,
+            "sys": 0.0,
+        }  # noqa: E731
         return seed_probes(d, probes, anchor)
 
     monkeypatch.setattr(pt, "seed_probes", known_d)
-    res = ch.transition(TINY_CFG, method="ti", n_seeds=3, progress=False, settings=SETTINGS,
-                        P_grid=GRID, theory=False, cross_check=False)  # fmt: skip
+    res = ch.transition(
+        TINY_CFG,
+        method="ti",
+        n_seeds=3,
+        progress=False,
+        settings=SETTINGS,
+        P_grid=GRID,
+        theory=False,
+        cross_check=False,
+    )
     probes = [[p["P"] for p in sd["probes"]] for sd in res["seeds"]]
     cr = [sd["crossing"] for sd in res["seeds"]]
     assert calls[0] is None and calls[1][0] == pytest.approx(-30.0)  # seed 0's secant slope
@@ -94,8 +118,25 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
     monkeypatch.setattr(pt, "transition", fake)
     monkeypatch.chdir(tmp_path)  # the command's default folder, results/..., goes here
     for flag, want in (([], True), (["--seeds-probe", "bracket"], False)):
-        assert main(["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
-                     "--width", "inf", *flag]) == 0
+        assert (
+            main(
+                [
+                    "transition",
+                    "--method",
+                    "ti",
+                    "--preset",
+                    "plain",
+                    "--L",
+                    "4",
+                    "--V",
+                    "3",
+                    "--width",
+                    "inf",
+                    *flag,
+                ]
+            )
+            == 0
+        )
         assert seen["anchored"] is want
 
 
@@ -124,18 +165,38 @@ def _is_delta_F(out: Path, P: int, a_thr: float, key, n_draws: int = 40_000, sca
                     )
                 )
     with jax.enable_x64(True):
-        Cs = [np.asarray(marginal_whitening(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), h),
-                                            train, jnp.asarray(mask, jnp.float64), obj)) * scale
-              for h in comps]  # fmt: skip
+        Cs = [
+            np.asarray(
+                marginal_whitening(
+                    jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), h),
+                    train,
+                    jnp.asarray(mask, jnp.float64),
+                    obj,
+                )
+            )
+            * scale
+            for h in comps
+        ]
     xs = [np.asarray(h.W_G, np.float64).ravel() for h in comps]
     n, K = xs[0].size, len(comps)
     rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**30)))
     which = rng.integers(0, K, n_draws)
     z = rng.standard_normal((n_draws, n))
     x = np.stack([xs[k] + Cs[k] @ z[j] for j, k in enumerate(which)])
-    logq = logsumexp(np.stack([-0.5 * np.sum(np.linalg.solve(Cs[k], (x - xs[k]).T) ** 2, 0)
-                               - np.linalg.slogdet(Cs[k])[1] for k in range(K)]), 0) \
-        - math.log(K) - 0.5 * n * math.log(2 * math.pi)  # fmt: skip
+    logq = (
+        logsumexp(
+            np.stack(
+                [
+                    -0.5 * np.sum(np.linalg.solve(Cs[k], (x - xs[k]).T) ** 2, 0)
+                    - np.linalg.slogdet(Cs[k])[1]
+                    for k in range(K)
+                ]
+            ),
+            0,
+        )
+        - math.log(K)
+        - 0.5 * n * math.log(2 * math.pi)
+    )
     h0 = comps[0]
     U = jax.jit(jax.vmap(lambda v: marginal_energy(with_WG(h0, v), train, mask, obj)))
     A = jax.jit(jax.vmap(lambda v: a_G(with_WG(h0, v), train, mask)))
@@ -195,13 +256,22 @@ def test_resume_gives_identical_numbers(tiny_run, tmp_path, caplog):
     [g for g in groups if "smc" not in g.name][-1].unlink()  # killed before this group
     [g for g in groups if "smc" in g.name][-1].unlink()  # and before this cross-check
     caplog.set_level(logging.INFO, logger="copyhead_jax")
-    again = ch.transition(TINY_CFG, method="ti", n_seeds=1, out=copy, progress=True,
-                          settings=SETTINGS, P_grid=GRID, theory=False)  # fmt: skip
+    again = ch.transition(
+        TINY_CFG,
+        method="ti",
+        n_seeds=1,
+        out=copy,
+        progress=True,
+        settings=SETTINGS,
+        P_grid=GRID,
+        theory=False,
+    )
     assert again["P_star"] == res["P_star"] and again["interval"] == res["interval"]
     notes = [r.getMessage() for r in caplog.records if r.name.startswith("copyhead_jax.")]
     assert any(re.fullmatch(r"seed 0 P=\d+: kept, F_copy - F_pool = .*", m) for m in notes)
-    assert [g["dF"] for g in again["seeds"][0]["probes"]] == \
-        [g["dF"] for g in res["seeds"][0]["probes"]]  # fmt: skip
+    assert [g["dF"] for g in again["seeds"][0]["probes"]] == [
+        g["dF"] for g in res["seeds"][0]["probes"]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -215,20 +285,43 @@ def one_group():
     def free_energies(key, heads, train, mask, a_thr, settings, obj):
         seen.append((key, heads, train, mask, a_thr, obj))
         P = float(np.sum(mask))  # a root at P = 13: the grid below brackets it
-        br = lambda F: {"F": F, "mcse": 0.1, "quad_corr": 0.0, "dU_dP": 0.5, "rhat_max": 1.0,
-                        "ess_min": 400.0}  # fmt: skip
+        br = lambda F: {
+            "F": F,
+            "mcse": 0.1,
+            "quad_corr": 0.0,
+            "dU_dP": 0.5,
+            "rhat_max": 1.0,
+            "ess_min": 400.0,
+        }
         return {"copy": br(-10 * math.log(P / 13)), "pool": br(0.0), "_C": None}
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(search, "free_energies", free_energies)
-        ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[1:3],
-                      theory=False, settings=TISettings(smc_particles=0))  # fmt: skip
+        ch.transition(
+            TINY_CFG,
+            method="ti",
+            n_seeds=1,
+            progress=False,
+            P_grid=GRID[1:3],
+            theory=False,
+            settings=TISettings(smc_particles=0),
+        )
     return seen[0]
 
 
 def _settings(**kw) -> TISettings:
-    return TISettings(**{"ts": (0.0, 0.5, 1.0), "n_chains": 2, "n_iter": 16, "n_adapt": 0,
-                         "n_ref": 200, "smc_particles": 8, "smc_max_steps": 4, **kw})  # fmt: skip
+    return TISettings(
+        **{
+            "ts": (0.0, 0.5, 1.0),
+            "n_chains": 2,
+            "n_iter": 16,
+            "n_adapt": 0,
+            "n_ref": 200,
+            "smc_particles": 8,
+            "smc_max_steps": 4,
+            **kw,
+        }
+    )
 
 
 def test_a_batched_group_makes_the_same_chains_as_one_after_the_other(one_group):
@@ -239,14 +332,18 @@ def test_a_batched_group_makes_the_same_chains_as_one_after_the_other(one_group)
     from copyhead_jax.transition.branch_group import free_energies, smc_weight
 
     key, heads, train, mask, a_thr, obj = one_group
-    fe = [free_energies(key, heads, train, mask, a_thr, _settings(batched=b), obj)
-          for b in (False, True)]  # fmt: skip
+    fe = [
+        free_energies(key, heads, train, mask, a_thr, _settings(batched=b), obj)
+        for b in (False, True)
+    ]
     for br in ("copy", "pool"):
         assert math.isfinite(fe[0][br]["F"])
         assert fe[1][br]["F"] == pytest.approx(fe[0][br]["F"], rel=1e-4)
     C64 = fe[0]["_C"]
-    w = [smc_weight(key, heads, train, mask, a_thr, C64, _settings(batched=b), obj)["w_copy"]
-         for b in (False, True)]  # fmt: skip
+    w = [
+        smc_weight(key, heads, train, mask, a_thr, C64, _settings(batched=b), obj)["w_copy"]
+        for b in (False, True)
+    ]
     np.testing.assert_allclose(w[1], w[0], rtol=1e-4, atol=1e-6)
 
 
@@ -256,9 +353,18 @@ def test_adapted_mass_reaches_a_groups_rung_chains(one_group):
     from copyhead_jax.transition.branch_group import free_energies
 
     key, heads, train, mask, a_thr, obj = one_group
-    F = [free_energies(key, heads, train, mask, a_thr,
-                       _settings(n_adapt=24, smc_particles=0, adapt_mass=m), obj)["copy"]["F"]
-         for m in (False, True)]  # fmt: skip
+    F = [
+        free_energies(
+            key,
+            heads,
+            train,
+            mask,
+            a_thr,
+            _settings(n_adapt=24, smc_particles=0, adapt_mass=m),
+            obj,
+        )["copy"]["F"]
+        for m in (False, True)
+    ]
     assert all(math.isfinite(f) for f in F) and F[0] != F[1]
 
 
@@ -276,8 +382,7 @@ def test_a_groups_rungs_in_rounds_stop_on_their_own_and_report_target_and_reache
     key, heads, train, mask, a_thr, obj = one_group
     base = dict(n_iter=64, round_iter=16, smc_particles=0)
     fixed = free_energies(key, heads, train, mask, a_thr, _settings(**base), obj)
-    capped = free_energies(key, heads, train, mask, a_thr,
-                           _settings(**base, ess_target=1e6), obj)  # fmt: skip
+    capped = free_energies(key, heads, train, mask, a_thr, _settings(**base, ess_target=1e6), obj)
     for br in ("copy", "pool"):
         assert capped[br]["F"] == pytest.approx(fixed[br]["F"], rel=1e-6)
         assert capped[br]["mcse"] == pytest.approx(fixed[br]["mcse"], rel=1e-4)
@@ -285,8 +390,7 @@ def test_a_groups_rungs_in_rounds_stop_on_their_own_and_report_target_and_reache
         assert capped[br]["n_draws"] == fixed[br]["n_draws"] == [None, 32, 32]
         assert capped[br]["target_met"] == [None, False, False]
         assert fixed[br]["target"] is None and "target_met" not in fixed[br]
-        assert capped[br]["target"] == {"ess": 1e6, "rhat": 1.05, "round_draws": 8,
-                                        "cap_draws": 32}  # fmt: skip
+        assert capped[br]["target"] == {"ess": 1e6, "rhat": 1.05, "round_draws": 8, "cap_draws": 32}
     s = _settings(**base, ess_target=8.0, rhat_target=1.5)
     got = free_energies(key, heads, train, mask, a_thr, s, obj)
     n = [k for br in ("copy", "pool") for k in got[br]["n_draws"][1:]]
@@ -296,8 +400,9 @@ def test_a_groups_rungs_in_rounds_stop_on_their_own_and_report_target_and_reache
     assert min(n) < 32, n  # some rung stopped before the cap
     for br in ("copy", "pool"):
         fe = got[br]
-        for k, e, r, m in zip(fe["n_draws"][1:], fe["ess_reached"][1:], fe["rhat_reached"][1:],
-                              fe["target_met"][1:]):  # fmt: skip
+        for k, e, r, m in zip(
+            fe["n_draws"][1:], fe["ess_reached"][1:], fe["rhat_reached"][1:], fe["target_met"][1:]
+        ):
             assert m == (e >= 8.0 and r <= 1.5), (k, e, r, m)
         assert math.isfinite(fe["F"])
 
@@ -308,12 +413,27 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
     particles instead of running them one after the other: the same chains up to float32
     rounding. Over 16 iterations the rounding cannot grow into a different trajectory, so every
     probe's F_copy - F_pool, the root and the SMC weights agree to 1e-4 relative."""
-    runs = [ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[2:6],
-                          theory=False,
-                          settings=TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=16,
-                                              n_adapt=0, n_ref=200, smc_particles=8,
-                                              smc_max_steps=4, batched=b))
-            for b in (False, True)]  # fmt: skip
+    runs = [
+        ch.transition(
+            TINY_CFG,
+            method="ti",
+            n_seeds=1,
+            progress=False,
+            P_grid=GRID[2:6],
+            theory=False,
+            settings=TISettings(
+                ts=(0.0, 0.5, 1.0),
+                n_chains=2,
+                n_iter=16,
+                n_adapt=0,
+                n_ref=200,
+                smc_particles=8,
+                smc_max_steps=4,
+                batched=b,
+            ),
+        )
+        for b in (False, True)
+    ]
     (one, both) = [[(g["P"], g["dF"]) for g in r["seeds"][0]["probes"]] for r in runs]
     assert [p for p, _ in one] == [p for p, _ in both] and len(one) >= 2
     np.testing.assert_allclose([d for _, d in both], [d for _, d in one], rtol=1e-4)
@@ -329,12 +449,26 @@ def test_batched_groups_make_the_same_chains_as_one_after_the_other():
 def test_adapted_mass_reaches_the_rungs_chains():
     """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
     iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
-    runs = [ch.transition(TINY_CFG, method="ti", n_seeds=1, progress=False, P_grid=GRID[2:6],
-                          theory=False,
-                          settings=TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=16,
-                                              n_adapt=24, n_ref=200, smc_particles=0,
-                                              adapt_mass=m))
-            for m in (False, True)]  # fmt: skip
+    runs = [
+        ch.transition(
+            TINY_CFG,
+            method="ti",
+            n_seeds=1,
+            progress=False,
+            P_grid=GRID[2:6],
+            theory=False,
+            settings=TISettings(
+                ts=(0.0, 0.5, 1.0),
+                n_chains=2,
+                n_iter=16,
+                n_adapt=24,
+                n_ref=200,
+                smc_particles=0,
+                adapt_mass=m,
+            ),
+        )
+        for m in (False, True)
+    ]
     first = [r["seeds"][0]["probes"][0] for r in runs]
     assert first[0]["P"] == first[1]["P"] and first[0]["dF"] != first[1]["dF"]
     assert all(math.isfinite(g["dF"]) for g in first)
@@ -405,21 +539,39 @@ def test_a_too_big_group_is_refused_before_the_theory(monkeypatch):
 
 def test_bad_cli_input_is_one_line(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    base = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
-            "--width", "inf", "--P", "8,16", "--quiet"]  # fmt: skip
-    _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file")]),
-                    "--out .*file.* not a folder")  # fmt: skip
-    _one_line_error(capsys, main(base + ["--out", str(tmp_path / "file" / "x")]),
-                    "--out .* not writable")  # fmt: skip
+    base = [
+        "transition",
+        "--method",
+        "ti",
+        "--preset",
+        "plain",
+        "--L",
+        "4",
+        "--V",
+        "3",
+        "--width",
+        "inf",
+        "--P",
+        "8,16",
+        "--quiet",
+    ]
+    _one_line_error(
+        capsys, main(base + ["--out", str(tmp_path / "file")]), "--out .*file.* not a folder"
+    )
+    _one_line_error(
+        capsys, main(base + ["--out", str(tmp_path / "file" / "x")]), "--out .* not writable"
+    )
     _one_line_error(capsys, main(base + ["--rungs", "1"]), "--rungs must be")
     _one_line_error(capsys, main(base + ["--chains", "0"]), "--chains must be")
     _one_line_error(capsys, main(base + ["--a-thr", "-1"]), "--a-thr must be")
     _one_line_error(capsys, main(base + ["--n-seeds", "0"]), "--n-seeds must be")
     _one_line_error(capsys, main([*base[:-3], "--P", "8", "--quiet"]), "--P must hold")
-    _one_line_error(capsys, main(base + ["--memory-budget-gb", "1e-6"]),
-                    "needs about .* [GM]iB of memory.*--memory-budget-gb")  # fmt: skip
-    _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]),
-                    "--memory-budget-gb must be")
+    _one_line_error(
+        capsys,
+        main(base + ["--memory-budget-gb", "1e-6"]),
+        "needs about .* [GM]iB of memory.*--memory-budget-gb",
+    )
+    _one_line_error(capsys, main(base + ["--memory-budget-gb", "-1"]), "--memory-budget-gb must be")
     assert not any((tmp_path / "file").parent.glob("*.lock"))
 
 
@@ -470,7 +622,9 @@ def test_building_the_cli_parser_initialises_no_jax_backend():
     import subprocess
     import sys
 
-    code = ("import copyhead_jax.cli as c; from jax._src import xla_bridge as xb; "
-            "c.build_parser(); print(bool(xb._backends))")  # fmt: skip
+    code = (
+        "import copyhead_jax.cli as c; from jax._src import xla_bridge as xb; "
+        "c.build_parser(); print(bool(xb._backends))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr

@@ -79,8 +79,9 @@ def test_double_well_weights_with_a_kernel_that_never_crosses():
     (m0, s0), (m1, s1) = wells
 
     def U0(x):
-        lp = jnp.logaddexp(-0.5 * ((x - m0) / s0) ** 2 - math.log(s0),
-                           -0.5 * ((x - m1) / s1) ** 2 - math.log(s1))  # fmt: skip
+        lp = jnp.logaddexp(
+            -0.5 * ((x - m0) / s0) ** 2 - math.log(s0), -0.5 * ((x - m1) / s1) ** 2 - math.log(s1)
+        )
         return -(lp - math.log(2) - 0.5 * math.log(2 * math.pi))[..., 0]
 
     U1 = lambda x: _well(x)[..., 0]  # noqa: E731
@@ -99,12 +100,16 @@ def test_double_well_weights_with_a_kernel_that_never_crosses():
 
     k1, k2, k3 = jax.random.split(jax.random.key(3), 3)
     right = jax.random.bernoulli(k1, 0.5, (R, N, 1))
-    x0 = jnp.where(right, m1 + s1 * jax.random.normal(k2, (R, N, 1)),
-                   m0 + s0 * jax.random.normal(k3, (R, N, 1)))  # fmt: skip
+    x0 = jnp.where(
+        right,
+        m1 + s1 * jax.random.normal(k2, (R, N, 1)),
+        m0 + s0 * jax.random.normal(k3, (R, N, 1)),
+    )
     pilot, _ = tempered_smc(jax.random.key(4), x0, g_fn, mutate, ess_target=0.8)
     assert pilot.ts.shape[0] >= 3  # several steps, not one importance reweighting
-    res, _ = tempered_smc(jax.random.key(5), x0, g_fn, mutate, record=lambda x: x[..., 0],
-                          schedule=pilot.ts)  # fmt: skip
+    res, _ = tempered_smc(
+        jax.random.key(5), x0, g_fn, mutate, record=lambda x: x[..., 0], schedule=pilot.ts
+    )
     z_l = integrate.quad(lambda x: math.exp(-float(_well(x))), -3, 0)[0]
     z_r = integrate.quad(lambda x: math.exp(-float(_well(x))), 0, 3)[0]
     assert abs(res.log_z.mean() - math.log(z_l + z_r)) < _tolerance(res.log_z)
@@ -128,8 +133,9 @@ def test_next_temperature_and_resampling():
         assert abs(ess - 0.5) < 1e-6
     lw = jnp.log(jnp.array([[0.5, 0.25, 0.125, 0.125]]))
     idx = np.asarray(systematic_resample(jax.random.key(0), lw))[0]
-    assert np.bincount(idx, minlength=4).tolist() == [2, 1, 0, 1] or \
-        np.bincount(idx, minlength=4).tolist() == [2, 1, 1, 0]  # fmt: skip
+    assert np.bincount(idx, minlength=4).tolist() == [2, 1, 0, 1] or np.bincount(
+        idx, minlength=4
+    ).tolist() == [2, 1, 1, 0]
 
 
 def test_a_diverging_problem_is_flagged_not_fatal():
@@ -170,9 +176,14 @@ def test_a_collapsed_population_is_named_and_its_cross_check_refused():
 
     still = lambda k, x, t, aux: (x, jnp.zeros(x.shape[:2]), aux)  # noqa: E731
     res, _ = tempered_smc(jax.random.key(1), x0, g_fn, still, schedule=[0.05, 1.0])
-    rec = {"reached": bool(res.reached[0]), "finite": bool(res.finite[0]), "n_steps": 2,
-           "ts": res.ts[:, 0].tolist(), "ess": res.ess[:, 0].tolist(),
-           "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / n}  # fmt: skip
+    rec = {
+        "reached": bool(res.reached[0]),
+        "finite": bool(res.finite[0]),
+        "n_steps": 2,
+        "ts": res.ts[:, 0].tolist(),
+        "ess": res.ess[:, 0].tolist(),
+        "unique": len(np.unique(np.asarray(res.x[0]), axis=0)) / n,
+    }
     assert min(rec["ess"]) < SMC_FLOOR and rec["unique"] < SMC_FLOOR
     why = smc_collapse(rec)
     assert len(why) == 2 and "ESS" in why[0] and "distinct" in why[1], why

@@ -12,9 +12,11 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.transition import TISettings
 
-TINY_CFG = ch.PLAIN.replace(task=dict(L=4, V=3), model=dict(width=math.inf, attention="softmax",
-                                                               engine="reduced"),
-                            train=dict(train_embeddings=False))  # fmt: skip
+TINY_CFG = ch.PLAIN.replace(
+    task=dict(L=4, V=3),
+    model=dict(width=math.inf, attention="softmax", engine="reduced"),
+    train=dict(train_embeddings=False),
+)
 GRID = (8, 11, 16, 23, 32, 45, 64)
 
 
@@ -50,8 +52,14 @@ def _fake_ti(monkeypatch, calls):
     def free_energies(key, heads, train, mask, a_thr, settings, obj):
         P = float(np.sum(mask))
         calls.append(P)
-        br = lambda F: {"F": F, "mcse": 0.1, "quad_corr": 0.01, "dU_dP": 0.5,
-                        "rhat_max": 1.0, "ess_min": 400.0}  # fmt: skip
+        br = lambda F: {
+            "F": F,
+            "mcse": 0.1,
+            "quad_corr": 0.01,
+            "dU_dP": 0.5,
+            "rhat_max": 1.0,
+            "ess_min": 400.0,
+        }
         return {"copy": br(-10 * math.log(P / 20)), "pool": br(0.0), "_C": None}
 
     def smc_weight(key, heads, train, mask, a_thr, C64, settings, obj):
@@ -62,8 +70,15 @@ def _fake_ti(monkeypatch, calls):
     monkeypatch.setattr(search, "smc_weight", smc_weight)
 
 
-SMALL = TISettings(ts=(0.0, 0.5, 1.0), n_chains=2, n_iter=50, n_adapt=10, n_ref=100,
-                   smc_particles=16, batched=False)  # fmt: skip
+SMALL = TISettings(
+    ts=(0.0, 0.5, 1.0),
+    n_chains=2,
+    n_iter=50,
+    n_adapt=10,
+    n_ref=100,
+    smc_particles=16,
+    batched=False,
+)
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
@@ -75,8 +90,16 @@ def test_a_damaged_group_is_named_set_aside_and_recomputed(damage, tmp_path, mon
 
     calls = []
     _fake_ti(monkeypatch, calls)
-    run = lambda: ch.transition(TINY_CFG, method="ti", n_seeds=1, out=tmp_path, progress=False,
-                                settings=SMALL, P_grid=(8, 16, 32), theory=False)  # fmt: skip
+    run = lambda: ch.transition(
+        TINY_CFG,
+        method="ti",
+        n_seeds=1,
+        out=tmp_path,
+        progress=False,
+        settings=SMALL,
+        P_grid=(8, 16, 32),
+        theory=False,
+    )
     first = run()
     assert first["P_star"] is not None  # a located root: its equality below means something
     n_first = len(calls)
@@ -107,10 +130,36 @@ def test_the_command_names_a_damaged_checkpoint_in_one_line(tmp_path, monkeypatc
     from copyhead_jax.cli import main
 
     _fake_ti(monkeypatch, [])
-    argv = ["transition", "--method", "ti", "--preset", "plain", "--L", "4", "--V", "3",
-            "--width", "inf", "--n-seeds", "1", "--P", "8,16,32", "--rungs", "3", "--chains", "2",
-            "--iters", "50", "--smc-particles", "16", "--out", str(tmp_path), "--json", "--no-plot",
-            "--quiet"]  # fmt: skip
+    argv = [
+        "transition",
+        "--method",
+        "ti",
+        "--preset",
+        "plain",
+        "--L",
+        "4",
+        "--V",
+        "3",
+        "--width",
+        "inf",
+        "--n-seeds",
+        "1",
+        "--P",
+        "8,16,32",
+        "--rungs",
+        "3",
+        "--chains",
+        "2",
+        "--iters",
+        "50",
+        "--smc-particles",
+        "16",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "--no-plot",
+        "--quiet",
+    ]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
     bad = sorted(tmp_path.glob("groups-*/seed0-P*-smc.json"))[0]

@@ -108,9 +108,17 @@ class Core(NamedTuple):
         return jnp.full((), jnp.nan, g.dtype), g
 
     def move(
-        self, layout: Layout, m: Array | None, z: Array, u: Scalar, g: Array, xi: Array,
-        t: Int[Array, ""], key: Array, args: tuple,
-    ) -> _Move:  # fmt: skip
+        self,
+        layout: Layout,
+        m: Array | None,
+        z: Array,
+        u: Scalar,
+        g: Array,
+        xi: Array,
+        t: Int[Array, ""],
+        key: Array,
+        args: tuple,
+    ) -> _Move:
         r"""One step from ``(z, U(z), grad U(z))`` with the standard normal ``xi``.
 
         Also the MALA log-ratio $\log\alpha=U(\Theta)-U(\Theta')+\tfrac12|\xi|^2-\big|\tfrac12

@@ -26,6 +26,7 @@ from ._schedules import Schedule
 
 Scalar = Float[Array, ""]
 
+
 def draw_steps(n_steps: int, burn_in: int, thin: int) -> np.ndarray:
     """Step numbers ``t`` (states ``Theta_t``, 1-based) kept as draws, as ``MCMC`` keeps them.
 
@@ -147,8 +148,11 @@ def sgld_chains(
         one = init_position
     layout, m = core.setup(one)  # checks the position and the preconditioner's structure
     n_draws = (n_steps - burn_in) // thin
-    starts = jax.vmap(layout.flatten)(init_position) if per_chain_init else \
-        jnp.broadcast_to(layout.flatten(one), (n_chains, layout.size))  # fmt: skip
+    starts = (
+        jax.vmap(layout.flatten)(init_position)
+        if per_chain_init
+        else jnp.broadcast_to(layout.flatten(one), (n_chains, layout.size))
+    )
     kernel = flat_kernel(core, layout, m)
 
     def record(state: SGLDState, j, *a):
@@ -157,25 +161,51 @@ def sgld_chains(
         kept = state.z if draw_fn is None else draw_fn(layout.unflatten(state.z), *a[:-1])
         return kept, dist
 
-    trace = lambda s: (s.potential_energy, s.drift_norm, s.noise_norm, s.accept_prob,  # noqa: E731
-                       s.diverging)  # fmt: skip
+    trace = lambda s: (
+        s.potential_energy,
+        s.drift_norm,
+        s.noise_norm,
+        s.accept_prob,  # noqa: E731
+        s.diverging,
+    )
     if state is None:
-        c = run_chains(kernel, keys, starts, n_draws=n_draws, thin=thin,
-                       burn_in=n_steps - n_draws * thin, record=record, trace=trace, args=args,
-                       chain_args=(starts,))  # fmt: skip
+        c = run_chains(
+            kernel,
+            keys,
+            starts,
+            n_draws=n_draws,
+            thin=thin,
+            burn_in=n_steps - n_draws * thin,
+            record=record,
+            trace=trace,
+            args=args,
+            chain_args=(starts,),
+        )
     else:
         if burn_in or n_steps % thin:
-            raise ValueError("continuing chains (state=...) needs burn_in = 0 and n_steps a "
-                             f"multiple of thin, got burn_in={burn_in}, n_steps={n_steps}")
-        flat = state._replace(z=jax.vmap(layout.flatten)(state.z),
-                              z_grad=jax.vmap(layout.flatten)(state.z_grad))  # fmt: skip
-        c = continue_chains(kernel, flat, n_draws=n_draws, thin=thin, record=record,
-                            trace=trace, args=args, chain_args=(starts,))  # fmt: skip
+            raise ValueError(
+                "continuing chains (state=...) needs burn_in = 0 and n_steps a "
+                f"multiple of thin, got burn_in={burn_in}, n_steps={n_steps}"
+            )
+        flat = state._replace(
+            z=jax.vmap(layout.flatten)(state.z), z_grad=jax.vmap(layout.flatten)(state.z_grad)
+        )
+        c = continue_chains(
+            kernel,
+            flat,
+            n_draws=n_draws,
+            thin=thin,
+            record=record,
+            trace=trace,
+            args=args,
+            chain_args=(starts,),
+        )
     (kept, dist), (u, drift, noise_n, acc, div) = c.records, c.trace
     first = n_steps - thin * (n_draws - 1)
     bad = c.init.diverging | jnp.any(div, axis=1)
-    last = c.state._replace(z=jax.vmap(layout.unflatten)(c.state.z),
-                            z_grad=jax.vmap(layout.unflatten)(c.state.z_grad))  # fmt: skip
+    last = c.state._replace(
+        z=jax.vmap(layout.unflatten)(c.state.z), z_grad=jax.vmap(layout.unflatten)(c.state.z_grad)
+    )
     return SGLDResult(
         draws=jax.vmap(jax.vmap(layout.unflatten))(kept) if draw_fn is None else kept,
         potential=u,
@@ -203,9 +233,27 @@ def flat_kernel(core: Core, layout: Layout, m) -> Kernel:
 
     def step(state: SGLDState, *a) -> SGLDState:
         xi = layout.noise(state.rng_key, state.i, core.noise)
-        mv = core.move(layout, m, state.z, state.potential_energy, state.z_grad, xi, state.i,
-                       state.rng_key, a[:-1])  # fmt: skip
-        return SGLDState(state.i + 1, mv.z, mv.u, mv.g, mv.drift_norm, mv.noise_norm,
-                         mv.accept_prob, mv.diverging, state.rng_key)  # fmt: skip
+        mv = core.move(
+            layout,
+            m,
+            state.z,
+            state.potential_energy,
+            state.z_grad,
+            xi,
+            state.i,
+            state.rng_key,
+            a[:-1],
+        )
+        return SGLDState(
+            state.i + 1,
+            mv.z,
+            mv.u,
+            mv.g,
+            mv.drift_norm,
+            mv.noise_norm,
+            mv.accept_prob,
+            mv.diverging,
+            state.rng_key,
+        )
 
     return Kernel(init, step)

@@ -42,6 +42,7 @@ __all__ = [
     "split_rhat",
 ]
 
+
 class ChainHealth(NamedTuple):
     """Leading axes ``...`` are the result's run axes; ``C`` chains."""
 

@@ -36,8 +36,9 @@ Weights = Float[Array, "D D"]
 
 def gram_root_diag(params: TheoryParams) -> Float[Array, " D"]:
     """Diagonal of $T=\\Sigma^{1/2}$: ``sigma_e`` (V tokens), then ``sigma_p`` (L positions)."""
-    return jnp.concatenate([jnp.full((params.V,), params.sigma_e),
-                            jnp.full((params.L,), params.sigma_p)])  # fmt: skip
+    return jnp.concatenate(
+        [jnp.full((params.V,), params.sigma_e), jnp.full((params.L,), params.sigma_p)]
+    )
 
 
 def logit_matrix(W: Weights, params: TheoryParams) -> Weights:
@@ -64,12 +65,17 @@ def sequence_logits(M: Weights, tokens: Int[Array, " L"], V: int) -> Float[Array
     r"""$s_{ab}=\phi_a^\top M\phi_b$ of one sequence (query-major)."""
     L = tokens.shape[0]
     pos = V + jnp.arange(L)
-    return (M[tokens[:, None], tokens[None, :]] + M[tokens[:, None], pos[None, :]]
-            + M[pos[:, None], tokens[None, :]] + M[pos[:, None], pos[None, :]])  # fmt: skip
+    return (
+        M[tokens[:, None], tokens[None, :]]
+        + M[tokens[:, None], pos[None, :]]
+        + M[pos[:, None], tokens[None, :]]
+        + M[pos[:, None], pos[None, :]]
+    )
 
 
-def attention(W: Weights, tokens: Tokens, params: TheoryParams,
-              kind: str = "softmax") -> Float[Array, "S L L"]:  # fmt: skip
+def attention(
+    W: Weights, tokens: Tokens, params: TheoryParams, kind: str = "softmax"
+) -> Float[Array, "S L L"]:
     """Attention of every sequence: ``softmax_b(s)`` or, ``kind='linear'``, ``ell * s`` with
     the linear scale of docs/theory.md §2b."""
     M = logit_matrix(W, params)
@@ -87,8 +93,9 @@ def ridge_stats(W: Weights, tokens: Tokens, params: TheoryParams, kind: str = "s
     A = attention(W, tokens, params, kind)
     X = jax.nn.one_hot(tokens, V, dtype=W.dtype)  # [S, L, V]
     Y = jnp.roll(X, 1, axis=1)  # y^a = x^{a-1}
-    F = jnp.concatenate([params.sigma_e * jnp.einsum("sab,sbv->sav", A, X),
-                         params.sigma_p * A], axis=-1)  # fmt: skip  # [S, L, D]
+    F = jnp.concatenate(
+        [params.sigma_e * jnp.einsum("sab,sbv->sav", A, X), params.sigma_p * A], axis=-1
+    )  # [S, L, D]
     S = tokens.shape[0]
     Fr = F.reshape(-1, F.shape[-1])
     calA = Fr.T @ Fr / S

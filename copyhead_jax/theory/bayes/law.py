@@ -22,8 +22,9 @@ from copyhead_jax.theory.scaling import PAPER_LAWS, fit_law, fit_power_law, t_qu
 from .solve import DEFAULT_ROWS, VariationalSettings, ek_points, point, transition
 
 
-def scaling_table(base: TheoryParams, Ls, Vs, *, n_rows: int = DEFAULT_ROWS,
-                  replicas: int = 2, on_row=None) -> list[dict]:  # fmt: skip
+def scaling_table(
+    base: TheoryParams, Ls, Vs, *, n_rows: int = DEFAULT_ROWS, replicas: int = 2, on_row=None
+) -> list[dict]:
     """Route B's $P^*_{a_G}$ (each replica) and the EK points on every ``(L, V)`` of ``base``;
     ``on_row(k, n, row, seconds)`` after each of the ``n`` configurations (its wall seconds:
     what a caller's estimate of the rest is measured on)."""
@@ -33,11 +34,20 @@ def scaling_table(base: TheoryParams, Ls, Vs, *, n_rows: int = DEFAULT_ROWS,
         t0 = time.perf_counter()
         p = base.replace(L=L, V=V)
         ek = ek_points(p)
-        runs = [transition(p, VariationalSettings(n_rows=n_rows, seed=s), ek=ek)
-                for s in range(replicas)]  # fmt: skip
-        rows.append({"L": L, "V": V, "P_bayes": [point(r) for r in runs],
-                     "first_order": [r["first_order"] for r in runs],
-                     "ek_map": ek["map"], "ek_post": ek["post"]})  # fmt: skip
+        runs = [
+            transition(p, VariationalSettings(n_rows=n_rows, seed=s), ek=ek)
+            for s in range(replicas)
+        ]
+        rows.append(
+            {
+                "L": L,
+                "V": V,
+                "P_bayes": [point(r) for r in runs],
+                "first_order": [r["first_order"] for r in runs],
+                "ek_map": ek["map"],
+                "ek_post": ek["post"],
+            }
+        )
         if on_row is not None:
             on_row(k, len(grid), rows[-1], time.perf_counter() - t0)
     return rows

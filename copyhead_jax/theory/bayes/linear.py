@@ -45,8 +45,16 @@ LIN_SECTORS = ("rr", "col", "row", "perp", "copy", "H", "K", "T")
 
 def lin_sector_sizes(L, V) -> dict:
     """Directions per sector; they sum to $(L+V-1)^2=(D-1)^2$ (the null directions excluded)."""
-    return {"rr": 1.0, "col": L - 1.0, "row": L - 1.0, "perp": (L - 1.0) ** 2 - 1.0, "copy": 1.0,
-            "H": (V - 1.0) * L, "K": L * (V - 1.0), "T": (V - 1.0) ** 2}  # fmt: skip
+    return {
+        "rr": 1.0,
+        "col": L - 1.0,
+        "row": L - 1.0,
+        "perp": (L - 1.0) ** 2 - 1.0,
+        "copy": 1.0,
+        "H": (V - 1.0) * L,
+        "K": L * (V - 1.0),
+        "T": (V - 1.0) ** 2,
+    }
 
 
 def _ell(params: TheoryParams):
@@ -66,8 +74,9 @@ def noise_moments(rho, params: TheoryParams):
     Pi = jnp.eye(L, dtype=dt) - u @ u.T
     Cbar = sp**2 * jnp.eye(L, dtype=dt) + se**2 / V * jnp.ones((L, L), dt)
     a_u = sG**2 * (rr * lam1**2 + (L - 1.0) * row * sp**2 * lam1)
-    a_P = sG**2 * (col * lam1 * sp**2 + perp * sp**4 * (L - 1.0 - 1.0 / (L - 1.0))
-                   + cp * sp**4 / (L - 1.0))  # fmt: skip
+    a_P = sG**2 * (
+        col * lam1 * sp**2 + perp * sp**4 * (L - 1.0 - 1.0 / (L - 1.0)) + cp * sp**4 / (L - 1.0)
+    )
     Kp = a_u * (u @ u.T) + a_P * Pi + L * rH * sG**2 * se**2 * (1.0 - 1.0 / V) * Cbar
     kt = L * sG**2 * se**2 * (rK * cbar_aa + rT * se**2 * (1.0 - 1.0 / V))
     eye_V, J_V = jnp.eye(V, dtype=dt), jnp.ones((V, V), dt)
@@ -172,8 +181,12 @@ def linear_curve(params: TheoryParams, P_values, settings: LinearSettings = Line
     starts: pooling, copying, both, none) and $E_q[\psi]$ there."""
     with jax.enable_x64(True):
         normals = jax.random.normal(jax.random.PRNGKey(settings.seed), (settings.n_quad, 2))
-    starts = [np.r_[0.0, 0.0, np.zeros(8)], np.r_[2.0, 0.0, np.zeros(8)],
-              np.r_[0.0, 2.0, np.zeros(8)], np.r_[2.0, 2.0, np.zeros(8)]]  # fmt: skip
+    starts = [
+        np.r_[0.0, 0.0, np.zeros(8)],
+        np.r_[2.0, 0.0, np.zeros(8)],
+        np.r_[0.0, 2.0, np.zeros(8)],
+        np.r_[2.0, 2.0, np.zeros(8)],
+    ]
     rows, prev = [], None
     for P in P_values:
         cands = starts + ([prev] if prev is not None else [])
@@ -183,9 +196,17 @@ def linear_curve(params: TheoryParams, P_values, settings: LinearSettings = Line
         with jax.enable_x64(True):
             psi = float(mean_psi(jnp.asarray(x), params, normals))
         c1, cG = float(x[0]), float(x[1])
-        rows.append({"P": float(P), "F": best[1], "c1": c1, "cG": cG, "psi_mean": psi,
-                     "psi_of_mean": float(conv.copy_fraction(c1, cG, params.L)),
-                     "rho": dict(zip(LIN_SECTORS, np.exp(x[2:]).tolist()))})  # fmt: skip
+        rows.append(
+            {
+                "P": float(P),
+                "F": best[1],
+                "c1": c1,
+                "cG": cG,
+                "psi_mean": psi,
+                "psi_of_mean": float(conv.copy_fraction(c1, cG, params.L)),
+                "rho": dict(zip(LIN_SECTORS, np.exp(x[2:]).tolist())),
+            }
+        )
     return rows
 
 

@@ -128,9 +128,18 @@ def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
     aG = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
     # coarea: density of p; the constant Jacobian da/dp is the same for every point
     F = S + 0.5 * logdet + math.log(np.linalg.norm(gp))
-    return {"beta": beta, "P": P, "aG": aG, "F": F, "S": S, "half_logdet": 0.5 * logdet,
-            "log_grad": math.log(np.linalg.norm(gp)), "mu": mu, "n_negative": int(np.sum(w <= 0)),
-            "min_eig": float(w.min())}  # fmt: skip
+    return {
+        "beta": beta,
+        "P": P,
+        "aG": aG,
+        "F": F,
+        "S": S,
+        "half_logdet": 0.5 * logdet,
+        "log_grad": math.log(np.linalg.norm(gp)),
+        "mu": mu,
+        "n_negative": int(np.sum(w <= 0)),
+        "min_eig": float(w.min()),
+    }
 
 
 def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
@@ -187,8 +196,12 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
         def lse(x):
             return float(np.max(x) + np.log(np.sum(np.exp(x - np.max(x))) * db))
 
-        out.update(F_pool=-lse(g[:top]), F_copy=-lse(g[top:]), barrier_beta=float(bf[top]),
-                   barrier=float(Ff[top] - max(Ff[i0], Ff[i1])))  # fmt: skip
+        out.update(
+            F_pool=-lse(g[:top]),
+            F_copy=-lse(g[top:]),
+            barrier_beta=float(bf[top]),
+            barrier=float(Ff[top] - max(Ff[i0], Ff[i1])),
+        )
     return out
 
 
@@ -198,8 +211,9 @@ def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
     interpolation between the first neighbours where both basins exist and it changes sign
     (``None`` when no such pair: widen ``P_values``)."""
     prof = one_loop_profile(params, P_values, betas, tokens)
-    rows = [basin_free_energies(np.asarray(betas), prof["F"][i], params.L)
-            for i in range(len(P_values))]  # fmt: skip
+    rows = [
+        basin_free_energies(np.asarray(betas), prof["F"][i], params.L) for i in range(len(P_values))
+    ]
     dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
     P_star = None
     for i in range(len(P_values) - 1):

@@ -38,18 +38,27 @@ def replica_interval(values, level: float = 0.95) -> list[float] | None:
     return [float(math.exp(v.mean() - h)), float(math.exp(v.mean() + h))]
 
 
-def softmax_points(params: TheoryParams, *, replicas: int = 2, n_rows: int = DEFAULT_ROWS,
-                   seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def softmax_points(
+    params: TheoryParams, *, replicas: int = 2, n_rows: int = DEFAULT_ROWS, seed: int = 0
+) -> dict[str, Any]:
     """Route B's Bayesian $P^*_{a_G}$ over ``replicas`` seeds (``seed``, ``seed + 1``, ...)."""
     t0 = time.perf_counter()
     ek = ek_points(params)
-    runs = [transition(params, VariationalSettings(n_rows=n_rows, seed=seed + r), ek=ek)
-            for r in range(replicas)]  # fmt: skip
+    runs = [
+        transition(params, VariationalSettings(n_rows=n_rows, seed=seed + r), ek=ek)
+        for r in range(replicas)
+    ]
     vals = [point(r) for r in runs]
     good = [v for v in vals if v]
     return {
-        "inputs": {**params.to_dict(), "attention": "softmax", "objective": "bayes",
-                   "n_rows": n_rows, "replicas": replicas, "seed": seed},
+        "inputs": {
+            **params.to_dict(),
+            "attention": "softmax",
+            "objective": "bayes",
+            "n_rows": n_rows,
+            "replicas": replicas,
+            "seed": seed,
+        },
         "route": "B (variational Gaussian)",
         "P_aG_bayes": float(math.exp(np.mean(np.log(good)))) if good else None,
         "replicas": vals,
@@ -62,7 +71,7 @@ def softmax_points(params: TheoryParams, *, replicas: int = 2, n_rows: int = DEF
         "n_eval": int(sum(r["n_eval"] for r in runs)),
         "seconds": time.perf_counter() - t0,
         "runs": runs,
-    }  # fmt: skip
+    }
 
 
 def linear_points(params: TheoryParams, *, n_scan: int = 19, seed: int = 0) -> dict[str, Any]:
@@ -77,8 +86,13 @@ def linear_points(params: TheoryParams, *, n_scan: int = 19, seed: int = 0) -> d
     P = np.geomspace(LINEAR_SPAN[0] * ref, LINEAR_SPAN[1] * ref, n_scan)
     rows = linear_curve(params, P, LinearSettings(seed=seed))
     return {
-        "inputs": {**params.to_dict(), "attention": "linear", "objective": "bayes",
-                   "n_scan": n_scan, "seed": seed},
+        "inputs": {
+            **params.to_dict(),
+            "attention": "linear",
+            "objective": "bayes",
+            "n_scan": n_scan,
+            "seed": seed,
+        },
         "route": "B (variational Gaussian, closed-form moments)",
         "P_cG_half_bayes": linear_half_point(rows),
         "P_cG_half_of_mean": linear_half_point(rows, "psi_of_mean"),
@@ -86,7 +100,7 @@ def linear_points(params: TheoryParams, *, n_scan: int = 19, seed: int = 0) -> d
         "ek_post": {"P_c1": post["P_c1"], "P_cG_half": post["P_cG_half"]},
         "seconds": time.perf_counter() - t0,
         "curve": rows,
-    }  # fmt: skip
+    }
 
 
 def bayes_points(params: TheoryParams, attention: str = "softmax", **kw) -> dict[str, Any]:
@@ -95,12 +109,15 @@ def bayes_points(params: TheoryParams, attention: str = "softmax", **kw) -> dict
     ks = kinds(attention)  # validates the name ('both': every kind)
     for k in ks:
         if k not in BAYES_KINDS:
-            raise ValueError(f"the Bayesian theory (docs/theory.md §13) is derived for linear "
-                             f"and softmax attention, not {k.name!r}")  # fmt: skip
+            raise ValueError(
+                f"the Bayesian theory (docs/theory.md §13) is derived for linear "
+                f"and softmax attention, not {k.name!r}"
+            )
     lin_kw = {k: v for k, v in kw.items() if k == "seed"}
 
     def one(kind):  # two branches: the first-order point; one: the posterior crossover
-        return softmax_points(params, **kw) if kind.two_branches else linear_points(params,
-                                                                                    **lin_kw)
+        return (
+            softmax_points(params, **kw) if kind.two_branches else linear_points(params, **lin_kw)
+        )
 
     return {k.name: one(k) for k in ks} if attention == "both" else one(ks[0])

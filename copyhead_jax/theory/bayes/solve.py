@@ -368,8 +368,10 @@ def locate(
         out.update(first_order=False, crossover_slope=float(np.max(slope)))
         if j is None:  # steepest at an end of the scan: the maximum may lie beyond it
             out["not_found"].append("P_star_crossover")
-            out["notes"].append(f"P_star_crossover not found: a_G rises fastest in the first or "
-                                f"last interval of the scan {out['P_range']}")  # fmt: skip
+            out["notes"].append(
+                f"P_star_crossover not found: a_G rises fastest in the first or "
+                f"last interval of the scan {out['P_range']}"
+            )
         else:
             out["P_star_crossover"] = float(np.exp(0.5 * (t[j] + t[j + 1])))
     both = sorted(s["P"] for s in probes if s["both"])

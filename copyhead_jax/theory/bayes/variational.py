@@ -52,8 +52,13 @@ class Spread(NamedTuple):
 def sector_sizes(L, V) -> dict[str, float]:
     r"""Active directions per sector: $L(L-2)$, $L$, $(V-1)(L-1)$, $L(V-1)$, $(V-1)^2$; their sum
     is $(D-1)(D-2)$, $D=V+L$: the $D^2$ weights less the $2D-1$ null and $D-1$ gauge directions."""
-    return {"G": L * (L - 2.0), "c": L * 1.0, "H": (V - 1.0) * (L - 1.0), "K": L * (V - 1.0),
-            "T": (V - 1.0) ** 2}  # fmt: skip
+    return {
+        "G": L * (L - 2.0),
+        "c": L * 1.0,
+        "H": (V - 1.0) * (L - 1.0),
+        "K": L * (V - 1.0),
+        "T": (V - 1.0) ** 2,
+    }
 
 
 def _kl1(r):
@@ -68,8 +73,13 @@ def kl_spread(s: Spread, L, V):
     $\rho_G+(\rho_c-\rho_G)(1-1/L)$ (once)."""
     n = sector_sizes(L, V)
     rc_eff = s.rho_G + (s.rho_c - s.rho_G) * (1.0 - 1.0 / L)
-    return 0.5 * (n["G"] * _kl1(s.rho_G) + n["c"] * _kl1(rc_eff) + n["H"] * _kl1(s.rho_H)
-                  + n["K"] * _kl1(s.rho_K) + n["T"] * _kl1(s.rho_T))  # fmt: skip
+    return 0.5 * (
+        n["G"] * _kl1(s.rho_G)
+        + n["c"] * _kl1(rc_eff)
+        + n["H"] * _kl1(s.rho_H)
+        + n["K"] * _kl1(s.rho_K)
+        + n["T"] * _kl1(s.rho_T)
+    )
 
 
 def row_noise(s: Spread, params: TheoryParams) -> RowNoise:
@@ -145,8 +155,9 @@ def spread_of(log_rho: Float[Array, "5"]) -> Spread:
     return Spread(*jnp.exp(log_rho))
 
 
-def free_energy_terms(beta, log_rho, P, params: TheoryParams, draws: RowDraws,
-                      control_variate: bool = True) -> FreeEnergyTerms:  # fmt: skip
+def free_energy_terms(
+    beta, log_rho, P, params: TheoryParams, draws: RowDraws, control_variate: bool = True
+) -> FreeEnergyTerms:
     r"""$\mathcal F_q(\beta,\rho;P)$ and its parts (module docstring); ``control_variate``:
     the row moments of :func:`~.rows.row_moments_cv` (default) or plain Monte Carlo."""
     s = spread_of(log_rho)
@@ -158,7 +169,8 @@ def free_energy_terms(beta, log_rho, P, params: TheoryParams, draws: RowDraws,
     return FreeEnergyTerms(Q + D + R + KL, Q, D, R, KL, copy_order_parameter(m.p, params.L), m)
 
 
-def free_energy(x: Float[Array, "6"], P, params: TheoryParams, draws: RowDraws,
-                control_variate: bool = True):  # fmt: skip
+def free_energy(
+    x: Float[Array, "6"], P, params: TheoryParams, draws: RowDraws, control_variate: bool = True
+):
     r"""$\mathcal F_q$ at ``x = (beta, log rho_G, log rho_c, log rho_H, log rho_K, log rho_T)``."""
     return free_energy_terms(x[0], x[1:], P, params, draws, control_variate).F

@@ -45,8 +45,15 @@ def softmax_variances(
         m = minimise(x, P, params, draws, cv=cv)
         v = basin_variance(m["x"], P, params, draws, settings)
         good = m["ok"] and v["min_eig"] > 0 and math.isfinite(v["var_aG"])
-        out.append({"P": P, "aG": m["aG"], "var_aG": v["var_aG"] if good else None,
-                    "min_eig": v["min_eig"], "ok": bool(good)})  # fmt: skip
+        out.append(
+            {
+                "P": P,
+                "aG": m["aG"],
+                "var_aG": v["var_aG"] if good else None,
+                "min_eig": v["min_eig"],
+                "ok": bool(good),
+            }
+        )
         x = m["x"]
     return out
 
@@ -68,15 +75,28 @@ def linear_variances(params: TheoryParams, P_values) -> list[dict[str, Any]]:
             _, cov_y = projection_law(xj, params)
         ok = ok or bool(np.max(np.abs(grad)) < GRAD_REL * (1.0 + abs(F)))
         cov = inv @ np.asarray(cov_y, float) @ inv
-        out.append({"P": P, "c1": float(x[0]), "cG": float(x[1]), "var_c1": float(cov[0, 0]),
-                    "var_cG": float(cov[1, 1]), "ok": bool(ok)})  # fmt: skip
+        out.append(
+            {
+                "P": P,
+                "c1": float(x[0]),
+                "cG": float(x[1]),
+                "var_c1": float(cov[0, 0]),
+                "var_cG": float(cov[1, 1]),
+                "ok": bool(ok),
+            }
+        )
     return out
 
 
 def predicted_growth(
-    params: TheoryParams, attention_kind, P_star: float, order: str, *, window=WINDOW,
+    params: TheoryParams,
+    attention_kind,
+    P_star: float,
+    order: str,
+    *,
+    window=WINDOW,
     settings: VariationalSettings = DEFAULT_SETTINGS,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Route B's growth ratio of ``Var(order)`` over ``[window[0] P*, window[1] P*]``.
 
     ``attention_kind``: a theory class (``theory.heads``); two-branch kinds take ``order`` =
@@ -94,8 +114,16 @@ def predicted_growth(
         rows = linear_variances(params, (lo, hi))
         var = [r[f"var_{order}"] if r["ok"] else None for r in rows]
     growth = var[1] / var[0] if None not in var and var[0] > 0 else None
-    return {"P_star": float(P_star), "window": list(window), "P": [lo, hi], "order": order,
-            "var": var, "growth": growth, "route": "B", "rows": rows}  # fmt: skip
+    return {
+        "P_star": float(P_star),
+        "window": list(window),
+        "P": [lo, hi],
+        "order": order,
+        "var": var,
+        "growth": growth,
+        "route": "B",
+        "rows": rows,
+    }
 
 
 __all__ = ["WINDOW", "linear_variances", "predicted_growth", "softmax_variances"]

@@ -114,8 +114,16 @@ class HeadTheory:
         raise NotImplementedError
 
     @classmethod
-    def minima(cls, P, p, *, objective: str = "map", pushforward: bool = False,
-               n_keep: int = N_KEEP, coarse: bool = False):  # fmt: skip
+    def minima(
+        cls,
+        P,
+        p,
+        *,
+        objective: str = "map",
+        pushforward: bool = False,
+        n_keep: int = N_KEEP,
+        coarse: bool = False,
+    ):
         """Every local minimum of :meth:`potential` at one ``P``: ``x[n_keep, d]``, values,
         ``valid``, ``n_min`` (sorted by value; ``coarse``: grids that find the global one)."""
         raise NotImplementedError

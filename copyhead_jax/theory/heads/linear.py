@@ -90,8 +90,9 @@ class LinearTheory(HeadTheory):
         s_max = 1.05 * p.sigma_p**2 * jnp.sqrt(2.0 * gam * V0)
         # natural amplitudes of the pooled and copying states (large-P balance of Q against R)
         r_nat = (gam * lam1 * chi * p.L / (p.sigma_O**2 * p.V)) ** 0.25
-        s_nat = (chi * (p.L - 1.0) * p.V * gam * p.sigma_p**4
-                 / (2.0 * p.sigma_O**2 * p.sigma_e**2)) ** 0.25  # fmt: skip
+        s_nat = (
+            chi * (p.L - 1.0) * p.V * gam * p.sigma_p**4 / (2.0 * p.sigma_O**2 * p.sigma_e**2)
+        ) ** 0.25
         r_grid = asinh_grid(0.0, r_max, 0.5 * jnp.minimum(r_max, r_nat), n_r)
         s_grid = asinh_grid(-s_max, s_max, 0.5 * jnp.minimum(s_max, s_nat), n_s)
         return r_grid, s_grid
@@ -107,8 +108,9 @@ class LinearTheory(HeadTheory):
         r_grid = asinh_grid(0.0, x_max[0], x_max[0] / ASINH_FRACTION, N_R)
         s_grid = asinh_grid(-x_max[1], x_max[1], x_max[1] / ASINH_FRACTION, N_S)
         # more seeds than slots: neighbouring grid cells of one flat minimum give duplicate seeds
-        x, fx, valid, _ = minima_2d(f, r_grid, s_grid, n_keep=max(FINITE_SEEDS, n_keep),
-                                    n_iter=FINITE_ITER)  # fmt: skip
+        x, fx, valid, _ = minima_2d(
+            f, r_grid, s_grid, n_keep=max(FINITE_SEEDS, n_keep), n_iter=FINITE_ITER
+        )
         # A = 0 is x = 0 here: keep the minima below S0, the region the grid covers
         return x[:n_keep], fx[:n_keep], valid[:n_keep] & (fx[:n_keep] <= S0 + S0_RTOL * jnp.abs(S0))
 

@@ -116,21 +116,25 @@ class SigmoidTheory(HeadTheory):
         W_r, W_b = W + k**2 / b, W + k**2 / (4.0 * a)  # the other coordinate's linear slack
         r_max = 1.05 * (k + jnp.sqrt(k**2 + 4.0 * a * W_r)) / (2.0 * a)
         b_max = 1.05 * (2.0 * k + jnp.sqrt(4.0 * k**2 + 4.0 * b * W_b)) / (2.0 * b)
-        return (asinh_grid(-r_max, r_max, SIG_WIDTH * jnp.sqrt(L), n_r),
-                asinh_grid(-b_max, b_max, SIG_WIDTH, n_b))  # fmt: skip
+        return (
+            asinh_grid(-r_max, r_max, SIG_WIDTH * jnp.sqrt(L), n_r),
+            asinh_grid(-b_max, b_max, SIG_WIDTH, n_b),
+        )
 
     @classmethod
     def minima(cls, P, p, *, objective="map", pushforward=False, n_keep=N_KEEP, coarse=False):
         n_r, n_b, n_iter = (33, 65, 20) if coarse else (N_SIG_R, N_SIG_B, 30)
-        return _sig_minima(P, p, objective, bool(pushforward), n_r=n_r, n_b=n_b, n_iter=n_iter,
-                           n_keep=n_keep)  # fmt: skip
+        return _sig_minima(
+            P, p, objective, bool(pushforward), n_r=n_r, n_b=n_b, n_iter=n_iter, n_keep=n_keep
+        )
 
     @classmethod
     def finite_minima(cls, f, x_max, *, n_keep, S0):
         r_grid = asinh_grid(-x_max[0], x_max[0], SIG_WIDTH, N_SIG_R)
         b_grid = asinh_grid(-x_max[1], x_max[1], SIG_WIDTH, N_SIG_B)
-        x, fx, valid, _ = minima_2d(f, r_grid, b_grid, n_keep=max(FINITE_SEEDS, n_keep),
-                                    n_iter=FINITE_ITER, z2=False)  # fmt: skip
+        x, fx, valid, _ = minima_2d(
+            f, r_grid, b_grid, n_keep=max(FINITE_SEEDS, n_keep), n_iter=FINITE_ITER, z2=False
+        )
         return x[:n_keep], fx[:n_keep], valid[:n_keep]
 
     @classmethod
@@ -144,8 +148,9 @@ class SigmoidTheory(HeadTheory):
         return SoftmaxTheory.estimate(p)
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3),
-                   static_argnames=("n_r", "n_b", "n_iter", "n_keep"))  # fmt: skip
+@functools.partial(
+    jax.jit, static_argnums=(2, 3), static_argnames=("n_r", "n_b", "n_iter", "n_keep")
+)
 def _sig_minima(P, p, objective, pushforward, *, n_r, n_b, n_iter, n_keep):
     r_grid, b_grid = SigmoidTheory._grids(P, p, n_r, n_b, objective, pushforward)
     f = lambda x: SigmoidTheory.potential(x, P, p, objective, pushforward)  # noqa: E731

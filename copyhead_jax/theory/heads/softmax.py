@@ -75,15 +75,17 @@ class SoftmaxTheory(HeadTheory):
     @classmethod
     def minima(cls, P, p, *, objective="map", pushforward=False, n_keep=N_KEEP, coarse=False):
         n, n_iter = (257, 25) if coarse else (N_BETA, 40)  # bracketed Newton: 25 steps suffice
-        beta, fx, valid, n_min = _soft_minima(P, p, objective, pushforward, n=n, n_iter=n_iter,
-                                              n_keep=n_keep)  # fmt: skip
+        beta, fx, valid, n_min = _soft_minima(
+            P, p, objective, pushforward, n=n, n_iter=n_iter, n_keep=n_keep
+        )
         return beta[:, None], fx, valid, n_min
 
     @classmethod
     def finite_minima(cls, f, x_max, *, n_keep, S0):
         b = x_max[0] + 1.0
-        beta, fx, valid, _ = minima_1d(lambda z: f(z[None]), asinh_grid(-b, b, 2.0, N_BETA),
-                                       n_keep=n_keep)  # fmt: skip
+        beta, fx, valid, _ = minima_1d(
+            lambda z: f(z[None]), asinh_grid(-b, b, 2.0, N_BETA), n_keep=n_keep
+        )
         return beta[:, None], fx, valid
 
     @classmethod

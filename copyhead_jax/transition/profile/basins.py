@@ -139,10 +139,17 @@ def student(R: int) -> float:
     return float(stats.t.ppf(0.975, max(R - 1, 1)))
 
 
-def basins(edges: np.ndarray, F: np.ndarray, a: np.ndarray, log_w: np.ndarray,
-           F_rep: np.ndarray, reps: list[tuple[np.ndarray, np.ndarray]],
-           a_top: float | None = None, windows: tuple | None = None,
-           widen: bool = False) -> Basins:  # fmt: skip
+def basins(
+    edges: np.ndarray,
+    F: np.ndarray,
+    a: np.ndarray,
+    log_w: np.ndarray,
+    F_rep: np.ndarray,
+    reps: list[tuple[np.ndarray, np.ndarray]],
+    a_top: float | None = None,
+    windows: tuple | None = None,
+    widen: bool = False,
+) -> Basins:
     """Basins of the pooled profile ``F`` with replica profiles ``F_rep[R, B]`` and replica
     draws ``reps[r] = (a, log_w)``; ``a_top`` forces the dividing surface (else the profile's
     own split, or the global minimum's bin edge... for a unimodal profile: its split anyway,
@@ -163,16 +170,25 @@ def basins(edges: np.ndarray, F: np.ndarray, a: np.ndarray, log_w: np.ndarray,
     B_se = se(Bs)
     R = len(reps)
     left, right = F[:j], F[j + 1 :]
-    a_pool = float(mid[:j][np.nanargmin(np.where(np.isfinite(left), left, np.nan))]) \
-        if np.isfinite(left).any() else math.nan  # fmt: skip
-    a_copy = float(mid[j + 1 :][np.nanargmin(np.where(np.isfinite(right), right, np.nan))]) \
-        if np.isfinite(right).any() else math.nan  # fmt: skip
+    a_pool = (
+        float(mid[:j][np.nanargmin(np.where(np.isfinite(left), left, np.nan))])
+        if np.isfinite(left).any()
+        else math.nan
+    )
+    a_copy = (
+        float(mid[j + 1 :][np.nanargmin(np.where(np.isfinite(right), right, np.nan))])
+        if np.isfinite(right).any()
+        else math.nan
+    )
     floor_d = 0.0
     if windows is not None and np.isfinite(a_pool) and np.isfinite(a_copy):
         c, se_a, kappa = windows
         # the barrier: from the higher minimum to the top; d: from one basin's mass to the other's
-        a_hi_min = a_pool if F[:j][np.isfinite(left)].min() >= F[j + 1 :][
-            np.isfinite(right)].min() else a_copy  # fmt: skip
+        a_hi_min = (
+            a_pool
+            if F[:j][np.isfinite(left)].min() >= F[j + 1 :][np.isfinite(right)].min()
+            else a_copy
+        )
         B_se = max(B_se, path_error(c, se_a, kappa, a_hi_min, float(a_top)))
         floor_d = path_error(c, se_a, kappa, a_pool, a_copy)
     bimodal = bool(np.isfinite(B) and B > 0 and B > student(R) * B_se)
@@ -184,8 +200,19 @@ def basins(edges: np.ndarray, F: np.ndarray, a: np.ndarray, log_w: np.ndarray,
     d_shift = [log_odds(a, log_w, a_top + s * h) for s in (-1, 1)]
     d_se = max(se(ds), floor_d) if np.isfinite(se(ds)) else se(ds)
     w_se = max(se(ws), w * (1 - w) * floor_d)
-    return Basins(bimodal, a_pool, float(a_top), a_copy, float(B), B_se, w, w_se,
-                  d, d_se, float(max(abs(x - d) for x in d_shift)))  # fmt: skip
+    return Basins(
+        bimodal,
+        a_pool,
+        float(a_top),
+        a_copy,
+        float(B),
+        B_se,
+        w,
+        w_se,
+        d,
+        d_se,
+        float(max(abs(x - d) for x in d_shift)),
+    )
 
 
 def path_error(centers: np.ndarray, se_a: np.ndarray, kappa: float, a0: float, a1: float) -> float:

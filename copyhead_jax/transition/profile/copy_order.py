@@ -27,8 +27,12 @@ from jaxtyping import Array, Float
 def _logits(M, X):
     V = X.shape[-1]
     Me, Mep, Mpe, Mpp = M[:V, :V], M[:V, V:], M[V:, :V], M[V:, V:]
-    return (jnp.einsum("pau,pbu->pab", X @ Me, X) + X @ Mep
-            + jnp.einsum("au,pbu->pab", Mpe, X) + Mpp[None])  # fmt: skip
+    return (
+        jnp.einsum("pau,pbu->pab", X @ Me, X)
+        + X @ Mep
+        + jnp.einsum("au,pbu->pab", Mpe, X)
+        + Mpp[None]
+    )
 
 
 def _prev(L: int):
@@ -44,8 +48,9 @@ def _forward(M, X, m):
 
 
 @jax.custom_vjp
-def mean_copy_prob(M: Float[Array, "D D"], X: Float[Array, "P L V"],
-                   m: Float[Array, " P"]) -> Float[Array, ""]:  # fmt: skip
+def mean_copy_prob(
+    M: Float[Array, "D D"], X: Float[Array, "P L V"], m: Float[Array, " P"]
+) -> Float[Array, ""]:
     r"""$\bar p$ (module docstring) from the logit Gram ``M``, one-hot tokens ``X`` and the row
     mask ``m``; differentiable in ``M`` only."""
     return _forward(M, X, m)[0]
@@ -57,9 +62,13 @@ def _bwd(res, g):
     shift = jax.nn.one_hot(_prev(L), L, dtype=A.dtype)[None]
     G = g * (c[:, None, None] * p[:, :, None]) * (shift - A)
     GX = G @ X
-    dM = jnp.concatenate([
-        jnp.concatenate([jnp.einsum("pav,pau->vu", X, GX), jnp.einsum("pav,pab->vb", X, G)], 1),
-        jnp.concatenate([jnp.sum(GX, 0), jnp.sum(G, 0)], 1)], 0)  # fmt: skip
+    dM = jnp.concatenate(
+        [
+            jnp.concatenate([jnp.einsum("pav,pau->vu", X, GX), jnp.einsum("pav,pab->vb", X, G)], 1),
+            jnp.concatenate([jnp.sum(GX, 0), jnp.sum(G, 0)], 1),
+        ],
+        0,
+    )
     return dM, jnp.zeros_like(X), jnp.zeros_like(c)
 
 

@@ -63,8 +63,12 @@ class Restrained:
 
 
 def _f64(tree):
-    return jax.tree.map(lambda v: jnp.asarray(v, jnp.float64)
-                        if jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating) else v, tree)
+    return jax.tree.map(
+        lambda v: (
+            jnp.asarray(v, jnp.float64) if jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating) else v
+        ),
+        tree,
+    )
 
 
 _PROGRAMS: dict = {}
@@ -81,16 +85,23 @@ def _programs(ls: Landscape):
         def hess(p, x):
             g = jax.grad(ls.precond or ls.energy, argnums=1)
             eye = jnp.eye(x.size, dtype=x.dtype)
-            H = jax.lax.map(lambda v: jax.jvp(lambda y: g(p, y), (x,), (v,))[1], eye,
-                            batch_size=32)  # fmt: skip
+            H = jax.lax.map(lambda v: jax.jvp(lambda y: g(p, y), (x,), (v,))[1], eye, batch_size=32)
             return 0.5 * (H + H.T)
 
         _PROGRAMS[ls] = (vg, ua, ga, hess)
     return _PROGRAMS[ls]
 
 
-def restrained_minimum(ls: Landscape, params, center: float, kappa: float, x_start,
-                       *, gtol: float = 1e-6, max_iter: int = 2000) -> Restrained:  # fmt: skip
+def restrained_minimum(
+    ls: Landscape,
+    params,
+    center: float,
+    kappa: float,
+    x_start,
+    *,
+    gtol: float = 1e-6,
+    max_iter: int = 2000,
+) -> Restrained:
     """Minimise the biased energy of one window from ``x_start`` (L-BFGS, float64)."""
     vg, ua, _, _ = _programs(ls)
     with jax.enable_x64(True):
@@ -101,9 +112,13 @@ def restrained_minimum(ls: Landscape, params, center: float, kappa: float, x_sta
             v, g = vg(p64, jnp.asarray(x), c, k)
             return float(v), np.asarray(g, np.float64)
 
-        r = scipy.optimize.minimize(fun, np.asarray(x_start, np.float64), jac=True,
-                                    method="L-BFGS-B",
-                                    options=dict(gtol=gtol, maxiter=max_iter))  # fmt: skip
+        r = scipy.optimize.minimize(
+            fun,
+            np.asarray(x_start, np.float64),
+            jac=True,
+            method="L-BFGS-B",
+            options=dict(gtol=gtol, maxiter=max_iter),
+        )
         U, a = (float(v) for v in ua(p64, jnp.asarray(r.x)))
     return Restrained(np.asarray(r.x), U, a, float(r.fun), bool(r.success))
 

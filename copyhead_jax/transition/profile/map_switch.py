@@ -49,10 +49,15 @@ def map_switch(br: dict, tol: float = DISTINCT_TOL) -> dict:
     for i in range(len(P) - 1):
         if (a_map[i] - mid) * (a_map[i + 1] - mid) <= 0 and a_map[i] != a_map[i + 1]:
             t = math.log(P[i]) + (mid - a_map[i]) / (a_map[i + 1] - a_map[i]) * math.log(
-                P[i + 1] / P[i])
+                P[i + 1] / P[i]
+            )
             P_sw = (math.exp(t), [float(P[i]), float(P[i + 1])])
             break
-    return {"P_switch": None if P_sw is None else P_sw[0],
-            "bracket": None if P_sw is None else P_sw[1],
-            "coexistence_P": P[distinct].tolist(), "a_map": a_map.tolist(), "a_mid": float(mid),
-            "coexistence": bool(distinct.any())}  # fmt: skip
+    return {
+        "P_switch": None if P_sw is None else P_sw[0],
+        "bracket": None if P_sw is None else P_sw[1],
+        "coexistence_P": P[distinct].tolist(),
+        "a_map": a_map.tolist(),
+        "a_mid": float(mid),
+        "coexistence": bool(distinct.any()),
+    }

@@ -54,8 +54,12 @@ D_CLIP = 30.0
 #: below which the profile flags it (``PROFILE_WINDOW``: ESS >= 50 of a_G and U, split R-hat
 #: <= 1.1), at most 1,000 iterations (a window that reaches the cap is flagged): the windows
 #: that mix get the old fixed length's 200 iterations or fewer, the slow ones what they need.
-PROFILE_UMBRELLA = UmbrellaSettings(n_iter=1000, ess_target=PROFILE_WINDOW.ess_min,
-                                    rhat_target=PROFILE_WINDOW.rhat_max, round_iter=100)
+PROFILE_UMBRELLA = UmbrellaSettings(
+    n_iter=1000,
+    ess_target=PROFILE_WINDOW.ess_min,
+    rhat_target=PROFILE_WINDOW.rhat_max,
+    round_iter=100,
+)
 #: The fixed length of windows sampled without a target (``ess_target = 0``).
 FIXED_WINDOW_ITERS = 200
 
@@ -65,9 +69,13 @@ def default_profile_settings(L: int, **kw) -> ProfileSettings:
     $-\sqrt L/(L-1)$, no attention on the previous token) to $0.75\sqrt L$, extended where the
     profile has not risen 4 nats (:mod:`.windows`); 6 chains (replicas) per window, sampled
     until they mix (:data:`PROFILE_UMBRELLA`) after 40 iterations of warm-up."""
-    base = dict(a_lo=round(-0.9 * math.sqrt(L) / (L - 1), 2), a_bounds=a_bounds(L),
-                a_hi=round(0.75 * math.sqrt(L), 2), spacing=0.15,
-                umbrella=PROFILE_UMBRELLA)  # fmt: skip
+    base = dict(
+        a_lo=round(-0.9 * math.sqrt(L) / (L - 1), 2),
+        a_bounds=a_bounds(L),
+        a_hi=round(0.75 * math.sqrt(L), 2),
+        spacing=0.15,
+        umbrella=PROFILE_UMBRELLA,
+    )
     base.update(kw)
     return ProfileSettings(**base)
 
@@ -108,9 +116,25 @@ class SeedRun:
 
 
 def probe_of(P: int, prof: Profile, b) -> Probe:
-    return Probe(P, b.bimodal, b.barrier, b.barrier_se, b.a_pool, b.a_top, b.a_copy, b.w_copy,
-                 b.w_copy_se, b.d, b.d_se, b.d_split_sys, prof.mean_a, prof.mean_a_se,
-                 int(prof.F_rep.shape[0]), prof.flagged, prof.short)  # fmt: skip
+    return Probe(
+        P,
+        b.bimodal,
+        b.barrier,
+        b.barrier_se,
+        b.a_pool,
+        b.a_top,
+        b.a_copy,
+        b.w_copy,
+        b.w_copy_se,
+        b.d,
+        b.d_se,
+        b.d_split_sys,
+        prof.mean_a,
+        prof.mean_a_se,
+        int(prof.F_rep.shape[0]),
+        prof.flagged,
+        prof.short,
+    )
 
 
 def probes(run: SeedRun, s: ProfileSettings) -> list[Probe]:
@@ -124,8 +148,7 @@ def probes(run: SeedRun, s: ProfileSettings) -> list[Probe]:
         p = profs[P]
         b = p.basins
         if not b.bimodal:
-            top = (profs[min(bim, key=lambda q: abs(math.log(q / P)))].basins.a_top if bim
-                   else a_mid)  # fmt: skip
+            top = profs[min(bim, key=lambda q: abs(math.log(q / P)))].basins.a_top if bim else a_mid
             sm = run.sampled[P]
             b = analyse(sm.draws, s, sm.centers, sm.a_min, a_top=top)["basins"]
         out.append(probe_of(P, p, b))
@@ -137,8 +160,15 @@ def _log(progress: bool, msg: str) -> None:
         logging.getLogger(__name__).info(msg)
 
 
-def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSettings, key,
-                    log: Callable[[str], None], ckpt_dir=None) -> SeedRun:  # fmt: skip
+def seed_transition(
+    cfg: Config,
+    seed: int,
+    first: tuple[int, ...],
+    ss: SearchSettings,
+    key,
+    log: Callable[[str], None],
+    ckpt_dir=None,
+) -> SeedRun:
     """Profiles, probe placement and verdict of sweep seed ``seed`` (module docstring);
     ``ckpt_dir``: where the windows' rounds and draws are kept (resumed on a rerun)."""
     L = cfg.task.L
@@ -155,21 +185,30 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
         P_pad = max(P, P_pad or 0)
         prob: Problem = build_problem(cfg, seed, P, _pad(P))
         reuse = anchors.rescaled(P, ls.floor) if (anchors and ss.reuse_hessians) else None
-        prof, sm, anc = measure_profile(jax.random.fold_in(key, P), ls, prob, s,
-                                        lambda c: logit_start(prob, beta_of_aG(c, L)),
-                                        anchors=reuse, weight=P, ckpt_dir=ckpt_dir)  # fmt: skip
+        prof, sm, anc = measure_profile(
+            jax.random.fold_in(key, P),
+            ls,
+            prob,
+            s,
+            lambda c: logit_start(prob, beta_of_aG(c, L)),
+            anchors=reuse,
+            weight=P,
+            ckpt_dir=ckpt_dir,
+        )
         anchors = anchors or anc
         run.profiles[P], run.sampled[P] = prof, sm
         run.cpu[P] = time.process_time() - t0
         b = prof.basins
         d = f", d {b.d:+.2f} +- {b.d_se:.2f}" if b.bimodal else ""
         left = ss.max_probes - len(run.profiles)
-        log(f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
+        log(
+            f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
             f"{b.barrier:.2f} +- {b.barrier_se:.2f}{d}, mean a {prof.mean_a:.3f}, "
             f"{len(sm.centers)} windows, {len(prof.flagged)} not mixed"
             f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s; at most {left} "
             f"more probe(s) for this seed, ~{duration(left * run.cpu[P])} of CPU at this "
-            "one's cost")  # fmt: skip
+            "one's cost"
+        )
 
     a_s = 0.5 * (s.a_lo + s.a_hi)
     placement: dict[int, float] = {}
@@ -190,12 +229,24 @@ def seed_transition(cfg: Config, seed: int, first: tuple[int, ...], ss: SearchSe
     return run
 
 
-def _estimate(cfg: Config, s: ProfileSettings, nS: int, ss: SearchSettings, probes, where: str,
-              warn: bool = True) -> bool:  # fmt: skip
+def _estimate(
+    cfg: Config,
+    s: ProfileSettings,
+    nS: int,
+    ss: SearchSettings,
+    probes,
+    where: str,
+    warn: bool = True,
+) -> bool:
     """Announce what the windows will cost (:mod:`.cost`); whether it is long work."""
-    est = announce(lambda: profile_estimate(cfg, s, n_seeds=nS, max_probes=ss.max_probes,
-                                            probes=probes, where=where),
-                   __name__, SMALLER, warn=warn)  # fmt: skip
+    est = announce(
+        lambda: profile_estimate(
+            cfg, s, n_seeds=nS, max_probes=ss.max_probes, probes=probes, where=where
+        ),
+        __name__,
+        SMALLER,
+        warn=warn,
+    )
     return est is not None and est.seconds[0] > LONG_S
 
 
@@ -221,10 +272,13 @@ def profile_bytes(s: ProfileSettings, *, L: int, V: int, P_pad: int) -> int:
 def check_profile_memory(cfg: Config, s: ProfileSettings, P: int) -> None:
     """Refuse, before its work, a profile at ``P`` rows over the memory budget."""
     need = profile_bytes(s, L=cfg.task.L, V=cfg.task.V, P_pad=_pad(P))
-    refuse_if_over(need, available_bytes(cfg), f"a free-energy profile at P = {P} "
-                   f"({s.n_windows} windows x {s.umbrella.n_chains} chains)",
-                   "use fewer --window-chains or --window-iters, a larger --spacing, a smaller "
-                   "--L, or a larger --memory-budget-gb")  # fmt: skip
+    refuse_if_over(
+        need,
+        available_bytes(cfg),
+        f"a free-energy profile at P = {P} ({s.n_windows} windows x {s.umbrella.n_chains} chains)",
+        "use fewer --window-chains or --window-iters, a larger --spacing, a smaller "
+        "--L, or a larger --memory-budget-gb",
+    )
 
 
 def _pad(P: int) -> int:
@@ -271,10 +325,16 @@ def first_probes(P0: float) -> tuple[int, ...]:
     return tuple(sorted({max(2, int(round(P0 / 1.25))), max(3, int(round(P0 * 1.25)))}))
 
 
-def profile_transition(cfg: Config, *, n_seeds: int | None = None,
-                       settings: SearchSettings | None = None, seed: int = 0,
-                       progress: bool = True, ckpt_dir=None,
-                       cluster: str | None = None) -> dict:  # fmt: skip
+def profile_transition(
+    cfg: Config,
+    *,
+    n_seeds: int | None = None,
+    settings: SearchSettings | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    ckpt_dir=None,
+    cluster: str | None = None,
+) -> dict:
     """The Bayesian transition of ``cfg`` (softmax, any source, causal or not) from posterior
     profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed;
     ``ckpt_dir``: a folder where every window set's rounds and finished draws are kept, so a
@@ -302,18 +362,27 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
     check_profile_memory(cfg, s0, 4 * max(ss.probes or first_probes(P0 or 16.0)))
     long = False
     if progress:  # what it will cost, before any work (one line on stderr under the command)
-        where = ("given" if ss.probes else "around the EK theory's posterior point; the "
-                 "posterior's own lies up to ~2x above it" if P0 else "the default P = 16")
+        where = (
+            "given"
+            if ss.probes
+            else "around the EK theory's posterior point; the "
+            "posterior's own lies up to ~2x above it"
+            if P0
+            else "the default P = 16"
+        )
         long = _estimate(cfg, s0, nS, ss, tuple(ss.probes or first_probes(P0 or 16.0)), where)
     maps: list[dict] = []
     if ss.map_switch:
-        grid = sorted({max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4,
-                                                                    (P0 or 16) * 1.6, 14)})
+        grid = sorted(
+            {max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4, (P0 or 16) * 1.6, 14)}
+        )
         log(f"exact MAP from both starts, P = {grid}, {nS} seed(s)")
         maps = [{**br, **map_switch(br)} for br in map_branches(cfg, nS, grid)]
         for s, m in enumerate(maps):
-            log(f"seed {s}: MAP switch {_f(m['P_switch'])}, coexistence "
-                f"{'yes at P = ' + str(m['coexistence_P']) if m['coexistence'] else 'no'}")
+            log(
+                f"seed {s}: MAP switch {_f(m['P_switch'])}, coexistence "
+                f"{'yes at P = ' + str(m['coexistence_P']) if m['coexistence'] else 'no'}"
+            )
     P_bayes = None
     if ss.probes is not None:
         first = tuple(sorted(set(int(p) for p in ss.probes)))
@@ -322,8 +391,10 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
         sw = [m["P_switch"] for m in maps if m.get("P_switch")]
         P0 = P0 or (float(np.exp(np.mean(np.log(sw)))) if sw else 16.0)
         first = first_probes(P_bayes or P0)
-        log(f"first probes {list(first)} around "
-            + (f"route B's P* {P_bayes:.1f}" if P_bayes else f"P = {P0:.1f}"))
+        log(
+            f"first probes {list(first)} around "
+            + (f"route B's P* {P_bayes:.1f}" if P_bayes else f"P = {P0:.1f}")
+        )
         if progress:  # the estimate again, at the probes' own rows
             _estimate(cfg, s0, nS, ss, first, "placed", warn=not long)
     s_prof = ss.profile or default_profile_settings(cfg.task.L)
@@ -335,26 +406,48 @@ def profile_transition(cfg: Config, *, n_seeds: int | None = None,
             run = seed_task(tasks[s])
             runs.append(run)
             left = nS - s - 1
-            log(f"seed {s}: {run.verdict.kind}, P* = {_f(run.verdict.P_star)}" + (
-                f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at "
-                "this seed's cost" if left else ""))  # fmt: skip
+            log(
+                f"seed {s}: {run.verdict.kind}, P* = {_f(run.verdict.P_star)}"
+                + (
+                    f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at "
+                    "this seed's cost"
+                    if left
+                    else ""
+                )
+            )
     else:
         runs = _fan_out(cluster, tasks, log)
         cpu_away = sum(sum(r.cpu.values()) for r in runs)  # the workers' probes
     over = over_seeds([r.verdict for r in runs])
     return {
-        "method": "profile", "quantity": "P*_aG", "attention": cfg.model.attention,
-        "L": cfg.task.L, "V": cfg.task.V, "width": cfg.model.width, "causal": cfg.model.causal,
-        "source": cfg.task.source, "n_seeds": nS, "seed": seed,
-        "verdict": over["kind"], "P_star": over["P_star"], "interval": [over["lo"], over["hi"]],
-        "summary": over, "theory_point": P0, "theory_bayes_point": P_bayes,
+        "method": "profile",
+        "quantity": "P*_aG",
+        "attention": cfg.model.attention,
+        "L": cfg.task.L,
+        "V": cfg.task.V,
+        "width": cfg.model.width,
+        "causal": cfg.model.causal,
+        "source": cfg.task.source,
+        "n_seeds": nS,
+        "seed": seed,
+        "verdict": over["kind"],
+        "P_star": over["P_star"],
+        "interval": [over["lo"], over["hi"]],
+        "summary": over,
+        "theory_point": P0,
+        "theory_bayes_point": P_bayes,
         "first_probes": list(first),
         "seeds": [seed_json(r) for r in runs],
-        "map": maps, "settings": dataclasses.asdict(ss),
-        "flagged": [f"seed {r.seed} P={P}: {line}" for r in runs for P in sorted(r.profiles)
-                    for line in r.profiles[P].flagged + r.profiles[P].short],
+        "map": maps,
+        "settings": dataclasses.asdict(ss),
+        "flagged": [
+            f"seed {r.seed} P={P}: {line}"
+            for r in runs
+            for P in sorted(r.profiles)
+            for line in r.profiles[P].flagged + r.profiles[P].short
+        ],
         "cpu_seconds": _cpu() - cpu0 + cpu_away,
-    }  # fmt: skip
+    }
 
 
 def seed_task(task: tuple) -> SeedRun:
@@ -371,8 +464,12 @@ def _fan_out(cluster: str, tasks: list, log) -> list[SeedRun]:
     local = cluster.startswith("local:")
     tasks = [t if local else (*t[:5], None, t[6]) for t in tasks]
     log(f"{len(tasks)} seed(s) on {cluster}")
-    out = map_groups(seed_task, tasks, cluster=cluster,
-                     progress=lambda d, n: log(f"cluster: {d}/{n} seed(s) done"))  # fmt: skip
+    out = map_groups(
+        seed_task,
+        tasks,
+        cluster=cluster,
+        progress=lambda d, n: log(f"cluster: {d}/{n} seed(s) done"),
+    )
     bad = failures(out)
     if bad:
         raise ValueError(f"{len(bad)} of {len(tasks)} seed(s) failed on {cluster}: {bad[0]}")
@@ -392,23 +489,48 @@ def _f(x, nd=4) -> str:
 
 def profile_json(prof: Profile) -> dict:
     h = prof.health
-    return {"edges": prof.edges, "F": prof.F, "F_se": prof.F_se, "mean_a": prof.mean_a,
-            "mean_a_se": prof.mean_a_se, "basins": dataclasses.asdict(prof.basins),
-            "flagged": prof.flagged, "short": prof.short, "rows": prof.rows,
-            "seconds": prof.seconds, "centers": prof.centers, "kappa": prof.kappa,
-            "target": prof.target,
-            "windows": {"a_min": h.a_min, "rhat": h.rhat, "ess": h.ess, "accept": h.accept,
-                        "step": h.step, "overlap_next": h.overlap_next, "rhat_U": h.rhat_U,
-                        "ess_U": h.ess_U, "n_draws": h.n_draws,
-                        "target_met": h.target_met}}  # fmt: skip
+    return {
+        "edges": prof.edges,
+        "F": prof.F,
+        "F_se": prof.F_se,
+        "mean_a": prof.mean_a,
+        "mean_a_se": prof.mean_a_se,
+        "basins": dataclasses.asdict(prof.basins),
+        "flagged": prof.flagged,
+        "short": prof.short,
+        "rows": prof.rows,
+        "seconds": prof.seconds,
+        "centers": prof.centers,
+        "kappa": prof.kappa,
+        "target": prof.target,
+        "windows": {
+            "a_min": h.a_min,
+            "rhat": h.rhat,
+            "ess": h.ess,
+            "accept": h.accept,
+            "step": h.step,
+            "overlap_next": h.overlap_next,
+            "rhat_U": h.rhat_U,
+            "ess_U": h.ess_U,
+            "n_draws": h.n_draws,
+            "target_met": h.target_met,
+        },
+    }
 
 
 def seed_json(run: SeedRun) -> dict:
     v = run.verdict
-    return {"seed": run.seed, "verdict": v.kind, "evidence": list(v.evidence),
-            "P_star": v.P_star,
-            "crossing": None if v.crossing is None else v.crossing.to_dict(),
-            "coexistence": v.coexistence, "coexistence_outer": v.coexistence_outer,
-            "P_mid": v.P_mid, "P_steepest": v.P_steepest,
-            "probes": [dataclasses.asdict(p) for p in v.probes], "cpu": run.cpu,
-            "profiles": {P: profile_json(run.profiles[P]) for P in sorted(run.profiles)}}
+    return {
+        "seed": run.seed,
+        "verdict": v.kind,
+        "evidence": list(v.evidence),
+        "P_star": v.P_star,
+        "crossing": None if v.crossing is None else v.crossing.to_dict(),
+        "coexistence": v.coexistence,
+        "coexistence_outer": v.coexistence_outer,
+        "P_mid": v.P_mid,
+        "P_steepest": v.P_steepest,
+        "probes": [dataclasses.asdict(p) for p in v.probes],
+        "cpu": run.cpu,
+        "profiles": {P: profile_json(run.profiles[P]) for P in sorted(run.profiles)},
+    }

@@ -50,11 +50,14 @@ def profile_config(cfg: Config) -> Config:
     if not isinstance(cfg, Config):
         raise ValueError(f"cfg must be a copyhead_jax Config, got {type(cfg).__name__}")
     if not issubclass(head_class(cfg.model.attention), SoftmaxHead):  # a_G, windows, starts
-        raise ValueError(f"the profile method is written for softmax attention (rows of A sum to "
-                         f"one), got {cfg.model.attention!r}: run --method ti")  # fmt: skip
+        raise ValueError(
+            f"the profile method is written for softmax attention (rows of A sum to "
+            f"one), got {cfg.model.attention!r}: run --method ti"
+        )
     exact = dataclasses.replace(exact_settings(cfg.train.solver), continuation=False)
-    return cfg.replace(model=dict(engine="reduced"), train=dict(solver=exact,
-                       train_embeddings=False))  # fmt: skip
+    return cfg.replace(
+        model=dict(engine="reduced"), train=dict(solver=exact, train_embeddings=False)
+    )
 
 
 class Problem(NamedTuple):
@@ -88,8 +91,12 @@ def build_problem(cfg: Config, seed: int, P: int, P_pad: int | None = None) -> P
     inp = sweep_inputs(c, None, P_pad)
     with jax.enable_x64(True):
         T, _, B = init_reduced_arrays(jax.random.wrap_key_data(inp.key[seed]), c, jnp.float64)
-    head = reduced_head(jnp.asarray(T, jnp.float32), jnp.zeros((T.shape[0],) * 2, jnp.float32),
-                        jnp.asarray(B, jnp.float32), head_template(c))  # fmt: skip
+    head = reduced_head(
+        jnp.asarray(T, jnp.float32),
+        jnp.zeros((T.shape[0],) * 2, jnp.float32),
+        jnp.asarray(B, jnp.float32),
+        head_template(c),
+    )
     return Problem(head, jnp.asarray(inp.train[seed]), nested_mask(P, P_pad).astype(jnp.float32))
 
 
@@ -169,6 +176,10 @@ def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
             return marginal_energy(with_WG(prob.head, x), prob.train[:n_precond], m, obj, scale)
 
         _LANDSCAPES[key] = Landscape(
-            energy=lambda prob, x: energy(prob, obj, x), order=order, record=row_copy,
-            precond=precond, floor=obj.sigma_G**-2)  # fmt: skip
+            energy=lambda prob, x: energy(prob, obj, x),
+            order=order,
+            record=row_copy,
+            precond=precond,
+            floor=obj.sigma_G**-2,
+        )
     return _LANDSCAPES[key]

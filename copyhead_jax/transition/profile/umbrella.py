@@ -77,24 +77,35 @@ class UmbrellaSettings(Rounds):
             if not isinstance(v, int) or v < lo:
                 raise ValueError(f"UmbrellaSettings.{name} must be an int >= {lo}, got {v!r}")
         if not isinstance(self.n_iter, int) or self.n_iter < 8 * self.thin:
-            raise ValueError(f"UmbrellaSettings.n_iter must be an int >= 8 thin, got "
-                             f"{self.n_iter!r}")  # fmt: skip
+            raise ValueError(
+                f"UmbrellaSettings.n_iter must be an int >= 8 thin, got {self.n_iter!r}"
+            )
         if not self.step_size > 0 or not self.start_scale >= 0:
             raise ValueError("UmbrellaSettings.step_size must be > 0 and start_scale >= 0")
-        if not (math.isfinite(self.ess_target) and self.ess_target >= 0
-                and math.isfinite(self.rhat_target) and self.rhat_target > 1):
-            raise ValueError("UmbrellaSettings needs ess_target >= 0 and rhat_target > 1, got "
-                             f"{self.ess_target!r}, {self.rhat_target!r}")  # fmt: skip
+        if not (
+            math.isfinite(self.ess_target)
+            and self.ess_target >= 0
+            and math.isfinite(self.rhat_target)
+            and self.rhat_target > 1
+        ):
+            raise ValueError(
+                "UmbrellaSettings needs ess_target >= 0 and rhat_target > 1, got "
+                f"{self.ess_target!r}, {self.rhat_target!r}"
+            )
         r = self.round_iter
-        if not isinstance(r, int) or r < 1 or (self.ess_target and (r % self.thin
-                                                                  or r // self.thin < 4)):
-            raise ValueError(f"UmbrellaSettings.round_iter must be an int >= 1, with a target a "
-                             f"multiple of thin = {self.thin} holding >= 4 draws, got {r!r}")
+        if (
+            not isinstance(r, int)
+            or r < 1
+            or (self.ess_target and (r % self.thin or r // self.thin < 4))
+        ):
+            raise ValueError(
+                f"UmbrellaSettings.round_iter must be an int >= 1, with a target a "
+                f"multiple of thin = {self.thin} holding >= 4 draws, got {r!r}"
+            )
 
     @property
     def n_draws(self) -> int:
         return self.n_iter // self.thin
-
 
 
 class WindowDraws(NamedTuple):
@@ -122,8 +133,9 @@ class WindowDraws(NamedTuple):
     def _per_window(self, stat, x) -> np.ndarray:
         if self.n_draws is None:
             return np.asarray(stat(np.asarray(x, np.float64)))
-        return np.array([float(stat(np.asarray(self.of(x, k), np.float64)))
-                         for k in range(len(self.lengths()))])  # fmt: skip
+        return np.array(
+            [float(stat(np.asarray(self.of(x, k), np.float64))) for k in range(len(self.lengths()))]
+        )
 
     def rhat(self, of: str = "a") -> np.ndarray:
         """``[K]`` split R-hat of ``a`` (or ``U``) over each window's chains."""
@@ -151,9 +163,15 @@ class WindowDraws(NamedTuple):
             width[2] = (0, S - x.shape[2])
             return np.pad(x.astype(np.float64), width, constant_values=np.nan)
 
-        fields = [np.concatenate([pad(getattr(d, f)) if f in ("a", "U", "extra") else
-                                  np.asarray(getattr(d, f)) for d in pair])
-                  for f in self._fields[:-1]]  # fmt: skip
+        fields = [
+            np.concatenate(
+                [
+                    pad(getattr(d, f)) if f in ("a", "U", "extra") else np.asarray(getattr(d, f))
+                    for d in pair
+                ]
+            )
+            for f in self._fields[:-1]
+        ]
         same = all(d.n_draws is None for d in pair) and len({np.shape(d.a)[2] for d in pair}) == 1
         return WindowDraws(*fields, None if same else np.concatenate([d.lengths() for d in pair]))
 
@@ -164,8 +182,9 @@ def window_target(dr: WindowDraws, s: UmbrellaSettings) -> dict[str, np.ndarray]
     e = np.minimum(dr.ess("a"), dr.ess("U"))
     r = np.maximum(dr.rhat("a"), dr.rhat("U"))
     with np.errstate(invalid="ignore"):
-        ok = np.all(np.asarray(dr.finite, bool), axis=1) & (e >= s.ess_target) & \
-            (r <= s.rhat_target)  # fmt: skip
+        ok = (
+            np.all(np.asarray(dr.finite, bool), axis=1) & (e >= s.ess_target) & (r <= s.rhat_target)
+        )
     return {"ess_min": e, "rhat_max": r, "met": ok}
 
 
@@ -179,8 +198,11 @@ def _target(ls: Landscape):
     def record(state, j, params, x0, C, center, kappa):
         x = x0 + C @ state.position
         ex = ls.record(params, x) if ls.record is not None else jnp.zeros((0,), x.dtype)
-        return ls.order(params, x), state.potential_energy - 0.5 * kappa * (
-            ls.order(params, x) - center) ** 2, ex  # fmt: skip
+        return (
+            ls.order(params, x),
+            state.potential_energy - 0.5 * kappa * (ls.order(params, x) - center) ** 2,
+            ex,
+        )
 
     return pot, record
 
@@ -196,10 +218,19 @@ def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
     def one_window(key, params, x0, C, center, kappa):
         k_start, k_run = jax.random.split(key)
         w0 = s.start_scale * jax.random.normal(k_start, (s.n_chains, x0.shape[0]), x0.dtype)
-        ch = hmc_chains(jax.random.split(k_run, s.n_chains), pot, w0, record, n_iter=n_iter,
-                        thin=s.thin, step_size=s.step_size, n_leap=s.n_leap,
-                        n_adapt=s.n_adapt, adapt_mass=s.adapt_mass,
-                        args=(params, x0, C, center, kappa))  # fmt: skip
+        ch = hmc_chains(
+            jax.random.split(k_run, s.n_chains),
+            pot,
+            w0,
+            record,
+            n_iter=n_iter,
+            thin=s.thin,
+            step_size=s.step_size,
+            n_leap=s.n_leap,
+            n_adapt=s.n_adapt,
+            adapt_mass=s.adapt_mass,
+            args=(params, x0, C, center, kappa),
+        )
         a, U, ex = ch.records
         if rounds:
             return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
@@ -208,8 +239,9 @@ def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
     @jax.jit
     def run(key, params, x0, C, centers, kappa):
         keys = jax.random.split(key, centers.shape[0])
-        return jax.lax.map(lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa),
-                           (keys, x0, C, centers))  # fmt: skip
+        return jax.lax.map(
+            lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa), (keys, x0, C, centers)
+        )
 
     return run
 
@@ -223,27 +255,44 @@ def _more(ls: Landscape, s: UmbrellaSettings):
 
     def one_window(state, params, x0, C, center, kappa, first_draw, active):
         def draw(state):
-            ch = hmc_chains(None, pot, None, record, n_iter=s.round_draws * s.thin,
-                            thin=s.thin, step_size=s.step_size, n_leap=s.n_leap,
-                            n_adapt=s.n_adapt, adapt_mass=s.adapt_mass,
-                            args=(params, x0, C, center, kappa), state=state,
-                            first_draw=first_draw)  # fmt: skip
+            ch = hmc_chains(
+                None,
+                pot,
+                None,
+                record,
+                n_iter=s.round_draws * s.thin,
+                thin=s.thin,
+                step_size=s.step_size,
+                n_leap=s.n_leap,
+                n_adapt=s.n_adapt,
+                adapt_mass=s.adapt_mass,
+                args=(params, x0, C, center, kappa),
+                state=state,
+                first_draw=first_draw,
+            )
             a, U, ex = ch.records
             return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
 
         def stay(state):
             a, U, ex, acc, step, finite = jax.eval_shape(draw, state)[0]
             nan = lambda x: jnp.full(x.shape, jnp.nan, x.dtype)  # noqa: E731
-            return (nan(a), nan(U), nan(ex), jnp.full(acc.shape, STOPPED, acc.dtype), nan(step),
-                    jnp.ones(finite.shape, finite.dtype)), state  # fmt: skip
+            return (
+                nan(a),
+                nan(U),
+                nan(ex),
+                jnp.full(acc.shape, STOPPED, acc.dtype),
+                nan(step),
+                jnp.ones(finite.shape, finite.dtype),
+            ), state
 
         return jax.lax.cond(active, draw, stay, state)
 
     @jax.jit
     def run(states, params, x0, C, centers, kappa, first_draw, active):
-        return jax.lax.map(lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa,
-                                                first_draw, a[4]),
-                           (states, x0, C, centers, active))  # fmt: skip
+        return jax.lax.map(
+            lambda a: one_window(a[0], params, a[1], a[2], a[3], kappa, first_draw, a[4]),
+            (states, x0, C, centers, active),
+        )
 
     return run
 
@@ -254,9 +303,18 @@ STOPPED = -1.0
 _FIELDS = ("a", "U", "extra", "accept", "step", "finite")
 
 
-def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray,
-                centers: np.ndarray, kappa: float, s: UmbrellaSettings,
-                ckpt_dir: Path | None = None, on_round=None) -> WindowDraws:  # fmt: skip
+def run_windows(
+    key: Array,
+    ls: Landscape,
+    params,
+    x0: np.ndarray,
+    C: np.ndarray,
+    centers: np.ndarray,
+    kappa: float,
+    s: UmbrellaSettings,
+    ckpt_dir: Path | None = None,
+    on_round=None,
+) -> WindowDraws:
     """Every window's chains (module docstring): ``x0[K, n]`` the restrained minima,
     ``C[K, n, n]`` the whitenings, ``centers[K]``; float32. ``ckpt_dir``: a folder where the
     rounds are saved and a finished call's draws kept, in files named by a hash of the
@@ -280,12 +338,15 @@ def run_windows(key: Array, ls: Landscape, params, x0: np.ndarray, C: np.ndarray
             return bool(met.all())
 
         got = sample_rounds(
-            s, lambda: _program(ls, s, True)(*inputs),
+            s,
+            lambda: _program(ls, s, True)(*inputs),
             lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n), active["mask"]),
             lambda out: {k: np.asarray(v) for k, v in zip(_FIELDS, out)},
-            hmc_state_structure(), None if snapshot is None else (_partial(snapshot), fp),
-            done=enough, on_round=on_round,
-        )  # fmt: skip
+            hmc_state_structure(),
+            None if snapshot is None else (_partial(snapshot), fp),
+            done=enough,
+            on_round=on_round,
+        )
         return _arrays(_draws(got))
 
     arrays, loaded = checkpointed(snapshot, _DONE_KIND, fp, sample)
@@ -306,8 +367,15 @@ def _draws(arrays: dict) -> WindowDraws:
     took = acc[:, 0, :] != STOPPED  # [K, S]: a stopped window's later rounds are not draws
     n = took.sum(-1)
     mean_acc = np.where(took[:, None, :], acc, 0.0).sum(-1) / np.maximum(n, 1)[:, None]
-    return WindowDraws(arrays["a"], arrays["U"], arrays["extra"], mean_acc, arrays["step"],
-                       arrays["finite"], None if took.all() else n)  # fmt: skip
+    return WindowDraws(
+        arrays["a"],
+        arrays["U"],
+        arrays["extra"],
+        mean_acc,
+        arrays["step"],
+        arrays["finite"],
+        None if took.all() else n,
+    )
 
 
 def _fingerprint(s: UmbrellaSettings, inputs) -> str:

@@ -105,38 +105,64 @@ def decide(probes: list[Probe]) -> Verdict:
     """The verdict of one seed (module docstring)."""
     ps = sorted(probes, key=lambda p: p.P)
     used = [p for p in ps if p.usable]
-    ev = [f"P={p.P}: left out ({(p.short or ('fewer than 2 replicas',))[0]})"
-          for p in ps if not p.usable]  # fmt: skip
-    ev += [f"P={p.P}: {len(p.flagged)} window(s) not mixed (errors widened to the replicas' sd): "
-           f"{p.flagged[0]}{' ...' if len(p.flagged) > 1 else ''}" for p in used if p.flagged]
+    ev = [
+        f"P={p.P}: left out ({(p.short or ('fewer than 2 replicas',))[0]})"
+        for p in ps
+        if not p.usable
+    ]
+    ev += [
+        f"P={p.P}: {len(p.flagged)} window(s) not mixed (errors widened to the replicas' sd): "
+        f"{p.flagged[0]}{' ...' if len(p.flagged) > 1 else ''}"
+        for p in used
+        if p.flagged
+    ]
     bim = [p for p in used if p.bimodal]
     P_mid, cr_mid, steep = _midpoint_root(used) if len(used) >= 2 else (None, None, None)
     if len(used) < 2:
-        return Verdict(UNDECIDED, tuple(ev + ["fewer than two usable probes"]), None, None,
-                       None, None, None, None, tuple(ps))  # fmt: skip
+        return Verdict(
+            UNDECIDED,
+            tuple(ev + ["fewer than two usable probes"]),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            tuple(ps),
+        )
     if bim:
         kind = FIRST_ORDER
         for p in bim:
-            ev.append(f"P={p.P}: bimodal, barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats "
-                      f"at a = {p.a_top:.2f} (minima {p.a_pool:.2f}, {p.a_copy:.2f}), "
-                      f"w_copy {p.w_copy:.3f} +- {p.w_copy_se:.3f}")  # fmt: skip
+            ev.append(
+                f"P={p.P}: bimodal, barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats "
+                f"at a = {p.a_top:.2f} (minima {p.a_pool:.2f}, {p.a_copy:.2f}), "
+                f"w_copy {p.w_copy:.3f} +- {p.w_copy_se:.3f}"
+            )
         lo, hi = min(p.P for p in bim), max(p.P for p in bim)
         below = [p.P for p in used if p.P < lo and not p.bimodal]
         above = [p.P for p in used if p.P > hi and not p.bimodal]
         coex, outer = (lo, hi), (max(below) if below else None, min(above) if above else None)
         f = [replica_factor(p.n_replicas) for p in used]
-        cr = crossing([p.P for p in used], [p.d for p in used],
-                      [p.d_se * k for p, k in zip(used, f)], [p.d_sys for p in used])  # fmt: skip
+        cr = crossing(
+            [p.P for p in used],
+            [p.d for p in used],
+            [p.d_se * k for p, k in zip(used, f)],
+            [p.d_sys for p in used],
+        )
         P_star = cr.P_star
         if P_star is None:
-            ev.append(f"the basin weights do not cross between the probes (d {cr.side} 0 at "
-                      "every usable probe)")  # fmt: skip
+            ev.append(
+                f"the basin weights do not cross between the probes (d {cr.side} 0 at "
+                "every usable probe)"
+            )
             kind = UNDECIDED
     else:
         coex = outer = None
         kind = CROSSOVER
-        ev.append("no probe bimodal: " + ", ".join(
-            f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f}" for p in used))
+        ev.append(
+            "no probe bimodal: "
+            + ", ".join(f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f}" for p in used)
+        )
         P_star, cr = P_mid, cr_mid
         if P_star is None:
             ev.append("the posterior mean does not pass midway between the probes")
@@ -148,8 +174,10 @@ def over_seeds(verdicts: list[Verdict]) -> dict:
     """Every seed measured on its own, combined by ``combine_seeds``; the kinds listed (the
     overall kind is theirs when they agree, else ``undecided``)."""
     get = lambda v, k: getattr(v.crossing, k) if v.P_star else math.nan  # noqa: E731
-    t, m, s = ([math.nan if get(v, k) is None else get(v, k) for v in verdicts]
-               for k in ("log_P", "err_mc", "err_sys"))  # fmt: skip
+    t, m, s = (
+        [math.nan if get(v, k) is None else get(v, k) for v in verdicts]
+        for k in ("log_P", "err_mc", "err_sys")
+    )
     out = combine_seeds(t, m, s)
     kinds = [v.kind for v in verdicts]
     out["kinds"] = kinds

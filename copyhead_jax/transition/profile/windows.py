@@ -90,8 +90,12 @@ class ProfileSettings:
             raise ValueError("ProfileSettings needs a_hi > a_lo, spacing > 0, kappa_factor > 0")
         if self.n_windows < 3:
             raise ValueError(f"ProfileSettings gives {self.n_windows} windows; need >= 3")
-        if not (isinstance(self.extend_by, int) and self.extend_by >= 1
-                and isinstance(self.max_extend, int) and self.max_extend >= 0):
+        if not (
+            isinstance(self.extend_by, int)
+            and self.extend_by >= 1
+            and isinstance(self.max_extend, int)
+            and self.max_extend >= 0
+        ):
             raise ValueError("ProfileSettings needs extend_by >= 1 and max_extend >= 0 (ints)")
 
     @property
@@ -175,16 +179,22 @@ class Anchors:
     def rescaled(self, weight: float, floor: float) -> Anchors:
         r = weight / self.weight
         eye = np.eye(self.H[0].shape[0])
-        return Anchors(self.at, tuple(floor * eye + r * (h - floor * eye) for h in self.H),
-                       weight)  # fmt: skip
+        return Anchors(self.at, tuple(floor * eye + r * (h - floor * eye) for h in self.H), weight)
 
     def plus(self, other: Anchors) -> Anchors:
         return Anchors(self.at + other.at, self.H + other.H, self.weight)
 
 
-def prepare(ls: Landscape, params, s: ProfileSettings, centers: np.ndarray,
-            start: Callable[[float], np.ndarray], anchors: Anchors | None = None,
-            weight: float = 1.0, prev: np.ndarray | None = None):  # fmt: skip
+def prepare(
+    ls: Landscape,
+    params,
+    s: ProfileSettings,
+    centers: np.ndarray,
+    start: Callable[[float], np.ndarray],
+    anchors: Anchors | None = None,
+    weight: float = 1.0,
+    prev: np.ndarray | None = None,
+):
     """``(x0[K, n], C[K, n, n], a_min[K], anchors)``: restrained minima (in the order of
     ``centers``, each also tried from the previous one's, the first from ``prev`` if given)
     and whitenings; ``anchors`` (optional) energy Hessians to use (new ones are measured at
@@ -242,8 +252,12 @@ def row_summary(dr: WindowDraws, log_w: np.ndarray, a_top: float) -> dict:
         m = w @ ex[sel]
         sd = np.sqrt(np.maximum(w @ (ex[sel] - m) ** 2, 0.0))
         spread = ex[sel].max(1) - ex[sel].min(1)
-        out[name] = {"p_mean": m.tolist(), "p_sd": sd.tolist(),
-                     "spread_mean": float(w @ spread), "spread_max": float(spread.max())}
+        out[name] = {
+            "p_mean": m.tolist(),
+            "p_sd": sd.tolist(),
+            "spread_mean": float(w @ spread),
+            "spread_max": float(spread.max()),
+        }
     return out
 
 
@@ -259,8 +273,9 @@ def tail_rise(F: np.ndarray, edges: np.ndarray, s: ProfileSettings) -> dict:
     return out
 
 
-def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None,
-            a_top: float | None = None) -> dict:  # fmt: skip
+def analyse(
+    dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None, a_top: float | None = None
+) -> dict:
     """Join, profile and basins of sampled windows at ``centers`` (pooled and per replica):
     the :class:`Profile` fields but ``seconds``."""
     K, R, S = dr.a.shape
@@ -284,50 +299,94 @@ def analyse(dr: WindowDraws, s: ProfileSettings, centers: np.ndarray, a_min=None
     flagged = []
     for k in range(K):
         if not (rhat[k] <= s.rhat_max and ess[k] >= s.ess_min):
-            flagged.append(f"window {k} (c = {centers[k]:.2f}): R-hat {rhat[k]:.3f}, "
-                           f"ESS {ess[k]:.0f}")  # fmt: skip
+            flagged.append(
+                f"window {k} (c = {centers[k]:.2f}): R-hat {rhat[k]:.3f}, ESS {ess[k]:.0f}"
+            )
         if k < K - 1 and not ov[k] >= s.overlap_min:
             flagged.append(f"windows {k}-{k + 1}: overlap {ov[k]:.3f}")
     um = s.umbrella
     tgt = window_target(dr, um) if um.ess_target else None
     for k in np.flatnonzero(~tgt["met"]) if tgt is not None else ():
-        flagged.append(f"window {k} (c = {centers[k]:.2f}): target ESS >= {um.ess_target:g}, "
-                       f"R-hat <= {um.rhat_target:g} not met at the cap of {n[k]} draws "
-                       f"(ESS {tgt['ess_min'][k]:.0f}, R-hat {tgt['rhat_max'][k]:.3f})")
+        flagged.append(
+            f"window {k} (c = {centers[k]:.2f}): target ESS >= {um.ess_target:g}, "
+            f"R-hat <= {um.rhat_target:g} not met at the cap of {n[k]} draws "
+            f"(ESS {tgt['ess_min'][k]:.0f}, R-hat {tgt['rhat_max'][k]:.3f})"
+        )
     if not ok.all():
         flagged.append(f"{int((~ok).sum())} chain(s) not finite (left out)")
     if len(reps) < 2:
         flagged.append(f"{len(reps)} replica(s) with every window finite")
     se = sd_of if flagged else se_of
     with np.errstate(invalid="ignore"):
-        F_se = np.array([se(F_rep[:, j]) for j in range(F.size)]) if len(reps) else \
-            np.full(F.size, np.nan)  # fmt: skip
+        F_se = (
+            np.array([se(F_rep[:, j]) for j in range(F.size)])
+            if len(reps)
+            else np.full(F.size, np.nan)
+        )
     se_a = np.array([a[k][ok[k]][:, : n[k]].std() for k in range(K)]) / np.sqrt(
-        np.maximum(ess, 1.0))
+        np.maximum(ess, 1.0)
+    )
     mid = 0.5 * (edges[1:] + edges[:-1])
     if np.isfinite(F).any():  # F relative to its minimum: floored like d (basins.path_error)
         a0 = float(mid[np.nanargmin(np.where(np.isfinite(F), F, np.nan))])
         floor = np.array([path_error(centers, se_a, kappa, m, a0) for m in mid])
         F_se = np.where(np.isfinite(F_se), np.maximum(F_se, floor), F_se)
-    b = basins(edges, F, pooled.a, pooled.log_w, F_rep, reps, a_top=a_top,
-               windows=(centers, se_a, kappa), widen=bool(flagged))  # fmt: skip
-    health = WindowHealth(np.full(K, np.nan) if a_min is None else np.asarray(a_min), rhat, ess,
-                          np.asarray(dr.accept).mean(1), np.asarray(dr.step).mean(1), ov,
-                          dr.rhat("U"), dr.ess("U"), n,
-                          None if tgt is None else tgt["met"])  # fmt: skip
-    target = None if not um.ess_target else {
-        "ess": um.ess_target, "rhat": um.rhat_target, "round_draws": um.round_draws,
-        "cap_draws": um.n_rounds * um.round_draws}  # fmt: skip
+    b = basins(
+        edges,
+        F,
+        pooled.a,
+        pooled.log_w,
+        F_rep,
+        reps,
+        a_top=a_top,
+        windows=(centers, se_a, kappa),
+        widen=bool(flagged),
+    )
+    health = WindowHealth(
+        np.full(K, np.nan) if a_min is None else np.asarray(a_min),
+        rhat,
+        ess,
+        np.asarray(dr.accept).mean(1),
+        np.asarray(dr.step).mean(1),
+        ov,
+        dr.rhat("U"),
+        dr.ess("U"),
+        n,
+        None if tgt is None else tgt["met"],
+    )
+    target = (
+        None
+        if not um.ess_target
+        else {
+            "ess": um.ess_target,
+            "rhat": um.rhat_target,
+            "round_draws": um.round_draws,
+            "cap_draws": um.n_rounds * um.round_draws,
+        }
+    )
     rise = tail_rise(F, edges, s)
-    short = tuple(f"range: the profile's {end} end lies {r:.1f} nats above its minimum "
-                  f"(< {s.tail_rise}): the windows miss a tail"
-                  for end, r in rise.items() if r < s.tail_rise)  # fmt: skip
-    return dict(edges=edges, F=F, F_se=F_se, F_rep=F_rep,
-                mean_a=weighted_mean(pooled.a, pooled.log_w),
-                mean_a_se=se(np.array(means)) if len(means) > 1 else math.nan,
-                basins=b, health=health, flagged=tuple(flagged), short=short,
-                rows=row_summary(dr, pooled.log_w, b.a_top), centers=np.asarray(centers),
-                kappa=kappa, target=target)  # fmt: skip
+    short = tuple(
+        f"range: the profile's {end} end lies {r:.1f} nats above its minimum "
+        f"(< {s.tail_rise}): the windows miss a tail"
+        for end, r in rise.items()
+        if r < s.tail_rise
+    )
+    return dict(
+        edges=edges,
+        F=F,
+        F_se=F_se,
+        F_rep=F_rep,
+        mean_a=weighted_mean(pooled.a, pooled.log_w),
+        mean_a_se=se(np.array(means)) if len(means) > 1 else math.nan,
+        basins=b,
+        health=health,
+        flagged=tuple(flagged),
+        short=short,
+        rows=row_summary(dr, pooled.log_w, b.a_top),
+        centers=np.asarray(centers),
+        kappa=kappa,
+        target=target,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -341,10 +400,18 @@ class Sampled:
     draws: WindowDraws
 
 
-def measure_profile(key, ls: Landscape, params, s: ProfileSettings,
-                    start: Callable[[float], np.ndarray], *, a_top: float | None = None,
-                    anchors: Anchors | None = None, weight: float = 1.0,
-                    ckpt_dir=None) -> tuple[Profile, Sampled, Anchors]:  # fmt: skip
+def measure_profile(
+    key,
+    ls: Landscape,
+    params,
+    s: ProfileSettings,
+    start: Callable[[float], np.ndarray],
+    *,
+    a_top: float | None = None,
+    anchors: Anchors | None = None,
+    weight: float = 1.0,
+    ckpt_dir=None,
+) -> tuple[Profile, Sampled, Anchors]:
     """The profile of ``ls`` at ``params`` (module docstring); ``start(c)`` a flat start for
     the centre ``c``; ``a_top`` forces the dividing surface (else the profile's barrier top);
     ``anchors``/``weight``: :func:`prepare`; ``ckpt_dir``: where the windows' rounds and draws
@@ -375,17 +442,34 @@ def measure_profile(key, ls: Landscape, params, s: ProfileSettings,
             seed_x = x0[0] if end == "low" else x0[-1]
             nx, nC, na, anchors = prepare(ls, params, s, new, start, anchors, weight, seed_x)
             t4 = time.process_time()
-            nd = run_windows(jax.random.fold_in(key, 1 + 2 * i + (end == "high")), ls, params,
-                             nx, nC, new, s.kappa, s.umbrella, ckpt_dir)  # fmt: skip
+            nd = run_windows(
+                jax.random.fold_in(key, 1 + 2 * i + (end == "high")),
+                ls,
+                params,
+                nx,
+                nC,
+                new,
+                s.kappa,
+                s.umbrella,
+                ckpt_dir,
+            )
             t_prep += t4 - t3
             t_samp += time.process_time() - t4
             if end == "low":  # windows kept in increasing order of their centres
                 new, nx, na, nd = new[::-1], nx[::-1], na[::-1], nd.reversed()
-                c, x0, a_min, dr = (np.r_[new, c], np.concatenate([nx, x0]), np.r_[na, a_min],
-                                    dr.concat(nd, before=True))  # fmt: skip
+                c, x0, a_min, dr = (
+                    np.r_[new, c],
+                    np.concatenate([nx, x0]),
+                    np.r_[na, a_min],
+                    dr.concat(nd, before=True),
+                )
             else:
-                c, x0, a_min, dr = (np.r_[c, new], np.concatenate([x0, nx]), np.r_[a_min, na],
-                                    dr.concat(nd))  # fmt: skip
+                c, x0, a_min, dr = (
+                    np.r_[c, new],
+                    np.concatenate([x0, nx]),
+                    np.r_[a_min, na],
+                    dr.concat(nd),
+                )
         if not added:
             break
         fields = analyse(dr, s, c, a_min, a_top)

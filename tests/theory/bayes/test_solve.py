@@ -66,8 +66,16 @@ def test_points_command_prints_clean_json(plain_transition, capsys):
     res = main(argv)
     out = json.loads(capsys.readouterr().out)  # nothing but one JSON document on stdout
     assert out["inputs"]["L"] == L and out["inputs"]["objective"] == "bayes"
-    assert set(out) >= {"P_aG_bayes", "replicas", "replica_interval", "first_order", "ek_map",
-                        "ek_post", "coexistence_seen", "runs"}  # fmt: skip
+    assert set(out) >= {
+        "P_aG_bayes",
+        "replicas",
+        "replica_interval",
+        "first_order",
+        "ek_map",
+        "ek_post",
+        "coexistence_seen",
+        "runs",
+    }
     # the command reports the API's number (same seed, same draws: deterministic)
     np.testing.assert_allclose(out["P_aG_bayes"], r["P_star"], rtol=1e-12)
     assert out["replicas"] == [res["P_aG_bayes"]] and out["replica_interval"] is None

@@ -46,8 +46,9 @@ def test_restrain_is_the_root_of_the_restrained_inverse():
     C = root_of_inverse(H, floor=0.1)
     Ck = restrain(C, g, 37.0)
     # exact identity: C_k C_k^T = (H + kappa g g^T)^{-1} (float64 rounding only)
-    np.testing.assert_allclose(Ck @ Ck.T, np.linalg.inv(H + 37.0 * np.outer(g, g)),
-                               rtol=1e-9, atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        Ck @ Ck.T, np.linalg.inv(H + 37.0 * np.outer(g, g)), rtol=1e-9, atol=1e-12
+    )
 
 
 def test_root_of_inverse_floors_negative_curvature():

@@ -29,8 +29,13 @@ from copyhead_jax.transition.profile.windows import ProfileSettings, measure_pro
 from .well import WELL, Well, exact_copy_weight, exact_on_bins, start
 
 pytestmark = pytest.mark.xla_optimized
-SETTINGS = ProfileSettings(a_lo=-2.2, a_hi=2.0, spacing=0.2, whiten_every=3,
-                           umbrella=UmbrellaSettings(n_chains=8, n_adapt=50, n_iter=240))
+SETTINGS = ProfileSettings(
+    a_lo=-2.2,
+    a_hi=2.0,
+    spacing=0.2,
+    whiten_every=3,
+    umbrella=UmbrellaSettings(n_chains=8, n_adapt=50, n_iter=240),
+)
 PROBES = (40, 44, 49)
 CUT = 3.0
 
@@ -50,8 +55,9 @@ def measured():
     out = {}
     for P in PROBES:
         w = well_at(P)
-        prof, _, _ = measure_profile(jax.random.fold_in(jax.random.key(0), P), WELL, w.params(),
-                                     SETTINGS, start(w))  # fmt: skip
+        prof, _, _ = measure_profile(
+            jax.random.fold_in(jax.random.key(0), P), WELL, w.params(), SETTINGS, start(w)
+        )
         out[P] = prof
     return out
 

@@ -29,8 +29,9 @@ def test_join_reproduces_the_density_and_weights():
     lp = log_p(GRID)
     p = np.exp(lp - lp.max())
     p /= p.sum() * (GRID[1] - GRID[0])
-    F_exact = np.array([-np.log(p[(GRID >= lo) & (GRID < hi)].mean())
-                        for lo, hi in zip(edges[:-1], edges[1:])])  # fmt: skip
+    F_exact = np.array(
+        [-np.log(p[(GRID >= lo) & (GRID < hi)].mean()) for lo, hi in zip(edges[:-1], edges[1:])]
+    )
     keep = F_exact - F_exact.min() < 5
     # 2000 i.i.d. draws a window: each bin holds >= ~150 effective draws where F < min + 5,
     # so a binned F is good to ~0.1 nat; 0.2 is about 2-3 sigma at the worst bin

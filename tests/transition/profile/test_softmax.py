@@ -18,8 +18,10 @@ from copyhead_jax.transition.profile.umbrella import UmbrellaSettings, run_windo
 
 def _cfg(causal=False):
     return ch.preset("plain").replace(
-        task=dict(L=4, V=3), train=dict(train_embeddings=False),
-        model=dict(width=math.inf, attention="softmax", engine="reduced", causal=causal))
+        task=dict(L=4, V=3),
+        train=dict(train_embeddings=False),
+        model=dict(width=math.inf, attention="softmax", engine="reduced", causal=causal),
+    )
 
 
 def test_a_G_value_and_gradient_match_the_package():
@@ -64,17 +66,41 @@ def test_gaussian_windows_have_their_exact_moments_and_repeat():
 
 
 def test_cli_json_is_one_document(tmp_path, capsys):
-    argv = ["transition", "--preset", "plain", "--L", "4", "--V", "3", "--width", "inf",
-            "--n-seeds", "1", "--probes", "10,20", "--max-probes", "2", "--spacing", "0.5",
-            "--window-chains", "3", "--window-iters", "16", "--window-round-iter", "8", "--no-map",
-            "--json", "--out", str(tmp_path / "t")]  # the default target: rounds of 8 to 16
+    argv = [
+        "transition",
+        "--preset",
+        "plain",
+        "--L",
+        "4",
+        "--V",
+        "3",
+        "--width",
+        "inf",
+        "--n-seeds",
+        "1",
+        "--probes",
+        "10,20",
+        "--max-probes",
+        "2",
+        "--spacing",
+        "0.5",
+        "--window-chains",
+        "3",
+        "--window-iters",
+        "16",
+        "--window-round-iter",
+        "8",
+        "--no-map",
+        "--json",
+        "--out",
+        str(tmp_path / "t"),
+    ]  # the default target: rounds of 8 to 16
     assert main(argv) == 0
     cap = capsys.readouterr()
     res = json.loads(cap.out)  # nothing but the JSON on stdout
     assert res["method"] == "profile" and [p["P"] for p in res["seeds"][0]["probes"]] == [10, 20]
     assert res["verdict"] in ("first order", "crossover", "undecided")
     assert "saved" in cap.err and (tmp_path / "t" / "profile.png").is_file()
-    assert json.loads((tmp_path / "t" / "transition.json").read_text())["verdict"] == \
-        res["verdict"]  # fmt: skip
+    assert json.loads((tmp_path / "t" / "transition.json").read_text())["verdict"] == res["verdict"]
     um = res["settings"]["profile"]["umbrella"]
     assert um["ess_target"] == 50 and um["n_iter"] == 16 and um["round_iter"] == 8

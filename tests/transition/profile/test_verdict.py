@@ -7,15 +7,33 @@ from copyhead_jax.transition.profile.verdict import Probe, decide, over_seeds
 
 
 def probe(P, d, *, bimodal, mean_a, flagged=(), short=(), d_se=0.1):
-    return Probe(P, bimodal, 1.0 if bimodal else -0.5, 0.1, 0.2, 1.0, 1.8,
-                 1 / (1 + math.exp(d)), 0.01, d, d_se, 0.0, mean_a, 0.01, 6, tuple(flagged),
-                 tuple(short))  # fmt: skip
+    return Probe(
+        P,
+        bimodal,
+        1.0 if bimodal else -0.5,
+        0.1,
+        0.2,
+        1.0,
+        1.8,
+        1 / (1 + math.exp(d)),
+        0.01,
+        d,
+        d_se,
+        0.0,
+        mean_a,
+        0.01,
+        6,
+        tuple(flagged),
+        tuple(short),
+    )
 
 
 def test_first_order_root_of_d_in_log_P():
     # d linear in log P with its root at P = 50
-    ps = [probe(P, -20 * math.log(P / 50), bimodal=40 <= P <= 60, mean_a=0.2 + (P > 50))
-          for P in (30, 40, 45, 55, 60, 80)]
+    ps = [
+        probe(P, -20 * math.log(P / 50), bimodal=40 <= P <= 60, mean_a=0.2 + (P > 50))
+        for P in (30, 40, 45, 55, 60, 80)
+    ]
     v = decide(ps)
     assert v.kind == "first order"
     assert abs(v.P_star - 50) < 1e-6 * 50
@@ -24,16 +42,19 @@ def test_first_order_root_of_d_in_log_P():
 
 def test_crossover_midpoint():
     # mean a = tanh(log(P / 50)): midway between the end values at P = 50 for symmetric ends
-    ps = [probe(P, 0.0, bimodal=False, mean_a=math.tanh(math.log(P / 50)))
-          for P in (25, 40, 63, 100)]
+    ps = [
+        probe(P, 0.0, bimodal=False, mean_a=math.tanh(math.log(P / 50))) for P in (25, 40, 63, 100)
+    ]
     v = decide(ps)
     assert v.kind == "crossover"
     assert abs(math.log(v.P_star / 50)) < 0.05  # tanh against its linear interpolation
 
 
 def test_short_range_is_left_out_and_can_undecide():
-    ps = [probe(40, 2.0, bimodal=True, mean_a=0.2),
-          probe(60, -2.0, bimodal=True, mean_a=1.8, short=("range: low end 2 nats",))]
+    ps = [
+        probe(40, 2.0, bimodal=True, mean_a=0.2),
+        probe(60, -2.0, bimodal=True, mean_a=1.8, short=("range: low end 2 nats",)),
+    ]
     v = decide(ps)
     assert v.kind == "undecided" and v.P_star is None
     assert any("left out" in e for e in v.evidence)
@@ -42,9 +63,17 @@ def test_short_range_is_left_out_and_can_undecide():
 def test_unmixed_probe_stays_with_its_widened_error_named():
     # the flagged probe's d_se is what the windows module widened; it enters the root's budget
     ok = [probe(P, -20 * math.log(P / 50), bimodal=True, mean_a=0) for P in (40, 45, 55)]
-    wide = [probe(P, -20 * math.log(P / 50), bimodal=True, mean_a=0,
-                  flagged=(("window 3: R-hat 1.3",) if P == 55 else ()),
-                  d_se=1.0 if P == 55 else 0.1) for P in (40, 45, 55)]  # fmt: skip
+    wide = [
+        probe(
+            P,
+            -20 * math.log(P / 50),
+            bimodal=True,
+            mean_a=0,
+            flagged=(("window 3: R-hat 1.3",) if P == 55 else ()),
+            d_se=1.0 if P == 55 else 0.1,
+        )
+        for P in (40, 45, 55)
+    ]
     a, b = decide(ok), decide(wide)
     assert b.kind == "first order" and any("not mixed" in e for e in b.evidence)
     assert b.crossing.err_mc > 3 * a.crossing.err_mc  # never narrower
@@ -59,14 +88,20 @@ def test_over_seeds_combines_roots():
 
 
 def test_map_single_minimum_and_coexistence():
-    br = {"P": [10, 20, 40], "aG": {"pool": [0.1, 1.0, 2.0], "copy": [0.1, 1.0, 2.0]},
-          "U": {"pool": [1, 2, 3], "copy": [1, 2, 3]}}
+    br = {
+        "P": [10, 20, 40],
+        "aG": {"pool": [0.1, 1.0, 2.0], "copy": [0.1, 1.0, 2.0]},
+        "U": {"pool": [1, 2, 3], "copy": [1, 2, 3]},
+    }
     r = map_switch(br)
     assert not r["coexistence"]
     # MAP a_G: 0.1, 1.0, 2.0; midpoint 1.05 between P = 20 and 40, 0.05 of 1.0 in log P
     assert math.isclose(r["P_switch"], math.exp(math.log(20) + 0.05 * math.log(2)), rel_tol=1e-12)
-    br = {"P": [10, 20, 40], "aG": {"pool": [0.1, 0.2, 0.3], "copy": [1.5, 1.6, 1.8]},
-          "U": {"pool": [1, 2, 3], "copy": [2, 2.5, 2]}}
+    br = {
+        "P": [10, 20, 40],
+        "aG": {"pool": [0.1, 0.2, 0.3], "copy": [1.5, 1.6, 1.8]},
+        "U": {"pool": [1, 2, 3], "copy": [2, 2.5, 2]},
+    }
     r = map_switch(br)
     assert r["coexistence"] and r["coexistence_P"] == [10, 20, 40]
     assert r["bracket"] == [20.0, 40.0]  # the lower-U branch switches between 20 and 40

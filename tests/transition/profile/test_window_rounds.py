@@ -30,8 +30,8 @@ BASE = UmbrellaSettings(n_chains=4, n_adapt=30, n_iter=400, thin=2, round_iter=4
 
 
 def windows(s, key=1, ckpt_dir=None, on_round=None):
-    return run_windows(jax.random.key(key), GAUSS, {}, X0, W, C, PROF.kappa, s, ckpt_dir,
-                       on_round)  # fmt: skip
+    return run_windows(jax.random.key(key), GAUSS, {}, X0, W, C, PROF.kappa, s, ckpt_dir, on_round)
+
 
 def test_target_met_early_stops_early_with_exact_moments():
     """ESS >= 60 on a and U: every window stops before the cap, in whole rounds, with the
@@ -60,12 +60,12 @@ def test_cap_hit_is_flagged_and_widens(tmp_path):
     got = analyse(dr, prof_s, C)
     lines = [f for f in got["flagged"] if "not met at the cap of 60 draws" in f]
     assert len(lines) == 5
-    plain = analyse(dr, dataclasses.replace(PROF, umbrella=dataclasses.replace(s, ess_target=0)),
-                    C)  # fmt: skip
+    plain = analyse(dr, dataclasses.replace(PROF, umbrella=dataclasses.replace(s, ess_target=0)), C)
     assert not plain["flagged"]  # the same draws judged without a target: se, not sd
     ok = np.isfinite(plain["F_se"]) & np.isfinite(got["F_se"])
     assert np.all(got["F_se"][ok] >= plain["F_se"][ok]) and np.any(
-        got["F_se"][ok] > plain["F_se"][ok])  # fmt: skip
+        got["F_se"][ok] > plain["F_se"][ok]
+    )
     prof = Profile(**got, seconds={})
     js = json.loads(json.dumps(profile_json(prof), default=json_default))
     assert js["target"] == {"ess": 1e6, "rhat": 1.01, "round_draws": 20, "cap_draws": 60}
@@ -98,6 +98,7 @@ def test_kill_between_rounds_resumes_bit_for_bit(tmp_path, monkeypatch):
     again = windows(s, ckpt_dir=tmp_path, on_round=die_after(1))  # read back: no round runs
     np.testing.assert_array_equal(again.a, ref.a)
 
+
 def test_windows_of_different_lengths_are_judged_on_their_own_draws():
     """Joined window sets of 20 and 40 draws: NaN past the shorter's draws, and its R-hat and
     ESS those of its own draws alone."""
@@ -123,11 +124,10 @@ def test_each_window_stops_in_the_round_it_meets_the_target():
     fixed = windows(dataclasses.replace(s, ess_target=0.0, n_iter=int(n.max()) * s.thin))
     for k in range(5):
         own = dr.of(dr.a, k)
-        assert np.isnan(np.asarray(dr.a[k])[:, n[k]:]).all()
+        assert np.isnan(np.asarray(dr.a[k])[:, n[k] :]).all()
         np.testing.assert_allclose(own, np.asarray(fixed.a[k])[:, : n[k]], rtol=1e-4, atol=1e-5)
         t = window_target(dr, s)
         assert t["met"][k]
         if n[k] > s.round_draws:  # one round fewer would not have met it
-            cut = dr._replace(n_draws=np.where(np.arange(5) == k, n - s.round_draws,
-                                               n))  # fmt: skip
+            cut = dr._replace(n_draws=np.where(np.arange(5) == k, n - s.round_draws, n))
             assert not window_target(cut, s)["met"][k]

@@ -37,8 +37,12 @@ class Well:
 
 def energy(p: dict, x):
     x0, x1 = x[0], x[1]
-    return (p["h"] * (x0**2 - 1) ** 2 + p["tau"] * x0 + (x1 - p["b"] * x0) ** 2 / (2 * p["s"] ** 2)
-            + 0.5 * jnp.sum(x[2:] ** 2))  # fmt: skip
+    return (
+        p["h"] * (x0**2 - 1) ** 2
+        + p["tau"] * x0
+        + (x1 - p["b"] * x0) ** 2 / (2 * p["s"] ** 2)
+        + 0.5 * jnp.sum(x[2:] ** 2)
+    )
 
 
 def order(p: dict, x):
@@ -55,10 +59,12 @@ WELL = Landscape(energy=energy, order=order, record=record, floor=0.1)
 
 def start(w: Well):
     """Window start for centre ``c``: ``x0 = c``, the rest at their conditional means."""
+
     def f(c: float) -> np.ndarray:
         x = np.zeros(w.dim)
         x[0], x[1] = c, w.b * c
         return x
+
     return f
 
 
