@@ -23,6 +23,8 @@
 - ``summary``        per-run summaries of a reduced sweep's posterior and their tables
 - ``free_energy``    free energy by thermodynamic integration, WBIC; tempered SGLD chains
 - ``llc``            the local learning coefficient in devinterp's conventions
+- ``llc_chains``     one chain set of ``copyhead llc`` (one P, one estimator, every seed),
+                     built from the config alone
 - ``llc_runs``       LLC and WBIC of every run of a sweep (``copyhead llc``)
 - ``arviz``          ``to_arviz``, ``save_netcdf``: a posterior as ArviZ data (arviz lazily)
 """

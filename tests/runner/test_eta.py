@@ -103,6 +103,7 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
     import importlib
 
     llc_runs = importlib.import_module("copyhead_jax.sampling.llc_runs")
+    llc_chains = importlib.import_module("copyhead_jax.sampling.llc_chains")
 
     def chains(keys, ws, tok, m, W_E, b, *a, cfg, st, n_steps, burn_in):  # drawn, not sampled
         nS, T = len(keys), (n_steps - burn_in) // st.thin
@@ -115,7 +116,7 @@ def test_llc_json_stays_pure_with_its_estimate_on_stderr(reduced_file, capsys, m
         train = np.random.default_rng(1).integers(0, cfg.task.V, (n, P, cfg.task.L))
         return argparse.Namespace(train=train, mask=np.ones((n, P), np.float32))
 
-    monkeypatch.setattr(llc_runs, "_chains_jit", chains)
+    monkeypatch.setattr(llc_chains, "_chains_jit", chains)
     monkeypatch.setattr(llc_runs, "sweep_inputs", inputs)
     argv = [
         "llc",

@@ -18,7 +18,8 @@ import copyhead_jax as ch
 from copyhead_jax.cli import main
 from copyhead_jax.cli.llc import llc_settings
 from copyhead_jax.cli.main import build_parser
-from copyhead_jax.sampling.llc_runs import OBSERVED, LLCSettings, chain_set, llc_runs
+from copyhead_jax.sampling.llc_chains import OBSERVED, chain_set
+from copyhead_jax.sampling.llc_runs import LLCSettings, llc_runs
 from copyhead_jax.sampling.rounds import met, reached
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -240,7 +241,7 @@ def test_real_chains_resume_and_the_json_states_target_and_reached(
     """Killed in its third round, ``llc_runs`` resumes from the chain set's snapshot and gives
     the uninterrupted numbers; the command's JSON holds the target, the settings and, per run,
     the reached ESS and R-hat, the draws and whether the target was met."""
-    llc_mod = sys.modules["copyhead_jax.sampling.llc_runs"]
+    llc_mod = sys.modules["copyhead_jax.sampling.llc_chains"]
     real = llc_mod.sample_rounds
 
     def dies(st, start, more, *a, **k):  # the third round never ends

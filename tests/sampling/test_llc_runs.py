@@ -160,7 +160,7 @@ def test_chains_too_large_for_the_budget_are_refused_before_any_work(sweep):
     """The buffer of 10^9 steps (4 chains x 2 x 10^8 kept draws, float32: ~6 GiB) against a
     1 GiB budget: refused by the memory model in one line naming the flags that shrink it,
     before any chain is compiled; the model is linear in the kept draws."""
-    from copyhead_jax.sampling.llc_runs import llc_bytes
+    from copyhead_jax.sampling.llc_chains import llc_bytes
 
     small = sweep.replace(config=sweep.config.replace(sweep=dict(memory_budget_gb=1.0)))
     big = LLCSettings(n_steps=10**9, burn_in=0, thin=5)
