@@ -94,11 +94,7 @@ def add_llc_subparser(sub) -> None:
     )
     p.add_argument("--out", default=None, help="figure path (.png, .pdf or .svg)")
     progress_flags(p)
-    cluster_flag(
-        p,
-        why_not="the chain sets are not yet built from the config alone on a "
-        "worker (they run the programs compiled in this process); run without it",
-    )
+    cluster_flag(p, groups="the chain sets (one P and one estimator each)")
     p.set_defaults(func=cmd_llc, paths=llc_outputs)
 
 
@@ -220,7 +216,14 @@ def cmd_llc(args) -> int:
         ckpt, held = None, claim(None)
     if not args.json:
         print(f"# w* per run: the lowest-U fit of {', '.join(names)}")
-    r = llc_runs(sweeps, posterior=post, settings=st, progress=args.progress, ckpt_dir=ckpt)
+    r = llc_runs(
+        sweeps,
+        posterior=post,
+        settings=st,
+        progress=args.progress,
+        ckpt_dir=ckpt,
+        cluster=args.cluster,
+    )
     held.finish()
     if args.json:
         print(json.dumps(r.to_dict()))

@@ -203,12 +203,7 @@ def add_sample_subparser(sub) -> None:
         help="save the posterior figure next to the output (default on)",
     )
     progress_flags(p)
-    cluster_flag(
-        p,
-        why_not="the sampler's chunks of runs are not yet built from the config "
-        "alone on a worker (they run the programs compiled in this process); run "
-        "without it",
-    )
+    cluster_flag(p, groups="the chunks of runs (--chunk-runs)")
     p.set_defaults(func=cmd_sample, paths=sample_outputs)
 
 
@@ -349,7 +344,14 @@ def cmd_sample(args) -> int:
         run = netcdf_run(args, sweep)
         nc_claim = claim(Path(args.netcdf))  # a second writer of the file is refused now
     args.kept = [Path(str(out) + ".chunks")]  # what a Ctrl-C leaves to resume from
-    post = run_sampler(sweep, sampler, out=out, progress=args.progress, chunk_runs=args.chunk_runs)
+    post = run_sampler(
+        sweep,
+        sampler,
+        out=out,
+        progress=args.progress,
+        chunk_runs=args.chunk_runs,
+        cluster=args.cluster,
+    )
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"
     )

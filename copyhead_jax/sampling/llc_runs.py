@@ -28,7 +28,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
-from ..runner import Progress, fingerprint
+from ..runner import Progress, failures, fingerprint, map_groups
 from ..runner.eta import announce
 from .cost import llc_estimate
 from .estimators import run_mean
@@ -151,6 +151,7 @@ def llc_runs(
     key: jax.Array | None = None,
     progress: bool = False,
     ckpt_dir: str | Path | None = None,
+    cluster: str | None = None,
 ) -> RunLLC:
     r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
     WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
@@ -158,7 +159,11 @@ def llc_runs(
     ``estimators``: a subset of ``ESTIMATORS`` to run (the others stay NaN); ``key``: the
     chains' key (default ``jax.random.key(settings.seed)``); ``ckpt_dir``: a folder where each
     finished chain set (one P, one estimator, every seed) is kept (``runner.run_chunked``), so
-    that an interrupted call resumes there, with the numbers of an uninterrupted one."""
+    that an interrupted call resumes there, with the numbers of an uninterrupted one;
+    ``cluster``: the chain sets not kept run on a Dask cluster (``"tcp://host:port"``,
+    ``"local:N"``; :func:`~copyhead_jax.runner.map_groups`), each built there from its inputs
+    alone (:func:`~.llc_chains.chain_set_row`): the same numbers as here, kept here as they
+    return."""
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
     st = LLCSettings() if settings is None else settings
     if not isinstance(st, LLCSettings):
@@ -168,6 +173,8 @@ def llc_runs(
             f"estimators must be a non-empty subset of {tuple(ESTIMATORS)}, got {estimators!r}"
         )
     run = {e: ESTIMATORS[e] for e in ESTIMATORS if e in estimators}
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     best, src = lowest_u_fits(sweeps)
     cfg = best.config
     if posterior is not None:
@@ -231,6 +238,16 @@ def llc_runs(
         are saved."""
         return chain_set_row(*inputs(int(idx[0])), snapshot)
 
+    def fan_out(idxs: list) -> list[dict[str, np.ndarray]]:
+        """The chain sets ``idxs`` on ``cluster``; one that failed there is one ValueError."""
+        got = map_groups(remote_row, [inputs(int(i[0])) for i in idxs], cluster=cluster)
+        bad = failures(got)
+        if bad:
+            raise ValueError(
+                f"{len(bad)} of {len(idxs)} chain set(s) failed on {cluster}: {bad[0]}"
+            )
+        return got
+
     fp = _fingerprint(cfg, st, list(run), key, best)
     done = bar.chunks(
         n_runs=len(sets),
@@ -239,6 +256,7 @@ def llc_runs(
         fingerprint=fp,
         ckpt_dir=None if ckpt_dir is None else Path(ckpt_dir),
         snapshots=True,
+        fan_out=None if cluster is None else fan_out,
     )
     bar.close()
     for j, (i, e) in enumerate(sets):  # the chain sets' rows into the [P, seed] arrays
@@ -255,6 +273,12 @@ def llc_runs(
         out["posterior"] = np.where(ok, scale * (mean - best["train_loss"]), np.nan)
         out["posterior_mcse"] = np.where(ok, scale * se, np.nan)
     return RunLLC(np.asarray(cfg.sweep.P), d, out, _pstar(sweeps, best), cfg.model.attention, st)
+
+
+def remote_row(task: tuple) -> dict[str, np.ndarray]:
+    """:func:`~.llc_chains.chain_set_row` of one chain set's inputs (a cluster's worker; its
+    rounds not saved)."""
+    return chain_set_row(*task)
 
 
 def devinterp_sweep(res: SweepResult, key: jax.Array, settings: LLCSettings) -> dict:

@@ -43,7 +43,9 @@ from ..runner import (
     available_bytes,
     check_sampler_memory,
     claim,
+    failures,
     fingerprint,
+    map_groups,
     run_mesh,
     shard_runs,
     to_host,
@@ -120,6 +122,7 @@ def run_sampler(
     progress: bool = True,
     chunk_runs: int = 0,
     on_chunk=None,
+    cluster: str | None = None,
 ) -> PosteriorResult:
     """Sample the posterior of every run of ``sweep`` with ``sampler`` (:class:`SGLDConfig`:
     full-engine sweeps, every weight, warm-started from the fits; :class:`HMCConfig`: reduced
@@ -131,7 +134,11 @@ def run_sampler(
     kind of result) and the memory of a chunk are checked, and ``out`` is locked against a
     second sampler. Unhealthy chains (non-finite, R-hat, ESS, acceptance, NaN diagnostics,
     starts that disagree) are reported by name on stderr and recorded in ``meta["warnings"]``;
-    ``flagged[P, seed]`` marks the runs whose means are not to be trusted.
+    ``flagged[P, seed]`` marks the runs whose means are not to be trusted. ``cluster``: the
+    chunks not kept run on a Dask cluster (``"tcp://host:port"``, ``"local:N"``;
+    :func:`~copyhead_jax.runner.map_groups`), each built there from the configs, the fitted
+    weights and the chain keys of its runs (:func:`remote_chunk`): the same numbers as here,
+    checkpointed here as they return.
     """
     if not isinstance(sweep, SweepResult):
         raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
@@ -139,6 +146,8 @@ def run_sampler(
         raise ValueError(
             "sweep has no fitted weights to warm-start from; rerun it with keep_params=True"
         )
+    if cluster is not None:
+        map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     cfg = sweep.config
     program = sampler_for(cfg, sampler)
     program.check(sweep)
@@ -168,8 +177,7 @@ def run_sampler(
     inputs = sweep_inputs(cfg, None)
     heads = sweep.head_arrays(flat=True)
     chains = jax.random.split(jax.random.key(sampler.seed), n_runs * C)
-    chain_keys = jax.random.key_data(chains).reshape(n_runs, C, -1)
-    cls = head_class(cfg.model.attention)
+    chain_keys = np.asarray(jax.random.key_data(chains)).reshape(n_runs, C, -1)
     prepared = program.prepare(heads)
     bar = Progress(
         n_runs,
@@ -179,40 +187,24 @@ def run_sampler(
         on_chunk=on_chunk,
     )
 
+    def chunk_arrays(idx) -> dict[str, np.ndarray]:
+        """The host arrays of the runs ``idx``: chain keys, rows, mask and fitted weights."""
+        rows = {"train": np.asarray(inputs.train)[idx], "mask": np.asarray(inputs.mask)[idx]}
+        return {"keys": chain_keys[idx], **rows, **{k: v[idx] for k, v in heads.items()}}
+
     def compute(idx, snapshot):
-        train, mask = np.asarray(inputs.train)[idx], np.asarray(inputs.mask)[idx]
-        if program.trim_rows:  # drop the padding rows no run of the chunk uses
-            n_keep = max(1, int((mask > 0).sum(-1).max()))
-            if not np.any(mask[:, n_keep:] > 0):
-                train, mask = train[:, :n_keep], mask[:, :n_keep]
-        data = shard_runs(
-            dict(
-                keys=chain_keys[idx],
-                train=train,
-                mask=mask,
-                **{k: v[idx] for k, v in heads.items()},
-            ),
-            mesh,
-        )
-        head = cls.from_arrays(cfg, data)
-        keys = jax.random.wrap_key_data(data["keys"])
-        t, m = data["train"], data["mask"]
+        return sample_chunk(program, mesh, chunk_arrays(idx), prepared, idx, snapshot)
 
-        def host(st):
-            got = {k: to_host(v) for k, v in st._asdict().items() if v is not None}
-            return split_extras(got, sampler, mask, cfg)
-
-        if not sampler.ess_target:
-            st = program.sample(keys, head, t, m, prepared, idx)
-            return {**host(st), "n_draws": np.full(len(idx), sampler.n_draws, np.int64)}
-        return sample_rounds(
-            sampler,
-            lambda: program.start(keys, head, t, m, prepared, idx),
-            lambda carry, n: program.more(carry, head, t, m, prepared, idx, n),
-            host,
-            program.carry_structure(head),
-            snapshot,
-        )
+    def fan_out(idxs: list) -> list[dict[str, np.ndarray]]:
+        """The chunks of runs ``idxs`` on ``cluster``, each built there from the config."""
+        tasks = [(cfg, sampler, chunk_arrays(idx), prepared, idx) for idx in idxs]
+        got = map_groups(remote_chunk, tasks, cluster=cluster)
+        bad = failures(got)
+        if bad:
+            raise ValueError(
+                f"{len(bad)} of {len(idxs)} sampler chunk(s) failed on {cluster}: {bad[0]}"
+            )
+        return got
 
     # the record fields name what a checkpoint holds: older chunks without energy are redone
     fp = fingerprint(
@@ -226,6 +218,7 @@ def run_sampler(
         ckpt_dir=ckpt,
         snapshots=True,
         merge=merge,
+        fan_out=None if cluster is None else fan_out,
     )
     bar.close()
     arrays = {k: v.reshape((nP, nS) + v.shape[1:]) for k, v in merged.items()}
@@ -256,3 +249,45 @@ def run_sampler(
         )
     held.finish(None if out is None else lambda: res.save(out))
     return res
+
+
+def sample_chunk(program: Sampler, mesh, data: dict[str, np.ndarray], prepared, idx, snapshot):
+    """The host arrays of one chunk of runs ``idx``: ``data`` holds their chain keys
+    (``jax.random.key_data``), ``train``, ``mask`` and fitted weights (a leading run axis),
+    ``prepared`` what :meth:`~.sampler.Sampler.prepare` made of every run's weights;
+    ``snapshot``: where its rounds are saved (:mod:`.rounds`)."""
+    cfg, sampler = program.cfg, program.mc
+    train, mask = data["train"], data["mask"]
+    if program.trim_rows:  # drop the padding rows no run of the chunk uses
+        n_keep = max(1, int((mask > 0).sum(-1).max()))
+        if not np.any(mask[:, n_keep:] > 0):
+            train, mask = train[:, :n_keep], mask[:, :n_keep]
+    data = shard_runs({**data, "train": train, "mask": mask}, mesh)
+    head = head_class(cfg.model.attention).from_arrays(cfg, data)
+    keys = jax.random.wrap_key_data(data["keys"])
+    t, m = data["train"], data["mask"]
+
+    def host(st):
+        got = {k: to_host(v) for k, v in st._asdict().items() if v is not None}
+        return split_extras(got, sampler, mask, cfg)
+
+    if not sampler.ess_target:
+        st = program.sample(keys, head, t, m, prepared, idx)
+        return {**host(st), "n_draws": np.full(len(idx), sampler.n_draws, np.int64)}
+    return sample_rounds(
+        sampler,
+        lambda: program.start(keys, head, t, m, prepared, idx),
+        lambda carry, n: program.more(carry, head, t, m, prepared, idx, n),
+        host,
+        program.carry_structure(head),
+        snapshot,
+    )
+
+
+def remote_chunk(task: tuple) -> dict[str, np.ndarray]:
+    """One chunk of :func:`run_sampler` from ``(cfg, sampler config, data, prepared, idx)``
+    alone (a cluster's worker): its program built from the configs, its rounds not saved."""
+    cfg, mc, data, prepared, idx = task
+    return sample_chunk(
+        sampler_for(cfg, mc), run_mesh(cfg.sweep.n_devices), data, prepared, idx, None
+    )

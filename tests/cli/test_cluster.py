@@ -109,8 +109,6 @@ def test_a_sweep_on_a_cluster_is_bit_identical(in_process_cluster, tmp_path, cap
 @pytest.mark.parametrize(
     "argv",
     [
-        ["sample", "x.npz"],
-        ["llc", "x.npz"],
         ["transition", "--L", "4", "--V", "3", "--method", "ti"],
         ["transition", "--L", "4", "--V", "3", "--attention", "linear"],
     ],
