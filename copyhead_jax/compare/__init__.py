@@ -16,6 +16,9 @@
 - ``laws``     power laws of the P* against L or V beside the paper's; the joint law in L, V
 - ``coverage`` the coverage ablation's table: the ansatz's share of the attention per regime
 - ``text``     number formats of the markdown tables
+- ``readings`` the claims x readings matrix; ``reading_sources`` what each reading measured and
+               its EK theory, ``reading_cells`` one cell per claim, ``reading_warning`` the
+               early-warning row
 """
 
 from . import locate as locate
@@ -57,11 +60,11 @@ from .pstar import point_summary as point_summary
 from .pstar import seed_groups as seed_groups
 from .pstar import seeds_summary as seeds_summary
 from .pstar import softmax_points as softmax_points
+from .reading_sources import ek_window as ek_window
+from .reading_sources import measured_exponents as measured_exponents
+from .reading_sources import measured_from_main as measured_from_main
+from .reading_sources import reading_theory as reading_theory
 from .readings import claims_matrix as claims_matrix
-from .readings import ek_window as ek_window
-from .readings import measured_exponents as measured_exponents
-from .readings import measured_from_main as measured_from_main
-from .readings import reading_theory as reading_theory
 from .root import Crossing as Crossing
 from .seeds import bracketed as bracketed
 from .seeds import ci_table as ci_table
