@@ -17,7 +17,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .config import SAMPLERS, Config, HMCConfig, SGLDConfig
+from .config import SAMPLERS, AdamConfig, Config, HMCConfig, SGLDConfig
 from .models import ARRAY_FIELDS, AbstractHead, head_class
 from .storage import SCHEMA_VERSION, atomic_save_npz, load_npz
 
@@ -227,6 +227,16 @@ class SweepResult(_OfSweep):
         return unconverged_flags(self.arrays)
 
     @property
+    def at_epoch_cap(self) -> np.ndarray:
+        """``[P, seed]`` bool: Adam runs stopped by ``max_epochs`` before early stopping
+        triggered (not converged by Adam's own test; kept in the means, which then describe
+        where training stopped, not a minimum); all False for the exact solver."""
+        if not isinstance(self.config.solver, AdamConfig) or "stop_epoch" not in self.arrays:
+            return np.zeros(self.arrays["finite"].shape, bool)
+        stopped_at = np.asarray(self.arrays["stop_epoch"])
+        return (stopped_at >= self.config.solver.max_epochs) & self.arrays["finite"].astype(bool)
+
+    @property
     def ok(self) -> np.ndarray:
         """``[P, seed]`` bool: the runs that enter means (finite, not diverged, and, for the
         exact solver, converged)."""
@@ -235,12 +245,13 @@ class SweepResult(_OfSweep):
     def summary(self) -> dict[str, np.ndarray]:
         """Mean and sd over the ``ok`` seeds (finite, not diverged, converged) of each scalar,
         per P, under the stored names (softmax: ``a1``, ``aG``); ``n_ok``, ``n_finite``,
-        ``n_diverged`` and ``n_unconverged`` count the runs."""
+        ``n_diverged``, ``n_unconverged`` and ``n_at_epoch_cap`` count the runs."""
         out: dict[str, np.ndarray] = {"P": self.P}
         ok = self.ok
         out["n_ok"] = ok.sum(1)
         out["n_diverged"] = self.diverged.sum(1)
         out["n_unconverged"] = self.unconverged.sum(1)
+        out["n_at_epoch_cap"] = (self.at_epoch_cap & ok).sum(1)
         for k in SCALARS:
             if k == "finite":
                 out["n_finite"] = self.arrays["finite"].astype(bool).sum(1)

@@ -212,3 +212,26 @@ def test_heads_of_a_sweep_are_its_kept_weights(reduced):
         res.replace(
             arrays={k: v for k, v in res.arrays.items() if not k.startswith("params/")}
         ).head_arrays()
+
+
+def test_runs_stopped_by_the_epoch_cap_are_counted_and_said(capsys):
+    """A run whose Adam loop ended at ``max_epochs`` did not meet early stopping: it is counted
+    per P and the table says so (kept in the means); an early-stopped run is not counted."""
+    res = fake_sweep()
+    cap = res.config.solver.max_epochs
+    res.arrays["stop_epoch"] = np.array([[cap, cap - 7], [cap - 7, cap - 7], [cap, cap]])
+    res.arrays["grad_norm"] = np.array([[15.0, 0.1], [0.1, 0.1], [3.0, 2.0]])
+    assert res.at_epoch_cap.tolist() == [[True, False], [False, False], [True, True]]
+    s = res.summary()
+    assert s["n_at_epoch_cap"].tolist() == [1, 0, 2] and s["n_ok"].tolist() == [2, 2, 2]
+    print_table(res)
+    out = capsys.readouterr().out
+    assert f"3 of 6 runs stopped at max_epochs={cap}" in out and "|grad| up to 15" in out
+    res.arrays["stop_epoch"] = np.full((3, 2), cap - 1)
+    print_table(res)
+    assert "max_epochs" not in capsys.readouterr().out
+
+
+def test_the_exact_solver_has_no_epoch_cap():
+    res = fake_sweep(FAKE_CFG.replace(model=dict(engine="reduced"), solver=ch.ExactConfig()))
+    assert not res.at_epoch_cap.any()

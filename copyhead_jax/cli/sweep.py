@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
 from ..compare.overlay import theory_overlay
 from ..config import BOTH, Config, preset, run_name, single_start
 from ..models import head_class
@@ -293,6 +295,15 @@ def print_table(res) -> None:
         f"# mean over the 'ok' seeds; {n_div} diverged run(s) ('div': non-finite, or loss or U "
         "blown up past its start and the zero-output loss) excluded from the means"
     )
+    capped = res.at_epoch_cap & res.ok
+    if capped.any():
+        gmax = float(np.max(np.asarray(res.arrays["grad_norm"])[capped]))
+        print(
+            f"# {int(capped.sum())} of {int(res.ok.sum())} runs stopped at max_epochs="
+            f"{res.config.solver.max_epochs} before early stopping (|grad| up to {gmax:.2g}): "
+            "not converged; the means describe where Adam stopped (train longer: --max-epochs, "
+            "or fit the exact MAP: --preset paper-map)"
+        )
     n_unc = int((res.unconverged & ~res.diverged).sum())
     if n_unc:
         print(
