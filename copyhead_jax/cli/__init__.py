@@ -14,7 +14,9 @@
 - ``results``         ``copyhead polish``, ``show``, ``plot`` of result files
 - ``sample``          ``copyhead sample``
 - ``llc``             ``copyhead llc``
-- ``transition``      ``copyhead transition``
+- ``transition``      ``copyhead transition``, with ``transition_settings`` (what its flags ask
+                      for), ``transition_folder`` (its output folder, the refusal of another
+                      run's) and ``transition_text`` (what it prints)
 - ``theory``          ``copyhead theory``, with ``theory_points`` (``points``, ``curve``,
                       ``landscape``, ``scaling``), ``theory_fit`` (``sensitivity``, ``fit``),
                       ``theory_beyond`` (the source and mask flags) and ``theory_options`` (the

@@ -2,7 +2,9 @@
 verdict, evidence and interval. Softmax by default from the posterior's free-energy profile
 (:func:`copyhead_jax.transition.profile.profile_transition`); ``--method ti`` the branch free
 energies with the SMC cross-check (:func:`copyhead_jax.transition.search.transition`); linear
-attention its posterior crossover psi = 1/2."""
+attention its posterior crossover psi = 1/2. What the flags ask for lives in
+:mod:`.transition_settings`, the output folder in :mod:`.transition_folder`, what the command
+prints in :mod:`.transition_text`."""
 
 from __future__ import annotations
 
@@ -15,51 +17,22 @@ from pathlib import Path
 from ..config import ATTENTIONS, DEFAULT_CHAINS, PROFILE_WINDOW
 from ..models import head_class
 from .flags import add_preset_flags, finite_float
+from .transition_folder import check_out, run_fingerprint, tidy, transition_outputs
+from .transition_folder import out_folder as out_folder
+from .transition_settings import (
+    config_from_args,
+    parse_map_grid,
+    parse_width,
+    profile_settings_from_args,
+    settings_from_args,
+)
 from .transition_text import format_profile as format_profile
 from .transition_text import format_result as format_result
 
 
-def _width(text: str):
-    w = text.strip().lower()
-    try:
-        return float("inf") if w in ("inf", "infinity") else int(w)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--width must be an int >= 1 or 'inf', got {text!r}"
-        ) from None
-
-
-def _P_grid(text: str) -> tuple[int, ...]:
-    """``4,8,16`` or ``LO:HI:Nlog`` (as ``copyhead sweep --P``; not imported from ``cli``,
-    which imports this module) -> at least 2 sorted distinct ints >= 1."""
-    import re
-
-    import numpy as np
-
-    m = re.fullmatch(r"(\d+):(\d+):(\d+)log", text.strip())
-    try:
-        vals = (
-            np.geomspace(int(m[1]), int(m[2]), int(m[3]))
-            if m
-            else [int(p) for p in text.split(",") if p.strip()]
-        )
-        grid = tuple(sorted({int(round(float(p))) for p in vals}))
-    except (ValueError, ZeroDivisionError):
-        grid = ()
-    if len(grid) < 2 or grid[0] < 1 or grid[-1] > P_MAX:
-        raise ValueError(
-            f"--P must hold at least 2 values in [1, {P_MAX}] (4,8,16 or LO:HI:Nlog), got {text!r}"
-        )
-    return grid
-
-
-#: the largest P of a MAP grid (as the sweep's)
-P_MAX = 10**7
-
-
 def add_transition_subparser(sub) -> None:
     from ..sources import SOURCES
-    from ..transition.branch_group import RUNG_SCHEDULES, TISettings
+    from ..transition.ti_settings import RUNG_SCHEDULES, TISettings
     from ._common import add_parser, cluster_flag, progress_flags
 
     # the field defaults, not TISettings(): its batched default asks JAX for the backend,
@@ -88,7 +61,7 @@ def add_transition_subparser(sub) -> None:
     )
     p.add_argument("--L", type=int, default=None, help="sequence length (default: preset's)")
     p.add_argument("--V", type=int, default=None, help="vocabulary size (default: preset's)")
-    p.add_argument("--width", type=_width, default=None, help="d_model N or 'inf'")
+    p.add_argument("--width", type=parse_width, default=None, help="d_model N or 'inf'")
     p.add_argument("--sigma2", type=finite_float, default=None, help="noise sigma^2")
     p.add_argument("--chi", type=finite_float, default=None, help="output scale chi")
     p.add_argument("--attention", choices=ATTENTIONS, default="softmax")
@@ -316,95 +289,6 @@ def add_transition_subparser(sub) -> None:
     p.set_defaults(func=cmd_transition, paths=transition_outputs, flag_default=p.get_default)
 
 
-def settings_from_args(args):
-    from .._checks import check_int
-    from ..transition.branch_group import TISettings, rung_ts
-
-    K = check_int("--rungs", args.rungs, lo=2, hi=64)
-    return TISettings(
-        ts=rung_ts(K, args.rung_schedule),
-        adapt_mass=args.adapt_mass,
-        exact_t0=args.t0 == "exact",
-        n_chains=args.chains,
-        n_iter=args.iters,
-        smc_particles=args.smc_particles,
-        ess_target=args.rung_ess_target,
-        rhat_target=args.rung_rhat_target,
-        round_iter=args.rung_round_iter,
-    )
-
-
-def config_from_args(args):
-    from .._checks import check_int
-    from ..config.presets import preset
-
-    cfg = preset(args.preset, args.reading)
-    task = {
-        k: check_int(f"--{k}", getattr(args, k), lo=2, hi=10**4)
-        for k in ("L", "V")
-        if getattr(args, k) is not None
-    }
-    chain = {
-        k: getattr(args, k) for k in ("rho", "alpha", "chain_seed") if getattr(args, k) is not None
-    }
-    if args.source != "markov" and chain:
-        raise ValueError("--rho, --alpha and --chain-seed need --source markov")
-    task.update(source=args.source, **chain)
-    model = {"attention": args.attention, "engine": "reduced", "causal": args.causal}
-    if args.width is not None:
-        model["width"] = args.width
-    post = {k: getattr(args, k) for k in ("sigma2", "chi") if getattr(args, k) is not None}
-    sweep = {} if args.memory_budget_gb is None else {"memory_budget_gb": args.memory_budget_gb}
-    return cfg.replace(
-        task=task, model=model, posterior=post, sweep=sweep, train=dict(train_embeddings=False)
-    )
-
-
-def _probes(text: str) -> tuple[int, ...]:
-    """``48`` or ``40,48,56`` -> sorted distinct ints >= 2."""
-    try:
-        vals = tuple(sorted({int(p) for p in text.split(",") if p.strip()}))
-    except ValueError:
-        vals = ()
-    if not vals or vals[0] < 2:
-        raise ValueError(f"--probes must hold ints >= 2 (e.g. 40,56), got {text!r}")
-    return vals
-
-
-def profile_settings_from_args(args):
-    from .._checks import check_float, check_int
-    from ..transition.profile import (
-        FIXED_WINDOW_ITERS,
-        PROFILE_UMBRELLA,
-        SearchSettings,
-        UmbrellaSettings,
-        default_profile_settings,
-    )
-
-    probes = None if args.probes is None else _probes(args.probes)
-    if not (math.isfinite(args.spacing) and 0.01 <= args.spacing <= 1.0):
-        raise ValueError(f"--spacing must lie in [0.01, 1], got {args.spacing!r}")
-    iters = args.window_iters
-    if iters is None:
-        iters = PROFILE_UMBRELLA.n_iter if args.window_ess_target else FIXED_WINDOW_ITERS
-    um = UmbrellaSettings(
-        n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
-        n_iter=check_int("--window-iters", iters, lo=16, hi=10**5),
-        ess_target=check_float(
-            "--window-ess-target", args.window_ess_target, lo=0.0, lo_open=False
-        ),
-        rhat_target=check_float("--window-rhat-target", args.window_rhat_target, lo=1.0),
-        round_iter=check_int("--window-round-iter", args.window_round_iter, lo=1, hi=10**5),
-    )
-    prof = default_profile_settings(args.L_eff, spacing=args.spacing, umbrella=um)
-    return SearchSettings(
-        probes=probes,
-        max_probes=check_int("--max-probes", args.max_probes, lo=2, hi=64),
-        profile=prof,
-        map_switch=args.map_switch,
-    )
-
-
 #: why ``--cluster`` is refused by the TI method (and linear attention, which runs it)
 TI_NOT_INDEPENDENT = (
     "--cluster: the seeds of --method ti (and of linear attention) are not "
@@ -415,7 +299,7 @@ TI_NOT_INDEPENDENT = (
 
 def cmd_transition(args) -> int:
     if args.P is not None:
-        _P_grid(args.P)  # its range, before the theory places anything
+        parse_map_grid(args.P)  # its range, before the theory places anything
     cfg = config_from_args(args)
     if args.method == "profile" and head_class(cfg.model.attention).two_branches:
         if args.P is not None:
@@ -429,135 +313,6 @@ def cmd_transition(args) -> int:
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")
     return _cmd_ti(args)
-
-
-def transition_outputs(args):
-    """``(outputs, inputs)`` of ``copyhead transition``: the ``--out`` folder and what it holds
-    at its top (the result, its lock, the figure, the TI's MAP sweeps); no inputs."""
-    from .._checks import Output
-    from ..results import SWEEP_KIND
-    from ._common import figure_outputs
-
-    out = out_folder(args)
-    cfg = config_from_args(args)
-    two = head_class(cfg.model.attention).two_branches
-    outs = [
-        Output("--out", out, folder=True),
-        Output("--out's transition.json", out / "transition.json", suffixes=(".json",)),
-        Output("--out's lock", out / "transition.json.lock"),
-    ]
-    if two and args.method == "ti":
-        outs += [
-            Output(
-                f"--out's map_{b}.npz", out / f"map_{b}.npz", suffixes=(".npz",), kind=SWEEP_KIND
-            )
-            for b in ("pool", "copy")
-        ]
-    if args.plot:
-        name = "profile.png" if two and args.method == "profile" else "transition.png"
-        outs += figure_outputs(f"--out's {name}", out / name, (".png",))
-    return outs, []
-
-
-#: flags that do not change a run's numbers (nor name it: the preset, L, V and attention do)
-NOT_RUN = frozenset(
-    {
-        "command",
-        "preset",
-        "reading",
-        "L",
-        "V",
-        "attention",
-        "memory_budget_gb",
-        "out",
-        "json",
-        "plot",
-        "progress",
-        "cluster",
-        "cluster_refused",
-        "config",
-        "func",
-        "paths",
-        "flag_default",
-        "kept",
-        "L_eff",
-    }
-)
-
-
-#: the rungs' stopping flags, which change nothing without a target (--rung-ess-target 0)
-RUNG_TARGET = frozenset({"rung_ess_target", "rung_rhat_target", "rung_round_iter"})
-
-
-def run_flags(args) -> dict:
-    """The flags that shape the run's numbers, as given (the rungs' stopping flags only with a
-    target)."""
-    skip = NOT_RUN | (frozenset() if getattr(args, "rung_ess_target", 0) else RUNG_TARGET)
-    return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
-
-
-def out_folder(args) -> Path:
-    """``--out``, else ``results/transition_ATT_LL_VV_NAME`` (``NAME``: the preset's run name,
-    as ``copyhead sweep`` names its folder), ``-HASH`` added when flags other than those change
-    the run (``HASH``: 8 hex digits of the flags that differ from their defaults), so that runs
-    with other flags never share a folder."""
-    from ..config.presets import run_name
-    from ..runner import fingerprint
-
-    if args.out is not None:
-        return Path(args.out)
-    cfg = config_from_args(args)
-    given = getattr(args, "flag_default", None)
-    diff = {k: v for k, v in run_flags(args).items() if given is None or v != given(k)}
-    name = (
-        f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_{run_name(args.preset, cfg)}"
-    )
-    return Path("results") / (name + (f"-{fingerprint(diff, digits=8)}" if diff else ""))
-
-
-def run_fingerprint(args, cfg) -> str:
-    """What a folder's ``transition.json`` must match to be this run's: the config (its memory
-    budget aside, which only sizes groups) and the run's flags."""
-    from ..runner import fingerprint
-    from ..transition.store import resume_identity
-
-    return fingerprint({"config": resume_identity(cfg), "flags": run_flags(args)})
-
-
-def _check_out(args, fp: str) -> tuple[Path, dict | None]:
-    """The output folder, checked, and the result it already holds of this run (``None``: no
-    result yet). A result of another run is refused (never overwritten)."""
-    from .._checks import check_output_folder
-
-    out = check_output_folder("--out", out_folder(args))
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
-    f = out / "transition.json"
-    if not f.is_file():
-        return out, None
-    try:
-        old = json.loads(f.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        old = None
-    if not isinstance(old, dict) or old.get("fingerprint") != fp:
-        raise ValueError(
-            f"--out {str(out)!r} holds the result of another run "
-            f"({str(f)!r}); give another --out or remove it"
-        )
-    return out, old
-
-
-def _tidy(out: Path, new: bool, held) -> None:
-    """A run that failed before it wrote anything (a refusal, a bad input) leaves no folder it
-    made behind: only its lock is in there. Checkpoints of real work stay to resume from."""
-    import shutil
-
-    if not new or not out.is_dir():
-        return
-    if {p.name for p in out.iterdir()} <= {"transition.json.lock"}:
-        if held is not None:
-            held.finish(None)
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def _report(args, res: dict, out: Path, fmt, draw, name: str, kept: bool) -> None:
@@ -587,7 +342,7 @@ def _cmd_profile(args, cfg) -> int:
     settings = profile_settings_from_args(args)
     n = check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
     fp = run_fingerprint(args, cfg)
-    out, kept = _check_out(args, fp)
+    out, kept = check_out(args, fp)
     if kept is not None:
         _report(args, kept, out, format_profile, profile_figure, "profile.png", kept=True)
         return 0
@@ -607,7 +362,7 @@ def _cmd_profile(args, cfg) -> int:
             cluster=args.cluster,
         )
     except BaseException:
-        _tidy(out, new, held)
+        tidy(out, new, held)
         raise
     res["fingerprint"] = fp
     held.finish(lambda: write_checkpoint(out / "transition.json", res))
@@ -626,11 +381,11 @@ def _cmd_ti(args) -> int:
     settings = settings_from_args(args)
     grid = None
     if args.P is not None:
-        grid = _P_grid(args.P)
+        grid = parse_map_grid(args.P)
     if args.a_thr is not None and not (math.isfinite(args.a_thr) and args.a_thr > 0):
         raise ValueError(f"--a-thr must be a finite number > 0, got {args.a_thr!r}")
     fp = run_fingerprint(args, cfg)
-    out, kept = _check_out(args, fp)
+    out, kept = check_out(args, fp)
     if kept is not None:
         _report(args, kept, out, format_result, transition_figure, "transition.png", kept=True)
         return 0
@@ -649,7 +404,7 @@ def _cmd_ti(args) -> int:
             record={"fingerprint": fp},
         )
     except BaseException:
-        _tidy(out, new, None)
+        tidy(out, new, None)
         raise
     _report(args, res, out, format_result, transition_figure, "transition.png", kept=False)
     return 0

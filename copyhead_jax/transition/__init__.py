@@ -5,14 +5,17 @@ the posterior copy fraction passes 1/2 (linear).
 - ``method``        ``transition(cfg, method=...)``: the profile method or branch TI
 - ``profile/``      the posterior's free-energy profile in a_G (umbrella windows, MBAR), its
                     basins and the verdict, per seed; ``profile_transition(cfg)``
-- ``search``        branch TI's ``transition(cfg)``: probes per seed, their assembly into P*
+- ``search``        branch TI's ``transition(cfg)``: probes per seed, their groups
+- ``ti_result``     branch TI's result: the seeds assembled into P*, the SMC cross-check
 - ``plan``          where the groups go: padded group sizes, a later seed's first probes, one
                     seed's probing loop (``seed_probes``)
 - ``root``          a P* from a free-energy difference at a few P: next probe, seeds
                     combined, the bracket slope a later seed borrows; the root and its error
                     budget are the one crossing rule, ``compare.root.crossing``, re-exported
 - ``branch_group``  one (seed, P) group: both branches' free energies by Laplace-referenced
-                    constrained TI, and a tempered-SMC copy weight (``TISettings``)
+                    constrained TI, and a tempered-SMC copy weight
+- ``ti_settings``   what a group is asked to do (``TISettings``, the rung schedules) and the
+                    bytes it needs
 - ``branch_ti``     the free energy of one branch: constrained, Laplace-referenced TI on
                     collapsed-HMC rungs
 - ``smc``           adaptive tempered SMC over a batch of independent problems
@@ -29,11 +32,8 @@ Several modules have a ``free_energies`` of their own; reach those through the m
 """
 
 from .branch_group import BRANCHES as BRANCHES
-from .branch_group import RUNG_SCHEDULES as RUNG_SCHEDULES
 from .branch_group import SIDE as SIDE
-from .branch_group import TISettings as TISettings
 from .branch_group import a_G as a_G
-from .branch_group import rung_ts as rung_ts
 from .branch_group import ti_programs as ti_programs
 from .branch_runs import cpu_seconds as cpu_seconds
 from .branch_ti import branch_log_z as branch_log_z
@@ -61,3 +61,6 @@ from .smc import hmc_move as hmc_move
 from .smc import tempered_smc as tempered_smc
 from .store import json_default as json_default
 from .store import run_key as run_key
+from .ti_settings import RUNG_SCHEDULES as RUNG_SCHEDULES
+from .ti_settings import TISettings as TISettings
+from .ti_settings import rung_ts as rung_ts

@@ -10,7 +10,8 @@ seed measures one probe at the earlier seeds' mean root and places its root with
 brackets (the seeds' roots differ by far less than ``SEED_SPAN``, where that slope holds;
 ``anchored=False``: two probes a factor ``SEED_SPAN`` either side, bracketing it). The SMC
 cross-check runs at the brackets' ends (an anchored seed has none: the bracketing seeds' checks hold
-for its root, a fraction of a per cent away) and reuses the TI's whitening.
+for its root, a fraction of a per cent away) and reuses the TI's whitening. The seeds' records
+become the result in :mod:`.ti_result`.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sampling.run.run_sampler`) on an exact-MAP sweep.
 
@@ -39,15 +40,16 @@ from ..models import head_class
 from ..objective import Objective
 from ..runner import available_bytes, claim, refuse_if_over
 from ..sweep import run_sweep
-from .branch_group import BRANCHES, SIDE, TISettings, free_energies, group_bytes, smc_weight
+from .branch_group import BRANCHES, SIDE, free_energies, smc_weight
 from .plan import REFINE_RATIO, first_probes, pad_of, seed_probes
 from .root import (
     bracket_slope,
-    combine_seeds,
     crossing,
     pooled_slope,
 )
 from .store import kept_sweep, read_checkpoint, run_key, write_checkpoint
+from .ti_result import assemble, smc_cross_check
+from .ti_settings import TISettings, group_bytes
 
 INIT = {"pool": "zero", "copy": "copy"}
 #: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
@@ -104,7 +106,7 @@ def map_grid(P0: float, n: int = 12, span: float = 2.5) -> tuple[int, ...]:
 
 def _check_group_memory(cfg: Config, settings: TISettings, P_top: int) -> None:
     """Refuse a transition whose group at ``P <= 4 P_top`` (a branch probe may reach 4x the
-    grid's top) does not fit (:func:`~.branch_group.group_bytes`)."""
+    grid's top) does not fit (:func:`~.ti_settings.group_bytes`)."""
     need = group_bytes(settings, L=cfg.task.L, V=cfg.task.V, P_pad=4 * P_top)
     refuse_if_over(
         need,
@@ -256,7 +258,7 @@ def transition(
             )
         )
         whitened.clear()
-    res = _assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
+    res = assemble(cfg, per_seed, th, a_thr, settings, grid, time.time() - t0)
     res.update(record or {})
     held.finish(None if out is None else lambda: write_checkpoint(out / "transition.json", res))
     return res
@@ -441,72 +443,3 @@ def _seed_result(
         "flagged": flagged,
         "bracket_slope": b_slope,
     }
-
-
-def smc_cross_check(seed: int, bracket, pts: list[dict], n_particles: int) -> dict:
-    """The SMC cross-check of one seed's root from the copy weights at its bracket's ends
-    (``pts``: :func:`~.branch_group.smc_weight`'s records with ``P``): ``F_copy - F_pool`` read
-    from each weight (clipped to the resolution of ``n_particles``) and their crossing. A
-    collapsed population's weight is no cross-check: then ``P_star`` is None (refused) and
-    ``collapsed`` names it, a line per bracket end."""
-    eps = 1 / (2 * n_particles)  # a weight the particles cannot resolve
-    w = np.clip([p["w_copy"] for p in pts], eps, 1 - eps)
-    lo = -np.log(w / (1 - w))  # F_copy - F_pool read from the weights
-    c = crossing(bracket, lo, [0.0, 0.0])
-    bad = [
-        f"seed {seed} P={p['P']} SMC collapsed: {'; '.join(p['collapsed'])}"
-        for p in pts
-        if p["collapsed"]
-    ]
-    return {
-        "P": list(bracket),
-        "w_copy": [p["w_copy"] for p in pts],
-        "dF_smc": lo.tolist(),
-        "P_star": None if bad else c.P_star,
-        "collapsed": bad,
-        "points": pts,
-    }
-
-
-def _assemble(cfg, per_seed, th, a_thr, settings, grid, wall) -> dict:
-    cr = [p["crossing"] for p in per_seed]
-    f = lambda k: [math.nan if c[k] is None else c[k] for c in cr]  # noqa: E731
-    mean = combine_seeds(f("log_P"), f("err_mc"), f("err_sys"))
-    smc = [p["smc"]["P_star"] if p["smc"] and p["smc"]["P_star"] else math.nan for p in per_seed]
-    ok = np.isfinite(smc)
-    mu = [p["map_U_crossing"] or math.nan for p in per_seed]
-    return {
-        "attention": cfg.model.attention,
-        "quantity": "P_aG",
-        "P_star": mean["P_star"],
-        "interval": [mean["lo"], mean["hi"]],
-        "summary": mean,
-        "per_seed": [c["P_star"] for c in cr],
-        "cross_check": {
-            "method": "tempered SMC copy weight at each seed's bracket ends",
-            "per_seed": smc,
-            "P_star": float(np.exp(np.mean(np.log(np.asarray(smc)[ok])))) if ok.any() else None,
-        },
-        "map_U_crossing": {
-            "per_seed": mu,
-            "mean": float(np.nanmean(mu)) if np.isfinite(mu).any() else None,
-        },
-        "theory": th,
-        "a_thr": a_thr,
-        "map_grid": list(grid),
-        "flagged": [x for p in per_seed for x in p["flagged"]],
-        "settings": dataclasses.asdict(settings),
-        "config": cfg.to_dict(),
-        "seeds": per_seed,
-        "wall_seconds": wall,
-        "group_seconds": group_seconds(per_seed),
-    }
-
-
-def group_seconds(per_seed: list) -> float:
-    """Wall seconds of every TI group and SMC cross-check, as each recorded when it ran (a
-    resumed run's ``wall_seconds`` counts only what it computed itself)."""
-    return float(
-        sum((g.get("seconds") or 0.0) for p in per_seed for g in p["probes"])
-        + sum((x.get("seconds") or 0.0) for p in per_seed if p["smc"] for x in p["smc"]["points"])
-    )

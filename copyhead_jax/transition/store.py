@@ -15,7 +15,7 @@ import numpy as np
 from ..config import Config
 from ..runner import fingerprint
 from ..storage import atomic_write, set_aside
-from .branch_group import TISettings
+from .ti_settings import TISettings
 
 
 def write_checkpoint(path: Path, obj) -> None:

@@ -7,18 +7,30 @@ until they mix, one round (the fewest) to ``n_iter`` (the cap) iterations, ``n_l
 evaluations each, over the probe's rows; a profile has ``n_windows`` windows, and up to
 ``2 extend_by max_extend`` more where its range is extended. A seed measures 2 probes (the
 fewest) to ``max_probes``. The whitening Hessians (on at most 64 sequences) and the exact MAP
-beside the verdict are left out: the windows' chains are most of the work."""
+beside the verdict are left out: the windows' chains are most of the work.
+
+And what one probe needs in memory (:func:`profile_bytes`), refused before its work when over the
+budget (:func:`check_profile_memory`)."""
 
 from __future__ import annotations
+
+import math
 
 import jax.numpy as jnp
 
 from ...config import Config
 from ...runner.eta import Estimate
+from ...runner.memory import available_bytes, refuse_if_over
 from ...sampling.cost import unit_seconds
 from .windows import ProfileSettings
 
-__all__ = ["SMALLER", "profile_estimate"]
+__all__ = [
+    "SMALLER",
+    "check_profile_memory",
+    "padded_rows",
+    "profile_bytes",
+    "profile_estimate",
+]
 
 #: how to run a smaller profile transition (the configuration's size drives its cost)
 SMALLER = (
@@ -58,3 +70,40 @@ def profile_estimate(
         f"{u.n_chains} chains x {it_lo}-{it_hi} iterations x {u.n_leap} leapfrog "
         f"steps; one evaluation timed here: {1e3 * sec:.2g} ms",
     )
+
+
+def profile_bytes(s: ProfileSettings, *, L: int, V: int, P_pad: int) -> int:
+    """Peak bytes of one profile at ``P_pad`` rows: one window's chains at a time (the windows
+    run in sequence), each an energy and its gradient over the rows (``[P, L, L]`` and
+    ``[P, L, D]`` float32, a few copies: the TI groups' count, ``ti_settings.group_bytes``),
+    or the float64 whitening Hessian 32 products at a time, whichever is larger; plus every
+    window's whitening ``C[n, n]`` (``n = D^2``, the flat ``W^G``; the most windows the range
+    extensions allow), one Hessian and its eigenvectors, and the recorded draws."""
+    D = V + L
+    n = D * D
+    act = P_pad * L * (L + D + V) * 4 * 6
+    K = s.n_windows + 2 * s.extend_by * s.max_extend
+    u = s.umbrella
+    chains = 2 * u.n_chains * act
+    hess = 2 * 32 * 2 * act
+    whiten = 4 * K * n * n + 3 * 8 * n * n
+    records = 4 * K * u.n_chains * (u.n_iter // u.thin) * 8
+    return max(chains, hess) + whiten + records
+
+
+def check_profile_memory(cfg: Config, s: ProfileSettings, P: int) -> None:
+    """Refuse, before its work, a profile at ``P`` rows over the memory budget."""
+    need = profile_bytes(s, L=cfg.task.L, V=cfg.task.V, P_pad=padded_rows(P))
+    refuse_if_over(
+        need,
+        available_bytes(cfg),
+        f"a free-energy profile at P = {P} ({s.n_windows} windows x {s.umbrella.n_chains} chains)",
+        "use fewer --window-chains or --window-iters, a larger --spacing, a smaller "
+        "--L, or a larger --memory-budget-gb",
+    )
+
+
+def padded_rows(P: int) -> int:
+    """Rows a problem is padded to: P rounded up to a multiple of 8 (one compiled program
+    serves nearby P)."""
+    return 8 * math.ceil(P / 8)

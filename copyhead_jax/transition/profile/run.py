@@ -33,75 +33,20 @@ import jax
 import numpy as np
 
 from ..._checks import check_int
-from ...config import PROFILE_WINDOW, Config
+from ...config import Config
 from ...runner import failures, map_groups
 from ...runner.eta import LONG_S, announce, duration
-from ...runner.memory import available_bytes, refuse_if_over
 from ..root import next_probe
-from .cost import SMALLER, profile_estimate
+from .cost import SMALLER, check_profile_memory, padded_rows, profile_estimate
 from .map_switch import map_branches, map_switch
-from .softmax import Problem, a_bounds, beta_of_aG, build_problem, landscape, logit_start
+from .settings import SearchSettings, default_profile_settings
+from .softmax import Problem, beta_of_aG, build_problem, landscape, logit_start
 from .softmax import profile_config as profile_config
-from .umbrella import UmbrellaSettings
 from .verdict import Probe, Verdict, decide, over_seeds
 from .windows import Anchors, Profile, ProfileSettings, Sampled, analyse, measure_profile
 
 #: d is clipped to this many nats when it places a probe (a basin of weight ~1e-13 is none).
 D_CLIP = 30.0
-
-
-#: The windows' default sampling: in rounds of 100 iterations until every window meets the bar
-#: below which the profile flags it (``PROFILE_WINDOW``: ESS >= 50 of a_G and U, split R-hat
-#: <= 1.1), at most 1,000 iterations (a window that reaches the cap is flagged): the windows
-#: that mix get the old fixed length's 200 iterations or fewer, the slow ones what they need.
-PROFILE_UMBRELLA = UmbrellaSettings(
-    n_iter=1000,
-    ess_target=PROFILE_WINDOW.ess_min,
-    rhat_target=PROFILE_WINDOW.rhat_max,
-    round_iter=100,
-)
-#: The fixed length of windows sampled without a target (``ess_target = 0``).
-FIXED_WINDOW_ITERS = 200
-
-
-def default_profile_settings(L: int, **kw) -> ProfileSettings:
-    r"""Windows every 0.15 in $a_G$ from $-0.9\sqrt L/(L-1)$ (near the lower bound
-    $-\sqrt L/(L-1)$, no attention on the previous token) to $0.75\sqrt L$, extended where the
-    profile has not risen 4 nats (:mod:`.windows`); 6 chains (replicas) per window, sampled
-    until they mix (:data:`PROFILE_UMBRELLA`) after 40 iterations of warm-up."""
-    base = dict(
-        a_lo=round(-0.9 * math.sqrt(L) / (L - 1), 2),
-        a_bounds=a_bounds(L),
-        a_hi=round(0.75 * math.sqrt(L), 2),
-        spacing=0.15,
-        umbrella=PROFILE_UMBRELLA,
-    )
-    base.update(kw)
-    return ProfileSettings(**base)
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchSettings:
-    """``probes``: the first P values (``None``: around the theory's or the MAP's point);
-    ``max_probes`` per seed (the first included); ``refine_ratio``: stop when the bracket's
-    ``hi / lo`` is below it;
-    ``profile``: the windows (``None``: :func:`default_profile_settings`); ``reuse_hessians``:
-    carry the whitening Hessians from a seed's first probe; ``map_switch``: the exact MAP's
-    switch beside the verdict."""
-
-    probes: tuple[int, ...] | None = None
-    max_probes: int = 7
-    refine_ratio: float = 1.04
-    profile: ProfileSettings | None = None
-    reuse_hessians: bool = True
-    map_switch: bool = True
-
-    def __post_init__(self):
-        check_int("max_probes", self.max_probes, lo=2, hi=64)
-        if self.probes is not None and (len(self.probes) < 1 or min(self.probes) < 2):
-            raise ValueError(f"probes must hold at least one P >= 2, got {self.probes!r}")
-        if not self.refine_ratio > 1:
-            raise ValueError(f"refine_ratio must be > 1, got {self.refine_ratio!r}")
 
 
 @dataclasses.dataclass
@@ -183,7 +128,7 @@ def seed_transition(
         check_profile_memory(cfg, s, P)  # a probe the search widened to
         t0 = time.process_time()
         P_pad = max(P, P_pad or 0)
-        prob: Problem = build_problem(cfg, seed, P, _pad(P))
+        prob: Problem = build_problem(cfg, seed, P, padded_rows(P))
         reuse = anchors.rescaled(P, ls.floor) if (anchors and ss.reuse_hessians) else None
         prof, sm, anc = measure_profile(
             jax.random.fold_in(key, P),
@@ -248,43 +193,6 @@ def _estimate(
         warn=warn,
     )
     return est is not None and est.seconds[0] > LONG_S
-
-
-def profile_bytes(s: ProfileSettings, *, L: int, V: int, P_pad: int) -> int:
-    """Peak bytes of one profile at ``P_pad`` rows: one window's chains at a time (the windows
-    run in sequence), each an energy and its gradient over the rows (``[P, L, L]`` and
-    ``[P, L, D]`` float32, a few copies: the TI groups' count, ``branch_group.group_bytes``),
-    or the float64 whitening Hessian 32 products at a time, whichever is larger; plus every
-    window's whitening ``C[n, n]`` (``n = D^2``, the flat ``W^G``; the most windows the range
-    extensions allow), one Hessian and its eigenvectors, and the recorded draws."""
-    D = V + L
-    n = D * D
-    act = P_pad * L * (L + D + V) * 4 * 6
-    K = s.n_windows + 2 * s.extend_by * s.max_extend
-    u = s.umbrella
-    chains = 2 * u.n_chains * act
-    hess = 2 * 32 * 2 * act
-    whiten = 4 * K * n * n + 3 * 8 * n * n
-    records = 4 * K * u.n_chains * (u.n_iter // u.thin) * 8
-    return max(chains, hess) + whiten + records
-
-
-def check_profile_memory(cfg: Config, s: ProfileSettings, P: int) -> None:
-    """Refuse, before its work, a profile at ``P`` rows over the memory budget."""
-    need = profile_bytes(s, L=cfg.task.L, V=cfg.task.V, P_pad=_pad(P))
-    refuse_if_over(
-        need,
-        available_bytes(cfg),
-        f"a free-energy profile at P = {P} ({s.n_windows} windows x {s.umbrella.n_chains} chains)",
-        "use fewer --window-chains or --window-iters, a larger --spacing, a smaller "
-        "--L, or a larger --memory-budget-gb",
-    )
-
-
-def _pad(P: int) -> int:
-    """Rows a problem is padded to: P rounded up to a multiple of 8 (one compiled program
-    serves nearby P)."""
-    return 8 * math.ceil(P / 8)
 
 
 def _objective(cfg: Config):
