@@ -223,6 +223,7 @@ def cmd_llc(args) -> int:
         progress=args.progress,
         ckpt_dir=ckpt,
         cluster=args.cluster,
+        estimate=True,  # shown with --no-progress too: what the run will cost, before it starts
     )
     held.finish()
     if args.json:

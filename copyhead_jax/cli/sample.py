@@ -351,6 +351,7 @@ def cmd_sample(args) -> int:
         progress=args.progress,
         chunk_runs=args.chunk_runs,
         cluster=args.cluster,
+        estimate=True,  # shown with --no-progress too: what the run will cost, before it starts
     )
     print(
         f"saved {out}  ({post.meta['wall_seconds']:.1f} s, {len(post.meta['warnings'])} warnings)"

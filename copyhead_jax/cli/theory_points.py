@@ -13,6 +13,7 @@ import numpy as np
 from .._checks import check_int, check_output_path
 from ..config import ATTENTIONS
 from .flags import finite_float
+from .theory_estimate import announce_landscape, announce_scaling
 from .theory_options import (
     attentions,
     check_plot_paths,
@@ -203,18 +204,21 @@ def cmd_landscape(args) -> dict[str, Any]:
     )
     params = theory_params(args)
     check_plot_paths(args, "landscape")
-    out: dict[str, Any] = {}
+    P_by: dict[str, list[float]] = {}
     for att in attentions(args.attention):
         if args.P:
-            P = args.P
+            P_by[att] = list(args.P)
+            continue
+        pts = transition_points(params, att, args.objective)
+        if theory_of(att).two_branches:
+            Ps = pts["P_aG"] or pts["P_aG_crossover"]
+            sp = pts["spinodals"] or [0.8 * Ps, 1.25 * Ps]
+            P_by[att] = [0.9 * sp[0], sp[0] * 1.02, Ps, sp[1] * 0.98, 1.1 * sp[1]]
         else:
-            pts = transition_points(params, att, args.objective)
-            if theory_of(att).two_branches:
-                Ps = pts["P_aG"] or pts["P_aG_crossover"]
-                sp = pts["spinodals"] or [0.8 * Ps, 1.25 * Ps]
-                P = [0.9 * sp[0], sp[0] * 1.02, Ps, sp[1] * 0.98, 1.1 * sp[1]]
-            else:
-                P = [0.5 * pts["P_c1"], 2.0 * pts["P_c1"], pts["P_cG"], 4.0 * pts["P_cG"]]
+            P_by[att] = [0.5 * pts["P_c1"], 2.0 * pts["P_c1"], pts["P_cG"], 4.0 * pts["P_cG"]]
+    announce_landscape(params, P_by, args.objective)  # what it will cost, before the work
+    out: dict[str, Any] = {}
+    for att, P in P_by.items():
         data = landscape(params, P, att, args.objective)
         out[att] = data
         if args.plot:
@@ -250,6 +254,7 @@ def cmd_scaling(args) -> dict[str, Any]:
     default = f"theory_scaling_{preset_label(args)}.png"
     if plot:  # the figure's path, checked before the theory is computed
         check_output_path("--out", args.out or default, suffixes=(".png",))
+    announce_scaling(params, Ls, Vs, args.attention, args.objective)  # before the work
     table = scaling_table(
         params, L_values=Ls, V_values=Vs, attention=args.attention, objective=args.objective
     )

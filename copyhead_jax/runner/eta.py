@@ -1,9 +1,10 @@
 """What long work will cost, said before it starts: the work counted in its unit (evaluations of
-the energy and its gradient), each unit's seconds timed here on the compiled function
-(:func:`seconds_per_call`), and one progress note naming both (:func:`announce`). Where the count
-depends on when the work converges it is a range (the fewest the work can take or typically
-takes, and its cap); work estimated to take longer than :data:`LONG_S` is also a
-:class:`LongWorkWarning` that says how to run a smaller one."""
+the energy and its gradient, or the theory's configurations), each unit's seconds timed here on
+the compiled function (:func:`seconds_per_call`; a host function's run, :func:`seconds_per_run`),
+and one progress note naming both (:func:`announce`). Where the count depends on when the work
+converges it is a range (the fewest the work can take or typically takes, and its cap); work
+estimated to take longer than :data:`LONG_S` is also a :class:`LongWorkWarning` that says how
+to run a smaller one."""
 
 from __future__ import annotations
 
@@ -18,7 +19,14 @@ import numpy as np
 
 from .._warn import CopyheadWarning
 
-__all__ = ["Estimate", "LongWorkWarning", "announce", "duration", "seconds_per_call"]
+__all__ = [
+    "Estimate",
+    "LongWorkWarning",
+    "announce",
+    "duration",
+    "seconds_per_call",
+    "seconds_per_run",
+]
 
 #: Work estimated to take longer than this (its low end, in seconds) is announced as a warning.
 LONG_S = 3600.0
@@ -73,12 +81,23 @@ def seconds_per_call(fn, *args, budget_s: float = 0.05, max_calls: int = 20) -> 
     (neither timed), then called until ``budget_s`` is spent (at least 3 calls, at most
     ``max_calls``); the median."""
     f = jax.jit(fn)
-    jax.block_until_ready(f(*args))
+    return seconds_per_run(
+        lambda: jax.block_until_ready(f(*args)), budget_s=budget_s, max_calls=max_calls
+    )
+
+
+def seconds_per_run(
+    fn: Callable[[], object], *, budget_s: float = 0.05, min_calls: int = 3, max_calls: int = 20
+) -> float:
+    """Seconds per call of ``fn()``, a host function that compiles what it runs on its first
+    call (the theory's searches): called once (not timed), then until ``budget_s`` is spent (at
+    least ``min_calls`` calls, at most ``max_calls``); the median."""
+    fn()
     times: list[float] = []
     end = time.perf_counter() + budget_s
-    while len(times) < 3 or (time.perf_counter() < end and len(times) < max_calls):
+    while len(times) < min_calls or (time.perf_counter() < end and len(times) < max_calls):
         t0 = time.perf_counter()
-        jax.block_until_ready(f(*args))
+        fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
 

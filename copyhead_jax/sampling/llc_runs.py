@@ -152,6 +152,7 @@ def llc_runs(
     progress: bool = False,
     ckpt_dir: str | Path | None = None,
     cluster: str | None = None,
+    estimate: bool | None = None,
 ) -> RunLLC:
     r"""$\hat\lambda$ at $\beta=1$ and at devinterp's $\beta=1/\log n$ (localisation $\gamma$),
     WBIC, and (with ``posterior``) the posterior's own $\hat\lambda_{\beta=1}$, per run, each
@@ -163,7 +164,8 @@ def llc_runs(
     ``cluster``: the chain sets not kept run on a Dask cluster (``"tcp://host:port"``,
     ``"local:N"``; :func:`~copyhead_jax.runner.map_groups`), each built there from its inputs
     alone (:func:`~.llc_chains.chain_set_row`): the same numbers as here, kept here as they
-    return."""
+    return; ``estimate``: say what the chains will cost before they start (one progress note,
+    :func:`~.cost.llc_estimate`; default: with ``progress``)."""
     sweeps = [sweeps] if isinstance(sweeps, SweepResult) else list(sweeps)
     st = LLCSettings() if settings is None else settings
     if not isinstance(st, LLCSettings):
@@ -211,7 +213,7 @@ def llc_runs(
     ok = best.ok
     key = jax.random.key(st.seed) if key is None else key
     sets = [(i, e) for i in range(nP) for e in run]  # one chain set per (P, estimator)
-    if progress:  # what it will cost, before any work (one line on stderr under the command)
+    if progress if estimate is None else estimate:  # what it will cost, before any work
         announce(lambda: llc_estimate(cfg, len(run), st), __name__)
     bar = Progress(
         len(sets),

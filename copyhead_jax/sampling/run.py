@@ -123,6 +123,7 @@ def run_sampler(
     chunk_runs: int = 0,
     on_chunk=None,
     cluster: str | None = None,
+    estimate: bool | None = None,
 ) -> PosteriorResult:
     """Sample the posterior of every run of ``sweep`` with ``sampler`` (:class:`SGLDConfig`:
     full-engine sweeps, every weight, warm-started from the fits; :class:`HMCConfig`: reduced
@@ -138,7 +139,8 @@ def run_sampler(
     chunks not kept run on a Dask cluster (``"tcp://host:port"``, ``"local:N"``;
     :func:`~copyhead_jax.runner.map_groups`), each built there from the configs, the fitted
     weights and the chain keys of its runs (:func:`remote_chunk`): the same numbers as here,
-    checkpointed here as they return.
+    checkpointed here as they return. ``estimate``: say what the chains will cost before they
+    start (one progress note, :mod:`.cost`; default: with ``progress``).
     """
     if not isinstance(sweep, SweepResult):
         raise ValueError(f"sweep must be a SweepResult, got {type(sweep).__name__}")
@@ -170,7 +172,7 @@ def run_sampler(
     check_sampler_memory(
         sampler, math.ceil(chunk / mesh.size), program.run_bytes(), available_bytes(cfg)
     )
-    if progress:  # what it will cost, before any work (one line on stderr under the command)
+    if progress if estimate is None else estimate:  # what it will cost, before any work
         announce(lambda: sampler_estimate(cfg, sampler), __name__)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     held = claim(out, ckpt=ckpt)  # one sampler per output; released after the final save

@@ -22,6 +22,10 @@ ST = LLCSettings(n_steps=40, burn_in=8, thin=2, n_chains=2)
 
 @pytest.fixture(scope="module")
 def sweep():
+    return tiny_reduced()
+
+
+def tiny_reduced():
     """A reduced softmax sweep with prior-drawn weights (no fitting: the centres' values do not
     matter here, only that both runs start from the same ones)."""
     from tests.helpers import fake_sweep
