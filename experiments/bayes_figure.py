@@ -9,7 +9,8 @@ readout points and route B with its replica interval (``bayes_theory_softmax.jso
 (``bayes_theory_route_a.json``); the linear head's posterior copy crossover against route B
 (``posterior_plain.json``, ``bayes_theory_linear.json``); the joint law in ``L`` and ``V`` of the
 measured plain points beside route B's on the same configurations and the paper's ``ln^2 L``
-(``compare.laws.measured_law``). Writes ``DIR/bayes_compare.json`` and
+(``compare.laws.measured_law``); the Markov-token measurements beside the i.i.d. ones of the same
+``(L, V)`` (no route covers them). Writes ``DIR/bayes_compare.json`` and
 ``FIGURES/bayes_theory_vs_measured.png`` (each prediction over the measured point). Seconds.
 """
 
@@ -47,9 +48,6 @@ SOFTMAX = (
     ("plain", 12, 3, "profile", "transition_profile_L12_V3.json"),
     ("plain", 12, 5, "profile", "transition_profile_L12_V5.json"),
 )
-#: route A's file records no configuration: its runs are at plain (12, 6) on 64 sequences and
-#: their L cyclic shifts (docs/reports/bayes_theory.md), checked by ``n_sequences == 64 L``
-ROUTE_A = ("plain", 12, 6, 64)
 #: committed numbers of the report's tables that have no JSON source: left out of the figure
 NO_SOURCE = [
     "route A at plain (25, 5): the prototype's run, not re-run in the package",
@@ -57,6 +55,9 @@ NO_SOURCE = [
     "plain (15, 7): the outside review's measurement",
     "plain (25, 5), Markov rho = 0.5: measured (markov.md), but no route covers Markov inputs",
 ]
+#: Markov-token measurements (reading, L, V, rho, file): no route covers them (docs/theory.md
+#: §13 assumes i.i.d. tokens); each is set beside the i.i.d. measurement of the same (L, V)
+MARKOV: tuple[tuple[str, int, int, float, str], ...] = ()
 
 
 def _load(results: Path, name: str) -> dict | list:
@@ -149,6 +150,17 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
     return out
 
 
+def _route_a(ra: list[dict], reading: str, L: int, V: int) -> dict | None:
+    """Route A's point of one configuration: the mean over its token samples (records of
+    ``bayes_theory_route_a.json``, ``python -m experiments route-a``) that found a root; None
+    where none did."""
+    reps = [r for r in ra if (r["preset"], r["L"], r["V"]) == (reading, L, V) and r["P_star"]]
+    if not reps:
+        return None
+    P = [r["P_star"] for r in reps]
+    return {"P": float(np.mean(P)), "replicas": P, "seeds": [r["seed"] for r in reps]}
+
+
 def softmax_rows(results: Path) -> list[dict]:
     """One row per configuration of :data:`SOFTMAX`."""
     theory = {(r["preset"], r["L"], r["V"]): r for r in _load(results, "bayes_theory_softmax.json")}
@@ -165,13 +177,8 @@ def softmax_rows(results: Path) -> list[dict]:
                 "hi": t["replica_interval"][1],
                 "replicas": t["replicas"],
             },
-            "route_A": None,
+            "route_A": _route_a(ra, reading, L, V),
         }
-        if (reading, L, V) == ROUTE_A[:3]:
-            if any(r["n_sequences"] != ROUTE_A[3] * L for r in ra):
-                raise ValueError("bayes_theory_route_a.json is not at the configuration named")
-            reps = [r["P_star"] for r in ra]
-            series["route_A"] = {"P": float(np.mean(reps)), "replicas": reps}
         rows.append(
             dict(
                 reading=reading,
@@ -251,12 +258,38 @@ def law(rows: list[dict]) -> dict:
     }
 
 
+def markov_rows(results: Path) -> list[dict]:
+    """Each Markov measurement of :data:`MARKOV` with the i.i.d. one of the same (L, V) and
+    their ratio (the Markov shift of the Bayesian point, measured on both sides)."""
+    rows = []
+    for reading, L, V, rho, name in MARKOV:
+        d = _load(results, name)
+        if (d["source"], d["L"], d["V"]) != ("markov", L, V):
+            raise ValueError(f"{name} is not the Markov measurement at L={L} V={V}")
+        iid = f"transition_profile_L{L}_V{V}.json"
+        m, i = _measured(results, "profile", name), _measured(results, "profile", iid)
+        rows.append(
+            dict(
+                reading=reading,
+                L=L,
+                V=V,
+                rho=rho,
+                measured=m,
+                iid=i,
+                ratio_over_iid=m["P_star"] / i["P_star"],
+                map_switch=[s["P_switch"] for s in d["map"]],
+            )
+        )
+    return rows
+
+
 def compare(results: Path) -> dict:
     """Every row with its ratios over the measured point, and the law of the plain rows."""
     doc = {
         "kind": "bayes_compare",
         "softmax": softmax_rows(results),
         "linear": linear_rows(results),
+        "markov": markov_rows(results),
         "no_json_source": NO_SOURCE,
     }
     for r in doc["softmax"] + doc["linear"]:
@@ -288,6 +321,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['reading']} L={r['L']} V={r['V']}: measured {m['P_star']:.4g} "
             f"[{m['lo']:.4g}, {m['hi']:.4g}] ({m['n_flagged']}/{m['n_runs']} flagged); "
             f"over it: {ratios}"
+        )
+    for r in doc["markov"]:
+        m, i = r["measured"], r["iid"]
+        print(
+            f"Markov rho={r['rho']:g} L={r['L']} V={r['V']}: measured {m['P_star']:.4g} "
+            f"[{m['lo']:.4g}, {m['hi']:.4g}] ({m['verdict']}), i.i.d. {i['P_star']:.4g}: "
+            f"x{r['ratio_over_iid']:.3f}; no route covers Markov tokens"
         )
     for name, f in doc["law"].items():
         if name == "configurations":

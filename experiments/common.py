@@ -74,6 +74,7 @@ ARTEFACTS = {
     "reading": ("reading", "cli", None),
     "warning-theory": ("warning_theory", "cli", None),
     "bayes-figure": ("bayes_figure", "cli", None),
+    "route-a": ("route_a", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 #: the artefacts that build every configuration from their spec's engine, so that ``--reading``
@@ -86,6 +87,7 @@ NO_READING = {
     "--preset paper --reading chi-lik runs one artefact under it)",
     "warning-theory": "it reads route B's early warning for the presets' own readings",
     "bayes-figure": "it draws committed results; it runs nothing",
+    "route-a": "it is route A's theory at the plain reading (its preset's own)",
     **{
         a: "its configurations come from the preset's own settings and records, not from the "
         "spec's engine"

@@ -19,7 +19,13 @@ Code map:
 
 from .exact import action, action_terms, copy_weights, mean_copy_probability
 from .law import fit_law_table, scaling_table
-from .loop import basin_free_energies, one_loop_point, one_loop_profile, one_loop_transition
+from .loop import (
+    basin_free_energies,
+    ek_sample,
+    one_loop_point,
+    one_loop_profile,
+    one_loop_transition,
+)
 from .points import bayes_points, linear_points, softmax_points
 from .profile import basin_variance, profile
 from .solve import VariationalSettings, basins, make_draws, transition
@@ -34,6 +40,7 @@ __all__ = [
     "basins",
     "bayes_points",
     "copy_weights",
+    "ek_sample",
     "fit_law_table",
     "free_energy",
     "free_energy_terms",

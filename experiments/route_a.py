@@ -1,0 +1,113 @@
+"""``python -m experiments route-a --L L --V V [--seeds 0,1] [--P P1,P2,...]``: route A's Bayesian
+``P*_aG`` (the one-loop free-energy profile, docs/theory.md §13.7) of one plain softmax
+configuration, one independent token sample per seed, into ``bayes_theory_route_a.json``.
+
+Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L`` cyclic shifts
+(``ek_sample``), 22 logit scales ``beta`` in [-0.5, 6.5], at the given ``P`` (default: route B's
+point of ``bayes_theory_softmax.json`` times 0.88, 0.97 and 1.06, where route A lay at the two
+configurations run before); where ``F_copy - F_pool`` does not change sign over them, one more
+``P`` a factor 1.12 beyond the last, up to three times. The records of the same (preset, L, V,
+seed) are replaced, the others kept. Minutes per seed at L <= 15 on this CPU; the cost grows
+like ``(L + 2V + V^2) L^2 (L + V)`` (the Hessian's orbit columns over the sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from copyhead_jax.storage import write_json
+from copyhead_jax.theory import TheoryParams, bayes
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "reports" / "results"
+FILE = "bayes_theory_route_a.json"
+#: the logit scales of the profile (the copy ansatz's beta; a_G from pooling to copying at L <= 15)
+BETAS = np.linspace(-0.5, 6.5, 22)
+#: independent sequences per sample (each with its L cyclic shifts)
+N_BASE = 64
+#: the first P around route B's point, and the factor of each widening step
+FACTORS, WIDEN, MAX_WIDEN = (0.88, 0.97, 1.06), 1.12, 3
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def route_b_point(results: Path, preset: str, L: int, V: int) -> float:
+    """Route B's ``P*_aG`` of the configuration (``bayes_theory_softmax.json``)."""
+    for r in json.loads((results / "bayes_theory_softmax.json").read_text()):
+        if (r["preset"], r["L"], r["V"]) == (preset, L, V):
+            return float(r["P_aG_bayes"])
+    raise ValueError(f"no route B row for {preset} L={L} V={V} in bayes_theory_softmax.json")
+
+
+def one_seed(params: TheoryParams, seed: int, P: list[int]) -> dict:
+    """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign."""
+    tokens = bayes.ek_sample(jax.random.PRNGKey(seed), params, N_BASE)
+    t0, c0 = time.perf_counter(), _cpu()
+    P = sorted(P)
+    for _ in range(MAX_WIDEN + 1):
+        r = bayes.one_loop_transition(params, P, BETAS, tokens)
+        dF = [d for d in r["dF"] if d is not None]
+        if r["P_star"] is not None or not dF or min(dF) < 0 < max(dF):
+            break
+        # one sign over every P: the root lies beyond the copy-costlier (> 0) or cheaper end
+        P = P + [round(P[-1] * WIDEN)] if min(dF) > 0 else [max(2, round(P[0] / WIDEN))] + P
+    return {
+        **r,
+        "preset": "plain",
+        "L": params.L,
+        "V": params.V,
+        "seed": seed,
+        "n_sequences": int(tokens.shape[0]),
+        "betas": [float(b) for b in BETAS],
+        "wall": time.perf_counter() - t0,
+        "cpu_seconds": _cpu() - c0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m experiments route-a", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--L", type=int, required=True)
+    ap.add_argument("--V", type=int, required=True)
+    ap.add_argument("--seeds", default="0,1", help="token samples (default 0,1)")
+    ap.add_argument("--P", default=None, help="first P values (default around route B's point)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help=f"folder of {FILE}")
+    args = ap.parse_args(argv)
+    params = TheoryParams.preset("plain", L=args.L, V=args.V)
+    if args.P:
+        P = sorted({int(p) for p in args.P.split(",")})
+    else:
+        b = route_b_point(args.results, "plain", args.L, args.V)
+        P = sorted({round(b * f) for f in FACTORS})
+    path = args.results / FILE
+    found = True
+    for seed in (int(s) for s in args.seeds.split(",")):
+        rec = one_seed(params, seed, P)
+        old = json.loads(path.read_text()) if path.exists() else []
+        key = ("plain", args.L, args.V, seed)
+        keep = [o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) != key]
+        write_json(path, keep + [rec])
+        star = "none" if rec["P_star"] is None else f"{rec['P_star']:.2f}"
+        dF = ", ".join("-" if d is None else f"{d:+.1f}" for d in rec["dF"])
+        found = found and rec["P_star"] is not None
+        print(
+            f"route A plain L={args.L} V={args.V} seed {seed}: P* {star} (P {rec['P']}; "
+            f"F_copy - F_pool {dF}); {rec['cpu_seconds']:.0f} CPU-s, {rec['wall']:.0f} s",
+            flush=True,
+        )
+    return 0 if found else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

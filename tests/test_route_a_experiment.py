@@ -1,0 +1,56 @@
+"""``python -m experiments route-a``: its P grid widens towards the root of F_copy - F_pool and
+its records replace those of the same configuration and seed only (route A itself stubbed: a
+difference of free energies with a known root, so the test runs in milliseconds)."""
+
+import json
+import math
+
+import pytest
+
+from copyhead_jax.theory import TheoryParams
+from experiments import route_a as RA
+
+
+def _stub(root: float):
+    """``one_loop_transition`` with ``F_copy - F_pool = 10 log(root / P)`` (positive below the
+    root: pooling wins) and its linear-in-log-P root, as the real one interpolates."""
+
+    def f(params, P, betas, tokens):
+        dF = [10 * math.log(root / p) for p in P]
+        star = None
+        for i in range(len(P) - 1):
+            if dF[i] > 0 > dF[i + 1]:
+                t0, t1 = math.log(P[i]), math.log(P[i + 1])
+                star = math.exp(t0 + (t1 - t0) * dF[i] / (dF[i] - dF[i + 1]))
+                break
+        return {"P": [float(p) for p in P], "dF": dF, "basins": [], "P_star": star}
+
+    return f
+
+
+@pytest.mark.parametrize(("root", "side"), [(47.3, "above"), (31.7, "below")])
+def test_the_grid_widens_towards_the_root(monkeypatch, root, side):
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _stub(root))
+    r = RA.one_seed(TheoryParams.preset("plain", L=4, V=3), 0, [36, 38, 40])
+    assert r["P_star"] == pytest.approx(root, rel=1e-9)  # exact: the stub is linear in log P
+    assert (max(r["P"]) > 40) == (side == "above") and (min(r["P"]) < 36) == (side == "below")
+    assert len(r["P"]) - 3 <= RA.MAX_WIDEN
+
+
+def test_no_root_within_the_widening_is_reported_not_invented(monkeypatch):
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _stub(500.0))
+    r = RA.one_seed(TheoryParams.preset("plain", L=4, V=3), 0, [36, 38, 40])
+    assert r["P_star"] is None and len(r["P"]) == 3 + RA.MAX_WIDEN
+
+
+def test_records_replace_only_their_own_configuration_and_seed(monkeypatch, tmp_path):
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _stub(40.0))
+    other = {"preset": "plain", "L": 12, "V": 6, "seed": 0, "P_star": 49.5}
+    (tmp_path / RA.FILE).write_text(json.dumps([other]))
+    args = ["--L", "4", "--V", "3", "--P", "36,44", "--results", str(tmp_path)]
+    assert RA.main(args + ["--seeds", "0,1"]) == 0
+    assert RA.main(args + ["--seeds", "1"]) == 0
+    recs = json.loads((tmp_path / RA.FILE).read_text())
+    keys = sorted((r["L"], r["V"], r["seed"]) for r in recs)
+    assert keys == [(4, 3, 0), (4, 3, 1), (12, 6, 0)]
+    assert [r["P_star"] for r in recs if r["L"] == 12] == [49.5]
