@@ -120,16 +120,29 @@ def _flat(x: Float[Array, "i a P"]) -> Float[Array, "i aP"]:
     return x.reshape(x.shape[0], -1)
 
 
-def _logits(M: Gram, rows: dict, tT, p0: int, p1: int) -> Block:
-    """``s[b, a, p] = phi^a . M phi^b`` for a block of query rows and sequences ``p0:p1``:
-    ``M_EE[x^a, x^b] + M_EP[x^a, b] + M_PE[a, x^b] + M_PP[a, b]`` by selects."""
+def _key_logits(M: Gram, rows: dict, P: int) -> Float[Array, "V a P"]:
+    """``K[v, a, p] = M_PE[a, v] + M_EE[x^a, v]``: the logit of a key holding token ``v``, less
+    ``M_EP``, ``M_PP``; stored (:func:`_stored`), where fused into the logits it was recomputed
+    for every key."""
     V = rows["pe"].shape[1]
-    M_EE, M_EP = M[:V, :V], M[:V, V:]
+    M_EE = M[:V, :V]
+
+    def f(p0, p1):
+        xa = rows["xa"][:, p0:p1]
+        return jnp.stack([rows["pe"][:, v, None] + _select(M_EE[:, v], xa) for v in range(V)])
+
+    return _stored(f, P)
+
+
+def _logits(M: Gram, rows: dict, tT, K, p0: int, p1: int) -> Block:
+    """``s[b, a, p] = phi^a . M phi^b`` for a block of query rows and sequences ``p0:p1``:
+    ``M_EE[x^a, x^b] + M_EP[x^a, b] + M_PE[a, x^b] + M_PP[a, b]`` by selects (``K``:
+    :func:`_key_logits`)."""
+    V = rows["pe"].shape[1]
+    M_EP = M[:V, V:]
     x, xa = tT[:, p0:p1], rows["xa"][:, p0:p1]
-    # K[v][a, p] = M_PE[a, v] + M_EE[x^a, v]: the logit of a key holding token v, less M_EP, M_PP
-    K = [rows["pe"][:, v, None] + _select(M_EE[:, v], xa) for v in range(V)]
     return (
-        _select([Kv[None] for Kv in K], x[:, None, :])
+        _select(K[:, None, :, p0:p1], x[:, None, :])
         + _select(M_EP[:, :, None, None], xa[None])
         + rows["pp"].T[:, :, None]
     )
@@ -176,8 +189,11 @@ class RowFeatures:
         causal mask and ``row`` $=\sqrt k\sum_b A\,\delta A$."""
         raise NotImplementedError
 
-    def row(self, X: Block, c, Wp: Block, Wt: Block, P: int) -> Float[Array, "a P"] | None:
-        r"""$\sqrt k\sum_b A\,\delta A$ where :meth:`backward` needs it (else ``None``)."""
+    def row(
+        self, G: Float[Array, "E a P"], W: Float[Array, "D a P"], rk: Float[Array, "a P"], P: int
+    ) -> Float[Array, "a P"] | None:
+        r"""$\sqrt k\sum_b A\,\delta A$ where :meth:`backward` needs it (else ``None``), from
+        ``G`` $=\sqrt k\,[F, Y]$ and ``W`` $=\sqrt k\,\delta F$ (``rk`` $=\sqrt k$)."""
         return None
 
     def backward_pieces(
@@ -190,12 +206,14 @@ class RowFeatures:
         rows: dict,
         P: int,
         pieces: list[tuple[int, int]],
+        G: Float[Array, "E a P"],
     ) -> list[Array]:
         r"""$k\,\delta s$ in the key ranges ``pieces`` (``W``: $\sqrt k\,\delta F$,
-        ``[D, a, p]``; ``Wt[b] = W[x^b]``): :meth:`backward` on each range."""
+        ``[D, a, p]``; ``Wt[b] = W[x^b]``; ``G``: the forward's $\sqrt k\,[F, Y]$):
+        :meth:`backward` on each range."""
         del aux
         V = W.shape[0] - X.shape[0]
-        row = self.row(X, c, W[V:], Wt, P)
+        row = self.row(G, W, rows["rk"], P)
         return [
             self.backward(
                 X[b0:b1], c, W[V + b0 : V + b1], Wt[b0:b1], rows["rk"], rows["keys"][b0:b1], row
@@ -227,14 +245,21 @@ class SoftmaxFeatures(RowFeatures):
         e = jnp.exp(s - m[None])
         return e, _stored(lambda p0, p1: 1.0 / _sum(e[:, :, p0:p1]), P), None
 
-    def row(self, X, c, Wp, Wt, P):
-        """``c sum_b X (Wp + Wt)``, in two halves along the sequences (:func:`_stored`): the
-        backward's row term, stored once, and so is each tangent of it in the whitening's
-        Hessian (fused, it was recomputed for every key)."""
-        return _stored(
-            lambda p0, p1: c[:, p0:p1] * _sum(X[:, :, p0:p1] * (Wp[:, :, p0:p1] + Wt[:, :, p0:p1])),
-            P,
-        )
+    def row(self, G, W, rk, P):
+        r"""$\sum_b A\,(W_{V+b} + W_{x^b}) = \sum_{i<D} F_i W_i = \sum_{i<D} G_i W_i/\sqrt k$
+        (the key-token histogram rows of ``F`` gather the ``W_{x^b}`` terms; 0 on rows of
+        weight 0, where :meth:`backward` multiplies it by 0): one pass over the stored ``G`` and
+        ``W``, where the product ``X (Wp + Wt)`` over every key was stored and summed again.
+        In two halves along the sequences (:func:`_stored`): stored once, and so is each
+        tangent of it in the whitening's Hessian (fused, it was recomputed for every key)."""
+        D = W.shape[0]
+
+        def f(p0, p1):
+            r = rk[:, p0:p1]
+            q = _sum([G[i, :, p0:p1] * W[i, :, p0:p1] for i in range(D)])
+            return jnp.where(r > 0, q / jnp.where(r > 0, r, 1.0), 0.0)
+
+        return _stored(f, P)
 
     def backward(self, X, c, Wp, Wt, w, keys, row):
         r"""$k A\odot(\delta A - \sum_b A\,\delta A)$."""
@@ -290,7 +315,7 @@ class AutodiffFeatures(RowFeatures):
         s = s(0, P)
         return _query_major(self.activation(_query_major(s))), 1.0, s
 
-    def backward_pieces(self, X, c, aux, W, Wt, rows, P, pieces):
+    def backward_pieces(self, X, c, aux, W, Wt, rows, P, pieces, G):
         # row-wise: k ds = act*(s, k dA), with Wp + Wt = sqrt(k) dA and sqrt(k) per row
         V = W.shape[0] - X.shape[0]
         kdA = rows["rk"][None] * (W[V:] + Wt)
@@ -339,8 +364,9 @@ def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     S = jnp.zeros((D + V, D + V), M.dtype)
     res = []
     for rows in blocks:
+        K = _key_logits(M, rows, P)
         X, c, aux = act.forward(
-            lambda p0, p1: act.mask(_logits(M, rows, tT, p0, p1), rows["keys"]), P
+            lambda p0, p1: act.mask(_logits(M, rows, tT, K, p0, p1), rows["keys"]), P
         )
         w = rows["rk"] * c
         # more than 8 pieces, each its own loop: XLA:CPU copies such a concatenation as one
@@ -372,7 +398,7 @@ def feature_moments_grad(
         Wt = _select(W[:V, None], tT[:, None, :])  # W[x^b, a, p]
         # ds in key ranges and Q from them, R = [Q; ds] concatenated from > 8 pieces: stored
         # once, its flat view free (a fused reshape would index every element by division)
-        ds = act.backward_pieces(X, c, aux, W, Wt, rows, P, _pieces(L, 9 - V))
+        ds = act.backward_pieces(X, c, aux, W, Wt, rows, P, _pieces(L, 9 - V), G)
         Q = [
             _sum(
                 [
