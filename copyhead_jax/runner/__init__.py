@@ -2,7 +2,7 @@
 
 - ``chunks``   ``run_chunked``: a list of chunks, each checkpointed next to the output and
                skipped on resume; ``checkpointed``: one piece of work kept under its
-               fingerprint; ``load_checkpoint``
+               fingerprint (``checkpointed_record``: as a JSON record); ``load_checkpoint``
 - ``harness``  what every long run shares: ``claim`` (one writer per output, a killed write's
                temporary files removed; ``Claim.finish``: save, checkpoints removed, lock
                released), ``fingerprint``, ``Progress`` (a bar of real runs over the chunks)
@@ -15,6 +15,7 @@
 
 from . import fanout as fanout
 from .chunks import checkpointed as checkpointed
+from .chunks import checkpointed_record as checkpointed_record
 from .chunks import load_checkpoint as load_checkpoint
 from .chunks import run_chunked as run_chunked
 from .devices import run_mesh as run_mesh

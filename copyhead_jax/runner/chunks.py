@@ -2,22 +2,24 @@
 
 ``checkpointed`` keeps one piece of work in a file tagged with the fingerprint of what
 determines it: read back when the tag matches, else computed and saved (a continuation step,
-an umbrella window set). ``run_chunked`` splits ``n_runs`` runs into equal chunks (the
-last padded by repeating a run, so one compiled program serves every chunk), computes each with
-``compute(idx)``, checkpoints it atomically in ``ckpt_dir/chunk_XXXXX.npz`` tagged with a
-fingerprint of everything that determines it, and on a rerun loads the chunks whose fingerprint
-matches instead of recomputing.
+an umbrella window set); ``checkpointed_record`` does the same for a JSON record (a transition's
+(seed, P) group: nested numbers and text that arrays do not fit). ``run_chunked`` splits
+``n_runs`` runs into equal chunks (the last padded by repeating a run, so one compiled program
+serves every chunk), computes each with ``compute(idx)``, checkpoints it atomically in
+``ckpt_dir/chunk_XXXXX.npz`` tagged with a fingerprint of everything that determines it, and on
+a rerun loads the chunks whose fingerprint matches instead of recomputing.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from ..storage import CHECKPOINT_SCHEMA, atomic_save_npz, load_npz, set_aside
+from ..storage import CHECKPOINT_SCHEMA, atomic_save_npz, atomic_write, load_npz, set_aside
 
 _CHUNK_KIND = "copyhead_jax.Chunk"
 
@@ -123,3 +125,56 @@ def run_chunked(
     if merge is not None:
         return merge(parts)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def load_record(
+    path: Path, kind: str, required: tuple[str, ...] = ()
+) -> tuple[dict | None, str | None]:
+    """A JSON checkpoint's record and fingerprint (:func:`checkpointed_record`); one that fails
+    to load (not JSON, not a record of ``kind`` and this schema, a key of ``required`` missing
+    from its record) is set aside (``PATH.damaged``, a warning naming it) and returned as
+    ``(None, None)``, so that its work is recomputed instead of blocking."""
+    try:
+        obj = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        set_aside(path, f"{type(e).__name__}: {e}")
+        return None, None
+    rec = obj.get("record") if isinstance(obj, dict) else None
+    if not isinstance(rec, dict) or obj.get("kind") != kind:
+        why = f"not a {kind!r} record"
+    elif obj.get("schema") != CHECKPOINT_SCHEMA:
+        why = f"schema {obj.get('schema')!r}, this copyhead_jax reads {CHECKPOINT_SCHEMA}"
+    else:
+        missing = [k for k in required if k not in rec]
+        why = f"no {', '.join(map(repr, missing))} in its record" if missing else None
+    if why is not None:
+        set_aside(path, why)
+        return None, None
+    return rec, obj.get("fingerprint")
+
+
+def checkpointed_record(
+    path: Path | None,
+    kind: str,
+    fingerprint: str | None,
+    compute: Callable[[], dict],
+    *,
+    required: tuple[str, ...] = (),
+    default: Callable | None = None,
+) -> tuple[dict, bool]:
+    """:func:`checkpointed` for a JSON record: ``(record, loaded)``, the record kept at ``path``
+    if its fingerprint is ``fingerprint`` (``loaded``), else ``compute()`` saved there
+    atomically with that tag (``path=None``: not kept). Floats are written exactly (``repr``;
+    NaN as ``NaN``), so a record read back is the one computed, bit for bit; ``default``: for
+    ``json.dumps``, what JSON cannot hold (NumPy values). A damaged file is set aside and
+    recomputed (:func:`load_record`)."""
+    if path is not None and path.exists():
+        rec, fp = load_record(path, kind, required)
+        if rec is not None and fp == fingerprint:
+            return rec, True
+    rec = compute()
+    if path is not None:
+        meta = {"kind": kind, "schema": CHECKPOINT_SCHEMA, "fingerprint": fingerprint}
+        text = json.dumps({**meta, "record": rec}, default=default)  # before any file is touched
+        atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+    return rec, False

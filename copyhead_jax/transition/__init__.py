@@ -19,8 +19,8 @@ the posterior copy fraction passes 1/2 (linear).
 - ``branch_ti``     the free energy of one branch: constrained, Laplace-referenced TI on
                     collapsed-HMC rungs
 - ``smc``           adaptive tempered SMC over a batch of independent problems
-- ``store``         checkpoints of ``copyhead transition``: atomic JSON per group, the run's key,
-                    the reused MAP sweeps
+- ``store``         what ``copyhead transition`` keeps: its result's atomic JSON, the key of its
+                    groups' records (kept on the run harness), the reused MAP sweeps
 - ``linear``        the linear head's posterior crossover psi = 1/2
 - ``branch_runs``   branch TI and SMC over a batch of runs of reduced sweeps (several P and seeds
                     in one program, from given reference MAPs)

@@ -15,8 +15,12 @@ become the result in :mod:`.ti_result`.
 Linear: the posterior crossover $\psi=\tfrac12$ from collapsed-HMC posterior means of $\psi$
 (:func:`~copyhead_jax.sampling.run.run_sampler`) on an exact-MAP sweep.
 
-Every (seed, P) group is a JSON checkpoint in ``OUT/groups-KEY/`` (``KEY``: a hash of the
-config and settings), written atomically, so a killed run resumes with identical numbers.
+Every (seed, P) group and SMC cross-check is kept on the run harness as it finishes: a JSON
+record in ``OUT/groups/`` tagged with the run's key (:func:`~.store.run_key`: the config, the
+settings, the grid, the threshold and the seed; :func:`~copyhead_jax.runner.checkpointed_record`),
+written atomically, so a killed run resumes with identical numbers; a record of another run is
+recomputed, a damaged one set aside (named in a warning) and recomputed. One writer per folder
+(:func:`~copyhead_jax.runner.claim`); the records are removed once ``transition.json`` is saved.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from ..data import nested_mask
 from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
-from ..runner import available_bytes, claim, refuse_if_over
+from ..runner import available_bytes, checkpointed_record, claim, refuse_if_over
 from ..sweep import run_sweep
 from .branch_group import BRANCHES, SIDE, free_energies, smc_weight
 from .plan import REFINE_RATIO, first_probes, pad_of, seed_probes
@@ -47,7 +51,7 @@ from .root import (
     crossing,
     pooled_slope,
 )
-from .store import kept_sweep, read_checkpoint, run_key, write_checkpoint
+from .store import json_default, kept_sweep, run_key, write_checkpoint
 from .ti_result import assemble, smc_cross_check
 from .ti_settings import TISettings, group_bytes
 
@@ -55,6 +59,9 @@ INIT = {"pool": "zero", "copy": "copy"}
 #: what a kept (seed, P) group and SMC cross-check must hold to be reused (else recomputed)
 GROUP_KEYS = ("P", "seed", "dF", "se", "sys")
 SMC_KEYS = ("P", "seed", "w_copy", "collapsed")
+#: the kinds of their records, and the folder of ``out`` that keeps them until the result is saved
+GROUP_KIND, SMC_KIND = "copyhead_jax.TransitionGroup", "copyhead_jax.TransitionSMC"
+GROUPS = "groups"
 
 
 def transition_config(cfg: Config, n_seeds: int | None = None) -> Config:
@@ -167,9 +174,10 @@ def transition(
     P_pad = P_top = max(grid)
     if two and given is None:  # the grid the theory placed
         _check_group_memory(cfg, settings, P_pad)
-    # one writer per folder, released after the result is written (or at exit, or by exit_now);
-    # the groups' checkpoints stay in the folder for a later call with another grid
-    held = claim(None if out is None else out / "transition.json")
+    # one writer per folder; the groups' records removed and the lock released once the result
+    # is written (or the lock at exit, or by exit_now: the records stay to resume from)
+    gdir = None if out is None or not two else out / GROUPS
+    held = claim(None if out is None else out / "transition.json", ckpt=gdir)
     if not two:
         from .linear import linear_transition
 
@@ -197,7 +205,7 @@ def transition(
         )
     a_thr = float(a_thr)
     key = run_key(cfg, settings, [list(grid), a_thr, seed, "anchored" if anchored else "seed-span"])
-    gdir = None if out is None else out / f"groups-{key}"
+    ckpt = None if gdir is None else (gdir, key)
     obj = Objective.from_config(cfg)
     nS = cfg.sweep.n_seeds
     Pg = np.asarray(grid, float)
@@ -230,7 +238,7 @@ def transition(
                 settings,
                 obj,
                 seed,
-                gdir,
+                ckpt,
                 progress,
                 whitened,
             ),
@@ -249,7 +257,7 @@ def transition(
                 settings,
                 obj,
                 seed,
-                gdir,
+                ckpt,
                 P_top,
                 progress,
                 cross_check,
@@ -297,14 +305,35 @@ def _data(cfg, s, P, P_pad):
     return inp.train[s], nested_mask(P, P_pad)
 
 
+def _kept(ckpt: tuple[Path, str] | None, name: str, kind: str, required, compute):
+    """``(record, loaded)``: ``compute()`` kept as ``name`` in the run's checkpoint folder,
+    tagged with the run's key (``ckpt``: ``(folder, key)``; ``None``: not kept)."""
+    folder, key = (None, None) if ckpt is None else ckpt
+    path = None if folder is None else folder / name
+    fp = None if key is None else f"{key}-{name}"
+    return checkpointed_record(path, kind, fp, compute, required=required, default=json_default)
+
+
 def _group(
-    cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress, whitened
+    cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, ckpt, progress, whitened
 ) -> dict:
-    path = None if gdir is None else gdir / f"seed{s}-P{P}.json"
-    g = read_checkpoint(path, GROUP_KEYS)
-    if g is not None:
+    g, loaded = _kept(
+        ckpt,
+        f"seed{s}-P{P}.json",
+        GROUP_KIND,
+        GROUP_KEYS,
+        lambda: _group_free_energies(
+            cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, progress, whitened
+        ),
+    )
+    if loaded:
         _log(progress, f"seed {s} P={P}: kept, F_copy - F_pool = {g['dF']:+.3f}")
-        return g
+    return g
+
+
+def _group_free_energies(
+    cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, progress, whitened
+) -> dict:
     t0 = time.time()
     heads, ref = _heads(cfg, sweeps, aG, s, P, a_thr)
     if heads is None:
@@ -340,20 +369,22 @@ def _group(
         f"seed {s} P={P}: F_copy - F_pool = {g['dF']:+.3f} +- {g['se']:.3f} "
         f"({time.time() - t0:.0f} s)",
     )
-    if path is not None:
-        write_checkpoint(path, g)
     return g
 
 
-def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, progress, whitened):
-    path = None if gdir is None else gdir / f"seed{s}-P{P}-smc.json"
-    g = read_checkpoint(path, SMC_KEYS)
-    if g is not None:
-        return g
-    t0 = time.time()
+def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, ckpt, progress, whitened):
     heads, _ = _heads(cfg, sweeps, aG, s, P, a_thr)
     if heads is None:
         return None
+
+    def compute() -> dict:
+        return _smc_weight(heads, cfg, s, P, P_pad, a_thr, settings, obj, seed, progress, whitened)
+
+    return _kept(ckpt, f"seed{s}-P{P}-smc.json", SMC_KIND, SMC_KEYS, compute)[0]
+
+
+def _smc_weight(heads, cfg, s, P, P_pad, a_thr, settings, obj, seed, progress, whitened) -> dict:
+    t0 = time.time()
     train, mask = _data(cfg, s, P, P_pad)
     key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed + 1), s), P)
     from .branch_group import ti_programs  # the whitening program shared with the TI
@@ -368,8 +399,6 @@ def _smc_group(cfg, sweeps, aG, s, P, P_pad, a_thr, settings, obj, seed, gdir, p
     g = smc_weight(key, heads, train, mask, a_thr, C64, settings, obj)
     g.update(P=P, seed=s, seconds=time.time() - t0)
     _log(progress, f"seed {s} P={P}: SMC w_copy = {g['w_copy']:.3f} ({g['seconds']:.0f} s)")
-    if path is not None:
-        write_checkpoint(path, g)
     return g
 
 
@@ -384,7 +413,7 @@ def _seed_result(
     settings,
     obj,
     seed,
-    gdir,
+    ckpt,
     P_top,
     progress,
     cross_check,
@@ -415,7 +444,7 @@ def _seed_result(
                 settings,
                 obj,
                 seed,
-                gdir,
+                ckpt,
                 progress,
                 whitened,
             )

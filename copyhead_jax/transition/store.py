@@ -1,8 +1,8 @@
-"""Checkpoints of ``copyhead transition`` (:mod:`.search`): the atomic JSON write and the
-checked read of every (seed, P) group (a damaged one set aside and recomputed), the key that
-names a run's checkpoint folder, and the MAP sweeps a resumed run reuses. A run resumes
-wherever the numbers cannot change beyond float rounding: on another machine, memory budget or
-batching."""
+"""What ``copyhead transition`` (:mod:`.search`) keeps on disk: the atomic JSON write of its
+result, the JSON encoding of its records (:func:`json_default`), the key its (seed, P) groups'
+records are tagged with on the run harness (:func:`run_key`), and the MAP sweeps a resumed run
+reuses. A run resumes wherever the numbers cannot change beyond float rounding: on another
+machine, memory budget or batching."""
 
 from __future__ import annotations
 
@@ -22,30 +22,6 @@ def write_checkpoint(path: Path, obj) -> None:
     """Atomic JSON write (:func:`~copyhead_jax.storage.atomic_write`: a temporary file in the
     folder, then renamed; a failure names the file and leaves no temporary)."""
     atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(obj, default=json_default)))
-
-
-def read_checkpoint(path: Path | None, required: tuple[str, ...]) -> dict | None:
-    """The JSON checkpoint at ``path``, or ``None`` when there is none. One that fails to load
-    (truncated, emptied, not an object, a key of ``required`` missing) is set aside as
-    ``PATH.damaged`` with a warning naming it (:func:`~copyhead_jax.storage.set_aside`) and
-    ``None`` returned, so that its work is recomputed instead of blocking every rerun."""
-    if path is None or not path.is_file():
-        return None
-    try:
-        obj = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        set_aside(path, f"{type(e).__name__}: {e}")
-        return None
-    missing = [k for k in required if k not in obj] if isinstance(obj, dict) else required
-    if missing:
-        set_aside(
-            path,
-            "not a JSON object"
-            if not isinstance(obj, dict)
-            else f"no {', '.join(map(repr, missing))}",
-        )
-        return None
-    return obj
 
 
 def json_default(x):

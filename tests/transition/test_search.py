@@ -247,16 +247,25 @@ def test_pstar_agrees_with_an_importance_sampling_evidence_ratio(tiny_run):
 
 
 @pytest.mark.heavy
-def test_resume_gives_identical_numbers(tiny_run, tmp_path, caplog):
+def test_resume_gives_identical_numbers(tiny_run, tmp_path, monkeypatch, caplog):
+    """The real TI killed (Ctrl-C) inside its second group: the rerun reads the first group
+    back and computes the rest to the numbers of the run never interrupted."""
+    from copyhead_jax.transition import search
+
     out, res = tiny_run
     copy = tmp_path / "again"
-    shutil.copytree(out, copy)
-    (copy / "transition.json").unlink()
-    groups = sorted(copy.glob("groups-*/seed0-P*.json"))
-    [g for g in groups if "smc" not in g.name][-1].unlink()  # killed before this group
-    [g for g in groups if "smc" in g.name][-1].unlink()  # and before this cross-check
-    caplog.set_level(logging.INFO, logger="copyhead_jax")
-    again = ch.transition(
+    copy.mkdir()
+    for b in ("pool", "copy"):  # the MAP sweeps, as the killed run kept them
+        shutil.copy(out / f"map_{b}.npz", copy / f"map_{b}.npz")
+    real, calls = search.free_energies, []
+
+    def killed_in_the_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    run = lambda: ch.transition(  # noqa: E731
         TINY_CFG,
         method="ti",
         n_seeds=1,
@@ -266,6 +275,13 @@ def test_resume_gives_identical_numbers(tiny_run, tmp_path, caplog):
         P_grid=GRID,
         theory=False,
     )
+    monkeypatch.setattr(search, "free_energies", killed_in_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    assert len(list((copy / "groups").glob("*.json"))) == 1
+    monkeypatch.setattr(search, "free_energies", real)
+    caplog.set_level(logging.INFO, logger="copyhead_jax")
+    again = run()
     assert again["P_star"] == res["P_star"] and again["interval"] == res["interval"]
     notes = [r.getMessage() for r in caplog.records if r.name.startswith("copyhead_jax.")]
     assert any(re.fullmatch(r"seed 0 P=\d+: kept, F_copy - F_pool = .*", m) for m in notes)
@@ -612,8 +628,8 @@ def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
     # the lock is taken once the output folder exists: from then on the folder is the kept work
     assert ("resume" in err) == (tmp_path / "o").is_dir(), err
     assert not list(tmp_path.rglob("*.lock"))
-    for g in tmp_path.rglob("groups-*/*.json"):  # whatever was kept is whole
-        json.loads(g.read_text())
+    for g in tmp_path.rglob("groups/*.json"):  # whatever was kept is whole
+        assert json.loads(g.read_text())["record"]["seed"] == 0
 
 
 def test_building_the_cli_parser_initialises_no_jax_backend():
