@@ -20,7 +20,15 @@ arrays. The roofline time is ``max(flops / peak_flops, bytes / peak_bw)``; its f
 time over the measured one. The load average is recorded with every row, the process's peak
 resident memory at the end.
 
-    python benchmarks/bench_collapsed.py [--quick] [--rounds N]
+    python benchmarks/bench_collapsed.py [--quick] [--rounds N] [--P P ...] [--against REV]
+
+``--profile`` also prints, per row, the compiled gradient's operations by their median time in
+a ``jax.profiler`` trace of 50 calls (each operation's time includes the trace's own overhead,
+about a microsecond an operation; a loop's time includes its body's operations, listed too).
+
+``--against REV`` times a third gradient in the same rounds: the same energy with
+``models/_features.py`` as it was at git revision ``REV`` (its moments and their backward), so
+that a change of the formulation is measured against the form before it in one process.
 
 Writes ``benchmarks/results/bench_collapsed.json`` and prints a markdown table.
 """
@@ -28,12 +36,16 @@ Writes ``benchmarks/results/bench_collapsed.json`` and prints a markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
 import os
 import resource
+import subprocess
+import sys
 import time
+import types
 from pathlib import Path
 
 import jax
@@ -120,6 +132,70 @@ def problem(attention: str, P: int):
     return head, tokens, jnp.ones((P,), jnp.float32), Objective.from_config(cfg)
 
 
+def features_at(rev: str) -> types.ModuleType:
+    """``copyhead_jax.models._features`` as it was at git revision ``rev``, imported beside
+    today's (its relative imports resolve in the same package)."""
+    root = Path(__file__).resolve().parents[1]
+    src = subprocess.run(
+        ["git", "show", f"{rev}:copyhead_jax/models/_features.py"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    name = "copyhead_jax.models._features_at_" + rev.replace("~", "_").replace("^", "_")
+    mod = types.ModuleType(name)
+    mod.__package__ = "copyhead_jax.models"
+    sys.modules[name] = mod  # dataclasses look their module up here
+    exec(compile(src, name, "exec"), mod.__dict__)
+    return mod
+
+
+def energy_with(features: types.ModuleType):
+    """``marginal_energy`` whose moments and backward are ``features``' (same-named activation
+    class, same fields), swapped in while it is traced."""
+
+    def energy(head, *args):
+        act = head.feature_activation()
+        old_act = getattr(features, type(act).__name__)(
+            **{f.name: getattr(act, f.name) for f in dataclasses.fields(act)}
+        )
+        saved = collapsed.feature_moments, collapsed.feature_moments_grad
+        collapsed.feature_moments = lambda _, *r: features.feature_moments(old_act, *r)
+        collapsed.feature_moments_grad = lambda _, *r: features.feature_moments_grad(old_act, *r)
+        try:
+            return marginal_energy(head, *args)
+        finally:
+            collapsed.feature_moments, collapsed.feature_moments_grad = saved
+
+    return energy
+
+
+def operation_times(f, x, n: int = 50) -> list[tuple[str, float, int]]:
+    """``[(operation, median us per call, times per call), ...]`` of the compiled ``f`` from a
+    ``jax.profiler`` trace of ``n`` calls, slowest first."""
+    import glob
+    import tempfile
+
+    jax.block_until_ready(f(x))
+    with tempfile.TemporaryDirectory() as d:
+        with jax.profiler.trace(d):
+            for _ in range(n):
+                jax.block_until_ready(f(x))
+        data = jax.profiler.ProfileData.from_file(
+            glob.glob(f"{d}/**/*.xplane.pb", recursive=True)[0]
+        )
+    ns: dict[str, list[int]] = {}
+    for plane in data.planes:
+        for line in plane.lines:
+            if line.name.startswith("tf_XLA"):  # the CPU client's threads
+                for ev in line.events:
+                    if not ev.name.startswith("ThunkExecutor"):
+                        ns.setdefault(ev.name, []).append(ev.duration_ns)
+    out = [(k, len(v) // n * float(np.median(v)) / 1e3, len(v) // n) for k, v in ns.items()]
+    return sorted((o for o in out if o[2] > 0), key=lambda o: -o[1])
+
+
 def timed(f, x, n: int) -> tuple[float, float]:
     """(median wall ms, mean process-CPU ms) of ``n`` calls after one warm call."""
     jax.block_until_ready(f(x))
@@ -155,8 +231,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="P = 32, 322 and 2 rounds")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--P", type=int, nargs="+", help="these P only")
+    ap.add_argument("--against", metavar="REV", help="also time models/_features.py at REV")
+    ap.add_argument("--profile", action="store_true", help="print each gradient's operations")
     a = ap.parse_args(argv)
-    Ps = (32, 322) if a.quick else (32, 322, 1250)
+    Ps = tuple(a.P) if a.P else (32, 322) if a.quick else (32, 322, 1250)
+    energies = [("ours", marginal_energy), ("one_hot", one_hot_energy)]
+    if a.against:
+        energies.append(("against", energy_with(features_at(a.against))))
     rounds = 2 if a.quick else a.rounds
     peak0 = peaks()
     print(
@@ -171,7 +253,7 @@ def main(argv=None) -> dict:
             x0 = head.W_G.ravel()
             grads = {
                 name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
-                for name, f in (("ours", marginal_energy), ("one_hot", one_hot_energy))
+                for name, f in energies
             }
             compiled, compile_s = {}, {}
             for k, g in grads.items():
@@ -211,12 +293,32 @@ def main(argv=None) -> dict:
                 },
                 "load": [load0, os.getloadavg()],
             }
+            if "against" in cpu:
+                g2 = np.asarray(grads["against"](x0), np.float64)
+                row |= {
+                    "against": a.against,
+                    "cpu_ms_against": min(cpu["against"]),
+                    "cpu_speedup_vs_against": min(cpu["against"]) / min(cpu["ours"]),
+                    "max_rel_diff_against": float(np.max(np.abs(g0 - g2)) / np.max(np.abs(g2))),
+                }
+            if a.profile:
+                ops = operation_times(grads["ours"], x0)
+                row["operations_us"] = ops
+                print("  operations (median us per call):")
+                for name, us, k in ops[:25]:
+                    print(f"    {us:8.1f}  x{k:<3d} {name}")
             rows.append(row)
             print(
                 f"{attention:8s} P={P:5d}: ours {row['ms_ours']:.2f} ms (CPU "
                 f"{row['cpu_ms_ours']:.2f}), one-hot {row['ms_one_hot']:.2f} ms, ratio "
                 f"{row['ratio']:.2f} (CPU {row['cpu_ratio']:.2f}), compile "
-                f"{compile_s['ours']:.1f} s, load {load0[0]:.2f}",
+                f"{compile_s['ours']:.1f} s, load {load0[0]:.2f}"
+                + (
+                    f"; at {a.against}: CPU {row['cpu_ms_against']:.2f} ms, ours "
+                    f"{row['cpu_speedup_vs_against']:.3f}x"
+                    if "against" in row
+                    else ""
+                ),
                 flush=True,
             )
     peak1 = peaks()
