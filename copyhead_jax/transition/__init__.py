@@ -7,6 +7,7 @@ the posterior copy fraction passes 1/2 (linear).
                     basins and the verdict, per seed; ``profile_transition(cfg)``
 - ``search``        branch TI's ``transition(cfg)``: probes per seed, their groups
 - ``ti_result``     branch TI's result: the seeds assembled into P*, the SMC cross-check
+- ``ti_cost``       what branch TI will cost, said before it starts: evaluations and time
 - ``plan``          where the groups go: padded group sizes, a later seed's first probes, one
                     seed's probing loop (``seed_probes``)
 - ``root``          a P* from a free-energy difference at a few P: next probe, seeds

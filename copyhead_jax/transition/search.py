@@ -43,6 +43,7 @@ from ..fit import sweep_inputs
 from ..models import head_class
 from ..objective import Objective
 from ..runner import available_bytes, checkpointed_record, claim, refuse_if_over
+from ..runner.eta import announce
 from ..sweep import run_sweep
 from .branch_group import BRANCHES, SIDE, free_energies, smc_weight
 from .plan import REFINE_RATIO, first_probes, pad_of, seed_probes
@@ -52,6 +53,7 @@ from .root import (
     pooled_slope,
 )
 from .store import json_default, kept_sweep, run_key, write_checkpoint
+from .ti_cost import SMALLER, ti_estimate
 from .ti_result import assemble, smc_cross_check
 from .ti_settings import TISettings, group_bytes
 
@@ -124,6 +126,21 @@ def _check_group_memory(cfg: Config, settings: TISettings, P_top: int) -> None:
     )
 
 
+def _estimate(cfg: Config, settings: TISettings, th: dict, grid, **kw) -> None:
+    """Announce what the groups will cost (:mod:`.ti_cost`), at the padded rows of a first probe
+    at the theory's point, else at the MAP grid's middle (the MAP crossing is not known yet)."""
+    P, where = th["post"] or th["map"], "the EK theory's point"
+    if not P:
+        P, where = float(np.exp(np.mean(np.log(grid)))), "the MAP grid's middle"
+    rows = pad_of(max(2, int(round(P))), max(grid), cfg.task.L)
+    n = cfg.sweep.n_seeds
+    announce(
+        lambda: ti_estimate(cfg, settings, n_seeds=n, rows=rows, where=where, **kw),
+        __name__,
+        SMALLER,
+    )
+
+
 def transition(
     cfg: Config,
     *,
@@ -174,6 +191,8 @@ def transition(
     P_pad = P_top = max(grid)
     if two and given is None:  # the grid the theory placed
         _check_group_memory(cfg, settings, P_pad)
+    if two and progress:  # what it will cost, before any work (one line on stderr)
+        _estimate(cfg, settings, th, grid, anchored=anchored, cross_check=cross_check)
     # one writer per folder; the groups' records removed and the lock released once the result
     # is written (or the lock at exit, or by exit_now: the records stay to resume from)
     gdir = None if out is None or not two else out / GROUPS
