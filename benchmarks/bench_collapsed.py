@@ -63,7 +63,8 @@ OUT = Path(__file__).parent / "results" / "bench_collapsed.json"
 
 
 def one_hot_energy(head, tokens, mask, obj):
-    """U_m as computed before 2026-12-04: one-hot products, plain autodiff (the baseline)."""
+    """U_m by one-hot products and plain autodiff: the form the hand-written gradient replaced
+    (the baseline)."""
     M = head.logit_gram()
     dt = M.dtype
     V = head.W_E.shape[1]

@@ -19,7 +19,7 @@ timeout "${LIMIT_S:-480}" python3 -c "from copyhead_jax.cli import main; main()"
   --preset paper-chi-lik --attention softmax --n-seeds "${N_SEEDS:-3}" --P 150:420:8log \
   --rungs "${RUNGS:-9}" --rung-schedule "${RUNG_SCHEDULE:-near-1}" --t0 "${T0:-exact}" \
   --chains "${CHAINS:-4}" \
-  --iters "${ITERS:-400}" \
+  --iterations "${ITERS:-400}" \
   --smc-particles "${SMC:-96}" --memory-budget-gb 60 --out "$tr" --no-plot --progress \
   > "$out/transition.log" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s"

@@ -6,9 +6,9 @@ grids placed around that reading's EK ``P*`` (19 / 388 / 230 at L = 25, V = 5).
 Kept small: scaling over the paper preset's L and V grids, 3 seeds per point, one refinement round,
 no finite-width theory per point; main at width 10,000 only, 3 seeds (the 10-seed P* are
 ``experiments.conventions``'), the coverage ablation on its runs. Cached under ``--cache``
-(resumes); ~25 CPU-min on the shared 2-core CPU (2026-12-02). ``posterior``: the early-warning
+(resumes); ~25 CPU-min on the shared 2-core CPU. ``posterior``: the early-warning
 windows of ``experiments.posterior`` (``configs/posterior.py`` QUICK, preset ``paper-chi-lik``, 10
-seeds, cached in ``results/posterior/quick``; ~75 CPU-min, 2026-12-04).
+seeds, cached in ``results/posterior/quick``; ~75 CPU-min).
 """
 
 from __future__ import annotations

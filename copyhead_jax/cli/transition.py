@@ -143,7 +143,8 @@ def add_transition_subparser(sub) -> None:
         help="profile: chains per window = independent replicas (default 6)",
     )
     p.add_argument(
-        "--window-iters",
+        "--window-iterations",
+        dest="window_iters",
         type=int,
         default=None,
         help="profile: recorded HMC iterations per window chain: the cap with "
@@ -157,7 +158,7 @@ def add_transition_subparser(sub) -> None:
         metavar="N",
         help="profile: sample the windows in rounds of --window-round-iter until "
         "every window's ESS of a_G and U is >= N and their R-hat <= "
-        "--window-rhat-target (--window-iters the cap; a window that reaches it "
+        "--window-rhat-target (--window-iterations the cap; a window that reaches it "
         "first is flagged and widens the errors); 0: a fixed length (default "
         f"{PROFILE_WINDOW.ess_min:g}, the bar below which a window is flagged)",
     )
@@ -199,14 +200,14 @@ def add_transition_subparser(sub) -> None:
         choices=RUNG_SCHEDULES,
         default=RUNG_SCHEDULES[0],
         help="where the rungs crowd: near t = 1 (default; the integrand bends there) "
-        "or near t = 0 (the schedule before 2026-12-04)",
+        "or near t = 0 (the earlier schedule)",
     )
     p.add_argument(
         "--t0",
         choices=("exact", "chains"),
         default="exact",
         help="the t = 0 rung: the reference draws inside the branch (exact, i.i.d.; "
-        "default) or HMC chains (before 2026-12-04)",
+        "default) or HMC chains (the earlier rung)",
     )
     p.add_argument(
         "--seeds-probe",
@@ -214,7 +215,7 @@ def add_transition_subparser(sub) -> None:
         default="anchored",
         help="a later seed: one probe at the earlier seeds' mean root, its root "
         "placed with the slope their brackets measured (default), or two probes "
-        "bracketing it (before 2026-12-04)",
+        "bracketing it",
     )
     p.add_argument(
         "--chains",
@@ -224,11 +225,16 @@ def add_transition_subparser(sub) -> None:
         "every sampler command)",
     )
     p.add_argument(
-        "--iters",
+        "--iterations",
+        dest="iters",
         type=int,
         default=d.n_iter,
-        help=f"recorded HMC iterations per chain (default {d.n_iter})",
+        help=f"ti: recorded HMC iterations per chain (default {d.n_iter})",
     )
+    # the spellings before the CLI had one name per concept (sample's --iterations), kept so
+    # that recorded commands still run; not shown
+    for old, dest in (("--iters", "iters"), ("--window-iters", "window_iters")):
+        p.add_argument(old, dest=dest, type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument(
         "--rung-ess-target",
         type=finite_float,
@@ -236,7 +242,7 @@ def add_transition_subparser(sub) -> None:
         metavar="N",
         help="ti: draw the rungs in rounds of --rung-round-iter until each rung's ESS "
         "of g and a_G is >= N and their R-hat <= --rung-rhat-target (each rung "
-        "stopping on its own; --iters the cap); default 0: the fixed --iters",
+        "stopping on its own; --iterations the cap); default 0: the fixed --iterations",
     )
     p.add_argument(
         "--rung-rhat-target",

@@ -122,7 +122,7 @@ def profile_settings_from_args(args):
         iters = PROFILE_UMBRELLA.n_iter if args.window_ess_target else FIXED_WINDOW_ITERS
     um = UmbrellaSettings(
         n_chains=check_int("--window-chains", args.window_chains, lo=2, hi=64),
-        n_iter=check_int("--window-iters", iters, lo=16, hi=10**5),
+        n_iter=check_int("--window-iterations", iters, lo=16, hi=10**5),
         ess_target=check_float(
             "--window-ess-target", args.window_ess_target, lo=0.0, lo_open=False
         ),

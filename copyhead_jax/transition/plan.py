@@ -20,7 +20,7 @@ BUCKET_MIN = 200_000
 #: Rungs of the padding ladder an octave: at most 4.4% of a group's rows are padding (on the
 #: paper preset a group's rungs compile in ~6 CPU-s and its reference draws' program in ~3,
 #: its chains run ~3 CPU-min: ``benchmarks/profile_transition_group.py``; so a finer ladder
-#: than the quarter octave used before 2026-12-04, up to 19% padding, pays).
+#: than a quarter octave, up to 19% padding, pays).
 PAD_STEPS = 16
 #: A later seed's first two probes: the earlier seeds' mean root divided and multiplied by this
 #: (and the farthest an anchored root may lie from its one probe).

@@ -121,7 +121,7 @@ def _check_group_memory(cfg: Config, settings: TISettings, P_top: int) -> None:
         need,
         available_bytes(cfg),
         f"a transition group at P <= {4 * P_top}",
-        "use fewer --chains, --rungs or --iters, or a larger "
+        "use fewer --chains, --rungs or --iterations, or a larger "
         "memory_budget_gb (CLI --memory-budget-gb)",
     )
 

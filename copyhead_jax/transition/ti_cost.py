@@ -32,7 +32,7 @@ SMC_LEAP = 5
 
 #: how to run a smaller branch-TI transition
 SMALLER = (
-    "its cost grows with L, V and P*; a smaller one: fewer --rungs, --chains, --iters, "
+    "its cost grows with L, V and P*; a smaller one: fewer --rungs, --chains, --iterations, "
     "--smc-particles or --n-seeds, or a smaller --L"
 )
 

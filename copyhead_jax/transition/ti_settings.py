@@ -58,8 +58,8 @@ class TISettings(Rounds):
     """Monte-Carlo settings of one group (defaults: sized for a 2-core CPU; the plain (25, 5)
     experiment used 6 rungs, 2 chains, 360 iterations).
 
-    ``ts``: the TI rungs in t (default :func:`rung_ts` ``(5)``, crowded near t = 1; before
-    2026-12-04 ``(0, 0.1, 0.3, 0.6, 1)``); ``n_chains`` HMC chains per rung and branch,
+    ``ts``: the TI rungs in t (default :func:`rung_ts` ``(5)``, crowded near t = 1; the
+    earlier default was ``(0, 0.1, 0.3, 0.6, 1)``); ``n_chains`` HMC chains per rung and branch,
     ``n_adapt`` step adaptation iterations (discarded), then ``n_iter`` iterations recorded
     every ``thin``, the first ``discard`` fraction dropped; ``n_ref`` exact reference draws for
     ``P_ref(R)``; ``smc_particles`` particles of the SMC cross-check (0: none) with
@@ -70,7 +70,7 @@ class TISettings(Rounds):
     the whitened coordinates). ``exact_t0``: the t = 0 rung is the reference draws that hit the
     branch (exact i.i.d. draws of the restricted reference, at least ``MIN_T0_HITS`` where
     ``REF_ROUNDS`` rounds of ``n_ref`` draws reach them: one energy each) instead of chains
-    (``False``: chains at every rung, as before 2026-12-04).
+    (``False``: chains at every rung, the earlier protocol).
 
     **Stop when enough** (``ess_target > 0``; the rule of the profile's umbrella windows): the
     rungs are drawn in rounds of ``round_iter`` iterations (:mod:`copyhead_jax.sampling.rounds`,

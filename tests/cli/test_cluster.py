@@ -138,7 +138,7 @@ TR = [
     "0.5",
     "--window-chains",
     "3",
-    "--window-iters",
+    "--window-iterations",
     "16",
     "--window-ess-target",
     "0",

@@ -210,3 +210,22 @@ def test_every_refusal_names_the_flag_as_typed(path, parser, stubbed, request, c
         assert re.search(rf"{re.escape(flag)}(?![\w-])", last), (flag, value, last)
 
     check()
+
+
+def test_one_name_per_concept_across_commands():
+    """A concept shown under two spellings in two commands' help is a second grammar: the
+    recorded-iterations flag is ``--iterations`` wherever it is shown (hidden older spellings
+    parse to the same setting so that recorded commands still run)."""
+    shown = {
+        o
+        for _, p in parser_tree(build_parser())
+        for a in p._actions
+        if a.help != argparse.SUPPRESS
+        for o in a.option_strings
+    }
+    assert "--iterations" in shown and not {o for o in shown if o.endswith("-iters")} | (
+        {"--iters"} & shown
+    )
+    transition = dict(parser_tree(build_parser()))[("transition",)]
+    for old, new in (("--iters", "--iterations"), ("--window-iters", "--window-iterations")):
+        assert vars(transition.parse_args([old, "7"])) == vars(transition.parse_args([new, "7"]))

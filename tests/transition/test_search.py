@@ -614,13 +614,13 @@ def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
         "1",
         "--P",
         "8,16,32",
-        "--iters",
+        "--iterations",
         "100000",
         "--out",
         "o",
         "--quiet",
     ]
-    # answered within seconds even inside one compiled group (minutes with --iters 100000):
+    # answered within seconds even inside one compiled group (minutes with --iterations 100000):
     # SIGNAL_GRACE_S is 2 s, the rest is room for a loaded machine
     got, err = interrupt(argv, sig, tmp_path, wait_s=2.0, start_s=300, answer_s=30)
     assert got == rc, err

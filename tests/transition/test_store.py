@@ -257,7 +257,7 @@ def test_the_command_names_a_damaged_checkpoint_in_one_line(whole, tmp_path, mon
         "3",
         "--chains",
         "2",
-        "--iters",
+        "--iterations",
         "50",
         "--smc-particles",
         "16",

@@ -86,7 +86,7 @@ def test_cli_json_is_one_document(tmp_path, capsys):
         "0.5",
         "--window-chains",
         "3",
-        "--window-iters",
+        "--window-iterations",
         "16",
         "--window-round-iter",
         "8",
