@@ -141,6 +141,7 @@ def cmd_sweep(args) -> int:
             keep_params=args.keep_params,
             tokens=tokens,
             cluster=args.cluster,
+            estimate=True,  # shown with --no-progress too: what the run will cost, before it starts
         )
         results.append(res)
         print(f"saved {path}  ({res.meta['wall_seconds']:.1f} s)")

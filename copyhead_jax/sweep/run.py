@@ -66,6 +66,7 @@ def run_sweep(
     snapshot_every_s: float = 600.0,
     tokens: np.ndarray | None = None,
     cluster: str | None = None,
+    estimate: bool | None = None,
 ) -> SweepResult:
     """Fit every (P, seed) run of ``cfg`` with its solver and measure it.
 
@@ -73,8 +74,7 @@ def run_sweep(
         cfg: the sweep's configuration (``ch.preset('small')``, ``cfg.replace(...)``).
         out: save the result here (atomic ``.npz``); checkpoints finished chunks in
             ``OUT.chunks/`` and resumes from them when run again with the same config.
-        progress: say what the sweep will cost before it starts (a progress note,
-            :mod:`.estimate`) and show a progress bar (stderr) with its ETA.
+        progress: show a progress bar (stderr) with its ETA.
         keep_params: keep the fitted weights (to warm-start a sampler); default: when they take
             under 2 GB.
         lr_mult: per-run learning-rate multipliers (P-major order), e.g. to probe stability.
@@ -88,6 +88,8 @@ def run_sweep(
             :func:`~copyhead_jax.runner.map_groups`), each from the config alone: the same
             numbers as here (a chunk is a function of its runs), checkpointed here as they
             return; ``None``: in this process.
+        estimate: say what the sweep will cost before it starts (one line on stderr,
+            :mod:`.estimate`); ``None``: when ``progress``.
 
     The solver config (``cfg.solver``) chooses the program (:func:`~copyhead_jax.fit.
     solver_program`): Adam, or the exact solver; with ``ExactConfig.continuation`` every run is
@@ -131,7 +133,7 @@ def run_sweep(
     sizes = {pad: chunk_size(cfg, len(runs), mesh.size, pad) for pad, runs in groups.items()}
     n_chunks = sum(math.ceil(len(groups[p]) / c) for p, c in sizes.items())
     check_memory(cfg, groups)
-    if progress:  # what it will cost, before any work (one line on stderr under the command)
+    if progress if estimate is None else estimate:  # what it will cost, before any work
         announce(lambda: sweep_estimate(cfg), __name__)
     ckpt = Path(str(out) + ".chunks") if out is not None else None
     held = claim(out, ckpt=ckpt)  # one writer per output; released after the final save

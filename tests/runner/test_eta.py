@@ -166,3 +166,20 @@ def test_route_b_scaling_says_what_the_rest_costs_after_its_first_configuration(
         and "(L = 8, V = 3)" in notes[0]
     )
     assert "configuration 2/3 (L = 10, V = 3) done in" in notes[1] and "left" in notes[1]
+
+
+def test_sweep_shows_its_estimate_without_the_bars(tmp_path, monkeypatch, capsys):
+    """``--no-progress`` turns off the bars, not the estimate (as sample and llc)."""
+    import importlib
+
+    from copyhead_jax.sweep.estimate import sweep_estimate
+
+    run_mod = importlib.import_module("copyhead_jax.sweep.run")
+    unit = lambda r: 1e-3 * np.asarray(r, float)  # noqa: E731 - nothing timed
+    monkeypatch.setattr(run_mod, "sweep_estimate", lambda cfg: sweep_estimate(cfg, unit))
+    argv = ["sweep", "--preset", "tiny", "--attention", "linear", "--P", "2", "--n-seeds", "1"]
+    argv += ["--max-epochs", "10", "--min-epochs", "2", "--no-plot", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "s")]) == 0
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "estimate:" in x]
+    # 1 run from min_epochs (early stopping) to max_epochs, before the table
+    assert "sweep linear N=16, 1 runs: 2 to 10 evaluations" in line, line
