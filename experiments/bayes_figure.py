@@ -53,11 +53,11 @@ NO_SOURCE = [
     "route A at plain (25, 5): the prototype's run, not re-run in the package",
     "plain (12, 6): the flagged `copyhead transition` run and the outside review's NUTS",
     "plain (15, 7): the outside review's measurement",
-    "plain (25, 5), Markov rho = 0.5: measured (markov.md), but no route covers Markov inputs",
+    "plain (25, 5), Markov rho = 0.5: measured by the branch TI (markov.md), no route covers it",
 ]
 #: Markov-token measurements (reading, L, V, rho, file): no route covers them (docs/theory.md
 #: §13 assumes i.i.d. tokens); each is set beside the i.i.d. measurement of the same (L, V)
-MARKOV: tuple[tuple[str, int, int, float, str], ...] = ()
+MARKOV = (("plain", 15, 7, 0.5, "transition_profile_L15_V7_markov.json"),)
 
 
 def _load(results: Path, name: str) -> dict | list:
