@@ -232,9 +232,11 @@ def add_transition_subparser(sub) -> None:
         help=f"ti: recorded HMC iterations per chain (default {d.n_iter})",
     )
     # the spellings before the CLI had one name per concept (sample's --iterations), kept so
-    # that recorded commands still run; not shown
+    # that recorded commands still run; not shown. Default None: the namespace takes the shown
+    # flag's default (set first), and get_default (which the run's folder name compares each
+    # flag with) skips None and finds the same default
     for old, dest in (("--iters", "iters"), ("--window-iters", "window_iters")):
-        p.add_argument(old, dest=dest, type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p.add_argument(old, dest=dest, type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--rung-ess-target",
         type=finite_float,
