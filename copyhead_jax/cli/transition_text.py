@@ -54,7 +54,7 @@ def format_profile(res: dict) -> str:
             )
         )
     if res.get("theory_point"):
-        lines.append(f"EK theory: posterior {_f(res['theory_point'])}")
+        lines.append(theory_line(res))
     if res.get("theory_bayes_point"):
         lines.append(
             f"route B (theory of the Bayesian transition, placed the first probes): "
@@ -64,6 +64,14 @@ def format_profile(res: dict) -> str:
         lines.append(f"flagged: {f}")
     lines.append(f"({res['cpu_seconds']:.0f} CPU-s)")
     return "\n".join(lines)
+
+
+def theory_line(res: dict) -> str:
+    """The EK theory's point that placed the probes, named by what it is (a result written
+    before ``theory_point_kind`` existed holds the posterior point)."""
+    what = {"map (full)": "MAP", "map (ansatz)": "MAP in the two-parameter ansatz"}
+    kind = what.get(res.get("theory_point_kind"), "posterior")
+    return f"EK theory: {kind} {_f(res['theory_point'])}"
 
 
 def _f(x, nd=4) -> str:

@@ -85,8 +85,12 @@ def _log(progress: bool, msg: str) -> None:
         logging.getLogger(__name__).info(msg)
 
 
-def theory_points(cfg: Config) -> dict:
-    """The EK theory's MAP and posterior points of ``cfg`` (``None`` where it has none)."""
+def theory_points(cfg: Config, space: str = "ansatz") -> dict:
+    """The EK theory's MAP and posterior points of ``cfg`` (``None`` where it has none), which
+    place the first probes. ``space``: for a non-i.i.d. source (no posterior form), the
+    attention matrices the MAP is minimised over (docs/theory.md §12): the two-parameter
+    ``ansatz`` (default: exact at ``rho = 0``, a minute at L = 15 where the ``full`` space
+    takes ~8 and may find no point), or ``full``."""
     from ..theory import TheoryParams
     from ..theory.points import transition_points
 
@@ -102,7 +106,7 @@ def theory_points(cfg: Config) -> dict:
     if cfg.task.source != "iid":  # §12: the MAP's P* from full minimisers (no posterior form)
         from ..theory.beyond import beyond_points
 
-        r = beyond_points(p, cfg.task, attention=att, P_range=(1.0, 3e4), n_P=41)
+        r = beyond_points(p, cfg.task, attention=att, P_range=(1.0, 3e4), n_P=41, space=space)
         return {"map": point(r), "post": None}
     return {o: point(transition_points(p, att, o)) for o in ("map", "post")}
 

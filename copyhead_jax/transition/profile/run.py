@@ -201,15 +201,21 @@ def _objective(cfg: Config):
     return Objective.from_config(profile_config(cfg))
 
 
-def _theory_point(cfg: Config) -> float | None:
-    """The EK theory's posterior P* (else its MAP point) where it has one (None otherwise)."""
+def _theory_point(cfg: Config) -> tuple[float | None, str | None]:
+    """The EK theory's posterior P* (else its MAP point) where it has one, and which it is
+    (``post``; ``map``; for a Markov source the MAP in the two-parameter ansatz, ``map
+    (ansatz)``: it only places the first probes, and the full space costs minutes there);
+    ``(None, None)`` otherwise."""
     try:
         from ..search import theory_points
 
         th = theory_points(cfg)
-        return th.get("post") or th.get("map")
+        if th.get("post"):
+            return th["post"], "post"
+        space = "full" if cfg.task.source == "iid" else "ansatz"
+        return th.get("map"), (None if th.get("map") is None else f"map ({space})")
     except Exception:  # noqa: BLE001 - a configuration the theory does not cover
-        return None
+        return None, None
 
 
 def _bayes_point(cfg: Config) -> float | None:
@@ -266,7 +272,8 @@ def profile_transition(
     # before any work: the part no P changes (windows, chains, draws; the fewest rows), then,
     # once the theory placed them, the first probes and a search widening to 4x them
     check_profile_memory(cfg, s0, min(ss.probes) if ss.probes else 2)
-    P0 = _theory_point(cfg)
+    P0, P0_kind = _theory_point(cfg)
+    P_theory = P0  # P0 may become the MAP switch below (where the theory has no point)
     check_profile_memory(cfg, s0, 4 * max(ss.probes or first_probes(P0 or 16.0)))
     long = False
     if progress:  # what it will cost, before any work (one line on stderr under the command)
@@ -336,13 +343,19 @@ def profile_transition(
         "width": cfg.model.width,
         "causal": cfg.model.causal,
         "source": cfg.task.source,
+        "source_params": (
+            None
+            if cfg.task.source == "iid"
+            else {k: getattr(cfg.task, k) for k in ("rho", "alpha", "chain_seed")}
+        ),
         "n_seeds": nS,
         "seed": seed,
         "verdict": over["kind"],
         "P_star": over["P_star"],
         "interval": [over["lo"], over["hi"]],
         "summary": over,
-        "theory_point": P0,
+        "theory_point": P_theory,
+        "theory_point_kind": P0_kind,
         "theory_bayes_point": P_bayes,
         "first_probes": list(first),
         "seeds": [seed_json(r) for r in runs],

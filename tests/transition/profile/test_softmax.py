@@ -102,5 +102,33 @@ def test_cli_json_is_one_document(tmp_path, capsys):
     assert res["verdict"] in ("first order", "crossover", "undecided")
     assert "saved" in cap.err and (tmp_path / "t" / "profile.png").is_file()
     assert json.loads((tmp_path / "t" / "transition.json").read_text())["verdict"] == res["verdict"]
+    assert res["source"] == "iid" and res["source_params"] is None
     um = res["settings"]["profile"]["umbrella"]
     assert um["ess_target"] == 50 and um["n_iter"] == 16 and um["round_iter"] == 8
+
+
+def test_a_markov_source_places_its_probes_by_the_ansatz_map_and_says_so(monkeypatch):
+    """For Markov tokens the theory has no posterior form; the probes' first placement is the
+    MAP's point in the two-parameter ansatz (seconds, where the full space takes minutes), and
+    the printed result names it as that."""
+    import importlib
+
+    import copyhead_jax as ch
+    from copyhead_jax.cli.transition_text import theory_line
+
+    beyond = importlib.import_module("copyhead_jax.theory.beyond")
+    search = importlib.import_module("copyhead_jax.transition.search")
+    seen = {}
+
+    def fake(params, task, *, attention, P_range, n_P, space):
+        seen.update(space=space, rho=task.rho)
+        return {"P_aG": None, "P_aG_crossover": 25.5}
+
+    monkeypatch.setattr(beyond, "beyond_points", fake)
+    cfg = ch.preset("plain").replace(
+        task=dict(L=6, V=3, source="markov", rho=0.5), model=dict(attention="softmax")
+    )
+    assert search.theory_points(cfg) == {"map": 25.5, "post": None}
+    assert seen == {"space": "ansatz", "rho": 0.5}
+    text = theory_line({"theory_point": 25.5, "theory_point_kind": "map (ansatz)"})
+    assert "EK theory: MAP in the two-parameter ansatz 25.5" in text
