@@ -117,8 +117,11 @@ def test_merge_pads_and_by_length_cuts():
 def test_target_met_early_stops_early(red_sweep):
     """A target the chains reach (ESS 8, R-hat 1.2) stops both runs before the cap: draws used
     below it, a whole number of rounds, the reached ESS >= the target and R-hat <= its bar, each
-    recomputed here from the saved draws with stats.py."""
-    mc = dataclasses.replace(HMC, ess_target=8.0, rhat_target=1.2)
+    recomputed here from the saved draws with stats.py. The cap is 8 rounds: these chains meet
+    the target within 80 draws (ESS 27-35, R-hat <= 1.05 at 80), but in which round depends on
+    the float32 rounding of the energy, so a cap of 4 rounds can coincide with the round that
+    meets it."""
+    mc = dataclasses.replace(HMC, n_iter=160, ess_target=8.0, rhat_target=1.2)
     post = run_sampler(red_sweep, mc, progress=False)
     n = post["n_draws"]
     assert np.all(n < mc.n_rounds * mc.round_draws) and np.all(n % mc.round_draws == 0)
@@ -127,7 +130,7 @@ def test_target_met_early_stops_early(red_sweep):
     for i in range(len(RED.sweep.P)):
         x = np.moveaxis(post["draws"][i, 0, :, : n[i, 0]][..., JUDGED], -1, 0)
         assert post["ess_reached"][i, 0] == pytest.approx(min(ess(q) for q in x), rel=1e-12)
-    assert post.meta["target"] == {"ess": 8.0, "rhat": 1.2, "round_draws": 20, "cap_draws": 80}
+    assert post.meta["target"] == {"ess": 8.0, "rhat": 1.2, "round_draws": 20, "cap_draws": 160}
 
 
 def test_cap_hit_is_flagged_and_saved(capped, tmp_path, capsys):
