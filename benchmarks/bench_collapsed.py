@@ -26,9 +26,10 @@ resident memory at the end.
 a ``jax.profiler`` trace of 50 calls (each operation's time includes the trace's own overhead,
 about a microsecond an operation; a loop's time includes its body's operations, listed too).
 
-``--against REV`` times a third gradient in the same rounds: the same energy with
-``models/_features.py`` as it was at git revision ``REV`` (its moments and their backward), so
-that a change of the formulation is measured against the form before it in one process.
+``--against REV`` times a third gradient in the same rounds: the same energy with the module of
+``copyhead_jax.models.feature_moments`` as it was at git revision ``REV`` (its moments and their
+backward), so that a change of the formulation is measured against the form before it in one
+process.
 
 Writes ``benchmarks/results/bench_collapsed.json`` and prints a markdown table.
 """
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import inspect
 import json
 import math
 import os
@@ -54,7 +56,7 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.fit import sweep_inputs
-from copyhead_jax.models import head_class, query_blocks
+from copyhead_jax.models import feature_moments, head_class, query_blocks
 from copyhead_jax.objective import Objective
 from copyhead_jax.sampling import collapsed, marginal_energy, with_WG
 from copyhead_jax.storage import environment
@@ -90,7 +92,8 @@ def one_hot_energy(head, tokens, mask, obj):
 
 
 def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
-    """FLOPs and bytes of one value + gradient in the formulation of ``models._features``.
+    """FLOPs and bytes of one value + gradient in the formulation of
+    ``copyhead_jax.models.feature_moments``.
 
     With ``Q = L P`` query rows, ``D = V + L``, ``E = D + V``: the products ``S = G G^T``
     (``2 E^2 Q``), ``W = G_x G`` (``2 D E Q``) and the two of ``dM`` (``2 (L + V)(V + 1) Q``);
@@ -134,19 +137,22 @@ def problem(attention: str, P: int):
 
 
 def features_at(rev: str) -> types.ModuleType:
-    """``copyhead_jax.models._features`` as it was at git revision ``rev``, imported beside
-    today's (its relative imports resolve in the same package)."""
+    """The module that defines ``copyhead_jax.models.feature_moments`` as it was at git
+    revision ``rev``, imported beside today's (its relative imports resolve in the same
+    package)."""
     root = Path(__file__).resolve().parents[1]
+    path = Path(inspect.getsourcefile(feature_moments)).resolve().relative_to(root)
     src = subprocess.run(
-        ["git", "show", f"{rev}:copyhead_jax/models/_features.py"],
+        ["git", "show", f"{rev}:{path.as_posix()}"],
         cwd=root,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    name = "copyhead_jax.models._features_at_" + rev.replace("~", "_").replace("^", "_")
+    home = feature_moments.__module__
+    name = f"{home}_at_" + rev.replace("~", "_").replace("^", "_")
     mod = types.ModuleType(name)
-    mod.__package__ = "copyhead_jax.models"
+    mod.__package__ = home.rpartition(".")[0]
     sys.modules[name] = mod  # dataclasses look their module up here
     exec(compile(src, name, "exec"), mod.__dict__)
     return mod
@@ -233,7 +239,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--P", type=int, nargs="+", help="these P only")
-    ap.add_argument("--against", metavar="REV", help="also time models/_features.py at REV")
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="also time the feature moments (copyhead_jax.models.feature_moments) as they "
+        "were at git revision REV",
+    )
     ap.add_argument("--profile", action="store_true", help="print each gradient's operations")
     a = ap.parse_args(argv)
     Ps = tuple(a.P) if a.P else (32, 322) if a.quick else (32, 322, 1250)
