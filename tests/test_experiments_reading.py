@@ -52,15 +52,7 @@ def test_the_runner_runs_an_artefact_under_the_reading(tmp_path, monkeypatch, ca
     seen = []
     monkeypatch.setattr(M, "main", lambda spec, out, **kw: seen.append(spec) or {})
     argv = [
-        "main",
-        "--tiny",
-        "--preset",
-        "paper",
-        "--reading",
-        "chi-lik",
-        "--jobs",
-        "1",
-        "--out",
+        *"main --tiny --preset paper --reading chi-lik --jobs 1 --out".split(),
         str(tmp_path / "o"),
         "--cache",
         str(tmp_path / "c"),

@@ -161,23 +161,10 @@ def test_an_interrupt_inside_gc_reaches_the_command(where, sig, rc):
 
 @pytest.mark.parametrize("sig, rc", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
-    argv = [
-        "sweep",
-        "--preset",
-        "tiny",
-        "--P",
-        "2,4",
-        "--n-seeds",
-        "1",
-        "--max-epochs",
-        "1000000",
-        "--min-epochs",
-        "900000",
-        "--out",
-        "r.npz",
-        "--quiet",
-        "--no-plot",
-    ]
+    argv = (
+        "sweep --preset tiny --P 2,4 --n-seeds 1 --max-epochs 1000000 "
+        "--min-epochs 900000 --out r.npz --quiet --no-plot"
+    ).split()
     got, err = interrupt(argv, sig, tmp_path)
     assert got == rc, err
     assert "Traceback" not in err and "copyhead: interrupted" in err
@@ -185,22 +172,10 @@ def test_signals_end_a_sweep_cleanly(sig, rc, tmp_path):
 
 
 def test_sigterm_ends_the_exact_solver_with_continuation_cleanly(tmp_path):
-    argv = [
-        "sweep",
-        "--preset",
-        "tiny",
-        "--engine",
-        "reduced",
-        "--exact-continuation",
-        "--P",
-        "2:3000:12log",
-        "--n-seeds",
-        "4",
-        "--out",
-        "r.npz",
-        "--quiet",
-        "--no-plot",
-    ]
+    argv = (
+        "sweep --preset tiny --engine reduced --exact-continuation --P "
+        "2:3000:12log --n-seeds 4 --out r.npz --quiet --no-plot"
+    ).split()
     got, err = interrupt(argv, signal.SIGTERM, tmp_path)
     assert got == 143, err
     assert "Traceback" not in err and "copyhead: interrupted" in err

@@ -11,29 +11,11 @@ from copyhead_jax.results import SweepResult
 from tests.helpers import one_line_error
 
 #: a tiny reduced sweep: two chunks of one run each (what fans out), exact fits of a few steps
-TINY = [
-    "sweep",
-    "--preset",
-    "tiny",
-    "--attention",
-    "softmax",
-    "--engine",
-    "reduced",
-    "--solver",
-    "exact",
-    "--P",
-    "2,4",
-    "--n-seeds",
-    "1",
-    "--chunk-runs",
-    "1",
-    "--exact-max-steps",
-    "20",
-    "--no-exact-continuation",
-    "--no-branches",
-    "--no-plot",
-    "--no-progress",
-]
+TINY = (
+    "sweep --preset tiny --attention softmax --engine reduced --solver "
+    "exact --P 2,4 --n-seeds 1 --chunk-runs 1 --exact-max-steps 20 "
+    "--no-exact-continuation --no-branches --no-plot --no-progress"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -118,34 +100,12 @@ def test_commands_whose_groups_cannot_fan_out_refuse_it(argv, capsys):
 
 
 #: a tiny profile transition: two seeds (what fans out), two given probes, a few short windows
-TR = [
-    "transition",
-    "--preset",
-    "plain",
-    "--L",
-    "4",
-    "--V",
-    "3",
-    "--width",
-    "inf",
-    "--n-seeds",
-    "2",
-    "--probes",
-    "10,20",
-    "--max-probes",
-    "2",
-    "--spacing",
-    "0.5",
-    "--window-chains",
-    "3",
-    "--window-iterations",
-    "16",
-    "--window-ess-target",
-    "0",
-    "--no-map",
-    "--no-progress",
-    "--json",
-]
+TR = (
+    "transition --preset plain --L 4 --V 3 --width inf --n-seeds 2 --probes "
+    "10,20 --max-probes 2 --spacing 0.5 --window-chains 3 "
+    "--window-iterations 16 --window-ess-target 0 --no-map --no-progress "
+    "--json"
+).split()
 
 
 def test_transition_hands_its_cluster_to_the_profile(monkeypatch, tmp_path):

@@ -19,20 +19,10 @@ from tests.helpers import FAKE_CFG, fake_posterior, fake_sweep, one_line_error
 def test_sweep_show_plot_round_trip(tmp_path, capsys):
     out = tmp_path / "run"
     argv = [
-        "sweep",
-        "--preset",
-        "tiny",
-        "--attention",
-        "both",
-        "--P",
-        "2,4",
-        "--n-seeds",
-        "1",
-        "--max-epochs",
-        "40",
-        "--min-epochs",
-        "10",
-        "--out",
+        *(
+            "sweep --preset tiny --attention both --P 2,4 --n-seeds 1 --max-epochs "
+            "40 --min-epochs 10 --out"
+        ).split(),
         str(out),
         "--quiet",
         "--no-theory",
@@ -65,18 +55,9 @@ def test_exact_sweep_runs_both_softmax_branches_and_prints_the_P_star_table(tmp_
     # cross), the table compares with the EK theory, and the progress bar counts runs
     out = tmp_path / "ex"
     argv = [
-        "sweep",
-        "--preset",
-        "tiny",
-        "--engine",
-        "reduced",
-        "--attention",
-        "softmax",
-        "--P",
-        "4,8",
-        "--n-seeds",
-        "1",
-        "--out",
+        *(
+            "sweep --preset tiny --engine reduced --attention softmax --P 4,8 --n-seeds 1 --out"
+        ).split(),
         str(out),
         "--no-plot",
     ]
@@ -150,20 +131,10 @@ def tiny_run(tmp_path_factory):
     try:
         rc = main(
             [
-                "sweep",
-                "--preset",
-                "tiny",
-                "--attention",
-                "softmax",
-                "--P",
-                "2,4",
-                "--n-seeds",
-                "1",
-                "--max-epochs",
-                "40",
-                "--min-epochs",
-                "10",
-                "--out",
+                *(
+                    "sweep --preset tiny --attention softmax --P 2,4 --n-seeds 1 "
+                    "--max-epochs 40 --min-epochs 10 --out"
+                ).split(),
                 str(out),
                 "--quiet",
                 "--no-theory",
@@ -302,17 +273,7 @@ def test_a_sweep_with_no_ok_run_plots_or_names_the_figure(full, tmp_path, capsys
             r"--lr is a setting of the adam solver; this sweep's solver is exact",
         ),
         (
-            [
-                "sweep",
-                "--preset",
-                "tiny",
-                "--engine",
-                "reduced",
-                "--width",
-                "64",
-                "--max-epochs",
-                "9",
-            ],
+            "sweep --preset tiny --engine reduced --width 64 --max-epochs 9".split(),
             r"--max-epochs is a setting of the adam solver",
         ),
         (["sweep", "--preset", "tiny", "--solver", "exact"], r"ExactConfig needs --engine="),

@@ -51,33 +51,16 @@ def world(tmp_path_factory):
     np.save(d / "tok.npy", np.zeros((4, 3), int))
     (d / "dir").mkdir()
     inputs = {"sweep": str(sweep), "post": str(post), "tokens": str(d / "tok.npy")}
-    names = [
-        "sweep_softmax.npz",
-        "SWEEP_SOFTMAX.NPZ",
-        "sweep_softmax.npz/x.png",
-        "sweep_softmax.npz/x.npz",
-        "sweep_softmax_copy.npz",
-        "sweep_softmax_posterior.npz",
-        "sweep_softmax.png",
-        "sweep_softmax_posterior.png",
-        "sweep_softmax.npz.chunks",
-        "sweep_softmax_llc.chunks",
-        "sweep_softmax_llc.chunks/x.png",
-        "tok.npy",
-        "tok.npy/x.npz",
-        "dir",
-        "dir/new.npz",
-        "new.npz",
-        "NEW.NPZ",
-        "new.png",
-        "new.nc",
-        "new.pdf",
-        "new",
-        "sweep_softmax_posterior.npz.chunks/x.nc",
-        "new.npz.chunks/x.nc",
-        "new.npz.lock",
-        "sweep_softmax_posterior.npz.lock",
-    ]
+    names = (
+        "sweep_softmax.npz SWEEP_SOFTMAX.NPZ sweep_softmax.npz/x.png "
+        "sweep_softmax.npz/x.npz sweep_softmax_copy.npz "
+        "sweep_softmax_posterior.npz sweep_softmax.png "
+        "sweep_softmax_posterior.png sweep_softmax.npz.chunks "
+        "sweep_softmax_llc.chunks sweep_softmax_llc.chunks/x.png tok.npy "
+        "tok.npy/x.npz dir dir/new.npz new.npz NEW.NPZ new.png new.nc new.pdf "
+        "new sweep_softmax_posterior.npz.chunks/x.nc new.npz.chunks/x.nc "
+        "new.npz.lock sweep_softmax_posterior.npz.lock"
+    ).split()
     return d, inputs, [str(d / n) for n in names]
 
 

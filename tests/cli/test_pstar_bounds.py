@@ -84,23 +84,10 @@ def test_markov_points_outside_the_range(capsys):
     res = run_json(
         capsys,
         [
-            "theory",
-            "points",
-            "--preset",
-            "paper",
-            "--L",
-            "6",
-            "--V",
-            "3",
-            "--attention",
-            "linear",
-            "--source",
-            "markov",
-            "--rho",
-            "0.3",
-            "--space",
-            "ansatz",
-            "--P-range",
+            *(
+                "theory points --preset paper --L 6 --V 3 --attention linear --source "
+                "markov --rho 0.3 --space ansatz --P-range"
+            ).split(),
             str(lo),
             str(hi),
             "--n-P",
@@ -143,20 +130,7 @@ def test_iid_points_outside_scans(capsys, far_estimate, short_span):
 def test_scaling_table_counts_what_it_did_not_find(capsys, far_estimate):
     res = run_json(
         capsys,
-        [
-            "theory",
-            "scaling",
-            "--preset",
-            "tiny",
-            "--attention",
-            "softmax",
-            "--L",
-            "6,7",
-            "--V",
-            "3",
-            "--no-plot",
-            "--json",
-        ],
+        "theory scaling --preset tiny --attention softmax --L 6,7 --V 3 --no-plot --json".split(),
     )
     t = res["table"]
     assert all(v is None for row in t["P_aG_crossover"] for v in row)

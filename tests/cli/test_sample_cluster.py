@@ -16,22 +16,10 @@ from copyhead_jax.sampling import run as sample_mod
 from tests.helpers import no_work, one_line_error
 
 #: SGLD on the two runs of the full-engine ``full`` file, one run per chunk (what fans out)
-ARGS = [
-    "--steps",
-    "6",
-    "--burn-in",
-    "0",
-    "--thin",
-    "2",
-    "--chains",
-    "2",
-    "--step-size",
-    "1e-4",
-    "--chunk-runs",
-    "1",
-    "--no-plot",
-    "--no-progress",
-]
+ARGS = (
+    "--steps 6 --burn-in 0 --thin 2 --chains 2 --step-size 1e-4 "
+    "--chunk-runs 1 --no-plot --no-progress"
+).split()
 SGLD = ch.SGLDConfig(step_size=1e-4, n_steps=6, burn_in=0, thin=2, n_chains=2)
 
 

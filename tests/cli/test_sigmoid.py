@@ -17,21 +17,10 @@ from tests.helpers import one_line_error
 def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
     out = tmp_path / "ex"
     argv = [
-        "sweep",
-        "--preset",
-        "tiny",
-        "--engine",
-        "reduced",
-        "--width",
-        "inf",
-        "--no-train-embeddings",
-        "--attention",
-        "sigmoid",
-        "--P",
-        "4,16",
-        "--n-seeds",
-        "1",
-        "--out",
+        *(
+            "sweep --preset tiny --engine reduced --width inf --no-train-embeddings "
+            "--attention sigmoid --P 4,16 --n-seeds 1 --out"
+        ).split(),
         str(out),
         "--keep-params",
         "--no-progress",
@@ -88,45 +77,16 @@ def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
     assert post.stat().st_size > 0
     assert "# sigmoid, collapsed HMC" in capsys.readouterr().out
 
-    assert (
-        main(
-            [
-                "theory",
-                "points",
-                "--attention",
-                "sigmoid",
-                "--preset",
-                "plain",
-                "--L",
-                "6",
-                "--V",
-                "3",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert main("theory points --attention sigmoid --preset plain --L 6 --V 3 --json".split()) == 0
     pts = json.loads(capsys.readouterr().out)
     assert pts["inputs"]["attention"] == "sigmoid" and pts["P_c1"] is None
     assert pts["first_order"] is False and pts["P_aG_crossover"] > 0
 
 
 def test_transition_refuses_the_profile_for_sigmoid_in_one_line(capsys):
-    argv = [
-        "transition",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--attention",
-        "sigmoid",
-        "--n-seeds",
-        "1",
-    ]
+    argv = (
+        "transition --preset plain --L 4 --V 3 --width inf --attention sigmoid --n-seeds 1".split()
+    )
     one_line_error(capsys, main(argv), r"softmax attention .* run --method ti")
 
 

@@ -37,17 +37,7 @@ def test_points_overrides_and_empty_window(capsys):
 @pytest.mark.slow
 def test_figures_are_written(tmp_path, capsys):
     cli.main(
-        [
-            "curve",
-            "--attention",
-            "softmax",
-            "--preset",
-            "plain",
-            "--n-P",
-            "24",
-            "--out",
-            str(tmp_path / "c"),
-        ]
+        [*"curve --attention softmax --preset plain --n-P 24 --out".split(), str(tmp_path / "c")]
     )
     cli.main(
         ["landscape", "--attention", "softmax", "--preset", "plain", "--out", str(tmp_path / "l")]
@@ -89,15 +79,7 @@ def test_theory_scaling_checks_its_figure_path_first(tmp_path, monkeypatch, caps
     (tmp_path / "file").write_text("")
     rc = main(
         [
-            "theory",
-            "scaling",
-            "--preset",
-            "plain",
-            "--L",
-            "8:12",
-            "--V",
-            "3",
-            "--out",
+            *"theory scaling --preset plain --L 8:12 --V 3 --out".split(),
             str(tmp_path / "file" / "s.png"),
         ]
     )

@@ -14,20 +14,7 @@ from copyhead_jax.cli.transition import out_folder
 from tests.helpers import one_line_error
 
 RESULT = Path(__file__).resolve().parents[2] / "docs/reports/results/transition_paper-chi-lik.json"
-ARGV = [
-    "transition",
-    "--method",
-    "ti",
-    "--preset",
-    "plain",
-    "--L",
-    "4",
-    "--V",
-    "3",
-    "--width",
-    "inf",
-    "--quiet",
-]
+ARGV = "transition --method ti --preset plain --L 4 --V 3 --width inf --quiet".split()
 
 
 def test_the_default_folder_is_named_after_the_configuration():

@@ -73,18 +73,7 @@ def test_markov_theory_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
     monkeypatch.setattr(beyond, "beyond_points", no_work)
     _refused(
         capsys,
-        [
-            "theory",
-            "points",
-            "--source",
-            "markov",
-            "--L",
-            "300",
-            "--V",
-            "5",
-            "--attention",
-            "linear",
-        ],
+        "theory points --source markov --L 300 --V 5 --attention linear".split(),
         "--L",
     )
 
@@ -97,17 +86,7 @@ def test_profile_transition_refuses_a_size_that_cannot_fit(capsys, monkeypatch):
     _refused(capsys, ["transition", "--L", "2000", "--V", "3", "--width", "inf"], "--spacing")
     _refused(
         capsys,
-        [
-            "transition",
-            "--L",
-            "10",
-            "--V",
-            "3",
-            "--width",
-            "inf",
-            "--probes",
-            "1000000000,2000000000",
-        ],
+        "transition --L 10 --V 3 --width inf --probes 1000000000,2000000000".split(),
         "--window-chains",
     )
 
@@ -202,31 +181,11 @@ def test_markov_theory_estimate_is_within_2x_of_the_compiled_peak():
         (["landscape", "--attention", "linear", "--P", *map(str, range(1, 20_001))], "--P"),
         (["scaling", "--L", "2:3000", "--V", "2:300"], "--V"),
         (
-            [
-                "points",
-                "--objective",
-                "bayes",
-                "--attention",
-                "softmax",
-                "--L",
-                "2000",
-                "--V",
-                "2000",
-            ],
+            "points --objective bayes --attention softmax --L 2000 --V 2000".split(),
             "--n-rows",
         ),
         (
-            [
-                "scaling",
-                "--objective",
-                "bayes",
-                "--attention",
-                "softmax",
-                "--L",
-                "3000",
-                "--V",
-                "3000",
-            ],
+            "scaling --objective bayes --attention softmax --L 3000 --V 3000".split(),
             "--n-rows",
         ),
     ],

@@ -160,22 +160,10 @@ def test_llc_takes_the_target_flags_of_sample_with_their_defaults():
 ST = LLCSettings(
     n_steps=840, burn_in=40, thin=8, n_chains=2, round_steps=80, ess_target=10.0, rhat_target=1.1
 )
-CLI = [
-    "--steps",
-    "840",
-    "--burn-in",
-    "40",
-    "--thin",
-    "8",
-    "--chains",
-    "2",
-    "--round-steps",
-    "80",
-    "--ess-target",
-    "10",
-    "--rhat-target",
-    "1.1",
-]
+CLI = (
+    "--steps 840 --burn-in 40 --thin 8 --chains 2 --round-steps 80 "
+    "--ess-target 10 --rhat-target 1.1"
+).split()
 
 
 @pytest.fixture(scope="module")

@@ -187,17 +187,7 @@ def test_width_too_large_is_refused_before_compiling(tmp_path, monkeypatch, caps
     monkeypatch.setattr(programs_mod, "Trainer", no_training)
     rc = main(
         [
-            "sweep",
-            "--preset",
-            "tiny",
-            "--no-plot",
-            "--n-seeds",
-            "1",
-            "--P",
-            "2",
-            "--width",
-            "65536",
-            "--out",
+            *"sweep --preset tiny --no-plot --n-seeds 1 --P 2 --width 65536 --out".split(),
             str(tmp_path / "x"),
         ]
     )
@@ -214,22 +204,10 @@ def test_reduced_engine_huge_P_is_refused_before_any_work(tmp_path, monkeypatch,
     out = tmp_path / "o"
     rc = main(
         [
-            "sweep",
-            "--preset",
-            "tiny",
-            "--engine",
-            "reduced",
-            "--P",
-            "10000000",
-            "--L",
-            "25",
-            "--width",
-            "inf",
-            "--n-seeds",
-            "1",
-            "--no-plot",
-            "--quiet",
-            "--out",
+            *(
+                "sweep --preset tiny --engine reduced --P 10000000 --L 25 --width inf "
+                "--n-seeds 1 --no-plot --quiet --out"
+            ).split(),
             str(out),
         ]
     )

@@ -220,24 +220,10 @@ def test_theory_points_cli_prints_the_full_minimisers_pstar(capsys):
     from copyhead_jax.cli.theory import main
 
     res = main(
-        [
-            "points",
-            "--L",
-            "4",
-            "--V",
-            "2",
-            "--source",
-            "markov",
-            "--rho",
-            "0.5",
-            "--causal",
-            "--attention",
-            "linear",
-            "--n-P",
-            "7",
-            "--space",
-            "full",
-        ]
+        (
+            "points --L 4 --V 2 --source markov --rho 0.5 --causal --attention "
+            "linear --n-P 7 --space full"
+        ).split()
     )
     text = capsys.readouterr().out
     assert "Markov rho=0.5 tokens, causal mask" in text and "full" in text

@@ -119,22 +119,7 @@ def test_later_seeds_anchor_on_one_probe_and_bracket_when_their_root_is_far(monk
     monkeypatch.chdir(tmp_path)  # the command's default folder, results/..., goes here
     for flag, want in (([], True), (["--seeds-probe", "bracket"], False)):
         assert (
-            main(
-                [
-                    "transition",
-                    "--method",
-                    "ti",
-                    "--preset",
-                    "plain",
-                    "--L",
-                    "4",
-                    "--V",
-                    "3",
-                    "--width",
-                    "inf",
-                    *flag,
-                ]
-            )
+            main([*"transition --method ti --preset plain --L 4 --V 3 --width inf".split(), *flag])
             == 0
         )
         assert seen["anchored"] is want
@@ -555,22 +540,7 @@ def test_a_too_big_group_is_refused_before_the_theory(monkeypatch):
 
 def test_bad_cli_input_is_one_line(tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    base = [
-        "transition",
-        "--method",
-        "ti",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--P",
-        "8,16",
-        "--quiet",
-    ]
+    base = "transition --method ti --preset plain --L 4 --V 3 --width inf --P 8,16 --quiet".split()
     _one_line_error(
         capsys, main(base + ["--out", str(tmp_path / "file")]), "--out .*file.* not a folder"
     )
@@ -598,28 +568,10 @@ def test_bad_cli_input_is_one_line(tmp_path, capsys):
     "sig, rc", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.heavy)]
 )
 def test_signals_end_the_transition_cleanly(sig, rc, tmp_path):
-    argv = [
-        "transition",
-        "--method",
-        "ti",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--n-seeds",
-        "1",
-        "--P",
-        "8,16,32",
-        "--iterations",
-        "100000",
-        "--out",
-        "o",
-        "--quiet",
-    ]
+    argv = (
+        "transition --method ti --preset plain --L 4 --V 3 --width inf "
+        "--n-seeds 1 --P 8,16,32 --iterations 100000 --out o --quiet"
+    ).split()
     # answered within seconds even inside one compiled group (minutes with --iterations 100000):
     # SIGNAL_GRACE_S is 2 s, the rest is room for a loaded machine
     got, err = interrupt(argv, sig, tmp_path, wait_s=2.0, start_s=300, answer_s=30)

@@ -238,30 +238,11 @@ def test_the_command_names_a_damaged_checkpoint_in_one_line(whole, tmp_path, mon
     monkeypatch.setattr(search, "theory_points", lambda cfg: {"map": None, "post": None})
     _kill_at_the_end(monkeypatch)
     argv = [
-        "transition",
-        "--method",
-        "ti",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--n-seeds",
-        "2",
-        "--P",
-        "8,16,32",
-        "--rungs",
-        "3",
-        "--chains",
-        "2",
-        "--iterations",
-        "50",
-        "--smc-particles",
-        "16",
-        "--out",
+        *(
+            "transition --method ti --preset plain --L 4 --V 3 --width inf "
+            "--n-seeds 2 --P 8,16,32 --rungs 3 --chains 2 --iterations 50 "
+            "--smc-particles 16 --out"
+        ).split(),
         str(out),
         "--json",
         "--no-plot",

@@ -63,22 +63,10 @@ def test_the_command_says_what_branch_ti_will_cost_before_any_work(monkeypatch, 
     monkeypatch.setattr(search, "theory_points", lambda cfg: {"map": None, "post": None})
     monkeypatch.setattr(search, "run_sweep", stop)
     argv = [
-        "transition",
-        "--method",
-        "ti",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--n-seeds",
-        "2",
-        "--P",
-        "8,16,32",
-        "--out",
+        *(
+            "transition --method ti --preset plain --L 4 --V 3 --width inf "
+            "--n-seeds 2 --P 8,16,32 --out"
+        ).split(),
         str(tmp_path / "o"),
     ]
     assert main(argv) == 130

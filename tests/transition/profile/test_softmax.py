@@ -67,32 +67,11 @@ def test_gaussian_windows_have_their_exact_moments_and_repeat():
 
 def test_cli_json_is_one_document(tmp_path, capsys):
     argv = [
-        "transition",
-        "--preset",
-        "plain",
-        "--L",
-        "4",
-        "--V",
-        "3",
-        "--width",
-        "inf",
-        "--n-seeds",
-        "1",
-        "--probes",
-        "10,20",
-        "--max-probes",
-        "2",
-        "--spacing",
-        "0.5",
-        "--window-chains",
-        "3",
-        "--window-iterations",
-        "16",
-        "--window-round-iter",
-        "8",
-        "--no-map",
-        "--json",
-        "--out",
+        *(
+            "transition --preset plain --L 4 --V 3 --width inf --n-seeds 1 --probes "
+            "10,20 --max-probes 2 --spacing 0.5 --window-chains 3 "
+            "--window-iterations 16 --window-round-iter 8 --no-map --json --out"
+        ).split(),
         str(tmp_path / "t"),
     ]  # the default target: rounds of 8 to 16
     assert main(argv) == 0
