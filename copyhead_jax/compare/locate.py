@@ -281,9 +281,11 @@ def locate_max_slope(P, y) -> Located:
     Slopes of neighbouring points sit at the midpoints (in ``log P``) of their intervals; the
     vertex of the parabola through the largest slope and its two neighbours is ``log P_star``
     (clipped to their span). A maximum at the first or last interval is not bracketed:
-    ``side`` says where the true maximum may lie. An inner maximum of a curve that does not rise
-    across the grid (``y[-1] <= y[0]``) is not a crossover (on noise the largest slope is merely
-    the least negative one): nothing is located. The grid error is the hull with the maximum of
+    ``side`` says where the true maximum may lie. A crossover is the curve's dominant change: an
+    inner maximum whose rise (the lowest value up to it to the highest after it) is less than half
+    the curve's range is a wiggle on a falling or flat curve, and nothing is located (a curve
+    that starts high where attention is off, falls and then rises through its crossover is
+    located). The grid error is the hull with the maximum of
     the cubic through four slopes (each side where a fourth exists; else the parabola's vertex
     in ``P``), inside the three slopes' span.
     """
@@ -302,14 +304,15 @@ def locate_max_slope(P, y) -> Located:
         return _outside("max_slope", "below", P, detail)
     if k == len(s) - 1:
         return _outside("max_slope", "above", P, detail)
-    if y[-1] <= y[0]:
+    rise = float(np.max(y[k + 1 :]) - np.min(y[: k + 1]))
+    if rise < 0.5 * float(np.ptp(y)):
         return Located(
             "max_slope",
             None,
             None,
             False,
             None,
-            {**detail, "reason": "no net rise across the grid"},
+            {**detail, "rise": rise, "reason": "rise under half the curve's range"},
         )
     x = m[k - 1 : k + 2]
     t_star = _vertex(x, s[k - 1 : k + 2])

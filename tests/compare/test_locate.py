@@ -89,10 +89,20 @@ def test_max_slope_refuses_a_curve_that_does_not_rise():
     psi = 0.2 + np.r_[0.0, np.cumsum(slopes * np.diff(np.log(P)))]
     got = loc.locate_max_slope(P, psi)
     assert got.P_star is None and not got.bracketed
-    assert got.detail["reason"] == "no net rise across the grid"
+    assert got.detail["reason"] == "rise under half the curve's range"
     # the same wiggle on a curve that does rise across the grid is still located
     rising = psi + np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.5]
     assert loc.locate_max_slope(P, rising).side == "above"
+
+
+def test_max_slope_locates_a_crossover_after_an_initial_fall():
+    # a plain seed's copy fraction: 0.98 at P = 1 (attention off, the readout alone), falls to
+    # ~0 and rises to 0.92 through its crossover; the rise (0.92) is most of the range (0.98),
+    # so the steepest rise is located, between the two probes around it
+    P = np.array([1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0])
+    psi = np.array([0.98, 0.2, 3e-4, 0.01, 0.3, 0.7, 0.85, 0.92])
+    got = loc.locate_max_slope(P, psi)
+    assert got.bracketed and 6.0 < got.P_star < 12.0
 
 
 @pytest.mark.parametrize("P0", [17.3, 613.0])
