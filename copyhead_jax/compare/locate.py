@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .root import crossing
+from .root import crossing, three_point_roots
 
 __all__ = [
     "Located",
@@ -150,34 +150,17 @@ def _interp_lin(P0, P1, y0, y1, level) -> float:
     return float((1.0 - w) * P0 + w * P1)
 
 
-def _quad_root(x, y, level, lo: float, hi: float) -> float | None:
-    """The root in ``[lo, hi]`` of the parabola through the three points ``(x, y)`` minus
-    ``level`` (the one nearest the middle of ``[lo, hi]`` if two; None if none)."""
-    a, b, c = np.polyfit(np.asarray(x, float), np.asarray(y, float) - level, 2)
-    r = np.roots([a, b, c]) if abs(a) > 1e-300 else (np.array([-c / b]) if b else np.zeros(0))
-    r = np.real(r[np.abs(np.imag(r)) <= 1e-12 * (1.0 + np.abs(r))])
-    r = r[(r >= lo - 1e-12 * abs(lo)) & (r <= hi + 1e-12 * abs(hi))]
-    if r.size == 0:
-        return None
-    return float(np.clip(r[np.argmin(np.abs(r - 0.5 * (lo + hi)))], lo, hi))
-
-
 def _crossing_grid(P, y, j: int, level: float, scale: str = "log") -> tuple[float, tuple]:
     """The estimate of where ``y`` crosses ``level`` between ``P[j-1]`` and ``P[j]`` (two-point,
     linear in ``log P`` or, ``scale='linear'``, in ``P``) and its grid interval: the hull of the
-    estimate and of the three-point interpolant's root (same variable) with each neighbour that
-    exists, or, with no neighbour, of the two-point rule in the other variable."""
+    estimate and the crossing rule's three-point roots (:func:`.root.three_point_roots`, same
+    variable), or, with no neighbour, of the two-point rule in the other variable."""
     P0, P1 = float(P[j - 1]), float(P[j])
     two = {"log": _interp_log, "linear": _interp_lin}
     est = two[scale](P0, P1, y[j - 1], y[j], level)
     x = np.log(P) if scale == "log" else np.asarray(P, float)
     back = np.exp if scale == "log" else (lambda v: v)
-    alt = []
-    for i in (j - 2, j + 1):  # the left and the right three-point interpolants
-        if 0 <= i < len(P):
-            idx = sorted((j - 1, j, i))
-            r = _quad_root(x[idx], y[idx], level, x[j - 1], x[j])
-            alt.extend([P0, P1] if r is None else [float(back(r))])  # no root: the bracket
+    alt = [float(back(r)) for r in three_point_roots(x, y, j - 1, level)]
     if not alt:
         other = "linear" if scale == "log" else "log"
         alt.append(two[other](P0, P1, y[j - 1], y[j], level))

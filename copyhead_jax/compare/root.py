@@ -13,7 +13,8 @@ error budget in $t$, each part a one-sided bound that only widens the interval:
   across the probes (off the grid it is unbounded).
 * **Quadrature** (``sys``, a bound on each $|d|$ error): propagated linearly, and where an end's
   $z\,{\rm se}+{\rm sys}$ straddles zero, followed the same way beyond the MC part.
-* **Interpolation**: the linear root against the quadratic one through the nearest third probe;
+* **Interpolation** (:func:`three_point_roots`, the rule the locators' grid error uses too):
+  the linear root against the quadratic one through the bracket and each neighbouring probe;
   with two probes, against the cubic Hermite root where ``slope`` ($dd/d\log P$) is known at
   both ends. Where neither places a root inside the bracket (no curvature known), the grid
   bracket itself: the root of a monotone $d$ may lie anywhere between its two probes, so the
@@ -131,17 +132,39 @@ def _followed(t, y, i: int, up: bool) -> float:
     return float(t[j] + (t[j + 1] - t[j]) * f)
 
 
+def three_point_roots(x, y, i: int, level: float = 0.0) -> list[float]:
+    """The interpolation rule's alternatives to the linear root of ``y - level`` in
+    ``[x[i], x[i + 1]]``: for each neighbour ``i - 1``, ``i + 2`` that exists, the root there of
+    the parabola through the bracket's two points and that neighbour (the one nearest the
+    bracket's linear root if two); where that parabola has no root in the bracket, both bracket
+    ends (a monotone ``y`` may cross anywhere between its probes). Empty without a neighbour.
+    The crossing rule's interpolation error and the locators' grid error are both this hull."""
+    x, y = np.asarray(x, float), np.asarray(y, float) - level
+    x0, x1 = float(x[i]), float(x[i + 1])
+    lin = x0 + (x1 - x0) * y[i] / (y[i] - y[i + 1]) if y[i] != y[i + 1] else 0.5 * (x0 + x1)
+    out: list[float] = []
+    for j in (i - 1, i + 2):
+        if not 0 <= j < len(x):
+            continue
+        idx = sorted((i, i + 1, j))
+        a, b, c = np.polyfit(x[idx], y[idx], 2)
+        r = np.roots([a, b, c]) if abs(a) > 1e-300 else (np.array([-c / b]) if b else np.zeros(0))
+        r = np.real(r[np.abs(np.imag(r)) <= 1e-12 * (1.0 + np.abs(r))])
+        r = r[(r >= x0 - 1e-12 * abs(x0)) & (r <= x1 + 1e-12 * abs(x1))]
+        if r.size:
+            out.append(float(np.clip(r[np.argmin(np.abs(r - lin))], x0, x1)))
+        else:
+            out.extend([x0, x1])
+    return out
+
+
 def _interp_error(t, d, sl, i: int, ts: float) -> float:
     """The interpolation part of the budget (module docstring)."""
     t0, t1 = t[i], t[i + 1]
     bracket = float(max(ts - t0, t1 - ts))
-    third = [j for j in (i - 1, i + 2) if 0 <= j < len(t)]
-    if third:
-        j = min(third, key=lambda j: abs(t[j] - ts))
-        idx = sorted([i, i + 1, j])
-        c = np.polyfit(t[idx], d[idx], 2)
-        roots = [r.real for r in np.roots(c) if abs(r.imag) < 1e-12 and t0 <= r.real <= t1]
-        return float(min((abs(r - ts) for r in roots), default=bracket))
+    alt = three_point_roots(t, d, i)
+    if alt:
+        return float(max(abs(a - ts) for a in alt))
     if np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
         herm = hermite_root(t0, t1, d[i], d[i + 1], sl[i], sl[i + 1], ts, none=math.nan)
         return float(abs(herm - ts)) if math.isfinite(herm) else bracket

@@ -75,3 +75,19 @@ def test_unbracketed_says_on_which_side():
     assert crossing([10.0, 20.0], [2.0, 1.0]) == Crossing(None, side="above")
     assert crossing([10.0, 20.0], [-2.0, -1.0]).side == "below"
     assert crossing([10.0, 20.0], [-2.0, -1.0]).err_sys is None
+
+
+def test_interpolation_error_is_the_locators_grid_error():
+    # one rule for both: on a curved psi crossing 1/2 between P = 4 and 8 with a neighbour on
+    # each side, the crossing rule's interpolation error (in log P) is the larger distance from
+    # its root to an end of the level locator's grid interval (the same three-point roots)
+    from copyhead_jax.compare.locate import locate_level
+
+    P = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    psi = np.array([0.02, 0.1, 0.3, 0.8, 0.95])
+    cr = crossing(P, 0.5 - psi)
+    lev = locate_level(P, psi, 0.5)
+    assert cr.P_star == pytest.approx(lev.P_star, rel=1e-12)
+    lo, hi = np.log(lev.grid)
+    assert cr.err_interp == pytest.approx(max(cr.log_P - lo, hi - cr.log_P), rel=1e-12)
+    assert lo < cr.log_P < hi  # both neighbours' parabolas put the root elsewhere
