@@ -17,7 +17,7 @@ import os
 
 # The scipy baseline minimises functions of one or two variables: a multithreaded BLAS cannot help
 # it, and on a shared 2-core machine OpenBLAS's spinning worker threads slowed it 10-50x (measured).
-# One BLAS thread, set before NumPy loads (JAX does not use this BLAS).
+# One BLAS thread, set before NumPy loads (importing copyhead_jax does the same on small machines).
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 

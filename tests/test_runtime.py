@@ -35,6 +35,44 @@ def test_small_machine_gets_a_one_thread_pool_unless_the_user_chose():
     assert _pool_after_import(COPYHEAD_KEEP_XLA_POOL="1") == "unset"
 
 
+BLAS_SNIPPET = """
+import numpy, copyhead_jax, jax.numpy as jnp
+from threadpoolctl import threadpool_info
+jnp.linalg.lstsq(jnp.eye(3), jnp.ones(3))  # loads the LAPACK jaxlib calls (SciPy's OpenBLAS)
+print(sorted({d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"}))
+"""
+
+
+def _blas_threads_after_import(**env):
+    clean = {k: v for k, v in os.environ.items() if k not in _runtime.BLAS_THREAD_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", BLAS_SNIPPET],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(
+    _runtime.usable_cores() > _runtime.SMALL_MACHINE_CORES, reason="guard is for small machines"
+)
+def test_small_machine_gets_one_blas_thread_unless_the_user_chose():
+    # NumPy's OpenBLAS is loaded before copyhead_jax (resized in place), SciPy's after it (by
+    # the environment): every BLAS library of the process runs one thread
+    assert _blas_threads_after_import() == "[1]"
+    assert _blas_threads_after_import(OPENBLAS_NUM_THREADS="2") == "[2]"
+
+
+def test_blas_guard_keeps_the_users_switch(monkeypatch):
+    for v in _runtime.BLAS_THREAD_ENV:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("COPYHEAD_KEEP_BLAS_THREADS", "1")
+    assert _runtime.one_blas_thread() is False
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
 def test_guard_does_nothing_once_the_backend_has_started(monkeypatch):
     import jax
 
