@@ -97,6 +97,19 @@ def hess0_min_eig(logP, S4, S2, *, params, attention, causal, space):
     return jnp.linalg.eigvalsh(jax.hessian(f)(jnp.zeros(n, S4.dtype)))[0]
 
 
+def sym_lstsq(H, b):
+    """The minimum-norm least-squares solution of ``H x = b`` for a symmetric ``H`` (the
+    pseudo-inverse over the eigenvalues above ``jnp.linalg.lstsq``'s cut, ``eps n max |lambda|``).
+    Through ``eigh``, not ``lstsq``'s SVD: LAPACK's ``gesdd`` in SciPy's OpenBLAS fails to
+    converge (NaN) on some of the action's Hessians, and which ones depends on the BLAS thread
+    count (OpenMathLib/OpenBLAS#3044; met on a 625 x 625 Hessian of the L = 25 Markov theory)."""
+    H = 0.5 * (H + H.T)
+    lam, U = jnp.linalg.eigh(H)
+    cut = jnp.finfo(H.dtype).eps * H.shape[0] * jnp.max(jnp.abs(lam))
+    inv = jnp.where(jnp.abs(lam) > cut, 1.0 / jnp.where(lam == 0, 1.0, lam), 0.0)
+    return U @ (inv[:, None] * (U.T @ b.reshape(H.shape[0], -1))).reshape(b.shape)
+
+
 def psi(theta, *, params, attention, space, causal):
     """The copy fraction of the attention at ``theta`` (Z2 gauge ``r >= 0``)."""
     kind = theory_of(attention)
@@ -111,7 +124,7 @@ def psi_slope(theta, logP, S4, S2, *, params, attention, space, causal):
     kw = dict(params=params, attention=attention, space=space, causal=causal)
     grad = jax.grad(lambda th, t: action(th, jnp.exp(t), S4, S2, **kw))
     H = jax.jacfwd(grad, argnums=0)(theta, logP)
-    dtheta = -jnp.linalg.lstsq(H, jax.jacfwd(grad, argnums=1)(theta, logP))[0]
+    dtheta = -sym_lstsq(H, jax.jacfwd(grad, argnums=1)(theta, logP))
     return jax.grad(functools.partial(psi, **kw))(theta) @ dtheta
 
 
@@ -124,8 +137,9 @@ def _grad_fn(S4, S2, kw):
 
 @functools.partial(jax.jit, static_argnames=(*_KW, "n_iter"))
 def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n_iter=12):
-    """Newton's method on ``grad S = 0`` from a nearby minimiser (least-squares steps: the full
-    space has exact null directions, e.g. the softmax rows' shifts), and the minimiser's
+    """Newton's method on ``grad S = 0`` from a nearby minimiser (minimum-norm least-squares
+    steps, :func:`sym_lstsq`: the full space has exact null directions, e.g. the softmax rows'
+    shifts), and the minimiser's
     summary as :func:`minimisers` gives it."""
     kw = dict(params=params, attention=attention, space=space, causal=causal)
     f = lambda th: action(th, jnp.exp(logP), S4, S2, **kw)  # noqa: E731
@@ -135,7 +149,7 @@ def newton_minimiser(theta, logP, S4, S2, *, params, attention, space, causal, n
 
     def body(c):
         i, th, _ = c
-        dth = jnp.linalg.lstsq(jax.hessian(f)(th), g(th))[0]
+        dth = sym_lstsq(jax.hessian(f)(th), g(th))
         th = jnp.where(jnp.all(jnp.isfinite(dth)), th - dth, th)
         return i + 1, th, jnp.linalg.norm(g(th))
 

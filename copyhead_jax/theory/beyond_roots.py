@@ -74,7 +74,10 @@ def slope_argmax(
     between the grid neighbours of the sampled maximum (the derivative by central differences
     with Richardson's extrapolation, error ~h^4); ``None`` when that maximum sits at an end of
     the grid (the scan does not contain it) or the derivative does not change sign there."""
-    i = int(np.argmax(slope))
+    slope = np.asarray(slope, float)
+    if not np.any(np.isfinite(slope)):
+        return None
+    i = int(np.nanargmax(slope))  # a grid point whose slope failed (NaN) is not a maximum
     if i == 0 or i == len(t) - 1:
         return None
 

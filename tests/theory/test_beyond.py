@@ -327,3 +327,34 @@ def test_markov_rho_zero_locates_the_iid_points_at_L25():
     )
     for k in ("P_c1", "P_cG", "P_cG_half"):
         assert r[k] is not None and rel(r[k], today[k]) < 1e-9, (k, r[k], today[k])
+
+
+def test_newton_step_is_lstsqs_minimum_norm_solution():
+    # a symmetric matrix with exact null directions (as the softmax rows' shifts give the
+    # action's Hessian): the eigh pseudo-inverse solve equals lstsq's SVD solution, and a
+    # right-hand side with a null component is solved in the non-null directions only
+    from copyhead_jax.theory.beyond_problem import sym_lstsq
+
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        Q, _ = np.linalg.qr(rng.normal(size=(12, 12)))
+        lam = np.r_[np.zeros(3), rng.uniform(0.5, 5.0, 9) * rng.choice([-1, 1], 9)]
+        H = jnp.asarray((Q * lam) @ Q.T)
+        b = jnp.asarray(rng.normal(size=12))
+        want = jnp.linalg.lstsq(H, b)[0]
+        np.testing.assert_allclose(sym_lstsq(H, b), want, atol=1e-12)
+        B = jnp.stack([b, 2 * b], axis=1)  # several right-hand sides at once
+        np.testing.assert_allclose(sym_lstsq(H, B)[:, 1], 2 * want, atol=1e-12)
+
+
+def test_slope_argmax_skips_a_failed_slope():
+    # a NaN slope (a solve that failed) at one grid point is not the maximum: the root of the
+    # derivative is found between the finite maximum's neighbours
+    from copyhead_jax.theory.beyond_roots import slope_argmax
+
+    t = np.linspace(0.0, 4.0, 9)
+    f = lambda x, _: -((x - 2.1) ** 2)  # noqa: E731
+    slope = np.array([f(x, 0) for x in t])
+    slope[2] = np.nan
+    assert slope_argmax(t, slope, f) == pytest.approx(2.1, abs=1e-8)
+    assert slope_argmax(t, np.full(9, np.nan), f) is None
