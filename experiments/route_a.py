@@ -1,6 +1,7 @@
-"""``python -m experiments route-a --L L --V V [--seeds 0,1] [--P P1,P2,...]``: route A's Bayesian
-``P*_aG`` (the one-loop free-energy profile, docs/theory.md §13.7) of one plain softmax
-configuration, one independent token sample per seed, into ``bayes_theory_route_a.json``.
+"""``python -m experiments route-a [--preset plain] --L L --V V [--seeds 0,1] [--P P1,...]``: route
+A's Bayesian ``P*_aG`` (the one-loop free-energy profile, docs/theory.md §13.7) of one softmax
+configuration under a reading (``plain``, ``paper``, ``paper-chi-lik``), one independent token
+sample per seed, into ``bayes_theory_route_a.json``.
 
 Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L`` cyclic shifts
 (``ek_sample``), 22 logit scales ``beta`` in [-0.5, 6.5], at the given ``P`` (default: route B's
@@ -49,7 +50,7 @@ def route_b_point(results: Path, preset: str, L: int, V: int) -> float:
     raise ValueError(f"no route B row for {preset} L={L} V={V} in bayes_theory_softmax.json")
 
 
-def one_seed(params: TheoryParams, seed: int, P: list[int]) -> dict:
+def one_seed(params: TheoryParams, seed: int, P: list[int], preset: str = "plain") -> dict:
     """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign."""
     tokens = bayes.ek_sample(jax.random.PRNGKey(seed), params, N_BASE)
     t0, c0 = time.perf_counter(), _cpu()
@@ -63,7 +64,7 @@ def one_seed(params: TheoryParams, seed: int, P: list[int]) -> dict:
         P = P + [round(P[-1] * WIDEN)] if min(dF) > 0 else [max(2, round(P[0] / WIDEN))] + P
     return {
         **r,
-        "preset": "plain",
+        "preset": preset,
         "L": params.L,
         "V": params.V,
         "seed": seed,
@@ -78,31 +79,37 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m experiments route-a", description=__doc__.split("\n")[0]
     )
+    ap.add_argument(
+        "--preset",
+        default="plain",
+        choices=("plain", "paper", "paper-chi-lik"),
+        help="the reading (default plain; route B's point of that preset places the first P)",
+    )
     ap.add_argument("--L", type=int, required=True)
     ap.add_argument("--V", type=int, required=True)
     ap.add_argument("--seeds", default="0,1", help="token samples (default 0,1)")
     ap.add_argument("--P", default=None, help="first P values (default around route B's point)")
     ap.add_argument("--results", type=Path, default=RESULTS, help=f"folder of {FILE}")
     args = ap.parse_args(argv)
-    params = TheoryParams.preset("plain", L=args.L, V=args.V)
+    params = TheoryParams.preset(args.preset, L=args.L, V=args.V)
     if args.P:
         P = sorted({int(p) for p in args.P.split(",")})
     else:
-        b = route_b_point(args.results, "plain", args.L, args.V)
+        b = route_b_point(args.results, args.preset, args.L, args.V)
         P = sorted({round(b * f) for f in FACTORS})
     path = args.results / FILE
     found = True
     for seed in (int(s) for s in args.seeds.split(",")):
-        rec = one_seed(params, seed, P)
+        rec = one_seed(params, seed, P, args.preset)
         old = json.loads(path.read_text()) if path.exists() else []
-        key = ("plain", args.L, args.V, seed)
+        key = (args.preset, args.L, args.V, seed)
         keep = [o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) != key]
         write_json(path, keep + [rec])
         star = "none" if rec["P_star"] is None else f"{rec['P_star']:.2f}"
         dF = ", ".join("-" if d is None else f"{d:+.1f}" for d in rec["dF"])
         found = found and rec["P_star"] is not None
         print(
-            f"route A plain L={args.L} V={args.V} seed {seed}: P* {star} (P {rec['P']}; "
+            f"route A {args.preset} L={args.L} V={args.V} seed {seed}: P* {star} (P {rec['P']}; "
             f"F_copy - F_pool {dF}); {rec['cpu_seconds']:.0f} CPU-s, {rec['wall']:.0f} s",
             flush=True,
         )
