@@ -25,7 +25,7 @@ ROUTE_STYLES = {
     "ek_map": dict(label="EK MAP", color=SKY, marker="v"),
     "ek_post": dict(label="EK + readout", color=BLUE, marker="^"),
     "route_B": dict(label="route B (replica 95% interval)", color=VERMILLION, marker="o"),
-    "route_A": dict(label="route A (one loop; two samples)", color=GREEN, marker="s"),
+    "route_A": dict(label="route A (one loop; mean of its token samples)", color=GREEN, marker="s"),
     "profile": dict(label="measured: free-energy profile", color=PURPLE, marker="D"),
     "smc": dict(label="measured: tempered SMC", color=ORANGE, marker="P"),
     "branch_ti": dict(label="measured: branch TI", color=GREY, marker="X"),
