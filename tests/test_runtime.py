@@ -14,16 +14,21 @@ from tests.helpers import interrupt
 SNIPPET = "import os, copyhead_jax; print(os.environ.get('PJRT_NPROC', 'unset'))"
 
 
-def _pool_after_import(**env):
-    clean = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
+def _after_import(snippet: str, drop, **env) -> str:
+    """What ``snippet`` prints in a new interpreter without ``drop``, plus ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in drop}
     out = subprocess.run(
-        [sys.executable, "-c", SNIPPET],
+        [sys.executable, "-c", snippet],
         env={**clean, **env},
         capture_output=True,
         text=True,
         check=True,
     )
     return out.stdout.strip()
+
+
+def _pool_after_import(**env):
+    return _after_import(SNIPPET, ("PJRT_NPROC", "NPROC"), **env)
 
 
 @pytest.mark.skipif(
@@ -44,15 +49,7 @@ print(sorted({d["num_threads"] for d in threadpool_info() if d["user_api"] == "b
 
 
 def _blas_threads_after_import(**env):
-    clean = {k: v for k, v in os.environ.items() if k not in _runtime.BLAS_THREAD_ENV}
-    out = subprocess.run(
-        [sys.executable, "-c", BLAS_SNIPPET],
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
+    return _after_import(BLAS_SNIPPET, _runtime.BLAS_THREAD_ENV, **env)
 
 
 @pytest.mark.skipif(

@@ -133,9 +133,11 @@ def ek_window(reading: str, L_values) -> list[dict]:
 
 def crossover_interval(cov: dict, main: dict) -> dict[str, Any] | None:
     """The measured coverage of the linear crossover (EK copy fraction psi in [0.1, 0.9]): the
-    range over its P of the seeds' mean MAP coverage, each end widened by its seeds' 95% error
-    (1.96 sd / sqrt(n)); ``{'lo', 'hi', 'mean', 'P', 'n_seeds'}``, None without crossover
-    points. The paper's range is one over its crossover P too, so range meets range."""
+    range of the seeds' mean MAP coverage over the main sweep's P inside the crossover's span
+    (the coverage study's crossover P; the two artefacts' grids need not share points), each
+    end widened by its seeds' 95% error (1.96 sd / sqrt(n)); ``{'lo', 'hi', 'mean', 'P',
+    'n_seeds'}``, None without main P in the span. The paper's range is one over its crossover
+    P too, so range meets range."""
     reg = cov.get("linear_regimes") or {}
     cross = [
         float(P)
@@ -144,20 +146,22 @@ def crossover_interval(cov: dict, main: dict) -> dict[str, Any] | None:
     ]
     lin, h = main["curves"]["linear"], main["header"]
     n = (h.get("settings") or {}).get("n_seeds") or h["engine"]["sweep"]["n_seeds"]
+    if not cross:
+        return None
     rows = [
-        (m, s)
+        (float(P), m, s)
         for P, m, s in zip(lin["P"], lin["coverage"], lin["coverage_sd"])
-        if float(P) in cross and m is not None and np.isfinite(m)
+        if min(cross) <= float(P) <= max(cross) and m is not None and np.isfinite(m)
     ]
     if not rows:
         return None
-    m, s = np.array(rows, float).T
+    Ps, m, s = np.array(rows, float).T
     err = 1.96 * np.nan_to_num(s) / np.sqrt(n)
     return {
         "lo": float((m - err).min()),
         "hi": float((m + err).max()),
         "mean": float(m.mean()),
-        "P": [min(cross), max(cross)],
+        "P": [float(Ps.min()), float(Ps.max())],
         "n_seeds": int(n),
     }
 

@@ -190,7 +190,7 @@ def bayes_section(out_dir: Path) -> str:
         "(docs/theory.md §9.9, §9.11): the estimate, then [the hull of] the seed spread (95% t) "
         "and the package's one crossing rule on the seed mean (`compare.root.crossing`: 1.96 "
         "MCSE propagated, the quadrature's Euler-Maclaurin term as a bound, the interpolation "
-        "error of a quadratic through the nearest third point or the bracket itself; a bracket "
+        "error of the quadratics through each neighbouring point or the bracket itself; a bracket "
         "end whose own error straddles zero is followed past it). Runs with R-hat > 1.05 or "
         "ESS < 100 are named at the bracketing P and counted elsewhere.\n\n"
         + "\n".join(rows)
