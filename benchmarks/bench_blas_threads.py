@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
 import copyhead_jax as ch  # noqa: E402
+from copyhead_jax.storage import environment  # noqa: E402
 from copyhead_jax.theory import TheoryParams, beyond, beyond_problem  # noqa: E402
 
 
@@ -93,6 +94,7 @@ def main(argv=None) -> dict:
         rows = [row(L, a.rounds) for L in a.L]
     res = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "environment": environment(),
         "cpu_count": os.cpu_count(),
         "blas": [
             {k: d[k] for k in ("internal_api", "num_threads", "version")}

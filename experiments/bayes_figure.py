@@ -50,7 +50,6 @@ SOFTMAX = (
 )
 #: committed numbers of the report's tables that have no JSON source: left out of the figure
 NO_SOURCE = [
-    "route A at plain (25, 5): the prototype's run, not re-run in the package",
     "plain (12, 6): the flagged `copyhead transition` run and the outside review's NUTS",
     "plain (15, 7): the outside review's measurement",
     "plain (25, 5), Markov rho = 0.5: measured by the branch TI (markov.md), no route covers it",
