@@ -7,9 +7,13 @@ Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L``
 (``ek_sample``), 22 logit scales ``beta`` in [-0.5, 6.5], at the given ``P`` (default: route B's
 point of ``bayes_theory_softmax.json`` times 0.88, 0.97 and 1.06, where route A lay at the two
 configurations run before); where ``F_copy - F_pool`` does not change sign over them, one more
-``P`` a factor 1.12 beyond the last, up to three times. The records of the same (preset, L, V,
-seed) are replaced, the others kept. Minutes per seed at L <= 15 on this CPU; the cost grows
-like ``(L + 2V + V^2) L^2 (L + V)`` (the Hessian's orbit columns over the sample).
+``P`` a factor 1.12 beyond the end it points to, up to three times, while both basins exist at
+that end. Where one basin is all there is at every ``P``, the record's ``P_mid`` is the crossover:
+where the profile's mean ``a_G`` passes midway between its values at the ends. The record of the
+same (preset, L, V, seed) is extended: its ``P`` are kept, not recomputed, when the sample and
+the ``beta`` grid are the same, and it is saved after every computed batch. Minutes per seed at
+L <= 15 on this CPU; the cost grows like ``(L + 2V + V^2) L^2 (L + V)`` per ``P`` (the Hessian's
+orbit columns over the sample).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from copyhead_jax.compare import root
 from copyhead_jax.storage import write_json
 from copyhead_jax.theory import TheoryParams, bayes
 
@@ -50,29 +55,71 @@ def route_b_point(results: Path, preset: str, L: int, V: int) -> float:
     raise ValueError(f"no route B row for {preset} L={L} V={V} in bayes_theory_softmax.json")
 
 
-def one_seed(params: TheoryParams, seed: int, P: list[int], preset: str = "plain") -> dict:
-    """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign."""
+def one_seed(
+    params: TheoryParams, seed: int, P: list[int], preset: str = "plain", known=None, save=None
+) -> dict:
+    """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign.
+    ``known``: an earlier record of the same configuration, seed, sample and beta grid, whose
+    ``P`` are taken from it, not recomputed; ``save(record)`` after every computed batch (a
+    killed run keeps its finished ``P``)."""
     tokens = bayes.ek_sample(jax.random.PRNGKey(seed), params, N_BASE)
+    done = {}  # P -> (dF, basin row)
+    wall = cpu = 0.0
+    if (
+        known
+        and known.get("n_sequences") == int(tokens.shape[0])
+        and np.allclose(known.get("betas", []), BETAS)
+    ):
+        done = {p: (d, r) for p, d, r in zip(known["P"], known["dF"], known["basins"])}
+        wall, cpu = known.get("wall", 0.0), known.get("cpu_seconds", 0.0)
     t0, c0 = time.perf_counter(), _cpu()
     P = sorted(P)
+
+    def record() -> dict:
+        Ps = sorted(done)
+        dF = [done[p][0] for p in Ps]
+        mean = [done[p][1].get("mean_aG") for p in Ps]
+        Pm = np.asarray([p for p, m in zip(Ps, mean) if m is not None])  # older records: none
+        m = np.asarray([m for m in mean if m is not None])
+        mid = None
+        if len(Pm) >= 2 and all(d is None for d in dF):
+            a_mid = 0.5 * (m[0] + m[-1])  # one basin everywhere: the crossover midway
+            mid = root.crossing(Pm, a_mid - m).P_star
+        return {
+            "P": Ps,
+            "dF": dF,
+            "basins": [done[p][1] for p in Ps],
+            "P_star": bayes.first_order_root(Ps, dF),
+            "mean_aG": mean,
+            "P_mid": mid,
+            "preset": preset,
+            "L": params.L,
+            "V": params.V,
+            "seed": seed,
+            "n_sequences": int(tokens.shape[0]),
+            "betas": [float(b) for b in BETAS],
+            "wall": wall + time.perf_counter() - t0,
+            "cpu_seconds": cpu + _cpu() - c0,
+        }
+
     for _ in range(MAX_WIDEN + 1):
-        r = bayes.one_loop_transition(params, P, BETAS, tokens)
-        dF = [d for d in r["dF"] if d is not None]
-        if r["P_star"] is not None or not dF or min(dF) < 0 < max(dF):
+        todo = [p for p in P if float(p) not in done]
+        if todo:
+            r = bayes.one_loop_transition(params, todo, BETAS, tokens)
+            done.update({float(p): (d, b) for p, d, b in zip(todo, r["dF"], r["basins"])})
+            if save is not None:
+                save(record())
+        rec = record()
+        dF = [done[float(p)][0] for p in P if done[float(p)][0] is not None]
+        if rec["P_star"] is not None or not dF or min(dF) < 0 < max(dF):
             break
-        # one sign over every P: the root lies beyond the copy-costlier (> 0) or cheaper end
+        # one sign over every P: the root lies beyond the copy-costlier (> 0) or cheaper end,
+        # unless one basin is gone at that end already (no crossing of the two there)
+        end = P[-1] if min(dF) > 0 else P[0]
+        if done[float(end)][0] is None:
+            break
         P = P + [round(P[-1] * WIDEN)] if min(dF) > 0 else [max(2, round(P[0] / WIDEN))] + P
-    return {
-        **r,
-        "preset": preset,
-        "L": params.L,
-        "V": params.V,
-        "seed": seed,
-        "n_sequences": int(tokens.shape[0]),
-        "betas": [float(b) for b in BETAS],
-        "wall": time.perf_counter() - t0,
-        "cpu_seconds": _cpu() - c0,
-    }
+    return rec
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,17 +147,26 @@ def main(argv: list[str] | None = None) -> int:
     path = args.results / FILE
     found = True
     for seed in (int(s) for s in args.seeds.split(",")):
-        rec = one_seed(params, seed, P, args.preset)
-        old = json.loads(path.read_text()) if path.exists() else []
         key = (args.preset, args.L, args.V, seed)
-        keep = [o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) != key]
-        write_json(path, keep + [rec])
+
+        def save(rec, key=key):
+            old = json.loads(path.read_text()) if path.exists() else []
+            keep = [o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) != key]
+            write_json(path, keep + [rec])
+
+        old = json.loads(path.read_text()) if path.exists() else []
+        known = next((o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) == key), None)
+        rec = one_seed(params, seed, P, args.preset, known=known, save=save)
+        save(rec)
         star = "none" if rec["P_star"] is None else f"{rec['P_star']:.2f}"
         dF = ", ".join("-" if d is None else f"{d:+.1f}" for d in rec["dF"])
         found = found and rec["P_star"] is not None
         print(
             f"route A {args.preset} L={args.L} V={args.V} seed {seed}: P* {star} (P {rec['P']}; "
-            f"F_copy - F_pool {dF}); {rec['cpu_seconds']:.0f} CPU-s, {rec['wall']:.0f} s",
+            f"F_copy - F_pool {dF}; mean a_G "
+            f"{', '.join('-' if m is None else f'{m:.2f}' for m in rec['mean_aG'])}"
+            + ("" if rec["P_mid"] is None else f"; one basin: crossover at {rec['P_mid']:.1f}")
+            + f"); {rec['cpu_seconds']:.0f} CPU-s, {rec['wall']:.0f} s",
             flush=True,
         )
     return 0 if found else 1

@@ -1,5 +1,5 @@
-"""``python -m experiments route-a``: its P grid widens towards the root of F_copy - F_pool and
-its records replace those of the same configuration and seed only (route A itself stubbed: a
+"""``python -m experiments route-a``: its P grid widens towards the root of F_copy - F_pool, its
+records replace those of the same configuration and seed only, keep the P computed before (route A itself stubbed: a
 difference of free energies with a known root, so the test runs in milliseconds)."""
 
 import json
@@ -23,7 +23,8 @@ def _stub(root: float):
                 t0, t1 = math.log(P[i]), math.log(P[i + 1])
                 star = math.exp(t0 + (t1 - t0) * dF[i] / (dF[i] - dF[i + 1]))
                 break
-        return {"P": [float(p) for p in P], "dF": dF, "basins": [], "P_star": star}
+        basins = [{"mean_aG": 0.0} for _ in P]
+        return {"P": [float(p) for p in P], "dF": dF, "basins": basins, "P_star": star}
 
     return f
 
@@ -54,3 +55,44 @@ def test_records_replace_only_their_own_configuration_and_seed(monkeypatch, tmp_
     keys = sorted((r["L"], r["V"], r["seed"]) for r in recs)
     assert keys == [(4, 3, 0), (4, 3, 1), (12, 6, 0)]
     assert [r["P_star"] for r in recs if r["L"] == 12] == [49.5]
+
+
+def test_a_rerun_computes_only_the_new_P_and_saves_as_it_goes(monkeypatch, tmp_path):
+    asked = []
+    stub = _stub(40.0)
+
+    def counting(params, P, betas, tokens):
+        asked.append(list(P))
+        return stub(params, P, betas, tokens)
+
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", counting)
+    args = ["--L", "4", "--V", "3", "--seeds", "0", "--results", str(tmp_path)]
+    assert RA.main(args + ["--P", "36,44"]) == 0
+    assert RA.main(args + ["--P", "30,36,44,50"]) == 0
+    assert asked == [[36, 44], [30, 50]]  # 36 and 44 read from the first run's record
+    (rec,) = json.loads((tmp_path / RA.FILE).read_text())
+    assert rec["P"] == [30, 36, 44, 50] and rec["P_star"] == pytest.approx(40.0, rel=1e-9)
+
+
+def _one_basin(mid: float, above: float | None = None):
+    """One basin at every P (no dF) with mean a_G rising linearly in log P through ``mid``;
+    with ``above``: two basins (dF > 0, pooling wins) below that P."""
+
+    def f(params, P, betas, tokens):
+        dF = [5.0 if above is not None and p < above else None for p in P]
+        basins = [{"mean_aG": math.log(p / mid)} for p in P]
+        return {"P": [float(p) for p in P], "dF": dF, "basins": basins, "P_star": None}
+
+    return f
+
+
+def test_one_basin_everywhere_gives_the_midway_crossover(monkeypatch):
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _one_basin(30.0))
+    r = RA.one_seed(TheoryParams.preset("plain", L=4, V=3), 0, [10, 90])
+    assert r["P_star"] is None and r["P_mid"] == pytest.approx(30.0, rel=1e-9)  # log-linear
+
+
+def test_no_widening_past_the_end_where_a_basin_is_gone(monkeypatch):
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _one_basin(30.0, above=40.0))
+    r = RA.one_seed(TheoryParams.preset("plain", L=4, V=3), 0, [20, 30, 50])
+    assert r["P"] == [20, 30, 50] and r["P_star"] is None and r["P_mid"] is None

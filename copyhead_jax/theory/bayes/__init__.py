@@ -22,6 +22,7 @@ from .law import fit_law_table, scaling_table
 from .loop import (
     basin_free_energies,
     ek_sample,
+    first_order_root,
     one_loop_point,
     one_loop_profile,
     one_loop_transition,
@@ -50,6 +51,7 @@ __all__ = [
     "one_loop_point",
     "one_loop_profile",
     "one_loop_transition",
+    "first_order_root",
     "predicted_growth",
     "profile",
     "scaling_table",

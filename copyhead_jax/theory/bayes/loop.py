@@ -177,8 +177,9 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
 
 def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
     r"""Basins of a profile $F(\beta)$ given on a grid: cubic interpolation in $\beta$, local
-    minima, and $-\log\int_{\rm basin}e^{-F}\,da$ on each side of the barrier top ($a=a_G(\beta)$,
-    the integral over $a$ with $da/d\beta$)."""
+    minima, $-\log\int_{\rm basin}e^{-F}\,da$ on each side of the barrier top ($a=a_G(\beta)$,
+    the integral over $a$ with $da/d\beta$), and the mean of $a$ under $e^{-F}$ over the grid's
+    range (``mean_aG``: a crossover's order parameter where there is one basin)."""
     from scipy.interpolate import CubicSpline
 
     bf = np.linspace(beta[0], beta[-1], n_fine)
@@ -186,7 +187,13 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
     p = 1.0 / (1.0 + np.exp(-(bf - math.log(L - 1.0))))
     dadb = math.sqrt(L) * L / (L - 1.0) * p * (1.0 - p)
     mins = [i for i in range(1, n_fine - 1) if Ff[i] < Ff[i - 1] and Ff[i] <= Ff[i + 1]]
-    out = {"minima_beta": bf[mins].tolist(), "minima_F": Ff[mins].tolist()}
+    a = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+    w = np.exp(-(Ff - Ff.min())) * dadb  # e^{-F} da on the uniform beta grid
+    out = {
+        "minima_beta": bf[mins].tolist(),
+        "minima_F": Ff[mins].tolist(),
+        "mean_aG": float(np.sum(a * w) / np.sum(w)),
+    }
     if len(mins) >= 2:
         i0, i1 = mins[0], mins[-1]
         top = i0 + int(np.argmax(Ff[i0 : i1 + 1]))
@@ -205,21 +212,25 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
     return out
 
 
+def first_order_root(P_values, dF) -> float | None:
+    r"""The first root of $F_{\rm copy}-F_{\rm pool}$ (``dF``, ``None`` where one basin) from
+    positive to negative between neighbours where both basins exist, linear in $\log P$."""
+    for i in range(len(P_values) - 1):
+        a, b = dF[i], dF[i + 1]
+        if a is not None and b is not None and a > 0 > b:
+            t0, t1 = math.log(P_values[i]), math.log(P_values[i + 1])
+            return math.exp(t0 + (t1 - t0) * a / (a - b))
+    return None
+
+
 def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
     r"""Route A's Bayesian $P^*_{a_G}$: the basins' $-\log\int e^{-F_A}da$ at each of
-    ``P_values`` (:func:`basin_free_energies`) and the root of $F_{\rm copy}-F_{\rm pool}$ by linear
-    interpolation between the first neighbours where both basins exist and it changes sign
-    (``None`` when no such pair: widen ``P_values``)."""
+    ``P_values`` (:func:`basin_free_energies`, with the profile's mean $a_G$) and
+    :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
     prof = one_loop_profile(params, P_values, betas, tokens)
     rows = [
         basin_free_energies(np.asarray(betas), prof["F"][i], params.L) for i in range(len(P_values))
     ]
     dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
-    P_star = None
-    for i in range(len(P_values) - 1):
-        a, b = dF[i], dF[i + 1]
-        if a is not None and b is not None and a > 0 > b:
-            t0, t1 = math.log(P_values[i]), math.log(P_values[i + 1])
-            P_star = math.exp(t0 + (t1 - t0) * a / (a - b))
-            break
+    P_star = first_order_root(P_values, dF)
     return {"P": [float(p) for p in P_values], "dF": dF, "basins": rows, "P_star": P_star}
