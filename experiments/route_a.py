@@ -4,7 +4,8 @@ configuration under a reading (``plain``, ``paper``, ``paper-chi-lik``), one ind
 sample per seed, into ``bayes_theory_route_a.json``.
 
 Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L`` cyclic shifts
-(``ek_sample``), 22 logit scales ``beta`` in [-0.5, 6.5], at the given ``P`` (default: route B's
+(``ek_sample``), logit scales ``beta`` from ``--beta-lo`` (default -0.5) to 6.5 in steps of 1/3,
+at the given ``P`` (default: route B's
 point of ``bayes_theory_softmax.json`` times 0.88, 0.97 and 1.06, where route A lay at the two
 configurations run before); where ``F_copy - F_pool`` does not change sign over them, one more
 ``P`` a factor 1.12 beyond the end it points to, up to three times, while both basins exist at
@@ -36,6 +37,15 @@ RESULTS = ROOT / "docs" / "reports" / "results"
 FILE = "bayes_theory_route_a.json"
 #: the logit scales of the profile (the copy ansatz's beta; a_G from pooling to copying at L <= 15)
 BETAS = np.linspace(-0.5, 6.5, 22)
+BETA_STEP = float(BETAS[1] - BETAS[0])
+
+
+def betas_from(lo: float) -> np.ndarray:
+    """The profile's grid from ``lo`` to ``BETAS[-1]`` at ``BETAS``'s step (``lo = -0.5``:
+    ``BETAS``)."""
+    return BETAS[-1] - BETA_STEP * np.arange(round((BETAS[-1] - lo) / BETA_STEP), -1, -1)
+
+
 #: independent sequences per sample (each with its L cyclic shifts)
 N_BASE = 64
 #: the first P around route B's point, and the factor of each widening step
@@ -56,7 +66,13 @@ def route_b_point(results: Path, preset: str, L: int, V: int) -> float:
 
 
 def one_seed(
-    params: TheoryParams, seed: int, P: list[int], preset: str = "plain", known=None, save=None
+    params: TheoryParams,
+    seed: int,
+    P: list[int],
+    preset: str = "plain",
+    known=None,
+    save=None,
+    betas=BETAS,
 ) -> dict:
     """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign.
     ``known``: an earlier record of the same configuration, seed, sample and beta grid, whose
@@ -68,7 +84,8 @@ def one_seed(
     if (
         known
         and known.get("n_sequences") == int(tokens.shape[0])
-        and np.allclose(known.get("betas", []), BETAS)
+        and len(known.get("betas", [])) == len(betas)
+        and np.allclose(known["betas"], betas)
     ):
         done = {p: (d, r) for p, d, r in zip(known["P"], known["dF"], known["basins"])}
         wall, cpu = known.get("wall", 0.0), known.get("cpu_seconds", 0.0)
@@ -97,7 +114,7 @@ def one_seed(
             "V": params.V,
             "seed": seed,
             "n_sequences": int(tokens.shape[0]),
-            "betas": [float(b) for b in BETAS],
+            "betas": [float(b) for b in betas],
             "wall": wall + time.perf_counter() - t0,
             "cpu_seconds": cpu + _cpu() - c0,
         }
@@ -105,7 +122,7 @@ def one_seed(
     for _ in range(MAX_WIDEN + 1):
         todo = [p for p in P if float(p) not in done]
         if todo:
-            r = bayes.one_loop_transition(params, todo, BETAS, tokens)
+            r = bayes.one_loop_transition(params, todo, betas, tokens)
             done.update({float(p): (d, b) for p, d, b in zip(todo, r["dF"], r["basins"])})
             if save is not None:
                 save(record())
@@ -136,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--V", type=int, required=True)
     ap.add_argument("--seeds", default="0,1", help="token samples (default 0,1)")
     ap.add_argument("--P", default=None, help="first P values (default around route B's point)")
+    ap.add_argument(
+        "--beta-lo",
+        type=float,
+        default=float(BETAS[0]),
+        help="the profile's lowest beta (default -0.5; lower where the pooling basin lies below)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help=f"folder of {FILE}")
     args = ap.parse_args(argv)
     params = TheoryParams.preset(args.preset, L=args.L, V=args.V)
@@ -156,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
 
         old = json.loads(path.read_text()) if path.exists() else []
         known = next((o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) == key), None)
-        rec = one_seed(params, seed, P, args.preset, known=known, save=save)
+        rec = one_seed(
+            params, seed, P, args.preset, known=known, save=save, betas=betas_from(args.beta_lo)
+        )
         save(rec)
         star = "none" if rec["P_star"] is None else f"{rec['P_star']:.2f}"
         dF = ", ".join("-" if d is None else f"{d:+.1f}" for d in rec["dF"])

@@ -1,6 +1,7 @@
 """``python -m experiments route-a``: its P grid widens towards the root of F_copy - F_pool, its
-records replace those of the same configuration and seed only, keep the P computed before (route A itself stubbed: a
-difference of free energies with a known root, so the test runs in milliseconds)."""
+records replace those of the same configuration and seed only and keep the P computed before
+(route A itself stubbed: a difference of free energies with a known root, so the test runs in
+milliseconds)."""
 
 import json
 import math

@@ -179,20 +179,25 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
     r"""Basins of a profile $F(\beta)$ given on a grid: cubic interpolation in $\beta$, local
     minima, $-\log\int_{\rm basin}e^{-F}\,da$ on each side of the barrier top ($a=a_G(\beta)$,
     the integral over $a$ with $da/d\beta$), and the mean of $a$ under $e^{-F}$ over the grid's
-    range (``mean_aG``: a crossover's order parameter where there is one basin)."""
+    range (``mean_aG``: a crossover's order parameter where there is one basin). A profile that
+    falls towards the grid's low end has a basin there (``edge_low``: its minimum may lie beyond,
+    its integral is cut at the end, so its free energy is an upper bound)."""
     from scipy.interpolate import CubicSpline
 
     bf = np.linspace(beta[0], beta[-1], n_fine)
     Ff = CubicSpline(beta, F)(bf)
     p = 1.0 / (1.0 + np.exp(-(bf - math.log(L - 1.0))))
     dadb = math.sqrt(L) * L / (L - 1.0) * p * (1.0 - p)
-    mins = [i for i in range(1, n_fine - 1) if Ff[i] < Ff[i - 1] and Ff[i] <= Ff[i + 1]]
+    # local minima; the grid's low end counts where F falls towards it (the pooling basin may
+    # lie at negative beta, beyond it: its integral is then cut there, flagged ``edge_low``)
+    mins = [i for i in range(n_fine - 1) if (i == 0 or Ff[i] < Ff[i - 1]) and Ff[i] <= Ff[i + 1]]
     a = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
     w = np.exp(-(Ff - Ff.min())) * dadb  # e^{-F} da on the uniform beta grid
     out = {
         "minima_beta": bf[mins].tolist(),
         "minima_F": Ff[mins].tolist(),
         "mean_aG": float(np.sum(a * w) / np.sum(w)),
+        "edge_low": bool(mins and mins[0] == 0),
     }
     if len(mins) >= 2:
         i0, i1 = mins[0], mins[-1]
@@ -225,11 +230,12 @@ def first_order_root(P_values, dF) -> float | None:
 
 def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
     r"""Route A's Bayesian $P^*_{a_G}$: the basins' $-\log\int e^{-F_A}da$ at each of
-    ``P_values`` (:func:`basin_free_energies`, with the profile's mean $a_G$) and
+    ``P_values`` (:func:`basin_free_energies`, with the profile's mean $a_G$ and the profile ``F``
+    on ``betas``) and
     :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
     prof = one_loop_profile(params, P_values, betas, tokens)
     rows = [
-        basin_free_energies(np.asarray(betas), prof["F"][i], params.L) for i in range(len(P_values))
+        {**basin_free_energies(np.asarray(betas), F, params.L), "F": F.tolist()} for F in prof["F"]
     ]
     dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
     P_star = first_order_root(P_values, dF)

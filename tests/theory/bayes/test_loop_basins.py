@@ -43,3 +43,16 @@ def test_first_order_root_needs_both_basins_on_both_sides():
     assert first_order_root([10, 20], [2.0, -2.0]) == pytest.approx(math.sqrt(200), rel=1e-12)
     assert first_order_root([10, 20, 40], [2.0, None, -2.0]) is None
     assert first_order_root([10, 20], [-1.0, 2.0]) is None  # copy-favoured first: no such root
+
+
+def test_a_basin_beyond_the_grids_low_end_counts_and_is_flagged():
+    k, d = 20.0, 1.0  # a pooling well centred at beta = -1.5, below the grid's -0.5
+    p = 1.0 / (1.0 + np.exp(-(BETA - math.log(L - 1.0))))
+    dadb = math.sqrt(L) * L / (L - 1.0) * p * (1.0 - p)
+    F = -np.logaddexp(-k * (BETA + 1.5) ** 2, -k * (BETA - 4.0) ** 2 - d) + np.log(dadb)
+    r = basin_free_energies(BETA, F, L)
+    assert r["edge_low"] and r["minima_beta"][0] == BETA[0]
+    # the pooling basin's integral is cut at the end: its free energy is an upper bound
+    assert r["F_copy"] - r["F_pool"] < d
+    inner = basin_free_energies(BETA, 2000.0 * (BETA - 2.3) ** 2, L)
+    assert not inner["edge_low"]
