@@ -166,6 +166,29 @@ def _target_row(label, rows, key, fmt, target=None, target_s="-") -> str:
     return f"| {label} | {fmt_range(vals, fmt)} | {target_s} | {fmt_met(met)} |"
 
 
+def paper_posterior_row(d: dict) -> str:
+    """The paper configuration's posterior sweep until enough (``bench_paper_posterior``)."""
+    heads = d["heads"]
+    per = "; ".join(
+        f"{att}: "
+        + ", ".join(f"{t:.0f} s at P = {p}" for p, t in zip(m["fit_P"], m["per_run_cpu_s"]))
+        + f" per run, compile {m['compile_cpu_s']:.0f} s, its runs ~"
+        + f"{m['scaled_cpu_s'] / 3600:.1f} h"
+        for att, m in heads.items()
+    )
+    met_all = all(m["all_met"] for m in heads.values())
+    load = d["load_average"]
+    return (
+        f"| posterior sweep of the paper config until ESS >= {d['target']['ess']:g} (collapsed "
+        f"HMC, {d['config']['measured_seeds']} seed per P measured, scaled to "
+        f"{len(d['config']['P_grid'])} P x {d['config']['n_seeds']} seeds) | CPU {per}; "
+        f"both heads ~{d['scaled_total_cpu_h']:.1f} CPU-h"
+        f"{'' if met_all else ' (a measured run stopped at the cap short of the target)'}; "
+        f"load {load['start'][0]:.1f}-{load['end'][0]:.1f} | <= {d['target']['cpu_h']:g} CPU-h | "
+        f"{fmt_met(d['met'])} |"
+    )
+
+
 def render(
     res: dict[str, dict | None],
     runs: dict[str, dict] | None = None,
@@ -289,6 +312,9 @@ def render(
             f"{rd['full_width_ms_per_run_epoch']:.0f} ms per run-epoch here, H200 "
             f"{rd['h200_ms_per_run_epoch']} ms | - | - |"
         )
+    pp = res.get("bench_paper_posterior")
+    if pp:
+        L.append(paper_posterior_row(pp))
     trows = theory_rows(th_) if th_ else {}
     if trows:
         t = trows["total"]

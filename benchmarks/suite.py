@@ -38,6 +38,12 @@ BENCHES = (
         "bench_posterior.py",
         "posterior: collapsed HMC vs NumPyro NUTS, BlackJAX NUTS/HMC (ESS per CPU-s)",
     ),
+    Bench(
+        "bench_paper_posterior",
+        "bench_paper_posterior.py",
+        "the paper config's posterior sweep until ESS >= 400, measured on 4 P and scaled",
+        quick_args=("--P", "4", "64", "--attention", "softmax", "--target", "100"),
+    ),
 )
 NAMES = tuple(b.name.removeprefix("bench_") for b in BENCHES)
 

@@ -115,3 +115,25 @@ def test_transition_timing_calls_the_real_transition_and_extrapolates(monkeypatc
     assert r["probes_per_seed"] == [[660, 1320]] * 2 and "extrapolated" in r["status"]
     assert r["seeds_anchored"] == 0  # both bracketed
     assert bp.transition_time(0, 32.0)["status"].startswith("not measured")
+
+
+def _paper_posterior(total_h: float, all_met: bool) -> dict:
+    head = {"fit_P": [4, 1000], "per_run_cpu_s": [2.0, 300.0], "compile_cpu_s": 40.0}
+    return {
+        "heads": {"softmax": {**head, "scaled_cpu_s": total_h * 3600, "all_met": all_met}},
+        "target": {"ess": 400.0, "cpu_h": 2.0},
+        "config": {"measured_seeds": 1, "P_grid": list(range(16)), "n_seeds": 10},
+        "scaled_total_cpu_h": total_h,
+        "met": total_h <= 2.0 and all_met,
+        "load_average": {"start": [1.0], "end": [1.1]},
+    }
+
+
+def test_paper_posterior_row_says_met_only_within_the_budget_with_every_target_reached():
+    assert "bench_paper_posterior" in {f"bench_{n}" for n in NAMES}
+    fast = render({"bench_paper_posterior": _paper_posterior(1.5, True)}, detail=False)
+    assert "| <= 2 CPU-h | yes |" in fast and "both heads ~1.5 CPU-h" in fast
+    slow = render({"bench_paper_posterior": _paper_posterior(7.25, True)}, detail=False)
+    assert "| <= 2 CPU-h | **no** |" in slow and "~7.2 CPU-h" in slow
+    short = render({"bench_paper_posterior": _paper_posterior(1.5, False)}, detail=False)
+    assert "short of the target" in short

@@ -1,0 +1,169 @@
+"""The paper configuration's whole posterior sweep stopping when enough: its CPU cost, measured on
+a subset of P and scaled to every run.
+
+    python benchmarks/bench_paper_posterior.py [--P 4 64 322 1000] [--target 400] [--round 250]
+        [--attention linear softmax] [--seeds 1] [--out FILE]
+
+The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction; 16 P x 10
+seeds, both heads). Each measured run is sampled by its head's default collapsed HMC
+(``default_sampler``) with ``ess_target`` (ESS >= ``--target`` on U and both order parameters,
+split R-hat <= 1.01, rounds of ``--round`` iterations, the fixed length as the cap), ``--seeds``
+seeds at each ``--P``, each P its own ``run_sampler`` call; the first two P twice (the
+repeat reuses the compiled programs), so that one compilation's CPU is measured and taken off
+the other fresh calls. Times are the process's CPU seconds (on a shared machine a better
+estimate of the idle wall time than the wall clock: one BLAS and XLA thread per process).
+
+**Scaling to the 320 runs** the way ``run_sampler`` runs them: chunks of two P values x 10 seeds,
+each trimmed to its larger P (padding rows cost as much as data), compiled once. A chunk costs
+20 x the per-run cost at its larger P (linear interpolation in P between the measured P, held at
+the end values outside them: the cost grows with P, so below the smallest measured P this
+over-counts) plus one compilation. The rounds of a chunk go on until every run of it meets the
+target, so the scaled total assumes each chunk needs the rounds its measured seeds needed: it is
+a lower bound where other seeds need more (the cap bounds it above: the fixed length,
+``benchmarks/bench_reduced.py``). Target (the posterior's performance issue): <= 2 CPU-hours for
+both heads, ESS >= 400 on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.sampling import default_sampler, run_sampler
+from copyhead_jax.storage import environment
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_reduced import paper_config  # noqa: E402
+from bench_rounds import cpu, per_run  # noqa: E402
+
+TARGET_CPU_H = 2.0
+CHUNK_P = 2  # P values per compiled chunk (CollapsedHMC.chunk_runs)
+
+
+def measure(attention: str, P_list, seeds: int, target: float, round_iter: int) -> dict:
+    """Sampling cost of ``seeds`` runs at each P (module docstring). The first two P are sampled
+    twice: the first call of the process also pays its one-time costs, the second P's pair
+    measures one compilation (its fresh call less its repeat), taken off the other fresh calls."""
+    rows, fits = [], {}
+    calls = [P_list[0], P_list[0]] + [P for P in P_list[1:2] for _ in range(2)] + list(P_list[2:])
+    for i, P in enumerate(calls):
+        if P not in fits:  # the exact MAP the chains start from
+            fits[P] = ch.run_sweep(
+                paper_config(attention, P=(P,), n_seeds=seeds), progress=False, keep_params=True
+            )
+        mc = dataclasses.replace(default_sampler(fits[P]), ess_target=target, round_iter=round_iter)
+        c0, t0 = cpu(), time.time()
+        post = run_sampler(fits[P], mc, progress=False)
+        row = dict(
+            P=int(P),
+            repeat=P in calls[:i],
+            cpu_s=cpu() - c0,
+            wall_s=time.time() - t0,
+            load=os.getloadavg()[0],
+            runs=per_run(post, post.order_names),
+        )
+        rows.append(row)
+        met = sum(bool(r.get("target_met")) for r in row["runs"])
+        print(
+            f"{attention} P={P}: {row['cpu_s']:.0f} CPU-s, draws/chain "
+            f"{[r['draws'] for r in row['runs']]}, met {met}/{seeds}"
+            + (" (compiled before)" if row["repeat"] else ""),
+            flush=True,
+        )
+    fresh = {r["P"]: r["cpu_s"] for r in rows if not r["repeat"]}
+    again = {r["P"]: r["cpu_s"] for r in rows if r["repeat"]}
+    compile_cpu = max(fresh[P_list[1]] - again[P_list[1]], 0.0) if len(P_list) > 1 else 0.0
+    per_run_cpu = [
+        (again[P] if P in again else max(fresh[P] - compile_cpu, 0.0)) / seeds for P in P_list
+    ]
+    return dict(
+        sampler=dataclasses.asdict(mc),
+        rows=rows,
+        compile_cpu_s=compile_cpu,
+        fit_P=list(P_list),
+        per_run_cpu_s=per_run_cpu,
+        all_met=all(bool(r.get("target_met")) for row in rows for r in row["runs"]),
+    )
+
+
+def scale(m: dict, P_grid, n_seeds: int) -> float:
+    """CPU seconds of every run of the grid, chunked as ``run_sampler`` does (docstring)."""
+    P = np.asarray(m["fit_P"], float)
+    order = np.argsort(P)
+    cost = lambda p: float(np.interp(p, P[order], np.asarray(m["per_run_cpu_s"])[order]))  # noqa: E731
+    grid = sorted(P_grid)
+    chunks = [grid[i : i + CHUNK_P] for i in range(0, len(grid), CHUNK_P)]
+    return sum(len(c) * n_seeds * cost(max(c)) + m["compile_cpu_s"] for c in chunks)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--P", type=int, nargs="+", default=[4, 64, 322, 1000])
+    ap.add_argument("--attention", nargs="+", default=["linear", "softmax"])
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--target", type=float, default=400.0)
+    ap.add_argument("--round", type=int, default=250)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "results" / "bench_paper_posterior.json",
+    )
+    a = ap.parse_args(argv)
+    load0 = os.getloadavg()
+    grid = ch.PAPER.sweep
+    heads = {}
+    for att in a.attention:
+        heads[att] = m = measure(att, a.P, a.seeds, a.target, a.round)
+        m["scaled_cpu_s"] = scale(m, grid.P, grid.n_seeds)
+        print(f"{att}: all 320/2 runs ~{m['scaled_cpu_s'] / 3600:.2f} CPU-h (scaled)", flush=True)
+    total_h = sum(m["scaled_cpu_s"] for m in heads.values()) / 3600
+    out = dict(
+        benchmark="bench_paper_posterior",
+        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        command=" ".join(
+            [
+                "python benchmarks/bench_paper_posterior.py",
+                *(sys.argv[1:] if argv is None else argv),
+            ]
+        ),
+        config=dict(
+            L=ch.PAPER.task.L,
+            V=ch.PAPER.task.V,
+            P_grid=list(grid.P),
+            n_seeds=grid.n_seeds,
+            width=10_000,
+            measured_P=a.P,
+            measured_seeds=a.seeds,
+        ),
+        target=dict(ess=a.target, cpu_h=TARGET_CPU_H),
+        heads=heads,
+        scaled_total_cpu_h=total_h,
+        met=bool(total_h <= TARGET_CPU_H and all(m["all_met"] for m in heads.values())),
+        load_average=dict(start=load0, end=os.getloadavg()),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        environment=environment(),
+    )
+    print(
+        f"both heads, {len(grid.P)} P x {grid.n_seeds} seeds: ~{total_h:.2f} CPU-h scaled "
+        f"(target <= {TARGET_CPU_H:g}); every measured run met ESS >= {a.target:g}: "
+        f"{all(m['all_met'] for m in heads.values())}; load {load0[0]:.1f} - "
+        f"{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    main()
