@@ -129,16 +129,23 @@ def star_label(name: str) -> str:
 
 def curve(ax, x, y, fmt: str = "-", *, marker: str = "o", **kw):
     """``ax.plot(x, y, fmt)`` where at least :data:`~copyhead_jax.plots.check.MIN_POINTS` points
-    are finite; fewer are drawn as ``marker`` alone (a line between two values shows no shape).
+    are finite; fewer are drawn as ``marker`` alone (a line between two values shows no shape),
+    and so is a finite point between gaps (NaN on both sides), which a line would not show.
     Nothing is drawn (and ``None`` returned) where no point is finite."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    n = int((np.isfinite(x) & np.isfinite(y)).sum())
+    finite = np.isfinite(x) & np.isfinite(y)
+    n = int(finite.sum())
     if n == 0:
         return None
+    bare = {k: v for k, v in kw.items() if k not in ("ls", "linestyle", "lw", "linewidth")}
     if n < MIN_POINTS:
-        kw = {k: v for k, v in kw.items() if k not in ("ls", "linestyle", "lw", "linewidth")}
-        return ax.plot(x, y, ls="none", marker=marker, **kw)[0]
-    return ax.plot(x, y, fmt, **kw)[0]
+        return ax.plot(x, y, ls="none", marker=marker, **bare)[0]
+    line = ax.plot(x, y, fmt, **kw)[0]
+    alone = finite & ~np.r_[False, finite[:-1]] & ~np.r_[finite[1:], False]
+    if alone.any():
+        bare = {k: v for k, v in bare.items() if k not in ("label", "color", "c")}
+        ax.plot(x[alone], y[alone], ls="none", marker=marker, color=line.get_color(), **bare)
+    return line
 
 
 def law_tex(law: str) -> str:

@@ -5,6 +5,7 @@ read back from the PNG)."""
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 
 from copyhead_jax.plots import check_png, save_figure
@@ -76,6 +77,16 @@ def test_a_curve_through_two_points_and_the_markers_that_replace_it(tmp_path):
     assert any("through 2 point(s)" in d for d in _defects(fig, tmp_path))
     fig, ax = _clean()
     curve(ax, [1, 2], [3.0, 5.0], "-", marker="s", label="two P")  # markers only
+    assert _defects(fig, tmp_path) == []
+
+
+def test_a_point_between_gaps_of_a_curve_is_drawn_as_a_marker(tmp_path):
+    fig, ax = _clean()
+    before = list(ax.lines)
+    line = curve(ax, [1, 2, 3, 4, 5], [3.0, 4.0, 5.0, np.nan, 7.0], "-", marker="_", color="C1")
+    alone = [a for a in ax.lines if a is not line and a not in before]
+    assert len(alone) == 1 and list(alone[0].get_xdata()) == [5.0]  # the line leaves 5 unseen
+    assert alone[0].get_color() == line.get_color() and alone[0].get_label().startswith("_")
     assert _defects(fig, tmp_path) == []
 
 
