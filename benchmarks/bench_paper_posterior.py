@@ -20,7 +20,7 @@ the end values outside them: the cost grows with P, so below the smallest measur
 over-counts) plus one compilation. The rounds of a chunk go on until every run of it meets the
 target, so the scaled total assumes each chunk needs the rounds its measured seeds needed: it is
 a lower bound where other seeds need more (the cap bounds it above: the fixed length,
-``benchmarks/bench_reduced.py``). Target (the posterior's performance issue): <= 2 CPU-hours for
+``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for
 both heads, ESS >= 400 on every run.
 """
 
