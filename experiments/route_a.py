@@ -124,9 +124,9 @@ def one_seed(
         if todo:
             r = bayes.one_loop_transition(params, todo, betas, tokens)
             done.update({float(p): (d, b) for p, d, b in zip(todo, r["dF"], r["basins"])})
-            if save is not None:
-                save(record())
         rec = record()
+        if todo and save is not None:
+            save(rec)
         dF = [done[float(p)][0] for p in P if done[float(p)][0] is not None]
         if rec["P_star"] is not None or not dF or min(dF) < 0 < max(dF):
             break
@@ -137,6 +137,15 @@ def one_seed(
             break
         P = P + [round(P[-1] * WIDEN)] if min(dF) > 0 else [max(2, round(P[0] / WIDEN))] + P
     return rec
+
+
+def _records(path: Path) -> list[dict]:
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _key(rec: dict) -> tuple:
+    """What a record is of: (preset, L, V, seed); a rerun replaces its own record only."""
+    return rec["preset"], rec["L"], rec["V"], rec["seed"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,12 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         key = (args.preset, args.L, args.V, seed)
 
         def save(rec, key=key):
-            old = json.loads(path.read_text()) if path.exists() else []
-            keep = [o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) != key]
-            write_json(path, keep + [rec])
+            write_json(path, [o for o in _records(path) if _key(o) != key] + [rec])
 
-        old = json.loads(path.read_text()) if path.exists() else []
-        known = next((o for o in old if (o["preset"], o["L"], o["V"], o["seed"]) == key), None)
+        known = next((o for o in _records(path) if _key(o) == key), None)
         rec = one_seed(
             params, seed, P, args.preset, known=known, save=save, betas=betas_from(args.beta_lo)
         )

@@ -231,8 +231,7 @@ def first_order_root(P_values, dF) -> float | None:
 def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
     r"""Route A's Bayesian $P^*_{a_G}$: the basins' $-\log\int e^{-F_A}da$ at each of
     ``P_values`` (:func:`basin_free_energies`, with the profile's mean $a_G$ and the profile ``F``
-    on ``betas``) and
-    :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
+    on ``betas``) and :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
     prof = one_loop_profile(params, P_values, betas, tokens)
     rows = [
         {**basin_free_energies(np.asarray(betas), F, params.L), "F": F.tolist()} for F in prof["F"]
