@@ -2,7 +2,8 @@
 autodiff of the one-hot form it replaced, in the same process, on the same heads, with its
 roofline.
 
-U_m(W^G) of a reduced head at L = 25, V = 5 (the paper's), float32, one seed's tokens, a random
+U_m(W^G) of a reduced head at L = 25, V = 5 (the paper's; ``--L``, ``--V`` change them),
+float32 (``--x64``: float64, as the transition's windows run), one seed's tokens, a random
 W^G (the cost does not depend on the values); per head and P: the median time of one gradient
 (``jax.grad``, jitted, compilation excluded) in interleaved rounds (the minimum over rounds of
 each median is kept: the machine is shared) and the process CPU time per call, the ratio
@@ -21,6 +22,7 @@ time over the measured one. The load average is recorded with every row, the pro
 resident memory at the end.
 
     python benchmarks/bench_collapsed.py [--quick] [--rounds N] [--P P ...] [--against REV]
+        [--L L --V V] [--x64] [--out FILE]
 
 ``--profile`` also prints, per row, the compiled gradient's operations by their median time in
 a ``jax.profiler`` trace of 50 calls (each operation's time includes the trace's own overhead,
@@ -118,9 +120,11 @@ def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
     }
 
 
-def problem(attention: str, P: int):
+def problem(attention: str, P: int, L: int = 25, V: int = 5):
     cfg = ch.preset("paper-map").replace(
-        model=dict(attention=attention, width="inf"), sweep=dict(P=(P,), n_seeds=1)
+        task=dict(L=L, V=V),
+        model=dict(attention=attention, width="inf"),
+        sweep=dict(P=(P,), n_seeds=1),
     )
     V, L = cfg.task.V, cfg.task.L
     D = V + L
@@ -237,7 +241,11 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="P = 32, 322 and 2 rounds")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help=f"default {OUT.name}; bench_collapsed_L<L>_V<V>[_x64].json at another shape or dtype",
+    )
     ap.add_argument("--P", type=int, nargs="+", help="these P only")
     ap.add_argument(
         "--against",
@@ -246,7 +254,18 @@ def main(argv=None) -> dict:
         "were at git revision REV",
     )
     ap.add_argument("--profile", action="store_true", help="print each gradient's operations")
+    ap.add_argument("--L", type=int, default=25, help="sequence length (default 25)")
+    ap.add_argument("--V", type=int, default=5, help="vocabulary (default 5)")
+    ap.add_argument("--x64", action="store_true", help="float64 (default float32)")
+    ap.add_argument("--heads", default="softmax,linear", help="default softmax,linear")
     a = ap.parse_args(argv)
+    if a.x64:
+        jax.config.update("jax_enable_x64", True)
+    if a.out is None:
+        paper = (a.L, a.V, a.x64) == (25, 5, False)
+        a.out = (
+            OUT if paper else OUT.with_name(f"bench_collapsed_L{a.L}_V{a.V}{'_x64' * a.x64}.json")
+        )
     Ps = tuple(a.P) if a.P else (32, 322) if a.quick else (32, 322, 1250)
     energies = [("ours", marginal_energy), ("one_hot", one_hot_energy)]
     if a.against:
@@ -259,9 +278,9 @@ def main(argv=None) -> dict:
         flush=True,
     )
     rows = []
-    for attention in ("softmax", "linear"):
+    for attention in a.heads.split(","):
         for P in Ps:
-            head, t, m, obj = problem(attention, P)
+            head, t, m, obj = problem(attention, P, a.L, a.V)
             x0 = head.W_G.ravel()
             grads = {
                 name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
@@ -298,7 +317,7 @@ def main(argv=None) -> dict:
                 "max_rel_diff": float(np.max(np.abs(g0 - g1)) / np.max(np.abs(g1))),
                 "temp_bytes": mem,
                 "compile_s": compile_s,
-                "counted": counted(attention, P, t.shape[1], head.W_E.shape[1]),
+                "counted": counted(attention, P, t.shape[1], head.W_E.shape[1], x0.dtype.itemsize),
                 "xla_cost": {
                     "flops": float(cost.get("flops", float("nan"))),
                     "bytes": float(cost.get("bytes accessed", float("nan"))),
@@ -347,6 +366,9 @@ def main(argv=None) -> dict:
         "date": datetime.date.today().isoformat(),
         "environment": environment(),
         "rounds": rounds,
+        "L": a.L,
+        "V": a.V,
+        "dtype": "float64" if a.x64 else "float32",
         "peaks": peak,
         "rows": rows,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
