@@ -7,8 +7,9 @@ and its flagged runs (the free-energy profile, ``transition_profile_L*_V*.json``
 ``transition_<reading>.json``), the other measurements of the same point, the EK MAP and EK +
 readout points and route B with its replica interval (``bayes_theory_softmax.json``) and route A
 (``bayes_theory_route_a.json``); the linear head's posterior copy crossover against route B
-(``posterior_plain.json``, ``bayes_theory_linear.json``); the joint law in ``L`` and ``V`` of the
-measured plain points beside route B's on the same configurations and the paper's ``ln^2 L``
+(``posterior_plain.json``, ``transition_linear_L*_V*.json``, ``bayes_theory_linear.json``); the
+joint law in ``L`` and ``V`` of the measured plain points beside route B's on the same
+configurations and the paper's ``ln^2 L``
 (``compare.laws.measured_law``); the Markov-token measurements beside the i.i.d. ones of the same
 ``(L, V)`` (no route covers them). Writes ``DIR/bayes_compare.json`` and
 ``FIGURES/bayes_theory_vs_measured.png`` (each prediction over the measured point). Seconds.
@@ -207,32 +208,63 @@ def _linear_flags(post: dict, bracket: list[float]) -> tuple[int, int]:
     return bad, n
 
 
+#: the linear head's measured posterior crossovers beyond ``posterior_plain.json``'s (25, 5):
+#: ``copyhead transition --attention linear`` results, (L, V, file)
+LINEAR = ((15, 7, "transition_linear_L15_V7.json"),)
+
+
+def _linear_measured(results: Path, L: int, V: int) -> dict | None:
+    """The measured posterior copy crossover at (L, V), or ``None`` where none is committed."""
+    if (L, V) == (25, 5):  # posterior_plain's configuration
+        post = _load(results, "posterior_plain.json")["linear"]
+        m = post["transitions"]["post"]["P_cG_half"]
+        bad, n = _linear_flags(post, m["bracket"])
+        return dict(
+            P_star=m["P_star"],
+            lo=m["bracket"][0],
+            hi=m["bracket"][1],
+            n_seeds=min(post["n_seeds_per_P"]),
+            n_flagged=bad,
+            n_runs=n,
+            flag_rule=RULE + " (worst of U, c1, cG)",
+            source="posterior_plain.json (linear, posterior psi = 1/2)",
+            method="seed-mean psi = 1/2, bracket of the P grid",
+        )
+    name = next((f for l_, v_, f in LINEAR if (l_, v_) == (L, V)), None)
+    if name is None:
+        return None
+    d = _load(results, name)
+    c = d["config"]
+    if (d["attention"], c["task"]["L"], c["task"]["V"]) != ("linear", L, V):
+        raise ValueError(f"{name} is not the linear measurement at L={L} V={V}")
+    return dict(
+        P_star=d["P_star"],
+        lo=d["interval"][0],
+        hi=d["interval"][1],
+        n_seeds=d["summary"]["n"],
+        n_flagged=len(d["flagged"]),
+        n_runs=len(d["P"]) * d["summary"]["n"],
+        flag_rule=RULE + " (worst of U, c1, cG)",
+        source=f"{name} (copyhead transition, posterior psi = 1/2)",
+        method="psi = 1/2 per seed (log-P interpolation), seeds combined",
+    )
+
+
 def linear_rows(results: Path) -> list[dict]:
     """The linear head's measured posterior copy crossover (psi = 1/2) against route B; the
     configurations of ``bayes_theory_linear.json`` without a measurement are left out."""
-    post = _load(results, "posterior_plain.json")["linear"]
-    m = post["transitions"]["post"]["P_cG_half"]
     rows = []
     for t in _load(results, "bayes_theory_linear.json"):
-        if (t["inputs"]["L"], t["inputs"]["V"]) != (25, 5):  # posterior_plain's configuration
+        L, V = t["inputs"]["L"], t["inputs"]["V"]
+        measured = _linear_measured(results, L, V)
+        if measured is None:
             continue
-        bad, n = _linear_flags(post, m["bracket"])
         rows.append(
             dict(
                 reading="plain",
-                L=25,
-                V=5,
-                measured=dict(
-                    P_star=m["P_star"],
-                    lo=m["bracket"][0],
-                    hi=m["bracket"][1],
-                    n_seeds=min(post["n_seeds_per_P"]),
-                    n_flagged=bad,
-                    n_runs=n,
-                    flag_rule=RULE + " (worst of U, c1, cG)",
-                    source="posterior_plain.json (linear, posterior psi = 1/2)",
-                    method="seed-mean psi = 1/2, bracket of the P grid",
-                ),
+                L=L,
+                V=V,
+                measured=measured,
                 series={
                     "ek_map": {"P": t["ek_map"]["P_cG_half"]},
                     "ek_post": {"P": t["ek_post"]["P_cG_half"]},

@@ -128,8 +128,10 @@ def transition_figure(res: dict):
             )
         b.set(xlabel="$P^*$ (sequences, log scale)", ylabel="estimate", title="every estimate")
         legend(b, ncol=1)
-        q = res["quantity"]
-        fig.suptitle(f"Bayesian transition: {star_label(q) if q.startswith('P_') else q}")
+        key, _, note = res["quantity"].partition(" ")  # "P_cG_half (posterior psi = 1/2)"
+        name = star_label(key) if key.startswith("P_") else key
+        note = note.replace("psi", r"$\psi$")
+        fig.suptitle(f"Bayesian transition: {name} {note}".rstrip())
     return fig
 
 
