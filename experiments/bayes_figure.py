@@ -82,14 +82,9 @@ def _measured(results: Path, kind: str, name: str) -> dict:
             method="branch TI (F_copy = F_pool), " + b["rule"],
         )
     if kind == "transition":
-        n_runs = sum(2 * len(s["probes"]) for s in d["seeds"])
-        return dict(
-            P_star=d["P_star"],
-            lo=d["interval"][0],
-            hi=d["interval"][1],
-            n_seeds=d["summary"]["n"],
-            n_flagged=len(d["flagged"]),
-            n_runs=n_runs,
+        return _command_measured(
+            d,
+            n_runs=sum(2 * len(s["probes"]) for s in d["seeds"]),
             source=name,
             flag_rule=RULE,
             method="copyhead transition (branch TI per seed)",
@@ -111,6 +106,19 @@ def _measured(results: Path, kind: str, name: str) -> dict:
         flag_rule=f"R-hat > {lim['rhat_max']:g} or ESS < {lim['ess_min']:g} "
         "(the profile's own limits; its errors widened there)",
         method="free-energy profile in a_G",
+    )
+
+
+def _command_measured(d: dict, **more) -> dict:
+    """The point, interval, seeds and flagged runs of a ``copyhead transition`` result (branch TI
+    or the linear crossover), with ``more``."""
+    return dict(
+        P_star=d["P_star"],
+        lo=d["interval"][0],
+        hi=d["interval"][1],
+        n_seeds=d["summary"]["n"],
+        n_flagged=len(d["flagged"]),
+        **more,
     )
 
 
@@ -237,12 +245,8 @@ def _linear_measured(results: Path, L: int, V: int) -> dict | None:
     c = d["config"]
     if (d["attention"], c["task"]["L"], c["task"]["V"]) != ("linear", L, V):
         raise ValueError(f"{name} is not the linear measurement at L={L} V={V}")
-    return dict(
-        P_star=d["P_star"],
-        lo=d["interval"][0],
-        hi=d["interval"][1],
-        n_seeds=d["summary"]["n"],
-        n_flagged=len(d["flagged"]),
+    return _command_measured(
+        d,
         n_runs=len(d["P"]) * d["summary"]["n"],
         flag_rule=RULE + " (worst of U, c1, cG)",
         source=f"{name} (copyhead transition, posterior psi = 1/2)",
