@@ -218,7 +218,7 @@ def _linear_flags(post: dict, bracket: list[float]) -> tuple[int, int]:
 
 #: the linear head's measured posterior crossovers beyond ``posterior_plain.json``'s (25, 5):
 #: ``copyhead transition --attention linear`` results, (L, V, file)
-LINEAR = ((15, 7, "transition_linear_L15_V7.json"),)
+LINEAR = ((15, 7, "transition_linear_L15_V7.json"), (12, 6, "transition_linear_L12_V6.json"))
 
 
 def _linear_measured(results: Path, L: int, V: int) -> dict | None:
