@@ -158,11 +158,12 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
     return out
 
 
-def _route_a(ra: list[dict], reading: str, L: int, V: int) -> dict | None:
+def _route_a(ra: list[dict], reading: str, L: int, V: int, rho: float | None = None) -> dict | None:
     """Route A's point of one configuration: the mean over its token samples (records of
-    ``bayes_theory_route_a.json``, ``python -m experiments route-a``) that found a root; None
-    where none did."""
-    reps = [r for r in ra if (r["preset"], r["L"], r["V"]) == (reading, L, V) and r["P_star"]]
+    ``bayes_theory_route_a.json``, ``python -m experiments route-a``; ``rho``: its Markov
+    records, ``None`` the i.i.d. shift-closed ones) that found a root; None where none did."""
+    key = (reading, L, V, rho)
+    reps = [r for r in ra if (r["preset"], r["L"], r["V"], r.get("rho")) == key and r["P_star"]]
     if not reps:
         return None
     P = [r["P_star"] for r in reps]
@@ -303,6 +304,7 @@ def markov_rows(results: Path) -> list[dict]:
             raise ValueError(f"{name} is not the Markov measurement at L={L} V={V}")
         iid = f"transition_profile_L{L}_V{V}.json"
         m, i = _measured(results, "profile", name), _measured(results, "profile", iid)
+        a = _route_a(_load(results, "bayes_theory_route_a.json"), reading, L, V, rho)
         rows.append(
             dict(
                 reading=reading,
@@ -313,6 +315,8 @@ def markov_rows(results: Path) -> list[dict]:
                 iid=i,
                 ratio_over_iid=m["P_star"] / i["P_star"],
                 map_switch=[s["P_switch"] for s in d["map"]],
+                series={"route_A": a},
+                ratio={} if a is None else {"route_A": a["P"] / m["P_star"]},
             )
         )
     return rows

@@ -1,7 +1,12 @@
-"""``python -m experiments route-a [--preset plain] --L L --V V [--seeds 0,1] [--P P1,...]``: route
-A's Bayesian ``P*_aG`` (the one-loop free-energy profile, docs/theory.md §13.7) of one softmax
-configuration under a reading (``plain``, ``paper``, ``paper-chi-lik``), one independent token
-sample per seed, into ``bayes_theory_route_a.json``.
+"""``python -m experiments route-a [--preset plain] --L L --V V [--seeds 0,1] [--P P1,...]
+[--rho R]``: route A's Bayesian ``P*_aG`` (the one-loop free-energy profile, docs/theory.md
+§13.7) of one softmax configuration under a reading (``plain``, ``paper``, ``paper-chi-lik``),
+one independent token sample per seed, into ``bayes_theory_route_a.json``.
+
+``--rho R``: tokens from the stationary sticky Markov chain (docs/theory.md §12; ``R = 0``:
+i.i.d. uniform tokens without the shifts), ``64 L`` sequences of it per seed, not closed under
+shifts: the full Hessian and the Newton term (``one_loop_transition(..., shift_closed=False)``),
+``(L + V)^2`` Hessian columns where the orbits take ``L + 2V + V^2``; ``--P`` is then needed.
 
 Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L`` cyclic shifts
 (``ek_sample``), logit scales ``beta`` from ``--beta-lo`` (default -0.5) to 6.5 in steps of 1/3,
@@ -28,6 +33,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from copyhead_jax import sources
 from copyhead_jax.compare import root
 from copyhead_jax.storage import write_json
 from copyhead_jax.theory import TheoryParams, bayes
@@ -73,12 +79,17 @@ def one_seed(
     known=None,
     save=None,
     betas=BETAS,
+    rho: float | None = None,
 ) -> dict:
     """Route A at ``P``, widened (module docstring) until ``F_copy - F_pool`` changes sign.
     ``known``: an earlier record of the same configuration, seed, sample and beta grid, whose
     ``P`` are taken from it, not recomputed; ``save(record)`` after every computed batch (a
-    killed run keeps its finished ``P``)."""
-    tokens = bayes.ek_sample(jax.random.PRNGKey(seed), params, N_BASE)
+    killed run keeps its finished ``P``); ``rho``: Markov tokens (module docstring)."""
+    key = jax.random.PRNGKey(seed)
+    if rho is None:
+        tokens = bayes.ek_sample(key, params, N_BASE)
+    else:
+        tokens = sources.sample_sticky(key, n=N_BASE * params.L, L=params.L, V=params.V, rho=rho)
     done = {}  # P -> (dF, basin row)
     wall = cpu = 0.0
     if (
@@ -113,6 +124,7 @@ def one_seed(
             "L": params.L,
             "V": params.V,
             "seed": seed,
+            **({} if rho is None else {"source": "markov", "rho": rho}),
             "n_sequences": int(tokens.shape[0]),
             "betas": [float(b) for b in betas],
             "wall": wall + time.perf_counter() - t0,
@@ -122,7 +134,7 @@ def one_seed(
     for _ in range(MAX_WIDEN + 1):
         todo = [p for p in P if float(p) not in done]
         if todo:
-            r = bayes.one_loop_transition(params, todo, betas, tokens)
+            r = bayes.one_loop_transition(params, todo, betas, tokens, shift_closed=rho is None)
             done.update({float(p): (d, b) for p, d, b in zip(todo, r["dF"], r["basins"])})
         rec = record()
         if todo and save is not None:
@@ -144,8 +156,9 @@ def _records(path: Path) -> list[dict]:
 
 
 def _key(rec: dict) -> tuple:
-    """What a record is of: (preset, L, V, seed); a rerun replaces its own record only."""
-    return rec["preset"], rec["L"], rec["V"], rec["seed"]
+    """What a record is of: (preset, L, V, seed, Markov rho or None); a rerun replaces its own
+    record only."""
+    return rec["preset"], rec["L"], rec["V"], rec["seed"], rec.get("rho")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,8 +181,16 @@ def main(argv: list[str] | None = None) -> int:
         default=float(BETAS[0]),
         help="the profile's lowest beta (default -0.5; lower where the pooling basin lies below)",
     )
+    ap.add_argument(
+        "--rho",
+        type=float,
+        default=None,
+        help="Markov tokens of this stickiness (module docstring; needs --P)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help=f"folder of {FILE}")
     args = ap.parse_args(argv)
+    if args.rho is not None and not args.P:
+        ap.error("--rho needs --P (route B has no Markov point to place them)")
     params = TheoryParams.preset(args.preset, L=args.L, V=args.V)
     if args.P:
         P = sorted({int(p) for p in args.P.split(",")})
@@ -179,21 +200,30 @@ def main(argv: list[str] | None = None) -> int:
     path = args.results / FILE
     found = True
     for seed in (int(s) for s in args.seeds.split(",")):
-        key = (args.preset, args.L, args.V, seed)
+        key = (args.preset, args.L, args.V, seed, args.rho)
 
         def save(rec, key=key):
             write_json(path, [o for o in _records(path) if _key(o) != key] + [rec])
 
         known = next((o for o in _records(path) if _key(o) == key), None)
         rec = one_seed(
-            params, seed, P, args.preset, known=known, save=save, betas=betas_from(args.beta_lo)
+            params,
+            seed,
+            P,
+            args.preset,
+            known=known,
+            save=save,
+            betas=betas_from(args.beta_lo),
+            rho=args.rho,
         )
         save(rec)
         star = "none" if rec["P_star"] is None else f"{rec['P_star']:.2f}"
         dF = ", ".join("-" if d is None else f"{d:+.1f}" for d in rec["dF"])
         found = found and rec["P_star"] is not None
         print(
-            f"route A {args.preset} L={args.L} V={args.V} seed {seed}: P* {star} (P {rec['P']}; "
+            f"route A {args.preset} L={args.L} V={args.V}"
+            + ("" if args.rho is None else f" Markov rho={args.rho:g}")
+            + f" seed {seed}: P* {star} (P {rec['P']}; "
             f"F_copy - F_pool {dF}; mean a_G "
             f"{', '.join('-' if m is None else f'{m:.2f}' for m in rec['mean_aG'])}"
             + ("" if rec["P_mid"] is None else f"; one basin: crossover at {rec['P_mid']:.1f}")

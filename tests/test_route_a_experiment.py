@@ -16,7 +16,7 @@ def _stub(root: float):
     """``one_loop_transition`` with ``F_copy - F_pool = 10 log(root / P)`` (positive below the
     root: pooling wins) and its linear-in-log-P root, as the real one interpolates."""
 
-    def f(params, P, betas, tokens):
+    def f(params, P, betas, tokens, shift_closed=True):
         dF = [10 * math.log(root / p) for p in P]
         star = None
         for i in range(len(P) - 1):
@@ -62,7 +62,7 @@ def test_a_rerun_computes_only_the_new_P_and_saves_as_it_goes(monkeypatch, tmp_p
     asked = []
     stub = _stub(40.0)
 
-    def counting(params, P, betas, tokens):
+    def counting(params, P, betas, tokens, shift_closed=True):
         asked.append(list(P))
         return stub(params, P, betas, tokens)
 
@@ -79,7 +79,7 @@ def _one_basin(mid: float, above: float | None = None):
     """One basin at every P (no dF) with mean a_G rising linearly in log P through ``mid``;
     with ``above``: two basins (dF > 0, pooling wins) below that P."""
 
-    def f(params, P, betas, tokens):
+    def f(params, P, betas, tokens, shift_closed=True):
         dF = [5.0 if above is not None and p < above else None for p in P]
         basins = [{"mean_aG": math.log(p / mid)} for p in P]
         return {"P": [float(p) for p in P], "dF": dF, "basins": basins, "P_star": None}
@@ -97,3 +97,30 @@ def test_no_widening_past_the_end_where_a_basin_is_gone(monkeypatch):
     monkeypatch.setattr(RA.bayes, "one_loop_transition", _one_basin(30.0, above=40.0))
     r = RA.one_seed(TheoryParams.preset("plain", L=4, V=3), 0, [20, 30, 50])
     assert r["P"] == [20, 30, 50] and r["P_star"] is None and r["P_mid"] is None
+
+
+def test_markov_records_are_kept_apart_from_the_iid_ones(monkeypatch, tmp_path):
+    """A Markov record (``--rho``) of the same (preset, L, V, seed) neither replaces nor is
+    replaced by the i.i.d. one, and names its source; ``--rho`` without ``--P`` is refused."""
+    monkeypatch.setattr(RA.bayes, "one_loop_transition", _stub(37.0))
+    for extra in ([], ["--rho", "0.5"]):
+        RA.main(
+            [
+                "--L",
+                "4",
+                "--V",
+                "3",
+                "--seeds",
+                "0",
+                "--P",
+                "36,38",
+                "--results",
+                str(tmp_path),
+                *extra,
+            ]
+        )
+    recs = json.loads((tmp_path / RA.FILE).read_text())
+    assert sorted(str(r.get("rho")) for r in recs) == ["0.5", "None"]
+    assert [r.get("source") for r in recs if r.get("rho") == 0.5] == ["markov"]
+    with pytest.raises(SystemExit):
+        RA.main(["--L", "4", "--V", "3", "--rho", "0.5", "--results", str(tmp_path)])

@@ -165,6 +165,8 @@ def _compare_rows(rows: list[dict]) -> list[dict]:
         m = r["measured"]
         flag = m["n_flagged"] and f"{m['n_flagged']}/{m['n_runs']} {m.get('unit', 'runs')}"
         label = f"{r['reading']}\n$L={r['L']}$, $V={r['V']}$"
+        if r.get("rho") is not None:  # Markov tokens
+            label += f"\nMarkov $\\rho={r['rho']:g}$"
         if m.get("verdict") == "crossover":  # P*: the posterior mean midway, not equal weights
             label += "\n(crossover)"
         out.append(
@@ -179,13 +181,16 @@ def _compare_rows(rows: list[dict]) -> list[dict]:
 
 def bayes_compare_figure(doc: dict):
     """The Bayesian transition's theory over measurement: softmax ``P*_aG`` per configuration
-    and, where measured, the linear head's posterior crossover (``doc``: a
-    ``bayes_compare.json``, rows with ``reading``, ``L``, ``V``, ``measured`` and ``series``)."""
+    (Markov-token rows too, where a route covers them) and, where measured, the linear head's
+    posterior crossover (``doc``: a ``bayes_compare.json``, rows with ``reading``, ``L``, ``V``,
+    ``measured`` and ``series``)."""
+    # Markov rows where some route covers them
+    markov = [r for r in doc.get("markov", []) if any(r.get("series", {}).values())]
     panels = [
         dict(
             title="softmax: Bayesian $P^*_{a_G}$",
             name="softmax",
-            rows=_compare_rows(doc["softmax"]),
+            rows=_compare_rows(doc["softmax"] + markov),
         )
     ]
     if doc.get("linear"):

@@ -16,6 +16,14 @@ action is exactly translation invariant and the Hessian is assembled from one co
 translation orbit of weight entries (:func:`orbit_hessian`: $L+2V+V^2$ Hessian-vector products
 instead of $D^2$). Its sampling error is measured with independent samples.
 
+Any other token law (``shift_closed=False``: a Markov chain's sequences, whose sample is not
+closed under shifts) takes the full Hessian ($D^2$ products), $\mathcal S(W_a)$ on the sample,
+and no longer has its constrained minimum on the ansatz: the expansion about $W_a$ then keeps its
+linear term, whose Gaussian integral adds the Newton step's gain
+$-\tfrac12 g_T^\top H_T^{-1}g_T$ ($g_T$ the gradient of $\mathcal S-\mu\bar p$ on the tangent
+space, $\mu=\nabla\mathcal S\cdot\nabla\bar p/\lVert\nabla\bar p\rVert^2$). It is one step
+towards the constrained minimum, trusted while the step is small next to the Hessian's scale.
+
 Where it must fail: the expansion is Gaussian in the logits about $W_a$. In the pooling basin the
 posterior's logit fluctuations are of prior size ($O(1)$, comparable with the softmax's scale),
 so the quadratic form misjudges what they cost (route B averages the softmax over them instead).
@@ -78,6 +86,17 @@ def orbit_hessian(hvp, L: int, V: int, chunk: int = 8) -> np.ndarray:
     return 0.5 * (H + H.T)
 
 
+def full_hessian(hvp, n: int, chunk: int = 32) -> np.ndarray:
+    """The ``[n, n]`` Hessian from ``hvp(E)`` on the unit vectors, ``chunk`` at a time (``E``:
+    ``[chunk, n]``); symmetrised."""
+    eye = np.eye(n)
+    H = np.concatenate(
+        [np.asarray(hvp(jnp.asarray(eye[s : s + chunk]))) for s in range(0, n, chunk)]
+    )
+    H = H.reshape(n, n)
+    return 0.5 * (H + H.T)
+
+
 @functools.lru_cache(maxsize=4)
 def _hvps(params: TheoryParams):
     def f(W, tokens, P):
@@ -96,6 +115,27 @@ def _hvps(params: TheoryParams):
         return jax.jvp(lambda w: jax.grad(g)(w, tokens), (W,), (E,))[1]
 
     return hv(f), jax.jit(jax.vmap(hv_p, in_axes=(None, 0, None))), jax.jit(jax.grad(g))
+
+
+@functools.lru_cache(maxsize=4)
+def _flat(params: TheoryParams):
+    """Value, gradient and batched Hessian-vector products of the sampled action and of
+    $\bar p$ on the flat weights (any sample: :func:`full_hessian`)."""
+    D = params.L + params.V
+
+    def f(w, tokens, P):
+        return action(w.reshape(D, D), tokens, P, params)
+
+    def g(w, tokens):
+        return mean_copy_probability(w.reshape(D, D), tokens, params)
+
+    def hv(fun, n_args):
+        def one(w, e, *args):
+            return jax.jvp(lambda x: jax.grad(fun)(x, *args), (w,), (e,))[1]
+
+        return jax.jit(jax.vmap(one, in_axes=(None, 0) + (None,) * n_args))
+
+    return jax.jit(jax.value_and_grad(f)), hv(f, 2), jax.jit(jax.grad(g)), hv(g, 1)
 
 
 def _V_post(beta, P, params: TheoryParams):
@@ -142,10 +182,13 @@ def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
     }
 
 
-def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
+def one_loop_profile(params: TheoryParams, P_values, betas, tokens, shift_closed=True) -> dict:
     r"""$F_A(\beta;P)$ on a grid (module docstring): arrays ``[nP, nbeta]`` of ``F``, ``S``,
-    ``half_logdet``; the order-parameter Hessian (independent of $P$) is computed once per
-    $\beta$."""
+    ``half_logdet`` (and ``newton``); the order-parameter Hessian (independent of $P$) is
+    computed once per $\beta$. ``shift_closed=False``: any sample (full Hessians, the Newton
+    term; module docstring)."""
+    if not shift_closed:
+        return _profile_any_sample(params, P_values, betas, tokens)
     L, V = params.L, params.V
     hv_S, hv_p, grad_p = _hvps(params)
     out = {k: np.zeros((len(P_values), len(betas))) for k in ("F", "S", "half_logdet", "min_eig")}
@@ -172,6 +215,44 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens) -> dict:
                 hl = 0.5 * float(np.sum(np.log(np.abs(w))))
                 out["F"][i, j] = S + hl + math.log(np.linalg.norm(gp))
                 out["S"][i, j], out["half_logdet"][i, j], out["min_eig"][i, j] = S, hl, w.min()
+    return {**out, "aG": aG, "beta": np.asarray(betas), "P": np.asarray(P_values)}
+
+
+def _tangent_basis(gp: np.ndarray) -> np.ndarray:
+    """Orthonormal columns spanning the complement of ``gp``."""
+    n = gp / np.linalg.norm(gp)
+    return np.linalg.qr(np.concatenate([n[:, None], np.eye(n.size)[:, :-1]], axis=1))[0][:, 1:]
+
+
+def _profile_any_sample(params: TheoryParams, P_values, betas, tokens) -> dict:
+    """:func:`one_loop_profile` on a sample not closed under shifts (module docstring)."""
+    L, V = params.L, params.V
+    n = (L + V) ** 2
+    vg_S, hv_S, grad_p, hv_p = _flat(params)
+    keys = ("F", "S", "half_logdet", "newton", "min_eig")
+    out = {k: np.zeros((len(P_values), len(betas))) for k in keys}
+    aG = np.zeros(len(betas))
+    with jax.enable_x64(True):
+        for j, beta in enumerate(betas):
+            w0 = copy_weights(beta, params, jnp.float64).ravel()
+            gp = np.asarray(grad_p(w0, tokens))
+            Hp = full_hessian(lambda E: hv_p(w0, E, tokens), n)
+            Qm = _tangent_basis(gp)
+            p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
+            aG[j] = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+            for i, P in enumerate(P_values):
+                Pj = jnp.asarray(P, jnp.float64)
+                S, gS = vg_S(w0, tokens, Pj)
+                gS = np.asarray(gS)
+                H = full_hessian(lambda E: hv_S(w0, E, tokens, Pj), n)
+                mu = float(gS @ gp / (gp @ gp))
+                w, U = np.linalg.eigh(params.sigma_G**2 * (Qm.T @ (H - mu * Hp) @ Qm))
+                gT = params.sigma_G * (U.T @ (Qm.T @ (gS - mu * gp)))
+                newton = -0.5 * float(np.sum(gT**2 / w))
+                hl = 0.5 * float(np.sum(np.log(np.abs(w))))
+                out["F"][i, j] = float(S) + newton + hl + math.log(np.linalg.norm(gp))
+                out["S"][i, j], out["half_logdet"][i, j] = float(S), hl
+                out["newton"][i, j], out["min_eig"][i, j] = newton, w.min()
     return {**out, "aG": aG, "beta": np.asarray(betas), "P": np.asarray(P_values)}
 
 
@@ -228,14 +309,18 @@ def first_order_root(P_values, dF) -> float | None:
     return None
 
 
-def one_loop_transition(params: TheoryParams, P_values, betas, tokens) -> dict:
+def one_loop_transition(params: TheoryParams, P_values, betas, tokens, shift_closed=True) -> dict:
     r"""Route A's Bayesian $P^*_{a_G}$: the basins' $-\log\int e^{-F_A}da$ at each of
     ``P_values`` (:func:`basin_free_energies`, with the profile's mean $a_G$ and the profile ``F``
-    on ``betas``) and :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
-    prof = one_loop_profile(params, P_values, betas, tokens)
+    on ``betas``; ``newton`` too on a sample not closed under shifts) and
+    :func:`first_order_root` (``None`` when no such pair: widen ``P_values``)."""
+    prof = one_loop_profile(params, P_values, betas, tokens, shift_closed)
     rows = [
         {**basin_free_energies(np.asarray(betas), F, params.L), "F": F.tolist()} for F in prof["F"]
     ]
+    if not shift_closed:
+        for r, nt in zip(rows, prof["newton"], strict=True):
+            r["newton"] = nt.tolist()
     dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
     P_star = first_order_root(P_values, dF)
     return {"P": [float(p) for p in P_values], "dF": dF, "basins": rows, "P_star": P_star}
