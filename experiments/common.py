@@ -75,6 +75,7 @@ ARTEFACTS = {
     "warning-theory": ("warning_theory", "cli", None),
     "bayes-figure": ("bayes_figure", "cli", None),
     "route-a": ("route_a", "cli", None),
+    "linear-pooling": ("linear_pooling", "cli", None),
 }
 SPEC_ARTEFACTS = tuple(a for a, (_, kind, _) in ARTEFACTS.items() if kind == "spec")
 #: the artefacts that build every configuration from their spec's engine, so that ``--reading``
@@ -88,6 +89,7 @@ NO_READING = {
     "warning-theory": "it reads route B's early warning for the presets' own readings",
     "bayes-figure": "it draws committed results; it runs nothing",
     "route-a": "it is route A's theory at the plain reading (its preset's own)",
+    "linear-pooling": "it measures the plain reading's linear head against route B there",
     **{
         a: "its configurations come from the preset's own settings and records, not from the "
         "spec's engine"

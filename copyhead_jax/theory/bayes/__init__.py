@@ -23,9 +23,11 @@ from .loop import (
     basin_free_energies,
     ek_sample,
     first_order_root,
+    full_hessian,
     one_loop_point,
     one_loop_profile,
     one_loop_transition,
+    orbit_hessian,
 )
 from .points import bayes_points, linear_points, softmax_points
 from .profile import basin_variance, profile
@@ -43,6 +45,7 @@ __all__ = [
     "copy_weights",
     "ek_sample",
     "fit_law_table",
+    "full_hessian",
     "free_energy",
     "free_energy_terms",
     "linear_points",
@@ -51,6 +54,7 @@ __all__ = [
     "one_loop_point",
     "one_loop_profile",
     "one_loop_transition",
+    "orbit_hessian",
     "first_order_root",
     "predicted_growth",
     "profile",
