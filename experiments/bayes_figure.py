@@ -161,9 +161,16 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
 def _route_a(ra: list[dict], reading: str, L: int, V: int, rho: float | None = None) -> dict | None:
     """Route A's point of one configuration: the mean over its token samples (records of
     ``bayes_theory_route_a.json``, ``python -m experiments route-a``; ``rho``: its Markov
-    records, ``None`` the i.i.d. shift-closed ones) that found a root; None where none did."""
+    records, ``None`` the i.i.d. shift-closed ones) that found a root and whose expansion held
+    (``trusted``); None where none did."""
     key = (reading, L, V, rho)
-    reps = [r for r in ra if (r["preset"], r["L"], r["V"], r.get("rho")) == key and r["P_star"]]
+    reps = [
+        r
+        for r in ra
+        if (r["preset"], r["L"], r["V"], r.get("rho")) == key
+        and r["P_star"]
+        and r.get("trusted", True)
+    ]
     if not reps:
         return None
     P = [r["P_star"] for r in reps]

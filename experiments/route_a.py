@@ -7,6 +7,9 @@ one independent token sample per seed, into ``bayes_theory_route_a.json``.
 i.i.d. uniform tokens without the shifts), ``64 L`` sequences of it per seed, not closed under
 shifts: the full Hessian and the Newton term (``one_loop_transition(..., shift_closed=False)``),
 ``(L + V)^2`` Hessian columns where the orbits take ``L + 2V + V^2``; ``--P`` is then needed.
+Every record says whether the expansion held (``trusted``, ``bayes.trusted``: the tangent
+Hessian positive, the Newton gain beyond the gauge part within two posterior standard
+deviations) and, where not, why (``untrusted``).
 
 Per seed: ``one_loop_transition`` on 64 i.i.d. uniform sequences and their ``L`` cyclic shifts
 (``ek_sample``), logit scales ``beta`` from ``--beta-lo`` (default -0.5) to 6.5 in steps of 1/3,
@@ -113,8 +116,11 @@ def one_seed(
         if len(Pm) >= 2 and all(d is None for d in dF):
             a_mid = 0.5 * (m[0] + m[-1])  # one basin everywhere: the crossover midway
             mid = root.crossing(Pm, a_mid - m).P_star
+        ok, why = bayes.trusted([done[p][1] for p in Ps])
         return {
             "P": Ps,
+            "trusted": ok,
+            **({} if ok else {"untrusted": why}),
             "dF": dF,
             "basins": [done[p][1] for p in Ps],
             "P_star": bayes.first_order_root(Ps, dF),
@@ -227,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             f"F_copy - F_pool {dF}; mean a_G "
             f"{', '.join('-' if m is None else f'{m:.2f}' for m in rec['mean_aG'])}"
             + ("" if rec["P_mid"] is None else f"; one basin: crossover at {rec['P_mid']:.1f}")
+            + ("" if rec["trusted"] else f"; NOT TRUSTED: {rec['untrusted']}")
             + f"); {rec['cpu_seconds']:.0f} CPU-s, {rec['wall']:.0f} s",
             flush=True,
         )

@@ -28,6 +28,7 @@ from .loop import (
     one_loop_profile,
     one_loop_transition,
     orbit_hessian,
+    trusted,
 )
 from .points import bayes_points, linear_points, softmax_points
 from .profile import basin_variance, profile
@@ -61,5 +62,6 @@ __all__ = [
     "scaling_table",
     "softmax_points",
     "transition",
+    "trusted",
     "VariationalSettings",
 ]

@@ -22,7 +22,10 @@ and no longer has its constrained minimum on the ansatz: the expansion about $W_
 linear term, whose Gaussian integral adds the Newton step's gain
 $-\tfrac12 g_T^\top H_T^{-1}g_T$ ($g_T$ the gradient of $\mathcal S-\mu\bar p$ on the tangent
 space, $\mu=\nabla\mathcal S\cdot\nabla\bar p/\lVert\nabla\bar p\rVert^2$). It is one step
-towards the constrained minimum, trusted while the step is small next to the Hessian's scale.
+towards the constrained minimum, trusted while the step is small next to the Hessian's scale:
+its gain beyond the exact gauge part (``newton_rest``) at most :data:`NEWTON_TRUST` nats (a step
+of at most two posterior standard deviations) and $H_T$ positive at every point
+(:func:`trusted`).
 
 Where it must fail: the expansion is Gaussian in the logits about $W_a$. In the pooling basin the
 posterior's logit fluctuations are of prior size ($O(1)$, comparable with the softmax's scale),
@@ -229,7 +232,12 @@ def _profile_any_sample(params: TheoryParams, P_values, betas, tokens) -> dict:
     L, V = params.L, params.V
     n = (L + V) ** 2
     vg_S, hv_S, grad_p, hv_p = _flat(params)
-    keys = ("F", "S", "half_logdet", "newton", "min_eig")
+    keys = ("F", "S", "half_logdet", "newton", "newton_rest", "min_eig")
+    # the positional block's row gauge directions (all ones over row a's keys), flat
+    D = L + V
+    gauge = np.zeros((L, n))
+    for a in range(L):
+        gauge[a, (V + a) * D + V : (V + a + 1) * D] = 1.0 / math.sqrt(L)
     out = {k: np.zeros((len(P_values), len(betas))) for k in keys}
     aG = np.zeros(len(betas))
     with jax.enable_x64(True):
@@ -250,10 +258,35 @@ def _profile_any_sample(params: TheoryParams, P_values, betas, tokens) -> dict:
                 gT = params.sigma_G * (U.T @ (Qm.T @ (gS - mu * gp)))
                 newton = -0.5 * float(np.sum(gT**2 / w))
                 hl = 0.5 * float(np.sum(np.log(np.abs(w))))
+                # the gauge block of sigma_G^2 H_T is the identity (only the prior acts there)
+                g_gauge = params.sigma_G * (gauge @ (gS - mu * gp))
                 out["F"][i, j] = float(S) + newton + hl + math.log(np.linalg.norm(gp))
                 out["S"][i, j], out["half_logdet"][i, j] = float(S), hl
                 out["newton"][i, j], out["min_eig"][i, j] = newton, w.min()
+                out["newton_rest"][i, j] = newton + 0.5 * float(np.sum(g_gauge**2))
     return {**out, "aG": aG, "beta": np.asarray(betas), "P": np.asarray(P_values)}
+
+
+#: the largest Newton gain beyond the gauge part (nats) at which the expansion about the ansatz
+#: is trusted: ``g^2 / 2h <= 2`` is a step of at most two posterior standard deviations
+NEWTON_TRUST = 2.0
+
+
+def trusted(rows: list[dict]) -> tuple[bool, str]:
+    """Whether route A's expansion holds on every profile of ``rows`` (those of
+    :func:`one_loop_transition`): the tangent Hessian positive and, on a sample not closed under
+    shifts, the Newton gain beyond the gauge part within :data:`NEWTON_TRUST`; and why not."""
+    for r in rows:
+        if "min_eig" in r and min(r["min_eig"]) <= 0:
+            return (
+                False,
+                f"tangent Hessian not positive (smallest eigenvalue {min(r['min_eig']):.3g})",
+            )
+        if "newton_rest" in r and min(r["newton_rest"]) < -NEWTON_TRUST:
+            return False, (
+                f"Newton gain beyond the gauge {-min(r['newton_rest']):.1f} nats > {NEWTON_TRUST:g}"
+            )
+    return True, ""
 
 
 def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
@@ -318,9 +351,11 @@ def one_loop_transition(params: TheoryParams, P_values, betas, tokens, shift_clo
     rows = [
         {**basin_free_energies(np.asarray(betas), F, params.L), "F": F.tolist()} for F in prof["F"]
     ]
+    for r, e in zip(rows, prof["min_eig"], strict=True):
+        r["min_eig"] = e.tolist()
     if not shift_closed:
-        for r, nt in zip(rows, prof["newton"], strict=True):
-            r["newton"] = nt.tolist()
+        for r, nt, rest in zip(rows, prof["newton"], prof["newton_rest"], strict=True):
+            r["newton"], r["newton_rest"] = nt.tolist(), rest.tolist()
     dF = [r["F_copy"] - r["F_pool"] if "F_copy" in r else None for r in rows]
     P_star = first_order_root(P_values, dF)
     return {"P": [float(p) for p in P_values], "dF": dF, "basins": rows, "P_star": P_star}

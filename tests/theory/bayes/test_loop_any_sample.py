@@ -54,3 +54,22 @@ def test_the_any_sample_profile_is_its_parts_and_the_newton_term_a_gain():
                 assert prof["F"][i, j] == pytest.approx(parts, rel=1e-12)
                 if prof["min_eig"][i, j] > 0:
                     assert prof["newton"][i, j] <= 0.0
+
+
+def test_the_newton_terms_gauge_part_is_the_priors_row_mean():
+    """Along a positional row's gauge direction only the prior acts (the softmax ignores a
+    constant added to a row): the ansatz's component there is beta / sqrt(L) per row (sigmas 1),
+    so the Newton term's gauge part is exactly -beta^2 / 2, whatever the tokens."""
+    tok = sources.sample_sticky(jax.random.PRNGKey(2), n=32, L=L, V=V, rho=0.5)
+    betas = [0.5, 2.5]
+    prof = bayes.one_loop_profile(PARAMS, [30.0], betas, tok, shift_closed=False)
+    gauge = prof["newton"][0] - prof["newton_rest"][0]
+    np.testing.assert_allclose(gauge, [-(b**2) / 2 for b in betas], rtol=1e-9)
+
+
+def test_trusted_needs_a_positive_hessian_and_a_small_newton_step():
+    ok = {"min_eig": [0.5, 1.0], "newton_rest": [-0.3, -1.9]}
+    assert bayes.trusted([ok]) == (True, "")
+    assert not bayes.trusted([ok, {**ok, "min_eig": [0.5, -0.1]}])[0]
+    assert not bayes.trusted([{**ok, "newton_rest": [-0.3, -2.5]}])[0]
+    assert bayes.trusted([{"min_eig": [1.0]}])[0]  # a shift-closed profile has no Newton term
