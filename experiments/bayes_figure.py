@@ -48,6 +48,7 @@ SOFTMAX = (
     ("plain", 8, 7, "profile", "transition_profile_L8_V7.json"),
     ("plain", 12, 3, "profile", "transition_profile_L12_V3.json"),
     ("plain", 12, 5, "profile", "transition_profile_L12_V5.json"),
+    ("plain", 40, 5, "profile", "transition_profile_L40_V5.json"),
 )
 #: committed numbers of the report's tables that have no JSON source: left out of the figure
 NO_SOURCE = [
