@@ -305,14 +305,14 @@ def law(rows: list[dict]) -> dict:
 def markov_rows(results: Path) -> list[dict]:
     """Each Markov measurement of :data:`MARKOV` with the i.i.d. one of the same (L, V) and
     their ratio (the Markov shift of the Bayesian point, measured on both sides)."""
-    rows = []
+    rows, ra = [], _load(results, "bayes_theory_route_a.json")
     for reading, L, V, rho, name in MARKOV:
         d = _load(results, name)
         if (d["source"], d["L"], d["V"]) != ("markov", L, V):
             raise ValueError(f"{name} is not the Markov measurement at L={L} V={V}")
         iid = f"transition_profile_L{L}_V{V}.json"
         m, i = _measured(results, "profile", name), _measured(results, "profile", iid)
-        a = _route_a(_load(results, "bayes_theory_route_a.json"), reading, L, V, rho)
+        a = _route_a(ra, reading, L, V, rho)
         rows.append(
             dict(
                 reading=reading,

@@ -101,26 +101,6 @@ def full_hessian(hvp, n: int, chunk: int = 32) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def _hvps(params: TheoryParams):
-    def f(W, tokens, P):
-        return action(W, tokens, P, params)
-
-    def g(W, tokens):
-        return mean_copy_probability(W, tokens, params)
-
-    def hv(fun):
-        def one(W, E, *args):
-            return jax.jvp(lambda w: jax.grad(fun)(w, *args), (W,), (E,))[1]
-
-        return jax.jit(jax.vmap(one, in_axes=(None, 0) + (None,) * 2))
-
-    def hv_p(W, E, tokens):
-        return jax.jvp(lambda w: jax.grad(g)(w, tokens), (W,), (E,))[1]
-
-    return hv(f), jax.jit(jax.vmap(hv_p, in_axes=(None, 0, None))), jax.jit(jax.grad(g))
-
-
-@functools.lru_cache(maxsize=4)
 def _flat(params: TheoryParams):
     """Value, gradient and batched Hessian-vector products of the sampled action and of
     $\bar p$ on the flat weights (any sample: :func:`full_hessian`)."""
@@ -139,6 +119,17 @@ def _flat(params: TheoryParams):
         return jax.jit(jax.vmap(one, in_axes=(None, 0) + (None,) * n_args))
 
     return jax.jit(jax.value_and_grad(f)), hv(f, 2), jax.jit(jax.grad(g)), hv(g, 1)
+
+
+def _hvps(params: TheoryParams):
+    """:func:`_flat`'s Hessian-vector products and gradient of $\bar p$ on ``[D, D]`` weights
+    (``E``: ``[n, D, D]``), as :func:`orbit_hessian` takes them."""
+    _, hv_S, grad_p, hv_p = _flat(params)
+
+    def on_matrices(hv):
+        return lambda W, E, *args: hv(W.ravel(), E.reshape(len(E), -1), *args).reshape(E.shape)
+
+    return on_matrices(hv_S), on_matrices(hv_p), lambda W, t: grad_p(W.ravel(), t)
 
 
 def _V_post(beta, P, params: TheoryParams):
@@ -163,12 +154,11 @@ def one_loop_point(beta: float, P: float, params: TheoryParams, tokens) -> dict:
     # mu: multiplier of the constraint p = const (a_G is affine in p, the coarea factor uses p)
     mu = dS / dp
     HT = H - mu * Hp
-    n = gp / np.linalg.norm(gp)
-    Qm = np.linalg.qr(np.concatenate([n[:, None], np.eye(n.size)[:, :-1]], axis=1))[0][:, 1:]
+    Qm = _tangent_basis(gp)
     w = np.linalg.eigvalsh(params.sigma_G**2 * (Qm.T @ HT @ Qm))
     logdet = float(np.sum(np.log(np.abs(w))))
     p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
-    aG = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+    aG = _a_of_p(p, L)
     # coarea: density of p; the constant Jacobian da/dp is the same for every point
     F = S + 0.5 * logdet + math.log(np.linalg.norm(gp))
     return {
@@ -201,14 +191,11 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens, shift_closed
             W = copy_weights(beta, params)
             Hp = orbit_hessian(lambda E: hv_p(W, E, tokens), L, V)
             gp = np.asarray(grad_p(W, tokens)).ravel()
-            n = gp / np.linalg.norm(gp)
-            Qm = np.linalg.qr(np.concatenate([n[:, None], np.eye(n.size)[:, :-1]], axis=1))[0][
-                :, 1:
-            ]
+            Qm = _tangent_basis(gp)
             b = jnp.asarray(beta, jnp.float64)
             dp = float(jax.grad(lambda x: softmax_ansatz(x, L=float(L))["p"])(b))
             p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
-            aG[j] = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+            aG[j] = _a_of_p(p, L)
             for i, P in enumerate(P_values):
                 Pj = jnp.asarray(P, jnp.float64)
                 H = orbit_hessian(lambda E: hv_S(W, E, tokens, Pj), L, V)
@@ -219,6 +206,11 @@ def one_loop_profile(params: TheoryParams, P_values, betas, tokens, shift_closed
                 out["F"][i, j] = S + hl + math.log(np.linalg.norm(gp))
                 out["S"][i, j], out["half_logdet"][i, j], out["min_eig"][i, j] = S, hl, w.min()
     return {**out, "aG": aG, "beta": np.asarray(betas), "P": np.asarray(P_values)}
+
+
+def _a_of_p(p, L: int):
+    r"""$a_G=\sqrt L(Lp-1)/(L-1)$ of the ansatz's copy probability $p$ (docs/theory.md §4)."""
+    return math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
 
 
 def _tangent_basis(gp: np.ndarray) -> np.ndarray:
@@ -247,7 +239,7 @@ def _profile_any_sample(params: TheoryParams, P_values, betas, tokens) -> dict:
             Hp = full_hessian(lambda E: hv_p(w0, E, tokens), n)
             Qm = _tangent_basis(gp)
             p = float(jax.nn.sigmoid(beta - math.log(L - 1.0)))
-            aG[j] = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+            aG[j] = _a_of_p(p, L)
             for i, P in enumerate(P_values):
                 Pj = jnp.asarray(P, jnp.float64)
                 S, gS = vg_S(w0, tokens, Pj)
@@ -305,7 +297,7 @@ def basin_free_energies(beta, F, L: int, n_fine: int = 2001) -> dict:
     # local minima; the grid's low end counts where F falls towards it (the pooling basin may
     # lie at negative beta, beyond it: its integral is then cut there, flagged ``edge_low``)
     mins = [i for i in range(n_fine - 1) if (i == 0 or Ff[i] < Ff[i - 1]) and Ff[i] <= Ff[i + 1]]
-    a = math.sqrt(L) * (L * p - 1.0) / (L - 1.0)
+    a = _a_of_p(p, L)
     w = np.exp(-(Ff - Ff.min())) * dadb  # e^{-F} da on the uniform beta grid
     out = {
         "minima_beta": bf[mins].tolist(),
