@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import resource
 from pathlib import Path
 
 import equinox as eqx
@@ -27,6 +26,7 @@ from copyhead_jax.observables import attention_matrices, order_parameters
 from copyhead_jax.sampling import REDUCED_HMC_LINEAR
 from copyhead_jax.storage import write_json
 from copyhead_jax.theory import TheoryParams, bayes
+from copyhead_jax.transition import cpu_seconds
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "results"
 FRESH = 4096
@@ -81,7 +81,7 @@ def run(L: int, V: int, P: int, draws: int) -> dict:
         "route_B": {k: b[k] for k in ("P", "c1", "cG", "psi_mean")} | {"rho": b["rho"]},
         "health": {k: float(np.asarray(post[k]).max()) for k in ("rhat", "rhat_c1", "rhat_cG")}
         | {k: float(np.asarray(post[k]).min()) for k in ("ess", "ess_c1", "ess_cG")},
-        "cpu_seconds": resource.getrusage(resource.RUSAGE_SELF).ru_utime,
+        "cpu_seconds": cpu_seconds(),
     }
 
 

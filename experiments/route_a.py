@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from copyhead_jax import sources
 from copyhead_jax.compare import root
 from copyhead_jax.storage import write_json
 from copyhead_jax.theory import TheoryParams, bayes
+from copyhead_jax.transition import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "reports" / "results"
@@ -59,11 +59,6 @@ def betas_from(lo: float) -> np.ndarray:
 N_BASE = 64
 #: the first P around route B's point, and the factor of each widening step
 FACTORS, WIDEN, MAX_WIDEN = (0.88, 0.97, 1.06), 1.12, 3
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def route_b_point(results: Path, preset: str, L: int, V: int) -> float:
@@ -103,7 +98,7 @@ def one_seed(
     ):
         done = {p: (d, r) for p, d, r in zip(known["P"], known["dF"], known["basins"])}
         wall, cpu = known.get("wall", 0.0), known.get("cpu_seconds", 0.0)
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     P = sorted(P)
 
     def record() -> dict:
@@ -134,7 +129,7 @@ def one_seed(
             "n_sequences": int(tokens.shape[0]),
             "betas": [float(b) for b in betas],
             "wall": wall + time.perf_counter() - t0,
-            "cpu_seconds": cpu + _cpu() - c0,
+            "cpu_seconds": cpu + cpu_seconds() - c0,
         }
 
     for _ in range(MAX_WIDEN + 1):

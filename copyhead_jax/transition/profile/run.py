@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import resource
 import time
 from collections.abc import Callable
 
@@ -36,6 +35,7 @@ from ..._checks import check_int
 from ...config import Config
 from ...runner import failures, map_groups
 from ...runner.eta import LONG_S, announce, duration
+from ..branch_runs import cpu_seconds
 from ..root import next_probe
 from .cost import SMALLER, check_profile_memory, padded_rows, profile_estimate
 from .map_switch import map_branches, map_switch
@@ -267,7 +267,7 @@ def profile_transition(
     if cluster is not None:
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     log = lambda m: _log(progress, m)  # noqa: E731
-    cpu0 = _cpu()
+    cpu0 = cpu_seconds()
     s0 = ss.profile or default_profile_settings(cfg.task.L)
     # before any work: the part no P changes (windows, chains, draws; the fewest rows), then,
     # once the theory placed them, the first probes and a search widening to 4x them
@@ -367,7 +367,7 @@ def profile_transition(
             for P in sorted(r.profiles)
             for line in r.profiles[P].flagged + r.profiles[P].short
         ],
-        "cpu_seconds": _cpu() - cpu0 + cpu_away,
+        "cpu_seconds": cpu_seconds() - cpu0 + cpu_away,
     }
 
 
@@ -397,11 +397,6 @@ def _fan_out(cluster: str, tasks: list, log) -> list[SeedRun]:
     for r in out:
         log(f"seed {r.seed}: {r.verdict.kind}, P* = {_f(r.verdict.P_star)}")
     return out
-
-
-def _cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 def _f(x, nd=4) -> str:
