@@ -22,7 +22,10 @@ time over the measured one. The load average is recorded with every row, the pro
 resident memory at the end.
 
     python benchmarks/bench_collapsed.py [--quick] [--rounds N] [--P P ...] [--against REV]
-        [--L L --V V] [--x64] [--out FILE]
+        [--L L --V V] [--x64] [--loops] [--out FILE]
+
+``--loops`` times every gradient where the samplers call it, inside two nested loops (HMC
+iterations of leapfrog steps, :func:`in_loops`), per gradient.
 
 ``--profile`` also prints, per row, the compiled gradient's operations by their median time in
 a ``jax.profiler`` trace of 50 calls (each operation's time includes the trace's own overhead,
@@ -207,6 +210,24 @@ def operation_times(f, x, n: int = 50) -> list[tuple[str, float, int]]:
     return sorted((o for o in out if o[2] > 0), key=lambda o: -o[1])
 
 
+#: ``--loops``: HMC iterations x leapfrog steps, the two nested loops every sampler runs
+LOOPS = (2, 5)
+
+
+def in_loops(grad):
+    """``x -> x - 1e-6 grad(x)`` repeated in two nested ``lax.scan`` of ``LOOPS`` steps, as a
+    sampler's chain calls the gradient: XLA compiles a loop body apart (loop-invariant work is
+    hoisted out of it), so the same gradient can cost differently inside loops and alone."""
+
+    def leap(x, _):
+        return x - 1e-6 * grad(x), None
+
+    def iteration(x, _):
+        return jax.lax.scan(leap, x, None, length=LOOPS[1])[0], None
+
+    return lambda x: jax.lax.scan(iteration, x, None, length=LOOPS[0])[0]
+
+
 def timed(f, x, n: int) -> tuple[float, float]:
     """(median wall ms, mean process-CPU ms) of ``n`` calls after one warm call."""
     jax.block_until_ready(f(x))
@@ -258,14 +279,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--V", type=int, default=5, help="vocabulary (default 5)")
     ap.add_argument("--x64", action="store_true", help="float64 (default float32)")
     ap.add_argument("--heads", default="softmax,linear", help="default softmax,linear")
+    ap.add_argument(
+        "--loops",
+        action="store_true",
+        help="time each gradient inside two nested loops, as every sampler calls it",
+    )
     a = ap.parse_args(argv)
     if a.x64:
         jax.config.update("jax_enable_x64", True)
     if a.out is None:
-        paper = (a.L, a.V, a.x64) == (25, 5, False)
-        a.out = (
-            OUT if paper else OUT.with_name(f"bench_collapsed_L{a.L}_V{a.V}{'_x64' * a.x64}.json")
-        )
+        paper = (a.L, a.V, a.x64, a.loops) == (25, 5, False, False)
+        tail = f"_L{a.L}_V{a.V}{'_x64' * a.x64}{'_loops' * a.loops}"
+        a.out = OUT if paper else OUT.with_name(f"bench_collapsed{tail}.json")
     Ps = tuple(a.P) if a.P else (32, 322) if a.quick else (32, 322, 1250)
     energies = [("ours", marginal_energy), ("one_hot", one_hot_energy)]
     if a.against:
@@ -282,12 +307,15 @@ def main(argv=None) -> dict:
         for P in Ps:
             head, t, m, obj = problem(attention, P, a.L, a.V)
             x0 = head.W_G.ravel()
-            grads = {
-                name: jax.jit(jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj)))
+            raw = {
+                name: jax.grad(lambda x, f=f: f(with_WG(head, x), t, m, obj))
                 for name, f in energies
             }
+            grads = {k: jax.jit(g) for k, g in raw.items()}
+            timers = {k: jax.jit(in_loops(g)) for k, g in raw.items()} if a.loops else grads
+            per_call = LOOPS[0] * LOOPS[1] if a.loops else 1
             compiled, compile_s = {}, {}
-            for k, g in grads.items():
+            for k, g in timers.items():
                 t0 = time.perf_counter()
                 compiled[k] = g.lower(x0).compile()
                 compile_s[k] = time.perf_counter() - t0
@@ -297,10 +325,10 @@ def main(argv=None) -> dict:
             ms = {k: [] for k in grads}
             cpu = {k: [] for k in grads}
             for _ in range(rounds):
-                for k, g in grads.items():
-                    wall, proc = timed(g, x0, n)
-                    ms[k].append(wall)
-                    cpu[k].append(proc)
+                for k, g in timers.items():
+                    wall, proc = timed(g, x0, max(2, n // per_call))
+                    ms[k].append(wall / per_call)
+                    cpu[k].append(proc / per_call)
             cost = compiled["ours"].cost_analysis()
             cost = cost[0] if isinstance(cost, list) else cost
             mem = {k: int(c.memory_analysis().temp_size_in_bytes) for k, c in compiled.items()}
@@ -333,7 +361,7 @@ def main(argv=None) -> dict:
                     "max_rel_diff_against": float(np.max(np.abs(g0 - g2)) / np.max(np.abs(g2))),
                 }
             if a.profile:
-                ops = operation_times(grads["ours"], x0)
+                ops = operation_times(timers["ours"], x0)
                 row["operations_us"] = ops
                 print("  operations (median us per call):")
                 for name, us, k in ops[:25]:

@@ -33,7 +33,13 @@ sequence axis, which XLA:CPU never fuses (:func:`_stored`), which also keeps the
 stored in the whitening's Hessian; a concatenation fused into its pieces branches per element,
 so $G$ and $R$ are concatenated from more than 8 pieces, which XLA:CPU copies as one separate
 operation, so that their flat views are free (a reshape fused into a producer indexes every
-element by division).
+element by division). Inside a sampler's loops (a chain's iterations of leapfrog steps) XLA
+hoists whatever does not change from one step to the next out of the loop body and stores it:
+the tokens' comparisons, one ``[a, P]`` mask per key and token (125 at L = 25, V = 5), which the
+fusions then read from memory where they would compare in registers; the tokens and row weights
+are therefore offset by a zero computed from ``M`` (:func:`_loop_variant_zero`), which keeps
+them in the loop (per gradient inside two nested loops 1.6-1.75x faster at L = 25, P = 322 and
+1,036, float32; ``benchmarks/bench_collapsed.py --loops``).
 """
 
 from __future__ import annotations
@@ -113,6 +119,12 @@ def _transposed(t: TokenBatch, k: RowWeights) -> tuple[Float[Array, "L P"], Floa
     eye = jnp.eye(2 * L, dtype=k.dtype)
     out = lax.dot_general(eye, tk, (((1,), (1,)), ((), ())), precision=lax.Precision.HIGHEST)
     return out[:L], out[L:]
+
+
+def _loop_variant_zero(M: Array) -> Array:
+    """0, computed from ``M`` (whether its first entry is NaN; where it is, every output is NaN
+    anyway), so that it changes in a sampler's loops (module docstring)."""
+    return (M[0, 0] != M[0, 0]).astype(M.dtype)
 
 
 def _flat(x: Float[Array, "i a P"]) -> Float[Array, "i aP"]:
@@ -342,6 +354,8 @@ def _row_blocks(M: Gram, t: TokenBatch, k: RowWeights, whole_rows: bool = False)
     P, L = t.shape
     V = M.shape[0] - L
     tT, kT = _transposed(t, k)
+    zero = _loop_variant_zero(M)  # keeps the token masks inside the sampler's loops
+    tT, kT = tT + zero, kT + zero
     rows = dict(
         pe=M[V:, :V],
         pp=M[V:, V:],
