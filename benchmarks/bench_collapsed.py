@@ -22,10 +22,12 @@ time over the measured one. The load average is recorded with every row, the pro
 resident memory at the end.
 
     python benchmarks/bench_collapsed.py [--quick] [--rounds N] [--P P ...] [--against REV]
-        [--L L --V V] [--x64] [--loops] [--out FILE]
+        [--L L --V V] [--x64] [--loops [--chains N]] [--out FILE]
 
 ``--loops`` times every gradient where the samplers call it, inside two nested loops (HMC
-iterations of leapfrog steps, :func:`in_loops`), per gradient.
+iterations of leapfrog steps, :func:`in_loops`), per gradient; ``--chains N`` with it also times
+ours on N chains, batched (``vmap``) and one after the other (``lax.map``), per gradient: the
+measurement behind ``copyhead_jax.sampling.chains.batch_chains``.
 
 ``--profile`` also prints, per row, the compiled gradient's operations by their median time in
 a ``jax.profiler`` trace of 50 calls (each operation's time includes the trace's own overhead,
@@ -280,16 +282,25 @@ def main(argv=None) -> dict:
     ap.add_argument("--x64", action="store_true", help="float64 (default float32)")
     ap.add_argument("--heads", default="softmax,linear", help="default softmax,linear")
     ap.add_argument(
+        "--chains",
+        type=int,
+        default=1,
+        help="with --loops: also ours on this many chains, batched and one after the other",
+    )
+    ap.add_argument(
         "--loops",
         action="store_true",
         help="time each gradient inside two nested loops, as every sampler calls it",
     )
     a = ap.parse_args(argv)
+    if a.chains > 1 and not a.loops:
+        ap.error("--chains needs --loops")
     if a.x64:
         jax.config.update("jax_enable_x64", True)
     if a.out is None:
         paper = (a.L, a.V, a.x64, a.loops) == (25, 5, False, False)
         tail = f"_L{a.L}_V{a.V}{'_x64' * a.x64}{'_loops' * a.loops}"
+        tail += f"_chains{a.chains}" if a.chains > 1 else ""
         a.out = OUT if paper else OUT.with_name(f"bench_collapsed{tail}.json")
     Ps = tuple(a.P) if a.P else (32, 322) if a.quick else (32, 322, 1250)
     energies = [("ours", marginal_energy), ("one_hot", one_hot_energy)]
@@ -314,21 +325,32 @@ def main(argv=None) -> dict:
             grads = {k: jax.jit(g) for k, g in raw.items()}
             timers = {k: jax.jit(in_loops(g)) for k, g in raw.items()} if a.loops else grads
             per_call = LOOPS[0] * LOOPS[1] if a.loops else 1
+            args = dict.fromkeys(timers, x0)
+            calls = dict.fromkeys(timers, per_call)
+            if a.chains > 1:  # ours on a.chains chains, batched and one after the other
+                xs = x0[None] + 1e-3 * jax.random.normal(jax.random.key(5), (a.chains, x0.size))
+                loop = in_loops(raw["ours"])
+                timers |= {
+                    "chains_batched": jax.jit(jax.vmap(loop)),
+                    "chains_apart": jax.jit(lambda xs, f=loop: jax.lax.map(f, xs)),
+                }
+                args |= dict.fromkeys(("chains_batched", "chains_apart"), xs)
+                calls |= dict.fromkeys(("chains_batched", "chains_apart"), per_call * a.chains)
             compiled, compile_s = {}, {}
             for k, g in timers.items():
                 t0 = time.perf_counter()
-                compiled[k] = g.lower(x0).compile()
+                compiled[k] = g.lower(args[k]).compile()
                 compile_s[k] = time.perf_counter() - t0
             g0, g1 = (np.asarray(grads[k](x0), np.float64) for k in ("ours", "one_hot"))
             load0 = os.getloadavg()
             n = max(10, int(2000 / P))
-            ms = {k: [] for k in grads}
-            cpu = {k: [] for k in grads}
+            ms = {k: [] for k in timers}
+            cpu = {k: [] for k in timers}
             for _ in range(rounds):
                 for k, g in timers.items():
-                    wall, proc = timed(g, x0, max(2, n // per_call))
-                    ms[k].append(wall / per_call)
-                    cpu[k].append(proc / per_call)
+                    wall, proc = timed(g, args[k], max(2, n // calls[k]))
+                    ms[k].append(wall / calls[k])
+                    cpu[k].append(proc / calls[k])
             cost = compiled["ours"].cost_analysis()
             cost = cost[0] if isinstance(cost, list) else cost
             mem = {k: int(c.memory_analysis().temp_size_in_bytes) for k, c in compiled.items()}
@@ -360,6 +382,19 @@ def main(argv=None) -> dict:
                     "cpu_speedup_vs_against": min(cpu["against"]) / min(cpu["ours"]),
                     "max_rel_diff_against": float(np.max(np.abs(g0 - g2)) / np.max(np.abs(g2))),
                 }
+            if a.chains > 1:
+                row |= {
+                    "chains": a.chains,
+                    "cpu_ms_chains_batched": min(cpu["chains_batched"]),
+                    "cpu_ms_chains_apart": min(cpu["chains_apart"]),
+                    "logits_mib": a.chains * P * a.L**2 * x0.dtype.itemsize / 2**20,
+                }
+                print(
+                    f"  {a.chains} chains: batched {row['cpu_ms_chains_batched']:.2f}, one after "
+                    f"the other {row['cpu_ms_chains_apart']:.2f} CPU ms per gradient "
+                    f"({row['logits_mib']:.2f} MiB of logits)",
+                    flush=True,
+                )
             if a.profile:
                 ops = operation_times(timers["ours"], x0)
                 row["operations_us"] = ops

@@ -38,6 +38,7 @@ from .arviz import save_netcdf as save_netcdf
 from .arviz import to_arviz as to_arviz
 from .chains import Chains as Chains
 from .chains import Kernel as Kernel
+from .chains import batch_chains as batch_chains
 from .chains import map_chains as map_chains
 from .chains import run_chains as run_chains
 from .collapsed import draw_readout as draw_readout

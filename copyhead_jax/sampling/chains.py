@@ -62,6 +62,23 @@ def total_steps(kernel: Kernel, *, n_draws: int, thin: int = 1, burn_in: int = 0
     return kernel.n_warmup + burn_in + n_draws * thin
 
 
+#: On the CPU, chains run batched (``vmap``) while their ``chains x P x L x L`` float logits
+#: take at most this many bytes, else one after the other. Per gradient inside a chain's loops
+#: (``benchmarks/bench_collapsed.py``'s shape, 4-6 chains, float32): batched 1.3x faster at
+#: L = 12, P = 50 (0.16 MiB), even at L = 25, P = 32-128 (0.3-1.2 MiB), one after the other
+#: 1.2x faster from 1.9 MiB (L = 25, P = 200-600; L = 40, P = 56) and 1.7x at 9.9 MiB (P = 1,036).
+CPU_BATCH_BYTES = 3 << 19  # 1.5 MiB
+
+
+def batch_chains(n: int, rows: int, L: int, itemsize: int = 4) -> bool:
+    """Whether ``n`` chains of a potential over ``rows`` sequences of length ``L`` run batched:
+    always on an accelerator; on the CPU while their logits fit :data:`CPU_BATCH_BYTES` (beyond,
+    a batch's ``[n, P, L, L]`` intermediates leave the cache)."""
+    if jax.default_backend() != "cpu":
+        return True
+    return n * rows * L * L * itemsize <= CPU_BATCH_BYTES
+
+
 def map_chains(f: Callable, batched: bool) -> Callable:
     """``vmap(f)`` over a leading axis, or ``f`` mapped one slice after the other
     (``lax.map``): the same numbers up to float rounding; one after the other keeps a large

@@ -70,6 +70,7 @@ from ..fit import hessian, quenched_energy, split_weights
 from ..models import AbstractHead, head_class, root_of
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
+from .chains import batch_chains, map_chains
 from .collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
 from .health import var_U_ratio
 from .hmc import hmc_chains, hmc_state_structure
@@ -192,7 +193,7 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
         w, _ = lax.scan(step, jnp.zeros_like(x0), jnp.arange(n_steps))
         return x0 + C @ w
 
-    return jax.vmap(chain)(keys)
+    return map_chains(chain, batch_chains(keys.shape[0], *tokens.shape))(keys)
 
 
 def collapsed_target(head: AbstractHead, tokens, mask, obj: Objective, C: Whitening, observe):
@@ -362,9 +363,15 @@ def _marginal_whitening_runs(cfg: Config, heads, train, mask):
 def _warmup_runs(sampler: CollapsedHMC, keys, heads, train, mask, C):
     obj = Objective.from_config(sampler.cfg)
     n = sampler.mc.n_warmup
-    return jax.vmap(lambda k, h, t, m, c: warmup_chains(k, h, t, m, obj, c, n))(
-        keys, heads, train, mask, C
-    )
+    return map_chains(
+        lambda k, h, t, m, c: warmup_chains(k, h, t, m, obj, c, n), _batch_runs(keys, train)
+    )(keys, heads, train, mask, C)
+
+
+def _batch_runs(keys, train) -> bool:
+    """Whether a chunk's runs (``keys[runs, chains]``, ``train[runs, P, L]``) run batched:
+    :func:`~.chains.batch_chains` on all their chains."""
+    return batch_chains(keys.shape[0] * keys.shape[1], *train.shape[1:])
 
 
 def _chains_concat(parts: list[DrawStats]) -> DrawStats:
@@ -394,6 +401,7 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
         chain_args=(x,),
         state=state,
         first_draw=first_draw,
+        batched=batch_chains(x.shape[0], *t.shape),
     )
     obs, dist = st.records
     finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))
@@ -408,7 +416,7 @@ def _hmc_runs(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
     """Phase 3 of every run: :func:`~.hmc.hmc_chains` on the collapsed target, from the
     warm-up's end points ``x_init[runs, C, n]``, ``n_iter`` iterations."""
     n_iter = sampler.mc.n_iter
-    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter)[0])(
+    return map_chains(lambda *a: _one_run(sampler, *a, n_iter)[0], _batch_runs(keys, train))(
         keys, heads, train, mask, x_init, C
     )
 
@@ -417,7 +425,9 @@ def _hmc_runs(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
 def _hmc_start(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
     """:func:`_hmc_runs` for the first round (``round_draws`` draws), with the chains' states."""
     n_iter = sampler.mc.round_draws * sampler.mc.thin
-    return jax.vmap(lambda *a: _one_run(sampler, *a, n_iter))(keys, heads, train, mask, x_init, C)
+    return map_chains(lambda *a: _one_run(sampler, *a, n_iter), _batch_runs(keys, train))(
+        keys, heads, train, mask, x_init, C
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -428,4 +438,4 @@ def _hmc_more(sampler: CollapsedHMC, heads, train, mask, states, x_init, C, firs
     def one(h, t, m, st, x, c):
         return _one_run(sampler, None, h, t, m, x, c, n_iter, st, first_draw)
 
-    return jax.vmap(one)(heads, train, mask, states, x_init, C)
+    return map_chains(one, _batch_runs(x_init, train))(heads, train, mask, states, x_init, C)

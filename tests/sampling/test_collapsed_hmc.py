@@ -296,3 +296,48 @@ def test_small_default_softmax_adam_ends_at_its_own_minimum():
         assert abs(adam - exact) <= 1e-3 * max(abs(exact), 1e-2), (k, adam, exact)
     U = float(res["polish/U"][0, 0])
     assert abs(float(res["polish/dU"][0, 0])) <= 1e-4 * abs(U)
+
+
+def test_chains_one_after_the_other_are_the_batched_chains(linear_sweep, monkeypatch):
+    """Runs and chains run batched or one after the other by the size of their logits
+    (``batch_chains``). The same HMC chains on the collapsed target either way, up to float
+    rounding (5 iterations of 4 chains); and a whole sweep sampled one after the other gives
+    finite draws of the batched shapes. (Its draws differ from the batched sweep's: the
+    whitening's eigenvectors within the prior-floored eigenvalues, a degenerate subspace, follow
+    the rounding of the warm-up's end point, and the chains are drawn in those coordinates.)"""
+    from copyhead_jax.sampling import chains, collapsed_target
+    from copyhead_jax.sampling.hmc import hmc_chains
+
+    assert chains.batch_chains(4, 32, 25) and not chains.batch_chains(4, 1000, 25)
+    cfg = linear_sweep.config
+    head = init_reduced(jax.random.key(0), cfg, head_template(cfg), jnp.float32)
+    tokens = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[0])
+    mask = jnp.ones(tokens.shape[:1], jnp.float32)
+    n = head.W_G.size
+    pot, rec = collapsed_target(
+        head, tokens, mask, Objective.from_config(cfg), 0.05 * jnp.eye(n), lambda h: h.W_O_hat
+    )
+    keys = jax.random.split(jax.random.key(1), 4)
+    x = head.W_G.ravel()[None] + 0.01 * jax.random.normal(jax.random.key(2), (4, n))
+    batched, apart = (
+        hmc_chains(
+            keys,
+            pot,
+            jnp.zeros_like(x),
+            rec,
+            n_iter=5,
+            step_size=0.3,
+            n_adapt=5,
+            adapt_mass=True,
+            chain_args=(x,),
+            batched=b,
+        )
+        for b in (True, False)
+    )
+    for u, v in zip(jax.tree.leaves(batched.records), jax.tree.leaves(apart.records)):
+        np.testing.assert_allclose(np.asarray(v), np.asarray(u), rtol=1e-4, atol=1e-5)
+    mc = dataclasses.replace(default_sampler(linear_sweep), n_iter=12, n_warmup=4, n_adapt=4)
+    monkeypatch.setattr(chains, "CPU_BATCH_BYTES", 0)  # every run and chain one after the other
+    post = run_sampler(linear_sweep, mc, progress=False)
+    draws = np.asarray(post.arrays["draws"])
+    assert draws.shape[2:4] == (mc.n_chains, 12) and np.all(np.isfinite(draws))

@@ -37,13 +37,19 @@ class Landscape:
     ``energy``: $U$; ``order``: $a$; ``record``: per-draw observables ``[m]`` (``None``: none);
     ``precond``: the energy whose Hessian whitens a window (``None``: ``energy``); ``floor``:
     the prior's curvature (the energy is ``floor |x|^2 / 2`` plus a data part), also the
-    smallest curvature kept in the whitening."""
+    smallest curvature kept in the whitening; ``batched(params, n)``: whether a window's ``n``
+    chains run batched (``vmap``) or one after the other (``None``: batched)."""
 
     energy: Callable
     order: Callable
     record: Callable | None = None
     precond: Callable | None = None
     floor: float = 1.0
+    batched: Callable | None = None
+
+    def batch(self, params, n: int) -> bool:
+        """Whether ``n`` chains on ``params`` run batched (:attr:`batched`)."""
+        return True if self.batched is None else bool(self.batched(params, n))
 
     def biased(self, params, x, center, kappa):
         """$U(x)+\\frac\\kappa2(a(x)-c)^2$."""

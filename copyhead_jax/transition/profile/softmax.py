@@ -37,6 +37,7 @@ from ...models import (
 )
 from ...objective import Objective
 from ...observables import attention_matrices, order_parameters
+from ...sampling.chains import batch_chains
 from ...sampling.collapsed import marginal_energy, with_WG
 from .copy_order import a_G_of_pbar, mean_copy_prob
 from .landscape import Landscape
@@ -181,5 +182,6 @@ def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
             record=row_copy,
             precond=precond,
             floor=obj.sigma_G**-2,
+            batched=lambda prob, n: batch_chains(n, *prob.train.shape),
         )
     return _LANDSCAPES[key]

@@ -9,7 +9,8 @@ $w_0\sim\mathcal N(0,s^2I)$ (``start_scale`` $s$). Chain $r$ of every window for
 the replicas are independent umbrella runs (whole profiles), whose spread is the profile's
 Monte-Carlo error, and the chains of one window give its split $\hat R$ and ESS
 (:mod:`copyhead_jax.sampling.stats`). Windows run one after the other (``lax.map``), the chains of
-a window batched (``vmap``).
+a window batched (``vmap``) or, where the landscape says so (``Landscape.batched``), one after
+the other.
 
 **Stop when enough** (``ess_target > 0``): the windows are sampled in rounds of ``round_iter``
 iterations (:mod:`copyhead_jax.sampling.rounds`: the chains continued from their states, one
@@ -230,6 +231,7 @@ def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
             n_adapt=s.n_adapt,
             adapt_mass=s.adapt_mass,
             args=(params, x0, C, center, kappa),
+            batched=ls.batch(params, s.n_chains),
         )
         a, U, ex = ch.records
         if rounds:
@@ -269,6 +271,7 @@ def _more(ls: Landscape, s: UmbrellaSettings):
                 args=(params, x0, C, center, kappa),
                 state=state,
                 first_draw=first_draw,
+                batched=ls.batch(params, s.n_chains),
             )
             a, U, ex = ch.records
             return (a, U, ex, ch.accept, ch.step_size, ch.finite), ch.state
