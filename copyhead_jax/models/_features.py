@@ -38,8 +38,8 @@ hoists whatever does not change from one step to the next out of the loop body a
 the tokens' comparisons, one ``[a, P]`` mask per key and token (125 at L = 25, V = 5), which the
 fusions then read from memory where they would compare in registers; the tokens and row weights
 are therefore offset by a zero computed from ``M`` (:func:`_loop_variant_zero`), which keeps
-them in the loop (per gradient inside two nested loops 1.6-1.75x faster at L = 25, P = 322 and
-1,036, float32; ``benchmarks/bench_collapsed.py --loops``).
+them in the loop (softmax, per gradient inside two nested loops, 1.4-1.5x faster at L = 25,
+P = 50-1,250, float32: ``benchmarks/bench_collapsed.py --loops --against REV``).
 """
 
 from __future__ import annotations

@@ -64,9 +64,10 @@ def total_steps(kernel: Kernel, *, n_draws: int, thin: int = 1, burn_in: int = 0
 
 #: On the CPU, chains run batched (``vmap``) while their ``chains x P x L x L`` float logits
 #: take at most this many bytes, else one after the other. Per gradient inside a chain's loops
-#: (``benchmarks/bench_collapsed.py``'s shape, 4-6 chains, float32): batched 1.3x faster at
-#: L = 12, P = 50 (0.16 MiB), even at L = 25, P = 32-128 (0.3-1.2 MiB), one after the other
-#: 1.2x faster from 1.9 MiB (L = 25, P = 200-600; L = 40, P = 56) and 1.7x at 9.9 MiB (P = 1,036).
+#: (``benchmarks/bench_collapsed.py --loops --chains N``, float32): batched 1.5x faster at
+#: L = 12, P = 50 (6 chains, 0.16 MiB), even at L = 25, P = 50 (4, 0.5 MiB), one after the other
+#: 1.2x faster at L = 40, P = 56 (6, 2 MiB), 1.4x at L = 25, P = 322 (4, 3 MiB) and 1.7x at
+#: P = 1,036 (4, 9.9 MiB).
 CPU_BATCH_BYTES = 3 << 19  # 1.5 MiB
 
 

@@ -368,10 +368,10 @@ def _warmup_runs(sampler: CollapsedHMC, keys, heads, train, mask, C):
     )(keys, heads, train, mask, C)
 
 
-def _batch_runs(keys, train) -> bool:
-    """Whether a chunk's runs (``keys[runs, chains]``, ``train[runs, P, L]``) run batched:
-    :func:`~.chains.batch_chains` on all their chains."""
-    return batch_chains(keys.shape[0] * keys.shape[1], *train.shape[1:])
+def _batch_runs(per_chain, train) -> bool:
+    """Whether a chunk's runs (``per_chain[runs, chains, ...]``: any per-chain array,
+    ``train[runs, P, L]``) run batched: :func:`~.chains.batch_chains` on all their chains."""
+    return batch_chains(per_chain.shape[0] * per_chain.shape[1], *train.shape[1:])
 
 
 def _chains_concat(parts: list[DrawStats]) -> DrawStats:
