@@ -2,6 +2,7 @@
 
 from ._features import feature_moments as feature_moments
 from ._features import feature_moments_grad as feature_moments_grad
+from ._features import moments_and_attention as moments_and_attention
 from ._features import query_blocks as query_blocks
 from ._head import ARRAY_FIELDS as ARRAY_FIELDS
 from ._head import HEADS as HEADS

@@ -380,14 +380,12 @@ def _row_blocks(M: Gram, t: TokenBatch, k: RowWeights, whole_rows: bool = False)
     return tT, blocks
 
 
-def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
-    """``(S_F [D, D], B_F [D, V], residuals)`` for the activation ``act`` (module docstring)."""
+def _forward(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
+    r"""Per block of query rows: ``(rows, X, c, aux, G)``: ``A = X c``, ``G`` $=\sqrt k\,[F, Y]$."""
     D = M.shape[0]
     P, L = t.shape
     V = D - L
     tT, blocks = _row_blocks(M, t, k, act.whole_rows)
-    S = jnp.zeros((D + V, D + V), M.dtype)
-    res = []
     for rows in blocks:
         K = _key_logits(M, rows, P)
         X, c, aux = act.forward(
@@ -403,9 +401,34 @@ def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
             + [X[b0:b1] * w[None] for b0, b1 in _pieces(L, 9 - V)]
             + [((rows["ya"] == v) * rows["rk"])[None] for v in range(V)]
         )
+        yield rows, X, c, aux, G
+
+
+def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
+    """``(S_F [D, D], B_F [D, V], residuals)`` for the activation ``act`` (module docstring)."""
+    D, V = M.shape[0], M.shape[0] - t.shape[1]
+    S = jnp.zeros((D + V, D + V), M.dtype)
+    res = []
+    for _, X, c, aux, G in _forward(act, M, t, k):
         S = S + _flat(G) @ _flat(G).T
         res.append((X, c, aux, G))
     return S[:D, :D], S[:D, D:], tuple(res)
+
+
+def moments_and_attention(
+    act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights, seq_weights: Float[Array, " P"]
+) -> tuple[Gram, Float[Array, "D V"], Float[Array, "L L"]]:
+    r"""``(S_F, B_F, sum_p seq_weights[p] A_p)`` in one pass over the blocks: what a posterior
+    draw records (the loss and U from the moments, the order parameters from the mean of $A$)
+    without three more passes over the ``P x L x L`` logits."""
+    D, V = M.shape[0], M.shape[0] - t.shape[1]
+    S = jnp.zeros((D + V, D + V), M.dtype)
+    rows_sum = []
+    for _, X, c, _, G in _forward(act, M, t, k):
+        S = S + _flat(G) @ _flat(G).T
+        w = jnp.broadcast_to(c, X.shape[1:]) * seq_weights[None, :]
+        rows_sum.append(jnp.einsum("bap,ap->ab", X, w))  # [a, b]
+    return S[:D, :D], S[:D, D:], jnp.concatenate(rows_sum)
 
 
 def feature_moments_grad(

@@ -32,7 +32,13 @@ from jax import lax
 from jaxtyping import Array, Float
 
 from .._types import Mask, TokenBatch
-from ..models import AbstractHead, feature_moments, feature_moments_grad, target_weights
+from ..models import (
+    AbstractHead,
+    feature_moments,
+    feature_moments_grad,
+    moments_and_attention,
+    target_weights,
+)
 from ..objective import Objective
 
 #: Sequences used for the marginal's whitening Hessians (any constant SPD preconditioner leaves
@@ -187,16 +193,47 @@ def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: O
     return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + solve_upper(L, z)).T)
 
 
+def draw_observed(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+    r"""``(head, U, loss, A)``: ``head`` with ``W_O_hat`` drawn as :func:`draw_readout` draws
+    it, and there the quenched energy U, the training loss (mean over the kept sequences of
+    $\lvert f-y\rvert^2$) and the kept sequences' mean attention matrix, from one pass over the
+    data (:func:`~copyhead_jax.models.moments_and_attention`). With $\hat W^O$ ``[V, N]`` and
+    $Q=E\hat W^{O\top}/\sqrt{\chi N}$ (``[D, V]``: $f^{\alpha a}=Q^\top F^{\alpha a}$) the kept
+    rows' squared errors sum to $\operatorname{tr}Q^\top S_FQ-2\operatorname{tr}Q^\top B_F+\sum k$
+    ($\lvert y\rvert=1$)."""
+    M = head.logit_gram()
+    k = row_weights(head, tokens, mask, M.dtype)
+    keep = (mask > 0).astype(M.dtype)
+    SF, BF, A_sum = moments_and_attention(head.feature_activation(), M, tokens, k, keep)
+    E = head.embeddings()
+    Lam, B = _precision(SF, BF, E, _constants(head, obj))
+    L = cholesky(Lam)
+    mean = solve_upper(L, solve_lower(L, B))  # [N, V]
+    W = mean + solve_upper(L, jax.random.normal(key, mean.shape, mean.dtype))
+    head = eqx.tree_at(lambda h: h.W_O_hat, head, W.T)
+    Q = E @ W / math.sqrt(head.chi * E.shape[1])
+    sq = jnp.sum(Q * (SF @ Q)) - 2 * jnp.sum(Q * BF) + jnp.sum(k)
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2) + jnp.sum(W**2) / (2 * obj.sigma_O**2)
+    n = jnp.maximum(jnp.sum(mask), 1.0)
+    return head, obj.likelihood_weight * sq + prior, sq / n, A_sum / n
+
+
 def with_WG(head: AbstractHead, x):
     """``head`` with ``W_G`` set to the flat vector ``x`` (reshaped)."""
     return eqx.tree_at(lambda h: h.W_G, head, x.reshape(head.W_G.shape))
 
 
-def marginal_whitening(head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
+def marginal_whitening(
+    head: AbstractHead,
+    tokens: TokenBatch,
+    mask: Mask,
+    obj: Objective,
+    n_seqs: int = MARGINAL_PRECOND_SEQS,
+):
     r"""$C=V\Lambda_c^{-1/2}$ for the flat ``W_G`` from the Hessian of :func:`marginal_energy`
-    at ``head.W_G`` on at most ``MARGINAL_PRECOND_SEQS`` sequences (every row's weight scaled
-    by P / n_used), eigenvalues floored at the prior curvature ``1/sigma_G^2``."""
-    n = min(MARGINAL_PRECOND_SEQS, tokens.shape[0])
+    at ``head.W_G`` on at most ``n_seqs`` sequences (every row's weight scaled by
+    P / n_used), eigenvalues floored at the prior curvature ``1/sigma_G^2``."""
+    n = min(n_seqs, tokens.shape[0])
     used = jnp.maximum(jnp.sum(mask[:n] > 0), 1)
     scale = jnp.sum(mask > 0) / used
     t, m = tokens[:n], mask[:n]

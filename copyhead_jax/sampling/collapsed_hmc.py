@@ -71,10 +71,10 @@ from ..models import AbstractHead, head_class, root_of
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
 from .chains import batch_chains, map_chains
-from .collapsed import draw_readout, marginal_energy, marginal_whitening, with_WG
+from .collapsed import draw_observed, draw_readout, marginal_energy, marginal_whitening, with_WG
 from .health import var_U_ratio
 from .hmc import hmc_chains, hmc_state_structure
-from .sampler import DrawStats, Sampler
+from .sampler import DrawStats, Sampler, observations
 from .starts import branch_arrays, start_points, start_warnings
 
 Whitening = Float[Array, "n n"]
@@ -196,23 +196,26 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
     return map_chains(chain, batch_chains(keys.shape[0], *tokens.shape))(keys)
 
 
-def collapsed_target(head: AbstractHead, tokens, mask, obj: Objective, C: Whitening, observe):
+def collapsed_target(
+    head: AbstractHead, tokens, mask, obj: Objective, C: Whitening, observe, observe_drawn=None
+):
     r"""``(potential, record)`` of :func:`~.hmc.hmc_chains` for the collapsed posterior in the
     whitened coordinates ``x = x_start + C w`` (``x_start``: each chain's origin, a chain
     argument): $U_m(x)$, and at draw ``j`` the readout drawn exactly given ``W^G = x`` (key
     ``fold_in(chain key, -1 - j)``, a fold HMC's transitions never use), recording
-    ``(observe(head), |x - x_fit|)``."""
+    ``(observe(head), |x - x_fit|)``; ``observe_drawn(key, head)``, where given, draws the
+    readout of ``head`` and observes it in one."""
     x_fit = head.W_G.ravel()
+    if observe_drawn is None:
+        observe_drawn = lambda k, h: observe(draw_readout(k, h, tokens, mask, obj))  # noqa: E731
 
     def potential(w, x_start):
         return marginal_energy(with_WG(head, x_start + C @ w), tokens, mask, obj)
 
     def record(state, j, x_start):
         x = x_start + C @ state.position
-        h = draw_readout(
-            jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x), tokens, mask, obj
-        )
-        return observe(h), jnp.linalg.norm(x - x_fit)
+        obs = observe_drawn(jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x))
+        return obs, jnp.linalg.norm(x - x_fit)
 
     return potential, record
 
@@ -250,7 +253,7 @@ class CollapsedHMC(Sampler):
         return min(n_runs, 2 * self.cfg.sweep.n_seeds)
 
     def run_bytes(self, P: int | None = None) -> int:
-        """The float64 whitening of the marginal, and per chain the per-draw records (7
+        """The float32 whitening of the marginal, and per chain the per-draw records (7
         observables and what the config keeps, acceptance, distance, energy), its state and a
         step's activations."""
         cfg, mc = self.cfg, self.mc
@@ -260,7 +263,7 @@ class CollapsedHMC(Sampler):
         n = D * D
         extra = mc.keep_loglik * P + mc.keep_weights * D * (2 * V + L)
         activations = P * L * L * 8 + P * L * V * 6
-        whiten = 8 * (3 * n * n + 32 * min(P, 256) * L * (L * 8 + D * 6))
+        whiten = 4 * (3 * n * n + 32 * min(P, SAMPLER_PRECOND_SEQS) * L * (L * 8 + D * 6))
         return whiten + 4 * mc.n_chains * ((10 + extra) * mc.n_draws + 8 * n + activations)
 
     def prepare(self, heads: dict[str, np.ndarray]) -> np.ndarray:
@@ -317,21 +320,26 @@ class CollapsedHMC(Sampler):
     def _from(self, keys, heads, train, mask, carry: bool = False):
         """Phases 1-3 for every run of a chunk from ``heads.W_G`` (``carry``: the first round,
         with what :meth:`more` continues from)."""
-        f64 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), tree)
         f32 = lambda tree: jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
         k_warm = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 1)))(keys)
         k_hmc = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 2)))(keys)
-        with jax.enable_x64(True):
-            C1 = _marginal_whitening_runs(self.cfg, f64(heads), train, f64(mask))
         heads, mask = f32(heads), f32(mask)
-        x_warm = _warmup_runs(self, k_warm, heads, train, mask, f32(C1))  # [runs, chains, n]
+        C1 = _marginal_whitening_runs(self.cfg, heads, train, mask)
+        x_warm = _warmup_runs(self, k_warm, heads, train, mask, C1)  # [runs, chains, n]
         typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
-        with jax.enable_x64(True):
-            C2 = _marginal_whitening_runs(self.cfg, f64(typical), train, f64(mask))
+        C2 = _marginal_whitening_runs(self.cfg, typical, train, mask)
         if carry:
-            st, states = _hmc_start(self, k_hmc, heads, train, mask, x_warm, f32(C2))
-            return st, (states, x_warm, f32(C2))
-        return _hmc_runs(self, k_hmc, heads, train, mask, x_warm, f32(C2))
+            st, states = _hmc_start(self, k_hmc, heads, train, mask, x_warm, C2)
+            return st, (states, x_warm, C2)
+        return _hmc_runs(self, k_hmc, heads, train, mask, x_warm, C2)
+
+    def observe_drawn(self, key, head: AbstractHead, train, mask) -> Array:
+        """:meth:`observe_all` of ``head`` with its readout drawn given ``W^G``
+        (:func:`~.collapsed.draw_observed`: U, the loss and the mean attention from the
+        readout's moments, one pass over the data where drawing and observing took four)."""
+        obj = Objective.from_config(self.cfg)
+        h, U, loss, A = draw_observed(key, head, train, mask, obj)
+        return self.observe_all(h, train, mask, observations(U, loss, A, h.gauge_fix))
 
     def draw_step(self, n_draws: int | None = None) -> np.ndarray:
         """The HMC iterations after adaptation at which draws are kept."""
@@ -351,12 +359,23 @@ class CollapsedHMC(Sampler):
         return start_warnings(res.arrays, res.P, self.mc, res.order_names[1])
 
 
+#: Sequences whose Hessian whitens the sampler's chains (the data part rescaled by P / n_used).
+#: Any constant SPD preconditioner leaves the posterior exact; against one on 256 sequences in
+#: float64, this one (float32) whitens that Hessian to within 0.94-1.07 in every direction
+#: (paper configuration, softmax, P = 322) at an eighth of the cost, where the two Hessians of
+#: a start group took half a run's CPU at P = 322.
+SAMPLER_PRECOND_SEQS = 64
+
+
 @functools.partial(jax.jit, static_argnums=0)
 def _marginal_whitening_runs(cfg: Config, heads, train, mask):
-    """The marginal whitening of every run (one run at a time: a vmap over runs would hold
-    runs x 32 tangents of the data block); call inside ``jax.enable_x64``."""
+    """The marginal whitening of every run on ``SAMPLER_PRECOND_SEQS`` sequences, in the
+    heads' float type (one run at a time: a vmap over runs would hold runs x 32 tangents of
+    the data block)."""
     obj = Objective.from_config(cfg)
-    return jax.lax.map(lambda a: marginal_whitening(*a, obj), (heads, train, mask))
+    return jax.lax.map(
+        lambda a: marginal_whitening(*a, obj, SAMPLER_PRECOND_SEQS), (heads, train, mask)
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -385,7 +404,9 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
     """Phase 3 of one run (``state``: continue those chains): ``(DrawStats, HMC states)``."""
     s = sampler.mc
     obj = Objective.from_config(sampler.cfg)
-    potential, record = collapsed_target(h, t, m, obj, c, lambda hh: sampler.observe_all(hh, t, m))
+    potential, record = collapsed_target(
+        h, t, m, obj, c, None, lambda key, hh: sampler.observe_drawn(key, hh, t, m)
+    )
     st = hmc_chains(
         k,
         potential,

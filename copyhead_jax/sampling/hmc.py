@@ -56,6 +56,8 @@ from .chains import Kernel, continue_chains, run_chains
 #: whitened units, near pi/2 (a quarter period of a unit-curvature direction): long enough to
 #: decorrelate, short of the half period at which a Gaussian's energy U returns.
 LEAPFROG = 5
+#: The range of the uniform factor on each transition's leapfrog step (module docstring).
+JITTER = (0.8, 1.2)
 #: HMC iterations (discarded) that tune each chain's leapfrog step before it is frozen, and the
 #: acceptance they aim at (0.65-0.8 is HMC's efficient range; Beskos et al. 2013: 0.651).
 HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
@@ -83,7 +85,7 @@ def hmc_transition(
     ``energy``, the input of the BFMI)."""
     w, u, g = state
     k_eps, k_p, k_acc = jax.random.split(key, 3)
-    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, 0.8, 1.2)
+    eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, *JITTER)
     p0 = jax.random.normal(k_p, w.shape, w.dtype)
 
     def leap(c, _):

@@ -28,6 +28,13 @@ from ..results import PosteriorResult, SweepResult
 from .records import log_likelihood
 
 
+def observations(U, loss, A, gauge_fix: bool) -> jax.Array:
+    """``[U, loss, c1, cG, r, psi, coverage]`` (:meth:`Sampler.observe`) from U, the loss and
+    the mean attention matrix ``A``."""
+    o = order_parameters(A, gauge_fix=gauge_fix)
+    return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
+
+
 class DrawStats(NamedTuple):
     """The chains of the runs of one chunk: per-draw observables and health counters."""
 
@@ -56,17 +63,17 @@ class Sampler(eqx.Module):
         reduced engine's U without the frozen embeddings' prior, as its exact fits report it)."""
         V = self.cfg.task.V
         A = masked_mean(attention_matrices(head, train), mask)
-        o = order_parameters(A, gauge_fix=head.gauge_fix)
         U = neg_log_posterior(head, train, mask, Objective.from_config(self.cfg))
         if self.cfg.model.engine == "reduced":  # quenched U, as the exact fits report it
             U = U - embedding_prior_energy(head, Objective.from_config(self.cfg))
         loss = masked_mean(squared_errors(head, train, V), mask)
-        return jnp.stack([U, loss, o.c1, o.cG, o.r, o.psi, o.coverage])
+        return observations(U, loss, A, head.gauge_fix)
 
-    def observe_all(self, head: AbstractHead, train, mask) -> jax.Array:
-        """:meth:`observe`, then (``keep_loglik``) each sequence's log-likelihood (0 on padding
-        rows), then (``keep_weights``) ``W^G`` and ``W_O_hat`` flattened."""
-        parts = [self.observe(head, train, mask)]
+    def observe_all(self, head: AbstractHead, train, mask, observed=None) -> jax.Array:
+        """:meth:`observe` (or ``observed``, where the caller has it), then (``keep_loglik``)
+        each sequence's log-likelihood (0 on padding rows), then (``keep_weights``) ``W^G`` and
+        ``W_O_hat`` flattened."""
+        parts = [self.observe(head, train, mask) if observed is None else observed]
         if getattr(self.mc, "keep_loglik", False):
             parts.append(jnp.where(mask > 0, log_likelihood(head, train, self.cfg), 0.0))
         if getattr(self.mc, "keep_weights", False):

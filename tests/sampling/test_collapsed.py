@@ -18,6 +18,8 @@ from copyhead_jax.data import sample_tokens
 from copyhead_jax.models import reduce_head
 from copyhead_jax.objective import Objective
 from copyhead_jax.sampling.collapsed import (
+    draw_observed,
+    draw_readout,
     marginal_energy,
     readout_conditional,
     spd_inverse,
@@ -140,3 +142,27 @@ def test_one_sequence_equals_autodiff():
         np.testing.assert_allclose(ours(x0), ref(x0), rtol=RTOL_64)
         g, g_ref = jax.grad(ours)(x0), jax.grad(ref)(x0)
         assert float(jnp.max(jnp.abs(g - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
+
+
+@pytest.mark.parametrize(("attention", "linear_scale", "causal"), HEADS)
+def test_draw_observed_equals_the_direct_observables(attention, linear_scale, causal):
+    """One pass over the data (the readout's moments and the mean attention) gives the readout
+    draw of ``draw_readout`` (same key) and, at it, the quenched U, the mean loss over kept
+    sequences and their mean attention matrix as the head's own forward passes compute them
+    (padded rows, causal target weights; float64: the same sums in another order)."""
+    from copyhead_jax.data import masked_mean
+    from copyhead_jax.objective import embedding_prior_energy, neg_log_posterior
+
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup(attention, linear_scale, causal)
+        head = with_WG(head, head.W_G.ravel() * 3.0)
+        key = jax.random.key(7)
+        h, U, loss, A = draw_observed(key, head, t, mask, obj)
+        ref = draw_readout(key, head, t, mask, obj)
+        np.testing.assert_allclose(h.W_O_hat, ref.W_O_hat, rtol=RTOL_64, atol=1e-12)
+        U_ref = neg_log_posterior(ref, t, mask, obj) - embedding_prior_energy(ref, obj)
+        np.testing.assert_allclose(U, U_ref, rtol=RTOL_64)
+        np.testing.assert_allclose(loss, masked_mean(ref.squared_errors(t), mask), rtol=1e-9)
+        np.testing.assert_allclose(
+            A, masked_mean(ref.attention_rows(t), mask), rtol=RTOL_64, atol=1e-14
+        )
