@@ -8,20 +8,21 @@ The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reducti
 seeds, both heads). Each measured run is sampled by its head's default collapsed HMC
 (``default_sampler``) with ``ess_target`` (ESS >= ``--target`` on U and both order parameters,
 split R-hat <= 1.01, rounds of ``--round`` iterations, the fixed length as the cap), ``--seeds``
-seeds at each ``--P``, each P its own ``run_sampler`` call; the first two P twice (the
-repeat reuses the compiled programs), so that one compilation's CPU is measured and taken off
-the other fresh calls. Times are the process's CPU seconds (on a shared machine a better
+seeds at each ``--P``, each P its own ``run_sampler`` call, twice: the repeat reuses the
+compiled programs and draws the same chains, so it measures the runs and the fresh call less
+the repeat one compilation at that P (the first P's also holds the process's one-time costs:
+an over-count). Times are the process's CPU seconds (on a shared machine a better
 estimate of the idle wall time than the wall clock: one BLAS and XLA thread per process).
 
 **Scaling to the 320 runs** the way ``run_sampler`` runs them: chunks of two P values x 10 seeds,
 each trimmed to its larger P (padding rows cost as much as data), compiled once. A chunk costs
-20 x the per-run cost at its larger P (linear interpolation in P between the measured P, held at
-the end values outside them: the cost grows with P, so below the smallest measured P this
-over-counts) plus one compilation. The rounds of a chunk go on until every run of it meets the
-target, so the scaled total assumes each chunk needs the rounds its measured seeds needed: it is
-a lower bound where other seeds need more (the cap bounds it above: the fixed length,
-``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for
-both heads, ESS >= 400 on every run.
+20 x the per-run cost at its larger P plus one compilation there (both interpolated linearly in
+P between the measured P, held at the end values outside them: the cost grows with P, so below
+the smallest measured P this over-counts). The rounds of a chunk go on until every run of it
+meets the target, so the scaled total assumes each chunk needs the rounds its measured seeds
+needed: it is a lower bound where other seeds need more (the cap bounds it above: the fixed
+length, ``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for both heads, ESS >= 400
+on every run.
 """
 
 from __future__ import annotations
@@ -51,11 +52,10 @@ CHUNK_P = 2  # P values per compiled chunk (CollapsedHMC.chunk_runs)
 
 
 def measure(attention: str, P_list, seeds: int, target: float, round_iter: int) -> dict:
-    """Sampling cost of ``seeds`` runs at each P (module docstring). The first two P are sampled
-    twice: the first call of the process also pays its one-time costs, the second P's pair
-    measures one compilation (its fresh call less its repeat), taken off the other fresh calls."""
+    """Sampling cost of ``seeds`` runs at each P (module docstring): every P sampled twice, the
+    repeat's CPU the runs', the fresh call's less the repeat's one compilation."""
     rows, fits = [], {}
-    calls = [P_list[0], P_list[0]] + [P for P in P_list[1:2] for _ in range(2)] + list(P_list[2:])
+    calls = [P for P in P_list for _ in range(2)]
     for i, P in enumerate(calls):
         if P not in fits:  # the exact MAP the chains start from
             fits[P] = ch.run_sweep(
@@ -82,14 +82,13 @@ def measure(attention: str, P_list, seeds: int, target: float, round_iter: int) 
         )
     fresh = {r["P"]: r["cpu_s"] for r in rows if not r["repeat"]}
     again = {r["P"]: r["cpu_s"] for r in rows if r["repeat"]}
-    compile_cpu = max(fresh[P_list[1]] - again[P_list[1]], 0.0) if len(P_list) > 1 else 0.0
-    per_run_cpu = [
-        (again[P] if P in again else max(fresh[P] - compile_cpu, 0.0)) / seeds for P in P_list
-    ]
+    compile_at = [max(fresh[P] - again[P], 0.0) for P in P_list]
+    per_run_cpu = [again[P] / seeds for P in P_list]
     return dict(
         sampler=dataclasses.asdict(mc),
         rows=rows,
-        compile_cpu_s=compile_cpu,
+        compile_cpu_s=float(np.mean(compile_at)),
+        compile_cpu_s_at=compile_at,
         fit_P=list(P_list),
         per_run_cpu_s=per_run_cpu,
         all_met=all(bool(r.get("target_met")) for row in rows for r in row["runs"]),
@@ -101,9 +100,10 @@ def scale(m: dict, P_grid, n_seeds: int) -> float:
     P = np.asarray(m["fit_P"], float)
     order = np.argsort(P)
     cost = lambda p: float(np.interp(p, P[order], np.asarray(m["per_run_cpu_s"])[order]))  # noqa: E731
+    comp = lambda p: float(np.interp(p, P[order], np.asarray(m["compile_cpu_s_at"])[order]))  # noqa: E731
     grid = sorted(P_grid)
     chunks = [grid[i : i + CHUNK_P] for i in range(0, len(grid), CHUNK_P)]
-    return sum(len(c) * n_seeds * cost(max(c)) + m["compile_cpu_s"] for c in chunks)
+    return sum(len(c) * n_seeds * cost(max(c)) + comp(max(c)) for c in chunks)
 
 
 def main(argv=None) -> dict:

@@ -172,7 +172,7 @@ def paper_posterior_row(d: dict) -> str:
     per = "; ".join(
         f"{att}: "
         + ", ".join(f"{t:.0f} s at P = {p}" for p, t in zip(m["fit_P"], m["per_run_cpu_s"]))
-        + f" per run, compile {m['compile_cpu_s']:.0f} s, its runs ~"
+        + f" per run, compile {m['compile_cpu_s']:.0f} s (mean), its runs ~"
         + f"{m['scaled_cpu_s'] / 3600:.1f} h"
         for att, m in heads.items()
     )
