@@ -1,7 +1,7 @@
 """The paper configuration's whole posterior sweep stopping when enough: its CPU cost, measured on
 a subset of P and scaled to every run.
 
-    python benchmarks/bench_paper_posterior.py [--P 4 64 322 1000] [--target 400] [--round 250]
+    python benchmarks/bench_paper_posterior.py [--P 4 64 322 1000] [--target 400] [--round 125]
         [--attention linear softmax] [--seeds 1] [--out FILE]
 
 The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction; 16 P x 10
@@ -112,7 +112,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--attention", nargs="+", default=["linear", "softmax"])
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--target", type=float, default=400.0)
-    ap.add_argument("--round", type=int, default=250)
+    ap.add_argument("--round", type=int, default=125)
     ap.add_argument(
         "--out",
         type=Path,

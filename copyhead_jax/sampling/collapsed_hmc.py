@@ -359,11 +359,10 @@ class CollapsedHMC(Sampler):
         return start_warnings(res.arrays, res.P, self.mc, res.order_names[1])
 
 
-#: Sequences whose Hessian whitens the sampler's chains (the data part rescaled by P / n_used).
-#: Any constant SPD preconditioner leaves the posterior exact; against one on 256 sequences in
-#: float64, this one (float32) whitens that Hessian to within 0.94-1.07 in every direction
-#: (paper configuration, softmax, P = 322) at an eighth of the cost, where the two Hessians of
-#: a start group took half a run's CPU at P = 322.
+#: Sequences whose Hessian whitens the sampler's chains (the data part rescaled by P / n_used),
+#: in float32. Any constant SPD preconditioner leaves the posterior exact; this one's curvatures
+#: are off by ~ 1/sqrt(64) = 12% at large P (the diagonal mass adapted on top takes up the scale),
+#: at a quarter of the Hessian-vector products' work on 256 sequences.
 SAMPLER_PRECOND_SEQS = 64
 
 

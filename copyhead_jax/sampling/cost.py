@@ -87,7 +87,7 @@ def sampler_estimate(cfg: Config, mc: SGLDConfig | HMCConfig, unit=None) -> Esti
     if isinstance(mc, HMCConfig):
         hi = mc.n_warmup + (mc.n_adapt + mc.n_iter) * mc.n_leapfrog
         lo = mc.n_warmup + (mc.n_adapt + min(mc.round_iter, mc.n_iter)) * mc.n_leapfrog
-        energy, dtype = "marginal", jnp.float64
+        energy, dtype = "marginal", jnp.float32  # the chains run in float32
     else:
         hi = mc.n_steps
         lo = min(mc.burn_in + mc.round_steps, mc.n_steps)
