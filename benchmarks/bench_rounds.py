@@ -49,24 +49,28 @@ def sample(sweep, mc) -> tuple[dict, object]:
 
 
 def per_run(post, names) -> list[dict]:
+    """One row per run (every P and seed): draws per chain, the smallest ESS and largest R-hat
+    reached, the flags, and each order parameter's mean with its MCSE."""
     a = post.arrays
     n = a["n_draws"]
     out = []
     means = {k: run_mean(post, k) for k in names}
     for i, P in enumerate(post.P):
-        row = {
-            "P": int(P),
-            "draws": int(n[i, 0]),
-            "ess_min": float(a["ess_reached"][i, 0]),
-            "rhat_max": float(a["rhat_reached"][i, 0]),
-            "flagged": bool(a["flagged"][i, 0]),
-        }
-        if "target_met" in a:
-            row["target_met"] = bool(a["target_met"][i, 0])
-        for k in names:
-            m, se, _ = means[k]
-            row[k] = {"mean": float(m[i, 0]), "mcse": float(se[i, 0])}
-        out.append(row)
+        for j in range(n.shape[1]):
+            row = {
+                "P": int(P),
+                "seed": j,
+                "draws": int(n[i, j]),
+                "ess_min": float(a["ess_reached"][i, j]),
+                "rhat_max": float(a["rhat_reached"][i, j]),
+                "flagged": bool(a["flagged"][i, j]),
+            }
+            if "target_met" in a:
+                row["target_met"] = bool(a["target_met"][i, j])
+            for k in names:
+                m, se, _ = means[k]
+                row[k] = {"mean": float(m[i, j]), "mcse": float(se[i, j])}
+            out.append(row)
     return out
 
 
