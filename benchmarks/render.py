@@ -180,7 +180,7 @@ def paper_posterior_row(d: dict) -> str:
     load = d["load_average"]
     return (
         f"| posterior sweep of the paper config until ESS >= {d['target']['ess']:g} (collapsed "
-        f"HMC, {d['config']['measured_seeds']} seed per P measured, scaled to "
+        f"HMC, {d['config']['measured_seeds']} seed(s) per P measured, scaled to "
         f"{len(d['config']['P_grid'])} P x {d['config']['n_seeds']} seeds) | CPU {per}; "
         f"both heads ~{d['scaled_total_cpu_h']:.1f} CPU-h"
         f"{'' if met_all else ' (a measured run stopped at the cap short of the target)'}; "
