@@ -187,10 +187,15 @@ def marginal_energy(
 def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
     """``head`` with ``W_O_hat`` drawn exactly from its Gaussian conditional given ``W_G``."""
     Lam, B, _ = readout_conditional(head, tokens, mask, obj)
+    return eqx.tree_at(lambda h: h.W_O_hat, head, _gaussian_draw(key, Lam, B).T)
+
+
+def _gaussian_draw(key, Lam, B) -> Float[Array, "N V"]:
+    r"""Columns drawn from $\mathcal N(\Lambda^{-1}B_{:,v},\Lambda^{-1})$ through the Cholesky
+    factor of $\Lambda$."""
     L = cholesky(Lam)
-    mean = solve_upper(L, solve_lower(L, B))  # [N, V]
-    z = jax.random.normal(key, mean.shape, mean.dtype)
-    return eqx.tree_at(lambda h: h.W_O_hat, head, (mean + solve_upper(L, z)).T)
+    mean = solve_upper(L, solve_lower(L, B))
+    return mean + solve_upper(L, jax.random.normal(key, mean.shape, mean.dtype))
 
 
 def draw_observed(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
@@ -206,10 +211,7 @@ def draw_observed(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: 
     keep = (mask > 0).astype(M.dtype)
     SF, BF, A_sum = moments_and_attention(head.feature_activation(), M, tokens, k, keep)
     E = head.embeddings()
-    Lam, B = _precision(SF, BF, E, _constants(head, obj))
-    L = cholesky(Lam)
-    mean = solve_upper(L, solve_lower(L, B))  # [N, V]
-    W = mean + solve_upper(L, jax.random.normal(key, mean.shape, mean.dtype))
+    W = _gaussian_draw(key, *_precision(SF, BF, E, _constants(head, obj)))  # [N, V]
     head = eqx.tree_at(lambda h: h.W_O_hat, head, W.T)
     Q = E @ W / math.sqrt(head.chi * E.shape[1])
     sq = jnp.sum(Q * (SF @ Q)) - 2 * jnp.sum(Q * BF) + jnp.sum(k)
