@@ -15,14 +15,18 @@ an over-count). Times are the process's CPU seconds (on a shared machine a bette
 estimate of the idle wall time than the wall clock: one BLAS and XLA thread per process).
 
 **Scaling to the 320 runs** the way ``run_sampler`` runs them: chunks of two P values x 10 seeds,
-each trimmed to its larger P (padding rows cost as much as data), compiled once. A chunk costs
-20 x the per-run cost at its larger P plus one compilation there (both interpolated linearly in
-P between the measured P, held at the end values outside them: the cost grows with P, so below
-the smallest measured P this over-counts). The rounds of a chunk go on until every run of it
-meets the target, so the scaled total assumes each chunk needs the rounds its measured seeds
-needed: it is a lower bound where other seeds need more (the cap bounds it above: the fixed
-length, ``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for both heads, ESS >= 400
-on every run.
+each trimmed to its larger P (padding rows cost as much as data), compiled once; each run of a
+chunk stops in the round it meets the target, and the chunk's runs are mapped one after the
+other (every chunk of this grid: ``chains.batch_chains``), so a stopped run costs nothing more.
+A chunk costs 20 x the mean per-run cost at its larger P plus one compilation there (both
+interpolated linearly in P between the measured P, held at the end values outside them: the cost
+grows with P, so below the smallest measured P this over-counts). The per-run cost at a measured
+P is the repeat's CPU over its seeds, the mean of their rounds; where that call's few runs are
+small enough to run batched (P <= 78 with two seeds) they go on together until the last meets
+the target, an over-count. Seeds differ in the rounds they need, so the scaled total is an
+estimate whose error shrinks with ``--seeds``; the cap bounds it above (the fixed length,
+``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for both heads, ESS >= 400 on every
+run.
 """
 
 from __future__ import annotations

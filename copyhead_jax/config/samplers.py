@@ -6,13 +6,13 @@
 carries its real ``name`` (progress bar, figures, tables, netCDF and file metadata).
 
 **Stopping when enough** (both samplers): with ``ess_target > 0`` the draws are taken in rounds
-(``round_iter`` HMC iterations, ``round_steps`` SGLD steps) until every run's ESS of U and of
+(``round_iter`` HMC iterations, ``round_steps`` SGLD steps), each run until its ESS of U and of
 both order parameters is ``>= ess_target`` and their split R-hat ``<= rhat_target``, or the cap:
 the fixed length (``n_iter``; SGLD ``n_steps - burn_in``) rounded up to whole rounds
-(:mod:`copyhead_jax.sampling.rounds`). The default, ``ess_target = 0``, is today's fixed length,
-so that no number of a default run changes: whether a target reproduces the fixed-length
-numbers within their errors is a property of each posterior, measured
-(``benchmarks/bench_rounds.py``), not assumed.
+(:mod:`copyhead_jax.sampling.rounds`; each run stops on its own). The default,
+``ess_target = 0``, is the fixed length, so that no number of a default run changes: whether a
+target reproduces the fixed-length numbers within their errors is a property of each posterior,
+measured (``benchmarks/bench_rounds.py``), not assumed.
 """
 
 from __future__ import annotations

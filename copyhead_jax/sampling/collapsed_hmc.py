@@ -74,7 +74,7 @@ from .chains import batch_chains, map_chains
 from .collapsed import draw_observed, draw_readout, marginal_energy, marginal_whitening, with_WG
 from .health import var_U_ratio
 from .hmc import hmc_chains, hmc_state_structure
-from .sampler import DrawStats, Sampler, observations
+from .sampler import DrawStats, Sampler, left_out, observations
 from .starts import branch_arrays, start_points, start_warnings
 
 Whitening = Float[Array, "n n"]
@@ -288,10 +288,14 @@ class CollapsedHMC(Sampler):
         ]
         return _chains_concat([o[0] for o in out]), tuple(o[1] for o in out)
 
-    def more(self, carry, head, train, mask, prepared, idx, first_draw) -> tuple[DrawStats, tuple]:
-        """The next round from ``carry``, its draws numbered from ``first_draw``."""
+    def more(
+        self, carry, head, train, mask, prepared, idx, first_draw, active
+    ) -> tuple[DrawStats, tuple]:
+        """The next round of the runs ``active`` from ``carry``, its draws numbered from
+        ``first_draw``; the other runs' chains stay where they are (skipped when the runs are
+        mapped one after the other)."""
         out = [
-            _hmc_more(self, h, train, mask, *c, jnp.int32(first_draw))
+            _hmc_more(self, h, train, mask, *c, jnp.int32(first_draw), active)
             for (_, h), c in zip(self._groups(None, head, prepared, idx), carry)
         ]
         carry = tuple((o[1], *c[1:]) for o, c in zip(out, carry))  # new states, same origins
@@ -451,11 +455,22 @@ def _hmc_start(sampler: CollapsedHMC, keys, heads, train, mask, x_init, C):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _hmc_more(sampler: CollapsedHMC, heads, train, mask, states, x_init, C, first_draw):
-    """One more round of every run from ``states``: ``(DrawStats, states)``."""
+def _hmc_more(sampler: CollapsedHMC, heads, train, mask, states, x_init, C, first_draw, active):
+    """One more round of the runs ``active`` from ``states``: ``(DrawStats, states)``, the
+    other runs' states unchanged and their round left out (:func:`~.sampler.left_out`)."""
     n_iter = sampler.mc.round_draws * sampler.mc.thin
 
-    def one(h, t, m, st, x, c):
-        return _one_run(sampler, None, h, t, m, x, c, n_iter, st, first_draw)
+    def one(on, h, t, m, st, x, c):
+        def draw():
+            return _one_run(sampler, None, h, t, m, x, c, n_iter, st, first_draw)
 
-    return map_chains(one, _batch_runs(x_init, train))(heads, train, mask, states, x_init, C)
+        def stay():
+            stats = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(draw)[0])
+            return stats, st
+
+        return lax.cond(on, draw, stay)
+
+    stats, states = map_chains(one, _batch_runs(x_init, train))(
+        active, heads, train, mask, states, x_init, C
+    )
+    return left_out(stats, active), states

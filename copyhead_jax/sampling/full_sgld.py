@@ -26,7 +26,7 @@ import numpy as np
 from ..config import SGLDConfig
 from ..objective import Objective, neg_log_posterior
 from ..results import SweepResult
-from .sampler import DrawStats, Sampler
+from .sampler import DrawStats, Sampler, left_out
 from .sgld import SGLDState, draw_steps, sgld_chains
 
 #: The paper's SGLD protocol translated to eta on U (see the module docstring).
@@ -110,9 +110,11 @@ class FullSGLD(Sampler):
         """The first round (:mod:`.rounds`): ``burn_in`` steps, then ``round_steps``."""
         return _start_runs(self, keys, head, train, mask)
 
-    def more(self, carry, head, train, mask, prepared, idx, first_draw):
-        """``round_steps`` more steps of every chain from ``carry`` (the last states)."""
-        return _more_runs(self, carry, head, train, mask)
+    def more(self, carry, head, train, mask, prepared, idx, first_draw, active):
+        """``round_steps`` more steps of every chain from ``carry`` (the last states), the
+        rounds of the runs not ``active`` left out (the runs are batched: computed alike)."""
+        stats, carry = _more_runs(self, carry, head, train, mask)
+        return left_out(stats, active), carry
 
     def carry_structure(self, head):
         """The structure of the carry: an SGLD state whose position and gradient are heads."""

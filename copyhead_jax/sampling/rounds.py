@@ -8,15 +8,17 @@ round. After each round the host computes, per run over its finite chains and al
 far, the ESS and split R-hat of U and of both order parameters (:mod:`.stats`, the package's one
 implementation); a run *meets the target* when every chain is finite, the smallest ESS is
 ``>= ess_target`` and the largest R-hat ``<= rhat_target``. The runs of a chunk (one compiled
-batch) continue together until every one meets it or ``n_rounds`` rounds (the cap) are drawn.
+batch) continue until each meets it or ``n_rounds`` rounds (the cap) are drawn.
 
-Runs of a chunk that met the target early keep drawing with the others, and keep those draws:
-the round costs the same for the whole batch, and more draws only shrink their errors. So every
-run of a chunk holds the chunk's draws (``n_draws``), chunks differ, and the merged arrays
-``[P, seed, chain, draw, ...]`` are padded with NaN past each run's ``n_draws`` (:func:`merge`);
-per-run statistics are taken over each run's own draws (:func:`by_length`). A run that reaches
-the cap without meeting the target is flagged (``health.run_flags``): stopping early never
-narrows an error, and a run that did not get there says so.
+Each run stops on its own: once it meets the target, the next rounds run only the runs still
+short of it (``more`` gets them as ``active``; a program that maps its runs one after the other
+skips the others' work, a batched one computes and leaves it out). A run's draws are those of
+its own rounds (``n_draws[run]``), and they do not depend on when the other runs stop: each
+chain's randomness is fixed by its key and its transition count. The rows of a stopped run are
+NaN past its ``n_draws`` in the chunk's arrays as in the merged ``[P, seed, chain, draw, ...]``
+(:func:`merge`), and per-run statistics are taken over each run's own draws (:func:`by_length`).
+A run that reaches the cap without meeting the target is flagged (``health.run_flags``):
+stopping early never narrows an error, and a run that did not get there says so.
 
 Resumable: after every round the chunk's draws so far and the carry (every chain's state: key,
 transition count, adapted step and mass) are saved atomically in the chunk's snapshot file
@@ -41,21 +43,28 @@ from .stats import ess, split_rhat
 #: the columns of ``draws`` a target is judged on: U and the two order parameters
 JUDGED = tuple(DRAW_FIELDS.index(f) for f in ("U", "c1", "cG"))
 _SNAPSHOT_KIND = "copyhead_jax.RoundSnapshot"
+#: How a chunk's rounds stop, for the fingerprints of saved chunks and rounds: each run alone.
+ROUNDS = "each run stops on its own"
 
 
 def reached(
-    draws: np.ndarray, finite: np.ndarray, columns: tuple[int, ...] = JUDGED
+    draws: np.ndarray,
+    finite: np.ndarray,
+    columns: tuple[int, ...] = JUDGED,
+    n_draws: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(ess_min, rhat_max)`` per run of ``draws[runs, C, S, F]``: the smallest ESS and largest
     split R-hat of the judged ``columns`` (default :data:`JUDGED`) over the run's finite chains
-    (NaN with no finite chain, under 4 draws, or a constant trace)."""
+    and its first ``n_draws[run]`` draws (``None``: all) (NaN with no finite chain, under 4
+    draws, or a constant trace)."""
     runs = draws.shape[0]
     e, r = np.full(runs, np.nan), np.full(runs, np.nan)
     for i in range(runs):
         ok = np.asarray(finite[i], bool)
-        if not ok.any() or draws.shape[2] < 4:
+        n = draws.shape[2] if n_draws is None else int(n_draws[i])
+        if not ok.any() or n < 4:
             continue
-        x = np.moveaxis(np.asarray(draws[i][ok][..., columns], np.float64), -1, 0)  # [k, C, S]
+        x = np.moveaxis(np.asarray(draws[i][ok][:, :n][..., columns], np.float64), -1, 0)
         with np.errstate(all="ignore"):
             e[i], r[i] = np.min(ess(x)), np.max(split_rhat(x))
     return e, r
@@ -96,34 +105,55 @@ def sample_rounds(
     snapshot: tuple[Path, str] | None,
     done: Callable[[dict], bool] | None = None,
     on_round: Callable[[int], None] | None = None,
+    each: bool = False,
 ) -> dict[str, np.ndarray]:
     """The draws of one chunk's runs in rounds (module docstring), as host arrays with a leading
-    run axis plus ``n_draws[runs]``. ``mc`` gives ``n_rounds`` and ``round_draws`` (and the
-    target); ``start()`` and ``more(carry, first_draw)`` return ``(stats, carry)`` (device),
+    run axis plus ``n_draws[runs]``, each run's draws per chain. ``mc`` gives ``n_rounds`` and
+    ``round_draws`` (and the target); ``start()`` returns ``(stats, carry)`` (device),
     ``host(stats)`` the host arrays; ``structure`` is the carry's pytree structure;
     ``snapshot = (path, fingerprint)`` where each round is saved (``None``: not saved), a
-    matching one resumed from; ``done(arrays)``: whether every run has enough (default: every
-    run :func:`met` ``mc``'s target on ``draws`` and ``finite``); ``on_round(rounds)`` is called
-    after a round is saved, before the next one starts (progress; it changes no number)."""
-    if done is None:
+    matching one resumed from; ``on_round(rounds)`` is called after a round is saved, before
+    the next one starts (progress; it changes no number).
 
-        def done(a):
-            return bool(met(*reached(a["draws"], a["finite"]), a["finite"], mc).all())
+    ``each=False``: the runs go on together; ``done(arrays)`` says whether every run has enough
+    and ``more(carry, first_draw)`` draws the next round of all. ``each=True``: every run stops
+    on its own; ``done(arrays)`` says which have enough (``bool[runs]``) and
+    ``more(carry, first_draw, active)`` draws the next round of the runs still short
+    (``active[runs]``); the program leaves the others' draws of that round out (NaN in the
+    per-draw arrays, or a mark of its own) and ``finite`` true. Default ``done`` (either way):
+    :func:`met` ``mc``'s target on ``draws`` and ``finite``, each run over its own draws."""
+
+    def runs_met(a) -> np.ndarray:
+        if done is not None:
+            return np.broadcast_to(np.asarray(done(a), bool), a["n_draws"].shape)
+        return met(*reached(a["draws"], a["finite"], n_draws=a["n_draws"]), a["finite"], mc)
 
     got = _load(snapshot, structure)
     if got is None:
         stats, carry = start()
         arrays, rounds = host(stats), 1
+        arrays["n_draws"] = np.full(arrays["finite"].shape[0], mc.round_draws, np.int64)
     else:
         arrays, carry, rounds = got
-    while rounds < mc.n_rounds and not done(arrays):
+        if "n_draws" not in arrays:  # saved before runs stopped on their own: all ran each round
+            arrays["n_draws"] = np.full(arrays["finite"].shape[0], rounds * mc.round_draws)
+    while rounds < mc.n_rounds:
+        active = ~runs_met(arrays)
+        if not active.any():
+            break
         _save(snapshot, arrays, carry, rounds)
         if on_round is not None:
             on_round(rounds)
-        stats, carry = more(carry, rounds * mc.round_draws)
+        first = rounds * mc.round_draws
+        if each:
+            stats, carry = more(carry, first, jnp.asarray(active))
+        else:
+            stats, carry = more(carry, first)
+            active = np.ones_like(active)
+        n_draws = arrays["n_draws"] + mc.round_draws * active
         arrays, rounds = join_rounds(arrays, host(stats)), rounds + 1
-    runs = arrays["finite"].shape[0]
-    return {**arrays, "n_draws": np.full(runs, rounds * mc.round_draws, np.int64)}
+        arrays["n_draws"] = n_draws.astype(np.int64)
+    return arrays
 
 
 def _save(snapshot, arrays: dict, carry, rounds: int) -> None:

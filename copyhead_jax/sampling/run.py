@@ -58,7 +58,7 @@ from .full_sgld import PAPER_SGLD as PAPER_SGLD
 from .full_sgld import FullSGLD
 from .health import health_arrays, posterior_warnings, run_flags, target_arrays, target_meta
 from .records import split_extras
-from .rounds import by_length, merge, sample_rounds
+from .rounds import ROUNDS, by_length, merge, sample_rounds
 from .sampler import DrawStats, Sampler
 from .starts import default_starts
 
@@ -208,9 +208,11 @@ def run_sampler(
             )
         return got
 
-    # the record fields name what a checkpoint holds: older chunks without energy are redone
+    # the record fields name what a checkpoint holds (older chunks without energy are redone),
+    # and ROUNDS how rounds stop (chunks whose runs stopped together are redone)
     fp = fingerprint(
         [cfg.to_dict(), sampler.kind, dataclasses.asdict(sampler), chunk, DrawStats._fields]
+        + ([ROUNDS] if sampler.ess_target else [])
     )
     merged = bar.chunks(
         n_runs=n_runs,
@@ -279,10 +281,11 @@ def sample_chunk(program: Sampler, mesh, data: dict[str, np.ndarray], prepared, 
     return sample_rounds(
         sampler,
         lambda: program.start(keys, head, t, m, prepared, idx),
-        lambda carry, n: program.more(carry, head, t, m, prepared, idx, n),
+        lambda carry, n, active: program.more(carry, head, t, m, prepared, idx, n, active),
         host,
         program.carry_structure(head),
         snapshot,
+        each=True,
     )
 
 

@@ -47,6 +47,21 @@ class DrawStats(NamedTuple):
     energy: jax.Array | None = None  # [runs, C, S] HMC: the Hamiltonian at each draw
 
 
+def left_out(stats: DrawStats, active) -> DrawStats:
+    """``stats`` with the rounds of the runs not ``active[runs]`` left out: their per-draw
+    arrays NaN, ``finite`` true (a round a run did not draw says nothing of its chains)."""
+
+    def cut(x):
+        if x is None or x.ndim < 3:
+            return x
+        on = active.reshape(active.shape + (1,) * (x.ndim - 1))
+        return jnp.where(on, x, jnp.nan)
+
+    out = stats._replace(**{f: cut(getattr(stats, f)) for f in ("draws", "accept", "distance")})
+    out = out._replace(energy=cut(stats.energy), finite=stats.finite | ~active[:, None])
+    return out
+
+
 class Sampler(eqx.Module):
     """The program of one sampler config ``mc`` on the sweeps of ``cfg`` (module docstring).
     Subclasses set ``config`` (the config type they run) and implement the contract below."""
@@ -109,9 +124,11 @@ class Sampler(eqx.Module):
         before them included): ``(DrawStats, carry)``, the carry what :meth:`more` continues."""
         raise NotImplementedError
 
-    def more(self, carry, head: AbstractHead, train, mask, prepared: Any, idx, first_draw):
-        """The next round from ``carry`` (``first_draw`` draws per chain so far):
-        ``(DrawStats, carry)``; the chains equal one run of the summed length."""
+    def more(self, carry, head: AbstractHead, train, mask, prepared: Any, idx, first_draw, active):
+        """The next round of the runs still drawing (``active[runs]``) from ``carry``
+        (``first_draw`` draws per chain so far): ``(DrawStats, carry)``, the other runs' left
+        out (:func:`left_out`; their work may be skipped); the chains equal one run of the
+        summed length."""
         raise NotImplementedError
 
     def carry_structure(self, head: AbstractHead):

@@ -207,21 +207,19 @@ def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dic
             s, ess_target=TRANSITION_RUN.ess_min, rhat_target=TRANSITION_RUN.rhat_max
         ),
     )
-    active = {}
 
-    def enough(a) -> bool:  # also marks the rungs that go on: those short of the target
-        met = np.array([r["met"] for r in rung_draws(a["draws"], a["accept"], a["finite"], s)])
-        active["mask"] = jnp.asarray(~met.reshape(2, -1))
-        return bool(met.all())
+    def enough(a) -> np.ndarray:  # per rung: the others go on
+        return np.array([r["met"] for r in rung_draws(a["draws"], a["accept"], a["finite"], s)])
 
     return sample_rounds(
         s,
         lambda: start(*args),
-        lambda carry, n: more(*args, carry, jnp.int32(n), active["mask"]),
+        lambda carry, n, active: more(*args, carry, jnp.int32(n), active.reshape(2, -1)),
         host,
         None,
         None,
         done=enough,
+        each=True,
     )
 
 

@@ -158,6 +158,39 @@ def test_cap_hit_is_flagged_and_saved(capped, tmp_path, capsys):
         assert float(r[7]) == pytest.approx(back["rhat_reached"][i, 0], abs=0.006)
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_each_run_stops_on_its_own(red_sweep, capped, batched, monkeypatch):
+    """Two runs of one chunk, a target the first meets rounds before the second: each stops in
+    the round it meets it (predicted from the capped run's draws: a run's chains do not depend
+    on when the others stop), its draws those of the capped run bit for bit, NaN past them;
+    with the runs batched (``vmap``) and mapped one after the other (a stopped run skipped)."""
+    mc0 = HMC
+    if not batched:  # every run and chain one after the other; another seed: a fresh program
+        monkeypatch.setattr("copyhead_jax.sampling.chains.CPU_BATCH_BYTES", 0)
+        mc0 = dataclasses.replace(HMC, seed=7)
+        capped = run_sampler(red_sweep, mc0, progress=False)
+    cap = capped["draws"][:, 0]  # [P, C, S, F], 4 rounds of 20
+    rounds = np.arange(1, HMC.n_rounds + 1) * HMC.round_draws
+    finite = np.ones(cap.shape[:2], bool)
+    ess_at = np.array([reached(cap, finite, n_draws=np.full(2, n))[0] for n in rounds])
+
+    def first_round(target):  # per run: the draws when it first meets ``target``
+        ok = ess_at >= target
+        return np.where(ok.any(0), rounds[np.argmax(ok, 0)], rounds[-1])
+
+    targets = [t for t in np.unique(ess_at) if len(set(first_round(t))) == 2]
+    assert targets, f"no target separates the runs: ESS per round {ess_at}"
+    mc = dataclasses.replace(mc0, ess_target=float(targets[0]), rhat_target=10.0)
+    post = run_sampler(red_sweep, mc, progress=False)
+    want = first_round(targets[0])
+    np.testing.assert_array_equal(post["n_draws"][:, 0], want)
+    for i, n in enumerate(want):
+        for k in ("draws", "energy", "accept", "distance"):
+            np.testing.assert_array_equal(post[k][i, 0, :, :n], capped[k][i, 0, :, :n], err_msg=k)
+            assert np.isnan(post[k][i, 0, :, n:]).all(), k
+    assert post["finite"].all() and post["target_met"].all()
+
+
 def test_estimators_and_arviz_use_each_runs_own_draws(capped):
     """A run whose draws stop at 40 of 80 (NaN past them, ``n_draws`` 40, as when its chunk
     stopped earlier than another's): its mean, MCSE and ESS are those of its 40 draws, and its

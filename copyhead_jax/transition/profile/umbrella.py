@@ -333,21 +333,19 @@ def run_windows(
         if not s.ess_target:
             out = _program(ls, s)(*inputs)
             return _arrays(WindowDraws(*(np.asarray(v) for v in out)))
-        active = {}
 
-        def enough(arrays):  # also marks the windows that go on: those short of the target
-            met = window_target(_draws(arrays), s)["met"]
-            active["mask"] = jnp.asarray(~met)
-            return bool(met.all())
+        def enough(arrays) -> np.ndarray:  # per window: the others go on
+            return window_target(_draws(arrays), s)["met"]
 
         got = sample_rounds(
             s,
             lambda: _program(ls, s, True)(*inputs),
-            lambda carry, n: _more(ls, s)(carry, *inputs[1:], jnp.int32(n), active["mask"]),
+            lambda carry, n, active: _more(ls, s)(carry, *inputs[1:], jnp.int32(n), active),
             lambda out: {k: np.asarray(v) for k, v in zip(_FIELDS, out)},
             hmc_state_structure(),
             None if snapshot is None else (_partial(snapshot), fp),
             done=enough,
+            each=True,
             on_round=on_round,
         )
         return _arrays(_draws(got))
