@@ -2,11 +2,12 @@
 a subset of P and scaled to every run.
 
     python benchmarks/bench_paper_posterior.py [--P 4 64 322 1000] [--target 400] [--round 125]
-        [--attention linear softmax] [--seeds 1] [--out FILE]
+        [--attention linear softmax] [--seeds 1] [--n-warmup N] [--n-adapt N] [--out FILE]
 
 The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction; 16 P x 10
 seeds, both heads). Each measured run is sampled by its head's default collapsed HMC
-(``default_sampler``) with ``ess_target`` (ESS >= ``--target`` on U and both order parameters,
+(``default_sampler``; ``--n-warmup``, ``--n-adapt`` replace its warm-up and adaptation
+lengths) with ``ess_target`` (ESS >= ``--target`` on U and both order parameters,
 split R-hat <= 1.01, rounds of ``--round`` iterations, the fixed length as the cap), ``--seeds``
 seeds at each ``--P``, each P its own ``run_sampler`` call, twice: the repeat reuses the
 compiled programs and draws the same chains, so it measures the runs and the fresh call less
@@ -55,7 +56,7 @@ TARGET_CPU_H = 2.0
 CHUNK_P = 2  # P values per compiled chunk (CollapsedHMC.chunk_runs)
 
 
-def measure(attention: str, P_list, seeds: int, target: float, round_iter: int) -> dict:
+def measure(attention: str, P_list, seeds: int, target: float, round_iter: int, **changes) -> dict:
     """Sampling cost of ``seeds`` runs at each P (module docstring): every P sampled twice, the
     repeat's CPU the runs', the fresh call's less the repeat's one compilation."""
     rows, fits = [], {}
@@ -65,7 +66,9 @@ def measure(attention: str, P_list, seeds: int, target: float, round_iter: int) 
             fits[P] = ch.run_sweep(
                 paper_config(attention, P=(P,), n_seeds=seeds), progress=False, keep_params=True
             )
-        mc = dataclasses.replace(default_sampler(fits[P]), ess_target=target, round_iter=round_iter)
+        mc = dataclasses.replace(
+            default_sampler(fits[P]), ess_target=target, round_iter=round_iter, **changes
+        )
         c0, t0 = cpu(), time.time()
         post = run_sampler(fits[P], mc, progress=False)
         row = dict(
@@ -117,6 +120,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--target", type=float, default=400.0)
     ap.add_argument("--round", type=int, default=125)
+    ap.add_argument("--n-warmup", type=int, default=None)
+    ap.add_argument("--n-adapt", type=int, default=None)
     ap.add_argument(
         "--out",
         type=Path,
@@ -127,7 +132,8 @@ def main(argv=None) -> dict:
     grid = ch.PAPER.sweep
     heads = {}
     for att in a.attention:
-        heads[att] = m = measure(att, a.P, a.seeds, a.target, a.round)
+        changes = {k: v for k, v in (("n_warmup", a.n_warmup), ("n_adapt", a.n_adapt)) if v}
+        heads[att] = m = measure(att, a.P, a.seeds, a.target, a.round, **changes)
         m["scaled_cpu_s"] = scale(m, grid.P, grid.n_seeds)
         print(f"{att}: all 320/2 runs ~{m['scaled_cpu_s'] / 3600:.2f} CPU-h (scaled)", flush=True)
     total_h = sum(m["scaled_cpu_s"] for m in heads.values()) / 3600
