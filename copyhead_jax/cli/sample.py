@@ -397,14 +397,14 @@ def _print_rows(post, sweep) -> None:
         print(
             f"# stop when enough: ESS >= {t.get('ess')} and R-hat <= {t.get('rhat')} on U, {n1}, "
             f"{nG}, in rounds of {t.get('round_draws')} draws per chain, at most "
-            f"{t.get('cap_draws')}; R-hat, ESS: the worst of the three; draws: per chain; "
-            "met: runs that met it"
+            f"{t.get('cap_draws')}; R-hat, ESS: the worst of the three; draws: per chain (the "
+            "fewest-most over the seeds: each run stops on its own); met: runs that met it"
         )
     rk, ek = ("rhat_reached", "ess_reached") if target else ("rhat", "ess")
     print(
         f"{'P':>6} {n1 + ' post':>9} {n1 + ' MAP':>8} {nG + ' post':>9} {nG + ' MAP':>8} "
         f"{'var ' + nG:>9} {'loss':>8} {'R-hat':>6} {'ESS':>6} {'accept':>6}"
-        + (f" {'draws':>6} {'met':>5}" if target else "")
+        + (f" {'draws':>9} {'met':>5}" if target else "")
     )
     for i, P in enumerate(post.P):
         map1, mapG = (
@@ -417,7 +417,7 @@ def _print_rows(post, sweep) -> None:
             f"{np.nanmax(post[rk][i]):>6.2f} {np.nanmin(post[ek][i]):>6.0f} "
             f"{np.nanmean(post['accept_mean'][i]):>6.3f}"
             + (
-                f" {int(np.max(post['n_draws'][i])):>6d} "
+                f" {_span(post['n_draws'][i]):>9} "
                 f"{int(post['target_met'][i].sum()):>2d}/{post['target_met'].shape[1]:<2d}"
                 if target
                 else ""
@@ -449,3 +449,9 @@ def _print_branches(post) -> None:
             f"{post.P[i]:>6d} {s:>4d} {w:>7.3f} {a['branch_weight_mcse'][i, s]:>6.3f} "
             f"{by:>17} {a['rhat_between'][i, s]:>9.3f}"
         )
+
+
+def _span(n) -> str:
+    """``"375"`` or ``"375-1625"``: the fewest and most draws per chain of a P's runs."""
+    lo, hi = int(n.min()), int(n.max())
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
