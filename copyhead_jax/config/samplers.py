@@ -156,9 +156,9 @@ class HMCConfig(Rounds):
     keep_weights: bool = False  # record W^G and W_O_hat per draw
     ess_target: float = 0.0  # > 0: stop when ESS >= this and R-hat <= rhat_target (docstring)
     rhat_target: float = FINAL.rhat_max  # the bar for final results (health.FINAL)
-    #: HMC iterations per round (a multiple of thin) when a target is set: 13 of the paper
-    #: configuration's 16 measured runs met ESS >= 400 by 375 draws per chain
-    #: (benchmarks/results/bench_paper_posterior.json: 2 seeds x 4 P x 2 heads, rounds of 125),
+    #: HMC iterations per round (a multiple of thin) when a target is set: 17 of the paper
+    #: configuration's 24 measured runs met ESS >= 400 by 375 draws per chain
+    #: (benchmarks/results/bench_paper_posterior.json: 3 seeds x 4 P x 2 heads, rounds of 125),
     #: where rounds of 500 check first at 500; 100 is a multiple of the usual thin (2, 4, 5, 10)
     round_iter: int = 100
 
