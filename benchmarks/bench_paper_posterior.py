@@ -23,11 +23,11 @@ A chunk costs 20 x the mean per-run cost at its larger P plus one compilation th
 interpolated linearly in P between the measured P, held at the end values outside them: the cost
 grows with P, so below the smallest measured P this over-counts). The per-run cost at a measured
 P is the repeat's CPU over its seeds, the mean of their rounds; where that call's few runs are
-small enough to run batched (P <= 78 with two seeds) they go on together until the last meets
-the target, an over-count. Seeds differ in the rounds they need, so the scaled total is an
-estimate whose error shrinks with ``--seeds``; the cap bounds it above (the fixed length,
-``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for both heads, ESS >= 400 on every
-run.
+small enough to run batched (P <= 157 / seeds: ``chains.batch_chains``) they go on together
+until the last meets the target, an over-count. Seeds differ in the rounds they need, so the
+scaled total is an estimate whose error shrinks with ``--seeds``; the cap bounds it above (the
+fixed length, ``benchmarks/bench_reduced.py``). Target: <= 2 CPU-hours for both heads,
+ESS >= 400 on every run.
 """
 
 from __future__ import annotations
