@@ -68,18 +68,48 @@ for _flag, _value in _FLAGS.items():
 # Every jaxtyping annotation of the package is checked at run time (beartype, a test
 # dependency): shapes and dtypes of arrays in and out, scalars and containers. The config modules
 # are left out: their dataclasses validate their own fields with one-line errors naming the
-# parameter and its range, and accept NumPy numbers. A test marked ``bad_input`` checks those
+# parameter and its range, and accept NumPy numbers. So are the validators those fields go
+# through (``_checks.py``: they take ``Any`` and judge it themselves, ~180 calls per config
+# built, and the wrapper costs more than the check). A test marked ``bad_input`` checks those
 # messages for wrongly typed arguments, so the checker (which would refuse them first) is off
 # inside it. COPYHEAD_TYPECHECK=0 turns the checker off.
 TYPECHECK = os.environ.get("COPYHEAD_TYPECHECK", "1") != "0"
 if TYPECHECK:
+    import ast
     import importlib.util
     from pathlib import Path
 
+    from jaxtyping import _import_hook as jaxtyping_hook
     from jaxtyping import install_import_hook
 
+    def _annotated(node: ast.FunctionDef) -> bool:
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+        return node.returns is not None or any(
+            p is not None and p.annotation is not None for p in params
+        )
+
+    # jaxtyping's hook wraps every ``def``, a nested one each time its outer function runs (two
+    # checker functions generated and compiled per wrap: milliseconds, and a traced sampler
+    # defines thousands of closures). A function with no annotation has nothing to check, so it
+    # is left unwrapped: the same checks, fewer wrappers. The hook looks its transformer up by
+    # name when it compiles a module (jaxtyping 0.3); where it does not, every function stays
+    # wrapped: slower, the same checks.
+    _Transformer = getattr(jaxtyping_hook, "JaxtypingTransformer", None)
+    if _Transformer is not None:
+
+        class _AnnotatedOnly(_Transformer):
+            def visit_FunctionDef(self, node: ast.FunctionDef):
+                before = len(node.decorator_list)
+                node = super().visit_FunctionDef(node)
+                if len(node.decorator_list) > before and not _annotated(node):
+                    node.decorator_list.pop()  # the checker, which the hook appends last
+                return node
+
+        jaxtyping_hook.JaxtypingTransformer = _AnnotatedOnly
+
     _root = Path(importlib.util.find_spec("copyhead_jax").origin).parent  # not imported yet
-    _skip = {"config/sections.py", "config/solvers.py", "config/samplers.py"}
+    _skip = {"config/sections.py", "config/solvers.py", "config/samplers.py", "_checks.py"}
     # modules by name (a name covers its submodules, so no package's own __init__)
     _modules = sorted(
         ".".join(("copyhead_jax", *f.relative_to(_root).with_suffix("").parts))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -206,6 +207,7 @@ _SOLVER_USE = {
 }
 
 
+@functools.cache  # every parser asks again; the presets and validators do not change
 def _flag_help(get, name: str) -> str:
     """``allowed values; default per preset``, the allowed values read off the validator."""
     base = get(Config())
