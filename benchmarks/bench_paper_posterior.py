@@ -131,8 +131,9 @@ def main(argv=None) -> dict:
     load0 = os.getloadavg()
     grid = ch.PAPER.sweep
     heads = {}
+    lengths = (("n_warmup", a.n_warmup), ("n_adapt", a.n_adapt))
+    changes = {k: v for k, v in lengths if v is not None}  # 0 is a length too
     for att in a.attention:
-        changes = {k: v for k, v in (("n_warmup", a.n_warmup), ("n_adapt", a.n_adapt)) if v}
         heads[att] = m = measure(att, a.P, a.seeds, a.target, a.round, **changes)
         m["scaled_cpu_s"] = scale(m, grid.P, grid.n_seeds)
         print(f"{att}: all 320/2 runs ~{m['scaled_cpu_s'] / 3600:.2f} CPU-h (scaled)", flush=True)
