@@ -107,7 +107,7 @@ def test_energy_and_gradient_equal_naive_autodiff(attention, linear_scale, L, V,
     t = sample_tokens(jax.random.key(3), n=20, L=L, V=V)
     mask = (jnp.arange(20) < 13).astype(jnp.float32)
     obj = objective(head)
-    U0, g0 = jax.value_and_grad(naive_energy)(head, t, mask, obj)
+    U0, g0 = jax.jit(jax.value_and_grad(naive_energy), static_argnums=3)(head, t, mask, obj)
     U1, g1 = jax.jit(jax.value_and_grad(neg_log_posterior), static_argnums=3)(head, t, mask, obj)
     np.testing.assert_allclose(U1, U0, rtol=RTOL_F)
     for name in ("W_E", "b", "W_G", "W_O_hat"):
@@ -144,8 +144,12 @@ def test_forward_mode_and_second_derivatives(attention, linear_scale):
     t = sample_tokens(jax.random.key(9), n=8, L=L, V=V)
     mask = jnp.ones(8, jnp.float32)
     obj = objective(head)
-    direction = jax.grad(naive_energy)(head, t, mask, obj)
-    hvp = lambda f: jax.jvp(lambda h: jax.grad(f)(h, t, mask, obj), (head,), (direction,))[1]
+    direction = jax.jit(jax.grad(lambda h: naive_energy(h, t, mask, obj)))(head)
+
+    def hvp(f):
+        grad = jax.grad(lambda h: f(h, t, mask, obj))
+        return jax.jit(lambda h: jax.jvp(grad, (h,), (direction,))[1])(head)
+
     for x, y in zip(
         jax.tree_util.tree_leaves(hvp(neg_log_posterior)),
         jax.tree_util.tree_leaves(hvp(naive_energy)),
@@ -160,10 +164,10 @@ def test_vmap_over_runs_matches_each_run():
     t = sample_tokens(jax.random.key(10), n=8, L=L, V=V)
     mask = jnp.ones(8, jnp.float32)
     obj = objective(heads[0])
-    grad = jax.grad(neg_log_posterior)
-    batched = jax.vmap(grad, in_axes=(0, None, None, None))(stacked, t, mask, obj)
+    grad = jax.grad(lambda h: neg_log_posterior(h, t, mask, obj))
+    batched = jax.jit(jax.vmap(grad))(stacked)
     for r, h in enumerate(heads):
-        g = grad(h, t, mask, obj)
+        g = jax.jit(grad)(h)  # one program, three runs
         assert rel(batched.W_G[r], g.W_G) < 1e-6  # same maths, batched: rounding only
 
 
@@ -176,11 +180,14 @@ def test_sequence_blocks_change_nothing(monkeypatch):
     t = sample_tokens(jax.random.key(12), n=P, L=L, V=V)
     mask = (jnp.arange(P) < 140).astype(jnp.float32)
     obj = objective(head)
-    vg = jax.value_and_grad(neg_log_posterior)
+
+    def vg():  # traced afresh at each call, with the block size in force
+        return jax.jit(jax.value_and_grad(lambda h: neg_log_posterior(h, t, mask, obj)))(head)
+
     monkeypatch.setattr(compute, "SEQ_BLOCK", 64)
-    U_b, g_b = vg(head, t, mask, obj)
+    U_b, g_b = vg()
     monkeypatch.setattr(compute, "SEQ_BLOCK", None)
-    U_a, g_a = vg(head, t, mask, obj)
+    U_a, g_a = vg()
     np.testing.assert_allclose(U_b, U_a, rtol=RTOL_F)  # float32 summation order only
     for x, y in zip(jax.tree_util.tree_leaves(g_b), jax.tree_util.tree_leaves(g_a)):
         assert rel(x, y) < RTOL_G
@@ -260,26 +267,34 @@ def test_hand_written_fast_paths_equal_the_autodiff_defaults(attention, linear_s
         t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
         keep = jnp.arange(P) < 5  # two padding rows
         M, R = head.logit_gram(), head.readout_map()
-        close = lambda a, b: np.testing.assert_allclose(  # noqa: E731
-            np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(b)))
-        )
-        close(head._outputs_T(M, R, t), AbstractHead._outputs_T(head, M, R, t))
-        (u1, (gM1, gR1)), (u2, (gM2, gR2)) = (
-            e(M, R, t, keep) for e in (head.energy_fn(), AbstractHead.energy_fn(head))
-        )
-        close(u1, u2), close(gM1, gM2), close(gR1, gR2)
         s = jax.random.normal(jax.random.key(2), (P, L, L), jnp.float64)
-        act1, act2 = head.feature_activation(), AbstractHead.feature_activation(head)
-        close(act1.rows(s), act2.rows(s))
         # the readout features' moments and their pullback (blocked and hand-written against
         # one block and autodiff), at random row weights and random cotangents
         k = jax.random.uniform(jax.random.key(4), (P, L), jnp.float64) * keep[:, None]
         D = V + L
         G_S = jax.random.normal(jax.random.key(5), (D, D), jnp.float64)
         G_B = jax.random.normal(jax.random.key(6), (D, V), jnp.float64)
-        (S1, B1, r1), (S2, B2, r2) = (feature_moments(a, M, t, k) for a in (act1, act2))
-        close(S1, S2), close(B1, B2)
-        close(
-            feature_moments_grad(act1, r1, t, k, G_S, G_B),
-            feature_moments_grad(act2, r2, t, k, G_S, G_B),
+
+        def everything(outputs_T, energy_fn, act):
+            """Every override's numbers, one compiled program per side."""
+            S, B, res = feature_moments(act, M, t, k)
+            pullback = feature_moments_grad(act, res, t, k, G_S, G_B)
+            return outputs_T(M, R, t), energy_fn(M, R, t, keep), act.rows(s), S, B, pullback
+
+        ours = jax.jit(
+            lambda: everything(head._outputs_T, head.energy_fn(), head.feature_activation())
+        )()
+        defaults = jax.jit(
+            lambda: everything(
+                lambda *a: AbstractHead._outputs_T(head, *a),
+                AbstractHead.energy_fn(head),
+                AbstractHead.feature_activation(head),
+            )
+        )()
+        jax.tree.map(
+            lambda a, b: np.testing.assert_allclose(
+                np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12 * float(np.max(np.abs(b)))
+            ),
+            ours,
+            defaults,
         )

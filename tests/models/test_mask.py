@@ -116,12 +116,21 @@ def test_fused_gradient_and_hvp_equal_autodiff(attention, linear_scale):
     t = sample_tokens(jax.random.key(3), n=P, L=L, V=V)
     mask = (jnp.arange(P) < 5).astype(jnp.float32)
     obj = objective()
-    U0, g0 = jax.value_and_grad(naive_energy)(head, t, mask, obj)
-    U1, g1 = jax.value_and_grad(neg_log_posterior)(head, t, mask, obj)
+
+    def value_and_grad(f):
+        return jax.jit(jax.value_and_grad(lambda h: f(h, t, mask, obj)))(head)
+
+    U0, g0 = value_and_grad(naive_energy)
+    U1, g1 = value_and_grad(neg_log_posterior)
     np.testing.assert_allclose(U1, U0, rtol=RTOL_F)
     for name in ("W_E", "b", "W_G", "W_O_hat"):
         assert rel(getattr(g1, name), getattr(g0, name)) < RTOL_G, name
-    hvp = lambda f: jax.jvp(lambda h: jax.grad(f)(h, t, mask, obj), (head,), (g0,))[1]
+
+    def hvp(f):
+        return jax.jit(lambda h: jax.jvp(lambda z: jax.grad(f)(z, t, mask, obj), (h,), (g0,))[1])(
+            head
+        )
+
     for x, y in zip(
         jax.tree_util.tree_leaves(hvp(neg_log_posterior)),
         jax.tree_util.tree_leaves(hvp(naive_energy)),
@@ -143,14 +152,17 @@ def test_identity_12_with_the_mask(attention):
         t = sample_tokens(jax.random.key(1), n=P, L=L, V=V)
         mask = jnp.ones(P, jnp.float64)
         close = lambda a, b: rel(a, b) < RTOL_64
-        assert close(h.outputs(t), full.outputs(t))
-        assert close(h.squared_errors(t), full.squared_errors(t))
         x = jax.nn.one_hot(t[0], V, dtype=jnp.float64)
-        assert close(h.attention(x), full.attention(x))
-        U_red = quenched_energy(h, t, mask, obj)
-        assert close(U_red, quenched_energy(full, t, mask, obj) - red.U_perp)
-        grad = lambda hh: eqx.filter_grad(lambda z: neg_log_posterior(z, t, mask, obj))(hh)
-        gF, gR = grad(full), grad(h)
+
+        @eqx.filter_jit  # one program per head
+        def evaluate(hh):
+            grad = eqx.filter_grad(lambda z: neg_log_posterior(z, t, mask, obj))(hh)
+            U = quenched_energy(hh, t, mask, obj)
+            return hh.outputs(t), hh.squared_errors(t), hh.attention(x), U, grad
+
+        (f_R, e_R, A_R, U_R, gR), (f_F, e_F, A_F, U_F, gF) = evaluate(h), evaluate(full)
+        assert close(f_R, f_F) and close(e_R, e_F) and close(A_R, A_F)
+        assert close(U_R, U_F - red.U_perp)
         assert close(red.Q.T @ gF.W_G @ red.Q, gR.W_G)
         assert close(gF.W_O_hat @ red.Q, gR.W_O_hat)
 
@@ -168,14 +180,17 @@ def test_sampler_readout_conditional_is_the_quadratic_of_U(attention):
         t = sample_tokens(jax.random.key(4), n=P, L=L, V=V)
         mask = jnp.ones(P, jnp.float64).at[-2:].set(0.0)
         obj = objective()
-        Lam, B, c = readout_conditional(h, t, mask, obj)
         w = h.W_O_hat
         zero = eqx.tree_at(lambda z: z.W_O_hat, h, jnp.zeros_like(w))
-        dU = quenched_energy(h, t, mask, obj) - quenched_energy(zero, t, mask, obj)
+        energy = lambda z: quenched_energy(z, t, mask, obj)  # noqa: E731
+        (Lam, B, c), U_w, U_zero = jax.jit(
+            lambda: (readout_conditional(h, t, mask, obj), energy(h), energy(zero))
+        )()
+        dU = U_w - U_zero
         quad = 0.5 * jnp.sum(w * (w @ Lam.T)) - jnp.sum(B.T * w)  # Lam holds the prior too
         assert abs(float(dU - quad)) <= RTOL_64 * abs(float(dU))
         # c = w sum |y|^2 over kept sequences: L - 1 targets each
-        U0 = quenched_energy(zero, t, mask, obj) - jnp.sum(h.W_G**2) / 2
+        U0 = U_zero - jnp.sum(h.W_G**2) / 2
         assert abs(float(U0 - c)) <= RTOL_64 * abs(float(c))
         assert abs(float(c) - obj.likelihood_weight * 5 * (L - 1)) <= 1e-12 * float(c)
 
@@ -232,8 +247,10 @@ def test_blocked_measure_matches_measure_with_the_mask(attention):
         t = sample_tokens(jax.random.key(1), n=P_pad, L=L, V=V)
         test = sample_tokens(jax.random.key(2), n=16, L=L, V=V)
         mask = jnp.zeros(P_pad, jnp.float64).at[:5].set(1.0)
-        m1 = measure(h, t, mask, test)
-        m2 = measure_blocked(h, t, mask, test, jnp.asarray(blocks_of(5, P_pad)))
+        blocks = jnp.asarray(blocks_of(5, P_pad))
+        m1, m2 = jax.jit(
+            lambda: (measure(h, t, mask, test), measure_blocked(h, t, mask, test, blocks))
+        )()
         for a, b in zip(jax.tree_util.tree_leaves(m1), jax.tree_util.tree_leaves(m2)):
             assert rel(b, a) <= 1e-12
         _, err = loop_network(h, test)

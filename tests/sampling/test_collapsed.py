@@ -5,8 +5,6 @@ tests of test_sample_reduced.py and test_causal.py tie to the quenched U) with L
 Cholesky. In float64 the two gradients are the same sums in another order: 1e-10 relative.
 """
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -61,29 +59,33 @@ def setup(attention, linear_scale, causal):
     return head, obj, t, mask
 
 
-@pytest.mark.parametrize(("attention", "linear_scale", "causal"), HEADS)
-def test_gradient_and_hessian_equal_autodiff(attention, linear_scale, causal, jit=True):
+def value_grad_hvp(energy, attention, linear_scale, causal):
     """Value, gradient in W^G and a Hessian-vector product (forward over reverse, as the
-    whitening computes it) of the custom-JVP energy equal plain autodiff of the reference, with
-    padded rows and a row-weight scale."""
+    whitening computes it) of ``energy`` at a generic point, with padded rows and a row-weight
+    scale; one compiled program (float64), traced afresh at each call so that the feature
+    blocks in force at the call are the ones it uses."""
     with jax.enable_x64(True):
         head, obj, t, mask = setup(attention, linear_scale, causal)
         x0 = head.W_G.ravel() * 3.0  # off the init: a generic point
-        scale = 1.7
         v = jax.random.normal(jax.random.key(5), x0.shape, x0.dtype)
+        f = lambda y: energy(with_WG(head, y), t, mask, obj, 1.7)  # noqa: E731
+        return jax.jit(lambda x: (f(x), jax.grad(f)(x), jax.jvp(jax.grad(f), (x,), (v,))[1]))(x0)
 
-        # one compiled program per energy: eager dispatch of the HVP costs ~2x more, except
-        # with one query row per block, whose unrolled program compiles slower than it runs
-        @functools.partial(jax.jit if jit else lambda f, **_: f, static_argnums=1)
-        def value_grad_hvp(x, which):
-            f = lambda y: which(with_WG(head, y), t, mask, obj, scale)  # noqa: E731
-            return f(x), jax.grad(f)(x), jax.jvp(jax.grad(f), (x,), (v,))[1]
 
-        u, g, hv = value_grad_hvp(x0, marginal_energy)
-        u_ref, g_ref, hv_ref = value_grad_hvp(x0, reference_energy)
-        np.testing.assert_allclose(u, u_ref, rtol=RTOL_64)
-        assert float(jnp.max(jnp.abs(g - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
-        assert float(jnp.max(jnp.abs(hv - hv_ref)) / jnp.max(jnp.abs(hv_ref))) < RTOL_64
+def assert_equal_to_reference(ours, ref):
+    (u, g, hv), (u_ref, g_ref, hv_ref) = map(lambda out: [np.asarray(a) for a in out], (ours, ref))
+    np.testing.assert_allclose(u, u_ref, rtol=RTOL_64)
+    assert np.max(np.abs(g - g_ref)) / np.max(np.abs(g_ref)) < RTOL_64
+    assert np.max(np.abs(hv - hv_ref)) / np.max(np.abs(hv_ref)) < RTOL_64
+
+
+@pytest.mark.parametrize(("attention", "linear_scale", "causal"), HEADS)
+def test_gradient_and_hessian_equal_autodiff(attention, linear_scale, causal):
+    """Value, gradient and Hessian-vector product of the custom-JVP energy equal plain autodiff
+    of the reference."""
+    head = (attention, linear_scale, causal)
+    ours = value_grad_hvp(marginal_energy, *head)
+    assert_equal_to_reference(ours, value_grad_hvp(reference_energy, *head))
 
 
 def test_gradient_in_the_embeddings_equals_autodiff():
@@ -95,8 +97,8 @@ def test_gradient_in_the_embeddings_equals_autodiff():
         def energy(f):
             return lambda W_E: f(eqx.tree_at(lambda h: h.W_E, head, W_E), t, mask, obj, 1.0)
 
-        ours = jax.grad(energy(marginal_energy))(head.W_E)
-        ref = jax.grad(energy(reference_energy))(head.W_E)
+        ours = jax.jit(jax.grad(energy(marginal_energy)))(head.W_E)
+        ref = jax.jit(jax.grad(energy(reference_energy)))(head.W_E)
         assert float(jnp.max(jnp.abs(ours - ref)) / jnp.max(jnp.abs(ref))) < RTOL_64
 
 
@@ -125,10 +127,12 @@ def test_query_blocks_and_halves_equal_autodiff(
     both inside its product and apart (``rows_in_product``)."""
     from copyhead_jax.models import _features
 
+    head = (attention, linear_scale, causal)
+    ref = value_grad_hvp(reference_energy, *head)  # the default blocks: one block at this size
     monkeypatch.setattr(_features, "BLOCK_FLOATS", L * P)
     monkeypatch.setattr(_features, "QUERY_ROWS_IN_PRODUCT", rows_in_product)
     assert _features.query_blocks(L, P) == [(a, a + 1) for a in range(L)]
-    test_gradient_and_hessian_equal_autodiff(attention, linear_scale, causal, jit=False)
+    assert_equal_to_reference(value_grad_hvp(marginal_energy, *head), ref)
 
 
 def test_one_sequence_equals_autodiff():
@@ -139,8 +143,8 @@ def test_one_sequence_equals_autodiff():
         x0 = head.W_G.ravel() * 3.0
         ours = lambda x: marginal_energy(with_WG(head, x), t, mask, obj, 1.0)  # noqa: E731
         ref = lambda x: reference_energy(with_WG(head, x), t, mask, obj, 1.0)  # noqa: E731
-        np.testing.assert_allclose(ours(x0), ref(x0), rtol=RTOL_64)
-        g, g_ref = jax.grad(ours)(x0), jax.grad(ref)(x0)
+        (u, g), (u_ref, g_ref) = (jax.jit(jax.value_and_grad(f))(x0) for f in (ours, ref))
+        np.testing.assert_allclose(u, u_ref, rtol=RTOL_64)
         assert float(jnp.max(jnp.abs(g - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
 
 
