@@ -44,6 +44,12 @@ BENCHES = (
         "the paper config's posterior sweep until ESS >= 400, measured on 4 P and scaled",
         quick_args=("--P", "4", "64", "--attention", "softmax", "--target", "100"),
     ),
+    Bench(
+        "bench_pooled",
+        "bench_pooled.py",
+        "collapsed HMC: pooled vs per-chain adaptation, gradients to ESS 400",
+        quick_args=("--P", "16", "--attention", "softmax", "--seeds", "2", "--iterations", "50"),
+    ),
 )
 NAMES = tuple(b.name.removeprefix("bench_") for b in BENCHES)
 

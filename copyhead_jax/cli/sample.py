@@ -18,6 +18,7 @@ HMC_FLAGS = {
     "warmup": "n_warmup",
     "adapt": "n_adapt",
     "adapt_mass": "adapt_mass",
+    "pooled_adaptation": "pooled_adaptation",
     "leapfrog": "n_leapfrog",
     "target_accept": "target_accept",
     "starts": "starts",
@@ -144,6 +145,14 @@ def add_sample_subparser(sub) -> None:
         help="adapt a diagonal mass over the adaptation iterations (Stan's windows; "
         f"default {'on' if h.adapt_mass else 'off'}; off: unit mass in the "
         "whitened coordinates)",
+    )
+    g.add_argument(
+        "--pooled-adaptation",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one step and mass for the chains of a start group, adapted from all their "
+        f"transitions (default {'on' if h.pooled_adaptation else 'off'}; off: each chain "
+        "its own)",
     )
     g.add_argument(
         "--leapfrog",

@@ -133,7 +133,8 @@ class HMCConfig(Rounds):
     marginal. Per chain: ``n_warmup`` unadjusted-Langevin steps (discarded), ``n_adapt`` HMC
     iterations that tune the leapfrog step from ``step_size`` by dual averaging towards
     ``target_accept`` and, with ``adapt_mass``, a diagonal mass (Stan's windows;
-    ``copyhead_jax.sampling.hmc``) (discarded), then ``n_iter`` HMC iterations of
+    ``copyhead_jax.sampling.hmc``; with ``pooled_adaptation`` one step and mass for the chains
+    of a start group, from all their transitions) (discarded), then ``n_iter`` HMC iterations of
     ``n_leapfrog`` leapfrog steps at the frozen step and mass, a draw every ``thin``."""
 
     name: ClassVar[str] = "collapsed HMC"
@@ -150,6 +151,7 @@ class HMCConfig(Rounds):
     n_adapt: int = 200  # mass + step (bench_posterior, linear P = 322: c1 ESS 298 -> 529)
     target_accept: float = 0.75  # HMC's efficient range is 0.65-0.8 (Beskos et al. 2013)
     adapt_mass: bool = True  # diagonal mass on top of the whitening (benchmarks/bench_posterior)
+    pooled_adaptation: bool = False  # one step and mass from all chains of a start group
     starts: str = "fit"
     branch_threshold: float = 1.0  # a draw is on the copy branch when aG >= this
     keep_loglik: bool = False  # record each training sequence's log-likelihood per draw
@@ -175,7 +177,7 @@ class HMCConfig(Rounds):
         check_float("HMCConfig.target_accept", self.target_accept, lo=0.0, hi=0.99)
         check_choice("HMCConfig.starts", self.starts, STARTS)
         check_float("HMCConfig.branch_threshold", self.branch_threshold)
-        for f in ("adapt_mass", "keep_loglik", "keep_weights"):
+        for f in ("adapt_mass", "pooled_adaptation", "keep_loglik", "keep_weights"):
             if not isinstance(getattr(self, f), bool):
                 raise ValueError(f"HMCConfig.{f} must be True or False, got {getattr(self, f)!r}")
         if self.starts == "both" and self.n_chains % 2:
@@ -194,7 +196,8 @@ class HMCConfig(Rounds):
         """One line for titles and tables."""
         return (
             f"collapsed HMC step0={self.step_size:g} x {self.n_leapfrog} leapfrog, "
-            f"{'' if self.adapt_mass else 'unit mass, '}{self.n_iter} iterations, "
+            f"{'' if self.adapt_mass else 'unit mass, '}"
+            f"{'pooled adaptation, ' if self.pooled_adaptation else ''}{self.n_iter} iterations, "
             f"{self.n_chains} chains, starts {self.starts}" + target_text(self)
         )
 

@@ -40,12 +40,15 @@ PyTree = Any
 class Kernel(NamedTuple):
     """A Markov kernel of one chain (NumPyro's ``MCMCKernel`` contract as a pytree of pure
     functions). ``warmup``: an adapting transition run ``n_warmup`` times first (``None``: the
-    kernel does not adapt and ``n_warmup`` is 0)."""
+    kernel does not adapt and ``n_warmup`` is 0). ``pool``: where the chains adapt together,
+    a function of all chains' states (leaves ``[C, ...]``) run after each of their warm-up
+    transitions (``None``: each chain adapts alone)."""
 
     init: Callable[..., Any]
     step: Callable[..., Any]
     warmup: Callable[..., Any] | None = None
     n_warmup: int = 0
+    pool: Callable[[Any], Any] | None = None
 
 
 class Chains(NamedTuple):
@@ -123,31 +126,50 @@ def run_chains(
     keep = (lambda s, j, *a: s.position) if record is None else record
     follow = (lambda s: ()) if trace is None else trace
 
-    def chain(key, position, *own):
+    def run(fn, start, a):
+        def one(s, k):
+            s, t = _step_and_trace(fn, follow, s, a)
+            report(start + k + 1)
+            return s, t
+
+        return one
+
+    def chain(key, position, *own, state0=None, tr_pre=()):
+        """One chain from its start (or, ``state0``, from the end of a pooled warm-up)."""
         a = (*args, *own)
-        state0 = kernel.init(key, position, *a)
-
-        def run(fn, start):
-            def one(s, k):
-                s, t = _step_and_trace(fn, follow, s, a)
-                report(start + k + 1)
-                return s, t
-
-            return one
-
-        state, tr_pre = state0, []
-        for fn, n, start in ((kernel.warmup, n_warm, 0), (kernel.step, burn_in, n_warm)):
-            if n:
-                state, t = lax.scan(run(fn, start), state, jnp.arange(n))
-                tr_pre.append(t)
-
+        tr_pre = list(tr_pre)
+        state = init = kernel.init(key, position, *a) if state0 is None else state0
+        if state0 is None and n_warm:
+            state, t = lax.scan(run(kernel.warmup, 0, a), state, jnp.arange(n_warm))
+            tr_pre.append(t)
+        if burn_in:
+            state, t = lax.scan(run(kernel.step, n_warm, a), state, jnp.arange(burn_in))
+            tr_pre.append(t)
         state, (rec, tr) = _blocks(
             kernel, state, n_draws, thin, keep, follow, a, report, n_warm + burn_in, 0
         )
         tr = jax.tree.map(lambda *xs: jnp.concatenate(xs), *tr_pre, tr) if tr_pre else tr
-        return Chains(rec, tr if trace is not None else None, state0, state)
+        return Chains(rec, tr if trace is not None else None, init, state)
 
-    return map_chains(chain, batched)(keys, positions, *chain_args)
+    if kernel.pool is None or not n_warm:
+        return map_chains(chain, batched)(keys, positions, *chain_args)
+    # pooled warm-up: each transition runs on every chain, then their adaptation is pooled
+    inits = map_chains(lambda k, x, *own: kernel.init(k, x, *args, *own), batched)(
+        keys, positions, *chain_args
+    )
+    step_all = map_chains(lambda s, *own: kernel.warmup(s, *args, *own), batched)
+
+    def warm(states, k):
+        states = kernel.pool(step_all(states, *chain_args))
+        report(k + 1)
+        return states, jax.vmap(follow)(states)
+
+    states, tr_warm = lax.scan(warm, inits, jnp.arange(n_warm))
+    tr_warm = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tr_warm)  # [C, n_warm, ...]
+    rest = map_chains(lambda s, t, *own: chain(None, None, *own, state0=s, tr_pre=(t,)), batched)(
+        states, tr_warm, *chain_args
+    )
+    return rest._replace(init=inits)
 
 
 def continue_chains(

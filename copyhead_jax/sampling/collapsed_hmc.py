@@ -422,6 +422,7 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
         n_adapt=s.n_adapt,
         target_accept=s.target_accept,
         adapt_mass=s.adapt_mass,
+        pooled=s.pooled_adaptation,
         chain_args=(x,),
         state=state,
         first_draw=first_draw,

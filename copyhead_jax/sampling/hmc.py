@@ -190,6 +190,7 @@ def hmc_kernel(
     target_accept: float = TARGET_ACCEPT,
     adapt_mass: bool = False,
     inside: Callable | None = None,
+    pooled: bool = False,
 ) -> Kernel:
     """HMC on ``potential_fn(w, *args)`` (module docstring) as a :class:`~.chains.Kernel`.
 
@@ -200,7 +201,11 @@ def hmc_kernel(
     both frozen after the warm-up, so what follows it is an exact chain (unit mass without
     ``adapt_mass``). ``inside(w, *args) == False`` rejects a proposal (``None``:
     no region). Transition ``i`` draws from ``fold_in(key, i)``, so a caller may use other
-    folds of the chain key (e.g. negative ones) for its own draws."""
+    folds of the chain key (e.g. negative ones) for its own draws.
+
+    ``pooled``: the chains run together share one adaptation (the kernel's ``pool``): the dual
+    averaging sees their mean acceptance and the mass their end points in every slow window
+    (``C`` times the draws of one chain's), so all end with the same step and mass."""
     n_adapt = check_int("n_adapt", n_adapt, lo=0)
     n_leap = check_int("n_leap", n_leap, lo=1)
     mass = adapt_mass and n_adapt >= MASS_MIN_ADAPT
@@ -245,37 +250,67 @@ def hmc_kernel(
             key,
         )
 
-    def warmup(state: HMCState, *args) -> HMCState:
-        i, dt = state.i, state.position.dtype
+    def adapt(state: HMCState, accept: Float[Array, " C"], w: Float[Array, "C n"]):
+        """The warm-up's update after transition ``state.i - 1``, from the acceptance and
+        end point of each of ``C`` chains: dual averaging on their mean acceptance, their end
+        points added to the slow window's moments (Chan et al.'s batch update), and at a
+        window's end the new mass and a restarted step. ``C = 1``: one chain's own update."""
+        i, dt = state.i - 1, state.position.dtype
         da, acc = state.adaptation
         scale = state.scale
         restarted = jnp.where(i >= end, end, jnp.where(i >= middle, middle, 0))  # last cut
-        new, info = transition(state, da.log_eps, scale if mass else 1.0, args)
-        da = dual_averaging_update(da, (i + 1 - restarted).astype(dt), info[0], target_accept)
+        da = dual_averaging_update(
+            da, (i + 1 - restarted).astype(dt), jnp.mean(accept), target_accept
+        )
         if mass:
-            w = new[0]
             slow = (i >= start) & (i < end)
-            n = acc.n + slow
-            d = w - acc.mean
-            mean = jnp.where(slow, acc.mean + d / jnp.maximum(n, 1.0), acc.mean)
-            m2 = jnp.where(slow, acc.m2 + d * (w - mean), acc.m2)
+            n = acc.n + slow * w.shape[0]
+            d = w - acc.mean[None]
+            mean = jnp.where(slow, acc.mean + jnp.sum(d, 0) / jnp.maximum(n, 1.0), acc.mean)
+            m2 = jnp.where(slow, acc.m2 + jnp.sum(d * (w - mean[None]), 0), acc.m2)
             acc = _Welford(n, mean, m2)
             cut = (i + 1 == middle) | (i + 1 == end)  # a slow window ends: new mass, restart
             scale = jnp.where(cut, _regularised_scale(acc), scale)
             restart = dual_averaging_init(jnp.exp(da.log_eps), dt)
             da = jax.tree.map(lambda r, x: jnp.where(cut, r, x), restart, da)
-            zero = jnp.zeros_like(w)
+            zero = jnp.zeros_like(mean)
             acc = jax.tree.map(
                 lambda z, x: jnp.where(cut, z, x), _Welford(jnp.zeros((), dt), zero, zero), acc
             )
-        return moved(state, new, info, scale=scale, adaptation=Adaptation(da, acc))
+        return state._replace(scale=scale, adaptation=Adaptation(da, acc))
+
+    def advance(state: HMCState, *args) -> HMCState:
+        """A warm-up transition at the current step and mass, not yet adapted."""
+        log_eps = state.adaptation.step.log_eps
+        new, info = transition(state, log_eps, state.scale if mass else 1.0, args)
+        return moved(state, new, info)
+
+    def warmup(state: HMCState, *args) -> HMCState:
+        state = advance(state, *args)
+        return adapt(state, state.accept_prob[None], state.position[None])
+
+    def pool(states: HMCState) -> HMCState:
+        """One adaptation for all chains (leaves ``[C, ...]``), from all their transitions."""
+        first = jax.tree.map(lambda x: x[0], states)
+        shared = adapt(first, states.accept_prob, states.position)
+        C = states.i.shape[0]
+        return states._replace(
+            scale=jnp.broadcast_to(shared.scale, states.scale.shape),
+            adaptation=jax.tree.map(
+                lambda x: jnp.broadcast_to(x, (C, *x.shape)), shared.adaptation
+            ),
+        )
 
     def step(state: HMCState, *args) -> HMCState:
         log_eps = state.adaptation.step.log_eps_bar  # the averaged step, frozen after warm-up
         new, info = transition(state, log_eps, state.scale if mass else 1.0, args)
         return moved(state, new, info)
 
-    return Kernel(init, step, warmup if n_adapt else None, n_adapt)
+    if not n_adapt:
+        return Kernel(init, step)
+    if pooled:
+        return Kernel(init, step, advance, n_adapt, pool)
+    return Kernel(init, step, warmup, n_adapt)
 
 
 class HMCChains(NamedTuple):
@@ -322,6 +357,7 @@ def hmc_chains(
     progress: Callable[[int, int], None] | None = None,
     state: HMCState | None = None,
     first_draw=0,
+    pooled: bool = False,
 ) -> HMCChains:
     """HMC chains on ``potential_fn(w, *args, *chain_args)``, one per key from
     ``positions[c]``: :func:`hmc_kernel` through :func:`~.chains.run_chains` (``batched``:
@@ -332,7 +368,8 @@ def hmc_chains(
 
     ``state`` (a previous call's ``HMCChains.state``): continue those chains for ``n_iter`` more
     iterations (:func:`~.chains.continue_chains`: no warm-up; ``positions`` unused), their draws
-    numbered from ``first_draw``; the chains equal one call of the summed length."""
+    numbered from ``first_draw``; the chains equal one call of the summed length. ``pooled``:
+    one adaptation shared by the chains (:func:`hmc_kernel`)."""
     kernel = hmc_kernel(
         potential_fn,
         step_size=step_size,
@@ -341,6 +378,7 @@ def hmc_chains(
         target_accept=target_accept,
         adapt_mass=adapt_mass,
         inside=inside,
+        pooled=pooled,
     )
     n_draws = check_int("n_iter // thin", n_iter // check_int("thin", thin, lo=1), lo=1)
 

@@ -169,3 +169,68 @@ def test_hmc_chains_is_the_kernel_driven_by_hand(adapt_mass):
     np.testing.assert_allclose(float(c.step_size[0]), step_size, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(c.scale[0]), np.asarray(state.scale), rtol=1e-6)
     assert np.any(np.asarray(state.scale) != 1.0) == adapt_mass
+
+
+def _quartic(w):
+    A = jnp.asarray([[2.0, 0.3], [0.3, 1.0]])
+    return 0.5 * w @ A @ w + 0.1 * jnp.sum(w**4)
+
+
+@pytest.mark.parametrize("adapt_mass", [False, True])
+def test_pooled_adaptation_is_one_dual_averaging_and_one_window_estimate(adapt_mass):
+    """With ``pooled`` the chains share one adaptation: replayed by hand from the chains'
+    warm-up acceptances and end points, the frozen step is the dual averaging of their mean
+    acceptance (restarted where a slow window ends) and the mass the regularised variance of
+    every chain's end points in the last slow window; all chains hold the same step and mass.
+    Float32 sums of <= 120 terms against the replay's float64: rtol 1e-4."""
+    from copyhead_jax.sampling.chains import run_chains
+    from copyhead_jax.sampling.hmc import mass_windows
+
+    C, n_adapt = 5, 40
+    kernel = hmc_kernel(
+        _quartic, step_size=0.3, n_adapt=n_adapt, adapt_mass=adapt_mass, pooled=True
+    )
+    keys = jax.random.split(jax.random.key(3), C)
+    starts = jax.random.normal(jax.random.key(4), (C, 2))
+    c = jax.jit(
+        lambda k, x: run_chains(
+            kernel, k, x, n_draws=2, trace=lambda s: (s.accept_prob, s.position)
+        )
+    )(keys, starts)
+    acc, pos = (np.asarray(x, np.float64)[:, :n_adapt] for x in c.trace)
+    start, middle, end = mass_windows(n_adapt) if adapt_mass else (n_adapt,) * 3
+    with jax.enable_x64(True):
+        da = dual_averaging_init(0.3, jnp.float64)
+        for i in range(n_adapt):
+            restarted = end if i >= end else middle if i >= middle else 0
+            da = dual_averaging_update(da, float(i + 1 - restarted), acc[:, i].mean(), 0.75)
+            if adapt_mass and i + 1 in (middle, end):
+                da = dual_averaging_init(jnp.exp(da.log_eps), jnp.float64)
+        step = float(jnp.exp(da.log_eps_bar))
+    steps = np.exp(np.asarray(c.state.adaptation.step.log_eps_bar, np.float64))
+    np.testing.assert_allclose(steps, step, rtol=1e-4)
+    scale = np.asarray(c.state.scale, np.float64)
+    if adapt_mass:
+        last = pos[:, middle:end].reshape(-1, 2)
+        n = last.shape[0]
+        var = n / (n + 5.0) * last.var(0, ddof=1) + 1e-3 * 5.0 / (n + 5.0)
+        np.testing.assert_allclose(scale, np.broadcast_to(np.sqrt(var), (C, 2)), rtol=1e-4)
+    else:
+        assert np.all(scale == 1.0)
+
+
+@pytest.mark.parametrize("adapt_mass", [False, True])
+def test_pooled_one_chain_is_the_chain_alone_and_batching_changes_nothing(adapt_mass):
+    """One chain pooled with itself is that chain adapting alone, and pooled chains run
+    batched or one after the other are the same chains (other compiled programs: float32
+    rounding over 24 + 18 transitions, rtol 1e-5 as in the test above)."""
+    kw = dict(n_iter=18, thin=3, step_size=0.3, n_adapt=24, adapt_mass=adapt_mass)
+    run = lambda k, x, **o: jax.jit(lambda k, x: hmc_chains(k, _quartic, x, **kw, **o))(k, x)  # noqa: E731
+    key = jax.random.key(8)
+    one = [run(key[None], jnp.ones((1, 2)), pooled=p) for p in (False, True)]
+    keys = jax.random.split(key, 3)
+    starts = jax.random.normal(jax.random.key(9), (3, 2))
+    many = [run(keys, starts, pooled=True, batched=b) for b in (True, False)]
+    for a, b in (one, many):
+        for x, y in zip(jax.tree.leaves(a[:7]), jax.tree.leaves(b[:7])):
+            np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-5, atol=1e-6)

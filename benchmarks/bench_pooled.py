@@ -1,0 +1,145 @@
+"""Pooled against per-chain adaptation of the collapsed HMC: gradients to a target ESS.
+
+    python benchmarks/bench_pooled.py [--attention linear softmax] [--P 64 322] [--seeds 3]
+        [--iterations 400] [--out FILE]
+
+The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction), each head's
+default collapsed HMC at a fixed length (``--iterations`` after its warm-up and adaptation, no
+target), three adaptations on the same fits, seeds and chain keys: each chain its own step and
+mass (the default), one step and mass pooled over the chains of a start group
+(``pooled_adaptation``), and the pooled one with half the adaptation iterations. Per run: the
+smallest ESS of U and the two order parameters (ArviZ's rank-normalised estimator over the
+chains), per 1,000 gradients of the run (each chain: ``n_warmup`` Langevin steps, then
+``(n_adapt + n_iter) x n_leapfrog`` leapfrog steps), and what decides the cost of a run that
+stops when enough: the gradients to ESS 400, the warm-up and adaptation plus the iterations at
+which the run's measured ESS per iteration reaches 400 (the rounds' granularity left out). The
+ratio quoted is the per-chain run's gradients to 400 over the variant's. The pooled variants
+are compared with the default run by run (same data, same keys; their chains part at the first
+adaptation that differs), so the seed-to-seed spread of the data does not enter the ratios;
+their spread over runs is the error quoted. CPU seconds of each ``run_sampler`` call
+(compilation included) are printed beside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.sampling import default_sampler, run_sampler
+from copyhead_jax.storage import environment
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_reduced import paper_config  # noqa: E402
+from bench_rounds import cpu  # noqa: E402
+
+VARIANTS = {
+    "per-chain": dict(pooled_adaptation=False),
+    "pooled": dict(pooled_adaptation=True),
+    "pooled, half adaptation": dict(pooled_adaptation=True, half_adapt=True),
+}
+
+
+def gradients(mc) -> int:
+    """Gradients of one run: every chain's Langevin warm-up, adaptation and draws."""
+    return mc.n_chains * (mc.n_warmup + (mc.n_adapt + mc.n_iter) * mc.n_leapfrog)
+
+
+def to_target(mc, ess: np.ndarray, target: float = 400.0) -> np.ndarray:
+    """Gradients a run needs to reach ESS ``target``: its warm-up and adaptation, then the
+    iterations at which its measured ESS per iteration reaches the target."""
+    per_iter = ess / mc.n_iter
+    return mc.n_chains * (mc.n_warmup + (mc.n_adapt + target / per_iter) * mc.n_leapfrog)
+
+
+def min_ess(post) -> np.ndarray:
+    """``[P, seed]``: the smallest ESS of U and the two order parameters."""
+    a = post.arrays
+    return np.min(np.stack([a["ess"]] + [a[f"ess_{n}"] for n in post.order_names]), axis=0)
+
+
+def measure(attention: str, P_list, seeds: int, n_iter: int) -> dict:
+    fit = ch.run_sweep(
+        paper_config(attention, P=tuple(P_list), n_seeds=seeds), progress=False, keep_params=True
+    )
+    out = {}
+    for name, v in VARIANTS.items():
+        base = default_sampler(fit)
+        changes = {k: x for k, x in v.items() if k != "half_adapt"}
+        if v.get("half_adapt"):
+            changes["n_adapt"] = base.n_adapt // 2
+        mc = dataclasses.replace(base, n_iter=n_iter, ess_target=0.0, **changes)
+        c0, t0 = cpu(), time.time()
+        post = run_sampler(fit, mc, progress=False)
+        e = min_ess(post)
+        out[name] = {
+            "ess_min": e.tolist(),
+            "gradients": gradients(mc),
+            "ess_per_1k_gradients": (1000 * e / gradients(mc)).tolist(),
+            "gradients_to_400": to_target(mc, e).tolist(),
+            "step": np.asarray(post.arrays["step"]).mean(-1).tolist(),
+            "cpu_s": cpu() - c0,
+            "wall_s": time.time() - t0,
+            "n_adapt": mc.n_adapt,
+        }
+        print(
+            f"{attention} {name:>24}: ESS/1k grad "
+            + "  ".join(
+                f"P={P}: " + " ".join(f"{x:.2f}" for x in row)
+                for P, row in zip(P_list, out[name]["ess_per_1k_gradients"])
+            )
+            + f"  ({out[name]['cpu_s']:.0f} CPU-s)",
+            flush=True,
+        )
+    ref = np.asarray(out["per-chain"]["gradients_to_400"])
+    for name in list(VARIANTS)[1:]:
+        r = ref / np.asarray(out[name]["gradients_to_400"])
+        out[name]["ratio_to_per_chain"] = r.tolist()
+        out[name]["ratio_geomean"] = float(np.exp(np.mean(np.log(r))))
+        out[name]["ratio_log_sd"] = float(np.std(np.log(r), ddof=1)) if r.size > 1 else None
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--attention", nargs="+", default=["linear", "softmax"])
+    ap.add_argument("--P", nargs="+", type=int, default=[64, 322])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--iterations", type=int, default=400)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_pooled.json"))
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore", ch.RunHealthWarning)  # short fixed runs: ESS < 400 expected
+    start = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    start["load"] = os.getloadavg()[0]
+    res = {h: measure(h, a.P, a.seeds, a.iterations) for h in a.attention}
+    for h, r in res.items():
+        for name in list(VARIANTS)[1:]:
+            g, s = r[name]["ratio_geomean"], r[name]["ratio_log_sd"]
+            n = len(a.P) * a.seeds
+            err = "" if s is None else f" (x/÷ {np.exp(s / np.sqrt(n)):.2f}, {n} runs)"
+            print(f"{h} {name}: {g:.2f}x fewer gradients to ESS 400 than per-chain{err}")
+    out = {
+        "start": start,
+        "end_load": os.getloadavg()[0],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "args": vars(a),
+        "results": res,
+        "environment": environment(),
+    }
+    Path(a.out).write_text(json.dumps(out, indent=1))
+    print(f"saved {a.out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
