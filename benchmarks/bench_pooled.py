@@ -5,16 +5,17 @@
 
 The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction), each head's
 default collapsed HMC at a fixed length (``--iterations`` after its warm-up and adaptation, no
-target), three adaptations on the same fits, seeds and chain keys: each chain its own step and
-mass (the default), one step and mass pooled over the chains of a start group
-(``pooled_adaptation``), and the pooled one with half the adaptation iterations. Per run: the
+target), adaptations on the same fits, seeds and chain keys (``--variants``; by default three):
+each chain its own step and mass (the default), one step and mass pooled over the chains of a
+start group (``pooled_adaptation``), the pooled one with half the adaptation iterations; also
+half the adaptation alone and a Langevin warm-up of 100 steps instead of 500. Per run: the
 smallest ESS of U and the two order parameters (ArviZ's rank-normalised estimator over the
 chains), per 1,000 gradients of the run (each chain: ``n_warmup`` Langevin steps, then
 ``(n_adapt + n_iter) x n_leapfrog`` leapfrog steps), and what decides the cost of a run that
 stops when enough: the gradients to ESS 400, the warm-up and adaptation plus the iterations at
 which the run's measured ESS per iteration reaches 400 (the rounds' granularity left out). The
-ratio quoted is the per-chain run's gradients to 400 over the variant's. The pooled variants
-are compared with the default run by run (same data, same keys; their chains part at the first
+ratio quoted is the first variant's gradients to 400 over each other's. The variants are
+compared with the first run by run (same data, same keys; their chains part at the first
 adaptation that differs), so the seed-to-seed spread of the data does not enter the ratios;
 their spread over runs is the error quoted. CPU seconds of each ``run_sampler`` call
 (compilation included) are printed beside.
@@ -43,11 +44,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_reduced import paper_config  # noqa: E402
 from bench_rounds import cpu  # noqa: E402
 
+#: The adaptations compared (``--variants``), each a change of the head's default sampler;
+#: ``half_adapt``: half its adaptation iterations. The first named is the reference.
 VARIANTS = {
     "per-chain": dict(pooled_adaptation=False),
     "pooled": dict(pooled_adaptation=True),
     "pooled, half adaptation": dict(pooled_adaptation=True, half_adapt=True),
+    "half adaptation": dict(half_adapt=True),
+    "half adaptation, warm-up 100": dict(half_adapt=True, n_warmup=100),
+    "pooled, half adaptation, warm-up 100": dict(
+        pooled_adaptation=True, half_adapt=True, n_warmup=100
+    ),
 }
+DEFAULT_VARIANTS = ("per-chain", "pooled", "pooled, half adaptation")
 
 
 def gradients(mc) -> int:
@@ -68,12 +77,13 @@ def min_ess(post) -> np.ndarray:
     return np.min(np.stack([a["ess"]] + [a[f"ess_{n}"] for n in post.order_names]), axis=0)
 
 
-def measure(attention: str, P_list, seeds: int, n_iter: int) -> dict:
+def measure(attention: str, P_list, seeds: int, n_iter: int, variants) -> dict:
     fit = ch.run_sweep(
         paper_config(attention, P=tuple(P_list), n_seeds=seeds), progress=False, keep_params=True
     )
     out = {}
-    for name, v in VARIANTS.items():
+    for name in variants:
+        v = VARIANTS[name]
         base = default_sampler(fit)
         changes = {k: x for k, x in v.items() if k != "half_adapt"}
         if v.get("half_adapt"):
@@ -101,8 +111,8 @@ def measure(attention: str, P_list, seeds: int, n_iter: int) -> dict:
             + f"  ({out[name]['cpu_s']:.0f} CPU-s)",
             flush=True,
         )
-    ref = np.asarray(out["per-chain"]["gradients_to_400"])
-    for name in list(VARIANTS)[1:]:
+    ref = np.asarray(out[variants[0]]["gradients_to_400"])
+    for name in variants[1:]:
         r = ref / np.asarray(out[name]["gradients_to_400"])
         out[name]["ratio_to_per_chain"] = r.tolist()
         out[name]["ratio_geomean"] = float(np.exp(np.mean(np.log(r))))
@@ -116,18 +126,19 @@ def main(argv=None) -> dict:
     ap.add_argument("--P", nargs="+", type=int, default=[64, 322])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=400)
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(DEFAULT_VARIANTS))
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_pooled.json"))
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore", ch.RunHealthWarning)  # short fixed runs: ESS < 400 expected
     start = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     start["load"] = os.getloadavg()[0]
-    res = {h: measure(h, a.P, a.seeds, a.iterations) for h in a.attention}
+    res = {h: measure(h, a.P, a.seeds, a.iterations, a.variants) for h in a.attention}
     for h, r in res.items():
-        for name in list(VARIANTS)[1:]:
+        for name in a.variants[1:]:
             g, s = r[name]["ratio_geomean"], r[name]["ratio_log_sd"]
             n = len(a.P) * a.seeds
             err = "" if s is None else f" (x/÷ {np.exp(s / np.sqrt(n)):.2f}, {n} runs)"
-            print(f"{h} {name}: {g:.2f}x fewer gradients to ESS 400 than per-chain{err}")
+            print(f"{h} {name}: {g:.2f}x fewer gradients to ESS 400 than {a.variants[0]}{err}")
     out = {
         "start": start,
         "end_load": os.getloadavg()[0],

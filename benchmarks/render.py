@@ -189,6 +189,24 @@ def paper_posterior_row(d: dict) -> str:
     )
 
 
+def pooled_row(d: dict) -> str:
+    """Pooled against per-chain adaptation of the collapsed HMC (``bench_pooled``)."""
+    a = d["args"]
+    n = len(a["P"]) * a["seeds"]
+    per = "; ".join(
+        f"{att}: "
+        + ", ".join(
+            f"{name} {v['ratio_geomean']:.2f}x" for name, v in r.items() if "ratio_geomean" in v
+        )
+        for att, r in d["results"].items()
+    )
+    return (
+        f"| collapsed HMC, pooled vs per-chain adaptation: per-chain gradients to ESS 400 over "
+        f"the variant's (paper config, P = {', '.join(map(str, a['P']))}, {n} runs per head, "
+        f"geometric mean) | {per}; load {d['start']['load']:.1f}-{d['end_load']:.1f} | - | - |"
+    )
+
+
 def render(
     res: dict[str, dict | None],
     runs: dict[str, dict] | None = None,
@@ -315,6 +333,8 @@ def render(
     pp = res.get("bench_paper_posterior")
     if pp:
         L.append(paper_posterior_row(pp))
+    if res.get("bench_pooled"):
+        L.append(pooled_row(res["bench_pooled"]))
     trows = theory_rows(th_) if th_ else {}
     if trows:
         t = trows["total"]
