@@ -5,11 +5,13 @@ A kernel (:class:`Kernel`) is a set of pure functions over an explicit NamedTupl
 -> state`` is one transition; a kernel that tunes itself (HMC's step size and mass) also has
 ``warmup(state, *args) -> state``, a transition that adapts, run ``n_warmup`` times before any
 other. Every randomness of step ``i`` derives from the chain's key and ``i`` (the state counts its
-steps), so a chain is a function of its key, its start and the number of steps alone.
+steps), so a chain is a function of its key, its start and the number of steps alone (after a
+pooled warm-up, of all the chains' keys and starts).
 
 :func:`run_chains` is the loop outside the kernels (NumPyro's and BlackJAX's shape), per chain:
 
-1. ``init``, then the kernel's ``n_warmup`` warm-up transitions (discarded);
+1. ``init``, then the kernel's ``n_warmup`` warm-up transitions (discarded; a kernel with a
+   ``pool`` runs them on all chains in step, ``pool`` after each, so the chains adapt together);
 2. ``burn_in`` further transitions at the tuned settings (discarded);
 3. ``n_draws`` blocks of ``thin`` transitions, ``record(state, j, *args)`` kept after block ``j``
    (the draws); ``trace(state)``, if given, after every transition of 1-3 (per-step health).
