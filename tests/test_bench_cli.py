@@ -250,6 +250,7 @@ def test_suite_reports_a_failing_benchmark_and_runs_the_others(tmp_path, capsys)
     (bench_dir / "bench_reduced.py").write_text("print('no output file')\n")
     (bench_dir / "bench_posterior.py").write_text("print('no output file')\n")
     (bench_dir / "bench_paper_posterior.py").write_text("print('no output file')\n")
+    (bench_dir / "bench_pooled.py").write_text("print('no output file')\n")
     readme = tmp_path / bc.PAGE
     readme.parent.mkdir(parents=True)
     readme.write_text(f"{bc.START}\n{bc.END}\n")
@@ -257,7 +258,7 @@ def test_suite_reports_a_failing_benchmark_and_runs_the_others(tmp_path, capsys)
     args = bc.build_parser().parse_args(argv)
     assert bc.cmd_bench(args) == 1  # not every benchmark succeeded
     log = capsys.readouterr().out
-    assert "[4/7] bench_sample_sweep: ok" in log and "suite: 2/7 ok" in log
+    assert "[4/8] bench_sample_sweep: ok" in log and "suite: 2/8 ok" in log
     sweep = json.loads((bench_dir / "results" / "bench_sweep.json").read_text())
     run = sweep["bench_run"]
     assert run["returncode"] == 0 and run["quick"] and run["ok"] is True
