@@ -4,6 +4,7 @@ timings (baseline time / our time, so > 1 means copyhead_jax is faster)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from .cells import fmt_met, fmt_mib, fmt_pct, fmt_range, fmt_x
@@ -196,7 +197,10 @@ def pooled_row(d: dict) -> str:
     per = "; ".join(
         f"{att}: "
         + ", ".join(
-            f"{name} {v['ratio_geomean']:.2f}x" for name, v in r.items() if "ratio_geomean" in v
+            f"{name} {v['ratio_geomean']:.2f}x"
+            + (f" (x/÷ {math.exp(v['ratio_log_sd'] / math.sqrt(n)):.2f})" if n > 1 else "")
+            for name, v in r.items()
+            if "ratio_geomean" in v
         )
         for att, r in d["results"].items()
     )
