@@ -341,3 +341,16 @@ def test_chains_one_after_the_other_are_the_batched_chains(linear_sweep, monkeyp
     post = run_sampler(linear_sweep, mc, progress=False)
     draws = np.asarray(post.arrays["draws"])
     assert draws.shape[2:4] == (mc.n_chains, 12) and np.all(np.isfinite(draws))
+
+
+def test_pooled_adaptation_gives_a_start_groups_chains_one_step(reduced_sweep):
+    """``pooled_adaptation`` reaches the sampler's chains: the two chains of each branch start
+    end their warm-up with one step (the kernel's pooling: tests/sampling/test_hmc.py), where
+    chains adapting alone end with their own."""
+    mc = dataclasses.replace(
+        SHORT, starts="both", n_chains=4, n_adapt=24, branch_threshold=0.05, pooled_adaptation=True
+    )
+    step = run_sampler(reduced_sweep, mc, progress=False)["step"]  # [P, seed, chain]
+    groups = step.reshape(*step.shape[:-1], 2, 2)  # the starts' chains side by side
+    np.testing.assert_array_equal(groups[..., 0], groups[..., 1])
+    assert np.all(groups[..., 0, 0] != groups[..., 1, 0])  # the two starts adapt apart
