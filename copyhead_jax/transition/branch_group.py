@@ -31,7 +31,7 @@ from ..observables import attention_matrices, order_parameters
 from ..sampling import ess, marginal_energy, marginal_whitening, split_rhat, with_WG
 from ..sampling.health import target_meta
 from ..sampling.rounds import sample_rounds
-from .branch_ti import STOPPED, branch_log_z, path_rungs
+from .branch_ti import branch_log_z, path_rungs
 from .smc import hmc_move, smc_collapse, tempered_smc
 from .ti_settings import ACCEL_REF_BATCH, MIN_T0_HITS, REF_BATCH, REF_ROUNDS, TISettings
 
@@ -156,16 +156,18 @@ def _rung_program(obj: Objective, s: TISettings, n_iter: int, rounds: bool, more
     return jax.jit(program)
 
 
-def rung_draws(draws, accept, finite, s: TISettings) -> list[dict]:
+def rung_draws(draws, accept, finite, s: TISettings, n_draws=None) -> list[dict]:
     """Per rung (``draws[R, C, S, m]``, rungs of both branches flattened): its own kept draws
-    (those it took, rounds after it stopped left out, then the first ``discard`` fraction
-    dropped), ``n_draws`` (taken), ``accept`` (their mean) and the reached ``ess``/``rhat`` (the
-    smallest ESS, largest split R-hat of ``g`` and ``a_G`` over its finite chains; NaN under 4
-    draws) and ``met`` (every chain finite and both within ``s``'s target)."""
+    (its first ``n_draws[R]`` per chain, those it took before it stopped; ``None``: all S, then
+    the first ``discard`` fraction dropped), ``n_draws`` (taken), ``accept`` (their mean) and the
+    reached ``ess``/``rhat`` (the smallest ESS, largest split R-hat of ``g`` and ``a_G`` over its
+    finite chains; NaN under 4 draws) and ``met`` (every chain finite and both within ``s``'s
+    target)."""
     out = []
-    for x, a, f in zip(draws, accept, finite, strict=True):
-        took = np.asarray(a[0]) != STOPPED
-        n = int(took.sum())
+    S = np.shape(draws)[2]
+    taken = np.full(len(draws), S) if n_draws is None else np.asarray(n_draws)
+    for x, a, f, n in zip(draws, accept, finite, taken, strict=True):
+        n = int(n)
         kept = np.asarray(x[:, :n], np.float64)[:, int(s.discard * n) :]
         fin = np.asarray(f, bool)
         e = r = math.nan
@@ -209,7 +211,8 @@ def draw_rungs(s: TISettings, obj: Objective, args: tuple, programs=None) -> dic
     )
 
     def enough(a) -> np.ndarray:  # per rung: the others go on
-        return np.array([r["met"] for r in rung_draws(a["draws"], a["accept"], a["finite"], s)])
+        per = rung_draws(a["draws"], a["accept"], a["finite"], s, a["n_draws"])
+        return np.array([r["met"] for r in per])
 
     return sample_rounds(
         s,
@@ -273,7 +276,7 @@ def free_energies(
             jnp.full((2, K), s.step_size, jnp.float32),
         ),
     )
-    per = rung_draws(got["draws"], got["accept"], got["finite"], s)
+    per = rung_draws(got["draws"], got["accept"], got["finite"], s, got.get("n_draws"))
     finite = got["finite"].reshape(2, K, -1)
     step = np.asarray(got["step"], np.float64).reshape(2, K, -1)
     U_star = np.asarray(got["U_star"], np.float64)

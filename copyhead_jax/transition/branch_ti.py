@@ -85,7 +85,8 @@ def path_rungs(
     ``state`` (a previous call's ``HMCChains.state``, leaves ``[K, C, ...]``): continue each
     rung's chains for ``n_iter`` more iterations, draws numbered from ``first_draw``; only the
     rungs ``active[K]`` draw (run one after the other, an inactive rung costs nothing): an
-    inactive rung keeps its state and returns NaN records with acceptance :data:`STOPPED`."""
+    inactive rung keeps its state and returns NaN records and acceptances (its draws end where
+    the rounds' ``n_draws`` say)."""
     side, thr = jnp.asarray(side), jnp.asarray(threshold, dtype)
 
     def inside(w):
@@ -140,7 +141,7 @@ def path_rungs(
             nan = lambda x: jnp.full(x.shape, jnp.nan, x.dtype)  # noqa: E731
             return c._replace(
                 records=nan(c.records),
-                accept=jnp.full(c.accept.shape, STOPPED, c.accept.dtype),
+                accept=nan(c.accept),
                 outside=nan(c.outside),
                 energy=nan(c.energy),
                 finite=jnp.ones(c.finite.shape, bool),
@@ -154,10 +155,6 @@ def path_rungs(
     if state is None:
         return map_chains(one, not sequential)(keys, ts, steps)
     return map_chains(one, not sequential)(keys, ts, steps, state, jnp.asarray(active, bool))
-
-
-#: The acceptance recorded for the draws of a rung that stopped (never a probability).
-STOPPED = -1.0
 
 
 def reference_mass(

@@ -12,7 +12,6 @@ import pytest
 import copyhead_jax as ch
 from copyhead_jax.objective import Objective
 from copyhead_jax.transition import branch_group as bg
-from copyhead_jax.transition.branch_ti import STOPPED
 
 #: three chain rungs per branch (exact t = 0), rounds of 20 draws, at most 10 rounds
 S = bg.TISettings(
@@ -33,9 +32,9 @@ RHO = np.array([[0.0, 0.6, 0.93], [0.3, 0.0, 0.8]])
 def _advance(t, x, n, active):
     """``n`` draws per chain of every active rung from its state (steps taken ``t[2, K]``,
     last values ``x[2, K, C, 2]``): draw j of rung (b, k) at step t + j from a generator seeded
-    ``(b, k, t + j)``; an inactive rung draws NaN with acceptance STOPPED and keeps its state."""
+    ``(b, k, t + j)``; an inactive rung draws NaN (records and acceptances) and keeps its state."""
     rec = np.full(x.shape[:3] + (n, 3), np.nan)
-    acc = np.full(x.shape[:3] + (n,), STOPPED)
+    acc = np.full(x.shape[:3] + (n,), np.nan)
     t1, x1 = t.copy(), x.copy()
     for (b, k), on in np.ndenumerate(active):
         if not on:
@@ -68,7 +67,7 @@ def _programs(calls):
 def test_each_rung_stops_in_the_first_round_its_own_draws_meet_the_target():
     calls = []
     got = bg.draw_rungs(S, Objective.from_config(ch.TINY), (None,) * 9, _programs(calls))
-    per = bg.rung_draws(got["draws"], got["accept"], got["finite"], S)
+    per = bg.rung_draws(got["draws"], got["accept"], got["finite"], S, got["n_draws"])
     R, cap = S.round_draws, S.n_rounds
     rounds = np.array([x["n_draws"] for x in per]) // R
     assert len(set(rounds.tolist())) >= 3, rounds  # the rungs stop apart
@@ -96,14 +95,15 @@ def test_each_rung_stops_in_the_first_round_its_own_draws_meet_the_target():
 
 
 def test_rung_draws_keep_each_rungs_own_draws_after_the_discard():
-    """A rung's statistics use the draws it took (not the NaN rounds after it stopped), less
-    the first ``discard`` of them; a non-finite chain never meets the target, NaN never does."""
+    """A rung's statistics use the ``n_draws`` it took (not the NaN rounds after it stopped),
+    less the first ``discard`` of them; a non-finite chain never meets the target, NaN never
+    does."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2, 2, 40, 3))
     acc = np.full((2, 2, 40), 0.7)
-    x[1, :, 20:], acc[1, :, 20:] = np.nan, STOPPED
+    x[1, :, 20:], acc[1, :, 20:] = np.nan, np.nan
     fin = np.array([[True, True], [True, False]])
-    a, b = bg.rung_draws(x, acc, fin, S)
+    a, b = bg.rung_draws(x, acc, fin, S, np.array([40, 20]))
     assert (a["n_draws"], b["n_draws"]) == (40, 20)
     np.testing.assert_array_equal(a["draws"], x[0][:, 10:])
     np.testing.assert_array_equal(b["draws"], x[1][:, 5:20])

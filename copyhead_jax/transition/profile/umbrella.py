@@ -251,8 +251,8 @@ def _program(ls: Landscape, s: UmbrellaSettings, rounds: bool = False):
 @functools.lru_cache(maxsize=16)
 def _more(ls: Landscape, s: UmbrellaSettings):
     """The compiled next round of the windows marked ``active`` from their chains' states; an
-    inactive window (one that met the target) costs nothing: its state stays, its draws are NaN
-    with acceptance :data:`STOPPED` (``lax.cond`` inside the windows' ``lax.map``)."""
+    inactive window (one that met the target) costs nothing: its state stays, its draws and
+    acceptances are NaN (``lax.cond`` inside the windows' ``lax.map``)."""
     pot, record = _target(ls)
 
     def one_window(state, params, x0, C, center, kappa, first_draw, active):
@@ -283,7 +283,7 @@ def _more(ls: Landscape, s: UmbrellaSettings):
                 nan(a),
                 nan(U),
                 nan(ex),
-                jnp.full(acc.shape, STOPPED, acc.dtype),
+                nan(acc),
                 nan(step),
                 jnp.ones(finite.shape, finite.dtype),
             ), state
@@ -299,9 +299,6 @@ def _more(ls: Landscape, s: UmbrellaSettings):
 
     return run
 
-
-#: The acceptance recorded for the draws a stopped window does not take (never a probability).
-STOPPED = -1.0
 
 _FIELDS = ("a", "U", "extra", "accept", "step", "finite")
 
@@ -362,11 +359,11 @@ def _partial(path: Path) -> Path:
 
 
 def _draws(arrays: dict) -> WindowDraws:
-    """The rounds' host arrays as :class:`WindowDraws`: each window's draws are those it took
-    (up to the round in which it met the target), the acceptance their mean."""
+    """The rounds' host arrays as :class:`WindowDraws`: each window's draws are its first
+    ``n_draws[K]`` (up to the round in which it met the target), the acceptance their mean."""
     acc = np.asarray(arrays["accept"])
-    took = acc[:, 0, :] != STOPPED  # [K, S]: a stopped window's later rounds are not draws
-    n = took.sum(-1)
+    n = np.asarray(arrays["n_draws"])
+    took = np.arange(acc.shape[-1]) < n[:, None]  # [K, S]: rounds after a window stopped: no draws
     mean_acc = np.where(took[:, None, :], acc, 0.0).sum(-1) / np.maximum(n, 1)[:, None]
     return WindowDraws(
         arrays["a"],
