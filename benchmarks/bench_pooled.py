@@ -8,7 +8,9 @@ default collapsed HMC at a fixed length (``--iterations`` after its warm-up and 
 target), adaptations on the same fits, seeds and chain keys (``--variants``; by default three):
 each chain its own step and mass (the default), one step and mass pooled over the chains of a
 start group (``pooled_adaptation``), the pooled one with half the adaptation iterations; also
-half the adaptation alone and a Langevin warm-up of 100 steps instead of 500. Per run: the
+half the adaptation alone and a Langevin warm-up of 100 steps instead of 500, and with those
+short phases longer trajectories (7 leapfrog steps, not 5) or a lower acceptance target (0.65,
+not 0.75). Per run: the
 smallest ESS of U and the two order parameters (ArviZ's rank-normalised estimator over the
 chains), per 1,000 gradients of the run (each chain: ``n_warmup`` Langevin steps, then
 ``(n_adapt + n_iter) x n_leapfrog`` leapfrog steps), and what decides the cost of a run that
@@ -54,6 +56,10 @@ VARIANTS = {
     "half adaptation, warm-up 100": dict(half_adapt=True, n_warmup=100),
     "pooled, half adaptation, warm-up 100": dict(
         pooled_adaptation=True, half_adapt=True, n_warmup=100
+    ),
+    "half adaptation, warm-up 100, 7 leapfrog": dict(half_adapt=True, n_warmup=100, n_leapfrog=7),
+    "half adaptation, warm-up 100, accept 0.65": dict(
+        half_adapt=True, n_warmup=100, target_accept=0.65
     ),
 }
 DEFAULT_VARIANTS = ("per-chain", "pooled", "pooled, half adaptation")
