@@ -3,14 +3,15 @@ a subset of P and scaled to every run.
 
     python benchmarks/bench_paper_posterior.py [--P 4 64 322 1000] [--target 400] [--round 125]
         [--attention linear softmax] [--seeds 1] [--n-warmup N] [--n-adapt N]
-        [--pooled-adaptation] [--out FILE]
+        [--n-leapfrog N] [--target-accept A] [--pooled-adaptation] [--out FILE]
 
 The paper preset (L = 25, V = 5, width 10,000 quenched through the exact reduction; 16 P x 10
 seeds, both heads). Each measured run is sampled by its head's default collapsed HMC
 (``default_sampler``; ``--n-warmup``, ``--n-adapt`` replace its warm-up and adaptation
-lengths, ``--pooled-adaptation`` shares one adaptation among a start group's chains) with
-``ess_target`` (ESS >= ``--target`` on U and both order parameters, split R-hat <= 1.01,
-rounds of ``--round`` iterations, the fixed length as the cap), ``--seeds``
+lengths, ``--n-leapfrog`` its leapfrog steps per transition, ``--target-accept`` its step's
+acceptance target, ``--pooled-adaptation`` shares one adaptation among a start group's
+chains) with ``ess_target`` (ESS >= ``--target`` on U and both order parameters, split
+R-hat <= 1.01, rounds of ``--round`` iterations, the fixed length as the cap), ``--seeds``
 seeds at each ``--P``, each P its own ``run_sampler`` call, twice: the repeat reuses the
 compiled programs and draws the same chains, so it measures the runs and the fresh call less
 the repeat one compilation at that P (the first P's also holds the process's one-time costs:
@@ -124,6 +125,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--round", type=int, default=125)
     ap.add_argument("--n-warmup", type=int, default=None)
     ap.add_argument("--n-adapt", type=int, default=None)
+    ap.add_argument("--n-leapfrog", type=int, default=None)
+    ap.add_argument("--target-accept", type=float, default=None)
     ap.add_argument("--pooled-adaptation", action="store_true")
     ap.add_argument(
         "--out",
@@ -134,7 +137,12 @@ def main(argv=None) -> dict:
     load0 = os.getloadavg()
     grid = ch.PAPER.sweep
     heads = {}
-    lengths = (("n_warmup", a.n_warmup), ("n_adapt", a.n_adapt))
+    lengths = (
+        ("n_warmup", a.n_warmup),
+        ("n_adapt", a.n_adapt),
+        ("n_leapfrog", a.n_leapfrog),
+        ("target_accept", a.target_accept),
+    )
     changes = {k: v for k, v in lengths if v is not None}  # 0 is a length too
     if a.pooled_adaptation:
         changes["pooled_adaptation"] = True
