@@ -4,17 +4,20 @@ timings (baseline time / our time, so > 1 means copyhead_jax is faster)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from .cells import fmt_met, fmt_mib, fmt_pct, fmt_range, fmt_x
-from .render_posterior import posterior_lines
+from .render_posterior import paper_posterior_row, pooled_row, posterior_lines
 from .suite import BENCHES
+
+#: The paper posterior sweep with shorter warm-up phases and rounds (a ``bench_paper_posterior``
+#: run with ``--out benchmarks/results/bench_paper_posterior_short.json``): its own row.
+SHORT_PHASES = "bench_paper_posterior_short"
 
 
 def load_results(results_dir: Path) -> dict[str, dict | None]:
     out = {}
-    for name in (*(b.name for b in BENCHES), "gpu_paper_config"):
+    for name in (*(b.name for b in BENCHES), "gpu_paper_config", SHORT_PHASES):
         p = results_dir / f"{name}.json"
         try:
             out[name] = json.loads(p.read_text()) if p.exists() else None
@@ -167,50 +170,6 @@ def _target_row(label, rows, key, fmt, target=None, target_s="-") -> str:
     return f"| {label} | {fmt_range(vals, fmt)} | {target_s} | {fmt_met(met)} |"
 
 
-def paper_posterior_row(d: dict) -> str:
-    """The paper configuration's posterior sweep until enough (``bench_paper_posterior``)."""
-    heads = d["heads"]
-    per = "; ".join(
-        f"{att}: "
-        + ", ".join(f"{t:.0f} s at P = {p}" for p, t in zip(m["fit_P"], m["per_run_cpu_s"]))
-        + f" per run, compile {m['compile_cpu_s']:.0f} s (mean), its runs ~"
-        + f"{m['scaled_cpu_s'] / 3600:.1f} h"
-        for att, m in heads.items()
-    )
-    met_all = all(m["all_met"] for m in heads.values())
-    load = d["load_average"]
-    return (
-        f"| posterior sweep of the paper config until ESS >= {d['target']['ess']:g} (collapsed "
-        f"HMC, {d['config']['measured_seeds']} seed(s) per P measured, scaled to "
-        f"{len(d['config']['P_grid'])} P x {d['config']['n_seeds']} seeds) | CPU {per}; "
-        f"both heads ~{d['scaled_total_cpu_h']:.1f} CPU-h"
-        f"{'' if met_all else ' (a measured run stopped at the cap short of the target)'}; "
-        f"load {load['start'][0]:.1f}-{load['end'][0]:.1f} | <= {d['target']['cpu_h']:g} CPU-h | "
-        f"{fmt_met(d['met'])} |"
-    )
-
-
-def pooled_row(d: dict) -> str:
-    """Pooled against per-chain adaptation of the collapsed HMC (``bench_pooled``)."""
-    a = d["args"]
-    n = len(a["P"]) * a["seeds"]
-    per = "; ".join(
-        f"{att}: "
-        + ", ".join(
-            f"{name} {v['ratio_geomean']:.2f}x"
-            + (f" (x/÷ {math.exp(v['ratio_log_sd'] / math.sqrt(n)):.2f})" if n > 1 else "")
-            for name, v in r.items()
-            if "ratio_geomean" in v
-        )
-        for att, r in d["results"].items()
-    )
-    return (
-        f"| collapsed HMC, pooled vs per-chain adaptation: per-chain gradients to ESS 400 over "
-        f"the variant's (paper config, P = {', '.join(map(str, a['P']))}, {n} runs per head, "
-        f"geometric mean) | {per}; load {d['start']['load']:.1f}-{d['end_load']:.1f} | - | - |"
-    )
-
-
 def render(
     res: dict[str, dict | None],
     runs: dict[str, dict] | None = None,
@@ -337,6 +296,8 @@ def render(
     pp = res.get("bench_paper_posterior")
     if pp:
         L.append(paper_posterior_row(pp))
+    if res.get(SHORT_PHASES):
+        L.append(paper_posterior_row(res[SHORT_PHASES]))
     if res.get("bench_pooled"):
         L.append(pooled_row(res["bench_pooled"]))
     trows = theory_rows(th_) if th_ else {}

@@ -1,8 +1,12 @@
 """The ``bench_posterior`` block of the benchmark tables (:mod:`.render`): ESS per CPU-second of
 the collapsed HMC against NumPyro NUTS and BlackJAX NUTS/HMC, ratios recomputed from the raw ESS
-and CPU seconds of ``benchmarks/results/bench_posterior.json``."""
+and CPU seconds of ``benchmarks/results/bench_posterior.json``; and the rows of the paper
+configuration's posterior sweep (``bench_paper_posterior``) and of the adaptation variants
+(``bench_pooled``)."""
 
 from __future__ import annotations
+
+import math
 
 from .cells import fmt_met, fmt_mib, fmt_range, fmt_x
 
@@ -90,3 +94,52 @@ def posterior_lines(d: dict, detail: bool = True) -> list[str]:
         note = f" ({t['note']})" if t.get("note") else ""
         L += ["", f"Bayesian transition (`copyhead transition`{when}): {t['status']}{note}."]
     return L
+
+
+def paper_posterior_row(d: dict) -> str:
+    """The paper configuration's posterior sweep until enough (``bench_paper_posterior``)."""
+    heads = d["heads"]
+    per = "; ".join(
+        f"{att}: "
+        + ", ".join(f"{t:.0f} s at P = {p}" for p, t in zip(m["fit_P"], m["per_run_cpu_s"]))
+        + f" per run, compile {m['compile_cpu_s']:.0f} s (mean), its runs ~"
+        + f"{m['scaled_cpu_s'] / 3600:.1f} h"
+        for att, m in heads.items()
+    )
+    met_all = all(m["all_met"] for m in heads.values())
+    load = d["load_average"]
+    changes = d["config"].get("changes") or {}
+    rounds = next(iter(heads.values())).get("sampler", {}).get("round_iter")
+    how = (", ".join(f"{k} {v}" for k, v in changes.items()) or "default lengths") + (
+        "" if rounds is None else f", rounds of {rounds}"
+    )
+    return (
+        f"| posterior sweep of the paper config until ESS >= {d['target']['ess']:g} (collapsed "
+        f"HMC, {how}, {d['config']['measured_seeds']} seed(s) per P measured, scaled to "
+        f"{len(d['config']['P_grid'])} P x {d['config']['n_seeds']} seeds) | CPU {per}; "
+        f"both heads ~{d['scaled_total_cpu_h']:.1f} CPU-h"
+        f"{'' if met_all else ' (a measured run stopped at the cap short of the target)'}; "
+        f"load {load['start'][0]:.1f}-{load['end'][0]:.1f} | <= {d['target']['cpu_h']:g} CPU-h | "
+        f"{fmt_met(d['met'])} |"
+    )
+
+
+def pooled_row(d: dict) -> str:
+    """Pooled against per-chain adaptation of the collapsed HMC (``bench_pooled``)."""
+    a = d["args"]
+    n = len(a["P"]) * a["seeds"]
+    per = "; ".join(
+        f"{att}: "
+        + ", ".join(
+            f"{name} {v['ratio_geomean']:.2f}x"
+            + (f" (x/÷ {math.exp(v['ratio_log_sd'] / math.sqrt(n)):.2f})" if n > 1 else "")
+            for name, v in r.items()
+            if "ratio_geomean" in v
+        )
+        for att, r in d["results"].items()
+    )
+    return (
+        f"| collapsed HMC, pooled vs per-chain adaptation: per-chain gradients to ESS 400 over "
+        f"the variant's (paper config, P = {', '.join(map(str, a['P']))}, {n} runs per head, "
+        f"geometric mean) | {per}; load {d['start']['load']:.1f}-{d['end_load']:.1f} | - | - |"
+    )

@@ -137,3 +137,20 @@ def test_paper_posterior_row_says_met_only_within_the_budget_with_every_target_r
     assert "| <= 2 CPU-h | **no** |" in slow and "~7.2 CPU-h" in slow
     short = render({"bench_paper_posterior": _paper_posterior(1.5, False)}, detail=False)
     assert "short of the target" in short
+
+
+def test_the_short_phase_sweep_has_its_own_row_naming_what_it_changed():
+    """A run with other lengths (``SHORT_PHASES``) is shown beside the default's, never in its
+    place, and its row says which sampler settings it changed and its round length."""
+    from benchmarks.render import SHORT_PHASES
+
+    fast = _paper_posterior(1.9, True)
+    fast["config"]["changes"] = {"n_warmup": 100, "n_adapt": 100}
+    fast["heads"]["softmax"]["sampler"] = {"round_iter": 50}
+    both = render(
+        {"bench_paper_posterior": _paper_posterior(2.9, True), SHORT_PHASES: fast}, detail=False
+    )
+    rows = [r for r in both.splitlines() if "posterior sweep of the paper config" in r]
+    assert len(rows) == 2
+    assert "default lengths" in rows[0] and "~2.9 CPU-h" in rows[0] and "**no**" in rows[0]
+    assert "n_warmup 100, n_adapt 100, rounds of 50" in rows[1] and "| yes |" in rows[1]
