@@ -157,9 +157,9 @@ def _rung_program(obj: Objective, s: TISettings, n_iter: int, rounds: bool, more
 
 
 def rung_draws(draws, accept, finite, s: TISettings, n_draws=None) -> list[dict]:
-    """Per rung (``draws[R, C, S, m]``, rungs of both branches flattened): its own kept draws
-    (its first ``n_draws[R]`` per chain, those it took before it stopped; ``None``: all S, then
-    the first ``discard`` fraction dropped), ``n_draws`` (taken), ``accept`` (their mean) and the
+    """Per rung (``draws[R, C, S, m]``, rungs of both branches flattened): its kept draws (the
+    first ``n_draws[R]`` per chain, those it took before it stopped, ``None``: all S; less the
+    first ``discard`` fraction of them), ``n_draws`` (taken), ``accept`` (their mean) and the
     reached ``ess``/``rhat`` (the smallest ESS, largest split R-hat of ``g`` and ``a_G`` over its
     finite chains; NaN under 4 draws) and ``met`` (every chain finite and both within ``s``'s
     target)."""
