@@ -295,7 +295,7 @@ class CollapsedHMC(Sampler):
         ``first_draw``; the other runs' chains stay where they are (skipped when the runs are
         mapped one after the other)."""
         out = [
-            _hmc_more(self, h, train, mask, *c, jnp.int32(first_draw), active)
+            _hmc_more(self.program, h, train, mask, *c, jnp.int32(first_draw), active)
             for (_, h), c in zip(self._groups(None, head, prepared, idx), carry)
         ]
         carry = tuple((o[1], *c[1:]) for o, c in zip(out, carry))  # new states, same origins
@@ -329,13 +329,13 @@ class CollapsedHMC(Sampler):
         k_hmc = jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, 2)))(keys)
         heads, mask = f32(heads), f32(mask)
         C1 = _marginal_whitening_runs(self.cfg, heads, train, mask)
-        x_warm = _warmup_runs(self, k_warm, heads, train, mask, C1)  # [runs, chains, n]
+        x_warm = _warmup_runs(self.program, k_warm, heads, train, mask, C1)  # [runs, chains, n]
         typical = eqx.tree_at(lambda h: h.W_G, heads, x_warm[:, 0].reshape(heads.W_G.shape))
         C2 = _marginal_whitening_runs(self.cfg, typical, train, mask)
         if carry:
-            st, states = _hmc_start(self, k_hmc, heads, train, mask, x_warm, C2)
+            st, states = _hmc_start(self.program, k_hmc, heads, train, mask, x_warm, C2)
             return st, (states, x_warm, C2)
-        return _hmc_runs(self, k_hmc, heads, train, mask, x_warm, C2)
+        return _hmc_runs(self.program, k_hmc, heads, train, mask, x_warm, C2)
 
     def observe_drawn(self, key, head: AbstractHead, train, mask) -> Array:
         """:meth:`observe_all` of ``head`` with its readout drawn given ``W^G``

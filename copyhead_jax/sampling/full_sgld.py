@@ -104,16 +104,16 @@ class FullSGLD(Sampler):
         ), res.last_state
 
     def sample(self, keys, head, train, mask, prepared, idx) -> DrawStats:
-        return _sample_runs(self, keys, head, train, mask)
+        return _sample_runs(self.program, keys, head, train, mask)
 
     def start(self, keys, head, train, mask, prepared, idx):
         """The first round (:mod:`.rounds`): ``burn_in`` steps, then ``round_steps``."""
-        return _start_runs(self, keys, head, train, mask)
+        return _start_runs(self.program, keys, head, train, mask)
 
     def more(self, carry, head, train, mask, prepared, idx, first_draw, active):
         """``round_steps`` more steps of every chain from ``carry`` (the last states), the
         rounds of the runs not ``active`` left out (the runs are batched: computed alike)."""
-        stats, carry = _more_runs(self, carry, head, train, mask)
+        stats, carry = _more_runs(self.program, carry, head, train, mask)
         return left_out(stats, active), carry
 
     def carry_structure(self, head):

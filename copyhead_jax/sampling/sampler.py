@@ -12,6 +12,7 @@ parameters, the coverage of the mean attention), then what the config asks to ke
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
@@ -19,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import Config, HMCConfig, SGLDConfig
+from ..config import FINAL, Config, HMCConfig, SGLDConfig
 from ..data import masked_mean
 from ..models import AbstractHead
 from ..objective import Objective, embedding_prior_energy, neg_log_posterior, squared_errors
@@ -72,6 +73,21 @@ class Sampler(eqx.Module):
     config: ClassVar[type]
     #: drop the padding rows no run of a chunk uses (their cost is that of data)
     trim_rows: ClassVar[bool] = False
+
+    @property
+    def program(self) -> Sampler:
+        """This sampler as its compiled programs see it (their static argument): the fields only
+        the host reads (the seed, which the chain keys and start points come from outside the
+        programs, and the target's values, which only decide the next round) set to one value,
+        so calls that differ only in them share one compilation. Whether there is a target
+        stays: it sets a round's length."""
+        mc = dataclasses.replace(
+            self.mc,
+            seed=0,
+            ess_target=float(self.mc.ess_target > 0),
+            rhat_target=FINAL.rhat_max,
+        )
+        return type(self)(self.cfg, mc)
 
     def observe(self, head: AbstractHead, train, mask) -> jax.Array:
         """``[U, loss, c1, cG, r, psi, coverage]`` of one head on its run's training data (the

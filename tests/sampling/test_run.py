@@ -331,3 +331,23 @@ def test_collapsed_hmc_refuses_joint_map_fits(reduced, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"trained embeddings holds joint-MAP fits"):
         sample_mod.run_sampler(sweep, ch.HMCConfig(n_iter=4), out=tmp_path / "p.npz")
     assert not list(tmp_path.iterdir())
+
+
+def test_samplers_that_differ_only_in_what_the_host_reads_share_one_program():
+    """The compiled programs take ``Sampler.program`` as their static argument: configs that
+    differ only in the seed or the target's values give equal programs (one compilation); a
+    field the programs read (leapfrog steps, SGLD's step) or whether there is a target (it sets
+    a round's length) gives another."""
+    from copyhead_jax.sampling import sampler_for
+
+    red = ch.TINY.replace(model=dict(engine="reduced"))
+    for cfg, mc, read in (
+        (red, ch.HMCConfig(seed=1, ess_target=400.0, rhat_target=1.01), dict(n_leapfrog=6)),
+        (ch.TINY, ch.SGLDConfig(seed=1, ess_target=400.0, rhat_target=1.01), dict(step_size=2e-6)),
+    ):
+        prog = lambda m: sampler_for(cfg, m).program  # noqa: B023, E731
+        other = dataclasses.replace(mc, seed=7, ess_target=50.0, rhat_target=1.1)
+        assert prog(mc) == prog(other) and hash(prog(mc)) == hash(prog(other))
+        assert prog(mc) != prog(dataclasses.replace(mc, **read))
+        assert prog(mc) != prog(dataclasses.replace(mc, ess_target=0.0))
+        assert prog(mc).mc.round_draws == mc.round_draws  # what the programs read is kept
