@@ -77,10 +77,10 @@ class Sampler(eqx.Module):
     @property
     def program(self) -> Sampler:
         """This sampler as its compiled programs see it (their static argument): the fields only
-        the host reads (the seed, which the chain keys and start points come from outside the
-        programs, and the target's values, which only decide the next round) set to one value,
-        so calls that differ only in them share one compilation. Whether there is a target
-        stays: it sets a round's length."""
+        the host reads set to one value (the seed: the chain keys and start points are made
+        from it outside the programs; the target's values: they only decide whether another
+        round runs), so calls that differ only in them share one compilation. Whether there is
+        a target stays: it sets a round's length."""
         mc = dataclasses.replace(
             self.mc,
             seed=0,
