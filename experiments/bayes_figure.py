@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from copyhead_jax.compare import bayesian_interval, measured_law
+from copyhead_jax.compare import bayesian_interval, measured_law, profile_verdict
 from copyhead_jax.config import TRANSITION_RUN
 from copyhead_jax.plots import bayes_compare_figure, save_figure
 from copyhead_jax.storage import write_json
-from copyhead_jax.transition import profile
 
 RULE = f"R-hat > {TRANSITION_RUN.rhat_max:g} or ESS < {TRANSITION_RUN.ess_min:g}"
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,14 +123,9 @@ def _command_measured(d: dict, **more) -> dict:
 
 def _profile_interval(d: dict) -> tuple[float, float]:
     """A profile run's interval: the hull of the one it printed and the package's crossing rule
-    applied to its stored probes (``decide`` per seed, ``over_seeds``); a run printed before the
-    rule may have propagated a bracket end's error linearly, which the rule does not."""
-    num = lambda x: tuple(x) if isinstance(x, list) else math.nan if x is None else x  # noqa: E731
-    v = [
-        profile.decide([profile.Probe(**{k: num(x) for k, x in p.items()}) for p in s["probes"]])
-        for s in d["seeds"]
-    ]
-    o = profile.over_seeds(v)
+    applied to its stored probes (``compare.profile_verdict.from_record``); a run printed before
+    the rule may have propagated a bracket end's error linearly, which the rule does not."""
+    o = profile_verdict.from_record(d)[1]
     return min(o["lo"], d["interval"][0]), max(o["hi"], d["interval"][1])
 
 

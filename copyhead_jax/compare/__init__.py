@@ -1,7 +1,9 @@
 """Where theory and measurement meet (the only such place in the package).
 
 - ``root``     the one crossing rule: where a measured difference turns sign, its interval
-               (Monte Carlo, quadrature, interpolation; an end straddling zero widens it)
+               (Monte Carlo, quadrature, interpolation; an end straddling zero widens it);
+               seeds combined
+- ``profile_verdict`` first order or crossover and P* from free-energy profiles at a few P
 - ``locate``   measured transition points ``P*`` on a grid of ``P`` (docs/theory.md §5)
 - ``overlay``  theory curves over measured sweeps
 - ``errors``   relative errors and the thresholds that make one a disagreement
@@ -23,6 +25,7 @@
 
 from . import locate as locate
 from . import paper as paper
+from . import profile_verdict as profile_verdict
 from . import root as root
 from .claims import EXPONENT_TOL as EXPONENT_TOL
 from .claims import P_TOL as P_TOL

@@ -14,7 +14,15 @@ from ..theory import theory_of
 from .claims import EXPONENT_TOL, judge, order_of, relative_band, verdict_text
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_MEASURED
-from .reading_sources import BRANCHES, TRANSITIONS, crossover_interval, load_json, pstars
+from .profile_verdict import from_record
+from .reading_sources import (
+    BRANCHES,
+    PROFILES,
+    TRANSITIONS,
+    crossover_interval,
+    load_json,
+    pstars,
+)
 
 __all__ = [
     "COVERAGE",
@@ -27,6 +35,7 @@ __all__ = [
     "judged_cell",
     "law_cell",
     "order_cell",
+    "profile_cell",
     "pstar_cell",
     "transition_cell",
     "verdict_cell",
@@ -95,8 +104,11 @@ def pstar_cell(d: Path, r: str, k: str) -> dict:
 
 
 def bayes_cell(d: Path, r: str) -> dict:
-    """The Bayesian P*_aG (branch free energies, or a ``copyhead transition`` result) against
-    the paper's 300, with the poorly mixing runs counted."""
+    """The Bayesian P*_aG (the free-energy profile, else branch free energies, else a
+    ``copyhead transition`` result) against the paper's 300, with the poorly mixing runs
+    counted."""
+    if r in PROFILES and (pr := load_json(d, PROFILES[r])):
+        return profile_cell(pr)
     res = load_json(d, BRANCHES[r]) if r in BRANCHES else None
     if res is None and r in TRANSITIONS and (tr := load_json(d, TRANSITIONS[r])):
         return transition_cell(tr)
@@ -111,6 +123,22 @@ def bayes_cell(d: Path, r: str) -> dict:
     )
     iv = f"[{g4(b['lo'])}, {g4(b['hi'])}]" if b.get("lo") else "[open]"
     return judged_cell(f"{g4(b['P_star'])} {iv} ({res['n_seeds']} seeds){bad}", j)
+
+
+def profile_cell(tr: dict) -> dict:
+    """The Bayesian P*_aG cell from a free-energy profile result (``copyhead transition``'s
+    default method): first order or crossover and the interval of the package's rule
+    (:func:`.profile_verdict.from_record`: seeds, replicas, the dividing surface, interpolation),
+    with the probes at which a window did not mix (their errors already widened)."""
+    s = from_record(tr)[1]
+    band = relative_band(PAPER_MEASURED["P_aG"])
+    probes = sorted({f.split(":")[0] for f in tr.get("flagged", [])})
+    bad = f"; {len(probes)} probe(s) with a window not mixed, errors widened" if probes else ""
+    text = (
+        f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['kind']}, {s['n']} seed(s), "
+        f"free-energy profile, width {g4(tr['width'])}){bad}"
+    )
+    return judged_cell(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
 
 
 def transition_cell(tr: dict) -> dict:

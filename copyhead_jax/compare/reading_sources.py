@@ -18,10 +18,12 @@ import numpy as np
 from ..config import preset
 from ..theory import TheoryParams, sensitivity, transition_points
 from .crossing import bayesian_interval
+from .profile_verdict import from_record
 
 __all__ = [
     "BRANCHES",
     "KEYS",
+    "PROFILES",
     "READINGS",
     "SWEPT",
     "TRANSITIONS",
@@ -41,6 +43,9 @@ SWEPT = ("paper-chi-lik",)  # readings whose 10-seed P* are experiments.conventi
 BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_paper.json"}
 #: readings whose Bayesian P*_aG is a ``copyhead transition --out`` result (its transition.json)
 TRANSITIONS = {"paper-chi-lik": "transition_paper-chi-lik.json"}
+#: readings whose Bayesian P*_aG is measured by the posterior's free-energy profile (the
+#: default ``copyhead transition``); preferred over the branch free energies above
+PROFILES = {"plain": "transition_profile_L25_V5.json"}
 
 
 def load_json(d: Path, name: str) -> dict | None:
@@ -167,8 +172,10 @@ def crossover_interval(cov: dict, main: dict) -> dict[str, Any] | None:
 
 
 def bayesian_point(d: Path, r: str) -> float | None:
-    """Reading ``r``'s Bayesian P*_aG: the branch free energies' crossing, else a ``copyhead
-    transition`` result's (None: neither measured)."""
+    """Reading ``r``'s Bayesian P*_aG: the free-energy profile's, else the branch free energies'
+    crossing, else a ``copyhead transition`` result's (None: none measured)."""
+    if r in PROFILES and (pr := load_json(d, PROFILES[r])):
+        return from_record(pr)[1]["P_star"]
     if r in BRANCHES and (br := load_json(d, BRANCHES[r])):
         return bayesian_interval(br)["P_star"]
     if r in TRANSITIONS and (tr := load_json(d, TRANSITIONS[r])):

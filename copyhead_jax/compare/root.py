@@ -22,7 +22,7 @@ error budget in $t$, each part a one-sided bound that only widens the interval:
 
 The interval at ``level`` is $t^*\pm(z\,\sigma_{\rm mc}+\sigma_{\rm quad}+\sigma_{\rm interp})$
 with $\sigma_{\rm mc}$, $\sigma_{\rm quad}$ the larger side of each part (symmetric, so that seeds
-combine in :func:`copyhead_jax.transition.root.combine_seeds`). Nothing here knows the copy task:
+combine in :func:`combine_seeds`). Nothing here knows the copy task:
 the transition's probes, the branch free energies' seed means and the MAP's $U$ crossing all
 locate their root here.
 """
@@ -233,3 +233,39 @@ def crossing(P, d, se=None, sys=None, slope=None, *, level: float = 0.95) -> Cro
         level,
         bool(s_mc or s_q),
     )
+
+
+def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
+    r"""Seeds' roots ``log_P[s]`` into one ``P*`` (geometric mean) with an interval in ``log P``:
+    half-width
+    $q\sqrt{s_t^2/n+\sum_s\sigma_{{\rm mc},s}^2/n^2}+\overline{\sigma_{\rm sys}}$, $q$ the
+    Student quantile with $n-1$ degrees of freedom (normal for one seed, whose interval then has
+    no seed spread). NaN seeds (unbracketed) are left out and counted."""
+    t, m, s = (np.asarray(x, float) for x in (log_P, err_mc, err_sys))
+    ok = np.isfinite(t)
+    n = int(ok.sum())
+    if n == 0:
+        return {"P_star": None, "lo": None, "hi": None, "n": 0, "n_missing": int(t.size)}
+    t, m, s = t[ok], m[ok], s[ok]
+    spread = float(t.std(ddof=1)) if n > 1 else 0.0
+    q = (
+        float(stats.t.ppf(0.5 + level / 2, n - 1))
+        if n > 1
+        else float(stats.norm.ppf(0.5 + level / 2))
+    )
+    rand = math.sqrt(spread**2 / n + float(np.sum(m**2)) / n**2)
+    half = q * rand + float(s.mean())
+    c = float(t.mean())
+    return {
+        "P_star": math.exp(c),
+        "lo": math.exp(c - half),
+        "hi": math.exp(c + half),
+        "n": n,
+        "n_missing": int((~ok).sum()),
+        "level": level,
+        "half_width_log": half,
+        "seed_sd_log": spread,
+        "mc_log": math.sqrt(float(np.sum(m**2))) / n,
+        "sys_log": float(s.mean()),
+        "quantile": q,
+    }

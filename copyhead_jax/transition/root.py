@@ -6,9 +6,9 @@ changes sign, then bisect (in $\log P$) the bracket until it is narrower than a 
 and its error budget are the package's one crossing rule,
 :func:`copyhead_jax.compare.root.crossing` (re-exported here). :func:`bracket_slope` and
 :func:`anchored_root` place a later seed's root from one probe and the slope of ``d`` its
-earlier seeds' brackets measured. :func:`combine_seeds` averages seeds in
-$\log P$ with an interval that adds the seed spread, the Monte-Carlo errors and the systematic
-parts. Generic: nothing here knows the copy task.
+earlier seeds' brackets measured; the seeds combine by
+:func:`copyhead_jax.compare.root.combine_seeds` (re-exported here). Generic: nothing here knows
+the copy task.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from scipy import stats
 
 from ..compare.root import (
     Crossing,
+    combine_seeds,
     crossing,
     hermite_root,
     sign_change,
     sorted_probes,
 )
 
-__all__ = ["Crossing", "crossing", "hermite_root", "sign_change"]
+__all__ = ["Crossing", "combine_seeds", "crossing", "hermite_root", "sign_change"]
 
 #: An anchored root's allowance for its borrowed slope, as a fraction of the slope: the slope
 #: of this seed at its root may differ from the earlier seeds' bracket secants by the seeds'
@@ -102,42 +103,6 @@ def next_probe(
         return nxt if nxt <= P_ceil else None
     nxt = int(math.floor(P[0] / math.exp(step)))
     return nxt if P_floor <= nxt < P[0] else None
-
-
-def combine_seeds(log_P, err_mc, err_sys, *, level: float = 0.95) -> dict:
-    r"""Seeds' roots ``log_P[s]`` into one ``P*`` (geometric mean) with an interval in ``log P``:
-    half-width
-    $q\sqrt{s_t^2/n+\sum_s\sigma_{{\rm mc},s}^2/n^2}+\overline{\sigma_{\rm sys}}$, $q$ the
-    Student quantile with $n-1$ degrees of freedom (normal for one seed, whose interval then has
-    no seed spread). NaN seeds (unbracketed) are left out and counted."""
-    t, m, s = (np.asarray(x, float) for x in (log_P, err_mc, err_sys))
-    ok = np.isfinite(t)
-    n = int(ok.sum())
-    if n == 0:
-        return {"P_star": None, "lo": None, "hi": None, "n": 0, "n_missing": int(t.size)}
-    t, m, s = t[ok], m[ok], s[ok]
-    spread = float(t.std(ddof=1)) if n > 1 else 0.0
-    q = (
-        float(stats.t.ppf(0.5 + level / 2, n - 1))
-        if n > 1
-        else float(stats.norm.ppf(0.5 + level / 2))
-    )
-    rand = math.sqrt(spread**2 / n + float(np.sum(m**2)) / n**2)
-    half = q * rand + float(s.mean())
-    c = float(t.mean())
-    return {
-        "P_star": math.exp(c),
-        "lo": math.exp(c - half),
-        "hi": math.exp(c + half),
-        "n": n,
-        "n_missing": int((~ok).sum()),
-        "level": level,
-        "half_width_log": half,
-        "seed_sd_log": spread,
-        "mc_log": math.sqrt(float(np.sum(m**2))) / n,
-        "sys_log": float(s.mean()),
-        "quantile": q,
-    }
 
 
 def bracket_slope(P, d, se) -> tuple[float, float] | None:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from copyhead_jax.compare.profile_verdict import Probe, decide, over_seeds
 from copyhead_jax.compare.reading_cells import (
     CROSSOVER_COVERAGE,
     crossover_coverage_cell,
@@ -71,6 +72,35 @@ def test_transition_cell_judges_the_commands_interval():
     tr["summary"].update(P_star=300.0, lo=150.0, hi=600.0)  # centred on 300 but too wide to tell
     cell = transition_cell(tr)
     assert cell["reproduced"] is None and cell["outcome"] == "not resolved"
+
+
+def _profile_probe(P, d, bimodal=True):
+    return Probe(P, bimodal, 5.0, 0.5, 0.3, 1.0, 2.0, 0.5, 0.05, d, 0.2, 0.0, 1.0, 0.05, 6)
+
+
+def test_the_plain_bayesian_cell_is_the_profiles_verdict_decided_again(tmp_path):
+    """A profile result (``transition_profile_L25_V5.json``) is judged by the package's rule from
+    its probes, not by the ``summary`` the run printed (a stale one, far outside the band, here),
+    and is preferred over the branch free energies' file of the same reading."""
+    seeds = [[(260, 1.0), (300, -1.0)], [(262, 1.0), (302, -1.0)]]
+    probes = [[_profile_probe(P, d) for P, d in s] for s in seeds]
+    want = over_seeds([decide(ps) for ps in probes])
+    assert 225 < want["lo"] < want["hi"] < 375  # inside the paper's band: reproduced
+    tr = {
+        "width": math.inf,
+        "summary": {"P_star": 100.0, "lo": 99.0, "hi": 101.0},
+        "seeds": [{"probes": [dict(p.__dict__) for p in ps]} for ps in probes],
+        "flagged": ["seed 1 P=302: window 3 (c = 1.2): R-hat 1.3, ESS 20"] * 2,
+    }
+    _write(tmp_path, "transition_profile_L25_V5.json", tr)
+    _write(tmp_path, "posterior_branches.json", {"not": "read"})
+    row = next(r for r in claims_matrix(tmp_path)["rows"] if r["claim"].startswith("Bayesian"))
+    cell = row["cells"]["plain"]
+    assert cell["value"].startswith(
+        f"{g4(want['P_star'])} [{g4(want['lo'])}, {g4(want['hi'])}] (first order, 2 seed(s), "
+        "free-energy profile, width inf); 1 probe(s) with a window not mixed"
+    )
+    assert cell["outcome"] == "reproduced" and cell["reproduced"] is True
 
 
 def test_warning_cell_places_the_bayesian_window_at_a_transition_result(tmp_path):

@@ -12,21 +12,21 @@ joins them into one free-energy path whose error comes from independent replicas
 - ``windows``     one profile: windows placed, prepared, sampled (range extended), joined, judged
 - ``softmax``     a reduced softmax head's collapsed energy and its copy order parameter a_G
 - ``copy_order``  a_G's gradient written out (the unmasked head)
-- ``verdict``     first order or crossover, P* and its interval, per seed and over seeds
+- (the verdict, first order or crossover with P*, is ``compare.profile_verdict``)
 - ``map_switch``  where the exact MAP switches, and whether it has coexistence
 - ``settings``    the windows' default placement and sampling, the probes' search settings
 - ``cost``        what a probe costs before it starts: evaluations and time, and its memory
 - ``run``         ``profile_transition(cfg)``: probes per seed, verdict, JSON-ready result
 """
 
+from ...compare.profile_verdict import Probe as Probe
+from ...compare.profile_verdict import decide as decide
+from ...compare.profile_verdict import over_seeds as over_seeds
 from .run import profile_transition as profile_transition
 from .settings import FIXED_WINDOW_ITERS as FIXED_WINDOW_ITERS
 from .settings import PROFILE_UMBRELLA as PROFILE_UMBRELLA
 from .settings import SearchSettings as SearchSettings
 from .settings import default_profile_settings as default_profile_settings
 from .umbrella import UmbrellaSettings as UmbrellaSettings
-from .verdict import Probe as Probe
-from .verdict import decide as decide
-from .verdict import over_seeds as over_seeds
 from .windows import ProfileSettings as ProfileSettings
 from .windows import measure_profile as measure_profile

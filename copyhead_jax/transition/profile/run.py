@@ -12,8 +12,8 @@ sides weigh about the same, where a barrier, if the transition has one, is highe
 places probes: the verdict's $d$ uses a dividing surface of the posterior's own (:func:`probes`):
 a bimodal profile's barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
 bimodal probe, the midpoint of the posterior means at the lowest and highest probe. Then the
-verdict (:mod:`.verdict`) and, over seeds, ``combine_seeds``. The whitening
-Hessians are measured at a seed's first probe and carried to its others
+verdict (:mod:`copyhead_jax.compare.profile_verdict`) and, over seeds, ``combine_seeds``. The
+whitening Hessians are measured at a seed's first probe and carried to its others
 (:meth:`.windows.Anchors.rescaled`). Beside it: the exact MAP's switch and coexistence
 (:mod:`.map_switch`). The first probes come from route B's Bayesian point (docs/theory.md
 §13) where it covers the configuration, else the EK theory's posterior point, else the MAP
@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 from ..._checks import check_int
+from ...compare.profile_verdict import Probe, Verdict, decide, over_seeds
 from ...config import Config
 from ...runner import failures, map_groups
 from ...runner.eta import LONG_S, announce, duration
@@ -42,7 +43,6 @@ from .map_switch import map_branches, map_switch
 from .settings import SearchSettings, default_profile_settings
 from .softmax import Problem, beta_of_aG, build_problem, landscape, logit_start
 from .softmax import profile_config as profile_config
-from .verdict import Probe, Verdict, decide, over_seeds
 from .windows import Anchors, Profile, ProfileSettings, Sampled, analyse, measure_profile
 
 #: d is clipped to this many nats when it places a probe (a basin of weight ~1e-13 is none).

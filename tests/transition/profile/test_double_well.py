@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from copyhead_jax.compare.profile_verdict import decide
 from copyhead_jax.transition.profile.basins import student
 from copyhead_jax.transition.profile.run import probe_of
 from copyhead_jax.transition.profile.umbrella import UmbrellaSettings
-from copyhead_jax.transition.profile.verdict import decide
 from copyhead_jax.transition.profile.windows import ProfileSettings, measure_profile
 
 from .well import WELL, Well, exact_copy_weight, exact_on_bins, start

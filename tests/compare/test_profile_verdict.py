@@ -2,8 +2,8 @@
 
 import math
 
+from copyhead_jax.compare.profile_verdict import Probe, decide, over_seeds
 from copyhead_jax.transition.profile.map_switch import map_switch
-from copyhead_jax.transition.profile.verdict import Probe, decide, over_seeds
 
 
 def probe(P, d, *, bimodal, mean_a, flagged=(), short=(), d_se=0.1):

@@ -1,13 +1,14 @@
 r"""First order or crossover, and $P^*$, from profiles measured at a few $P$ (host NumPy).
 
-Per probe $P$ the profile gives: bimodal or not (:mod:`.basins`), the barrier, the basin weights
-split at the barrier top, $d(P)=F_{\rm copy}-F_{\rm pool}=-\log(w_{\rm copy}/w_{\rm pool})$ and
-the posterior mean $\bar a(P)$, each with its replica error.
+Per probe $P$ the profile gives (:mod:`copyhead_jax.transition.profile`): bimodal or not, the
+barrier, the basin weights split at the barrier top,
+$d(P)=F_{\rm copy}-F_{\rm pool}=-\log(w_{\rm copy}/w_{\rm pool})$ and the posterior mean
+$\bar a(P)$, each with its replica error.
 
 * **First order** when at least one usable probe is bimodal. $P^*$ is the root of $d$ in
-  $\log P$ (:func:`copyhead_jax.compare.root.crossing`, the package's one crossing rule: linear
-  between the bracketing probes, the quadratic through a third as the interpolation error). At a
-  probe where the profile is unimodal (one basin gone) the dividing surface is the barrier top of
+  $\log P$ (:func:`~.root.crossing`, the package's one crossing rule: linear between the
+  bracketing probes, the quadratic through a third as the interpolation error). At a probe
+  where the profile is unimodal (one basin gone) the dividing surface is the barrier top of
   the nearest bimodal probe. The **coexistence range** is the span of bimodal probes (at least
   that span, at most the span to the unimodal neighbours ``coexistence_outer``).
 * **Crossover** when no probe is bimodal: $P^*$ is where $\bar a(P)$ passes midway between its
@@ -16,11 +17,13 @@ the posterior mean $\bar a(P)$, each with its replica error.
 
 **Errors.** Replica standard errors are multiplied by $t_{0.975,R-1}/z_{0.975}$ before they enter
 the root's budget (an error from $R$ replicas has $R-1$ degrees of freedom); the dividing
-surface's sensitivity (:attr:`.basins.Basins.d_split_sys`) is a systematic term. **Mixing**: a
-probe with a window that did not mix enters with widened errors (:mod:`.windows`) and is named;
-a probe whose range misses a tail (its normalisation may lack a basin) is left out; without a
-bracket of usable probes the verdict is ``undecided`` with the reason. Over seeds: each seed's
-root on its own, then :func:`~copyhead_jax.transition.root.combine_seeds`.
+surface's sensitivity (``d_sys``, the profile's basins) is a systematic term. **Mixing**: a
+probe with a window that did not mix enters with widened errors and is named; a probe whose
+range misses a tail (its normalisation may lack a basin) is left out; without a bracket of
+usable probes the verdict is ``undecided`` with the reason. Over seeds: each seed's root on its
+own, then :func:`~.root.combine_seeds`. It stands beside the crossing rule because it judges
+measured numbers alone: ``copyhead transition`` decides with it, and the claims matrix judges a
+committed profile result with it (:func:`from_record`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from ..root import Crossing, combine_seeds, crossing
+from .root import Crossing, combine_seeds, crossing
 
 FIRST_ORDER, CROSSOVER, UNDECIDED = "first order", "crossover", "undecided"
 
@@ -184,3 +187,21 @@ def over_seeds(verdicts: list[Verdict]) -> dict:
     out["kind"] = kinds[0] if len(set(kinds)) == 1 else UNDECIDED
     out["per_seed"] = [v.P_star for v in verdicts]
     return out
+
+
+def probe_from_json(record: dict) -> Probe:
+    """A :class:`Probe` from its JSON record (lists as tuples, ``null`` as NaN)."""
+    return Probe(
+        **{
+            k: tuple(x) if isinstance(x, list) else math.nan if x is None else x
+            for k, x in record.items()
+        }
+    )
+
+
+def from_record(result: dict) -> tuple[list[Verdict], dict]:
+    """Each seed's verdict and :func:`over_seeds` of a saved profile result (the JSON of
+    ``copyhead transition``: ``seeds[i]["probes"]``), decided by this module's rule whatever
+    rule the run printed with."""
+    verdicts = [decide([probe_from_json(p) for p in s["probes"]]) for s in result["seeds"]]
+    return verdicts, over_seeds(verdicts)
