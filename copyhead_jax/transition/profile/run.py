@@ -269,12 +269,16 @@ def profile_transition(
     log = lambda m: _log(progress, m)  # noqa: E731
     cpu0 = cpu_seconds()
     s0 = ss.profile or default_profile_settings(cfg.task.L)
-    # before any work: the part no P changes (windows, chains, draws; the fewest rows), then,
-    # once the theory placed them, the first probes and a search widening to 4x them
+    # before any work: the part no P changes (windows, chains, draws; the fewest rows), then the
+    # first probes and a search widening to 4x them (given probes: before the theory, which
+    # takes minutes for Markov tokens; else once the theory placed them)
     check_profile_memory(cfg, s0, min(ss.probes) if ss.probes else 2)
+    if ss.probes:
+        check_profile_memory(cfg, s0, 4 * max(ss.probes))
     P0, P0_kind = _theory_point(cfg)
     P_theory = P0  # P0 may become the MAP switch below (where the theory has no point)
-    check_profile_memory(cfg, s0, 4 * max(ss.probes or first_probes(P0 or 16.0)))
+    if not ss.probes:
+        check_profile_memory(cfg, s0, 4 * max(first_probes(P0 or 16.0)))
     long = False
     if progress:  # what it will cost, before any work (one line on stderr under the command)
         where = (

@@ -119,3 +119,21 @@ def test_a_markov_source_places_its_probes_by_the_ansatz_map_and_says_so(monkeyp
     assert seen == {"space": "ansatz", "rho": 0.5}
     text = theory_line({"theory_point": 25.5, "theory_point_kind": "map (ansatz)"})
     assert "EK theory: MAP in the two-parameter ansatz 25.5" in text
+
+
+def test_given_probes_over_the_memory_budget_are_refused_before_the_theory(monkeypatch):
+    """With probes given, a search that could widen past the memory budget is refused before
+    any work: before the EK theory places its point (minutes for Markov tokens), not after."""
+    import importlib
+
+    from copyhead_jax.transition.profile import SearchSettings, profile_transition
+
+    run = importlib.import_module("copyhead_jax.transition.profile.run")
+
+    def no_theory(cfg):
+        raise AssertionError("the theory ran before the memory check")
+
+    monkeypatch.setattr(run, "_theory_point", no_theory)
+    cfg = _cfg().replace(task=dict(L=25, V=5), sweep=dict(memory_budget_gb=2.0))
+    with pytest.raises(ValueError, match=r"profile at P = 1120 .* needs about"):
+        profile_transition(cfg, settings=SearchSettings(probes=(180, 280)), progress=False)
