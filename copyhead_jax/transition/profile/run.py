@@ -11,7 +11,10 @@ of the transition widens instead of refining inside one basin; the last probes l
 sides weigh about the same, where a barrier, if the transition has one, is highest. $a_s$ only
 places probes: the verdict's $d$ uses a dividing surface of the posterior's own (:func:`probes`):
 a bimodal profile's barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
-bimodal probe, the midpoint of the posterior means at the lowest and highest probe. Then the
+bimodal probe, the midpoint of the posterior means at the lowest and highest probe. While no
+probe is bimodal (a crossover so far) the search then refines, with the same rule and ratio, the
+bracket where the posterior mean passes that midpoint, the crossover's $P^*$: a broad basin's
+mean and its weight past $a_s$ can part by ~10% in $P$. Then the
 verdict (:mod:`copyhead_jax.compare.profile_verdict`) and, over seeds, ``combine_seeds``. The
 whitening Hessians are measured at a seed's first probe and carried to its others
 (:meth:`.windows.Anchors.rescaled`). Beside it: the exact MAP's switch and coexistence
@@ -167,6 +170,19 @@ def seed_transition(
         Ps = sorted(placement)
         d = np.clip([placement[P] for P in Ps], -D_CLIP, D_CLIP)
         P_new = next_probe(Ps, d, refine_ratio=ss.refine_ratio, P_floor=2)
+        if P_new is None or int(P_new) in run.profiles:
+            break
+        measure(int(P_new))
+    # no probe bimodal so far: a crossover, whose P* is where the posterior mean passes midway
+    # between the lowest and highest probe (the verdict's rule); that need not be where d turns
+    # sign (a broad basin's mean and its weight past a_s part), so refine its bracket as well
+    while len(run.profiles) < ss.max_probes:
+        Ps = sorted(P for P, prof in run.profiles.items() if not prof.short)
+        if len(Ps) < 2 or any(run.profiles[P].basins.bimodal for P in Ps):
+            break
+        mean = np.array([run.profiles[P].mean_a for P in Ps])
+        gap = 0.5 * (mean[0] + mean[-1]) - mean  # falls through zero as the mean rises
+        P_new = next_probe(Ps, gap, refine_ratio=ss.refine_ratio, P_floor=2)
         if P_new is None or int(P_new) in run.profiles:
             break
         measure(int(P_new))
