@@ -56,7 +56,10 @@ NO_SOURCE = [
 ]
 #: Markov-token measurements (reading, L, V, rho, file): no route covers them (docs/theory.md
 #: §13 assumes i.i.d. tokens); each is set beside the i.i.d. measurement of the same (L, V)
-MARKOV = (("plain", 15, 7, 0.5, "transition_profile_L15_V7_markov.json"),)
+MARKOV = (
+    ("plain", 15, 7, 0.5, "transition_profile_L15_V7_markov.json"),
+    ("plain", 25, 5, 0.5, "transition_profile_L25_V5_markov.json"),
+)
 
 
 def _load(results: Path, name: str) -> dict | list:
