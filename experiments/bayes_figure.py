@@ -59,6 +59,7 @@ NO_SOURCE = [
 MARKOV = (
     ("plain", 15, 7, 0.5, "transition_profile_L15_V7_markov.json"),
     ("plain", 25, 5, 0.5, "transition_profile_L25_V5_markov.json"),
+    ("plain", 25, 5, 0.9, "transition_profile_L25_V5_markov09.json"),
 )
 
 
