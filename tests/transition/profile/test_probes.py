@@ -60,8 +60,8 @@ def _stub(monkeypatch):
 
 def test_a_crossovers_midway_point_is_bracketed_as_narrowly_as_the_search_asks(monkeypatch):
     """With no probe bimodal the verdict's P* is where the posterior mean passes midway; the
-    search refines that bracket to ``refine_ratio`` too, not only the bracket of d's root (a
-    run at rho = 0.9 stopped with the midway point interpolated across [180, 268])."""
+    search refines that bracket to ``refine_ratio`` too, not only the bracket of d's root
+    (without it the midway point is interpolated across a bracket ~1.1x wide here)."""
     _stub(monkeypatch)
     cfg = ch.preset("plain").replace(model=dict(attention="softmax"))
     ss = SearchSettings(probes=(180, 280), max_probes=12, reuse_hessians=False)
