@@ -115,7 +115,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         def run(key):
             keys = jax.random.split(key, n_chains)
             xs = jnp.broadcast_to(x_fit, (n_chains, x_fit.size))
-            potential, rec = collapsed_target(head, tok, mask, obj, C, observe)
+            potential, rec, value_and_grad = collapsed_target(head, tok, mask, obj, C, observe)
             st = hmc_chains(
                 keys,
                 potential,
@@ -127,6 +127,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
                 n_adapt=n_warmup,
                 adapt_mass=adapt_mass,
                 chain_args=(xs,),
+                value_and_grad=value_and_grad,
             )
             return st.records[0]
 

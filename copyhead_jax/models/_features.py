@@ -415,20 +415,26 @@ def feature_moments(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     return S[:D, :D], S[:D, D:], tuple(res)
 
 
+def attention_sum(res, seq_weights: Float[Array, " P"]) -> Float[Array, "L L"]:
+    """``sum_p seq_weights[p] A_p`` from :func:`feature_moments`' residuals (the attention of
+    each block of query rows is among them): what a posterior draw records beside the moments
+    (the order parameters from the mean of $A$) without another pass over the logits."""
+    return jnp.concatenate(
+        [
+            jnp.einsum("bap,ap->ab", X, jnp.broadcast_to(c, X.shape[1:]) * seq_weights[None, :])
+            for X, c, _, _ in res
+        ]
+    )
+
+
 def moments_and_attention(
     act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights, seq_weights: Float[Array, " P"]
 ) -> tuple[Gram, Float[Array, "D V"], Float[Array, "L L"]]:
     r"""``(S_F, B_F, sum_p seq_weights[p] A_p)`` in one pass over the blocks: what a posterior
     draw records (the loss and U from the moments, the order parameters from the mean of $A$)
     without three more passes over the ``P x L x L`` logits."""
-    D, V = M.shape[0], M.shape[0] - t.shape[1]
-    S = jnp.zeros((D + V, D + V), M.dtype)
-    rows_sum = []
-    for _, X, c, _, G in _forward(act, M, t, k):
-        S = S + _flat(G) @ _flat(G).T
-        w = jnp.broadcast_to(c, X.shape[1:]) * seq_weights[None, :]
-        rows_sum.append(jnp.einsum("bap,ap->ab", X, w))  # [a, b]
-    return S[:D, :D], S[:D, D:], jnp.concatenate(rows_sum)
+    SF, BF, res = feature_moments(act, M, t, k)
+    return SF, BF, attention_sum(res, seq_weights)
 
 
 def feature_moments_grad(

@@ -34,6 +34,7 @@ from jaxtyping import Array, Float
 from .._types import Mask, TokenBatch
 from ..models import (
     AbstractHead,
+    attention_sum,
     feature_moments,
     feature_moments_grad,
     moments_and_attention,
@@ -147,6 +148,8 @@ def collapsed_data(act, consts, M, E, t, k) -> Float[Array, ""]:
 
 
 def _collapsed(act, consts, M, E, t, k, grad: bool):
+    """``(value, dM, dE, (S_F, B_F, residuals))`` of :func:`collapsed_data` (``grad=False``:
+    the gradients ``None``)."""
     SF, BF, res = feature_moments(act, M, t, k)
     Lam, B = _precision(SF, BF, E, consts)
     V, N = B.shape[1], E.shape[1]
@@ -154,18 +157,18 @@ def _collapsed(act, consts, M, E, t, k, grad: bool):
     Z = Li @ B  # Lambda^-1 B
     value = -0.5 * jnp.sum(B * Z) + 0.5 * V * (logdet + 2 * N * math.log(consts[2]))
     if not grad:
-        return value, None, None
+        return value, None, None, (SF, BF, res)
     alpha, beta = _scales(consts, N)
     G_L = 0.5 * (Z @ Z.T + V * Li)
     gM = feature_moments_grad(act, res, t, k, alpha * (E @ G_L @ E.T), -beta * (E @ Z))
     gE = 2 * alpha * (SF @ E @ G_L) - beta * (BF @ Z.T)
-    return value, gM, gE
+    return value, gM, gE, (SF, BF, res)
 
 
 @collapsed_data.defjvp
 def _collapsed_data_jvp(act, consts, primals, tangents):
     M, E, t, k = primals
-    value, gM, gE = _collapsed(act, consts, M, E, t, k, grad=True)
+    value, gM, gE, _ = _collapsed(act, consts, M, E, t, k, grad=True)
     return value, jnp.sum(gM * tangents[0]) + jnp.sum(gE * tangents[1])
 
 
@@ -182,6 +185,33 @@ def marginal_energy(
         head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
     )
     return prior + data + obj.likelihood_weight * jnp.sum(k)
+
+
+def marginal_value_grad(
+    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective, with_attention=True
+):
+    r"""``(U_m, dU_m/dW^G, moments)`` at ``head.W_G`` in one pass: :func:`marginal_energy`
+    and its gradient by the same formulas (what autodiff of it evaluates), and
+    ``moments = (S_F, B_F, sum_p A_p)`` over the kept rows and sequences, from which
+    :func:`observed_from_moments` draws the readout and observes it with no further pass.
+    ``with_attention`` (a bool, may be traced): where false the attention sum is zeros, its
+    reduction over the ``P x L x L`` attention skipped (about a tenth of a gradient)."""
+    M, pullback = jax.vjp(lambda W: eqx.tree_at(lambda h: h.W_G, head, W).logit_gram(), head.W_G)
+    k = row_weights(head, tokens, mask, M.dtype)
+    act, E = head.feature_activation(), head.embeddings()
+    value, gM, _, (SF, BF, res) = _collapsed(act, _constants(head, obj), M, E, tokens, k, True)
+    keep = (mask > 0).astype(M.dtype)
+    L = tokens.shape[1]
+    A_sum = lax.cond(
+        with_attention,
+        lambda r: attention_sum(r, keep),
+        lambda r: jnp.zeros((L, L), M.dtype),
+        res,
+    )
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    U = prior + value + obj.likelihood_weight * jnp.sum(k)
+    grad = pullback(gM)[0] + head.W_G / obj.sigma_G**2
+    return U, grad, (SF, BF, A_sum)
 
 
 def draw_readout(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective):
@@ -202,14 +232,25 @@ def draw_observed(key, head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: 
     r"""``(head, U, loss, A)``: ``head`` with ``W_O_hat`` drawn as :func:`draw_readout` draws
     it, and there the quenched energy U, the training loss (mean over the kept sequences of
     $\lvert f-y\rvert^2$) and the kept sequences' mean attention matrix, from one pass over the
-    data (:func:`~copyhead_jax.models.moments_and_attention`). With $\hat W^O$ ``[V, N]`` and
-    $Q=E\hat W^{O\top}/\sqrt{\chi N}$ (``[D, V]``: $f^{\alpha a}=Q^\top F^{\alpha a}$) the kept
-    rows' squared errors sum to $\operatorname{tr}Q^\top S_FQ-2\operatorname{tr}Q^\top B_F+\sum k$
-    ($\lvert y\rvert=1$)."""
+    data (:func:`~copyhead_jax.models.moments_and_attention`, then
+    :func:`observed_from_moments`)."""
     M = head.logit_gram()
     k = row_weights(head, tokens, mask, M.dtype)
     keep = (mask > 0).astype(M.dtype)
-    SF, BF, A_sum = moments_and_attention(head.feature_activation(), M, tokens, k, keep)
+    moments = moments_and_attention(head.feature_activation(), M, tokens, k, keep)
+    return observed_from_moments(key, head, moments, tokens, mask, obj)
+
+
+def observed_from_moments(
+    key, head: AbstractHead, moments, tokens: TokenBatch, mask: Mask, obj: Objective
+):
+    r""":func:`draw_observed`'s ``(head, U, loss, A)`` from the data's moments at ``head.W_G``
+    (``moments = (S_F, B_F, sum_p A_p)``, as :func:`marginal_value_grad` returns them), with
+    no pass over the data. With $\hat W^O$ ``[V, N]`` and $Q=E\hat W^{O\top}/\sqrt{\chi N}$
+    (``[D, V]``: $f^{\alpha a}=Q^\top F^{\alpha a}$) the kept rows' squared errors sum to
+    $\operatorname{tr}Q^\top S_FQ-2\operatorname{tr}Q^\top B_F+\sum k$ ($\lvert y\rvert=1$)."""
+    SF, BF, A_sum = moments
+    k = row_weights(head, tokens, mask, SF.dtype)
     E = head.embeddings()
     W = _gaussian_draw(key, *_precision(SF, BF, E, _constants(head, obj)))  # [N, V]
     head = eqx.tree_at(lambda h: h.W_O_hat, head, W.T)

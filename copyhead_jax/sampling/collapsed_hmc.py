@@ -71,7 +71,13 @@ from ..models import AbstractHead, head_class, root_of
 from ..objective import Objective
 from ..results import PosteriorResult, SweepResult
 from .chains import batch_chains, map_chains
-from .collapsed import draw_observed, draw_readout, marginal_energy, marginal_whitening, with_WG
+from .collapsed import (
+    marginal_energy,
+    marginal_value_grad,
+    marginal_whitening,
+    observed_from_moments,
+    with_WG,
+)
 from .health import var_U_ratio
 from .hmc import hmc_chains, hmc_state_structure
 from .sampler import DrawStats, Sampler, left_out, observations
@@ -199,25 +205,34 @@ def warmup_chains(keys, head, tokens, mask, obj, C, n_steps: int, eta: float = W
 def collapsed_target(
     head: AbstractHead, tokens, mask, obj: Objective, C: Whitening, observe, observe_drawn=None
 ):
-    r"""``(potential, record)`` of :func:`~.hmc.hmc_chains` for the collapsed posterior in the
-    whitened coordinates ``x = x_start + C w`` (``x_start``: each chain's origin, a chain
-    argument): $U_m(x)$, and at draw ``j`` the readout drawn exactly given ``W^G = x`` (key
+    r"""``(potential, record, value_and_grad)`` of :func:`~.hmc.hmc_chains` for the collapsed
+    posterior in the whitened coordinates ``x = x_start + C w`` (``x_start``: each chain's
+    origin, a chain argument): $U_m(x)$; its value, gradient and the data's moments in one pass
+    (:func:`~.collapsed.marginal_value_grad`), the moments kept for the chain's position; and
+    at draw ``j`` the readout drawn exactly given ``W^G = x`` from those moments (key
     ``fold_in(chain key, -1 - j)``, a fold HMC's transitions never use), recording
-    ``(observe(head), |x - x_fit|)``; ``observe_drawn(key, head)``, where given, draws the
-    readout of ``head`` and observes it in one."""
+    ``(observe(head), |x - x_fit|)``. ``observe_drawn(key, head, moments)``, where given, draws
+    the readout of ``head`` and observes it in one (:meth:`CollapsedHMC.observe_drawn`)."""
     x_fit = head.W_G.ravel()
     if observe_drawn is None:
-        observe_drawn = lambda k, h: observe(draw_readout(k, h, tokens, mask, obj))  # noqa: E731
+
+        def observe_drawn(key, h, moments):
+            return observe(observed_from_moments(key, h, moments, tokens, mask, obj)[0])
 
     def potential(w, x_start):
         return marginal_energy(with_WG(head, x_start + C @ w), tokens, mask, obj)
 
+    def value_and_grad(w, keep, x_start):
+        x = x_start + C @ w
+        U, g, moments = marginal_value_grad(with_WG(head, x), tokens, mask, obj, keep)
+        return U, C.T @ g.ravel(), moments
+
     def record(state, j, x_start):
         x = x_start + C @ state.position
-        obs = observe_drawn(jax.random.fold_in(state.rng_key, -1 - j), with_WG(head, x))
-        return obs, jnp.linalg.norm(x - x_fit)
+        key = jax.random.fold_in(state.rng_key, -1 - j)
+        return observe_drawn(key, with_WG(head, x), state.aux), jnp.linalg.norm(x - x_fit)
 
-    return potential, record
+    return potential, record, value_and_grad
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +318,7 @@ class CollapsedHMC(Sampler):
 
     def carry_structure(self, head=None):
         """The pytree structure of :meth:`start`'s carry (to rebuild a saved round's)."""
-        hmc = hmc_state_structure()
+        hmc = hmc_state_structure(aux=(0, 0, 0))  # the data's moments (collapsed_target)
         state = jax.tree.unflatten(hmc, [0] * hmc.num_leaves)
         G = 2 if self.mc.starts == "both" else 1
         return jax.tree.structure(tuple((state, 0, 0) for _ in range(G)))
@@ -337,12 +352,12 @@ class CollapsedHMC(Sampler):
             return st, (states, x_warm, C2)
         return _hmc_runs(self.program, k_hmc, heads, train, mask, x_warm, C2)
 
-    def observe_drawn(self, key, head: AbstractHead, train, mask) -> Array:
-        """:meth:`observe_all` of ``head`` with its readout drawn given ``W^G``
-        (:func:`~.collapsed.draw_observed`: U, the loss and the mean attention from the
-        readout's moments, one pass over the data where drawing and observing took four)."""
+    def observe_drawn(self, key, head: AbstractHead, train, mask, moments) -> Array:
+        """:meth:`observe_all` of ``head`` with its readout drawn given ``W^G`` from the data's
+        moments there (:func:`~.collapsed.observed_from_moments`: U, the loss and the mean
+        attention with no pass over the data, the moments being the gradient's)."""
         obj = Objective.from_config(self.cfg)
-        h, U, loss, A = draw_observed(key, head, train, mask, obj)
+        h, U, loss, A = observed_from_moments(key, head, moments, train, mask, obj)
         return self.observe_all(h, train, mask, observations(U, loss, A, h.gauge_fix))
 
     def draw_step(self, n_draws: int | None = None) -> np.ndarray:
@@ -407,8 +422,8 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
     """Phase 3 of one run (``state``: continue those chains): ``(DrawStats, HMC states)``."""
     s = sampler.mc
     obj = Objective.from_config(sampler.cfg)
-    potential, record = collapsed_target(
-        h, t, m, obj, c, None, lambda key, hh: sampler.observe_drawn(key, hh, t, m)
+    potential, record, value_and_grad = collapsed_target(
+        h, t, m, obj, c, None, lambda key, hh, mom: sampler.observe_drawn(key, hh, t, m, mom)
     )
     st = hmc_chains(
         k,
@@ -427,6 +442,7 @@ def _one_run(sampler: CollapsedHMC, k, h, t, m, x, c, n_iter: int, state=None, f
         state=state,
         first_draw=first_draw,
         batched=batch_chains(x.shape[0], *t.shape),
+        value_and_grad=value_and_grad,
     )
     obs, dist = st.records
     finite = st.finite & jnp.all(jnp.isfinite(obs), axis=(1, 2))

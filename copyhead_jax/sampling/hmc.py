@@ -65,7 +65,7 @@ HMC_ADAPT, TARGET_ACCEPT = 100, 0.75
 T0, GAMMA, KAPPA, LOG_EPS_MAX = 10.0, 0.05, 0.75, math.log(2.0)
 
 Flat = Float[Array, " n"]
-State = tuple[Flat, Float[Array, ""], Flat]  # (w, U(w), grad U(w))
+State = tuple[Flat, Float[Array, ""], Flat, Any]  # (w, U(w), grad U(w), aux at w)
 
 
 def hmc_transition(
@@ -77,32 +77,34 @@ def hmc_transition(
     n_leap: int,
     scale=1.0,
 ) -> tuple[State, tuple[Array, Array, Array]]:
-    """One HMC transition of ``(w, U(w), grad U(w))`` (module docstring); ``vg`` is
-    ``value_and_grad(U)``, ``inside=None``: no region, ``scale``: the square root of the
-    diagonal inverse mass (1: unit mass). Returns ``(state, (acceptance probability, proposal
-    left the region, H))`` with the Hamiltonian ``H = U + |p|^2 / 2`` where the transition ends:
-    at the proposal ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and NumPyro's
-    ``energy``, the input of the BFMI)."""
-    w, u, g = state
+    """One HMC transition of ``(w, U(w), grad U(w), aux)`` (module docstring); ``vg(w, last)``
+    returns ``(U, grad U, aux)`` at ``w``, where ``last`` (a traced bool, true at the
+    trajectory's final step only) says whether ``aux`` is kept: the proposal's is, with its
+    position. ``inside=None``: no region, ``scale``: the square root of the diagonal inverse
+    mass (1: unit mass). Returns ``(state, (acceptance probability, proposal left the region,
+    H))`` with the Hamiltonian ``H = U + |p|^2 / 2`` where the transition ends: at the proposal
+    ``(w1, p1)`` if accepted, else at ``(w, p0)`` (Stan's and NumPyro's ``energy``, the input
+    of the BFMI)."""
+    w, u, g, aux = state
     k_eps, k_p, k_acc = jax.random.split(key, 3)
     eps = jnp.exp(log_eps) * jax.random.uniform(k_eps, (), w.dtype, *JITTER)
     p0 = jax.random.normal(k_p, w.shape, w.dtype)
 
-    def leap(c, _):
-        x, p, _, gg = c
+    def leap(c, i):
+        x, p, _, gg, _ = c
         p = p - 0.5 * eps * (scale * gg)
         x = x + eps * (scale * p)
-        uu, gg = vg(x)
-        return (x, p - 0.5 * eps * (scale * gg), uu, gg), None
+        uu, gg, a = vg(x, i == n_leap - 1)
+        return (x, p - 0.5 * eps * (scale * gg), uu, gg, a), None
 
-    (w1, p1, u1, g1), _ = lax.scan(leap, (w, p0, u, g), None, length=n_leap)
+    (w1, p1, u1, g1, aux1), _ = lax.scan(leap, (w, p0, u, g, aux), jnp.arange(n_leap))
     h0, h1 = u + 0.5 * jnp.sum(p0**2), u1 + 0.5 * jnp.sum(p1**2)
     log_a = h0 - h1
     finite = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(g1))
     out = jnp.asarray(False) if inside is None else ~inside(w1)
     log_a = jnp.where(finite & ~out, log_a, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, (), w.dtype)) < log_a
-    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1), (w, u, g))
+    state = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (w1, u1, g1, aux1), (w, u, g, aux))
     energy = jnp.where(acc, h1, h0)
     return state, (jnp.minimum(1.0, jnp.exp(log_a)), out.astype(w.dtype), energy)
 
@@ -179,6 +181,7 @@ class HMCState(NamedTuple):
     scale: Flat  # sqrt of the diagonal inverse mass (ones: unit mass)
     adaptation: Adaptation
     rng_key: Array  # the chain's key; transition i draws from fold_in(rng_key, i)
+    aux: Any = ()  # what ``value_and_grad`` returned beside U at w (:func:`hmc_kernel`)
 
 
 def hmc_kernel(
@@ -191,6 +194,7 @@ def hmc_kernel(
     adapt_mass: bool = False,
     inside: Callable | None = None,
     pooled: bool = False,
+    value_and_grad: Callable | None = None,
 ) -> Kernel:
     """HMC on ``potential_fn(w, *args)`` (module docstring) as a :class:`~.chains.Kernel`.
 
@@ -205,21 +209,34 @@ def hmc_kernel(
 
     ``pooled``: the chains run together share one adaptation (the kernel's ``pool``): the dual
     averaging sees their mean acceptance and the mass their end points in every slow window
-    (``C`` times the draws of one chain's), so all end with the same step and mass."""
+    (``C`` times the draws of one chain's), so all end with the same step and mass.
+
+    ``value_and_grad(w, keep, *args)``: ``(U, grad U, aux)`` of ``potential_fn`` in one pass,
+    ``aux`` what that pass computes on the way and a chain's record reuses (e.g. the data's
+    moments), kept in ``HMCState.aux`` for the chain's position; ``keep`` (a traced bool) is
+    false where ``aux`` will be dropped (every leapfrog step but the last), so that its extra
+    work can be skipped there (any values of the same shapes). ``None``: autodiff of
+    ``potential_fn``, no ``aux``."""
     n_adapt = check_int("n_adapt", n_adapt, lo=0)
     n_leap = check_int("n_leap", n_leap, lo=1)
     mass = adapt_mass and n_adapt >= MASS_MIN_ADAPT
     start, middle, end = mass_windows(n_adapt) if mass else (n_adapt, n_adapt, n_adapt)
+    if value_and_grad is None:
+
+        def vga(w, keep, *args):
+            return (*jax.value_and_grad(potential_fn)(w, *args), ())
+    else:
+        vga = value_and_grad
 
     def transition(state: HMCState, log_eps, scale, args) -> tuple[State, tuple]:
-        vg = lambda w: jax.value_and_grad(potential_fn)(w, *args)  # noqa: E731
+        vg = lambda w, keep: vga(w, keep, *args)  # noqa: E731
         region = None if inside is None else (lambda w: inside(w, *args))
         key = jax.random.fold_in(state.rng_key, state.i)
-        old = (state.position, state.potential_energy, state.potential_grad)
+        old = (state.position, state.potential_energy, state.potential_grad, state.aux)
         return hmc_transition(vg, region, key, old, log_eps, n_leap, scale)
 
     def moved(state: HMCState, new: State, info, **changes) -> HMCState:
-        (w, u, g), (a, out, e) = new, info
+        (w, u, g, aux), (a, out, e) = new, info
         return state._replace(
             i=state.i + 1,
             position=w,
@@ -228,11 +245,12 @@ def hmc_kernel(
             accept_prob=a,
             outside=out,
             energy=e,
+            aux=aux,
             **changes,
         )
 
     def init(key, position, *args) -> HMCState:
-        u, g = jax.value_and_grad(potential_fn)(position, *args)
+        u, g, aux = vga(position, jnp.asarray(True), *args)
         dt = position.dtype
         da = dual_averaging_init(step_size, dt)
         zero = jnp.zeros_like(position)
@@ -248,6 +266,7 @@ def hmc_kernel(
             jnp.ones_like(position),
             Adaptation(da, moments),
             key,
+            aux,
         )
 
     def adapt(state: HMCState, accept: Float[Array, " C"], w: Float[Array, "C n"]):
@@ -326,15 +345,14 @@ class HMCChains(NamedTuple):
     state: Any = None  # HMCState, leaves [C, ...]: each chain's last state (to continue it)
 
 
-def hmc_state_structure():
-    """The pytree structure of an :class:`HMCState` (its leaves in ``jax.tree.leaves`` order;
-    the key is the last), to rebuild a saved state from its leaves."""
+def hmc_state_structure(aux: Any = ()):
+    """The pytree structure of an :class:`HMCState` whose ``aux`` has the structure of ``aux``
+    (any pytree of that shape, e.g. a tuple of as many zeros as it has leaves), to rebuild a
+    saved state from its leaves (``jax.tree.leaves`` order)."""
     z = 0
-    return jax.tree.structure(
-        HMCState(
-            z, z, z, z, z, z, z, z, Adaptation(DualAveraging(z, z, z, z), _Welford(z, z, z)), z
-        )
-    )
+    aux = jax.tree.map(lambda _: z, aux)
+    ada = Adaptation(DualAveraging(z, z, z, z), _Welford(z, z, z))
+    return jax.tree.structure(HMCState(z, z, z, z, z, z, z, z, ada, z, aux))
 
 
 def hmc_chains(
@@ -358,6 +376,7 @@ def hmc_chains(
     state: HMCState | None = None,
     first_draw=0,
     pooled: bool = False,
+    value_and_grad: Callable | None = None,
 ) -> HMCChains:
     """HMC chains on ``potential_fn(w, *args, *chain_args)``, one per key from
     ``positions[c]``: :func:`hmc_kernel` through :func:`~.chains.run_chains` (``batched``:
@@ -369,7 +388,8 @@ def hmc_chains(
     ``state`` (a previous call's ``HMCChains.state``): continue those chains for ``n_iter`` more
     iterations (:func:`~.chains.continue_chains`: no warm-up; ``positions`` unused), their draws
     numbered from ``first_draw``; the chains equal one call of the summed length. ``pooled``:
-    one adaptation shared by the chains (:func:`hmc_kernel`)."""
+    one adaptation shared by the chains; ``value_and_grad``: ``potential_fn``'s value,
+    gradient and the ``aux`` a record reads from ``state.aux`` (both :func:`hmc_kernel`)."""
     kernel = hmc_kernel(
         potential_fn,
         step_size=step_size,
@@ -379,6 +399,7 @@ def hmc_chains(
         adapt_mass=adapt_mass,
         inside=inside,
         pooled=pooled,
+        value_and_grad=value_and_grad,
     )
     n_draws = check_int("n_iter // thin", n_iter // check_int("thin", thin, lo=1), lo=1)
 

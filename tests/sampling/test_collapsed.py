@@ -19,6 +19,8 @@ from copyhead_jax.sampling.collapsed import (
     draw_observed,
     draw_readout,
     marginal_energy,
+    marginal_value_grad,
+    observed_from_moments,
     readout_conditional,
     spd_inverse,
     with_WG,
@@ -170,3 +172,30 @@ def test_draw_observed_equals_the_direct_observables(attention, linear_scale, ca
         np.testing.assert_allclose(
             A, masked_mean(ref.attention_rows(t), mask), rtol=RTOL_64, atol=1e-14
         )
+
+
+@pytest.mark.parametrize(("attention", "linear_scale", "causal"), HEADS)
+def test_value_grad_and_moments_in_one_pass(attention, linear_scale, causal):
+    """``marginal_value_grad`` (what the sampler's leapfrog calls) gives autodiff's value and
+    gradient of ``marginal_energy`` and the moments from which ``observed_from_moments``
+    recovers ``draw_observed``'s draw and observables (same key; float64, padded rows); without
+    the attention the sum is zeros and the rest unchanged."""
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup(attention, linear_scale, causal)
+        head = with_WG(head, head.W_G.ravel() * 3.0)
+        f = lambda x: marginal_energy(with_WG(head, x), t, mask, obj)  # noqa: E731
+        u_ref, g_ref = jax.value_and_grad(f)(head.W_G.ravel())
+        u, g, moments = marginal_value_grad(head, t, mask, obj)
+        np.testing.assert_allclose(u, u_ref, rtol=RTOL_64)
+        assert float(jnp.max(jnp.abs(g.ravel() - g_ref)) / jnp.max(jnp.abs(g_ref))) < RTOL_64
+        key = jax.random.key(7)
+        ours, ref = (
+            observed_from_moments(key, head, moments, t, mask, obj),
+            draw_observed(key, head, t, mask, obj),
+        )
+        np.testing.assert_allclose(ours[0].W_O_hat, ref[0].W_O_hat, rtol=RTOL_64, atol=1e-12)
+        for a, b in zip(ours[1:], ref[1:]):
+            np.testing.assert_allclose(a, b, rtol=RTOL_64, atol=1e-14)
+        u0, g0, (SF, BF, A0) = marginal_value_grad(head, t, mask, obj, False)
+        assert float(u0) == float(u) and np.array_equal(g0, g) and not np.any(A0)
+        np.testing.assert_allclose(SF, moments[0], rtol=RTOL_64)

@@ -314,7 +314,7 @@ def test_chains_one_after_the_other_are_the_batched_chains(linear_sweep, monkeyp
     tokens = jnp.asarray(np.asarray(sweep_inputs(cfg, None).train)[0])
     mask = jnp.ones(tokens.shape[:1], jnp.float32)
     n = head.W_G.size
-    pot, rec = collapsed_target(
+    pot, rec, vga = collapsed_target(
         head, tokens, mask, Objective.from_config(cfg), 0.05 * jnp.eye(n), lambda h: h.W_O_hat
     )
     keys = jax.random.split(jax.random.key(1), 4)
@@ -331,6 +331,7 @@ def test_chains_one_after_the_other_are_the_batched_chains(linear_sweep, monkeyp
             adapt_mass=True,
             chain_args=(x,),
             batched=b,
+            value_and_grad=vga,
         )
         for b in (True, False)
     )

@@ -234,3 +234,30 @@ def test_pooled_one_chain_is_the_chain_alone_and_batching_changes_nothing(adapt_
     for a, b in (one, many):
         for x, y in zip(jax.tree.leaves(a[:7]), jax.tree.leaves(b[:7])):
             np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-5, atol=1e-6)
+
+
+def test_the_kept_aux_belongs_to_the_position_and_leaves_the_chain_unchanged():
+    """``value_and_grad`` with an ``aux``: the chain is the autodiff chain (same positions, bit
+    for bit: the same U and gradient), and at every draw ``state.aux`` is the ``aux`` of the
+    draw's own position, also where the proposal was rejected (the aux travels with the
+    accept/reject choice). The aux here is non-trivial only where ``keep`` is true, so an aux
+    taken from an inner leapfrog step would show up as zeros."""
+    A = jnp.array([[2.0, 0.3], [0.3, 1.0]])
+    pot = lambda w: 0.5 * w @ A @ w + 0.1 * jnp.sum(w**4)
+    aux_of = lambda w: jnp.stack([jnp.sum(w**3), 1.0 + w[0]])
+
+    def vga(w, keep):
+        u, g = jax.value_and_grad(pot)(w)
+        return u, g, jax.lax.cond(keep, aux_of, jnp.zeros_like, w)
+
+    kw = dict(n_iter=60, thin=1, step_size=0.9, n_adapt=0, n_leap=3)
+    rec = lambda s, j: (s.position, s.aux)
+    keys = jax.random.split(jax.random.key(4), 2)
+    plain = jax.jit(lambda k: hmc_chains(k, pot, jnp.ones((2, 2)), **kw))(keys)
+    (w, aux) = jax.jit(
+        lambda k: hmc_chains(k, pot, jnp.ones((2, 2)), rec, value_and_grad=vga, **kw)
+    )(keys).records
+    np.testing.assert_array_equal(np.asarray(w), np.asarray(plain.records))
+    np.testing.assert_allclose(np.asarray(aux), np.asarray(jax.vmap(jax.vmap(aux_of))(w)), 1e-6)
+    stayed = np.all(np.asarray(w[:, 1:]) == np.asarray(w[:, :-1]), axis=-1)
+    assert stayed.any() and not stayed.all()  # both branches checked (step 0.9: some rejected)
