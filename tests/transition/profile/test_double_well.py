@@ -8,8 +8,8 @@ a bin's z-score against quadrature is Student-t with R - 1 = 7 degrees of freedo
 Var z^2 = 7.84), so over ~35 bins the mean z^2 has sd ~0.5 (more, the bins being correlated):
 the cut at 3.0 is ~3 sd above its expectation, and a well whose tilt differs by 0.4 exceeds it.
 P* must lie within 3 of its Monte-Carlo standard errors plus its systematic allowance (dividing
-surface, interpolation) of the exact root; a reference with the tilt's slope
-1.6 instead of 4 moves the root by ~15 per cent, outside.
+surface, interpolation) of the exact root (that allowance is ~15 per cent here); a
+reference with the tilt's slope 1 instead of 4 moves the root by 30 per cent, outside.
 """
 
 import dataclasses
@@ -94,4 +94,4 @@ def test_first_order_and_P_star_equal_quadrature(measured):
     err = 3 * v.crossing.err_mc + v.crossing.err_sys
     P_exact = exact_P_star(a_star)
     assert abs(math.log(v.P_star / P_exact)) < err, (v.P_star, P_exact, v.crossing)
-    assert abs(math.log(v.P_star / exact_P_star(a_star, slope=1.6))) > err  # can fail
+    assert abs(math.log(v.P_star / exact_P_star(a_star, slope=1.0))) > err  # can fail
