@@ -11,7 +11,7 @@ from .render_posterior import paper_posterior_row, pooled_row, posterior_lines
 from .suite import BENCHES
 
 #: The paper posterior sweep with shorter warm-up phases and rounds on today's sampler (a
-#: ``bench_paper_posterior`` run with ``--out benchmarks/results/bench_paper_posterior_moments.json``;
+#: ``bench_paper_posterior`` run with ``--out`` at this name's JSON in ``benchmarks/results``;
 #: ``bench_paper_posterior_short.json`` holds the same run of the sampler before it): its own row.
 SHORT_PHASES = "bench_paper_posterior_moments"
 
