@@ -41,9 +41,11 @@ from .chains import Kernel as Kernel
 from .chains import batch_chains as batch_chains
 from .chains import map_chains as map_chains
 from .chains import run_chains as run_chains
+from .collapsed import draw_observed as draw_observed
 from .collapsed import draw_readout as draw_readout
 from .collapsed import marginal_energy as marginal_energy
 from .collapsed import marginal_whitening as marginal_whitening
+from .collapsed import observed_from_moments as observed_from_moments
 from .collapsed import with_WG as with_WG
 from .collapsed_hmc import CollapsedHMC as CollapsedHMC
 from .collapsed_hmc import collapsed_target as collapsed_target

@@ -195,7 +195,7 @@ def marginal_value_grad(
     ``moments = (S_F, B_F, sum_p A_p)`` over the kept rows and sequences, from which
     :func:`observed_from_moments` draws the readout and observes it with no further pass.
     ``with_attention`` (a bool, may be traced): where false the attention sum is zeros, its
-    reduction over the ``P x L x L`` attention skipped (about a tenth of a gradient)."""
+    reduction over the ``P x L x L`` attention skipped."""
     M, pullback = jax.vjp(lambda W: eqx.tree_at(lambda h: h.W_G, head, W).logit_gram(), head.W_G)
     k = row_weights(head, tokens, mask, M.dtype)
     act, E = head.feature_activation(), head.embeddings()

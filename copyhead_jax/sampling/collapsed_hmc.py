@@ -47,7 +47,7 @@ is a posterior whose bulk is far from the fit. Hence three phases per run, all c
    coordinates) with a Metropolis correction: exact for $e^{-U_m}$, no step-size bias.
    A draw's readout and observables come from the data's moments that the trajectory's last
    gradient computed at the draw's position (kept in the chain's state): no pass over the data
-   of its own, where one cost ~0.7 of a gradient.
+   of its own.
 
 $U_m$, its hand-written gradient, the readout draws and the whitening of $U_m$ live in
 :mod:`copyhead_jax.sampling.collapsed`.
