@@ -1,5 +1,6 @@
 """Single-layer single-head attention (docs/theory.md §2): an abstract head and two activations."""
 
+from ._copy import copy_sum as copy_sum
 from ._features import attention_sum as attention_sum
 from ._features import feature_moments as feature_moments
 from ._features import feature_moments_grad as feature_moments_grad

@@ -56,6 +56,7 @@ from jax import lax
 from jaxtyping import Array, Float
 
 from .._types import Gram, TokenBatch
+from ._copy import with_copy
 from ._mask import causal_keys
 
 #: ``[P, L]`` weight of each query row in the moments (mask times target weight), ``>= 0``
@@ -219,17 +220,20 @@ class RowFeatures:
         P: int,
         pieces: list[tuple[int, int]],
         G: Float[Array, "E a P"],
+        copy=None,
     ) -> list[Array]:
         r"""$k\,\delta s$ in the key ranges ``pieces`` (``W``: $\sqrt k\,\delta F$,
         ``[D, a, p]``; ``Wt[b] = W[x^b]``; ``G``: the forward's $\sqrt k\,[F, Y]$):
-        :meth:`backward` on each range."""
+        :meth:`backward` on each range. ``copy``: the cotangent of :func:`~._copy.copy_sum`,
+        added to $\delta A$ on the entries it reads (:func:`~._copy.with_copy`)."""
         del aux
         V = W.shape[0] - X.shape[0]
         row = self.row(G, W, rows["rk"], P)
+        Wp, extra = with_copy(X, c, W[V:], rows, copy)
+        if row is not None and extra is not None:
+            row = row + extra
         return [
-            self.backward(
-                X[b0:b1], c, W[V + b0 : V + b1], Wt[b0:b1], rows["rk"], rows["keys"][b0:b1], row
-            )
+            self.backward(X[b0:b1], c, Wp[b0:b1], Wt[b0:b1], rows["rk"], rows["keys"][b0:b1], row)
             for b0, b1 in pieces
         ]
 
@@ -338,10 +342,10 @@ class AutodiffFeatures(RowFeatures):
         s = s(0, P)
         return _query_major(self.activation(_query_major(s))), 1.0, s
 
-    def backward_pieces(self, X, c, aux, W, Wt, rows, P, pieces, G):
+    def backward_pieces(self, X, c, aux, W, Wt, rows, P, pieces, G, copy=None):
         # row-wise: k ds = act*(s, k dA), with Wp + Wt = sqrt(k) dA and sqrt(k) per row
         V = W.shape[0] - X.shape[0]
-        kdA = rows["rk"][None] * (W[V:] + Wt)
+        kdA = rows["rk"][None] * (with_copy(X, c, W[V:], rows, copy)[0] + Wt)
         ds = _query_major(jax.vjp(self.activation, _query_major(aux))[1](_query_major(kdA))[0])
         return [ds[b0:b1] for b0, b1 in pieces]
 
@@ -363,6 +367,7 @@ def _row_blocks(M: Gram, t: TokenBatch, k: RowWeights, whole_rows: bool = False)
         ya=jnp.roll(tT, 1, axis=0),
         rk=jnp.sqrt(kT),
         keys=causal_keys(L),
+        prev=(jnp.arange(L) - 1) % L,  # the key a row copies from
     )  # y^a = x^{a-1}
     blocks = []
     for a0, a1 in [(0, L)] if whole_rows else query_blocks(L, P):
@@ -438,9 +443,16 @@ def moments_and_attention(
 
 
 def feature_moments_grad(
-    act: RowFeatures, res, t: TokenBatch, k: RowWeights, G_S: Gram, G_B: Float[Array, "D V"]
+    act: RowFeatures,
+    res,
+    t: TokenBatch,
+    k: RowWeights,
+    G_S: Gram,
+    G_B: Float[Array, "D V"],
+    copy=None,
 ) -> Gram:
-    r"""$\delta M$ of a function of $(S_F, B_F)$ with gradients ``(G_S, G_B)``."""
+    r"""$\delta M$ of a function of $(S_F, B_F)$ with gradients ``(G_S, G_B)``, plus ``copy``
+    times :func:`~._copy.copy_sum` where given (one pass for both)."""
     P, L = t.shape
     D = G_S.shape[0]
     V = D - L
@@ -452,7 +464,7 @@ def feature_moments_grad(
         Wt = _select(W[:V, None], tT[:, None, :])  # W[x^b, a, p]
         # ds in key ranges and Q from them, R = [Q; ds] concatenated from > 8 pieces: stored
         # once, its flat view free (a fused reshape would index every element by division)
-        ds = act.backward_pieces(X, c, aux, W, Wt, rows, P, _pieces(L, 9 - V), G)
+        ds = act.backward_pieces(X, c, aux, W, Wt, rows, P, _pieces(L, 9 - V), G, copy)
         Q = [
             _sum(
                 [

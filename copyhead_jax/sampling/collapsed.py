@@ -35,6 +35,7 @@ from .._types import Mask, TokenBatch
 from ..models import (
     AbstractHead,
     attention_sum,
+    copy_sum,
     feature_moments,
     feature_moments_grad,
     moments_and_attention,
@@ -151,18 +152,59 @@ def _collapsed(act, consts, M, E, t, k, grad: bool):
     """``(value, dM, dE, (S_F, B_F, residuals))`` of :func:`collapsed_data` (``grad=False``:
     the gradients ``None``)."""
     SF, BF, res = feature_moments(act, M, t, k)
+    value, Li, Z = _value(SF, BF, E, consts)
+    if not grad:
+        return value, None, None, (SF, BF, res)
+    gM, gE = _grads(act, consts, E, t, k, (SF, BF, res), Li, Z)
+    return value, gM, gE, (SF, BF, res)
+
+
+def _value(SF, BF, E, consts):
+    """``(value, Lambda^-1, Lambda^-1 B)`` of :func:`collapsed_data` from the moments."""
     Lam, B = _precision(SF, BF, E, consts)
     V, N = B.shape[1], E.shape[1]
     Li, logdet = spd_inverse(Lam)
-    Z = Li @ B  # Lambda^-1 B
-    value = -0.5 * jnp.sum(B * Z) + 0.5 * V * (logdet + 2 * N * math.log(consts[2]))
-    if not grad:
-        return value, None, None, (SF, BF, res)
+    Z = Li @ B
+    return -0.5 * jnp.sum(B * Z) + 0.5 * V * (logdet + 2 * N * math.log(consts[2])), Li, Z
+
+
+def _grads(act, consts, E, t, k, moments, Li, Z, g=1.0, copy=None):
+    """``(dM, dE)`` of ``g`` times :func:`collapsed_data` plus ``copy`` times the copy sum
+    (:func:`~copyhead_jax.models.copy_sum`), one backward pass over the blocks."""
+    SF, BF, res = moments
+    V, N = Z.shape[1], E.shape[1]
     alpha, beta = _scales(consts, N)
     G_L = 0.5 * (Z @ Z.T + V * Li)
-    gM = feature_moments_grad(act, res, t, k, alpha * (E @ G_L @ E.T), -beta * (E @ Z))
-    gE = 2 * alpha * (SF @ E @ G_L) - beta * (BF @ Z.T)
-    return value, gM, gE, (SF, BF, res)
+    gM = feature_moments_grad(
+        act, res, t, k, g * alpha * (E @ G_L @ E.T), -g * beta * (E @ Z), copy
+    )
+    gE = g * (2 * alpha * (SF @ E @ G_L) - beta * (BF @ Z.T))
+    return gM, gE
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def collapsed_data_and_copy(act, consts, M, E, t, k) -> tuple[Array, Array]:
+    r"""``(collapsed_data(...), copy_sum)``: the data part of $U_m$ and
+    $\sum_{\alpha a}k_{\alpha a}A^\alpha_{a,a-1}$ (the copy order parameter's numerator) from
+    one forward pass, their reverse-mode gradient in ``(M, E)`` from one backward pass for any
+    cotangents of the two (autodiff would run the attention's backward twice). Reverse mode
+    only: the whitening's Hessians (forward over reverse) use :func:`collapsed_data`."""
+    return _data_and_copy_fwd(act, consts, M, E, t, k)[0]
+
+
+def _data_and_copy_fwd(act, consts, M, E, t, k):
+    SF, BF, res = feature_moments(act, M, t, k)
+    value, Li, Z = _value(SF, BF, E, consts)
+    return (value, copy_sum(res, k)), (E, t, k, (SF, BF, res), Li, Z)
+
+
+def _data_and_copy_bwd(act, consts, saved, cot):
+    E, t, k, moments, Li, Z = saved
+    gM, gE = _grads(act, consts, E, t, k, moments, Li, Z, cot[0], cot[1])
+    return gM, gE, None, None
+
+
+collapsed_data_and_copy.defvjp(_data_and_copy_fwd, _data_and_copy_bwd)
 
 
 @collapsed_data.defjvp
@@ -185,6 +227,23 @@ def marginal_energy(
         head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
     )
     return prior + data + obj.likelihood_weight * jnp.sum(k)
+
+
+def marginal_energy_and_copy(
+    head: AbstractHead, tokens: TokenBatch, mask: Mask, obj: Objective
+) -> tuple[Array, Array]:
+    r"""``(U_m, C)``: :func:`marginal_energy` and the copy sum
+    $C=\sum_{\alpha a}k_{\alpha a}A^\alpha_{a,a-1}$ over the kept rows, whose reverse-mode
+    gradient (any function of the two) takes one backward pass over the data
+    (:func:`collapsed_data_and_copy`): an energy restrained in the copy order parameter, as a
+    profile's umbrella windows sample it, at about the cost of the energy alone."""
+    M = head.logit_gram()
+    k = row_weights(head, tokens, mask, M.dtype)
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
+    data, C = collapsed_data_and_copy(
+        head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
+    )
+    return prior + data + obj.likelihood_weight * jnp.sum(k), C
 
 
 def marginal_value_grad(

@@ -5,6 +5,8 @@ tests of test_sample_reduced.py and test_causal.py tie to the quenched U) with L
 Cholesky. In float64 the two gradients are the same sums in another order: 1e-10 relative.
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -199,3 +201,47 @@ def test_value_grad_and_moments_in_one_pass(attention, linear_scale, causal):
         u0, g0, (SF, BF, A0) = marginal_value_grad(head, t, mask, obj, False)
         assert float(u0) == float(u) and np.array_equal(g0, g) and not np.any(A0)
         np.testing.assert_allclose(SF, moments[0], rtol=RTOL_64)
+
+
+@pytest.mark.parametrize(
+    ("attention", "linear_scale", "causal", "one_row_blocks"),
+    [(*h, False) for h in HEADS] + [(*HEADS[0], True), (*HEADS[3], True)],
+)
+def test_energy_and_copy_sum_share_one_backward(
+    monkeypatch, attention, linear_scale, causal, one_row_blocks
+):
+    """``marginal_energy_and_copy``: the value of ``marginal_energy``, the copy sum
+    sum_{alpha a} k A_{a,a-1} of the head's own attention, and the gradient of a combination
+    of the two (0.7 U - 2.3 C) and of the copy sum alone (a wrong row or key fails it: it is
+    no small part of a sum) equal autodiff of the reference energy plus the copy sum of
+    ``attention_rows`` (float64, padded rows, causal target weights); with one block of query
+    rows and with one row per block (each block finds its own rows' previous keys)."""
+    from copyhead_jax.models import _features
+    from copyhead_jax.sampling.collapsed import marginal_energy_and_copy, row_weights
+
+    if one_row_blocks:
+        monkeypatch.setattr(_features, "BLOCK_FLOATS", L * P)
+        assert len(_features.query_blocks(L, P)) == L
+    with jax.enable_x64(True):
+        head, obj, t, mask = setup(attention, linear_scale, causal)
+        x0 = head.W_G.ravel() * 3.0
+        prev = (jnp.arange(L) - 1) % L
+
+        def ref(x):
+            h = with_WG(head, x)
+            A = h.attention_rows(t)[:, jnp.arange(L), prev]  # [P, L]: A_{a, a-1}
+            C = jnp.sum(row_weights(h, t, mask, x.dtype) * A)
+            return reference_energy(h, t, mask, obj, 1.0), C
+
+        def ours(x):
+            return marginal_energy_and_copy(with_WG(head, x), t, mask, obj)
+
+        @functools.partial(jax.jit, static_argnums=0)
+        def value_and_pulls(f, x):
+            out, pull = jax.vjp(f, x)
+            return out, pull((0.7, -2.3))[0], pull((0.0, 1.0))[0]
+
+        for a, b in zip(value_and_pulls(ours, x0), value_and_pulls(ref, x0)):
+            assert float(jnp.max(jnp.abs(jnp.asarray(a) - jnp.asarray(b)))) <= RTOL_64 * float(
+                jnp.max(jnp.abs(jnp.asarray(b)))
+            )

@@ -27,6 +27,12 @@ from .settings import FIXED_WINDOW_ITERS as FIXED_WINDOW_ITERS
 from .settings import PROFILE_UMBRELLA as PROFILE_UMBRELLA
 from .settings import SearchSettings as SearchSettings
 from .settings import default_profile_settings as default_profile_settings
+from .softmax import beta_of_aG as beta_of_aG
+from .softmax import build_problem as build_problem
+from .softmax import landscape as landscape
+from .softmax import logit_start as logit_start
+from .softmax import profile_config as profile_config
 from .umbrella import UmbrellaSettings as UmbrellaSettings
+from .umbrella import run_windows as run_windows
 from .windows import ProfileSettings as ProfileSettings
 from .windows import measure_profile as measure_profile

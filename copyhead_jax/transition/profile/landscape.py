@@ -38,7 +38,10 @@ class Landscape:
     ``precond``: the energy whose Hessian whitens a window (``None``: ``energy``); ``floor``:
     the prior's curvature (the energy is ``floor |x|^2 / 2`` plus a data part), also the
     smallest curvature kept in the whitening; ``batched(params, n)``: whether a window's ``n``
-    chains run batched (``vmap``) or one after the other (``None``: batched)."""
+    chains run batched (``vmap``) or one after the other (``None``: batched); ``restrained(
+    params, x, center, kappa)``: the restrained energy where the model computes it faster than
+    ``energy`` plus the restraint on ``order`` (e.g. both in one pass), the same function
+    (``None``: that sum)."""
 
     energy: Callable
     order: Callable
@@ -46,13 +49,16 @@ class Landscape:
     precond: Callable | None = None
     floor: float = 1.0
     batched: Callable | None = None
+    restrained: Callable | None = None
 
     def batch(self, params, n: int) -> bool:
         """Whether ``n`` chains on ``params`` run batched (:attr:`batched`)."""
         return True if self.batched is None else bool(self.batched(params, n))
 
     def biased(self, params, x, center, kappa):
-        """$U(x)+\\frac\\kappa2(a(x)-c)^2$."""
+        """$U(x)+\\frac\\kappa2(a(x)-c)^2$ (:attr:`restrained` where given)."""
+        if self.restrained is not None:
+            return self.restrained(params, x, center, kappa)
         return self.energy(params, x) + 0.5 * kappa * (self.order(params, x) - center) ** 2
 
 

@@ -38,7 +38,7 @@ from ...models import (
 from ...objective import Objective
 from ...observables import attention_matrices, order_parameters
 from ...sampling.chains import batch_chains
-from ...sampling.collapsed import marginal_energy, with_WG
+from ...sampling.collapsed import marginal_energy, marginal_energy_and_copy, with_WG
 from .copy_order import a_G_of_pbar, mean_copy_prob
 from .landscape import Landscape
 
@@ -125,6 +125,17 @@ def order(prob: Problem, x: Flat) -> Float[Array, ""]:
     return a_G_of_pbar(mean_copy_prob(M, X, prob.mask), prob.L)
 
 
+def restrained(prob: Problem, obj: Objective, x: Flat, center, kappa) -> Float[Array, ""]:
+    """$U_m+\\frac\\kappa2(a_G-c)^2$: without the mask from one pass over the data and one
+    backward (``sampling.collapsed.marginal_energy_and_copy``: $\\bar p$ is the kept rows' copy
+    sum over $nL$), with it :func:`energy` plus the restraint on :func:`order`."""
+    if prob.head.causal:
+        return energy(prob, obj, x) + 0.5 * kappa * (order(prob, x) - center) ** 2
+    U, C = marginal_energy_and_copy(with_WG(prob.head, x), prob.train, prob.mask, obj)
+    n = jnp.maximum(jnp.sum(prob.mask), 1.0)
+    return U + 0.5 * kappa * (a_G_of_pbar(C / (n * prob.L), prob.L) - center) ** 2
+
+
 def row_copy(prob: Problem, x: Flat) -> Float[Array, " L"]:
     """Per query row $a$: $p_a=\\bar A_{a,a-1}$ (row $a$ reading its previous token, averaged
     over the training rows)."""
@@ -167,7 +178,8 @@ _LANDSCAPES: dict = {}
 def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
     """The :class:`~.landscape.Landscape` of a reduced softmax head under ``obj``: energy
     $U_m$, order $a_G$, per-draw record the row copy probabilities $p_a$, whitening on the first
-    ``n_precond`` sequences, floor $1/\\sigma_G^2$ (as ``collapsed.marginal_whitening``)."""
+    ``n_precond`` sequences, floor $1/\\sigma_G^2$ (as ``collapsed.marginal_whitening``), the
+    restrained energy in one pass (:func:`restrained`)."""
     key = (obj, n_precond)
     if key not in _LANDSCAPES:
 
@@ -183,5 +195,6 @@ def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
             precond=precond,
             floor=obj.sigma_G**-2,
             batched=lambda prob, n: batch_chains(n, *prob.train.shape),
+            restrained=lambda prob, x, c, kappa: restrained(prob, obj, x, c, kappa),
         )
     return _LANDSCAPES[key]

@@ -47,6 +47,34 @@ def test_causal_head_masks_its_attention():
     assert float(order(causal, x)) != pytest.approx(float(order(free, x)))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_restrained_energy_in_one_pass_is_energy_plus_restraint(causal):
+    """The landscape's restrained energy (one pass over the data and one backward without the
+    mask; the sum of the two functions with it) has the value and gradient of ``energy`` plus
+    the restraint on ``order`` (float64, 5 kept rows of 6, a restraint that dominates the
+    gradient: kappa 40, a_G far from the centre)."""
+    from copyhead_jax.objective import Objective
+    from copyhead_jax.transition.profile.softmax import energy, landscape, profile_config
+
+    with jax.enable_x64(True):
+        prob = build_problem(_cfg(causal), 0, 5, 6)
+        prob = jax.tree.map(lambda v: v.astype(jnp.float64) if v.dtype == jnp.float32 else v, prob)
+        obj = Objective.from_config(profile_config(_cfg(causal)))
+        ls = landscape(obj)
+        x = 0.7 * jax.random.normal(jax.random.key(3), (prob.n,), jnp.float64)
+        c, kappa = 1.5, 40.0
+
+        def ref(y):
+            return energy(prob, obj, y) + 0.5 * kappa * (order(prob, y) - c) ** 2
+
+        (u, g), (u_ref, g_ref) = (
+            jax.jit(jax.value_and_grad(f))(x) for f in (lambda y: ls.biased(prob, y, c, kappa), ref)
+        )
+        assert abs(float(order(prob, x)) - c) > 0.5  # the restraint is no small part
+        np.testing.assert_allclose(u, u_ref, rtol=1e-12)
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * float(jnp.max(jnp.abs(g_ref))))
+
+
 GAUSS = Landscape(energy=lambda p, x: 0.5 * jnp.sum(x**2), order=lambda p, x: x[0])
 
 

@@ -1,0 +1,133 @@
+"""A profile window's restrained energy in one pass against the energy plus the restraint on the
+order parameter by autodiff, on the same windows in the same process.
+
+Per P (plain L = 25, V = 5, width infinity, seed 0's tokens, float32): the softmax landscape
+(``transition.profile.landscape``) with its restrained energy in one pass over the data and
+one backward (``Landscape.restrained``: ``sampling.collapsed.marginal_energy_and_copy``),
+against the same landscape without it (``restrained=None``: ``energy + kappa/2 (a_G - c)^2``,
+the order's gradient a second backward over the attention). Two measurements, interleaved
+rounds, the minimum process CPU time of each:
+
+* per gradient: ``jit(value_and_grad)`` of the restrained energy at a window's centre;
+* in the windows' loops: ``run_windows`` (fixed length, 3 windows at a_G = 0.5, 1.5, 2.5,
+  kappa 20, 4 chains, 20 adaptation + 40 recorded iterations of 5 leapfrog steps, a scaled
+  identity whitening), per window-chain-iteration, the per-draw record included.
+
+Also the largest relative difference of the two gradients, load average and peak RSS.
+
+    python benchmarks/bench_restrained.py [--P 50 322 1000] [--rounds 4] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import resource
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyhead_jax as ch
+from copyhead_jax.objective import Objective
+from copyhead_jax.storage import environment
+from copyhead_jax.transition.profile import (
+    UmbrellaSettings,
+    beta_of_aG,
+    build_problem,
+    landscape,
+    logit_start,
+    profile_config,
+    run_windows,
+)
+
+OUT = Path(__file__).parent / "results" / "bench_restrained.json"
+CENTERS = np.array([0.5, 1.5, 2.5])
+KAPPA = 20.0
+WINDOWS = UmbrellaSettings(n_chains=4, n_adapt=20, n_iter=80, thin=2)
+
+
+def cpu_per(f, n: int) -> float:
+    c0 = time.process_time()
+    jax.block_until_ready(f())
+    return (time.process_time() - c0) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--P", type=int, nargs="+", default=[50, 322, 1000])
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    load0 = os.getloadavg()
+    base = ch.preset("plain").replace(task=dict(L=25, V=5), model=dict(attention="softmax"))
+    cfg = profile_config(base).replace(model=dict(width=math.inf))
+    obj = Objective.from_config(cfg)
+    fused = landscape(obj)
+    apart = dataclasses.replace(fused, restrained=None)
+    rows = []
+    for P in args.P:
+        prob = build_problem(cfg, 0, P)
+        x0 = np.stack([logit_start(prob, beta_of_aG(c, prob.L)) for c in CENTERS])
+        C = np.stack([0.05 * np.eye(prob.n)] * len(CENTERS))
+        x = jnp.asarray(x0[1], jnp.float32)
+        grads = {
+            name: jax.jit(jax.value_and_grad(lambda y, ls=ls: ls.biased(prob, y, 1.5, KAPPA)))
+            for name, ls in (("apart", apart), ("one pass", fused))
+        }
+        windows = {
+            name: (
+                lambda ls=ls: (
+                    run_windows(jax.random.key(0), ls, prob, x0, C, CENTERS, KAPPA, WINDOWS).a
+                )
+            )
+            for name, ls in (("apart", apart), ("one pass", fused))
+        }
+        (_, g0), (_, g1) = (f(x) for f in grads.values())
+        diff = float(jnp.max(jnp.abs(g0 - g1)) / jnp.max(jnp.abs(g0)))
+        for f in windows.values():
+            f()  # compile
+        n_win = len(CENTERS) * WINDOWS.n_chains * (WINDOWS.n_adapt + WINDOWS.n_iter)
+        t = {k: {"grad": [], "window": []} for k in grads}
+        for _ in range(args.rounds):
+            for name in grads:
+                t[name]["grad"].append(cpu_per(lambda n=name: [grads[n](x) for _ in range(20)], 20))
+                t[name]["window"].append(cpu_per(windows[name], n_win))
+        ms = {k: {m: 1e3 * min(v) for m, v in d.items()} for k, d in t.items()}
+        row = dict(
+            P=P,
+            ms=ms,
+            grad_speedup=ms["apart"]["grad"] / ms["one pass"]["grad"],
+            window_speedup=ms["apart"]["window"] / ms["one pass"]["window"],
+            grad_max_rel_diff=diff,
+            load=os.getloadavg()[0],
+        )
+        rows.append(row)
+        print(
+            f"P={P}: gradient {ms['apart']['grad']:.2f} -> {ms['one pass']['grad']:.2f} ms "
+            f"({row['grad_speedup']:.2f}x); window chain-iteration {ms['apart']['window']:.2f} "
+            f"-> {ms['one pass']['window']:.2f} ms ({row['window_speedup']:.2f}x); gradients "
+            f"differ by {diff:.1e}",
+            flush=True,
+        )
+    out = dict(
+        benchmark="bench_restrained",
+        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        rows=rows,
+        load_average={"start": list(load0), "end": list(os.getloadavg())},
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        environment=environment(),
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
