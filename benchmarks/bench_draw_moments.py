@@ -16,10 +16,7 @@ difference of the two programs' records; load average and peak RSS.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -34,10 +31,10 @@ from copyhead_jax.sampling import (
     observed_from_moments,
     with_WG,
 )
-from copyhead_jax.storage import environment
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_collapsed import problem  # noqa: E402
+from record import write_record  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "bench_draw_moments.json"
 CHAINS, ADAPT, ITER = 4, 20, 40
@@ -119,17 +116,7 @@ def main() -> None:
                 f"(records differ by {diff:.1e})",
                 flush=True,
             )
-    out = dict(
-        benchmark="bench_draw_moments",
-        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        rows=rows,
-        load_average={"start": list(load0), "end": list(os.getloadavg())},
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        environment=environment(),
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    write_record(args.out, "bench_draw_moments", rows, load0)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import json
 import math
 import os
-import resource
+import sys
 import time
 from pathlib import Path
 
@@ -36,21 +34,15 @@ import numpy as np
 
 import copyhead_jax as ch
 from copyhead_jax.objective import Objective
-from copyhead_jax.storage import environment
-from copyhead_jax.transition.profile import (
-    UmbrellaSettings,
-    beta_of_aG,
-    build_problem,
-    landscape,
-    logit_start,
-    profile_config,
-    run_windows,
-)
+from copyhead_jax.transition import profile
+
+sys.path.insert(0, str(Path(__file__).parent))
+from record import write_record  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "bench_restrained.json"
 CENTERS = np.array([0.5, 1.5, 2.5])
 KAPPA = 20.0
-WINDOWS = UmbrellaSettings(n_chains=4, n_adapt=20, n_iter=80, thin=2)
+WINDOWS = profile.UmbrellaSettings(n_chains=4, n_adapt=20, n_iter=80, thin=2)
 
 
 def cpu_per(f, n: int) -> float:
@@ -67,14 +59,14 @@ def main() -> None:
     args = ap.parse_args()
     load0 = os.getloadavg()
     base = ch.preset("plain").replace(task=dict(L=25, V=5), model=dict(attention="softmax"))
-    cfg = profile_config(base).replace(model=dict(width=math.inf))
+    cfg = profile.profile_config(base).replace(model=dict(width=math.inf))
     obj = Objective.from_config(cfg)
-    fused = landscape(obj)
+    fused = profile.landscape(obj)
     apart = dataclasses.replace(fused, restrained=None)
     rows = []
     for P in args.P:
-        prob = build_problem(cfg, 0, P)
-        x0 = np.stack([logit_start(prob, beta_of_aG(c, prob.L)) for c in CENTERS])
+        prob = profile.build_problem(cfg, 0, P)
+        x0 = np.stack([profile.logit_start(prob, profile.beta_of_aG(c, prob.L)) for c in CENTERS])
         C = np.stack([0.05 * np.eye(prob.n)] * len(CENTERS))
         x = jnp.asarray(x0[1], jnp.float32)
         grads = {
@@ -84,7 +76,9 @@ def main() -> None:
         windows = {
             name: (
                 lambda ls=ls: (
-                    run_windows(jax.random.key(0), ls, prob, x0, C, CENTERS, KAPPA, WINDOWS).a
+                    profile.run_windows(
+                        jax.random.key(0), ls, prob, x0, C, CENTERS, KAPPA, WINDOWS
+                    ).a
                 )
             )
             for name, ls in (("apart", apart), ("one pass", fused))
@@ -116,17 +110,7 @@ def main() -> None:
             f"differ by {diff:.1e}",
             flush=True,
         )
-    out = dict(
-        benchmark="bench_restrained",
-        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        rows=rows,
-        load_average={"start": list(load0), "end": list(os.getloadavg())},
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        environment=environment(),
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    write_record(args.out, "bench_restrained", rows, load0)
 
 
 if __name__ == "__main__":
