@@ -18,10 +18,10 @@ RowWeights = Float[Array, "P L"]
 Block = Float[Array, "L a P"]  # one block of query rows: [b, a, p]
 
 
-def copy_probs(X: Block, c, rows: dict) -> Float[Array, "a P"]:
-    """``[a, p]``: $A^p_{a,a-1}$ of a block of query rows (``A = X c``)."""
-    n = X.shape[1]
-    return X[rows["prev"], jnp.arange(n)] * jnp.broadcast_to(c, X.shape[1:])
+def copy_probs(X: Block, c, prev) -> Float[Array, "a P"]:
+    """``[a, p]``: $A^p_{a,a-1}$ of a block of query rows (``A = X c``; ``prev[a]`` the key
+    $a-1$ of each)."""
+    return X[prev, jnp.arange(X.shape[1])] * jnp.broadcast_to(c, X.shape[1:])
 
 
 def with_copy(X: Block, c, Wp: Block, rows: dict, copy):
@@ -33,7 +33,7 @@ def with_copy(X: Block, c, Wp: Block, rows: dict, copy):
         return Wp, None
     g = rows["rk"] * copy  # [a, p]
     hit = (jnp.arange(X.shape[0])[:, None] == rows["prev"][None, :])[:, :, None]  # [b, a, 1]
-    return Wp + jnp.where(hit, g[None], 0.0), g * copy_probs(X, c, rows)
+    return Wp + jnp.where(hit, g[None], 0.0), g * copy_probs(X, c, rows["prev"])
 
 
 def copy_sum(res, k: RowWeights) -> Float[Array, ""]:
@@ -43,7 +43,7 @@ def copy_sum(res, k: RowWeights) -> Float[Array, ""]:
     total, a0 = jnp.zeros((), k.dtype), 0
     for X, c, _, _ in res:
         n = X.shape[1]
-        rows = {"prev": (jnp.arange(a0, a0 + n) - 1) % L}
-        total = total + jnp.sum(k.T[a0 : a0 + n] * copy_probs(X, c, rows))
+        prev = (jnp.arange(a0, a0 + n) - 1) % L
+        total = total + jnp.sum(k.T[a0 : a0 + n] * copy_probs(X, c, prev))
         a0 += n
     return total

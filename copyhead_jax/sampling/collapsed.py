@@ -222,10 +222,16 @@ def marginal_energy(
     whitening's subsample stands for all rows)."""
     M = head.logit_gram()
     k = weight_scale * row_weights(head, tokens, mask, M.dtype)
-    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
     data = collapsed_data(
         head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
     )
+    return _with_prior(data, head, k, obj)
+
+
+def _with_prior(data, head: AbstractHead, k, obj: Objective):
+    r"""$U_m$ from its data part (:func:`collapsed_data`): plus the prior of ``W_G`` and
+    ``w sum k`` (the targets' $w\sum\lvert y\rvert^2$, one-hot)."""
+    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
     return prior + data + obj.likelihood_weight * jnp.sum(k)
 
 
@@ -239,11 +245,10 @@ def marginal_energy_and_copy(
     profile's umbrella windows sample it, at about the cost of the energy alone."""
     M = head.logit_gram()
     k = row_weights(head, tokens, mask, M.dtype)
-    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
     data, C = collapsed_data_and_copy(
         head.feature_activation(), _constants(head, obj), M, head.embeddings(), tokens, k
     )
-    return prior + data + obj.likelihood_weight * jnp.sum(k), C
+    return _with_prior(data, head, k, obj), C
 
 
 def marginal_value_grad(
@@ -267,8 +272,7 @@ def marginal_value_grad(
         lambda r: jnp.zeros((L, L), M.dtype),
         res,
     )
-    prior = jnp.sum(head.W_G**2) / (2 * obj.sigma_G**2)
-    U = prior + value + obj.likelihood_weight * jnp.sum(k)
+    U = _with_prior(value, head, k, obj)
     grad = pullback(gM)[0] + head.W_G / obj.sigma_G**2
     return U, grad, (SF, BF, A_sum)
 
