@@ -1,17 +1,22 @@
 """A profile window's restrained energy in one pass against the energy plus the restraint on the
-order parameter by autodiff, on the same windows in the same process.
+order parameter by autodiff, and a draw's record in one pass against two, on the same windows in
+the same process.
 
 Per P (plain L = 25, V = 5, width infinity, seed 0's tokens, float32): the softmax landscape
 (``transition.profile.landscape``) with its restrained energy in one pass over the data and
 one backward (``Landscape.restrained``: ``sampling.collapsed.marginal_energy_and_copy``),
 against the same landscape without it (``restrained=None``: ``energy + kappa/2 (a_G - c)^2``,
-the order's gradient a second backward over the attention). Two measurements, interleaved
-rounds, the minimum process CPU time of each:
+the order's gradient a second backward over the attention), and each draw's ``(a_G, p_a)``
+from one mean attention (``Landscape.observe``) against ``order`` and ``record`` apart (two
+forward passes over the data). Two measurements, interleaved rounds, the minimum process CPU
+time of each:
 
-* per gradient: ``jit(value_and_grad)`` of the restrained energy at a window's centre;
+* per gradient: ``jit(value_and_grad)`` of the restrained energy at a window's centre (one
+  pass against apart);
 * in the windows' loops: ``run_windows`` (fixed length, 3 windows at a_G = 0.5, 1.5, 2.5,
   kappa 20, 4 chains, 20 adaptation + 40 recorded iterations of 5 leapfrog steps, a scaled
-  identity whitening), per window-chain-iteration, the per-draw record included.
+  identity whitening), per window-chain-iteration, the per-draw record included: ``apart``
+  (both changes off), ``record apart`` (the energy in one pass, the record in two), ``one pass``.
 
 Also the largest relative difference of the two gradients, load average and peak RSS.
 
@@ -62,7 +67,11 @@ def main() -> None:
     cfg = profile.profile_config(base).replace(model=dict(width=math.inf))
     obj = Objective.from_config(cfg)
     fused = profile.landscape(obj)
-    apart = dataclasses.replace(fused, restrained=None)
+    variants = {
+        "apart": dataclasses.replace(fused, restrained=None, observe=None),
+        "record apart": dataclasses.replace(fused, observe=None),
+        "one pass": fused,
+    }
     rows = []
     for P in args.P:
         prob = profile.build_problem(cfg, 0, P)
@@ -71,7 +80,8 @@ def main() -> None:
         x = jnp.asarray(x0[1], jnp.float32)
         grads = {
             name: jax.jit(jax.value_and_grad(lambda y, ls=ls: ls.biased(prob, y, 1.5, KAPPA)))
-            for name, ls in (("apart", apart), ("one pass", fused))
+            for name, ls in variants.items()
+            if name != "record apart"
         }
         windows = {
             name: (
@@ -81,17 +91,19 @@ def main() -> None:
                     ).a
                 )
             )
-            for name, ls in (("apart", apart), ("one pass", fused))
+            for name, ls in variants.items()
         }
         (_, g0), (_, g1) = (f(x) for f in grads.values())
         diff = float(jnp.max(jnp.abs(g0 - g1)) / jnp.max(jnp.abs(g0)))
         for f in windows.values():
             f()  # compile
         n_win = len(CENTERS) * WINDOWS.n_chains * (WINDOWS.n_adapt + WINDOWS.n_iter)
-        t = {k: {"grad": [], "window": []} for k in grads}
+        t = {k: {"window": []} | ({"grad": []} if k in grads else {}) for k in windows}
         for _ in range(args.rounds):
-            for name in grads:
-                t[name]["grad"].append(cpu_per(lambda n=name: [grads[n](x) for _ in range(20)], 20))
+            for name in windows:
+                if name in grads:
+                    g = cpu_per(lambda n=name: [grads[n](x) for _ in range(20)], 20)
+                    t[name]["grad"].append(g)
                 t[name]["window"].append(cpu_per(windows[name], n_win))
         ms = {k: {m: 1e3 * min(v) for m, v in d.items()} for k, d in t.items()}
         row = dict(
@@ -99,6 +111,7 @@ def main() -> None:
             ms=ms,
             grad_speedup=ms["apart"]["grad"] / ms["one pass"]["grad"],
             window_speedup=ms["apart"]["window"] / ms["one pass"]["window"],
+            record_speedup=ms["record apart"]["window"] / ms["one pass"]["window"],
             grad_max_rel_diff=diff,
             load=os.getloadavg()[0],
         )
@@ -106,8 +119,9 @@ def main() -> None:
         print(
             f"P={P}: gradient {ms['apart']['grad']:.2f} -> {ms['one pass']['grad']:.2f} ms "
             f"({row['grad_speedup']:.2f}x); window chain-iteration {ms['apart']['window']:.2f} "
-            f"-> {ms['one pass']['window']:.2f} ms ({row['window_speedup']:.2f}x); gradients "
-            f"differ by {diff:.1e}",
+            f"-> {ms['record apart']['window']:.2f} (record apart) -> "
+            f"{ms['one pass']['window']:.2f} ms ({row['window_speedup']:.2f}x, the record's "
+            f"share {row['record_speedup']:.2f}x); gradients differ by {diff:.1e}",
             flush=True,
         )
     write_record(args.out, "bench_restrained", rows, load0)

@@ -41,7 +41,8 @@ class Landscape:
     chains run batched (``vmap``) or one after the other (``None``: batched); ``restrained(
     params, x, center, kappa)``: the restrained energy where the model computes it faster than
     ``energy`` plus the restraint on ``order`` (e.g. both in one pass), the same function
-    (``None``: that sum)."""
+    (``None``: that sum); ``observe(params, x)``: ``(order, record)`` together where one pass
+    gives both, the same values (``None``: each on its own)."""
 
     energy: Callable
     order: Callable
@@ -50,6 +51,7 @@ class Landscape:
     floor: float = 1.0
     batched: Callable | None = None
     restrained: Callable | None = None
+    observe: Callable | None = None
 
     def batch(self, params, n: int) -> bool:
         """Whether ``n`` chains on ``params`` run batched (:attr:`batched`)."""
@@ -60,6 +62,14 @@ class Landscape:
         if self.restrained is not None:
             return self.restrained(params, x, center, kappa)
         return self.energy(params, x) + 0.5 * kappa * (self.order(params, x) - center) ** 2
+
+    def observed(self, params, x):
+        """A draw's ``(a, record)``: the order parameter and the per-draw observables (an empty
+        vector without :attr:`record`), by :attr:`observe` where given."""
+        if self.observe is not None:
+            return self.observe(params, x)
+        ex = self.record(params, x) if self.record is not None else jnp.zeros((0,), x.dtype)
+        return self.order(params, x), ex
 
 
 @dataclasses.dataclass(frozen=True)

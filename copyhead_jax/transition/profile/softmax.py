@@ -139,7 +139,21 @@ def restrained(prob: Problem, obj: Objective, x: Flat, center, kappa) -> Float[A
 def row_copy(prob: Problem, x: Flat) -> Float[Array, " L"]:
     """Per query row $a$: $p_a=\\bar A_{a,a-1}$ (row $a$ reading its previous token, averaged
     over the training rows)."""
+    return _previous_of(mean_attention(prob, x))
+
+
+def observe(prob: Problem, x: Flat) -> tuple[Float[Array, ""], Float[Array, " L"]]:
+    """A draw's $a_G$ and :func:`row_copy` from one mean attention $\\bar A$: with the mask
+    ``order_parameters`` of $\\bar A$ (:func:`order_reference`), without it $a_G$ of
+    $\\bar p=\\frac1L\\sum_ap_a$ (:func:`order`, the same value)."""
     A = mean_attention(prob, x)
+    p = _previous_of(A)
+    if prob.head.causal:
+        return order_parameters(A).cG, p
+    return a_G_of_pbar(jnp.mean(p), prob.L), p
+
+
+def _previous_of(A: Float[Array, "L L"]) -> Float[Array, " L"]:
     L = A.shape[0]
     return A[jnp.arange(L), (jnp.arange(L) - 1) % L]
 
@@ -179,7 +193,8 @@ def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
     """The :class:`~.landscape.Landscape` of a reduced softmax head under ``obj``: energy
     $U_m$, order $a_G$, per-draw record the row copy probabilities $p_a$, whitening on the first
     ``n_precond`` sequences, floor $1/\\sigma_G^2$ (as ``collapsed.marginal_whitening``), the
-    restrained energy in one pass (:func:`restrained`)."""
+    restrained energy in one pass (:func:`restrained`), a draw's $a_G$ and $p_a$ from one
+    $\\bar A$ (:func:`observe`)."""
     key = (obj, n_precond)
     if key not in _LANDSCAPES:
 
@@ -196,5 +211,6 @@ def landscape(obj: Objective, n_precond: int = PRECOND_SEQS) -> Landscape:
             floor=obj.sigma_G**-2,
             batched=lambda prob, n: batch_chains(n, *prob.train.shape),
             restrained=lambda prob, x, c, kappa: restrained(prob, obj, x, c, kappa),
+            observe=observe,
         )
     return _LANDSCAPES[key]

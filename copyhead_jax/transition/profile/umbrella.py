@@ -197,13 +197,8 @@ def _target(ls: Landscape):
         return ls.biased(params, x0 + C @ w, center, kappa)
 
     def record(state, j, params, x0, C, center, kappa):
-        x = x0 + C @ state.position
-        ex = ls.record(params, x) if ls.record is not None else jnp.zeros((0,), x.dtype)
-        return (
-            ls.order(params, x),
-            state.potential_energy - 0.5 * kappa * (ls.order(params, x) - center) ** 2,
-            ex,
-        )
+        a, ex = ls.observed(params, x0 + C @ state.position)
+        return a, state.potential_energy - 0.5 * kappa * (a - center) ** 2, ex
 
     return pot, record
 

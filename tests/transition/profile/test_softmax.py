@@ -78,6 +78,28 @@ def test_restrained_energy_in_one_pass_is_energy_plus_restraint(causal):
 GAUSS = Landscape(energy=lambda p, x: 0.5 * jnp.sum(x**2), order=lambda p, x: x[0])
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_draw_is_observed_in_one_pass_as_order_and_row_copy(causal):
+    """The landscape's per-draw ``(a_G, p_a)`` from one mean attention equals ``order`` and
+    ``row_copy`` each on its own (float64, 5 kept rows of 6)."""
+    from copyhead_jax.objective import Objective
+    from copyhead_jax.transition.profile.softmax import landscape, profile_config
+
+    with jax.enable_x64(True):
+        prob = build_problem(_cfg(causal), 0, 5, 6)
+        prob = jax.tree.map(lambda v: v.astype(jnp.float64) if v.dtype == jnp.float32 else v, prob)
+        ls = landscape(Objective.from_config(profile_config(_cfg(causal))))
+        x = 0.7 * jax.random.normal(jax.random.key(3), (prob.n,), jnp.float64)
+        a, p = jax.jit(lambda y: ls.observed(prob, y))(x)
+        assert ls.observe is not None
+        np.testing.assert_allclose(a, order(prob, x), rtol=1e-12)
+        np.testing.assert_allclose(p, row_copy(prob, x), rtol=1e-12)
+        # the default, without the one-pass hook, is the two functions themselves
+        bare = Landscape(energy=ls.energy, order=ls.order, record=ls.record)
+        a2, p2 = bare.observed(prob, x)
+        assert float(a2) == float(order(prob, x)) and np.array_equal(p2, row_copy(prob, x))
+
+
 def test_gaussian_windows_have_their_exact_moments_and_repeat():
     # U = |x|^2 / 2 in 3-d, a = x_0: window k is Gaussian in x_0 with precision 1 + kappa and
     # mean kappa c / (1 + kappa)
