@@ -164,7 +164,10 @@ def decide(probes: list[Probe]) -> Verdict:
         kind = CROSSOVER
         ev.append(
             "no probe bimodal: "
-            + ", ".join(f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f}" for p in used)
+            + ", ".join(
+                f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f} at a = {p.a_top:.2f}"
+                for p in used
+            )
         )
         P_star, cr = P_mid, cr_mid
         if P_star is None:
