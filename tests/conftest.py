@@ -58,18 +58,9 @@ def _xla_accepts(flag: str) -> bool:
 ELEMENTAL = "--xla_cpu_use_fusion_emitters=false"
 if "COPYHEAD_TEST_ELEMENTAL" not in os.environ:
     os.environ["COPYHEAD_TEST_ELEMENTAL"] = str(int(not OPTIMIZE_ALL and _xla_accepts(ELEMENTAL)))
-# XLA splits a program's LLVM module into parts that its thread pool compiles side by side; with
-# two workers on two cores the parts buy no wall time and cost CPU. One part: ~8% less CPU on a
-# compile-bound probe (test_head, test_adam, test_finite, test_mask: 78.4 s against 84.3-86.5 s
-# of CPU, three runs each, load ~2.5). The code compiled is the same.
-SERIAL_CODEGEN = "--xla_cpu_parallel_codegen_split_count=1"
-if "COPYHEAD_TEST_SERIAL_CODEGEN" not in os.environ:
-    os.environ["COPYHEAD_TEST_SERIAL_CODEGEN"] = str(int(_xla_accepts(SERIAL_CODEGEN)))
 _FLAGS = {"--xla_cpu_multi_thread_eigen": "false"}
 if os.environ["COPYHEAD_TEST_ELEMENTAL"] == "1":
     _FLAGS["--xla_cpu_use_fusion_emitters"] = "false"
-if os.environ["COPYHEAD_TEST_SERIAL_CODEGEN"] == "1":
-    _FLAGS["--xla_cpu_parallel_codegen_split_count"] = "1"
 for _flag, _value in _FLAGS.items():
     if _flag not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" {_flag}={_value}").strip()
