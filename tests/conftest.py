@@ -128,8 +128,9 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 #: Resident memory (GiB) above which JAX's compiled programs are dropped, at a module's end and
 #: after a test: a worker holds at most ~2 GiB between tests. A drop costs the programs' tracing and
-#: lowering again when a later test needs them (test_collapsed: 123 s with drops after a test
-#: above 1.2 GiB, 107 s without, 1.9 GiB at its peak). The programs are also written to a
+#: lowering again when a later test needs them (test_collapsed.py alone, load ~2.5: 123 s with
+#: drops after a test above 1.2 GiB, 107 s with COPYHEAD_TEST_CLEAR_MID_GB=100, 1.9 GiB at its
+#: peak). The programs are also written to a
 #: persistent compilation cache shared by the workers for this run only (a dropped program, or
 #: one the other worker compiled, is loaded rather than compiled again). COPYHEAD_TEST_XLA_CACHE=0
 #: turns the cache off.
