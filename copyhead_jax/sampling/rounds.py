@@ -104,7 +104,7 @@ def sample_rounds(
     structure,
     snapshot: tuple[Path, str] | None,
     done: Callable[[dict], bool] | None = None,
-    on_round: Callable[[int], None] | None = None,
+    on_round: Callable[[int, np.ndarray], None] | None = None,
     each: bool = False,
 ) -> dict[str, np.ndarray]:
     """The draws of one chunk's runs in rounds (module docstring), as host arrays with a leading
@@ -112,8 +112,9 @@ def sample_rounds(
     ``round_draws`` (and the target); ``start()`` returns ``(stats, carry)`` (device),
     ``host(stats)`` the host arrays; ``structure`` is the carry's pytree structure;
     ``snapshot = (path, fingerprint)`` where each round is saved (``None``: not saved), a
-    matching one resumed from; ``on_round(rounds)`` is called after a round is saved, before
-    the next one starts (progress; it changes no number).
+    matching one resumed from; ``on_round(rounds, short)`` is called after a round is saved,
+    before the next one starts, with ``short[runs]`` the runs still short of the target
+    (progress; it changes no number).
 
     ``each=False``: the runs go on together; ``done(arrays)`` says whether every run has enough
     and ``more(carry, first_draw)`` draws the next round of all. ``each=True``: every run stops
@@ -143,7 +144,7 @@ def sample_rounds(
             break
         _save(snapshot, arrays, carry, rounds)
         if on_round is not None:
-            on_round(rounds)
+            on_round(rounds, active)
         first = rounds * mc.round_draws
         if each:
             stats, carry = more(carry, first, jnp.asarray(active))

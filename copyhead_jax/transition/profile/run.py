@@ -142,6 +142,7 @@ def seed_transition(
             anchors=reuse,
             weight=P,
             ckpt_dir=ckpt_dir,
+            log=lambda m: log(f"seed {seed} P={P}: {m}"),
         )
         anchors = anchors or anc
         run.profiles[P], run.sampled[P] = prof, sm

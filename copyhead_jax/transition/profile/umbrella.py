@@ -314,8 +314,8 @@ def run_windows(
     ``C[K, n, n]`` the whitenings, ``centers[K]``; float32. ``ckpt_dir``: a folder where the
     rounds are saved and a finished call's draws kept, in files named by a hash of the
     settings and every input, so a rerun with the same inputs resumes or reads them.
-    ``on_round(rounds)``: called after each saved round (:func:`~copyhead_jax.sampling.rounds.
-    sample_rounds`)."""
+    ``on_round(rounds, short)``: called after each saved round with ``short[K]`` the windows
+    still short of the target (:func:`~copyhead_jax.sampling.rounds.sample_rounds`)."""
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
     inputs = (key, params, f32(x0), f32(C), f32(centers), jnp.float32(kappa))
     fp = _fingerprint(s, inputs) if ckpt_dir is not None else None

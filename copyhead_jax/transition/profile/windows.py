@@ -400,6 +400,20 @@ class Sampled:
     draws: WindowDraws
 
 
+def _round_line(log: Callable[[str], None], u: UmbrellaSettings, t0: float):
+    """``on_round`` of :func:`.umbrella.run_windows`: one progress line per round."""
+
+    def on_round(rounds: int, short: np.ndarray) -> None:
+        cpu = (time.process_time() - t0) / 60
+        log(
+            f"windows: round {rounds} of at most {u.n_rounds} done, {int(short.sum())} of "
+            f"{short.size} still short of ESS >= {u.ess_target:g} and R-hat <= "
+            f"{u.rhat_target:g}; {cpu:.1f} CPU-min on this probe so far"
+        )
+
+    return on_round
+
+
 def measure_profile(
     key,
     ls: Landscape,
@@ -411,17 +425,20 @@ def measure_profile(
     anchors: Anchors | None = None,
     weight: float = 1.0,
     ckpt_dir=None,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[Profile, Sampled, Anchors]:
     """The profile of ``ls`` at ``params`` (module docstring); ``start(c)`` a flat start for
     the centre ``c``; ``a_top`` forces the dividing surface (else the profile's barrier top);
     ``anchors``/``weight``: :func:`prepare`; ``ckpt_dir``: where the windows' rounds and draws
-    are kept (:func:`.umbrella.run_windows`). Returns the profile, its windows' draws and the
-    whitening Hessians (for the next P)."""
+    are kept (:func:`.umbrella.run_windows`); ``log``: a line per window round sampled until
+    the target (how many windows are still short). Returns the profile, its windows' draws and
+    the whitening Hessians (for the next P)."""
     t0 = time.process_time()
     c = s.centers
     x0, C, a_min, anchors = prepare(ls, params, s, c, start, anchors, weight)
     t1 = time.process_time()
-    dr = run_windows(key, ls, params, x0, C, c, s.kappa, s.umbrella, ckpt_dir)
+    on_round = None if log is None else _round_line(log, s.umbrella, t0)
+    dr = run_windows(key, ls, params, x0, C, c, s.kappa, s.umbrella, ckpt_dir, on_round)
     t2 = time.process_time()
     fields = analyse(dr, s, c, a_min, a_top)
     t_prep, t_samp = t1 - t0, t2 - t1
@@ -452,6 +469,7 @@ def measure_profile(
                 s.kappa,
                 s.umbrella,
                 ckpt_dir,
+                on_round,
             )
             t_prep += t4 - t3
             t_samp += time.process_time() - t4

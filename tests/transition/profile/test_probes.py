@@ -39,7 +39,9 @@ def _profile(**fields) -> Profile:
 
 
 def _stub(monkeypatch):
-    def measure_profile(key, ls, prob, s, start, *, anchors=None, weight=1.0, ckpt_dir=None):
+    def measure_profile(
+        key, ls, prob, s, start, *, anchors=None, weight=1.0, ckpt_dir=None, log=None
+    ):
         P = int(weight)
         prof = _profile(
             mean_a=_mean(P),

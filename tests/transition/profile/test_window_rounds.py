@@ -80,7 +80,7 @@ def test_kill_between_rounds_resumes_bit_for_bit(tmp_path, monkeypatch):
     ref = windows(s)
 
     def die_after(n):
-        def on_round(r):
+        def on_round(r, short):
             if r == n:
                 raise KeyboardInterrupt
 
@@ -90,8 +90,8 @@ def test_kill_between_rounds_resumes_bit_for_bit(tmp_path, monkeypatch):
         windows(s, ckpt_dir=tmp_path, on_round=die_after(2))  # two rounds saved
     assert len(list(tmp_path.glob("*.partial.npz"))) == 1
     done = []
-    res = windows(s, ckpt_dir=tmp_path, on_round=done.append)
-    assert done == [2]  # resumed after round 2, then the third and last round
+    res = windows(s, ckpt_dir=tmp_path, on_round=lambda r, short: done.append((r, short.sum())))
+    assert done == [(2, 5)]  # resumed after round 2 (no window met it), then the third and last
     for f in ("a", "U", "extra", "accept", "step", "finite", "n_draws"):
         np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f)
     assert not list(tmp_path.glob("*.partial.npz")) and len(list(tmp_path.glob("*.npz"))) == 1
@@ -115,12 +115,16 @@ def test_windows_of_different_lengths_are_judged_on_their_own_draws():
 
 def test_each_window_stops_in_the_round_it_meets_the_target():
     """Windows stop one by one: each window's draws end in the first round after which its own
-    draws meet the target (not one round earlier), later rounds leave it NaN, and what it drew
-    is the start of the same chains run to the cap at a fixed length (float32 rounding)."""
+    draws meet the target (not one round earlier), later rounds leave it NaN, the progress
+    callback names the windows still short after each round, and what it drew is the start of
+    the same chains run to the cap at a fixed length (float32 rounding)."""
     s = dataclasses.replace(BASE, ess_target=70.0, rhat_target=1.1)
-    dr = windows(s)
+    shorts = []
+    dr = windows(s, on_round=lambda r, short: shorts.append((r, short.copy())))
     n = dr.lengths()
     assert len(set(n.tolist())) > 1, n  # the windows did stop in different rounds
+    for r, short in shorts:  # after round r, short exactly the windows that drew on
+        np.testing.assert_array_equal(short, n > r * s.round_draws)
     fixed = windows(dataclasses.replace(s, ess_target=0.0, n_iter=int(n.max()) * s.thin))
     for k in range(5):
         own = dr.of(dr.a, k)
