@@ -20,7 +20,8 @@ the root's budget (an error from $R$ replicas has $R-1$ degrees of freedom); the
 surface's sensitivity (``d_sys``, the profile's basins) is a systematic term. **Mixing**: a
 probe with a window that did not mix enters with widened errors and is named; a probe whose
 range misses a tail (its normalisation may lack a basin) is left out; without a bracket of
-usable probes the verdict is ``undecided`` with the reason. Over seeds: each seed's root on its
+usable probes the verdict is ``undecided`` with the reason, and so is a crossover while a probe
+left out is bimodal (its $P^*$ the crossover's reading). Over seeds: each seed's root on its
 own, then :func:`~.root.combine_seeds`. It stands beside the crossing rule because it judges
 measured numbers alone: ``copyhead transition`` decides with it, and the claims matrix judges a
 committed profile result with it (:func:`from_record`).
@@ -163,7 +164,7 @@ def decide(probes: list[Probe]) -> Verdict:
         coex = outer = None
         kind = CROSSOVER
         ev.append(
-            "no probe bimodal: "
+            "no usable probe bimodal: "
             + ", ".join(
                 f"P={p.P} barrier {p.barrier:+.2f} +- {p.barrier_se:.2f} at a = {p.a_top:.2f}"
                 for p in used
@@ -172,6 +173,12 @@ def decide(probes: list[Probe]) -> Verdict:
         P_star, cr = P_mid, cr_mid
         if P_star is None:
             ev.append("the posterior mean does not pass midway between the probes")
+            kind = UNDECIDED
+        for p in (p for p in ps if not p.usable and p.bimodal):
+            ev.append(
+                f"P={p.P}: bimodal (barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats) but left "
+                "out: first order is not ruled out (P* is the crossover's reading)"
+            )
             kind = UNDECIDED
     return Verdict(kind, tuple(ev), P_star, cr, coex, outer, P_mid, steep, tuple(ps))
 

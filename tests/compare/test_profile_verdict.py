@@ -105,3 +105,18 @@ def test_map_single_minimum_and_coexistence():
     r = map_switch(br)
     assert r["coexistence"] and r["coexistence_P"] == [10, 20, 40]
     assert r["bracket"] == [20.0, 40.0]  # the lower-U branch switches between 20 and 40
+
+
+def test_a_left_out_bimodal_probe_leaves_a_crossover_undecided():
+    """No usable probe bimodal but one left out (its range missed a tail) is: first order is
+    not ruled out, so the verdict is undecided, with the crossover's P* as its reading; a
+    left-out probe with one basin changes nothing."""
+    ends = [probe(40, 0.0, bimodal=False, mean_a=0.1), probe(62, 0.0, bimodal=False, mean_a=2.9)]
+    short = ("range: the profile's low end lies 3.0 nats above its minimum",)
+    crossover = decide(ends)
+    v = decide([*ends, probe(50, -0.6, bimodal=True, mean_a=1.6, short=short)])
+    assert crossover.kind == "crossover" and v.kind == "undecided"
+    assert v.P_star == crossover.P_star
+    assert any("P=50: bimodal" in e and "not ruled out" in e for e in v.evidence)
+    one_basin = decide([*ends, probe(50, 0.0, bimodal=False, mean_a=1.6, short=short)])
+    assert one_basin.kind == "crossover" and one_basin.P_star == crossover.P_star

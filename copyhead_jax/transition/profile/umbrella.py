@@ -30,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
@@ -346,6 +348,21 @@ def run_windows(
     if snapshot is not None and not loaded:
         _partial(snapshot).unlink(missing_ok=True)
     return WindowDraws(*(arrays[f] for f in _FIELDS), arrays.get("n_draws"))
+
+
+def round_progress(log: Callable[[str], None], u: UmbrellaSettings, t0: float):
+    """An ``on_round`` for :func:`run_windows`: one line per round to ``log`` (the windows
+    still short of the target, the process CPU since ``t0``)."""
+
+    def on_round(rounds: int, short: np.ndarray) -> None:
+        cpu = (time.process_time() - t0) / 60
+        log(
+            f"windows: round {rounds} of at most {u.n_rounds} done, {int(short.sum())} of "
+            f"{short.size} still short of ESS >= {u.ess_target:g} and R-hat <= "
+            f"{u.rhat_target:g}; {cpu:.1f} CPU-min on this probe so far"
+        )
+
+    return on_round
 
 
 def _partial(path: Path) -> Path:

@@ -14,7 +14,8 @@ r"""One free-energy profile $F(a;P)$: windows placed, prepared, sampled, joined 
 4. **Chains** (:mod:`.umbrella`), **MBAR** (:mod:`.mbar`), **profile and basins**
    (:mod:`.basins`), per replica and pooled.
 5. **Range**: the profile must rise ``tail_rise`` nats above its minimum at both ends of the
-   sampled range unless that end reaches the order parameter's bound; while it does not,
+   sampled range unless that end reaches the order parameter's bound (or its windows do: the
+   next centre would pass the bound, so no window can be added there); while it does not,
    ``extend_by`` more windows are added at that end (at most ``max_extend`` times), sampled and
    joined with the others. A range still short is flagged.
 6. **Mixing**: per window the split $\hat R$ and ESS of $a$ over its chains; a window with
@@ -55,7 +56,13 @@ from .landscape import (
     root_of_inverse,
 )
 from .mbar import join, neighbour_overlap
-from .umbrella import UmbrellaSettings, WindowDraws, run_windows, window_target
+from .umbrella import (
+    UmbrellaSettings,
+    WindowDraws,
+    round_progress,
+    run_windows,
+    window_target,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,15 +268,20 @@ def row_summary(dr: WindowDraws, log_w: np.ndarray, a_top: float) -> dict:
     return out
 
 
-def tail_rise(F: np.ndarray, edges: np.ndarray, s: ProfileSettings) -> dict:
+def tail_rise(F: np.ndarray, edges: np.ndarray, s: ProfileSettings, centers: np.ndarray) -> dict:
     """Per end (``low``, ``high``): how far the profile's last finite bin lies above its
-    minimum (``inf`` when that end reaches the order parameter's bound within a spacing)."""
-    mid = 0.5 * (edges[1:] + edges[:-1])
-    fin = np.flatnonzero(np.isfinite(F))
-    out = {}
-    for end, j, bound in (("low", fin[0], s.a_bounds[0]), ("high", fin[-1], s.a_bounds[1])):
+    minimum; ``inf`` when that end reaches the order parameter's bound, i.e. its last bin lies
+    within a spacing of the bound or no further window fits before it (the next centre would
+    pass it: the windows reach as far as they can, and the range cannot grow there)."""
+    mid, fin, out = 0.5 * (edges[1:] + edges[:-1]), np.flatnonzero(np.isfinite(F)), {}
+    for end, j, bound, sign in (
+        ("low", fin[0], s.a_bounds[0], -1),
+        ("high", fin[-1], s.a_bounds[1], 1),
+    ):
+        edge = centers.min() if sign < 0 else centers.max()
+        full = bound is not None and sign * (edge + sign * s.spacing - bound) >= 0
         at_bound = bound is not None and abs(mid[j] - bound) <= s.spacing
-        out[end] = math.inf if at_bound else float(F[j] - F[fin].min())
+        out[end] = math.inf if (at_bound or full) else float(F[j] - F[fin].min())
     return out
 
 
@@ -364,7 +376,7 @@ def analyse(
             "cap_draws": um.n_rounds * um.round_draws,
         }
     )
-    rise = tail_rise(F, edges, s)
+    rise = tail_rise(F, edges, s, np.asarray(centers))
     short = tuple(
         f"range: the profile's {end} end lies {r:.1f} nats above its minimum "
         f"(< {s.tail_rise}): the windows miss a tail"
@@ -400,20 +412,6 @@ class Sampled:
     draws: WindowDraws
 
 
-def _round_line(log: Callable[[str], None], u: UmbrellaSettings, t0: float):
-    """``on_round`` of :func:`.umbrella.run_windows`: one progress line per round."""
-
-    def on_round(rounds: int, short: np.ndarray) -> None:
-        cpu = (time.process_time() - t0) / 60
-        log(
-            f"windows: round {rounds} of at most {u.n_rounds} done, {int(short.sum())} of "
-            f"{short.size} still short of ESS >= {u.ess_target:g} and R-hat <= "
-            f"{u.rhat_target:g}; {cpu:.1f} CPU-min on this probe so far"
-        )
-
-    return on_round
-
-
 def measure_profile(
     key,
     ls: Landscape,
@@ -437,13 +435,13 @@ def measure_profile(
     c = s.centers
     x0, C, a_min, anchors = prepare(ls, params, s, c, start, anchors, weight)
     t1 = time.process_time()
-    on_round = None if log is None else _round_line(log, s.umbrella, t0)
+    on_round = None if log is None else round_progress(log, s.umbrella, t0)
     dr = run_windows(key, ls, params, x0, C, c, s.kappa, s.umbrella, ckpt_dir, on_round)
     t2 = time.process_time()
     fields = analyse(dr, s, c, a_min, a_top)
     t_prep, t_samp = t1 - t0, t2 - t1
     for i in range(s.max_extend):
-        rise = tail_rise(fields["F"], fields["edges"], s)
+        rise = tail_rise(fields["F"], fields["edges"], s, c)
         grow = [end for end, r in rise.items() if r < s.tail_rise]
         added = False
         for end in grow:
