@@ -37,7 +37,7 @@ FIGURE = "bayes_theory_vs_measured.png"
 #: where each softmax configuration's measured Bayesian P* is read (as the report's table does)
 SOFTMAX = (
     ("plain", 25, 5, "profile", "transition_profile_L25_V5.json"),
-    ("paper", 25, 5, "branch", "posterior_branches_paper.json"),
+    ("paper", 25, 5, "profile", "transition_profile_paper.json"),
     ("paper-chi-lik", 25, 5, "transition", "transition_paper-chi-lik.json"),
     ("plain", 12, 6, "profile", "transition_profile_L12_V6.json"),
     ("plain", 15, 7, "profile", "transition_profile_L15_V7.json"),
@@ -58,7 +58,11 @@ NO_SOURCE = [
 #: §13 assumes i.i.d. tokens); each is set beside the i.i.d. measurement of the same (L, V)
 MARKOV = (
     ("plain", 15, 7, 0.5, "transition_profile_L15_V7_markov.json"),
+    ("plain", 25, 5, 0.25, "transition_profile_L25_V5_markov025.json"),
+    ("plain", 25, 5, 0.375, "transition_profile_L25_V5_markov0375.json"),
+    ("plain", 25, 5, 0.45, "transition_profile_L25_V5_markov045.json"),
     ("plain", 25, 5, 0.5, "transition_profile_L25_V5_markov.json"),
+    ("plain", 25, 5, 0.75, "transition_profile_L25_V5_markov075.json"),
     ("plain", 25, 5, 0.9, "transition_profile_L25_V5_markov09.json"),
 )
 
@@ -101,7 +105,7 @@ def _measured(results: Path, kind: str, name: str) -> dict:
         hi=hi,
         printed=d["interval"],
         n_seeds=d["n_seeds"],
-        n_flagged=len(d["flagged"]),
+        n_flagged=len({":".join(f.split(":")[:2]) for f in d["flagged"]}),  # a window once
         n_runs=n_win,
         verdict=d["verdict"],
         source=name,

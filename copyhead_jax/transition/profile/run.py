@@ -154,7 +154,7 @@ def seed_transition(
             f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
             f"{b.barrier:.2f} +- {b.barrier_se:.2f} at a {b.a_top:.2f}{d}, "
             f"mean a {prof.mean_a:.3f}, "
-            f"{len(sm.centers)} windows, {len(prof.flagged)} not mixed"
+            f"{len(sm.centers)} windows, {len({f.split(':')[0] for f in prof.flagged})} not mixed"
             f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s; at most {left} "
             f"more probe(s) for this seed, ~{duration(left * run.cpu[P])} of CPU at this "
             "one's cost"
