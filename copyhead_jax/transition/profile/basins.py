@@ -18,7 +18,11 @@ spacing). A flagged profile (a window that did not mix) has its errors taken as 
 replicas' standard deviation instead of its standard error (``widen``: the replicas are then
 trusted as single draws, not averaged). The **verdict** "bimodal" needs
 $B>t_{R-1}\,{\rm se}(B)$ (one-sided 97.5% Student quantile) with each replica's barrier measured at
-the pooled split bin.
+the pooled split bin. **Unreached tail**: where the windows reach a bound of the order parameter
+but the draws stop short of it, the strip between holds weight the bins miss; $F$ extended
+linearly (never falling) from its two outermost bins there gives that weight relative to the
+basin on its side (:func:`unreached_tail`), and $|\log(1+m)|$ is added to the systematic error
+of $d$.
 """
 
 from __future__ import annotations
@@ -227,3 +231,23 @@ def path_error(centers: np.ndarray, se_a: np.ndarray, kappa: float, a0: float, a
 def weighted_mean(x: np.ndarray, log_w: np.ndarray) -> float:
     """$\\sum_nw_nx_n$."""
     return float(np.sum(np.exp(log_w) * x))
+
+
+def unreached_tail(F: np.ndarray, edges: np.ndarray, bound: float, a_top: float) -> float:
+    """The weight of the strip between the profile's outermost bin with draws and ``bound`` (the
+    order parameter's lower bound when it lies below the bins, else its upper one), relative to
+    the basin on that side of ``a_top``: $F$ continued from the outermost two finite bins with
+    the slope between them (flat where it would fall towards the bound; module docstring)."""
+    mid, h = 0.5 * (edges[1:] + edges[:-1]), np.diff(edges)
+    fin = np.flatnonzero(np.isfinite(F))
+    low = bound < mid[fin[0]]
+    j0, j1 = (fin[0], fin[1]) if low else (fin[-1], fin[-2])
+    width = edges[j0] - bound if low else bound - edges[j0 + 1]
+    if width <= 0:
+        return 0.0
+    Fm = F[fin].min()
+    k = max((F[j0] - F[j1]) / abs(mid[j0] - mid[j1]), 0.0)  # the rise per unit towards the bound
+    strip = math.exp(-(F[j0] - Fm)) * (width if k == 0 else -math.expm1(-k * width) / k)
+    side = (mid < a_top) if low else (mid >= a_top)
+    basin = float(np.sum(np.where(side & np.isfinite(F), np.exp(-(F - Fm)) * h, 0.0)))
+    return strip / basin if basin > 0 else math.inf

@@ -45,6 +45,7 @@ from .basins import (
     profile_on_bins,
     sd_of,
     se_of,
+    unreached_tail,
     weighted_mean,
 )
 from .landscape import (
@@ -354,6 +355,10 @@ def analyse(
         windows=(centers, se_a, kappa),
         widen=bool(flagged),
     )
+    reach = tail_rise(F, edges, s, np.asarray(centers))  # inf: that end's windows reach its bound
+    ends = [v for v, end in zip(s.a_bounds, reach) if v is not None and reach[end] == math.inf]
+    tail = sum(math.log1p(unreached_tail(F, edges, v, b.a_top)) for v in ends)
+    b = dataclasses.replace(b, d_split_sys=b.d_split_sys + tail)
     health = WindowHealth(
         np.full(K, np.nan) if a_min is None else np.asarray(a_min),
         rhat,
@@ -376,11 +381,10 @@ def analyse(
             "cap_draws": um.n_rounds * um.round_draws,
         }
     )
-    rise = tail_rise(F, edges, s, np.asarray(centers))
     short = tuple(
         f"range: the profile's {end} end lies {r:.1f} nats above its minimum "
         f"(< {s.tail_rise}): the windows miss a tail"
-        for end, r in rise.items()
+        for end, r in reach.items()
         if r < s.tail_rise
     )
     return dict(
