@@ -106,7 +106,8 @@ class Basins:
     Student bound; ``a_pool``, ``a_copy`` the minima left and right of ``a_top`` (the dividing
     surface); ``barrier`` in nats above the higher minimum; ``w_copy``, ``d`` and their
     replica errors; ``d_split_sys``: how far ``d`` moves when the dividing surface moves one bin
-    either way (a systematic allowance)."""
+    either way (a systematic allowance), plus, once :func:`.windows.analyse` has added it, the
+    unreached tails' log(1 + m) (module docstring)."""
 
     bimodal: bool
     a_pool: float

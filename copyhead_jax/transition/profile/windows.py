@@ -356,7 +356,9 @@ def analyse(
         widen=bool(flagged),
     )
     reach = tail_rise(F, edges, s, np.asarray(centers))  # inf: that end's windows reach its bound
-    ends = [v for v, end in zip(s.a_bounds, reach) if v is not None and reach[end] == math.inf]
+    ends = [
+        v for end, v in zip(("low", "high"), s.a_bounds) if v is not None and reach[end] == math.inf
+    ]
     tail = sum(math.log1p(unreached_tail(F, edges, v, b.a_top)) for v in ends)
     b = dataclasses.replace(b, d_split_sys=b.d_split_sys + tail)
     health = WindowHealth(
