@@ -21,7 +21,8 @@ surface's sensitivity (``d_sys``, the profile's basins) is a systematic term. **
 probe with a window that did not mix enters with widened errors and is named; a probe whose
 range misses a tail (its normalisation may lack a basin) is left out; without a bracket of
 usable probes the verdict is ``undecided`` with the reason, and so is a crossover while a probe
-left out is bimodal (its $P^*$ the crossover's reading). Over seeds: each seed's root on its
+left out is bimodal or a usable one has a positive barrier of unknown error (its $P^*$ the
+crossover's reading). Over seeds: each seed's root on its
 own, then :func:`~.root.combine_seeds`. It stands beside the crossing rule because it judges
 measured numbers alone: ``copyhead transition`` decides with it, and the claims matrix judges a
 committed profile result with it (:func:`from_record`).
@@ -66,6 +67,12 @@ class Probe:
     @property
     def usable(self) -> bool:
         return not self.short and self.n_replicas >= 2
+
+    @property
+    def barrier_unknown(self) -> bool:
+        """A positive barrier whose error no two replicas define (NaN): neither one basin nor
+        two."""
+        return not self.bimodal and self.barrier > 0 and not math.isfinite(self.barrier_se)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +185,12 @@ def decide(probes: list[Probe]) -> Verdict:
             ev.append(
                 f"P={p.P}: bimodal (barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats) but left "
                 "out: first order is not ruled out (P* is the crossover's reading)"
+            )
+            kind = UNDECIDED
+        for p in (p for p in used if p.barrier_unknown):
+            ev.append(
+                f"P={p.P}: barrier {p.barrier:.2f} nats with no error (fewer than two replicas "
+                "define it): first order is not ruled out (P* is the crossover's reading)"
             )
             kind = UNDECIDED
     return Verdict(kind, tuple(ev), P_star, cr, coex, outer, P_mid, steep, tuple(ps))

@@ -1,5 +1,6 @@
 """Verdicts on synthetic probes: first order, crossover, widened and left-out probes, seeds."""
 
+import dataclasses
 import math
 
 from copyhead_jax.compare.profile_verdict import Probe, decide, over_seeds
@@ -120,3 +121,18 @@ def test_a_left_out_bimodal_probe_leaves_a_crossover_undecided():
     assert any("P=50: bimodal" in e and "not ruled out" in e for e in v.evidence)
     one_basin = decide([*ends, probe(50, 0.0, bimodal=False, mean_a=1.6, short=short)])
     assert one_basin.kind == "crossover" and one_basin.P_star == crossover.P_star
+
+
+def test_a_positive_barrier_of_unknown_error_leaves_a_crossover_undecided():
+    """A usable probe whose positive barrier no two replicas define (se NaN) is neither one
+    basin nor two: the crossover becomes undecided; a negative barrier of unknown error is one
+    basin and changes nothing."""
+    ends = [probe(40, 0.0, bimodal=False, mean_a=0.1), probe(62, 0.0, bimodal=False, mean_a=2.9)]
+    mid = probe(50, 0.0, bimodal=False, mean_a=1.6)
+    crossover = decide([*ends, mid])
+    v = decide([*ends, dataclasses.replace(mid, barrier=1.2, barrier_se=math.nan)])
+    assert crossover.kind == "crossover" and v.kind == "undecided"
+    assert v.P_star == crossover.P_star
+    assert any("P=50: barrier 1.20 nats with no error" in e for e in v.evidence)
+    one_basin = decide([*ends, dataclasses.replace(mid, barrier=-0.3, barrier_se=math.nan)])
+    assert one_basin.kind == "crossover"

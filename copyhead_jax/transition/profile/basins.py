@@ -18,11 +18,13 @@ spacing). A flagged profile (a window that did not mix) has its errors taken as 
 replicas' standard deviation instead of its standard error (``widen``: the replicas are then
 trusted as single draws, not averaged). The **verdict** "bimodal" needs
 $B>t_{R-1}\,{\rm se}(B)$ (one-sided 97.5% Student quantile) with each replica's barrier measured at
-the pooled split bin. **Unreached tail**: where the windows reach a bound of the order parameter
-but the draws stop short of it, the strip between holds weight the bins miss; $F$ extended
-linearly (never falling) from its two outermost bins there gives that weight relative to the
-basin on its side (:func:`unreached_tail`), and $|\log(1+m)|$ is added to the systematic error
-of $d$.
+the pooled split bin ($R$ the replicas that define it; with fewer than two the error is unknown,
+NaN, and the profile is not called bimodal: the verdict treats a positive barrier of unknown
+error as undetermined, not as one basin). **Unreached tail**: where the windows reach a bound of
+the order parameter but the draws stop short of it, the strip between holds weight the bins
+miss; $F$ extended linearly (never falling) from its two outermost bins there gives that weight
+relative to the basin on its side (:func:`unreached_tail`), and $|\log(1+m)|$ is added to the
+systematic error of $d$.
 """
 
 from __future__ import annotations
@@ -172,8 +174,8 @@ def basins(
         j = int(np.clip(np.digitize(a_top, edges) - 1, 1, len(mid) - 2))
         B = barrier_at(F, j)
     Bs = np.array([barrier_at(Fr, j) for Fr in F_rep])
-    B_se = se(Bs)
-    R = len(reps)
+    n_B = int(np.isfinite(Bs).sum())  # replicas with draws at the split and on both sides
+    B_se = se(Bs)  # NaN below two such replicas: the error is unknown, and stays so
     left, right = F[:j], F[j + 1 :]
     a_pool = (
         float(mid[:j][np.nanargmin(np.where(np.isfinite(left), left, np.nan))])
@@ -194,9 +196,10 @@ def basins(
             if F[:j][np.isfinite(left)].min() >= F[j + 1 :][np.isfinite(right)].min()
             else a_copy
         )
-        B_se = max(B_se, path_error(c, se_a, kappa, a_hi_min, float(a_top)))
+        if math.isfinite(B_se):
+            B_se = max(B_se, path_error(c, se_a, kappa, a_hi_min, float(a_top)))
         floor_d = path_error(c, se_a, kappa, a_pool, a_copy)
-    bimodal = bool(np.isfinite(B) and B > 0 and B > student(R) * B_se)
+    bimodal = bool(np.isfinite(B) and B > 0 and math.isfinite(B_se) and B > student(n_B) * B_se)
     w = copy_weight(a, log_w, a_top)
     ws = np.array([copy_weight(ar, lr, a_top) for ar, lr in reps])
     ds = np.array([log_odds(ar, lr, a_top) for ar, lr in reps])

@@ -6,6 +6,7 @@ import numpy as np
 
 from copyhead_jax.transition.profile.basins import (
     barrier_at,
+    basins,
     copy_weight,
     d_of,
     log_odds,
@@ -70,3 +71,27 @@ def test_log_odds_is_d_of_the_copy_weight_and_stays_finite_far_from_the_transiti
     assert d_of(copy_weight(a, far, 1.0)) == -math.inf
     assert math.isclose(log_odds(a, far, 1.0), -45.0)
     assert log_odds(a, far, 5.0) == math.inf  # no draw past a*: all pooling
+
+
+def test_a_barrier_is_judged_by_the_replicas_that_define_it():
+    """Replicas without draws in the split bin do not define its barrier: with one left, its
+    barrier's error is unknown (NaN) and the profile is not called bimodal; with all three
+    (small scatter) the same 3-nat barrier is."""
+    edges = np.linspace(-2, 2, 41)
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    F = 3.0 * (mid**2 - 1) ** 2
+    log_w = -F - np.log(np.sum(np.exp(-F)))
+    j, B = split(F)
+    reps = [(mid, log_w)] * 3
+    scatter = [F + 0.05 * k for k in (-1, 0, 1)]
+    gapped = [F] + [np.where(np.arange(F.size) == j, np.inf, F) for _ in range(2)]
+    known = basins(edges, F, mid, log_w, np.array(scatter), reps)
+    unknown = basins(edges, F, mid, log_w, np.array(gapped), reps)
+    assert B > 2.5 and known.bimodal and math.isfinite(known.barrier_se)
+    assert not unknown.bimodal and math.isnan(unknown.barrier_se)
+    assert unknown.barrier == known.barrier == B
+    # two replicas define it (B +- 0.5, se 0.5): B / se = 6 passes t(2 dof) = 4.30 of the three
+    # replicas but not t(1 dof) = 12.71 of the two that measured it
+    two = [np.where(np.arange(F.size) == j, F[j] + s, F) for s in (-0.5, 0.5)] + [gapped[1]]
+    by_two = basins(edges, F, mid, log_w, np.array(two), reps)
+    assert math.isclose(by_two.barrier_se, 0.5, rel_tol=1e-9) and not by_two.bimodal
