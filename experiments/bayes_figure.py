@@ -105,7 +105,7 @@ def _measured(results: Path, kind: str, name: str) -> dict:
         hi=hi,
         printed=d["interval"],
         n_seeds=d["n_seeds"],
-        n_flagged=len({":".join(f.split(":")[:2]) for f in d["flagged"]}),  # a window once
+        n_flagged=len(profile_verdict.flagged_windows(d["flagged"])),
         n_runs=n_win,
         verdict=d["verdict"],
         source=name,
@@ -145,7 +145,11 @@ def _others(results: Path, reading: str, L: int, V: int, primary: str) -> dict:
         d = _load(results, prof.name)
         lo, hi = _profile_interval(d)
         out["profile"] = dict(
-            P=d["P_star"], lo=lo, hi=hi, n_flagged=len(d["flagged"]), source=prof.name
+            P=d["P_star"],
+            lo=lo,
+            hi=hi,
+            n_flagged=len(profile_verdict.flagged_windows(d["flagged"])),
+            source=prof.name,
         )
     if (reading, L, V) == ("plain", 25, 5):
         w = _load(results, "posterior_smc.json")["weight_window"]

@@ -212,6 +212,24 @@ def over_seeds(verdicts: list[Verdict]) -> dict:
     return out
 
 
+def flagged_windows(lines) -> tuple[str, ...]:
+    """The distinct windows that flag lines name, in order (``"seed 0 P=1295: window 8"``, or
+    ``"window 8"`` within one probe): a window that missed both the mixing bar and its round
+    target has a line for each; a probe's range lines name no window."""
+    return tuple(dict.fromkeys(x.split(" (c = ")[0] for x in lines if " (c = " in x))
+
+
+def other_flags(lines) -> tuple[str, ...]:
+    """The distinct flag lines that name no window not mixed (windows overlapping little, a
+    range short of a tail)."""
+    return tuple(dict.fromkeys(x for x in lines if " (c = " not in x))
+
+
+def flagged_probes(lines) -> tuple[str, ...]:
+    """The distinct probes (``"seed 0 P=1295"``) that seed-prefixed flag lines name, in order."""
+    return tuple(dict.fromkeys(x.split(": ")[0] for x in lines))
+
+
 def probe_from_json(record: dict) -> Probe:
     """A :class:`Probe` from its JSON record (lists as tuples, ``null`` as NaN)."""
     return Probe(

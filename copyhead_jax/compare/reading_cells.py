@@ -5,6 +5,7 @@ Each cell is ``{value, reproduced, outcome, verdict}``."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from ..theory import theory_of
 from .claims import EXPONENT_TOL, judge, order_of, relative_band, verdict_text
 from .crossing import bayesian_interval
 from .paper import PAPER_CLAIMS, PAPER_MEASURED
-from .profile_verdict import from_record
+from .profile_verdict import flagged_probes, flagged_windows, from_record, other_flags
 from .reading_sources import (
     BRANCHES,
     PROFILES,
@@ -129,14 +130,24 @@ def profile_cell(tr: dict) -> dict:
     """The Bayesian P*_aG cell from a free-energy profile result (``copyhead transition``'s
     default method): first order or crossover and the interval of the package's rule
     (:func:`.profile_verdict.from_record`: seeds, replicas, the dividing surface, interpolation),
-    with the probes at which a window did not mix (their errors already widened)."""
+    with the flagged probes counted (a window not mixed, windows overlapping little; their
+    errors already widened)."""
     s = from_record(tr)[1]
     band = relative_band(PAPER_MEASURED["P_aG"])
-    probes = sorted({f.split(":")[0] for f in tr.get("flagged", [])})
-    bad = f"; {len(probes)} probe(s) with a window not mixed, errors widened" if probes else ""
+    lines = tr.get("flagged", [])
+    n_win, n_other = len(flagged_windows(lines)), len(other_flags(lines))
+    other = f", {n_other} other flag(s)" if n_other else ""
+    bad = (
+        f"; {len(flagged_probes(lines))} probe(s) flagged ({n_win} window(s) not mixed{other}), "
+        "errors widened"
+        if lines
+        else ""
+    )
+    seeds = "1 seed: no seed spread in the interval" if s["n"] == 1 else f"{s['n']} seeds"
+    width = f"{int(tr['width']):,}" if math.isfinite(tr["width"]) else "inf"
     text = (
-        f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['kind']}, {s['n']} seed(s), "
-        f"free-energy profile, width {g4(tr['width'])}){bad}"
+        f"{g4(s['P_star'])} [{g4(s['lo'])}, {g4(s['hi'])}] ({s['kind']}, {seeds}, "
+        f"free-energy profile, width {width}){bad}"
     )
     return judged_cell(text, judge(s["lo"], s["hi"], PAPER_MEASURED["P_aG"], band))
 

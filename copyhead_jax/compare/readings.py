@@ -30,7 +30,7 @@ from .reading_cells import (
     pstar_cell,
     transition_cell,
 )
-from .reading_sources import BRANCHES, KEYS, READINGS, SWEPT, TRANSITIONS
+from .reading_sources import BRANCHES, KEYS, PROFILES, READINGS, SWEPT, TRANSITIONS
 from .reading_warning import WARNING_THEORY, warning_cell, warning_checks
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "CROSSOVER_COVERAGE",
     "KEYS",
     "NAMES",
+    "PROFILES",
     "READINGS",
     "SWEPT",
     "TRANSITIONS",

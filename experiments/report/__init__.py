@@ -26,6 +26,7 @@ from copyhead_jax.compare import (
     bayesian_interval,
     claims_matrix,
     interval_text,
+    profile_verdict,
 )
 from copyhead_jax.compare import readings as RD
 
@@ -173,6 +174,11 @@ def render(out_dir: Path, mode: str) -> str:
 def bayes_section(out_dir: Path) -> str:
     """The Bayesian P*_aG of each preset with the interval of ``compare.bayesian_interval``
     (seeds, MC, quadrature, interpolation) and the poorly mixing runs named."""
+    profiles = [
+        profile_row(p, pr)
+        for p, name in RD.PROFILES.items()
+        if (pr := _load(out_dir, name.removesuffix(".json")))
+    ]
     rows = [
         f"- **{p}**: {interval_text(bayesian_interval(res))}."
         for p, name in RD.BRANCHES.items()
@@ -183,9 +189,19 @@ def bayes_section(out_dir: Path) -> str:
         for p, name in RD.TRANSITIONS.items()
         if (tr := _load(out_dir, name.removesuffix(".json")))
     ]
-    if not rows:
+    if not rows and not profiles:
         return ""
-    return (
+    head = (
+        "### Bayesian P*_aG from the posterior's free-energy profile\n\nThe default `copyhead "
+        "transition` (transition_profile.md): first order where a probe's profile in aG is "
+        "bimodal, P* where the basins weigh the same; each seed measured on its own, the interval "
+        "95% t over seeds with the replicas', dividing surface's and interpolation errors "
+        "(`compare.profile_verdict`, decided again here from the probes). The branch rows below "
+        "are the older cross-checks.\n\n" + "\n".join(profiles) + "\n\n"
+        if profiles
+        else ""
+    )
+    return head + (
         "### Bayesian P*_aG with every error named\n\nWhere F_copy - F_pool changes sign "
         "(docs/theory.md §9.9, §9.11): the estimate, then [the hull of] the seed spread (95% t) "
         "and the package's one crossing rule on the seed mean (`compare.root.crossing`: 1.96 "
@@ -195,6 +211,27 @@ def bayes_section(out_dir: Path) -> str:
         "ESS < 100 are named at the bracketing P and counted elsewhere.\n\n"
         + "\n".join(rows)
         + "\n"
+    )
+
+
+def profile_row(reading: str, tr: dict) -> str:
+    """One reading's free-energy profile result: the verdict, P* with its interval, each
+    seed's P*, and the windows that did not mix (their errors widened)."""
+    verdicts, m = profile_verdict.from_record(tr)
+    per = ", ".join("-" if v.P_star is None else f"{v.P_star:,.1f}" for v in verdicts)
+    n_windows = sum(
+        len(pr.get("centers") or []) for s in tr.get("seeds", []) for pr in s["profiles"].values()
+    )
+    flagged = profile_verdict.flagged_windows(tr.get("flagged") or [])
+    iv = "no interval" if m["P_star"] is None else f"[{m['lo']:,.1f}, {m['hi']:,.1f}]"
+    point = "-" if m["P_star"] is None else f"{m['P_star']:,.1f}"
+    spread = "one seed: no seed spread in the interval" if m["n"] == 1 else f"{m['n']} seeds"
+    other = profile_verdict.other_flags(tr.get("flagged") or [])
+    return (
+        f"- **{reading}** ({m['kind']}, {spread}): {point} {iv}; per seed {per}; "
+        f"{len(flagged)} window(s) not mixed"
+        + (f" of {n_windows}" if n_windows else "")
+        + (f"; other flags: {'; '.join(other)}" if other else "")
     )
 
 

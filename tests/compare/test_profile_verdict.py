@@ -136,3 +136,19 @@ def test_a_positive_barrier_of_unknown_error_leaves_a_crossover_undecided():
     assert any("P=50: barrier 1.20 nats with no error" in e for e in v.evidence)
     one_basin = decide([*ends, dataclasses.replace(mid, barrier=-0.3, barrier_se=math.nan)])
     assert one_basin.kind == "crossover"
+
+
+def test_flag_lines_count_each_window_once_and_keep_other_flags_apart():
+    """A window that missed both the mixing bar and its round target has two lines; an overlap
+    line names a probe but no window not mixed."""
+    from copyhead_jax.compare.profile_verdict import flagged_probes, flagged_windows, other_flags
+
+    lines = [
+        "seed 0 P=50: window 8 (c = 1.01): R-hat 1.112, ESS 42",
+        "seed 0 P=50: window 8 (c = 1.01): target ESS >= 50, R-hat <= 1.1 not met (ESS 42)",
+        "seed 0 P=65: windows 2-3: overlap 0.016",
+        "seed 1 P=65: window 2 (c = 0.11): R-hat 2.316, ESS 4",
+    ]
+    assert flagged_windows(lines) == ("seed 0 P=50: window 8", "seed 1 P=65: window 2")
+    assert other_flags(lines) == ("seed 0 P=65: windows 2-3: overlap 0.016",)
+    assert flagged_probes(lines) == ("seed 0 P=50", "seed 0 P=65", "seed 1 P=65")

@@ -97,8 +97,9 @@ def test_the_plain_bayesian_cell_is_the_profiles_verdict_decided_again(tmp_path)
     row = next(r for r in claims_matrix(tmp_path)["rows"] if r["claim"].startswith("Bayesian"))
     cell = row["cells"]["plain"]
     assert cell["value"].startswith(
-        f"{g4(want['P_star'])} [{g4(want['lo'])}, {g4(want['hi'])}] (first order, 2 seed(s), "
-        "free-energy profile, width inf); 1 probe(s) with a window not mixed"
+        f"{g4(want['P_star'])} [{g4(want['lo'])}, {g4(want['hi'])}] (first order, 2 seeds, "
+        "free-energy profile, width inf); 1 probe(s) flagged (1 window(s) not mixed), "
+        "errors widened"
     )
     assert cell["outcome"] == "reproduced" and cell["reproduced"] is True
 
@@ -194,3 +195,15 @@ def test_a_point_below_every_seeds_grid_is_the_interval_up_to_the_grids_first_P(
     assert cell["outcome"] == "off" and cell["value"].startswith("< 1 ")
     _write(tmp_path, "main_plain.json", main(20.0))  # (0, 20] crosses the band 17.25-28.75
     assert pstar_cell(tmp_path, "plain", "P_c1")["outcome"] == "not resolved"
+
+
+def test_a_one_seed_profile_cell_says_its_interval_has_no_seed_spread(tmp_path):
+    """The paper reading's cell reads its profile file; with one seed the interval holds the
+    replicas' and the root's errors only, and the cell says so (width printed in full)."""
+    probes = [_profile_probe(P, d) for P, d in ((1200, 1.0), (1300, -1.0))]
+    tr = {"width": 10000.0, "seeds": [{"probes": [dict(p.__dict__) for p in probes]}]}
+    _write(tmp_path, "transition_profile_paper.json", tr)
+    row = next(r for r in claims_matrix(tmp_path)["rows"] if r["claim"].startswith("Bayesian"))
+    value = row["cells"]["paper"]["value"]
+    assert "(first order, 1 seed: no seed spread in the interval, free-energy profile, " in value
+    assert "width 10,000)" in value

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from ..._checks import check_int
-from ...compare.profile_verdict import Probe, Verdict, decide, over_seeds
+from ...compare.profile_verdict import Probe, Verdict, decide, flagged_windows, over_seeds
 from ...config import Config
 from ...runner import failures, map_groups
 from ...runner.eta import LONG_S, announce, duration
@@ -154,7 +154,7 @@ def seed_transition(
             f"seed {seed} P={P}: {'bimodal' if b.bimodal else 'unimodal'}, barrier "
             f"{b.barrier:.2f} +- {b.barrier_se:.2f} at a {b.a_top:.2f}{d}, "
             f"mean a {prof.mean_a:.3f}, "
-            f"{len(sm.centers)} windows, {len({f.split(':')[0] for f in prof.flagged})} not mixed"
+            f"{len(sm.centers)} windows, {len(flagged_windows(prof.flagged))} not mixed"
             f"{', range short' if prof.short else ''}, {run.cpu[P]:.0f} CPU-s; at most {left} "
             f"more probe(s) for this seed, ~{duration(left * run.cpu[P])} of CPU at this "
             "one's cost"
