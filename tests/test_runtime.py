@@ -59,7 +59,8 @@ def test_small_machine_gets_one_blas_thread_unless_the_user_chose():
     # NumPy's OpenBLAS is loaded before copyhead_jax (resized in place), SciPy's after it (by
     # the environment): every BLAS library of the process runs one thread
     assert _blas_threads_after_import() == "[1]"
-    assert _blas_threads_after_import(OPENBLAS_NUM_THREADS="2") == "[2]"
+    if _runtime.usable_cores() >= 2:  # OpenBLAS runs at most as many threads as it may use cores
+        assert _blas_threads_after_import(OPENBLAS_NUM_THREADS="2") == "[2]"
 
 
 def test_blas_guard_keeps_the_users_switch(monkeypatch):
