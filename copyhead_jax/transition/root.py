@@ -47,6 +47,7 @@ def next_probe(
     P_ceil: int = 10**7,
     slope=None,
     max_jump: float = 2.0,
+    edge_guard: float = 0.0,
 ) -> int | None:
     """The next ``P`` to measure, or ``None`` when done.
 
@@ -56,7 +57,9 @@ def next_probe(
     wrong sign). Refining (a bracket ``[lo, hi]``): the linear root in ``log P`` (regula falsi),
     or the log midpoint when that root is already measured, until ``hi / lo <= refine_ratio``
     or the bracket holds adjacent integers. ``None`` also when the widening leaves
-    ``[P_floor, P_ceil]``.
+    ``[P_floor, P_ceil]``. ``edge_guard`` (a fraction < 1/2): that root is kept at least this
+    fraction of the bracket (in ``log P``) from either end, so a step-like ``d``, whose regula
+    falsi creeps in from one end a little per probe, is closed from both at a guaranteed rate.
 
     ``slope`` (optional, one per probe, NaN where unknown): an estimate of ``dd / dlog P`` at
     each probe. It only moves the probes, never the root of :func:`crossing`. Widening from an
@@ -66,6 +69,8 @@ def next_probe(
     refining with slopes at both ends takes the root of the cubic Hermite interpolant, moved
     a quarter of ``log refine_ratio`` towards the bracket's middle (so the probe tends to land
     on the far side of the root and the bracket closes from both ends)."""
+    if not 0 <= edge_guard < 0.5:
+        raise ValueError(f"edge_guard must be in [0, 0.5), got {edge_guard!r}")
     P, d, sl = sorted_probes(P, d, np.full(len(P), np.nan) if slope is None else slope)
     ok = np.isfinite(d)
     P, d, sl = P[ok], d[ok], sl[ok]
@@ -78,6 +83,8 @@ def next_probe(
         if hi / lo <= refine_ratio:
             return None
         root = t[i] + (t[i + 1] - t[i]) * d[i] / (d[i] - d[i + 1])
+        gap = edge_guard * (t[i + 1] - t[i])
+        root = min(max(root, t[i] + gap), t[i + 1] - gap)
         if np.isfinite(sl[i]) and np.isfinite(sl[i + 1]):
             root = hermite_root(t[i], t[i + 1], d[i], d[i + 1], sl[i], sl[i + 1], root)
             mid = 0.5 * (t[i] + t[i + 1])

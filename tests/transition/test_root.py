@@ -142,3 +142,27 @@ def test_combine_seeds_interval_adds_spread_mc_and_systematic_parts():
 # --- the command on a tiny configuration ------------------------------------------------------
 
 # --- bad input --------------------------------------------------------------------------------
+
+
+def test_edge_guard_closes_a_step_from_both_ends():
+    """A step-like d (the posterior mean's gap across a sharp crossover at 1,000, d clipped at
+    the far end): regula falsi creeps in from the upper end a few per cent per probe (seen on a
+    paper-preset seed: 1,241, 1,193, 1,164 after 864 and 1,350); with the guard every probe
+    shrinks the bracket by a quarter at least, so it reaches the ratio in fewer probes, and it
+    still brackets the step."""
+    d = lambda P: 1.0 if P < 1000 else -0.05 * (1 + math.log(P / 1000))  # noqa: E731
+    runs = {}
+    for guard in (0.0, 0.25):
+        Ps = [864, 1350]
+        while (
+            nxt := next_probe(Ps, [d(p) for p in Ps], refine_ratio=1.04, edge_guard=guard)
+        ) is not None and len(Ps) < 30:
+            assert nxt not in Ps
+            Ps.append(nxt)
+        lo = max(p for p in Ps if p < 1000)
+        hi = min(p for p in Ps if p >= 1000)
+        assert hi / lo <= 1.04
+        runs[guard] = len(Ps)
+    assert runs[0.25] < runs[0.0] and runs[0.25] <= 2 + 8, runs  # 0.446 * 0.75^n <= log 1.04
+    with pytest.raises(ValueError, match="edge_guard"):
+        next_probe([10, 20], [1.0, -1.0], edge_guard=0.5)

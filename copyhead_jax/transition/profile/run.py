@@ -171,7 +171,7 @@ def seed_transition(
                 placement[P] = analyse(sm.draws, s, sm.centers, sm.a_min, a_top=a_s)["basins"].d
         Ps = sorted(placement)
         d = np.clip([placement[P] for P in Ps], -D_CLIP, D_CLIP)
-        P_new = next_probe(Ps, d, refine_ratio=ss.refine_ratio, P_floor=2)
+        P_new = next_probe(Ps, d, refine_ratio=ss.refine_ratio, P_floor=2, edge_guard=ss.edge_guard)
         if P_new is None or int(P_new) in run.profiles:
             break
         measure(int(P_new))
@@ -184,7 +184,9 @@ def seed_transition(
             break
         mean = np.array([run.profiles[P].mean_a for P in Ps])
         gap = 0.5 * (mean[0] + mean[-1]) - mean  # falls through zero as the mean rises
-        P_new = next_probe(Ps, gap, refine_ratio=ss.refine_ratio, P_floor=2)
+        P_new = next_probe(
+            Ps, gap, refine_ratio=ss.refine_ratio, P_floor=2, edge_guard=ss.edge_guard
+        )
         if P_new is None or int(P_new) in run.profiles:
             break
         measure(int(P_new))

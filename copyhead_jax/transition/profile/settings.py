@@ -47,7 +47,9 @@ def default_profile_settings(L: int, **kw) -> ProfileSettings:
 class SearchSettings:
     """``probes``: the first P values (``None``: around the theory's or the MAP's point);
     ``max_probes`` per seed (the first included); ``refine_ratio``: stop when the bracket's
-    ``hi / lo`` is below it;
+    ``hi / lo`` is below it; ``edge_guard``: each refining probe lies at least this fraction of
+    the bracket (in log P) from its ends (:func:`~copyhead_jax.transition.root.next_probe`: the
+    posterior mean's step and the clipped basin log-odds are step-like in P);
     ``profile``: the windows (``None``: :func:`default_profile_settings`); ``reuse_hessians``:
     carry the whitening Hessians from a seed's first probe; ``map_switch``: the exact MAP's
     switch beside the verdict."""
@@ -55,6 +57,7 @@ class SearchSettings:
     probes: tuple[int, ...] | None = None
     max_probes: int = 7
     refine_ratio: float = 1.04
+    edge_guard: float = 0.25
     profile: ProfileSettings | None = None
     reuse_hessians: bool = True
     map_switch: bool = True
@@ -65,3 +68,5 @@ class SearchSettings:
             raise ValueError(f"probes must hold at least one P >= 2, got {self.probes!r}")
         if not self.refine_ratio > 1:
             raise ValueError(f"refine_ratio must be > 1, got {self.refine_ratio!r}")
+        if not 0 <= self.edge_guard < 0.5:
+            raise ValueError(f"edge_guard must be in [0, 0.5), got {self.edge_guard!r}")
