@@ -21,8 +21,9 @@ surface's sensitivity (``d_sys``, the profile's basins) is a systematic term. **
 probe with a window that did not mix enters with widened errors and is named; a probe whose
 range misses a tail (its normalisation may lack a basin) is left out; without a bracket of
 usable probes the verdict is ``undecided`` with the reason, and so is a crossover while a probe
-left out is bimodal or a usable one has a positive barrier of unknown error (its $P^*$ the
-crossover's reading). Over seeds: each seed's root on its
+left out is bimodal, a usable one has a positive barrier of unknown error, or no probe's posterior
+mean lies inside the step (``STEP_RESOLVED``: a jump between two probes is then not ruled out;
+its $P^*$ the crossover's reading). Over seeds: each seed's root on its
 own, then :func:`~.root.combine_seeds`. It stands beside the crossing rule because it judges
 measured numbers alone: ``copyhead transition`` decides with it, and the claims matrix judges a
 committed profile result with it (:func:`from_record`).
@@ -39,6 +40,9 @@ from scipy import stats
 from .root import Crossing, combine_seeds, crossing
 
 FIRST_ORDER, CROSSOVER, UNDECIDED = "first order", "crossover", "undecided"
+#: a crossover is called only where some probe's posterior mean lies this far between the end
+#: probes' means (a fraction of the way): else the step between two probes may be a jump
+STEP_RESOLVED = (0.2, 0.8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +189,17 @@ def decide(probes: list[Probe]) -> Verdict:
             ev.append(
                 f"P={p.P}: bimodal (barrier {p.barrier:.2f} +- {p.barrier_se:.2f} nats) but left "
                 "out: first order is not ruled out (P* is the crossover's reading)"
+            )
+            kind = UNDECIDED
+        a = [p.mean_a for p in used]
+        frac = [(x - a[0]) / (a[-1] - a[0]) for x in a] if a[-1] != a[0] else []
+        if frac and not any(STEP_RESOLVED[0] <= f <= STEP_RESOLVED[1] for f in frac):
+            j = next(i for i, f in enumerate(frac) if f > STEP_RESOLVED[1])
+            ev.append(
+                f"the posterior mean steps from {a[j - 1]:.3f} at P={used[j - 1].P} to "
+                f"{a[j]:.3f} at P={used[j].P} with no probe inside the step: a jump (first order, "
+                "its coexistence between those probes) is not ruled out (P* is the crossover's "
+                "reading)"
             )
             kind = UNDECIDED
         for p in (p for p in used if p.barrier_unknown):

@@ -112,7 +112,11 @@ def test_a_left_out_bimodal_probe_leaves_a_crossover_undecided():
     """No usable probe bimodal but one left out (its range missed a tail) is: first order is
     not ruled out, so the verdict is undecided, with the crossover's P* as its reading; a
     left-out probe with one basin changes nothing."""
-    ends = [probe(40, 0.0, bimodal=False, mean_a=0.1), probe(62, 0.0, bimodal=False, mean_a=2.9)]
+    ends = [
+        probe(40, 0.0, bimodal=False, mean_a=0.1),
+        probe(45, 0.0, bimodal=False, mean_a=1.3),  # inside the step: a resolved crossover
+        probe(62, 0.0, bimodal=False, mean_a=2.9),
+    ]
     short = ("range: the profile's low end lies 3.0 nats above its minimum",)
     crossover = decide(ends)
     v = decide([*ends, probe(50, -0.6, bimodal=True, mean_a=1.6, short=short)])
@@ -152,3 +156,16 @@ def test_flag_lines_count_each_window_once_and_keep_other_flags_apart():
     assert flagged_windows(lines) == ("seed 0 P=50: window 8", "seed 1 P=65: window 2")
     assert other_flags(lines) == ("seed 0 P=65: windows 2-3: overlap 0.016",)
     assert flagged_probes(lines) == ("seed 0 P=50", "seed 0 P=65", "seed 1 P=65")
+
+
+def test_a_crossover_whose_step_no_probe_resolves_is_undecided():
+    """No probe bimodal, but the posterior mean goes from pooling to copying between two probes
+    with none inside the step (seen on a paper-chi-lik seed: 0.075 at P = 864, 1.87 at 1,144):
+    a jump there is not ruled out. With a probe halfway up the step it is a crossover."""
+    ends = [probe(864, 0.0, bimodal=False, mean_a=0.075)]
+    top = [probe(P, 0.0, bimodal=False, mean_a=m) for P, m in ((1144, 1.87), (1350, 2.13))]
+    v = decide([*ends, *top])
+    assert v.kind == "undecided" and v.P_star is not None
+    assert any("no probe inside the step" in e and "P=864" in e for e in v.evidence)
+    inside = decide([*ends, probe(1000, 0.0, bimodal=False, mean_a=1.1), *top])
+    assert inside.kind == "crossover"
