@@ -38,7 +38,7 @@ FIGURE = "bayes_theory_vs_measured.png"
 SOFTMAX = (
     ("plain", 25, 5, "profile", "transition_profile_L25_V5.json"),
     ("paper", 25, 5, "profile", "transition_profile_paper.json"),
-    ("paper-chi-lik", 25, 5, "transition", "transition_paper-chi-lik.json"),
+    ("paper-chi-lik", 25, 5, "profile", "transition_profile_paper-chi-lik.json"),
     ("plain", 12, 6, "profile", "transition_profile_L12_V6.json"),
     ("plain", 15, 7, "profile", "transition_profile_L15_V7.json"),
     ("plain", 8, 3, "profile", "transition_profile_L8_V3.json"),

@@ -45,7 +45,11 @@ BRANCHES = {"plain": "posterior_branches.json", "paper": "posterior_branches_pap
 TRANSITIONS = {"paper-chi-lik": "transition_paper-chi-lik.json"}
 #: readings whose Bayesian P*_aG is measured by the posterior's free-energy profile (the
 #: default ``copyhead transition``); preferred over the branch free energies above
-PROFILES = {"plain": "transition_profile_L25_V5.json", "paper": "transition_profile_paper.json"}
+PROFILES = {
+    "plain": "transition_profile_L25_V5.json",
+    "paper": "transition_profile_paper.json",
+    "paper-chi-lik": "transition_profile_paper-chi-lik.json",
+}
 
 
 def load_json(d: Path, name: str) -> dict | None:
