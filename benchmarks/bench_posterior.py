@@ -1,5 +1,6 @@
-"""Posterior speed: effective draws per CPU-second of the project's collapsed HMC against NumPyro
-NUTS, BlackJAX NUTS and BlackJAX HMC (both with window adaptation), on the SAME log density.
+"""Posterior speed: effective draws per CPU-second and per gradient of the project's collapsed HMC
+against NumPyro NUTS, BlackJAX NUTS and BlackJAX HMC (both with window adaptation), on the SAME
+log density.
 
 For each head (linear, softmax) and P (default 32 and 322; L = 25, V = 5, the paper preset's exact
 MAP, width 10,000), one seed's fit defines the density: the readout integrated out exactly, the
@@ -8,15 +9,19 @@ its Hessian at the fit (``copyhead_jax.sampling.collapsed_hmc``), so that every 
 same function of w and the same conditioning. Every draw is completed with an exact readout draw and
 recorded as the sweep sampler does (``copyhead_jax.sampling.Sampler.observe``): U and the order
 parameters. Per candidate: CPU seconds of the process after compilation (warm-up / adaptation
-included), ESS of U and of each order parameter (``copyhead_jax.sampling.ess``, equal to NumPyro's
-estimator), ESS per CPU-second, and the ratio candidate-time-per-effective-draw / ours (> 1: ours is
-faster), XLA temp memory where compiled ahead of time, and the process's peak RSS.
+included), the gradients of U taken (warm-up included; NUTS: the integration steps its trees
+took, as NumPyro and BlackJAX count them), ESS of U and of each order parameter
+(``copyhead_jax.sampling.ess``, equal to NumPyro's estimator), ESS per CPU-second and per
+gradient, the ratios ours / theirs (> 1: ours is better) against each NUTS with the targets of
+``TARGETS`` (the worst field counts), XLA temp memory where compiled ahead of time, and the
+process's peak RSS.
 
     python benchmarks/bench_posterior.py [--quick] [--P 32 322] [--width 10000|inf]
         [--transition-seeds 10] [--transition-only]
 
-It also times ``copyhead transition`` (``ch.transition``) on the paper preset for
-``--transition-seeds`` seeds (target: 10 seeds in <= 60 CPU-min).
+With ``--transition-seeds N`` it also times ``copyhead transition`` (``ch.transition``, the
+free-energy profile) on the paper preset for N seeds (target: 10 seeds in <= 60 CPU-min; one seed
+took ~1.6 CPU-h here, so the default, 0, leaves it out).
 
 Ours runs twice: as shipped (``copyhead_hmc``: ``HMCConfig``'s ``adapt_mass``) and with unit
 mass (``copyhead_hmc_unit``), the mass adaptation's own A/B. ``--candidates`` picks a subset.
@@ -63,6 +68,11 @@ from copyhead_jax.sampling import (
 
 OUT = Path(__file__).parent / "results" / "bench_posterior.json"
 BASELINE = "numpyro_nuts"
+#: ours / theirs, worst field: per CPU-second against each NUTS, and per gradient against both
+TARGETS = {
+    "per_cpu_s": {"numpyro_nuts": 5.0, "blackjax_nuts": 2.0},
+    "per_grad": {"numpyro_nuts": 1.0, "blackjax_nuts": 1.0},
+}
 CANDIDATES = ("copyhead_hmc", "copyhead_hmc_unit", "numpyro_nuts", "blackjax_nuts", "blackjax_hmc")
 
 
@@ -94,8 +104,10 @@ def make_problem(attention: str, P: int, width):
 
 
 def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
-    """name -> ``run(key) -> draws [C, S, k]``: the density's samplers, each recording the
-    sweep sampler's fields at every kept draw."""
+    """name -> ``run(key) -> (draws [C, S, k], gradients)``: the density's samplers, each
+    recording the sweep sampler's fields at every kept draw, with the gradients of U it took over
+    all chains, warm-up included (HMC: leapfrog steps, one new gradient each, plus one per chain
+    at its start; NUTS: the integration steps its trees took, as the libraries count them)."""
     obj = Objective.from_config(cfg)
     x_fit = head.W_G.ravel()
     sampler = sampler_for(cfg, REDUCED_HMC)
@@ -129,7 +141,7 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
                 chain_args=(xs,),
                 value_and_grad=value_and_grad,
             )
-            return st.records[0]
+            return st.records[0], n_chains * ((n_warmup + n_samples) * LEAPFROG + 1)
 
         return run
 
@@ -139,19 +151,20 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         def chain(key):
             k_adapt, k_run = jax.random.split(key)
             warm = blackjax.window_adaptation(algorithm, logdensity, **extra)
-            (state, params), _ = warm.run(k_adapt, w0, num_steps=n_warmup)
+            (state, params), warm_info = warm.run(k_adapt, w0, num_steps=n_warmup)
             kernel = algorithm(logdensity, **params).step  # params carry the extra settings
 
             def step(s, k):
-                s, _ = kernel(k, s)
-                return s, s.position
+                s, info = kernel(k, s)
+                return s, (s.position, info.num_integration_steps)
 
-            _, ws = jax.lax.scan(step, state, jax.random.split(k_run, n_samples))
-            return ws
+            _, (ws, n) = jax.lax.scan(step, state, jax.random.split(k_run, n_samples))
+            return ws, jnp.sum(n) + jnp.sum(warm_info.info.num_integration_steps) + 1
 
         def run(key):
             k_chains, k_rec = jax.random.split(key)
-            return record(k_rec, jax.vmap(chain)(jax.random.split(k_chains, n_chains)))
+            ws, n = jax.vmap(chain)(jax.random.split(k_chains, n_chains))
+            return record(k_rec, ws), jnp.sum(n)
 
         return run
 
@@ -166,9 +179,14 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
             chain_method="sequential",
             progress_bar=False,
         )
-        k_run, k_rec = jax.random.split(key)
-        mcmc.run(k_run, init_params=jnp.zeros((n_chains, x_fit.size), x_fit.dtype))
-        return _record_jit(k_rec, mcmc.get_samples(group_by_chain=True))
+        k_warm, k_run, k_rec = jax.random.split(key, 3)
+        steps = ("num_steps",)  # leapfrog steps per transition: one gradient each
+        init = jnp.zeros((n_chains, x_fit.size), x_fit.dtype)
+        mcmc.warmup(k_warm, init_params=init, extra_fields=steps, collect_warmup=True)
+        n_grad = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
+        mcmc.run(k_run, extra_fields=steps)  # from the warm-up's state and step size
+        n_grad += int(np.sum(mcmc.get_extra_fields()["num_steps"])) + n_chains
+        return _record_jit(k_rec, mcmc.get_samples(group_by_chain=True)), n_grad
 
     _record_jit = jax.jit(record)
     import blackjax
@@ -183,7 +201,8 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
 
 
 def measure(name, run, key, fields, order):
-    """CPU seconds after compilation, ESS per field and per CPU-second, XLA temp memory."""
+    """CPU seconds after compilation, ESS per field, per CPU-second and per gradient of U, XLA
+    temp memory."""
     mem = None
     if name == "numpyro_nuts":  # MCMC compiles inside run: the second call is the timed one
         run(key)
@@ -194,11 +213,14 @@ def measure(name, run, key, fields, order):
         mem = getattr(ma, "temp_size_in_bytes", None) if ma is not None else None
         fn = compiled
     t0, w0 = time.process_time(), time.perf_counter()
-    draws = np.asarray(jax.block_until_ready(fn(key)), np.float64)  # [C, S, k]
+    draws, n_grad = jax.block_until_ready(fn(key))
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    draws = np.asarray(draws, np.float64)  # [C, S, k]
     out = {"cpu_s": cpu, "wall_s": wall, "xla_temp_bytes": mem, "maxrss_mb": maxrss_mb()}
+    out["n_grad"] = int(n_grad)
     out["ess"] = {f: float(ess(draws[..., fields.index(f)])) for f in ("U", *order)}
     out["ess_per_cpu_s"] = {f: v / cpu for f, v in out["ess"].items()}
+    out["ess_per_grad"] = {f: v / out["n_grad"] for f, v in out["ess"].items()}
     out["mean"] = {f: float(draws[..., fields.index(f)].mean()) for f in ("U", *order)}
     return out
 
@@ -208,31 +230,34 @@ TRANSITION_TARGET_CPU_S = 3600.0
 
 
 def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> dict:
-    """The CPU time of ``ch.transition`` (``copyhead transition``) on the paper preset (softmax,
-    L = 25, V = 5, width 10,000, reduced engine, default settings) for ``n_seeds`` seeds, in
-    this process (all threads; the MAP sweeps included), and its P*_aG. Fewer than 10 seeds:
-    the 10-seed time is extrapolated from the per-seed time (marked ``extrapolated``)."""
+    """The CPU time of ``ch.transition`` (``copyhead transition``, its default free-energy
+    profile) on the paper preset (softmax, L = 25, V = 5, width 10,000, reduced engine, default
+    settings) for ``n_seeds`` seeds, each measured on its own, in this process (all threads; the
+    MAP sweeps included), and its P*_aG. Fewer than 10 seeds: the 10-seed time is extrapolated
+    from the per-seed time (marked ``extrapolated``); ``out``: a folder for its window rounds
+    (resumable)."""
     if n_seeds <= 0:
         return {"status": "not measured: --transition-seeds 0"}
     cfg = ch.preset("paper").replace(
         model=dict(attention="softmax"), sweep=dict(memory_budget_gb=memory_gb)
     )
     c0, w0 = time.process_time(), time.time()
-    res = ch.transition(cfg, method="ti", n_seeds=n_seeds, out=out, progress=True)
+    res = ch.transition(cfg, n_seeds=n_seeds, ckpt_dir=out, progress=True)
     cpu, wall = time.process_time() - c0, time.time() - w0
     per_seed = cpu / n_seeds
-    ten = per_seed * 10 if n_seeds < 10 else cpu * 10 / n_seeds
+    ten = per_seed * 10
     lo, hi = res["interval"]
     fmt = lambda x: "none" if x is None else f"{x:,.1f}"  # noqa: E731
     status = (
         f"paper preset, {n_seeds} seed(s): {cpu / 60:,.1f} CPU-min "
         f"({per_seed / 60:,.1f} per seed; 10 seeds "
         f"{'extrapolated ' if n_seeds < 10 else ''}{ten / 60:,.0f} CPU-min, target "
-        f"{TRANSITION_TARGET_CPU_S / 60:.0f}), P*_aG = {fmt(res['P_star'])} "
+        f"{TRANSITION_TARGET_CPU_S / 60:.0f}), {res['verdict']}, P*_aG = {fmt(res['P_star'])} "
         f"[{fmt(lo)}, {fmt(hi)}]"
     )
     return {
         "status": status,
+        "method": res["method"],
         "n_seeds": n_seeds,
         "cpu_s": cpu,
         "wall_s": wall,
@@ -241,13 +266,11 @@ def transition_time(n_seeds: int, memory_gb: float, out: Path | None = None) -> 
         "extrapolated": n_seeds < 10,
         "target_cpu_s_10_seeds": TRANSITION_TARGET_CPU_S,
         "met": bool(ten <= TRANSITION_TARGET_CPU_S),
+        "verdict": res["verdict"],
         "P_star": res["P_star"],
         "interval": res["interval"],
-        "per_seed": res["per_seed"],
-        "probes_per_seed": [[g["P"] for g in sd["probes"]] for sd in res["seeds"]],
-        "seeds_anchored": sum(bool(sd["crossing"].get("anchor")) for sd in res["seeds"]),
-        "group_seconds": res["group_seconds"],
-        "cross_check_P_star": res["cross_check"]["P_star"],
+        "per_seed": res["summary"]["per_seed"],
+        "probes_per_seed": [[p["P"] for p in sd["probes"]] for sd in res["seeds"]],
         "n_flagged": len(res["flagged"]),
         "memory_budget_gb": memory_gb,
     }
@@ -279,9 +302,8 @@ def main(argv=None) -> dict:
         "--transition-seeds",
         type=int,
         default=None,
-        help="seeds of the timed paper-preset `copyhead transition` (default 10, "
-        "quick: 2; fewer than 10: the 10-seed time is extrapolated; 0: not "
-        "timed)",
+        help="seeds of the timed paper-preset `copyhead transition` (default 0: not "
+        "timed; fewer than 10: the 10-seed time is extrapolated)",
     )
     p.add_argument(
         "--transition-memory-gb",
@@ -308,7 +330,7 @@ def main(argv=None) -> dict:
     a.chains = a.chains or (2 if q else 4)
     a.warmup = a.warmup or (150 if q else 500)
     a.samples = a.samples or (300 if q else 1000)
-    a.transition_seeds = (2 if q else 10) if a.transition_seeds is None else a.transition_seeds
+    a.transition_seeds = a.transition_seeds or 0
     width = math.inf if a.width == "inf" else int(a.width)
     load0 = os.getloadavg()
     rows = []
@@ -333,20 +355,22 @@ def main(argv=None) -> dict:
                         name, run, jax.random.key(1), fields, order
                     )
                     print(
-                        f"{att} P={P} {name}: {m['cpu_s']:.1f} CPU s, ESS "
-                        + ", ".join(f"{f} {v:.0f}" for f, v in m["ess"].items()),
+                        f"{att} P={P} {name}: {m['cpu_s']:.1f} CPU s, {m['n_grad']:,} "
+                        "gradients, ESS " + ", ".join(f"{f} {v:.0f}" for f, v in m["ess"].items()),
                         flush=True,
                     )
                 except Exception as e:  # noqa: BLE001 - one failing candidate is reported
                     row["candidates"][name] = {"error": f"{type(e).__name__}: {e}"}
                     print(f"{att} P={P} {name}: FAILED {e}", flush=True)
-            base = row["candidates"].get(BASELINE, {})
             ours = row["candidates"].get("copyhead_hmc", {})
-            row["ratio_vs_" + BASELINE] = {
-                f: ours["ess_per_cpu_s"][f] / base["ess_per_cpu_s"][f]
-                for f in ours.get("ess_per_cpu_s", {})
-                if f in base.get("ess_per_cpu_s", {})
-            }
+            for per, key in (("per_cpu_s", "ess_per_cpu_s"), ("per_grad", "ess_per_grad")):
+                for nuts in TARGETS[per]:
+                    base = row["candidates"].get(nuts, {})
+                    row[f"ratio_{per}_vs_{nuts}"] = {
+                        f: ours[key][f] / base[key][f]
+                        for f in ours.get(key, {})
+                        if f in base.get(key, {})
+                    }
             rows.append(row)
     trans = transition_time(a.transition_seeds, a.transition_memory_gb, a.transition_out)
     result = {
@@ -371,8 +395,9 @@ def main(argv=None) -> dict:
             "copyhead_hmc_unit": "the same, unit mass (adapt_mass=False)",
             "numpyro": "chain_method sequential",
         },
-        "target_ratio": 10.0,
-        "ratio": "ESS per CPU-second of copyhead_hmc / that of numpyro_nuts, per field",
+        "targets": TARGETS,
+        "ratio": "ESS per CPU-second (per_cpu_s) or per gradient of U (per_grad) of "
+        "copyhead_hmc / the same of the named NUTS, per field; a target holds for the worst field",
         "load_average": {"start": load0, "end": os.getloadavg()},
         "rows": rows,
         "transition": trans,

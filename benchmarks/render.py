@@ -371,8 +371,8 @@ def render(
                 f"{fmt_x(r['copyhead'])} | {fmt_x(r['lean'])} | {fmt_x(r['gradient_only'])} | "
                 f"{fmt_x(r['cpu'])} | {fmt_mib(r['temp_bytes'])} |"
             )
-    if po and detail:
-        L += posterior_lines(po)[1:]
+    if po and detail:  # the summary rows went into the table above
+        L += posterior_lines(po)[len(posterior_lines(po, detail=False)) :]
     if trows and detail:
         g, k = th_.get("grid", {}), th_.get("baseline_stride")
         rows_b = "every L" if k == 1 else (f"every {k}th L, time scaled" if k else "a subset of L")
