@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
 import math
 import os
@@ -333,6 +334,7 @@ def main(argv=None) -> dict:
     a.transition_seeds = a.transition_seeds or 0
     width = math.inf if a.width == "inf" else int(a.width)
     load0 = os.getloadavg()
+    assemble = lambda rows, trans: _assemble(a, load0, rows, trans)  # noqa: E731
     rows = []
     for att in () if a.transition_only else a.attention:
         for P in a.P:
@@ -372,11 +374,40 @@ def main(argv=None) -> dict:
                         if f in base.get(key, {})
                     }
             rows.append(row)
+            # this row's compiled programs go (a run of every row kept them all: 21 GB RSS at
+            # softmax P = 322); the rows so far are written, so a killed run keeps them
+            jax.clear_caches()
+            gc.collect()
+            if not a.transition_only:
+                _write(a.out, assemble(rows, {"status": "not measured yet: run stopped"}))
     trans = transition_time(a.transition_seeds, a.transition_memory_gb, a.transition_out)
-    result = {
+    result = assemble(rows, trans)
+    if a.transition_only and a.out.is_file():  # keep the file's sampler rows
+        kept = json.loads(a.out.read_text())
+        kept["transition"] = dict(
+            result["transition"],
+            date=result["date"],
+            load_average=result["load_average"],
+            command="python benchmarks/bench_posterior.py --transition-only "
+            f"--transition-seeds {a.transition_seeds}",
+        )
+        result = kept
+    _write(a.out, result)
+    print(f"wrote {a.out}")
+    return result
+
+
+def _write(path: Path, result: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _assemble(a, load0, rows: list, trans: dict) -> dict:
+    """The result file's content: settings, targets, rows so far, the transition block."""
+    return {
         "benchmark": "posterior ESS per CPU-second: collapsed HMC vs NumPyro NUTS, BlackJAX "
         "NUTS and HMC (window adaptation), same whitened marginal density",
-        "quick": q,
+        "quick": a.quick,
         "measured_under_load": bool(a.under_load),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "settings": {
@@ -399,6 +430,7 @@ def main(argv=None) -> dict:
         "ratio": "ESS per CPU-second (per_cpu_s) or per gradient of U (per_grad) of "
         "copyhead_hmc / the same of the named NUTS, per field; a target holds for the worst field",
         "load_average": {"start": load0, "end": os.getloadavg()},
+        "complete": trans.get("status") != "not measured yet: run stopped",
         "rows": rows,
         "transition": trans,
         "transition_only": bool(a.transition_only),
@@ -412,20 +444,6 @@ def main(argv=None) -> dict:
         "device": {"backend": jax.default_backend(), "kind": jax.devices()[0].device_kind},
         "versions": {m: version(m) for m in ("jax", "jaxlib", "numpyro", "blackjax", "arviz")},
     }
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    if a.transition_only and a.out.is_file():  # keep the file's sampler rows
-        kept = json.loads(a.out.read_text())
-        kept["transition"] = dict(
-            result["transition"],
-            date=result["date"],
-            load_average=result["load_average"],
-            command="python benchmarks/bench_posterior.py --transition-only "
-            f"--transition-seeds {a.transition_seeds}",
-        )
-        result = kept
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {a.out}")
-    return result
 
 
 if __name__ == "__main__":
