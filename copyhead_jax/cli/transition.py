@@ -131,6 +131,14 @@ def add_transition_subparser(sub) -> None:
         "--max-probes", type=int, default=7, help="profile: probes per seed at most (default 7)"
     )
     p.add_argument(
+        "--edge-guard",
+        type=finite_float,
+        default=0.25,
+        help="profile: each refining probe at least this fraction of the bracket (in log P) "
+        "from its ends, in [0, 0.5) (default 0.25; 0: plain regula falsi, as the runs "
+        "committed before it)",
+    )
+    p.add_argument(
         "--spacing",
         type=finite_float,
         default=0.15,

@@ -117,6 +117,8 @@ def profile_settings_from_args(args):
     probes = None if args.probes is None else parse_probes(args.probes)
     if not (math.isfinite(args.spacing) and 0.01 <= args.spacing <= 1.0):
         raise ValueError(f"--spacing must lie in [0.01, 1], got {args.spacing!r}")
+    if not (math.isfinite(args.edge_guard) and 0 <= args.edge_guard < 0.5):
+        raise ValueError(f"--edge-guard must lie in [0, 0.5), got {args.edge_guard!r}")
     iters = args.window_iters
     if iters is None:
         iters = PROFILE_UMBRELLA.n_iter if args.window_ess_target else FIXED_WINDOW_ITERS
@@ -133,6 +135,7 @@ def profile_settings_from_args(args):
     return SearchSettings(
         probes=probes,
         max_probes=check_int("--max-probes", args.max_probes, lo=2, hi=64),
+        edge_guard=args.edge_guard,
         profile=prof,
         map_switch=args.map_switch,
     )

@@ -65,3 +65,17 @@ def test_default_output_written_kept_and_another_run_refused(tmp_path, monkeypat
         "holds the result of another run",
     )
     assert len(calls) == 1
+
+
+def test_edge_guard_reaches_the_search_and_its_range_is_one_line(capsys):
+    """``--edge-guard`` sets the profile search's guard (0 places probes as the runs committed
+    before it did); outside [0, 0.5) a one-line error names the flag before any work."""
+    from copyhead_jax.cli.transition_settings import profile_settings_from_args
+
+    base = "transition --preset plain --L 4 --V 3 --width inf".split()
+    for given, want in (([], 0.25), (["--edge-guard", "0"], 0.0)):
+        args = build_parser().parse_args(base + given)
+        args.L_eff = 4
+        assert profile_settings_from_args(args).edge_guard == want
+    rc = main(base + ["--edge-guard", "0.5"])
+    one_line_error(capsys, rc, re.escape("--edge-guard must lie in [0, 0.5), got 0.5"))
