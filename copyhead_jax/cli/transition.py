@@ -4,30 +4,37 @@ verdict, evidence and interval. Softmax by default from the posterior's free-ene
 energies with the SMC cross-check (:func:`copyhead_jax.transition.search.transition`); linear
 attention its posterior crossover psi = 1/2. What the flags ask for lives in
 :mod:`.transition_settings`, the output folder in :mod:`.transition_folder`, what the command
-prints in :mod:`.transition_text`."""
+prints in :mod:`.transition_text`; ``--merge`` joins a run measured in parts (``--only-seeds``)
+in :mod:`.transition_merge`."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
-from pathlib import Path
 
 from ..config import ATTENTIONS, DEFAULT_CHAINS, PROFILE_WINDOW
 from ..models import head_class
 from .flags import add_preset_flags, finite_float
-from .transition_folder import check_out, run_fingerprint, tidy, transition_outputs
+from .transition_folder import (
+    check_out,
+    run_fingerprint,
+    tidy,
+    transition_outputs,
+    whole_fingerprint,
+)
 from .transition_folder import out_folder as out_folder
 from .transition_settings import (
     config_from_args,
     parse_map_grid,
+    parse_seed_list,
     parse_width,
     profile_settings_from_args,
     settings_from_args,
 )
 from .transition_text import format_profile as format_profile
 from .transition_text import format_result as format_result
+from .transition_text import report
 
 
 def add_transition_subparser(sub) -> None:
@@ -126,6 +133,21 @@ def add_transition_subparser(sub) -> None:
         metavar="P1,P2",
         help="profile: the first probes (default: 1.25x either side of the theory's "
         "posterior point, else of the MAP switch)",
+    )
+    p.add_argument(
+        "--only-seeds",
+        default=None,
+        metavar="LIST",
+        help="profile: measure only these of the --n-seeds seeds (e.g. 0-4 or 3,7), a part "
+        "of the whole run; --merge joins the parts (default: every seed)",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="join the --only-seeds parts of one run (their --out folders, or their "
+        "transition.json) into the whole run's result in --out, every setting taken from them",
     )
     p.add_argument(
         "--max-probes", type=int, default=7, help="profile: probes per seed at most (default 7)"
@@ -314,6 +336,10 @@ TI_NOT_INDEPENDENT = (
 
 
 def cmd_transition(args) -> int:
+    if args.merge is not None:
+        from .transition_merge import cmd_merge
+
+        return cmd_merge(args)
     if args.P is not None:
         parse_map_grid(args.P)  # its range, before the theory places anything
     cfg = config_from_args(args)
@@ -324,27 +350,16 @@ def cmd_transition(args) -> int:
                 "the profile places its own probes (--probes)"
             )
         return _cmd_profile(args, cfg)
+    if args.only_seeds is not None:
+        raise ValueError(
+            "--only-seeds needs --method profile and softmax attention (the seeds of "
+            "--method ti are not independent)"
+        )
     if args.cluster is not None:
         raise ValueError(TI_NOT_INDEPENDENT)
     if cfg.model.causal:
         raise ValueError("--causal needs --method profile and softmax attention")
     return _cmd_ti(args)
-
-
-def _report(args, res: dict, out: Path, fmt, draw, name: str, kept: bool) -> None:
-    """Print the result (``--json``: the JSON alone on stdout, every note on stderr) and save
-    its figure (``--plot``; a kept result's only where missing)."""
-    import contextlib
-    import sys
-
-    from ..transition.store import json_default
-    from ._common import save_figure
-
-    print(json.dumps(res, default=json_default, indent=1) if args.json else fmt(res))
-    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-        print(f"{'kept (this run, already done)' if kept else 'saved'} {out / 'transition.json'}")
-        if args.plot and not (kept and (out / name).is_file()):
-            save_figure(draw(res), out / name)
 
 
 def _cmd_profile(args, cfg) -> int:
@@ -357,10 +372,11 @@ def _cmd_profile(args, cfg) -> int:
     args.L_eff = cfg.task.L
     settings = profile_settings_from_args(args)
     n = check_int("--n-seeds", args.n_seeds, lo=1, hi=1000)
+    seeds = None if args.only_seeds is None else parse_seed_list(args.only_seeds, n)
     fp = run_fingerprint(args, cfg)
     out, kept = check_out(args, fp)
     if kept is not None:
-        _report(args, kept, out, format_profile, profile_figure, "profile.png", kept=True)
+        report(args, kept, out, format_profile, profile_figure, "profile.png", kept=True)
         return 0
     rounds = out / "windows"  # each window set's rounds, resumed
     args.kept = [rounds]  # what a Ctrl-C leaves to resume from
@@ -376,13 +392,15 @@ def _cmd_profile(args, cfg) -> int:
             progress=args.progress,
             ckpt_dir=rounds,
             cluster=args.cluster,
+            seeds=seeds,
         )
     except BaseException:
         tidy(out, new, held)
         raise
     res["fingerprint"] = fp
+    res["whole_fingerprint"] = whole_fingerprint(args, cfg)  # what its parts share
     held.finish(lambda: write_checkpoint(out / "transition.json", res))
-    _report(args, res, out, format_profile, profile_figure, "profile.png", kept=False)
+    report(args, res, out, format_profile, profile_figure, "profile.png", kept=False)
     return 0
 
 
@@ -403,7 +421,7 @@ def _cmd_ti(args) -> int:
     fp = run_fingerprint(args, cfg)
     out, kept = check_out(args, fp)
     if kept is not None:
-        _report(args, kept, out, format_result, transition_figure, "transition.png", kept=True)
+        report(args, kept, out, format_result, transition_figure, "transition.png", kept=True)
         return 0
     args.kept = [out]  # what a Ctrl-C leaves to resume from
     new = not out.exists()
@@ -422,5 +440,5 @@ def _cmd_ti(args) -> int:
     except BaseException:
         tidy(out, new, None)
         raise
-    _report(args, res, out, format_result, transition_figure, "transition.png", kept=False)
+    report(args, res, out, format_result, transition_figure, "transition.png", kept=False)
     return 0

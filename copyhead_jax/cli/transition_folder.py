@@ -1,7 +1,8 @@
 """Where ``copyhead transition`` writes: the ``--out`` folder (by default named after the
 configuration, with a hash of the flags that change the run: :func:`out_folder`), what it
 holds (:func:`transition_outputs`), the fingerprint its ``transition.json`` must match to be
-this run's (:func:`run_fingerprint`), the refusal of a folder that holds another run's result
+this run's (:func:`run_fingerprint`; of the whole run an ``--only-seeds`` part belongs to:
+:func:`whole_fingerprint`), the refusal of a folder that holds another run's result
 (:func:`check_out`), and the clean-up of a folder a failed run made (:func:`tidy`)."""
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ NOT_RUN = frozenset(
         "flag_default",
         "kept",
         "L_eff",
+        "merge",
     }
 )
 
@@ -75,6 +77,8 @@ def run_flags(args) -> dict:
     """The flags that shape the run's numbers, as given (the rungs' stopping flags only with a
     target)."""
     skip = NOT_RUN | (frozenset() if getattr(args, "rung_ess_target", 0) else RUNG_TARGET)
+    if getattr(args, "only_seeds", None) is None:  # a whole run: no entry (its parts have one)
+        skip |= {"only_seeds"}
     return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
 
 
@@ -104,6 +108,14 @@ def run_fingerprint(args, cfg) -> str:
     from ..transition.store import resume_identity
 
     return fingerprint({"config": resume_identity(cfg), "flags": run_flags(args)})
+
+
+def whole_fingerprint(args, cfg) -> str:
+    """The fingerprint of the whole run that an ``--only-seeds`` part belongs to (a whole run's
+    own): what its parts share, and what their merged result carries."""
+    import argparse
+
+    return run_fingerprint(argparse.Namespace(**{**vars(args), "only_seeds": None}), cfg)
 
 
 def check_out(args, fp: str) -> tuple[Path, dict | None]:

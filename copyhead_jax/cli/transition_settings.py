@@ -1,7 +1,8 @@
 """What ``copyhead transition``'s flags ask for: the configuration (:func:`config_from_args`),
 branch TI's Monte-Carlo settings (:func:`settings_from_args`), the profile's search and window
 settings (:func:`profile_settings_from_args`), and the values of the flags that are lists or
-``inf`` (:func:`parse_width`, :func:`parse_map_grid`, :func:`parse_probes`), each refused in
+``inf`` (:func:`parse_width`, :func:`parse_map_grid`, :func:`parse_probes`,
+:func:`parse_seed_list`), each refused in
 one line naming its flag."""
 
 from __future__ import annotations
@@ -102,6 +103,27 @@ def parse_probes(text: str) -> tuple[int, ...]:
     if not vals or vals[0] < 2:
         raise ValueError(f"--probes must hold ints >= 2 (e.g. 40,56), got {text!r}")
     return vals
+
+
+def parse_seed_list(text: str, n_seeds: int) -> tuple[int, ...]:
+    """``3``, ``0,2`` or ``0-4,7`` -> sorted distinct sweep seeds in ``[0, n_seeds)``."""
+    bad = ValueError(
+        f"--only-seeds must list distinct seeds in [0, {n_seeds - 1}] (e.g. 0-4 or 3,7), "
+        f"got {text!r}"
+    )
+    got: list[int] = []
+    for item in text.split(","):
+        lo, _, hi = item.strip().partition("-")
+        try:
+            a, b = int(lo), int(hi or lo)
+        except ValueError:
+            raise bad from None
+        if not 0 <= a <= b < n_seeds:
+            raise bad
+        got += range(a, b + 1)
+    if len(set(got)) < len(got):
+        raise bad
+    return tuple(sorted(got))
 
 
 def profile_settings_from_args(args):

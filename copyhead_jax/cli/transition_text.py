@@ -1,10 +1,13 @@
 """What ``copyhead transition`` prints: the profile method's summary (verdict, P* with its
 interval, per seed the evidence, the MAP beside it) and the branch-TI method's, with each
-root's error budget; an interval side that the crossing rule leaves open reads "unbounded"."""
+root's error budget; an interval side that the crossing rule leaves open reads "unbounded".
+:func:`report` prints a result and saves its figure."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 from ..config import TRANSITION_RUN
 
@@ -16,7 +19,7 @@ def format_profile(res: dict) -> str:
     lines = [
         f"# Bayesian transition ({res['attention']}, L={res['L']}, V={res['V']}, "
         f"{res['source']}{', causal' if res['causal'] else ''}) from the posterior's "
-        f"free-energy profile in a_G, {res['n_seeds']} seed(s): {res['verdict']}"
+        f"free-energy profile in a_G, {_seeds(res)}: {res['verdict']}"
     ]
     for sd in res["seeds"]:
         cr = sd["crossing"] or {}
@@ -44,7 +47,7 @@ def format_profile(res: dict) -> str:
     )
     for i, m in enumerate(res.get("map", [])):
         lines.append(
-            f"MAP seed {i}: switch at {_f(m['P_switch'])}, coexistence "
+            f"MAP seed {m.get('seed', i)}: switch at {_f(m['P_switch'])}, coexistence "
             + (
                 "yes (distinct minima at P = "
                 + ", ".join(f"{p:g}" for p in m["coexistence_P"])
@@ -64,6 +67,14 @@ def format_profile(res: dict) -> str:
         lines.append(f"flagged: {f}")
     lines.append(f"({res['cpu_seconds']:.0f} CPU-s)")
     return "\n".join(lines)
+
+
+def _seeds(res: dict) -> str:
+    """``10 seed(s)``, or a part's ``seeds 3, 4 of 10`` (``--only-seeds``)."""
+    got, n = res.get("seeds_measured"), res["n_seeds"]
+    if got is None or len(got) == n:
+        return f"{n} seed(s)"
+    return f"seed{'s' if len(got) > 1 else ''} {', '.join(map(str, got))} of {n}"
 
 
 def theory_line(res: dict) -> str:
@@ -156,4 +167,20 @@ def format_result(res: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["format_profile", "format_result"]
+def report(args, res: dict, out: Path, fmt, draw, name: str, kept: bool) -> None:
+    """Print the result (``--json``: the JSON alone on stdout, every note on stderr) and save
+    its figure (``--plot``; a kept result's only where missing)."""
+    import contextlib
+    import sys
+
+    from ..transition.store import json_default
+    from ._common import save_figure
+
+    print(json.dumps(res, default=json_default, indent=1) if args.json else fmt(res))
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        print(f"{'kept (this run, already done)' if kept else 'saved'} {out / 'transition.json'}")
+        if args.plot and not (kept and (out / name).is_file()):
+            save_figure(draw(res), out / name)
+
+
+__all__ = ["format_profile", "format_result", "report"]

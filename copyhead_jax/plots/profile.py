@@ -1,6 +1,6 @@
-"""The posterior profile figure of ``copyhead transition``: F(a_G; P) at every probe of seed 0
-(replica error bands, barrier tops marked) and d(P) = F_copy - F_pool per seed with P* and its
-interval, the MAP switch beside it."""
+"""The posterior profile figure of ``copyhead transition``: F(a_G; P) at every probe of the
+first seed measured (replica error bands, barrier tops marked) and d(P) = F_copy - F_pool per
+seed with P* and its interval, the MAP switch beside it."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def profile_figure(res: dict):
             lo = min(lo, float(np.nanmin(F)))
         ax.set_xlabel(A_G_LABEL)
         ax.set_ylabel(r"$F(a_G;P)-\min F$ (nats; bands 2 se)")
-        ax.set_title(f"posterior profile, seed 0 (L={res['L']}, V={res['V']})")
+        ax.set_title(f"posterior profile, seed {sd0['seed']} (L={res['L']}, V={res['V']})")
         ax.set_ylim(-0.5, 14)
         legend(ax, ncol=2)
         for s in res["seeds"]:

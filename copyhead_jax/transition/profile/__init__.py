@@ -17,11 +17,13 @@ joins them into one free-energy path whose error comes from independent replicas
 - ``settings``    the windows' default placement and sampling, the probes' search settings
 - ``cost``        what a probe costs before it starts: evaluations and time, and its memory
 - ``run``         ``profile_transition(cfg)``: probes per seed, verdict, JSON-ready result
+- ``merge``       a run measured in parts (a few seeds each) joined into the whole run's result
 """
 
 from ...compare.profile_verdict import Probe as Probe
 from ...compare.profile_verdict import decide as decide
 from ...compare.profile_verdict import over_seeds as over_seeds
+from .merge import merge_seed_parts as merge_seed_parts
 from .run import profile_transition as profile_transition
 from .settings import FIXED_WINDOW_ITERS as FIXED_WINDOW_ITERS
 from .settings import PROFILE_UMBRELLA as PROFILE_UMBRELLA

@@ -43,6 +43,7 @@ from ..branch_runs import cpu_seconds
 from ..root import next_probe
 from .cost import SMALLER, check_profile_memory, padded_rows, profile_estimate
 from .map_switch import map_branches, map_switch
+from .merge import measured_seeds
 from .settings import SearchSettings, default_profile_settings
 from .softmax import Problem, beta_of_aG, build_problem, landscape, logit_start
 from .softmax import profile_config as profile_config
@@ -268,6 +269,7 @@ def profile_transition(
     progress: bool = True,
     ckpt_dir=None,
     cluster: str | None = None,
+    seeds=None,
 ) -> dict:
     """The Bayesian transition of ``cfg`` (softmax, any source, causal or not) from posterior
     profiles, each seed measured on its own (module docstring); ``seed`` the Monte-Carlo seed;
@@ -278,12 +280,16 @@ def profile_transition(
     (``"tcp://host:port"`` or ``"local:N"``, :func:`~copyhead_jax.runner.map_groups`), each
     from its inputs alone (:func:`seed_task`): the same numbers as here; their windows are kept
     in ``ckpt_dir`` by local workers only (a remote worker's filesystem is not this one).
+    ``seeds``: the sweep seeds (indices below ``n_seeds``) to measure, default all; a part's
+    seeds are the whole run's (no seed's inputs depend on another's), and
+    :func:`.merge.merge_seed_parts` joins parts into the whole run's result.
     Returns a JSON-ready dict: ``verdict``, ``P_star``, ``interval``, per seed its verdict,
     evidence, probes and profiles, the MAP switch, CPU seconds."""
     ss = SearchSettings() if settings is None else settings
     cfg = profile_config(cfg if n_seeds is None else cfg.replace(sweep=dict(n_seeds=n_seeds)))
     nS = cfg.sweep.n_seeds
     seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    measured = measured_seeds(seeds, nS)
     if cluster is not None:
         map_groups(len, [], cluster=cluster)  # a bad address fails here, before any work
     log = lambda m: _log(progress, m)  # noqa: E731
@@ -309,15 +315,22 @@ def profile_transition(
             if P0
             else "the default P = 16"
         )
-        long = _estimate(cfg, s0, nS, ss, tuple(ss.probes or first_probes(P0 or 16.0)), where)
+        long = _estimate(
+            cfg, s0, len(measured), ss, tuple(ss.probes or first_probes(P0 or 16.0)), where
+        )
     maps: list[dict] = []
     if ss.map_switch:
         grid = sorted(
             {max(2, int(round(p))) for p in np.geomspace((P0 or 16) / 4, (P0 or 16) * 1.6, 14)}
         )
         log(f"exact MAP from both starts, P = {grid}, {nS} seed(s)")
-        maps = [{**br, **map_switch(br)} for br in map_branches(cfg, nS, grid)]
+        # every seed's (one program): the first probes may come from their switches
+        maps = [
+            {"seed": s, **br, **map_switch(br)} for s, br in enumerate(map_branches(cfg, nS, grid))
+        ]
         for s, m in enumerate(maps):
+            if s not in measured:
+                continue
             log(
                 f"seed {s}: MAP switch {_f(m['P_switch'])}, coexistence "
                 f"{'yes at P = ' + str(m['coexistence_P']) if m['coexistence'] else 'no'}"
@@ -335,18 +348,19 @@ def profile_transition(
             + (f"route B's P* {P_bayes:.1f}" if P_bayes else f"P = {P0:.1f}")
         )
         if progress:  # the estimate again, at the probes' own rows
-            _estimate(cfg, s0, nS, ss, first, "placed", warn=not long)
+            _estimate(cfg, s0, len(measured), ss, first, "placed", warn=not long)
     s_prof = ss.profile or default_profile_settings(cfg.task.L)
     ss = dataclasses.replace(ss, profile=s_prof)
-    tasks = [(cfg, s, first, ss, seed, ckpt_dir, progress) for s in range(nS)]
+    maps = [m for m in maps if m["seed"] in measured]
+    tasks = [(cfg, s, first, ss, seed, ckpt_dir, progress) for s in measured]
     runs, cpu_away = [], 0.0
     if cluster is None:
-        for s in range(nS):
-            run = seed_task(tasks[s])
+        for i, task in enumerate(tasks):
+            run = seed_task(task)
             runs.append(run)
-            left = nS - s - 1
+            left = len(tasks) - i - 1
             log(
-                f"seed {s}: {run.verdict.kind}, P* = {_f(run.verdict.P_star)}"
+                f"seed {run.seed}: {run.verdict.kind}, P* = {_f(run.verdict.P_star)}"
                 + (
                     f"; {left} seed(s) left, ~{duration(left * sum(run.cpu.values()))} of CPU at "
                     "this seed's cost"
@@ -373,6 +387,7 @@ def profile_transition(
             else {k: getattr(cfg.task, k) for k in ("rho", "alpha", "chain_seed")}
         ),
         "n_seeds": nS,
+        "seeds_measured": list(measured),
         "seed": seed,
         "verdict": over["kind"],
         "P_star": over["P_star"],
