@@ -21,30 +21,15 @@ def posterior_rows(d: dict) -> list[dict]:
         ours = c.get("copyhead_hmc", {})
         if "ess" not in ours:
             continue
-        rate = lambda m: {f: e / m["cpu_s"] for f, e in m["ess"].items()}  # noqa: E731
-        mine = rate(ours)
-        ratios = {
-            n: {f: mine[f] / v for f, v in rate(m).items() if v > 0}
-            for n, m in c.items()
-            if n != "copyhead_hmc" and "ess" in m
-        }
-        per_grad = lambda m: {f: e / m["n_grad"] for f, e in m["ess"].items()}  # noqa: E731
-        grad_ratios = (
-            {
-                n: {f: per_grad(ours)[f] / v for f, v in per_grad(m).items() if v > 0}
-                for n, m in c.items()
-                if n != "copyhead_hmc" and m.get("n_grad")
-            }
-            if ours.get("n_grad")
-            else {}
-        )
+        ratios = _ratios(c, "cpu_s")
+        grad_ratios = _ratios(c, "n_grad") if ours.get("n_grad") else {}
         fails = {n: m["error"] for n, m in c.items() if "error" in m}
         out.append(
             {
                 "attention": r["attention"],
                 "P": r["P"],
                 "dim": r.get("dim"),
-                "ours": mine,
+                "ours": _rates(ours, "cpu_s"),
                 "ours_cpu_s": ours["cpu_s"],
                 "ratios": ratios,
                 "grad_ratios": grad_ratios,
@@ -53,6 +38,21 @@ def posterior_rows(d: dict) -> list[dict]:
             }
         )
     return out
+
+
+def _rates(m: dict, per: str) -> dict:
+    """A candidate's ESS of each quantity per ``per`` (``cpu_s`` or ``n_grad``)."""
+    return {f: e / m[per] for f, e in m["ess"].items()}
+
+
+def _ratios(c: dict, per: str) -> dict:
+    """Ours / each other candidate's ESS per ``per``, by quantity (those that counted it)."""
+    mine = _rates(c["copyhead_hmc"], per)
+    return {
+        n: {f: mine[f] / v for f, v in _rates(m, per).items() if v > 0}
+        for n, m in c.items()
+        if n != "copyhead_hmc" and "ess" in m and m.get(per)
+    }
 
 
 def posterior_lines(d: dict, detail: bool = True) -> list[str]:
