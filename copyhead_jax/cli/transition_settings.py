@@ -113,9 +113,9 @@ def parse_seed_list(text: str, n_seeds: int) -> tuple[int, ...]:
     )
     got: list[int] = []
     for item in text.split(","):
-        lo, _, hi = item.strip().partition("-")
+        lo, dash, hi = item.strip().partition("-")
         try:
-            a, b = int(lo), int(hi or lo)
+            a, b = int(lo), int(hi if dash else lo)
         except ValueError:
             raise bad from None
         if not 0 <= a <= b < n_seeds:

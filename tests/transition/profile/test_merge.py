@@ -134,6 +134,6 @@ def test_cli_parts_merge_to_the_whole_commands_folder(calls, tmp_path, capsys):
         (["--merge", a, a, "--out", m], "in more than one part"),
     ):
         one_line_error(capsys, main(["transition", *argv]), msg)
-    for bad in ("2", "0,0", "1-0", "x"):
+    for bad in ("2", "0,0", "1-0", "x", "0-", "", "-1"):
         one_line_error(capsys, main([*base, "--only-seeds", bad]), "--only-seeds must list")
     one_line_error(capsys, main([*base, "--only-seeds", "0", "--method", "ti"]), "--only-seeds")
