@@ -59,6 +59,8 @@ def add_transition_subparser(sub) -> None:
             "copyhead transition --preset plain --source markov --rho 0.5 --n-seeds 1",
             "copyhead transition --preset plain --L 8 --V 4 --width inf --causal --n-seeds 1",
             "copyhead transition --preset plain --L 12 --V 6 --width inf --method ti",
+            "copyhead transition --preset paper --n-seeds 10 --only-seeds 0-4 --out part_a",
+            "copyhead transition --merge part_a part_b --out paper_10_seeds",
         ),
     )
     add_preset_flags(
