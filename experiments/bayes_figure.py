@@ -96,7 +96,7 @@ def _measured(results: Path, kind: str, name: str) -> dict:
             flag_rule=RULE,
             method="copyhead transition (branch TI per seed)",
         )
-    n_win = sum(len(p["windows"]["a_min"]) for s in d["seeds"] for p in s["profiles"].values())
+    n_win = profile_verdict.window_count(d)
     lim = d["settings"]["profile"]
     lo, hi = _profile_interval(d)
     return dict(

@@ -240,6 +240,14 @@ def other_flags(lines) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in lines if " (c = " not in x))
 
 
+def window_count(result: dict) -> int:
+    """The windows of a saved profile result (``copyhead transition``'s JSON), over its seeds
+    and probes."""
+    return sum(
+        len(p.get("centers") or []) for s in result.get("seeds", []) for p in s["profiles"].values()
+    )
+
+
 def flagged_probes(lines) -> tuple[str, ...]:
     """The distinct probes (``"seed 0 P=1295"``) that seed-prefixed flag lines name, in order."""
     return tuple(dict.fromkeys(x.split(": ")[0] for x in lines))

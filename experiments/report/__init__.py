@@ -219,9 +219,7 @@ def profile_row(reading: str, tr: dict) -> str:
     seed's P*, and the windows that did not mix (their errors widened)."""
     verdicts, m = profile_verdict.from_record(tr)
     per = ", ".join("-" if v.P_star is None else f"{v.P_star:,.1f}" for v in verdicts)
-    n_windows = sum(
-        len(pr.get("centers") or []) for s in tr.get("seeds", []) for pr in s["profiles"].values()
-    )
+    n_windows = profile_verdict.window_count(tr)
     flagged = profile_verdict.flagged_windows(tr.get("flagged") or [])
     iv = "no interval" if m["P_star"] is None else f"[{m['lo']:,.1f}, {m['hi']:,.1f}]"
     point = "-" if m["P_star"] is None else f"{m['P_star']:,.1f}"

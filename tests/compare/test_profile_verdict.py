@@ -158,6 +158,25 @@ def test_flag_lines_count_each_window_once_and_keep_other_flags_apart():
     assert flagged_probes(lines) == ("seed 0 P=50", "seed 0 P=65", "seed 1 P=65")
 
 
+def test_window_count_is_every_probes_windows_over_seeds():
+    """One window per centre at every probe of every seed (the committed two-seed L = 12, V = 6
+    run; each window's restrained minimum is recorded beside its centre)."""
+    import json
+    from pathlib import Path
+
+    from copyhead_jax.compare.profile_verdict import window_count
+
+    res = json.loads(
+        (
+            Path(__file__).parents[2] / "docs/reports/results/transition_profile_L12_V6.json"
+        ).read_text()
+    )
+    probes = [p for s in res["seeds"] for p in s["profiles"].values()]
+    assert len(res["seeds"]) == 2 and len(probes) > 2
+    assert window_count(res) == sum(len(p["windows"]["a_min"]) for p in probes)
+    assert window_count({"seeds": []}) == 0
+
+
 def test_a_crossover_whose_step_no_probe_resolves_is_undecided():
     """No probe bimodal, but the posterior mean goes from pooling to copying between two probes
     with none inside the step (seen on a paper-chi-lik seed: 0.075 at P = 864, 1.87 at 1,144):
