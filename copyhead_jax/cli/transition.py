@@ -15,6 +15,7 @@ import math
 
 from ..config import ATTENTIONS, DEFAULT_CHAINS, PROFILE_WINDOW
 from ..models import head_class
+from ..transition.profile.settings import PLACEMENTS
 from .flags import add_preset_flags, finite_float
 from .transition_folder import (
     check_out,
@@ -161,6 +162,15 @@ def add_transition_subparser(sub) -> None:
         help="profile: each refining probe at least this fraction of the bracket (in log P) "
         "from its ends, in [0, 0.5) (default 0.25; 0: plain regula falsi, as the runs "
         "committed before it)",
+    )
+    p.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        default="basins",
+        help="profile: once a probe is bimodal, the later probes refine the basins' log-odds "
+        "at the verdict's own dividing surface (basins: its P*), or the weight past the fixed "
+        "search surface a_G = mid-range (fixed: as the runs committed before it) (default "
+        "basins)",
     )
     p.add_argument(
         "--spacing",

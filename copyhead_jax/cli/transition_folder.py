@@ -73,12 +73,21 @@ NOT_RUN = frozenset(
 RUNG_TARGET = frozenset({"rung_ess_target", "rung_rhat_target", "rung_round_iter"})
 
 
+#: flags added after results were saved, with the value that runs as those did: at that value a
+#: flag stays out of the fingerprint, so theirs still match (``only_seeds``: a whole run)
+AS_BEFORE = {"only_seeds": None, "placement": "fixed"}
+
+
 def run_flags(args) -> dict:
     """The flags that shape the run's numbers, as given (the rungs' stopping flags only with a
-    target)."""
+    target; a flag of :data:`AS_BEFORE` only away from its value there)."""
+    return {
+        k: v for k, v in _shaping_flags(args).items() if not (k in AS_BEFORE and v == AS_BEFORE[k])
+    }
+
+
+def _shaping_flags(args) -> dict:
     skip = NOT_RUN | (frozenset() if getattr(args, "rung_ess_target", 0) else RUNG_TARGET)
-    if getattr(args, "only_seeds", None) is None:  # a whole run: no entry (its parts have one)
-        skip |= {"only_seeds"}
     return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
 
 
@@ -94,7 +103,7 @@ def out_folder(args) -> Path:
         return Path(args.out)
     cfg = config_from_args(args)
     given = getattr(args, "flag_default", None)
-    diff = {k: v for k, v in run_flags(args).items() if given is None or v != given(k)}
+    diff = {k: v for k, v in _shaping_flags(args).items() if given is None or v != given(k)}
     name = (
         f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_{run_name(args.preset, cfg)}"
     )

@@ -158,6 +158,7 @@ def profile_settings_from_args(args):
         probes=probes,
         max_probes=check_int("--max-probes", args.max_probes, lo=2, hi=64),
         edge_guard=args.edge_guard,
+        placement=args.placement,
         profile=prof,
         map_switch=args.map_switch,
     )

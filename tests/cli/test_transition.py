@@ -79,3 +79,39 @@ def test_edge_guard_reaches_the_search_and_its_range_is_one_line(capsys):
         assert profile_settings_from_args(args).edge_guard == want
     rc = main(base + ["--edge-guard", "0.5"])
     one_line_error(capsys, rc, re.escape("--edge-guard must lie in [0, 0.5), got 0.5"))
+
+
+def test_placement_reaches_the_search_and_fixed_keeps_the_fingerprints_of_runs_before_it():
+    """``--placement`` sets what the probes refine once one is bimodal. ``fixed`` runs as the
+    command did before the flag existed, so it stays out of the fingerprint (results saved then
+    still match their command); the default ``basins`` is another run, with its own fingerprint
+    and default folder."""
+    from copyhead_jax.cli.transition_folder import run_fingerprint
+    from copyhead_jax.cli.transition_settings import config_from_args, profile_settings_from_args
+    from copyhead_jax.runner import fingerprint
+    from copyhead_jax.transition.store import resume_identity
+
+    base = "transition --preset plain --L 4 --V 3 --width inf".split()
+    parsed = {}
+    for given in ([], ["--placement", "fixed"]):
+        args = build_parser().parse_args(base + given)
+        args.L_eff = 4
+        parsed[args.placement] = args
+        assert profile_settings_from_args(args).placement == args.placement
+    fixed, basins = parsed["fixed"], parsed["basins"]
+    cfg = config_from_args(fixed)
+    flags = {
+        k: v for k, v in run_flags_as_before(fixed).items() if k not in ("placement", "only_seeds")
+    }
+    before = fingerprint({"config": resume_identity(cfg), "flags": flags})
+    assert run_fingerprint(fixed, cfg) == before
+    assert run_fingerprint(basins, cfg) != before
+    assert out_folder(fixed) != out_folder(basins)
+
+
+def run_flags_as_before(args) -> dict:
+    """Every flag that shapes the run (``transition_folder``'s rule, before flags were left out)."""
+    from copyhead_jax.cli.transition_folder import NOT_RUN, RUNG_TARGET
+
+    skip = NOT_RUN | (frozenset() if args.rung_ess_target else RUNG_TARGET)
+    return {k: v for k, v in sorted(vars(args).items()) if k not in skip}

@@ -11,7 +11,11 @@ of the transition widens instead of refining inside one basin; the last probes l
 sides weigh about the same, where a barrier, if the transition has one, is highest. $a_s$ only
 places probes: the verdict's $d$ uses a dividing surface of the posterior's own (:func:`probes`):
 a bimodal profile's barrier top, a unimodal one's the nearest bimodal probe's top, or, with no
-bimodal probe, the midpoint of the posterior means at the lowest and highest probe. While no
+bimodal probe, the midpoint of the posterior means at the lowest and highest probe. Once a probe
+is bimodal, the later probes are placed on that $d$ itself (``SearchSettings.placement``), so
+they refine the verdict's own root: $a_s$ can lie inside a broad copying basin (paper-chi-lik:
+the copy basin spans $a_G\approx 1.7$-$2.1$ about $a_s=1.78$), where the weight past $a_s$ turns
+above the P at which the basins weigh the same. While no
 probe is bimodal (a crossover so far) the search then refines, with the same rule and ratio, the
 bracket where the posterior mean passes that midpoint, the crossover's $P^*$: a broad basin's
 mean and its weight past $a_s$ can part by ~10% in $P$. Then the
@@ -171,7 +175,11 @@ def seed_transition(
                 sm = run.sampled[P]
                 placement[P] = analyse(sm.draws, s, sm.centers, sm.a_min, a_top=a_s)["basins"].d
         Ps = sorted(placement)
-        d = np.clip([placement[P] for P in Ps], -D_CLIP, D_CLIP)
+        d = [placement[P] for P in Ps]
+        if ss.placement == "basins" and any(run.profiles[P].basins.bimodal for P in Ps):
+            verdict_d = {q.P: q.d for q in probes(run, s)}  # at the basins' own dividing surface
+            d = [verdict_d[P] for P in Ps]
+        d = np.clip(d, -D_CLIP, D_CLIP)
         P_new = next_probe(Ps, d, refine_ratio=ss.refine_ratio, P_floor=2, edge_guard=ss.edge_guard)
         if P_new is None or int(P_new) in run.profiles:
             break

@@ -23,6 +23,8 @@ PROFILE_UMBRELLA = UmbrellaSettings(
     rhat_target=PROFILE_WINDOW.rhat_max,
     round_iter=100,
 )
+#: What a seed's probes refine once one is bimodal (:class:`SearchSettings`).
+PLACEMENTS = ("basins", "fixed")
 #: The fixed length of windows sampled without a target (``ess_target = 0``).
 FIXED_WINDOW_ITERS = 200
 
@@ -49,7 +51,10 @@ class SearchSettings:
     ``max_probes`` per seed (the first included); ``refine_ratio``: stop when the bracket's
     ``hi / lo`` is below it; ``edge_guard``: each refining probe lies at least this fraction of
     the bracket (in log P) from its ends (:func:`~copyhead_jax.transition.root.next_probe`: the
-    posterior mean's step and the clipped basin log-odds are step-like in P);
+    posterior mean's step and the clipped basin log-odds are step-like in P); ``placement``:
+    what the probes refine once a probe is bimodal, ``"basins"`` the basins' log-odds at the
+    verdict's dividing surface (its own P*), ``"fixed"`` the weight past the fixed search
+    surface throughout (a copy basin broad around that surface moves its root away from P*);
     ``profile``: the windows (``None``: :func:`default_profile_settings`); ``reuse_hessians``:
     carry the whitening Hessians from a seed's first probe; ``map_switch``: the exact MAP's
     switch beside the verdict."""
@@ -58,6 +63,7 @@ class SearchSettings:
     max_probes: int = 7
     refine_ratio: float = 1.04
     edge_guard: float = 0.25
+    placement: str = "basins"
     profile: ProfileSettings | None = None
     reuse_hessians: bool = True
     map_switch: bool = True
@@ -70,3 +76,5 @@ class SearchSettings:
             raise ValueError(f"refine_ratio must be > 1, got {self.refine_ratio!r}")
         if not 0 <= self.edge_guard < 0.5:
             raise ValueError(f"edge_guard must be in [0, 0.5), got {self.edge_guard!r}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
