@@ -104,7 +104,7 @@ def _measured(results: Path, kind: str, name: str) -> dict:
         lo=lo,
         hi=hi,
         printed=d["interval"],
-        n_seeds=d["n_seeds"],
+        n_seeds=len(d["seeds"]),  # the seeds measured (a part of a run names fewer)
         n_flagged=len(profile_verdict.flagged_windows(d["flagged"])),
         n_runs=n_win,
         verdict=d["verdict"],
