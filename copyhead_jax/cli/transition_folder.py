@@ -82,11 +82,13 @@ def run_flags(args) -> dict:
     """The flags that shape the run's numbers, as given (the rungs' stopping flags only with a
     target; a flag of :data:`AS_BEFORE` only away from its value there)."""
     return {
-        k: v for k, v in _shaping_flags(args).items() if not (k in AS_BEFORE and v == AS_BEFORE[k])
+        k: v for k, v in shaping_flags(args).items() if not (k in AS_BEFORE and v == AS_BEFORE[k])
     }
 
 
-def _shaping_flags(args) -> dict:
+def shaping_flags(args) -> dict:
+    """Every flag that shapes the run's numbers (the rungs' stopping flags only with a target),
+    :data:`AS_BEFORE`'s included."""
     skip = NOT_RUN | (frozenset() if getattr(args, "rung_ess_target", 0) else RUNG_TARGET)
     return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
 
@@ -103,7 +105,7 @@ def out_folder(args) -> Path:
         return Path(args.out)
     cfg = config_from_args(args)
     given = getattr(args, "flag_default", None)
-    diff = {k: v for k, v in _shaping_flags(args).items() if given is None or v != given(k)}
+    diff = {k: v for k, v in shaping_flags(args).items() if given is None or v != given(k)}
     name = (
         f"transition_{cfg.model.attention}_L{cfg.task.L}_V{cfg.task.V}_{run_name(args.preset, cfg)}"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .transition_folder import check_out, run_flags
+from .transition_folder import check_out, shaping_flags
 
 #: flags --merge reads beside its parts (every other setting is the parts')
 MERGE_FLAGS = frozenset({"out", "json", "plot", "progress"})
@@ -19,7 +19,7 @@ def cmd_merge(args) -> int:
     from ..transition.store import write_checkpoint
     from .transition_text import format_profile, report
 
-    named = set(run_flags(args)) | {"preset", "L", "V", "attention"}
+    named = set(shaping_flags(args)) | {"preset", "L", "V", "attention"}
     given = sorted(k for k in named - MERGE_FLAGS if getattr(args, k) != args.flag_default(k))
     if given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)

@@ -86,7 +86,7 @@ def test_placement_reaches_the_search_and_fixed_keeps_the_fingerprints_of_runs_b
     command did before the flag existed, so it stays out of the fingerprint (results saved then
     still match their command); the default ``basins`` is another run, with its own fingerprint
     and default folder."""
-    from copyhead_jax.cli.transition_folder import run_fingerprint
+    from copyhead_jax.cli.transition_folder import run_fingerprint, shaping_flags
     from copyhead_jax.cli.transition_settings import config_from_args, profile_settings_from_args
     from copyhead_jax.runner import fingerprint
     from copyhead_jax.transition.store import resume_identity
@@ -100,18 +100,8 @@ def test_placement_reaches_the_search_and_fixed_keeps_the_fingerprints_of_runs_b
         assert profile_settings_from_args(args).placement == args.placement
     fixed, basins = parsed["fixed"], parsed["basins"]
     cfg = config_from_args(fixed)
-    flags = {
-        k: v for k, v in run_flags_as_before(fixed).items() if k not in ("placement", "only_seeds")
-    }
+    flags = {k: v for k, v in shaping_flags(fixed).items() if k not in ("placement", "only_seeds")}
     before = fingerprint({"config": resume_identity(cfg), "flags": flags})
     assert run_fingerprint(fixed, cfg) == before
     assert run_fingerprint(basins, cfg) != before
     assert out_folder(fixed) != out_folder(basins)
-
-
-def run_flags_as_before(args) -> dict:
-    """Every flag that shapes the run (``transition_folder``'s rule, before flags were left out)."""
-    from copyhead_jax.cli.transition_folder import NOT_RUN, RUNG_TARGET
-
-    skip = NOT_RUN | (frozenset() if args.rung_ess_target else RUNG_TARGET)
-    return {k: v for k, v in sorted(vars(args).items()) if k not in skip}

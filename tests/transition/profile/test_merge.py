@@ -130,6 +130,7 @@ def test_cli_parts_merge_to_the_whole_commands_folder(calls, tmp_path, capsys):
         (["--merge", a, "--out", str(tmp_path / "x")], "at least two parts"),
         (["--merge", a, b], "--merge needs --out"),
         (["--merge", a, b, "--out", m, "--L", "8"], "drop --L"),
+        (["--merge", a, b, "--out", m, "--placement", "fixed"], "drop --placement"),
         (["--merge", a, str(tmp_path), "--out", m], "cannot read a result"),
         (["--merge", a, a, "--out", m], "in more than one part"),
     ):
