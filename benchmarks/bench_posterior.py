@@ -121,8 +121,12 @@ def candidates(cfg, head, tok, mask, C, *, n_chains, n_warmup, n_samples):
         def one(k, w):
             return observe(draw_readout(k, with_WG(head, x_fit + C @ w), tok, mask, obj))
 
-        keys = jax.random.split(key, ws.shape[:2])
-        return jax.vmap(jax.vmap(one))(keys, ws)
+        # a few draws at a time: every draw's pass holds P x L x L arrays (vmapped over all
+        # 4 x 1,000 draws, softmax P = 322 took 24 GB and was killed)
+        keys = jax.random.split(key, ws.shape[:2]).reshape(-1)
+        flat = ws.reshape(-1, ws.shape[-1])
+        out = jax.lax.map(lambda kw: one(*kw), (keys, flat), batch_size=32)
+        return jax.tree.map(lambda o: o.reshape(*ws.shape[:2], *o.shape[1:]), out)
 
     def ours(adapt_mass: bool):  # the project's sampler: n_adapt adaptation iterations, HMC
         def run(key):

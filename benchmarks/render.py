@@ -16,6 +16,16 @@ from .suite import BENCHES
 SHORT_PHASES = "bench_paper_posterior_moments"
 
 
+def _own_load(d: dict | None) -> list[float]:
+    """The 1-minute load average at start and end as a script run alone records it
+    (``load_average: {"start": [1, 5, 15 min], "end": [...]}``), where the suite's record is
+    missing."""
+    la = (d or {}).get("load_average")
+    if not isinstance(la, dict):
+        return []
+    return [float(la[k][0]) for k in ("start", "end") if la.get(k)]
+
+
 def load_results(results_dir: Path) -> dict[str, dict | None]:
     out = {}
     for name in (*(b.name for b in BENCHES), "gpu_paper_config", SHORT_PHASES):
@@ -415,7 +425,7 @@ def render(
         setting = "-" if q is None else ("quick" if q else "full")
         wall = f"{br['wall_s']:.0f} s" if "wall_s" in br else "-"
         mem = "-" if rss is None else f"{rss:.0f} MB"
-        la = [x for x in br.get("load_average_1min") or [] if x is not None]
+        la = [x for x in br.get("load_average_1min") or [] if x is not None] or _own_load(d)
         load = " - ".join(f"{x:.1f}" for x in la) or "-"
         L.append(f"| {b.name} | {date} | {setting} | {wall} | {mem} | {load} | {status} |")
     pc = res.get("gpu_paper_config")
