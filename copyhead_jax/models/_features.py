@@ -24,8 +24,9 @@ batched over rows. $\delta M = \sum \Phi^\top\delta s\,\Phi$ then takes $R = [Q;
 with the key histogram $Q_{u a} = \sum_b [x^b = u]\,\delta s_{ab}$: its flat product with the
 query tokens' one-hot and its sum over sequences. The softmax takes no exponential per entry:
 a logit is a key-token term plus a key-position term, so $e^{s - m}$ is a product of two small
-tables' entries (:meth:`SoftmaxFeatures.forward_block`; per gradient in a sampler's loops 1.04x
-at P = 322 and 1.11x at P = 1,250 against the exponential of the stored logits, float32).
+tables' entries, and its row sum is the sum of the key-token histograms
+(:meth:`SoftmaxFeatures.forward_block`; per gradient in a sampler's loops ~1.1-1.2x against the
+exponential of the stored logits and the sum over keys at P = 322 and 1,250, float32).
 
 XLA:CPU decides what is stored by its fusion rules, and several formulations here exist only to
 steer them (measured on a 2-core Xeon, L = 25, V = 5, P = 322 and 1,250, float32): a transpose
@@ -190,12 +191,16 @@ class RowFeatures:
         needs (``None`` for the hand-written activations)."""
         raise NotImplementedError
 
-    def forward_block(self, M: Gram, rows: dict, tT, P: int) -> tuple[Block, Array | float, Any]:
-        """:meth:`forward` on one block of query rows (``rows``: :func:`_row_blocks`)."""
+    def forward_block(
+        self, M: Gram, rows: dict, tT, P: int
+    ) -> tuple[Block, Array | float, Any, list[Array] | None]:
+        """:meth:`forward` on one block of query rows (``rows``: :func:`_row_blocks`), and the
+        key-token histograms of ``X`` (``[a, P]`` per token; ``None``: computed by the caller)."""
         K = _key_logits(M, rows, P)
-        return self.forward(
+        X, c, aux = self.forward(
             lambda p0, p1: self.mask(_logits(M, rows, tT, K, p0, p1), rows["keys"]), P
         )
+        return X, c, aux, None
 
     def backward(
         self,
@@ -272,7 +277,9 @@ class SoftmaxFeatures(RowFeatures):
         $e^{-r}$, $r$ the spread of $K$ over tokens; where the row sum falls below
         ``tiny / eps`` of the float type (an entry lost to underflow would exceed the rounding
         of the largest ``A``: $r \gtrsim 71$ nats in float32, 670 in float64) ``c`` is NaN, a
-        refusal, never a wrong number. The shifts, like ``m``, carry no derivative (exact)."""
+        refusal, never a wrong number. The shifts, like ``m``, carry no derivative (exact).
+        Each key holds one token, so the row sum is the sum of the key-token histograms, which
+        ``G`` needs anyway: they are stored and ``c`` takes V adds, not L."""
         V = rows["pe"].shape[1]
         K = _key_logits(M, rows, P)  # [V, a, P]
         Kx = _stored(
@@ -297,11 +304,16 @@ class SoftmaxFeatures(RowFeatures):
         fi = jnp.finfo(X.dtype)
         floor = float(fi.tiny) / float(fi.eps)
 
+        H = [
+            _stored(lambda p0, p1, u=u: _hist_row(X[:, :, p0:p1], tT[:, p0:p1], u), P)
+            for u in range(V)
+        ]
+
         def c(p0, p1):
-            total = _sum(X[:, :, p0:p1])
+            total = _sum([h[:, p0:p1] for h in H])
             return jnp.where(total >= floor, 1.0 / total, jnp.nan)
 
-        return X, _stored(c, P), None
+        return X, _stored(c, P), None, H
 
     def row(self, G, W, rk, P):
         r"""$\sum_b A\,(W_{V+b} + W_{x^b}) = \sum_{i<D} F_i W_i = \sum_{i<D} G_i W_i/\sqrt k$
@@ -423,14 +435,14 @@ def _forward(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     V = D - L
     tT, blocks = _row_blocks(M, t, k, act.whole_rows)
     for rows in blocks:
-        X, c, aux = act.forward_block(M, rows, tT, P)
+        X, c, aux, H = act.forward_block(M, rows, tT, P)
         w = rows["rk"] * c
         # more than 8 pieces, each its own loop: XLA:CPU copies such a concatenation as one
         # operation (a fused one branches per element, measured 2x slower), and then the
         # flat view is free; without the constant rows (their tangents are 0) still more than
         # 8, so that the tangent of G in the whitening's Hessian is stored once too
         G = jnp.concatenate(
-            [(_hist_row(X, tT, u) * w)[None] for u in range(V)]
+            [((_hist_row(X, tT, u) if H is None else H[u]) * w)[None] for u in range(V)]
             + [X[b0:b1] * w[None] for b0, b1 in _pieces(L, 9 - V)]
             + [((rows["ya"] == v) * rows["rk"])[None] for v in range(V)]
         )
