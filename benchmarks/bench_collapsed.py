@@ -105,7 +105,7 @@ def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
     With ``Q = L P`` query rows, ``D = V + L``, ``E = D + V``: the products ``S = G G^T``
     (``2 E^2 Q``), ``W = G_x G`` (``2 D E Q``) and the two of ``dM`` (``2 (L + V)(V + 1) Q``);
     per entry of the ``L x L`` arrays (``L Q`` of them) the arithmetic written in the code:
-    softmax forward 5 + V (two table entries and their product, sum, scale, V histogram adds),
+    softmax forward 8 + V (four-term logits, max, shift, exp, sum, scale, V histogram adds),
     backward 4 + V, plus the row term's ``2 D`` per query row; linear forward 4 + V, backward
     3 + V; and ``13 D^3`` for the D x D algebra (``E^T S E``, the sweep, the gradient's
     products). Bytes: what the query-row blocks cannot keep in cache, i.e. the residuals of
@@ -114,7 +114,7 @@ def counted(attention: str, P: int, L: int, V: int, itemsize: int = 4) -> dict:
     Q, D = L * P, V + L
     E = D + V
     gemm = 2 * E * E * Q + 2 * D * E * Q + 2 * (L + V) * (V + 1) * Q
-    per_entry = (9 + 2 * V) if attention == "softmax" else (7 + 2 * V)
+    per_entry = (12 + 2 * V) if attention == "softmax" else (7 + 2 * V)
     flops = gemm + per_entry * L * Q + (2 * D * Q if attention == "softmax" else 0) + 13 * D**3
     bytes_ = 2 * (L + E) * Q * itemsize + 2 * 2 * Q * 4
     return {

@@ -22,17 +22,13 @@ $[S_F, B_F] = G G^\top$ and, backwards, $W = G_x G$ with $G_x = [G_S + G_S^\top,
 $W = \sqrt k\,\delta F$ column by column); a flat product measured up to 1.6x faster than one
 batched over rows. $\delta M = \sum \Phi^\top\delta s\,\Phi$ then takes $R = [Q; \delta s]$,
 with the key histogram $Q_{u a} = \sum_b [x^b = u]\,\delta s_{ab}$: its flat product with the
-query tokens' one-hot and its sum over sequences. The softmax takes no exponential per entry:
-a logit is a key-token term plus a key-position term, so $e^{s - m}$ is a product of two small
-tables' entries, and its row sum is the sum of the key-token histograms
-(:meth:`SoftmaxFeatures.forward_block`; per gradient in a sampler's loops ~1.1-1.2x against the
-exponential of the stored logits and the sum over keys at P = 322 and 1,250, float32).
+query tokens' one-hot and its sum over sequences.
 
 XLA:CPU decides what is stored by its fusion rules, and several formulations here exist only to
 steer them (measured on a 2-core Xeon, L = 25, V = 5, P = 322 and 1,250, float32): a transpose
 is fused into its users as a strided load, so the tokens are transposed by a product with the
 identity (:func:`_transposed`); a cheap array with several users is recomputed in each, so the
-attention entries and the softmax's row terms are concatenated from two halves along the
+logits, the row maximum and the softmax's row terms are concatenated from two halves along the
 sequence axis, which XLA:CPU never fuses (:func:`_stored`), which also keeps their tangents
 stored in the whitening's Hessian; a concatenation fused into its pieces branches per element,
 so $G$ and $R$ are concatenated from more than 8 pieces, which XLA:CPU copies as one separate
@@ -191,17 +187,6 @@ class RowFeatures:
         needs (``None`` for the hand-written activations)."""
         raise NotImplementedError
 
-    def forward_block(
-        self, M: Gram, rows: dict, tT, P: int
-    ) -> tuple[Block, Array | float, Any, list[Array] | None]:
-        """:meth:`forward` on one block of query rows (``rows``: :func:`_row_blocks`), and the
-        key-token histograms of ``X`` (``[a, P]`` per token; ``None``: computed by the caller)."""
-        K = _key_logits(M, rows, P)
-        X, c, aux = self.forward(
-            lambda p0, p1: self.mask(_logits(M, rows, tT, K, p0, p1), rows["keys"]), P
-        )
-        return X, c, aux, None
-
     def backward(
         self,
         X: Block,
@@ -269,51 +254,23 @@ class SoftmaxFeatures(RowFeatures):
         e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
         return e / jnp.sum(e, axis=-1, keepdims=True)
 
-    def forward_block(self, M, rows, tT, P):
-        r"""``X = e^{s - m}`` as the product of two tables' entries, $e^{K_{x^b} - \max_v K_v}$
-        (:func:`_key_logits`, ``[V, a, P]``) and $e^{E_{x^a a b} - \max_b E}$ with
-        $E_{uab} = M_{EP}[u, b] + M_{PP}[a, b]$ (``[V, L, a]``): no exponential and no row
-        maximum over the ``L x L`` entries. Every entry is at most 1 and the row sum at least
-        $e^{-r}$, $r$ the spread of $K$ over tokens; where the row sum falls below
-        ``tiny / eps`` of the float type (an entry lost to underflow would exceed the rounding
-        of the largest ``A``: $r \gtrsim 71$ nats in float32, 670 in float64) ``c`` is NaN, a
-        refusal, never a wrong number. The shifts, like ``m``, carry no derivative (exact).
-        Each key holds one token, so the row sum is the sum of the key-token histograms, which
-        ``G`` needs anyway: they are stored and ``c`` takes V adds, not L."""
-        V = rows["pe"].shape[1]
-        K = _key_logits(M, rows, P)  # [V, a, P]
-        Kx = _stored(
-            lambda p0, p1: jnp.exp(
-                K[:, :, p0:p1]
-                - lax.stop_gradient(functools.reduce(jnp.maximum, K[:, :, p0:p1]))[None]
-            ),
-            P,
-        )
-        E = M[:V, V:][:, :, None] + rows["pp"].T[None]  # [u, b, a]
-        if self.causal:
-            E = jnp.where(rows["keys"][None, :, :, 0], E, -jnp.inf)
-        Ex = jnp.exp(E - lax.stop_gradient(jnp.max(E, axis=1, keepdims=True)))
-
-        def f(p0, p1):
-            x, xa = tT[:, p0:p1], rows["xa"][:, p0:p1]
-            return _select(Kx[:, None, :, p0:p1], x[:, None, :]) * _select(
-                Ex[:, :, :, None], xa[None]
-            )
-
-        X = _stored(f, P)
-        fi = jnp.finfo(X.dtype)
-        floor = float(fi.tiny) / float(fi.eps)
-
-        H = [
-            _stored(lambda p0, p1, u=u: _hist_row(X[:, :, p0:p1], tT[:, p0:p1], u), P)
-            for u in range(V)
-        ]
-
-        def c(p0, p1):
-            total = _sum([h[:, p0:p1] for h in H])
-            return jnp.where(total >= floor, 1.0 / total, jnp.nan)
-
-        return X, _stored(c, P), None, H
+    def forward(self, s, P):
+        """``X = exp(s - max_b s)``, ``c = 1 / sum_b X``. The row maximum is a reduction over
+        keys in a block of every query row and a chain of ``maximum`` over key slices in a
+        block of some: either form is fast in one case and up to 3x slower in the other
+        (value and gradient, measured with ``benchmarks/bench_collapsed.py --against``: the
+        chain in one block took 3x at L = 40, P = 56 and at L = 12, P = 50, float64; the
+        reduction over a few query rows 1.1x at L = 25, P = 1,250, float32). ``A = X c`` does
+        not depend on the shift, so no derivative passes through it (exact; XLA's elemental
+        CPU emitters gave NaN for the reduction's)."""
+        s = _stored(s, P)
+        if s.shape[1] == s.shape[0]:
+            m = _stored(lambda p0, p1: jnp.max(s[:, :, p0:p1], axis=0), P)
+        else:
+            m = _stored(lambda p0, p1: functools.reduce(jnp.maximum, s[:, :, p0:p1]), P)
+        m = lax.stop_gradient(m)
+        e = jnp.exp(s - m[None])
+        return e, _stored(lambda p0, p1: 1.0 / _sum(e[:, :, p0:p1]), P), None
 
     def row(self, G, W, rk, P):
         r"""$\sum_b A\,(W_{V+b} + W_{x^b}) = \sum_{i<D} F_i W_i = \sum_{i<D} G_i W_i/\sqrt k$
@@ -435,14 +392,17 @@ def _forward(act: RowFeatures, M: Gram, t: TokenBatch, k: RowWeights):
     V = D - L
     tT, blocks = _row_blocks(M, t, k, act.whole_rows)
     for rows in blocks:
-        X, c, aux, H = act.forward_block(M, rows, tT, P)
+        K = _key_logits(M, rows, P)
+        X, c, aux = act.forward(
+            lambda p0, p1: act.mask(_logits(M, rows, tT, K, p0, p1), rows["keys"]), P
+        )
         w = rows["rk"] * c
         # more than 8 pieces, each its own loop: XLA:CPU copies such a concatenation as one
         # operation (a fused one branches per element, measured 2x slower), and then the
         # flat view is free; without the constant rows (their tangents are 0) still more than
         # 8, so that the tangent of G in the whitening's Hessian is stored once too
         G = jnp.concatenate(
-            [((_hist_row(X, tT, u) if H is None else H[u]) * w)[None] for u in range(V)]
+            [(_hist_row(X, tT, u) * w)[None] for u in range(V)]
             + [X[b0:b1] * w[None] for b0, b1 in _pieces(L, 9 - V)]
             + [((rows["ya"] == v) * rows["rk"])[None] for v in range(V)]
         )
