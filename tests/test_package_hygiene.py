@@ -198,7 +198,7 @@ def _package_uses(text: str, modules: set[str]) -> list[tuple[int, str]]:
 PRIVATE_ALLOWED = {
     ("tests/test_runtime.py", "copyhead_jax._runtime"),  # the import-time XLA pool guard itself
     ("tests/models/test_head.py", "copyhead_jax.models._compute"),  # patches its SEQ_BLOCK knob
-    # patches its block knobs (BLOCK_FLOATS, QUERY_ROWS_IN_PRODUCT): one query row per block
+    # patches its block knobs (BLOCK_FLOATS, QUERY_ROWS_IN_PRODUCT): two query rows per block
     ("tests/sampling/test_collapsed.py", "copyhead_jax.models._features"),
 }
 

@@ -252,6 +252,7 @@ def test_an_interrupted_llc_resumes_bit_identically(sweep3, whole, tmp_path):
     assert not (other.arrays["beta1"][1:] == whole.arrays["beta1"][1:]).any()
 
 
+@pytest.mark.slow  # two processes compile the chains (~18 s); fast: the resume test above
 def test_the_command_keeps_finished_chain_sets_on_ctrl_c_and_resumes(sweep3, whole, tmp_path):
     """``copyhead llc`` stopped by SIGINT once its first chain sets are kept: exit 130, the
     farewell names the kept folder; the same command again resumes from it and prints the JSON

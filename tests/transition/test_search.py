@@ -325,6 +325,7 @@ def _settings(**kw) -> TISettings:
     )
 
 
+@pytest.mark.slow  # four compiled group programs (~30 s); the chains: test_collapsed_hmc.py
 def test_a_batched_group_makes_the_same_chains_as_one_after_the_other(one_group):
     """``TISettings.batched`` (the accelerators' default) vmaps branches, rungs, chains and SMC
     particles instead of running them one after the other: the same chains up to float32
@@ -348,6 +349,7 @@ def test_a_batched_group_makes_the_same_chains_as_one_after_the_other(one_group)
     np.testing.assert_allclose(w[1], w[0], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # two compiled group programs; the mass adaptation: test_hmc.py
 def test_adapted_mass_reaches_a_groups_rung_chains(one_group):
     """``TISettings.adapt_mass`` reaches the rungs' HMC: with >= MASS_MIN_ADAPT warm-up
     iterations the chains differ from the unit-mass ones (same keys), and F stays finite."""
