@@ -85,7 +85,10 @@ def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.
     """Run the command, send ``sig`` ``wait_s`` after it took its first output lock (the
     work has begun; a slow start-up on a loaded machine does not matter: up to ``start_s``),
     return ``(exit status, stderr)``. With ``answer_s``, assert that the command ended within
-    that many seconds of the signal."""
+    that many seconds of the signal. A command that ended before the signal fails the test with
+    that said (its exit status would otherwise read as a wrong answer to the signal): give it
+    work that runs far longer than ``wait_s``, so that a test process starved under load still
+    signals it while it works."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())", *argv]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
@@ -94,6 +97,12 @@ def interrupt(argv, sig, cwd, wait_s=1.0, module="copyhead_jax.cli", start_s=60.
         while not any(cwd.rglob("*.lock")) and proc.poll() is None and time.time() - t0 < start_s:
             time.sleep(0.05)
         time.sleep(wait_s)
+        if proc.poll() is not None:  # a race the test lost, not the command's answer to a signal
+            _, err = proc.communicate()
+            raise AssertionError(
+                f"the command ended (exit {proc.returncode}) before the signal was sent, "
+                f"{wait_s} s after its first lock: give it longer work\n{err}"
+            )
         proc.send_signal(sig)
         t0 = time.monotonic()
         _, err = proc.communicate(timeout=120)
