@@ -51,21 +51,20 @@ class CompileTimes:
         self.file = None
 
     def table(self) -> str:
-        rows = ["| file | wall s | " + " | ".join(f"{k} s" for k in EVENTS) + " |"]
-        rows.append("|---" * (len(EVENTS) + 2) + "|")
-        total = collections.Counter()
-        for f, c in sorted(self.seconds.items(), key=lambda fc: -fc[1]["wall"]):
-            total.update(c)
-            rows.append(
-                f"| {f} | {c['wall']:.1f} | "
+        def row(name: str, c: collections.Counter) -> str:
+            return (
+                f"| {name} | {c['wall']:.1f} | "
                 + " | ".join(f"{c[e]:.1f}" for e in EVENTS.values())
                 + " |"
             )
-        rows.append(
-            f"| all | {total['wall']:.1f} | "
-            + " | ".join(f"{total[e]:.1f}" for e in EVENTS.values())
-            + " |"
-        )
+
+        total = collections.Counter()
+        rows = ["| file | wall s | " + " | ".join(f"{k} s" for k in EVENTS) + " |"]
+        rows.append("|---" * (len(EVENTS) + 2) + "|")
+        for f, c in sorted(self.seconds.items(), key=lambda fc: -fc[1]["wall"]):
+            total.update(c)
+            rows.append(row(f, c))
+        rows.append(row("all", total))
         return "\n".join(rows)
 
 

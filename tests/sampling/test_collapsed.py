@@ -129,8 +129,8 @@ def test_query_blocks_and_halves_equal_autodiff(
     differ between blocks, and each block has a row whose previous key lies in another
     block) the value, gradient and Hessian-vector product still equal autodiff of the
     reference; P = 9 is odd, so the sequence halves are uneven too; dM's sum over sequences
-    both inside its product and apart (``rows_in_product``). Two rows a block, not one: the
-    same boundaries, half the blocks to compile."""
+    both inside its product and apart (``rows_in_product``). Two rows a block, not one: half
+    the blocks to compile."""
     from copyhead_jax.models import _features
 
     head = (attention, linear_scale, causal)
