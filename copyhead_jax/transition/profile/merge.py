@@ -32,6 +32,10 @@ PER_PART = frozenset(
     }
 )
 
+#: settings added after parts were saved, with the value those parts ran: a part whose record
+#: lacks one ran that value (probes placed on the fixed search surface before ``placement``)
+SETTINGS_BEFORE = {"placement": "fixed"}
+
 
 def measured_seeds(seeds, n_seeds: int) -> tuple[int, ...]:
     """``seeds`` (sweep seed indices; ``None``: all ``n_seeds``) checked: distinct integers in
@@ -50,7 +54,8 @@ def measured_seeds(seeds, n_seeds: int) -> tuple[int, ...]:
 
 def merge_seed_parts(parts: Sequence[dict]) -> dict:
     """The whole run's result from its parts (results of ``profile_transition`` with
-    ``seeds``): every seed of ``n_seeds`` in exactly one part, everything but the seeds equal.
+    ``seeds``): every seed of ``n_seeds`` in exactly one part, everything but the seeds equal
+    (a setting a part's record predates read at :data:`SETTINGS_BEFORE`).
     The seeds, MAP rows and flags in seed order, CPU seconds summed, the verdict over seeds
     decided again; ``fingerprint`` the parts' ``whole_fingerprint`` where they carry one (the
     command's: the merged folder is then the whole command's)."""
@@ -58,7 +63,7 @@ def merge_seed_parts(parts: Sequence[dict]) -> dict:
 
     if len(parts) < 2:
         raise ValueError(f"merge: give at least two parts, got {len(parts)}")
-    parts = [json.loads(json.dumps(p, default=json_default)) for p in parts]
+    parts = [_as_saved_today(json.loads(json.dumps(p, default=json_default))) for p in parts]
     ref = parts[0]
     for i, p in enumerate(parts):
         if p.get("method") != "profile" or "seeds_measured" not in p:
@@ -113,3 +118,10 @@ def merge_seed_parts(parts: Sequence[dict]) -> dict:
     if ref.get("whole_fingerprint"):
         merged["fingerprint"] = ref["whole_fingerprint"]
     return merged
+
+
+def _as_saved_today(part: dict) -> dict:
+    """``part`` with the settings of :data:`SETTINGS_BEFORE` it lacks at the value it ran."""
+    if isinstance(part.get("settings"), dict):
+        part["settings"] = {**SETTINGS_BEFORE, **part["settings"]}
+    return part

@@ -101,6 +101,24 @@ def test_parts_that_do_not_make_one_run_are_refused(calls):
     assert merge_seed_parts([p1, p0])["seeds_measured"] == [0, 1]
 
 
+def test_a_part_saved_before_a_setting_existed_ran_its_earlier_value(calls):
+    """A record written before ``placement`` was recorded ran the fixed placement: it merges
+    with a part that records "fixed" (the merged settings say so) and not with one of "basins"."""
+    part = lambda s, placement: profile_transition(  # noqa: E731
+        _cfg(),
+        n_seeds=2,
+        settings=SearchSettings(probes=tuple(COMMITTED["first_probes"]), placement=placement),
+        progress=False,
+        seeds=s,
+    )
+    old = json.loads(json.dumps(part([1], "fixed"), default=json_default))
+    del old["settings"]["placement"]
+    merged = merge_seed_parts([part([0], "fixed"), old])
+    assert merged["settings"]["placement"] == "fixed" and merged["seeds_measured"] == [0, 1]
+    with pytest.raises(ValueError, match=r"differ in settings"):
+        merge_seed_parts([part([0], "basins"), old])
+
+
 @pytest.mark.parametrize("bad", [[], [2], [0, 0], [-1], "0", [True]])
 def test_measured_seeds_range_is_one_line(bad):
     with pytest.raises(ValueError, match=r"seeds must be .* \[0, 1\]"):
