@@ -249,7 +249,6 @@ def ek_plain(paper_mode):
     return transition_points(paper_mode.theory_params(), "softmax", "map")
 
 
-@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
     # docs/theory.md §5: the pooling branch (zero logits) survives up to the upper spinodal, so its
     # jump to the copy branch happens inside the coexistence window of the theory
@@ -268,7 +267,6 @@ def test_softmax_jump_lies_inside_the_theory_spinodals(paper_mode, ek_plain):
     assert pool.get("converged").all() and (pool.get("min_eig") > 0).all()
 
 
-@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_exact_copy_branch_at_width_inf_is_the_ek_minimum(paper_mode):
     # at width inf (the prior's Gram) the exact MAP of the copy branch differs from the EK
     # theory's copy minimum only by the finite training set and the directions off the ansatz:

@@ -24,6 +24,7 @@ def test_sigmoid_sweep_then_sample_then_theory_points(tmp_path, capsys):
         str(out),
         "--keep-params",
         "--no-progress",
+        "--no-theory",  # the overlay's curve is the theory's own (tests/theory/test_heads.py)
     ]
     assert main(argv) == 0
     assert (out / "sweep.png").stat().st_size > 0

@@ -24,9 +24,9 @@ SCRIPT = textwrap.dedent(
 
 
 def test_sharded_sweep_equals_single_device():
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
-    )
+    # four host devices, beside the suite's own XLA flags (tests/conftest.py: its faster compiling)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
     )

@@ -125,19 +125,19 @@ def test_spd_inverse_equals_lapack():
 def test_query_blocks_and_halves_equal_autodiff(
     monkeypatch, attention, linear_scale, causal, rows_in_product
 ):
-    """With the query rows in blocks of two (so that the causal mask and the target weights
-    differ between blocks, and each block has a row whose previous key lies in another
-    block) the value, gradient and Hessian-vector product still equal autodiff of the
+    """With the query rows in two blocks of three (so that the causal mask and the target
+    weights differ between blocks, and each block has a row whose previous key lies in the
+    other block) the value, gradient and Hessian-vector product still equal autodiff of the
     reference; P = 9 is odd, so the sequence halves are uneven too; dM's sum over sequences
-    both inside its product and apart (``rows_in_product``). Two rows a block, not one: half
-    the blocks to compile."""
+    both inside its product and apart (``rows_in_product``). Each block is compiled apart, so
+    two blocks, the fewest that have a boundary, cost the least."""
     from copyhead_jax.models import _features
 
     head = (attention, linear_scale, causal)
     ref = value_grad_hvp(reference_energy, *head)  # the default blocks: one block at this size
-    monkeypatch.setattr(_features, "BLOCK_FLOATS", 2 * L * P)
+    monkeypatch.setattr(_features, "BLOCK_FLOATS", 3 * L * P)
     monkeypatch.setattr(_features, "QUERY_ROWS_IN_PRODUCT", rows_in_product)
-    assert _features.query_blocks(L, P) == [(a, a + 2) for a in range(0, L, 2)]
+    assert _features.query_blocks(L, P) == [(0, 3), (3, 6)]
     assert_equal_to_reference(value_grad_hvp(marginal_energy, *head), ref)
 
 
@@ -206,24 +206,25 @@ def test_value_grad_and_moments_in_one_pass(attention, linear_scale, causal):
 
 
 @pytest.mark.parametrize(
-    ("attention", "linear_scale", "causal", "two_row_blocks"),
+    ("attention", "linear_scale", "causal", "two_blocks"),
     [(*h, False) for h in HEADS] + [(*HEADS[0], True), (*HEADS[3], True)],
 )
 def test_energy_and_copy_sum_share_one_backward(
-    monkeypatch, attention, linear_scale, causal, two_row_blocks
+    monkeypatch, attention, linear_scale, causal, two_blocks
 ):
     """``marginal_energy_and_copy``: the value of ``marginal_energy``, the copy sum
     sum_{alpha a} k A_{a,a-1} of the head's own attention, and the gradient of a combination
     of the two (0.7 U - 2.3 C) and of the copy sum alone (a wrong row or key fails it: it is
     no small part of a sum) equal autodiff of the reference energy plus the copy sum of
     ``attention_rows`` (float64, padded rows, causal target weights); with one block of query
-    rows and with blocks of two rows (each block finds its own rows' previous keys)."""
+    rows and with two blocks of three (each finds its own rows' previous keys, one of them in
+    the other block)."""
     from copyhead_jax.models import _features
     from copyhead_jax.sampling.collapsed import marginal_energy_and_copy, row_weights
 
-    if two_row_blocks:  # each block has a row whose previous key lies in another block
-        monkeypatch.setattr(_features, "BLOCK_FLOATS", 2 * L * P)
-        assert _features.query_blocks(L, P) == [(a, a + 2) for a in range(0, L, 2)]
+    if two_blocks:  # each block has a row whose previous key lies in the other block
+        monkeypatch.setattr(_features, "BLOCK_FLOATS", 3 * L * P)
+        assert _features.query_blocks(L, P) == [(0, 3), (3, 6)]
     with jax.enable_x64(True):
         head, obj, t, mask = setup(attention, linear_scale, causal)
         x0 = head.W_G.ravel() * 3.0
