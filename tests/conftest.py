@@ -20,7 +20,10 @@ os.environ.setdefault("PJRT_NPROC", "1")
 # no expensive passes; -O0 through XLA_FLAGS, its earlier form, took the whole idle suite from
 # 1,585 to 1,280 s of test time). A module or test whose own compute dominates (a theory
 # batch, long chains) is marked ``xla_optimized`` and compiles what it first needs with XLA's
-# defaults (see the fixtures below). It moves float32 rounding (no fused multiply-adds), so a
+# defaults (see the fixtures below), where that was measured to pay (the marked module
+# against itself unmarked, interleaved in one process: the theory batches at the paper's size
+# of test_sensitivity.py; the theory points, the double well, the README's numbers and the llc
+# runs were faster at -O0 and are unmarked). It moves float32 rounding (no fused multiply-adds), so a
 # test that compares float32 numbers from another build states its ulp tolerance.
 # COPYHEAD_TEST_OPT=default optimises everything (production's code); subprocesses inherit the
 # setting through the environment.

@@ -15,8 +15,6 @@ from copyhead_jax.cli.main import main
 from experiments.conventions import reading_config
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-pytestmark = pytest.mark.xla_optimized  # two theory batches: compute-bound
-
 #: (command, JSON key -> the number as the README prints it, README text that holds them all)
 QUICK = [
     (

@@ -114,7 +114,6 @@ def test_the_centre_is_the_lowest_u_fit_of_the_starts(sweep):
     assert src.tolist() == [[-1]] and not best.ok.any()
 
 
-@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_cli_json_table_and_figure(sweep, tmp_path, capsys):
     path = sweep.save(tmp_path / "sweep_softmax.npz")
     fig = tmp_path / "llc.png"
@@ -176,7 +175,6 @@ def test_chains_too_large_for_the_budget_are_refused_before_any_work(sweep):
     assert b - a == 2 * 4 * 4 * 3 * 1000  # 2 x chains x float32 x (L_n, o1, oG) x extra draws
 
 
-@pytest.mark.xla_optimized  # compute-bound: XLA's default optimisations
 def test_a_posterior_file_adds_its_own_beta1_estimate(sweep, tmp_path, capsys):
     """The posterior's own lambda-hat is E_post[E] - E(w*) with E = w_lik P train_loss: draws
     whose loss sits a known delta above the fit's give w_lik P delta exactly (no sampling in

@@ -28,7 +28,6 @@ from copyhead_jax.transition.profile.windows import ProfileSettings, measure_pro
 
 from .well import WELL, Well, exact_copy_weight, exact_on_bins, start
 
-pytestmark = pytest.mark.xla_optimized
 SETTINGS = ProfileSettings(
     a_lo=-2.2,
     a_hi=2.0,
