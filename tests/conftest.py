@@ -23,8 +23,9 @@ os.environ.setdefault("PJRT_NPROC", "1")
 # defaults (see the fixtures below), where that was measured to pay (the marked module
 # against itself unmarked, interleaved in one process: the theory batches at the paper's size
 # of test_sensitivity.py; the theory points, the double well, the README's numbers and the llc
-# runs were faster at -O0 and are unmarked). It moves float32 rounding (no fused multiply-adds), so a
-# test that compares float32 numbers from another build states its ulp tolerance.
+# runs were faster at -O0 and are unmarked). It moves float32 rounding (no fused
+# multiply-adds), so a test that compares float32 numbers from another build states its ulp
+# tolerance.
 # COPYHEAD_TEST_OPT=default optimises everything (production's code); subprocesses inherit the
 # setting through the environment.
 OPTIMIZE_ALL = os.environ.get("COPYHEAD_TEST_OPT", "0") == "default"
