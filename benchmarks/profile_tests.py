@@ -4,9 +4,10 @@ Runs pytest (one process, the suite's own settings from tests/conftest.py) on th
 and, through ``jax.monitoring``'s duration events, adds up per file the seconds JAX spent
 tracing to jaxprs, lowering them to MLIR and compiling them with XLA (what the persistent
 compilation cache saved, too), beside each file's wall time. Subprocesses a test starts are
-not seen. Prints a markdown table, heaviest file first.
+not seen. Prints a markdown table, heaviest file first; ``--by-test``: one row per test.
 
     python benchmarks/profile_tests.py tests/sampling/test_collapsed.py tests/theory/test_points.py
+    python benchmarks/profile_tests.py --by-test tests/theory/test_points.py
 
 XLA flags to compare go through ``XLA_FLAGS`` (tests/conftest.py adds its own to them).
 """
@@ -28,11 +29,13 @@ EVENTS = {
 
 
 class CompileTimes:
-    """A pytest plugin: per test file, JAX's event durations and the tests' wall time."""
+    """A pytest plugin: per test file (``by_test``: per test), JAX's event durations and the
+    tests' wall time."""
 
-    def __init__(self):
+    def __init__(self, by_test: bool = False):
         self.seconds: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         self.file: str | None = None
+        self.by_test = by_test
 
     def pytest_configure(self, config):
         import jax.monitoring
@@ -45,7 +48,8 @@ class CompileTimes:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        self.file, t0 = item.nodeid.split("::")[0], time.perf_counter()
+        self.file = item.nodeid if self.by_test else item.nodeid.split("::")[0]
+        t0 = time.perf_counter()
         yield
         self.seconds[self.file]["wall"] += time.perf_counter() - t0
         self.file = None
@@ -59,7 +63,11 @@ class CompileTimes:
             )
 
         total = collections.Counter()
-        rows = ["| file | wall s | " + " | ".join(f"{k} s" for k in EVENTS) + " |"]
+        rows = [
+            f"| {'test' if self.by_test else 'file'} | wall s | "
+            + " | ".join(f"{k} s" for k in EVENTS)
+            + " |"
+        ]
         rows.append("|---" * (len(EVENTS) + 2) + "|")
         for f, c in sorted(self.seconds.items(), key=lambda fc: -fc[1]["wall"]):
             total.update(c)
@@ -69,7 +77,8 @@ class CompileTimes:
 
 
 def main(argv: list[str]) -> int:
-    plugin = CompileTimes()
+    plugin = CompileTimes(by_test="--by-test" in argv)
+    argv = [a for a in argv if a != "--by-test"]
     rc = pytest.main(["-q", "-p", "no:cacheprovider", *argv], plugins=[plugin])
     print(plugin.table())
     return int(rc)

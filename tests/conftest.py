@@ -26,9 +26,11 @@ os.environ.setdefault("PJRT_NPROC", "1")
 # runs were faster at -O0 and are unmarked). It moves float32 rounding (no fused
 # multiply-adds), so a test that compares float32 numbers from another build states its ulp
 # tolerance.
-# COPYHEAD_TEST_OPT=default optimises everything (production's code); subprocesses inherit the
-# setting through the environment.
+# COPYHEAD_TEST_OPT=default optimises everything (production's code), COPYHEAD_TEST_OPT=O0
+# nothing (the marks ignored: what a mark saves is measured against it); subprocesses inherit
+# the setting through the environment.
 OPTIMIZE_ALL = os.environ.get("COPYHEAD_TEST_OPT", "0") == "default"
+IGNORE_MARKS = os.environ.get("COPYHEAD_TEST_OPT", "0") == "O0"
 if not OPTIMIZE_ALL:
     os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
@@ -213,7 +215,7 @@ def package_messages_for_bad_input(request):
 def xla_optimized(on: bool):
     """XLA's default optimisations for what is compiled inside (``on``, unless the whole suite
     already has them). A program compiled before (in memory) is reused as it was compiled."""
-    on = on and jax.config.values["jax_disable_most_optimizations"]
+    on = on and jax.config.values["jax_disable_most_optimizations"] and not IGNORE_MARKS
     return switched(jax.config, "jax_disable_most_optimizations", False, when=on)
 
 
